@@ -1,0 +1,1 @@
+"""The LSP daemon and CLI: thin shells over ctxls.index and ctxls.impact."""

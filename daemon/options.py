@@ -1,0 +1,69 @@
+"""initializationOptions: every field defaulted; bad values are reported and
+replaced by their default, never fatal (the daemon keeps serving)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ctxls.index.languages import DEFAULT_INCLUDE
+
+DEFAULT_DEBOUNCE_MS = 150
+
+
+@dataclass(frozen=True)
+class InitOptions:
+    dbPath: str | None = None
+    embeddings: bool = True
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = ()
+    owner: str | None = None
+    session: str | None = None
+    strictScope: bool = False
+    debounceMs: int = DEFAULT_DEBOUNCE_MS
+    # Unknown keys, kept so the daemon can say once that it ignored them.
+    ignored: tuple[str, ...] = field(default=(), compare=False)
+
+
+def _check(name: str, value: Any) -> Any:
+    """The value converted to the field's type, or raise ValueError."""
+    if name in ("dbPath", "owner", "session"):
+        if value is None or (isinstance(value, str) and value):
+            return value
+        raise ValueError("must be a non-empty string")
+    if name in ("embeddings", "strictScope"):
+        if isinstance(value, bool):
+            return value
+        raise ValueError("must be true or false")
+    if name in ("include", "exclude"):
+        if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+            if name == "include":
+                return tuple(v.lower().lstrip(".") for v in value)
+            return tuple(value)
+        raise ValueError("must be a list of non-empty strings")
+    if name == "debounceMs":
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10_000:
+            return value
+        raise ValueError("must be an integer from 0 to 10000")
+    raise KeyError(name)
+
+
+def parse_init_options(raw: Any) -> tuple[InitOptions, list[str]]:
+    """Options plus human-readable problems (each already defaulted)."""
+    if raw is None:
+        return InitOptions(), []
+    if not isinstance(raw, dict):
+        return InitOptions(), ["initializationOptions must be an object; using defaults"]
+    known = {f.name for f in fields(InitOptions)} - {"ignored"}
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+    ignored = []
+    for key, value in raw.items():
+        if key not in known:
+            ignored.append(key)
+            continue
+        try:
+            values[key] = _check(key, value)
+        except ValueError as exc:
+            problems.append(f"initializationOptions.{key} {exc}; using the default")
+    return InitOptions(**values, ignored=tuple(ignored)), problems

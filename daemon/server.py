@@ -1,0 +1,435 @@
+"""The LSP layer: registers features and converts; the engine does the work.
+
+Each handler checks params, calls one engine function off the event loop
+(``asyncio.to_thread``, so a slow query never blocks typing) and converts the
+result with ``ctxls.daemon.wire``. Engine errors become JSON-RPC errors with
+the protocol's codes; anything unexpected becomes an internal error for that
+request only: the daemon never dies on a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import logging
+import threading
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
+from pygls.protocol.json_rpc import JsonRPCRequestMessage
+from pygls.uris import to_fs_path
+
+from ctxls import __version__
+from ctxls.daemon import wire
+from ctxls.daemon.options import InitOptions, parse_init_options
+from ctxls.daemon.workspaces import Workspaces
+from ctxls.index.engine import Engine, Hit, RecallResult, SymbolInfo
+from ctxls.index.errors import EngineError, OutsideRoot
+from ctxls.index.indexer import Cancelled, IndexStats
+
+log = logging.getLogger(__name__)
+
+CUSTOM_PREFIX = "ctxls/"
+
+_SYMBOL_KINDS = {
+    "class": types.SymbolKind.Class, "method": types.SymbolKind.Method,
+    "function": types.SymbolKind.Function, "interface": types.SymbolKind.Interface,
+    "enum": types.SymbolKind.Enum, "struct": types.SymbolKind.Struct,
+    "module": types.SymbolKind.Module, "namespace": types.SymbolKind.Namespace,
+    "section": types.SymbolKind.String, "type": types.SymbolKind.TypeParameter,
+    "trait": types.SymbolKind.Interface, "constructor": types.SymbolKind.Constructor,
+    "impl": types.SymbolKind.Class,
+}
+
+
+def _converter():
+    """pygls turns unknown methods' params into namedtuples (renaming keys
+    that are not identifiers); ours stay plain dicts so ``meta`` objects pass
+    through verbatim."""
+    converter = default_converter()
+    default_hook = converter.get_structure_hook(JsonRPCRequestMessage)
+
+    def structure_request(obj: Any, cls: type) -> Any:
+        if isinstance(obj, dict) and str(obj.get("method", "")).startswith(CUSTOM_PREFIX):
+            return cls(**obj)
+        return default_hook(obj, cls)
+
+    converter.register_structure_hook(JsonRPCRequestMessage, structure_request)
+    return converter
+
+
+class CtxlsServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("ctxls", __version__, converter_factory=_converter,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.options = InitOptions()
+        self.workspaces = Workspaces(self.options)
+        self._debounce: dict[str, asyncio.TimerHandle] = {}
+        self._pending_buffers = 0
+        self._progress_tokens = itertools.count(1)
+        self._shutdown = threading.Event()
+        # Roots indexed before any client connected (`ctxls serve --root`).
+        self.prewarmed: dict[Path, Engine] = {}
+
+    # -- helpers used by handlers --------------------------------------------
+
+    def supports_progress(self) -> bool:
+        window = self.client_capabilities.window if self.client_capabilities else None
+        return bool(window and window.work_done_progress)
+
+    def engine_for(self, uri: str) -> tuple[Engine, str] | None:
+        try:
+            return self.workspaces.for_uri(uri)
+        except OutsideRoot:
+            return None
+
+    def add_folder(self, root: Path, single_root: bool) -> None:
+        root = root.resolve()
+        engine = self.prewarmed.pop(root, None)
+        if engine is not None:
+            self.workspaces.engines[root] = engine
+        else:
+            engine = self.workspaces.add_folder(root, single_root)
+        for problem in self.workspaces.problems:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
+        self.workspaces.problems.clear()
+        if engine is not None and not engine.cold_index_done:
+            asyncio.get_running_loop().create_task(self.cold_index(engine))
+
+    async def cold_index(self, engine: Engine) -> None:
+        """Index a folder in a worker thread, reporting work-done progress."""
+        loop = asyncio.get_running_loop()
+        token: str | None = None
+        if self.supports_progress():
+            token = f"ctxls-index-{next(self._progress_tokens)}"
+            try:
+                await self.work_done_progress.create_async(token)
+            except Exception:  # a client may refuse; indexing goes on without a bar
+                token = None
+        if token is not None:
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title="ctxls: indexing", message=str(engine.root), percentage=0))
+
+        def report(done: int, total: int) -> None:
+            if token is None:
+                return
+            percentage = int(done * 100 / total) if total else 100
+            loop.call_soon_threadsafe(self.work_done_progress.report, token,
+                                      types.WorkDoneProgressReport(
+                                          message=f"{done}/{total} files", percentage=percentage))
+
+        message = ""
+        try:
+            stats = await asyncio.to_thread(engine.cold_index, report, self._shutdown)
+            message = f"indexed {stats.files} files ({stats.added} new, {stats.updated} changed)"
+        except Cancelled:
+            message = "indexing stopped"
+        except Exception as exc:  # a failed pass must not take the daemon down
+            log.exception("cold index of %s failed", engine.root)
+            message = f"indexing failed: {exc}"
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error,
+                                                             f"ctxls: {message}"))
+        if token is not None:
+            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+
+    def schedule_buffer(self, uri: str) -> None:
+        """Debounce re-indexing of an edited buffer (per URI)."""
+        loop = asyncio.get_running_loop()
+        handle = self._debounce.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        self._debounce[uri] = loop.call_later(
+            self.options.debounceMs / 1000, lambda: loop.create_task(self.flush_buffer(uri)))
+
+    async def flush_buffer(self, uri: str) -> None:
+        self._debounce.pop(uri, None)
+        doc = self.workspace.text_documents.get(uri)
+        target = self.engine_for(uri)
+        if doc is None or target is None:  # closed before the timer fired
+            return
+        engine, path = target
+        self._pending_buffers += 1
+        try:
+            await asyncio.to_thread(engine.set_buffer, path, doc.source)
+        except Exception:
+            log.exception("indexing buffer %s failed", uri)
+        finally:
+            self._pending_buffers -= 1
+
+    def cancel_debounce(self, uri: str) -> None:
+        handle = self._debounce.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
+    # -- cross-folder queries ------------------------------------------------
+
+    def recall(self, query: str, kinds: list[str] | None, n: int, body: bool,
+               mode: str) -> RecallResult:
+        engines = self.workspaces.all(include_loose=True) or [self.workspaces.loose]
+        merged: dict[str, list[Hit]] = {}
+        partial = False
+        for engine in engines:
+            result = engine.recall(query, kinds, n, body, mode)
+            partial = partial or result.partial
+            for kind, hits in result.hits_by_kind.items():
+                merged.setdefault(kind, []).extend(hits)
+        for kind, hits in merged.items():
+            hits.sort(key=lambda h: (-h.score, h.uri, h.start_line))
+            merged[kind] = hits[:n]
+        return RecallResult(merged, partial)
+
+    def get(self, item_id: str, start_line: int | None, end_line: int | None):
+        outside = True
+        for engine in self.workspaces.all():
+            try:
+                item = engine.get(item_id, start_line, end_line)
+            except OutsideRoot:
+                continue
+            outside = False
+            if item is not None:
+                return item
+        if outside:
+            raise OutsideRoot(item_id)
+        return None
+
+    def status(self) -> dict:
+        engines = self.workspaces.all()
+        if not engines:
+            base = {"indexing": False, "files": 0, "chunks": 0, "pending": 0, "root": "",
+                    "dbPath": "", "version": __version__}
+        else:
+            statuses = [e.status() for e in engines]
+            base = dict(statuses[0])
+            base["indexing"] = any(s["indexing"] or not s["complete"] for s in statuses)
+            base["files"] = sum(s["files"] for s in statuses)
+            base["chunks"] = sum(s["chunks"] for s in statuses)
+            base["pending"] = sum(s["pending"] for s in statuses)
+            if len(statuses) > 1:
+                base["folders"] = statuses
+        base["pending"] += self._pending_buffers + len(self._debounce)
+        base["vectors"] = 0
+        base["embeddings"] = {"enabled": False, "model": "", "dim": 0}
+        return base
+
+    def index(self, pathspecs: list[str] | None, force: bool) -> IndexStats:
+        total = IndexStats()
+        for engine in self.workspaces.all():
+            stats = engine.index(pathspecs, force)
+            for field in ("files", "added", "updated", "removed", "unchanged", "skipped"):
+                setattr(total, field, getattr(total, field) + getattr(stats, field))
+        return total
+
+
+server = CtxlsServer()
+
+
+def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]:
+    """Register a custom request whose body runs in a worker thread and whose
+    engine errors carry the protocol's error codes."""
+
+    def register(fn: Callable[[CtxlsServer, wire.Params], Any]):
+        @server.feature(method)
+        @functools.wraps(fn)
+        async def handler(ls: CtxlsServer, raw: Any) -> Any:
+            try:
+                return await asyncio.to_thread(fn, ls, wire.Params(raw))
+            except EngineError as exc:
+                raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
+
+        return handler
+
+    return register
+
+
+# -- lifecycle ------------------------------------------------------------------
+
+@server.feature(types.INITIALIZE)
+def on_initialize(ls: CtxlsServer, params: types.InitializeParams) -> None:
+    options, problems = parse_init_options(params.initialization_options)
+    ls.options = options
+    ls.workspaces.options = options
+    for problem in problems:
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"ctxls: {problem}"))
+    if options.ignored:
+        log.info("ignored unknown initializationOptions: %s", ", ".join(options.ignored))
+
+
+@server.feature(types.INITIALIZED)
+async def on_initialized(ls: CtxlsServer, params: types.InitializedParams) -> None:
+    folders = list(ls.workspace.folders.values())
+    roots = [p for p in (Workspaces.folder_path(f) for f in folders) if p is not None]
+    if not roots and ls.workspace.root_path:
+        roots = [Path(ls.workspace.root_path)]
+    for root in roots:
+        ls.add_folder(root, single_root=len(roots) == 1)
+    await register_file_watcher(ls)
+
+
+async def register_file_watcher(ls: CtxlsServer) -> None:
+    caps = ls.client_capabilities.workspace if ls.client_capabilities else None
+    watched = caps.did_change_watched_files if caps else None
+    if not (watched and watched.dynamic_registration):
+        return
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[
+            types.Registration(
+                id="ctxls-watched-files",
+                method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[types.FileSystemWatcher(glob_pattern="**/*")]))]))
+    except Exception:
+        log.warning("client refused didChangeWatchedFiles registration", exc_info=True)
+
+
+@server.feature(types.SHUTDOWN)
+def on_shutdown(ls: CtxlsServer, params: None) -> None:
+    ls._shutdown.set()
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    for folder in params.event.removed:
+        root = Workspaces.folder_path(folder)
+        if root is not None:
+            ls.workspaces.remove_folder(root)
+    for folder in params.event.added:
+        root = Workspaces.folder_path(folder)
+        if root is not None:
+            ls.add_folder(root, single_root=False)
+
+
+# -- documents ----------------------------------------------------------------------
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+async def on_did_open(ls: CtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
+    await ls.flush_buffer(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def on_did_change(ls: CtxlsServer, params: types.DidChangeTextDocumentParams) -> None:
+    ls.schedule_buffer(params.text_document.uri)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+async def on_did_close(ls: CtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.cancel_debounce(uri)
+    target = ls.engine_for(uri)
+    if target is None:
+        return
+    engine, path = target
+    if ls.workspaces.is_loose(engine):
+        await asyncio.to_thread(engine.forget_buffer, path)
+    else:
+        await asyncio.to_thread(engine.close_buffer, path)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+async def on_did_save(ls: CtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
+    target = ls.engine_for(params.text_document.uri)
+    if target is not None:
+        await asyncio.to_thread(target[0].file_changed_on_disk, target[1])
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+async def on_watched_files(ls: CtxlsServer, params: types.DidChangeWatchedFilesParams) -> None:
+    by_engine: dict[Engine, list[str]] = {}
+    for change in params.changes:
+        target = ls.engine_for(change.uri)
+        if target is not None and not ls.workspaces.is_loose(target[0]):
+            by_engine.setdefault(target[0], []).append(target[1])
+    for engine, paths in by_engine.items():
+        await asyncio.to_thread(engine.files_changed_on_disk, paths)
+
+
+# -- standard queries -------------------------------------------------------------------
+
+def _symbol_range(symbol: SymbolInfo) -> types.Range:
+    return types.Range(types.Position(symbol.start_line, 0), types.Position(symbol.end_line + 1, 0))
+
+
+@server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+async def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams):
+    target = ls.engine_for(params.text_document.uri)
+    if target is None:
+        return None
+    symbols = await asyncio.to_thread(target[0].document_symbols, target[1])
+    roots: list[types.DocumentSymbol] = []
+    by_name: dict[str, types.DocumentSymbol] = {}
+    for symbol in symbols:
+        parent_name, _, short = symbol.symbol.rpartition(".")
+        node = types.DocumentSymbol(
+            name=short or symbol.symbol, detail=symbol.symbol,
+            kind=_SYMBOL_KINDS.get(symbol.symbol_kind, types.SymbolKind.Variable),
+            range=_symbol_range(symbol), selection_range=types.Range(
+                types.Position(symbol.start_line, 0), types.Position(symbol.start_line, 0)),
+            children=[])
+        parent = by_name.get(parent_name)
+        (parent.children if parent is not None else roots).append(node)
+        by_name[symbol.symbol] = node
+    return roots or None
+
+
+@server.feature(types.WORKSPACE_SYMBOL)
+async def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
+    found: list[types.SymbolInformation] = []
+    for engine in ls.workspaces.all():
+        for symbol in await asyncio.to_thread(engine.workspace_symbols, params.query):
+            container, _, short = symbol.symbol.rpartition(".")
+            found.append(types.SymbolInformation(
+                name=short or symbol.symbol,
+                kind=_SYMBOL_KINDS.get(symbol.symbol_kind, types.SymbolKind.Variable),
+                location=types.Location(symbol.uri, _symbol_range(symbol)),
+                container_name=container or symbol.path))
+    return found
+
+
+# -- custom requests (docs/protocol.md) ---------------------------------------------------
+
+@rpc("ctxls/status")
+def status(ls: CtxlsServer, params: wire.Params) -> dict:
+    return ls.status()
+
+
+@rpc("ctxls/index")
+def index(ls: CtxlsServer, params: wire.Params) -> dict:
+    stats = ls.index(params.str_list("paths"), params.bool("force", False))
+    return wire.index_stats_json(stats)
+
+
+@rpc("ctxls/recall")
+def recall(ls: CtxlsServer, params: wire.Params) -> dict:
+    kinds, flat = params.kinds()
+    result = ls.recall(params.str("query", required=True), kinds, params.int("n", 10),
+                       params.bool("body", False), params.str("mode") or "hybrid")
+    return wire.recall_json(result, flat)
+
+
+@rpc("ctxls/get")
+def get(ls: CtxlsServer, params: wire.Params) -> dict | None:
+    item = ls.get(params.str("id", required=True), params.int("startLine"), params.int("endLine"))
+    return wire.item_json(item)
+
+
+@rpc("ctxls/recentActivity")
+def recent_activity(ls: CtxlsServer, params: wire.Params) -> dict:
+    days, since, limit = params.number("days"), params.int("since"), params.int("limit", 20)
+    items = []
+    for engine in ls.workspaces.all():
+        items.extend(engine.recent_activity(days, since, limit))
+    items.sort(key=lambda a: (-a.last_edited_at, a.id, a.symbol or ""))
+    return wire.activity_json(items[:limit])
+
+
+def prewarm(root: Path) -> Engine:
+    """Open and cold-index a root before any client connects (serve --root)."""
+    engine = server.workspaces.add_folder(root) or server.workspaces.engines[root.resolve()]
+    server.workspaces.engines.pop(engine.root, None)
+    server.prewarmed[engine.root] = engine
+    engine.cold_index()
+    return engine

@@ -1,0 +1,101 @@
+"""Which engine serves a document: one per workspace folder, plus a private
+one for buffers that lie outside every folder (served from the buffer only)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from lsprotocol.types import WorkspaceFolder
+from pygls.uris import to_fs_path
+
+from ctxls.index.discovery import DiscoveryOptions
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.errors import OutsideRoot
+from ctxls.index.store import StoreVersionError
+
+from ctxls.daemon.options import InitOptions
+
+log = logging.getLogger(__name__)
+
+
+def engine_options(options: InitOptions, root: Path, single_root: bool) -> EngineOptions:
+    db_path = options.dbPath
+    if db_path is not None and not single_root:
+        # One store per folder: a shared dbPath gets a per-folder file beside it.
+        db_path = f"{db_path}.{root.name}"
+    return EngineOptions(db_path=db_path,
+                         discovery=DiscoveryOptions(include=options.include, exclude=options.exclude))
+
+
+class Workspaces:
+    def __init__(self, options: InitOptions):
+        self.options = options
+        self.engines: dict[Path, Engine] = {}
+        self._loose: Engine | None = None
+        self.problems: list[str] = []
+
+    def add_folder(self, root: Path, single_root: bool = True) -> Engine | None:
+        root = root.resolve()
+        if root in self.engines:
+            return None
+        try:
+            engine = Engine(root, engine_options(self.options, root, single_root))
+        except (StoreVersionError, OSError) as exc:
+            # Keep serving this folder from a private store rather than not at all.
+            self.problems.append(f"ctxls: cannot open the index for {root}: {exc}; "
+                                 "using a temporary index for this session")
+            engine = Engine(root, engine_options(self.options, root, single_root),
+                            private_store=True)
+        self.engines[root] = engine
+        return engine
+
+    def remove_folder(self, root: Path) -> None:
+        engine = self.engines.pop(root.resolve(), None)
+        if engine is not None:
+            engine.close()
+
+    @staticmethod
+    def folder_path(folder: WorkspaceFolder) -> Path | None:
+        path = to_fs_path(folder.uri)
+        return Path(path) if path else None
+
+    @property
+    def loose(self) -> Engine:
+        if self._loose is None:
+            self._loose = Engine(Path("/"), EngineOptions(), private_store=True)
+        return self._loose
+
+    def all(self, include_loose: bool = False) -> list[Engine]:
+        engines = list(self.engines.values())
+        if include_loose and self._loose is not None:
+            engines.append(self._loose)
+        return engines
+
+    def is_loose(self, engine: Engine) -> bool:
+        return engine is self._loose
+
+    def for_uri(self, uri: str) -> tuple[Engine, str] | None:
+        """(engine, repo-relative path) for a document URI; the deepest folder wins."""
+        fs_path = to_fs_path(uri)
+        if not fs_path:
+            return None
+        best: tuple[Engine, str] | None = None
+        for root, engine in self.engines.items():
+            try:
+                rel = engine.relative(fs_path)
+            except OutsideRoot:
+                continue
+            if best is None or len(str(root)) > len(str(best[0].root)):
+                best = (engine, rel)
+        if best is not None:
+            return best
+        return self.loose, self.loose.relative(fs_path)
+
+    def close(self) -> None:
+        for engine in self.engines.values():
+            engine.close()
+        self.engines.clear()
+        if self._loose is not None:
+            self._loose.close()
+            self._loose = None

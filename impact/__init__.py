@@ -1,0 +1,1 @@
+"""Impact analysis (callers, callees, risk). Depends on ctxls.index only."""

@@ -1,0 +1,224 @@
+"""Which files of a root get indexed, and reading them safely.
+
+Discovery never raises for a single bad file: binary, oversized, vanished or
+unreadable files are skipped with one log line each and reported in the
+result so callers can count them.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+from ctxls.index.languages import DEFAULT_INCLUDE
+
+log = logging.getLogger(__name__)
+
+STORE_DIR_NAME = ".ctxls"
+DEFAULT_MAX_FILE_BYTES = 1 << 20
+# Bytes sniffed for a NUL to call a file binary (what git does).
+_BINARY_SNIFF_BYTES = 8192
+# Never descend into these in the non-git walk (they are almost always ignored).
+_ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME, "node_modules",
+                                  "__pycache__", ".venv", ".tox", ".mypy_cache"})
+
+
+@dataclass(frozen=True)
+class DiscoveryOptions:
+    include: tuple[str, ...] = DEFAULT_INCLUDE  # extensions without the dot
+    exclude: tuple[str, ...] = ()  # gitignore-style globs
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+
+
+@dataclass(frozen=True)
+class SourceText:
+    path: str  # repo-relative POSIX
+    text: str
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class Skipped:
+    path: str
+    reason: str  # "binary" | "too large" | "vanished" | "unreadable" | "outside root"
+
+
+@dataclass
+class Listing:
+    paths: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+class FileFilter:
+    """include / exclude / the store folder, compiled once."""
+
+    def __init__(self, options: DiscoveryOptions):
+        self._include = frozenset(e.lower().lstrip(".") for e in options.include)
+        self._excluded = (pathspec.PathSpec.from_lines("gitwildmatch", options.exclude)
+                          if options.exclude else None)
+
+    def __call__(self, path: str) -> bool:
+        parts = path.split("/")
+        if STORE_DIR_NAME in parts[:-1] or parts[0] == STORE_DIR_NAME:
+            return False
+        name = parts[-1]
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        if ext not in self._include and name not in self._include:
+            return False
+        return not (self._excluded and self._excluded.match_file(path))
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """Tracked plus untracked-but-not-ignored files, or None if not a git repo."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+             "--exclude-standard", "--deduplicate"],
+            capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if proc.returncode != 0:
+        return None
+    return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def _walk_files(root: Path) -> list[str]:
+    """A filesystem walk honouring .gitignore files at every level."""
+    found: list[str] = []
+    specs: list[tuple[str, pathspec.PathSpec]] = []  # (dir prefix, spec)
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
+        rel_dir = "" if rel_dir == "." else rel_dir + "/"
+        specs = [(d, s) for d, s in specs if rel_dir.startswith(d)]
+        ignore_file = os.path.join(dirpath, ".gitignore")
+        if os.path.isfile(ignore_file):
+            try:
+                with open(ignore_file, encoding="utf-8", errors="replace") as fh:
+                    specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", fh)))
+            except OSError:
+                pass
+
+        def ignored(rel: str) -> bool:
+            return any(s.match_file(rel[len(d):]) for d, s in specs)
+
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if d not in _ALWAYS_SKIPPED_DIRS and not ignored(rel_dir + d + "/"))
+        for name in sorted(filenames):
+            rel = rel_dir + name
+            if not ignored(rel):
+                found.append(rel)
+    return found
+
+
+def ignored_paths(root: Path, paths: list[str]) -> set[str]:
+    """Which of ``paths`` git (or, outside git, the .gitignore files) ignores."""
+    if not paths:
+        return set()
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "check-ignore", "-z", "--stdin"],
+                              input="\0".join(paths).encode("utf-8", "surrogateescape"),
+                              capture_output=True, timeout=30)
+        if proc.returncode in (0, 1):  # 1: none ignored
+            return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    ignored = set()
+    for path in paths:
+        parts = path.split("/")
+        for depth in range(len(parts)):
+            prefix = "/".join(parts[:depth])
+            ignore_file = root / prefix / ".gitignore"
+            if ignore_file.is_file():
+                try:
+                    lines = ignore_file.read_text("utf-8", errors="replace").splitlines()
+                except OSError:
+                    continue
+                if pathspec.PathSpec.from_lines("gitwildmatch", lines).match_file(
+                        "/".join(parts[depth:])):
+                    ignored.add(path)
+                    break
+    return ignored
+
+
+def list_files(root: Path, wanted: FileFilter) -> list[str]:
+    """Repo-relative POSIX paths to index, sorted."""
+    candidates = _git_files(root)
+    if candidates is None:
+        candidates = _walk_files(root)
+    return sorted({p for p in candidates if wanted(p)})
+
+
+def matches_pathspecs(path: str, pathspecs: list[str]) -> bool:
+    """A path is in scope if it equals a spec, lies under a spec directory, or
+    matches a spec glob."""
+    for spec in pathspecs:
+        spec = spec.strip("/")
+        if spec in ("", "."):
+            return True
+        if path == spec or path.startswith(spec + "/") or fnmatch.fnmatchcase(path, spec):
+            return True
+    return False
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 with replacement (a BOM is dropped); never raises."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")
+
+
+def looks_binary(data: bytes) -> bool:
+    return b"\0" in data[:_BINARY_SNIFF_BYTES]
+
+
+def read_source(root: Path, path: str, max_bytes: int) -> SourceText | Skipped:
+    """Read one file for indexing, or say why it was skipped."""
+    full = root / path
+    try:
+        st = full.stat()
+        if not full.is_file():
+            return Skipped(path, "vanished")
+        if st.st_size > max_bytes:
+            return Skipped(path, "too large")
+        with open(full, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError:
+        return Skipped(path, "vanished")
+    except OSError as exc:
+        return Skipped(path, f"unreadable ({exc.strerror or exc})")
+    if len(data) > max_bytes:
+        return Skipped(path, "too large")
+    if looks_binary(data):
+        return Skipped(path, "binary")
+    return SourceText(path=path, text=decode_text(data), size=st.st_size, mtime_ns=st.st_mtime_ns)
+
+
+def stat_signature(root: Path, path: str) -> tuple[int, int] | None:
+    """(mtime_ns, size) of a file, or None if it is gone."""
+    try:
+        st = (root / path).stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+def relative_path(root: Path, candidate: str | os.PathLike[str]) -> str | None:
+    """The repo-relative POSIX path of ``candidate``, or None when it resolves
+    outside ``root`` (symlinks and ``..`` included)."""
+    root_resolved = root.resolve()
+    cand = Path(candidate)
+    full = (cand if cand.is_absolute() else root_resolved / cand).resolve()
+    try:
+        rel = full.relative_to(root_resolved)
+    except ValueError:
+        return None
+    rel_posix = rel.as_posix()
+    return None if rel_posix in ("", ".") else rel_posix

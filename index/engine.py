@@ -1,0 +1,354 @@
+"""The engine facade: one workspace root, its store, its open buffers.
+
+Everything a shell (daemon, CLI, MCP bridge, benchmark) needs goes through
+:class:`Engine`, in plain Python types. It knows nothing about LSP or JSON;
+``ctxls.daemon.wire`` turns its results into the protocol's shapes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxls import __version__
+from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, decode_text, ignored_paths,
+                                   looks_binary, relative_path)
+from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
+from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
+from ctxls.index.model import content_hash
+from ctxls.index.ranking import RankingConfig, ScoredChunk, lexical_search
+from ctxls.index.store import Store, now_ms
+
+log = logging.getLogger(__name__)
+
+FILE_KINDS = ("code", "doc")
+# Memory kinds are recalled from written memory (its own issue); until that
+# store exists they are accepted and answer with no hits.
+MEMORY_KINDS = ("fact", "episode")
+ALL_KINDS = FILE_KINDS + MEMORY_KINDS
+RECALL_MODES = ("hybrid", "lexical", "semantic")
+MAX_RECALL_N = 200
+DAY_MS = 86_400_000
+
+
+@dataclass(frozen=True)
+class EngineOptions:
+    db_path: str | None = None  # default <root>/.ctxls/index.db
+    discovery: DiscoveryOptions = field(default_factory=DiscoveryOptions)
+    ranking: RankingConfig = field(default_factory=RankingConfig)
+
+
+@dataclass
+class Hit:
+    path: str
+    uri: str
+    kind: str
+    format: str
+    score: float
+    symbol: str | None
+    start_line: int
+    end_line: int
+    end_character: int  # length of the last line: the range ends there
+    body: str | None
+
+
+@dataclass
+class RecallResult:
+    hits_by_kind: dict[str, list[Hit]]
+    partial: bool
+
+
+@dataclass
+class Item:
+    id: str
+    kind: str
+    format: str
+    source: str  # "file" | "direct"
+    provenance: str  # "disk" | "buffer"
+    occurred_at: int  # ms
+    text: str | None
+    meta: dict
+
+
+@dataclass
+class SymbolInfo:
+    symbol: str
+    symbol_kind: str
+    path: str
+    uri: str
+    start_line: int
+    end_line: int
+
+
+@dataclass
+class ActivityItem:
+    id: str
+    symbol: str | None
+    kind: str
+    last_edited_at: int
+    edits: int
+
+
+@dataclass
+class IndexProgress:
+    indexing: bool = False
+    done: int = 0
+    total: int = 0
+
+
+class Engine:
+    def __init__(self, root: str | Path, options: EngineOptions | None = None,
+                 private_store: bool = False):
+        """``private_store``: a throw-away store for buffers outside every
+        workspace folder (never discovered, never written under root)."""
+        self.root = Path(root).resolve()
+        self.options = options or EngineOptions()
+        if private_store:
+            db_path = None
+        else:
+            db_path = self.options.db_path or str(self.root / STORE_DIR_NAME / "index.db")
+        self.store = Store(db_path)
+        self._buffers: dict[str, str] = {}
+        self._buffers_lock = threading.Lock()
+        self.indexer = Indexer(self.root, self.store, self.options.discovery, self.open_buffers)
+        self.progress = IndexProgress()
+        # Set by the first complete pass: until then answers are partial.
+        self._cold_done = threading.Event()
+        if private_store:
+            self._cold_done.set()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- paths ---------------------------------------------------------------
+
+    def relative(self, candidate: str) -> str:
+        """Repo-relative path of an id, path or absolute path; OutsideRoot if it escapes."""
+        rel = relative_path(self.root, candidate)
+        if rel is None:
+            raise OutsideRoot(candidate)
+        return rel
+
+    def uri_for(self, path: str) -> str:
+        return (self.root / path).as_uri()
+
+    # -- indexing ------------------------------------------------------------
+
+    @property
+    def indexing(self) -> bool:
+        return self.progress.indexing
+
+    @property
+    def cold_index_done(self) -> bool:
+        return self._cold_done.is_set()
+
+    def cold_index(self, progress: ProgressCallback | None = None,
+                   cancel: threading.Event | None = None) -> IndexStats:
+        """The first pass after start: no edit-log rows (it is not an edit)."""
+        return self._pass(None, False, False, progress, cancel)
+
+    def index(self, pathspecs: list[str] | None = None, force: bool = False,
+              progress: ProgressCallback | None = None) -> IndexStats:
+        """An explicit pass; a forced one re-chunks everything and logs no edits."""
+        return self._pass(pathspecs, force, not force, progress, None)
+
+    def _pass(self, pathspecs, force, log_edits, progress, cancel) -> IndexStats:
+        def report(done: int, total: int) -> None:
+            self.progress.done, self.progress.total = done, total
+            if progress is not None:
+                progress(done, total)
+
+        self.progress = IndexProgress(indexing=True)
+        started = time.perf_counter()
+        try:
+            stats = self.indexer.run_pass(pathspecs, force, log_edits, report, cancel)
+            if pathspecs is None:
+                self._cold_done.set()
+        finally:
+            self.progress.indexing = False
+        log.info("indexed %s in %.2fs: %s", self.root, time.perf_counter() - started, stats)
+        return stats
+
+    def open_buffers(self) -> dict[str, str]:
+        with self._buffers_lock:
+            return dict(self._buffers)
+
+    def buffer_text(self, path: str) -> str | None:
+        with self._buffers_lock:
+            return self._buffers.get(path)
+
+    def set_buffer(self, path: str, text: str) -> bool:
+        """Make an open (possibly unsaved) buffer the truth for ``path`` and
+        index it now. Returns False when nothing changed."""
+        with self._buffers_lock:
+            self._buffers[path] = text
+        return self.indexer.index_text(path, text, source="buffer")
+
+    def close_buffer(self, path: str) -> None:
+        """The buffer is gone: what is on disk is the truth again."""
+        with self._buffers_lock:
+            self._buffers.pop(path, None)
+        self.indexer.reindex_from_disk(path)
+
+    def file_changed_on_disk(self, path: str) -> None:
+        """A save or a watched-file event; an open buffer still wins."""
+        if self.buffer_text(path) is None:
+            self.indexer.reindex_from_disk(path)
+
+    def files_changed_on_disk(self, paths: list[str]) -> None:
+        """Watched-file events: new files must also pass .gitignore."""
+        new = [p for p in paths if self.store.file_state(p) is None]
+        ignored = ignored_paths(self.root, new)
+        for path in paths:
+            if path not in ignored:
+                self.file_changed_on_disk(path)
+
+    def forget_buffer(self, path: str) -> None:
+        """For a private store: a closed buffer outside every folder leaves no rows."""
+        with self._buffers_lock:
+            self._buffers.pop(path, None)
+        with self.store.write() as conn:
+            Store.delete_file(conn, path)
+
+    # -- queries -------------------------------------------------------------
+
+    def recall(self, query: str, kinds: list[str] | None = None, n: int = 10,
+               body: bool = False, mode: str = "hybrid") -> RecallResult:
+        if not isinstance(query, str):
+            raise InvalidParams("query", "must be a string")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RECALL_N:
+            raise InvalidParams("n", f"must be an integer from 1 to {MAX_RECALL_N}")
+        if mode not in RECALL_MODES:
+            raise InvalidParams("mode", f"must be one of {', '.join(RECALL_MODES)}")
+        kinds = list(ALL_KINDS) if kinds is None else kinds
+        for kind in kinds:
+            if kind not in ALL_KINDS:
+                raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(ALL_KINDS)}")
+        conn = self.store.reader()
+        hits_by_kind: dict[str, list[Hit]] = {}
+        for kind in kinds:
+            scored = lexical_search(conn, kind, query, n, self.options.ranking) \
+                if kind in FILE_KINDS else []
+            hits_by_kind[kind] = [self._hit(s, body) for s in scored]
+        return RecallResult(hits_by_kind, partial=not self.cold_index_done or self.indexing)
+
+    def _hit(self, scored: ScoredChunk, body: bool) -> Hit:
+        last_line = scored.text.rsplit("\n", 1)[-1]
+        return Hit(path=scored.path, uri=self.uri_for(scored.path), kind=scored.kind,
+                   format=scored.language, score=round(scored.score, 6), symbol=scored.symbol,
+                   start_line=scored.start_line, end_line=scored.end_line,
+                   end_character=len(last_line), body=scored.text if body else None)
+
+    def current_text(self, path: str) -> str | None:
+        """The truth for ``path``: its open buffer, else the file on disk
+        (None when missing or binary). Read fresh, never from the index."""
+        buffered = self.buffer_text(path)
+        if buffered is not None:
+            return buffered
+        try:
+            data = (self.root / path).read_bytes()
+        except OSError:
+            return None
+        return None if looks_binary(data) else decode_text(data)
+
+    def get(self, item_id: str, start_line: int | None = None,
+            end_line: int | None = None) -> Item | None:
+        if not isinstance(item_id, str) or not item_id:
+            raise InvalidParams("id", "must be a non-empty string")
+        for name, value in (("startLine", start_line), ("endLine", end_line)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+                raise InvalidParams(name, "must be a non-negative integer")
+        if start_line is not None and end_line is not None and end_line < start_line:
+            raise InvalidParams("endLine", "must not be before startLine")
+        path = self.relative(item_id)
+        state = self.store.file_state(path)
+        if state is None:
+            return None
+        text = self.current_text(path)
+        if text is None:
+            return None
+        provenance = "buffer" if self.buffer_text(path) is not None else "disk"
+        meta: dict = {"lines": len(text.split("\n"))}
+        if start_line is not None or end_line is not None:
+            if content_hash(text) != state.hash:
+                raise StalePointer(path)
+            lines = text.split("\n")
+            first = start_line or 0
+            last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
+            text = "\n".join(lines[first:last + 1])
+            meta.update(startLine=first, endLine=last)
+        row = self.store.reader().execute(
+            "SELECT language, indexed_at FROM files WHERE id = ?", (state.id,)).fetchone()
+        kind = self.store.reader().execute(
+            "SELECT kind FROM chunks WHERE file_id = ? LIMIT 1", (state.id,)).fetchone()
+        return Item(id=path, kind=kind[0] if kind else "code", format=row["language"],
+                    source="file", provenance=provenance, occurred_at=row["indexed_at"],
+                    text=text, meta=meta)
+
+    def status(self) -> dict:
+        counts = self.store.counts()
+        with self._buffers_lock:
+            buffers = len(self._buffers)
+        return {
+            "indexing": self.indexing,
+            "complete": self.cold_index_done,
+            "files": counts["files"],
+            "chunks": counts["chunks"],
+            "pending": max(self.progress.total - self.progress.done, 0) if self.indexing else 0,
+            "buffers": buffers,
+            "root": str(self.root),
+            "dbPath": self.store.db_path,
+            "version": __version__,
+        }
+
+    def recent_activity(self, days: float | None = None, since: int | None = None,
+                        limit: int = 20) -> list[ActivityItem]:
+        if days is not None and (isinstance(days, bool) or not isinstance(days, (int, float)) or days <= 0):
+            raise InvalidParams("days", "must be a positive number")
+        if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float)) or since < 0):
+            raise InvalidParams("since", "must be a non-negative timestamp in ms")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise InvalidParams("limit", "must be an integer from 1 to 1000")
+        cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
+        rows = self.store.reader().execute(
+            "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n FROM edits "
+            "WHERE ts >= ? GROUP BY path, symbol, kind "
+            "ORDER BY last DESC, path, symbol LIMIT ?", (cutoff, limit)).fetchall()
+        return [ActivityItem(id=r["path"], symbol=r["symbol"], kind=r["kind"],
+                             last_edited_at=r["last"], edits=r["n"]) for r in rows]
+
+    def document_symbols(self, path: str) -> list[SymbolInfo]:
+        rows = self.store.reader().execute(
+            "SELECT c.symbol, c.symbol_kind, c.start_line, c.end_line FROM chunks c "
+            "JOIN files f ON f.id = c.file_id WHERE f.path = ? AND c.symbol IS NOT NULL "
+            "ORDER BY c.start_line, c.end_line", (path,)).fetchall()
+        return self._symbols(path, rows)
+
+    def workspace_symbols(self, query: str, limit: int = 100) -> list[SymbolInfo]:
+        needle = query.strip().lower()
+        rows = self.store.reader().execute(
+            "SELECT f.path, c.symbol, c.symbol_kind, c.start_line, c.end_line FROM chunks c "
+            "JOIN files f ON f.id = c.file_id "
+            "WHERE c.symbol IS NOT NULL AND c.kind = 'code' AND instr(lower(c.symbol), ?) > 0 "
+            "ORDER BY (c.name = ?) DESC, length(c.symbol), f.path, c.start_line LIMIT ?",
+            (needle, needle, limit * 2)).fetchall()
+        out: list[SymbolInfo] = []
+        for r in rows:
+            out.extend(self._symbols(r["path"], [r]))
+        return out[:limit]
+
+    def _symbols(self, path: str, rows) -> list[SymbolInfo]:
+        """One entry per symbol: split parts of a long symbol are merged."""
+        merged: dict[str, SymbolInfo] = {}
+        for r in rows:
+            known = merged.get(r["symbol"])
+            if known is not None:
+                known.end_line = max(known.end_line, r["end_line"])
+                continue
+            merged[r["symbol"]] = SymbolInfo(
+                symbol=r["symbol"], symbol_kind=r["symbol_kind"], path=path,
+                uri=self.uri_for(path), start_line=r["start_line"], end_line=r["end_line"])
+        return list(merged.values())

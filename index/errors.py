@@ -1,0 +1,41 @@
+"""Errors the engine raises for a caller's mistake or a stale view.
+
+Each carries the JSON-RPC code of docs/protocol.md ("Errors") and its ``data``,
+so every shell (daemon, CLI, MCP) reports them the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class EngineError(Exception):
+    code = -32603
+
+    def __init__(self, message: str, data: dict[str, Any] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.data = data or {}
+
+
+class InvalidParams(EngineError):
+    code = -32602
+
+    def __init__(self, param: str, problem: str):
+        super().__init__(f"invalid param {param!r}: {problem}", {"param": param})
+        self.param = param
+
+
+class StalePointer(EngineError):
+    code = -32002
+
+    def __init__(self, path: str):
+        super().__init__(f"{path} changed since it was indexed; re-run recall for fresh lines",
+                         {"path": path})
+
+
+class OutsideRoot(EngineError):
+    code = -32004
+
+    def __init__(self, path: str):
+        super().__init__(f"{path} resolves outside the workspace root", {"path": path})

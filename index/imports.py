@@ -1,0 +1,237 @@
+"""Import extraction (Python, JavaScript, TypeScript) and resolution of import
+specs to indexed files.
+
+Spec format (``ImportRef.spec``):
+
+* Python ``import a.b`` -> ``a.b``.
+* Python ``from M import n`` -> ``M:n``, one ref per imported name, because
+  ``n`` may be a submodule (``M/n.py``) or a name defined in ``M``; the
+  resolver tries the submodule first and falls back to ``M``. ``from M import
+  *`` -> ``M``. Relative modules keep their dots: ``from ..x import y`` ->
+  ``..x:y``, ``from . import y`` -> ``.:y``. ``from __future__`` is skipped.
+* JavaScript/TypeScript: the module string as written (``./util``, ``react``)
+  from ``import``, ``export … from``, ``require('x')``, ``import('x')`` and
+  TypeScript's ``import x = require('x')``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections import defaultdict
+from collections.abc import Iterable
+
+from tree_sitter import Node, Query, QueryCursor, Tree
+from tree_sitter_language_pack import get_language
+
+from .languages import parser_for
+from .model import ImportRef
+
+_PYTHON_QUERY = "(import_statement) @import (import_from_statement) @import"
+
+_JAVASCRIPT_QUERY = """
+(import_statement source: (string) @spec)
+(export_statement source: (string) @spec)
+(call_expression
+  function: (identifier) @function
+  arguments: (arguments . (string) @spec)
+  (#eq? @function "require"))
+(call_expression function: (import) arguments: (arguments . (string) @spec))
+"""
+
+_QUERY_SOURCES: dict[str, str] = {
+    "python": _PYTHON_QUERY,
+    "javascript": _JAVASCRIPT_QUERY,
+    "typescript": _JAVASCRIPT_QUERY + "(import_require_clause source: (string) @spec)",
+    "tsx": _JAVASCRIPT_QUERY + "(import_require_clause source: (string) @spec)",
+}
+
+IMPORT_LANGUAGES = frozenset(_QUERY_SOURCES)
+
+# Compiled on first use; a Query is immutable, so threads can share it.
+_queries: dict[str, Query] = {}
+
+
+def _query(language: str) -> Query:
+    query = _queries.get(language)
+    if query is None:
+        query = _queries[language] = Query(get_language(language), _QUERY_SOURCES[language])  # type: ignore[arg-type]
+    return query
+
+
+def extract_imports(language: str, tree_or_text: Tree | str) -> list[ImportRef]:
+    """The imports of a file, in source order, given its parsed tree or text.
+    Languages without import support yield an empty list."""
+    if language not in IMPORT_LANGUAGES:
+        return []
+    if isinstance(tree_or_text, str):
+        tree = parser_for(language).parse(tree_or_text.encode("utf-8", "replace"))
+    else:
+        tree = tree_or_text
+    captures = QueryCursor(_query(language)).captures(tree.root_node)
+    if language == "python":
+        statements = sorted(captures.get("import", ()), key=lambda node: node.start_byte)
+        return [ref for statement in statements for ref in _python_refs(statement)]
+    strings = sorted(captures.get("spec", ()), key=lambda node: node.start_byte)
+    return [ImportRef(_text(node)[1:-1], node.start_point.row) for node in strings]
+
+
+def _text(node: Node) -> str:
+    return (node.text or b"").decode("utf-8", "replace")
+
+
+def _dotted(node: Node) -> str:
+    return "".join(_text(node).split())
+
+
+def _python_refs(statement: Node) -> list[ImportRef]:
+    names = [
+        (name.child_by_field_name("name") if name.type == "aliased_import" else name)
+        for name in statement.children_by_field_name("name")
+    ]
+    row = statement.start_point.row
+    if statement.type == "import_statement":
+        return [ImportRef(_dotted(name), name.start_point.row) for name in names if name is not None]
+    module_node = statement.child_by_field_name("module_name")
+    if module_node is None:
+        return []
+    module = _dotted(module_node)
+    if not names:  # wildcard import
+        return [ImportRef(module, row)]
+    return [ImportRef(f"{module}:{_dotted(name)}", name.start_point.row) for name in names if name is not None]
+
+
+_JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+_JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
+# TypeScript's ESM resolution: `import "./x.js"` names the compiled output of x.ts.
+_TS_SOURCE_FOR_OUTPUT = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}
+_PYTHON_SUFFIXES = (".py", "/__init__.py", ".pyi", "/__init__.pyi")
+
+
+class ImportResolver:
+    """Maps import specs to indexed files (repo-relative POSIX paths).
+
+    Python absolute modules are found by dotted-path suffix, so ``a.b`` finds
+    ``src/a/b.py`` (src layout) as well as ``a/b.py``. A suffix only counts if
+    it starts at an import root: the directory holding its first package must
+    not itself be a package (``django/utils/log.py`` is ``django.utils.log``,
+    never a top-level ``log``). When the repository root is itself a package
+    (an ``__init__.py`` at the top, its name unknown), ``anyname.rest`` is also
+    looked up as ``rest`` from the root.
+    """
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self._paths = frozenset(paths)
+        package_dirs = {
+            posixpath.dirname(path)
+            for path in self._paths
+            if posixpath.basename(path) in ("__init__.py", "__init__.pyi")
+        }
+        self._root_is_package = "" in package_dirs
+        candidates: defaultdict[str, list[str]] = defaultdict(list)
+        for path in self._paths:
+            parts = _python_module_parts(path)
+            for first in range(len(parts)):
+                if first == 0 or "/".join(parts[:first]) not in package_dirs:
+                    candidates[".".join(parts[first:])].append(path)
+        # A source file shadows its stub; shallower files win over deeper ones.
+        self._python_modules: dict[str, tuple[str, ...]] = {
+            module: tuple(sorted(paths, key=lambda p: (p.endswith(".pyi"), p.count("/"), p)))
+            for module, paths in candidates.items()
+        }
+
+    def resolve(self, importer_path: str, ref: ImportRef, language: str) -> str | None:
+        """The indexed file ``ref`` (found in ``importer_path``) refers to, or
+        None for external modules, unknown languages and self-imports."""
+        if language == "python":
+            resolved = self._resolve_python(importer_path, ref.spec)
+        elif language in _JS_LANGUAGES:
+            resolved = self._resolve_js(importer_path, ref.spec)
+        else:
+            return None
+        return resolved if resolved != importer_path else None
+
+    def _resolve_python(self, importer_path: str, spec: str) -> str | None:
+        module, _, name = spec.partition(":")
+        if module.startswith("."):
+            return self._resolve_python_relative(importer_path, module, name)
+        for candidate in (f"{module}.{name}", module) if name else (module,):
+            found = self._find_python_module(importer_path, candidate)
+            if found is not None:
+                return found
+        return None
+
+    def _find_python_module(self, importer_path: str, module: str) -> str | None:
+        candidates = [path for path in self._python_modules.get(module, ()) if path != importer_path]
+        if candidates:
+            # Several files share the suffix (scripts dirs, vendored copies):
+            # prefer the one nearest the importer; max() keeps the first of
+            # equals, so ties follow the candidate order.
+            importer_dir = posixpath.dirname(importer_path)
+            return max(candidates, key=lambda path: _shared_dir_depth(importer_dir, path))
+        if self._root_is_package and "." in module:
+            return self._probe_python(module.partition(".")[2].replace(".", "/"))
+        return None
+
+    def _resolve_python_relative(self, importer_path: str, module: str, name: str) -> str | None:
+        rest = module.lstrip(".")
+        base = posixpath.dirname(importer_path)
+        for _ in range(len(module) - len(rest) - 1):
+            if not base:
+                return None  # more dots than directories
+            base = posixpath.dirname(base)
+        module_dir = posixpath.join(base, rest.replace(".", "/")) if rest else base
+        if name:
+            found = self._probe_python(posixpath.join(module_dir, name.replace(".", "/")))
+            if found is not None:
+                return found
+        return self._probe_python(module_dir)
+
+    def _probe_python(self, module_path: str) -> str | None:
+        if not module_path:  # the repository root as a package
+            return "__init__.py" if "__init__.py" in self._paths else None
+        for suffix in _PYTHON_SUFFIXES:
+            if module_path + suffix in self._paths:
+                return module_path + suffix
+        return None
+
+    def _resolve_js(self, importer_path: str, spec: str) -> str | None:
+        if not spec.startswith("."):
+            return None  # a package (or a path alias, which needs tsconfig)
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(importer_path), spec))
+        if target == ".." or target.startswith("../"):
+            return None
+        if target in self._paths:
+            return target
+        for extension in _JS_EXTENSIONS:
+            if target + extension in self._paths:
+                return target + extension
+        stem, extension = posixpath.splitext(target)
+        for source_extension in _TS_SOURCE_FOR_OUTPUT.get(extension, ()):
+            if stem + source_extension in self._paths:
+                return stem + source_extension
+        for extension in _JS_EXTENSIONS:
+            index = f"{target}/index{extension}"
+            if index in self._paths:
+                return index
+        return None
+
+
+def _python_module_parts(path: str) -> list[str]:
+    """``a/b/c.py`` -> [a, b, c]; ``a/b/__init__.py`` -> [a, b]; non-Python -> []."""
+    stem, extension = posixpath.splitext(path)
+    if extension not in (".py", ".pyi"):
+        return []
+    parts = stem.split("/")
+    if parts[-1] == "__init__":
+        parts.pop()
+    return parts
+
+
+def _shared_dir_depth(directory: str, path: str) -> int:
+    """How many leading directories ``path``'s directory shares with ``directory``."""
+    shared = 0
+    for mine, theirs in zip(directory.split("/"), posixpath.dirname(path).split("/")):
+        if mine != theirs:
+            break
+        shared += 1
+    return shared

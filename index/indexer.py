@@ -1,0 +1,237 @@
+"""Turning files and buffers into store rows, incrementally.
+
+A pass decides per file with one state function (:func:`file_decision`):
+unchanged by (mtime, size), unchanged by content hash, changed, or gone. Only
+changed files are re-chunked. Chunking runs outside the store's write lock;
+writes go in short batches so live buffer updates interleave with a cold index.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Callable, Iterable
+
+from ctxls.index.chunker import chunk_file
+from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
+                                   list_files, matches_pathspecs, read_source, stat_signature)
+from ctxls.index.imports import ImportResolver
+from ctxls.index.model import ParsedFile, content_hash
+from ctxls.index.store import FileRecord, FileState, Store, now_ms
+
+log = logging.getLogger(__name__)
+
+# Files per write transaction during a pass: small enough that a buffer update
+# waiting for the lock is delayed by milliseconds, large enough to amortise commits.
+WRITE_BATCH_FILES = 64
+
+ProgressCallback = Callable[[int, int], None]  # (done, total)
+
+
+class Decision(Enum):
+    UNCHANGED = "unchanged"      # (mtime, size) match: not even read
+    SAME_CONTENT = "same"        # read, hash matches: only the stat is refreshed
+    CHANGED = "changed"          # new or different content: re-chunk
+    GONE = "gone"                # vanished, or now binary / too large
+
+
+def file_decision(state: FileState | None, signature: tuple[int, int] | None,
+                  read: Callable[[], SourceText | Skipped], force: bool
+                  ) -> tuple[Decision, SourceText | Skipped | None]:
+    """The one place that decides what a pass does with a file. ``read`` is
+    called only when the stat fast path cannot answer."""
+    if signature is None:
+        return Decision.GONE, None
+    if (state is not None and not force and state.source == "disk"
+            and (state.mtime_ns, state.size) == signature):
+        return Decision.UNCHANGED, None
+    source = read()
+    if isinstance(source, Skipped):
+        return Decision.GONE, source
+    if state is not None and not force and state.hash == content_hash(source.text):
+        return Decision.SAME_CONTENT, source
+    return Decision.CHANGED, source
+
+
+@dataclass
+class IndexStats:
+    files: int = 0
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+
+
+class Cancelled(Exception):
+    """A pass stopped early because its cancel event was set."""
+
+
+class Indexer:
+    def __init__(self, root: Path, store: Store, options: DiscoveryOptions,
+                 open_buffers: Callable[[], dict[str, str]]):
+        self.root = root
+        self.store = store
+        self.options = options
+        self.wanted = FileFilter(options)
+        self._open_buffers = open_buffers
+        # Serialises whole passes; buffer updates only take the store's write lock.
+        self.pass_lock = threading.Lock()
+        self._resolver: ImportResolver | None = None
+
+    # -- whole passes --------------------------------------------------------
+
+    def run_pass(self, pathspecs: list[str] | None = None, force: bool = False,
+                 log_edits: bool = True, progress: ProgressCallback | None = None,
+                 cancel: threading.Event | None = None) -> IndexStats:
+        with self.pass_lock:
+            return self._run_pass(pathspecs, force, log_edits, progress, cancel)
+
+    def _run_pass(self, pathspecs, force, log_edits, progress, cancel) -> IndexStats:
+        stats = IndexStats()
+        listing = list_files(self.root, self.wanted)
+        self._resolver = ImportResolver(listing)
+        in_scope = [p for p in listing if pathspecs is None or matches_pathspecs(p, pathspecs)]
+        buffers = self._open_buffers()
+        states = self.store.file_states()
+        stats.files = len(in_scope)
+        total = len(in_scope)
+        pending: list[tuple[FileRecord, ParsedFile | None, bool]] = []
+
+        def flush() -> None:
+            if pending:
+                self._write_batch(pending, log_edits)
+                pending.clear()
+
+        for done, path in enumerate(in_scope, 1):
+            if cancel is not None and cancel.is_set():
+                flush()
+                raise Cancelled()
+            if progress is not None and (done % 50 == 0 or done == total):
+                progress(done, total)
+            if path in buffers:  # the buffer is the truth; its own updates index it
+                stats.unchanged += 1
+                continue
+            state = states.get(path)
+            decision, source = file_decision(
+                state, stat_signature(self.root, path),
+                lambda: read_source(self.root, path, self.options.max_file_bytes), force)
+            if isinstance(source, Skipped):
+                log.info("skipped %s: %s", path, source.reason)
+                stats.skipped += 1
+            if decision is Decision.UNCHANGED:
+                stats.unchanged += 1
+            elif decision is Decision.GONE:
+                if state is not None:
+                    pending.append((FileRecord(path, "", 0, 0, "", "gone"), None, False))
+                    stats.removed += 1
+            elif decision is Decision.SAME_CONTENT:
+                assert isinstance(source, SourceText)
+                pending.append((self._record(source, state), None, False))
+                stats.unchanged += 1
+            else:
+                assert isinstance(source, SourceText)
+                parsed = chunk_file(path, source.text)
+                pending.append((self._record(source, state, parsed.language), parsed,
+                                state is not None))
+                if state is None:
+                    stats.added += 1
+                else:
+                    stats.updated += 1
+            if len(pending) >= WRITE_BATCH_FILES:
+                flush()
+        flush()
+
+        listed = set(listing)
+        stale = [p for p in states
+                 if p not in listed and p not in buffers
+                 and (pathspecs is None or matches_pathspecs(p, pathspecs))]
+        if stale:
+            with self.store.write() as conn:
+                for path in stale:
+                    if Store.delete_file(conn, path):
+                        stats.removed += 1
+        return stats
+
+    def _record(self, source: SourceText, state: FileState | None,
+                language: str | None = None) -> FileRecord:
+        return FileRecord(path=source.path, language=language or "", size=source.size,
+                          mtime_ns=source.mtime_ns, hash=content_hash(source.text), source="disk")
+
+    def _write_batch(self, batch: list[tuple[FileRecord, ParsedFile | None, bool]],
+                     log_edits: bool) -> None:
+        ts = now_ms()
+        with self.store.write() as conn:
+            for record, parsed, existed in batch:
+                if record.source == "gone":
+                    Store.delete_file(conn, record.path)
+                elif parsed is None:  # same content, new stat
+                    conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
+                                 (record.size, record.mtime_ns, record.path))
+                else:
+                    self._put_parsed(conn, record, parsed, log_edits and existed, ts)
+
+    def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
+                    ts: int) -> None:
+        if log_edits:
+            old = conn.execute(
+                "SELECT c.symbol, c.kind, c.hash FROM chunks c JOIN files f ON f.id = c.file_id "
+                "WHERE f.path = ?", (record.path,)).fetchall()
+            _log_changed_chunks(conn, record.path, old, parsed, ts)
+        resolver = self._resolver or ImportResolver(self.store.file_states().keys())
+        imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
+                   for ref in parsed.imports]
+        Store.put_file(conn, record, parsed.chunks, imports)
+
+    # -- single files (buffers, watched files) -------------------------------
+
+    def index_text(self, path: str, text: str, source: str, size: int = -1,
+                   mtime_ns: int = -1, log_edits: bool = True) -> bool:
+        """Index one file's text (a buffer, or a file re-read after a change).
+        Returns False when the content is what is indexed already."""
+        digest = content_hash(text)
+        state = self.store.file_state(path)
+        if state is not None and state.hash == digest:
+            if (state.source, state.size, state.mtime_ns) != (source, size, mtime_ns):
+                with self.store.write() as conn:  # same rows; only where they came from
+                    conn.execute("UPDATE files SET source=?, size=?, mtime_ns=? WHERE id=?",
+                                 (source, size, mtime_ns, state.id))
+            return False
+        parsed = chunk_file(path, text)
+        record = FileRecord(path=path, language=parsed.language, size=size,
+                            mtime_ns=mtime_ns, hash=digest, source=source)
+        with self.store.write() as conn:
+            self._put_parsed(conn, record, parsed, log_edits and state is not None, now_ms())
+        return True
+
+    def reindex_from_disk(self, path: str, log_edits: bool = True) -> bool:
+        """Re-read one file from disk (didClose, didSave, a watched-file event);
+        drops it when it is gone or no longer indexable. True if rows changed."""
+        source = read_source(self.root, path, self.options.max_file_bytes)
+        if isinstance(source, Skipped) or not self.wanted(path):
+            if isinstance(source, Skipped):
+                log.info("skipped %s: %s", path, source.reason)
+            with self.store.write() as conn:
+                return Store.delete_file(conn, path)
+        return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
+                               log_edits=log_edits)
+
+
+def _log_changed_chunks(conn, path: str, old_rows: Iterable, parsed: ParsedFile, ts: int) -> None:
+    """Edit log: one row per symbol whose (symbol, body) changed, appeared or
+    disappeared in this update."""
+    old = {(r["symbol"], r["hash"]) for r in old_rows}
+    old_kinds = {r["symbol"]: r["kind"] for r in old_rows}
+    new = {(c.symbol, c.hash) for c in parsed.chunks}
+    new_kinds = {c.symbol: c.kind for c in parsed.chunks}
+    changed: dict[str | None, str] = {}
+    for symbol, _ in new - old:
+        changed[symbol] = new_kinds[symbol]
+    for symbol, _ in old - new:
+        changed.setdefault(symbol, old_kinds[symbol])
+    conn.executemany("INSERT INTO edits(path, symbol, kind, ts) VALUES (?, ?, ?, ?)",
+                     [(path, symbol, kind, ts) for symbol, kind in sorted(
+                         changed.items(), key=lambda kv: (kv[0] or ""))])

@@ -1,0 +1,51 @@
+"""Plain data types shared by the chunker, the store and the ranker."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+
+def content_hash(text: str) -> str:
+    """Stable short hash of a text (chunk bodies and whole files)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One retrievable unit of a file.
+
+    Lines are 0-based and inclusive. ``symbol`` is the qualified name
+    (``Session.request``; Markdown sections use their heading path joined with
+    `` > ``), or None for module-level residue and line windows.
+    """
+
+    symbol: str | None
+    symbol_kind: str  # function | method | class | module | section | window | ...
+    kind: str  # "code" | "doc"
+    language: str
+    start_line: int
+    end_line: int
+    text: str
+    hash: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.hash:
+            object.__setattr__(self, "hash", content_hash(self.text))
+
+
+@dataclass(frozen=True)
+class ImportRef:
+    """An import statement's target as written (``os.path``, ``./util``)."""
+
+    spec: str
+    line: int
+
+
+@dataclass
+class ParsedFile:
+    """What the chunker extracts from one file's text."""
+
+    language: str
+    chunks: list[Chunk] = field(default_factory=list)
+    imports: list[ImportRef] = field(default_factory=list)

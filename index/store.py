@@ -1,0 +1,321 @@
+"""The SQLite store: on-disk format, versioning, crash behaviour.
+
+Format (docs/architecture.md, "Store format", says the same in prose):
+
+- One SQLite file (default ``<root>/.ctxls/index.db``) in WAL mode. Every
+  change of one file's rows (its ``files`` row, chunks, FTS rows and import
+  edges) is one transaction, so a crash leaves each file either wholly old or
+  wholly new; an interrupted cold index resumes where it stopped because
+  finished files pass the (mtime, size) fast path next time.
+- ``meta`` is a key/value table every version can read. It holds
+  ``schema_version`` (table layout) and ``index_stamp`` (chunker and
+  tokenizer versions: what file-sourced rows were derived with).
+- File-sourced tables (``files``, ``chunks``, ``fts_*``, ``imports``) are
+  derived data: on a stamp or schema mismatch they are dropped and rebuilt
+  from the repository. The ``edits`` log is history, not derivable, and is
+  kept across rebuilds, as are the written-memory tables added later.
+- A store written by a newer schema than this code knows is never modified:
+  opening it raises :class:`StoreVersionError`.
+- A file that is not a readable SQLite database is moved aside to
+  ``index.db.corrupt-<ms>`` (kept for inspection) and a new store is created.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ctxls.index.model import Chunk, ImportRef
+from ctxls.index.tokenize import expand
+
+log = logging.getLogger(__name__)
+
+# Bump when the table layout changes; say what changed.
+# 1: files, chunks, fts_code, fts_doc, imports, edits.
+SCHEMA_VERSION = 1
+
+# Bump when the chunker or the tokenizer changes what rows they produce.
+CHUNKER_VERSION = 1
+TOKENIZER_VERSION = 1
+INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
+
+# Chunk kinds with a full-text table of their own: code never competes with prose.
+FTS_TABLE_BY_KIND = {"code": "fts_code", "doc": "fts_doc"}
+
+_FILE_TABLES = ("files", "chunks", "imports", "fts_code", "fts_doc")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS files (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL UNIQUE,          -- repo-relative POSIX path
+    language TEXT NOT NULL,
+    size INTEGER NOT NULL,              -- bytes on disk (-1: from a buffer)
+    mtime_ns INTEGER NOT NULL,          -- -1: from a buffer, never fast-pathed
+    hash TEXT NOT NULL,                 -- content_hash of the indexed text
+    source TEXT NOT NULL,               -- 'disk' | 'buffer'
+    indexed_at INTEGER NOT NULL         -- ms
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,             -- also the rowid of its fts_* row
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    symbol TEXT,
+    name TEXT,                          -- last segment of symbol, lower-cased
+    symbol_kind TEXT NOT NULL,
+    kind TEXT NOT NULL,                 -- 'code' | 'doc'
+    language TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    hash TEXT NOT NULL,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE INDEX IF NOT EXISTS chunks_name ON chunks(name);
+CREATE TABLE IF NOT EXISTS imports (
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    spec TEXT NOT NULL,
+    line INTEGER NOT NULL,
+    target TEXT                         -- resolved repo path, or NULL
+);
+CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id);
+CREATE INDEX IF NOT EXISTS imports_target ON imports(target);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_code USING fts5(
+    symbol, path, body, tokenize = "unicode61 tokenchars '_'");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_doc USING fts5(
+    symbol, path, body, tokenize = "unicode61 tokenchars '_'");
+CREATE TABLE IF NOT EXISTS edits (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,
+    symbol TEXT,
+    kind TEXT NOT NULL,
+    ts INTEGER NOT NULL                 -- ms
+);
+CREATE INDEX IF NOT EXISTS edits_ts ON edits(ts);
+"""
+
+
+class StoreVersionError(RuntimeError):
+    """The store was written by a newer ctxls; it is left untouched."""
+
+
+@dataclass(frozen=True)
+class FileState:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    source: str
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    language: str
+    size: int
+    mtime_ns: int
+    hash: str
+    source: str
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _symbol_name(symbol: str | None) -> str | None:
+    if not symbol:
+        return None
+    return symbol.rsplit(".", 1)[-1].lower()
+
+
+class Store:
+    """One SQLite database: a writer connection behind a lock, and one
+    read connection per thread (WAL gives each reader a consistent snapshot)."""
+
+    def __init__(self, db_path: str | os.PathLike[str] | None):
+        # None: a private throw-away store (buffers outside every workspace
+        # folder), a temp file so it behaves exactly like a real one (WAL).
+        self._temp_dir = tempfile.mkdtemp(prefix="ctxls-") if db_path is None else None
+        self.db_path = str(db_path) if db_path is not None else os.path.join(self._temp_dir, "index.db")
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+        self._readers_lock = threading.Lock()
+        self.rebuilt = False  # True when file rows were dropped on open
+        Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
+        self._uri = Path(self.db_path).resolve().as_uri()
+        self._writer = self._open_checked()
+        self._migrate()
+
+    # -- connections -------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._uri, uri=True, check_same_thread=False,
+                               isolation_level=None, timeout=10.0)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 10000")
+        return conn
+
+    def _open_checked(self) -> sqlite3.Connection:
+        try:
+            conn = self._connect()
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return conn
+        except sqlite3.DatabaseError as exc:
+            aside = f"{self.db_path}.corrupt-{now_ms()}"
+            log.error("index store %s is unreadable (%s); moved to %s and rebuilding",
+                      self.db_path, exc, aside)
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(self.db_path + suffix):
+                    os.replace(self.db_path + suffix, aside + suffix)
+            self.rebuilt = True
+            return self._connect()
+
+    def reader(self) -> sqlite3.Connection:
+        """This thread's read connection."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; callers hold it briefly (one file or batch)."""
+        with self._write_lock:
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        with self._write_lock:
+            self._writer.close()
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    # -- versioning --------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self.write() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            schema = int(meta.get("schema_version", SCHEMA_VERSION))
+            if schema > SCHEMA_VERSION:
+                raise StoreVersionError(
+                    f"{self.db_path} has schema {schema}; this ctxls reads up to {SCHEMA_VERSION}")
+            if "index_stamp" in meta and (meta["index_stamp"] != INDEX_STAMP or schema != SCHEMA_VERSION):
+                log.info("index stamp %s -> %s: rebuilding file rows", meta["index_stamp"], INDEX_STAMP)
+                for table in _FILE_TABLES:
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+                self.rebuilt = True
+        # executescript() commits implicitly, so the DDL runs outside write().
+        with self._write_lock:
+            self._writer.executescript(_SCHEMA)
+        with self.write() as conn:
+            conn.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                [("schema_version", str(SCHEMA_VERSION)), ("index_stamp", INDEX_STAMP)],
+            )
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.reader().execute("SELECT key, value FROM meta").fetchall())
+
+    # -- file rows ---------------------------------------------------------
+
+    def file_states(self) -> dict[str, FileState]:
+        rows = self.reader().execute(
+            "SELECT id, path, size, mtime_ns, hash, source FROM files").fetchall()
+        return {r["path"]: FileState(**dict(r)) for r in rows}
+
+    def file_state(self, path: str) -> FileState | None:
+        row = self.reader().execute(
+            "SELECT id, path, size, mtime_ns, hash, source FROM files WHERE path = ?",
+            (path,)).fetchone()
+        return FileState(**dict(row)) if row else None
+
+    @staticmethod
+    def delete_file(conn: sqlite3.Connection, path: str) -> bool:
+        row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return False
+        Store._delete_file_rows(conn, row[0])
+        conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+        return True
+
+    @staticmethod
+    def _delete_file_rows(conn: sqlite3.Connection, file_id: int) -> None:
+        for kind, table in FTS_TABLE_BY_KIND.items():
+            conn.execute(
+                f"DELETE FROM {table} WHERE rowid IN "
+                "(SELECT id FROM chunks WHERE file_id = ? AND kind = ?)", (file_id, kind))
+        conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+        conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
+
+    @staticmethod
+    def put_file(conn: sqlite3.Connection, record: FileRecord, chunks: list[Chunk],
+                 imports: list[tuple[ImportRef, str | None]]) -> int:
+        """Replace one file's rows (inside the caller's write transaction)."""
+        row = conn.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
+        if row is not None:
+            file_id = row[0]
+            Store._delete_file_rows(conn, file_id)
+            conn.execute(
+                "UPDATE files SET language=?, size=?, mtime_ns=?, hash=?, source=?, indexed_at=? "
+                "WHERE id=?",
+                (record.language, record.size, record.mtime_ns, record.hash, record.source,
+                 now_ms(), file_id))
+        else:
+            file_id = conn.execute(
+                "INSERT INTO files(path, language, size, mtime_ns, hash, source, indexed_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (record.path, record.language, record.size, record.mtime_ns, record.hash,
+                 record.source, now_ms())).lastrowid
+        path_tokens = expand(record.path)
+        for chunk in chunks:
+            chunk_id = conn.execute(
+                "INSERT INTO chunks(file_id, symbol, name, symbol_kind, kind, language, "
+                "start_line, end_line, hash, text) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (file_id, chunk.symbol, _symbol_name(chunk.symbol), chunk.symbol_kind,
+                 chunk.kind, chunk.language, chunk.start_line, chunk.end_line, chunk.hash,
+                 chunk.text)).lastrowid
+            table = FTS_TABLE_BY_KIND.get(chunk.kind, "fts_code")
+            conn.execute(
+                f"INSERT INTO {table}(rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
+                (chunk_id, expand(chunk.symbol or ""), path_tokens, expand(chunk.text)))
+        conn.executemany(
+            "INSERT INTO imports(file_id, spec, line, target) VALUES (?, ?, ?, ?)",
+            [(file_id, ref.spec, ref.line, target) for ref, target in imports])
+        return file_id
+
+    def counts(self) -> dict[str, int]:
+        conn = self.reader()
+        return {
+            "files": conn.execute("SELECT count(*) FROM files").fetchone()[0],
+            "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
+        }

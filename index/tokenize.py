@@ -1,0 +1,84 @@
+"""Code-aware tokenization shared by indexing and querying.
+
+SQLite's unicode61 tokenizer (with ``_`` as a token character) sees the output
+of :func:`expand`: the original identifier, lower-cased, followed by its
+sub-words, so ``getUserName`` matches ``getusername``, ``get``, ``user`` and
+``name``; ``os.path.join`` also yields the compound ``os_path_join``. Queries go
+through the same function, so both sides always agree.
+"""
+
+from __future__ import annotations
+
+import re
+
+# An identifier, optionally chained by '.', '/', '::' or '\' (dotted names,
+# paths, C++/Rust/PHP scopes). Hyphens are left out: in prose they join words.
+_COMPOUND = re.compile(r"[A-Za-z0-9_]+(?:(?:\.|/|::|\\)[A-Za-z0-9_]+)*")
+_PART_SPLIT = re.compile(r"\.|/|::|\\")
+# camelCase / PascalCase / ACRONYMWord / digits boundaries inside one word.
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+
+# Tokens longer than this are hashes, base64 or minified blobs: noise.
+MAX_TOKEN_CHARS = 48
+
+# Query-side only: words that carry no meaning in a natural-language question
+# about code. Documents keep them (BM25's IDF already discounts them there).
+QUERY_STOPWORDS = frozenset(
+    """a an and are as at be by can do does for from how i if in is it its of on or
+    our the this that to we what when where which who why with you your""".split()
+)
+
+
+def _word_parts(word: str) -> list[str]:
+    pieces = [p for p in word.split("_") if p]
+    parts: list[str] = []
+    for piece in pieces:
+        parts.extend(m.group(0).lower() for m in _CAMEL.finditer(piece))
+    return parts
+
+
+def _expand_compound(compound: str, out: list[str]) -> None:
+    words = [w for w in _PART_SPLIT.split(compound) if w]
+    if len(words) > 1:
+        joined = "_".join(w.lower() for w in words)
+        if len(joined) <= MAX_TOKEN_CHARS:
+            out.append(joined)
+    for word in words:
+        if len(word) > MAX_TOKEN_CHARS:
+            continue
+        lowered = word.lower()
+        out.append(lowered)
+        parts = _word_parts(word)
+        if len(parts) > 1 or (parts and parts[0] != lowered):
+            out.extend(parts)
+
+
+def expand_tokens(text: str) -> list[str]:
+    """All index tokens of ``text``, originals followed by their sub-words."""
+    out: list[str] = []
+    for match in _COMPOUND.finditer(text):
+        _expand_compound(match.group(0), out)
+    return out
+
+
+def expand(text: str) -> str:
+    """The text FTS5 indexes for ``text`` (space-separated tokens)."""
+    return " ".join(expand_tokens(text))
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct query tokens, stopwords dropped unless nothing else is left."""
+    tokens = expand_tokens(query)
+    seen: dict[str, None] = {}
+    for token in tokens:
+        if token not in QUERY_STOPWORDS:
+            seen.setdefault(token)
+    if not seen:
+        for token in tokens:
+            seen.setdefault(token)
+    return list(seen)
+
+
+def fts_match_expression(terms: list[str]) -> str:
+    """An FTS5 MATCH string OR-ing the terms, each quoted so none is syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -1,0 +1,176 @@
+"""Shared fixtures: temporary repositories and a pytest-lsp client driving the
+real ``ctxls serve`` process over stdio."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import pytest
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pygls.protocol.json_rpc import JsonRPCResponseMessage
+from pytest_lsp import LanguageClient, client_capabilities
+from pytest_lsp.client import register_lsp_features
+
+SAMPLE_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/session.py": (
+        "import os\n"
+        "\n"
+        "\n"
+        "class Session:\n"
+        '    """An HTTP session that keeps cookies."""\n'
+        "\n"
+        "    timeout = 30\n"
+        "\n"
+        "    def request(self, method, url):\n"
+        "        return send_prepared(method, url, self.timeout)\n"
+        "\n"
+        "    def close(self):\n"
+        "        self.closed = True\n"
+        "\n"
+        "\n"
+        "def send_prepared(method, url, timeout):\n"
+        '    """Send a prepared request over the wire."""\n'
+        "    return (method, url, timeout)\n"
+    ),
+    "pkg/retry.py": (
+        "from pkg.session import Session\n"
+        "\n"
+        "\n"
+        "def retry_upload(payload, attempts=3):\n"
+        "    for _ in range(attempts):\n"
+        "        if Session().request('PUT', payload):\n"
+        "            return True\n"
+        "    return False\n"
+    ),
+    "web/app.ts": (
+        "export function renderWidget(name: string): string {\n"
+        "  return `<div>${name}</div>`;\n"
+        "}\n"
+    ),
+    "README.md": "# Sample\n\nA sample project.\n\n## Deploying\n\nRun the deploy script with FOO_URL set.\n",
+}
+
+
+def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """A small git repository with Python, TypeScript and Markdown files."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    write_tree(root, SAMPLE_FILES)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def to_plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: to_plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_plain(v) for v in value]
+    return value
+
+
+def _raw_result_converter():
+    """Keep custom requests' results as plain dicts (pygls makes namedtuples)."""
+    converter = default_converter()
+    default_hook = converter.get_structure_hook(JsonRPCResponseMessage)
+
+    def structure(obj: Any, cls: type) -> Any:
+        if cls is JsonRPCResponseMessage:
+            return cls(**obj)
+        return default_hook(obj, cls)
+
+    converter.register_structure_hook(JsonRPCResponseMessage, structure)
+    return converter
+
+
+class Session:
+    """A running server plus helpers for the custom requests."""
+
+    def __init__(self, client: LanguageClient, root: Path):
+        self.client = client
+        self.root = root
+        self.registrations: list[types.Registration] = []
+
+    async def request(self, method: str, params: dict | None = None) -> Any:
+        return to_plain(await self.client.protocol.send_request_async(method, params or {}))
+
+    async def wait_indexed(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for reports in self.client.progress_reports.values():
+                if any(isinstance(r, types.WorkDoneProgressEnd) for r in reports):
+                    return
+            await asyncio.sleep(0.05)
+        raise AssertionError("no work-done progress end within the timeout")
+
+    async def wait_for(self, predicate, timeout: float = 5.0, interval: float = 0.05):
+        """Poll an async predicate until it returns something truthy."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = await predicate()
+            if value or time.monotonic() > deadline:
+                return value
+            await asyncio.sleep(interval)
+
+    def uri(self, rel: str) -> str:
+        return (self.root / rel).resolve().as_uri()
+
+    def open(self, rel: str, text: str | None = None, version: int = 1) -> None:
+        if text is None:
+            text = (self.root / rel).read_text(encoding="utf-8")
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(
+            types.TextDocumentItem(uri=self.uri(rel), language_id="python", version=version,
+                                   text=text)))
+
+    def replace(self, rel: str, text: str, version: int) -> None:
+        """A full-text didChange (not saved)."""
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=self.uri(rel), version=version),
+            [types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+    def close(self, rel: str) -> None:
+        self.client.text_document_did_close(types.DidCloseTextDocumentParams(
+            types.TextDocumentIdentifier(uri=self.uri(rel))))
+
+
+@asynccontextmanager
+async def serve(root: Path, options: dict | None = None,
+                capabilities: str = "visual-studio-code") -> AsyncIterator[Session]:
+    client = LanguageClient(converter_factory=_raw_result_converter)
+    register_lsp_features(client)
+    session = Session(client, root)
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def on_register(_client, params: types.RegistrationParams) -> None:
+        session.registrations.extend(params.registrations)
+
+    await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
+    opts = {"debounceMs": 50} | (options or {})
+    await client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities(capabilities),
+        root_uri=root.resolve().as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.resolve().as_uri(), name=root.name)],
+        initialization_options=opts))
+    try:
+        yield session
+    finally:
+        await client.shutdown_session()
+        await client.stop()

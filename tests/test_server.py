@@ -1,0 +1,240 @@
+"""End to end: the real `ctxls serve` process driven over stdio by pytest-lsp."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from conftest import serve, write_tree
+
+
+def symbols_of(hits: list[dict]) -> list[str | None]:
+    return [h["chunk"]["symbol"] for h in hits]
+
+
+async def recall_code(session, query: str, n: int = 10) -> list[dict]:
+    result = await session.request("ctxls/recall", {"query": query, "kind": "code", "n": n})
+    return result["hits"]
+
+
+async def test_cold_index_reports_progress_and_recall_finds_function(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        (reports,) = [r for r in s.client.progress_reports.values() if r]
+        assert isinstance(reports[0], types.WorkDoneProgressBegin)
+        assert any(isinstance(r, types.WorkDoneProgressReport) and r.percentage == 100
+                   for r in reports)
+        assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+
+        hits = await recall_code(s, "send prepared request")
+        top = hits[0]
+        assert top["path"] == "pkg/session.py"
+        assert top["chunk"] == {"symbol": "send_prepared", "startLine": 15, "endLine": 17}
+        assert top["uri"] == s.uri("pkg/session.py")
+        assert top["range"] == {"start": {"line": 15, "character": 0},
+                                "end": {"line": 17, "character": len("    return (method, url, timeout)")}}
+        assert top["format"] == "python" and top["kind"] == "code" and top["score"] > 0
+
+        status = await s.request("ctxls/status")
+        assert status["files"] == 5 and status["chunks"] > 5 and status["indexing"] is False
+        assert status["root"] == str(repo.resolve())
+        assert status["dbPath"] == str(repo.resolve() / ".ctxls" / "index.db")
+        # The watcher for files changed outside the editor was registered dynamically.
+        assert [r.method for r in s.registrations] == [types.WORKSPACE_DID_CHANGE_WATCHED_FILES]
+
+
+async def test_recall_groups_by_kind_and_returns_bodies(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        grouped = await s.request("ctxls/recall", {"query": "deploy FOO_URL", "body": True})
+        assert set(grouped["groups"]) == {"code", "doc", "fact", "episode"}
+        doc_top = grouped["groups"]["doc"][0]
+        assert doc_top["path"] == "README.md" and doc_top["chunk"]["symbol"] == "Sample > Deploying"
+        assert "FOO_URL" in doc_top["body"]
+        assert grouped["partial"] is False
+        only_doc = await s.request("ctxls/recall", {"query": "deploy", "kind": ["doc"]})
+        assert list(only_doc["groups"]) == ["doc"]
+
+
+async def test_unsaved_change_is_recallable_and_close_reverts_to_disk(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        original = (repo / "pkg/retry.py").read_text()
+        s.open("pkg/retry.py", original)
+        edited = original.replace("retry_upload", "resume_transfer")
+        s.replace("pkg/retry.py", edited, version=2)
+
+        async def renamed_visible():
+            return symbols_of(await recall_code(s, "resume_transfer"))[:1] == ["resume_transfer"]
+
+        assert await s.wait_for(renamed_visible)
+        assert "retry_upload" not in symbols_of(await recall_code(s, "retry_upload"))
+        assert (repo / "pkg/retry.py").read_text() == original  # nothing was saved
+
+        # get sees the buffer, and says so.
+        item = await s.request("ctxls/get", {"id": "pkg/retry.py"})
+        assert "resume_transfer" in item["text"] and item["provenance"] == "buffer"
+
+        activity = await s.request("ctxls/recentActivity", {})
+        assert {"id": "pkg/retry.py", "symbol": "resume_transfer", "kind": "code"} in [
+            {k: a[k] for k in ("id", "symbol", "kind")} for a in activity["items"]]
+
+        s.close("pkg/retry.py")
+
+        async def reverted():
+            return symbols_of(await recall_code(s, "retry_upload"))[:1] == ["retry_upload"]
+
+        assert await s.wait_for(reverted)
+        assert "resume_transfer" not in symbols_of(await recall_code(s, "resume_transfer"))
+
+
+async def test_incremental_changes_are_applied(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        text = (repo / "web/app.ts").read_text()
+        s.open("web/app.ts", text)
+        s.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=s.uri("web/app.ts"), version=2),
+            [types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(0, 16), types.Position(0, 28)),
+                text="paintGadget")]))
+
+        async def renamed():
+            return "paintGadget" in symbols_of(await recall_code(s, "paintGadget"))
+
+        assert await s.wait_for(renamed)
+
+
+async def test_get_whole_file_chunk_range_and_stale_range(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        whole = await s.request("ctxls/get", {"id": "pkg/session.py"})
+        assert whole["text"] == (repo / "pkg/session.py").read_text()
+        assert whole["source"] == "file" and whole["format"] == "python"
+        lines = await s.request("ctxls/get", {"id": "pkg/session.py", "startLine": 15, "endLine": 17})
+        assert lines["text"].splitlines()[0] == "def send_prepared(method, url, timeout):"
+
+        # Changed on disk behind the daemon's back: line pointers are stale.
+        (repo / "pkg/session.py").write_text("# moved\n" + (repo / "pkg/session.py").read_text())
+        with pytest.raises(JsonRpcException) as err:
+            await s.request("ctxls/get", {"id": "pkg/session.py", "startLine": 15, "endLine": 17})
+        assert err.value.code == -32002 and err.value.data == {"path": "pkg/session.py"}
+        # The whole file is always served fresh.
+        assert (await s.request("ctxls/get", {"id": "pkg/session.py"}))["text"].startswith("# moved")
+
+
+async def test_bad_params_unknown_ids_and_outside_root(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        cases = [
+            ("ctxls/recall", {}, "query"),
+            ("ctxls/recall", {"query": 5}, "query"),
+            ("ctxls/recall", {"query": "x", "n": "ten"}, "n"),
+            ("ctxls/recall", {"query": "x", "n": 0}, "n"),
+            ("ctxls/recall", {"query": "x", "kind": "poem"}, "kind"),
+            ("ctxls/recall", {"query": "x", "mode": "psychic"}, "mode"),
+            ("ctxls/get", {}, "id"),
+            ("ctxls/get", {"id": "pkg/session.py", "startLine": -1}, "startLine"),
+            ("ctxls/get", {"id": "pkg/session.py", "startLine": 5, "endLine": 2}, "endLine"),
+            ("ctxls/index", {"paths": "pkg"}, "paths"),
+            ("ctxls/recentActivity", {"limit": 0}, "limit"),
+        ]
+        for method, params, param in cases:
+            with pytest.raises(JsonRpcException) as err:
+                await s.request(method, params)
+            assert (err.value.code, err.value.data) == (-32602, {"param": param}), (method, params)
+
+        assert await s.request("ctxls/get", {"id": "no/such/file.py"}) is None
+        for escape in ("../outside.py", "/etc/passwd"):
+            with pytest.raises(JsonRpcException) as err:
+                await s.request("ctxls/get", {"id": escape})
+            assert err.value.code == -32004 and err.value.data == {"path": escape}
+        with pytest.raises(JsonRpcException) as err:
+            await s.request("ctxls/noSuchMethod", {})
+        assert err.value.code == -32601
+
+        # Still serving after all of that.
+        assert (await recall_code(s, "send_prepared"))[0]["chunk"]["symbol"] == "send_prepared"
+
+
+async def test_binary_and_oversized_files_are_skipped(repo: Path):
+    write_tree(repo, {
+        "blob.py": b"def looks_like_code():\x00\x01\x02 binary_marker_token\n",
+        "huge.py": "def enormous_marker_token():\n" + "    x = 1\n" * 200_000,
+        "latin.py": b"def caf\xe9_function():\n    return 'invalid utf8 marker'\n",
+    })
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        assert await recall_code(s, "binary_marker_token") == []
+        assert await recall_code(s, "enormous_marker_token") == []
+        hits = await recall_code(s, "invalid utf8 marker")
+        assert hits and hits[0]["path"] == "latin.py"  # decoded with replacement, not dropped
+        assert (await s.request("ctxls/status"))["files"] == 6
+
+
+async def test_index_request_is_incremental_and_scoped(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        noop = await s.request("ctxls/index", {})
+        assert noop == {"files": 5, "added": 0, "updated": 0, "removed": 0, "unchanged": 5,
+                        "skipped": 0}
+        (repo / "pkg/new_mod.py").write_text("def freshly_added():\n    pass\n")
+        (repo / "web/app.ts").unlink()
+        scoped = await s.request("ctxls/index", {"paths": ["pkg"]})
+        # The scoped pass adds under pkg/ and does not delete web/app.ts's rows.
+        assert (scoped["added"], scoped["removed"]) == (1, 0)
+        assert await recall_code(s, "renderWidget")
+        full = await s.request("ctxls/index", {})
+        assert full["removed"] == 1
+        assert await recall_code(s, "renderWidget") == []
+        forced = await s.request("ctxls/index", {"force": True})
+        assert forced["updated"] == 5 and forced["unchanged"] == 0
+
+
+async def test_watched_file_change_reindexes(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        (repo / "pkg/extra.py").write_text("def watched_addition():\n    return 1\n")
+        s.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=s.uri("pkg/extra.py"), type=types.FileChangeType.Created)]))
+
+        async def found():
+            return await recall_code(s, "watched_addition")
+
+        assert (await s.wait_for(found))[0]["path"] == "pkg/extra.py"
+
+
+async def test_document_and_workspace_symbols(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        symbols = await s.client.text_document_document_symbol_async(types.DocumentSymbolParams(
+            text_document=types.TextDocumentIdentifier(uri=s.uri("pkg/session.py"))))
+        names = {sym.name: sym for sym in symbols}
+        assert set(names) == {"Session", "send_prepared"}
+        assert [c.name for c in names["Session"].children] == ["request", "close"]
+        assert names["Session"].kind == types.SymbolKind.Class
+
+        found = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="request"))
+        assert any(sym.name == "request" and sym.container_name == "Session"
+                   and sym.location.uri == s.uri("pkg/session.py") for sym in found)
+
+
+async def test_file_outside_every_folder_is_served_from_its_buffer(repo: Path, tmp_path: Path):
+    loose = tmp_path / "elsewhere" / "scratch.py"
+    loose.parent.mkdir()
+    loose.write_text("def scratch_pad_helper():\n    return 0\n")
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        s.client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+            uri=loose.as_uri(), language_id="python", version=1, text=loose.read_text())))
+
+        async def found():
+            return await recall_code(s, "scratch_pad_helper")
+
+        hits = await s.wait_for(found)
+        assert hits and hits[0]["uri"] == loose.as_uri()
+        assert not (loose.parent / ".ctxls").exists()  # nothing written next to it
