@@ -159,7 +159,7 @@ async def serve(root: Path, options: dict | None = None,
     session = Session(client, root)
 
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
-    def on_register(_client, params: types.RegistrationParams) -> None:
+    def on_register(_client: LanguageClient, params: types.RegistrationParams) -> None:
         session.registrations.extend(params.registrations)
 
     await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")

@@ -1,0 +1,645 @@
+"""Split a file into retrievable chunks.
+
+* Code in a tree-sitter language: one chunk per definition (function, method,
+  class, struct, …) with a qualified symbol name, plus "module" chunks for the
+  lines no definition covers. A class-like container's own chunk is its header
+  (first line through the line before its first member chunk); its members
+  get their own chunks.
+* Markdown: one chunk per heading section.
+* Anything else: overlapping line windows.
+
+Parsing never fails: unknown languages, grammar errors and binding failures
+fall back to line windows, and syntax errors are worked around by re-parsing
+from the next top-level line (see ``_symbol_spans``).
+
+Lines are split on "\\n" only (the row model of tree-sitter), with one
+trailing "\\r" dropped per line; ``split_lines`` is the reference, and every
+chunk satisfies ``chunk.text == "\\n".join(split_lines(text)[start:end + 1])``.
+Lines are 0-based and inclusive.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from tree_sitter import Node, Parser, Tree
+
+from .imports import extract_imports
+from .languages import is_doc_path, language_for_path, parser_for
+from .model import Chunk, ParsedFile
+
+MAX_CHUNK_LINES = 150
+OVERLAP_LINES = 20
+WINDOW_LINES = 60
+WINDOW_OVERLAP_LINES = 10
+# Re-parses after syntax errors, per file; bounds the cost of badly broken files.
+MAX_REPARSES = 8
+
+
+def split_lines(text: str) -> list[str]:
+    """The file's lines as the chunker numbers them: split on "\\n", one
+    trailing "\\r" removed per line, no empty last line for a final newline."""
+    lines = text.split("\n")
+    if len(lines) > 1 and not lines[-1]:
+        lines.pop()
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    return lines
+
+
+def chunk_file(path: str, text: str) -> ParsedFile:
+    """Chunks and imports of one file. Never raises for any ``str`` input."""
+    lines = split_lines(text)
+    kind = "doc" if is_doc_path(path) else "code"
+    language = language_for_path(path)
+    if language == "markdown":
+        return ParsedFile(language, _build_chunks(lines, _markdown_sections(lines), language, kind))
+    if language is None or language not in _GRAMMARS:
+        return ParsedFile("text", _window_chunks(lines, "text", kind))
+    try:
+        source = "\n".join(lines).encode("utf-8", "replace")  # "replace": lone surrogates
+        spans, tree = _symbol_spans(_GRAMMARS[language], parser_for(language), lines, source)
+        imports = extract_imports(language, tree)
+    except Exception:  # a grammar or binding failure must not cost the file its chunks
+        return ParsedFile(language, _window_chunks(lines, language, kind))
+    pieces = [*spans, *_residue(lines, spans)]
+    return ParsedFile(language, _build_chunks(lines, pieces, language, kind), imports)
+
+
+class _Piece(NamedTuple):
+    """A line range that becomes one chunk (or several, if too long)."""
+
+    start: int
+    end: int
+    symbol: str | None
+    symbol_kind: str
+
+
+def _build_chunks(lines: list[str], pieces: list[_Piece], language: str, kind: str) -> list[Chunk]:
+    chunks = []
+    for piece in pieces:
+        trimmed = _trim_blank_edges(lines, piece.start, piece.end)
+        if trimmed is None:
+            continue
+        for start, end in _parts(*trimmed, MAX_CHUNK_LINES, OVERLAP_LINES):
+            text = "\n".join(lines[start : end + 1])
+            chunks.append(Chunk(piece.symbol, piece.symbol_kind, kind, language, start, end, text))
+    chunks.sort(key=lambda chunk: (chunk.start_line, chunk.end_line))
+    return chunks
+
+
+def _window_chunks(lines: list[str], language: str, kind: str) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for window_start, window_end in _parts(0, len(lines) - 1, WINDOW_LINES, WINDOW_OVERLAP_LINES):
+        trimmed = _trim_blank_edges(lines, window_start, window_end)
+        # Long blank stretches can leave a window inside its predecessor.
+        if trimmed is None or (chunks and trimmed[1] <= chunks[-1].end_line):
+            continue
+        start, end = trimmed
+        text = "\n".join(lines[start : end + 1])
+        chunks.append(Chunk(None, "window", kind, language, start, end, text))
+    return chunks
+
+
+def _parts(start: int, end: int, size: int, overlap: int) -> Iterator[tuple[int, int]]:
+    """[start, end] cut into ranges of at most ``size`` lines, consecutive
+    ranges sharing ``overlap`` lines."""
+    while True:
+        last = min(end, start + size - 1)
+        yield start, last
+        if last >= end:
+            return
+        start = last + 1 - overlap
+
+
+def _trim_blank_edges(lines: list[str], start: int, end: int) -> tuple[int, int] | None:
+    while start <= end and not lines[start].strip():
+        start += 1
+    while end >= start and not lines[end].strip():
+        end -= 1
+    return (start, end) if start <= end else None
+
+
+# Lines that only close something (`}`, `});`, Ruby's `end`): a run of them
+# left between definitions is not worth a chunk of its own.
+_CLOSING_LINE = re.compile(r"[\s)\]};,]*(?:end)?[\s;]*")
+
+
+def _residue(lines: list[str], spans: list[_Piece]) -> list[_Piece]:
+    """Module chunks: maximal runs of lines outside every symbol span."""
+    runs = []
+    next_row = 0
+    for span in sorted(spans, key=lambda span: span.start):
+        if span.start > next_row:
+            runs.append((next_row, span.start - 1))
+        next_row = max(next_row, span.end + 1)
+    if next_row < len(lines):
+        runs.append((next_row, len(lines) - 1))
+    return [
+        _Piece(start, end, None, "module")
+        for start, end in runs
+        if any(not _CLOSING_LINE.fullmatch(line) for line in lines[start : end + 1])
+    ]
+
+
+# --- Markdown ---------------------------------------------------------------
+
+_ATX_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# Lines that open a block other than a paragraph, so cannot be setext heading text.
+_NOT_PARAGRAPH = re.compile(r" {4}| {0,3}(?:[>#|<]|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|(?:[-*_][ \t]*){3,}$)")
+
+
+def _markdown_sections(lines: list[str]) -> list[_Piece]:
+    headings = _markdown_headings(lines)
+    pieces = []
+    if not headings or headings[0][0] > 0:
+        preamble_end = headings[0][0] - 1 if headings else len(lines) - 1
+        pieces.append(_Piece(0, preamble_end, None, "section"))
+    path: list[tuple[int, str]] = []  # (level, title) of the enclosing headings
+    for index, (row, level, title) in enumerate(headings):
+        while path and path[-1][0] >= level:
+            path.pop()
+        path.append((level, title))
+        end = headings[index + 1][0] - 1 if index + 1 < len(headings) else len(lines) - 1
+        symbol = " > ".join(title for _, title in path if title) or None
+        pieces.append(_Piece(row, end, symbol, "section"))
+    return pieces
+
+
+def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
+    """(first row, level, title) of every ATX and setext heading outside code
+    fences and YAML front matter."""
+    headings: list[tuple[int, int, str]] = []
+    fence = ""  # the opening fence while inside a fenced code block
+    paragraph_start = -1  # first row of the current run of plain paragraph lines
+    row = _front_matter_end(lines) + 1
+    while row < len(lines):
+        line = lines[row]
+        fence_match = _FENCE.match(line)
+        if fence:
+            if fence_match and fence_match.group(1)[0] == fence[0] and len(fence_match.group(1)) >= len(fence):
+                fence = ""
+        elif fence_match:
+            fence = fence_match.group(1)
+            paragraph_start = -1
+        elif atx := _ATX_HEADING.fullmatch(line):
+            headings.append((row, len(atx.group(1)), (atx.group(2) or "").strip()))
+            paragraph_start = -1
+        elif paragraph_start >= 0 and (setext := _SETEXT_UNDERLINE.fullmatch(line)):
+            title = " ".join(text.strip() for text in lines[paragraph_start:row])
+            headings.append((paragraph_start, 1 if setext.group(1)[0] == "=" else 2, title))
+            paragraph_start = -1
+        elif not line.strip() or _NOT_PARAGRAPH.match(line):
+            paragraph_start = -1
+        elif paragraph_start < 0:
+            paragraph_start = row
+        row += 1
+    return headings
+
+
+def _front_matter_end(lines: list[str]) -> int:
+    """Row of the line closing a leading ``---`` YAML block, or -1."""
+    if lines[0].rstrip() != "---":
+        return -1
+    for row in range(1, len(lines)):
+        if lines[row].rstrip() in ("---", "..."):
+            return row
+    return -1
+
+
+# --- Definitions ------------------------------------------------------------
+
+
+class _Decl(NamedTuple):
+    """What a syntax node defines."""
+
+    kind: str  # symbol_kind; "function" becomes "method" directly inside a type
+    name: tuple[str, ...]  # relative to the enclosing scope; C++ `A::f` is (A, f)
+    members: Node | None = None  # body of a container whose members get their own chunks
+    is_type: bool = True  # functions directly inside the container are methods
+
+
+@dataclass(frozen=True)
+class _Grammar:
+    classify: Callable[[Node], _Decl | None]
+    # Nodes attached to the definition right below them: comments, decorators, attributes.
+    leading: frozenset[str]
+    # Non-definitions whose children are walked as if they were siblings
+    # (preprocessor conditionals, `if TYPE_CHECKING:` blocks, extern "C" {}).
+    transparent: frozenset[str] = frozenset()
+
+
+def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: bytes) -> tuple[list[_Piece], Tree]:
+    """Symbol spans of the file and its parse tree.
+
+    tree-sitter recovers from a syntax error locally, but an unbalanced
+    bracket swallows every later definition into one broken node. So after an
+    error only the spans that end before the first top-level line (one that
+    starts in column 0) at or after the error are kept, and parsing restarts
+    at that line.
+    """
+    tree = parser.parse(source)
+    spans: list[_Piece] = []
+    root = tree.root_node
+    offset = 0
+    for attempt in range(MAX_REPARSES + 1):
+        found: list[_Piece] = []
+        _collect(grammar, root.named_children, (), False, found)
+        if offset:
+            found = [_Piece(start + offset, end + offset, symbol, kind) for start, end, symbol, kind in found]
+        restart = None
+        if root.has_error and attempt < MAX_REPARSES:
+            restart = _next_top_level_row(lines, max(offset + _first_error_row(root), offset + 1))
+        if restart is None:
+            spans.extend(found)
+            break
+        spans.extend(span for span in found if span.end < restart)
+        offset = restart
+        root = parser.parse("\n".join(lines[offset:]).encode("utf-8", "replace")).root_node
+    return spans, tree
+
+
+def _first_error_row(node: Node) -> int:
+    while True:
+        erroneous = next((child for child in node.children if child.has_error), None)
+        if erroneous is None:
+            return node.start_point.row
+        node = erroneous
+
+
+def _next_top_level_row(lines: list[str], first: int) -> int | None:
+    for row in range(first, len(lines)):
+        line = lines[row]
+        if line and not line[0].isspace() and line[0] not in ")]}":
+            return row
+    return None
+
+
+def _last_row(node: Node) -> int:
+    # A node that ends with its line's newline ends at column 0 of the next row.
+    end = node.end_point
+    if end.column == 0 and end.row > node.start_point.row:
+        return end.row - 1
+    return end.row
+
+
+def _collect(grammar: _Grammar, nodes: list[Node], scope: tuple[str, ...], in_type: bool, spans: list[_Piece]) -> None:
+    """Append the symbol spans defined by ``nodes`` (siblings) to ``spans``."""
+    leading_start = -1  # first row of the leading comments/attributes above the next node
+    leading_end = -1
+    previous_end = -1  # last row of the previous sibling that is not leading
+    for node in nodes:
+        start = node.start_point.row
+        end = _last_row(node)
+        if node.type in grammar.leading:
+            if leading_start >= 0 and start <= leading_end + 1:
+                leading_end = end
+            elif start > previous_end:
+                leading_start, leading_end = start, end
+            else:  # a trailing comment on the previous sibling's last line
+                leading_start = -1
+            continue
+        decl = grammar.classify(node)
+        if decl is not None:
+            first = leading_start if leading_start >= 0 and leading_end >= start - 1 else start
+            name = (*scope, *decl.name)
+            symbol = ".".join(name)
+            kind = "method" if decl.kind == "function" and in_type else decl.kind
+            if decl.members is None:
+                spans.append(_Piece(first, end, symbol, kind))
+            else:
+                members: list[_Piece] = []
+                _collect(grammar, decl.members.named_children, name, decl.is_type, members)
+                header_end = min(member.start for member in members) - 1 if members else end
+                spans.append(_Piece(first, max(first, header_end), symbol, kind))
+                spans.extend(members)
+        elif node.type in grammar.transparent or node.is_error:
+            _collect(grammar, node.named_children, scope, in_type, spans)
+        previous_end = end
+        leading_start = -1
+
+
+def _text(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+
+
+def _named(node: Node, kind: str, members: Node | None = None, is_type: bool = True) -> _Decl | None:
+    name = _text(node.child_by_field_name("name"))
+    return _Decl(kind, (name,), members, is_type) if name else None
+
+
+def _container(node: Node, kind: str, is_type: bool = True) -> _Decl | None:
+    return _named(node, kind, node.child_by_field_name("body"), is_type)
+
+
+# Python
+
+
+def _python_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type == "function_definition":
+        return _named(node, "function")
+    if node_type == "class_definition":
+        return _container(node, "class")
+    if node_type == "decorated_definition":
+        definition = node.child_by_field_name("definition")
+        return _python_decl(definition) if definition is not None else None
+    return None
+
+
+# JavaScript / TypeScript
+
+_JS_FUNCTIONS = frozenset(
+    {
+        "function_declaration",
+        "generator_function_declaration",
+        "function_signature",
+        "method_definition",
+        "method_signature",
+        "abstract_method_signature",
+    }
+)
+_JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+_JS_LEAF_TYPES = {"interface_declaration": "interface", "type_alias_declaration": "type", "enum_declaration": "enum"}
+
+
+def _js_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type in _JS_FUNCTIONS:
+        return _named(node, "function")
+    if node_type in ("class_declaration", "abstract_class_declaration"):
+        return _container(node, "class")
+    if node_type in _JS_LEAF_TYPES:
+        return _named(node, _JS_LEAF_TYPES[node_type])
+    if node_type in ("lexical_declaration", "variable_declaration"):
+        return _js_variable_decl(node)
+    if node_type in ("public_field_definition", "field_definition"):
+        # Class fields holding arrow functions are methods in all but syntax.
+        value = node.child_by_field_name("value")
+        name = node.child_by_field_name("name") or node.child_by_field_name("property")
+        if value is not None and value.type in _JS_FUNCTION_VALUES and name is not None:
+            return _Decl("function", (_text(name),))
+        return None
+    if node_type == "export_statement":
+        declaration = node.child_by_field_name("declaration")
+        if declaration is not None:
+            return _js_decl(declaration)
+        value = node.child_by_field_name("value")  # export default <expression>
+        if value is not None and value.type in _JS_FUNCTION_VALUES:
+            return _Decl("function", ("default",))
+        if value is not None and value.type == "class":
+            return _Decl("class", (_text(value.child_by_field_name("name")) or "default",), value.child_by_field_name("body"))
+        return None
+    if node_type in ("expression_statement", "ambient_declaration"):
+        # `namespace X {}` parses as an expression; `declare …` wraps a declaration.
+        inner = node.named_child(0)
+        return _js_decl(inner) if inner is not None else None
+    if node_type in ("internal_module", "module"):
+        name = _text(node.child_by_field_name("name")).strip("'\"")
+        body = node.child_by_field_name("body")
+        return _Decl("namespace", (name,), body, is_type=False) if name else None
+    return None
+
+
+def _js_variable_decl(node: Node) -> _Decl | None:
+    """`const f = () => …` is a function, `const C = class {…}` a class."""
+    for declarator in node.named_children:
+        if declarator.type != "variable_declarator":
+            continue
+        name = declarator.child_by_field_name("name")
+        value = declarator.child_by_field_name("value")
+        if name is None or value is None or name.type != "identifier":
+            continue
+        if value.type in _JS_FUNCTION_VALUES:
+            return _Decl("function", (_text(name),))
+        if value.type == "class":
+            return _Decl("class", (_text(name),), value.child_by_field_name("body"))
+    return None
+
+
+# Go
+
+_GO_TYPE_KINDS = {"struct_type": "struct", "interface_type": "interface"}
+
+
+def _go_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type == "function_declaration":
+        return _named(node, "function")
+    if node_type == "method_declaration":
+        name = _text(node.child_by_field_name("name"))
+        receiver = _go_receiver_type(node.child_by_field_name("receiver"))
+        return _Decl("method", (receiver, name) if receiver else (name,)) if name else None
+    if node_type == "type_declaration":
+        # A single `type X …` is one chunk with its keyword; the specs of a
+        # grouped `type ( … )` are chunked one by one (see transparent).
+        specs = [child for child in node.named_children if child.type in ("type_spec", "type_alias")]
+        return _go_decl(specs[0]) if len(specs) == 1 else None
+    if node_type in ("type_spec", "type_alias"):
+        type_node = node.child_by_field_name("type")
+        return _named(node, _GO_TYPE_KINDS.get(type_node.type if type_node is not None else "", "type"))
+    return None
+
+
+def _go_receiver_type(receiver: Node | None) -> str:
+    """`(s *Server)` and `(g Gen[T])` -> Server, Gen."""
+    parameter = receiver.named_child(0) if receiver is not None else None
+    type_node = parameter.child_by_field_name("type") if parameter is not None else None
+    while type_node is not None and type_node.type in ("pointer_type", "generic_type", "parenthesized_type"):
+        type_node = type_node.child_by_field_name("type") or type_node.named_child(0)
+    return _text(type_node)
+
+
+# Rust
+
+_RUST_LEAF_KINDS = {
+    "function_item": "function",
+    "function_signature_item": "function",
+    "struct_item": "struct",
+    "union_item": "union",
+    "enum_item": "enum",
+    "type_item": "type",
+    "macro_definition": "macro",
+}
+
+
+def _rust_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type in _RUST_LEAF_KINDS:
+        return _named(node, _RUST_LEAF_KINDS[node_type])
+    if node_type == "trait_item":
+        return _container(node, "trait")
+    if node_type == "impl_item":
+        type_name = _rust_type_name(node.child_by_field_name("type"))
+        return _Decl("impl", (type_name,), node.child_by_field_name("body")) if type_name else None
+    if node_type == "mod_item":
+        return _container(node, "namespace", is_type=False)
+    return None
+
+
+def _rust_type_name(type_node: Node | None) -> str:
+    """`Point<T>`, `fmt::Point`, `&Point` -> Point."""
+    while type_node is not None and type_node.type in ("generic_type", "scoped_type_identifier", "reference_type"):
+        field = "name" if type_node.type == "scoped_type_identifier" else "type"
+        type_node = type_node.child_by_field_name(field)
+    return _text(type_node)
+
+
+# Java
+
+_JAVA_CONTAINER_KINDS = {
+    "class_declaration": "class",
+    "record_declaration": "class",
+    "interface_declaration": "interface",
+    "annotation_type_declaration": "interface",
+    "enum_declaration": "enum",
+}
+_JAVA_FUNCTIONS = frozenset({"method_declaration", "constructor_declaration", "compact_constructor_declaration"})
+
+
+def _java_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type in _JAVA_FUNCTIONS:
+        return _named(node, "function")
+    if node_type in _JAVA_CONTAINER_KINDS:
+        return _container(node, _JAVA_CONTAINER_KINDS[node_type])
+    return None
+
+
+# C / C++
+
+_C_SPECIFIER_KINDS = {
+    "struct_specifier": "struct",
+    "union_specifier": "union",
+    "enum_specifier": "enum",
+    "class_specifier": "class",
+}
+_TEMPLATE_ARGUMENTS = re.compile(r"<.*>$")
+
+
+def _c_decl(node: Node) -> _Decl | None:
+    return _c_family_decl(node, cpp=False)
+
+
+def _cpp_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type == "namespace_definition":
+        name = _text(node.child_by_field_name("name"))  # anonymous namespaces are transparent
+        return _Decl("namespace", tuple(name.split("::")), node.child_by_field_name("body"), False) if name else None
+    if node_type == "template_declaration":
+        inner = node.named_children[-1] if node.named_child_count else None
+        return _cpp_decl(inner) if inner is not None and inner.type != "template_parameter_list" else None
+    return _c_family_decl(node, cpp=True)
+
+
+def _c_family_decl(node: Node, cpp: bool) -> _Decl | None:
+    node_type = node.type
+    if node_type == "function_definition":
+        name = _c_function_name(node.child_by_field_name("declarator"))
+        if not name:
+            return None
+        return _Decl("method" if len(name) > 1 else "function", name)
+    if node_type == "preproc_function_def":
+        return _named(node, "macro")
+    if node_type in _C_SPECIFIER_KINDS:
+        return _c_type_decl(node, None, cpp)
+    if node_type in ("type_definition", "declaration", "field_declaration"):
+        # `typedef struct {…} Vec;`, `struct S {…} instance;`, a nested struct field.
+        specifier = node.child_by_field_name("type")
+        if specifier is not None and specifier.type in _C_SPECIFIER_KINDS:
+            alias = node.child_by_field_name("declarator") if node_type == "type_definition" else None
+            return _c_type_decl(specifier, alias, cpp)
+    return None
+
+
+def _c_type_decl(specifier: Node, alias: Node | None, cpp: bool) -> _Decl | None:
+    body = specifier.child_by_field_name("body")
+    if body is None:  # a forward declaration or a use, not a definition
+        return None
+    name = _text(specifier.child_by_field_name("name")) or _text(alias)
+    if not name:
+        return None
+    kind = _C_SPECIFIER_KINDS[specifier.type]
+    has_members = cpp and kind != "enum"
+    return _Decl(kind, tuple(name.split("::")), body if has_members else None)
+
+
+def _c_function_name(declarator: Node | None) -> tuple[str, ...]:
+    """`*foo(int)` -> (foo,); `Shape<T>::area() const` -> (Shape, area)."""
+    while declarator is not None:
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None:
+            break
+        declarator = inner
+    parts = "".join(_text(declarator).split()).split("::")
+    return tuple(part if part.startswith("operator") else _TEMPLATE_ARGUMENTS.sub("", part) for part in parts if part)
+
+
+# Ruby
+
+
+def _ruby_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type in ("method", "singleton_method"):
+        return _named(node, "function")
+    if node_type in ("class", "module"):
+        name = _text(node.child_by_field_name("name"))
+        if not name:
+            return None
+        kind = "class" if node_type == "class" else "namespace"
+        return _Decl(kind, tuple(name.split("::")), node.child_by_field_name("body"))
+    return None
+
+
+# PHP
+
+_PHP_CONTAINER_KINDS = {
+    "class_declaration": "class",
+    "interface_declaration": "interface",
+    "trait_declaration": "trait",
+    "enum_declaration": "enum",
+}
+
+
+def _php_decl(node: Node) -> _Decl | None:
+    node_type = node.type
+    if node_type in ("function_definition", "method_declaration"):
+        return _named(node, "function")
+    if node_type in _PHP_CONTAINER_KINDS:
+        return _container(node, _PHP_CONTAINER_KINDS[node_type])
+    return None
+
+
+_C_TRANSPARENT = frozenset(
+    {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef", "linkage_specification", "declaration_list"}
+)
+_JS_GRAMMAR = _Grammar(_js_decl, leading=frozenset({"comment", "decorator"}))
+
+_GRAMMARS: dict[str, _Grammar] = {
+    "python": _Grammar(
+        _python_decl,
+        leading=frozenset({"comment"}),
+        transparent=frozenset(
+            {"if_statement", "elif_clause", "else_clause", "try_statement", "except_clause", "finally_clause", "block"}
+        ),
+    ),
+    "javascript": _JS_GRAMMAR,
+    "typescript": _JS_GRAMMAR,
+    "tsx": _JS_GRAMMAR,
+    "go": _Grammar(_go_decl, leading=frozenset({"comment"}), transparent=frozenset({"type_declaration"})),
+    "rust": _Grammar(_rust_decl, leading=frozenset({"line_comment", "block_comment", "attribute_item"})),
+    "java": _Grammar(
+        _java_decl, leading=frozenset({"line_comment", "block_comment"}), transparent=frozenset({"enum_body_declarations"})
+    ),
+    "c": _Grammar(_c_decl, leading=frozenset({"comment"}), transparent=_C_TRANSPARENT),
+    "cpp": _Grammar(_cpp_decl, leading=frozenset({"comment"}), transparent=_C_TRANSPARENT | {"namespace_definition"}),
+    "ruby": _Grammar(_ruby_decl, leading=frozenset({"comment"}), transparent=frozenset({"singleton_class", "body_statement"})),
+    "php": _Grammar(
+        _php_decl, leading=frozenset({"comment"}), transparent=frozenset({"namespace_definition", "compound_statement"})
+    ),
+}

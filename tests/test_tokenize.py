@@ -1,0 +1,40 @@
+from ctxls.index.tokenize import expand_tokens, fts_match_expression, query_terms
+
+
+def check(text: str, expected: list[str]) -> None:
+    assert expand_tokens(text) == expected
+
+
+def test_camel_case_keeps_original_and_parts():
+    check("getUserName", ["getusername", "get", "user", "name"])
+    check("HTTPServerError", ["httpservererror", "http", "server", "error"])
+
+
+def test_snake_case_keeps_original_and_parts():
+    check("snake_case_name", ["snake_case_name", "snake", "case", "name"])
+    check("__init__", ["__init__", "init"])
+
+
+def test_dotted_names_and_paths_add_a_compound():
+    check("os.path.join", ["os_path_join", "os", "path", "join"])
+    check("index/store.py", ["index_store_py", "index", "store", "py"])
+    check("std::vector", ["std_vector", "std", "vector"])
+
+
+def test_plain_words_are_not_duplicated():
+    check("retry the upload", ["retry", "the", "upload"])
+
+
+def test_overlong_tokens_are_dropped():
+    assert expand_tokens("a" * 200 + " ok") == ["ok"]
+
+
+def test_query_terms_drop_stopwords_unless_nothing_is_left():
+    assert query_terms("where do we retry failed uploads?") == ["retry", "failed", "uploads"]
+    assert query_terms("the") == ["the"]
+    assert query_terms("sessionRequest session") == ["sessionrequest", "session", "request"]
+    assert query_terms("!!!") == []
+
+
+def test_match_expression_quotes_every_term():
+    assert fts_match_expression(["and", 'x"y']) == '"and" OR "x""y"'
