@@ -35,7 +35,7 @@ MAX_CHUNK_LINES = 150
 OVERLAP_LINES = 20
 WINDOW_LINES = 60
 WINDOW_OVERLAP_LINES = 10
-# Re-parses after syntax errors, per file; bounds the cost of badly broken files.
+# Re-parses after syntax errors, per file: bounds the cost of badly broken files.
 MAX_REPARSES = 8
 
 
@@ -237,16 +237,15 @@ class _Grammar:
 def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: bytes) -> tuple[list[_Piece], Tree]:
     """Symbol spans of the file and its parse tree.
 
-    tree-sitter recovers from a syntax error locally, but an unbalanced
-    bracket swallows every later definition into one broken node. So after an
-    error only the spans that end before the first top-level line (one that
-    starts in column 0) at or after the error are kept, and parsing restarts
-    at that line.
+    tree-sitter recovers from most syntax errors locally, but an unbalanced
+    bracket makes one broken node swallow the definitions after it. When that
+    happens (see ``_swallowed_row``), only the spans ending before the first
+    swallowed top-level line are kept and parsing restarts there.
     """
     tree = parser.parse(source)
     spans: list[_Piece] = []
     root = tree.root_node
-    offset = 0
+    offset = 0  # row of `lines` where the current tree's row 0 is
     for attempt in range(MAX_REPARSES + 1):
         found: list[_Piece] = []
         _collect(grammar, root.named_children, (), False, found)
@@ -254,7 +253,7 @@ def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: b
             found = [_Piece(start + offset, end + offset, symbol, kind) for start, end, symbol, kind in found]
         restart = None
         if root.has_error and attempt < MAX_REPARSES:
-            restart = _next_top_level_row(lines, max(offset + _first_error_row(root), offset + 1))
+            restart = _swallowed_row(grammar, root.children, lines, offset)
         if restart is None:
             spans.extend(found)
             break
@@ -262,6 +261,30 @@ def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: b
         offset = restart
         root = parser.parse("\n".join(lines[offset:]).encode("utf-8", "replace")).root_node
     return spans, tree
+
+
+def _swallowed_row(grammar: _Grammar, nodes: list[Node], lines: list[str], offset: int) -> int | None:
+    """The first top-level line (one starting in column 0) that a broken node
+    runs past, counting from the node's first error.
+
+    Include guards, `extern "C"` and namespaces legitimately hold column-0
+    lines, so their children are checked instead of them.
+    """
+    for node in nodes:
+        if not node.has_error:
+            continue
+        if node.type in grammar.transparent:
+            swallowed = _swallowed_row(grammar, node.children, lines, offset)
+        elif (decl := grammar.classify(node)) is not None and decl.members is not None and not decl.is_type:
+            swallowed = _swallowed_row(grammar, decl.members.children, lines, offset)
+        else:
+            error_row = offset + _first_error_row(node)
+            swallowed = _next_top_level_row(lines, max(error_row, offset + 1))
+            if swallowed is not None and offset + _last_row(node) < swallowed:
+                swallowed = None
+        if swallowed is not None:
+            return swallowed
+    return None
 
 
 def _first_error_row(node: Node) -> int:

@@ -61,7 +61,7 @@ class FileFilter:
 
     def __init__(self, options: DiscoveryOptions):
         self._include = frozenset(e.lower().lstrip(".") for e in options.include)
-        self._excluded = (pathspec.PathSpec.from_lines("gitwildmatch", options.exclude)
+        self._excluded = (pathspec.PathSpec.from_lines("gitignore", options.exclude)
                           if options.exclude else None)
 
     def __call__(self, path: str) -> bool:
@@ -101,7 +101,7 @@ def _walk_files(root: Path) -> list[str]:
         if os.path.isfile(ignore_file):
             try:
                 with open(ignore_file, encoding="utf-8", errors="replace") as fh:
-                    specs.append((rel_dir, pathspec.PathSpec.from_lines("gitwildmatch", fh)))
+                    specs.append((rel_dir, pathspec.PathSpec.from_lines("gitignore", fh)))
             except OSError:
                 pass
 
@@ -141,7 +141,7 @@ def ignored_paths(root: Path, paths: list[str]) -> set[str]:
                     lines = ignore_file.read_text("utf-8", errors="replace").splitlines()
                 except OSError:
                     continue
-                if pathspec.PathSpec.from_lines("gitwildmatch", lines).match_file(
+                if pathspec.PathSpec.from_lines("gitignore", lines).match_file(
                         "/".join(parts[depth:])):
                     ignored.add(path)
                     break

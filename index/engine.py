@@ -314,9 +314,9 @@ class Engine:
             raise InvalidParams("limit", "must be an integer from 1 to 1000")
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
         rows = self.store.reader().execute(
-            "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n FROM edits "
-            "WHERE ts >= ? GROUP BY path, symbol, kind "
-            "ORDER BY last DESC, path, symbol LIMIT ?", (cutoff, limit)).fetchall()
+            "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n, max(id) AS newest "
+            "FROM edits WHERE ts >= ? GROUP BY path, symbol, kind "
+            "ORDER BY last DESC, newest DESC LIMIT ?", (cutoff, limit)).fetchall()
         return [ActivityItem(id=r["path"], symbol=r["symbol"], kind=r["kind"],
                              last_edited_at=r["last"], edits=r["n"]) for r in rows]
 

@@ -165,7 +165,11 @@ class Indexer:
                      log_edits: bool) -> None:
         ts = now_ms()
         with self.store.write() as conn:
+            # A buffer opened since the pass started owns its rows now.
+            opened = self._open_buffers()
             for record, parsed, existed in batch:
+                if record.path in opened:
+                    continue
                 if record.source == "gone":
                     Store.delete_file(conn, record.path)
                 elif parsed is None:  # same content, new stat

@@ -238,3 +238,50 @@ async def test_file_outside_every_folder_is_served_from_its_buffer(repo: Path, t
         hits = await s.wait_for(found)
         assert hits and hits[0]["uri"] == loose.as_uri()
         assert not (loose.parent / ".ctxls").exists()  # nothing written next to it
+
+
+async def test_workspace_folders_can_be_added_and_removed(repo: Path, tmp_path: Path):
+    other = tmp_path / "other"
+    write_tree(other, {"lib/tool.py": "def second_folder_tool():\n    return 2\n"})
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        folder = types.WorkspaceFolder(uri=other.resolve().as_uri(), name="other")
+        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])))
+
+        async def found():
+            return await recall_code(s, "second_folder_tool")
+
+        hits = await s.wait_for(found)
+        assert hits[0]["uri"] == (other / "lib/tool.py").resolve().as_uri()
+        assert (other / ".ctxls" / "index.db").exists()  # each folder has its own index
+
+        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(added=[], removed=[folder])))
+
+        async def gone():
+            return not await recall_code(s, "second_folder_tool")
+
+        assert await s.wait_for(gone)
+
+
+async def test_requests_are_answered_while_a_cold_index_runs(tmp_path: Path):
+    big = tmp_path / "big"
+    write_tree(big, {f"mod{i:04}/m.py": f"def function_{i}(x):\n    return x + {i}\n"
+                     for i in range(4000)})
+    async with serve(big) as s:
+        early = await s.request("ctxls/recall", {"query": "function_3999", "kind": "code"})
+        assert early["partial"] is True
+        assert (await s.request("ctxls/status"))["indexing"] is True
+        await s.wait_indexed(timeout=120)
+        done = await s.request("ctxls/recall", {"query": "function_3999", "kind": "code"})
+        assert done["partial"] is False
+        assert done["hits"][0]["chunk"]["symbol"] == "function_3999"
+
+
+async def test_bad_initialization_options_warn_and_fall_back(repo: Path):
+    async with serve(repo, options={"debounceMs": "soon", "include": "py"}) as s:
+        await s.wait_indexed()
+        texts = [m.message for m in s.client.messages]
+        assert any("debounceMs" in t for t in texts) and any("include" in t for t in texts)
+        assert (await s.request("ctxls/status"))["files"] == 5  # defaults in force

@@ -1,0 +1,149 @@
+"""The engine as a library: discovery, incremental passes, edit log, get."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, list_files,
+                                   read_source, relative_path)
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
+
+from conftest import SAMPLE_FILES, write_tree
+
+
+def engine_for(root: Path, **discovery) -> Engine:
+    return Engine(root, EngineOptions(discovery=DiscoveryOptions(**discovery)))
+
+
+def top_symbols(engine: Engine, query: str, kind: str = "code") -> list[str | None]:
+    return [h.symbol for h in engine.recall(query, [kind]).hits_by_kind[kind]]
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    root = tmp_path / "plain"
+    root.mkdir()
+    write_tree(root, SAMPLE_FILES)
+    return root
+
+
+def test_walk_honours_gitignore_include_exclude_and_skips_store(plain: Path):
+    write_tree(plain, {
+        ".gitignore": "build/\n*.gen.py\n",
+        "build/out.py": "x = 1\n",
+        "pkg/auto.gen.py": "x = 1\n",
+        "sub/.gitignore": "local.py\n",
+        "sub/local.py": "x = 1\n",
+        "sub/kept.py": "x = 1\n",
+        ".ctxls/index.py": "x = 1\n",
+        "notes.xyz": "not an included extension\n",
+    })
+    files = list_files(plain, FileFilter(DiscoveryOptions()))
+    assert files == ["README.md", "pkg/__init__.py", "pkg/retry.py", "pkg/session.py",
+                     "sub/kept.py", "web/app.ts"]
+    only_py = list_files(plain, FileFilter(DiscoveryOptions(include=("py",), exclude=("sub/",))))
+    assert only_py == ["pkg/__init__.py", "pkg/retry.py", "pkg/session.py"]
+
+
+def test_git_discovery_lists_tracked_and_untracked_but_not_ignored(plain: Path):
+    write_tree(plain, {".gitignore": "ignored.py\n", "ignored.py": "x = 1\n"})
+    subprocess.run(["git", "init", "-q", str(plain)], check=True)
+    subprocess.run(["git", "-C", str(plain), "add", "pkg/session.py"], check=True)
+    files = list_files(plain, FileFilter(DiscoveryOptions()))
+    assert "pkg/session.py" in files and "pkg/retry.py" in files and "ignored.py" not in files
+
+
+def test_read_source_reasons(plain: Path):
+    write_tree(plain, {"bin.py": b"\x00\x01", "big.py": "x" * 2000})
+    assert read_source(plain, "bin.py", 1000) == Skipped("bin.py", "binary")
+    assert read_source(plain, "big.py", 1000) == Skipped("big.py", "too large")
+    assert read_source(plain, "gone.py", 1000) == Skipped("gone.py", "vanished")
+
+
+def test_relative_path_refuses_escapes(plain: Path, tmp_path: Path):
+    (plain / "link").symlink_to(tmp_path)
+    assert relative_path(plain, "pkg/session.py") == "pkg/session.py"
+    assert relative_path(plain, str(plain / "pkg" / ".." / "README.md")) == "README.md"
+    assert relative_path(plain, "../x.py") is None
+    assert relative_path(plain, "link/plain/README.md") == "README.md"  # resolves back inside
+    assert relative_path(plain, "link/elsewhere.py") is None
+
+
+def test_cold_and_forced_passes_log_no_edits_incremental_ones_do(plain: Path):
+    engine = engine_for(plain)
+    engine.cold_index()
+    engine.index(force=True)
+    assert engine.recent_activity() == []
+    path = plain / "pkg/session.py"
+    path.write_text(path.read_text().replace("self.closed = True", "self.closed = 'yes'"))
+    assert engine.index().updated == 1
+    activity = engine.recent_activity()
+    assert [(a.id, a.symbol, a.edits) for a in activity] == [("pkg/session.py", "Session.close", 1)]
+    engine.close()
+
+
+def test_recent_activity_groups_counts_and_limits(plain: Path):
+    engine = engine_for(plain)
+    engine.cold_index()
+    base = (plain / "pkg/retry.py").read_text()
+    for i in range(3):
+        engine.set_buffer("pkg/retry.py", base.replace("attempts=3", f"attempts={i + 4}"))
+    engine.set_buffer("pkg/session.py", (plain / "pkg/session.py").read_text() + "\nX = 1\n")
+    items = engine.recent_activity()
+    assert [(a.id, a.symbol, a.edits) for a in items] == [
+        ("pkg/session.py", None, 1), ("pkg/retry.py", "retry_upload", 3)]
+    assert len(engine.recent_activity(limit=1)) == 1
+    assert engine.recent_activity(since=items[0].last_edited_at + 1) == []
+    with pytest.raises(InvalidParams):
+        engine.recent_activity(days=-1)
+    engine.close()
+
+
+def test_deleted_symbol_is_logged_and_disappears(plain: Path):
+    engine = engine_for(plain)
+    engine.cold_index()
+    text = (plain / "pkg/session.py").read_text()
+    without_close = text.replace("    def close(self):\n        self.closed = True\n", "")
+    engine.set_buffer("pkg/session.py", without_close)
+    assert ("pkg/session.py", "Session.close") in [(a.id, a.symbol) for a in engine.recent_activity()]
+    assert "Session.close" not in top_symbols(engine, "close")
+    engine.close()
+
+
+def test_get_range_staleness_tracks_buffers(plain: Path):
+    engine = engine_for(plain)
+    engine.cold_index()
+    item = engine.get("pkg/session.py", 3, 4)
+    assert item.text == 'class Session:\n    """An HTTP session that keeps cookies."""'
+    engine._buffers["pkg/session.py"] = "# typed but not yet indexed\n"  # debounce pending
+    with pytest.raises(StalePointer):
+        engine.get("pkg/session.py", 3, 4)
+    engine.set_buffer("pkg/session.py", "# typed but not yet indexed\n")
+    assert engine.get("pkg/session.py", 0, 0).text == "# typed but not yet indexed"
+    with pytest.raises(OutsideRoot):
+        engine.get("../../etc/passwd")
+    engine.close()
+
+
+def test_recall_is_partial_until_a_full_pass_finished(plain: Path):
+    engine = engine_for(plain)
+    assert engine.recall("session", ["code"]).partial is True
+    engine.index(["pkg"])
+    assert engine.recall("session", ["code"]).partial is True  # scoped: not complete
+    engine.index()
+    assert engine.recall("session", ["code"]).partial is False
+    engine.close()
+
+
+def test_code_and_prose_rank_separately(plain: Path):
+    engine = engine_for(plain)
+    engine.cold_index()
+    result = engine.recall("deploy session")
+    assert {h.kind for h in result.hits_by_kind["code"]} == {"code"}
+    assert {h.kind for h in result.hits_by_kind["doc"]} == {"doc"}
+    assert result.hits_by_kind["fact"] == [] and result.hits_by_kind["episode"] == []
+    engine.close()
