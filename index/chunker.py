@@ -8,7 +8,7 @@
 * Markdown: one chunk per heading section.
 * Anything else: overlapping line windows.
 
-Parsing never fails: unknown languages, grammar errors and binding failures
+Chunking never fails: unknown languages and failures of the parser itself
 fall back to line windows, and syntax errors are worked around by re-parsing
 from the next top-level line (see ``_symbol_spans``).
 
@@ -35,8 +35,9 @@ MAX_CHUNK_LINES = 150
 OVERLAP_LINES = 20
 WINDOW_LINES = 60
 WINDOW_OVERLAP_LINES = 10
-# Re-parses after syntax errors, per file: bounds the cost of badly broken files.
-MAX_REPARSES = 8
+# Re-parsing after syntax errors stops once it has parsed this many times the
+# file's size: a bound on the cost of badly broken (or misdetected) files.
+REPARSE_BUDGET = 2
 
 
 def split_lines(text: str) -> list[str]:
@@ -246,26 +247,26 @@ def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: b
     spans: list[_Piece] = []
     root = tree.root_node
     offset = 0  # row of `lines` where the current tree's row 0 is
-    for attempt in range(MAX_REPARSES + 1):
+    budget = REPARSE_BUDGET * len(source)
+    while True:
         found: list[_Piece] = []
         _collect(grammar, root.named_children, (), False, found)
         if offset:
             found = [_Piece(start + offset, end + offset, symbol, kind) for start, end, symbol, kind in found]
-        restart = None
-        if root.has_error and attempt < MAX_REPARSES:
-            restart = _swallowed_row(grammar, root.children, lines, offset)
-        if restart is None:
+        restart = _swallowed_row(grammar, root.children, lines, offset) if root.has_error else None
+        rest = "\n".join(lines[restart:]).encode("utf-8", "replace") if restart is not None else b""
+        if restart is None or len(rest) > budget:
             spans.extend(found)
-            break
+            return spans, tree
         spans.extend(span for span in found if span.end < restart)
+        budget -= len(rest)
         offset = restart
-        root = parser.parse("\n".join(lines[offset:]).encode("utf-8", "replace")).root_node
-    return spans, tree
+        root = parser.parse(rest).root_node
 
 
 def _swallowed_row(grammar: _Grammar, nodes: list[Node], lines: list[str], offset: int) -> int | None:
-    """The first top-level line (one starting in column 0) that a broken node
-    runs past, counting from the node's first error.
+    """The first top-level line (one starting in column 0) inside a broken
+    node, counting from the node's first error.
 
     Include guards, `extern "C"` and namespaces legitimately hold column-0
     lines, so their children are checked instead of them.
@@ -278,8 +279,8 @@ def _swallowed_row(grammar: _Grammar, nodes: list[Node], lines: list[str], offse
         elif (decl := grammar.classify(node)) is not None and decl.members is not None and not decl.is_type:
             swallowed = _swallowed_row(grammar, decl.members.children, lines, offset)
         else:
-            error_row = offset + _first_error_row(node)
-            swallowed = _next_top_level_row(lines, max(error_row, offset + 1))
+            first_inner_row = offset + max(_first_error_row(node), node.start_point.row + 1)
+            swallowed = _next_top_level_row(lines, first_inner_row)
             if swallowed is not None and offset + _last_row(node) < swallowed:
                 swallowed = None
         if swallowed is not None:
@@ -311,10 +312,20 @@ def _last_row(node: Node) -> int:
     return end.row
 
 
-def _collect(grammar: _Grammar, nodes: list[Node], scope: tuple[str, ...], in_type: bool, spans: list[_Piece]) -> None:
-    """Append the symbol spans defined by ``nodes`` (siblings) to ``spans``."""
-    leading_start = -1  # first row of the leading comments/attributes above the next node
-    leading_end = -1
+def _collect(
+    grammar: _Grammar,
+    nodes: list[Node],
+    scope: tuple[str, ...],
+    in_type: bool,
+    spans: list[_Piece],
+    leading_start: int = -1,
+    leading_end: int = -1,
+) -> None:
+    """Append the symbol spans defined by ``nodes`` (siblings) to ``spans``.
+
+    ``leading_start``..``leading_end`` are the rows of the comments and
+    attributes right above ``nodes[0]``, when they are its parent's siblings.
+    """
     previous_end = -1  # last row of the previous sibling that is not leading
     for node in nodes:
         start = node.start_point.row
@@ -342,7 +353,7 @@ def _collect(grammar: _Grammar, nodes: list[Node], scope: tuple[str, ...], in_ty
                 spans.append(_Piece(first, max(first, header_end), symbol, kind))
                 spans.extend(members)
         elif node.type in grammar.transparent or node.is_error:
-            _collect(grammar, node.named_children, scope, in_type, spans)
+            _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)
         previous_end = end
         leading_start = -1
 
@@ -542,7 +553,6 @@ _C_SPECIFIER_KINDS = {
     "enum_specifier": "enum",
     "class_specifier": "class",
 }
-_TEMPLATE_ARGUMENTS = re.compile(r"<.*>$")
 
 
 def _c_decl(node: Node) -> _Decl | None:
@@ -599,8 +609,19 @@ def _c_function_name(declarator: Node | None) -> tuple[str, ...]:
         if inner is None:
             break
         declarator = inner
-    parts = "".join(_text(declarator).split()).split("::")
-    return tuple(part if part.startswith("operator") else _TEMPLATE_ARGUMENTS.sub("", part) for part in parts if part)
+    return _cpp_name_parts(declarator)
+
+
+def _cpp_name_parts(node: Node | None) -> tuple[str, ...]:
+    """The components of a possibly qualified name, without template arguments."""
+    if node is None:
+        return ()
+    if node.type == "qualified_identifier":
+        return (*_cpp_name_parts(node.child_by_field_name("scope")), *_cpp_name_parts(node.child_by_field_name("name")))
+    if node.type in ("template_type", "template_function"):
+        return _cpp_name_parts(node.child_by_field_name("name"))
+    name = "".join(_text(node).split())
+    return (name,) if name else ()
 
 
 # Ruby
@@ -615,7 +636,9 @@ def _ruby_decl(node: Node) -> _Decl | None:
         if not name:
             return None
         kind = "class" if node_type == "class" else "namespace"
-        return _Decl(kind, tuple(name.split("::")), node.child_by_field_name("body"))
+        # Members are walked from the class node itself: a comment above the
+        # first member is the class's child, not a sibling inside its body.
+        return _Decl(kind, tuple(name.split("::")), node)
     return None
 
 

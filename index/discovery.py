@@ -56,6 +56,11 @@ class Listing:
     skipped: list[Skipped] = field(default_factory=list)
 
 
+# Generated files that match an included extension but are never worth
+# indexing: minified bundles are one huge line, lock files are data.
+_GENERATED_SUFFIXES = (".min.js", ".min.css", "-lock.yaml", ".lock.yaml")
+
+
 class FileFilter:
     """include / exclude / the store folder, compiled once."""
 
@@ -71,6 +76,8 @@ class FileFilter:
         name = parts[-1]
         ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
         if ext not in self._include and name not in self._include:
+            return False
+        if name.endswith(_GENERATED_SUFFIXES):
             return False
         return not (self._excluded and self._excluded.match_file(path))
 

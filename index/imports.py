@@ -84,20 +84,21 @@ def _dotted(node: Node) -> str:
 
 
 def _python_refs(statement: Node) -> list[ImportRef]:
+    """Refs of an `import …` or `from … import …` statement (see the module doc)."""
     names = [
-        (name.child_by_field_name("name") if name.type == "aliased_import" else name)
+        name.child_by_field_name("name") if name.type == "aliased_import" else name
         for name in statement.children_by_field_name("name")
     ]
-    row = statement.start_point.row
+    names = [name for name in names if name is not None]
     if statement.type == "import_statement":
-        return [ImportRef(_dotted(name), name.start_point.row) for name in names if name is not None]
+        return [ImportRef(_dotted(name), name.start_point.row) for name in names]
     module_node = statement.child_by_field_name("module_name")
     if module_node is None:
         return []
     module = _dotted(module_node)
-    if not names:  # wildcard import
-        return [ImportRef(module, row)]
-    return [ImportRef(f"{module}:{_dotted(name)}", name.start_point.row) for name in names if name is not None]
+    if not names:  # from M import *
+        return [ImportRef(module, statement.start_point.row)]
+    return [ImportRef(f"{module}:{_dotted(name)}", name.start_point.row) for name in names]
 
 
 _JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
@@ -161,11 +162,13 @@ class ImportResolver:
         return None
 
     def _find_python_module(self, importer_path: str, module: str) -> str | None:
-        candidates = [path for path in self._python_modules.get(module, ()) if path != importer_path]
+        candidates = self._python_modules.get(module, ())
         if candidates:
             # Several files share the suffix (scripts dirs, vendored copies):
             # prefer the one nearest the importer; max() keeps the first of
-            # equals, so ties follow the candidate order.
+            # equals, so ties follow the candidate order. A namesake importer
+            # (`tests/json.py` importing `json`) is nearest to itself, and
+            # resolve() turns that self-reference into None.
             importer_dir = posixpath.dirname(importer_path)
             return max(candidates, key=lambda path: _shared_dir_depth(importer_dir, path))
         if self._root_is_package and "." in module:

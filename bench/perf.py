@@ -1,0 +1,430 @@
+"""Speed and size: cold and no-op indexing, recall latency, edit-to-recall
+latency through the real daemon, peak memory and index size.
+
+* Cold index (every corpus): a child process indexes the corpus into a fresh
+  store, then re-indexes it (a no-op) a few times; it reports its own peak RSS
+  (``ru_maxrss``) and the store's size (db + wal, before closing).
+* Recall (django): :data:`QUERIES` queries (half docstring first sentences from
+  the retrieval set, half function names) in-process through
+  ``Engine.recall(query, ["code"], 10)``, and the same ones over the daemon.
+* didChange -> recall (django): the real ``ctxls serve`` over stdio with
+  ``debounceMs: 0``, driven by a pygls client. A marker line is added to a
+  function of an open buffer; each edit renames its identifier to a fresh
+  random word (letters only, so it shares no sub-word with any earlier one),
+  then ``ctxls/recall`` is polled back to back until the function is the top
+  hit. Latency = send of didChange -> first recall answer showing it, minus
+  the debounce (0). For scale, the same edits through ``Engine.set_buffer``
+  in-process are timed too.
+* Daemon peak RSS: ``VmHWM`` from /proc/PID/status after its cold index and at
+  the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import asyncio
+import json
+import math
+import os
+import random
+import resource
+import statistics
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.protocol import default_converter
+from pygls.protocol.json_rpc import JsonRPCResponseMessage
+
+from ctxls.index.engine import Engine, EngineOptions
+
+from corpora import CORPORA, corpus_id, corpus_path
+from dataset import build_dataset
+
+QUERIES = 200
+EDITS = 200
+WARMUP_QUERIES = 20
+NOOP_REPEATS = 5
+# The buffer edited in the didChange benchmark: a large file, a short method.
+EDIT_PATH = "django/db/models/query.py"
+EDIT_SYMBOL = "QuerySet.filter"
+DEBOUNCE_MS = 0
+# Give up on one edit (and count it as a failure) after this long.
+EDIT_TIMEOUT_S = 10.0
+
+
+@dataclass
+class Latency:
+    """Milliseconds; p95 is the nearest-rank percentile."""
+
+    n: int
+    p50: float
+    p95: float
+    mean: float
+    max: float
+
+    @classmethod
+    def of(cls, seconds: list[float]) -> Latency:
+        ms = sorted(s * 1000 for s in seconds)
+        if not ms:
+            return cls(0, math.nan, math.nan, math.nan, math.nan)
+        return cls(len(ms), statistics.median(ms), ms[math.ceil(0.95 * len(ms)) - 1],
+                   statistics.fmean(ms), ms[-1])
+
+
+@dataclass
+class ColdIndex:
+    corpus: str
+    files: int
+    chunks: int
+    seconds: float
+    noop_first: float
+    noop_median: float
+    max_rss_kb: int
+    db_bytes: int
+    wal_bytes: int
+
+    @property
+    def files_per_s(self) -> float:
+        return self.files / self.seconds
+
+
+@dataclass
+class DaemonRun:
+    cold_index_seconds: float  # initialized -> work-done progress end
+    recall: Latency
+    change: Latency  # didChange -> visible in recall, debounce subtracted
+    change_polls_median: int
+    change_failures: int
+    vmhwm_kb_indexed: int
+    vmhwm_kb_end: int
+
+
+@dataclass
+class PerfReport:
+    cold: dict[str, ColdIndex]  # corpus name -> cold index
+    recall: dict[str, Latency]  # "all" | "sentence" | "identifier" -> in-process latency
+    set_buffer: Latency  # in-process Engine.set_buffer of the edited file
+    daemon: DaemonRun
+    seconds: float
+
+
+# -- cold and no-op index (child process) -------------------------------------
+
+def _cold_index_child(root: str, db: str) -> None:
+    """Run in a child process so ru_maxrss is the indexing's alone; prints JSON."""
+    engine = Engine(root, EngineOptions(db_path=db))
+    started = time.perf_counter()
+    stats = engine.cold_index()
+    seconds = time.perf_counter() - started
+    noop = []
+    for _ in range(NOOP_REPEATS):
+        started = time.perf_counter()
+        engine.index()
+        noop.append(time.perf_counter() - started)
+    size = {suffix: os.path.getsize(db + suffix) if os.path.exists(db + suffix) else 0
+            for suffix in ("", "-wal")}
+    print(json.dumps({
+        "files": stats.added, "chunks": engine.status()["chunks"], "seconds": seconds,
+        "noop_first": noop[0], "noop_median": sorted(noop)[len(noop) // 2],
+        "max_rss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "db_bytes": size[""], "wal_bytes": size["-wal"]}))
+    engine.close()
+
+
+def cold_index(name: str, db: Path) -> ColdIndex:
+    out = subprocess.run([sys.executable, __file__, "--cold-index-child", str(corpus_path(name)),
+                          str(db)], check=True, capture_output=True, text=True).stdout
+    return ColdIndex(corpus_id(name), **json.loads(out))
+
+
+# -- queries and edits ----------------------------------------------------------
+
+def recall_queries(n: int) -> list[tuple[str, str]]:
+    """(type, query): n/2 docstring first sentences and n/2 function names,
+    picked deterministically from the django retrieval set."""
+    queries = sorted(build_dataset("django").queries, key=lambda q: q.target)
+    rng = random.Random(2)
+    picked = rng.sample(queries, n)
+    half = n // 2
+    return ([("sentence", q.query) for q in picked[:half]]
+            + [("identifier", q.symbol.rsplit(".", 1)[-1]) for q in picked[half:]])
+
+
+def time_recall_in_process(engine: Engine, queries: list[tuple[str, str]]) -> dict[str, Latency]:
+    for _, query in queries[:WARMUP_QUERIES]:
+        engine.recall(query, ["code"], 10)
+    by_type: dict[str, list[float]] = {"all": []}
+    for kind, query in queries:
+        started = time.perf_counter()
+        engine.recall(query, ["code"], 10)
+        elapsed = time.perf_counter() - started
+        by_type["all"].append(elapsed)
+        by_type.setdefault(kind, []).append(elapsed)
+    return {kind: Latency.of(times) for kind, times in by_type.items()}
+
+
+class MarkedBuffer:
+    """The edited file with a marker line ``<ident> = None`` in EDIT_SYMBOL."""
+
+    def __init__(self, root: Path):
+        self.text = (root / EDIT_PATH).read_text(encoding="utf-8")
+        lines = self.text.split("\n")
+        body = _find_function(ast.parse(self.text), EDIT_SYMBOL.split(".")).body
+        self.line = body[-1].lineno - 1  # the marker goes above the last statement
+        self.column = body[-1].col_offset
+        self.rng = random.Random(7)
+        self.ident = self.fresh()
+        lines.insert(self.line, " " * self.column + f"{self.ident} = None")
+        self.lines = lines
+
+    def fresh(self) -> str:
+        return "".join(self.rng.choice(string.ascii_lowercase) for _ in range(14))
+
+    def rename(self) -> tuple[str, str]:
+        """Give the marker a fresh identifier: (old, new)."""
+        old, self.ident = self.ident, self.fresh()
+        self.lines[self.line] = " " * self.column + f"{self.ident} = None"
+        return old, self.ident
+
+    @property
+    def current(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _find_function(module: ast.Module, names: list[str]) -> ast.FunctionDef:
+    node: Any = module
+    for name in names:
+        node = next(n for n in node.body if getattr(n, "name", None) == name)
+    return node
+
+
+def time_set_buffer(engine: Engine, root: Path, edits: int) -> Latency:
+    buffer = MarkedBuffer(root)
+    engine.set_buffer(EDIT_PATH, buffer.current)
+    times = []
+    for _ in range(edits):
+        buffer.rename()
+        started = time.perf_counter()
+        engine.set_buffer(EDIT_PATH, buffer.current)
+        times.append(time.perf_counter() - started)
+    engine.close_buffer(EDIT_PATH)
+    return Latency.of(times)
+
+
+# -- the daemon -------------------------------------------------------------------
+
+def _raw_result_converter():
+    """Keep custom requests' results as plain dicts (pygls would make namedtuples)."""
+    converter = default_converter()
+    default_hook = converter.get_structure_hook(JsonRPCResponseMessage)
+
+    def structure(obj: Any, cls: type) -> Any:
+        return cls(**obj) if cls is JsonRPCResponseMessage else default_hook(obj, cls)
+
+    converter.register_structure_hook(JsonRPCResponseMessage, structure)
+    return converter
+
+
+def _vmhwm_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+async def _drain(stream: asyncio.StreamReader) -> None:
+    """Read the daemon's stderr so a chatty log can never block it."""
+    while await stream.read(65536):
+        pass
+
+
+async def _daemon_run(root: Path, db: Path, queries: list[tuple[str, str]], edits: int) -> DaemonRun:
+    client = LanguageClient("ctxls-bench", "1", converter_factory=_raw_result_converter)
+    indexed = asyncio.Event()
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    def on_progress_create(_client, params):
+        return None
+
+    @client.feature(types.PROGRESS)
+    def on_progress(_client, params: types.ProgressParams):
+        value = params.value
+        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+        if kind == "end":
+            indexed.set()
+
+    await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
+    process = client._server  # pygls keeps the child process here
+    assert process is not None and process.stderr is not None
+    drain = asyncio.create_task(_drain(process.stderr))
+
+    async def request(method: str, params: dict) -> Any:
+        return await client.protocol.send_request_async(method, params)
+
+    try:
+        uri = root.as_uri()
+        await client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                window=types.WindowClientCapabilities(work_done_progress=True)),
+            root_uri=uri, workspace_folders=[types.WorkspaceFolder(uri=uri, name=root.name)],
+            initialization_options={"debounceMs": DEBOUNCE_MS, "dbPath": str(db)}))
+        started = time.perf_counter()
+        client.initialized(types.InitializedParams())
+        await asyncio.wait_for(indexed.wait(), timeout=600)
+        cold_seconds = time.perf_counter() - started
+        vmhwm_indexed = _vmhwm_kb(process.pid)
+
+        for _, query in queries[:WARMUP_QUERIES]:
+            await request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
+        recall_times = []
+        for _, query in queries:
+            t0 = time.perf_counter()
+            await request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
+            recall_times.append(time.perf_counter() - t0)
+
+        buffer = MarkedBuffer(root)
+        doc_uri = (root / EDIT_PATH).as_uri()
+
+        async def visible(ident: str, deadline: float) -> int | None:
+            """Recall polls until ``ident`` finds EDIT_SYMBOL first; None on timeout."""
+            polls = 0
+            while time.perf_counter() < deadline:
+                polls += 1
+                hits = (await request("ctxls/recall", {"query": ident, "kind": "code", "n": 1}))["hits"]
+                if hits and hits[0]["path"] == EDIT_PATH and hits[0]["chunk"]["symbol"] == EDIT_SYMBOL:
+                    return polls
+            return None
+
+        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+            uri=doc_uri, language_id="python", version=1, text=buffer.current)))
+        if await visible(buffer.ident, time.perf_counter() + 60) is None:
+            raise RuntimeError("the opened buffer never became visible in recall")
+        change_times, polls, failures = [], [], 0
+        for version in range(2, edits + 2):
+            old, new = buffer.rename()
+            start = types.Position(buffer.line, buffer.column)
+            change = types.TextDocumentContentChangePartial(
+                range=types.Range(start, types.Position(buffer.line, buffer.column + len(old))),
+                text=new)
+            t0 = time.perf_counter()
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=doc_uri, version=version), [change]))
+            n = await visible(new, t0 + EDIT_TIMEOUT_S)
+            if n is None:
+                failures += 1
+                continue
+            change_times.append(time.perf_counter() - t0 - DEBOUNCE_MS / 1000)
+            polls.append(n)
+        vmhwm_end = _vmhwm_kb(process.pid)
+        await client.shutdown_async(None)
+        client.exit(None)
+    finally:
+        await client.stop()
+        drain.cancel()
+    return DaemonRun(cold_seconds, Latency.of(recall_times), Latency.of(change_times),
+                     sorted(polls)[len(polls) // 2], failures, vmhwm_indexed, vmhwm_end)
+
+
+# -- all of it ---------------------------------------------------------------------
+
+def run_perf(names: list[str] | None = None, queries: int = QUERIES, edits: int = EDITS,
+             log=print) -> PerfReport:
+    """Cold index of ``names`` (default: all corpora); the rest on django."""
+    names = names or list(CORPORA)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="ctxls-bench-perf-") as tmp:
+        cold = {}
+        for name in names:
+            cold[name] = cold_index(name, Path(tmp) / f"{name}.db")
+            log(f"perf: cold index {cold[name].corpus}: {cold[name].seconds:.1f}s, "
+                f"no-op {cold[name].noop_first:.3f}s")
+        root = corpus_path("django")
+        db = Path(tmp) / "django.db"
+        if "django" not in cold:
+            cold_index("django", db)
+        picked = recall_queries(queries)
+        engine = Engine(root, EngineOptions(db_path=str(db)))
+        recall = time_recall_in_process(engine, picked)
+        log(f"perf: in-process recall p50 {recall['all'].p50:.1f} ms")
+        set_buffer = time_set_buffer(engine, root, edits)
+        log(f"perf: in-process set_buffer p50 {set_buffer.p50:.1f} ms")
+        engine.close()
+        daemon = asyncio.run(_daemon_run(root, Path(tmp) / "daemon.db", picked, edits))
+        log(f"perf: daemon didChange->recall p95 {daemon.change.p95:.1f} ms")
+    return PerfReport(cold, recall, set_buffer, daemon, time.perf_counter() - started)
+
+
+def _lat(label: str, lat: Latency, target: str = "") -> str:
+    return (f"| {label} | {lat.p50:.1f} | {lat.p95:.1f} | {lat.mean:.1f} | {lat.max:.1f} | "
+            f"{lat.n} | {target} |")
+
+
+def markdown(report: PerfReport) -> str:
+    mb = 1024 * 1024
+    out = ["### Indexing", "",
+           "| corpus | files | chunks | cold index | files/s | no-op re-index (first / median of "
+           f"{NOOP_REPEATS}) | peak RSS | db + wal |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for c in report.cold.values():
+        out.append(f"| {c.corpus} | {c.files} | {c.chunks} | {c.seconds:.2f} s | "
+                   f"{c.files_per_s:.0f} | {c.noop_first:.3f} s / {c.noop_median:.3f} s | "
+                   f"{c.max_rss_kb / 1024:.0f} MiB | {c.db_bytes / mb:.1f} + "
+                   f"{c.wal_bytes / mb:.1f} MiB |")
+    out.append("")
+    out.append("Targets (django): cold index ≤ 20 s, no-op re-index ≤ 0.3 s.")
+    d = report.daemon
+    out += ["", "### Latency on django (ms)", "",
+            "| measure | p50 | p95 | mean | max | n | target |",
+            "|---|---:|---:|---:|---:|---:|---|",
+            _lat("recall in-process, all queries", report.recall["all"], "p50 ≤ 10"),
+            _lat("recall in-process, docstring sentences", report.recall["sentence"]),
+            _lat("recall in-process, function names", report.recall["identifier"]),
+            _lat("recall over the daemon (round trip)", d.recall),
+            _lat(f"didChange → top hit in recall (daemon, debounce {DEBOUNCE_MS} ms)", d.change,
+                 "p95 ≤ 50"),
+            _lat(f"Engine.set_buffer of {EDIT_PATH} (in-process)", report.set_buffer)]
+    out += ["", f"didChange: {d.change_failures} of {d.change.n + d.change_failures} edits not "
+            f"visible within {EDIT_TIMEOUT_S:g} s; median {d.change_polls_median} recall polls per "
+            f"edit. Edited: `{EDIT_SYMBOL}` in `{EDIT_PATH}` (incremental didChange renaming a "
+            f"marker identifier).",
+            "", "### Daemon (django)", "",
+            "| measure | value |", "|---|---:|",
+            f"| cold index, initialized → progress end | {d.cold_index_seconds:.2f} s |",
+            f"| peak RSS (VmHWM) after cold index | {d.vmhwm_kb_indexed / 1024:.0f} MiB |",
+            f"| peak RSS (VmHWM) at the end | {d.vmhwm_kb_end / 1024:.0f} MiB |",
+            "", f"Perf run took {report.seconds:.0f} s."]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("corpora", nargs="*", metavar="CORPUS",
+                        help=f"cold-index these (default: all of {', '.join(CORPORA)})")
+    parser.add_argument("--queries", type=int, default=QUERIES)
+    parser.add_argument("--edits", type=int, default=EDITS)
+    parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    parser.add_argument("--cold-index-child", nargs=2, metavar=("ROOT", "DB"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.cold_index_child:
+        _cold_index_child(*args.cold_index_child)
+        return 0
+    unknown = set(args.corpora) - set(CORPORA)
+    if unknown:
+        parser.error(f"unknown corpus {', '.join(sorted(unknown))}; known: {', '.join(CORPORA)}")
+    report = run_perf(args.corpora or None, args.queries, args.edits,
+                      log=lambda m: print(m, file=sys.stderr))
+    print(json.dumps(asdict(report), indent=1) if args.json else markdown(report))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1069 @@
+"""Chunker: exact chunk tables per language, Markdown sections, line windows,
+long-chunk splitting and robustness against any input."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import pytest
+
+from ctxls.index import chunker
+from ctxls.index.chunker import MAX_CHUNK_LINES, OVERLAP_LINES, chunk_file, split_lines
+from ctxls.index.model import Chunk, ParsedFile
+
+Row = tuple[str | None, str, int, int]
+
+
+def source(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def assert_well_formed(text: str, parsed: ParsedFile) -> None:
+    """Every chunk's text is exactly its lines; chunks are sorted and non-blank."""
+    lines = split_lines(text)
+    for chunk in parsed.chunks:
+        assert 0 <= chunk.start_line <= chunk.end_line < len(lines)
+        assert chunk.text == "\n".join(lines[chunk.start_line : chunk.end_line + 1])
+        assert chunk.text.strip()
+        assert chunk.end_line - chunk.start_line < MAX_CHUNK_LINES
+    positions = [(chunk.start_line, chunk.end_line) for chunk in parsed.chunks]
+    assert positions == sorted(positions)
+
+
+def table(parsed: ParsedFile) -> list[Row]:
+    return [(chunk.symbol, chunk.symbol_kind, chunk.start_line, chunk.end_line) for chunk in parsed.chunks]
+
+
+def check(path: str, text: str, expected: list[Row], language: str | None = None) -> ParsedFile:
+    parsed = chunk_file(path, text)
+    assert_well_formed(text, parsed)
+    assert table(parsed) == expected
+    if language is not None:
+        assert parsed.language == language
+        assert {chunk.language for chunk in parsed.chunks} <= {language}
+    return parsed
+
+
+# --- One realistic file per language ----------------------------------------
+
+PYTHON = source(
+    '''
+    """HTTP session helpers."""
+
+    import json
+    from dataclasses import dataclass
+
+    DEFAULT_TIMEOUT = 30
+
+
+    @dataclass
+    class Session:
+        """A connection pool."""
+
+        base_url: str
+        timeout: float = DEFAULT_TIMEOUT
+
+        def request(self, path):
+            return self.base_url + path
+
+        # Shortcut for GET requests.
+        @staticmethod
+        def get(path):
+            return Session("").request(path)
+
+        class Retry:
+            count = 3
+
+            def backoff(self):
+                return 2 ** self.count
+
+
+    def parse(body):
+        def inner(x):
+            return x
+
+        return json.loads(inner(body))
+
+
+    if __name__ == "__main__":
+        print(parse("{}"))
+    '''
+)
+PYTHON_TABLE: list[Row] = [
+    (None, "module", 0, 5),
+    ("Session", "class", 8, 13),
+    ("Session.request", "method", 15, 16),
+    ("Session.get", "method", 18, 21),
+    ("Session.Retry", "class", 23, 24),
+    ("Session.Retry.backoff", "method", 26, 27),
+    ("parse", "function", 30, 34),
+    (None, "module", 37, 38),
+]
+
+JAVASCRIPT = source(
+    """
+    import { readFile } from "node:fs/promises";
+    const path = require("./path");
+
+    /**
+     * Loads a config file.
+     */
+    export async function loadConfig(file) {
+      const text = await readFile(file, "utf8");
+      return JSON.parse(text);
+    }
+
+    export class Cache {
+      #entries = new Map();
+      static instances = 0;
+
+      constructor(limit) {
+        this.limit = limit;
+      }
+
+      /** Returns the cached value. */
+      get(key) {
+        return this.#entries.get(key);
+      }
+
+      onEvict = (key) => {
+        this.#entries.delete(key);
+      };
+    }
+
+    export const normalize = (name) => name.trim().toLowerCase();
+
+    const cache = new Cache(10);
+    export default cache;
+    """
+)
+JAVASCRIPT_TABLE: list[Row] = [
+    (None, "module", 0, 1),
+    ("loadConfig", "function", 3, 9),
+    ("Cache", "class", 11, 13),
+    ("Cache.constructor", "method", 15, 17),
+    ("Cache.get", "method", 19, 22),
+    ("Cache.onEvict", "method", 24, 26),
+    ("normalize", "function", 29, 29),
+    (None, "module", 31, 32),
+]
+
+TYPESCRIPT = source(
+    """
+    import type { Request } from "./http";
+
+    /** A user record. */
+    export interface User {
+      id: number;
+      name: string;
+    }
+
+    export type UserId = User["id"];
+
+    export enum Role {
+      Admin,
+      Member,
+    }
+
+    @Injectable()
+    export class UserService {
+      private readonly users = new Map<UserId, User>();
+
+      constructor(private readonly http: Request) {}
+
+      @Log()
+      find(id: UserId): User | undefined {
+        return this.users.get(id);
+      }
+    }
+
+    export namespace Validation {
+      export function isValid(user: User): boolean {
+        return user.name.length > 0;
+      }
+    }
+
+    export const byName = (a: User, b: User): number => a.name.localeCompare(b.name);
+    """
+)
+TYPESCRIPT_TABLE: list[Row] = [
+    (None, "module", 0, 0),
+    ("User", "interface", 2, 6),
+    ("UserId", "type", 8, 8),
+    ("Role", "enum", 10, 13),
+    ("UserService", "class", 15, 17),
+    ("UserService.constructor", "method", 19, 19),
+    ("UserService.find", "method", 21, 24),
+    ("Validation", "namespace", 27, 27),
+    ("Validation.isValid", "function", 28, 30),
+    ("byName", "function", 33, 33),
+]
+
+TSX = source(
+    """
+    import React, { useState } from "react";
+    import { Button } from "./Button";
+
+    type Props = { label: string };
+
+    /** A counter button. */
+    export function Counter({ label }: Props) {
+      const [count, setCount] = useState(0);
+      return <Button onClick={() => setCount(count + 1)}>{label}: {count}</Button>;
+    }
+
+    export const Badge = ({ label }: Props) => <span className="badge">{label}</span>;
+
+    export default class Panel extends React.Component<Props> {
+      state = { open: false };
+
+      toggle = () => this.setState({ open: !this.state.open });
+
+      render() {
+        return <div>{this.props.label}</div>;
+      }
+    }
+    """
+)
+TSX_TABLE: list[Row] = [
+    (None, "module", 0, 1),
+    ("Props", "type", 3, 3),
+    ("Counter", "function", 5, 9),
+    ("Badge", "function", 11, 11),
+    ("Panel", "class", 13, 14),
+    ("Panel.toggle", "method", 16, 16),
+    ("Panel.render", "method", 18, 20),
+]
+
+GO = source(
+    """
+    // Package server runs the HTTP API.
+    package server
+
+    import (
+    \t"fmt"
+    \t"net/http"
+    )
+
+    const defaultPort = 8080
+
+    // Server serves the API.
+    type Server struct {
+    \tAddr string
+    \tmux  *http.ServeMux
+    }
+
+    // Handler handles one route.
+    type Handler interface {
+    \tServeHTTP(w http.ResponseWriter, r *http.Request)
+    }
+
+    // Start listens on Addr.
+    func (s *Server) Start() error {
+    \treturn http.ListenAndServe(s.Addr, s.mux)
+    }
+
+    func (s Server) String() string { return fmt.Sprintf("server %s", s.Addr) }
+
+    // New returns a server on the default port.
+    func New() *Server {
+    \treturn &Server{Addr: fmt.Sprintf(":%d", defaultPort)}
+    }
+    """
+)
+GO_TABLE: list[Row] = [
+    (None, "module", 0, 8),
+    ("Server", "struct", 10, 14),
+    ("Handler", "interface", 16, 19),
+    ("Server.Start", "method", 21, 24),
+    ("Server.String", "method", 26, 26),
+    ("New", "function", 28, 31),
+]
+
+RUST = source(
+    """
+    use std::fmt;
+
+    /// A 2-D point.
+    #[derive(Debug, Clone, Copy)]
+    pub struct Point {
+        pub x: f64,
+        pub y: f64,
+    }
+
+    impl Point {
+        pub const ORIGIN: Point = Point { x: 0.0, y: 0.0 };
+
+        /// Distance from the origin.
+        pub fn norm(&self) -> f64 {
+            (self.x * self.x + self.y * self.y).sqrt()
+        }
+    }
+
+    impl fmt::Display for Point {
+        fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "({}, {})", self.x, self.y)
+        }
+    }
+
+    pub trait Shape {
+        fn area(&self) -> f64;
+    }
+
+    pub enum Kind {
+        Circle,
+        Square,
+    }
+
+    pub fn midpoint(a: Point, b: Point) -> Point {
+        Point { x: (a.x + b.x) / 2.0, y: (a.y + b.y) / 2.0 }
+    }
+    """
+)
+RUST_TABLE: list[Row] = [
+    (None, "module", 0, 0),
+    ("Point", "struct", 2, 7),
+    ("Point", "impl", 9, 10),
+    ("Point.norm", "method", 12, 15),
+    ("Point", "impl", 18, 18),
+    ("Point.fmt", "method", 19, 21),
+    ("Shape", "trait", 24, 24),
+    ("Shape.area", "method", 25, 25),
+    ("Kind", "enum", 28, 31),
+    ("midpoint", "function", 33, 35),
+]
+
+JAVA = source(
+    """
+    package com.example.store;
+
+    import java.util.HashMap;
+    import java.util.Map;
+
+    /**
+     * An in-memory key-value store.
+     */
+    @Deprecated
+    public class Store<V> {
+        private final Map<String, V> items = new HashMap<>();
+        private int hits;
+
+        /** Creates an empty store. */
+        public Store() {
+            this.hits = 0;
+        }
+
+        @Override
+        public String toString() {
+            return "Store(" + items.size() + ")";
+        }
+
+        public V get(String key) {
+            hits++;
+            return items.get(key);
+        }
+
+        public interface Listener {
+            void changed(String key);
+        }
+
+        enum Mode { READ, WRITE }
+    }
+    """
+)
+JAVA_TABLE: list[Row] = [
+    (None, "module", 0, 3),
+    ("Store", "class", 5, 11),
+    ("Store.Store", "method", 13, 16),
+    ("Store.toString", "method", 18, 21),
+    ("Store.get", "method", 23, 26),
+    ("Store.Listener", "interface", 28, 28),
+    ("Store.Listener.changed", "method", 29, 29),
+    ("Store.Mode", "enum", 32, 32),
+]
+
+C = source(
+    """
+    #include <stdlib.h>
+    #include "list.h"
+
+    #define LIST_MAX 64
+
+    /* A singly linked list node. */
+    struct node {
+        int value;
+        struct node *next;
+    };
+
+    typedef struct {
+        struct node *head;
+        size_t length;
+    } list_t;
+
+    enum color { RED, GREEN };
+
+    static int count = 0;
+
+    /* Pushes a value; returns the new node. */
+    struct node *list_push(list_t *list, int value)
+    {
+        struct node *n = malloc(sizeof *n);
+        n->value = value;
+        n->next = list->head;
+        list->head = n;
+        return n;
+    }
+
+    #ifdef DEBUG
+    void list_dump(const list_t *list) {}
+    #endif
+    """
+)
+C_TABLE: list[Row] = [
+    (None, "module", 0, 3),
+    ("node", "struct", 5, 9),
+    ("list_t", "struct", 11, 14),
+    ("color", "enum", 16, 16),
+    (None, "module", 18, 18),
+    ("list_push", "function", 20, 28),
+    (None, "module", 30, 30),
+    ("list_dump", "function", 31, 31),
+    (None, "module", 32, 32),
+]
+
+CPP = source(
+    """
+    #include <string>
+
+    namespace geo {
+
+    /// Base class for shapes.
+    class Shape {
+     public:
+      explicit Shape(std::string name) : name_(std::move(name)) {}
+      virtual ~Shape() = default;
+
+      virtual double area() const = 0;
+
+     private:
+      std::string name_;
+    };
+
+    template <typename T>
+    struct Box {
+      T width;
+      T height;
+      T area() const { return width * height; }
+    };
+
+    double Circle::area() const {
+      return 3.14159 * radius_ * radius_;
+    }
+
+    }  // namespace geo
+
+    int main() {
+      return 0;
+    }
+    """
+)
+CPP_TABLE: list[Row] = [
+    (None, "module", 0, 0),
+    ("geo", "namespace", 2, 2),
+    ("geo.Shape", "class", 4, 6),
+    ("geo.Shape.Shape", "method", 7, 7),
+    ("geo.Shape.~Shape", "method", 8, 8),
+    (None, "module", 10, 14),
+    ("geo.Box", "struct", 16, 19),
+    ("geo.Box.area", "method", 20, 20),
+    ("geo.Circle.area", "method", 23, 25),
+    (None, "module", 27, 27),
+    ("main", "function", 29, 31),
+]
+
+RUBY = source(
+    """
+    require "json"
+    require_relative "store/base"
+
+    module Store
+      # A cached HTTP client.
+      class Client < Base
+        DEFAULT_TTL = 60
+
+        attr_reader :ttl
+
+        def initialize(ttl = DEFAULT_TTL)
+          @ttl = ttl
+        end
+
+        # Builds a client from ENV.
+        def self.from_env
+          new(Integer(ENV.fetch("TTL", DEFAULT_TTL)))
+        end
+
+        def fetch(key)
+          JSON.parse(read(key))
+        end
+      end
+    end
+
+    def helper(value)
+      value.to_s
+    end
+    """
+)
+RUBY_TABLE: list[Row] = [
+    (None, "module", 0, 1),
+    ("Store", "namespace", 3, 3),
+    ("Store.Client", "class", 4, 8),
+    ("Store.Client.initialize", "method", 10, 12),
+    ("Store.Client.from_env", "method", 14, 17),
+    ("Store.Client.fetch", "method", 19, 21),
+    ("helper", "function", 25, 27),
+]
+
+PHP = source(
+    """
+    <?php
+
+    namespace App\\Models;
+
+    use Illuminate\\Database\\Eloquent\\Model;
+
+    /**
+     * A registered user.
+     */
+    #[ObservedBy(UserObserver::class)]
+    class User extends Model
+    {
+        use HasFactory;
+
+        protected $fillable = ['name', 'email'];
+
+        /** The user's display name. */
+        public function displayName(): string
+        {
+            return ucfirst($this->name);
+        }
+
+        public static function findByEmail(string $email): ?self
+        {
+            return static::where('email', $email)->first();
+        }
+    }
+
+    interface Notifiable
+    {
+        public function notify(string $message): void;
+    }
+
+    function slugify(string $text): string
+    {
+        return strtolower(trim($text));
+    }
+    """
+)
+PHP_TABLE: list[Row] = [
+    (None, "module", 0, 4),
+    ("User", "class", 6, 14),
+    ("User.displayName", "method", 16, 20),
+    ("User.findByEmail", "method", 22, 25),
+    ("Notifiable", "interface", 28, 29),
+    ("Notifiable.notify", "method", 30, 30),
+    ("slugify", "function", 33, 36),
+]
+
+MARKDOWN = source(
+    """
+    ---
+    title: Guide
+    ---
+
+    Intro paragraph.
+
+    # Install
+
+    Run the installer.
+
+    ## From source
+
+    ```sh
+    # not a heading
+    make install
+    ```
+
+    Setext Title
+    ============
+
+    Body.
+
+    Usage notes
+    -----------
+
+    - item
+    """
+)
+MARKDOWN_TABLE: list[Row] = [
+    (None, "section", 0, 4),
+    ("Install", "section", 6, 8),
+    ("Install > From source", "section", 10, 15),
+    ("Setext Title", "section", 17, 20),
+    ("Setext Title > Usage notes", "section", 22, 25),
+]
+
+LANGUAGE_CASES = [
+    ("pkg/session.py", PYTHON, PYTHON_TABLE, "python"),
+    ("src/config.js", JAVASCRIPT, JAVASCRIPT_TABLE, "javascript"),
+    ("src/users.ts", TYPESCRIPT, TYPESCRIPT_TABLE, "typescript"),
+    ("src/Counter.tsx", TSX, TSX_TABLE, "tsx"),
+    ("server/server.go", GO, GO_TABLE, "go"),
+    ("src/point.rs", RUST, RUST_TABLE, "rust"),
+    ("src/main/java/Store.java", JAVA, JAVA_TABLE, "java"),
+    ("src/list.c", C, C_TABLE, "c"),
+    ("src/shape.cpp", CPP, CPP_TABLE, "cpp"),
+    ("lib/store/client.rb", RUBY, RUBY_TABLE, "ruby"),
+    ("app/Models/User.php", PHP, PHP_TABLE, "php"),
+    ("docs/guide.md", MARKDOWN, MARKDOWN_TABLE, "markdown"),
+]
+
+
+@pytest.mark.parametrize(("path", "text", "expected", "language"), LANGUAGE_CASES, ids=lambda case: str(case)[:12])
+def test_language_chunk_table(path: str, text: str, expected: list[Row], language: str) -> None:
+    check(path, text, expected, language)
+
+
+@pytest.mark.parametrize(("path", "text", "expected", "language"), LANGUAGE_CASES, ids=lambda case: str(case)[:12])
+def test_crlf_files_chunk_like_lf_files(path: str, text: str, expected: list[Row], language: str) -> None:
+    crlf = text.replace("\n", "\r\n")
+    parsed = check(path, crlf, expected, language)
+    assert all("\r" not in chunk.text for chunk in parsed.chunks)
+
+
+def test_chunk_kinds_and_hashes() -> None:
+    code = chunk_file("pkg/session.py", PYTHON)
+    assert {chunk.kind for chunk in code.chunks} == {"code"}
+    docs = chunk_file("docs/guide.md", MARKDOWN)
+    assert {chunk.kind for chunk in docs.chunks} == {"doc"}
+    first = code.chunks[0]
+    assert first.hash == Chunk(None, "module", "code", "python", 0, 0, first.text).hash
+
+
+# --- Python specifics -------------------------------------------------------
+
+
+def test_python_definitions_inside_module_level_conditionals() -> None:
+    text = source(
+        """
+        import sys
+
+        if sys.platform == "win32":
+            def home():
+                return "C:\\\\"
+        else:
+            def home():
+                return "/"
+        """
+    )
+    check(
+        "pkg/paths.py",
+        text,
+        [
+            (None, "module", 0, 2),
+            ("home", "function", 3, 4),
+            (None, "module", 5, 5),
+            ("home", "function", 6, 7),
+        ],
+    )
+
+
+def test_comment_separated_by_blank_line_or_trailing_is_not_attached() -> None:
+    text = source(
+        """
+        x = 1  # trailing comment of x
+        # doc of f
+        def f():
+            pass
+
+        # a section comment
+
+        def g():
+            pass
+        """
+    )
+    check(
+        "pkg/m.py",
+        text,
+        [
+            (None, "module", 0, 0),
+            ("f", "function", 1, 3),
+            (None, "module", 5, 5),
+            ("g", "function", 7, 8),
+        ],
+    )
+
+
+def test_class_fields_after_methods_become_module_residue() -> None:
+    text = source(
+        """
+        class Config:
+            name = "a"
+
+            def load(self):
+                pass
+
+            path = "b"
+            mode = "c"
+        """
+    )
+    check(
+        "pkg/config.py",
+        text,
+        [
+            ("Config", "class", 0, 1),
+            ("Config.load", "method", 3, 4),
+            (None, "module", 6, 7),
+        ],
+    )
+
+
+# --- Other language details -------------------------------------------------
+
+
+def test_go_grouped_type_declaration_chunks_each_type() -> None:
+    text = source(
+        """
+        package ids
+
+        type (
+        \t// ID identifies a row.
+        \tID int64
+        \tName string
+        )
+        """
+    )
+    check(
+        "ids/ids.go",
+        text,
+        [
+            (None, "module", 0, 2),
+            ("ID", "type", 3, 4),
+            ("Name", "type", 5, 5),
+        ],
+    )
+
+
+def test_cpp_nested_namespaces_out_of_line_methods_and_extern_c() -> None:
+    text = source(
+        """
+        namespace a::b {
+        void Widget::draw() {}
+        }
+        namespace {
+        int hidden() { return 1; }
+        }
+        extern "C" {
+        void exported() {}
+        }
+        """
+    )
+    check(
+        "src/widget.cc",
+        text,
+        [
+            ("a.b", "namespace", 0, 0),
+            ("a.b.Widget.draw", "method", 1, 1),
+            (None, "module", 2, 3),
+            ("hidden", "function", 4, 4),
+            (None, "module", 5, 6),
+            ("exported", "function", 7, 7),
+        ],
+    )
+
+
+def test_cpp_qualified_names_drop_template_arguments() -> None:
+    text = source(
+        """
+        template <typename T>
+        T Foo<std::vector<T>>::bar() const { return T(); }
+        bool Foo::operator<(const Foo& other) const { return true; }
+        Foo::~Foo() {}
+        """
+    )
+    check(
+        "src/foo.hpp",
+        text,
+        [("Foo.bar", "method", 0, 1), ("Foo.operator<", "method", 2, 2), ("Foo.~Foo", "method", 3, 3)],
+    )
+
+
+def test_rust_module_qualifies_its_items() -> None:
+    text = source(
+        """
+        mod net {
+            pub fn connect() {}
+        }
+        """
+    )
+    check("src/lib.rs", text, [("net", "namespace", 0, 0), ("net.connect", "function", 1, 1)])
+
+
+def test_typescript_declare_module_and_default_export() -> None:
+    text = source(
+        """
+        declare module "cache" {
+          export function get(key: string): string;
+        }
+        export default function () {
+          return 1;
+        }
+        """
+    )
+    check(
+        "types/cache.d.ts",
+        text,
+        [
+            ("cache", "namespace", 0, 0),
+            ("cache.get", "function", 1, 1),
+            ("default", "function", 3, 5),
+        ],
+    )
+
+
+# --- Markdown ---------------------------------------------------------------
+
+
+def test_markdown_without_headings_is_one_untitled_section() -> None:
+    check("notes.md", "just text\n\nmore text\n", [(None, "section", 0, 2)], "markdown")
+
+
+def test_markdown_heading_path_pops_to_the_right_level() -> None:
+    text = source(
+        """
+        # A
+        ## B
+        ### C
+        ## D
+        # E
+        #not-a-heading
+        """
+    )
+    check(
+        "README.markdown",
+        text,
+        [
+            ("A", "section", 0, 0),
+            ("A > B", "section", 1, 1),
+            ("A > B > C", "section", 2, 2),
+            ("A > D", "section", 3, 3),
+            ("E", "section", 4, 5),
+        ],
+    )
+
+
+def test_markdown_long_section_is_split_and_keeps_its_symbol() -> None:
+    text = "# Big\n" + "".join(f"line {n}\n" for n in range(1, 200))
+    check(
+        "docs/big.md",
+        text,
+        [("Big", "section", 0, 149), ("Big", "section", 130, 199)],
+    )
+
+
+# --- Line windows -----------------------------------------------------------
+
+
+def test_line_windows_for_plain_text() -> None:
+    text = "".join(f"line {n}\n" for n in range(130))
+    parsed = check(
+        "notes.txt",
+        text,
+        [(None, "window", 0, 59), (None, "window", 50, 109), (None, "window", 100, 129)],
+        "text",
+    )
+    assert {chunk.kind for chunk in parsed.chunks} == {"doc"}
+
+
+def test_line_windows_trim_blank_lines_and_skip_blank_windows() -> None:
+    # "title" lies in the overlap of the first two windows: one chunk, not two.
+    text = "\n" * 55 + "title\n" + "\n" * 60 + "end\n"
+    parsed = check("pyproject.toml", text, [(None, "window", 55, 55), (None, "window", 116, 116)], "text")
+    assert {chunk.kind for chunk in parsed.chunks} == {"code"}
+
+
+def test_unknown_extension_gets_windows() -> None:
+    check("Makefile", "all:\n\tcc main.c\n", [(None, "window", 0, 1)], "text")
+
+
+# --- Long chunks ------------------------------------------------------------
+
+
+def test_long_function_is_split_with_overlap() -> None:
+    body = "".join(f"    x{n} = {n}\n" for n in range(399))
+    text = "def big():\n" + body + "\n\ndef small():\n    pass\n"
+    parsed = check(
+        "pkg/big.py",
+        text,
+        [
+            ("big", "function", 0, 149),
+            ("big", "function", 130, 279),
+            ("big", "function", 260, 399),
+            ("small", "function", 402, 403),
+        ],
+    )
+    first, second = parsed.chunks[0], parsed.chunks[1]
+    overlap = split_lines(first.text)[-OVERLAP_LINES:]
+    assert split_lines(second.text)[:OVERLAP_LINES] == overlap
+
+
+def test_long_module_residue_is_split() -> None:
+    text = "".join(f"X{n} = {n}\n" for n in range(200))
+    check("pkg/constants.py", text, [(None, "module", 0, 149), (None, "module", 130, 199)])
+
+
+# --- Robustness -------------------------------------------------------------
+
+
+def test_empty_and_blank_files_have_no_chunks() -> None:
+    for path in ("a.py", "a.md", "a.txt", "a.go"):
+        assert chunk_file(path, "").chunks == []
+        assert chunk_file(path, "\n\n  \n").chunks == []
+
+
+def test_syntax_error_keeps_the_valid_python_definitions() -> None:
+    text = source(
+        """
+        def ok1():
+            return 1
+
+        def broken(:
+            x = = 2
+
+        class K:
+            def m(self):
+                return 3
+
+        def ok2():
+            pass
+        """
+    )
+    check(
+        "pkg/broken.py",
+        text,
+        [
+            ("ok1", "function", 0, 1),
+            (None, "module", 3, 4),
+            ("K", "class", 6, 6),
+            ("K.m", "method", 7, 8),
+            ("ok2", "function", 10, 11),
+        ],
+    )
+
+
+def test_unclosed_brace_does_not_swallow_later_definitions() -> None:
+    text = source(
+        """
+        package p
+
+        func a() {
+        }
+
+        func b() {
+        \tif x {
+        }
+
+        func c() {}
+        """
+    )
+    check(
+        "p/p.go",
+        text,
+        [
+            (None, "module", 0, 0),
+            ("a", "function", 2, 3),
+            (None, "module", 5, 7),
+            ("c", "function", 9, 9),
+        ],
+    )
+
+
+def test_unclosed_brace_in_java_method_keeps_next_class_top_level() -> None:
+    text = source(
+        """
+        class A {
+            void m1() { return; }
+            void m2() {
+                if (x) {
+            }
+        }
+        class B { void z() {} }
+        """
+    )
+    # Without the restart, tree-sitter nests B inside A as `A.B`.
+    check(
+        "A.java",
+        text,
+        [
+            ("A", "class", 0, 0),
+            ("A.m1", "method", 1, 1),
+            ("A.m2", "method", 2, 5),
+            ("B", "class", 6, 6),
+            ("B.z", "method", 6, 6),
+        ],
+    )
+
+
+def test_nul_characters_lone_surrogates_and_form_feeds() -> None:
+    text = "x = 1\x00\n\x0c\ndef f():\n    return '\udc80\x00'\n"
+    parsed = check("pkg/odd.py", text, [(None, "module", 0, 0), ("f", "function", 2, 3)])
+    assert parsed.chunks[1].hash  # hashing survives the surrogate
+
+
+def test_binary_like_text_does_not_raise() -> None:
+    text = "".join(chr(n) for n in range(0, 0x800)) + "\udfff\ud800"
+    for path in ("blob.py", "blob.js", "blob.c", "blob.md", "blob.bin", "blob.rs", "blob.php"):
+        assert_well_formed(text, chunk_file(path, text))
+
+
+def test_huge_single_line() -> None:
+    text = "var a = [" + "1," * 200_000 + "];"
+    parsed = check("dist/bundle.min.js", text, [(None, "module", 0, 0)])
+    assert parsed.chunks[0].text == text
+
+
+def test_parser_failure_falls_back_to_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken_parser(language: str) -> None:
+        raise RuntimeError("grammar failed to load")
+
+    monkeypatch.setattr(chunker, "parser_for", broken_parser)
+    parsed = check("pkg/session.py", PYTHON, [(None, "window", 0, 38)], "python")
+    assert parsed.imports == []
+
+
+@pytest.mark.parametrize("path", ["x.py", "x.ts", "x.go", "x.rb", "x.md", "x.txt"])
+def test_text_equals_lines_for_mixed_line_endings(path: str) -> None:
+    text = "def f():\r\n    return 1\n\r\nclass A:\r\n    pass\r"
+    assert_well_formed(text, chunk_file(path, text))
+
+
+def test_split_lines_semantics() -> None:
+    assert split_lines("") == [""]
+    assert split_lines("a\nb\n") == ["a", "b"]
+    assert split_lines("a\r\nb\r\n\r\n") == ["a", "b", ""]
+    assert split_lines("a\x0cb\u2028c") == ["a\x0cb\u2028c"]  # only "\n" breaks lines
+
+
+# --- Performance ------------------------------------------------------------
+
+
+def test_chunking_a_300_line_file_is_fast() -> None:
+    methods = "".join(f"    def method_{n}(self, value):\n        return value + {n}\n\n" for n in range(95))
+    text = "import os\n\n\nclass Big:\n    field = 1\n\n" + methods
+    assert len(split_lines(text)) >= 290
+    chunk_file("warm.py", text)
+    started = time.perf_counter()
+    for _ in range(20):
+        chunk_file("pkg/big.py", text)
+    per_file = (time.perf_counter() - started) / 20
+    assert per_file < 0.015  # typically ~1.5 ms; generous for slow CI machines

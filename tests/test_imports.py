@@ -1,0 +1,264 @@
+"""Import extraction (through chunk_file and directly) and resolution."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ctxls.index.chunker import chunk_file
+from ctxls.index.imports import ImportResolver, extract_imports
+from ctxls.index.model import ImportRef
+
+
+def source(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def specs(path: str, text: str) -> list[tuple[str, int]]:
+    return [(ref.spec, ref.line) for ref in chunk_file(path, text).imports]
+
+
+# --- Extraction -------------------------------------------------------------
+
+
+def test_python_import_forms() -> None:
+    text = source(
+        """
+        from __future__ import annotations
+        import os.path as osp, json
+        from . import views, models as m
+        from ..core.utils import (
+            slugify,
+            Timer,
+        )
+        from .settings import *
+        from pkg import sub
+
+
+        def lazy():
+            import numpy.linalg
+            return numpy
+        """
+    )
+    assert specs("pkg/app/urls.py", text) == [
+        ("os.path", 1),
+        ("json", 1),
+        (".:views", 2),
+        (".:models", 2),
+        ("..core.utils:slugify", 4),
+        ("..core.utils:Timer", 5),
+        (".settings", 7),
+        ("pkg:sub", 8),
+        ("numpy.linalg", 12),
+    ]
+
+
+def test_javascript_import_forms() -> None:
+    text = source(
+        """
+        import React from "react";
+        import "./polyfills";
+        import { a, b } from './lib/ab';
+        export * from "./barrel";
+        export { c } from "./c";
+        export const local = 1;
+        const fs = require("fs");
+        const util = require('./util');
+        const later = () => import("./lazy");
+        notRequire("./nope");
+        obj.require("./nope-either");
+        """
+    )
+    assert specs("src/index.js", text) == [
+        ("react", 0),
+        ("./polyfills", 1),
+        ("./lib/ab", 2),
+        ("./barrel", 3),
+        ("./c", 4),
+        ("fs", 6),
+        ("./util", 7),
+        ("./lazy", 8),
+    ]
+
+
+@pytest.mark.parametrize("path", ["src/app.ts", "src/app.tsx"])
+def test_typescript_import_forms(path: str) -> None:
+    text = source(
+        """
+        import type { User } from "./types";
+        import fs = require("fs");
+        export type { Role } from "./roles";
+        export * as api from "./api";
+        """
+    )
+    assert specs(path, text) == [("./types", 0), ("fs", 1), ("./roles", 2), ("./api", 3)]
+
+
+def test_extract_imports_accepts_text_and_ignores_other_languages() -> None:
+    assert extract_imports("python", "import a.b\n") == [ImportRef("a.b", 0)]
+    assert extract_imports("javascript", "import x from './x';") == [ImportRef("./x", 0)]
+    assert extract_imports("go", 'import "fmt"') == []
+    assert chunk_file("main.go", 'package main\nimport "fmt"\n').imports == []
+
+
+def test_imports_survive_syntax_errors() -> None:
+    text = "import os\ndef broken(:\n    pass\nfrom a import b\n"
+    assert specs("pkg/x.py", text) == [("os", 0), ("a:b", 3)]
+
+
+# --- Python resolution ------------------------------------------------------
+
+PYTHON_TREE = [
+    "README.md",
+    "src/shop/__init__.py",
+    "src/shop/models.py",
+    "src/shop/views.py",
+    "src/shop/api/__init__.py",
+    "src/shop/api/handlers.py",
+    "src/shop/api/serializers.py",
+    "src/shop/utils/__init__.py",
+    "src/shop/utils/log.py",
+    "src/shop/typing.pyi",
+    "tests/conftest.py",
+    "tests/helpers.py",
+    "tests/test_views.py",
+    "scripts/helpers.py",
+    "scripts/run.py",
+]
+
+
+def resolve(paths: list[str], importer: str, spec: str, language: str = "python") -> str | None:
+    return ImportResolver(paths).resolve(importer, ImportRef(spec, 0), language)
+
+
+@pytest.mark.parametrize(
+    ("importer", "spec", "expected"),
+    [
+        # src layout: absolute modules are found by suffix
+        ("tests/test_views.py", "shop.views", "src/shop/views.py"),
+        ("tests/test_views.py", "shop", "src/shop/__init__.py"),
+        ("tests/test_views.py", "shop.api.handlers", "src/shop/api/handlers.py"),
+        # from a import b: the submodule first, then the module
+        ("tests/test_views.py", "shop.api:handlers", "src/shop/api/handlers.py"),
+        ("tests/test_views.py", "shop.api:Handler", "src/shop/api/__init__.py"),
+        ("tests/test_views.py", "shop.models:Order", "src/shop/models.py"),
+        ("tests/test_views.py", "shop:typing", "src/shop/typing.pyi"),
+        # relative imports
+        ("src/shop/api/handlers.py", ".:serializers", "src/shop/api/serializers.py"),
+        ("src/shop/api/handlers.py", ".serializers:OrderSerializer", "src/shop/api/serializers.py"),
+        ("src/shop/api/handlers.py", "..:models", "src/shop/models.py"),
+        ("src/shop/api/handlers.py", "..models:Order", "src/shop/models.py"),
+        ("src/shop/api/handlers.py", "..utils.log:get_logger", "src/shop/utils/log.py"),
+        ("src/shop/api/handlers.py", "..:VERSION", "src/shop/__init__.py"),
+        ("src/shop/api/__init__.py", ".handlers", "src/shop/api/handlers.py"),
+        ("src/shop/api/handlers.py", ".....:too_far", None),
+        # a module inside a package is not importable by its bare name
+        ("scripts/run.py", "log", None),
+        ("scripts/run.py", "utils.log", None),
+        # several top-level `helpers` modules: the nearest wins
+        ("scripts/run.py", "helpers", "scripts/helpers.py"),
+        ("tests/test_views.py", "helpers:make_order", "tests/helpers.py"),
+        # external modules, self-imports
+        ("tests/test_views.py", "os.path", None),
+        ("tests/test_views.py", "django.db:models", None),
+        ("tests/helpers.py", "helpers", None),  # a namesake of an external module
+        ("src/shop/api/__init__.py", ".:Handler", None),
+    ],
+)
+def test_python_resolution(importer: str, spec: str, expected: str | None) -> None:
+    assert resolve(PYTHON_TREE, importer, spec) == expected
+
+
+def test_python_flat_layout_and_stub_priority() -> None:
+    paths = ["app/__init__.py", "app/core.py", "app/core.pyi", "app/main.py"]
+    assert resolve(paths, "app/main.py", "app.core") == "app/core.py"
+    assert resolve(paths, "app/main.py", "app:core") == "app/core.py"
+    assert resolve(paths, "app/main.py", "core") is None  # `app` is a package
+
+
+def test_python_repository_root_that_is_itself_a_package() -> None:
+    # Like this project: the repository root is the `ctxls` package.
+    paths = ["__init__.py", "index/__init__.py", "index/model.py", "daemon/__init__.py", "daemon/server.py"]
+    assert resolve(paths, "daemon/server.py", "ctxls.index.model:Chunk") == "index/model.py"
+    assert resolve(paths, "daemon/server.py", "ctxls:index") == "index/__init__.py"
+    assert resolve(paths, "daemon/server.py", "..index.model:Chunk") == "index/model.py"
+    assert resolve(paths, "daemon/server.py", "requests") is None
+
+
+def test_python_resolution_ignores_other_languages() -> None:
+    assert resolve(PYTHON_TREE, "src/main.go", "shop.views", "go") is None
+
+
+# --- JavaScript / TypeScript resolution -------------------------------------
+
+JS_TREE = [
+    "package.json",
+    "src/index.ts",
+    "src/app.tsx",
+    "src/lib/format.ts",
+    "src/lib/date.js",
+    "src/lib/legacy.cjs",
+    "src/lib/types.d.ts",
+    "src/components/index.ts",
+    "src/components/Button.tsx",
+    "src/components/Button.css",
+    "src/esm/util.ts",
+    "src/esm/main.ts",
+    "web/main.jsx",
+    "web/widgets/index.jsx",
+]
+
+
+@pytest.mark.parametrize(
+    ("importer", "spec", "expected"),
+    [
+        ("src/index.ts", "./lib/format", "src/lib/format.ts"),
+        ("src/index.ts", "./lib/date", "src/lib/date.js"),
+        ("src/index.ts", "./lib/legacy", "src/lib/legacy.cjs"),
+        ("src/index.ts", "./lib/types", "src/lib/types.d.ts"),
+        ("src/index.ts", "./lib/format.ts", "src/lib/format.ts"),
+        ("src/index.ts", "./components", "src/components/index.ts"),
+        ("src/app.tsx", "./components/Button", "src/components/Button.tsx"),
+        ("src/components/Button.tsx", "./Button.css", "src/components/Button.css"),
+        ("src/components/Button.tsx", "../lib/format", "src/lib/format.ts"),
+        ("src/lib/format.ts", "../components", "src/components/index.ts"),
+        ("src/esm/main.ts", "./util.js", "src/esm/util.ts"),  # TypeScript ESM names the output
+        ("web/main.jsx", "./widgets", "web/widgets/index.jsx"),
+        ("web/main.jsx", "../src/lib/date", "src/lib/date.js"),
+        ("src/index.ts", "react", None),
+        ("src/index.ts", "@scope/pkg/sub", None),
+        ("src/index.ts", "./missing", None),
+        ("src/index.ts", "../../outside", None),
+        ("src/components/index.ts", ".", None),  # itself
+    ],
+)
+def test_javascript_resolution(importer: str, spec: str, expected: str | None) -> None:
+    language = "tsx" if importer.endswith(".tsx") else "typescript" if importer.endswith(".ts") else "javascript"
+    assert resolve(JS_TREE, importer, spec, language) == expected
+
+
+def test_barrel_re_exports_resolve_to_their_modules() -> None:
+    barrel = source(
+        """
+        export * from "./Button";
+        export { format } from "../lib/format";
+        export * as dates from "../lib/date";
+        """
+    )
+    resolver = ImportResolver(JS_TREE)
+    importer = "src/components/index.ts"
+    targets = [resolver.resolve(importer, ref, "typescript") for ref in chunk_file(importer, barrel).imports]
+    assert targets == ["src/components/Button.tsx", "src/lib/format.ts", "src/lib/date.js"]
+
+
+def test_end_to_end_python_import_graph() -> None:
+    files = {
+        "src/shop/__init__.py": "",
+        "src/shop/models.py": "class Order:\n    pass\n",
+        "src/shop/views.py": "from .models import Order\nfrom shop import models\nimport json\n",
+    }
+    resolver = ImportResolver(files)
+    parsed = chunk_file("src/shop/views.py", files["src/shop/views.py"])
+    targets = [resolver.resolve("src/shop/views.py", ref, parsed.language) for ref in parsed.imports]
+    assert targets == ["src/shop/models.py", "src/shop/models.py", None]
