@@ -116,7 +116,8 @@ async def _serve_unix(path: str) -> None:
         stop.set()
 
     unix_server = await asyncio.start_unix_server(connection, path)
-    log.info("serving LSP on unix socket %s", path)
+    # Said only once the socket accepts connections: clients wait for this line.
+    print(f"serving LSP on {path} until interrupted", file=sys.stderr, flush=True)
     async with unix_server:
         await stop.wait()
     os.unlink(path)
@@ -141,7 +142,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted", file=sys.stderr)
             server.start_tcp("127.0.0.1", args.tcp)
         elif args.socket:
-            print(f"serving LSP on {args.socket} until interrupted", file=sys.stderr)
             asyncio.run(_serve_unix(args.socket))
         else:
             server.start_io()

@@ -21,13 +21,16 @@ class InitOptions:
     session: str | None = None
     strictScope: bool = False
     debounceMs: int = DEFAULT_DEBOUNCE_MS
+    # Another ONNX sentence-embedding model (both paths, or neither).
+    embedModel: str | None = None
+    embedTokenizer: str | None = None
     # Unknown keys, kept so the daemon can say once that it ignored them.
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
 
 def _check(name: str, value: Any) -> Any:
     """The value converted to the field's type, or raise ValueError."""
-    if name in ("dbPath", "owner", "session"):
+    if name in ("dbPath", "owner", "session", "embedModel", "embedTokenizer"):
         if value is None or (isinstance(value, str) and value):
             return value
         raise ValueError("must be a non-empty string")

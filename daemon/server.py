@@ -35,6 +35,8 @@ from ctxls.index.indexer import Cancelled, IndexStats
 log = logging.getLogger(__name__)
 
 CUSTOM_PREFIX = "ctxls/"
+# Below this many chunks waiting for a vector no embedding progress is shown.
+EMBED_PROGRESS_MIN_BACKLOG = 200
 
 _SYMBOL_KINDS = {
     "class": types.SymbolKind.Class, "method": types.SymbolKind.Method,
@@ -98,8 +100,45 @@ class CtxlsServer(LanguageServer):
         for problem in self.workspaces.problems:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
         self.workspaces.problems.clear()
-        if engine is not None and not engine.cold_index_done:
-            asyncio.get_running_loop().create_task(self.cold_index(engine))
+        if engine is None:
+            return
+        loop = asyncio.get_running_loop()
+        engine.on_warning = lambda message: loop.call_soon_threadsafe(self.warn, message)
+        engine.start_embedding()
+        loop.create_task(self.index_then_embed(engine))
+
+    def warn(self, message: str) -> None:
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning,
+                                                         f"ctxls: {message}"))
+
+    async def index_then_embed(self, engine: Engine) -> None:
+        if not engine.cold_index_done:
+            await self.cold_index(engine)
+        await self.report_embedding(engine)
+
+    async def report_embedding(self, engine: Engine) -> None:
+        """Work-done progress while the embedding backlog is large."""
+        status = await asyncio.to_thread(engine.status)
+        if status["pending"] < EMBED_PROGRESS_MIN_BACKLOG or not self.supports_progress():
+            return
+        token = f"ctxls-embed-{next(self._progress_tokens)}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:
+            return
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="ctxls: embedding", message=f"{status['pending']} chunks", percentage=0))
+        while not self._shutdown.is_set() and engine.semantic and engine.semantic.failed is None:
+            status = await asyncio.to_thread(engine.status)
+            done, pending = status["vectors"], status["pending"]
+            if pending == 0:
+                break
+            self.work_done_progress.report(token, types.WorkDoneProgressReport(
+                message=f"{pending} chunks left",
+                percentage=int(done * 100 / max(done + pending, 1))))
+            await asyncio.sleep(2.0)
+        self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="embedded"))
 
     async def cold_index(self, engine: Engine) -> None:
         """Index a folder in a worker thread, reporting work-done progress."""
@@ -200,7 +239,8 @@ class CtxlsServer(LanguageServer):
     def status(self) -> dict:
         engines = self.workspaces.all()
         if not engines:
-            base = {"indexing": False, "files": 0, "chunks": 0, "pending": 0, "root": "",
+            base = {"indexing": False, "files": 0, "chunks": 0, "vectors": 0, "pending": 0,
+                    "embeddings": {"enabled": False, "model": "", "dim": 0}, "root": "",
                     "dbPath": "", "version": __version__}
         else:
             statuses = [e.status() for e in engines]
@@ -211,9 +251,8 @@ class CtxlsServer(LanguageServer):
             base["pending"] = sum(s["pending"] for s in statuses)
             if len(statuses) > 1:
                 base["folders"] = statuses
+            base["vectors"] = sum(s["vectors"] for s in statuses)
         base["pending"] += self._pending_buffers + len(self._debounce)
-        base["vectors"] = 0
-        base["embeddings"] = {"enabled": False, "model": "", "dim": 0}
         return base
 
     def index(self, pathspecs: list[str] | None, force: bool) -> IndexStats:
@@ -432,4 +471,5 @@ def prewarm(root: Path) -> Engine:
     server.workspaces.engines.pop(engine.root, None)
     server.prewarmed[engine.root] = engine
     engine.cold_index()
+    engine.start_embedding()  # the backlog drains while no client is connected yet
     return engine

@@ -25,7 +25,9 @@ def engine_options(options: InitOptions, root: Path, single_root: bool) -> Engin
         # One store per folder: a shared dbPath gets a per-folder file beside it.
         db_path = f"{db_path}.{root.name}"
     return EngineOptions(db_path=db_path,
-                         discovery=DiscoveryOptions(include=options.include, exclude=options.exclude))
+                         discovery=DiscoveryOptions(include=options.include, exclude=options.exclude),
+                         embeddings=options.embeddings, embed_model=options.embedModel,
+                         embed_tokenizer=options.embedTokenizer)
 
 
 class Workspaces:

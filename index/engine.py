@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from ctxls import __version__
 from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, decode_text, ignored_paths,
@@ -19,7 +20,9 @@ from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, decode_text
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import content_hash
-from ctxls.index.ranking import RankingConfig, ScoredChunk, lexical_search
+from ctxls.index.embeddings import load_embedder
+from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
+from ctxls.index.semantic import SemanticIndex, vector_file_for
 from ctxls.index.store import Store, now_ms
 
 log = logging.getLogger(__name__)
@@ -39,6 +42,10 @@ class EngineOptions:
     db_path: str | None = None  # default <root>/.ctxls/index.db
     discovery: DiscoveryOptions = field(default_factory=DiscoveryOptions)
     ranking: RankingConfig = field(default_factory=RankingConfig)
+    # The semantic tier: off for a bare library Engine, on in the daemon.
+    embeddings: bool = False
+    embed_model: str | None = None  # a user's ONNX model (with embed_tokenizer)
+    embed_tokenizer: str | None = None
 
 
 @dataclass
@@ -114,13 +121,39 @@ class Engine:
         self._buffers: dict[str, str] = {}
         self._buffers_lock = threading.Lock()
         self.indexer = Indexer(self.root, self.store, self.options.discovery, self.open_buffers)
+        # Where warnings a user should see go (the daemon shows them in the editor).
+        self.on_warning: Callable[[str], None] = log.warning
+        self.semantic: SemanticIndex | None = None
+        if self.options.embeddings and not private_store:
+            self.semantic = SemanticIndex(
+                self.store, vector_file_for(self.store.db_path),
+                lambda: load_embedder(self.options.embed_model, self.options.embed_tokenizer),
+                lambda message: self.on_warning(message))
         self.progress = IndexProgress()
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
         if private_store:
             self._cold_done.set()
 
+    def start_embedding(self) -> None:
+        """Start the background embedding worker (no-op without embeddings)."""
+        if self.semantic is not None:
+            self.semantic.start()
+
+    def embed_pending(self) -> int:
+        """Embed the whole backlog in this thread (CLI `index --embed`, benchmarks);
+        returns how many vectors were added. The daemon uses the worker instead."""
+        if self.semantic is None or not self.semantic.ensure_loaded():
+            return 0
+        before = self.semantic.embedded_total
+        while self.semantic.step():
+            pass
+        self.semantic.save()
+        return self.semantic.embedded_total - before
+
     def close(self) -> None:
+        if self.semantic is not None:
+            self.semantic.stop()
         self.store.close()
 
     # -- paths ---------------------------------------------------------------
@@ -166,7 +199,10 @@ class Engine:
         try:
             stats = self.indexer.run_pass(pathspecs, force, log_edits, report, cancel)
             if pathspecs is None:
+                self.store.drop_all_orphan_vectors()
                 self._cold_done.set()
+            if self.semantic is not None:
+                self.semantic.notify()
         finally:
             self.progress.indexing = False
         log.info("indexed %s in %.2fs: %s", self.root, time.perf_counter() - started, stats)
@@ -185,7 +221,10 @@ class Engine:
         index it now. Returns False when nothing changed."""
         with self._buffers_lock:
             self._buffers[path] = text
-        return self.indexer.index_text(path, text, source="buffer")
+        changed = self.indexer.index_text(path, text, source="buffer")
+        if changed and self.semantic is not None:
+            self.semantic.mark_urgent(path)
+        return changed
 
     def close_buffer(self, path: str) -> None:
         """The buffer is gone: what is on disk is the truth again."""
@@ -211,7 +250,7 @@ class Engine:
         with self._buffers_lock:
             self._buffers.pop(path, None)
         with self.store.write() as conn:
-            Store.delete_file(conn, path)
+            self.store.delete_file(conn, path)
 
     # -- queries -------------------------------------------------------------
 
@@ -228,12 +267,27 @@ class Engine:
             if kind not in ALL_KINDS:
                 raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(ALL_KINDS)}")
         conn = self.store.reader()
+        semantic = self._semantic_for(mode)
         hits_by_kind: dict[str, list[Hit]] = {}
         for kind in kinds:
-            scored = lexical_search(conn, kind, query, n, self.options.ranking) \
-                if kind in FILE_KINDS else []
+            if kind not in FILE_KINDS:
+                scored = []
+            elif semantic is not None:
+                scored = hybrid_search(conn, kind, query, n, self.options.ranking, semantic,
+                                       dense_only=mode == "semantic")
+            else:
+                scored = lexical_search(conn, kind, query, n, self.options.ranking)
             hits_by_kind[kind] = [self._hit(s, body) for s in scored]
         return RecallResult(hits_by_kind, partial=not self.cold_index_done or self.indexing)
+
+    def _semantic_for(self, mode: str) -> SemanticIndex | None:
+        """The semantic index when this query can use it; None means BM25 only
+        (lexical mode, embeddings off or broken, or no vector stored yet)."""
+        if mode == "lexical" or self.semantic is None or self.semantic.failed is not None:
+            return None
+        if self.semantic.vector_count() == 0 or not self.semantic.ensure_loaded():
+            return None
+        return self.semantic
 
     def _hit(self, scored: ScoredChunk, body: bool) -> Hit:
         last_line = scored.text.rsplit("\n", 1)[-1]
@@ -292,12 +346,16 @@ class Engine:
         counts = self.store.counts()
         with self._buffers_lock:
             buffers = len(self._buffers)
+        files_pending = max(self.progress.total - self.progress.done, 0) if self.indexing else 0
+        semantic = self.semantic
         return {
             "indexing": self.indexing,
             "complete": self.cold_index_done,
             "files": counts["files"],
             "chunks": counts["chunks"],
-            "pending": max(self.progress.total - self.progress.done, 0) if self.indexing else 0,
+            "vectors": semantic.vector_count() if semantic else 0,
+            "pending": files_pending + (semantic.pending() if semantic and semantic.failed is None else 0),
+            "embeddings": semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0},
             "buffers": buffers,
             "root": str(self.root),
             "dbPath": self.store.db_path,

@@ -152,7 +152,7 @@ class Indexer:
         if stale:
             with self.store.write() as conn:
                 for path in stale:
-                    if Store.delete_file(conn, path):
+                    if self.store.delete_file(conn, path):
                         stats.removed += 1
         return stats
 
@@ -171,7 +171,7 @@ class Indexer:
                 if record.path in opened:
                     continue
                 if record.source == "gone":
-                    Store.delete_file(conn, record.path)
+                    self.store.delete_file(conn, record.path)
                 elif parsed is None:  # same content, new stat
                     conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
                                  (record.size, record.mtime_ns, record.path))
@@ -188,7 +188,7 @@ class Indexer:
         resolver = self._resolver or ImportResolver(self.store.file_states().keys())
         imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
                    for ref in parsed.imports]
-        Store.put_file(conn, record, parsed.chunks, imports)
+        self.store.put_file(conn, record, parsed.chunks, imports)
 
     # -- single files (buffers, watched files) -------------------------------
 
@@ -219,7 +219,7 @@ class Indexer:
             if isinstance(source, Skipped):
                 log.info("skipped %s: %s", path, source.reason)
             with self.store.write() as conn:
-                return Store.delete_file(conn, path)
+                return self.store.delete_file(conn, path)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
                                log_edits=log_edits)
 

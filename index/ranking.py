@@ -1,9 +1,16 @@
-"""Lexical (BM25) ranking over the per-kind FTS5 tables.
+"""Ranking: lexical (BM25 over the per-kind FTS5 tables) and hybrid.
 
-Scores are FTS5's bm25 negated, so higher is better. Column weights favour a
-match in the symbol name or path over one in the body; the optional import
-boost lifts chunks whose file is one import hop from a top-ranked file.
-BENCHMARKS.md records which of these helped on the retrieval set.
+Lexical scores are FTS5's bm25 negated, so higher is better. Column weights
+favour a match in the symbol name or path over one in the body; the optional
+import boost lifts chunks whose file is one import hop from a top-ranked file.
+
+Hybrid ranking takes the union of the BM25 top candidates and the ANN top
+candidates, gives every candidate both scores (exact cosine from its stored
+vector; BM25 restricted to the candidate rows), and fuses
+``dense_weight * cosine + (1 - dense_weight) * bm25 / max_bm25``. A chunk still
+waiting for its vector gets the median cosine of the others, so it neither
+wins nor vanishes on that account. BENCHMARKS.md records the weights chosen on
+the retrieval dev set.
 """
 
 from __future__ import annotations
@@ -11,8 +18,13 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 from ctxls.index.store import FTS_TABLE_BY_KIND
 from ctxls.index.tokenize import fts_match_expression, query_terms
+
+if TYPE_CHECKING:
+    from ctxls.index.semantic import SemanticIndex
 
 
 @dataclass(frozen=True)
@@ -25,6 +37,10 @@ class RankingConfig:
     candidate_pool: int = 50
     # Files whose best hits lend a boost to their import neighbours.
     boost_source_files: int = 3
+    # Hybrid fusion: share of the cosine similarity in the fused score.
+    dense_weight: float = 0.7
+    # Candidates nominated by each side before fusion.
+    fusion_pool: int = 50
 
 
 @dataclass
@@ -38,9 +54,46 @@ class ScoredChunk:
     end_line: int
     score: float
     text: str
+    embed_hash: str
 
 
-_CHUNK_COLUMNS = ("c.id, f.path, c.kind, c.language, c.symbol, c.start_line, c.end_line, c.text")
+_CHUNK_COLUMNS = ("c.id, f.path, c.kind, c.language, c.symbol, c.start_line, c.end_line, c.text, "
+                  "c.embed_hash")
+
+
+def _scored(row, score: float) -> ScoredChunk:
+    return ScoredChunk(chunk_id=row[0], path=row[1], kind=row[2], language=row[3], symbol=row[4],
+                       start_line=row[5], end_line=row[6], score=score, text=row[7],
+                       embed_hash=row[8])
+
+
+def _bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
+                 limit: int | None = None, rowids: list[int] | None = None) -> dict[int, float]:
+    sql = (f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ?")
+    args: list = [config.symbol_weight, config.path_weight, config.body_weight,
+                  fts_match_expression(terms)]
+    if rowids is not None:
+        sql += f" AND rowid IN ({','.join('?' * len(rowids))})"
+        args += rowids
+    if limit is not None:
+        sql += " ORDER BY score DESC LIMIT ?"
+        args.append(limit)
+    return {row[0]: row[1] for row in conn.execute(sql, args)}
+
+
+def _chunks_by_id(conn: sqlite3.Connection, ids) -> dict[int, tuple]:
+    ids = list(ids)
+    if not ids:
+        return {}
+    rows = conn.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
+                        f"WHERE c.id IN ({','.join('?' * len(ids))})", ids).fetchall()
+    return {row[0]: row for row in rows}
+
+
+def _sort_and_cut(hits: list[ScoredChunk], n: int) -> list[ScoredChunk]:
+    # Ties break on path then line so equal scores always come back in one order.
+    hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+    return hits[:n]
 
 
 def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
@@ -50,26 +103,57 @@ def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     if table is None or not terms or n <= 0:
         return []
     pool = max(n, config.candidate_pool) if config.import_boost else n
-    ranked = conn.execute(
-        f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} "
-        f"WHERE {table} MATCH ? ORDER BY score DESC LIMIT ?",
-        (config.symbol_weight, config.path_weight, config.body_weight,
-         fts_match_expression(terms), pool)).fetchall()
-    if not ranked:
-        return []
-    scores = {row[0]: row[1] for row in ranked}
-    placeholders = ",".join("?" * len(scores))
-    rows = conn.execute(
-        f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN files f ON f.id = c.file_id "
-        f"WHERE c.id IN ({placeholders})", list(scores)).fetchall()
-    hits = [ScoredChunk(chunk_id=r[0], path=r[1], kind=r[2], language=r[3], symbol=r[4],
-                        start_line=r[5], end_line=r[6], score=scores[r[0]], text=r[7])
-            for r in rows]
+    scores = _bm25_scores(conn, table, terms, config, limit=pool)
+    rows = _chunks_by_id(conn, scores)
+    hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
     if config.import_boost:
         _apply_import_boost(conn, hits, config)
-    # Ties break on path then line so equal scores always come back in one order.
-    hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
-    return hits[:n]
+    return _sort_and_cut(hits, n)
+
+
+def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
+                  config: RankingConfig, semantic: "SemanticIndex", dense_only: bool = False
+                  ) -> list[ScoredChunk]:
+    """Fused BM25 + cosine ranking (``dense_only``: cosine alone). The caller
+    checks that the semantic index is ready and has vectors."""
+    table = FTS_TABLE_BY_KIND.get(kind)
+    vector = semantic.query_vector(query)
+    if table is None or vector is None or n <= 0:
+        return []
+    terms = query_terms(query)
+    pool = max(n, config.fusion_pool)
+    lexical = _bm25_scores(conn, table, terms, config, limit=pool) if terms and not dense_only else {}
+
+    dense_by_vector_id = dict(semantic.nearest(vector, pool * 2))
+    nominated: dict[int, float] = {}
+    if dense_by_vector_id:
+        ids = list(dense_by_vector_id)
+        for chunk_id, vector_id in conn.execute(
+                f"SELECT c.id, v.id FROM vectors v JOIN chunks c ON c.embed_hash = v.text_hash "
+                f"WHERE c.kind = ? AND v.id IN ({','.join('?' * len(ids))})", [kind, *ids]):
+            nominated[chunk_id] = dense_by_vector_id[vector_id]
+    nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
+
+    rows = _chunks_by_id(conn, set(lexical) | set(nominated))
+    need_lexical = [cid for cid in rows if cid not in lexical]
+    if terms and need_lexical and not dense_only:
+        lexical.update(_bm25_scores(conn, table, terms, config, rowids=need_lexical))
+    need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
+    dense_by_hash = semantic.similarities(vector, sorted(need_dense))
+    dense = {cid: nominated.get(cid, dense_by_hash.get(rows[cid][8])) for cid in rows}
+    known = sorted(v for v in dense.values() if v is not None)
+    fill = known[len(known) // 2] if known else 0.0
+    max_lexical = max(lexical.values(), default=0.0) or 1.0
+    weight = 1.0 if dense_only else config.dense_weight
+    hits = []
+    for cid, row in rows.items():
+        cosine = dense[cid]
+        if dense_only and cosine is None:
+            continue
+        score = (weight * (cosine if cosine is not None else fill)
+                 + (1.0 - weight) * lexical.get(cid, 0.0) / max_lexical)
+        hits.append(_scored(row, score))
+    return _sort_and_cut(hits, n)
 
 
 def _apply_import_boost(conn: sqlite3.Connection, hits: list[ScoredChunk],

@@ -22,6 +22,7 @@ Format (docs/architecture.md, "Store format", says the same in prose):
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 import shutil
@@ -34,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ctxls.index.embed_text import embedding_hash
 from ctxls.index.model import Chunk, ImportRef
 from ctxls.index.tokenize import expand
 
@@ -41,7 +43,8 @@ log = logging.getLogger(__name__)
 
 # Bump when the table layout changes; say what changed.
 # 1: files, chunks, fts_code, fts_doc, imports, edits.
-SCHEMA_VERSION = 1
+# 2: chunks.embed_hash; vectors (kept across rebuilds, keyed by embedding-text hash).
+SCHEMA_VERSION = 2
 
 # Bump when the chunker or the tokenizer changes what rows they produce.
 CHUNKER_VERSION = 1
@@ -76,9 +79,11 @@ CREATE TABLE IF NOT EXISTS chunks (
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     hash TEXT NOT NULL,
+    embed_hash TEXT NOT NULL,           -- hash of embed_text.embedding_text()
     text TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
+CREATE INDEX IF NOT EXISTS chunks_embed ON chunks(embed_hash);
 CREATE INDEX IF NOT EXISTS chunks_name ON chunks(name);
 CREATE TABLE IF NOT EXISTS imports (
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
@@ -100,6 +105,13 @@ CREATE TABLE IF NOT EXISTS edits (
     ts INTEGER NOT NULL                 -- ms
 );
 CREATE INDEX IF NOT EXISTS edits_ts ON edits(ts);
+CREATE TABLE IF NOT EXISTS vectors (
+    -- AUTOINCREMENT: an id is never reused, so a queued ANN removal of a
+    -- deleted vector can never hit a newer one.
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- the key in vectors.usearch
+    text_hash TEXT NOT NULL UNIQUE,     -- chunks.embed_hash it embeds
+    vec BLOB NOT NULL                   -- float16, L2-normalised
+);
 """
 
 
@@ -151,6 +163,8 @@ class Store:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self.rebuilt = False  # True when file rows were dropped on open
+        # Vector ids deleted here, not yet removed from the ANN index (semantic.py drains it).
+        self.removed_vector_ids: collections.deque[int] = collections.deque()
         Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
         self._uri = Path(self.db_path).resolve().as_uri()
         self._writer = self._open_checked()
@@ -259,32 +273,57 @@ class Store:
             (path,)).fetchone()
         return FileState(**dict(row)) if row else None
 
-    @staticmethod
-    def delete_file(conn: sqlite3.Connection, path: str) -> bool:
+    def delete_file(self, conn: sqlite3.Connection, path: str) -> bool:
         row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
         if row is None:
             return False
-        Store._delete_file_rows(conn, row[0])
+        old_hashes = self._delete_file_rows(conn, row[0])
         conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+        self._drop_orphan_vectors(conn, old_hashes)
         return True
 
-    @staticmethod
-    def _delete_file_rows(conn: sqlite3.Connection, file_id: int) -> None:
+    def _delete_file_rows(self, conn: sqlite3.Connection, file_id: int) -> list[str]:
+        """Drop a file's chunks, FTS rows and imports; return its embed hashes."""
+        old_hashes = [r[0] for r in conn.execute(
+            "SELECT DISTINCT embed_hash FROM chunks WHERE file_id = ?", (file_id,))]
         for kind, table in FTS_TABLE_BY_KIND.items():
             conn.execute(
                 f"DELETE FROM {table} WHERE rowid IN "
                 "(SELECT id FROM chunks WHERE file_id = ? AND kind = ?)", (file_id, kind))
         conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
         conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
+        return old_hashes
 
-    @staticmethod
-    def put_file(conn: sqlite3.Connection, record: FileRecord, chunks: list[Chunk],
+    def _drop_orphan_vectors(self, conn: sqlite3.Connection, hashes: list[str]) -> None:
+        """Vectors no chunk embeds any more; their ids are queued for the ANN index."""
+        if not hashes:
+            return
+        placeholders = ",".join("?" * len(hashes))
+        orphans = [r[0] for r in conn.execute(
+            f"SELECT id FROM vectors WHERE text_hash IN ({placeholders}) AND NOT EXISTS "
+            "(SELECT 1 FROM chunks c WHERE c.embed_hash = vectors.text_hash)", hashes)]
+        if orphans:
+            conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in orphans])
+            self.removed_vector_ids.extend(orphans)
+
+    def drop_all_orphan_vectors(self) -> int:
+        """After a full pass: vectors of texts that no chunk has any more."""
+        with self.write() as conn:
+            orphans = [r[0] for r in conn.execute(
+                "SELECT id FROM vectors WHERE NOT EXISTS "
+                "(SELECT 1 FROM chunks c WHERE c.embed_hash = vectors.text_hash)")]
+            conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in orphans])
+        self.removed_vector_ids.extend(orphans)
+        return len(orphans)
+
+    def put_file(self, conn: sqlite3.Connection, record: FileRecord, chunks: list[Chunk],
                  imports: list[tuple[ImportRef, str | None]]) -> int:
         """Replace one file's rows (inside the caller's write transaction)."""
+        old_hashes: list[str] = []
         row = conn.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
         if row is not None:
             file_id = row[0]
-            Store._delete_file_rows(conn, file_id)
+            old_hashes = self._delete_file_rows(conn, file_id)
             conn.execute(
                 "UPDATE files SET language=?, size=?, mtime_ns=?, hash=?, source=?, indexed_at=? "
                 "WHERE id=?",
@@ -300,10 +339,10 @@ class Store:
         for chunk in chunks:
             chunk_id = conn.execute(
                 "INSERT INTO chunks(file_id, symbol, name, symbol_kind, kind, language, "
-                "start_line, end_line, hash, text) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                "start_line, end_line, hash, embed_hash, text) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (file_id, chunk.symbol, _symbol_name(chunk.symbol), chunk.symbol_kind,
                  chunk.kind, chunk.language, chunk.start_line, chunk.end_line, chunk.hash,
-                 chunk.text)).lastrowid
+                 embedding_hash(record.path, chunk.symbol, chunk.text), chunk.text)).lastrowid
             table = FTS_TABLE_BY_KIND.get(chunk.kind, "fts_code")
             conn.execute(
                 f"INSERT INTO {table}(rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
@@ -311,6 +350,7 @@ class Store:
         conn.executemany(
             "INSERT INTO imports(file_id, spec, line, target) VALUES (?, ?, ?, ?)",
             [(file_id, ref.spec, ref.line, target) for ref, target in imports])
+        self._drop_orphan_vectors(conn, old_hashes)
         return file_id
 
     def counts(self) -> dict[str, int]:

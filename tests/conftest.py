@@ -163,7 +163,9 @@ async def serve(root: Path, options: dict | None = None,
         session.registrations.extend(params.registrations)
 
     await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
-    opts = {"debounceMs": 50} | (options or {})
+    # Embeddings off unless a test asks: BM25 order is deterministic, while
+    # hybrid order depends on how far the background embedding has got.
+    opts = {"debounceMs": 50, "embeddings": False} | (options or {})
     await client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities(capabilities),
         root_uri=root.resolve().as_uri(),

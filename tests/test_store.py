@@ -85,7 +85,7 @@ def test_interrupted_write_leaves_the_file_wholly_old(plain_repo: Path, tmp_path
         "WHERE f.path = 'pkg/session.py'").fetchone()[0]
     with pytest.raises(RuntimeError):
         with engine.store.write() as conn:
-            Store.delete_file(conn, "pkg/session.py")
+            engine.store.delete_file(conn, "pkg/session.py")
             raise RuntimeError("crash mid-transaction")
     after = engine.store.reader().execute(
         "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "

@@ -1,0 +1,23 @@
+"""What gets embedded for a chunk. Its hash keys the chunk's vector, so a
+chunk whose embedding text is unchanged is never embedded again.
+
+Chosen on the retrieval dev set (BENCHMARKS.md, "Semantic tier").
+"""
+
+from __future__ import annotations
+
+from ctxls.index.model import content_hash
+
+# Bump when embedding_text() changes: stored vectors of the old text are dropped.
+EMBED_TEXT_VERSION = 1
+# The tokenizer keeps 256 tokens; a few thousand characters always cover them.
+MAX_EMBED_CHARS = 2000
+
+
+def embedding_text(path: str, symbol: str | None, body: str) -> str:
+    header = f"{path} {symbol}" if symbol else path
+    return f"{header}\n{body[:MAX_EMBED_CHARS]}"
+
+
+def embedding_hash(path: str, symbol: str | None, body: str) -> str:
+    return content_hash(embedding_text(path, symbol, body))

