@@ -13,7 +13,6 @@ and list no files at all.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import tarfile

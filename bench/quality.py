@@ -163,8 +163,10 @@ def markdown(report: QualityReport) -> str:
             mark = " **(chosen)**" if v is report.chosen else ""
             out.append(f"| {v.name}{mark} | {macro(v, split):.3f} | " + " | ".join(
                 _fmt(v.scores[n][split]) for n in names) + " |")
-    out += ["", f"Chosen on dev: **{report.chosen.name}** (`{report.chosen.config}`); "
-            f"quality run took {report.seconds:.0f} s."]
+    c = report.chosen.config
+    out += ["", f"Chosen on dev: **{report.chosen.name}**, i.e. `RankingConfig(symbol_weight="
+            f"{c.symbol_weight:g}, path_weight={c.path_weight:g}, body_weight={c.body_weight:g}, "
+            f"import_boost={c.import_boost:g})`; quality run took {report.seconds:.0f} s."]
     return "\n".join(out)
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ctxls.index.languages import DEFAULT_INCLUDE
+from ctxls.index.memory import DEFAULT_EPISODE_WINDOW_DAYS
+from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
 
 DEFAULT_DEBOUNCE_MS = 150
 
@@ -20,7 +22,11 @@ class InitOptions:
     owner: str | None = None
     session: str | None = None
     strictScope: bool = False
+    # Episodes older than this are pruned on each episode write.
+    episodeWindowDays: float = DEFAULT_EPISODE_WINDOW_DAYS
     debounceMs: int = DEFAULT_DEBOUNCE_MS
+    # Listen on <store dir>/daemon.sock so CLI and MCP clients share this daemon.
+    socket: bool = True
     # Another ONNX sentence-embedding model (both paths, or neither).
     embedModel: str | None = None
     embedTokenizer: str | None = None
@@ -30,11 +36,18 @@ class InitOptions:
 
 def _check(name: str, value: Any) -> Any:
     """The value converted to the field's type, or raise ValueError."""
+    if name == "owner" and isinstance(value, str) and value.startswith(RESERVED_PREFIX) \
+            and value != GLOBAL:
+        raise ValueError(f"must not start with {RESERVED_PREFIX!r} (only {GLOBAL!r} is reserved)")
     if name in ("dbPath", "owner", "session", "embedModel", "embedTokenizer"):
         if value is None or (isinstance(value, str) and value):
             return value
         raise ValueError("must be a non-empty string")
-    if name in ("embeddings", "strictScope"):
+    if name == "episodeWindowDays":
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value <= 36_500:
+            return float(value)
+        raise ValueError("must be a number of days above 0 and at most 36500")
+    if name in ("embeddings", "strictScope", "socket"):
         if isinstance(value, bool):
             return value
         raise ValueError("must be true or false")

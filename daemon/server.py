@@ -13,6 +13,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import sys
 import threading
 from pathlib import Path
 from typing import Any, Awaitable, Callable
@@ -27,10 +28,12 @@ from pygls.uris import to_fs_path
 from ctxls import __version__
 from ctxls.daemon import wire
 from ctxls.daemon.options import InitOptions, parse_init_options
+from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.workspaces import Workspaces
 from ctxls.index.engine import Engine, Hit, RecallResult, SymbolInfo
 from ctxls.index.errors import EngineError, OutsideRoot
 from ctxls.index.indexer import Cancelled, IndexStats
+from ctxls.index.scopes import Scope, resolve_scope
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +80,20 @@ class CtxlsServer(LanguageServer):
         self._shutdown = threading.Event()
         # Roots indexed before any client connected (`ctxls serve --root`).
         self.prewarmed: dict[Path, Engine] = {}
+        self.no_socket = False  # `serve --no-socket`
+        self.shared_socket: SocketServer | None = None
 
     # -- helpers used by handlers --------------------------------------------
 
     def supports_progress(self) -> bool:
         window = self.client_capabilities.window if self.client_capabilities else None
         return bool(window and window.work_done_progress)
+
+    def request_scope(self, params: wire.Params, verb: str, owner_blind: bool = False) -> Scope:
+        """The memory scope of a request: its ``scope``, else the daemon's owner
+        (ignored when ``owner_blind``), else everything; -32003 under strictScope."""
+        return resolve_scope(params.str("scope"), self.options.owner, self.options.strictScope,
+                             verb, owner_blind)
 
     def engine_for(self, uri: str) -> tuple[Engine, str] | None:
         try:
@@ -106,6 +117,16 @@ class CtxlsServer(LanguageServer):
         engine.on_warning = lambda message: loop.call_soon_threadsafe(self.warn, message)
         engine.start_embedding()
         loop.create_task(self.index_then_embed(engine))
+
+    async def open_shared_socket(self) -> None:
+        """Let CLI and MCP clients share this daemon (first folder's store dir)."""
+        engines = self.workspaces.all()
+        if self.no_socket or not self.options.socket or not engines:
+            return
+        side = SocketServer(self, socket_path_for(engines[0].store.db_path))
+        if await side.start():
+            self.shared_socket = side
+            asyncio.get_running_loop().create_task(side.serve_forever())
 
     def warn(self, message: str) -> None:
         log.warning("%s", message)
@@ -194,9 +215,12 @@ class CtxlsServer(LanguageServer):
         engine, path = target
         self._pending_buffers += 1
         try:
-            await asyncio.to_thread(engine.set_buffer, path, doc.source)
+            changed = await asyncio.to_thread(engine.set_buffer, path, doc.source)
         except Exception:
             log.exception("indexing buffer %s failed", uri)
+        else:
+            if changed:  # callers may have come or gone: lens counts are stale
+                impact_handlers.refresh_code_lenses(self)
         finally:
             self._pending_buffers -= 1
 
@@ -208,25 +232,32 @@ class CtxlsServer(LanguageServer):
     # -- cross-folder queries ------------------------------------------------
 
     def recall(self, query: str, kinds: list[str] | None, n: int, body: bool,
-               mode: str) -> RecallResult:
+               mode: str, scope: Scope, log: bool) -> RecallResult:
         engines = self.workspaces.all(include_loose=True) or [self.workspaces.loose]
         merged: dict[str, list[Hit]] = {}
+        source: dict[int, Engine] = {}  # id(hit) -> its engine, whose demand log it joins
         partial = False
         for engine in engines:
-            result = engine.recall(query, kinds, n, body, mode)
+            result = engine.recall(query, kinds, n, body, mode, scope)
             partial = partial or result.partial
             for kind, hits in result.hits_by_kind.items():
                 merged.setdefault(kind, []).extend(hits)
+                source.update((id(h), engine) for h in hits)
         for kind, hits in merged.items():
-            hits.sort(key=lambda h: (-h.score, h.uri, h.start_line))
+            hits.sort(key=lambda h: (-h.score, h.uri or h.path, h.start_line))
             merged[kind] = hits[:n]
+        if log:  # only what the client gets back counts as demand
+            for engine in engines:
+                engine.log_demand([h for hits in merged.values() for h in hits
+                                   if source[id(h)] is engine], "recall")
         return RecallResult(merged, partial)
 
-    def get(self, item_id: str, start_line: int | None, end_line: int | None):
+    def get(self, item_id: str, start_line: int | None, end_line: int | None,
+            scope: Scope, log: bool):
         outside = True
         for engine in self.workspaces.all():
             try:
-                item = engine.get(item_id, start_line, end_line)
+                item = engine.get(item_id, start_line, end_line, scope, log)
             except OutsideRoot:
                 continue
             outside = False
@@ -267,11 +298,18 @@ class CtxlsServer(LanguageServer):
 server = CtxlsServer()
 
 
+# Every custom request's plain body, by method: the LSP handlers below, the
+# shared socket (daemon/socket_server.py) and the in-process CLI all call these.
+CUSTOM_METHODS: dict[str, Callable[[CtxlsServer, wire.Params], Any]] = {}
+
+
 def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]:
     """Register a custom request whose body runs in a worker thread and whose
     engine errors carry the protocol's error codes."""
 
     def register(fn: Callable[[CtxlsServer, wire.Params], Any]):
+        CUSTOM_METHODS[method] = fn
+
         @server.feature(method)
         @functools.wraps(fn)
         async def handler(ls: CtxlsServer, raw: Any) -> Any:
@@ -306,6 +344,7 @@ async def on_initialized(ls: CtxlsServer, params: types.InitializedParams) -> No
         roots = [Path(ls.workspace.root_path)]
     for root in roots:
         ls.add_folder(root, single_root=len(roots) == 1)
+    await ls.open_shared_socket()
     await register_file_watcher(ls)
 
 
@@ -328,6 +367,9 @@ async def register_file_watcher(ls: CtxlsServer) -> None:
 @server.feature(types.SHUTDOWN)
 def on_shutdown(ls: CtxlsServer, params: None) -> None:
     ls._shutdown.set()
+    if ls.shared_socket is not None:
+        ls.shared_socket.close()
+        ls.shared_socket = None
 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
@@ -445,13 +487,15 @@ def index(ls: CtxlsServer, params: wire.Params) -> dict:
 def recall(ls: CtxlsServer, params: wire.Params) -> dict:
     kinds, flat = params.kinds()
     result = ls.recall(params.str("query", required=True), kinds, params.int("n", 10),
-                       params.bool("body", False), params.str("mode") or "hybrid")
+                       params.bool("body", False), params.str("mode") or "hybrid",
+                       ls.request_scope(params, "ctxls/recall"), params.bool("log", True))
     return wire.recall_json(result, flat)
 
 
 @rpc("ctxls/get")
 def get(ls: CtxlsServer, params: wire.Params) -> dict | None:
-    item = ls.get(params.str("id", required=True), params.int("startLine"), params.int("endLine"))
+    item = ls.get(params.str("id", required=True), params.int("startLine"), params.int("endLine"),
+                  ls.request_scope(params, "ctxls/get"), params.bool("log", True))
     return wire.item_json(item)
 
 
@@ -465,6 +509,23 @@ def recent_activity(ls: CtxlsServer, params: wire.Params) -> dict:
     return wire.activity_json(items[:limit])
 
 
+async def serve_headless(root: Path, socket_path: str | None) -> None:
+    """No editor: serve a prewarmed root on the shared socket until interrupted."""
+    engine = server.prewarmed.pop(root.resolve(), None) or prewarm(root)
+    server.prewarmed.pop(engine.root, None)
+    server.workspaces.engines[engine.root] = engine
+    path = Path(socket_path) if socket_path else socket_path_for(engine.store.db_path)
+    side = SocketServer(server, path)
+    if not await side.start():
+        raise SystemExit(f"ctxls: cannot listen on {path} (another daemon serves it?)")
+    # Said only once the socket accepts connections: clients wait for this line.
+    print(f"serving {engine.root} on {path} until interrupted", file=sys.stderr, flush=True)
+    try:
+        await side.serve_forever()
+    finally:
+        side.close()
+
+
 def prewarm(root: Path) -> Engine:
     """Open and cold-index a root before any client connects (serve --root)."""
     engine = server.workspaces.add_folder(root) or server.workspaces.engines[root.resolve()]
@@ -473,3 +534,10 @@ def prewarm(root: Path) -> Engine:
     engine.cold_index()
     engine.start_embedding()  # the backlog drains while no client is connected yet
     return engine
+
+
+# Memory, stash, ingest and graph requests register on `server` (imported last:
+# that module imports this one).
+from ctxls.daemon import memory_handlers  # noqa: E402,F401
+# Impact, call hierarchy and code lenses (same reason).
+from ctxls.daemon import impact_handlers  # noqa: E402,F401

@@ -8,11 +8,15 @@ MCP bridge all use these functions, so every client sees the same shapes.
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from ctxls.index.demand import Candidate
 from ctxls.index.engine import (ALL_KINDS, ActivityItem, Hit, IndexStats, Item, RecallResult,
-                                SymbolInfo)
+                                SymbolInfo, memory_hit)
 from ctxls.index.errors import InvalidParams
+from ctxls.index.graph import FileNode, Related
+from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
+from ctxls.index.stash import Peek
 
 _MISSING = object()
 
@@ -70,6 +74,12 @@ class Params:
             raise InvalidParams(name, "must be a list of strings")
         return value
 
+    def object(self, name: str) -> dict | None:
+        value = self._get(name, False)
+        if value is not None and not isinstance(value, dict):
+            raise InvalidParams(name, "must be an object")
+        return value
+
     def kinds(self) -> tuple[list[str] | None, bool]:
         """(kinds to search, whether the caller asked for one flat kind)."""
         value = self._get("kind", False)
@@ -94,11 +104,14 @@ def hit_json(hit: Hit) -> dict:
         "format": hit.format,
         "score": hit.score,
         "chunk": {"symbol": hit.symbol, "startLine": hit.start_line, "endLine": hit.end_line},
-        "uri": hit.uri,
-        "range": lsp_range(hit.start_line, hit.end_line, hit.end_character),
     }
+    if hit.uri is not None:  # written memory is not a file: no uri, no range
+        out["uri"] = hit.uri
+        out["range"] = lsp_range(hit.start_line, hit.end_line, hit.end_character)
     if hit.body is not None:
         out["body"] = hit.body
+    if hit.meta is not None:
+        out["meta"] = hit.meta
     return out
 
 
@@ -113,9 +126,14 @@ def recall_json(result: RecallResult, flat: bool) -> dict:
 def item_json(item: Item | None) -> dict | None:
     if item is None:
         return None
-    return {"id": item.id, "kind": item.kind, "format": item.format, "source": item.source,
-            "provenance": item.provenance, "occurredAt": item.occurred_at, "text": item.text,
-            "meta": item.meta}
+    out = {"id": item.id, "kind": item.kind, "format": item.format, "source": item.source,
+           "provenance": item.provenance, "occurredAt": item.occurred_at, "text": item.text,
+           "meta": item.meta}
+    if item.source == "direct":
+        out.update(createdAt=item.created_at, expiresAt=item.expires_at)
+        if item.encoding is not None:
+            out["encoding"] = item.encoding
+    return out
 
 
 def index_stats_json(stats: IndexStats) -> dict:
@@ -130,3 +148,123 @@ def activity_json(items: list[ActivityItem]) -> dict:
 def symbol_json(symbol: SymbolInfo) -> dict:
     return {"symbol": symbol.symbol, "symbolKind": symbol.symbol_kind, "path": symbol.path,
             "uri": symbol.uri, "startLine": symbol.start_line, "endLine": symbol.end_line}
+
+
+# -- written memory (issue 5) ---------------------------------------------------
+
+def memory_item_json(row: MemoryRow, body: bool) -> dict:
+    """recentMemory and enumerate items: a Hit plus when it was written and happened."""
+    return hit_json(memory_hit(row, body)) | {"createdAt": row.created_at,
+                                              "occurredAt": row.occurred_at}
+
+
+def memory_items_json(rows: list[MemoryRow], body: bool) -> dict:
+    return {"items": [memory_item_json(r, body) for r in rows]}
+
+
+def page_json(page: Page, body: bool) -> dict:
+    return {"items": [memory_item_json(r, body) for r in page.rows], "total": page.total,
+            "offset": page.offset, "nextOffset": page.next_offset}
+
+
+def peek_json(peek: Peek | None) -> dict | None:
+    if peek is None:
+        return None
+    return {"id": peek.id, "bytes": peek.bytes, "head": peek.head, "tail": peek.tail,
+            "createdAt": peek.created_at, "truncated": peek.truncated}
+
+
+def ingest_json(result: IngestResult) -> dict:
+    return {"id": result.key, "kind": "doc", "format": result.format, "mode": result.mode,
+            "chunks": result.segments}
+
+
+def candidates_json(candidates: list[Candidate]) -> dict:
+    return {"items": [{"path": c.path, "hits": c.hits} for c in candidates]}
+
+
+def related_json(items: list[Related], truncated: bool) -> dict:
+    return {"items": [{"path": r.path, "hops": r.hops, "dir": r.dir} for r in items],
+            "truncated": truncated}
+
+
+def node_json(node: FileNode | MemoryNode | None) -> dict | None:
+    if node is None:
+        return None
+    if isinstance(node, MemoryNode):
+        row = node.row
+        return {"path": row.key, "kind": row.kind, "format": row.format, "source": "direct",
+                "chunks": [{"symbol": s.symbol, "startLine": s.start_line, "endLine": s.end_line}
+                           for s in node.segments],
+                "importsOut": 0, "importsIn": 0}
+    return {"path": node.path, "kind": node.kind, "format": node.format, "source": "file",
+            "chunks": [{"symbol": c.symbol, "symbolKind": c.symbol_kind, "startLine": c.start_line,
+                        "endLine": c.end_line} for c in node.chunks],
+            "importsOut": node.imports_out, "importsIn": node.imports_in}
+
+
+# -- impact (issue 4) -----------------------------------------------------------
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ctxls.impact.analysis import Impact
+    from ctxls.impact.index_view import Definition
+    from ctxls.impact.syntax import Span
+
+
+def impact_params(params: Params) -> tuple[str | None, str | None, int | None, int | None]:
+    """(symbol, uri, line, character) of a ctxls/impact request: a symbol, or
+    a textDocument and a position."""
+    symbol = params.str("symbol")
+    if symbol is not None:
+        if not symbol.strip():
+            raise InvalidParams("symbol", "must be a non-empty string")
+        return symbol, None, None, None
+    document, position = params.object("textDocument"), params.object("position")
+    if document is None and position is None:
+        raise InvalidParams("symbol", "is required (or textDocument and position)")
+    uri = document.get("uri") if document is not None else None
+    if not isinstance(uri, str) or not uri:
+        raise InvalidParams("textDocument", "must be an object with a uri")
+    if position is None:
+        raise InvalidParams("position", "is required with textDocument")
+    line, character = position.get("line"), position.get("character")
+    for value in (line, character):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise InvalidParams("position", "line and character must be non-negative integers")
+    return None, uri, line, character
+
+
+def span_json(span: Span) -> dict:
+    return {"start": {"line": span.start_line, "character": span.start_character},
+            "end": {"line": span.end_line, "character": span.end_character}}
+
+
+def definition_json(definition: Definition, uri_for: Callable[[str], str]) -> dict:
+    """A Location: the definition's whole lines (the range ends where the next line starts)."""
+    return {"path": definition.path, "uri": uri_for(definition.path),
+            "range": {"start": {"line": definition.start_line, "character": 0},
+                      "end": {"line": definition.end_line + 1, "character": 0}},
+            "symbol": definition.symbol, "symbolKind": definition.symbol_kind}
+
+
+def impact_json(impact: Impact, uri_for: Callable[[str], str]) -> dict:
+    return {
+        "symbol": impact.symbol,
+        "definitions": [definition_json(d, uri_for) for d in impact.definitions],
+        "callers": [{"path": c.path, "uri": uri_for(c.path), "range": span_json(c.span),
+                     "symbol": c.symbol, "confirmed": c.confirmed, "kind": c.kind}
+                    for c in impact.callers],
+        "callees": [{"symbol": c.symbol,
+                     "definitions": [definition_json(d, uri_for) for d in c.definitions],
+                     "ranges": [span_json(s) for s in c.call_sites]} for c in impact.callees],
+        "refCount": impact.ref_count,
+        "confirmed": impact.confirmed,
+        "mentions": impact.mentions,
+        "mentionKinds": impact.mention_kinds,
+        "risk": impact.risk,
+        "hedges": impact.hedges,
+        "complexity": impact.complexity,
+        "elapsedMs": impact.elapsed_ms,
+    }

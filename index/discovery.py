@@ -158,7 +158,9 @@ def ignored_paths(root: Path, paths: list[str]) -> set[str]:
 def list_files(root: Path, wanted: FileFilter) -> list[str]:
     """Repo-relative POSIX paths to index, sorted."""
     candidates = _git_files(root)
-    if candidates is None:
+    if not candidates:
+        # Not a repository, or a folder that an enclosing repository ignores
+        # (git answers for the outer one and lists nothing).
         candidates = _walk_files(root)
     return sorted({p for p in candidates if wanted(p)})
 

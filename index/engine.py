@@ -17,24 +17,30 @@ from typing import Callable
 from ctxls import __version__
 from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, decode_text, ignored_paths,
                                    looks_binary, relative_path)
+from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import content_hash
 from ctxls.index.embeddings import load_embedder
+from ctxls.index.memory import MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
+from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import SemanticIndex, vector_file_for
+from ctxls.index.stash import Stash
 from ctxls.index.store import Store, now_ms
 
 log = logging.getLogger(__name__)
 
 FILE_KINDS = ("code", "doc")
-# Memory kinds are recalled from written memory (its own issue); until that
-# store exists they are accepted and answer with no hits.
+# Recalled from written memory only (index/memory.py); "doc" is recalled from
+# both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
 ALL_KINDS = FILE_KINDS + MEMORY_KINDS
 RECALL_MODES = ("hybrid", "lexical", "semantic")
 MAX_RECALL_N = 200
 DAY_MS = 86_400_000
+# After an edit or a query, background embedding waits this long (seconds).
+INTERACTIVE_QUIET_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,8 @@ class EngineOptions:
 
 @dataclass
 class Hit:
-    path: str
-    uri: str
+    path: str  # a repo-relative path, or a written memory's id
+    uri: str | None  # None for written memory: it is not a file
     kind: str
     format: str
     score: float
@@ -60,6 +66,8 @@ class Hit:
     end_line: int
     end_character: int  # length of the last line: the range ends there
     body: str | None
+    meta: dict | None = None  # a memory row's meta, verbatim
+    scope: str | None = None  # a memory row's scope: its demand is logged under it
 
 
 @dataclass
@@ -78,6 +86,10 @@ class Item:
     occurred_at: int  # ms
     text: str | None
     meta: dict
+    # Written memory only:
+    created_at: int | None = None
+    expires_at: int | None = None
+    encoding: str | None = None  # "base64": text is an ingested blob's bytes
 
 
 @dataclass
@@ -129,6 +141,9 @@ class Engine:
                 self.store, vector_file_for(self.store.db_path),
                 lambda: load_embedder(self.options.embed_model, self.options.embed_tokenizer),
                 lambda message: self.on_warning(message))
+        self.memory = Memory(self.store, self.semantic.mark_memory_urgent if self.semantic else None)
+        self.demand = DemandLog(self.store)
+        self.stash = Stash(self.store)
         self.progress = IndexProgress()
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
@@ -154,6 +169,7 @@ class Engine:
     def close(self) -> None:
         if self.semantic is not None:
             self.semantic.stop()
+        self.demand.close()
         self.store.close()
 
     # -- paths ---------------------------------------------------------------
@@ -196,15 +212,18 @@ class Engine:
 
         self.progress = IndexProgress(indexing=True)
         started = time.perf_counter()
+        if self.semantic is not None:
+            self.semantic.pause()
         try:
             stats = self.indexer.run_pass(pathspecs, force, log_edits, report, cancel)
             if pathspecs is None:
                 self.store.drop_all_orphan_vectors()
                 self._cold_done.set()
-            if self.semantic is not None:
-                self.semantic.notify()
         finally:
             self.progress.indexing = False
+            if self.semantic is not None:
+                self.semantic.resume()
+                self.semantic.notify()
         log.info("indexed %s in %.2fs: %s", self.root, time.perf_counter() - started, stats)
         return stats
 
@@ -221,6 +240,8 @@ class Engine:
         index it now. Returns False when nothing changed."""
         with self._buffers_lock:
             self._buffers[path] = text
+        if self.semantic is not None:
+            self.semantic.defer(INTERACTIVE_QUIET_S)
         changed = self.indexer.index_text(path, text, source="buffer")
         if changed and self.semantic is not None:
             self.semantic.mark_urgent(path)
@@ -255,7 +276,11 @@ class Engine:
     # -- queries -------------------------------------------------------------
 
     def recall(self, query: str, kinds: list[str] | None = None, n: int = 10,
-               body: bool = False, mode: str = "hybrid") -> RecallResult:
+               body: bool = False, mode: str = "hybrid", scope: Scope = EVERYTHING,
+               log: bool = False) -> RecallResult:
+        """The best ``n`` hits per kind. Written memory (facts, episodes, and
+        documents next to file docs) is searched within ``scope``; ``log``
+        appends every hit to the demand log."""
         if not isinstance(query, str):
             raise InvalidParams("query", "must be a string")
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RECALL_N:
@@ -267,6 +292,8 @@ class Engine:
             if kind not in ALL_KINDS:
                 raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(ALL_KINDS)}")
         conn = self.store.reader()
+        if self.semantic is not None:
+            self.semantic.defer(INTERACTIVE_QUIET_S)
         semantic = self._semantic_for(mode)
         hits_by_kind: dict[str, list[Hit]] = {}
         for kind in kinds:
@@ -277,8 +304,19 @@ class Engine:
                                        dense_only=mode == "semantic")
             else:
                 scored = lexical_search(conn, kind, query, n, self.options.ranking)
-            hits_by_kind[kind] = [self._hit(s, body) for s in scored]
+            hits = [self._hit(s, body) for s in scored]
+            if kind in WRITTEN_KINDS:
+                hits += [memory_hit(row, body) for row in self.memory.search(
+                    kind, query, n, scope, semantic, dense_only=mode == "semantic")]
+                hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+            hits_by_kind[kind] = hits[:n]
+        if log:
+            self.log_demand([h for hits in hits_by_kind.values() for h in hits], "recall")
         return RecallResult(hits_by_kind, partial=not self.cold_index_done or self.indexing)
+
+    def log_demand(self, hits: list[Hit], action: str) -> None:
+        """Append these hits to the demand log ("recall", or "fetch" for a get)."""
+        self.demand.record([Demand(h.path, h.kind, h.symbol, h.scope) for h in hits], action)
 
     def _semantic_for(self, mode: str) -> SemanticIndex | None:
         """The semantic index when this query can use it; None means BM25 only
@@ -308,8 +346,10 @@ class Engine:
             return None
         return None if looks_binary(data) else decode_text(data)
 
-    def get(self, item_id: str, start_line: int | None = None,
-            end_line: int | None = None) -> Item | None:
+    def get(self, item_id: str, start_line: int | None = None, end_line: int | None = None,
+            scope: Scope = EVERYTHING, log: bool = False) -> Item | None:
+        """A written memory ``scope`` sees under this id, else the indexed file
+        (read fresh); ``log`` appends a "fetch" to the demand log."""
         if not isinstance(item_id, str) or not item_id:
             raise InvalidParams("id", "must be a non-empty string")
         for name, value in (("startLine", start_line), ("endLine", end_line)):
@@ -317,6 +357,12 @@ class Engine:
                 raise InvalidParams(name, "must be a non-negative integer")
         if start_line is not None and end_line is not None and end_line < start_line:
             raise InvalidParams("endLine", "must not be before startLine")
+        direct = self.memory.item(item_id, scope, start_line, end_line)
+        if direct is not None:
+            if log:
+                self.demand.record([Demand(direct.row.key, direct.row.kind, None, direct.row.scope)],
+                                   "fetch")
+            return direct_item(direct)
         path = self.relative(item_id)
         state = self.store.file_state(path)
         if state is None:
@@ -338,6 +384,8 @@ class Engine:
             "SELECT language, indexed_at FROM files WHERE id = ?", (state.id,)).fetchone()
         kind = self.store.reader().execute(
             "SELECT kind FROM chunks WHERE file_id = ? LIMIT 1", (state.id,)).fetchone()
+        if log:
+            self.demand.record([Demand(path, kind[0] if kind else "code", None, None)], "fetch")
         return Item(id=path, kind=kind[0] if kind else "code", format=row["language"],
                     source="file", provenance=provenance, occurred_at=row["indexed_at"],
                     text=text, meta=meta)
@@ -410,3 +458,19 @@ class Engine:
                 symbol=r["symbol"], symbol_kind=r["symbol_kind"], path=path,
                 uri=self.uri_for(path), start_line=r["start_line"], end_line=r["end_line"])
         return list(merged.values())
+
+
+def memory_hit(row: MemoryRow, body: bool) -> Hit:
+    """A written memory as a recall hit: no uri; its chunk is its lines in the whole text."""
+    return Hit(path=row.key, uri=None, kind=row.kind, format=row.format, score=round(row.score, 6),
+               symbol=row.symbol, start_line=row.start_line, end_line=row.end_line,
+               end_character=len(row.text.rsplit("\n", 1)[-1]), body=row.text if body else None,
+               meta=row.meta, scope=row.scope)
+
+
+def direct_item(direct: MemoryItem) -> Item:
+    row = direct.row
+    return Item(id=row.key, kind=row.kind, format=row.format, source="direct",
+                provenance=row.author, occurred_at=row.occurred_at, text=direct.text,
+                meta=row.meta if row.meta is not None else {}, created_at=row.created_at,
+                expires_at=row.expires_at, encoding=direct.encoding)

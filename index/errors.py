@@ -39,3 +39,27 @@ class OutsideRoot(EngineError):
 
     def __init__(self, path: str):
         super().__init__(f"{path} resolves outside the workspace root", {"path": path})
+
+
+class RipgrepMissing(EngineError):
+    """Impact analysis cannot run ``rg``; it never answers "no callers" instead."""
+
+    code = -32001
+
+    def __init__(self, message: str):
+        super().__init__(message, {})
+
+
+class ScopeRequired(EngineError):
+    code = -32003
+
+    def __init__(self, verb: str):
+        super().__init__(f"{verb} needs a scope: strictScope is on", {"verb": verb})
+
+
+class TooLarge(EngineError):
+    code = -32005
+
+    def __init__(self, what: str, limit: int):
+        super().__init__(f"{what} is over the {limit}-byte bound; nothing was written",
+                         {"limit": limit})

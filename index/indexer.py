@@ -185,7 +185,10 @@ class Indexer:
                 "SELECT c.symbol, c.kind, c.hash FROM chunks c JOIN files f ON f.id = c.file_id "
                 "WHERE f.path = ?", (record.path,)).fetchall()
             _log_changed_chunks(conn, record.path, old, parsed, ts)
-        resolver = self._resolver or ImportResolver(self.store.file_states().keys())
+        resolver = self._resolver
+        if resolver is None or record.path not in resolver:
+            # First file outside a pass, or a new file: other files may now import it.
+            resolver = self._resolver = ImportResolver(set(self.store.file_states()) | {record.path})
         imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
                    for ref in parsed.imports]
         self.store.put_file(conn, record, parsed.chunks, imports)

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from ctxls.index.store import FTS_TABLE_BY_KIND
 from ctxls.index.tokenize import fts_match_expression, query_terms
@@ -67,11 +66,18 @@ def _scored(row, score: float) -> ScoredChunk:
                        embed_hash=row[8])
 
 
-def _bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
-                 limit: int | None = None, rowids: list[int] | None = None) -> dict[int, float]:
+def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
+                limit: int | None = None, rowids: list[int] | None = None,
+                where: str | None = None, where_args: Sequence = ()) -> dict[int, float]:
+    """rowid -> BM25 score (higher is better) of the rows matching any term;
+    ``where`` is an extra SQL condition on ``{table}.rowid`` (written memory
+    keeps only the rows a scope may see)."""
     sql = (f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ?")
     args: list = [config.symbol_weight, config.path_weight, config.body_weight,
                   fts_match_expression(terms)]
+    if where is not None:
+        sql += f" AND {where}"
+        args += where_args
     if rowids is not None:
         sql += f" AND rowid IN ({','.join('?' * len(rowids))})"
         args += rowids
@@ -103,7 +109,7 @@ def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     if table is None or not terms or n <= 0:
         return []
     pool = max(n, config.candidate_pool) if config.import_boost else n
-    scores = _bm25_scores(conn, table, terms, config, limit=pool)
+    scores = bm25_scores(conn, table, terms, config, limit=pool)
     rows = _chunks_by_id(conn, scores)
     hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
     if config.import_boost:
@@ -122,7 +128,7 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
         return []
     terms = query_terms(query)
     pool = max(n, config.fusion_pool)
-    lexical = _bm25_scores(conn, table, terms, config, limit=pool) if terms and not dense_only else {}
+    lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms and not dense_only else {}
 
     dense_by_vector_id = dict(semantic.nearest(vector, pool * 2))
     nominated: dict[int, float] = {}
@@ -137,23 +143,31 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     rows = _chunks_by_id(conn, set(lexical) | set(nominated))
     need_lexical = [cid for cid in rows if cid not in lexical]
     if terms and need_lexical and not dense_only:
-        lexical.update(_bm25_scores(conn, table, terms, config, rowids=need_lexical))
+        lexical.update(bm25_scores(conn, table, terms, config, rowids=need_lexical))
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))
     dense = {cid: nominated.get(cid, dense_by_hash.get(rows[cid][8])) for cid in rows}
+    fused = fused_scores(lexical, dense, config.dense_weight, dense_only)
+    return _sort_and_cut([_scored(rows[cid], score) for cid, score in fused.items()], n)
+
+
+def fused_scores(lexical: dict[int, float], dense: dict[int, float | None], dense_weight: float,
+                 dense_only: bool = False, coverage: dict[int, float] | None = None
+                 ) -> dict[int, float]:
+    """The hybrid score of every candidate in ``dense`` (None: no vector yet,
+    which gets the median cosine; dropped when ``dense_only``). ``coverage``
+    (0..1 per candidate) scales its share of BM25 after normalisation."""
     known = sorted(v for v in dense.values() if v is not None)
     fill = known[len(known) // 2] if known else 0.0
     max_lexical = max(lexical.values(), default=0.0) or 1.0
-    weight = 1.0 if dense_only else config.dense_weight
-    hits = []
-    for cid, row in rows.items():
-        cosine = dense[cid]
+    weight = 1.0 if dense_only else dense_weight
+    fused = {}
+    for cid, cosine in dense.items():
         if dense_only and cosine is None:
             continue
-        score = (weight * (cosine if cosine is not None else fill)
-                 + (1.0 - weight) * lexical.get(cid, 0.0) / max_lexical)
-        hits.append(_scored(row, score))
-    return _sort_and_cut(hits, n)
+        share = lexical.get(cid, 0.0) / max_lexical * (coverage.get(cid, 0.0) if coverage else 1.0)
+        fused[cid] = weight * (cosine if cosine is not None else fill) + (1.0 - weight) * share
+    return fused
 
 
 def _apply_import_boost(conn: sqlite3.Connection, hits: list[ScoredChunk],

@@ -8,9 +8,11 @@ rebuilt when it is missing or unreadable. So a crash at any point leaves at
 worst a stale ANN file, which the next start repairs, and never a vector that
 SQLite does not know.
 
-The worker embeds chunks without a vector: first those of paths marked
-urgent (open buffers, just-edited files), then the rest in chunk-id order.
-Requests never wait for it; chunks without a vector still rank by BM25.
+The worker embeds chunks and written-memory rows without a vector: first the
+chunks of paths marked urgent (open buffers, just-edited files), then memory
+rows (those just written first: a writer expects to recall them by meaning
+soon, and there are few), then the rest of the chunks in chunk-id order.
+Requests never wait for it; rows without a vector still rank by BM25.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
+from ctxls.index.memory import memory_embedding_text
 from ctxls.index.store import Store
 
 log = logging.getLogger(__name__)
@@ -52,16 +55,23 @@ class SemanticIndex:
         self._ann_lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._urgent: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._urgent_memory: set[int] = set()  # memory row ids just written
         self._urgent_lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cursor = 0
+        self._memory_cursor = 0
         self._dirty = False
         self._last_save = time.monotonic()
         self._pending_cache: tuple[float, int] = (0.0, 0)
         self._query_cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self.embedded_total = 0
+        # Embedding competes for the same two cores as indexing and typing:
+        # it waits while a pass runs and for a moment after each edit or query.
+        self._allowed = threading.Event()
+        self._allowed.set()
+        self._quiet_until = 0.0
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -110,9 +120,29 @@ class SemanticIndex:
             self._urgent.move_to_end(path, last=False)
         self._wake.set()
 
+    def mark_memory_urgent(self, row_ids: list[int]) -> None:
+        """Embed these memory rows next (an upsert keeps its row id, so the
+        backlog cursor may already be past it)."""
+        with self._urgent_lock:
+            self._urgent_memory.update(row_ids)
+        self._pending_cache = (0.0, 0)  # status must not report a stale "nothing pending"
+        self._wake.set()
+
+    def pause(self) -> None:
+        """Hold the worker (an indexing pass is running)."""
+        self._allowed.clear()
+
+    def resume(self) -> None:
+        self._allowed.set()
+
+    def defer(self, seconds: float) -> None:
+        """Keep the worker idle for a moment: someone is typing or asking."""
+        self._quiet_until = max(self._quiet_until, time.monotonic() + seconds)
+
     def notify(self) -> None:
         """New chunks may be waiting (after a pass): rescan from the start."""
         self._cursor = 0
+        self._memory_cursor = 0
         self._wake.set()
 
     # -- model identity and the ANN file ---------------------------------------
@@ -188,6 +218,12 @@ class SemanticIndex:
         if not self.ensure_loaded():
             return
         while not self._stop.is_set():
+            if not self._allowed.wait(timeout=1.0):
+                continue
+            quiet = self._quiet_until - time.monotonic()
+            if quiet > 0:
+                self._stop.wait(quiet)
+                continue
             try:
                 worked = self.step()
             except Exception:  # keep the daemon alive; try again shortly
@@ -208,18 +244,18 @@ class SemanticIndex:
         batch = self._next_batch()
         if not batch:
             return False
-        texts = {h: embedding_text(path, symbol, body) for h, path, symbol, body in batch}
-        hashes = list(texts)
+        hashes = list(batch)
         assert self.embedder is not None
-        vectors = self.embedder.embed([texts[h] for h in hashes])
+        vectors = self.embedder.embed([batch[h] for h in hashes])
         added: list[tuple[int, np.ndarray]] = []
         with self.store.write() as conn:
             for text_hash, vector in zip(hashes, vectors):
-                # Only if a chunk still wants it: the file may have changed meanwhile.
+                # Only if a row still wants it: it may have changed or gone meanwhile.
                 cur = conn.execute(
                     "INSERT INTO vectors(text_hash, vec) SELECT ?, ? WHERE EXISTS "
-                    "(SELECT 1 FROM chunks WHERE embed_hash = ?) ON CONFLICT(text_hash) DO NOTHING",
-                    (text_hash, vector.astype(np.float16).tobytes(), text_hash))
+                    "(SELECT 1 FROM chunks WHERE embed_hash = ?) OR EXISTS "
+                    "(SELECT 1 FROM memory WHERE embed_hash = ?) ON CONFLICT(text_hash) DO NOTHING",
+                    (text_hash, vector.astype(np.float16).tobytes(), text_hash, text_hash))
                 if cur.rowcount:
                     added.append((cur.lastrowid, vector))
         if added:
@@ -246,8 +282,11 @@ class SemanticIndex:
     _MISSING = ("SELECT c.id, c.embed_hash, f.path, c.symbol, c.text FROM chunks c "
                 "JOIN files f ON f.id = c.file_id WHERE NOT EXISTS "
                 "(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash) ")
+    _MISSING_MEMORY = ("SELECT m.id, m.embed_hash, m.symbol, m.text FROM memory m WHERE NOT EXISTS "
+                       "(SELECT 1 FROM vectors v WHERE v.text_hash = m.embed_hash) ")
 
-    def _next_batch(self) -> list[tuple[str, str, str | None, str]]:
+    def _next_batch(self) -> dict[str, str]:
+        """Embed hash -> embedding text, one per hash: equal texts share a vector."""
         conn = self.store.reader()
         while True:
             with self._urgent_lock:
@@ -257,34 +296,48 @@ class SemanticIndex:
             rows = conn.execute(self._MISSING + "AND f.path = ? LIMIT ?",
                                 (path, WORK_BATCH)).fetchall()
             if rows:
-                return self._dedupe(rows)
+                return self._chunk_texts(rows)
             with self._urgent_lock:
                 self._urgent.pop(path, None)
+        with self._urgent_lock:
+            written = [self._urgent_memory.pop()
+                       for _ in range(min(WORK_BATCH, len(self._urgent_memory)))]
+        if written:
+            rows = conn.execute(self._MISSING_MEMORY + f"AND m.id IN ({','.join('?' * len(written))})",
+                                written).fetchall()
+            if rows:
+                return self._memory_texts(rows)
+        rows = conn.execute(self._MISSING_MEMORY + "AND m.id > ? ORDER BY m.id LIMIT ?",
+                            (self._memory_cursor, WORK_BATCH)).fetchall()
+        if rows:
+            self._memory_cursor = rows[-1][0]
+            return self._memory_texts(rows)
         rows = conn.execute(self._MISSING + "AND c.id > ? ORDER BY c.id LIMIT ?",
                             (self._cursor, WORK_BATCH)).fetchall()
         if not rows:
-            return []
+            return {}
         self._cursor = rows[-1][0]
-        return self._dedupe(rows)
+        return self._chunk_texts(rows)
 
     @staticmethod
-    def _dedupe(rows) -> list[tuple[str, str, str | None, str]]:
-        """(embed hash, path, symbol, text), one per hash: equal texts share a vector."""
-        seen: dict[str, tuple[str, str, str | None, str]] = {}
-        for row in rows:
-            seen.setdefault(row[1], (row[1], row[2], row[3], row[4]))
-        return list(seen.values())
+    def _chunk_texts(rows) -> dict[str, str]:
+        return {row[1]: embedding_text(row[2], row[3], row[4]) for row in rows}
+
+    @staticmethod
+    def _memory_texts(rows) -> dict[str, str]:
+        return {row[1]: memory_embedding_text(row[2], row[3]) for row in rows}
 
     # -- queries -------------------------------------------------------------
 
     def pending(self) -> int:
-        """Chunks still without a vector (cached briefly: status polls it)."""
+        """Chunks and memory rows still without a vector (cached briefly: status polls it)."""
         at, count = self._pending_cache
         if time.monotonic() - at < PENDING_CACHE_S:
             return count
-        count = self.store.reader().execute(
-            "SELECT count(*) FROM chunks c WHERE NOT EXISTS "
-            "(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash)").fetchone()[0]
+        count = sum(self.store.reader().execute(
+            f"SELECT count(*) FROM {table} x WHERE NOT EXISTS "
+            "(SELECT 1 FROM vectors v WHERE v.text_hash = x.embed_hash)").fetchone()[0]
+            for table in ("chunks", "memory"))
         self._pending_cache = (time.monotonic(), count)
         return count
 

@@ -13,7 +13,11 @@ Format (docs/architecture.md, "Store format", says the same in prose):
 - File-sourced tables (``files``, ``chunks``, ``fts_*``, ``imports``) are
   derived data: on a stamp or schema mismatch they are dropped and rebuilt
   from the repository. The ``edits`` log is history, not derivable, and is
-  kept across rebuilds, as are the written-memory tables added later.
+  kept across rebuilds, as are ``vectors`` and the written memory (``memory``,
+  ``memory_files``, their ``fts_memory_*`` tables, ``demand``, ``stash``).
+- Opening a store of an older layout upgrades it in place: new tables are
+  created, and file rows are rebuilt only when a version in
+  ``_REBUILDS_FILE_ROWS`` lies between the two.
 - A store written by a newer schema than this code knows is never modified:
   opening it raises :class:`StoreVersionError`.
 - A file that is not a readable SQLite database is moved aside to
@@ -44,7 +48,13 @@ log = logging.getLogger(__name__)
 # Bump when the table layout changes; say what changed.
 # 1: files, chunks, fts_code, fts_doc, imports, edits.
 # 2: chunks.embed_hash; vectors (kept across rebuilds, keyed by embedding-text hash).
-SCHEMA_VERSION = 2
+# 3: written memory: memory, memory_files, fts_memory_{fact,episode,doc}, demand,
+#    stash. Upgrading a 2 store only adds these tables; its file rows stay valid.
+SCHEMA_VERSION = 3
+# Versions whose layout change invalidated file-derived rows: upgrading across
+# one rebuilds them from the repository. Non-derived tables are never dropped;
+# a version that changes one must convert it in _migrate().
+_REBUILDS_FILE_ROWS = frozenset({2})
 
 # Bump when the chunker or the tokenizer changes what rows they produce.
 CHUNKER_VERSION = 1
@@ -53,6 +63,9 @@ INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
 
 # Chunk kinds with a full-text table of their own: code never competes with prose.
 FTS_TABLE_BY_KIND = {"code": "fts_code", "doc": "fts_doc"}
+# Written memory, one full-text table per kind (stemmed: memory is prose).
+MEMORY_FTS_TABLE_BY_KIND = {"fact": "fts_memory_fact", "episode": "fts_memory_episode",
+                            "doc": "fts_memory_doc"}
 
 _FILE_TABLES = ("files", "chunks", "imports", "fts_code", "fts_doc")
 
@@ -112,7 +125,70 @@ CREATE TABLE IF NOT EXISTS vectors (
     text_hash TEXT NOT NULL UNIQUE,     -- chunks.embed_hash it embeds
     vec BLOB NOT NULL                   -- float16, L2-normalised
 );
+CREATE TABLE IF NOT EXISTS memory (
+    -- Written memory (index/memory.py). AUTOINCREMENT: an id is never reused;
+    -- it is the rowid of the row's fts_memory_* row, and enumerate pages in id
+    -- order (an upsert keeps its row's id).
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    scope TEXT NOT NULL,                -- a tenant, or '@global' (the shared tier)
+    key TEXT NOT NULL,                  -- the caller's id
+    part INTEGER NOT NULL,              -- segment of an ingested document (else 0)
+    kind TEXT NOT NULL,                 -- 'fact' | 'episode' | 'doc'
+    author TEXT NOT NULL,               -- 'human' | 'agent' (the protocol's "by")
+    format TEXT NOT NULL,
+    symbol TEXT,                        -- heading path of an ingested segment
+    start_line INTEGER NOT NULL,        -- the segment's lines in the whole text
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    meta TEXT,                          -- the caller's JSON object, verbatim
+    session TEXT,                       -- the writing daemon's session option
+    created_at INTEGER NOT NULL,        -- ms: when this version was written
+    occurred_at INTEGER NOT NULL,       -- ms
+    expires_at INTEGER,                 -- ms: hidden from every read once passed
+    embed_hash TEXT NOT NULL,           -- its vector's vectors.text_hash
+    UNIQUE (scope, key, part)
+);
+CREATE INDEX IF NOT EXISTS memory_kind ON memory(kind, scope);
+CREATE INDEX IF NOT EXISTS memory_recent ON memory(kind, occurred_at);
+CREATE INDEX IF NOT EXISTS memory_key ON memory(key);
+CREATE INDEX IF NOT EXISTS memory_embed ON memory(embed_hash);
+CREATE INDEX IF NOT EXISTS memory_expires ON memory(expires_at) WHERE expires_at IS NOT NULL;
+CREATE TABLE IF NOT EXISTS memory_files (
+    scope TEXT NOT NULL,                -- an ingested upload, whole (its rows are in memory)
+    key TEXT NOT NULL,
+    filename TEXT NOT NULL,
+    mode TEXT NOT NULL,                 -- 'chunked' | 'blob'
+    data BLOB NOT NULL,                 -- byte-exact
+    PRIMARY KEY (scope, key)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_memory_fact USING fts5(
+    symbol, path, body, tokenize = "porter unicode61 tokenchars '_'");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_memory_episode USING fts5(
+    symbol, path, body, tokenize = "porter unicode61 tokenchars '_'");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_memory_doc USING fts5(
+    symbol, path, body, tokenize = "porter unicode61 tokenchars '_'");
+CREATE TABLE IF NOT EXISTS demand (
+    id INTEGER PRIMARY KEY,
+    path TEXT NOT NULL,                 -- a file path or a memory id
+    kind TEXT NOT NULL,
+    symbol TEXT,
+    action TEXT NOT NULL,               -- 'recall' | 'fetch'
+    scope TEXT,                         -- a memory row's scope; NULL for a file
+    ts INTEGER NOT NULL                 -- ms
+);
+CREATE INDEX IF NOT EXISTS demand_path ON demand(path, kind, action);
+CREATE TABLE IF NOT EXISTS stash (
+    id TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    bytes INTEGER NOT NULL,             -- UTF-8 size
+    created_at INTEGER NOT NULL         -- ms
+);
 """
+
+
+# A vectors row nothing embeds: the vectors table is shared by chunks and memory.
+_UNREFERENCED = ("NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = vectors.text_hash) "
+                 "AND NOT EXISTS (SELECT 1 FROM memory m WHERE m.embed_hash = vectors.text_hash)")
 
 
 class StoreVersionError(RuntimeError):
@@ -242,7 +318,11 @@ class Store:
             if schema > SCHEMA_VERSION:
                 raise StoreVersionError(
                     f"{self.db_path} has schema {schema}; this ctxls reads up to {SCHEMA_VERSION}")
-            if "index_stamp" in meta and (meta["index_stamp"] != INDEX_STAMP or schema != SCHEMA_VERSION):
+            outdated = any(v in _REBUILDS_FILE_ROWS for v in range(schema + 1, SCHEMA_VERSION + 1))
+            # Memory's FTS rows are expand() output too, but memory is not in the
+            # repository: they are re-derived from the memory rows, never dropped.
+            retokenize_memory = meta.get("index_stamp", INDEX_STAMP) != INDEX_STAMP
+            if "index_stamp" in meta and (meta["index_stamp"] != INDEX_STAMP or outdated):
                 log.info("index stamp %s -> %s: rebuilding file rows", meta["index_stamp"], INDEX_STAMP)
                 for table in _FILE_TABLES:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")
@@ -251,6 +331,11 @@ class Store:
         with self._write_lock:
             self._writer.executescript(_SCHEMA)
         with self.write() as conn:
+            if retokenize_memory:  # in the stamp's transaction: a crash redoes it
+                for table in MEMORY_FTS_TABLE_BY_KIND.values():
+                    conn.execute(f"DELETE FROM {table}")
+                for row in conn.execute("SELECT id, kind, key, symbol, text FROM memory").fetchall():
+                    self.put_memory_text(conn, *row)
             conn.executemany(
                 "INSERT INTO meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -279,7 +364,7 @@ class Store:
             return False
         old_hashes = self._delete_file_rows(conn, row[0])
         conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
-        self._drop_orphan_vectors(conn, old_hashes)
+        self.drop_orphan_vectors(conn, old_hashes)
         return True
 
     def _delete_file_rows(self, conn: sqlite3.Connection, file_id: int) -> list[str]:
@@ -294,41 +379,51 @@ class Store:
         conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
         return old_hashes
 
-    def _drop_orphan_vectors(self, conn: sqlite3.Connection, hashes: list[str]) -> None:
-        """Vectors no chunk embeds any more; their ids are queued for the ANN index."""
+    def drop_orphan_vectors(self, conn: sqlite3.Connection, hashes: list[str]) -> None:
+        """Vectors of these texts that no chunk or memory row embeds any more;
+        their ids are queued for the ANN index."""
         if not hashes:
             return
         placeholders = ",".join("?" * len(hashes))
         orphans = [r[0] for r in conn.execute(
-            f"SELECT id FROM vectors WHERE text_hash IN ({placeholders}) AND NOT EXISTS "
-            "(SELECT 1 FROM chunks c WHERE c.embed_hash = vectors.text_hash)", hashes)]
+            f"SELECT id FROM vectors WHERE text_hash IN ({placeholders}) AND {_UNREFERENCED}",
+            hashes)]
         if orphans:
             conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in orphans])
             self.removed_vector_ids.extend(orphans)
 
     def drop_all_orphan_vectors(self) -> int:
-        """After a full pass: vectors of texts that no chunk has any more."""
+        """After a full pass: vectors of texts that no chunk or memory row has any more."""
         with self.write() as conn:
             orphans = [r[0] for r in conn.execute(
-                "SELECT id FROM vectors WHERE NOT EXISTS "
-                "(SELECT 1 FROM chunks c WHERE c.embed_hash = vectors.text_hash)")]
+                f"SELECT id FROM vectors WHERE {_UNREFERENCED}")]
             conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in orphans])
         self.removed_vector_ids.extend(orphans)
         return len(orphans)
 
     def put_file(self, conn: sqlite3.Connection, record: FileRecord, chunks: list[Chunk],
                  imports: list[tuple[ImportRef, str | None]]) -> int:
-        """Replace one file's rows (inside the caller's write transaction)."""
-        old_hashes: list[str] = []
+        """Replace one file's rows (inside the caller's write transaction).
+
+        Chunks whose (hash, symbol, kind) survived keep their rows, FTS rows
+        and vectors; only their line range is updated. So an edit to one
+        function rewrites one chunk, whatever the file's size: the didChange
+        path stays fast on large files.
+        """
         row = conn.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
+        old: dict[tuple, list[tuple[int, int, int, str]]] = {}
         if row is not None:
             file_id = row[0]
-            old_hashes = self._delete_file_rows(conn, file_id)
             conn.execute(
                 "UPDATE files SET language=?, size=?, mtime_ns=?, hash=?, source=?, indexed_at=? "
                 "WHERE id=?",
                 (record.language, record.size, record.mtime_ns, record.hash, record.source,
                  now_ms(), file_id))
+            for cid, chash, symbol, kind, start, end, embed in conn.execute(
+                    "SELECT id, hash, symbol, kind, start_line, end_line, embed_hash FROM chunks "
+                    "WHERE file_id = ? ORDER BY start_line", (file_id,)):
+                old.setdefault((chash, symbol, kind), []).append((cid, start, end, embed))
+            conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
         else:
             file_id = conn.execute(
                 "INSERT INTO files(path, language, size, mtime_ns, hash, source, indexed_at) "
@@ -337,6 +432,13 @@ class Store:
                  record.source, now_ms())).lastrowid
         path_tokens = expand(record.path)
         for chunk in chunks:
+            reusable = old.get((chunk.hash, chunk.symbol, chunk.kind))
+            if reusable:
+                cid, start, end, _ = reusable.pop(0)
+                if (start, end) != (chunk.start_line, chunk.end_line):
+                    conn.execute("UPDATE chunks SET start_line = ?, end_line = ? WHERE id = ?",
+                                 (chunk.start_line, chunk.end_line, cid))
+                continue
             chunk_id = conn.execute(
                 "INSERT INTO chunks(file_id, symbol, name, symbol_kind, kind, language, "
                 "start_line, end_line, hash, embed_hash, text) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
@@ -347,10 +449,15 @@ class Store:
             conn.execute(
                 f"INSERT INTO {table}(rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
                 (chunk_id, expand(chunk.symbol or ""), path_tokens, expand(chunk.text)))
+        gone = [(cid, kind, embed) for (_, _, kind), rows in old.items() for cid, _, _, embed in rows]
+        for cid, kind, _ in gone:
+            conn.execute(f"DELETE FROM {FTS_TABLE_BY_KIND.get(kind, 'fts_code')} WHERE rowid = ?",
+                         (cid,))
+            conn.execute("DELETE FROM chunks WHERE id = ?", (cid,))
         conn.executemany(
             "INSERT INTO imports(file_id, spec, line, target) VALUES (?, ?, ?, ?)",
             [(file_id, ref.spec, ref.line, target) for ref, target in imports])
-        self._drop_orphan_vectors(conn, old_hashes)
+        self.drop_orphan_vectors(conn, sorted({embed for _, _, embed in gone}))
         return file_id
 
     def counts(self) -> dict[str, int]:

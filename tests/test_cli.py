@@ -6,6 +6,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
@@ -54,10 +55,15 @@ def test_serve_on_a_unix_socket_with_a_prewarmed_root(repo: Path, tmp_path: Path
     sock.write_text("stale file from a crashed daemon")
     proc = subprocess.Popen([*CTXLS, "serve", "--root", str(repo), "--socket", str(sock)],
                             stderr=subprocess.PIPE, text=True)
+    # The daemon and this test both give up rather than hang CI.
+    killer = threading.Timer(60, proc.kill)
+    killer.start()
     try:
         lines = []
-        while "serving LSP" not in "".join(lines):
-            lines.append(proc.stderr.readline())
+        while "until interrupted" not in "".join(lines):
+            line = proc.stderr.readline()
+            assert line, "daemon exited: " + "".join(lines)
+            lines.append(line)
         assert "indexed 5 files" in "".join(lines)
 
         async def session():
@@ -75,5 +81,6 @@ def test_serve_on_a_unix_socket_with_a_prewarmed_root(repo: Path, tmp_path: Path
         assert recall["result"]["partial"] is False  # indexed before the client came
         assert recall["result"]["hits"][0]["chunk"]["symbol"] == "send_prepared"
     finally:
+        killer.cancel()
         proc.terminate()
         proc.wait(timeout=10)

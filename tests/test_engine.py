@@ -147,3 +147,35 @@ def test_code_and_prose_rank_separately(plain: Path):
     assert {h.kind for h in result.hits_by_kind["doc"]} == {"doc"}
     assert result.hits_by_kind["fact"] == [] and result.hits_by_kind["episode"] == []
     engine.close()
+
+
+def test_an_edit_rewrites_only_the_changed_chunk_and_shifts_the_rest(plain: Path):
+    engine = engine_for(plain)
+    engine.cold_index()
+
+    def rows():
+        return {r[0]: (r[1], r[2], r[3]) for r in engine.store.reader().execute(
+            "SELECT c.symbol, c.id, c.start_line, c.end_line FROM chunks c JOIN files f "
+            "ON f.id = c.file_id WHERE f.path = 'pkg/session.py' AND c.symbol IS NOT NULL")}
+
+    before = rows()
+    text = (plain / "pkg/session.py").read_text()
+    edited = text.replace("    timeout = 30\n", "    timeout = 30\n    retries = 2\n")
+    engine.set_buffer("pkg/session.py", edited)
+    after = rows()
+    assert after["Session"][0] != before["Session"][0]  # the class header changed: new row
+    for symbol in ("Session.request", "Session.close", "send_prepared"):
+        old_id, old_start, old_end = before[symbol]
+        assert after[symbol] == (old_id, old_start + 1, old_end + 1)  # same row, moved down
+    hits = engine.recall("send_prepared", ["code"]).hits_by_kind["code"]
+    assert (hits[0].symbol, hits[0].start_line) == ("send_prepared", 16)
+    engine.close()
+
+
+def test_a_folder_ignored_by_an_enclosing_repository_is_walked(tmp_path: Path):
+    outer = tmp_path / "outer"
+    write_tree(outer, {".gitignore": "vendor/\n", "vendor/lib/mod.py": "def vendored():\n    pass\n"})
+    subprocess.run(["git", "init", "-q", str(outer)], check=True)
+    engine = engine_for(outer / "vendor" / "lib")
+    assert engine.index().added == 1
+    engine.close()

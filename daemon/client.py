@@ -1,0 +1,133 @@
+"""How headless shells (CLI verbs, the MCP bridge) reach the engine: through
+the running daemon's socket when there is one — so they see the editor's
+unsaved buffers — else in this process over the store on disk.
+
+Both paths run the same request functions (``server.CUSTOM_METHODS``) and
+return the protocol's JSON, so output never depends on which one answered.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+from ctxls.daemon.socket_server import SOCKET_NAME, frame
+from ctxls.index.discovery import STORE_DIR_NAME
+from ctxls.index.errors import EngineError
+
+
+class RemoteError(EngineError):
+    """An error answer from the daemon, with its code and data kept."""
+
+    def __init__(self, code: int, message: str, data: Any):
+        super().__init__(message, data if isinstance(data, dict) else {})
+        self.code = code
+
+
+class DaemonClient:
+    """A blocking JSON-RPC client on the daemon socket."""
+
+    def __init__(self, sock: socket.socket):
+        self._sock = sock
+        self._file = sock.makefile("rb")
+        self._next_id = 0
+
+    @classmethod
+    def connect(cls, path: Path, timeout: float = 30.0) -> "DaemonClient | None":
+        """None when no daemon listens there (absent or stale socket)."""
+        if not path.exists():
+            return None
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            sock.close()
+            return None
+        return cls(sock)
+
+    def request(self, method: str, params: dict | None) -> Any:
+        self._next_id += 1
+        msg_id = self._next_id
+        self._sock.sendall(frame({"jsonrpc": "2.0", "id": msg_id, "method": method,
+                                  "params": params or {}}))
+        while True:
+            message = self._read()
+            if message.get("id") != msg_id:
+                continue
+            if "error" in message:
+                error = message["error"]
+                raise RemoteError(error.get("code", -32603), error.get("message", ""),
+                                  error.get("data"))
+            return message.get("result")
+
+    def _read(self) -> dict:
+        length = None
+        while True:
+            line = self._file.readline()
+            if not line:
+                raise ConnectionError("the daemon closed the connection")
+            line = line.strip()
+            if not line:
+                break
+            name, _, value = line.decode("ascii", "replace").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        if length is None:
+            raise ConnectionError("malformed message from the daemon")
+        return json.loads(self._file.read(length))
+
+    def close(self) -> None:
+        try:
+            self._sock.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
+        except OSError:
+            pass
+        self._file.close()
+        self._sock.close()
+
+
+def default_socket(root: Path) -> Path:
+    return root / STORE_DIR_NAME / SOCKET_NAME
+
+
+class EngineAccess:
+    """One root, reached through its daemon or in process."""
+
+    def __init__(self, root: Path, use_daemon: bool = True, refresh: bool = True):
+        self.root = root.resolve()
+        self.refresh = refresh
+        self.daemon = DaemonClient.connect(default_socket(self.root)) if use_daemon else None
+        self._local_ready = False
+
+    @property
+    def via(self) -> str:
+        return "daemon" if self.daemon is not None else "local"
+
+    def request(self, method: str, params: dict | None = None) -> Any:
+        if self.daemon is not None:
+            return self.daemon.request(method, params)
+        return self._local(method, params)
+
+    def _local(self, method: str, params: dict | None) -> Any:
+        from ctxls.daemon import wire
+        from ctxls.daemon.server import CUSTOM_METHODS, server
+
+        if not self._local_ready:
+            engine = server.workspaces.add_folder(self.root)
+            if engine is not None and self.refresh:
+                engine.index()  # incremental: a no-op pass costs a fraction of a second
+            self._local_ready = True
+        handler = CUSTOM_METHODS.get(method)
+        if handler is None:
+            raise RemoteError(-32601, f"method not found: {method}", {})
+        return handler(server, wire.Params(params))
+
+    def close(self) -> None:
+        if self.daemon is not None:
+            self.daemon.close()
+        else:
+            from ctxls.daemon.server import server
+
+            server.workspaces.close()

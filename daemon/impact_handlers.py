@@ -1,0 +1,195 @@
+"""LSP features of the impact engine (docs/protocol.md): ``ctxls/impact``,
+call hierarchy and code lenses. Thin: check params, make one call into
+``ctxls.impact.analysis`` off the event loop, convert.
+
+Call hierarchy items and lenses carry ``data: {"symbol"}``; with the item's
+URI that names one definition, so the follow-up requests (incoming, outgoing,
+resolve) analyse exactly it. Files outside every workspace folder have no
+workspace to search: they get no items, lenses or impact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from ctxls.daemon import wire
+from ctxls.daemon.server import _SYMBOL_KINDS, CtxlsServer, rpc, server
+from ctxls.impact import analysis
+from ctxls.impact.analysis import DefinitionSite, Impact
+from ctxls.impact.callers import Caller
+from ctxls.impact.syntax import Span
+from ctxls.index.engine import Engine
+from ctxls.index.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+# The client command a resolved lens runs; its argument is {uri, symbol}.
+SHOW_IMPACT_COMMAND = "ctxls.showImpact"
+
+
+@rpc("ctxls/impact")
+def impact(ls: CtxlsServer, params: wire.Params) -> dict | None:
+    symbol, uri, line, character = wire.impact_params(params)
+    if symbol is not None:
+        # Several folders: the first that defines the symbol answers.
+        for engine in ls.workspaces.all():
+            found = analysis.analyze(engine, symbol)
+            if found is not None:
+                return wire.impact_json(found, engine.uri_for)
+        return None
+    target = workspace_file(ls, uri or "")
+    if target is None:
+        return None
+    engine, path = target
+    found = analysis.analyze(engine, path=path, line=line, character=character)
+    return wire.impact_json(found, engine.uri_for) if found is not None else None
+
+
+def workspace_file(ls: CtxlsServer, uri: str) -> tuple[Engine, str] | None:
+    target = ls.engine_for(uri)
+    if target is None or ls.workspaces.is_loose(target[0]):
+        return None
+    return target
+
+
+async def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """One library call in a worker thread; engine errors keep their codes."""
+    try:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+    except EngineError as exc:
+        raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
+
+
+def _range(span: Span) -> types.Range:
+    return types.Range(types.Position(span.start_line, span.start_character),
+                       types.Position(span.end_line, span.end_character))
+
+
+def _item(engine: Engine, site: DefinitionSite) -> types.CallHierarchyItem:
+    definition = site.definition
+    return types.CallHierarchyItem(
+        name=definition.name, kind=_SYMBOL_KINDS.get(definition.symbol_kind, types.SymbolKind.Function),
+        detail=f"{definition.symbol} · {definition.path}", uri=engine.uri_for(definition.path),
+        range=types.Range(types.Position(definition.start_line, 0),
+                          types.Position(definition.end_line + 1, 0)),
+        selection_range=_range(site.name_span), data={"symbol": definition.symbol})
+
+
+def _caller_item(engine: Engine, callers: list[Caller]) -> types.CallHierarchyItem:
+    """The symbol holding some calls; module-level calls get the file as caller."""
+    first = callers[0]
+    if first.symbol is None or first.symbol_lines is None:
+        last_line = max(c.span.end_line for c in callers)
+        return types.CallHierarchyItem(
+            name=first.path.rsplit("/", 1)[-1], kind=types.SymbolKind.File, detail=first.path,
+            uri=engine.uri_for(first.path),
+            range=types.Range(types.Position(0, 0), types.Position(last_line + 1, 0)),
+            selection_range=_range(first.span))
+    start, end = first.symbol_lines
+    return types.CallHierarchyItem(
+        name=first.symbol.rsplit(".", 1)[-1],
+        kind=_SYMBOL_KINDS.get(first.symbol_kind or "", types.SymbolKind.Function),
+        detail=f"{first.symbol} · {first.path}", uri=engine.uri_for(first.path),
+        range=types.Range(types.Position(start, 0), types.Position(end + 1, 0)),
+        selection_range=_range(first.span), data={"symbol": first.symbol})
+
+
+def _item_target(ls: CtxlsServer, item: types.CallHierarchyItem) -> tuple[Engine, str, str] | None:
+    data = item.data if isinstance(item.data, dict) else {}
+    symbol = data.get("symbol")
+    target = workspace_file(ls, item.uri)
+    if not isinstance(symbol, str) or target is None:
+        return None
+    return target[0], target[1], symbol
+
+
+@server.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
+async def prepare_call_hierarchy(ls: CtxlsServer, params: types.CallHierarchyPrepareParams):
+    target = workspace_file(ls, params.text_document.uri)
+    if target is None:
+        return None
+    engine, path = target
+    sites = await _run(analysis.definitions_at, engine, path, params.position.line,
+                       params.position.character)
+    return [_item(engine, site) for site in sites] or None
+
+
+@server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
+async def incoming_calls(ls: CtxlsServer, params: types.CallHierarchyIncomingCallsParams):
+    target = _item_target(ls, params.item)
+    if target is None:
+        return None
+    engine, path, symbol = target
+    found: Impact | None = await _run(analysis.analyze, engine, symbol, path)
+    if found is None:
+        return []
+    by_caller: dict[tuple[str, str | None], list[Caller]] = {}
+    for caller in found.callers:
+        by_caller.setdefault((caller.path, caller.symbol), []).append(caller)
+    return [types.CallHierarchyIncomingCall(from_=_caller_item(engine, callers),
+                                            from_ranges=[_range(c.span) for c in callers])
+            for callers in by_caller.values()]
+
+
+@server.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
+async def outgoing_calls(ls: CtxlsServer, params: types.CallHierarchyOutgoingCallsParams):
+    target = _item_target(ls, params.item)
+    if target is None:
+        return None
+    engine, path, symbol = target
+    calls = await _run(analysis.outgoing_calls, engine, symbol, path)
+    return [types.CallHierarchyOutgoingCall(to=_item(engine, site),
+                                            from_ranges=[_range(s) for s in sites])
+            for site, sites in calls]
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
+async def code_lens(ls: CtxlsServer, params: types.CodeLensParams):
+    """One unresolved lens per definition: opening a file costs no search."""
+    uri = params.text_document.uri
+    target = workspace_file(ls, uri)
+    if target is None:
+        return None
+    sites = await _run(analysis.definitions_in, target[0], target[1])
+    return [types.CodeLens(range=_range(site.name_span),
+                           data={"uri": uri, "symbol": site.definition.symbol}) for site in sites]
+
+
+@server.feature(types.CODE_LENS_RESOLVE)
+async def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.CodeLens:
+    data = lens.data if isinstance(lens.data, dict) else {}
+    uri, symbol = data.get("uri"), data.get("symbol")
+    target = workspace_file(ls, uri) if isinstance(uri, str) else None
+    if target is None or not isinstance(symbol, str):
+        raise JsonRpcException(message="invalid param 'data': not a ctxls code lens",
+                               code=-32602, data={"param": "data"})
+    found: Impact | None = await _run(analysis.analyze, target[0], symbol, target[1])
+    lens.command = types.Command(title=lens_title(found), command=SHOW_IMPACT_COMMAND,
+                                 arguments=[{"uri": uri, "symbol": symbol}])
+    return lens
+
+
+def lens_title(found: Impact | None) -> str:
+    """"3 callers · risk med"; unconfirmed callers are said so."""
+    if found is None:
+        return "definition gone · re-open the file"
+    count = len(found.callers)
+    title = f"{count} caller{'' if count == 1 else 's'}"
+    unconfirmed = count - found.confirmed
+    if unconfirmed:
+        title += f" ({unconfirmed} unconfirmed)"
+    return f"{title} · risk {found.risk}"
+
+
+def refresh_code_lenses(ls: CtxlsServer) -> None:
+    """Ask the client to re-request lenses (after a buffer was re-indexed: any
+    file's edit can change any lens's count), when it supports that."""
+    workspace = ls.client_capabilities.workspace if ls.client_capabilities else None
+    lens_caps = workspace.code_lens if workspace else None
+    if lens_caps and lens_caps.refresh_support:
+        ls.workspace_code_lens_refresh(None)

@@ -1,0 +1,182 @@
+"""The shared daemon socket: any number of clients (CLI, MCP bridge, scripts)
+talk JSON-RPC (LSP framing) to the running daemon, so they see the editor's
+unsaved buffers and never open a second writer on the store.
+
+It serves every custom ``ctxls/*`` request through the same plain functions
+as the LSP handlers (``server.CUSTOM_METHODS``), plus ``initialize``,
+``shutdown``, ``exit`` (which ends that connection only) and
+``$/cancelRequest``. Document sync stays with the editor's own connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import logging
+import socket
+from pathlib import Path
+from typing import Any
+
+from ctxls import __version__
+from ctxls.daemon import wire
+from ctxls.index.errors import EngineError
+
+log = logging.getLogger(__name__)
+
+SOCKET_NAME = "daemon.sock"
+# sun_path is 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH = 107
+MAX_MESSAGE_BYTES = 64 << 20
+
+
+def socket_path_for(db_path: str) -> Path:
+    return Path(db_path).with_name(SOCKET_NAME)
+
+
+def socket_is_live(path: Path) -> bool:
+    """Whether a daemon accepts connections on ``path`` (False for a stale file)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(str(path))
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+
+
+def error_response(msg_id: Any, code: int, message: str, data: Any = None) -> dict:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": msg_id, "error": error}
+
+
+async def read_message(reader: asyncio.StreamReader) -> dict | None:
+    """One LSP-framed JSON message, or None at end of stream."""
+    length = None
+    while True:
+        line = await reader.readline()
+        if not line:
+            return None
+        line = line.strip()
+        if not line:
+            break
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.lower() == "content-length":
+            length = int(value.strip())
+    if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
+        raise ValueError("missing or unreasonable Content-Length")
+    return json.loads(await reader.readexactly(length))
+
+
+def frame(message: dict) -> bytes:
+    body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class SocketServer:
+    def __init__(self, server: Any, path: Path):
+        self.server = server  # the CtxlsServer whose engines are shared
+        self.path = path
+        self._listener: asyncio.AbstractServer | None = None
+        self.connections = 0
+
+    async def start(self) -> bool:
+        """Listen, replacing a stale socket; False if another daemon owns it."""
+        if len(str(self.path).encode()) > MAX_SOCKET_PATH:
+            log.warning("socket path %s is too long for a Unix socket; not listening", self.path)
+            return False
+        if self.path.exists() or self.path.is_symlink():
+            if socket_is_live(self.path):
+                log.warning("another ctxls daemon serves %s; not listening", self.path)
+                return False
+            self.path.unlink()  # left by a daemon that died
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._listener = await asyncio.start_unix_server(self._serve, str(self.path))
+        log.info("shared daemon socket listening on %s", self.path)
+        return True
+
+    async def serve_forever(self) -> None:
+        assert self._listener is not None
+        async with self._listener:
+            await self._listener.serve_forever()
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+            try:
+                self.path.unlink()
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    raise
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        write_lock = asyncio.Lock()
+        tasks: dict[Any, asyncio.Task] = {}
+
+        async def send(message: dict) -> None:
+            async with write_lock:
+                writer.write(frame(message))
+                await writer.drain()
+
+        try:
+            while True:
+                try:
+                    message = await read_message(reader)
+                except (ValueError, json.JSONDecodeError, asyncio.IncompleteReadError) as exc:
+                    await send(error_response(None, -32700, f"parse error: {exc}"))
+                    break
+                if message is None or message.get("method") == "exit":
+                    break
+                if "id" not in message:
+                    if message.get("method") == "$/cancelRequest":
+                        task = tasks.get((message.get("params") or {}).get("id"))
+                        if task is not None:
+                            task.cancel()
+                    continue
+                task = asyncio.create_task(self._answer(message, send))
+                tasks[message["id"]] = task
+                task.add_done_callback(lambda _t, key=message["id"]: tasks.pop(key, None))
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            for task in tasks.values():
+                task.cancel()
+            self.connections -= 1
+            writer.close()
+
+    async def _answer(self, message: dict, send) -> None:
+        msg_id, method = message.get("id"), message.get("method")
+        try:
+            result = await self._result(method, message.get("params"))
+            response = {"jsonrpc": "2.0", "id": msg_id, "result": result}
+        except asyncio.CancelledError:
+            response = error_response(msg_id, -32800, "request cancelled")
+        except EngineError as exc:
+            response = error_response(msg_id, exc.code, exc.message, exc.data)
+        except LookupError:
+            response = error_response(msg_id, -32601, f"method not found: {method}")
+        except Exception as exc:  # one failed request, never the daemon
+            log.exception("socket request %s failed", method)
+            response = error_response(msg_id, -32603, f"internal error: {exc}")
+        try:
+            await send(response)
+        except (ConnectionError, OSError):
+            pass
+
+    async def _result(self, method: Any, params: Any) -> Any:
+        from ctxls.daemon.server import CUSTOM_METHODS
+
+        if method == "initialize":
+            return {"capabilities": {}, "serverInfo": {"name": "ctxls", "version": __version__}}
+        if method == "shutdown":
+            return None
+        handler = CUSTOM_METHODS.get(method) if isinstance(method, str) else None
+        if handler is None:
+            raise LookupError(method)
+        return await asyncio.to_thread(handler, self.server, wire.Params(params))

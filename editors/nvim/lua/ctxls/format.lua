@@ -1,0 +1,185 @@
+--- Conversions from protocol results (docs/protocol.md) to quickfix items and
+--- messages. No requests; only callers' lines are read, to show the call.
+local M = {}
+
+--- JSON null arrives as vim.NIL; treat it like an absent field.
+function M.present(value)
+  if value == vim.NIL then
+    return nil
+  end
+  return value
+end
+
+local function first_line(text)
+  if type(text) ~= "string" then
+    return ""
+  end
+  return text:match("^%s*([^\n]*)") or ""
+end
+
+--- Hits of a `ctxls/recall` result, best first, whether the server answered
+--- `{ hits }` (one kind asked) or `{ groups = { kind = hits } }`.
+---@param result { hits: table[]|nil, groups: table<string, table[]>|nil }
+---@return table[]
+function M.recall_hits(result)
+  if result.hits then
+    return result.hits
+  end
+  local hits = {}
+  for _, kind_hits in pairs(result.groups or {}) do
+    vim.list_extend(hits, kind_hits)
+  end
+  table.sort(hits, function(a, b)
+    if a.score ~= b.score then
+      return a.score > b.score
+    end
+    return a.path < b.path
+  end)
+  return hits
+end
+
+--- What a hit is, in a few words: the symbol or section for files, the first
+--- line of the text for written memory.
+function M.hit_label(hit)
+  local label
+  if hit.kind == "fact" or hit.kind == "episode" then
+    label = first_line(hit.body) ~= "" and first_line(hit.body) or hit.path
+  else
+    local chunk = M.present(hit.chunk)
+    label = (chunk and M.present(chunk.symbol)) or hit.path
+  end
+  if hit.kind ~= "code" then
+    label = ("[%s] %s"):format(hit.kind, label)
+  end
+  return label
+end
+
+--- A quickfix item for a hit. Written memory has no file: its item carries
+--- text only (quickfix shows it, jumping is not possible).
+function M.hit_to_qf_item(hit)
+  local item = { text = M.hit_label(hit) }
+  if M.present(hit.uri) and M.present(hit.range) then
+    item.filename = vim.uri_to_fname(hit.uri)
+    item.lnum = hit.range.start.line + 1
+    item.col = hit.range.start.character + 1
+  end
+  return item
+end
+
+--- One line for vim.ui.select: what the hit is, then where.
+function M.hit_select_label(hit)
+  local range = M.present(hit.range)
+  if not range then
+    return M.hit_label(hit)
+  end
+  return ("%s  %s:%d"):format(M.hit_label(hit), hit.path, range.start.line + 1)
+end
+
+local CALLER_KIND_WORDS = { call = "called from", decorator = "decorator in", value = "value use in" }
+
+--- Quickfix items for an Impact's callers, sorted by file and position, each
+--- "called from <enclosing symbol>: <the calling line>".
+---@param callers { uri: string, range: table, symbol: string|nil, confirmed: boolean, kind: string|nil }[]
+---@param position_encoding string the client's, to turn UTF-16 columns into bytes
+function M.callers_to_qf_items(callers, position_encoding)
+  local items = vim.lsp.util.locations_to_items(callers, position_encoding)
+  for _, item in ipairs(items) do
+    local caller = item.user_data
+    local label = ("%s %s"):format(
+      CALLER_KIND_WORDS[M.present(caller.kind)] or "called from",
+      M.present(caller.symbol) or "(module)"
+    )
+    if not caller.confirmed then
+      label = label .. " (unconfirmed)"
+    end
+    item.text = ("%s: %s"):format(label, vim.trim(item.text))
+  end
+  return items
+end
+
+local function plural(count, word)
+  return ("%d %s%s"):format(count, word, count == 1 and "" or "s")
+end
+
+local RISK_HIGHLIGHTS = { low = "DiagnosticOk", med = "DiagnosticWarn", high = "DiagnosticError" }
+
+--- Chunks for nvim_echo: a summary line, then one line per hedge.
+---@param impact table an `Impact`
+---@return [string, string][]
+function M.impact_echo_chunks(impact)
+  local chunks = {
+    { ("ctxls impact of %s: "):format(impact.symbol), "Normal" },
+    { "risk " .. impact.risk, RISK_HIGHLIGHTS[impact.risk] or "Normal" },
+    {
+      (" · %s (%d confirmed) · %s · %s · complexity %d"):format(
+        plural(#impact.callers, "caller"),
+        impact.confirmed,
+        plural(impact.mentions, "mention"),
+        plural(#impact.callees, "callee"),
+        impact.complexity
+      ),
+      "Normal",
+    },
+  }
+  for _, hedge in ipairs(impact.hedges) do
+    table.insert(chunks, { "\n  · " .. hedge, "Comment" })
+  end
+  return chunks
+end
+
+local function time_ago(ms, now_ms)
+  local seconds = math.max(0, math.floor((now_ms - ms) / 1000))
+  if seconds < 60 then
+    return "just now"
+  elseif seconds < 3600 then
+    return math.floor(seconds / 60) .. " min ago"
+  elseif seconds < 86400 then
+    return math.floor(seconds / 3600) .. " h ago"
+  end
+  return math.floor(seconds / 86400) .. " d ago"
+end
+
+--- A quickfix item for a `ctxls/recentActivity` row. The row names a file and
+--- a symbol, not a line: `symbol_lines` maps a file's symbols to 0-based lines.
+---@param activity { id: string, symbol: string|nil, kind: string, lastEditedAt: number, edits: integer }
+---@param root string the repository root the id is relative to
+---@param symbol_lines table<string, integer>
+---@param now_ms number
+function M.activity_to_qf_item(activity, root, symbol_lines, now_ms)
+  local symbol = M.present(activity.symbol)
+  local line = symbol and symbol_lines[symbol] or 0
+  return {
+    filename = vim.fs.joinpath(root, activity.id),
+    lnum = line + 1,
+    col = 1,
+    text = ("%s · %s · %s"):format(
+      symbol or "(module)",
+      plural(activity.edits, "edit"),
+      time_ago(activity.lastEditedAt, now_ms)
+    ),
+  }
+end
+
+--- Qualified symbol name → 0-based start line, from a `textDocument/documentSymbol`
+--- result (ctxls puts the qualified name in DocumentSymbol.detail).
+---@param symbols table[]|nil DocumentSymbol[] or SymbolInformation[]
+---@return table<string, integer>
+function M.symbol_lines(symbols)
+  local lines = {}
+  local function visit(list, parent)
+    for _, symbol in ipairs(list or {}) do
+      if symbol.location then -- SymbolInformation
+        lines[symbol.name] = symbol.location.range.start.line
+      else
+        local qualified = (type(symbol.detail) == "string" and symbol.detail ~= "") and symbol.detail
+          or (parent and (parent .. "." .. symbol.name) or symbol.name)
+        lines[qualified] = symbol.range.start.line
+        visit(symbol.children, qualified)
+      end
+    end
+  end
+  visit(symbols)
+  return lines
+end
+
+return M

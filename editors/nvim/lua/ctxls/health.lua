@@ -1,0 +1,116 @@
+--- :checkhealth ctxls
+local client_module = require("ctxls.client")
+
+local M = {}
+
+local STATUS_TIMEOUT_MS = 2000
+local VERSION_TIMEOUT_MS = 5000
+
+--- `cmd` with its "serve" subcommand swapped for --version, or nil when the
+--- command is a custom wrapper without one.
+local function version_command(cmd)
+  for index, word in ipairs(cmd) do
+    if word == "serve" then
+      local command = vim.list_slice(cmd, 1, index - 1)
+      table.insert(command, "--version")
+      return command
+    end
+  end
+  return nil
+end
+
+local function check_executable(cmd)
+  local executable = cmd[1]
+  if vim.fn.executable(executable) ~= 1 then
+    vim.health.error(
+      ("server executable not found: %s"):format(executable),
+      { "pip install ctxls (or `make install` in a checkout)", "or set `cmd` in setup() to the full path" }
+    )
+    return
+  end
+  vim.health.ok(("server executable: %s"):format(vim.fn.exepath(executable)))
+  local command = version_command(cmd)
+  if not command then
+    vim.health.info("cmd has no `serve` subcommand; cannot ask its version")
+    return
+  end
+  local ok, process = pcall(vim.system, command, { text = true })
+  local done = ok and process:wait(VERSION_TIMEOUT_MS)
+  if done and done.code == 0 then
+    vim.health.ok("version: " .. vim.trim(done.stdout))
+  else
+    vim.health.warn(
+      ("`%s` failed: %s"):format(table.concat(command, " "), done and vim.trim(done.stderr) or "did not run")
+    )
+  end
+end
+
+local function check_client(client)
+  local buffers = vim.tbl_map(function(bufnr)
+    return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
+  end, vim.tbl_keys(client.attached_buffers))
+  local root = client.root_dir or client.config.root_dir
+  vim.health.ok(
+    ("client %d (root %s) attached to %d buffer(s): %s"):format(client.id, root, #buffers, table.concat(buffers, ", "))
+  )
+
+  local response, err = client_module.request_sync(client, "ctxls/status", vim.empty_dict(), STATUS_TIMEOUT_MS)
+  if not response or response.err then
+    vim.health.error("ctxls/status failed: " .. (err or (response and response.err.message) or "no answer"))
+    return
+  end
+  local status = response.result
+  local summary = ("index: %d files, %d chunks, %d vectors, %d pending (server %s, %s)"):format(
+    status.files,
+    status.chunks,
+    status.vectors,
+    status.pending,
+    status.version,
+    status.dbPath
+  )
+  if status.indexing then
+    vim.health.warn(summary .. ": still indexing, results are partial")
+  else
+    vim.health.ok(summary)
+  end
+  local embeddings = status.embeddings
+  if embeddings.enabled then
+    vim.health.ok(("embeddings: %s (%d dimensions)"):format(embeddings.model, embeddings.dim))
+  else
+    vim.health.info("embeddings: off, recall is lexical only")
+  end
+  if client.server_capabilities.codeLensProvider then
+    vim.health.ok("code lenses: served")
+  else
+    vim.health.info("code lenses: not served by this server version")
+  end
+end
+
+function M.check()
+  vim.health.start("ctxls")
+  if vim.fn.has("nvim-0.10") ~= 1 then
+    vim.health.error("Neovim 0.10 or newer is required")
+    return
+  end
+  local options = require("ctxls").options
+  if not options then
+    vim.health.error("setup() has not been called", { 'add require("ctxls").setup() to your config' })
+    return
+  end
+  vim.health.ok(("setup() done; root markers: %s"):format(table.concat(options.root_markers, ", ")))
+  check_executable(options.cmd)
+
+  local clients = vim.lsp.get_clients({ name = client_module.name })
+  if #clients == 0 then
+    vim.health.warn("no ctxls client running", {
+      "open a file inside a repository (a folder with one of the root markers)",
+      "see :LspLog if the server failed to start",
+    })
+    return
+  end
+  for _, client in ipairs(clients) do
+    check_client(client)
+  end
+end
+
+return M

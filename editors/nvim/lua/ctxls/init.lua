@@ -1,0 +1,237 @@
+--- ctxls for Neovim: starts the ctxls language server per repository and
+--- adds commands for its custom requests (docs/protocol.md).
+---
+---   require("ctxls").setup({ ... })   -- see :help ctxls-setup
+local client_module = require("ctxls.client")
+local config = require("ctxls.config")
+local format = require("ctxls.format")
+local lens = require("ctxls.lens")
+
+local M = {}
+
+---@type ctxls.Options|nil the resolved options; nil until setup() ran
+M.options = nil
+
+local METHOD_NOT_FOUND = -32601
+
+local function notify(message, level)
+  vim.notify("ctxls: " .. message, level or vim.log.levels.INFO)
+end
+
+local function describe_error(method, err)
+  if err.code == METHOD_NOT_FOUND then
+    return ("this ctxls server does not implement %s yet; upgrade ctxls"):format(method)
+  end
+  return ("%s failed: %s"):format(method, err.message)
+end
+
+--- Send a custom request to the ctxls client of the current buffer; errors are
+--- reported to the user, `on_result` only ever sees a successful result.
+---@param method string
+---@param params table
+---@param on_result fun(result: any, client: vim.lsp.Client)
+local function call(method, params, on_result)
+  local client = client_module.get()
+  if not client then
+    notify("no server running: call setup() and open a file inside a repository", vim.log.levels.ERROR)
+    return
+  end
+  client_module.request(client, method, params, function(err, result)
+    if err then
+      notify(describe_error(method, err), vim.log.levels.ERROR)
+      return
+    end
+    on_result(format.present(result), client)
+  end)
+end
+
+local function show_quickfix(title, items)
+  vim.fn.setqflist({}, " ", { title = title, items = items })
+  if M.options.open_quickfix and #items > 0 then
+    vim.cmd("botright copen")
+  end
+end
+
+local function jump_to_hit(hit, client)
+  if format.present(hit.uri) then
+    vim.lsp.util.show_document({ uri = hit.uri, range = hit.range }, client.offset_encoding, { focus = true })
+  else -- written memory has no file: show its text
+    vim.api.nvim_echo({ { format.present(hit.body) or hit.path } }, true, {})
+  end
+end
+
+--- Search the index; results go to the quickfix list or vim.ui.select.
+---@param query string
+---@param opts { picker: "quickfix"|"select"|nil }|nil picker defaults to options.recall.picker
+function M.recall(query, opts)
+  local picker = (opts and opts.picker) or M.options.recall.picker
+  local params = {
+    query = query,
+    n = M.options.recall.n,
+    kind = M.options.recall.kind,
+    body = true, -- written memory has no file to show: its text is the result
+    scope = M.options.scope,
+  }
+  call("ctxls/recall", params, function(result, client)
+    local hits = format.recall_hits(result)
+    if #hits == 0 then
+      notify("nothing found for " .. query)
+    elseif result.partial then
+      notify("still indexing: results may be incomplete")
+    end
+    if picker == "select" then
+      if #hits > 0 then
+        vim.ui.select(hits, { prompt = "ctxls recall: " .. query, format_item = format.hit_select_label }, function(hit)
+          if hit then
+            jump_to_hit(hit, client)
+          end
+        end)
+      end
+      return
+    end
+    show_quickfix("ctxls recall: " .. query, vim.tbl_map(format.hit_to_qf_item, hits))
+  end)
+end
+
+--- Callers of a symbol (by name, or the one under the cursor) into the
+--- quickfix list; risk and hedges echoed.
+---@param symbol string|nil
+function M.impact(symbol)
+  local client = client_module.get()
+  local params = { symbol = symbol }
+  if not symbol and client then
+    params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  end
+  call("ctxls/impact", params, function(impact, client)
+    if not impact then
+      notify(("%s is not defined anywhere in the index"):format(symbol or "the symbol under the cursor"))
+      return
+    end
+    show_quickfix("ctxls impact: " .. impact.symbol, format.callers_to_qf_items(impact.callers, client.offset_encoding))
+    -- After copen, so opening the window does not wipe the message.
+    vim.api.nvim_echo(format.impact_echo_chunks(impact), true, {})
+  end)
+end
+
+--- Recently edited symbols into the quickfix list, newest first.
+function M.recent()
+  call("ctxls/recentActivity", { limit = M.options.recent.limit }, function(result, client)
+    local activities = result.items
+    local title = "ctxls recent activity"
+    if #activities == 0 then
+      notify("no recent edits")
+      show_quickfix(title, {})
+      return
+    end
+    -- Rows name a symbol, not a line: ask the server where each file's symbols are.
+    local root = client.root_dir or client.config.root_dir
+    local lines_by_path, pending = {}, 0
+    local function finish()
+      local now_ms = os.time() * 1000
+      local items = vim.tbl_map(function(activity)
+        return format.activity_to_qf_item(activity, root, lines_by_path[activity.id] or {}, now_ms)
+      end, activities)
+      show_quickfix(title, items)
+    end
+    for _, activity in ipairs(activities) do
+      if format.present(activity.symbol) and not lines_by_path[activity.id] then
+        local path = activity.id
+        lines_by_path[path] = {}
+        pending = pending + 1
+        local params = { textDocument = { uri = vim.uri_from_fname(vim.fs.joinpath(root, path)) } }
+        client_module.request(client, "textDocument/documentSymbol", params, function(err, symbols)
+          if not err then
+            lines_by_path[path] = format.symbol_lines(format.present(symbols))
+          end
+          pending = pending - 1
+          if pending == 0 then
+            finish()
+          end
+        end)
+      end
+    end
+    if pending == 0 then
+      finish()
+    end
+  end)
+end
+
+--- Write a fact to the server's memory. The id is derived from the text, so
+--- remembering the same sentence twice keeps one fact.
+---@param text string
+function M.remember(text)
+  local params = {
+    id = "nvim/" .. vim.fn.sha256(text):sub(1, 16),
+    text = text,
+    kind = "fact",
+    by = "human",
+    scope = M.options.scope,
+  }
+  call("ctxls/remember", params, function()
+    notify("remembered: " .. text)
+  end)
+end
+
+--- The server's `ctxls/status` (index counts, whether indexing runs).
+---@param callback fun(status: table)
+function M.status(callback)
+  call("ctxls/status", vim.empty_dict(), callback)
+end
+
+local function create_commands()
+  local command = vim.api.nvim_create_user_command
+  command("CtxRecall", function(args)
+    local picker = M.options.recall.picker
+    if args.bang then
+      picker = picker == "select" and "quickfix" or "select"
+    end
+    if args.args ~= "" then
+      M.recall(args.args, { picker = picker })
+      return
+    end
+    vim.ui.input({ prompt = "ctxls recall: " }, function(query)
+      if query and query ~= "" then
+        M.recall(query, { picker = picker })
+      end
+    end)
+  end, { nargs = "*", bang = true, desc = "ctxls: search code, docs and memory (! switches picker)" })
+  command("CtxImpact", function(args)
+    M.impact(args.args ~= "" and args.args or nil)
+  end, { nargs = "?", desc = "ctxls: callers, risk and hedges of the symbol under the cursor" })
+  command("CtxRecent", function()
+    M.recent()
+  end, { nargs = 0, desc = "ctxls: recently edited symbols" })
+  command("CtxRemember", function(args)
+    M.remember(args.args)
+  end, { nargs = "+", desc = "ctxls: remember a fact" })
+end
+
+local function on_attach(client, bufnr)
+  if M.options.codelens then
+    lens.attach(client, bufnr)
+  end
+  if M.options.on_attach then
+    M.options.on_attach(client, bufnr)
+  end
+end
+
+---@param user_options table|nil see :help ctxls-options
+function M.setup(user_options)
+  M.options = config.resolve(user_options)
+  create_commands()
+  if M.options.codelens then
+    lens.refresh_after_indexing(client_module.name)
+  end
+  client_module.enable(M.options, {
+    on_attach = on_attach,
+    handlers = { ["workspace/codeLens/refresh"] = lens.on_refresh_request },
+    commands = {
+      -- What a resolved code lens runs (vim.lsp.codelens.run()): argument { uri, symbol }.
+      ["ctxls.showImpact"] = function(command)
+        M.impact(command.arguments[1].symbol)
+      end,
+    },
+  })
+end
+
+return M

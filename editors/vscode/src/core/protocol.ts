@@ -1,0 +1,162 @@
+// The parts of docs/protocol.md this extension sends and reads. Shapes are
+// typed as the server documents them; fields marked optional there (or added
+// by later server versions) are optional here too.
+
+export const Method = {
+  status: 'ctxls/status',
+  recall: 'ctxls/recall',
+  get: 'ctxls/get',
+  impact: 'ctxls/impact',
+  recentActivity: 'ctxls/recentActivity',
+  remember: 'ctxls/remember',
+} as const;
+
+export type MethodName = (typeof Method)[keyof typeof Method];
+
+/** The JSON-RPC error codes the extension explains to the user. */
+export const ErrorCode = {
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  ripgrepMissing: -32001,
+  scopeRequired: -32003,
+  outsideRoot: -32004,
+} as const;
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface Location {
+  uri: string;
+  range: Range;
+}
+
+export type HitKind = 'code' | 'doc' | 'fact' | 'episode';
+
+export const HIT_KINDS: readonly HitKind[] = ['code', 'doc', 'fact', 'episode'];
+
+export interface Hit {
+  path: string;
+  kind: HitKind;
+  format: string;
+  score: number;
+  chunk: { symbol: string | null; startLine: number; endLine: number } | null;
+  uri?: string;
+  range?: Range;
+  body?: string | null;
+  meta?: Record<string, unknown>;
+}
+
+export interface RecallParams {
+  query: string;
+  kind?: HitKind | HitKind[];
+  n?: number;
+  body?: boolean;
+  scope?: string;
+}
+
+/** `hits` when one kind was asked for, `groups` otherwise. */
+export interface RecallResult {
+  hits?: Hit[];
+  groups?: Partial<Record<HitKind, Hit[]>>;
+  partial?: boolean;
+}
+
+export interface Item {
+  id: string;
+  kind: string;
+  format: string;
+  text: string | null;
+}
+
+export interface Caller {
+  path: string;
+  uri: string;
+  range: Range;
+  symbol: string | null;
+  confirmed: boolean;
+}
+
+export interface Callee {
+  symbol: string;
+  definitions: Location[];
+}
+
+export type Risk = 'low' | 'med' | 'high';
+
+export interface Impact {
+  symbol: string;
+  definitions: Location[];
+  callers: Caller[];
+  callees: Callee[];
+  refCount: number;
+  confirmed: number;
+  mentions: number;
+  risk: Risk;
+  hedges: string[];
+  complexity: number;
+}
+
+export interface ImpactParams {
+  textDocument: { uri: string };
+  position: Position;
+}
+
+export interface ActivityItem {
+  /** Repo-relative POSIX path of the edited file. */
+  id: string;
+  /** Null for module-level code. */
+  symbol: string | null;
+  kind: string;
+  lastEditedAt: number;
+  edits: number;
+}
+
+export interface RecentActivityResult {
+  items: ActivityItem[];
+}
+
+export interface RememberParams {
+  id: string;
+  text: string;
+  kind: 'fact';
+  by: 'human';
+  scope?: string;
+}
+
+export interface FolderStatus {
+  indexing: boolean;
+  files: number;
+  chunks: number;
+  vectors?: number;
+  pending: number;
+  root: string;
+  dbPath: string;
+}
+
+export interface Status {
+  indexing: boolean;
+  files: number;
+  chunks: number;
+  vectors: number;
+  /** Files left in a running pass, buffers waiting, and chunks still without a vector. */
+  pending: number;
+  embeddings: { enabled: boolean; model: string; dim: number; error?: string };
+  root: string;
+  dbPath: string;
+  version: string;
+  complete?: boolean;
+  folders?: FolderStatus[];
+}
+
+/** `$/progress` values of LSP work-done progress. */
+export type WorkDoneProgressValue =
+  | { kind: 'begin'; title: string; message?: string; percentage?: number }
+  | { kind: 'report'; message?: string; percentage?: number }
+  | { kind: 'end'; message?: string };

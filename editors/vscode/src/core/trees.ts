@@ -1,0 +1,195 @@
+// The Impact and Recent Activity views as plain data; src/views.ts renders
+// these nodes as TreeItems.
+
+import { basename, dirname, formatAge, lineSpan, plural } from './format';
+import type { ActivityItem, Impact, Location } from './protocol';
+
+/** What clicking a node opens. */
+export type Target =
+  | { type: 'location'; location: Location }
+  /** A repo-relative file, and the symbol in it to reveal (null: the file's top). */
+  | { type: 'symbol'; path: string; symbol: string | null };
+
+export interface TreeNode {
+  /** Unique within one tree, stable across refreshes so expansion state survives. */
+  id: string;
+  label: string;
+  description?: string;
+  tooltip?: string;
+  /** A codicon name. */
+  icon?: string;
+  /** Only meaningful when there are children. */
+  expanded?: boolean;
+  children: TreeNode[];
+  target?: Target;
+}
+
+// Partial and keyed by string: a newer server may send risks this table lacks.
+const RISK_ICONS: Partial<Record<string, string>> = { low: 'pass', med: 'warning', high: 'error' };
+
+/** `rootUris`: the workspace folders' URIs, so locations show as repo-relative paths. */
+export function impactTree(impact: Impact, rootUris: readonly string[]): TreeNode[] {
+  const nodes: TreeNode[] = [riskNode(impact)];
+  if (impact.hedges.length > 0) {
+    nodes.push({
+      id: 'hedges',
+      label: 'Hedges',
+      description: String(impact.hedges.length),
+      icon: 'info',
+      expanded: true,
+      children: impact.hedges.map((hedge, index) => ({
+        id: `hedges/${index}`,
+        label: hedge,
+        tooltip: hedge,
+        children: [],
+      })),
+    });
+  }
+  nodes.push({
+    id: 'callers',
+    label: 'Callers',
+    description: String(impact.callers.length),
+    icon: 'call-incoming',
+    expanded: true,
+    children: impact.callers.map((caller, index) => ({
+      id: `callers/${index}`,
+      label: caller.symbol ?? basename(caller.path),
+      description: `${caller.path}:${caller.range.start.line + 1}${
+        caller.confirmed ? '' : ' · unconfirmed'
+      }`,
+      tooltip: caller.confirmed
+        ? 'A call the server resolved to this symbol'
+        : 'A textual match the server could not confirm as a call to this symbol',
+      icon: caller.confirmed ? 'symbol-method' : 'question',
+      children: [],
+      target: { type: 'location', location: { uri: caller.uri, range: caller.range } },
+    })),
+  });
+  nodes.push({
+    id: 'callees',
+    label: 'Callees',
+    description: String(impact.callees.length),
+    icon: 'call-outgoing',
+    expanded: true,
+    children: impact.callees.map((callee, index): TreeNode => {
+      const id = `callees/${index}`;
+      const [only] = callee.definitions;
+      if (callee.definitions.length <= 1) {
+        return {
+          id,
+          label: callee.symbol,
+          description: only === undefined ? 'no definition found' : locationText(only, rootUris),
+          icon: 'symbol-method',
+          children: [],
+          ...(only === undefined ? {} : { target: { type: 'location', location: only } }),
+        };
+      }
+      return {
+        id,
+        label: callee.symbol,
+        description: plural(callee.definitions.length, 'definition'),
+        icon: 'symbol-method',
+        expanded: false,
+        children: locationNodes(id, callee.definitions, rootUris),
+      };
+    }),
+  });
+  if (impact.definitions.length > 0) {
+    nodes.push({
+      id: 'definitions',
+      label: 'Definitions',
+      description: String(impact.definitions.length),
+      icon: 'symbol-class',
+      expanded: false,
+      children: locationNodes('definitions', impact.definitions, rootUris),
+    });
+  }
+  return nodes;
+}
+
+function riskNode(impact: Impact): TreeNode {
+  const counts = [
+    plural(impact.refCount, 'reference'),
+    `${impact.confirmed} confirmed`,
+    plural(impact.mentions, 'mention'),
+    `complexity ${impact.complexity}`,
+  ];
+  const [definition] = impact.definitions;
+  return {
+    id: 'risk',
+    label: `Risk: ${impact.risk}`,
+    description: counts.join(' · '),
+    tooltip: `Changing ${impact.symbol}: risk ${impact.risk}\n${counts.join('\n')}`,
+    icon: RISK_ICONS[impact.risk] ?? 'question',
+    children: [],
+    ...(definition === undefined ? {} : { target: { type: 'location', location: definition } }),
+  };
+}
+
+function locationNodes(parentId: string, locations: Location[], rootUris: readonly string[]): TreeNode[] {
+  return locations.map((location, index) => ({
+    id: `${parentId}/${index}`,
+    label: locationText(location, rootUris),
+    icon: 'location',
+    children: [],
+    target: { type: 'location', location },
+  }));
+}
+
+/** `src/app.py:12` under a workspace folder, else the file's full path (or the URI, if not a file). */
+export function locationText(location: Location, rootUris: readonly string[]): string {
+  return `${displayPath(location.uri, rootUris)}:${lineSpan(location.range.start.line, location.range.end.line)}`;
+}
+
+export function displayPath(uri: string, rootUris: readonly string[]): string {
+  for (const root of rootUris) {
+    const prefix = root.endsWith('/') ? root : `${root}/`;
+    if (uri.startsWith(prefix)) {
+      return decodeURIComponent(uri.slice(prefix.length));
+    }
+  }
+  return uri.startsWith('file://') ? decodeURIComponent(uri.slice('file://'.length)) : uri;
+}
+
+/**
+ * Recent edits grouped by file, the most recently edited file first; within a
+ * file, symbols in the server's order (most recent first).
+ */
+export function recentActivityTree(items: ActivityItem[], nowMs: number): TreeNode[] {
+  const byPath = new Map<string, ActivityItem[]>();
+  for (const item of items) {
+    const group = byPath.get(item.id);
+    if (group === undefined) {
+      byPath.set(item.id, [item]);
+    } else {
+      group.push(item);
+    }
+  }
+  const files = [...byPath.entries()].map(([path, edits]) => ({
+    path,
+    edits,
+    latest: Math.max(...edits.map((edit) => edit.lastEditedAt)),
+  }));
+  files.sort((a, b) => b.latest - a.latest || a.path.localeCompare(b.path));
+  return files.map(({ path, edits, latest }) => {
+    const folder = dirname(path);
+    return {
+      id: `file:${path}`,
+      label: basename(path),
+      description: folder === '' ? formatAge(latest, nowMs) : `${folder} · ${formatAge(latest, nowMs)}`,
+      tooltip: path,
+      icon: 'file',
+      expanded: true,
+      target: { type: 'symbol', path, symbol: null },
+      children: edits.map((edit) => ({
+        id: `file:${path}/${edit.kind}/${edit.symbol ?? ''}`,
+        label: edit.symbol ?? '(module level)',
+        description: `${plural(edit.edits, 'edit')} · ${formatAge(edit.lastEditedAt, nowMs)}`,
+        tooltip: `${edit.symbol ?? path} — ${edit.kind}, last edited ${new Date(edit.lastEditedAt).toISOString()}`,
+        icon: edit.kind === 'doc' ? 'book' : 'symbol-method',
+        children: [],
+        target: { type: 'symbol', path, symbol: edit.symbol },
+      })),
+    };
+  });
+}

@@ -1,0 +1,150 @@
+// The `ctxls serve` process and its language client: started from settings,
+// restarted when they change, and the one way the rest of the extension
+// sends requests.
+
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import { LanguageClient, State, TransportKind, type ProgressToken } from 'vscode-languageclient/node';
+
+import type { MethodName, WorkDoneProgressValue } from './core/protocol';
+import { buildServerLaunch, scopeParam, SETTING_KEYS, type RawSettings, type ServerLaunch } from './core/settings';
+
+export interface ProgressEvent {
+  token: ProgressToken;
+  value: WorkDoneProgressValue;
+}
+
+export type ServerState = { running: true } | { running: false; error?: string };
+
+export class CtxlsServer implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  /** Settles when the current client has started or failed to; requests wait for it. */
+  private starting: Promise<void> | undefined;
+  private launch: ServerLaunch | undefined;
+  // One channel for every client this extension starts, so a restart keeps the log.
+  private readonly outputChannel = vscode.window.createOutputChannel('ctxls');
+  private readonly progressEmitter = new vscode.EventEmitter<ProgressEvent>();
+  private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+
+  /** Every `$/progress` value of work-done progress the server reports. */
+  readonly onProgress = this.progressEmitter.event;
+  readonly onDidChangeState = this.stateEmitter.event;
+
+  async start(): Promise<void> {
+    const launch = buildServerLaunch(readSettings(), {
+      homeDir: os.homedir(),
+      workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+    });
+    this.launch = launch;
+    for (const problem of launch.problems) {
+      void vscode.window.showWarningMessage(problem);
+    }
+    const client = new LanguageClient(
+      'ctxls',
+      'ctxls',
+      {
+        command: launch.command,
+        args: launch.args,
+        transport: TransportKind.stdio,
+        options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
+      },
+      {
+        // Every file: the server decides what it indexes (`include`/`exclude`).
+        documentSelector: [{ scheme: 'file' }],
+        initializationOptions: launch.initializationOptions,
+        outputChannel: this.outputChannel,
+        middleware: {
+          handleWorkDoneProgress: (token, value, next) => {
+            this.progressEmitter.fire({ token, value });
+            // The client's own window progress indicator still shows it too.
+            next(token, value);
+          },
+        },
+      },
+    );
+    // Also covers the client's own restarts after a crash. A client this object
+    // already replaced or stopped on purpose reports nothing.
+    client.onDidChangeState((change) => {
+      if (this.client !== client) {
+        return;
+      }
+      if (change.newState === State.Running) {
+        this.stateEmitter.fire({ running: true });
+      } else if (change.newState === State.Stopped) {
+        this.stateEmitter.fire({ running: false, error: 'The ctxls server stopped.' });
+      }
+    });
+    this.client = client;
+    const starting = client.start();
+    this.starting = starting.catch(() => undefined);
+    try {
+      await starting;
+    } catch (error) {
+      const message = `ctxls: could not start "${[launch.command, ...launch.args].join(' ')}": ${String(error)}`;
+      this.stateEmitter.fire({ running: false, error: message });
+      void vscode.window.showErrorMessage(`${message}. Set ctxls.serverPath to the ctxls command.`, 'Open Settings').then(
+        (choice) => {
+          if (choice !== undefined) {
+            void vscode.commands.executeCommand('workbench.action.openSettings', 'ctxls.serverPath');
+          }
+        },
+      );
+    }
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client !== undefined && client.needsStop()) {
+      await client.stop();
+    }
+    this.stateEmitter.fire({ running: false });
+  }
+
+  async restart(): Promise<void> {
+    await this.stop();
+    await this.start();
+  }
+
+  /** Sends a ctxls request; `signal` cancels it (`$/cancelRequest`). */
+  async request<Result>(method: MethodName, params: object, signal?: AbortSignal): Promise<Result> {
+    await this.starting;
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      throw new Error('the ctxls server is not running (see "ctxls: Show Output")');
+    }
+    if (signal === undefined) {
+      return client.sendRequest<Result>(method, params);
+    }
+    const cancellation = new vscode.CancellationTokenSource();
+    const onAbort = (): void => cancellation.cancel();
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await client.sendRequest<Result>(method, params, cancellation.token);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      cancellation.dispose();
+    }
+  }
+
+  /** The `scope` for scoped verbs (`recall`, `remember`): the configured owner, if any. */
+  scope(): { scope?: string } {
+    return this.launch === undefined ? {} : scopeParam(this.launch.initializationOptions);
+  }
+
+  showOutput(): void {
+    this.outputChannel.show(true);
+  }
+
+  dispose(): void {
+    void this.stop();
+    this.outputChannel.dispose();
+    this.progressEmitter.dispose();
+    this.stateEmitter.dispose();
+  }
+}
+
+function readSettings(): RawSettings {
+  const config = vscode.workspace.getConfiguration('ctxls');
+  return Object.fromEntries(SETTING_KEYS.map((key) => [key, config.get<unknown>(key)]));
+}

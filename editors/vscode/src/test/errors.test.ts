@@ -1,0 +1,54 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { describeRequestError, errorCode } from '../core/errors';
+import { ErrorCode, Method } from '../core/protocol';
+
+function rpcError(code: number, message: string, data?: unknown): Error & { code: number; data?: unknown } {
+  return Object.assign(new Error(message), { code, data });
+}
+
+describe('describeRequestError', () => {
+  test('an older server without the method', () => {
+    assert.equal(
+      describeRequestError(Method.impact, rpcError(ErrorCode.methodNotFound, 'Unhandled method ctxls/impact')),
+      'ctxls: the running server does not answer ctxls/impact; update ctxls to a version that has it.',
+    );
+  });
+
+  test('bad params name the param', () => {
+    assert.equal(
+      describeRequestError(Method.recall, rpcError(ErrorCode.invalidParams, 'must be an integer', { param: 'n' })),
+      'ctxls: ctxls/recall rejected the parameter "n": must be an integer',
+    );
+    assert.equal(
+      describeRequestError(Method.recall, rpcError(ErrorCode.invalidParams, 'bad')),
+      'ctxls: ctxls/recall rejected its parameters: bad',
+    );
+  });
+
+  test('protocol errors say what to do', () => {
+    assert.match(describeRequestError(Method.impact, rpcError(ErrorCode.ripgrepMissing, 'rg not found')), /ripgrep \(rg\).*rg not found/);
+    assert.match(describeRequestError(Method.remember, rpcError(ErrorCode.scopeRequired, 'scope required', { verb: 'remember' })), /ctxls\.owner/);
+    assert.equal(
+      describeRequestError(Method.get, rpcError(ErrorCode.outsideRoot, 'outside', { path: '../etc/passwd' })),
+      'ctxls: ../etc/passwd is outside the workspace.',
+    );
+    assert.equal(describeRequestError(Method.get, rpcError(ErrorCode.outsideRoot, 'outside')), 'ctxls: that path is outside the workspace.');
+  });
+
+  test('anything else: the method and the message', () => {
+    assert.equal(describeRequestError(Method.status, new Error('the ctxls server is not running')), 'ctxls: ctxls/status failed: the ctxls server is not running');
+    assert.equal(describeRequestError(Method.status, 'weird'), 'ctxls: ctxls/status failed: weird');
+    assert.equal(describeRequestError(Method.status, null), 'ctxls: ctxls/status failed: null');
+  });
+});
+
+describe('errorCode', () => {
+  test('codes are read from JSON-RPC errors only', () => {
+    assert.equal(errorCode(rpcError(-32603, 'internal')), -32603);
+    assert.equal(errorCode(new Error('plain')), undefined);
+    assert.equal(errorCode({ code: 'ENOENT' }), undefined);
+    assert.equal(errorCode(undefined), undefined);
+  });
+});

@@ -1,0 +1,122 @@
+// Renders core/trees.ts nodes in VS Code tree views, and opens what a node
+// (or a recall hit) points at.
+
+import * as vscode from 'vscode';
+
+import type { Location, Range } from './core/protocol';
+import { findSymbolRange } from './core/symbols';
+import type { Target, TreeNode } from './core/trees';
+
+export const OPEN_TARGET_COMMAND = 'ctxls.openTarget';
+
+class NodeTreeProvider implements vscode.TreeDataProvider<TreeNode> {
+  private nodes: TreeNode[] = [];
+  private readonly changeEmitter = new vscode.EventEmitter<void>();
+  readonly onDidChangeTreeData = this.changeEmitter.event;
+
+  set(nodes: TreeNode[]): void {
+    this.nodes = nodes;
+    this.changeEmitter.fire();
+  }
+
+  getChildren(node?: TreeNode): TreeNode[] {
+    return node === undefined ? this.nodes : node.children;
+  }
+
+  getTreeItem(node: TreeNode): vscode.TreeItem {
+    const collapsible =
+      node.children.length === 0
+        ? vscode.TreeItemCollapsibleState.None
+        : node.expanded === true
+          ? vscode.TreeItemCollapsibleState.Expanded
+          : vscode.TreeItemCollapsibleState.Collapsed;
+    const item = new vscode.TreeItem(node.label, collapsible);
+    item.id = node.id;
+    item.description = node.description;
+    item.tooltip = node.tooltip;
+    if (node.icon !== undefined) {
+      item.iconPath = new vscode.ThemeIcon(node.icon);
+    }
+    if (node.target !== undefined) {
+      item.command = { title: 'Open', command: OPEN_TARGET_COMMAND, arguments: [node.target] };
+    }
+    return item;
+  }
+
+  dispose(): void {
+    this.changeEmitter.dispose();
+  }
+}
+
+/** A tree view whose whole content is replaced at once. */
+export class NodeTreeView implements vscode.Disposable {
+  private readonly provider = new NodeTreeProvider();
+  private readonly view: vscode.TreeView<TreeNode>;
+
+  constructor(private readonly viewId: string) {
+    this.view = vscode.window.createTreeView(viewId, { treeDataProvider: this.provider, showCollapseAll: true });
+  }
+
+  /** `description` sits next to the view's title; `message` above an empty or full tree. */
+  show(nodes: TreeNode[], description: string | undefined, message: string | undefined): void {
+    this.provider.set(nodes);
+    this.view.description = description;
+    this.view.message = message;
+    void vscode.commands.executeCommand(`${this.viewId}.focus`);
+  }
+
+  dispose(): void {
+    this.view.dispose();
+    this.provider.dispose();
+  }
+}
+
+export function toVscodeRange(range: Range): vscode.Range {
+  return new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
+}
+
+/** Opens the file with the cursor at the range's start and as much of the range in view as fits. */
+export async function openLocation(location: Location): Promise<void> {
+  await revealInFile(vscode.Uri.parse(location.uri), toVscodeRange(location.range));
+}
+
+export async function openTarget(target: Target): Promise<void> {
+  if (target.type === 'location') {
+    await openLocation(target.location);
+    return;
+  }
+  const uri = await findInWorkspace(target.path);
+  if (uri === undefined) {
+    void vscode.window.showWarningMessage(`ctxls: ${target.path} is not in any workspace folder (deleted or moved?).`);
+    return;
+  }
+  let range: vscode.Range | undefined;
+  if (target.symbol !== null) {
+    const symbols = await vscode.commands.executeCommand<vscode.DocumentSymbol[] | undefined>(
+      'vscode.executeDocumentSymbolProvider',
+      uri,
+    );
+    range = findSymbolRange<vscode.Range>(symbols ?? [], target.symbol);
+  }
+  // A symbol that is gone (a deletion is an edit too) opens the file at its top.
+  await revealInFile(uri, range ?? new vscode.Range(0, 0, 0, 0));
+}
+
+async function revealInFile(uri: vscode.Uri, range: vscode.Range): Promise<void> {
+  const editor = await vscode.window.showTextDocument(uri, { selection: new vscode.Range(range.start, range.start) });
+  editor.revealRange(range, vscode.TextEditorRevealType.AtTop);
+}
+
+/** A repo-relative path in the first workspace folder that has it. */
+async function findInWorkspace(path: string): Promise<vscode.Uri | undefined> {
+  for (const folder of vscode.workspace.workspaceFolders ?? []) {
+    const uri = vscode.Uri.joinPath(folder.uri, ...path.split('/'));
+    try {
+      await vscode.workspace.fs.stat(uri);
+      return uri;
+    } catch {
+      // Not in this folder; try the next.
+    }
+  }
+  return undefined;
+}

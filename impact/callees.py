@@ -1,0 +1,107 @@
+"""What a definition calls, and how branchy it is.
+
+One walk over the definition's syntax tree (a class: its own statements, not
+its methods' bodies) collects the calls and the decision points. Each callee
+name is resolved against the index's definitions with the same
+:class:`~ctxls.impact.resolve.Resolver` verdicts as callers, so outgoing and
+incoming calls agree: the confirmed definitions when there are some, else
+the unconfirmed ones. Names the index does not define are omitted, and so
+are builtin functions, and builtin-type method names unless confirmed.
+
+Complexity is McCabe's: 1 + the decision points (branches, loops, handlers,
+case arms, conditional expressions, boolean operators).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from . import syntax
+from .index_view import CLASS_KINDS, Definition
+from .resolve import BUILTIN_FUNCTIONS, BUILTIN_METHODS, Resolver, Targets, Verdict
+from .syntax import Family, SourceFile, Span
+
+
+@dataclass
+class Callee:
+    symbol: str
+    definitions: list[Definition] = field(default_factory=list)
+    call_sites: list[Span] = field(default_factory=list)  # in the caller's file
+
+
+def callees_and_complexity(resolver: Resolver, definition: Definition) -> tuple[list[Callee], int]:
+    sf = resolver.source(definition.path)
+    node = _definition_node(resolver, sf, definition)
+    if sf is None or sf.family is None or node is None:
+        return [], 1
+    family = sf.family
+    # A class's methods are definitions of their own: their bodies are not the class's.
+    skip = family.declarations if definition.symbol_kind in CLASS_KINDS else frozenset()
+    decisions = 0
+    found: dict[tuple[str, str], Callee] = {}
+    for current in syntax.walk(node, skip):
+        if current.type in family.decisions or _is_boolean_operator(family, current):
+            decisions += 1
+        callee = syntax.callee_of(family, current)
+        name_node = _called_name(family, callee) if callee is not None else None
+        if name_node is None:
+            continue
+        for target in _resolve_callee(resolver, sf, name_node):
+            entry = found.setdefault(target.key, Callee(target.symbol))
+            if target not in entry.definitions:
+                entry.definitions.append(target)
+            entry.call_sites.append(sf.node_span(name_node))
+    callees = sorted(found.values(), key=lambda c: (c.call_sites[0].start_line, c.call_sites[0].start_character))
+    return callees, 1 + decisions
+
+
+def _definition_node(resolver: Resolver, sf: SourceFile | None, definition: Definition) -> Node | None:
+    """The declaration; failing that (a language whose names hide in
+    declarators), the smallest node spanning the definition's lines."""
+    if sf is None or sf.tree is None:
+        return None
+    declaration = resolver.declaration(sf, definition)
+    if declaration is not None:
+        return declaration
+    last = min(definition.end_line, len(sf.lines) - 1)
+    return sf.tree.root_node.named_descendant_for_point_range(
+        (definition.start_line, 0), (last, len(sf.lines[last].encode("utf-8", "replace"))))
+
+
+def _is_boolean_operator(family: Family, node: Node) -> bool:
+    if not family.boolean_operators or node.type != "binary_expression":
+        return False
+    operator = node.child_by_field_name("operator")
+    return operator is not None and syntax.text_of(operator) in family.boolean_operators
+
+
+def _called_name(family: Family, callee: Node) -> Node | None:
+    """The name node of what is called: ``f`` of ``f()``, ``m`` of ``a.b.m()``."""
+    if syntax.is_identifier(callee):
+        return callee
+    if callee.type in family.members:
+        name = callee.child_by_field_name(family.members[callee.type][1])
+        return name if name is not None and syntax.is_identifier(name) else None
+    return None
+
+
+def _resolve_callee(resolver: Resolver, sf: SourceFile, name_node: Node) -> list[Definition]:
+    family = sf.family
+    assert family is not None
+    name = syntax.text_of(name_node)
+    candidates = resolver.definitions_named(name)
+    if not candidates:
+        return []
+    _, receiver = syntax.member_parts(family, name_node)
+    if receiver is None and name in BUILTIN_FUNCTIONS[family.name] \
+            and resolver.lookup_bare(sf, name).kind != "definition":
+        return []
+    verdicts = [(c, resolver.verdict(sf, name_node, name, Targets([c]))) for c in candidates]
+    confirmed = [c for c, v in verdicts if v is Verdict.CONFIRMED]
+    if confirmed:
+        return confirmed
+    if receiver is not None and name in BUILTIN_METHODS[family.name]:
+        return []
+    return [c for c, v in verdicts if v is Verdict.UNKNOWN]

@@ -1,0 +1,223 @@
+"""Callers and mentions of a set of definitions.
+
+1. Sweep: every line holding the name as a word (``ripgrep.sweep``: files
+   on disk plus open buffers, a buffer replacing its file).
+2. Classify each occurrence on those lines with the file's syntax tree:
+   comment, string, a declaration, a (re)binding, an import — these are
+   *mentions*, counted by kind — or a use: a call, a decorator, or a value
+   (a callback, ``map(f, xs)``, a type). A use is then tied to the targets by
+   :class:`~ctxls.impact.resolve.Resolver`: confirmed, unconfirmed, or
+   ``elsewhere`` (another definition: a mention too).
+3. Aliases: ``from m import f as g`` / ``import { f as g }`` make the uses of
+   ``g`` in that file callers; a re-export under a new name (a barrel's
+   ``export { f as g } from``, a package ``__init__`` alias) sends a second
+   sweep for ``g``, where only confirmed uses count (the word is not ours).
+
+Files are confirmed most-likely-first (the defining files, files importing
+them, non-test files) until the deadline; the lines left are counted as
+``unchecked`` mentions, never dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from . import index_view, ripgrep, syntax
+from .resolve import Resolver, Targets, Verdict
+from .risk import is_test_path
+from .syntax import JS, PYTHON, Family, SourceFile, Span
+
+# Names a re-export introduces that get a sweep of their own (per request).
+MAX_ALIAS_SWEEPS = 4
+
+
+@dataclass(frozen=True)
+class Caller:
+    path: str
+    span: Span  # the name at the call site (``f`` of ``f(x)``, ``m`` of ``obj.m()``)
+    symbol: str | None  # the enclosing symbol; None at module level
+    symbol_kind: str | None
+    symbol_lines: tuple[int, int] | None  # the enclosing symbol's lines
+    confirmed: bool
+    kind: str  # call | decorator | value
+
+
+@dataclass
+class References:
+    callers: list[Caller] = field(default_factory=list)
+    mentions: Counter[str] = field(default_factory=Counter)  # kind -> count
+    named_in_strings: int = 0  # string literals that are exactly the name (reflection, registries)
+    name_only_languages: set[str] = field(default_factory=set)  # callers never confirmable there
+
+    @property
+    def unchecked(self) -> int:
+        return self.mentions["unchecked"]
+
+
+@dataclass(frozen=True)
+class _Use:
+    """A classified occurrence: a mention kind, or a use with its verdict."""
+
+    kind: str
+    verdict: Verdict | None = None
+    node: Node | None = None
+    alias: str | None = None  # the local name an aliasing import gives the target
+    reexported: bool = False  # ... and whether importers of this file see that name
+
+
+def find_references(resolver: Resolver, targets: Targets, deadline: float) -> References:
+    engine = resolver.engine
+    options = engine.options.discovery
+    buffers = engine.open_buffers()
+    refs = References()
+    seen: set[tuple[str, int, int]] = set()
+
+    def sweep(word: str) -> dict[str, list[int]]:
+        found = ripgrep.sweep(engine.root, word, options.include, engine.indexer.wanted, buffers,
+                              options.max_file_bytes, deadline)
+        refs.mentions["unchecked"] += found.lines_dropped
+        return found.lines
+
+    target_paths = {t.path for t in targets.definitions}
+    importers = index_view.importers_of(resolver.conn, target_paths)
+
+    def priority(path: str) -> tuple:
+        return path not in target_paths, path not in importers, is_test_path(path), path
+
+    local_aliases: dict[str, set[str]] = {}
+    reexported_aliases: set[str] = set()
+    for name in sorted({t.name for t in targets.definitions}):
+        lines = sweep(name)
+        for path in sorted(lines, key=priority):
+            sf = resolver.source(path) if time.monotonic() <= deadline else None
+            if sf is None:
+                refs.mentions["unchecked"] += len(lines[path])
+                continue
+            for row, start, end in _occurrences(sf, name, lines[path]):
+                use = _classify(resolver, sf, row, start, end, name, targets)
+                _record(resolver, refs, seen, sf, row, start, end, use, name)
+                if use.alias:
+                    local_aliases.setdefault(path, set()).add(use.alias)
+                    if use.reexported:
+                        reexported_aliases.add(use.alias)
+
+    # Uses of a local alias are callers when they lead to a target through it.
+    for path, aliases in local_aliases.items():
+        sf = resolver.source(path)
+        for alias in sorted(aliases):
+            if sf is None or time.monotonic() > deadline:
+                continue
+            for row, start, end in _occurrences(sf, alias, range(len(sf.lines))):
+                use = _classify(resolver, sf, row, start, end, alias, targets)
+                if use.verdict is not None:
+                    _record(resolver, refs, seen, sf, row, start, end, use, alias)
+
+    # A name re-exported under an alias: its importers anywhere.
+    for alias in sorted(reexported_aliases)[:MAX_ALIAS_SWEEPS]:
+        lines = sweep(alias) if time.monotonic() <= deadline else {}
+        for path in sorted(lines, key=priority):
+            sf = resolver.source(path) if time.monotonic() <= deadline else None
+            for row, start, end in _occurrences(sf, alias, lines[path]) if sf is not None else ():
+                use = _classify(resolver, sf, row, start, end, alias, targets)
+                if use.verdict is Verdict.CONFIRMED:
+                    _record(resolver, refs, seen, sf, row, start, end, use, alias)
+    refs.callers.sort(key=lambda c: (c.path, c.span.start_line, c.span.start_character))
+    return refs
+
+
+def _occurrences(sf: SourceFile, word: str, rows) -> list[tuple[int, int, int]]:
+    """(row, start, end) of every whole-word ``word`` on the given lines."""
+    pattern = ripgrep.word_pattern(word)
+    found = []
+    for row in rows:
+        if row < len(sf.lines):
+            found += [(row, m.start(), m.end()) for m in pattern.finditer(sf.lines[row])]
+    return found
+
+
+def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row: int, start: int,
+            end: int, use: _Use, name: str) -> None:
+    if (sf.path, row, start) in seen:
+        return
+    seen.add((sf.path, row, start))
+    if use.verdict is None:
+        refs.mentions[use.kind] += 1
+        if use.kind == "string" and use.node is not None and syntax.text_of(use.node).strip("'\"`") == name:
+            refs.named_in_strings += 1
+        return
+    enclosing = resolver.enclosing(sf, row)
+    if sf.family is None or sf.family.name == "generic":
+        refs.name_only_languages.add(sf.language or "text")
+    refs.callers.append(Caller(
+        path=sf.path, span=sf.span(row, start, end),
+        symbol=enclosing.symbol if enclosing else None,
+        symbol_kind=enclosing.symbol_kind if enclosing else None,
+        symbol_lines=(enclosing.start_line, enclosing.end_line) if enclosing else None,
+        confirmed=use.verdict is Verdict.CONFIRMED, kind=use.kind))
+
+
+def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int, name: str,
+              targets: Targets) -> _Use:
+    family = sf.family
+    node = sf.node_at(row, start, end) if family is not None else None
+    if family is None or node is None:
+        return _Use("text")
+    if syntax.is_comment(node):
+        return _Use("comment")
+    if syntax.is_string(node):
+        return _Use("string", node=node)
+    if not syntax.is_identifier(node):
+        return _Use("other")
+    alias = _import_alias(family, sf, node, name)
+    if alias is not None:
+        return alias
+    if syntax.in_import(family, node) is not None:
+        return _Use("import")
+    if syntax.declares(family, node):
+        return _Use("definition")
+    expression, _ = syntax.member_parts(family, node)
+    if syntax.is_bound(family, expression):
+        return _Use("binding")
+    verdict = resolver.verdict(sf, node, name, targets)
+    if verdict is Verdict.OTHER:
+        return _Use("elsewhere")
+    return _Use(syntax.use_kind(family, expression), verdict, node)
+
+
+def _import_alias(family: Family, sf: SourceFile, node: Node, name: str) -> _Use | None:
+    """``from m import name as alias``, ``import { name as alias }``,
+    ``export { name as alias } from``, ``const { name: alias } = require()``."""
+    parent = node.parent
+    if parent is None:
+        return None
+    alias = ""
+    reexported = False
+    if family is PYTHON and parent.type == "dotted_name" and syntax.text_of(parent) == name:
+        aliased = parent.parent
+        if aliased is not None and aliased.type == "aliased_import" \
+                and aliased.parent is not None and aliased.parent.type == "import_from_statement":
+            alias = syntax.text_of(aliased.child_by_field_name("alias"))
+            # A package's __init__ is what `from package import alias` reads.
+            reexported = sf.path.endswith(("__init__.py", "__init__.pyi"))
+    elif family is JS and parent.type in ("import_specifier", "export_specifier") \
+            and _is_field(parent, "name", node):
+        alias = syntax.text_of(parent.child_by_field_name("alias")).strip("'\"")
+        reexported = parent.type == "export_specifier"
+    elif family is JS and parent.type == "pair_pattern" and _is_field(parent, "key", node):
+        value = parent.child_by_field_name("value")
+        declarator = parent.parent.parent if parent.parent is not None else None
+        if value is not None and value.type == "identifier" and declarator is not None \
+                and "require" in syntax.text_of(declarator.child_by_field_name("value")):
+            alias = syntax.text_of(value)
+    if not alias or alias == name:
+        return None
+    return _Use("import", alias=alias, reexported=reexported)
+
+
+def _is_field(parent: Node, field_name: str, node: Node) -> bool:
+    child = parent.child_by_field_name(field_name)
+    return child is not None and child.id == node.id

@@ -1,0 +1,143 @@
+"""What the impact analysis reads from the index: definitions by name or
+qualified symbol, the symbol spans of a file, and an import resolver over the
+indexed paths. Read-only; every query goes through the store's per-thread
+reader."""
+
+from __future__ import annotations
+
+import posixpath
+import sqlite3
+import threading
+import weakref
+from dataclasses import dataclass
+
+from ctxls.index.chunker import chunk_file
+from ctxls.index.engine import Engine
+from ctxls.index.imports import ImportResolver
+from ctxls.index.model import content_hash
+
+# Chunk symbol kinds that name a type: a receiver naming one is a class.
+CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "union"})
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A symbol as the index knows it; lines 0-based inclusive (split parts merged)."""
+
+    path: str
+    symbol: str  # qualified: `Session.request`
+    symbol_kind: str
+    language: str
+    start_line: int
+    end_line: int
+
+    @property
+    def name(self) -> str:
+        return self.symbol.rsplit(".", 1)[-1]
+
+    @property
+    def container(self) -> str | None:
+        """The class (type, namespace) it is a member of, last segment only."""
+        head, dot, _ = self.symbol.rpartition(".")
+        return head.rsplit(".", 1)[-1] if dot else None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.path, self.symbol
+
+
+@dataclass(frozen=True)
+class SymbolSpan:
+    symbol: str
+    symbol_kind: str
+    start_line: int
+    end_line: int
+
+
+_DEFINITIONS_SQL = (
+    "SELECT f.path, f.language, c.symbol, c.symbol_kind, min(c.start_line) AS start_line, "
+    "max(c.end_line) AS end_line FROM chunks c JOIN files f ON f.id = c.file_id "
+    "WHERE c.name = ? AND c.kind = 'code' AND c.symbol IS NOT NULL "
+    "GROUP BY f.path, c.symbol ORDER BY f.path, start_line")
+
+
+def definitions_named(conn: sqlite3.Connection, name: str) -> list[Definition]:
+    """Every indexed definition whose last segment is exactly ``name``."""
+    rows = conn.execute(_DEFINITIONS_SQL, (name.lower(),)).fetchall()
+    return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["start_line"],
+                       r["end_line"]) for r in rows if r["symbol"].rsplit(".", 1)[-1] == name]
+
+
+def module_name(path: str) -> str:
+    """`pkg/session.py` -> `pkg.session`; `web/index.ts` -> `web`."""
+    stem = posixpath.splitext(path)[0]
+    for suffix in ("/__init__", "/index"):
+        stem = stem.removesuffix(suffix)
+    return stem.replace("/", ".")
+
+
+def find_definitions(conn: sqlite3.Connection, query: str, path: str | None = None) -> list[Definition]:
+    """Definitions a symbol query names: `request`, `Session.request`, or one
+    qualified by its module (`pkg.session.Session.request`); only those in
+    ``path`` when given."""
+    candidates = definitions_named(conn, query.rsplit(".", 1)[-1])
+    if path is not None:
+        candidates = [d for d in candidates if d.path == path]
+    by_symbol = [d for d in candidates if d.symbol == query or d.symbol.endswith("." + query)]
+    if by_symbol:
+        return by_symbol
+    qualified = [(f"{module_name(d.path)}.{d.symbol}", d) for d in candidates]
+    return [d for full, d in qualified if full == query or full.endswith("." + query)]
+
+
+def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:
+    """The symbols of a file's current text: from the index when it indexed
+    exactly this text, else from the chunker (an edit not indexed yet)."""
+    conn = engine.store.reader()
+    row = conn.execute("SELECT id, hash FROM files WHERE path = ?", (path,)).fetchone()
+    if row is not None and row["hash"] == content_hash(text):
+        rows = conn.execute(
+            "SELECT symbol, symbol_kind, min(start_line) AS s, max(end_line) AS e FROM chunks "
+            "WHERE file_id = ? AND symbol IS NOT NULL AND kind = 'code' GROUP BY symbol "
+            "ORDER BY s", (row["id"],)).fetchall()
+        return [SymbolSpan(r["symbol"], r["symbol_kind"], r["s"], r["e"]) for r in rows]
+    merged: dict[str, SymbolSpan] = {}
+    for chunk in chunk_file(path, text).chunks:
+        if chunk.symbol is None or chunk.kind != "code":
+            continue
+        known = merged.get(chunk.symbol)
+        merged[chunk.symbol] = SymbolSpan(
+            chunk.symbol, chunk.symbol_kind,
+            min(chunk.start_line, known.start_line) if known else chunk.start_line,
+            max(chunk.end_line, known.end_line) if known else chunk.end_line)
+    return sorted(merged.values(), key=lambda span: span.start_line)
+
+
+def importers_of(conn: sqlite3.Connection, paths: set[str]) -> set[str]:
+    """Indexed files with an import resolved to one of ``paths``."""
+    if not paths:
+        return set()
+    marks = ",".join("?" * len(paths))
+    rows = conn.execute(f"SELECT DISTINCT f.path FROM imports i JOIN files f ON f.id = i.file_id "
+                        f"WHERE i.target IN ({marks})", tuple(paths)).fetchall()
+    return {r[0] for r in rows}
+
+
+_resolvers: weakref.WeakKeyDictionary[Engine, tuple[tuple, ImportResolver]] = weakref.WeakKeyDictionary()
+_resolvers_lock = threading.Lock()
+
+
+def import_resolver(engine: Engine) -> ImportResolver:
+    """An ImportResolver over the indexed paths, rebuilt only when the set of
+    files changed (a new file always gets a new row id)."""
+    conn = engine.store.reader()
+    key = tuple(conn.execute("SELECT count(*), max(id) FROM files").fetchone())
+    with _resolvers_lock:
+        cached = _resolvers.get(engine)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+    paths = [r[0] for r in conn.execute("SELECT path FROM files")]
+    resolver = ImportResolver(paths)
+    with _resolvers_lock:
+        _resolvers[engine] = (key, resolver)
+    return resolver

@@ -1,0 +1,731 @@
+"""Does this name, at this place, refer to that definition?
+
+A :class:`Resolver` answers for one request with a :class:`Verdict`:
+
+* ``CONFIRMED``: the binding leads to one of the target definitions: a
+  definition in the same file (Go: package), an import (followed through
+  aliases, ``__init__`` and barrel re-exports, ``*``), a module attribute
+  (``api.get``), a method on ``self``/``this``/``super``, a class or an
+  instance of it (following base classes), or, for a method on a receiver of
+  unknown type, a name no other indexed definition and no builtin type has.
+* ``OTHER``: it leads somewhere else (another definition, an external
+  module, a module where a method was expected).
+* ``UNKNOWN``: it might be a target, but the binding cannot be followed
+  (an untyped receiver, an unresolved import, a language without binding
+  analysis). These are reported as unconfirmed callers: over-counting is
+  safe, under-counting is not.
+
+Everything is memoised per resolver: a request asks about the same imports
+and classes many times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import collections
+import contextvars
+import datetime
+import email.message
+import enum
+import http.client
+import io
+import logging
+import pathlib
+import posixpath
+import queue
+import re
+import socket
+import subprocess
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from tree_sitter import Node
+
+from ctxls.index.engine import Engine
+from ctxls.index.imports import ImportResolver
+from ctxls.index.model import ImportRef
+
+from . import index_view, syntax
+from .index_view import CLASS_KINDS, Definition, SymbolSpan
+from .ripgrep import word_pattern
+from .syntax import GO, JS, PYTHON, Binding, SourceCache, SourceFile
+
+
+class Verdict(enum.IntEnum):
+    OTHER = 0
+    UNKNOWN = 1
+    CONFIRMED = 2
+
+
+# Methods of builtin types: a call of one of these on a receiver of unknown
+# type is more likely the builtin's, so it never confirms by name alone.
+_PYTHON_BUILTIN_TYPES = (
+    dict, list, str, bytes, bytearray, set, frozenset, tuple, int, float, object,
+    io.TextIOWrapper, io.BufferedReader, io.StringIO, io.BytesIO,
+    # The standard library's everyday objects.
+    collections.deque, collections.OrderedDict, collections.Counter, threading.Event,
+    threading.Thread, threading.Condition, type(threading.Lock()), queue.Queue, socket.socket,
+    logging.Logger, pathlib.Path, type(re.compile("")), type(re.match("", "")), datetime.datetime,
+    subprocess.Popen, asyncio.Future, asyncio.Task, asyncio.Event, asyncio.Queue,
+    asyncio.AbstractEventLoop, contextvars.ContextVar, http.client.HTTPResponse,
+    email.message.Message)
+BUILTIN_METHODS: dict[str, frozenset[str]] = {
+    "python": frozenset(name for t in _PYTHON_BUILTIN_TYPES for name in dir(t)),
+    "js": frozenset("""
+        toString valueOf hasOwnProperty constructor call apply bind then catch finally
+        push pop shift unshift slice splice concat join reverse sort indexOf lastIndexOf
+        includes find findIndex filter map forEach reduce reduceRight some every flat flatMap
+        keys values entries fill at get set has delete clear add size length split replace
+        replaceAll trim trimStart trimEnd startsWith endsWith toLowerCase toUpperCase
+        padStart padEnd repeat match matchAll search charAt charCodeAt substring substr
+        toFixed assign freeze create next return throw emit on off once addEventListener
+        removeEventListener dispatchEvent querySelector querySelectorAll json text send
+        write end close open read log error warn info debug
+    """.split()),
+    "go": frozenset("""
+        Error String Read Write Close Len Less Swap Lock Unlock RLock RUnlock Done Wait Add
+        Get Set Del Load Store Delete Range Seek Flush ReadFrom WriteTo ServeHTTP Next Err
+        Value Deadline Do Scan Format Unwrap Is As Reset Bytes Write Sum Sort
+    """.split()),
+    "generic": frozenset(),
+}
+# Names callable without an import: never callees of the indexed code.
+BUILTIN_FUNCTIONS: dict[str, frozenset[str]] = {
+    "python": frozenset(dir(builtins)),
+    "js": frozenset("""
+        require parseInt parseFloat isNaN isFinite setTimeout clearTimeout setInterval
+        clearInterval setImmediate queueMicrotask structuredClone fetch encodeURIComponent
+        decodeURIComponent encodeURI decodeURI String Number Boolean Array Object Promise Map
+        Set WeakMap WeakSet Symbol Error TypeError RangeError Date RegExp JSON Math Reflect
+        Proxy BigInt console alert
+    """.split()),
+    "go": frozenset("""
+        append cap clear close complex copy delete imag len make max min new panic print
+        println real recover string int int64 int32 uint uint64 byte rune float64 float32
+        bool error any
+    """.split()),
+    "generic": frozenset(),
+}
+
+
+@dataclass(frozen=True)
+class Ref:
+    """What a name refers to: a ``definition`` (path, top-level symbol), a
+    ``module`` (its file; Go: its import path), something ``external`` to
+    the index, or ``unknown``."""
+
+    kind: str
+    path: str | None = None
+    symbol: str | None = None
+
+
+UNKNOWN_REF = Ref("unknown")
+EXTERNAL_REF = Ref("external")
+
+
+@dataclass(frozen=True)
+class Base:
+    name: str
+    known: bool  # an indexed class, or surely outside the index (a builtin, an external import)
+
+
+@dataclass(frozen=True)
+class Receiver:
+    """What the object of a member access (``recv.name``) is."""
+
+    kind: str  # self | super | class | instance | module | external | unknown
+    class_name: str | None = None
+    module: str | None = None
+    # The class's direct bases read from its own node (self, super), when at
+    # hand: a class nested in a function is not in the index.
+    bases: tuple[Base, ...] | None = None
+
+
+UNKNOWN_RECEIVER = Receiver("unknown")
+
+
+class Targets:
+    """The definitions a question is about, with what verdicts ask of them
+    precomputed (a name like `__init__` has hundreds)."""
+
+    def __init__(self, definitions: Iterable[Definition]):
+        self.definitions = list(definitions)
+        self.keys = frozenset(d.key for d in self.definitions)
+        self.members = [d for d in self.definitions if d.container is not None]
+        self.containers = frozenset(d.container for d in self.members)
+        self.only_methods = all(d.symbol_kind == "method" for d in self.definitions)
+        self.module_level = [d for d in self.definitions if d.container is None]
+# Bounds on following chains: re-exports and base classes.
+MAX_REEXPORT_DEPTH = 8
+MAX_BASES = 64
+
+
+class Resolver:
+    def __init__(self, engine: Engine, sources: SourceCache):
+        self.engine = engine
+        self.conn = engine.store.reader()
+        self._sources = sources
+        self._files: dict[str, SourceFile | None] = {}
+        self._definitions: dict[str, list[Definition]] = {}
+        self._spans: dict[str, list[SymbolSpan]] = {}
+        self._names: dict[tuple[str, str], Ref] = {}
+        self._bases: dict[str, list[Base]] = {}
+        self._lineages: dict[tuple[str, bool], tuple[list[str], bool]] = {}
+        self._containers: dict[str, set[str | None]] = {}
+        self._owners: dict[tuple[Receiver, str], tuple[str | None, bool]] = {}
+        self._bare: dict[tuple[str, str], Ref] = {}
+        self._receivers: dict[tuple[str, int], Receiver] = {}
+        self._import_resolver: ImportResolver | None = None
+        self._scopes: dict[tuple[str, int], dict[str, set[Receiver]]] = {}
+        self._go_module: str | None = None
+
+    # -- files and the index -------------------------------------------------
+
+    def source(self, path: str) -> SourceFile | None:
+        """The file's current text (buffer or disk), parsed; None if unreadable."""
+        if path not in self._files:
+            text = self.engine.current_text(path)
+            self._files[path] = (self._sources.get(f"{self.engine.root}\0{path}", path, text)
+                                 if text is not None else None)
+        return self._files[path]
+
+    def definitions_named(self, name: str) -> list[Definition]:
+        if name not in self._definitions:
+            self._definitions[name] = index_view.definitions_named(self.conn, name)
+        return self._definitions[name]
+
+    def spans(self, sf: SourceFile) -> list[SymbolSpan]:
+        if sf.path not in self._spans:
+            self._spans[sf.path] = index_view.file_spans(self.engine, sf.path, sf.text)
+        return self._spans[sf.path]
+
+    def top_level(self, sf: SourceFile) -> dict[str, str]:
+        """Top-level symbol -> kind, in the file's current text."""
+        return {s.symbol: s.symbol_kind for s in self.spans(sf) if "." not in s.symbol}
+
+    def enclosing(self, sf: SourceFile, row: int) -> SymbolSpan | None:
+        """The innermost symbol whose lines hold ``row``."""
+        best = None
+        for span in self.spans(sf):
+            if span.start_line <= row <= span.end_line and (best is None or span.start_line >= best.start_line):
+                best = span
+        return best
+
+    def module_path(self, sf: SourceFile, spec: str) -> tuple[str | None, bool]:
+        """(indexed file an import spec names, whether it is external to the index)."""
+        language = "python" if sf.family is PYTHON else sf.language or ""
+        if self._import_resolver is None:
+            self._import_resolver = index_view.import_resolver(self.engine)
+        resolved = self._import_resolver.resolve(sf.path, ImportRef(spec, 0), language)
+        if resolved is not None:
+            return resolved, False
+        if sf.family is PYTHON:
+            return None, not spec.startswith(".")
+        # Relative paths, and path aliases (`@/x`, `~/x`, `#x`) that need a tsconfig.
+        return None, not spec.startswith((".", "/", "@/", "~/", "#"))
+
+    # -- what names refer to -------------------------------------------------
+
+    def lookup_bare(self, sf: SourceFile, name: str) -> Ref:
+        """What a bare ``name`` refers to in file ``sf``."""
+        key = (sf.path, name)
+        if key not in self._bare:
+            self._bare[key] = self._lookup_bare(sf, name)
+        return self._bare[key]
+
+    def _lookup_bare(self, sf: SourceFile, name: str) -> Ref:
+        if sf.family is GO:
+            return self._go_lookup_bare(sf, name)
+        if name in self.top_level(sf):
+            return Ref("definition", sf.path, name)
+        binding = sf.binding(name)
+        if binding is not None:
+            return self._lookup_binding(sf, binding, binding.imported, 0)
+        return self._lookup_stars(sf, name, (b for b in sf.bindings if b.local == "*" and not b.reexport), 0)
+
+    def lookup_name(self, path: str, name: str, depth: int = 0) -> Ref:
+        """What ``name`` means at the top level of module ``path`` (what
+        ``from path import name`` gets), following re-exports."""
+        key = (path, name)
+        if key in self._names:
+            return self._names[key]
+        self._names[key] = UNKNOWN_REF  # a cycle of re-exports resolves to nothing
+        self._names[key] = ref = self._lookup_name(path, name, depth)
+        return ref
+
+    def _lookup_name(self, path: str, name: str, depth: int) -> Ref:
+        sf = self.source(path)
+        if sf is None or depth > MAX_REEXPORT_DEPTH:
+            return UNKNOWN_REF
+        if sf.family is JS and name == "default" and sf.tree is not None:
+            name = syntax.js_default_export(sf.tree) or name
+        if name in self.top_level(sf):
+            return Ref("definition", path, name)
+        binding = None
+        for candidate in sf.bindings:
+            if candidate.local == name:
+                binding = candidate
+        if binding is not None:
+            return self._lookup_binding(sf, binding, binding.imported, depth + 1)
+        return self._lookup_stars(sf, name, (b for b in sf.bindings if b.local == "*"), depth + 1)
+
+    def _lookup_binding(self, sf: SourceFile, binding: Binding, imported: str | None, depth: int) -> Ref:
+        path, external = self.module_path(sf, binding.spec)
+        if path is None:
+            return EXTERNAL_REF if external else UNKNOWN_REF
+        if imported is None or (sf.family is PYTHON and _is_submodule(path, imported)):
+            return Ref("module", path)
+        return self.lookup_name(path, imported, depth)
+
+    def _lookup_stars(self, sf: SourceFile, name: str, stars: Iterable[Binding], depth: int) -> Ref:
+        found = UNKNOWN_REF
+        for star in stars:
+            ref = self._lookup_binding(sf, star, name, depth)
+            if ref.kind == "definition":
+                return ref
+        return found
+
+    def _go_lookup_bare(self, sf: SourceFile, name: str) -> Ref:
+        binding = sf.binding(name)
+        if binding is not None:
+            return Ref("module", binding.spec)
+        package = posixpath.dirname(sf.path)
+        for definition in self.definitions_named(name):
+            if definition.language == "go" and "." not in definition.symbol \
+                    and posixpath.dirname(definition.path) == package:
+                return Ref("definition", definition.path, definition.symbol)
+        return UNKNOWN_REF
+
+    def kind_of(self, ref: Ref) -> str | None:
+        if ref.kind != "definition" or ref.path is None:
+            return None
+        sf = self.source(ref.path)
+        return self.top_level(sf).get(ref.symbol or "") if sf is not None else None
+
+    # -- receivers and classes -----------------------------------------------
+
+    def receiver(self, sf: SourceFile, node: Node, site: Node) -> Receiver:
+        """What the object of a member access is (``node`` is the object,
+        ``site`` the member's name)."""
+        key = (sf.path, node.id)
+        if key not in self._receivers:
+            self._receivers[key] = self._receiver(sf, node, site)
+        return self._receivers[key]
+
+    def _receiver(self, sf: SourceFile, node: Node, site: Node) -> Receiver:
+        family = sf.family
+        assert family is not None
+        kind = node.type
+        if kind == "this":
+            return self._own_class("self", sf, site)
+        if kind == "super":
+            return self._own_class("super", sf, site)
+        callee = syntax.callee_of(family, node)
+        if callee is not None:  # C(...), new C(), super()
+            if family is PYTHON and syntax.text_of(callee) == "super":
+                return self._own_class("super", sf, site)
+            made = self.receiver_class(sf, callee)
+            return Receiver("instance", made) if made else UNKNOWN_RECEIVER
+        if kind == "composite_literal":  # Go: T{...}.M()
+            return Receiver("instance", syntax.text_of(node.child_by_field_name("type")).lstrip("*&"))
+        if syntax.is_identifier(node):
+            name = syntax.text_of(node)
+            if family is PYTHON and name in family.self_names:
+                return self._own_class("self", sf, site)
+            if family is GO:
+                method = next((a for a in syntax.ancestors(site) if a.type == "method_declaration"), None)
+                if method is not None and syntax.go_receiver(method)[0] == name:
+                    return Receiver("self", syntax.go_receiver(method)[1])
+            local = self._local_receiver(sf, site, name)
+            if local is not None:
+                return local
+            ref = self.lookup_bare(sf, name)
+            if ref.kind == "module":
+                return Receiver("module", module=ref.path)
+            if ref.kind == "external":
+                return Receiver("external")
+            if self.kind_of(ref) in CLASS_KINDS:
+                return Receiver("class", ref.symbol)
+            return UNKNOWN_RECEIVER
+        if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
+            return self._python_dotted_receiver(sf, node)
+        return UNKNOWN_RECEIVER
+
+    def _own_class(self, kind: str, sf: SourceFile, site: Node) -> Receiver:
+        assert sf.family is not None
+        name, node = syntax.enclosing_class(sf.family, site)
+        return Receiver(kind, name, bases=tuple(self._node_bases(sf, node)) if node is not None else None)
+
+    def _local_receiver(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
+        """What a local variable holds, when the enclosing function binds it
+        (None: it does not, look further out). Every binding must agree:
+        ``x = C()`` / ``x := &C{}`` / ``const x = new C()`` / ``x: C`` make an
+        instance of C; literals, ``dict()``, ``**kwargs`` make builtin values."""
+        family = sf.family
+        assert family is not None
+        scope = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
+        if scope is None:
+            return None
+        key = (sf.path, scope.id)
+        if key not in self._scopes:
+            bound: dict[str, set[Receiver]] = {}
+            for node in syntax.walk(scope, family.functions | family.classes):
+                if syntax.is_identifier(node):
+                    value = self._bound_value(sf, node)
+                    if value is not None:
+                        bound.setdefault(syntax.text_of(node), set()).add(value)
+            self._scopes[key] = bound
+        found = self._scopes[key].get(name)
+        if not found:
+            return None
+        return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
+
+    def _bound_value(self, sf: SourceFile, name_node: Node) -> Receiver | None:
+        """What binding ``name_node`` gives its name (None: not a binding)."""
+        family = sf.family
+        assert family is not None
+        parent = name_node.parent
+        if parent is None:
+            return None
+        if parent.type == "dictionary_splat_pattern" or (
+                parent.type == "list_splat_pattern" and parent.parent is not None
+                and parent.parent.type in ("parameters", "lambda_parameters")):
+            return Receiver("external")  # **kwargs: a dict; *args: a tuple
+        if parent.type in ("typed_parameter", "typed_default_parameter", "required_parameter",
+                           "optional_parameter", "parameter_declaration") \
+                and syntax.field_of(name_node) in ("", "name", "pattern"):
+            annotation = parent.child_by_field_name("type")
+            return self._annotated(sf, annotation) if annotation is not None else UNKNOWN_RECEIVER
+        if not syntax.is_bound(family, name_node) and not syntax.declares(family, name_node):
+            return None
+        value = _assigned_value(name_node)
+        return self._value_of(sf, value) if value is not None else UNKNOWN_RECEIVER
+
+    def _annotated(self, sf: SourceFile, annotation: Node) -> Receiver:
+        words = re.findall(r"[A-Za-z_]\w*", syntax.text_of(annotation))
+        if len(words) != 1:  # Optional[C], C | None, generics: not one class
+            return UNKNOWN_RECEIVER
+        if words[0] in ("dict", "list", "str", "bytes", "set", "tuple", "int", "float", "string",
+                        "number", "boolean"):
+            return Receiver("external")
+        made = self._class_named(sf, words[0])
+        return Receiver("instance", made) if made else UNKNOWN_RECEIVER
+
+    def _value_of(self, sf: SourceFile, value: Node) -> Receiver:
+        family = sf.family
+        assert family is not None
+        if value.type == "unary_expression" and value.named_child_count:  # Go: &T{}
+            value = value.named_child(0) or value
+        if value.type in family.literals:
+            return Receiver("external")
+        if value.type == "composite_literal":  # Go: T{...}, pkg.T{...}, map[...]...{}, []T{...}
+            type_node = value.child_by_field_name("type")
+            if type_node is not None and type_node.type == "qualified_type":
+                type_node = type_node.child_by_field_name("name")
+            if type_node is None or not syntax.is_identifier(type_node):
+                return Receiver("external")
+            type_name = syntax.text_of(type_node)
+            known = any(d.symbol == type_name and d.symbol_kind in CLASS_KINDS
+                        for d in self.definitions_named(type_name))
+            return Receiver("instance", type_name) if known else UNKNOWN_RECEIVER
+        callee = syntax.callee_of(family, value)
+        if callee is not None and syntax.is_identifier(callee):
+            called = syntax.text_of(callee)
+            made = self.receiver_class(sf, callee)
+            if made:
+                return Receiver("instance", made)
+            if called in BUILTIN_FUNCTIONS[family.name] and self.lookup_bare(sf, called).kind != "definition":
+                return Receiver("external")  # dict(), list(), str(), make(), Object()...
+        return UNKNOWN_RECEIVER
+
+    def _class_named(self, sf: SourceFile, name: str) -> str | None:
+        ref = self.lookup_bare(sf, name)
+        return ref.symbol if self.kind_of(ref) in CLASS_KINDS else None
+
+    def receiver_class(self, sf: SourceFile, callee: Node) -> str | None:
+        """The class a constructor call makes (``C(...)``, ``new C()``), if known."""
+        if not syntax.is_identifier(callee):
+            return None
+        ref = self.lookup_bare(sf, syntax.text_of(callee))
+        return ref.symbol if self.kind_of(ref) in CLASS_KINDS else None
+
+    def _python_dotted_receiver(self, sf: SourceFile, node: Node) -> Receiver:
+        """``a.b.c`` made of names: after ``import a.b.c`` (or with ``a`` a
+        module), the longest prefix that is an indexed module, then the rest
+        looked up in it: a module, a class, or unknown."""
+        parts = "".join(syntax.text_of(node).split()).split(".")
+        root = sf.binding(parts[0])
+        ref = UNKNOWN_REF
+        rest: list[str] = []
+        if root is not None and root.package:
+            for end in range(len(parts), 0, -1):
+                path, external = self.module_path(sf, ".".join(parts[:end]))
+                if path is not None:
+                    ref, rest = Ref("module", path), parts[end:]
+                    break
+                if end == 1:
+                    return Receiver("external") if external else UNKNOWN_RECEIVER
+        else:
+            ref, rest = self.lookup_bare(sf, parts[0]), parts[1:]
+        for part in rest:
+            if ref.kind != "module" or ref.path is None:
+                return Receiver("external") if ref.kind == "external" else UNKNOWN_RECEIVER
+            ref = self.lookup_name(ref.path, part)
+        if ref.kind == "module":
+            return Receiver("module", module=ref.path)
+        if ref.kind == "external":
+            return Receiver("external")
+        return Receiver("class", ref.symbol) if self.kind_of(ref) in CLASS_KINDS else UNKNOWN_RECEIVER
+
+    def direct_bases(self, class_name: str) -> list[Base]:
+        """Bases of the indexed classes named ``class_name``."""
+        if class_name not in self._bases:
+            bases: list[Base] = []
+            for definition in self.definitions_named(class_name):
+                if definition.symbol_kind in CLASS_KINDS:
+                    sf = self.source(definition.path)
+                    node = self.declaration(sf, definition)
+                    if node is not None and sf is not None:
+                        bases += self._node_bases(sf, node)
+            self._bases[class_name] = bases
+        return self._bases[class_name]
+
+    def _node_bases(self, sf: SourceFile, class_node: Node) -> list[Base]:
+        assert sf.family is not None
+        bases = []
+        for name in syntax.class_bases(sf.family, class_node):
+            binding = sf.binding(name)
+            if binding is not None and binding.imported not in (None, "*"):
+                name = binding.imported  # `from m import Base as B; class C(B)`: Base
+            indexed = any(d.symbol_kind in CLASS_KINDS for d in self.definitions_named(name))
+            external = self.module_path(sf, binding.spec)[1] if binding is not None \
+                else name in BUILTIN_FUNCTIONS[sf.family.name]
+            bases.append(Base(name, indexed or external))
+        return bases
+
+    def lineage(self, class_name: str, bases: Iterable[Base] | None = None,
+                include_self: bool = True) -> tuple[list[str], bool]:
+        """The class and its bases, breadth first (names; cycles cut), and
+        whether every base on the way is known (see :class:`Base`)."""
+        key = (class_name, include_self)
+        if bases is None and key in self._lineages:
+            return self._lineages[key]
+        order = [class_name] if include_self else []
+        queue = list(bases if bases is not None else self.direct_bases(class_name))
+        # Without itself, a base of the same name is kept: `class Blueprint(SansioBlueprint)`.
+        seen = {class_name} if include_self else set()
+        complete = True
+        while queue and len(order) < MAX_BASES:
+            base = queue.pop(0)
+            complete = complete and base.known
+            if base.name in seen:
+                continue
+            seen.add(base.name)
+            order.append(base.name)
+            queue.extend(self.direct_bases(base.name))
+        if bases is None:
+            self._lineages[key] = (order, complete)
+        return order, complete
+
+    def defines(self, class_name: str, member: str) -> bool:
+        if member not in self._containers:
+            self._containers[member] = {d.container for d in self.definitions_named(member)}
+        return class_name in self._containers[member]
+
+    # -- verdicts ------------------------------------------------------------
+
+    def verdict(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Verdict:
+        """Does ``name`` at ``name_node`` in ``sf`` refer to one of ``targets``?"""
+        family = sf.family
+        if family is None or family.name == "generic":
+            return Verdict.UNKNOWN
+        _, receiver_node = syntax.member_parts(family, name_node)
+        if receiver_node is None:
+            return self._bare_verdict(sf, name, targets)
+        return self._member_verdict(sf, self.receiver(sf, receiver_node, name_node), name, targets)
+
+    def _bare_verdict(self, sf: SourceFile, name: str, targets: Targets) -> Verdict:
+        ref = self.lookup_bare(sf, name)
+        if ref.kind == "definition":
+            return _verdict_of(ref, targets)
+        if ref.kind in ("module", "external"):
+            return Verdict.OTHER
+        if targets.only_methods:
+            return Verdict.OTHER  # a bare name never reaches a method
+        return Verdict.UNKNOWN
+
+    def _member_verdict(self, sf: SourceFile, receiver: Receiver, name: str, targets: Targets) -> Verdict:
+        if receiver.kind == "module":
+            if sf.family is GO:
+                return Verdict.CONFIRMED if any(self._go_import_names(receiver.module or "", t.path)
+                                                for t in targets.module_level) else Verdict.OTHER
+            return _verdict_of(self.lookup_name(receiver.module or "", name), targets)
+        if receiver.kind == "external":
+            return Verdict.OTHER
+        if receiver.class_name and receiver.kind in ("self", "super", "class", "instance"):
+            return self._class_member_verdict(receiver, name, targets)
+        # A receiver of unknown type.
+        builtin = name in BUILTIN_METHODS[sf.family.name if sf.family else "generic"]
+        if targets.members:
+            if not builtin and all(d.key in targets.keys for d in self.definitions_named(name)):
+                return Verdict.CONFIRMED  # no other definition, no builtin has that name
+            return Verdict.UNKNOWN
+        # Only module-level targets: `x.name` reaches one only through a module.
+        if builtin or any(d.container is not None for d in self.definitions_named(name)):
+            return Verdict.OTHER
+        return Verdict.UNKNOWN
+
+    def _class_member_verdict(self, receiver: Receiver, name: str, targets: Targets) -> Verdict:
+        owner, complete = self._owner(receiver, name)
+        if owner is None:
+            # No indexed class on the way defines it: a base outside the index
+            # does, if every base is known. Never on `self`, which may be an
+            # instance of a subclass mixing in the definer (mixins, abstract bases).
+            return Verdict.OTHER if complete and receiver.kind != "self" else Verdict.UNKNOWN
+        if owner in targets.containers:
+            return Verdict.CONFIRMED
+        # self.m() in a base class reaches an override in a subclass at run time.
+        if receiver.kind == "self" and any(owner in self.lineage(container, include_self=False)[0]
+                                           for container in targets.containers):
+            return Verdict.UNKNOWN
+        return Verdict.OTHER
+
+    def _owner(self, receiver: Receiver, name: str) -> tuple[str | None, bool]:
+        """The first class up the receiver's lineage defining ``name``, and
+        whether the lineage is fully known."""
+        key = (receiver, name)
+        if key not in self._owners:
+            assert receiver.class_name is not None
+            lineage, complete = self.lineage(receiver.class_name, receiver.bases, receiver.kind != "super")
+            self._owners[key] = (next((cls for cls in lineage if self.defines(cls, name)), None), complete)
+        return self._owners[key]
+
+    def _go_import_names(self, import_path: str, definition_path: str) -> bool:
+        """Does a Go import path name the package (directory) of a file?"""
+        package = posixpath.dirname(definition_path)
+        if package:
+            return import_path == package or import_path.endswith("/" + package)
+        return import_path == self.go_module()
+
+    def go_module(self) -> str:
+        if self._go_module is None:
+            self._go_module = ""
+            try:
+                for line in (Path(self.engine.root) / "go.mod").read_text("utf-8").splitlines():
+                    if line.startswith("module "):
+                        self._go_module = line.split()[1].strip("\"`")
+                        break
+            except OSError:
+                pass
+        return self._go_module
+
+    # -- definitions in files ------------------------------------------------
+
+    def declaration(self, sf: SourceFile | None, definition: Definition) -> Node | None:
+        """The declaration node of ``definition`` in its file's current text."""
+        name = self.declaration_name(sf, definition)
+        return name.parent if name is not None else None
+
+    def declaration_name(self, sf: SourceFile | None, definition: Definition) -> Node | None:
+        """The node of the name a definition declares (``f`` in ``def f``)."""
+        if sf is None or sf.family is None:
+            return None
+        pattern = word_pattern(definition.name)
+        last = min(definition.end_line, len(sf.lines) - 1)
+        for row in range(definition.start_line, last + 1):
+            for match in pattern.finditer(sf.lines[row]):
+                node = sf.node_at(row, match.start(), match.end())
+                if node is not None and syntax.declares(sf.family, node):
+                    return node
+        return None
+
+    def is_public(self, definition: Definition) -> bool:
+        """Visible outside its module: callers may live outside the workspace."""
+        sf = self.source(definition.path)
+        family = sf.family if sf is not None else None
+        parts = definition.symbol.split(".")
+        if family is PYTHON:
+            module = posixpath.basename(definition.path).split(".")[0]
+            private_module = module.startswith("_") and module not in ("__init__", "__main__")
+            return not private_module and not any(
+                p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts)
+        if family is GO:
+            return definition.name[:1].isupper()
+        if family is JS and sf is not None and sf.tree is not None:
+            return self._js_exported(sf, definition)
+        return True
+
+    def _js_exported(self, sf: SourceFile, definition: Definition) -> bool:
+        """Exported from its module; a member: its class is, and it is not private."""
+        assert sf.tree is not None
+        if definition.name.startswith("#"):
+            return False
+        if definition.container is not None:
+            name = self.declaration_name(sf, definition)
+            if name is not None and name.parent is not None and any(
+                    child.type == "accessibility_modifier" and syntax.text_of(child) != "public"
+                    for child in name.parent.children):
+                return False
+        top = definition.symbol.split(".")[0]
+        if syntax.js_default_export(sf.tree) == top:
+            return True
+        top_definition = next((d for d in self.definitions_named(top) if d.path == sf.path), None)
+        top_name = self.declaration_name(sf, top_definition) if top_definition else None
+        if top_name is not None and any(a.type == "export_statement" for a in syntax.ancestors(top_name)):
+            return True
+        return any(b.local == top and b.reexport for b in sf.bindings) or _js_export_clause_names(sf, top)
+
+
+def _js_export_clause_names(sf: SourceFile, name: str) -> bool:
+    """``export { name }`` or ``module.exports`` mentioning ``name``."""
+    assert sf.tree is not None
+    for statement in sf.tree.root_node.named_children:
+        text = syntax.text_of(statement)
+        if statement.type == "export_statement" and name in text:
+            return True
+        if statement.type == "expression_statement" and ("module.exports" in text or "exports." in text) \
+                and word_pattern(name).search(text):
+            return True
+    return False
+
+
+def _assigned_value(name_node: Node) -> Node | None:
+    """The value a declaration or plain assignment gives a name
+    (``x = v``, ``const x = v``, ``x := v``); None when it is not that simple."""
+    node = name_node
+    while node.parent is not None and node.parent.type in ("expression_list", "pattern_list"):
+        node = node.parent
+    parent = node.parent
+    if parent is None:
+        return None
+    if parent.type in ("assignment", "variable_declarator", "short_var_declaration", "var_spec"):
+        target = parent.child_by_field_name("left") or parent.child_by_field_name("name")
+        value = parent.child_by_field_name("right") or parent.child_by_field_name("value")
+        if target is None or value is None:
+            return None
+        if target.id == name_node.id:
+            return value
+        # `a, b := f(), g()`: the value in the same position.
+        names, values = target.named_children, value.named_children
+        if len(names) == len(values):
+            for index, candidate in enumerate(names):
+                if candidate.id == name_node.id:
+                    return values[index]
+    return None
+
+
+def _verdict_of(ref: Ref, targets: Targets) -> Verdict:
+    if ref.kind == "definition":
+        return Verdict.CONFIRMED if (ref.path, ref.symbol) in targets.keys else Verdict.OTHER
+    return Verdict.UNKNOWN if ref.kind == "unknown" else Verdict.OTHER
+
+
+def _is_submodule(path: str, name: str) -> bool:
+    """Did ``from M import name`` resolve to the submodule ``name`` itself?"""
+    stem = posixpath.splitext(posixpath.basename(path))[0]
+    if stem == "__init__":
+        stem = posixpath.basename(posixpath.dirname(path))
+    return stem == name

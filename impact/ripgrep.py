@@ -1,0 +1,153 @@
+"""The word sweep: every line of the workspace (and of its open buffers) where
+a name occurs as a whole word.
+
+``rg --json -F -w`` searches the files on disk, restricted to the indexed
+file types and honouring ``.gitignore`` (also outside git: discovery does the
+same); an open buffer replaces its file, searched in memory with the same
+word rule. The sweep only finds *lines*: which occurrences are calls is the
+confirming step's business (``ctxls.impact.callers``).
+
+Which ``rg`` runs: ``$CTXLS_RG`` when set (exactly that file, no fallback:
+tests point it at a missing path), else ``rg`` on ``PATH``, else the one next
+to the running interpreter (the ``ripgrep`` wheel, a dependency, installs it
+in the virtualenv's ``bin/``). If none can run, :class:`RipgrepMissing` is
+raised: an impact answer without a sweep would claim "no callers".
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ctxls.index.discovery import STORE_DIR_NAME
+from ctxls.index.errors import RipgrepMissing
+
+RG_ENV = "CTXLS_RG"
+INSTALL_HINT = ("install ripgrep (`pip install ripgrep==14.1.0` in ctxls's environment, "
+                "`apt install ripgrep` or `brew install ripgrep`) or set CTXLS_RG to the rg binary")
+# A word with more matching lines than this is cut short; the lines beyond
+# are reported as a count (``Sweep.lines_dropped``), never silently lost.
+MAX_LINES = 20_000
+
+
+def locate_rg() -> str:
+    """The ``rg`` to run (see the module docstring), or RipgrepMissing."""
+    override = os.environ.get(RG_ENV)
+    if override is not None:
+        candidates = [override]
+    else:
+        executable = "rg.exe" if os.name == "nt" else "rg"
+        candidates = [shutil.which("rg"), str(Path(sys.executable).parent / executable)]
+    for candidate in candidates:
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    where = f"{RG_ENV}={override}" if override is not None else "PATH or next to the Python interpreter"
+    raise RipgrepMissing(f"ripgrep (rg) not found ({where}): {INSTALL_HINT}")
+
+
+def word_pattern(word: str) -> re.Pattern[str]:
+    """The in-memory equivalent of ``rg -F -w``: ``word`` not touching a word character."""
+    return re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
+
+
+@dataclass
+class Sweep:
+    """Lines (0-based) holding the word, per repo-relative path."""
+
+    lines: dict[str, list[int]] = field(default_factory=dict)
+    lines_dropped: int = 0  # beyond MAX_LINES or the deadline: counted, not listed
+
+
+def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str], bool],
+          buffers: dict[str, str], max_file_bytes: int, deadline: float) -> Sweep:
+    """Every line of the indexed files under ``root`` and of the open
+    ``buffers`` where ``word`` is a whole word. ``wanted`` is the index's
+    file filter (include, exclude, generated files, the store folder)."""
+    found = _rg_lines(root, word, include, max_file_bytes, deadline)
+    found.lines = {path: rows for path, rows in found.lines.items()
+                   if path not in buffers and wanted(path)}
+    pattern = word_pattern(word)
+    for path, text in buffers.items():
+        if not wanted(path) or word not in text:
+            continue
+        rows = [row for row, line in enumerate(text.split("\n")) if pattern.search(line)]
+        if rows:
+            found.lines[path] = rows
+    return found
+
+
+def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int) -> list[str]:
+    command = [rg, "--json", "--fixed-strings", "--word-regexp", "--no-config",
+               "--hidden", "--no-require-git", "--max-filesize", str(max_file_bytes),
+               "--glob", "!.git", "--glob", f"!{STORE_DIR_NAME}"]
+    for extension in include:
+        # An include entry is an extension ("py") or a whole file name ("Gemfile").
+        command += ["--glob", f"*.{extension}", "--glob", extension]
+    return command + ["--regexp", word, "--", "."]
+
+
+def _rg_lines(root: Path, word: str, include: Iterable[str], max_file_bytes: int,
+              deadline: float) -> Sweep:
+    command = _rg_command(locate_rg(), word, include, max_file_bytes)
+    # stderr goes to a file: a pipe nobody reads could fill up and stall rg.
+    with tempfile.TemporaryFile() as errors:
+        try:
+            process = subprocess.Popen(command, cwd=root, stdin=subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=errors)
+        except OSError as exc:  # not executable, wrong architecture, vanished
+            raise RipgrepMissing(f"cannot run {command[0]}: {exc}; {INSTALL_HINT}") from exc
+        found, completed = _read_matches(process, deadline)
+        errors.seek(0)
+        stderr = errors.read(300).decode("utf-8", "replace").strip()
+    # 0: found, 1: nothing found, 2: some file could not be read (still a
+    # full answer when rg got to its summary). Anything else is a failure.
+    if process.returncode not in (0, 1) and not completed:
+        raise RipgrepMissing(f"{command[0]} failed ({process.returncode}): {stderr}; {INSTALL_HINT}")
+    return found
+
+
+def _read_matches(process: subprocess.Popen, deadline: float) -> tuple[Sweep, bool]:
+    """The match lines of rg's JSON stream, and whether it reached its summary.
+
+    rg writes each file's events together: a ``begin`` naming the path, its
+    ``match`` lines, an ``end``. Only ``begin`` is decoded; a match only
+    gives its ``line_number`` (a hot word has tens of thousands)."""
+    found = Sweep()
+    listed = 0
+    completed = False
+    rows: list[int] = []
+    assert process.stdout is not None
+    with process.stdout:
+        for raw in process.stdout:
+            if raw.startswith(b'{"type":"begin"'):
+                path = _text(json.loads(raw)["data"]["path"]).removeprefix("./")
+                rows = found.lines.setdefault(path, [])
+            elif raw.startswith(b'{"type":"match"'):
+                if listed >= MAX_LINES or time.monotonic() > deadline:
+                    found.lines_dropped += 1
+                    continue
+                at = raw.rindex(b'"line_number":') + len(b'"line_number":')
+                rows.append(int(raw[at:raw.index(b",", at)]) - 1)
+                listed += 1
+            elif raw.startswith(b'{"type":"summary"'):
+                completed = True
+    process.wait()
+    found.lines = {path: rows for path, rows in found.lines.items() if rows}
+    return found, completed
+
+
+def _text(value: dict) -> str:
+    """rg's JSON strings are ``{"text": …}``, or ``{"bytes": base64}`` when not UTF-8."""
+    if "text" in value:
+        return value["text"]
+    return base64.b64decode(value["bytes"]).decode("utf-8", "surrogateescape")

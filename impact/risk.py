@@ -1,0 +1,107 @@
+"""The risk bucket of changing a symbol, and the hedges that say why an
+impact answer may be incomplete.
+
+Buckets (docs/architecture.md states the same thresholds). "Production"
+means outside test files (:func:`is_test_path`); callers in tests never
+raise the bucket: changing the symbol only breaks tests there.
+
+* ``high``: callers in >= HIGH_CALLER_FILES production files, or >=
+  HIGH_CONFIRMED_SITES confirmed production call sites.
+* ``med``: callers in >= MED_CALLER_FILES production files, or >=
+  MED_CONFIRMED_SITES confirmed or >= MED_UNCONFIRMED_SITES unconfirmed
+  production call sites, or a public/exported name with any production
+  caller, or the name spelled out in a string (reflection, registries), or
+  occurrences left unchecked by the time budget.
+* ``low``: everything else.
+
+Hedges are plain sentences. A symbol with no confirmed caller always gets
+one, so "low" is never stated bare.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+HIGH_CALLER_FILES = 5
+HIGH_CONFIRMED_SITES = 15
+MED_CALLER_FILES = 2
+MED_CONFIRMED_SITES = 4
+MED_UNCONFIRMED_SITES = 3
+
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec|specs)/"
+    r"|(^|/)(test_[^/]*|conftest)\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$")
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+@dataclass
+class Evidence:
+    confirmed_sites: int = 0  # production
+    unconfirmed_sites: int = 0  # production
+    caller_files: int = 0  # production files with a caller
+    test_confirmed_sites: int = 0
+    test_unconfirmed_sites: int = 0
+    public: bool = False
+    definitions: int = 1
+    definition_files: int = 1
+    special_method: bool = False  # __dunder__: the language calls it implicitly
+    mentions: Counter[str] = field(default_factory=Counter)
+    named_in_strings: int = 0
+    name_only_languages: tuple[str, ...] = ()
+    partial_index: bool = False
+
+
+def assess(e: Evidence) -> tuple[str, list[str]]:
+    """(risk bucket, hedges)."""
+    if e.caller_files >= HIGH_CALLER_FILES or e.confirmed_sites >= HIGH_CONFIRMED_SITES:
+        risk = "high"
+    elif (e.caller_files >= MED_CALLER_FILES or e.confirmed_sites >= MED_CONFIRMED_SITES
+          or e.unconfirmed_sites >= MED_UNCONFIRMED_SITES or (e.public and e.caller_files > 0)
+          or e.named_in_strings > 0 or e.mentions["unchecked"] > 0):
+        risk = "med"
+    else:
+        risk = "low"
+    return risk, hedges(e)
+
+
+def hedges(e: Evidence) -> list[str]:
+    out: list[str] = []
+    confirmed = e.confirmed_sites + e.test_confirmed_sites
+    unconfirmed = e.unconfirmed_sites + e.test_unconfirmed_sites
+    if confirmed + unconfirmed == 0:
+        out.append("no references found: a candidate for review, not a confirmed isolation "
+                   "(dynamic calls, reflection and code outside this workspace are invisible)")
+    elif confirmed == 0:
+        out.append(f"no confirmed callers: the {unconfirmed} call site(s) found could not be tied "
+                   "to this definition")
+    if confirmed + unconfirmed > 0 and e.confirmed_sites + e.unconfirmed_sites == 0:
+        out.append("only tests call it: production use, if any, is dynamic or outside this workspace")
+    if unconfirmed:
+        out.append(f"{unconfirmed} call site(s) unconfirmed: the receiver or import could not be "
+                   "resolved (dynamic dispatch, untyped receivers or unresolved imports)")
+    if e.public:
+        out.append("public or exported name: callers outside this workspace are invisible")
+    if e.special_method:
+        out.append("special method: the language calls it implicitly (operators, protocols, construction)")
+    if e.definitions > 1:
+        out.append(f"{e.definitions} definitions share this name (in {e.definition_files} file(s)); "
+                   "callers are counted for all of them")
+    if e.named_in_strings:
+        out.append(f"the name is spelled out in {e.named_in_strings} string(s): getattr, registries "
+                   "or __all__ may reach it by name")
+    if e.mentions["unchecked"]:
+        out.append(f"results capped: {e.mentions['unchecked']} occurrence line(s) were not checked "
+                   "within the time budget; they are counted as unconfirmed mentions")
+    if e.mentions["text"]:
+        out.append(f"{e.mentions['text']} mention(s) in files without a parser (docs, config)")
+    if e.name_only_languages:
+        out.append("callers in " + ", ".join(sorted(e.name_only_languages))
+                   + " files are matched by name only, never confirmed")
+    if e.partial_index:
+        out.append("the index is still being built: definitions and callers may be missing")
+    return out

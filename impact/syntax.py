@@ -1,0 +1,683 @@
+"""What the impact analysis knows about syntax, per language family: which
+nodes are calls, member accesses, decorators, declarations and (re)binding
+positions; a parsed file with its import bindings; and column conversions.
+
+Families: ``python``; ``js`` (JavaScript, TypeScript, TSX); ``go``; and
+``generic`` for the other tree-sitter languages of the index, where an
+occurrence is still told apart from comments, strings and declarations but
+is never tied to a definition (its callers stay unconfirmed).
+
+Positions: tree-sitter works in (row, byte column); the protocol in (line,
+UTF-16 column), the LSP default. :class:`SourceFile` converts between them.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from tree_sitter import Node, Query, QueryCursor, Tree
+from tree_sitter_language_pack import get_language
+
+from ctxls.index.languages import language_for_path, parser_for
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    calls: Mapping[str, str]  # call node type -> field holding the callee
+    members: Mapping[str, tuple[str, str]]  # member access -> (receiver field, name field)
+    decorators: frozenset[str]
+    declarations: frozenset[str]  # node types whose `name` field declares that name
+    # (parent type, field) whose identifiers are bound or rebound, not used;
+    # "" is a child without a field name.
+    bindings: frozenset[tuple[str, str]]
+    patterns: frozenset[str]  # destructuring nodes between a binding position and its names
+    classes: frozenset[str]  # class-like nodes with a `name` field
+    imports: frozenset[str]  # statements inside which a name is imported or re-exported
+    decisions: frozenset[str]  # each one adds 1 to the complexity figure
+    boolean_operators: frozenset[str]  # binary operators that are decision points too
+    self_names: frozenset[str]  # identifiers meaning "this object" (Python convention)
+    functions: frozenset[str] = frozenset()  # scopes of local variables
+    literals: frozenset[str] = frozenset()  # expressions making builtin values (dict, list, str...)
+
+
+PYTHON = Family(
+    name="python",
+    calls={"call": "function"},
+    members={"attribute": ("object", "attribute")},
+    decorators=frozenset({"decorator"}),
+    declarations=frozenset({"function_definition", "class_definition"}),
+    bindings=frozenset({
+        ("assignment", "left"), ("augmented_assignment", "left"), ("for_statement", "left"),
+        ("for_in_clause", "left"), ("named_expression", "name"), ("keyword_argument", "name"),
+        ("default_parameter", "name"), ("typed_default_parameter", "name"),
+        ("typed_parameter", ""), ("parameters", ""), ("lambda_parameters", ""),
+        ("as_pattern", "alias"), ("global_statement", ""), ("nonlocal_statement", ""),
+    }),
+    patterns=frozenset({"pattern_list", "tuple_pattern", "list_pattern", "as_pattern_target",
+                        "list_splat_pattern", "dictionary_splat_pattern"}),
+    classes=frozenset({"class_definition"}),
+    imports=frozenset({"import_statement", "import_from_statement", "future_import_statement"}),
+    decisions=frozenset({"if_statement", "elif_clause", "for_statement", "while_statement",
+                         "except_clause", "conditional_expression", "for_in_clause", "if_clause",
+                         "case_clause", "boolean_operator"}),
+    boolean_operators=frozenset(),
+    self_names=frozenset({"self", "cls"}),
+    functions=frozenset({"function_definition", "lambda"}),
+    literals=frozenset({"dictionary", "dictionary_comprehension", "list", "list_comprehension", "set",
+                        "set_comprehension", "tuple", "string", "concatenated_string", "integer",
+                        "float", "true", "false", "binary_operator"}),
+)
+
+JS = Family(
+    name="js",
+    calls={"call_expression": "function", "new_expression": "constructor"},
+    members={"member_expression": ("object", "property")},
+    decorators=frozenset({"decorator"}),
+    declarations=frozenset({
+        "function_declaration", "generator_function_declaration", "function_expression",
+        "function", "class_declaration", "abstract_class_declaration", "class",
+        "method_definition", "method_signature", "abstract_method_signature",
+        "function_signature", "interface_declaration", "type_alias_declaration",
+        "enum_declaration", "variable_declarator", "public_field_definition",
+        "internal_module", "module",
+    }),
+    bindings=frozenset({
+        ("variable_declarator", "name"), ("assignment_expression", "left"),
+        ("augmented_assignment_expression", "left"), ("for_in_statement", "left"),
+        ("required_parameter", "pattern"), ("optional_parameter", "pattern"),
+        ("formal_parameters", ""), ("arrow_function", "parameter"), ("pair", "key"),
+        ("pair_pattern", "key"), ("catch_clause", "parameter"), ("field_definition", "property"),
+        ("labeled_statement", "label"),
+    }),
+    patterns=frozenset({"object_pattern", "array_pattern", "pair_pattern", "assignment_pattern",
+                        "rest_pattern"}),
+    classes=frozenset({"class_declaration", "abstract_class_declaration", "class"}),
+    imports=frozenset({"import_statement", "import_require_clause", "export_clause"}),
+    decisions=frozenset({"if_statement", "for_statement", "for_in_statement", "while_statement",
+                         "do_statement", "catch_clause", "ternary_expression", "switch_case"}),
+    boolean_operators=frozenset({"&&", "||", "??"}),
+    self_names=frozenset(),
+    functions=frozenset({"function_declaration", "generator_function_declaration",
+                         "function_expression", "function", "arrow_function", "method_definition"}),
+    literals=frozenset({"object", "array", "string", "template_string", "number", "true", "false",
+                        "regex"}),
+)
+
+GO = Family(
+    name="go",
+    calls={"call_expression": "function"},
+    members={"selector_expression": ("operand", "field"), "qualified_type": ("package", "name")},
+    decorators=frozenset(),
+    declarations=frozenset({
+        "function_declaration", "method_declaration", "type_spec", "type_alias", "const_spec",
+        "var_spec", "field_declaration", "method_elem", "method_spec", "parameter_declaration",
+        "variadic_parameter_declaration",
+    }),
+    bindings=frozenset({("short_var_declaration", "left"), ("assignment_statement", "left"),
+                        ("range_clause", "left"), ("keyed_element", "key"),
+                        ("labeled_statement", "label")}),
+    patterns=frozenset({"expression_list", "literal_element"}),
+    classes=frozenset(),
+    imports=frozenset({"import_declaration"}),
+    decisions=frozenset({"if_statement", "for_statement", "expression_case", "type_case",
+                         "communication_case"}),
+    boolean_operators=frozenset({"&&", "||"}),
+    self_names=frozenset(),
+    functions=frozenset({"function_declaration", "method_declaration", "func_literal"}),
+    literals=frozenset({"interpreted_string_literal", "raw_string_literal", "int_literal",
+                        "float_literal", "true", "false"}),
+)
+
+GENERIC = Family(
+    name="generic",
+    calls={"call_expression": "function", "method_invocation": "name",
+           "function_call_expression": "function", "member_call_expression": "name",
+           "scoped_call_expression": "name", "invocation_expression": "function",
+           "macro_invocation": "macro", "object_creation_expression": "type", "call": "method"},
+    members={"field_expression": ("value", "field"), "field_access": ("object", "field"),
+             "scoped_identifier": ("path", "name"), "qualified_identifier": ("scope", "name"),
+             "method_invocation": ("object", "name"), "member_call_expression": ("object", "name"),
+             "call": ("receiver", "method")},
+    decorators=frozenset({"decorator", "annotation", "marker_annotation", "attribute_item"}),
+    declarations=frozenset({
+        "function_item", "struct_item", "enum_item", "trait_item", "mod_item", "type_item",
+        "union_item", "macro_definition", "function_signature_item", "method_declaration",
+        "constructor_declaration", "class_declaration", "interface_declaration",
+        "enum_declaration", "record_declaration", "function_definition", "class", "module",
+        "method", "singleton_method", "class_specifier", "struct_specifier", "union_specifier",
+        "enum_specifier", "namespace_definition", "preproc_function_def", "trait_declaration",
+    }),
+    bindings=frozenset({("function_declarator", "declarator"), ("let_declaration", "pattern"),
+                        ("variable_declarator", "name"), ("init_declarator", "declarator"),
+                        ("parameter", "pattern"), ("formal_parameter", "name"),
+                        ("assignment", "left"), ("assignment_expression", "left")}),
+    patterns=frozenset({"tuple_pattern", "pointer_declarator", "reference_declarator"}),
+    classes=frozenset({"class_declaration", "class_specifier", "struct_item", "impl_item",
+                       "class", "struct_specifier", "trait_item", "interface_declaration"}),
+    imports=frozenset({"use_declaration", "import_declaration", "preproc_include",
+                       "namespace_use_declaration"}),
+    decisions=frozenset({
+        "if_statement", "if_expression", "for_statement", "for_expression", "while_statement",
+        "while_expression", "do_statement", "catch_clause", "match_arm", "conditional_expression",
+        "ternary_expression", "enhanced_for_statement", "switch_label", "case_statement",
+        "if", "elsif", "unless", "while", "until", "for", "when", "rescue", "if_let_expression",
+        "else_if_clause", "loop_expression",
+    }),
+    boolean_operators=frozenset({"&&", "||"}),
+    self_names=frozenset(),
+)
+
+_FAMILY_BY_LANGUAGE = {"python": PYTHON, "javascript": JS, "typescript": JS, "tsx": JS, "go": GO}
+# Languages the index parses with tree-sitter (Markdown is chunked by lines).
+_PARSED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java",
+                               "c", "cpp", "ruby", "php"})
+
+
+def family_for(language: str | None) -> Family | None:
+    if language not in _PARSED_LANGUAGES:
+        return None
+    return _FAMILY_BY_LANGUAGE.get(language, GENERIC)
+
+
+# -- node helpers ---------------------------------------------------------------
+
+
+def text_of(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+
+
+def is_identifier(node: Node) -> bool:
+    return "identifier" in node.type or node.type in ("constant", "name")
+
+
+def is_comment(node: Node) -> bool:
+    return "comment" in node.type
+
+
+def is_string(node: Node) -> bool:
+    return ("string" in node.type or node.type in ("char_literal", "rune_literal", "heredoc_body",
+                                                   "regex_pattern", "escape_sequence"))
+
+
+def field_of(node: Node) -> str:
+    """The field name under which ``node`` hangs from its parent ("" if none)."""
+    parent = node.parent
+    if parent is None:
+        return ""
+    for index, child in enumerate(parent.children):
+        if child.id == node.id:
+            return parent.field_name_for_child(index) or ""
+    return ""
+
+
+def ancestors(node: Node) -> Iterator[Node]:
+    parent = node.parent
+    while parent is not None:
+        yield parent
+        parent = parent.parent
+
+
+def member_parts(family: Family, node: Node) -> tuple[Node, Node | None]:
+    """(the expression ``node`` names, its receiver): for the name of a member
+    access (``obj.name``) the whole access and ``obj``; else ``node`` and None."""
+    parent = node.parent
+    if parent is not None and parent.type in family.members:
+        receiver_field, name_field = family.members[parent.type]
+        name = parent.child_by_field_name(name_field)
+        if name is not None and name.id == node.id:
+            return parent, parent.child_by_field_name(receiver_field)
+    return node, None
+
+
+def declares(family: Family, node: Node) -> bool:
+    """``node`` is the name a declaration introduces (``def f``, ``class C``);
+    in Go, also the type in a method's receiver (part of the type's definition)."""
+    parent = node.parent
+    if family is GO and parent is not None and node.type == "type_identifier":
+        receiver = next((a for a in ancestors(node) if a.type == "parameter_list"), None)
+        if receiver is not None and field_of(receiver) == "receiver":
+            return True
+    if parent is None or parent.type not in family.declarations:
+        return False
+    name = parent.child_by_field_name("name")
+    return name is not None and name.id == node.id
+
+
+def is_bound(family: Family, expression: Node) -> bool:
+    """``expression`` is (re)bound here (an assignment target, a parameter, a
+    keyword argument's name), not a use of what the name refers to."""
+    node = expression
+    while node.parent is not None:
+        parent, field_name = node.parent, field_of(node)
+        if (parent.type, field_name) in family.bindings:
+            return True
+        if parent.type not in family.patterns:
+            return False
+        node = parent
+    return False
+
+
+def callee_of(family: Family, call: Node) -> Node | None:
+    """The expression a call node calls (``f`` in ``f(x)``, ``o.m`` in ``o.m()``)."""
+    field_name = family.calls.get(call.type)
+    return call.child_by_field_name(field_name) if field_name else None
+
+
+def use_kind(family: Family, expression: Node) -> str:
+    """How an expression that names something is used: ``call``, ``decorator`` or ``value``."""
+    parent = expression.parent
+    if parent is None:
+        return "value"
+    if parent.type in family.decorators:
+        return "decorator"
+    callee = callee_of(family, parent)
+    if callee is not None and callee.id == expression.id:
+        grand = parent.parent
+        if grand is not None and grand.type in family.decorators:
+            return "decorator"
+        return "call"
+    if parent.type in ("jsx_opening_element", "jsx_self_closing_element"):
+        return "call"  # rendering a component calls it
+    return "value"
+
+
+def in_import(family: Family, node: Node) -> Node | None:
+    """The import (or re-export) statement around ``node``, if any."""
+    for ancestor in ancestors(node):
+        if ancestor.type in family.imports:
+            return ancestor
+        if ancestor.type == "export_statement" and ancestor.child_by_field_name("source") is not None:
+            return ancestor
+        if ancestor.type in ("block", "statement_block", "function_definition", "class_body"):
+            return None
+    return None
+
+
+def enclosing_class(family: Family, node: Node) -> tuple[str | None, Node | None]:
+    """The class (Go: the method's receiver type) the code at ``node``
+    belongs to: its name, and its node when it is a class node."""
+    for ancestor in ancestors(node):
+        if ancestor.type in family.classes:
+            return text_of(ancestor.child_by_field_name("name")) or None, ancestor
+        if family is GO and ancestor.type == "method_declaration":
+            return go_receiver(ancestor)[1] or None, None
+    return None, None
+
+
+def go_receiver(method: Node) -> tuple[str, str]:
+    """(variable, type name) of a Go method's receiver: ``(s *Server)`` -> (s, Server)."""
+    receivers = method.child_by_field_name("receiver")
+    parameter = receivers.named_child(0) if receivers is not None else None
+    if parameter is None:
+        return "", ""
+    type_node = parameter.child_by_field_name("type")
+    while type_node is not None and type_node.type in ("pointer_type", "generic_type",
+                                                       "parenthesized_type"):
+        type_node = type_node.child_by_field_name("type") or type_node.named_child(0)
+    return text_of(parameter.child_by_field_name("name")), text_of(type_node)
+
+
+def class_bases(family: Family, class_node: Node) -> list[str]:
+    """Last segments of the names a class derives from (Go: embedded types)."""
+    bases: list[Node] = []
+    if family is PYTHON:
+        superclasses = class_node.child_by_field_name("superclasses")
+        bases = [c for c in superclasses.named_children if c.type != "keyword_argument"] \
+            if superclasses is not None else []
+    elif family is JS:
+        for child in class_node.named_children:
+            if child.type == "class_heritage":
+                bases = [c.child_by_field_name("value") or c.named_child(0)
+                         for c in child.named_children if c.type == "extends_clause"]
+                bases += [c for c in child.named_children if c.type not in ("extends_clause",
+                                                                             "implements_clause")]
+    elif family is GO:  # class_node is a type_spec
+        struct = class_node.child_by_field_name("type")
+        fields = struct.named_child(0) if struct is not None and struct.type == "struct_type" else None
+        for declaration in fields.named_children if fields is not None else []:
+            if declaration.type == "field_declaration" and declaration.child_by_field_name("name") is None:
+                bases.append(declaration.child_by_field_name("type"))
+    names = []
+    for base in bases:
+        # `pkg.Base`, `*Base`, `Base[T]`, `Base<T>`, `mixin(Base)` -> Base
+        head = re.split(r"[\[<(]", text_of(base), maxsplit=1)[0] if base is not None else ""
+        parts = [part for part in re.split(r"[.*\s]", head) if part]
+        if parts:
+            names.append(parts[-1])
+    return names
+
+
+def walk(node: Node, skip: frozenset[str] = frozenset()) -> Iterator[Node]:
+    """``node`` and its named descendants in document order; subtrees whose
+    root type is in ``skip`` (other than ``node`` itself) are not entered."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if current.id == node.id or current.type not in skip:
+            stack.extend(reversed(current.named_children))
+
+
+# -- import bindings ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Binding:
+    """A name an import gives a file (or, for a re-export, gives its importers).
+
+    ``spec`` is what ``ImportResolver`` resolves (Python ``M:n`` or ``M``, a
+    JS module string, a Go import path). ``imported`` is the name taken from
+    that module: None for the module itself, "*" for all of its names.
+    ``package``: Python ``import a.b.c``, binding ``a``; ``a.b.c.f`` is then
+    looked up by its dotted path.
+    """
+
+    local: str
+    spec: str
+    imported: str | None
+    line: int
+    reexport: bool = False
+    package: bool = False
+
+
+_IMPORT_QUERIES = {
+    "python": "(import_statement) @import (import_from_statement) @import",
+    "js": """
+        (import_statement) @import
+        (export_statement source: (_)) @import
+        (variable_declarator
+          value: (call_expression function: (identifier) @function
+                                  arguments: (arguments . (string) @spec))
+          (#eq? @function "require")) @require
+        (import_alias) @import
+    """,
+    "go": "(import_spec) @import",
+}
+_queries: dict[tuple[str, str], Query] = {}
+_queries_lock = threading.Lock()
+
+
+def _query(language: str, family: str) -> Query:
+    key = (language, family)
+    with _queries_lock:
+        query = _queries.get(key)
+        if query is None:
+            source = _IMPORT_QUERIES[family]
+            if language == "javascript":  # `import x = require()` is TypeScript only
+                source = source.replace("(import_alias) @import", "")
+            elif family == "js":
+                source = source.replace("(import_alias) @import",
+                                        "(import_statement (import_require_clause)) @import")
+            query = _queries[key] = Query(get_language(language), source)  # type: ignore[arg-type]
+        return query
+
+
+def import_bindings(language: str, family: Family, tree: Tree) -> list[Binding]:
+    if family.name not in _IMPORT_QUERIES:
+        return []
+    captures = QueryCursor(_query(language, family.name)).captures(tree.root_node)
+    statements = sorted(captures.get("import", []) + captures.get("require", []),
+                        key=lambda node: node.start_byte)
+    bindings: list[Binding] = []
+    for statement in statements:
+        if family is PYTHON:
+            bindings.extend(_python_bindings(statement))
+        elif family is JS:
+            bindings.extend(_js_bindings(statement))
+        else:
+            bindings.extend(_go_bindings(statement))
+    return bindings
+
+
+def _dotted(node: Node | None) -> str:
+    return "".join(text_of(node).split())
+
+
+def _python_bindings(statement: Node) -> Iterator[Binding]:
+    line = statement.start_point.row
+    if statement.type == "import_statement":
+        for name in statement.children_by_field_name("name"):
+            if name.type == "aliased_import":
+                yield Binding(text_of(name.child_by_field_name("alias")),
+                              _dotted(name.child_by_field_name("name")), None, line)
+            else:
+                dotted = _dotted(name)
+                yield Binding(dotted.split(".")[0], dotted, None, line, package=True)
+        return
+    module = _dotted(statement.child_by_field_name("module_name"))
+    if any(child.type == "wildcard_import" for child in statement.children):
+        yield Binding("*", module, "*", line)
+        return
+    for name in statement.children_by_field_name("name"):
+        if name.type == "aliased_import":
+            imported = _dotted(name.child_by_field_name("name"))
+            local = text_of(name.child_by_field_name("alias"))
+        else:
+            imported = local = _dotted(name)
+        yield Binding(local, f"{module}:{imported}", imported, line)
+
+
+def _js_string(node: Node | None) -> str:
+    return text_of(node)[1:-1] if node is not None else ""
+
+
+def _js_bindings(statement: Node) -> Iterator[Binding]:
+    line = statement.start_point.row
+    if statement.type == "variable_declarator":  # const x = require('m')
+        spec_node = statement.child_by_field_name("value")
+        arguments = spec_node.child_by_field_name("arguments") if spec_node is not None else None
+        spec = _js_string(arguments.named_child(0) if arguments is not None else None)
+        yield from _js_pattern_bindings(statement.child_by_field_name("name"), spec, line)
+        return
+    source = statement.child_by_field_name("source")
+    spec = _js_string(source)
+    reexport = statement.type == "export_statement"
+    clause_found = False
+    for child in statement.named_children:
+        if child.type == "import_require_clause":  # import x = require('m')
+            spec = _js_string(child.child_by_field_name("source"))
+            yield Binding(text_of(child.named_child(0)), spec, None, line)
+            return
+        if child.type == "import_clause":
+            clause_found = True
+            for part in child.named_children:
+                if part.type == "identifier":
+                    yield Binding(text_of(part), spec, "default", line)
+                elif part.type == "namespace_import":
+                    yield Binding(text_of(part.named_child(0)), spec, None, line)
+                elif part.type == "named_imports":
+                    yield from _js_specifiers(part, "import_specifier", spec, line, False)
+        elif child.type == "export_clause":
+            clause_found = True
+            yield from _js_specifiers(child, "export_specifier", spec, line, True)
+        elif child.type == "namespace_export":  # export * as ns from 'm'
+            clause_found = True
+            yield Binding(text_of(child.named_child(0)), spec, None, line, reexport=True)
+    if reexport and not clause_found:  # export * from 'm'
+        yield Binding("*", spec, "*", line, reexport=True)
+
+
+def _js_specifiers(clause: Node, kind: str, spec: str, line: int, reexport: bool) -> Iterator[Binding]:
+    for specifier in clause.named_children:
+        if specifier.type != kind:
+            continue
+        name = text_of(specifier.child_by_field_name("name")).strip("'\"")
+        alias = text_of(specifier.child_by_field_name("alias")).strip("'\"")
+        yield Binding(alias or name, spec, name, line, reexport=reexport)
+
+
+def _js_pattern_bindings(pattern: Node | None, spec: str, line: int) -> Iterator[Binding]:
+    if pattern is None:
+        return
+    if pattern.type == "identifier":
+        yield Binding(text_of(pattern), spec, None, line)
+        return
+    for part in pattern.named_children if pattern.type == "object_pattern" else []:
+        if part.type == "shorthand_property_identifier_pattern":
+            yield Binding(text_of(part), spec, text_of(part), line)
+        elif part.type == "pair_pattern":
+            value = part.child_by_field_name("value")
+            if value is not None and value.type == "identifier":
+                yield Binding(text_of(value), spec, text_of(part.child_by_field_name("key")), line)
+
+
+_GO_VERSION_SEGMENT = re.compile(r"v\d+")
+
+
+def _go_bindings(spec_node: Node) -> Iterator[Binding]:
+    path = text_of(spec_node.child_by_field_name("path")).strip("\"`")
+    name_node = spec_node.child_by_field_name("name")
+    line = spec_node.start_point.row
+    if name_node is not None:
+        name = text_of(name_node)
+        if name == ".":
+            yield Binding("*", path, "*", line)
+        elif name != "_":
+            yield Binding(name, path, None, line)
+        return
+    yield Binding(go_package_name(path), path, None, line)
+
+
+def go_package_name(import_path: str) -> str:
+    """The name an unaliased Go import binds, by convention: the last path
+    segment, skipping a major-version segment and ``.vN``/``go-`` decorations."""
+    segments = [s for s in import_path.split("/") if s]
+    if len(segments) > 1 and _GO_VERSION_SEGMENT.fullmatch(segments[-1]):
+        segments.pop()
+    last = segments[-1] if segments else import_path
+    return last.split(".")[0].removeprefix("go-")
+
+
+def js_default_export(tree: Tree) -> str | None:
+    """The local name ``export default`` refers to (``export default f`` or
+    ``export default function f``), or None."""
+    for statement in tree.root_node.named_children:
+        if statement.type != "export_statement" or not any(c.type == "default" for c in statement.children):
+            continue
+        declaration = statement.child_by_field_name("declaration")
+        if declaration is not None:
+            return text_of(declaration.child_by_field_name("name")) or "default"
+        value = statement.child_by_field_name("value")
+        if value is not None and value.type == "identifier":
+            return text_of(value)
+        return "default"
+    return None
+
+
+# -- parsed files -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range in protocol units: 0-based lines, UTF-16 columns, end exclusive."""
+
+    start_line: int
+    start_character: int
+    end_line: int
+    end_character: int
+
+
+@dataclass
+class SourceFile:
+    """One file's current text (its open buffer, else the disk), parsed once."""
+
+    path: str
+    text: str
+    language: str | None = field(init=False)
+    family: Family | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.language = language_for_path(self.path)
+        self.family = family_for(self.language)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.text.split("\n")
+
+    @cached_property
+    def tree(self) -> Tree | None:
+        if self.family is None or self.language is None:
+            return None
+        return parser_for(self.language).parse(self.text.encode("utf-8", "replace"))
+
+    @cached_property
+    def bindings(self) -> list[Binding]:
+        if self.tree is None or self.family is None or self.language is None:
+            return []
+        return import_bindings(self.language, self.family, self.tree)
+
+    def binding(self, local: str) -> Binding | None:
+        """The import that binds ``local`` in this file (the last one wins)."""
+        found = None
+        for binding in self.bindings:
+            if binding.local == local and not binding.reexport:
+                found = binding
+        return found
+
+    # -- positions --
+
+    def byte_column(self, row: int, character: int) -> int:
+        return len(self.lines[row][:character].encode("utf-8", "replace"))
+
+    def utf16_column(self, row: int, character: int) -> int:
+        return len(self.lines[row][:character].encode("utf-16-le", "surrogatepass")) // 2
+
+    def character_from_utf16(self, row: int, utf16: int) -> int:
+        line = self.lines[row]
+        units = 0
+        for index, char in enumerate(line):
+            if units >= utf16:
+                return index
+            units += 2 if ord(char) > 0xFFFF else 1
+        return len(line)
+
+    def character_from_byte(self, row: int, byte_column: int) -> int:
+        return len(self.lines[row].encode("utf-8", "replace")[:byte_column].decode("utf-8", "replace"))
+
+    def span(self, row: int, start: int, end: int) -> Span:
+        """Span of characters ``start``..``end`` (code points) of line ``row``."""
+        return Span(row, self.utf16_column(row, start), row, self.utf16_column(row, end))
+
+    def node_span(self, node: Node) -> Span:
+        start_row, start_byte = node.start_point
+        end_row, end_byte = node.end_point
+        return Span(start_row, self.utf16_column(start_row, self.character_from_byte(start_row, start_byte)),
+                    end_row, self.utf16_column(end_row, self.character_from_byte(end_row, end_byte)))
+
+    def node_at(self, row: int, start: int, end: int) -> Node | None:
+        """The smallest named node covering characters ``start``..``end`` of line ``row``."""
+        if self.tree is None or row >= len(self.lines):
+            return None
+        return self.tree.root_node.named_descendant_for_point_range(
+            (row, self.byte_column(row, start)), (row, self.byte_column(row, end)))
+
+
+class SourceCache:
+    """Parsed files shared by requests, keyed by path and validated by text:
+    a file parses again only when its text changed. Bounded (LRU)."""
+
+    def __init__(self, capacity: int = 512):
+        self._files: OrderedDict[str, SourceFile] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+
+    def get(self, key: str, path: str, text: str) -> SourceFile:
+        """The parsed ``text`` of ``path``; ``key`` tells workspaces apart."""
+        with self._lock:
+            cached = self._files.get(key)
+            if cached is not None and cached.text == text:
+                self._files.move_to_end(key)
+                return cached
+        parsed = SourceFile(path, text)
+        with self._lock:
+            self._files[key] = parsed
+            self._files.move_to_end(key)
+            while len(self._files) > self._capacity:
+                self._files.popitem(last=False)
+        return parsed

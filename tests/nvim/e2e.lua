@@ -1,0 +1,293 @@
+-- Headless end-to-end test of the ctxls Neovim plugin against the real server.
+-- Run by tests/test_nvim_plugin.py, which reads the JSON written to
+-- $CTXLS_TEST_RESULT: { passed = [name], failed = [{ name, error }], notifications = [str] }.
+--
+-- Environment:
+--   CTXLS_TEST_REPO    fixture repository (tests/conftest.py SAMPLE_FILES)
+--   CTXLS_TEST_PYTHON  interpreter that runs `-m ctxls.daemon.cli serve`
+--   CTXLS_TEST_SUITE   "commands" (every command, via vim.lsp.enable) or
+--                      "roots" (one client per root, via the plugin's own autocmd)
+--   CTXLS_TEST_OTHER_REPO, CTXLS_TEST_LOOSE_FILE  only for the "roots" suite
+local repo = assert(os.getenv("CTXLS_TEST_REPO"))
+local python = assert(os.getenv("CTXLS_TEST_PYTHON"))
+local result_path = assert(os.getenv("CTXLS_TEST_RESULT"))
+local suite = assert(os.getenv("CTXLS_TEST_SUITE"))
+
+local results = { passed = {}, failed = {}, notifications = {} }
+
+-- Errors from the plugin's request handlers arrive as notifications: keep them
+-- for the report (and so headless Neovim does not print them).
+vim.notify = function(message)
+  table.insert(results.notifications, message)
+end
+
+local function finish()
+  local file = assert(io.open(result_path, "w"))
+  file:write(vim.json.encode(results))
+  file:close()
+  vim.cmd(#results.failed == 0 and "qall!" or "cquit 1")
+end
+
+--- Poll `predicate` until it returns a value (not nil/false); fail after `timeout_ms`.
+local function wait_for(what, timeout_ms, predicate)
+  local value
+  local done = vim.wait(timeout_ms, function()
+    value = predicate()
+    return value ~= nil and value ~= false
+  end, 20)
+  if not done then
+    error(("timed out after %d ms waiting for %s"):format(timeout_ms, what), 2)
+  end
+  return value
+end
+
+local function expect(condition, message, ...)
+  if not condition then
+    error(message:format(...), 2)
+  end
+end
+
+local function real(path)
+  return vim.uv.fs_realpath(path) or path
+end
+
+local function ends_with(text, suffix)
+  return text:sub(-#suffix) == suffix
+end
+
+local function item_path(item)
+  return real(vim.api.nvim_buf_get_name(item.bufnr))
+end
+
+local function describe_items(items)
+  return vim.inspect(vim.tbl_map(function(item)
+    return ("%s:%d %s"):format(vim.fn.fnamemodify(item_path(item), ":t"), item.lnum, item.text)
+  end, items))
+end
+
+--- Run a command that fills the quickfix list; return the new list once it has `title`.
+local function quickfix_from(command, title)
+  local previous = vim.fn.getqflist({ id = 0 }).id
+  vim.cmd(command)
+  local list = wait_for(command .. " to fill the quickfix list", 5000, function()
+    local list = vim.fn.getqflist({ id = 0, title = 1, items = 1 })
+    return list.id ~= previous and list.title == title and list
+  end)
+  vim.cmd("cclose") -- back to the file window
+  return list.items
+end
+
+local function find_item(items, path_suffix, lnum, text_pattern)
+  for _, item in ipairs(items) do
+    if ends_with(item_path(item), path_suffix) and item.lnum == lnum and item.text:match(text_pattern) then
+      return item
+    end
+  end
+end
+
+local function attached_client(bufnr)
+  return wait_for("the ctxls client to attach", 10000, function()
+    local client = vim.lsp.get_clients({ name = "ctxls", bufnr = bufnr })[1]
+    return client and client.initialized and client
+  end)
+end
+
+local function wait_indexed(client)
+  return wait_for("ctxls/status to report the index finished", 20000, function()
+    local response = client:request_sync("ctxls/status", vim.empty_dict(), 1000)
+    local status = response and response.result
+    return status and not status.indexing and status
+  end)
+end
+
+--- Run `fn` as the named step unless an earlier step failed: later steps build
+--- on earlier ones.
+local function step(name, fn)
+  if #results.failed > 0 then
+    return
+  end
+  local ok, err = xpcall(fn, debug.traceback)
+  if ok then
+    table.insert(results.passed, name)
+  else
+    table.insert(results.failed, { name = name, error = err })
+  end
+end
+
+local server_cmd = { python, "-m", "ctxls.daemon.cli", "serve" }
+local session_path = repo .. "/pkg/session.py"
+
+local function commands_suite()
+  local session_buf, client
+  require("ctxls").setup({ cmd = server_cmd, init_options = { debounceMs = 50 } })
+
+  step("attach: vim.lsp.enable starts the server for a file in the repository", function()
+    vim.cmd.edit(session_path)
+    session_buf = vim.api.nvim_get_current_buf()
+    client = attached_client(session_buf)
+    expect(real(client.root_dir) == real(repo), "root_dir %s, expected %s", client.root_dir, repo)
+    expect(client.config.init_options.debounceMs == 50, "init_options not passed on")
+    wait_indexed(client)
+  end)
+
+  step(":CtxRecall puts the hits in the quickfix list", function()
+    local items = quickfix_from("CtxRecall send prepared request", "ctxls recall: send prepared request")
+    -- `def send_prepared` is line 16 of pkg/session.py.
+    expect(
+      find_item({ items[1] }, "pkg/session.py", 16, "^send_prepared$"),
+      "best hit is not send_prepared at pkg/session.py:16: %s",
+      describe_items(items)
+    )
+  end)
+
+  step(":CtxRecall! picks with vim.ui.select and jumps to the hit", function()
+    local offered
+    vim.ui.select = function(hits, opts, on_choice)
+      offered = vim.tbl_map(opts.format_item, hits)
+      for index, label in ipairs(offered) do
+        if label:match("^retry_upload ") then
+          return on_choice(hits[index], index)
+        end
+      end
+      on_choice(nil, nil)
+    end
+    vim.cmd("CtxRecall! retry upload")
+    wait_for("a jump to pkg/retry.py:4", 5000, function()
+      return ends_with(vim.api.nvim_buf_get_name(0), "pkg/retry.py") and vim.api.nvim_win_get_cursor(0)[1] == 4
+    end)
+    expect(vim.tbl_contains(offered, "retry_upload  pkg/retry.py:4"), "labels: %s", vim.inspect(offered))
+    vim.cmd.buffer(session_buf)
+  end)
+
+  step(":CtxRecent lists an unsaved edit with its symbol's line", function()
+    -- Line 13 is the body of Session.close (`def close` is line 12).
+    vim.api.nvim_buf_set_lines(session_buf, 12, 13, false, { "        self.closed = bool(1)" })
+    local items
+    wait_for("Session.close to be the newest recent activity", 10000, function()
+      items = quickfix_from("CtxRecent", "ctxls recent activity")
+      return items[1] and find_item({ items[1] }, "pkg/session.py", 12, "^Session%.close · %d+ edits? · ")
+    end)
+  end)
+
+  step(":CtxImpact puts the callers of the symbol under the cursor in the quickfix list", function()
+    vim.api.nvim_win_set_cursor(0, { 16, 4 }) -- on `send_prepared` in its definition
+    local items = quickfix_from("CtxImpact", "ctxls impact: send_prepared")
+    -- Session.request calls it on line 10.
+    expect(
+      find_item(items, "pkg/session.py", 10, "^called from Session%.request: return send_prepared%("),
+      "Session.request is not among the callers: %s",
+      describe_items(items)
+    )
+    local messages = vim.fn.execute("messages")
+    expect(messages:match("ctxls impact of send_prepared: risk %a+ · 1 caller"), "risk not echoed: %s", messages)
+  end)
+
+  step("code lenses show caller counts on definitions", function()
+    expect(client.server_capabilities.codeLensProvider, "the server does not advertise codeLensProvider")
+    local lens = wait_for("a resolved lens on send_prepared (line 16)", 5000, function()
+      for _, lens in ipairs(vim.lsp.codelens.get(session_buf)) do
+        if lens.range.start.line == 15 and lens.command and lens.command.title:match("caller") then
+          return lens
+        end
+      end
+    end)
+    local namespace = vim.lsp.codelens.__namespaces[client.id]
+    wait_for("the lens to be drawn as virtual text", 5000, function()
+      local marks = vim.api.nvim_buf_get_extmarks(session_buf, namespace, { 15, 0 }, { 15, -1 }, { details = true })
+      return marks[1] and marks[1][4].virt_text[1][1] == lens.command.title
+    end)
+    -- Running the lens shows the impact, through the plugin's client command.
+    vim.api.nvim_win_set_cursor(0, { 16, 0 })
+    local items = quickfix_from("lua vim.lsp.codelens.run()", "ctxls impact: send_prepared")
+    expect(#items == 1, "the lens's impact has %d callers, expected 1", #items)
+  end)
+
+  step(":CtxRemember writes a fact that :CtxRecall finds", function()
+    vim.cmd("CtxRemember the deploy fails when FOO_URL is unset")
+    wait_for("the remembered notification", 5000, function()
+      return vim.tbl_contains(results.notifications, "ctxls: remembered: the deploy fails when FOO_URL is unset")
+    end)
+    local items = quickfix_from("CtxRecall FOO_URL deploy", "ctxls recall: FOO_URL deploy")
+    expect(
+      vim.iter(items):any(function(item)
+        return item.text == "[fact] the deploy fails when FOO_URL is unset" and item.bufnr == 0
+      end),
+      "the fact is not recalled: %s",
+      vim.inspect(items)
+    )
+  end)
+
+  step(":checkhealth ctxls reports the executable, version, client and index", function()
+    vim.cmd("checkhealth ctxls")
+    local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    vim.cmd("tabclose")
+    for _, expected in ipairs({
+      "OK server executable: ",
+      "OK version: ctxls ",
+      "OK client %d+ %(root ",
+      "OK index: %d+ files, %d+ chunks, %d+ vectors, %d+ pending",
+    }) do
+      expect(report:match(expected), "%q missing from the health report:\n%s", expected, report)
+    end
+    expect(not report:match("ERROR"), "health report has errors:\n%s", report)
+  end)
+end
+
+local function roots_suite()
+  local other_repo = assert(os.getenv("CTXLS_TEST_OTHER_REPO"))
+  local loose_file = assert(os.getenv("CTXLS_TEST_LOOSE_FILE"))
+  local first
+  require("ctxls").setup({ cmd = server_cmd, native_enable = false, codelens = false })
+
+  step("attach: the plugin's autocmd starts the server for a file in the repository", function()
+    vim.cmd.edit(session_path)
+    first = attached_client(0)
+    expect(real(first.root_dir) == real(repo), "root_dir %s, expected %s", first.root_dir, repo)
+    vim.cmd.edit(repo .. "/pkg/retry.py")
+    expect(attached_client(0).id == first.id, "a second file of the same root started a second client")
+  end)
+
+  step("another repository gets its own client", function()
+    vim.cmd.edit(other_repo .. "/notes.md")
+    local second = attached_client(0)
+    expect(
+      second.id ~= first.id and real(second.root_dir) == real(other_repo),
+      "root_dir %s, expected a new client for %s",
+      second.root_dir,
+      other_repo
+    )
+  end)
+
+  step("a file outside every repository gets no client", function()
+    vim.cmd.edit(loose_file)
+    vim.wait(300) -- nothing to poll for: give a wrongly started client time to attach
+    expect(#vim.lsp.get_clients({ bufnr = 0 }) == 0, "a client attached to %s", loose_file)
+  end)
+
+  step(":CtxRecall from a buffer without a client uses the previous window's client", function()
+    wait_indexed(first)
+    vim.cmd.edit(session_path)
+    vim.cmd.split(loose_file)
+    local items = quickfix_from("CtxRecall send prepared request", "ctxls recall: send prepared request")
+    expect(find_item(items, "pkg/session.py", 16, "^send_prepared$"), "items: %s", describe_items(items))
+  end)
+end
+
+-- Below pytest's own timeout, so a hung suite still reports which steps passed.
+local SUITE_DEADLINE_MS = 45000
+vim.defer_fn(function()
+  table.insert(
+    results.failed,
+    { name = "deadline", error = ("suite still running after %d ms"):format(SUITE_DEADLINE_MS) }
+  )
+  finish()
+end, SUITE_DEADLINE_MS)
+
+-- Scheduled so the steps run after startup (VimEnter), like a user's commands.
+vim.schedule(function()
+  local ok, err = xpcall(suite == "commands" and commands_suite or roots_suite, debug.traceback)
+  if not ok then
+    table.insert(results.failed, { name = "suite " .. suite, error = err })
+  end
+  finish()
+end)

@@ -1,0 +1,244 @@
+"""Impact end to end: ctxls/impact, call hierarchy and code lenses through
+the real `ctxls serve` process, on the fixtures in tests/fixtures/impact/."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pytest_lsp import LanguageClient
+
+from conftest import serve
+
+FIXTURES = Path(__file__).parent / "fixtures" / "impact"
+
+
+def fixture_repo(tmp_path: Path, name: str) -> Path:
+    root = tmp_path / name
+    shutil.copytree(FIXTURES / name, root)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+def callers_of(result: dict) -> set[tuple[str, int, str | None, str, bool]]:
+    """(path, line, enclosing symbol, kind, confirmed) of every caller."""
+    return {(c["path"], c["range"]["start"]["line"], c["symbol"], c["kind"], c["confirmed"])
+            for c in result["callers"]}
+
+
+async def impact(session, symbol: str) -> dict:
+    return await session.request("ctxls/impact", {"symbol": symbol})
+
+
+async def test_python_callers_through_methods_aliases_decorators_and_callbacks(tmp_path: Path):
+    root = fixture_repo(tmp_path, "python")
+    async with serve(root) as s:
+        await s.wait_indexed()
+
+        discount = await impact(s, "apply_discount")
+        assert [d["path"] for d in discount["definitions"]] == ["shop/pricing.py"]
+        assert discount["definitions"][0]["range"]["start"]["line"] == 9
+        assert callers_of(discount) == {
+            ("shop/pricing.py", 18, "compute_total", "call", True),
+            # `apply_discount as discount`, then map(discount, ...): an alias passed as a callback
+            ("shop/orders.py", 14, "bulk", "value", True),
+        }
+        bulk_call = next(c for c in discount["callers"] if c["symbol"] == "bulk")
+        assert bulk_call["range"] == {"start": {"line": 14, "character": 20},
+                                      "end": {"line": 14, "character": 28}}
+        assert bulk_call["uri"] == s.uri("shop/orders.py")
+        # The comment, the string, the def itself and two imports are mentions, not callers.
+        assert discount["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1, "import": 2}
+        assert (discount["refCount"], discount["confirmed"], discount["mentions"]) == (7, 2, 5)
+        assert discount["complexity"] == 3  # 1 + if + or
+        assert discount["risk"] == "med"  # public, called from two files
+
+        total = await impact(s, "compute_total")
+        assert callers_of(total) == {
+            ("shop/pricing.py", 30, "Cart.checkout", "call", True),
+            # re-exported by the package as total_price, called under that name
+            ("shop/orders.py", 10, "quote", "call", True),
+            ("tests/pricing_checks.py", 8, "test_total", "call", True),
+        }
+        assert [c["symbol"] for c in total["callees"]] == ["apply_discount"]
+
+        checkout = await impact(s, "Cart.checkout")
+        assert callers_of(checkout) == {
+            ("shop/orders.py", 6, "place_order", "call", True),  # cart.checkout(): any receiver
+            ("shop/pricing.py", 38, "GiftCart.wrap", "call", True),  # self, inherited
+            ("tests/pricing_checks.py", 4, "test_checkout", "call", True),
+        }
+
+        register = await impact(s, "register")
+        assert callers_of(register) == {("shop/orders.py", 4, "place_order", "decorator", True)}
+
+        unused = await impact(s, "_unused_helper")
+        assert unused["callers"] == [] and unused["confirmed"] == 0
+        assert unused["risk"] == "low"
+        assert any(h.startswith("no references found") for h in unused["hedges"])
+        assert not any("public" in h for h in unused["hedges"])  # _private
+
+        # By position: the alias `discount` in bulk() leads to apply_discount.
+        by_position = await s.request("ctxls/impact", {
+            "textDocument": {"uri": s.uri("shop/orders.py")}, "position": {"line": 14, "character": 22}})
+        assert by_position["symbol"] == "apply_discount"
+        assert callers_of(by_position) == callers_of(discount)
+
+        assert await impact(s, "no_such_function") is None
+
+
+async def test_js_ts_callers_through_barrels_namespaces_and_require(tmp_path: Path):
+    root = fixture_repo(tmp_path, "ts")
+    async with serve(root) as s:
+        await s.wait_indexed()
+        price = await impact(s, "formatPrice")
+        assert callers_of(price) == {
+            ("src/util/format.ts", 6, "Formatter.render", "call", True),
+            ("src/app.ts", 5, "main", "value", True),  # values.map(formatPrice), via the barrel
+            ("src/app.ts", 7, "main", "call", True),  # fmt.formatPrice(2), a namespace import
+            ("src/legacy.js", 3, None, "call", True),  # const { formatPrice: fp } = require(...)
+        }
+        assert price["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1, "import": 3}
+
+        # Re-exported by the barrel under another name, constructed under that name.
+        formatter = await impact(s, "Formatter")
+        assert callers_of(formatter) == {("src/app.ts", 6, "main", "call", True)}
+        shout = await impact(s, "shout")  # through `export * from "./strings"`
+        assert callers_of(shout) == {("src/app.ts", 7, "main", "call", True)}
+
+        main = await impact(s, "main")
+        assert {c["symbol"] for c in main["callees"]} == {"shout", "Formatter.render", "formatPrice"}
+        assert main["callers"] == [] and main["risk"] == "low"
+        assert any("public or exported" in h for h in main["hedges"])
+
+
+async def test_go_package_calls_and_methods(tmp_path: Path):
+    root = fixture_repo(tmp_path, "go")
+    async with serve(root) as s:
+        await s.wait_indexed()
+        total = await impact(s, "Total")
+        assert callers_of(total) == {
+            ("pricing/pricing.go", 21, "Cart.Checkout", "call", True),  # same package
+            ("main.go", 11, "main", "call", True),  # pricing.Total via the import path
+        }
+        assert total["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1}
+        assert total["complexity"] == 4  # 1 + for + if + &&
+        checkout = await impact(s, "Cart.Checkout")
+        assert callers_of(checkout) == {("main.go", 11, "main", "call", True)}
+        assert [c["symbol"] for c in checkout["callees"]] == ["Total"]
+
+
+async def test_unsaved_buffer_calls_count_and_code_lenses_refresh(tmp_path: Path):
+    root = fixture_repo(tmp_path, "python")
+    async with serve(root) as s:
+        refreshes: list[None] = []
+
+        @s.client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def on_refresh(_client: LanguageClient, _params: None) -> None:
+            refreshes.append(None)
+
+        await s.wait_indexed()
+        pricing = s.uri("shop/pricing.py")
+        lenses = await s.client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=pricing)))
+        by_symbol = {lens.data["symbol"]: lens for lens in lenses}
+        assert {"register", "apply_discount", "compute_total", "Cart", "Cart.checkout",
+                "GiftCart.wrap"} <= set(by_symbol)
+        assert all(lens.command is None for lens in lenses)  # resolved lazily
+        lens = by_symbol["apply_discount"]
+        assert lens.range.start == types.Position(9, 4)  # on the name
+        resolved = await s.client.code_lens_resolve_async(lens)
+        assert resolved.command.title == "2 callers · risk med"
+        assert list(resolved.command.arguments) == [{"uri": pricing, "symbol": "apply_discount"}]
+
+        original = (root / "shop/orders.py").read_text()
+        edited = original + ("\n\ndef rebate(amount):\n    from shop.pricing import apply_discount\n"
+                             "    return apply_discount(amount, 0.5)\n")
+        s.open("shop/orders.py", original)
+        s.replace("shop/orders.py", edited, version=2)
+
+        async def new_caller_seen():
+            found = await impact(s, "apply_discount")
+            return ("shop/orders.py", 23, "rebate", "call", True) in callers_of(found)
+
+        assert await s.wait_for(new_caller_seen)
+        assert (root / "shop/orders.py").read_text() == original  # never saved
+        assert await s.wait_for(lambda: _truthy(refreshes))
+        resolved = await s.client.code_lens_resolve_async(lens)
+        assert resolved.command.title == "3 callers · risk med"
+
+
+async def _truthy(value):
+    return bool(value)
+
+
+async def test_call_hierarchy_agrees_with_impact(tmp_path: Path):
+    root = fixture_repo(tmp_path, "python")
+    async with serve(root) as s:
+        await s.wait_indexed()
+        pricing = s.uri("shop/pricing.py")
+        items = await s.client.text_document_prepare_call_hierarchy_async(types.CallHierarchyPrepareParams(
+            text_document=types.TextDocumentIdentifier(uri=pricing), position=types.Position(16, 6)))
+        (item,) = items
+        assert (item.name, item.kind, item.uri) == ("compute_total", types.SymbolKind.Function, pricing)
+        assert item.selection_range == types.Range(types.Position(16, 4), types.Position(16, 17))
+
+        incoming = await s.client.call_hierarchy_incoming_calls_async(
+            types.CallHierarchyIncomingCallsParams(item=item))
+        total = await impact(s, "compute_total")
+        from_hierarchy = {(call.from_.uri, call.from_.data["symbol"] if call.from_.data else None,
+                           r.start.line, r.start.character)
+                          for call in incoming for r in call.from_ranges}
+        from_impact = {(c["uri"], c["symbol"], c["range"]["start"]["line"],
+                        c["range"]["start"]["character"]) for c in total["callers"]}
+        assert from_hierarchy == from_impact and len(from_impact) == 3
+
+        # Outgoing from a caller lists the definition we started from.
+        (checkout_call,) = [c for c in incoming if c.from_.name == "checkout"]
+        outgoing = await s.client.call_hierarchy_outgoing_calls_async(
+            types.CallHierarchyOutgoingCallsParams(item=checkout_call.from_))
+        checkout = await impact(s, "Cart.checkout")
+        assert [(o.to.name, o.to.uri, [r.start.line for r in o.from_ranges]) for o in outgoing] == [
+            (c["symbol"], c["definitions"][0]["uri"], [r["start"]["line"] for r in c["ranges"]])
+            for c in checkout["callees"]] == [("compute_total", pricing, [30])]
+
+
+async def test_ripgrep_missing_is_an_error_never_zero_callers(tmp_path: Path, monkeypatch):
+    root = fixture_repo(tmp_path, "python")
+    monkeypatch.setenv("CTXLS_RG", str(tmp_path / "no-such-rg"))
+    monkeypatch.setenv("PATH", "")
+    async with serve(root) as s:
+        await s.wait_indexed()
+        with pytest.raises(JsonRpcException) as err:
+            await impact(s, "apply_discount")
+        assert err.value.code == -32001 and err.value.data == {}
+        assert "install ripgrep" in err.value.message
+        assert (await s.request("ctxls/status"))["files"] > 0  # still serving
+
+
+async def test_bad_params_name_the_param(tmp_path: Path):
+    root = fixture_repo(tmp_path, "go")
+    async with serve(root) as s:
+        await s.wait_indexed()
+        cases = [
+            ({}, "symbol"),
+            ({"symbol": 3}, "symbol"),
+            ({"symbol": "  "}, "symbol"),
+            ({"textDocument": "main.go", "position": {"line": 0, "character": 0}}, "textDocument"),
+            ({"textDocument": {"uri": 5}, "position": {"line": 0, "character": 0}}, "textDocument"),
+            ({"textDocument": {"uri": s.uri("main.go")}}, "position"),
+            ({"textDocument": {"uri": s.uri("main.go")}, "position": {"line": -1, "character": 0}}, "position"),
+            ({"textDocument": {"uri": s.uri("main.go")}, "position": {"line": 0}}, "position"),
+        ]
+        for params, param in cases:
+            with pytest.raises(JsonRpcException) as err:
+                await s.request("ctxls/impact", params)
+            assert (err.value.code, err.value.data) == (-32602, {"param": param}), params
+        # A position past the end, or on no name, is simply nothing.
+        far = {"textDocument": {"uri": s.uri("main.go")}, "position": {"line": 500, "character": 0}}
+        assert await s.request("ctxls/impact", far) is None
+        assert (await impact(s, "Total"))["symbol"] == "Total"  # still serving

