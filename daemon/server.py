@@ -13,6 +13,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -520,8 +521,15 @@ async def serve_headless(root: Path, socket_path: str | None) -> None:
         raise SystemExit(f"ctxls: cannot listen on {path} (another daemon serves it?)")
     # Said only once the socket accepts connections: clients wait for this line.
     print(f"serving {engine.root} on {path} until interrupted", file=sys.stderr, flush=True)
+    # SIGTERM and Ctrl-C end the loop cleanly: the socket is removed, the ANN saved.
+    serving = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, serving.cancel)
     try:
         await side.serve_forever()
+    except asyncio.CancelledError:
+        pass
     finally:
         side.close()
 

@@ -20,7 +20,8 @@ from tree_sitter import Node
 
 from . import syntax
 from .index_view import CLASS_KINDS, Definition
-from .resolve import BUILTIN_FUNCTIONS, BUILTIN_METHODS, Resolver, Targets, Verdict
+from .builtin_names import BUILTIN_FUNCTIONS, BUILTIN_METHODS
+from .resolve import Resolver, Targets, Verdict
 from .syntax import Family, SourceFile, Span
 
 

@@ -21,23 +21,9 @@ and classes many times.
 
 from __future__ import annotations
 
-import asyncio
-import builtins
-import collections
-import contextvars
-import datetime
-import email.message
 import enum
-import http.client
-import io
-import logging
-import pathlib
 import posixpath
-import queue
 import re
-import socket
-import subprocess
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +35,7 @@ from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
 
 from . import index_view, syntax
+from .builtin_names import BUILTIN_FUNCTIONS, BUILTIN_METHODS
 from .index_view import CLASS_KINDS, Definition, SymbolSpan
 from .ripgrep import word_pattern
 from .syntax import GO, JS, PYTHON, Binding, SourceCache, SourceFile
@@ -58,57 +45,6 @@ class Verdict(enum.IntEnum):
     OTHER = 0
     UNKNOWN = 1
     CONFIRMED = 2
-
-
-# Methods of builtin types: a call of one of these on a receiver of unknown
-# type is more likely the builtin's, so it never confirms by name alone.
-_PYTHON_BUILTIN_TYPES = (
-    dict, list, str, bytes, bytearray, set, frozenset, tuple, int, float, object,
-    io.TextIOWrapper, io.BufferedReader, io.StringIO, io.BytesIO,
-    # The standard library's everyday objects.
-    collections.deque, collections.OrderedDict, collections.Counter, threading.Event,
-    threading.Thread, threading.Condition, type(threading.Lock()), queue.Queue, socket.socket,
-    logging.Logger, pathlib.Path, type(re.compile("")), type(re.match("", "")), datetime.datetime,
-    subprocess.Popen, asyncio.Future, asyncio.Task, asyncio.Event, asyncio.Queue,
-    asyncio.AbstractEventLoop, contextvars.ContextVar, http.client.HTTPResponse,
-    email.message.Message)
-BUILTIN_METHODS: dict[str, frozenset[str]] = {
-    "python": frozenset(name for t in _PYTHON_BUILTIN_TYPES for name in dir(t)),
-    "js": frozenset("""
-        toString valueOf hasOwnProperty constructor call apply bind then catch finally
-        push pop shift unshift slice splice concat join reverse sort indexOf lastIndexOf
-        includes find findIndex filter map forEach reduce reduceRight some every flat flatMap
-        keys values entries fill at get set has delete clear add size length split replace
-        replaceAll trim trimStart trimEnd startsWith endsWith toLowerCase toUpperCase
-        padStart padEnd repeat match matchAll search charAt charCodeAt substring substr
-        toFixed assign freeze create next return throw emit on off once addEventListener
-        removeEventListener dispatchEvent querySelector querySelectorAll json text send
-        write end close open read log error warn info debug
-    """.split()),
-    "go": frozenset("""
-        Error String Read Write Close Len Less Swap Lock Unlock RLock RUnlock Done Wait Add
-        Get Set Del Load Store Delete Range Seek Flush ReadFrom WriteTo ServeHTTP Next Err
-        Value Deadline Do Scan Format Unwrap Is As Reset Bytes Write Sum Sort
-    """.split()),
-    "generic": frozenset(),
-}
-# Names callable without an import: never callees of the indexed code.
-BUILTIN_FUNCTIONS: dict[str, frozenset[str]] = {
-    "python": frozenset(dir(builtins)),
-    "js": frozenset("""
-        require parseInt parseFloat isNaN isFinite setTimeout clearTimeout setInterval
-        clearInterval setImmediate queueMicrotask structuredClone fetch encodeURIComponent
-        decodeURIComponent encodeURI decodeURI String Number Boolean Array Object Promise Map
-        Set WeakMap WeakSet Symbol Error TypeError RangeError Date RegExp JSON Math Reflect
-        Proxy BigInt console alert
-    """.split()),
-    "go": frozenset("""
-        append cap clear close complex copy delete imag len make max min new panic print
-        println real recover string int int64 int32 uint uint64 byte rune float64 float32
-        bool error any
-    """.split()),
-    "generic": frozenset(),
-}
 
 
 @dataclass(frozen=True)
@@ -158,6 +94,8 @@ class Targets:
         self.containers = frozenset(d.container for d in self.members)
         self.only_methods = all(d.symbol_kind == "method" for d in self.definitions)
         self.module_level = [d for d in self.definitions if d.container is None]
+
+
 # Bounds on following chains: re-exports and base classes.
 MAX_REEXPORT_DEPTH = 8
 MAX_BASES = 64
@@ -171,6 +109,7 @@ class Resolver:
         self._files: dict[str, SourceFile | None] = {}
         self._definitions: dict[str, list[Definition]] = {}
         self._spans: dict[str, list[SymbolSpan]] = {}
+        self._top_level: dict[str, dict[str, str]] = {}
         self._names: dict[tuple[str, str], Ref] = {}
         self._bases: dict[str, list[Base]] = {}
         self._lineages: dict[tuple[str, bool], tuple[list[str], bool]] = {}
@@ -204,7 +143,9 @@ class Resolver:
 
     def top_level(self, sf: SourceFile) -> dict[str, str]:
         """Top-level symbol -> kind, in the file's current text."""
-        return {s.symbol: s.symbol_kind for s in self.spans(sf) if "." not in s.symbol}
+        if sf.path not in self._top_level:
+            self._top_level[sf.path] = {s.symbol: s.symbol_kind for s in self.spans(sf) if "." not in s.symbol}
+        return self._top_level[sf.path]
 
     def enclosing(self, sf: SourceFile, row: int) -> SymbolSpan | None:
         """The innermost symbol whose lines hold ``row``."""
@@ -281,12 +222,11 @@ class Resolver:
         return self.lookup_name(path, imported, depth)
 
     def _lookup_stars(self, sf: SourceFile, name: str, stars: Iterable[Binding], depth: int) -> Ref:
-        found = UNKNOWN_REF
         for star in stars:
             ref = self._lookup_binding(sf, star, name, depth)
             if ref.kind == "definition":
                 return ref
-        return found
+        return UNKNOWN_REF
 
     def _go_lookup_bare(self, sf: SourceFile, name: str) -> Ref:
         binding = sf.binding(name)
@@ -324,13 +264,8 @@ class Resolver:
         if kind == "super":
             return self._own_class("super", sf, site)
         callee = syntax.callee_of(family, node)
-        if callee is not None:  # C(...), new C(), super()
-            if family is PYTHON and syntax.text_of(callee) == "super":
-                return self._own_class("super", sf, site)
-            made = self.receiver_class(sf, callee)
-            return Receiver("instance", made) if made else UNKNOWN_RECEIVER
-        if kind == "composite_literal":  # Go: T{...}.M()
-            return Receiver("instance", syntax.text_of(node.child_by_field_name("type")).lstrip("*&"))
+        if family is PYTHON and callee is not None and syntax.text_of(callee) == "super":
+            return self._own_class("super", sf, site)
         if syntax.is_identifier(node):
             name = syntax.text_of(node)
             if family is PYTHON and name in family.self_names:
@@ -352,7 +287,7 @@ class Resolver:
             return UNKNOWN_RECEIVER
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
             return self._python_dotted_receiver(sf, node)
-        return UNKNOWN_RECEIVER
+        return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
 
     def _own_class(self, kind: str, sf: SourceFile, site: Node) -> Receiver:
         assert sf.family is not None
@@ -367,7 +302,7 @@ class Resolver:
         family = sf.family
         assert family is not None
         scope = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
-        if scope is None:
+        if scope is None or sf.binding(name) is not None:  # an import (maybe in the function) decides
             return None
         key = (sf.path, scope.id)
         if key not in self._scopes:
@@ -431,10 +366,10 @@ class Resolver:
             known = any(d.symbol == type_name and d.symbol_kind in CLASS_KINDS
                         for d in self.definitions_named(type_name))
             return Receiver("instance", type_name) if known else UNKNOWN_RECEIVER
-        callee = syntax.callee_of(family, value)
+        callee = syntax.callee_of(family, value)  # C(...), new C()
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
-            made = self.receiver_class(sf, callee)
+            made = self._class_named(sf, called)
             if made:
                 return Receiver("instance", made)
             if called in BUILTIN_FUNCTIONS[family.name] and self.lookup_bare(sf, called).kind != "definition":
@@ -442,14 +377,8 @@ class Resolver:
         return UNKNOWN_RECEIVER
 
     def _class_named(self, sf: SourceFile, name: str) -> str | None:
+        """The class ``name`` refers to in ``sf``, if it is one."""
         ref = self.lookup_bare(sf, name)
-        return ref.symbol if self.kind_of(ref) in CLASS_KINDS else None
-
-    def receiver_class(self, sf: SourceFile, callee: Node) -> str | None:
-        """The class a constructor call makes (``C(...)``, ``new C()``), if known."""
-        if not syntax.is_identifier(callee):
-            return None
-        ref = self.lookup_bare(sf, syntax.text_of(callee))
         return ref.symbol if self.kind_of(ref) in CLASS_KINDS else None
 
     def _python_dotted_receiver(self, sf: SourceFile, node: Node) -> Receiver:

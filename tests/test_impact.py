@@ -34,7 +34,8 @@ async def impact(session, symbol: str) -> dict:
     return await session.request("ctxls/impact", {"symbol": symbol})
 
 
-async def test_python_callers_through_methods_aliases_decorators_and_callbacks(tmp_path: Path):
+async def test_python_callers_and_call_hierarchy(tmp_path: Path):
+    """Method calls, aliases, decorators, callbacks; incoming/outgoing calls agree."""
     root = fixture_repo(tmp_path, "python")
     async with serve(root) as s:
         await s.wait_indexed()
@@ -90,6 +91,33 @@ async def test_python_callers_through_methods_aliases_decorators_and_callbacks(t
 
         assert await impact(s, "no_such_function") is None
 
+        # Call hierarchy: incoming and outgoing calls agree with impact.
+        pricing = s.uri("shop/pricing.py")
+        items = await s.client.text_document_prepare_call_hierarchy_async(types.CallHierarchyPrepareParams(
+            text_document=types.TextDocumentIdentifier(uri=pricing), position=types.Position(16, 6)))
+        (item,) = items
+        assert (item.name, item.kind, item.uri) == ("compute_total", types.SymbolKind.Function, pricing)
+        assert item.selection_range == types.Range(types.Position(16, 4), types.Position(16, 17))
+
+        incoming = await s.client.call_hierarchy_incoming_calls_async(
+            types.CallHierarchyIncomingCallsParams(item=item))
+        total = await impact(s, "compute_total")
+        from_hierarchy = {(call.from_.uri, call.from_.data["symbol"] if call.from_.data else None,
+                           r.start.line, r.start.character)
+                          for call in incoming for r in call.from_ranges}
+        from_impact = {(c["uri"], c["symbol"], c["range"]["start"]["line"],
+                        c["range"]["start"]["character"]) for c in total["callers"]}
+        assert from_hierarchy == from_impact and len(from_impact) == 3
+
+        # Outgoing from a caller lists the definition we started from.
+        (checkout_call,) = [c for c in incoming if c.from_.name == "checkout"]
+        outgoing = await s.client.call_hierarchy_outgoing_calls_async(
+            types.CallHierarchyOutgoingCallsParams(item=checkout_call.from_))
+        checkout = await impact(s, "Cart.checkout")
+        assert [(o.to.name, o.to.uri, [r.start.line for r in o.from_ranges]) for o in outgoing] == [
+            (c["symbol"], c["definitions"][0]["uri"], [r["start"]["line"] for r in c["ranges"]])
+            for c in checkout["callees"]] == [("compute_total", pricing, [30])]
+
 
 async def test_js_ts_callers_through_barrels_namespaces_and_require(tmp_path: Path):
     root = fixture_repo(tmp_path, "ts")
@@ -116,7 +144,7 @@ async def test_js_ts_callers_through_barrels_namespaces_and_require(tmp_path: Pa
         assert any("public or exported" in h for h in main["hedges"])
 
 
-async def test_go_package_calls_and_methods(tmp_path: Path):
+async def test_go_package_calls_methods_and_bad_params(tmp_path: Path):
     root = fixture_repo(tmp_path, "go")
     async with serve(root) as s:
         await s.wait_indexed()
@@ -130,6 +158,26 @@ async def test_go_package_calls_and_methods(tmp_path: Path):
         checkout = await impact(s, "Cart.Checkout")
         assert callers_of(checkout) == {("main.go", 11, "main", "call", True)}
         assert [c["symbol"] for c in checkout["callees"]] == ["Total"]
+
+        # Bad params name the param; the daemon keeps serving.
+        cases = [
+            ({}, "symbol"),
+            ({"symbol": 3}, "symbol"),
+            ({"symbol": "  "}, "symbol"),
+            ({"textDocument": "main.go", "position": {"line": 0, "character": 0}}, "textDocument"),
+            ({"textDocument": {"uri": 5}, "position": {"line": 0, "character": 0}}, "textDocument"),
+            ({"textDocument": {"uri": s.uri("main.go")}}, "position"),
+            ({"textDocument": {"uri": s.uri("main.go")}, "position": {"line": -1, "character": 0}}, "position"),
+            ({"textDocument": {"uri": s.uri("main.go")}, "position": {"line": 0}}, "position"),
+        ]
+        for params, param in cases:
+            with pytest.raises(JsonRpcException) as err:
+                await s.request("ctxls/impact", params)
+            assert (err.value.code, err.value.data) == (-32602, {"param": param}), params
+        # A position past the end, or on no name, is simply nothing.
+        far = {"textDocument": {"uri": s.uri("main.go")}, "position": {"line": 500, "character": 0}}
+        assert await s.request("ctxls/impact", far) is None
+        assert (await impact(s, "Total"))["symbol"] == "Total"  # still serving
 
 
 async def test_unsaved_buffer_calls_count_and_code_lenses_refresh(tmp_path: Path):
@@ -167,44 +215,13 @@ async def test_unsaved_buffer_calls_count_and_code_lenses_refresh(tmp_path: Path
 
         assert await s.wait_for(new_caller_seen)
         assert (root / "shop/orders.py").read_text() == original  # never saved
-        assert await s.wait_for(lambda: _truthy(refreshes))
+
+        async def refreshed():
+            return bool(refreshes)
+
+        assert await s.wait_for(refreshed)  # the client was asked to re-request lenses
         resolved = await s.client.code_lens_resolve_async(lens)
         assert resolved.command.title == "3 callers · risk med"
-
-
-async def _truthy(value):
-    return bool(value)
-
-
-async def test_call_hierarchy_agrees_with_impact(tmp_path: Path):
-    root = fixture_repo(tmp_path, "python")
-    async with serve(root) as s:
-        await s.wait_indexed()
-        pricing = s.uri("shop/pricing.py")
-        items = await s.client.text_document_prepare_call_hierarchy_async(types.CallHierarchyPrepareParams(
-            text_document=types.TextDocumentIdentifier(uri=pricing), position=types.Position(16, 6)))
-        (item,) = items
-        assert (item.name, item.kind, item.uri) == ("compute_total", types.SymbolKind.Function, pricing)
-        assert item.selection_range == types.Range(types.Position(16, 4), types.Position(16, 17))
-
-        incoming = await s.client.call_hierarchy_incoming_calls_async(
-            types.CallHierarchyIncomingCallsParams(item=item))
-        total = await impact(s, "compute_total")
-        from_hierarchy = {(call.from_.uri, call.from_.data["symbol"] if call.from_.data else None,
-                           r.start.line, r.start.character)
-                          for call in incoming for r in call.from_ranges}
-        from_impact = {(c["uri"], c["symbol"], c["range"]["start"]["line"],
-                        c["range"]["start"]["character"]) for c in total["callers"]}
-        assert from_hierarchy == from_impact and len(from_impact) == 3
-
-        # Outgoing from a caller lists the definition we started from.
-        (checkout_call,) = [c for c in incoming if c.from_.name == "checkout"]
-        outgoing = await s.client.call_hierarchy_outgoing_calls_async(
-            types.CallHierarchyOutgoingCallsParams(item=checkout_call.from_))
-        checkout = await impact(s, "Cart.checkout")
-        assert [(o.to.name, o.to.uri, [r.start.line for r in o.from_ranges]) for o in outgoing] == [
-            (c["symbol"], c["definitions"][0]["uri"], [r["start"]["line"] for r in c["ranges"]])
-            for c in checkout["callees"]] == [("compute_total", pricing, [30])]
 
 
 async def test_ripgrep_missing_is_an_error_never_zero_callers(tmp_path: Path, monkeypatch):
@@ -218,27 +235,3 @@ async def test_ripgrep_missing_is_an_error_never_zero_callers(tmp_path: Path, mo
         assert err.value.code == -32001 and err.value.data == {}
         assert "install ripgrep" in err.value.message
         assert (await s.request("ctxls/status"))["files"] > 0  # still serving
-
-
-async def test_bad_params_name_the_param(tmp_path: Path):
-    root = fixture_repo(tmp_path, "go")
-    async with serve(root) as s:
-        await s.wait_indexed()
-        cases = [
-            ({}, "symbol"),
-            ({"symbol": 3}, "symbol"),
-            ({"symbol": "  "}, "symbol"),
-            ({"textDocument": "main.go", "position": {"line": 0, "character": 0}}, "textDocument"),
-            ({"textDocument": {"uri": 5}, "position": {"line": 0, "character": 0}}, "textDocument"),
-            ({"textDocument": {"uri": s.uri("main.go")}}, "position"),
-            ({"textDocument": {"uri": s.uri("main.go")}, "position": {"line": -1, "character": 0}}, "position"),
-            ({"textDocument": {"uri": s.uri("main.go")}, "position": {"line": 0}}, "position"),
-        ]
-        for params, param in cases:
-            with pytest.raises(JsonRpcException) as err:
-                await s.request("ctxls/impact", params)
-            assert (err.value.code, err.value.data) == (-32602, {"param": param}), params
-        # A position past the end, or on no name, is simply nothing.
-        far = {"textDocument": {"uri": s.uri("main.go")}, "position": {"line": 500, "character": 0}}
-        assert await s.request("ctxls/impact", far) is None
-        assert (await impact(s, "Total"))["symbol"] == "Total"  # still serving

@@ -1,0 +1,148 @@
+"""One daemon, many clients: the shared socket, the CLI through it, and the
+MCP bridge driven by the official SDK's stdio client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp import StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+
+from ctxls.daemon.client import DaemonClient
+
+from conftest import serve
+
+CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*CTXLS, *args], capture_output=True, text=True, timeout=120)
+
+
+async def test_cli_through_the_socket_sees_the_editors_unsaved_buffer(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        sock = repo / ".ctxls" / "daemon.sock"
+        assert sock.exists()
+        text = (repo / "pkg/retry.py").read_text()
+        s.open("pkg/retry.py", text)
+        s.replace("pkg/retry.py", text.replace("retry_upload", "only_in_the_buffer"), version=2)
+
+        async def visible():
+            out = await asyncio.to_thread(cli, "recall", "only_in_the_buffer", "--root", str(repo),
+                                          "--kind", "code", "--json")
+            hits = json.loads(out.stdout)["hits"]
+            return hits and hits[0]["chunk"]["symbol"] == "only_in_the_buffer"
+
+        assert await s.wait_for(visible, timeout=20, interval=0.2)
+        status = json.loads((await asyncio.to_thread(cli, "status", str(repo), "--json")).stdout)
+        assert status["buffers"] == 1  # answered by the daemon, which holds the buffer
+        index = json.loads((await asyncio.to_thread(cli, "index", str(repo), "--json")).stdout)
+        assert index["via"] == "daemon"
+
+
+async def test_two_socket_clients_at_once_get_consistent_answers(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        sock = repo / ".ctxls" / "daemon.sock"
+
+        def ask(query: str) -> list:
+            client = DaemonClient.connect(sock)
+            assert client is not None
+            try:
+                return [client.request("ctxls/recall", {"query": query, "kind": "code"})["hits"]
+                        for _ in range(20)]
+            finally:
+                client.close()
+
+        first, second = await asyncio.gather(asyncio.to_thread(ask, "send prepared request"),
+                                             asyncio.to_thread(ask, "send prepared request"))
+        answers = first + second
+        assert all(a == answers[0] for a in answers)
+        assert answers[0][0]["chunk"]["symbol"] == "send_prepared"
+
+        client = DaemonClient.connect(sock)
+        try:
+            from ctxls.daemon.client import RemoteError
+            try:
+                client.request("ctxls/recall", {"query": 3})
+                raise AssertionError("bad params were accepted")
+            except RemoteError as exc:
+                assert (exc.code, exc.data) == (-32602, {"param": "query"})
+            # The connection and the daemon survive the error.
+            assert client.request("ctxls/status", {})["files"] == 5
+        finally:
+            client.close()
+
+
+def test_a_killed_daemons_socket_is_replaced_by_the_next_start(repo: Path):
+    def start():
+        proc = subprocess.Popen([*CTXLS, "serve", "--root", str(repo), "--socket"],
+                                stderr=subprocess.PIPE, text=True)
+        line = ""
+        while "until interrupted" not in line:
+            line = proc.stderr.readline()
+            assert line, "daemon exited early"
+        return proc
+
+    first = start()
+    sock = repo / ".ctxls" / "daemon.sock"
+    first.send_signal(signal.SIGKILL)
+    first.wait(timeout=10)
+    assert sock.exists()  # a dead daemon's leftover
+    assert DaemonClient.connect(sock) is None  # detected as stale: nobody answers
+    # Without a daemon the CLI opens the store itself.
+    assert json.loads(cli("status", str(repo), "--json").stdout)["files"] == 5
+
+    second = start()
+    try:
+        client = DaemonClient.connect(sock)
+        assert client is not None
+        assert client.request("ctxls/status", {})["files"] == 5
+        client.close()
+    finally:
+        second.terminate()
+        second.wait(timeout=10)
+    assert not sock.exists()  # a clean stop removes it
+
+
+async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(repo: Path):
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "ctxls.daemon.cli", "mcp", "--root", str(repo)],
+                                   env={**os.environ, "CTXLS_LOG": "ERROR"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert set(tools) == {"recall", "get", "impact", "remember", "forget",
+                                  "recent_activity", "recent_memory", "assemble", "knowledge",
+                                  "status"}
+            assert "query" in tools["recall"].input_schema["properties"]
+            assert "StalePointer" in tools["get"].description
+
+            recall = await session.call_tool("recall", {"query": "send prepared", "kind": "code"})
+            assert not recall.is_error
+            assert recall.structured_content["hits"][0]["chunk"]["symbol"] == "send_prepared"
+
+            impact = await session.call_tool("impact", {"symbol": "Session.request"})
+            assert not impact.is_error
+            # A tool that may answer null wraps its answer as {"result": ...} (MCP's rule
+            # for outputs that are not always an object).
+            callers = impact.structured_content["result"]["callers"]
+            assert [c["path"] for c in callers if c["confirmed"]] == ["pkg/retry.py"]
+
+            wrote = await session.call_tool("remember", {"id": "deploy-note",
+                                                         "text": "the deploy needs FOO_URL set"})
+            assert not wrote.is_error
+            found = await session.call_tool("recall", {"query": "deploy FOO_URL", "kind": "fact"})
+            assert found.structured_content["hits"][0]["path"] == "deploy-note"
+
+            bad = await session.call_tool("recall", {"query": "x", "n": 0})
+            assert bad.is_error and "-32602" in bad.content[0].text
