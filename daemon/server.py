@@ -253,6 +253,13 @@ class CtxlsServer(LanguageServer):
                                    if source[id(h)] is engine], "recall")
         return RecallResult(merged, partial)
 
+    def whole_text(self, path: str) -> str | None:
+        """The current text of an indexed file in whichever folder holds it."""
+        for engine in self.workspaces.all():
+            if engine.store.file_state(path) is not None:
+                return engine.current_text(path)
+        return None
+
     def get(self, item_id: str, start_line: int | None, end_line: int | None,
             scope: Scope, log: bool):
         outside = True
@@ -285,6 +292,10 @@ class CtxlsServer(LanguageServer):
                 base["folders"] = statuses
             base["vectors"] = sum(s["vectors"] for s in statuses)
         base["pending"] += self._pending_buffers + len(self._debounce)
+        try:
+            base["assemble"] = context_handlers.assemble_status(self)
+        except Exception:  # an unreadable store must not break status
+            log.warning("assemble statistics unavailable", exc_info=True)
         return base
 
     def index(self, pathspecs: list[str] | None, force: bool) -> IndexStats:
@@ -549,3 +560,5 @@ def prewarm(root: Path) -> Engine:
 from ctxls.daemon import memory_handlers  # noqa: E402,F401
 # Impact, call hierarchy and code lenses (same reason).
 from ctxls.daemon import impact_handlers  # noqa: E402,F401
+# Context assembly and the knowledge block (same reason).
+from ctxls.daemon import context_handlers  # noqa: E402,F401

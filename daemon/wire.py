@@ -268,3 +268,11 @@ def impact_json(impact: Impact, uri_for: Callable[[str], str]) -> dict:
         "complexity": impact.complexity,
         "elapsedMs": impact.elapsed_ms,
     }
+
+
+def assemble_json(assembled) -> dict:
+    stats = dict(assembled.stats)
+    if assembled.note:
+        stats["note"] = assembled.note
+    return {"context": assembled.context, "citations": assembled.citations, "stats": stats,
+            "weak": assembled.weak, "abstained": assembled.abstained}

@@ -17,7 +17,7 @@ from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
 
 from . import index_view, syntax
-from .callees import Callee, callees_and_complexity
+from .callees import Callee, callees_and_complexity, merge
 from .callers import Caller, References, find_references
 from .index_view import Definition
 from .resolve import Resolver, Targets, Verdict
@@ -76,7 +76,7 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         return None
     deadline = started + budget_s
     refs = find_references(resolver, Targets(definitions), deadline) if with_callers else References()
-    callees: dict[tuple[str, str], Callee] = {}
+    callees: dict[str, Callee] = {}
     complexity = 1
     analysed = 0
     for definition in definitions:
@@ -86,9 +86,7 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         found, figure = callees_and_complexity(resolver, definition)
         complexity = max(complexity, figure)
         for callee in found:
-            known = callees.setdefault((callee.symbol, callee.definitions[0].path), callee)
-            if known is not callee:
-                known.call_sites += callee.call_sites
+            merge(callees, callee)
     risk, hedges = assess(_evidence(engine, resolver, definitions, refs))
     if analysed < len(definitions):
         hedges.append(f"callees and complexity cover {analysed} of the {len(definitions)} "

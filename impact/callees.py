@@ -41,7 +41,7 @@ def callees_and_complexity(resolver: Resolver, definition: Definition) -> tuple[
     # A class's methods are definitions of their own: their bodies are not the class's.
     skip = family.declarations if definition.symbol_kind in CLASS_KINDS else frozenset()
     decisions = 0
-    found: dict[tuple[str, str], Callee] = {}
+    found: dict[str, Callee] = {}  # by symbol: one entry for all its definitions
     for current in syntax.walk(node, skip):
         if current.type in family.decisions or _is_boolean_operator(family, current):
             decisions += 1
@@ -49,13 +49,18 @@ def callees_and_complexity(resolver: Resolver, definition: Definition) -> tuple[
         name_node = _called_name(family, callee) if callee is not None else None
         if name_node is None:
             continue
+        site = sf.node_span(name_node)
         for target in _resolve_callee(resolver, sf, name_node):
-            entry = found.setdefault(target.key, Callee(target.symbol))
-            if target not in entry.definitions:
-                entry.definitions.append(target)
-            entry.call_sites.append(sf.node_span(name_node))
+            merge(found, Callee(target.symbol, [target], [site]))
     callees = sorted(found.values(), key=lambda c: (c.call_sites[0].start_line, c.call_sites[0].start_character))
     return callees, 1 + decisions
+
+
+def merge(found: dict[str, Callee], callee: Callee) -> None:
+    """Add ``callee`` to ``found`` (by symbol), without repeating a definition or a call site."""
+    entry = found.setdefault(callee.symbol, Callee(callee.symbol))
+    entry.definitions += [d for d in callee.definitions if d not in entry.definitions]
+    entry.call_sites += [s for s in callee.call_sites if s not in entry.call_sites]
 
 
 def _definition_node(resolver: Resolver, sf: SourceFile | None, definition: Definition) -> Node | None:

@@ -29,7 +29,7 @@ from tree_sitter import Node
 from . import index_view, ripgrep, syntax
 from .resolve import Resolver, Targets, Verdict
 from .risk import is_test_path
-from .syntax import JS, PYTHON, Family, SourceFile, Span
+from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
 # Names a re-export introduces that get a sweep of their own (per request).
 MAX_ALIAS_SWEEPS = 4
@@ -52,10 +52,6 @@ class References:
     mentions: Counter[str] = field(default_factory=Counter)  # kind -> count
     named_in_strings: int = 0  # string literals that are exactly the name (reflection, registries)
     name_only_languages: set[str] = field(default_factory=set)  # callers never confirmable there
-
-    @property
-    def unchecked(self) -> int:
-        return self.mentions["unchecked"]
 
 
 @dataclass(frozen=True)
@@ -97,7 +93,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float) -> Re
             if sf is None:
                 refs.mentions["unchecked"] += len(lines[path])
                 continue
-            for row, start, end in _occurrences(sf, name, lines[path]):
+            for row, start, end in sf.occurrences(name, lines[path]):
                 use = _classify(resolver, sf, row, start, end, name, targets)
                 _record(resolver, refs, seen, sf, row, start, end, use, name)
                 if use.alias:
@@ -111,7 +107,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float) -> Re
         for alias in sorted(aliases):
             if sf is None or time.monotonic() > deadline:
                 continue
-            for row, start, end in _occurrences(sf, alias, range(len(sf.lines))):
+            for row, start, end in sf.occurrences(alias, range(len(sf.lines))):
                 use = _classify(resolver, sf, row, start, end, alias, targets)
                 if use.verdict is not None:
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
@@ -121,22 +117,12 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float) -> Re
         lines = sweep(alias) if time.monotonic() <= deadline else {}
         for path in sorted(lines, key=priority):
             sf = resolver.source(path) if time.monotonic() <= deadline else None
-            for row, start, end in _occurrences(sf, alias, lines[path]) if sf is not None else ():
+            for row, start, end in sf.occurrences(alias, lines[path]) if sf is not None else ():
                 use = _classify(resolver, sf, row, start, end, alias, targets)
                 if use.verdict is Verdict.CONFIRMED:
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
     refs.callers.sort(key=lambda c: (c.path, c.span.start_line, c.span.start_character))
     return refs
-
-
-def _occurrences(sf: SourceFile, word: str, rows) -> list[tuple[int, int, int]]:
-    """(row, start, end) of every whole-word ``word`` on the given lines."""
-    pattern = ripgrep.word_pattern(word)
-    found = []
-    for row in rows:
-        if row < len(sf.lines):
-            found += [(row, m.start(), m.end()) for m in pattern.finditer(sf.lines[row])]
-    return found
 
 
 def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row: int, start: int,
@@ -150,8 +136,8 @@ def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row
             refs.named_in_strings += 1
         return
     enclosing = resolver.enclosing(sf, row)
-    if sf.family is None or sf.family.name == "generic":
-        refs.name_only_languages.add(sf.language or "text")
+    if sf.family is GENERIC:
+        refs.name_only_languages.add(sf.language or "")
     refs.callers.append(Caller(
         path=sf.path, span=sf.span(row, start, end),
         symbol=enclosing.symbol if enclosing else None,

@@ -118,7 +118,7 @@ class Resolver:
         self._bare: dict[tuple[str, str], Ref] = {}
         self._receivers: dict[tuple[str, int], Receiver] = {}
         self._import_resolver: ImportResolver | None = None
-        self._scopes: dict[tuple[str, int], dict[str, set[Receiver]]] = {}
+        self._scopes: dict[tuple[str, int, str], set[Receiver]] = {}
         self._go_module: str | None = None
 
     # -- files and the index -------------------------------------------------
@@ -304,16 +304,21 @@ class Resolver:
         scope = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
         if scope is None or sf.binding(name) is not None:  # an import (maybe in the function) decides
             return None
-        key = (sf.path, scope.id)
+        key = (sf.path, scope.id, name)
         if key not in self._scopes:
-            bound: dict[str, set[Receiver]] = {}
-            for node in syntax.walk(scope, family.functions | family.classes):
-                if syntax.is_identifier(node):
-                    value = self._bound_value(sf, node)
-                    if value is not None:
-                        bound.setdefault(syntax.text_of(node), set()).add(value)
-            self._scopes[key] = bound
-        found = self._scopes[key].get(name)
+            found: set[Receiver] = set()
+            for row, start, end in sf.occurrences(name, range(scope.start_point.row, scope.end_point.row + 1)):
+                node = sf.node_at(row, start, end)
+                if node is None or not syntax.is_identifier(node):
+                    continue
+                owner = next((a for a in syntax.ancestors(node) if a.type in family.functions), None)
+                if owner is None or owner.id != scope.id:
+                    continue  # a nested function's own
+                value = self._bound_value(sf, node)
+                if value is not None:
+                    found.add(value)
+            self._scopes[key] = found
+        found = self._scopes[key]
         if not found:
             return None
         return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
@@ -469,7 +474,7 @@ class Resolver:
     def verdict(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Verdict:
         """Does ``name`` at ``name_node`` in ``sf`` refer to one of ``targets``?"""
         family = sf.family
-        if family is None or family.name == "generic":
+        if family is None or family is syntax.GENERIC:
             return Verdict.UNKNOWN
         _, receiver_node = syntax.member_parts(family, name_node)
         if receiver_node is None:

@@ -87,7 +87,8 @@ def hedges(e: Evidence) -> list[str]:
     if e.public:
         out.append("public or exported name: callers outside this workspace are invisible")
     if e.special_method:
-        out.append("special method: the language calls it implicitly (operators, protocols, construction)")
+        out.append("special method: the language calls it implicitly (operators, protocols); "
+                   "a constructor's callers are the class's instantiations: ask for the class")
     if e.definitions > 1:
         out.append(f"{e.definitions} definitions share this name (in {e.definition_files} file(s)); "
                    "callers are counted for all of them")

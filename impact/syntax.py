@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -24,6 +24,8 @@ from tree_sitter import Node, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language
 
 from ctxls.index.languages import language_for_path, parser_for
+
+from .ripgrep import word_pattern
 
 
 @dataclass(frozen=True)
@@ -618,6 +620,15 @@ class SourceFile:
         for binding in self.bindings:
             if binding.local == local and not binding.reexport:
                 found = binding
+        return found
+
+    def occurrences(self, word: str, rows: Iterable[int]) -> list[tuple[int, int, int]]:
+        """(row, start, end) of every whole-word ``word`` on the given lines."""
+        pattern = word_pattern(word)
+        found = []
+        for row in rows:
+            if row < len(self.lines):
+                found += [(row, m.start(), m.end()) for m in pattern.finditer(self.lines[row])]
         return found
 
     # -- positions --

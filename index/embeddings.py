@@ -157,3 +157,24 @@ def load_embedder(model: str | None = None, tokenizer: str | None = None) -> Onn
     else:
         files = default_model_files()
     return OnnxEmbedder(files)
+
+
+def load_counting_tokenizer(model: str | None = None, tokenizer: str | None = None):
+    """The embedding model's tokenizer for counting tokens: no truncation, no
+    padding. Needs only the tokenizer file (checked like the model's)."""
+    from tokenizers import Tokenizer
+
+    files = (user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))
+             if model and tokenizer else default_model_files())
+    if not files.tokenizer.is_file():
+        raise EmbedderUnavailable(f"{files.tokenizer} does not exist")
+    if files.tokenizer_sha256 is not None and _sha256(files.tokenizer) != files.tokenizer_sha256:
+        raise EmbedderUnavailable(f"{files.tokenizer} does not have the expected sha256")
+    try:
+        tokenizer = Tokenizer.from_file(str(files.tokenizer))
+    except Exception as exc:
+        raise EmbedderUnavailable(f"cannot load {files.tokenizer}: {exc}") from exc
+    # The file pads to a fixed length by default: an empty text would count 128.
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer, files.name

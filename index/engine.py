@@ -21,7 +21,8 @@ from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import content_hash
-from ctxls.index.embeddings import load_embedder
+from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter
+from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
 from ctxls.index.memory import MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
 from ctxls.index.scopes import EVERYTHING, Scope
@@ -145,10 +146,26 @@ class Engine:
         self.demand = DemandLog(self.store)
         self.stash = Stash(self.store)
         self.progress = IndexProgress()
+        self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
         if private_store:
             self._cold_done.set()
+
+    def token_counter(self) -> TokenCounter:
+        """The embedding tokenizer when embeddings are on (and it loads), else a
+        byte estimate. Fixed per engine so assembled output is byte-stable."""
+        if self._token_counter is None:
+            counter: TokenCounter = ByteEstimate()
+            if self.options.embeddings:
+                try:
+                    tokenizer, name = load_counting_tokenizer(self.options.embed_model,
+                                                              self.options.embed_tokenizer)
+                    counter = TokenizerCounter(tokenizer, name)
+                except EmbedderUnavailable as exc:
+                    log.warning("counting tokens by estimate: %s", exc)
+            self._token_counter = counter
+        return self._token_counter
 
     def start_embedding(self) -> None:
         """Start the background embedding worker (no-op without embeddings)."""

@@ -460,6 +460,14 @@ class Store:
         self.drop_orphan_vectors(conn, sorted({embed for _, _, embed in gone}))
         return file_id
 
+    @staticmethod
+    def put_memory_text(conn: sqlite3.Connection, row_id: int, kind: str, key: str,
+                        symbol: str | None, text: str) -> None:
+        """The FTS row of a written memory row (rowid = memory id)."""
+        conn.execute(f"INSERT INTO {MEMORY_FTS_TABLE_BY_KIND[kind]}(rowid, symbol, path, body) "
+                     "VALUES (?, ?, ?, ?)",
+                     (row_id, expand(symbol or ""), expand(key), expand(text)))
+
     def counts(self) -> dict[str, int]:
         conn = self.reader()
         return {

@@ -140,6 +140,12 @@ def test_dynamic_dispatch_and_untyped_receivers(make_engine):
             "\n"
             "def typed():\n"
             "    return Store().get(1), Sub().step()\n"  # line 8: known classes
+            "\n"
+            "\n"
+            "def local(key, **options):\n"
+            "    store = Store()\n"
+            "    options.get(key)\n"  # line 13: **options is a dict
+            "    return store.get(key)\n"  # line 14: store holds a Store
         ),
     })
     base_step = analysis.analyze(engine, "Base.step")
@@ -149,7 +155,9 @@ def test_dynamic_dispatch_and_untyped_receivers(make_engine):
     assert callers(sub_step) == {("jobs.py", 2, "Base.run", False), ("use.py", 8, "typed", True)}
     assert any("unconfirmed" in h for h in sub_step.hedges)
     get = analysis.analyze(engine, "Store.get")
-    assert callers(get) == {("use.py", 4, "lookup", False), ("use.py", 8, "typed", True)}
+    assert callers(get) == {("use.py", 4, "lookup", False), ("use.py", 8, "typed", True),
+                            ("use.py", 14, "local", True)}
+    assert get.mention_kinds["elsewhere"] == 1  # options.get
 
 
 def test_several_definitions_are_all_reported_and_hedged(make_engine):

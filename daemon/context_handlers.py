@@ -1,0 +1,64 @@
+"""Agent context: `ctxls/assemble` (recall, then pack a token budget) and
+`ctxls/knowledge` (the always-on facts block)."""
+
+from __future__ import annotations
+
+import logging
+
+from ctxls.daemon import wire
+from ctxls.daemon.memory_handlers import memory_engine
+from ctxls.daemon.server import CtxlsServer, rpc
+from ctxls.index.assemble import Candidate, aggregate, assemble, failed, record_call
+from ctxls.index.errors import EngineError, InvalidParams
+from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, MAX_BUDGET_CHARS, knowledge_block
+from ctxls.index.store import now_ms
+
+log = logging.getLogger(__name__)
+
+# Hits recalled per kind before packing: more than any budget usually takes.
+ASSEMBLE_POOL = 40
+MAX_BUDGET_TOKENS = 200_000
+
+
+@rpc("ctxls/assemble")
+def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
+    query = params.str("query", required=True)
+    budget = params.int("budgetTokens")
+    if budget is None or not 1 <= budget <= MAX_BUDGET_TOKENS:
+        raise InvalidParams("budgetTokens", f"must be an integer from 1 to {MAX_BUDGET_TOKENS}")
+    kinds, _ = params.kinds()
+    min_score = params.number("minScore")
+    scope = ls.request_scope(params, "ctxls/assemble")
+    engine = memory_engine(ls)
+    counter = engine.token_counter()
+    try:
+        result = ls.recall(query, kinds, ASSEMBLE_POOL, True, "hybrid", scope, True)
+        candidates = [Candidate(h.path, h.kind, h.symbol, h.start_line, h.end_line, h.score,
+                                h.body or "", h.uri is not None)
+                      for hits in result.hits_by_kind.values() for h in hits]
+        assembled = assemble(candidates, budget, min_score, counter,
+                             lambda c: ls.whole_text(c.path) if c.is_file else c.text)
+    except EngineError:
+        raise  # the caller's mistake: a proper error, not a failover
+    except Exception as exc:  # the retrieval path failed: answer honestly, never crash
+        log.exception("assemble failed over")
+        assembled = failed(counter.name, exc)
+    try:
+        record_call(engine.store, assembled, budget, now_ms())
+    except Exception:  # the store may be what failed; the answer still goes out
+        log.warning("could not record assemble statistics", exc_info=True)
+    return wire.assemble_json(assembled)
+
+
+def assemble_status(ls: CtxlsServer) -> dict:
+    return aggregate(memory_engine(ls).store)
+
+
+@rpc("ctxls/knowledge")
+def knowledge_request(ls: CtxlsServer, params: wire.Params) -> dict:
+    budget = params.int("budgetChars", DEFAULT_BUDGET_CHARS)
+    if not 1 <= budget <= MAX_BUDGET_CHARS:
+        raise InvalidParams("budgetChars", f"must be an integer from 1 to {MAX_BUDGET_CHARS}")
+    scope = ls.request_scope(params, "ctxls/knowledge")
+    result = knowledge_block(memory_engine(ls).store, scope, now_ms(), budget)
+    return {"block": result.block, "facts": result.facts}

@@ -1,0 +1,228 @@
+"""Token-budgeted context assembly with citations.
+
+Given ranked hits (with bodies), pack whole chunks best-first under numbered
+headers until the budget is full. A chunk is never cut: one that does not fit
+is skipped and a smaller, lower-ranked one may still fit. Chunks of one file
+that touch or overlap are merged into one block (one citation), duplicates
+are dropped. The same hits and budget always give the same bytes: ordering
+breaks ties on path and line, and nothing time-dependent enters the context.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from ctxls.index.model import content_hash
+
+# Without the embedding tokenizer: about four bytes of UTF-8 per token, rounded up.
+ESTIMATE_BYTES_PER_TOKEN = 4
+ESTIMATE_NAME = "estimate:utf8-bytes/4"
+
+
+class TokenCounter(Protocol):
+    name: str
+
+    def count(self, text: str) -> int: ...
+
+
+class ByteEstimate:
+    name = ESTIMATE_NAME
+
+    def count(self, text: str) -> int:
+        return math.ceil(len(text.encode("utf-8")) / ESTIMATE_BYTES_PER_TOKEN)
+
+
+class TokenizerCounter:
+    """Counts with a tokenizers.Tokenizer (no truncation, no special tokens)."""
+
+    def __init__(self, tokenizer, name: str):
+        self._tokenizer = tokenizer
+        self.name = name
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One ranked hit with its text (a file chunk or a written memory)."""
+
+    path: str
+    kind: str
+    symbol: str | None
+    start_line: int
+    end_line: int
+    score: float
+    text: str
+    is_file: bool
+
+
+@dataclass
+class Block:
+    path: str
+    kind: str
+    symbol: str | None
+    start_line: int
+    end_line: int
+    score: float
+    lines: dict[int, str]
+    is_file: bool
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines[i] for i in sorted(self.lines))
+
+    def header(self, n: int) -> str:
+        if not self.is_file:
+            return f"[{n}] {self.kind} {self.path}"
+        # 1-based and inclusive, like `path:line` in compilers and grep.
+        where = f"{self.path}:{self.start_line + 1}-{self.end_line + 1}"
+        return f"[{n}] {where} {self.symbol}" if self.symbol else f"[{n}] {where}"
+
+
+@dataclass
+class Assembled:
+    context: str
+    citations: list[dict]
+    stats: dict
+    weak: bool
+    abstained: bool
+    note: str | None = None
+    blocks: list[Block] = field(default_factory=list)
+
+
+def _block(candidate: Candidate) -> Block:
+    lines = candidate.text.split("\n")
+    return Block(candidate.path, candidate.kind, candidate.symbol, candidate.start_line,
+                 candidate.start_line + len(lines) - 1, candidate.score,
+                 {candidate.start_line + i: line for i, line in enumerate(lines)}, candidate.is_file)
+
+
+def _merge_into(blocks: list[Block], candidate: Candidate) -> list[Block]:
+    """Blocks with ``candidate`` added: merged into a block of the same file
+    it touches or overlaps, else appended."""
+    new = _block(candidate)
+    out: list[Block] = []
+    for block in blocks:
+        touches = (block.is_file and new.is_file and block.path == new.path
+                   and block.start_line <= new.end_line + 1 and new.start_line <= block.end_line + 1)
+        if touches:
+            merged_lines = dict(new.lines)
+            merged_lines.update(block.lines)
+            symbol = block.symbol if block.symbol == new.symbol else None
+            new = Block(block.path, block.kind, symbol, min(block.start_line, new.start_line),
+                        max(block.end_line, new.end_line), max(block.score, new.score),
+                        merged_lines, True)
+        else:
+            out.append(block)
+    out.append(new)
+    out.sort(key=lambda b: (-b.score, b.path, b.start_line))
+    return out
+
+
+def render(blocks: list[Block]) -> str:
+    return "\n\n".join(f"{block.header(n)}\n{block.text}" for n, block in enumerate(blocks, 1))
+
+
+def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter) -> list[Block]:
+    """Whole chunks best-first while the rendered context fits the budget."""
+    ordered = sorted(candidates, key=lambda c: (-c.score, c.path, c.start_line))
+    blocks: list[Block] = []
+    seen_spans: set[tuple] = set()
+    seen_texts: set[str] = set()
+    for candidate in ordered:
+        span = (candidate.path, candidate.start_line, candidate.end_line)
+        digest = content_hash(candidate.text)
+        if span in seen_spans or digest in seen_texts:
+            continue
+        trial = _merge_into(blocks, candidate)
+        if counter.count(render(trial)) <= budget_tokens:
+            blocks = trial
+            seen_spans.add(span)
+            seen_texts.add(digest)
+    return blocks
+
+
+def assemble(candidates: list[Candidate], budget_tokens: int, min_score: float | None,
+             counter: TokenCounter, whole_text: Callable[[Candidate], str | None]) -> Assembled:
+    """``whole_text`` gives the full file (or memory) a candidate came from,
+    for the savings figure."""
+    base_stats = {"tokenizer": counter.name, "failover": False}
+    top = max((c.score for c in candidates), default=None)
+    if top is None or (min_score is not None and top < min_score):
+        note = "no hits" if top is None else f"top score {top:.4g} is under minScore {min_score}"
+        return Assembled("", [], _stats(0, 0, 0) | base_stats, weak=True, abstained=True, note=note)
+    blocks = pack(candidates, budget_tokens, counter)
+    context = render(blocks)
+    citations = [{"n": n, "path": b.path,
+                  "chunk": {"symbol": b.symbol, "startLine": b.start_line, "endLine": b.end_line},
+                  "score": b.score} for n, b in enumerate(blocks, 1)]
+    sources: dict[tuple[str, bool], Candidate] = {}
+    for block in blocks:
+        source = next(c for c in candidates if c.path == block.path and c.is_file == block.is_file)
+        sources.setdefault((block.path, block.is_file), source)
+    original = 0
+    for source in sources.values():
+        text = whole_text(source)
+        original += counter.count(text if text is not None else source.text)
+    reduced = counter.count(context) if context else 0
+    weak = len(candidates) < 2
+    note = "only one relevant chunk was found: coverage may be thin" if weak else None
+    if not blocks:
+        note = f"no hit fits in {budget_tokens} tokens"
+    return Assembled(context, citations, _stats(original, reduced, len(blocks)) | base_stats,
+                     weak=weak or not blocks, abstained=False, note=note, blocks=blocks)
+
+
+def failed(counter_name: str, error: Exception) -> Assembled:
+    """The retrieval path itself failed: say so, answer nothing, never crash."""
+    return Assembled("", [], _stats(0, 0, 0) | {"tokenizer": counter_name, "failover": True,
+                                                   "error": f"{type(error).__name__}: {error}"},
+                     weak=True, abstained=True, note="retrieval failed")
+
+
+def _stats(original: int, reduced: int, chunks: int) -> dict:
+    saved = max(original - reduced, 0)
+    return {"originalTokens": original, "reducedTokens": reduced, "savedTokens": saved,
+            "pctReduced": round(100.0 * saved / original, 2) if original else 0.0,
+            "chunks": chunks}
+
+
+# -- per-daemon aggregate, persisted in the store's meta table ---------------------
+
+RECENT_CALLS_KEPT = 20
+_AGGREGATE_KEY = "assemble.aggregate"
+
+
+def record_call(store, result: Assembled, budget_tokens: int, now_ms: int) -> None:
+    """Add one call to the aggregate (it survives restarts)."""
+    with store.write() as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (_AGGREGATE_KEY,)).fetchone()
+        aggregate = json.loads(row[0]) if row else _empty_aggregate()
+        aggregate["calls"] += 1
+        aggregate["abstentions"] += int(result.abstained)
+        aggregate["failovers"] += int(result.stats["failover"])
+        aggregate["savedTokens"] += result.stats["savedTokens"]
+        aggregate["recent"] = ([{"at": now_ms, "budgetTokens": budget_tokens,
+                                 "reducedTokens": result.stats["reducedTokens"],
+                                 "savedTokens": result.stats["savedTokens"],
+                                 "chunks": result.stats["chunks"], "weak": result.weak,
+                                 "abstained": result.abstained,
+                                 "failover": result.stats["failover"]}]
+                               + aggregate["recent"])[:RECENT_CALLS_KEPT]
+        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                     (_AGGREGATE_KEY, json.dumps(aggregate)))
+
+
+def aggregate(store) -> dict:
+    row = store.reader().execute("SELECT value FROM meta WHERE key = ?",
+                                 (_AGGREGATE_KEY,)).fetchone()
+    return json.loads(row[0]) if row else _empty_aggregate()
+
+
+def _empty_aggregate() -> dict:
+    return {"calls": 0, "abstentions": 0, "failovers": 0, "savedTokens": 0, "recent": []}

@@ -1,0 +1,168 @@
+"""Context assembly: budgets, citations, honesty, statistics, byte stability."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from ctxls.index.assemble import ByteEstimate, Candidate, TokenizerCounter, assemble, pack, render
+from ctxls.index.embeddings import load_counting_tokenizer
+
+from conftest import serve, write_tree
+
+FUNCS = "".join(f"def step_{i}(value):\n    '''Advance the upload pipeline stage {i}.'''\n"
+                f"    return value + {i}\n\n\n" for i in range(12))
+
+
+@pytest.fixture
+def pipeline(repo: Path) -> Path:
+    write_tree(repo, {"pkg/pipeline.py": FUNCS})
+    return repo
+
+
+def candidates(text: str, path: str = "pkg/pipeline.py") -> list[Candidate]:
+    lines = text.split("\n")
+    out = []
+    for i in range(12):
+        start = i * 5
+        out.append(Candidate(path, "code", f"step_{i}", start, start + 2,
+                             score=10.0 - i * 0.5, text="\n".join(lines[start:start + 3]),
+                             is_file=True))
+    return out
+
+
+@pytest.mark.parametrize("counter", [ByteEstimate(), TokenizerCounter(*load_counting_tokenizer())])
+def test_budget_is_never_exceeded_and_more_budget_packs_more(counter):
+    chunks_by_budget = []
+    for budget in (20, 45, 80, 150, 400, 4000):
+        blocks = pack(candidates(FUNCS), budget, counter)
+        assert counter.count(render(blocks)) <= budget
+        chunks_by_budget.append(sum(1 for b in blocks for _ in [b]))
+    assert chunks_by_budget == sorted(chunks_by_budget) and chunks_by_budget[-1] >= 1
+    assert chunks_by_budget[0] < chunks_by_budget[-1]
+
+
+def test_whole_chunks_only_adjacent_merged_duplicates_dropped():
+    lines = [f"line {i}" for i in range(30)]
+    a = Candidate("f.py", "code", "a", 0, 4, 3.0, "\n".join(lines[0:5]), True)
+    b = Candidate("f.py", "code", "b", 5, 9, 2.0, "\n".join(lines[5:10]), True)  # touches a
+    dup = Candidate("g.py", "code", "a_copy", 0, 4, 1.5, "\n".join(lines[0:5]), True)
+    far = Candidate("f.py", "code", "c", 20, 24, 1.0, "\n".join(lines[20:25]), True)
+    result = assemble([a, b, dup, far], 1000, None, ByteEstimate(), lambda c: "\n".join(lines))
+    assert [(c["path"], c["chunk"]["startLine"], c["chunk"]["endLine"]) for c in result.citations] == [
+        ("f.py", 0, 9), ("f.py", 20, 24)]
+    assert result.context.split("\n")[1:11] == lines[0:10]
+    assert result.context.startswith("[1] f.py:1-10\n") and "\n\n[2] f.py:21-25 c\n" in result.context
+
+
+def test_abstains_on_nothing_or_a_weak_top_and_flags_a_single_hit():
+    assert assemble([], 100, None, ByteEstimate(), lambda c: None).abstained
+    one = [Candidate("f.py", "code", "a", 0, 0, 0.4, "x = 1", True)]
+    low = assemble(one, 100, 0.5, ByteEstimate(), lambda c: "x = 1")
+    assert low.abstained and low.context == "" and "minScore" in low.note
+    weak = assemble(one, 100, None, ByteEstimate(), lambda c: "x = 1\ny = 2\n" * 50)
+    assert weak.weak and not weak.abstained and weak.context.endswith("x = 1")
+    assert weak.stats["savedTokens"] == weak.stats["originalTokens"] - weak.stats["reducedTokens"] > 0
+
+
+async def assemble_request(s, **params) -> dict:
+    return await s.request("ctxls/assemble", {"query": "upload pipeline stage", "budgetTokens": 200}
+                           | params)
+
+
+async def test_citations_map_to_real_ranges_and_stats_are_recorded(pipeline: Path):
+    async with serve(pipeline) as s:
+        await s.wait_indexed()
+        result = await assemble_request(s)
+        assert not result["abstained"] and not result["weak"]
+        assert result["stats"]["tokenizer"].startswith("estimate")  # embeddings are off here
+        file_lines = (pipeline / "pkg/pipeline.py").read_text().split("\n")
+        blocks = result["context"].split("\n\n[")
+        assert len(blocks) == len(result["citations"]) == result["stats"]["chunks"] > 1
+        for n, (citation, block) in enumerate(zip(result["citations"], blocks), 1):
+            assert citation["n"] == n
+            chunk = citation["chunk"]
+            body = block.split("\n", 1)[1]
+            assert body.split("\n") == file_lines[chunk["startLine"]:chunk["endLine"] + 1]
+        assert result["stats"]["reducedTokens"] <= 200
+        assert result["stats"]["savedTokens"] > 0 and 0 < result["stats"]["pctReduced"] < 100
+
+        status = await s.request("ctxls/status")
+        assert status["assemble"]["calls"] == 1 and status["assemble"]["recent"][0]["chunks"] > 1
+
+        with pytest.raises(JsonRpcException) as err:
+            await s.request("ctxls/assemble", {"query": "x"})
+        assert (err.value.code, err.value.data) == (-32602, {"param": "budgetTokens"})
+
+
+async def test_byte_identical_across_calls_and_a_restart(pipeline: Path):
+    async with serve(pipeline) as s:
+        await s.wait_indexed()
+        first = await assemble_request(s)
+        again = await assemble_request(s)
+    async with serve(pipeline) as s:
+        await s.wait_indexed()
+        after_restart = await assemble_request(s)
+        status = await s.request("ctxls/status")
+    assert first["context"] == again["context"] == after_restart["context"]
+    assert first["citations"] == after_restart["citations"]
+    assert status["assemble"]["calls"] == 3  # the aggregate survived the restart
+
+
+async def test_abstains_over_lsp_and_fails_over_when_the_store_breaks(pipeline: Path):
+    async with serve(pipeline) as s:
+        await s.wait_indexed()
+        nothing = await assemble_request(s, query="zzqx wholly unmatched")
+        assert nothing["abstained"] and nothing["context"] == "" and nothing["citations"] == []
+
+        conn = sqlite3.connect(pipeline / ".ctxls" / "index.db")
+        conn.execute("DROP TABLE fts_code")  # the index becomes unreadable mid-run
+        conn.commit()
+        conn.close()
+        broken = await assemble_request(s)
+        assert broken["stats"]["failover"] is True and "fts_code" in broken["stats"]["error"]
+        assert broken["abstained"] and broken["context"] == ""
+        assert (await s.request("ctxls/status"))["assemble"]["failovers"] == 1
+
+
+async def test_knowledge_block_order_budget_expiry_and_stale_anchor(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+
+        async def remember(key, text, **extra):
+            await s.request("ctxls/remember", {"id": key, "text": text} | extra)
+
+        await remember("agent-often", "Uploads retry three times.", by="agent")
+        await remember("agent-rare", "The cache is warmed at boot.", by="agent")
+        await remember("human-note", "Never log FOO_URL.", by="human")
+        await remember("pinned", "Run make test before pushing.", by="agent", meta={"pinned": True})
+        await remember("anchored", "Session.request sends with the session timeout.", by="human",
+                       meta={"anchor": {"path": "pkg/session.py", "symbol": "Session.request"}})
+        await remember("expired", "Obsolete.", expiresAt=1)
+        await remember("forgotten", "Gone soon.")
+        await s.request("ctxls/forget", {"id": "forgotten"})
+        for _ in range(3):
+            await s.request("ctxls/recall", {"query": "uploads retry", "kind": "fact"})
+
+        block = await s.request("ctxls/knowledge", {})
+        keys = [line.split("]")[0][3:] for line in block["block"].split("\n")[1:]]
+        assert keys == ["pinned", "anchored", "human-note", "agent-often", "agent-rare"]
+        assert block["facts"] == 5 and "stale" not in block["block"]
+        assert await s.request("ctxls/knowledge", {}) == block  # same state, same bytes
+
+        small = await s.request("ctxls/knowledge", {"budgetChars": 80})
+        assert len(small["block"]) <= 80 and small["facts"] == 1
+
+        text = (repo / "pkg/session.py").read_text()
+        s.open("pkg/session.py", text)
+        s.replace("pkg/session.py", text.replace("self.timeout)", "self.timeout * 2)"), version=2)
+
+        async def stale():
+            block = (await s.request("ctxls/knowledge", {}))["block"]
+            return block if "(stale: pkg/session.py Session.request changed" in block else None
+
+        stale_block = await s.wait_for(stale)
+        assert stale_block and stale_block.count("stale") == 1
