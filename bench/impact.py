@@ -259,6 +259,19 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
             lines.append(f"| {q['corpus']} | {q['definitions']} | {q['called_by_jedi']} | {q['recall']} "
                          f"| {q['false_isolations']} | {q['precision']} | {q['precision_confirmed']} "
                          f"| {q['recall_confirmed']} | {q['p50_ms']} |")
+        lines += ["",
+                  "Reading it: \"all callers\" includes the unconfirmed ones (a method called on a "
+                  "receiver of unknown type whose name other classes or builtin types share, like "
+                  "`client.get(...)`), listed on purpose because missing a caller is the failure that "
+                  "matters; the risk bucket and `confirmed` rest on the confirmed ones. jedi itself "
+                  "misses calls it cannot infer (pytest fixtures, results of `.copy()`), so some "
+                  "\"wrong\" confirmed callers are real calls. Samples:", ""]
+        for q in quality_rows:
+            for label, pairs in (("missed", q["missed"]), ("isolated", [(k, "") for k in q["isolated"]]),
+                                 ("confirmed, jedi disagrees", q["extra_confirmed"])):
+                if pairs:
+                    shown = ", ".join(f"`{key}` in `{file}`" if file else f"`{key}`" for key, file in pairs[:5])
+                    lines.append(f"- {q['corpus']}, {label}: {shown}")
         lines.append("")
     if latency_row:
         l = latency_row
@@ -281,7 +294,12 @@ def write_section(section: str) -> None:
     block = f"{SECTION_START}\n{section}\n{SECTION_END}"
     text = BENCHMARKS_MD.read_text(encoding="utf-8") if BENCHMARKS_MD.exists() else "# Benchmarks\n"
     pattern = re.compile(re.escape(SECTION_START) + ".*?" + re.escape(SECTION_END), re.S)
-    text = pattern.sub(lambda _: block, text) if pattern.search(text) else text.rstrip("\n") + "\n\n" + block + "\n"
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    elif "\n## History" in text:  # the run history stays last
+        text = text.replace("\n## History", f"\n{block}\n\n## History", 1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
     BENCHMARKS_MD.write_text(text, encoding="utf-8")
 
 

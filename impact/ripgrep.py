@@ -109,10 +109,10 @@ def _rg_lines(root: Path, word: str, include: Iterable[str], max_file_bytes: int
         found, completed = _read_matches(process, deadline)
         errors.seek(0)
         stderr = errors.read(300).decode("utf-8", "replace").strip()
-    # 0: found, 1: nothing found, 2: some file could not be read (still a
-    # full answer when rg got to its summary). Anything else is a failure.
-    if process.returncode not in (0, 1) and not completed:
-        raise RipgrepMissing(f"{command[0]} failed ({process.returncode}): {stderr}; {INSTALL_HINT}")
+    # rg --json ends every search with a summary, whatever it found (exit 0:
+    # matches, 1: none, 2: some file unreadable). No summary: it did not search.
+    if not completed:
+        raise RipgrepMissing(f"{command[0]} failed (exit {process.returncode}): {stderr}; {INSTALL_HINT}")
     return found
 
 
@@ -139,7 +139,7 @@ def _read_matches(process: subprocess.Popen, deadline: float) -> tuple[Sweep, bo
                 at = raw.rindex(b'"line_number":') + len(b'"line_number":')
                 rows.append(int(raw[at:raw.index(b",", at)]) - 1)
                 listed += 1
-            elif raw.startswith(b'{"type":"summary"'):
+            elif b'"type":"summary"' in raw:  # its fields come in another order
                 completed = True
     process.wait()
     found.lines = {path: rows for path, rows in found.lines.items() if rows}

@@ -142,10 +142,10 @@ GENERIC = Family(
            "function_call_expression": "function", "member_call_expression": "name",
            "scoped_call_expression": "name", "invocation_expression": "function",
            "macro_invocation": "macro", "object_creation_expression": "type", "call": "method"},
+    # Java's method_invocation, PHP's member_call_expression and Ruby's call
+    # hold the receiver and the name themselves: they are calls above.
     members={"field_expression": ("value", "field"), "field_access": ("object", "field"),
-             "scoped_identifier": ("path", "name"), "qualified_identifier": ("scope", "name"),
-             "method_invocation": ("object", "name"), "member_call_expression": ("object", "name"),
-             "call": ("receiver", "method")},
+             "scoped_identifier": ("path", "name"), "qualified_identifier": ("scope", "name")},
     decorators=frozenset({"decorator", "annotation", "marker_annotation", "attribute_item"}),
     declarations=frozenset({
         "function_item", "struct_item", "enum_item", "trait_item", "mod_item", "type_item",
@@ -671,11 +671,14 @@ class SourceFile:
 
 class SourceCache:
     """Parsed files shared by requests, keyed by path and validated by text:
-    a file parses again only when its text changed. Bounded (LRU)."""
+    a file parses again only when its text changed. LRU, bounded by the
+    characters held: a syntax tree takes about 25 times its text in memory,
+    so the default (4 M characters) keeps it near 100 MB."""
 
-    def __init__(self, capacity: int = 512):
+    def __init__(self, max_chars: int = 4_000_000):
         self._files: OrderedDict[str, SourceFile] = OrderedDict()
-        self._capacity = capacity
+        self._max_chars = max_chars
+        self._chars = 0
         self._lock = threading.Lock()
 
     def get(self, key: str, path: str, text: str) -> SourceFile:
@@ -687,8 +690,10 @@ class SourceCache:
                 return cached
         parsed = SourceFile(path, text)
         with self._lock:
+            replaced = self._files.pop(key, None)
+            self._chars += len(text) - (len(replaced.text) if replaced is not None else 0)
             self._files[key] = parsed
-            self._files.move_to_end(key)
-            while len(self._files) > self._capacity:
-                self._files.popitem(last=False)
+            while self._chars > self._max_chars and len(self._files) > 1:
+                _, evicted = self._files.popitem(last=False)
+                self._chars -= len(evicted.text)
         return parsed

@@ -213,13 +213,13 @@ async def test_unsaved_buffer_calls_count_and_code_lenses_refresh(tmp_path: Path
             found = await impact(s, "apply_discount")
             return ("shop/orders.py", 23, "rebate", "call", True) in callers_of(found)
 
-        assert await s.wait_for(new_caller_seen)
+        assert await s.wait_for(new_caller_seen, timeout=15)
         assert (root / "shop/orders.py").read_text() == original  # never saved
 
         async def refreshed():
             return bool(refreshes)
 
-        assert await s.wait_for(refreshed)  # the client was asked to re-request lenses
+        assert await s.wait_for(refreshed, timeout=15)  # the client was asked to re-request lenses
         resolved = await s.client.code_lens_resolve_async(lens)
         assert resolved.command.title == "3 callers · risk med"
 

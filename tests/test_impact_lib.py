@@ -13,7 +13,7 @@ import pytest
 from conftest import write_tree
 from ctxls.impact import analysis, ripgrep
 from ctxls.impact.risk import Evidence, assess, is_test_path
-from ctxls.impact.syntax import Binding, SourceFile
+from ctxls.impact.syntax import Binding, SourceCache, SourceFile
 from ctxls.index.discovery import DiscoveryOptions, FileFilter
 from ctxls.index.engine import Engine
 from ctxls.index.errors import RipgrepMissing
@@ -55,6 +55,26 @@ def test_locate_rg_honours_ctxls_rg_and_reports_missing(monkeypatch, tmp_path: P
     with pytest.raises(RipgrepMissing) as err:
         ripgrep.locate_rg()
     assert err.value.code == -32001 and err.value.data == {} and "install ripgrep" in err.value.message
+
+
+@pytest.mark.parametrize("impostor", ["/bin/false", "/bin/true"])
+def test_an_rg_that_does_not_search_is_an_error(monkeypatch, tmp_path: Path, impostor: str):
+    monkeypatch.setenv(ripgrep.RG_ENV, impostor)
+    with pytest.raises(RipgrepMissing):
+        ripgrep.sweep(tmp_path, "word", ("py",), lambda path: True, {}, 1 << 20, time.monotonic() + 10)
+
+
+def test_source_cache_reuses_parses_and_bounds_its_size():
+    cache = SourceCache(max_chars=20)
+    first = cache.get("k1", "a.py", "x = 1\n")
+    assert cache.get("k1", "a.py", "x = 1\n") is first  # same text: same parse
+    assert cache.get("k1", "a.py", "x = 2\n") is not first  # changed text: parsed again
+    cache.get("k2", "b.py", "y = 1\n")
+    cache.get("k3", "c.py", "z = 1\n")
+    kept = cache.get("k3", "c.py", "z = 1\n")
+    cache.get("k4", "d.py", "w = 1\n")  # 4 x 6 chars > 20: the oldest goes
+    assert cache.get("k3", "c.py", "z = 1\n") is kept
+    assert cache.get("k1", "a.py", "x = 2\n").tree is not None
 
 
 @pytest.mark.parametrize("git", [True, False])
@@ -262,3 +282,22 @@ def test_test_paths():
         assert is_test_path(path), path
     for path in ("src/testing_utils_not.py", "pkg/contest.py", "attestation.py", "src/latest/x.py"):
         assert not is_test_path(path), path
+
+
+def test_js_default_exports_commonjs_and_this(make_engine):
+    engine = make_engine({
+        "lib/fmt.js": "export default function money(v) {\n  return v;\n}\n",
+        "lib/calc.js": ("function total(xs) {\n  return xs.length;\n}\n"
+                        "class Cart {\n  sum() {\n    return total(this.items) + this.tax();\n  }\n"
+                        "  tax() {\n    return 0;\n  }\n}\nmodule.exports = { total, Cart };\n"),
+        "app.js": ("import pretty from './lib/fmt';\nconst calc = require('./lib/calc');\n\n"
+                   "export function show(xs) {\n  return pretty(calc.total(xs));\n}\n"),
+    })
+    money = analysis.analyze(engine, "money")
+    assert callers(money) == {("app.js", 4, "show", True)}  # the default import, renamed
+    total = analysis.analyze(engine, "total")
+    # In its file, from a method, through require(); the export object is a use as a value.
+    assert callers(total) == {("lib/calc.js", 5, "Cart.sum", True), ("lib/calc.js", 11, None, True),
+                              ("app.js", 4, "show", True)}
+    tax = analysis.analyze(engine, "Cart.tax")
+    assert callers(tax) == {("lib/calc.js", 5, "Cart.sum", True)}  # this.tax()

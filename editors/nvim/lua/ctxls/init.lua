@@ -97,17 +97,21 @@ end
 --- quickfix list; risk and hedges echoed.
 ---@param symbol string|nil
 function M.impact(symbol)
-  local client = client_module.get()
   local params = { symbol = symbol }
-  if not symbol and client then
+  local client = not symbol and client_module.get()
+  if client then
+    -- The cursor column, counted in the client's position encoding.
     params = vim.lsp.util.make_position_params(0, client.offset_encoding)
   end
-  call("ctxls/impact", params, function(impact, client)
+  call("ctxls/impact", params, function(impact, impact_client)
     if not impact then
       notify(("%s is not defined anywhere in the index"):format(symbol or "the symbol under the cursor"))
       return
     end
-    show_quickfix("ctxls impact: " .. impact.symbol, format.callers_to_qf_items(impact.callers, client.offset_encoding))
+    show_quickfix(
+      "ctxls impact: " .. impact.symbol,
+      format.callers_to_qf_items(impact.callers, impact_client.offset_encoding)
+    )
     -- After copen, so opening the window does not wipe the message.
     vim.api.nvim_echo(format.impact_echo_chunks(impact), true, {})
   end)
