@@ -3,6 +3,8 @@
     .venv/bin/python bench/run.py                 # everything (about 10 minutes)
     .venv/bin/python bench/run.py --only perf     # speed and size
     .venv/bin/python bench/run.py --only quality  # retrieval quality
+    .venv/bin/python bench/run.py --only semantic # semantic tier (issue 3; the first run
+                                                  # embeds django: an hour or more on 2 cores)
 
 Prints a Markdown summary. BENCHMARKS.md keeps the latest results of each
 part between its markers (a part that did not run keeps its old section) and
@@ -24,11 +26,12 @@ from pathlib import Path
 import dataset
 import perf
 import quality
+import semantic
 from corpora import CORPORA
 
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS_MD = REPO / "BENCHMARKS.md"
-PARTS = ("perf", "quality")
+PARTS = ("perf", "quality", "semantic")
 
 _INTRO = """# Benchmarks
 
@@ -47,8 +50,12 @@ and rewrites the sections below.
   corpus, and their first sentence must find the function. The query set is
   saved as `bench/.cache/dataset/NAME-VER.json` for reuse
   (`dataset.build_dataset(name)`).
+- Semantic tier (`bench/semantic.py`, issue 3): BM25, dense-only and hybrid on
+  the same set with every copy fully embedded (stores cached in
+  `bench/.cache/semantic/`), the fusion grid, embedding-text variants, and
+  speed and memory with embeddings on.
 - Each part also runs alone: `.venv/bin/python bench/perf.py --help`,
-  `.venv/bin/python bench/quality.py --help`.
+  `.venv/bin/python bench/quality.py --help`, `.venv/bin/python bench/semantic.py --help`.
 """
 
 
@@ -126,6 +133,10 @@ def quality_section(report: quality.QualityReport, date: str) -> str:
                       quality.markdown(report)])
 
 
+def semantic_section(report: semantic.SemanticReport, date: str) -> str:
+    return "\n".join(["## Semantic tier (issue 3)", "", header(date), "", semantic.markdown(report)])
+
+
 def history_row(date: str, perf_report: perf.PerfReport | None,
                 quality_report: quality.QualityReport | None) -> str:
     cells = [date, revision()]
@@ -172,7 +183,7 @@ def log(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--only", choices=PARTS, help="run one part (default: both)")
+    parser.add_argument("--only", choices=PARTS, help="run one part (default: all)")
     parser.add_argument("--queries", type=int, default=perf.QUERIES, help="recall latency queries")
     parser.add_argument("--edits", type=int, default=perf.EDITS, help="didChange edits per run")
     parser.add_argument("--no-write", action="store_true", help="leave BENCHMARKS.md alone")
@@ -187,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.only in (None, "quality"):
         quality_report = quality.run_quality(None, log=log)
         sections["quality"] = quality_section(quality_report, date)
+    if args.only in (None, "semantic"):
+        sections["semantic"] = semantic_section(semantic.run_semantic(log=log), date)
     print("\n\n".join(sections.values()))
     if not args.no_write:
         update_benchmarks_md(sections, history_row(date, perf_report, quality_report))

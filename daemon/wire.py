@@ -25,8 +25,8 @@ class Params:
     """Typed access to a request's params object."""
 
     def __init__(self, raw: Any):
-        if raw is None:
-            raw = {}
+        if raw is None or raw == []:
+            raw = {}  # some clients (Neovim's vim.json) encode an empty object as []
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be an object")
         self.raw = raw

