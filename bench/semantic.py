@@ -118,11 +118,18 @@ def _build_child(name: str) -> None:
     done = threading.Event()
     t0 = time.perf_counter()
 
+    progress = store_dir(name) / "build.progress"  # a build's samples so far, one per line
+
     def sample() -> None:
-        while not done.wait(10.0):
-            semantic = engine.semantic
-            samples.append((round(time.perf_counter() - t0, 1),
-                            semantic.embedded_total if semantic else 0, _proc_status_kb("VmRSS")))
+        with progress.open("w", encoding="utf-8") as out:
+            while not done.wait(10.0):
+                semantic = engine.semantic
+                samples.append((round(time.perf_counter() - t0, 1),
+                                semantic.embedded_total if semantic else 0,
+                                _proc_status_kb("VmRSS")))
+                out.write(json.dumps([*samples[-1], _proc_status_kb("VmHWM"),
+                                      round(os.getloadavg()[0], 2)]) + "\n")
+                out.flush()
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

@@ -8,7 +8,7 @@ import logging
 from ctxls.daemon import wire
 from ctxls.daemon.memory_handlers import memory_engine
 from ctxls.daemon.server import CtxlsServer, rpc
-from ctxls.index.assemble import Candidate, aggregate, assemble, failed, record_call
+from ctxls.index.assemble import aggregate, assemble, candidates_from_hits, failed, record_call
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, MAX_BUDGET_CHARS, knowledge_block
 from ctxls.index.store import now_ms
@@ -33,10 +33,7 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
     counter = engine.token_counter()
     try:
         result = ls.recall(query, kinds, ASSEMBLE_POOL, True, "hybrid", scope, True)
-        candidates = [Candidate(h.path, h.kind, h.symbol, h.start_line, h.end_line, h.score,
-                                h.body or "", h.uri is not None)
-                      for hits in result.hits_by_kind.values() for h in hits]
-        assembled = assemble(candidates, budget, min_score, counter,
+        assembled = assemble(candidates_from_hits(result.hits_by_kind), budget, min_score, counter,
                              lambda c: ls.whole_text(c.path) if c.is_file else c.text)
     except EngineError:
         raise  # the caller's mistake: a proper error, not a failover

@@ -4,7 +4,8 @@ Python types, nothing about LSP (``ctxls.daemon`` converts).
 
 Time: the sweep and the confirmation of callers share one budget
 (``CONFIRM_BUDGET_S``); what is left unchecked when it runs out is counted
-and hedged. Callees and risk come after, bounded by the definitions' size.
+and hedged. Callees come after: all definitions' while ``CALLEE_BUDGET_S``
+more lasts (hedged when some are left out), so a request stays under 2 s.
 """
 
 from __future__ import annotations

@@ -27,6 +27,8 @@ class TokenCounter(Protocol):
 
     def count(self, text: str) -> int: ...
 
+    def count_many(self, texts: list[str]) -> list[int]: ...
+
 
 class ByteEstimate:
     name = ESTIMATE_NAME
@@ -34,16 +36,39 @@ class ByteEstimate:
     def count(self, text: str) -> int:
         return math.ceil(len(text.encode("utf-8")) / ESTIMATE_BYTES_PER_TOKEN)
 
+    def count_many(self, texts: list[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
 
 class TokenizerCounter:
-    """Counts with a tokenizers.Tokenizer (no truncation, no special tokens)."""
+    """Counts with a tokenizers.Tokenizer (no truncation, no special tokens).
+    Whole files are counted on every call for the savings figure: large texts'
+    counts are cached by content hash."""
+
+    CACHED_ABOVE_CHARS = 4096
+    CACHE_SIZE = 512
 
     def __init__(self, tokenizer, name: str):
         self._tokenizer = tokenizer
         self.name = name
+        self._cache: dict[str, int] = {}
+
+    def count_many(self, texts: list[str]) -> list[int]:
+        """One batch call: the tokenizer encodes it in parallel, without the GIL."""
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        return [len(e.ids) for e in encodings]
 
     def count(self, text: str) -> int:
-        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        if len(text) < self.CACHED_ABOVE_CHARS:
+            return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+        key = content_hash(text)
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+            if len(self._cache) >= self.CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = cached
+        return cached
 
 
 @dataclass(frozen=True)
@@ -58,6 +83,13 @@ class Candidate:
     score: float
     text: str
     is_file: bool
+
+
+def candidates_from_hits(hits_by_kind: dict) -> list[Candidate]:
+    """Recall hits (``engine.Hit``, recalled with bodies) as packing candidates."""
+    return [Candidate(h.path, h.kind, h.symbol, h.start_line, h.end_line, h.score, h.body or "",
+                      h.uri is not None)
+            for hits in hits_by_kind.values() for h in hits]
 
 
 @dataclass
@@ -127,10 +159,23 @@ def render(blocks: list[Block]) -> str:
     return "\n\n".join(f"{block.header(n)}\n{block.text}" for n, block in enumerate(blocks, 1))
 
 
+def _cost(block: Block, counter: TokenCounter) -> int:
+    """An upper bound of what ``block`` adds to the rendered context: its
+    header (with the widest citation number) and lines, plus a separator."""
+    return counter.count(f"{block.header(999)}\n{block.text}\n\n")
+
+
 def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter) -> list[Block]:
-    """Whole chunks best-first while the rendered context fits the budget."""
+    """Whole chunks best-first while the rendered context fits the budget.
+
+    Each block is counted once (blocks are costed separately and the sum is
+    an upper bound, since the separators are whitespace), so packing costs
+    one count per candidate, not one per candidate per block."""
     ordered = sorted(candidates, key=lambda c: (-c.score, c.path, c.start_line))
+    standalone = dict(zip((id(c) for c in ordered), counter.count_many(
+        [f"{_block(c).header(999)}\n{c.text}\n\n" for c in ordered])))
     blocks: list[Block] = []
+    costs: dict[int, int] = {}
     seen_spans: set[tuple] = set()
     seen_texts: set[str] = set()
     for candidate in ordered:
@@ -138,11 +183,24 @@ def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter)
         digest = content_hash(candidate.text)
         if span in seen_spans or digest in seen_texts:
             continue
+        if standalone[id(candidate)] > budget_tokens:
+            continue  # merging only adds lines: it cannot fit either
         trial = _merge_into(blocks, candidate)
-        if counter.count(render(trial)) <= budget_tokens:
-            blocks = trial
+        trial_costs = {}
+        for block in trial:
+            if id(block) in costs:
+                trial_costs[id(block)] = costs[id(block)]
+            elif block.start_line == candidate.start_line and block.end_line == candidate.end_line:
+                trial_costs[id(block)] = standalone[id(candidate)]  # not merged: counted already
+            else:
+                trial_costs[id(block)] = _cost(block, counter)
+        if sum(trial_costs.values()) <= budget_tokens:
+            blocks, costs = trial, trial_costs
             seen_spans.add(span)
             seen_texts.add(digest)
+    # The bound holds for whitespace-splitting tokenizers; check the real text anyway.
+    while blocks and counter.count(render(blocks)) > budget_tokens:
+        blocks = blocks[:-1]
     return blocks
 
 
