@@ -296,8 +296,10 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                   f"| {l['cpu_p95_ms']} |", "",
                   "CPU time is this process's plus rg's (user + system): what a request costs "
                   "whatever else runs; wall time is what the caller waits on this machine, "
-                  "and the time budget (1.2 s + 0.3 s) is wall time, so a loaded machine caps more "
-                  "answers.", "",
+                  "and the time budgets are wall time (1.2 s for files importing the definitions, "
+                  "0.4 s for the others, 0.3 s more for callees), so a loaded machine caps more "
+                  "answers. A capped answer counts the lines it left as `unchecked` mentions and "
+                  "says so in a hedge.", "",
                   "Slowest samples: " + ", ".join(f"`{s}` {t} ms" for t, s in l["slowest"]) + ".", "",
                   "| hot symbol | ms | definitions | callers listed | lines left unchecked | risk |",
                   "|---|---:|---:|---:|---:|---|"]

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ctxls import __version__
-from ctxls.index.engine import ALL_KINDS
+from ctxls.index.model import RECALL_KINDS as ALL_KINDS
 from ctxls.index.errors import EngineError
 
 log = logging.getLogger("ctxls")

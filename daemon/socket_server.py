@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon import wire
 from ctxls.index.errors import EngineError
 
 log = logging.getLogger(__name__)
@@ -170,6 +169,8 @@ class SocketServer:
             pass
 
     async def _result(self, method: Any, params: Any) -> Any:
+        # Imported here: clients import this module for its framing and must stay light.
+        from ctxls.daemon import wire
         from ctxls.daemon.server import CUSTOM_METHODS
 
         if method == "initialize":

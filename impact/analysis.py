@@ -3,8 +3,9 @@ bucket and the hedges on that answer. The library entry points; plain
 Python types, nothing about LSP (``ctxls.daemon`` converts).
 
 Time: the sweep and the confirmation of callers share one budget
-(``CONFIRM_BUDGET_S``); what is left unchecked when it runs out is counted
-and hedged. Callees come after: all definitions' while ``CALLEE_BUDGET_S``
+(``CONFIRM_BUDGET_S``; ``DISTANT_BUDGET_S`` for files that do not import
+the definitions); what is left unchecked when it runs out is counted and
+hedged. Callees come after: all definitions' while ``CALLEE_BUDGET_S``
 more lasts (hedged when some are left out), so a request stays under 2 s.
 """
 
@@ -26,6 +27,9 @@ from .risk import Evidence, assess, is_test_path
 from .syntax import SourceCache, Span
 
 CONFIRM_BUDGET_S = 1.2
+# Files that do not import the definitions get less: their callers can only
+# be untyped receivers or name clashes, and a common name has thousands.
+DISTANT_BUDGET_S = 0.4
 # Callees of many definitions (`__init__` has hundreds) get this much more.
 CALLEE_BUDGET_S = 0.3
 # Definitions a code lens is shown on.
@@ -76,7 +80,9 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
     if not definitions:
         return None
     deadline = started + budget_s
-    refs = find_references(resolver, Targets(definitions), deadline) if with_callers else References()
+    refs = (find_references(resolver, Targets(definitions), deadline,
+                            started + min(budget_s, DISTANT_BUDGET_S))
+            if with_callers else References())
     callees: dict[str, Callee] = {}
     complexity = 1
     analysed = 0

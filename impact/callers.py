@@ -15,12 +15,14 @@
    sweep for ``g``, where only confirmed uses count (the word is not ours).
 
 Files are confirmed most-likely-first (the defining files, files importing
-them, non-test files) until the deadline; the lines left are counted as
-``unchecked`` mentions, never dropped.
+them, non-test files) until the deadline (an earlier one for files that do
+not import them); the lines left are counted as ``unchecked`` mentions,
+never dropped.
 """
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -34,6 +36,8 @@ from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
 # Names a re-export introduces that get a sweep of their own (per request).
 MAX_ALIAS_SWEEPS = 4
+# Modules whose importers count as importing what they re-export.
+_BARREL_STEMS = ("__init__.", "index.")
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,12 @@ class _Use:
     reexported: bool = False  # ... and whether importers of this file see that name
 
 
-def find_references(resolver: Resolver, targets: Targets, deadline: float) -> References:
+def find_references(resolver: Resolver, targets: Targets, deadline: float,
+                    distant_deadline: float) -> References:
+    """Callers and mentions of ``targets``. Files near them (defining or
+    importing them, directly or through a package/barrel) are confirmed until
+    ``deadline``; the rest, whose callers can only be untyped receivers or
+    name clashes, until the earlier ``distant_deadline``."""
     engine = resolver.engine
     options = engine.options.discovery
     buffers = engine.open_buffers()
@@ -81,16 +90,21 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float) -> Re
 
     target_paths = {t.path for t in targets.definitions}
     importers = index_view.importers_of(resolver.conn, target_paths)
+    near = target_paths | importers | index_view.importers_of(
+        resolver.conn, {p for p in importers if posixpath.basename(p).startswith(_BARREL_STEMS)})
 
     def priority(path: str) -> tuple:
-        return path not in target_paths, path not in importers, is_test_path(path), path
+        return path not in target_paths, path not in near, is_test_path(path), path
+
+    def in_time(path: str) -> bool:
+        return time.monotonic() <= (deadline if path in near else distant_deadline)
 
     local_aliases: dict[str, set[str]] = {}
     reexported_aliases: set[str] = set()
     for name in sorted({t.name for t in targets.definitions}):
         lines = sweep(name)
         for path in sorted(lines, key=priority):
-            sf = resolver.source(path) if time.monotonic() <= deadline else None
+            sf = resolver.source(path) if in_time(path) else None
             if sf is None:
                 refs.mentions["unchecked"] += len(lines[path])
                 continue
@@ -120,7 +134,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float) -> Re
     for alias in sorted(reexported_aliases)[:MAX_ALIAS_SWEEPS]:
         lines = sweep(alias) if time.monotonic() <= deadline else {}
         for path in sorted(lines, key=priority):
-            sf = resolver.source(path) if time.monotonic() <= deadline else None
+            sf = resolver.source(path) if in_time(path) else None
             for row, start, end in sf.occurrences(alias, lines[path]) if sf is not None else ():
                 use = _classify(resolver, sf, row, start, end, alias, targets)
                 if use.verdict is Verdict.CONFIRMED:

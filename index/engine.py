@@ -20,7 +20,7 @@ from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, decode_text
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
-from ctxls.index.model import content_hash
+from ctxls.index.model import RECALL_KINDS, content_hash
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
 from ctxls.index.memory import MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow
@@ -36,7 +36,7 @@ FILE_KINDS = ("code", "doc")
 # Recalled from written memory only (index/memory.py); "doc" is recalled from
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
-ALL_KINDS = FILE_KINDS + MEMORY_KINDS
+ALL_KINDS = RECALL_KINDS
 RECALL_MODES = ("hybrid", "lexical", "semantic")
 MAX_RECALL_N = 200
 DAY_MS = 86_400_000

@@ -11,8 +11,10 @@ from __future__ import annotations
 import posixpath
 import threading
 
-from tree_sitter import Parser
-from tree_sitter_language_pack import get_parser
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Parser
 
 _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "py": "python",
@@ -91,7 +93,7 @@ def is_doc_path(path: str) -> bool:
 _thread_state = threading.local()
 
 
-def parser_for(language: str) -> Parser:
+def parser_for(language: str) -> "Parser":
     """A parser for ``language``, cached per thread: a Parser must not be used
     by two threads at once, and creating one costs more than a small parse."""
     parsers: dict[str, Parser] | None = getattr(_thread_state, "parsers", None)
@@ -99,5 +101,8 @@ def parser_for(language: str) -> Parser:
         parsers = _thread_state.parsers = {}
     parser = parsers.get(language)
     if parser is None:
+        # Imported on first use: the CLI's daemon path never parses anything.
+        from tree_sitter_language_pack import get_parser
+
         parser = parsers[language] = get_parser(language)  # type: ignore[arg-type]
     return parser

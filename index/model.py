@@ -6,6 +6,11 @@ import hashlib
 from dataclasses import dataclass, field
 
 
+# What recall ranks: chunks of files (code, doc) and written memory (fact,
+# episode; direct docs rank with file docs).
+RECALL_KINDS = ("code", "doc", "fact", "episode")
+
+
 def content_hash(text: str) -> str:
     """Stable short hash of a text (chunk bodies and whole files)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()

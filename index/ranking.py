@@ -28,10 +28,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RankingConfig:
-    symbol_weight: float = 1.0
-    path_weight: float = 1.0
+    # Column weights and import boost: the best of bench/quality.py's grid on the
+    # retrieval dev set (BENCHMARKS.md, "Retrieval quality (lexical ranking)").
+    symbol_weight: float = 32.0
+    path_weight: float = 4.0
     body_weight: float = 1.0
-    import_boost: float = 0.0
+    import_boost: float = 0.1
     # How many BM25 candidates the import boost may reorder.
     candidate_pool: int = 50
     # Files whose best hits lend a boost to their import neighbours.
