@@ -85,8 +85,13 @@ class Build:
     samples: list[tuple[float, int, int]]  # (seconds, vectors added, RSS kB) every ~10 s
 
     @property
+    def full(self) -> bool:
+        """Embedded from an empty backlog (not topped up after an interrupted build)."""
+        return self.embedded == self.vectors
+
+    @property
     def chunks_per_s(self) -> float:
-        return self.chunks / self.embed_seconds if self.embed_seconds else 0.0
+        return self.chunks / self.embed_seconds if self.embed_seconds and self.full else 0.0
 
     @property
     def vectors_per_s(self) -> float:
@@ -450,8 +455,9 @@ def quality_markdown(report: QualityReport) -> str:
            "|---|---:|---:|---:|---:|---:|---:|---|"]
     for build in report.builds.values():
         total, dev, test = report.corpora[build.corpus]
+        top_up = "" if build.full else f" (top-up of {build.embedded})"
         out.append(f"| {build.corpus} | {total} ({dev} / {test}) | {build.chunks} | {build.vectors} | "
-                   f"{build.embed_seconds:.0f} s | {build.chunks_per_s:.1f} | "
+                   f"{build.embed_seconds:.0f} s{top_up} | {build.chunks_per_s:.1f} | "
                    f"{build.peak_rss_embed_kb / 1024:.0f} MiB | {build.load_start:.1f} → "
                    f"{build.load_end:.1f} |")
     for split in ("dev", "test"):
@@ -547,6 +553,13 @@ TEXT_VARIANTS: dict[str, Callable[[str, str | None, str], str]] = {
     "path and symbol as words\\nbody": lambda path, symbol, body: (
         f"{_words(path)} {_words(symbol or '')}".strip() + "\n" + body[:MAX_EMBED_CHARS]),
 }
+
+# Measured, but not eligible to ship. Every target of the set lost its
+# docstring while distractors keep theirs (short or otherwise ineligible ones),
+# so removing docstrings can only help here; in real code the target's own
+# docstring is the text most like a question, and this set cannot see that.
+NOT_SHIPPABLE = {f"path symbol\\nsignature\\nbody without docstring, ≤ {SIGNATURE_BODY_CHARS} chars":
+                 "drops docstrings, which the set cannot reward"}
 
 
 @dataclass
@@ -664,7 +677,7 @@ def run_texts(names: list[str] | None = None, log=print) -> TextReport:
         log(f"semantic: text '{variant}': dev dense {dense.macro('dev'):.3f}, "
             f"hybrid {hybrid.macro('dev'):.3f}")
     current = next((v for v in variants if v.shipped), variants[0])
-    best = max(variants, key=lambda v: v.dense.macro("dev"))
+    best = max((v for v in variants if v.name not in NOT_SHIPPABLE), key=lambda v: v.dense.macro("dev"))
     chosen = (best if best.dense.macro("dev") > current.dense.macro("dev") + MIN_TEXT_GAIN
               and best.hybrid.macro("dev") >= current.hybrid.macro("dev") else current)
     return TextReport([build_dataset(n).corpus for n in names], variants, chosen, defaults,
@@ -681,7 +694,8 @@ def texts_markdown(report: TextReport) -> str:
            + " | ".join(f"{c} hybrid dev MRR@10 \\| R@1 \\| R@10" for c in report.corpora) + " |",
            "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(report.corpora)]
     for v in report.variants:
-        marks = (" (shipped)" if v.shipped else "") + (" **(chosen)**" if v is report.chosen else "")
+        marks = ((" (shipped)" if v.shipped else "") + (" **(chosen)**" if v is report.chosen else "")
+                 + (f" (not eligible: {NOT_SHIPPABLE[v.name]})" if v.name in NOT_SHIPPABLE else ""))
         per = [f"{v.hybrid.scores[c]['dev'].mrr:.3f} \\| {v.hybrid.scores[c]['dev'].r1:.3f} \\| "
                f"{v.hybrid.scores[c]['dev'].r10:.3f}" for c in report.corpora]
         out.append(f"| `{v.name}`{marks} | {v.texts} | {v.mean_tokens:.0f} | {v.embed_seconds:.0f} "
@@ -703,38 +717,50 @@ WARMUP_QUERIES = 20
 # The same edit as bench/perf.py, with the semantic tier on.
 DAEMON_OPTIONS = {"debounceMs": perf.DEBOUNCE_MS, "embeddings": True}
 FRESHNESS_TIMEOUT_S = 10.0
+# Scenarios: (label, vectors kept in the daemon's store copy, recall queries and
+# didChange edits run?, new-vector edits, their timeout in s).
+#   all: the backlog is drained;
+#   edited file: the backlog drains (every other file's vectors deleted) while
+#     the edited file was embedded before;
+#   none: nothing embedded yet, so the edited file's own backlog comes first.
+SCENARIOS = (("backlog drained", "all", True, FRESHNESS_EDITS, FRESHNESS_TIMEOUT_S),
+             ("backlog draining, edited file embedded", "edited file", True, FRESHNESS_EDITS,
+              FRESHNESS_TIMEOUT_S),
+             ("backlog draining, nothing embedded yet", "none", False, 1, 180.0))
 FRESHNESS_POLL_S = 0.005
 
 
-def _copy_store(name: str, dest: Path, with_vectors: bool) -> Path:
-    """A throw-away copy of the cached store (the daemon edits it); without
-    vectors, the daemon starts with the whole backlog to embed."""
+def _copy_store(name: str, dest: Path, keep: str) -> Path:
+    """A throw-away copy of the cached store (the daemon edits it) keeping
+    ``keep``'s vectors (see SCENARIOS): the daemon embeds the rest."""
     dest.mkdir(parents=True, exist_ok=True)
     db = dest / "index.db"
     source = sqlite3.connect(store_dir(name) / "index.db")
     conn = sqlite3.connect(db)
     source.backup(conn)
     source.close()
-    if with_vectors:
+    if keep == "all":
         shutil.copyfile(store_dir(name) / "vectors.usearch", dest / "vectors.usearch")
-    else:
+    else:  # no ANN file: the daemon rebuilds it from the table
         with conn:
-            conn.execute("DELETE FROM vectors")
+            conn.execute("DELETE FROM vectors WHERE text_hash NOT IN (SELECT c.embed_hash FROM "
+                         "chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ?)",
+                         (perf.EDIT_PATH if keep == "edited file" else "",))
     conn.close()
     return db
 
 
-def _timed_queries() -> tuple[list[tuple[str, str]], list[str]]:
+def _timed_queries(n: int = QUERIES) -> tuple[list[tuple[str, str]], list[str]]:
     """bench/perf.py's recall queries, and warm-up queries that are not among
     them (so the query-vector cache never answers a timed query)."""
-    picked = perf.recall_queries(QUERIES)
+    picked = perf.recall_queries(n)
     used = {q for _, q in picked}
     rest = sorted(q.query for q in build_dataset(PERF_CORPUS).queries if q.query not in used)
     return picked, random.Random(3).sample(rest, WARMUP_QUERIES)
 
 
-def recall_in_process(log=print) -> dict[str, perf.Latency]:
-    picked, warmup = _timed_queries()
+def recall_in_process(queries: int = QUERIES, log=print) -> dict[str, perf.Latency]:
+    picked, warmup = _timed_queries(queries)
     engine = open_engine(PERF_CORPUS)
     try:
         for query in warmup:
@@ -763,13 +789,15 @@ class DaemonSemantic:
     change: perf.ChangeRun  # didChange -> top hit in recall, polls back to back
     freshness: perf.Latency  # didChange -> the edited chunk's new vector in the store
     freshness_failures: int
+    freshness_timeout: float
     vectors_at_end: int
     pending_at_end: int
     vmhwm_kb: int
     load: tuple[float, float]
 
 
-async def _daemon_semantic(label: str, root: Path, db: Path, edits: int, freshness_edits: int,
+async def _daemon_semantic(label: str, root: Path, db: Path, queries: int, edits: int,
+                           freshness_edits: int, freshness_timeout: float = FRESHNESS_TIMEOUT_S,
                            log=print) -> DaemonSemantic:
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
@@ -813,7 +841,7 @@ async def _daemon_semantic(label: str, root: Path, db: Path, edits: int, freshne
         status = await request("ctxls/status", {})
         vectors_start, pending_start = status["vectors"], status["pending"]
 
-        picked, warmup = _timed_queries()
+        picked, warmup = _timed_queries(queries)
         for query in warmup:
             await request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
         recall_times = []
@@ -882,7 +910,7 @@ async def _daemon_semantic(label: str, root: Path, db: Path, edits: int, freshne
                 if found:
                     fresh.append(time.perf_counter() - t0)
                     break
-                if time.perf_counter() - t0 > FRESHNESS_TIMEOUT_S:
+                if time.perf_counter() - t0 > freshness_timeout:
                     fresh_failures += 1
                     break
                 await asyncio.sleep(FRESHNESS_POLL_S)
@@ -896,7 +924,7 @@ async def _daemon_semantic(label: str, root: Path, db: Path, edits: int, freshne
         await client.stop()
         drain.cancel()
     return DaemonSemantic(label, vectors_start, pending_start, perf.Latency.of(recall_times), change,
-                          perf.Latency.of(fresh), fresh_failures, status["vectors"],
+                          perf.Latency.of(fresh), fresh_failures, freshness_timeout, status["vectors"],
                           status["pending"], vmhwm, (load_start, os.getloadavg()[0]))
 
 
@@ -908,16 +936,19 @@ class SemanticPerf:
     seconds: float
 
 
-def run_perf(edits: int = EDITS, freshness_edits: int = FRESHNESS_EDITS, log=print) -> SemanticPerf:
+def run_perf(queries: int = QUERIES, edits: int = EDITS, freshness_edits: int = FRESHNESS_EDITS,
+             log=print) -> SemanticPerf:
     started = time.perf_counter()
     build = build_store(PERF_CORPUS, log)
-    recall = recall_in_process(log)
+    recall = recall_in_process(queries, log)
     root = build_dataset(PERF_CORPUS).tree
     daemons = []
     with tempfile.TemporaryDirectory(prefix="ctxls-bench-semantic-") as tmp:
-        for label, with_vectors in (("backlog drained", True), ("while the backlog drains", False)):
-            db = _copy_store(PERF_CORPUS, Path(tmp) / _slug(label), with_vectors)
-            daemons.append(asyncio.run(_daemon_semantic(label, root, db, edits, freshness_edits, log)))
+        for label, keep, timed, fresh, timeout in SCENARIOS:
+            db = _copy_store(PERF_CORPUS, Path(tmp) / _slug(label), keep)
+            daemons.append(asyncio.run(_daemon_semantic(
+                label, root, db, queries if timed else 0, edits if timed else 0,
+                min(fresh, freshness_edits), timeout, log)))
     return SemanticPerf(build, recall, daemons, time.perf_counter() - started)
 
 
@@ -947,10 +978,11 @@ def perf_markdown(report: SemanticPerf) -> str:
             _lat("hybrid recall in-process, docstring sentences", report.recall["sentence"]),
             _lat("hybrid recall in-process, function names", report.recall["identifier"])]
     for d in report.daemons:
-        out += [_lat(f"daemon, {d.label}: recall round trip", d.recall, "p50 ≤ 20"),
-                _lat(f"daemon, {d.label}: didChange → top hit in recall (polls back to back)",
-                     d.change.latency, "p95 ≤ 50"),
-                _lat(f"daemon, {d.label}: didChange → new vector in the store", d.freshness, "≤ 1000")]
+        rows = [(f"daemon, {d.label}: recall round trip", d.recall, "p50 ≤ 20"),
+                (f"daemon, {d.label}: didChange → top hit in recall (polls back to back)",
+                 d.change.latency, "p95 ≤ 50"),
+                (f"daemon, {d.label}: didChange → new vector in the store", d.freshness, "≤ 1000")]
+        out += [_lat(*row) for row in rows if row[1].n]
     out.append("")
     for d in report.daemons:
         out.append(f"- Daemon {d.label}: vectors {d.vectors_at_start} → {d.vectors_at_end}, pending "
@@ -958,9 +990,9 @@ def perf_markdown(report: SemanticPerf) -> str:
                    f"{d.change.latency.n + d.change.failures} edits not visible within "
                    f"{perf.EDIT_TIMEOUT_S:g} s, median {d.change.polls_median} polls; "
                    f"{d.freshness_failures} of {d.freshness.n + d.freshness_failures} new vectors "
-                   f"later than {FRESHNESS_TIMEOUT_S:g} s; VmHWM {d.vmhwm_kb / 1024:.0f} MiB; "
+                   f"later than {d.freshness_timeout:g} s; VmHWM {d.vmhwm_kb / 1024:.0f} MiB; "
                    f"load {d.load[0]:.1f} → {d.load[1]:.1f}.")
-    out += [f"- Timed queries: bench/perf.py's {QUERIES} (half docstring sentences, half function "
+    out += [f"- Timed queries: bench/perf.py's recall queries (half docstring sentences, half function "
             f"names), after {WARMUP_QUERIES} other warm-up queries, so every timed query embeds "
             f"its vector. Edits: bench/perf.py's marker rename in `{perf.EDIT_SYMBOL}`, daemon "
             f"options `{json.dumps(DAEMON_OPTIONS)}` (the default debounce, 150 ms, would add "
@@ -1012,6 +1044,7 @@ def main(argv: list[str] | None = None) -> int:
     q.add_argument("corpora", nargs="*", metavar="CORPUS")
     sub.add_parser("texts", help=f"embedding-text variants on {', '.join(TEXT_CORPORA)}")
     p = sub.add_parser("perf", help="recall latency, didChange and vector freshness on django")
+    p.add_argument("--queries", type=int, default=QUERIES)
     p.add_argument("--edits", type=int, default=EDITS)
     p.add_argument("--freshness-edits", type=int, default=FRESHNESS_EDITS)
     sub.add_parser("all", help="quality, texts and perf")
@@ -1031,7 +1064,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "texts":
         print(texts_markdown(run_texts(None, log)))
     elif args.command == "perf":
-        print(perf_markdown(run_perf(args.edits, args.freshness_edits, log)))
+        print(perf_markdown(run_perf(args.queries, args.edits, args.freshness_edits, log)))
     elif args.command == "all":
         print(markdown(run_semantic(log=log)))
     else:
