@@ -340,7 +340,7 @@ class Engine:
         (lexical mode, embeddings off or broken, or no vector stored yet)."""
         if mode == "lexical" or self.semantic is None or self.semantic.failed is not None:
             return None
-        if self.semantic.vector_count() == 0 or not self.semantic.ensure_loaded():
+        if not self.semantic.has_vectors() or not self.semantic.ensure_loaded():
             return None
         return self.semantic
 

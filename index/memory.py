@@ -392,11 +392,10 @@ class Memory:
             pool = max(n, self.config.fusion_pool)
             lexical = {} if dense_only else bm25_scores(conn, table, terms, self.config, limit=pool,
                                                         where=fence, where_args=visible_args)
+            # A nominee outside the lexical pool counts as no lexical match: scoring
+            # it exactly would need a "rowid IN" FTS5 query, as slow as the pool's.
             nominated = self._nominate(conn, semantic, vector, kind, scope, now,
                                        max(n, ANN_NOMINEES) if dense_only else ANN_NOMINEES)
-            need_lexical = [rid for rid in nominated if rid not in lexical]
-            if need_lexical and not dense_only:
-                lexical.update(bm25_scores(conn, table, terms, self.config, rowids=need_lexical))
             dense: dict[int, float | None] = dict(nominated)
             dense.update(self._cosines(conn, semantic, vector,
                                        [rid for rid in lexical if rid not in nominated]))
@@ -440,10 +439,12 @@ class Memory:
                   kind: str, scope: Scope, now: int, k: int) -> dict[int, float]:
         """Up to ``k`` visible rows of ``kind`` nearest to ``vector``: row id -> cosine."""
         visible, args = visible_sql(scope, now)
-        few = [r[0] for r in conn.execute(f"SELECT m.id FROM memory m WHERE m.kind = ? AND {visible} "
-                                          "LIMIT ?", [kind, *args, EXACT_NOMINATION_ROWS + 1])]
-        if len(few) <= EXACT_NOMINATION_ROWS:
-            cosines = {rid: c for rid, c in self._cosines(conn, semantic, vector, few).items()
+        rows = f"SELECT m.id FROM memory m WHERE m.kind = ? AND {visible}"
+        few = conn.execute(f"SELECT count(*) FROM ({rows} LIMIT ?)",
+                           [kind, *args, EXACT_NOMINATION_ROWS + 1]).fetchone()[0]
+        if few <= EXACT_NOMINATION_ROWS:
+            ids = [r[0] for r in conn.execute(rows, [kind, *args])]
+            cosines = {rid: c for rid, c in self._cosines(conn, semantic, vector, ids).items()
                        if c is not None}
             return dict(sorted(cosines.items(), key=lambda kv: -kv[1])[:k])
         # Many rows: the shared ANN index holds chunks and other tenants' rows too,

@@ -344,6 +344,10 @@ class SemanticIndex:
     def vector_count(self) -> int:
         return self.store.reader().execute("SELECT count(*) FROM vectors").fetchone()[0]
 
+    def has_vectors(self) -> bool:
+        """Asked on every recall: unlike count(*), costs nothing at 100k vectors."""
+        return self.store.reader().execute("SELECT EXISTS (SELECT 1 FROM vectors)").fetchone()[0] == 1
+
     def query_vector(self, query: str) -> np.ndarray | None:
         if not self.ensure_loaded():
             return None
