@@ -26,7 +26,8 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MAX_TOKENS = 256
-# Small batches: ONNX Runtime's arena grows with batch × length (900 MiB at 16 × 256).
+# Small batches: ONNX Runtime's arena grows to the largest batch × length
+# it has seen (~300 MiB at 8 × 256 tokens, 900 MiB at 16 × 256).
 BATCH_SIZE = 8
 INTRA_OP_THREADS = 2
 
@@ -113,8 +114,10 @@ class OnnxEmbedder:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
-            # Without the arena, memory follows the batch instead of its high-water mark.
-            options.enable_cpu_mem_arena = False
+            # The arena stays: without it every batch goes through malloc, which
+            # is slower and fragments (django's backlog peaked at 900 MiB RSS
+            # without it, ~600 MiB with it; BENCHMARKS.md).
+            options.enable_cpu_mem_arena = True
             self._session = ort.InferenceSession(str(files.model), options,
                                                  providers=["CPUExecutionProvider"])
         except Exception as exc:  # a corrupt or incompatible file

@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 
 VECTOR_FILE_NAME = "vectors.usearch"
 WORK_BATCH = 8
+# The backlog is read this many rows at a time and embedded shortest first,
+# WORK_BATCH at a time: a batch is padded to its longest text, so similar
+# lengths together embed ~1.6x faster than chunk-id order (BENCHMARKS.md).
+BACKLOG_WINDOW = 64
 # Save the ANN file at most this often while the backlog drains (and when it empties).
 SAVE_INTERVAL_S = 30.0
 PENDING_CACHE_S = 1.0
@@ -62,6 +66,7 @@ class SemanticIndex:
         self._thread: threading.Thread | None = None
         self._cursor = 0
         self._memory_cursor = 0
+        self._window: list[tuple[str, str]] = []  # (embed hash, text), shortest first
         self._dirty = False
         self._last_save = time.monotonic()
         self._pending_cache: tuple[float, int] = (0.0, 0)
@@ -143,6 +148,7 @@ class SemanticIndex:
         """New chunks may be waiting (after a pass): rescan from the start."""
         self._cursor = 0
         self._memory_cursor = 0
+        self._window = []  # may hold chunks the pass replaced
         self._wake.set()
 
     # -- model identity and the ANN file ---------------------------------------
@@ -307,17 +313,27 @@ class SemanticIndex:
                                 written).fetchall()
             if rows:
                 return self._memory_texts(rows)
+        if not self._window:
+            self._window = self._backlog_window(conn)
+        batch, self._window = self._window[:WORK_BATCH], self._window[WORK_BATCH:]
+        return dict(batch)
+
+    def _backlog_window(self, conn) -> list[tuple[str, str]]:
+        """The next BACKLOG_WINDOW rows without a vector (memory rows first),
+        sorted by text length."""
         rows = conn.execute(self._MISSING_MEMORY + "AND m.id > ? ORDER BY m.id LIMIT ?",
-                            (self._memory_cursor, WORK_BATCH)).fetchall()
+                            (self._memory_cursor, BACKLOG_WINDOW)).fetchall()
         if rows:
             self._memory_cursor = rows[-1][0]
-            return self._memory_texts(rows)
-        rows = conn.execute(self._MISSING + "AND c.id > ? ORDER BY c.id LIMIT ?",
-                            (self._cursor, WORK_BATCH)).fetchall()
-        if not rows:
-            return {}
-        self._cursor = rows[-1][0]
-        return self._chunk_texts(rows)
+            texts = self._memory_texts(rows)
+        else:
+            rows = conn.execute(self._MISSING + "AND c.id > ? ORDER BY c.id LIMIT ?",
+                                (self._cursor, BACKLOG_WINDOW)).fetchall()
+            if not rows:
+                return []
+            self._cursor = rows[-1][0]
+            texts = self._chunk_texts(rows)
+        return sorted(texts.items(), key=lambda item: (len(item[1]), item[0]))
 
     @staticmethod
     def _chunk_texts(rows) -> dict[str, str]:

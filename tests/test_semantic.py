@@ -92,6 +92,33 @@ def test_no_change_embeds_nothing_and_an_edit_replaces_only_its_vector(small: Pa
     engine.close()
 
 
+def test_backlog_batches_are_length_sorted_and_urgent_paths_come_first(tmp_path: Path):
+    files = {f"pkg/m{i:02d}.py": f"def f{i}():\n" + "    x = 1\n" * ((i * 7) % 23 + 1)
+             for i in range(40)}
+    root = tmp_path / "many"
+    write_tree(root, files)
+    engine = semantic_engine(root)
+    engine.index()
+    semantic = engine.semantic
+    assert semantic.ensure_loaded()
+    semantic.mark_urgent("pkg/m39.py")  # chunk-id order would reach it last
+    batches = []
+    embed = semantic.embedder.embed
+
+    def recording(texts):
+        batches.append(texts)
+        return embed(texts)
+
+    semantic.embedder.embed = recording
+    assert engine.embed_pending() == 40
+    assert "def f39" in batches[0][0]  # the urgent path before the backlog
+    backlog = [t for batch in batches[1:] for t in batch]
+    assert all(len(batch) <= 8 for batch in batches)
+    assert [len(t) for t in backlog] == sorted(len(t) for t in backlog)  # one window of 64
+    assert_consistent(engine)
+    engine.close()
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
 def test_ann_file_is_repaired_from_the_store(small: Path, damage: str):
     engine = semantic_engine(small)
