@@ -176,8 +176,11 @@ def recall_queries(n: int) -> list[tuple[str, str]]:
             + [("identifier", q.symbol.rsplit(".", 1)[-1]) for q in picked[half:]])
 
 
-def time_recall_in_process(engine: Engine, queries: list[tuple[str, str]]) -> dict[str, Latency]:
-    for _, query in queries[:WARMUP_QUERIES]:
+def time_recall_in_process(engine: Engine, queries: list[tuple[str, str]],
+                           warmup: list[str] | None = None) -> dict[str, Latency]:
+    """Latency per query type (and "all"), after ``warmup`` queries (default:
+    the first timed ones; pass others when a query cache must not answer)."""
+    for query in warmup if warmup is not None else [q for _, q in queries[:WARMUP_QUERIES]]:
         engine.recall(query, ["code"], 10)
     by_type: dict[str, list[float]] = {"all": []}
     for kind, query in queries:

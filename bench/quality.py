@@ -48,6 +48,21 @@ class Metrics:
     r10: float  # Recall@10
     n: int
 
+    @classmethod
+    def of(cls, ranks: list[int | None]) -> Metrics:
+        """From each query's 1-based rank of its target (None: not in the top K)."""
+        n = len(ranks) or 1
+        return cls(sum(1 / r for r in ranks if r) / n, sum(r == 1 for r in ranks) / n,
+                   sum(1 for r in ranks if r) / n, len(ranks))
+
+
+def target_rank(hits, q: Query) -> int | None:
+    """1-based rank of the first of the top K hits that is the target (any part of it)."""
+    for rank, hit in enumerate(hits[:K], 1):
+        if hit.path == q.path and hit.symbol == q.symbol:
+            return rank
+    return None
+
 
 @dataclass
 class Variant:
@@ -69,16 +84,8 @@ class QualityReport:
 
 def evaluate(conn: sqlite3.Connection, queries: list[Query], config: RankingConfig) -> Metrics:
     """MRR@K, Recall@1 and Recall@K; any chunk of the target function counts."""
-    reciprocal = top1 = topk = 0.0
-    for q in queries:
-        for rank, hit in enumerate(lexical_search(conn, "code", q.query, K, config), 1):
-            if hit.path == q.path and hit.symbol == q.symbol:
-                reciprocal += 1 / rank
-                top1 += rank == 1
-                topk += 1
-                break
-    n = len(queries) or 1
-    return Metrics(reciprocal / n, top1 / n, topk / n, len(queries))
+    return Metrics.of([target_rank(lexical_search(conn, "code", q.query, K, config), q)
+                       for q in queries])
 
 
 def macro(variant: Variant, split: str) -> float:

@@ -43,6 +43,7 @@ from ctxls.index.store import FTS_TABLE_BY_KIND
 from ctxls.index.tokenize import query_terms
 
 import perf
+from quality import K, Metrics, target_rank
 from corpora import CACHE_DIR, CORPORA, corpus_id
 from dataset import Query, build_dataset
 
@@ -173,32 +174,9 @@ def build_store(name: str, log=print) -> Build:
 
 # -- retrieval quality: BM25, dense-only, hybrid ----------------------------------
 
-K = 10
 DENSE_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95)
 FUSION_POOLS = (30, 50, 100)
 RRF_K = (10, 60)
-
-
-@dataclass(frozen=True)
-class Metrics:
-    mrr: float  # MRR@10
-    r1: float  # Recall@1
-    r10: float  # Recall@10
-    n: int
-
-    @classmethod
-    def of(cls, ranks: list[int | None]) -> Metrics:
-        n = len(ranks) or 1
-        return cls(sum(1 / r for r in ranks if r) / n, sum(r == 1 for r in ranks) / n,
-                   sum(1 for r in ranks if r) / n, len(ranks))
-
-
-def target_rank(hits, q: Query) -> int | None:
-    """1-based rank of the first hit that is the target (any part of it), else None."""
-    for rank, hit in enumerate(hits[:K], 1):
-        if hit.path == q.path and hit.symbol == q.symbol:
-            return rank
-    return None
 
 
 @dataclass
@@ -763,19 +741,10 @@ def recall_in_process(queries: int = QUERIES, log=print) -> dict[str, perf.Laten
     picked, warmup = _timed_queries(queries)
     engine = open_engine(PERF_CORPUS)
     try:
-        for query in warmup:
-            engine.recall(query, ["code"], 10)
         assert engine._semantic_for("hybrid") is not None, "no vectors: recall would be BM25"
-        by_type: dict[str, list[float]] = {"all": []}
-        for kind, query in picked:
-            t0 = time.perf_counter()
-            engine.recall(query, ["code"], 10)
-            elapsed = time.perf_counter() - t0
-            by_type["all"].append(elapsed)
-            by_type.setdefault(kind, []).append(elapsed)
+        result = perf.time_recall_in_process(engine, picked, warmup)
     finally:
         engine.close()
-    result = {kind: perf.Latency.of(times) for kind, times in by_type.items()}
     log(f"semantic: in-process hybrid recall p50 {result['all'].p50:.1f} ms")
     return result
 

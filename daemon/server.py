@@ -24,7 +24,6 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCRequestMessage
-from pygls.uris import to_fs_path
 
 from ctxls import __version__
 from ctxls.daemon import wire
