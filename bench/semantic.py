@@ -229,8 +229,8 @@ def _fill(dense: dict[int, float | None]) -> dict[int, float]:
 
 
 def fuse_linear(lexical, dense, weight, _param=None):
-    """Shipped before this benchmark: w·cos + (1-w)·bm25/max bm25."""
-    return fused_scores(lexical, dense, weight)
+    """The library's linear fusion: w·cos + (1-w)·bm25/max bm25."""
+    return fused_scores(lexical, dense, weight, fusion="linear")
 
 
 def fuse_linear_cos_max(lexical, dense, weight, _param=None):
@@ -243,14 +243,8 @@ def fuse_linear_cos_max(lexical, dense, weight, _param=None):
 
 
 def fuse_min_max(lexical, dense, weight, _param=None):
-    """Both sides min-max scaled over the candidates."""
-    cos = _fill(dense)
-    lo, hi = min(cos.values(), default=0.0), max(cos.values(), default=1.0)
-    lex_values = [lexical.get(cid, 0.0) for cid in cos]
-    llo, lhi = min(lex_values, default=0.0), max(lex_values, default=1.0)
-    return {cid: weight * (c - lo) / ((hi - lo) or 1.0)
-            + (1 - weight) * (lexical.get(cid, 0.0) - llo) / ((lhi - llo) or 1.0)
-            for cid, c in cos.items()}
+    """The library's min-max fusion: both sides min-max scaled over the candidates."""
+    return fused_scores(lexical, dense, weight, fusion="min-max")
 
 
 def fuse_rrf(lexical, dense, weight, k):
@@ -263,12 +257,14 @@ def fuse_rrf(lexical, dense, weight, k):
             + ((1 - weight) / (k + lex_rank[cid]) if cid in lex_rank else 0.0) for cid in cos}
 
 
-FUSIONS = {
+FUSIONS = {  # the library's fusions carry their RankingConfig.fusion name
     "linear (w·cos + (1-w)·bm25/max)": (fuse_linear, (None,)),
     "linear, cosine / max cosine": (fuse_linear_cos_max, (None,)),
     "min-max both sides": (fuse_min_max, (None,)),
     "weighted RRF": (fuse_rrf, RRF_K),
 }
+# RankingConfig.fusion -> its FUSIONS key.
+LIBRARY_FUSIONS = {"linear": "linear (w·cos + (1-w)·bm25/max)", "min-max": "min-max both sides"}
 
 
 def rank_of(scores: dict[int, float], rows: dict[int, tuple], q: Query) -> int | None:
@@ -386,8 +382,8 @@ def run_quality(names: list[str] | None = None, log=print) -> QualityReport:
         # The library's own functions, with RankingConfig's defaults.
         bm25 = Ranker("BM25 (lexical_search, RankingConfig defaults)")
         dense = Ranker(f"dense only (hybrid_search dense_only, pool {defaults.fusion_pool})")
-        hybrid = Ranker(f"hybrid (hybrid_search, RankingConfig defaults: dense_weight "
-                        f"{defaults.dense_weight:g}, fusion_pool {defaults.fusion_pool})")
+        hybrid = Ranker(f"hybrid (hybrid_search, RankingConfig defaults: fusion {defaults.fusion}, "
+                        f"dense_weight {defaults.dense_weight:g}, fusion_pool {defaults.fusion_pool})")
         name_rankers = [Ranker(r.name) for r in (bm25, dense, hybrid)]
         for name in names:
             conn, semantic = engines[name].store.reader(), engines[name].semantic
@@ -403,7 +399,8 @@ def run_quality(names: list[str] | None = None, log=print) -> QualityReport:
                         ranker.scores.setdefault(corpus, {})[split] = Metrics.of(
                             [target_rank(run(text_of(q)), q) for q in queries])
             log(f"semantic: library rankings of {corpus} done")
-        shipped = Fusion(next(iter(FUSIONS)), None, defaults.fusion_pool, defaults.dense_weight)
+        shipped = Fusion(LIBRARY_FUSIONS[defaults.fusion], None, defaults.fusion_pool,
+                         defaults.dense_weight)
         return QualityReport(
             {datasets[n].corpus: (len(datasets[n].queries), len(datasets[n].split("dev")),
                                   len(datasets[n].split("test"))) for n in names},
@@ -472,7 +469,8 @@ def quality_markdown(report: QualityReport) -> str:
     verdict = ("they are the dev winner" if report.defaults_match else
                f"**they are not the dev winner ({report.chosen.label()})**")
     out += ["", f"Dev winner: **{report.chosen.label()}**. RankingConfig defaults: "
-            f"`dense_weight={d.dense_weight:g}, fusion_pool={d.fusion_pool}` — {verdict}. "
+            f"`fusion={d.fusion!r}, dense_weight={d.dense_weight:g}, fusion_pool={d.fusion_pool}` "
+            f"— {verdict}. "
             f"Quality run took {report.seconds:.0f} s."]
     return "\n".join(out)
 

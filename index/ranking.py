@@ -38,7 +38,9 @@ class RankingConfig:
     candidate_pool: int = 50
     # Files whose best hits lend a boost to their import neighbours.
     boost_source_files: int = 3
-    # Hybrid fusion: share of the cosine similarity in the fused score.
+    # Hybrid fusion: how the two scores combine (FUSIONS; see fused_scores)
+    # and the share of the cosine side in the fused score.
+    fusion: str = "linear"
     dense_weight: float = 0.7
     # Candidates nominated by each side before fusion.
     fusion_pool: int = 50
@@ -149,27 +151,44 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))
     dense = {cid: nominated.get(cid, dense_by_hash.get(rows[cid][8])) for cid in rows}
-    fused = fused_scores(lexical, dense, config.dense_weight, dense_only)
+    fused = fused_scores(lexical, dense, config.dense_weight, dense_only, fusion=config.fusion)
     return _sort_and_cut([_scored(rows[cid], score) for cid, score in fused.items()], n)
 
 
+FUSIONS = ("linear", "min-max")
+
+
 def fused_scores(lexical: dict[int, float], dense: dict[int, float | None], dense_weight: float,
-                 dense_only: bool = False, coverage: dict[int, float] | None = None
-                 ) -> dict[int, float]:
+                 dense_only: bool = False, coverage: dict[int, float] | None = None,
+                 fusion: str = "linear") -> dict[int, float]:
     """The hybrid score of every candidate in ``dense`` (None: no vector yet,
-    which gets the median cosine; dropped when ``dense_only``). ``coverage``
-    (0..1 per candidate) scales its share of BM25 after normalisation."""
+    which gets the median cosine; dropped when ``dense_only``, whose score is
+    the cosine itself). ``coverage`` (0..1 per candidate) scales its share of
+    BM25 after normalisation.
+
+    ``fusion`` "linear": ``w·cosine + (1-w)·bm25/max bm25``; "min-max": both
+    sides scaled to 0..1 over the candidates first, so the dense side's
+    narrow cosine range (~0.2-0.7 for MiniLM) weighs as much as BM25's."""
+    if dense_only:
+        return {cid: cosine for cid, cosine in dense.items() if cosine is not None}
     known = sorted(v for v in dense.values() if v is not None)
     fill = known[len(known) // 2] if known else 0.0
-    max_lexical = max(lexical.values(), default=0.0) or 1.0
-    weight = 1.0 if dense_only else dense_weight
-    fused = {}
-    for cid, cosine in dense.items():
-        if dense_only and cosine is None:
-            continue
-        share = lexical.get(cid, 0.0) / max_lexical * (coverage.get(cid, 0.0) if coverage else 1.0)
-        fused[cid] = weight * (cosine if cosine is not None else fill) + (1.0 - weight) * share
-    return fused
+    cosines = {cid: fill if cosine is None else cosine for cid, cosine in dense.items()}
+    shares = {cid: lexical.get(cid, 0.0) for cid in cosines}
+    if fusion == "min-max":
+        cosines, shares = _min_max(cosines), _min_max(shares)
+    else:
+        top = max(lexical.values(), default=0.0) or 1.0
+        shares = {cid: share / top for cid, share in shares.items()}
+    if coverage is not None:
+        shares = {cid: share * coverage.get(cid, 0.0) for cid, share in shares.items()}
+    return {cid: dense_weight * cosines[cid] + (1.0 - dense_weight) * shares[cid] for cid in cosines}
+
+
+def _min_max(values: dict[int, float]) -> dict[int, float]:
+    low, high = min(values.values(), default=0.0), max(values.values(), default=0.0)
+    span = (high - low) or 1.0
+    return {key: (value - low) / span for key, value in values.items()}
 
 
 def _apply_import_boost(conn: sqlite3.Connection, hits: list[ScoredChunk],
