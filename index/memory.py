@@ -55,6 +55,10 @@ SEGMENTED_FORMATS = {"md": "markdown", "markdown": "markdown", "txt": "text", "l
 BLOB_FORMAT = "binary"  # a blob whose filename has no extension
 # Rows the ANN adds to the lexical candidates, found by meaning alone.
 ANN_NOMINEES = 8
+# Memory's hybrid fusion (linear) and lexical pool, as measured in BENCHMARKS.md
+# "Memory"; code recall's fusion (RankingConfig) was tuned on code, not on facts.
+MEMORY_DENSE_WEIGHT = 0.7
+MEMORY_FUSION_POOL = 50
 # Up to this many visible rows of a kind, nominees come from an exact cosine
 # over all of them (cheap, and blind to how many other rows share the ANN index).
 EXACT_NOMINATION_ROWS = 1024
@@ -389,7 +393,7 @@ class Memory:
             vector = semantic.query_vector(query)
             if vector is None:
                 return []
-            pool = max(n, self.config.fusion_pool)
+            pool = max(n, MEMORY_FUSION_POOL)
             lexical = {} if dense_only else bm25_scores(conn, table, terms, self.config, limit=pool,
                                                         where=fence, where_args=visible_args)
             # A nominee outside the lexical pool counts as no lexical match: scoring
@@ -399,8 +403,11 @@ class Memory:
             dense: dict[int, float | None] = dict(nominated)
             dense.update(self._cosines(conn, semantic, vector,
                                        [rid for rid in lexical if rid not in nominated]))
-            scores = fused_scores(lexical, dense, self.config.dense_weight, dense_only,
-                                  self._term_coverage(conn, table, terms, list(lexical)))
+            # Linear, not the code default: a handful of rows, min-max scaled, would
+            # give any best row a perfect score (measured in BENCHMARKS.md "Memory").
+            scores = fused_scores(lexical, dense, MEMORY_DENSE_WEIGHT, dense_only,
+                                  self._term_coverage(conn, table, terms, list(lexical)),
+                                  fusion="linear")
         rows = self._rows_by_id(conn, list(scores))
         ranked = sorted((_row(rows[rid], score) for rid, score in scores.items() if rid in rows),
                         key=lambda r: (-r.score, r.key, r.part))

@@ -6,11 +6,15 @@ import boost lifts chunks whose file is one import hop from a top-ranked file.
 
 Hybrid ranking takes the union of the BM25 top candidates and the ANN top
 candidates, gives every candidate both scores (exact cosine from its stored
-vector; BM25 restricted to the candidate rows), and fuses
-``dense_weight * cosine + (1 - dense_weight) * bm25 / max_bm25``. A chunk still
-waiting for its vector gets the median cosine of the others, so it neither
-wins nor vanishes on that account. BENCHMARKS.md records the weights chosen on
-the retrieval dev set.
+vector; BM25 restricted to the candidate rows), scales each side to 0..1 over
+the candidates and fuses ``dense_weight * cosine' + (1 - dense_weight) * bm25'``
+(``fused_scores``). Hybrid scores are therefore relative to the query's
+candidates: the best candidate on both sides scores 1. A query that is one
+identifier (``is_identifier_query``) gives the cosine a smaller share: the
+name is the best evidence there is. A chunk still waiting
+for its vector gets the median cosine of the others, so it neither wins nor
+vanishes on that account. BENCHMARKS.md records the fusion and weights chosen
+on the retrieval dev set.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ctxls.index.store import FTS_TABLE_BY_KIND
-from ctxls.index.tokenize import fts_match_expression, query_terms
+from ctxls.index.tokenize import fts_match_expression, is_identifier_query, query_terms
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -38,12 +42,16 @@ class RankingConfig:
     candidate_pool: int = 50
     # Files whose best hits lend a boost to their import neighbours.
     boost_source_files: int = 3
-    # Hybrid fusion: how the two scores combine (FUSIONS; see fused_scores)
-    # and the share of the cosine side in the fused score.
-    fusion: str = "linear"
-    dense_weight: float = 0.7
-    # Candidates nominated by each side before fusion.
-    fusion_pool: int = 50
+    # Hybrid fusion: how the two scores combine (FUSIONS; see fused_scores),
+    # the share of the cosine side and how many candidates each side nominates.
+    # The best of bench/semantic.py's grid on the dev set of three corpora
+    # (BENCHMARKS.md, "Semantic tier"); it is also the best fusion on test.
+    fusion: str = "min-max"
+    dense_weight: float = 0.6
+    fusion_pool: int = 30
+    # The cosine share when the query is one identifier (is_identifier_query):
+    # the name itself is the best evidence. Best on the dev set's name queries.
+    identifier_dense_weight: float = 0.2
 
 
 @dataclass
@@ -151,7 +159,8 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))
     dense = {cid: nominated.get(cid, dense_by_hash.get(rows[cid][8])) for cid in rows}
-    fused = fused_scores(lexical, dense, config.dense_weight, dense_only, fusion=config.fusion)
+    weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
+    fused = fused_scores(lexical, dense, weight, dense_only, fusion=config.fusion)
     return _sort_and_cut([_scored(rows[cid], score) for cid, score in fused.items()], n)
 
 

@@ -79,6 +79,15 @@ def query_terms(query: str) -> list[str]:
     return list(seen)
 
 
+_IDENTIFIER_QUERY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+
+
+def is_identifier_query(query: str) -> bool:
+    """One code name (``make_response``, ``Flask.make_response``, ``fmt::format``,
+    ``parse()``), not a sentence: the caller wants that name, not its meaning."""
+    return _IDENTIFIER_QUERY.fullmatch(query.strip()) is not None
+
+
 def fts_match_expression(terms: list[str]) -> str:
     """An FTS5 MATCH string OR-ing the terms, each quoted so none is syntax."""
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

@@ -1,4 +1,6 @@
-from ctxls.index.tokenize import expand_tokens, fts_match_expression, query_terms
+import pytest
+
+from ctxls.index.tokenize import expand_tokens, fts_match_expression, is_identifier_query, query_terms
 
 
 def check(text: str, expected: list[str]) -> None:
@@ -38,3 +40,15 @@ def test_query_terms_drop_stopwords_unless_nothing_is_left():
 
 def test_match_expression_quotes_every_term():
     assert fts_match_expression(["and", 'x"y']) == '"and" OR "x""y"'
+
+
+@pytest.mark.parametrize("query", ["make_response", "Flask.make_response", "fmt::format",
+                                   "parse()", "  HTTPAdapter  ", "_private"])
+def test_one_code_name_is_an_identifier_query(query):
+    assert is_identifier_query(query)
+
+
+@pytest.mark.parametrize("query", ["retry failed uploads", "make_response flask", "", "a.b.",
+                                   "3d_model", "where is make_response?"])
+def test_sentences_and_fragments_are_not_identifier_queries(query):
+    assert not is_identifier_query(query)
