@@ -177,7 +177,7 @@ def cmd_status(args):
 
 def cmd_assemble(args):
     params = _drop_none({"query": args.query, "budgetTokens": args.budget, "kind": args.kind,
-                         "scope": args.scope})
+                         "mode": args.mode, "minScore": args.min_score, "scope": args.scope})
     return _request(args, "ctxls/assemble", params, _human_assemble)
 
 
@@ -327,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     assemble.add_argument("query")
     assemble.add_argument("--budget", type=int, default=2000, help="tokens (default 2000)")
     assemble.add_argument("--kind", choices=ALL_KINDS)
+    assemble.add_argument("--mode", choices=("hybrid", "lexical", "semantic"))
+    assemble.add_argument("--min-score", type=float,
+                          help="abstain when the top hit scores lower (see docs/protocol.md)")
     assemble.add_argument("--scope")
 
     mcp = sub.add_parser("mcp", help="serve the Model Context Protocol on stdio (for agents)")

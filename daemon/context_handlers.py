@@ -28,11 +28,12 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
         raise InvalidParams("budgetTokens", f"must be an integer from 1 to {MAX_BUDGET_TOKENS}")
     kinds, _ = params.kinds()
     min_score = params.number("minScore")
+    mode = params.str("mode") or "hybrid"
     scope = ls.request_scope(params, "ctxls/assemble")
     engine = memory_engine(ls)
     counter = engine.token_counter()
     try:
-        result = ls.recall(query, kinds, ASSEMBLE_POOL, True, "hybrid", scope, True)
+        result = ls.recall(query, kinds, ASSEMBLE_POOL, True, mode, scope, True)
         assembled = assemble(candidates_from_hits(result.hits_by_kind), budget, min_score, counter,
                              lambda c: ls.whole_text(c.path) if c.is_file else c.text)
     except EngineError:

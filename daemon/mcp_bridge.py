@@ -133,9 +133,11 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         "context means nothing relevant was found; `weak: true` means little was found."))
     def assemble(query: str, budget_tokens: int = 2000,
                  kind: Literal["code", "doc", "fact", "episode"] | None = None,
-                 min_score: float | None = None, scope: str | None = None) -> dict[str, Any]:
+                 min_score: float | None = None,
+                 mode: Literal["hybrid", "lexical", "semantic"] | None = None,
+                 scope: str | None = None) -> dict[str, Any]:
         return bridge.call("ctxls/assemble", {"query": query, "budgetTokens": budget_tokens,
-                                              "kind": kind, "minScore": min_score,
+                                              "kind": kind, "minScore": min_score, "mode": mode,
                                               "scope": scope})
 
     @mcp.tool(description=(

@@ -117,6 +117,11 @@ async def test_abstains_over_lsp_and_fails_over_when_the_store_breaks(pipeline: 
         await s.wait_indexed()
         nothing = await assemble_request(s, query="zzqx wholly unmatched")
         assert nothing["abstained"] and nothing["context"] == "" and nothing["citations"] == []
+        lexical = await assemble_request(s, mode="lexical")
+        assert lexical["citations"] and not lexical["abstained"]
+        with pytest.raises(JsonRpcException, match="mode"):
+            await assemble_request(s, mode="telepathic")
+        assert (await s.request("ctxls/status"))["assemble"]["failovers"] == 0  # a caller's mistake
 
         conn = sqlite3.connect(pipeline / ".ctxls" / "index.db")
         conn.execute("DROP TABLE fts_code")  # the index becomes unreadable mid-run
