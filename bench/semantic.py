@@ -37,9 +37,8 @@ from typing import Any, Callable
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, MAX_EMBED_CHARS, embedding_text
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.model import content_hash
-from ctxls.index.ranking import (RankingConfig, bm25_scores, fused_scores, hybrid_search,
-                                 lexical_search)
-from ctxls.index.store import FTS_TABLE_BY_KIND
+from ctxls.index.ranking import (HybridCandidates, RankingConfig, fused_scores,
+                                 hybrid_candidates, hybrid_search, lexical_search)
 from ctxls.index.tokenize import query_terms
 
 import perf
@@ -181,45 +180,15 @@ RRF_K = (10, 60)
 IDENTIFIER_WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.6)
 
 
-@dataclass
-class Candidates:
-    """One query's fusion candidates at one pool size, exactly as
-    ``hybrid_search`` gathers them: BM25 top ``pool`` ∪ ANN top ``pool``, each
-    with its BM25 score (absent: no query term) and cosine (None: no vector)."""
-
-    lexical: dict[int, float]
-    dense: dict[int, float | None]
-
-
 def gather(conn, semantic, vector, terms: list[str], config: RankingConfig, pool: int,
-           rows: dict[int, tuple]) -> Candidates:
-    """``rows`` (chunk id -> (path, symbol, start_line, embed_hash)) is filled in."""
-    table = FTS_TABLE_BY_KIND["code"]
-    lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
-    by_vector = dict(semantic.nearest(vector, pool * 2))
-    nominated: dict[int, float] = {}
-    if by_vector:
-        ids = list(by_vector)
-        for chunk_id, vector_id in conn.execute(
-                f"SELECT c.id, v.id FROM vectors v JOIN chunks c ON c.embed_hash = v.text_hash "
-                f"WHERE c.kind = 'code' AND v.id IN ({','.join('?' * len(ids))})", ids):
-            nominated[chunk_id] = by_vector[vector_id]
-    nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
-    ids = set(lexical) | set(nominated)
-    missing = [cid for cid in ids if cid not in rows]
-    if missing:
-        for cid, path, symbol, start, embed in conn.execute(
-                f"SELECT c.id, f.path, c.symbol, c.start_line, c.embed_hash FROM chunks c "
-                f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({','.join('?' * len(missing))})",
-                missing):
-            rows[cid] = (path, symbol, start, embed)
-    need_lexical = [cid for cid in ids if cid not in lexical]
-    if terms and need_lexical:
-        lexical.update(bm25_scores(conn, table, terms, config, rowids=need_lexical))
-    need_dense = sorted({rows[cid][3] for cid in ids if cid not in nominated})
-    by_hash = semantic.similarities(vector, need_dense)
-    dense = {cid: nominated.get(cid, by_hash.get(rows[cid][3])) for cid in ids}
-    return Candidates(lexical, dense)
+           rows: dict[int, tuple]) -> HybridCandidates:
+    """One query's fusion candidates at one pool size, exactly as
+    ``hybrid_search`` gathers them; ``rows`` (chunk id -> (path, symbol,
+    start_line)) is filled in."""
+    candidates = hybrid_candidates(conn, "code", vector, terms, pool, config, semantic)
+    for cid, row in candidates.rows.items():
+        rows.setdefault(cid, (row[1], row[4], row[5]))
+    return candidates
 
 
 # Fusion methods tried on dev: (lexical, dense, weight, param) -> fused score per candidate.
@@ -337,7 +306,7 @@ def run_quality(names: list[str] | None = None, log=print) -> QualityReport:
         for engine in engines.values():
             assert engine.semantic is not None and engine.semantic.ensure_loaded()
         # Candidates of every query at every pool size, once: fusions are pure functions of them.
-        cands: dict[tuple[str, str, int], list[tuple[Query, Candidates, dict]]] = {}
+        cands: dict[tuple[str, str, int], list[tuple[Query, HybridCandidates, dict]]] = {}
         for name in names:
             conn, semantic = engines[name].store.reader(), engines[name].semantic
             rows: dict[int, tuple] = {}

@@ -80,10 +80,13 @@ def _scored(row, score: float) -> ScoredChunk:
 
 def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
                 limit: int | None = None, rowids: list[int] | None = None,
-                where: str | None = None, where_args: Sequence = ()) -> dict[int, float]:
-    """rowid -> BM25 score (higher is better) of the rows matching any term;
-    ``where`` is an extra SQL condition on ``{table}.rowid`` (written memory
-    keeps only the rows a scope may see)."""
+                where: str | None = None, where_args: Sequence = (),
+                also: Sequence[int] = ()) -> dict[int, float]:
+    """rowid -> BM25 score (higher is better) of the rows matching any term:
+    the best ``limit`` of them, plus those of ``also`` that match, from one
+    FTS5 scan (a second ``rowid IN`` query costs as much as the first);
+    ``rowids`` keeps only those rows; ``where`` is an extra SQL condition on
+    ``{table}.rowid`` (written memory keeps only the rows a scope may see)."""
     sql = (f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ?")
     args: list = [config.symbol_weight, config.path_weight, config.body_weight,
                   fts_match_expression(terms)]
@@ -93,7 +96,12 @@ def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: 
     if rowids is not None:
         sql += f" AND rowid IN ({','.join('?' * len(rowids))})"
         args += rowids
-    if limit is not None:
+    if limit is not None and also:
+        sql = (f"SELECT rowid, score FROM (SELECT rowid, score, row_number() OVER "
+               f"(ORDER BY score DESC) AS place FROM ({sql})) "
+               f"WHERE place <= ? OR rowid IN ({','.join('?' * len(also))})")
+        args += [limit, *also]
+    elif limit is not None:
         sql += " ORDER BY score DESC LIMIT ?"
         args.append(limit)
     return {row[0]: row[1] for row in conn.execute(sql, args)}
@@ -138,10 +146,26 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     vector = semantic.query_vector(query)
     if table is None or vector is None or n <= 0:
         return []
-    terms = query_terms(query)
-    pool = max(n, config.fusion_pool)
-    lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms and not dense_only else {}
+    terms = [] if dense_only else query_terms(query)
+    candidates = hybrid_candidates(conn, kind, vector, terms, max(n, config.fusion_pool), config,
+                                   semantic)
+    weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
+    fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
+                         fusion=config.fusion)
+    return _sort_and_cut([_scored(candidates.rows[cid], score) for cid, score in fused.items()], n)
 
+
+@dataclass
+class HybridCandidates:
+    lexical: dict[int, float]  # chunk id -> BM25 score; absent: no query term
+    dense: dict[int, float | None]  # chunk id -> cosine; None: no vector yet
+    rows: dict[int, tuple]  # chunk id -> its _CHUNK_COLUMNS row
+
+
+def hybrid_candidates(conn: sqlite3.Connection, kind: str, vector, terms: list[str], pool: int,
+                      config: RankingConfig, semantic: "SemanticIndex") -> HybridCandidates:
+    """The BM25 top ``pool`` ∪ the ANN top ``pool`` of one kind, each with both
+    scores (no terms: BM25 is skipped)."""
     dense_by_vector_id = dict(semantic.nearest(vector, pool * 2))
     nominated: dict[int, float] = {}
     if dense_by_vector_id:
@@ -151,17 +175,14 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
                 f"WHERE c.kind = ? AND v.id IN ({','.join('?' * len(ids))})", [kind, *ids]):
             nominated[chunk_id] = dense_by_vector_id[vector_id]
     nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
-
+    # The BM25 top pool and the nominees' own BM25 scores, in one scan.
+    lexical = (bm25_scores(conn, FTS_TABLE_BY_KIND[kind], terms, config, limit=pool,
+                           also=list(nominated)) if terms else {})
     rows = _chunks_by_id(conn, set(lexical) | set(nominated))
-    need_lexical = [cid for cid in rows if cid not in lexical]
-    if terms and need_lexical and not dense_only:
-        lexical.update(bm25_scores(conn, table, terms, config, rowids=need_lexical))
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))
     dense = {cid: nominated.get(cid, dense_by_hash.get(rows[cid][8])) for cid in rows}
-    weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
-    fused = fused_scores(lexical, dense, weight, dense_only, fusion=config.fusion)
-    return _sort_and_cut([_scored(rows[cid], score) for cid, score in fused.items()], n)
+    return HybridCandidates(lexical, dense, rows)
 
 
 FUSIONS = ("linear", "min-max")

@@ -1,10 +1,13 @@
-"""Hybrid fusion as a pure function: what each fusion promises its callers."""
+"""Ranking as plain functions: BM25 candidates and what each fusion promises."""
 
 from __future__ import annotations
 
 import pytest
 
-from ctxls.index.ranking import FUSIONS, fused_scores
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.ranking import FUSIONS, RankingConfig, bm25_scores, fused_scores
+
+from conftest import write_tree
 
 LEXICAL = {1: 12.0, 2: 6.0}  # 3 and 4 match no query term
 DENSE = {1: 0.30, 2: 0.55, 3: 0.60, 4: None}  # 4 has no vector yet
@@ -36,3 +39,18 @@ def test_coverage_scales_the_lexical_share(fusion):
     full = fused_scores(LEXICAL, DENSE, 0.5, fusion=fusion)
     half = fused_scores(LEXICAL, DENSE, 0.5, coverage={1: 0.5, 2: 1.0}, fusion=fusion)
     assert half[1] < full[1] and half[2] == pytest.approx(full[2])
+
+
+def test_bm25_also_scores_rows_outside_the_top_in_the_same_scan(tmp_path):
+    write_tree(tmp_path, {f"m{i}.py": f"def f{i}():\n" + "    parse = 1\n" * (i + 1) for i in range(6)}
+               | {"other.py": "def unrelated():\n    return 2\n"})
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    conn, config = engine.store.reader(), RankingConfig()
+    every = bm25_scores(conn, "fts_code", ["parse"], config)
+    ranked = sorted(every, key=lambda rid: -every[rid])
+    unmatched = conn.execute("SELECT id FROM chunks WHERE symbol = 'unrelated'").fetchone()[0]
+    top = bm25_scores(conn, "fts_code", ["parse"], config, limit=2, also=[ranked[-1], unmatched])
+    assert set(top) == {*ranked[:2], ranked[-1]}  # the unmatched row has no BM25 score
+    assert all(top[rid] == pytest.approx(every[rid]) for rid in top)
+    engine.close()
