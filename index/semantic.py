@@ -9,9 +9,11 @@ worst a stale ANN file, which the next start repairs, and never a vector that
 SQLite does not know.
 
 The worker embeds chunks and written-memory rows without a vector: first the
-chunks of paths marked urgent (open buffers, just-edited files), then memory
-rows (those just written first: a writer expects to recall them by meaning
-soon, and there are few), then the rest of the chunks in chunk-id order.
+chunks of paths marked urgent (open buffers, just-edited files; newest rows
+first, so the chunk just edited comes before the rest of its file), then
+memory rows (those just written first: a writer expects to recall them by
+meaning soon, and there are few), then the rest of the chunks in chunk-id
+order, a window at a time, shortest text first.
 Requests never wait for it; rows without a vector still rank by BM25.
 """
 
@@ -299,7 +301,9 @@ class SemanticIndex:
                 path = next(iter(self._urgent), None)
             if path is None:
                 break
-            rows = conn.execute(self._MISSING + "AND f.path = ? LIMIT ?",
+            # Newest rows first: an edit rewrites only the chunks it changed, so
+            # the one being typed in gets its vector before the rest of its file.
+            rows = conn.execute(self._MISSING + "AND f.path = ? ORDER BY c.id DESC LIMIT ?",
                                 (path, WORK_BATCH)).fetchall()
             if rows:
                 return self._chunk_texts(rows)

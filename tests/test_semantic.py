@@ -119,6 +119,22 @@ def test_backlog_batches_are_length_sorted_and_urgent_paths_come_first(tmp_path:
     engine.close()
 
 
+def test_the_chunk_just_edited_is_embedded_before_the_rest_of_its_file(tmp_path: Path):
+    source = "".join(f"def step_{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
+    write_tree(tmp_path, {"steps.py": source})
+    engine = semantic_engine(tmp_path)
+    engine.index()  # nothing embedded yet
+    assert engine.semantic.ensure_loaded()
+    engine.set_buffer("steps.py", source.replace("return x + 3\n", "return x * 3\n"))
+    batches = []
+    embed = engine.semantic.embedder.embed
+    engine.semantic.embedder.embed = lambda texts: batches.append(texts) or embed(texts)
+    assert engine.embed_pending() == 20
+    assert any("return x * 3" in text for text in batches[0])
+    assert_consistent(engine)
+    engine.close()
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
 def test_ann_file_is_repaired_from_the_store(small: Path, damage: str):
     engine = semantic_engine(small)
