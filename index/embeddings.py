@@ -26,8 +26,9 @@ DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 MAX_TOKENS = 256
-# Small batches: ONNX Runtime's arena grows to the largest batch × length
-# it has seen (~300 MiB at 8 × 256 tokens, 900 MiB at 16 × 256).
+# Small batches: ONNX Runtime's arena grows to the largest batch × length it
+# has seen (RSS 900 MiB at 16 × 256 tokens; django's backlog at 8 peaks at
+# 678 MiB for the whole process, BENCHMARKS.md).
 BATCH_SIZE = 8
 INTRA_OP_THREADS = 2
 
@@ -115,8 +116,8 @@ class OnnxEmbedder:
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
             # The arena stays: without it every batch goes through malloc, which
-            # is slower and fragments (django's backlog peaked at 900 MiB RSS
-            # without it, ~600 MiB with it; BENCHMARKS.md).
+            # is slower and fragments (django's backlog peaked at 903 MiB RSS
+            # without it, 678 MiB with it; BENCHMARKS.md).
             options.enable_cpu_mem_arena = True
             self._session = ort.InferenceSession(str(files.model), options,
                                                  providers=["CPUExecutionProvider"])
