@@ -231,10 +231,13 @@ def _apply_import_boost(conn: sqlite3.Connection, hits: list[ScoredChunk],
         return
     placeholders = ",".join("?" * len(sources))
     neighbours: dict[str, float] = {}
+    # Two indexed lookups (files.path, imports.target): an OR of the two would
+    # scan every import row (18k on django, ~6 ms a query).
     for src, dst in conn.execute(
+            f"SELECT f.path, i.target FROM files f JOIN imports i ON i.file_id = f.id "
+            f"WHERE f.path IN ({placeholders}) AND i.target IS NOT NULL UNION ALL "
             f"SELECT f.path, i.target FROM imports i JOIN files f ON f.id = i.file_id "
-            f"WHERE i.target IS NOT NULL AND (f.path IN ({placeholders}) "
-            f"OR i.target IN ({placeholders}))", sources + sources):
+            f"WHERE i.target IN ({placeholders})", sources + sources):
         for near, far in ((src, dst), (dst, src)):
             if far in best_by_file and far in sources and near != far:
                 neighbours[near] = max(neighbours.get(near, 0.0), best_by_file[far])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.ranking import FUSIONS, RankingConfig, bm25_scores, fused_scores
+from ctxls.index.ranking import FUSIONS, RankingConfig, bm25_scores, fused_scores, lexical_search
 
 from conftest import write_tree
 
@@ -53,4 +53,25 @@ def test_bm25_also_scores_rows_outside_the_top_in_the_same_scan(tmp_path):
     top = bm25_scores(conn, "fts_code", ["parse"], config, limit=2, also=[ranked[-1], unmatched])
     assert set(top) == {*ranked[:2], ranked[-1]}  # the unmatched row has no BM25 score
     assert all(top[rid] == pytest.approx(every[rid]) for rid in top)
+    engine.close()
+
+
+def test_import_boost_lifts_the_neighbours_of_top_files_both_ways(tmp_path):
+    write_tree(tmp_path, {
+        "app/main.py": "from app import store\n\n\ndef upload_upload_upload():\n    store.put()\n",
+        "app/store.py": "def put_upload():\n    return 1\n",
+        "app/consumer.py": "from app import main\n\n\ndef use_upload():\n    return 2\n",
+        "lonely/put.py": "def put_upload():\n    return 1\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    conn = engine.store.reader()
+    plain = {h.path: h.score for h in lexical_search(conn, "code", "upload", 10,
+                                                      RankingConfig(import_boost=0.0))}
+    boosted = {h.path: h.score for h in lexical_search(conn, "code", "upload", 10,
+                                                        RankingConfig(import_boost=0.5))}
+    assert max(plain, key=plain.get) == "app/main.py"
+    assert boosted["app/store.py"] > plain["app/store.py"]  # main imports it
+    assert boosted["app/consumer.py"] > plain["app/consumer.py"]  # it imports main
+    assert boosted["lonely/put.py"] == pytest.approx(plain["lonely/put.py"])
     engine.close()
