@@ -60,7 +60,7 @@ class SemanticIndex:
         self._ann = None
         self._ann_lock = threading.Lock()
         self._load_lock = threading.Lock()
-        self._urgent: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._urgent: collections.OrderedDict[str, bool] = collections.OrderedDict()
         self._urgent_memory: set[int] = set()  # memory row ids just written
         self._urgent_lock = threading.Lock()
         self._wake = threading.Event()
@@ -123,7 +123,7 @@ class SemanticIndex:
     def mark_urgent(self, path: str) -> None:
         """Embed this path's new chunks before the rest of the backlog."""
         with self._urgent_lock:
-            self._urgent[path] = None
+            self._urgent[path] = True  # just marked: its newest chunk goes alone, first
             self._urgent.move_to_end(path, last=False)
         self._wake.set()
 
@@ -298,14 +298,18 @@ class SemanticIndex:
         conn = self.store.reader()
         while True:
             with self._urgent_lock:
-                path = next(iter(self._urgent), None)
+                path, just_marked = next(iter(self._urgent.items()), (None, False))
             if path is None:
                 break
             # Newest rows first: an edit rewrites only the chunks it changed, so
-            # the one being typed in gets its vector before the rest of its file.
+            # the one being typed in gets its vector before the rest of its file,
+            # in a batch of its own (not padded to seven other chunks).
             rows = conn.execute(self._MISSING + "AND f.path = ? ORDER BY c.id DESC LIMIT ?",
-                                (path, WORK_BATCH)).fetchall()
+                                (path, 1 if just_marked else WORK_BATCH)).fetchall()
             if rows:
+                with self._urgent_lock:
+                    if path in self._urgent:
+                        self._urgent[path] = False
                 return self._chunk_texts(rows)
             with self._urgent_lock:
                 self._urgent.pop(path, None)
