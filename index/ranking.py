@@ -79,23 +79,19 @@ def _scored(row, score: float) -> ScoredChunk:
 
 
 def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
-                limit: int | None = None, rowids: list[int] | None = None,
-                where: str | None = None, where_args: Sequence = (),
-                also: Sequence[int] = ()) -> dict[int, float]:
+                limit: int | None = None, where: str | None = None,
+                where_args: Sequence = (), also: Sequence[int] = ()) -> dict[int, float]:
     """rowid -> BM25 score (higher is better) of the rows matching any term:
     the best ``limit`` of them, plus those of ``also`` that match, from one
     FTS5 scan (a second ``rowid IN`` query costs as much as the first);
-    ``rowids`` keeps only those rows; ``where`` is an extra SQL condition on
-    ``{table}.rowid`` (written memory keeps only the rows a scope may see)."""
+    ``where`` is an extra SQL condition on ``{table}.rowid`` (written memory
+    keeps only the rows a scope may see)."""
     sql = (f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ?")
     args: list = [config.symbol_weight, config.path_weight, config.body_weight,
                   fts_match_expression(terms)]
     if where is not None:
         sql += f" AND {where}"
         args += where_args
-    if rowids is not None:
-        sql += f" AND rowid IN ({','.join('?' * len(rowids))})"
-        args += rowids
     if limit is not None and also:
         sql = (f"SELECT rowid, score FROM (SELECT rowid, score, row_number() OVER "
                f"(ORDER BY score DESC) AS place FROM ({sql})) "
