@@ -228,7 +228,7 @@ def fuse_rrf(lexical, dense, weight, k):
             + ((1 - weight) / (k + lex_rank[cid]) if cid in lex_rank else 0.0) for cid in cos}
 
 
-FUSIONS = {  # the library's fusions carry their RankingConfig.fusion name
+FUSIONS = {
     "linear (w·cos + (1-w)·bm25/max)": (fuse_linear, (None,)),
     "linear, cosine / max cosine": (fuse_linear_cos_max, (None,)),
     "min-max both sides": (fuse_min_max, (None,)),
