@@ -105,7 +105,8 @@ def _human_recent(result: dict, args: argparse.Namespace) -> str:
 
 
 def _human_assemble(result: dict, args: argparse.Namespace) -> str:
-    return result.get("context") or "(abstained: nothing relevant found)"
+    note = result.get("stats", {}).get("note") or "nothing relevant found"
+    return result.get("context") or f"(abstained: {note})"
 
 
 def _human_plain(result: Any, args: argparse.Namespace) -> str:
