@@ -270,100 +270,133 @@ async def _drain(stream: asyncio.StreamReader) -> None:
         pass
 
 
-async def _daemon_run(root: Path, db: Path, queries: list[tuple[str, str]], edits: int) -> DaemonRun:
-    client = LanguageClient("ctxls-bench", "1", converter_factory=_raw_result_converter)
-    indexed = asyncio.Event()
+class BenchDaemon:
+    """The real ``ctxls serve`` over stdio with one folder, for timing: started
+    and indexed by ``start()``; ``MarkedBuffer`` edits go to it as didChange."""
 
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def on_progress_create(params):
-        return None
+    def __init__(self, root: Path, db: Path, options: dict):
+        self.root, self.db, self.options = root, db, options
+        self.client = LanguageClient("ctxls-bench", "1", converter_factory=_raw_result_converter)
+        self.indexed = asyncio.Event()
+        self.cold_seconds = 0.0
+        self.doc_uri = (root / EDIT_PATH).as_uri()
+        self.version = 1
+        titles: dict = {}
 
-    @client.feature(types.PROGRESS)
-    def on_progress(params: types.ProgressParams):
-        value = params.value
-        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
-        if kind == "end":
-            indexed.set()
-
-    await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
-    process = client._server  # pygls keeps the child process here
-    assert process is not None and process.stderr is not None
-    drain = asyncio.create_task(_drain(process.stderr))
-
-    async def request(method: str, params: dict) -> Any:
-        return await client.protocol.send_request_async(method, params)
-
-    try:
-        uri = root.as_uri()
-        await client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                window=types.WindowClientCapabilities(work_done_progress=True)),
-            root_uri=uri, workspace_folders=[types.WorkspaceFolder(uri=uri, name=root.name)],
-            initialization_options=DAEMON_OPTIONS | {"dbPath": str(db)}))
-        started = time.perf_counter()
-        client.initialized(types.InitializedParams())
-        await asyncio.wait_for(indexed.wait(), timeout=600)
-        cold_seconds = time.perf_counter() - started
-        vmhwm_indexed = _vmhwm_kb(process.pid)
-
-        for _, query in queries[:WARMUP_QUERIES]:
-            await request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
-        recall_times = []
-        for _, query in queries:
-            t0 = time.perf_counter()
-            await request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
-            recall_times.append(time.perf_counter() - t0)
-
-        buffer = MarkedBuffer(root)
-        doc_uri = (root / EDIT_PATH).as_uri()
-        version = 1
-
-        async def visible(ident: str, deadline: float, interval: float) -> int | None:
-            """Recall polls until ``ident`` finds EDIT_SYMBOL first; None on timeout."""
-            polls = 0
-            while time.perf_counter() < deadline:
-                polls += 1
-                hits = (await request("ctxls/recall", {"query": ident, "kind": "code", "n": 1}))["hits"]
-                if hits and hits[0]["path"] == EDIT_PATH and hits[0]["chunk"]["symbol"] == EDIT_SYMBOL:
-                    return polls
-                if interval:
-                    await asyncio.sleep(interval)
+        @self.client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def on_progress_create(params):
             return None
 
-        async def edit_run(interval: float) -> ChangeRun:
-            nonlocal version
-            times, polls, failures = [], [], 0
-            for _ in range(edits):
-                version += 1
-                old, new = buffer.rename()
-                start = types.Position(buffer.line, buffer.column)
-                change = types.TextDocumentContentChangePartial(
-                    range=types.Range(start, types.Position(buffer.line, buffer.column + len(old))),
-                    text=new)
-                t0 = time.perf_counter()
-                client.text_document_did_change(types.DidChangeTextDocumentParams(
-                    types.VersionedTextDocumentIdentifier(uri=doc_uri, version=version), [change]))
-                n = await visible(new, t0 + EDIT_TIMEOUT_S, interval)
-                if n is None:
-                    failures += 1
-                    continue
-                times.append(time.perf_counter() - t0 - DEBOUNCE_MS / 1000)
-                polls.append(n)
-            return ChangeRun(interval * 1000, Latency.of(times), sorted(polls)[len(polls) // 2]
-                             if polls else 0, failures)
+        @self.client.feature(types.PROGRESS)
+        def on_progress(params):
+            value = params.value
+            kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
+            title = value.get("title") if isinstance(value, dict) else getattr(value, "title", None)
+            if kind == "begin" and title:
+                titles[params.token] = title
+            # The index pass's progress, not the embedding backlog's.
+            if kind == "end" and "index" in titles.get(params.token, "index"):
+                self.indexed.set()
 
-        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-            uri=doc_uri, language_id="python", version=version, text=buffer.current)))
-        if await visible(buffer.ident, time.perf_counter() + 60, 0) is None:
+    async def start(self) -> None:
+        await self.client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
+        self.process = self.client._server  # pygls keeps the child process here
+        assert self.process is not None and self.process.stderr is not None
+        self._drain = asyncio.create_task(_drain(self.process.stderr))
+        uri = self.root.as_uri()
+        await self.client.initialize_async(types.InitializeParams(
+            capabilities=types.ClientCapabilities(
+                window=types.WindowClientCapabilities(work_done_progress=True)),
+            root_uri=uri, workspace_folders=[types.WorkspaceFolder(uri=uri, name=self.root.name)],
+            initialization_options=self.options | {"dbPath": str(self.db)}))
+        started = time.perf_counter()
+        self.client.initialized(types.InitializedParams())
+        await asyncio.wait_for(self.indexed.wait(), timeout=600)
+        self.cold_seconds = time.perf_counter() - started
+
+    async def request(self, method: str, params: dict) -> Any:
+        return await self.client.protocol.send_request_async(method, params)
+
+    async def time_recalls(self, queries: list[str], warmup: list[str]) -> Latency:
+        for query in warmup:
+            await self.request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
+        times = []
+        for query in queries:
+            t0 = time.perf_counter()
+            await self.request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
+            times.append(time.perf_counter() - t0)
+        return Latency.of(times)
+
+    async def visible(self, ident: str, deadline: float, interval: float = 0.0) -> int | None:
+        """Recall polls until ``ident`` finds EDIT_SYMBOL first; None on timeout."""
+        polls = 0
+        while time.perf_counter() < deadline:
+            polls += 1
+            hits = (await self.request("ctxls/recall", {"query": ident, "kind": "code", "n": 1}))["hits"]
+            if hits and hits[0]["path"] == EDIT_PATH and hits[0]["chunk"]["symbol"] == EDIT_SYMBOL:
+                return polls
+            if interval:
+                await asyncio.sleep(interval)
+        return None
+
+    async def open(self, buffer: MarkedBuffer) -> None:
+        self.client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+            uri=self.doc_uri, language_id="python", version=self.version, text=buffer.current)))
+        if await self.visible(buffer.ident, time.perf_counter() + 60) is None:
             raise RuntimeError("the opened buffer never became visible in recall")
-        changes = [await edit_run(interval) for interval in POLL_INTERVALS_S]
-        vmhwm_end = _vmhwm_kb(process.pid)
-        await client.shutdown_async(None)
-        client.exit(None)
+
+    def rename(self, buffer: MarkedBuffer) -> str:
+        """Send the marker's rename as an incremental didChange; the new identifier."""
+        self.version += 1
+        old, new = buffer.rename()
+        start = types.Position(buffer.line, buffer.column)
+        change = types.TextDocumentContentChangePartial(
+            range=types.Range(start, types.Position(buffer.line, buffer.column + len(old))), text=new)
+        self.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=self.doc_uri, version=self.version), [change]))
+        return new
+
+    async def edit_run(self, buffer: MarkedBuffer, edits: int, interval: float) -> ChangeRun:
+        """didChange -> the new identifier finds the edited function, ``edits`` times."""
+        times, polls, failures = [], [], 0
+        for _ in range(edits):
+            t0 = time.perf_counter()
+            new = self.rename(buffer)
+            n = await self.visible(new, t0 + EDIT_TIMEOUT_S, interval)
+            if n is None:
+                failures += 1
+                continue
+            times.append(time.perf_counter() - t0 - self.options.get("debounceMs", 0) / 1000)
+            polls.append(n)
+        return ChangeRun(interval * 1000, Latency.of(times),
+                         sorted(polls)[len(polls) // 2] if polls else 0, failures)
+
+    def vmhwm_kb(self) -> int:
+        return _vmhwm_kb(self.process.pid)
+
+    async def stop(self) -> None:
+        try:
+            await asyncio.wait_for(self.client.shutdown_async(None), timeout=30)
+            self.client.exit(None)
+        finally:
+            await self.client.stop()
+            self._drain.cancel()
+
+
+async def _daemon_run(root: Path, db: Path, queries: list[tuple[str, str]], edits: int) -> DaemonRun:
+    daemon = BenchDaemon(root, db, DAEMON_OPTIONS)
+    await daemon.start()
+    try:
+        vmhwm_indexed = daemon.vmhwm_kb()
+        recall = await daemon.time_recalls([q for _, q in queries],
+                                           [q for _, q in queries[:WARMUP_QUERIES]])
+        buffer = MarkedBuffer(root)
+        await daemon.open(buffer)
+        changes = [await daemon.edit_run(buffer, edits, interval) for interval in POLL_INTERVALS_S]
+        vmhwm_end = daemon.vmhwm_kb()
     finally:
-        await client.stop()
-        drain.cancel()
-    return DaemonRun(cold_seconds, Latency.of(recall_times), changes, vmhwm_indexed, vmhwm_end)
+        await daemon.stop()
+    return DaemonRun(daemon.cold_seconds, recall, changes, vmhwm_indexed, vmhwm_end)
 
 
 # -- all of it ---------------------------------------------------------------------

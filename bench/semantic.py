@@ -751,99 +751,19 @@ class DaemonSemantic:
 async def _daemon_semantic(label: str, root: Path, db: Path, queries: int, edits: int,
                            freshness_edits: int, freshness_timeout: float = FRESHNESS_TIMEOUT_S,
                            log=print) -> DaemonSemantic:
-    from lsprotocol import types
-    from pygls.lsp.client import LanguageClient
-
-    client = LanguageClient("ctxls-bench", "1", converter_factory=perf._raw_result_converter)
-    indexed = asyncio.Event()
     load_start = os.getloadavg()[0]
-
-    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-    def on_progress_create(params):
-        return None
-
-    @client.feature(types.PROGRESS)
-    def on_progress(params):
-        value = params.value
-        kind = value.get("kind") if isinstance(value, dict) else getattr(value, "kind", None)
-        title = value.get("title") if isinstance(value, dict) else getattr(value, "title", None)
-        if kind == "begin" and title:
-            on_progress.titles[params.token] = title
-        if kind == "end" and "index" in on_progress.titles.get(params.token, "index"):
-            indexed.set()
-
-    on_progress.titles = {}
-    await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
-    process = client._server
-    drain = asyncio.create_task(perf._drain(process.stderr))
-
-    async def request(method: str, params: dict) -> Any:
-        return await client.protocol.send_request_async(method, params)
-
+    daemon = perf.BenchDaemon(root, db, DAEMON_OPTIONS)
+    await daemon.start()
     store = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
     try:
-        uri = root.as_uri()
-        await client.initialize_async(types.InitializeParams(
-            capabilities=types.ClientCapabilities(
-                window=types.WindowClientCapabilities(work_done_progress=True)),
-            root_uri=uri, workspace_folders=[types.WorkspaceFolder(uri=uri, name=root.name)],
-            initialization_options=DAEMON_OPTIONS | {"dbPath": str(db)}))
-        client.initialized(types.InitializedParams())
-        await asyncio.wait_for(indexed.wait(), timeout=600)
-        status = await request("ctxls/status", {})
+        status = await daemon.request("ctxls/status", {})
         vectors_start, pending_start = status["vectors"], status["pending"]
-
         picked, warmup = _timed_queries(queries)
-        for query in warmup:
-            await request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
-        recall_times = []
-        for _, query in picked:
-            t0 = time.perf_counter()
-            await request("ctxls/recall", {"query": query, "kind": "code", "n": 10})
-            recall_times.append(time.perf_counter() - t0)
+        recall = await daemon.time_recalls([q for _, q in picked], warmup)
 
         buffer = perf.MarkedBuffer(root)
-        doc_uri = (root / perf.EDIT_PATH).as_uri()
-        version = 1
-
-        async def visible(ident: str, deadline: float) -> int | None:
-            polls = 0
-            while time.perf_counter() < deadline:
-                polls += 1
-                hits = (await request("ctxls/recall", {"query": ident, "kind": "code", "n": 1}))["hits"]
-                if hits and hits[0]["path"] == perf.EDIT_PATH \
-                        and hits[0]["chunk"]["symbol"] == perf.EDIT_SYMBOL:
-                    return polls
-            return None
-
-        def send(version: int) -> str:
-            old, new = buffer.rename()
-            start = types.Position(buffer.line, buffer.column)
-            change = types.TextDocumentContentChangePartial(
-                range=types.Range(start, types.Position(buffer.line, buffer.column + len(old))),
-                text=new)
-            client.text_document_did_change(types.DidChangeTextDocumentParams(
-                types.VersionedTextDocumentIdentifier(uri=doc_uri, version=version), [change]))
-            return new
-
-        client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-            uri=doc_uri, language_id="python", version=version, text=buffer.current)))
-        if await visible(buffer.ident, time.perf_counter() + 60) is None:
-            raise RuntimeError("the opened buffer never became visible in recall")
-
-        times, polls, failures = [], [], 0
-        for _ in range(edits):
-            version += 1
-            t0 = time.perf_counter()
-            new = send(version)
-            n = await visible(new, t0 + perf.EDIT_TIMEOUT_S)
-            if n is None:
-                failures += 1
-                continue
-            times.append(time.perf_counter() - t0 - perf.DEBOUNCE_MS / 1000)
-            polls.append(n)
-        change = perf.ChangeRun(0.0, perf.Latency.of(times),
-                                sorted(polls)[len(polls) // 2] if polls else 0, failures)
+        await daemon.open(buffer)
+        change = await daemon.edit_run(buffer, edits, 0.0)
         log(f"semantic: {label}: didChange -> recall p95 {change.latency.p95:.1f} ms")
 
         # Vector freshness: no recall in between (a query defers the worker too).
@@ -853,9 +773,8 @@ async def _daemon_semantic(label: str, root: Path, db: Path, queries: int, edits
                       "WHERE f.path = ? AND c.symbol = ? AND instr(c.text, ?) > 0")
         for _ in range(freshness_edits):
             await asyncio.sleep(0.5)
-            version += 1
             t0 = time.perf_counter()
-            new = send(version)
+            new = daemon.rename(buffer)
             while True:
                 found = await asyncio.to_thread(
                     lambda: store.execute(has_vector, (perf.EDIT_PATH, perf.EDIT_SYMBOL, new)).fetchone())
@@ -867,15 +786,12 @@ async def _daemon_semantic(label: str, root: Path, db: Path, queries: int, edits
                     break
                 await asyncio.sleep(FRESHNESS_POLL_S)
         log(f"semantic: {label}: new vector p95 {perf.Latency.of(fresh).p95:.0f} ms")
-        status = await request("ctxls/status", {})
-        vmhwm = perf._vmhwm_kb(process.pid)
-        await client.shutdown_async(None)
-        client.exit(None)
+        status = await daemon.request("ctxls/status", {})
+        vmhwm = daemon.vmhwm_kb()
     finally:
         store.close()
-        await client.stop()
-        drain.cancel()
-    return DaemonSemantic(label, vectors_start, pending_start, perf.Latency.of(recall_times), change,
+        await daemon.stop()
+    return DaemonSemantic(label, vectors_start, pending_start, recall, change,
                           perf.Latency.of(fresh), fresh_failures, freshness_timeout, status["vectors"],
                           status["pending"], vmhwm, (load_start, os.getloadavg()[0]))
 
