@@ -91,6 +91,13 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _check_file(path: Path, expected_sha256: str | None) -> None:
+    if not path.is_file():
+        raise EmbedderUnavailable(f"{path} does not exist")
+    if expected_sha256 is not None and _sha256(path) != expected_sha256:
+        raise EmbedderUnavailable(f"{path} does not have the expected sha256")
+
+
 class OnnxEmbedder:
     """Mean-pooled, L2-normalised sentence embeddings. Thread-safe."""
 
@@ -100,12 +107,8 @@ class OnnxEmbedder:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise EmbedderUnavailable(f"onnxruntime/tokenizers not installed: {exc}") from exc
-        for path, expected in ((files.model, files.model_sha256),
-                               (files.tokenizer, files.tokenizer_sha256)):
-            if not path.is_file():
-                raise EmbedderUnavailable(f"{path} does not exist")
-            if expected is not None and _sha256(path) != expected:
-                raise EmbedderUnavailable(f"{path} does not have the expected sha256")
+        _check_file(files.model, files.model_sha256)
+        _check_file(files.tokenizer, files.tokenizer_sha256)
         try:
             self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
             # The file's own defaults are wrong for us: truncate, pad to the batch's longest.
@@ -152,15 +155,17 @@ class OnnxEmbedder:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
 
+def model_files(model: str | None = None, tokenizer: str | None = None) -> ModelFiles:
+    """The default model's files, or the user's (both paths must be given)."""
+    if not (model or tokenizer):
+        return default_model_files()
+    if not (model and tokenizer):
+        raise EmbedderUnavailable("embedModel and embedTokenizer go together")
+    return user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))
+
+
 def load_embedder(model: str | None = None, tokenizer: str | None = None) -> OnnxEmbedder:
-    """The default model, or the user's (both paths must be given)."""
-    if model or tokenizer:
-        if not (model and tokenizer):
-            raise EmbedderUnavailable("embedModel and embedTokenizer go together")
-        files = user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))
-    else:
-        files = default_model_files()
-    return OnnxEmbedder(files)
+    return OnnxEmbedder(model_files(model, tokenizer))
 
 
 def load_counting_tokenizer(model: str | None = None, tokenizer: str | None = None):
@@ -168,12 +173,8 @@ def load_counting_tokenizer(model: str | None = None, tokenizer: str | None = No
     padding. Needs only the tokenizer file (checked like the model's)."""
     from tokenizers import Tokenizer
 
-    files = (user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))
-             if model and tokenizer else default_model_files())
-    if not files.tokenizer.is_file():
-        raise EmbedderUnavailable(f"{files.tokenizer} does not exist")
-    if files.tokenizer_sha256 is not None and _sha256(files.tokenizer) != files.tokenizer_sha256:
-        raise EmbedderUnavailable(f"{files.tokenizer} does not have the expected sha256")
+    files = model_files(model, tokenizer)
+    _check_file(files.tokenizer, files.tokenizer_sha256)
     try:
         tokenizer = Tokenizer.from_file(str(files.tokenizer))
     except Exception as exc:
