@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ctxls import __version__
-from ctxls.index.model import RECALL_KINDS as ALL_KINDS
+from ctxls.index.model import RECALL_KINDS, RECALL_MODES
 from ctxls.index.errors import EngineError
 
 log = logging.getLogger("ctxls")
@@ -286,10 +286,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     recall = verb("recall", "search the index", cmd_recall)
     recall.add_argument("query")
-    recall.add_argument("--kind", choices=ALL_KINDS)
+    recall.add_argument("--kind", choices=RECALL_KINDS)
     recall.add_argument("-n", type=int, default=10)
     recall.add_argument("--body", action="store_true", help="include chunk text")
-    recall.add_argument("--mode", choices=("hybrid", "lexical", "semantic"))
+    recall.add_argument("--mode", choices=RECALL_MODES)
     recall.add_argument("--scope")
     recall.add_argument("--no-refresh", action="store_true",
                         help="without a daemon: skip the incremental pass first")
@@ -327,8 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     assemble = verb("assemble", "token-budgeted context for a query", cmd_assemble)
     assemble.add_argument("query")
     assemble.add_argument("--budget", type=int, default=2000, help="tokens (default 2000)")
-    assemble.add_argument("--kind", choices=ALL_KINDS)
-    assemble.add_argument("--mode", choices=("hybrid", "lexical", "semantic"))
+    assemble.add_argument("--kind", choices=RECALL_KINDS)
+    assemble.add_argument("--mode", choices=RECALL_MODES)
     assemble.add_argument("--min-score", type=float,
                           help="abstain when the top hit scores lower (see docs/protocol.md)")
     assemble.add_argument("--scope")

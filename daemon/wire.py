@@ -11,9 +11,10 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ctxls.index.demand import Candidate
-from ctxls.index.engine import (ALL_KINDS, ActivityItem, Hit, IndexStats, Item, RecallResult,
+from ctxls.index.engine import (ActivityItem, Hit, IndexStats, Item, RecallResult,
                                 SymbolInfo, memory_hit)
 from ctxls.index.errors import InvalidParams
+from ctxls.index.model import RECALL_KINDS
 from ctxls.index.graph import FileNode, Related
 from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
 from ctxls.index.stash import Peek
@@ -89,7 +90,7 @@ class Params:
             return [value], True
         if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
             return list(dict.fromkeys(value)), False
-        raise InvalidParams("kind", f"must be one of {', '.join(ALL_KINDS)} or a non-empty list of them")
+        raise InvalidParams("kind", f"must be one of {', '.join(RECALL_KINDS)} or a non-empty list of them")
 
 
 def lsp_range(start_line: int, end_line: int, end_character: int) -> dict:

@@ -20,7 +20,7 @@ from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, decode_text
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
-from ctxls.index.model import RECALL_KINDS, content_hash
+from ctxls.index.model import RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
 from ctxls.index.memory import MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow
@@ -36,8 +36,6 @@ FILE_KINDS = ("code", "doc")
 # Recalled from written memory only (index/memory.py); "doc" is recalled from
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
-ALL_KINDS = RECALL_KINDS
-RECALL_MODES = ("hybrid", "lexical", "semantic")
 MAX_RECALL_N = 200
 DAY_MS = 86_400_000
 # After an edit or a query, background embedding waits this long (seconds).
@@ -304,10 +302,10 @@ class Engine:
             raise InvalidParams("n", f"must be an integer from 1 to {MAX_RECALL_N}")
         if mode not in RECALL_MODES:
             raise InvalidParams("mode", f"must be one of {', '.join(RECALL_MODES)}")
-        kinds = list(ALL_KINDS) if kinds is None else kinds
+        kinds = list(RECALL_KINDS) if kinds is None else kinds
         for kind in kinds:
-            if kind not in ALL_KINDS:
-                raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(ALL_KINDS)}")
+            if kind not in RECALL_KINDS:
+                raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(RECALL_KINDS)}")
         conn = self.store.reader()
         if self.semantic is not None:
             self.semantic.defer(INTERACTIVE_QUIET_S)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 # What recall ranks: chunks of files (code, doc) and written memory (fact,
 # episode; direct docs rank with file docs).
 RECALL_KINDS = ("code", "doc", "fact", "episode")
+# How recall ranks: BM25 and cosine fused, BM25 only, cosine only.
+RECALL_MODES = ("hybrid", "lexical", "semantic")
 
 
 def content_hash(text: str) -> str:
