@@ -19,6 +19,11 @@ from ctxls import __version__
 from ctxls.daemon.client import EngineAccess
 from ctxls.index.errors import EngineError
 
+# Parameter types the tools share (the protocol's kinds and modes).
+RecallKind = Literal["code", "doc", "fact", "episode"]
+RecallMode = Literal["hybrid", "lexical", "semantic"]
+WrittenKind = Literal["fact", "episode", "doc"]
+
 INSTRUCTIONS = """ctxls answers questions about the repository it serves: where code,
 docs and written facts about a topic are (recall), the exact current text of a
 file or line range (get), what calls a symbol and how risky a change is (impact),
@@ -68,9 +73,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         "work. Returns hits grouped by kind (or a flat list when `kind` is one string) with path, "
         "0-based inclusive line range, symbol and score; `partial: true` while the repository is "
         "still being indexed. Fails on an empty query or unknown kind (error -32602)."))
-    def recall(query: str, kind: Literal["code", "doc", "fact", "episode"] | None = None,
+    def recall(query: str, kind: RecallKind | None = None,
                n: int = 10, body: bool = False, scope: str | None = None,
-               mode: Literal["hybrid", "lexical", "semantic"] | None = None) -> dict[str, Any]:
+               mode: RecallMode | None = None) -> dict[str, Any]:
         return bridge.call("ctxls/recall", {"query": query, "kind": kind, "n": n, "body": body,
                                             "scope": scope, "mode": mode})
 
@@ -98,7 +103,7 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         "another agent can recall it later by meaning. The same id in the same scope replaces "
         "the earlier text. Fails with -32602 on a missing id/text or unknown kind, and -32003 "
         "when the daemon requires a scope."))
-    def remember(id: str, text: str, kind: Literal["fact", "episode", "doc"] = "fact",
+    def remember(id: str, text: str, kind: WrittenKind = "fact",
                  scope: str | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
         return bridge.call("ctxls/remember", {"id": id, "text": text, "kind": kind, "by": "agent",
                                               "scope": scope, "meta": meta})
@@ -107,7 +112,7 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
         "Indexed files are never removed. Returns how many rows were removed."))
     def forget(id: str | None = None, id_prefix: str | None = None,
-               kind: Literal["fact", "episode", "doc"] | None = None,
+               kind: WrittenKind | None = None,
                scope: str | None = None) -> dict[str, Any]:
         return bridge.call("ctxls/forget", {"id": id, "idPrefix": id_prefix, "kind": kind,
                                             "scope": scope})
@@ -132,9 +137,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         "each under a numbered citation header; cite them as [n]. `abstained: true` with an empty "
         "context means nothing relevant was found; `weak: true` means little was found."))
     def assemble(query: str, budget_tokens: int = 2000,
-                 kind: Literal["code", "doc", "fact", "episode"] | None = None,
+                 kind: RecallKind | None = None,
                  min_score: float | None = None,
-                 mode: Literal["hybrid", "lexical", "semantic"] | None = None,
+                 mode: RecallMode | None = None,
                  scope: str | None = None) -> dict[str, Any]:
         return bridge.call("ctxls/assemble", {"query": query, "budgetTokens": budget_tokens,
                                               "kind": kind, "minScore": min_score, "mode": mode,
