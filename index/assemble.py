@@ -165,10 +165,11 @@ def render(blocks: list[Block]) -> str:
     return "\n\n".join(f"{block.header(n)}\n{block.text}" for n, block in enumerate(blocks, 1))
 
 
-def _cost(block: Block, counter: TokenCounter) -> int:
-    """An upper bound of what ``block`` adds to the rendered context: its
-    header (with the widest citation number) and lines, plus a separator."""
-    return counter.count(f"{block.header(999)}\n{block.text}\n\n")
+def _cost_text(block: Block) -> str:
+    """Counted for an upper bound of what ``block`` adds to the rendered
+    context: its header (with the widest citation number) and lines, plus a
+    separator."""
+    return f"{block.header(999)}\n{block.text}\n\n"
 
 
 def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter) -> list[Block]:
@@ -179,7 +180,7 @@ def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter)
     one count per candidate, not one per candidate per block."""
     ordered = sorted(candidates, key=lambda c: (-c.score, c.path, c.start_line))
     standalone = dict(zip((id(c) for c in ordered), counter.count_many(
-        [f"{_block(c).header(999)}\n{c.text}\n\n" for c in ordered])))
+        [_cost_text(_block(c)) for c in ordered])))
     blocks: list[Block] = []
     costs: dict[int, int] = {}
     seen_spans: set[tuple] = set()
@@ -199,7 +200,7 @@ def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter)
             elif block.start_line == candidate.start_line and block.end_line == candidate.end_line:
                 trial_costs[id(block)] = standalone[id(candidate)]  # not merged: counted already
             else:
-                trial_costs[id(block)] = _cost(block, counter)
+                trial_costs[id(block)] = counter.count(_cost_text(block))
         if sum(trial_costs.values()) <= budget_tokens:
             blocks, costs = trial, trial_costs
             seen_spans.add(span)
