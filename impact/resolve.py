@@ -6,7 +6,9 @@ A :class:`Resolver` answers for one request with a :class:`Verdict`:
   definition in the same file (Go: package), an import (followed through
   aliases, ``__init__`` and barrel re-exports, ``*``), a module attribute
   (``api.get``), a method on ``self``/``this``/``super``, a class or an
-  instance of it (following base classes), or, for a method on a receiver of
+  instance of it (following base classes). A class is identified by its
+  module (:class:`ClassId`), through the import that brings it into the
+  file, never by its bare name; or, for a method on a receiver of
   unknown type, a name no other indexed definition and no builtin type has.
 * ``OTHER``: it leads somewhere else (another definition, an external
   module, a module where a method was expected).
@@ -63,8 +65,35 @@ EXTERNAL_REF = Ref("external")
 
 
 @dataclass(frozen=True)
+class ClassId:
+    """A class by where it is defined, never by its bare name alone: two
+    classes named alike in two modules (a ``v1/`` compatibility copy) are two
+    classes. ``home`` is the defining file (Go: the package directory, where
+    methods live in any file); None when only the name is known (a base that
+    cannot be resolved), which is then matched by name and never confirms."""
+
+    home: str | None
+    symbol: str  # as the index qualifies it in its file: `Outer.Inner`
+
+    @property
+    def name(self) -> str:
+        return self.symbol.rsplit(".", 1)[-1]
+
+
+def class_home(path: str) -> str:
+    """Where a class's members live: its file; Go: its package directory."""
+    return posixpath.dirname(path) if path.endswith(".go") else path
+
+
+def container_id(definition: Definition) -> ClassId | None:
+    """The class a member definition belongs to."""
+    head, dot, _ = definition.symbol.rpartition(".")
+    return ClassId(class_home(definition.path), head) if dot else None
+
+
+@dataclass(frozen=True)
 class Base:
-    name: str
+    cls: ClassId
     known: bool  # an indexed class, or surely outside the index (a builtin, an external import)
 
 
@@ -73,7 +102,7 @@ class Receiver:
     """What the object of a member access (``recv.name``) is."""
 
     kind: str  # self | super | class | instance | module | external | unknown
-    class_name: str | None = None
+    cls: ClassId | None = None
     module: str | None = None
     # The class's direct bases read from its own node (self, super), when at
     # hand: a class nested in a function is not in the index.
@@ -91,7 +120,8 @@ class Targets:
         self.definitions = list(definitions)
         self.keys = frozenset(d.key for d in self.definitions)
         self.members = [d for d in self.definitions if d.container is not None]
-        self.containers = frozenset(d.container for d in self.members)
+        self.containers = frozenset(d.container for d in self.members)  # names
+        self.container_ids = frozenset(container_id(d) for d in self.members)
         self.only_methods = all(d.symbol_kind == "method" for d in self.definitions)
         self.module_level = [d for d in self.definitions if d.container is None]
 
@@ -111,10 +141,9 @@ class Resolver:
         self._spans: dict[str, list[SymbolSpan]] = {}
         self._top_level: dict[str, dict[str, str]] = {}
         self._names: dict[tuple[str, str], Ref] = {}
-        self._bases: dict[str, list[Base]] = {}
-        self._lineages: dict[tuple[str, bool], tuple[list[str], bool]] = {}
-        self._containers: dict[str, set[str | None]] = {}
-        self._owners: dict[tuple[Receiver, str], tuple[str | None, bool]] = {}
+        self._bases: dict[ClassId, list[Base]] = {}
+        self._lineages: dict[tuple[ClassId, bool], tuple[list[ClassId], bool]] = {}
+        self._owners: dict[tuple[Receiver, str], tuple[ClassId | None, bool]] = {}
         self._bare: dict[tuple[str, str], Ref] = {}
         self._receivers: dict[tuple[str, int], Receiver] = {}
         self._import_resolver: ImportResolver | None = None
@@ -273,7 +302,7 @@ class Resolver:
             if family is GO:
                 method = next((a for a in syntax.ancestors(site) if a.type == "method_declaration"), None)
                 if method is not None and syntax.go_receiver(method)[0] == name:
-                    return Receiver("self", syntax.go_receiver(method)[1])
+                    return Receiver("self", ClassId(posixpath.dirname(sf.path), syntax.go_receiver(method)[1]))
             local = self._local_receiver(sf, site, name)
             if local is not None:
                 return local
@@ -282,17 +311,32 @@ class Resolver:
                 return Receiver("module", module=ref.path)
             if ref.kind == "external":
                 return Receiver("external")
-            if self.kind_of(ref) in CLASS_KINDS:
-                return Receiver("class", ref.symbol)
-            return UNKNOWN_RECEIVER
+            cls = self.class_of(ref)
+            return Receiver("class", cls) if cls is not None else UNKNOWN_RECEIVER
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
-            return self._python_dotted_receiver(sf, node)
+            ref = self.dotted_ref(sf, syntax.text_of(node))
+            if ref.kind == "module":
+                return Receiver("module", module=ref.path)
+            if ref.kind == "external":
+                return Receiver("external")
+            cls = self.class_of(ref)
+            return Receiver("class", cls) if cls is not None else UNKNOWN_RECEIVER
         return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
 
     def _own_class(self, kind: str, sf: SourceFile, site: Node) -> Receiver:
         assert sf.family is not None
         name, node = syntax.enclosing_class(sf.family, site)
-        return Receiver(kind, name, bases=tuple(self._node_bases(sf, node)) if node is not None else None)
+        if name is None:
+            return Receiver(kind)
+        if node is None:  # Go: the method's receiver type, in this package
+            return Receiver(kind, ClassId(posixpath.dirname(sf.path), name))
+        # The innermost class span of that name holding the class's first line;
+        # a class the index does not list (nested in a function) is still this file's.
+        row = node.start_point.row
+        spans = [s for s in self.spans(sf) if s.symbol_kind in CLASS_KINDS
+                 and s.symbol.rsplit(".", 1)[-1] == name and s.start_line <= row <= s.end_line]
+        symbol = max(spans, key=lambda s: s.start_line).symbol if spans else name
+        return Receiver(kind, ClassId(class_home(sf.path), symbol), bases=tuple(self._node_bases(sf, node)))
 
     def _local_receiver(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
         """What a variable holds when the enclosing function, else the module,
@@ -375,14 +419,14 @@ class Resolver:
             return Receiver("external")
         if value.type == "composite_literal":  # Go: T{...}, pkg.T{...}, map[...]...{}, []T{...}
             type_node = value.child_by_field_name("type")
+            package = None
             if type_node is not None and type_node.type == "qualified_type":
+                package = syntax.text_of(type_node.child_by_field_name("package"))
                 type_node = type_node.child_by_field_name("name")
             if type_node is None or not syntax.is_identifier(type_node):
                 return Receiver("external")
-            type_name = syntax.text_of(type_node)
-            known = any(d.symbol == type_name and d.symbol_kind in CLASS_KINDS
-                        for d in self.definitions_named(type_name))
-            return Receiver("instance", type_name) if known else UNKNOWN_RECEIVER
+            cls = self._go_type(sf, package, syntax.text_of(type_node))
+            return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
         callee = syntax.callee_of(family, value)  # C(...), new C()
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
@@ -393,93 +437,128 @@ class Resolver:
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
         return UNKNOWN_RECEIVER
 
-    def _class_named(self, sf: SourceFile, name: str) -> str | None:
+    def _class_named(self, sf: SourceFile, name: str) -> ClassId | None:
         """The class ``name`` refers to in ``sf``, if it is one."""
-        ref = self.lookup_bare(sf, name)
-        return ref.symbol if self.kind_of(ref) in CLASS_KINDS else None
+        return self.class_of(self.lookup_bare(sf, name))
 
-    def _python_dotted_receiver(self, sf: SourceFile, node: Node) -> Receiver:
-        """``a.b.c`` made of names: after ``import a.b.c`` (or with ``a`` a
-        module), the longest prefix that is an indexed module, then the rest
-        looked up in it: a module, a class, or unknown."""
-        parts = "".join(syntax.text_of(node).split()).split(".")
+    def class_of(self, ref: Ref) -> ClassId | None:
+        """The class a reference leads to, if it is one."""
+        if ref.path is None or ref.symbol is None or self.kind_of(ref) not in CLASS_KINDS:
+            return None
+        return ClassId(class_home(ref.path), ref.symbol)
+
+    def _go_type(self, sf: SourceFile, package: str | None, name: str) -> ClassId | None:
+        """The Go type ``name`` (``package.name``) in ``sf``: in its own
+        package, or in the package the import of ``package`` names."""
+        binding = sf.binding(package) if package else None
+        if package and binding is None:
+            return None
+        for definition in self.definitions_named(name):
+            if definition.language != "go" or definition.symbol != name \
+                    or definition.symbol_kind not in CLASS_KINDS:
+                continue
+            home = posixpath.dirname(definition.path)
+            if (binding is not None and self._go_import_names(binding.spec, definition.path)) \
+                    or (binding is None and home == posixpath.dirname(sf.path)):
+                return ClassId(home, name)
+        return None
+
+    def dotted_ref(self, sf: SourceFile, dotted: str) -> Ref:
+        """What ``a.b.c`` made of names refers to in ``sf``: after Python's
+        ``import a.b.c`` the longest prefix that is an indexed module, then
+        the rest looked up in it; else ``a`` looked up, then the rest in it."""
+        parts = "".join(dotted.split()).split(".")
         root = sf.binding(parts[0])
         ref = UNKNOWN_REF
         rest: list[str] = []
-        if root is not None and root.package:
+        if sf.family is PYTHON and root is not None and root.package:
             for end in range(len(parts), 0, -1):
                 path, external = self.module_path(sf, ".".join(parts[:end]))
                 if path is not None:
                     ref, rest = Ref("module", path), parts[end:]
                     break
                 if end == 1:
-                    return Receiver("external") if external else UNKNOWN_RECEIVER
+                    return EXTERNAL_REF if external else UNKNOWN_REF
         else:
             ref, rest = self.lookup_bare(sf, parts[0]), parts[1:]
         for part in rest:
             if ref.kind != "module" or ref.path is None:
-                return Receiver("external") if ref.kind == "external" else UNKNOWN_RECEIVER
+                return EXTERNAL_REF if ref.kind == "external" else UNKNOWN_REF
             ref = self.lookup_name(ref.path, part)
-        if ref.kind == "module":
-            return Receiver("module", module=ref.path)
-        if ref.kind == "external":
-            return Receiver("external")
-        return Receiver("class", ref.symbol) if self.kind_of(ref) in CLASS_KINDS else UNKNOWN_RECEIVER
+        return ref
 
-    def direct_bases(self, class_name: str) -> list[Base]:
-        """Bases of the indexed classes named ``class_name``."""
-        if class_name not in self._bases:
+    def direct_bases(self, cls: ClassId) -> list[Base]:
+        """Bases of the indexed class ``cls`` (known by name only: of every
+        indexed class of that name), each resolved where its class is written."""
+        if cls not in self._bases:
             bases: list[Base] = []
-            for definition in self.definitions_named(class_name):
-                if definition.symbol_kind in CLASS_KINDS:
+            for definition in self.definitions_named(cls.name):
+                if definition.symbol_kind in CLASS_KINDS and (cls.home is None or (
+                        definition.symbol == cls.symbol and class_home(definition.path) == cls.home)):
                     sf = self.source(definition.path)
                     node = self.declaration(sf, definition)
                     if node is not None and sf is not None:
                         bases += self._node_bases(sf, node)
-            self._bases[class_name] = bases
-        return self._bases[class_name]
+            self._bases[cls] = bases
+        return self._bases[cls]
 
     def _node_bases(self, sf: SourceFile, class_node: Node) -> list[Base]:
         assert sf.family is not None
-        bases = []
-        for name in syntax.class_bases(sf.family, class_node):
-            binding = sf.binding(name)
-            if binding is not None and binding.imported not in (None, "*"):
-                name = binding.imported  # `from m import Base as B; class C(B)`: Base
-            indexed = any(d.symbol_kind in CLASS_KINDS for d in self.definitions_named(name))
-            external = self.module_path(sf, binding.spec)[1] if binding is not None \
-                else name in BUILTIN_FUNCTIONS[sf.family.name]
-            bases.append(Base(name, indexed or external))
-        return bases
+        return [self._base(sf, dotted) for dotted in syntax.class_bases(sf.family, class_node)]
 
-    def lineage(self, class_name: str, bases: Iterable[Base] | None = None,
-                include_self: bool = True) -> tuple[list[str], bool]:
-        """The class and its bases, breadth first (names; cycles cut), and
-        whether every base on the way is known (see :class:`Base`)."""
-        key = (class_name, include_self)
+    def _base(self, sf: SourceFile, dotted: str) -> Base:
+        """A base class named in ``sf``, through the import that brings it
+        there (aliases, re-exports): ``from m import Base as B; class C(B)``."""
+        assert sf.family is not None
+        parts = dotted.split(".")
+        name = parts[-1]
+        if sf.family is GO:
+            cls = self._go_type(sf, parts[0] if len(parts) > 1 else None, name)
+            if cls is not None:
+                return Base(cls, True)
+            external = len(parts) > 1 and sf.binding(parts[0]) is not None
+            return Base(ClassId(None, name), external or name in BUILTIN_FUNCTIONS["go"])
+        ref = self.dotted_ref(sf, dotted)
+        cls = self.class_of(ref)
+        if cls is not None:
+            return Base(cls, True)
+        if ref.kind == "external" or (ref.kind == "unknown" and len(parts) == 1
+                                      and name in BUILTIN_FUNCTIONS[sf.family.name]):
+            return Base(ClassId(None, name), True)  # object, Exception, an installed package's
+        binding = sf.binding(parts[0])
+        if len(parts) == 1 and binding is not None and binding.imported not in (None, "*"):
+            name = binding.imported  # unresolved import: at least its imported name
+        # Unresolved: matched by name, known if the index has a class of that name.
+        return Base(ClassId(None, name), any(d.symbol_kind in CLASS_KINDS for d in self.definitions_named(name)))
+
+    def lineage(self, cls: ClassId, bases: Iterable[Base] | None = None,
+                include_self: bool = True) -> tuple[list[ClassId], bool]:
+        """The class and its bases, breadth first (cycles cut), and whether
+        every base on the way is known (see :class:`Base`)."""
+        key = (cls, include_self)
         if bases is None and key in self._lineages:
             return self._lineages[key]
-        order = [class_name] if include_self else []
-        queue = list(bases if bases is not None else self.direct_bases(class_name))
-        # Without itself, a base of the same name is kept: `class Blueprint(SansioBlueprint)`.
-        seen = {class_name} if include_self else set()
+        order = [cls] if include_self else []
+        queue = list(bases if bases is not None else self.direct_bases(cls))
+        seen = {cls} if include_self else set()
         complete = True
         while queue and len(order) < MAX_BASES:
             base = queue.pop(0)
             complete = complete and base.known
-            if base.name in seen:
+            if base.cls in seen:
                 continue
-            seen.add(base.name)
-            order.append(base.name)
-            queue.extend(self.direct_bases(base.name))
+            seen.add(base.cls)
+            order.append(base.cls)
+            queue.extend(self.direct_bases(base.cls))
         if bases is None:
             self._lineages[key] = (order, complete)
         return order, complete
 
-    def defines(self, class_name: str, member: str) -> bool:
-        if member not in self._containers:
-            self._containers[member] = {d.container for d in self.definitions_named(member)}
-        return class_name in self._containers[member]
+    def defines(self, cls: ClassId, member: str) -> bool:
+        """Does the class (by name only: any class of that name) define ``member``?"""
+        if cls.home is None:
+            return any(d.container == cls.name for d in self.definitions_named(member))
+        return any(container_id(d) == cls for d in self.definitions_named(member))
 
     # -- verdicts ------------------------------------------------------------
 
@@ -511,7 +590,7 @@ class Resolver:
             return _verdict_of(self.lookup_name(receiver.module or "", name), targets)
         if receiver.kind == "external":
             return Verdict.OTHER
-        if receiver.class_name and receiver.kind in ("self", "super", "class", "instance"):
+        if receiver.cls is not None and receiver.kind in ("self", "super", "class", "instance"):
             return self._class_member_verdict(receiver, name, targets)
         # A receiver of unknown type.
         builtin = name in BUILTIN_METHODS[sf.family.name if sf.family else "generic"]
@@ -531,21 +610,23 @@ class Resolver:
             # does, if every base is known. Never on `self`, which may be an
             # instance of a subclass mixing in the definer (mixins, abstract bases).
             return Verdict.OTHER if complete and receiver.kind != "self" else Verdict.UNKNOWN
-        if owner in targets.containers:
+        if owner in targets.container_ids:
             return Verdict.CONFIRMED
+        if owner.home is None:  # a class known by name only never confirms
+            return Verdict.UNKNOWN if owner.name in targets.containers else Verdict.OTHER
         # self.m() in a base class reaches an override in a subclass at run time.
         if receiver.kind == "self" and any(owner in self.lineage(container, include_self=False)[0]
-                                           for container in targets.containers):
+                                           for container in targets.container_ids):
             return Verdict.UNKNOWN
         return Verdict.OTHER
 
-    def _owner(self, receiver: Receiver, name: str) -> tuple[str | None, bool]:
+    def _owner(self, receiver: Receiver, name: str) -> tuple[ClassId | None, bool]:
         """The first class up the receiver's lineage defining ``name``, and
         whether the lineage is fully known."""
         key = (receiver, name)
         if key not in self._owners:
-            assert receiver.class_name is not None
-            lineage, complete = self.lineage(receiver.class_name, receiver.bases, receiver.kind != "super")
+            assert receiver.cls is not None
+            lineage, complete = self.lineage(receiver.cls, receiver.bases, receiver.kind != "super")
             self._owners[key] = (next((cls for cls in lineage if self.defines(cls, name)), None), complete)
         return self._owners[key]
 

@@ -326,7 +326,7 @@ def go_receiver(method: Node) -> tuple[str, str]:
 
 
 def class_bases(family: Family, class_node: Node) -> list[str]:
-    """Last segments of the names a class derives from (Go: embedded types)."""
+    """The (dotted) names a class derives from (Go: embedded types), as written."""
     bases: list[Node] = []
     if family is PYTHON:
         superclasses = class_node.child_by_field_name("superclasses")
@@ -347,11 +347,11 @@ def class_bases(family: Family, class_node: Node) -> list[str]:
                 bases.append(declaration.child_by_field_name("type"))
     names = []
     for base in bases:
-        # `pkg.Base`, `*Base`, `Base[T]`, `Base<T>`, `mixin(Base)` -> Base
+        # `pkg.Base` -> pkg.Base; `*Base`, `Base[T]`, `Base<T>` -> Base; `mixin(Base)` -> mixin
         head = re.split(r"[\[<(]", text_of(base), maxsplit=1)[0] if base is not None else ""
-        parts = [part for part in re.split(r"[.*\s]", head) if part]
+        parts = [part for part in re.split(r"[.*&\s]", head) if part]
         if parts:
-            names.append(parts[-1])
+            names.append(".".join(parts))
     return names
 
 

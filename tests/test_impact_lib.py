@@ -313,3 +313,73 @@ def test_module_level_instances_type_their_receivers(make_engine):
     assert callers(analysis.analyze(engine, "App.route")) == {("web.py", 8, "index", True)}
     router = analysis.analyze(engine, "Router.route")
     assert router.callers == [] and router.mention_kinds["elsewhere"] == 1
+
+
+# -- class identity: by module, not by bare name (issue 16) -------------------
+
+
+CHECKER = ("class Checker:\n"
+           "    def is_true(self, x):\n"
+           "        return bool(x)\n"
+           "\n"
+           "    def run(self, x):\n"
+           "        return self.is_true(x)\n")  # line 5
+
+
+def test_a_class_is_its_module_s_not_every_class_of_that_name(make_engine):
+    engine = make_engine({
+        "pkg/__init__.py": "from .checks import Checker as Checker\n",
+        "pkg/checks.py": CHECKER,
+        "pkg/util.py": "def parse(text):\n    return text\n",
+        "pkg/v1/__init__.py": "",
+        "pkg/v1/checks.py": CHECKER,  # a compatibility copy: same names, another class
+        "pkg/v1/util.py": "def parse(text):\n    return text.strip()\n",
+        "app.py": (
+            "from pkg import Checker as C\n"  # through the package's re-export, aliased
+            "from pkg.v1.checks import Checker as OldChecker\n"
+            "from pkg.util import parse\n"
+            "from pkg.v1 import util as old_util\n"
+            "\n"
+            "\n"
+            "def new(x):\n"
+            "    return C().is_true(parse(x))\n"  # line 7: the current class and function
+            "\n"
+            "\n"
+            "def old(x):\n"
+            "    checker = OldChecker()\n"
+            "    return checker.is_true(old_util.parse(x))\n"  # line 12: the v1 copies
+            "\n"
+            "\n"
+            "class Strict(C):\n"
+            "    def is_true(self, x):\n"
+            "        return super().is_true(x) and x == 1\n"  # line 17: the base's, as imported
+        ),
+    })
+    current = analysis.analyze(engine, "Checker.is_true", "pkg/checks.py")
+    assert callers(current) == {("pkg/checks.py", 5, "Checker.run", True), ("app.py", 7, "new", True),
+                                ("app.py", 17, "Strict.is_true", True)}
+    old = analysis.analyze(engine, "Checker.is_true", "pkg/v1/checks.py")
+    assert callers(old) == {("pkg/v1/checks.py", 5, "Checker.run", True), ("app.py", 12, "old", True)}
+    # super().is_true() is the base's: not a caller of Strict's own is_true.
+    strict = analysis.analyze(engine, "Strict.is_true")
+    assert all(c.span.start_line != 17 for c in strict.callers)
+    assert callers(analysis.analyze(engine, "parse", "pkg/util.py")) == {("app.py", 7, "new", True)}
+    assert callers(analysis.analyze(engine, "parse", "pkg/v1/util.py")) == {("app.py", 12, "old", True)}
+
+
+def test_super_reaches_a_base_of_the_same_name_imported_under_another(make_engine):
+    engine = make_engine({
+        "core/blueprints.py": ("class Blueprint:\n    def register(self, app):\n        return app\n"),
+        "web/blueprints.py": (
+            "from core.blueprints import Blueprint as CoreBlueprint\n"
+            "\n"
+            "\n"
+            "class Blueprint(CoreBlueprint):\n"
+            "    def register(self, app):\n"
+            "        return super().register(app)\n"  # line 5: core's register
+        ),
+    })
+    core = analysis.analyze(engine, "Blueprint.register", "core/blueprints.py")
+    assert callers(core) == {("web/blueprints.py", 5, "Blueprint.register", True)}
+    web = analysis.analyze(engine, "Blueprint.register", "web/blueprints.py")
+    assert web.callers == []
