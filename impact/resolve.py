@@ -28,7 +28,6 @@ import posixpath
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 from tree_sitter import Node
 
@@ -640,13 +639,11 @@ class Resolver:
     def go_module(self) -> str:
         if self._go_module is None:
             self._go_module = ""
-            try:
-                for line in (Path(self.engine.root) / "go.mod").read_text("utf-8").splitlines():
-                    if line.startswith("module "):
-                        self._go_module = line.split()[1].strip("\"`")
-                        break
-            except OSError:
-                pass
+            # Through the engine's reader: a go.mod symlinked out of the root is not read.
+            for line in (self.engine.current_text("go.mod") or "").splitlines():
+                if line.startswith("module ") and len(line.split()) > 1:
+                    self._go_module = line.split()[1].strip("\"`")
+                    break
         return self._go_module
 
     # -- definitions in files ------------------------------------------------

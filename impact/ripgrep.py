@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxls.index.discovery import STORE_DIR_NAME
+from ctxls.index.discovery import STORE_DIR_NAME, real_path
 from ctxls.index.errors import RipgrepMissing
 
 RG_ENV = "CTXLS_RG"
@@ -72,10 +72,19 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
           buffers: dict[str, str], max_file_bytes: int, deadline: float) -> Sweep:
     """Every line of the indexed files under ``root`` and of the open
     ``buffers`` where ``word`` is a whole word. ``wanted`` is the index's
-    file filter (include, exclude, generated files, the store folder)."""
+    file filter (include, exclude, generated files, the store folder).
+
+    Symlinks: discovery indexes a file under its real path only, so the sweep
+    must not follow links either (rg's default: it neither descends a linked
+    folder nor reads a linked file). That keeps every byte outside the root
+    unread and each file under one name, the one the index uses; a path that
+    is still not where its file really is is dropped all the same."""
+    root = root.resolve()
     found = _rg_lines(root, word, include, max_file_bytes, deadline)
+    real_dirs: dict[str, str | None] = {"": ""}
     found.lines = {path: rows for path, rows in found.lines.items()
-                   if path not in buffers and wanted(path)}
+                   if path not in buffers and wanted(path)
+                   and real_path(root, path, real_dirs) == path}
     pattern = word_pattern(word)
     for path, text in buffers.items():
         if not wanted(path) or word not in text:
@@ -88,7 +97,7 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
 
 def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int) -> list[str]:
     command = [rg, "--json", "--fixed-strings", "--word-regexp", "--no-config",
-               "--hidden", "--no-require-git", "--max-filesize", str(max_file_bytes),
+               "--hidden", "--no-require-git", "--no-follow", "--max-filesize", str(max_file_bytes),
                "--glob", "!.git", "--glob", f"!{STORE_DIR_NAME}"]
     for extension in include:
         # An include entry is an extension ("py") or a whole file name ("Gemfile").

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,13 +48,19 @@ class SourceText:
 @dataclass
 class Skipped:
     path: str
-    reason: str  # "binary" | "too large" | "vanished" | "unreadable" | "outside root"
+    # "binary" | "too large" | "vanished" | "unreadable" | OUTSIDE_ROOT | "symlink to <path>"
+    reason: str
 
 
 @dataclass
 class Listing:
     paths: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+
+
+# A symlink (to a file, or a folder on the way) whose target is outside the
+# root: never read, whoever asks.
+OUTSIDE_ROOT = "symlink outside the root"
 
 
 # Generated files that match an included extension but are never worth
@@ -155,14 +162,45 @@ def ignored_paths(root: Path, paths: list[str]) -> set[str]:
     return ignored
 
 
-def list_files(root: Path, wanted: FileFilter) -> list[str]:
-    """Repo-relative POSIX paths to index, sorted."""
+def discover(root: Path, wanted: FileFilter) -> Listing:
+    """Repo-relative POSIX paths to index, sorted, and the candidates skipped
+    for where they really are: a symlink out of the root is never indexed, and
+    one inside it is indexed once, under its target's own path (when discovery
+    lists the target), so no file has two names in the index."""
+    root = root.resolve()
     candidates = _git_files(root)
     if not candidates:
         # Not a repository, or a folder that an enclosing repository ignores
         # (git answers for the outer one and lists nothing).
         candidates = _walk_files(root)
-    return sorted({p for p in candidates if wanted(p)})
+    listing = Listing()
+    real_dirs: dict[str, str | None] = {"": ""}
+    for path in sorted({p for p in candidates if wanted(p)}):
+        real = real_path(root, path, real_dirs)
+        if real == path:
+            listing.paths.append(path)
+        else:
+            listing.skipped.append(Skipped(path, _alias_reason(real)))
+    return listing
+
+
+def _alias_reason(real: str | None) -> str:
+    return OUTSIDE_ROOT if real is None else f"symlink to {real}"
+
+
+def real_path(root: Path, path: str, real_dirs: dict[str, str | None]) -> str | None:
+    """``relative_path`` of a repo-relative ``path`` under a resolved ``root``,
+    resolving each folder once across calls sharing ``real_dirs`` (start it
+    as ``{"": ""}``; a listing has far fewer folders than files)."""
+    folder, _, name = path.rpartition("/")
+    if folder not in real_dirs:
+        real_dirs[folder] = relative_path(root, folder)
+    real_folder = real_dirs[folder]
+    if real_folder is None:
+        return None
+    if os.path.islink(root / path):
+        return relative_path(root, path)
+    return f"{real_folder}/{name}" if real_folder else name
 
 
 def matches_pathspecs(path: str, pathspecs: list[str]) -> bool:
@@ -188,21 +226,43 @@ def looks_binary(data: bytes) -> bool:
     return b"\0" in data[:_BINARY_SNIFF_BYTES]
 
 
-def read_source(root: Path, path: str, max_bytes: int) -> SourceText | Skipped:
-    """Read one file for indexing, or say why it was skipped."""
-    full = root / path
+def read_file(root: Path, path: str, max_bytes: int | None
+              ) -> tuple[bytes, os.stat_result] | Skipped:
+    """The bytes of ``root/path`` (at most ``max_bytes + 1``) and its stat
+    taken before reading them, only when that path is where the file really
+    is. Every reader of a root's files goes through here, so a symlink never
+    leads a reader out of the root, nor to a second name of a file indexed
+    under its own."""
+    real = relative_path(root, path)
+    if real != path:
+        return Skipped(path, _alias_reason(real))
     try:
-        st = full.stat()
-        if not full.is_file():
-            return Skipped(path, "vanished")
-        if st.st_size > max_bytes:
-            return Skipped(path, "too large")
-        with open(full, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        # O_NOFOLLOW: a link planted since the check above is refused, not
+        # followed; O_NONBLOCK: a FIFO does not hang the reader.
+        fd = os.open(root / path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return Skipped(path, "vanished")
     except OSError as exc:
         return Skipped(path, f"unreadable ({exc.strerror or exc})")
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                return Skipped(path, "vanished")
+            if max_bytes is not None and st.st_size > max_bytes:
+                return Skipped(path, "too large")
+            return fh.read(-1 if max_bytes is None else max_bytes + 1), st
+        except OSError as exc:
+            return Skipped(path, f"unreadable ({exc.strerror or exc})")
+
+
+def read_source(root: Path, path: str, max_bytes: int) -> SourceText | Skipped:
+    """Read one file for indexing, or say why it was skipped."""
+    read = read_file(root, path, max_bytes)
+    if isinstance(read, Skipped):
+        return read
+    data, st = read
     if len(data) > max_bytes:
         return Skipped(path, "too large")
     if looks_binary(data):

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Callable
 
 from ctxls import __version__
-from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, decode_text, ignored_paths,
-                                   looks_binary, relative_path)
+from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, Skipped, decode_text,
+                                   ignored_paths, looks_binary, read_file, relative_path)
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
@@ -351,14 +351,15 @@ class Engine:
 
     def current_text(self, path: str) -> str | None:
         """The truth for ``path``: its open buffer, else the file on disk
-        (None when missing or binary). Read fresh, never from the index."""
+        (None when missing, binary, or not where the file really is: a
+        symlink). Read fresh, never from the index."""
         buffered = self.buffer_text(path)
         if buffered is not None:
             return buffered
-        try:
-            data = (self.root / path).read_bytes()
-        except OSError:
+        read = read_file(self.root, path, None)
+        if isinstance(read, Skipped):
             return None
+        data = read[0]
         return None if looks_binary(data) else decode_text(data)
 
     def get(self, item_id: str, start_line: int | None = None, end_line: int | None = None,
@@ -420,6 +421,7 @@ class Engine:
             "pending": files_pending + (semantic.pending() if semantic and semantic.failed is None else 0),
             "embeddings": semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0},
             "buffers": buffers,
+            "skipped": skipped_json(self.indexer.skipped),
             "root": str(self.root),
             "dbPath": self.store.db_path,
             "version": __version__,
@@ -473,6 +475,17 @@ class Engine:
                 symbol=r["symbol"], symbol_kind=r["symbol_kind"], path=path,
                 uri=self.uri_for(path), start_line=r["start_line"], end_line=r["end_line"])
         return list(merged.values())
+
+
+# Status lists this many skipped files (all are counted).
+STATUS_SKIPPED_LISTED = 100
+
+
+def skipped_json(skipped: dict[str, str]) -> dict:
+    """Files left out of the index and why, for status."""
+    listed = sorted(dict(skipped).items())
+    return {"count": len(listed),
+            "files": [{"path": p, "reason": r} for p, r in listed[:STATUS_SKIPPED_LISTED]]}
 
 
 def memory_hit(row: MemoryRow, body: bool) -> Hit:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
-                                   list_files, matches_pathspecs, read_source, stat_signature)
+                                   discover, matches_pathspecs, read_source, stat_signature)
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ParsedFile, content_hash
 from ctxls.index.store import FileRecord, FileState, Store, now_ms
@@ -81,6 +81,9 @@ class Indexer:
         # Serialises whole passes; buffer updates only take the store's write lock.
         self.pass_lock = threading.Lock()
         self._resolver: ImportResolver | None = None
+        # Files left out and why (path -> reason), for status: a whole pass
+        # replaces it, a scoped pass or a single-file update amends it.
+        self.skipped: dict[str, str] = {}
 
     # -- whole passes --------------------------------------------------------
 
@@ -92,9 +95,12 @@ class Indexer:
 
     def _run_pass(self, pathspecs, force, log_edits, progress, cancel) -> IndexStats:
         stats = IndexStats()
-        listing = list_files(self.root, self.wanted)
+        discovered = discover(self.root, self.wanted)
+        listing = discovered.paths
         self._resolver = ImportResolver(listing)
         in_scope = [p for p in listing if pathspecs is None or matches_pathspecs(p, pathspecs)]
+        skipped = {s.path: s.reason for s in discovered.skipped
+                   if pathspecs is None or matches_pathspecs(s.path, pathspecs)}
         buffers = self._open_buffers()
         states = self.store.file_states()
         stats.files = len(in_scope)
@@ -120,8 +126,7 @@ class Indexer:
                 state, stat_signature(self.root, path),
                 lambda: read_source(self.root, path, self.options.max_file_bytes), force)
             if isinstance(source, Skipped):
-                log.info("skipped %s: %s", path, source.reason)
-                stats.skipped += 1
+                skipped[path] = source.reason
             if decision is Decision.UNCHANGED:
                 stats.unchanged += 1
             elif decision is Decision.GONE:
@@ -144,6 +149,14 @@ class Indexer:
             if len(pending) >= WRITE_BATCH_FILES:
                 flush()
         flush()
+        for path, reason in skipped.items():
+            log.info("skipped %s: %s", path, reason)
+        stats.skipped = len(skipped)
+        if pathspecs is None:
+            self.skipped = skipped
+        else:
+            self.skipped = {p: r for p, r in self.skipped.items()
+                            if not matches_pathspecs(p, pathspecs)} | skipped
 
         listed = set(listing)
         stale = [p for p in states
@@ -218,9 +231,11 @@ class Indexer:
         """Re-read one file from disk (didClose, didSave, a watched-file event);
         drops it when it is gone or no longer indexable. True if rows changed."""
         source = read_source(self.root, path, self.options.max_file_bytes)
+        self.skipped.pop(path, None)
         if isinstance(source, Skipped) or not self.wanted(path):
-            if isinstance(source, Skipped):
+            if isinstance(source, Skipped) and self.wanted(path):
                 log.info("skipped %s: %s", path, source.reason)
+                self.skipped[path] = source.reason
             with self.store.write() as conn:
                 return self.store.delete_file(conn, path)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, list_files,
+from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, discover,
                                    read_source, relative_path)
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
@@ -42,10 +42,10 @@ def test_walk_honours_gitignore_include_exclude_and_skips_store(plain: Path):
         ".ctxls/index.py": "x = 1\n",
         "notes.xyz": "not an included extension\n",
     })
-    files = list_files(plain, FileFilter(DiscoveryOptions()))
+    files = discover(plain, FileFilter(DiscoveryOptions())).paths
     assert files == ["README.md", "pkg/__init__.py", "pkg/retry.py", "pkg/session.py",
                      "sub/kept.py", "web/app.ts"]
-    only_py = list_files(plain, FileFilter(DiscoveryOptions(include=("py",), exclude=("sub/",))))
+    only_py = discover(plain, FileFilter(DiscoveryOptions(include=("py",), exclude=("sub/",)))).paths
     assert only_py == ["pkg/__init__.py", "pkg/retry.py", "pkg/session.py"]
 
 
@@ -53,7 +53,7 @@ def test_git_discovery_lists_tracked_and_untracked_but_not_ignored(plain: Path):
     write_tree(plain, {".gitignore": "ignored.py\n", "ignored.py": "x = 1\n"})
     subprocess.run(["git", "init", "-q", str(plain)], check=True)
     subprocess.run(["git", "-C", str(plain), "add", "pkg/session.py"], check=True)
-    files = list_files(plain, FileFilter(DiscoveryOptions()))
+    files = discover(plain, FileFilter(DiscoveryOptions())).paths
     assert "pkg/session.py" in files and "pkg/retry.py" in files and "ignored.py" not in files
 
 
