@@ -221,6 +221,12 @@ def cmd_serve(args):
     from ctxls.daemon import server as server_module
     from ctxls.daemon.server import server
 
+    if args.node_ipc:
+        print("ctxls: --node-ipc is not supported (it needs a Node.js server); start "
+              "`ctxls serve` over stdio (the default, or --stdio)", file=sys.stderr)
+        return 2
+    if args.client_process_id is not None:
+        server.client_watch.watch(args.client_process_id)
     if args.root:
         engine = server_module.prewarm(Path(args.root))
         status = engine.status()
@@ -269,6 +275,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="run the language server (stdio by default)")
     where = serve.add_mutually_exclusive_group()
+    # The transport flags LSP clients append (vscode-languageclient: --stdio
+    # and --clientProcessId=PID); stdio is the default anyway.
+    where.add_argument("--stdio", action="store_true", help="serve LSP on stdin/stdout (the default)")
+    where.add_argument("--node-ipc", action="store_true", help=argparse.SUPPRESS)
     where.add_argument("--tcp", type=int, metavar="PORT", help="one LSP client on 127.0.0.1:PORT")
     where.add_argument("--socket", nargs="?", const="", metavar="PATH",
                        help="headless: serve the shared socket only (default ROOT/.ctxls/daemon.sock)")
@@ -276,6 +286,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--example", help="with --root: print this recall once indexed")
     serve.add_argument("--no-socket", action="store_true",
                        help="stdio only: do not open the shared daemon socket")
+    serve.add_argument("--clientProcessId", dest="client_process_id", type=int, metavar="PID",
+                       help="exit when this process (the editor) exits")
     serve.set_defaults(func=cmd_serve)
 
     index = verb("index", "index (incrementally) a folder", cmd_index, root_positional=True)

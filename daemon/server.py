@@ -13,6 +13,7 @@ import asyncio
 import functools
 import itertools
 import logging
+import os
 import signal
 import sys
 import threading
@@ -27,6 +28,7 @@ from pygls.protocol.json_rpc import JsonRPCRequestMessage
 
 from ctxls import __version__
 from ctxls.daemon import wire
+from ctxls.daemon.client_process import ClientWatch
 from ctxls.daemon.options import InitOptions, parse_init_options
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.workspaces import Workspaces
@@ -82,6 +84,9 @@ class CtxlsServer(LanguageServer):
         self.prewarmed: dict[Path, Engine] = {}
         self.no_socket = False  # `serve --no-socket`
         self.shared_socket: SocketServer | None = None
+        # The editor's process (--clientProcessId, initialize's processId).
+        self.client_watch = ClientWatch(self.exit_for_gone_client)
+        self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
 
     # -- helpers used by handlers --------------------------------------------
 
@@ -127,6 +132,28 @@ class CtxlsServer(LanguageServer):
         if await side.start():
             self.shared_socket = side
             asyncio.get_running_loop().create_task(side.serve_forever())
+
+    def exit_for_gone_client(self, pid: int) -> None:
+        """Close the shared socket and the stores, then end the process (called
+        from the watch thread): stdin may never reach end-of-stream, so the
+        normal exit path cannot be waited for."""
+        try:
+            if self.loop is not None and self.loop.is_running():
+                asyncio.run_coroutine_threadsafe(self.close_all(), self.loop).result(timeout=15)
+            else:
+                self.workspaces.close()
+        except Exception:
+            log.exception("closing after client process %d exited failed", pid)
+        finally:
+            logging.shutdown()
+            os._exit(0)
+
+    async def close_all(self) -> None:
+        self._shutdown.set()
+        if self.shared_socket is not None:
+            self.shared_socket.close()
+            self.shared_socket = None
+        await asyncio.to_thread(self.workspaces.close)
 
     def warn(self, message: str) -> None:
         log.warning("%s", message)
@@ -338,6 +365,9 @@ def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[A
 
 @server.feature(types.INITIALIZE)
 def on_initialize(ls: CtxlsServer, params: types.InitializeParams) -> None:
+    ls.loop = asyncio.get_running_loop()
+    if params.process_id:
+        ls.client_watch.watch(params.process_id)
     options, problems = parse_init_options(params.initialization_options)
     ls.options = options
     ls.workspaces.options = options

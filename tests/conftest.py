@@ -153,7 +153,8 @@ class Session:
 
 @asynccontextmanager
 async def serve(root: Path, options: dict | None = None,
-                capabilities: str = "visual-studio-code") -> AsyncIterator[Session]:
+                capabilities: str = "visual-studio-code",
+                args: tuple[str, ...] = ()) -> AsyncIterator[Session]:
     client = LanguageClient(converter_factory=_raw_result_converter)
     register_lsp_features(client)
     session = Session(client, root)
@@ -162,7 +163,7 @@ async def serve(root: Path, options: dict | None = None,
     def on_register(_client: LanguageClient, params: types.RegistrationParams) -> None:
         session.registrations.extend(params.registrations)
 
-    await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
+    await client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve", *args)
     # Embeddings off unless a test asks: BM25 order is deterministic, while
     # hybrid order depends on how far the background embedding has got.
     opts = {"debounceMs": 50, "embeddings": False} | (options or {})
