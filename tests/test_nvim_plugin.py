@@ -60,7 +60,7 @@ def run_suite(nvim: Path, tmp_path: Path, suite: str, repo: Path, **extra_env: s
 
 def test_commands_quickfix_lenses_and_health(nvim: Path, repo: Path, tmp_path: Path) -> None:
     result = run_suite(nvim, tmp_path, "commands", repo)
-    assert len(result["passed"]) == 8
+    assert len(result["passed"]) == 9
 
 
 def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_path: Path) -> None:
@@ -72,3 +72,15 @@ def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_
     result = run_suite(nvim, tmp_path, "roots", repo, CTXLS_TEST_OTHER_REPO=str(other_repo),
                        CTXLS_TEST_LOOSE_FILE=str(loose_file))
     assert len(result["passed"]) == 4
+
+
+def test_documented_setup_sends_an_object_and_shows_progress(nvim: Path, repo: Path,
+                                                            tmp_path: Path) -> None:
+    result = run_suite(nvim, tmp_path, "defaults", repo)
+    assert len(result["passed"]) == 2
+
+
+def test_missing_executable_is_named_by_setup_and_commands(nvim: Path, repo: Path,
+                                                           tmp_path: Path) -> None:
+    result = run_suite(nvim, tmp_path, "missing", repo)
+    assert len(result["passed"]) == 2

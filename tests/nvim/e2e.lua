@@ -5,8 +5,10 @@
 -- Environment:
 --   CTXLS_TEST_REPO    fixture repository (tests/conftest.py SAMPLE_FILES)
 --   CTXLS_TEST_PYTHON  interpreter that runs `-m ctxls.daemon.cli serve`
---   CTXLS_TEST_SUITE   "commands" (every command, via vim.lsp.enable) or
---                      "roots" (one client per root, via the plugin's own autocmd)
+--   CTXLS_TEST_SUITE   "commands" (every command, via vim.lsp.enable),
+--                      "roots" (one client per root, via the plugin's own autocmd),
+--                      "defaults" (the documented setup(): init_options, progress) or
+--                      "missing" (no server executable)
 --   CTXLS_TEST_OTHER_REPO, CTXLS_TEST_LOOSE_FILE  only for the "roots" suite
 local repo = assert(os.getenv("CTXLS_TEST_REPO"))
 local python = assert(os.getenv("CTXLS_TEST_PYTHON"))
@@ -180,6 +182,12 @@ local function commands_suite()
     )
     local messages = vim.fn.execute("messages")
     expect(messages:match("ctxls impact of send_prepared: risk %a+ · 1 caller"), "risk not echoed: %s", messages)
+    -- A message wider than the command line, or of several lines, makes Neovim
+    -- ask "Press ENTER": the echo must be one line that fits.
+    local last = vim.split(vim.trim(messages), "\n")
+    last = last[#last]
+    expect(last:match("^ctxls impact of send_prepared"), "the impact summary is not one line: %q", messages)
+    expect(vim.fn.strdisplaywidth(last) <= vim.v.echospace, "%q is wider than %d", last, vim.v.echospace)
   end)
 
   step("code lenses show caller counts on definitions", function()
@@ -199,7 +207,10 @@ local function commands_suite()
     -- Running the lens shows the impact, through the plugin's client command.
     vim.api.nvim_win_set_cursor(0, { 16, 0 })
     local items = quickfix_from("lua vim.lsp.codelens.run()", "ctxls impact: send_prepared")
-    expect(#items == 1, "the lens's impact has %d callers, expected 1", #items)
+    local callers = vim.tbl_filter(function(item)
+      return item.bufnr ~= 0
+    end, items)
+    expect(#callers == 1, "the lens's impact has %d callers, expected 1", #callers)
   end)
 
   step(":CtxRemember writes a fact that :CtxRecall finds", function()
@@ -230,6 +241,82 @@ local function commands_suite()
       expect(report:match(expected), "%q missing from the health report:\n%s", expected, report)
     end
     expect(not report:match("ERROR"), "health report has errors:\n%s", report)
+  end)
+
+  step(":CtxRestart stops the server and starts a new one for the open buffers", function()
+    vim.cmd.buffer(session_buf)
+    local old = client
+    vim.cmd("CtxRestart")
+    client = wait_for("a new client attached to pkg/session.py", 10000, function()
+      local attached = vim.lsp.get_clients({ name = "ctxls", bufnr = session_buf })[1]
+      return attached and attached.id ~= old.id and attached.initialized and attached
+    end)
+    expect(old:is_stopped(), "the old client %d still runs", old.id)
+    expect(vim.tbl_contains(results.notifications, "ctxls: restarted (1 server(s) stopped)"), "no restart notice")
+    wait_indexed(client)
+    local items = quickfix_from("CtxRecall send prepared request", "ctxls recall: send prepared request")
+    expect(find_item(items, "pkg/session.py", 16, "^send_prepared$"), "items: %s", describe_items(items))
+  end)
+end
+
+local function defaults_suite()
+  local statuslines = {}
+  -- The documented setup: no init_options, so the plugin's default `{}`.
+  require("ctxls").setup({ cmd = server_cmd })
+  -- Registered after the plugin's own LspProgress handler: sees its result.
+  vim.api.nvim_create_autocmd("LspProgress", {
+    callback = function()
+      table.insert(statuslines, require("ctxls").statusline())
+    end,
+  })
+  local client
+
+  step("init_options default to an empty JSON object, accepted without a warning", function()
+    vim.cmd.edit(session_path)
+    client = attached_client(0)
+    expect(vim.json.encode(client.config.init_options) == "{}", "init_options encode as %s",
+      vim.json.encode(client.config.init_options))
+    wait_indexed(client)
+    for _, message in ipairs(results.notifications) do
+      expect(not message:match("initializationOptions"), "the server warned: %s", message)
+    end
+  end)
+
+  step("progress shows in the statusline helper and the message area", function()
+    local final = wait_for("the statusline to say indexed", 5000, function()
+      local line = require("ctxls").statusline()
+      return line:match("^ctxls: indexed %d+ files") and line
+    end)
+    expect(final:match("^ctxls: indexed 5 files"), "statusline: %s", final)
+    expect(vim.iter(statuslines):any(function(line)
+      return line:match("^ctxls: indexing %d+%%") ~= nil
+    end), "no progress in the statusline while indexing: %s", vim.inspect(statuslines))
+    local messages = vim.fn.execute("messages")
+    expect(messages:match("ctxls: indexed 5 files"), "no message when indexing ended: %s", messages)
+  end)
+end
+
+local function missing_suite()
+  require("ctxls").setup({ cmd = { "/nonexistent/bin/ctxls", "serve" } })
+
+  step("setup() says the executable is missing and starts nothing", function()
+    vim.cmd.edit(session_path)
+    vim.wait(300) -- nothing to poll for: give a wrongly started client time to attach
+    expect(#vim.lsp.get_clients({ name = "ctxls" }) == 0, "a client was started")
+    local said = results.notifications[1] or ""
+    expect(said:match('server executable "/nonexistent/bin/ctxls" not found'), "notifications: %s",
+      vim.inspect(results.notifications))
+  end)
+
+  step("commands name the missing executable, not setup()", function()
+    results.notifications = {}
+    vim.cmd("CtxRecall anything")
+    vim.cmd("CtxRestart")
+    expect(#results.notifications == 2, "notifications: %s", vim.inspect(results.notifications))
+    for _, message in ipairs(results.notifications) do
+      expect(message:match('server executable "/nonexistent/bin/ctxls" not found'), "said: %s", message)
+      expect(not message:match("no server running") and not message:match("call setup"), "blames setup(): %s", message)
+    end
   end)
 end
 
@@ -285,7 +372,8 @@ end, SUITE_DEADLINE_MS)
 
 -- Scheduled so the steps run after startup (VimEnter), like a user's commands.
 vim.schedule(function()
-  local ok, err = xpcall(suite == "commands" and commands_suite or roots_suite, debug.traceback)
+  local suites = { commands = commands_suite, roots = roots_suite, defaults = defaults_suite, missing = missing_suite }
+  local ok, err = xpcall(assert(suites[suite], "unknown suite"), debug.traceback)
   if not ok then
     table.insert(results.failed, { name = "suite " .. suite, error = err })
   end

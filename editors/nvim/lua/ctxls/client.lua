@@ -36,6 +36,29 @@ function M.get()
   return vim.lsp.get_clients({ name = M.name })[1]
 end
 
+--- Whether `cmd`'s program can be run (found on PATH or an executable path).
+---@param cmd string[]
+function M.executable(cmd)
+  return vim.fn.executable(cmd[1]) == 1
+end
+
+---@param client vim.lsp.Client
+---@param force boolean|nil
+function M.stop(client, force)
+  if has_client_methods then
+    return client:stop(force)
+  end
+  return client.stop(force)
+end
+
+---@param client vim.lsp.Client
+function M.is_stopped(client)
+  if has_client_methods then
+    return client:is_stopped()
+  end
+  return client.is_stopped()
+end
+
 ---@param client vim.lsp.Client
 ---@param method string
 ---@param params table
@@ -77,7 +100,8 @@ local function lsp_config(options, hooks)
     name = M.name,
     cmd = options.cmd,
     filetypes = options.filetypes,
-    init_options = options.init_options,
+    -- An empty Lua table encodes as a JSON array; the server wants an object.
+    init_options = next(options.init_options) == nil and vim.empty_dict() or options.init_options,
     capabilities = client_capabilities(options.capabilities),
     on_attach = hooks.on_attach,
     handlers = hooks.handlers,
@@ -90,9 +114,17 @@ local augroup = vim.api.nvim_create_augroup("ctxls.start", { clear = true })
 --- Start (or reuse, per root) the server for every file buffer inside a repository.
 ---@param options ctxls.Options
 ---@param hooks { on_attach: function, handlers: table<string, lsp.Handler>, commands: table<string, function> }
+---@return boolean started false when the server executable is missing (nothing is started)
 function M.enable(options, hooks)
   local config = lsp_config(options, hooks)
   vim.api.nvim_clear_autocmds({ group = augroup })
+  if not M.executable(options.cmd) then
+    -- Starting anyway would make Neovim report a spawn failure for every buffer.
+    if vim.lsp.is_enabled and vim.lsp.is_enabled(M.name) then
+      vim.lsp.enable(M.name, false)
+    end
+    return false
+  end
 
   if options.native_enable and vim.lsp.config and vim.lsp.enable then
     -- on_dir is never called outside a repository, so no client starts there.
@@ -104,7 +136,7 @@ function M.enable(options, hooks)
     end
     vim.lsp.config(M.name, config)
     vim.lsp.enable(M.name)
-    return
+    return true
   end
 
   local function start(bufnr)
@@ -128,6 +160,7 @@ function M.enable(options, hooks)
       start(bufnr)
     end
   end
+  return true
 end
 
 return M

@@ -13,6 +13,7 @@ local M = {}
 ---@field recent { limit: integer }
 ---@field open_quickfix boolean open the quickfix window after filling it
 ---@field codelens boolean show the server's code lenses
+---@field progress_messages boolean echo when the server starts and finishes indexing or embedding
 ---@field native_enable boolean use vim.lsp.config/vim.lsp.enable when this Neovim has them
 M.defaults = {
   cmd = { "ctxls", "serve" },
@@ -26,6 +27,7 @@ M.defaults = {
   recent = { limit = 20 },
   open_quickfix = true,
   codelens = true,
+  progress_messages = true,
   native_enable = true,
 }
 
@@ -52,6 +54,7 @@ function M.resolve(user)
     ["recent.limit"] = { options.recent.limit, "number" },
     open_quickfix = { options.open_quickfix, "boolean" },
     codelens = { options.codelens, "boolean" },
+    progress_messages = { options.progress_messages, "boolean" },
     native_enable = { options.native_enable, "boolean" },
   })
   if #options.cmd == 0 then

@@ -97,13 +97,22 @@ function M.callers_to_qf_items(callers, position_encoding)
   return items
 end
 
+--- Text-only quickfix items for an Impact's hedges (what the analysis may miss),
+--- after the callers: the full sentences stay readable there.
+---@param hedges string[]
+function M.hedge_qf_items(hedges)
+  return vim.tbl_map(function(hedge)
+    return { text = "note: " .. hedge }
+  end, hedges or {})
+end
+
 local function plural(count, word)
   return ("%d %s%s"):format(count, word, count == 1 and "" or "s")
 end
 
 local RISK_HIGHLIGHTS = { low = "DiagnosticOk", med = "DiagnosticWarn", high = "DiagnosticError" }
 
---- Chunks for nvim_echo: a summary line, then one line per hedge.
+--- Chunks for nvim_echo: one summary line (the hedges go to the quickfix list).
 ---@param impact table an `Impact`
 ---@return [string, string][]
 function M.impact_echo_chunks(impact)
@@ -121,9 +130,6 @@ function M.impact_echo_chunks(impact)
       "Normal",
     },
   }
-  for _, hedge in ipairs(impact.hedges) do
-    table.insert(chunks, { "\n  · " .. hedge, "Comment" })
-  end
   return chunks
 end
 

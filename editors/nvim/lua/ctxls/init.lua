@@ -6,6 +6,7 @@ local client_module = require("ctxls.client")
 local config = require("ctxls.config")
 local format = require("ctxls.format")
 local lens = require("ctxls.lens")
+local progress = require("ctxls.progress")
 
 local M = {}
 
@@ -30,10 +31,24 @@ end
 ---@param method string
 ---@param params table
 ---@param on_result fun(result: any, client: vim.lsp.Client)
+--- Why no client answers for the current buffer, in words the user can act on.
+local function why_no_client()
+  if not M.options then
+    return 'setup() has not been called: add require("ctxls").setup() to your config'
+  end
+  if not client_module.executable(M.options.cmd) then
+    return ("server executable %q not found: install ctxls or set `cmd` in setup() "
+      .. "(see :checkhealth ctxls), then :CtxRestart"):format(M.options.cmd[1])
+  end
+  return ("no ctxls server for this buffer: open a file inside a repository (a folder with %s)"):format(
+    table.concat(M.options.root_markers, ", ")
+  )
+end
+
 local function call(method, params, on_result)
   local client = client_module.get()
   if not client then
-    notify("no server running: call setup() and open a file inside a repository", vim.log.levels.ERROR)
+    notify(why_no_client(), vim.log.levels.ERROR)
     return
   end
   client_module.request(client, method, params, function(err, result)
@@ -108,12 +123,12 @@ function M.impact(symbol)
       notify(("%s is not defined anywhere in the index"):format(symbol or "the symbol under the cursor"))
       return
     end
-    show_quickfix(
-      "ctxls impact: " .. impact.symbol,
-      format.callers_to_qf_items(impact.callers, impact_client.offset_encoding)
-    )
-    -- After copen, so opening the window does not wipe the message.
-    vim.api.nvim_echo(format.impact_echo_chunks(impact), true, {})
+    local items = format.callers_to_qf_items(impact.callers, impact_client.offset_encoding)
+    vim.list_extend(items, format.hedge_qf_items(impact.hedges))
+    show_quickfix("ctxls impact: " .. impact.symbol, items)
+    -- After copen, so opening the window does not wipe the message; one line
+    -- cut to the command line's width, so no "Press ENTER" prompt.
+    progress.echo(format.impact_echo_chunks(impact), true)
   end)
 end
 
@@ -182,6 +197,51 @@ function M.status(callback)
   call("ctxls/status", vim.empty_dict(), callback)
 end
 
+--- The hooks every client is started with (set by setup()).
+local hooks
+
+--- Stop every ctxls client, then start the server again for the open buffers
+--- (also after installing a missing executable).
+function M.restart()
+  if not M.options then
+    notify(why_no_client(), vim.log.levels.ERROR)
+    return
+  end
+  local clients = vim.lsp.get_clients({ name = client_module.name })
+  for _, client in ipairs(clients) do
+    client_module.stop(client)
+  end
+  local function all_stopped()
+    return vim.iter(clients):all(client_module.is_stopped)
+  end
+  local waited_ms, STEP_MS, FORCE_AFTER_MS = 0, 50, 3000
+  local function start_again()
+    if not all_stopped() and waited_ms < FORCE_AFTER_MS then
+      waited_ms = waited_ms + STEP_MS
+      vim.defer_fn(start_again, STEP_MS)
+      return
+    end
+    for _, client in ipairs(clients) do
+      if not client_module.is_stopped(client) then
+        client_module.stop(client, true)
+      end
+    end
+    if client_module.enable(M.options, hooks) then
+      notify(("restarted (%d server(s) stopped)"):format(#clients))
+    else
+      notify(why_no_client(), vim.log.levels.ERROR)
+    end
+  end
+  start_again()
+end
+
+--- For a statusline (lualine: `sections = { lualine_x = { require("ctxls").statusline } }`):
+--- what the current buffer's server is doing, e.g. "ctxls: indexing 40% 12/30 files".
+---@return string
+function M.statusline()
+  return progress.statusline(client_module.get())
+end
+
 local function create_commands()
   local command = vim.api.nvim_create_user_command
   command("CtxRecall", function(args)
@@ -208,6 +268,9 @@ local function create_commands()
   command("CtxRemember", function(args)
     M.remember(args.args)
   end, { nargs = "+", desc = "ctxls: remember a fact" })
+  command("CtxRestart", function()
+    M.restart()
+  end, { nargs = 0, desc = "ctxls: stop the server(s) and start again for the open buffers" })
 end
 
 local function on_attach(client, bufnr)
@@ -226,7 +289,8 @@ function M.setup(user_options)
   if M.options.codelens then
     lens.refresh_after_indexing(client_module.name)
   end
-  client_module.enable(M.options, {
+  progress.attach(client_module.name, M.options.progress_messages)
+  hooks = {
     on_attach = on_attach,
     handlers = { ["workspace/codeLens/refresh"] = lens.on_refresh_request },
     commands = {
@@ -235,7 +299,10 @@ function M.setup(user_options)
         M.impact(command.arguments[1].symbol)
       end,
     },
-  })
+  }
+  if not client_module.enable(M.options, hooks) then
+    notify(why_no_client(), vim.log.levels.WARN)
+  end
 end
 
 return M

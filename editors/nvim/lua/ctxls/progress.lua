@@ -1,0 +1,106 @@
+--- The server's work-done progress ($/progress: "ctxls: indexing", "ctxls:
+--- embedding"): a statusline component and one-line messages.
+local M = {}
+
+--- client id → { active = { [token] = { title, message, percentage } }, last = string|nil }
+local by_client = {}
+
+local function short_title(title)
+  return ((title or ""):gsub("^ctxls:%s*", ""))
+end
+
+--- One line for a running task: "indexing 40% 12/30 files".
+local function describe(task)
+  local parts = { short_title(task.title) }
+  if task.percentage then
+    table.insert(parts, task.percentage .. "%")
+  end
+  if task.message and task.message ~= "" then
+    table.insert(parts, task.message)
+  end
+  return table.concat(parts, " ")
+end
+
+--- Echo one line without a "Press ENTER" prompt: cut to the space left on the
+--- command line.
+---@param chunks [string, string|nil][] text and highlight group pairs
+---@param history boolean keep it in :messages
+function M.echo(chunks, history)
+  local room = math.max(vim.v.echospace, 20)
+  local kept, used = {}, 0
+  for _, chunk in ipairs(chunks) do
+    local text = chunk[1]:gsub("\n", " ")
+    local width = vim.fn.strdisplaywidth(text)
+    if used + width > room then
+      text = vim.fn.strcharpart(text, 0, math.max(room - used - 1, 0)) .. "…"
+      table.insert(kept, { text, chunk[2] })
+      break
+    end
+    table.insert(kept, { text, chunk[2] })
+    used = used + width
+  end
+  vim.api.nvim_echo(kept, history, {})
+end
+
+---@param client_name string
+---@param show_messages boolean echo when a task begins and ends
+function M.attach(client_name, show_messages)
+  vim.api.nvim_create_autocmd("LspProgress", {
+    group = vim.api.nvim_create_augroup("ctxls.progress", { clear = true }),
+    callback = function(event)
+      local client = vim.lsp.get_client_by_id(event.data.client_id)
+      local value = event.data.params and event.data.params.value
+      if not client or client.name ~= client_name or type(value) ~= "table" then
+        return
+      end
+      local state = by_client[client.id] or { active = {} }
+      by_client[client.id] = state
+      local token = event.data.params.token
+      if value.kind == "begin" then
+        state.active[token] = { title = value.title, message = value.message, percentage = value.percentage }
+        if show_messages then
+          M.echo({ { "ctxls: " .. describe(state.active[token]) } }, false)
+        end
+      elseif value.kind == "report" and state.active[token] then
+        local task = state.active[token]
+        task.message = value.message or task.message
+        task.percentage = value.percentage or task.percentage
+      elseif value.kind == "end" then
+        state.active[token] = nil
+        if value.message and value.message ~= "" then
+          state.last = value.message
+          if show_messages then
+            M.echo({ { "ctxls: " .. value.message } }, true)
+          end
+        end
+      end
+      vim.cmd.redrawstatus()
+    end,
+  })
+end
+
+--- What the server of `client` is doing, for a statusline: "ctxls: indexing
+--- 40% 12/30 files", then the last finished task ("ctxls: indexed 30 files
+--- (30 new, 0 changed)"); "ctxls: starting" before any report; "" without a client.
+---@param client vim.lsp.Client|nil
+---@return string
+function M.statusline(client)
+  if not client then
+    return ""
+  end
+  local state = by_client[client.id]
+  if not state then
+    return client.initialized and "ctxls" or "ctxls: starting"
+  end
+  local running = {}
+  for _, task in pairs(state.active) do
+    table.insert(running, describe(task))
+  end
+  if #running > 0 then
+    table.sort(running)
+    return "ctxls: " .. table.concat(running, ", ")
+  end
+  return "ctxls: " .. (state.last or "ready")
+end
+
+return M
