@@ -109,6 +109,24 @@ def _human_assemble(result: dict, args: argparse.Namespace) -> str:
     return result.get("context") or f"(abstained: {note})"
 
 
+def _human_locate(result: dict, args: argparse.Namespace) -> str:
+    files = result.get("files", [])
+    if not files:
+        return "nothing located"
+    lines: list[str] = []
+    for found in files:
+        lines.append(f"{found['score']:8.3f}  {found['path']}")
+        for reason in found.get("why", []):
+            where = f" (line {reason['line'] + 1})" if "line" in reason else ""
+            lines.append(f"            {reason['signal']:8s} {reason['detail']}{where}")
+        for chunk in found.get("chunks", []):
+            lines.append(f"            chunk    {found['path']}:{chunk['startLine'] + 1}-"
+                         f"{chunk['endLine'] + 1}  {chunk.get('symbol') or ''}".rstrip())
+    if result.get("partial"):
+        lines.append("(partial: indexing is still running)")
+    return "\n".join(lines)
+
+
 def _human_plain(result: Any, args: argparse.Namespace) -> str:
     return json.dumps(result, indent=2, ensure_ascii=False)
 
@@ -140,6 +158,22 @@ def cmd_recall(args):
     params = _drop_none({"query": args.query, "kind": args.kind, "n": args.n, "body": args.body,
                          "mode": args.mode, "scope": args.scope})
     return _request(args, "ctxls/recall", params, _human_recall)
+
+
+def cmd_locate(args):
+    if args.file is not None:
+        if args.text is not None:
+            raise SystemExit("ctxls: locate takes the text or --file, not both")
+        try:
+            text = Path(args.file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise SystemExit(f"ctxls: cannot read {args.file}: {exc.strerror}")
+    elif args.text is None or args.text == "-":
+        text = sys.stdin.read()
+    else:
+        text = args.text
+    params = _drop_none({"text": text, "n": args.n, "includeTests": args.include_tests or None})
+    return _request(args, "ctxls/locate", params, _human_locate)
 
 
 def cmd_get(args):
@@ -304,6 +338,16 @@ def build_parser() -> argparse.ArgumentParser:
     recall.add_argument("--mode", choices=RECALL_MODES)
     recall.add_argument("--scope")
     recall.add_argument("--no-refresh", action="store_true",
+                        help="without a daemon: skip the incremental pass first")
+
+    locate = verb("locate", "the files to change for an issue text or stack trace", cmd_locate)
+    locate.add_argument("text", nargs="?",
+                        help="the issue text; '-' or nothing reads it from stdin")
+    locate.add_argument("--file", help="read the issue text from this file")
+    locate.add_argument("-n", type=int, default=10)
+    locate.add_argument("--include-tests", action="store_true",
+                        help="do not demote test and doc files")
+    locate.add_argument("--no-refresh", action="store_true",
                         help="without a daemon: skip the incremental pass first")
 
     get = verb("get", "print a file, a line range or a memory", cmd_get)

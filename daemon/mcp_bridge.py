@@ -25,7 +25,8 @@ RecallMode = Literal["hybrid", "lexical", "semantic"]
 WrittenKind = Literal["fact", "episode", "doc"]
 
 INSTRUCTIONS = """ctxls answers questions about the repository it serves: where code,
-docs and written facts about a topic are (recall), the exact current text of a
+docs and written facts about a topic are (recall), which files an issue or
+stack trace points at (locate), the exact current text of a
 file or line range (get), what calls a symbol and how risky a change is (impact),
 what was edited lately (recent_activity), and a token-budgeted context block
 with citations (assemble). Facts you learn can be written down (remember) and
@@ -78,6 +79,17 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                mode: RecallMode | None = None) -> dict[str, Any]:
         return bridge.call("ctxls/recall", {"query": query, "kind": kind, "n": n, "body": body,
                                             "scope": scope, "mode": mode})
+
+    @mcp.tool(description=(
+        "Given a bug report, an issue or a stack trace (paste it whole), find the files most "
+        "likely to need changing, best first. Each file comes with a score, `why` it was chosen "
+        "(a traceback frame in the repository, a symbol the text names defined there, a path or "
+        "module it mentions, an error message raised there, an import step, text similarity) and "
+        "its best chunks as 0-based inclusive line ranges. Test and doc files are demoted unless "
+        "`include_tests`. Use it first when handed an issue; then `get` the chunks. Fails on "
+        "empty text (error -32602)."))
+    def locate(text: str, n: int = 10, include_tests: bool = False) -> dict[str, Any]:
+        return bridge.call("ctxls/locate", {"text": text, "n": n, "includeTests": include_tests})
 
     @mcp.tool(description=(
         "Read the current text of an indexed file (the editor's unsaved buffer if open), a line "

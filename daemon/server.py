@@ -533,6 +533,20 @@ def recall(ls: CtxlsServer, params: wire.Params) -> dict:
     return wire.recall_json(result, flat)
 
 
+@rpc("ctxls/locate")
+def locate(ls: CtxlsServer, params: wire.Params) -> dict:
+    text = params.str("text", required=True)
+    n = params.int("n", 10)
+    include_tests = params.bool("includeTests", False)
+    engines = ls.workspaces.all() or [ls.workspaces.loose]
+    found = []  # (engine, file): several folders each rank their own files
+    for engine in engines:
+        found += [(engine, f) for f in engine.locate(text, n, include_tests)]
+    found.sort(key=lambda ef: (-ef[1].score, ef[0].uri_for(ef[1].path)))
+    return {"files": [wire.located_json(f, engine.uri_for) for engine, f in found[:n]],
+            "partial": any(not e.cold_index_done or e.indexing for e in engines)}
+
+
 @rpc("ctxls/get")
 def get(ls: CtxlsServer, params: wire.Params) -> dict | None:
     item = ls.get(params.str("id", required=True), params.int("startLine"), params.int("endLine"),

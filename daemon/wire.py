@@ -16,6 +16,7 @@ from ctxls.index.engine import (ActivityItem, Hit, IndexStats, Item, RecallResul
 from ctxls.index.errors import InvalidParams
 from ctxls.index.model import RECALL_KINDS
 from ctxls.index.graph import FileNode, Related
+from ctxls.index.locate import LocatedFile
 from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
 from ctxls.index.stash import Peek
 
@@ -114,6 +115,20 @@ def hit_json(hit: Hit) -> dict:
     if hit.meta is not None:
         out["meta"] = hit.meta
     return out
+
+
+def located_json(located: LocatedFile, uri_for: Callable[[str], str]) -> dict:
+    return {
+        "path": located.path,
+        "uri": uri_for(located.path),
+        "score": located.score,
+        "signals": located.signals,
+        "why": [{"signal": r.signal, "detail": r.detail}
+                | ({"line": r.line} if r.line is not None else {}) for r in located.reasons],
+        "chunks": [{"symbol": c.symbol, "startLine": c.start_line, "endLine": c.end_line,
+                    "range": lsp_range(c.start_line, c.end_line, c.end_character)}
+                   for c in located.chunks],
+    }
 
 
 def recall_json(result: RecallResult, flat: bool) -> dict:

@@ -23,6 +23,7 @@ from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
+from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
 from ctxls.index.scopes import EVERYTHING, Scope
@@ -37,6 +38,10 @@ FILE_KINDS = ("code", "doc")
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
 MAX_RECALL_N = 200
+MAX_LOCATE_N = 100
+# Longer texts are cut here (an issue with a whole log pasted in): the head
+# holds the title and the report, a traceback's innermost frames are at its end.
+MAX_LOCATE_CHARS = 40_000
 DAY_MS = 86_400_000
 # After an edit or a query, background embedding waits this long (seconds).
 INTERACTIVE_QUIET_S = 0.3
@@ -144,6 +149,7 @@ class Engine:
         self.demand = DemandLog(self.store)
         self.stash = Stash(self.store)
         self.progress = IndexProgress()
+        self.locator = Locator(ranking=self.options.ranking)
         self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
@@ -328,6 +334,17 @@ class Engine:
         if log:
             self.log_demand([h for hits in hits_by_kind.values() for h in hits], "recall")
         return RecallResult(hits_by_kind, partial=not self.cold_index_done or self.indexing)
+
+    def locate(self, text: str, n: int = 10, include_tests: bool = False) -> list[LocatedFile]:
+        """The files to change for an issue text (index/locate.py), best first."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidParams("text", "must be a non-empty string")
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LOCATE_N:
+            raise InvalidParams("n", f"must be an integer from 1 to {MAX_LOCATE_N}")
+        if len(text) > MAX_LOCATE_CHARS:
+            half = MAX_LOCATE_CHARS // 2
+            text = text[:half] + "\n" + text[-half:]
+        return self.locator.locate(self.store.reader(), text, n, include_tests)
 
     def log_demand(self, hits: list[Hit], action: str) -> None:
         """Append these hits to the demand log ("recall", or "fetch" for a get)."""

@@ -121,7 +121,7 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == {"recall", "get", "impact", "remember", "forget",
+            assert set(tools) == {"recall", "locate", "get", "impact", "remember", "forget",
                                   "recent_activity", "recent_memory", "assemble", "knowledge",
                                   "status"}
             assert "query" in tools["recall"].input_schema["properties"]
@@ -130,6 +130,10 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
             recall = await session.call_tool("recall", {"query": "send prepared", "kind": "code"})
             assert not recall.is_error
             assert recall.structured_content["hits"][0]["chunk"]["symbol"] == "send_prepared"
+
+            located = await session.call_tool("locate", {"text": "send_prepared() drops the timeout"})
+            assert not located.is_error
+            assert located.structured_content["files"][0]["path"] == "pkg/session.py"
 
             impact = await session.call_tool("impact", {"symbol": "Session.request"})
             assert not impact.is_error

@@ -1,0 +1,684 @@
+"""Locate: from an issue text (a bug report, a stack trace) to the files to change.
+
+The text is read the way an engineer reads it (:func:`read_issue`): fenced and
+doctest code blocks, traceback frames (Python, JavaScript/Node, Java, Go
+panics, Rust backtraces), error messages, identifiers, file paths and dotted
+module names. :class:`Locator` turns each kind of evidence into a per-file
+signal in 0..1 and ranks files, not chunks, by their weighted sum:
+
+* ``frame``: the file of a traceback frame inside the repository; the deepest
+  in-repo frame of a traceback counts most (frames that resolve to no indexed
+  file, such as the standard library or third-party packages, count nothing).
+* ``symbol``: the file defining a named class or function; a name defined in
+  one file counts fully, one defined in k files 1/k (combined noisy-or).
+* ``path``: a file path or module name the text mentions.
+* ``message``: an error message found word for word in the file (the raise site).
+* ``import``: one step along the import graph: the file a mentioned module
+  imports a mentioned name from (``from django.db.models import Q`` leads
+  through ``django/db/models/__init__.py`` to ``query_utils.py``).
+* ``text``: BM25 of the whole text over code chunks (its rarer terms only),
+  aggregated per file over its best few chunks, scaled to the best file.
+
+Test and doc files are multiplied by ``test_factor`` unless asked for. The
+weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
+"Locate").
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass, field, replace
+
+from ctxls.index.imports import ImportResolver
+from ctxls.index.model import ImportRef
+from ctxls.index.ranking import RankingConfig, bm25_scores
+from ctxls.index.tokenize import QUERY_STOPWORDS, query_terms
+
+# --- reading the text -----------------------------------------------------------------------
+
+SIGNALS = ("frame", "symbol", "path", "message", "import", "text")
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One stack frame as printed. ``depth`` 0 is where the error was raised
+    (the last frame of a Python traceback, the first of the others)."""
+
+    path: str
+    line: int | None  # 1-based, as printed
+    function: str | None
+    language: str
+    depth: int
+
+
+@dataclass
+class IssueText:
+    prose: str  # the text without its code blocks and tracebacks
+    code: list[str] = field(default_factory=list)  # code blocks (fenced, doctest, indented)
+    frames: list[Frame] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # error messages / quoted sentences
+    identifiers: list[str] = field(default_factory=list)  # code names, first mention first
+    paths: list[str] = field(default_factory=list)  # file paths as written
+    modules: list[str] = field(default_factory=list)  # dotted module names (import lines too)
+    imported: list[tuple[str, str]] = field(default_factory=list)  # (module, name) of `from m import n`
+
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+_DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
+
+_PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M)
+# `at fn (/path/x.js:10:5)`, `at /path/x.js:10:5`, `at async fn (file:///x.mjs:1:2)`
+_JS_FRAME = re.compile(
+    r"^\s*at (?:async )?(?:(?P<fn>[^\s()]+(?: \[as [^\]]+\])?) \()?(?:file://)?"
+    r"(?P<path>[^\s():]+\.(?:[cm]?js|jsx|tsx?|vue|svelte)):(?P<line>\d+)(?::\d+)?\)?\s*$", re.M)
+# `at com.example.Foo.bar(Foo.java:42)`
+_JAVA_FRAME = re.compile(
+    r"^\s*at (?P<qual>[\w$.<>]+)\((?P<file>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)", re.M)
+# Go: a function line, then `\t/path/file.go:123 +0x1d`
+_GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n\s+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
+# Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
+_RUST_FRAME = re.compile(r"^\s*\d+: (?P<fn>\S+)\n\s+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
+_RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
+
+# `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`
+_EXCEPTION_LINE = re.compile(
+    r"^\s*(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic))"
+    r"(?::[ \t]*(?P<message>.+))?$", re.M)
+_GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
+_QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|'([^'\n]{12,200})'|“([^”\n]{12,200})”")
+
+_SOURCE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "java", "kt", "go",
+                      "rs", "c", "h", "cc", "cpp", "hpp", "rb", "php", "cs", "swift", "scala",
+                      "vue", "svelte", "rst", "md", "txt", "toml", "cfg", "ini", "yml", "yaml",
+                      "json", "html", "css", "sh")
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]*\w\.(?:" + "|".join(_SOURCE_EXTENSIONS) +
+                   r"))(?![\w/-])")
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
+_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
+_SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)\b")
+_BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?", re.M)
+_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
+
+# Words in code that name nothing of the repository's.
+_CODE_NOISE = frozenset("""self cls None True False def class return import from as if else elif
+    for while in not and or is lambda with try except finally raise pass print assert yield async
+    await global nonlocal del break continue const let var function new this null undefined true
+    false int str float bool list dict set tuple len range object type super isinstance
+    Traceback most recent call last File line module stdin""".split())
+
+
+def _frames(text: str) -> list[Frame]:
+    frames: list[Frame] = []
+    # Python: most recent call last; each traceback is a run of consecutive frames.
+    runs: list[list[re.Match]] = []
+    last_end = -1
+    for match in _PY_FRAME.finditer(text):
+        between = text[last_end:match.start()] if last_end >= 0 else ""
+        if runs and between.count("\n") <= 4 and "Traceback" not in between:
+            runs[-1].append(match)
+        else:
+            runs.append([match])
+        last_end = match.end()
+    for run in runs:
+        for i, match in enumerate(run):
+            frames.append(Frame(match.group(1), int(match.group(2)), match.group(3), "python",
+                                len(run) - 1 - i))
+    # The rest print the innermost frame first.
+    for pattern, language in ((_JS_FRAME, "javascript"), (_GO_FRAME, "go"), (_RUST_FRAME, "rust")):
+        depth = 0
+        previous_end = -1
+        for match in pattern.finditer(text):
+            if previous_end >= 0 and text[previous_end:match.start()].count("\n") > 3:
+                depth = 0  # a new trace
+            fn = match.group("fn")
+            frames.append(Frame(match.group("path"), int(match.group("line")), fn, language, depth))
+            depth += 1
+            previous_end = match.end()
+    depth, previous_end = 0, -1
+    for match in _JAVA_FRAME.finditer(text):
+        if previous_end >= 0 and text[previous_end:match.start()].count("\n") > 3:
+            depth = 0
+        qual = match.group("qual")
+        parts = qual.split(".")
+        package = [p for p in parts[:-2] if p and p[0].islower()]
+        path = "/".join(package + [match.group("file")])
+        frames.append(Frame(path, int(match.group("line")), parts[-1], "java", depth))
+        depth += 1
+        previous_end = match.end()
+    for match in _RUST_PANIC.finditer(text):
+        frames.append(Frame(match.group("path"), int(match.group("line")), None, "rust", 0))
+    return frames
+
+
+def _add(seen: dict[str, None], value: str) -> None:
+    if value:
+        seen.setdefault(value)
+
+
+def read_issue(text: str) -> IssueText:
+    """Split an issue's text into prose, code and the evidence they carry."""
+    code: list[str] = [m.group(2) for m in _FENCE.finditer(text)]
+    prose = _FENCE.sub("\n", text)
+    doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
+    if doctest.strip():
+        code.append(doctest)
+    prose = _DOCTEST.sub("", prose)
+    frames = _frames(text)
+    messages: dict[str, None] = {}
+    identifiers: dict[str, None] = {}
+    for match in _EXCEPTION_LINE.finditer(text):
+        _add(identifiers, match.group("type").rsplit(".", 1)[-1])
+        if match.group("message"):
+            _add(messages, match.group("message").strip())
+    for match in _GO_PANIC.finditer(text):
+        _add(messages, match.group("message").strip())
+    for match in _QUOTED.finditer(prose):
+        quoted = next(g for g in match.groups() if g)
+        if len(quoted.split()) >= 3:
+            _add(messages, quoted.strip())
+    paths: dict[str, None] = {}
+    modules: dict[str, None] = {}
+    imported: dict[tuple[str, str], None] = {}
+    for match in _PATH.finditer(text):
+        _add(paths, match.group(1))
+    code_text = "\n".join(code)
+    for block in [code_text, text]:
+        for match in _FROM_IMPORT.finditer(block):
+            module = match.group(1)
+            _add(modules, module)
+            for name in re.split(r"[\s,]+", match.group(2)):
+                if name and name != "as":
+                    imported.setdefault((module, name))
+                    _add(identifiers, name)
+        for match in _IMPORT.finditer(block):
+            for module in re.split(r"\s*,\s*", match.group(1)):
+                _add(modules, module)
+    for frame in frames:
+        # `pkg.(*Cart).Total`, `shop::parser::Parser::next`: the function's own name.
+        words = _WORD.findall(frame.function or "")
+        if words and frame.function not in ("<module>", "<lambda>"):
+            _add(identifiers, words[-1])
+    for source in (text,):
+        for pattern in (_DOTTED_CALL, _DOTTED, _CAMEL, _SNAKE):
+            for match in pattern.finditer(source):
+                name = match.group(1)
+                if name in paths or name.split(".")[-1] in _SOURCE_EXTENSIONS:
+                    continue
+                _add(identifiers, name)
+                if "." in name:
+                    _add(modules, name)
+        for match in _BACKTICKED.finditer(source):
+            for word in _DOTTED_CALL.findall(match.group(1)) + _WORD.findall(match.group(1)):
+                _add(identifiers, word)
+    for word in _WORD.findall(code_text):
+        _add(identifiers, word)
+    imported_names = {name for _, name in imported}
+
+    def meaningful(name: str) -> bool:
+        last = name.split(".")[-1]
+        if last in _CODE_NOISE or last.isdigit() or last.lower() in QUERY_STOPWORDS:
+            return False
+        return len(last) >= 2 or last in imported_names  # `from django.db.models import Q`
+
+    names = [name for name in identifiers if meaningful(name)]
+    return IssueText(prose=prose, code=code, frames=frames, messages=list(messages),
+                     identifiers=names, paths=list(paths), modules=list(modules),
+                     imported=list(imported))
+
+
+# --- ranking ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LocateWeights:
+    # The best of bench/locate.py's grid on the dev split (BENCHMARKS.md, "Locate").
+    frame: float = 1.0
+    symbol: float = 1.0
+    path: float = 1.0
+    message: float = 1.0
+    import_: float = 0.5
+    text: float = 1.0
+    # Test and doc files are multiplied by this unless the caller asks for them.
+    test_factor: float = 0.3
+    # Frames: the deepest in-repo frame counts 1, each one further out this much less.
+    frame_decay: float = 0.6
+    # Chunk scores aggregated per file: the best, plus these shares of the next ones.
+    chunk_shares: tuple[float, ...] = (1.0, 0.5, 0.25)
+    # A name defined in more files than this names nothing in particular.
+    max_definitions: int = 12
+    # BM25: this many of the text's rarest terms, over this many chunks; a
+    # term in more than this share of chunks is dropped (it says nothing).
+    max_terms: int = 64
+    chunk_pool: int = 300
+    max_term_share: float = 0.05
+
+    def weight(self, signal: str) -> float:
+        return self.import_ if signal == "import" else getattr(self, signal)
+
+
+@dataclass(frozen=True)
+class Reason:
+    signal: str  # one of SIGNALS
+    detail: str  # what in the text pointed here (a frame, a name, a path, a message)
+    line: int | None = None  # 0-based line in the file, when the evidence names one
+
+
+@dataclass(frozen=True)
+class ChunkRef:
+    symbol: str | None
+    start_line: int  # 0-based, inclusive
+    end_line: int
+    end_character: int
+    score: float
+
+
+@dataclass
+class FileEvidence:
+    path: str
+    signals: dict[str, float] = field(default_factory=dict)  # signal -> 0..1
+    reasons: list[Reason] = field(default_factory=list)
+    chunks: dict[int, ChunkRef] = field(default_factory=dict)  # chunk id -> ref
+    test_or_doc: bool = False
+
+    def raise_signal(self, signal: str, value: float, reason: Reason | None) -> None:
+        if value > self.signals.get(signal, 0.0):
+            self.signals[signal] = value
+        if reason is not None and reason not in self.reasons:
+            self.reasons.append(reason)
+
+    def score(self, weights: LocateWeights, include_tests: bool) -> float:
+        total = sum(weights.weight(s) * v for s, v in self.signals.items())
+        if self.test_or_doc and not include_tests:
+            total *= weights.test_factor
+        return total
+
+
+@dataclass
+class LocatedFile:
+    path: str
+    score: float
+    signals: dict[str, float]
+    reasons: list[Reason]
+    chunks: list[ChunkRef]
+
+
+_TEST_OR_DOC = re.compile(
+    r"(^|/)(tests?|testing|__tests__|spec|specs|docs?|examples?|benchmarks?|asv_bench)/"
+    r"|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|[^/]*\.(test|spec)\.[jt]sx?|conftest\.py)$"
+    r"|\.(md|rst|txt)$")
+
+
+def is_test_or_doc(path: str) -> bool:
+    return _TEST_OR_DOC.search(path) is not None
+
+
+class PathIndex:
+    """Indexed paths by their trailing components, and a Python module resolver."""
+
+    def __init__(self, paths: list[str]):
+        self.by_suffix: dict[str, list[str]] = {}
+        for path in paths:
+            parts = path.split("/")
+            for first in range(len(parts)):
+                self.by_suffix.setdefault("/".join(parts[first:]), []).append(path)
+        self.resolver = ImportResolver(paths)
+
+    def resolve_path(self, written: str) -> tuple[str, int] | None:
+        """The indexed file a written path names (longest matching tail) and how
+        many components matched. A bare tail of one component counts only when
+        the path was written bare and one file has that name."""
+        parts = [p for p in written.replace("\\", "/").split("/") if p not in ("", ".")]
+        for first in range(len(parts)):
+            tail = parts[first:]
+            found = self.by_suffix.get("/".join(tail))
+            if not found:
+                continue
+            if len(tail) == 1 and (len(parts) > 1 or len(found) > 1):
+                return None
+            if len(found) == 1:
+                return found[0], len(tail)
+            return None  # ambiguous tail
+        return None
+
+    def resolve_module(self, dotted: str) -> tuple[str, str] | None:
+        """(file, the module prefix that resolved) for ``a.b.c.Name``: the longest
+        importable prefix."""
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            module = ".".join(parts[:end])
+            found = self.resolver.resolve("", ImportRef(module, 0), "python")
+            if found is not None:
+                return found, module
+        return None
+
+
+_WORD_RUN = re.compile(r"[a-z0-9]+")
+
+
+def _longest_run(message_words: list[str], text_words: set[tuple[str, ...]], longest: int) -> int:
+    """The most consecutive message words that occur together in the text (as
+    n-grams of the text, up to ``longest``)."""
+    best = 0
+    for size in range(min(longest, len(message_words)), 0, -1):
+        for start in range(len(message_words) - size + 1):
+            if tuple(message_words[start:start + size]) in text_words:
+                return size
+        if best:
+            break
+    return best
+
+
+class Locator:
+    """Ranks the indexed files of one store for an issue text. Holds caches
+    keyed on the set of indexed files; safe to share between threads."""
+
+    def __init__(self, weights: LocateWeights | None = None,
+                 ranking: RankingConfig | None = None):
+        self.weights = weights or LocateWeights()
+        self.ranking = ranking or RankingConfig()
+        self._lock = threading.Lock()
+        self._paths: tuple[tuple, PathIndex] | None = None
+
+    def path_index(self, conn: sqlite3.Connection) -> PathIndex:
+        key = tuple(conn.execute("SELECT count(*), max(id) FROM files").fetchone())
+        with self._lock:
+            if self._paths is not None and self._paths[0] == key:
+                return self._paths[1]
+        index = PathIndex([r[0] for r in conn.execute("SELECT path FROM files")])
+        with self._lock:
+            self._paths = (key, index)
+        return index
+
+    # -- evidence ------------------------------------------------------------------------
+
+    def evidence(self, conn: sqlite3.Connection, text: str,
+                 semantic_chunks: dict[int, float] | None = None) -> dict[str, FileEvidence]:
+        """Every file some evidence points at, with its signals and reasons.
+        ``semantic_chunks`` (chunk id -> 0..1) replaces BM25 for the text signal."""
+        issue = read_issue(text)
+        paths = self.path_index(conn)
+        files: dict[str, FileEvidence] = {}
+
+        def file(path: str) -> FileEvidence:
+            found = files.get(path)
+            if found is None:
+                found = files[path] = FileEvidence(path, test_or_doc=is_test_or_doc(path))
+            return found
+
+        self._frame_evidence(issue, paths, file)
+        self._path_evidence(issue, paths, file)
+        self._symbol_evidence(conn, issue, paths, file)
+        self._message_evidence(conn, issue, file)
+        self._text_evidence(conn, text, file, semantic_chunks)
+        self._frame_chunks(conn, files)
+        return files
+
+    def _frame_evidence(self, issue: IssueText, paths: PathIndex, file) -> None:
+        in_repo: list[tuple[Frame, str]] = []
+        for frame in issue.frames:
+            resolved = paths.resolve_path(frame.path)
+            if resolved is not None:
+                in_repo.append((frame, resolved[0]))
+        # The deepest in-repo frame counts 1, the next ones less and less.
+        ordered = sorted(in_repo, key=lambda fp: fp[0].depth)
+        for rank, (frame, path) in enumerate(ordered):
+            value = self.weights.frame_decay ** rank
+            line = frame.line - 1 if frame.line else None
+            where = f"{frame.path}:{frame.line}" + (f" in {frame.function}" if frame.function else "")
+            file(path).raise_signal("frame", value, Reason("frame", where, line))
+
+    def _path_evidence(self, issue: IssueText, paths: PathIndex, file) -> None:
+        for written in issue.paths:
+            resolved = paths.resolve_path(written)
+            if resolved is not None:
+                file(resolved[0]).raise_signal("path", 1.0, Reason("path", written))
+        for module in issue.modules:
+            found = paths.resolve_module(module)
+            if found is None:
+                continue
+            path, prefix = found
+            # `django.db.models.Q` names the module `django.db.models` (a weaker pointer
+            # than naming the module itself, but still a pointer).
+            value = 1.0 if prefix == module else 0.5
+            file(path).raise_signal("path", value, Reason("path", prefix))
+
+    def _symbol_evidence(self, conn: sqlite3.Connection, issue: IssueText, paths: PathIndex,
+                         file) -> None:
+        names: dict[str, list[str]] = {}  # last segment -> the written names ending in it
+        for written in issue.identifiers:
+            names.setdefault(written.split(".")[-1], []).append(written)
+        if not names:
+            return
+        lowered = sorted({n.lower() for n in names})
+        rows = []
+        for start in range(0, len(lowered), 500):
+            batch = lowered[start:start + 500]
+            rows += conn.execute(
+                f"SELECT f.path, c.symbol, c.symbol_kind, c.name, c.id, c.start_line, c.end_line, "
+                f"length(c.text) - length(rtrim(c.text, replace(c.text, char(10), ''))) "
+                f"FROM chunks c JOIN files f ON f.id = c.file_id "
+                f"WHERE c.name IN ({','.join('?' * len(batch))}) AND c.kind = 'code' "
+                f"AND c.symbol IS NOT NULL", batch).fetchall()
+        defined: dict[str, dict[str, list]] = {}  # name -> path -> rows
+        for row in rows:
+            name = row[1].rsplit(".", 1)[-1]
+            if name in names:
+                defined.setdefault(name, {}).setdefault(row[0], []).append(row)
+        # Names written with a module (`from m import Name`, `m.Name`): that module's file,
+        # or the file it imports the name from, is the definition meant.
+        qualified: dict[str, set[str]] = {}
+        for module, name in issue.imported:
+            qualified.setdefault(name, set()).add(module)
+        for written in issue.identifiers:
+            if "." in written:
+                head, name = written.rsplit(".", 1)
+                qualified.setdefault(name, set()).add(head)
+        strength: dict[str, float] = {}
+        for name, by_path in defined.items():
+            chosen = self._qualified_definitions(conn, name, qualified.get(name, ()), by_path,
+                                                 paths, file)
+            if chosen is not None:
+                by_path = {p: rows for p, rows in by_path.items() if p in chosen}
+            if not by_path or len(by_path) > self.weights.max_definitions:
+                continue
+            share = 1.0 / len(by_path)
+            for path, rows_here in by_path.items():
+                evidence = file(path)
+                before = strength.get(path, 0.0)
+                strength[path] = 1.0 - (1.0 - before) * (1.0 - share)
+                first = min(rows_here, key=lambda r: r[5])
+                evidence.raise_signal("symbol", strength[path],
+                                      Reason("symbol", first[1], first[5]))
+                for row in rows_here[:2]:
+                    evidence.chunks.setdefault(row[4], ChunkRef(row[1], row[5], row[6], -1, 0.0))
+
+    def _qualified_definitions(self, conn, name: str, modules, by_path, paths: PathIndex,
+                               file) -> set[str] | None:
+        """The files among ``by_path`` a module qualification points at, following
+        one import step from the module to where it takes the name from."""
+        chosen: set[str] = set()
+        for module in modules:
+            owner = module.split(".")[-1]
+            if owner[:1].isupper():  # `Model.save`, `models.Model.save`: a class, not a module
+                chosen |= {p for p, rows in by_path.items()
+                           if any(r[1].endswith(f"{owner}.{name}") for r in rows)}
+                continue
+            found = paths.resolve_module(module)
+            if found is None:
+                continue
+            module_file = found[0]
+            if module_file in by_path:
+                chosen.add(module_file)
+                continue
+            for (target,) in conn.execute(
+                    "SELECT i.target FROM imports i JOIN files f ON f.id = i.file_id "
+                    "WHERE f.path = ? AND i.target IS NOT NULL AND (i.spec LIKE ? OR i.spec = ?)",
+                    (module_file, f"%:{name}", name)):
+                if target in by_path or self._defines(conn, target, name):
+                    chosen.add(target)
+                    file(target).raise_signal("import", 1.0,
+                                              Reason("import", f"{name} via {module_file}"))
+        return chosen or None
+
+    @staticmethod
+    def _defines(conn, path: str, name: str) -> bool:
+        return conn.execute(
+            "SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? AND "
+            "c.name = ? LIMIT 1", (path, name.lower())).fetchone() is not None
+
+    def _message_evidence(self, conn: sqlite3.Connection, issue: IssueText, file) -> None:
+        for message in issue.messages[:8]:
+            words = _WORD_RUN.findall(message.lower())
+            if len(words) < 3:
+                continue
+            keys = sorted({w for w in words if len(w) > 2 and not w.isdigit()},
+                          key=lambda w: (-len(w), w))[:5]
+            if len(keys) < 2:
+                continue
+            match = " AND ".join('"' + k + '"' for k in keys)
+            try:
+                rows = conn.execute(
+                    "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text FROM fts_code "
+                    "JOIN chunks c ON c.id = fts_code.rowid JOIN files f ON f.id = c.file_id "
+                    "WHERE fts_code MATCH ? LIMIT 40", (match,)).fetchall()
+            except sqlite3.OperationalError:
+                continue
+            for path, chunk_id, symbol, start, end, chunk_text in rows:
+                text_words = _WORD_RUN.findall(chunk_text.lower())
+                longest = min(len(words), 8)
+                grams = {tuple(text_words[i:i + k]) for k in range(1, longest + 1)
+                         for i in range(len(text_words) - k + 1)}
+                run = _longest_run(words, grams, longest)
+                needed = min(len(words), 4)
+                if run < min(3, needed):
+                    continue
+                value = min(1.0, run / needed)
+                evidence = file(path)
+                evidence.raise_signal("message", value,
+                                      Reason("message", message[:120], start))
+                evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
+
+    def _text_terms(self, conn: sqlite3.Connection, text: str) -> list[str]:
+        """The text's terms that say something: frequent ones dropped, the rarest kept."""
+        terms = query_terms(text)
+        if not terms:
+            return []
+        frequency = _document_frequency(conn, terms)
+        total = max(conn.execute("SELECT max(rowid) FROM fts_code").fetchone()[0] or 1, 1)
+        limit = self.weights.max_term_share * total
+        kept = [t for t in terms if 0 < frequency.get(t, 0) <= limit]
+        kept.sort(key=lambda t: frequency[t])
+        return kept[:self.weights.max_terms]
+
+    def _text_evidence(self, conn: sqlite3.Connection, text: str, file,
+                       semantic_chunks: dict[int, float] | None) -> None:
+        if semantic_chunks is not None:
+            scores = semantic_chunks
+        else:
+            terms = self._text_terms(conn, text)
+            if not terms:
+                return
+            scores = bm25_scores(conn, "fts_code", terms, self.ranking, limit=self.weights.chunk_pool)
+        if not scores:
+            return
+        ids = list(scores)
+        rows = conn.execute(
+            f"SELECT c.id, f.path, c.symbol, c.start_line, c.end_line FROM chunks c "
+            f"JOIN files f ON f.id = c.file_id WHERE c.id IN ({','.join('?' * len(ids))})",
+            ids).fetchall()
+        by_file: dict[str, list[tuple[float, tuple]]] = {}
+        for row in rows:
+            by_file.setdefault(row[1], []).append((scores[row[0]], row))
+        aggregated: dict[str, float] = {}
+        shares = self.weights.chunk_shares
+        for path, scored in by_file.items():
+            scored.sort(key=lambda sr: -sr[0])
+            aggregated[path] = sum(share * s for share, (s, _) in zip(shares, scored))
+        top = max(aggregated.values(), default=0.0) or 1.0
+        for path, value in aggregated.items():
+            scored = by_file[path]
+            evidence = file(path)
+            best = scored[0][1]
+            evidence.raise_signal("text", value / top,
+                                  Reason("text", f"{len(scored)} matching chunks", best[3]))
+            for score, row in scored[:3]:
+                evidence.chunks[row[0]] = ChunkRef(row[2], row[3], row[4], -1, score)
+
+    def _frame_chunks(self, conn: sqlite3.Connection, files: dict[str, FileEvidence]) -> None:
+        """The chunk around each frame's line is one of its file's best chunks."""
+        for evidence in files.values():
+            for reason in evidence.reasons:
+                if reason.signal != "frame" or reason.line is None:
+                    continue
+                row = conn.execute(
+                    "SELECT c.id, c.symbol, c.start_line, c.end_line FROM chunks c JOIN files f "
+                    "ON f.id = c.file_id WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? "
+                    "ORDER BY c.end_line - c.start_line LIMIT 1",
+                    (evidence.path, reason.line, reason.line)).fetchone()
+                if row is not None:
+                    evidence.chunks.setdefault(row[0], ChunkRef(row[1], row[2], row[3], -1, 1e9))
+
+    # -- ranking -------------------------------------------------------------------------
+
+    def rank(self, files: dict[str, FileEvidence], n: int, include_tests: bool,
+             weights: LocateWeights | None = None) -> list[tuple[str, float]]:
+        weights = weights or self.weights
+        scored = [(path, ev.score(weights, include_tests)) for path, ev in files.items()]
+        scored = [(p, s) for p, s in scored if s > 0]
+        scored.sort(key=lambda ps: (-ps[1], ps[0]))
+        return scored[:n]
+
+    def locate(self, conn: sqlite3.Connection, text: str, n: int = 10,
+               include_tests: bool = False, max_chunks: int = 3,
+               semantic_chunks: dict[int, float] | None = None) -> list[LocatedFile]:
+        files = self.evidence(conn, text, semantic_chunks)
+        ranked = self.rank(files, n, include_tests)
+        out: list[LocatedFile] = []
+        for path, score in ranked:
+            evidence = files[path]
+            chunks = sorted(evidence.chunks.items(), key=lambda kv: (-kv[1].score, kv[1].start_line))
+            refs = _with_end_characters(conn, chunks[:max_chunks])
+            reasons = sorted(evidence.reasons,
+                             key=lambda r: -self.weights.weight(r.signal) * evidence.signals.get(r.signal, 0))
+            out.append(LocatedFile(path, round(score, 6),
+                                   {s: round(v, 4) for s, v in evidence.signals.items()},
+                                   reasons[:6], refs))
+        return out
+
+
+def _with_end_characters(conn: sqlite3.Connection, chunks: list[tuple[int, ChunkRef]]) -> list[ChunkRef]:
+    """Chunk refs with the length of their last line (the LSP range's end)."""
+    if not chunks:
+        return []
+    ids = [cid for cid, _ in chunks]
+    ends = dict(conn.execute(
+        f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall())
+    return [replace(ref, end_character=len(ends.get(cid, "").rsplit("\n", 1)[-1]),
+                    score=round(ref.score, 6) if ref.score < 1e9 else 0.0)
+            for cid, ref in chunks if cid in ends]
+
+
+def _document_frequency(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+    """term -> how many code chunks hold it, from an fts5vocab table over fts_code
+    (a temp table of this connection, made on first use)."""
+    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'locate_vocab'").fetchone() is None:
+        # The reader is query-only; a temp table writes nothing to the store.
+        only = conn.execute("PRAGMA query_only").fetchone()[0]
+        conn.execute("PRAGMA query_only = OFF")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.locate_vocab "
+                         "USING fts5vocab(main, fts_code, row)")
+        finally:
+            conn.execute(f"PRAGMA query_only = {'ON' if only else 'OFF'}")
+    out: dict[str, int] = {}
+    for start in range(0, len(terms), 500):
+        batch = terms[start:start + 500]
+        out.update(conn.execute(
+            f"SELECT term, doc FROM temp.locate_vocab WHERE term IN ({','.join('?' * len(batch))})",
+            batch).fetchall())
+    return out

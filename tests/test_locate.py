@@ -1,0 +1,233 @@
+"""Locate (index/locate.py): reading an issue text, resolving what it names,
+ranking files on a small repository, the request through the real server and
+the CLI reading stdin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.errors import InvalidParams
+from ctxls.index.locate import PathIndex, is_test_or_doc, read_issue
+
+from conftest import serve, write_tree
+
+SHOP_FILES = {
+    "shop/__init__.py": "from shop.pricing import Discount\n",
+    "shop/pricing.py": (
+        "class Discount:\n"
+        "    rate = 0.1\n"
+        "\n"
+        "    def apply(self, price):\n"
+        "        if price < 0:\n"
+        "            raise ValueError('price must not be negative, got %r' % price)\n"
+        "        return price * (1 - self.rate)\n"
+    ),
+    "shop/cart.py": (
+        "from shop.pricing import Discount\n"
+        "\n"
+        "\n"
+        "class Cart:\n"
+        "    def __init__(self, prices):\n"
+        "        self.prices = prices\n"
+        "\n"
+        "    def total(self):\n"
+        "        return sum(Discount().apply(p) for p in self.prices)\n"
+    ),
+    "shop/money.py": (
+        "def format_money(amount, currency='EUR'):\n"
+        "    return f'{amount:.2f} {currency}'\n"
+    ),
+    "tests/test_cart.py": (
+        "from shop.cart import Cart\n"
+        "\n"
+        "\n"
+        "def test_cart_total_with_discount_and_negative_price():\n"
+        "    cart = Cart([10, 20])\n"
+        "    assert cart.total() == 27\n"
+    ),
+    "docs/pricing.md": "# Pricing\n\nA Cart applies a Discount to every price in it.\n",
+}
+
+PYTHON_TRACEBACK = """\
+Cart.total() fails on a refund
+
+Traceback (most recent call last):
+  File "/home/me/app/main.py", line 3, in <module>
+    print(Cart([-3]).total())
+  File "/usr/lib/python3.11/site-packages/shop/cart.py", line 9, in total
+    return sum(Discount().apply(p) for p in self.prices)
+  File "/usr/lib/python3.11/site-packages/shop/pricing.py", line 6, in apply
+    raise ValueError('price must not be negative, got %r' % price)
+ValueError: price must not be negative, got -3
+"""
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    root = tmp_path / "shop-repo"
+    root.mkdir()
+    write_tree(root, SHOP_FILES)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+@pytest.fixture
+def engine(shop: Path):
+    eng = Engine(shop, EngineOptions())
+    eng.cold_index()
+    yield eng
+    eng.close()
+
+
+# -- reading the text ---------------------------------------------------------------------------
+
+def test_python_traceback_frames_message_and_prose():
+    issue = read_issue(PYTHON_TRACEBACK)
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.function, f.depth) for f in issue.frames] == [
+        ("main.py", 3, "<module>", 2), ("cart.py", 9, "total", 1), ("pricing.py", 6, "apply", 0)]
+    assert "price must not be negative, got -3" in issue.messages
+    assert {"ValueError", "Cart.total", "Discount", "apply"} <= set(issue.identifiers)
+
+
+def test_node_java_go_and_rust_frames_innermost_first():
+    node = read_issue("TypeError: x is undefined\n    at parseArgs (/srv/app/src/cli/args.js:42:13)\n"
+                      "    at main (/srv/app/src/index.js:7:3)\n    at node:internal/main:1:1\n")
+    assert [(f.path, f.line, f.function, f.depth) for f in node.frames] == [
+        ("/srv/app/src/cli/args.js", 42, "parseArgs", 0), ("/srv/app/src/index.js", 7, "main", 1)]
+    java = read_issue("java.lang.NullPointerException\n"
+                      "\tat com.acme.store.Basket.add(Basket.java:31)\n"
+                      "\tat com.acme.Main.main(Main.java:12)\n")
+    assert [(f.path, f.line, f.function, f.depth) for f in java.frames] == [
+        ("com/acme/store/Basket.java", 31, "add", 0), ("com/acme/Main.java", 12, "main", 1)]
+    go = read_issue("panic: runtime error: index out of range [3] with length 3\n\n"
+                    "goroutine 1 [running]:\n"
+                    "example.com/shop/cart.(*Cart).Total(0xc000010018)\n"
+                    "\t/home/me/shop/cart/cart.go:27 +0x1d\n"
+                    "main.main()\n\t/home/me/shop/main.go:9 +0x25\n")
+    assert [(f.path, f.line, f.depth) for f in go.frames] == [
+        ("/home/me/shop/cart/cart.go", 27, 0), ("/home/me/shop/main.go", 9, 1)]
+    assert go.frames[0].function == "example.com/shop/cart.(*Cart).Total"
+    assert "runtime error: index out of range [3] with length 3" in go.messages
+    rust = read_issue("thread 'main' panicked at src/parser.rs:88:9:\nunexpected token\n"
+                      "stack backtrace:\n   0: shop::parser::Parser::next\n"
+                      "             at ./src/parser.rs:88:9\n   1: shop::main\n"
+                      "             at ./src/main.rs:5:5\n")
+    assert [(f.path, f.line, f.depth) for f in rust.frames if f.function] == [
+        ("./src/parser.rs", 88, 0), ("./src/main.rs", 5, 1)]
+    assert any(f.path == "src/parser.rs" and f.function is None for f in rust.frames)
+
+
+def test_code_blocks_identifiers_paths_and_modules():
+    issue = read_issue("QuerySet.bulk_update() ignores `batch_size` in django/db/models/query.py.\n"
+                       "```python\nfrom django.db.models import Q, F\n"
+                       "Book.objects.filter(Q(title__startswith='A'))\n```\n"
+                       ">>> get_user_model().objects.count()\n"
+                       "The docs say \"a plain queryset is returned here\".\n")
+    assert issue.code[0].startswith("from django.db.models import Q, F")
+    assert "get_user_model().objects.count()" in issue.code[1]
+    assert "django/db/models/query.py" in issue.paths
+    assert "django.db.models" in issue.modules
+    assert ("django.db.models", "Q") in issue.imported
+    assert {"QuerySet.bulk_update", "batch_size", "Q", "get_user_model", "Book.objects.filter"} \
+        <= set(issue.identifiers)
+    assert "a plain queryset is returned here" in issue.messages
+    assert "```" not in issue.prose and ">>>" not in issue.prose
+
+
+def test_paths_resolve_by_their_tail_and_only_unambiguously():
+    index = PathIndex(["shop/cart.py", "shop/pricing.py", "tools/cart.py", "lib/json/decoder.py"])
+    assert index.resolve_path("/usr/lib/python3/site-packages/shop/cart.py") == ("shop/cart.py", 2)
+    assert index.resolve_path("pricing.py") == ("shop/pricing.py", 1)
+    assert index.resolve_path("cart.py") is None  # two files have that name
+    # A stdlib frame shares only the file name with a repository file: not ours.
+    assert index.resolve_path("/usr/lib/python3.11/decoder.py") is None
+    assert index.resolve_module("shop.pricing.Discount") == ("shop/pricing.py", "shop.pricing")
+
+
+def test_test_and_doc_paths():
+    assert is_test_or_doc("tests/test_cart.py") and is_test_or_doc("pkg/sub/tests/helpers.py")
+    assert is_test_or_doc("docs/pricing.md") and is_test_or_doc("web/app.spec.ts")
+    assert not is_test_or_doc("shop/pricing.py") and not is_test_or_doc("shop/contest.py")
+
+
+# -- ranking files ------------------------------------------------------------------------------
+
+def test_traceback_ranks_the_deepest_in_repo_frame_first(engine: Engine):
+    located = engine.locate(PYTHON_TRACEBACK, 5)
+    assert [f.path for f in located[:2]] == ["shop/pricing.py", "shop/cart.py"]
+    top = located[0]
+    signals = {r.signal for r in top.reasons}
+    assert {"frame", "message", "symbol"} <= signals
+    frame = next(r for r in top.reasons if r.signal == "frame")
+    assert frame.line == 5 and "in apply" in frame.detail
+    # The frame's chunk is one of the best chunks, line-exact.
+    assert any(c.symbol == "Discount.apply" and c.start_line == 3 and c.end_line == 6
+               for c in top.chunks)
+    assert top.chunks[0].end_character == len(SHOP_FILES["shop/pricing.py"].split("\n")[
+        top.chunks[0].end_line])
+
+
+def test_a_named_symbol_leads_to_its_defining_file(engine: Engine):
+    located = engine.locate("format_money() drops the currency for amounts over a million", 3)
+    assert located[0].path == "shop/money.py"
+    assert any(r.signal == "symbol" and r.detail == "format_money" for r in located[0].reasons)
+
+
+def test_an_import_step_follows_a_reexport(engine: Engine):
+    located = engine.locate("```\nfrom shop import Discount\nDiscount().apply(-1)\n```\nraises.", 3)
+    assert located[0].path == "shop/pricing.py"
+    assert any(r.signal == "import" and "shop/__init__.py" in r.detail for r in located[0].reasons)
+
+
+def test_tests_are_demoted_unless_asked_for(engine: Engine):
+    text = "test_cart_total_with_discount_and_negative_price fails"
+    demoted = engine.locate(text, 10)
+    asked = engine.locate(text, 10, include_tests=True)
+    assert asked[0].path == "tests/test_cart.py"
+    score = {f.path: f.score for f in demoted}
+    assert score["tests/test_cart.py"] < next(f.score for f in asked if f.path == "tests/test_cart.py")
+
+
+def test_bad_locate_params(engine: Engine):
+    with pytest.raises(InvalidParams):
+        engine.locate("   ", 5)
+    with pytest.raises(InvalidParams):
+        engine.locate("Cart", 0)
+
+
+# -- through the server and the CLI --------------------------------------------------------------
+
+async def test_locate_request_through_the_server(shop: Path):
+    async with serve(shop) as session:
+        await session.wait_indexed()
+        result = await session.request("ctxls/locate", {"text": PYTHON_TRACEBACK, "n": 3})
+        top = result["files"][0]
+        assert top["path"] == "shop/pricing.py" and top["uri"] == session.uri("shop/pricing.py")
+        assert {w["signal"] for w in top["why"]} >= {"frame", "message"}
+        chunk = next(c for c in top["chunks"] if c["symbol"] == "Discount.apply")
+        assert chunk["startLine"] == 3 and chunk["range"]["end"]["line"] == 6
+        assert result["partial"] is False
+        with pytest.raises(Exception) as error:
+            await session.request("ctxls/locate", {"text": ""})
+        assert "text" in str(error.value)
+
+
+def test_cli_locate_reads_stdin_and_a_file(shop: Path, tmp_path: Path):
+    cli = [sys.executable, "-m", "ctxls.daemon.cli", "locate", "--root", str(shop)]
+    piped = subprocess.run([*cli, "-", "--json"], input=PYTHON_TRACEBACK, capture_output=True,
+                           text=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert json.loads(piped.stdout)["files"][0]["path"] == "shop/pricing.py"
+    issue = tmp_path / "issue.txt"
+    issue.write_text("format_money() drops the currency", encoding="utf-8")
+    human = subprocess.run([*cli, "--file", str(issue), "-n", "2"], capture_output=True, text=True,
+                           timeout=120)
+    assert human.returncode == 0, human.stderr
+    first = human.stdout.splitlines()[0]
+    assert first.endswith("shop/money.py") and "symbol   format_money" in human.stdout
