@@ -1,0 +1,184 @@
+"""The pure parts of the multi-language code-search benchmark (bench/codesearch*.py):
+doc-comment stripping keeps every line where it was, targets point at the
+definition's name line, and the metrics count what they claim."""
+
+from __future__ import annotations
+
+import ast
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+from codesearch import score_hits  # noqa: E402
+from codesearch_corpora import CodeCorpus, selected  # noqa: E402
+from codesearch_set import Target, build_queries, comment_text, is_test_path  # noqa: E402
+
+PYTHON = '''"""Terminal rendering helpers for the console output layer."""
+import os
+
+
+class Console:
+    """A console that renders styled text to a terminal."""
+
+    def print(self, text):
+        """Print text to the terminal with the current style applied."""
+        data = text.encode()
+        return os.write(1, data)
+
+    def rule(self, title):
+        x = 1
+        return title * x
+
+    def clear(self):
+        """Clear the whole screen and move the cursor home."""
+
+
+def measure(text, width):
+    """Measure how many cells the given text needs at this width."""
+    total = 0
+    for ch in text:
+        total += 1
+    return min(total, width)
+'''
+
+RUST = '''/// Parse a duration string into whole milliseconds for timers.
+#[inline]
+pub fn parse_duration(text: &str) -> u64 {
+    let n = text.len();
+    n as u64
+}
+'''
+
+GO = '''// Package store keeps durable key value pairs on local disk.
+package store
+
+// Open opens the store at the given path and replays its log.
+func Open(path string) error {
+	x := 1
+	_ = x
+	return nil
+}
+
+// helper is not long enough.
+func helper() {}
+'''
+
+JAVA = '''package org.demo;
+
+public class Strings {
+    /**
+     * Checks whether the given {@code text} contains only blank characters.
+     *
+     * @param text the text
+     */
+    public static boolean isBlank(String text) {
+        int n = text.length();
+        return n == 0;
+    }
+}
+'''
+
+C = '''#include <stdio.h>
+
+/* Compute the hash of a key using the seeded murmur function. */
+static unsigned int
+hash_key(const char *key) {
+    unsigned int h = 0;
+    return h;
+}
+'''
+
+
+def _build(language: str, files: dict[str, str]):
+    corpus = CodeCorpus("demo", language, "pypi", "demo", "1.0", "dev")
+    return build_queries(corpus, files)
+
+
+def test_python_docstrings_are_blanked_in_place_and_targets_point_at_the_name():
+    queries, stripped, _ = _build("python", {"demo/console.py": PYTHON})
+    text = stripped["demo/console.py"]
+    lines = text.split("\n")
+    assert len(lines) == len(PYTHON.split("\n"))
+    ast.parse(text)
+    assert "Print text to the terminal" not in text
+    assert "Measure how many cells" not in text
+    descriptions = {q.query: q for q in queries if q.kind == "description"}
+    q = descriptions["Measure how many cells the given text needs at this width."]
+    (target,) = q.targets
+    assert lines[target.line].startswith("def measure(")
+    assert q.split == "dev" and q.language == "python"
+    # The module docstring is a concept over the file's largest definitions.
+    concepts = [q for q in queries if q.kind == "concept"]
+    assert any(q.query.startswith("Terminal rendering helpers") for q in concepts)
+    assert "Terminal rendering helpers" not in text
+    # A symbol query targets the definition's own line.
+    symbols = {q.query: q.targets[0] for q in queries if q.kind == "symbol"}
+    assert lines[symbols["Console"].line] == "class Console:"
+
+
+@pytest.mark.parametrize("language,path,source,sentence,name_line", [
+    ("rust", "src/time.rs", RUST, "Parse a duration string into whole milliseconds for timers.",
+     "pub fn parse_duration"),
+    ("go", "store/store.go", GO, "Open opens the store at the given path and replays its log.", "func Open"),
+    ("java", "src/main/java/org/demo/Strings.java", JAVA,
+     "Checks whether the given text contains only blank characters.", "    public static boolean isBlank"),
+    ("c", "src/hash.c", C, "Compute the hash of a key using the seeded murmur function.", "hash_key("),
+])
+def test_doc_comments_of_every_language_are_stripped_keeping_line_numbers(
+        language, path, source, sentence, name_line):
+    queries, stripped, _ = _build(language, {path: source})
+    descriptions = {q.query: q for q in queries if q.kind == "description"}
+    assert sentence in descriptions
+    lines = stripped[path].split("\n")
+    assert len(lines) == len(source.split("\n"))
+    target = descriptions[sentence].targets[0]
+    assert lines[target.line].startswith(name_line)
+    # Only the comment's lines changed.
+    changed = [i for i, (a, b) in enumerate(zip(source.split("\n"), lines)) if a != b]
+    assert changed and all(not lines[i] for i in changed)
+
+
+def test_short_definitions_and_tests_make_no_description():
+    queries, _, _ = _build("go", {"store/store.go": GO, "store/store_test.go": GO})
+    described = {(q.targets[0].path, q.query) for q in queries if q.kind == "description"}
+    assert not any("helper" in text for _, text in described)  # body too short
+    assert all(not path.endswith("_test.go") for path, _ in described)
+    assert is_test_path("src/iter/tests.rs") and not is_test_path("src/iter/mod.rs")
+
+
+def test_comment_text_drops_markers_and_block_tags():
+    assert comment_text(["/**", " * Returns the first item.", " *", " * @param x the list", " */"]) \
+        == "Returns the first item."
+    assert comment_text(["/// Spawns a task.", "/// More."]) == "Spawns a task.\nMore."
+
+
+def test_corpus_file_selection_uses_include_and_exclude_globs():
+    corpus = CodeCorpus("x", "c", "debsrc", "x", "1", "dev", include=("src/*.c",), exclude=("src/modules/*",))
+    assert selected(corpus, "src/server.c") and selected(corpus, "src/sub/dict.c")
+    assert not selected(corpus, "src/modules/hello.c") and not selected(corpus, "deps/x.c")
+
+
+def test_score_hits_single_target():
+    target = Target("a.py", 10, 1, "f")
+    hits = [("b.py", 0, 20), ("a.py", 8, 12), ("a.py", 9, 11)]
+    score = score_hits(hits, (target,))
+    assert score.rr == 0.5
+    assert score.recall == 1.0
+    assert score.ndcg == pytest.approx(1 / math.log2(3))
+    assert score_hits([("a.py", 11, 30)], (target,)).rr == 0.0  # the range must contain the line
+
+
+def test_score_hits_graded_targets_are_credited_once():
+    cls, method = Target("a.py", 1, 2, "C"), Target("a.py", 40, 1, "C.m")
+    ideal = 3 / math.log2(2) + 1 / math.log2(3)
+    perfect = score_hits([("a.py", 0, 5), ("a.py", 38, 60)], (cls, method))
+    assert perfect.ndcg == pytest.approx(1.0) and perfect.recall == 1.0
+    # The same target found twice counts once; the method alone earns its own gain only.
+    repeated = score_hits([("a.py", 38, 60), ("a.py", 39, 41), ("z.py", 0, 1)], (cls, method))
+    assert repeated.ndcg == pytest.approx(1 / ideal)
+    assert repeated.recall == 0.5 and repeated.rr == 1.0
+    assert score_hits([], (cls,)).ndcg == 0.0
