@@ -83,14 +83,30 @@ def _human_get(item: dict | None, args: argparse.Namespace) -> str:
 def _human_impact(impact: dict | None, args: argparse.Namespace) -> str:
     if impact is None:
         return "symbol not defined in the index"
-    lines = [f"{impact['symbol']}: risk {impact['risk']}, {impact['confirmed']} confirmed callers, "
-             f"{impact['mentions']} mentions, complexity {impact['complexity']}"]
+    unconfirmed = impact.get("unconfirmed", 0)
+    lines = [f"{impact['symbol']}: risk {impact['risk']}, {impact['confirmed']} confirmed callers"
+             + (f" (+{unconfirmed} unconfirmed)" if unconfirmed else "")
+             + f", {impact['mentions']} mentions, complexity {impact['complexity']}"]
+    matched = impact.get("definitionsMatched", 1)
+
+    def where(location: dict) -> str:
+        return f"{location['path']}:{location['range']['start']['line'] + 1}  {location.get('symbol') or ''}"
+
+    for definition in impact.get("definitions", []):
+        lines.append(f"  definition  {where(definition)}" + (f"  (best of {matched} matches)" if matched > 1 else ""))
+    for other in impact.get("perDefinition", [])[1:]:
+        lines.append(f"  other       {where(other['definition'])}  {other['confirmed']} confirmed, "
+                     f"{other['unconfirmed']} unconfirmed, risk {other['risk']}")
     for caller in impact.get("callers", []):
         start = caller["range"]["start"]["line"] + 1
-        mark = "" if caller.get("confirmed") else "  (unconfirmed)"
+        mark = "" if caller.get("confirmed") else f"  (unconfirmed: {caller.get('reason', 'unknown')})"
         lines.append(f"  caller  {caller['path']}:{start}  {caller.get('symbol') or ''}{mark}")
+    if impact.get("unconfirmedOmitted"):
+        reasons = ", ".join(f"{reason} {n}" for reason, n in impact.get("unconfirmedReasons", {}).items())
+        lines.append(f"  ... {impact['unconfirmedOmitted']} more unconfirmed not listed ({reasons})")
     for callee in impact.get("callees", []):
-        lines.append(f"  callee  {callee['symbol']}")
+        places = ", ".join(f"{d['path']}:{d['range']['start']['line'] + 1}" for d in callee.get("definitions", []))
+        lines.append(f"  callee  {callee['symbol']}" + (f"  {places}" if places else ""))
     lines.extend(f"  hedge   {h}" for h in impact.get("hedges", []))
     return "\n".join(lines)
 

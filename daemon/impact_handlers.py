@@ -36,9 +36,14 @@ SHOW_IMPACT_COMMAND = "ctxls.showImpact"
 def impact(ls: CtxlsServer, params: wire.Params) -> dict | None:
     symbol, uri, line, character = wire.impact_params(params)
     if symbol is not None:
-        # Several folders: the first that defines the symbol answers.
-        for engine in ls.workspaces.all():
-            found = analysis.analyze(engine, symbol)
+        # The folder of the file it is asked from first; then the first that defines it.
+        asked_from = workspace_file(ls, uri) if uri is not None else None
+        engines = ls.workspaces.all()
+        if asked_from is not None:
+            engines = [asked_from[0]] + [e for e in engines if e is not asked_from[0]]
+        for engine in engines:
+            context = asked_from[1] if asked_from is not None and engine is asked_from[0] else None
+            found = analysis.analyze(engine, symbol, context=context)
             if found is not None:
                 return wire.impact_json(found, engine.uri_for)
         return None
@@ -175,14 +180,13 @@ async def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.Code
 
 
 def lens_title(found: Impact | None) -> str:
-    """"3 callers · risk med"; unconfirmed callers are said so."""
+    """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5 unconfirmed")."""
     if found is None:
         return "definition gone · re-open the file"
-    count = len(found.callers)
+    count = found.confirmed
     title = f"{count} caller{'' if count == 1 else 's'}"
-    unconfirmed = count - found.confirmed
-    if unconfirmed:
-        title += f" ({unconfirmed} unconfirmed)"
+    if found.unconfirmed:
+        title += f" (+{found.unconfirmed} unconfirmed)"
     return f"{title} · risk {found.risk}"
 
 

@@ -230,19 +230,20 @@ if TYPE_CHECKING:
 
 
 def impact_params(params: Params) -> tuple[str | None, str | None, int | None, int | None]:
-    """(symbol, uri, line, character) of a ctxls/impact request: a symbol, or
-    a textDocument and a position."""
+    """(symbol, uri, line, character) of a ctxls/impact request: a symbol
+    (with an optional textDocument: the file it is asked from), or a
+    textDocument and a position."""
     symbol = params.str("symbol")
-    if symbol is not None:
-        if not symbol.strip():
-            raise InvalidParams("symbol", "must be a non-empty string")
-        return symbol, None, None, None
     document, position = params.object("textDocument"), params.object("position")
-    if document is None and position is None:
+    if symbol is not None and not symbol.strip():
+        raise InvalidParams("symbol", "must be a non-empty string")
+    if symbol is None and document is None and position is None:
         raise InvalidParams("symbol", "is required (or textDocument and position)")
     uri = document.get("uri") if document is not None else None
-    if not isinstance(uri, str) or not uri:
+    if (document is not None or symbol is None) and (not isinstance(uri, str) or not uri):
         raise InvalidParams("textDocument", "must be an object with a uri")
+    if symbol is not None:
+        return symbol, uri, None, None
     if position is None:
         raise InvalidParams("position", "is required with textDocument")
     line, character = position.get("line"), position.get("character")
@@ -266,24 +267,50 @@ def definition_json(definition: Definition, uri_for: Callable[[str], str]) -> di
 
 
 def impact_json(impact: Impact, uri_for: Callable[[str], str]) -> dict:
-    return {
+    out = {
         "symbol": impact.symbol,
         "definitions": [definition_json(d, uri_for) for d in impact.definitions],
-        "callers": [{"path": c.path, "uri": uri_for(c.path), "range": span_json(c.span),
-                     "symbol": c.symbol, "confirmed": c.confirmed, "kind": c.kind}
-                    for c in impact.callers],
+        "callers": callers_json(impact.callers, uri_for),
         "callees": [{"symbol": c.symbol,
                      "definitions": [definition_json(d, uri_for) for d in c.definitions],
                      "ranges": [span_json(s) for s in c.call_sites]} for c in impact.callees],
         "refCount": impact.ref_count,
         "confirmed": impact.confirmed,
+        "unconfirmed": impact.unconfirmed,
+        "unconfirmedReasons": impact.unconfirmed_reasons,
+        "unconfirmedOmitted": impact.unconfirmed_omitted,
         "mentions": impact.mentions,
         "mentionKinds": impact.mention_kinds,
         "risk": impact.risk,
         "hedges": impact.hedges,
         "complexity": impact.complexity,
+        "definitionsMatched": impact.definitions_matched,
         "elapsedMs": impact.elapsed_ms,
     }
+    if impact.per_definition:
+        out["perDefinition"] = [{
+            "definition": definition_json(a.definition, uri_for),
+            "callers": callers_json(a.callers, uri_for),
+            "confirmed": a.confirmed,
+            "unconfirmed": a.unconfirmed,
+            "unconfirmedReasons": a.unconfirmed_reasons,
+            "unconfirmedOmitted": a.unconfirmed_omitted,
+            "risk": a.risk,
+            "hedges": a.hedges,
+        } for a in impact.per_definition]
+    return out
+
+
+def callers_json(callers: list, uri_for: Callable[[str], str]) -> list[dict]:
+    """Confirmed callers first, then unconfirmed ones with their ``reason``."""
+    out = []
+    for c in callers:
+        caller = {"path": c.path, "uri": uri_for(c.path), "range": span_json(c.span),
+                  "symbol": c.symbol, "confirmed": c.confirmed, "kind": c.kind}
+        if not c.confirmed:
+            caller["reason"] = c.reason or "unknown"
+        out.append(caller)
+    return out
 
 
 def assemble_json(assembled) -> dict:

@@ -2,18 +2,29 @@
 bucket and the hedges on that answer. The library entry points; plain
 Python types, nothing about LSP (``ctxls.daemon`` converts).
 
+Several definitions (a symbol query naming a function and a class method,
+a class and its compatibility copy): one sweep for all of them, each caller
+tied to the definitions it leads to, then one answer per definition ranked
+by how well it matches the query (exact qualified name, then import
+proximity to the file the request comes from); the best one is the answer's
+own fields, every one is in ``per_definition``.
+
+Callers come confirmed first, then the unconfirmed ones most likely first
+(``resolve.UNCONFIRMED_REASONS``), at most ``MAX_UNCONFIRMED_LISTED``: the
+rest are counted by reason, never silently dropped.
+
 Time: the sweep and the confirmation of callers share one budget
 (``CONFIRM_BUDGET_S``; ``DISTANT_BUDGET_S`` for files that do not import
 the definitions); what is left unchecked when it runs out is counted and
-hedged. Callees come after: all definitions' while ``CALLEE_BUDGET_S``
-more lasts (hedged when some are left out), so a request stays under 2 s.
+hedged. Callees and complexity are the answered (best) definition's.
 """
 
 from __future__ import annotations
 
+import posixpath
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
@@ -22,7 +33,7 @@ from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
 from .callers import Caller, References, find_references
 from .index_view import Definition
-from .resolve import Resolver, Targets, Verdict
+from .resolve import UNCONFIRMED_REASONS, Resolver, Targets, Verdict
 from .risk import Evidence, assess, is_test_path
 from .syntax import SourceCache, Span
 
@@ -30,8 +41,10 @@ CONFIRM_BUDGET_S = 1.2
 # Files that do not import the definitions get less: their callers can only
 # be untyped receivers or name clashes, and a common name has thousands.
 DISTANT_BUDGET_S = 0.4
-# Callees of many definitions (`__init__` has hundreds) get this much more.
-CALLEE_BUDGET_S = 0.3
+# Unconfirmed callers listed per answer (the rest are counted by reason).
+MAX_UNCONFIRMED_LISTED = 100
+# Definitions answered one by one when a query matches more (`__init__`).
+MAX_PER_DEFINITION = 20
 # Definitions a code lens is shown on.
 LENS_KINDS = frozenset({"function", "method", "class", "struct", "interface", "trait", "enum"})
 
@@ -40,9 +53,26 @@ _sources = SourceCache()
 
 
 @dataclass
+class DefinitionImpact:
+    """The callers, risk and hedges of one definition."""
+
+    definition: Definition
+    callers: list[Caller]  # confirmed first, then unconfirmed most likely first, capped
+    confirmed: int
+    unconfirmed: int  # listed or not
+    unconfirmed_reasons: dict[str, int]  # reason -> unconfirmed call sites, listed or not
+    risk: str
+    hedges: list[str]
+
+    @property
+    def unconfirmed_omitted(self) -> int:
+        return self.unconfirmed - sum(not c.confirmed for c in self.callers)
+
+
+@dataclass
 class Impact:
     symbol: str
-    definitions: list[Definition]
+    definitions: list[Definition]  # the definition answered (the best match)
     callers: list[Caller]
     callees: list[Callee]
     ref_count: int  # callers + mentions
@@ -52,6 +82,13 @@ class Impact:
     risk: str
     hedges: list[str]
     complexity: int
+    unconfirmed: int = 0
+    unconfirmed_reasons: dict[str, int] = field(default_factory=dict)
+    unconfirmed_omitted: int = 0
+    # Several definitions matched: one answer each, best first (the first is
+    # this answer's own fields); at most MAX_PER_DEFINITION of definitions_matched.
+    per_definition: list[DefinitionImpact] = field(default_factory=list)
+    definitions_matched: int = 1
     elapsed_ms: float = field(default=0.0, compare=False)
 
 
@@ -65,47 +102,128 @@ class DefinitionSite:
 
 def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
             line: int | None = None, character: int | None = None, *,
-            with_callers: bool = True, budget_s: float = CONFIRM_BUDGET_S) -> Impact | None:
+            with_callers: bool = True, budget_s: float = CONFIRM_BUDGET_S,
+            context: str | None = None) -> Impact | None:
     """Impact of ``symbol`` (optionally only its definitions in ``path``), or
     of the symbol at ``path``:``line``:``character`` (UTF-16 column). None
-    when the index defines no such symbol."""
+    when the index defines no such symbol. ``context``: the file a symbol
+    query comes from; among several definitions, the ones it imports or sits
+    near rank first."""
     started = time.monotonic()
     resolver = Resolver(engine, _sources)
+    query = None
     if symbol is not None:
         if not isinstance(symbol, str) or not symbol.strip():
             raise InvalidParams("symbol", "must be a non-empty string")
-        definitions = index_view.find_definitions(resolver.conn, symbol.strip(), path)
+        query = symbol.strip()
+        definitions = index_view.find_definitions(resolver.conn, query, path)
     else:
         definitions = _definitions_at(resolver, path, line, character)
+        context = path
     if not definitions:
         return None
     deadline = started + budget_s
     refs = (find_references(resolver, Targets(definitions), deadline,
                             started + min(budget_s, DISTANT_BUDGET_S))
             if with_callers else References())
+    ranked = _rank(resolver, definitions, refs.callers, query, context)
+    several = len(ranked) > 1
+    answers = [_answer(engine, resolver, d, refs, several) for d in ranked[:MAX_PER_DEFINITION]]
+    best = answers[0]
     callees: dict[str, Callee] = {}
-    complexity = 1
-    analysed = 0
-    for definition in definitions:
-        if analysed and time.monotonic() > deadline + CALLEE_BUDGET_S:
-            break
-        analysed += 1
-        found, figure = callees_and_complexity(resolver, definition)
-        complexity = max(complexity, figure)
-        for callee in found:
-            merge(callees, callee)
-    risk, hedges = assess(_evidence(engine, resolver, definitions, refs))
-    if analysed < len(definitions):
-        hedges.append(f"callees and complexity cover {analysed} of the {len(definitions)} "
-                      "definitions (time budget)")
-    names = {d.symbol for d in definitions}
+    found, complexity = callees_and_complexity(resolver, best.definition)
+    for callee in found:
+        merge(callees, callee)
+    hedges = list(best.hedges)
+    if several:
+        hedges.insert(0, f"{len(ranked)} definitions match {query or best.definition.name!r}: this answer "
+                         f"is for {best.definition.symbol} in {best.definition.path} (the best match); "
+                         "per definition answers list each one"
+                         + (f" (the first {MAX_PER_DEFINITION})" if len(ranked) > MAX_PER_DEFINITION else ""))
     mentions = sum(refs.mentions.values())
     return Impact(
-        symbol=symbol.strip() if symbol is not None else (names.pop() if len(names) == 1 else definitions[0].name),
-        definitions=definitions, callers=refs.callers, callees=list(callees.values()),
-        ref_count=len(refs.callers) + mentions, confirmed=sum(c.confirmed for c in refs.callers),
-        mentions=mentions, mention_kinds={k: n for k, n in sorted(refs.mentions.items()) if n}, risk=risk,
-        hedges=hedges, complexity=complexity, elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+        symbol=query if query is not None else best.definition.symbol,
+        definitions=[best.definition], callers=best.callers, callees=list(callees.values()),
+        ref_count=best.confirmed + best.unconfirmed + mentions, confirmed=best.confirmed,
+        mentions=mentions, mention_kinds={k: n for k, n in sorted(refs.mentions.items()) if n},
+        risk=best.risk, hedges=hedges, complexity=complexity, unconfirmed=best.unconfirmed,
+        unconfirmed_reasons=best.unconfirmed_reasons, unconfirmed_omitted=best.unconfirmed_omitted,
+        per_definition=answers if several else [], definitions_matched=len(ranked),
+        elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+
+
+def _callers_of(definition: Definition, callers: list[Caller]) -> list[Caller]:
+    """The callers leading (or maybe leading) to ``definition``; a
+    confirmed one that leads to several definitions at once is unconfirmed
+    for each."""
+    found = []
+    for caller in callers:
+        if caller.targets and definition.key not in caller.targets:
+            continue
+        if caller.confirmed and len(caller.targets) != 1:
+            caller = replace(caller, confirmed=False, reason="several-definitions")
+        found.append(caller)
+    return found
+
+
+def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Caller],
+          query: str | None, context: str | None) -> list[Definition]:
+    """Best match first: the exact (qualified) name, then nearest to the
+    ``context`` file (its own, the one its name leads to, one it imports,
+    then by folder distance), production before tests, more confirmed callers."""
+    if len(definitions) == 1:
+        return definitions
+    confirmed = Counter(key for c in callers if c.confirmed and len(c.targets) == 1 for key in c.targets)
+    sf = resolver.source(context) if context is not None else None
+    imported = index_view.imports_of(resolver.conn, context) if context is not None else set()
+
+    def exactness(d: Definition) -> int:
+        return 0 if query is None or query in (d.symbol, f"{index_view.module_name(d.path)}.{d.symbol}") else 1
+
+    def proximity(d: Definition) -> tuple[int, int]:
+        if context is None or d.path == context:
+            return 0, 0
+        top = d.symbol.split(".")[0]
+        if sf is not None:
+            ref = resolver.lookup_bare(sf, top)
+            if (ref.path, ref.symbol) == (d.path, top):
+                return 1, 0
+        if d.path in imported:
+            return 2, 0
+        here, there = posixpath.dirname(context).split("/"), posixpath.dirname(d.path).split("/")
+        common = next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), min(len(here), len(there)))
+        return 3, len(here) + len(there) - 2 * common
+
+    return sorted(definitions, key=lambda d: (exactness(d), proximity(d), is_test_path(d.path),
+                                              -confirmed[d.key], d.path.count("/"), d.path, d.start_line))
+
+
+def _answer(engine: Engine, resolver: Resolver, definition: Definition, refs: References,
+            several: bool) -> DefinitionImpact:
+    callers = _callers_of(definition, refs.callers) if several else refs.callers
+    risk, hedges = assess(_evidence(engine, resolver, definition, callers, refs))
+    confirmed = [c for c in callers if c.confirmed]
+    unconfirmed = _most_likely_first([c for c in callers if not c.confirmed])
+    return DefinitionImpact(
+        definition=definition, callers=confirmed + unconfirmed[:MAX_UNCONFIRMED_LISTED],
+        confirmed=len(confirmed), unconfirmed=len(unconfirmed),
+        unconfirmed_reasons=dict(Counter(c.reason or "unknown" for c in unconfirmed).most_common()),
+        risk=risk, hedges=hedges)
+
+
+def _most_likely_first(unconfirmed: list[Caller]) -> list[Caller]:
+    """By reason (a likely true call first, a name the standard library or
+    many classes share last); within a reason, every file's first site
+    before any file's second, so a cap keeps as many files as it can."""
+    rank = {reason: n for n, reason in enumerate(UNCONFIRMED_REASONS)}
+    seen: Counter[tuple[str | None, str]] = Counter()
+    keyed = []
+    for caller in unconfirmed:  # in path and line order
+        nth = seen[(caller.reason, caller.path)]
+        seen[(caller.reason, caller.path)] += 1
+        keyed.append(((rank.get(caller.reason or "", len(rank)), nth, is_test_path(caller.path),
+                       caller.path, caller.span.start_line, caller.span.start_character), caller))
+    return [caller for _, caller in sorted(keyed, key=lambda pair: pair[0])]
 
 
 def definitions_at(engine: Engine, path: str, line: int, character: int) -> list[DefinitionSite]:
@@ -164,21 +282,19 @@ def _definitions_at(resolver: Resolver, path: str | None, line: int | None,
             or [d for d, v in verdicts if v is Verdict.UNKNOWN])
 
 
-def _evidence(engine: Engine, resolver: Resolver, definitions: list[Definition],
+def _evidence(engine: Engine, resolver: Resolver, definition: Definition, callers: list[Caller],
               refs: References) -> Evidence:
-    production = [c for c in refs.callers if not is_test_path(c.path)]
-    tests = [c for c in refs.callers if is_test_path(c.path)]
-    names = {d.name for d in definitions}
+    production = [c for c in callers if not is_test_path(c.path)]
+    tests = [c for c in callers if is_test_path(c.path)]
+    name = definition.name
     return Evidence(
         confirmed_sites=sum(c.confirmed for c in production),
         unconfirmed_sites=sum(not c.confirmed for c in production),
         caller_files=len({c.path for c in production}),
         test_confirmed_sites=sum(c.confirmed for c in tests),
         test_unconfirmed_sites=sum(not c.confirmed for c in tests),
-        public=any(resolver.is_public(d) for d in definitions),
-        definitions=len(definitions),
-        definition_files=len({d.path for d in definitions}),
-        special_method=any(n.startswith("__") and n.endswith("__") for n in names),
+        public=resolver.is_public(definition),
+        special_method=name.startswith("__") and name.endswith("__"),
         mentions=Counter(refs.mentions),
         named_in_strings=refs.named_in_strings,
         name_only_languages=tuple(sorted(refs.name_only_languages)),

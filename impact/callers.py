@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from . import index_view, ripgrep, syntax
-from .resolve import Resolver, Targets, Verdict
+from .resolve import Match, Resolver, Targets, Verdict
 from .risk import is_test_path
 from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
@@ -49,6 +49,9 @@ class Caller:
     symbol_lines: tuple[int, int] | None  # the enclosing symbol's lines
     confirmed: bool
     kind: str  # call | decorator | value
+    # The definitions it leads to (confirmed) or may lead to, as (path, symbol).
+    targets: frozenset[tuple[str, str]] = frozenset()
+    reason: str | None = None  # why unconfirmed (resolve.UNCONFIRMED_REASONS)
 
 
 @dataclass
@@ -61,10 +64,10 @@ class References:
 
 @dataclass(frozen=True)
 class _Use:
-    """A classified occurrence: a mention kind, or a use with its verdict."""
+    """A classified occurrence: a mention kind, or a use with its match."""
 
     kind: str
-    verdict: Verdict | None = None
+    match: Match | None = None
     node: Node | None = None
     alias: str | None = None  # the local name an aliasing import gives the target
     reexported: bool = False  # ... and whether importers of this file see that name
@@ -127,7 +130,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
                 continue
             for row, start, end in sf.occurrences(alias, range(len(sf.lines))):
                 use = _classify(resolver, sf, row, start, end, alias, targets)
-                if use.verdict is not None:
+                if use.match is not None:
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
 
     # A name re-exported under an alias: its importers anywhere.
@@ -137,7 +140,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
             sf = resolver.source(path) if in_time(path) else None
             for row, start, end in sf.occurrences(alias, lines[path]) if sf is not None else ():
                 use = _classify(resolver, sf, row, start, end, alias, targets)
-                if use.verdict is Verdict.CONFIRMED:
+                if use.match is not None and use.match.verdict is Verdict.CONFIRMED:
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
     refs.callers.sort(key=lambda c: (c.path, c.span.start_line, c.span.start_character))
     return refs
@@ -167,7 +170,7 @@ def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row
     if (sf.path, row, start) in seen:
         return
     seen.add((sf.path, row, start))
-    if use.verdict is None:
+    if use.match is None:
         refs.mentions[use.kind] += 1
         if use.kind == "string" and use.node is not None and syntax.text_of(use.node).strip("'\"`") == name:
             refs.named_in_strings += 1
@@ -180,7 +183,8 @@ def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row
         symbol=enclosing.symbol if enclosing else None,
         symbol_kind=enclosing.symbol_kind if enclosing else None,
         symbol_lines=(enclosing.start_line, enclosing.end_line) if enclosing else None,
-        confirmed=use.verdict is Verdict.CONFIRMED, kind=use.kind))
+        confirmed=use.match.verdict is Verdict.CONFIRMED, kind=use.kind, targets=use.match.keys,
+        reason=use.match.reason))
 
 
 def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int, name: str,
@@ -205,10 +209,10 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
     expression, _ = syntax.member_parts(family, node)
     if syntax.is_bound(family, expression):
         return _Use("binding")
-    verdict = resolver.verdict(sf, node, name, targets)
-    if verdict is Verdict.OTHER:
+    match = resolver.match(sf, node, name, targets)
+    if match.verdict is Verdict.OTHER:
         return _Use("elsewhere")
-    return _Use(syntax.use_kind(family, expression), verdict, node)
+    return _Use(syntax.use_kind(family, expression), match, node)
 
 
 def _import_alias(family: Family, sf: SourceFile, node: Node, name: str) -> _Use | None:

@@ -123,6 +123,13 @@ def importers_of(conn: sqlite3.Connection, paths: set[str]) -> set[str]:
     return {r[0] for r in rows}
 
 
+def imports_of(conn: sqlite3.Connection, path: str) -> set[str]:
+    """Indexed files that ``path``'s imports resolve to."""
+    rows = conn.execute("SELECT DISTINCT i.target FROM imports i JOIN files f ON f.id = i.file_id "
+                        "WHERE f.path = ? AND i.target IS NOT NULL", (path,)).fetchall()
+    return {r[0] for r in rows}
+
+
 _resolvers: weakref.WeakKeyDictionary[Engine, tuple[tuple, ImportResolver]] = weakref.WeakKeyDictionary()
 _resolvers_lock = threading.Lock()
 

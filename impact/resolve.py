@@ -111,6 +111,35 @@ class Receiver:
 UNKNOWN_RECEIVER = Receiver("unknown")
 
 
+@dataclass(frozen=True)
+class Match:
+    """A verdict with the targets it leads to (confirmed) or may lead to
+    (unknown), and, when unknown, why (:data:`UNCONFIRMED_REASONS`)."""
+
+    verdict: Verdict
+    keys: frozenset[tuple[str, str]] = frozenset()
+    reason: str | None = None
+
+
+OTHER_MATCH = Match(Verdict.OTHER)
+# Why a use stays unconfirmed, most likely a true call first: the order
+# unconfirmed callers are listed in.
+UNCONFIRMED_REASONS = (
+    "override",  # self.m() in a base: a subclass's override at run time
+    "untyped-receiver",  # obj.m() where nothing tells obj's type, and few classes define m
+    "unknown-base",  # the class derives from a base outside what is known
+    "unresolved-class",  # the receiver's class is known by name only
+    "unresolved-import",  # a bare name whose import cannot be followed
+    "several-definitions",  # the only definitions of the name are several of the targets
+    "name-only-language",  # a language without binding analysis
+    "shared-name",  # obj.m() where many unrelated classes of the project define m
+    "builtin-name",  # obj.m() where the standard library or builtins have m (get, close)
+)
+# Classes other than the targets' defining a method name that make an
+# untyped `obj.name()` a "shared-name" use.
+SHARED_NAME_CLASSES = 3
+
+
 class Targets:
     """The definitions a question is about, with what verdicts ask of them
     precomputed (a name like `__init__` has hundreds)."""
@@ -123,6 +152,7 @@ class Targets:
         self.container_ids = frozenset(container_id(d) for d in self.members)
         self.only_methods = all(d.symbol_kind == "method" for d in self.definitions)
         self.module_level = [d for d in self.definitions if d.container is None]
+        self.module_keys = frozenset(d.key for d in self.module_level)
 
 
 # Bounds on following chains: re-exports and base classes.
@@ -563,61 +593,86 @@ class Resolver:
 
     def verdict(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Verdict:
         """Does ``name`` at ``name_node`` in ``sf`` refer to one of ``targets``?"""
+        return self.match(sf, name_node, name, targets).verdict
+
+    def match(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Match:
+        """The verdict, which of ``targets`` it leads (or may lead) to, and
+        why it stays unconfirmed."""
         family = sf.family
         if family is None or family is syntax.GENERIC:
-            return Verdict.UNKNOWN
+            return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
         _, receiver_node = syntax.member_parts(family, name_node)
         if receiver_node is None:
-            return self._bare_verdict(sf, name, targets)
-        return self._member_verdict(sf, self.receiver(sf, receiver_node, name_node), name, targets)
+            return self._bare_match(sf, name, targets)
+        return self._member_match(sf, self.receiver(sf, receiver_node, name_node), name, targets)
 
-    def _bare_verdict(self, sf: SourceFile, name: str, targets: Targets) -> Verdict:
+    def _bare_match(self, sf: SourceFile, name: str, targets: Targets) -> Match:
         ref = self.lookup_bare(sf, name)
         if ref.kind == "definition":
-            return _verdict_of(ref, targets)
+            return _match_of(ref, targets)
         if ref.kind in ("module", "external"):
-            return Verdict.OTHER
+            return OTHER_MATCH
         if targets.only_methods:
-            return Verdict.OTHER  # a bare name never reaches a method
-        return Verdict.UNKNOWN
+            return OTHER_MATCH  # a bare name never reaches a method
+        return Match(Verdict.UNKNOWN, targets.module_keys, "unresolved-import")
 
-    def _member_verdict(self, sf: SourceFile, receiver: Receiver, name: str, targets: Targets) -> Verdict:
+    def _member_match(self, sf: SourceFile, receiver: Receiver, name: str, targets: Targets) -> Match:
         if receiver.kind == "module":
             if sf.family is GO:
-                return Verdict.CONFIRMED if any(self._go_import_names(receiver.module or "", t.path)
-                                                for t in targets.module_level) else Verdict.OTHER
-            return _verdict_of(self.lookup_name(receiver.module or "", name), targets)
+                keys = frozenset(t.key for t in targets.module_level
+                                 if self._go_import_names(receiver.module or "", t.path))
+                return Match(Verdict.CONFIRMED, keys) if keys else OTHER_MATCH
+            return _match_of(self.lookup_name(receiver.module or "", name), targets)
         if receiver.kind == "external":
-            return Verdict.OTHER
+            return OTHER_MATCH
         if receiver.cls is not None and receiver.kind in ("self", "super", "class", "instance"):
-            return self._class_member_verdict(receiver, name, targets)
+            return self._class_member_match(receiver, name, targets)
         # A receiver of unknown type.
         builtin = name in BUILTIN_METHODS[sf.family.name if sf.family else "generic"]
         if targets.members:
+            member_keys = frozenset(d.key for d in targets.members)
             if not builtin and all(d.key in targets.keys for d in self.definitions_named(name)):
-                return Verdict.CONFIRMED  # no other definition, no builtin has that name
-            return Verdict.UNKNOWN
+                # No other definition, no builtin has that name; with several
+                # targets, which of them is not known.
+                return Match(Verdict.CONFIRMED, member_keys) if len(member_keys) == 1 \
+                    else Match(Verdict.UNKNOWN, member_keys, "several-definitions")
+            return Match(Verdict.UNKNOWN, member_keys, self._unknown_receiver_reason(name, targets, builtin))
         # Only module-level targets: `x.name` reaches one only through a module.
         if builtin or any(d.container is not None for d in self.definitions_named(name)):
-            return Verdict.OTHER
-        return Verdict.UNKNOWN
+            return OTHER_MATCH
+        return Match(Verdict.UNKNOWN, targets.keys, "untyped-receiver")
 
-    def _class_member_verdict(self, receiver: Receiver, name: str, targets: Targets) -> Verdict:
+    def _unknown_receiver_reason(self, name: str, targets: Targets, builtin: bool) -> str:
+        """Why a method call on a receiver of unknown type stays unconfirmed:
+        the standard library or builtins have the name, many unrelated
+        classes of the project define it, or nothing is known either way."""
+        if builtin:
+            return "builtin-name"
+        others = {container_id(d) for d in self.definitions_named(name)
+                  if d.container is not None and d.key not in targets.keys}
+        return "shared-name" if len(others) >= SHARED_NAME_CLASSES else "untyped-receiver"
+
+    def _class_member_match(self, receiver: Receiver, name: str, targets: Targets) -> Match:
         owner, complete = self._owner(receiver, name)
         if owner is None:
             # No indexed class on the way defines it: a base outside the index
             # does, if every base is known. Never on `self`, which may be an
             # instance of a subclass mixing in the definer (mixins, abstract bases).
-            return Verdict.OTHER if complete and receiver.kind != "self" else Verdict.UNKNOWN
+            if complete and receiver.kind != "self":
+                return OTHER_MATCH
+            return Match(Verdict.UNKNOWN, frozenset(d.key for d in targets.members), "unknown-base")
         if owner in targets.container_ids:
-            return Verdict.CONFIRMED
+            return Match(Verdict.CONFIRMED, frozenset(d.key for d in targets.members if container_id(d) == owner))
         if owner.home is None:  # a class known by name only never confirms
-            return Verdict.UNKNOWN if owner.name in targets.containers else Verdict.OTHER
+            keys = frozenset(d.key for d in targets.members if d.container == owner.name)
+            return Match(Verdict.UNKNOWN, keys, "unresolved-class") if keys else OTHER_MATCH
         # self.m() in a base class reaches an override in a subclass at run time.
-        if receiver.kind == "self" and any(owner in self.lineage(container, include_self=False)[0]
-                                           for container in targets.container_ids):
-            return Verdict.UNKNOWN
-        return Verdict.OTHER
+        if receiver.kind == "self":
+            keys = frozenset(d.key for d in targets.members
+                             if owner in self.lineage(container_id(d), include_self=False)[0])
+            if keys:
+                return Match(Verdict.UNKNOWN, keys, "override")
+        return OTHER_MATCH
 
     def _owner(self, receiver: Receiver, name: str) -> tuple[ClassId | None, bool]:
         """The first class up the receiver's lineage defining ``name``, and
@@ -741,10 +796,13 @@ def _assigned_value(name_node: Node) -> Node | None:
     return None
 
 
-def _verdict_of(ref: Ref, targets: Targets) -> Verdict:
+def _match_of(ref: Ref, targets: Targets) -> Match:
     if ref.kind == "definition":
-        return Verdict.CONFIRMED if (ref.path, ref.symbol) in targets.keys else Verdict.OTHER
-    return Verdict.UNKNOWN if ref.kind == "unknown" else Verdict.OTHER
+        key = (ref.path or "", ref.symbol or "")
+        return Match(Verdict.CONFIRMED, frozenset({key})) if key in targets.keys else OTHER_MATCH
+    if ref.kind == "unknown":
+        return Match(Verdict.UNKNOWN, targets.module_keys or targets.keys, "unresolved-import")
+    return OTHER_MATCH
 
 
 def _is_submodule(path: str, name: str) -> bool:

@@ -14,8 +14,9 @@ raise the bucket: changing the symbol only breaks tests there.
   occurrences left unchecked by the time budget.
 * ``low``: everything else.
 
-Hedges are plain sentences. A symbol with no confirmed caller always gets
-one, so "low" is never stated bare.
+Hedges are plain sentences. A "low" answer, or one without callers,
+always carries :data:`BLIND_SPOTS` (what the sweep cannot see, what
+"confirmed" means), so "low" is never stated bare.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ HIGH_CONFIRMED_SITES = 15
 MED_CALLER_FILES = 2
 MED_CONFIRMED_SITES = 4
 MED_UNCONFIRMED_SITES = 3
+
+BLIND_SPOTS = ("the sweep sees names written in the code: calls through dynamic dispatch, "
+               "getattr or other reflection, and names built from strings are invisible to it, "
+               "as is code outside this workspace; a confirmed caller is one whose import or "
+               "receiver type leads to this definition, an unconfirmed one only might")
 
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|testing|__tests__|spec|specs)/"
@@ -47,8 +53,6 @@ class Evidence:
     test_confirmed_sites: int = 0
     test_unconfirmed_sites: int = 0
     public: bool = False
-    definitions: int = 1
-    definition_files: int = 1
     special_method: bool = False  # __dunder__: the language calls it implicitly
     mentions: Counter[str] = field(default_factory=Counter)
     named_in_strings: int = 0
@@ -66,10 +70,10 @@ def assess(e: Evidence) -> tuple[str, list[str]]:
         risk = "med"
     else:
         risk = "low"
-    return risk, hedges(e)
+    return risk, hedges(e, risk)
 
 
-def hedges(e: Evidence) -> list[str]:
+def hedges(e: Evidence, risk: str) -> list[str]:
     out: list[str] = []
     confirmed = e.confirmed_sites + e.test_confirmed_sites
     unconfirmed = e.unconfirmed_sites + e.test_unconfirmed_sites
@@ -89,9 +93,6 @@ def hedges(e: Evidence) -> list[str]:
     if e.special_method:
         out.append("special method: the language calls it implicitly (operators, protocols); "
                    "a constructor's callers are the class's instantiations: ask for the class")
-    if e.definitions > 1:
-        out.append(f"{e.definitions} definitions share this name (in {e.definition_files} file(s)); "
-                   "callers are counted for all of them")
     if e.named_in_strings:
         out.append(f"the name is spelled out in {e.named_in_strings} string(s): getattr, registries "
                    "or __all__ may reach it by name")
@@ -105,4 +106,6 @@ def hedges(e: Evidence) -> list[str]:
                    + " files are matched by name only, never confirmed")
     if e.partial_index:
         out.append("the index is still being built: definitions and callers may be missing")
+    if risk == "low" or confirmed + unconfirmed == 0:
+        out.append(BLIND_SPOTS)
     return out

@@ -235,3 +235,42 @@ async def test_ripgrep_missing_is_an_error_never_zero_callers(tmp_path: Path, mo
         assert err.value.code == -32001 and err.value.data == {}
         assert "install ripgrep" in err.value.message
         assert (await s.request("ctxls/status"))["files"] > 0  # still serving
+
+
+async def test_several_definitions_answer_each_the_asking_file_s_first(tmp_path: Path):
+    """A class and its compatibility copy: one answer per definition, the one
+    the asking file imports first; the CLI shows the choice."""
+    from ctxls.daemon.cli import _human_impact
+
+    root = fixture_repo(tmp_path, "copies")
+    async with serve(root) as s:
+        await s.wait_indexed()
+        asked = await s.request("ctxls/impact", {"symbol": "Store.get",
+                                                 "textDocument": {"uri": s.uri("legacy/main.py")}})
+        assert asked["definitionsMatched"] == 2
+        assert [d["path"] for d in asked["definitions"]] == ["legacy/store.py"]
+        # config.get() may be either's (an untyped receiver): unconfirmed in both answers.
+        assert callers_of(asked) == {("legacy/main.py", 4, "run", "call", True),
+                                     ("shop/view.py", 4, "show", "call", False)}
+        per = {a["definition"]["path"]: a for a in asked["perDefinition"]}
+        assert [a["definition"]["path"] for a in asked["perDefinition"]] == ["legacy/store.py", "shop/store.py"]
+        shop = per["shop/store.py"]
+        # config.get(): a builtin method name on an untyped receiver, unconfirmed and last.
+        assert [(c["path"], c["range"]["start"]["line"], c["confirmed"], c.get("reason"))
+                for c in shop["callers"]] == [
+            ("shop/store.py", 7, True, None), ("shop/view.py", 4, True, None),
+            ("shop/view.py", 4, False, "builtin-name")]
+        assert (shop["confirmed"], shop["unconfirmed"], shop["unconfirmedReasons"]) == (2, 1, {"builtin-name": 1})
+        assert asked["hedges"][0].startswith("2 definitions match 'Store.get'")
+
+        from_shop = await s.request("ctxls/impact", {"symbol": "Store.get",
+                                                     "textDocument": {"uri": s.uri("shop/view.py")}})
+        assert [d["path"] for d in from_shop["definitions"]] == ["shop/store.py"]
+        assert from_shop["callers"] == shop["callers"] and from_shop["risk"] == shop["risk"]
+
+        text = _human_impact(asked, None)
+        assert "definition  legacy/store.py:3  Store.get  (best of 2 matches)" in text
+        assert "other       shop/store.py:2  Store.get  2 confirmed, 1 unconfirmed" in text
+        with pytest.raises(JsonRpcException) as err:
+            await s.request("ctxls/impact", {"symbol": "Store.get", "textDocument": {"uri": 3}})
+        assert err.value.data == {"param": "textDocument"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_tree
-from ctxls.impact import analysis, ripgrep
+from ctxls.impact import analysis, ripgrep, risk
 from ctxls.impact.risk import Evidence, assess, is_test_path
 from ctxls.impact.syntax import Binding, SourceCache, SourceFile
 from ctxls.index.discovery import DiscoveryOptions, FileFilter
@@ -180,20 +180,72 @@ def test_dynamic_dispatch_and_untyped_receivers(make_engine):
     assert get.mention_kinds["elsewhere"] == 1  # options.get
 
 
-def test_several_definitions_are_all_reported_and_hedged(make_engine):
+def test_a_query_matching_several_definitions_answers_each_best_first(make_engine):
     engine = make_engine({
         "a.py": "def fetch():\n    return 1\n",
         "b.py": "class Client:\n    def fetch(self):\n        return 2\n",
         "c.py": "from a import fetch\n\n\ndef go(client):\n    return fetch() + client.fetch()\n",
     })
     result = analysis.analyze(engine, "fetch")
-    assert sorted(d.symbol for d in result.definitions) == ["Client.fetch", "fetch"]
-    assert any(h.startswith("2 definitions share this name (in 2 file(s))") for h in result.hedges)
-    # fetch() is a.py's; client.fetch() can only be Client's: both targets.
-    assert [(c.span.start_character, c.confirmed) for c in result.callers] == [(11, True), (28, True)]
+    # The exact name first: the function; the method is the second answer.
+    assert [d.symbol for d in result.definitions] == ["fetch"]
+    assert [a.definition.symbol for a in result.per_definition] == ["fetch", "Client.fetch"]
+    assert result.definitions_matched == 2
+    assert result.hedges[0].startswith("2 definitions match 'fetch': this answer is for fetch in a.py")
+    # fetch() is a.py's; client.fetch() can only be Client's: each to its own definition.
+    assert [(c.span.start_character, c.confirmed) for c in result.callers] == [(11, True)]
+    method = result.per_definition[1]
+    assert [(c.span.start_character, c.confirmed) for c in method.callers] == [(28, True)]
+    assert method.risk == "med"  # public, with a caller
     only_a = analysis.analyze(engine, "fetch", "a.py")
+    assert only_a.per_definition == [] and only_a.definitions_matched == 1
     assert [(c.span.start_character, c.confirmed) for c in only_a.callers] == [(11, True)]
     assert only_a.mention_kinds["elsewhere"] == 1  # client.fetch(): a method, not a.py's function
+
+
+def test_several_definitions_rank_by_import_proximity_to_the_asking_file(make_engine):
+    store = "class Store:\n    def get(self, key):\n        return key\n"
+    engine = make_engine({
+        "shop/store.py": store,
+        "legacy/store.py": store,  # a compatibility copy
+        "shop/view.py": "from shop.store import Store\n\n\ndef show():\n    return Store().get(1)\n",
+        "shop/other.py": "x = 1\n",
+        "legacy/main.py": "from legacy.store import Store as S\n\n\ndef run():\n    return S().get(2)\n",
+    })
+
+    def best(context):
+        found = analysis.analyze(engine, "Store.get", context=context)
+        return found.definitions[0].path, [(c.path, c.confirmed) for c in found.callers]
+
+    assert best("shop/view.py") == ("shop/store.py", [("shop/view.py", True)])  # its import
+    assert best("legacy/main.py") == ("legacy/store.py", [("legacy/main.py", True)])
+    assert best("shop/other.py")[0] == "shop/store.py"  # the same folder
+    # Qualified by its module, one definition: no per definition answers.
+    assert analysis.analyze(engine, "legacy.store.Store.get").per_definition == []
+
+
+def test_unconfirmed_callers_come_ranked_capped_and_counted_by_reason(make_engine, monkeypatch):
+    engine = make_engine({
+        "jobs.py": ("class Base:\n    def start(self):\n        return self.launch()\n\n"
+                    "    def launch(self):\n        return 0\n\n\n"
+                    "class Job(Base):\n    def launch(self):\n        return 1\n"),
+        "others.py": ("class Rocket:\n    def launch(self):\n        return 2\n\n\n"
+                      "class Boat:\n    def launch(self):\n        return 3\n"),
+        "cache.py": "class Cache:\n    def get(self, key):\n        return key\n",
+        "a_use.py": "def go(thing, mapping):\n    return thing.launch(), mapping.get(1)\n",
+    })
+    launch = analysis.analyze(engine, "Job.launch")
+    # self.launch() in Base may be Job's override: before a name three other classes define.
+    assert [(c.path, c.reason) for c in launch.callers] == [("jobs.py", "override"), ("a_use.py", "shared-name")]
+    assert (launch.confirmed, launch.unconfirmed, launch.unconfirmed_omitted) == (0, 2, 0)
+    assert launch.unconfirmed_reasons == {"override": 1, "shared-name": 1}
+    get = analysis.analyze(engine, "Cache.get")
+    assert [(c.path, c.reason) for c in get.callers] == [("a_use.py", "builtin-name")]
+    monkeypatch.setattr(analysis, "MAX_UNCONFIRMED_LISTED", 1)
+    capped = analysis.analyze(engine, "Job.launch")
+    assert [c.reason for c in capped.callers] == ["override"]
+    assert (capped.unconfirmed, capped.unconfirmed_omitted) == (2, 1)
+    assert capped.unconfirmed_reasons == {"override": 1, "shared-name": 1}
 
 
 def test_callees_skip_builtins_and_complexity_counts_decisions(make_engine):
@@ -272,8 +324,21 @@ def test_risk_buckets(evidence: Evidence, bucket: str):
     Evidence(test_unconfirmed_sites=1), Evidence(mentions=Counter(comment=3, string=1)),
 ])
 def test_no_confirmed_caller_is_never_stated_bare(evidence: Evidence):
-    risk, hedges = assess(evidence)
+    bucket, hedges = assess(evidence)
     assert hedges and hedges[0].startswith(("no references found", "no confirmed callers"))
+    if bucket == "low" or not evidence.confirmed_sites + evidence.unconfirmed_sites:
+        assert risk.BLIND_SPOTS in hedges
+
+
+@pytest.mark.parametrize("evidence", [
+    Evidence(), Evidence(confirmed_sites=1, caller_files=1), Evidence(test_confirmed_sites=3),
+    Evidence(confirmed_sites=2, caller_files=1, mentions=Counter(comment=1)),
+])
+def test_every_low_answer_says_what_the_sweep_cannot_see(evidence: Evidence):
+    bucket, hedges = assess(evidence)
+    assert bucket == "low" and risk.BLIND_SPOTS in hedges
+    assert "dynamic dispatch" in risk.BLIND_SPOTS and "confirmed" in risk.BLIND_SPOTS
+    assert risk.BLIND_SPOTS not in assess(Evidence(confirmed_sites=5, caller_files=5))[1]
 
 
 def test_test_paths():
