@@ -15,6 +15,7 @@ import itertools
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import threading
 from pathlib import Path
@@ -33,13 +34,16 @@ from ctxls.daemon.options import InitOptions, parse_init_options
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.workspaces import Workspaces
 from ctxls.index.engine import Engine, Hit, RecallResult, SymbolInfo
-from ctxls.index.errors import EngineError, OutsideRoot
+from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
 from ctxls.index.indexer import Cancelled, IndexStats
 from ctxls.index.scopes import Scope, resolve_scope
+from ctxls.index.store import store_error
 
 log = logging.getLogger(__name__)
 
 CUSTOM_PREFIX = "ctxls/"
+# Seconds between cold-index attempts while a folder's store cannot be opened.
+STORE_RETRY_S = 2.0
 # Below this many chunks waiting for a vector no embedding progress is shown.
 EMBED_PROGRESS_MIN_BACKLOG = 200
 
@@ -212,7 +216,16 @@ class CtxlsServer(LanguageServer):
 
         message = ""
         try:
-            stats = await asyncio.to_thread(engine.cold_index, report, self._shutdown)
+            while True:
+                try:
+                    stats = await asyncio.to_thread(engine.cold_index, report, self._shutdown)
+                    break
+                except StoreUnavailable:
+                    # Reported by status and by every request meanwhile; the
+                    # store is retried until it opens or the daemon stops.
+                    if self._shutdown.is_set():
+                        raise Cancelled() from None
+                    await asyncio.sleep(STORE_RETRY_S)
             message = f"indexed {stats.files} files ({stats.added} new, {stats.updated} changed)"
         except Cancelled:
             message = "indexing stopped"
@@ -310,7 +323,11 @@ class CtxlsServer(LanguageServer):
         else:
             statuses = [e.status() for e in engines]
             base = dict(statuses[0])
-            base["indexing"] = any(s["indexing"] or not s["complete"] for s in statuses)
+            # Not yet complete counts as indexing, unless the store or the
+            # last pass failed: then the error is what status says.
+            base["indexing"] = any(s["indexing"] or not (s["complete"] or "storeError" in s
+                                                         or "indexError" in s)
+                                   for s in statuses)
             base["files"] = sum(s["files"] for s in statuses)
             base["chunks"] = sum(s["chunks"] for s in statuses)
             base["pending"] = sum(s["pending"] for s in statuses)
@@ -346,13 +363,24 @@ def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[A
     engine errors carry the protocol's error codes."""
 
     def register(fn: Callable[[CtxlsServer, wire.Params], Any]):
-        CUSTOM_METHODS[method] = fn
+        @functools.wraps(fn)
+        def guarded(ls: CtxlsServer, params: wire.Params) -> Any:
+            try:
+                return fn(ls, params)
+            except sqlite3.Error as exc:  # a read failing for the store's sake
+                engines = ls.workspaces.all()
+                error = store_error(exc, engines[0].store.db_path if engines else "", writing=False)
+                if error is None:
+                    raise
+                raise error from exc
+
+        CUSTOM_METHODS[method] = guarded
 
         @server.feature(method)
         @functools.wraps(fn)
         async def handler(ls: CtxlsServer, raw: Any) -> Any:
             try:
-                return await asyncio.to_thread(fn, ls, wire.Params(raw))
+                return await asyncio.to_thread(guarded, ls, wire.Params(raw))
             except EngineError as exc:
                 raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
 

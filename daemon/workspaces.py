@@ -12,7 +12,6 @@ from pygls.uris import to_fs_path
 from ctxls.index.discovery import DiscoveryOptions
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import OutsideRoot
-from ctxls.index.store import StoreVersionError
 
 from ctxls.daemon.options import InitOptions
 
@@ -41,14 +40,12 @@ class Workspaces:
         root = root.resolve()
         if root in self.engines:
             return None
-        try:
-            engine = Engine(root, engine_options(self.options, root, single_root))
-        except (StoreVersionError, OSError) as exc:
-            # Keep serving this folder from a private store rather than not at all.
-            self.problems.append(f"ctxls: cannot open the index for {root}: {exc}; "
-                                 "using a temporary index for this session")
-            engine = Engine(root, engine_options(self.options, root, single_root),
-                            private_store=True)
+        engine = Engine(root, engine_options(self.options, root, single_root))
+        if engine.store.error is not None:
+            # Never a stand-in store: a write it acknowledged would be lost.
+            # Every request says -32006 until the store opens (retried).
+            self.problems.append(f"ctxls: {engine.store.error.message}; "
+                                 "requests fail with -32006 until it can be opened (retrying)")
         self.engines[root] = engine
         return engine
 

@@ -18,8 +18,9 @@ from ctxls import __version__
 from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, Skipped, decode_text,
                                    ignored_paths, looks_binary, read_file, relative_path)
 from ctxls.index.demand import Demand, DemandLog
-from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
-from ctxls.index.indexer import Indexer, IndexStats, ProgressCallback
+from ctxls.index.errors import (EngineError, InvalidParams, OutsideRoot, StalePointer,
+                                StoreUnavailable)
+from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
@@ -150,6 +151,7 @@ class Engine:
         self.stash = Stash(self.store)
         self.progress = IndexProgress()
         self.locator = Locator(ranking=self.options.ranking)
+        self.index_error: EngineError | None = None  # why the last pass failed
         self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
@@ -240,6 +242,13 @@ class Engine:
             if pathspecs is None:
                 self.store.drop_all_orphan_vectors()
                 self._cold_done.set()
+            self.index_error = None
+        except Cancelled:
+            raise
+        except Exception as exc:  # status says why until a pass succeeds
+            self.index_error = exc if isinstance(exc, EngineError) else EngineError(
+                f"indexing failed: {exc}")
+            raise
         finally:
             self.progress.indexing = False
             if self.semantic is not None:
@@ -424,18 +433,27 @@ class Engine:
                     text=text, meta=meta)
 
     def status(self) -> dict:
-        counts = self.store.counts()
+        """Never raises for the store's sake: an unavailable store is reported
+        (``storeError``) with zero counts."""
         with self._buffers_lock:
             buffers = len(self._buffers)
         files_pending = max(self.progress.total - self.progress.done, 0) if self.indexing else 0
         semantic = self.semantic
-        return {
+        store_error: StoreUnavailable | None = None
+        try:
+            counts = self.store.counts()
+            vectors = semantic.vector_count() if semantic else 0
+            embedding = semantic.pending() if semantic and semantic.failed is None else 0
+        except StoreUnavailable as exc:
+            store_error = exc
+            counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
+        status = {
             "indexing": self.indexing,
             "complete": self.cold_index_done,
             "files": counts["files"],
             "chunks": counts["chunks"],
-            "vectors": semantic.vector_count() if semantic else 0,
-            "pending": files_pending + (semantic.pending() if semantic and semantic.failed is None else 0),
+            "vectors": vectors,
+            "pending": files_pending + embedding,
             "embeddings": semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0},
             "buffers": buffers,
             "skipped": skipped_json(self.indexer.skipped),
@@ -443,6 +461,11 @@ class Engine:
             "dbPath": self.store.db_path,
             "version": __version__,
         }
+        if store_error is not None:
+            status["storeError"] = error_json(store_error)
+        if self.index_error is not None:
+            status["indexError"] = error_json(self.index_error)
+        return status
 
     def recent_activity(self, days: float | None = None, since: int | None = None,
                         limit: int = 20) -> list[ActivityItem]:
@@ -496,6 +519,11 @@ class Engine:
 
 # Status lists this many skipped files (all are counted).
 STATUS_SKIPPED_LISTED = 100
+
+
+def error_json(exc: EngineError) -> dict:
+    """An engine error as status reports it: the JSON-RPC error it answers with."""
+    return {"code": exc.code, "message": exc.message, "data": exc.data}
 
 
 def skipped_json(skipped: dict[str, str]) -> dict:

@@ -63,3 +63,28 @@ class TooLarge(EngineError):
     def __init__(self, what: str, limit: int):
         super().__init__(f"{what} is over the {limit}-byte bound; nothing was written",
                          {"limit": limit})
+
+
+class StoreUnavailable(EngineError):
+    """The store cannot be opened or read now (I/O error, full disk,
+    permissions, locked, or a ``dbPath`` that is not a ctxls store). Nothing
+    was moved or changed; the daemon retries."""
+
+    code = -32006
+
+    def __init__(self, db_path: str, reason: str, detail: str):
+        super().__init__(f"index store {db_path} cannot be used: {detail}",
+                         {"dbPath": db_path, "reason": reason})
+        self.reason = reason
+
+
+class WriteFailed(EngineError):
+    """A write was not made durable (full disk, read-only or vanished store):
+    nothing was acknowledged."""
+
+    code = -32007
+
+    def __init__(self, db_path: str, reason: str, detail: str):
+        super().__init__(f"nothing was written to {db_path}: {detail}",
+                         {"dbPath": db_path, "reason": reason})
+        self.reason = reason

@@ -20,8 +20,18 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   ``_REBUILDS_FILE_ROWS`` lies between the two.
 - A store written by a newer schema than this code knows is never modified:
   opening it raises :class:`StoreVersionError`.
-- A file that is not a readable SQLite database is moved aside to
-  ``index.db.corrupt-<ms>`` (kept for inspection) and a new store is created.
+- Opening tells "not ours / corrupt" from "cannot open now". An error that
+  says "not now" (I/O, full disk, permissions, locked, read-only) moves
+  nothing: the store stays unavailable (:class:`StoreUnavailable`, -32006, on
+  every access) and every access after ``RETRY_S`` tries again. A ``dbPath``
+  that is a folder, not SQLite, or another application's SQLite file is
+  refused the same way and never touched. Only a file that is ours (the
+  ``APPLICATION_ID`` in its header, or our ``meta`` table) and that SQLite
+  proves corrupt is moved aside to ``index.db.corrupt-<ms>``; a new store is
+  created and the written rows that can still be read (``CARRIED_TABLES``)
+  are carried into it.
+- A write that fails for the store's sake (full disk, read-only, I/O) raises
+  :class:`WriteFailed` (-32007): nothing was committed.
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ctxls.index.embed_text import embedding_hash
+from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 from ctxls.index.model import Chunk, ImportRef
 from ctxls.index.tokenize import expand
 
@@ -191,8 +202,48 @@ _UNREFERENCED = ("NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = vector
                  "AND NOT EXISTS (SELECT 1 FROM memory m WHERE m.embed_hash = vectors.text_hash)")
 
 
-class StoreVersionError(RuntimeError):
+# Written in every store's header (PRAGMA application_id, "ctls"): the marker
+# that makes a damaged file provably ours.
+APPLICATION_ID = 0x63746C73
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+# Seconds between attempts to open an unavailable store.
+RETRY_S = 1.0
+# Written rows a corrupt store's replacement inherits (nothing else is
+# irreplaceable: file rows are re-derived, vectors re-embedded).
+CARRIED_TABLES = ("memory", "memory_files", "stash", "edits")
+# SQLite primary result codes (sqlite3.h) meaning "not now", never "not ours".
+_TRANSIENT_REASONS = {3: "permission", 5: "locked", 6: "locked", 7: "io", 8: "readonly",
+                      10: "io", 13: "full", 14: "cantopen", 15: "locked", 23: "permission"}
+_CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+
+
+class StoreVersionError(StoreUnavailable):
     """The store was written by a newer ctxls; it is left untouched."""
+
+    def __init__(self, db_path: str, detail: str):
+        super().__init__(db_path, "version", detail)
+
+
+def storage_reason(exc: sqlite3.Error) -> str | None:
+    """What a SQLite error says about the store ("full", "io", "corrupt", …),
+    or None for an error of the statement itself (a bug, a constraint)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None:
+        return None
+    primary = code & 0xFF
+    if primary in _CORRUPT_CODES:
+        return "corrupt"
+    return _TRANSIENT_REASONS.get(primary)
+
+
+def store_error(exc: sqlite3.Error, db_path: str, writing: bool) -> EngineError | None:
+    """The protocol error for a storage failure, or None when ``exc`` is not one."""
+    reason = storage_reason(exc)
+    if reason is None:
+        return None
+    if writing:
+        return WriteFailed(db_path, reason, str(exc))
+    return StoreUnavailable(db_path, reason, str(exc))
 
 
 @dataclass(frozen=True)
@@ -225,6 +276,38 @@ def _symbol_name(symbol: str | None) -> str | None:
     return symbol.rsplit(".", 1)[-1].lower()
 
 
+def _is_ours(header: bytes) -> bool:
+    """The file header carries our application id."""
+    return (header.startswith(_SQLITE_MAGIC) and len(header) >= 72
+            and int.from_bytes(header[68:72], "big") == APPLICATION_ID)
+
+
+def _readable_rows(source: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[tuple]:
+    """``columns`` of every row of ``table`` that SQLite can still read, in
+    rowid order: 256 rows at a time, one at a time after a failure, hopping
+    over a damaged stretch with growing strides."""
+    select = (f"SELECT rowid, {', '.join(columns)} FROM {table} "
+              "WHERE rowid > ? ORDER BY rowid LIMIT ?")
+    last, limit, stride = -(1 << 63), 256, 1
+    while True:
+        try:
+            rows = source.execute(select, (last, limit)).fetchall()
+        except sqlite3.Error:
+            if limit > 1:
+                limit = 1
+                continue
+            last, stride = last + stride, stride * 2
+            if last >= (1 << 63) - 1 or stride > (1 << 48):
+                return
+            continue
+        if not rows:
+            return
+        stride = 1
+        for row in rows:
+            yield tuple(row[1:])
+        last = rows[-1][0]
+
+
 class Store:
     """One SQLite database: a writer connection behind a lock, and one
     read connection per thread (WAL gives each reader a consistent snapshot)."""
@@ -241,10 +324,140 @@ class Store:
         self.rebuilt = False  # True when file rows were dropped on open
         # Vector ids deleted here, not yet removed from the ANN index (semantic.py drains it).
         self.removed_vector_ids: collections.deque[int] = collections.deque()
-        Path(self.db_path).parent.mkdir(parents=True, exist_ok=True)
-        self._uri = Path(self.db_path).resolve().as_uri()
-        self._writer = self._open_checked()
-        self._migrate()
+        self._writer: sqlite3.Connection | None = None
+        # Bumped by every (re)open: a thread's read connection of an older one is replaced.
+        self._generation = 0
+        self.error: StoreUnavailable | None = None  # set while the store cannot be used
+        self._retry_at = 0.0
+        with self._write_lock:
+            try:
+                self._open()
+            except StoreUnavailable as exc:
+                self._unavailable(exc)
+
+    # -- opening -------------------------------------------------------------
+
+    def _unavailable(self, exc: StoreUnavailable) -> None:
+        if self.error is None or self.error.message != exc.message:
+            log.error("%s", exc.message)
+        self.error = exc
+        self._retry_at = time.monotonic() + RETRY_S
+
+    def _ready(self) -> None:
+        """Return when the store can be used; else retry opening it (at most
+        every RETRY_S) and raise StoreUnavailable."""
+        if self.error is None:
+            return
+        with self._write_lock:
+            if self.error is not None and time.monotonic() >= self._retry_at:
+                try:
+                    self._open()
+                except StoreUnavailable as exc:
+                    self._unavailable(exc)
+                else:
+                    log.warning("index store %s is available again", self.db_path)
+            if self.error is not None:
+                raise self.error.with_traceback(None)
+
+    def _header(self) -> bytes:
+        """The file's first 100 bytes (b"" when it does not exist yet)."""
+        try:
+            with open(self.db_path, "rb") as fh:
+                return fh.read(100)
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
+                                   else "io", exc.strerror or str(exc)) from exc
+
+    def _open(self) -> None:
+        """Open (or create) the store; StoreUnavailable when it cannot be used now
+        or is not ours. Moves a file aside only when it is ours and corrupt."""
+        path = Path(self.db_path)
+        if path.is_dir():
+            raise StoreUnavailable(self.db_path, "folder",
+                                   "dbPath is a folder, not a ctxls store; refusing to use it")
+        header = self._header()
+        if header and not header.startswith(_SQLITE_MAGIC):
+            raise StoreUnavailable(self.db_path, "foreign",
+                                   "dbPath is not a SQLite database; refusing to use or move it")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
+                                   else "io", exc.strerror or str(exc)) from exc
+        self._uri = path.resolve().as_uri()
+        conn: sqlite3.Connection | None = None
+        try:
+            conn = self._connect()
+            # Before anything writes (even the journal mode): is it ours?
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID and tables:
+                # No marker (a store from before it, or someone else's): ours
+                # only if our meta table reads.
+                if "meta" not in tables:
+                    raise StoreUnavailable(self.db_path, "foreign",
+                                           "dbPath is another application's SQLite database; "
+                                           "refusing to use or move it")
+                conn.execute("SELECT key, value FROM meta").fetchall()
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._install(conn)
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            reason = storage_reason(exc) or "io"
+            if reason != "corrupt":
+                raise StoreUnavailable(self.db_path, reason, str(exc)) from exc
+            if not _is_ours(header):
+                raise StoreUnavailable(
+                    self.db_path, "corrupt",
+                    f"{exc}; it carries no ctxls marker, so it is left as it is "
+                    "(move it away and ctxls builds a new store)") from exc
+            self._replace_corrupt(exc)
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+
+    def _install(self, conn: sqlite3.Connection) -> None:
+        """Make ``conn`` the writer of a freshly opened store and migrate it."""
+        old, self._writer = self._writer, conn
+        if old is not None:
+            old.close()
+        try:
+            self._migrate()
+        except BaseException:
+            self._writer = None
+            raise
+        self._generation += 1
+        self.error = None
+
+    def _replace_corrupt(self, cause: sqlite3.Error) -> None:
+        """Move our corrupt store aside, create a new one, carry the written rows."""
+        aside = f"{self.db_path}.corrupt-{now_ms()}"
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(self.db_path + suffix):
+                    os.replace(self.db_path + suffix, aside + suffix)
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "io", f"corrupt ({cause}) and cannot be moved "
+                                   f"aside: {exc.strerror or exc}") from exc
+        log.error("index store %s is corrupt (%s); moved to %s and rebuilding",
+                  self.db_path, cause, aside)
+        self.rebuilt = True
+        conn = None
+        try:
+            conn = self._connect()
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            self._install(conn)
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreUnavailable(self.db_path, storage_reason(exc) or "io", str(exc)) from exc
+        carried = self._carry_over(aside)
+        log.warning("carried into the new store from %s: %s", aside, carried)
 
     # -- connections -------------------------------------------------------
 
@@ -256,47 +469,99 @@ class Store:
         conn.execute("PRAGMA busy_timeout = 10000")
         return conn
 
-    def _open_checked(self) -> sqlite3.Connection:
+    def _carry_over(self, aside: str) -> dict[str, int]:
+        """Copy the rows of CARRIED_TABLES that can still be read from the
+        corrupt file ``aside`` into this (new) store; per table, how many."""
+        carried: dict[str, int] = {}
         try:
-            conn = self._connect()
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            return conn
-        except sqlite3.DatabaseError as exc:
-            aside = f"{self.db_path}.corrupt-{now_ms()}"
-            log.error("index store %s is unreadable (%s); moved to %s and rebuilding",
-                      self.db_path, exc, aside)
-            for suffix in ("", "-wal", "-shm"):
-                if os.path.exists(self.db_path + suffix):
-                    os.replace(self.db_path + suffix, aside + suffix)
-            self.rebuilt = True
-            return self._connect()
+            source = sqlite3.connect(aside, isolation_level=None)
+        except sqlite3.Error:
+            return carried
+        try:
+            for table in CARRIED_TABLES:
+                try:
+                    old_columns = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
+                except sqlite3.Error:
+                    continue
+                columns = [r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")
+                           if r[1] in old_columns]
+                if not columns:
+                    continue
+                insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
+                          f"VALUES ({', '.join('?' * len(columns))})")
+                count = 0
+                with self.write() as conn:
+                    for row in _readable_rows(source, table, columns):
+                        try:
+                            if conn.execute(insert, row).rowcount != 1:
+                                continue
+                        except sqlite3.IntegrityError:  # a damaged row: leave it behind
+                            continue
+                        count += 1
+                        if table == "memory":
+                            values = dict(zip(columns, row))
+                            self.put_memory_text(conn, values["id"], values["kind"], values["key"],
+                                                 values.get("symbol"), values["text"])
+                carried[table] = count
+        finally:
+            source.close()
+        return carried
 
     def reader(self) -> sqlite3.Connection:
         """This thread's read connection."""
+        self._ready()
         conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            conn.execute("PRAGMA query_only = ON")
-            self._local.conn = conn
+        if conn is None or self._local.generation != self._generation:
+            try:
+                conn = self._connect()
+                conn.execute("PRAGMA query_only = ON")
+            except sqlite3.Error as exc:
+                raise (store_error(exc, self.db_path, writing=False)
+                       or StoreUnavailable(self.db_path, "io", str(exc))) from exc
+            self._local.conn, self._local.generation = conn, self._generation
             with self._readers_lock:
                 self._readers.append(conn)
         return conn
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; callers hold it briefly (one file or batch)."""
+        """One write transaction; callers hold it briefly (one file or batch).
+        A storage failure is WriteFailed: nothing of it was committed."""
         with self._write_lock:
-            conn = self._writer
-            conn.execute("BEGIN IMMEDIATE")
+            self._ready()
             try:
-                yield conn
-            except BaseException:
+                with self._transaction() as conn:
+                    yield conn
+            except sqlite3.Error as exc:
+                raise self._write_error(exc) from exc
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        conn = self._writer
+        assert conn is not None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            self._rollback(conn)
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback(conn)
+            raise
+
+    def _write_error(self, exc: sqlite3.Error) -> BaseException:
+        """WriteFailed for a storage failure; the statement's own error otherwise."""
+        return store_error(exc, self.db_path, writing=True) or exc
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        if conn.in_transaction:
+            try:
                 conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
+            except sqlite3.Error:  # the failure that got us here already says why
+                pass
 
     def close(self) -> None:
         with self._readers_lock:
@@ -304,20 +569,23 @@ class Store:
                 conn.close()
             self._readers.clear()
         with self._write_lock:
-            self._writer.close()
+            if self._writer is not None:
+                self._writer.close()
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
 
     # -- versioning --------------------------------------------------------
 
     def _migrate(self) -> None:
-        with self.write() as conn:
+        """Bring the schema up to date (raw SQLite errors: _open() classifies them)."""
+        with self._transaction() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
             schema = int(meta.get("schema_version", SCHEMA_VERSION))
             if schema > SCHEMA_VERSION:
                 raise StoreVersionError(
-                    f"{self.db_path} has schema {schema}; this ctxls reads up to {SCHEMA_VERSION}")
+                    self.db_path, f"it has schema {schema}; this ctxls reads up to {SCHEMA_VERSION} "
+                    "(left untouched: use a newer ctxls or another dbPath)")
             outdated = any(v in _REBUILDS_FILE_ROWS for v in range(schema + 1, SCHEMA_VERSION + 1))
             # Memory's FTS rows are expand() output too, but memory is not in the
             # repository: they are re-derived from the memory rows, never dropped.
@@ -327,10 +595,17 @@ class Store:
                 for table in _FILE_TABLES:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")
                 self.rebuilt = True
+        # After the version check: a newer store is never modified.
+        with self._write_lock:
+            if self._writer.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+                self._writer.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+                # Into the file's own header now: a store damaged before the next
+                # checkpoint is still provably ours.
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         # executescript() commits implicitly, so the DDL runs outside write().
         with self._write_lock:
             self._writer.executescript(_SCHEMA)
-        with self.write() as conn:
+        with self._transaction() as conn:
             if retokenize_memory:  # in the stamp's transaction: a crash redoes it
                 for table in MEMORY_FTS_TABLE_BY_KIND.values():
                     conn.execute(f"DELETE FROM {table}")

@@ -9,6 +9,8 @@ import pytest
 
 from ctxls.index import store as store_module
 from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.errors import StoreUnavailable
+from ctxls.index.scopes import EVERYTHING
 from ctxls.index.store import Store, StoreVersionError
 
 from conftest import SAMPLE_FILES, write_tree
@@ -62,19 +64,136 @@ def test_newer_schema_is_refused_and_left_untouched(plain_repo: Path, tmp_path: 
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
     before = db.read_bytes()
+    store = Store(db)
+    assert isinstance(store.error, StoreVersionError) and store.error.code == -32006
     with pytest.raises(StoreVersionError):
-        Store(db)
+        store.reader()
+    store.close()
     assert db.read_bytes() == before
 
 
-def test_corrupt_store_is_moved_aside_and_rebuilt(plain_repo: Path, tmp_path: Path):
-    db = tmp_path / "index.db"
-    db.write_bytes(b"this is not a database" * 100)
+def listing(folder: Path) -> dict[str, bytes | None]:
+    return {p.name: (p.read_bytes() if p.is_file() else None) for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("planted", ["text", "folder", "sqlite"])
+def test_a_db_path_that_is_not_ours_is_refused_and_never_touched(plain_repo: Path, tmp_path: Path,
+                                                                 planted: str):
+    where = tmp_path / "stores"
+    where.mkdir()
+    db = where / "index.db"
+    if planted == "text":
+        db.write_bytes(b"a user's notes, not a database\n" * 100)
+    elif planted == "folder":
+        db.mkdir()
+        (db / "keep.txt").write_text("mine")
+    else:  # another application's SQLite file
+        with sqlite3.connect(db) as conn:
+            conn.execute("CREATE TABLE contacts (name TEXT)")
+            conn.execute("INSERT INTO contacts VALUES ('ada')")
+    before = listing(where)
     engine = make_engine(plain_repo, db)
-    assert engine.store.rebuilt
-    assert [p.name.startswith("index.db.corrupt-") for p in tmp_path.iterdir()].count(True) == 1
-    assert engine.index().added == 5
+    assert engine.store.error is not None and engine.store.error.code == -32006
+    assert engine.store.error.data["reason"] == {"text": "foreign", "folder": "folder",
+                                                 "sqlite": "foreign"}[planted]
+    with pytest.raises(StoreUnavailable):
+        engine.memory.remember(EVERYTHING, "k", "a fact")
+    assert engine.status()["storeError"]["code"] == -32006
     engine.close()
+    assert listing(where) == before
+    if planted == "folder":
+        assert (db / "keep.txt").read_text() == "mine"
+
+
+class FlakyDisk:
+    """sqlite3.connect failing with SQLITE_IOERR while ``failing`` (a disk
+    that errors now and recovers later)."""
+
+    def __init__(self, monkeypatch):
+        self.failing = True
+        real = sqlite3.connect
+
+        def connect(*args, **kwargs):
+            if self.failing:
+                exc = sqlite3.OperationalError("disk I/O error")
+                exc.sqlite_errorcode = 10  # SQLITE_IOERR
+                raise exc
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(store_module.sqlite3, "connect", connect)
+        monkeypatch.setattr(store_module, "RETRY_S", 0.0)
+
+
+def test_a_transient_open_error_moves_nothing_and_the_store_comes_back(
+        plain_repo: Path, tmp_path: Path, monkeypatch):
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.memory.remember(EVERYTHING, "deploy", "the deploy needs FOO_URL")
+    engine.close()
+    before = listing(tmp_path)
+
+    disk = FlakyDisk(monkeypatch)
+    reopened = make_engine(plain_repo, db)
+    error = reopened.store.error
+    assert error is not None and (error.code, error.data["reason"]) == (-32006, "io")
+    with pytest.raises(StoreUnavailable):
+        reopened.recall("deploy FOO_URL")
+    with pytest.raises(StoreUnavailable):
+        reopened.memory.remember(EVERYTHING, "lost", "never acknowledged")
+    status = reopened.status()
+    assert status["storeError"]["data"]["reason"] == "io" and status["files"] == 0
+    assert listing(tmp_path) == before  # nothing moved aside, nothing written
+
+    disk.failing = False  # the disk recovers: the next access reopens the same store
+    assert reopened.memory.count(EVERYTHING) == 1
+    assert "storeError" not in reopened.status()
+    assert not any(".corrupt-" in p.name for p in tmp_path.iterdir())
+    reopened.close()
+
+
+def corrupt_table_page(db: Path, table: str) -> None:
+    """Overwrite the root page of ``table`` with garbage (the header stays)."""
+    with sqlite3.connect(db) as conn:
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        (root,) = conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    with open(db, "r+b") as fh:
+        fh.seek((root - 1) * page_size)
+        fh.write(b"\xde\xad\xbe\xef" * (page_size // 4))
+
+
+def test_our_corrupt_store_is_moved_aside_and_its_memory_carried_over(plain_repo: Path, tmp_path: Path):
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    for n in range(300):
+        engine.memory.remember(EVERYTHING, f"fact-{n}", f"fact number {n} about deploys")
+    engine.stash.put("parked", "a parked payload")
+    engine.close()
+    corrupt_table_page(db, "meta")
+
+    reopened = make_engine(plain_repo, db)
+    assert reopened.store.error is None and reopened.store.rebuilt
+    assert len(list(tmp_path.glob("index.db.corrupt-*[0-9]"))) == 1
+    assert reopened.memory.count(EVERYTHING) == 300
+    hits = reopened.recall("fact number 299", kinds=["fact"], mode="lexical").hits_by_kind["fact"]
+    assert hits[0].path == "fact-299"
+    assert reopened.stash.peek("parked").head == "a parked payload"
+    assert reopened.index().added == 5
+    reopened.close()
+
+
+def test_a_corrupt_file_without_our_marker_is_refused_not_moved(plain_repo: Path, tmp_path: Path):
+    db = tmp_path / "index.db"
+    with sqlite3.connect(db) as conn:  # SQLite, but not provably ours
+        conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        conn.execute("CREATE TABLE other (x)")
+    corrupt_table_page(db, "meta")
+    before = listing(tmp_path)
+    engine = make_engine(plain_repo, db)
+    assert engine.store.error is not None and engine.store.error.data["reason"] == "corrupt"
+    engine.close()
+    assert listing(tmp_path) == before
 
 
 def test_interrupted_write_leaves_the_file_wholly_old(plain_repo: Path, tmp_path: Path):

@@ -1,0 +1,29 @@
+"""Hardening end to end (issue 15): store failures, durability, file modes,
+malformed requests — through the real `ctxls serve` process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from conftest import serve
+
+
+async def test_a_folder_as_db_path_is_refused_and_every_request_says_so(repo: Path, tmp_path: Path):
+    folder = tmp_path / "not-a-store"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    async with serve(repo, {"dbPath": str(folder)}) as s:
+        status = await s.request("ctxls/status")
+        assert status["storeError"]["code"] == -32006
+        assert status["storeError"]["data"]["reason"] == "folder"
+        for method, params in (("ctxls/remember", {"id": "k", "text": "a fact"}),
+                               ("ctxls/recall", {"query": "session"}),
+                               ("ctxls/get", {"id": "k"})):
+            with pytest.raises(JsonRpcException) as err:
+                await s.request(method, params)
+            assert err.value.code == -32006, method
+        assert status["indexing"] is False
+    assert sorted(p.name for p in folder.iterdir()) == ["keep.txt"]
