@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ctxls.index.chunker import chunk_file
 from ctxls.index.engine import Engine
 from ctxls.index.imports import ImportResolver
-from ctxls.index.model import content_hash
+from ctxls.index.model import ImportRef, content_hash
 
 # Chunk symbol kinds that name a type: a receiver naming one is a class.
 CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "union"})
@@ -130,21 +130,43 @@ def imports_of(conn: sqlite3.Connection, path: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-_resolvers: weakref.WeakKeyDictionary[Engine, tuple[tuple, ImportResolver]] = weakref.WeakKeyDictionary()
+@dataclass(frozen=True)
+class Imports:
+    """Import specs to indexed files. Discovery indexes a symlink inside the
+    root under its target's path only; an import through the link's path
+    (``from pkg.compat import f`` with ``pkg/compat.py -> ../shared/compat.py``)
+    resolves to that target, the file the index and the sweep know."""
+
+    resolver: ImportResolver
+    links: dict[str, str]  # link path -> indexed target path
+
+    def resolve(self, importer: str, spec: str, language: str) -> str | None:
+        found = self.resolver.resolve(importer, ImportRef(spec, 0), language)
+        found = self.links.get(found, found) if found is not None else None
+        return found if found != importer else None
+
+
+# Indexer.skipped's reason for a link inside the root (discovery._alias_reason).
+_LINK_REASON = "symlink to "
+_resolvers: weakref.WeakKeyDictionary[Engine, tuple[tuple, Imports]] = weakref.WeakKeyDictionary()
 _resolvers_lock = threading.Lock()
 
 
-def import_resolver(engine: Engine) -> ImportResolver:
-    """An ImportResolver over the indexed paths, rebuilt only when the set of
-    files changed (a new file always gets a new row id)."""
+def import_resolver(engine: Engine) -> Imports:
+    """Imports over the indexed paths and the links to them, rebuilt only
+    when the set of files changed (a new file always gets a new row id)."""
     conn = engine.store.reader()
-    key = tuple(conn.execute("SELECT count(*), max(id) FROM files").fetchone())
+    skipped = dict(engine.indexer.skipped)
+    key = (*conn.execute("SELECT count(*), max(id) FROM files").fetchone(), len(skipped))
     with _resolvers_lock:
         cached = _resolvers.get(engine)
         if cached is not None and cached[0] == key:
             return cached[1]
     paths = [r[0] for r in conn.execute("SELECT path FROM files")]
-    resolver = ImportResolver(paths)
+    indexed = set(paths)
+    links = {link: reason.removeprefix(_LINK_REASON) for link, reason in skipped.items()
+             if reason.startswith(_LINK_REASON) and reason.removeprefix(_LINK_REASON) in indexed}
+    imports = Imports(ImportResolver(paths + list(links)), links)
     with _resolvers_lock:
-        _resolvers[engine] = (key, resolver)
-    return resolver
+        _resolvers[engine] = (key, imports)
+    return imports

@@ -32,8 +32,6 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ctxls.index.engine import Engine
-from ctxls.index.imports import ImportResolver
-from ctxls.index.model import ImportRef
 
 from . import index_view, syntax
 from .builtin_names import BUILTIN_FUNCTIONS, BUILTIN_METHODS
@@ -175,7 +173,7 @@ class Resolver:
         self._owners: dict[tuple[Receiver, str], tuple[ClassId | None, bool]] = {}
         self._bare: dict[tuple[str, str], Ref] = {}
         self._receivers: dict[tuple[str, int], Receiver] = {}
-        self._import_resolver: ImportResolver | None = None
+        self._import_resolver: index_view.Imports | None = None
         self._scopes: dict[tuple[str, int, str], set[Receiver]] = {}
         self._go_module: str | None = None
 
@@ -218,7 +216,7 @@ class Resolver:
         language = "python" if sf.family is PYTHON else sf.language or ""
         if self._import_resolver is None:
             self._import_resolver = index_view.import_resolver(self.engine)
-        resolved = self._import_resolver.resolve(sf.path, ImportRef(spec, 0), language)
+        resolved = self._import_resolver.resolve(sf.path, spec, language)
         if resolved is not None:
             return resolved, False
         if sf.family is PYTHON:

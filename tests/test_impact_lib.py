@@ -448,3 +448,31 @@ def test_super_reaches_a_base_of_the_same_name_imported_under_another(make_engin
     assert callers(core) == {("web/blueprints.py", 5, "Blueprint.register", True)}
     web = analysis.analyze(engine, "Blueprint.register", "web/blueprints.py")
     assert web.callers == []
+
+
+def test_callers_in_and_through_symlinked_modules_inside_the_root(tmp_path: Path):
+    """Discovery indexes a link inside the root under its target's path; the
+    sweep finds the callers there, and an import through the link's path
+    leads to the target."""
+    root = tmp_path / "linked"
+    write_tree(root, {
+        "core.py": "def tick():\n    return 1\n",
+        "shared/__init__.py": "",
+        "shared/helpers.py": "from core import tick\n\n\ndef use():\n    return tick()\n",
+        "pkg/__init__.py": "",
+        "vendor/lib/mod.py": "from core import tick\n\n\ndef deep():\n    return tick() + 1\n",
+        "app.py": "from pkg.helpers import use\nfrom lib.mod import deep\n\nuse()\ndeep()\n",
+    })
+    (root / "pkg" / "helpers.py").symlink_to("../shared/helpers.py")  # a linked module
+    (root / "lib").symlink_to("vendor/lib")  # a linked folder
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    engine = Engine(root)
+    try:
+        engine.cold_index()
+        assert callers(analysis.analyze(engine, "tick")) == {
+            ("shared/helpers.py", 4, "use", True), ("vendor/lib/mod.py", 4, "deep", True)}
+        # `from pkg.helpers import use`: through the link, to the file the index holds.
+        assert callers(analysis.analyze(engine, "use")) == {("app.py", 3, None, True)}
+        assert callers(analysis.analyze(engine, "deep")) == {("app.py", 4, None, True)}
+    finally:
+        engine.close()
