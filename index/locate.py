@@ -64,6 +64,21 @@ class IssueText:
     paths: list[str] = field(default_factory=list)  # file paths as written
     modules: list[str] = field(default_factory=list)  # dotted module names (import lines too)
     imported: list[tuple[str, str]] = field(default_factory=list)  # (module, name) of `from m import n`
+    title: str = ""  # the first non-empty line
+    raw: str = ""  # the whole text
+
+    def prominence(self, name: str) -> float:
+        """How central a name is to the text: named in the title 1, else by how
+        often it occurs (once 0.35, twice 0.6, more 0.8)."""
+        word = re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])")
+        if word.search(self.title):
+            return 1.0
+        return PROMINENCE_BY_COUNT[min(len(word.findall(self.raw)), len(PROMINENCE_BY_COUNT) - 1)]
+
+
+
+# A name's weight by how often the text mentions it (index: mentions, capped).
+PROMINENCE_BY_COUNT = (0.35, 0.35, 0.6, 0.8)
 
 
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
@@ -97,7 +112,7 @@ _SOURCE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx"
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]*\w\.(?:" + "|".join(_SOURCE_EXTENSIONS) +
                    r"))(?![\w/-])")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
-_DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\(")
+_DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
 _SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)\b")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
@@ -216,8 +231,6 @@ def read_issue(text: str) -> IssueText:
         for match in _BACKTICKED.finditer(source):
             for word in _DOTTED_CALL.findall(match.group(1)) + _WORD.findall(match.group(1)):
                 _add(identifiers, word)
-    for word in _WORD.findall(code_text):
-        _add(identifiers, word)
     imported_names = {name for _, name in imported}
 
     def meaningful(name: str) -> bool:
@@ -227,9 +240,10 @@ def read_issue(text: str) -> IssueText:
         return len(last) >= 2 or last in imported_names  # `from django.db.models import Q`
 
     names = [name for name in identifiers if meaningful(name)]
+    title = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return IssueText(prose=prose, code=code, frames=frames, messages=list(messages),
                      identifiers=names, paths=list(paths), modules=list(modules),
-                     imported=list(imported))
+                     imported=list(imported), title=title, raw=text)
 
 
 # --- ranking ---------------------------------------------------------------------------------
@@ -256,6 +270,7 @@ class LocateWeights:
     max_terms: int = 64
     chunk_pool: int = 300
     max_term_share: float = 0.05
+    max_postings: int = 8000
 
     def weight(self, signal: str) -> float:
         return self.import_ if signal == "import" else getattr(self, signal)
@@ -383,9 +398,13 @@ class Locator:
         self.ranking = ranking or RankingConfig()
         self._lock = threading.Lock()
         self._paths: tuple[tuple, PathIndex] | None = None
+        # term -> code chunks holding it. Only picks which terms BM25 sees, so it
+        # may lag edits; cleared when the set of files changes or it grows too big.
+        self._frequency: dict[str, int] = {}
+        self._frequency_key: tuple | None = None
 
     def path_index(self, conn: sqlite3.Connection) -> PathIndex:
-        key = tuple(conn.execute("SELECT count(*), max(id) FROM files").fetchone())
+        key = _files_key(conn)
         with self._lock:
             if self._paths is not None and self._paths[0] == key:
                 return self._paths[1]
@@ -393,6 +412,21 @@ class Locator:
         with self._lock:
             self._paths = (key, index)
         return index
+
+    def document_frequency(self, conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
+        key = _files_key(conn)
+        with self._lock:
+            if key != self._frequency_key or len(self._frequency) > MAX_CACHED_TERMS:
+                self._frequency, self._frequency_key = {}, key
+            known = {t: self._frequency[t] for t in terms if t in self._frequency}
+        missing = [t for t in terms if t not in known]
+        if missing:
+            found = _document_frequency(conn, missing)
+            fresh = {t: found.get(t, 0) for t in missing}
+            with self._lock:
+                self._frequency.update(fresh)
+            known.update(fresh)
+        return known
 
     # -- evidence ------------------------------------------------------------------------
 
@@ -442,9 +476,14 @@ class Locator:
             if found is None:
                 continue
             path, prefix = found
-            # `django.db.models.Q` names the module `django.db.models` (a weaker pointer
-            # than naming the module itself, but still a pointer).
-            value = 1.0 if prefix == module else 0.5
+            # `django.db.models.Q` names the module `django.db.models`: a weaker pointer
+            # than naming the module itself, and none when that module is a package's
+            # __init__ (`sympy.Symbol`: the package re-exports everything).
+            package = posixpath.basename(path).startswith("__init__.")
+            if prefix != module and package:
+                continue
+            # A package's __init__ (`django.db`) names a whole package, not its file.
+            value = 1.0 if prefix == module and not package else 0.5
             file(path).raise_signal("path", value, Reason("path", prefix))
 
     def _symbol_evidence(self, conn: sqlite3.Connection, issue: IssueText, paths: PathIndex,
@@ -459,8 +498,7 @@ class Locator:
         for start in range(0, len(lowered), 500):
             batch = lowered[start:start + 500]
             rows += conn.execute(
-                f"SELECT f.path, c.symbol, c.symbol_kind, c.name, c.id, c.start_line, c.end_line, "
-                f"length(c.text) - length(rtrim(c.text, replace(c.text, char(10), ''))) "
+                f"SELECT f.path, c.symbol, c.symbol_kind, c.name, c.id, c.start_line, c.end_line "
                 f"FROM chunks c JOIN files f ON f.id = c.file_id "
                 f"WHERE c.name IN ({','.join('?' * len(batch))}) AND c.kind = 'code' "
                 f"AND c.symbol IS NOT NULL", batch).fetchall()
@@ -486,7 +524,7 @@ class Locator:
                 by_path = {p: rows for p, rows in by_path.items() if p in chosen}
             if not by_path or len(by_path) > self.weights.max_definitions:
                 continue
-            share = 1.0 / len(by_path)
+            share = issue.prominence(name) / len(by_path)
             for path, rows_here in by_path.items():
                 evidence = file(path)
                 before = strength.get(path, 0.0)
@@ -568,12 +606,21 @@ class Locator:
         terms = query_terms(text)
         if not terms:
             return []
-        frequency = _document_frequency(conn, terms)
+        frequency = self.document_frequency(conn, terms)
         total = max(conn.execute("SELECT max(rowid) FROM fts_code").fetchone()[0] or 1, 1)
         limit = self.weights.max_term_share * total
         kept = [t for t in terms if 0 < frequency.get(t, 0) <= limit]
         kept.sort(key=lambda t: frequency[t])
-        return kept[:self.weights.max_terms]
+        # BM25 costs about as much per matching chunk as per term: stop adding
+        # terms once their postings would pass the budget.
+        chosen: list[str] = []
+        postings = 0
+        for term in kept[:self.weights.max_terms]:
+            postings += frequency[term]
+            if chosen and postings > self.weights.max_postings:
+                break
+            chosen.append(term)
+        return chosen
 
     def _text_evidence(self, conn: sqlite3.Connection, text: str, file,
                        semantic_chunks: dict[int, float] | None) -> None:
@@ -649,6 +696,14 @@ class Locator:
                                    {s: round(v, 4) for s, v in evidence.signals.items()},
                                    reasons[:6], refs))
         return out
+
+
+MAX_CACHED_TERMS = 200_000
+
+
+def _files_key(conn: sqlite3.Connection) -> tuple:
+    """Changes whenever a file is added or removed (a new file gets a new row id)."""
+    return tuple(conn.execute("SELECT count(*), max(id) FROM files").fetchone())
 
 
 def _with_end_characters(conn: sqlite3.Connection, chunks: list[tuple[int, ChunkRef]]) -> list[ChunkRef]:

@@ -140,6 +140,13 @@ def test_code_blocks_identifiers_paths_and_modules():
     assert "```" not in issue.prose and ">>>" not in issue.prose
 
 
+def test_names_in_the_title_or_repeated_weigh_more():
+    issue = read_issue("Cart.total() is wrong\n\nIt calls format_money, then apply, apply and apply.")
+    assert issue.title == "Cart.total() is wrong"
+    assert issue.prominence("total") == 1.0
+    assert issue.prominence("format_money") < issue.prominence("apply") < 1.0
+
+
 def test_paths_resolve_by_their_tail_and_only_unambiguously():
     index = PathIndex(["shop/cart.py", "shop/pricing.py", "tools/cart.py", "lib/json/decoder.py"])
     assert index.resolve_path("/usr/lib/python3/site-packages/shop/cart.py") == ("shop/cart.py", 2)
