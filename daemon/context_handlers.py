@@ -58,5 +58,6 @@ def knowledge_request(ls: CtxlsServer, params: wire.Params) -> dict:
     if not 1 <= budget <= MAX_BUDGET_CHARS:
         raise InvalidParams("budgetChars", f"must be an integer from 1 to {MAX_BUDGET_CHARS}")
     scope = ls.request_scope(params, "ctxls/knowledge")
-    result = knowledge_block(memory_engine(ls).store, scope, now_ms(), budget)
+    engine = memory_engine(ls)
+    result = knowledge_block(engine.memory, engine.store, scope, now_ms(), budget)
     return {"block": result.block, "facts": result.facts}

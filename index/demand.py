@@ -2,29 +2,37 @@
 
 Each recall hit appends (path, kind, symbol, "recall", ts); a ``get`` appends a
 weaker "fetch". Appends are buffered and written by a background thread, so a
-recall never waits for the store's write lock (held by a cold index between
-batches); every read of the log flushes first.
+recall never waits for a write lock (the store's, held by a cold index between
+batches, or a round trip to PostgreSQL); every read of the log flushes first.
+A file's demand goes to the local store; a memory row's goes where memory
+lives (``MemoryStore.append_demand``), carrying the row's scope, so one
+tenant's recalls never count for another's row of the same id.
 
 From it come the curation queues: agent-written facts recalled often enough
 for a person to confirm or forget (``review_candidates``), and agent episodes
 recalled often within the episode window, worth promoting to facts
-(``promotion_candidates``). A memory row's demand carries its scope, so one
-tenant's recalls never count for another's row of the same id.
+(``promotion_candidates``).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ctxls.index.errors import InvalidParams
-from ctxls.index.memory import DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, visible_sql
+from ctxls.index.errors import InvalidParams, MemoryUnavailable
+from ctxls.index.memory.model import DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, Candidate, MemoryStore
 from ctxls.index.scopes import Scope
 from ctxls.index.store import Store, now_ms
 
+log = logging.getLogger(__name__)
+
 DEFAULT_REVIEW_THRESHOLD = 5
 DEFAULT_PROMOTION_THRESHOLD = 10
+
+__all__ = ["Candidate", "Demand", "DemandLog", "DEFAULT_PROMOTION_THRESHOLD",
+           "DEFAULT_REVIEW_THRESHOLD"]
 
 
 @dataclass(frozen=True)
@@ -35,15 +43,10 @@ class Demand:
     scope: str | None  # a memory row's scope; None for a file
 
 
-@dataclass
-class Candidate:
-    path: str
-    hits: int
-
-
 class DemandLog:
-    def __init__(self, store: Store):
+    def __init__(self, store: Store, memory: MemoryStore):
         self.store = store
+        self.memory = memory
         self._pending: list[tuple] = []
         self._lock = threading.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxls-demand")
@@ -57,19 +60,32 @@ class DemandLog:
             first = not self._pending
             self._pending.extend((d.path, d.kind, d.symbol, action, d.scope, ts) for d in entries)
         if first:
-            self._writer.submit(self.flush)
+            self._writer.submit(self._flush_in_background)
+
+    def _flush_in_background(self) -> None:
+        try:
+            self.flush()
+        except MemoryUnavailable as exc:  # demand is a hint: losing some never fails a request
+            log.warning("demand log not written: %s", exc.message)
 
     def flush(self) -> None:
         with self._lock:
             rows, self._pending = self._pending, []
-        if rows:
+        files = [r for r in rows if r[4] is None]
+        memory = [r for r in rows if r[4] is not None]
+        if files:
             with self.store.write() as conn:
                 conn.executemany("INSERT INTO demand(path, kind, symbol, action, scope, ts) "
-                                 "VALUES (?, ?, ?, ?, ?, ?)", rows)
+                                 "VALUES (?, ?, ?, ?, ?, ?)", files)
+        if memory:
+            self.memory.append_demand(memory)
 
     def close(self) -> None:
         self._writer.shutdown(wait=True)
-        self.flush()
+        try:
+            self.flush()
+        except MemoryUnavailable as exc:
+            log.warning("demand log not written: %s", exc.message)
 
     def review_candidates(self, scope: Scope, threshold: int = DEFAULT_REVIEW_THRESHOLD
                           ) -> list[Candidate]:
@@ -86,11 +102,4 @@ class DemandLog:
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1:
             raise InvalidParams("threshold", "must be a positive integer")
         self.flush()
-        visible, args = visible_sql(scope, now_ms())
-        rows = self.store.reader().execute(
-            "SELECT m.key, count(*) AS hits FROM memory m JOIN demand d "
-            "ON d.path = m.key AND d.scope = m.scope AND d.kind = m.kind AND d.action = 'recall' "
-            f"WHERE m.kind = ? AND m.part = 0 AND m.author = 'agent' AND {visible} AND d.ts >= ? "
-            "GROUP BY m.id HAVING hits >= ? ORDER BY hits DESC, m.key",
-            [kind, *args, since, threshold]).fetchall()
-        return [Candidate(path=r[0], hits=r[1]) for r in rows]
+        return self.memory.candidates(kind, scope, threshold, since, now_ms())

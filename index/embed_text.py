@@ -21,3 +21,10 @@ def embedding_text(path: str, symbol: str | None, body: str) -> str:
 
 def embedding_hash(path: str, symbol: str | None, body: str) -> str:
     return content_hash(embedding_text(path, symbol, body))
+
+
+def memory_embedding_text(symbol: str | None, text: str) -> str:
+    """What gets embedded for a written memory row: its text (and a segment's
+    heading path), not its id, which is often an opaque key. Changing this
+    changes every row's embed_hash, so old vectors are simply never used again."""
+    return f"{symbol}\n{text[:MAX_EMBED_CHARS]}" if symbol else text[:MAX_EMBED_CHARS]

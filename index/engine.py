@@ -18,14 +18,15 @@ from ctxls import __version__
 from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, Skipped, decode_text,
                                    ignored_paths, looks_binary, read_file, relative_path)
 from ctxls.index.demand import Demand, DemandLog
-from ctxls.index.errors import (EngineError, InvalidParams, OutsideRoot, StalePointer,
-                                StoreUnavailable)
+from ctxls.index.errors import (EngineError, InvalidParams, MemoryUnavailable, OutsideRoot,
+                                StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
 from ctxls.index.locate import LocatedFile, Locator
-from ctxls.index.memory import MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow
+from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
+                                open_memory_store)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import SemanticIndex, vector_file_for
@@ -35,7 +36,7 @@ from ctxls.index.store import Store, now_ms
 log = logging.getLogger(__name__)
 
 FILE_KINDS = ("code", "doc")
-# Recalled from written memory only (index/memory.py); "doc" is recalled from
+# Recalled from written memory only (index/memory/sqlite.py); "doc" is recalled from
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
 MAX_RECALL_N = 200
@@ -57,6 +58,8 @@ class EngineOptions:
     embeddings: bool = False
     embed_model: str | None = None  # a user's ONNX model (with embed_tokenizer)
     embed_tokenizer: str | None = None
+    # Team memory: a postgresql:// URL; None keeps memory in this store.
+    memory_url: str | None = None
 
 
 @dataclass
@@ -146,8 +149,14 @@ class Engine:
                 self.store, vector_file_for(self.store.db_path),
                 lambda: load_embedder(self.options.embed_model, self.options.embed_tokenizer),
                 lambda message: self.on_warning(message))
-        self.memory = Memory(self.store, self.semantic.mark_memory_urgent if self.semantic else None)
-        self.demand = DemandLog(self.store)
+        if self.options.memory_url is not None and not private_store:
+            # PostgreSQL embeds a row as it writes it; the local worker never sees memory there.
+            self.memory = Memory(open_memory_store(self.options.memory_url, self.store,
+                                                   lambda message: self.on_warning(message)))
+        else:
+            self.memory = Memory(open_memory_store(None, self.store),
+                                 self.semantic.mark_memory_urgent if self.semantic else None)
+        self.demand = DemandLog(self.store, self.memory.backend)
         self.stash = Stash(self.store)
         self.progress = IndexProgress()
         self.locator = Locator(ranking=self.options.ranking)
@@ -193,6 +202,7 @@ class Engine:
         if self.semantic is not None:
             self.semantic.stop()
         self.demand.close()
+        self.memory.backend.close()
         self.store.close()
 
     # -- paths ---------------------------------------------------------------
@@ -325,7 +335,9 @@ class Engine:
         if self.semantic is not None:
             self.semantic.defer(INTERACTIVE_QUIET_S)
         semantic = self._semantic_for(mode)
+        memory_semantic = self._memory_semantic_for(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
+        memory_down = False
         for kind in kinds:
             if kind not in FILE_KINDS:
                 scored = []
@@ -335,14 +347,21 @@ class Engine:
             else:
                 scored = lexical_search(conn, kind, query, n, self.options.ranking)
             hits = [self._hit(s, body) for s in scored]
-            if kind in WRITTEN_KINDS:
-                hits += [memory_hit(row, body) for row in self.memory.search(
-                    kind, query, n, scope, semantic, dense_only=mode == "semantic")]
+            if kind in WRITTEN_KINDS and not memory_down:
+                try:
+                    hits += [memory_hit(row, body) for row in self.memory.search(
+                        kind, query, n, scope, memory_semantic, dense_only=mode == "semantic")]
+                except MemoryUnavailable as exc:
+                    # Code recall never depends on the memory database: answer
+                    # without memory, marked partial.
+                    log.warning("recall without memory: %s", exc.message)
+                    memory_down = True
                 hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
             hits_by_kind[kind] = hits[:n]
         if log:
             self.log_demand([h for hits in hits_by_kind.values() for h in hits], "recall")
-        return RecallResult(hits_by_kind, partial=not self.cold_index_done or self.indexing)
+        return RecallResult(hits_by_kind,
+                            partial=not self.cold_index_done or self.indexing or memory_down)
 
     def locate(self, text: str, n: int = 10, include_tests: bool = False) -> list[LocatedFile]:
         """The files to change for an issue text (index/locate.py), best first."""
@@ -367,6 +386,16 @@ class Engine:
         if not self.semantic.has_vectors() or not self.semantic.ensure_loaded():
             return None
         return self.semantic
+
+    def _memory_semantic_for(self, mode: str, semantic: SemanticIndex | None
+                             ) -> SemanticIndex | None:
+        """Memory in this store uses the code's answer; memory in PostgreSQL has
+        vectors of its own there, so only the model has to load."""
+        if self.memory.backend.kind == "sqlite" or semantic is not None:
+            return semantic
+        if mode == "lexical" or self.semantic is None or self.semantic.failed is not None:
+            return None
+        return self.semantic if self.semantic.ensure_loaded() else None
 
     def _hit(self, scored: ScoredChunk, body: bool) -> Hit:
         last_line = scored.text.rsplit("\n", 1)[-1]

@@ -88,3 +88,13 @@ class WriteFailed(EngineError):
         super().__init__(f"nothing was written to {db_path}: {detail}",
                          {"dbPath": db_path, "reason": reason})
         self.reason = reason
+
+
+class MemoryUnavailable(EngineError):
+    """The memory database (``memoryUrl``) cannot be reached or answered too
+    late; nothing was written. Code recall does not depend on it."""
+
+    code = -32010
+
+    def __init__(self, problem: str):
+        super().__init__(f"team memory is unavailable: {problem}", {"backend": "postgresql"})

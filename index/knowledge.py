@@ -11,10 +11,9 @@ and then picked up by a cold or forced pass are not seen.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from ctxls.index.memory import visible_sql
+from ctxls.index.memory import Memory
 from ctxls.index.scopes import Scope
 from ctxls.index.store import Store
 
@@ -49,22 +48,17 @@ def _is_stale(store: Store, anchor: tuple[str, str | None], written_at: int) -> 
     return store.reader().execute(sql + " LIMIT 1", args).fetchone() is not None
 
 
-def knowledge_block(store: Store, scope: Scope, now: int,
+def knowledge_block(memory: Memory, store: Store, scope: Scope, now: int,
                     budget_chars: int = DEFAULT_BUDGET_CHARS) -> KnowledgeBlock:
-    visible, args = visible_sql(scope, now)
-    rows = store.reader().execute(
-        f"SELECT m.key, m.scope, m.author, m.text, m.meta, m.created_at, "
-        f"(SELECT count(*) FROM demand d WHERE d.path = m.key AND d.kind = 'fact' "
-        f" AND d.action = 'recall' AND d.scope = m.scope) AS recalls "
-        f"FROM memory m WHERE m.kind = 'fact' AND m.part = 0 AND {visible}", args).fetchall()
+    """``memory``'s facts; staleness from ``store``'s edit log (edits stay local)."""
     facts = []
-    for key, row_scope, author, text, meta_json, created_at, recalls in rows:
-        meta = json.loads(meta_json) if meta_json else None
+    for fact in memory.known_facts(scope, now):
+        meta = fact.meta
         pinned = bool(isinstance(meta, dict) and meta.get("pinned"))
         anchor = _anchor(meta if isinstance(meta, dict) else None)
-        stale = anchor is not None and _is_stale(store, anchor, created_at)
-        facts.append(((not pinned, author != "human", -recalls, key, row_scope),
-                      key, " ".join(text.split()), anchor, stale))
+        stale = anchor is not None and _is_stale(store, anchor, fact.created_at)
+        facts.append(((not pinned, fact.author != "human", -fact.recalls, fact.key, fact.scope),
+                      fact.key, " ".join(fact.text.split()), anchor, stale))
     facts.sort(key=lambda f: f[0])
     lines: list[str] = []
     used = len(HEADER)

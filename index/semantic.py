@@ -29,9 +29,8 @@ from typing import Callable
 
 import numpy as np
 
-from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text
+from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
-from ctxls.index.memory import memory_embedding_text
 from ctxls.index.store import Store
 
 log = logging.getLogger(__name__)

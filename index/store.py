@@ -137,7 +137,7 @@ CREATE TABLE IF NOT EXISTS vectors (
     vec BLOB NOT NULL                   -- float16, L2-normalised
 );
 CREATE TABLE IF NOT EXISTS memory (
-    -- Written memory (index/memory.py). AUTOINCREMENT: an id is never reused;
+    -- Written memory (index/memory/sqlite.py). AUTOINCREMENT: an id is never reused;
     -- it is the rowid of the row's fts_memory_* row, and enumerate pages in id
     -- order (an upsert keeps its row's id).
     id INTEGER PRIMARY KEY AUTOINCREMENT,

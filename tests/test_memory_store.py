@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctxls.index import memory as memory_module
+from ctxls.index.memory import sqlite as memory_module
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.scopes import EVERYTHING, named_scope
 from ctxls.index.store import INDEX_STAMP, SCHEMA_VERSION

@@ -1,0 +1,232 @@
+"""What every memory backend shares: the rows, the bounds, the checks, and
+the storage interface (:class:`MemoryStore`) the two backends implement."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Protocol
+
+from ctxls.index.chunker import split_lines
+from ctxls.index.errors import InvalidParams
+from ctxls.index.scopes import Scope
+
+if TYPE_CHECKING:
+    from ctxls.index.semantic import SemanticIndex
+
+MEMORY_KINDS = ("fact", "episode", "doc")
+AUTHORS = ("human", "agent")
+MAX_ID_CHARS = 1024
+# remember and ingest: bytes of the text or upload (UTF-8).
+MAX_WRITE_BYTES = 10 * 1024 * 1024
+DEFAULT_EPISODE_WINDOW_DAYS = 30.0
+DAY_MS = 86_400_000
+# Memory's hybrid fusion (linear) and lexical pool, as measured in BENCHMARKS.md
+# "Memory"; code recall's fusion (RankingConfig) was tuned on code, not on facts.
+MEMORY_DENSE_WEIGHT = 0.7
+MEMORY_FUSION_POOL = 50
+# Rows the nearest-neighbour search adds to the lexical candidates, found by meaning alone.
+ANN_NOMINEES = 8
+MAX_PAGE = 1000
+MAX_N = 200
+
+
+@dataclass
+class MemoryRow:
+    row_id: int
+    scope: str
+    key: str
+    part: int
+    kind: str
+    author: str
+    format: str
+    symbol: str | None
+    start_line: int
+    end_line: int
+    text: str
+    meta: dict | None
+    created_at: int
+    occurred_at: int
+    expires_at: int | None
+    embed_hash: str
+    score: float = 0.0
+
+
+@dataclass
+class MemoryItem:
+    """A row fetched whole by its id (``ctxls/get``)."""
+
+    row: MemoryRow
+    text: str  # the whole document; base64 for a blob
+    encoding: str | None  # "base64" for a blob
+
+
+@dataclass
+class MemoryNode:
+    row: MemoryRow
+    segments: list[MemoryRow]
+
+
+@dataclass
+class Page:
+    rows: list[MemoryRow]
+    total: int
+    offset: int
+    next_offset: int | None
+
+
+@dataclass
+class IngestResult:
+    key: str
+    format: str
+    mode: str  # "chunked" | "blob"
+    segments: int
+
+
+@dataclass(frozen=True)
+class Segment:
+    symbol: str | None
+    start_line: int
+    end_line: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Upload:
+    """An ingested file, whole and byte-exact (its searchable rows are segments)."""
+
+    filename: str
+    mode: str  # "chunked" | "blob"
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Write:
+    """One validated remember or ingest: (scope, key) becomes exactly these segments."""
+
+    scope: str
+    key: str
+    kind: str
+    author: str
+    format: str
+    segments: list[Segment]
+    meta_json: str | None
+    occurred_at: int
+    expires_at: int | None
+    session: str | None
+    created_at: int
+    upload: Upload | None  # None: a remember, which drops any earlier upload of the id
+    prune_episodes_before: int | None  # an episode write prunes older episodes first
+
+
+@dataclass(frozen=True)
+class Forget:
+    """Which rows a forget removes (all conditions hold); ``owned``: the scope
+    that may remove, None when unrestricted."""
+
+    owned: str | None
+    key: str | None
+    key_prefix: str | None
+    kind: str | None
+    author: str | None
+
+
+@dataclass(frozen=True)
+class KnownFact:
+    """A visible fact with its recall count (the knowledge block's input)."""
+
+    key: str
+    scope: str
+    author: str
+    text: str
+    meta: dict | None
+    created_at: int
+    recalls: int
+
+
+@dataclass
+class Candidate:
+    path: str
+    hits: int
+
+
+class MemoryStore(Protocol):
+    """Where written memory, its demand log and its vectors live. Arguments
+    are already checked (``ctxls.index.memory.api``); every read sees only
+    what its scope may see, every write commits before it returns."""
+
+    kind: str  # "sqlite" | "postgresql"
+
+    def write(self, write: Write) -> list[int]: ...
+    def forget(self, what: Forget) -> int: ...
+    def purge(self, now: int) -> int: ...
+    def search(self, kind: str, query: str, terms: list[str], n: int, scope: Scope, now: int,
+               semantic: "SemanticIndex | None", dense_only: bool) -> list[MemoryRow]: ...
+    def recent(self, scope: Scope, kinds: list[str], n: int, session: str | None,
+               now: int) -> list[MemoryRow]: ...
+    def enumerate(self, scope: Scope, kind: str, offset: int, limit: int, now: int) -> Page: ...
+    def count(self, scope: Scope, kinds: list[str], now: int) -> int: ...
+    def first_row(self, key: str, scope: Scope, now: int) -> MemoryRow | None: ...
+    def upload(self, scope: str, key: str) -> tuple[str, bytes] | None: ...
+    def segments(self, scope: str, key: str) -> list[MemoryRow]: ...
+    def append_demand(self, rows: list[tuple]) -> None: ...
+    def candidates(self, kind: str, scope: Scope, threshold: int, since: int,
+                   now: int) -> list[Candidate]: ...
+    def known_facts(self, scope: Scope, now: int) -> list[KnownFact]: ...
+    def export_records(self) -> Iterator[dict]: ...
+    def import_records(self, records: list[dict]) -> int: ...
+    def describe(self) -> dict: ...
+    def close(self) -> None: ...
+
+
+def check_kinds(kinds: list[str] | None, allowed: tuple[str, ...] = MEMORY_KINDS) -> list[str]:
+    if kinds is None:
+        return list(allowed)
+    for kind in kinds:
+        if kind not in allowed:
+            raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(allowed)}")
+    return kinds
+
+
+def check_key(name: str, key: str) -> None:
+    if not isinstance(key, str) or not key or len(key) > MAX_ID_CHARS:
+        raise InvalidParams(name, f"must be a non-empty string of at most {MAX_ID_CHARS} characters")
+
+
+def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
+    if value is not None and value not in allowed:
+        raise InvalidParams(name, f"must be one of {', '.join(allowed)}")
+
+
+def check_ms(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise InvalidParams(name, "must be a non-negative timestamp in ms")
+
+
+def check_count(name: str, value: int, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise InvalidParams(name, f"must be an integer from {low} to {high}")
+
+
+def check_meta(meta: dict | None) -> str | None:
+    if meta is None:
+        return None
+    if not isinstance(meta, dict):
+        raise InvalidParams("meta", "must be an object")
+    return json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+
+
+def whole_segment(text: str) -> Segment:
+    return Segment(None, 0, max(len(split_lines(text)) - 1, 0), text)
+
+
+def memory_row(r, score: float = 0.0) -> MemoryRow:
+    """A row of ``ROW_COLUMNS`` (the same order in both backends)."""
+    return MemoryRow(row_id=r[0], scope=r[1], key=r[2], part=r[3], kind=r[4], author=r[5],
+                     format=r[6], symbol=r[7], start_line=r[8], end_line=r[9], text=r[10],
+                     meta=json.loads(r[11]) if r[11] is not None else None, created_at=r[12],
+                     occurred_at=r[13], expires_at=r[14], embed_hash=r[15], score=score)
+
+
+ROW_COLUMNS = ("m.id, m.scope, m.key, m.part, m.kind, m.author, m.format, m.symbol, m.start_line, "
+               "m.end_line, m.text, m.meta, m.created_at, m.occurred_at, m.expires_at, m.embed_hash")
