@@ -39,7 +39,7 @@ from ctxls.index.tokenize import QUERY_STOPWORDS, query_terms
 
 # --- reading the text -----------------------------------------------------------------------
 
-SIGNALS = ("frame", "symbol", "path", "message", "import", "text")
+SIGNALS = ("frame", "symbol", "path", "message", "import", "text", "title")
 
 
 @dataclass(frozen=True)
@@ -257,6 +257,7 @@ class LocateWeights:
     message: float = 1.0
     import_: float = 0.5
     text: float = 1.0
+    title: float = 1.0
     # Test and doc files are multiplied by this unless the caller asks for them.
     test_factor: float = 0.3
     # Frames: the deepest in-repo frame counts 1, each one further out this much less.
@@ -268,9 +269,11 @@ class LocateWeights:
     # BM25: this many of the text's rarest terms, over this many chunks; a
     # term in more than this share of chunks is dropped (it says nothing).
     max_terms: int = 64
-    chunk_pool: int = 300
+    chunk_pool: int = 600
     max_term_share: float = 0.05
     max_postings: int = 8000
+    # The title is short: its terms are kept unless nearly every chunk has them.
+    max_title_term_share: float = 0.2
 
     def weight(self, signal: str) -> float:
         return self.import_ if signal == "import" else getattr(self, signal)
@@ -430,10 +433,8 @@ class Locator:
 
     # -- evidence ------------------------------------------------------------------------
 
-    def evidence(self, conn: sqlite3.Connection, text: str,
-                 semantic_chunks: dict[int, float] | None = None) -> dict[str, FileEvidence]:
-        """Every file some evidence points at, with its signals and reasons.
-        ``semantic_chunks`` (chunk id -> 0..1) replaces BM25 for the text signal."""
+    def evidence(self, conn: sqlite3.Connection, text: str) -> dict[str, FileEvidence]:
+        """Every file some evidence points at, with its signals and reasons."""
         issue = read_issue(text)
         paths = self.path_index(conn)
         files: dict[str, FileEvidence] = {}
@@ -448,7 +449,7 @@ class Locator:
         self._path_evidence(issue, paths, file)
         self._symbol_evidence(conn, issue, paths, file)
         self._message_evidence(conn, issue, file)
-        self._text_evidence(conn, text, file, semantic_chunks)
+        self._text_evidence(conn, issue, file)
         self._frame_chunks(conn, files)
         return files
 
@@ -601,15 +602,15 @@ class Locator:
                                       Reason("message", message[:120], start))
                 evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
 
-    def _text_terms(self, conn: sqlite3.Connection, text: str) -> list[str]:
-        """The text's terms that say something: frequent ones dropped, the rarest kept."""
+    def _terms(self, conn: sqlite3.Connection, text: str, max_share: float) -> list[str]:
+        """The text's terms that say something: those in more than ``max_share``
+        of code chunks dropped, the rarest kept first."""
         terms = query_terms(text)
         if not terms:
             return []
         frequency = self.document_frequency(conn, terms)
         total = max(conn.execute("SELECT max(rowid) FROM fts_code").fetchone()[0] or 1, 1)
-        limit = self.weights.max_term_share * total
-        kept = [t for t in terms if 0 < frequency.get(t, 0) <= limit]
+        kept = [t for t in terms if 0 < frequency.get(t, 0) <= max_share * total]
         kept.sort(key=lambda t: frequency[t])
         # BM25 costs about as much per matching chunk as per term: stop adding
         # terms once their postings would pass the budget.
@@ -622,15 +623,17 @@ class Locator:
             chosen.append(term)
         return chosen
 
-    def _text_evidence(self, conn: sqlite3.Connection, text: str, file,
-                       semantic_chunks: dict[int, float] | None) -> None:
-        if semantic_chunks is not None:
-            scores = semantic_chunks
-        else:
-            terms = self._text_terms(conn, text)
-            if not terms:
-                return
-            scores = bm25_scores(conn, "fts_code", terms, self.ranking, limit=self.weights.chunk_pool)
+    def _text_evidence(self, conn: sqlite3.Connection, issue: IssueText, file) -> None:
+        """``text``: the whole text's rarer terms; ``title``: the title's terms."""
+        weights = self.weights
+        for signal, text, share in (("text", issue.raw, weights.max_term_share),
+                                    ("title", issue.title, weights.max_title_term_share)):
+            terms = self._terms(conn, text, share)
+            if terms:
+                self._similarity(conn, terms, signal, file)
+
+    def _similarity(self, conn: sqlite3.Connection, terms: list[str], signal: str, file) -> None:
+        scores = bm25_scores(conn, "fts_code", terms, self.ranking, limit=self.weights.chunk_pool)
         if not scores:
             return
         ids = list(scores)
@@ -650,11 +653,12 @@ class Locator:
         for path, value in aggregated.items():
             scored = by_file[path]
             evidence = file(path)
-            best = scored[0][1]
-            evidence.raise_signal("text", value / top,
-                                  Reason("text", f"{len(scored)} matching chunks", best[3]))
+            evidence.raise_signal(signal, value / top,
+                                  Reason(signal, f"{len(scored)} matching chunks", scored[0][1][3]))
             for score, row in scored[:3]:
-                evidence.chunks[row[0]] = ChunkRef(row[2], row[3], row[4], -1, score)
+                known = evidence.chunks.get(row[0])
+                if known is None or known.score < score:
+                    evidence.chunks[row[0]] = ChunkRef(row[2], row[3], row[4], -1, score)
 
     def _frame_chunks(self, conn: sqlite3.Connection, files: dict[str, FileEvidence]) -> None:
         """The chunk around each frame's line is one of its file's best chunks."""
@@ -681,9 +685,8 @@ class Locator:
         return scored[:n]
 
     def locate(self, conn: sqlite3.Connection, text: str, n: int = 10,
-               include_tests: bool = False, max_chunks: int = 3,
-               semantic_chunks: dict[int, float] | None = None) -> list[LocatedFile]:
-        files = self.evidence(conn, text, semantic_chunks)
+               include_tests: bool = False, max_chunks: int = 3) -> list[LocatedFile]:
+        files = self.evidence(conn, text)
         ranked = self.rank(files, n, include_tests)
         out: list[LocatedFile] = []
         for path, score in ranked:
