@@ -166,6 +166,24 @@ class Engine:
         self._cold_done = threading.Event()
         if private_store:
             self._cold_done.set()
+        self.store.on_replaced.append(self._store_replaced)
+
+    def _store_replaced(self) -> None:
+        """The store file vanished and was created anew: index everything again
+        (open buffers included) in the background; answers are partial meanwhile."""
+        self._cold_done.clear()
+        if self.semantic is not None:
+            self.semantic.store_replaced()
+
+        def rebuild() -> None:
+            try:
+                self.cold_index()
+                for path, text in self.open_buffers().items():
+                    self.indexer.index_text(path, text, source="buffer")
+            except Exception:  # status carries indexError; the daemon stays up
+                log.exception("re-indexing %s into its new store failed", self.root)
+
+        threading.Thread(target=rebuild, name="ctxls-store-rebuild", daemon=True).start()
 
     def token_counter(self) -> TokenCounter:
         """The embedding tokenizer when embeddings are on (and it loads), else a

@@ -105,6 +105,14 @@ class SemanticIndex:
             self.embedder = embedder
         return True
 
+    def store_replaced(self) -> None:
+        """The store was created anew: the ANN index and its file hold keys of
+        vectors that no longer exist. Both go; the next load rebuilds them."""
+        with self._load_lock, self._ann_lock:
+            self._ann = None
+            if self.vector_path is not None:
+                self.vector_path.unlink(missing_ok=True)
+
     def start(self) -> None:
         """Start the background embedding worker (loads the model lazily)."""
         if self._thread is None:

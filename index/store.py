@@ -47,7 +47,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from ctxls.index.embed_text import embedding_hash
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
@@ -208,6 +208,9 @@ APPLICATION_ID = 0x63746C73
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Seconds between attempts to open an unavailable store.
 RETRY_S = 1.0
+# Reads check that the store file is still the one open at most this often
+# (seconds); writes check before and after every transaction.
+IDENTITY_CHECK_S = 0.5
 # Written rows a corrupt store's replacement inherits (nothing else is
 # irreplaceable: file rows are re-derived, vectors re-embedded).
 CARRIED_TABLES = ("memory", "memory_files", "stash", "edits")
@@ -329,6 +332,12 @@ class Store:
         self._generation = 0
         self.error: StoreUnavailable | None = None  # set while the store cannot be used
         self._retry_at = 0.0
+        # (st_dev, st_ino) of the file opened: a different one means it was
+        # deleted or replaced under us.
+        self._identity: tuple[int, int] | None = None
+        self._identity_checked = 0.0
+        # Called after a vanished store was created anew (its file rows are gone).
+        self.on_replaced: list[Callable[[], None]] = []
         with self._write_lock:
             try:
                 self._open()
@@ -343,21 +352,51 @@ class Store:
         self.error = exc
         self._retry_at = time.monotonic() + RETRY_S
 
-    def _ready(self) -> None:
+    def _ready(self, verify: bool = False) -> None:
         """Return when the store can be used; else retry opening it (at most
-        every RETRY_S) and raise StoreUnavailable."""
+        every RETRY_S) and raise StoreUnavailable. Also notices a store file
+        deleted or replaced under us (always when ``verify``, else at most
+        every IDENTITY_CHECK_S) and creates it anew: a write must never land
+        in a file nobody can open again."""
+        replaced = False
         if self.error is None:
-            return
-        with self._write_lock:
-            if self.error is not None and time.monotonic() >= self._retry_at:
-                try:
-                    self._open()
-                except StoreUnavailable as exc:
-                    self._unavailable(exc)
-                else:
-                    log.warning("index store %s is available again", self.db_path)
-            if self.error is not None:
-                raise self.error.with_traceback(None)
+            now = time.monotonic()
+            if not verify and now < self._identity_checked + IDENTITY_CHECK_S:
+                return
+            self._identity_checked = now
+            if self._file_identity() == self._identity:
+                return
+            with self._write_lock:
+                if self.error is None and self._file_identity() != self._identity:
+                    log.warning("index store %s was deleted or replaced while open; "
+                                "opening it anew", self.db_path)
+                    self.error = StoreUnavailable(self.db_path, "missing", "the store file vanished")
+                    self._retry_at = 0.0
+                    replaced = True
+        if self.error is not None:
+            with self._write_lock:
+                if self.error is not None and time.monotonic() >= self._retry_at:
+                    try:
+                        self._open()
+                    except StoreUnavailable as exc:
+                        self._unavailable(exc)
+                    else:
+                        log.warning("index store %s is available", self.db_path)
+                error = self.error
+        else:
+            error = None
+        if replaced and error is None:
+            for listener in self.on_replaced:  # outside the lock: they may take their own
+                listener()
+        if error is not None:
+            raise error.with_traceback(None)
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.db_path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
 
     def _header(self) -> bytes:
         """The file's first 100 bytes (b"" when it does not exist yet)."""
@@ -387,6 +426,8 @@ class Store:
             raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
                                    else "io", exc.strerror or str(exc)) from exc
         self._uri = path.resolve().as_uri()
+        if not header:
+            self._set_aside_orphans()
         conn: sqlite3.Connection | None = None
         try:
             conn = self._connect()
@@ -420,6 +461,20 @@ class Store:
                 conn.close()
             raise
 
+    def _set_aside_orphans(self) -> None:
+        """A -wal/-shm without its database (deleted under a running daemon)
+        would be replayed into the new file: move them aside first."""
+        if os.path.exists(self.db_path):
+            return
+        stamp = now_ms()
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(self.db_path + suffix):
+                try:
+                    os.replace(self.db_path + suffix, f"{self.db_path}.orphan-{stamp}{suffix}")
+                except OSError as exc:
+                    raise StoreUnavailable(self.db_path, "io", f"cannot move the stale {suffix} "
+                                           f"aside: {exc.strerror or exc}") from exc
+
     def _install(self, conn: sqlite3.Connection) -> None:
         """Make ``conn`` the writer of a freshly opened store and migrate it."""
         old, self._writer = self._writer, conn
@@ -431,6 +486,7 @@ class Store:
             self._writer = None
             raise
         self._generation += 1
+        self._identity = self._file_identity()
         self.error = None
 
     def _replace_corrupt(self, cause: sqlite3.Error) -> None:
@@ -527,13 +583,19 @@ class Store:
     def write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; callers hold it briefly (one file or batch).
         A storage failure is WriteFailed: nothing of it was committed."""
+        self._ready(verify=True)
         with self._write_lock:
-            self._ready()
+            if self.error is not None:  # lost since the check above
+                raise self.error.with_traceback(None)
             try:
                 with self._transaction() as conn:
                     yield conn
             except sqlite3.Error as exc:
                 raise self._write_error(exc) from exc
+            if self._file_identity() != self._identity:
+                # Committed into a file deleted meanwhile: not durable, not acknowledged.
+                raise WriteFailed(self.db_path, "missing",
+                                  "the store file vanished during the write; try again")
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
 from ctxls.index import store as store_module
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.errors import StoreUnavailable
+from ctxls.index.errors import StoreUnavailable, WriteFailed
 from ctxls.index.scopes import EVERYTHING
 from ctxls.index.store import Store, StoreVersionError
 
@@ -237,3 +238,69 @@ def test_buffer_rows_are_reconciled_with_disk_after_a_restart(plain_repo: Path, 
     result = reopened.recall("unsaved_only", ["code"])
     assert all(h.symbol != "unsaved_only" for h in result.hits_by_kind["code"])
     reopened.close()
+
+
+def fill_the_disk(engine: Engine) -> None:
+    """SQLite's own "database or disk is full" (SQLITE_FULL): the file may not grow."""
+    conn = engine.store._writer
+    conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+
+
+def test_a_write_on_a_full_disk_fails_with_a_code_and_nothing_is_acknowledged(
+        plain_repo: Path, tmp_path: Path):
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.memory.remember(EVERYTHING, "kept", "written before the disk filled up")
+    fill_the_disk(engine)
+    with pytest.raises(WriteFailed) as err:
+        engine.memory.remember(EVERYTHING, "big", "x " * 200_000)
+    assert (err.value.code, err.value.data["reason"]) == (-32007, "full")
+    engine.close()
+    reopened = make_engine(plain_repo, db)
+    assert reopened.memory.count(EVERYTHING) == 1
+    reopened.close()
+
+
+def test_a_cold_index_failing_on_a_full_disk_ends_with_indexing_false_and_the_error(
+        plain_repo: Path, tmp_path: Path):
+    write_tree(plain_repo, {f"gen/mod_{n}.py": f"def generated_{n}():\n    return {n}\n" * 20
+                            for n in range(100)})
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    fill_the_disk(engine)
+    with pytest.raises(WriteFailed):
+        engine.cold_index()
+    status = engine.status()
+    assert status["indexing"] is False and status["complete"] is False
+    assert status["indexError"]["code"] == -32007
+    engine.store._writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+    engine.cold_index()
+    assert "indexError" not in engine.status() and engine.status()["files"] == 105
+    engine.close()
+
+
+def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
+        plain_repo: Path, tmp_path: Path):
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.cold_index()
+    engine.set_buffer("pkg/retry.py", "def only_in_the_buffer():\n    pass\n")
+    engine.memory.remember(EVERYTHING, "before", "written before the store was deleted")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+    engine.memory.remember(EVERYTHING, "after", "written after the store was deleted")
+    with sqlite3.connect(db) as conn:  # on disk, in the file at dbPath
+        keys = [r[0] for r in conn.execute("SELECT key FROM memory")]
+    assert keys == ["after"]
+    # The files and the open buffer are indexed again into the new store.
+    deadline = time.monotonic() + 60
+    while not engine.cold_index_done and time.monotonic() < deadline:
+        time.sleep(0.05)
+    while time.monotonic() < deadline:
+        hits = engine.recall("only_in_the_buffer", ["code"], mode="lexical").hits_by_kind["code"]
+        if hits:
+            break
+        time.sleep(0.05)
+    assert engine.status()["files"] == 5
+    assert hits and hits[0].symbol == "only_in_the_buffer"
+    engine.close()
