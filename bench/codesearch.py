@@ -4,10 +4,11 @@
     .venv/bin/python bench/codesearch.py lexical [--split dev|test|all] [--lang L ...]
     .venv/bin/python bench/codesearch.py eval   [--split ...] [--lang ...] [--modes lexical,dense,hybrid]
                                                 [--ranking field=value,...] [--json FILE]
+                                                [--max-tokens N]
 
 Stable entry points (the ranking work tunes on them): this module's name, the
 CLI verbs ``build`` / ``lexical`` / ``eval``, and
-:func:`evaluate(split, languages, modes, ranking, corpora, log) <evaluate>`
+:func:`evaluate(split, languages, modes, ranking, corpora, log, max_tokens) <evaluate>`
 returning an :class:`EvalReport` (``report.markdown()``, ``report.rows``,
 ``report.summary(split, language, kind, mode)``).
 
@@ -47,6 +48,7 @@ top-1 hits and all top-10 hits, and top-1 hits of 1–2 lines that find no targe
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import math
@@ -315,13 +317,35 @@ def selected_corpora(split: str = "all", languages: list[str] | None = None,
 
 def evaluate(split: str = "dev", languages: list[str] | None = None,
              modes: tuple[str, ...] | list[str] = MODES, ranking: RankingConfig | None = None,
-             corpora: list[str] | None = None, log=print) -> EvalReport:
+             corpora: list[str] | None = None, log=print, max_tokens: int | None = None) -> EvalReport:
     """Score the selected corpora's queries through ``Engine.recall`` in each mode.
 
     ``split``: dev, test or all; ``languages``/``corpora``: filters (None: all);
     ``ranking``: the RankingConfig recall runs with (None: the defaults). Dense
-    and hybrid modes first embed what the vector cache lacks."""
-    modes = tuple(modes)
+    and hybrid modes first embed what the vector cache lacks. ``max_tokens``:
+    embed with inputs cut at this many tokens instead of the model's default
+    (its own stores, ``ID+tokens-N``; vectors cached under their own key)."""
+    with embedding_tokens(max_tokens) as variant:
+        return _evaluate(split, languages, tuple(modes), ranking, corpora, log, variant)
+
+
+@contextlib.contextmanager
+def embedding_tokens(max_tokens: int | None):
+    """Run with embeddings.MAX_TOKENS = max_tokens; yields the store variant name."""
+    from ctxls.index import embeddings
+
+    default = embeddings.MAX_TOKENS
+    if not max_tokens or max_tokens == default:
+        yield ""
+        return
+    embeddings.MAX_TOKENS = max_tokens
+    try:
+        yield f"tokens-{max_tokens}"
+    finally:
+        embeddings.MAX_TOKENS = default
+
+
+def _evaluate(split, languages, modes, ranking, corpora, log, variant) -> EvalReport:
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}; known: {', '.join(MODES)}")
@@ -335,13 +359,17 @@ def evaluate(split: str = "dev", languages: list[str] | None = None,
         sets.append(code_set)
         dense = any(m != "lexical" for m in modes)
         if dense:
-            probe = open_engine(code_set, False, log=log)
+            probe = open_engine(code_set, False, variant=variant, log=log)
             waiting = pending_vectors(probe)
             probe.close()
             if waiting:
-                embed_store(code_set, log=log)
-        engine = open_engine(code_set, dense, ranking, log=log)
+                embed_store(code_set, variant=variant, log=log)
+        engine = open_engine(code_set, dense, ranking, variant=variant, log=log)
         try:
+            # Recall falls back to BM25 without vectors: dense numbers must not be BM25's.
+            if dense and (engine.semantic is None or not engine.semantic.ensure_loaded()
+                          or pending_vectors(engine)):
+                raise RuntimeError(f"{corpus.id}: the store is not fully embedded")
             conn = engine.store.reader()
             for mode in modes:
                 stats = chunk_stats.setdefault(f"{corpus.id}/{mode}", ChunkStats())
@@ -477,21 +505,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ranking", help="RankingConfig overrides: field=value,...")
     parser.add_argument("--no-embed", action="store_true", help="build: index only")
     parser.add_argument("--json", help="write every query's hits and scores to this file")
+    parser.add_argument("--max-tokens", type=int,
+                        help="embedding input length (default: the model's, index/embeddings.py)")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
     if args.verb == "build":
-        for corpus in selected_corpora(args.split or "all", args.lang, args.corpus):
-            code_set = build_set(corpus)
-            if args.no_embed:
-                open_engine(code_set, False, log=log).close()
-            else:
-                embed_store(code_set, log=log)
+        with embedding_tokens(args.max_tokens) as variant:
+            for corpus in selected_corpora(args.split or "all", args.lang, args.corpus):
+                code_set = build_set(corpus)
+                if args.no_embed:
+                    open_engine(code_set, False, variant=variant, log=log).close()
+                else:
+                    embed_store(code_set, variant=variant, log=log)
         return 0
     modes = ("lexical",) if args.verb == "lexical" else tuple(m for m in args.modes.split(",") if m)
-    report = evaluate(args.split or "dev", args.lang, modes, parse_ranking(args.ranking), args.corpus, log)
+    report = evaluate(args.split or "dev", args.lang, modes, parse_ranking(args.ranking), args.corpus,
+                      log, args.max_tokens)
     print(report.markdown())
     if args.json:
         Path(args.json).write_text(json.dumps(results_json(report)), encoding="utf-8")

@@ -17,7 +17,7 @@ machine reaches, through its ordinary client:
 Only the files matching a corpus's ``include`` globs (and none of its
 ``exclude`` globs) are kept, at most :data:`MAX_FILES` of them, so the whole
 set indexes and embeds in reasonable time. Downloads go to
-``bench/.cache/downloads``, the kept trees to ``bench/.cache/code-corpora/ID``;
+``bench/.cache/downloads``, the kept trees to ``bench/.cache/code-corpora/ID-SELECTION``;
 both steps are skipped when their result is there. Each tree is made a git
 repository of its own (see corpora.make_own_repo).
 
@@ -27,6 +27,7 @@ repository of its own (see corpora.make_own_repo).
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -60,6 +61,12 @@ class CodeCorpus:
     def id(self) -> str:
         return f"{self.name}-{self.version}"
 
+    @property
+    def tree_id(self) -> str:
+        """The kept tree's folder: changes when the selection does."""
+        selection = repr((self.root, self.include, self.exclude)).encode()
+        return f"{self.id}-{hashlib.sha1(selection).hexdigest()[:8]}"
+
 
 _TESTS = ("*/tests/*", "tests/*", "*/test/*", "test/*")
 
@@ -75,6 +82,8 @@ CODE_CORPORA: tuple[CodeCorpus, ...] = (
     CodeCorpus("lodash", "javascript", "npm", "lodash", "4.17.21", "test", root="package",
                include=("*.js", "README.md"),
                exclude=("fp/*", "lodash.js", "lodash.min.js", "core.js", "core.min.js", "fp.js")),
+    CodeCorpus("axios", "javascript", "npm", "axios", "1.7.9", "test", root="package",
+               include=("lib/*.js", "README.md")),
     # TypeScript
     CodeCorpus("rxjs", "typescript", "npm", "rxjs", "7.8.1", "dev", root="package",
                include=("src/*.ts", "README.md")),
@@ -88,20 +97,36 @@ CODE_CORPORA: tuple[CodeCorpus, ...] = (
                root="usr/share/gocode/src/github.com/hashicorp/raft", include=("*.go", "*.md")),
     # Rust
     CodeCorpus("tokio", "rust", "deb", "librust-tokio-dev", "1.24.2", "dev",
-               root="usr/share/cargo/registry/tokio-1.24.2", include=("src/*.rs", "README.md")),
+               root="usr/share/cargo/registry/tokio-1.24.2",
+               include=("src/lib.rs", "src/sync/*.rs", "src/io/*.rs", "src/time/*.rs",
+                        "src/task/*.rs", "README.md")),
     CodeCorpus("rayon", "rust", "deb", "librust-rayon-dev", "1.6.1", "test",
-               root="usr/share/cargo/registry/rayon-1.6.1", include=("src/*.rs", "README.md")),
+               root="usr/share/cargo/registry/rayon-1.6.1", include=("src/*.rs", "README.md"),
+               exclude=("src/compile_fail/*", "*/test.rs")),
     # Java
     CodeCorpus("commons-lang3", "java", "debsrc", "libcommons-lang3-java", "3.12.0", "dev",
-               include=("src/main/java/*.java", "README.md")),
+               include=("src/main/java/*.java", "README.md"),
+               exclude=("*/lang3/text/*", "*/lang3/time/*", "*/lang3/reflect/*",
+                        "*/lang3/concurrent/*", "*/lang3/StringUtils.java", "*/lang3/ArrayUtils.java")),
     CodeCorpus("jsoup", "java", "debsrc", "jsoup", "1.15.3", "test",
                include=("src/main/java/*.java", "README.md")),
     # C
     CodeCorpus("redis", "c", "debsrc", "redis", "7.0.15", "dev",
-               include=("src/*.c", "src/*.h", "README.md"),
-               exclude=("src/modules/*", "src/commands/*")),
+               include=tuple(f"src/{name}" for name in (
+                   "t_*.c", "dict.*", "sds.*", "quicklist.*", "listpack.*", "ziplist.*", "intset.*",
+                   "rax.*", "adlist.*", "db.c", "object.c", "expire.c", "evict.c", "lazyfree.c",
+                   "networking.c", "ae.*", "anet.*", "rdb.*", "aof.c", "replication.c", "pubsub.c",
+                   "multi.c", "blocked.c", "hyperloglog.c", "bitops.c", "server.h", "latency.*",
+                   "slowlog.*", "bio.*", "notify.c", "sort.c")) + ("README.md",)),
     CodeCorpus("curl", "c", "debsrc", "curl", "7.88.1", "test",
-               include=("lib/*.c", "lib/*.h", "README")),
+               include=tuple(f"lib/{name}" for name in (
+                   "multi.c", "multihandle.h", "easy.c", "transfer.*", "url.*", "urldata.h", "http.*",
+                   "http_chunks.*", "http_proxy.*", "cookie.*", "hostip*", "connect.*", "cf-socket.*",
+                   "cfilters.*", "sendf.*", "urlapi.c", "dynbuf.*", "llist.*", "hash.*", "splay.*",
+                   "mime.*", "headers.*", "conncache.*", "escape.*", "parsedate.*", "progress.*",
+                   "select.*", "speedcheck.*", "timeval.*", "content_encoding.*", "altsvc.*",
+                   "hsts.*", "netrc.*", "doh.*", "socks.*", "ftp.*", "inet_pton.*", "krb5.c"))
+               + ("README",)),
 )
 
 LANGUAGES = tuple(dict.fromkeys(c.language for c in CODE_CORPORA))
@@ -188,7 +213,7 @@ def selected(corpus: CodeCorpus, rel: str) -> bool:
 
 def corpus_tree(corpus: CodeCorpus) -> Path:
     """The kept files of ``corpus`` (fetched and unpacked if needed)."""
-    target = TREES_DIR / corpus.id
+    target = TREES_DIR / corpus.tree_id
     if not target.is_dir():
         archive = _download(corpus)
         TREES_DIR.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,8 @@ query kinds per corpus:
   :data:`MIN_MEMBERS` members (methods in its body; Go methods with it as
   receiver in the folder; Rust methods of ``impl`` blocks for it in the file):
   its doc's first sentence → the type (grade 2) and its largest members
-  (grade 1). Such types' docs serve (c) only, not (b).
+  (grade 1). In C a struct's members are the functions of its folder whose
+  first parameter is a pointer to it. Such types' docs serve (c) only, not (b).
 
 Every doc comment used by a query (sampled or not) is removed from the indexed
 copy: its lines are blanked, never deleted, so every other line keeps its
@@ -64,7 +65,7 @@ from corpora import CACHE_DIR, make_own_repo
 from dataset import first_sentence
 
 # Bump when the selection rules change: cached sets of another version are rebuilt.
-SET_VERSION = 2
+SET_VERSION = 3
 SET_DIR = CACHE_DIR / "codesearch" / f"set-{SET_VERSION}"
 MIN_QUERY_WORDS = 4
 MIN_CONCEPT_WORDS = 5
@@ -148,7 +149,8 @@ def is_test_path(path: str) -> bool:
     name = parts[-1]
     return (any(p in _TEST_PARTS for p in parts[:-1]) or name.startswith(("test_", "mock"))
             or name.endswith(("_test.go", "_test.py", ".test.ts", ".spec.ts", ".test.js",
-                              ".spec.js", "test.java", "tests.rs"))
+                              ".spec.js", "test.java"))
+            or name in ("test.rs", "tests.rs")
             or (name.startswith("test") and name.endswith(".java")))
 
 
@@ -245,6 +247,8 @@ def _name_node(language: str, node):
             return _c_name(declarators[-1]) if declarators else None
         if node.child_by_field_name("body") is None:
             return None  # `struct x *p;` is a use, not a definition
+        if node.parent is not None and node.parent.type == "type_definition":
+            return None  # `typedef struct x {…} y;` defines y (one definition, one doc)
         return node.child_by_field_name("name")
     return node.child_by_field_name("name")
 
@@ -257,6 +261,24 @@ def _kind_of(language: str, node, kind: str) -> str:
     return kind
 
 
+def _c_owner(node) -> str | None:
+    """C's methods: the struct a function takes a pointer to as its first parameter."""
+    declarator = node.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    params = declarator.child_by_field_name("parameters") if declarator is not None else None
+    first = params.named_children[0] if params is not None and params.named_child_count else None
+    if first is None or first.type != "parameter_declaration":
+        return None
+    pointer = first.child_by_field_name("declarator")
+    typ = first.child_by_field_name("type")
+    if pointer is None or pointer.type != "pointer_declarator" or typ is None:
+        return None
+    if typ.type == "struct_specifier":
+        typ = typ.child_by_field_name("name")
+    return typ.text.decode("utf-8", "replace") if typ is not None and typ.type == "type_identifier" else None
+
+
 def _owner(language: str, node, source: bytes) -> str | None:
     """The type a method belongs to."""
     if language == "go" and node.type == "method_declaration":
@@ -264,6 +286,8 @@ def _owner(language: str, node, source: bytes) -> str | None:
         names = re.findall(r"\*?\s*([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*\)\s*$",
                            receiver.text.decode("utf-8", "replace")) if receiver else []
         return names[0] if names else None
+    if language == "c":
+        return _c_owner(node) if node.type == "function_definition" else None
     parent = node.parent
     while parent is not None:
         if language == "rust" and parent.type == "impl_item":
@@ -544,12 +568,13 @@ def build_queries(corpus: CodeCorpus, files: dict[str, str]) -> tuple[list[CodeQ
     for d in source_defs:
         if d.owner is None or d.kind != "method":
             continue
-        # Go methods belong to a type of their folder; others to a type of their file.
-        scope = d.path.rsplit("/", 1)[0] if corpus.language == "go" else d.path
+        # Go methods (and C functions taking a struct pointer first) belong to a type
+        # of their folder; others to a type of their file.
+        scope = d.path.rsplit("/", 1)[0] if corpus.language in ("go", "c") else d.path
         members[scope, d.owner].append(d)
 
     def members_of(d: Definition) -> list[Definition]:
-        scope = d.path.rsplit("/", 1)[0] if corpus.language == "go" else d.path
+        scope = d.path.rsplit("/", 1)[0] if corpus.language in ("go", "c") else d.path
         return [m for m in members.get((scope, d.name), []) if m is not d]
 
     strip: dict[str, list[tuple[tuple[int, int], bool, str]]] = defaultdict(list)
