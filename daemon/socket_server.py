@@ -20,6 +20,7 @@ from typing import Any
 
 from ctxls import __version__
 from ctxls.index.errors import EngineError
+from ctxls.index.private import make_private_dir, restrict
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +94,11 @@ class SocketServer:
                 log.warning("another ctxls daemon serves %s; not listening", self.path)
                 return False
             self.path.unlink()  # left by a daemon that died
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.path.parent)
         self._listener = await asyncio.start_unix_server(self._serve, str(self.path))
+        # Only this user may connect (the store folder is 0700 too, which also
+        # covers the moment between bind and chmod).
+        restrict(self.path)
         log.info("shared daemon socket listening on %s", self.path)
         return True
 

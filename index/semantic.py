@@ -31,6 +31,7 @@ import numpy as np
 
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
+from ctxls.index.private import restrict
 from ctxls.index.store import Store
 
 log = logging.getLogger(__name__)
@@ -223,6 +224,7 @@ class SemanticIndex:
         tmp = self.vector_path.with_name(self.vector_path.name + ".tmp")
         with self._ann_lock:
             self._ann.save(str(tmp))
+        restrict(tmp)  # 0600 before it takes the real name
         os.replace(tmp, self.vector_path)
         self._dirty = False
         self._last_save = time.monotonic()

@@ -52,6 +52,7 @@ from typing import Callable, Iterator
 from ctxls.index.embed_text import embedding_hash
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 from ctxls.index.model import Chunk, ImportRef
+from ctxls.index.private import create_private_file, make_private_dir, restrict
 from ctxls.index.tokenize import expand
 
 log = logging.getLogger(__name__)
@@ -421,7 +422,9 @@ class Store:
             raise StoreUnavailable(self.db_path, "foreign",
                                    "dbPath is not a SQLite database; refusing to use or move it")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(path.parent)
+            if not header:
+                create_private_file(path)
         except OSError as exc:
             raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
                                    else "io", exc.strerror or str(exc)) from exc
@@ -486,6 +489,8 @@ class Store:
             self._writer = None
             raise
         self._generation += 1
+        for suffix in ("", "-wal", "-shm"):  # a store made before modes were enforced
+            restrict(self.db_path + suffix)
         self._identity = self._file_identity()
         self.error = None
 
