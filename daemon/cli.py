@@ -296,8 +296,10 @@ def cmd_serve(args):
                 raise SystemExit("ctxls: serve --socket needs --root (the folder to serve)")
             asyncio.run(server_module.serve_headless(Path(args.root), args.socket or None))
         else:
-            server.no_socket = args.no_socket
-            server.start_io()
+            from ctxls.daemon.proxy import serve_stdio
+
+            # A proxy when the repository already has a daemon, else the owner.
+            serve_stdio(server, args.no_socket)
     except KeyboardInterrupt:
         pass
     finally:

@@ -82,7 +82,8 @@ class CtxlsServer(LanguageServer):
         self.workspaces = Workspaces(self.options)
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._pending_buffers = 0
-        self._progress_tokens = itertools.count(1)
+        # Unique across processes: a proxy replays its session to the next daemon.
+        self._progress_tokens = (f"{os.getpid()}-{n}" for n in itertools.count(1))
         self._shutdown = threading.Event()
         # Roots indexed before any client connected (`ctxls serve --root`).
         self.prewarmed: dict[Path, Engine] = {}
@@ -121,6 +122,9 @@ class CtxlsServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
         self.workspaces.problems.clear()
         if engine is None:
+            joined = self.workspaces.engines.get(root)
+            if joined is not None:  # another editor's session opened it (daemon/sessions.py)
+                asyncio.get_running_loop().create_task(self.report_joined(joined))
             return
         loop = asyncio.get_running_loop()
         engine.on_warning = lambda message: loop.call_soon_threadsafe(self.warn, message)
@@ -163,6 +167,24 @@ class CtxlsServer(LanguageServer):
         log.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(types.MessageType.Warning,
                                                          f"ctxls: {message}"))
+
+    async def report_joined(self, engine: Engine) -> None:
+        """A folder another session indexes: one progress begin/end when its
+        first index is done, so this client's UI learns it is indexed too."""
+        while not engine.cold_index_done and not self._shutdown.is_set():
+            await asyncio.sleep(0.2)
+        if self._shutdown.is_set() or not self.supports_progress():
+            return
+        token = f"ctxls-index-{next(self._progress_tokens)}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:
+            return
+        status = await asyncio.to_thread(engine.status)
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="ctxls: indexing", message=str(engine.root), percentage=100))
+        self.work_done_progress.end(token, types.WorkDoneProgressEnd(
+            message=f"indexed {status['files']} files (shared daemon)"))
 
     async def index_then_embed(self, engine: Engine) -> None:
         if not engine.cold_index_done:
@@ -469,14 +491,8 @@ def on_did_change(ls: CtxlsServer, params: types.DidChangeTextDocumentParams) ->
 async def on_did_close(ls: CtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.cancel_debounce(uri)
-    target = ls.engine_for(uri)
-    if target is None:
-        return
-    engine, path = target
-    if ls.workspaces.is_loose(engine):
-        await asyncio.to_thread(engine.forget_buffer, path)
-    else:
-        await asyncio.to_thread(engine.close_buffer, path)
+    # Disk is the truth again, unless another editor (daemon/sessions.py) has it open.
+    await asyncio.to_thread(sessions.release_buffer, ls, server, uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
@@ -626,6 +642,7 @@ def prewarm(root: Path) -> Engine:
     return engine
 
 
+from ctxls.daemon import sessions  # noqa: E402
 # Memory, stash, ingest and graph requests register on `server` (imported last:
 # that module imports this one).
 from ctxls.daemon import memory_handlers  # noqa: E402,F401

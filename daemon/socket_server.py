@@ -5,7 +5,8 @@ unsaved buffers and never open a second writer on the store.
 It serves every custom ``ctxls/*`` request through the same plain functions
 as the LSP handlers (``server.CUSTOM_METHODS``), plus ``initialize``,
 ``shutdown``, ``exit`` (which ends that connection only) and
-``$/cancelRequest``. Document sync stays with the editor's own connection.
+``$/cancelRequest``. A connection that opens with an editor proxy's
+``initialize`` (daemon/sessions.py) is instead a full LSP session.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
+from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.index.errors import EngineError
 from ctxls.index.private import make_private_dir, restrict
 
@@ -56,6 +58,12 @@ def error_response(msg_id: Any, code: int, message: str, data: Any = None) -> di
 
 async def read_message(reader: asyncio.StreamReader) -> dict | None:
     """One LSP-framed JSON message, or None at end of stream."""
+    body = await read_body(reader)
+    return None if body is None else json.loads(body)
+
+
+async def read_body(reader: asyncio.StreamReader) -> bytes | None:
+    """One LSP-framed message's body, or None at end of stream."""
     length = None
     while True:
         line = await reader.readline()
@@ -69,7 +77,7 @@ async def read_message(reader: asyncio.StreamReader) -> dict | None:
             length = int(value.strip())
     if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
         raise ValueError("missing or unreasonable Content-Length")
-    return json.loads(await reader.readexactly(length))
+    return await reader.readexactly(length)
 
 
 def frame(message: dict) -> bytes:
@@ -136,6 +144,10 @@ class SocketServer:
                     break
                 if message is None or message.get("method") == "exit":
                     break
+                if is_session_request(message) and not tasks:
+                    # An editor's proxy: the rest of this connection is its LSP session.
+                    await serve_session(self.server, reader, writer, message)
+                    return
                 if "id" not in message:
                     if message.get("method") == "$/cancelRequest":
                         task = tasks.get((message.get("params") or {}).get("id"))

@@ -1,0 +1,324 @@
+"""`ctxls serve` over stdio when the repository already has a daemon: a thin
+proxy that forwards the editor's LSP stream to the owner's socket.
+
+The first message decides. If it is `initialize` for one folder whose socket
+(`ROOT/.ctxls/daemon.sock`) answers, this process forwards every message both
+ways, unchanged, to a session of the owner (daemon/sessions.py). Otherwise it
+serves in process as before and opens the socket itself (the owner).
+
+The proxy remembers what it needs to survive the owner: the `initialize`
+params and the editor's open documents (text kept current from didChange). If
+the owner goes away, requests in flight are answered with an error, a new
+owner is found or started (`ctxls serve --root ROOT --socket`, bound to this
+process), and the session is replayed: initialize, initialized, and a didOpen
+of every open buffer with its unsaved text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import io
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import PositionCodec
+
+from ctxls.daemon.client import default_socket
+from ctxls.daemon.sessions import PROXY_MARK
+from ctxls.daemon.socket_server import frame, read_message, socket_is_live
+
+log = logging.getLogger(__name__)
+
+# How long a takeover waits for a new owner to listen (it indexes first).
+TAKEOVER_TIMEOUT_S = 300.0
+RESTARTED = -32603  # the answer to requests lost with the owner: retry
+
+
+def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
+    """The raw bytes of the first LSP message and the message (None if it is
+    not a readable one: the in-process server then reports it as usual)."""
+    raw = io.BytesIO()
+    length = None
+    while True:
+        line = stream.readline()
+        raw.write(line)
+        if not line:
+            return raw.getvalue(), None
+        if not line.strip():
+            break
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.lower() == "content-length" and value.strip().isdigit():
+            length = int(value)
+    if length is None:
+        return raw.getvalue(), None
+    body = stream.read(length)
+    raw.write(body)
+    try:
+        return raw.getvalue(), json.loads(body)
+    except ValueError:
+        return raw.getvalue(), None
+
+
+class ReplayStdin:
+    """stdin for pygls with the already-read first message put back in front."""
+
+    def __init__(self, prefix: bytes, stream: BinaryIO):
+        self._prefix = io.BytesIO(prefix)
+        self._stream = stream
+
+    def readline(self) -> bytes:
+        return self._prefix.readline() or self._stream.readline()
+
+    def read(self, n: int) -> bytes:
+        data = self._prefix.read(n)
+        return data + self._stream.read(n - len(data)) if len(data) < n else data
+
+
+def single_root(params: dict) -> Path | None:
+    folders = params.get("workspaceFolders") or []
+    uris = [f.get("uri") for f in folders if isinstance(f, dict)]
+    if not folders and isinstance(params.get("rootUri"), str):
+        uris = [params["rootUri"]]
+    if len(uris) != 1 or not isinstance(uris[0], str):
+        return None  # multi-root editors keep an in-process server
+    path = to_fs_path(uris[0])
+    return Path(path).resolve() if path else None
+
+
+def owner_socket(message: dict | None, no_socket: bool) -> tuple[Path, Path] | None:
+    """(root, socket) when this editor's repository already has a live owner."""
+    if no_socket or not message or message.get("method") != "initialize":
+        return None
+    params = message.get("params") or {}
+    options = params.get("initializationOptions")
+    if isinstance(options, dict) and (options.get("socket") is False or options.get("dbPath")):
+        return None  # no socket wanted, or a store elsewhere: serve in process
+    root = single_root(params)
+    if root is None:
+        return None
+    path = default_socket(root)
+    return (root, path) if socket_is_live(path) else None
+
+
+def serve_stdio(server: Any, no_socket: bool) -> None:
+    """`ctxls serve` on stdio: a proxy to the repository's owner, or the owner."""
+    stdin = sys.stdin.buffer
+    raw, first = read_first_message(stdin)
+    found = owner_socket(first, no_socket)
+    if found is None:
+        server.no_socket = no_socket
+        server.start_io(stdin=ReplayStdin(raw, stdin))
+        return
+    root, path = found
+    process_id = first["params"].get("processId")
+    if isinstance(process_id, int):
+        server.client_watch.watch(process_id)
+    log.info("proxying to the daemon on %s", path)
+    try:
+        asyncio.run(Proxy(first, root, path).run())
+    except KeyboardInterrupt:
+        pass
+
+
+class Proxy:
+    def __init__(self, initialize: dict, root: Path, socket_path: Path):
+        self.initialize = initialize
+        self.root = root
+        self.socket_path = socket_path
+        self.documents: dict[str, TextDocument] = {}
+        self.initialized = False  # the editor sent `initialized`
+        self.pending: dict[Any, str] = {}  # editor request id -> method, awaiting the owner
+        self.swallow: set[Any] = set()  # our own replayed initialize's id
+        self.codec = PositionCodec()
+        self.converter = default_converter()
+        self.owner_writer: asyncio.StreamWriter | None = None
+        self.owner_reader: asyncio.StreamReader | None = None
+        self.connected = asyncio.Event()
+        self.shutting_down = False
+        self.replays = 0
+        self.pending[initialize.get("id")] = "initialize"
+
+    # -- the editor side --------------------------------------------------------
+
+    def to_editor(self, message: dict) -> None:
+        sys.stdout.buffer.write(frame(message))
+        sys.stdout.buffer.flush()
+
+    async def editor_reader(self) -> asyncio.StreamReader:
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=1 << 26)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        return reader
+
+    def track(self, message: dict) -> None:
+        """Keep the editor's open documents, to replay them to a new owner."""
+        method, params = message.get("method"), message.get("params") or {}
+        if method == "initialized":
+            self.initialized = True
+        elif method == "textDocument/didOpen":
+            item = params["textDocument"]
+            self.documents[item["uri"]] = TextDocument(
+                item["uri"], item["text"], item.get("version"), item.get("languageId"),
+                position_codec=self.codec)
+        elif method == "textDocument/didChange":
+            document = self.documents.get(params["textDocument"]["uri"])
+            if document is None:
+                return
+            for change in params.get("contentChanges") or []:
+                if change.get("range") is not None:
+                    event = types.TextDocumentContentChangePartial(
+                        range=self.converter.structure(change["range"], types.Range),
+                        text=change["text"])
+                else:
+                    event = types.TextDocumentContentChangeWholeDocument(text=change["text"])
+                document.apply_change(event)
+            document.version = params["textDocument"].get("version")
+        elif method == "textDocument/didClose":
+            self.documents.pop(params["textDocument"]["uri"], None)
+        elif method == "shutdown":
+            self.shutting_down = True
+
+    async def pump_editor(self) -> None:
+        reader = await self.editor_reader()
+        while True:
+            message = await read_message(reader)
+            if message is None or message.get("method") == "exit":
+                return  # the editor is done: so is this proxy (the owner's session ends with us)
+            try:
+                self.track(message)
+            except Exception:  # a malformed sync message: forward it, the owner answers it
+                log.exception("cannot track %s", message.get("method"))
+            if "id" in message and "method" in message:
+                self.pending[message["id"]] = message["method"]
+            await self.to_owner(message)
+
+    # -- the owner side -------------------------------------------------------
+
+    async def to_owner(self, message: dict) -> None:
+        while True:
+            await self.connected.wait()
+            writer = self.owner_writer
+            try:
+                writer.write(frame(message))
+                await writer.drain()
+                return
+            except (ConnectionError, OSError):
+                # The owner is gone: a request is answered by the takeover;
+                # document sync is replayed from self.documents.
+                if "id" in message and "method" in message:
+                    return
+                if message.get("method", "").startswith("textDocument/"):
+                    return
+                await asyncio.sleep(0.05)
+
+    async def connect(self) -> None:
+        reader, writer = await asyncio.open_unix_connection(str(self.socket_path), limit=1 << 26)
+        self.owner_reader, self.owner_writer = reader, writer
+
+    async def pump_owner(self) -> None:
+        params = dict(self.initialize["params"]) | {PROXY_MARK: True}
+        try:
+            await self.connect()
+        except OSError:  # the owner went away since we looked
+            await asyncio.to_thread(self.ensure_owner)
+            await self.connect()
+        self.owner_writer.write(frame(self.initialize | {"params": params}))
+        self.connected.set()
+        while True:
+            message = await read_message(self.owner_reader)
+            if message is None:
+                if self.shutting_down:
+                    return
+                await self.take_over()
+                continue
+            if "method" not in message and "id" in message:  # a response
+                if message["id"] in self.swallow:
+                    self.swallow.discard(message["id"])
+                    continue
+                method = self.pending.pop(message["id"], None)
+                if method == "initialize":
+                    encoding = ((message.get("result") or {}).get("capabilities") or {}).get(
+                        "positionEncoding")
+                    self.codec = PositionCodec(encoding or types.PositionEncodingKind.Utf16)
+            self.to_editor(message)
+
+    async def take_over(self) -> None:
+        """The owner exited: find or start the next one and replay this session."""
+        self.connected.clear()
+        log.warning("the ctxls daemon on %s went away; taking over", self.socket_path)
+        for msg_id, method in list(self.pending.items()):
+            if method == "shutdown":
+                self.to_editor({"jsonrpc": "2.0", "id": msg_id, "result": None})
+            else:
+                self.to_editor({"jsonrpc": "2.0", "id": msg_id, "error": {
+                    "code": RESTARTED, "message": "the ctxls daemon restarted; please retry"}})
+        self.pending.clear()
+        await asyncio.to_thread(self.ensure_owner)
+        await self.connect()
+        self.replays += 1
+        replay_id = f"ctxls-proxy-replay-{self.replays}"
+        self.swallow.add(replay_id)
+        params = dict(self.initialize["params"]) | {PROXY_MARK: True}
+        messages = [{"jsonrpc": "2.0", "id": replay_id, "method": "initialize", "params": params}]
+        if self.initialized:
+            messages.append({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        for document in self.documents.values():
+            messages.append({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+                "textDocument": {"uri": document.uri, "languageId": document.language_id or "",
+                                 "version": document.version or 0, "text": document.source}}})
+        for message in messages:
+            self.owner_writer.write(frame(message))
+        await self.owner_writer.drain()
+        self.connected.set()
+        log.warning("session replayed to the new daemon (%d open buffers)", len(self.documents))
+
+    def ensure_owner(self) -> None:
+        """Block until a daemon listens on the socket, starting one if nobody
+        does. A lock file makes proxies that lost the same owner start one
+        daemon between them: the others wait and connect to it."""
+        lock_path = self.socket_path.with_name("takeover.lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if socket_is_live(self.socket_path):
+                return
+            log_file = open(self.socket_path.with_name("daemon.log"), "ab")
+            # Bound to this process: when our editor exits, the daemon does too
+            # and the remaining proxies start the next one.
+            daemon = subprocess.Popen(
+                [sys.executable, "-m", "ctxls.daemon.cli", "serve", "--root", str(self.root),
+                 "--socket", str(self.socket_path), f"--clientProcessId={os.getpid()}"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file,
+                start_new_session=True)
+            log_file.close()
+            deadline = time.monotonic() + TAKEOVER_TIMEOUT_S
+            while not socket_is_live(self.socket_path):
+                if daemon.poll() is not None:
+                    raise ConnectionError(f"the new ctxls daemon exited ({daemon.returncode}); "
+                                          f"see {self.socket_path.with_name('daemon.log')}")
+                if time.monotonic() > deadline:
+                    raise ConnectionError("the new ctxls daemon did not start listening")
+                time.sleep(0.1)
+
+    async def run(self) -> None:
+        editor = asyncio.create_task(self.pump_editor())
+        owner = asyncio.create_task(self.pump_owner())
+        done, pending = await asyncio.wait({editor, owner}, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()
+        if self.owner_writer is not None:
+            self.owner_writer.close()

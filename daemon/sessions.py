@@ -1,0 +1,134 @@
+"""Editor sessions on the owner's socket: one daemon per repository.
+
+An editor's ``ctxls serve`` that finds a live daemon on the repository's
+socket becomes a proxy (daemon/proxy.py) and forwards its whole LSP stream
+here. Each such connection gets a session: a ``CtxlsServer`` of its own (its
+own client capabilities, documents, debounce timers and progress) whose
+``workspaces`` are the owner's, so there is one store writer per repository
+and every client's unsaved buffers are in the one index.
+
+When a session ends (its editor closed, or the proxy vanished) the buffers it
+had open go back to what is on disk, unless another session still has the
+file open, in which case that session's text stays the truth.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ctxls.daemon.server import CtxlsServer
+
+log = logging.getLogger(__name__)
+
+# The key a proxy adds to the editor's `initialize` params to ask for a full
+# LSP session (plain socket clients — CLI, MCP — never send it).
+PROXY_MARK = "ctxlsProxy"
+
+# Live proxied sessions, for "does another editor still have this file open".
+SESSIONS: set["CtxlsServer"] = set()
+
+
+def is_session_request(message: dict) -> bool:
+    params = message.get("params")
+    return (message.get("method") == "initialize" and isinstance(params, dict)
+            and bool(params.get(PROXY_MARK)))
+
+
+def new_session(owner: "CtxlsServer") -> "CtxlsServer":
+    """A server object for one proxied editor: the owner's handlers and engines."""
+    from ctxls.daemon.server import CtxlsServer
+
+    session = CtxlsServer()
+    session.workspaces = owner.workspaces
+    session.no_socket = True  # the owner already listens
+    features = owner.protocol.fm
+    # pygls binds each handler to its server; bind the originals to this one.
+    for name, wrapped in features.features.items():
+        session.feature(name, features.feature_options.get(name))(getattr(wrapped, "func", wrapped))
+    for name, wrapped in features.commands.items():
+        session.command(name)(getattr(wrapped, "func", wrapped))
+    return session
+
+
+def open_text_elsewhere(uri: str, owner: "CtxlsServer", leaving: "CtxlsServer") -> str | None:
+    """The text of ``uri`` in another editor that still has it open, if any."""
+    for other in [owner, *SESSIONS]:
+        if other is leaving:
+            continue
+        try:
+            document = other.workspace.text_documents.get(uri)
+        except Exception:  # a server that never initialized has no workspace
+            continue
+        if document is not None:
+            return document.source
+    return None
+
+
+def release_buffer(session: "CtxlsServer", owner: "CtxlsServer", uri: str) -> None:
+    """``uri`` is no longer open in ``session``: disk is the truth again, or
+    the text another editor still has open."""
+    target = session.engine_for(uri)
+    if target is None:
+        return
+    engine, path = target
+    if session.workspaces.is_loose(engine):
+        engine.forget_buffer(path)
+        return
+    other = open_text_elsewhere(uri, owner, session)
+    if other is not None:
+        engine.set_buffer(path, other)
+    else:
+        engine.close_buffer(path)
+
+
+async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
+                        writer: asyncio.StreamWriter, first: dict) -> None:
+    """Run one proxied editor's LSP session until its connection ends."""
+    from ctxls.daemon.socket_server import read_body
+
+    session = new_session(owner)
+    protocol = session.protocol
+    protocol.set_writer(writer)
+    params = first["params"]
+    params.pop(PROXY_MARK, None)
+    # The proxy watches its editor; the owner must not exit when that editor does.
+    params["processId"] = None
+    SESSIONS.add(session)
+    log.info("editor session opened (%d live)", len(SESSIONS))
+    try:
+        body: bytes | None = json.dumps(first).encode()
+        while body is not None:
+            if json.loads(body).get("method") == "exit":  # ends this session, never the owner
+                break
+            try:
+                protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
+            except Exception:
+                log.exception("editor session: cannot handle a message")
+            body = await read_body(reader)
+    except (ConnectionError, OSError, ValueError, asyncio.IncompleteReadError) as exc:
+        log.info("editor session lost: %s", exc)
+    finally:
+        SESSIONS.discard(session)
+        session._shutdown.set()
+        for uri in list(session._debounce):
+            session.cancel_debounce(uri)
+        uris = list(session.workspace.text_documents) if _initialized(session) else []
+        for uri in uris:
+            try:
+                await asyncio.to_thread(release_buffer, session, owner, uri)
+            except Exception:
+                log.exception("releasing %s after its editor left failed", uri)
+        writer.close()
+        log.info("editor session closed, %d buffer(s) released (%d live)", len(uris), len(SESSIONS))
+
+
+def _initialized(session: Any) -> bool:
+    try:
+        session.workspace
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,176 @@
+"""One daemon per repository, with real processes: an editor's `ctxls serve`
+that finds a live daemon proxies its LSP stream to it, every client sees every
+unsaved buffer, a buffer closed unsaved (or a vanished editor) falls back to
+disk, and a proxy survives its owner's exit without losing its buffers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from lsprotocol import types
+
+from ctxls.daemon.client import DaemonClient
+from ctxls.daemon.socket_server import socket_is_live
+
+from conftest import serve
+
+CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
+MARKER = "only_in_the_buffer"
+
+
+@contextmanager
+def headless_owner(repo: Path) -> Iterator[subprocess.Popen]:
+    """`make run`'s daemon: `ctxls serve --root REPO --socket`."""
+    proc = subprocess.Popen([*CTXLS, "serve", "--root", str(repo), "--socket"],
+                            stderr=subprocess.PIPE, text=True)
+    killer = threading.Timer(120, proc.kill)  # never hang CI
+    killer.start()
+    try:
+        lines = []
+        while "until interrupted" not in "".join(lines):
+            line = proc.stderr.readline()
+            assert line, "daemon exited: " + "".join(lines)
+            lines.append(line)
+        yield proc
+    finally:
+        killer.cancel()
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=30)
+
+
+def socket_of(repo: Path) -> Path:
+    return repo / ".ctxls" / "daemon.sock"
+
+
+def owner_recall(repo: Path, query: str) -> list[str]:
+    """Code symbols for `query`, answered by whichever daemon owns the socket
+    (what the CLI and the MCP bridge see)."""
+    client = DaemonClient.connect(socket_of(repo))
+    if client is None:
+        return []
+    try:
+        hits = client.request("ctxls/recall", {"query": query, "kind": "code", "mode": "lexical"})
+    except (ConnectionError, OSError):
+        return []
+    finally:
+        client.close()
+    return [(h.get("chunk") or {}).get("symbol") for h in hits["hits"]]
+
+
+async def sees(repo: Path, symbol: str, query: str = MARKER) -> bool:
+    return symbol in await asyncio.to_thread(owner_recall, repo, query)
+
+
+async def gone(repo: Path, symbol: str, query: str = MARKER) -> bool:
+    return not await sees(repo, symbol, query)
+
+
+def edited_retry(repo: Path) -> str:
+    return (repo / "pkg/retry.py").read_text().replace("retry_upload", MARKER)
+
+
+async def test_editor_proxies_to_the_running_daemon_and_shares_its_unsaved_buffer(repo: Path):
+    with headless_owner(repo) as owner:
+        async with serve(repo) as s:
+            await s.wait_indexed()  # progress comes through the proxy
+            s.open("pkg/retry.py")
+            s.replace("pkg/retry.py", edited_retry(repo), version=2)
+            # The CLI's daemon (the owner) sees the editor's unsaved text.
+            assert await s.wait_for(lambda: sees(repo, MARKER), timeout=20, interval=0.2)
+            status = await asyncio.to_thread(lambda: DaemonClient.connect(socket_of(repo))
+                                             .request("ctxls/status", {}))
+            assert status["buffers"] == 1
+            # LSP features answer through the proxy, from the owner's index.
+            recall = await s.request("ctxls/recall", {"query": MARKER, "kind": "code"})
+            assert recall["hits"][0]["chunk"]["symbol"] == MARKER
+            lenses = await s.client.text_document_code_lens_async(types.CodeLensParams(
+                types.TextDocumentIdentifier(uri=s.uri("pkg/session.py"))))
+            assert any(lens.range.start.line == 15 for lens in lenses)  # send_prepared
+            # Closed without saving: the owner drops the unsaved text.
+            s.close("pkg/retry.py")
+            assert await s.wait_for(lambda: gone(repo, MARKER), timeout=20, interval=0.2)
+            assert await sees(repo, "retry_upload", "retry_upload")
+        assert owner.poll() is None  # the editor leaving never ends the owner
+
+
+async def test_a_vanished_editor_s_buffers_fall_back_to_disk(repo: Path):
+    with headless_owner(repo):
+        async with serve(repo) as s:
+            await s.wait_indexed()
+            s.open("pkg/retry.py")
+            s.replace("pkg/retry.py", edited_retry(repo), version=2)
+            assert await s.wait_for(lambda: sees(repo, MARKER), timeout=20, interval=0.2)
+            # The editor quits without closing the buffer (`:qa!`).
+        assert await _eventually_gone(repo)
+        assert await sees(repo, "retry_upload", "retry_upload")
+
+
+async def _eventually_gone(repo: Path) -> bool:
+    for _ in range(100):
+        if await gone(repo, MARKER):
+            return True
+        await asyncio.sleep(0.2)
+    return False
+
+
+async def test_two_editors_share_one_daemon(repo: Path):
+    async with serve(repo) as first:  # owns the socket, in process
+        await first.wait_indexed()
+        async with serve(repo) as second:  # finds it live: a proxy
+            await second.wait_indexed()
+            second.open("pkg/retry.py")
+            second.replace("pkg/retry.py", edited_retry(repo), version=2)
+
+            async def first_sees():
+                hits = (await first.request("ctxls/recall", {"query": MARKER, "kind": "code"}))["hits"]
+                return hits and hits[0]["chunk"]["symbol"] == MARKER
+
+            assert await first.wait_for(first_sees, timeout=20, interval=0.2)
+            second.close("pkg/retry.py")
+
+            async def first_lost_it():
+                hits = (await first.request("ctxls/recall", {"query": MARKER, "kind": "code"}))["hits"]
+                return not any(h["chunk"]["symbol"] == MARKER for h in hits)
+
+            assert await first.wait_for(first_lost_it, timeout=20, interval=0.2)
+
+
+async def test_a_proxy_takes_over_when_the_owner_exits_and_keeps_its_buffers(repo: Path):
+    with headless_owner(repo) as owner:
+        async with serve(repo) as s:
+            await s.wait_indexed()
+            s.open("pkg/retry.py")
+            s.replace("pkg/retry.py", edited_retry(repo), version=2)
+            assert await s.wait_for(lambda: sees(repo, MARKER), timeout=20, interval=0.2)
+            owner.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(owner.wait, 30)
+            # The proxy starts the next daemon and replays its open buffer.
+            assert await s.wait_for(lambda: sees(repo, MARKER), timeout=120, interval=0.5)
+
+            async def answered():
+                try:
+                    recall = await s.request("ctxls/recall", {"query": MARKER, "kind": "code"})
+                except Exception:  # lost with the old owner: the client retries
+                    return False
+                return recall["hits"][0]["chunk"]["symbol"] == MARKER
+
+            assert await s.wait_for(answered, timeout=30, interval=0.2)
+            # Edits after the takeover reach the new owner.
+            s.replace("pkg/retry.py", edited_retry(repo).replace(MARKER, "after_takeover"), version=3)
+            assert await s.wait_for(lambda: sees(repo, "after_takeover", "after_takeover"),
+                                    timeout=20, interval=0.2)
+        # The daemon it started is bound to the proxy, which has exited with its editor.
+        for _ in range(150):
+            if not socket_is_live(socket_of(repo)):
+                break
+            await asyncio.sleep(0.2)
+        assert not socket_is_live(socket_of(repo))
