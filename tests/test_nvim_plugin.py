@@ -84,3 +84,47 @@ def test_missing_executable_is_named_by_setup_and_commands(nvim: Path, repo: Pat
                                                            tmp_path: Path) -> None:
     result = run_suite(nvim, tmp_path, "missing", repo)
     assert len(result["passed"]) == 2
+
+
+FORMAT_CHECK = r"""
+local format = require("ctxls.format")
+local function loc(path, line)
+  return { uri = vim.uri_from_fname(ROOT .. "/" .. path),
+           range = { start = { line = line, character = 0 }, ["end"] = { line = line, character = 3 } } }
+end
+local unconfirmed = vim.tbl_extend("force", loc("a.py", 0), { symbol = "f", confirmed = false, kind = "call",
+                                   reason = "builtin-name" })
+local confirmed = vim.tbl_extend("force", loc("b.py", 1), { symbol = "g", confirmed = true, kind = "call" })
+local items = format.callers_to_qf_items({ unconfirmed, confirmed }, "utf-16")
+local impact = { symbol = "Store.get", risk = "low", confirmed = 1, unconfirmed = 1, mentions = 0,
+                 callees = {}, complexity = 1, definitionsMatched = 2,
+                 perDefinition = { { definition = loc("b.py", 0), confirmed = 1, risk = "low" },
+                                   { definition = vim.tbl_extend("force", loc("legacy.py", 4), { symbol = "Store.get" }),
+                                     confirmed = 0, risk = "low" } } }
+local others = format.other_definition_qf_items(impact)
+local echo = ""
+for _, chunk in ipairs(format.impact_echo_chunks(impact)) do echo = echo .. chunk[1] end
+vim.fn.writefile({ vim.json.encode({
+  texts = vim.tbl_map(function(item) return item.text end, items),
+  others = vim.tbl_map(function(item) return { vim.fn.fnamemodify(item.filename, ":t"), item.lnum, item.text } end, others),
+  echo = echo,
+}) }, OUT)
+vim.cmd("qa!")
+"""
+
+
+def test_impact_format_lists_confirmed_first_other_definitions_and_counts(nvim: Path, tmp_path: Path) -> None:
+    for name, text in {"a.py": "get()\n", "b.py": "x = 1\ng()\n"}.items():
+        (tmp_path / name).write_text(text)
+    out = tmp_path / "format.json"
+    script = tmp_path / "check.lua"
+    script.write_text(f"ROOT = {json.dumps(str(tmp_path))}\nOUT = {json.dumps(str(out))}\n" + FORMAT_CHECK)
+    subprocess.run([str(nvim), "--headless", "--clean", "--cmd",
+                    f"lua vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN_DIR))})",
+                    "-c", f"luafile {script}"], cwd=tmp_path, capture_output=True, text=True,
+                   timeout=NVIM_TIMEOUT_S, env=os.environ | {"XDG_STATE_HOME": str(tmp_path / "state")})
+    result = json.loads(out.read_text())
+    assert result["texts"] == ["called from g: g()", "called from f (unconfirmed: builtin-name): get()"]
+    assert result["others"] == [["legacy.py", 5, "other definition: Store.get (0 confirmed, risk low)"]]
+    assert result["echo"] == ("ctxls impact of Store.get: risk low · 1 caller (+1 unconfirmed) · "
+                              "best of 2 definitions · 0 mentions · 0 callees · complexity 1")

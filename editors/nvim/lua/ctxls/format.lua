@@ -77,12 +77,14 @@ end
 
 local CALLER_KIND_WORDS = { call = "called from", decorator = "decorator in", value = "value use in" }
 
---- Quickfix items for an Impact's callers, sorted by file and position, each
---- "called from <enclosing symbol>: <the calling line>".
----@param callers { uri: string, range: table, symbol: string|nil, confirmed: boolean, kind: string|nil }[]
+--- Quickfix items for an Impact's callers, confirmed ones first, each group
+--- sorted by file and position, each "called from <enclosing symbol>: <the
+--- calling line>"; an unconfirmed one says so, with the server's reason.
+---@param callers { uri: string, range: table, symbol: string|nil, confirmed: boolean, kind: string|nil, reason: string|nil }[]
 ---@param position_encoding string the client's, to turn UTF-16 columns into bytes
 function M.callers_to_qf_items(callers, position_encoding)
   local items = vim.lsp.util.locations_to_items(callers, position_encoding)
+  local confirmed, unconfirmed = {}, {}
   for _, item in ipairs(items) do
     local caller = item.user_data
     local label = ("%s %s"):format(
@@ -90,9 +92,34 @@ function M.callers_to_qf_items(callers, position_encoding)
       M.present(caller.symbol) or "(module)"
     )
     if not caller.confirmed then
-      label = label .. " (unconfirmed)"
+      local reason = M.present(caller.reason)
+      label = label .. (reason and (" (unconfirmed: %s)"):format(reason) or " (unconfirmed)")
     end
     item.text = ("%s: %s"):format(label, vim.trim(item.text))
+    table.insert(caller.confirmed and confirmed or unconfirmed, item)
+  end
+  return vim.list_extend(confirmed, unconfirmed)
+end
+
+--- Quickfix items for the other definitions a symbol matched (the answer,
+--- and the callers listed, are the first one's).
+---@param impact table an `Impact`
+function M.other_definition_qf_items(impact)
+  local items = {}
+  for index, answer in ipairs(impact.perDefinition or {}) do
+    if index > 1 then
+      local definition = answer.definition
+      table.insert(items, {
+        filename = vim.uri_to_fname(definition.uri),
+        lnum = definition.range.start.line + 1,
+        col = 1,
+        text = ("other definition: %s (%d confirmed, risk %s)"):format(
+          M.present(definition.symbol) or "?",
+          answer.confirmed,
+          answer.risk
+        ),
+      })
+    end
   end
   return items
 end
@@ -120,9 +147,10 @@ function M.impact_echo_chunks(impact)
     { ("ctxls impact of %s: "):format(impact.symbol), "Normal" },
     { "risk " .. impact.risk, RISK_HIGHLIGHTS[impact.risk] or "Normal" },
     {
-      (" · %s (%d confirmed) · %s · %s · complexity %d"):format(
-        plural(#impact.callers, "caller"),
-        impact.confirmed,
+      (" · %s%s%s · %s · %s · complexity %d"):format(
+        plural(impact.confirmed, "caller"),
+        (impact.unconfirmed or 0) > 0 and (" (+%d unconfirmed)"):format(impact.unconfirmed) or "",
+        (impact.definitionsMatched or 1) > 1 and (" · best of %d definitions"):format(impact.definitionsMatched) or "",
         plural(impact.mentions, "mention"),
         plural(#impact.callees, "callee"),
         impact.complexity

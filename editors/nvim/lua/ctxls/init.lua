@@ -124,6 +124,7 @@ function M.impact(symbol)
       return
     end
     local items = format.callers_to_qf_items(impact.callers, impact_client.offset_encoding)
+    vim.list_extend(items, format.other_definition_qf_items(impact))
     vim.list_extend(items, format.hedge_qf_items(impact.hedges))
     show_quickfix("ctxls impact: " .. impact.symbol, items)
     -- After copen, so opening the window does not wipe the message; one line

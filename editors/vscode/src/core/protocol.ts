@@ -81,6 +81,18 @@ export interface Caller {
   range: Range;
   symbol: string | null;
   confirmed: boolean;
+  /** Why an unconfirmed caller could not be tied to the symbol (builtin-name, shared-name, ...). */
+  reason?: string;
+}
+
+/** One definition's answer when a symbol query matched several. */
+export interface DefinitionImpact {
+  definition: Location;
+  callers: Caller[];
+  confirmed: number;
+  unconfirmed: number;
+  risk: Risk;
+  hedges: string[];
 }
 
 export interface Callee {
@@ -101,6 +113,12 @@ export interface Impact {
   risk: Risk;
   hedges: string[];
   complexity: number;
+  /** Unconfirmed callers, listed or not, and by reason. */
+  unconfirmed?: number;
+  unconfirmedReasons?: Record<string, number>;
+  /** Present when several definitions matched: the best (this answer's) first. */
+  perDefinition?: DefinitionImpact[];
+  definitionsMatched?: number;
 }
 
 export interface ImpactParams {

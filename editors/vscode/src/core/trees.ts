@@ -45,25 +45,45 @@ export function impactTree(impact: Impact, rootUris: readonly string[]): TreeNod
       })),
     });
   }
+  // Confirmed callers first; the unconfirmed ones folded in a group of their own.
+  const callerNodes = impact.callers.map((caller, index) => ({
+    id: `callers/${index}`,
+    label: caller.symbol ?? basename(caller.path),
+    description: `${caller.path}:${caller.range.start.line + 1}${
+      caller.confirmed ? '' : ` · unconfirmed${caller.reason === undefined ? '' : ` (${caller.reason})`}`
+    }`,
+    tooltip: caller.confirmed
+      ? 'A call the server resolved to this symbol'
+      : 'A textual match the server could not confirm as a call to this symbol',
+    icon: caller.confirmed ? 'symbol-method' : 'question',
+    children: [],
+    target: { type: 'location' as const, location: { uri: caller.uri, range: caller.range } },
+  }));
+  const unconfirmed = callerNodes.filter((_, index) => impact.callers[index]?.confirmed !== true);
+  const unconfirmedCount = impact.unconfirmed ?? unconfirmed.length;
+  const reasons = Object.entries(impact.unconfirmedReasons ?? {}).map(([reason, count]) => `${reason}: ${count}`);
   nodes.push({
     id: 'callers',
     label: 'Callers',
-    description: String(impact.callers.length),
+    description: String(impact.confirmed),
     icon: 'call-incoming',
     expanded: true,
-    children: impact.callers.map((caller, index) => ({
-      id: `callers/${index}`,
-      label: caller.symbol ?? basename(caller.path),
-      description: `${caller.path}:${caller.range.start.line + 1}${
-        caller.confirmed ? '' : ' · unconfirmed'
-      }`,
-      tooltip: caller.confirmed
-        ? 'A call the server resolved to this symbol'
-        : 'A textual match the server could not confirm as a call to this symbol',
-      icon: caller.confirmed ? 'symbol-method' : 'question',
-      children: [],
-      target: { type: 'location', location: { uri: caller.uri, range: caller.range } },
-    })),
+    children: [
+      ...callerNodes.filter((_, index) => impact.callers[index]?.confirmed === true),
+      ...(unconfirmedCount === 0
+        ? []
+        : [
+            {
+              id: 'callers/unconfirmed',
+              label: 'Unconfirmed',
+              description: String(unconfirmedCount),
+              tooltip: ['Textual matches the server could not tie to this symbol', ...reasons].join('\n'),
+              icon: 'question',
+              expanded: false,
+              children: unconfirmed,
+            },
+          ]),
+    ],
   });
   nodes.push({
     id: 'callees',
@@ -94,7 +114,23 @@ export function impactTree(impact: Impact, rootUris: readonly string[]): TreeNod
       };
     }),
   });
-  if (impact.definitions.length > 0) {
+  // Several definitions matched: the answer is the first (best) one's; each is listed.
+  const perDefinition = impact.perDefinition ?? [];
+  if (perDefinition.length > 1) {
+    nodes.push({
+      id: 'definitions',
+      label: 'Definitions',
+      description: `${impact.definitionsMatched ?? perDefinition.length} matched · showing the first`,
+      icon: 'symbol-class',
+      expanded: true,
+      children: locationNodes('definitions', perDefinition.map((answer) => answer.definition), rootUris).map(
+        (node, index) => ({
+          ...node,
+          description: `${perDefinition[index]?.confirmed ?? 0} confirmed · risk ${perDefinition[index]?.risk ?? '?'}`,
+        }),
+      ),
+    });
+  } else if (impact.definitions.length > 0) {
     nodes.push({
       id: 'definitions',
       label: 'Definitions',

@@ -28,6 +28,7 @@ function impact(overrides: Partial<Impact> = {}): Impact {
         range: { start: { line: 4, character: 0 }, end: { line: 4, character: 10 } },
         symbol: null,
         confirmed: false,
+        reason: 'builtin-name',
       },
     ],
     callees: [
@@ -61,7 +62,7 @@ describe('impactTree', () => {
     assert.deepEqual(tree.map((node) => [node.label, node.description]), [
       ['Risk: med', '2 references · 1 confirmed · 1 mention · complexity 6'],
       ['Hedges', '1'],
-      ['Callers', '2'],
+      ['Callers', '1'],
       ['Callees', '3'],
       ['Definitions', '1'],
     ]);
@@ -81,10 +82,15 @@ describe('impactTree', () => {
     assert.equal(icon('extreme'), 'question');
   });
 
-  test('callers are clickable and say when they are unconfirmed', () => {
-    const callers = byId(impactTree(impact(), [ROOT]), 'callers');
+  test('callers are clickable; unconfirmed ones are folded apart, with their reason', () => {
+    const callers = byId(impactTree(impact({ unconfirmedReasons: { 'builtin-name': 1 } }), [ROOT]), 'callers');
     assert.equal(callers.expanded, true);
-    const [confirmed, unconfirmed] = callers.children;
+    const [confirmed, folded] = callers.children;
+    assert.equal(folded?.id, 'callers/unconfirmed');
+    assert.equal(folded?.expanded, false);
+    assert.equal(folded?.description, '1');
+    assert.match(folded?.tooltip ?? '', /builtin-name: 1/);
+    const [unconfirmed] = folded?.children ?? [];
     assert.deepEqual(confirmed, {
       id: 'callers/0',
       label: 'Engine.__init__',
@@ -95,7 +101,7 @@ describe('impactTree', () => {
       target: { type: 'location', location: { uri: `${ROOT}/index/engine.py`, range: impact().callers[0]?.range } },
     });
     assert.equal(unconfirmed?.label, 'perf.py');
-    assert.equal(unconfirmed?.description, 'bench/perf.py:5 · unconfirmed');
+    assert.equal(unconfirmed?.description, 'bench/perf.py:5 · unconfirmed (builtin-name)');
     assert.equal(unconfirmed?.icon, 'question');
     assert.deepEqual(unconfirmed?.target, {
       type: 'location',
@@ -131,6 +137,22 @@ describe('impactTree', () => {
     const hedges = ['zero callers: may be called dynamically', 'tests were not searched'];
     const node = byId(impactTree(impact({ hedges }), [ROOT]), 'hedges');
     assert.deepEqual(node.children.map((child) => [child.label, child.tooltip]), hedges.map((hedge) => [hedge, hedge]));
+  });
+
+  test('several definitions: each listed with its confirmed callers and risk, the best first', () => {
+    const perDefinition = [
+      { definition: location('index/store.py', 10, 40), callers: [], confirmed: 1, unconfirmed: 1, risk: 'med' as const, hedges: [] },
+      { definition: location('legacy/store.py', 3, 9), callers: [], confirmed: 0, unconfirmed: 2, risk: 'low' as const, hedges: [] },
+    ];
+    const node = byId(impactTree(impact({ perDefinition, definitionsMatched: 2 }), [ROOT]), 'definitions');
+    assert.equal(node.description, '2 matched · showing the first');
+    assert.deepEqual(
+      node.children.map((child) => [child.label, child.description]),
+      [
+        ['index/store.py:11–41', '1 confirmed · risk med'],
+        ['legacy/store.py:4–10', '0 confirmed · risk low'],
+      ],
+    );
   });
 
   test('ids are unique', () => {
