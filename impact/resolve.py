@@ -398,6 +398,10 @@ class Resolver:
                 if node is None or not syntax.is_identifier(node):
                     continue
                 owner = next((a for a in syntax.ancestors(node) if a.type in family.functions), None)
+                if owner is not None and node.parent is not None and node.parent.id == owner.id \
+                        and syntax.declares(family, node):
+                    # A function's own name is bound where the function is, not in it.
+                    owner = next((a for a in syntax.ancestors(owner) if a.type in family.functions), None)
                 if (owner.id if owner is not None else sf.tree.root_node.id) != scope.id:
                     continue  # a nested function's own
                 value = self._bound_value(sf, node)
@@ -601,8 +605,21 @@ class Resolver:
             return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
         _, receiver_node = syntax.member_parts(family, name_node)
         if receiver_node is None:
+            if self._bound_locally(sf, name_node, name):
+                return OTHER_MATCH  # a parameter or a local variable of that name
             return self._bare_match(sf, name, targets)
         return self._member_match(sf, self.receiver(sf, receiver_node, name_node), name, targets)
+
+    def _bound_locally(self, sf: SourceFile, site: Node, name: str) -> bool:
+        """Does a function around ``site`` bind ``name`` itself (a parameter,
+        an assignment): then the name there is that local, not the module's
+        or an import's (`def result(): result = f(); result.ready()`)."""
+        family = sf.family
+        assert family is not None
+        if family is GO or sf.binding(name) is not None:
+            return False
+        return any(self._scope_values(sf, function, name) for function in syntax.ancestors(site)
+                   if function.type in family.functions)
 
     def _bare_match(self, sf: SourceFile, name: str, targets: Targets) -> Match:
         ref = self.lookup_bare(sf, name)

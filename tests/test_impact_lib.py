@@ -476,3 +476,23 @@ def test_callers_in_and_through_symlinked_modules_inside_the_root(tmp_path: Path
         assert callers(analysis.analyze(engine, "deep")) == {("app.py", 4, None, True)}
     finally:
         engine.close()
+
+
+def test_a_parameter_or_local_of_the_same_name_is_not_the_module_s_function(make_engine):
+    engine = make_engine({
+        "views.py": (
+            "def result(job):\n"
+            "    result = job.outcome()\n"  # a local of the same name
+            "    return result.ready()\n"  # line 2: the local, not the function
+            "\n"
+            "\n"
+            "def runner(n):\n"
+            "    return runner(n - 1) if n else 0\n"  # line 6: recursion is a call
+            "\n"
+            "\n"
+            "def test_it(runner):\n"
+            "    return runner.invoke(result)\n"  # line 10: a parameter; `result` the function
+        ),
+    })
+    assert callers(analysis.analyze(engine, "result")) == {("views.py", 10, "test_it", True)}
+    assert callers(analysis.analyze(engine, "runner")) == {("views.py", 6, "runner", True)}
