@@ -183,11 +183,7 @@ def lens_title(found: Impact | None) -> str:
     """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5 unconfirmed")."""
     if found is None:
         return "definition gone · re-open the file"
-    count = found.confirmed
-    title = f"{count} caller{'' if count == 1 else 's'}"
-    if found.unconfirmed:
-        title += f" (+{found.unconfirmed} unconfirmed)"
-    return f"{title} · risk {found.risk}"
+    return f"{wire.callers_summary(found.confirmed, found.unconfirmed)} · risk {found.risk}"
 
 
 def refresh_code_lenses(ls: CtxlsServer) -> None:

@@ -266,9 +266,24 @@ def definition_json(definition: Definition, uri_for: Callable[[str], str]) -> di
             "symbol": definition.symbol, "symbolKind": definition.symbol_kind}
 
 
+def callers_summary(confirmed: int, unconfirmed: int) -> str:
+    """"3 callers (+5 unconfirmed)": confirmed callers first, the code lens's words."""
+    text = f"{confirmed} caller{'' if confirmed == 1 else 's'}"
+    return text + (f" (+{unconfirmed} unconfirmed)" if unconfirmed else "")
+
+
+def impact_summary(impact: Impact) -> str:
+    """"3 callers (+5 unconfirmed) · 56 mentions": the one wording of an
+    impact's counts, shown as is by VS Code and Neovim."""
+    mentions = impact.mentions
+    return (f"{callers_summary(impact.confirmed, impact.unconfirmed)} · "
+            f"{mentions} mention{'' if mentions == 1 else 's'}")
+
+
 def impact_json(impact: Impact, uri_for: Callable[[str], str]) -> dict:
     out = {
         "symbol": impact.symbol,
+        "summary": impact_summary(impact),
         "definitions": [definition_json(d, uri_for) for d in impact.definitions],
         "callers": callers_json(impact.callers, uri_for),
         "callees": [{"symbol": c.symbol,

@@ -55,6 +55,8 @@ async def test_python_callers_and_call_hierarchy(tmp_path: Path):
         # The comment, the string, the def itself and two imports are mentions, not callers.
         assert discount["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1, "import": 2}
         assert (discount["refCount"], discount["confirmed"], discount["mentions"]) == (7, 2, 5)
+        # The counts in words, as both editors show them.
+        assert discount["summary"] == "2 callers · 5 mentions"
         assert discount["complexity"] == 3  # 1 + if + or
         assert discount["risk"] == "med"  # public, called from two files
 

@@ -107,6 +107,8 @@ export interface Impact {
   definitions: Location[];
   callers: Caller[];
   callees: Callee[];
+  /** The counts in words, confirmed callers first: "3 callers (+5 unconfirmed) · 56 mentions". */
+  summary: string;
   refCount: number;
   confirmed: number;
   mentions: number;

@@ -144,12 +144,8 @@ export function impactTree(impact: Impact, rootUris: readonly string[]): TreeNod
 }
 
 function riskNode(impact: Impact): TreeNode {
-  const counts = [
-    plural(impact.refCount, 'reference'),
-    `${impact.confirmed} confirmed`,
-    plural(impact.mentions, 'mention'),
-    `complexity ${impact.complexity}`,
-  ];
+  // The server words the counts, so VS Code and Neovim say the same.
+  const counts = [impact.summary, `complexity ${impact.complexity}`];
   const [definition] = impact.definitions;
   return {
     id: 'risk',

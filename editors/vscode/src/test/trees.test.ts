@@ -36,6 +36,7 @@ function impact(overrides: Partial<Impact> = {}): Impact {
       { symbol: 'Store.migrate', definitions: [location('index/store.py', 50)] },
       { symbol: 'open_db', definitions: [location('a.py', 1), location('b.py', 2)] },
     ],
+    summary: '1 caller (+1 unconfirmed) · 1 mention',
     refCount: 2,
     confirmed: 1,
     mentions: 1,
@@ -60,7 +61,7 @@ describe('impactTree', () => {
   test('top level: risk, hedges, callers, callees, definitions', () => {
     const tree = impactTree(impact(), [ROOT]);
     assert.deepEqual(tree.map((node) => [node.label, node.description]), [
-      ['Risk: med', '2 references · 1 confirmed · 1 mention · complexity 6'],
+      ['Risk: med', '1 caller (+1 unconfirmed) · 1 mention · complexity 6'],
       ['Hedges', '1'],
       ['Callers', '1'],
       ['Callees', '3'],
