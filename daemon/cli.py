@@ -5,7 +5,16 @@ running daemon through its socket when there is one (so it sees unsaved
 buffers), else in this process over the store on disk. ``--json`` prints the
 protocol's result as is.
 
-Exit codes: 0 success; 1 the request failed (message on stderr); 2 bad usage.
+The repository is found like git and ripgrep find theirs: the nearest folder
+at or above the current one holding ``.ctxls/`` or ``.git`` (``--root``
+overrides). Only ``index`` (and ``serve``/``mcp``) create an index; the other
+verbs say how to create one when there is none.
+
+Line numbers people read or type (output, ``get --start/--end``) are 1-based;
+the protocol's JSON (``--json``) keeps its 0-based fields.
+
+Exit codes: 0 success; 1 nothing found (no hit, unknown id or symbol,
+abstained) or the request failed (message on stderr); 2 bad usage.
 """
 
 from __future__ import annotations
@@ -21,111 +30,202 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ctxls import __version__
+from ctxls.index.discovery import STORE_DIR_NAME, find_root
+from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES
-from ctxls.index.errors import EngineError
+from ctxls.index.semantic import embedding_progress_text
 
 log = logging.getLogger("ctxls")
 
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
 
-def _root(value: str) -> Path:
-    path = Path(value).resolve()
-    if not path.is_dir():
-        raise SystemExit(f"ctxls: {value} is not a directory")
-    return path
+
+class CliError(Exception):
+    """A message for the user and the exit code that goes with it."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class OutputClosed(Exception):
+    """stdout's reader went away (``ctxls ... | head``)."""
+
+
+# -- where the repository is ------------------------------------------------------
+
+def has_index(root: Path) -> bool:
+    store = root / STORE_DIR_NAME
+    return (store / "index.db").exists() or (store / "daemon.sock").exists()
+
+
+def resolve_root(explicit: str | None, creates: bool) -> Path:
+    """``explicit`` (``--root``) as is, else the nearest folder at or above the
+    current one holding ``.ctxls/`` or ``.git``. A verb that does not
+    ``creates`` an index refuses a root without one, saying how to make it."""
+    if explicit is not None:
+        root = Path(explicit).resolve()
+        if not root.exists():
+            raise CliError(f"{explicit} does not exist", EXIT_USAGE)
+        if not root.is_dir():
+            raise CliError(f"--root {explicit} is a file, not the repository's folder", EXIT_USAGE)
+    else:
+        found = find_root(Path.cwd())
+        if found is None and not creates:
+            raise CliError(f"no ctxls index in {Path.cwd()} or any folder above it (none holds "
+                           f"{STORE_DIR_NAME}/ or .git); create one with `ctxls index` in the "
+                           "repository's top folder, or pass --root")
+        root = found or Path.cwd().resolve()
+    if not creates and not has_index(root):
+        raise CliError(f"{root} has no index yet; create one with `ctxls index --root {root}` "
+                       f"(or keep one warm: `ctxls serve --root {root} --socket`)")
+    return root
+
+
+# -- output -------------------------------------------------------------------------
+
+def _write(text: str, stream=None) -> None:
+    stream = stream or sys.stdout
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError as exc:
+        raise OutputClosed() from exc
 
 
 def _print_json(value: Any) -> None:
-    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    _write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+class Style:
+    """ANSI colours like ripgrep's, only when wanted (``--color``, NO_COLOR, a TTY)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    @classmethod
+    def for_stream(cls, choice: str, stream) -> "Style":
+        if choice == "always":
+            return cls(True)
+        if choice == "never" or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+            return cls(False)
+        return cls(stream.isatty())
+
+    def _sgr(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
+
+    def path(self, text: str) -> str:
+        return self._sgr("35", text)
+
+    def line(self, text: str) -> str:
+        return self._sgr("32", text)
+
+    def symbol(self, text: str) -> str:
+        return self._sgr("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._sgr("2", text)
+
+    def heading(self, text: str) -> str:
+        return self._sgr("1;34", text)
+
+
+PLAIN = Style(False)
+
+
+def _style(args: argparse.Namespace) -> Style:
+    return Style.for_stream(getattr(args, "color", "auto"), sys.stdout)
+
+
+class Progress:
+    """One rewritten line on stderr while long work runs; silent unless stderr
+    is a terminal (and never with ``--json``)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._shown = False
+
+    @classmethod
+    def for_args(cls, args: argparse.Namespace) -> "Progress":
+        return cls(not args.json and sys.stderr.isatty())
+
+    def show(self, text: str) -> None:
+        if self.enabled:
+            _write(f"\r\x1b[2K{text}", sys.stderr)
+            self._shown = True
+
+    def files(self, done: int, total: int) -> None:
+        self.show(f"indexing: {done}/{total} files")
+
+    def chunks(self, done: int, total: int, rate: float) -> None:
+        self.show(embedding_progress_text(done, total, rate))
+
+    def clear(self) -> None:
+        if self._shown:
+            _write("\r\x1b[2K", sys.stderr)
+            self._shown = False
 
 
 # -- human output ---------------------------------------------------------------
 
-def _where(hit: dict) -> str:
-    chunk = hit.get("chunk") or {}
-    if "startLine" not in chunk:
-        return hit["path"]
-    return f"{hit['path']}:{chunk['startLine'] + 1}-{chunk['endLine'] + 1}"
+def _lines(chunk: dict) -> str:
+    """A 0-based inclusive protocol range as people read it: 1-based."""
+    start, end = chunk["startLine"] + 1, chunk["endLine"] + 1
+    return f"{start}" if start == end else f"{start}-{end}"
 
 
-def format_hits_human(groups: dict[str, list[dict]]) -> str:
+def _one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
+
+
+def format_hits_human(groups: dict[str, list[dict]], style: Style = PLAIN,
+                      bodies: bool = False) -> str:
     lines: list[str] = []
     for kind, hits in groups.items():
         if not hits:
             continue
-        lines.append(f"{kind}:")
+        lines.append(style.heading(f"{kind}:"))
         for hit in hits:
-            symbol = (hit.get("chunk") or {}).get("symbol") or ""
-            lines.append(f"  {hit['score']:8.3f}  {_where(hit)}  {symbol}".rstrip())
-    return "\n".join(lines) if lines else "no hits"
-
-
-def _human_recall(result: dict, args: argparse.Namespace) -> str:
-    groups = result.get("groups") or {args.kind: result.get("hits", [])}
-    text = format_hits_human(groups)
-    return text + ("\n(partial: indexing is still running)" if result.get("partial") else "")
-
-
-def _human_status(status: dict, args: argparse.Namespace) -> str:
-    embeddings = status.get("embeddings") or {}
-    model = embeddings.get("model") or ("on" if embeddings.get("enabled") else "off")
-    return (f"ctxls {status['version']}  root {status['root']}\n"
-            f"  store    {status['dbPath']}\n"
-            f"  files    {status['files']}   chunks {status['chunks']}   "
-            f"vectors {status.get('vectors', 0)}   pending {status.get('pending', 0)}\n"
-            f"  indexing {'yes' if status.get('indexing') else 'no'}   embeddings {model}")
-
-
-def _human_get(item: dict | None, args: argparse.Namespace) -> str:
-    return "not found" if item is None else (item.get("text") or "")
-
-
-def _human_impact(impact: dict | None, args: argparse.Namespace) -> str:
-    if impact is None:
-        return "symbol not defined in the index"
-    unconfirmed = impact.get("unconfirmed", 0)
-    lines = [f"{impact['symbol']}: risk {impact['risk']}, {impact['confirmed']} confirmed callers"
-             + (f" (+{unconfirmed} unconfirmed)" if unconfirmed else "")
-             + f", {impact['mentions']} mentions, complexity {impact['complexity']}"]
-    matched = impact.get("definitionsMatched", 1)
-
-    def where(location: dict) -> str:
-        return f"{location['path']}:{location['range']['start']['line'] + 1}  {location.get('symbol') or ''}"
-
-    for definition in impact.get("definitions", []):
-        lines.append(f"  definition  {where(definition)}" + (f"  (best of {matched} matches)" if matched > 1 else ""))
-    for other in impact.get("perDefinition", [])[1:]:
-        lines.append(f"  other       {where(other['definition'])}  {other['confirmed']} confirmed, "
-                     f"{other['unconfirmed']} unconfirmed, risk {other['risk']}")
-    for caller in impact.get("callers", []):
-        start = caller["range"]["start"]["line"] + 1
-        mark = "" if caller.get("confirmed") else f"  (unconfirmed: {caller.get('reason', 'unknown')})"
-        lines.append(f"  caller  {caller['path']}:{start}  {caller.get('symbol') or ''}{mark}")
-    if impact.get("unconfirmedOmitted"):
-        reasons = ", ".join(f"{reason} {n}" for reason, n in impact.get("unconfirmedReasons", {}).items())
-        lines.append(f"  ... {impact['unconfirmedOmitted']} more unconfirmed not listed ({reasons})")
-    for callee in impact.get("callees", []):
-        places = ", ".join(f"{d['path']}:{d['range']['start']['line'] + 1}" for d in callee.get("definitions", []))
-        lines.append(f"  callee  {callee['symbol']}" + (f"  {places}" if places else ""))
-    lines.extend(f"  hedge   {h}" for h in impact.get("hedges", []))
+            chunk = hit.get("chunk") or {}
+            score = style.dim(f"{hit['score']:8.3f}")
+            if "uri" in hit:  # a file: path:lines symbol
+                where = f"{style.path(hit['path'])}:{style.line(_lines(chunk))}"
+                lines.append(f"  {score}  {where}  {style.symbol(chunk.get('symbol') or '')}".rstrip())
+            else:  # written memory: its id and what it says
+                text = _one_line(hit.get("body") or "")
+                lines.append(f"  {score}  {style.path(hit['path'])}  {text}".rstrip())
+            if bodies and "uri" in hit and hit.get("body"):
+                first = chunk["startLine"] + 1
+                width = len(str(chunk["endLine"] + 1))
+                lines.extend(f"    {style.line(str(first + i).rjust(width))}  {text}"
+                             for i, text in enumerate(hit["body"].split("\n")))
     return "\n".join(lines)
 
 
-def _human_recent(result: dict, args: argparse.Namespace) -> str:
-    items = result.get("items", [])
-    if not items:
-        return "no recent edits"
-    now = time.time() * 1000
-    return "\n".join(f"  {int((now - i['lastEditedAt']) / 60000):5d} min ago  {i['edits']:3d} edits  "
-                     f"{i['id']}  {i.get('symbol') or ''}".rstrip() for i in items)
+def format_hits_vimgrep(groups: dict[str, list[dict]]) -> str:
+    """`path:line:col:text` per file hit, as `rg --vimgrep` prints (for quickfix)."""
+    out = []
+    for hits in groups.values():
+        for hit in hits:
+            if "uri" not in hit:
+                continue  # written memory is not a file an editor can open
+            chunk = hit["chunk"]
+            first = next((line for line in (hit.get("body") or "").split("\n") if line.strip()), "")
+            text = chunk.get("symbol") or first.strip()
+            out.append(f"{hit['path']}:{chunk['startLine'] + 1}:1:{text}")
+    return "\n".join(out)
 
 
-def _human_assemble(result: dict, args: argparse.Namespace) -> str:
-    note = result.get("stats", {}).get("note") or "nothing relevant found"
-    return result.get("context") or f"(abstained: {note})"
+def _partial_note(result: dict) -> str:
+    if not result.get("partial"):
+        return ""
+    return f"\n(partial: {result.get('partialReason') or 'indexing is still running'})"
 
 
-def _human_locate(result: dict, args: argparse.Namespace) -> str:
+def _human_locate(result: dict) -> str:
     files = result.get("files", [])
     if not files:
         return "nothing located"
@@ -138,32 +238,89 @@ def _human_locate(result: dict, args: argparse.Namespace) -> str:
         for chunk in found.get("chunks", []):
             lines.append(f"            chunk    {found['path']}:{chunk['startLine'] + 1}-"
                          f"{chunk['endLine'] + 1}  {chunk.get('symbol') or ''}".rstrip())
-    if result.get("partial"):
-        lines.append("(partial: indexing is still running)")
-    return "\n".join(lines)
+    return "\n".join(lines) + _partial_note(result)
 
 
-def _human_plain(result: Any, args: argparse.Namespace) -> str:
-    return json.dumps(result, indent=2, ensure_ascii=False)
+
+def _status_lines(status: dict, via: str, style: Style) -> str:
+    embeddings = status.get("embeddings") or {}
+    model = embeddings.get("model") or ("on" if embeddings.get("enabled") else "off")
+    if embeddings.get("error"):
+        model = f"off ({embeddings['error']})"
+    state = status.get("state") or ("indexing" if status.get("indexing") else "ready")
+    if via == "daemon":
+        daemon = "running"
+    else:
+        daemon = ("none: nothing is indexing or embedding now (keep one warm: "
+                  f"ctxls serve --root {status['root']} --socket)")
+    return (f"ctxls {status['version']}  root {style.path(status['root'])}\n"
+            f"  store    {status['dbPath']}\n"
+            f"  files    {status['files']}   chunks {status['chunks']}   "
+            f"vectors {status.get('vectors', 0)}   pending {status.get('pending', 0)}\n"
+            f"  state    {state}   embeddings {model}\n"
+            f"  daemon   {daemon}")
+
+
+def _impact_lines(impact: dict, limit: int, style: Style) -> list[str]:
+    confirmed, unconfirmed = impact["confirmed"], impact.get("unconfirmed", 0)
+    mentions = impact["mentions"]
+    lines = [f"{style.symbol(impact['symbol'])}: risk {impact['risk']}, "
+             f"{confirmed} confirmed caller{'' if confirmed == 1 else 's'}"
+             + (f" (+{unconfirmed} unconfirmed)" if unconfirmed else "")
+             + f", {mentions} mention{'' if mentions == 1 else 's'}, "
+             f"complexity {impact['complexity']}"]
+    matched = impact.get("definitionsMatched", 1)
+
+    def where(location: dict) -> str:
+        return (f"{style.path(location['path'])}:"
+                f"{style.line(str(location['range']['start']['line'] + 1))}  "
+                f"{location.get('symbol') or ''}")
+
+    for definition in impact.get("definitions", []):
+        lines.append(f"  definition  {where(definition)}"
+                     + (f"  (best of {matched} matches)" if matched > 1 else ""))
+    for other in impact.get("perDefinition", [])[1:]:
+        lines.append(f"  other       {where(other['definition'])}  {other['confirmed']} confirmed, "
+                     f"{other['unconfirmed']} unconfirmed, risk {other['risk']}")
+    callers, callees = impact.get("callers", []), impact.get("callees", [])
+    for caller in callers[:limit]:
+        start = caller["range"]["start"]["line"] + 1
+        mark = ("" if caller.get("confirmed")
+                else style.dim(f"  (unconfirmed: {caller.get('reason', 'unknown')})"))
+        lines.append(f"  caller  {style.path(caller['path'])}:{style.line(str(start))}  "
+                     f"{caller.get('symbol') or ''}{mark}".rstrip())
+    if impact.get("unconfirmedOmitted"):
+        reasons = ", ".join(f"{reason} {n}" for reason, n in impact.get("unconfirmedReasons", {}).items())
+        lines.append(f"  ... {impact['unconfirmedOmitted']} more unconfirmed not listed ({reasons})")
+    for callee in callees[:limit]:
+        places = ", ".join(f"{d['path']}:{d['range']['start']['line'] + 1}"
+                           for d in callee.get("definitions", []))
+        lines.append(f"  callee  {callee['symbol']}" + (f"  {places}" if places else ""))
+    hidden = max(len(callers) - limit, 0) + max(len(callees) - limit, 0)
+    if hidden:
+        lines.append(style.dim(f"  … {hidden} more (raise -n to see them)"))
+    lines.extend(f"  hedge   {h}" for h in impact.get("hedges", []))
+    return lines
 
 
 # -- verbs ------------------------------------------------------------------------
 
-def _request(args: argparse.Namespace, method: str, params: dict,
-             human: Callable[[Any, argparse.Namespace], str], refresh: bool = True) -> int:
+def _access(args: argparse.Namespace, refresh: bool, creates: bool = False):
     from ctxls.daemon.client import EngineAccess
 
-    access = EngineAccess(_root(args.root), use_daemon=not args.no_daemon,
-                          refresh=refresh and not getattr(args, "no_refresh", False))
+    root = resolve_root(args.root, creates)
+    return EngineAccess(root, use_daemon=not args.no_daemon,
+                        refresh=refresh and not getattr(args, "no_refresh", False))
+
+
+def _call(args: argparse.Namespace, method: str, params: dict, refresh: bool = True
+          ) -> tuple[Any, str]:
+    """(the protocol's result, "daemon" | "local")."""
+    access = _access(args, refresh)
     try:
-        result = access.request(method, params)
+        return access.request(method, params), access.via
     finally:
         access.close()
-    if args.json:
-        _print_json(result)
-    else:
-        print(human(result, args))
-    return 0
 
 
 def _drop_none(params: dict) -> dict:
@@ -171,100 +328,252 @@ def _drop_none(params: dict) -> dict:
 
 
 def cmd_recall(args):
-    params = _drop_none({"query": args.query, "kind": args.kind, "n": args.n, "body": args.body,
+    wants_text = not args.json or args.body  # a fact's text is what a person reads
+    params = _drop_none({"query": args.query, "kind": args.kind, "n": args.n,
+                         "body": wants_text or args.vimgrep or None,
                          "mode": args.mode, "scope": args.scope})
-    return _request(args, "ctxls/recall", params, _human_recall)
+    result, _ = _call(args, "ctxls/recall", params)
+    groups = result.get("groups") or {args.kind: result.get("hits", [])}
+    found = any(groups.values())
+    if args.json:
+        _print_json(result)
+    elif args.vimgrep:
+        text = format_hits_vimgrep(groups)
+        _write(text + "\n" if text else "")
+    else:
+        text = format_hits_human(groups, _style(args), bodies=args.body) if found else "no hits"
+        _write(text + _partial_note(result) + "\n")
+    return 0 if found else EXIT_NOT_FOUND
 
 
 def cmd_locate(args):
     if args.file is not None:
         if args.text is not None:
-            raise SystemExit("ctxls: locate takes the text or --file, not both")
+            raise CliError("locate takes the text or --file, not both", EXIT_USAGE)
         try:
             text = Path(args.file).read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
-            raise SystemExit(f"ctxls: cannot read {args.file}: {exc.strerror}")
+            raise CliError(f"cannot read {args.file}: {exc.strerror}") from exc
     elif args.text is None or args.text == "-":
         text = sys.stdin.read()
     else:
         text = args.text
     params = _drop_none({"text": text, "n": args.n, "includeTests": args.include_tests or None})
-    return _request(args, "ctxls/locate", params, _human_locate)
+    result, _ = _call(args, "ctxls/locate", params)
+    if args.json:
+        _print_json(result)
+    else:
+        _write(_human_locate(result) + "\n")
+    return 0 if result.get("files") else EXIT_NOT_FOUND
 
 
 def cmd_get(args):
-    params = _drop_none({"id": args.id, "startLine": args.start, "endLine": args.end,
-                         "scope": args.scope})
-    return _request(args, "ctxls/get", params, _human_get)
+    for name in ("start", "end"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise CliError(f"--{name} is a 1-based line number: 1 or more", EXIT_USAGE)
+    item_id = args.id
+    root = resolve_root(args.root, creates=False)
+    local = Path(item_id)
+    if not local.is_absolute() and (Path.cwd() / local).is_file():
+        item_id = str((Path.cwd() / local).resolve())  # a path typed from a subfolder
+    params = _drop_none({"id": item_id,
+                         "startLine": args.start - 1 if args.start else None,
+                         "endLine": args.end - 1 if args.end else None, "scope": args.scope})
+    args.root = str(root)
+    item, _ = _call(args, "ctxls/get", params)
+    if args.json:
+        _print_json(item)
+    elif item is not None:
+        text = item.get("text") or ""
+        _write(text if text.endswith("\n") or not text else text + "\n")
+    if item is None:
+        if not args.json:
+            _write(f"ctxls: not found: {args.id} (neither an indexed file nor a written memory)\n",
+                   sys.stderr)
+        return EXIT_NOT_FOUND
+    return 0
 
 
 def cmd_impact(args):
-    return _request(args, "ctxls/impact", {"symbol": args.symbol}, _human_impact)
+    if args.n < 1:
+        raise CliError("-n must be 1 or more", EXIT_USAGE)
+    impact, _ = _call(args, "ctxls/impact", {"symbol": args.symbol})
+    if args.json:
+        _print_json(impact)
+    elif impact is not None and args.vimgrep:
+        text = "\n".join(f"{c['path']}:{c['range']['start']['line'] + 1}:"
+                         f"{c['range']['start']['character'] + 1}:"
+                         f"{args.symbol} called in {c.get('symbol') or c['path']}"
+                         + ("" if c.get("confirmed") else " (unconfirmed)")
+                         for c in impact.get("callers", [])[:args.n])
+        _write(text + "\n" if text else "")
+    elif impact is not None:
+        _write("\n".join(_impact_lines(impact, args.n, _style(args))) + "\n")
+    if impact is None:
+        if not args.json:
+            _write(f"ctxls: {args.symbol} is not defined in the index\n", sys.stderr)
+        return EXIT_NOT_FOUND
+    return 0
 
 
 def cmd_remember(args):
-    meta = json.loads(args.meta) if args.meta else None
+    meta = None
+    if args.meta is not None:
+        try:
+            meta = json.loads(args.meta)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--meta is not valid JSON ({exc.msg} at character {exc.pos}); "
+                           "give an object like '{\"pinned\": true}'", EXIT_USAGE) from exc
+        if not isinstance(meta, dict):
+            raise CliError("--meta must be a JSON object, like '{\"pinned\": true}'", EXIT_USAGE)
     params = _drop_none({"id": args.id, "text": args.text, "kind": args.kind, "by": args.by,
                          "scope": args.scope, "meta": meta})
-    return _request(args, "ctxls/remember", params, lambda r, a: f"remembered {args.id}",
-                    refresh=False)
+    result, _ = _call(args, "ctxls/remember", params, refresh=False)
+    if args.json:
+        _print_json(result)
+    else:
+        _write(f"remembered {args.kind or 'fact'} {args.id}: {_one_line(args.text)}\n")
+    return 0
 
 
 def cmd_forget(args):
+    if args.id is None and args.prefix is None and args.scope is None \
+            and not (args.kind and args.by):
+        raise CliError("say what to forget: an ID, --prefix, --scope, or --kind with --by",
+                       EXIT_USAGE)
     params = _drop_none({"id": args.id, "idPrefix": args.prefix, "kind": args.kind,
                          "by": args.by, "scope": args.scope})
-    return _request(args, "ctxls/forget", params, lambda r, a: f"removed {r['removed']}",
-                    refresh=False)
+    result, _ = _call(args, "ctxls/forget", params, refresh=False)
+    if args.json:
+        _print_json(result)
+    else:
+        _write(f"removed {result['removed']}\n")
+    return 0 if result["removed"] else EXIT_NOT_FOUND
 
 
 def cmd_recent(args):
     params = _drop_none({"days": args.days, "limit": args.limit})
-    return _request(args, "ctxls/recentActivity", params, _human_recent, refresh=False)
+    result, _ = _call(args, "ctxls/recentActivity", params, refresh=False)
+    if args.json:
+        _print_json(result)
+        return 0
+    items = result.get("items", [])
+    if not items:
+        _write("no recent edits\n")
+        return 0
+    now = time.time() * 1000
+    style = _style(args)
+    _write("\n".join(f"  {int((now - i['lastEditedAt']) / 60000):5d} min ago  {i['edits']:3d} edits  "
+                     f"{style.path(i['id'])}  {i.get('symbol') or ''}".rstrip() for i in items) + "\n")
+    return 0
 
 
 def cmd_status(args):
-    return _request(args, "ctxls/status", {}, _human_status, refresh=False)
+    status, via = _call(args, "ctxls/status", {}, refresh=False)
+    if args.json:
+        _print_json(status | {"via": via})
+    else:
+        _write(_status_lines(status, via, _style(args)) + "\n")
+    return 0
 
 
 def cmd_assemble(args):
     params = _drop_none({"query": args.query, "budgetTokens": args.budget, "kind": args.kind,
                          "mode": args.mode, "minScore": args.min_score, "scope": args.scope})
-    return _request(args, "ctxls/assemble", params, _human_assemble)
+    result, _ = _call(args, "ctxls/assemble", params)
+    if args.json:
+        _print_json(result)
+    elif result.get("abstained"):
+        note = result.get("stats", {}).get("note") or "nothing relevant found"
+        _write(f"(abstained: {note})\n")
+    else:
+        _write(result.get("context", "") + _partial_note(result) + "\n")
+    return EXIT_NOT_FOUND if result.get("abstained") else 0
+
+
+def _index_target(args: argparse.Namespace) -> tuple[Path, list[str]]:
+    """The root and pathspecs of `ctxls index`: a positional folder is the
+    root (an alias of --root); a positional file means "index this file"."""
+    paths = list(args.paths)
+    positional = args.root_positional
+    if positional is not None and args.root is not None:
+        raise CliError("give the root once: as --root or as the first argument", EXIT_USAGE)
+    if positional is not None and Path(positional).is_file():
+        paths.insert(0, positional)
+        positional = None
+    root = resolve_root(args.root if args.root is not None else positional, creates=True)
+    specs = []
+    for spec in paths:
+        on_disk = Path(spec)
+        if on_disk.exists():  # a file or folder typed relative to where the user is
+            try:
+                spec = on_disk.resolve().relative_to(root).as_posix()
+            except ValueError:
+                raise CliError(f"{spec} is outside the repository {root}", EXIT_USAGE) from None
+        specs.append(spec)
+    return root, specs
 
 
 def cmd_index(args):
     """Index through the daemon when one runs (it owns the store), else here."""
     from ctxls.daemon.client import EngineAccess
 
-    root = _root(args.root)
+    root, specs = _index_target(args)
+    progress = Progress.for_args(args)
     started = time.perf_counter()
     access = EngineAccess(root, use_daemon=not args.no_daemon, refresh=False)
+    embedded = 0
     try:
-        stats = access.request("ctxls/index", _drop_none({"paths": args.paths or None,
-                                                          "force": args.force or None}))
-        embedded = 0
-        if args.embed and access.via == "local":
-            from ctxls.daemon.server import server
+        if access.via == "local":
+            from ctxls.daemon import wire
 
-            embedded = server.workspaces.engines[root].embed_pending()
+            engine = access.local_engine()
+            stats = wire.index_stats_json(engine.index(specs or None, args.force,
+                                                       progress=progress.files))
+            progress.clear()
+            if args.embed:
+                embedded = engine.embed_pending(progress=progress.chunks)
+        else:
+            stats = access.request("ctxls/index", _drop_none({"paths": specs or None,
+                                                              "force": args.force or None}))
+            if args.embed:
+                embedded = _wait_for_daemon_embedding(access, progress)
     finally:
+        progress.clear()
         access.close()
     elapsed = time.perf_counter() - started
     if args.json:
         _print_json(stats | {"embedded": embedded, "seconds": round(elapsed, 3), "via": access.via})
     else:
-        print(f"indexed {root} in {elapsed:.2f}s: {stats['files']} files "
-              f"({stats['added']} added, {stats['updated']} updated, {stats['removed']} removed, "
-              f"{stats['unchanged']} unchanged, {stats['skipped']} skipped)"
-              + (f", {embedded} chunks embedded" if args.embed else "")
-              + (" [via the running daemon]" if access.via == "daemon" else ""))
+        _write(f"indexed {root} in {elapsed:.2f}s: {stats['files']} files "
+               f"({stats['added']} added, {stats['updated']} updated, {stats['removed']} removed, "
+               f"{stats['unchanged']} unchanged, {stats['skipped']} skipped)"
+               + (f", {embedded} chunks embedded" if args.embed else "")
+               + (" [via the running daemon]" if access.via == "daemon" else "") + "\n")
     return 0
+
+
+def _wait_for_daemon_embedding(access, progress: Progress) -> int:
+    """`index --embed` with a daemon: its worker embeds; wait until it is done."""
+    started = time.monotonic()
+    first = access.request("ctxls/status", {})
+    total, before = first.get("pending", 0), first.get("vectors", 0)
+    while True:
+        status = access.request("ctxls/status", {})
+        done = status.get("vectors", 0) - before
+        if status.get("state") in ("ready", "idle") or status.get("pending", 0) == 0 \
+                or (status.get("embeddings") or {}).get("error"):
+            return max(done, 0)
+        total = max(total, done + status.get("pending", 0))
+        progress.chunks(max(done, 0), total, max(done, 0) / max(time.monotonic() - started, 1e-6))
+        time.sleep(0.5)
 
 
 def cmd_mcp(args):
     from ctxls.daemon.mcp_bridge import run_mcp
 
-    return run_mcp(_root(args.root), use_daemon=not args.no_daemon)
+    return run_mcp(resolve_root(args.root, creates=True), use_daemon=not args.no_daemon)
 
 
 def cmd_serve(args):
@@ -278,22 +587,26 @@ def cmd_serve(args):
     if args.client_process_id is not None:
         server.client_watch.watch(args.client_process_id)
     if args.root:
-        engine = server_module.prewarm(Path(args.root))
+        root = resolve_root(args.root, creates=True)
+        engine = server_module.prewarm(root)
         status = engine.status()
         print(f"ctxls {__version__}: indexed {status['files']} files, {status['chunks']} chunks "
               f"of {status['root']}", file=sys.stderr)
         if args.example:
             from ctxls.daemon import wire
-            result = engine.recall(args.example, None, 5)
+            result = engine.recall(args.example, None, 5, body=True)
             print(f'example recall "{args.example}":', file=sys.stderr)
             print(format_hits_human(wire.recall_json(result, False)["groups"]), file=sys.stderr)
     try:
         if args.tcp is not None:
             print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted", file=sys.stderr)
-            server.start_tcp("127.0.0.1", args.tcp)
+            try:
+                server.start_tcp("127.0.0.1", args.tcp)
+            except OSError as exc:
+                raise CliError(f"cannot listen on 127.0.0.1:{args.tcp}: {exc.strerror or exc}")
         elif args.socket is not None:
             if not args.root:
-                raise SystemExit("ctxls: serve --socket needs --root (the folder to serve)")
+                raise CliError("serve --socket needs --root (the folder to serve)", EXIT_USAGE)
             asyncio.run(server_module.serve_headless(Path(args.root), args.socket or None))
         else:
             from ctxls.daemon.proxy import serve_stdio
@@ -307,31 +620,53 @@ def cmd_serve(args):
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ctxls", description="code-context language server")
-    parser.add_argument("--version", action="version", version=f"ctxls {__version__}")
-    parser.add_argument("--log-level", default=os.environ.get("CTXLS_LOG", "WARNING"))
-    sub = parser.add_subparsers(dest="command", required=True)
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
+    return port
 
-    def verb(name: str, help_text: str, func, root_positional: bool = False) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ctxls", description="code-context language server and its command line",
+        epilog="The repository is the nearest folder at or above the current one holding "
+               ".ctxls/ or .git, unless --root says otherwise. Lines you read or type are "
+               "1-based; --json prints the protocol's 0-based fields.")
+    parser.add_argument("--version", action="version", version=f"ctxls {__version__}")
+    parser.add_argument("--log-level", default=os.environ.get("CTXLS_LOG", "WARNING"),
+                        help="logging level on stderr (default WARNING, or $CTXLS_LOG)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="`ctxls COMMAND -h` shows its options")
+
+    def verb(name: str, help_text: str, func, root_positional: bool = False,
+             colour: bool = True) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text, description=help_text)
         if root_positional:
-            p.add_argument("root", nargs="?", default=".")
-        else:
-            p.add_argument("--root", default=".", help="the repository (default: .)")
+            p.add_argument("root_positional", nargs="?", metavar="ROOT",
+                           help="the repository (same as --root)")
+        p.add_argument("--root", help="the repository's folder (default: the nearest folder at "
+                                      "or above the current one holding .ctxls/ or .git)")
         p.add_argument("--json", action="store_true", help="print the protocol's JSON result")
         p.add_argument("--no-daemon", action="store_true",
                        help="open the store in this process even if a daemon runs")
+        if colour:
+            p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                           help="colour the output (auto: on a terminal, unless NO_COLOR is set)")
         p.set_defaults(func=func)
         return p
 
-    serve = sub.add_parser("serve", help="run the language server (stdio by default)")
+    serve = sub.add_parser("serve", help="run the language server (stdio by default)",
+                           description="run the language server (stdio by default)")
     where = serve.add_mutually_exclusive_group()
     # The transport flags LSP clients append (vscode-languageclient: --stdio
     # and --clientProcessId=PID); stdio is the default anyway.
     where.add_argument("--stdio", action="store_true", help="serve LSP on stdin/stdout (the default)")
     where.add_argument("--node-ipc", action="store_true", help=argparse.SUPPRESS)
-    where.add_argument("--tcp", type=int, metavar="PORT", help="one LSP client on 127.0.0.1:PORT")
+    where.add_argument("--tcp", type=_port, metavar="PORT", help="one LSP client on 127.0.0.1:PORT")
     where.add_argument("--socket", nargs="?", const="", metavar="PATH",
                        help="headless: serve the shared socket only (default ROOT/.ctxls/daemon.sock)")
     serve.add_argument("--root", help="index this folder before a client connects")
@@ -342,19 +677,26 @@ def build_parser() -> argparse.ArgumentParser:
                        help="exit when this process (the editor) exits")
     serve.set_defaults(func=cmd_serve)
 
-    index = verb("index", "index (incrementally) a folder", cmd_index, root_positional=True)
-    index.add_argument("paths", nargs="*", help="only these pathspecs")
+    index = verb("index", "index (incrementally) a repository, or some files of it", cmd_index,
+                 root_positional=True, colour=False)
+    index.add_argument("paths", nargs="*", metavar="PATH",
+                       help="only these files, folders or pathspecs")
     index.add_argument("--force", action="store_true", help="re-chunk every file")
     index.add_argument("--embed", action="store_true",
-                       help="without a daemon: also embed every chunk lacking a vector")
+                       help="also embed every chunk lacking a vector (with a daemon: wait for "
+                            "its embedding to finish)")
 
     recall = verb("recall", "search the index", cmd_recall)
-    recall.add_argument("query")
-    recall.add_argument("--kind", choices=RECALL_KINDS)
-    recall.add_argument("-n", type=int, default=10)
-    recall.add_argument("--body", action="store_true", help="include chunk text")
-    recall.add_argument("--mode", choices=RECALL_MODES)
-    recall.add_argument("--scope")
+    recall.add_argument("query", help="words, a question or an identifier")
+    recall.add_argument("--kind", choices=RECALL_KINDS, help="only this kind of hit")
+    recall.add_argument("-n", type=int, default=10, help="hits per kind (default 10)")
+    recall.add_argument("--body", action="store_true",
+                        help="print each hit's text (with --json: include it)")
+    recall.add_argument("--mode", choices=RECALL_MODES,
+                        help="ranking: hybrid (default), lexical (keywords) or semantic (meaning)")
+    recall.add_argument("--scope", help="the memory tenant to search (default: all)")
+    recall.add_argument("--vimgrep", action="store_true",
+                        help="print path:line:col:text per file hit (for quickfix lists)")
     recall.add_argument("--no-refresh", action="store_true",
                         help="without a daemon: skip the incremental pass first")
 
@@ -362,68 +704,91 @@ def build_parser() -> argparse.ArgumentParser:
     locate.add_argument("text", nargs="?",
                         help="the issue text; '-' or nothing reads it from stdin")
     locate.add_argument("--file", help="read the issue text from this file")
-    locate.add_argument("-n", type=int, default=10)
+    locate.add_argument("-n", type=int, default=10, help="at most this many files (default 10)")
     locate.add_argument("--include-tests", action="store_true",
                         help="do not demote test and doc files")
     locate.add_argument("--no-refresh", action="store_true",
                         help="without a daemon: skip the incremental pass first")
 
-    get = verb("get", "print a file, a line range or a memory", cmd_get)
-    get.add_argument("id")
-    get.add_argument("--start", type=int, help="first line (0-based)")
-    get.add_argument("--end", type=int, help="last line (0-based, inclusive)")
-    get.add_argument("--scope")
+    get = verb("get", "print a file, a line range or a memory", cmd_get, colour=False)
+    get.add_argument("id", help="a file path (from the repository or the current folder) or a "
+                                "memory id")
+    get.add_argument("--start", type=int, help="first line (1-based)")
+    get.add_argument("--end", type=int, help="last line (1-based, inclusive)")
+    get.add_argument("--scope", help="the memory tenant the id belongs to")
 
     impact = verb("impact", "callers, callees and change risk of a symbol", cmd_impact)
-    impact.add_argument("symbol")
+    impact.add_argument("symbol", help="a name or qualified name, like Session.request")
+    impact.add_argument("-n", type=int, default=20,
+                        help="show at most this many callers and callees (default 20)")
+    impact.add_argument("--vimgrep", action="store_true",
+                        help="print path:line:col:text per caller (for quickfix lists)")
 
-    remember = verb("remember", "write a fact, episode or doc", cmd_remember)
-    remember.add_argument("id")
-    remember.add_argument("text")
-    remember.add_argument("--kind", choices=("fact", "episode", "doc"))
-    remember.add_argument("--by", choices=("human", "agent"), default="human")
-    remember.add_argument("--scope")
-    remember.add_argument("--meta", help="a JSON object stored with it")
+    remember = verb("remember", "write a fact, episode or doc", cmd_remember, colour=False)
+    remember.add_argument("id", help="its id; the same id replaces the earlier text")
+    remember.add_argument("text", help="what to remember")
+    remember.add_argument("--kind", choices=("fact", "episode", "doc"), help="default fact")
+    remember.add_argument("--by", choices=("human", "agent"), default="human",
+                          help="who wrote it (default human)")
+    remember.add_argument("--scope", help="the memory tenant to write to")
+    remember.add_argument("--meta", help="a JSON object stored with it, like '{\"pinned\": true}'")
 
-    forget = verb("forget", "remove written memory", cmd_forget)
-    forget.add_argument("id", nargs="?")
+    forget = verb("forget", "remove written memory", cmd_forget, colour=False)
+    forget.add_argument("id", nargs="?", help="the id to remove")
     forget.add_argument("--prefix", help="every id starting with this")
-    forget.add_argument("--kind", choices=("fact", "episode", "doc"))
-    forget.add_argument("--by", choices=("human", "agent"))
-    forget.add_argument("--scope")
+    forget.add_argument("--kind", choices=("fact", "episode", "doc"), help="only this kind")
+    forget.add_argument("--by", choices=("human", "agent"), help="only what this author wrote")
+    forget.add_argument("--scope", help="only this memory tenant")
 
     recent = verb("recent", "what was edited lately", cmd_recent)
-    recent.add_argument("--days", type=float)
-    recent.add_argument("--limit", type=int)
+    recent.add_argument("--days", type=float, help="how far back (default 7)")
+    recent.add_argument("--limit", type=int, help="at most this many rows (default 20)")
 
-    verb("status", "what the index holds", cmd_status, root_positional=True)
+    verb("status", "what the index holds and whether it is ready", cmd_status,
+         root_positional=True)
 
-    assemble = verb("assemble", "token-budgeted context for a query", cmd_assemble)
-    assemble.add_argument("query")
+    assemble = verb("assemble", "token-budgeted context for a query", cmd_assemble, colour=False)
+    assemble.add_argument("query", help="the question to gather context for")
     assemble.add_argument("--budget", type=int, default=2000, help="tokens (default 2000)")
-    assemble.add_argument("--kind", choices=RECALL_KINDS)
-    assemble.add_argument("--mode", choices=RECALL_MODES)
+    assemble.add_argument("--kind", choices=RECALL_KINDS, help="only this kind of hit")
+    assemble.add_argument("--mode", choices=RECALL_MODES,
+                          help="ranking: hybrid (default), lexical or semantic")
     assemble.add_argument("--min-score", type=float,
                           help="abstain when the top hit scores lower (see docs/protocol.md)")
-    assemble.add_argument("--scope")
+    assemble.add_argument("--scope", help="the memory tenant to search")
 
-    mcp = sub.add_parser("mcp", help="serve the Model Context Protocol on stdio (for agents)")
-    mcp.add_argument("--root", default=".")
-    mcp.add_argument("--no-daemon", action="store_true")
+    mcp = sub.add_parser("mcp", help="serve the Model Context Protocol on stdio (for agents)",
+                         description="serve the Model Context Protocol on stdio (for agents)")
+    mcp.add_argument("--root", help="the repository (default: the nearest folder at or above the "
+                                    "current one holding .ctxls/ or .git)")
+    mcp.add_argument("--no-daemon", action="store_true",
+                     help="never use a running daemon: host the engine in this process")
     mcp.set_defaults(func=cmd_mcp)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "root_positional", None) is not None and args.command == "status":
+        if args.root is not None:
+            print("ctxls: give the root once: as --root or as the first argument", file=sys.stderr)
+            return EXIT_USAGE
+        args.root = args.root_positional
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
+    except OutputClosed:
+        # Like other Unix tools: a closed pipe ends the output quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE
+    except CliError as exc:
+        print(f"ctxls: {exc.message}", file=sys.stderr)
+        return exc.code
     except EngineError as exc:
         print(f"ctxls: {exc.message}", file=sys.stderr)
-        return 1
-    except (ConnectionError, json.JSONDecodeError) as exc:
+        return EXIT_USAGE if exc.code == InvalidParams.code else 1
+    except ConnectionError as exc:
         print(f"ctxls: lost the daemon: {exc}", file=sys.stderr)
         return 1
 

@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxls.daemon.socket_server import SOCKET_NAME, frame
 from ctxls.index.discovery import STORE_DIR_NAME
 from ctxls.index.errors import EngineError
+
+if TYPE_CHECKING:
+    from ctxls.index.engine import Engine
 
 
 class RemoteError(EngineError):
@@ -77,7 +80,10 @@ class DaemonClient:
                 length = int(value)
         if length is None:
             raise ConnectionError("malformed message from the daemon")
-        return json.loads(self._file.read(length))
+        try:
+            return json.loads(self._file.read(length))
+        except json.JSONDecodeError as exc:
+            raise ConnectionError(f"malformed message from the daemon: {exc}") from exc
 
     def close(self) -> None:
         try:
@@ -110,14 +116,25 @@ class EngineAccess:
             return self.daemon.request(method, params)
         return self._local(method, params)
 
+    def local_engine(self) -> Engine:
+        """The in-process engine of this root (opened on first use)."""
+        from ctxls.daemon.server import server
+
+        engine = server.workspaces.engines.get(self.root)
+        if engine is None:
+            engine = server.workspaces.add_folder(self.root)
+            if self.refresh:
+                engine.index()  # incremental: a no-op pass costs a fraction of a second
+            else:
+                engine.serve_stored_index()  # nobody indexes here: answers are the store's
+        return engine
+
     def _local(self, method: str, params: dict | None) -> Any:
         from ctxls.daemon import wire
         from ctxls.daemon.server import CUSTOM_METHODS, server
 
         if not self._local_ready:
-            engine = server.workspaces.add_folder(self.root)
-            if engine is not None and self.refresh:
-                engine.index()  # incremental: a no-op pass costs a fraction of a second
+            self.local_engine()
             self._local_ready = True
         handler = CUSTOM_METHODS.get(method)
         if handler is None:

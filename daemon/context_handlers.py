@@ -32,6 +32,7 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
     scope = ls.request_scope(params, "ctxls/assemble")
     engine = memory_engine(ls)
     counter = engine.token_counter()
+    result = None
     try:
         result = ls.recall(query, kinds, ASSEMBLE_POOL, True, mode, scope, True)
         assembled = assemble(candidates_from_hits(result.hits_by_kind), budget, min_score, counter,
@@ -45,7 +46,7 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
         record_call(engine.store, assembled, budget, now_ms())
     except Exception:  # the store may be what failed; the answer still goes out
         log.warning("could not record assemble statistics", exc_info=True)
-    return wire.assemble_json(assembled)
+    return wire.assemble_json(assembled) | (wire.partial_json(result) if result else {})
 
 
 def assemble_status(ls: CtxlsServer) -> dict:

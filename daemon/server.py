@@ -18,6 +18,7 @@ import signal
 import sqlite3
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -38,12 +39,15 @@ from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
 from ctxls.index.indexer import Cancelled, IndexStats
 from ctxls.index.scopes import Scope, resolve_scope
 from ctxls.index.store import store_error
+from ctxls.index.semantic import embedding_progress_text
 
 log = logging.getLogger(__name__)
 
 CUSTOM_PREFIX = "ctxls/"
 # Seconds between cold-index attempts while a folder's store cannot be opened.
 STORE_RETRY_S = 2.0
+# ctxls/status `state`, the least ready first (several folders report the first that applies).
+STATES = ("error", "indexing", "embedding", "idle", "ready")
 # Below this many chunks waiting for a vector no embedding progress is shown.
 EMBED_PROGRESS_MIN_BACKLOG = 200
 
@@ -201,16 +205,20 @@ class CtxlsServer(LanguageServer):
             await self.work_done_progress.create_async(token)
         except Exception:
             return
+        total, first_vectors, started = status["pending"], status["vectors"], time.monotonic()
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title="ctxls: embedding", message=f"{status['pending']} chunks", percentage=0))
+            title="ctxls: embedding", message=embedding_progress_text(0, total, 0.0),
+            percentage=0))
         while not self._shutdown.is_set() and engine.semantic and engine.semantic.failed is None:
             status = await asyncio.to_thread(engine.status)
-            done, pending = status["vectors"], status["pending"]
+            done, pending = max(status["vectors"] - first_vectors, 0), status["pending"]
             if pending == 0:
                 break
+            total = max(total, done + pending)  # edits may add chunks meanwhile
+            rate = done / max(time.monotonic() - started, 1e-6)
             self.work_done_progress.report(token, types.WorkDoneProgressReport(
-                message=f"{pending} chunks left",
-                percentage=int(done * 100 / max(done + pending, 1))))
+                message=embedding_progress_text(done, total, rate),
+                percentage=int(done * 100 / max(total, 1))))
             await asyncio.sleep(2.0)
         self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="embedded"))
 
@@ -298,10 +306,13 @@ class CtxlsServer(LanguageServer):
         engines = self.workspaces.all(include_loose=True) or [self.workspaces.loose]
         merged: dict[str, list[Hit]] = {}
         source: dict[int, Engine] = {}  # id(hit) -> its engine, whose demand log it joins
-        partial = False
+        reasons: list[str] = []
+        modes: set[str] = set()
         for engine in engines:
             result = engine.recall(query, kinds, n, body, mode, scope)
-            partial = partial or result.partial
+            if result.partial_reason and result.partial_reason not in reasons:
+                reasons.append(result.partial_reason)
+            modes.add(result.mode)
             for kind, hits in result.hits_by_kind.items():
                 merged.setdefault(kind, []).extend(hits)
                 source.update((id(h), engine) for h in hits)
@@ -312,7 +323,8 @@ class CtxlsServer(LanguageServer):
             for engine in engines:
                 engine.log_demand([h for hits in merged.values() for h in hits
                                    if source[id(h)] is engine], "recall")
-        return RecallResult(merged, partial)
+        return RecallResult(merged, bool(reasons), "; ".join(reasons) or None,
+                            modes.pop() if len(modes) == 1 else "mixed")
 
     def whole_text(self, path: str) -> str | None:
         """The current text of an indexed file in whichever folder holds it."""
@@ -339,7 +351,8 @@ class CtxlsServer(LanguageServer):
     def status(self) -> dict:
         engines = self.workspaces.all()
         if not engines:
-            base = {"indexing": False, "files": 0, "chunks": 0, "vectors": 0, "pending": 0,
+            base = {"indexing": False, "state": "ready", "files": 0, "chunks": 0, "vectors": 0,
+                    "pending": 0,
                     "embeddings": {"enabled": False, "model": "", "dim": 0}, "root": "",
                     "dbPath": "", "version": __version__}
         else:
@@ -350,13 +363,18 @@ class CtxlsServer(LanguageServer):
             base["indexing"] = any(s["indexing"] or not (s["complete"] or "storeError" in s
                                                          or "indexError" in s)
                                    for s in statuses)
+            base["state"] = min((s["state"] for s in statuses), key=STATES.index)
             base["files"] = sum(s["files"] for s in statuses)
             base["chunks"] = sum(s["chunks"] for s in statuses)
             base["pending"] = sum(s["pending"] for s in statuses)
             if len(statuses) > 1:
                 base["folders"] = statuses
             base["vectors"] = sum(s["vectors"] for s in statuses)
-        base["pending"] += self._pending_buffers + len(self._debounce)
+        buffers_pending = self._pending_buffers + len(self._debounce)
+        base["pending"] += buffers_pending
+        if buffers_pending:
+            base["state"] = "indexing"
+        base["ready"] = base["state"] == "ready"
         try:
             base["assemble"] = context_handlers.assemble_status(self)
         except Exception:  # an unreadable store must not break status

@@ -131,12 +131,20 @@ def located_json(located: LocatedFile, uri_for: Callable[[str], str]) -> dict:
     }
 
 
+def partial_json(result: RecallResult) -> dict:
+    """`partial`, its `partialReason` when set, and the ranking `mode` actually used."""
+    out: dict[str, Any] = {"partial": result.partial, "mode": result.mode}
+    if result.partial_reason:
+        out["partialReason"] = result.partial_reason
+    return out
+
+
 def recall_json(result: RecallResult, flat: bool) -> dict:
     if flat:
         (hits,) = result.hits_by_kind.values()
-        return {"hits": [hit_json(h) for h in hits], "partial": result.partial}
-    return {"groups": {k: [hit_json(h) for h in hits] for k, hits in result.hits_by_kind.items()},
-            "partial": result.partial}
+        return {"hits": [hit_json(h) for h in hits]} | partial_json(result)
+    return ({"groups": {k: [hit_json(h) for h in hits] for k, hits in result.hits_by_kind.items()}}
+            | partial_json(result))
 
 
 def item_json(item: Item | None) -> dict | None:

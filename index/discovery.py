@@ -30,6 +30,20 @@ _ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME, "node_m
                                   "__pycache__", ".venv", ".tox", ".mypy_cache"})
 
 
+# What makes a folder a repository root for the CLI and `ctxls mcp` (like git
+# and ripgrep: the nearest enclosing folder holding one of these).
+ROOT_MARKERS = (STORE_DIR_NAME, ".git")
+
+
+def find_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding ``.ctxls/`` or ``.git``."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+            return folder
+    return None
+
+
 @dataclass(frozen=True)
 class DiscoveryOptions:
     include: tuple[str, ...] = DEFAULT_INCLUDE  # extensions without the dot

@@ -82,6 +82,10 @@ class Hit:
 class RecallResult:
     hits_by_kind: dict[str, list[Hit]]
     partial: bool
+    # Why the answer may miss something (None when it does not).
+    partial_reason: str | None = None
+    # The ranking actually used: "lexical" when no vectors could take part.
+    mode: str = "hybrid"
 
 
 @dataclass
@@ -205,16 +209,26 @@ class Engine:
         if self.semantic is not None:
             self.semantic.start()
 
-    def embed_pending(self) -> int:
+    def embed_pending(self, progress: Callable[[int, int, float], None] | None = None) -> int:
         """Embed the whole backlog in this thread (CLI `index --embed`, benchmarks);
-        returns how many vectors were added. The daemon uses the worker instead."""
+        returns how many vectors were added. The daemon uses the worker instead.
+        ``progress(done, total, rate per second)`` is called after each batch."""
         if self.semantic is None or not self.semantic.ensure_loaded():
             return 0
         before = self.semantic.embedded_total
+        total = self.semantic.pending()
+        started = time.perf_counter()
         while self.semantic.step():
-            pass
+            if progress is not None:
+                done = self.semantic.embedded_total - before
+                progress(done, max(total, done), done / max(time.perf_counter() - started, 1e-6))
         self.semantic.save()
         return self.semantic.embedded_total - before
+
+    def serve_stored_index(self) -> None:
+        """Answer from the store as the last pass left it, with no pass in this
+        process (a CLI verb without a daemon): answers are not partial for it."""
+        self._cold_done.set()
 
     def close(self) -> None:
         if self.semantic is not None:
@@ -354,6 +368,7 @@ class Engine:
             self.semantic.defer(INTERACTIVE_QUIET_S)
         semantic = self._semantic_for(mode)
         memory_semantic = self._memory_semantic_for(mode, semantic)
+        partial_reason = self._partial_reason(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
         memory_down = False
         for kind in kinds:
@@ -378,8 +393,31 @@ class Engine:
             hits_by_kind[kind] = hits[:n]
         if log:
             self.log_demand([h for hits in hits_by_kind.values() for h in hits], "recall")
-        return RecallResult(hits_by_kind,
-                            partial=not self.cold_index_done or self.indexing or memory_down)
+        if memory_down:
+            partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
+        return RecallResult(hits_by_kind, partial=partial_reason is not None,
+                            partial_reason=partial_reason,
+                            mode=mode if semantic is not None else "lexical")
+
+    def _partial_reason(self, mode: str, semantic: SemanticIndex | None) -> str | None:
+        """Why an answer in ``mode`` may miss rows it should rank, or None."""
+        if not self.cold_index_done or self.indexing:
+            return "indexing is still running"
+        if mode == "lexical" or self.semantic is None:
+            if mode == "semantic":
+                return "embeddings are off: ranked by keywords (BM25) instead of meaning"
+            return None
+        if self.semantic.failed is not None:
+            return (f"the embedding model failed ({self.semantic.failed}): ranked by keywords "
+                    "(BM25) only") if mode == "semantic" else None
+        pending = self.semantic.pending()
+        if semantic is None:
+            return (f"no vectors yet ({pending} chunks waiting to be embedded): ranked by "
+                    "keywords (BM25) only")
+        if pending:
+            return (f"{pending} chunks still lack a vector: ranking by meaning does not see "
+                    "them yet")
+        return None
 
     def locate(self, text: str, n: int = 10, include_tests: bool = False) -> list[LocatedFile]:
         """The files to change for an issue text (index/locate.py), best first."""
@@ -494,13 +532,27 @@ class Engine:
         except StoreUnavailable as exc:
             store_error = exc
             counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
+        if store_error is not None or self.index_error is not None:
+            state = "error"  # storeError / indexError say what
+        elif self.indexing or not self.cold_index_done:
+            state = "indexing"
+        elif embedding and semantic.running:
+            state = "embedding"
+        elif embedding:
+            state = "idle"  # vectors missing, but no worker here computes them
+        else:
+            state = "ready"
         status = {
             "indexing": self.indexing,
             "complete": self.cold_index_done,
+            "state": state,
+            "ready": state == "ready",
             "files": counts["files"],
             "chunks": counts["chunks"],
             "vectors": vectors,
             "pending": files_pending + embedding,
+            "progress": {"files": {"done": self.progress.done, "total": self.progress.total}
+                         if self.indexing else None},
             "embeddings": semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0},
             "buffers": buffers,
             "skipped": skipped_json(self.indexer.skipped),

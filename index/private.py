@@ -23,11 +23,27 @@ PRIVATE_FILE_MODE = 0o600
 def make_private_dir(path: Path) -> None:
     """Create ``path`` (parents as ``mkdir -p`` would). The folder itself is
     made 0700 when created here, or when it is a ``.ctxls`` store folder; a
-    folder of the user's choosing that already exists keeps its mode."""
+    folder of the user's choosing that already exists keeps its mode. A
+    ``.ctxls`` folder also gets its ``.gitignore``."""
     existed = path.is_dir()
     path.mkdir(parents=True, exist_ok=True)
     if not existed or path.name == STORE_DIR_NAME:
         restrict(path, PRIVATE_DIR_MODE)
+    if path.name == STORE_DIR_NAME:
+        ignore_in_git(path)
+
+
+def ignore_in_git(store_dir: Path) -> None:
+    """A ``.ctxls`` folder gets its own ``.gitignore`` (``*``): the index is a
+    local cache and never shows up in ``git status``."""
+    ignore = store_dir / ".gitignore"
+    if ignore.exists():
+        return
+    try:
+        create_private_file(ignore)
+        ignore.write_text("# written by ctxls: the index is a local cache\n*\n", encoding="utf-8")
+    except OSError as exc:  # a read-only folder still serves the store
+        log.warning("could not write %s: %s", ignore, exc)
 
 
 def create_private_file(path: Path) -> None:

@@ -72,6 +72,7 @@ class SemanticIndex:
         self._dirty = False
         self._last_save = time.monotonic()
         self._pending_cache: tuple[float, int] = (0.0, 0)
+        self._pending_generation = 0  # bumped when rows may have changed
         self._query_cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self.embedded_total = 0
         # Embedding competes for the same two cores as indexing and typing:
@@ -114,6 +115,11 @@ class SemanticIndex:
             if self.vector_path is not None:
                 self.vector_path.unlink(missing_ok=True)
 
+    @property
+    def running(self) -> bool:
+        """The background worker is alive (it will embed the backlog)."""
+        return self._thread is not None and self._thread.is_alive()
+
     def start(self) -> None:
         """Start the background embedding worker (loads the model lazily)."""
         if self._thread is None:
@@ -133,6 +139,7 @@ class SemanticIndex:
         with self._urgent_lock:
             self._urgent[path] = True  # just marked: its newest chunk goes alone, first
             self._urgent.move_to_end(path, last=False)
+        self._forget_pending_count()  # status must not report a stale "nothing pending"
         self._wake.set()
 
     def mark_memory_urgent(self, row_ids: list[int]) -> None:
@@ -140,7 +147,7 @@ class SemanticIndex:
         backlog cursor may already be past it)."""
         with self._urgent_lock:
             self._urgent_memory.update(row_ids)
-        self._pending_cache = (0.0, 0)  # status must not report a stale "nothing pending"
+        self._forget_pending_count()  # status must not report a stale "nothing pending"
         self._wake.set()
 
     def pause(self) -> None:
@@ -159,6 +166,7 @@ class SemanticIndex:
         self._cursor = 0
         self._memory_cursor = 0
         self._window = []  # may hold chunks the pass replaced
+        self._forget_pending_count()  # counted before the pass wrote its chunks
         self._wake.set()
 
     # -- model identity and the ANN file ---------------------------------------
@@ -281,7 +289,7 @@ class SemanticIndex:
                               np.stack([a[1] for a in added]))
             self._dirty = True
         self.embedded_total += len(added)
-        self._pending_cache = (0.0, 0)
+        self._forget_pending_count()
         return True
 
     def _apply_removals(self) -> None:
@@ -367,12 +375,18 @@ class SemanticIndex:
         at, count = self._pending_cache
         if time.monotonic() - at < PENDING_CACHE_S:
             return count
+        generation = self._pending_generation
         count = sum(self.store.reader().execute(
             f"SELECT count(*) FROM {table} x WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.text_hash = x.embed_hash)").fetchone()[0]
             for table in ("chunks", "memory"))
-        self._pending_cache = (time.monotonic(), count)
+        if generation == self._pending_generation:  # else rows changed while counting
+            self._pending_cache = (time.monotonic(), count)
         return count
+
+    def _forget_pending_count(self) -> None:
+        self._pending_generation += 1
+        self._pending_cache = (0.0, 0)
 
     def vector_count(self) -> int:
         return self.store.reader().execute("SELECT count(*) FROM vectors").fetchone()[0]
@@ -419,6 +433,16 @@ class SemanticIndex:
         dim = self.embedder.dim if self.embedder else 0
         return {"enabled": self.failed is None, "model": name, "dim": dim,
                 **({"error": self.failed} if self.failed else {})}
+
+
+def embedding_progress_text(done: int, total: int, rate: float) -> str:
+    """`embedding 120/4000 chunks, 35.2/s, ETA 1m50s`: the CLI's progress line
+    and the daemon's work-done progress message."""
+    text = f"embedding {done}/{total} chunks"
+    if rate > 0:
+        left = max(total - done, 0) / rate
+        text += f", {rate:.1f}/s, ETA {int(left // 60)}m{int(left % 60):02d}s"
+    return text
 
 
 def vector_file_for(db_path: str) -> Path:

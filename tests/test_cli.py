@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -12,8 +13,9 @@ from pathlib import Path
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([*CTXLS, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+def run(*args: str, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CTXLS, *args], capture_output=True, text=True, cwd=cwd, timeout=300,
+                          env=env)
 
 
 def test_index_recall_status_json_and_human(repo: Path):
@@ -35,7 +37,8 @@ def test_index_recall_status_json_and_human(repo: Path):
 def test_bad_usage_and_bad_root_exit_nonzero(tmp_path: Path):
     assert run("recall").returncode == 2
     missing = run("index", str(tmp_path / "nope"))
-    assert missing.returncode != 0 and "not a directory" in missing.stderr
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert not (tmp_path / "nope").exists()
 
 
 async def _rpc(reader, writer, msg_id: int, method: str, params) -> dict:
@@ -78,9 +81,171 @@ def test_serve_on_a_unix_socket_with_a_prewarmed_root(repo: Path, tmp_path: Path
             return recall
 
         recall = asyncio.run(session())
-        assert recall["result"]["partial"] is False  # indexed before the client came
+        # Indexed before the client came; only vectors may still be on their way.
+        assert "indexing" not in recall["result"].get("partialReason", "")
         assert recall["result"]["hits"][0]["chunk"]["symbol"] == "send_prepared"
     finally:
         killer.cancel()
         proc.terminate()
         proc.wait(timeout=10)
+
+
+# -- issue 14: where the index lives -------------------------------------------------
+
+def test_verbs_find_the_repository_from_a_subfolder_and_git_ignores_the_store(repo: Path):
+    indexed = run("index", "--json", cwd=repo / "pkg")
+    assert indexed.returncode == 0, indexed.stderr
+    assert (repo / ".ctxls" / "index.db").exists() and not (repo / "pkg" / ".ctxls").exists()
+    assert (repo / ".ctxls" / ".gitignore").read_text().splitlines()[-1] == "*"
+    porcelain = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                               cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert ".ctxls" not in porcelain and "pkg/session.py" in porcelain
+
+    status = json.loads(run("status", "--json", cwd=repo / "pkg").stdout)
+    assert status["root"] == str(repo.resolve()) and status["via"] == "local"
+    # A path typed from the subfolder is read from there.
+    got = run("get", "session.py", "--start", "16", "--end", "16", cwd=repo / "pkg")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == "def send_prepared(method, url, timeout):\n"  # 1-based line 16
+
+
+def test_read_verbs_never_create_an_index(tmp_path: Path):
+    bare = tmp_path / "bare"
+    (bare / "src").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(bare)], check=True)
+    (bare / "src" / "a.py").write_text("def alpha():\n    return 1\n")
+    for verb in (["recall", "alpha"], ["status"], ["get", "src/a.py"], ["forget", "x"],
+                 ["assemble", "alpha"], ["impact", "alpha"], ["recent"]):
+        out = run(*verb, cwd=bare / "src")
+        assert out.returncode == 1, (verb, out.stderr)
+        assert "has no index yet" in out.stderr and "ctxls index" in out.stderr, verb
+    assert not (bare / ".ctxls").exists() and not (bare / "src" / ".ctxls").exists()
+    # Forget with nothing to forget is a usage error, before anything is opened.
+    assert run("forget", "--root", str(bare)).returncode == 2
+    assert not (bare / ".ctxls").exists()
+
+
+def test_index_a_file_and_the_positional_root_alias(repo: Path):
+    one = run("index", "pkg/session.py", "--json", cwd=repo)
+    assert one.returncode == 0, one.stderr
+    assert json.loads(one.stdout)["added"] == 1
+    both = run("index", str(repo), "--root", str(repo))
+    assert both.returncode == 2 and "give the root once" in both.stderr
+    assert json.loads(run("index", str(repo), "--json").stdout)["added"] == 4
+
+
+# -- issue 14: status that tells the truth --------------------------------------------
+
+def test_status_and_recall_say_what_is_missing_until_vectors_exist(repo: Path):
+    assert run("index", "--root", str(repo)).returncode == 0
+    status = json.loads(run("status", "--root", str(repo), "--json").stdout)
+    # Chunks without vectors and no daemon to embed them: not ready, and not "indexing".
+    assert status["indexing"] is False
+    assert (status["state"], status["ready"]) == ("idle", False)
+    assert status["pending"] >= status["chunks"] > 0
+    human = run("status", "--root", str(repo)).stdout
+    assert "state    idle" in human and "daemon   none" in human and "indexing yes" not in human
+
+    recalled = json.loads(run("recall", "send prepared", "--root", str(repo), "--kind", "code",
+                              "--mode", "semantic", "--json").stdout)
+    assert recalled["partial"] is True and recalled["mode"] == "lexical"
+    assert "no vectors yet" in recalled["partialReason"]
+    assembled = json.loads(run("assemble", "send prepared", "--root", str(repo), "--json").stdout)
+    assert assembled["partial"] is True and "no vectors yet" in assembled["partialReason"]
+
+    embedded = run("index", "--root", str(repo), "--embed", "--json")
+    assert embedded.returncode == 0, embedded.stderr
+    assert json.loads(embedded.stdout)["embedded"] > 0
+    status = json.loads(run("status", "--root", str(repo), "--json").stdout)
+    assert (status["state"], status["ready"], status["pending"]) == ("ready", True, 0)
+    recalled = json.loads(run("recall", "send prepared", "--root", str(repo), "--kind", "code",
+                              "--mode", "semantic", "--json").stdout)
+    assert (recalled["partial"], recalled["mode"]) == (False, "semantic")
+    assert "partialReason" not in recalled
+
+
+# -- issue 14: output, options and exit codes -------------------------------------------
+
+def test_human_output_line_numbers_colour_vimgrep_and_bodies(repo: Path):
+    assert run("index", "--root", str(repo)).returncode == 0
+    root = ["--root", str(repo)]
+    plain = run("recall", "send prepared", *root, "--kind", "code")
+    assert "pkg/session.py:16-18  send_prepared" in plain.stdout and "\x1b[" not in plain.stdout
+    coloured = run("recall", "send prepared", *root, "--kind", "code", "--color", "always")
+    assert "\x1b[35mpkg/session.py\x1b[0m:\x1b[32m16-18\x1b[0m" in coloured.stdout
+    vim = run("recall", "send prepared", *root, "--kind", "code", "--vimgrep")
+    assert vim.stdout.splitlines()[0] == "pkg/session.py:16:1:send_prepared"
+    body = run("recall", "send prepared", *root, "--kind", "code", "-n", "1", "--body")
+    assert "    16  def send_prepared(method, url, timeout):" in body.stdout
+
+    stored = run("remember", "retry-policy", "uploads retry three times with backoff", *root)
+    assert stored.returncode == 0 and "retry-policy" in stored.stdout
+    fact = run("recall", "retry backoff", *root, "--kind", "fact")
+    assert "retry-policy  uploads retry three times with backoff" in fact.stdout
+
+    impact = run("impact", "Session.request", *root)
+    assert "1 confirmed caller," in impact.stdout and "callers" not in impact.stdout.split("\n")[0]
+    vim_impact = run("impact", "Session.request", *root, "--vimgrep")
+    assert vim_impact.stdout.startswith("pkg/retry.py:6:")
+    assert len(run("impact", "send_prepared", *root, "-n", "1").stdout.splitlines()) >= 2
+
+
+def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
+    assert run("index", "--root", str(repo)).returncode == 0
+    root = ["--root", str(repo)]
+    missing = run("get", "nosuch.py", *root)
+    assert missing.returncode == 1 and "not found: nosuch.py" in missing.stderr
+    assert run("impact", "no_such_symbol", *root).returncode == 1
+    assert run("recall", "zzqqxxnothing", *root, "--kind", "code").returncode == 1
+    assert run("get", "pkg/session.py", "--start", "0", *root).returncode == 2
+    meta = run("remember", "k", "text", "--meta", "{bad", *root)
+    assert meta.returncode == 2 and "--meta is not valid JSON" in meta.stderr
+    assert "daemon" not in meta.stderr
+    port = run("serve", "--tcp", "99999")
+    assert port.returncode == 2 and "Traceback" not in port.stderr and "99999" in port.stderr
+
+
+def test_a_closed_pipe_ends_the_output_silently(repo: Path):
+    assert run("index", "--root", str(repo)).returncode == 0
+    proc = subprocess.Popen([*CTXLS, "recall", "send", "--root", str(repo), "--json", "-n", "50"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first byte is written
+    _, stderr = proc.communicate(timeout=120)
+    assert stderr == b"" and proc.returncode == 141
+
+
+def test_every_option_has_help_text():
+    from ctxls.daemon.cli import build_parser
+
+    parser = build_parser()
+    subparsers = next(a for a in parser._actions if a.dest == "command")
+    missing = [f"{name} {action.dest}" for name, sub in subparsers.choices.items()
+               for action in sub._actions if not action.help]
+    missing += [a.dest for a in parser._actions if not a.help]
+    assert missing == []
+
+
+def test_progress_goes_to_a_terminal_only(repo: Path):
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([*CTXLS, "index", "--root", str(repo), "--embed"],
+                            stdout=subprocess.PIPE, stderr=follower)
+    os.close(follower)
+    shown = b""
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        shown += data
+    proc.wait(timeout=300)
+    os.close(leader)
+    assert proc.returncode == 0
+    assert b"indexing: 5/5 files" in shown
+    assert re.search(rb"embedding \d+/\d+ chunks, [\d.]+/s, ETA \dm\d\ds", shown)
+    piped = run("index", "--root", str(repo), "--force", "--embed")
+    assert piped.stderr == ""

@@ -22,8 +22,8 @@ from conftest import serve
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*CTXLS, *args], capture_output=True, text=True, timeout=120)
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([*CTXLS, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
 async def test_cli_through_the_socket_sees_the_editors_unsaved_buffer(repo: Path):
@@ -46,6 +46,29 @@ async def test_cli_through_the_socket_sees_the_editors_unsaved_buffer(repo: Path
         assert status["buffers"] == 1  # answered by the daemon, which holds the buffer
         index = json.loads((await asyncio.to_thread(cli, "index", str(repo), "--json")).stdout)
         assert index["via"] == "daemon"
+        # From a subfolder, without --root: the repository's daemon answers.
+        nested = await asyncio.to_thread(cli, "status", "--json", cwd=repo / "pkg")
+        assert json.loads(nested.stdout)["via"] == "daemon"
+        assert "daemon   running" in (await asyncio.to_thread(cli, "status", cwd=repo / "pkg")).stdout
+
+
+async def test_status_is_ready_only_once_every_chunk_has_a_vector(repo: Path):
+    async with serve(repo, {"embeddings": True}) as s:
+        seen: list[dict] = []
+
+        async def ready():
+            seen.append(await s.request("ctxls/status"))
+            return seen[-1]["ready"]
+
+        assert await s.wait_for(ready, timeout=180, interval=0.05)
+        for status in seen:
+            assert status["ready"] == (status["state"] == "ready")
+            # Never "nothing pending" while work remains.
+            assert status["ready"] or status["pending"] > 0 or status["state"] == "indexing"
+        assert seen[-1]["pending"] == 0 and seen[-1]["vectors"] > 0
+        recall = await s.request("ctxls/recall", {"query": "send prepared", "kind": "code"})
+        assert (recall["partial"], recall["mode"]) == (False, "hybrid")
+        assert "partialReason" not in recall
 
 
 async def test_two_socket_clients_at_once_get_consistent_answers(repo: Path):
