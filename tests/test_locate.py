@@ -226,6 +226,9 @@ async def test_locate_request_through_the_server(shop: Path):
 
 
 def test_cli_locate_reads_stdin_and_a_file(shop: Path, tmp_path: Path):
+    # Read verbs never create an index (issue 14): make it first.
+    subprocess.run([sys.executable, "-m", "ctxls.daemon.cli", "index", "--root", str(shop)],
+                   check=True, capture_output=True, timeout=120)
     cli = [sys.executable, "-m", "ctxls.daemon.cli", "locate", "--root", str(shop)]
     piped = subprocess.run([*cli, "-", "--json"], input=PYTHON_TRACEBACK, capture_output=True,
                            text=True, timeout=120)
