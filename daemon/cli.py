@@ -570,6 +570,55 @@ def _wait_for_daemon_embedding(access, progress: Progress) -> int:
         time.sleep(0.5)
 
 
+def _memory_backend(args):
+    """The memory store a `ctxls memory` verb works on: --url (or
+    $CTXLS_MEMORY_URL) names PostgreSQL, --db a SQLite store, else ROOT's store."""
+    from ctxls.daemon.options import MEMORY_URL_ENV, MEMORY_URL_SCHEMES
+    from ctxls.index.discovery import STORE_DIR_NAME
+    from ctxls.index.memory import SqliteMemoryStore
+    from ctxls.index.store import Store
+
+    url = args.url or (None if args.db else os.environ.get(MEMORY_URL_ENV))
+    if url is not None:
+        if not url.startswith(MEMORY_URL_SCHEMES):
+            raise CliError("--url must be a postgresql:// URL", EXIT_USAGE)
+        from ctxls.index.memory.postgres import PostgresMemoryStore
+
+        return PostgresMemoryStore(url, migrate=args.memory_verb != "export"), None
+    store = Store(args.db or resolve_root(args.root, creates=False) / STORE_DIR_NAME / "index.db")
+    return SqliteMemoryStore(store), store
+
+
+def cmd_memory(args):
+    """migrate | export (JSON lines on stdout) | import (JSON lines from stdin)."""
+    from ctxls.index.memory.postgres import MemorySchemaError
+    from ctxls.index.memory.transfer import read_lines, write_lines
+
+    backend, store = _memory_backend(args)
+    try:
+        if args.memory_verb == "migrate":
+            if backend.kind != "postgresql":
+                print("the SQLite store migrates itself when opened: nothing to do")
+                return 0
+            before, after = backend.migrate()
+            print(f"memory schema {before} -> {after}" if before != after
+                  else f"memory schema {after}: up to date")
+        elif args.memory_verb == "export":
+            sys.stdout.writelines(write_lines(backend.export_records()))
+        else:
+            records = read_lines(sys.stdin)  # every line checked before anything is written
+            count = backend.import_records(records)
+            print(f"imported {count} records", file=sys.stderr)
+        return 0
+    except MemorySchemaError as exc:
+        print(f"ctxls: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        backend.close()
+        if store is not None:
+            store.close()
+
+
 def cmd_mcp(args):
     from ctxls.daemon.mcp_bridge import run_mcp
 
@@ -756,6 +805,15 @@ def build_parser() -> argparse.ArgumentParser:
     assemble.add_argument("--min-score", type=float,
                           help="abstain when the top hit scores lower (see docs/protocol.md)")
     assemble.add_argument("--scope", help="the memory tenant to search")
+
+    memory = sub.add_parser("memory", help="team memory: migrate the database, export or import")
+    memory.add_argument("memory_verb", choices=("migrate", "export", "import"),
+                        help="export prints JSON lines; import reads them from stdin")
+    memory.add_argument("--url", help="a postgresql:// URL (default $CTXLS_MEMORY_URL)")
+    memory.add_argument("--db", help="a SQLite store file instead")
+    memory.add_argument("--root", help="else ROOT/.ctxls/index.db (default: the nearest folder "
+                                       "at or above the current one holding .ctxls/ or .git)")
+    memory.set_defaults(func=cmd_memory)
 
     mcp = sub.add_parser("mcp", help="serve the Model Context Protocol on stdio (for agents)",
                          description="serve the Model Context Protocol on stdio (for agents)")

@@ -3,6 +3,7 @@ replaced by their default, never fatal (the daemon keeps serving)."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -11,6 +12,8 @@ from ctxls.index.memory import DEFAULT_EPISODE_WINDOW_DAYS
 from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
 
 DEFAULT_DEBOUNCE_MS = 150
+MEMORY_URL_ENV = "CTXLS_MEMORY_URL"
+MEMORY_URL_SCHEMES = ("postgresql://", "postgres://")
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,9 @@ class InitOptions:
     # Another ONNX sentence-embedding model (both paths, or neither).
     embedModel: str | None = None
     embedTokenizer: str | None = None
+    # Team memory in PostgreSQL (postgresql://...); default: $CTXLS_MEMORY_URL, else
+    # memory stays in the first folder's SQLite store.
+    memoryUrl: str | None = field(default_factory=lambda: os.environ.get(MEMORY_URL_ENV) or None)
     # Unknown keys, kept so the daemon can say once that it ignored them.
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
@@ -39,6 +45,10 @@ def _check(name: str, value: Any) -> Any:
     if name == "owner" and isinstance(value, str) and value.startswith(RESERVED_PREFIX) \
             and value != GLOBAL:
         raise ValueError(f"must not start with {RESERVED_PREFIX!r} (only {GLOBAL!r} is reserved)")
+    if name == "memoryUrl":
+        if value is None or (isinstance(value, str) and value.startswith(MEMORY_URL_SCHEMES)):
+            return value
+        raise ValueError("must be a postgresql:// URL")
     if name in ("dbPath", "owner", "session", "embedModel", "embedTokenizer"):
         if value is None or (isinstance(value, str) and value):
             return value

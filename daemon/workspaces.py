@@ -18,7 +18,11 @@ from ctxls.daemon.options import InitOptions
 log = logging.getLogger(__name__)
 
 
-def engine_options(options: InitOptions, root: Path, single_root: bool) -> EngineOptions:
+def engine_options(options: InitOptions, root: Path, single_root: bool,
+                   holds_memory: bool = False) -> EngineOptions:
+    """``holds_memory``: the engine whose memory the memory verbs use (the
+    first folder's); only it opens ``memoryUrl``, so a team database is
+    searched once per recall, not once per folder."""
     db_path = options.dbPath
     if db_path is not None and not single_root:
         # One store per folder: a shared dbPath gets a per-folder file beside it.
@@ -26,7 +30,8 @@ def engine_options(options: InitOptions, root: Path, single_root: bool) -> Engin
     return EngineOptions(db_path=db_path,
                          discovery=DiscoveryOptions(include=options.include, exclude=options.exclude),
                          embeddings=options.embeddings, embed_model=options.embedModel,
-                         embed_tokenizer=options.embedTokenizer)
+                         embed_tokenizer=options.embedTokenizer,
+                         memory_url=options.memoryUrl if holds_memory else None)
 
 
 class Workspaces:
@@ -40,7 +45,8 @@ class Workspaces:
         root = root.resolve()
         if root in self.engines:
             return None
-        engine = Engine(root, engine_options(self.options, root, single_root))
+        engine = Engine(root, engine_options(self.options, root, single_root,
+                                             holds_memory=not self.engines))
         if engine.store.error is not None:
             # Never a stand-in store: a write it acknowledged would be lost.
             # Every request says -32006 until the store opens (retried).

@@ -156,7 +156,8 @@ class Engine:
         if self.options.memory_url is not None and not private_store:
             # PostgreSQL embeds a row as it writes it; the local worker never sees memory there.
             self.memory = Memory(open_memory_store(self.options.memory_url, self.store,
-                                                   lambda message: self.on_warning(message)))
+                                                   lambda message: self.on_warning(message),
+                                                   self.semantic))
         else:
             self.memory = Memory(open_memory_store(None, self.store),
                                  self.semantic.mark_memory_urgent if self.semantic else None)
@@ -387,7 +388,7 @@ class Engine:
                 except MemoryUnavailable as exc:
                     # Code recall never depends on the memory database: answer
                     # without memory, marked partial.
-                    log.warning("recall without memory: %s", exc.message)
+                    logging.getLogger(__name__).warning("recall without memory: %s", exc.message)
                     memory_down = True
                 hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
             hits_by_kind[kind] = hits[:n]

@@ -171,8 +171,13 @@ class SemanticIndex:
 
     # -- model identity and the ANN file ---------------------------------------
 
-    def _model_stamp(self, embedder: Embedder) -> str:
+    @staticmethod
+    def _model_stamp(embedder: Embedder) -> str:
         return f"{embedder.name}/{embedder.dim}/text-{EMBED_TEXT_VERSION}"
+
+    def model_stamp(self) -> str | None:
+        """Which model (and embedding text) this index's vectors come from; None until loaded."""
+        return self._model_stamp(self.embedder) if self.embedder is not None else None
 
     def _check_model(self, embedder: Embedder) -> None:
         """Vectors of another model or embedding text are useless: drop them."""

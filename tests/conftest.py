@@ -177,3 +177,29 @@ async def serve(root: Path, options: dict | None = None,
     finally:
         await client.shutdown_session()
         await client.stop()
+
+
+# -- the memory backends: every memory test runs on SQLite and on PostgreSQL ---------
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """One PostgreSQL for the whole session (tests/pg_server.py)."""
+    from pg_server import PgServer, server_folder
+
+    with server_folder() as folder:
+        server = PgServer(folder)
+        server.start()
+        try:
+            server.prepare()
+            yield server
+        finally:
+            server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def memory_options(request) -> dict:
+    """initializationOptions selecting the memory backend: none (the folder's
+    SQLite store), or memoryUrl naming a fresh database of the session's server."""
+    if request.param == "sqlite":
+        return {}
+    return {"memoryUrl": request.getfixturevalue("pg_server").fresh_database()}

@@ -29,8 +29,8 @@ def paths(hits: list[dict]) -> list[str]:
     return [h["path"] for h in hits]
 
 
-async def test_remember_recall_get_and_forget(repo: Path):
-    async with serve(repo) as s:
+async def test_remember_recall_get_and_forget(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options) as s:
         await s.wait_indexed()
         meta = {"source": "incident-42", "tags": ["deploy", 1], "nested": {"ok": True}}
         assert await s.request("ctxls/remember", {
@@ -79,9 +79,9 @@ async def test_remember_recall_get_and_forget(repo: Path):
         assert empty["groups"] == {"fact": [], "doc": []}
 
 
-async def test_two_tenants_and_the_shared_tier_never_see_each_other(repo: Path):
+async def test_two_tenants_and_the_shared_tier_never_see_each_other(repo: Path, memory_options: dict):
     tenants = {"alice": "kiwi", "bob": "mango"}
-    async with serve(repo) as s:
+    async with serve(repo, memory_options) as s:
         await s.wait_indexed()
         for tenant, fruit in tenants.items():
             # The same id in two scopes: two rows; neither overwrites the other.
@@ -145,8 +145,8 @@ async def test_two_tenants_and_the_shared_tier_never_see_each_other(repo: Path):
         assert (await s.request("ctxls/count", {}))["count"] == 5  # no owner: everything
 
 
-async def test_owner_is_the_default_scope_and_strict_scope_refuses_unscoped_requests(repo: Path):
-    async with serve(repo, options={"owner": "alice"}) as s:
+async def test_owner_is_the_default_scope_and_strict_scope_refuses_unscoped_requests(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options | {"owner": "alice"}) as s:
         await s.wait_indexed()
         await s.request("ctxls/remember", {"id": "note", "text": "alice keeps the deploy key"})
         await s.request("ctxls/remember", {"scope": "bob", "id": "note", "text": "bob's deploy key",
@@ -156,7 +156,7 @@ async def test_owner_is_the_default_scope_and_strict_scope_refuses_unscoped_requ
         # forget {kind, by} is owner-blind: it spans every tenant.
         assert await s.request("ctxls/forget", {"kind": "fact", "by": "agent"}) == {"removed": 2}
 
-    async with serve(repo, options={"strictScope": True}) as s:
+    async with serve(repo, memory_options | {"strictScope": True}) as s:
         await s.wait_indexed()
         unscoped = [
             ("ctxls/remember", {"id": "x", "text": "y"}),
@@ -180,14 +180,14 @@ async def test_owner_is_the_default_scope_and_strict_scope_refuses_unscoped_requ
         assert paths(hits) == ["x"]
 
 
-async def test_memory_survives_restart_and_forced_reindex_and_sessions_see_theirs_first(repo: Path):
-    async with serve(repo, options={"session": "run-1"}) as s:
+async def test_memory_survives_restart_and_forced_reindex_and_sessions_see_theirs_first(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options | {"session": "run-1"}) as s:
         await s.wait_indexed()
         await s.request("ctxls/remember", {"id": "cache", "text": "The cache is flushed nightly"})
         await s.request("ctxls/remember", {"id": "ep-run1", "kind": "episode",
                                            "text": "run one rebuilt the cache", "occurredAt": now_ms()})
         await s.request("ctxls/ingest", {"filename": "ops.md", "text": "# Ops\n\nFlush the cache.\n"})
-    async with serve(repo, options={"session": "run-2"}) as s:
+    async with serve(repo, memory_options | {"session": "run-2"}) as s:
         await s.wait_indexed()
         hits = (await s.request("ctxls/recall", {"query": "flushing caches", "kind": "fact"}))["hits"]
         assert paths(hits) == ["cache"]  # stemmed: flushing ~ flushed, caches ~ cache
@@ -207,8 +207,8 @@ async def test_memory_survives_restart_and_forced_reindex_and_sessions_see_their
         assert (await s.request("ctxls/promotionCandidates", {"threshold": 1}))["items"] == []
 
 
-async def test_expiry_hides_rows_and_purge_reclaims_them(repo: Path):
-    async with serve(repo) as s:
+async def test_expiry_hides_rows_and_purge_reclaims_them(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options) as s:
         await s.wait_indexed()
         soon = now_ms() + 60_000
         await s.request("ctxls/remember", {"id": "gone", "text": "temporary deploy token",
@@ -228,8 +228,8 @@ async def test_expiry_hides_rows_and_purge_reclaims_them(repo: Path):
         assert (await s.request("ctxls/count", {}))["count"] == 0
 
 
-async def test_enumerate_pages_without_gaps_or_duplicates_while_others_write(repo: Path):
-    async with serve(repo) as s:
+async def test_enumerate_pages_without_gaps_or_duplicates_while_others_write(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options) as s:
         await s.wait_indexed()
         for i in range(25):
             await s.request("ctxls/remember", {"id": f"f{i:02}", "text": f"fact number {i}"})
@@ -252,8 +252,8 @@ async def test_enumerate_pages_without_gaps_or_duplicates_while_others_write(rep
         assert (await s.request("ctxls/enumerate", {"kind": "fact", "offset": 100}))["items"] == []
 
 
-async def test_demand_log_feeds_review_and_promotion_candidates(repo: Path):
-    async with serve(repo, options={"episodeWindowDays": 1}) as s:
+async def test_demand_log_feeds_review_and_promotion_candidates(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options | {"episodeWindowDays": 1}) as s:
         await s.wait_indexed()
         await s.request("ctxls/remember", {"id": "agent-fact", "text": "retries use exponential backoff"})
         await s.request("ctxls/remember", {"id": "human-fact", "by": "human",
@@ -285,8 +285,8 @@ async def test_demand_log_feeds_review_and_promotion_candidates(repo: Path):
         assert await s.request("ctxls/get", {"id": "fresh"}) is not None
 
 
-async def test_stash_peek_evict_and_the_size_bound(repo: Path):
-    async with serve(repo) as s:
+async def test_stash_peek_evict_and_the_size_bound(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options) as s:
         await s.wait_indexed()
         long_text = "HEAD" + "x" * 10_000 + "TAIL"
         assert await s.request("ctxls/stash", {"id": "build-log", "text": long_text}) == {}
@@ -315,8 +315,8 @@ async def test_stash_peek_evict_and_the_size_bound(repo: Path):
         assert await s.request("ctxls/peek", {"id": "n2"}) is None
 
 
-async def test_ingest_segments_text_keeps_blobs_byte_exact_and_bounds_size(repo: Path):
-    async with serve(repo) as s:
+async def test_ingest_segments_text_keeps_blobs_byte_exact_and_bounds_size(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options) as s:
         await s.wait_indexed()
         runbook = "# Runbook\n\nIntro.\n\n## Rollback\n\nRevert the canary first.\n\n## Paging\n\nCall ops.\n"
         result = await s.request("ctxls/ingest", {"filename": "runbook.md", "text": runbook})
@@ -362,7 +362,7 @@ async def test_ingest_segments_text_keeps_blobs_byte_exact_and_bounds_size(repo:
         assert (await s.request("ctxls/count", {"kind": "doc"}))["count"] == 3
 
 
-async def test_node_and_related_follow_import_edges(tmp_path: Path):
+async def test_node_and_related_follow_import_edges(tmp_path: Path, memory_options: dict):
     root = tmp_path / "chain"
     write_tree(root, {
         "a.py": "import b\n\n\ndef start():\n    return b.step()\n",
@@ -372,7 +372,7 @@ async def test_node_and_related_follow_import_edges(tmp_path: Path):
         "e.py": "def step():\n    return 1\n",
         "side.py": "import b\n",
     })
-    async with serve(root) as s:
+    async with serve(root, memory_options) as s:
         await s.wait_indexed()
         node = await s.request("ctxls/node", {"id": "b.py"})
         assert (node["path"], node["kind"], node["format"], node["source"]) == ("b.py", "code", "python", "file")
@@ -398,8 +398,8 @@ async def test_node_and_related_follow_import_edges(tmp_path: Path):
         assert err.code == -32004
 
 
-async def test_bad_params_are_refused_and_the_daemon_keeps_serving(repo: Path):
-    async with serve(repo) as s:
+async def test_bad_params_are_refused_and_the_daemon_keeps_serving(repo: Path, memory_options: dict):
+    async with serve(repo, memory_options) as s:
         await s.wait_indexed()
         cases = [
             ("ctxls/remember", {"text": "x"}, "id"),
@@ -447,13 +447,13 @@ async def test_bad_params_are_refused_and_the_daemon_keeps_serving(repo: Path):
         assert paths((await s.request("ctxls/recall", {"query": "serving", "kind": "fact"}))["hits"]) == ["ok"]
 
 
-async def test_paraphrase_recall_over_lsp_with_embeddings(repo: Path):
+async def test_paraphrase_recall_over_lsp_with_embeddings(repo: Path, memory_options: dict):
     facts = {
         "deploy-env": "The deploy fails when FOO_URL is unset",
         "db-backup": "Postgres snapshots are taken every night at 2am",
         "oncall": "Pager duty rotates every Monday morning",
     }
-    async with serve(repo, options={"embeddings": True}) as s:
+    async with serve(repo, memory_options | {"embeddings": True}) as s:
         await s.wait_indexed()
         for key, text in facts.items():
             await s.request("ctxls/remember", {"id": key, "text": text})

@@ -23,11 +23,11 @@ __all__ = ["DAY_MS", "DEFAULT_EPISODE_WINDOW_DAYS", "MEMORY_KINDS", "IngestResul
            "open_memory_store"]
 
 
-def open_memory_store(url: str | None, store, warn=None) -> MemoryStore:
+def open_memory_store(url: str | None, store, warn=None, semantic=None) -> MemoryStore:
     """The backend ``memoryUrl`` names: PostgreSQL for ``postgresql://…``,
     else the workspace's own SQLite store."""
     if url is None:
         return SqliteMemoryStore(store)
     from ctxls.index.memory.postgres import PostgresMemoryStore  # psycopg only when asked for
 
-    return PostgresMemoryStore(url, warn=warn)
+    return PostgresMemoryStore(url, warn=warn, semantic=semantic)

