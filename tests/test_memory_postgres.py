@@ -224,4 +224,4 @@ def test_export_import_round_trips_exactly_between_backends(tmp_path: Path, url:
         lite.close()
     bad = subprocess.run([*cli, "import", "--url", url], input='{"type": "memory"}\n',
                          capture_output=True, text=True)
-    assert bad.returncode == 2 and "line 1" in bad.stderr  # bad input: a usage error, nothing written
+    assert bad.returncode == 2 and "line 1" in bad.stderr  # bad input is a usage error
