@@ -32,6 +32,7 @@ from ctxls import __version__
 from ctxls.daemon import wire
 from ctxls.daemon.client_process import ClientWatch
 from ctxls.daemon.options import InitOptions, parse_init_options
+from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.workspaces import Workspaces
 from ctxls.index.engine import Engine, Hit, RecallResult, SymbolInfo
@@ -81,6 +82,7 @@ def _converter():
 class CtxlsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("ctxls", __version__, converter_factory=_converter,
+                         protocol_cls=CtxlsProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.options = InitOptions()
         self.workspaces = Workspaces(self.options)
@@ -96,6 +98,13 @@ class CtxlsServer(LanguageServer):
         # The editor's process (--clientProcessId, initialize's processId).
         self.client_watch = ClientWatch(self.exit_for_gone_client)
         self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A body that is not JSON still gets its JSON-RPC answer (-32700)."""
+        if is_parse_error(error):
+            self.protocol.send_parse_error(error)
+            return
+        super().report_server_error(error, source)
 
     # -- helpers used by handlers --------------------------------------------
 

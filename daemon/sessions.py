@@ -102,12 +102,17 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
     try:
         body: bytes | None = json.dumps(first).encode()
         while body is not None:
-            if json.loads(body).get("method") == "exit":  # ends this session, never the owner
-                break
             try:
-                protocol.handle_message(json.loads(body, object_hook=protocol.structure_message))
-            except Exception:
-                log.exception("editor session: cannot handle a message")
+                message = json.loads(body, object_hook=protocol.structure_message)
+            except ValueError as exc:  # not JSON: answered, and the session goes on
+                protocol.send_parse_error(exc)
+            else:
+                if getattr(message, "method", None) == "exit":  # ends this session, never the owner
+                    break
+                try:
+                    protocol.handle_message(message)
+                except Exception:
+                    log.exception("editor session: cannot handle a message")
             body = await read_body(reader)
     except (ConnectionError, OSError, ValueError, asyncio.IncompleteReadError) as exc:
         log.info("editor session lost: %s", exc)

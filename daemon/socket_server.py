@@ -15,7 +15,9 @@ import asyncio
 import errno
 import json
 import logging
+import os
 import socket
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,20 @@ SOCKET_NAME = "daemon.sock"
 # sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
 MAX_MESSAGE_BYTES = 64 << 20
+
+
+# Set (to anything but "0") to get tracebacks in internal errors' data.
+DEBUG_ENV = "CTXLS_DEBUG"
+
+
+def debug_errors() -> bool:
+    """Internal errors carry their traceback in ``error.data`` only when set."""
+    return os.environ.get(DEBUG_ENV, "") not in ("", "0")
+
+
+def valid_id(value: Any) -> bool:
+    """A request id JSON-RPC allows: a number or a string (null only in replies)."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
 
 
 def socket_path_for(db_path: str) -> Path:
@@ -63,7 +79,8 @@ async def read_message(reader: asyncio.StreamReader) -> dict | None:
 
 
 async def read_body(reader: asyncio.StreamReader) -> bytes | None:
-    """One LSP-framed message's body, or None at end of stream."""
+    """One LSP-framed body, or None at end of stream; ValueError when the
+    header is unusable (the stream cannot be followed any further)."""
     length = None
     while True:
         line = await reader.readline()
@@ -78,6 +95,19 @@ async def read_body(reader: asyncio.StreamReader) -> bytes | None:
     if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
         raise ValueError("missing or unreasonable Content-Length")
     return await reader.readexactly(length)
+
+
+def invalid_request(message: Any) -> dict | None:
+    """The -32600 reply a parsed body needs when it is not a request or
+    notification JSON-RPC 2.0 accepts, else None."""
+    if not isinstance(message, dict):
+        return error_response(None, -32600, "invalid request: not a JSON-RPC 2.0 request object")
+    if "id" in message and not valid_id(message["id"]):
+        return error_response(None, -32600, "invalid request: id must be a number or a string")
+    if message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
+        return error_response(message.get("id"), -32600,
+                              "invalid request: needs \"jsonrpc\": \"2.0\" and a string method")
+    return None
 
 
 def frame(message: dict) -> bytes:
@@ -138,11 +168,23 @@ class SocketServer:
         try:
             while True:
                 try:
-                    message = await read_message(reader)
-                except (ValueError, json.JSONDecodeError, asyncio.IncompleteReadError) as exc:
+                    body = await read_body(reader)
+                except (ValueError, asyncio.IncompleteReadError) as exc:
+                    # The framing is lost: answer, then end this connection.
                     await send(error_response(None, -32700, f"parse error: {exc}"))
                     break
-                if message is None or message.get("method") == "exit":
+                if body is None:
+                    break
+                try:
+                    message = json.loads(body)
+                except ValueError as exc:  # not JSON, or not UTF-8: the next frame is fine
+                    await send(error_response(None, -32700, f"parse error: {exc}"))
+                    continue
+                invalid = invalid_request(message)
+                if invalid is not None:
+                    await send(invalid)
+                    continue
+                if message["method"] == "exit":
                     break
                 if is_session_request(message) and not tasks:
                     # An editor's proxy: the rest of this connection is its LSP session.
@@ -178,7 +220,8 @@ class SocketServer:
             response = error_response(msg_id, -32601, f"method not found: {method}")
         except Exception as exc:  # one failed request, never the daemon
             log.exception("socket request %s failed", method)
-            response = error_response(msg_id, -32603, f"internal error: {exc}")
+            data = {"traceback": traceback.format_exc()} if debug_errors() else None
+            response = error_response(msg_id, -32603, f"internal error: {type(exc).__name__}", data)
         try:
             await send(response)
         except (ConnectionError, OSError):

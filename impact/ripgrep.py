@@ -87,7 +87,8 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
                    and real_path(root, path, real_dirs) == path}
     pattern = word_pattern(word)
     for path, text in buffers.items():
-        if not wanted(path) or word not in text:
+        # A buffer over the size bound is not indexed: not swept either.
+        if not wanted(path) or len(text) > max_file_bytes or word not in text:
             continue
         rows = [row for row, line in enumerate(text.split("\n")) if pattern.search(line)]
         if rows:

@@ -184,7 +184,7 @@ class Engine:
             try:
                 self.cold_index()
                 for path, text in self.open_buffers().items():
-                    self.indexer.index_text(path, text, source="buffer")
+                    self.indexer.index_buffer(path, text)
             except Exception:  # status carries indexError; the daemon stays up
                 log.exception("re-indexing %s into its new store failed", self.root)
 
@@ -315,7 +315,7 @@ class Engine:
             self._buffers[path] = text
         if self.semantic is not None:
             self.semantic.defer(INTERACTIVE_QUIET_S)
-        changed = self.indexer.index_text(path, text, source="buffer")
+        changed = self.indexer.index_buffer(path, text)
         if changed and self.semantic is not None:
             self.semantic.mark_urgent(path)
         return changed

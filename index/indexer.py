@@ -227,6 +227,19 @@ class Indexer:
             self._put_parsed(conn, record, parsed, log_edits and state is not None, now_ms())
         return True
 
+    def index_buffer(self, path: str, text: str) -> bool:
+        """Index an open buffer. One over the size bound is left out like a
+        file over it (never chunked, tokenized or diffed: a 20 MB buffer must
+        not stall other requests); rows it had are dropped."""
+        limit = self.options.max_file_bytes
+        if len(text) > limit or (4 * len(text) > limit
+                                 and len(text.encode("utf-8", "surrogatepass")) > limit):
+            self.skipped[path] = "too large"
+            with self.store.write() as conn:
+                return self.store.delete_file(conn, path)
+        self.skipped.pop(path, None)
+        return self.index_text(path, text, source="buffer")
+
     def reindex_from_disk(self, path: str, log_edits: bool = True) -> bool:
         """Re-read one file from disk (didClose, didSave, a watched-file event);
         drops it when it is gone or no longer indexable. True if rows changed."""

@@ -12,6 +12,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from conftest import serve
+from rawrpc import StdioDaemon, socket_connection
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.scopes import EVERYTHING
 
@@ -102,4 +103,92 @@ async def test_the_socket_is_private_whatever_the_umask(repo: Path, open_umask):
 def _exists(path: Path):
     async def check() -> bool:
         return path.exists()
+    return check
+
+
+# -- every request gets an answer ------------------------------------------------
+
+BAD_STANDARD_PARAMS = [
+    ("textDocument/documentSymbol", {}),
+    ("textDocument/prepareCallHierarchy", {"textDocument": 5, "position": {"line": 0}}),
+    ("textDocument/codeLens", None),
+    ("workspace/symbol", {}),
+    ("callHierarchy/incomingCalls", {"item": {"name": 1}}),
+]
+MALFORMED_BODIES = [b"[]", b"5", b'"x"', b"{}", b'{"jsonrpc": "2.0"}', b"[1, 2]",
+                    b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ctxls/status"}',
+                    b'{"jsonrpc": "2.0", "id": [1], "method": "ctxls/status"}',
+                    b'{"jsonrpc": "2.0", "id": true, "method": "ctxls/status"}']
+
+
+@pytest.fixture
+def stdio_daemon(repo: Path):
+    daemon = StdioDaemon(repo, {"socket": True})
+    daemon.wait_indexed()
+    yield daemon
+    daemon.close()
+
+
+def test_invalid_params_on_standard_methods_are_answered_with_32602(stdio_daemon):
+    conn = stdio_daemon.conn
+    for n, (method, params) in enumerate(BAD_STANDARD_PARAMS):
+        reply = conn.request(method, params, n)
+        assert reply["error"]["code"] == -32602, (method, reply)
+        assert reply["error"]["data"]["param"]
+    reply = conn.request("textDocument/documentSymbol", {}, "named")
+    assert reply["error"]["data"] == {"param": "textDocument"}
+    reply = conn.request("textDocument/prepareCallHierarchy", {"textDocument": 5}, "nested")
+    assert reply["error"]["data"] == {"param": "textDocument.uri"}
+    assert conn.request("ctxls/status", {}, "alive")["result"]["files"] == 5
+
+
+def check_malformed_frames(conn) -> None:
+    for body in MALFORMED_BODIES:
+        conn.send_body(body)
+        reply = conn.reply()
+        assert reply["jsonrpc"] == "2.0" and reply["id"] is None, body
+        assert reply["error"]["code"] == -32600, (body, reply)
+    conn.send_body(b'{"jsonrpc": "2.0", "id": 1, "method": ')
+    reply = conn.reply()
+    assert (reply["id"], reply["error"]["code"]) == (None, -32700)
+    conn.send_body(b"\xff\xfe not utf-8")
+    assert conn.reply()["error"]["code"] == -32700
+    # The connection is still served.
+    assert conn.request("ctxls/status", {}, 99)["result"]["files"] == 5
+
+
+def test_malformed_frames_are_answered_on_stdio(stdio_daemon):
+    check_malformed_frames(stdio_daemon.conn)
+    assert stdio_daemon.alive()
+
+
+def test_malformed_frames_are_answered_on_the_socket(stdio_daemon, repo: Path):
+    conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    try:
+        check_malformed_frames(conn)
+    finally:
+        sock.close()
+    assert stdio_daemon.alive()
+
+
+async def test_a_buffer_over_the_size_bound_is_left_out_and_recall_still_answers(repo: Path):
+    big = "def huge_buffer_marker():\n    pass\n" + "x = 1\n" * 400_000  # ~2.4 MB
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        s.open("pkg/retry.py", big)
+        await s.wait_for(_skipped(s, "pkg/retry.py"), timeout=30)
+        status = await s.request("ctxls/status")
+        assert {"path": "pkg/retry.py", "reason": "too large"} in status["skipped"]["files"]
+        hits = (await s.request("ctxls/recall", {"query": "huge_buffer_marker", "kind": "code"}))["hits"]
+        assert all(h["path"] != "pkg/retry.py" for h in hits)
+        # Still the buffer's own: its disk text is not indexed in its place.
+        assert not (await s.request("ctxls/recall", {"query": "retry_upload", "kind": "code"}))["hits"]
+        found = (await s.request("ctxls/recall", {"query": "send prepared", "kind": "code"}))["hits"]
+        assert found[0]["path"] == "pkg/session.py"
+
+
+def _skipped(s, path: str):
+    async def check() -> bool:
+        status = await s.request("ctxls/status")
+        return any(f["path"] == path for f in status["skipped"]["files"])
     return check

@@ -1,0 +1,137 @@
+"""JSON-RPC hygiene for the LSP connection: every request gets an answer.
+
+pygls logs and drops a request whose params do not deserialize, and a body
+that is not a JSON-RPC object; JSON-RPC 2.0 wants an error response for
+each. :class:`CtxlsProtocol` answers them: -32602 (with ``data.param``) for
+params of the wrong shape, -32600 for a body that is not a request object or
+an id that is neither a number nor a string, -32700 for a body that is not
+JSON (``send_parse_error``, called from the server's error hook). Engine
+errors raised by standard LSP handlers keep their protocol codes, and an
+internal error carries no traceback unless ``CTXLS_DEBUG`` is set.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from concurrent.futures import Future
+from typing import Any
+
+from cattrs.errors import ClassValidationError
+from lsprotocol.types import ResponseError
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import RPCRequest
+
+from ctxls.daemon.socket_server import debug_errors, valid_id
+from ctxls.index.errors import EngineError
+from ctxls.index.store import store_error
+
+log = logging.getLogger(__name__)
+
+def bad_param(exc: BaseException | None) -> str:
+    """The dotted path of the first param cattrs could not structure
+    (``textDocument.uri``), or "params" when it does not say."""
+    path: list[str] = []
+    while isinstance(exc, ClassValidationError) and exc.exceptions:
+        inner = exc.exceptions[0]
+        names = [getattr(note, "name", None) for note in getattr(inner, "__notes__", [])]
+        name = next((n for n in names if isinstance(n, str)), None)
+        if name is None:
+            break
+        path.append(name)
+        exc = inner
+    if path and path[0] == "params":
+        path = path[1:]
+    # lsprotocol's attributes are snake_case; the wire's names are camelCase.
+    return ".".join(_camel(name) for name in path) or "params"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+class _Answered:
+    """A message already answered (or rightly ignored) while being structured."""
+
+    jsonrpc = None
+
+
+ANSWERED = _Answered()
+
+
+class CtxlsProtocol(LanguageServerProtocol):
+    def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
+        """An error reply; a plain dict, so a null id is sent as null (JSON-RPC
+        requires it) instead of being left out."""
+        error: dict[str, Any] = {"code": code, "message": message}
+        if data is not None:
+            error["data"] = data
+        self._send_data({"jsonrpc": "2.0", "id": msg_id if valid_id(msg_id) else None,
+                         "error": error})
+
+    def send_parse_error(self, exc: BaseException) -> None:
+        self.send_error(None, -32700, f"parse error: {exc}")
+
+    def structure_message(self, data: dict[str, Any]):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            method, msg_id = data.get("method"), data.get("id")
+            if "method" not in data:
+                if "id" not in data:  # neither a request, a notification nor a reply
+                    self.send_error(None, -32600, "invalid request: no method")
+                return ANSWERED  # else a client's reply we cannot read: nobody waits on it
+            if "id" not in data:
+                log.warning("dropped notification %r with invalid params", method)
+                return ANSWERED  # a notification never gets a reply
+            if not valid_id(msg_id) or not isinstance(method, str):
+                self.send_error(None, -32600, "invalid request: id must be a number or a string "
+                                "and method a string")
+            else:
+                param = bad_param(exc.__cause__)
+                self.send_error(msg_id, -32602, f"invalid params for {method}: {param}",
+                                {"param": param})
+            return ANSWERED
+
+    def handle_message(self, message: Any) -> None:
+        if message is ANSWERED:
+            return
+        if not hasattr(message, "jsonrpc") or message.jsonrpc != "2.0":
+            # [], 5, "x", an object without "jsonrpc": 2.0
+            msg_id = message.get("id") if isinstance(message, dict) else getattr(message, "id", None)
+            self.send_error(msg_id, -32600, "invalid request: not a JSON-RPC 2.0 request object")
+            return
+        if not hasattr(message, "id") and not getattr(message, "method", None):
+            # {"jsonrpc": "2.0"} alone: neither a notification nor a reply
+            self.send_error(None, -32600, "invalid request: no method")
+            return
+        if isinstance(message, RPCRequest) and not valid_id(message.id):
+            self.send_error(None, -32600, "invalid request: id must be a number or a string")
+            return
+        super().handle_message(message)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
+        """Engine errors of standard LSP handlers keep their protocol codes."""
+        exc = None if future.cancelled() else future.exception()
+        if isinstance(exc, sqlite3.Error):
+            exc = store_error(exc, "", writing=False) or exc
+        if isinstance(exc, EngineError):
+            self._request_futures.pop(msg_id, None)
+            self.send_error(msg_id, exc.code, exc.message, exc.data)
+            return
+        super()._send_handler_result(future, msg_id=msg_id)
+
+    def _send_response(self, msg_id: Any, result: Any | None = None,
+                       error: ResponseError | None = None) -> None:
+        if (error is not None and isinstance(error.data, dict) and "traceback" in error.data
+                and not debug_errors()):
+            error = ResponseError(code=error.code, message=error.message)
+        super()._send_response(msg_id, result=result, error=error)
+
+
+def is_parse_error(error: BaseException) -> bool:
+    """A body that is not JSON (or not UTF-8): answered with -32700."""
+    return isinstance(error, (json.JSONDecodeError, UnicodeDecodeError))
