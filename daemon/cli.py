@@ -250,6 +250,8 @@ def _status_lines(status: dict, via: str, style: Style) -> str:
     state = status.get("state") or ("indexing" if status.get("indexing") else "ready")
     if via == "daemon":
         daemon = "running"
+    elif via == "hosted":
+        daemon = "none: this process hosts the engine (it indexes and embeds while it runs)"
     else:
         daemon = ("none: nothing is indexing or embedding now (keep one warm: "
                   f"ctxls serve --root {status['root']} --socket)")

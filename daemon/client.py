@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,10 +107,14 @@ class EngineAccess:
         self.refresh = refresh
         self.daemon = DaemonClient.connect(default_socket(self.root)) if use_daemon else None
         self._local_ready = False
+        self.hosted = False
 
     @property
     def via(self) -> str:
-        return "daemon" if self.daemon is not None else "local"
+        """"daemon", "hosted" (this process indexes and embeds) or "local"."""
+        if self.daemon is not None:
+            return "daemon"
+        return "hosted" if self.hosted else "local"
 
     def request(self, method: str, params: dict | None = None) -> Any:
         if self.daemon is not None:
@@ -123,11 +128,24 @@ class EngineAccess:
         engine = server.workspaces.engines.get(self.root)
         if engine is None:
             engine = server.workspaces.add_folder(self.root)
-            if self.refresh:
+            if self.hosted:
+                # Like a daemon: index in the background, embed with the worker;
+                # answers say `partial` (and status `indexing`) meanwhile.
+                engine.start_embedding()
+                threading.Thread(target=engine.cold_index, name="ctxls-cold-index",
+                                 daemon=True).start()
+            elif self.refresh:
                 engine.index()  # incremental: a no-op pass costs a fraction of a second
             else:
                 engine.serve_stored_index()  # nobody indexes here: answers are the store's
         return engine
+
+    def host(self) -> None:
+        """Serve this root in process as a daemon would (`ctxls mcp` without one)."""
+        if self.daemon is None:
+            self.hosted = True
+            self.local_engine()
+            self._local_ready = True
 
     def _local(self, method: str, params: dict | None) -> Any:
         from ctxls.daemon import wire

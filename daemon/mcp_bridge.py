@@ -2,27 +2,52 @@
 
 Each tool is one protocol request (docs/protocol.md) sent through
 ``EngineAccess``: to the running daemon when there is one (so the agent sees
-the editor's unsaved buffers), else to an engine in this process. Errors come
-back as tool errors carrying the protocol's code, never as a dead server.
+the editor's unsaved buffers), else to an engine hosted in this process, which
+indexes in the background and runs its embedding worker like a daemon would.
+Errors come back as tool errors whose text starts ``ctxls error CODE:``, never
+as a dead server.
+
+Results are compact text by default (one line per hit, 1-based lines, the way
+an agent reads grep output); ``format: "json"`` returns the protocol's JSON
+(0-based fields) as structured content instead.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from ctxls import __version__
+from ctxls.daemon.cli import PLAIN, _human_locate, _impact_lines, _status_lines, format_hits_human
 from ctxls.daemon.client import EngineAccess
-from ctxls.index.errors import EngineError
+from ctxls.index.errors import EngineError, InvalidParams
 
 # Parameter types the tools share (the protocol's kinds and modes).
 RecallKind = Literal["code", "doc", "fact", "episode"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
 WrittenKind = Literal["fact", "episode", "doc"]
+
+Scope = Annotated[str | None, Field(description=(
+    "The memory tenant: its rows plus the shared tier. Leave it out unless you were given one."))]
+Format = Annotated[Literal["text", "json"], Field(description=(
+    "text (default): compact, one line per hit, 1-based lines. json: the protocol's full JSON "
+    "(0-based startLine/endLine) as structured content."))]
+Kind = Annotated[RecallKind | None, Field(description=(
+    "Only this kind: code, doc (repository docs and written documents), fact or episode. "
+    "Default: all kinds, grouped."))]
+Mode = Annotated[RecallMode | None, Field(description=(
+    "Ranking: hybrid (default: keywords and meaning), lexical (keywords only) or semantic "
+    "(meaning only)."))]
+
+READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                            open_world_hint=False)
 
 INSTRUCTIONS = """ctxls answers questions about the repository it serves: where code,
 docs and written facts about a topic are (recall), which files an issue or
@@ -30,11 +55,15 @@ stack trace points at (locate), the exact current text of a
 file or line range (get), what calls a symbol and how risky a change is (impact),
 what was edited lately (recent_activity), and a token-budgeted context block
 with citations (assemble). Facts you learn can be written down (remember) and
-found again later by meaning. Line numbers are 0-based and inclusive."""
+found again later by meaning. Answers are compact text with 1-based inclusive
+line numbers (`path:16-18`), which is also what `get` takes; `format: "json"`
+gives the protocol's JSON, whose startLine/endLine fields are 0-based."""
 
 
 class Bridge:
-    """The engine access behind the tools, re-opened if the daemon goes away."""
+    """The engine access behind the tools, re-opened if the daemon goes away.
+    Without a daemon the engine is hosted here: indexed in the background, with
+    its embedding worker, so answers say `partial` until vectors exist."""
 
     def __init__(self, root: Path, use_daemon: bool):
         self.root = root
@@ -47,128 +76,274 @@ class Bridge:
         with self._lock:
             for attempt in (1, 2):
                 if self._access is None:
-                    self._access = EngineAccess(self.root, use_daemon=self.use_daemon)
+                    self._access = EngineAccess(self.root, use_daemon=self.use_daemon,
+                                                refresh=False)
+                    if self._access.via == "local":
+                        self._access.host()
                 try:
                     return self._access.request(method, params)
                 except (ConnectionError, OSError):
-                    # The daemon stopped: next attempt uses a new daemon or the store.
+                    # The daemon stopped: next attempt uses a new daemon or hosts the engine.
                     self._access = None
                     if attempt == 2:
                         raise
                 except EngineError as exc:
                     # A ToolError's text reaches the agent; the code says what to fix.
-                    raise ToolError(f"ctxls error {exc.code}: {exc.message}") from exc
+                    raise ToolError(error_text(exc.code, exc.message)) from exc
         raise AssertionError("unreachable")
+
+    @property
+    def via(self) -> str:
+        return self._access.via if self._access is not None else "local"
 
     def close(self) -> None:
         if self._access is not None:
             self._access.close()
 
 
-def build_mcp(bridge: Bridge) -> MCPServer:
-    mcp = MCPServer(name="ctxls", version=__version__, instructions=INSTRUCTIONS)
+def error_text(code: int, message: str) -> str:
+    return f"ctxls error {code}: {message}"
 
-    @mcp.tool(description=(
+
+class CtxlsMCP(MCPServer):
+    """Tool errors in the documented form: ``ctxls error CODE: message``, also
+    for arguments the schema rejects (no pydantic text or links)."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                first = cause.errors()[0]
+                param = ".".join(str(p) for p in first["loc"]) or "arguments"
+                problem = first["msg"][:1].lower() + first["msg"][1:]
+                raise ToolError(error_text(InvalidParams.code,
+                                           f"invalid param {param!r}: {problem}")) from None
+            text = str(exc)
+            marker = text.find("ctxls error ")
+            if marker > 0:  # the SDK prefixes "Error executing tool NAME: "
+                raise ToolError(text[marker:]) from None
+            raise
+
+
+def answer(result: Any, fmt: str, text: str) -> CallToolResult:
+    """``text`` in text format; the protocol's JSON (structured) in json format."""
+    if fmt == "json":
+        structured = result if isinstance(result, dict) else {"result": result}
+        return CallToolResult(content=[TextContent(type="text", text=json.dumps(
+            result, ensure_ascii=False, separators=(",", ":")))], structured_content=structured)
+    return CallToolResult(content=[TextContent(type="text", text=text)])
+
+
+def _partial_line(result: dict) -> str:
+    if not result.get("partial"):
+        return ""
+    return f"\n(partial: {result.get('partialReason') or 'indexing is still running'})"
+
+
+def recall_text(result: dict, kind: str | None, bodies: bool) -> str:
+    groups = result.get("groups") or {kind: result.get("hits", [])}
+    if not any(groups.values()):
+        return "no hits" + _partial_line(result)
+    return format_hits_human(groups, PLAIN, bodies=bodies) + _partial_line(result)
+
+
+def build_mcp(bridge: Bridge) -> MCPServer:
+    mcp = CtxlsMCP(name="ctxls", version=__version__, instructions=INSTRUCTIONS)
+
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "Find where code, docs, facts or episodes about a topic are. Use before reading or "
         "editing code you have not located yet; natural-language questions and identifiers both "
-        "work. Returns hits grouped by kind (or a flat list when `kind` is one string) with path, "
-        "0-based inclusive line range, symbol and score; `partial: true` while the repository is "
-        "still being indexed. Fails on an empty query or unknown kind (error -32602)."))
-    def recall(query: str, kind: RecallKind | None = None,
-               n: int = 10, body: bool = False, scope: str | None = None,
-               mode: RecallMode | None = None) -> dict[str, Any]:
-        return bridge.call("ctxls/recall", {"query": query, "kind": kind, "n": n, "body": body,
-                                            "scope": scope, "mode": mode})
+        "work. One line per hit: score, path:start-end (1-based, inclusive) and symbol; a fact "
+        "shows its text. `(partial: why)` ends the answer while the index or its vectors are "
+        "incomplete. Fails on an empty query or unknown kind (ctxls error -32602)."))
+    def recall(query: Annotated[str, Field(description="What to look for: words, a question or "
+                                                       "an identifier. Must not be empty.")],
+               kind: Kind = None,
+               n: Annotated[int, Field(description="Hits per kind, 1-200.")] = 10,
+               body: Annotated[bool, Field(description="Also return each hit's text.")] = False,
+               scope: Scope = None, mode: Mode = None,
+               format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/recall", {"query": query, "kind": kind, "n": n,
+                                              "body": body or format == "text",
+                                              "scope": scope, "mode": mode})
+        if format == "json" and not body:
+            for hits in (result.get("groups") or {"": result.get("hits", [])}).values():
+                for hit in hits:
+                    hit.pop("body", None)
+        return answer(result, format, recall_text(result, kind, body))
 
-    @mcp.tool(description=(
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "Given a bug report, an issue or a stack trace (paste it whole), find the files most "
         "likely to need changing, best first. Each file comes with a score, `why` it was chosen "
         "(a traceback frame in the repository, a symbol the text names defined there, a path or "
         "module it mentions, an error message raised there, an import step, text similarity) and "
-        "its best chunks as 0-based inclusive line ranges. Test and doc files are demoted unless "
+        "its best chunks as 1-based inclusive line ranges. Test and doc files are demoted unless "
         "`include_tests`. Use it first when handed an issue; then `get` the chunks. Fails on "
-        "empty text (error -32602)."))
-    def locate(text: str, n: int = 10, include_tests: bool = False) -> dict[str, Any]:
-        return bridge.call("ctxls/locate", {"text": text, "n": n, "includeTests": include_tests})
+        "empty text (ctxls error -32602)."))
+    def locate(text: Annotated[str, Field(description="The issue, bug report or stack trace, "
+                                                      "whole.")],
+               n: Annotated[int, Field(description="At most this many files.")] = 10,
+               include_tests: Annotated[bool, Field(description=(
+                   "Do not demote test and documentation files."))] = False,
+               format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/locate", {"text": text, "n": n, "includeTests": include_tests})
+        return answer(result, format, _human_locate(result))
 
-    @mcp.tool(description=(
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "Read the current text of an indexed file (the editor's unsaved buffer if open), a line "
         "range of it, or a written memory by id. Use after recall to read exactly the lines it "
-        "pointed at. A line range on a file changed since it was indexed fails with -32002 "
-        "StalePointer (recall again); a path outside the repository fails with -32004; an "
-        "unknown id returns null."))
-    def get(id: str, start_line: int | None = None, end_line: int | None = None,
-            scope: str | None = None) -> dict[str, Any] | None:
-        return bridge.call("ctxls/get", {"id": id, "startLine": start_line, "endLine": end_line,
-                                         "scope": scope})
+        "pointed at. A line range on a file changed since it was indexed fails with ctxls error "
+        "-32002 StalePointer (recall again); a path outside the repository fails with -32004; "
+        "an unknown id answers `not found: ID`."))
+    def get(id: Annotated[str, Field(description=(
+                "A repository-relative file path (as recall prints it) or a memory id."))],
+            start_line: Annotated[int | None, Field(ge=1, description=(
+                "First line to return, 1-based (as recall prints it)."))] = None,
+            end_line: Annotated[int | None, Field(ge=1, description=(
+                "Last line to return, 1-based and inclusive."))] = None,
+            scope: Scope = None, format: Format = "text") -> CallToolResult:
+        item = bridge.call("ctxls/get", {
+            "id": id, "startLine": start_line - 1 if start_line else None,
+            "endLine": end_line - 1 if end_line else None, "scope": scope})
+        if item is None:
+            text = (f"not found: {id} is neither an indexed file nor a written memory "
+                    "(recall to find the right path)")
+        else:
+            meta = item.get("meta") or {}
+            lines = ""
+            if "startLine" in meta:
+                lines = f" lines {meta['startLine'] + 1}-{meta['endLine'] + 1}"
+            total = f" of {meta['lines']}" if "lines" in meta else ""
+            text = f"{item['id']}{lines}{total}:\n{item.get('text') or ''}"
+        return answer(item, format, text)
 
-    @mcp.tool(description=(
-        "Before changing a function, method or class: who calls it (confirmed call sites with "
-        "exact ranges), what it calls, and a change-risk bucket with hedges that say why the "
-        "answer may be incomplete. Accepts qualified names like `Session.request`. Returns null "
-        "when the symbol is defined nowhere; fails with -32001 when ripgrep cannot run."))
-    def impact(symbol: str) -> dict[str, Any] | None:
-        return bridge.call("ctxls/impact", {"symbol": symbol})
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+        "Before changing a function, method or class: who calls it (confirmed call sites), what "
+        "it calls, and a change-risk bucket with hedges that say why the answer may be "
+        "incomplete. Accepts qualified names like `Session.request`. Answers `not found: SYMBOL` "
+        "when it is defined nowhere; fails with ctxls error -32001 when ripgrep cannot run."))
+    def impact(symbol: Annotated[str, Field(description=(
+                   "A function, method or class name, optionally qualified (Session.request)."))],
+               n: Annotated[int, Field(ge=1, description=(
+                   "List at most this many callers and callees (text format)."))] = 20,
+               format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/impact", {"symbol": symbol})
+        if result is None:
+            text = f"not found: {symbol} is not defined anywhere in the index"
+        else:
+            text = "\n".join(_impact_lines(result, n, PLAIN))
+        return answer(result, format, text)
 
-    @mcp.tool(description=(
-        "Write down a fact, an episode (something that happened) or a document so that you or "
-        "another agent can recall it later by meaning. The same id in the same scope replaces "
-        "the earlier text. Fails with -32602 on a missing id/text or unknown kind, and -32003 "
-        "when the daemon requires a scope."))
-    def remember(id: str, text: str, kind: WrittenKind = "fact",
-                 scope: str | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
-        return bridge.call("ctxls/remember", {"id": id, "text": text, "kind": kind, "by": "agent",
-                                              "scope": scope, "meta": meta})
+    @mcp.tool(structured_output=False, annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
+        description=(
+            "Write down a fact, an episode (something that happened) or a document so that you "
+            "or another agent can recall it later by meaning. The same id in the same scope "
+            "replaces the earlier text. Answers with what was stored. Fails with ctxls error "
+            "-32602 on a missing id/text or unknown kind, and -32003 when the daemon requires a "
+            "scope."))
+    def remember(id: Annotated[str, Field(description=(
+                     "A short stable name for it, like `deploy-needs-foo-url`."))],
+                 text: Annotated[str, Field(description="What to remember.")],
+                 kind: Annotated[WrittenKind, Field(description=(
+                     "fact (default), episode (something that happened) or doc."))] = "fact",
+                 scope: Scope = None,
+                 meta: Annotated[dict[str, Any] | None, Field(description=(
+                     "A JSON object stored with it, e.g. {\"pinned\": true} or "
+                     "{\"anchor\": \"path/to/file.py\"}."))] = None,
+                 format: Format = "text") -> CallToolResult:
+        bridge.call("ctxls/remember", {"id": id, "text": text, "kind": kind, "by": "agent",
+                                       "scope": scope, "meta": meta})
+        stored = bridge.call("ctxls/get", {"id": id, "scope": scope, "log": False})
+        stored_kind = (stored or {}).get("kind", kind)
+        return answer(stored, format, f"remembered {stored_kind} {id}: {' '.join(text.split())}")
 
-    @mcp.tool(description=(
-        "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
-        "Indexed files are never removed. Returns how many rows were removed."))
-    def forget(id: str | None = None, id_prefix: str | None = None,
-               kind: WrittenKind | None = None,
-               scope: str | None = None) -> dict[str, Any]:
-        return bridge.call("ctxls/forget", {"id": id, "idPrefix": id_prefix, "kind": kind,
-                                            "scope": scope})
+    @mcp.tool(structured_output=False, annotations=ToolAnnotations(
+        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
+        description=(
+            "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
+            "Indexed files are never removed. Answers how many ids were removed."))
+    def forget(id: Annotated[str | None, Field(description="The id to remove.")] = None,
+               id_prefix: Annotated[str | None, Field(description=(
+                   "Remove every id starting with this."))] = None,
+               kind: Annotated[WrittenKind | None, Field(description=(
+                   "Only this kind (with a scope, or with an id or prefix)."))] = None,
+               scope: Scope = None, format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/forget", {"id": id, "idPrefix": id_prefix, "kind": kind,
+                                              "scope": scope})
+        return answer(result, format, f"removed {result['removed']}")
 
-    @mcp.tool(description=(
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "What was being worked on: the functions and files edited recently (including unsaved "
         "editor changes), newest first, with edit counts. Use at the start of a session to pick "
         "up where the user left off."))
-    def recent_activity(days: float = 7, limit: int = 20) -> dict[str, Any]:
-        return bridge.call("ctxls/recentActivity", {"days": days, "limit": limit})
+    def recent_activity(days: Annotated[float, Field(description="How far back, in days.")] = 7,
+                        limit: Annotated[int, Field(description="At most this many rows.")] = 20,
+                        format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/recentActivity", {"days": days, "limit": limit})
+        text = "\n".join(f"{i['id']}  {i.get('symbol') or '(module)'}  {i['edits']} edits"
+                         for i in result.get("items", [])) or "no recent edits"
+        return answer(result, format, text)
 
-    @mcp.tool(description=(
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "The newest written facts or episodes, without a query (recall needs one). Use to see "
         "what was recorded lately."))
-    def recent_memory(kind: Literal["fact", "episode"] | None = None, scope: str | None = None,
-                      n: int = 10, body: bool = True) -> dict[str, Any]:
-        return bridge.call("ctxls/recentMemory", {"kind": kind, "scope": scope, "n": n,
-                                                  "body": body})
+    def recent_memory(kind: Annotated[Literal["fact", "episode"] | None, Field(description=(
+                          "Only facts or only episodes (default both, and documents)."))] = None,
+                      scope: Scope = None,
+                      n: Annotated[int, Field(description="At most this many, 1-200.")] = 10,
+                      body: Annotated[bool, Field(description="Include each text.")] = True,
+                      format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/recentMemory", {"kind": kind, "scope": scope, "n": n,
+                                                    "body": body})
+        text = "\n".join(f"{i['kind']} {i['path']}: {' '.join((i.get('body') or '').split())}"
+                         .rstrip(": ") for i in result.get("items", [])) or "nothing written yet"
+        return answer(result, format, text)
 
-    @mcp.tool(description=(
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "The best context for a question that fits a token budget: whole chunks, best first, "
-        "each under a numbered citation header; cite them as [n]. `abstained: true` with an empty "
-        "context means nothing relevant was found; `weak: true` means little was found."))
-    def assemble(query: str, budget_tokens: int = 2000,
-                 kind: RecallKind | None = None,
-                 min_score: float | None = None,
-                 mode: RecallMode | None = None,
-                 scope: str | None = None) -> dict[str, Any]:
-        return bridge.call("ctxls/assemble", {"query": query, "budgetTokens": budget_tokens,
-                                              "kind": kind, "minScore": min_score, "mode": mode,
-                                              "scope": scope})
+        "each under a numbered citation header `[n] path:start-end symbol` (1-based lines); "
+        "cite them as [n]. `(abstained: why)` means nothing relevant was found (the question "
+        "may be about something this repository does not contain); `(weak: ...)` means little "
+        "was found."))
+    def assemble(query: Annotated[str, Field(description="The question to gather context for.")],
+                 budget_tokens: Annotated[int, Field(description=(
+                     "At most this many tokens of context, 1-200000."))] = 2000,
+                 kind: Kind = None,
+                 min_score: Annotated[float | None, Field(description=(
+                     "Abstain when the top hit scores lower (compare with mode semantic)."))] = None,
+                 mode: Mode = None, scope: Scope = None,
+                 format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/assemble", {"query": query, "budgetTokens": budget_tokens,
+                                                "kind": kind, "minScore": min_score, "mode": mode,
+                                                "scope": scope})
+        note = (result.get("stats") or {}).get("note")
+        if result.get("abstained"):
+            text = f"(abstained: {note or 'nothing relevant found'})"
+        else:
+            text = result.get("context", "") + (f"\n(weak: {note})" if result.get("weak") and note
+                                                 else "")
+        return answer(result, format, text + _partial_line(result))
 
-    @mcp.tool(description=(
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "The facts an agent should always keep in mind (pinned first, then human-written, then "
         "most recalled) as one stable text block within a character budget; good for a system "
         "prompt. Facts whose anchored code changed are marked stale."))
-    def knowledge(budget_chars: int = 2000, scope: str | None = None) -> dict[str, Any]:
-        return bridge.call("ctxls/knowledge", {"budgetChars": budget_chars, "scope": scope})
+    def knowledge(budget_chars: Annotated[int, Field(description=(
+                      "At most this many characters, 1-200000."))] = 2000,
+                  scope: Scope = None, format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/knowledge", {"budgetChars": budget_chars, "scope": scope})
+        return answer(result, format, result.get("block") or "no facts written yet")
 
-    @mcp.tool(description=(
-        "Index health: files, chunks, vectors, pending work, whether indexing is running, the "
-        "embedding model, the repository root and the store path."))
-    def status() -> dict[str, Any]:
-        return bridge.call("ctxls/status", {})
+    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+        "Index health: files, chunks, vectors, pending work and `state` (indexing, embedding, "
+        "idle or ready: wait for ready before trusting ranking by meaning), the embedding "
+        "model, the repository root and the store path."))
+    def status(format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/status", {})
+        return answer(result, format, _status_lines(result, bridge.via, PLAIN))
 
     return mcp
 

@@ -354,8 +354,8 @@ class Engine:
         """The best ``n`` hits per kind. Written memory (facts, episodes, and
         documents next to file docs) is searched within ``scope``; ``log``
         appends every hit to the demand log."""
-        if not isinstance(query, str):
-            raise InvalidParams("query", "must be a string")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidParams("query", "must be a non-empty string")
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RECALL_N:
             raise InvalidParams("n", f"must be an integer from 1 to {MAX_RECALL_N}")
         if mode not in RECALL_MODES:

@@ -147,29 +147,67 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
             assert set(tools) == {"recall", "locate", "get", "impact", "remember", "forget",
                                   "recent_activity", "recent_memory", "assemble", "knowledge",
                                   "status"}
-            assert "query" in tools["recall"].input_schema["properties"]
+            undescribed = [f"{name}.{param}" for name, tool in tools.items()
+                           for param, schema in tool.input_schema["properties"].items()
+                           if not schema.get("description")]
+            assert undescribed == []
             assert "StalePointer" in tools["get"].description
+            assert tools["forget"].annotations.destructive_hint is True
+            assert tools["recall"].annotations.read_only_hint is True
+            assert tools["remember"].annotations.read_only_hint is False
+
+            # No daemon runs: this process hosts the engine, indexing and embedding.
+            async def state() -> dict:
+                return (await session.call_tool("status", {"format": "json"})).structured_content
+
+            deadline = asyncio.get_running_loop().time() + 180
+            while not (await state())["ready"]:
+                assert asyncio.get_running_loop().time() < deadline, await state()
+                await asyncio.sleep(0.2)
+            text = (await session.call_tool("status", {})).content[0].text
+            assert "state    ready" in text and "hosts the engine" in text
 
             recall = await session.call_tool("recall", {"query": "send prepared", "kind": "code"})
-            assert not recall.is_error
-            assert recall.structured_content["hits"][0]["chunk"]["symbol"] == "send_prepared"
+            assert not recall.is_error and recall.structured_content is None
+            lines = recall.content[0].text.splitlines()
+            assert "pkg/session.py:16-18  send_prepared" in lines[1]  # 1-based, one line a hit
+            assert "partial" not in recall.content[0].text
+            full = await session.call_tool("recall", {"query": "send prepared", "kind": "code",
+                                                      "format": "json"})
+            hit = full.structured_content["hits"][0]
+            assert hit["chunk"] == {"symbol": "send_prepared", "startLine": 15, "endLine": 17}
+            assert "body" not in hit and full.structured_content["partial"] is False
 
-            located = await session.call_tool("locate", {"text": "send_prepared() drops the timeout"})
-            assert not located.is_error
-            assert located.structured_content["files"][0]["path"] == "pkg/session.py"
+            got = await session.call_tool("get", {"id": "pkg/session.py", "start_line": 16,
+                                                  "end_line": 16})
+            assert got.content[0].text.endswith("\ndef send_prepared(method, url, timeout):")
+            missing = await session.call_tool("get", {"id": "pkg/nosuch.py"})
+            assert missing.content[0].text.startswith("not found: pkg/nosuch.py")
 
             impact = await session.call_tool("impact", {"symbol": "Session.request"})
             assert not impact.is_error
-            # A tool that may answer null wraps its answer as {"result": ...} (MCP's rule
-            # for outputs that are not always an object).
-            callers = impact.structured_content["result"]["callers"]
+            assert "1 confirmed caller," in impact.content[0].text
+            assert "caller  pkg/retry.py:6" in impact.content[0].text
+            structured = await session.call_tool("impact", {"symbol": "Session.request",
+                                                            "format": "json"})
+            callers = structured.structured_content["callers"]
             assert [c["path"] for c in callers if c["confirmed"]] == ["pkg/retry.py"]
+            unknown = await session.call_tool("impact", {"symbol": "no_such_function"})
+            assert unknown.content[0].text.startswith("not found: no_such_function")
 
             wrote = await session.call_tool("remember", {"id": "deploy-note",
                                                          "text": "the deploy needs FOO_URL set"})
-            assert not wrote.is_error
+            assert wrote.content[0].text == "remembered fact deploy-note: the deploy needs FOO_URL set"
+            wrote = await session.call_tool("remember", {"id": "deploy-note", "format": "json",
+                                                         "text": "the deploy needs FOO_URL set"})
+            assert wrote.structured_content["text"] == "the deploy needs FOO_URL set"
+            assert wrote.structured_content["provenance"] == "agent"
             found = await session.call_tool("recall", {"query": "deploy FOO_URL", "kind": "fact"})
-            assert found.structured_content["hits"][0]["path"] == "deploy-note"
+            assert "deploy-note  the deploy needs FOO_URL set" in found.content[0].text
 
-            bad = await session.call_tool("recall", {"query": "x", "n": 0})
-            assert bad.is_error and "-32602" in bad.content[0].text
+            for bad, param in (({"query": "x", "n": 0}, "n"), ({"query": "  "}, "query"),
+                               ({"query": "x", "n": "many"}, "n")):
+                error = await session.call_tool("recall", bad)
+                text = error.content[0].text
+                assert error.is_error and text.startswith(f"ctxls error -32602: invalid param '{param}'")
+                assert "pydantic" not in text and "http" not in text
