@@ -8,8 +8,10 @@ BIN := $(VENV)/bin
 REPO ?= .
 QUERY ?= where is the index store opened
 SOCKET ?= $(REPO)/.ctxls/daemon.sock
+# The real-VS-Code test's cache (code-server, the CDP driver): git-ignored.
+E2E ?= .e2e
 
-.PHONY: run test install install-test bench clean
+.PHONY: run test install install-test e2e-deps bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -23,7 +25,12 @@ install-test: $(BIN)/python
 run: install
 	$(BIN)/ctxls serve --root "$(REPO)" --example "$(QUERY)" --socket "$(SOCKET)"
 
-test: install-test
+# chromium (apt-get, as root), code-server and puppeteer-core for
+# tests/test_vscode_e2e.py; cached, so a re-run takes seconds.
+e2e-deps: install-test
+	tests/vscode/setup.sh "$(E2E)" "$(BIN)/rg"
+
+test: install-test e2e-deps
 	$(BIN)/python -m pytest -q
 
 bench: install

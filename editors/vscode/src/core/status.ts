@@ -82,10 +82,16 @@ export function statusView({ status, progress, error }: StatusInputs): StatusVie
     return { text: '$(error) ctxls', tooltip: `${error}\nClick to show the server's output.` };
   }
   const details = status === undefined ? [] : statusDetails(status);
+  // Once the first index is done the bar says so, whatever runs after it (embedding, a backlog).
+  const indexed = status !== undefined && !status.indexing ? `${plural(status.files, 'file')} indexed` : undefined;
   if (progress !== undefined) {
     const amount = progress.percentage === undefined ? '' : ` ${Math.max(0, Math.min(100, progress.percentage))}%`;
     const headline = progress.message === undefined ? progress.title : `${progress.title}: ${progress.message}`;
-    return { text: `$(sync~spin) ctxls ${progress.title}${amount}`, tooltip: [headline, ...details].join('\n') };
+    const text =
+      indexed === undefined || progress.title === 'indexing'
+        ? `$(sync~spin) ctxls ${progress.title}${amount}`
+        : `$(sync~spin) ctxls · ${indexed} · ${progress.title}${amount}`;
+    return { text, tooltip: [headline, ...details].join('\n') };
   }
   if (status === undefined) {
     return { text: '$(sync~spin) ctxls', tooltip: 'Starting the ctxls server…' };
@@ -94,10 +100,10 @@ export function statusView({ status, progress, error }: StatusInputs): StatusVie
     return { text: `$(sync~spin) ctxls indexing · ${plural(status.files, 'file')}`, tooltip: details.join('\n') };
   }
   if (status.pending > 0) {
-    return { text: `$(sync~spin) ctxls · ${formatCount(status.pending)} pending`, tooltip: details.join('\n') };
+    return { text: `$(sync~spin) ctxls · ${indexed} · ${formatCount(status.pending)} pending`, tooltip: details.join('\n') };
   }
   const warning = status.embeddings.error === undefined ? '' : '$(warning) ';
-  return { text: `${warning}$(database) ctxls`, tooltip: details.join('\n') };
+  return { text: `${warning}$(database) ctxls · ${indexed}`, tooltip: details.join('\n') };
 }
 
 function statusDetails(status: Status): string[] {

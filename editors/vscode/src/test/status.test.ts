@@ -70,7 +70,7 @@ describe('statusView', () => {
     assert.equal(statusView({ progress: { title: 'indexing', percentage: 42 } }).text, '$(sync~spin) ctxls indexing 42%');
     assert.equal(statusView({ progress: { title: 'indexing', percentage: 140 } }).text, '$(sync~spin) ctxls indexing 100%');
     const view = statusView({ status: status(), progress: { title: 'embedding', message: '300 chunks left' } });
-    assert.equal(view.text, '$(sync~spin) ctxls embedding');
+    assert.equal(view.text, '$(sync~spin) ctxls · 1,234 files indexed · embedding');
     assert.match(view.tooltip, /^embedding: 300 chunks left\nctxls 0\.1\.0/);
   });
 
@@ -82,13 +82,13 @@ describe('statusView', () => {
 
   test('a backlog shows its size', () => {
     const view = statusView({ status: status({ pending: 1500 }) });
-    assert.equal(view.text, '$(sync~spin) ctxls · 1,500 pending');
+    assert.equal(view.text, '$(sync~spin) ctxls · 1,234 files indexed · 1,500 pending');
     assert.match(view.tooltip, /1,500 pending \(files to index, chunks to embed\)/);
   });
 
   test('idle: counts, embeddings, root and index in the tooltip', () => {
     const view = statusView({ status: status() });
-    assert.equal(view.text, '$(database) ctxls');
+    assert.equal(view.text, '$(database) ctxls · 1,234 files indexed');
     assert.equal(
       view.tooltip,
       [
@@ -108,7 +108,7 @@ describe('statusView', () => {
     const failed = statusView({
       status: status({ embeddings: { enabled: false, model: '', dim: 0, error: 'model file missing' } }),
     });
-    assert.equal(failed.text, '$(warning) $(database) ctxls');
+    assert.equal(failed.text, '$(warning) $(database) ctxls · 1,234 files indexed');
     assert.match(failed.tooltip, /Embeddings off: model file missing/);
   });
 

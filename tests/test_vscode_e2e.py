@@ -1,0 +1,146 @@
+"""The VS Code extension in a real VS Code: code-server 4.100.3 (VS Code
+1.100.3) with the packaged .vsix installed, driven in headless Chromium over
+CDP by tests/vscode/e2e.mjs. `make test` installs code-server, chromium and
+the driver first (tests/vscode/setup.sh, cached in .e2e/); where chromium
+cannot be installed setup.sh says why in .e2e/skip-reason and this test skips
+with that message (as it does, saying so, when pytest runs without that set-up).
+
+The language server is the real `ctxls serve` of this checkout, started by the
+extension (with the --stdio and --clientProcessId flags the language client adds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from conftest import write_tree, SAMPLE_FILES
+
+ROOT = Path(__file__).resolve().parents[1]
+E2E = Path(os.environ.get("CTXLS_E2E_DIR", ROOT / ".e2e"))
+EXTENSION = ROOT / "editors" / "vscode"
+DRIVER = Path(__file__).resolve().parent / "vscode" / "e2e.mjs"
+CODE_SERVER = E2E / "code-server" / "node_modules" / ".bin" / "code-server"
+# Every wait in the driver is bounded; this bounds the whole session.
+SESSION_TIMEOUT_S = 600
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def requirements() -> None:
+    reason = E2E / "skip-reason"
+    if reason.is_file():
+        pytest.skip(f"VS Code end-to-end test: {reason.read_text().strip()}")
+    ready = (shutil.which("chromium") and CODE_SERVER.is_file()
+             and (E2E / "driver" / "node_modules" / "puppeteer-core").is_dir())
+    if not ready:  # `make test` always installs first; a bare pytest run may not have
+        pytest.skip(f"VS Code end-to-end test: code-server, chromium or the driver is not installed "
+                    f"in {E2E}: run `make e2e-deps` (make test does)")
+
+
+def build_vsix(out_dir: Path) -> Path:
+    npm = shutil.which("npm")
+    if not (EXTENSION / "node_modules").is_dir():
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=EXTENSION, check=True,
+                       capture_output=True, timeout=600)
+    vsix = out_dir / "ctxls-e2e.vsix"
+    done = subprocess.run([npm, "run", "package", "--", "--out", str(vsix)], cwd=EXTENSION,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return vsix
+
+
+@contextmanager
+def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iterator[str]:
+    """A running code-server with the extension installed; yields its URL."""
+    extensions, data = home / "extensions", home / "data"
+    (data / "User").mkdir(parents=True, exist_ok=True)
+    (data / "User" / "settings.json").write_text(json.dumps({
+        "security.workspace.trust.enabled": False, "workbench.startupEditor": "none",
+        "telemetry.telemetryLevel": "off", "extensions.autoUpdate": False,
+        "extensions.autoCheckUpdates": False, "files.autoSave": "off",
+        "workbench.tips.enabled": False, "editor.minimap.enabled": False,
+    } | settings))
+    common = ["--extensions-dir", str(extensions), "--user-data-dir", str(data)]
+    installed = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix)],
+                               capture_output=True, text=True, timeout=300)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    port = free_port()
+    log = open(home / "code-server.log", "w")
+    # Its own process group: the extension host and the language server it
+    # starts are ended with it, so no stale daemon outlives the test.
+    proc = subprocess.Popen([str(CODE_SERVER), "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
+                             "--disable-telemetry", "--disable-update-check",
+                             "--disable-workspace-trust", *common, str(workspace)],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env=os.environ | {"HOME": str(home)})
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, (
+                    (home / "code-server.log").read_text()[-3000:])
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/?folder={workspace}"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(proc.pid, signal.SIGKILL)
+        log.close()
+
+
+def drive(url: str, file: str, shots: Path, mode: str, timeout_ms: int = 60000) -> dict:
+    result_file = shots / "result.json"
+    env = os.environ | {"URL": url, "DRIVER_DIR": str(E2E / "driver"), "CHROMIUM": shutil.which("chromium"),
+                        "SHOTS": str(shots), "RESULT": str(result_file), "FILE": file, "MODE": mode,
+                        "TIMEOUT_MS": str(timeout_ms)}
+    done = subprocess.run(["node", str(DRIVER)], env=env, capture_output=True, text=True,
+                          timeout=SESSION_TIMEOUT_S)
+    assert result_file.is_file(), f"the driver wrote no result:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return json.loads(result_file.read_text())
+
+
+def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
+    requirements()
+    repo = tmp_path / "repo"
+    write_tree(repo, SAMPLE_FILES)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shots = Path(os.environ.get("CTXLS_E2E_SHOTS", tmp_path / "screenshots"))
+    shots.mkdir(parents=True, exist_ok=True)
+    print(f"\nVS Code e2e screenshots: {shots}")
+    vsix = build_vsix(tmp_path)
+    server = Path(sys.executable).with_name("ctxls")
+    with code_server(repo, tmp_path / "home", vsix, {"ctxls.serverPath": str(server)}) as url:
+        result = drive(url, "pkg/session.py", shots, "full")
+    report = "\n".join(f"{'ok ' if s['ok'] else 'FAIL'} {s['name']}: {s['detail']}" for s in result["steps"])
+    print(report)
+    failed = [s for s in result["steps"] if not s["ok"]]
+    assert not failed, f"{report}\n\noutput channel:\n{result['output']}\nscreenshots: {shots}"
+    names = [s["name"] for s in result["steps"]]
+    assert len(names) == 9, names  # every step ran
+    steps = {s["name"]: s["detail"] for s in result["steps"]}
+    assert "caller" in steps["first code lens"]
+    assert "indexed" in steps["status bar says indexed"]
+    assert steps["recall from the palette opens the picked hit at its line"] == "pkg/session.py line 16"
+    assert "Session.request" in steps["impact of the symbol under the cursor fills the tree"]
+    assert "typed_unsaved_marker" in steps["an unsaved edit is found by recall"]

@@ -1,0 +1,225 @@
+// Drives a real VS Code (code-server in headless Chromium, over CDP) through
+// the ctxls extension. Run by tests/test_vscode_e2e.py, which reads the JSON
+// written to $RESULT: { steps: [{ name, ok, detail }], timings: {...}, output }.
+//
+// Environment: URL (code-server with the workspace folder), DRIVER_DIR (where
+// puppeteer-core is installed), CHROMIUM, SHOTS (screenshot folder), RESULT,
+// FILE (the file to open), MODE ("full": every step; "bench": only the
+// timings to the first code lens and to "indexed"), TIMEOUT_MS (per wait).
+import { createRequire } from 'node:module';
+import { writeFileSync } from 'node:fs';
+
+const require = createRequire(`${process.env.DRIVER_DIR}/package.json`);
+const puppeteer = require('puppeteer-core');
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`missing $${name}`);
+  return value;
+};
+const SHOTS = env('SHOTS');
+const FILE = env('FILE');
+const MODE = process.env.MODE || 'full';
+const TIMEOUT_MS = Number(process.env.TIMEOUT_MS || 60000);
+const result = { steps: [], timings: {}, output: '' };
+let shotCount = 0;
+
+const browser = await puppeteer.launch({
+  executablePath: env('CHROMIUM'),
+  headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1400,900'],
+  defaultViewport: { width: 1400, height: 900 },
+});
+const page = await browser.newPage();
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function shot(name) {
+  shotCount += 1;
+  await page.screenshot({ path: `${SHOTS}/${String(shotCount).padStart(2, '0')}-${name}.png` });
+}
+
+/** Texts (textContent, else aria-label) of the elements matching `selector`. */
+async function texts(selector) {
+  return page.$$eval(selector, (nodes) =>
+    nodes.map((node) => (node.textContent || '').trim() || node.getAttribute('aria-label') || ''),
+  );
+}
+
+/** Wait until an element matching `selector` has text matching `pattern`; return that text. */
+async function waitForText(selector, pattern, what, timeout = TIMEOUT_MS) {
+  const handle = await page
+    .waitForFunction(
+      (sel, source, flags) => {
+        const re = new RegExp(source, flags);
+        for (const node of document.querySelectorAll(sel)) {
+          const text = `${node.textContent || ''} ${node.getAttribute('aria-label') || ''}`;
+          if (re.test(text)) return text.trim();
+        }
+        return false;
+      },
+      { timeout, polling: 100 },
+      selector,
+      pattern.source,
+      pattern.flags,
+    )
+    .catch(async (error) => {
+      throw new Error(`${what}: nothing in ${selector} matched ${pattern} within ${timeout} ms ` +
+        `(found ${JSON.stringify((await texts(selector)).slice(0, 12))}): ${error.message}`);
+    });
+  return handle.jsonValue();
+}
+
+async function clickText(selector, pattern, what) {
+  await waitForText(selector, pattern, what);
+  const clicked = await page.$$eval(
+    selector,
+    (nodes, source, flags) => {
+      const re = new RegExp(source, flags);
+      const node = nodes.find((n) => re.test(`${n.textContent || ''} ${n.getAttribute('aria-label') || ''}`));
+      if (!node) return false;
+      node.click();
+      return true;
+    },
+    pattern.source,
+    pattern.flags,
+  );
+  if (!clicked) throw new Error(`${what}: ${pattern} vanished before the click`);
+}
+
+async function quickInput(keys, text) {
+  await page.keyboard.down('Control');
+  if (keys === 'F1') {
+    await page.keyboard.up('Control');
+    await page.keyboard.press('F1');
+  } else {
+    await page.keyboard.press(keys);
+    await page.keyboard.up('Control');
+  }
+  await page.waitForSelector('.quick-input-widget:not([style*="display: none"]) input', { visible: true });
+  await page.keyboard.type(text, { delay: 10 });
+}
+
+async function runCommand(title) {
+  await quickInput('F1', `>${title}`.replace(/^>>/, '>'));
+  await clickText('.quick-input-list .monaco-list-row', new RegExp(escape(title)), `command ${title}`);
+}
+
+/** Open the extension's Recall picker and type a query into it. */
+async function recall(query) {
+  await runCommand('ctxls: Recall');
+  // Typing before the picker replaced the palette would type into the editor.
+  await page.waitForSelector('.quick-input-widget input[placeholder^="Search code"]', {
+    visible: true,
+    timeout: TIMEOUT_MS,
+  });
+  await page.keyboard.type(query, { delay: 10 });
+}
+
+async function openFile(name) {
+  await quickInput('KeyP', name);
+  await clickText('.quick-input-list .monaco-list-row', new RegExp(escape(name.split('/').pop())), `open ${name}`);
+  await waitForText('.tab.active', new RegExp(escape(name.split('/').pop())), `tab of ${name}`);
+}
+
+function escape(text) {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+async function cursorLine() {
+  const text = await waitForText('.statusbar-item', /Ln \d+, Col \d+/, 'cursor position');
+  return Number(/Ln (\d+)/.exec(text)[1]);
+}
+
+async function step(name, fn) {
+  if (result.steps.some((s) => !s.ok)) return; // later steps build on earlier ones
+  const started = Date.now();
+  try {
+    const detail = await fn();
+    result.steps.push({ name, ok: true, detail: detail ?? '', ms: Date.now() - started });
+  } catch (error) {
+    result.steps.push({ name, ok: false, detail: String(error && error.stack ? error.stack : error) });
+  }
+  await shot(name.replace(/[^a-z0-9]+/gi, '-').toLowerCase()).catch(() => {});
+}
+
+try {
+  await step('workbench loads', async () => {
+    await page.goto(env('URL'), { waitUntil: 'domcontentloaded', timeout: TIMEOUT_MS });
+    await page.waitForSelector('.monaco-workbench', { timeout: TIMEOUT_MS });
+    // The extension activates on startup finished: its status bar item appears.
+    return waitForText('.statusbar-item', /ctxls/, 'the ctxls status bar item', TIMEOUT_MS * 2);
+  });
+
+  const opened = Date.now();
+  await step(`open ${FILE}`, () => openFile(FILE));
+
+  await step('first code lens', async () => {
+    const lens = await waitForText('.codelens-decoration', /caller/, 'a code lens', TIMEOUT_MS * 5);
+    result.timings.firstLensMs = Date.now() - opened;
+    return lens;
+  });
+
+  await step('status bar says indexed', async () => {
+    const text = await waitForText('.statusbar-item', /ctxls.*indexed/, 'the status bar', TIMEOUT_MS * 10);
+    result.timings.indexedMs = Date.now() - opened;
+    return text;
+  });
+
+  if (MODE === 'full') {
+    await step('the code lens counts the caller once indexed', () =>
+      // send_prepared is called once, from Session.request.
+      waitForText('.codelens-decoration', /^1 caller · risk/, 'the lens of send_prepared'),
+    );
+
+    await step('recall from the palette opens the picked hit at its line', async () => {
+      await recall('send prepared request');
+      await clickText('.quick-input-list .monaco-list-row', /send_prepared/, 'the send_prepared hit');
+      await waitForText('.tab.active', /session\.py/, 'session.py opened');
+      // session.py was already open: wait for the cursor to move to the hit.
+      const moved = await waitForText('.statusbar-item', /Ln 16, Col \d+/, 'the cursor at line 16', 10000).catch(
+        () => undefined,
+      );
+      const line = moved === undefined ? await cursorLine() : 16;
+      if (line !== 16) throw new Error(`the hit opened at line ${line}, expected 16`);
+      return `pkg/session.py line ${line}`;
+    });
+
+    await step('impact of the symbol under the cursor fills the tree', async () => {
+      await quickInput('KeyG', '16:5');
+      await page.keyboard.press('Enter');
+      await runCommand('ctxls: Impact of Symbol');
+      const caller = await waitForText('.pane-body .monaco-list-row', /Session\.request/, 'the caller in the tree');
+      const risk = await waitForText('.pane-body .monaco-list-row', /Risk: /, 'the risk row');
+      return `${risk} | ${caller}`;
+    });
+
+    await step('an unsaved edit is found by recall', async () => {
+      await openFile('retry.py');
+      await sleep(300); // the editor takes the focus back from the quick open
+      await page.keyboard.down('Control');
+      await page.keyboard.press('End');
+      await page.keyboard.up('Control');
+      await page.keyboard.press('Enter');
+      await page.keyboard.type('def typed_unsaved_marker():\nreturn 1\n', { delay: 10 });
+      await waitForText('.tab.active.dirty', /retry\.py/, 'retry.py marked unsaved');
+      await recall('typed unsaved marker');
+      return waitForText('.quick-input-list .monaco-list-row', /typed_unsaved_marker/, 'the unsaved function');
+    });
+
+    await step('the output channel has no error', async () => {
+      await page.keyboard.press('Escape');
+      await runCommand('ctxls: Show Output');
+      await page.waitForSelector('.panel .view-lines', { visible: true, timeout: TIMEOUT_MS });
+      // The channel shown is the extension's (its server's stderr goes there too).
+      await waitForText('.panel .monaco-select-box', /ctxls/, 'the ctxls output channel selected');
+      await sleep(500);
+      result.output = (await texts('.panel .view-lines .view-line')).join('\n');
+      const bad = result.output.split('\n').filter((line) => /\[Error|Traceback|ERROR|crashed/.test(line));
+      if (bad.length > 0) throw new Error(`errors in the output channel:\n${bad.join('\n')}`);
+      return `${result.output.split('\n').length} lines`;
+    });
+  }
+} finally {
+  writeFileSync(env('RESULT'), JSON.stringify(result, null, 2));
+  await browser.close();
+}
