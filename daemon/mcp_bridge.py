@@ -30,7 +30,7 @@ from ctxls.daemon.client import EngineAccess
 from ctxls.index.errors import EngineError, InvalidParams
 
 # Parameter types the tools share (the protocol's kinds and modes).
-RecallKind = Literal["code", "doc", "fact", "episode"]
+RecallKind = Literal["code", "doc", "config", "fact", "episode"]
 RecallMode = Literal["hybrid", "lexical", "semantic"]
 WrittenKind = Literal["fact", "episode", "doc"]
 

@@ -55,10 +55,9 @@ class SymbolSpan:
 
 
 _DEFINITIONS_SQL = (
-    "SELECT f.path, f.language, c.symbol, c.symbol_kind, min(c.start_line) AS start_line, "
-    "max(c.end_line) AS end_line FROM chunks c JOIN files f ON f.id = c.file_id "
-    "WHERE c.name = ? AND c.kind = 'code' AND c.symbol IS NOT NULL "
-    "GROUP BY f.path, c.symbol ORDER BY f.path, start_line")
+    "SELECT f.path, f.language, s.symbol, s.symbol_kind, min(s.start_line) AS start_line, "
+    "max(s.end_line) AS end_line FROM symbols s JOIN files f ON f.id = s.file_id "
+    "WHERE s.name = ? GROUP BY f.path, s.symbol ORDER BY f.path, start_line")
 
 
 def definitions_named(conn: sqlite3.Connection, name: str) -> list[Definition]:
@@ -97,19 +96,16 @@ def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:
     row = conn.execute("SELECT id, hash FROM files WHERE path = ?", (path,)).fetchone()
     if row is not None and row["hash"] == content_hash(text):
         rows = conn.execute(
-            "SELECT symbol, symbol_kind, min(start_line) AS s, max(end_line) AS e FROM chunks "
-            "WHERE file_id = ? AND symbol IS NOT NULL AND kind = 'code' GROUP BY symbol "
-            "ORDER BY s", (row["id"],)).fetchall()
+            "SELECT symbol, symbol_kind, min(start_line) AS s, max(end_line) AS e FROM symbols "
+            "WHERE file_id = ? GROUP BY symbol ORDER BY s", (row["id"],)).fetchall()
         return [SymbolSpan(r["symbol"], r["symbol_kind"], r["s"], r["e"]) for r in rows]
     merged: dict[str, SymbolSpan] = {}
-    for chunk in chunk_file(path, text).chunks:
-        if chunk.symbol is None or chunk.kind != "code":
-            continue
-        known = merged.get(chunk.symbol)
-        merged[chunk.symbol] = SymbolSpan(
-            chunk.symbol, chunk.symbol_kind,
-            min(chunk.start_line, known.start_line) if known else chunk.start_line,
-            max(chunk.end_line, known.end_line) if known else chunk.end_line)
+    for definition in chunk_file(path, text).symbols:
+        known = merged.get(definition.symbol)
+        merged[definition.symbol] = SymbolSpan(
+            definition.symbol, definition.symbol_kind,
+            min(definition.start_line, known.start_line) if known else definition.start_line,
+            max(definition.end_line, known.end_line) if known else definition.end_line)
     return sorted(merged.values(), key=lambda span: span.start_line)
 
 

@@ -28,8 +28,8 @@ from typing import NamedTuple
 from tree_sitter import Node, Parser, Tree
 
 from .imports import extract_imports
-from .languages import is_doc_path, language_for_path, parser_for
-from .model import Chunk, ParsedFile
+from .languages import chunk_kind_for_path, language_for_path, parser_for
+from .model import Chunk, ParsedFile, SymbolDef, content_hash
 
 MAX_CHUNK_LINES = 150
 OVERLAP_LINES = 20
@@ -52,12 +52,27 @@ def split_lines(text: str) -> list[str]:
 
 
 def chunk_file(path: str, text: str) -> ParsedFile:
-    """Chunks and imports of one file. Never raises for any ``str`` input."""
+    """Chunks, definitions and imports of one file, chunks packed to reading
+    size (see ``_pack``). Never raises for any ``str`` input."""
+    return _chunk(path, text, pack=True)
+
+
+def definition_chunks(path: str, text: str) -> ParsedFile:
+    """As ``chunk_file`` but unpacked: one chunk per definition (a container's
+    header alone), per residue run, per Markdown section. What the reading of
+    a file into definitions is, before packing; the tests' tables and the
+    bench's before/after share of tiny chunks use it."""
+    return _chunk(path, text, pack=False)
+
+
+def _chunk(path: str, text: str, pack: bool) -> ParsedFile:
     lines = split_lines(text)
-    kind = "doc" if is_doc_path(path) else "code"
+    kind = chunk_kind_for_path(path)
     language = language_for_path(path)
+    finish = (lambda pieces: _pack(lines, pieces)) if pack else (lambda pieces: pieces)
     if language == "markdown":
-        return ParsedFile(language, _build_chunks(lines, _markdown_sections(lines), language, kind))
+        return ParsedFile(language, _build_chunks(lines, finish(_markdown_sections(lines)),
+                                                  language, kind))
     if language is None or language not in _GRAMMARS:
         return ParsedFile("text", _window_chunks(lines, "text", kind))
     try:
@@ -66,8 +81,12 @@ def chunk_file(path: str, text: str) -> ParsedFile:
         imports = extract_imports(language, tree)
     except Exception:  # a grammar or binding failure must not cost the file its chunks
         return ParsedFile(language, _window_chunks(lines, language, kind))
-    pieces = [*spans, *_residue(lines, spans)]
-    return ParsedFile(language, _build_chunks(lines, pieces, language, kind), imports)
+    pieces = sorted([*spans, *_residue(lines, spans)], key=lambda piece: (piece.start, piece.end))
+    symbols = [SymbolDef(span.symbol, span.symbol_kind, span.start, span.end,
+                         content_hash("\n".join(lines[span.start:span.end + 1])))
+               for span in spans if span.symbol]
+    return ParsedFile(language, _build_chunks(lines, finish(pieces), language, kind), imports,
+                      symbols)
 
 
 class _Piece(NamedTuple):
@@ -77,6 +96,10 @@ class _Piece(NamedTuple):
     end: int
     symbol: str | None
     symbol_kind: str
+    # Last line of the whole definition: past ``end`` for a container, whose
+    # piece is its header and whose members are pieces of their own.
+    body_end: int = -1
+    names: tuple[str, ...] = ()
 
 
 def _build_chunks(lines: list[str], pieces: list[_Piece], language: str, kind: str) -> list[Chunk]:
@@ -85,11 +108,118 @@ def _build_chunks(lines: list[str], pieces: list[_Piece], language: str, kind: s
         trimmed = _trim_blank_edges(lines, piece.start, piece.end)
         if trimmed is None:
             continue
+        names = piece.names or ((piece.symbol,) if piece.symbol else ())
         for start, end in _parts(*trimmed, MAX_CHUNK_LINES, OVERLAP_LINES):
             text = "\n".join(lines[start : end + 1])
-            chunks.append(Chunk(piece.symbol, piece.symbol_kind, kind, language, start, end, text))
+            chunks.append(Chunk(piece.symbol, piece.symbol_kind, kind, language, start, end, text,
+                                names=names))
     chunks.sort(key=lambda chunk: (chunk.start_line, chunk.end_line))
     return chunks
+
+
+# --- Packing ------------------------------------------------------------------
+#
+# A 1-2-line chunk (a class header cut from its methods, a one-line Rust
+# `impl`, a TypeScript overload or type alias, a comment left between two
+# methods) is rarely what anyone wants to read, yet it ranks well: BM25
+# favours short rows. Packing joins such pieces with their neighbours up to
+# PACK_CHARS (semble's measured sweet spot is about 1,500 characters); long
+# definitions stay as they are (split by MAX_CHUNK_LINES).
+
+PACK_CHARS = 1500
+TINY_LINES = 2
+
+
+def _pack(lines: list[str], pieces: list[_Piece]) -> list[_Piece]:
+    """``pieces`` (sorted, disjoint) joined into reading-sized pieces:
+
+    1. a container's header takes its members in order while they fit
+       (a class with its fields and short methods reads as one);
+    2. runs of tiny pieces (at most TINY_LINES lines) join each other;
+    3. a tiny piece still alone joins the smaller neighbour it fits with.
+    """
+    sized = [(piece, _size(lines, piece)) for piece in pieces if _size(lines, piece)[0]]
+    groups: list[list[tuple[_Piece, tuple[int, int]]]] = []
+    index = 0
+    while index < len(sized):
+        group = [sized[index]]
+        head, (head_lines, _) = sized[index]
+        index += 1
+        container = head.body_end > head.end
+        while index < len(sized):
+            piece, (piece_lines, piece_chars) = sized[index]
+            chars = sum(size[1] for _, size in group) + piece_chars
+            if chars > PACK_CHARS:
+                break
+            inside = container and piece.start <= head.body_end
+            tiny_run = all(size[0] <= TINY_LINES for _, size in group) and piece_lines <= TINY_LINES
+            if not (inside or tiny_run):
+                break
+            group.append(sized[index])
+            index += 1
+        groups.append(group)
+    merged = _absorb_tiny(groups)
+    return [_joined([piece for piece, _ in group]) for group in merged]
+
+
+def _absorb_tiny(groups: list[list]) -> list[list]:
+    """Rule 3: a group that is still one tiny piece joins a neighbour."""
+    out: list[list] = []
+    index = 0
+    while index < len(groups):
+        group = groups[index]
+        lines_, chars = _group_size(group)
+        if lines_ <= TINY_LINES:
+            # A header (a container's, a heading's) introduces what follows it.
+            head = group[0][0]
+            leads = head.body_end > head.end or head.symbol_kind == "section"
+            before = out[-1] if out and not leads else None
+            after = groups[index + 1] if index + 1 < len(groups) else None
+            # A header joins what it introduces whatever the size (a long
+            # first member is split later, the header staying with its start).
+            options = [g for g in (before, after)
+                       if g is not None and (_group_size(g)[1] + chars <= PACK_CHARS
+                                             or (leads and g is after))]
+            if options:
+                target = min(options, key=lambda g: _group_size(g)[1])
+                if target is before:
+                    before.extend(group)
+                else:
+                    groups[index + 1] = group + after
+                index += 1
+                continue
+        out.append(group)
+        index += 1
+    return out
+
+
+def _group_size(group: list) -> tuple[int, int]:
+    first, last = group[0][0], group[-1][0]
+    return last.end - first.start + 1, sum(size[1] for _, size in group)
+
+
+def _size(lines: list[str], piece: _Piece) -> tuple[int, int]:
+    """(non-blank-edged line count, characters) of a piece; (0, 0) if blank."""
+    trimmed = _trim_blank_edges(lines, piece.start, piece.end)
+    if trimmed is None:
+        return 0, 0
+    start, end = trimmed
+    return end - start + 1, sum(len(line) + 1 for line in lines[start:end + 1])
+
+
+def _joined(pieces: list[_Piece]) -> _Piece:
+    """One piece for a group: named after its first definition (a container
+    first, since its header leads its group), or its largest one."""
+    if len(pieces) == 1:
+        return pieces[0]
+    named = [piece for piece in pieces if piece.symbol]
+    lead = None
+    if named:
+        lead = named[0] if named[0].body_end > named[0].end or named[0] is pieces[0] \
+            else max(named, key=lambda piece: piece.end - piece.start)
+    names = tuple(name for piece in pieces for name in (piece.names or ((piece.symbol,) if piece.symbol else ())))
+    return _Piece(pieces[0].start, pieces[-1].end, lead.symbol if lead else None,
+                  lead.symbol_kind if lead else pieces[0].symbol_kind, pieces[-1].end, names)
 
 
 def _window_chunks(lines: list[str], language: str, kind: str) -> list[Chunk]:
@@ -252,7 +382,9 @@ def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: b
         found: list[_Piece] = []
         _collect(grammar, root.named_children, (), False, found)
         if offset:
-            found = [_Piece(start + offset, end + offset, symbol, kind) for start, end, symbol, kind in found]
+            found = [piece._replace(start=piece.start + offset, end=piece.end + offset,
+                                    body_end=piece.body_end + offset if piece.body_end >= 0 else -1)
+                     for piece in found]
         restart = _swallowed_row(grammar, root.children, lines, offset) if root.has_error else None
         rest = "\n".join(lines[restart:]).encode("utf-8", "replace") if restart is not None else b""
         if restart is None or len(rest) > budget:
@@ -350,7 +482,7 @@ def _collect(
                 members: list[_Piece] = []
                 _collect(grammar, decl.members.named_children, name, decl.is_type, members)
                 header_end = min(member.start for member in members) - 1 if members else end
-                spans.append(_Piece(first, max(first, header_end), symbol, kind))
+                spans.append(_Piece(first, max(first, header_end), symbol, kind, end))
                 spans.extend(members)
         elif node.type in grammar.transparent or node.is_error:
             _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)

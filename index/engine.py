@@ -35,7 +35,7 @@ from ctxls.index.store import Store, now_ms
 
 log = logging.getLogger(__name__)
 
-FILE_KINDS = ("code", "doc")
+FILE_KINDS = ("code", "doc", "config")
 # Recalled from written memory only (index/memory/sqlite.py); "doc" is recalled from
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
@@ -585,18 +585,17 @@ class Engine:
 
     def document_symbols(self, path: str) -> list[SymbolInfo]:
         rows = self.store.reader().execute(
-            "SELECT c.symbol, c.symbol_kind, c.start_line, c.end_line FROM chunks c "
-            "JOIN files f ON f.id = c.file_id WHERE f.path = ? AND c.symbol IS NOT NULL "
-            "ORDER BY c.start_line, c.end_line", (path,)).fetchall()
+            "SELECT s.symbol, s.symbol_kind, s.start_line, s.end_line FROM symbols s "
+            "JOIN files f ON f.id = s.file_id WHERE f.path = ? "
+            "ORDER BY s.start_line, s.end_line", (path,)).fetchall()
         return self._symbols(path, rows)
 
     def workspace_symbols(self, query: str, limit: int = 100) -> list[SymbolInfo]:
         needle = query.strip().lower()
         rows = self.store.reader().execute(
-            "SELECT f.path, c.symbol, c.symbol_kind, c.start_line, c.end_line FROM chunks c "
-            "JOIN files f ON f.id = c.file_id "
-            "WHERE c.symbol IS NOT NULL AND c.kind = 'code' AND instr(lower(c.symbol), ?) > 0 "
-            "ORDER BY (c.name = ?) DESC, length(c.symbol), f.path, c.start_line LIMIT ?",
+            "SELECT f.path, s.symbol, s.symbol_kind, s.start_line, s.end_line FROM symbols s "
+            "JOIN files f ON f.id = s.file_id WHERE instr(lower(s.symbol), ?) > 0 "
+            "ORDER BY (s.name = ?) DESC, length(s.symbol), f.path, s.start_line LIMIT ?",
             (needle, needle, limit * 2)).fetchall()
         out: list[SymbolInfo] = []
         for r in rows:

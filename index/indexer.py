@@ -194,17 +194,14 @@ class Indexer:
     def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
                     ts: int) -> None:
         if log_edits:
-            old = conn.execute(
-                "SELECT c.symbol, c.kind, c.hash FROM chunks c JOIN files f ON f.id = c.file_id "
-                "WHERE f.path = ?", (record.path,)).fetchall()
-            _log_changed_chunks(conn, record.path, old, parsed, ts)
+            _log_changed_symbols(conn, record.path, parsed, ts)
         resolver = self._resolver
         if resolver is None or record.path not in resolver:
             # First file outside a pass, or a new file: other files may now import it.
             resolver = self._resolver = ImportResolver(set(self.store.file_states()) | {record.path})
         imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
                    for ref in parsed.imports]
-        self.store.put_file(conn, record, parsed.chunks, imports)
+        self.store.put_file(conn, record, parsed.chunks, imports, parsed.symbols)
 
     # -- single files (buffers, watched files) -------------------------------
 
@@ -255,18 +252,27 @@ class Indexer:
                                log_edits=log_edits)
 
 
-def _log_changed_chunks(conn, path: str, old_rows: Iterable, parsed: ParsedFile, ts: int) -> None:
-    """Edit log: one row per symbol whose (symbol, body) changed, appeared or
-    disappeared in this update."""
-    old = {(r["symbol"], r["hash"]) for r in old_rows}
-    old_kinds = {r["symbol"]: r["kind"] for r in old_rows}
-    new = {(c.symbol, c.hash) for c in parsed.chunks}
-    new_kinds = {c.symbol: c.kind for c in parsed.chunks}
-    changed: dict[str | None, str] = {}
-    for symbol, _ in new - old:
-        changed[symbol] = new_kinds[symbol]
-    for symbol, _ in old - new:
-        changed.setdefault(symbol, old_kinds[symbol])
+def _log_changed_symbols(conn, path: str, parsed: ParsedFile, ts: int) -> None:
+    """Edit log: one row per definition whose (symbol, lines) changed,
+    appeared or disappeared in this update; for what no definition covers (a
+    Markdown section, module residue, a line window) the chunk's symbol, or
+    None."""
+    old_defs = set(conn.execute(
+        "SELECT s.symbol, s.hash FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?",
+        (path,)).fetchall())
+    old_chunks = conn.execute(
+        "SELECT c.symbol, c.kind, c.hash FROM chunks c JOIN files f ON f.id = c.file_id "
+        "WHERE f.path = ?", (path,)).fetchall()
+    kind = parsed.chunks[0].kind if parsed.chunks else (old_chunks[0]["kind"] if old_chunks else "code")
+    new_defs = {(d.symbol, d.hash) for d in parsed.symbols}
+    changed: set[str | None] = {symbol for symbol, _ in new_defs ^ {tuple(r) for r in old_defs}}
+    def_names = {symbol for symbol, _ in new_defs} | {r[0] for r in old_defs}
+    chunk_diff = ({(c.symbol, c.hash) for c in parsed.chunks}
+                  ^ {(r["symbol"], r["hash"]) for r in old_chunks})
+    for symbol, _ in chunk_diff:
+        if symbol not in def_names:
+            changed.add(symbol)
+        elif not changed:  # residue packed with a definition
+            changed.add(None)
     conn.executemany("INSERT INTO edits(path, symbol, kind, ts) VALUES (?, ?, ?, ?)",
-                     [(path, symbol, kind, ts) for symbol, kind in sorted(
-                         changed.items(), key=lambda kv: (kv[0] or ""))])
+                     [(path, symbol, kind, ts) for symbol in sorted(changed, key=lambda s: s or "")])

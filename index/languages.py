@@ -85,9 +85,17 @@ def language_for_path(path: str) -> str | None:
     return _LANGUAGE_BY_FILENAME.get(posixpath.basename(path.replace("\\", "/")))
 
 
-def is_doc_path(path: str) -> bool:
-    """True for prose files (chunk kind "doc"); everything else is "code"."""
-    return _extension(path) in _DOC_EXTENSIONS
+# Configuration and data: their own recall kind, so a CI file that names a
+# feature does not outrank the code implementing it.
+_CONFIG_EXTENSIONS = frozenset({"toml", "yaml", "yml", "ini", "cfg", "json", "conf", "properties"})
+
+
+def chunk_kind_for_path(path: str) -> str:
+    """The recall kind of a file's chunks: "doc" (prose), "config", or "code"."""
+    extension = _extension(path)
+    if extension in _DOC_EXTENSIONS:
+        return "doc"
+    return "config" if extension in _CONFIG_EXTENSIONS else "code"
 
 
 _thread_state = threading.local()

@@ -6,9 +6,9 @@ import hashlib
 from dataclasses import dataclass, field
 
 
-# What recall ranks: chunks of files (code, doc) and written memory (fact,
-# episode; direct docs rank with file docs).
-RECALL_KINDS = ("code", "doc", "fact", "episode")
+# What recall ranks: chunks of files (code, doc, config) and written memory
+# (fact, episode; direct docs rank with file docs).
+RECALL_KINDS = ("code", "doc", "config", "fact", "episode")
 # How recall ranks: BM25 and cosine fused, BM25 only, cosine only.
 RECALL_MODES = ("hybrid", "lexical", "semantic")
 
@@ -35,6 +35,10 @@ class Chunk:
     end_line: int
     text: str
     hash: str = ""
+    # Every definition whose first line lies in this chunk (packing puts a
+    # class header and its short members, or runs of one-liners, together);
+    # the chunk's full-text symbol column holds them all.
+    names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.hash:
@@ -49,6 +53,19 @@ class ImportRef:
     line: int
 
 
+@dataclass(frozen=True)
+class SymbolDef:
+    """One definition, as the symbol table keeps it (whatever chunk it was
+    packed into): lines 0-based inclusive; a container's lines are its header
+    (its members are definitions of their own); ``hash`` is of those lines."""
+
+    symbol: str
+    symbol_kind: str
+    start_line: int
+    end_line: int
+    hash: str
+
+
 @dataclass
 class ParsedFile:
     """What the chunker extracts from one file's text."""
@@ -56,3 +73,4 @@ class ParsedFile:
     language: str
     chunks: list[Chunk] = field(default_factory=list)
     imports: list[ImportRef] = field(default_factory=list)
+    symbols: list[SymbolDef] = field(default_factory=list)

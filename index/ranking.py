@@ -23,6 +23,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
+from ctxls.index.priors import PriorConfig, rerank
 from ctxls.index.store import FTS_TABLE_BY_KIND
 from ctxls.index.tokenize import fts_match_expression, is_identifier_query, query_terms
 
@@ -52,6 +53,9 @@ class RankingConfig:
     # The cosine share when the query is one identifier (is_identifier_query):
     # the name itself is the best evidence. Best on the dev set's name queries.
     identifier_dense_weight: float = 0.2
+    # Path priors, definition boost, file-name boost, per-file saturation
+    # (priors.py), applied to both rankings' candidates.
+    priors: PriorConfig = PriorConfig()
 
 
 @dataclass
@@ -61,6 +65,7 @@ class ScoredChunk:
     kind: str
     language: str
     symbol: str | None
+    symbol_kind: str
     start_line: int
     end_line: int
     score: float
@@ -69,13 +74,13 @@ class ScoredChunk:
 
 
 _CHUNK_COLUMNS = ("c.id, f.path, c.kind, c.language, c.symbol, c.start_line, c.end_line, c.text, "
-                  "c.embed_hash")
+                  "c.embed_hash, c.symbol_kind")
 
 
 def _scored(row, score: float) -> ScoredChunk:
     return ScoredChunk(chunk_id=row[0], path=row[1], kind=row[2], language=row[3], symbol=row[4],
-                       start_line=row[5], end_line=row[6], score=score, text=row[7],
-                       embed_hash=row[8])
+                       symbol_kind=row[9], start_line=row[5], end_line=row[6], score=score,
+                       text=row[7], embed_hash=row[8])
 
 
 def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
@@ -112,10 +117,13 @@ def _chunks_by_id(conn: sqlite3.Connection, ids) -> dict[int, tuple]:
     return {row[0]: row for row in rows}
 
 
-def _sort_and_cut(hits: list[ScoredChunk], n: int) -> list[ScoredChunk]:
-    # Ties break on path then line so equal scores always come back in one order.
-    hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
-    return hits[:n]
+def _ranked(conn: sqlite3.Connection, kind: str, query: str, hits: list[ScoredChunk], n: int,
+            config: RankingConfig) -> list[ScoredChunk]:
+    """The best ``n`` after the priors (ties break on path then line, so equal
+    scores always come back in one order)."""
+    def fetch_rows(ids):
+        return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
+    return rerank(conn, kind, query, hits, n, config.priors, fetch_rows)
 
 
 def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
@@ -124,13 +132,13 @@ def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     terms = query_terms(query)
     if table is None or not terms or n <= 0:
         return []
-    pool = max(n, config.candidate_pool) if config.import_boost else n
-    scores = bm25_scores(conn, table, terms, config, limit=pool)
+    # A pool deeper than n: the priors and the import boost reorder it.
+    scores = bm25_scores(conn, table, terms, config, limit=max(n, config.candidate_pool))
     rows = _chunks_by_id(conn, scores)
     hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
     if config.import_boost:
         _apply_import_boost(conn, hits, config)
-    return _sort_and_cut(hits, n)
+    return _ranked(conn, kind, query, hits, n, config)
 
 
 def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
@@ -148,7 +156,8 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
     fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
                          fusion=config.fusion)
-    return _sort_and_cut([_scored(candidates.rows[cid], score) for cid, score in fused.items()], n)
+    return _ranked(conn, kind, query,
+                   [_scored(candidates.rows[cid], score) for cid, score in fused.items()], n, config)
 
 
 @dataclass

@@ -51,7 +51,7 @@ from typing import Callable, Iterator
 
 from ctxls.index.embed_text import embedding_hash
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
-from ctxls.index.model import Chunk, ImportRef
+from ctxls.index.model import Chunk, ImportRef, SymbolDef
 from ctxls.index.private import create_private_file, make_private_dir, restrict
 from ctxls.index.tokenize import expand
 
@@ -62,24 +62,27 @@ log = logging.getLogger(__name__)
 # 2: chunks.embed_hash; vectors (kept across rebuilds, keyed by embedding-text hash).
 # 3: written memory: memory, memory_files, fts_memory_{fact,episode,doc}, demand,
 #    stash. Upgrading a 2 store only adds these tables; its file rows stay valid.
-SCHEMA_VERSION = 3
+# 4: symbols (the definition table, apart from chunks, which packing joins);
+#    fts_config (configuration files are a recall kind of their own).
+SCHEMA_VERSION = 4
 # Versions whose layout change invalidated file-derived rows: upgrading across
 # one rebuilds them from the repository. Non-derived tables are never dropped;
 # a version that changes one must convert it in _migrate().
-_REBUILDS_FILE_ROWS = frozenset({2})
+_REBUILDS_FILE_ROWS = frozenset({2, 4})
 
 # Bump when the chunker or the tokenizer changes what rows they produce.
-CHUNKER_VERSION = 1
+# 2: packing (no 1-2-line chunks), config kind.
+CHUNKER_VERSION = 2
 TOKENIZER_VERSION = 1
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
 
 # Chunk kinds with a full-text table of their own: code never competes with prose.
-FTS_TABLE_BY_KIND = {"code": "fts_code", "doc": "fts_doc"}
+FTS_TABLE_BY_KIND = {"code": "fts_code", "doc": "fts_doc", "config": "fts_config"}
 # Written memory, one full-text table per kind (stemmed: memory is prose).
 MEMORY_FTS_TABLE_BY_KIND = {"fact": "fts_memory_fact", "episode": "fts_memory_episode",
                             "doc": "fts_memory_doc"}
 
-_FILE_TABLES = ("files", "chunks", "imports", "fts_code", "fts_doc")
+_FILE_TABLES = ("files", "chunks", "symbols", "imports", "fts_code", "fts_doc", "fts_config")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -110,6 +113,17 @@ CREATE TABLE IF NOT EXISTS chunks (
 CREATE INDEX IF NOT EXISTS chunks_file ON chunks(file_id);
 CREATE INDEX IF NOT EXISTS chunks_embed ON chunks(embed_hash);
 CREATE INDEX IF NOT EXISTS chunks_name ON chunks(name);
+CREATE TABLE IF NOT EXISTS symbols (
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    symbol TEXT NOT NULL,               -- qualified: Session.request
+    name TEXT NOT NULL,                 -- last segment of symbol, lower-cased
+    symbol_kind TEXT NOT NULL,
+    start_line INTEGER NOT NULL,        -- a container's header only (members are rows of their own)
+    end_line INTEGER NOT NULL,
+    hash TEXT NOT NULL                  -- of those lines: the edit log compares it
+);
+CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
 CREATE TABLE IF NOT EXISTS imports (
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     spec TEXT NOT NULL,
@@ -121,6 +135,8 @@ CREATE INDEX IF NOT EXISTS imports_target ON imports(target);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_code USING fts5(
     symbol, path, body, tokenize = "unicode61 tokenchars '_'");
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_doc USING fts5(
+    symbol, path, body, tokenize = "unicode61 tokenchars '_'");
+CREATE VIRTUAL TABLE IF NOT EXISTS fts_config USING fts5(
     symbol, path, body, tokenize = "unicode61 tokenchars '_'");
 CREATE TABLE IF NOT EXISTS edits (
     id INTEGER PRIMARY KEY,
@@ -718,6 +734,7 @@ class Store:
                 f"DELETE FROM {table} WHERE rowid IN "
                 "(SELECT id FROM chunks WHERE file_id = ? AND kind = ?)", (file_id, kind))
         conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
+        conn.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
         conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
         return old_hashes
 
@@ -744,7 +761,8 @@ class Store:
         return len(orphans)
 
     def put_file(self, conn: sqlite3.Connection, record: FileRecord, chunks: list[Chunk],
-                 imports: list[tuple[ImportRef, str | None]]) -> int:
+                 imports: list[tuple[ImportRef, str | None]],
+                 symbols: list[SymbolDef] = ()) -> int:
         """Replace one file's rows (inside the caller's write transaction).
 
         Chunks whose (hash, symbol, kind) survived keep their rows, FTS rows
@@ -766,6 +784,7 @@ class Store:
                     "WHERE file_id = ? ORDER BY start_line", (file_id,)):
                 old.setdefault((chash, symbol, kind), []).append((cid, start, end, embed))
             conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
+            conn.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
         else:
             file_id = conn.execute(
                 "INSERT INTO files(path, language, size, mtime_ns, hash, source, indexed_at) "
@@ -790,12 +809,17 @@ class Store:
             table = FTS_TABLE_BY_KIND.get(chunk.kind, "fts_code")
             conn.execute(
                 f"INSERT INTO {table}(rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
-                (chunk_id, expand(chunk.symbol or ""), path_tokens, expand(chunk.text)))
+                (chunk_id, expand(" ".join(chunk.names)), path_tokens, expand(chunk.text)))
         gone = [(cid, kind, embed) for (_, _, kind), rows in old.items() for cid, _, _, embed in rows]
         for cid, kind, _ in gone:
             conn.execute(f"DELETE FROM {FTS_TABLE_BY_KIND.get(kind, 'fts_code')} WHERE rowid = ?",
                          (cid,))
             conn.execute("DELETE FROM chunks WHERE id = ?", (cid,))
+        conn.executemany(
+            "INSERT INTO symbols(file_id, symbol, name, symbol_kind, start_line, end_line, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(file_id, d.symbol, _symbol_name(d.symbol), d.symbol_kind, d.start_line, d.end_line,
+              d.hash) for d in symbols])
         conn.executemany(
             "INSERT INTO imports(file_id, spec, line, target) VALUES (?, ?, ?, ?)",
             [(file_id, ref.spec, ref.line, target) for ref, target in imports])

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from ctxls.index import chunker
-from ctxls.index.chunker import MAX_CHUNK_LINES, OVERLAP_LINES, chunk_file, split_lines
+from ctxls.index.chunker import MAX_CHUNK_LINES, OVERLAP_LINES, definition_chunks, split_lines
 from ctxls.index.model import Chunk, ParsedFile
 
 Row = tuple[str | None, str, int, int]
@@ -36,7 +36,7 @@ def table(parsed: ParsedFile) -> list[Row]:
 
 
 def check(path: str, text: str, expected: list[Row], language: str | None = None) -> ParsedFile:
-    parsed = chunk_file(path, text)
+    parsed = definition_chunks(path, text)
     assert_well_formed(text, parsed)
     assert table(parsed) == expected
     if language is not None:
@@ -642,9 +642,9 @@ def test_crlf_files_chunk_like_lf_files(path: str, text: str, expected: list[Row
 
 
 def test_chunk_kinds_and_hashes() -> None:
-    code = chunk_file("pkg/session.py", PYTHON)
+    code = definition_chunks("pkg/session.py", PYTHON)
     assert {chunk.kind for chunk in code.chunks} == {"code"}
-    docs = chunk_file("docs/guide.md", MARKDOWN)
+    docs = definition_chunks("docs/guide.md", MARKDOWN)
     assert {chunk.kind for chunk in docs.chunks} == {"doc"}
     first = code.chunks[0]
     assert first.hash == Chunk(None, "module", "code", "python", 0, 0, first.text).hash
@@ -889,7 +889,7 @@ def test_line_windows_trim_blank_lines_and_skip_blank_windows() -> None:
     # "title" lies in the overlap of the first two windows: one chunk, not two.
     text = "\n" * 55 + "title\n" + "\n" * 60 + "end\n"
     parsed = check("pyproject.toml", text, [(None, "window", 55, 55), (None, "window", 116, 116)], "text")
-    assert {chunk.kind for chunk in parsed.chunks} == {"code"}
+    assert {chunk.kind for chunk in parsed.chunks} == {"config"}
 
 
 def test_unknown_extension_gets_windows() -> None:
@@ -927,8 +927,8 @@ def test_long_module_residue_is_split() -> None:
 
 def test_empty_and_blank_files_have_no_chunks() -> None:
     for path in ("a.py", "a.md", "a.txt", "a.go"):
-        assert chunk_file(path, "").chunks == []
-        assert chunk_file(path, "\n\n  \n").chunks == []
+        assert definition_chunks(path, "").chunks == []
+        assert definition_chunks(path, "\n\n  \n").chunks == []
 
 
 def test_syntax_error_keeps_the_valid_python_definitions() -> None:
@@ -1023,7 +1023,7 @@ def test_nul_characters_lone_surrogates_and_form_feeds() -> None:
 def test_binary_like_text_does_not_raise() -> None:
     text = "".join(chr(n) for n in range(0, 0x800)) + "\udfff\ud800"
     for path in ("blob.py", "blob.js", "blob.c", "blob.md", "blob.bin", "blob.rs", "blob.php"):
-        assert_well_formed(text, chunk_file(path, text))
+        assert_well_formed(text, definition_chunks(path, text))
 
 
 def test_huge_single_line() -> None:
@@ -1044,7 +1044,7 @@ def test_parser_failure_falls_back_to_windows(monkeypatch: pytest.MonkeyPatch) -
 @pytest.mark.parametrize("path", ["x.py", "x.ts", "x.go", "x.rb", "x.md", "x.txt"])
 def test_text_equals_lines_for_mixed_line_endings(path: str) -> None:
     text = "def f():\r\n    return 1\n\r\nclass A:\r\n    pass\r"
-    assert_well_formed(text, chunk_file(path, text))
+    assert_well_formed(text, definition_chunks(path, text))
 
 
 def test_split_lines_semantics() -> None:
@@ -1061,9 +1061,9 @@ def test_chunking_a_300_line_file_is_fast() -> None:
     methods = "".join(f"    def method_{n}(self, value):\n        return value + {n}\n\n" for n in range(95))
     text = "import os\n\n\nclass Big:\n    field = 1\n\n" + methods
     assert len(split_lines(text)) >= 290
-    chunk_file("warm.py", text)
+    definition_chunks("warm.py", text)
     started = time.perf_counter()
     for _ in range(20):
-        chunk_file("pkg/big.py", text)
+        definition_chunks("pkg/big.py", text)
     per_file = (time.perf_counter() - started) / 20
     assert per_file < 0.015  # typically ~1.5 ms; generous for slow CI machines

@@ -1,0 +1,316 @@
+"""Ranking priors: what a code-search user wants besides the text match.
+
+Each prior is one small function with its constants beside it and a comment
+on why; ``rerank`` applies them to a query's scored candidates (BM25 or
+hybrid, any positive scale) and picks the top ``n``:
+
+1. path priors (multiplicative): tests, examples, compatibility copies,
+   vendored or generated code, ``.d.ts`` stubs and re-export barrels rank
+   below the code they test, copy or re-export, unless the query asks for
+   them ("the test for ...");
+2. a tiny-chunk prior: a 1-2-line chunk is rarely what anyone wants;
+3. a definition boost (additive, a share of the best score): for a query
+   that names a symbol, the chunk that defines it first (a class before its
+   methods, a trait before its ``impl``s), found in the symbol table even
+   when the text match missed it; identifiers embedded in a sentence get
+   half of it;
+4. a file-name boost for sentence queries whose words name the file or its
+   folder;
+5. per-file saturation while selecting: each further hit from a file that
+   already has one is worth less, so one file cannot fill the list.
+
+The constants were chosen on the multi-language dev set (bench/codesearch.py,
+BENCHMARKS.md "Code search, multi-language"); docs/architecture.md lists them.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ctxls.index.ranking import ScoredChunk
+
+
+@dataclass(frozen=True)
+class PriorConfig:
+    # Multiplicative path penalties (1.0 = off).
+    test_penalty: float = 0.3
+    example_penalty: float = 0.3
+    compat_penalty: float = 0.3
+    vendored_penalty: float = 0.3
+    barrel_penalty: float = 0.5
+    stub_penalty: float = 0.7
+    # A 1-2-line chunk in a file that has more to offer.
+    tiny_penalty: float = 0.5
+    # Additive boosts, as shares of the best candidate's score.
+    definition_boost: float = 3.0
+    embedded_share: float = 0.5
+    file_name_boost: float = 0.5
+    # Per-file saturation: hits of one file beyond the first are multiplied by
+    # decay ** (count - threshold + 1).
+    saturation_threshold: int = 1
+    saturation_decay: float = 0.5
+    # How many definitions of a named symbol are fetched from the symbol table.
+    max_definitions: int = 20
+
+
+NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0,
+                        vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0,
+                        tiny_penalty=1.0, definition_boost=0.0, file_name_boost=0.0,
+                        saturation_decay=1.0)
+
+
+# --- the query -----------------------------------------------------------------
+
+# A query that is one symbol: qualified (a.b, A::b, a->b, A#b), or an
+# identifier with a capital, an underscore or a digit after its first
+# character, or a leading underscore. A plain lowercase word ("session") may be
+# a word or a name: it gets the embedded share.
+_SYMBOL_QUERY = re.compile(
+    r"[A-Za-z_$][\w$]*(?:(?:::|->|[.#\\])[A-Za-z_$][\w$]*)+(?:\(\))?"
+    r"|_[\w$]*(?:\(\))?"
+    r"|[A-Za-z$][\w$]*[A-Z_0-9][\w$]*(?:\(\))?"
+    r"|[A-Z][\w$]*(?:\(\))?")
+_PLAIN_WORD = re.compile(r"[a-z][a-z0-9]*")
+# Identifiers inside a sentence: CamelCase, camelCase, snake_case, dotted.
+_EMBEDDED_SYMBOL = re.compile(
+    r"(?<![\w.])(?:"
+    r"[A-Za-z_][\w]*(?:(?:::|\.)[A-Za-z_]\w*)+"
+    r"|[A-Z][a-z0-9]+[A-Z]\w*"
+    r"|[a-z][a-z0-9]*[A-Z]\w*"
+    r"|[a-z][a-z0-9]*_\w+"
+    r")(?![\w])")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from get gets has have how if in into is it its not "
+    "of on or set the their then this to use used uses using was what when where which who why "
+    "with code function method class file".split())
+
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
+                         "mock", "mocks", "unittest", "benchmark", "benchmarks"})
+_EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "demos", "sample", "samples",
+                            "tutorial"})
+_COMPAT_WORDS = frozenset({"compat", "compatibility", "legacy", "deprecated", "old", "v1",
+                           "backport", "shim"})
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    symbol: str | None  # the whole query, when it is one symbol
+    embedded: tuple[str, ...]  # identifiers inside a sentence (or a plain one-word query)
+    words: frozenset[str]  # lower-case content words, for file-name matches
+    wants_tests: bool
+    wants_examples: bool
+    wants_compat: bool
+
+
+def query_shape(query: str) -> QueryShape:
+    text = query.strip()
+    words = {word.lower() for word in _WORD.findall(text)}
+    symbol = text.removesuffix("()") if _SYMBOL_QUERY.fullmatch(text) else None
+    if symbol is not None:
+        embedded: tuple[str, ...] = ()
+    elif _PLAIN_WORD.fullmatch(text):
+        embedded = (text,)
+    else:
+        embedded = tuple(dict.fromkeys(_EMBEDDED_SYMBOL.findall(text)))
+    return QueryShape(symbol, embedded, frozenset(words - _STOPWORDS),
+                      bool(words & _TEST_WORDS), bool(words & _EXAMPLE_WORDS),
+                      bool(words & _COMPAT_WORDS))
+
+
+# --- path priors -----------------------------------------------------------------
+
+_TEST_FILE = re.compile(
+    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go|rb|c|cc|cpp|dart|lua)|conftest\.py"
+    r"|[^/]*Tests?\.(?:java|kt|cs|swift|scala|php)|[^/]*(?:Spec|Suite)\.(?:kt|scala|swift)"
+    r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|[^/]*_spec\.(?:rb|lua)|test_[^/]*\.(?:c|cc|cpp|lua|dart)"
+    r"|test_helpers?[^/]*)$")
+_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata"
+                       r"|test-?utils|fixtures|benches|benchmarks?|e2e)(?:/|$)")
+_EXAMPLE_DIR = re.compile(r"(?:^|/)(?:_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
+                          r"|cookbook)(?:/|$)")
+_COMPAT_DIR = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"
+                         r"|(?:^|/)[^/]*_(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
+_VENDORED_DIR = re.compile(r"(?:^|/)(?:vendor|vendored|_vendor|third_party|thirdparty|extern"
+                           r"|external|node_modules|single_include|dist|build|generated"
+                           r"|__generated__|gen)(?:/|$)"
+                           r"|(?:_pb2(?:_grpc)?\.py|\.pb\.go|\.min\.js|_generated\.\w+|\.gen\.\w+)$")
+_VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
+_BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
+                      "package-info.java", "mod.rs", "lib.rs", "doc.go"})
+
+
+def is_test_path(path: str) -> bool:
+    return _TEST_FILE.search(path) is not None or _TEST_DIR.search(path) is not None
+
+
+def _path_prior(path: str, shape: QueryShape, newer_version: bool, config: PriorConfig) -> float:
+    prior = 1.0
+    if not shape.wants_tests and is_test_path(path):
+        prior *= config.test_penalty
+    if not shape.wants_examples and _EXAMPLE_DIR.search(path):
+        prior *= config.example_penalty
+    if not shape.wants_compat and (_COMPAT_DIR.search(path) or newer_version):
+        prior *= config.compat_penalty
+    if _VENDORED_DIR.search(path):
+        prior *= config.vendored_penalty
+    if path.endswith(".d.ts"):
+        prior *= config.stub_penalty
+    if posixpath.basename(path) in _BARRELS:
+        prior *= config.barrel_penalty
+    return prior
+
+
+def _superseded_paths(paths: set[str]) -> set[str]:
+    """Paths under a ``vN/`` folder whose sibling ``vM/`` (M > N) is also among
+    ``paths``: an older major version kept beside the new one."""
+    newest: dict[str, int] = {}
+    located: dict[str, tuple[str, int]] = {}
+    for path in paths:
+        for match in _VERSION_DIR.finditer(path):
+            prefix, version = path[:match.start()], int(match.group(1))
+            newest[prefix] = max(newest.get(prefix, -1), version)
+            located[path] = (prefix, version)
+    return {path for path, (prefix, version) in located.items() if version < newest[prefix]}
+
+
+# --- boosts ------------------------------------------------------------------------
+
+_TYPE_KINDS = frozenset({"class", "struct", "trait", "interface", "enum", "type", "union",
+                         "protocol", "record", "module", "namespace", "object", "typedef"})
+_IMPL_KINDS = frozenset({"impl", "extension"})
+
+
+def _definition_tier(symbol: str, symbol_kind: str, asked: str) -> float:
+    """How well a definition answers a query naming ``asked``: 1 for the exact
+    (qualified) name in its case, less for a case-insensitive match, an
+    ``impl`` block or a member of a type whose name matched."""
+    last = symbol.rsplit(".", 1)[-1]
+    asked_last = re.split(r"::|->|[.#\\]", asked)[-1]
+    qualified = "." in asked or "::" in asked or "->" in asked or "#" in asked
+    if qualified:
+        normal = re.sub(r"::|->|#|\\", ".", asked)
+        tier = 1.0 if symbol == normal or symbol.endswith("." + normal) else 0.5
+    else:
+        tier = 1.0
+    if last != asked_last:
+        tier *= 0.6  # same name, other case: `session()` for `Session`
+    if symbol_kind in _IMPL_KINDS:
+        tier *= 0.4
+    elif symbol_kind not in _TYPE_KINDS and asked_last[:1].isupper():
+        tier *= 0.8  # a capitalised name is more often a type than a function
+    return tier
+
+
+def _definitions(conn: sqlite3.Connection, kind: str, name: str, limit: int
+                 ) -> list[tuple[int, str, str]]:
+    """(chunk id, symbol, symbol kind) of the chunks holding a definition named
+    ``name`` (the last segment, any case)."""
+    last = re.split(r"::|->|[.#\\]", name)[-1].lower()
+    return conn.execute(
+        "SELECT c.id, s.symbol, s.symbol_kind FROM symbols s "
+        "JOIN chunks c ON c.file_id = s.file_id AND c.start_line <= s.start_line "
+        "AND s.start_line <= c.end_line "
+        "WHERE s.name = ? AND c.kind = ? GROUP BY s.file_id, s.symbol, s.start_line LIMIT ?",
+        (last, kind, limit)).fetchall()
+
+
+def _path_words(path: str) -> set[str]:
+    stem = posixpath.splitext(posixpath.basename(path))[0]
+    folder = posixpath.basename(posixpath.dirname(path))
+    words = set()
+    for part in (stem, folder):
+        for piece in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", part):
+            if len(piece) > 2:
+                words.add(piece.lower())
+    return words
+
+
+def _word_overlap(words: frozenset[str], parts: set[str]) -> int:
+    """Query words naming a path part; a shared prefix of 4+ characters counts
+    (``dependency`` / ``dependencies``)."""
+    count = 0
+    for word in words:
+        for part in parts:
+            shorter, longer = sorted((word, part), key=len)
+            if word == part or (len(shorter) >= 4 and longer.startswith(shorter)):
+                count += 1
+                break
+    return count
+
+
+# --- the whole ------------------------------------------------------------------------
+
+def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredChunk"], n: int,
+           config: PriorConfig, fetch_rows) -> list["ScoredChunk"]:
+    """The best ``n`` of ``hits`` after the priors. ``fetch_rows(ids)`` turns
+    chunk ids found through the symbol table into ScoredChunks (score 0)."""
+    if not hits and config.definition_boost <= 0:
+        return []
+    shape = query_shape(query)
+    best = max((hit.score for hit in hits), default=0.0) or 1.0
+    by_id = {hit.chunk_id: hit for hit in hits}
+    named = [shape.symbol] if shape.symbol else list(shape.embedded)
+    if config.definition_boost > 0 and named:
+        unit = best * config.definition_boost * (1.0 if shape.symbol else config.embedded_share)
+        boosts: dict[int, float] = {}
+        symbols_of: dict[int, tuple[str, str]] = {}
+        for name in named:
+            for chunk_id, symbol, symbol_kind in _definitions(conn, kind, name, config.max_definitions):
+                tier = _definition_tier(symbol, symbol_kind, name)
+                if tier > boosts.get(chunk_id, 0.0):
+                    boosts[chunk_id] = tier
+                    symbols_of[chunk_id] = (symbol, symbol_kind)
+        missing = [cid for cid in boosts if cid not in by_id]
+        for hit in fetch_rows(missing):
+            by_id[hit.chunk_id] = hit
+        for chunk_id, tier in boosts.items():
+            if chunk_id in by_id:
+                hit = by_id[chunk_id]
+                # A file named after the symbol is its home (`session.py` for Session).
+                stem = posixpath.splitext(posixpath.basename(hit.path))[0].replace("_", "").lower()
+                home = any(stem == re.split(r"::|->|[.#\\]", name)[-1].lower().replace("_", "")
+                           for name in named)
+                hit.score += unit * tier * (1.5 if home else 1.0)
+    if config.file_name_boost > 0 and shape.symbol is None and shape.words:
+        unit = best * config.file_name_boost
+        for hit in by_id.values():
+            overlap = _word_overlap(shape.words, _path_words(hit.path))
+            if overlap:
+                hit.score += unit * overlap / len(shape.words)
+    superseded = _superseded_paths({hit.path for hit in by_id.values()})
+    priors: dict[str, float] = {}
+    for hit in by_id.values():
+        if hit.path not in priors:
+            priors[hit.path] = _path_prior(hit.path, shape, hit.path in superseded, config)
+        hit.score *= priors[hit.path]
+        if hit.end_line - hit.start_line < 2 and hit.symbol_kind != "window":
+            hit.score *= config.tiny_penalty
+    return _saturated_top(list(by_id.values()), n, config)
+
+
+def _saturated_top(hits: list["ScoredChunk"], n: int, config: PriorConfig) -> list["ScoredChunk"]:
+    """Greedy top ``n`` with per-file saturation. Decay only lowers scores and
+    candidates come in descending order, so once ``n`` are held a candidate
+    that cannot beat the weakest ends the scan."""
+    hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+    taken: list["ScoredChunk"] = []
+    per_file: dict[str, int] = {}
+    floor = float("-inf")
+    for hit in hits:
+        if len(taken) >= n and hit.score <= floor:
+            break
+        seen = per_file.get(hit.path, 0)
+        if seen >= config.saturation_threshold:
+            hit.score *= config.saturation_decay ** (seen - config.saturation_threshold + 1)
+        per_file[hit.path] = seen + 1
+        taken.append(hit)
+        if len(taken) >= n:
+            floor = sorted((h.score for h in taken), reverse=True)[n - 1]
+    taken.sort(key=lambda h: (-h.score, h.path, h.start_line))
+    return taken[:n]
