@@ -158,17 +158,17 @@ def _pack(lines: list[str], pieces: list[_Piece]) -> list[_Piece]:
             group.append(sized[index])
             index += 1
         groups.append(group)
-    merged = _absorb_tiny(groups)
+    merged = _absorb_tiny(lines, groups)
     return [_joined([piece for piece, _ in group]) for group in merged]
 
 
-def _absorb_tiny(groups: list[list]) -> list[list]:
+def _absorb_tiny(lines: list[str], groups: list[list]) -> list[list]:
     """Rule 3: a group that is still one tiny piece joins a neighbour."""
     out: list[list] = []
     index = 0
     while index < len(groups):
         group = groups[index]
-        lines_, chars = _group_size(group)
+        lines_, chars = _group_size(lines, group)
         if lines_ <= TINY_LINES:
             # A header (a container's, a heading's) introduces what follows it.
             head = group[0][0]
@@ -178,10 +178,10 @@ def _absorb_tiny(groups: list[list]) -> list[list]:
             # A header joins what it introduces whatever the size (a long
             # first member is split later, the header staying with its start).
             options = [g for g in (before, after)
-                       if g is not None and (_group_size(g)[1] + chars <= PACK_CHARS
+                       if g is not None and (_group_size(lines, g)[1] + chars <= PACK_CHARS
                                              or (leads and g is after))]
             if options:
-                target = min(options, key=lambda g: _group_size(g)[1])
+                target = min(options, key=lambda g: _group_size(lines, g)[1])
                 if target is before:
                     before.extend(group)
                 else:
@@ -193,9 +193,11 @@ def _absorb_tiny(groups: list[list]) -> list[list]:
     return out
 
 
-def _group_size(group: list) -> tuple[int, int]:
-    first, last = group[0][0], group[-1][0]
-    return last.end - first.start + 1, sum(size[1] for _, size in group)
+def _group_size(lines: list[str], group: list) -> tuple[int, int]:
+    """(lines from the first non-blank to the last, characters) of a group."""
+    trimmed = _trim_blank_edges(lines, group[0][0].start, group[-1][0].end)
+    count = trimmed[1] - trimmed[0] + 1 if trimmed else 0
+    return count, sum(size[1] for _, size in group)
 
 
 def _size(lines: list[str], piece: _Piece) -> tuple[int, int]:

@@ -79,12 +79,12 @@ async def test_citations_map_to_real_ranges_and_stats_are_recorded(pipeline: Pat
         result = await assemble_request(s)
         assert not result["abstained"] and not result["weak"]
         assert result["stats"]["tokenizer"].startswith("estimate")  # embeddings are off here
-        file_lines = (pipeline / "pkg/pipeline.py").read_text().split("\n")
         blocks = result["context"].split("\n\n[")
         assert len(blocks) == len(result["citations"]) == result["stats"]["chunks"] > 1
         for n, (citation, block) in enumerate(zip(result["citations"], blocks), 1):
             assert citation["n"] == n
             chunk = citation["chunk"]
+            file_lines = (pipeline / citation["path"]).read_text().split("\n")
             body = block.split("\n", 1)[1]
             assert body.split("\n") == file_lines[chunk["startLine"]:chunk["endLine"] + 1]
         assert result["stats"]["reducedTokens"] <= 200

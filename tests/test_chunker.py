@@ -1067,3 +1067,95 @@ def test_chunking_a_300_line_file_is_fast() -> None:
         definition_chunks("pkg/big.py", text)
     per_file = (time.perf_counter() - started) / 20
     assert per_file < 0.015  # typically ~1.5 ms; generous for slow CI machines
+
+
+# --- Packing (chunk_file): no 1-2-line chunk unless the file is that small ------
+
+from ctxls.index.chunker import PACK_CHARS, chunk_file  # noqa: E402
+
+
+def test_packing_joins_a_class_header_with_its_short_members() -> None:
+    text = source(
+        """
+        class Point:
+            x: int
+            y: int
+
+            def norm(self):
+                return (self.x ** 2 + self.y ** 2) ** 0.5
+
+            def flip(self):
+                return Point(self.y, self.x)
+        """
+    )
+    parsed = chunk_file("geo.py", text)
+    assert_well_formed(text, parsed)
+    assert [(c.symbol, c.start_line, c.end_line, c.names) for c in parsed.chunks] == [
+        ("Point", 0, 8, ("Point", "Point.norm", "Point.flip"))]
+    # The symbol table still knows every definition, each at its own lines.
+    assert [(d.symbol, d.start_line, d.end_line) for d in parsed.symbols] == [
+        ("Point", 0, 3), ("Point.norm", 4, 5), ("Point.flip", 7, 8)]
+
+
+def test_packing_keeps_long_definitions_apart_and_joins_runs_of_one_liners() -> None:
+    body = "\n".join(f"    total += {i}" for i in range(80))
+    text = source(
+        """
+        type A = string;
+        type B = number;
+        type C = A | B;
+        """
+    ) + f"function big() {{\n    let total = 0;\n{body}\n    return total;\n}}\n"
+    parsed = chunk_file("types.ts", text)
+    assert_well_formed(text, parsed)
+    rows = [(c.symbol, c.start_line, c.end_line) for c in parsed.chunks]
+    assert rows[0] == ("A", 0, 2)  # three type aliases read as one
+    assert rows[1][0] == "big" and rows[1][1] == 3  # the long function is its own chunk
+    assert parsed.chunks[0].names == ("A", "B", "C")
+
+
+def test_a_tiny_header_joins_its_first_member_even_past_the_budget() -> None:
+    long_body = "\n".join(f"        value = value + {i}  # step {i:04d} of a long computation" for i in range(40))
+    text = f"class Engine:\n    def run(self, value):\n{long_body}\n        return value\n"
+    assert len(text) > PACK_CHARS
+    parsed = chunk_file("engine.py", text)
+    assert_well_formed(text, parsed)
+    assert parsed.chunks[0].symbol == "Engine" and parsed.chunks[0].start_line == 0
+    assert parsed.chunks[0].end_line > 1
+
+
+def test_packing_leaves_no_tiny_chunk_where_a_neighbour_can_take_it() -> None:
+    text = source(
+        """
+        import os
+
+
+        def load(path):
+            with open(path) as handle:
+                data = handle.read()
+            return data
+
+
+        # a stray comment
+
+
+        def save(path, data):
+            with open(path, "w") as handle:
+                handle.write(data)
+            return len(data)
+        """
+    )
+    unpacked = definition_chunks("io_utils.py", text)
+    packed = chunk_file("io_utils.py", text)
+    assert_well_formed(text, packed)
+    assert any(c.end_line - c.start_line < 2 for c in unpacked.chunks)
+    assert not any(c.end_line - c.start_line < 2 for c in packed.chunks)
+    # Every line of every unpacked chunk is still in a packed one.
+    covered = {line for c in packed.chunks for line in range(c.start_line, c.end_line + 1)}
+    assert all(line in covered for c in unpacked.chunks
+               for line in range(c.start_line, c.end_line + 1))
+
+
+def test_configuration_files_are_their_own_kind() -> None:
+    assert {c.kind for c in chunk_file(".github/workflows/ci.yml", "on: push\njobs: {}\n").chunks} == {"config"}
+    assert {c.kind for c in chunk_file("README.md", "# Title\n\ntext\n").chunks} == {"doc"}

@@ -150,6 +150,13 @@ def test_code_and_prose_rank_separately(plain: Path):
 
 
 def test_an_edit_rewrites_only_the_changed_chunk_and_shifts_the_rest(plain: Path):
+    # Functions long enough that packing keeps each its own chunk.
+    def function(name: str) -> str:
+        steps = "".join(f"    value = value * {i} + len(url)  # {name} step {i}\n" for i in range(12))
+        return f"def {name}(method, url, value):\n{steps}    return (method, url, value)\n"
+    text = ("import os\n\n\nclass Session:\n    timeout = 30\n\n"
+            + "\n\n".join(function(name) for name in ("send_prepared", "merge_settings", "rebuild_auth")))
+    (plain / "pkg/session.py").write_text(text)
     engine = engine_for(plain)
     engine.cold_index()
 
@@ -159,16 +166,21 @@ def test_an_edit_rewrites_only_the_changed_chunk_and_shifts_the_rest(plain: Path
             "ON f.id = c.file_id WHERE f.path = 'pkg/session.py' AND c.symbol IS NOT NULL")}
 
     before = rows()
-    text = (plain / "pkg/session.py").read_text()
+    assert {"send_prepared", "merge_settings", "rebuild_auth"} <= set(before)
     edited = text.replace("    timeout = 30\n", "    timeout = 30\n    retries = 2\n")
     engine.set_buffer("pkg/session.py", edited)
     after = rows()
-    assert after["Session"][0] != before["Session"][0]  # the class header changed: new row
-    for symbol in ("Session.request", "Session.close", "send_prepared"):
+    # The chunk holding the class header changed: a new row.
+    changed = next(symbol for symbol in before if symbol not in ("merge_settings", "rebuild_auth"))
+    assert after[changed][0] != before[changed][0]
+    for symbol in ("merge_settings", "rebuild_auth"):
         old_id, old_start, old_end = before[symbol]
         assert after[symbol] == (old_id, old_start + 1, old_end + 1)  # same row, moved down
-    hits = engine.recall("send_prepared", ["code"]).hits_by_kind["code"]
-    assert (hits[0].symbol, hits[0].start_line) == ("send_prepared", 16)
+    hits = engine.recall("rebuild_auth", ["code"]).hits_by_kind["code"]
+    assert (hits[0].symbol, hits[0].start_line) == ("rebuild_auth", after["rebuild_auth"][1])
+    # The symbol table moved with the edit too.
+    assert [s.start_line for s in engine.document_symbols("pkg/session.py")
+            if s.symbol == "rebuild_auth"] == [after["rebuild_auth"][1]]
     engine.close()
 
 

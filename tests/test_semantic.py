@@ -55,7 +55,7 @@ def assert_consistent(engine: Engine) -> None:
 def test_paraphrase_without_shared_words_finds_the_function(small: Path):
     engine = semantic_engine(small)
     engine.index()
-    assert engine.embed_pending() == engine.status()["chunks"] == 7  # 5 functions, 2 import blocks
+    assert engine.embed_pending() == engine.status()["chunks"] == 5  # 5 functions (imports packed in)
     expected = {
         "fingerprint the contents of a blob": "compute_checksum",
         "try again when a transfer fails": "retry_upload",
@@ -69,7 +69,7 @@ def test_paraphrase_without_shared_words_finds_the_function(small: Path):
             assert hits[0].symbol == symbol, (query, mode)
         lexical = engine.recall(query, ["code"], 3, mode="lexical").hits_by_kind["code"]
         assert symbol not in [h.symbol for h in lexical]  # no shared word: BM25 cannot
-    assert engine.status()["vectors"] == 7 and engine.status()["pending"] == 0
+    assert engine.status()["vectors"] == 5 and engine.status()["pending"] == 0
     engine.close()
 
 
@@ -120,7 +120,8 @@ def test_backlog_batches_are_length_sorted_and_urgent_paths_come_first(tmp_path:
 
 
 def test_the_chunk_just_edited_is_embedded_before_the_rest_of_its_file(tmp_path: Path):
-    source = "".join(f"def step_{i}(x):\n    return x + {i}\n\n\n" for i in range(20))
+    # Three-line functions: packing leaves each its own chunk.
+    source = "".join(f"def step_{i}(x):\n    y = x\n    return x + {i}\n\n\n" for i in range(20))
     write_tree(tmp_path, {"steps.py": source})
     engine = semantic_engine(tmp_path)
     engine.index()  # nothing embedded yet
@@ -170,7 +171,7 @@ def test_changing_the_model_drops_old_vectors(small: Path):
     engine.close()
     reopened = semantic_engine(small)
     reopened.semantic.ensure_loaded()
-    assert reopened.status()["vectors"] == 0 and reopened.embed_pending() == 7
+    assert reopened.status()["vectors"] == 0 and reopened.embed_pending() == 5
     reopened.close()
 
 

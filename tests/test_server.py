@@ -51,7 +51,7 @@ async def test_recall_groups_by_kind_and_returns_bodies(repo: Path):
     async with serve(repo) as s:
         await s.wait_indexed()
         grouped = await s.request("ctxls/recall", {"query": "deploy FOO_URL", "body": True})
-        assert set(grouped["groups"]) == {"code", "doc", "fact", "episode"}
+        assert set(grouped["groups"]) == {"code", "doc", "config", "fact", "episode"}
         doc_top = grouped["groups"]["doc"][0]
         assert doc_top["path"] == "README.md" and doc_top["chunk"]["symbol"] == "Sample > Deploying"
         assert "FOO_URL" in doc_top["body"]

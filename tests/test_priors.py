@@ -1,0 +1,131 @@
+"""Ranking priors (index/priors.py) through the library's recall: each prior
+is shown to change a ranking it is meant to change, and to step aside when the
+query asks for what it demotes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.priors import NO_PRIORS, is_test_path, query_shape
+from ctxls.index.ranking import RankingConfig, lexical_search
+
+SESSION = '''
+class Session:
+    """Keeps cookies and a connection pool across requests."""
+
+    def __init__(self):
+        self.cookies = {}
+        self.adapters = {}
+
+    def send(self, request):
+        adapter = self.adapters.get(request.url)
+        return adapter.send(request)
+'''
+
+SESSION_TEST = '''
+from pkg.session import Session
+
+
+def test_session_keeps_cookies():
+    session = Session()
+    session.cookies["a"] = "b"
+    assert Session().cookies == {}
+    assert session.cookies["a"] == "b"
+
+
+def test_session_sends_through_its_adapter():
+    session = Session()
+    assert isinstance(session, Session)
+'''
+
+LEGACY = '''
+class Session:
+    """Deprecated Session kept for compatibility: cookies and a connection pool."""
+
+    def send(self, request):
+        return None
+'''
+
+HELPERS = "\n\n".join(
+    f"def cookiejar_helper_{i}(session):\n    cookiejar = session.cookiejar\n    cookiejar['k{i}'] = 'v'\n"
+    f"    return cookiejar\n" for i in range(8))
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("repo")
+    files = {
+        "pkg/session.py": SESSION,
+        "pkg/helpers.py": HELPERS,
+        "tests/test_session.py": SESSION_TEST,
+        "pkg/compat/session.py": LEGACY,
+        "pkg/cookies.py": "def merge_cookies(jar, cookies):\n    jar.update(cookies)\n    return jar\n",
+    }
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text.lstrip("\n"))
+    engine = Engine(root, EngineOptions(db_path=str(Path(root) / "db" / "index.db")))
+    engine.cold_index()
+    yield engine
+    engine.close()
+
+
+def paths(engine: Engine, query: str, config: RankingConfig | None = None, n: int = 5) -> list[str]:
+    """Recall's lexical ranking (the library function recall calls), with ``config``."""
+    hits = lexical_search(engine.store.reader(), "code", query, n, config or RankingConfig())
+    return [f"{h.path}:{h.symbol}" for h in hits]
+
+
+def test_a_symbol_query_puts_the_current_definition_first(engine: Engine) -> None:
+    assert paths(engine, "Session")[0] == "pkg/session.py:Session"
+    # Without the priors the test file, which says "Session" most, or the
+    # compatibility copy may come first: the priors are what decides.
+    unprimed = paths(engine, "Session", RankingConfig(priors=NO_PRIORS))
+    assert unprimed[0] != "pkg/session.py:Session" or unprimed.index(
+        "pkg/session.py:Session") < unprimed.index("pkg/compat/session.py:Session")
+
+
+def test_tests_and_compatibility_copies_rank_below_the_source(engine: Engine) -> None:
+    ranked = paths(engine, "session cookies connection pool")
+    assert ranked.index("pkg/session.py:Session") < ranked.index("pkg/compat/session.py:Session")
+    assert all(not p.startswith("tests/") for p in ranked[:2])
+
+
+def test_a_query_that_asks_for_tests_lifts_the_test_penalty(engine: Engine) -> None:
+    assert paths(engine, "test session keeps cookies")[0].startswith("tests/test_session.py")
+
+
+def test_per_file_saturation_lets_another_file_in(engine: Engine) -> None:
+    # helpers.py has eight near-identical cookie functions; saturation keeps
+    # the list from being all of them.
+    ranked = paths(engine, "cookiejar session", n=5)
+    assert len({p.split(":")[0] for p in ranked}) >= 2
+    flat = paths(engine, "cookiejar session", RankingConfig(priors=NO_PRIORS), n=5)
+    assert {p.split(":")[0] for p in flat} == {"pkg/helpers.py"}
+
+
+def test_a_definition_the_text_match_missed_is_found_through_the_symbol_table(engine: Engine) -> None:
+    # "merge_cookies" is one FTS token set; the symbol table finds its definition
+    # even when only the name is asked, and puts it first.
+    assert paths(engine, "merge_cookies")[0] == "pkg/cookies.py:merge_cookies"
+
+
+def test_query_shapes() -> None:
+    assert query_shape("HTTPAdapter").symbol == "HTTPAdapter"
+    assert query_shape("Session.request").symbol == "Session.request"
+    assert query_shape("fmt::format").symbol == "fmt::format"
+    assert query_shape("how does safeParse report errors").embedded == ("safeParse",)
+    assert query_shape("where do we retry uploads").symbol is None
+    assert query_shape("the test for retry_upload").wants_tests
+    assert not query_shape("retry uploads").wants_tests
+
+
+@pytest.mark.parametrize(("path", "expected"), [
+    ("tests/test_api.py", True), ("pkg/api_test.go", True), ("src/Api.test.ts", True),
+    ("src/test/java/FooTest.java", True), ("pkg/api.py", False), ("src/contest.py", False),
+])
+def test_test_paths(path: str, expected: bool) -> None:
+    assert is_test_path(path) is expected
