@@ -499,10 +499,14 @@ class Locator:
         for start in range(0, len(lowered), 500):
             batch = lowered[start:start + 500]
             rows += conn.execute(
-                f"SELECT f.path, c.symbol, c.symbol_kind, c.name, c.id, c.start_line, c.end_line "
-                f"FROM chunks c JOIN files f ON f.id = c.file_id "
-                f"WHERE c.name IN ({','.join('?' * len(batch))}) AND c.kind = 'code' "
-                f"AND c.symbol IS NOT NULL", batch).fetchall()
+                # The symbol table, each definition with the chunk it was packed into.
+                f"SELECT f.path, s.symbol, s.symbol_kind, s.name, c.id, c.start_line, c.end_line, "
+                f"s.end_line - s.start_line, s.start_line, c.symbol FROM symbols s "
+                f"JOIN files f ON f.id = s.file_id "
+                f"JOIN chunks c ON c.file_id = s.file_id AND c.start_line <= s.start_line "
+                f"AND s.start_line <= c.end_line "
+                f"WHERE s.name IN ({','.join('?' * len(batch))}) AND c.kind = 'code'",
+                batch).fetchall()
         defined: dict[str, dict[str, list]] = {}  # name -> path -> rows
         for row in rows:
             name = row[1].rsplit(".", 1)[-1]
@@ -530,11 +534,11 @@ class Locator:
                 evidence = file(path)
                 before = strength.get(path, 0.0)
                 strength[path] = 1.0 - (1.0 - before) * (1.0 - share)
-                first = min(rows_here, key=lambda r: r[5])
+                first = min(rows_here, key=lambda r: r[8])
                 evidence.raise_signal("symbol", strength[path],
-                                      Reason("symbol", first[1], first[5]))
+                                      Reason("symbol", first[1], first[8]))
                 for row in rows_here[:2]:
-                    evidence.chunks.setdefault(row[4], ChunkRef(row[1], row[5], row[6], -1, 0.0))
+                    evidence.chunks.setdefault(row[4], ChunkRef(row[9], row[5], row[6], -1, 0.0))
 
     def _qualified_definitions(self, conn, name: str, modules, by_path, paths: PathIndex,
                                file) -> set[str] | None:
@@ -567,8 +571,8 @@ class Locator:
     @staticmethod
     def _defines(conn, path: str, name: str) -> bool:
         return conn.execute(
-            "SELECT 1 FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? AND "
-            "c.name = ? LIMIT 1", (path, name.lower())).fetchone() is not None
+            "SELECT 1 FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? AND "
+            "s.name = ? LIMIT 1", (path, name.lower())).fetchone() is not None
 
     def _message_evidence(self, conn: sqlite3.Connection, issue: IssueText, file) -> None:
         for message in issue.messages[:8]:
