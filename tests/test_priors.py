@@ -119,6 +119,7 @@ def test_query_shapes() -> None:
     assert query_shape("fmt::format").symbol == "fmt::format"
     assert query_shape("how does safeParse report errors").embedded == ("safeParse",)
     assert query_shape("where do we retry uploads").symbol is None
+    assert query_shape("spawn").word == "spawn" and query_shape("spawn").symbol is None
     assert query_shape("the test for retry_upload").wants_tests
     assert not query_shape("retry uploads").wants_tests
 
