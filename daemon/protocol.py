@@ -25,6 +25,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import RPCRequest
 
 from ctxls.daemon.socket_server import debug_errors, valid_id
+from ctxls.daemon.wire import first_invalid
 from ctxls.index.errors import EngineError
 from ctxls.index.store import store_error
 
@@ -76,6 +77,14 @@ class CtxlsProtocol(LanguageServerProtocol):
         self.send_error(None, -32700, f"parse error: {exc}")
 
     def structure_message(self, data: dict[str, Any]):
+        if ("jsonrpc" in data and "method" in data and valid_id(data.get("id"))
+                and (invalid := first_invalid(data.get("params"))) is not None):
+            # A value no request may carry (NUL, lone surrogate, out-of-range
+            # integer, non-finite number): refused before any handler sees it.
+            param, problem = invalid
+            self.send_error(data["id"], -32602, f"invalid param {param!r}: {problem}",
+                            {"param": param})
+            return ANSWERED
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -133,5 +142,6 @@ class CtxlsProtocol(LanguageServerProtocol):
 
 
 def is_parse_error(error: BaseException) -> bool:
-    """A body that is not JSON (or not UTF-8): answered with -32700."""
-    return isinstance(error, (json.JSONDecodeError, UnicodeDecodeError))
+    """A body that is not JSON (or not UTF-8, or nested too deep to parse):
+    answered with -32700."""
+    return isinstance(error, (json.JSONDecodeError, UnicodeDecodeError, RecursionError))

@@ -177,7 +177,7 @@ class SocketServer:
                     break
                 try:
                     message = json.loads(body)
-                except ValueError as exc:  # not JSON, or not UTF-8: the next frame is fine
+                except (ValueError, RecursionError) as exc:  # not JSON / UTF-8, or too deep
                     await send(error_response(None, -32700, f"parse error: {exc}"))
                     continue
                 invalid = invalid_request(message)

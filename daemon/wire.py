@@ -7,6 +7,7 @@ MCP bridge all use these functions, so every client sees the same shapes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,50 @@ from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
 from ctxls.index.stash import Peek
 
 _MISSING = object()
+# SQLite's INTEGER: every integer param must fit, wherever it ends up.
+MIN_INT, MAX_INT = -(1 << 63), (1 << 63) - 1
+
+
+def first_invalid(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(param path, problem) of the first value no request may carry: a string
+    with NUL or an unpaired surrogate, an integer outside SQLite's 64-bit range,
+    a number that is not finite. Walks any nesting without recursion."""
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            problem = _string_problem(item)
+            if problem:
+                return where or "params", problem
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not MIN_INT <= item <= MAX_INT:
+                return where or "params", "is outside the 64-bit integer range"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return where or "params", "must be a finite number"
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                child_path = f"{where}.{key}" if where else str(key)
+                problem = _string_problem(key) if isinstance(key, str) else None
+                if problem:
+                    return child_path, f"has a key that {problem.replace('must', 'does')}"
+                stack.append((child_path, child))
+        elif isinstance(item, list):
+            stack.extend((f"{where}.{i}" if where else str(i), child)
+                         for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _string_problem(text: str) -> str | None:
+    if "\0" in text:
+        return "must not contain NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "must not contain unpaired surrogates"
+    return None
 
 
 class Params:
@@ -31,6 +76,9 @@ class Params:
             raw = {}  # some clients (Neovim's vim.json) encode an empty object as []
         if not isinstance(raw, dict):
             raise InvalidParams("params", "must be an object")
+        invalid = first_invalid(raw)
+        if invalid is not None:
+            raise InvalidParams(*invalid)
         self.raw = raw
 
     def _get(self, name: str, required: bool) -> Any:
@@ -51,8 +99,10 @@ class Params:
         value = self._get(name, False)
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-            raise InvalidParams(name, "must be an integer")
+        if (isinstance(value, bool) or not isinstance(value, (int, float))
+                or (isinstance(value, float) and not value.is_integer())
+                or not MIN_INT <= value <= MAX_INT):
+            raise InvalidParams(name, "must be an integer (64-bit)")
         return int(value)
 
     def number(self, name: str) -> float | None:

@@ -45,6 +45,8 @@ MAX_LOCATE_N = 100
 # holds the title and the report, a traceback's innermost frames are at its end.
 MAX_LOCATE_CHARS = 40_000
 DAY_MS = 86_400_000
+# recentActivity looks back at most this many days (a bound keeps the cutoff an integer).
+MAX_DAYS = 1_000_000
 # After an edit or a query, background embedding waits this long (seconds).
 INTERACTIVE_QUIET_S = 0.3
 
@@ -569,8 +571,9 @@ class Engine:
 
     def recent_activity(self, days: float | None = None, since: int | None = None,
                         limit: int = 20) -> list[ActivityItem]:
-        if days is not None and (isinstance(days, bool) or not isinstance(days, (int, float)) or days <= 0):
-            raise InvalidParams("days", "must be a positive number")
+        if days is not None and (isinstance(days, bool) or not isinstance(days, (int, float))
+                                 or not 0 < days <= MAX_DAYS):
+            raise InvalidParams("days", f"must be a positive number of at most {MAX_DAYS}")
         if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float)) or since < 0):
             raise InvalidParams("since", "must be a non-negative timestamp in ms")
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:

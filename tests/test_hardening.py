@@ -192,3 +192,57 @@ def _skipped(s, path: str):
         status = await s.request("ctxls/status")
         return any(f["path"] == path for f in status["skipped"]["files"])
     return check
+
+
+# -- validation at the wire --------------------------------------------------------
+
+BAD_VALUES = [
+    ("ctxls/remember", {"id": "a\x00b", "text": "t"}, "id"),
+    ("ctxls/remember", {"id": "\ud800", "text": "t"}, "id"),
+    ("ctxls/remember", {"id": "ok", "text": "t", "occurredAt": 2 ** 64}, "occurredAt"),
+    ("ctxls/remember", {"id": "ok", "text": "t", "meta": {"note": "x\udc00"}}, "meta.note"),
+    ("ctxls/recall", {"query": "session\x00"}, "query"),
+    ("ctxls/recall", {"query": "session", "n": float("inf")}, "n"),
+    ("ctxls/recall", {"query": "session", "n": float("nan")}, "n"),
+    ("ctxls/recall", {"query": "session", "n": 1e308}, "n"),
+    ("ctxls/recall", {"query": "session", "scope": "\ud83d"}, "scope"),
+    ("ctxls/get", {"id": "pkg/\x00session.py"}, "id"),
+    ("ctxls/recentActivity", {"since": 2 ** 63}, "since"),
+    ("ctxls/recentActivity", {"days": float("inf")}, "days"),
+    ("ctxls/recentActivity", {"days": 1e308}, "days"),
+    ("ctxls/forget", {"idPrefix": "\udfff"}, "idPrefix"),
+    ("ctxls/ingest", {"filename": "a\x00.md", "text": "# x"}, "filename"),
+    ("ctxls/stash", {"id": "s", "text": "\x00"}, "text"),
+    ("ctxls/index", {"paths": ["ok", "b\x00ad"]}, "paths.1"),
+    ("workspace/symbol", {"query": "\ud800"}, "query"),
+    ("textDocument/documentSymbol", {"textDocument": {"uri": "file:///a\x00"}}, "textDocument.uri"),
+]
+
+
+def check_bad_values(conn, methods_prefix: str = "") -> None:
+    for n, (method, params, param) in enumerate(BAD_VALUES):
+        if not method.startswith(methods_prefix):
+            continue
+        reply = conn.request(method, params, n)
+        assert "error" in reply, (method, params, reply)
+        assert reply["error"]["code"] == -32602, (method, params, reply)
+        assert reply["error"]["data"] == {"param": param}, (method, params, reply)
+    # Nothing was written by any of them.
+    assert conn.request("ctxls/count", {}, "count")["result"]["count"] == 0
+
+
+def test_bad_values_are_32602_with_the_param_on_stdio(stdio_daemon):
+    check_bad_values(stdio_daemon.conn)
+    assert stdio_daemon.alive()
+
+
+def test_bad_values_are_32602_with_the_param_on_the_socket(stdio_daemon, repo: Path):
+    conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    try:
+        check_bad_values(conn, "ctxls/")  # the socket serves the custom methods only
+        deep = b'{"jsonrpc": "2.0", "id": 5, "method": "ctxls/status", "params": ' + b"[" * 100_000
+        conn.send_body(deep + b"]" * 100_000 + b"}")
+        assert conn.reply()["error"]["code"] in (-32700, -32602)
+        assert conn.request("ctxls/status", {}, "alive")["result"]["files"] == 5
+    finally:
+        sock.close()
