@@ -28,13 +28,12 @@ CORPORA_DIR = CACHE_DIR / "corpora"
 CORPORA: dict[str, str] = {"requests": "2.32.3", "flask": "3.1.0", "django": "5.1.4"}
 
 
-def corpus_id(name: str) -> str:
-    return f"{name}-{CORPORA[name]}"
+def corpus_id(name: str, version: str | None = None) -> str:
+    return f"{name}-{version or CORPORA[name]}"
 
 
-def _sdist(name: str) -> Path:
-    """The archive of ``name`` (downloaded on first use)."""
-    version = CORPORA[name]
+def _sdist(name: str, version: str) -> Path:
+    """The archive of ``name`` ``version`` (downloaded on first use)."""
     wanted = f"{name}-{version}.tar.gz".lower()  # Django's sdist is "Django-5.1.4.tar.gz"
     for attempt in range(2):
         if SDIST_DIR.is_dir():
@@ -55,11 +54,13 @@ def make_own_repo(path: Path) -> None:
         subprocess.run(["git", "init", "-q", str(path)], check=True)
 
 
-def corpus_path(name: str) -> Path:
-    """The unpacked tree of corpus ``name`` (fetched and unpacked if needed)."""
-    target = CORPORA_DIR / corpus_id(name)
+def corpus_path(name: str, version: str | None = None) -> Path:
+    """The unpacked tree of corpus ``name`` (fetched and unpacked if needed);
+    ``version`` for a package some bench uses on its own (not in CORPORA)."""
+    version = version or CORPORA[name]
+    target = CORPORA_DIR / corpus_id(name, version)
     if not target.is_dir():
-        archive = _sdist(name)
+        archive = _sdist(name, version)
         CORPORA_DIR.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=CORPORA_DIR) as tmp:
             with tarfile.open(archive) as tar:

@@ -18,6 +18,7 @@ import pathlib
 import queue
 import re
 import socket
+import ssl
 import subprocess
 import threading
 
@@ -30,7 +31,7 @@ _PYTHON_BUILTIN_TYPES = (
     logging.Logger, pathlib.Path, type(re.compile("")), type(re.match("", "")), datetime.datetime,
     subprocess.Popen, asyncio.Future, asyncio.Task, asyncio.Event, asyncio.Queue,
     asyncio.AbstractEventLoop, contextvars.ContextVar, http.client.HTTPResponse,
-    email.message.Message)
+    email.message.Message, ssl.SSLSocket, ssl.SSLObject, ssl.SSLContext, http.client.HTTPConnection)
 BUILTIN_METHODS: dict[str, frozenset[str]] = {
     "python": frozenset(name for t in _PYTHON_BUILTIN_TYPES for name in dir(t)),
     "js": frozenset("""

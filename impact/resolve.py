@@ -128,6 +128,7 @@ UNCONFIRMED_REASONS = (
     "unknown-base",  # the class derives from a base outside what is known
     "unresolved-class",  # the receiver's class is known by name only
     "unresolved-import",  # a bare name whose import cannot be followed
+    "parameter",  # a parameter named like the target (a test fixture's value)
     "several-definitions",  # the only definitions of the name are several of the targets
     "name-only-language",  # a language without binding analysis
     "shared-name",  # obj.m() where many unrelated classes of the project define m
@@ -605,21 +606,33 @@ class Resolver:
             return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
         _, receiver_node = syntax.member_parts(family, name_node)
         if receiver_node is None:
-            if self._bound_locally(sf, name_node, name):
-                return OTHER_MATCH  # a parameter or a local variable of that name
+            local = self._bound_locally(sf, name_node, name)
+            if local == "parameter":  # maybe what the target returns (a test fixture), never it
+                return Match(Verdict.UNKNOWN, targets.module_keys, "parameter") \
+                    if targets.module_keys else OTHER_MATCH
+            if local == "local":
+                return OTHER_MATCH  # a local variable of that name
             return self._bare_match(sf, name, targets)
-        return self._member_match(sf, self.receiver(sf, receiver_node, name_node), name, targets)
+        called = syntax.use_kind(family, syntax.member_parts(family, name_node)[0]) != "value"
+        return self._member_match(sf, self.receiver(sf, receiver_node, name_node), name, targets, called)
 
-    def _bound_locally(self, sf: SourceFile, site: Node, name: str) -> bool:
-        """Does a function around ``site`` bind ``name`` itself (a parameter,
-        an assignment): then the name there is that local, not the module's
-        or an import's (`def result(): result = f(); result.ready()`)."""
+    def _bound_locally(self, sf: SourceFile, site: Node, name: str) -> str | None:
+        """``parameter`` or ``local`` when the innermost function around
+        ``site`` binding ``name`` takes it as a parameter or assigns it: the
+        name there is that local, not the module's or an import's
+        (`def result(): result = f(); result.ready()`); None otherwise."""
         family = sf.family
         assert family is not None
         if family is GO or sf.binding(name) is not None:
-            return False
-        return any(self._scope_values(sf, function, name) for function in syntax.ancestors(site)
-                   if function.type in family.functions)
+            return None
+        for function in syntax.ancestors(site):
+            if function.type not in family.functions:
+                continue
+            if name in syntax.parameter_names(function):
+                return "parameter"
+            if self._scope_values(sf, function, name):
+                return "local"
+        return None
 
     def _bare_match(self, sf: SourceFile, name: str, targets: Targets) -> Match:
         ref = self.lookup_bare(sf, name)
@@ -631,7 +644,8 @@ class Resolver:
             return OTHER_MATCH  # a bare name never reaches a method
         return Match(Verdict.UNKNOWN, targets.module_keys, "unresolved-import")
 
-    def _member_match(self, sf: SourceFile, receiver: Receiver, name: str, targets: Targets) -> Match:
+    def _member_match(self, sf: SourceFile, receiver: Receiver, name: str, targets: Targets,
+                      called: bool = True) -> Match:
         if receiver.kind == "module":
             if sf.family is GO:
                 keys = frozenset(t.key for t in targets.module_level
@@ -646,9 +660,11 @@ class Resolver:
         builtin = name in BUILTIN_METHODS[sf.family.name if sf.family else "generic"]
         if targets.members:
             member_keys = frozenset(d.key for d in targets.members)
-            if not builtin and all(d.key in targets.keys for d in self.definitions_named(name)):
-                # No other definition, no builtin has that name; with several
-                # targets, which of them is not known.
+            # No other definition, no builtin has that name: a call confirms
+            # (not a read: `obj.data` may be any object's instance attribute,
+            # which the index does not list); with several targets, which of
+            # them is not known.
+            if called and not builtin and all(d.key in targets.keys for d in self.definitions_named(name)):
                 return Match(Verdict.CONFIRMED, member_keys) if len(member_keys) == 1 \
                     else Match(Verdict.UNKNOWN, member_keys, "several-definitions")
             return Match(Verdict.UNKNOWN, member_keys, self._unknown_receiver_reason(name, targets, builtin))

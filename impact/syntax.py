@@ -355,6 +355,23 @@ def class_bases(family: Family, class_node: Node) -> list[str]:
     return names
 
 
+def parameter_names(function: Node) -> set[str]:
+    """The names a function's (or lambda's) parameters bind."""
+    parameters = function.child_by_field_name("parameters") or function.child_by_field_name("parameter")
+    if parameters is None:
+        return set()
+    if is_identifier(parameters):  # JS `x => ...`
+        return {text_of(parameters)}
+    names = set()
+    for parameter in parameters.named_children:
+        node = parameter if is_identifier(parameter) else (
+            parameter.child_by_field_name("name") or parameter.child_by_field_name("pattern")
+            or next((c for c in parameter.named_children if is_identifier(c)), None))
+        if node is not None and is_identifier(node):
+            names.add(text_of(node))
+    return names
+
+
 def walk(node: Node, skip: frozenset[str] = frozenset()) -> Iterator[Node]:
     """``node`` and its named descendants in document order; subtrees whose
     root type is in ``skip`` (other than ``node`` itself) are not entered."""

@@ -495,4 +495,19 @@ def test_a_parameter_or_local_of_the_same_name_is_not_the_module_s_function(make
         ),
     })
     assert callers(analysis.analyze(engine, "result")) == {("views.py", 10, "test_it", True)}
-    assert callers(analysis.analyze(engine, "runner")) == {("views.py", 6, "runner", True)}
+    # A parameter named like it may hold what it returns (a test fixture): unconfirmed, never dropped.
+    runner = analysis.analyze(engine, "runner")
+    assert callers(runner) == {("views.py", 6, "runner", True), ("views.py", 10, "test_it", False)}
+    assert runner.unconfirmed_reasons == {"parameter": 1}
+
+
+def test_a_read_on_an_untyped_receiver_never_confirms_by_a_unique_name(make_engine):
+    engine = make_engine({
+        "resp.py": ("class Response:\n    @property\n    def payload(self):\n        return 1\n\n"
+                    "    def render(self):\n        return 2\n"),
+        "use.py": "def show(r):\n    return r.payload, r.render()\n",  # r: any object
+    })
+    # Any object may have a `payload` attribute the index does not list; a call is a method.
+    payload = analysis.analyze(engine, "Response.payload")
+    assert [(c.path, c.confirmed, c.reason) for c in payload.callers] == [("use.py", False, "untyped-receiver")]
+    assert callers(analysis.analyze(engine, "Response.render")) == {("use.py", 1, "show", True)}
