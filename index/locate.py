@@ -325,8 +325,10 @@ class LocatedFile:
     chunks: list[ChunkRef]
 
 
+# Tests, docs, examples and vendored third-party code: a fix rarely starts there.
 _TEST_OR_DOC = re.compile(
-    r"(^|/)(tests?|testing|__tests__|spec|specs|docs?|examples?|benchmarks?|asv_bench)/"
+    r"(^|/)(tests?|testing|__tests__|spec|specs|docs?|examples?|benchmarks?|asv_bench"
+    r"|vendor|vendored|third_party|node_modules)/|\.min\.js$"
     r"|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|[^/]*\.(test|spec)\.[jt]sx?|conftest\.py)$"
     r"|\.(md|rst|txt)$")
 

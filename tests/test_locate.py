@@ -160,6 +160,7 @@ def test_paths_resolve_by_their_tail_and_only_unambiguously():
 def test_test_and_doc_paths():
     assert is_test_or_doc("tests/test_cart.py") and is_test_or_doc("pkg/sub/tests/helpers.py")
     assert is_test_or_doc("docs/pricing.md") and is_test_or_doc("web/app.spec.ts")
+    assert is_test_or_doc("static/admin/js/vendor/jquery/jquery.js")
     assert not is_test_or_doc("shop/pricing.py") and not is_test_or_doc("shop/contest.py")
 
 
