@@ -233,7 +233,8 @@ def _human_locate(result: dict) -> str:
     for found in files:
         lines.append(f"{found['score']:8.3f}  {found['path']}")
         for reason in found.get("why", []):
-            where = f" (line {reason['line'] + 1})" if "line" in reason else ""
+            # A frame's detail already says path:line.
+            where = f" (line {reason['line'] + 1})" if "line" in reason and reason["signal"] != "frame" else ""
             lines.append(f"            {reason['signal']:8s} {reason['detail']}{where}")
         for chunk in found.get("chunks", []):
             lines.append(f"            chunk    {found['path']}:{chunk['startLine'] + 1}-"

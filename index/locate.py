@@ -100,9 +100,11 @@ _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<lin
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`
 _EXCEPTION_LINE = re.compile(
-    r"^\s*(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic))"
+    r"^\s*(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
+    r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?::[ \t]*(?P<message>.+))?$", re.M)
 _GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
+_MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
 _QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|'([^'\n]{12,200})'|“([^”\n]{12,200})”")
 
 _SOURCE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "java", "kt", "go",
@@ -187,16 +189,19 @@ def read_issue(text: str) -> IssueText:
     frames = _frames(text)
     messages: dict[str, None] = {}
     identifiers: dict[str, None] = {}
+    found: list[str] = []
     for match in _EXCEPTION_LINE.finditer(text):
         _add(identifiers, match.group("type").rsplit(".", 1)[-1])
         if match.group("message"):
-            _add(messages, match.group("message").strip())
-    for match in _GO_PANIC.finditer(text):
-        _add(messages, match.group("message").strip())
-    for match in _QUOTED.finditer(prose):
-        quoted = next(g for g in match.groups() if g)
-        if len(quoted.split()) >= 3:
-            _add(messages, quoted.strip())
+            found.append(match.group("message"))
+    found += [match.group("message") for match in _GO_PANIC.finditer(text)]
+    found += [next(g for g in match.groups() if g) for match in _QUOTED.finditer(prose)]
+    for message in found:
+        # A message is often built from parts (`"invalid param %r: " + problem`):
+        # each part between punctuation is looked for on its own too.
+        for part in [message, *_MESSAGE_PARTS.split(message)]:
+            if len(part.split()) >= 3:
+                _add(messages, part.strip())
     paths: dict[str, None] = {}
     modules: dict[str, None] = {}
     imported: dict[tuple[str, str], None] = {}
@@ -306,7 +311,8 @@ class FileEvidence:
     def raise_signal(self, signal: str, value: float, reason: Reason | None) -> None:
         if value > self.signals.get(signal, 0.0):
             self.signals[signal] = value
-        if reason is not None and reason not in self.reasons:
+        if reason is not None and not any(r.signal == reason.signal and r.detail == reason.detail
+                                          for r in self.reasons):
             self.reasons.append(reason)
 
     def score(self, weights: LocateWeights, include_tests: bool) -> float:
@@ -577,7 +583,7 @@ class Locator:
             "s.name = ? LIMIT 1", (path, name.lower())).fetchone() is not None
 
     def _message_evidence(self, conn: sqlite3.Connection, issue: IssueText, file) -> None:
-        for message in issue.messages[:8]:
+        for message in issue.messages[:12]:
             words = _WORD_RUN.findall(message.lower())
             if len(words) < 3:
                 continue

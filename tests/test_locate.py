@@ -140,6 +140,12 @@ def test_code_blocks_identifiers_paths_and_modules():
     assert "```" not in issue.prose and ">>>" not in issue.prose
 
 
+def test_a_message_built_from_parts_is_looked_for_part_by_part():
+    issue = read_issue("shop.errors.BadPrice: invalid price -3: must not be negative, got -3\n")
+    assert {"invalid price -3", "must not be negative, got -3"} <= set(issue.messages)
+    assert "BadPrice" in issue.identifiers
+
+
 def test_names_in_the_title_or_repeated_weigh_more():
     issue = read_issue("Cart.total() is wrong\n\nIt calls format_money, then apply, apply and apply.")
     assert issue.title == "Cart.total() is wrong"
