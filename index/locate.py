@@ -256,15 +256,15 @@ def read_issue(text: str) -> IssueText:
 @dataclass(frozen=True)
 class LocateWeights:
     # The best of bench/locate.py's grid on the dev split (BENCHMARKS.md, "Locate").
-    frame: float = 1.0
-    symbol: float = 1.0
-    path: float = 1.0
-    message: float = 1.0
+    frame: float = 0.5
+    symbol: float = 0.5
+    path: float = 2.0
+    message: float = 0.5
     import_: float = 0.5
-    text: float = 1.0
-    title: float = 1.0
+    text: float = 0.5
+    title: float = 2.0
     # Test and doc files are multiplied by this unless the caller asks for them.
-    test_factor: float = 0.3
+    test_factor: float = 0.1
     # Frames: the deepest in-repo frame counts 1, each one further out this much less.
     frame_decay: float = 0.6
     # Chunk scores aggregated per file: the best, plus these shares of the next ones.
@@ -491,8 +491,9 @@ class Locator:
             package = posixpath.basename(path).startswith("__init__.")
             if prefix != module and package:
                 continue
-            # A package's __init__ (`django.db`) names a whole package, not its file.
-            value = 1.0 if prefix == module and not package else 0.5
+            # A package's __init__ (`from django.db import models`) names a whole
+            # package, hardly its file.
+            value = 0.25 if package else 1.0 if prefix == module else 0.5
             file(path).raise_signal("path", value, Reason("path", prefix))
 
     def _symbol_evidence(self, conn: sqlite3.Connection, issue: IssueText, paths: PathIndex,
