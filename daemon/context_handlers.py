@@ -8,7 +8,8 @@ import logging
 from ctxls.daemon import wire
 from ctxls.daemon.memory_handlers import memory_engine
 from ctxls.daemon.server import CtxlsServer, rpc
-from ctxls.index.assemble import aggregate, assemble, candidates_from_hits, failed, record_call
+from ctxls.index.assemble import (Topicality, aggregate, assemble, candidates_from_hits, failed,
+                                  off_topic, record_call)
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, MAX_BUDGET_CHARS, knowledge_block
 from ctxls.index.store import now_ms
@@ -36,7 +37,8 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
     try:
         result = ls.recall(query, kinds, ASSEMBLE_POOL, True, mode, scope, True)
         assembled = assemble(candidates_from_hits(result.hits_by_kind), budget, min_score, counter,
-                             lambda c: ls.whole_text(c.path) if c.is_file else c.text)
+                             lambda c: ls.whole_text(c.path) if c.is_file else c.text,
+                             off_topic_note=off_topic_note(ls, query, kinds))
     except EngineError:
         raise  # the caller's mistake: a proper error, not a failover
     except Exception as exc:  # the retrieval path failed: answer honestly, never crash
@@ -47,6 +49,19 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
     except Exception:  # the store may be what failed; the answer still goes out
         log.warning("could not record assemble statistics", exc_info=True)
     return wire.assemble_json(assembled) | (wire.partial_json(result) if result else {})
+
+
+def off_topic_note(ls: CtxlsServer, query: str, kinds: list[str] | None) -> str | None:
+    """Why the repository is not about ``query`` (assemble then abstains), or
+    None. Asked only when files are searched: memory answers for itself."""
+    if kinds is not None and not {"code", "doc"} & set(kinds):
+        return None
+    seen = [engine.topicality(query) for engine in ls.workspaces.all()]
+    if not seen:
+        return None
+    cosines = [t.nearest_cosine for t in seen if t.nearest_cosine is not None]
+    return off_topic(Topicality(max(t.term_coverage for t in seen),
+                                max(cosines) if cosines else None))
 
 
 def assemble_status(ls: CtxlsServer) -> dict:

@@ -78,6 +78,41 @@ class TokenizerCounter:
 
 
 @dataclass(frozen=True)
+class Topicality:
+    """Whether a repository is about a question at all (``Engine.topicality``)."""
+
+    term_coverage: float  # share of the query's terms found anywhere in code and docs
+    nearest_cosine: float | None  # the nearest vector's cosine; None without vectors
+
+
+# Calibrated by bench/abstain.py on the dev queries of the retrieval set and
+# off-topic questions (BENCHMARKS.md, "Assemble abstention"). A question is
+# off-topic when nothing in the repository is near it in meaning, or when most
+# of its words occur nowhere and what is nearest is only loosely related.
+# On-topic dev questions' nearest cosine: p5 0.36, median 0.54; off-topic
+# questions': median 0.18, p95 0.29 (requests and flask, MiniLM int8).
+OFF_TOPIC_COSINE = 0.2
+OFF_TOPIC_COVERAGE = 0.67
+OFF_TOPIC_COVERAGE_COSINE = 0.36
+
+
+def off_topic(topicality: Topicality, min_cosine: float = OFF_TOPIC_COSINE,
+              min_coverage: float = OFF_TOPIC_COVERAGE,
+              coverage_cosine: float = OFF_TOPIC_COVERAGE_COSINE) -> str | None:
+    """Why the repository looks unrelated to the question, or None (the
+    thresholds are parameters for the calibration only)."""
+    cosine, coverage = topicality.nearest_cosine, topicality.term_coverage
+    if cosine is None:  # keywords only: abstain when none of the words occur
+        return "none of the question's words occur in this repository" if coverage == 0 else None
+    if cosine < min_cosine:
+        return f"nothing in this repository is close in meaning (best cosine {cosine:.2f})"
+    if coverage < min_coverage and cosine < coverage_cosine:
+        return (f"most of the question's words occur nowhere here ({coverage:.0%} do) and the "
+                f"closest match is loose (cosine {cosine:.2f})")
+    return None
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One ranked hit with its text (a file chunk or a written memory)."""
 
@@ -212,13 +247,20 @@ def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter)
 
 
 def assemble(candidates: list[Candidate], budget_tokens: int, min_score: float | None,
-             counter: TokenCounter, whole_text: Callable[[Candidate], str | None]) -> Assembled:
+             counter: TokenCounter, whole_text: Callable[[Candidate], str | None],
+             off_topic_note: str | None = None) -> Assembled:
     """``whole_text`` gives the full file (or memory) a candidate came from,
-    for the savings figure."""
+    for the savings figure; ``off_topic_note`` (from :func:`off_topic`) makes
+    it abstain."""
     base_stats = {"tokenizer": counter.name, "failover": False}
     top = max((c.score for c in candidates), default=None)
-    if top is None or (min_score is not None and top < min_score):
-        note = "no hits" if top is None else f"top score {top:.4g} is under minScore {min_score}"
+    if top is None or (min_score is not None and top < min_score) or off_topic_note:
+        if top is None:
+            note = "no hits"
+        elif off_topic_note:
+            note = f"off-topic: {off_topic_note}"
+        else:
+            note = f"top score {top:.4g} is under minScore {min_score}"
         return Assembled("", [], _stats(0, 0, 0) | base_stats, weak=True, abstained=True, note=note)
     blocks = pack(candidates, budget_tokens, counter)
     context = render(blocks)

@@ -22,12 +22,13 @@ from ctxls.index.errors import (EngineError, InvalidParams, MemoryUnavailable, O
                                 StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES, content_hash
-from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter
+from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
 from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
+from ctxls.index.tokenize import fts_match_expression, query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import SemanticIndex, vector_file_for
 from ctxls.index.stash import Stash
@@ -432,6 +433,25 @@ class Engine:
             half = MAX_LOCATE_CHARS // 2
             text = text[:half] + "\n" + text[-half:]
         return self.locator.locate(self.store.reader(), text, n, include_tests)
+
+    def topicality(self, query: str) -> Topicality:
+        """How much of this repository is about ``query`` at all, whatever the
+        ranking: the share of its terms that occur anywhere in the indexed code
+        and docs, and the cosine of the nearest vector (None without vectors).
+        ``ctxls/assemble`` abstains on off-topic questions with it."""
+        terms = query_terms(query)
+        conn = self.store.reader()
+        found = sum(1 for term in terms if any(
+            conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
+                         (fts_match_expression([term]),)).fetchone()
+            for table in ("fts_code", "fts_doc")))
+        nearest = None
+        semantic = self._semantic_for("semantic")
+        if semantic is not None:
+            vector = semantic.query_vector(query)
+            best = semantic.nearest(vector, 1) if vector is not None else []
+            nearest = best[0][1] if best else None
+        return Topicality(found / len(terms) if terms else 0.0, nearest)
 
     def log_demand(self, hits: list[Hit], action: str) -> None:
         """Append these hits to the demand log ("recall", or "fetch" for a get)."""

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from ctxls.index.assemble import ByteEstimate, Candidate, TokenizerCounter, assemble, pack, render
+from ctxls.index.assemble import (ByteEstimate, Candidate, TokenizerCounter, Topicality, assemble,
+                                  off_topic, pack, render)
 from ctxls.index.embeddings import load_counting_tokenizer
 
 from conftest import serve, write_tree
@@ -66,6 +67,17 @@ def test_abstains_on_nothing_or_a_weak_top_and_flags_a_single_hit():
     weak = assemble(one, 100, None, ByteEstimate(), lambda c: "x = 1\ny = 2\n" * 50)
     assert weak.weak and not weak.abstained and weak.context.endswith("x = 1")
     assert weak.stats["savedTokens"] == weak.stats["originalTokens"] - weak.stats["reducedTokens"] > 0
+
+
+def test_off_topic_rule_needs_distance_in_meaning_or_words_found_nowhere():
+    # Topicality(share of the question's terms found, nearest cosine)
+    assert off_topic(Topicality(1.0, 0.15)).startswith("nothing in this repository is close")
+    loose = off_topic(Topicality(0.25, 0.3))
+    assert loose is not None and "25% do" in loose
+    assert off_topic(Topicality(0.8, 0.3)) is None  # a loose match, but most words occur
+    assert off_topic(Topicality(0.25, 0.5)) is None  # few words occur, but the match is close
+    assert off_topic(Topicality(0.0, None)) is not None  # keywords only: no word occurs
+    assert off_topic(Topicality(0.5, None)) is None
 
 
 async def assemble_request(s, **params) -> dict:

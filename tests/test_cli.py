@@ -201,6 +201,11 @@ def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
     meta = run("remember", "k", "text", "--meta", "{bad", *root)
     assert meta.returncode == 2 and "--meta is not valid JSON" in meta.stderr
     assert "daemon" not in meta.stderr
+    off_topic = run("assemble", "kubernetes helm chart", *root)
+    assert off_topic.returncode == 1
+    assert off_topic.stdout.startswith("(abstained: ")
+    on_topic = run("assemble", "send prepared request", *root)
+    assert on_topic.returncode == 0 and "[1] pkg/session.py:16-18 send_prepared" in on_topic.stdout
     port = run("serve", "--tcp", "99999")
     assert port.returncode == 2 and "Traceback" not in port.stderr and "99999" in port.stderr
 

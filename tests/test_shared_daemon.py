@@ -69,6 +69,13 @@ async def test_status_is_ready_only_once_every_chunk_has_a_vector(repo: Path):
         recall = await s.request("ctxls/recall", {"query": "send prepared", "kind": "code"})
         assert (recall["partial"], recall["mode"]) == (False, "hybrid")
         assert "partialReason" not in recall
+        # With vectors, assemble abstains on a question about another domain.
+        off = await s.request("ctxls/assemble", {"query": "protein folding molecular dynamics "
+                                                 "simulation", "budgetTokens": 500})
+        assert off["abstained"] and off["stats"]["note"].startswith("off-topic:")
+        on = await s.request("ctxls/assemble", {"query": "send a prepared request over the wire",
+                                                "budgetTokens": 500})
+        assert not on["abstained"] and on["citations"][0]["path"] == "pkg/session.py"
 
 
 async def test_two_socket_clients_at_once_get_consistent_answers(repo: Path):
