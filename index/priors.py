@@ -8,7 +8,9 @@ hybrid, any positive scale) and picks the top ``n``:
    vendored or generated code, ``.d.ts`` stubs and re-export barrels rank
    below the code they test, copy or re-export, unless the query asks for
    them ("the test for ...");
-2. a tiny-chunk prior: a 1-2-line chunk is rarely what anyone wants;
+2. chunk priors: a 1-2-line chunk is rarely what anyone wants, and module
+   residue (imports, a file's doc header) should not outrank the code it
+   describes;
 3. a definition boost (additive, a share of the best score): for a query
    that names a symbol, the chunk that defines it first (a class before its
    methods, a trait before its ``impl``s), found in the symbol table even
@@ -46,6 +48,9 @@ class PriorConfig:
     stub_penalty: float = 0.7
     # A 1-2-line chunk in a file that has more to offer.
     tiny_penalty: float = 0.5
+    # Module residue (imports, a module's doc header, constants): it names
+    # what the file's definitions do, and should not outrank them.
+    module_penalty: float = 0.7
     # Additive boosts, as shares of the best candidate's score.
     definition_boost: float = 3.0
     embedded_share: float = 0.5  # identifiers inside a sentence
@@ -63,7 +68,8 @@ class PriorConfig:
 
 NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0,
                         vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0,
-                        tiny_penalty=1.0, definition_boost=0.0, file_name_boost=0.0,
+                        tiny_penalty=1.0, module_penalty=1.0, definition_boost=0.0,
+                        file_name_boost=0.0,
                         saturation_decay=1.0)
 
 
@@ -294,6 +300,8 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
         hit.score *= priors[hit.path]
         if hit.end_line - hit.start_line < 2 and hit.symbol_kind != "window":
             hit.score *= config.tiny_penalty
+        if hit.symbol_kind == "module":
+            hit.score *= config.module_penalty
     return _saturated_top(list(by_id.values()), n, config)
 
 

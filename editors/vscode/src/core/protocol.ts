@@ -37,9 +37,9 @@ export interface Location {
   range: Range;
 }
 
-export type HitKind = 'code' | 'doc' | 'fact' | 'episode';
+export type HitKind = 'code' | 'doc' | 'config' | 'fact' | 'episode';
 
-export const HIT_KINDS: readonly HitKind[] = ['code', 'doc', 'fact', 'episode'];
+export const HIT_KINDS: readonly HitKind[] = ['code', 'doc', 'config', 'fact', 'episode'];
 
 export interface Hit {
   path: string;

@@ -10,6 +10,7 @@ export const RECALL_HITS_PER_KIND = 15;
 const KIND_ICONS: Partial<Record<string, string>> = {
   code: 'symbol-method',
   doc: 'book',
+  config: 'settings-gear',
   fact: 'lightbulb',
   episode: 'history',
 };
