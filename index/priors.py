@@ -27,11 +27,12 @@ BENCHMARKS.md "Code search, multi-language"); docs/architecture.md lists them.
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 import sqlite3
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ctxls.index.ranking import ScoredChunk
@@ -157,19 +158,37 @@ def is_test_path(path: str) -> bool:
     return _TEST_FILE.search(path) is not None or _TEST_DIR.search(path) is not None
 
 
+class _PathClass(NamedTuple):
+    test: bool
+    example: bool
+    compat: bool
+    vendored: bool
+    stub: bool
+    barrel: bool
+
+
+@functools.lru_cache(maxsize=16384)
+def _path_class(path: str) -> _PathClass:
+    """What a path is, once per path (recall meets the same paths again and again)."""
+    return _PathClass(is_test_path(path), _EXAMPLE_DIR.search(path) is not None,
+                      _COMPAT_DIR.search(path) is not None, _VENDORED_DIR.search(path) is not None,
+                      path.endswith(".d.ts"), posixpath.basename(path) in _BARRELS)
+
+
 def _path_prior(path: str, shape: QueryShape, newer_version: bool, config: PriorConfig) -> float:
+    kind = _path_class(path)
     prior = 1.0
-    if not shape.wants_tests and is_test_path(path):
+    if kind.test and not shape.wants_tests:
         prior *= config.test_penalty
-    if not shape.wants_examples and _EXAMPLE_DIR.search(path):
+    if kind.example and not shape.wants_examples:
         prior *= config.example_penalty
-    if not shape.wants_compat and (_COMPAT_DIR.search(path) or newer_version):
+    if (kind.compat or newer_version) and not shape.wants_compat:
         prior *= config.compat_penalty
-    if _VENDORED_DIR.search(path):
+    if kind.vendored:
         prior *= config.vendored_penalty
-    if path.endswith(".d.ts"):
+    if kind.stub:
         prior *= config.stub_penalty
-    if posixpath.basename(path) in _BARRELS:
+    if kind.barrel:
         prior *= config.barrel_penalty
     return prior
 
@@ -228,7 +247,9 @@ def _definitions(conn: sqlite3.Connection, kind: str, name: str, limit: int
         (last, kind, limit)).fetchall()
 
 
-def _path_words(path: str) -> set[str]:
+@functools.lru_cache(maxsize=16384)
+def _path_words(path: str) -> frozenset[str]:
+    """The words of a file's stem and its folder's name (3+ letters, lower case)."""
     stem = posixpath.splitext(posixpath.basename(path))[0]
     folder = posixpath.basename(posixpath.dirname(path))
     words = set()
@@ -236,19 +257,17 @@ def _path_words(path: str) -> set[str]:
         for piece in re.split(r"[^A-Za-z0-9]+|(?<=[a-z0-9])(?=[A-Z])", part):
             if len(piece) > 2:
                 words.add(piece.lower())
-    return words
+    return frozenset(words)
 
 
-def _word_overlap(words: frozenset[str], parts: set[str]) -> int:
+def _word_overlap(words: frozenset[str], parts: frozenset[str]) -> int:
     """Query words naming a path part; a shared prefix of 4+ characters counts
     (``dependency`` / ``dependencies``)."""
-    count = 0
-    for word in words:
-        for part in parts:
-            shorter, longer = sorted((word, part), key=len)
-            if word == part or (len(shorter) >= 4 and longer.startswith(shorter)):
-                count += 1
-                break
+    count = len(words & parts)
+    for word in words - parts:
+        if len(word) >= 4 and any(len(part) >= 4 and (part.startswith(word) or word.startswith(part))
+                                  for part in parts):
+            count += 1
     return count
 
 
