@@ -257,7 +257,7 @@ def read_issue(text: str) -> IssueText:
 class LocateWeights:
     # The best of bench/locate.py's grid on the dev split (BENCHMARKS.md, "Locate").
     frame: float = 0.5
-    symbol: float = 0.5
+    symbol: float = 1.0
     path: float = 2.0
     message: float = 0.5
     import_: float = 0.5
