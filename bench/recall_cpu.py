@@ -1,0 +1,51 @@
+"""CPU time of a cold lexical index and of lexical recall on one corpus.
+
+    .venv/bin/python bench/recall_cpu.py [CORPUS]     # default: django
+
+Process CPU time, not wall time: on a shared machine the wall clock measures
+the neighbours, while CPU time still compares two builds of ctxls run one
+after the other. Queries: ``perf.recall_queries(200)`` (half docstring
+sentences, half function names); ``Engine.recall(q, ["code"], 10,
+mode="lexical")`` after ten warm-up queries. Prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+
+from ctxls.index.engine import Engine, EngineOptions
+
+import perf
+from corpora import corpus_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    name = args[0] if args else "django"
+    with tempfile.TemporaryDirectory() as folder:
+        engine = Engine(corpus_path(name), EngineOptions(db_path=f"{folder}/index.db"))
+        cpu_started, wall_started = time.process_time(), time.perf_counter()
+        engine.cold_index()
+        cold_cpu, cold_wall = time.process_time() - cpu_started, time.perf_counter() - wall_started
+        queries = [query for _, query in perf.recall_queries(200)]
+        for query in queries[:10]:
+            engine.recall(query, ["code"], 10, mode="lexical")
+        times = []
+        for query in queries:
+            started = time.process_time()
+            engine.recall(query, ["code"], 10, mode="lexical")
+            times.append(time.process_time() - started)
+        times.sort()
+        print(json.dumps({"corpus": name, "chunks": engine.status()["chunks"],
+                          "cold_cpu_s": round(cold_cpu, 1), "cold_wall_s": round(cold_wall, 1),
+                          "recall_cpu_ms_p50": round(1000 * times[len(times) // 2], 2),
+                          "recall_cpu_ms_p95": round(1000 * times[int(len(times) * 0.95)], 2)}))
+        engine.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
