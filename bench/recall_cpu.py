@@ -4,7 +4,8 @@
 
 Process CPU time, not wall time: on a shared machine the wall clock measures
 the neighbours, while CPU time still compares two builds of ctxls run one
-after the other. Queries: ``perf.recall_queries(200)`` (half docstring
+after the other. Queries: ``perf.recall_queries(200)``, drawn from django's set
+whatever the corpus (half docstring
 sentences, half function names); ``Engine.recall(q, ["code"], 10,
 mode="lexical")`` after ten warm-up queries. Prints one JSON line.
 """
