@@ -116,8 +116,7 @@ def score_hits(hits: list[tuple[str, int, int]], targets: tuple[Target, ...] | l
 
 # -- stores and the vector cache -------------------------------------------------------
 
-def index_fingerprint() -> str:
-    """Changes whenever the indexing code (chunking, discovery, embedding text) does."""
+def _fingerprint() -> str:
     import ctxls.index as index_package
 
     folder = Path(index_package.__file__).parent
@@ -125,6 +124,16 @@ def index_fingerprint() -> str:
     for name in _INDEXING_CODE:
         digest.update((folder / name).read_bytes())
     return digest.hexdigest()[:16]
+
+
+# Read once, at import: it must describe the code this process runs, even if
+# the files change under a long run.
+_FINGERPRINT = _fingerprint()
+
+
+def index_fingerprint() -> str:
+    """Changes whenever the indexing code (chunking, discovery, embedding text) does."""
+    return _FINGERPRINT
 
 
 def _store_dir(corpus: CodeCorpus, variant: str = "") -> Path:
@@ -311,8 +320,10 @@ def _aggregate(results: list[QueryResult], modes: tuple[str, ...]) -> list[Row]:
 
 def selected_corpora(split: str = "all", languages: list[str] | None = None,
                      names: list[str] | None = None) -> list[CodeCorpus]:
-    return [c for c in CODE_CORPORA if (split == "all" or c.split == split)
-            and (not languages or c.language in languages) and (not names or c.name in names)]
+    chosen = [c for c in CODE_CORPORA if (split == "all" or c.split == split)
+              and (not languages or c.language in languages) and (not names or c.name in names)]
+    # In the order named (build: the corpora to embed first).
+    return sorted(chosen, key=lambda c: names.index(c.name)) if names else chosen
 
 
 def evaluate(split: str = "dev", languages: list[str] | None = None,

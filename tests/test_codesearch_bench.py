@@ -123,7 +123,7 @@ def test_python_docstrings_are_blanked_in_place_and_targets_point_at_the_name():
 @pytest.mark.parametrize("language,path,source,sentence,name_line", [
     ("rust", "src/time.rs", RUST, "Parse a duration string into whole milliseconds for timers.",
      "pub fn parse_duration"),
-    ("go", "store/store.go", GO, "Open opens the store at the given path and replays its log.", "func Open"),
+    ("go", "store/store.go", GO, "Opens the store at the given path and replays its log.", "func Open"),
     ("java", "src/main/java/org/demo/Strings.java", JAVA,
      "Checks whether the given text contains only blank characters.", "    public static boolean isBlank"),
     ("c", "src/hash.c", C, "Compute the hash of a key using the seeded murmur function.", "hash_key("),
@@ -182,3 +182,9 @@ def test_score_hits_graded_targets_are_credited_once():
     assert repeated.ndcg == pytest.approx(1 / ideal)
     assert repeated.recall == 0.5 and repeated.rr == 1.0
     assert score_hits([], (cls,)).ndcg == 0.0
+
+
+def test_a_doc_starting_with_its_name_loses_the_name():
+    queries, _, _ = _build("go", {"store/store.go": GO})
+    assert "Opens the store at the given path and replays its log." in {
+        q.query for q in queries if q.kind == "description"}
