@@ -19,13 +19,16 @@ from concurrent.futures import Future
 from typing import Any
 
 from cattrs.errors import ClassValidationError
+from lsprotocol import types
 from lsprotocol.types import ResponseError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
 from ctxls.daemon.socket_server import debug_errors, valid_id
 from ctxls.daemon.wire import first_invalid
+from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 from ctxls.index.errors import EngineError
 from ctxls.index.store import store_error
 
@@ -121,6 +124,23 @@ class CtxlsProtocol(LanguageServerProtocol):
             self.send_error(None, -32600, "invalid request: id must be a number or a string")
             return
         super().handle_message(message)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
+        """pygls's, except that a buffer over the size bound takes no
+        incremental edit: applying one re-splits the whole text on the event
+        loop (about a second for 20 MB, stalling every request), and the text
+        of such a buffer is never indexed or read (it stays out of the index
+        until a full-text change makes it small again, or it is closed)."""
+        uri = params.text_document.uri
+        for change in params.content_changes:
+            document = self.workspace.text_documents.get(uri)
+            if (document is not None and len(document.source) > DEFAULT_MAX_FILE_BYTES
+                    and not isinstance(change, types.TextDocumentContentChangeWholeDocument)):
+                continue
+            self.workspace.update_text_document(params.text_document, change)
+        if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield user_handler, (params,), None
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         """Engine errors of standard LSP handlers keep their protocol codes."""

@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from conftest import serve
@@ -185,6 +186,19 @@ async def test_a_buffer_over_the_size_bound_is_left_out_and_recall_still_answers
         assert not (await s.request("ctxls/recall", {"query": "retry_upload", "kind": "code"}))["hits"]
         found = (await s.request("ctxls/recall", {"query": "send prepared", "kind": "code"}))["hits"]
         assert found[0]["path"] == "pkg/session.py"
+        # Incremental edits to it are not applied (each would re-split 2.4 MB
+        # on the event loop); a full-text change that makes it small is indexed.
+        s.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=s.uri("pkg/retry.py"), version=2),
+            [types.TextDocumentContentChangePartial(
+                range=types.Range(types.Position(0, 0), types.Position(0, 0)), text="# edit\n")]))
+        s.replace("pkg/retry.py", "def small_again():\n    pass\n", version=3)
+
+        async def small_indexed():
+            hits = (await s.request("ctxls/recall", {"query": "small_again", "kind": "code"}))["hits"]
+            return hits and hits[0]["path"] == "pkg/retry.py"
+
+        assert await s.wait_for(small_indexed, timeout=30)
 
 
 def _skipped(s, path: str):
