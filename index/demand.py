@@ -49,6 +49,7 @@ class DemandLog:
         self.memory = memory
         self._pending: list[tuple] = []
         self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxls-demand")
 
     def record(self, entries: list[Demand], action: str) -> None:
@@ -69,16 +70,19 @@ class DemandLog:
             log.warning("demand log not written: %s", exc.message)
 
     def flush(self) -> None:
-        with self._lock:
-            rows, self._pending = self._pending, []
-        files = [r for r in rows if r[4] is None]
-        memory = [r for r in rows if r[4] is not None]
-        if files:
-            with self.store.write() as conn:
-                conn.executemany("INSERT INTO demand(path, kind, symbol, action, scope, ts) "
-                                 "VALUES (?, ?, ?, ?, ?, ?)", files)
-        if memory:
-            self.memory.append_demand(memory)
+        # Whole flushes are serialised: a reader's flush (_candidates) returns
+        # only once rows a background flush already took are written too.
+        with self._flush_lock:
+            with self._lock:
+                rows, self._pending = self._pending, []
+            files = [r for r in rows if r[4] is None]
+            memory = [r for r in rows if r[4] is not None]
+            if files:
+                with self.store.write() as conn:
+                    conn.executemany("INSERT INTO demand(path, kind, symbol, action, scope, ts) "
+                                     "VALUES (?, ?, ?, ?, ?, ?)", files)
+            if memory:
+                self.memory.append_demand(memory)
 
     def close(self) -> None:
         self._writer.shutdown(wait=True)
