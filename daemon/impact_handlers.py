@@ -174,15 +174,18 @@ async def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.Code
         raise JsonRpcException(message="invalid param 'data': not a ctxls code lens",
                                code=-32602, data={"param": "data"})
     found: Impact | None = await _run(analysis.analyze, target[0], symbol, target[1])
-    lens.command = types.Command(title=lens_title(found), command=SHOW_IMPACT_COMMAND,
+    title = lens_title(found, indexing=not target[0].cold_index_done)
+    lens.command = types.Command(title=title, command=SHOW_IMPACT_COMMAND,
                                  arguments=[{"uri": uri, "symbol": symbol}])
     return lens
 
 
-def lens_title(found: Impact | None) -> str:
-    """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5 unconfirmed")."""
+def lens_title(found: Impact | None, indexing: bool = False) -> str:
+    """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5 unconfirmed").
+    A definition not found while the first index runs is not indexed yet (the
+    lenses are refreshed when it ends), not gone."""
     if found is None:
-        return "definition gone · re-open the file"
+        return "indexing…" if indexing else "definition gone · re-open the file"
     return f"{wire.callers_summary(found.confirmed, found.unconfirmed)} · risk {found.risk}"
 
 

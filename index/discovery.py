@@ -259,11 +259,16 @@ def read_file(root: Path, path: str, max_bytes: int | None
         return Skipped(path, "vanished")
     except OSError as exc:
         return Skipped(path, f"unreadable ({exc.strerror or exc})")
+    try:
+        st = os.fstat(fd)
+    except OSError as exc:
+        os.close(fd)
+        return Skipped(path, f"unreadable ({exc.strerror or exc})")
+    if not stat.S_ISREG(st.st_mode):  # checked before fdopen, which refuses a directory
+        os.close(fd)
+        return Skipped(path, "vanished")
     with os.fdopen(fd, "rb") as fh:
         try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                return Skipped(path, "vanished")
             if max_bytes is not None and st.st_size > max_bytes:
                 return Skipped(path, "too large")
             return fh.read(-1 if max_bytes is None else max_bytes + 1), st

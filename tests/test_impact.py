@@ -276,3 +276,10 @@ async def test_several_definitions_answer_each_the_asking_file_s_first(tmp_path:
         with pytest.raises(JsonRpcException) as err:
             await s.request("ctxls/impact", {"symbol": "Store.get", "textDocument": {"uri": 3}})
         assert err.value.data == {"param": "textDocument"}
+
+
+def test_a_lens_resolved_before_its_definition_is_indexed_says_indexing():
+    from ctxls.daemon.impact_handlers import lens_title
+
+    assert lens_title(None, indexing=True) == "indexing…"
+    assert lens_title(None, indexing=False) == "definition gone · re-open the file"

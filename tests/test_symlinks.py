@@ -152,3 +152,11 @@ async def test_no_outside_byte_over_lsp(linked_repo: Path):
         skipped = {f["path"]: f["reason"] for f in status["skipped"]["files"]}
         assert skipped["notes.txt"] == "symlink outside the root"
         assert skipped["pkg/alias.py"] == "symlink to pkg/session.py"
+
+
+def test_a_directory_named_as_a_file_is_skipped_not_raised(tmp_path: Path):
+    # A watched-file event can name a folder (an editor creates one): reading
+    # it skips it, it never raises out of the reader.
+    root = tmp_path / "repo"
+    (root / "pkg" / "made_by_editor").mkdir(parents=True)
+    assert read_source(root, "pkg/made_by_editor", 1 << 20) == Skipped("pkg/made_by_editor", "vanished")
