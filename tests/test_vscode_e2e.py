@@ -114,9 +114,16 @@ def drive(url: str, file: str, shots: Path, mode: str, timeout_ms: int = 60000) 
     env = os.environ | {"URL": url, "DRIVER_DIR": str(E2E / "driver"), "CHROMIUM": shutil.which("chromium"),
                         "SHOTS": str(shots), "RESULT": str(result_file), "FILE": file, "MODE": mode,
                         "TIMEOUT_MS": str(timeout_ms)}
-    done = subprocess.run(["node", str(DRIVER)], env=env, capture_output=True, text=True,
-                          timeout=SESSION_TIMEOUT_S)
-    assert result_file.is_file(), f"the driver wrote no result:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    # Its own process group: a driver that overruns is ended with its chromium.
+    driver = subprocess.Popen(["node", str(DRIVER)], env=env, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        # Above the sum of the driver's own bounded waits.
+        output, _ = driver.communicate(timeout=max(SESSION_TIMEOUT_S, timeout_ms * 20 / 1000))
+    except subprocess.TimeoutExpired:
+        os.killpg(driver.pid, signal.SIGKILL)
+        output, _ = driver.communicate()
+    assert result_file.is_file(), f"the driver wrote no result:\n{output[-3000:]}"
     return json.loads(result_file.read_text())
 
 

@@ -4,7 +4,7 @@
 //
 // Environment: URL (code-server with the workspace folder), DRIVER_DIR (where
 // puppeteer-core is installed), CHROMIUM, SHOTS (screenshot folder), RESULT,
-// FILE (the file to open), MODE ("full": every step; "bench": only the
+// FILE (the file to open, or path:line), MODE ("full": every step; "bench": only the
 // timings to the first code lens and to "indexed"), TIMEOUT_MS (per wait).
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
@@ -27,6 +27,8 @@ let shotCount = 0;
 const browser = await puppeteer.launch({
   executablePath: env('CHROMIUM'),
   headless: true,
+  // A wait runs in the page as one protocol call: allow the longest one.
+  protocolTimeout: TIMEOUT_MS * 10 + 60000,
   args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--window-size=1400,900'],
   defaultViewport: { width: 1400, height: 900 },
 });
@@ -151,7 +153,15 @@ try {
   });
 
   const opened = Date.now();
-  await step(`open ${FILE}`, () => openFile(FILE));
+  // FILE may be "path:line": open it there (lenses are drawn for visible lines only).
+  const [path, line] = FILE.split(':');
+  await step(`open ${FILE}`, async () => {
+    await openFile(path);
+    if (line !== undefined) {
+      await quickInput('KeyG', line);
+      await page.keyboard.press('Enter');
+    }
+  });
 
   await step('first code lens', async () => {
     const lens = await waitForText('.codelens-decoration', /caller/, 'a code lens', TIMEOUT_MS * 5);
