@@ -6,7 +6,6 @@ disk, and a proxy survives its owner's exit without losing its buffers."""
 from __future__ import annotations
 
 import asyncio
-import json
 import signal
 import subprocess
 import sys

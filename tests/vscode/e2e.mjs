@@ -209,11 +209,17 @@ try {
       await page.keyboard.down('Control');
       await page.keyboard.press('End');
       await page.keyboard.up('Control');
-      await page.keyboard.press('Enter');
-      await page.keyboard.type('def typed_unsaved_marker():\nreturn 1\n', { delay: 10 });
+      // The empty line after the file's last one (8 lines and a newline).
+      await waitForText('.statusbar-item', /Ln 9, Col 1/, 'the cursor at the end of retry.py');
+      await page.keyboard.type('\ndef typed_unsaved_marker():\n    return 1\n', { delay: 10 });
       await waitForText('.tab.active.dirty', /retry\.py/, 'retry.py marked unsaved');
       await recall('typed unsaved marker');
-      return waitForText('.quick-input-list .monaco-list-row', /typed_unsaved_marker/, 'the unsaved function');
+      // The typed function is lines 10–11: its own hit, or inside the hit that covers them.
+      return waitForText(
+        '.quick-input-list .monaco-list-row',
+        /typed_unsaved_marker|retry\.py:\d+–1[01]\b/,
+        'the unsaved function',
+      );
     });
 
     await step('the output channel has no error', async () => {
