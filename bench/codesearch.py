@@ -56,7 +56,7 @@ import os
 import sqlite3
 import sys
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 
 from ctxls.index.engine import Engine, EngineOptions
@@ -479,7 +479,7 @@ def markdown(report: EvalReport) -> str:
 
 def results_json(report: EvalReport) -> dict:
     """Every query's score and hits, for reading failures by hand."""
-    return {"ranking": {f.name: getattr(report.ranking, f.name) for f in fields(RankingConfig)},
+    return {"ranking": asdict(report.ranking),
             "rows": [r.__dict__ for r in report.rows],
             "queries": [{"id": r.query.id, "mode": r.mode, "query": r.query.query,
                          "kind": r.query.kind, "ndcg": round(r.score.ndcg, 4),
