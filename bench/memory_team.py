@@ -10,7 +10,8 @@ backend's import (``MemoryStore.import_records``, the path of ``ctxls memory
 import``). Then, per backend: 1,000 remembers timed one by one; recalls of
 facts and episodes (scope = one tenant, n = 10) for bench/memory.py's 60
 quality queries and 60 synthetic three-word queries, by 1 client and by 8
-concurrent clients, each client a process with its own ``Engine`` (its own
+concurrent clients (every client recalls every query; twice with one client,
+once each with 8), each client a process with its own ``Engine`` (its own
 connection pool or SQLite connections), as 8 daemons would be.
 
 Vectors (``--hybrid``): embedding 100k facts with the model takes ~30 min
@@ -72,12 +73,26 @@ def _percentiles(samples_ms: list[float]) -> dict:
             "n": len(ordered)}
 
 
+WORD_VECTORS = Path(__file__).resolve().parent / ".cache" / "memory_team_word_vectors.npy"
+
+
+def _word_vectors(engine: Engine) -> dict[str, np.ndarray]:
+    """The vocabulary's model vectors (cached: embedding 5,000 words takes minutes here)."""
+    words, _ = _vocabulary()
+    if WORD_VECTORS.exists():
+        vectors = np.load(WORD_VECTORS)
+    else:
+        vectors = np.stack(engine.semantic.embedder.embed(words))
+        WORD_VECTORS.parent.mkdir(parents=True, exist_ok=True)
+        np.save(WORD_VECTORS, vectors)
+    return dict(zip(words, vectors))
+
+
 def _synthetic_vectors(engine: Engine, texts: dict[str, str]) -> dict[str, np.ndarray]:
     """embed_hash -> vector: the model's for the quality rows, a bag of the
     model's word vectors for synthetic facts."""
     embedder = engine.semantic.embedder
-    words, _ = _vocabulary()
-    word_vectors = dict(zip(words, embedder.embed(words)))
+    word_vectors = _word_vectors(engine)
     quality = {text for _, text in FACTS.values()}
     out = {}
     for embed_hash, text in texts.items():
@@ -135,7 +150,7 @@ def load(backend: str, root: Path, db: Path, url: str | None, n_facts: int, hybr
 
 def _client(args) -> dict:
     """One daemon's worth: its own Engine; remembers and/or recalls timed one by one."""
-    root, db, url, hybrid, queries, remembers, worker = args
+    root, db, url, hybrid, queries, remembers, worker, rounds = args
     engine = Engine(Path(root), EngineOptions(db_path=db, embeddings=hybrid, memory_url=url))
     alice = named_scope("alice")
     out: dict = {}
@@ -148,7 +163,7 @@ def _client(args) -> dict:
         out["remember"] = samples
     for mode in ["lexical"] + (["hybrid"] if hybrid else []):
         samples = []
-        for round_ in range(2):
+        for round_ in range(rounds):
             for query in queries:
                 # A distinct string per round and client: the query-vector cache never answers.
                 text = query if mode == "lexical" else f"{query} {'!' * (round_ + 1)}{'?' * worker}"
@@ -165,9 +180,10 @@ def measure(root: Path, db: Path, url: str | None, hybrid: bool) -> dict:
     out: dict = {}
     with multiprocessing.get_context("spawn").Pool(8) as pool:
         for clients in (1, 8):
-            # 1,000 remembers in all, split over the clients; every client recalls every query.
-            jobs = [(str(root), str(db), url, hybrid, queries, 1000 // clients, worker)
-                    for worker in range(clients)]
+            # 1,000 remembers in all, split over the clients; every client recalls
+            # every query, twice with one client (240 samples), once with 8 (960).
+            jobs = [(str(root), str(db), url, hybrid, queries, 1000 // clients, worker,
+                     2 if clients == 1 else 1) for worker in range(clients)]
             results = pool.map(_client, jobs)
             for name in ["remember", "lexical"] + (["hybrid"] if hybrid else []):
                 out[f"{name}_{clients}"] = _percentiles([x for r in results for x in r[name]])

@@ -225,3 +225,45 @@ def test_export_import_round_trips_exactly_between_backends(tmp_path: Path, url:
     bad = subprocess.run([*cli, "import", "--url", url], input='{"type": "memory"}\n',
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "line 1" in bad.stderr  # bad input is a usage error
+
+
+def test_vectors_of_one_model_only_and_another_model_is_refused(tmp_path: Path, url: str):
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "a.db"), embeddings=True,
+                                        memory_url=url))
+    engine.memory.remember(named_scope("team"), "backups", "Postgres snapshots are taken every night")
+    # Found by meaning alone, from the vector written with the row.
+    hits = engine.recall("database copies overnight", ["fact"], 3, mode="semantic",
+                         scope=named_scope("team")).hits_by_kind["fact"]
+    assert [h.path for h in hits] == ["backups"]
+    stamp = engine.semantic.model_stamp()
+    engine.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+            assert conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'vector_model'"
+                                ).fetchone()[0] == stamp
+            assert conn.execute("SELECT count(*) FROM ctxls_memory WHERE embedding IS NOT NULL"
+                                ).fetchone()[0] == 1
+            conn.execute("UPDATE ctxls_memory_meta SET value = 'another-model/384/text-1' "
+                         "WHERE key = 'vector_model'")
+    warnings: list[str] = []
+    other = Engine(root, EngineOptions(db_path=str(tmp_path / "b.db"), embeddings=True,
+                                       memory_url=url))
+    other.on_warning = warnings.append
+    try:
+        other.memory.remember(named_scope("team"), "oncall", "Pager duty rotates every Monday")
+        assert len(warnings) == 1 and "another-model" in warnings[0]
+        # Refused vectors, not refused memory: lexical recall finds both rows.
+        lexical = other.recall("snapshots pager", ["fact"], 5, scope=named_scope("team"))
+        assert sorted(h.path for h in lexical.hits_by_kind["fact"]) == ["backups", "oncall"]
+        assert other.recall("database copies overnight", ["fact"], 3, mode="semantic",
+                            scope=named_scope("team")).hits_by_kind["fact"] == []
+    finally:
+        other.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+            assert conn.execute("SELECT key FROM ctxls_memory WHERE embedding IS NULL").fetchall() \
+                == [("oncall",)]
