@@ -137,6 +137,7 @@ def load(backend: str, root: Path, db: Path, url: str | None, n_facts: int, hybr
             for start in range(0, len(items), BATCH):
                 chunk = items[start:start + BATCH]
                 with store._tx() as conn:
+                    conn.execute("SET LOCAL statement_timeout = 0")  # a bulk load, not a request
                     conn.execute(
                         "UPDATE ctxls_memory m SET embedding = v.vec::vector FROM "
                         "unnest(%s::text[], %s::text[]) AS v(h, vec) WHERE m.embed_hash = v.h",

@@ -300,6 +300,8 @@ class PostgresMemoryStore:
                                ).fetchone()
             if row is None:
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+                # Building the index over rows already there may take long: once, unbounded.
+                conn.execute("SET LOCAL statement_timeout = 0")
                 conn.execute("INSERT INTO ctxls_memory_meta(key, value) VALUES ('vector_model', %s) "
                              "ON CONFLICT (key) DO NOTHING", (stamp,))
                 conn.execute(f"CREATE INDEX IF NOT EXISTS ctxls_memory_embedding ON ctxls_memory "
