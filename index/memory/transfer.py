@@ -10,7 +10,8 @@ round trip gives back the same lines.
 - ``{"type": "demand", path, kind, symbol, action, scope, ts}``: a memory row's recall or fetch.
 
 Row ids and vectors are not exported: ids are the store's own (their order,
-write order, is kept), and vectors are derived (re-embedded after an import).
+write order, is kept), and vectors are derived (docs/protocol.md says when an
+imported row gets one).
 """
 
 from __future__ import annotations
