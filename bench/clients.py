@@ -29,7 +29,9 @@ from corpora import corpus_path  # noqa: E402
 
 from ctxls.daemon.client import DaemonClient, default_socket  # noqa: E402
 
-CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
+# The installed command, as people run it: `python -m` would put the working
+# directory first on sys.path, and flask's src/flask/typing.py would shadow typing.
+CTXLS = [str(Path(sys.executable).with_name("ctxls"))]
 QUERY = "register a blueprint on the application"
 
 
