@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from ctxls.index.ranking import RankingConfig
 
-from codesearch import evaluate
+from tune_priors import print_grid
 
 BASE = RankingConfig()
 VARIANTS: dict[str, RankingConfig] = {
@@ -26,7 +26,6 @@ VARIANTS: dict[str, RankingConfig] = {
     "identifier-0.4": replace(BASE, identifier_dense_weight=0.4),
     "pool-50": replace(BASE, fusion_pool=50),
 }
-KINDS = ("symbol", "description", "concept", "all")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -34,16 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--split", default="dev", choices=("dev", "test"))
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
     args = parser.parse_args(argv)
-    print("| variant | " + " | ".join(KINDS) + " |")
-    print("|---|" + "---:|" * len(KINDS))
-    for name in args.variants:
-        report = evaluate(args.split, modes=("hybrid",), ranking=VARIANTS[name],
-                          log=lambda message: None)
-        cells = []
-        for kind in KINDS:
-            row = report.summary(args.split, "all", kind, "hybrid")
-            cells.append(f"{row.ndcg:.3f}" if row else "-")
-        print(f"| {name} | " + " | ".join(cells) + " |", flush=True)
+    print_grid(args.split, ("hybrid",), {name: VARIANTS[name] for name in args.variants})
     return 0
 
 

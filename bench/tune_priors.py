@@ -49,24 +49,28 @@ VARIANTS: dict[str, PriorConfig] = {
 KINDS = ("symbol", "description", "concept", "all")
 
 
+def print_grid(split: str, modes: tuple[str, ...], rankings: dict[str, RankingConfig]) -> None:
+    """One markdown row per (variant, mode): NDCG@10 per query kind, mean over languages."""
+    print("| variant | mode | " + " | ".join(KINDS) + " |")
+    print("|---|---|" + "---:|" * len(KINDS))
+    for name, ranking in rankings.items():
+        report = evaluate(split, modes=modes, ranking=ranking, log=lambda message: None)
+        for mode in modes:
+            cells = []
+            for kind in KINDS:
+                row = report.summary(split, "all", kind, mode)
+                cells.append(f"{row.ndcg:.3f}" if row else "-")
+            print(f"| {name} | {mode} | " + " | ".join(cells) + " |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", default="dev", choices=("dev", "test"))
     parser.add_argument("--modes", default="lexical")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
     args = parser.parse_args(argv)
-    modes = tuple(args.modes.split(","))
-    print("| variant | mode | " + " | ".join(KINDS) + " |")
-    print("|---|---|" + "---:|" * len(KINDS))
-    for name in args.variants:
-        report = evaluate(args.split, modes=modes, ranking=RankingConfig(priors=VARIANTS[name]),
-                          log=lambda message: None)
-        for mode in modes:
-            cells = []
-            for kind in KINDS:
-                row = report.summary(args.split, "all", kind, mode)
-                cells.append(f"{row.ndcg:.3f}" if row else "-")
-            print(f"| {name} | {mode} | " + " | ".join(cells) + " |", flush=True)
+    print_grid(args.split, tuple(args.modes.split(",")),
+               {name: RankingConfig(priors=VARIANTS[name]) for name in args.variants})
     return 0
 
 
