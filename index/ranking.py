@@ -222,8 +222,11 @@ def fused_scores(lexical: dict[int, float], dense: dict[int, float | None], dens
 
 def _min_max(values: dict[int, float]) -> dict[int, float]:
     low, high = min(values.values(), default=0.0), max(values.values(), default=0.0)
-    span = (high - low) or 1.0
-    return {key: (value - low) / span for key, value in values.items()}
+    if high == low:
+        # One candidate, or all alike: each is the best there is (1), unless
+        # there is nothing at all on that side (0).
+        return {key: 1.0 if high > 0 else 0.0 for key in values}
+    return {key: (value - low) / (high - low) for key, value in values.items()}
 
 
 def _apply_import_boost(conn: sqlite3.Connection, hits: list[ScoredChunk],

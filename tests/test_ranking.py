@@ -75,3 +75,11 @@ def test_import_boost_lifts_the_neighbours_of_top_files_both_ways(tmp_path):
     assert boosted["app/consumer.py"] > plain["app/consumer.py"]  # it imports main
     assert boosted["lonely/put.py"] == pytest.approx(plain["lonely/put.py"])
     engine.close()
+
+
+def test_min_max_fusion_scores_a_lone_candidate_as_the_best() -> None:
+    # One candidate is the best on both sides: 1, not 0 (a group of one hit,
+    # such as a single matching config file, used to show 0.000).
+    assert fused_scores({7: 5.0}, {7: 0.4}, 0.6, fusion="min-max") == {7: 1.0}
+    # No BM25 match at all: that side adds nothing; equal cosines are each the best.
+    assert fused_scores({}, {1: 0.4, 2: 0.4}, 0.6, fusion="min-max") == {1: 0.6, 2: 0.6}
