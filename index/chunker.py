@@ -138,12 +138,12 @@ def _pack(lines: list[str], pieces: list[_Piece]) -> list[_Piece]:
     2. runs of tiny pieces (at most TINY_LINES lines) join each other;
     3. a tiny piece still alone joins the smaller neighbour it fits with.
     """
-    sized = [(piece, _size(lines, piece)) for piece in pieces if _size(lines, piece)[0]]
+    sized = [(piece, size) for piece in pieces if (size := _size(lines, piece))[0]]
     groups: list[list[tuple[_Piece, tuple[int, int]]]] = []
     index = 0
     while index < len(sized):
         group = [sized[index]]
-        head, (head_lines, _) = sized[index]
+        head = sized[index][0]
         index += 1
         container = head.body_end > head.end
         while index < len(sized):
