@@ -334,22 +334,19 @@ class Resolver:
             local = self._local_receiver(sf, site, name)
             if local is not None:
                 return local
-            ref = self.lookup_bare(sf, name)
-            if ref.kind == "module":
-                return Receiver("module", module=ref.path)
-            if ref.kind == "external":
-                return Receiver("external")
-            cls = self.class_of(ref)
-            return Receiver("class", cls) if cls is not None else UNKNOWN_RECEIVER
+            return self._receiver_of(self.lookup_bare(sf, name))
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
-            ref = self.dotted_ref(sf, syntax.text_of(node))
-            if ref.kind == "module":
-                return Receiver("module", module=ref.path)
-            if ref.kind == "external":
-                return Receiver("external")
-            cls = self.class_of(ref)
-            return Receiver("class", cls) if cls is not None else UNKNOWN_RECEIVER
+            return self._receiver_of(self.dotted_ref(sf, syntax.text_of(node)))
         return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
+
+    def _receiver_of(self, ref) -> Receiver:
+        """What a name or dotted name bound in the file stands for as a receiver."""
+        if ref.kind == "module":
+            return Receiver("module", module=ref.path)
+        if ref.kind == "external":
+            return Receiver("external")
+        cls = self.class_of(ref)
+        return Receiver("class", cls) if cls is not None else UNKNOWN_RECEIVER
 
     def _own_class(self, kind: str, sf: SourceFile, site: Node) -> Receiver:
         assert sf.family is not None

@@ -460,8 +460,6 @@ class Store:
                                            "dbPath is another application's SQLite database; "
                                            "refusing to use or move it")
                 conn.execute("SELECT key, value FROM meta").fetchall()
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
             self._install(conn)
         except sqlite3.Error as exc:
             if conn is not None:
@@ -495,7 +493,9 @@ class Store:
                                            f"aside: {exc.strerror or exc}") from exc
 
     def _install(self, conn: sqlite3.Connection) -> None:
-        """Make ``conn`` the writer of a freshly opened store and migrate it."""
+        """Make ``conn`` the writer of a freshly opened store (WAL journal) and migrate it."""
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
         old, self._writer = self._writer, conn
         if old is not None:
             old.close()
@@ -526,8 +526,6 @@ class Store:
         conn = None
         try:
             conn = self._connect()
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
             self._install(conn)
         except sqlite3.Error as exc:
             if conn is not None:

@@ -62,6 +62,15 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = 1
 # Stemming for memory's prose (the SQLite backend's porter tokenizer is English too).
 TEXT_SEARCH_CONFIG = "english"
+# A memory row's columns; the full-text vector weighs symbol (A) over key (B) over text.
+_INSERT_MEMORY = (
+    "INSERT INTO ctxls_memory(scope, key, part, kind, author, format, symbol, "
+    "start_line, end_line, text, meta, session, created_at, occurred_at, "
+    "expires_at, embed_hash, tsv, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, "
+    "%s, %s, %s, %s, %s, %s, %s, %s, %s, "
+    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'A') || "
+    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'B') || "
+    f"to_tsvector('{TEXT_SEARCH_CONFIG}', %s), %s::vector)")
 POOL_WAIT_S = 5.0
 CONNECT_TIMEOUT_S = 3
 STATEMENT_TIMEOUT_MS = 10_000
@@ -338,13 +347,7 @@ class PostgresMemoryStore:
             ids = []
             for part, (segment, embedding) in enumerate(zip(write.segments, embeddings)):
                 (row_id,) = conn.execute(
-                    "INSERT INTO ctxls_memory(scope, key, part, kind, author, format, symbol, "
-                    "start_line, end_line, text, meta, session, created_at, occurred_at, "
-                    "expires_at, embed_hash, tsv, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, "
-                    "%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'A') || "
-                    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'B') || "
-                    f"to_tsvector('{TEXT_SEARCH_CONFIG}', %s), %s::vector) "
+                    _INSERT_MEMORY + " "
                     "ON CONFLICT (scope, key, part) DO UPDATE SET kind = excluded.kind, "
                     "author = excluded.author, format = excluded.format, symbol = excluded.symbol, "
                     "start_line = excluded.start_line, end_line = excluded.end_line, "
@@ -585,13 +588,7 @@ class PostgresMemoryStore:
         with self._tx() as conn:
             with conn.cursor() as cur:
                 cur.executemany(
-                    "INSERT INTO ctxls_memory(scope, key, part, kind, author, format, symbol, "
-                    "start_line, end_line, text, meta, session, created_at, occurred_at, "
-                    "expires_at, embed_hash, tsv, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, "
-                    "%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-                    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'A') || "
-                    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'B') || "
-                    f"to_tsvector('{TEXT_SEARCH_CONFIG}', %s), %s::vector)",
+                    _INSERT_MEMORY,
                     [(*memory_values(r), expand(r["symbol"] or ""), expand(r["id"]),
                       expand(r["text"]), vector) for r, vector in zip(memory, vectors)])
                 cur.executemany("INSERT INTO ctxls_memory_files(scope, key, filename, mode, data) "
