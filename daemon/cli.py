@@ -594,7 +594,7 @@ def _memory_backend(args):
 
 def cmd_memory(args):
     """migrate | export (JSON lines on stdout) | import (JSON lines from stdin)."""
-    from ctxls.index.memory.postgres import MemorySchemaError
+    from ctxls.index.memory.postgres import FULL_TEXT_SCAN_WARNING, MemorySchemaError
     from ctxls.index.memory.transfer import read_lines, write_lines
 
     backend, store = _memory_backend(args)
@@ -606,6 +606,8 @@ def cmd_memory(args):
             before, after = backend.migrate()
             print(f"memory schema {before} -> {after}" if before != after
                   else f"memory schema {after}: up to date")
+            if not backend.full_text_index_usable():
+                print(f"ctxls: {FULL_TEXT_SCAN_WARNING}", file=sys.stderr)
         elif args.memory_verb == "export":
             sys.stdout.writelines(write_lines(backend.export_records()))
         else:

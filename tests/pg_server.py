@@ -25,6 +25,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from ctxls.index.memory.postgres import FULL_TEXT_MATCH
+
 SERVER_USER = "ctxls-pg"
 DAEMON_ROLE = "ctxls_daemon"
 TEMPLATE = "ctxls_template"
@@ -151,8 +153,9 @@ class PgServer:
         return psycopg.connect(self.url(database, "postgres"), autocommit=True, connect_timeout=3)
 
     def prepare(self) -> None:
-        """The daemons' role and a template database with pgvector installed
-        (creating an extension needs a superuser; the daemons' role owns the rest)."""
+        """The daemons' role and a template database with pgvector installed and
+        the full-text match marked LEAKPROOF, as docs/architecture.md's "Roles"
+        has a superuser do once per deployment (the daemons' role owns the rest)."""
         with self.admin() as conn:
             if conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (DAEMON_ROLE,)).fetchone() is None:
                 conn.execute(f"CREATE ROLE {DAEMON_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS")
@@ -160,6 +163,11 @@ class PgServer:
                 conn.execute(f"CREATE DATABASE {TEMPLATE}")
         with self.admin(TEMPLATE) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute(f"ALTER FUNCTION {FULL_TEXT_MATCH} LEAKPROOF")
+
+    def mark_full_text_match(self, database: str, leakproof: bool) -> None:
+        with self.admin(database) as conn:
+            conn.execute(f"ALTER FUNCTION {FULL_TEXT_MATCH} {'' if leakproof else 'NOT '}LEAKPROOF")
 
     def fresh_database(self) -> str:
         """A new empty database owned by the daemons' role; its URL."""

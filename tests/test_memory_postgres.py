@@ -22,6 +22,7 @@ from ctxls.index.errors import MemoryUnavailable
 from ctxls.index.memory import Memory
 from ctxls.index.memory.postgres import SCHEMA_VERSION, MemorySchemaError, PostgresMemoryStore
 from ctxls.index.scopes import EVERYTHING, named_scope
+from ctxls.index.tokenize import query_terms
 
 
 @pytest.fixture
@@ -148,6 +149,70 @@ def test_migrations_are_versioned_and_a_newer_schema_is_refused(url: str):
     with psycopg.connect(url, autocommit=True) as conn:  # left untouched
         assert conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'schema_version'"
                             ).fetchone()[0] == str(SCHEMA_VERSION + 1)
+
+
+def _plan(store: PostgresMemoryStore, url: str, query: str) -> str:
+    """EXPLAIN of recall's full-text statement as the daemon runs it (alice's
+    fence), sequential scans priced out so that only what is usable counts."""
+    terms = query_terms(query)
+    sql, args = store.lexical_statement("fact", terms, 10, named_scope("alice"), 0)
+    with psycopg.connect(url) as conn:
+        conn.execute("SELECT set_config('ctxls.visible', '[\"alice\"]', true)")
+        conn.execute("ANALYZE ctxls_memory")  # as autovacuum would have by now
+        conn.execute("SET LOCAL enable_seqscan = off")
+        return "\n".join(line for (line,) in conn.execute("EXPLAIN " + sql, args))
+
+
+def test_an_older_schema_migrates_and_recall_uses_the_full_text_index(pg_server: PgServer,
+                                                                       url: str):
+    old = PostgresMemoryStore(url, migrate=False)
+    try:
+        assert old.migrate(target=1) == (0, 1)
+    finally:
+        old.close()
+    with psycopg.connect(url) as conn:  # rows written under schema 1
+        conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+        conn.execute(
+            "INSERT INTO ctxls_memory(scope, key, part, kind, author, format, start_line, end_line, "
+            "text, created_at, occurred_at, embed_hash, tsv) SELECT CASE WHEN i % 2 = 0 THEN "
+            "'alice' ELSE 'bob' END, 'note-' || i, 0, 'fact', 'agent', 'text', 0, 0, t, 0, 0, "
+            "md5(t), to_tsvector('english', t) FROM (SELECT i, 'note ' || md5(i::text) AS t "
+            "FROM generate_series(1, 400) i) s")
+        conn.execute(
+            "INSERT INTO ctxls_memory(scope, key, part, kind, author, format, start_line, end_line, "
+            "text, created_at, occurred_at, embed_hash, tsv) VALUES ('alice', 'deploy-env', 0, "
+            "'fact', 'agent', 'text', 0, 0, 'The deploy fails when FOO_URL is unset', 0, 0, 'h', "
+            "to_tsvector('english', 'The deploy fails when FOO_URL is unset'))")
+    warnings: list[str] = []
+    store = PostgresMemoryStore(url, warn=warnings.append, migrate=False)
+    try:
+        with pytest.raises(MemoryUnavailable, match="ctxls memory migrate"):
+            store.count(EVERYTHING, ["fact"], 0)  # schema 1 is not read as if it were 2
+        assert store.migrate() == (1, SCHEMA_VERSION)
+        memory = Memory(store)
+        assert [r.key for r in memory.search("fact", "deploy unset", 5, named_scope("alice"))] \
+            == ["deploy-env"]
+        assert memory.count(named_scope("alice")) == 201  # nothing lost on the way
+        assert warnings == []  # the fixture's database has the match marked LEAKPROOF
+        with psycopg.connect(url) as conn:
+            indexes = {name for (name,) in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE tablename = 'ctxls_memory'")}
+        assert {"ctxls_memory_tsv_fact", "ctxls_memory_tsv_episode", "ctxls_memory_tsv_doc"} <= indexes
+        assert "ctxls_memory_tsv" not in indexes
+        assert "ctxls_memory_tsv_fact" in _plan(store, url, "deploy unset")
+    finally:
+        store.close()
+    # Without LEAKPROOF, row-level security keeps the planner from the index
+    # (the daemon's role sees the same rows, slower), and the daemon says why.
+    pg_server.mark_full_text_match(url.rsplit("/", 1)[1], leakproof=False)
+    store = PostgresMemoryStore(url, warn=warnings.append)
+    try:
+        assert [r.key for r in Memory(store).search("fact", "deploy unset", 5,
+                                                    named_scope("alice"))] == ["deploy-env"]
+        assert len(warnings) == 1 and "LEAKPROOF" in warnings[0]
+        assert "ctxls_memory_tsv_fact" not in _plan(store, url, "deploy unset")
+    finally:
+        store.close()
 
 
 async def test_database_down_fails_memory_verbs_with_32010_and_code_recall_keeps_working(

@@ -43,8 +43,8 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.errors import MemoryUnavailable
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
-                                      ROW_COLUMNS, Candidate, Forget, KnownFact, MemoryRow, Page,
-                                      Write, memory_row)
+                                      MEMORY_KINDS, ROW_COLUMNS, Candidate, Forget, KnownFact,
+                                      MemoryRow, Page, Write, memory_row)
 from ctxls.index.memory.transfer import (demand_record, demand_values, memory_record,
                                          memory_values, upload_record, upload_values)
 from ctxls.index.model import content_hash
@@ -59,7 +59,9 @@ log = logging.getLogger(__name__)
 
 # Bump when the layout changes; add the step to _MIGRATIONS; say what changed.
 # 1: ctxls_memory, ctxls_memory_files, ctxls_demand with row-level security.
-SCHEMA_VERSION = 1
+# 2: one partial full-text index per kind instead of one over all rows (recall
+#    always names its kind: no bitmap AND with the (kind, scope) B-tree).
+SCHEMA_VERSION = 2
 # Stemming for memory's prose (the SQLite backend's porter tokenizer is English too).
 TEXT_SEARCH_CONFIG = "english"
 # A memory row's columns; the full-text vector weighs symbol (A) over key (B) over text.
@@ -78,6 +80,17 @@ POOL_MAX = 8
 # pg_advisory_xact_lock keys: one migration and one purge at a time across daemons.
 MIGRATE_LOCK = 0x6374786C_0001
 PURGE_LOCK = 0x6374786C_0002
+# Row-level security lets the planner run a query's own condition before the
+# policy's only when it is LEAKPROOF; `tsv @@ query` (ts_match_vq) is not
+# marked so by PostgreSQL, and without it every recall reads all the tenant's
+# rows of the kind instead of the full-text index. Marking it takes a
+# superuser, once per database (docs/architecture.md, "Roles").
+FULL_TEXT_MATCH = "ts_match_vq(tsvector, tsquery)"
+FULL_TEXT_SCAN_WARNING = (
+    f"team memory: {FULL_TEXT_MATCH} is not LEAKPROOF in this database, so row-level security "
+    "keeps PostgreSQL from the full-text index and every lexical recall reads all of a "
+    f"tenant's rows; a superuser should run ALTER FUNCTION {FULL_TEXT_MATCH} LEAKPROOF there "
+    "(docs/architecture.md, Team memory)")
 # ts_rank weights {D, C, B, A}: body, -, id, heading path, as the SQLite
 # backend's BM25 column weights (1, 4, 32), scaled to ts_rank's 0..1.
 RANK_WEIGHTS = "{0.03125, 0, 0.125, 1}"
@@ -147,6 +160,9 @@ CREATE TABLE ctxls_demand (
 CREATE INDEX ctxls_demand_path ON ctxls_demand (path, kind, action);
 {_fenced("ctxls_memory")}{_fenced("ctxls_memory_files")}{_fenced("ctxls_demand")}
 """,
+    2: "DROP INDEX IF EXISTS ctxls_memory_tsv;\n" + "".join(
+        f"CREATE INDEX ctxls_memory_tsv_{kind} ON ctxls_memory USING gin (tsv) WHERE kind = '{kind}';\n"
+        for kind in MEMORY_KINDS),
 }
 
 
@@ -234,6 +250,8 @@ class PostgresMemoryStore:
                     self.migrate()
                 else:
                     self._check_version()
+                if not self.full_text_index_usable():
+                    self._warn(FULL_TEXT_SCAN_WARNING)
                 self._ready = True
 
     def _raw(self):
@@ -270,27 +288,37 @@ class PostgresMemoryStore:
                                     f"{SCHEMA_VERSION}: run `ctxls memory migrate`")
         return version
 
-    def migrate(self) -> tuple[int, int]:
-        """Bring the database to SCHEMA_VERSION (one step per transaction, one
-        migrating daemon at a time); refuse a newer one. Returns (from, to)."""
+    def migrate(self, target: int = SCHEMA_VERSION) -> tuple[int, int]:
+        """Bring the database to ``target`` (SCHEMA_VERSION; an older one only
+        to test a migration), all steps in one transaction, one migrating
+        daemon at a time; refuse a newer one. Returns (from, to)."""
         with self._raw() as conn:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+                # Building an index over the rows already there may take long: unbounded.
+                conn.execute("SET LOCAL statement_timeout = 0")
                 before = self._version(conn)
                 if before > SCHEMA_VERSION:
                     raise MemorySchemaError(f"memory database has schema {before}; this ctxls "
                                             f"reads up to {SCHEMA_VERSION}")
-                if before < SCHEMA_VERSION:
+                if before < target:
                     conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
                     conn.execute("CREATE TABLE IF NOT EXISTS ctxls_memory_meta "
                                  "(key text PRIMARY KEY, value text NOT NULL)")
-                    for version in range(before + 1, SCHEMA_VERSION + 1):
+                    for version in range(before + 1, target + 1):
                         conn.execute(_MIGRATIONS[version])
                     conn.execute(
                         "INSERT INTO ctxls_memory_meta(key, value) VALUES ('schema_version', %s), "
                         "('text_search_config', %s) ON CONFLICT (key) DO UPDATE SET value = "
-                        "excluded.value", (str(SCHEMA_VERSION), TEXT_SEARCH_CONFIG))
-        return before, SCHEMA_VERSION
+                        "excluded.value", (str(target), TEXT_SEARCH_CONFIG))
+        return before, max(before, target)
+
+    def full_text_index_usable(self) -> bool:
+        """Whether recall under row-level security can use the full-text index
+        (FULL_TEXT_MATCH is LEAKPROOF here)."""
+        with self._raw() as conn:
+            return conn.execute("SELECT proleakproof FROM pg_proc WHERE oid = %s::regprocedure",
+                                (FULL_TEXT_MATCH,)).fetchone()[0]
 
     # -- vectors -----------------------------------------------------------------
 
@@ -419,6 +447,24 @@ class PostgresMemoryStore:
             args.append(list(scope.visible))
         return clause, args
 
+    def lexical_statement(self, kind: str, terms: list[str], limit: int, scope: Scope, now: int,
+                          dim: int | None = None, vector: str | None = None) -> tuple[str, list]:
+        """The full-text half of a recall: the best ``limit`` rows of ``kind``
+        matching any term, with ts_rank, the cosine to ``vector`` (NULL without
+        one) and how many of the terms each row matches."""
+        fence, fence_args = self._fence(scope, now)
+        coverage_sql = " + ".join(
+            f"(m.tsv @@ to_tsquery('{TEXT_SEARCH_CONFIG}', %s))::int" for _ in terms)
+        cosine_sql = (f"1 - (m.embedding::vector({dim}) <=> %s::vector({dim}))"
+                      if vector is not None else "NULL::float8")
+        return (f"SELECT {ROW_COLUMNS}, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score, "
+                f"{cosine_sql}, {coverage_sql} FROM ctxls_memory m, "
+                f"to_tsquery('{TEXT_SEARCH_CONFIG}', %s) q "
+                f"WHERE m.kind = %s AND m.tsv @@ q AND {fence} "
+                "ORDER BY score DESC, m.id LIMIT %s",
+                [*([vector] if vector is not None else []), *[f"'{t}'" for t in terms],
+                 _tsquery(terms), kind, *fence_args, limit])
+
     def search(self, kind: str, query: str, terms: list[str], n: int, scope: Scope, now: int,
                semantic: "SemanticIndex | None", dense_only: bool) -> list[MemoryRow]:
         fence, fence_args = self._fence(scope, now)
@@ -427,24 +473,14 @@ class PostgresMemoryStore:
         if semantic is not None and vector is None and dense_only:
             return []
         pool = n if vector is None else max(n, MEMORY_FUSION_POOL)
-        coverage_sql = " + ".join(
-            f"(m.tsv @@ to_tsquery('{TEXT_SEARCH_CONFIG}', %s))::int" for _ in terms)
-        cosine_sql = (f"1 - (m.embedding::vector({dim}) <=> %s::vector({dim}))"
-                      if vector is not None else "NULL::float8")
         lexical: dict[int, float] = {}
         coverage: dict[int, float] = {}
         dense: dict[int, float | None] = {}
         rows: dict[int, tuple] = {}
         with self._tx(scope) as conn:
             if not dense_only:
-                for r in conn.execute(
-                        f"SELECT {ROW_COLUMNS}, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score, "
-                        f"{cosine_sql}, {coverage_sql} FROM ctxls_memory m, "
-                        f"to_tsquery('{TEXT_SEARCH_CONFIG}', %s) q "
-                        f"WHERE m.kind = %s AND m.tsv @@ q AND {fence} "
-                        "ORDER BY score DESC, m.id LIMIT %s",
-                        [*([vector] if vector is not None else []), *[f"'{t}'" for t in terms],
-                         _tsquery(terms), kind, *fence_args, pool]):
+                for r in conn.execute(*self.lexical_statement(kind, terms, pool, scope, now, dim,
+                                                              vector)):
                     rows[r[0]] = r
                     lexical[r[0]] = float(r[16])
                     dense[r[0]] = float(r[17]) if r[17] is not None else None
