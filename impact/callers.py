@@ -1,7 +1,8 @@
 """Callers and mentions of a set of definitions.
 
 1. Sweep: every line holding the name as a word (``ripgrep.sweep``: files
-   on disk plus open buffers, a buffer replacing its file).
+   on disk plus open buffers, a buffer replacing its file; only the files
+   the index says may hold it, ``index_view.sweep_scope``, when it can say).
 2. Classify each occurrence on those lines with the file's syntax tree:
    comment, string, a declaration, a (re)binding, an import — these are
    *mentions*, counted by kind — or a use: a call, a decorator, or a value
@@ -87,7 +88,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
 
     def sweep(word: str) -> dict[str, list[int]]:
         found = ripgrep.sweep(engine.root, word, options.include, engine.indexer.wanted, buffers,
-                              options.max_file_bytes, deadline)
+                              options.max_file_bytes, deadline, index_view.sweep_scope(engine, word))
         refs.mentions["unchecked"] += found.lines_dropped
         return found.lines
 

@@ -1,20 +1,27 @@
 """What the impact analysis reads from the index: definitions by name or
-qualified symbol, the symbol spans of a file, and an import resolver over the
-indexed paths. Read-only; every query goes through the store's per-thread
-reader."""
+qualified symbol, the symbol spans of a file, an import resolver over the
+indexed paths, and where a word can be (the sweep's scope). Read-only; every
+query goes through the store's per-thread reader."""
 
 from __future__ import annotations
 
+import os
 import posixpath
+import re
 import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass
 
 from ctxls.index.chunker import chunk_file
+from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths
 from ctxls.index.engine import Engine
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef, content_hash
+from ctxls.index.store import FTS_TABLE_BY_KIND
+from ctxls.index.tokenize import MAX_TOKEN_CHARS
+
+from .ripgrep import Scope
 
 # Chunk symbol kinds that name a type: a receiver naming one is a class.
 CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "union"})
@@ -166,3 +173,126 @@ def import_resolver(engine: Engine) -> Imports:
     with _resolvers_lock:
         _resolvers[engine] = (key, imports)
     return imports
+
+
+# A word the FTS tables hold as a token of its own wherever rg -w finds it:
+# `tokenize.expand` keeps every ASCII identifier (lower-cased) up to
+# MAX_TOKEN_CHARS, besides its sub-words. Anything else (`$el`, `café`) is
+# swept on the whole tree.
+_FTS_WORD = re.compile(r"[A-Za-z0-9_]+")
+# A folder's mtime may lag the wall clock by a kernel tick: compare with slack.
+_MTIME_SLACK_NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class _IndexedFiles:
+    """The files table as of one version: what the scope check compares the disk with."""
+
+    on_disk: list[tuple[str, int, int]]  # (path, mtime_ns, size) of rows read from disk
+    paths: frozenset[str]
+    folders: frozenset[str]  # every folder holding an indexed file, and their parents ("" the root)
+
+
+_indexed: weakref.WeakKeyDictionary[Engine, tuple[tuple, _IndexedFiles]] = weakref.WeakKeyDictionary()
+# (folder, mtime_ns) -> (files, folders) in it the index does not hold and git does not ignore.
+_unlisted: weakref.WeakKeyDictionary[Engine, dict[tuple[str, int], tuple[list[str], list[str]]]] = \
+    weakref.WeakKeyDictionary()
+
+
+def sweep_scope(engine: Engine, word: str) -> Scope | None:
+    """Where ``word`` can occur as a whole word, or None: sweep the whole tree.
+
+    The files whose indexed chunks hold the word as a token, plus what the
+    index cannot vouch for: files whose size or mtime differ from their row
+    (edited, not re-indexed yet), and files and folders that appeared, not
+    ignored, in folders changed since the last whole pass listed the tree.
+    None when the word is not a token the FTS tables keep, or when there is
+    no complete index listed by a whole pass of this process (still indexing,
+    or served from the store as it was)."""
+    if not _FTS_WORD.fullmatch(word) or len(word) > MAX_TOKEN_CHARS:
+        return None
+    listed_ns = engine.listed_ns
+    if listed_ns is None or not engine.cold_index_done or engine.indexing:
+        return None
+    conn = engine.store.reader()
+    indexed = _indexed_files(engine, conn)
+    union = " UNION ".join(f"SELECT rowid FROM {table} WHERE {table} MATCH :q"
+                           for table in sorted(set(FTS_TABLE_BY_KIND.values())))
+    files = {r[0] for r in conn.execute(
+        f"SELECT DISTINCT f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({union})",
+        {"q": f'body : "{word.lower()}"'})}
+    root = f"{engine.root}{os.sep}"
+    for path, mtime_ns, size in indexed.on_disk:
+        try:
+            st = os.lstat(root + path)
+        except OSError:  # gone: nothing to read
+            continue
+        if st.st_mtime_ns != mtime_ns or st.st_size != size:
+            files.add(path)
+    new_files, new_folders = _unlisted_since(engine, indexed, listed_ns - _MTIME_SLACK_NS)
+    return Scope(sorted(files | set(new_files)), new_folders)
+
+
+def _indexed_files(engine: Engine, conn: sqlite3.Connection) -> _IndexedFiles:
+    """The files table, re-read only when a row was added, removed or rewritten."""
+    key = tuple(conn.execute("SELECT count(*), max(id), max(indexed_at) FROM files").fetchone())
+    cached = _indexed.get(engine)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    rows = conn.execute("SELECT path, mtime_ns, size, source FROM files").fetchall()
+    folders = {""}
+    for path, *_ in rows:
+        folder = posixpath.dirname(path)
+        while folder not in folders:
+            folders.add(folder)
+            folder = posixpath.dirname(folder)
+    indexed = _IndexedFiles([(p, m, s) for p, m, s, source in rows if source == "disk"],
+                            frozenset(r[0] for r in rows), frozenset(folders))
+    _indexed[engine] = (key, indexed)
+    return indexed
+
+
+def _unlisted_since(engine: Engine, indexed: _IndexedFiles, since_ns: int) -> tuple[list[str], list[str]]:
+    """Files and folders, in the index's folders changed since ``since_ns``,
+    that the index does not hold (new since it listed them): the files the
+    index would take, the folders that hold no indexed file. Not followed:
+    symlinks (discovery indexes their targets), ignored paths (git's rules)."""
+    seen = _unlisted.setdefault(engine, {})
+    if len(seen) > 10_000:  # folders rewritten again and again (atomic saves)
+        seen.clear()
+    root = f"{engine.root}{os.sep}"
+    new_files: list[str] = []
+    new_folders: list[str] = []
+    for folder in sorted(indexed.folders):
+        try:
+            mtime_ns = os.lstat(root + folder if folder else engine.root).st_mtime_ns
+        except OSError:
+            continue
+        if mtime_ns < since_ns:
+            continue
+        if (folder, mtime_ns) not in seen:
+            seen[(folder, mtime_ns)] = _unlisted_in(engine, indexed, folder)
+        files, folders = seen[(folder, mtime_ns)]
+        new_files += files
+        new_folders += folders
+    return new_files, new_folders
+
+
+def _unlisted_in(engine: Engine, indexed: _IndexedFiles, folder: str) -> tuple[list[str], list[str]]:
+    files, folders = [], []
+    try:
+        with os.scandir(engine.root / folder) as entries:
+            for entry in entries:
+                path = f"{folder}/{entry.name}" if folder else entry.name
+                if entry.name in (".git", STORE_DIR_NAME) or entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    if path not in indexed.folders:
+                        folders.append(path)
+                elif path not in indexed.paths and path not in engine.indexer.skipped \
+                        and engine.indexer.wanted(path):
+                    files.append(path)
+    except OSError:
+        return [], []
+    ignored = ignored_paths(engine.root, files + folders)
+    return [p for p in files if p not in ignored], [p for p in folders if p not in ignored]

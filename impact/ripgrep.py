@@ -1,17 +1,24 @@
 """The word sweep: every line of the workspace (and of its open buffers) where
 a name occurs as a whole word.
 
-``rg --json -F -w`` searches the files on disk, restricted to the indexed
-file types and honouring ``.gitignore`` (also outside git: discovery does the
-same); an open buffer replaces its file, searched in memory with the same
-word rule. The sweep only finds *lines*: which occurrences are calls is the
-confirming step's business (``ctxls.impact.callers``).
+Where it looks: when the index can tell which files may hold the word
+(:class:`Scope`, from ``index_view.sweep_scope``: the files whose index rows
+hold it, files changed since they were indexed, folders with files created
+since), only those: the files are read here, the new folders are walked by
+``rg``. Otherwise (a word the index's tokens cannot find, an index still
+being built) ``rg --json -F -w`` searches the whole tree, restricted to the
+indexed file types and honouring ``.gitignore`` (also outside git: discovery
+does the same). An open buffer replaces its file, searched in memory with the
+same word rule. The sweep only finds *lines*: which occurrences are calls is
+the confirming step's business (``ctxls.impact.callers``).
 
 Which ``rg`` runs: ``$CTXLS_RG`` when set (exactly that file, no fallback:
 tests point it at a missing path), else ``rg`` on ``PATH``, else the one next
 to the running interpreter (the ``ripgrep`` wheel, a dependency, installs it
 in the virtualenv's ``bin/``). If none can run, :class:`RipgrepMissing` is
-raised: an impact answer without a sweep would claim "no callers".
+raised: an impact answer without a sweep would claim "no callers". It is
+looked for on every sweep, also one that will not run it: whether a request
+fails for want of ``rg`` must not depend on the word asked.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxls.index.discovery import STORE_DIR_NAME, real_path
+from ctxls.index.discovery import STORE_DIR_NAME, Skipped, decode_text, looks_binary, read_file, real_path
 from ctxls.index.errors import RipgrepMissing
 
 RG_ENV = "CTXLS_RG"
@@ -68,32 +75,103 @@ class Sweep:
     lines_dropped: int = 0  # beyond MAX_LINES or the deadline: counted, not listed
 
 
+@dataclass(frozen=True)
+class Scope:
+    """The only places a word can be when the index vouches for the rest:
+    files to read (repo-relative) and folders for ``rg`` to walk (created
+    since the index listed the tree)."""
+
+    files: list[str]
+    folders: list[str] = field(default_factory=list)
+
+
 def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str], bool],
-          buffers: dict[str, str], max_file_bytes: int, deadline: float) -> Sweep:
-    """Every line of the indexed files under ``root`` and of the open
-    ``buffers`` where ``word`` is a whole word. ``wanted`` is the index's
-    file filter (include, exclude, generated files, the store folder).
+          buffers: dict[str, str], max_file_bytes: int, deadline: float,
+          scope: Scope | None = None) -> Sweep:
+    """Every line of the indexed files under ``root`` (only those of
+    ``scope`` when given) and of the open ``buffers`` where ``word`` is a
+    whole word. ``wanted`` is the index's file filter (include, exclude,
+    generated files, the store folder).
 
     Symlinks: discovery indexes a file under its real path only, so the sweep
     must not follow links either (rg's default: it neither descends a linked
-    folder nor reads a linked file). That keeps every byte outside the root
-    unread and each file under one name, the one the index uses; a path that
-    is still not where its file really is is dropped all the same."""
+    folder nor reads a linked file; a scope's file is read through
+    ``read_file``, which refuses a link). That keeps every byte outside the
+    root unread and each file under one name, the one the index uses; a path
+    that is still not where its file really is is dropped all the same."""
+    rg = locate_rg()
     root = root.resolve()
-    found = _rg_lines(root, word, include, max_file_bytes, deadline)
     real_dirs: dict[str, str | None] = {"": ""}
+    if scope is None:
+        found = _rg_lines(rg, root, word, include, max_file_bytes, deadline, ["."], MAX_LINES)
+    else:
+        found = _read_lines(root, word, [p for p in scope.files if p not in buffers],
+                            max_file_bytes, deadline, real_dirs)
+        if scope.folders:
+            listed = sum(map(len, found.lines.values()))
+            walked = _rg_lines(rg, root, word, include, max_file_bytes, deadline, scope.folders,
+                               MAX_LINES - listed)
+            found.lines.update(walked.lines)
+            found.lines_dropped += walked.lines_dropped
     found.lines = {path: rows for path, rows in found.lines.items()
                    if path not in buffers and wanted(path)
                    and real_path(root, path, real_dirs) == path}
-    pattern = word_pattern(word)
     for path, text in buffers.items():
         # A buffer over the size bound is not indexed: not swept either.
         if not wanted(path) or len(text) > max_file_bytes or word not in text:
             continue
-        rows = [row for row, line in enumerate(text.split("\n")) if pattern.search(line)]
+        rows = _rows_matching(text, word)
         if rows:
             found.lines[path] = rows
     return found
+
+
+def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int, deadline: float,
+                real_dirs: dict[str, str | None]) -> Sweep:
+    """``rg -F -w`` over these files, in process: read like the indexer
+    reads them (binary, too large, vanished or not at their real path: skipped)."""
+    found = Sweep()
+    needle = word.encode("utf-8")
+    listed = 0
+    for path in paths:
+        read = read_file(root, path, max_file_bytes, real_dirs)
+        if isinstance(read, Skipped) or needle not in read[0]:
+            continue
+        data = read[0]
+        if len(data) > max_file_bytes or looks_binary(data):
+            continue
+        rows = _rows_matching(decode_text(data), word)
+        if listed >= MAX_LINES or time.monotonic() > deadline:
+            found.lines_dropped += len(rows)
+        elif rows:
+            kept = rows[:MAX_LINES - listed]
+            found.lines[path] = kept
+            listed += len(kept)
+            found.lines_dropped += len(rows) - len(kept)
+    return found
+
+
+def _rows_matching(text: str, word: str) -> list[int]:
+    """0-based numbers of the lines (split at ``\\n``, as rg counts them)
+    holding ``word`` as a whole word (``word_pattern``'s rule: ``str.find``
+    then a look at both sides is much faster than the pattern on a whole file)."""
+    rows: list[int] = []
+    row, counted_to, size = 0, 0, len(word)
+    at = text.find(word)
+    while at >= 0:
+        end = at + size
+        if not (at and _is_word_char(text[at - 1])) and not (end < len(text) and _is_word_char(text[end])):
+            row += text.count("\n", counted_to, at)
+            counted_to = at
+            if not rows or rows[-1] != row:
+                rows.append(row)
+        at = text.find(word, at + 1)
+    return rows
+
+
+def _is_word_char(char: str) -> bool:
+    """What ``\\w`` matches in a str pattern."""
+    return char.isalnum() or char == "_"
 
 
 def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int) -> list[str]:
@@ -103,12 +181,13 @@ def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int)
     for extension in include:
         # An include entry is an extension ("py") or a whole file name ("Gemfile").
         command += ["--glob", f"*.{extension}", "--glob", extension]
-    return command + ["--regexp", word, "--", "."]
+    return command + ["--regexp", word, "--"]
 
 
-def _rg_lines(root: Path, word: str, include: Iterable[str], max_file_bytes: int,
-              deadline: float) -> Sweep:
-    command = _rg_command(locate_rg(), word, include, max_file_bytes)
+def _rg_lines(rg: str, root: Path, word: str, include: Iterable[str], max_file_bytes: int,
+              deadline: float, paths: list[str], max_lines: int) -> Sweep:
+    """rg over ``paths`` (folders, repo-relative; ``.`` for the whole tree)."""
+    command = _rg_command(rg, word, include, max_file_bytes) + paths
     # stderr goes to a file: a pipe nobody reads could fill up and stall rg.
     with tempfile.TemporaryFile() as errors:
         try:
@@ -116,7 +195,7 @@ def _rg_lines(root: Path, word: str, include: Iterable[str], max_file_bytes: int
                                        stdout=subprocess.PIPE, stderr=errors)
         except OSError as exc:  # not executable, wrong architecture, vanished
             raise RipgrepMissing(f"cannot run {command[0]}: {exc}; {INSTALL_HINT}") from exc
-        found, completed = _read_matches(process, deadline)
+        found, completed = _read_matches(process, deadline, max_lines)
         errors.seek(0)
         stderr = errors.read(300).decode("utf-8", "replace").strip()
     # rg --json ends every search with a summary, whatever it found (exit 0:
@@ -126,7 +205,7 @@ def _rg_lines(root: Path, word: str, include: Iterable[str], max_file_bytes: int
     return found
 
 
-def _read_matches(process: subprocess.Popen, deadline: float) -> tuple[Sweep, bool]:
+def _read_matches(process: subprocess.Popen, deadline: float, max_lines: int) -> tuple[Sweep, bool]:
     """The match lines of rg's JSON stream, and whether it reached its summary.
 
     rg writes each file's events together: a ``begin`` naming the path, its
@@ -143,7 +222,7 @@ def _read_matches(process: subprocess.Popen, deadline: float) -> tuple[Sweep, bo
                 path = _text(json.loads(raw)["data"]["path"]).removeprefix("./")
                 rows = found.lines.setdefault(path, [])
             elif raw.startswith(b'{"type":"match"'):
-                if listed >= MAX_LINES or time.monotonic() > deadline:
+                if listed >= max_lines or time.monotonic() > deadline:
                     found.lines_dropped += 1
                     continue
                 at = raw.rindex(b'"line_number":') + len(b'"line_number":')

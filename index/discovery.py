@@ -240,14 +240,16 @@ def looks_binary(data: bytes) -> bool:
     return b"\0" in data[:_BINARY_SNIFF_BYTES]
 
 
-def read_file(root: Path, path: str, max_bytes: int | None
+def read_file(root: Path, path: str, max_bytes: int | None,
+              real_dirs: dict[str, str | None] | None = None
               ) -> tuple[bytes, os.stat_result] | Skipped:
     """The bytes of ``root/path`` (at most ``max_bytes + 1``) and its stat
     taken before reading them, only when that path is where the file really
     is. Every reader of a root's files goes through here, so a symlink never
     leads a reader out of the root, nor to a second name of a file indexed
-    under its own."""
-    real = relative_path(root, path)
+    under its own. A reader of many files passes ``real_dirs`` (see
+    ``real_path``; ``root`` resolved) to resolve each folder once."""
+    real = relative_path(root, path) if real_dirs is None else real_path(root, path, real_dirs)
     if real != path:
         return Skipped(path, _alias_reason(real))
     try:

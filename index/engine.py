@@ -172,6 +172,10 @@ class Engine:
         self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
+        # Wall clock (ns) when the last whole pass began listing files: a file
+        # created since may not be indexed yet (impact's sweep looks in the
+        # folders changed since). None: no whole pass in this process.
+        self.listed_ns: int | None = None
         if private_store:
             self._cold_done.set()
         self.store.on_replaced.append(self._store_replaced)
@@ -180,6 +184,7 @@ class Engine:
         """The store file vanished and was created anew: index everything again
         (open buffers included) in the background; answers are partial meanwhile."""
         self._cold_done.clear()
+        self.listed_ns = None
         if self.semantic is not None:
             self.semantic.store_replaced()
 
@@ -281,12 +286,14 @@ class Engine:
 
         self.progress = IndexProgress(indexing=True)
         started = time.perf_counter()
+        listed_ns = time.time_ns()  # before the listing: what changes after it is newer
         if self.semantic is not None:
             self.semantic.pause()
         try:
             stats = self.indexer.run_pass(pathspecs, force, log_edits, report, cancel)
             if pathspecs is None:
                 self.store.drop_all_orphan_vectors()
+                self.listed_ns = listed_ns
                 self._cold_done.set()
             self.index_error = None
         except Cancelled:

@@ -3,6 +3,7 @@ tricky receivers, callees and complexity, the time budget, risk and hedges."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from collections import Counter
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import write_tree
-from ctxls.impact import analysis, ripgrep, risk
+from ctxls.impact import analysis, index_view, ripgrep, risk
 from ctxls.impact.risk import Evidence, assess, is_test_path
 from ctxls.impact.syntax import Binding, SourceCache, SourceFile
 from ctxls.index.discovery import DiscoveryOptions, FileFilter
@@ -101,6 +102,90 @@ def test_sweep_honours_gitignore_include_store_and_buffers(tmp_path: Path, git: 
     gone = ripgrep.sweep(root, "frobnicate", DiscoveryOptions().include, wanted,
                          {"src/a.py": "x = 1\n"}, 1 << 20, time.monotonic() + 10)
     assert "src/a.py" not in gone.lines
+
+
+def _sweep_of(engine: Engine, word: str, scope: ripgrep.Scope | None) -> ripgrep.Sweep:
+    options = engine.options.discovery
+    return ripgrep.sweep(engine.root, word, options.include, engine.indexer.wanted,
+                         engine.open_buffers(), options.max_file_bytes, time.monotonic() + 10, scope)
+
+
+def _touch_later(path: Path, text: str) -> None:
+    """Rewrite a file with an mtime no indexed row can have (the index is stale for it)."""
+    path.write_text(text, encoding="utf-8")
+    later = time.time_ns() + 5_000_000_000
+    os.utime(path, ns=(later, later))
+
+
+def test_scoped_sweep_reads_the_files_the_index_names_and_finds_what_rg_finds(make_engine):
+    engine = make_engine({
+        "pkg/core.py": "def frobnicate(x):\n    return x\n",
+        "pkg/use.py": "from pkg.core import frobnicate\n\n\ndef run():\n    return frobnicate(1)\n",
+        "pkg/near.py": "frobnicated = 2\nnot_frobnicate = 3\n",  # the token, never the word
+        "other.py": "x = 1\n",
+        "README.md": "Call `frobnicate` first.\n",
+    })
+    scope = index_view.sweep_scope(engine, "frobnicate")
+    assert scope is not None and scope.folders == []
+    assert "other.py" not in scope.files
+    assert {"pkg/core.py", "pkg/use.py", "README.md"} <= set(scope.files)
+    scoped, whole = _sweep_of(engine, "frobnicate", scope), _sweep_of(engine, "frobnicate", None)
+    assert scoped.lines == whole.lines == {"pkg/core.py": [0], "pkg/use.py": [0, 4], "README.md": [0]}
+
+
+def test_a_caller_in_a_file_edited_since_it_was_indexed_is_found(make_engine):
+    engine = make_engine({
+        "core.py": "def frobnicate(x):\n    return x\n",
+        "late.py": "def later():\n    return 0\n",
+    })
+    _touch_later(engine.root / "late.py",
+                 "from core import frobnicate\n\n\ndef later():\n    return frobnicate(0)\n")
+    assert "late.py" in index_view.sweep_scope(engine, "frobnicate").files
+    assert callers(analysis.analyze(engine, "frobnicate")) == {("late.py", 4, "later", True)}
+
+
+def test_callers_in_files_and_folders_created_since_the_pass_are_found(make_engine, tmp_path: Path):
+    engine = make_engine({
+        ".gitignore": "build/\n",
+        "core.py": "def frobnicate(x):\n    return x\n",
+        "pkg/__init__.py": "",
+    })
+    outside = tmp_path / "outside"
+    write_tree(outside, {"far.py": "from core import frobnicate\nfrobnicate(9)\n"})
+    write_tree(engine.root, {
+        "pkg/fresh.py": "from core import frobnicate\nfrobnicate(1)\n",  # a new file, known folder
+        "newpkg/deep/mod.py": "from core import frobnicate\nfrobnicate(2)\n",  # a new folder
+        "build/gen.py": "from core import frobnicate\nfrobnicate(3)\n",  # new but ignored
+    })
+    (engine.root / "pkg" / "far.py").symlink_to(outside / "far.py")  # a new link out of the root
+    (engine.root / "farpkg").symlink_to(outside)
+    scope = index_view.sweep_scope(engine, "frobnicate")
+    assert "pkg/fresh.py" in scope.files and scope.folders == ["newpkg"]
+    assert {(path, line) for path, line, _, _ in callers(analysis.analyze(engine, "frobnicate"))} == {
+        ("pkg/fresh.py", 1), ("newpkg/deep/mod.py", 1)}
+
+
+@pytest.mark.parametrize("name", ["grüße", "f" * 60])
+def test_a_name_the_index_cannot_tokenize_is_swept_on_the_whole_tree(make_engine, name: str):
+    """`tokenize.expand` splits at non-ASCII letters and drops tokens over 48
+    characters: the index cannot say which files hold such a name."""
+    engine = make_engine({
+        "core.py": f"def {name}(x):\n    return x\n",
+        "use.py": f"from core import {name}\n\n\ndef run():\n    return {name}(1)\n",
+    })
+    assert index_view.sweep_scope(engine, name) is None
+    assert callers(analysis.analyze(engine, name)) == {("use.py", 4, "run", True)}
+
+
+def test_an_index_no_whole_pass_of_this_process_listed_is_swept_on_the_whole_tree(make_engine):
+    engine = make_engine({"core.py": "def frobnicate():\n    return 1\n"})
+    assert index_view.sweep_scope(engine, "frobnicate") is not None
+    served = Engine(engine.root)  # the store as the last pass left it, nothing listed here
+    try:
+        served.serve_stored_index()
+        assert index_view.sweep_scope(served, "frobnicate") is None
+    finally:
+        served.close()
 
 
 # -- syntax -------------------------------------------------------------------
