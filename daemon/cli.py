@@ -575,7 +575,8 @@ def _wait_for_daemon_embedding(access, progress: Progress) -> int:
 
 def _memory_backend(args):
     """The memory store a `ctxls memory` verb works on: --url (or
-    $CTXLS_MEMORY_URL) names PostgreSQL, --db a SQLite store, else ROOT's store."""
+    $CTXLS_MEMORY_URL) names PostgreSQL, --db a SQLite store, else ROOT's
+    store; and the SQLite store to close afterwards."""
     from ctxls.daemon.options import MEMORY_URL_ENV, MEMORY_URL_SCHEMES
     from ctxls.index.discovery import STORE_DIR_NAME
     from ctxls.index.memory import SqliteMemoryStore
@@ -587,7 +588,18 @@ def _memory_backend(args):
             raise CliError("--url must be a postgresql:// URL", EXIT_USAGE)
         from ctxls.index.memory.postgres import PostgresMemoryStore
 
-        return PostgresMemoryStore(url, migrate=args.memory_verb != "export"), None
+        semantic = scratch = None
+        if args.memory_verb == "import" and not args.no_embed:
+            # Imported rows get vectors of the model a daemon loads by default; the
+            # scratch store only keeps the model check's bookkeeping (vectors live in PostgreSQL).
+            from ctxls.index.embeddings import load_embedder
+            from ctxls.index.semantic import SemanticIndex
+
+            scratch = Store(None)
+            semantic = SemanticIndex(scratch, None, load_embedder,
+                                     lambda message: print(f"ctxls: {message}", file=sys.stderr))
+        return PostgresMemoryStore(url, migrate=args.memory_verb != "export",
+                                   semantic=semantic), scratch
     store = Store(args.db or resolve_root(args.root, creates=False) / STORE_DIR_NAME / "index.db")
     return SqliteMemoryStore(store), store
 
@@ -614,6 +626,10 @@ def cmd_memory(args):
             records = read_lines(sys.stdin)  # every line checked before anything is written
             count = backend.import_records(records)
             print(f"imported {count} records", file=sys.stderr)
+            if backend.kind == "postgresql" and backend.semantic is not None:
+                embedded = backend.embed_missing(
+                    lambda done: print(f"\rembedded {done} rows", end="", file=sys.stderr, flush=True))
+                print(f"\rembedded {embedded} rows", file=sys.stderr)
         return 0
     except MemorySchemaError as exc:
         print(f"ctxls: {exc}", file=sys.stderr)
@@ -815,6 +831,8 @@ def build_parser() -> argparse.ArgumentParser:
     memory.add_argument("memory_verb", choices=("migrate", "export", "import"),
                         help="export prints JSON lines; import reads them from stdin")
     memory.add_argument("--url", help="a postgresql:// URL (default $CTXLS_MEMORY_URL)")
+    memory.add_argument("--no-embed", action="store_true",
+                        help="import: leave rows without vectors (recalled by their words only)")
     memory.add_argument("--db", help="a SQLite store file instead")
     memory.add_argument("--root", help="else ROOT/.ctxls/index.db (default: the nearest folder "
                                        "at or above the current one holding .ctxls/ or .git)")

@@ -5,6 +5,7 @@ on both backends by tests/test_memory.py.)"""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -290,6 +291,36 @@ def test_export_import_round_trips_exactly_between_backends(tmp_path: Path, url:
     bad = subprocess.run([*cli, "import", "--url", url], input='{"type": "memory"}\n',
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "line 1" in bad.stderr  # bad input is a usage error
+
+
+def test_import_embeds_rows_so_they_are_recalled_by_meaning(tmp_path: Path, pg_server: PgServer,
+                                                            url: str):
+    def record(key: str, text: str) -> str:
+        return json.dumps({"type": "memory", "scope": "team", "id": key, "part": 0, "kind": "fact",
+                           "by": "human", "format": "text", "symbol": None, "startLine": 0,
+                           "endLine": 0, "text": text, "meta": None, "session": None,
+                           "createdAt": 1, "occurredAt": 1, "expiresAt": None})
+    lines = "\n".join([record("backups", "Postgres snapshots are taken every night"),
+                       record("oncall", "Pager duty rotates every Monday")]) + "\n"
+    cli = [sys.executable, "-m", "ctxls.daemon.cli", "memory", "import"]
+    unembedded = pg_server.fresh_database()
+    done = subprocess.run([*cli, "--url", url], input=lines, check=True, capture_output=True,
+                          text=True)
+    assert "embedded 2 rows" in done.stderr
+    subprocess.run([*cli, "--url", unembedded, "--no-embed"], input=lines, check=True,
+                   capture_output=True, text=True)
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    for database, found in ((url, ["backups"]), (unembedded, [])):
+        engine = Engine(root, EngineOptions(db_path=str(tmp_path / "a.db"), embeddings=True,
+                                            memory_url=database))
+        try:
+            hits = engine.recall("database copies overnight", ["fact"], 1, mode="semantic",
+                                 scope=named_scope("team")).hits_by_kind["fact"]
+            # By meaning alone: no word of the query is in the row.
+            assert [h.path for h in hits] == found
+        finally:
+            engine.close()
 
 
 def test_vectors_of_one_model_only_and_another_model_is_refused(tmp_path: Path, url: str):

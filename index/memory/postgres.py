@@ -25,7 +25,8 @@ Vectors: the same model as the local semantic tier, written with the row.
 The first writer with embeddings records the model (name, dimension,
 embedding-text version) and builds an HNSW index over ``embedding::vector(D)``;
 a daemon with another model is refused: it writes no vectors and recalls
-lexically, and says so once.
+lexically, and says so once. Imported rows come without vectors;
+``embed_missing`` (run by ``ctxls memory import``) embeds them afterwards.
 
 Faults: a connection is awaited at most ``POOL_WAIT_S`` and a statement runs
 at most ``STATEMENT_TIMEOUT_MS``; then the verb fails with MemoryUnavailable
@@ -74,6 +75,8 @@ _INSERT_MEMORY = (
     f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'B') || "
     f"to_tsvector('{TEXT_SEARCH_CONFIG}', %s), %s::vector)")
 POOL_WAIT_S = 5.0
+# Rows embedded per transaction by embed_missing (a few seconds of model time here).
+EMBED_BATCH = 64
 CONNECT_TIMEOUT_S = 3
 STATEMENT_TIMEOUT_MS = 10_000
 POOL_MAX = 8
@@ -362,6 +365,38 @@ class PostgresMemoryStore:
             [memory_embedding_text(s.symbol, s.text) for s in write.segments])
         return [_vector_literal(v) for v in vectors]
 
+    def embed_missing(self, progress: Callable[[int], None] | None = None) -> int:
+        """Give every row without a vector one of this daemon's model (rows
+        imported, or written while no model was loaded), in id order, a batch
+        per transaction; returns how many. Nothing without a model, or when
+        the database records another one (_vector_dim says so once)."""
+        dim = self._vector_dim()
+        if dim is None:
+            return 0
+        done, after = 0, 0
+        while True:
+            with self._tx() as conn:
+                rows = conn.execute(
+                    "SELECT id, embed_hash, symbol, text FROM ctxls_memory WHERE embedding IS NULL "
+                    "AND id > %s ORDER BY id LIMIT %s", (after, EMBED_BATCH)).fetchall()
+            if not rows:
+                return done
+            vectors = self.semantic.embedder.embed(
+                [memory_embedding_text(symbol, text) for _, _, symbol, text in rows])
+            with self._tx() as conn:
+                with conn.cursor() as cur:
+                    # Only if the row still says what was embedded: a row rewritten
+                    # meanwhile got its own vector (or none) from its writer.
+                    cur.executemany(
+                        "UPDATE ctxls_memory SET embedding = %s::vector WHERE id = %s AND "
+                        "embed_hash = %s AND embedding IS NULL",
+                        [(_vector_literal(v), row_id, embed_hash)
+                         for (row_id, embed_hash, _, _), v in zip(rows, vectors)])
+            done += len(rows)
+            after = rows[-1][0]
+            if progress is not None:
+                progress(done)
+
     # -- writes ------------------------------------------------------------------
 
     def write(self, write: Write) -> list[int]:
@@ -615,18 +650,14 @@ class PostgresMemoryStore:
         yield from (demand_record(r) for r in demand)
 
     def import_records(self, records: list[dict]) -> int:
-        memory = [r for r in records if r["type"] == "memory"]
-        dim = self._vector_dim()
-        vectors = [None] * len(memory)
-        if dim is not None and memory:
-            vectors = [_vector_literal(v) for v in self.semantic.embedder.embed(
-                [memory_embedding_text(r["symbol"], r["text"]) for r in memory])]
+        """Rows go in without vectors (one bulk transaction, no model needed):
+        embed_missing() gives them theirs."""
         with self._tx() as conn:
             with conn.cursor() as cur:
                 cur.executemany(
                     _INSERT_MEMORY,
                     [(*memory_values(r), expand(r["symbol"] or ""), expand(r["id"]),
-                      expand(r["text"]), vector) for r, vector in zip(memory, vectors)])
+                      expand(r["text"]), None) for r in records if r["type"] == "memory"])
                 cur.executemany("INSERT INTO ctxls_memory_files(scope, key, filename, mode, data) "
                                 "VALUES (%s, %s, %s, %s, %s)",
                                 [upload_values(r) for r in records if r["type"] == "upload"])
