@@ -90,6 +90,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
         found = ripgrep.sweep(engine.root, word, options.include, engine.indexer.wanted, buffers,
                               options.max_file_bytes, deadline, index_view.sweep_scope(engine, word))
         refs.mentions["unchecked"] += found.lines_dropped
+        resolver.remember(found.texts)
         return found.lines
 
     target_paths = {t.path for t in targets.definitions}

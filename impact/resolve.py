@@ -165,6 +165,7 @@ class Resolver:
         self.conn = engine.store.reader()
         self._sources = sources
         self._files: dict[str, SourceFile | None] = {}
+        self._read: dict[str, str] = {}  # texts read by the sweep, parsed on first use
         self._definitions: dict[str, list[Definition]] = {}
         self._spans: dict[str, list[SymbolSpan]] = {}
         self._top_level: dict[str, dict[str, str]] = {}
@@ -180,10 +181,18 @@ class Resolver:
 
     # -- files and the index -------------------------------------------------
 
+    def remember(self, texts: dict[str, str]) -> None:
+        """Current texts just read (by the sweep): ``source`` parses them
+        instead of reading those files a second time."""
+        for path, text in texts.items():
+            self._read.setdefault(path, text)
+
     def source(self, path: str) -> SourceFile | None:
         """The file's current text (buffer or disk), parsed; None if unreadable."""
         if path not in self._files:
-            text = self.engine.current_text(path)
+            text = self._read.pop(path, None)
+            if text is None:
+                text = self.engine.current_text(path)
             self._files[path] = (self._sources.get(f"{self.engine.root}\0{path}", path, text)
                                  if text is not None else None)
         return self._files[path]

@@ -73,6 +73,9 @@ class Sweep:
 
     lines: dict[str, list[int]] = field(default_factory=dict)
     lines_dropped: int = 0  # beyond MAX_LINES or the deadline: counted, not listed
+    # The text of each file with lines that the sweep read itself (a scope's
+    # files, buffers), for the confirming step to parse instead of reading again.
+    texts: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,7 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
     found.lines = {path: rows for path, rows in found.lines.items()
                    if path not in buffers and wanted(path)
                    and real_path(root, path, real_dirs) == path}
+    found.texts = {path: text for path, text in found.texts.items() if path in found.lines}
     for path, text in buffers.items():
         # A buffer over the size bound is not indexed: not swept either.
         if not wanted(path) or len(text) > max_file_bytes or word not in text:
@@ -123,6 +127,7 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
         rows = _rows_matching(text, word)
         if rows:
             found.lines[path] = rows
+            found.texts[path] = text
     return found
 
 
@@ -140,12 +145,14 @@ def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int, de
         data = read[0]
         if len(data) > max_file_bytes or looks_binary(data):
             continue
-        rows = _rows_matching(decode_text(data), word)
+        text = decode_text(data)
+        rows = _rows_matching(text, word)
         if listed >= MAX_LINES or time.monotonic() > deadline:
             found.lines_dropped += len(rows)
         elif rows:
             kept = rows[:MAX_LINES - listed]
             found.lines[path] = kept
+            found.texts[path] = text
             listed += len(kept)
             found.lines_dropped += len(rows) - len(kept)
     return found

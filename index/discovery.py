@@ -205,16 +205,26 @@ def _alias_reason(real: str | None) -> str:
 def real_path(root: Path, path: str, real_dirs: dict[str, str | None]) -> str | None:
     """``relative_path`` of a repo-relative ``path`` under a resolved ``root``,
     resolving each folder once across calls sharing ``real_dirs`` (start it
-    as ``{"": ""}``; a listing has far fewer folders than files)."""
+    as ``{"": ""}``; a listing has far fewer folders than files): a folder is
+    its parent's real path and its name unless it is a link itself, so a
+    folder costs one ``lstat``, not a resolution of the whole path."""
     folder, _, name = path.rpartition("/")
     if folder not in real_dirs:
-        real_dirs[folder] = relative_path(root, folder)
+        real_dirs[folder] = _real_folder(root, folder, real_dirs)
     real_folder = real_dirs[folder]
     if real_folder is None:
         return None
-    if os.path.islink(root / path):
+    if name in ("", ".", "..") or os.path.islink(f"{root}/{path}"):
         return relative_path(root, path)
     return f"{real_folder}/{name}" if real_folder else name
+
+
+def _real_folder(root: Path, folder: str, real_dirs: dict[str, str | None]) -> str | None:
+    """``real_path`` of a folder; ``""`` when it is the root itself (a link back to it)."""
+    real = real_path(root, folder, real_dirs)
+    if real is None and os.path.realpath(f"{root}/{folder}") == str(root):
+        return ""
+    return real
 
 
 def matches_pathspecs(path: str, pathspecs: list[str]) -> bool:

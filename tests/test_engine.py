@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, discover,
-                                   read_source, relative_path)
+                                   read_source, real_path, relative_path)
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 
@@ -71,6 +71,26 @@ def test_relative_path_refuses_escapes(plain: Path, tmp_path: Path):
     assert relative_path(plain, "../x.py") is None
     assert relative_path(plain, "link/plain/README.md") == "README.md"  # resolves back inside
     assert relative_path(plain, "link/elsewhere.py") is None
+
+
+def test_real_path_agrees_with_relative_path_through_links(plain: Path, tmp_path: Path):
+    """real_path resolves folders one lstat at a time, cached: the same answer
+    as resolving each whole path, through links inside and out of the root."""
+    write_tree(tmp_path / "out", {"far.py": "x = 1\n"})
+    write_tree(plain, {"real/deep/mod.py": "y = 2\n", "real/top.py": "z = 3\n"})
+    (plain / "inlink").symlink_to("real")  # a linked folder inside the root
+    (plain / "outlink").symlink_to(tmp_path / "out")  # ... and one out of it
+    (plain / "real" / "deep" / "alias.py").symlink_to("../top.py")  # a linked file
+    (plain / "real" / "up").symlink_to("..")  # a folder link back to the root
+    (plain / "link").symlink_to(tmp_path)
+    paths = ["real/deep/mod.py", "inlink/deep/mod.py", "inlink/top.py", "outlink/far.py",
+             "real/deep/alias.py", "inlink/deep/alias.py", "real/up/real/top.py",
+             "link/plain/README.md", "link/out/far.py", "pkg/session.py", "pkg/../README.md", "missing/x.py"]
+    real_dirs: dict[str, str | None] = {"": ""}
+    root = plain.resolve()
+    assert {p: real_path(root, p, real_dirs) for p in paths} == {p: relative_path(root, p) for p in paths}
+    assert real_path(root, "inlink/deep/mod.py", {"": ""}) == "real/deep/mod.py"
+    assert real_path(root, "outlink/far.py", {"": ""}) is None
 
 
 def test_cold_and_forced_passes_log_no_edits_incremental_ones_do(plain: Path):
