@@ -41,6 +41,9 @@ from corpora import corpus_path  # noqa: E402
 # (lenses are drawn for visible lines only).
 FILES = {"requests": ("src/requests/sessions.py", 61), "django": ("django/db/models/query.py", 293)}
 WAIT_S = int(os.environ.get("CTXLS_BENCH_WAIT_S", 900))  # per run; the whole bench stays bounded
+# The server the editors start: this checkout's, or $CTXLS_BENCH_SERVER (e.g. a
+# wrapper that logs or profiles the daemon).
+SERVER = os.environ.get("CTXLS_BENCH_SERVER") or str(Path(sys.executable).with_name("ctxls"))
 
 NVIM_SCRIPT = r"""
 local file, out = os.getenv("BENCH_FILE"), os.getenv("BENCH_OUT")
@@ -85,8 +88,7 @@ def bench_vscode(repo: Path, file: str, line: int, home: Path) -> dict:
     # Kept after the run (the corpus copy is not): what the editor showed.
     shots = Path(tempfile.mkdtemp(prefix="ctxls-editors-shots-"))
     vsix = build_vsix(home)
-    server = Path(sys.executable).with_name("ctxls")
-    with code_server(repo, home / "home", vsix, {"ctxls.serverPath": str(server)}) as url:
+    with code_server(repo, home / "home", vsix, {"ctxls.serverPath": SERVER}) as url:
         result = drive(url, f"{file}:{line}", shots, "bench", timeout_ms=WAIT_S * 100)
     failed = [s for s in result["steps"] if not s["ok"]]
     return result["timings"] | {"screenshots": str(shots)} | (
@@ -99,7 +101,7 @@ def bench_nvim(repo: Path, file: str, line: int, home: Path) -> dict:
     script, out = home / "bench.lua", home / "timings.json"
     script.write_text(NVIM_SCRIPT)
     env = os.environ | {"BENCH_FILE": str(repo / file), "BENCH_LINE": str(line), "BENCH_OUT": str(out),
-                        "BENCH_SERVER": str(Path(sys.executable).with_name("ctxls")),
+                        "BENCH_SERVER": SERVER,
                         "BENCH_WAIT_MS": str(WAIT_S * 1000),
                         "XDG_STATE_HOME": str(home / "state"), "XDG_DATA_HOME": str(home / "data")}
     subprocess.run([str(nvim), "--headless", "--clean", "--cmd",

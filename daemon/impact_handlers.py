@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 
 # The client command a resolved lens runs; its argument is {uri, symbol}.
 SHOW_IMPACT_COMMAND = "ctxls.showImpact"
+# A lens resolved while its folder's first index runs.
+INDEXING_LENS_TITLE = "indexing…"
 
 
 @rpc("ctxls/impact")
@@ -173,19 +175,24 @@ async def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.Code
     if target is None or not isinstance(symbol, str):
         raise JsonRpcException(message="invalid param 'data': not a ctxls code lens",
                                code=-32602, data={"param": "data"})
-    found: Impact | None = await _run(analysis.analyze, target[0], symbol, target[1])
-    title = lens_title(found, indexing=not target[0].cold_index_done)
+    if target[0].cold_index_done:
+        found: Impact | None = await _run(analysis.analyze, target[0], symbol, target[1])
+        title = lens_title(found)
+    else:
+        # A count now would be of the files indexed so far (and stay on screen:
+        # clients keep a resolved lens), and each analysis is a sweep of the
+        # repository competing with the indexer. The lenses are refreshed when
+        # the first index ends (CtxlsServer.cold_index, report_joined).
+        title = INDEXING_LENS_TITLE
     lens.command = types.Command(title=title, command=SHOW_IMPACT_COMMAND,
                                  arguments=[{"uri": uri, "symbol": symbol}])
     return lens
 
 
-def lens_title(found: Impact | None, indexing: bool = False) -> str:
-    """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5 unconfirmed").
-    A definition not found while the first index runs is not indexed yet (the
-    lenses are refreshed when it ends), not gone."""
+def lens_title(found: Impact | None) -> str:
+    """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5 unconfirmed")."""
     if found is None:
-        return "indexing…" if indexing else "definition gone · re-open the file"
+        return "definition gone · re-open the file"
     return f"{wire.callers_summary(found.confirmed, found.unconfirmed)} · risk {found.risk}"
 
 

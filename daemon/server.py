@@ -186,7 +186,10 @@ class CtxlsServer(LanguageServer):
         first index is done, so this client's UI learns it is indexed too."""
         while not engine.cold_index_done and not self._shutdown.is_set():
             await asyncio.sleep(0.2)
-        if self._shutdown.is_set() or not self.supports_progress():
+        if self._shutdown.is_set():
+            return
+        impact_handlers.refresh_code_lenses(self)  # they said "indexing…"
+        if not self.supports_progress():
             return
         token = f"ctxls-index-{next(self._progress_tokens)}"
         try:
@@ -266,6 +269,7 @@ class CtxlsServer(LanguageServer):
                         raise Cancelled() from None
                     await asyncio.sleep(STORE_RETRY_S)
             message = f"indexed {stats.files} files ({stats.added} new, {stats.updated} changed)"
+            impact_handlers.refresh_code_lenses(self)  # they said "indexing…"
         except Cancelled:
             message = "indexing stopped"
         except Exception as exc:  # a failed pass must not take the daemon down

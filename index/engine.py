@@ -342,7 +342,11 @@ class Engine:
             self.indexer.reindex_from_disk(path)
 
     def files_changed_on_disk(self, paths: list[str]) -> None:
-        """Watched-file events: new files must also pass .gitignore."""
+        """Watched-file events: new files must also pass .gitignore. A file
+        neither indexable nor indexed costs nothing: the store's own files
+        change with every write, and an editor watching ``**/*`` reports them
+        (handling them by a write of their own kept the event stream going)."""
+        paths = [p for p in paths if self.indexer.wanted(p) or self.store.file_state(p) is not None]
         new = [p for p in paths if self.store.file_state(p) is None]
         ignored = ignored_paths(self.root, new)
         for path in paths:

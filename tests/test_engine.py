@@ -211,3 +211,19 @@ def test_a_folder_ignored_by_an_enclosing_repository_is_walked(tmp_path: Path):
     engine = engine_for(outer / "vendor" / "lib")
     assert engine.index().added == 1
     engine.close()
+
+
+def test_watched_events_for_the_store_or_unindexable_files_write_nothing(plain: Path):
+    """An editor watching `**/*` reports the store's own files on every write;
+    answering each with a write of its own kept the event stream going."""
+    engine = engine_for(plain)
+    engine.cold_index()
+    writes = []
+    real_write = engine.store.write
+    engine.store.write = lambda: writes.append(1) or real_write()
+    engine.files_changed_on_disk([".ctxls/index.db", ".ctxls/index.db-wal", "notes.xyz"])
+    assert writes == []
+    (plain / "pkg" / "retry.py").write_text("def renamed_on_disk():\n    return 2\n")
+    engine.files_changed_on_disk(["pkg/retry.py", ".ctxls/index.db-wal"])
+    assert writes and top_symbols(engine, "renamed_on_disk")[0] == "renamed_on_disk"
+    engine.close()

@@ -3,6 +3,7 @@ the real `ctxls serve` process, on the fixtures in tests/fixtures/impact/."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -278,8 +279,46 @@ async def test_several_definitions_answer_each_the_asking_file_s_first(tmp_path:
         assert err.value.data == {"param": "textDocument"}
 
 
-def test_a_lens_resolved_before_its_definition_is_indexed_says_indexing():
-    from ctxls.daemon.impact_handlers import lens_title
+async def test_lenses_say_indexing_during_the_first_index_then_are_refreshed(tmp_path: Path,
+                                                                           monkeypatch):
+    """A count resolved while the first index runs would be of the files indexed
+    so far (and stay on screen): the lens says "indexing…" and costs no sweep;
+    when the index ends the client is asked to re-request lenses."""
+    root = fixture_repo(tmp_path, "python")
+    # The first index waits in discovery (`git ls-files`) until the gate opens.
+    gate, bin_dir = tmp_path / "gate", tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "git").write_text(f'#!/bin/sh\nwhile [ ! -e "{gate}" ]; do sleep 0.05; done\n'
+                                 f'exec "{shutil.which("git")}" "$@"\n')
+    (bin_dir / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    async with serve(root) as s:
+        refreshes: list[None] = []
 
-    assert lens_title(None, indexing=True) == "indexing…"
-    assert lens_title(None, indexing=False) == "definition gone · re-open the file"
+        @s.client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def on_refresh(_client: LanguageClient, _params: None) -> None:
+            refreshes.append(None)
+
+        s.open("shop/pricing.py")  # an open buffer is indexed at once, first index or not
+        params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=s.uri("shop/pricing.py")))
+
+        async def lenses():
+            return await s.client.text_document_code_lens_async(params)
+
+        lens = next(lens for lens in await s.wait_for(lenses, timeout=15)
+                    if lens.data["symbol"] == "apply_discount")
+        resolved = await s.client.code_lens_resolve_async(lens)
+        assert resolved.command.title == "indexing…"
+        assert list(resolved.command.arguments) == [{"uri": s.uri("shop/pricing.py"),
+                                                     "symbol": "apply_discount"}]
+        assert (await s.request("ctxls/status"))["state"] == "indexing"
+        refreshes.clear()  # the one asked for when the opened buffer was indexed
+
+        gate.touch()
+
+        async def refreshed():
+            return bool(refreshes)
+
+        assert await s.wait_for(refreshed, timeout=30)
+        resolved = await s.client.code_lens_resolve_async(lens)
+        assert resolved.command.title == "2 callers · risk med"
