@@ -74,7 +74,8 @@ SPLITS = ("dev", "test")
 WORK_DIR = CACHE_DIR / "codesearch"
 STORES_DIR = WORK_DIR / f"stores-{SET_VERSION}"
 VECTOR_CACHE = WORK_DIR / "vectors.sqlite"
-_INDEXING_CODE = ("chunker.py", "languages.py", "discovery.py", "indexer.py", "embed_text.py")
+_INDEXING_CODE = ("chunker.py", "languages.py", "discovery.py", "indexer.py", "embed_text.py",
+                  "tokenize.py")
 
 
 # -- scoring (pure) -----------------------------------------------------------------

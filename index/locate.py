@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
 from ctxls.index.ranking import RankingConfig, bm25_scores
-from ctxls.index.tokenize import QUERY_STOPWORDS, query_terms
+from ctxls.index.tokenize import QUERY_STOPWORDS, query_terms, stem
 
 # --- reading the text -----------------------------------------------------------------------
 
@@ -592,7 +592,7 @@ class Locator:
                           key=lambda w: (-len(w), w))[:5]
             if len(keys) < 2:
                 continue
-            match = " AND ".join('"' + k + '"' for k in keys)
+            match = " AND ".join('"' + stem(k) + '"' for k in keys)  # the index holds stems
             try:
                 rows = conn.execute(
                     "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text FROM fts_code "

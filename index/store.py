@@ -73,7 +73,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4})
 # Bump when the chunker or the tokenizer changes what rows they produce.
 # 2: packing (no 1-2-line chunks), config kind.
 CHUNKER_VERSION = 2
-TOKENIZER_VERSION = 1
+# 2: English stems of words (tokenize.stem).
+TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
 
 # Chunk kinds with a full-text table of their own: code never competes with prose.

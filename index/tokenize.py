@@ -5,11 +5,20 @@ of :func:`expand`: the original identifier, lower-cased, followed by its
 sub-words, so ``getUserName`` matches ``getusername``, ``get``, ``user`` and
 ``name``; ``os.path.join`` also yields the compound ``os_path_join``. Queries go
 through the same function, so both sides always agree.
+
+Words are reduced to their English stem (Snowball), so a description's
+"receives the users" meets code's ``receive_user``; a compound identifier is
+kept whole (lower-cased, unstemmed) before its words' stems, so an exact name
+still matches itself first. Chosen on the code-search dev set over keeping
+both forms (BENCHMARKS.md, issue 11).
 """
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+
+import snowballstemmer
 
 # An identifier, optionally chained by '.', '/', '::' or '\' (dotted names,
 # paths, C++/Rust/PHP scopes). Hyphens are left out: in prose they join words.
@@ -27,6 +36,22 @@ QUERY_STOPWORDS = frozenset(
     """a an and are as at be by can do does for from how i if in is it its of on or
     our the this that to we what when where which who why with you your""".split()
 )
+
+
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """The Snowball stem of one lower-case word; digits and words under four
+    letters unchanged (``ops``, ``str`` are names, not English)."""
+    if len(word) < 4 or not word.isalpha():
+        return word
+    return _STEMMER.stemWord(word)
+
+
+# expand_tokens() yields stems: "does" arrives as "doe".
+_STEMMED_STOPWORDS = QUERY_STOPWORDS | {stem(w) for w in QUERY_STOPWORDS}
 
 
 def _word_parts(word: str) -> list[str]:
@@ -47,14 +72,17 @@ def _expand_compound(compound: str, out: list[str]) -> None:
         if len(word) > MAX_TOKEN_CHARS:
             continue
         lowered = word.lower()
-        out.append(lowered)
         parts = _word_parts(word)
         if len(parts) > 1 or (parts and parts[0] != lowered):
-            out.extend(parts)
+            out.append(lowered)
+            out.extend(stem(part) for part in parts)
+        else:
+            out.append(stem(lowered))
 
 
 def expand_tokens(text: str) -> list[str]:
-    """All index tokens of ``text``, originals followed by their sub-words."""
+    """All index tokens of ``text``: compound identifiers whole (lower-cased),
+    followed by their words' stems."""
     out: list[str] = []
     for match in _COMPOUND.finditer(text):
         _expand_compound(match.group(0), out)
@@ -71,7 +99,7 @@ def query_terms(query: str) -> list[str]:
     tokens = expand_tokens(query)
     seen: dict[str, None] = {}
     for token in tokens:
-        if token not in QUERY_STOPWORDS:
+        if token not in _STEMMED_STOPWORDS:
             seen.setdefault(token)
     if not seen:
         for token in tokens:

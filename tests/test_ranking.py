@@ -6,6 +6,7 @@ import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.ranking import FUSIONS, RankingConfig, bm25_scores, fused_scores, lexical_search
+from ctxls.index.tokenize import query_terms
 
 from conftest import write_tree
 
@@ -47,10 +48,11 @@ def test_bm25_also_scores_rows_outside_the_top_in_the_same_scan(tmp_path):
     engine = Engine(tmp_path, EngineOptions(embeddings=False))
     engine.index()
     conn, config = engine.store.reader(), RankingConfig()
-    every = bm25_scores(conn, "fts_code", ["parse"], config)
+    terms = query_terms("parse")  # the index's form of the word
+    every = bm25_scores(conn, "fts_code", terms, config)
     ranked = sorted(every, key=lambda rid: -every[rid])
     unmatched = conn.execute("SELECT id FROM chunks WHERE symbol = 'unrelated'").fetchone()[0]
-    top = bm25_scores(conn, "fts_code", ["parse"], config, limit=2, also=[ranked[-1], unmatched])
+    top = bm25_scores(conn, "fts_code", terms, config, limit=2, also=[ranked[-1], unmatched])
     assert set(top) == {*ranked[:2], ranked[-1]}  # the unmatched row has no BM25 score
     assert all(top[rid] == pytest.approx(every[rid]) for rid in top)
     engine.close()

@@ -23,8 +23,17 @@ def test_dotted_names_and_paths_add_a_compound():
     check("std::vector", ["std_vector", "std", "vector"])
 
 
-def test_plain_words_are_not_duplicated():
-    check("retry the upload", ["retry", "the", "upload"])
+def test_plain_words_are_stemmed_not_duplicated():
+    check("retry the upload", ["retri", "the", "upload"])
+
+
+def test_a_sentence_meets_the_identifier_it_describes():
+    # "Receives the users" and receive_user share every content word's stem;
+    # the compound itself stays whole and unstemmed, so the exact name still
+    # matches only itself.
+    assert set(query_terms("Receives the users")) <= set(expand_tokens("receive_user"))
+    assert "receive_user" in expand_tokens("receive_user")
+    assert query_terms("parsing errors") == query_terms("parse error")
 
 
 def test_overlong_tokens_are_dropped():
@@ -32,7 +41,8 @@ def test_overlong_tokens_are_dropped():
 
 
 def test_query_terms_drop_stopwords_unless_nothing_is_left():
-    assert query_terms("where do we retry failed uploads?") == ["retry", "failed", "uploads"]
+    assert query_terms("where do we retry failed uploads?") == ["retri", "fail", "upload"]
+    assert query_terms("how does it work") == ["work"]  # "does" is stemmed to "doe", still a stopword
     assert query_terms("the") == ["the"]
     assert query_terms("sessionRequest session") == ["sessionrequest", "session", "request"]
     assert query_terms("!!!") == []
