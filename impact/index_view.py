@@ -19,7 +19,7 @@ from ctxls.index.engine import Engine
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef, content_hash
 from ctxls.index.store import FTS_TABLE_BY_KIND
-from ctxls.index.tokenize import MAX_TOKEN_CHARS
+from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens
 
 from .ripgrep import Scope
 
@@ -214,13 +214,18 @@ def sweep_scope(engine: Engine, word: str) -> Scope | None:
     listed_ns = engine.listed_ns
     if listed_ns is None or not engine.cold_index_done or engine.indexing:
         return None
+    # The word as the index spells it: a lone word by its stem ("running" is
+    # held as "run"), a compound whole and lower-cased.
+    tokens = expand_tokens(word)
+    if not tokens:
+        return None
     conn = engine.store.reader()
     indexed = _indexed_files(engine, conn)
     union = " UNION ".join(f"SELECT rowid FROM {table} WHERE {table} MATCH :q"
                            for table in sorted(set(FTS_TABLE_BY_KIND.values())))
     files = {r[0] for r in conn.execute(
         f"SELECT DISTINCT f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({union})",
-        {"q": f'body : "{word.lower()}"'})}
+        {"q": f'body : "{tokens[0]}"'})}
     root = f"{engine.root}{os.sep}"
     for path, mtime_ns, size in indexed.on_disk:
         try:
