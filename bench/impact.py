@@ -92,11 +92,13 @@ def open_engine(root: Path, store_dir: Path) -> Engine:
 
 
 def all_definitions(engine: Engine, kinds: tuple[str, ...], language: str | None) -> list[Definition]:
+    """Every definition of these kinds (the symbols table: chunks are packed,
+    so a chunk's lead symbol is not every definition)."""
     marks = ",".join("?" * len(kinds))
-    sql = ("SELECT f.path, f.language, c.symbol, c.symbol_kind, min(c.start_line) s, max(c.end_line) e "
-           "FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.kind = 'code' AND c.symbol IS NOT NULL "
-           f"AND c.symbol_kind IN ({marks})" + (" AND f.language = ?" if language else "")
-           + " GROUP BY f.path, c.symbol ORDER BY f.path, s")
+    sql = ("SELECT f.path, f.language, d.symbol, d.symbol_kind, min(d.start_line) s, max(d.end_line) e "
+           f"FROM symbols d JOIN files f ON f.id = d.file_id WHERE d.symbol_kind IN ({marks})"
+           + (" AND f.language = ?" if language else "")
+           + " GROUP BY f.path, d.symbol ORDER BY f.path, s")
     rows = engine.store.reader().execute(sql, (*kinds, *([language] if language else []))).fetchall()
     return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["s"], r["e"]) for r in rows]
 

@@ -34,7 +34,7 @@ from .callees import Callee, callees_and_complexity, merge
 from .callers import Caller, References, find_references
 from .index_view import Definition
 from .resolve import UNCONFIRMED_REASONS, Resolver, Targets, Verdict
-from .risk import Evidence, assess, is_test_path
+from .risk import Evidence, assess, is_peripheral_path, is_test_path
 from .syntax import SourceCache, Span
 
 CONFIRM_BUDGET_S = 1.2
@@ -170,7 +170,9 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
           query: str | None, context: str | None) -> list[Definition]:
     """Best match first: the exact (qualified) name, then nearest to the
     ``context`` file (its own, the one its name leads to, one it imports,
-    then by folder distance), production before tests, more confirmed callers."""
+    then by folder distance), production before tests, the maintained code
+    before examples, docs, compatibility copies and vendored code (a copy's
+    own internal calls must not make it the answer), more confirmed callers."""
     if len(definitions) == 1:
         return definitions
     confirmed = Counter(key for c in callers if c.confirmed and len(c.targets) == 1 for key in c.targets)
@@ -195,7 +197,8 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
         return 3, len(here) + len(there) - 2 * common
 
     return sorted(definitions, key=lambda d: (exactness(d), proximity(d), is_test_path(d.path),
-                                              -confirmed[d.key], d.path.count("/"), d.path, d.start_line))
+                                              is_peripheral_path(d.path), -confirmed[d.key],
+                                              d.path.count("/"), d.path, d.start_line))
 
 
 def _answer(engine: Engine, resolver: Resolver, definition: Definition, refs: References,

@@ -45,6 +45,16 @@ def is_test_path(path: str) -> bool:
     return bool(_TEST_PATH.search(path))
 
 
+# Code beside the maintained one: examples, docs, compatibility copies, vendored code.
+_PERIPHERAL_PATH = re.compile(
+    r"(^|/)(examples?|docs?|compat|_compat|legacy|deprecated|v1|vendor|_vendor|vendored|third_party)"
+    r"(/|\.[^/]*$)")
+
+
+def is_peripheral_path(path: str) -> bool:
+    return bool(_PERIPHERAL_PATH.search(path))
+
+
 @dataclass
 class Evidence:
     confirmed_sites: int = 0  # production

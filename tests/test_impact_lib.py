@@ -563,6 +563,31 @@ def test_callers_in_and_through_symlinked_modules_inside_the_root(tmp_path: Path
         engine.close()
 
 
+def test_a_symbol_query_without_context_prefers_the_maintained_definition(make_engine):
+    """A compatibility copy whose own module calls it more does not outrank
+    the maintained class; asked from a file that imports the copy, the copy comes first."""
+    engine = make_engine({
+        "app/__init__.py": "",
+        "app/store.py": "class Store:\n    def get(self, key):\n        return key\n",
+        "app/view.py": "from app.store import Store\n\n\ndef show():\n    return Store().get(1)\n",
+        "app/v1/__init__.py": "",
+        "app/v1/store.py": (
+            "class Store:\n"
+            "    def get(self, key):\n"
+            "        return key\n"
+            "\n"
+            "    def many(self, keys):\n"
+            "        return [self.get(k) for k in keys] + [self.get(0), self.get(1)]\n"),
+        "app/v1/main.py": "from app.v1.store import Store\n\n\ndef run():\n    return Store().get(2)\n",
+    })
+    asked = analysis.analyze(engine, "Store.get")
+    assert [a.definition.path for a in asked.per_definition] == ["app/store.py", "app/v1/store.py"]
+    assert (asked.definitions[0].path, asked.confirmed) == ("app/store.py", 1)
+    assert asked.per_definition[1].confirmed == 4  # more than the maintained one: not what ranks
+    from_copy = analysis.analyze(engine, "Store.get", context="app/v1/main.py")
+    assert from_copy.definitions[0].path == "app/v1/store.py"
+
+
 def test_a_parameter_or_local_of_the_same_name_is_not_the_module_s_function(make_engine):
     engine = make_engine({
         "views.py": (
