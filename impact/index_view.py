@@ -176,9 +176,10 @@ def import_resolver(engine: Engine) -> Imports:
 
 
 # A word the FTS tables hold as a token of its own wherever rg -w finds it:
-# `tokenize.expand` keeps every ASCII identifier (lower-cased) up to
-# MAX_TOKEN_CHARS, besides its sub-words. Anything else (`$el`, `café`) is
-# swept on the whole tree.
+# `tokenize.expand` gives every ASCII identifier up to MAX_TOKEN_CHARS the
+# same first token wherever it stands (lower-cased, or its stem when it is one
+# plain word), whatever compound it is part of. Anything else (`$el`, `café`)
+# is swept on the whole tree.
 _FTS_WORD = re.compile(r"[A-Za-z0-9_]+")
 # A folder's mtime may lag the wall clock by a kernel tick: compare with slack.
 _MTIME_SLACK_NS = 1_000_000_000

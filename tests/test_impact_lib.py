@@ -133,6 +133,24 @@ def test_scoped_sweep_reads_the_files_the_index_names_and_finds_what_rg_finds(ma
     assert scoped.lines == whole.lines == {"pkg/core.py": [0], "pkg/use.py": [0, 4], "README.md": [0]}
 
 
+@pytest.mark.parametrize("name", ["getUserName", "running", "__init__", "HTTPServer", "x2", "ab"])
+def test_scoped_sweep_finds_every_shape_of_name_where_rg_does(make_engine, name: str):
+    """However the index tokenizes a name (camelCase parts, stems, dunders,
+    short words), the files it names hold every whole-word occurrence."""
+    engine = make_engine({
+        "a.py": f"def {name}():\n    pass\n",
+        "b.py": f"import a\nx = a.{name}()\ny = pkg.mod.{name}\n",
+        "c.py": f"obj.{name}_suffix = 1\nz = {name}X\nw = X{name}\n",  # not the whole word
+        "d.md": f"See {name}.\n",
+        "e.py": f"s = '{name}'  # {name}\n",
+    })
+    scope = index_view.sweep_scope(engine, name)
+    assert scope is not None
+    scoped, whole = _sweep_of(engine, name, scope), _sweep_of(engine, name, None)
+    assert scoped.lines == whole.lines
+    assert set(whole.lines) == {"a.py", "b.py", "d.md", "e.py"}
+
+
 def test_a_caller_in_a_file_edited_since_it_was_indexed_is_found(make_engine):
     engine = make_engine({
         "core.py": "def frobnicate(x):\n    return x\n",
