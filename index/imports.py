@@ -143,6 +143,10 @@ class ImportResolver:
     def __contains__(self, path: str) -> bool:
         return path in self._paths
 
+    @property
+    def paths(self) -> frozenset[str]:
+        return self._paths
+
     def resolve(self, importer_path: str, ref: ImportRef, language: str) -> str | None:
         """The indexed file ``ref`` (found in ``importer_path``) refers to, or
         None for external modules, unknown languages and self-imports."""

@@ -198,7 +198,12 @@ class Indexer:
         resolver = self._resolver
         if resolver is None or record.path not in resolver:
             # First file outside a pass, or a new file: other files may now import it.
-            resolver = self._resolver = ImportResolver(set(self.store.file_states()) | {record.path})
+            # What the resolver knew stays: a buffer indexed during a pass must
+            # not swap the pass's listing for the files stored so far (imports
+            # left unresolved, and a rebuild for every later file of the pass).
+            known = resolver.paths if resolver is not None else frozenset()
+            resolver = self._resolver = ImportResolver(
+                known | set(self.store.file_states()) | {record.path})
         imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
                    for ref in parsed.imports]
         self.store.put_file(conn, record, parsed.chunks, imports, parsed.symbols)

@@ -69,6 +69,13 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
             path.write_text(content, encoding="utf-8")
 
 
+# What VS Code and Neovim must both show for `send_prepared` (pkg/session.py:16)
+# of SAMPLE_FILES: the server's words (its lens title and impact `summary`), so
+# the two editors say the same (tests/test_vscode_e2e.py, tests/test_nvim_plugin.py).
+SEND_PREPARED_LENS = "1 caller · risk med"
+SEND_PREPARED_SUMMARY = "1 caller · 1 mention"
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A small git repository with Python, TypeScript and Markdown files."""

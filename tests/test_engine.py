@@ -227,3 +227,27 @@ def test_watched_events_for_the_store_or_unindexable_files_write_nothing(plain: 
     engine.files_changed_on_disk(["pkg/retry.py", ".ctxls/index.db-wal"])
     assert writes and top_symbols(engine, "renamed_on_disk")[0] == "renamed_on_disk"
     engine.close()
+
+
+def test_a_buffer_indexed_during_the_first_pass_keeps_the_pass_s_import_map(plain: Path):
+    """A buffer of a file the pass does not list (new, or of a kind not
+    indexed), indexed mid-pass, must not swap the pass's import resolver (every
+    listed file) for the files stored so far: imports went unresolved and each
+    later file of the pass rebuilt it (django in VS Code: quadratic)."""
+    from ctxls.impact.index_view import imports_of
+
+    write_tree(plain, {"pkg/a.py": "from pkg.b import helper\n\ndef run():\n    return helper()\n",
+                       "pkg/b.py": "def helper():\n    return 1\n"})
+    engine = engine_for(plain)
+    opened: list[bool] = []
+
+    def open_a_new_file_mid_pass(done: int, total: int) -> None:
+        if not opened:
+            opened.append(engine.set_buffer("pkg/new.py", "from pkg.b import helper\n"))
+
+    engine.cold_index(open_a_new_file_mid_pass)
+    assert opened == [True]
+    reader = engine.store.reader()
+    assert imports_of(reader, "pkg/a.py") == {"pkg/b.py"}
+    assert imports_of(reader, "pkg/new.py") == {"pkg/b.py"}
+    engine.close()

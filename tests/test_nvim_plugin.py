@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_tree
+from conftest import SEND_PREPARED_LENS, SEND_PREPARED_SUMMARY, write_tree
 
 HERE = Path(__file__).resolve().parent
 PLUGIN_DIR = HERE.parent / "editors" / "nvim"
@@ -61,6 +61,10 @@ def run_suite(nvim: Path, tmp_path: Path, suite: str, repo: Path, **extra_env: s
 def test_commands_quickfix_lenses_and_health(nvim: Path, repo: Path, tmp_path: Path) -> None:
     result = run_suite(nvim, tmp_path, "commands", repo)
     assert len(result["passed"]) == 9
+    # The same numbers as VS Code shows for the same symbol (tests/test_vscode_e2e.py).
+    assert result["shown"]["lens"] == SEND_PREPARED_LENS
+    assert result["shown"]["impact"].startswith(
+        f"ctxls impact of send_prepared: risk med · {SEND_PREPARED_SUMMARY} · ")
 
 
 def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_path: Path) -> None:
@@ -96,7 +100,7 @@ local unconfirmed = vim.tbl_extend("force", loc("a.py", 0), { symbol = "f", conf
                                    reason = "builtin-name" })
 local confirmed = vim.tbl_extend("force", loc("b.py", 1), { symbol = "g", confirmed = true, kind = "call" })
 local items = format.callers_to_qf_items({ unconfirmed, confirmed }, "utf-16")
-local impact = { symbol = "Store.get", risk = "low", confirmed = 1, unconfirmed = 1, mentions = 0,
+local impact = { symbol = "Store.get", risk = "low", summary = "1 caller (+1 unconfirmed) · 0 mentions",
                  callees = {}, complexity = 1, definitionsMatched = 2,
                  perDefinition = { { definition = loc("b.py", 0), confirmed = 1, risk = "low" },
                                    { definition = vim.tbl_extend("force", loc("legacy.py", 4), { symbol = "Store.get" }),
@@ -127,4 +131,4 @@ def test_impact_format_lists_confirmed_first_other_definitions_and_counts(nvim: 
     assert result["texts"] == ["called from g: g()", "called from f (unconfirmed: builtin-name): get()"]
     assert result["others"] == [["legacy.py", 5, "other definition: Store.get (0 confirmed, risk low)"]]
     assert result["echo"] == ("ctxls impact of Store.get: risk low · 1 caller (+1 unconfirmed) · "
-                              "best of 2 definitions · 0 mentions · 0 callees · complexity 1")
+                              "0 mentions · best of 2 definitions · 0 callees · complexity 1")

@@ -25,7 +25,7 @@ from typing import Iterator
 
 import pytest
 
-from conftest import write_tree, SAMPLE_FILES
+from conftest import SAMPLE_FILES, SEND_PREPARED_LENS, SEND_PREPARED_SUMMARY, write_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 E2E = Path(os.environ.get("CTXLS_E2E_DIR", ROOT / ".e2e"))
@@ -154,5 +154,9 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     assert "indexed" in steps["status bar says indexed"]
     assert steps["recall from the palette opens the picked hit at its line"] == "pkg/session.py line 16"
     assert "Session.request" in steps["impact of the symbol under the cursor fills the tree"]
+    # The same numbers as Neovim shows for the same symbol (tests/test_nvim_plugin.py).
+    assert steps["the code lens counts the caller once indexed"] == SEND_PREPARED_LENS
+    risk_row = steps["impact of the symbol under the cursor fills the tree"]  # label, then description
+    assert risk_row.startswith("Risk: med") and f"{SEND_PREPARED_SUMMARY} · complexity" in risk_row
     found = steps["an unsaved edit is found by recall"]
     assert "typed_unsaved_marker" in found or "retry.py" in found

@@ -1,6 +1,7 @@
 -- Headless end-to-end test of the ctxls Neovim plugin against the real server.
 -- Run by tests/test_nvim_plugin.py, which reads the JSON written to
--- $CTXLS_TEST_RESULT: { passed = [name], failed = [{ name, error }], notifications = [str] }.
+-- $CTXLS_TEST_RESULT: { passed = [name], failed = [{ name, error }], notifications = [str],
+--   shown = { impact = str, lens = str } (what the commands suite showed for send_prepared) }.
 --
 -- Environment:
 --   CTXLS_TEST_REPO    fixture repository (tests/conftest.py SAMPLE_FILES)
@@ -15,7 +16,7 @@ local python = assert(os.getenv("CTXLS_TEST_PYTHON"))
 local result_path = assert(os.getenv("CTXLS_TEST_RESULT"))
 local suite = assert(os.getenv("CTXLS_TEST_SUITE"))
 
-local results = { passed = {}, failed = {}, notifications = {} }
+local results = { passed = {}, failed = {}, notifications = {}, shown = vim.empty_dict() }
 
 -- Errors from the plugin's request handlers arrive as notifications: keep them
 -- for the report (and so headless Neovim does not print them).
@@ -188,6 +189,7 @@ local function commands_suite()
     local last = vim.split(vim.trim(messages), "\n")
     last = last[#last]
     expect(last:match("^ctxls impact of send_prepared"), "the impact summary is not one line: %q", messages)
+    results.shown.impact = last
     expect(vim.fn.strdisplaywidth(last) <= vim.v.echospace, "%q is wider than %d", last, vim.v.echospace)
   end)
 
@@ -200,6 +202,7 @@ local function commands_suite()
         end
       end
     end)
+    results.shown.lens = lens.command.title
     local namespace = vim.lsp.codelens.__namespaces[client.id]
     wait_for("the lens to be drawn as virtual text", 5000, function()
       local marks = vim.api.nvim_buf_get_extmarks(session_buf, namespace, { 15, 0 }, { 15, -1 }, { details = true })

@@ -147,11 +147,10 @@ function M.impact_echo_chunks(impact)
     { ("ctxls impact of %s: "):format(impact.symbol), "Normal" },
     { "risk " .. impact.risk, RISK_HIGHLIGHTS[impact.risk] or "Normal" },
     {
-      (" · %s%s%s · %s · %s · complexity %d"):format(
-        plural(impact.confirmed, "caller"),
-        (impact.unconfirmed or 0) > 0 and (" (+%d unconfirmed)"):format(impact.unconfirmed) or "",
+      -- The server words the counts (`summary`), so Neovim and VS Code say the same.
+      (" · %s%s · %s · complexity %d"):format(
+        impact.summary,
         (impact.definitionsMatched or 1) > 1 and (" · best of %d definitions"):format(impact.definitionsMatched) or "",
-        plural(impact.mentions, "mention"),
         plural(#impact.callees, "callee"),
         impact.complexity
       ),
