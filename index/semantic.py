@@ -408,7 +408,7 @@ class SemanticIndex:
             self._query_cache.move_to_end(query)
             return cached
         assert self.embedder is not None
-        vector = self.embedder.embed([query])[0]
+        vector = self.embedder.embed_query(query)
         self._query_cache[query] = vector
         if len(self._query_cache) > QUERY_CACHE_SIZE:
             self._query_cache.popitem(last=False)

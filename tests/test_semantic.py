@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ctxls.index.embeddings import E5_MODEL_NAME
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import vector_file_for
 
@@ -173,6 +174,28 @@ def test_changing_the_model_drops_old_vectors(small: Path):
     reopened.semantic.ensure_loaded()
     assert reopened.status()["vectors"] == 0 and reopened.embed_pending() == 5
     reopened.close()
+
+
+def test_the_e5_tier_replaces_the_default_vectors_and_finds_paraphrases(small: Path):
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    minilm = engine.store.meta()["vector_model"]
+    engine.close()
+    e5 = semantic_engine(small, embed_model=E5_MODEL_NAME)  # the same store, another model
+    assert e5.semantic.ensure_loaded()
+    assert e5.store.meta()["vector_model"].startswith(E5_MODEL_NAME) != minilm.startswith(E5_MODEL_NAME)
+    assert e5.status()["vectors"] == 0  # the old model's vectors are useless to it
+    # Recall answers while nothing is embedded yet (the worker re-embeds in the background).
+    assert e5.recall("compute_checksum", ["code"], 1).hits_by_kind["code"][0].symbol == "compute_checksum"
+    assert e5.embed_pending() == 5
+    # e5 embeds a query with its "query: " prefix and chunks with "passage: ".
+    for query, symbol in {"fingerprint the contents of a blob": "compute_checksum",
+                          "try again when a transfer fails": "retry_upload"}.items():
+        hits = e5.recall(query, ["code"], 3, mode="semantic").hits_by_kind["code"]
+        assert hits[0].symbol == symbol, query
+    assert_consistent(e5)
+    e5.close()
 
 
 def test_missing_model_warns_once_and_recall_still_answers(small: Path, tmp_path: Path):
