@@ -20,11 +20,20 @@ task's problem statement is answered by:
 * plain BM25 (all column weights 1, no boost, every term of the text) over
   the chunks, best chunk per file.
 
-Results go to ``bench/.cache/locate/results-<repo>.jsonl`` (a re-run resumes).
-``--evaluate`` then picks the weights on every dev task by a small grid and prints
-Acc@1/3/5/10 (every gold file in the top k) and MRR (of the first gold file)
-on dev and test. ``--latency`` times ``Engine.locate`` on the django corpus of
-bench/corpora.py with the django tasks' texts.
+Locate's evidence is also kept under the :data:`VARIANTS` of the engine's
+defaults (how the text signals aggregate chunks per file). Results go to
+``bench/.cache/locate/results-<repo>.jsonl`` (a re-run resumes).
+``--evaluate`` then picks, on every dev task, the variant and the weights by
+a small grid (embeddings off), then the weight of ``semantic`` on the dev
+tasks with vectors, and prints Acc@1/3/5/10 (every gold file in the top k)
+and MRR (of the first gold file) on dev and test.
+
+Django's git snapshot is too large to fetch here: its tasks are answered on
+the django release tree of bench/corpora.py (``--django-corpus``), with
+embeddings on for the chunks ``--embed-candidates`` embedded (each task's
+best files by the lexical signals: the ``semantic`` signal re-ranks those).
+``--latency`` times ``Engine.locate`` on that tree with the django tasks'
+texts (``--embeddings``: with vectors).
 """
 
 from __future__ import annotations
@@ -142,17 +151,26 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None) -> Path:
     return results
 
 
+# Evidence also kept under these variants of the engine's defaults (chosen
+# between on dev): the text signals' chunks aggregated per file.
+VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)}}
+
+
 def answer_task(engine: Engine, locator: Locator, task: dict, label: str) -> dict:
-    """One task's answers: locate's evidence per file, recall's and plain BM25's files."""
+    """One task's answers: locate's evidence per file (with the ``semantic``
+    signal when the engine has vectors), recall's and plain BM25's files."""
     conn = engine.store.reader()
+    semantic = engine.semantic if engine.semantic is not None and engine.semantic.has_vectors() else None
     started = time.perf_counter()
-    files = locator.evidence(conn, task["text"])
+    files = locator.evidence(conn, task["text"], semantic)
     locate_ms = (time.perf_counter() - started) * 1000
+    variants = {name: evidence_json(Locator(replace(locator.weights, **changes)).evidence(
+        conn, task["text"], semantic)) for name, changes in VARIANTS.items()}
     hits = engine.recall(task["text"], ["code", "doc"], KEEP, mode="lexical").hits_by_kind
     merged = sorted((h for hs in hits.values() for h in hs), key=lambda h: -h.score)
     present = [g for g in task["gold"] if engine.store.file_state(g) is not None]
     return {"id": task["id"], "repo": label, "split": task["split"], "gold": task["gold"],
-            "gold_present": present, "evidence": evidence_json(files),
+            "gold_present": present, "evidence": evidence_json(files), "variants": variants,
             "recall": _files_in_order([h.path for h in merged]),
             "bm25": plain_bm25_files(conn, task["text"]), "locate_ms": round(locate_ms, 1),
             "chars": len(task["text"])}
@@ -164,9 +182,66 @@ def answer_task(engine: Engine, locator: Locator, task: dict, label: str) -> dic
 DJANGO_ON_CORPUS = "django/django @ 5.1.4 sdist (approximate)"
 
 
+# The django corpus store with embeddings on (a directory of its own: the
+# vector file sits beside the store under a fixed name).
+DJANGO_EMBED_DB = LOCATE_DIR / "django-embed" / "index.db"
+
+
+def django_engine(embeddings: bool) -> Engine:
+    DJANGO_EMBED_DB.parent.mkdir(parents=True, exist_ok=True)
+    return Engine(corpus_path("django"), EngineOptions(db_path=str(DJANGO_EMBED_DB),
+                                                      embeddings=embeddings))
+
+
+def embed_candidates(tasks: list[dict], pool: int) -> None:
+    """Embed the code chunks of each django task's best ``pool`` files by the
+    lexical signals (what the ``semantic`` signal re-ranks), not the whole
+    corpus: the backlog takes hours on this shared machine. Dev tasks' files first."""
+    engine = django_engine(embeddings=True)
+    locator = Locator()
+    try:
+        engine.index()
+        conn = engine.store.reader()
+        engine.semantic.ensure_loaded()
+        done: set[str] = set()
+        for split in ("dev", "test"):
+            wanted: set[str] = set()
+            for task in tasks:
+                if task["repo"] == "django/django" and task["split"] == split:
+                    files = locator.evidence(conn, task["text"])
+                    wanted |= {path for path, _ in locator.rank(files, pool, False)}
+            listed = sorted(wanted - done)
+            done |= wanted
+            for path in listed:
+                engine.semantic.mark_urgent(path)
+
+            def missing() -> int:
+                return conn.execute(
+                    f"SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id WHERE "
+                    f"f.path IN ({','.join('?' * len(listed))}) AND NOT EXISTS "
+                    f"(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash)",
+                    listed).fetchone()[0]
+
+            started = time.perf_counter()
+            total = missing()
+            print(f"{split}: {len(listed)} files, {total} chunks without a vector", flush=True)
+            steps = 0
+            while total and engine.semantic.step():
+                steps += 1
+                if steps % 25 == 0:
+                    left = missing()
+                    print(f"  {total - left}/{total} in {time.perf_counter() - started:.0f}s", flush=True)
+                    if left == 0:
+                        break
+            engine.semantic.save()
+            print(f"{split}: embedded in {time.perf_counter() - started:.0f}s", flush=True)
+    finally:
+        engine.close()
+
+
 def run_django_on_corpus(tasks: list[dict]) -> None:
     results = LOCATE_DIR / "results-django-corpus.jsonl"
-    engine = Engine(corpus_path("django"), EngineOptions(db_path=str(LOCATE_DIR / "django-corpus.db")))
+    engine = django_engine(embeddings=True)
     locator = Locator()
     try:
         engine.index()
@@ -197,6 +272,7 @@ def plain_bm25_files(conn, text: str) -> list[str]:
 # -- scoring ---------------------------------------------------------------------------------
 
 def ranked_from_evidence(evidence: dict, weights: LocateWeights, include_tests: bool = False) -> list[str]:
+    """Files best first; a weight of 0 leaves its signal out (``semantic`` 0: embeddings off)."""
     scored = []
     for path, ev in evidence.items():
         total = sum(weights.weight(s) * v for s, v in ev["s"].items())
@@ -228,6 +304,7 @@ def metrics(rows: list[tuple[list[str], list[str]]]) -> dict[str, float]:
 GRID = {
     "frame": (0.5, 1.0, 2.0),
     "symbol": (0.5, 1.0, 2.0),
+    "assignment": (0.0, 0.5, 1.0, 2.0),
     "path": (0.5, 1.0, 2.0),
     "message": (0.5, 1.0, 2.0),
     "import_": (0.0, 0.5, 1.0),
@@ -237,37 +314,64 @@ GRID = {
 }
 
 
-def choose_weights(dev: list[dict]) -> LocateWeights:
-    """Coordinate ascent over GRID on dev (Acc@5, then Acc@1, then MRR), two rounds."""
-    weights = LocateWeights()
+def evidence_of(row: dict, variant: str | None) -> dict:
+    """A task's evidence with the engine's defaults (None) or under a VARIANTS entry."""
+    return row["evidence"] if variant is None else row["variants"][variant]
 
-    def objective(w: LocateWeights) -> tuple:
-        m = metrics([(ranked_from_evidence(r["evidence"], w), r["gold"]) for r in dev])
-        return (m["acc@5"], m["acc@1"], m["mrr"])
 
-    best = objective(weights)
+def objective(dev: list[dict], variant: str | None, weights: LocateWeights) -> tuple:
+    m = metrics([(ranked_from_evidence(evidence_of(r, variant), weights), r["gold"]) for r in dev])
+    return (m["acc@5"], m["acc@1"], m["mrr"])
+
+
+def choose_weights(dev: list[dict], variant: str | None, grid: dict, start: LocateWeights) -> LocateWeights:
+    """Coordinate ascent over ``grid`` on dev (Acc@5, then Acc@1, then MRR), two rounds."""
+    weights = start
+    best = objective(dev, variant, weights)
     for _ in range(2):
-        for name, values in GRID.items():
+        for name, values in grid.items():
             for value in values:
                 candidate = replace(weights, **{name: value})
-                score = objective(candidate)
+                score = objective(dev, variant, candidate)
                 if score > best:
                     best, weights = score, candidate
     return weights
+
+
+SEMANTIC_GRID = {"semantic": (0.0, 0.25, 0.5, 1.0, 2.0)}
+
+
+def has_semantic(row: dict) -> bool:
+    return any("semantic" in ev["s"] for ev in row["evidence"].values())
 
 
 def evaluate() -> None:
     rows = []
     for results in sorted(LOCATE_DIR.glob("results-*.jsonl")):
         rows += [json.loads(line) for line in results.read_text().splitlines()]
-    # Weights are chosen on every dev task (the django ones on the release tree too:
-    # their texts and gold files are real, and sympy alone has few tasks).
+    # Chosen on every dev task (the django ones on the release tree too: their
+    # texts and gold files are real, and sympy alone has few tasks): first the
+    # lexical weights and the text signals' aggregation, embeddings off ...
     dev = [r for r in rows if r["split"] == "dev"]
-    chosen = choose_weights(dev)
-    print(f"weights chosen on dev ({len(dev)} tasks): {chosen}")
+    lexical_start = replace(LocateWeights(), semantic=0.0)
+    found = {}
+    for variant in (None, *VARIANTS):
+        weights = choose_weights(dev, variant, GRID, lexical_start)
+        found[variant] = (objective(dev, variant, weights), weights)
+        print(f"dev ({len(dev)} tasks), {variant or 'engine defaults'}: Acc@5, Acc@1, MRR "
+              f"{found[variant][0]} with {weights}")
+    variant, (_, chosen) = max(found.items(), key=lambda kv: kv[1][0])
+    # ... then the weight of `semantic`, the rest kept, on the dev tasks with vectors.
+    embedded_dev = [r for r in dev if has_semantic(r)]
+    with_semantic = choose_weights(embedded_dev, variant, SEMANTIC_GRID, chosen)
+    print(f"chosen: {variant or 'engine defaults'}, {chosen}; semantic weight "
+          f"{with_semantic.semantic} (on {len(embedded_dev)} dev tasks with vectors)")
+    engine_defaults = replace(LocateWeights(), semantic=0.0)
     methods = {
-        "locate (lexical), default weights": lambda r: ranked_from_evidence(r["evidence"], LocateWeights()),
-        "locate (lexical), dev-chosen weights": lambda r: ranked_from_evidence(r["evidence"], chosen),
+        "locate (lexical), engine defaults": lambda r: ranked_from_evidence(r["evidence"], engine_defaults),
+        "locate (lexical), dev-chosen": lambda r: ranked_from_evidence(evidence_of(r, variant), chosen),
+        "locate (embeddings on), dev-chosen": lambda r: (
+            ranked_from_evidence(evidence_of(r, variant), with_semantic) if has_semantic(r) else None),
         "recall (lexical), files in hit order": lambda r: r["recall"],
         "plain BM25, best chunk per file": lambda r: r["bm25"],
     }
@@ -277,15 +381,24 @@ def evaluate() -> None:
     for repo, split in itertools.product(repos, ("dev", "test")):
         subset = [r for r in rows if r["repo"] == repo and r["split"] == split]
         for label, method in methods.items():
-            m = metrics([(method(r), r["gold"]) for r in subset])
+            ranked = [(method(r), r["gold"]) for r in subset]
+            ranked = [(files, gold) for files, gold in ranked if files is not None]
+            if not ranked:
+                continue
+            m = metrics(ranked)
             print(f"| {repo} | {split} | {label} | {m['n']} | {m['acc@1']} | {m['acc@3']} | "
                   f"{m['acc@5']} | {m['acc@10']} | {m['mrr']} |")
+    for split in ("dev", "test"):
+        subset = [r for r in rows if r["split"] == split]
+        m = metrics([(ranked_from_evidence(evidence_of(r, variant), chosen), r["gold"]) for r in subset])
+        print(f"all {split} ({m['n']} tasks), locate (lexical), dev-chosen: Acc@1 {m['acc@1']}, "
+              f"Acc@5 {m['acc@5']}")
     walked = [r for r in rows if r["repo"] != DJANGO_ON_CORPUS]
     reindex = [r["reindex_s"] for r in walked] or [0.0]
     changed = [r["changed"] for r in walked] or [0]
     print(f"re-index per task: p50 {statistics.median(reindex):.1f}s, max {max(reindex):.1f}s; "
           f"files changed p50 {statistics.median(changed)}; locate in the walk p50 "
-          f"{statistics.median(r['locate_ms'] for r in rows):.0f} ms")
+          f"{statistics.median(r['locate_ms'] for r in walked):.0f} ms")
     missing = sum(1 for r in rows if set(r["gold"]) - set(r["gold_present"]))
     print(f"tasks whose gold includes a file not in the index at the base commit: {missing}")
 
@@ -295,15 +408,16 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def latency(repeats: int) -> None:
-    """Engine.locate on the django corpus with the django tasks' issue texts."""
+def latency(repeats: int, embeddings: bool) -> None:
+    """Engine.locate on the django corpus with the django tasks' issue texts
+    (with embeddings: the store of ``--embed-candidates``)."""
     tasks = [t for t in load_tasks() if t["repo"] == "django/django"]
-    root = corpus_path("django")
-    engine = Engine(root, EngineOptions(db_path=str(LOCATE_DIR / "django-corpus.db")))
+    engine = django_engine(embeddings)
     try:
         started = time.perf_counter()
         engine.index()
-        print(f"index django corpus: {time.perf_counter() - started:.1f}s")
+        print(f"index django corpus: {time.perf_counter() - started:.1f}s; embeddings "
+              f"{'on' if embeddings else 'off'}")
         for task in tasks[:5]:  # warm-up: caches, vocab table, page cache
             engine.locate(task["text"], 10)
         # Wall time, and this thread's CPU time: on a loaded machine the wall
@@ -336,16 +450,21 @@ def main() -> None:
     parser.add_argument("--evaluate", action="store_true", help="score the stored results")
     parser.add_argument("--latency", action="store_true", help="time locate on the django corpus")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--embed-candidates", type=int, metavar="FILES",
+                        help="embed the chunks of each django task's best FILES files (lexical)")
+    parser.add_argument("--embeddings", action="store_true", help="--latency with embeddings on")
     args = parser.parse_args()
     tasks = load_tasks()
     for repo in args.repo or ():
         run_repo(repo, tasks, args.limit)
+    if args.embed_candidates:
+        embed_candidates(tasks, args.embed_candidates)
     if args.django_corpus:
         run_django_on_corpus(tasks)
     if args.evaluate:
         evaluate()
     if args.latency:
-        latency(args.repeats)
+        latency(args.repeats, args.embeddings)
 
 
 if __name__ == "__main__":

@@ -35,11 +35,13 @@ from dataclasses import dataclass, field, replace
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
 from ctxls.index.ranking import RankingConfig, bm25_scores
-from ctxls.index.tokenize import QUERY_STOPWORDS, query_terms, stem
+from ctxls.index.semantic import SemanticIndex
+from ctxls.index.tokenize import QUERY_STOPWORDS, expand_tokens, query_terms, stem
 
 # --- reading the text -----------------------------------------------------------------------
 
-SIGNALS = ("frame", "symbol", "path", "message", "import", "text", "title")
+SIGNALS = ("frame", "symbol", "assignment", "path", "message", "import", "text", "title",
+           "semantic")
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,8 @@ _JAVA_FRAME = re.compile(
 _GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n\s+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
 # Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
 _RUST_FRAME = re.compile(r"^\s*\d+: (?P<fn>\S+)\n\s+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
+# A line printing a stack frame (Python, Node/Java `at`, Go/Rust source lines).
+_FRAME_LINE = re.compile(r'\s*(?:File "|at |\S+\.(?:go|rs):\d+)')
 _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`
@@ -206,6 +210,9 @@ def read_issue(text: str) -> IssueText:
     modules: dict[str, None] = {}
     imported: dict[tuple[str, str], None] = {}
     for match in _PATH.finditer(text):
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if _FRAME_LINE.match(text, line_start):
+            continue  # a traceback frame's file: `frame` weighs it by depth
         _add(paths, match.group(1))
     code_text = "\n".join(code)
     for block in [code_text, text]:
@@ -258,11 +265,13 @@ class LocateWeights:
     # The best of bench/locate.py's grid on the dev split (BENCHMARKS.md, "Locate").
     frame: float = 0.5
     symbol: float = 1.0
+    assignment: float = 0.5
     path: float = 2.0
     message: float = 0.5
     import_: float = 0.5
     text: float = 0.5
     title: float = 2.0
+    semantic: float = 0.5
     # Test and doc files are multiplied by this unless the caller asks for them.
     test_factor: float = 0.1
     # Frames: the deepest in-repo frame counts 1, each one further out this much less.
@@ -271,6 +280,8 @@ class LocateWeights:
     chunk_shares: tuple[float, ...] = (1.0, 0.5, 0.25)
     # A name defined in more files than this names nothing in particular.
     max_definitions: int = 12
+    # Names looked up as assignments (each one FTS query).
+    max_assigned_names: int = 24
     # BM25: this many of the text's rarest terms, over this many chunks; a
     # term in more than this share of chunks is dropped (it says nothing).
     max_terms: int = 64
@@ -279,6 +290,9 @@ class LocateWeights:
     max_postings: int = 8000
     # The title is short: its terms are kept unless nearly every chunk has them.
     max_title_term_share: float = 0.2
+    # Embeddings compare the text with the code chunks of this many files, the
+    # best by the other signals (a re-ranking: vectors of the rest are not read).
+    semantic_pool: int = 20
 
     def weight(self, signal: str) -> float:
         return self.import_ if signal == "import" else getattr(self, signal)
@@ -441,8 +455,10 @@ class Locator:
 
     # -- evidence ------------------------------------------------------------------------
 
-    def evidence(self, conn: sqlite3.Connection, text: str) -> dict[str, FileEvidence]:
-        """Every file some evidence points at, with its signals and reasons."""
+    def evidence(self, conn: sqlite3.Connection, text: str,
+                 semantic: SemanticIndex | None = None) -> dict[str, FileEvidence]:
+        """Every file some evidence points at, with its signals and reasons;
+        with a semantic index, ``semantic`` too."""
         issue = read_issue(text)
         paths = self.path_index(conn)
         files: dict[str, FileEvidence] = {}
@@ -455,9 +471,12 @@ class Locator:
 
         self._frame_evidence(issue, paths, file)
         self._path_evidence(issue, paths, file)
-        self._symbol_evidence(conn, issue, paths, file)
+        defined = self._symbol_evidence(conn, issue, paths, file)
+        self._assignment_evidence(conn, issue, defined, file)
         self._message_evidence(conn, issue, file)
         self._text_evidence(conn, issue, file)
+        if semantic is not None:
+            self._semantic_evidence(conn, issue, semantic, files)
         self._frame_chunks(conn, files)
         return files
 
@@ -497,12 +516,13 @@ class Locator:
             file(path).raise_signal("path", value, Reason("path", prefix))
 
     def _symbol_evidence(self, conn: sqlite3.Connection, issue: IssueText, paths: PathIndex,
-                         file) -> None:
+                         file) -> set[str]:
+        """Raises ``symbol`` on defining files; returns the names some file defines."""
         names: dict[str, list[str]] = {}  # last segment -> the written names ending in it
         for written in issue.identifiers:
             names.setdefault(written.split(".")[-1], []).append(written)
         if not names:
-            return
+            return set()
         lowered = sorted({n.lower() for n in names})
         rows = []
         for start in range(0, len(lowered), 500):
@@ -548,6 +568,47 @@ class Locator:
                                       Reason("symbol", first[1], first[8]))
                 for row in rows_here[:2]:
                     evidence.chunks.setdefault(row[4], ChunkRef(row[9], row[5], row[6], -1, 0.0))
+        return set(defined)
+
+    def _assignment_evidence(self, conn: sqlite3.Connection, issue: IssueText, defined: set[str],
+                             file) -> None:
+        """``assignment``: a name no class or function defines but a file assigns at
+        module level or in a class body (a setting, a constant, a class attribute:
+        ``FILE_UPLOAD_PERMISSIONS = None``),
+        p/k over the k files assigning it, as for ``symbol``."""
+        names = dict.fromkeys(w.split(".")[-1] for w in issue.identifiers)  # first mention first
+        wanted = [n for n in names
+                  if n not in defined and ("_" in n.strip("_") or (n.isupper() and len(n) > 2))]
+        strength: dict[str, float] = {}
+        for name in wanted[:self.weights.max_assigned_names]:
+            # At module level, or one level into a class body (not a function's local).
+            assigned = re.compile(r"^(?P<indent>(?:    |\t)?)" + re.escape(name)
+                                  + r"[ \t]*(?::[^=\n]+)?=(?!=)", re.M)
+            try:
+                rows = conn.execute(
+                    "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text, c.symbol_kind "
+                    "FROM fts_code "
+                    "JOIN chunks c ON c.id = fts_code.rowid JOIN files f ON f.id = c.file_id "
+                    "WHERE fts_code MATCH ? LIMIT 200",
+                    ('"' + expand_tokens(name)[0] + '"',)).fetchall()  # the index's form of it
+            except sqlite3.OperationalError:
+                continue
+            by_path: dict[str, tuple] = {}
+            for path, chunk_id, symbol, start, end, chunk_text, kind in rows:
+                found = next((m for m in assigned.finditer(chunk_text)
+                              if not m.group("indent") or kind == "class"), None)
+                if found is not None and path not in by_path:
+                    line = start + chunk_text.count("\n", 0, found.start())
+                    by_path[path] = (chunk_id, symbol, start, end, line)
+            if not by_path or len(by_path) > self.weights.max_definitions:
+                continue
+            share = issue.prominence(name) / len(by_path)
+            for path, (chunk_id, symbol, start, end, line) in by_path.items():
+                before = strength.get(path, 0.0)
+                strength[path] = 1.0 - (1.0 - before) * (1.0 - share)
+                evidence = file(path)
+                evidence.raise_signal("assignment", strength[path], Reason("assignment", name, line))
+                evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
 
     def _qualified_definitions(self, conn, name: str, modules, by_path, paths: PathIndex,
                                file) -> set[str] | None:
@@ -673,6 +734,31 @@ class Locator:
                 if known is None or known.score < score:
                     evidence.chunks[row[0]] = ChunkRef(row[2], row[3], row[4], -1, score)
 
+    def _semantic_evidence(self, conn: sqlite3.Connection, issue: IssueText,
+                           semantic: SemanticIndex, files: dict[str, FileEvidence]) -> None:
+        """``semantic``: cosine similarity of the text (title and prose) with the
+        embedded code chunks of the best ``semantic_pool`` files so far, aggregated
+        per file like ``text`` and scaled to the best file."""
+        pool = [path for path, _ in self.rank(files, self.weights.semantic_pool, False)]
+        vector = semantic.query_vector(f"{issue.title}\n{issue.prose}") if pool else None
+        if vector is None:
+            return
+        rows = conn.execute(
+            f"SELECT f.path, c.id, c.embed_hash FROM chunks c JOIN files f ON f.id = c.file_id "
+            f"WHERE f.path IN ({','.join('?' * len(pool))}) AND c.kind = 'code'", pool).fetchall()
+        similarity = semantic.similarities(vector, sorted({row[2] for row in rows}))
+        by_file: dict[str, list[float]] = {}
+        for path, _, embed_hash in rows:
+            if embed_hash in similarity:
+                by_file.setdefault(path, []).append(max(similarity[embed_hash], 0.0))
+        shares = self.weights.chunk_shares
+        aggregated = {path: sum(share * s for share, s in zip(shares, sorted(scores, reverse=True)))
+                      for path, scores in by_file.items()}
+        top = max(aggregated.values(), default=0.0) or 1.0
+        for path, value in aggregated.items():
+            files[path].raise_signal("semantic", value / top,
+                                     Reason("semantic", f"cosine {max(by_file[path]):.2f}"))
+
     def _frame_chunks(self, conn: sqlite3.Connection, files: dict[str, FileEvidence]) -> None:
         """The chunk around each frame's line is one of its file's best chunks."""
         for evidence in files.values():
@@ -698,8 +784,9 @@ class Locator:
         return scored[:n]
 
     def locate(self, conn: sqlite3.Connection, text: str, n: int = 10,
-               include_tests: bool = False, max_chunks: int = 3) -> list[LocatedFile]:
-        files = self.evidence(conn, text)
+               include_tests: bool = False, max_chunks: int = 3,
+               semantic: SemanticIndex | None = None) -> list[LocatedFile]:
+        files = self.evidence(conn, text, semantic)
         ranked = self.rank(files, n, include_tests)
         out: list[LocatedFile] = []
         for path, score in ranked:

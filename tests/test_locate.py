@@ -52,6 +52,16 @@ SHOP_FILES = {
         "    assert cart.total() == 27\n"
     ),
     "docs/pricing.md": "# Pricing\n\nA Cart applies a Discount to every price in it.\n",
+    "shop/settings.py": "CURRENCY = 'EUR'\nROUNDING_MODE: str = 'half-even'\n",
+    "shop/rounding.py": (
+        "from shop.settings import ROUNDING_MODE\n"
+        "\n"
+        "\n"
+        "def round_price(price):\n"
+        "    if ROUNDING_MODE == 'half-even':\n"
+        "        return round(price, 2)\n"
+        "    return price\n"
+    ),
 }
 
 PYTHON_TRACEBACK = """\
@@ -93,6 +103,18 @@ def test_python_traceback_frames_message_and_prose():
         ("main.py", 3, "<module>", 2), ("cart.py", 9, "total", 1), ("pricing.py", 6, "apply", 0)]
     assert "price must not be negative, got -3" in issue.messages
     assert {"ValueError", "Cart", "total", "Discount", "apply"} <= set(issue.identifiers)
+    # A frame's file is weighed by its depth (`frame`), not as a path the text names.
+    assert issue.paths == []
+
+
+def test_a_windows_traceback_names_no_paths_but_its_frames():
+    text = ('Traceback (most recent call last):\n'
+            '  File "C:\\app\\.venv\\Lib\\site-packages\\shop\\cart.py", line 9, in total\n'
+            '    return sum(Discount().apply(p) for p in self.prices)\n'
+            'ValueError: bad price\nSee also shop/money.py for the formatting.\n')
+    issue = read_issue(text)
+    assert [(f.path.rsplit("\\", 1)[-1], f.line) for f in issue.frames] == [("cart.py", 9)]
+    assert issue.paths == ["shop/money.py"]
 
 
 def test_node_java_go_and_rust_frames_innermost_first():
@@ -192,6 +214,17 @@ def test_a_named_symbol_leads_to_its_defining_file(engine: Engine):
     located = engine.locate("format_money() drops the currency for amounts over a million", 3)
     assert located[0].path == "shop/money.py"
     assert any(r.signal == "symbol" and r.detail == "format_money" for r in located[0].reasons)
+
+
+def test_a_named_setting_leads_to_the_file_assigning_it(engine: Engine):
+    # No class or function is named ROUNDING_MODE: the file assigning it is
+    # where it is defined; the file comparing it (`==`) only uses it.
+    located = engine.locate("Totals ignore ROUNDING_MODE when it is changed at run time", 5)
+    assert located[0].path == "shop/settings.py"
+    reason = next(r for r in located[0].reasons if r.signal == "assignment")
+    assert reason.detail == "ROUNDING_MODE" and reason.line == 1
+    rounding = next((f for f in located if f.path == "shop/rounding.py"), None)
+    assert rounding is None or "assignment" not in rounding.signals
 
 
 def test_an_import_step_follows_a_reexport(engine: Engine):
