@@ -173,10 +173,26 @@ try {
           result.timings[`${name}Ms`] = Date.now() - opened;
           result.timings[name] = text;
         });
-      await Promise.all([
-        timed('lensShown', '.codelens-decoration', /\S/),
-        timed('firstLens', '.codelens-decoration', /caller/),
-        timed('indexed', '.statusbar-item', /ctxls.*indexed/),
+      // A server that stops or cannot start turns the item into "$(error) ctxls":
+      // fail then, not after every wait.
+      const serverFailed = waitForText(
+        '.statusbar-item:has(.codicon-error)',
+        /ctxls/,
+        'a server failure',
+        TIMEOUT_MS * 10,
+      ).then(
+        (text) => {
+          throw new Error(`the ctxls server failed: ${text}`);
+        },
+        () => new Promise(() => {}), // none within the waits (or the browser closed)
+      );
+      await Promise.race([
+        Promise.all([
+          timed('lensShown', '.codelens-decoration', /\S/),
+          timed('firstLens', '.codelens-decoration', /caller/),
+          timed('indexed', '.statusbar-item', /ctxls.*indexed/),
+        ]),
+        serverFailed,
       ]);
     });
   } else {
