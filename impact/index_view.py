@@ -279,8 +279,9 @@ def _unlisted_since(engine: Engine, indexed: _IndexedFiles, since_ns: int) -> tu
         if (folder, mtime_ns) not in seen:
             seen[(folder, mtime_ns)] = _unlisted_in(engine, indexed, folder)
         files, folders = seen[(folder, mtime_ns)]
-        new_files += files
-        new_folders += folders
+        # Indexed since (a watched-file event): the row's stat check covers it now.
+        new_files += [p for p in files if p not in indexed.paths]
+        new_folders += [p for p in folders if p not in indexed.folders]
     return new_files, new_folders
 
 

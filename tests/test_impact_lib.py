@@ -183,6 +183,14 @@ def test_callers_in_files_and_folders_created_since_the_pass_are_found(make_engi
         ("pkg/fresh.py", 1), ("newpkg/deep/mod.py", 1)}
 
 
+def test_a_new_file_is_read_until_the_index_holds_it(make_engine):
+    engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n", "pkg/__init__.py": ""})
+    write_tree(engine.root, {"pkg/fresh.py": "unrelated = 1\n"})
+    assert "pkg/fresh.py" in index_view.sweep_scope(engine, "frobnicate").files
+    engine.file_changed_on_disk("pkg/fresh.py")  # a watched-file event: indexed now
+    assert "pkg/fresh.py" not in index_view.sweep_scope(engine, "frobnicate").files
+
+
 @pytest.mark.parametrize("name", ["grüße", "f" * 60])
 def test_a_name_the_index_cannot_tokenize_is_swept_on_the_whole_tree(make_engine, name: str):
     """`tokenize.expand` splits at non-ASCII letters and drops tokens over 48
