@@ -190,6 +190,7 @@ class _IndexedFiles:
     """The files table as of one version: what the scope check compares the disk with."""
 
     on_disk: list[tuple[str, int, int]]  # (path, mtime_ns, size) of rows read from disk
+    from_buffers: frozenset[str]  # rows of an editor's text: its file may say otherwise
     paths: frozenset[str]
     folders: frozenset[str]  # every folder holding an indexed file, and their parents ("" the root)
 
@@ -205,8 +206,9 @@ def sweep_scope(engine: Engine, word: str) -> Scope | None:
 
     The files whose indexed chunks hold the word as a token, plus what the
     index cannot vouch for: files whose size or mtime differ from their row
-    (edited, not re-indexed yet), and files and folders that appeared, not
-    ignored, in folders changed since the last whole pass listed the tree.
+    (edited, not re-indexed yet), files whose row holds an editor buffer's
+    text, and files and folders that appeared, not ignored, in folders
+    changed since the last whole pass listed the tree.
     None when the word is not a token the FTS tables keep, or when there is
     no complete index listed by a whole pass of this process (still indexing,
     or served from the store as it was)."""
@@ -227,6 +229,9 @@ def sweep_scope(engine: Engine, word: str) -> Scope | None:
     files = {r[0] for r in conn.execute(
         f"SELECT DISTINCT f.path FROM chunks c JOIN files f ON f.id = c.file_id WHERE c.id IN ({union})",
         {"q": f'body : "{tokens[0]}"'})}
+    # A row indexed from a buffer: read the file (the sweep searches an open
+    # buffer instead, a closed one's file may not be re-indexed yet).
+    files |= indexed.from_buffers
     root = f"{engine.root}{os.sep}"
     for path, mtime_ns, size in indexed.on_disk:
         try:
@@ -253,6 +258,7 @@ def _indexed_files(engine: Engine, conn: sqlite3.Connection) -> _IndexedFiles:
             folders.add(folder)
             folder = posixpath.dirname(folder)
     indexed = _IndexedFiles([(p, m, s) for p, m, s, source in rows if source == "disk"],
+                            frozenset(p for p, _, _, source in rows if source != "disk"),
                             frozenset(r[0] for r in rows), frozenset(folders))
     _indexed[engine] = (key, indexed)
     return indexed

@@ -183,6 +183,20 @@ def test_callers_in_files_and_folders_created_since_the_pass_are_found(make_engi
         ("pkg/fresh.py", 1), ("newpkg/deep/mod.py", 1)}
 
 
+def test_a_file_indexed_from_a_closed_buffer_is_read_from_disk(make_engine):
+    engine = make_engine({
+        "core.py": "def frobnicate(x):\n    return x\n",
+        "use.py": "from core import frobnicate\n\n\ndef run():\n    return frobnicate(1)\n",
+    })
+    engine.set_buffer("use.py", "def run():\n    return 0\n")  # an unsaved edit without the call
+    assert callers(analysis.analyze(engine, "frobnicate")) == set()
+    # The moment between the buffer's close and its file's re-index: the row
+    # still holds the buffer's text, the file on disk calls frobnicate.
+    with engine._buffers_lock:
+        engine._buffers.pop("use.py")
+    assert callers(analysis.analyze(engine, "frobnicate")) == {("use.py", 4, "run", True)}
+
+
 def test_a_new_file_is_read_until_the_index_holds_it(make_engine):
     engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n", "pkg/__init__.py": ""})
     write_tree(engine.root, {"pkg/fresh.py": "unrelated = 1\n"})
