@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import OrderedDict
+from pathlib import Path
 from typing import Any, Callable
 
 from lsprotocol import types
@@ -32,6 +34,12 @@ log = logging.getLogger(__name__)
 SHOW_IMPACT_COMMAND = "ctxls.showImpact"
 # A lens resolved while its folder's first index runs.
 INDEXING_LENS_TITLE = "indexing…"
+# Lens titles by (folder, symbol, file) with the store's files_version they
+# were computed at. Every editor sharing the daemon gets the same title for a
+# definition (each analysis is time-bounded: two could differ under load), and
+# resolving again (scrolling, a refresh) costs no sweep until some file changes.
+_lens_titles: OrderedDict[tuple[Path, str, str], tuple[int, str]] = OrderedDict()
+LENS_TITLES_KEPT = 4096
 
 
 @rpc("ctxls/impact")
@@ -175,9 +183,19 @@ async def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.Code
     if target is None or not isinstance(symbol, str):
         raise JsonRpcException(message="invalid param 'data': not a ctxls code lens",
                                code=-32602, data={"param": "data"})
-    if target[0].cold_index_done:
-        found: Impact | None = await _run(analysis.analyze, target[0], symbol, target[1])
-        title = lens_title(found)
+    engine, path = target
+    if engine.cold_index_done:
+        key, version = (engine.root, symbol, path), engine.store.files_version
+        cached = _lens_titles.get(key)
+        if cached is not None and cached[0] == version:
+            title = cached[1]
+        else:
+            found: Impact | None = await _run(analysis.analyze, engine, symbol, path)
+            title = lens_title(found)
+            _lens_titles[key] = (version, title)
+            _lens_titles.move_to_end(key)
+            while len(_lens_titles) > LENS_TITLES_KEPT:
+                _lens_titles.popitem(last=False)
     else:
         # A count now would be of the files indexed so far (and stay on screen:
         # clients keep a resolved lens), and each analysis is a sweep of the

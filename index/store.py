@@ -37,6 +37,7 @@ Format (docs/architecture.md, "Store format", says the same in prose):
 from __future__ import annotations
 
 import collections
+import itertools
 import logging
 import os
 import shutil
@@ -223,6 +224,8 @@ _UNREFERENCED = ("NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = vector
 # Written in every store's header (PRAGMA application_id, "ctls"): the marker
 # that makes a damaged file provably ours.
 APPLICATION_ID = 0x63746C73
+# Store.files_version values (never one twice in a process).
+_FILES_VERSIONS = itertools.count(1)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 # Seconds between attempts to open an unavailable store.
 RETRY_S = 1.0
@@ -346,6 +349,11 @@ class Store:
         # Vector ids deleted here, not yet removed from the ANN index (semantic.py drains it).
         self.removed_vector_ids: collections.deque[int] = collections.deque()
         self._writer: sqlite3.Connection | None = None
+        # Renewed after each commit that changed a file's rows (put_file,
+        # delete_file): what is derived from the code (code lens titles) holds
+        # for one value. Unique in the process, whichever store.
+        self.files_version = next(_FILES_VERSIONS)
+        self._files_touched = False
         # Bumped by every (re)open: a thread's read connection of an older one is replaced.
         self._generation = 0
         self.error: StoreUnavailable | None = None  # set while the store cannot be used
@@ -612,6 +620,10 @@ class Store:
                     yield conn
             except sqlite3.Error as exc:
                 raise self._write_error(exc) from exc
+            finally:
+                touched, self._files_touched = self._files_touched, False
+            if touched:
+                self.files_version = next(_FILES_VERSIONS)
             if self._file_identity() != self._identity:
                 # Committed into a file deleted meanwhile: not durable, not acknowledged.
                 raise WriteFailed(self.db_path, "missing",
@@ -719,6 +731,7 @@ class Store:
         row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
         if row is None:
             return False
+        self._files_touched = True
         old_hashes = self._delete_file_rows(conn, row[0])
         conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
         self.drop_orphan_vectors(conn, old_hashes)
@@ -769,6 +782,7 @@ class Store:
         function rewrites one chunk, whatever the file's size: the didChange
         path stays fast on large files.
         """
+        self._files_touched = True
         row = conn.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
         old: dict[tuple, list[tuple[int, int, int, str]]] = {}
         if row is not None:

@@ -322,3 +322,33 @@ async def test_lenses_say_indexing_during_the_first_index_then_are_refreshed(tmp
         assert await s.wait_for(refreshed, timeout=30)
         resolved = await s.client.code_lens_resolve_async(lens)
         assert resolved.command.title == "2 callers · risk med"
+
+
+async def test_a_lens_title_holds_until_a_file_of_the_index_changes(tmp_path: Path):
+    """Editors sharing the daemon get one title per definition (an analysis is
+    time-bounded: two could differ under load), and resolving again costs no
+    sweep: the title is kept until the index changes, then computed anew."""
+    root = fixture_repo(tmp_path, "python")
+    async with serve(root) as s:
+        await s.wait_indexed()
+        lenses = await s.client.text_document_code_lens_async(types.CodeLensParams(
+            text_document=types.TextDocumentIdentifier(uri=s.uri("shop/pricing.py"))))
+        lens = next(lens for lens in lenses if lens.data["symbol"] == "apply_discount")
+
+        async def title() -> str:
+            return (await s.client.code_lens_resolve_async(lens)).command.title
+
+        assert await title() == "2 callers · risk med"
+        # A new caller on disk that no event has reported: the index still has the old file.
+        orders = root / "shop/orders.py"
+        orders.write_text(orders.read_text() + (
+            "\n\ndef rebate(amount):\n    from shop.pricing import apply_discount\n"
+            "    return apply_discount(amount, 0.5)\n"))
+        assert await title() == "2 callers · risk med"
+        s.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=s.uri("shop/orders.py"), type=types.FileChangeType.Changed)]))
+
+        async def recounted() -> bool:
+            return await title() == "3 callers · risk med"
+
+        assert await s.wait_for(recounted, timeout=15)
