@@ -718,17 +718,35 @@ def _c_family_decl(node: Node, cpp: bool) -> _Decl | None:
     if node_type in ("type_definition", "declaration", "field_declaration"):
         # `typedef struct {…} Vec;`, `struct S {…} instance;`, a nested struct field.
         specifier = node.child_by_field_name("type")
+        alias = _c_declared_name(node.child_by_field_name("declarator")) \
+            if node_type == "type_definition" else None
         if specifier is not None and specifier.type in _C_SPECIFIER_KINDS:
-            alias = node.child_by_field_name("declarator") if node_type == "type_definition" else None
-            return _c_type_decl(specifier, alias, cpp)
+            declared = _c_type_decl(specifier, alias, cpp)
+            if declared is not None or alias is None:
+                return declared
+        if alias:  # `typedef long long mstime_t;`, `typedef void (*handler)(int);`
+            return _Decl("typedef", (alias,))
     return None
 
 
-def _c_type_decl(specifier: Node, alias: Node | None, cpp: bool) -> _Decl | None:
+def _c_declared_name(declarator: Node | None) -> str | None:
+    """The name a declarator declares: `(*handler)(int)` -> handler, `name_t[16]` -> name_t."""
+    while declarator is not None:
+        if declarator.type in ("type_identifier", "identifier", "primitive_type"):
+            return _text(declarator) or None
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None and declarator.type == "parenthesized_declarator" and declarator.named_child_count:
+            inner = declarator.named_children[0]
+        declarator = inner
+    return None
+
+
+def _c_type_decl(specifier: Node, alias: str | None, cpp: bool) -> _Decl | None:
     body = specifier.child_by_field_name("body")
     if body is None:  # a forward declaration or a use, not a definition
         return None
-    name = _text(specifier.child_by_field_name("name")) or _text(alias)
+    # A typedef's name first: it is the one the code writes (`robj`, not `redisObject`).
+    name = alias or _text(specifier.child_by_field_name("name"))
     if not name:
         return None
     kind = _C_SPECIFIER_KINDS[specifier.type]

@@ -65,6 +65,9 @@ class PriorConfig:
     saturation_decay: float = 0.7
     # How many definitions of a named symbol are fetched from the symbol table.
     max_definitions: int = 20
+    # The definition boost's share for a shorter namesake of the same symbol in
+    # the same file (a TypeScript overload signature beside its implementation).
+    signature_share: float = 0.5
 
 
 NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0,
@@ -231,6 +234,9 @@ def _definition_tier(symbol: str, symbol_kind: str, asked: str) -> float:
         tier *= 0.4
     elif symbol_kind not in _TYPE_KINDS and asked_last[:1].isupper():
         tier *= 0.8  # a capitalised name is more often a type than a function
+        segments = symbol.split(".")
+        if len(segments) > 1 and segments[-2] == last:
+            tier *= 0.5  # a constructor (`Validate.Validate`): the class was asked for
     return tier
 
 
@@ -240,7 +246,7 @@ def _definitions(conn: sqlite3.Connection, kind: str, name: str, limit: int
     ``name`` (the last segment, any case)."""
     last = re.split(r"::|->|[.#\\]", name)[-1].lower()
     return conn.execute(
-        "SELECT c.id, s.symbol, s.symbol_kind FROM symbols s "
+        "SELECT c.id, s.symbol, s.symbol_kind, s.file_id, s.end_line - s.start_line FROM symbols s "
         "JOIN chunks c ON c.file_id = s.file_id AND c.start_line <= s.start_line "
         "AND s.start_line <= c.end_line "
         "WHERE s.name = ? AND c.kind = ? GROUP BY s.file_id, s.symbol, s.start_line LIMIT ?",
@@ -289,8 +295,16 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
         boosts: dict[int, float] = {}
         symbols_of: dict[int, tuple[str, str]] = {}
         for name in named:
-            for chunk_id, symbol, symbol_kind in _definitions(conn, kind, name, config.max_definitions):
+            found = _definitions(conn, kind, name, config.max_definitions)
+            # Several definitions of one symbol in one file are overloads or a
+            # declaration and its definition: the longest has the body.
+            longest: dict[tuple[int, str], int] = {}
+            for _, symbol, _, file_id, span in found:
+                longest[(file_id, symbol)] = max(longest.get((file_id, symbol), 0), span)
+            for chunk_id, symbol, symbol_kind, file_id, span in found:
                 tier = _definition_tier(symbol, symbol_kind, name)
+                if span < longest[(file_id, symbol)]:
+                    tier *= config.signature_share
                 if tier > boosts.get(chunk_id, 0.0):
                     boosts[chunk_id] = tier
                     symbols_of[chunk_id] = (symbol, symbol_kind)

@@ -73,7 +73,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4})
 
 # Bump when the chunker or the tokenizer changes what rows they produce.
 # 2: packing (no 1-2-line chunks), config kind.
-CHUNKER_VERSION = 2
+# 3: C typedef names (`typedef long long mstime_t;`, a struct by its typedef name).
+CHUNKER_VERSION = 3
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"

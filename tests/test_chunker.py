@@ -781,6 +781,31 @@ def test_cpp_nested_namespaces_out_of_line_methods_and_extern_c() -> None:
     )
 
 
+def test_c_typedefs_are_definitions_by_the_name_the_code_writes() -> None:
+    text = source(
+        """
+        typedef long long mstime_t;
+        typedef void (*scan_fn)(void *data, const void *key);
+        typedef char name_t[16];
+        typedef struct redisObject {
+            int refcount;
+        } robj;
+        typedef struct fwd Fwd;
+        """
+    )
+    check(
+        "src/server.h",
+        text,
+        [
+            ("mstime_t", "typedef", 0, 0),
+            ("scan_fn", "typedef", 1, 1),
+            ("name_t", "typedef", 2, 2),
+            ("robj", "struct", 3, 5),
+            ("Fwd", "typedef", 6, 6),
+        ],
+    )
+
+
 def test_cpp_qualified_names_drop_template_arguments() -> None:
     text = source(
         """

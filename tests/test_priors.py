@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.priors import NO_PRIORS, is_test_path, query_shape
+from ctxls.index.priors import NO_PRIORS, _definition_tier, is_test_path, query_shape
 from ctxls.index.ranking import RankingConfig, lexical_search
 
 SESSION = '''
@@ -111,6 +111,32 @@ def test_a_definition_the_text_match_missed_is_found_through_the_symbol_table(en
     # "merge_cookies" is one FTS token set; the symbol table finds its definition
     # even when only the name is asked, and puts it first.
     assert paths(engine, "merge_cookies")[0] == "pkg/cookies.py:merge_cookies"
+
+
+def test_an_implementation_ranks_above_its_overload_signatures(tmp_path: Path) -> None:
+    overloads = "".join(
+        f"/** Emits the first value{' matching a predicate' * i}, or a default value. */\n"
+        f"export function first<T>(predicate{i}?: (value: T) => boolean, defaultValue?: T): "
+        f"OperatorFunction<T, T>;\n\n" for i in range(3))
+    implementation = ("export function first<T>(predicate?: (value: T) => boolean, defaultValue?: T) {\n"
+                      + "".join(f"  const step{i} = take(1);\n" for i in range(40))
+                      + "  return pipe(step0);\n}\n")
+    (tmp_path / "first.ts").write_text(overloads + "\n" * 40 + implementation)
+    for i in range(12):  # files without the name, so that it has a document frequency to speak of
+        (tmp_path / f"other{i}.ts").write_text(f"export function other{i}() {{\n  return {i};\n}}\n")
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    hits = lexical_search(engine.store.reader(), "code", "first", 3, RankingConfig())
+    assert hits[0].end_line - hits[0].start_line > 30  # the body, not a signature
+    engine.close()
+
+
+def test_a_constructor_answers_a_class_name_less_than_the_class_or_a_method() -> None:
+    # commons-lang's `Validate()` constructor outranked `class Validate` for "Validate".
+    cls = _definition_tier("Validate", "class", "Validate")
+    function = _definition_tier("validate", "function", "Validate")  # another case: 0.6
+    constructor = _definition_tier("Validate.Validate", "method", "Validate")
+    assert cls == 1.0 and constructor < 0.5 * cls and constructor < function
 
 
 def test_query_shapes() -> None:
