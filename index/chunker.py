@@ -484,7 +484,8 @@ def _collect(
                 members: list[_Piece] = []
                 _collect(grammar, decl.members.named_children, name, decl.is_type, members)
                 header_end = min(member.start for member in members) - 1 if members else end
-                spans.append(_Piece(first, max(first, header_end), symbol, kind, end))
+                if symbol:  # an anonymous holder (`module.exports = {…}`) leaves its lines to residue
+                    spans.append(_Piece(first, max(first, header_end), symbol, kind, end))
                 spans.extend(members)
         elif node.type in grammar.transparent or node.is_error:
             _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)
@@ -567,6 +568,14 @@ def _js_decl(node: Node) -> _Decl | None:
         # `namespace X {}` parses as an expression; `declare …` wraps a declaration.
         inner = node.named_child(0)
         return _js_decl(inner) if inner is not None else None
+    if node_type == "assignment_expression":
+        return _js_assignment_decl(node)
+    if node_type == "pair":  # `{ key: function () {…} }`, `{ key: () => … }`, a member of an object below
+        key, value = node.child_by_field_name("key"), node.child_by_field_name("value")
+        if key is not None and value is not None and value.type in _JS_FUNCTION_VALUES:
+            name = _text(key).strip("'\"`")
+            return _Decl("function", (name,)) if name else None
+        return None
     if node_type in ("internal_module", "module"):
         name = _text(node.child_by_field_name("name")).strip("'\"")
         body = node.child_by_field_name("body")
@@ -574,8 +583,48 @@ def _js_decl(node: Node) -> _Decl | None:
     return None
 
 
+# CommonJS exports name nothing of their own: `module.exports.parse = …` defines `parse`.
+_JS_EXPORT_PREFIXES = (("module", "exports"), ("exports",))
+
+
+def _js_object_literal(value: Node) -> Node | None:
+    """The object of `{…}` or `Object.freeze({…})` (a namespace of functions)."""
+    if value.type == "object":
+        return value
+    if value.type == "call_expression" and _text(value.child_by_field_name("function")) == "Object.freeze":
+        arguments = value.child_by_field_name("arguments")
+        first = arguments.named_child(0) if arguments is not None and arguments.named_child_count else None
+        return first if first is not None and first.type == "object" else None
+    return None
+
+
+def _js_assignment_decl(node: Node) -> _Decl | None:
+    """CommonJS and prototype style: `Router.prototype.use = function use(…) {…}`
+    defines `Router.use`, `exports.parse = (…) => …` defines `parse`, and
+    `module.exports = {…}` holds functions as an object's members."""
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or right is None or left.type not in ("member_expression", "identifier"):
+        return None
+    parts = tuple(part for part in _text(left).split(".") if part != "prototype")
+    for prefix in _JS_EXPORT_PREFIXES:
+        if parts[:len(prefix)] == prefix:
+            parts = parts[len(prefix):]
+            break
+    if not parts or not all(part.isidentifier() or part.startswith("$") for part in parts):
+        members = _js_object_literal(right)
+        # `module.exports = {…}`: its functions are the module's own.
+        return _Decl("namespace", (), members, is_type=False) if members is not None and not parts else None
+    if right.type in _JS_FUNCTION_VALUES:
+        return _Decl("function", parts)
+    if right.type == "class":
+        return _Decl("class", parts, right.child_by_field_name("body"))
+    members = _js_object_literal(right)
+    return _Decl("object", parts, members) if members is not None else None
+
+
 def _js_variable_decl(node: Node) -> _Decl | None:
-    """`const f = () => …` is a function, `const C = class {…}` a class."""
+    """`const f = () => …` is a function, `const C = class {…}` a class,
+    `const fixer = Object.freeze({ remove() {…} })` an object of methods."""
     for declarator in node.named_children:
         if declarator.type != "variable_declarator":
             continue
@@ -587,6 +636,9 @@ def _js_variable_decl(node: Node) -> _Decl | None:
             return _Decl("function", (_text(name),))
         if value.type == "class":
             return _Decl("class", (_text(name),), value.child_by_field_name("body"))
+        members = _js_object_literal(value)
+        if members is not None and any(_js_decl(member) is not None for member in members.named_children):
+            return _Decl("object", (_text(name),), members)
     return None
 
 

@@ -781,6 +781,46 @@ def test_cpp_nested_namespaces_out_of_line_methods_and_extern_c() -> None:
     )
 
 
+def test_javascript_commonjs_and_prototype_assignments_and_objects_of_functions() -> None:
+    text = source(
+        """
+        function Router() {}
+        Router.prototype.use = function use(fn) {
+          return this;
+        };
+        exports.parse = (text) => JSON.parse(text);
+        const ruleFixer = Object.freeze({
+          remove(node) {
+            return node;
+          },
+          insertTextAfter: function (node, text) {
+            return text;
+          },
+        });
+        const config = { retries: 3 };
+        module.exports = {
+          error(...args) {
+            console.error(...args);
+          },
+        };
+        """
+    )
+    check(
+        "lib/router.js",
+        text,
+        [
+            ("Router", "function", 0, 0),
+            ("Router.use", "function", 1, 3),
+            ("parse", "function", 4, 4),
+            ("ruleFixer", "object", 5, 5),
+            ("ruleFixer.remove", "method", 6, 8),
+            ("ruleFixer.insertTextAfter", "method", 9, 11),
+            (None, "module", 12, 14),  # a plain object, and the anonymous holder's first line
+            ("error", "function", 15, 17),
+        ],
+    )
+
+
 def test_c_typedefs_are_definitions_by_the_name_the_code_writes() -> None:
     text = source(
         """
