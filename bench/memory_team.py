@@ -29,7 +29,10 @@ but generated the same way and sent with one ``COPY`` into a temporary
 table, then inserted server-side with the store's own full-text expression
 (and, with ``--hybrid``, the summed word vectors) in one statement: the
 rows are the ones the import would write. ``--clients`` picks the client
-counts (default 1,8).
+counts (default 1,8), ``--remembers`` how many remembers are timed (1,000),
+``--share`` makes several clients share out the queries (each recalls its
+slice twice: 240 recalls per mode in all, as with one client) instead of
+every client recalling all of them, which bounds a run on a loaded machine.
 
 Tenancy: after the load, raw SQL under the daemons' role tries to read the
 other tenant's rows with no scope named, with another scope named, and with
@@ -128,6 +131,7 @@ def _word_table(engine: Engine) -> None:
     words = _word_vectors(engine)
     dim = len(next(iter(words.values())))
     with engine.memory.backend._tx() as conn:
+        conn.execute("SET LOCAL statement_timeout = 0")  # a bulk load, not a request
         conn.execute(f"CREATE TABLE IF NOT EXISTS bench_words (word text PRIMARY KEY, vec vector({dim}))")
         with conn.cursor().copy("COPY bench_words (word, vec) FROM STDIN") as copy:
             for word, vec in words.items():
@@ -262,15 +266,18 @@ def _client(args) -> dict:
     return out
 
 
-def measure(root: Path, db: Path, url: str | None, hybrid: bool, client_counts: list[int]) -> dict:
+def measure(root: Path, db: Path, url: str | None, hybrid: bool, client_counts: list[int],
+            remembers: int, share: bool) -> dict:
     queries = [q for group in QUERIES.values() for q, _ in group] + synthetic_queries(60)
     out: dict = {}
     with multiprocessing.get_context("spawn").Pool(max(client_counts)) as pool:
         for clients in client_counts:
-            # 1,000 remembers in all, split over the clients; every client recalls
-            # every query, twice with one client (240 samples), once with 8 (960).
-            jobs = [(str(root), str(db), url, hybrid, queries, 1000 // clients, worker,
-                     2 if clients == 1 else 1) for worker in range(clients)]
+            # The remembers split over the clients; every client recalls every query,
+            # twice with one client (240 samples), once with 8 (960), or with
+            # --share its slice of them twice (240 in all, a loaded machine's run).
+            jobs = [(str(root), str(db), url, hybrid,
+                     queries[worker::clients] if share else queries, remembers // clients, worker,
+                     2 if clients == 1 or share else 1) for worker in range(clients)]
             results = pool.map(_client, jobs)
             for name in ["remember", "lexical"] + (["hybrid", "query_embedding"] if hybrid else []):
                 samples = [x for r in results for x in r.get(name, [])]  # query_embedding: client 0
@@ -314,6 +321,9 @@ def main() -> int:
     parser.add_argument("--bulk", action="store_true",
                         help="PostgreSQL: COPY and insert server-side instead of the import")
     parser.add_argument("--clients", default="1,8")
+    parser.add_argument("--remembers", type=int, default=1000, help="timed remembers in all")
+    parser.add_argument("--share", action="store_true",
+                        help="several clients share out the queries instead of each recalling all")
     args = parser.parse_args()
     client_counts = [int(c) for c in args.clients.split(",")]
     report: dict = {"facts": args.facts}
@@ -339,7 +349,8 @@ def main() -> int:
                 report[backend] = {"load": load(backend, root, db, url, args.facts, args.hybrid,
                                                 args.bulk)}
                 print(json.dumps({backend: report[backend]}), file=sys.stderr, flush=True)
-                report[backend] |= measure(root, db, url, args.hybrid, client_counts)
+                report[backend] |= measure(root, db, url, args.hybrid, client_counts,
+                                           args.remembers, args.share)
                 if url is not None:
                     report[backend]["cross_tenant_rows"] = cross_tenant_reads(url)
                 print(json.dumps({backend: report[backend]}), file=sys.stderr, flush=True)

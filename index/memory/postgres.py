@@ -486,17 +486,20 @@ class PostgresMemoryStore:
                           dim: int | None = None, vector: str | None = None) -> tuple[str, list]:
         """The full-text half of a recall: the best ``limit`` rows of ``kind``
         matching any term, with ts_rank, the cosine to ``vector`` (NULL without
-        one) and how many of the terms each row matches."""
+        one) and how many of the terms each row matches. Ranked first, the rest
+        computed for those ``limit`` rows only: a common word matches thousands
+        of rows, and a cosine each (a vector read per row) cost more than the rank."""
         fence, fence_args = self._fence(scope, now)
         coverage_sql = " + ".join(
             f"(m.tsv @@ to_tsquery('{TEXT_SEARCH_CONFIG}', %s))::int" for _ in terms)
         cosine_sql = (f"1 - (m.embedding::vector({dim}) <=> %s::vector({dim}))"
                       if vector is not None else "NULL::float8")
-        return (f"SELECT {ROW_COLUMNS}, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score, "
-                f"{cosine_sql}, {coverage_sql} FROM ctxls_memory m, "
+        return (f"SELECT {ROW_COLUMNS}, top.score, {cosine_sql}, {coverage_sql} FROM "
+                f"(SELECT m.id, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score FROM ctxls_memory m, "
                 f"to_tsquery('{TEXT_SEARCH_CONFIG}', %s) q "
                 f"WHERE m.kind = %s AND m.tsv @@ q AND {fence} "
-                "ORDER BY score DESC, m.id LIMIT %s",
+                "ORDER BY score DESC, m.id LIMIT %s) top JOIN ctxls_memory m ON m.id = top.id "
+                "ORDER BY top.score DESC, m.id",
                 [*([vector] if vector is not None else []), *[f"'{t}'" for t in terms],
                  _tsquery(terms), kind, *fence_args, limit])
 
