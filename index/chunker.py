@@ -128,6 +128,10 @@ def _build_chunks(lines: list[str], pieces: list[_Piece], language: str, kind: s
 
 PACK_CHARS = 1500
 TINY_LINES = 2
+# A definition this short is packed with its short siblings (400 on the
+# code-search dev set: 250 and 700 gave description NDCG@10 0.485 and 0.513
+# against 0.506, the larger by making every chunk a bundle).
+SHORT_CHARS = 400
 
 
 def _pack(lines: list[str], pieces: list[_Piece]) -> list[_Piece]:
@@ -136,7 +140,9 @@ def _pack(lines: list[str], pieces: list[_Piece]) -> list[_Piece]:
     1. a container's header takes its members in order while they fit
        (a class with its fields and short methods reads as one);
     2. runs of tiny pieces (at most TINY_LINES lines) join each other;
-    3. a tiny piece still alone joins the smaller neighbour it fits with.
+    3. runs of short definitions (at most SHORT_CHARS each) of one scope
+       join each other (an impl's ten three-line accessors read as one);
+    4. a tiny piece still alone joins the smaller neighbour it fits with.
     """
     sized = [(piece, size) for piece in pieces if (size := _size(lines, piece))[0]]
     groups: list[list[tuple[_Piece, tuple[int, int]]]] = []
@@ -153,7 +159,10 @@ def _pack(lines: list[str], pieces: list[_Piece]) -> list[_Piece]:
                 break
             inside = container and piece.start <= head.body_end
             tiny_run = all(size[0] <= TINY_LINES for _, size in group) and piece_lines <= TINY_LINES
-            if not (inside or tiny_run):
+            short_run = (piece_chars <= SHORT_CHARS and _scope(piece) is not None
+                         and all(size[1] <= SHORT_CHARS and _scope(member) == _scope(piece)
+                                 for member, size in group))
+            if not (inside or tiny_run or short_run):
                 break
             group.append(sized[index])
             index += 1
@@ -162,8 +171,16 @@ def _pack(lines: list[str], pieces: list[_Piece]) -> list[_Piece]:
     return [_joined([piece for piece, _ in group]) for group in merged]
 
 
+def _scope(piece: _Piece) -> str | None:
+    """The container a definition belongs to ("" at the top level); None for
+    residue and text, which are never a short definition's sibling."""
+    if not piece.symbol or piece.symbol_kind in ("module", "window", "section"):
+        return None
+    return piece.symbol.rpartition(".")[0]
+
+
 def _absorb_tiny(lines: list[str], groups: list[list]) -> list[list]:
-    """Rule 3: a group that is still one tiny piece joins a neighbour."""
+    """Rule 4: a group that is still one tiny piece joins a neighbour."""
     out: list[list] = []
     index = 0
     while index < len(groups):

@@ -75,7 +75,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4})
 # 2: packing (no 1-2-line chunks), config kind.
 # 3: C typedef names (`typedef long long mstime_t;`, a struct by its typedef name).
 # 4: JavaScript assignments (`A.prototype.m = function`, `exports.f = …`) and objects of functions.
-CHUNKER_VERSION = 4
+# 5: runs of short sibling definitions packed together (chunker.SHORT_CHARS).
+CHUNKER_VERSION = 5
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"

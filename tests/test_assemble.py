@@ -14,13 +14,23 @@ from ctxls.index.embeddings import load_counting_tokenizer
 
 from conftest import serve, write_tree
 
-FUNCS = "".join(f"def step_{i}(value):\n    '''Advance the upload pipeline stage {i}.'''\n"
-                f"    return value + {i}\n\n\n" for i in range(12))
+
+def stage(i: int) -> str:
+    return f"def step_{i}(value):\n    '''Advance the upload pipeline stage {i}.'''\n    return value + {i}\n"
+
+
+FUNCS = "".join(stage(i) + "\n\n" for i in range(12))
 
 
 @pytest.fixture
 def pipeline(repo: Path) -> Path:
-    write_tree(repo, {"pkg/pipeline.py": FUNCS})
+    # Short functions of one file pack into one chunk: four files give several,
+    # each with an unrelated long function the assembled context leaves out.
+    unrelated = "def checksum(data):\n" + "".join(
+        f"    data = data[::-1] + bytes([{i}])  # mix the bytes once more, round {i}\n" for i in range(8)) \
+        + "    return data\n"
+    write_tree(repo, {f"pkg/pipeline_{part}.py": "\n\n".join(
+        [*(stage(i) for i in range(part * 3, part * 3 + 3)), unrelated]) for part in range(4)})
     return repo
 
 

@@ -1166,6 +1166,22 @@ def test_packing_keeps_long_definitions_apart_and_joins_runs_of_one_liners() -> 
     assert parsed.chunks[0].names == ("A", "B", "C")
 
 
+def test_packing_joins_runs_of_short_siblings_but_not_across_containers() -> None:
+    long_body = "\n".join(f"        let v{i} = self.bits >> {i};" for i in range(60))
+    short = "".join(f"    fn is_{name}(&self) -> bool {{\n        self.bits & {bit} != 0\n    }}\n\n"
+                    for bit, name in enumerate(["readable", "writable", "closed", "empty"]))
+    text = ("impl State {\n    fn load(&self) -> usize {\n" + long_body + "\n        0\n    }\n\n"
+            + short + "}\n\nfn is_ready(state: &State) -> bool {\n    state.is_readable()\n}\n")
+    parsed = chunk_file("state.rs", text)
+    assert_well_formed(text, parsed)
+    names = [c.names for c in parsed.chunks]
+    # The four three-line methods read as one chunk; the free function, of
+    # another scope, is not packed into the impl's methods.
+    assert ("State.is_readable", "State.is_writable", "State.is_closed", "State.is_empty") in names
+    assert not any("is_ready" in n and any(x.startswith("State.") for x in n) for n in names)
+    assert all(len(c.text) <= PACK_CHARS or len(c.names) <= 2 for c in parsed.chunks)
+
+
 def test_a_tiny_header_joins_its_first_member_even_past_the_budget() -> None:
     long_body = "\n".join(f"        value = value + {i}  # step {i:04d} of a long computation" for i in range(40))
     text = f"class Engine:\n    def run(self, value):\n{long_body}\n        return value\n"

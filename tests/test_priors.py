@@ -49,9 +49,12 @@ class Session:
         return None
 '''
 
+# Each helper longer than chunker.SHORT_CHARS, so each is a chunk of its own.
 HELPERS = "\n\n".join(
     f"def cookiejar_helper_{i}(session):\n    cookiejar = session.cookiejar\n    cookiejar['k{i}'] = 'v'\n"
-    f"    return cookiejar\n" for i in range(8))
+    + "".join(f"    record_{j}_of_helper_{i} = len(cookiejar) + {j}  # keep a count for the audit log\n"
+              for j in range(6))
+    + "    return cookiejar\n" for i in range(8))
 
 
 @pytest.fixture(scope="module")
