@@ -443,7 +443,8 @@ class Engine:
         if len(text) > MAX_LOCATE_CHARS:
             half = MAX_LOCATE_CHARS // 2
             text = text[:half] + "\n" + text[-half:]
-        return self.locator.locate(self.store.reader(), text, n, include_tests)
+        return self.locator.locate(self.store.reader(), text, n, include_tests,
+                                   semantic=self._semantic_for("semantic"))
 
     def topicality(self, query: str) -> Topicality:
         """How much of this repository is about ``query`` at all, whatever the

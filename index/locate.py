@@ -11,13 +11,18 @@ signal in 0..1 and ranks files, not chunks, by their weighted sum:
   file, such as the standard library or third-party packages, count nothing).
 * ``symbol``: the file defining a named class or function; a name defined in
   one file counts fully, one defined in k files 1/k (combined noisy-or).
-* ``path``: a file path or module name the text mentions.
+* ``assignment``: the file assigning (at module level or in a class body) a
+  name no class or function defines: a setting, a constant, an attribute.
+* ``path``: a file path (outside a stack frame) or module name the text mentions.
 * ``message``: an error message found word for word in the file (the raise site).
 * ``import``: one step along the import graph: the file a mentioned module
   imports a mentioned name from (``from django.db.models import Q`` leads
   through ``django/db/models/__init__.py`` to ``query_utils.py``).
 * ``text``: BM25 of the whole text over code chunks (its rarer terms only),
   aggregated per file over its best few chunks, scaled to the best file.
+* ``title``: the same for the first line.
+* ``semantic`` (embeddings on): cosine similarity of the text with the code
+  chunks of the best files by the other signals, aggregated and scaled alike.
 
 Test and doc files are multiplied by ``test_factor`` unless asked for. The
 weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
@@ -263,15 +268,15 @@ def read_issue(text: str) -> IssueText:
 @dataclass(frozen=True)
 class LocateWeights:
     # The best of bench/locate.py's grid on the dev split (BENCHMARKS.md, "Locate").
-    frame: float = 0.5
+    frame: float = 2.0
     symbol: float = 1.0
-    assignment: float = 0.5
+    assignment: float = 2.0
     path: float = 2.0
     message: float = 0.5
     import_: float = 0.5
     text: float = 0.5
     title: float = 2.0
-    semantic: float = 0.5
+    semantic: float = 1.0  # used only when the store has vectors (embeddings on)
     # Test and doc files are multiplied by this unless the caller asks for them.
     test_factor: float = 0.1
     # Frames: the deepest in-repo frame counts 1, each one further out this much less.
@@ -475,7 +480,7 @@ class Locator:
         self._assignment_evidence(conn, issue, defined, file)
         self._message_evidence(conn, issue, file)
         self._text_evidence(conn, issue, file)
-        if semantic is not None:
+        if semantic is not None and self.weights.semantic > 0:
             self._semantic_evidence(conn, issue, semantic, files)
         self._frame_chunks(conn, files)
         return files
@@ -581,6 +586,9 @@ class Locator:
                   if n not in defined and ("_" in n.strip("_") or (n.isupper() and len(n) > 2))]
         strength: dict[str, float] = {}
         for name in wanted[:self.weights.max_assigned_names]:
+            tokens = expand_tokens(name)  # the index's form of the name first
+            if not tokens:
+                continue  # too long to be indexed whole: no chunk holds it
             # At module level, or one level into a class body (not a function's local).
             assigned = re.compile(r"^(?P<indent>(?:    |\t)?)" + re.escape(name)
                                   + r"[ \t]*(?::[^=\n]+)?=(?!=)", re.M)
@@ -589,8 +597,7 @@ class Locator:
                     "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text, c.symbol_kind "
                     "FROM fts_code "
                     "JOIN chunks c ON c.id = fts_code.rowid JOIN files f ON f.id = c.file_id "
-                    "WHERE fts_code MATCH ? LIMIT 200",
-                    ('"' + expand_tokens(name)[0] + '"',)).fetchall()  # the index's form of it
+                    "WHERE fts_code MATCH ? LIMIT 200", ('"' + tokens[0] + '"',)).fetchall()
             except sqlite3.OperationalError:
                 continue
             by_path: dict[str, tuple] = {}

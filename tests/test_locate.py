@@ -227,6 +227,33 @@ def test_a_named_setting_leads_to_the_file_assigning_it(engine: Engine):
     assert rounding is None or "assignment" not in rounding.signals
 
 
+def test_a_name_too_long_to_be_indexed_is_no_error(engine: Engine):
+    name = "_".join(["settings"] * 8)  # 71 characters: no index token holds it whole
+    located = engine.locate(f"{name} is ignored by round_price", 5)
+    assert located[0].path == "shop/rounding.py"
+
+
+def test_with_embeddings_the_best_files_get_a_semantic_signal(shop: Path):
+    text = "Cart.total is wrong when a Discount is applied to a refund (a negative price)"
+    lexical = Engine(shop, EngineOptions())
+    embedded = Engine(shop, EngineOptions(db_path=str(shop / "embedded.db"), embeddings=True))
+    try:
+        lexical.cold_index()
+        embedded.cold_index()
+        assert embedded.embed_pending() > 0
+        without = lexical.locate(text, 5)
+        located = embedded.locate(text, 5)
+    finally:
+        lexical.close()
+        embedded.close()
+    assert all("semantic" not in f.signals for f in without)
+    semantic = {f.path: f.signals["semantic"] for f in located if "semantic" in f.signals}
+    # Scaled to the best file, which scores 1; the reason says the cosine.
+    assert max(semantic.values()) == 1.0 and all(0 <= v <= 1 for v in semantic.values())
+    best = next(f for f in located if f.signals.get("semantic") == 1.0)
+    assert any(r.signal == "semantic" and r.detail.startswith("cosine ") for r in best.reasons)
+
+
 def test_an_import_step_follows_a_reexport(engine: Engine):
     located = engine.locate("```\nfrom shop import Discount\nDiscount().apply(-1)\n```\nraises.", 3)
     assert located[0].path == "shop/pricing.py"
