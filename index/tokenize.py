@@ -62,6 +62,15 @@ def _word_parts(word: str) -> list[str]:
     return parts
 
 
+# Code repeats its identifiers: a compound's tokens are computed once. Bounded,
+# since a repository's distinct identifiers are unbounded.
+@lru_cache(maxsize=1 << 16)
+def _compound_tokens(compound: str) -> tuple[str, ...]:
+    out: list[str] = []
+    _expand_compound(compound, out)
+    return tuple(out)
+
+
 def _expand_compound(compound: str, out: list[str]) -> None:
     words = [w for w in _PART_SPLIT.split(compound) if w]
     if len(words) > 1:
@@ -84,8 +93,8 @@ def expand_tokens(text: str) -> list[str]:
     """All index tokens of ``text``: compound identifiers whole (lower-cased),
     followed by their words' stems."""
     out: list[str] = []
-    for match in _COMPOUND.finditer(text):
-        _expand_compound(match.group(0), out)
+    for compound in _COMPOUND.findall(text):
+        out.extend(_compound_tokens(compound))
     return out
 
 
