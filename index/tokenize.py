@@ -16,6 +16,7 @@ both forms (BENCHMARKS.md, issue 11).
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 
 import snowballstemmer
@@ -39,6 +40,9 @@ QUERY_STOPWORDS = frozenset(
 
 
 _STEMMER = snowballstemmer.stemmer("english")
+# A Snowball stemmer keeps its word in the object while it works: the indexer
+# and recall threads take turns (misses only: stems are cached).
+_STEMMER_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=65536)
@@ -47,7 +51,8 @@ def stem(word: str) -> str:
     letters unchanged (``ops``, ``str`` are names, not English)."""
     if len(word) < 4 or not word.isalpha():
         return word
-    return _STEMMER.stemWord(word)
+    with _STEMMER_LOCK:
+        return _STEMMER.stemWord(word)
 
 
 # expand_tokens() yields stems: "does" arrives as "doe".

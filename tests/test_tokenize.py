@@ -62,3 +62,24 @@ def test_one_code_name_is_an_identifier_query(query):
                                    "3d_model", "where is make_response?"])
 def test_sentences_and_fragments_are_not_identifier_queries(query):
     assert not is_identifier_query(query)
+
+
+def test_stems_are_right_when_threads_stem_at_once():
+    # The indexer and recall threads stem at the same time; a Snowball stemmer
+    # keeps the word it works on in the object.
+    import snowballstemmer
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ctxls.index import tokenize
+
+    words = [f"{base}{suffix}" for base in ("connect", "generat", "process", "receiv", "initializ",
+                                             "normaliz", "configur", "transport", "serializ")
+             for suffix in ("e", "ed", "ing", "ation", "ations", "er", "ers", "es")]
+    words = [f"{word}{'x' * n}" for n in range(40) for word in words]  # distinct: no cache hits
+    expected = [snowballstemmer.stemmer("english").stemWord(w) for w in words]
+    tokenize.stem.cache_clear()
+    with ThreadPoolExecutor(8) as pool:
+        chunks = [words[i::8] for i in range(8)]
+        results = list(pool.map(lambda part: [tokenize.stem(w) for w in part], chunks))
+    got = {w: s for part, stems in zip(chunks, results) for w, s in zip(part, stems)}
+    assert [got[w] for w in words] == expected
