@@ -392,11 +392,9 @@ def _evaluate(split, languages, modes, ranking, corpora, log, variant) -> EvalRe
         sets.append(code_set)
         dense = any(m != "lexical" for m in modes)
         if dense:
-            probe = open_engine(code_set, False, variant=variant, log=log)
-            waiting = pending_vectors(probe)
-            probe.close()
-            if waiting:
-                embed_store(code_set, variant=variant, log=log)
+            # Always through the embedding engine: only it sees that the model or
+            # the embedding text changed (which drops every stored vector).
+            embed_store(code_set, variant=variant, log=log)
         engine = open_engine(code_set, dense, ranking, variant=variant, log=log)
         try:
             # Recall falls back to BM25 without vectors: dense numbers must not be BM25's.
