@@ -346,9 +346,9 @@ class Engine:
         neither indexable nor indexed costs nothing: the store's own files
         change with every write, and an editor watching ``**/*`` reports them
         (handling them by a write of their own kept the event stream going)."""
-        paths = [p for p in paths if self.indexer.wanted(p) or self.store.file_state(p) is not None]
-        new = [p for p in paths if self.store.file_state(p) is None]
-        ignored = ignored_paths(self.root, new)
+        indexed = {p for p in paths if self.store.file_state(p) is not None}
+        paths = [p for p in paths if p in indexed or self.indexer.wanted(p)]
+        ignored = ignored_paths(self.root, [p for p in paths if p not in indexed])
         for path in paths:
             if path not in ignored:
                 self.file_changed_on_disk(path)

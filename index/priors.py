@@ -293,7 +293,6 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
         share = 1.0 if shape.symbol else config.word_share if shape.word else config.embedded_share
         unit = best * config.definition_boost * share
         boosts: dict[int, float] = {}
-        symbols_of: dict[int, tuple[str, str]] = {}
         for name in named:
             found = _definitions(conn, kind, name, config.max_definitions)
             # Several definitions of one symbol in one file are overloads or a
@@ -305,20 +304,17 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
                 tier = _definition_tier(symbol, symbol_kind, name)
                 if span < longest[(file_id, symbol)]:
                     tier *= config.signature_share
-                if tier > boosts.get(chunk_id, 0.0):
-                    boosts[chunk_id] = tier
-                    symbols_of[chunk_id] = (symbol, symbol_kind)
+                boosts[chunk_id] = max(tier, boosts.get(chunk_id, 0.0))
         missing = [cid for cid in boosts if cid not in by_id]
         for hit in fetch_rows(missing):
             by_id[hit.chunk_id] = hit
+        # A file named after the symbol is its home (`session.py` for Session).
+        homes = {re.split(r"::|->|[.#\\]", name)[-1].lower().replace("_", "") for name in named}
         for chunk_id, tier in boosts.items():
             if chunk_id in by_id:
                 hit = by_id[chunk_id]
-                # A file named after the symbol is its home (`session.py` for Session).
                 stem = posixpath.splitext(posixpath.basename(hit.path))[0].replace("_", "").lower()
-                home = any(stem == re.split(r"::|->|[.#\\]", name)[-1].lower().replace("_", "")
-                           for name in named)
-                hit.score += unit * tier * (1.5 if home else 1.0)
+                hit.score += unit * tier * (1.5 if stem in homes else 1.0)
     if config.file_name_boost > 0 and shape.symbol is None and shape.word is None and shape.words:
         unit = best * config.file_name_boost
         for hit in by_id.values():

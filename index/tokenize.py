@@ -72,11 +72,6 @@ def _word_parts(word: str) -> list[str]:
 @lru_cache(maxsize=1 << 16)
 def _compound_tokens(compound: str) -> tuple[str, ...]:
     out: list[str] = []
-    _expand_compound(compound, out)
-    return tuple(out)
-
-
-def _expand_compound(compound: str, out: list[str]) -> None:
     words = [w for w in _PART_SPLIT.split(compound) if w]
     if len(words) > 1:
         joined = "_".join(w.lower() for w in words)
@@ -92,6 +87,7 @@ def _expand_compound(compound: str, out: list[str]) -> None:
             out.extend(stem(part) for part in parts)
         else:
             out.append(stem(lowered))
+    return tuple(out)
 
 
 def expand_tokens(text: str) -> list[str]:
