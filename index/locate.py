@@ -41,7 +41,7 @@ from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
 from ctxls.index.ranking import RankingConfig, bm25_scores
 from ctxls.index.semantic import SemanticIndex
-from ctxls.index.tokenize import QUERY_STOPWORDS, expand_tokens, query_terms, stem
+from ctxls.index.tokenize import QUERY_STOPWORDS, expand_tokens, query_terms
 
 # --- reading the text -----------------------------------------------------------------------
 
@@ -660,7 +660,8 @@ class Locator:
                           key=lambda w: (-len(w), w))[:5]
             if len(keys) < 2:
                 continue
-            match = " AND ".join('"' + stem(k) + '"' for k in keys)  # the index holds stems
+            # Each word as the index spells it (its stem), all of them in one chunk.
+            match = " AND ".join(f'"{tokens[0]}"' for k in keys if (tokens := expand_tokens(k)))
             try:
                 rows = conn.execute(
                     "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text FROM fts_code "
