@@ -137,7 +137,7 @@ def index_fingerprint() -> str:
     return _FINGERPRINT
 
 
-# The embedding model of this run (None: the default); set by embedding_model().
+# The embedding model of this run (None: the default); set by embedding_variant().
 _embed_model: str | None = None
 
 
@@ -343,39 +343,26 @@ def evaluate(split: str = "dev", languages: list[str] | None = None,
     embed with inputs cut at this many tokens instead of the model's default
     (its own stores, ``ID+tokens-N``; vectors cached under their own key);
     ``embed_model``: the engine's ``embed_model`` option (its own stores, ``ID+model-NAME``)."""
-    with embedding_tokens(max_tokens) as tokens, embedding_model(embed_model) as model:
-        variant = "+".join(v for v in (tokens, model) if v)
+    with embedding_variant(max_tokens, embed_model) as variant:
         return _evaluate(split, languages, tuple(modes), ranking, corpora, log, variant)
 
 
 @contextlib.contextmanager
-def embedding_model(name: str | None):
-    """Run with the engine option embed_model = name; yields the store variant name."""
+def embedding_variant(max_tokens: int | None, model: str | None):
+    """Run with embeddings.MAX_TOKENS = max_tokens and the engine option
+    embed_model = model (None: the defaults); yields the store variant name
+    (``tokens-N``, ``model-NAME``, both joined by ``+``, or "")."""
     global _embed_model
-    if not name:
-        yield ""
-        return
-    _embed_model = name
-    try:
-        yield f"model-{name}"
-    finally:
-        _embed_model = None
-
-
-@contextlib.contextmanager
-def embedding_tokens(max_tokens: int | None):
-    """Run with embeddings.MAX_TOKENS = max_tokens; yields the store variant name."""
     from ctxls.index import embeddings
 
     default = embeddings.MAX_TOKENS
-    if not max_tokens or max_tokens == default:
-        yield ""
-        return
-    embeddings.MAX_TOKENS = max_tokens
+    tokens = max_tokens if max_tokens and max_tokens != default else None
+    embeddings.MAX_TOKENS, _embed_model = tokens or default, model or None
     try:
-        yield f"tokens-{max_tokens}"
+        yield "+".join(part for part in (tokens and f"tokens-{tokens}", model and f"model-{model}")
+                       if part)
     finally:
-        embeddings.MAX_TOKENS = default
+        embeddings.MAX_TOKENS, _embed_model = default, None
 
 
 def _evaluate(split, languages, modes, ranking, corpora, log, variant) -> EvalReport:
@@ -546,8 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         print(message, file=sys.stderr, flush=True)
 
     if args.verb == "build":
-        with embedding_tokens(args.max_tokens) as tokens, embedding_model(args.embed_model) as model:
-            variant = "+".join(v for v in (tokens, model) if v)
+        with embedding_variant(args.max_tokens, args.embed_model) as variant:
             for corpus in selected_corpora(args.split or "all", args.lang, args.corpus):
                 code_set = build_set(corpus)
                 if args.no_embed:
