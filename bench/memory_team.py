@@ -33,6 +33,10 @@ counts (default 1,8), ``--remembers`` how many remembers are timed (1,000),
 ``--share`` makes several clients share out the queries (each recalls its
 slice twice: 240 recalls per mode in all, as with one client) instead of
 every client recalling all of them, which bounds a run on a loaded machine.
+``--data DIR`` (PostgreSQL only) keeps the server and its loaded database in
+DIR: a later run with the same DIR skips the load and measures again (a 1M
+load with its HNSW build takes most of an hour here); ``--load-only`` stops
+after the load.
 
 Tenancy: after the load, raw SQL under the daemons' role tries to read the
 other tenant's rows with no scope named, with another scope named, and with
@@ -66,6 +70,7 @@ from ctxls.index.scopes import EVERYTHING, named_scope  # noqa: E402
 from ctxls.index.tokenize import expand  # noqa: E402
 
 BATCH = 5000
+MAINTENANCE_WORK_MEM = "6GB"
 
 
 def _records(n_facts: int):
@@ -328,6 +333,9 @@ def main() -> int:
     parser.add_argument("--remembers", type=int, default=1000, help="timed remembers in all")
     parser.add_argument("--share", action="store_true",
                         help="several clients share out the queries instead of each recalling all")
+    parser.add_argument("--data", type=Path,
+                        help="PostgreSQL: keep the loaded server here; reuse it when loaded already")
+    parser.add_argument("--load-only", action="store_true", help="stop after the load")
     args = parser.parse_args()
     client_counts = [int(c) for c in args.clients.split(",")]
     report: dict = {"facts": args.facts}
@@ -336,23 +344,45 @@ def main() -> int:
         root = tmp_path / "root"
         root.mkdir()
         server = None
-        pg_folder = Path(tempfile.mkdtemp(prefix="ctxls-postgres-"))  # traversable by the server user
+        # Traversable by the server user (not pytest's 0700 base); kept with --data.
+        pg_folder = args.data or Path(tempfile.mkdtemp(prefix="ctxls-postgres-"))
         try:
             for backend in args.backends.split(","):
                 url = None
                 if backend == "postgresql":
                     server = PgServer(pg_folder / "server", durable=True)
                     server.start()
-                    with server.admin() as conn:  # room for the index builds and the bulk load
-                        conn.execute("ALTER SYSTEM SET maintenance_work_mem = '2GB'")
+                    with server.admin() as conn:
+                        # Room for the bulk load and for the HNSW build (pgvector builds
+                        # several times faster while the graph fits in maintenance_work_mem:
+                        # ~3 GB for 1M vectors of 384 dimensions); one parallel worker
+                        # besides the leader: two cores.
+                        conn.execute(f"ALTER SYSTEM SET maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'")
+                        conn.execute("ALTER SYSTEM SET max_parallel_maintenance_workers = 1")
                         conn.execute("ALTER SYSTEM SET max_wal_size = '8GB'")
                         conn.execute("SELECT pg_reload_conf()")
                     server.prepare()
-                    url = server.fresh_database()
+                loaded = pg_folder / "loaded.json" if backend == "postgresql" else None
                 db = tmp_path / f"{backend}.db"
-                report[backend] = {"load": load(backend, root, db, url, args.facts, args.hybrid,
-                                                args.bulk)}
+                if loaded is not None and loaded.exists():
+                    kept = json.loads(loaded.read_text())
+                    if kept["facts_asked"] != args.facts or kept["hybrid"] != args.hybrid:
+                        raise SystemExit(f"{pg_folder} holds {kept['facts_asked']} facts, "
+                                         f"hybrid={kept['hybrid']}: not this run's set")
+                    url = server.url(kept["database"])
+                    report[backend] = {"load": kept["load"] | {"reused": str(pg_folder)}}
+                else:
+                    if backend == "postgresql":
+                        url = server.fresh_database()
+                    report[backend] = {"load": load(backend, root, db, url, args.facts,
+                                                    args.hybrid, args.bulk)}
+                    if loaded is not None and args.data is not None:
+                        loaded.write_text(json.dumps({
+                            "database": url.rsplit("/", 1)[1], "facts_asked": args.facts,
+                            "hybrid": args.hybrid, "load": report[backend]["load"]}))
                 print(json.dumps({backend: report[backend]}), file=sys.stderr, flush=True)
+                if args.load_only:
+                    continue
                 report[backend] |= measure(root, db, url, args.hybrid, client_counts,
                                            args.remembers, args.share)
                 if url is not None:
@@ -361,7 +391,8 @@ def main() -> int:
         finally:
             if server is not None:
                 server.stop()
-            shutil.rmtree(pg_folder, ignore_errors=True)
+            if args.data is None:
+                shutil.rmtree(pg_folder, ignore_errors=True)
     json.dump(report, sys.stdout, indent=2)
     print()
     return 0

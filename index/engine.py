@@ -386,6 +386,17 @@ class Engine:
         partial_reason = self._partial_reason(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
         memory_down = False
+        memory_rows: dict[str, list[MemoryRow]] = {}
+        written = [kind for kind in kinds if kind in WRITTEN_KINDS]
+        if written:
+            try:
+                memory_rows = self.memory.search_kinds(written, query, n, scope, memory_semantic,
+                                                       dense_only=mode == "semantic")
+            except MemoryUnavailable as exc:
+                # Code recall never depends on the memory database: answer
+                # without memory, marked partial.
+                logging.getLogger(__name__).warning("recall without memory: %s", exc.message)
+                memory_down = True
         for kind in kinds:
             if kind not in FILE_KINDS:
                 scored = []
@@ -395,15 +406,8 @@ class Engine:
             else:
                 scored = lexical_search(conn, kind, query, n, self.options.ranking)
             hits = [self._hit(s, body) for s in scored]
-            if kind in WRITTEN_KINDS and not memory_down:
-                try:
-                    hits += [memory_hit(row, body) for row in self.memory.search(
-                        kind, query, n, scope, memory_semantic, dense_only=mode == "semantic")]
-                except MemoryUnavailable as exc:
-                    # Code recall never depends on the memory database: answer
-                    # without memory, marked partial.
-                    logging.getLogger(__name__).warning("recall without memory: %s", exc.message)
-                    memory_down = True
+            if kind in memory_rows:
+                hits += [memory_hit(row, body) for row in memory_rows[kind]]
                 hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
             hits_by_kind[kind] = hits[:n]
         if log:

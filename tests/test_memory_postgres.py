@@ -75,6 +75,25 @@ def test_row_level_security_fences_raw_sql_under_the_daemons_role(memory: Memory
     assert memory.count(named_scope("bob")) == 3  # bob's two ids and the shared policy
 
 
+def test_one_round_trip_reads_are_fenced_and_leave_no_tenancy_on_the_connection(memory: Memory):
+    _tenants(memory)
+    store = memory.backend
+    # Reads send the tenancy and their statements as one query: the settings hold
+    # for the statements after them, even one that forgets its own fence ...
+    (seen,) = store._read(named_scope("alice"), [("SELECT DISTINCT scope FROM ctxls_memory "
+                                                   "ORDER BY 1", [])])
+    assert seen == [("@global",), ("alice",)]
+    found = memory.search_kinds(["fact", "doc"], "password notes", 5, named_scope("alice"))
+    assert [(r.scope, r.key) for r in found["fact"]] == [("alice", "creds")]
+    assert [(r.scope, r.key) for r in found["doc"]] == [("alice", "alice.md")]
+    # ... and end with it: the pooled connection names no tenant afterwards.
+    with store.pool.connection() as conn:
+        assert set(conn.execute("SELECT current_setting('ctxls.visible', true), "
+                                "current_setting('ctxls.home', true), "
+                                "current_setting('ctxls.all', true)").fetchone()) <= {None, ""}
+        assert conn.execute("SELECT DISTINCT scope FROM ctxls_memory").fetchall() == [("@global",)]
+
+
 def test_two_daemons_see_each_others_writes_and_upserts_race_safely(url: str):
     first, second = Memory(PostgresMemoryStore(url)), Memory(PostgresMemoryStore(url))
     try:
@@ -156,7 +175,7 @@ def _plan(store: PostgresMemoryStore, url: str, query: str) -> str:
     """EXPLAIN of recall's full-text statement as the daemon runs it (alice's
     fence), sequential scans priced out so that only what is usable counts."""
     terms = query_terms(query)
-    sql, args = store.lexical_statement("fact", terms, 10, named_scope("alice"), 0)
+    sql, args = store.lexical_statement(["fact"], terms, 10, named_scope("alice"), 0)
     with psycopg.connect(url) as conn:
         conn.execute("SELECT set_config('ctxls.visible', '[\"alice\"]', true)")
         conn.execute("ANALYZE ctxls_memory")  # as autovacuum would have by now

@@ -137,13 +137,21 @@ class Memory:
 
     def search(self, kind: str, query: str, n: int, scope: Scope,
                semantic: "SemanticIndex | None" = None, dense_only: bool = False) -> list[MemoryRow]:
-        """The ``n`` best rows of one kind for ``query``, ranked only against
-        that kind: stemmed full text, fused with cosine similarity when
-        ``semantic`` is given. A query with no usable term finds nothing."""
+        """The ``n`` best rows of one kind for ``query`` (``search_kinds``)."""
+        return self.search_kinds([kind], query, n, scope, semantic, dense_only)[kind]
+
+    def search_kinds(self, kinds: list[str], query: str, n: int, scope: Scope,
+                     semantic: "SemanticIndex | None" = None,
+                     dense_only: bool = False) -> dict[str, list[MemoryRow]]:
+        """Per kind, the ``n`` best rows for ``query``, each kind ranked only
+        against itself: stemmed full text, fused with cosine similarity when
+        ``semantic`` is given; one request to the backend for all kinds (one
+        round trip on PostgreSQL). A query with no usable term finds nothing."""
+        check_kinds(kinds)
         terms = query_terms(query)
         if not terms:
-            return []
-        return self.backend.search(kind, query, terms, n, scope, now_ms(), semantic, dense_only)
+            return {kind: [] for kind in kinds}
+        return self.backend.search(kinds, query, terms, n, scope, now_ms(), semantic, dense_only)
 
     def recent(self, scope: Scope, kinds: list[str] | None = None, n: int = 10,
                session: str | None = None) -> list[MemoryRow]:

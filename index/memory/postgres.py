@@ -2,7 +2,8 @@
 
 Every daemon of a team points at one database; each request is one
 transaction on a pooled connection, so a write is visible to every other
-daemon as soon as it is acknowledged (acknowledged after COMMIT).
+daemon as soon as it is acknowledged (acknowledged after COMMIT). A read is
+one round trip (``_read``: its tenancy and statements as one query).
 
 Tables (``SCHEMA_VERSION``; ``ctxls_memory_meta`` holds ``schema_version``,
 ``text_search_config`` and, once a daemon with embeddings has written,
@@ -101,6 +102,9 @@ RANK_WEIGHTS = "{0.03125, 0, 0.125, 1}"
 _VISIBLE = ("(scope = '@global' OR current_setting('ctxls.all', true) = 'on' OR "
             "coalesce(nullif(current_setting('ctxls.visible', true), '')::jsonb, '[]'::jsonb) "
             "@> to_jsonb(scope))")
+# The tenancy of one transaction (transaction-local, like SET LOCAL).
+_SET_FENCE = ("SELECT set_config('ctxls.all', %s, true), set_config('ctxls.visible', %s, true), "
+              "set_config('ctxls.home', %s, true)")
 _OWNED = ("(current_setting('ctxls.all', true) = 'on' OR "
           "scope = nullif(current_setting('ctxls.home', true), ''))")
 
@@ -177,6 +181,14 @@ def _vector_literal(vector) -> str:
     return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
 
 
+def _kind_literal(kind: str) -> str:
+    """A kind as an SQL literal: known kinds only (a partial index per kind
+    serves a literal, never a parameter of a generic plan)."""
+    if kind not in MEMORY_KINDS:
+        raise ValueError(f"unknown memory kind {kind!r}")
+    return f"'{kind}'"
+
+
 def _tsquery(terms: list[str]) -> str:
     # query_terms() yields [a-z0-9_] words: quoted, none is tsquery syntax.
     return " | ".join(f"'{t}'" for t in terms)
@@ -205,7 +217,7 @@ class PostgresMemoryStore:
             url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_WAIT_S,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S,
                     "options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
-                    "application_name": "ctxls"},
+                    "application_name": "ctxls", "autocommit": True},
             check=ConnectionPool.check_connection, reconnect_timeout=POOL_WAIT_S * 6,
             name="ctxls-memory")
         self.pool.open(wait=False)
@@ -218,31 +230,44 @@ class PostgresMemoryStore:
 
     # -- connections, transactions and the tenant fence -------------------------
 
+    @staticmethod
+    def _fence_settings(scope: Scope | None, home: str | None) -> tuple[str, str, str]:
+        """ctxls.all, ctxls.visible and ctxls.home for ``scope``'s readable scopes
+        (and home), or ``home`` alone (a write), or neither: everything."""
+        if scope is not None and not scope.unrestricted:
+            return ("off", json.dumps(list(scope.visible)), scope.home)
+        if home is not None:
+            return ("off", json.dumps([home]), home)
+        return ("on", "[]", "")
+
     @contextmanager
     def _tx(self, scope: Scope | None = None, home: str | None = None) -> Iterator:
-        """One transaction naming its tenancy: ``scope``'s readable scopes (and
-        home), or ``home`` alone (a write), or neither: everything."""
-        from psycopg_pool import PoolTimeout
-
+        """One transaction naming its tenancy (``_fence_settings``)."""
         self._ensure_schema()
-        if scope is not None and not scope.unrestricted:
-            settings = ("off", json.dumps(list(scope.visible)), scope.home)
-        elif home is not None:
-            settings = ("off", json.dumps([home]), home)
-        else:
-            settings = ("on", "[]", "")
-        try:
-            with self.pool.connection() as conn:
-                with conn.transaction():
-                    conn.execute("SELECT set_config('ctxls.all', %s, true), "
-                                 "set_config('ctxls.visible', %s, true), "
-                                 "set_config('ctxls.home', %s, true)", settings)
-                    yield conn
-        except PoolTimeout as exc:
-            raise MemoryUnavailable(f"no connection within {POOL_WAIT_S:g} s ({exc})") from exc
-        except self._psycopg.OperationalError as exc:
-            raise MemoryUnavailable(str(exc).strip().splitlines()[0] if str(exc) else
-                                    type(exc).__name__) from exc
+        with self._raw() as conn:
+            with conn.transaction():
+                conn.execute(_SET_FENCE, self._fence_settings(scope, home))
+                yield conn
+
+    def _read(self, scope: Scope, statements: list[tuple[str, list]]) -> list[list[tuple]]:
+        """Each statement's rows, read under ``scope``'s fence in one round trip:
+        the fence's settings and the statements go as one multi-statement query,
+        which PostgreSQL runs as one implicit transaction, so the
+        transaction-local settings hold for every statement after them and end
+        with it (a test checks the pooled connection keeps none). Parameters are
+        bound client-side (psycopg's ClientCursor) since the extended protocol
+        takes one statement per message; kinds go in as literals, so a partial
+        index per kind always applies."""
+        self._ensure_schema()
+        script = ";\n".join([_SET_FENCE, *(sql for sql, _ in statements)])
+        args = [*self._fence_settings(scope, None), *(a for _, more in statements for a in more)]
+        with self._raw() as conn:
+            with self._psycopg.ClientCursor(conn) as cur:
+                cur.execute(script, args)
+                results = []
+                while cur.nextset():  # the first result is the settings' row
+                    results.append(cur.fetchall())
+        return results
 
     def _ensure_schema(self) -> None:
         if self._ready:
@@ -257,20 +282,20 @@ class PostgresMemoryStore:
                     self._warn(FULL_TEXT_SCAN_WARNING)
                 self._ready = True
 
-    def _raw(self):
-        """A pooled connection, as MemoryUnavailable when there is none."""
+    @contextmanager
+    def _raw(self) -> Iterator:
+        """A pooled connection (autocommit: a transaction is always explicit, or
+        one multi-statement query), as MemoryUnavailable when there is none."""
         from psycopg_pool import PoolTimeout
 
-        @contextmanager
-        def connection():
-            try:
-                with self.pool.connection() as conn:
-                    yield conn
-            except PoolTimeout as exc:
-                raise MemoryUnavailable(f"no connection within {POOL_WAIT_S:g} s ({exc})") from exc
-            except self._psycopg.OperationalError as exc:
-                raise MemoryUnavailable(str(exc).strip().splitlines()[0]) from exc
-        return connection()
+        try:
+            with self.pool.connection() as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise MemoryUnavailable(f"no connection within {POOL_WAIT_S:g} s ({exc})") from exc
+        except self._psycopg.OperationalError as exc:
+            raise MemoryUnavailable(str(exc).strip().splitlines()[0] if str(exc) else
+                                    type(exc).__name__) from exc
 
     def _version(self, conn) -> int:
         exists = conn.execute("SELECT to_regclass('ctxls_memory_meta') IS NOT NULL").fetchone()[0]
@@ -482,122 +507,134 @@ class PostgresMemoryStore:
             args.append(list(scope.visible))
         return clause, args
 
-    def lexical_statement(self, kind: str, terms: list[str], limit: int, scope: Scope, now: int,
-                          dim: int | None = None, vector: str | None = None) -> tuple[str, list]:
-        """The full-text half of a recall: the best ``limit`` rows of ``kind``
-        matching any term, with ts_rank, the cosine to ``vector`` (NULL without
-        one) and how many of the terms each row matches. Ranked first, the rest
-        computed for those ``limit`` rows only: a common word matches thousands
-        of rows, and a cosine each (a vector read per row) cost more than the rank."""
+    def lexical_statement(self, kinds: list[str], terms: list[str], limit: int, scope: Scope,
+                          now: int, dim: int | None = None,
+                          vector: str | None = None) -> tuple[str, list]:
+        """The full-text half of a recall, every kind in one statement: per
+        kind, the best ``limit`` rows matching any term, with ts_rank, the
+        cosine to ``vector`` (NULL without one) and how many of the terms each
+        row matches. Ranked first, the rest computed for those rows only: a
+        common word matches thousands of rows, and a cosine each (a vector
+        read per row) cost more than the rank."""
         fence, fence_args = self._fence(scope, now)
         coverage_sql = " + ".join(
             f"(m.tsv @@ to_tsquery('{TEXT_SEARCH_CONFIG}', %s))::int" for _ in terms)
         cosine_sql = (f"1 - (m.embedding::vector({dim}) <=> %s::vector({dim}))"
                       if vector is not None else "NULL::float8")
-        return (f"SELECT {ROW_COLUMNS}, top.score, {cosine_sql}, {coverage_sql} FROM "
-                f"(SELECT m.id, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score FROM ctxls_memory m, "
-                f"to_tsquery('{TEXT_SEARCH_CONFIG}', %s) q "
-                f"WHERE m.kind = %s AND m.tsv @@ q AND {fence} "
-                "ORDER BY score DESC, m.id LIMIT %s) top JOIN ctxls_memory m ON m.id = top.id "
-                "ORDER BY top.score DESC, m.id",
+        best = " UNION ALL ".join(
+            f"(SELECT m.id, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score FROM ctxls_memory m, "
+            f"to_tsquery('{TEXT_SEARCH_CONFIG}', %s) q "
+            f"WHERE m.kind = {_kind_literal(kind)} AND m.tsv @@ q AND {fence} "
+            "ORDER BY score DESC, m.id LIMIT %s)" for kind in kinds)
+        return (f"SELECT {ROW_COLUMNS}, top.score, {cosine_sql}, {coverage_sql} "
+                f"FROM ({best}) top JOIN ctxls_memory m ON m.id = top.id",
                 [*([vector] if vector is not None else []), *[f"'{t}'" for t in terms],
-                 _tsquery(terms), kind, *fence_args, limit])
+                 *[a for _ in kinds for a in (_tsquery(terms), *fence_args, limit)]])
 
-    def search(self, kind: str, query: str, terms: list[str], n: int, scope: Scope, now: int,
-               semantic: "SemanticIndex | None", dense_only: bool) -> list[MemoryRow]:
+    def nearest_statement(self, kinds: list[str], k: int, scope: Scope, now: int, dim: int,
+                          vector: str) -> tuple[str, list]:
+        """The meaning half: per kind, the ``k`` rows nearest ``vector`` (HNSW)."""
         fence, fence_args = self._fence(scope, now)
+        distance = f"m.embedding::vector({dim}) <=> %s::vector({dim})"
+        return (" UNION ALL ".join(
+            f"(SELECT {ROW_COLUMNS}, 1 - ({distance}) FROM ctxls_memory m "
+            f"WHERE m.kind = {_kind_literal(kind)} AND m.embedding IS NOT NULL AND {fence} "
+            f"ORDER BY {distance} LIMIT %s)" for kind in kinds),
+            [a for _ in kinds for a in (vector, *fence_args, vector, k)])
+
+    def search(self, kinds: list[str], query: str, terms: list[str], n: int, scope: Scope,
+               now: int, semantic: "SemanticIndex | None",
+               dense_only: bool) -> dict[str, list[MemoryRow]]:
         dim = self._vector_dim() if semantic is not None else None
         vector = _vector_literal(semantic.query_vector(query)) if dim is not None else None
         if semantic is not None and vector is None and dense_only:
-            return []
+            return {kind: [] for kind in kinds}
         pool = n if vector is None else max(n, MEMORY_FUSION_POOL)
-        lexical: dict[int, float] = {}
-        coverage: dict[int, float] = {}
-        dense: dict[int, float | None] = {}
+        statements = []
+        if not dense_only:
+            statements.append(self.lexical_statement(kinds, terms, pool, scope, now, dim, vector))
+        if vector is not None:
+            # pgvector 0.8: keep walking the HNSW graph until enough rows pass the filters.
+            statements.append(("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)", []))
+            statements.append(self.nearest_statement(
+                kinds, max(n, ANN_NOMINEES) if dense_only else ANN_NOMINEES, scope, now, dim, vector))
+        results = self._read(scope, statements)
         rows: dict[int, tuple] = {}
-        with self._tx(scope) as conn:
-            if not dense_only:
-                for r in conn.execute(*self.lexical_statement(kind, terms, pool, scope, now, dim,
-                                                              vector)):
-                    rows[r[0]] = r
-                    lexical[r[0]] = float(r[16])
-                    dense[r[0]] = float(r[17]) if r[17] is not None else None
-                    coverage[r[0]] = r[18] / len(terms)
-            if vector is not None:
-                # pgvector 0.8: keep walking the HNSW graph until enough rows pass the filters.
-                conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                k = max(n, ANN_NOMINEES) if dense_only else ANN_NOMINEES
-                for r in conn.execute(
-                        f"SELECT {ROW_COLUMNS}, 1 - (m.embedding::vector({dim}) <=> %s::vector({dim})) "
-                        f"FROM ctxls_memory m WHERE m.kind = %s AND m.embedding IS NOT NULL AND {fence} "
-                        f"ORDER BY m.embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s",
-                        [vector, kind, *fence_args, vector, k]):
-                    rows.setdefault(r[0], r)
-                    dense[r[0]] = float(r[16])
-        if vector is None:
-            scores = lexical
-        else:
-            scores = fused_scores(lexical, dense, MEMORY_DENSE_WEIGHT, dense_only, coverage,
-                                  fusion="linear")
-        ranked = sorted((memory_row(rows[rid], score) for rid, score in scores.items()),
-                        key=lambda r: (-r.score, r.key, r.part))
-        return ranked[:n]
+        # Per kind, as a recall ranks each kind only against itself (fusion scales by the best).
+        lexical: dict[str, dict[int, float]] = {kind: {} for kind in kinds}
+        coverage: dict[str, dict[int, float]] = {kind: {} for kind in kinds}
+        dense: dict[str, dict[int, float | None]] = {kind: {} for kind in kinds}
+        for r in results[0] if not dense_only else ():
+            rows[r[0]] = r
+            lexical[r[4]][r[0]] = float(r[16])
+            dense[r[4]][r[0]] = float(r[17]) if r[17] is not None else None
+            coverage[r[4]][r[0]] = r[18] / len(terms)
+        for r in results[-1] if vector is not None else ():
+            rows.setdefault(r[0], r)
+            dense[r[4]][r[0]] = float(r[16])
+        found = {}
+        for kind in kinds:
+            scores = lexical[kind] if vector is None else fused_scores(
+                lexical[kind], dense[kind], MEMORY_DENSE_WEIGHT, dense_only, coverage[kind],
+                fusion="linear")
+            found[kind] = sorted((memory_row(rows[rid], score) for rid, score in scores.items()),
+                                 key=lambda r: (-r.score, r.key, r.part))[:n]
+        return found
 
     def recent(self, scope: Scope, kinds: list[str], n: int, session: str | None,
                now: int) -> list[MemoryRow]:
         fence, args = self._fence(scope, now)
         newest = f"SELECT {ROW_COLUMNS} FROM ctxls_memory m WHERE m.kind = %s AND m.part = 0 AND {fence} "
         order = "ORDER BY m.occurred_at DESC, m.id DESC LIMIT %s"
+        statements = []  # (this session's?, statement)
+        for kind in kinds:
+            statements.append((False, (newest + order, [kind, *args, n])))
+            if kind == "episode" and session is not None:
+                statements.append((True, (newest + "AND m.session = %s " + order,
+                                          [kind, *args, session, n])))
         found: dict[int, tuple[bool, MemoryRow]] = {}
-        with self._tx(scope) as conn:
-            for kind in kinds:
-                for r in conn.execute(newest + order, [kind, *args, n]):
-                    found[r[0]] = (False, memory_row(r))
-                if kind == "episode" and session is not None:
-                    for r in conn.execute(newest + "AND m.session = %s " + order,
-                                          [kind, *args, session, n]):
-                        found[r[0]] = (True, memory_row(r))
+        for (this_session, _), rows in zip(statements, self._read(scope, [s for _, s in statements])):
+            for r in rows:
+                found[r[0]] = (this_session, memory_row(r))
         ranked = sorted(found.values(), key=lambda e: (not e[0], -e[1].occurred_at, -e[1].row_id))
         return [row for _, row in ranked[:n]]
 
     def enumerate(self, scope: Scope, kind: str, offset: int, limit: int, now: int) -> Page:
         fence, args = self._fence(scope, now)
         where = f"WHERE m.kind = %s AND {fence}"
-        with self._tx(scope) as conn:
-            total = conn.execute(f"SELECT count(*) FROM ctxls_memory m {where}",
-                                 [kind, *args]).fetchone()[0]
-            rows = [memory_row(r) for r in conn.execute(
-                f"SELECT {ROW_COLUMNS} FROM ctxls_memory m {where} ORDER BY m.id LIMIT %s OFFSET %s",
-                [kind, *args, limit, offset])]
+        counted, found = self._read(scope, [
+            (f"SELECT count(*) FROM ctxls_memory m {where}", [kind, *args]),
+            (f"SELECT {ROW_COLUMNS} FROM ctxls_memory m {where} ORDER BY m.id LIMIT %s OFFSET %s",
+             [kind, *args, limit, offset])])
+        total = counted[0][0]
+        rows = [memory_row(r) for r in found]
         end = offset + len(rows)
         return Page(rows, total, offset, end if rows and end < total else None)
 
     def count(self, scope: Scope, kinds: list[str], now: int) -> int:
         fence, args = self._fence(scope, now)
-        with self._tx(scope) as conn:
-            return conn.execute(f"SELECT count(*) FROM ctxls_memory m WHERE m.part = 0 AND "
-                                f"m.kind = ANY(%s) AND {fence}", [kinds, *args]).fetchone()[0]
+        (counted,) = self._read(scope, [(f"SELECT count(*) FROM ctxls_memory m WHERE m.part = 0 "
+                                         f"AND m.kind = ANY(%s) AND {fence}", [kinds, *args])])
+        return counted[0][0]
 
     def first_row(self, key: str, scope: Scope, now: int) -> MemoryRow | None:
         fence, args = self._fence(scope, now)
-        with self._tx(scope) as conn:
-            r = conn.execute(
-                f"SELECT {ROW_COLUMNS} FROM ctxls_memory m WHERE m.key = %s AND m.part = 0 AND "
-                f"{fence} ORDER BY (m.scope = %s) DESC, m.id LIMIT 1",
-                [key, *args, scope.home]).fetchone()
-        return memory_row(r) if r is not None else None
+        (found,) = self._read(scope, [(
+            f"SELECT {ROW_COLUMNS} FROM ctxls_memory m WHERE m.key = %s AND m.part = 0 AND "
+            f"{fence} ORDER BY (m.scope = %s) DESC, m.id LIMIT 1", [key, *args, scope.home])])
+        return memory_row(found[0]) if found else None
 
     def upload(self, scope: str, key: str) -> tuple[str, bytes] | None:
-        with self._tx(Scope(home=scope, visible=(scope,))) as conn:
-            row = conn.execute("SELECT mode, data FROM ctxls_memory_files WHERE scope = %s AND "
-                               "key = %s", (scope, key)).fetchone()
-        return (row[0], bytes(row[1])) if row is not None else None
+        (found,) = self._read(Scope(home=scope, visible=(scope,)), [(
+            "SELECT mode, data FROM ctxls_memory_files WHERE scope = %s AND key = %s",
+            [scope, key])])
+        return (found[0][0], bytes(found[0][1])) if found else None
 
     def segments(self, scope: str, key: str) -> list[MemoryRow]:
-        with self._tx(Scope(home=scope, visible=(scope,))) as conn:
-            return [memory_row(r) for r in conn.execute(
-                f"SELECT {ROW_COLUMNS} FROM ctxls_memory m WHERE m.scope = %s AND m.key = %s "
-                "ORDER BY m.part", (scope, key))]
+        (found,) = self._read(Scope(home=scope, visible=(scope,)), [(
+            f"SELECT {ROW_COLUMNS} FROM ctxls_memory m WHERE m.scope = %s AND m.key = %s "
+            "ORDER BY m.part", [scope, key])])
+        return [memory_row(r) for r in found]
 
     # -- the demand log and what it feeds ----------------------------------------
 
@@ -614,24 +651,21 @@ class PostgresMemoryStore:
     def candidates(self, kind: str, scope: Scope, threshold: int, since: int,
                    now: int) -> list[Candidate]:
         fence, args = self._fence(scope, now)
-        with self._tx(scope) as conn:
-            rows = conn.execute(
-                "SELECT m.key, count(*) AS hits FROM ctxls_memory m JOIN ctxls_demand d "
-                "ON d.path = m.key AND d.scope = m.scope AND d.kind = m.kind AND d.action = 'recall' "
-                f"WHERE m.kind = %s AND m.part = 0 AND m.author = 'agent' AND {fence} AND d.ts >= %s "
-                "GROUP BY m.id, m.key HAVING count(*) >= %s ORDER BY hits DESC, m.key",
-                [kind, *args, since, threshold]).fetchall()
+        (rows,) = self._read(scope, [(
+            "SELECT m.key, count(*) AS hits FROM ctxls_memory m JOIN ctxls_demand d "
+            "ON d.path = m.key AND d.scope = m.scope AND d.kind = m.kind AND d.action = 'recall' "
+            f"WHERE m.kind = %s AND m.part = 0 AND m.author = 'agent' AND {fence} AND d.ts >= %s "
+            "GROUP BY m.id, m.key HAVING count(*) >= %s ORDER BY hits DESC, m.key",
+            [kind, *args, since, threshold])])
         return [Candidate(path=r[0], hits=r[1]) for r in rows]
 
     def known_facts(self, scope: Scope, now: int) -> list[KnownFact]:
         fence, args = self._fence(scope, now)
-        with self._tx(scope) as conn:
-            rows = conn.execute(
-                "SELECT m.key, m.scope, m.author, m.text, m.meta, m.created_at, "
-                "(SELECT count(*) FROM ctxls_demand d WHERE d.path = m.key AND d.kind = 'fact' "
-                " AND d.action = 'recall' AND d.scope = m.scope) AS recalls "
-                f"FROM ctxls_memory m WHERE m.kind = 'fact' AND m.part = 0 AND {fence}",
-                args).fetchall()
+        (rows,) = self._read(scope, [(
+            "SELECT m.key, m.scope, m.author, m.text, m.meta, m.created_at, "
+            "(SELECT count(*) FROM ctxls_demand d WHERE d.path = m.key AND d.kind = 'fact' "
+            " AND d.action = 'recall' AND d.scope = m.scope) AS recalls "
+            f"FROM ctxls_memory m WHERE m.kind = 'fact' AND m.part = 0 AND {fence}", args)])
         return [KnownFact(key, row_scope, author, text,
                           json.loads(meta_json) if meta_json else None, created_at, recalls)
                 for key, row_scope, author, text, meta_json, created_at, recalls in rows]

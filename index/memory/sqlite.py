@@ -161,11 +161,18 @@ class SqliteMemoryStore:
 
     # -- reads -----------------------------------------------------------------
 
-    def search(self, kind: str, query: str, terms: list[str], n: int, scope: Scope, now: int,
-               semantic: "SemanticIndex | None", dense_only: bool) -> list[MemoryRow]:
+    def search(self, kinds: list[str], query: str, terms: list[str], n: int, scope: Scope,
+               now: int, semantic: "SemanticIndex | None",
+               dense_only: bool) -> dict[str, list[MemoryRow]]:
+        return {kind: self._search_kind(kind, query, terms, n, scope, now, semantic, dense_only)
+                for kind in kinds}
+
+    def _search_kind(self, kind: str, query: str, terms: list[str], n: int, scope: Scope,
+                     now: int, semantic: "SemanticIndex | None",
+                     dense_only: bool) -> list[MemoryRow]:
         """The ``n`` best rows of one kind for ``query``, ranked only against
         that kind: BM25 over its stemmed FTS table, fused with cosine similarity
-        when ``semantic`` is given. A query with no usable term finds nothing."""
+        when ``semantic`` is given."""
         table = MEMORY_FTS_TABLE_BY_KIND[kind]
         conn = self.store.reader()
         visible, visible_args = visible_sql(scope, now)
