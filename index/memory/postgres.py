@@ -63,7 +63,10 @@ log = logging.getLogger(__name__)
 # 1: ctxls_memory, ctxls_memory_files, ctxls_demand with row-level security.
 # 2: one partial full-text index per kind instead of one over all rows (recall
 #    always names its kind: no bitmap AND with the (kind, scope) B-tree).
-SCHEMA_VERSION = 2
+# 3: the full-text indexes without a pending list (fastupdate off): each query
+#    scanned the up to 4 MB of entries not yet merged, ~25 ms at 1M facts
+#    whatever it matched, until a vacuum merged them (BENCHMARKS.md, "Team memory").
+SCHEMA_VERSION = 3
 # Stemming for memory's prose (the SQLite backend's porter tokenizer is English too).
 TEXT_SEARCH_CONFIG = "english"
 # A memory row's columns; the full-text vector weighs symbol (A) over key (B) over text.
@@ -170,6 +173,9 @@ CREATE INDEX ctxls_demand_path ON ctxls_demand (path, kind, action);
     2: "DROP INDEX IF EXISTS ctxls_memory_tsv;\n" + "".join(
         f"CREATE INDEX ctxls_memory_tsv_{kind} ON ctxls_memory USING gin (tsv) WHERE kind = '{kind}';\n"
         for kind in MEMORY_KINDS),
+    3: "".join(f"ALTER INDEX ctxls_memory_tsv_{kind} SET (fastupdate = off);\n"
+               f"SELECT gin_clean_pending_list('ctxls_memory_tsv_{kind}'::regclass);\n"
+               for kind in MEMORY_KINDS),
 }
 
 
@@ -499,11 +505,16 @@ class PostgresMemoryStore:
     # -- reads -------------------------------------------------------------------
 
     @staticmethod
-    def _fence(scope: Scope, now: int) -> tuple[str, list]:
-        """The query's own fence (row-level security is the second)."""
+    def _fence(scope: Scope, now: int, scope_index: bool = True) -> tuple[str, list]:
+        """The query's own fence (row-level security is the second).
+        ``scope_index=False`` spells the scope test so that no B-tree on scope
+        can serve it: beside the full-text index the planner would AND in the
+        half of the table a tenant owns (a 500k-row bitmap, 300-450 ms at 1M
+        facts, and a lossy one), where filtering the matches costs nothing extra."""
         clause, args = "(m.expires_at IS NULL OR m.expires_at > %s)", [now]
         if not scope.unrestricted:
-            clause += " AND m.scope = ANY(%s)"
+            clause += (" AND m.scope = ANY(%s)" if scope_index else
+                       " AND array_position(%s::text[], m.scope) IS NOT NULL")
             args.append(list(scope.visible))
         return clause, args
 
@@ -516,7 +527,7 @@ class PostgresMemoryStore:
         row matches. Ranked first, the rest computed for those rows only: a
         common word matches thousands of rows, and a cosine each (a vector
         read per row) cost more than the rank."""
-        fence, fence_args = self._fence(scope, now)
+        fence, fence_args = self._fence(scope, now, scope_index=False)
         coverage_sql = " + ".join(
             f"(m.tsv @@ to_tsquery('{TEXT_SEARCH_CONFIG}', %s))::int" for _ in terms)
         cosine_sql = (f"1 - (m.embedding::vector({dim}) <=> %s::vector({dim}))"
