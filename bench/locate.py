@@ -381,8 +381,16 @@ def evaluate() -> None:
             print(f"{split}: re-ranked files' code chunks with a vector: "
                   f"{sum(r['pool_vectors'] for r in embedded)} of {sum(r['pool_chunks'] for r in embedded)}")
     engine_defaults = replace(LocateWeights(), semantic=0.0)
+    # What the engine ships with embeddings on: its own weights, semantic included.
+    for weight in SEMANTIC_GRID["semantic"]:
+        m = metrics([(ranked_from_evidence(r["evidence"], replace(LocateWeights(), semantic=weight)),
+                      r["gold"]) for r in embedded_dev])
+        print(f"dev with vectors ({m['n']} tasks), engine defaults, semantic weight {weight}: "
+              f"Acc@1 {m['acc@1']}, Acc@5 {m['acc@5']}, MRR {m['mrr']}")
     methods = {
         "locate (lexical), engine defaults": lambda r: ranked_from_evidence(r["evidence"], engine_defaults),
+        "locate (embeddings on), engine defaults": lambda r: (
+            ranked_from_evidence(r["evidence"], LocateWeights()) if has_semantic(r) else None),
         "locate (lexical), dev-chosen": lambda r: ranked_from_evidence(evidence_of(r, variant), chosen),
         "locate (embeddings on), dev-chosen": lambda r: (
             ranked_from_evidence(evidence_of(r, variant), with_semantic) if has_semantic(r) else None),

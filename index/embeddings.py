@@ -130,6 +130,11 @@ class OnnxEmbedder:
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
+            # Idle worker threads sleep instead of spinning: on a shared or busy
+            # machine spinning burnt about as much CPU again as the work (a
+            # 32-word query 41 -> 18 ms CPU, a batch of 8 1531 -> 1117 ms;
+            # BENCHMARKS.md, "Locate").
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             # The arena stays: without it every batch goes through malloc, which
             # is slower and fragments (django's backlog peaked at 903 MiB RSS
             # without it, 678 MiB with it; BENCHMARKS.md).

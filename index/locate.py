@@ -21,8 +21,10 @@ signal in 0..1 and ranks files, not chunks, by their weighted sum:
 * ``text``: BM25 of the whole text over code chunks (its rarer terms only),
   aggregated per file over its best few chunks, scaled to the best file.
 * ``title``: the same for the first line.
-* ``semantic`` (embeddings on): cosine similarity of the text with the code
-  chunks of the best files by the other signals, aggregated and scaled alike.
+* ``semantic`` (embeddings on): cosine similarity of the text's title and
+  opening prose (:func:`semantic_query`) with the code chunks of the best
+  files by the other signals, aggregated and scaled alike. The query is
+  embedded on a thread of its own while the other signals are gathered.
 
 Test and doc files are multiplied by ``test_factor`` unless asked for. The
 weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
@@ -31,10 +33,12 @@ weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import re
 import sqlite3
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from ctxls.index.imports import ImportResolver
@@ -42,6 +46,8 @@ from ctxls.index.model import ImportRef
 from ctxls.index.ranking import RankingConfig, bm25_scores
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.tokenize import QUERY_STOPWORDS, expand_tokens, query_terms
+
+log = logging.getLogger(__name__)
 
 # --- reading the text -----------------------------------------------------------------------
 
@@ -263,6 +269,38 @@ def read_issue(text: str) -> IssueText:
                      imported=list(imported), title=title, raw=text)
 
 
+_PROSE_WORD = re.compile(r"[A-Za-z][a-z]+")
+_CODE_START = re.compile(r"(?:def|class|return|import|from|try|except|raise|if|for|while|with|"
+                         r"assert|print|lambda|Traceback)\b")
+
+
+def prose_lines(issue: IssueText) -> list[str]:
+    """The lines of the prose that read as sentences: indented lines, lines
+    starting like code, stack frames and lines mostly of brackets and
+    operators are left out (issue trackers often paste code unfenced)."""
+    out = []
+    for line in issue.prose.splitlines():
+        stripped = line.strip()
+        if not stripped or line[:1] in (" ", "\t") or _CODE_START.match(stripped):
+            continue
+        words = _PROSE_WORD.findall(stripped)
+        operators = sum(stripped.count(c) for c in "()[]{}=*<>")
+        if len(words) < 3 or operators > 0.08 * len(stripped):
+            continue
+        out.append(stripped)
+    return out
+
+
+def semantic_query(issue: IssueText, max_words: int) -> str:
+    """What the embedding model reads of an issue: its title, then its prose
+    sentences, cut at ``max_words`` words. The model's cost grows with its
+    input (a 256-token text costs several times a 64-token one) and the
+    opening says what the issue is about; code and tracebacks are left to the
+    lexical signals."""
+    lines = [issue.title] + [line for line in prose_lines(issue) if line != issue.title]
+    return " ".join(" ".join(lines).split()[:max_words])
+
+
 # --- ranking ---------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -298,6 +336,11 @@ class LocateWeights:
     # Embeddings compare the text with the code chunks of this many files, the
     # best by the other signals (a re-ranking: vectors of the rest are not read).
     semantic_pool: int = 20
+    # The embedding model reads the title and the first prose sentences up to
+    # this many words (semantic_query): on the dev split 32, 48 and 64 words
+    # rank as well as the whole text cut at 256 tokens, 32 at a quarter of
+    # its cost (BENCHMARKS.md, "Locate").
+    semantic_query_words: int = 32
 
     def weight(self, signal: str) -> float:
         return self.import_ if signal == "import" else getattr(self, signal)
@@ -405,17 +448,17 @@ class PathIndex:
 _WORD_RUN = re.compile(r"[a-z0-9]+")
 
 
-def _longest_run(message_words: list[str], text_words: set[tuple[str, ...]], longest: int) -> int:
-    """The most consecutive message words that occur together in the text (as
-    n-grams of the text, up to ``longest``)."""
-    best = 0
-    for size in range(min(longest, len(message_words)), 0, -1):
+def _longest_run(message_words: list[str], text_words: list[str], shortest: int,
+                 longest: int) -> int:
+    """The most consecutive message words (``shortest`` to ``longest`` of them)
+    that occur consecutively in the text, else 0."""
+    # Words are [a-z0-9]+: joined by single spaces, a run of words is a substring.
+    text = f" {' '.join(text_words)} "
+    for size in range(min(longest, len(message_words)), shortest - 1, -1):
         for start in range(len(message_words) - size + 1):
-            if tuple(message_words[start:start + size]) in text_words:
+            if f" {' '.join(message_words[start:start + size])} " in text:
                 return size
-        if best:
-            break
-    return best
+    return 0
 
 
 class Locator:
@@ -432,6 +475,14 @@ class Locator:
         # may lag edits; cleared when the set of files changes or it grows too big.
         self._frequency: dict[str, int] = {}
         self._frequency_key: tuple | None = None
+        self._embedder: ThreadPoolExecutor | None = None
+
+    def _embedding_pool(self) -> ThreadPoolExecutor:
+        """One thread embedding queries beside the requests' lexical work."""
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = ThreadPoolExecutor(1, thread_name_prefix="ctxls-locate-embed")
+            return self._embedder
 
     def path_index(self, conn: sqlite3.Connection) -> PathIndex:
         key = _files_key(conn)
@@ -465,6 +516,12 @@ class Locator:
         """Every file some evidence points at, with its signals and reasons;
         with a semantic index, ``semantic`` too."""
         issue = read_issue(text)
+        # The query's vector is computed while the lexical signals are gathered
+        # (the model runs outside the GIL); it is needed only at the end.
+        vector = None
+        if semantic is not None and self.weights.semantic > 0:
+            vector = self._embedding_pool().submit(
+                semantic.query_vector, semantic_query(issue, self.weights.semantic_query_words))
         paths = self.path_index(conn)
         files: dict[str, FileEvidence] = {}
 
@@ -480,8 +537,8 @@ class Locator:
         self._assignment_evidence(conn, issue, defined, file)
         self._message_evidence(conn, issue, file)
         self._text_evidence(conn, issue, file)
-        if semantic is not None and self.weights.semantic > 0:
-            self._semantic_evidence(conn, issue, semantic, files)
+        if vector is not None:
+            self._semantic_evidence(conn, vector, semantic, files)
         self._frame_chunks(conn, files)
         return files
 
@@ -669,14 +726,11 @@ class Locator:
                     "WHERE fts_code MATCH ? LIMIT 40", (match,)).fetchall()
             except sqlite3.OperationalError:
                 continue
+            needed = min(len(words), 4)
             for path, chunk_id, symbol, start, end, chunk_text in rows:
-                text_words = _WORD_RUN.findall(chunk_text.lower())
-                longest = min(len(words), 8)
-                grams = {tuple(text_words[i:i + k]) for k in range(1, longest + 1)
-                         for i in range(len(text_words) - k + 1)}
-                run = _longest_run(words, grams, longest)
-                needed = min(len(words), 4)
-                if run < min(3, needed):
+                run = _longest_run(words, _WORD_RUN.findall(chunk_text.lower()),
+                                   shortest=min(3, needed), longest=8)
+                if run == 0:
                     continue
                 value = min(1.0, run / needed)
                 evidence = file(path)
@@ -742,14 +796,19 @@ class Locator:
                 if known is None or known.score < score:
                     evidence.chunks[row[0]] = ChunkRef(row[2], row[3], row[4], -1, score)
 
-    def _semantic_evidence(self, conn: sqlite3.Connection, issue: IssueText,
+    def _semantic_evidence(self, conn: sqlite3.Connection, query: Future,
                            semantic: SemanticIndex, files: dict[str, FileEvidence]) -> None:
-        """``semantic``: cosine similarity of the text (title and prose) with the
-        embedded code chunks of the best ``semantic_pool`` files so far, aggregated
-        per file like ``text`` and scaled to the best file."""
+        """``semantic``: cosine similarity of the text's title and opening prose
+        (``query``: its vector, being computed) with the embedded code chunks of
+        the best ``semantic_pool`` files so far, aggregated per file like ``text``
+        and scaled to the best file. A model that fails leaves the answer lexical."""
+        try:
+            vector = query.result()
+        except Exception:  # the model broke mid-request: answer without it
+            log.exception("locate: the query embedding failed; ranking without it")
+            return
         pool = [path for path, _ in self.rank(files, self.weights.semantic_pool, False)]
-        vector = semantic.query_vector(f"{issue.title}\n{issue.prose}") if pool else None
-        if vector is None:
+        if vector is None or not pool:
             return
         rows = conn.execute(
             f"SELECT f.path, c.id, c.embed_hash FROM chunks c JOIN files f ON f.id = c.file_id "

@@ -13,7 +13,7 @@ import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams
-from ctxls.index.locate import PathIndex, is_test_or_doc, read_issue
+from ctxls.index.locate import PathIndex, is_test_or_doc, prose_lines, read_issue, semantic_query
 
 from conftest import serve, write_tree
 
@@ -175,6 +175,42 @@ def test_names_in_the_title_or_repeated_weigh_more():
     assert issue.prominence("format_money") < issue.prominence("apply") < 1.0
 
 
+def test_the_embedding_query_is_the_title_and_the_prose_sentences_only():
+    text = ("Cart.total() is wrong for refunds\n"
+            "Description\n"
+            "When a price is negative the discount is applied twice to the refund.\n"
+            "def refund(cart):\n"
+            "\treturn cart.total()\n"
+            "result = Cart([-3]).total() # {'expected': -2.7}\n"
+            "Traceback (most recent call last):\n"
+            '  File "/srv/shop/cart.py", line 9, in total\n'
+            "    return sum(Discount().apply(p) for p in self.prices)\n"
+            "```python\nprint(Cart([1, 2]).total())\n```\n"
+            "It used to be right in the last release, as far as anyone here remembers.\n")
+    issue = read_issue(text)
+    assert prose_lines(issue) == [
+        "Cart.total() is wrong for refunds",
+        "When a price is negative the discount is applied twice to the refund.",
+        "It used to be right in the last release, as far as anyone here remembers."]
+    query = semantic_query(issue, 64)
+    assert query.startswith("Cart.total() is wrong for refunds When a price is negative")
+    assert query.count("Cart.total() is wrong") == 1  # the title once, though it is prose too
+    for code in ("def refund", "result =", "Traceback", "File ", "print("):
+        assert code not in query
+    assert semantic_query(issue, 4) == "Cart.total() is wrong for"
+
+
+def test_an_error_message_matches_its_longest_run_of_words():
+    from ctxls.index.locate import _longest_run
+    message = "price must not be negative got".split()
+    text = "raise valueerror price must not be negative got r price".split()
+    assert _longest_run(message, text, shortest=3, longest=8) == 6
+    assert _longest_run(message, "a price must not be zero".split(), shortest=3, longest=8) == 4
+    # Words must be consecutive and whole: "price must" then "be negative" elsewhere is 2.
+    assert _longest_run(message, "price must x be negative".split(), shortest=3, longest=8) == 0
+    assert _longest_run(message, "prices must not".split(), shortest=3, longest=8) == 0
+
+
 def test_paths_resolve_by_their_tail_and_only_unambiguously():
     index = PathIndex(["shop/cart.py", "shop/pricing.py", "tools/cart.py", "lib/json/decoder.py"])
     assert index.resolve_path("/usr/lib/python3/site-packages/shop/cart.py") == ("shop/cart.py", 2)
@@ -252,6 +288,25 @@ def test_with_embeddings_the_best_files_get_a_semantic_signal(shop: Path):
     assert max(semantic.values()) == 1.0 and all(0 <= v <= 1 for v in semantic.values())
     best = next(f for f in located if f.signals.get("semantic") == 1.0)
     assert any(r.signal == "semantic" and r.detail.startswith("cosine ") for r in best.reasons)
+
+
+def test_a_failing_query_embedding_leaves_the_lexical_answer(shop: Path, monkeypatch):
+    text = "Cart.total is wrong when a Discount is applied to a refund (a negative price)"
+    engine = Engine(shop, EngineOptions(db_path=str(shop / "embedded.db"), embeddings=True))
+    try:
+        engine.cold_index()
+        assert engine.embed_pending() > 0
+        assert any("semantic" in f.signals for f in engine.locate(text, 5))
+
+        def broken(query):
+            raise RuntimeError("the model went away")
+
+        monkeypatch.setattr(engine.semantic, "query_vector", broken)
+        located = engine.locate(text, 5)
+    finally:
+        engine.close()
+    assert located and all("semantic" not in f.signals for f in located)
+    assert located[0].path in ("shop/cart.py", "shop/pricing.py")
 
 
 def test_an_import_step_follows_a_reexport(engine: Engine):
