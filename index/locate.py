@@ -475,14 +475,6 @@ class Locator:
         # may lag edits; cleared when the set of files changes or it grows too big.
         self._frequency: dict[str, int] = {}
         self._frequency_key: tuple | None = None
-        self._embedder: ThreadPoolExecutor | None = None
-
-    def _embedding_pool(self) -> ThreadPoolExecutor:
-        """One thread embedding queries beside the requests' lexical work."""
-        with self._lock:
-            if self._embedder is None:
-                self._embedder = ThreadPoolExecutor(1, thread_name_prefix="ctxls-locate-embed")
-            return self._embedder
 
     def path_index(self, conn: sqlite3.Connection) -> PathIndex:
         key = _files_key(conn)
@@ -520,7 +512,7 @@ class Locator:
         # (the model runs outside the GIL); it is needed only at the end.
         vector = None
         if semantic is not None and self.weights.semantic > 0:
-            vector = self._embedding_pool().submit(
+            vector = _embedding_pool().submit(
                 semantic.query_vector, semantic_query(issue, self.weights.semantic_query_words))
         paths = self.path_index(conn)
         files: dict[str, FileEvidence] = {}
@@ -869,6 +861,19 @@ class Locator:
 
 
 MAX_CACHED_TERMS = 200_000
+
+_EMBEDDING_POOL: ThreadPoolExecutor | None = None
+_EMBEDDING_POOL_LOCK = threading.Lock()
+
+
+def _embedding_pool() -> ThreadPoolExecutor:
+    """One thread for the process, embedding locate's queries beside the
+    requests' lexical work (one per Locator would leave a thread per engine)."""
+    global _EMBEDDING_POOL
+    with _EMBEDDING_POOL_LOCK:
+        if _EMBEDDING_POOL is None:
+            _EMBEDDING_POOL = ThreadPoolExecutor(1, thread_name_prefix="ctxls-locate-embed")
+        return _EMBEDDING_POOL
 
 
 def _files_key(conn: sqlite3.Connection) -> tuple:
