@@ -476,7 +476,8 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="at most this many new tasks per repository")
     parser.add_argument("--evaluate", action="store_true", help="score the stored results")
     parser.add_argument("--latency", action="store_true", help="time locate on the django corpus")
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="passes over the texts (after the first, query vectors come from the cache)")
     parser.add_argument("--embed-candidates", type=int, metavar="FILES",
                         help="embed the chunks of each django task's best FILES files (lexical)")
     parser.add_argument("--embeddings", action="store_true", help="--latency with embeddings on")
