@@ -80,10 +80,11 @@ _INDEXING_CODE = ("chunker.py", "languages.py", "discovery.py", "indexer.py", "e
 
 # -- scoring (pure) -----------------------------------------------------------------
 
-def finds(hit: tuple[str, int, int], target: Target) -> bool:
-    """Does a hit (path, start_line, end_line) find the target?"""
+def finds(hit: tuple[str, int, int], target: Target, by_file: bool = False) -> bool:
+    """Does a hit (path, start_line, end_line) find the target? ``by_file``:
+    any hit in the target's file does (how a file-level benchmark scores)."""
     path, start, end = hit
-    return path == target.path and start <= target.line <= end
+    return path == target.path and (by_file or start <= target.line <= end)
 
 
 @dataclass(frozen=True)
@@ -94,16 +95,23 @@ class QueryScore:
 
 
 def score_hits(hits: list[tuple[str, int, int]], targets: tuple[Target, ...] | list[Target],
-               k: int = K) -> QueryScore:
+               k: int = K, by_file: bool = False) -> QueryScore:
     """NDCG@k, reciprocal rank and Recall@k of one ranked hit list; each
-    target is credited once, at the first hit that finds it."""
+    target is credited once, at the first hit that finds it (``by_file``: the
+    first hit in its file; targets sharing a file count as one, at their best grade)."""
+    if by_file:
+        best: dict[str, Target] = {}
+        for t in targets:
+            if t.path not in best or t.grade > best[t.path].grade:
+                best[t.path] = t
+        targets = list(best.values())
     found: set[int] = set()
     dcg = 0.0
     first = 0
     for rank, hit in enumerate(hits[:k], 1):
         gain = 0.0
         for i, t in enumerate(targets):
-            if i not in found and finds(hit, t):
+            if i not in found and finds(hit, t, by_file):
                 found.add(i)
                 gain = max(gain, 2.0 ** t.grade - 1)
         if gain:
@@ -334,7 +342,7 @@ def selected_corpora(split: str = "all", languages: list[str] | None = None,
 def evaluate(split: str = "dev", languages: list[str] | None = None,
              modes: tuple[str, ...] | list[str] = MODES, ranking: RankingConfig | None = None,
              corpora: list[str] | None = None, log=print, max_tokens: int | None = None,
-             embed_model: str | None = None) -> EvalReport:
+             embed_model: str | None = None, by_file: bool = False) -> EvalReport:
     """Score the selected corpora's queries through ``Engine.recall`` in each mode.
 
     ``split``: dev, test or all; ``languages``/``corpora``: filters (None: all);
@@ -342,9 +350,10 @@ def evaluate(split: str = "dev", languages: list[str] | None = None,
     and hybrid modes first embed what the vector cache lacks. ``max_tokens``:
     embed with inputs cut at this many tokens instead of the model's default
     (its own stores, ``ID+tokens-N``; vectors cached under their own key);
-    ``embed_model``: the engine's ``embed_model`` option (its own stores, ``ID+model-NAME``)."""
+    ``embed_model``: the engine's ``embed_model`` option (its own stores, ``ID+model-NAME``);
+    ``by_file``: score files, not chunks (see score_hits)."""
     with embedding_variant(max_tokens, embed_model) as variant:
-        return _evaluate(split, languages, tuple(modes), ranking, corpora, log, variant)
+        return _evaluate(split, languages, tuple(modes), ranking, corpora, log, variant, by_file)
 
 
 @contextlib.contextmanager
@@ -365,7 +374,7 @@ def embedding_variant(max_tokens: int | None, model: str | None):
         embeddings.MAX_TOKENS, _embed_model = default, None
 
 
-def _evaluate(split, languages, modes, ranking, corpora, log, variant) -> EvalReport:
+def _evaluate(split, languages, modes, ranking, corpora, log, variant, by_file) -> EvalReport:
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}; known: {', '.join(MODES)}")
@@ -398,7 +407,7 @@ def _evaluate(split, languages, modes, ranking, corpora, log, variant) -> EvalRe
                     hits = engine.recall(q.query, kinds=["code"], n=K,
                                          mode=RECALL_MODE[mode]).hits_by_kind["code"]
                     spans = [(h.path, h.start_line, h.end_line) for h in hits]
-                    score = score_hits(spans, q.targets)
+                    score = score_hits(spans, q.targets, by_file=by_file)
                     results.append(QueryResult(q, mode, score, spans))
                     for rank, (_, start, end) in enumerate(spans, 1):
                         tiny = end - start <= 1
@@ -496,20 +505,26 @@ def results_json(report: EvalReport) -> dict:
 
 
 def parse_ranking(text: str | None) -> RankingConfig:
-    """``field=value,field=value`` over the default RankingConfig."""
+    """``field=value,field=value`` over the default RankingConfig; a field of
+    PriorConfig (``saturation_decay=0.5``) changes the priors."""
     config = RankingConfig()
     if not text:
         return config
-    types = {f.name: f.type for f in fields(RankingConfig)}
-    changes = {}
+    changes: dict[str, dict] = {"ranking": {}, "priors": {}}
     for item in text.split(","):
         name, _, value = item.partition("=")
         name = name.strip()
-        if name not in types:
-            raise SystemExit(f"--ranking: unknown field {name!r}; known: {', '.join(types)}")
-        default = getattr(config, name)
-        changes[name] = type(default)(value) if not isinstance(default, bool) else value == "true"
-    return replace(config, **changes)
+        for target, owner in (("ranking", config), ("priors", config.priors)):
+            if name in {f.name for f in fields(owner)} and name != "priors":
+                default = getattr(owner, name)
+                changes[target][name] = (value == "true" if isinstance(default, bool)
+                                         else type(default)(value))
+                break
+        else:
+            known = [f.name for f in fields(RankingConfig) if f.name != "priors"]
+            known += [f.name for f in fields(config.priors)]
+            raise SystemExit(f"--ranking: unknown field {name!r}; known: {', '.join(known)}")
+    return replace(config, priors=replace(config.priors, **changes["priors"]), **changes["ranking"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -522,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated of " + ", ".join(MODES))
     parser.add_argument("--ranking", help="RankingConfig overrides: field=value,...")
     parser.add_argument("--no-embed", action="store_true", help="build: index only")
+    parser.add_argument("--by-file", action="store_true",
+                        help="score files, not chunks: a target is found by any hit in its file")
     parser.add_argument("--json", help="write every query's hits and scores to this file")
     parser.add_argument("--max-tokens", type=int,
                         help="embedding input length (default: the model's, index/embeddings.py)")
@@ -543,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     modes = ("lexical",) if args.verb == "lexical" else tuple(m for m in args.modes.split(",") if m)
     report = evaluate(args.split or "dev", args.lang, modes, parse_ranking(args.ranking), args.corpus,
-                      log, args.max_tokens, args.embed_model)
+                      log, args.max_tokens, args.embed_model, args.by_file)
     print(report.markdown())
     if args.json:
         Path(args.json).write_text(json.dumps(results_json(report)), encoding="utf-8")

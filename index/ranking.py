@@ -23,7 +23,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ctxls.index.priors import PriorConfig, rerank
+from ctxls.index.priors import PriorConfig, named_file_chunks, rerank
 from ctxls.index.store import FTS_TABLE_BY_KIND
 from ctxls.index.tokenize import fts_match_expression, is_identifier_query, query_terms
 
@@ -133,7 +133,8 @@ def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     if table is None or not terms or n <= 0:
         return []
     # A pool deeper than n: the priors and the import boost reorder it.
-    scores = bm25_scores(conn, table, terms, config, limit=max(n, config.candidate_pool))
+    scores = bm25_scores(conn, table, terms, config, limit=max(n, config.candidate_pool),
+                         also=named_file_chunks(conn, kind, query, config.priors))
     rows = _chunks_by_id(conn, scores)
     hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
     if config.import_boost:
@@ -152,7 +153,7 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
         return []
     terms = [] if dense_only else query_terms(query)
     candidates = hybrid_candidates(conn, kind, vector, terms, max(n, config.fusion_pool), config,
-                                   semantic)
+                                   semantic, named_file_chunks(conn, kind, query, config.priors))
     weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
     fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
                          fusion=config.fusion)
@@ -168,9 +169,11 @@ class HybridCandidates:
 
 
 def hybrid_candidates(conn: sqlite3.Connection, kind: str, vector, terms: list[str], pool: int,
-                      config: RankingConfig, semantic: "SemanticIndex") -> HybridCandidates:
+                      config: RankingConfig, semantic: "SemanticIndex", named: Sequence[int] = ()
+                      ) -> HybridCandidates:
     """The BM25 top ``pool`` ∪ the ANN top ``pool`` of one kind, each with both
-    scores (no terms: BM25 is skipped)."""
+    scores (no terms: BM25 is skipped); ``named`` chunks join when a query term
+    matches them."""
     dense_by_vector_id = dict(semantic.nearest(vector, pool * 2))
     nominated: dict[int, float] = {}
     if dense_by_vector_id:
@@ -182,7 +185,7 @@ def hybrid_candidates(conn: sqlite3.Connection, kind: str, vector, terms: list[s
     nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
     # The BM25 top pool and the nominees' own BM25 scores, in one scan.
     lexical = (bm25_scores(conn, FTS_TABLE_BY_KIND[kind], terms, config, limit=pool,
-                           also=list(nominated)) if terms else {})
+                           also=[*nominated, *named]) if terms else {})
     rows = _chunks_by_id(conn, set(lexical) | set(nominated))
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))

@@ -4,13 +4,15 @@ query asks for what it demotes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.priors import NO_PRIORS, _definition_tier, is_test_path, query_shape
-from ctxls.index.ranking import RankingConfig, lexical_search
+from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _word_overlap, is_test_path,
+                                query_shape, rerank)
+from ctxls.index.ranking import RankingConfig, ScoredChunk, lexical_search
 
 SESSION = '''
 class Session:
@@ -108,6 +110,51 @@ def test_per_file_saturation_lets_another_file_in(engine: Engine) -> None:
     assert len({p.split(":")[0] for p in ranked}) >= 2
     flat = paths(engine, "cookiejar session", RankingConfig(priors=NO_PRIORS), n=5)
     assert {p.split(":")[0] for p in flat} == {"pkg/helpers.py"}
+
+
+def _chunk(chunk_id: int, path: str, score: float) -> ScoredChunk:
+    return ScoredChunk(chunk_id=chunk_id, path=path, kind="code", language="python", symbol=None,
+                       symbol_kind="function", start_line=10 * chunk_id, end_line=10 * chunk_id + 8,
+                       score=score, text="", embed_hash="")
+
+
+def _top_paths(hits: list[ScoredChunk], config: PriorConfig, n: int = 3) -> list[str]:
+    ranked = rerank(None, "code", "retry the upload after a pause", hits, n, config, lambda ids: [])
+    return [h.path for h in ranked]
+
+
+def test_a_file_with_several_matching_chunks_outranks_one_lucky_chunk() -> None:
+    # uploads.py matches in three places, misc.py in one slightly better one.
+    def hits() -> list[ScoredChunk]:
+        return [_chunk(1, "pkg/misc.py", 10.0), _chunk(2, "pkg/uploads.py", 8.0),
+                _chunk(3, "pkg/uploads.py", 7.5), _chunk(4, "pkg/uploads.py", 7.0)]
+    assert _top_paths(hits(), replace(PriorConfig(), coherence_boost=0.0))[0] == "pkg/misc.py"
+    assert _top_paths(hits(), PriorConfig())[0] == "pkg/uploads.py"
+
+
+def test_saturation_gives_the_next_slot_to_another_file() -> None:
+    def hits() -> list[ScoredChunk]:
+        return [_chunk(1, "pkg/a.py", 10.0), _chunk(2, "pkg/a.py", 9.0), _chunk(3, "pkg/a.py", 8.5),
+                _chunk(4, "pkg/b.py", 6.0)]
+    config = replace(PriorConfig(), coherence_boost=0.0)
+    assert _top_paths(hits(), config) == ["pkg/a.py", "pkg/a.py", "pkg/b.py"]
+    assert _top_paths(hits(), replace(config, saturation_decay=1.0)) == ["pkg/a.py"] * 3
+
+
+def test_a_file_the_query_names_joins_the_candidates(engine: Engine) -> None:
+    # A two-chunk BM25 pool misses helpers.py; the query names it ("helpers"),
+    # so its chunks join the candidates and its name lifts them.
+    narrow = RankingConfig(candidate_pool=1, import_boost=0.0)
+    unnamed = replace(narrow, priors=replace(narrow.priors, named_files=0))
+    assert "pkg/helpers.py" in {p.split(":")[0] for p in paths(engine, "cookie jar helpers", narrow, n=2)}
+    assert "pkg/helpers.py" not in {
+        p.split(":")[0] for p in paths(engine, "cookie jar helpers", unnamed, n=2)}
+
+
+def test_a_camel_case_query_word_names_a_file_through_its_parts() -> None:
+    words = query_shape("toString builder for readable descriptions").words
+    assert _word_overlap(words, frozenset({"string", "builder"})) == 2
+    assert _word_overlap(frozenset({"tostring"}), frozenset({"string", "builder"})) == 0
 
 
 def test_a_definition_the_text_match_missed_is_found_through_the_symbol_table(engine: Engine) -> None:
