@@ -134,11 +134,11 @@ def test_a_file_with_several_matching_chunks_outranks_one_lucky_chunk() -> None:
 
 def test_saturation_gives_the_next_slot_to_another_file() -> None:
     def hits() -> list[ScoredChunk]:
-        return [_chunk(1, "pkg/a.py", 10.0), _chunk(2, "pkg/a.py", 9.0), _chunk(3, "pkg/a.py", 8.5),
-                _chunk(4, "pkg/b.py", 6.0)]
+        return [_chunk(i, "pkg/a.py", 10.0 - i / 10) for i in range(1, 5)] + [_chunk(9, "pkg/b.py", 7.0)]
     config = replace(PriorConfig(), coherence_boost=0.0)
-    assert _top_paths(hits(), config) == ["pkg/a.py", "pkg/a.py", "pkg/b.py"]
-    assert _top_paths(hits(), replace(config, saturation_decay=1.0)) == ["pkg/a.py"] * 3
+    # The fourth hit of a.py is worth 0.7 of its score, below b.py's.
+    assert _top_paths(hits(), config, n=4) == ["pkg/a.py"] * 3 + ["pkg/b.py"]
+    assert _top_paths(hits(), replace(config, saturation_decay=1.0), n=4) == ["pkg/a.py"] * 4
 
 
 def test_a_file_the_query_names_joins_the_candidates(engine: Engine) -> None:
