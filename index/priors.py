@@ -131,6 +131,7 @@ class QueryShape:
     wants_compat: bool
 
 
+@functools.lru_cache(maxsize=256)
 def query_shape(query: str) -> QueryShape:
     text = query.strip()
     found = _WORD.findall(text)
@@ -299,49 +300,70 @@ def _word_overlap(words: frozenset[str], parts: frozenset[str]) -> int:
     return sum(any(_names_part(form, parts) for form in _word_forms(word)) for word in words)
 
 
-# connection id -> (the connection, its data_version, [(file id, path words)]).
-# The connection is held so its id cannot be reused by another while cached.
-_FILE_WORDS_CACHE: dict[int, tuple[sqlite3.Connection, int, list[tuple[int, frozenset[str]]]]] = {}
-_FILE_WORDS_CONNECTIONS = 16
+class _PathWordIndex:
+    """Every indexed file's path words (stem and folder), inverted: the files
+    a query word names are found by lookups, not by a scan of all paths."""
+
+    def __init__(self, rows: list[tuple[int, str]]) -> None:
+        self.exact: dict[str, set[int]] = {}
+        # The first four letters of each 4+-letter word -> {word: files}, for
+        # _names_part's shared-prefix rule.
+        self.by_prefix: dict[str, dict[str, set[int]]] = {}
+        self.size: dict[int, int] = {}
+        for file_id, path in rows:
+            parts = _path_words(path)
+            self.size[file_id] = len(parts)
+            for part in parts:
+                self.exact.setdefault(part, set()).add(file_id)
+                if len(part) >= 4:
+                    self.by_prefix.setdefault(part[:4], {}).setdefault(part, set()).add(file_id)
+
+    def files_naming(self, word: str) -> set[int]:
+        files: set[int] = set()
+        for form in _word_forms(word):
+            files |= self.exact.get(form, set())
+            if len(form) >= 4:
+                for part, ids in self.by_prefix.get(form[:4], {}).items():
+                    if part.startswith(form) or form.startswith(part):
+                        files |= ids
+        return files
 
 
-def _file_words(conn: sqlite3.Connection) -> list[tuple[int, frozenset[str]]]:
-    """(file id, its path words) of every indexed file, per connection,
-    rebuilt when a connection has committed since (data_version)."""
+# connection id -> (the connection, its data_version, its _PathWordIndex). The
+# connection is held so its id cannot be reused by another while cached.
+_PATH_INDEXES: dict[int, tuple[sqlite3.Connection, int, _PathWordIndex]] = {}
+_PATH_INDEX_CONNECTIONS = 16
+
+
+def _path_index(conn: sqlite3.Connection) -> _PathWordIndex:
+    """The connection's _PathWordIndex, rebuilt when a connection has
+    committed since it was built (data_version)."""
     version = conn.execute("PRAGMA data_version").fetchone()[0]
-    cached = _FILE_WORDS_CACHE.get(id(conn))
+    cached = _PATH_INDEXES.get(id(conn))
     if cached is None or cached[0] is not conn or cached[1] != version:
-        rows = conn.execute("SELECT id, path FROM files").fetchall()
-        cached = (conn, version, [(file_id, _path_words(path)) for file_id, path in rows])
-        _FILE_WORDS_CACHE.pop(id(conn), None)
-        while len(_FILE_WORDS_CACHE) >= _FILE_WORDS_CONNECTIONS:
-            _FILE_WORDS_CACHE.pop(next(iter(_FILE_WORDS_CACHE)))
-        _FILE_WORDS_CACHE[id(conn)] = cached
+        cached = (conn, version, _PathWordIndex(conn.execute("SELECT id, path FROM files").fetchall()))
+        _PATH_INDEXES.pop(id(conn), None)
+        while len(_PATH_INDEXES) >= _PATH_INDEX_CONNECTIONS:
+            _PATH_INDEXES.pop(next(iter(_PATH_INDEXES)))
+        _PATH_INDEXES[id(conn)] = cached
     return cached[2]
 
 
-def named_file_chunks(conn: sqlite3.Connection, kind: str, query: str, config: PriorConfig
-                      ) -> list[int]:
-    """Chunk ids of the files a sentence query names best: those whose stem
-    or folder words cover the largest share of the query's words (at least
-    one word), at most ``config.named_files`` files; none for a symbol query,
+def named_files(conn: sqlite3.Connection, query: str, config: PriorConfig) -> list[int]:
+    """Ids of the files a sentence query names best: those whose stem or
+    folder words name the most query words (at least one), fewer words in the
+    name first, at most ``config.named_files``; none for a symbol query,
     which the definition boost serves."""
     shape = query_shape(query)
     if config.named_files <= 0 or shape.symbol or shape.word or not shape.words:
         return []
-    scored = []
-    for file_id, parts in _file_words(conn):
-        overlap = _word_overlap(shape.words, parts)
-        if overlap:
-            # More query words named, then fewer words in the name (precision).
-            scored.append((-overlap, len(parts), file_id))
-    scored.sort()
-    files = [file_id for *_, file_id in scored[:config.named_files]]
-    if not files:
-        return []
-    return [row[0] for row in conn.execute(
-        f"SELECT id FROM chunks WHERE kind = ? AND file_id IN ({','.join('?' * len(files))})",
-        [kind, *files])]
+    index = _path_index(conn)
+    named: dict[int, int] = {}
+    for word in shape.words:
+        for file_id in index.files_naming(word):
+            named[file_id] = named.get(file_id, 0) + 1
+    ranked = sorted(named, key=lambda file_id: (-named[file_id], index.size[file_id], file_id))
+    return ranked[:config.named_files]
 
 
 # --- the whole ------------------------------------------------------------------------
@@ -384,10 +406,12 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
                 hit.score += unit * tier * (1.5 if stem in homes else 1.0)
     if config.file_name_boost > 0 and shape.symbol is None and shape.word is None and shape.words:
         unit = best * config.file_name_boost
+        overlaps: dict[str, int] = {}
         for hit in by_id.values():
-            overlap = _word_overlap(shape.words, _path_words(hit.path))
-            if overlap:
-                hit.score += unit * overlap / len(shape.words)
+            if hit.path not in overlaps:
+                overlaps[hit.path] = _word_overlap(shape.words, _path_words(hit.path))
+            if overlaps[hit.path]:
+                hit.score += unit * overlaps[hit.path] / len(shape.words)
     if config.coherence_boost > 0 and by_id:
         _boost_coherent_files(list(by_id.values()), best * config.coherence_boost)
     superseded = _superseded_paths({hit.path for hit in by_id.values()})
