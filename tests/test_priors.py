@@ -11,7 +11,7 @@ import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _word_overlap, is_test_path,
-                                query_shape, rerank)
+                                named_files, query_shape, rerank)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, lexical_search
 
 SESSION = '''
@@ -149,6 +149,25 @@ def test_a_file_the_query_names_joins_the_candidates(engine: Engine) -> None:
     assert "pkg/helpers.py" in {p.split(":")[0] for p in paths(engine, "cookie jar helpers", narrow, n=2)}
     assert "pkg/helpers.py" not in {
         p.split(":")[0] for p in paths(engine, "cookie jar helpers", unnamed, n=2)}
+
+
+def test_the_files_a_query_names_follow_the_index(tmp_path: Path) -> None:
+    # The path words are cached per reader connection; a file indexed after
+    # the first query must be named by the next one.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/client.py").write_text("def send(request):\n    return request\n")
+    engine = Engine(tmp_path, EngineOptions(db_path=str(tmp_path / "db" / "index.db")))
+    try:
+        engine.cold_index()
+        conn = engine.store.reader()
+        query = "retry upload helpers"
+        assert named_files(conn, query, PriorConfig()) == []
+        (tmp_path / "pkg/upload_helpers.py").write_text("def backoff(attempt):\n    return 2 ** attempt\n")
+        engine.index()
+        file_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/upload_helpers.py'").fetchone()[0]
+        assert named_files(conn, query, PriorConfig()) == [file_id]
+    finally:
+        engine.close()
 
 
 def test_a_camel_case_query_word_names_a_file_through_its_parts() -> None:
