@@ -48,6 +48,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import shutil
 import statistics
 import sys
@@ -64,7 +65,7 @@ from memory import FACTS, QUERIES, _vocabulary, synthetic_facts, synthetic_queri
 from pg_server import PgServer  # noqa: E402
 
 from ctxls.index.engine import Engine, EngineOptions  # noqa: E402
-from ctxls.index.memory.postgres import TEXT_SEARCH_CONFIG  # noqa: E402
+from ctxls.index.memory.postgres import TEXT_SEARCH_CONFIG, PostgresMemoryStore  # noqa: E402
 from ctxls.index.memory.transfer import memory_values  # noqa: E402
 from ctxls.index.scopes import EVERYTHING, named_scope  # noqa: E402
 from ctxls.index.tokenize import expand  # noqa: E402
@@ -239,9 +240,31 @@ def load(backend: str, root: Path, db: Path, url: str | None, n_facts: int, hybr
     return out
 
 
+def _server_cpu_ms(postmaster: int) -> float:
+    """CPU time (user + system) of a PostgreSQL server so far: its backends and
+    live workers, plus what exited ones left in the postmaster's child times
+    (parallel workers exit after each query). Clock ticks of 10 ms: only a
+    mean over many requests means anything."""
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def fields(pid: int) -> list[str]:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+    total = sum(int(x) for x in fields(postmaster)[11:15])  # utime stime cutime cstime
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                f = fields(int(entry.name))
+            except OSError:
+                continue
+            if int(f[1]) == postmaster:  # ppid
+                total += int(f[11]) + int(f[12])
+    return total * 1000 / ticks
+
+
 def _client(args) -> dict:
     """One daemon's worth: its own Engine; remembers and/or recalls timed one by one."""
-    root, db, url, hybrid, queries, remembers, worker, rounds = args
+    root, db, url, hybrid, queries, remembers, worker, rounds, postmaster = args
     engine = Engine(Path(root), EngineOptions(db_path=db, embeddings=hybrid, memory_url=url))
     alice = named_scope("alice")
     out: dict = {}
@@ -265,6 +288,7 @@ def _client(args) -> dict:
         out["query_embedding"] = samples
     for mode in ["lexical"] + (["hybrid"] if hybrid else []):
         samples, cpu = [], []
+        server_before = _server_cpu_ms(postmaster) if postmaster else None
         for round_ in range(rounds):
             for query in queries:
                 # A distinct string per round and client: the query-vector cache never answers.
@@ -274,12 +298,14 @@ def _client(args) -> dict:
                 samples.append((time.perf_counter() - t) * 1000)
                 cpu.append((time.process_time() - c) * 1000)
         out[mode], out[f"{mode}_cpu"] = samples, cpu
+        if server_before is not None:
+            out[f"{mode}_server_cpu_mean"] = (_server_cpu_ms(postmaster) - server_before) / len(samples)
     engine.close()
     return out
 
 
 def measure(root: Path, db: Path, url: str | None, hybrid: bool, client_counts: list[int],
-            remembers: int, share: bool) -> dict:
+            remembers: int, share: bool, postmaster: int | None = None) -> dict:
     queries = [q for group in QUERIES.values() for q, _ in group] + synthetic_queries(60)
     out: dict = {}
     with multiprocessing.get_context("spawn").Pool(max(client_counts)) as pool:
@@ -289,7 +315,10 @@ def measure(root: Path, db: Path, url: str | None, hybrid: bool, client_counts: 
             # --share its slice of them twice (240 in all, a loaded machine's run).
             jobs = [(str(root), str(db), url, hybrid,
                      queries[worker::clients] if share else queries, remembers // clients, worker,
-                     2 if clients == 1 or share else 1) for worker in range(clients)]
+                     2 if clients == 1 or share else 1,
+                     # The server's CPU per recall, with one client only (with more,
+                     # each client's window holds the others' requests too).
+                     postmaster if clients == 1 else None) for worker in range(clients)]
             results = pool.map(_client, jobs)
             # *_cpu: the client process's CPU time per operation (all its threads; not
             # the server's): what wall time measures beside the neighbours' load.
@@ -298,6 +327,9 @@ def measure(root: Path, db: Path, url: str | None, hybrid: bool, client_counts: 
                 samples = [x for r in results for x in r.get(name, [])]  # query_embedding: client 0
                 if samples:
                     out[f"{name}_{clients}"] = _percentiles(samples)
+                if f"{name}_server_cpu_mean" in results[0]:
+                    out[f"{name}_server_cpu_mean_ms_{clients}"] = round(
+                        results[0][f"{name}_server_cpu_mean"], 2)
             print(json.dumps({"clients": clients} | {k: v for k, v in out.items()
                                                      if k.endswith(f"_{clients}")}),
                   file=sys.stderr, flush=True)
@@ -383,6 +415,11 @@ def main() -> int:
                                          f"hybrid={kept['hybrid']}: not this run's set")
                     url = server.url(kept["database"])
                     report[backend] = {"load": kept["load"] | {"reused": str(pg_folder)}}
+                    kept_store = PostgresMemoryStore(url)
+                    try:  # to this revision's schema before anything is timed
+                        report[backend]["load"]["migrated"] = kept_store.migrate()
+                    finally:
+                        kept_store.close()
                 else:
                     if backend == "postgresql":
                         url = server.fresh_database()
@@ -396,7 +433,8 @@ def main() -> int:
                 if args.load_only:
                     continue
                 report[backend] |= measure(root, db, url, args.hybrid, client_counts,
-                                           args.remembers, args.share)
+                                           args.remembers, args.share,
+                                           server.process.pid if url is not None else None)
                 if url is not None:
                     report[backend]["cross_tenant_rows"] = cross_tenant_reads(url)
                 print(json.dumps({backend: report[backend]}), file=sys.stderr, flush=True)
