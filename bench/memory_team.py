@@ -383,7 +383,7 @@ def main() -> int:
         root = tmp_path / "root"
         root.mkdir()
         server = None
-        # Traversable by the server user (not pytest's 0700 base); kept with --data.
+        # A fresh folder the server user can traverse; kept with --data.
         pg_folder = args.data or Path(tempfile.mkdtemp(prefix="ctxls-postgres-"))
         try:
             for backend in args.backends.split(","):
