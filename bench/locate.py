@@ -152,10 +152,9 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None) -> Path:
 
 
 # Evidence also kept under these variants of the engine's defaults (chosen
-# between on dev): the text signals' chunks aggregated per file, and how many
-# chunks BM25 hands the text signals.
-VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)},
-            "chunk pool 200": {"chunk_pool": 200}, "chunk pool 300": {"chunk_pool": 300}}
+# between on dev): the text signals' chunks aggregated per file. (Run 5 of
+# BENCHMARKS.md's "Locate" lists the variants tried and dropped.)
+VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)}}
 
 
 def answer_task(engine: Engine, locator: Locator, task: dict, label: str) -> dict:
