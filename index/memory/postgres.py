@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator
 
@@ -228,11 +229,14 @@ class PostgresMemoryStore:
             check=ConnectionPool.check_connection, reconnect_timeout=POOL_WAIT_S * 6,
             name="ctxls-memory")
         self.pool.open(wait=False)
+        # A hybrid recall reads its full text here while its query is embedded.
+        self._overlap = ThreadPoolExecutor(max_workers=POOL_MAX, thread_name_prefix="ctxls-memory")
 
     def describe(self) -> dict:
         return {"backend": self.kind, "schemaVersion": SCHEMA_VERSION}
 
     def close(self) -> None:
+        self._overlap.shutdown(wait=True)
         self.pool.close()
 
     # -- connections, transactions and the tenant fence -------------------------
@@ -520,27 +524,23 @@ class PostgresMemoryStore:
         return clause, args
 
     def lexical_statement(self, kinds: list[str], terms: list[str], limit: int, scope: Scope,
-                          now: int, dim: int | None = None,
-                          vector: str | None = None) -> tuple[str, list]:
+                          now: int) -> tuple[str, list]:
         """The full-text half of a recall, every kind in one statement: per
-        kind, the best ``limit`` rows matching any term, with ts_rank, the
-        cosine to ``vector`` (NULL without one) and how many of the terms each
-        row matches. Ranked first, the rest computed for those rows only: a
-        common word matches thousands of rows, and a cosine each (a vector
-        read per row) cost more than the rank."""
+        kind, the best ``limit`` rows matching any term, with ts_rank and how
+        many of the terms each row matches. Ranked first, the rest computed for
+        those rows only: a common word matches thousands of rows. (Their
+        cosines, a vector read each, come afterwards for these rows only.)"""
         fence, fence_args = self._fence(scope, now, scope_index=False)
         coverage_sql = " + ".join(
             f"(m.tsv @@ to_tsquery('{TEXT_SEARCH_CONFIG}', %s))::int" for _ in terms)
-        cosine_sql = (f"1 - (m.embedding::vector({dim}) <=> %s::vector({dim}))"
-                      if vector is not None else "NULL::float8")
         best = " UNION ALL ".join(
             f"(SELECT m.id, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score FROM ctxls_memory m, "
             f"to_tsquery('{TEXT_SEARCH_CONFIG}', %s) q "
             f"WHERE m.kind = {_kind_literal(kind)} AND m.tsv @@ q AND {fence} "
             "ORDER BY score DESC, m.id LIMIT %s)" for kind in kinds)
-        return (f"SELECT {ROW_COLUMNS}, top.score, {cosine_sql}, {coverage_sql} "
+        return (f"SELECT {ROW_COLUMNS}, top.score, {coverage_sql} "
                 f"FROM ({best}) top JOIN ctxls_memory m ON m.id = top.id",
-                [*([vector] if vector is not None else []), *[f"'{t}'" for t in terms],
+                [*[f"'{t}'" for t in terms],
                  *[a for _ in kinds for a in (_tsquery(terms), *fence_args, limit)]])
 
     def nearest_statement(self, kinds: list[str], k: int, scope: Scope, now: int, dim: int,
@@ -558,35 +558,45 @@ class PostgresMemoryStore:
                now: int, semantic: "SemanticIndex | None",
                dense_only: bool) -> dict[str, list[MemoryRow]]:
         dim = self._vector_dim() if semantic is not None else None
-        vector = _vector_literal(semantic.query_vector(query)) if dim is not None else None
-        if semantic is not None and vector is None and dense_only:
-            return {kind: [] for kind in kinds}
-        pool = n if vector is None else max(n, MEMORY_FUSION_POOL)
         # work_mem: a common word's matches (tens of thousands of rows at 1M facts)
         # in an exact bitmap, not a lossy one rechecked row by row (~25 % of that
         # query); pgvector 0.8's iterative scan: keep walking the HNSW graph until
         # enough rows pass the filters.
-        statements = [(f"SELECT set_config('work_mem', '{RECALL_WORK_MEM}', true), "
-                       "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [])]
+        settings = (f"SELECT set_config('work_mem', '{RECALL_WORK_MEM}', true), "
+                    "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [])
+        full_text = None
         if not dense_only:
-            statements.append(self.lexical_statement(kinds, terms, pool, scope, now, dim, vector))
-        if vector is not None:
-            statements.append(self.nearest_statement(
-                kinds, max(n, ANN_NOMINEES) if dense_only else ANN_NOMINEES, scope, now, dim, vector))
-        results = self._read(scope, statements)
+            # With a model, the full text is read while the query is embedded (the
+            # embedding alone is 12-100 ms here), its cosines afterwards.
+            statement = self.lexical_statement(kinds, terms, n if dim is None else
+                                               max(n, MEMORY_FUSION_POOL), scope, now)
+            full_text = (self._overlap.submit(self._read, scope, [settings, statement])
+                         if dim is not None else self._read(scope, [settings, statement]))
+        vector = _vector_literal(semantic.query_vector(query)) if dim is not None else None
+        if dim is not None and vector is None and dense_only:
+            return {kind: [] for kind in kinds}
+        matched = (full_text.result() if dim is not None else full_text)[1] if full_text else []
         rows: dict[int, tuple] = {}
         # Per kind, as a recall ranks each kind only against itself (fusion scales by the best).
         lexical: dict[str, dict[int, float]] = {kind: {} for kind in kinds}
         coverage: dict[str, dict[int, float]] = {kind: {} for kind in kinds}
         dense: dict[str, dict[int, float | None]] = {kind: {} for kind in kinds}
-        for r in results[1] if not dense_only else ():
+        for r in matched:
             rows[r[0]] = r
             lexical[r[4]][r[0]] = float(r[16])
-            dense[r[4]][r[0]] = float(r[17]) if r[17] is not None else None
-            coverage[r[4]][r[0]] = r[18] / len(terms)
-        for r in results[-1] if vector is not None else ():
-            rows.setdefault(r[0], r)
-            dense[r[4]][r[0]] = float(r[16])
+            coverage[r[4]][r[0]] = r[17] / len(terms)
+        if vector is not None:
+            cosines, nearest = self._read(scope, [
+                (f"SELECT m.id, m.kind, 1 - (m.embedding::vector({dim}) <=> %s::vector({dim})) "
+                 "FROM ctxls_memory m WHERE m.id = ANY(%s)", [vector, list(rows)]),
+                settings,
+                self.nearest_statement(kinds, max(n, ANN_NOMINEES) if dense_only else ANN_NOMINEES,
+                                       scope, now, dim, vector)])[0::2]
+            for row_id, kind, cosine in cosines:
+                dense[kind][row_id] = float(cosine) if cosine is not None else None
+            for r in nearest:
+                rows.setdefault(r[0], r)
+                dense[r[4]][r[0]] = float(r[16])
         found = {}
         for kind in kinds:
             scores = lexical[kind] if vector is None else fused_scores(
