@@ -3,7 +3,8 @@
 Every daemon of a team points at one database; each request is one
 transaction on a pooled connection, so a write is visible to every other
 daemon as soon as it is acknowledged (acknowledged after COMMIT). A read is
-one round trip (``_read``: its tenancy and statements as one query).
+one round trip (``_read``: its tenancy and statements as one query); a
+hybrid recall makes two, the first while its query is being embedded.
 
 Tables (``SCHEMA_VERSION``; ``ctxls_memory_meta`` holds ``schema_version``,
 ``text_search_config`` and, once a daemon with embeddings has written,
