@@ -111,23 +111,34 @@ def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: 
 def bm25_of_files(conn: sqlite3.Connection, kind: str, terms: list[str], config: RankingConfig,
                   file_ids: Sequence[int]) -> dict[int, float]:
     """chunk id -> BM25 score of the chunks of ``file_ids`` that match a term.
-    A file's chunks hold a run of ids, and FTS5 seeks a rowid range in its
-    posting lists: one range query per file costs about a millisecond where
-    a ``rowid IN`` filter would score every match of the whole index again."""
+    A file's chunks hold a few runs of ids (one when indexed whole, more after
+    edits reused some rows), and FTS5 seeks a rowid range in its posting
+    lists: a range query per run costs well under a millisecond, where a
+    ``rowid IN`` filter would score every match of the whole index again."""
     if not file_ids or not terms:
         return {}
-    ids_by_file: dict[int, set[int]] = {}
-    for chunk_id, file_id in conn.execute(
-            f"SELECT id, file_id FROM chunks WHERE kind = ? AND file_id IN "
-            f"({','.join('?' * len(file_ids))})", [kind, *file_ids]):
-        ids_by_file.setdefault(file_id, set()).add(chunk_id)
+    ids: set[int] = {row[0] for row in conn.execute(
+        f"SELECT id FROM chunks WHERE kind = ? AND file_id IN ({','.join('?' * len(file_ids))})",
+        [kind, *file_ids])}
     table = FTS_TABLE_BY_KIND[kind]
     scores: dict[int, float] = {}
-    for ids in ids_by_file.values():
+    for low, high in _id_runs(ids):
         scores.update((chunk_id, score) for chunk_id, score in bm25_scores(
             conn, table, terms, config, where=f"{table}.rowid BETWEEN ? AND ?",
-            where_args=(min(ids), max(ids))).items() if chunk_id in ids)
+            where_args=(low, high)).items() if chunk_id in ids)
     return scores
+
+
+def _id_runs(ids: set[int], gap: int = 256) -> list[tuple[int, int]]:
+    """(low, high) spans covering ``ids``, split where two neighbours are
+    more than ``gap`` apart (a range over other files' rows costs their matches)."""
+    runs: list[tuple[int, int]] = []
+    for chunk_id in sorted(ids):
+        if runs and chunk_id - runs[-1][1] <= gap:
+            runs[-1] = (runs[-1][0], chunk_id)
+        else:
+            runs.append((chunk_id, chunk_id))
+    return runs
 
 
 def _chunks_by_id(conn: sqlite3.Connection, ids) -> dict[int, tuple]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.ranking import FUSIONS, RankingConfig, bm25_scores, fused_scores, lexical_search
+from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_scores, fused_scores,
+                                 lexical_search)
 from ctxls.index.tokenize import query_terms
 
 from conftest import write_tree
@@ -56,6 +57,32 @@ def test_bm25_also_scores_rows_outside_the_top_in_the_same_scan(tmp_path):
     assert set(top) == {*ranked[:2], ranked[-1]}  # the unmatched row has no BM25 score
     assert all(top[rid] == pytest.approx(every[rid]) for rid in top)
     engine.close()
+
+
+def test_a_files_own_scores_equal_the_whole_scan_after_edits_reused_its_rows(tmp_path):
+    body = "".join(f"def parse_{i}(text):\n" + "    tokens = text.split()  # parse the words\n" * 12
+                   + "    return tokens\n\n\n" for i in range(3))
+    write_tree(tmp_path, {"a.py": body, "b.py": body.replace("parse_", "other_")})
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    # An edit keeps a.py's unchanged rows and gives its new function ids after b.py's.
+    (tmp_path / "a.py").write_text(body + "def parse_more(text):\n    return parse_0(text)\n")
+    engine.index()
+    conn, config = engine.store.reader(), RankingConfig()
+    terms = query_terms("parse words")
+    file_id = conn.execute("SELECT id FROM files WHERE path = 'a.py'").fetchone()[0]
+    own = {row[0] for row in conn.execute("SELECT id FROM chunks WHERE file_id = ?", (file_id,))}
+    every = bm25_scores(conn, "fts_code", terms, config)
+    expected = {rid: score for rid, score in every.items() if rid in own}
+    scored = bm25_of_files(conn, "code", terms, config, [file_id])
+    assert expected and scored.keys() == expected.keys()
+    assert all(scored[rid] == pytest.approx(expected[rid]) for rid in expected)
+    engine.close()
+
+
+def test_id_runs_split_where_other_rows_lie_between() -> None:
+    assert _id_runs({5, 6, 7}) == [(5, 7)]
+    assert _id_runs({1, 2, 900, 901}, gap=256) == [(1, 2), (900, 901)]
 
 
 def test_import_boost_lifts_the_neighbours_of_top_files_both_ways(tmp_path):
