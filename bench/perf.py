@@ -327,13 +327,17 @@ class BenchDaemon:
             times.append(time.perf_counter() - t0)
         return Latency.of(times)
 
-    async def visible(self, ident: str, deadline: float, interval: float = 0.0) -> int | None:
-        """Recall polls until ``ident`` finds EDIT_SYMBOL first; None on timeout."""
+    async def visible(self, ident: str, line: int, deadline: float, interval: float = 0.0
+                      ) -> int | None:
+        """Recall polls until ``ident`` finds the chunk holding the marker's
+        ``line`` first (by its span: packing may file EDIT_SYMBOL's lines under
+        a sibling's name); None on timeout."""
         polls = 0
         while time.perf_counter() < deadline:
             polls += 1
             hits = (await self.request("ctxls/recall", {"query": ident, "kind": "code", "n": 1}))["hits"]
-            if hits and hits[0]["path"] == EDIT_PATH and hits[0]["chunk"]["symbol"] == EDIT_SYMBOL:
+            if (hits and hits[0]["path"] == EDIT_PATH
+                    and hits[0]["chunk"]["startLine"] <= line <= hits[0]["chunk"]["endLine"]):
                 return polls
             if interval:
                 await asyncio.sleep(interval)
@@ -342,7 +346,7 @@ class BenchDaemon:
     async def open(self, buffer: MarkedBuffer) -> None:
         self.client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
             uri=self.doc_uri, language_id="python", version=self.version, text=buffer.current)))
-        if await self.visible(buffer.ident, time.perf_counter() + 60) is None:
+        if await self.visible(buffer.ident, buffer.line, time.perf_counter() + 60) is None:
             raise RuntimeError("the opened buffer never became visible in recall")
 
     def rename(self, buffer: MarkedBuffer) -> str:
@@ -362,7 +366,7 @@ class BenchDaemon:
         for _ in range(edits):
             t0 = time.perf_counter()
             new = self.rename(buffer)
-            n = await self.visible(new, t0 + EDIT_TIMEOUT_S, interval)
+            n = await self.visible(new, buffer.line, t0 + EDIT_TIMEOUT_S, interval)
             if n is None:
                 failures += 1
                 continue
