@@ -119,9 +119,20 @@ async function recall(query) {
 }
 
 async function openFile(name) {
-  await quickInput('KeyP', name);
-  await clickText('.quick-input-list .monaco-list-row', new RegExp(escape(name.split('/').pop())), `open ${name}`);
-  await waitForText('.tab.active', new RegExp(escape(name.split('/').pop())), `tab of ${name}`);
+  const base = new RegExp(escape(name.split('/').pop()));
+  // Quick open re-renders its list as the file search answers: a click can
+  // land on a row being replaced, and then nothing opens. Ask again.
+  for (let attempt = 1; ; attempt += 1) {
+    await quickInput('KeyP', name);
+    await clickText('.quick-input-list .monaco-list-row', base, `open ${name}`);
+    try {
+      await waitForText('.tab.active', base, `tab of ${name}`, attempt < 3 ? 15000 : TIMEOUT_MS);
+      return;
+    } catch (error) {
+      if (attempt >= 3) throw error;
+      await page.keyboard.press('Escape');
+    }
+  }
 }
 
 function escape(text) {
