@@ -290,17 +290,6 @@ def _word_forms(word: str) -> frozenset[str]:
     return frozenset({word.lower(), *parts})
 
 
-def _names_part(form: str, parts: frozenset[str]) -> bool:
-    """A shared prefix of 4+ characters counts (``dependency`` / ``dependencies``)."""
-    return form in parts or (len(form) >= 4 and any(
-        len(part) >= 4 and (part.startswith(form) or form.startswith(part)) for part in parts))
-
-
-def _word_overlap(words: frozenset[str], parts: frozenset[str]) -> int:
-    """How many query words name a path part."""
-    return sum(any(_names_part(form, parts) for form in _word_forms(word)) for word in words)
-
-
 class _PathWordIndex:
     """Every indexed file's path words (stem and folder), inverted: the files
     a query word names are found by lookups, not by a scan of all paths."""
@@ -308,10 +297,14 @@ class _PathWordIndex:
     def __init__(self, rows: list[tuple[int, str]]) -> None:
         self.exact: dict[str, set[int]] = {}
         # The first four letters of each 4+-letter word -> {word: files}, for
-        # _names_part's shared-prefix rule.
+        # files_naming's shared-prefix rule.
         self.by_prefix: dict[str, dict[str, set[int]]] = {}
         self.size: dict[int, int] = {}
+        self.ids: dict[str, int] = {}
+        # One recall asks twice (named_files, then the file-name boost).
+        self._counts: dict[frozenset[str], dict[int, int]] = {}
         for file_id, path in rows:
+            self.ids[path] = file_id
             parts = _path_words(path)
             self.size[file_id] = len(parts)
             for part in parts:
@@ -320,6 +313,8 @@ class _PathWordIndex:
                     self.by_prefix.setdefault(part[:4], {}).setdefault(part, set()).add(file_id)
 
     def files_naming(self, word: str) -> set[int]:
+        """The files whose path words the query word names: equal, or sharing a
+        prefix of 4+ letters (``dependency`` / ``dependencies``)."""
         files: set[int] = set()
         for form in _word_forms(word):
             files |= self.exact.get(form, set())
@@ -328,6 +323,19 @@ class _PathWordIndex:
                     if part.startswith(form) or form.startswith(part):
                         files |= ids
         return files
+
+    def name_counts(self, words: frozenset[str]) -> dict[int, int]:
+        """file id -> how many of ``words`` name it (files naming none are absent)."""
+        counts = self._counts.get(words)
+        if counts is None:
+            counts = {}
+            for word in words:
+                for file_id in self.files_naming(word):
+                    counts[file_id] = counts.get(file_id, 0) + 1
+            if len(self._counts) >= 64:
+                self._counts.clear()
+            self._counts[words] = counts
+        return counts
 
 
 # connection id -> (the connection, its data_version, its _PathWordIndex). The
@@ -364,10 +372,7 @@ def named_files(conn: sqlite3.Connection, query: str, config: PriorConfig) -> li
     if config.named_files <= 0 or shape.symbol or shape.word or not shape.words:
         return []
     index = _path_index(conn)
-    named: dict[int, int] = {}
-    for word in shape.words:
-        for file_id in index.files_naming(word):
-            named[file_id] = named.get(file_id, 0) + 1
+    named = index.name_counts(shape.words)
     ranked = sorted(named, key=lambda file_id: (-named[file_id], index.size[file_id], file_id))
     return ranked[:config.named_files]
 
@@ -412,12 +417,12 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
                 hit.score += unit * tier * (1.5 if stem in homes else 1.0)
     if config.file_name_boost > 0 and shape.symbol is None and shape.word is None and shape.words:
         unit = best * config.file_name_boost
-        overlaps: dict[str, int] = {}
+        index = _path_index(conn)
+        named = index.name_counts(shape.words)
         for hit in by_id.values():
-            if hit.path not in overlaps:
-                overlaps[hit.path] = _word_overlap(shape.words, _path_words(hit.path))
-            if overlaps[hit.path]:
-                hit.score += unit * overlaps[hit.path] / len(shape.words)
+            count = named.get(index.ids.get(hit.path, -1), 0)
+            if count:
+                hit.score += unit * count / len(shape.words)
     if config.coherence_boost > 0 and by_id:
         _boost_coherent_files(list(by_id.values()), best * config.coherence_boost)
     superseded = _superseded_paths({hit.path for hit in by_id.values()})

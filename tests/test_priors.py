@@ -4,13 +4,14 @@ query asks for what it demotes."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _word_overlap, is_test_path,
+from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _PathWordIndex, is_test_path,
                                 named_files, query_shape, rerank)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, lexical_search
 
@@ -119,7 +120,9 @@ def _chunk(chunk_id: int, path: str, score: float) -> ScoredChunk:
 
 
 def _top_paths(hits: list[ScoredChunk], config: PriorConfig, n: int = 3) -> list[str]:
-    ranked = rerank(None, "code", "retry the upload after a pause", hits, n, config, lambda ids: [])
+    conn = sqlite3.connect(":memory:")  # a store whose files table names none of them
+    conn.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT)")
+    ranked = rerank(conn, "code", "retry the upload after a pause", hits, n, config, lambda ids: [])
     return [h.path for h in ranked]
 
 
@@ -172,8 +175,9 @@ def test_the_files_a_query_names_follow_the_index(tmp_path: Path) -> None:
 
 def test_a_camel_case_query_word_names_a_file_through_its_parts() -> None:
     words = query_shape("toString builder for readable descriptions").words
-    assert _word_overlap(words, frozenset({"string", "builder"})) == 2
-    assert _word_overlap(frozenset({"tostring"}), frozenset({"string", "builder"})) == 0
+    index = _PathWordIndex([(1, "src/ToStringBuilder.java")])
+    assert index.name_counts(words) == {1: 2}
+    assert index.name_counts(frozenset({"tostring"})) == {}
 
 
 def test_a_definition_the_text_match_missed_is_found_through_the_symbol_table(engine: Engine) -> None:
