@@ -128,6 +128,9 @@ def _build_chunks(lines: list[str], pieces: list[_Piece], language: str, kind: s
 
 PACK_CHARS = 1500
 TINY_LINES = 2
+# Residue shorter than this is tiny whatever its line count (`}` and a macro's
+# opening line, a blank line between).
+TINY_CHARS = 80
 # A definition this short is packed with its short siblings (400 on the
 # code-search dev set: 250 and 700 gave description NDCG@10 0.485 and 0.513
 # against 0.506, the larger by making every chunk a bundle).
@@ -186,7 +189,7 @@ def _absorb_tiny(lines: list[str], groups: list[list]) -> list[list]:
     while index < len(groups):
         group = groups[index]
         lines_, chars = _group_size(lines, group)
-        if lines_ <= TINY_LINES:
+        if lines_ <= TINY_LINES or (chars <= TINY_CHARS and not any(piece.symbol for piece, _ in group)):
             # A header (a container's, a heading's) introduces what follows it.
             head = group[0][0]
             leads = head.body_end > head.end or head.symbol_kind == "section"
@@ -194,9 +197,13 @@ def _absorb_tiny(lines: list[str], groups: list[list]) -> list[list]:
             after = groups[index + 1] if index + 1 < len(groups) else None
             # A header joins what it introduces whatever the size (a long
             # first member is split later, the header staying with its start).
-            options = [g for g in (before, after)
-                       if g is not None and (_group_size(lines, g)[1] + chars <= PACK_CHARS
-                                             or (leads and g is after))]
+            neighbours = [g for g in (before, after) if g is not None]
+            options = [g for g in neighbours
+                       if _group_size(lines, g)[1] + chars <= PACK_CHARS or (leads and g is after)]
+            # Between two long neighbours (a macro's opening line between two
+            # large definitions) a tiny piece still joins one: a 1-2-line
+            # chunk is never worth a hit of its own.
+            options = options or neighbours
             if options:
                 target = min(options, key=lambda g: _group_size(lines, g)[1])
                 if target is before:
@@ -716,7 +723,34 @@ def _rust_decl(node: Node) -> _Decl | None:
         return _Decl("impl", (type_name,), node.child_by_field_name("body")) if type_name else None
     if node_type == "mod_item":
         return _container(node, "namespace", is_type=False)
+    if node_type == "macro_invocation":
+        return _rust_macro_items(node)
     return None
+
+
+# An item keyword at the start of a line: the token tree may hold items.
+_RUST_ITEM_LINE = re.compile(rb"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
+                             rb"(?:fn|struct|enum|trait|impl|mod|type|union)\b", re.MULTILINE)
+
+
+def _rust_macro_items(node: Node) -> _Decl | None:
+    """`cfg_rt! { pub fn spawn_blocking(…) {…} }`: crates gate whole groups of
+    items behind such macros (tokio does it in most files), and tree-sitter
+    leaves a macro's body an unparsed token tree, so those items were one
+    anonymous residue chunk. The body is parsed again as items, padded so its
+    rows are the file's, and its items are collected like a module's; a body
+    that is not valid items (`bitflags!`, `thread_local!`) stays residue."""
+    body = node.named_children[-1] if node.named_children else None
+    if body is None or body.type != "token_tree" or body.end_point.row - body.start_point.row < 2:
+        return None
+    inner = (body.text or b"")[1:-1]
+    if not _RUST_ITEM_LINE.search(inner):
+        return None
+    padded = b"\n" * body.start_point.row + b" " * (body.start_point.column + 1) + inner
+    root = parser_for("rust").parse(padded).root_node
+    if root.has_error:
+        return None
+    return _Decl("macro", (), root, is_type=False)
 
 
 def _rust_type_name(type_node: Node | None) -> str:

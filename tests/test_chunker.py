@@ -873,6 +873,42 @@ def test_rust_module_qualifies_its_items() -> None:
     check("src/lib.rs", text, [("net", "namespace", 0, 0), ("net.connect", "function", 1, 1)])
 
 
+def test_rust_items_inside_a_cfg_macro_are_definitions_at_their_own_rows() -> None:
+    # tokio gates groups of items behind `cfg_rt! { … }`; tree-sitter leaves the
+    # body a token tree, so without a second parse they were one residue chunk.
+    text = source(
+        """
+        use std::io;
+
+        cfg_rt! {
+            /// Runs a blocking closure on a thread of its own.
+            pub fn spawn_blocking<F>(f: F) {
+                run(f)
+            }
+
+            impl Pool {
+                fn grow(&self) {}
+            }
+        }
+
+        bitflags! {
+            pub struct Ready: u8 {
+                const READABLE = 1;
+            }
+        }
+        """
+    )
+    check("src/task/blocking.rs", text, [
+        (None, "module", 0, 2),  # the `use` and the macro's first line
+        ("spawn_blocking", "function", 3, 6),
+        ("Pool", "impl", 8, 8),
+        ("Pool.grow", "method", 9, 9),
+        (None, "module", 10, 17),  # `bitflags!` is not items: residue
+    ])
+    assert [s.symbol for s in definition_chunks("src/task/blocking.rs", text).symbols] == [
+        "spawn_blocking", "Pool", "Pool.grow"]
+
+
 def test_typescript_declare_module_and_default_export() -> None:
     text = source(
         """
