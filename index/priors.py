@@ -15,7 +15,7 @@ hybrid, any positive scale) and picks the top ``n``:
    that names a symbol, the chunk that defines it first (a class before its
    methods, a trait before its ``impl``s), found in the symbol table even
    when the text match missed it; identifiers embedded in a sentence get
-   half of it;
+   half of it, shared among the files that define them;
 4. a file-name boost for sentence queries whose words name the file or its
    folder;
 5. per-file saturation while selecting: each further hit from a file that
@@ -400,8 +400,13 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
             longest: dict[tuple[int, str], int] = {}
             for _, symbol, _, file_id, span in found:
                 longest[(file_id, symbol)] = max(longest.get((file_id, symbol), 0), span)
+            # A name inside a sentence is weaker evidence the more files define
+            # it ("toString builder for …" names twenty `toString`s, none of
+            # them the place): its boost is shared among those files.
+            defining_files = len({file_id for file_id, _ in longest})
+            share_of_name = 1.0 / max(1, defining_files) if shape.embedded else 1.0
             for chunk_id, symbol, symbol_kind, file_id, span in found:
-                tier = _definition_tier(symbol, symbol_kind, name)
+                tier = _definition_tier(symbol, symbol_kind, name) * share_of_name
                 if span < longest[(file_id, symbol)]:
                     tier *= config.signature_share
                 boosts[chunk_id] = max(tier, boosts.get(chunk_id, 0.0))

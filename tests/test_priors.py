@@ -186,6 +186,31 @@ def test_a_definition_the_text_match_missed_is_found_through_the_symbol_table(en
     assert paths(engine, "merge_cookies")[0] == "pkg/cookies.py:merge_cookies"
 
 
+def test_a_name_many_files_define_weighs_little_inside_a_sentence(tmp_path: Path) -> None:
+    # commons-lang: "toString builder for human-readable object descriptions"
+    # named twenty `toString` methods, each boosted above ToStringBuilder.
+    for name in ("Range", "CharSet", "Fraction", "Pair", "Triple", "MutableInt"):
+        (tmp_path / f"{name}.java").write_text(
+            f"public final class {name} {{\n"
+            f"    /** The string form of this {name.lower()}, for logs and messages. */\n"
+            f"    @Override\n    public String toString() {{\n"
+            f"        return \"{name}[\" + describe() + \"]\";\n    }}\n}}\n")
+    (tmp_path / "ToStringBuilder.java").write_text(
+        "/** Assists in building readable descriptions of objects, field by field. */\n"
+        "public class ToStringBuilder {\n"
+        "    private final StringBuffer buffer = new StringBuffer();\n"
+        + "".join(f"    public ToStringBuilder append(String fieldName, {t} value) {{\n"
+                  f"        style.append(buffer, fieldName, value);\n        return this;\n    }}\n"
+                  for t in ("int", "long", "Object", "boolean", "char", "double", "float", "short"))
+        + "}\n")
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    hits = lexical_search(engine.store.reader(), "code",
+                          "toString builder for human-readable object descriptions", 3, RankingConfig())
+    assert hits[0].path == "ToStringBuilder.java"
+    engine.close()
+
+
 def test_an_implementation_ranks_above_its_overload_signatures(tmp_path: Path) -> None:
     overloads = "".join(
         f"/** Emits the first value{' matching a predicate' * i}, or a default value. */\n"
