@@ -583,8 +583,9 @@ def _js_decl(node: Node) -> _Decl | None:
         if declaration is not None:
             return _js_decl(declaration)
         value = node.child_by_field_name("value")  # export default <expression>
-        if value is not None and value.type in _JS_FUNCTION_VALUES:
-            return _Decl("function", ("default",))
+        if value is not None and _js_wraps_function(value):
+            function = _js_unwrapped(value)
+            return _Decl("function", (_text(function.child_by_field_name("name")) or "default",))
         if value is not None and value.type == "class":
             return _Decl("class", (_text(value.child_by_field_name("name")) or "default",), value.child_by_field_name("body"))
         return None
@@ -646,6 +647,31 @@ def _js_assignment_decl(node: Node) -> _Decl | None:
     return _Decl("object", parts, members) if members is not None else None
 
 
+def _js_unwrapped(value: Node, depth: int = 3) -> Node:
+    """The function a value wraps, or the value: `supported && function http(…) {…}`
+    (axios's adapters), `(async (config) => {…})`, `memo((props) => …)`,
+    `$constructor("Name", (inst, def) => {…})` (zod's schemas)."""
+    while depth > 0 and value.type not in _JS_FUNCTION_VALUES:
+        depth -= 1
+        if value.type in ("parenthesized_expression", "binary_expression", "as_expression",
+                          "satisfies_expression"):
+            candidates = [value.named_children[-1]] if value.named_children else []
+        elif value.type == "call_expression":
+            arguments = value.child_by_field_name("arguments")
+            candidates = [a for a in (arguments.named_children if arguments is not None else [])
+                          if a.type in _JS_FUNCTION_VALUES or a.type == "parenthesized_expression"][-1:]
+        else:
+            candidates = []
+        if not candidates:
+            return value
+        value = candidates[0]
+    return value
+
+
+def _js_wraps_function(value: Node) -> bool:
+    return _js_unwrapped(value).type in _JS_FUNCTION_VALUES
+
+
 def _js_variable_decl(node: Node) -> _Decl | None:
     """`const f = () => …` is a function, `const C = class {…}` a class,
     `const fixer = Object.freeze({ remove() {…} })` an object of methods."""
@@ -656,7 +682,7 @@ def _js_variable_decl(node: Node) -> _Decl | None:
         value = declarator.child_by_field_name("value")
         if name is None or value is None or name.type != "identifier":
             continue
-        if value.type in _JS_FUNCTION_VALUES:
+        if _js_wraps_function(value):
             return _Decl("function", (_text(name),))
         if value.type == "class":
             return _Decl("class", (_text(name),), value.child_by_field_name("body"))

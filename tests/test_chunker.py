@@ -909,6 +909,27 @@ def test_rust_items_inside_a_cfg_macro_are_definitions_at_their_own_rows() -> No
         "spawn_blocking", "Pool", "Pool.grow"]
 
 
+def test_javascript_functions_behind_a_guard_or_inside_a_call_are_definitions() -> None:
+    # axios exports its adapters as `supported && function httpAdapter(…) {…}`;
+    # zod builds its schemas as `$constructor("Name", (inst, def) => {…})`.
+    text = source(
+        """
+        export default isHttpAdapterSupported && function httpAdapter(config) {
+          return dispatch(config);
+        }
+        export const $ZodString = core.$constructor("$ZodString", (inst, def) => {
+          inst.parse = def.parse;
+        });
+        const total = compute(1, 2);
+        """
+    )
+    check("lib/adapters/http.js", text, [
+        ("httpAdapter", "function", 0, 2),
+        ("$ZodString", "function", 3, 5),
+        (None, "module", 6, 6),
+    ])
+
+
 def test_typescript_declare_module_and_default_export() -> None:
     text = source(
         """
