@@ -34,6 +34,12 @@ embeddings on for the chunks ``--embed-candidates`` embedded (each task's
 best files by the lexical signals: the ``semantic`` signal re-ranks those).
 ``--latency`` times ``Engine.locate`` on that tree with the django tasks'
 texts (``--embeddings``: with vectors).
+
+With ``--repo``, ``--embed-candidates`` embeds during the walk instead: at each
+commit, the chunks of the task's best files by the lexical signals that lack
+a vector (a vector is keyed by the chunk's embedding text, so the unchanged
+chunks keep theirs from commit to commit), for the tasks of ``--embed-splits``;
+the other tasks are answered without vectors.
 """
 
 from __future__ import annotations
@@ -112,8 +118,22 @@ def evidence_json(files: dict[str, FileEvidence]) -> dict:
     return {path: {"s": ev.signals, "t": ev.test_or_doc} for path, ev in files.items()}
 
 
-def run_repo(repo: str, tasks: list[dict], limit: int | None) -> Path:
-    """Walk the repository's tasks in commit order; append one result line each."""
+def walk_db(name: str, embeddings: bool) -> Path:
+    """The walk's store; with embeddings a directory of its own (the vector
+    file sits beside the store under a fixed name)."""
+    if not embeddings:
+        return LOCATE_DIR / f"{name}.db"
+    return LOCATE_DIR / f"{name}-embed" / "index.db"
+
+
+def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | None = None,
+             embed_splits: tuple[str, ...] = ("dev", "test")) -> Path:
+    """Walk the repository's tasks in commit order; append one result line each.
+    With ``embed_pool``, at each commit the code chunks of the task's best
+    ``embed_pool`` files by the lexical signals (those ``semantic`` re-ranks)
+    get their vectors first, for the tasks of ``embed_splits``: a chunk's
+    vector is keyed by its embedding text, so it carries to later commits
+    while the chunk is unchanged."""
     name = repo.replace("/", "+")
     git_dir = MIRROR / name / "repo"
     if not git_dir.is_dir():
@@ -130,7 +150,9 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None) -> Path:
     tree.mkdir(parents=True, exist_ok=True)
     # The tree must answer `git ls-files` for discovery: a .git file pointing at the snapshot.
     (tree / ".git").write_text(f"gitdir: {git_dir}\n")
-    engine = Engine(tree, EngineOptions(db_path=str(LOCATE_DIR / f"{name}.db")))
+    db = walk_db(name, embed_pool is not None)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    engine = Engine(tree, EngineOptions(db_path=str(db), embeddings=embed_pool is not None))
     locator = Locator()
     try:
         for task in dated:
@@ -139,16 +161,49 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None) -> Path:
             started = time.perf_counter()
             stats = engine.index()
             reindex_s = time.perf_counter() - started
-            line = answer_task(engine, locator, task, repo)
+            embedded = {}
+            with_vectors = embed_pool is not None and task["split"] in embed_splits
+            if with_vectors:
+                conn = engine.store.reader()
+                pool = [p for p, _ in locator.rank(locator.evidence(conn, task["text"]), embed_pool, False)]
+                started = time.perf_counter()
+                count = embed_files(engine, conn, pool)
+                embedded = {"embedded": count, "embed_s": round(time.perf_counter() - started, 1)}
+            line = answer_task(engine, locator, task, repo, use_vectors=with_vectors)
             line.update(reindex_s=round(reindex_s, 3),
-                        changed=stats.added + stats.updated + stats.removed)
+                        changed=stats.added + stats.updated + stats.removed, **embedded)
             with results.open("a") as out:
                 out.write(json.dumps(line) + "\n")
             print(f"{task['id']}: re-index {reindex_s:.1f}s ({line['changed']} files), "
-                  f"locate {line['locate_ms']:.0f} ms", flush=True)
+                  + (f"embedded {count} chunks in {embedded['embed_s']}s, " if embedded else "")
+                  + f"locate {line['locate_ms']:.0f} ms", flush=True)
     finally:
+        if engine.semantic is not None and engine.semantic.ready:
+            engine.semantic.save()
         engine.close()
     return results
+
+
+def embed_files(engine: Engine, conn, paths: list[str]) -> int:
+    """Give every chunk of ``paths`` a vector now (those missing one), and
+    nothing else: the paths go first in the worker's queue, stepped until none
+    of their chunks is left without a vector. Returns how many were embedded."""
+    if not paths or not engine.semantic.ensure_loaded():
+        return 0
+
+    def missing() -> int:
+        return conn.execute(
+            f"SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id WHERE "
+            f"f.path IN ({','.join('?' * len(paths))}) AND NOT EXISTS "
+            f"(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash)", paths).fetchone()[0]
+
+    before = engine.semantic.embedded_total
+    if missing():
+        for path in paths:
+            engine.semantic.mark_urgent(path)
+        while missing() and engine.semantic.step():
+            pass
+    return engine.semantic.embedded_total - before
 
 
 # Evidence also kept under these variants of the engine's defaults (chosen
@@ -157,11 +212,14 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None) -> Path:
 VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)}}
 
 
-def answer_task(engine: Engine, locator: Locator, task: dict, label: str) -> dict:
+def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
+                use_vectors: bool = True) -> dict:
     """One task's answers: locate's evidence per file (with the ``semantic``
-    signal when the engine has vectors), recall's and plain BM25's files."""
+    signal when the engine has vectors and ``use_vectors``), recall's and
+    plain BM25's files."""
     conn = engine.store.reader()
-    semantic = engine.semantic if engine.semantic is not None and engine.semantic.has_vectors() else None
+    semantic = engine.semantic if (use_vectors and engine.semantic is not None
+                                   and engine.semantic.has_vectors()) else None
     started = time.perf_counter()
     files = locator.evidence(conn, task["text"], semantic)
     locate_ms = (time.perf_counter() - started) * 1000
@@ -222,29 +280,11 @@ def embed_candidates(tasks: list[dict], pool: int) -> None:
                     wanted |= {path for path, _ in locator.rank(files, pool, False)}
             listed = sorted(wanted - done)
             done |= wanted
-            for path in listed:
-                engine.semantic.mark_urgent(path)
-
-            def missing() -> int:
-                return conn.execute(
-                    f"SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id WHERE "
-                    f"f.path IN ({','.join('?' * len(listed))}) AND NOT EXISTS "
-                    f"(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash)",
-                    listed).fetchone()[0]
-
             started = time.perf_counter()
-            total = missing()
-            print(f"{split}: {len(listed)} files, {total} chunks without a vector", flush=True)
-            steps = 0
-            while total and engine.semantic.step():
-                steps += 1
-                if steps % 25 == 0:
-                    left = missing()
-                    print(f"  {total - left}/{total} in {time.perf_counter() - started:.0f}s", flush=True)
-                    if left == 0:
-                        break
+            count = embed_files(engine, conn, listed)
             engine.semantic.save()
-            print(f"{split}: embedded in {time.perf_counter() - started:.0f}s", flush=True)
+            print(f"{split}: {len(listed)} files, {count} chunks embedded in "
+                  f"{time.perf_counter() - started:.0f}s", flush=True)
     finally:
         engine.close()
 
@@ -413,9 +453,14 @@ def evaluate() -> None:
                   f"{m['acc@5']} | {m['acc@10']} | {m['mrr']} |")
     for split in ("dev", "test"):
         subset = [r for r in rows if r["split"] == split]
-        m = metrics([(ranked_from_evidence(evidence_of(r, variant), chosen), r["gold"]) for r in subset])
-        print(f"all {split} ({m['n']} tasks), locate (lexical), dev-chosen: Acc@1 {m['acc@1']}, "
-              f"Acc@5 {m['acc@5']}")
+        for label, method in methods.items():
+            if not label.startswith("locate"):
+                continue
+            ranked = [(method(r), r["gold"]) for r in subset]
+            ranked = [(files, gold) for files, gold in ranked if files is not None]
+            m = metrics(ranked)
+            print(f"all {split} ({m['n']} of {len(subset)} tasks), {label}: Acc@1 {m['acc@1']}, "
+                  f"Acc@3 {m['acc@3']}, Acc@5 {m['acc@5']}, Acc@10 {m['acc@10']}, MRR {m['mrr']}")
     walked = [r for r in rows if r["repo"] != DJANGO_ON_CORPUS]
     reindex = [r["reindex_s"] for r in walked] or [0.0]
     changed = [r["changed"] for r in walked] or [0]
@@ -478,13 +523,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=1,
                         help="passes over the texts (after the first, query vectors come from the cache)")
     parser.add_argument("--embed-candidates", type=int, metavar="FILES",
-                        help="embed the chunks of each django task's best FILES files (lexical)")
+                        help="embed the chunks of each task's best FILES files (lexical): with "
+                             "--repo at each commit of the walk, else django's store")
+    parser.add_argument("--embed-splits", default="dev,test",
+                        help="with --repo --embed-candidates: the splits whose tasks get vectors")
     parser.add_argument("--embeddings", action="store_true", help="--latency with embeddings on")
     args = parser.parse_args()
     tasks = load_tasks()
     for repo in args.repo or ():
-        run_repo(repo, tasks, args.limit)
-    if args.embed_candidates:
+        run_repo(repo, tasks, args.limit, args.embed_candidates,
+                 tuple(args.embed_splits.split(",")))
+    if args.embed_candidates and not args.repo:
         embed_candidates(tasks, args.embed_candidates)
     if args.django_corpus:
         run_django_on_corpus(tasks)
