@@ -78,6 +78,8 @@ def _chunk(path: str, text: str, pack: bool) -> ParsedFile:
     try:
         source = "\n".join(lines).encode("utf-8", "replace")  # "replace": lone surrogates
         spans, tree = _symbol_spans(_GRAMMARS[language], parser_for(language), lines, source)
+        if tree.root_node.has_error and language in ("c", "cpp"):
+            spans = _c_first_branch_spans(_GRAMMARS[language], parser_for(language), lines, spans)
         imports = extract_imports(language, tree)
     except Exception:  # a grammar or binding failure must not cost the file its chunks
         return ParsedFile(language, _window_chunks(lines, language, kind))
@@ -420,6 +422,39 @@ def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: b
         budget -= len(rest)
         offset = restart
         root = parser.parse(rest).root_node
+
+
+_PREPROC_CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+def _c_first_branch_spans(grammar: _Grammar, parser: Parser, lines: list[str],
+                          spans: list[_Piece]) -> list[_Piece]:
+    """C code often splits a statement across `#ifdef` branches (`if(a) {`
+    in one, `if(b) {` in the other, one `}`), which tree-sitter cannot
+    parse: the function around it became residue (curl's `bindlocal`, 260
+    lines). The file is parsed again as the preprocessor would see it with
+    every condition's first branch taken (the directives and the other
+    branches blanked, rows kept), and the reading that finds more lines
+    inside definitions wins."""
+    kept: list[str] = []
+    skipping: list[bool] = []  # per open conditional: is the current branch blanked?
+    for line in lines:
+        match = _PREPROC_CONDITIONAL.match(line)
+        directive = match.group(1) if match else None
+        if directive in ("if", "ifdef", "ifndef"):
+            skipping.append(False)
+        elif directive in ("elif", "elifdef", "elifndef", "else") and skipping:
+            skipping[-1] = True
+        elif directive == "endif" and skipping:
+            skipping.pop()
+        blank = directive is not None or any(skipping)
+        kept.append("" if blank else line)
+    source = "\n".join(kept).encode("utf-8", "replace")
+    alternative, _ = _symbol_spans(grammar, parser, kept, source)
+
+    def covered(pieces: list[_Piece]) -> int:
+        return len({row for piece in pieces for row in range(piece.start, max(piece.end, piece.body_end) + 1)})
+    return alternative if covered(alternative) > covered(spans) else spans
 
 
 def _swallowed_row(grammar: _Grammar, nodes: list[Node], lines: list[str], offset: int) -> int | None:

@@ -930,6 +930,38 @@ def test_javascript_functions_behind_a_guard_or_inside_a_call_are_definitions() 
     ])
 
 
+def test_a_c_function_whose_ifdef_branches_split_a_statement_is_still_a_definition() -> None:
+    # curl's bindlocal: each branch opens its own `if(…) {`, closed once after
+    # `#endif`; tree-sitter cannot parse that, and the function was residue.
+    text = source(
+        """
+        static int before(void)
+        {
+          return 0;
+        }
+
+        static int bindlocal(int af)
+        {
+        #ifdef ENABLE_IPV6
+          if(af == AF_INET6) {
+        #else
+          if(af == AF_INET) {
+        #endif
+            return 1;
+          }
+          return 0;
+        }
+
+        static int after(void)
+        {
+          return 2;
+        }
+        """
+    )
+    rows = [(c.symbol, c.start_line, c.end_line) for c in definition_chunks("lib/cf-socket.c", text).chunks]
+    assert rows == [("before", 0, 3), ("bindlocal", 5, 15), ("after", 17, 20)]
+
+
 def test_typescript_declare_module_and_default_export() -> None:
     text = source(
         """
