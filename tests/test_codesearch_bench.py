@@ -1,12 +1,15 @@
 """The pure parts of the multi-language code-search benchmark (bench/codesearch*.py):
 doc-comment stripping keeps every line where it was, targets point at the
-definition's name line, and the metrics count what they claim."""
+definition's name line, the metrics count what they claim, and the
+hand-written file-scored annotations are well formed."""
 
 from __future__ import annotations
 
 import ast
+import json
 import math
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from codesearch import score_hits  # noqa: E402
+from codesearch_files import (HAND_WRITTEN_DIR, PROJECTS, FileQuery, FileTarget,  # noqa: E402
+                              markdown, ndcg_by_file)
 from codesearch_corpora import CodeCorpus, selected  # noqa: E402
 from codesearch_set import Target, build_queries, comment_text, is_test_path  # noqa: E402
 
@@ -188,3 +193,53 @@ def test_a_doc_starting_with_its_name_loses_the_name():
     queries, _, _ = _build("go", {"store/store.go": GO})
     assert "Opens the store at the given path and replays its log." in {
         q.query for q in queries if q.kind == "description"}
+
+
+HAND_WRITTEN = [p for p in PROJECTS if p.hand_written]
+
+
+def test_hand_written_annotation_files_are_well_formed():
+    assert {p.name for p in HAND_WRITTEN} == {f.stem for f in HAND_WRITTEN_DIR.glob("*.json")}
+    for project in HAND_WRITTEN:
+        raw = json.loads((HAND_WRITTEN_DIR / f"{project.name}.json").read_text())
+        assert len(raw) >= 18, project.name
+        queries = [item["query"] for item in raw]
+        assert len(set(queries)) == len(queries), project.name
+        for item in raw:
+            assert item["category"] in ("symbol", "semantic", "architecture"), item
+            assert item["relevant"], item
+            paths = item["relevant"] + item["secondary"]
+            assert len(set(paths)) == len(paths), item
+            assert all(not p.startswith("/") and ".." not in p for p in paths), item
+        # every category is asked, none takes more than half the queries
+        counts = Counter(item["category"] for item in raw)
+        assert set(counts) == {"symbol", "semantic", "architecture"}
+        assert max(counts.values()) <= len(raw) / 2, project.name
+
+
+def test_ndcg_by_file_credits_each_target_file_once():
+    targets = (FileTarget("src/a.py"), FileTarget("src/b.py"))
+    ideal = 1 + 1 / math.log2(3)
+    # a second chunk of a file already found earns nothing
+    assert ndcg_by_file([("a.py", 1, 5), ("a.py", 9, 20), ("b.py", 1, 2)], targets, "src") == \
+        pytest.approx((1 + 1 / math.log2(4)) / ideal)
+    assert ndcg_by_file([("b.py", 1, 2), ("a.py", 1, 5)], targets, "src") == pytest.approx(1.0)
+    assert ndcg_by_file([("c.py", 1, 2)], targets, "src") == 0.0
+
+
+def test_markdown_averages_projects_then_languages():
+    one, two, three = HAND_WRITTEN[0], HAND_WRITTEN[1], HAND_WRITTEN[2]
+    assert one.language == two.language != three.language
+
+    def query(project, category):
+        return FileQuery(project.name, category, "q", (FileTarget("x"),))
+
+    by_project = {one.name: [(query(one, "symbol"), 1.0), (query(one, "semantic"), 0.0)],
+                  two.name: [(query(two, "symbol"), 0.5)],
+                  three.name: [(query(three, "architecture"), 0.25)]}
+    table = markdown({("default", "lexical"): by_project}, [one, two, three])
+    rows = [line for line in table.splitlines() if line.startswith("| lexical")]
+    # projects 0.5, 0.5, 0.25; mean 0.417; symbol (1.0 + 0.5) / 2; semantic 0; architecture 0.25
+    assert rows[0] == "| lexical default | 0.500 | 0.500 | 0.250 | **0.417** | 0.750 | 0.000 | 0.250 |"
+    # one language's figure is the mean of its projects' means
+    assert rows[1] == "| lexical default | 0.500 | 0.250 |"
