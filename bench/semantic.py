@@ -185,7 +185,7 @@ def gather(conn, semantic, vector, terms: list[str], config: RankingConfig, pool
     """One query's fusion candidates at one pool size, exactly as
     ``hybrid_search`` gathers them; ``rows`` (chunk id -> (path, symbol,
     start_line)) is filled in."""
-    candidates = hybrid_candidates(conn, "code", vector, terms, pool, config, semantic)
+    candidates = hybrid_candidates(conn, "code", lambda: vector, terms, pool, config, semantic)
     for cid, row in candidates.rows.items():
         rows.setdefault(cid, (row[1], row[4], row[5]))
     return candidates

@@ -38,13 +38,14 @@ import posixpath
 import re
 import sqlite3
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
-from ctxls.index.ranking import RankingConfig, bm25_scores
+from ctxls.index.ranking import RankingConfig, bm25_scores, document_frequency
 from ctxls.index.semantic import SemanticIndex
+from ctxls.index.store import paths_generation
 from ctxls.index.tokenize import QUERY_STOPWORDS, expand_tokens, query_terms
 
 log = logging.getLogger(__name__)
@@ -472,14 +473,14 @@ class Locator:
         self.weights = weights or LocateWeights()
         self.ranking = ranking or RankingConfig()
         self._lock = threading.Lock()
-        self._paths: tuple[tuple, PathIndex] | None = None
+        self._paths: tuple[str | None, PathIndex] | None = None
         # term -> code chunks holding it. Only picks which terms BM25 sees, so it
         # may lag edits; cleared when the set of files changes or it grows too big.
         self._frequency: dict[str, int] = {}
-        self._frequency_key: tuple | None = None
+        self._frequency_key: str | None = None
 
     def path_index(self, conn: sqlite3.Connection) -> PathIndex:
-        key = _files_key(conn)
+        key = paths_generation(conn)
         with self._lock:
             if self._paths is not None and self._paths[0] == key:
                 return self._paths[1]
@@ -489,14 +490,14 @@ class Locator:
         return index
 
     def document_frequency(self, conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-        key = _files_key(conn)
+        key = paths_generation(conn)
         with self._lock:
             if key != self._frequency_key or len(self._frequency) > MAX_CACHED_TERMS:
                 self._frequency, self._frequency_key = {}, key
             known = {t: self._frequency[t] for t in terms if t in self._frequency}
         missing = [t for t in terms if t not in known]
         if missing:
-            found = _document_frequency(conn, missing)
+            found = document_frequency(conn, "fts_code", missing)
             fresh = {t: found.get(t, 0) for t in missing}
             with self._lock:
                 self._frequency.update(fresh)
@@ -514,8 +515,8 @@ class Locator:
         # (the model runs outside the GIL); it is needed only at the end.
         vector = None
         if semantic is not None and self.weights.semantic > 0:
-            vector = _embedding_pool().submit(
-                semantic.query_vector, semantic_query(issue, self.weights.semantic_query_words))
+            vector = semantic.query_vector_soon(
+                semantic_query(issue, self.weights.semantic_query_words))
         paths = self.path_index(conn)
         files: dict[str, FileEvidence] = {}
 
@@ -864,24 +865,6 @@ class Locator:
 
 MAX_CACHED_TERMS = 200_000
 
-_EMBEDDING_POOL: ThreadPoolExecutor | None = None
-_EMBEDDING_POOL_LOCK = threading.Lock()
-
-
-def _embedding_pool() -> ThreadPoolExecutor:
-    """One thread for the process, embedding locate's queries beside the
-    requests' lexical work (one per Locator would leave a thread per engine)."""
-    global _EMBEDDING_POOL
-    with _EMBEDDING_POOL_LOCK:
-        if _EMBEDDING_POOL is None:
-            _EMBEDDING_POOL = ThreadPoolExecutor(1, thread_name_prefix="ctxls-locate-embed")
-        return _EMBEDDING_POOL
-
-
-def _files_key(conn: sqlite3.Connection) -> tuple:
-    """Changes whenever a file is added or removed (a new file gets a new row id)."""
-    return tuple(conn.execute("SELECT count(*), max(id) FROM files").fetchone())
-
 
 def _with_end_characters(conn: sqlite3.Connection, chunks: list[tuple[int, ChunkRef]]) -> list[ChunkRef]:
     """Chunk refs with the length of their last line (the LSP range's end)."""
@@ -893,24 +876,3 @@ def _with_end_characters(conn: sqlite3.Connection, chunks: list[tuple[int, Chunk
     return [replace(ref, end_character=len(ends.get(cid, "").rsplit("\n", 1)[-1]),
                     score=round(ref.score, 6) if ref.score < 1e9 else 0.0)
             for cid, ref in chunks if cid in ends]
-
-
-def _document_frequency(conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-    """term -> how many code chunks hold it, from an fts5vocab table over fts_code
-    (a temp table of this connection, made on first use)."""
-    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = 'locate_vocab'").fetchone() is None:
-        # The reader is query-only; a temp table writes nothing to the store.
-        only = conn.execute("PRAGMA query_only").fetchone()[0]
-        conn.execute("PRAGMA query_only = OFF")
-        try:
-            conn.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.locate_vocab "
-                         "USING fts5vocab(main, fts_code, row)")
-        finally:
-            conn.execute(f"PRAGMA query_only = {'ON' if only else 'OFF'}")
-    out: dict[str, int] = {}
-    for start in range(0, len(terms), 500):
-        batch = terms[start:start + 500]
-        out.update(conn.execute(
-            f"SELECT term, doc FROM temp.locate_vocab WHERE term IN ({','.join('?' * len(batch))})",
-            batch).fetchall())
-    return out

@@ -31,9 +31,10 @@ import functools
 import posixpath
 import re
 import sqlite3
-import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
+
+from ctxls.index.store import connection_cache, paths_generation
 
 if TYPE_CHECKING:
     from ctxls.index.ranking import ScoredChunk
@@ -338,29 +339,12 @@ class _PathWordIndex:
         return counts
 
 
-# connection id -> (the connection, its data_version, its _PathWordIndex). The
-# connection is held so its id cannot be reused by another while cached; the
-# lock is for recall threads that each bring their own reader connection.
-_PATH_INDEXES: dict[int, tuple[sqlite3.Connection, int, _PathWordIndex]] = {}
-_PATH_INDEX_CONNECTIONS = 16
-_PATH_INDEX_LOCK = threading.Lock()
-
-
 def _path_index(conn: sqlite3.Connection) -> _PathWordIndex:
-    """The connection's _PathWordIndex, rebuilt when a connection has
-    committed since it was built (data_version)."""
-    version = conn.execute("PRAGMA data_version").fetchone()[0]
-    with _PATH_INDEX_LOCK:
-        cached = _PATH_INDEXES.get(id(conn))
-    if cached is not None and cached[0] is conn and cached[1] == version:
-        return cached[2]
-    index = _PathWordIndex(conn.execute("SELECT id, path FROM files").fetchall())
-    with _PATH_INDEX_LOCK:
-        _PATH_INDEXES.pop(id(conn), None)
-        while len(_PATH_INDEXES) >= _PATH_INDEX_CONNECTIONS:
-            _PATH_INDEXES.pop(next(iter(_PATH_INDEXES)))
-        _PATH_INDEXES[id(conn)] = (conn, version, index)
-    return index
+    """The connection's _PathWordIndex, rebuilt when a file was added or
+    removed since it was built (not after every commit: an edit, a new vector
+    or the demand log leave every path as it was)."""
+    return connection_cache(conn, "path words", paths_generation, lambda c: _PathWordIndex(
+        c.execute("SELECT id, path FROM files").fetchall()))
 
 
 def named_files(conn: sqlite3.Connection, query: str, config: PriorConfig) -> list[int]:

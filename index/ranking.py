@@ -19,15 +19,19 @@ on the retrieval dev set.
 
 from __future__ import annotations
 
+import math
 import sqlite3
+import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ctxls.index.priors import PriorConfig, named_files, rerank
-from ctxls.index.store import FTS_TABLE_BY_KIND
+from ctxls.index.store import FTS_TABLE_BY_KIND, connection_cache, fts_generation
 from ctxls.index.tokenize import fts_match_expression, is_identifier_query, query_terms
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from ctxls.index.semantic import SemanticIndex
 
 
@@ -83,6 +87,21 @@ def _scored(row, score: float) -> ScoredChunk:
                        text=row[7], embed_hash=row[8])
 
 
+# FTS5's bm25() (fts5_aux.c): a phrase adds idf * tf * (k1 + 1) / (tf + k1 * (...))
+# to a row's score, so never more than idf * (k1 + 1), with idf =
+# log((rows - hits + 0.5) / (hits + 0.5)), or 1e-6 when that is not positive.
+FTS5_BM25_K1 = 1.2
+# A query term held by more than this share of a table's rows is common: the
+# best rows are looked for among the rows holding a rarer term first (see
+# bm25_scores). Chosen by profiling django's sentence queries (BENCHMARKS.md,
+# "Latency on django with embeddings, fourth session").
+COMMON_TERM_SHARE = 0.1
+# Smaller tables are scored whole: there is little to skip.
+PRUNE_MIN_ROWS = 2000
+# Document frequencies kept per reader connection and FTS table, at most.
+MAX_CACHED_TERMS = 100_000
+
+
 def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
                 limit: int | None = None, where: str | None = None,
                 where_args: Sequence = (), also: Sequence[int] = ()) -> dict[int, float]:
@@ -90,22 +109,145 @@ def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: 
     the best ``limit`` of them, plus those of ``also`` that match, from one
     FTS5 scan (a second ``rowid IN`` query costs as much as the first);
     ``where`` is an extra SQL condition on ``{table}.rowid`` (written memory
-    keeps only the rows a scope may see)."""
-    sql = (f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ?")
+    keeps only the rows a scope may see).
+
+    With a ``limit``, FTS5 computes bm25() for every matching row, and a
+    sentence's common words ("return", "value") match most of the table. So
+    the rows holding a rarer term (and ``also``) are ranked first: when their
+    ``limit``-th best score beats the most the common terms together can give
+    a row (``_ceiling``), no row holding only common terms can enter, and that
+    is the answer (the max-score pruning of top-k search engines); when it does
+    not, fewer terms are left out so that it must, and when none can be, every
+    match is ranked. Scores are bm25() of all terms, so the answer is the same."""
+    select = f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ?"
     args: list = [config.symbol_weight, config.path_weight, config.body_weight,
                   fts_match_expression(terms)]
     if where is not None:
-        sql += f" AND {where}"
+        select += f" AND {where}"
         args += where_args
-    if limit is not None and also:
-        sql = (f"SELECT rowid, score FROM (SELECT rowid, score, row_number() OVER "
-               f"(ORDER BY score DESC) AS place FROM ({sql})) "
-               f"WHERE place <= ? OR rowid IN ({','.join('?' * len(also))})")
-        args += [limit, *also]
-    elif limit is not None:
-        sql += " ORDER BY score DESC LIMIT ?"
-        args.append(limit)
-    return {row[0]: row[1] for row in conn.execute(sql, args)}
+    if limit is None:
+        return {row[0]: row[1] for row in conn.execute(select, args)}
+    term_idf = _term_idf(conn, table, terms)
+    if term_idf is not None:
+        common = [t for t in sorted(term_idf, key=lambda t: (term_idf[t], t))
+                  if term_idf[t] < term_idf.common_below]  # the most common first
+        for _ in range(2):
+            if not common or len(common) == len(terms):
+                break
+            within = f"{table}.rowid + 0 IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
+            within_args = [fts_match_expression([t for t in terms if t not in common])]
+            if also:
+                within = f"({within} OR {table}.rowid + 0 IN ({','.join('?' * len(also))}))"
+                within_args += also
+            scores, worst = _top_scores(conn, f"{select} AND {within}", args + within_args,
+                                        limit, also)
+            if worst is None:
+                break
+            if _ceiling(term_idf, common) < worst:
+                return scores
+            # More rows hold a term of the rest: their limit-th best is at least
+            # ``worst``, so leaving out only the common terms that add up to less
+            # than it is the answer on the second try.
+            common = [t for k, t in enumerate(common) if _ceiling(term_idf, common[:k + 1]) < worst]
+    return _top_scores(conn, select, args, limit, also)[0]
+
+
+def _ceiling(term_idf: dict[str, float], terms: list[str]) -> float:
+    """The most ``terms`` can add to a row's bm25() (a hair more: float sums)."""
+    return (FTS5_BM25_K1 + 1) * sum(term_idf[t] for t in terms) * (1 + 1e-9)
+
+
+def _top_scores(conn: sqlite3.Connection, select: str, args: list, limit: int,
+                also: Sequence[int]) -> tuple[dict[int, float], float | None]:
+    """The best ``limit`` rows of ``select`` (rowid, score) and those of
+    ``also`` among them; and the ``limit``-th best score (None: fewer rows).
+    bm25() is computed once per row (a CTE read twice is materialized)."""
+    if also:
+        sql = (f"WITH scored AS MATERIALIZED ({select}) "
+               f"SELECT rowid, score, 1 FROM (SELECT rowid, score FROM scored "
+               f"ORDER BY score DESC LIMIT ?) UNION ALL "
+               f"SELECT rowid, score, 0 FROM scored WHERE rowid IN ({','.join('?' * len(also))})")
+        rows = conn.execute(sql, [*args, limit, *also]).fetchall()
+    else:
+        rows = conn.execute(f"{select} ORDER BY score DESC LIMIT ?", [*args, limit]).fetchall()
+    ranked = [row[1] for row in rows if len(row) == 2 or row[2]]
+    worst = min(ranked) if len(ranked) >= limit else None
+    return {row[0]: row[1] for row in rows}, worst
+
+
+class _TermCounts:
+    """How many rows an FTS table has and how many hold each term, as one
+    reader connection sees them (kept while the table is unchanged:
+    ``store.fts_generation``)."""
+
+    def __init__(self, conn: sqlite3.Connection, table: str) -> None:
+        # One docsize row per FTS row: FTS5's own row count, which bm25() uses.
+        self.rows: int = conn.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0]
+        self.docs: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def of(self, conn: sqlite3.Connection, table: str, terms: list[str]) -> dict[str, int]:
+        with self.lock:
+            known = {t: self.docs[t] for t in terms if t in self.docs}
+        missing = [t for t in terms if t not in known]
+        if missing:
+            found = document_frequency(conn, table, missing)
+            known.update({t: found.get(t, 0) for t in missing})
+            with self.lock:
+                if len(self.docs) > MAX_CACHED_TERMS:
+                    self.docs.clear()
+                self.docs.update((t, known[t]) for t in missing)
+        return known
+
+
+class _TermIdf(dict):
+    """term -> its idf as FTS5's bm25() computes it; ``common_below``: the
+    idf of a term held by COMMON_TERM_SHARE of the rows."""
+
+    common_below: float
+
+
+def _idf(rows: int, hits: int) -> float:
+    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
+
+
+def _term_idf(conn: sqlite3.Connection, table: str, terms: list[str]) -> _TermIdf | None:
+    """Each term's idf, or None for a one-term query or a small table. A term
+    the vocabulary does not know (df 0: the highest idf) is never common, so
+    a row outside the rarer terms' rows holds common terms only."""
+    if len(terms) < 2:
+        return None
+    counts = connection_cache(conn, f"term counts {table}", lambda c: fts_generation(c, table),
+                              lambda c: _TermCounts(c, table))
+    rows = counts.rows
+    if rows < PRUNE_MIN_ROWS:
+        return None
+    docs = counts.of(conn, table, terms)
+    idf = _TermIdf((t, _idf(rows, docs[t])) for t in terms)
+    idf.common_below = _idf(rows, int(COMMON_TERM_SHARE * rows))
+    return idf
+
+
+def document_frequency(conn: sqlite3.Connection, table: str, terms: list[str]) -> dict[str, int]:
+    """term -> how many rows of the FTS ``table`` hold it, from an fts5vocab
+    table over it (a temp table of this connection, made on first use)."""
+    vocab = f"{table}_vocab"
+    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (vocab,)).fetchone() is None:
+        # The reader is query-only; a temp table writes nothing to the store.
+        only = conn.execute("PRAGMA query_only").fetchone()[0]
+        conn.execute("PRAGMA query_only = OFF")
+        try:
+            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} "
+                         f"USING fts5vocab(main, {table}, row)")
+        finally:
+            conn.execute(f"PRAGMA query_only = {'ON' if only else 'OFF'}")
+    out: dict[str, int] = {}
+    for start in range(0, len(terms), 500):
+        batch = terms[start:start + 500]
+        out.update(conn.execute(
+            f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({','.join('?' * len(batch))})",
+            batch).fetchall())
+    return out
 
 
 def bm25_of_files(conn: sqlite3.Connection, kind: str, terms: list[str], config: RankingConfig,
@@ -181,12 +323,15 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     """Fused BM25 + cosine ranking (``dense_only``: cosine alone). The caller
     checks that the semantic index is ready and has vectors."""
     table = FTS_TABLE_BY_KIND.get(kind)
-    vector = semantic.query_vector(query)
-    if table is None or vector is None or n <= 0:
+    if table is None or n <= 0:
         return []
+    # Embedded on the embedding thread while the named files are scored here.
+    vector = semantic.query_vector_soon(query)
     terms = [] if dense_only else query_terms(query)
-    candidates = hybrid_candidates(conn, kind, vector, terms, max(n, config.fusion_pool), config,
-                                   semantic, named_files(conn, query, config.priors))
+    candidates = hybrid_candidates(conn, kind, vector.result, terms, max(n, config.fusion_pool),
+                                   config, semantic, named_files(conn, query, config.priors))
+    if candidates is None:
+        return []
     weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
     fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
                          fusion=config.fusion)
@@ -201,12 +346,20 @@ class HybridCandidates:
     rows: dict[int, tuple]  # chunk id -> its _CHUNK_COLUMNS row
 
 
-def hybrid_candidates(conn: sqlite3.Connection, kind: str, vector, terms: list[str], pool: int,
+def hybrid_candidates(conn: sqlite3.Connection, kind: str,
+                      query_vector: "Callable[[], np.ndarray | None]", terms: list[str], pool: int,
                       config: RankingConfig, semantic: "SemanticIndex",
-                      named_file_ids: Sequence[int] = ()) -> HybridCandidates:
+                      named_file_ids: Sequence[int] = ()) -> HybridCandidates | None:
     """The BM25 top ``pool`` ∪ the ANN top ``pool`` ∪ the chunks of
     ``named_file_ids`` that match a query term, of one kind, each with both
-    scores (no terms: BM25 is skipped)."""
+    scores (no terms: BM25 is skipped). ``query_vector()`` gives the query's
+    vector (None: no model), asked for after the named files are scored."""
+    table = FTS_TABLE_BY_KIND[kind]
+    lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
+    lexical.update(bm25_of_files(conn, kind, terms, config, named_file_ids))
+    vector = query_vector()
+    if vector is None:
+        return None
     dense_by_vector_id = dict(semantic.nearest(vector, pool * 2))
     nominated: dict[int, float] = {}
     if dense_by_vector_id:
@@ -216,10 +369,13 @@ def hybrid_candidates(conn: sqlite3.Connection, kind: str, vector, terms: list[s
                 f"WHERE c.kind = ? AND v.id IN ({','.join('?' * len(ids))})", [kind, *ids]):
             nominated[chunk_id] = dense_by_vector_id[vector_id]
     nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
-    # The BM25 top pool and the nominees' own BM25 scores, in one scan.
-    lexical = (bm25_scores(conn, FTS_TABLE_BY_KIND[kind], terms, config, limit=pool,
-                           also=list(nominated)) if terms else {})
-    lexical.update(bm25_of_files(conn, kind, terms, config, named_file_ids))
+    # The nominees' own BM25 scores: a filter on one scan of the matches,
+    # bm25() computed for the nominees only.
+    unscored = [cid for cid in nominated if cid not in lexical]
+    if terms and unscored:
+        lexical.update(bm25_scores(conn, table, terms, config,
+                                   where=f"{table}.rowid + 0 IN ({','.join('?' * len(unscored))})",
+                                   where_args=unscored))
     rows = _chunks_by_id(conn, set(lexical) | set(nominated))
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))

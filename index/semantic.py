@@ -24,6 +24,7 @@ import logging
 import os
 import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable
 
@@ -74,6 +75,7 @@ class SemanticIndex:
         self._pending_cache: tuple[float, int] = (0.0, 0)
         self._pending_generation = 0  # bumped when rows may have changed
         self._query_cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
+        self._query_cache_lock = threading.Lock()
         self.embedded_total = 0
         # Embedding competes for the same two cores as indexing and typing:
         # it waits while a pass runs and for a moment after each edit or query.
@@ -403,16 +405,24 @@ class SemanticIndex:
     def query_vector(self, query: str) -> np.ndarray | None:
         if not self.ensure_loaded():
             return None
-        cached = self._query_cache.get(query)
-        if cached is not None:
-            self._query_cache.move_to_end(query)
-            return cached
+        with self._query_cache_lock:
+            cached = self._query_cache.get(query)
+            if cached is not None:
+                self._query_cache.move_to_end(query)
+                return cached
         assert self.embedder is not None
         vector = self.embedder.embed_query(query)
-        self._query_cache[query] = vector
-        if len(self._query_cache) > QUERY_CACHE_SIZE:
-            self._query_cache.popitem(last=False)
+        with self._query_cache_lock:
+            self._query_cache[query] = vector
+            if len(self._query_cache) > QUERY_CACHE_SIZE:
+                self._query_cache.popitem(last=False)
         return vector
+
+    def query_vector_soon(self, query: str) -> Future:
+        """``query_vector(query)`` computed on the embedding thread while the
+        caller does its lexical work (the model runs outside the GIL, and so
+        does SQLite)."""
+        return embedding_pool().submit(self.query_vector, query)
 
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(vector id, cosine similarity), best first."""
@@ -438,6 +448,20 @@ class SemanticIndex:
         dim = self.embedder.dim if self.embedder else 0
         return {"enabled": self.failed is None, "model": name, "dim": dim,
                 **({"error": self.failed} if self.failed else {})}
+
+
+_EMBEDDING_POOL: ThreadPoolExecutor | None = None
+_EMBEDDING_POOL_LOCK = threading.Lock()
+
+
+def embedding_pool() -> ThreadPoolExecutor:
+    """One thread for the process, embedding queries beside the requests'
+    lexical work (one per engine would leave a thread per workspace folder)."""
+    global _EMBEDDING_POOL
+    with _EMBEDDING_POOL_LOCK:
+        if _EMBEDDING_POOL is None:
+            _EMBEDDING_POOL = ThreadPoolExecutor(1, thread_name_prefix="ctxls-query-embed")
+        return _EMBEDDING_POOL
 
 
 def embedding_progress_text(done: int, total: int, rate: float) -> str:

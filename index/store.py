@@ -9,7 +9,8 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   finished files pass the (mtime, size) fast path next time.
 - ``meta`` is a key/value table every version can read. It holds
   ``schema_version`` (table layout) and ``index_stamp`` (chunker and
-  tokenizer versions: what file-sourced rows were derived with).
+  tokenizer versions: what file-sourced rows were derived with), and
+  ``paths_generation``, renewed whenever a ``files`` row comes or goes.
 - File-sourced tables (``files``, ``chunks``, ``fts_*``, ``imports``) are
   derived data: on a stamp or schema mismatch they are dropped and rebuilt
   from the repository. The ``edits`` log is history, not derivable, and is
@@ -291,6 +292,57 @@ class FileRecord:
     mtime_ns: int
     hash: str
     source: str
+
+
+# (connection id, name) -> (the connection, its data_version, the value). The
+# connection is held so its id cannot be reused by another while cached; the
+# lock is for recall threads that each bring their own reader connection.
+_CONNECTION_CACHES: dict[tuple[int, str], tuple[sqlite3.Connection, int, object]] = {}
+_CONNECTION_CACHE_SIZE = 64
+_CONNECTION_CACHE_LOCK = threading.Lock()
+
+
+def connection_cache(conn: sqlite3.Connection, name: str, version: Callable[[sqlite3.Connection], object],
+                     build: Callable[[sqlite3.Connection], object]):
+    """What ``build(conn)`` made for this reader connection, made again when
+    ``version(conn)`` (read in the reader's snapshot, so it changes in the
+    transaction that changes what was built from) is no longer what it was."""
+    current = version(conn)
+    key = (id(conn), name)
+    with _CONNECTION_CACHE_LOCK:
+        cached = _CONNECTION_CACHES.get(key)
+    if cached is not None and cached[0] is conn and cached[1] == current:
+        return cached[2]
+    value = build(conn)
+    with _CONNECTION_CACHE_LOCK:
+        _CONNECTION_CACHES.pop(key, None)
+        while len(_CONNECTION_CACHES) >= _CONNECTION_CACHE_SIZE:
+            _CONNECTION_CACHES.pop(next(iter(_CONNECTION_CACHES)))
+        _CONNECTION_CACHES[key] = (conn, current, value)
+    return value
+
+
+def paths_generation(conn: sqlite3.Connection) -> str | None:
+    """Changes in every transaction that adds or removes a ``files`` row
+    (a file's id and path never change otherwise)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'paths_generation'").fetchone()
+    return row[0] if row else None
+
+
+def _new_paths_generation(conn: sqlite3.Connection) -> None:
+    conn.execute("INSERT INTO meta(key, value) VALUES ('paths_generation', '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
+
+def fts_generation(conn: sqlite3.Connection, table: str) -> object:
+    """Changes whenever the FTS5 ``table``'s rows do: its structure record
+    (``%_data`` row 10), which FTS5 rewrites, with a write counter, in every
+    transaction that changes the index. Without one (another FTS5 layout),
+    the connection's data_version: any commit at all."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
+    if row is None:
+        return ("data_version", conn.execute("PRAGMA data_version").fetchone()[0])
+    return row[0]
 
 
 def now_ms() -> int:
@@ -691,6 +743,7 @@ class Store:
                 log.info("index stamp %s -> %s: rebuilding file rows", meta["index_stamp"], INDEX_STAMP)
                 for table in _FILE_TABLES:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")
+                _new_paths_generation(conn)
                 self.rebuilt = True
         # After the version check: a newer store is never modified.
         with self._write_lock:
@@ -737,6 +790,7 @@ class Store:
         self._files_touched = True
         old_hashes = self._delete_file_rows(conn, row[0])
         conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
+        _new_paths_generation(conn)
         self.drop_orphan_vectors(conn, old_hashes)
         return True
 
@@ -807,6 +861,7 @@ class Store:
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (record.path, record.language, record.size, record.mtime_ns, record.hash,
                  record.source, now_ms())).lastrowid
+            _new_paths_generation(conn)
         path_tokens = expand(record.path)
         for chunk in chunks:
             reusable = old.get((chunk.hash, chunk.symbol, chunk.kind))

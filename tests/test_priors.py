@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _PathWordIndex, is_test_path,
+from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _path_index, _PathWordIndex, is_test_path,
                                 named_files, query_shape, rerank)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, lexical_search
 
@@ -122,6 +122,7 @@ def _chunk(chunk_id: int, path: str, score: float) -> ScoredChunk:
 def _top_paths(hits: list[ScoredChunk], config: PriorConfig, n: int = 3) -> list[str]:
     conn = sqlite3.connect(":memory:")  # a store whose files table names none of them
     conn.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT)")
+    conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     ranked = rerank(conn, "code", "retry the upload after a pause", hits, n, config, lambda ids: [])
     return [h.path for h in ranked]
 
@@ -168,6 +169,34 @@ def test_the_files_a_query_names_follow_the_index(tmp_path: Path) -> None:
         (tmp_path / "pkg/upload_helpers.py").write_text("def backoff(attempt):\n    return 2 ** attempt\n")
         engine.index()
         file_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/upload_helpers.py'").fetchone()[0]
+        assert named_files(conn, query, PriorConfig()) == [file_id]
+    finally:
+        engine.close()
+
+
+def test_the_path_words_follow_a_file_given_a_deleted_files_id_and_outlive_other_writes(tmp_path: Path) -> None:
+    # Cached per reader connection until a file row comes or goes: a file
+    # added after the newest was deleted gets its row id.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/client.py").write_text("def send(request):\n    return request\n")
+    (tmp_path / "pkg/zz_old.py").write_text("def backoff(attempt):\n    return 2 ** attempt\n")
+    engine = Engine(tmp_path, EngineOptions(db_path=str(tmp_path / "db" / "index.db")))
+    try:
+        engine.cold_index()
+        conn = engine.store.reader()
+        query = "retry upload helpers"
+        assert named_files(conn, query, PriorConfig()) == []
+        words = _path_index(conn)
+        # A buffer edit commits, but every path stays: the same index serves.
+        assert engine.set_buffer("pkg/client.py", "def send(request):\n    return None\n")
+        assert _path_index(conn) is words
+        old_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/zz_old.py'").fetchone()[0]
+        (tmp_path / "pkg/zz_old.py").unlink()
+        engine.index()
+        (tmp_path / "pkg/upload_helpers.py").write_text("def backoff(attempt):\n    return 1\n")
+        engine.index()
+        file_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/upload_helpers.py'").fetchone()[0]
+        assert file_id == old_id  # as many files as before, the same highest id
         assert named_files(conn, query, PriorConfig()) == [file_id]
     finally:
         engine.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ctxls.index import ranking
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_scores, fused_scores,
                                  lexical_search)
@@ -112,3 +113,65 @@ def test_min_max_fusion_scores_a_lone_candidate_as_the_best() -> None:
     assert fused_scores({7: 5.0}, {7: 0.4}, 0.6, fusion="min-max") == {7: 1.0}
     # No BM25 match at all: that side adds nothing; equal cosines are each the best.
     assert fused_scores({}, {1: 0.4, 2: 0.4}, 0.6, fusion="min-max") == {1: 0.6, 2: 0.6}
+
+
+def _restricted_scans(conn) -> list[str]:
+    """Record the statements ranking only the rows holding a rarer term."""
+    seen: list[str] = []
+    conn.set_trace_callback(lambda sql: seen.append(sql) if "rowid + 0 IN (SELECT" in sql else None)
+    return seen
+
+
+def test_leaving_common_terms_out_of_the_scan_keeps_the_top_rows(tmp_path, monkeypatch):
+    # Every chunk says "return value"; a few say "parse" or "widget" too.
+    monkeypatch.setattr(ranking, "PRUNE_MIN_ROWS", 0)
+    files = {f"m{i}.py": f"def f{i}(x):\n    # return the value\n    return x\n" for i in range(40)}
+    files |= {f"p{i}.py": f"def parse_{i}(text):\n    # parse and return the value\n"
+              + "    value = text\n" * i + "    return value\n" for i in range(6)}
+    files["w.py"] = "def widget(value):\n    # the widget value\n    return value\n"
+    write_tree(tmp_path, files)
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    conn, config = engine.store.reader(), RankingConfig()
+    restricted = _restricted_scans(conn)
+    nominees = [row[0] for row in conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 3")]
+    for query in ("return the parsed value", "widget return value", "parse widget value return"):
+        terms = query_terms(query)
+        every = bm25_scores(conn, "fts_code", terms, config)
+        for limit in (1, 3, 8):
+            for also in ((), nominees):
+                got = bm25_scores(conn, "fts_code", terms, config, limit=limit, also=also)
+                best = sorted(every.values(), reverse=True)[:limit]
+                assert sorted((got[r] for r in got if r not in also or every[r] >= best[-1]),
+                              reverse=True)[:limit] == pytest.approx(best)
+                assert all(got[rid] == pytest.approx(every[rid]) for rid in got)
+                assert {rid for rid in also if rid in every} <= set(got)
+    assert restricted  # the common terms were left out of some scans
+    engine.close()
+
+
+def test_a_term_no_longer_common_after_an_edit_is_scanned_again(tmp_path, monkeypatch):
+    # The term counts are cached per reader connection; an edit that makes
+    # "widget" rare (and so worth a lot) must reach the next query, or the
+    # one chunk holding it would be left out as holding a common term only.
+    monkeypatch.setattr(ranking, "PRUNE_MIN_ROWS", 0)
+    write_tree(tmp_path, {f"m{i}.py": f"def f{i}():\n    # widget\n    return {i}\n" for i in range(30)}
+               | {"g1.py": "def g1():\n    # widget gadget\n    return 1\n",
+                  "g2.py": "def g2():\n    # widget gadget gadget\n    return 2\n"})
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    conn, config = engine.store.reader(), RankingConfig()
+    restricted = _restricted_scans(conn)
+    terms = query_terms("widget gadget")
+    assert bm25_scores(conn, "fts_code", terms, config, limit=1) and restricted
+    for i in range(30):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    return {i}\n")
+    (tmp_path / "m0.py").write_text("def widget_widget():\n    return 0\n")
+    (tmp_path / "g1.py").write_text("def g1():\n    # gadget\n    return 1\n")
+    (tmp_path / "g2.py").write_text("def g2():\n    # gadget gadget\n    return 2\n")
+    engine.index()
+    every = bm25_scores(conn, "fts_code", terms, config)
+    top = max(every, key=every.get)
+    assert conn.execute("SELECT symbol FROM chunks WHERE id = ?", (top,)).fetchone()[0] == "widget_widget"
+    assert set(bm25_scores(conn, "fts_code", terms, config, limit=1)) == {top}
+    engine.close()

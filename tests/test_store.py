@@ -36,7 +36,8 @@ def test_wal_mode_and_stamp_are_recorded(plain_repo: Path, tmp_path: Path):
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     meta = dict(conn.execute("SELECT key, value FROM meta"))
     assert meta == {"schema_version": str(store_module.SCHEMA_VERSION),
-                    "index_stamp": store_module.INDEX_STAMP}
+                    "index_stamp": store_module.INDEX_STAMP,
+                    "paths_generation": str(len(SAMPLE_FILES))}  # one per file added
     engine.close()
 
 
