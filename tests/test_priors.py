@@ -140,9 +140,20 @@ def test_saturation_gives_the_next_slot_to_another_file() -> None:
     def hits() -> list[ScoredChunk]:
         return [_chunk(i, "pkg/a.py", 10.0 - i / 10) for i in range(1, 5)] + [_chunk(9, "pkg/b.py", 7.0)]
     config = replace(PriorConfig(), coherence_boost=0.0)
-    # The fourth hit of a.py is worth 0.7 of its score, below b.py's.
-    assert _top_paths(hits(), config, n=4) == ["pkg/a.py"] * 3 + ["pkg/b.py"]
+    # The second hit of a.py is worth half its score, below b.py's.
+    assert _top_paths(hits(), config, n=4) == ["pkg/a.py", "pkg/b.py", "pkg/a.py", "pkg/a.py"]
     assert _top_paths(hits(), replace(config, saturation_decay=1.0), n=4) == ["pkg/a.py"] * 4
+
+
+def test_a_long_definition_is_listed_once_by_its_best_window() -> None:
+    # Curl_cookie_add's 150-line windows (they overlap by 20 lines) took five
+    # of curl's top ten for a cookie question.
+    windows = [replace(_chunk(i, "lib/cookie.c", 10.0 - i), start_line=130 * i, end_line=130 * i + 149)
+               for i in range(1, 4)]
+    ranked = rerank(sqlite3.connect(":memory:"), "code", "Curl_cookie_add", windows
+                    + [_chunk(9, "lib/cookie.h", 1.0)], 3,
+                    replace(PriorConfig(), definition_boost=0.0, coherence_boost=0.0), lambda ids: [])
+    assert [(h.path, h.start_line) for h in ranked] == [("lib/cookie.c", 130), ("lib/cookie.h", 90)]
 
 
 def test_a_file_the_query_names_joins_the_candidates(engine: Engine) -> None:
