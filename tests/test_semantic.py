@@ -93,6 +93,24 @@ def test_no_change_embeds_nothing_and_an_edit_replaces_only_its_vector(small: Pa
     engine.close()
 
 
+def test_pending_counts_an_edit_at_once_and_its_vector_when_embedded(small: Path):
+    # The count of every row is kept for a moment; an edited path's rows
+    # without a vector are counted on top of it, not after the next recount.
+    engine = semantic_engine(small)
+    engine.cold_index()
+    engine.embed_pending()
+    assert engine.status()["pending"] == 0
+    text = (small / "web/widget.py").read_text()
+    for n, markup in enumerate(("<section>", "<article>"), 1):
+        engine.set_buffer("web/widget.py", text.replace("<div>", markup))
+        status = engine.status()
+        assert status["pending"] == 1 and status["state"] != "ready", n
+        assert engine.recall("render widget", ["code"], 3).partial
+        assert engine.embed_pending() == 1
+        assert engine.status()["pending"] == 0
+    engine.close()
+
+
 def test_backlog_batches_are_length_sorted_and_urgent_paths_come_first(tmp_path: Path):
     files = {f"pkg/m{i:02d}.py": f"def f{i}():\n" + "    x = 1\n" * ((i * 7) % 23 + 1)
              for i in range(40)}
