@@ -670,6 +670,14 @@ def _js_assignment_decl(node: Node) -> _Decl | None:
         if parts[:len(prefix)] == prefix:
             parts = parts[len(prefix):]
             break
+    if not parts and right.type in ("class", *_JS_FUNCTION_VALUES):
+        # `module.exports = class ConfigCommentParser {…}`: named by itself.
+        name = _text(right.child_by_field_name("name"))
+        if not name:
+            return None
+        if right.type == "class":
+            return _Decl("class", (name,), right.child_by_field_name("body"))
+        return _Decl("function", (name,))
     if not parts or not all(part.isidentifier() or part.startswith("$") for part in parts):
         members = _js_object_literal(right)
         # `module.exports = {…}`: its functions are the module's own.

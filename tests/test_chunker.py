@@ -930,6 +930,28 @@ def test_javascript_functions_behind_a_guard_or_inside_a_call_are_definitions() 
     ])
 
 
+def test_a_class_or_function_assigned_to_module_exports_is_named_by_itself() -> None:
+    # eslint: `module.exports = class ConfigCommentParser {…}` was residue, so
+    # the `require` lines of its importers outranked it for its own name.
+    text = source(
+        """
+        module.exports = class ConfigCommentParser {
+            parse(text) {
+                return text;
+            }
+        };
+        module.exports = function createServer(options) {
+          return options;
+        };
+        """
+    )
+    check("lib/linter/config-comment-parser.js", text, [
+        ("ConfigCommentParser", "class", 0, 0),
+        ("ConfigCommentParser.parse", "method", 1, 3),
+        ("createServer", "function", 5, 7),
+    ])
+
+
 def test_a_c_function_whose_ifdef_branches_split_a_statement_is_still_a_definition() -> None:
     # curl's bindlocal: each branch opens its own `if(…) {`, closed once after
     # `#endif`; tree-sitter cannot parse that, and the function was residue.
