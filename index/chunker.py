@@ -21,6 +21,7 @@ Lines are 0-based and inclusive.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -38,6 +39,11 @@ WINDOW_OVERLAP_LINES = 10
 # Re-parsing after syntax errors stops once it has parsed this many times the
 # file's size: a bound on the cost of badly broken (or misdetected) files.
 REPARSE_BUDGET = 2
+
+
+# Bytes a file's macro bodies may still be parsed again (_rust_macro_items);
+# per thread, since files are chunked on several.
+_reparse_budget = threading.local()
 
 
 def split_lines(text: str) -> list[str]:
@@ -67,6 +73,7 @@ def definition_chunks(path: str, text: str) -> ParsedFile:
 
 def _chunk(path: str, text: str, pack: bool) -> ParsedFile:
     lines = split_lines(text)
+    _reparse_budget.left = REPARSE_BUDGET * len(text)
     kind = chunk_kind_for_path(path)
     language = language_for_path(path)
     finish = (lambda pieces: _pack(lines, pieces)) if pack else (lambda pieces: pieces)
@@ -816,6 +823,12 @@ def _rust_macro_items(node: Node) -> _Decl | None:
     if not _RUST_ITEM_LINE.search(inner):
         return None
     padded = b"\n" * body.start_point.row + b" " * (body.start_point.column + 1) + inner
+    # Nested macros parse their bodies again and again: a file's re-parses
+    # are capped at REPARSE_BUDGET times its size (800 nested levels took 1 s).
+    budget = getattr(_reparse_budget, "left", 0)
+    if len(padded) > budget:
+        return None
+    _reparse_budget.left = budget - len(padded)
     root = parser_for("rust").parse(padded).root_node
     if root.has_error:
         return None

@@ -930,6 +930,18 @@ def test_javascript_functions_behind_a_guard_or_inside_a_call_are_definitions() 
     ])
 
 
+def test_nested_macro_bodies_are_parsed_again_only_within_the_file_budget() -> None:
+    # Each nesting level parses its body again; 800 levels took a second
+    # before the budget. The outer levels' items are read, the deep one is not.
+    shallow = "outer! {\n    inner! {\n        pub fn near() {}\n    }\n}\n"
+    assert [d.symbol for d in chunk_file("src/a.rs", shallow).symbols] == ["near"]
+    depth = 100
+    deep = "".join("m! {\n" for _ in range(depth)) + "pub fn far() {}\n" + "}\n" * depth
+    parsed = chunk_file("src/b.rs", deep)
+    assert_well_formed(deep, parsed)
+    assert parsed.symbols == []
+
+
 def test_a_class_or_function_assigned_to_module_exports_is_named_by_itself() -> None:
     # eslint: `module.exports = class ConfigCommentParser {…}` was residue, so
     # the `require` lines of its importers outranked it for its own name.
