@@ -29,7 +29,7 @@ from typing import NamedTuple
 from tree_sitter import Node, Parser, Tree
 
 from .imports import extract_imports
-from .languages import chunk_kind_for_path, language_for_path, parser_for
+from .languages import chunk_kind_for_path, language_for_path, parse, parser_for
 from .model import Chunk, ParsedFile, SymbolDef, content_hash
 
 MAX_CHUNK_LINES = 150
@@ -84,7 +84,8 @@ def _chunk(path: str, text: str, pack: bool) -> ParsedFile:
         return ParsedFile("text", _window_chunks(lines, "text", kind))
     try:
         source = "\n".join(lines).encode("utf-8", "replace")  # "replace": lone surrogates
-        spans, tree = _symbol_spans(_GRAMMARS[language], parser_for(language), lines, source)
+        spans, tree = _symbol_spans(_GRAMMARS[language], parser_for(language), lines, source,
+                                    parse(language, source, path))
         if tree.root_node.has_error and language in ("c", "cpp"):
             spans = _c_first_branch_spans(_GRAMMARS[language], parser_for(language), lines, spans)
         imports = extract_imports(language, tree)
@@ -400,15 +401,15 @@ class _Grammar:
     transparent: frozenset[str] = frozenset()
 
 
-def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: bytes) -> tuple[list[_Piece], Tree]:
-    """Symbol spans of the file and its parse tree.
+def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: bytes,
+                  tree: Tree) -> tuple[list[_Piece], Tree]:
+    """Symbol spans of the file and its parse ``tree`` (of ``source``).
 
     tree-sitter recovers from most syntax errors locally, but an unbalanced
     bracket makes one broken node swallow the definitions after it. When that
     happens (see ``_swallowed_row``), only the spans ending before the first
     swallowed top-level line are kept and parsing restarts there.
     """
-    tree = parser.parse(source)
     spans: list[_Piece] = []
     root = tree.root_node
     offset = 0  # row of `lines` where the current tree's row 0 is
@@ -457,7 +458,7 @@ def _c_first_branch_spans(grammar: _Grammar, parser: Parser, lines: list[str],
         blank = directive is not None or any(skipping)
         kept.append("" if blank else line)
     source = "\n".join(kept).encode("utf-8", "replace")
-    alternative, _ = _symbol_spans(grammar, parser, kept, source)
+    alternative, _ = _symbol_spans(grammar, parser, kept, source, parser.parse(source))
 
     def covered(pieces: list[_Piece]) -> int:
         return len({row for piece in pieces for row in range(piece.start, max(piece.end, piece.body_end) + 1)})

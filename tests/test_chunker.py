@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from ctxls.index import chunker
+from ctxls.index import chunker, languages
 from ctxls.index.chunker import MAX_CHUNK_LINES, OVERLAP_LINES, definition_chunks, split_lines
 from ctxls.index.model import Chunk, ParsedFile
 
@@ -1350,3 +1350,46 @@ def test_packing_leaves_no_tiny_chunk_where_a_neighbour_can_take_it() -> None:
 def test_configuration_files_are_their_own_kind() -> None:
     assert {c.kind for c in chunk_file(".github/workflows/ci.yml", "on: push\njobs: {}\n").chunks} == {"config"}
     assert {c.kind for c in chunk_file("README.md", "# Title\n\ntext\n").chunks} == {"doc"}
+
+
+def test_an_edited_file_parsed_from_its_previous_tree_chunks_as_a_fresh_parse(monkeypatch):
+    # languages.parse keeps each recent file's tree and parses its next text
+    # from it; the chunks must be those of a fresh parse, syntax errors or not.
+    from_previous: list[bool] = []
+    fresh_parser = languages.parser_for
+
+    class Recording:
+        def __init__(self, parser):
+            self.parser = parser
+
+        def parse(self, source, old_tree=None):
+            from_previous.append(old_tree is not None)
+            return self.parser.parse(source, old_tree) if old_tree else self.parser.parse(source)
+
+    monkeypatch.setattr(languages, "parser_for", lambda language: Recording(fresh_parser(language)))
+    base = textwrap.dedent("""\
+        import os
+
+
+        class Store:
+            def get(self, key):
+                return self.rows[key]
+
+            def put(self, key, value):
+                self.rows[key] = value
+
+
+        def helper(path):
+            return os.path.basename(path)
+        """)
+    edits = [base,
+             base.replace("return self.rows[key]", "return self.rows.get(key)"),  # from the tree
+             base.replace("def put(self, key, value):", "def put(self, key, value"),  # an error
+             base.replace("def helper(path):", "def helper(path, extra):"),  # after an error
+             base.replace("def helper(path):", "def helper(path, extra):") + "\n\ndef more():\n    pass\n"]
+    for n, text in enumerate(edits):
+        assert chunker.chunk_file("pkg/store.py", text) == chunker.chunk_file(f"fresh/{n}.py", text), n
+    # Per text: pkg/store.py's parses, then fresh/N's. The error is tried from
+    # the tree, then parsed afresh; the text after it is parsed afresh.
+    assert from_previous == [False, False, True, False, True, False, False, False, False,
+                             True, False]
