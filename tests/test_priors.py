@@ -119,11 +119,15 @@ def _chunk(chunk_id: int, path: str, score: float) -> ScoredChunk:
                        score=score, text="", embed_hash="")
 
 
-def _top_paths(hits: list[ScoredChunk], config: PriorConfig, n: int = 3) -> list[str]:
+def _bare_store() -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")  # a store whose files table names none of them
     conn.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT)")
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    ranked = rerank(conn, "code", "retry the upload after a pause", hits, n, config, lambda ids: [])
+    return conn
+
+
+def _top_paths(hits: list[ScoredChunk], config: PriorConfig, n: int = 3) -> list[str]:
+    ranked = rerank(_bare_store(), "code", "retry the upload after a pause", hits, n, config, lambda ids: [])
     return [h.path for h in ranked]
 
 
@@ -150,7 +154,7 @@ def test_a_long_definition_is_listed_once_by_its_best_window() -> None:
     # of curl's top ten for a cookie question.
     windows = [replace(_chunk(i, "lib/cookie.c", 10.0 - i), start_line=130 * i, end_line=130 * i + 149)
                for i in range(1, 4)]
-    ranked = rerank(sqlite3.connect(":memory:"), "code", "Curl_cookie_add", windows
+    ranked = rerank(_bare_store(), "code", "Curl_cookie_add", windows
                     + [_chunk(9, "lib/cookie.h", 1.0)], 3,
                     replace(PriorConfig(), definition_boost=0.0, coherence_boost=0.0), lambda ids: [])
     assert [(h.path, h.start_line) for h in ranked] == [("lib/cookie.c", 130), ("lib/cookie.h", 90)]
@@ -248,6 +252,29 @@ def test_a_name_many_files_define_weighs_little_inside_a_sentence(tmp_path: Path
     hits = lexical_search(engine.store.reader(), "code",
                           "toString builder for human-readable object descriptions", 3, RankingConfig())
     assert hits[0].path == "ToStringBuilder.java"
+    engine.close()
+
+
+def test_a_v1_copy_kept_beside_the_current_package_ranks_below_it(tmp_path: Path) -> None:
+    # pydantic keeps its old major version whole in pydantic/v1/, with no v2/
+    # folder to compare against: the copy is known by its twin outside v1/.
+    model = ("class BaseModel:\n    \"\"\"Validates fields of a model{}.\"\"\"\n\n"
+             "    def validate(self, data):\n        return dict(data)\n")
+    files = {"pydantic/main.py": model.format(""),
+             "pydantic/v1/main.py": model.format(": fields, validators, BaseModel config"),
+             "service/v1/users.py": "class Users:\n    \"\"\"Validates fields of users.\"\"\"\n"}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    hits = lexical_search(engine.store.reader(), "code", "BaseModel validates fields", 3, RankingConfig())
+    assert hits[0].path == "pydantic/main.py"
+    unprimed = lexical_search(engine.store.reader(), "code", "BaseModel validates fields", 3,
+                              RankingConfig(priors=NO_PRIORS))
+    assert unprimed[0].path == "pydantic/v1/main.py"  # the copy says more
+    # A version folder with no twin outside it is the code itself.
+    assert lexical_search(engine.store.reader(), "code", "Users", 1, RankingConfig())[0].path == "service/v1/users.py"
     engine.close()
 
 
