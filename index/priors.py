@@ -5,9 +5,9 @@ on why; ``rerank`` applies them to a query's scored candidates (BM25 or
 hybrid, any positive scale) and picks the top ``n``:
 
 1. path priors (multiplicative): tests, examples, compatibility copies,
-   vendored or generated code, ``.d.ts`` stubs and re-export barrels rank
-   below the code they test, copy or re-export, unless the query asks for
-   them ("the test for ...");
+   vendored or generated code, ``.d.ts`` stubs, re-export barrels and
+   localized message tables rank below the code they test, copy, re-export
+   or translate, unless the query asks for them ("the test for ...");
 2. chunk priors: a 1-2-line chunk is rarely what anyone wants, and module
    residue (imports, a file's doc header) should not outrank the code it
    describes;
@@ -49,6 +49,10 @@ class PriorConfig:
     vendored_penalty: float = 0.3
     barrel_penalty: float = 0.5
     stub_penalty: float = 0.7
+    # Localized message tables (zod's `locales/en.ts`, date libraries'
+    # `locale/`): every message again in forty languages, a flood for any
+    # question about messages or errors.
+    locale_penalty: float = 0.5
     # A 1-2-line chunk in a file that has more to offer.
     tiny_penalty: float = 0.5
     # Module residue (imports, a module's doc header, constants): it names
@@ -83,7 +87,7 @@ class PriorConfig:
     signature_share: float = 0.5
 
 
-NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0,
+NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0, locale_penalty=1.0,
                         vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0,
                         tiny_penalty=1.0, module_penalty=1.0, definition_boost=0.0,
                         file_name_boost=0.0, coherence_boost=0.0, named_files=0,
@@ -120,6 +124,8 @@ _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture",
                          "mock", "mocks", "unittest", "benchmark", "benchmarks"})
 _EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "demos", "sample", "samples",
                             "tutorial"})
+_LOCALE_WORDS = frozenset({"locale", "locales", "translation", "translations", "translate",
+                           "language", "languages", "i18n", "l10n", "localization", "localized"})
 _COMPAT_WORDS = frozenset({"compat", "compatibility", "legacy", "deprecated", "old", "v1",
                            "backport", "shim"})
 
@@ -133,6 +139,7 @@ class QueryShape:
     wants_tests: bool
     wants_examples: bool
     wants_compat: bool
+    wants_locales: bool
 
 
 @functools.lru_cache(maxsize=256)
@@ -148,7 +155,7 @@ def query_shape(query: str) -> QueryShape:
     return QueryShape(symbol, word, embedded,
                       frozenset(w for w in dict.fromkeys(found) if w.lower() not in _STOPWORDS),
                       bool(words & _TEST_WORDS), bool(words & _EXAMPLE_WORDS),
-                      bool(words & _COMPAT_WORDS))
+                      bool(words & _COMPAT_WORDS), bool(words & _LOCALE_WORDS))
 
 
 # --- path priors -----------------------------------------------------------------
@@ -168,6 +175,7 @@ _VENDORED_DIR = re.compile(r"(?:^|/)(?:vendor|vendored|_vendor|third_party|third
                            r"|external|node_modules|single_include|dist|build|generated"
                            r"|__generated__|gen)(?:/|$)"
                            r"|(?:_pb2(?:_grpc)?\.py|\.pb\.go|\.min\.js|_generated\.\w+|\.gen\.\w+)$")
+_LOCALE_DIR = re.compile(r"(?:^|/)(?:locales?|translations?|l10n)(?:/|$)")
 _VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
 _BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
                       "package-info.java", "mod.rs", "lib.rs", "doc.go"})
@@ -184,6 +192,7 @@ class _PathClass(NamedTuple):
     vendored: bool
     stub: bool
     barrel: bool
+    locale: bool
 
 
 @functools.lru_cache(maxsize=16384)
@@ -191,7 +200,8 @@ def _path_class(path: str) -> _PathClass:
     """What a path is, once per path (recall meets the same paths again and again)."""
     return _PathClass(is_test_path(path), _EXAMPLE_DIR.search(path) is not None,
                       _COMPAT_DIR.search(path) is not None, _VENDORED_DIR.search(path) is not None,
-                      path.endswith(".d.ts"), posixpath.basename(path) in _BARRELS)
+                      path.endswith(".d.ts"), posixpath.basename(path) in _BARRELS,
+                      _LOCALE_DIR.search(path) is not None)
 
 
 def _path_prior(path: str, shape: QueryShape, newer_version: bool, config: PriorConfig) -> float:
@@ -209,6 +219,8 @@ def _path_prior(path: str, shape: QueryShape, newer_version: bool, config: Prior
         prior *= config.stub_penalty
     if kind.barrel:
         prior *= config.barrel_penalty
+    if kind.locale and not shape.wants_locales:
+        prior *= config.locale_penalty
     return prior
 
 

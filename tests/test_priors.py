@@ -278,6 +278,29 @@ def test_a_v1_copy_kept_beside_the_current_package_ranks_below_it(tmp_path: Path
     engine.close()
 
 
+def test_localized_message_tables_rank_below_the_code_unless_asked_for(tmp_path: Path) -> None:
+    files = {"src/errors.ts": "export function formatIssue(issue: Issue): string {\n"
+                              "  return `Invalid input: expected ${issue.expected}`;\n}\n"}
+    for lang in ("en", "de", "fr", "es", "it", "pt", "ru", "ja"):
+        files[f"src/locales/{lang}.ts"] = (
+            "const error = (issue) => {\n  switch (issue.code) {\n"
+            "    case 'invalid_type': return `Invalid input: expected ${issue.expected}`;\n"
+            "    case 'too_big': return `Invalid input: too big, expected ${issue.maximum}`;\n  }\n};\n")
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    reader = engine.store.reader()
+    assert lexical_search(reader, "code", "invalid input expected message", 1, RankingConfig())[0].path \
+        == "src/errors.ts"
+    assert lexical_search(reader, "code", "invalid input expected message", 1,
+                          RankingConfig(priors=NO_PRIORS))[0].path.startswith("src/locales/")
+    assert lexical_search(reader, "code", "invalid input expected translation", 1,
+                          RankingConfig())[0].path.startswith("src/locales/")
+    engine.close()
+
+
 def test_an_implementation_ranks_above_its_overload_signatures(tmp_path: Path) -> None:
     overloads = "".join(
         f"/** Emits the first value{' matching a predicate' * i}, or a default value. */\n"
