@@ -131,7 +131,7 @@ async def test_js_ts_callers_through_barrels_namespaces_and_require(tmp_path: Pa
             ("src/util/format.ts", 6, "Formatter.render", "call", True),
             ("src/app.ts", 5, "main", "value", True),  # values.map(formatPrice), via the barrel
             ("src/app.ts", 7, "main", "call", True),  # fmt.formatPrice(2), a namespace import
-            ("src/legacy.js", 3, None, "call", True),  # const { formatPrice: fp } = require(...)
+            ("src/legacy.js", 3, "legacy", "call", True),  # const { formatPrice: fp } = require(...), in `module.exports = function legacy`
         }
         assert price["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1, "import": 3}
 
