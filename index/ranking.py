@@ -98,6 +98,8 @@ FTS5_BM25_K1 = 1.2
 COMMON_TERM_SHARE = 0.1
 # Smaller tables are scored whole: there is little to skip.
 PRUNE_MIN_ROWS = 2000
+# The FTS tables whose tokenizer leaves a query term as it is (unicode61).
+_UNSTEMMED_TABLES = frozenset(FTS_TABLE_BY_KIND.values())
 # Document frequencies kept per reader connection and FTS table, at most.
 MAX_CACHED_TERMS = 100_000
 
@@ -212,10 +214,14 @@ def _idf(rows: int, hits: int) -> float:
 
 
 def _term_idf(conn: sqlite3.Connection, table: str, terms: list[str]) -> _TermIdf | None:
-    """Each term's idf, or None for a one-term query or a small table. A term
-    the vocabulary does not know (df 0: the highest idf) is never common, so
-    a row outside the rarer terms' rows holds common terms only."""
-    if len(terms) < 2:
+    """Each term's idf, or None for a one-term query, a small table or one
+    that stems the query's terms again. A term the vocabulary does not know
+    (df 0: the highest idf) is never common, so a row outside the rarer
+    terms' rows holds common terms only."""
+    # Only where the MATCH reads a term as the vocabulary lists it: written
+    # memory's tables stem again (porter), and a query term found in their
+    # vocabulary may match as another, rarer stem, worth more than its count says.
+    if len(terms) < 2 or table not in _UNSTEMMED_TABLES:
         return None
     counts = connection_cache(conn, f"term counts {table}", lambda c: fts_generation(c, table),
                               lambda c: _TermCounts(c, table))

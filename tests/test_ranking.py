@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from ctxls.index import ranking
@@ -175,3 +177,20 @@ def test_a_term_no_longer_common_after_an_edit_is_scanned_again(tmp_path, monkey
     assert conn.execute("SELECT symbol FROM chunks WHERE id = ?", (top,)).fetchone()[0] == "widget_widget"
     assert set(bm25_scores(conn, "fts_code", terms, config, limit=1)) == {top}
     engine.close()
+
+
+def test_a_table_that_stems_the_query_again_is_scanned_whole(monkeypatch):
+    # Written memory's tables stem with porter: a query term's count in their
+    # vocabulary need not be the count of the stem the MATCH looks for.
+    monkeypatch.setattr(ranking, "PRUNE_MIN_ROWS", 0)
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE fts_memory_fact USING fts5(symbol, path, body, "
+                 "tokenize = \"porter unicode61 tokenchars '_'\")")
+    conn.executemany("INSERT INTO fts_memory_fact(symbol, path, body) VALUES ('', '', ?)",
+                     [("plan the release",)] * 20 + [("agreed rollout plan",)] * 2)
+    restricted = _restricted_scans(conn)
+    terms = ["plan", "agre", "rollout"]
+    every = bm25_scores(conn, "fts_memory_fact", terms, RankingConfig())
+    top = bm25_scores(conn, "fts_memory_fact", terms, RankingConfig(), limit=2)
+    assert set(top) == set(sorted(every, key=every.get, reverse=True)[:2])
+    assert not restricted
