@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 CUSTOM_PREFIX = "ctxls/"
 # Seconds between cold-index attempts while a folder's store cannot be opened.
 STORE_RETRY_S = 2.0
+# A recall waits at most this long (seconds) for buffers being indexed.
+BUFFER_SETTLE_S = 1.0
 # ctxls/status `state`, the least ready first (several folders report the first that applies).
 STATES = ("error", "indexing", "embedding", "idle", "ready")
 # Below this many chunks waiting for a vector no embedding progress is shown.
@@ -88,6 +90,8 @@ class CtxlsServer(LanguageServer):
         self.workspaces = Workspaces(self.options)
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._pending_buffers = 0
+        # Buffers being indexed (flush_buffer tasks), for settle_buffers.
+        self._flushing: set[asyncio.Task] = set()
         # Unique across processes: a proxy replays its session to the next daemon.
         self._progress_tokens = (f"{os.getpid()}-{n}" for n in itertools.count(1))
         self._shutdown = threading.Event()
@@ -286,8 +290,28 @@ class CtxlsServer(LanguageServer):
         handle = self._debounce.pop(uri, None)
         if handle is not None:
             handle.cancel()
-        self._debounce[uri] = loop.call_later(
-            self.options.debounceMs / 1000, lambda: loop.create_task(self.flush_buffer(uri)))
+        self._debounce[uri] = loop.call_later(self.options.debounceMs / 1000,
+                                              lambda: self._start_flush(uri))
+
+    def _start_flush(self, uri: str) -> None:
+        """The debounce is over: index the buffer (tracked from now on)."""
+        self._debounce.pop(uri, None)
+        task = asyncio.get_running_loop().create_task(self.flush_buffer(uri))
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
+
+    async def settle_buffers(self) -> None:
+        """Let the edits whose debounce is over reach the index before a
+        query reads it (at most BUFFER_SETTLE_S): a recall sent after a
+        didChange answers with it, instead of a poll racing the indexing for
+        the CPU. An edit still within its debounce is not waited for."""
+        loop = asyncio.get_running_loop()
+        for uri, handle in list(self._debounce.items()):
+            if handle.when() <= loop.time():  # due, its timer not run yet
+                handle.cancel()
+                self._start_flush(uri)
+        if self._flushing:
+            await asyncio.wait(set(self._flushing), timeout=BUFFER_SETTLE_S)
 
     async def flush_buffer(self, uri: str) -> None:
         self._debounce.pop(uri, None)
@@ -411,9 +435,10 @@ server = CtxlsServer()
 CUSTOM_METHODS: dict[str, Callable[[CtxlsServer, wire.Params], Any]] = {}
 
 
-def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]:
+def rpc(method: str, settle: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]:
     """Register a custom request whose body runs in a worker thread and whose
-    engine errors carry the protocol's error codes."""
+    engine errors carry the protocol's error codes; ``settle``: after the
+    buffers being indexed are (CtxlsServer.settle_buffers)."""
 
     def register(fn: Callable[[CtxlsServer, wire.Params], Any]):
         @functools.wraps(fn)
@@ -432,6 +457,8 @@ def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[A
         @server.feature(method)
         @functools.wraps(fn)
         async def handler(ls: CtxlsServer, raw: Any) -> Any:
+            if settle:
+                await ls.settle_buffers()
             try:
                 return await asyncio.to_thread(guarded, ls, wire.Params(raw))
             except EngineError as exc:
@@ -599,7 +626,7 @@ def index(ls: CtxlsServer, params: wire.Params) -> dict:
     return wire.index_stats_json(stats)
 
 
-@rpc("ctxls/recall")
+@rpc("ctxls/recall", settle=True)
 def recall(ls: CtxlsServer, params: wire.Params) -> dict:
     kinds, flat = params.kinds()
     result = ls.recall(params.str("query", required=True), kinds, params.int("n", 10),

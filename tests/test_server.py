@@ -109,6 +109,23 @@ async def test_incremental_changes_are_applied(repo: Path):
         assert await s.wait_for(renamed)
 
 
+async def test_a_recall_after_a_due_edit_answers_with_it(repo: Path):
+    # With no debounce, the edit is due when the recall arrives: the recall
+    # waits for its indexing (a large file's takes a while) instead of
+    # answering from the index as it was before the edit.
+    text = "".join(f"export function part{i}(name: string): string {{\n"
+                   f"  return `<li>${{name}} {i}</li>`;\n}}\n\n" for i in range(3000))
+    (repo / "web/parts.ts").write_text(text)
+    async with serve(repo, options={"debounceMs": 0}) as s:
+        await s.wait_indexed()
+        s.open("web/parts.ts", text)
+        for version, name in enumerate(("paintGadget", "paintGizmo", "paintDoohickey"), 2):
+            s.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=s.uri("web/parts.ts"), version=version),
+                [types.TextDocumentContentChangeWholeDocument(text=text.replace("part1500", name))]))
+            assert name in symbols_of(await recall_code(s, name)), name
+
+
 async def test_get_whole_file_chunk_range_and_stale_range(repo: Path):
     async with serve(repo) as s:
         await s.wait_indexed()
