@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
-from ctxls.index.ranking import RankingConfig, bm25_scores, document_frequency
+from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import paths_generation
 from ctxls.index.tokenize import QUERY_STOPWORDS, expand_tokens, query_terms
@@ -465,8 +465,9 @@ def _longest_run(message_words: list[str], text_words: list[str], shortest: int,
 
 
 class Locator:
-    """Ranks the indexed files of one store for an issue text. Holds caches
-    keyed on the set of indexed files; safe to share between threads."""
+    """Ranks the indexed files of one store for an issue text. Holds the
+    indexed paths, kept while the set of files is unchanged; safe to share
+    between threads."""
 
     def __init__(self, weights: LocateWeights | None = None,
                  ranking: RankingConfig | None = None):
@@ -474,10 +475,6 @@ class Locator:
         self.ranking = ranking or RankingConfig()
         self._lock = threading.Lock()
         self._paths: tuple[str | None, PathIndex] | None = None
-        # term -> code chunks holding it. Only picks which terms BM25 sees, so it
-        # may lag edits; cleared when the set of files changes or it grows too big.
-        self._frequency: dict[str, int] = {}
-        self._frequency_key: str | None = None
 
     def path_index(self, conn: sqlite3.Connection) -> PathIndex:
         key = paths_generation(conn)
@@ -488,21 +485,6 @@ class Locator:
         with self._lock:
             self._paths = (key, index)
         return index
-
-    def document_frequency(self, conn: sqlite3.Connection, terms: list[str]) -> dict[str, int]:
-        key = paths_generation(conn)
-        with self._lock:
-            if key != self._frequency_key or len(self._frequency) > MAX_CACHED_TERMS:
-                self._frequency, self._frequency_key = {}, key
-            known = {t: self._frequency[t] for t in terms if t in self._frequency}
-        missing = [t for t in terms if t not in known]
-        if missing:
-            found = document_frequency(conn, "fts_code", missing)
-            fresh = {t: found.get(t, 0) for t in missing}
-            with self._lock:
-                self._frequency.update(fresh)
-            known.update(fresh)
-        return known
 
     # -- evidence ------------------------------------------------------------------------
 
@@ -739,9 +721,11 @@ class Locator:
         terms = query_terms(text)
         if not terms:
             return []
-        frequency = self.document_frequency(conn, terms)
-        total = max(conn.execute("SELECT max(rowid) FROM fts_code").fetchone()[0] or 1, 1)
-        kept = [t for t in terms if 0 < frequency.get(t, 0) <= max_share * total]
+        # The table's own row count (not its largest rowid: re-indexing gives a
+        # file's chunks new ids, so that grows with the store's age).
+        counts = term_counts(conn, "fts_code")
+        frequency = counts.of(conn, "fts_code", terms)
+        kept = [t for t in terms if 0 < frequency.get(t, 0) <= max_share * counts.rows]
         kept.sort(key=lambda t: frequency[t])
         # BM25 costs about as much per matching chunk as per term: stop adding
         # terms once their postings would pass the budget.
@@ -862,8 +846,6 @@ class Locator:
                                    reasons[:6], refs))
         return out
 
-
-MAX_CACHED_TERMS = 200_000
 
 
 def _with_end_characters(conn: sqlite3.Connection, chunks: list[tuple[int, ChunkRef]]) -> list[ChunkRef]:

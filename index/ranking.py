@@ -202,6 +202,13 @@ class _TermCounts:
         return known
 
 
+def term_counts(conn: sqlite3.Connection, table: str) -> _TermCounts:
+    """The FTS ``table``'s row count and its terms' document counts as this
+    connection sees them, kept while the table is unchanged."""
+    return connection_cache(conn, f"term counts {table}", lambda c: fts_generation(c, table),
+                            lambda c: _TermCounts(c, table))
+
+
 class _TermIdf(dict):
     """term -> its idf as FTS5's bm25() computes it; ``common_below``: the
     idf of a term held by COMMON_TERM_SHARE of the rows."""
@@ -223,8 +230,7 @@ def _term_idf(conn: sqlite3.Connection, table: str, terms: list[str]) -> _TermId
     # vocabulary may match as another, rarer stem, worth more than its count says.
     if len(terms) < 2 or table not in _UNSTEMMED_TABLES:
         return None
-    counts = connection_cache(conn, f"term counts {table}", lambda c: fts_generation(c, table),
-                              lambda c: _TermCounts(c, table))
+    counts = term_counts(conn, table)
     rows = counts.rows
     if rows < PRUNE_MIN_ROWS:
         return None

@@ -364,3 +364,34 @@ def test_cli_locate_reads_stdin_and_a_file(shop: Path, tmp_path: Path):
     assert human.returncode == 0, human.stderr
     first = human.stdout.splitlines()[0]
     assert first.endswith("shop/money.py") and "symbol   format_money" in human.stdout
+
+
+def test_the_text_terms_share_is_of_the_chunks_there_are_not_of_the_largest_chunk_id(tmp_path: Path):
+    # 20 one-function files; `widget` in 3 of them (15 % of the chunks: over
+    # the 5 % share a text term may have), `gizmo` in one. Re-indexing gives
+    # changed chunks new ids, so the largest id outgrows the number of chunks:
+    # the share must stay a share of the chunks there are.
+    root = tmp_path / "many"
+
+    def write(version: int) -> None:
+        write_tree(root, {f"pkg/mod{i}.py": (
+            f"def handler_{i}(value):\n"
+            f"    # {'widget ' if i < 3 else ''}{'gizmo ' if i == 5 else ''}step {i}\n"
+            f"    return value + {version}\n") for i in range(20)})
+
+    write(0)
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.cold_index()
+        text = "Crash report\nThe widget breaks the gizmo"
+        for version in range(1, 5):
+            with_text = {f.path for f in engine.locate(text, 20) if "text" in f.signals}
+            assert with_text == {"pkg/mod5.py"}, version
+            write(version)
+            engine.index()
+        conn = engine.store.reader()
+        largest, chunks = conn.execute("SELECT max(rowid), count(*) FROM fts_code").fetchone()
+        assert largest >= 3 / 0.05 > chunks  # the old reading (largest id) would keep `widget`
+        assert {f.path for f in engine.locate(text, 20) if "text" in f.signals} == {"pkg/mod5.py"}
+    finally:
+        engine.close()
