@@ -170,17 +170,28 @@ def test_a_file_the_query_names_joins_the_candidates(engine: Engine) -> None:
         p.split(":")[0] for p in paths(engine, "cookie jar helpers", unnamed, n=2)}
 
 
+QUERY_FOR_HELPERS = "retry upload helpers"
+
+
+def _repo_naming_no_helpers(tmp_path: Path, *more: str) -> tuple[Engine, sqlite3.Connection]:
+    """An indexed repo with pkg/client.py and ``more`` files, whose paths name
+    none of QUERY_FOR_HELPERS's words, and a reader on it."""
+    (tmp_path / "pkg").mkdir()
+    for name in ("client.py", *more):
+        (tmp_path / "pkg" / name).write_text("def send(request):\n    return request\n")
+    engine = Engine(tmp_path, EngineOptions(db_path=str(tmp_path / "db" / "index.db")))
+    engine.cold_index()
+    conn = engine.store.reader()
+    assert named_files(conn, QUERY_FOR_HELPERS, PriorConfig()) == []
+    return engine, conn
+
+
 def test_the_files_a_query_names_follow_the_index(tmp_path: Path) -> None:
     # The path words are cached per reader connection; a file indexed after
     # the first query must be named by the next one.
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg/client.py").write_text("def send(request):\n    return request\n")
-    engine = Engine(tmp_path, EngineOptions(db_path=str(tmp_path / "db" / "index.db")))
+    engine, conn = _repo_naming_no_helpers(tmp_path)
+    query = QUERY_FOR_HELPERS
     try:
-        engine.cold_index()
-        conn = engine.store.reader()
-        query = "retry upload helpers"
-        assert named_files(conn, query, PriorConfig()) == []
         (tmp_path / "pkg/upload_helpers.py").write_text("def backoff(attempt):\n    return 2 ** attempt\n")
         engine.index()
         file_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/upload_helpers.py'").fetchone()[0]
@@ -192,15 +203,9 @@ def test_the_files_a_query_names_follow_the_index(tmp_path: Path) -> None:
 def test_the_path_words_follow_a_file_given_a_deleted_files_id_and_outlive_other_writes(tmp_path: Path) -> None:
     # Cached per reader connection until a file row comes or goes: a file
     # added after the newest was deleted gets its row id.
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg/client.py").write_text("def send(request):\n    return request\n")
-    (tmp_path / "pkg/zz_old.py").write_text("def backoff(attempt):\n    return 2 ** attempt\n")
-    engine = Engine(tmp_path, EngineOptions(db_path=str(tmp_path / "db" / "index.db")))
+    engine, conn = _repo_naming_no_helpers(tmp_path, "zz_old.py")
+    query = QUERY_FOR_HELPERS
     try:
-        engine.cold_index()
-        conn = engine.store.reader()
-        query = "retry upload helpers"
-        assert named_files(conn, query, PriorConfig()) == []
         words = _path_index(conn)
         # A buffer edit commits, but every path stays: the same index serves.
         assert engine.set_buffer("pkg/client.py", "def send(request):\n    return None\n")
