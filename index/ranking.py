@@ -106,16 +106,14 @@ MAX_CACHED_TERMS = 100_000
 
 def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
                 limit: int | None = None, where: str | None = None,
-                where_args: Sequence = (), also: Sequence[int] = ()) -> dict[int, float]:
-    """rowid -> BM25 score (higher is better) of the rows matching any term:
-    the best ``limit`` of them, plus those of ``also`` that match, from one
-    FTS5 scan (a second ``rowid IN`` query costs as much as the first);
-    ``where`` is an extra SQL condition on ``{table}.rowid`` (written memory
-    keeps only the rows a scope may see).
+                where_args: Sequence = ()) -> dict[int, float]:
+    """rowid -> BM25 score (higher is better) of the rows matching any term,
+    the best ``limit`` of them; ``where`` is an extra SQL condition on
+    ``{table}.rowid`` (written memory keeps only the rows a scope may see).
 
     With a ``limit``, FTS5 computes bm25() for every matching row, and a
     sentence's common words ("return", "value") match most of the table. So
-    the rows holding a rarer term (and ``also``) are ranked first: when their
+    the rows holding a rarer term are ranked first: when their
     ``limit``-th best score beats the most the common terms together can give
     a row (``_ceiling``), no row holding only common terms can enter, and that
     is the answer (the max-score pruning of top-k search engines); when it does
@@ -138,11 +136,7 @@ def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: 
                 break
             within = f"{table}.rowid + 0 IN (SELECT rowid FROM {table} WHERE {table} MATCH ?)"
             within_args = [fts_match_expression([t for t in terms if t not in common])]
-            if also:
-                within = f"({within} OR {table}.rowid + 0 IN ({','.join('?' * len(also))}))"
-                within_args += also
-            scores, worst = _top_scores(conn, f"{select} AND {within}", args + within_args,
-                                        limit, also)
+            scores, worst = _top_scores(conn, f"{select} AND {within}", args + within_args, limit)
             if worst is None:
                 break
             if _ceiling(term_idf, common) < worst:
@@ -151,7 +145,7 @@ def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: 
             # ``worst``, so leaving out only the common terms that add up to less
             # than it is the answer on the second try.
             common = [t for k, t in enumerate(common) if _ceiling(term_idf, common[:k + 1]) < worst]
-    return _top_scores(conn, select, args, limit, also)[0]
+    return _top_scores(conn, select, args, limit)[0]
 
 
 def _ceiling(term_idf: dict[str, float], terms: list[str]) -> float:
@@ -159,22 +153,23 @@ def _ceiling(term_idf: dict[str, float], terms: list[str]) -> float:
     return (FTS5_BM25_K1 + 1) * sum(term_idf[t] for t in terms) * (1 + 1e-9)
 
 
-def _top_scores(conn: sqlite3.Connection, select: str, args: list, limit: int,
-                also: Sequence[int]) -> tuple[dict[int, float], float | None]:
-    """The best ``limit`` rows of ``select`` (rowid, score) and those of
-    ``also`` among them; and the ``limit``-th best score (None: fewer rows).
-    bm25() is computed once per row (a CTE read twice is materialized)."""
-    if also:
-        sql = (f"WITH scored AS MATERIALIZED ({select}) "
-               f"SELECT rowid, score, 1 FROM (SELECT rowid, score FROM scored "
-               f"ORDER BY score DESC LIMIT ?) UNION ALL "
-               f"SELECT rowid, score, 0 FROM scored WHERE rowid IN ({','.join('?' * len(also))})")
-        rows = conn.execute(sql, [*args, limit, *also]).fetchall()
-    else:
-        rows = conn.execute(f"{select} ORDER BY score DESC LIMIT ?", [*args, limit]).fetchall()
-    ranked = [row[1] for row in rows if len(row) == 2 or row[2]]
-    worst = min(ranked) if len(ranked) >= limit else None
+def _top_scores(conn: sqlite3.Connection, select: str, args: list,
+                limit: int) -> tuple[dict[int, float], float | None]:
+    """The best ``limit`` rows of ``select`` (rowid, score), and the
+    ``limit``-th best score (None: fewer rows)."""
+    rows = conn.execute(f"{select} ORDER BY score DESC LIMIT ?", [*args, limit]).fetchall()
+    worst = rows[-1][1] if len(rows) >= limit else None
     return {row[0]: row[1] for row in rows}, worst
+
+
+def bm25_of_ids(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
+                ids: Sequence[int]) -> dict[int, float]:
+    """rowid -> BM25 score of those of ``ids`` that match a term: a filter on
+    one scan of the matches, bm25() computed for ``ids`` only."""
+    if not ids or not terms:
+        return {}
+    return bm25_scores(conn, table, terms, config,
+                       where=f"{table}.rowid + 0 IN ({','.join('?' * len(ids))})", where_args=ids)
 
 
 class _TermCounts:
@@ -381,13 +376,8 @@ def hybrid_candidates(conn: sqlite3.Connection, kind: str,
                 f"WHERE c.kind = ? AND v.id IN ({','.join('?' * len(ids))})", [kind, *ids]):
             nominated[chunk_id] = dense_by_vector_id[vector_id]
     nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
-    # The nominees' own BM25 scores: a filter on one scan of the matches,
-    # bm25() computed for the nominees only.
-    unscored = [cid for cid in nominated if cid not in lexical]
-    if terms and unscored:
-        lexical.update(bm25_scores(conn, table, terms, config,
-                                   where=f"{table}.rowid + 0 IN ({','.join('?' * len(unscored))})",
-                                   where_args=unscored))
+    lexical.update(bm25_of_ids(conn, table, terms, config,
+                               [cid for cid in nominated if cid not in lexical]))
     rows = _chunks_by_id(conn, set(lexical) | set(nominated))
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))

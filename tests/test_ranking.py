@@ -8,8 +8,8 @@ import pytest
 
 from ctxls.index import ranking
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_scores, fused_scores,
-                                 lexical_search)
+from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_of_ids, bm25_scores,
+                                 fused_scores, lexical_search)
 from ctxls.index.tokenize import query_terms
 
 from conftest import write_tree
@@ -46,7 +46,7 @@ def test_coverage_scales_the_lexical_share(fusion):
     assert half[1] < full[1] and half[2] == pytest.approx(full[2])
 
 
-def test_bm25_also_scores_rows_outside_the_top_in_the_same_scan(tmp_path):
+def test_bm25_of_ids_scores_rows_outside_the_top_exactly(tmp_path):
     write_tree(tmp_path, {f"m{i}.py": f"def f{i}():\n" + "    parse = 1\n" * (i + 1) for i in range(6)}
                | {"other.py": "def unrelated():\n    return 2\n"})
     engine = Engine(tmp_path, EngineOptions(embeddings=False))
@@ -56,7 +56,8 @@ def test_bm25_also_scores_rows_outside_the_top_in_the_same_scan(tmp_path):
     every = bm25_scores(conn, "fts_code", terms, config)
     ranked = sorted(every, key=lambda rid: -every[rid])
     unmatched = conn.execute("SELECT id FROM chunks WHERE symbol = 'unrelated'").fetchone()[0]
-    top = bm25_scores(conn, "fts_code", terms, config, limit=2, also=[ranked[-1], unmatched])
+    top = bm25_scores(conn, "fts_code", terms, config, limit=2)
+    top.update(bm25_of_ids(conn, "fts_code", terms, config, [ranked[-1], unmatched]))
     assert set(top) == {*ranked[:2], ranked[-1]}  # the unmatched row has no BM25 score
     assert all(top[rid] == pytest.approx(every[rid]) for rid in top)
     engine.close()
@@ -136,18 +137,14 @@ def test_leaving_common_terms_out_of_the_scan_keeps_the_top_rows(tmp_path, monke
     engine.index()
     conn, config = engine.store.reader(), RankingConfig()
     restricted = _restricted_scans(conn)
-    nominees = [row[0] for row in conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 3")]
     for query in ("return the parsed value", "widget return value", "parse widget value return"):
         terms = query_terms(query)
         every = bm25_scores(conn, "fts_code", terms, config)
         for limit in (1, 3, 8):
-            for also in ((), nominees):
-                got = bm25_scores(conn, "fts_code", terms, config, limit=limit, also=also)
-                best = sorted(every.values(), reverse=True)[:limit]
-                assert sorted((got[r] for r in got if r not in also or every[r] >= best[-1]),
-                              reverse=True)[:limit] == pytest.approx(best)
-                assert all(got[rid] == pytest.approx(every[rid]) for rid in got)
-                assert {rid for rid in also if rid in every} <= set(got)
+            got = bm25_scores(conn, "fts_code", terms, config, limit=limit)
+            best = sorted(every.values(), reverse=True)[:limit]
+            assert sorted(got.values(), reverse=True) == pytest.approx(best)
+            assert all(got[rid] == pytest.approx(every[rid]) for rid in got)
     assert restricted  # the common terms were left out of some scans
     engine.close()
 

@@ -188,7 +188,7 @@ class SqliteMemoryStore:
             lexical = {} if dense_only else bm25_scores(conn, table, terms, self.config, limit=pool,
                                                         where=fence, where_args=visible_args)
             # A nominee outside the lexical pool counts as no lexical match: scoring
-            # it exactly (bm25_scores(also=...)) ranks every match, slower than the
+            # it exactly (ranking.bm25_of_ids) scans every match, slower than the
             # pool's LIMIT at 100k facts; memory's benchmark was measured without it.
             nominated = self._nominate(conn, semantic, vector, kind, scope, now,
                                        max(n, ANN_NOMINEES) if dense_only else ANN_NOMINEES)
