@@ -314,7 +314,6 @@ class CtxlsServer(LanguageServer):
             await asyncio.wait(set(self._flushing), timeout=BUFFER_SETTLE_S)
 
     async def flush_buffer(self, uri: str) -> None:
-        self._debounce.pop(uri, None)
         doc = self.workspace.text_documents.get(uri)
         target = self.engine_for(uri)
         if doc is None or target is None:  # closed before the timer fired
@@ -537,6 +536,7 @@ def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersP
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 async def on_did_open(ls: CtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.cancel_debounce(params.text_document.uri)  # the open text supersedes a pending edit
     await ls.flush_buffer(params.text_document.uri)
 
 
