@@ -31,6 +31,7 @@ import functools
 import posixpath
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -224,12 +225,13 @@ def _path_prior(path: str, shape: QueryShape, newer_version: bool, config: Prior
     return prior
 
 
-def _superseded_paths(paths: set[str], indexed: dict[str, int]) -> set[str]:
+def _superseded_paths(paths: set[str], indexed: Callable[[], dict[str, int]]) -> set[str]:
     """Paths under a ``vN/`` folder that an older major version kept beside
     the current code: a sibling ``vM/`` (M > N) is also among ``paths``
     (zod's ``v3/`` beside ``v4/``), or the same file exists outside the
-    version folder in ``indexed`` (pydantic's ``pydantic/v1/main.py`` beside
-    ``pydantic/main.py``)."""
+    version folder among ``indexed()``'s paths (pydantic's
+    ``pydantic/v1/main.py`` beside ``pydantic/main.py``); ``indexed`` is
+    asked only when a path has such a folder."""
     newest: dict[str, int] = {}
     located: dict[str, tuple[str, int]] = {}
     copies: set[str] = set()
@@ -239,7 +241,7 @@ def _superseded_paths(paths: set[str], indexed: dict[str, int]) -> set[str]:
             newest[prefix] = max(newest.get(prefix, -1), version)
             located[path] = (prefix, version)
             outside = f"{prefix}/{path[match.end() + 1:]}" if prefix else path[match.end() + 1:]
-            if outside in indexed:
+            if outside in indexed():
                 copies.add(path)
     return copies | {path for path, (prefix, version) in located.items() if version < newest[prefix]}
 
@@ -435,7 +437,7 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
                 hit.score += unit * count / len(shape.words)
     if config.coherence_boost > 0 and by_id:
         _boost_coherent_files(list(by_id.values()), best * config.coherence_boost)
-    superseded = _superseded_paths({hit.path for hit in by_id.values()}, _path_index(conn).ids)
+    superseded = _superseded_paths({hit.path for hit in by_id.values()}, lambda: _path_index(conn).ids)
     priors: dict[str, float] = {}
     for hit in by_id.values():
         if hit.path not in priors:
