@@ -626,8 +626,8 @@ def _js_decl(node: Node) -> _Decl | None:
         if declaration is not None:
             return _js_decl(declaration)
         value = node.child_by_field_name("value")  # export default <expression>
-        if value is not None and _js_wraps_function(value):
-            function = _js_unwrapped(value)
+        function = _js_unwrapped(value) if value is not None else None
+        if function is not None and function.type in _JS_FUNCTION_VALUES:
             return _Decl("function", (_text(function.child_by_field_name("name")) or "default",))
         if value is not None and value.type == "class":
             return _Decl("class", (_text(value.child_by_field_name("name")) or "default",), value.child_by_field_name("body"))
@@ -719,10 +719,6 @@ def _js_unwrapped(value: Node, depth: int = 3) -> Node:
     return value
 
 
-def _js_wraps_function(value: Node) -> bool:
-    return _js_unwrapped(value).type in _JS_FUNCTION_VALUES
-
-
 def _js_variable_decl(node: Node) -> _Decl | None:
     """`const f = () => …` is a function, `const C = class {…}` a class,
     `const fixer = Object.freeze({ remove() {…} })` an object of methods."""
@@ -733,7 +729,7 @@ def _js_variable_decl(node: Node) -> _Decl | None:
         value = declarator.child_by_field_name("value")
         if name is None or value is None or name.type != "identifier":
             continue
-        if _js_wraps_function(value):
+        if _js_unwrapped(value).type in _JS_FUNCTION_VALUES:
             return _Decl("function", (_text(name),))
         if value.type == "class":
             return _Decl("class", (_text(name),), value.child_by_field_name("body"))
