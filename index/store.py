@@ -294,10 +294,10 @@ class FileRecord:
     source: str
 
 
-# (connection id, name) -> (the connection, its data_version, the value). The
+# (connection id, name) -> (the connection, the version it was built at, the value). The
 # connection is held so its id cannot be reused by another while cached; the
 # lock is for recall threads that each bring their own reader connection.
-_CONNECTION_CACHES: dict[tuple[int, str], tuple[sqlite3.Connection, int, object]] = {}
+_CONNECTION_CACHES: dict[tuple[int, str], tuple[sqlite3.Connection, object, object]] = {}
 _CONNECTION_CACHE_SIZE = 64
 _CONNECTION_CACHE_LOCK = threading.Lock()
 
