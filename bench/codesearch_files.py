@@ -23,9 +23,11 @@ Two sources of annotations (``Project.hand_written`` says which):
   benchmark's annotation files copied to ``ANNOTATIONS_DIR/<project>.json``;
   each project's repository fetched and ``git archive <revision> <root>``
   unpacked under ``TREES_DIR/<project>``; see ``PROJECTS``);
-* hand-written ones for six more projects (two Python, two C, two
-  JavaScript; about 20 queries each, roughly a third of each category),
-  committed as ``bench/codesearch_files/<project>.json``. They were written
+* hand-written ones for ten more projects (two Python, two C, two
+  JavaScript, and a second Go, Rust and two more TypeScript ones:
+  client_golang, rayon, mobx, rxjs; 22 queries each, 7 symbol / 7-8
+  semantic / 7-8 architecture), committed as
+  ``bench/codesearch_files/<project>.json``. They were written
   by reading each project's code (with its comments), before and without
   running ctxls on them, and never changed after seeing a ranking:
   descriptions are paraphrased as a user who does not know the names would
@@ -35,10 +37,13 @@ Two sources of annotations (``Project.hand_written`` says which):
   use and indexed whole (their README and docs pages are indexed too;
   recall is asked for code chunks only, as for the other five).
 
-Too few projects per language to split by project: it is a second dev set,
-read beside the generated set's test split, never instead of it. Three of
-the hand-written projects (click, curl, lodash) are test-split corpora of
-the generated set: a knob tuned on them here has seen those projects' code.
+Fifteen projects, 318 queries; every language has two or three projects
+(Java's two and one of Go's, Rust's and TypeScript's are the public
+benchmark's). Still too few per language to split by project: it is a second
+dev set, read beside the generated set's test split, never instead of it.
+Five of the hand-written projects (click, curl, lodash, mobx, rayon) are
+test-split corpora of the generated set: a knob tuned on them here has seen
+those projects' code.
 
 Run: .venv/bin/python bench/codesearch_files.py [--modes lexical,hybrid] [--project NAME ...]
 """
@@ -99,6 +104,12 @@ PROJECTS = (
     Project("curl", "c", "debsrc:curl", "7.88.1", "", hand_written=True),
     Project("eslint", "javascript", "npm:eslint", "8.57.0", "", hand_written=True),
     Project("lodash", "javascript", "npm:lodash", "4.17.21", "", hand_written=True),
+    # A second project for each language that had one public-benchmark project.
+    Project("client_golang", "go", "deb:golang-github-prometheus-client-golang-dev", "1.14.0", "",
+            hand_written=True),
+    Project("rayon", "rust", "deb:librust-rayon-dev", "1.6.1", "", hand_written=True),
+    Project("mobx", "typescript", "npm:mobx", "6.13.5", "", hand_written=True),
+    Project("rxjs", "typescript", "npm:rxjs", "7.8.1", "", hand_written=True),
 )
 
 
