@@ -669,8 +669,12 @@ def _js_object_literal(value: Node) -> Node | None:
 def _js_assignment_decl(node: Node) -> _Decl | None:
     """CommonJS and prototype style: `Router.prototype.use = function use(…) {…}`
     defines `Router.use`, `exports.parse = (…) => …` defines `parse`, and
-    `module.exports = {…}` holds functions as an object's members."""
+    `module.exports = {…}` holds functions as an object's members. A chained
+    `res.header = res.set = function header(…)` (express's aliases) is named
+    by its first target."""
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    while right is not None and right.type == "assignment_expression":
+        right = right.child_by_field_name("right")
     if left is None or right is None or left.type not in ("member_expression", "identifier"):
         return None
     parts = tuple(part for part in _text(left).split(".") if part != "prototype")

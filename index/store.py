@@ -77,7 +77,10 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4})
 # 3: C typedef names (`typedef long long mstime_t;`, a struct by its typedef name).
 # 4: JavaScript assignments (`A.prototype.m = function`, `exports.f = …`) and objects of functions.
 # 5: runs of short sibling definitions packed together (chunker.SHORT_CHARS).
-CHUNKER_VERSION = 5
+# 6: Rust items inside item macros, C files read again with each #if's first
+#    branch, JavaScript functions behind guards or calls, `module.exports =
+#    class X`, chained aliases (`res.header = res.set = function …`).
+CHUNKER_VERSION = 6
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"

@@ -798,6 +798,9 @@ def test_javascript_commonjs_and_prototype_assignments_and_objects_of_functions(
           },
         });
         const config = { retries: 3 };
+        res.header = res.set = function header(field) {
+          return this;
+        };
         module.exports = {
           error(...args) {
             console.error(...args);
@@ -815,8 +818,10 @@ def test_javascript_commonjs_and_prototype_assignments_and_objects_of_functions(
             ("ruleFixer", "object", 5, 5),
             ("ruleFixer.remove", "method", 6, 8),
             ("ruleFixer.insertTextAfter", "method", 9, 11),
-            (None, "module", 12, 14),  # a plain object, and the anonymous holder's first line
-            ("error", "function", 15, 17),
+            (None, "module", 12, 13),  # a plain object
+            ("res.header", "function", 14, 16),  # a chained alias, named by its first target
+            (None, "module", 17, 17),  # the anonymous holder's first line
+            ("error", "function", 18, 20),
         ],
     )
 
