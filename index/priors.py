@@ -167,7 +167,7 @@ _TEST_FILE = re.compile(
     r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|[^/]*_spec\.(?:rb|lua)|test_[^/]*\.(?:c|cc|cpp|lua|dart)"
     r"|test_helpers?[^/]*)$")
 _TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata"
-                       r"|test-?utils|fixtures|benches|benchmarks?|e2e)(?:/|$)")
+                       r"|test-?utils|fixtures|bench|benches|benchmarks?|e2e)(?:/|$)")
 _EXAMPLE_DIR = re.compile(r"(?:^|/)(?:_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
                           r"|cookbook)(?:/|$)")
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"

@@ -345,7 +345,8 @@ def test_query_shapes() -> None:
 
 @pytest.mark.parametrize(("path", "expected"), [
     ("tests/test_api.py", True), ("pkg/api_test.go", True), ("src/Api.test.ts", True),
-    ("src/test/java/FooTest.java", True), ("pkg/api.py", False), ("src/contest.py", False),
+    ("src/test/java/FooTest.java", True), ("bench/bench.go", True), ("pkg/api.py", False),
+    ("src/contest.py", False), ("src/benchmark_utils/x.py", False),
 ])
 def test_test_paths(path: str, expected: bool) -> None:
     assert is_test_path(path) is expected
