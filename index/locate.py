@@ -13,7 +13,9 @@ signal in 0..1 and ranks files, not chunks, by their weighted sum:
   one file counts fully, one defined in k files 1/k (combined noisy-or).
 * ``assignment``: the file assigning (at module level or in a class body) a
   name no class or function defines: a setting, a constant, an attribute.
-* ``path``: a file path (outside a stack frame) or module name the text mentions.
+* ``path``: a file path (outside a stack frame) or module name the text mentions
+  (also written from inside its package: ``contrib.auth.validators``); a dotted
+  name going on to a function or method the module defines names it fully.
 * ``message``: an error message found word for word in the file (the raise site).
 * ``import``: one step along the import graph: the file a mentioned module
   imports a mentioned name from (``from django.db.models import Q`` leads
@@ -447,6 +449,19 @@ class PathIndex:
                 return found, module
         return None
 
+    def resolve_module_tail(self, dotted: str) -> tuple[str, str] | None:
+        """(file, the prefix that resolved) for a dotted name written from inside
+        its package (``contrib.auth.validators``, ``syndication.views.Feed``):
+        the one file whose path ends in two or more of its leading parts."""
+        parts = dotted.split(".")
+        for end in range(len(parts), 1, -1):
+            stem = "/".join(parts[:end])
+            for tail in (f"{stem}.py", f"{stem}/__init__.py"):
+                found = self.resolve_path(tail)
+                if found is not None and found[1] >= 2:
+                    return found[0], ".".join(parts[:end])
+        return None
+
 
 _WORD_RUN = re.compile(r"[a-z0-9]+")
 
@@ -509,7 +524,7 @@ class Locator:
             return found
 
         self._frame_evidence(issue, paths, file)
-        self._path_evidence(issue, paths, file)
+        self._path_evidence(conn, issue, paths, file)
         defined = self._symbol_evidence(conn, issue, paths, file)
         self._assignment_evidence(conn, issue, defined, file)
         self._message_evidence(conn, issue, file)
@@ -533,13 +548,16 @@ class Locator:
             where = f"{frame.path}:{frame.line}" + (f" in {frame.function}" if frame.function else "")
             file(path).raise_signal("frame", value, Reason("frame", where, line))
 
-    def _path_evidence(self, issue: IssueText, paths: PathIndex, file) -> None:
+    def _path_evidence(self, conn: sqlite3.Connection, issue: IssueText, paths: PathIndex,
+                       file) -> None:
         for written in issue.paths:
             resolved = paths.resolve_path(written)
             if resolved is not None:
                 file(resolved[0]).raise_signal("path", 1.0, Reason("path", written))
         for module in issue.modules:
-            found = paths.resolve_module(module)
+            # Issue texts often write a module from inside its package
+            # (`contrib.auth.validators` for `django.contrib.auth.validators`).
+            found = paths.resolve_module(module) or paths.resolve_module_tail(module)
             if found is None:
                 continue
             path, prefix = found
@@ -552,7 +570,22 @@ class Locator:
             # A package's __init__ (`from django.db import models`) names a whole
             # package, hardly its file.
             value = 0.25 if package else 1.0 if prefix == module else 0.5
+            if value == 0.5 and self._names_a_function(conn, path, module[len(prefix) + 1:]):
+                value = 1.0
             file(path).raise_signal("path", value, Reason("path", prefix))
+
+    @staticmethod
+    def _names_a_function(conn: sqlite3.Connection, path: str, rest: str) -> bool:
+        """Whether ``rest`` (what follows the module in a dotted name) is a
+        function or method ``path`` defines: ``query.Query.resolve_lookup_value``
+        names the definition, so its file as fully as the module itself. A class
+        does not (``django.db.utils.IntegrityError``: tracebacks name exception
+        types by their module, which is seldom where the fix goes)."""
+        if "." not in rest and not rest[:1].islower():
+            return False
+        return conn.execute(
+            "SELECT 1 FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? AND "
+            "s.symbol = ? LIMIT 1", (path, rest)).fetchone() is not None
 
     def _symbol_evidence(self, conn: sqlite3.Connection, issue: IssueText, paths: PathIndex,
                          file) -> set[str]:

@@ -395,3 +395,53 @@ def test_the_text_terms_share_is_of_the_chunks_there_are_not_of_the_largest_chun
         assert {f.path for f in engine.locate(text, 20) if "text" in f.signals} == {"pkg/mod5.py"}
     finally:
         engine.close()
+
+
+NESTED_FILES = {
+    "shop/__init__.py": "",
+    "shop/contrib/__init__.py": "",
+    "shop/contrib/auth/__init__.py": "",
+    "shop/contrib/auth/validators.py": (
+        "def validate_username(name):\n"
+        "    return name.strip() == name\n"),
+    "shop/errors.py": "class PricingError(Exception):\n    pass\n",
+    "shop/pricing.py": (
+        "from shop.errors import PricingError\n"
+        "\n"
+        "\n"
+        "class Discount:\n"
+        "    def apply(self, price):\n"
+        "        if price < 0:\n"
+        "            raise PricingError(price)\n"
+        "        return price * 0.9\n"),
+}
+
+
+@pytest.fixture
+def nested(tmp_path: Path):
+    root = tmp_path / "nested"
+    root.mkdir()
+    write_tree(root, NESTED_FILES)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    eng = Engine(root, EngineOptions())
+    eng.cold_index()
+    yield eng
+    eng.close()
+
+
+def test_a_module_written_from_inside_its_package_names_its_file(nested: Engine):
+    # `contrib.auth.validators` is no importable module (the package is `shop`),
+    # but one file's path ends in it.
+    located = nested.locate("Usernames ending in a newline pass contrib.auth.validators", 5)
+    validators = next(f for f in located if f.path == "shop/contrib/auth/validators.py")
+    assert validators.signals["path"] == 1.0
+    assert any(r.signal == "path" and r.detail == "contrib.auth.validators" for r in validators.reasons)
+
+
+def test_a_dotted_name_of_a_method_names_its_module_fully_one_of_a_class_does_not(nested: Engine):
+    text = "shop.pricing.Discount.apply raises shop.errors.PricingError on a refund"
+    signals = {f.path: f.signals for f in nested.locate(text, 5)}
+    # The method's definition is in pricing.py: named as fully as the module itself.
+    assert signals["shop/pricing.py"]["path"] == 1.0
+    # An exception class named by its module (as tracebacks do) stays a weaker pointer.
+    assert signals["shop/errors.py"]["path"] == 0.5
