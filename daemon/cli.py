@@ -88,6 +88,8 @@ def resolve_root(explicit: str | None, creates: bool) -> Path:
 
 def _write(text: str, stream=None) -> None:
     stream = stream or sys.stdout
+    if stream is None:  # started with stdout closed (`>&-`): like a closed pipe
+        raise OutputClosed()
     try:
         stream.write(text)
         stream.flush()
@@ -111,7 +113,7 @@ class Style:
             return cls(True)
         if choice == "never" or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
             return cls(False)
-        return cls(stream.isatty())
+        return cls(stream is not None and stream.isatty())
 
     def _sgr(self, code: str, text: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
@@ -358,6 +360,9 @@ def cmd_locate(args):
         except OSError as exc:
             raise CliError(f"cannot read {args.file}: {exc.strerror}") from exc
     elif args.text is None or args.text == "-":
+        if sys.stdin is None:
+            raise CliError("locate needs the issue text: as an argument, with --file, or on "
+                           "stdin (which is closed)", EXIT_USAGE)
         text = sys.stdin.read()
     else:
         text = args.text
@@ -428,6 +433,9 @@ def cmd_remember(args):
         except json.JSONDecodeError as exc:
             raise CliError(f"--meta is not valid JSON ({exc.msg} at character {exc.pos}); "
                            "give an object like '{\"pinned\": true}'", EXIT_USAGE) from exc
+        except (ValueError, RecursionError) as exc:  # nested too deep, or a too long number
+            raise CliError(f"--meta cannot be read ({type(exc).__name__}); give an object like "
+                           "'{\"pinned\": true}'", EXIT_USAGE) from exc
         if not isinstance(meta, dict):
             raise CliError("--meta must be a JSON object, like '{\"pinned\": true}'", EXIT_USAGE)
     params = _drop_none({"id": args.id, "text": args.text, "kind": args.kind, "by": args.by,
@@ -640,9 +648,18 @@ def cmd_memory(args):
             store.close()
 
 
+def _need_stdio(verb: str) -> None:
+    """A protocol on stdin/stdout cannot run with either closed: say so, not a traceback."""
+    closed = [name for name in ("stdin", "stdout") if getattr(sys, name) is None]
+    if closed:
+        raise CliError(f"{verb} talks over stdin and stdout, and {' and '.join(closed)} "
+                       f"{'is' if len(closed) == 1 else 'are'} closed", EXIT_USAGE)
+
+
 def cmd_mcp(args):
     from ctxls.daemon.mcp_bridge import run_mcp
 
+    _need_stdio("ctxls mcp")
     return run_mcp(resolve_root(args.root, creates=True), use_daemon=not args.no_daemon)
 
 
@@ -654,6 +671,8 @@ def cmd_serve(args):
         print("ctxls: --node-ipc is not supported (it needs a Node.js server); start "
               "`ctxls serve` over stdio (the default, or --stdio)", file=sys.stderr)
         return 2
+    if args.tcp is None and args.socket is None:
+        _need_stdio("ctxls serve --stdio")
     if args.client_process_id is not None:
         server.client_watch.watch(args.client_process_id)
     if args.root:
@@ -861,7 +880,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except OutputClosed:
         # Like other Unix tools: a closed pipe ends the output quietly.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        if sys.stdout is not None:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE
     except CliError as exc:
         print(f"ctxls: {exc.message}", file=sys.stderr)

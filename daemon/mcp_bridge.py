@@ -124,6 +124,9 @@ class CtxlsMCP(MCPServer):
             marker = text.find("ctxls error ")
             if marker > 0:  # the SDK prefixes "Error executing tool NAME: "
                 raise ToolError(text[marker:]) from None
+            if marker < 0 and text.startswith("Unknown tool"):
+                raise ToolError(error_text(-32601, f"unknown tool {name!r}; list_tools "
+                                           "names the tools")) from None
             raise
 
 

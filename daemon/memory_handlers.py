@@ -14,7 +14,7 @@ from ctxls.daemon.server import CtxlsServer, rpc
 from ctxls.index import graph
 from ctxls.index.demand import DEFAULT_PROMOTION_THRESHOLD, DEFAULT_REVIEW_THRESHOLD
 from ctxls.index.engine import Engine
-from ctxls.index.errors import OutsideRoot
+from ctxls.index.errors import InvalidParams, OutsideRoot
 
 
 def memory_engine(ls: CtxlsServer) -> Engine:
@@ -25,6 +25,8 @@ def memory_engine(ls: CtxlsServer) -> Engine:
 def file_folder(ls: CtxlsServer, item_id: str) -> tuple[Engine, str]:
     """The folder that indexed this file (else the first one it lies in) and
     its path there; OutsideRoot if the id escapes every folder."""
+    if not item_id:
+        raise InvalidParams("id", "must be a non-empty string")
     inside = []
     for engine in ls.workspaces.all():
         try:

@@ -67,6 +67,9 @@ ANSWERED = _Answered()
 
 
 class CtxlsProtocol(LanguageServerProtocol):
+    # Why the last message could not be sent (set by CtxlsServer.report_server_error).
+    unsent: BaseException | None = None
+
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         """An error reply; a plain dict, so a null id is sent as null (JSON-RPC
         requires it) instead of being left out."""
@@ -80,6 +83,15 @@ class CtxlsProtocol(LanguageServerProtocol):
         self.send_error(None, -32700, f"parse error: {exc}")
 
     def structure_message(self, data: dict[str, Any]):
+        if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
+            if "id" in data:  # a notification never gets a reply
+                self.send_error(data["id"], -32600, "invalid request: method must be a string")
+            return ANSWERED
+        if "jsonrpc" in data and str(data.get("method")).startswith("$/") and valid_id(data.get("id")):
+            # LSP: "$/" methods are notifications; a request of one is MethodNotFound.
+            self.send_error(data["id"], -32601, f"method not found: {data['method']} "
+                            "(a notification, never a request)")
+            return ANSWERED
         if ("jsonrpc" in data and "method" in data and valid_id(data.get("id"))
                 and (invalid := first_invalid(data.get("params"))) is not None):
             # A value no request may carry (NUL, lone surrogate, out-of-range
@@ -123,6 +135,10 @@ class CtxlsProtocol(LanguageServerProtocol):
         if isinstance(message, RPCRequest) and not valid_id(message.id):
             self.send_error(None, -32600, "invalid request: id must be a number or a string")
             return
+        if isinstance(message, RPCRequest) and self._shutdown:
+            # pygls drops it; LSP wants InvalidRequest for requests after shutdown.
+            self.send_error(message.id, -32600, "invalid request: the server is shutting down")
+            return
         super().handle_message(message)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -158,10 +174,17 @@ class CtxlsProtocol(LanguageServerProtocol):
         if (error is not None and isinstance(error.data, dict) and "traceback" in error.data
                 and not debug_errors()):
             error = ResponseError(code=error.code, message=error.message)
+        self.unsent = None
         super()._send_response(msg_id, result=result, error=error)
+        if self.unsent is not None and error is None:
+            # pygls logs and drops an answer it cannot encode; the request still gets one.
+            self.send_error(msg_id, -32603, "internal error: the answer could not be encoded "
+                            f"({type(self.unsent).__name__})")
+        self.unsent = None
 
 
 def is_parse_error(error: BaseException) -> bool:
-    """A body that is not JSON (or not UTF-8, or nested too deep to parse):
-    answered with -32700."""
-    return isinstance(error, (json.JSONDecodeError, UnicodeDecodeError, RecursionError))
+    """A body that is not JSON (or not UTF-8, nested too deep to parse, or with
+    an integer of more digits than Python converts): answered with -32700.
+    (JSONDecodeError and UnicodeDecodeError are ValueErrors.)"""
+    return isinstance(error, (ValueError, RecursionError))

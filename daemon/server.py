@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Awaitable, Callable
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCRequestMessage
@@ -51,6 +51,8 @@ STORE_RETRY_S = 2.0
 BUFFER_SETTLE_S = 1.0
 # ctxls/status `state`, the least ready first (several folders report the first that applies).
 STATES = ("error", "indexing", "embedding", "idle", "ready")
+# documentSymbol nests children at most this deep (deeper ones become siblings).
+MAX_SYMBOL_DEPTH = 32
 # Below this many chunks waiting for a vector no embedding progress is shown.
 EMBED_PROGRESS_MIN_BACKLOG = 200
 
@@ -104,8 +106,11 @@ class CtxlsServer(LanguageServer):
         self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
 
     def report_server_error(self, error: Exception, source: Any) -> None:
-        """A body that is not JSON still gets its JSON-RPC answer (-32700)."""
-        if is_parse_error(error):
+        """A body that is not JSON still gets its JSON-RPC answer (-32700); an
+        answer that could not be encoded gets -32603 instead (CtxlsProtocol)."""
+        if source is JsonRpcInternalError:  # pygls's _send_data failed
+            self.protocol.unsent = error
+        elif source is JsonRpcException and is_parse_error(error):  # the reader's json.loads
             self.protocol.send_parse_error(error)
             return
         super().report_server_error(error, source)
@@ -584,7 +589,11 @@ async def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams
         return None
     symbols = await asyncio.to_thread(target[0].document_symbols, target[1])
     roots: list[types.DocumentSymbol] = []
-    by_name: dict[str, types.DocumentSymbol] = {}
+    # Where a symbol's own children go: below MAX_SYMBOL_DEPTH its children,
+    # deeper beside it (an answer nested past the JSON encoder's recursion
+    # limit could not be sent at all).
+    children_of: dict[str, list[types.DocumentSymbol]] = {}
+    depth: dict[str, int] = {}
     for symbol in symbols:
         parent_name, _, short = symbol.symbol.rpartition(".")
         node = types.DocumentSymbol(
@@ -593,9 +602,11 @@ async def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams
             range=_symbol_range(symbol), selection_range=types.Range(
                 types.Position(symbol.start_line, 0), types.Position(symbol.start_line, 0)),
             children=[])
-        parent = by_name.get(parent_name)
-        (parent.children if parent is not None else roots).append(node)
-        by_name[symbol.symbol] = node
+        siblings = children_of.get(parent_name, roots)
+        siblings.append(node)
+        depth[symbol.symbol] = depth.get(parent_name, 0) + 1
+        children_of[symbol.symbol] = (node.children if depth[symbol.symbol] < MAX_SYMBOL_DEPTH
+                                      else siblings)
     return roots or None
 
 

@@ -75,9 +75,6 @@ def release_buffer(session: "CtxlsServer", owner: "CtxlsServer", uri: str) -> No
     if target is None:
         return
     engine, path = target
-    if session.workspaces.is_loose(engine):
-        engine.forget_buffer(path)
-        return
     other = open_text_elsewhere(uri, owner, session)
     if other is not None:
         engine.set_buffer(path, other)
@@ -104,7 +101,7 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
         while body is not None:
             try:
                 message = json.loads(body, object_hook=protocol.structure_message)
-            except ValueError as exc:  # not JSON: answered, and the session goes on
+            except (ValueError, RecursionError) as exc:  # not JSON: answered, the session goes on
                 protocol.send_parse_error(exc)
             else:
                 if getattr(message, "method", None) == "exit":  # ends this session, never the owner

@@ -226,6 +226,13 @@ class SocketServer:
             await send(response)
         except (ConnectionError, OSError):
             pass
+        except (ValueError, TypeError, RecursionError) as exc:  # the answer cannot be encoded
+            log.exception("socket request %s: its answer cannot be encoded", method)
+            try:
+                await send(error_response(msg_id, -32603, "internal error: the answer could not "
+                                          f"be encoded ({type(exc).__name__})"))
+            except (ConnectionError, OSError):
+                pass
 
     async def _result(self, method: Any, params: Any) -> Any:
         # Imported here: clients import this module for its framing and must stay light.

@@ -4,6 +4,7 @@ one for buffers that lie outside every folder (served from the buffer only)."""
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
@@ -45,6 +46,10 @@ class Workspaces:
         root = root.resolve()
         if root in self.engines:
             return None
+        if not root.is_dir():
+            # Never created: a client must not make the daemon write folders anywhere.
+            self.problems.append(f"ctxls: workspace folder {root} is not a folder; not indexed")
+            return None
         engine = Engine(root, engine_options(self.options, root, single_root,
                                              holds_memory=not self.engines))
         if engine.store.error is not None:
@@ -81,9 +86,11 @@ class Workspaces:
         return engine is self._loose
 
     def for_uri(self, uri: str) -> tuple[Engine, str] | None:
-        """(engine, repo-relative path) for a document URI; the deepest folder wins."""
+        """(engine, repo-relative path) for a document URI; the deepest folder
+        wins. None for a URI that names no file: another scheme, a path that is
+        not absolute (``file:///C:/x`` on POSIX), or one with a NUL (``%00``)."""
         fs_path = to_fs_path(uri)
-        if not fs_path:
+        if not fs_path or "\0" in fs_path or not os.path.isabs(fs_path):
             return None
         best: tuple[Engine, str] | None = None
         for root, engine in self.engines.items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import os
+import re
 import stat
 import subprocess
 from dataclasses import dataclass, field
@@ -62,7 +63,7 @@ class SourceText:
 @dataclass
 class Skipped:
     path: str
-    # "binary" | "too large" | "vanished" | "unreadable" | OUTSIDE_ROOT | "symlink to <path>"
+    # "binary" | "too large" | "vanished" | "unreadable" | OUTSIDE_ROOT | LINK_LOOP | "symlink to <path>"
     reason: str
 
 
@@ -75,6 +76,8 @@ class Listing:
 # A symlink (to a file, or a folder on the way) whose target is outside the
 # root: never read, whoever asks.
 OUTSIDE_ROOT = "symlink outside the root"
+# A symlink that leads back to itself: no file, never read.
+LINK_LOOP = "symlink loop"
 
 
 # Generated files that match an included extension but are never worth
@@ -194,12 +197,18 @@ def discover(root: Path, wanted: FileFilter) -> Listing:
         if real == path:
             listing.paths.append(path)
         else:
-            listing.skipped.append(Skipped(path, _alias_reason(real)))
+            listing.skipped.append(Skipped(path, _alias_reason(root, path, real)))
     return listing
 
 
-def _alias_reason(real: str | None) -> str:
-    return OUTSIDE_ROOT if real is None else f"symlink to {real}"
+def _alias_reason(root: Path, path: str, real: str | None) -> str:
+    if real is not None:
+        return f"symlink to {real}"
+    try:
+        (root / path).resolve()
+    except (RuntimeError, OSError):
+        return LINK_LOOP
+    return OUTSIDE_ROOT
 
 
 def real_path(root: Path, path: str, real_dirs: dict[str, str | None]) -> str | None:
@@ -246,8 +255,23 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def looks_binary(data: bytes) -> bool:
-    return b"\0" in data[:_BINARY_SNIFF_BYTES]
+def looks_binary(data: bytes | str) -> bool:
+    """A NUL in the first 8 KiB (of a file's bytes, or of an editor buffer's text)."""
+    return ("\0" if isinstance(data, str) else b"\0") in data[:_BINARY_SNIFF_BYTES]
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each unpaired UTF-16 surrogate (JSON can carry one; UTF-8
+    and SQLite cannot) replaced by U+FFFD, one code unit for one, so LSP
+    columns stay where they were."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LONE_SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def read_file(root: Path, path: str, max_bytes: int | None,
@@ -261,7 +285,7 @@ def read_file(root: Path, path: str, max_bytes: int | None,
     ``real_path``; ``root`` resolved) to resolve each folder once."""
     real = relative_path(root, path) if real_dirs is None else real_path(root, path, real_dirs)
     if real != path:
-        return Skipped(path, _alias_reason(real))
+        return Skipped(path, _alias_reason(root, path, real))
     try:
         # O_NOFOLLOW: a link planted since the check above is refused, not
         # followed; O_NONBLOCK: a FIFO does not hang the reader.
@@ -312,10 +336,13 @@ def stat_signature(root: Path, path: str) -> tuple[int, int] | None:
 
 def relative_path(root: Path, candidate: str | os.PathLike[str]) -> str | None:
     """The repo-relative POSIX path of ``candidate``, or None when it resolves
-    outside ``root`` (symlinks and ``..`` included)."""
+    outside ``root`` (symlinks and ``..`` included) or nowhere (a symlink loop)."""
     root_resolved = root.resolve()
     cand = Path(candidate)
-    full = (cand if cand.is_absolute() else root_resolved / cand).resolve()
+    try:
+        full = (cand if cand.is_absolute() else root_resolved / cand).resolve()
+    except (RuntimeError, OSError):  # a symlink loop: it leads to no file at all
+        return None
     try:
         rel = full.relative_to(root_resolved)
     except ValueError:

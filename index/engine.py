@@ -16,7 +16,8 @@ from typing import Callable
 
 from ctxls import __version__
 from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, Skipped, decode_text,
-                                   ignored_paths, looks_binary, read_file, relative_path)
+                                   ignored_paths, looks_binary, read_file, relative_path,
+                                   replace_lone_surrogates)
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, InvalidParams, MemoryUnavailable, OutsideRoot,
                                 StalePointer, StoreUnavailable)
@@ -41,6 +42,10 @@ FILE_KINDS = ("code", "doc", "config")
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
 MAX_RECALL_N = 200
+# A recall (or assemble) query's length: FTS5's cost grows with the square of
+# the terms OR-ed together (20,000 distinct terms: 4 s; 200,000: minutes of a
+# worker thread). An issue or a log pasted whole is for locate.
+MAX_QUERY_CHARS = 10_000
 MAX_LOCATE_N = 100
 # Longer texts are cut here (an issue with a whole log pasted in): the head
 # holds the title and the report, a traceback's innermost frames are at its end.
@@ -137,9 +142,12 @@ class Engine:
     def __init__(self, root: str | Path, options: EngineOptions | None = None,
                  private_store: bool = False):
         """``private_store``: a throw-away store for buffers outside every
-        workspace folder (never discovered, never written under root)."""
+        workspace folder (never discovered, never written under root). Such
+        an engine serves its buffers only and never reads a file: its root
+        (``/``) is no boundary, so a path sent to it may name any file."""
         self.root = Path(root).resolve()
         self.options = options or EngineOptions()
+        self.buffers_only = private_store
         if private_store:
             db_path = None
         else:
@@ -321,6 +329,7 @@ class Engine:
     def set_buffer(self, path: str, text: str) -> bool:
         """Make an open (possibly unsaved) buffer the truth for ``path`` and
         index it now. Returns False when nothing changed."""
+        text = replace_lone_surrogates(text)
         with self._buffers_lock:
             self._buffers[path] = text
         if self.semantic is not None:
@@ -331,14 +340,19 @@ class Engine:
         return changed
 
     def close_buffer(self, path: str) -> None:
-        """The buffer is gone: what is on disk is the truth again."""
+        """The buffer is gone: what is on disk is the truth again (for a
+        buffers-only engine: nothing is)."""
+        if self.buffers_only:
+            self.forget_buffer(path)
+            return
         with self._buffers_lock:
             self._buffers.pop(path, None)
         self.indexer.reindex_from_disk(path)
 
     def file_changed_on_disk(self, path: str) -> None:
-        """A save or a watched-file event; an open buffer still wins."""
-        if self.buffer_text(path) is None:
+        """A save or a watched-file event; an open buffer still wins. A
+        buffers-only engine reads no file, whatever its client says changed."""
+        if not self.buffers_only and self.buffer_text(path) is None:
             self.indexer.reindex_from_disk(path)
 
     def files_changed_on_disk(self, paths: list[str]) -> None:
@@ -370,6 +384,9 @@ class Engine:
         appends every hit to the demand log."""
         if not isinstance(query, str) or not query.strip():
             raise InvalidParams("query", "must be a non-empty string")
+        if len(query) > MAX_QUERY_CHARS:
+            raise InvalidParams("query", f"must be at most {MAX_QUERY_CHARS} characters (for an "
+                                "issue or a log pasted whole, use ctxls/locate)")
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_RECALL_N:
             raise InvalidParams("n", f"must be an integer from 1 to {MAX_RECALL_N}")
         if mode not in RECALL_MODES:
@@ -504,7 +521,7 @@ class Engine:
         (None when missing, binary, or not where the file really is: a
         symlink). Read fresh, never from the index."""
         buffered = self.buffer_text(path)
-        if buffered is not None:
+        if buffered is not None or self.buffers_only:
             return buffered
         read = read_file(self.root, path, None)
         if isinstance(read, Skipped):

@@ -17,7 +17,8 @@ from typing import Callable, Iterable
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
-                                   discover, matches_pathspecs, read_source, stat_signature)
+                                   discover, looks_binary, matches_pathspecs, read_source,
+                                   stat_signature)
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ParsedFile, content_hash
 from ctxls.index.store import FileRecord, FileState, Store, now_ms
@@ -234,9 +235,10 @@ class Indexer:
         file over it (never chunked, tokenized or diffed: a 20 MB buffer must
         not stall other requests); rows it had are dropped."""
         limit = self.options.max_file_bytes
-        if len(text) > limit or (4 * len(text) > limit
-                                 and len(text.encode("utf-8", "surrogatepass")) > limit):
-            self.skipped[path] = "too large"
+        too_large = len(text) > limit or (4 * len(text) > limit
+                                          and len(text.encode("utf-8", "surrogatepass")) > limit)
+        if too_large or looks_binary(text):  # the rules a file on disk is held to
+            self.skipped[path] = "too large" if too_large else "binary"
             with self.store.write() as conn:
                 return self.store.delete_file(conn, path)
         self.skipped.pop(path, None)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator, Protocol
 
 from ctxls.index.chunker import split_lines
-from ctxls.index.errors import InvalidParams
+from ctxls.index.errors import InvalidParams, TooLarge
 from ctxls.index.scopes import Scope
 
 if TYPE_CHECKING:
@@ -19,6 +19,9 @@ AUTHORS = ("human", "agent")
 MAX_ID_CHARS = 1024
 # remember and ingest: bytes of the text or upload (UTF-8).
 MAX_WRITE_BYTES = 10 * 1024 * 1024
+# A row's meta: nesting levels and bytes of its JSON text (UTF-8).
+MAX_META_DEPTH = 64
+MAX_META_BYTES = 64 * 1024
 DEFAULT_EPISODE_WINDOW_DAYS = 30.0
 DAY_MS = 86_400_000
 # Memory's hybrid fusion (linear) and lexical pool, as measured in BENCHMARKS.md
@@ -210,11 +213,32 @@ def check_count(name: str, value: int, low: int, high: int) -> None:
 
 
 def check_meta(meta: dict | None) -> str | None:
+    """The stored text of a row's meta. Bounded so that every answer carrying
+    it can be encoded and stays small: nesting (a JSON encoder recurses) and
+    size (every hit of the row repeats it)."""
     if meta is None:
         return None
     if not isinstance(meta, dict):
         raise InvalidParams("meta", "must be an object")
-    return json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    if _nesting(meta) > MAX_META_DEPTH:
+        raise InvalidParams("meta", f"must not be nested deeper than {MAX_META_DEPTH} levels")
+    text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    if len(text.encode("utf-8")) > MAX_META_BYTES:
+        raise TooLarge("meta", MAX_META_BYTES)
+    return text
+
+
+def _nesting(value) -> int:
+    """How deep objects and arrays nest in ``value`` (a scalar is 0), without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
 
 
 def whole_segment(text: str) -> Segment:

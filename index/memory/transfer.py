@@ -22,7 +22,8 @@ import json
 from typing import Iterable, Iterator
 
 from ctxls.index.embed_text import memory_embedding_text
-from ctxls.index.errors import InvalidParams
+from ctxls.index.errors import EngineError, InvalidParams
+from ctxls.index.memory.model import check_meta
 from ctxls.index.model import content_hash
 
 _FIELDS = {
@@ -89,7 +90,7 @@ def read_lines(lines: Iterable[str]) -> list[dict]:
             continue
         try:
             record = json.loads(line)
-        except json.JSONDecodeError as exc:
+        except (ValueError, RecursionError) as exc:  # not JSON, or nested too deep to read
             raise InvalidParams(f"line {number}", f"is not JSON: {exc}") from exc
         fields = _FIELDS.get(record.get("type")) if isinstance(record, dict) else None
         if fields is None:
@@ -98,6 +99,8 @@ def read_lines(lines: Iterable[str]) -> list[dict]:
             value = record.get(name)
             if name not in record or not isinstance(value, kind) or isinstance(value, bool):
                 raise InvalidParams(f"line {number}", f"field {name!r} is missing or mistyped")
+        if record["type"] == "memory" and record["meta"] is not None:
+            _check_meta_text(number, record["meta"])
         if record["type"] == "upload":
             try:
                 base64.b64decode(record["base64"], validate=True)
@@ -105,3 +108,16 @@ def read_lines(lines: Iterable[str]) -> list[dict]:
                 raise InvalidParams(f"line {number}", f"base64 is not valid: {exc}") from exc
         records.append(record)
     return records
+
+
+def _check_meta_text(number: int, text: str) -> None:
+    """A row's stored meta must be what ``remember`` would have stored: every
+    read parses it, so one bad row would fail every answer that holds it."""
+    try:
+        meta = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise InvalidParams(f"line {number}", f"meta is not JSON: {exc}") from exc
+    try:
+        check_meta(meta)
+    except EngineError as exc:
+        raise InvalidParams(f"line {number}", f"{exc.message}") from exc

@@ -1,0 +1,388 @@
+"""Hostile input, found by the fifth attacker sweep (issue 15; BENCHMARKS.md,
+"Hardening", "Attacker sweep, fifth session"): each test is one finding,
+through the real `ctxls serve` process (raw JSON-RPC over stdio and the shared
+socket) or the real `ctxls` command. Every probe must get an answer, leave the
+daemon serving, read nothing outside the root and lose nothing stored."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SAMPLE_FILES, write_tree
+from rawrpc import StdioDaemon, socket_connection
+from test_symlinks import MARKER, OUTSIDE_FILES, plant_links
+
+CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
+
+
+@pytest.fixture
+def daemon(repo: Path):
+    running = StdioDaemon(repo, {"socket": True})
+    running.wait_indexed()
+    yield running
+    running.close()
+
+
+def notify(conn, method: str, params: dict) -> None:
+    conn.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def settled(conn, msg_id: str) -> dict:
+    """A request after notifications: it is answered after they were handled;
+    a recall also waits for the buffers they made due (server.settle_buffers)."""
+    time.sleep(0.1)  # past the 20 ms debounce the raw client asks for
+    return conn.request("ctxls/recall", {"query": "send_prepared", "kind": "code"}, msg_id)
+
+
+def no_outside_byte(reply: dict) -> None:
+    dumped = json.dumps(reply)
+    assert MARKER not in dumped and "root:x:0:0" not in dumped, reply
+
+
+# -- files outside every folder are never read --------------------------------------
+
+def test_a_save_or_close_naming_a_file_outside_every_folder_never_reads_it(tmp_path: Path,
+                                                                             repo: Path):
+    """The buffers-only engine behind files outside every folder has "/" as
+    its root: a didSave of a file it never had open made it read that file
+    from disk and serve it (recall, documentSymbol), through a path outside
+    the root or a link out of it."""
+    outside = plant_links(tmp_path, repo)
+    daemon = StdioDaemon(repo)
+    try:
+        daemon.wait_indexed()
+        conn = daemon.conn
+        uris = [(outside / "secret.py").as_uri(), (repo / "lib.py").as_uri(),
+                (repo / "vendor" / "secret.py").as_uri(), (outside / "secret.md").as_uri()]
+        for uri in uris:
+            notify(conn, "textDocument/didClose", {"textDocument": {"uri": uri}})
+            notify(conn, "textDocument/didSave", {"textDocument": {"uri": uri}})
+        settled(conn, "settle")
+        for n, query in enumerate((f"{MARKER}_fn token", "deploy FOO_URL")):
+            reply = conn.request("ctxls/recall", {"query": query, "body": True}, n)
+            assert "result" in reply, reply
+            no_outside_byte(reply)
+        for n, uri in enumerate(uris):
+            reply = conn.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}},
+                                 f"symbols-{n}")
+            assert reply["result"] is None, reply
+        # A buffer outside every folder is still served from its own text.
+        outside_doc = (tmp_path / "elsewhere.py").as_uri()
+        notify(conn, "textDocument/didOpen", {"textDocument": {
+            "uri": outside_doc, "languageId": "python", "version": 1,
+            "text": "def loose_buffer_marker():\n    pass\n"}})
+        settled(conn, "settle-2")
+        hits = conn.request("ctxls/recall", {"query": "loose_buffer_marker", "kind": "code"},
+                            "loose")["result"]["hits"]
+        assert hits and hits[0]["uri"] == outside_doc
+        assert daemon.alive()
+    finally:
+        daemon.close()
+
+
+def test_uris_naming_no_file_answer_null_not_an_internal_error(daemon, repo: Path):
+    """A percent-encoded NUL in a URI reached os calls ("embedded null byte",
+    -32603); a Windows drive path was taken as relative to the root."""
+    conn = daemon.conn
+    root_uri = repo.resolve().as_uri()
+    for n, uri in enumerate([f"{root_uri}/pkg/sess%00ion.py", "file:///C:/Windows/win.ini",
+                             "file:///c%3A/x/y.py"]):
+        doc = {"textDocument": {"uri": uri}}
+        at = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}
+        item = {"name": "x", "kind": 12, "uri": uri, "data": {"symbol": "send_prepared"},
+                "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}},
+                "selectionRange": {"start": {"line": 0, "character": 0},
+                                   "end": {"line": 1, "character": 0}}}
+        for method, params in (("textDocument/documentSymbol", doc),
+                               ("textDocument/codeLens", doc),
+                               ("textDocument/prepareCallHierarchy", at),
+                               ("ctxls/impact", at),
+                               ("callHierarchy/incomingCalls", {"item": item})):
+            reply = conn.request(method, params, f"{method}-{n}")
+            assert reply.get("result") is None, (method, uri, reply)
+        lens = conn.request("codeLens/resolve", {
+            "range": item["range"], "data": {"uri": uri, "symbol": "send_prepared"}}, f"lens-{n}")
+        assert lens["error"]["code"] == -32602, (uri, lens)
+        notify(conn, "textDocument/didSave", doc)
+        notify(conn, "textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": "def f():\n    pass\n"}})
+    assert settled(conn, "alive")["result"]["hits"][0]["path"] == "pkg/session.py"
+    assert not (repo / "c:").exists()
+
+
+def test_a_workspace_folder_that_does_not_exist_is_not_created(daemon, tmp_path: Path):
+    missing = tmp_path / "never" / "made"
+    notify(daemon.conn, "workspace/didChangeWorkspaceFolders", {"event": {
+        "added": [{"uri": missing.as_uri(), "name": "made"}], "removed": []}})
+    status = daemon.conn.request("ctxls/status", {}, "status")["result"]
+    assert status["files"] == 5 and "folders" not in status
+    assert not (tmp_path / "never").exists()
+
+
+# -- symlink loops -------------------------------------------------------------------
+
+@pytest.mark.parametrize("git", [True, False])
+def test_a_symlink_loop_is_skipped_and_the_rest_is_indexed(tmp_path: Path, git: bool):
+    """Path.resolve raises on a loop: a.py -> b.py -> a.py failed every
+    indexing pass (nothing indexed at all) and get/node answered -32603."""
+    root = tmp_path / "looped"
+    root.mkdir()
+    write_tree(root, SAMPLE_FILES)
+    (root / "a.py").symlink_to("b.py")
+    (root / "b.py").symlink_to("a.py")
+    (root / "self.md").symlink_to("self.md")
+    (root / "round").symlink_to("trip", target_is_directory=True)
+    (root / "trip").symlink_to("round", target_is_directory=True)
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    daemon = StdioDaemon(root)
+    try:
+        status = daemon.wait_indexed()
+        assert status["complete"] and "indexError" not in status, status
+        assert status["files"] == 5
+        skipped = {f["path"]: f["reason"] for f in status["skipped"]["files"]}
+        assert skipped["a.py"] == skipped["b.py"] == skipped["self.md"] == "symlink loop"
+        for n, (method, item_id) in enumerate([("ctxls/get", "a.py"), ("ctxls/node", "b.py"),
+                                               ("ctxls/get", "round/x.py"),
+                                               ("ctxls/related", "self.md")]):
+            reply = daemon.conn.request(method, {"id": item_id}, n)
+            assert reply["error"]["code"] == -32004, (method, reply)
+        forced = daemon.conn.request("ctxls/index", {"force": True}, "force")["result"]
+        assert forced["files"] == 5
+    finally:
+        daemon.close()
+
+
+# -- JSON-RPC: every request gets an answer ----------------------------------------
+
+def test_every_request_gets_an_answer_whatever_its_envelope(daemon):
+    conn = daemon.conn
+    for n, method in enumerate([5, None, ["ctxls/status"]]):
+        reply = conn.request(method, {}, f"method-{n}")
+        assert reply["error"]["code"] == -32600, reply
+    # "$/" methods are notifications; a request of one is MethodNotFound (LSP), not silence.
+    for n, method in enumerate(["$/cancelRequest", "$/setTrace", "$/anything"]):
+        reply = conn.request(method, {"id": "x", "value": "off"}, f"dollar-{n}")
+        assert reply["error"]["code"] == -32601, reply
+    # More digits than Python turns into an int: a parse error, not a dropped request.
+    conn.send_body(b'{"jsonrpc": "2.0", "id": "digits", "method": "ctxls/recall", '
+                   b'"params": {"query": "x", "n": ' + b"1" * 5000 + b"}}")
+    reply = conn.reply()
+    assert (reply["id"], reply["error"]["code"]) == (None, -32700)
+    assert conn.request("ctxls/count", {}, "alive")["result"] == {"count": 0}
+
+
+def test_requests_after_shutdown_are_refused_not_ignored(repo: Path):
+    daemon = StdioDaemon(repo)
+    try:
+        daemon.wait_indexed()
+        assert daemon.conn.request("shutdown", None, "down")["result"] is None
+        reply = daemon.conn.request("ctxls/status", {}, "after", timeout=10)
+        assert reply["error"]["code"] == -32600 and "shutting down" in reply["error"]["message"]
+    finally:
+        daemon.close()
+
+
+# -- written memory: what is stored can always be served ----------------------------
+
+def nested(depth: int) -> dict:
+    meta: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        meta = {"a": meta}
+    return meta
+
+
+def test_meta_is_bounded_so_that_its_answers_can_be_sent(daemon):
+    """A meta nested 900 deep was stored; every answer holding it (get,
+    recall) then failed to encode and went out as a -32700 with id null: the
+    client never got its answer."""
+    conn = daemon.conn
+    too_deep = conn.request("ctxls/remember", {"id": "deep", "text": "a deep fact",
+                                               "meta": nested(65)}, "deep")
+    assert too_deep["error"]["code"] == -32602 and too_deep["error"]["data"] == {"param": "meta"}
+    too_big = conn.request("ctxls/remember", {"id": "big", "text": "a big fact",
+                                              "meta": {"blob": "x" * 70_000}}, "big")
+    assert too_big["error"]["code"] == -32005 and too_big["error"]["data"] == {"limit": 65536}
+    ingest = conn.request("ctxls/ingest", {"filename": "n.md", "text": "# N\n\nnotes",
+                                           "meta": nested(100)}, "ingest")
+    assert ingest["error"]["data"] == {"param": "meta"}
+    assert conn.request("ctxls/count", {}, "count")["result"] == {"count": 0}
+    assert conn.request("ctxls/remember", {"id": "ok", "text": "a fact at the bound",
+                                           "meta": nested(64)}, "ok")["result"] == {}
+    got = conn.request("ctxls/get", {"id": "ok"}, "get")["result"]
+    assert got["meta"] == nested(64)
+    hits = conn.request("ctxls/recall", {"query": "fact bound", "kind": "fact"},
+                        "recall")["result"]["hits"]
+    assert hits[0]["meta"] == nested(64)
+
+
+def test_an_answer_that_cannot_be_encoded_still_answers_its_request(daemon, repo: Path):
+    """A row stored before the bound (by an older ctxls) with a meta too deep
+    for pygls to encode: its get answers -32603 for that id (it went out as a
+    -32700 with id null); the socket's plain encoder sends it as is."""
+    conn = daemon.conn
+    assert conn.request("ctxls/remember", {"id": "old", "text": "an old fact"}, "w")["result"] == {}
+    with sqlite3.connect(repo / ".ctxls" / "index.db") as db:
+        db.execute("UPDATE memory SET meta = ? WHERE key = 'old'",
+                   ('{"a":' * 900 + "1" + "}" * 900,))
+    reply = conn.request("ctxls/get", {"id": "old"}, "get-old")
+    assert reply["error"]["code"] == -32603 and "encoded" in reply["error"]["message"]
+    sock_conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    try:
+        reply = sock_conn.request("ctxls/get", {"id": "old"}, "sock-old")
+        assert reply["result"]["text"] == "an old fact"
+        assert sock_conn.request("ctxls/count", {}, "sock-count")["result"] == {"count": 1}
+    finally:
+        sock.close()
+    assert conn.request("ctxls/count", {}, "count")["result"] == {"count": 1}
+
+
+# -- what a file or buffer holds -----------------------------------------------------
+
+def test_document_symbols_of_deeply_nested_classes_are_answered(daemon, repo: Path):
+    """400 nested classes gave an outline nested 400 deep: it could not be
+    encoded and the request got no answer. Nesting stops at 32 levels; the
+    deeper symbols are listed at the 32nd."""
+    source = "".join("    " * i + f"class C{i}:\n" for i in range(400)) + "    " * 400 + "pass\n"
+    (repo / "nested.py").write_text(source)
+    conn = daemon.conn
+    assert conn.request("ctxls/index", {"paths": ["nested.py"]}, "index")["result"]["added"] == 1
+    reply = conn.request("textDocument/documentSymbol",
+                         {"textDocument": {"uri": (repo / "nested.py").resolve().as_uri()}}, "outline")
+    level, names = reply["result"], []
+    while level:
+        names.append(level[0]["name"])
+        deepest = level
+        level = level[0]["children"]
+    assert names[:2] == ["C0", "C1"] and len(names) == 32
+    assert [s["name"] for s in deepest][:3] == ["C31", "C32", "C33"] and len(deepest) == 369
+
+
+def test_a_recall_query_is_bounded(daemon):
+    """200,000 distinct terms kept a worker thread busy for minutes (FTS5's
+    cost grows with the square of the OR-ed terms)."""
+    conn = daemon.conn
+    many = " ".join(f"t{i}" for i in range(200_000))
+    for n, method in enumerate(["ctxls/recall", "ctxls/assemble"]):
+        reply = conn.request(method, {"query": many, "budgetTokens": 1000}, f"long-{n}")
+        assert reply["error"]["code"] == -32602 and reply["error"]["data"] == {"param": "query"}
+    at_bound = ("send prepared " * 1000)[:10_000]
+    hits = conn.request("ctxls/recall", {"query": at_bound, "kind": "code"}, "bound")
+    assert hits["result"]["hits"][0]["path"] == "pkg/session.py"
+
+
+def test_buffer_text_with_lone_surrogates_or_nul_follows_the_file_rules(daemon, repo: Path):
+    """A lone surrogate (JSON can carry one in didOpen text; SQLite cannot
+    store it) failed the buffer's indexing silently: the edit was lost. A NUL
+    made a buffer "binary", yet it was indexed (a file with one is skipped)."""
+    conn = daemon.conn
+
+    def open_raw(rel: str, text_json: str) -> None:
+        uri = (repo / rel).resolve().as_uri()
+        conn.send_body(('{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": '
+                        '{"textDocument": {"uri": "%s", "languageId": "python", "version": 1, '
+                        '"text": "%s"}}}' % (uri, text_json)).encode())
+
+    open_raw("pkg/retry.py", r"def lone_\ud800_surrogate_marker():\n    return '\udfff'\n")
+    open_raw("pkg/blob.py", r"def nul_buffer_marker():\n    return '\u0000'\n")
+    settled(conn, "settle")
+    hits = conn.request("ctxls/recall", {"query": "surrogate_marker", "kind": "code"},
+                        "sur")["result"]["hits"]
+    assert [h["path"] for h in hits] == ["pkg/retry.py"]
+    text = conn.request("ctxls/get", {"id": "pkg/retry.py"}, "get")["result"]["text"]
+    assert text == "def lone_\ufffd_surrogate_marker():\n    return '\ufffd'\n"
+    hits = conn.request("ctxls/recall", {"query": "nul_buffer_marker", "kind": "code"},
+                        "nul")["result"]["hits"]
+    assert "pkg/blob.py" not in [h["path"] for h in hits]
+    skipped = conn.request("ctxls/status", {}, "status")["result"]["skipped"]["files"]
+    assert {"path": "pkg/blob.py", "reason": "binary"} in skipped
+
+
+def test_node_and_related_refuse_an_empty_id(daemon):
+    for n, method in enumerate(["ctxls/node", "ctxls/related"]):
+        reply = daemon.conn.request(method, {"id": ""}, n)
+        assert (reply["error"]["code"], reply["error"]["data"]) == (-32602, {"param": "id"})
+
+
+# -- the command line ---------------------------------------------------------------
+
+def cli(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([*CTXLS, *args], capture_output=True, text=True, timeout=300, **kwargs)
+
+
+def test_the_command_line_with_stdin_or_stdout_closed(repo: Path):
+    """A closed stdin or stdout (`<&-`, `>&-`) ended locate, serve, mcp and
+    every output verb with a traceback."""
+    assert cli("index", "--root", str(repo)).returncode == 0
+    root = ["--root", str(repo)]
+
+    def closed(stream: int, *args: str) -> subprocess.CompletedProcess:
+        # The child starts with that descriptor closed, as after `<&-` or `>&-`.
+        def close_it():
+            os.close(stream)
+        kwargs = {"stdin": subprocess.DEVNULL} if stream == 1 else {}
+        return subprocess.run([*CTXLS, *args], stdout=None if stream == 1 else subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=300,
+                              preexec_fn=close_it, **kwargs)
+
+    for args in (["locate", *root], ["serve"], ["mcp", *root]):
+        done = closed(0, *args)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (args, done.stderr)
+        assert "closed" in done.stderr
+    for args in (["recall", "send_prepared", *root], ["status", *root, "--json"]):
+        done = closed(1, *args)
+        assert done.returncode == 141 and done.stderr == "", (args, done.stderr)
+    mcp = closed(1, "mcp", *root)
+    assert mcp.returncode == 2 and "stdout is closed" in mcp.stderr
+
+
+def test_the_command_line_refuses_meta_too_deep_to_read(repo: Path, tmp_path: Path):
+    assert cli("index", "--root", str(repo)).returncode == 0
+    deep = '{"a":' * 3000 + "1" + "}" * 3000
+    meta = cli("remember", "k", "text", "--meta", deep, "--root", str(repo))
+    assert meta.returncode == 2 and "Traceback" not in meta.stderr and "--meta" in meta.stderr
+    db = str(repo / ".ctxls" / "index.db")
+    row = {"type": "memory", "scope": "@global", "id": "x", "part": 0, "kind": "fact",
+           "by": "human", "format": "text", "symbol": None, "startLine": 0, "endLine": 0,
+           "text": "t", "meta": None, "session": None, "createdAt": 1, "occurredAt": 1,
+           "expiresAt": None}
+    for line in (deep, json.dumps(row | {"meta": "{not json"}),
+                 json.dumps(row | {"meta": json.dumps(nested(100))})):
+        imported = cli("memory", "import", "--db", db, input=line + "\n")
+        assert imported.returncode == 2 and "Traceback" not in imported.stderr, imported.stderr
+        assert "line 1" in imported.stderr
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM memory").fetchone()[0] == 0
+
+
+# -- the MCP bridge ------------------------------------------------------------------
+
+async def test_mcp_errors_all_say_ctxls_error(repo: Path):
+    """An unknown tool answered the SDK's bare "Unknown tool: x", the one tool
+    error not in the documented `ctxls error CODE:` form."""
+    from mcp import StdioServerParameters
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=sys.executable,
+                                   args=[*CTXLS[1:], "mcp", "--root", str(repo), "--no-daemon"],
+                                   env={**os.environ, "CTXLS_LOG": "ERROR"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            unknown = await session.call_tool("drop_tables", {})
+            assert unknown.is_error
+            assert unknown.content[0].text.startswith("ctxls error -32601: unknown tool 'drop_tables'")
+            long = await session.call_tool("recall", {"query": "x " * 6000})
+            assert long.is_error and long.content[0].text.startswith(
+                "ctxls error -32602: invalid param 'query': must be at most 10000 characters")
+            status = await session.call_tool("status", {"format": "json"})
+            assert not status.is_error
