@@ -30,13 +30,13 @@ from typing import Any, BinaryIO
 
 from lsprotocol import types
 from pygls.protocol import default_converter
-from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
 from ctxls.daemon.client import default_socket
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.socket_server import frame, read_message, socket_is_live
+from ctxls.daemon.uris import local_path
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +65,10 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
     body = stream.read(length)
     raw.write(body)
     try:
-        return raw.getvalue(), json.loads(body)
-    except ValueError:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON, or nested too deep
         return raw.getvalue(), None
+    return raw.getvalue(), message if isinstance(message, dict) else None
 
 
 class ReplayStdin:
@@ -87,12 +88,14 @@ class ReplayStdin:
 
 def single_root(params: dict) -> Path | None:
     folders = params.get("workspaceFolders") or []
+    if not isinstance(folders, list):
+        return None  # not the LSP shape: the in-process server answers it
     uris = [f.get("uri") for f in folders if isinstance(f, dict)]
     if not folders and isinstance(params.get("rootUri"), str):
         uris = [params["rootUri"]]
     if len(uris) != 1 or not isinstance(uris[0], str):
         return None  # multi-root editors keep an in-process server
-    path = to_fs_path(uris[0])
+    path = local_path(uris[0])
     return Path(path).resolve() if path else None
 
 
@@ -101,6 +104,8 @@ def owner_socket(message: dict | None, no_socket: bool) -> tuple[Path, Path] | N
     if no_socket or not message or message.get("method") != "initialize":
         return None
     params = message.get("params") or {}
+    if not isinstance(params, dict):
+        return None  # the in-process server answers it (-32602)
     options = params.get("initializationOptions")
     if isinstance(options, dict) and (options.get("socket") is False or options.get("dbPath")):
         return None  # no socket wanted, or a store elsewhere: serve in process

@@ -34,6 +34,7 @@ from ctxls.daemon.client_process import ClientWatch
 from ctxls.daemon.options import InitOptions, parse_init_options
 from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
+from ctxls.daemon.uris import local_path
 from ctxls.daemon.workspaces import Workspaces
 from ctxls.index.engine import Engine, Hit, RecallResult, SymbolInfo
 from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
@@ -493,8 +494,8 @@ def on_initialize(ls: CtxlsServer, params: types.InitializeParams) -> None:
 async def on_initialized(ls: CtxlsServer, params: types.InitializedParams) -> None:
     folders = list(ls.workspace.folders.values())
     roots = [p for p in (Workspaces.folder_path(f) for f in folders) if p is not None]
-    if not roots and ls.workspace.root_path:
-        roots = [Path(ls.workspace.root_path)]
+    if not roots and ls.workspace.root_uri and (root := local_path(ls.workspace.root_uri)):
+        roots = [Path(root)]
     for root in roots:
         ls.add_folder(root, single_root=len(roots) == 1)
     await ls.open_shared_socket()

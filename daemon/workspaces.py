@@ -4,17 +4,16 @@ one for buffers that lie outside every folder (served from the buffer only)."""
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
-from pygls.uris import to_fs_path
 
 from ctxls.index.discovery import DiscoveryOptions
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import OutsideRoot
 
 from ctxls.daemon.options import InitOptions
+from ctxls.daemon.uris import local_path
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ class Workspaces:
 
     @staticmethod
     def folder_path(folder: WorkspaceFolder) -> Path | None:
-        path = to_fs_path(folder.uri)
+        path = local_path(folder.uri)
         return Path(path) if path else None
 
     @property
@@ -87,10 +86,9 @@ class Workspaces:
 
     def for_uri(self, uri: str) -> tuple[Engine, str] | None:
         """(engine, repo-relative path) for a document URI; the deepest folder
-        wins. None for a URI that names no file: another scheme, a path that is
-        not absolute (``file:///C:/x`` on POSIX), or one with a NUL (``%00``)."""
-        fs_path = to_fs_path(uri)
-        if not fs_path or "\0" in fs_path or not os.path.isabs(fs_path):
+        wins. None for a URI that names no local file (``uris.local_path``)."""
+        fs_path = local_path(uri)
+        if fs_path is None:
             return None
         best: tuple[Engine, str] | None = None
         for root, engine in self.engines.items():

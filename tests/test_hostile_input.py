@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SAMPLE_FILES, write_tree
-from rawrpc import StdioDaemon, socket_connection
+from rawrpc import RawConnection, StdioDaemon, socket_connection
 from test_symlinks import MARKER, OUTSIDE_FILES, plant_links
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
@@ -189,6 +189,40 @@ def test_requests_after_shutdown_are_refused_not_ignored(repo: Path):
         assert reply["error"]["code"] == -32600 and "shutting down" in reply["error"]["message"]
     finally:
         daemon.close()
+
+
+@pytest.mark.parametrize("first", [b"5", b'"x"', b"[" * 100_000 + b"]" * 100_000,
+                                   b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": 5}',
+                                   b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", '
+                                   b'"params": {"capabilities": {}, "workspaceFolders": 5}}'])
+def test_any_first_message_is_answered_and_the_server_lives(repo: Path, first: bytes):
+    """`ctxls serve` reads the first message itself (to proxy to a running
+    daemon): JSON that was not an object, non-object params or folders, or
+    nesting too deep killed the process with a traceback, unanswered."""
+    process = subprocess.Popen([*CTXLS, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    conn = RawConnection(process.stdout, write)
+    try:
+        conn.send_body(first)
+        assert conn.reply()["error"]["code"] in (-32600, -32602, -32700)
+        uri = repo.resolve().as_uri()
+        # A folder URI with a NUL names no folder: initialized, serving, nothing indexed.
+        answer = conn.request("initialize", {"processId": None, "capabilities": {},
+                                             "rootUri": f"{uri}/%00",
+                                             "initializationOptions": {"embeddings": False}}, 1)
+        assert "capabilities" in answer["result"]
+        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        status = conn.request("ctxls/status", {}, "status")["result"]
+        assert status["files"] == 0 and status["root"] == ""
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
 
 
 # -- written memory: what is stored can always be served ----------------------------
