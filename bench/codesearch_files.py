@@ -46,6 +46,7 @@ test-split corpora of the generated set: a knob tuned on them here has seen
 those projects' code.
 
 Run: .venv/bin/python bench/codesearch_files.py [--modes lexical,hybrid] [--project NAME ...]
+     [--ranking field=value ...] [--max-tokens N] [--embed-model NAME]
 """
 
 from __future__ import annotations
@@ -61,7 +62,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from codesearch import RECALL_MODE, embed_store, open_engine, parse_ranking, pending_vectors  # noqa: E402
+from codesearch import (RECALL_MODE, embed_store, embedding_variant, open_engine, parse_ranking,  # noqa: E402
+                        pending_vectors)
 from codesearch_corpora import CodeCorpus, corpus_by_name, corpus_tree  # noqa: E402
 from ctxls.index.ranking import RankingConfig  # noqa: E402
 from codesearch_set import CodeSet  # noqa: E402
@@ -188,9 +190,11 @@ def _code_set(project: Project) -> CodeSet:
     return CodeSet(corpus, tree, [], {})
 
 
-def evaluate(projects, modes, rankings: dict[str, RankingConfig], log, verbose=False) -> dict:
+def evaluate(projects, modes, rankings: dict[str, RankingConfig], log, verbose=False,
+             embedding: str = "") -> dict:
     """{(variant, mode): {project: [(query, ndcg)]}}: every ranking variant on
-    the same stores."""
+    the same stores (``embedding``: the store variant of
+    codesearch.embedding_variant, "" for the default model and length)."""
     scores: dict[tuple[str, str], dict[str, list[tuple[FileQuery, float]]]] = {
         (v, m): {} for v in rankings for m in modes}
     for project in projects:
@@ -198,8 +202,8 @@ def evaluate(projects, modes, rankings: dict[str, RankingConfig], log, verbose=F
         queries = load_queries(project)
         dense = any(m != "lexical" for m in modes)
         if dense:
-            embed_store(code_set, log=log)
-        engine = open_engine(code_set, dense, log=log)
+            embed_store(code_set, variant=embedding, log=log)
+        engine = open_engine(code_set, dense, variant=embedding, log=log)
         try:
             if dense and pending_vectors(engine):
                 raise RuntimeError(f"{project.name}: the store is not fully embedded")
@@ -258,6 +262,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="RankingConfig or PriorConfig overrides: field=value,... (repeat to "
                              "compare variants on the same stores)")
     parser.add_argument("--verbose", action="store_true", help="print every query scoring below 1")
+    parser.add_argument("--max-tokens", type=int,
+                        help="embedding input length (default: the model's, index/embeddings.py)")
+    parser.add_argument("--embed-model",
+                        help="the engine's embedModel option (e.g. multilingual-e5-small)")
     args = parser.parse_args(argv)
 
     def log(message: str) -> None:
@@ -267,7 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     rankings = {text: parse_ranking(None if text == "default" else text)
                 for text in (args.ranking or ["default"])}
-    scores = evaluate(projects, [m for m in args.modes.split(",") if m], rankings, log, args.verbose)
+    with embedding_variant(args.max_tokens, args.embed_model) as embedding:
+        scores = evaluate(projects, [m for m in args.modes.split(",") if m], rankings, log,
+                          args.verbose, embedding)
     print(markdown(scores, projects))
     log(f"codesearch_files: {time.perf_counter() - started:.0f}s")
     return 0
