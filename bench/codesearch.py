@@ -196,6 +196,13 @@ def embed_store(code_set: CodeSet, variant: str = "", log=print) -> dict:
         if engine.semantic is None or not engine.semantic.ensure_loaded():
             raise RuntimeError(f"embeddings unavailable: {engine.semantic and engine.semantic.failed}")
         model = _model_key(engine)
+        # The product keeps vectors across an input-length change (they are of
+        # one model); this cache must not: a store's vectors are of one key.
+        marker = _store_dir(code_set.corpus, variant) / "vector-key"
+        if not marker.is_file() or marker.read_text() != model:
+            with engine.store.write() as w:
+                w.execute("DELETE FROM vectors")
+            marker.write_text(model)
         conn = engine.store.reader()
         missing = [r[0] for r in conn.execute(
             "SELECT DISTINCT embed_hash FROM chunks c WHERE NOT EXISTS "

@@ -10,7 +10,8 @@ from ctxls.index.model import content_hash
 
 # Bump when embedding_text() changes: stored vectors of the old text are dropped.
 EMBED_TEXT_VERSION = 1
-# The tokenizer keeps 256 tokens; a few thousand characters always cover them.
+# The tokenizer keeps embeddings.MAX_TOKENS (128); 2,000 characters always
+# cover them (and changing this would change every long chunk's hash).
 MAX_EMBED_CHARS = 2000
 
 
