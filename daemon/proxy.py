@@ -35,7 +35,8 @@ from pygls.workspace.position_codec import PositionCodec
 
 from ctxls.daemon.client import default_socket
 from ctxls.daemon.sessions import PROXY_MARK
-from ctxls.daemon.socket_server import frame, read_message, socket_is_live
+from ctxls.daemon.socket_server import (error_response, frame, frame_body, read_body, read_message,
+                                        socket_is_live, valid_id)
 from ctxls.daemon.uris import local_path
 
 log = logging.getLogger(__name__)
@@ -197,33 +198,50 @@ class Proxy:
     async def pump_editor(self) -> None:
         reader = await self.editor_reader()
         while True:
-            message = await read_message(reader)
-            if message is None or message.get("method") == "exit":
+            try:
+                body = await read_body(reader)
+            except ValueError as exc:  # a header without a usable Content-Length
+                self.to_editor(error_response(None, -32700, f"parse error: {exc}"))
+                continue
+            if body is None:
                 return  # the editor is done: so is this proxy (the owner's session ends with us)
+            try:
+                message = json.loads(body)
+            except (ValueError, RecursionError):
+                message = None
+            if not isinstance(message, dict):
+                # Not a message this proxy can read: the owner's session answers it
+                # (-32700 / -32600), exactly as it would have without the proxy.
+                await self.to_owner(body)
+                continue
+            if message.get("method") == "exit":
+                return
             try:
                 self.track(message)
             except Exception:  # a malformed sync message: forward it, the owner answers it
                 log.exception("cannot track %s", message.get("method"))
-            if "id" in message and "method" in message:
+            if valid_id(message.get("id")) and isinstance(message.get("method"), str):
                 self.pending[message["id"]] = message["method"]
             await self.to_owner(message)
 
     # -- the owner side -------------------------------------------------------
 
-    async def to_owner(self, message: dict) -> None:
+    async def to_owner(self, message: dict | bytes) -> None:
+        """A message, or a body the proxy could not read (forwarded as is)."""
+        data = frame(message) if isinstance(message, dict) else frame_body(message)
         while True:
             await self.connected.wait()
             writer = self.owner_writer
             try:
-                writer.write(frame(message))
+                writer.write(data)
                 await writer.drain()
                 return
             except (ConnectionError, OSError):
                 # The owner is gone: a request is answered by the takeover;
                 # document sync is replayed from self.documents.
-                if "id" in message and "method" in message:
+                if not isinstance(message, dict) or ("id" in message and "method" in message):
                     return
-                if message.get("method", "").startswith("textDocument/"):
+                if str(message.get("method", "")).startswith("textDocument/"):
                     return
                 await asyncio.sleep(0.05)
 

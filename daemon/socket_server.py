@@ -111,7 +111,10 @@ def invalid_request(message: Any) -> dict | None:
 
 
 def frame(message: dict) -> bytes:
-    body = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    return frame_body(json.dumps(message, ensure_ascii=False).encode("utf-8"))
+
+
+def frame_body(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 

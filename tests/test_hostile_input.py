@@ -225,6 +225,50 @@ def test_any_first_message_is_answered_and_the_server_lives(repo: Path, first: b
         process.wait()
 
 
+def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(daemon, repo: Path):
+    """A second editor's `ctxls serve` proxies to the running daemon: a body
+    it could not parse, JSON that was not an object or a list as an id ended
+    the proxy (the editor's language server) at once."""
+    sock = repo / ".ctxls" / "daemon.sock"
+    for _ in range(100):
+        if sock.exists():
+            break
+        time.sleep(0.05)
+    process = subprocess.Popen([*CTXLS, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    conn = RawConnection(process.stdout, write)
+    try:
+        uri = repo.resolve().as_uri()
+        answer = conn.request("initialize", {
+            "processId": None, "rootUri": uri, "capabilities": {},
+            "workspaceFolders": [{"uri": uri, "name": "repo"}]}, "init")
+        assert "capabilities" in answer["result"]
+        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        for body, code in ((b"5", -32600), (b"{bad", -32700), (b"[" * 100_000 + b"]" * 100_000, -32700),
+                           (b'{"jsonrpc": "2.0", "id": [1], "method": "ctxls/status"}', -32600),
+                           (b'{"jsonrpc": "2.0", "id": 7, "method": 5}', -32600)):
+            conn.send_body(body)
+            assert conn.reply()["error"]["code"] == code, body[:40]
+        status = conn.request("ctxls/status", {}, "status")["result"]
+        assert status["files"] == 5 and process.poll() is None
+        # It was a proxy: the owner's socket has this session's open buffer.
+        conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": f"{uri}/pkg/proxied.py", "languageId": "python", "version": 1,
+            "text": "def proxied_marker():\n    pass\n"}}})
+        settled(daemon.conn, "via-owner")
+        hits = daemon.conn.request("ctxls/recall", {"query": "proxied_marker", "kind": "code"},
+                                   "owner")["result"]["hits"]
+        assert hits and hits[0]["path"] == "pkg/proxied.py"
+    finally:
+        process.kill()
+        process.wait()
+
+
 # -- written memory: what is stored can always be served ----------------------------
 
 def nested(depth: int) -> dict:
