@@ -518,13 +518,16 @@ class Engine:
 
     def current_text(self, path: str) -> str | None:
         """The truth for ``path``: its open buffer, else the file on disk
-        (None when missing, binary, or not where the file really is: a
-        symlink). Read fresh, never from the index."""
+        (None when missing, binary, over the file size bound, or not where
+        the file really is: a symlink). Read fresh, never from the index; a
+        file that grew past the bound since it was indexed (a log being
+        written) is not read whole into an answer."""
         buffered = self.buffer_text(path)
         if buffered is not None or self.buffers_only:
             return buffered
-        read = read_file(self.root, path, None)
-        if isinstance(read, Skipped):
+        limit = self.options.discovery.max_file_bytes
+        read = read_file(self.root, path, limit)
+        if isinstance(read, Skipped) or len(read[0]) > limit:
             return None
         data = read[0]
         return None if looks_binary(data) else decode_text(data)

@@ -344,6 +344,19 @@ def test_document_symbols_of_deeply_nested_classes_are_answered(daemon, repo: Pa
     assert [s["name"] for s in deepest][:3] == ["C31", "C32", "C33"] and len(deepest) == 369
 
 
+def test_a_file_grown_past_the_size_bound_is_not_read_whole(daemon, repo: Path):
+    """An indexed file that grows past 1 MiB (a log being written) was read
+    whole by every get and assemble: a 300 MB file gave a 315 MB answer."""
+    with open(repo / "README.md", "a", encoding="utf-8") as grown:
+        grown.write(("x" * 1023 + "\n") * 2048)  # 2 MiB more
+    conn = daemon.conn
+    assert conn.request("ctxls/get", {"id": "README.md"}, "get")["result"] is None
+    assembled = conn.request("ctxls/assemble", {"query": "deploy script FOO_URL",
+                                                "budgetTokens": 500}, "assemble")["result"]
+    assert "README.md" in assembled["context"] and assembled["stats"]["originalTokens"] < 1000
+    assert conn.request("ctxls/get", {"id": "pkg/session.py"}, "other")["result"]["text"]
+
+
 def test_a_recall_query_is_bounded(daemon):
     """200,000 distinct terms kept a worker thread busy for minutes (FTS5's
     cost grows with the square of the OR-ed terms)."""
