@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+import pathspec
+
 from ctxls.index.languages import DEFAULT_INCLUDE
 from ctxls.index.memory import DEFAULT_EPISODE_WINDOW_DAYS
 from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
@@ -66,6 +68,10 @@ def _check(name: str, value: Any) -> Any:
         if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
             if name == "include":
                 return tuple(v.lower().lstrip(".") for v in value)
+            try:  # a glob git cannot read would fail the folder's engine, not just itself
+                pathspec.PathSpec.from_lines("gitignore", value)
+            except Exception as exc:
+                raise ValueError(f"holds a pattern git cannot read ({exc})") from None
             return tuple(value)
         raise ValueError("must be a list of non-empty strings")
     if name == "debounceMs":

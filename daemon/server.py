@@ -393,7 +393,8 @@ class CtxlsServer(LanguageServer):
     def status(self) -> dict:
         engines = self.workspaces.all()
         if not engines:
-            base = {"indexing": False, "state": "ready", "files": 0, "chunks": 0, "vectors": 0,
+            base = {"indexing": False, "complete": True, "state": "ready", "files": 0,
+                    "chunks": 0, "vectors": 0,
                     "pending": 0,
                     "embeddings": {"enabled": False, "model": "", "dim": 0}, "root": "",
                     "dbPath": "", "version": __version__}

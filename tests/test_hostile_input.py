@@ -127,6 +127,19 @@ def test_a_workspace_folder_that_does_not_exist_is_not_created(daemon, tmp_path:
     assert not (tmp_path / "never").exists()
 
 
+@pytest.mark.parametrize("pattern", ["**/[z-a]", "\\", "!"])
+def test_an_exclude_glob_git_cannot_read_is_reported_not_fatal_to_the_folder(repo: Path,
+                                                                            pattern: str):
+    """pathspec raised on it while the folder's engine was made: the folder
+    was silently never indexed, and status (no folder) lacked `complete`."""
+    daemon = StdioDaemon(repo, {"exclude": [pattern]})
+    try:
+        status = daemon.wait_indexed()
+        assert status["complete"] and status["files"] == 5, status
+    finally:
+        daemon.close()
+
+
 # -- symlink loops -------------------------------------------------------------------
 
 @pytest.mark.parametrize("git", [True, False])
