@@ -12,7 +12,6 @@ internal error carries no traceback unless ``CTXLS_DEBUG`` is set.
 
 from __future__ import annotations
 
-import json
 import logging
 import sqlite3
 from concurrent.futures import Future

@@ -378,7 +378,8 @@ class CtxlsServer(LanguageServer):
     def get(self, item_id: str, start_line: int | None, end_line: int | None,
             scope: Scope, log: bool):
         outside = True
-        for engine in self.workspaces.all():
+        # Without folders written memory lives in the buffers-only engine (memory_handlers).
+        for engine in self.workspaces.all() or [self.workspaces.loose]:
             try:
                 item = engine.get(item_id, start_line, end_line, scope, log)
             except OutsideRoot:

@@ -315,6 +315,33 @@ def test_meta_is_bounded_so_that_its_answers_can_be_sent(daemon):
     assert hits[0]["meta"] == nested(64)
 
 
+def test_a_daemon_without_folders_gets_what_it_remembered(tmp_path: Path):
+    """Without a workspace folder, memory lives in the session's private
+    store: recall and node found a remembered id, but get answered -32004
+    (as if the id were a path outside the root), and so did the MCP
+    `remember` tool, which reads back what it wrote."""
+    process = subprocess.Popen([*CTXLS, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, cwd=tmp_path)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    conn = RawConnection(process.stdout, write)
+    try:
+        assert "result" in conn.request("initialize", {
+            "processId": None, "rootUri": None, "capabilities": {},
+            "initializationOptions": {"embeddings": False}}, "init")
+        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        assert conn.request("ctxls/remember", {"id": "k", "text": "a folderless fact"},
+                            "w")["result"] == {}
+        assert conn.request("ctxls/get", {"id": "k"}, "get")["result"]["text"] == "a folderless fact"
+        assert conn.request("ctxls/get", {"id": "/etc/passwd"}, "passwd")["result"] is None
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_an_answer_that_cannot_be_encoded_still_answers_its_request(daemon, repo: Path):
     """A row stored before the bound (by an older ctxls) with a meta too deep
     for pygls to encode: its get answers -32603 for that id (it went out as a
