@@ -1,8 +1,8 @@
 """Locate: from an issue text (a bug report, a stack trace) to the files to change.
 
 The text is read the way an engineer reads it (:func:`read_issue`): fenced and
-doctest code blocks, traceback frames (Python, JavaScript/Node, Java, Go
-panics, Rust backtraces), error messages, identifiers, file paths and dotted
+doctest code blocks, traceback frames (Python as the interpreter, IPython and
+pytest print them, JavaScript/Node, Java, Go panics, Rust backtraces), error messages, identifiers, file paths and dotted
 module names. :class:`Locator` turns each kind of evidence into a per-file
 signal in 0..1 and ranks files, not chunks, by their weighted sum:
 
@@ -101,6 +101,18 @@ _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.
 _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
 
 _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M)
+# The other ways Python frames get printed, most recent call last too:
+# IPython 8 `File ~/env/.../dataarray.py:409, in DataArray.__init__(self, …)`,
+# older IPython `~/env/.../point.py in __add__(self, other)` followed by its
+# source with `--> 220` at the line, and pytest's `sympy/core/expr.py:124: in __eq__`.
+_PY_FRAME_OTHER = re.compile(
+    r"^\s*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+), in (?P<ipy8_fn>[\w.<>]+)"
+    r"|(?P<ipy>[^\s\"]+\.py) in (?P<ipy_fn>[\w.<>]+)\("
+    r"|(?P<pytest>[^\s\"]+\.py):(?P<pytest_line>\d+): in (?P<pytest_fn>[\w.<>]+)\s*$)", re.M)
+_IPYTHON_ARROW = re.compile(r"^\s*-+>\s*(\d+)", re.M)
+# Lines between two frames of one printed traceback, at most (IPython shows
+# a few lines of source around each).
+_PY_FRAME_GAP_LINES = 12
 # `at fn (/path/x.js:10:5)`, `at /path/x.js:10:5`, `at async fn (file:///x.mjs:1:2)`
 _JS_FRAME = re.compile(
     r"^\s*at (?:async )?(?:(?P<fn>[^\s()]+(?: \[as [^\]]+\])?) \()?(?:file://)?"
@@ -113,7 +125,8 @@ _GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n\s+(?P<path>\S+\.go):(?P<line
 # Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
 _RUST_FRAME = re.compile(r"^\s*\d+: (?P<fn>\S+)\n\s+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
 # A line printing a stack frame (Python, Node/Java `at`, Go/Rust source lines).
-_FRAME_LINE = re.compile(r'\s*(?:File "|at |\S+\.(?:go|rs):\d+)')
+_FRAME_LINE = re.compile(r'\s*(?:File "|File \S+\.py:\d+, in |at |\S+\.(?:go|rs):\d+|\S+\.py in [\w.<>]+\('
+                         r'|\S+\.py:\d+: in )')
 _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`
@@ -164,6 +177,7 @@ def _frames(text: str) -> list[Frame]:
         for i, match in enumerate(run):
             frames.append(Frame(match.group(1), int(match.group(2)), match.group(3), "python",
                                 len(run) - 1 - i))
+    frames += _other_python_frames(text)
     # The rest print the innermost frame first.
     for pattern, language in ((_JS_FRAME, "javascript"), (_GO_FRAME, "go"), (_RUST_FRAME, "rust")):
         depth = 0
@@ -189,6 +203,36 @@ def _frames(text: str) -> list[Frame]:
     for match in _RUST_PANIC.finditer(text):
         frames.append(Frame(match.group("path"), int(match.group("line")), None, "rust", 0))
     return frames
+
+
+def _other_python_frames(text: str) -> list[Frame]:
+    """Frames of IPython's and pytest's tracebacks (see _PY_FRAME_OTHER),
+    grouped into tracebacks by the lines between them; the last of each is
+    depth 0."""
+    runs: list[list[tuple[str, int | None, str]]] = []
+    last_end = -1
+    for match in _PY_FRAME_OTHER.finditer(text):
+        if match.group("ipy8"):
+            frame = (match.group("ipy8"), int(match.group("ipy8_line")), match.group("ipy8_fn"))
+        elif match.group("pytest"):
+            frame = (match.group("pytest"), int(match.group("pytest_line")), match.group("pytest_fn"))
+        else:  # old IPython: the line is the `-->` arrow in the source shown below
+            following = text[match.end():match.end() + 2000]
+            arrow = _IPYTHON_ARROW.search(following)
+            next_frame = _PY_FRAME_OTHER.search(following)
+            line = int(arrow.group(1)) if arrow and (
+                next_frame is None or arrow.start() < next_frame.start()) else None
+            frame = (match.group("ipy"), line, match.group("ipy_fn"))
+        between = text[last_end:match.start()] if last_end >= 0 else ""
+        # A traceback ends at its exception line, a code fence or a new "Traceback".
+        if (runs and between.count("\n") <= _PY_FRAME_GAP_LINES and "Traceback" not in between
+                and "```" not in between and not _EXCEPTION_LINE.search(between)):
+            runs[-1].append(frame)
+        else:
+            runs.append([frame])
+        last_end = match.end()
+    return [Frame(path, line, function.rsplit(".", 1)[-1], "python", len(run) - 1 - i)
+            for run in runs for i, (path, line, function) in enumerate(run)]
 
 
 def _add(seen: dict[str, None], value: str) -> None:

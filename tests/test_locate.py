@@ -145,6 +145,33 @@ def test_node_java_go_and_rust_frames_innermost_first():
     assert any(f.path == "src/parser.rs" and f.function is None for f in rust.frames)
 
 
+def test_ipython_and_pytest_frames_most_recent_call_last():
+    # The tracebacks of data-science issues come from notebooks (IPython, old
+    # and 8+) and from pytest; their frames are frames, not mentioned paths.
+    ipython = read_issue(
+        "TypeError                                 Traceback (most recent call last)\n"
+        "<ipython-input-3-1e1d6b9a3f23> in <module>\n----> 1 a + b * 2.0\n\n"
+        "~/venv/lib/python3.6/site-packages/shop/cart.py in __add__(self, other)\n"
+        "    219         try:\n--> 220             s = Cart(other)\n    221         except TypeError:\n\n"
+        "~/venv/lib/python3.6/site-packages/shop/cart.py in __new__(cls, *args)\n"
+        "--> 129             raise TypeError('not a cart')\n\n"
+        "TypeError: not a cart\n\n"
+        "With IPython 8:\n"
+        "File ~/env/lib/python3.10/site-packages/shop/pricing.py:409, in Discount.apply(self, price)\n"
+        "    407 x = 1\n--> 409 return money(price)\n"
+        "File ~/env/lib/python3.10/site-packages/shop/money.py:25, in money(value)\n"
+        "ValueError: bad\n")
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.function, f.depth) for f in ipython.frames] == [
+        ("cart.py", 220, "__add__", 1), ("cart.py", 129, "__new__", 0),
+        ("pricing.py", 409, "apply", 1), ("money.py", 25, "money", 0)]
+    pytest_run = read_issue("shop/cart.py:124: in total\n    return sum(prices)\n"
+                            "shop/pricing.py:6: in apply\n    raise ValueError(price)\n"
+                            "E   ValueError: -3\n")
+    assert [(f.path, f.line, f.function, f.depth) for f in pytest_run.frames] == [
+        ("shop/cart.py", 124, "total", 1), ("shop/pricing.py", 6, "apply", 0)]
+    assert ipython.paths == [] and pytest_run.paths == []
+
+
 def test_code_blocks_identifiers_paths_and_modules():
     issue = read_issue("QuerySet.bulk_update() ignores `batch_size` in django/db/models/query.py.\n"
                        "```python\nfrom django.db.models import Q, F\n"
