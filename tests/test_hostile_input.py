@@ -35,11 +35,21 @@ def notify(conn, method: str, params: dict) -> None:
     conn.send({"jsonrpc": "2.0", "method": method, "params": params})
 
 
-def settled(conn, msg_id: str) -> dict:
-    """A request after notifications: it is answered after they were handled;
-    a recall also waits for the buffers they made due (server.settle_buffers)."""
-    time.sleep(0.1)  # past the 20 ms debounce the raw client asks for
-    return conn.request("ctxls/recall", {"query": "send_prepared", "kind": "code"}, msg_id)
+def until(ask, timeout: float = 15.0):
+    """Ask again until the answer is truthy (notifications are handled in the
+    background): the first truthy answer, else the last one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = ask()
+        if answer or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.05)
+
+
+def code_hits(conn, query: str) -> list[str]:
+    """The paths ctxls/recall finds for ``query`` among code."""
+    reply = conn.request("ctxls/recall", {"query": query, "kind": "code"}, f"hits-{query}")
+    return [h["path"] for h in reply["result"]["hits"]]
 
 
 def no_outside_byte(reply: dict) -> None:
@@ -65,7 +75,14 @@ def test_a_save_or_close_naming_a_file_outside_every_folder_never_reads_it(tmp_p
         for uri in uris:
             notify(conn, "textDocument/didClose", {"textDocument": {"uri": uri}})
             notify(conn, "textDocument/didSave", {"textDocument": {"uri": uri}})
-        settled(conn, "settle")
+        # A buffer outside every folder is still served from its own text; once
+        # it is, the events sent before it have been handled too.
+        outside_doc = tmp_path / "elsewhere.py"
+        notify(conn, "textDocument/didOpen", {"textDocument": {
+            "uri": outside_doc.as_uri(), "languageId": "python", "version": 1,
+            "text": "def loose_buffer_marker():\n    pass\n"}})
+        assert until(lambda: code_hits(conn, "loose_buffer_marker")) == [
+            str(outside_doc.resolve())[1:]]
         for n, query in enumerate((f"{MARKER}_fn token", "deploy FOO_URL")):
             reply = conn.request("ctxls/recall", {"query": query, "body": True}, n)
             assert "result" in reply, reply
@@ -74,15 +91,6 @@ def test_a_save_or_close_naming_a_file_outside_every_folder_never_reads_it(tmp_p
             reply = conn.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}},
                                  f"symbols-{n}")
             assert reply["result"] is None, reply
-        # A buffer outside every folder is still served from its own text.
-        outside_doc = (tmp_path / "elsewhere.py").as_uri()
-        notify(conn, "textDocument/didOpen", {"textDocument": {
-            "uri": outside_doc, "languageId": "python", "version": 1,
-            "text": "def loose_buffer_marker():\n    pass\n"}})
-        settled(conn, "settle-2")
-        hits = conn.request("ctxls/recall", {"query": "loose_buffer_marker", "kind": "code"},
-                            "loose")["result"]["hits"]
-        assert hits and hits[0]["uri"] == outside_doc
         assert daemon.alive()
     finally:
         daemon.close()
@@ -114,7 +122,7 @@ def test_uris_naming_no_file_answer_null_not_an_internal_error(daemon, repo: Pat
         notify(conn, "textDocument/didSave", doc)
         notify(conn, "textDocument/didOpen", {"textDocument": {
             "uri": uri, "languageId": "python", "version": 1, "text": "def f():\n    pass\n"}})
-    assert settled(conn, "alive")["result"]["hits"][0]["path"] == "pkg/session.py"
+    assert code_hits(conn, "send_prepared")[0] == "pkg/session.py"
     assert not (repo / "c:").exists()
 
 
@@ -273,10 +281,7 @@ def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(daemon, rep
         conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
             "uri": f"{uri}/pkg/proxied.py", "languageId": "python", "version": 1,
             "text": "def proxied_marker():\n    pass\n"}}})
-        settled(daemon.conn, "via-owner")
-        hits = daemon.conn.request("ctxls/recall", {"query": "proxied_marker", "kind": "code"},
-                                   "owner")["result"]["hits"]
-        assert hits and hits[0]["path"] == "pkg/proxied.py"
+        assert until(lambda: code_hits(daemon.conn, "proxied_marker")) == ["pkg/proxied.py"]
     finally:
         process.kill()
         process.wait()
@@ -424,17 +429,16 @@ def test_buffer_text_with_lone_surrogates_or_nul_follows_the_file_rules(daemon, 
 
     open_raw("pkg/retry.py", r"def lone_\ud800_surrogate_marker():\n    return '\udfff'\n")
     open_raw("pkg/blob.py", r"def nul_buffer_marker():\n    return '\u0000'\n")
-    settled(conn, "settle")
-    hits = conn.request("ctxls/recall", {"query": "surrogate_marker", "kind": "code"},
-                        "sur")["result"]["hits"]
-    assert [h["path"] for h in hits] == ["pkg/retry.py"]
+    assert until(lambda: code_hits(conn, "surrogate_marker")) == ["pkg/retry.py"]
     text = conn.request("ctxls/get", {"id": "pkg/retry.py"}, "get")["result"]["text"]
     assert text == "def lone_\ufffd_surrogate_marker():\n    return '\ufffd'\n"
-    hits = conn.request("ctxls/recall", {"query": "nul_buffer_marker", "kind": "code"},
-                        "nul")["result"]["hits"]
-    assert "pkg/blob.py" not in [h["path"] for h in hits]
-    skipped = conn.request("ctxls/status", {}, "status")["result"]["skipped"]["files"]
-    assert {"path": "pkg/blob.py", "reason": "binary"} in skipped
+
+    def skipped() -> list[dict]:
+        return conn.request("ctxls/status", {}, "status")["result"]["skipped"]["files"]
+
+    assert {"path": "pkg/blob.py", "reason": "binary"} in until(
+        lambda: [f for f in skipped() if f["path"] == "pkg/blob.py"])
+    assert "pkg/blob.py" not in code_hits(conn, "nul_buffer_marker")
 
 
 def test_node_and_related_refuse_an_empty_id(daemon):
