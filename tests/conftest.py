@@ -188,6 +188,17 @@ async def serve(root: Path, options: dict | None = None,
 
 # -- the memory backends: every memory test runs on SQLite and on PostgreSQL ---------
 
+@pytest.fixture
+def stdio_daemon(repo: Path):
+    """A real daemon on stdio over ``repo`` (serving its socket too), indexed."""
+    from rawrpc import StdioDaemon
+
+    daemon = StdioDaemon(repo, {"socket": True})
+    daemon.wait_indexed()
+    yield daemon
+    daemon.close()
+
+
 @pytest.fixture(scope="session")
 def pg_server():
     """One PostgreSQL for the whole session (tests/pg_server.py)."""

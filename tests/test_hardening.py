@@ -122,14 +122,6 @@ MALFORMED_BODIES = [b"[]", b"5", b'"x"', b"{}", b'{"jsonrpc": "2.0"}', b"[1, 2]"
                     b'{"jsonrpc": "2.0", "id": true, "method": "ctxls/status"}']
 
 
-@pytest.fixture
-def stdio_daemon(repo: Path):
-    daemon = StdioDaemon(repo, {"socket": True})
-    daemon.wait_indexed()
-    yield daemon
-    daemon.close()
-
-
 def test_invalid_params_on_standard_methods_are_answered_with_32602(stdio_daemon):
     conn = stdio_daemon.conn
     for n, (method, params) in enumerate(BAD_STANDARD_PARAMS):

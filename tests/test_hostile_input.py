@@ -23,12 +23,16 @@ from test_symlinks import MARKER, OUTSIDE_FILES, plant_links
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
 
-@pytest.fixture
-def daemon(repo: Path):
-    running = StdioDaemon(repo, {"socket": True})
-    running.wait_indexed()
-    yield running
-    running.close()
+def serve_process() -> tuple[subprocess.Popen, RawConnection]:
+    """`ctxls serve` on stdio, and a raw connection to it (the caller kills it)."""
+    process = subprocess.Popen([*CTXLS, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    return process, RawConnection(process.stdout, write)
 
 
 def notify(conn, method: str, params: dict) -> None:
@@ -96,10 +100,10 @@ def test_a_save_or_close_naming_a_file_outside_every_folder_never_reads_it(tmp_p
         daemon.close()
 
 
-def test_uris_naming_no_file_answer_null_not_an_internal_error(daemon, repo: Path):
+def test_uris_naming_no_file_answer_null_not_an_internal_error(stdio_daemon, repo: Path):
     """A percent-encoded NUL in a URI reached os calls ("embedded null byte",
     -32603); a Windows drive path was taken as relative to the root."""
-    conn = daemon.conn
+    conn = stdio_daemon.conn
     root_uri = repo.resolve().as_uri()
     for n, uri in enumerate([f"{root_uri}/pkg/sess%00ion.py", "file:///C:/Windows/win.ini",
                              "file:///c%3A/x/y.py"]):
@@ -126,11 +130,11 @@ def test_uris_naming_no_file_answer_null_not_an_internal_error(daemon, repo: Pat
     assert not (repo / "c:").exists()
 
 
-def test_a_workspace_folder_that_does_not_exist_is_not_created(daemon, tmp_path: Path):
+def test_a_workspace_folder_that_does_not_exist_is_not_created(stdio_daemon, tmp_path: Path):
     missing = tmp_path / "never" / "made"
-    notify(daemon.conn, "workspace/didChangeWorkspaceFolders", {"event": {
+    notify(stdio_daemon.conn, "workspace/didChangeWorkspaceFolders", {"event": {
         "added": [{"uri": missing.as_uri(), "name": "made"}], "removed": []}})
-    status = daemon.conn.request("ctxls/status", {}, "status")["result"]
+    status = stdio_daemon.conn.request("ctxls/status", {}, "status")["result"]
     assert status["files"] == 5 and "folders" not in status
     assert not (tmp_path / "never").exists()
 
@@ -184,8 +188,8 @@ def test_a_symlink_loop_is_skipped_and_the_rest_is_indexed(tmp_path: Path, git: 
 
 # -- JSON-RPC: every request gets an answer ----------------------------------------
 
-def test_every_request_gets_an_answer_whatever_its_envelope(daemon):
-    conn = daemon.conn
+def test_every_request_gets_an_answer_whatever_its_envelope(stdio_daemon):
+    conn = stdio_daemon.conn
     for n, method in enumerate([5, None, ["ctxls/status"]]):
         reply = conn.request(method, {}, f"method-{n}")
         assert reply["error"]["code"] == -32600, reply
@@ -220,14 +224,7 @@ def test_any_first_message_is_answered_and_the_server_lives(repo: Path, first: b
     """`ctxls serve` reads the first message itself (to proxy to a running
     daemon): JSON that was not an object, non-object params or folders, or
     nesting too deep killed the process with a traceback, unanswered."""
-    process = subprocess.Popen([*CTXLS, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-
-    def write(data: bytes) -> None:
-        process.stdin.write(data)
-        process.stdin.flush()
-
-    conn = RawConnection(process.stdout, write)
+    process, conn = serve_process()
     try:
         conn.send_body(first)
         assert conn.reply()["error"]["code"] in (-32600, -32602, -32700)
@@ -246,7 +243,7 @@ def test_any_first_message_is_answered_and_the_server_lives(repo: Path, first: b
         process.wait()
 
 
-def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(daemon, repo: Path):
+def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(stdio_daemon, repo: Path):
     """A second editor's `ctxls serve` proxies to the running daemon: a body
     it could not parse, JSON that was not an object or a list as an id ended
     the proxy (the editor's language server) at once."""
@@ -255,14 +252,7 @@ def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(daemon, rep
         if sock.exists():
             break
         time.sleep(0.05)
-    process = subprocess.Popen([*CTXLS, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL)
-
-    def write(data: bytes) -> None:
-        process.stdin.write(data)
-        process.stdin.flush()
-
-    conn = RawConnection(process.stdout, write)
+    process, conn = serve_process()
     try:
         uri = repo.resolve().as_uri()
         answer = conn.request("initialize", {
@@ -281,7 +271,7 @@ def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(daemon, rep
         conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
             "uri": f"{uri}/pkg/proxied.py", "languageId": "python", "version": 1,
             "text": "def proxied_marker():\n    pass\n"}}})
-        assert until(lambda: code_hits(daemon.conn, "proxied_marker")) == ["pkg/proxied.py"]
+        assert until(lambda: code_hits(stdio_daemon.conn, "proxied_marker")) == ["pkg/proxied.py"]
     finally:
         process.kill()
         process.wait()
@@ -296,11 +286,11 @@ def nested(depth: int) -> dict:
     return meta
 
 
-def test_meta_is_bounded_so_that_its_answers_can_be_sent(daemon):
+def test_meta_is_bounded_so_that_its_answers_can_be_sent(stdio_daemon):
     """A meta nested 900 deep was stored; every answer holding it (get,
     recall) then failed to encode and went out as a -32700 with id null: the
     client never got its answer."""
-    conn = daemon.conn
+    conn = stdio_daemon.conn
     too_deep = conn.request("ctxls/remember", {"id": "deep", "text": "a deep fact",
                                                "meta": nested(65)}, "deep")
     assert too_deep["error"]["code"] == -32602 and too_deep["error"]["data"] == {"param": "meta"}
@@ -347,11 +337,11 @@ def test_a_daemon_without_folders_gets_what_it_remembered(tmp_path: Path):
         process.wait()
 
 
-def test_an_answer_that_cannot_be_encoded_still_answers_its_request(daemon, repo: Path):
+def test_an_answer_that_cannot_be_encoded_still_answers_its_request(stdio_daemon, repo: Path):
     """A row stored before the bound (by an older ctxls) with a meta too deep
     for pygls to encode: its get answers -32603 for that id (it went out as a
     -32700 with id null); the socket's plain encoder sends it as is."""
-    conn = daemon.conn
+    conn = stdio_daemon.conn
     assert conn.request("ctxls/remember", {"id": "old", "text": "an old fact"}, "w")["result"] == {}
     with sqlite3.connect(repo / ".ctxls" / "index.db") as db:
         db.execute("UPDATE memory SET meta = ? WHERE key = 'old'",
@@ -370,13 +360,13 @@ def test_an_answer_that_cannot_be_encoded_still_answers_its_request(daemon, repo
 
 # -- what a file or buffer holds -----------------------------------------------------
 
-def test_document_symbols_of_deeply_nested_classes_are_answered(daemon, repo: Path):
+def test_document_symbols_of_deeply_nested_classes_are_answered(stdio_daemon, repo: Path):
     """400 nested classes gave an outline nested 400 deep: it could not be
     encoded and the request got no answer. Nesting stops at 32 levels; the
     deeper symbols are listed at the 32nd."""
     source = "".join("    " * i + f"class C{i}:\n" for i in range(400)) + "    " * 400 + "pass\n"
     (repo / "nested.py").write_text(source)
-    conn = daemon.conn
+    conn = stdio_daemon.conn
     assert conn.request("ctxls/index", {"paths": ["nested.py"]}, "index")["result"]["added"] == 1
     reply = conn.request("textDocument/documentSymbol",
                          {"textDocument": {"uri": (repo / "nested.py").resolve().as_uri()}}, "outline")
@@ -389,12 +379,12 @@ def test_document_symbols_of_deeply_nested_classes_are_answered(daemon, repo: Pa
     assert [s["name"] for s in deepest][:3] == ["C31", "C32", "C33"] and len(deepest) == 369
 
 
-def test_a_file_grown_past_the_size_bound_is_not_read_whole(daemon, repo: Path):
+def test_a_file_grown_past_the_size_bound_is_not_read_whole(stdio_daemon, repo: Path):
     """An indexed file that grows past 1 MiB (a log being written) was read
     whole by every get and assemble: a 300 MB file gave a 315 MB answer."""
     with open(repo / "README.md", "a", encoding="utf-8") as grown:
         grown.write(("x" * 1023 + "\n") * 2048)  # 2 MiB more
-    conn = daemon.conn
+    conn = stdio_daemon.conn
     assert conn.request("ctxls/get", {"id": "README.md"}, "get")["result"] is None
     assembled = conn.request("ctxls/assemble", {"query": "deploy script FOO_URL",
                                                 "budgetTokens": 500}, "assemble")["result"]
@@ -402,10 +392,10 @@ def test_a_file_grown_past_the_size_bound_is_not_read_whole(daemon, repo: Path):
     assert conn.request("ctxls/get", {"id": "pkg/session.py"}, "other")["result"]["text"]
 
 
-def test_a_recall_query_is_bounded(daemon):
+def test_a_recall_query_is_bounded(stdio_daemon):
     """200,000 distinct terms kept a worker thread busy for minutes (FTS5's
     cost grows with the square of the OR-ed terms)."""
-    conn = daemon.conn
+    conn = stdio_daemon.conn
     many = " ".join(f"t{i}" for i in range(200_000))
     for n, method in enumerate(["ctxls/recall", "ctxls/assemble"]):
         reply = conn.request(method, {"query": many, "budgetTokens": 1000}, f"long-{n}")
@@ -415,11 +405,11 @@ def test_a_recall_query_is_bounded(daemon):
     assert hits["result"]["hits"][0]["path"] == "pkg/session.py"
 
 
-def test_buffer_text_with_lone_surrogates_or_nul_follows_the_file_rules(daemon, repo: Path):
+def test_buffer_text_with_lone_surrogates_or_nul_follows_the_file_rules(stdio_daemon, repo: Path):
     """A lone surrogate (JSON can carry one in didOpen text; SQLite cannot
     store it) failed the buffer's indexing silently: the edit was lost. A NUL
     made a buffer "binary", yet it was indexed (a file with one is skipped)."""
-    conn = daemon.conn
+    conn = stdio_daemon.conn
 
     def open_raw(rel: str, text_json: str) -> None:
         uri = (repo / rel).resolve().as_uri()
@@ -441,9 +431,9 @@ def test_buffer_text_with_lone_surrogates_or_nul_follows_the_file_rules(daemon, 
     assert "pkg/blob.py" not in code_hits(conn, "nul_buffer_marker")
 
 
-def test_node_and_related_refuse_an_empty_id(daemon):
+def test_node_and_related_refuse_an_empty_id(stdio_daemon):
     for n, method in enumerate(["ctxls/node", "ctxls/related"]):
-        reply = daemon.conn.request(method, {"id": ""}, n)
+        reply = stdio_daemon.conn.request(method, {"id": ""}, n)
         assert (reply["error"]["code"], reply["error"]["data"]) == (-32602, {"param": "id"})
 
 
