@@ -3,8 +3,9 @@
 The text is read the way an engineer reads it (:func:`read_issue`): fenced and
 doctest code blocks, traceback frames (Python as the interpreter, IPython and
 pytest print them, JavaScript/Node, Java, Go panics, Rust backtraces), error
-messages, identifiers, file paths and dotted module names. :class:`Locator` turns each kind of evidence into a per-file
-signal in 0..1 and ranks files, not chunks, by their weighted sum:
+messages, identifiers, file paths and dotted module names. :class:`Locator`
+turns each kind of evidence into a per-file signal in 0..1 and ranks files,
+not chunks, by their weighted sum:
 
 * ``frame``: the file of a traceback frame inside the repository; the deepest
   in-repo frame of a traceback counts most (frames that resolve to no indexed
