@@ -258,6 +258,10 @@ class StoreVersionError(StoreUnavailable):
 def storage_reason(exc: sqlite3.Error) -> str | None:
     """What a SQLite error says about the store ("full", "io", "corrupt", …),
     or None for an error of the statement itself (a bug, a constraint)."""
+    if isinstance(exc, sqlite3.ProgrammingError) and "closed database" in str(exc):
+        # A request still running when its folder was removed (or the daemon
+        # stops): the store is gone for it, not broken by it.
+        return "closed"
     code = getattr(exc, "sqlite_errorcode", None)
     if code is None:
         return None

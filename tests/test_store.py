@@ -305,3 +305,21 @@ def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
     assert engine.status()["files"] == 5
     assert hits and hits[0].symbol == "only_in_the_buffer"
     engine.close()
+
+
+def test_a_store_closed_under_a_request_is_a_store_error_not_an_internal_one(tmp_path: Path):
+    # A request still running when its folder is removed meets a closed
+    # connection: -32006 / -32007 with reason "closed", not -32603.
+    conn = sqlite3.connect(tmp_path / "x.db")
+    conn.close()
+    with pytest.raises(sqlite3.ProgrammingError) as raised:
+        conn.execute("SELECT 1")
+    read = store_module.store_error(raised.value, "x.db", writing=False)
+    write = store_module.store_error(raised.value, "x.db", writing=True)
+    assert isinstance(read, StoreUnavailable) and read.reason == "closed" and read.code == -32006
+    assert isinstance(write, WriteFailed) and write.reason == "closed" and write.code == -32007
+    # A mistake in a statement stays what it is.
+    other = sqlite3.connect(":memory:")
+    with pytest.raises(sqlite3.Error) as raised:
+        other.execute("SELEC 1")
+    assert store_module.store_error(raised.value, "x.db", writing=False) is None
