@@ -25,7 +25,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
-from ctxls.daemon.socket_server import debug_errors, valid_id
+from ctxls.daemon.socket_server import MAX_MESSAGE_BYTES, OVERSIZED_METHOD, debug_errors, valid_id
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 from ctxls.index.errors import EngineError
@@ -82,6 +82,11 @@ class CtxlsProtocol(LanguageServerProtocol):
         self.send_error(None, -32700, f"parse error: {exc}")
 
     def structure_message(self, data: dict[str, Any]):
+        if data.get("method") == OVERSIZED_METHOD and isinstance(data.get("params"), dict):
+            self.send_error(None, -32700, f"parse error: a message of {data['params'].get('bytes')} "
+                            f"bytes is over the {MAX_MESSAGE_BYTES >> 20} MiB bound; it was read "
+                            "away unparsed")
+            return ANSWERED
         if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
             if "id" in data:  # a notification never gets a reply
                 self.send_error(data["id"], -32600, "invalid request: method must be a string")

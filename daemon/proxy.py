@@ -35,8 +35,9 @@ from pygls.workspace.position_codec import PositionCodec
 
 from ctxls.daemon.client import default_socket
 from ctxls.daemon.sessions import PROXY_MARK
-from ctxls.daemon.socket_server import (error_response, frame, frame_body, read_body, read_message,
-                                        socket_is_live, valid_id)
+from ctxls.daemon.socket_server import (MAX_MESSAGE_BYTES, error_response, frame, frame_body,
+                                        oversized_notice, read_body, read_message, socket_is_live,
+                                        valid_id)
 from ctxls.daemon.uris import local_path
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
             length = int(value)
     if length is None:
         return raw.getvalue(), None
+    if length > MAX_MESSAGE_BYTES:
+        return (frame_body(oversized_notice(length)) if _read_away(stream.read, length) else b""), None
     body = stream.read(length)
     raw.write(body)
     try:
@@ -72,8 +75,21 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
     return raw.getvalue(), message if isinstance(message, dict) else None
 
 
+def _read_away(read, length: int) -> bool:
+    """Read ``length`` bytes in pieces, keeping none; False at end of stream."""
+    while length > 0:
+        piece = read(min(length, 1 << 20))
+        if not piece:
+            return False
+        length -= len(piece)
+    return True
+
+
 class ReplayStdin:
-    """stdin for pygls with the already-read first message put back in front."""
+    """stdin for pygls with the already-read first message put back in front.
+    A body over MAX_MESSAGE_BYTES is read away in pieces and handed on as a
+    notice answered with -32700: pygls would read it whole (a Content-Length
+    of a terabyte killed the process with a MemoryError, unanswered)."""
 
     def __init__(self, prefix: bytes, stream: BinaryIO):
         self._prefix = io.BytesIO(prefix)
@@ -83,6 +99,11 @@ class ReplayStdin:
         return self._prefix.readline() or self._stream.readline()
 
     def read(self, n: int) -> bytes:
+        if n > MAX_MESSAGE_BYTES:
+            return oversized_notice(n) if _read_away(self._read, n) else b""
+        return self._read(n)
+
+    def _read(self, n: int) -> bytes:
         data = self._prefix.read(n)
         return data + self._stream.read(n - len(data)) if len(data) < n else data
 

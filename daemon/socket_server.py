@@ -32,6 +32,14 @@ SOCKET_NAME = "daemon.sock"
 # sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
 MAX_MESSAGE_BYTES = 64 << 20
+# What stands for a stdio message over MAX_MESSAGE_BYTES once it is read away
+# (daemon/proxy.py): a notification CtxlsProtocol answers with -32700.
+OVERSIZED_METHOD = "$/ctxls/oversizedMessage"
+
+
+def oversized_notice(length: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": OVERSIZED_METHOD,
+                       "params": {"bytes": length}}).encode("ascii")
 
 
 # Set (to anything but "0") to get tracebacks in internal errors' data.

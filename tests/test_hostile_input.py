@@ -243,6 +243,31 @@ def test_any_first_message_is_answered_and_the_server_lives(repo: Path, first: b
         process.wait()
 
 
+def test_a_message_over_the_size_bound_is_read_away_and_answered(repo: Path):
+    """A Content-Length of a terabyte killed `ctxls serve` (MemoryError: the
+    body was to be read whole), unanswered; one over the 64 MiB bound,
+    first or later, is now read away in pieces and answered -32700."""
+    process, conn = serve_process()
+    oversized = (64 << 20) + 1
+    try:
+        conn.send_body(b" " * oversized)
+        first = conn.reply()
+        assert first["id"] is None and first["error"]["code"] == -32700
+        assert f"{oversized} bytes is over the 64 MiB bound" in first["error"]["message"]
+        answer = conn.request("initialize", {"processId": None, "capabilities": {},
+                                             "rootUri": repo.resolve().as_uri(),
+                                             "initializationOptions": {"embeddings": False}}, 1)
+        assert "capabilities" in answer["result"]
+        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        conn.send_body(b" " * oversized)
+        assert conn.reply()["error"]["code"] == -32700
+        assert "root" in conn.request("ctxls/status", {}, "status")["result"]
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(stdio_daemon, repo: Path):
     """A second editor's `ctxls serve` proxies to the running daemon: a body
     it could not parse, JSON that was not an object or a list as an id ended
