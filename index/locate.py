@@ -125,9 +125,9 @@ _JAVA_FRAME = re.compile(
 _GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n\s+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
 # Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
 _RUST_FRAME = re.compile(r"^\s*\d+: (?P<fn>\S+)\n\s+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
-# A line printing a stack frame (Python, Node/Java `at`, Go/Rust source lines).
-_FRAME_LINE = re.compile(r'\s*(?:File "|File \S+\.py:\d+, in |at |\S+\.(?:go|rs):\d+|\S+\.py in [\w.<>]+\('
-                         r'|\S+\.py:\d+: in )')
+# A line printing a stack frame: Python's (`File "` even when elided, or as
+# IPython and pytest print them), Node/Java `at`, Go/Rust source lines.
+_FRAME_LINE = re.compile(rf'\s*(?:File "|at |\S+\.(?:go|rs):\d+)|{_PY_FRAME_OTHER.pattern}', re.M)
 _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`
