@@ -235,13 +235,15 @@ def _superseded_paths(paths: set[str], indexed: Callable[[], dict[str, int]]) ->
     newest: dict[str, int] = {}
     located: dict[str, tuple[str, int]] = {}
     copies: set[str] = set()
+    known: dict[str, int] | None = None  # indexed(), once
     for path in paths:
         for match in _VERSION_DIR.finditer(path):
             prefix, version = path[:match.start()], int(match.group(1))
             newest[prefix] = max(newest.get(prefix, -1), version)
             located[path] = (prefix, version)
             outside = f"{prefix}/{path[match.end() + 1:]}" if prefix else path[match.end() + 1:]
-            if outside in indexed():
+            known = indexed() if known is None else known
+            if outside in known:
                 copies.add(path)
     return copies | {path for path, (prefix, version) in located.items() if version < newest[prefix]}
 
