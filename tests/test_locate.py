@@ -97,9 +97,14 @@ def engine(shop: Path):
 
 # -- reading the text ---------------------------------------------------------------------------
 
+def frame_rows(issue, short: bool = False) -> list[tuple]:
+    """(path, or its file name when ``short``; line; function; depth) per frame."""
+    return [(f.path.rsplit("/", 1)[-1] if short else f.path, f.line, f.function, f.depth)
+            for f in issue.frames]
+
 def test_python_traceback_frames_message_and_prose():
     issue = read_issue(PYTHON_TRACEBACK)
-    assert [(f.path.rsplit("/", 1)[-1], f.line, f.function, f.depth) for f in issue.frames] == [
+    assert frame_rows(issue, short=True) == [
         ("main.py", 3, "<module>", 2), ("cart.py", 9, "total", 1), ("pricing.py", 6, "apply", 0)]
     assert "price must not be negative, got -3" in issue.messages
     assert {"ValueError", "Cart", "total", "Discount", "apply"} <= set(issue.identifiers)
@@ -120,12 +125,12 @@ def test_a_windows_traceback_names_no_paths_but_its_frames():
 def test_node_java_go_and_rust_frames_innermost_first():
     node = read_issue("TypeError: x is undefined\n    at parseArgs (/srv/app/src/cli/args.js:42:13)\n"
                       "    at main (/srv/app/src/index.js:7:3)\n    at node:internal/main:1:1\n")
-    assert [(f.path, f.line, f.function, f.depth) for f in node.frames] == [
+    assert frame_rows(node) == [
         ("/srv/app/src/cli/args.js", 42, "parseArgs", 0), ("/srv/app/src/index.js", 7, "main", 1)]
     java = read_issue("java.lang.NullPointerException\n"
                       "\tat com.acme.store.Basket.add(Basket.java:31)\n"
                       "\tat com.acme.Main.main(Main.java:12)\n")
-    assert [(f.path, f.line, f.function, f.depth) for f in java.frames] == [
+    assert frame_rows(java) == [
         ("com/acme/store/Basket.java", 31, "add", 0), ("com/acme/Main.java", 12, "main", 1)]
     go = read_issue("panic: runtime error: index out of range [3] with length 3\n\n"
                     "goroutine 1 [running]:\n"
@@ -161,13 +166,13 @@ def test_ipython_and_pytest_frames_most_recent_call_last():
         "    407 x = 1\n--> 409 return money(price)\n"
         "File ~/env/lib/python3.10/site-packages/shop/money.py:25, in money(value)\n"
         "ValueError: bad\n")
-    assert [(f.path.rsplit("/", 1)[-1], f.line, f.function, f.depth) for f in ipython.frames] == [
+    assert frame_rows(ipython, short=True) == [
         ("cart.py", 220, "__add__", 1), ("cart.py", 129, "__new__", 0),
         ("pricing.py", 409, "apply", 1), ("money.py", 25, "money", 0)]
     pytest_run = read_issue("shop/cart.py:124: in total\n    return sum(prices)\n"
                             "shop/pricing.py:6: in apply\n    raise ValueError(price)\n"
                             "E   ValueError: -3\n")
-    assert [(f.path, f.line, f.function, f.depth) for f in pytest_run.frames] == [
+    assert frame_rows(pytest_run) == [
         ("shop/cart.py", 124, "total", 1), ("shop/pricing.py", 6, "apply", 0)]
     assert ipython.paths == [] and pytest_run.paths == []
 
