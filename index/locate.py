@@ -105,15 +105,20 @@ _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M
 # The other ways Python frames get printed, most recent call last too:
 # IPython 8 `File ~/env/.../dataarray.py:409, in DataArray.__init__(self, …)`,
 # older IPython `~/env/.../point.py in __add__(self, other)` followed by its
-# source with `--> 220` at the line, and pytest's `sympy/core/expr.py:124: in __eq__`.
+# source with `--> 220` at the line, pytest's short form `sympy/core/expr.py:124:
+# in __eq__` (before the source) and its long form `sympy/core/expr.py:124: `
+# (after the source; the last frame of a traceback ends in the exception's type:
+# `src/shop/pricing.py:6: ValueError`). pytest's default mixes both forms.
 _PY_FRAME_OTHER = re.compile(
     r"^\s*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+), in (?P<ipy8_fn>[\w.<>]+)"
     r"|(?P<ipy>[^\s\"]+\.py) in (?P<ipy_fn>[\w.<>]+)\("
-    r"|(?P<pytest>[^\s\"]+\.py):(?P<pytest_line>\d+): in (?P<pytest_fn>[\w.<>]+)\s*$)", re.M)
+    r"|(?P<pytest>[^\s\"]+\.py):(?P<pytest_line>\d+): in (?P<pytest_fn>[\w.<>]+)\s*$"
+    r"|(?P<pylong>[^\s\"]+\.py):(?P<pylong_line>\d+):(?:[ \t]+(?P<pylong_exc>[\w.]+))?[ \t]*$)", re.M)
 _IPYTHON_ARROW = re.compile(r"^\s*-+>\s*(\d+)", re.M)
 # Lines between two frames of one printed traceback, at most (IPython shows
-# a few lines of source around each).
+# a few lines of source around each; pytest's long form whole functions).
 _PY_FRAME_GAP_LINES = 12
+_PYTEST_LONG_GAP_LINES = 200
 # `at fn (/path/x.js:10:5)`, `at /path/x.js:10:5`, `at async fn (file:///x.mjs:1:2)`
 _JS_FRAME = re.compile(
     r"^\s*at (?:async )?(?:(?P<fn>[^\s()]+(?: \[as [^\]]+\])?) \()?(?:file://)?"
@@ -130,9 +135,12 @@ _RUST_FRAME = re.compile(r"^\s*\d+: (?P<fn>\S+)\n\s+at (?P<path>\S+\.rs):(?P<lin
 _FRAME_LINE = re.compile(rf'\s*(?:File "|at |\S+\.(?:go|rs):\d+)|{_PY_FRAME_OTHER.pattern}', re.M)
 _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
-# `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`
+# `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`;
+# also as pytest prints them (`E   ValueError: x`, `FAILED tests/t.py::test_x - ValueError: x`)
+# and as warnings are printed (`shop/cart.py:12: DeprecationWarning: x`).
 _EXCEPTION_LINE = re.compile(
-    r"^\s*(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
+    r"^\s*(?:E\s+|(?:FAILED|ERROR) \S+ - |\S+\.py:\d+:[ \t]+)?"
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?::[ \t]*(?P<message>.+))?$", re.M)
 _GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
@@ -143,8 +151,11 @@ _SOURCE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx"
                       "rs", "c", "h", "cc", "cpp", "hpp", "rb", "php", "cs", "swift", "scala",
                       "vue", "svelte", "rst", "md", "txt", "toml", "cfg", "ini", "yml", "yaml",
                       "json", "html", "css", "sh")
-_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]*\w\.(?:" + "|".join(_SOURCE_EXTENSIONS) +
-                   r"))(?![\w/-])")
+# Relative, absolute (`/`, `~/`, `C:\\`) and Windows paths; a path inside a URL
+# is read from the URL (_URL_PATH).
+_PATH = re.compile(r"(?<![\w/.\\:~-])((?:~|[A-Za-z]:)?[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w\.(?:"
+                   + "|".join(_SOURCE_EXTENSIONS) + r"))(?![\w/\\-])")
+_URL_PATH = re.compile(r"\bhttps?://[^/\s]+(/[^\s#?)\]>'\"`]+)")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
 _DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
@@ -210,13 +221,18 @@ def _other_python_frames(text: str) -> list[Frame]:
     """Frames of IPython's and pytest's tracebacks (see _PY_FRAME_OTHER),
     grouped into tracebacks by the lines between them; the last of each is
     depth 0."""
-    runs: list[list[tuple[str, int | None, str]]] = []
+    runs: list[list[tuple[str, int | None, str | None]]] = []
     last_end = -1
+    # pytest's long form: the previous frame was one, and not a traceback's last.
+    long_open = False
     for match in _PY_FRAME_OTHER.finditer(text):
+        long_form = bool(match.group("pylong"))
         if match.group("ipy8"):
             frame = (match.group("ipy8"), int(match.group("ipy8_line")), match.group("ipy8_fn"))
         elif match.group("pytest"):
             frame = (match.group("pytest"), int(match.group("pytest_line")), match.group("pytest_fn"))
+        elif long_form:  # no function name: it is in the source printed above
+            frame = (match.group("pylong"), int(match.group("pylong_line")), None)
         else:  # old IPython: the line is the `-->` arrow in the source shown below
             following = text[match.end():match.end() + 2000]
             arrow = _IPYTHON_ARROW.search(following)
@@ -225,14 +241,26 @@ def _other_python_frames(text: str) -> list[Frame]:
                 next_frame is None or arrow.start() < next_frame.start()) else None
             frame = (match.group("ipy"), line, match.group("ipy_fn"))
         between = text[last_end:match.start()] if last_end >= 0 else ""
-        # A traceback ends at its exception line, a code fence or a new "Traceback".
-        if (runs and between.count("\n") <= _PY_FRAME_GAP_LINES and "Traceback" not in between
-                and "```" not in between and not _EXCEPTION_LINE.search(between)):
+        # A traceback ends at its exception line, a code fence or a new "Traceback";
+        # in pytest's long form a frame follows a whole function's source and the
+        # exception's `E` lines, and the last one names the exception's type.
+        if long_form or long_open:
+            joins = (long_open and between.count("\n") <= _PYTEST_LONG_GAP_LINES
+                     and (long_form or not _EXCEPTION_LINE.search(between)))
+        else:
+            joins = (runs and between.count("\n") <= _PY_FRAME_GAP_LINES
+                     and not _EXCEPTION_LINE.search(between))
+        joins = joins and "Traceback" not in between and "```" not in between
+        if joins:
             runs[-1].append(frame)
         else:
             runs.append([frame])
         last_end = match.end()
-    return [Frame(path, line, function.rsplit(".", 1)[-1], "python", len(run) - 1 - i)
+        # pytest's default prints the middle frames in the short form: they keep
+        # a long-form traceback open.
+        long_open = not match.group("pylong_exc") if long_form else bool(joins and long_open)
+    return [Frame(path, line, function.rsplit(".", 1)[-1] if function else None, "python",
+                  len(run) - 1 - i)
             for run in runs for i, (path, line, function) in enumerate(run)]
 
 
@@ -273,6 +301,11 @@ def read_issue(text: str) -> IssueText:
         if _FRAME_LINE.match(text, line_start):
             continue  # a traceback frame's file: `frame` weighs it by depth
         _add(paths, match.group(1))
+    for match in _URL_PATH.finditer(text):
+        # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
+        # whose tail is the repository's file.
+        if _PATH.fullmatch(match.group(1).rsplit("/", 1)[-1]):
+            _add(paths, match.group(1))
     code_text = "\n".join(code)
     for block in [code_text, text]:
         for match in _FROM_IMPORT.finditer(block):
@@ -455,6 +488,21 @@ def is_test_or_doc(path: str) -> bool:
     return _TEST_OR_DOC.search(path) is not None
 
 
+# Where a written path leaves the writer's machine for an installed package:
+# what follows is an import path (`site-packages/shop/cart.py` is `shop.cart`).
+_INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+# A Python installation's standard library (`/usr/lib/python3.11/json/decoder.py`,
+# `C:\\Python311\\Lib\\logging\\__init__.py`, pyenv's and conda's alike) or code
+# with no file (`<frozen runpy>`, `<string>`): never the repository's.
+_STDLIB_PATH = re.compile(r"(^|/)(lib|lib64)/python\d\.\d+/|(^|/)python\d+/lib/|(^|/)lib-python/"
+                          r"|^<", re.I)
+
+
+def _is_absolute(written: str) -> bool:
+    """A path of the writer's machine: from its root, home or a drive."""
+    return written.startswith(("/", "~")) or re.match(r"[A-Za-z]:[\\/]", written) is not None
+
+
 class PathIndex:
     """Indexed paths by their trailing components, and a Python module resolver."""
 
@@ -469,8 +517,26 @@ class PathIndex:
     def resolve_path(self, written: str) -> tuple[str, int] | None:
         """The indexed file a written path names (longest matching tail) and how
         many components matched. A bare tail of one component counts only when
-        the path was written bare and one file has that name."""
-        parts = [p for p in written.replace("\\", "/").split("/") if p not in ("", ".")]
+        the path was written bare and one file has that name.
+
+        The path of an installed package (after ``site-packages`` or
+        ``dist-packages``) is an import path: it names a file only if it is one
+        of the repository's modules from an import root (``shop/cart.py`` for
+        ``src/shop/cart.py``), never another library's file of the same tail.
+        The standard library names none. Another absolute path names a file
+        only by its whole repository path or a tail from an import root (a
+        checkout elsewhere), not by a tail its own application happens to share
+        (``/home/me/app/utils/helpers.py`` is not ``src/shop/utils/helpers.py``)."""
+        normal = written.replace("\\", "/")
+        parts = [p for p in normal.split("/") if p not in ("", ".")]
+        installed = [i for i, part in enumerate(parts)
+                     if part in _INSTALLED_DIRS or part.endswith(".egg")]
+        if installed:
+            rest = parts[installed[-1] + 1:]
+            found = self._from_import_root(rest)
+            return (found, len(rest)) if found is not None else None
+        if _STDLIB_PATH.search(normal):
+            return None
         for first in range(len(parts)):
             tail = parts[first:]
             found = self.by_suffix.get("/".join(tail))
@@ -478,9 +544,33 @@ class PathIndex:
                 continue
             if len(tail) == 1 and (len(parts) > 1 or len(found) > 1):
                 return None
-            if len(found) == 1:
-                return found[0], len(tail)
-            return None  # ambiguous tail
+            if len(found) != 1:
+                return None  # ambiguous tail
+            if (_is_absolute(normal) and found[0] != "/".join(tail)
+                    and self._from_import_root(tail) != found[0]):
+                return None
+            return found[0], len(tail)
+        return None
+
+    def _from_import_root(self, parts: list[str]) -> str | None:
+        """The file ``parts`` names read from an import root: ``shop/cart.py`` is
+        ``src/shop/cart.py`` when ``src/shop`` is the package ``shop``; also a
+        data file under a package (``shop/templates/cart.html``)."""
+        if not parts:
+            return None
+        stem, dot, extension = parts[-1].rpartition(".")
+        if dot and extension in ("py", "pyi") and all(p.isidentifier() for p in parts[:-1]):
+            module = [*parts[:-1]] + ([] if stem == "__init__" else [stem])
+            if module and all(p.isidentifier() for p in module):
+                found = self.resolver.resolve("", ImportRef(".".join(module), 0), "python")
+                if found is not None and posixpath.basename(found) == parts[-1]:
+                    return found
+        if len(parts) > 1 and parts[0].isidentifier():
+            package = self.resolver.resolve("", ImportRef(parts[0], 0), "python")
+            if package is not None and posixpath.basename(package).startswith("__init__."):
+                path = posixpath.join(posixpath.dirname(package), *parts[1:])
+                if path in self.resolver:
+                    return path
         return None
 
     def resolve_module(self, dotted: str) -> tuple[str, str] | None:

@@ -477,3 +477,131 @@ def test_a_dotted_name_of_a_method_names_its_module_fully_one_of_a_class_does_no
     assert signals["shop/pricing.py"]["path"] == 1.0
     # An exception class named by its module (as tracebacks do) stays a weaker pointer.
     assert signals["shop/errors.py"]["path"] == 0.5
+
+
+# -- other projects' shapes: src layout, installed copies, pytest and warnings output ----------
+
+SRC_LAYOUT_FILES = {
+    "src/shop/__init__.py": "",
+    "src/shop/cart.py": (
+        "import logging\n"
+        "\n"
+        "\n"
+        "def checkout(prices):\n"
+        "    logging.getLogger('shop').info('total %s', sum(prices))\n"
+        "    return sum(prices)\n"),
+    # Namesakes of standard-library modules inside the package.
+    "src/shop/logging/__init__.py": "def get_logger(name):\n    return name\n",
+    "src/shop/compat/__init__.py": "",
+    "src/shop/compat/json/__init__.py": "",
+    "src/shop/compat/json/decoder.py": "def decode(text):\n    return text\n",
+    "src/shop/utils/__init__.py": "",
+    "src/shop/utils/helpers.py": "def clamp(value):\n    return max(value, 0)\n",
+    "src/shop/templates/cart.html": "<p>{{ total }}</p>\n",
+    "testing/test_cart.py": "from shop.cart import checkout\n\n\ndef test_checkout():\n    assert checkout([1])\n",
+}
+
+
+def test_installed_and_standard_library_paths_name_only_the_projects_own_files():
+    index = PathIndex(list(SRC_LAYOUT_FILES))
+    # The project's own package installed: its import path from an import root.
+    for written in ("/usr/lib/python3.11/site-packages/shop/cart.py",
+                    "/usr/lib/python3/dist-packages/shop/cart.py",
+                    "C:\\app\\.venv\\Lib\\site-packages\\shop\\cart.py",
+                    "/opt/venv/lib/python3.8/site-packages/shop-1.0-py3.8.egg/shop/cart.py",
+                    "/home/me/shop-checkout/src/shop/cart.py",  # a checkout elsewhere
+                    "/srv/app/shop/cart.py"):  # the package copied to a folder
+        assert index.resolve_path(written) == ("src/shop/cart.py", 2 + ("src" in written)), written
+    assert index.resolve_path("/x/site-packages/shop/templates/cart.html") == (
+        "src/shop/templates/cart.html", 3)
+    # The standard library, another installed library, the writer's own
+    # application: never a file of the repository that shares their tail.
+    for written in ("/usr/lib/python3.11/logging/__init__.py",
+                    "/usr/lib/python3.11/json/decoder.py",
+                    "C:\\Users\\me\\AppData\\Local\\Programs\\Python\\Python311\\Lib\\logging\\__init__.py",
+                    "/home/me/.venv/lib/python3.11/site-packages/other/logging/__init__.py",
+                    "/home/me/.venv/lib/python3.11/site-packages/utils/helpers.py",
+                    "/home/me/app/utils/helpers.py",
+                    "<frozen runpy>"):
+        assert index.resolve_path(written) is None, written
+    # Written relative, a tail still names its file.
+    assert index.resolve_path("utils/helpers.py") == ("src/shop/utils/helpers.py", 2)
+
+
+def test_pytest_runs_and_warnings_give_frames_messages_and_paths():
+    # pytest's default: long form for the first and last frames (the location
+    # after the source, the last naming the exception type), short between.
+    run = read_issue(
+        "____________________________ test_checkout ____________________________\n\n"
+        "    def test_checkout():\n"
+        ">       checkout([-1])\n\n"
+        "testing/test_cart.py:5: \n"
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n"
+        "src/shop/cart.py:5: in checkout\n"
+        "    logging.getLogger('shop').info('total %s', sum(prices))\n"
+        "_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _\n\n"
+        "prices = [-1]\n\n"
+        "    def clamp(value):\n"
+        "        if value < 0:\n"
+        ">           raise ValueError('a clamped value must not be negative')\n"
+        "E           ValueError: a clamped value must not be negative\n\n"
+        "src/shop/utils/helpers.py:3: ValueError\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED testing/test_cart.py::test_checkout - KeyError: the cart has no such price\n"
+        "src/shop/cart.py:5: DeprecationWarning: sum of a cart with negative prices is deprecated\n"
+        "  return sum(prices)\n")
+    assert frame_rows(run) == [("testing/test_cart.py", 5, None, 2),
+                               ("src/shop/cart.py", 5, "checkout", 1),
+                               ("src/shop/utils/helpers.py", 3, None, 0)]
+    assert {"a clamped value must not be negative", "the cart has no such price",
+            "sum of a cart with negative prices is deprecated"} <= set(run.messages)
+    assert {"ValueError", "KeyError", "DeprecationWarning"} <= set(run.identifiers)
+    assert "src/shop/cart.py" in run.paths  # the warning's file
+    # Two long-form tracebacks: each ends at its exception type.
+    two = read_issue("a/x.py:3: \n    y()\nb/y.py:9: TypeError\n\nc/z.py:4: \nd/w.py:7: KeyError\n")
+    assert [f.depth for f in two.frames] == [1, 0, 1, 0]
+
+
+def test_windows_absolute_and_url_paths_in_prose_are_read_whole():
+    issue = read_issue("Seen in C:\\work\\shop\\src\\shop\\utils\\helpers.py and in\n"
+                       "/home/me/shop/src/shop/cart.py, see "
+                       "https://github.com/acme/shop/blob/main/src/shop/compat/json/decoder.py#L2\n")
+    assert issue.paths == ["C:\\work\\shop\\src\\shop\\utils\\helpers.py",
+                           "/home/me/shop/src/shop/cart.py",
+                           "/acme/shop/blob/main/src/shop/compat/json/decoder.py"]
+    index = PathIndex(list(SRC_LAYOUT_FILES))
+    assert [index.resolve_path(p)[0] for p in issue.paths] == [
+        "src/shop/utils/helpers.py", "src/shop/cart.py", "src/shop/compat/json/decoder.py"]
+
+
+@pytest.fixture
+def src_layout(tmp_path: Path):
+    root = tmp_path / "src-layout"
+    root.mkdir()
+    write_tree(root, SRC_LAYOUT_FILES)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    eng = Engine(root, EngineOptions())
+    eng.cold_index()
+    yield eng
+    eng.close()
+
+
+def test_a_traceback_through_the_installed_package_and_the_standard_library(src_layout: Engine):
+    text = ("Checkout logs crash\n\n"
+            "Traceback (most recent call last):\n"
+            '  File "/home/me/.venv/lib/python3.11/site-packages/shop/cart.py", line 5, in checkout\n'
+            "    logging.getLogger('shop').info('total %s', sum(prices))\n"
+            '  File "/usr/lib/python3.11/logging/__init__.py", line 1489, in info\n'
+            "    self._log(INFO, msg, args, **kwargs)\n"
+            '  File "/usr/lib/python3.11/json/decoder.py", line 337, in decode\n'
+            "    obj, end = self.raw_decode(s, idx=_w(s, 0).end())\n"
+            "json.decoder.JSONDecodeError: Expecting value: line 1 column 1 (char 0)\n"
+            "Run with `python -m shop.cart --total`.\n")
+    located = {f.path: f for f in src_layout.locate(text, 10)}
+    # The deepest frame in the project is the installed copy of src/shop/cart.py;
+    # the standard library's logging and json frames are not the namesakes'.
+    assert located["src/shop/cart.py"].signals["frame"] == 1.0
+    for namesake in ("src/shop/logging/__init__.py", "src/shop/compat/json/decoder.py"):
+        assert namesake not in located or "frame" not in located[namesake].signals, namesake
+    assert located["src/shop/cart.py"].signals["path"] == 1.0  # `python -m shop.cart`
+    assert next(iter(located)) == "src/shop/cart.py"
