@@ -178,6 +178,18 @@ def _lines(chunk: dict) -> str:
     return f"{start}" if start == end else f"{start}-{end}"
 
 
+# A hit or item whose body the answer's size bound left out (wire.BodyBudget).
+BODY_LEFT_OUT = "(text left out by the answer's size bound: get it by id)"
+
+
+def body_line(hit: dict, width: int | None = 100) -> str:
+    """A written memory's text on one line (cut to ``width``), or why it is missing."""
+    if hit.get("truncated"):
+        return BODY_LEFT_OUT
+    text = hit.get("body") or ""
+    return _one_line(text, width) if width is not None else " ".join(text.split())
+
+
 def _one_line(text: str, width: int = 100) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[:width - 1] + "…"
@@ -197,9 +209,11 @@ def format_hits_human(groups: dict[str, list[dict]], style: Style = PLAIN,
                 where = f"{style.path(hit['path'])}:{style.line(_lines(chunk))}"
                 lines.append(f"  {score}  {where}  {style.symbol(chunk.get('symbol') or '')}".rstrip())
             else:  # written memory: its id and what it says
-                text = _one_line(hit.get("body") or "")
+                text = body_line(hit)
                 lines.append(f"  {score}  {style.path(hit['path'])}  {text}".rstrip())
-            if bodies and "uri" in hit and hit.get("body"):
+            if bodies and "uri" in hit and hit.get("truncated"):
+                lines.append(f"    {BODY_LEFT_OUT}")
+            elif bodies and "uri" in hit and hit.get("body"):
                 first = chunk["startLine"] + 1
                 width = len(str(chunk["endLine"] + 1))
                 lines.extend(f"    {style.line(str(first + i).rjust(width))}  {text}"

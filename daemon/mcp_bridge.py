@@ -25,7 +25,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ctxls import __version__
-from ctxls.daemon.cli import PLAIN, _human_locate, _impact_lines, _status_lines, format_hits_human
+from ctxls.daemon.cli import (PLAIN, _human_locate, _impact_lines, _status_lines, body_line,
+                              format_hits_human)
 from ctxls.daemon.client import EngineAccess
 from ctxls.index.errors import EngineError, InvalidParams
 
@@ -301,8 +302,8 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                       format: Format = "text") -> CallToolResult:
         result = bridge.call("ctxls/recentMemory", {"kind": kind, "scope": scope, "n": n,
                                                     "body": body})
-        text = "\n".join(f"{i['kind']} {i['path']}: {' '.join((i.get('body') or '').split())}"
-                         .rstrip(": ") for i in result.get("items", [])) or "nothing written yet"
+        text = "\n".join(f"{i['kind']} {i['path']}: {body_line(i, None)}".rstrip(": ")
+                         for i in result.get("items", [])) or "nothing written yet"
         return answer(result, format, text)
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(

@@ -22,6 +22,10 @@ from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
 from ctxls.index.stash import Peek
 
 _MISSING = object()
+# The body text one answer may carry in all (UTF-8 bytes): over one written
+# row's bound (10 MiB), so the first body always fits; without it 200 rows at
+# that bound recalled or listed at once made a 2 GB answer.
+MAX_ANSWER_BODY_BYTES = 16 * 1024 * 1024
 # SQLite's INTEGER: every integer param must fit, wherever it ends up.
 MIN_INT, MAX_INT = -(1 << 63), (1 << 63) - 1
 
@@ -149,7 +153,25 @@ def lsp_range(start_line: int, end_line: int, end_character: int) -> dict:
             "end": {"line": end_line, "character": end_character}}
 
 
-def hit_json(hit: Hit) -> dict:
+class BodyBudget:
+    """What is left of one answer's MAX_ANSWER_BODY_BYTES. Bodies are taken in
+    answer order until one does not fit; from there on every body is left out
+    (``body: null``, ``truncated: true``), so the bodies an answer carries are
+    always those of its first items."""
+
+    def __init__(self) -> None:
+        self.left = MAX_ANSWER_BODY_BYTES
+        self.cut = False
+
+    def admit(self, body: str) -> bool:
+        if not self.cut:
+            size = len(body.encode("utf-8", "surrogatepass"))
+            self.cut = size > self.left
+            self.left -= 0 if self.cut else size
+        return not self.cut
+
+
+def hit_json(hit: Hit, budget: BodyBudget) -> dict:
     out: dict[str, Any] = {
         "path": hit.path,
         "kind": hit.kind,
@@ -161,7 +183,10 @@ def hit_json(hit: Hit) -> dict:
         out["uri"] = hit.uri
         out["range"] = lsp_range(hit.start_line, hit.end_line, hit.end_character)
     if hit.body is not None:
-        out["body"] = hit.body
+        if budget.admit(hit.body):
+            out["body"] = hit.body
+        else:  # fetch it with ctxls/get
+            out["body"], out["truncated"] = None, True
     if hit.meta is not None:
         out["meta"] = hit.meta
     return out
@@ -189,12 +214,19 @@ def partial_json(result: RecallResult) -> dict:
     return out
 
 
+def truncated_json(budget: BodyBudget) -> dict:
+    return {"truncated": True} if budget.cut else {}
+
+
 def recall_json(result: RecallResult, flat: bool) -> dict:
+    budget = BodyBudget()
     if flat:
         (hits,) = result.hits_by_kind.values()
-        return {"hits": [hit_json(h) for h in hits]} | partial_json(result)
-    return ({"groups": {k: [hit_json(h) for h in hits] for k, hits in result.hits_by_kind.items()}}
-            | partial_json(result))
+        out = {"hits": [hit_json(h, budget) for h in hits]}
+    else:
+        out = {"groups": {k: [hit_json(h, budget) for h in hits]
+                          for k, hits in result.hits_by_kind.items()}}
+    return out | partial_json(result) | truncated_json(budget)
 
 
 def item_json(item: Item | None) -> dict | None:
@@ -226,19 +258,31 @@ def symbol_json(symbol: SymbolInfo) -> dict:
 
 # -- written memory (issue 5) ---------------------------------------------------
 
-def memory_item_json(row: MemoryRow, body: bool) -> dict:
+def memory_item_json(row: MemoryRow, body: bool, budget: BodyBudget) -> dict:
     """recentMemory and enumerate items: a Hit plus when it was written and happened."""
-    return hit_json(memory_hit(row, body)) | {"createdAt": row.created_at,
-                                              "occurredAt": row.occurred_at}
+    return hit_json(memory_hit(row, body), budget) | {"createdAt": row.created_at,
+                                                      "occurredAt": row.occurred_at}
 
 
 def memory_items_json(rows: list[MemoryRow], body: bool) -> dict:
-    return {"items": [memory_item_json(r, body) for r in rows]}
+    budget = BodyBudget()
+    items = [memory_item_json(r, body, budget) for r in rows]
+    return {"items": items} | truncated_json(budget)
 
 
 def page_json(page: Page, body: bool) -> dict:
-    return {"items": [memory_item_json(r, body) for r in page.rows], "total": page.total,
-            "offset": page.offset, "nextOffset": page.next_offset}
+    """A page ends before the first row whose body no longer fits the answer:
+    ``nextOffset`` continues from that row, so paging reads every body whole."""
+    budget = BodyBudget()
+    items = []
+    for row in page.rows:
+        item = memory_item_json(row, body, budget)
+        if budget.cut:
+            break
+        items.append(item)
+    next_offset = page.offset + len(items) if budget.cut else page.next_offset
+    return {"items": items, "total": page.total, "offset": page.offset,
+            "nextOffset": next_offset} | truncated_json(budget)
 
 
 def peek_json(peek: Peek | None) -> dict | None:

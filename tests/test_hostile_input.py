@@ -335,6 +335,48 @@ def test_meta_is_bounded_so_that_its_answers_can_be_sent(stdio_daemon):
     assert hits[0]["meta"] == nested(64)
 
 
+def test_answers_carry_at_most_16_mib_of_bodies_and_page_past_it(stdio_daemon):
+    """Each row within its 10 MiB bound, an answer was not: recentMemory,
+    enumerate and recall with bodies sent every row whole (200 rows at the
+    bound made a 2 GB answer). Three 6 MiB facts: the first two bodies fit
+    the answer's 16 MiB, the third is left out and says so; get reads it,
+    and enumerate's page ends before it so that nextOffset reads it whole."""
+    conn = stdio_daemon.conn
+    line = "x" * 70 + "\n"
+    texts = {f"big{i}": f"bulky fact {i}\n" + line * (6 * 1024 * 1024 // len(line))
+             for i in range(3)}
+    for key, text in texts.items():
+        assert conn.request("ctxls/remember", {"id": key, "text": text}, key)["result"] == {}
+
+    recent = conn.request("ctxls/recentMemory", {"n": 200, "body": True}, "recent")["result"]
+    assert recent["truncated"] is True
+    bodies = {item["path"]: item["body"] for item in recent["items"]}
+    assert len(bodies) == 3 and list(bodies.values()).count(None) == 1
+    left_out = next(item for item in recent["items"] if item["body"] is None)
+    assert left_out["truncated"] is True
+    assert all(bodies[k] == texts[k] for k in bodies if bodies[k] is not None)
+    got = conn.request("ctxls/get", {"id": left_out["path"]}, "get")["result"]
+    assert got["text"] == texts[left_out["path"]]
+
+    hits = conn.request("ctxls/recall", {"query": "bulky fact", "kind": "fact", "n": 200,
+                                         "body": True}, "recall")["result"]
+    assert hits["truncated"] is True and len(hits["hits"]) == 3
+    assert [h.get("truncated", False) for h in hits["hits"]] == [False, False, True]
+    assert "truncated" not in conn.request("ctxls/recall", {"query": "bulky fact", "kind": "fact"},
+                                           "no-body")["result"]
+
+    first = conn.request("ctxls/enumerate", {"kind": "fact", "body": True}, "page1")["result"]
+    assert first["truncated"] is True and first["total"] == 3
+    assert [i["path"] for i in first["items"]] == ["big0", "big1"] and first["nextOffset"] == 2
+    rest = conn.request("ctxls/enumerate", {"kind": "fact", "body": True, "offset": 2},
+                        "page2")["result"]
+    assert [i["body"] for i in rest["items"]] == [texts["big2"]] and rest["nextOffset"] is None
+    assert "truncated" not in rest
+    # The CLI's and the MCP bridge's text says why a text is missing.
+    from ctxls.daemon.cli import BODY_LEFT_OUT, format_hits_human
+    assert BODY_LEFT_OUT in format_hits_human({"fact": hits["hits"]}, bodies=True)
+
+
 def test_a_daemon_without_folders_gets_what_it_remembered(tmp_path: Path):
     """Without a workspace folder, memory lives in the session's private
     store: recall and node found a remembered id, but get answered -32004
