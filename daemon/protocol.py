@@ -25,6 +25,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
+from ctxls.daemon.edits import EditOutOfRange, apply_edit
 from ctxls.daemon.socket_server import MAX_MESSAGE_BYTES, OVERSIZED_METHOD, debug_errors, valid_id
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
@@ -68,6 +69,12 @@ ANSWERED = _Answered()
 class CtxlsProtocol(LanguageServerProtocol):
     # Why the last message could not be sent (set by CtxlsServer.report_server_error).
     unsent: BaseException | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # uri -> the open document (pygls's TextDocument) that lost sync with its
+        # editor; a reopen makes a new document, which is in sync again.
+        self.out_of_sync: dict[str, Any] = {}
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         """An error reply; a plain dict, so a null id is sent as null (JSON-RPC
@@ -147,20 +154,43 @@ class CtxlsProtocol(LanguageServerProtocol):
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
-        """pygls's, except that a buffer over the size bound takes no
-        incremental edit: applying one re-splits the whole text on the event
-        loop (about a second for 20 MB, stalling every request), and the text
-        of such a buffer is never indexed or read (it stays out of the index
-        until a full-text change makes it small again, or it is closed)."""
+        """pygls's, with edits applied as LSP defines them (daemon/edits.py).
+        An edit whose range names no place in the buffer (inverted, or past
+        its end) means the editor's text and this copy differ: the buffer
+        keeps its last good text, takes no further incremental edit until a
+        full-text change (or a reopen) brings the editor's text, and the
+        client is told once (window/showMessage). A buffer over the size bound
+        takes no incremental edit either: applying one re-splits the whole
+        text on the event loop (about a second for 20 MB, stalling every
+        request), and its text is never indexed or read."""
         uri = params.text_document.uri
         for change in params.content_changes:
             document = self.workspace.text_documents.get(uri)
-            if (document is not None and len(document.source) > DEFAULT_MAX_FILE_BYTES
-                    and not isinstance(change, types.TextDocumentContentChangeWholeDocument)):
-                continue
+            if isinstance(change, types.TextDocumentContentChangeWholeDocument):
+                self.out_of_sync.pop(uri, None)
+            elif document is not None:
+                if (self.out_of_sync.get(uri) is document
+                        or len(document.source) > DEFAULT_MAX_FILE_BYTES):
+                    continue
+                try:
+                    text = apply_edit(document.source, change.range, change.text,
+                                      document.position_codec.encoding)
+                except EditOutOfRange as exc:
+                    self.lose_sync(uri, document, str(exc))
+                    continue
+                change = types.TextDocumentContentChangeWholeDocument(text=text)
             self.workspace.update_text_document(params.text_document, change)
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield user_handler, (params,), None
+
+    def lose_sync(self, uri: str, document: Any, problem: str) -> None:
+        self.out_of_sync[uri] = document
+        message = (f"ctxls: {uri} is out of sync with the editor: an edit's range could not be "
+                   f"applied ({problem}). ctxls keeps its last good text until the editor sends "
+                   "the whole text (close and reopen the file).")
+        log.warning("%s", message)
+        self.notify(types.WINDOW_SHOW_MESSAGE,
+                    types.ShowMessageParams(types.MessageType.Warning, message))
 
     def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
         """Engine errors of standard LSP handlers keep their protocol codes."""

@@ -34,6 +34,7 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
 from ctxls.daemon.client import default_socket
+from ctxls.daemon.edits import EditOutOfRange, apply_edit
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.socket_server import (MAX_MESSAGE_BYTES, error_response, frame, frame_body,
                                         oversized_notice, read_body, read_message, socket_is_live,
@@ -203,13 +204,16 @@ class Proxy:
             if document is None:
                 return
             for change in params.get("contentChanges") or []:
+                text = change["text"]
                 if change.get("range") is not None:
-                    event = types.TextDocumentContentChangePartial(
-                        range=self.converter.structure(change["range"], types.Range),
-                        text=change["text"])
-                else:
-                    event = types.TextDocumentContentChangeWholeDocument(text=change["text"])
-                document.apply_change(event)
+                    try:
+                        text = apply_edit(document.source,
+                                          self.converter.structure(change["range"], types.Range),
+                                          text, self.codec.encoding)
+                    except EditOutOfRange:
+                        # The owner tells the editor; as there, the last good text stays.
+                        break
+                document.apply_change(types.TextDocumentContentChangeWholeDocument(text=text))
             document.version = params["textDocument"].get("version")
         elif method == "textDocument/didClose":
             self.documents.pop(params["textDocument"]["uri"], None)

@@ -193,6 +193,70 @@ async def test_a_buffer_over_the_size_bound_is_left_out_and_recall_still_answers
         assert await s.wait_for(small_indexed, timeout=30)
 
 
+def _edit(s, rel: str, version: int, start: tuple[int, int], end: tuple[int, int],
+          text: str) -> None:
+    s.client.text_document_did_change(types.DidChangeTextDocumentParams(
+        types.VersionedTextDocumentIdentifier(uri=s.uri(rel), version=version),
+        [types.TextDocumentContentChangePartial(
+            range=types.Range(types.Position(*start), types.Position(*end)), text=text)]))
+
+
+def _buffer_text(s, rel: str):
+    async def read() -> str:
+        item = await s.request("ctxls/get", {"id": rel})
+        return item["text"] if item and item["provenance"] == "buffer" else None
+    return read
+
+
+async def test_edits_follow_lsp_lines_and_a_range_naming_no_place_loses_sync_openly(repo: Path):
+    """pygls split lines where Python does (a form feed, U+2028), so an edit
+    below one landed a line off; it put a character past the last line's end
+    one before that end; and it dropped an inverted range without a word. In
+    each case the buffer silently differed from the editor's text."""
+    text = "def first_fn():\n    pass\n\x0c\n# see\u2028below\ndef second_fn():\n    return 1"
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        s.open("pkg/barrier.py", "def barrier_fn():\n    pass\n")
+        s.open("pkg/retry.py", text)
+        _edit(s, "pkg/retry.py", 2, (4, 4), (4, 13), "renamed_fn")  # LSP line 4: def second_fn
+        _edit(s, "pkg/retry.py", 3, (5, 99), (5, 99), " + 1")  # past the line: at its end
+        expected = text.replace("second_fn", "renamed_fn") + " + 1"
+        assert await s.wait_for(_buffer_text(s, "pkg/retry.py")) is not None
+        assert await s.wait_for(lambda: _equal(_buffer_text(s, "pkg/retry.py"), expected))
+
+        _edit(s, "pkg/retry.py", 4, (5, 4), (0, 0), "x")  # inverted
+        _edit(s, "pkg/retry.py", 5, (0, 4), (0, 12), "lost_edit_fn")  # on a text now unknown
+        # Its edits and this one are debounced alike: once recall finds this
+        # one, both have reached the index.
+        s.replace("pkg/barrier.py", "def barrier_marker_fn():\n    pass\n", version=2)
+
+        async def barrier_indexed():
+            hits = (await s.request("ctxls/recall", {"query": "barrier_marker_fn",
+                                                     "kind": "code"}))["hits"]
+            return hits and hits[0]["path"] == "pkg/barrier.py"
+
+        assert await s.wait_for(barrier_indexed, timeout=30)
+        assert await _buffer_text(s, "pkg/retry.py")() == expected  # the last good text
+        warnings = [m.message for m in s.client.messages if "out of sync" in m.message]
+        assert len(warnings) == 1 and "inverted" in warnings[0]
+
+        # A full text brings the editor's text back; edits apply again.
+        s.replace("pkg/retry.py", "def resynced_fn():\n    pass\n", version=6)
+        _edit(s, "pkg/retry.py", 7, (0, 4), (0, 15), "again_fn")
+        assert await s.wait_for(lambda: _equal(_buffer_text(s, "pkg/retry.py"),
+                                               "def again_fn():\n    pass\n"))
+        _edit(s, "pkg/retry.py", 8, (9, 0), (9, 0), "x")  # past the last line: out of sync again
+        assert await s.wait_for(lambda: _warned(s, "past the end of the text"))
+
+
+async def _equal(read, expected: str) -> bool:
+    return await read() == expected
+
+
+async def _warned(s, words: str) -> bool:
+    return any(words in m.message for m in s.client.messages)
+
+
 def _skipped(s, path: str):
     async def check() -> bool:
         status = await s.request("ctxls/status")
