@@ -103,14 +103,15 @@ _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
 
 _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M)
 # The other ways Python frames get printed, most recent call last too:
-# IPython 8 `File ~/env/.../dataarray.py:409, in DataArray.__init__(self, …)`,
+# IPython 8 `File ~/env/.../dataarray.py:409, in DataArray.__init__(self, …)` (a
+# module's top level without `, in …`),
 # older IPython `~/env/.../point.py in __add__(self, other)` followed by its
 # source with `--> 220` at the line, pytest's short form `sympy/core/expr.py:124:
 # in __eq__` (before the source) and its long form `sympy/core/expr.py:124: `
 # (after the source; the last frame of a traceback ends in the exception's type:
 # `src/shop/pricing.py:6: ValueError`). pytest's default mixes both forms.
 _PY_FRAME_OTHER = re.compile(
-    r"^\s*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+), in (?P<ipy8_fn>[\w.<>]+)"
+    r"^\s*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+)(?:, in (?P<ipy8_fn>[\w.<>]+))?"
     r"|(?P<ipy>[^\s\"]+\.py) in (?P<ipy_fn>[\w.<>]+)\("
     r"|(?P<pytest>[^\s\"]+\.py):(?P<pytest_line>\d+): in (?P<pytest_fn>[\w.<>]+)\s*$"
     r"|(?P<pylong>[^\s\"]+\.py):(?P<pylong_line>\d+):(?:[ \t]+(?P<pylong_exc>[\w.]+))?[ \t]*$)", re.M)

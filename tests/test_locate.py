@@ -165,10 +165,17 @@ def test_ipython_and_pytest_frames_most_recent_call_last():
         "File ~/env/lib/python3.10/site-packages/shop/pricing.py:409, in Discount.apply(self, price)\n"
         "    407 x = 1\n--> 409 return money(price)\n"
         "File ~/env/lib/python3.10/site-packages/shop/money.py:25, in money(value)\n"
-        "ValueError: bad\n")
+        "ValueError: bad\n\n"
+        "An import, with a module's top level:\n"
+        "Cell In[2], line 1\n----> 1 import shop\n\n"
+        "File ~/env/lib/python3.10/site-packages/shop/__init__.py:3\n"
+        "      1 from .money import format_money\n----> 3 from .cart import Cart\n\n"
+        "File ~/env/lib/python3.10/site-packages/shop/cart.py:9, in Cart.total(self)\n"
+        "ImportError: cannot import name Cart\n")
     assert frame_rows(ipython, short=True) == [
         ("cart.py", 220, "__add__", 1), ("cart.py", 129, "__new__", 0),
-        ("pricing.py", 409, "apply", 1), ("money.py", 25, "money", 0)]
+        ("pricing.py", 409, "apply", 1), ("money.py", 25, "money", 0),
+        ("__init__.py", 3, None, 1), ("cart.py", 9, "total", 0)]
     pytest_run = read_issue("shop/cart.py:124: in total\n    return sum(prices)\n"
                             "shop/pricing.py:6: in apply\n    raise ValueError(price)\n"
                             "E   ValueError: -3\n")
