@@ -477,9 +477,11 @@ class LocatedFile:
     chunks: list[ChunkRef]
 
 
-# Tests, docs, examples and vendored third-party code: a fix rarely starts there.
+# Tests and their data, docs (and their example galleries), benchmarks and vendored
+# third-party code: a fix rarely starts there.
 _TEST_OR_DOC = re.compile(
-    r"(^|/)(tests?|testing|__tests__|spec|specs|docs?|examples?|benchmarks?|asv_bench"
+    r"(^|/)(tests?|testing|testdata|test_data|__tests__|spec|specs|docs?|examples?|galleries"
+    r"|tutorials|bench|benchmarks?|asv_bench"
     r"|vendor|vendored|third_party|node_modules)/|\.min\.js$"
     r"|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|[^/]*\.(test|spec)\.[jt]sx?|conftest\.py)$"
     r"|\.(md|rst|txt)$")

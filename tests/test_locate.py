@@ -264,6 +264,12 @@ def test_test_and_doc_paths():
     assert is_test_or_doc("tests/test_cart.py") and is_test_or_doc("pkg/sub/tests/helpers.py")
     assert is_test_or_doc("docs/pricing.md") and is_test_or_doc("web/app.spec.ts")
     assert is_test_or_doc("static/admin/js/vendor/jquery/jquery.js")
+    # Other projects' test suites, test data, example galleries and benchmarks.
+    for path in ("testing/python/collect.py", "tests/functional/u/unused_import.py",
+                 "tests/roots/test-ext/target/module.py", "pkg/testdata/input.py",
+                 "galleries/examples/lines/plot.py", "tutorials/intro.py", "bench/bench_argcomplete.py",
+                 "doc/en/conf.py"):
+        assert is_test_or_doc(path), path
     assert not is_test_or_doc("shop/pricing.py") and not is_test_or_doc("shop/contest.py")
 
 
