@@ -40,6 +40,7 @@ import logging
 import posixpath
 import re
 import sqlite3
+import sys
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
@@ -590,8 +591,13 @@ class PathIndex:
     def resolve_module_tail(self, dotted: str) -> tuple[str, str] | None:
         """(file, the prefix that resolved) for a dotted name written from inside
         its package (``contrib.auth.validators``, ``syndication.views.Feed``):
-        the one file whose path ends in two or more of its leading parts."""
+        the one file whose path ends in two or more of its leading parts. A name
+        starting at a standard-library module (``logging.handlers``,
+        ``json.decoder.JSONDecodeError``) is the standard library's, not a
+        namesake folder's in the repository."""
         parts = dotted.split(".")
+        if parts[0] in sys.stdlib_module_names:
+            return None
         for end in range(len(parts), 1, -1):
             stem = "/".join(parts[:end])
             for tail in (f"{stem}.py", f"{stem}/__init__.py"):
