@@ -1,9 +1,9 @@
 """Impact benchmarks (issues 4 and 16; not run in CI).
 
-    .venv/bin/pip install -e ".[bench]"          # jedi, the ground truth
+    .venv/bin/pip install -e ".[bench]"          # jedi and basedpyright, the two truths
     .venv/bin/python bench/impact.py             # quality and latency, prints Markdown
     .venv/bin/python bench/impact.py --write     # ... and replaces the section in BENCHMARKS.md
-    .venv/bin/python bench/impact.py --only quality|latency|truth
+    .venv/bin/python bench/impact.py --only quality|latency|truth [--oracles jedi]
 
 Quality (requests, flask, and two packages with class hierarchies and
 same-named classes in several modules: urllib3 1.26, whose two TLS
@@ -31,7 +31,19 @@ with tree-sitter) or a value (a callback, an alias, a type). Against it:
 * hedged "low": the share of "low" (or caller-less) answers carrying the
   hedge on what the sweep cannot see.
 
-jedi's answers are cached in ``bench/.cache/impact/`` (they take minutes).
+A second oracle, a type checker: basedpyright's language server (from the
+``[bench]`` extra; its wheel brings node, nothing downloads at run time),
+asked ``textDocument/references`` at the same definitions' names over stdio,
+on a copy of the corpus's Python files whose ``pyrightconfig.json`` includes
+the whole tree (the sdists' own settings include only the package). Its uses
+are marked call or value the same way and scored in the same columns, with
+the (definition, file) pairs with a call that only one oracle sees. Each
+sees what the other cannot infer: pyright follows declared and inferred types
+(return annotations, ``self`` in subclasses), jedi runs through untyped
+code and some dynamic values. ``--oracles jedi`` leaves pyright out.
+
+The oracles' answers are cached in ``bench/.cache/impact/`` (jedi's take
+minutes), by corpus and oracle version.
 
 Latency (django): ``analyze(engine, symbol)`` in-process on a warm index
 for symbols sampled uniformly from every definition of the repository
@@ -46,15 +58,20 @@ import datetime
 import json
 import math
 import os
+import queue
 import random
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from importlib.metadata import version
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from ctxls.impact import analysis, risk, syntax
 from ctxls.impact.index_view import Definition
@@ -76,6 +93,7 @@ QUALITY_CORPORA: dict[str, str | None] = {"requests": None, "flask": None, "urll
 QUALITY_BUDGET_S = 60.0
 HOT_SYMBOLS = ("get", "run", "save", "__init__", "filter", "as_sql", "clean", "add")
 Pair = tuple[str, str]  # (definition key "path::symbol", caller file)
+Line = tuple[str, str, int]  # (definition key, file, line)
 
 
 def log(message: str) -> None:
@@ -166,6 +184,158 @@ def jedi_uses(root: Path, engine: Engine, definitions: list[Definition]) -> dict
     return known
 
 
+class LanguageServer:
+    """A minimal JSON-RPC client of a language server over stdio: requests
+    are answered in order; the server's own requests (``workspace/configuration``,
+    progress, registrations) get ``settings`` or null; notifications are dropped."""
+
+    def __init__(self, command: list[str], cwd: Path, settings: dict):
+        self.settings = settings
+        self.process = subprocess.Popen(command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL)
+        self.messages: queue.Queue = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        while True:
+            length = None
+            while (header := stream.readline()) not in (b"\r\n", b""):
+                if header.lower().startswith(b"content-length:"):
+                    length = int(header.split(b":")[1])
+            if header == b"" or length is None:
+                self.messages.put(None)  # the server is gone
+                return
+            self.messages.put(json.loads(stream.read(length)))
+
+    def _send(self, message: dict) -> None:
+        body = json.dumps({"jsonrpc": "2.0", **message}).encode()
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.process.stdin.flush()
+
+    def _setting(self, section: str | None):
+        value = self.settings
+        for part in (section or "").split(".") if section else ():
+            value = value.get(part, {}) if isinstance(value, dict) else {}
+        return value
+
+    def notify(self, method: str, params: dict) -> None:
+        self._send({"method": method, "params": params})
+
+    def request(self, method: str, params: dict, timeout_s: float = 600.0):
+        self.next_id += 1
+        self._send({"id": self.next_id, "method": method, "params": params})
+        message = self.wait_for(lambda m: m.get("id") == self.next_id and "method" not in m, method, timeout_s)
+        if "error" in message:
+            raise RuntimeError(f"{method}: {message['error']}")
+        return message["result"]
+
+    def wait_for(self, wanted, what: str, timeout_s: float) -> dict:
+        """The first message ``wanted`` accepts, answering the server's requests meanwhile."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                message = self.messages.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise TimeoutError(f"the language server did not answer {what} in {timeout_s:.0f}s") from None
+            if message is None:
+                raise RuntimeError(f"the language server exited during {what}")
+            if wanted(message):
+                return message
+            if "method" in message and "id" in message:  # the server asks
+                result = ([self._setting(item.get("section")) for item in message["params"]["items"]]
+                          if message["method"] == "workspace/configuration" else None)
+                self._send({"id": message["id"], "result": result})
+
+    def close(self) -> None:
+        try:
+            self.request("shutdown", {}, timeout_s=30)
+            self.notify("exit", {})
+            self.process.wait(timeout=30)
+        except Exception:
+            self.process.kill()
+            self.process.wait()
+
+
+def pyright_tree(root: Path, into: Path) -> Path:
+    """A copy of the corpus's Python files with a pyrightconfig.json that
+    includes all of them: the sdists' own ``[tool.pyright]`` include only
+    their package (flask, werkzeug), and a reference search reads only the
+    files included, where jedi reads the whole tree. The files are byte for
+    byte the corpus's, so positions map back unchanged."""
+    tree = into / f"pyright-{root.name}"
+    for path in root.rglob("*"):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file() \
+                or not (path.suffix in (".py", ".pyi") or path.name == "py.typed"):
+            continue
+        (tree / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, tree / relative)
+    config = {"include": ["."], "typeCheckingMode": "off", "pythonVersion": "3.11",
+              "extraPaths": ["src"] if (root / "src").is_dir() else []}
+    (tree / "pyrightconfig.json").write_text(json.dumps(config))
+    return tree
+
+
+def pyright_uses(root: Path, engine: Engine, definitions: list[Definition], scratch: Path) -> dict[str, list[list]]:
+    """definition key -> [[path, line, column, "call"|"value"], ...] of the uses
+    basedpyright's language server finds (``textDocument/references`` at the
+    definition's name, declaration excluded; cached like jedi's)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cache = CACHE / f"pyright-uses-{root.name}-{version('basedpyright')}.json"
+    known: dict[str, list[list]] = json.loads(cache.read_text()) if cache.exists() else {}
+    todo = [d for d in definitions if f"{d.path}::{d.symbol}" not in known]
+    if not todo:
+        return known
+    tree = pyright_tree(root, scratch)
+    server = LanguageServer([str(Path(sys.executable).with_name("basedpyright-langserver")), "--stdio"], tree,
+                            {"python": {"pythonPath": sys.executable},
+                             "basedpyright": {"analysis": {"diagnosticMode": "openFilesOnly"}}})
+    server.request("initialize", {"processId": os.getpid(), "rootUri": tree.as_uri(),
+                                  "workspaceFolders": [{"uri": tree.as_uri(), "name": root.name}],
+                                  "capabilities": {"workspace": {"configuration": True}}})
+    server.notify("initialized", {})
+    # Asked before the server has listed the workspace's files, a reference
+    # search answers from the files it has seen so far (none): wait for the list.
+    server.wait_for(lambda m: m.get("method") == "window/logMessage"
+                    and re.match(r"Found \d+ source files?", m["params"]["message"]), "its file list", 600)
+    resolver = Resolver(engine, syntax.SourceCache())
+    started = time.perf_counter()
+    try:
+        for done, definition in enumerate(todo, 1):
+            sf = resolver.source(definition.path)
+            name = resolver.declaration_name(sf, definition)
+            uses: list[list] = []
+            if sf is not None and name is not None:
+                row = name.start_point.row
+                column = sf.utf16_column(row, sf.character_from_byte(row, name.start_point.column))
+                locations = server.request("textDocument/references", {
+                    "textDocument": {"uri": (tree / definition.path).as_uri()},
+                    "position": {"line": row, "character": column},
+                    "context": {"includeDeclaration": False}}) or []
+                for location in locations:
+                    try:
+                        rel = Path(unquote(urlparse(location["uri"]).path)).relative_to(tree).as_posix()
+                    except ValueError:
+                        continue
+                    start = location["range"]["start"]
+                    used = resolver.source(rel)
+                    if used is None or start["line"] >= len(used.lines):
+                        continue
+                    character = used.character_from_utf16(start["line"], start["character"])
+                    kind = use_kind(resolver, rel, start["line"], character, definition.name)
+                    if kind is not None:
+                        uses.append([rel, start["line"], character, kind])
+            known[f"{definition.path}::{definition.symbol}"] = uses
+            if done % 25 == 0 or done == len(todo):
+                cache.write_text(json.dumps(known))
+                log(f"  pyright {root.name} {done}/{len(todo)} ({time.perf_counter() - started:.0f}s)")
+    finally:
+        server.close()
+    return known
+
+
 def sampled(definitions: list[Definition], sample: int, seed: int) -> list[Definition]:
     if not sample or sample >= len(definitions):
         return definitions
@@ -186,89 +356,121 @@ def precision(ours: set, truth: set) -> float:
     return ratio(len(ours & truth), len(ours))
 
 
-def quality(name: str, store_dir: Path, sample: int, seed: int) -> dict:
+def quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
     distant_budget, analysis.DISTANT_BUDGET_S = analysis.DISTANT_BUDGET_S, QUALITY_BUDGET_S
     try:
-        return _quality(name, store_dir, sample, seed)
+        return _quality(name, store_dir, sample, seed, oracles)
     finally:
         analysis.DISTANT_BUDGET_S = distant_budget
 
 
-def _quality(name: str, store_dir: Path, sample: int, seed: int) -> dict:
-    root, engine, definitions = quality_engine(name, store_dir, sample, seed)
-    truth = jedi_uses(root, engine, definitions)
-    Line = tuple[str, str, int]  # (definition key, file, line)
-    jedi_call_files: set[Pair] = set()
-    jedi_call_lines: set[Line] = set()
-    jedi_use_lines: set[Line] = set()
-    ours_files: set[Pair] = set()  # any caller listed
-    confirmed_call_lines: set[Line] = set()
-    confirmed_use_lines: set[Line] = set()
-    symbol_lines: set[Line] = set()  # confirmed, top-level answer of the symbol query
-    per_definition_lines: set[Line] = set()  # confirmed, the symbol query's answer for the one meant
-    best_is_meant = asked_several = 0
-    isolated: list[str] = []
-    low = low_hedged = 0
-    timings = []
+def files_of(lines: set[Line]) -> set[Pair]:
+    return {(key, path) for key, path, _ in lines}
+
+
+class Answers:
+    """What ctxls answers for the sampled definitions, by (definition, file[, line])."""
+
+    def __init__(self) -> None:
+        self.listed_files: set[Pair] = set()  # any caller listed, confirmed or not
+        self.called: set[str] = set()  # definitions with a caller listed
+        self.confirmed_call_lines: set[Line] = set()
+        self.confirmed_use_lines: set[Line] = set()
+        self.symbol_lines: set[Line] = set()  # confirmed, top-level answer of the symbol query
+        self.per_definition_lines: set[Line] = set()  # confirmed, the symbol query's answer for the one meant
+        self.best_is_meant = self.asked_several = self.low = self.low_hedged = 0
+        self.timings: list[float] = []
+
+
+def ctxls_answers(engine: Engine, definitions: list[Definition]) -> Answers:
+    answers = Answers()
     for definition in definitions:
         key = f"{definition.path}::{definition.symbol}"
-        uses = truth[key]
-        jedi_call_files |= {(key, path) for path, _, _, kind in uses if kind == "call"}
-        jedi_call_lines |= {(key, path, line) for path, line, _, kind in uses if kind == "call"}
-        jedi_use_lines |= {(key, path, line) for path, line, _, _ in uses}
         started = time.perf_counter()
         result = analysis.analyze(engine, definition.symbol, definition.path, budget_s=QUALITY_BUDGET_S)
-        timings.append(time.perf_counter() - started)
+        answers.timings.append(time.perf_counter() - started)
         callers = result.callers if result is not None else []
-        ours_files |= {(key, c.path) for c in callers}
-        confirmed_use_lines |= {(key, c.path, c.span.start_line) for c in callers if c.confirmed}
-        confirmed_call_lines |= {(key, c.path, c.span.start_line) for c in callers
-                                 if c.confirmed and c.kind in ("call", "decorator")}
+        answers.listed_files |= {(key, c.path) for c in callers}
+        if callers:
+            answers.called.add(key)
+        answers.confirmed_use_lines |= {(key, c.path, c.span.start_line) for c in callers if c.confirmed}
+        answers.confirmed_call_lines |= {(key, c.path, c.span.start_line) for c in callers
+                                         if c.confirmed and c.kind in ("call", "decorator")}
         if result is not None and (result.risk == "low" or not callers):
-            low += 1
-            low_hedged += risk.BLIND_SPOTS in result.hedges
-        if any(kind == "call" for *_, kind in uses) and not callers:
-            isolated.append(key)
+            answers.low += 1
+            answers.low_hedged += risk.BLIND_SPOTS in result.hedges
         asked = analysis.analyze(engine, definition.symbol, budget_s=QUALITY_BUDGET_S)
         if asked is None:
             continue
-        symbol_lines |= {(key, c.path, c.span.start_line) for c in asked.callers if c.confirmed}
-        best_is_meant += asked.definitions[0].key == definition.key
+        answers.symbol_lines |= {(key, c.path, c.span.start_line) for c in asked.callers if c.confirmed}
+        answers.best_is_meant += asked.definitions[0].key == definition.key
         if asked.per_definition:
-            asked_several += 1
+            answers.asked_several += 1
             meant = next((a for a in asked.per_definition if a.definition.key == definition.key), None)
             answer_callers = meant.callers if meant is not None else []
         else:
             answer_callers = asked.callers
-        per_definition_lines |= {(key, c.path, c.span.start_line) for c in answer_callers if c.confirmed}
-    engine.close()
+        answers.per_definition_lines |= {(key, c.path, c.span.start_line) for c in answer_callers if c.confirmed}
+    return answers
 
-    def files(lines: set[Line]) -> set[Pair]:
-        return {(key, path) for key, path, _ in lines}
 
-    extra = sorted(files(confirmed_use_lines) - files(jedi_use_lines))
+def truth_sets(truth: dict[str, list[list]], definitions: list[Definition]) -> tuple[set[Line], set[Line]]:
+    """(call lines, use lines) an oracle sees for the sampled definitions."""
+    calls: set[Line] = set()
+    uses: set[Line] = set()
+    for definition in definitions:
+        key = f"{definition.path}::{definition.symbol}"
+        for path, line, _, kind in truth[key]:
+            uses.add((key, path, line))
+            if kind == "call":
+                calls.add((key, path, line))
+    return calls, uses
+
+
+def score(answers: Answers, call_lines: set[Line], use_lines: set[Line]) -> dict:
+    """ctxls's answers against one oracle's calls and uses."""
+    call_files = files_of(call_lines)
+    called = {key for key, _ in call_files}
+    confirmed_files = files_of(answers.confirmed_use_lines)
     return {
-        "corpus": f"{name}=={QUALITY_CORPORA[name] or CORPORA[name]}",
-        "definitions": len(definitions),
-        "called_by_jedi": len({key for key, _ in jedi_call_files}),
-        "recall": ratio(len(jedi_call_files & ours_files), len(jedi_call_files)),
-        "false_isolations": len(isolated),
-        "precision_line": precision(confirmed_use_lines, jedi_use_lines),
-        "precision_file": precision(files(confirmed_use_lines), files(jedi_use_lines)),
-        "precision_line_calls": precision(confirmed_call_lines, jedi_call_lines),
-        "precision_file_calls": precision(files(confirmed_call_lines), files(jedi_call_lines)),
-        "confirmed_lines": len(confirmed_use_lines),
-        "symbol_precision": precision(symbol_lines, jedi_use_lines),
-        "per_definition_precision": precision(per_definition_lines, jedi_use_lines),
-        "best_is_meant": ratio(best_is_meant, len(definitions)),
-        "asked_several": asked_several,
-        "low": low,
-        "low_hedged": ratio(low_hedged, low),
-        "p50_ms": round(statistics.median(timings) * 1000, 1),
-        "missed": sorted(jedi_call_files - ours_files)[:15],
-        "isolated": isolated[:15],
-        "extra_confirmed": extra[:15],
+        "called": len(called),
+        "recall": ratio(len(call_files & answers.listed_files), len(call_files)),
+        "false_isolations": len(called - answers.called),
+        "precision_line": precision(answers.confirmed_use_lines, use_lines),
+        "precision_file": precision(confirmed_files, files_of(use_lines)),
+        "precision_line_calls": precision(answers.confirmed_call_lines, call_lines),
+        "precision_file_calls": precision(files_of(answers.confirmed_call_lines), call_files),
+        "symbol_precision": precision(answers.symbol_lines, use_lines),
+        "per_definition_precision": precision(answers.per_definition_lines, use_lines),
+        "missed": sorted(call_files - answers.listed_files),
+        "isolated": sorted(called - answers.called),
+        "extra_confirmed": sorted(confirmed_files - files_of(use_lines)),
     }
+
+
+def _quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
+    root, engine, definitions = quality_engine(name, store_dir, sample, seed)
+    truths = {"jedi": jedi_uses(root, engine, definitions)}
+    if "pyright" in oracles:
+        truths["pyright"] = pyright_uses(root, engine, definitions, store_dir)
+    answers = ctxls_answers(engine, definitions)
+    engine.close()
+    row = {"corpus": f"{name}=={QUALITY_CORPORA[name] or CORPORA[name]}", "definitions": len(definitions),
+           "confirmed_lines": len(answers.confirmed_use_lines),
+           "best_is_meant": ratio(answers.best_is_meant, len(definitions)),
+           "asked_several": answers.asked_several, "low": answers.low,
+           "low_hedged": ratio(answers.low_hedged, answers.low),
+           "p50_ms": round(statistics.median(answers.timings) * 1000, 1)}
+    seen = {oracle: truth_sets(truth, definitions) for oracle, truth in truths.items()}
+    for oracle, (call_lines, use_lines) in seen.items():
+        row[oracle] = score(answers, call_lines, use_lines)
+    if "pyright" in seen:
+        # Where the two oracles disagree, by (definition, file) with a call:
+        # each sees calls the other cannot infer.
+        jedi_files, pyright_files = files_of(seen["jedi"][0]), files_of(seen["pyright"][0])
+        row["oracles"] = {"both": len(jedi_files & pyright_files), "jedi_only": sorted(jedi_files - pyright_files),
+                          "pyright_only": sorted(pyright_files - jedi_files)}
+    return row
 
 
 # -- latency -------------------------------------------------------------------
@@ -352,27 +554,50 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                   "| \"low\" hedged | p50 ms |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for q in quality_rows:
-            lines.append(f"| {q['corpus']} | {q['definitions']} | {q['called_by_jedi']} | {q['recall']} "
-                         f"| {q['false_isolations']} | {q['precision_line']} / {q['precision_file']} "
-                         f"| {q['precision_line_calls']} / {q['precision_file_calls']} "
-                         f"| {q['symbol_precision']} | {q['best_is_meant']} ({q['asked_several']} asked "
-                         f"with several) | {q['per_definition_precision']} | {q['low_hedged']} of {q['low']} "
+            j = q["jedi"]
+            lines.append(f"| {q['corpus']} | {q['definitions']} | {j['called']} | {j['recall']} "
+                         f"| {j['false_isolations']} | {j['precision_line']} / {j['precision_file']} "
+                         f"| {j['precision_line_calls']} / {j['precision_file_calls']} "
+                         f"| {j['symbol_precision']} | {q['best_is_meant']} ({q['asked_several']} asked "
+                         f"with several) | {j['per_definition_precision']} | {q['low_hedged']} of {q['low']} "
                          f"| {q['p50_ms']} |")
+        if any("pyright" in q for q in quality_rows):
+            lines += ["", "The same answers against basedpyright's references (its language server's "
+                      "`textDocument/references` at the definition's name); the last column counts the "
+                      "(definition, file) pairs with a call that both oracles see / only jedi / only pyright:", "",
+                      "| corpus | called (pyright) | caller-file recall | false isolations "
+                      "| confirmed precision, line / file | ... calls only, line / file "
+                      "| symbol query precision | per-definition precision | call files: both / jedi only / pyright only |",
+                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            for q in quality_rows:
+                if "pyright" not in q:
+                    continue
+                p, o = q["pyright"], q["oracles"]
+                lines.append(f"| {q['corpus']} | {p['called']} | {p['recall']} | {p['false_isolations']} "
+                             f"| {p['precision_line']} / {p['precision_file']} "
+                             f"| {p['precision_line_calls']} / {p['precision_file_calls']} "
+                             f"| {p['symbol_precision']} | {p['per_definition_precision']} "
+                             f"| {o['both']} / {len(o['jedi_only'])} / {len(o['pyright_only'])} |")
         lines += ["",
                   "Quality runs without the time budgets (`analyze(..., budget_s=60)`, distant "
                   "files too): what the analysis finds, not what a loaded machine leaves time for; "
                   "the latency run below reports how many answers the budgets cap. "
                   "Reading it: recall counts every listed caller, confirmed or not (unconfirmed ones are "
                   "listed on purpose, after the confirmed ones, because missing a caller is the failure "
-                  "that matters); precision counts confirmed ones only. jedi itself misses uses it "
-                  "cannot infer (test fixtures, results of `.copy()`, untyped parameters), so some "
+                  "that matters); precision counts confirmed ones only. Each oracle misses uses it "
+                  "cannot infer (jedi: test fixtures, results of `.copy()`, untyped parameters; "
+                  "pyright: untyped parameters, code it judges unreachable), so some "
                   "\"wrong\" confirmed callers are real. Samples:", ""]
         for q in quality_rows:
-            for label, pairs in (("missed", q["missed"]), ("isolated", [(k, "") for k in q["isolated"]]),
-                                 ("confirmed, jedi disagrees", q["extra_confirmed"])):
-                if pairs:
-                    shown = ", ".join(f"`{key}` in `{file}`" if file else f"`{key}`" for key, file in pairs[:5])
-                    lines.append(f"- {q['corpus']}, {label}: {shown}")
+            for oracle in ("jedi", "pyright"):
+                if oracle not in q:
+                    continue
+                s = q[oracle]
+                for label, pairs in (("missed", s["missed"]), ("isolated", [(k, "") for k in s["isolated"]]),
+                                     (f"confirmed, {oracle} disagrees", s["extra_confirmed"])):
+                    if pairs:
+                        shown = ", ".join(f"`{key}` in `{file}`" if file else f"`{key}`" for key, file in pairs[:5])
+                        lines.append(f"- {q['corpus']}, {label} ({oracle}): {shown}")
         lines.append("")
     if latency_row:
         l = latency_row
@@ -420,21 +645,25 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=150, help="definitions per quality corpus (0: all)")
     parser.add_argument("--symbols", type=int, default=300)
     parser.add_argument("--seed", type=int, default=4)
+    parser.add_argument("--oracles", nargs="+", default=["jedi", "pyright"], choices=("jedi", "pyright"),
+                        help="the truths to score against (jedi always; pyright adds its columns)")
     parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     quality_rows: list[dict] = []
     latency_row = None
     with tempfile.TemporaryDirectory(prefix="ctxls-impact-bench-") as store_dir:
-        if args.only == "truth":  # jedi's answers only, into the cache
+        if args.only == "truth":  # the oracles' answers only, into the cache
             for name in args.corpora:
                 root, engine, definitions = quality_engine(name, Path(store_dir), args.sample, args.seed)
                 jedi_uses(root, engine, definitions)
+                if "pyright" in args.oracles:
+                    pyright_uses(root, engine, definitions, Path(store_dir))
                 engine.close()
             return 0
         if args.only in (None, "quality"):
             for name in args.corpora:
-                row = quality(name, Path(store_dir), args.sample, args.seed)
+                row = quality(name, Path(store_dir), args.sample, args.seed, tuple(args.oracles))
                 quality_rows.append(row)
                 log(json.dumps(row, indent=1))
         if args.only in (None, "latency"):
