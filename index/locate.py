@@ -321,6 +321,8 @@ def read_issue(text: str) -> IssueText:
             for module in re.split(r"\s*,\s*", match.group(1)):
                 _add(modules, module)
     for frame in frames:
+        if _in_standard_library(frame.path):
+            continue  # the standard library's function (`decode`, `info`): not the repository's
         # `pkg.(*Cart).Total`, `shop::parser::Parser::next`: the function's own name.
         words = _WORD.findall(frame.function or "")
         if words and frame.function not in ("<module>", "<lambda>"):
@@ -502,6 +504,12 @@ _STDLIB_PATH = re.compile(r"(^|/)(lib|lib64)/python\d\.\d+/|(^|/)python\d+/lib/|
                           r"|^<", re.I)
 
 
+def _in_standard_library(written: str) -> bool:
+    parts = written.replace("\\", "/").split("/")
+    return (not any(p in _INSTALLED_DIRS or p.endswith(".egg") for p in parts)
+            and _STDLIB_PATH.search("/".join(parts)) is not None)
+
+
 def _is_absolute(written: str) -> bool:
     """A path of the writer's machine: from its root, home or a drive."""
     return written.startswith(("/", "~")) or re.match(r"[A-Za-z]:[\\/]", written) is not None
@@ -539,7 +547,7 @@ class PathIndex:
             rest = parts[installed[-1] + 1:]
             found = self._from_import_root(rest)
             return (found, len(rest)) if found is not None else None
-        if _STDLIB_PATH.search(normal):
+        if _in_standard_library(normal):
             return None
         for first in range(len(parts)):
             tail = parts[first:]

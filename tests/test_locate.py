@@ -618,5 +618,8 @@ def test_a_traceback_through_the_installed_package_and_the_standard_library(src_
     for namesake in ("src/shop/logging/__init__.py", "src/shop/compat/json/decoder.py"):
         assert namesake not in located or not {"frame", "path"} & set(located[namesake].signals), \
             namesake
+    # Nor do the standard library's function names (`decode`) name the namesake's definitions.
+    decoder = located.get("src/shop/compat/json/decoder.py")
+    assert decoder is None or "symbol" not in decoder.signals
     assert located["src/shop/cart.py"].signals["path"] == 1.0  # `python -m shop.cart`
     assert next(iter(located)) == "src/shop/cart.py"
