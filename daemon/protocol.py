@@ -25,7 +25,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
-from ctxls.daemon.edits import EditOutOfRange, apply_edit
+from ctxls.daemon.edits import EditedText, EditOutOfRange
 from ctxls.daemon.socket_server import MAX_MESSAGE_BYTES, OVERSIZED_METHOD, debug_errors, valid_id
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
@@ -160,28 +160,41 @@ class CtxlsProtocol(LanguageServerProtocol):
         keeps its last good text, takes no further incremental edit until a
         full-text change (or a reopen) brings the editor's text, and the
         client is told once (window/showMessage). A buffer over the size bound
-        takes no incremental edit either: applying one re-splits the whole
-        text on the event loop (about a second for 20 MB, stalling every
-        request), and its text is never indexed or read."""
+        takes no incremental edit either: its text is never indexed or read,
+        and applying edits to 20 MB would stall every request."""
         uri = params.text_document.uri
-        for change in params.content_changes:
-            document = self.workspace.text_documents.get(uri)
-            if isinstance(change, types.TextDocumentContentChangeWholeDocument):
-                self.out_of_sync.pop(uri, None)
-            elif document is not None:
-                if (self.out_of_sync.get(uri) is document
-                        or len(document.source) > DEFAULT_MAX_FILE_BYTES):
-                    continue
-                try:
-                    text = apply_edit(document.source, change.range, change.text,
-                                      document.position_codec.encoding)
-                except EditOutOfRange as exc:
-                    self.lose_sync(uri, document, str(exc))
-                    continue
-                change = types.TextDocumentContentChangeWholeDocument(text=text)
-            self.workspace.update_text_document(params.text_document, change)
+        document = self.workspace.text_documents.get(uri)
+        if document is None:  # never opened: pygls's way (it logs and ignores it)
+            for change in params.content_changes:
+                self.workspace.update_text_document(params.text_document, change)
+        else:
+            text = self._edited_text(uri, document, params.content_changes)
+            if text is not None:
+                self.workspace.update_text_document(
+                    params.text_document, types.TextDocumentContentChangeWholeDocument(text=text))
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield user_handler, (params,), None
+
+    def _edited_text(self, uri: str, document: Any,
+                     changes: list[types.TextDocumentContentChangeEvent]) -> str | None:
+        """The buffer's text after ``changes``, or None when none applied."""
+        text, edited, applied = document.source, None, False
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangeWholeDocument):
+                text, edited, applied = change.text, None, True
+                self.out_of_sync.pop(uri, None)
+                continue
+            if self.out_of_sync.get(uri) is document or (
+                    edited is None and len(text) > DEFAULT_MAX_FILE_BYTES):
+                continue
+            if edited is None:
+                edited = EditedText(text, document.position_codec.encoding)
+            try:
+                edited.replace(change.range, change.text)
+                applied = True
+            except EditOutOfRange as exc:  # the edits before it stay applied
+                self.lose_sync(uri, document, str(exc))
+        return (edited.text() if edited is not None else text) if applied else None
 
     def lose_sync(self, uri: str, document: Any, problem: str) -> None:
         self.out_of_sync[uri] = document
