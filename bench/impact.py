@@ -3,7 +3,7 @@
     .venv/bin/pip install -e ".[bench]"          # jedi and basedpyright, the two truths
     .venv/bin/python bench/impact.py             # quality and latency, prints Markdown
     .venv/bin/python bench/impact.py --write     # ... and replaces the section in BENCHMARKS.md
-    .venv/bin/python bench/impact.py --only quality|latency|truth [--oracles jedi]
+    .venv/bin/python bench/impact.py --only quality|latency|truth [--oracles jedi|pyright]
 
 Quality (requests, flask, and two packages with class hierarchies and
 same-named classes in several modules: urllib3 1.26, whose two TLS
@@ -40,7 +40,7 @@ are marked call or value the same way and scored in the same columns, with
 the (definition, file) pairs with a call that only one oracle sees. Each
 sees what the other cannot infer: pyright follows declared and inferred types
 (return annotations, ``self`` in subclasses), jedi runs through untyped
-code and some dynamic values. ``--oracles jedi`` leaves pyright out.
+code and some dynamic values. ``--oracles jedi`` (or ``pyright``) asks one.
 
 The oracles' answers are cached in ``bench/.cache/impact/`` (jedi's take
 minutes), by corpus and oracle version.
@@ -450,7 +450,9 @@ def score(answers: Answers, call_lines: set[Line], use_lines: set[Line]) -> dict
 
 def _quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
     root, engine, definitions = quality_engine(name, store_dir, sample, seed)
-    truths = {"jedi": jedi_uses(root, engine, definitions)}
+    truths = {}
+    if "jedi" in oracles:
+        truths["jedi"] = jedi_uses(root, engine, definitions)
     if "pyright" in oracles:
         truths["pyright"] = pyright_uses(root, engine, definitions, store_dir)
     answers = ctxls_answers(engine, definitions)
@@ -464,7 +466,7 @@ def _quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[
     seen = {oracle: truth_sets(truth, definitions) for oracle, truth in truths.items()}
     for oracle, (call_lines, use_lines) in seen.items():
         row[oracle] = score(answers, call_lines, use_lines)
-    if "pyright" in seen:
+    if "jedi" in seen and "pyright" in seen:
         # Where the two oracles disagree, by (definition, file) with a call:
         # each sees calls the other cannot infer.
         jedi_files, pyright_files = files_of(seen["jedi"][0]), files_of(seen["pyright"][0])
@@ -544,7 +546,7 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
              f"on {os.cpu_count()} cores; load average before/after: "
              f"{load[0]:.2f} / {load[1]:.2f} (other engineers' jobs share the machine). "
              "Method: see `bench/impact.py`'s docstring.", ""]
-    if quality_rows:
+    if any("jedi" in q for q in quality_rows):
         lines += ["Callers against jedi's references (targets: caller-file recall 1.00, false isolations 0, "
                   "confirmed precision >= 0.95 with values, symbol-query precision >= 0.90, "
                   "\"low\" hedged 100%):", "",
@@ -553,7 +555,7 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                   "| symbol query precision | best = meant | per-definition precision "
                   "| \"low\" hedged | p50 ms |",
                   "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for q in quality_rows:
+        for q in (q for q in quality_rows if "jedi" in q):
             j = q["jedi"]
             lines.append(f"| {q['corpus']} | {q['definitions']} | {j['called']} | {j['recall']} "
                          f"| {j['false_isolations']} | {j['precision_line']} / {j['precision_file']} "
@@ -561,23 +563,22 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                          f"| {j['symbol_precision']} | {q['best_is_meant']} ({q['asked_several']} asked "
                          f"with several) | {j['per_definition_precision']} | {q['low_hedged']} of {q['low']} "
                          f"| {q['p50_ms']} |")
-        if any("pyright" in q for q in quality_rows):
-            lines += ["", "The same answers against basedpyright's references (its language server's "
-                      "`textDocument/references` at the definition's name); the last column counts the "
-                      "(definition, file) pairs with a call that both oracles see / only jedi / only pyright:", "",
-                      "| corpus | called (pyright) | caller-file recall | false isolations "
-                      "| confirmed precision, line / file | ... calls only, line / file "
-                      "| symbol query precision | per-definition precision | call files: both / jedi only / pyright only |",
-                      "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-            for q in quality_rows:
-                if "pyright" not in q:
-                    continue
-                p, o = q["pyright"], q["oracles"]
-                lines.append(f"| {q['corpus']} | {p['called']} | {p['recall']} | {p['false_isolations']} "
-                             f"| {p['precision_line']} / {p['precision_file']} "
-                             f"| {p['precision_line_calls']} / {p['precision_file_calls']} "
-                             f"| {p['symbol_precision']} | {p['per_definition_precision']} "
-                             f"| {o['both']} / {len(o['jedi_only'])} / {len(o['pyright_only'])} |")
+    if any("pyright" in q for q in quality_rows):
+        lines += ["", "The same answers against basedpyright's references (its language server's "
+                  "`textDocument/references` at the definition's name); the last column counts the "
+                  "(definition, file) pairs with a call that both oracles see / only jedi / only pyright:", "",
+                  "| corpus | sampled | called (pyright) | caller-file recall | false isolations "
+                  "| confirmed precision, line / file | ... calls only, line / file "
+                  "| symbol query precision | per-definition precision | call files: both / jedi only / pyright only |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for q in (q for q in quality_rows if "pyright" in q):
+            p, o = q["pyright"], q.get("oracles")
+            lines.append(f"| {q['corpus']} | {q['definitions']} | {p['called']} | {p['recall']} "
+                         f"| {p['false_isolations']} | {p['precision_line']} / {p['precision_file']} "
+                         f"| {p['precision_line_calls']} / {p['precision_file_calls']} "
+                         f"| {p['symbol_precision']} | {p['per_definition_precision']} "
+                         + (f"| {o['both']} / {len(o['jedi_only'])} / {len(o['pyright_only'])} |" if o else "| - |"))
+    if quality_rows:
         lines += ["",
                   "Quality runs without the time budgets (`analyze(..., budget_s=60)`, distant "
                   "files too): what the analysis finds, not what a loaded machine leaves time for; "
@@ -646,7 +647,7 @@ def main() -> int:
     parser.add_argument("--symbols", type=int, default=300)
     parser.add_argument("--seed", type=int, default=4)
     parser.add_argument("--oracles", nargs="+", default=["jedi", "pyright"], choices=("jedi", "pyright"),
-                        help="the truths to score against (jedi always; pyright adds its columns)")
+                        help="the truths to score against")
     parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
@@ -656,7 +657,8 @@ def main() -> int:
         if args.only == "truth":  # the oracles' answers only, into the cache
             for name in args.corpora:
                 root, engine, definitions = quality_engine(name, Path(store_dir), args.sample, args.seed)
-                jedi_uses(root, engine, definitions)
+                if "jedi" in args.oracles:
+                    jedi_uses(root, engine, definitions)
                 if "pyright" in args.oracles:
                     pyright_uses(root, engine, definitions, Path(store_dir))
                 engine.close()

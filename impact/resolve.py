@@ -253,6 +253,15 @@ class Resolver:
             return self._lookup_binding(sf, binding, binding.imported, 0)
         return self._lookup_stars(sf, name, (b for b in sf.bindings if b.local == "*" and not b.reexport), 0)
 
+    def bare_ref_at(self, sf: SourceFile, name: str, row: int) -> Ref:
+        """What a bare ``name`` refers to on line ``row`` of ``sf``: what an
+        import in a function holding the line gives it, else what it means
+        in the file (:meth:`lookup_bare`)."""
+        scoped = sf.function_binding(name, row) if sf.family is PYTHON else None
+        if scoped is not None:
+            return self._lookup_binding(sf, scoped, scoped.imported, 0)
+        return self.lookup_bare(sf, name)
+
     def lookup_name(self, path: str, name: str, depth: int = 0) -> Ref:
         """What ``name`` means at the top level of module ``path`` (what
         ``from path import name`` gets), following re-exports."""
@@ -272,8 +281,9 @@ class Resolver:
         if name in self.top_level(sf):
             return Ref("definition", path, name)
         binding = None
-        for candidate in sf.bindings:
-            if candidate.local == name:
+        for candidate in sf.bindings:  # re-exports too; a module-level import before one in a function
+            if candidate.local == name and (binding is None or binding.function is not None
+                                            or candidate.function is None):
                 binding = candidate
         if binding is not None:
             return self._lookup_binding(sf, binding, binding.imported, depth + 1)
@@ -283,7 +293,10 @@ class Resolver:
         path, external = self.module_path(sf, binding.spec)
         if path is None:
             return EXTERNAL_REF if external else UNKNOWN_REF
-        if imported is None or (sf.family is PYTHON and _is_submodule(path, imported)):
+        if imported is None or (sf.family is PYTHON and _is_submodule(path, imported)
+                                and self.module_path(sf, binding.spec.partition(":")[0])[0] != path):
+            # `from pkg import mod`; not `from .mod import mod`, where the file
+            # found is the module itself and the name its attribute.
             return Ref("module", path)
         return self.lookup_name(path, imported, depth)
 
@@ -343,7 +356,7 @@ class Resolver:
             local = self._local_receiver(sf, site, name)
             if local is not None:
                 return local
-            return self._receiver_of(self.lookup_bare(sf, name))
+            return self._receiver_of(self.bare_ref_at(sf, name, site.start_point.row))
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
             return self._receiver_of(self.dotted_ref(sf, syntax.text_of(node)))
         return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
@@ -468,10 +481,11 @@ class Resolver:
         callee = syntax.callee_of(family, value)  # C(...), new C()
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
-            made = self._class_named(sf, called)
+            ref = self.bare_ref_at(sf, called, callee.start_point.row)
+            made = self.class_of(ref)
             if made:
                 return Receiver("instance", made)
-            if called in BUILTIN_FUNCTIONS[family.name] and self.lookup_bare(sf, called).kind != "definition":
+            if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
         return UNKNOWN_RECEIVER
 
@@ -612,6 +626,9 @@ class Resolver:
             return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
         _, receiver_node = syntax.member_parts(family, name_node)
         if receiver_node is None:
+            scoped = sf.function_binding(name, name_node.start_point.row) if family is PYTHON else None
+            if scoped is not None:  # `def f(): from m import f; f()`: m's, not this file's f
+                return self._ref_match(self._lookup_binding(sf, scoped, scoped.imported, 0), targets)
             local = self._bound_locally(sf, name_node, name)
             if local == "parameter":  # maybe what the target returns (a test fixture), never it
                 return Match(Verdict.UNKNOWN, targets.module_keys, "parameter") \
@@ -642,6 +659,20 @@ class Resolver:
 
     def _bare_match(self, sf: SourceFile, name: str, targets: Targets) -> Match:
         ref = self.lookup_bare(sf, name)
+        match = self._ref_match(ref, targets)
+        if match.verdict is not Verdict.CONFIRMED and ref.kind == "definition" and ref.path == sf.path \
+                and sf.family is PYTHON:
+            # Defined here and imported at module level too (`try: from speedups
+            # import escape / except ImportError: def escape`): either runs.
+            imported = sf.binding(name)
+            if imported is not None and imported.function is None:
+                other = _match_of(self._lookup_binding(sf, imported, imported.imported, 0), targets)
+                if other.verdict is Verdict.CONFIRMED:
+                    return other
+        return match
+
+    def _ref_match(self, ref: Ref, targets: Targets) -> Match:
+        """The verdict on a bare name that refers to ``ref``."""
         if ref.kind == "definition":
             return _match_of(ref, targets)
         if ref.kind in ("module", "external"):

@@ -17,7 +17,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from tree_sitter import Node, Query, QueryCursor, Tree
@@ -394,7 +394,9 @@ class Binding:
     JS module string, a Go import path). ``imported`` is the name taken from
     that module: None for the module itself, "*" for all of its names.
     ``package``: Python ``import a.b.c``, binding ``a``; ``a.b.c.f`` is then
-    looked up by its dotted path.
+    looked up by its dotted path. ``function``: Python, the first and last
+    rows of the innermost function holding the import, whose local the name
+    is (None: a module-level import).
     """
 
     local: str
@@ -403,6 +405,7 @@ class Binding:
     line: int
     reexport: bool = False
     package: bool = False
+    function: tuple[int, int] | None = None
 
 
 _IMPORT_QUERIES = {
@@ -446,7 +449,9 @@ def import_bindings(language: str, family: Family, tree: Tree) -> list[Binding]:
     bindings: list[Binding] = []
     for statement in statements:
         if family is PYTHON:
-            bindings.extend(_python_bindings(statement))
+            function = next((a for a in ancestors(statement) if a.type in family.functions), None)
+            rows = (function.start_point.row, function.end_point.row) if function is not None else None
+            bindings.extend(replace(b, function=rows) if rows else b for b in _python_bindings(statement))
         elif family is JS:
             bindings.extend(_js_bindings(statement))
         else:
@@ -632,10 +637,24 @@ class SourceFile:
         return import_bindings(self.language, self.family, self.tree)
 
     def binding(self, local: str) -> Binding | None:
-        """The import that binds ``local`` in this file (the last one wins)."""
+        """The import that binds ``local`` in this file (the last one wins; a
+        module-level one before one in a function)."""
         found = None
         for binding in self.bindings:
-            if binding.local == local and not binding.reexport:
+            if binding.local == local and not binding.reexport \
+                    and (found is None or found.function is not None or binding.function is None):
+                found = binding
+        return found
+
+    def function_binding(self, local: str, row: int) -> Binding | None:
+        """The import in a function holding ``row`` that binds ``local``
+        there (Python: an import in a function makes the name its local);
+        the innermost function's, the last one in it."""
+        found = None
+        for binding in self.bindings:
+            if binding.local == local and binding.function is not None \
+                    and binding.function[0] <= row <= binding.function[1] \
+                    and (found is None or binding.function[0] >= found.function[0]):  # type: ignore[index]
                 found = binding
         return found
 

@@ -237,7 +237,7 @@ def test_import_bindings_of_python_js_and_go():
     assert python.bindings == [
         Binding("os", "os.path", None, 0, package=True), Binding("np", "numpy", None, 1),
         Binding("g", ".a:f", "f", 2), Binding("h", ".a:h", "h", 2), Binding("*", "b", "*", 3),
-        Binding("d", "c:d", "d", 5)]
+        Binding("d", "c:d", "d", 5, function=(4, 5))]  # a local of inner()
     js = SourceFile("m.ts", "import d, { f as g } from './a';\nimport * as ns from './b';\n"
                             "export { x as y } from './c';\nexport * from './e';\n"
                             "const { p, q: r } = require('./f');\nconst mod = require('./g');\n")
@@ -661,3 +661,109 @@ def test_a_read_on_an_untyped_receiver_never_confirms_by_a_unique_name(make_engi
     payload = analysis.analyze(engine, "Response.payload")
     assert [(c.path, c.confirmed, c.reason) for c in payload.callers] == [("use.py", False, "untyped-receiver")]
     assert callers(analysis.analyze(engine, "Response.render")) == {("use.py", 1, "show", True)}
+
+
+# -- bindings a type checker follows (sixth session, against pyright) ----------
+
+
+def test_a_function_imported_from_a_module_of_its_own_name_is_the_function(make_engine):
+    """``from .render import render``: the module has the attribute, so the
+    name is the function, not the submodule (rich's ``_emoji_replace``)."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/render.py": "def render(x):\n    return x\n",
+        "pkg/page.py": (
+            "from .render import render\n"
+            "from pkg.render import render as draw\n"
+            "\n"
+            "\n"
+            "def show():\n"
+            "    return render(1)\n"  # line 5
+            "\n"
+            "\n"
+            "def again():\n"
+            "    return draw(2)\n"  # line 9
+        ),
+        "pkg/star.py": "from .render import *\n\n\ndef every():\n    return render(3)\n",  # line 4
+        "pkg/views.py": "from . import render\n\n\ndef module_use():\n    return render.render(4)\n",  # line 4
+    })
+    assert callers(analysis.analyze(engine, "render")) == {
+        ("pkg/page.py", 5, "show", True), ("pkg/page.py", 9, "again", True), ("pkg/star.py", 4, "every", True),
+        ("pkg/views.py", 4, "module_use", True)}
+
+
+def test_an_import_inside_a_function_binds_the_name_there(make_engine):
+    """``def make_app(): from app import make_app; return make_app()`` calls
+    the imported one, not itself (werkzeug's example managers, rich's
+    ``get_windows_console_features``); outside that function the module's own
+    definition stays what the name means."""
+    engine = make_engine({
+        "tee/__init__.py": "from .application import make_app, Tee\n",
+        "tee/application.py": ("def make_app(path):\n    return path\n\n\n"
+                               "class Tee:\n    def brew(self):\n        return 1\n"),
+        "manage.py": (
+            "def make_app():\n"
+            "    from tee import make_app\n"
+            "\n"
+            "    return make_app('/tmp/db')\n"  # line 3: tee's
+            "\n"
+            "\n"
+            "def serve():\n"
+            "    return make_app()\n"  # line 7: this file's
+            "\n"
+            "\n"
+            "class Tee:\n"
+            "    def brew(self):\n"
+            "        return 2\n"
+            "\n"
+            "\n"
+            "def pour():\n"
+            "    from tee import Tee\n"
+            "    return Tee().brew()\n"  # line 17: tee's Tee
+            "\n"
+            "\n"
+            "def sip():\n"
+            "    return Tee().brew()\n"  # line 21: this file's Tee
+        ),
+    })
+    assert callers(analysis.analyze(engine, "make_app", "tee/application.py")) == {
+        ("manage.py", 3, "make_app", True)}
+    assert callers(analysis.analyze(engine, "make_app", "manage.py")) == {("manage.py", 7, "serve", True)}
+    assert callers(analysis.analyze(engine, "Tee.brew", "tee/application.py")) == {("manage.py", 17, "pour", True)}
+    assert callers(analysis.analyze(engine, "Tee.brew", "manage.py")) == {("manage.py", 21, "sip", True)}
+
+
+def test_a_name_both_imported_and_defined_at_module_level_calls_either(make_engine):
+    """``try: from speedups import escape / except ImportError: def escape``
+    (click's ``_get_windows_console_stream``): a call may reach either one."""
+    engine = make_engine({
+        "speedups.py": "def escape(s):\n    return s\n",
+        "markup.py": (
+            "try:\n"
+            "    from speedups import escape\n"
+            "except ImportError:\n"
+            "    def escape(s):\n"
+            "        return s.replace('<', '')\n"
+            "\n"
+            "\n"
+            "def render(s):\n"
+            "    return escape(s)\n"  # line 8
+        ),
+        "other.py": "def escape(s):\n    return s\n\n\ndef show(s):\n    return escape(s)\n",  # line 5: its own
+    })
+    assert callers(analysis.analyze(engine, "escape", "speedups.py")) == {("markup.py", 8, "render", True)}
+    assert callers(analysis.analyze(engine, "escape", "markup.py")) == {("markup.py", 8, "render", True)}
+
+
+def test_a_module_s_name_for_its_importers_is_its_module_level_import(make_engine):
+    """An import of the same name inside one of its functions is that function's
+    local, not what ``from module import name`` gets."""
+    engine = make_engine({
+        "fast.py": "def dumps(x):\n    return x\n",
+        "slow.py": "def dumps(x):\n    return str(x)\n",
+        "compat.py": ("from fast import dumps\n\n\n"
+                      "def fallback(x):\n    from slow import dumps\n    return dumps(x)\n"),  # line 5
+        "app.py": "from compat import dumps\n\n\ndef save(x):\n    return dumps(x)\n",  # line 4
+    })
+    assert callers(analysis.analyze(engine, "dumps", "fast.py")) == {("app.py", 4, "save", True)}
+    assert callers(analysis.analyze(engine, "dumps", "slow.py")) == {("compat.py", 5, "fallback", True)}
