@@ -168,8 +168,8 @@ _TEST_FILE = re.compile(
     r"|test_helpers?[^/]*)$")
 _TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata"
                        r"|test-?utils|fixtures|bench|benches|benchmarks?|e2e)(?:/|$)")
-_EXAMPLE_DIR = re.compile(r"(?:^|/)(?:_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
-                          r"|cookbook)(?:/|$)")
+_EXAMPLE_DIR = re.compile(r"(?:^|/)(_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
+                          r"|cookbook)(?=/)")
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"
                          r"|(?:^|/)[^/]*_(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
 _VENDORED_DIR = re.compile(r"(?:^|/)(?:vendor|vendored|_vendor|third_party|thirdparty|extern"
@@ -180,6 +180,17 @@ _LOCALE_DIR = re.compile(r"(?:^|/)(?:locales?|translations?|l10n)(?:/|$)")
 _VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
 _BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
                       "package-info.java", "mod.rs", "lib.rs", "doc.go"})
+
+
+def _is_example_path(path: str) -> bool:
+    """Examples, tutorials and documentation sources. A Go folder is a package:
+    `.go` files under `doc/` (the standard library's `go/doc`, a CLI library's
+    man-page generator) are library code, not a documentation tree, whose
+    pages are not Go."""
+    found = _EXAMPLE_DIR.findall(path)
+    if path.endswith(".go") and found and set(found) <= {"doc", "docs"}:
+        return False
+    return bool(found)
 
 
 def is_test_path(path: str) -> bool:
@@ -199,7 +210,7 @@ class _PathClass(NamedTuple):
 @functools.lru_cache(maxsize=16384)
 def _path_class(path: str) -> _PathClass:
     """What a path is, once per path (recall meets the same paths again and again)."""
-    return _PathClass(is_test_path(path), _EXAMPLE_DIR.search(path) is not None,
+    return _PathClass(is_test_path(path), _is_example_path(path),
                       _COMPAT_DIR.search(path) is not None, _VENDORED_DIR.search(path) is not None,
                       path.endswith(".d.ts"), posixpath.basename(path) in _BARRELS,
                       _LOCALE_DIR.search(path) is not None)

@@ -306,6 +306,27 @@ def test_localized_message_tables_rank_below_the_code_unless_asked_for(tmp_path:
     engine.close()
 
 
+def test_a_go_package_named_doc_is_code_while_a_docs_tree_stays_demoted(tmp_path: Path) -> None:
+    synopsis = ("package doc\n\n// Synopsis returns the first sentence of a package comment.\n"
+                "func Synopsis(text string) string {\n\treturn firstSentence(text)\n}\n")
+    render = ("package pretty\n\n// Render prints a package comment as text, its first sentence in bold.\n"
+              "func Render(w io.Writer, comment string) {\n\tfmt.Fprint(w, comment)\n}\n")
+    # A Go folder is a package: doc/ is library code (as the standard
+    # library's go/doc is); docs/ of Python snippets is a documentation tree.
+    files = {"doc/synopsis.go": synopsis, "render.go": render,
+             "docs/synopsis.py": synopsis.replace("//", "#"), "docs/render.py": render.replace("//", "#")}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    hits = lexical_search(engine.store.reader(), "code", "first sentence of a package comment", 4,
+                          RankingConfig())
+    assert [hit.path for hit in hits][:2] == ["doc/synopsis.go", "render.go"]
+    assert {hit.path for hit in hits[2:]} == {"docs/synopsis.py", "docs/render.py"}
+    engine.close()
+
+
 def test_an_implementation_ranks_above_its_overload_signatures(tmp_path: Path) -> None:
     overloads = "".join(
         f"/** Emits the first value{' matching a predicate' * i}, or a default value. */\n"
