@@ -36,7 +36,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxls.index.discovery import STORE_DIR_NAME, Skipped, decode_text, looks_binary, read_file, real_path
+from ctxls.index.discovery import (STORE_DIR_NAME, Skipped, decode_text, is_utf8, looks_binary,
+                                    read_file, real_path)
 from ctxls.index.errors import RipgrepMissing
 
 RG_ENV = "CTXLS_RG"
@@ -117,7 +118,7 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
             found.lines.update(walked.lines)
             found.lines_dropped += walked.lines_dropped
     found.lines = {path: rows for path, rows in found.lines.items()
-                   if path not in buffers and wanted(path)
+                   if path not in buffers and wanted(path) and is_utf8(path)
                    and real_path(root, path, real_dirs) == path}
     found.texts = {path: text for path, text in found.texts.items() if path in found.lines}
     for path, text in buffers.items():

@@ -63,7 +63,8 @@ class SourceText:
 @dataclass
 class Skipped:
     path: str
-    # "binary" | "too large" | "vanished" | "unreadable" | OUTSIDE_ROOT | LINK_LOOP | "symlink to <path>"
+    # "binary" | "too large" | "vanished" | "unreadable" | OUTSIDE_ROOT | LINK_LOOP |
+    # NAME_NOT_UTF8 (path shown with U+FFFD) | "symlink to <path>"
     reason: str
 
 
@@ -78,6 +79,9 @@ class Listing:
 OUTSIDE_ROOT = "symlink outside the root"
 # A symlink that leads back to itself: no file, never read.
 LINK_LOOP = "symlink loop"
+# A name that is not UTF-8 (Python reads it with surrogate escapes): no
+# protocol path or URI can name it, and SQLite cannot store it.
+NAME_NOT_UTF8 = "name not UTF-8"
 
 
 # Generated files that match an included extension but are never worth
@@ -193,12 +197,24 @@ def discover(root: Path, wanted: FileFilter) -> Listing:
     listing = Listing()
     real_dirs: dict[str, str | None] = {"": ""}
     for path in sorted({p for p in candidates if wanted(p)}):
+        if not is_utf8(path):  # one such name failed every pass: nothing was indexed
+            listing.skipped.append(Skipped(path.encode("utf-8", "surrogateescape")
+                                           .decode("utf-8", "replace"), NAME_NOT_UTF8))
+            continue
         real = real_path(root, path, real_dirs)
         if real == path:
             listing.paths.append(path)
         else:
             listing.skipped.append(Skipped(path, _alias_reason(root, path, real)))
     return listing
+
+
+def is_utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _alias_reason(root: Path, path: str, real: str | None) -> str:

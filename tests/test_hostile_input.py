@@ -186,6 +186,44 @@ def test_a_symlink_loop_is_skipped_and_the_rest_is_indexed(tmp_path: Path, git: 
         daemon.close()
 
 
+@pytest.mark.parametrize("git", [True, False])
+def test_file_names_that_are_not_utf8_are_skipped_and_the_rest_is_indexed(tmp_path: Path,
+                                                                          git: bool):
+    """Python reads such a name with surrogate escapes, which SQLite cannot
+    store: one `caf\\xe9.py` failed every indexing pass (nothing indexed), and
+    impact answered -32603 when rg found a use in one."""
+    root = tmp_path / "names"
+    root.mkdir()
+    write_tree(root, SAMPLE_FILES)
+    raw = os.fsencode(root)
+    for name, text in ((b"/caf\xe9.py", "def latin_fn():\n    return 2\n"),
+                       (b"/d\xfe", None), (b"/d\xfe/m.py", "from pkg.session import Session\n"
+                                                      "Session().send_prepared(1)\n")):
+        if text is None:
+            os.mkdir(raw + name)
+        else:
+            with open(raw + name, "w") as fh:
+                fh.write(text)
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    daemon = StdioDaemon(root)
+    try:
+        status = daemon.wait_indexed()
+        assert status["complete"] and "indexError" not in status, status
+        assert status["files"] == len(SAMPLE_FILES)
+        skipped = {f["path"]: f["reason"] for f in status["skipped"]["files"]}
+        assert skipped == {"caf\ufffd.py": "name not UTF-8", "d\ufffd/m.py": "name not UTF-8"}
+        impact = daemon.conn.request("ctxls/impact", {"symbol": "send_prepared"}, "impact")
+        assert impact["result"]["definitions"][0]["path"] == "pkg/session.py", impact
+        assert all(is_utf8(c["path"]) for c in impact["result"]["callers"])
+    finally:
+        daemon.close()
+
+
+def is_utf8(text: str) -> bool:
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace") == text
+
+
 # -- JSON-RPC: every request gets an answer ----------------------------------------
 
 def test_every_request_gets_an_answer_whatever_its_envelope(stdio_daemon):
