@@ -13,6 +13,7 @@ import os
 import re
 import stat
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -252,16 +253,30 @@ def _real_folder(root: Path, folder: str, real_dirs: dict[str, str | None]) -> s
     return real
 
 
-def matches_pathspecs(path: str, pathspecs: list[str]) -> bool:
-    """A path is in scope if it equals a spec, lies under a spec directory, or
-    matches a spec glob."""
-    for spec in pathspecs:
-        spec = spec.strip("/")
-        if spec in ("", "."):
-            return True
-        if path == spec or path.startswith(spec + "/") or fnmatch.fnmatchcase(path, spec):
-            return True
-    return False
+# ctxls/index's `paths`: more is refused (-32602); index everything with none.
+MAX_PATHSPECS = 10_000
+
+
+def pathspec_matcher(pathspecs: list[str]) -> Callable[[str], bool]:
+    """Whether a path is in scope: it equals a spec, lies under a spec
+    directory, or matches a spec glob. Built once per pass: a path costs a
+    set lookup per folder above it plus one regex over all globs, not a
+    comparison with every spec (100,000 specs took 44 s over 5 files)."""
+    specs = {spec.strip("/") for spec in pathspecs}
+    if specs & {"", "."}:
+        return lambda path: True
+    globs = sorted(spec for spec in specs if any(c in spec for c in "*?["))
+    glob = re.compile("|".join(fnmatch.translate(g) for g in globs)).match if globs else None
+
+    def matches(path: str) -> bool:
+        folder = path
+        while True:
+            if folder in specs:
+                return True
+            if "/" not in folder:
+                return glob is not None and glob(path) is not None
+            folder = folder.rpartition("/")[0]
+    return matches
 
 
 def decode_text(data: bytes) -> str:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from ctxls import __version__
-from ctxls.index.discovery import (STORE_DIR_NAME, DiscoveryOptions, Skipped, decode_text,
-                                   ignored_paths, looks_binary, read_file, relative_path,
-                                   replace_lone_surrogates)
+from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
+                                   decode_text, ignored_paths, looks_binary, read_file,
+                                   relative_path, replace_lone_surrogates)
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, InvalidParams, MemoryUnavailable, OutsideRoot,
                                 StalePointer, StoreUnavailable)
@@ -284,6 +284,9 @@ class Engine:
     def index(self, pathspecs: list[str] | None = None, force: bool = False,
               progress: ProgressCallback | None = None) -> IndexStats:
         """An explicit pass; a forced one re-chunks everything and logs no edits."""
+        if pathspecs is not None and len(pathspecs) > MAX_PATHSPECS:
+            raise InvalidParams("paths", f"must hold at most {MAX_PATHSPECS} pathspecs "
+                                "(none: the whole folder)")
         return self._pass(pathspecs, force, not force, progress, None)
 
     def _pass(self, pathspecs, force, log_edits, progress, cancel) -> IndexStats:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
-                                   discover, looks_binary, matches_pathspecs, read_source,
+                                   discover, looks_binary, pathspec_matcher, read_source,
                                    stat_signature)
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ParsedFile, content_hash
@@ -99,9 +99,9 @@ class Indexer:
         discovered = discover(self.root, self.wanted)
         listing = discovered.paths
         self._resolver = ImportResolver(listing)
-        in_scope = [p for p in listing if pathspecs is None or matches_pathspecs(p, pathspecs)]
-        skipped = {s.path: s.reason for s in discovered.skipped
-                   if pathspecs is None or matches_pathspecs(s.path, pathspecs)}
+        in_scope_path = (lambda path: True) if pathspecs is None else pathspec_matcher(pathspecs)
+        in_scope = [p for p in listing if in_scope_path(p)]
+        skipped = {s.path: s.reason for s in discovered.skipped if in_scope_path(s.path)}
         buffers = self._open_buffers()
         states = self.store.file_states()
         stats.files = len(in_scope)
@@ -157,12 +157,12 @@ class Indexer:
             self.skipped = skipped
         else:
             self.skipped = {p: r for p, r in self.skipped.items()
-                            if not matches_pathspecs(p, pathspecs)} | skipped
+                            if not in_scope_path(p)} | skipped
 
         listed = set(listing)
         stale = [p for p in states
                  if p not in listed and p not in buffers
-                 and (pathspecs is None or matches_pathspecs(p, pathspecs))]
+                 and in_scope_path(p)]
         if stale:
             with self.store.write() as conn:
                 for path in stale:
