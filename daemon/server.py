@@ -570,13 +570,21 @@ async def on_did_save(ls: CtxlsServer, params: types.DidSaveTextDocumentParams) 
 
 @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 async def on_watched_files(ls: CtxlsServer, params: types.DidChangeWatchedFilesParams) -> None:
-    by_engine: dict[Engine, list[str]] = {}
-    for change in params.changes:
-        target = ls.engine_for(change.uri)
-        if target is not None and not ls.workspaces.is_loose(target[0]):
-            by_engine.setdefault(target[0], []).append(target[1])
+    # Off the event loop: each URI costs a path resolution, and a checkout can
+    # report 100,000 files at once (200,000 held every request for 29 s).
+    by_engine = await asyncio.to_thread(watched_paths, ls.workspaces, params.changes)
     for engine, paths in by_engine.items():
         await asyncio.to_thread(engine.files_changed_on_disk, paths)
+
+
+def watched_paths(workspaces: Workspaces, changes: list[types.FileEvent]) -> dict[Engine, list[str]]:
+    """The changed files of each folder (files outside every folder: none)."""
+    by_engine: dict[Engine, list[str]] = {}
+    for change in changes:
+        target = workspaces.folder_for_uri(change.uri)
+        if target is not None:
+            by_engine.setdefault(target[0], []).append(target[1])
+    return by_engine
 
 
 # -- standard queries -------------------------------------------------------------------

@@ -86,21 +86,29 @@ class Workspaces:
 
     def for_uri(self, uri: str) -> tuple[Engine, str] | None:
         """(engine, repo-relative path) for a document URI; the deepest folder
-        wins. None for a URI that names no local file (``uris.local_path``)."""
+        wins, the buffers-only engine for a file outside every folder. None for
+        a URI that names no local file (``uris.local_path``)."""
         fs_path = local_path(uri)
         if fs_path is None:
             return None
+        return self.folder_for_path(fs_path) or (self.loose, self.loose.relative(fs_path))
+
+    def folder_for_uri(self, uri: str) -> tuple[Engine, str] | None:
+        """``for_uri`` within the workspace folders only (None outside them);
+        safe in a worker thread."""
+        fs_path = local_path(uri)
+        return self.folder_for_path(fs_path) if fs_path is not None else None
+
+    def folder_for_path(self, fs_path: str) -> tuple[Engine, str] | None:
         best: tuple[Engine, str] | None = None
-        for root, engine in self.engines.items():
+        for root, engine in list(self.engines.items()):  # a copy: folders may come and go
             try:
                 rel = engine.relative(fs_path)
             except OutsideRoot:
                 continue
             if best is None or len(str(root)) > len(str(best[0].root)):
                 best = (engine, rel)
-        if best is not None:
-            return best
-        return self.loose, self.loose.relative(fs_path)
+        return best
 
     def close(self) -> None:
         for engine in self.engines.values():
