@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ctxls import __version__
-from ctxls.index.discovery import STORE_DIR_NAME, find_root
+from ctxls.index.discovery import STORE_DIR_NAME, find_root, too_broad_root
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES
 from ctxls.index.semantic import embedding_progress_text
@@ -78,6 +78,9 @@ def resolve_root(explicit: str | None, creates: bool) -> Path:
                            f"{STORE_DIR_NAME}/ or .git); create one with `ctxls index` in the "
                            "repository's top folder, or pass --root")
         root = found or Path.cwd().resolve()
+    if (broad := too_broad_root(root)) is not None:
+        raise CliError(f"{root} {broad}; not indexed: pass --root with a project's folder",
+                       EXIT_USAGE)
     if not creates and not has_index(root):
         raise CliError(f"{root} has no index yet; create one with `ctxls index --root {root}` "
                        f"(or keep one warm: `ctxls serve --root {root} --socket`)")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
 
-from ctxls.index.discovery import DiscoveryOptions
+from ctxls.index.discovery import DiscoveryOptions, too_broad_root
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import OutsideRoot
 
@@ -48,6 +48,10 @@ class Workspaces:
         if not root.is_dir():
             # Never created: a client must not make the daemon write folders anywhere.
             self.problems.append(f"ctxls: workspace folder {root} is not a folder; not indexed")
+            return None
+        if (broad := too_broad_root(root)) is not None:
+            self.problems.append(f"ctxls: workspace folder {root} {broad}; not indexed "
+                                 "(open a project's folder)")
             return None
         engine = Engine(root, engine_options(self.options, root, single_root,
                                              holds_memory=not self.engines))

@@ -46,6 +46,19 @@ def find_root(start: Path) -> Path | None:
     return None
 
 
+def too_broad_root(root: Path) -> str | None:
+    """Why ``root`` (resolved) is no folder to index, or None. The filesystem
+    root would walk every mounted disk, /proc and /sys, and write
+    ``/.ctxls``; a home folder that is not a repository (nor indexed before)
+    walks every cache and download in it. The daemon refuses such a
+    workspace folder and the CLI such a root, saying so."""
+    if root.parent == root:
+        return "is the filesystem root"
+    if root == Path.home().resolve() and not any((root / m).exists() for m in ROOT_MARKERS):
+        return "is the home folder, and not a repository (no .git or .ctxls in it)"
+    return None
+
+
 @dataclass(frozen=True)
 class DiscoveryOptions:
     include: tuple[str, ...] = DEFAULT_INCLUDE  # extensions without the dot

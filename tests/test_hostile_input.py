@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
 
 from conftest import SAMPLE_FILES, write_tree
 from rawrpc import RawConnection, StdioDaemon, socket_connection
@@ -137,6 +138,41 @@ def test_a_workspace_folder_that_does_not_exist_is_not_created(stdio_daemon, tmp
     status = stdio_daemon.conn.request("ctxls/status", {}, "status")["result"]
     assert status["files"] == 5 and "folders" not in status
     assert not (tmp_path / "never").exists()
+
+
+async def test_the_filesystem_root_or_a_bare_home_folder_is_refused_as_a_workspace(
+        tmp_path: Path, monkeypatch):
+    """Opened on `/`, the daemon created `/.ctxls` and walked every disk,
+    /proc and /sys; on a home folder, every cache in it. Both are refused
+    with a message (a home folder that is a repository is indexed), and so
+    is `--root` naming them on the command line."""
+    from conftest import serve
+
+    home = tmp_path / "home"
+    write_tree(home, {"notes.py": "def home_fn():\n    pass\n"})
+    monkeypatch.setenv("HOME", str(home))
+    store_before = Path("/.ctxls").exists()
+    async with serve(Path("/")) as s:
+        status = await s.request("ctxls/status")
+        assert status["files"] == 0 and status["root"] == "" and status["complete"]
+        await s.request("ctxls/remember", {"id": "k", "text": "kept"})
+        assert (await s.request("ctxls/get", {"id": "k"}))["text"] == "kept"
+        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(
+                added=[types.WorkspaceFolder(home.as_uri(), "home")], removed=[])))
+        assert (await s.request("ctxls/status"))["files"] == 0
+        texts = [m.message for m in s.client.messages]
+        assert any("/ is the filesystem root; not indexed" in t for t in texts), texts
+        assert any(f"{home} is the home folder" in t for t in texts), texts
+    assert Path("/.ctxls").exists() == store_before and not (home / ".ctxls").exists()
+    for root in ("/", str(home)):
+        refused = subprocess.run([*CTXLS, "index", "--root", root], capture_output=True,
+                                 text=True, timeout=60)
+        assert refused.returncode == 2 and "not indexed" in refused.stderr, refused.stderr
+    subprocess.run(["git", "init", "-q", str(home)], check=True)
+    indexed = subprocess.run([*CTXLS, "index", "--root", str(home)], capture_output=True,
+                             text=True, timeout=120)
+    assert indexed.returncode == 0, indexed.stderr
 
 
 @pytest.mark.parametrize("pattern", ["**/[z-a]", "\\", "!"])
