@@ -306,8 +306,9 @@ def read_issue(text: str) -> IssueText:
     for match in _URL_PATH.finditer(text):
         # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
         # whose tail is the repository's file.
-        if _PATH.fullmatch(match.group(1).rsplit("/", 1)[-1]):
-            _add(paths, match.group(1))
+        url_path = match.group(1).rstrip(".,;:!")  # a sentence's end is not the path's
+        if _PATH.fullmatch(url_path.rsplit("/", 1)[-1]):
+            _add(paths, url_path)
     code_text = "\n".join(code)
     for block in [code_text, text]:
         for match in _FROM_IMPORT.finditer(block):

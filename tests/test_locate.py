@@ -578,13 +578,16 @@ def test_pytest_runs_and_warnings_give_frames_messages_and_paths():
 def test_windows_absolute_and_url_paths_in_prose_are_read_whole():
     issue = read_issue("Seen in C:\\work\\shop\\src\\shop\\utils\\helpers.py and in\n"
                        "/home/me/shop/src/shop/cart.py, see "
-                       "https://github.com/acme/shop/blob/main/src/shop/compat/json/decoder.py#L2\n")
+                       "https://github.com/acme/shop/blob/main/src/shop/compat/json/decoder.py#L2\n"
+                       "It started with https://github.com/acme/shop/blob/v2/src/shop/cart.py.\n")
     assert issue.paths == ["C:\\work\\shop\\src\\shop\\utils\\helpers.py",
                            "/home/me/shop/src/shop/cart.py",
-                           "/acme/shop/blob/main/src/shop/compat/json/decoder.py"]
+                           "/acme/shop/blob/main/src/shop/compat/json/decoder.py",
+                           "/acme/shop/blob/v2/src/shop/cart.py"]
     index = PathIndex(list(SRC_LAYOUT_FILES))
     assert [index.resolve_path(p)[0] for p in issue.paths] == [
-        "src/shop/utils/helpers.py", "src/shop/cart.py", "src/shop/compat/json/decoder.py"]
+        "src/shop/utils/helpers.py", "src/shop/cart.py", "src/shop/compat/json/decoder.py",
+        "src/shop/cart.py"]
 
 
 @pytest.fixture
