@@ -498,14 +498,16 @@ def is_test_or_doc(path: str) -> bool:
 # Where a written path leaves the writer's machine for an installed package:
 # what follows is an import path (`site-packages/shop/cart.py` is `shop.cart`).
 _INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+_PYTHON_FILES = (".py", ".pyi", ".pyx")
 # A Python installation's standard library (`/usr/lib/python3.11/json/decoder.py`,
-# `C:\\Python311\\Lib\\logging\\__init__.py`, pyenv's and conda's alike) or code
+# `C:\Python311\Lib\logging\__init__.py`, pyenv's and conda's alike) or code
 # with no file (`<frozen runpy>`, `<string>`): never the repository's.
 _STDLIB_PATH = re.compile(r"(^|/)(lib|lib64)/python\d\.\d+/|(^|/)python\d+/lib/|(^|/)lib-python/"
                           r"|^<", re.I)
 
 
 def _in_standard_library(written: str) -> bool:
+    """A path into a Python installation's own library (not its site-packages)."""
     parts = written.replace("\\", "/").split("/")
     return (not any(p in _INSTALLED_DIRS or p.endswith(".egg") for p in parts)
             and _STDLIB_PATH.search("/".join(parts)) is not None)
@@ -539,7 +541,10 @@ class PathIndex:
         The standard library names none. Another absolute path names a file
         only by its whole repository path or a tail from an import root (a
         checkout elsewhere), not by a tail its own application happens to share
-        (``/home/me/app/utils/helpers.py`` is not ``src/shop/utils/helpers.py``)."""
+        (``/home/me/app/utils/helpers.py`` is not ``src/shop/utils/helpers.py``);
+        only Python's import roots are known, so other languages' absolute paths
+        (a Cargo registry's ``…/shop-0.1.0/src/de/mod.rs``) still name a file by
+        their longest unique tail."""
         normal = written.replace("\\", "/")
         parts = [p for p in normal.split("/") if p not in ("", ".")]
         installed = [i for i, part in enumerate(parts)
@@ -559,8 +564,8 @@ class PathIndex:
                 return None
             if len(found) != 1:
                 return None  # ambiguous tail
-            if (_is_absolute(normal) and found[0] != "/".join(tail)
-                    and self._from_import_root(tail) != found[0]):
+            if (_is_absolute(normal) and found[0].endswith(_PYTHON_FILES)
+                    and found[0] != "/".join(tail) and self._from_import_root(tail) != found[0]):
                 return None
             return found[0], len(tail)
         return None
@@ -572,12 +577,11 @@ class PathIndex:
         if not parts:
             return None
         stem, dot, extension = parts[-1].rpartition(".")
-        if dot and extension in ("py", "pyi") and all(p.isidentifier() for p in parts[:-1]):
-            module = [*parts[:-1]] + ([] if stem == "__init__" else [stem])
-            if module and all(p.isidentifier() for p in module):
-                found = self.resolver.resolve("", ImportRef(".".join(module), 0), "python")
-                if found is not None and posixpath.basename(found) == parts[-1]:
-                    return found
+        module = parts[:-1] + ([] if stem == "__init__" else [stem])
+        if dot and extension in ("py", "pyi") and module and all(p.isidentifier() for p in module):
+            found = self.resolver.resolve("", ImportRef(".".join(module), 0), "python")
+            if found is not None and posixpath.basename(found) == parts[-1]:
+                return found
         if len(parts) > 1 and parts[0].isidentifier():
             package = self.resolver.resolve("", ImportRef(parts[0], 0), "python")
             if package is not None and posixpath.basename(package).startswith("__init__."):

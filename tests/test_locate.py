@@ -539,6 +539,12 @@ def test_installed_and_standard_library_paths_name_only_the_projects_own_files()
         assert index.resolve_path(written) is None, written
     # Written relative, a tail still names its file.
     assert index.resolve_path("utils/helpers.py") == ("src/shop/utils/helpers.py", 2)
+    # Import roots are Python's: another language's absolute path (a Cargo
+    # registry's copy of a workspace crate) still names its file by its tail.
+    crates = PathIndex(["shop/src/de/mod.rs", "shop_derive/src/lib.rs"])
+    assert crates.resolve_path(
+        "/home/me/.cargo/registry/src/index.crates.io-6f17/shop-0.1.0/src/de/mod.rs") == (
+        "shop/src/de/mod.rs", 3)
 
 
 def test_pytest_runs_and_warnings_give_frames_messages_and_paths():
