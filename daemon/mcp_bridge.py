@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -28,6 +29,7 @@ from ctxls import __version__
 from ctxls.daemon.cli import (PLAIN, _human_locate, _impact_lines, _status_lines, body_line,
                               format_hits_human)
 from ctxls.daemon.client import EngineAccess
+from ctxls.daemon.mcp_stdio import serve_stdio
 from ctxls.index.errors import EngineError, InvalidParams
 
 # Parameter types the tools share (the protocol's kinds and modes).
@@ -355,7 +357,7 @@ def build_mcp(bridge: Bridge) -> MCPServer:
 def run_mcp(root: Path, use_daemon: bool = True) -> int:
     bridge = Bridge(root, use_daemon)
     try:
-        build_mcp(bridge).run("stdio")
+        anyio.run(serve_stdio, build_mcp(bridge))
     finally:
         bridge.close()
     return 0

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -652,3 +654,49 @@ async def test_mcp_errors_all_say_ctxls_error(repo: Path):
                 "ctxls error -32602: invalid param 'query': must be at most 10000 characters")
             status = await session.call_tool("status", {"format": "json"})
             assert not status.is_error
+
+
+def test_the_mcp_bridge_answers_every_request_it_cannot_read(repo: Path):
+    """The SDK's stdio transport dropped a line it could not read without a
+    word: not JSON, a batch, params that are a list or hold a lone surrogate,
+    an id of null or 1.5 (read as a notification). The agent waited forever
+    for those requests' answers."""
+    process = subprocess.Popen([*CTXLS, "mcp", "--root", str(repo), "--no-daemon"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, env={**os.environ, "CTXLS_LOG": "ERROR"})
+
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout],
+                     daemon=True).start()
+
+    def ask(raw: bytes) -> dict:
+        process.stdin.write(raw + b"\n")
+        process.stdin.flush()
+        return json.loads(lines.get(timeout=30))  # queue.Empty: no answer
+
+    try:
+        init = ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"}}}).encode())
+        assert "result" in init, init
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        call = b'{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":%s}'
+        for raw, msg_id, code, words in [
+                (b"not json", None, -32700, "parse error"),
+                (b'{"jsonrpc":"2.0","id":1,"method":"tools/list"} and more', None, -32700, "parse"),
+                (b'[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]', None, -32600, "batches"),
+                (b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}', None, -32600, "id must"),
+                (b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', None, -32600, "id must"),
+                (b'{"jsonrpc":"1.0","id":3,"method":"tools/list"}', 3, -32600, "2.0"),
+                (call % (b"4", b"[1,2]"), 4, -32602, "params must be an object"),
+                (call % (b'"five"', b'{"name":"recall","arguments":{"query":"\\ud800"}}'), "five",
+                 -32602, "'params.arguments.query': must not contain unpaired surrogates")]:
+            reply = ask(raw)
+            assert reply["id"] == msg_id and reply["error"]["code"] == code, (raw, reply)
+            assert words in reply["error"]["message"], (raw, reply)
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/nope","params":[1]}\n')
+        tools = ask(b'{"jsonrpc":"2.0","id":6,"method":"tools/list"}')
+        assert tools["id"] == 6 and any(t["name"] == "recall" for t in tools["result"]["tools"])
+    finally:
+        process.kill()
+        process.wait()
