@@ -1,5 +1,6 @@
 """Attacker sweep of the real `ctxls serve` (issue 15, BENCHMARKS.md "Attacker
-sweep, fifth session"): the two mechanical probe families, re-runnable.
+sweep, fifth session" and "Hardening, sixth session"): the mechanical probe
+families, re-runnable.
 
 1. params: every custom request with each param replaced by a bad value
    (null, wrong types, negative, huge, fractional, path text, 5,000
@@ -7,6 +8,18 @@ sweep, fifth session"): the two mechanical probe families, re-runnable.
 2. uris: every document request, ctxls/impact, get/node/related/index, and a
    didSave/didClose/watched-file event, for URIs and paths outside the root,
    through links out of it, percent-encoded and with other schemes.
+
+Sixth session (each checks its own rule, see ``sixth_session``):
+
+3. answers: three 6 MiB facts recalled, listed and paged with bodies: every
+   answer at most the 16 MiB body bound (plus its JSON), `truncated` set;
+4. edits: 20,000 incremental edits of a 900 KB buffer in one didChange (a
+   status must answer after them), then an inverted range (the buffer keeps
+   its last good text);
+5. floods: 3,000 pipelined recalls (all answered), a watched-files event of
+   200,000 files, `ctxls/index` with 100,000 pathspecs (-32602);
+6. names: a file whose name is not UTF-8 (skipped; the pass completes);
+7. mcp: lines the MCP SDK cannot read, each answered by `ctxls mcp`.
 
 The repository carries links out of its root to files holding a marker
 (tests/test_symlinks.py). Every probe is time-boxed; a probe fails when it
@@ -19,10 +32,13 @@ Usage: .venv/bin/python bench/attack_sweep.py   (prints a JSON report; exit 1 on
 from __future__ import annotations
 
 import json
+import os
 import queue
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -110,6 +126,144 @@ def uri_probes(root: Path, outside: Path):
         yield "ctxls/recall", {"query": f"{MARKER}_fn root bash deploy FOO_URL", "body": True}
 
 
+def timed_request(conn, method: str, params, msg_id: str, timeout: float = 600.0) -> tuple[dict, float]:
+    started = time.monotonic()
+    try:
+        reply = conn.request(method, params, msg_id, timeout=timeout)
+    except queue.Empty:
+        reply = {"no answer": True}
+    return reply, round(time.monotonic() - started, 2)
+
+
+def sixth_session(root: Path, daemon) -> tuple[dict, list[dict]]:
+    """Families 3-6 on the running daemon: (measurements, failures)."""
+    conn, measured, failures = daemon.conn, {}, []
+
+    def check(family: str, ok: bool, what: str, detail) -> None:
+        if not ok:
+            failures.append({"family": family, "problem": what, "detail": json.dumps(detail)[:300]})
+
+    # 3. answers
+    line = "x" * 70 + "\n"
+    for i in range(3):
+        text = f"bulky sweep fact {i}\n" + line * (6 * 1024 * 1024 // len(line))
+        conn.request("ctxls/remember", {"id": f"bulk{i}", "text": text}, f"bulk{i}", timeout=120)
+    for method, params in (("ctxls/recall", {"query": "bulky sweep fact", "kind": "fact", "n": 200,
+                                              "body": True}),
+                           ("ctxls/recentMemory", {"n": 200, "body": True, "kind": "fact"}),
+                           ("ctxls/enumerate", {"kind": "fact", "limit": 1000, "body": True})):
+        reply, seconds = timed_request(conn, method, params, f"answer-{method}")
+        size = len(json.dumps(reply))
+        measured[f"answer {method}"] = {"bytes": size, "seconds": seconds,
+                                        "truncated": (reply.get("result") or {}).get("truncated")}
+        check("answers", "result" in reply and size < 17 * 1024 * 1024
+              and reply["result"].get("truncated") is True, "answer over the bound", measured)
+    conn.request("ctxls/forget", {"idPrefix": "bulk"}, "bulk-forget")
+
+    # 4. edits
+    uri = (root / "pkg" / "sweep_big.py").as_uri()
+    text = "x = 1\n" * 150_000
+    conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": text}}})
+    edits = [{"range": {"start": {"line": 140_000 - i % 1000, "character": 0},
+                        "end": {"line": 140_000 - i % 1000, "character": 1}}, "text": "y"}
+             for i in range(20_000)]
+    conn.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": uri, "version": 2}, "contentChanges": edits}})
+    reply, seconds = timed_request(conn, "ctxls/status", {}, "after-edits")
+    measured["status after 20,000 edits of a 900 KB buffer"] = seconds
+    check("edits", "result" in reply, "no answer after the edits", reply)
+    conn.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+        "textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"range": {
+            "start": {"line": 5, "character": 0}, "end": {"line": 1, "character": 0}},
+            "text": "lost"}]}})
+    conn.send({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {
+        "textDocument": {"uri": uri}}})
+
+    # 5. floods
+    started = time.monotonic()
+    for i in range(3000):
+        conn.send({"jsonrpc": "2.0", "id": f"flood{i}", "method": "ctxls/recall",
+                   "params": {"query": "session retry", "kind": "code"}})
+    answered = 0
+    while answered < 3000:
+        try:
+            if str(conn.reply(timeout=120).get("id", "")).startswith("flood"):
+                answered += 1
+        except queue.Empty:
+            break
+    measured["3,000 pipelined recalls answered"] = {"answered": answered,
+                                                    "seconds": round(time.monotonic() - started, 2)}
+    check("floods", answered == 3000, "a flooded request got no answer", answered)
+    conn.send({"jsonrpc": "2.0", "method": "workspace/didChangeWatchedFiles", "params": {
+        "changes": [{"uri": (root / f"gone{i}.py").as_uri(), "type": 2} for i in range(200_000)]}})
+    reply, seconds = timed_request(conn, "ctxls/status", {}, "after-watched")
+    measured["status after a 200,000-file watched event"] = seconds
+    check("floods", "result" in reply, "no answer after the watched event", reply)
+    reply, seconds = timed_request(conn, "ctxls/index", {"paths": [f"p{i}" for i in range(100_000)]},
+                                   "index-specs")
+    measured["index with 100,000 pathspecs"] = {"seconds": seconds, "code": reply.get("error", {}).get("code")}
+    check("floods", reply.get("error", {}).get("code") == -32602, "pathspecs not bounded", reply)
+
+    # 6. names (the file was planted before the daemon started)
+    status = conn.request("ctxls/status", {}, "names")["result"]
+    reasons = {f["path"]: f["reason"] for f in status["skipped"]["files"]}
+    check("names", status["complete"] and "indexError" not in status
+          and reasons.get("caf\ufffd.py") == "name not UTF-8", "a name not UTF-8 broke the pass",
+          status.get("indexError") or reasons)
+    return measured, failures
+
+
+MCP_LINES = [b"not json", b'{"jsonrpc":"2.0","id":1,"method":"tools/list"} more',
+             b'[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]', b"[]",
+             b'{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+             b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}',
+             b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}',
+             b'{"jsonrpc":"2.0","id":true,"method":"tools/list"}',
+             b'{"jsonrpc":"1.0","id":3,"method":"tools/list"}', b'{"id":4,"method":"tools/list"}',
+             b'{"jsonrpc":"2.0","id":5}',
+             b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":[1,2]}',
+             b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"recall",'
+             b'"arguments":{"query":"\\ud800"}}}',
+             b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":' + b"[" * 100_000
+             + b"]" * 100_000 + b"}", b"\xff\xfe garbage",
+             b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"tools/list"}']
+
+
+def mcp_sweep(root: Path) -> tuple[dict, list[dict]]:
+    """Family 7: every line `ctxls mcp` gets must be answered, and it serves on."""
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "mcp", "--root", str(root),
+                                "--no-daemon"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, env={**os.environ, "CTXLS_LOG": "ERROR"})
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(out) for out in process.stdout], daemon=True).start()
+    failures = []
+
+    def ask(raw: bytes) -> dict | None:
+        process.stdin.write(raw + b"\n")
+        process.stdin.flush()
+        try:
+            return json.loads(lines.get(timeout=TIMEOUT_S))
+        except queue.Empty:
+            return None
+
+    ask(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "sweep", "version": "1"}}}).encode())
+    process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+    for raw in MCP_LINES:
+        reply = ask(raw)
+        if reply is None or "error" not in reply:
+            failures.append({"family": "mcp", "problem": "no error answer", "line": raw[:80].decode(
+                "utf-8", "replace"), "reply": json.dumps(reply)[:200]})
+    alive = ask(b'{"jsonrpc":"2.0","id":"alive","method":"tools/list"}')
+    if alive is None or "result" not in alive:
+        failures.append({"family": "mcp", "problem": "the bridge stopped serving"})
+    process.kill()
+    process.wait()
+    return {"mcp lines": len(MCP_LINES)}, failures
+
+
 def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="ctxls-sweep-"))
     root = base / "repo"
@@ -117,6 +271,8 @@ def main() -> int:
     write_tree(root, SAMPLE_FILES)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     outside = plant_links(base, root)
+    with open(os.fsencode(root) + b"/caf\xe9.py", "w") as planted:  # a name not UTF-8
+        planted.write("def latin_fn():\n    return 2\n")
     daemon = StdioDaemon(root, {"socket": True})
     daemon.wait_indexed()
     conn = daemon.conn
@@ -148,6 +304,13 @@ def main() -> int:
             if not daemon.alive():
                 break
         report["families"][family] = sent
+    if daemon.alive():
+        measured, failures = sixth_session(root, daemon)
+        report["sixth"] = measured
+        report["failures"] += failures
+    measured, failures = mcp_sweep(root)
+    report["sixth"] = report.get("sixth", {}) | measured
+    report["failures"] += failures
     alive = daemon.alive()
     seed = conn.request("ctxls/get", {"id": "seed"}, "check-seed") if alive else {}
     stash = conn.request("ctxls/peek", {"id": "s1"}, "check-stash") if alive else {}
