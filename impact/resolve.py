@@ -177,6 +177,8 @@ class Resolver:
         self._receivers: dict[tuple[str, int], Receiver] = {}
         self._import_resolver: index_view.Imports | None = None
         self._scopes: dict[tuple[str, int, str], set[Receiver]] = {}
+        self._returns: dict[tuple[str, str], Receiver | None] = {}
+        self._attributes: dict[tuple[str, int, str], Receiver | None] = {}
         self._go_module: str | None = None
 
     # -- files and the index -------------------------------------------------
@@ -344,6 +346,12 @@ class Resolver:
             return self._own_class("super", sf, site)
         callee = syntax.callee_of(family, node)
         if family is PYTHON and callee is not None and syntax.text_of(callee) == "super":
+            arguments = node.child_by_field_name("arguments")
+            first = arguments.named_child(0) if arguments is not None and arguments.named_child_count else None
+            named = self.class_of(self.bare_ref_at(sf, syntax.text_of(first), first.start_point.row)) \
+                if first is not None and syntax.is_identifier(first) else None
+            if named is not None:  # super(C, self): the bases of C, wherever it is called
+                return Receiver("super", named)
             return self._own_class("super", sf, site)
         if syntax.is_identifier(node):
             name = syntax.text_of(node)
@@ -357,6 +365,12 @@ class Resolver:
             if local is not None:
                 return local
             return self._receiver_of(self.bare_ref_at(sf, name, site.start_point.row))
+        if family is PYTHON and kind == "attribute":
+            owner, attribute = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+            if owner is not None and attribute is not None and syntax.text_of(owner) in family.self_names:
+                held = self._self_attribute(sf, site, syntax.text_of(attribute))
+                if held is not None:  # self.engine.step(), self.engine = Engine() in the class
+                    return held
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
             return self._receiver_of(self.dotted_ref(sf, syntax.text_of(node)))
         return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
@@ -448,6 +462,9 @@ class Resolver:
             return self._annotated(sf, annotation) if annotation is not None else UNKNOWN_RECEIVER
         if not syntax.is_bound(family, name_node) and not syntax.declares(family, name_node):
             return None
+        if parent.type == "assignment" and parent.child_by_field_name("type") is not None \
+                and syntax.field_of(name_node) == "left":  # `x: C = make()`: the annotation says
+            return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
         value = _assigned_value(name_node)
         return self._value_of(sf, value) if value is not None else UNKNOWN_RECEIVER
 
@@ -479,15 +496,88 @@ class Resolver:
             cls = self._go_type(sf, package, syntax.text_of(type_node))
             return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
         callee = syntax.callee_of(family, value)  # C(...), new C()
+        if family is PYTHON and callee is not None and callee.type == "attribute":
+            owner, attribute = callee.child_by_field_name("object"), callee.child_by_field_name("attribute")
+            if owner is not None and attribute is not None and syntax.text_of(owner) in family.self_names:
+                held = self._self_attribute(sf, callee, syntax.text_of(attribute))
+                if held is not None and held.kind == "class":  # self.backend() of `backend = Store`
+                    return Receiver("instance", held.cls)
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
             ref = self.bare_ref_at(sf, called, callee.start_point.row)
             made = self.class_of(ref)
             if made:
                 return Receiver("instance", made)
+            returned = self._returned(ref) if family is PYTHON else None
+            if returned is not None:  # `make()` of `def make() -> C`
+                return returned
             if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
         return UNKNOWN_RECEIVER
+
+    def _returned(self, ref: Ref) -> Receiver | None:
+        """What a call of the function ``ref`` returns, when its return
+        annotation names one class (None: not a function, not annotated)."""
+        if ref.kind != "definition" or self.kind_of(ref) != "function" or ref.path is None:
+            return None
+        key = (ref.path, f"{ref.symbol}()")
+        if key not in self._returns:
+            returned: Receiver | None = None
+            sf = self.source(ref.path)
+            definition = next((d for d in self.definitions_named(ref.symbol or "")
+                               if d.path == ref.path and d.symbol == ref.symbol), None)
+            node = self.declaration(sf, definition) if definition is not None else None
+            annotation = node.child_by_field_name("return_type") if node is not None else None
+            if sf is not None and annotation is not None:
+                returned = self._annotated(sf, annotation)
+            self._returns[key] = returned
+        return self._returns.get(key)
+
+    def _self_attribute(self, sf: SourceFile, site: Node, attribute: str) -> Receiver | None:
+        """What ``self.attribute`` holds in the class around ``site``, when
+        every assignment to it in that class (``self.x = C()``, ``self.x = x``
+        of a parameter ``x: C``, ``x: C`` in the class body) gives one class;
+        ``None`` placeholders aside. None: no such assignment, or several types."""
+        family = sf.family
+        assert family is not None
+        _, class_node = syntax.enclosing_class(family, site)
+        if class_node is None:
+            return None
+        key = (sf.path, class_node.id, attribute)
+        if key in self._attributes:
+            return self._attributes[key]
+        self._attributes[key] = None  # `self.x = self.x.y`: no cycle
+        found: set[Receiver] = set()
+        rows = range(class_node.start_point.row, class_node.end_point.row + 1)
+        for row, start, end in sf.occurrences(attribute, rows):
+            node = sf.node_at(row, start, end)
+            if node is None or not syntax.is_identifier(node) or node.parent is None:
+                continue
+            on_self = node.parent.type == "attribute"
+            target = node.parent if on_self else node
+            if on_self:
+                owner = target.child_by_field_name("object")
+                if owner is None or syntax.text_of(owner) not in family.self_names \
+                        or syntax.field_of(node) != "attribute":
+                    continue
+            elif syntax.enclosing_class(family, node)[1] is None \
+                    or any(a.type in family.functions for a in syntax.ancestors(node)):
+                continue  # a bare name counts only as a declaration in the class body
+            assignment = target.parent
+            if assignment is None or assignment.type != "assignment" or syntax.field_of(target) != "left" \
+                    or syntax.enclosing_class(family, node)[1].id != class_node.id:  # type: ignore[union-attr]
+                continue
+            annotation = assignment.child_by_field_name("type")
+            value = assignment.child_by_field_name("right")
+            if annotation is not None:
+                found.add(self._annotated(sf, annotation))
+            elif value is not None and value.type != "none":
+                found.add(self.receiver(sf, value, value) if syntax.is_identifier(value)
+                          else self._value_of(sf, value))
+        known = found - {UNKNOWN_RECEIVER}
+        result = next(iter(known)) if len(found) == 1 and known else None
+        self._attributes[key] = result
+        return result
 
     def _class_named(self, sf: SourceFile, name: str) -> ClassId | None:
         """The class ``name`` refers to in ``sf``, if it is one."""
@@ -660,13 +750,15 @@ class Resolver:
     def _bare_match(self, sf: SourceFile, name: str, targets: Targets) -> Match:
         ref = self.lookup_bare(sf, name)
         match = self._ref_match(ref, targets)
-        if match.verdict is not Verdict.CONFIRMED and ref.kind == "definition" and ref.path == sf.path \
-                and sf.family is PYTHON:
-            # Defined here and imported at module level too (`try: from speedups
-            # import escape / except ImportError: def escape`): either runs.
-            imported = sf.binding(name)
-            if imported is not None and imported.function is None:
-                other = _match_of(self._lookup_binding(sf, imported, imported.imported, 0), targets)
+        if match.verdict is Verdict.CONFIRMED or sf.family is not PYTHON:
+            return match
+        # Bound more than once at module level (`try: from a import f / except
+        # ImportError: from b import f`, or a fallback `def f`): a call may
+        # reach any of them, where the file's name is only the last.
+        imports = sf.module_bindings(name)
+        if len(imports) + (ref.kind == "definition" and ref.path == sf.path) > 1:
+            for binding in imports:
+                other = _match_of(self._lookup_binding(sf, binding, binding.imported, 0), targets)
                 if other.verdict is Verdict.CONFIRMED:
                     return other
         return match

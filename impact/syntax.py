@@ -646,6 +646,11 @@ class SourceFile:
                 found = binding
         return found
 
+    def module_bindings(self, local: str) -> list[Binding]:
+        """Every module-level import that binds ``local`` (``try: from a import f
+        / except ImportError: from b import f`` binds it twice)."""
+        return [b for b in self.bindings if b.local == local and not b.reexport and b.function is None]
+
     def function_binding(self, local: str, row: int) -> Binding | None:
         """The import in a function holding ``row`` that binds ``local``
         there (Python: an import in a function makes the name its local);

@@ -735,9 +735,14 @@ def test_an_import_inside_a_function_binds_the_name_there(make_engine):
 
 def test_a_name_both_imported_and_defined_at_module_level_calls_either(make_engine):
     """``try: from speedups import escape / except ImportError: def escape``
-    (click's ``_get_windows_console_stream``): a call may reach either one."""
+    (click's ``_get_windows_console_stream``), or two imports of one name: a
+    call may reach any of them."""
     engine = make_engine({
         "speedups.py": "def escape(s):\n    return s\n",
+        "fast.py": "def dumps(x):\n    return x\n",
+        "slow.py": "def dumps(x):\n    return str(x)\n",
+        "codec.py": ("try:\n    from fast import dumps\nexcept ImportError:\n    from slow import dumps\n\n\n"
+                     "def save(x):\n    return dumps(x)\n"),  # line 7
         "markup.py": (
             "try:\n"
             "    from speedups import escape\n"
@@ -753,6 +758,8 @@ def test_a_name_both_imported_and_defined_at_module_level_calls_either(make_engi
     })
     assert callers(analysis.analyze(engine, "escape", "speedups.py")) == {("markup.py", 8, "render", True)}
     assert callers(analysis.analyze(engine, "escape", "markup.py")) == {("markup.py", 8, "render", True)}
+    assert callers(analysis.analyze(engine, "dumps", "fast.py")) == {("codec.py", 7, "save", True)}
+    assert callers(analysis.analyze(engine, "dumps", "slow.py")) == {("codec.py", 7, "save", True)}
 
 
 def test_a_module_s_name_for_its_importers_is_its_module_level_import(make_engine):
@@ -767,3 +774,87 @@ def test_a_module_s_name_for_its_importers_is_its_module_level_import(make_engin
     })
     assert callers(analysis.analyze(engine, "dumps", "fast.py")) == {("app.py", 4, "save", True)}
     assert callers(analysis.analyze(engine, "dumps", "slow.py")) == {("compat.py", 5, "fallback", True)}
+
+
+def test_receivers_typed_by_annotations_returns_and_self_attributes(make_engine):
+    """What a type checker reads off the code: ``x: C = make()``, a call of
+    ``def make() -> C``, and ``self.engine`` assigned ``Engine()`` (or a
+    parameter ``engine: Engine``) in the class; a ``None`` placeholder aside."""
+    engine = make_engine({
+        "engine.py": ("class Engine:\n    def step(self):\n        return 1\n\n\n"
+                      "class Motor:\n    def step(self):\n        return 2\n\n\n"
+                      "class Pump:\n    def step(self):\n        return 3\n"),
+        "make.py": ("from engine import Engine, Motor\n\n\n"
+                    "def make() -> Engine:\n    return Engine()\n\n\n"
+                    "def build():\n    return Motor()\n"),
+        "use.py": (
+            "from engine import Engine, Motor\n"
+            "from make import make, build\n"
+            "\n"
+            "\n"
+            "def annotated():\n"
+            "    x: Engine = build()\n"
+            "    return x.step()\n"  # line 6: the annotation says Engine
+            "\n"
+            "\n"
+            "def returned():\n"
+            "    return make().step()\n"  # line 10: make() -> Engine
+            "\n"
+            "\n"
+            "class Holder:\n"
+            "    def __init__(self, motor: Motor):\n"
+            "        self.engine = None\n"
+            "        self.engine = Engine()\n"
+            "        self.motor = motor\n"
+            "\n"
+            "    def go(self):\n"
+            "        return self.engine.step() + self.motor.step()\n"  # line 20: Engine's, Motor's
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Engine.step")) == {
+        ("use.py", 6, "annotated", True), ("use.py", 10, "returned", True), ("use.py", 20, "Holder.go", True)}
+    assert callers(analysis.analyze(engine, "Motor.step")) == {("use.py", 20, "Holder.go", True)}
+    # Typed receivers of other classes are not Pump's callers, confirmed or not.
+    assert analysis.analyze(engine, "Pump.step").callers == []
+
+
+def test_super_of_a_named_class_and_a_class_held_in_a_class_attribute(make_engine):
+    """``super(Choice, self).copy()`` starts after Choice, whichever class it
+    is written in (django's forms); ``self.backend()`` of ``backend = Store``
+    makes a Store (django's session tests)."""
+    engine = make_engine({
+        "fields.py": (
+            "class Field:\n"
+            "    def copy(self):\n"
+            "        return 1\n"
+            "\n"
+            "\n"
+            "class Choice(Field):\n"
+            "    def copy(self):\n"
+            "        return 2\n"
+            "\n"
+            "\n"
+            "class ModelChoice(Choice):\n"
+            "    def copy(self):\n"
+            "        return super(Choice, self).copy()\n"  # line 12: Field's, skipping Choice's
+        ),
+        "store.py": "class Store:\n    def create(self):\n        return 1\n",
+        "tests.py": (
+            "from store import Store\n"
+            "\n"
+            "\n"
+            "class StoreTests:\n"
+            "    backend = Store\n"
+            "\n"
+            "    def test_create(self):\n"
+            "        self.session = self.backend()\n"
+            "        self.session.create()\n"  # line 8
+        ),
+        "other.py": ("class Other:\n    def create(self):\n        return 2\n\n\n"
+                     "class Another:\n    def create(self):\n        return 3\n\n\n"
+                     "class Third:\n    def create(self):\n        return 4\n"),
+    })
+    assert callers(analysis.analyze(engine, "Field.copy")) == {("fields.py", 12, "ModelChoice.copy", True)}
+    assert analysis.analyze(engine, "Choice.copy").callers == []
+    assert callers(analysis.analyze(engine, "Store.create")) == {("tests.py", 8, "StoreTests.test_create", True)}
+    assert analysis.analyze(engine, "Other.create").callers == []
