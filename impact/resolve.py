@@ -179,6 +179,7 @@ class Resolver:
         self._scopes: dict[tuple[str, int, str], set[Receiver]] = {}
         self._returns: dict[tuple[str, str], Receiver | None] = {}
         self._attributes: dict[tuple[str, int, str], Receiver | None] = {}
+        self._assignments: dict[tuple[str, int, str], list[Node]] = {}
         self._go_module: str | None = None
 
     # -- files and the index -------------------------------------------------
@@ -372,6 +373,9 @@ class Resolver:
                 if held is not None:  # self.engine.step(), self.engine = Engine() in the class
                     return held
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
+            assigned = self._assigned_attribute(sf, node, site)
+            if assigned is not None:  # `sys.stdout = Buffer()` then `sys.stdout.reset()`
+                return assigned
             return self._receiver_of(self.dotted_ref(sf, syntax.text_of(node)))
         return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
 
@@ -578,6 +582,44 @@ class Resolver:
         result = next(iter(known)) if len(found) == 1 and known else None
         self._attributes[key] = result
         return result
+
+    def _assigned_attribute(self, sf: SourceFile, node: Node, site: Node) -> Receiver | None:
+        """What the dotted attribute ``node`` (``a.b``) holds where the function
+        around ``site`` (else the module) last assigned it before ``site``, when
+        that is one class (a type checker narrows it there)."""
+        family = sf.family
+        assert family is not None and sf.tree is not None
+        dotted = "".join(syntax.text_of(node).split())
+        attribute = node.child_by_field_name("attribute")
+        if attribute is None:
+            return None
+        scope = next((a for a in syntax.ancestors(site) if a.type in family.functions), sf.tree.root_node)
+        key = (sf.path, scope.id, dotted)
+        if key not in self._assignments:
+            values: list[Node] = []  # the values assigned, in order
+            rows = range(scope.start_point.row, scope.end_point.row + 1)
+            for row, start, end in sf.occurrences(syntax.text_of(attribute), rows):
+                name = sf.node_at(row, start, end)
+                target = name.parent if name is not None else None
+                if target is None or target.type != "attribute" \
+                        or "".join(syntax.text_of(target).split()) != dotted:
+                    continue
+                assignment = target.parent
+                value = assignment.child_by_field_name("right") if assignment is not None else None
+                if assignment is not None and assignment.type == "assignment" and value is not None \
+                        and syntax.field_of(target) == "left" \
+                        and next((a for a in syntax.ancestors(target) if a.type in family.functions),
+                                 sf.tree.root_node).id == scope.id:
+                    values.append(value)
+            self._assignments[key] = values
+        last = None
+        for value in self._assignments[key]:
+            if value.end_byte <= site.start_byte:
+                last = value
+        if last is None or last.type == "none":
+            return None
+        held = self._value_of(sf, last)
+        return held if held != UNKNOWN_RECEIVER else None
 
     def _class_named(self, sf: SourceFile, name: str) -> ClassId | None:
         """The class ``name`` refers to in ``sf``, if it is one."""

@@ -858,3 +858,30 @@ def test_super_of_a_named_class_and_a_class_held_in_a_class_attribute(make_engin
     assert analysis.analyze(engine, "Choice.copy").callers == []
     assert callers(analysis.analyze(engine, "Store.create")) == {("tests.py", 8, "StoreTests.test_create", True)}
     assert analysis.analyze(engine, "Other.create").callers == []
+
+
+def test_an_attribute_assigned_in_the_function_holds_that_class(make_engine):
+    """``sys.stdout = HTMLStringO()`` then ``sys.stdout.reset()`` (werkzeug's
+    debug tests): the module attribute holds what the function put there."""
+    engine = make_engine({
+        "console.py": "class HTMLStringO:\n    def reset(self):\n        return ''\n",
+        "test_console.py": (
+            "import sys\n"
+            "\n"
+            "from console import HTMLStringO\n"
+            "\n"
+            "\n"
+            "def test_dump():\n"
+            "    old = sys.stdout\n"
+            "    sys.stdout = HTMLStringO()\n"
+            "    try:\n"
+            "        return sys.stdout.reset()\n"  # line 9
+            "    finally:\n"
+            "        sys.stdout = old\n"
+            "\n"
+            "\n"
+            "def test_other():\n"
+            "    return sys.stdout.reset()\n"  # line 15: the real stdout here
+        ),
+    })
+    assert callers(analysis.analyze(engine, "HTMLStringO.reset")) == {("test_console.py", 9, "test_dump", True)}
