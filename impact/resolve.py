@@ -284,9 +284,8 @@ class Resolver:
         if name in self.top_level(sf):
             return Ref("definition", path, name)
         binding = None
-        for candidate in sf.bindings:  # re-exports too; a module-level import before one in a function
-            if candidate.local == name and (binding is None or binding.function is not None
-                                            or candidate.function is None):
+        for candidate in sf.bindings:  # re-exports too; not an import in a function (its local)
+            if candidate.local == name and candidate.function is None:
                 binding = candidate
         if binding is not None:
             return self._lookup_binding(sf, binding, binding.imported, depth + 1)
@@ -376,7 +375,7 @@ class Resolver:
             assigned = self._assigned_attribute(sf, node, site)
             if assigned is not None:  # `sys.stdout = Buffer()` then `sys.stdout.reset()`
                 return assigned
-            return self._receiver_of(self.dotted_ref(sf, syntax.text_of(node)))
+            return self._receiver_of(self.dotted_ref(sf, syntax.text_of(node), site.start_point.row))
         return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
 
     def _receiver_of(self, ref) -> Receiver:
@@ -411,8 +410,8 @@ class Resolver:
         ``dict()``, ``**kwargs`` make builtin values."""
         family = sf.family
         assert family is not None and sf.tree is not None
-        if sf.binding(name) is not None:  # an import (maybe in the function) decides
-            return None
+        if sf.binding(name) is not None or sf.function_binding(name, site.start_point.row) is not None:
+            return None  # an import (maybe in the function) decides
         function = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
         module = sf.tree.root_node
         for scope in (function, module):
@@ -647,12 +646,14 @@ class Resolver:
                 return ClassId(home, name)
         return None
 
-    def dotted_ref(self, sf: SourceFile, dotted: str) -> Ref:
-        """What ``a.b.c`` made of names refers to in ``sf``: after Python's
-        ``import a.b.c`` the longest prefix that is an indexed module, then
-        the rest looked up in it; else ``a`` looked up, then the rest in it."""
+    def dotted_ref(self, sf: SourceFile, dotted: str, row: int | None = None) -> Ref:
+        """What ``a.b.c`` made of names refers to in ``sf`` (on line ``row``,
+        where an import in a function counts): after Python's ``import a.b.c``
+        the longest prefix that is an indexed module, then the rest looked up
+        in it; else ``a`` looked up, then the rest in it."""
         parts = "".join(dotted.split()).split(".")
-        root = sf.binding(parts[0])
+        root = (sf.function_binding(parts[0], row) if row is not None and sf.family is PYTHON else None) \
+            or sf.binding(parts[0])
         ref = UNKNOWN_REF
         rest: list[str] = []
         if sf.family is PYTHON and root is not None and root.package:
@@ -664,7 +665,8 @@ class Resolver:
                 if end == 1:
                     return EXTERNAL_REF if external else UNKNOWN_REF
         else:
-            ref, rest = self.lookup_bare(sf, parts[0]), parts[1:]
+            ref = self.bare_ref_at(sf, parts[0], row) if row is not None else self.lookup_bare(sf, parts[0])
+            rest = parts[1:]
         for part in rest:
             if ref.kind != "module" or ref.path is None:
                 return EXTERNAL_REF if ref.kind == "external" else UNKNOWN_REF

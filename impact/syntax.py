@@ -637,12 +637,12 @@ class SourceFile:
         return import_bindings(self.language, self.family, self.tree)
 
     def binding(self, local: str) -> Binding | None:
-        """The import that binds ``local`` in this file (the last one wins; a
-        module-level one before one in a function)."""
+        """The module-level import that binds ``local`` in this file (the last
+        one wins); an import in a function binds it in that function only
+        (:meth:`function_binding`)."""
         found = None
         for binding in self.bindings:
-            if binding.local == local and not binding.reexport \
-                    and (found is None or found.function is not None or binding.function is None):
+            if binding.local == local and not binding.reexport and binding.function is None:
                 found = binding
         return found
 

@@ -885,3 +885,30 @@ def test_an_attribute_assigned_in_the_function_holds_that_class(make_engine):
         ),
     })
     assert callers(analysis.analyze(engine, "HTMLStringO.reset")) == {("test_console.py", 9, "test_dump", True)}
+
+
+def test_an_import_in_one_function_is_not_a_local_of_the_same_name_in_another(make_engine):
+    """click's core.py imports ``command`` inside one function and names a
+    local ``command`` in others: those locals are not uses of the decorator."""
+    engine = make_engine({
+        "decorators.py": "def command(f):\n    return f\n",
+        "pkg/__init__.py": "",
+        "pkg/mod.py": "def run():\n    return 1\n",
+        "core.py": (
+            "def make():\n"
+            "    from decorators import command\n"
+            "    return command(1)\n"  # line 2
+            "\n"
+            "\n"
+            "def listing(multi):\n"
+            "    command = multi.get()\n"
+            "    return command\n"  # line 7: the local
+            "\n"
+            "\n"
+            "def dotted():\n"
+            "    import pkg.mod\n"
+            "    return pkg.mod.run()\n"  # line 12
+        ),
+    })
+    assert callers(analysis.analyze(engine, "command")) == {("core.py", 2, "make", True)}
+    assert callers(analysis.analyze(engine, "run")) == {("core.py", 12, "dotted", True)}
