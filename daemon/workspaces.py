@@ -4,6 +4,7 @@ one for buffers that lie outside every folder (served from the buffer only)."""
 from __future__ import annotations
 
 import logging
+import resource
 from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
@@ -34,6 +35,31 @@ def engine_options(options: InitOptions, root: Path, single_root: bool,
                          memory_url=options.memoryUrl if holds_memory else None)
 
 
+# Descriptors one folder's engine keeps open (SQLite connections with their
+# WAL and shm files: 12 measured) with some room, and those left for the
+# process itself (stdio, the socket, rg's pipes, files being read).
+FDS_PER_FOLDER = 16
+FDS_RESERVED = 128
+
+
+def folder_capacity() -> int:
+    """How many workspace folders fit in the open-file limit, raised first
+    to the hard limit (at most 65,536). Without a cap, a client adding
+    folders exhausted the descriptors: the folders already open then failed
+    every request with -32006 (their store could not open a connection)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        soft = 65_536
+    return max(1, (soft - FDS_RESERVED) // FDS_PER_FOLDER)
+
+
 class Workspaces:
     def __init__(self, options: InitOptions):
         self.options = options
@@ -48,6 +74,10 @@ class Workspaces:
         if not root.is_dir():
             # Never created: a client must not make the daemon write folders anywhere.
             self.problems.append(f"ctxls: workspace folder {root} is not a folder; not indexed")
+            return None
+        if len(self.engines) >= (capacity := folder_capacity()):
+            self.problems.append(f"ctxls: workspace folder {root} not indexed: {capacity} folders "
+                                 "are open, as many as this process's open-file limit allows")
             return None
         if (broad := too_broad_root(root)) is not None:
             self.problems.append(f"ctxls: workspace folder {root} {broad}; not indexed "

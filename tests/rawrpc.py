@@ -90,10 +90,11 @@ class RawConnection:
 class StdioDaemon:
     """`ctxls serve` over stdio, initialized on ``root``."""
 
-    def __init__(self, root: Path, options: dict | None = None, env: dict | None = None):
+    def __init__(self, root: Path, options: dict | None = None, env: dict | None = None,
+                 preexec_fn=None):
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ctxls.daemon.cli", "serve"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, preexec_fn=preexec_fn)
 
         def write(data: bytes) -> None:
             self.process.stdin.write(data)

@@ -177,6 +177,38 @@ async def test_the_filesystem_root_or_a_bare_home_folder_is_refused_as_a_workspa
     assert indexed.returncode == 0, indexed.stderr
 
 
+def test_workspace_folders_beyond_the_open_file_limit_are_refused_not_fatal(tmp_path: Path,
+                                                                          repo: Path):
+    """Each folder's engine keeps about 12 descriptors open: with a limit of
+    256, adding 60 folders exhausted them, and the folder already open then
+    answered every request -32006 (its store could not open a connection)."""
+    import resource
+
+    extra = []
+    for i in range(60):
+        folder = tmp_path / f"extra{i}"
+        write_tree(folder, {"m.py": f"def extra_fn_{i}():\n    return {i}\n"})
+        extra.append({"uri": folder.as_uri(), "name": folder.name})
+    daemon = StdioDaemon(repo, preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE,
+                                                                     (256, 256)))
+    try:
+        daemon.wait_indexed()
+        notify(daemon.conn, "workspace/didChangeWorkspaceFolders",
+               {"event": {"added": extra, "removed": []}})
+
+        def grown() -> dict | None:
+            status = daemon.conn.request("ctxls/status", {}, "grown")["result"]
+            return status if len(status.get("folders", [])) > 1 and status["complete"] else None
+
+        status = until(grown)
+        assert status and "storeError" not in status, status
+        assert len(status["folders"]) == (256 - 128) // 16  # the first folder and 7 others
+        assert code_hits(daemon.conn, "send_prepared")[0] == "pkg/session.py"
+        assert daemon.conn.request("ctxls/remember", {"id": "k", "text": "kept"}, "r")["result"] == {}
+    finally:
+        daemon.close()
+
+
 @pytest.mark.parametrize("pattern", ["**/[z-a]", "\\", "!"])
 def test_an_exclude_glob_git_cannot_read_is_reported_not_fatal_to_the_folder(repo: Path,
                                                                             pattern: str):
