@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import weakref
 from concurrent.futures import Future
 from typing import Any
 
@@ -73,8 +74,9 @@ class CtxlsProtocol(LanguageServerProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # uri -> the open document (pygls's TextDocument) that lost sync with its
-        # editor; a reopen makes a new document, which is in sync again.
-        self.out_of_sync: dict[str, Any] = {}
+        # editor; a reopen makes a new document, which is in sync again. Weak:
+        # a closed document's text is not kept alive here.
+        self.out_of_sync: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 
     def send_error(self, msg_id: Any, code: int, message: str, data: Any = None) -> None:
         """An error reply; a plain dict, so a null id is sent as null (JSON-RPC
