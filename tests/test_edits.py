@@ -12,9 +12,15 @@ from lsprotocol import types
 from ctxls.daemon.edits import EditedText, EditOutOfRange
 
 
-def reference_edit(text: str, start: tuple[int, int], end: tuple[int, int], new_text: str) -> str:
-    """LSP's rules spelled out: lines end at \\n, \\r\\n, \\r; a column (UTF-16)
-    past a line's end is that end; a line past the last is the text's end."""
+UNITS = {"utf-8": lambda c: len(c.encode("utf-8")), "utf-16": lambda c: 2 if ord(c) > 0xFFFF else 1,
+         "utf-32": lambda c: 1}
+
+
+def reference_edit(text: str, start: tuple[int, int], end: tuple[int, int], new_text: str,
+                   encoding: str = "utf-16") -> str:
+    """LSP's rules spelled out: lines end at \\n, \\r\\n, \\r; a column (in
+    ``encoding``'s code units) past a line's end is that end; a line past the
+    last is the text's end."""
     bounds, begin = [], 0
     for match in re.finditer(r"\r\n|\r|\n", text):
         bounds.append((begin, match.start()))
@@ -29,7 +35,7 @@ def reference_edit(text: str, start: tuple[int, int], end: tuple[int, int], new_
         for index in range(first, last):
             if units >= character:
                 return index
-            units += 2 if ord(text[index]) > 0xFFFF else 1
+            units += UNITS[encoding](text[index])
         return last
 
     return text[:offset(*start)] + new_text + text[offset(*end):]
@@ -62,19 +68,21 @@ def test_ranges_naming_no_place_are_refused(start, end):
         edit("abc\ndef\nghi", start, end, "X")
 
 
-def test_many_edits_match_the_reference():
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-8", "utf-32"])
+def test_many_edits_match_the_reference(encoding: str):
     """Random texts with every kind of line end, and random edits (line
-    ends inserted and removed, a \\r meeting a \\n), applied in order."""
+    ends inserted and removed, a \\r meeting a \\n), applied in order, with
+    columns in each position encoding a client may negotiate."""
     rng = random.Random(7)
-    pieces = ["a", "bc", "\n", "\r", "\r\n", "\x0c", "\U0001F600", "\u2028", " "]
+    pieces = ["a", "bc", "\n", "\r", "\r\n", "\x0c", "\U0001F600", "\u2028", "\xe9", " "]
     for _ in range(300):
         text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 30)))
-        edited = EditedText(text)
+        edited = EditedText(text, encoding)
         for _ in range(8):
             lines = len(re.split(r"\r\n|\r|\n", text))
             start = (rng.randrange(0, lines + 1), rng.randrange(0, 6))
             end = max(start, (rng.randrange(start[0], lines + 1), rng.randrange(0, 6)))
             new_text = "".join(rng.choice(pieces) for _ in range(rng.randrange(0, 4)))
             edited.replace(types.Range(types.Position(*start), types.Position(*end)), new_text)
-            text = reference_edit(text, start, end, new_text)
+            text = reference_edit(text, start, end, new_text, encoding)
             assert edited.text() == text
