@@ -63,7 +63,7 @@ def run_suite(nvim: Path, tmp_path: Path, suite: str, repo: Path, **extra_env: s
 
 def test_commands_quickfix_lenses_and_health(nvim: Path, repo: Path, tmp_path: Path) -> None:
     result = run_suite(nvim, tmp_path, "commands", repo)
-    assert len(result["passed"]) == 9
+    assert len(result["passed"]) == 10
     # The same numbers as VS Code shows for the same symbol (tests/test_vscode_e2e.py).
     assert result["shown"]["lens"] == SEND_PREPARED_LENS
     assert result["shown"]["impact"].startswith(

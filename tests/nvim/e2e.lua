@@ -217,6 +217,33 @@ local function commands_suite()
     expect(#callers == 1, "the lens's impact has %d callers, expected 1", #callers)
   end)
 
+  step(":CtxLocate reads a traceback from selected lines or the last yank", function()
+    local traceback = {
+      "Traceback (most recent call last):",
+      '  File "/srv/app/main.py", line 9, in <module>',
+      "    retry_upload(data)",
+      '  File "/srv/app/pkg/retry.py", line 6, in retry_upload',
+      "    if Session().request('PUT', payload):",
+      '  File "/srv/app/pkg/session.py", line 10, in request',
+      "    return send_prepared(method, url, self.timeout)",
+      "TypeError: send_prepared() missing 1 required positional argument: 'timeout'",
+    }
+    vim.cmd.enew() -- a scratch buffer outside the repository, as a pasted report is
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, traceback)
+    local items = quickfix_from("1,$CtxLocate", "ctxls locate")
+    -- The deepest frame inside the repository first, at its line.
+    expect(
+      items[1] and find_item({ items[1] }, "pkg/session.py", 10, "^%d%.%d%d frame: .*pkg/session%.py:10 in request"),
+      "pkg/session.py:10 is not the first file: %s",
+      describe_items(items)
+    )
+    expect(find_item(items, "pkg/retry.py", 6, "frame: "), "pkg/retry.py:6 is not listed: %s", describe_items(items))
+    vim.fn.setreg('"', table.concat(traceback, "\n"))
+    local yanked = quickfix_from("CtxLocate", "ctxls locate")
+    expect(describe_items(yanked) == describe_items(items), "the last yank located %s", describe_items(yanked))
+    vim.cmd.buffer(session_buf)
+  end)
+
   step(":CtxRemember writes a fact that :CtxRecall finds", function()
     vim.cmd("CtxRemember the deploy fails when FOO_URL is unset")
     wait_for("the remembered notification", 5000, function()

@@ -11,6 +11,7 @@ local M = {}
 ---@field scope string|nil memory scope sent with recall and remember
 ---@field recall { n: integer, kind: string|string[]|nil, picker: "quickfix"|"select" }
 ---@field recent { limit: integer }
+---@field locate { n: integer } files :CtxLocate lists
 ---@field open_quickfix boolean open the quickfix window after filling it
 ---@field codelens boolean show the server's code lenses
 ---@field progress_messages boolean echo when the server starts and finishes indexing or embedding
@@ -25,6 +26,7 @@ M.defaults = {
   scope = nil,
   recall = { n = 20, kind = nil, picker = "quickfix" },
   recent = { limit = 20 },
+  locate = { n = 10 },
   open_quickfix = true,
   codelens = true,
   progress_messages = true,
@@ -52,6 +54,7 @@ function M.resolve(user)
     scope = { options.scope, "string", true },
     ["recall.n"] = { options.recall.n, "number" },
     ["recent.limit"] = { options.recent.limit, "number" },
+    ["locate.n"] = { options.locate.n, "number" },
     open_quickfix = { options.open_quickfix, "boolean" },
     codelens = { options.codelens, "boolean" },
     progress_messages = { options.progress_messages, "boolean" },

@@ -66,6 +66,39 @@ function M.hit_to_qf_item(hit)
   return item
 end
 
+--- Quickfix items for `ctxls/locate`'s files, best first: each at the line its
+--- evidence names (a traceback frame's line) or else its best chunk, with the
+--- score and why it was chosen ("frame: pkg/retry.py:6 in retry_upload").
+---@param files { path: string, uri: string|nil, score: number, why: table[]|nil, chunks: table[]|nil }[]
+function M.located_to_qf_items(files)
+  local items = {}
+  for _, file in ipairs(files) do
+    local item = { text = ("%.2f"):format(file.score) }
+    if M.present(file.uri) then
+      item.filename = vim.uri_to_fname(file.uri)
+      item.lnum = 1
+      local chunk = (M.present(file.chunks) or {})[1]
+      if chunk then
+        item.lnum = chunk.startLine + 1
+      end
+    else
+      item.text = ("%s %s"):format(file.path, item.text)
+    end
+    local reasons = {}
+    for _, why in ipairs(M.present(file.why) or {}) do
+      if M.present(why.line) and item.filename and #reasons == 0 then
+        item.lnum = why.line + 1
+      end
+      table.insert(reasons, ("%s: %s"):format(why.signal, why.detail))
+    end
+    if #reasons > 0 then
+      item.text = ("%s %s"):format(item.text, table.concat(reasons, "; "))
+    end
+    table.insert(items, item)
+  end
+  return items
+end
+
 --- One line for vim.ui.select: what the hit is, then where.
 function M.hit_select_label(hit)
   local range = M.present(hit.range)

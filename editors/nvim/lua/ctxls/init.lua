@@ -108,6 +108,21 @@ function M.recall(query, opts)
   end)
 end
 
+--- The files a bug report, a log or a stack trace points at, into the
+--- quickfix list: each at the line its evidence names, with why.
+---@param text string
+function M.locate(text)
+  call("ctxls/locate", { text = text, n = M.options.locate.n }, function(result)
+    local items = format.located_to_qf_items(result.files or {})
+    if #items == 0 then
+      notify("no file located for this text")
+    elseif result.partial then
+      notify("still indexing: results may be incomplete")
+    end
+    show_quickfix("ctxls locate", items)
+  end)
+end
+
 --- Callers of a symbol (by name, or the one under the cursor) into the
 --- quickfix list; risk and hedges echoed.
 ---@param symbol string|nil
@@ -260,6 +275,22 @@ local function create_commands()
       end
     end)
   end, { nargs = "*", bang = true, desc = "ctxls: search code, docs and memory (! switches picker)" })
+  command("CtxLocate", function(args)
+    local text = args.args
+    if args.range > 0 then
+      text = table.concat(vim.api.nvim_buf_get_lines(0, args.line1 - 1, args.line2, false), "\n")
+    elseif text == "" then
+      -- The system clipboard when Neovim has one, else the unnamed register
+      -- (what was yanked last).
+      local ok, clipboard = pcall(vim.fn.getreg, "+")
+      text = (ok and clipboard ~= "") and clipboard or vim.fn.getreg('"')
+    end
+    if vim.trim(text) == "" then
+      notify("nothing to locate: give the text, select its lines, or yank it first", vim.log.levels.WARN)
+      return
+    end
+    M.locate(text)
+  end, { nargs = "*", range = true, desc = "ctxls: the files a bug report or stack trace points at" })
   command("CtxImpact", function(args)
     M.impact(args.args ~= "" and args.args or nil)
   end, { nargs = "?", desc = "ctxls: callers, risk and hedges of the symbol under the cursor" })
