@@ -102,7 +102,11 @@ PROMINENCE_BY_COUNT = (0.35, 0.35, 0.6, 0.8)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
 _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
 
-_PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M)
+# Line-anchored patterns start with `[ \t]*`, never `\s*`: under re.M that would
+# run across blank lines from every line start (quadratic: minutes for a text
+# of 40,000 newlines). Python 3.11's exception groups print their tracebacks
+# behind `|` margins.
+_PY_FRAME = re.compile(r'^[ \t]*(?:\|[ \t]*)*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M)
 # The other ways Python frames get printed, most recent call last too:
 # IPython 8 `File ~/env/.../dataarray.py:409, in DataArray.__init__(self, …)` (a
 # module's top level without `, in …`),
@@ -112,36 +116,36 @@ _PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M
 # (after the source; the last frame of a traceback ends in the exception's type:
 # `src/shop/pricing.py:6: ValueError`). pytest's default mixes both forms.
 _PY_FRAME_OTHER = re.compile(
-    r"^\s*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+)(?:, in (?P<ipy8_fn>[\w.<>]+))?"
+    r"^[ \t]*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+)(?:, in (?P<ipy8_fn>[\w.<>]+))?"
     r"|(?P<ipy>[^\s\"]+\.py) in (?P<ipy_fn>[\w.<>]+)\("
     r"|(?P<pytest>[^\s\"]+\.py):(?P<pytest_line>\d+): in (?P<pytest_fn>[\w.<>]+)\s*$"
     r"|(?P<pylong>[^\s\"]+\.py):(?P<pylong_line>\d+):(?:[ \t]+(?P<pylong_exc>[\w.]+))?[ \t]*$)", re.M)
-_IPYTHON_ARROW = re.compile(r"^\s*-+>\s*(\d+)", re.M)
+_IPYTHON_ARROW = re.compile(r"^[ \t]*-+>\s*(\d+)", re.M)
 # Lines between two frames of one printed traceback, at most (IPython shows
 # a few lines of source around each; pytest's long form whole functions).
 _PY_FRAME_GAP_LINES = 12
 _PYTEST_LONG_GAP_LINES = 200
 # `at fn (/path/x.js:10:5)`, `at /path/x.js:10:5`, `at async fn (file:///x.mjs:1:2)`
 _JS_FRAME = re.compile(
-    r"^\s*at (?:async )?(?:(?P<fn>[^\s()]+(?: \[as [^\]]+\])?) \()?(?:file://)?"
+    r"^[ \t]*at (?:async )?(?:(?P<fn>[^\s()]+(?: \[as [^\]]+\])?) \()?(?:file://)?"
     r"(?P<path>[^\s():]+\.(?:[cm]?js|jsx|tsx?|vue|svelte)):(?P<line>\d+)(?::\d+)?\)?\s*$", re.M)
 # `at com.example.Foo.bar(Foo.java:42)`
 _JAVA_FRAME = re.compile(
-    r"^\s*at (?P<qual>[\w$.<>]+)\((?P<file>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)", re.M)
+    r"^[ \t]*at (?P<qual>[\w$.<>]+)\((?P<file>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)", re.M)
 # Go: a function line, then `\t/path/file.go:123 +0x1d`
-_GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n\s+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
+_GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n[ \t]+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
 # Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
-_RUST_FRAME = re.compile(r"^\s*\d+: (?P<fn>\S+)\n\s+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
+_RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>\S+)\n[ \t]+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
 # A line printing a stack frame: Python's (`File "` even when elided, or as
 # IPython and pytest print them), Node/Java `at`, Go/Rust source lines.
-_FRAME_LINE = re.compile(rf'\s*(?:File "|at |\S+\.(?:go|rs):\d+)|{_PY_FRAME_OTHER.pattern}', re.M)
+_FRAME_LINE = re.compile(rf'[ \t]*(?:\|[ \t]*)*(?:File "|at |\S+\.(?:go|rs):\d+)|{_PY_FRAME_OTHER.pattern}', re.M)
 _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`;
 # also as pytest prints them (`E   ValueError: x`, `FAILED tests/t.py::test_x - ValueError: x`)
 # and as warnings are printed (`shop/cart.py:12: DeprecationWarning: x`).
 _EXCEPTION_LINE = re.compile(
-    r"^\s*(?:E\s+|(?:FAILED|ERROR) \S+ - |\S+\.py:\d+:[ \t]+)?"
+    r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |\S+\.py:\d+:[ \t]+)?"
     r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?::[ \t]*(?P<message>.+))?$", re.M)
@@ -164,8 +168,8 @@ _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w
 _SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)\b")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_FROM_IMPORT = re.compile(r"^\s*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?", re.M)
-_IMPORT = re.compile(r"^\s*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
+_FROM_IMPORT = re.compile(r"^[ \t]*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?", re.M)
+_IMPORT = re.compile(r"^[ \t]*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
 
 # Words in code that name nothing of the repository's.
 _CODE_NOISE = frozenset("""self cls None True False def class return import from as if else elif

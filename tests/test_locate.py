@@ -581,6 +581,46 @@ def test_pytest_runs_and_warnings_give_frames_messages_and_paths():
     assert [f.depth for f in two.frames] == [1, 0, 1, 0]
 
 
+def test_an_exception_groups_tracebacks_behind_their_margins():
+    issue = read_issue(
+        "  + Exception Group Traceback (most recent call last):\n"
+        '  |   File "/home/me/app.py", line 10, in <module>\n'
+        "  |     asyncio.run(main())\n"
+        "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)\n"
+        "  +-+---------------- 1 ----------------\n"
+        "    | Traceback (most recent call last):\n"
+        '    |   File "/home/me/.venv/lib/python3.11/site-packages/shop/cart.py", line 5, in checkout\n'
+        "    |     raise ValueError('the cart is empty here')\n"
+        "    | ValueError: the cart is empty here\n"
+        "    +------------------------------------\n")
+    assert frame_rows(issue, short=True) == [("app.py", 10, "<module>", 0), ("cart.py", 5, "checkout", 0)]
+    assert "the cart is empty here" in issue.messages and "ValueError" in issue.identifiers
+    assert issue.paths == []
+
+
+def test_line_patterns_start_on_their_own_line_not_across_blank_lines():
+    # Under re.M a pattern starting `^\s*` runs across blank lines from every line
+    # start: reading a text of 40,000 newlines took minutes (BENCHMARKS.md, "Locate,
+    # sixth session"). Each must match from the line it reads.
+    from ctxls.index import locate
+    samples = {
+        locate._PY_FRAME: '  File "shop/cart.py", line 9, in total',
+        locate._PY_FRAME_OTHER: "shop/cart.py:124: in total",
+        locate._IPYTHON_ARROW: "--> 220     s = Cart(other)",
+        locate._EXCEPTION_LINE: "ValueError: bad price",
+        locate._JS_FRAME: "    at parseArgs (/srv/app/src/cli/args.js:42:13)",
+        locate._JAVA_FRAME: "\tat com.acme.store.Basket.add(Basket.java:31)",
+        locate._RUST_FRAME: "   0: shop::parser::Parser::next\n             at ./src/parser.rs:88:9",
+        locate._GO_FRAME: "main.main()\n\t/home/me/shop/main.go:9 +0x25",
+        locate._FROM_IMPORT: "from shop.cart import Cart",
+        locate._IMPORT: "import shop.cart",
+    }
+    for pattern, line in samples.items():
+        match = pattern.search("\n \n\n" + line)
+        assert match is not None and match.start() == 4, pattern.pattern
+    assert read_issue("\n" * 40_000).frames == []
+
+
 def test_windows_absolute_and_url_paths_in_prose_are_read_whole():
     issue = read_issue("Seen in C:\\work\\shop\\src\\shop\\utils\\helpers.py and in\n"
                        "/home/me/shop/src/shop/cart.py, see "
