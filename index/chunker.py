@@ -805,8 +805,10 @@ def _rust_decl(node: Node) -> _Decl | None:
     return None
 
 
-# An item keyword at the start of a line: the token tree may hold items.
-_RUST_ITEM_LINE = re.compile(rb"^\s*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
+# An item keyword at the start of a line: the token tree may hold items. The
+# line's indent is `[ \t]*`: `\s*` under MULTILINE runs across every blank line
+# after each line start (quadratic in a body of blank lines).
+_RUST_ITEM_LINE = re.compile(rb"^[ \t]*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
                              rb"(?:fn|struct|enum|trait|impl|mod|type|union)\b", re.MULTILINE)
 
 

@@ -947,6 +947,13 @@ def test_nested_macro_bodies_are_parsed_again_only_within_the_file_budget() -> N
     assert parsed.symbols == []
 
 
+def test_a_macro_bodys_item_line_is_found_on_its_own_line_not_across_blank_lines() -> None:
+    # `^\s*` under MULTILINE ran from every line start across all the blank
+    # lines after it: quadratic in a macro body of blank lines.
+    match = chunker._RUST_ITEM_LINE.search(b"\n \n\n    pub fn spawn() {}")
+    assert match is not None and match.start() == 4
+
+
 def test_a_class_or_function_assigned_to_module_exports_is_named_by_itself() -> None:
     # eslint: `module.exports = class ConfigCommentParser {…}` was residue, so
     # the `require` lines of its importers outranked it for its own name.
