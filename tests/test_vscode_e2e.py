@@ -148,7 +148,7 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     failed = [s for s in result["steps"] if not s["ok"]]
     assert not failed, f"{report}\n\noutput channel:\n{result['output']}\nscreenshots: {shots}"
     names = [s["name"] for s in result["steps"]]
-    assert len(names) == 9, names  # every step ran
+    assert len(names) == 10, names  # every step ran
     steps = {s["name"]: s["detail"] for s in result["steps"]}
     assert "caller" in steps["first code lens"]
     assert "indexed" in steps["status bar says indexed"]
@@ -158,5 +158,7 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     assert steps["the code lens counts the caller once indexed"] == SEND_PREPARED_LENS
     risk_row = steps["impact of the symbol under the cursor fills the tree"]  # label, then description
     assert risk_row.startswith("Risk: med") and f"{SEND_PREPARED_SUMMARY} · complexity" in risk_row
+    located = steps["locate from a selected traceback opens the deepest frame"]
+    assert "pkg/session.py" in located and "frame" in located
     found = steps["an unsaved edit is found by recall"]
     assert "typed_unsaved_marker" in found or "retry.py" in found

@@ -233,7 +233,7 @@ local function commands_suite()
     local items = quickfix_from("1,$CtxLocate", "ctxls locate")
     -- The deepest frame inside the repository first, at its line.
     expect(
-      items[1] and find_item({ items[1] }, "pkg/session.py", 10, "^%d%.%d%d frame: .*pkg/session%.py:10 in request"),
+      items[1] and find_item({ items[1] }, "pkg/session.py", 10, "^%d+%.%d%d frame: .*pkg/session%.py:10 in request"),
       "pkg/session.py:10 is not the first file: %s",
       describe_items(items)
     )

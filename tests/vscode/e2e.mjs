@@ -260,6 +260,33 @@ try {
       );
     });
 
+    await step('locate from a selected traceback opens the deepest frame', async () => {
+      await page.keyboard.press('Escape');
+      await runCommand('File: New Untitled Text File');
+      await waitForText('.tab.active', /Untitled/, 'an untitled editor');
+      await sleep(300);
+      await page.keyboard.type(
+        [
+          'Traceback (most recent call last):',
+          '  File "/srv/app/pkg/retry.py", line 6, in retry_upload',
+          "    if Session().request('PUT', payload):",
+          '  File "/srv/app/pkg/session.py", line 10, in request',
+          '    return send_prepared(method, url, self.timeout)',
+          "TypeError: send_prepared() missing 1 required positional argument: 'timeout'",
+        ].join('\n'),
+        { delay: 5 },
+      );
+      await page.keyboard.down('Control');
+      await page.keyboard.press('KeyA');
+      await page.keyboard.up('Control');
+      await runCommand('ctxls: Locate Files for a Bug Report');
+      const row = await waitForText('.quick-input-list .monaco-list-row', /session\.py.*frame/, 'session.py located');
+      await clickText('.quick-input-list .monaco-list-row', /session\.py/, 'the session.py row');
+      await waitForText('.tab.active', /session\.py/, 'session.py opened');
+      await waitForText('.statusbar-item', /Ln 10, Col \d+/, 'the cursor at the frame line 10');
+      return row;
+    });
+
     await step('the output channel has no error', async () => {
       await page.keyboard.press('Escape');
       await runCommand('ctxls: Show Output');

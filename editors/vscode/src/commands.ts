@@ -1,13 +1,15 @@
-// "ctxls: Impact of Symbol", "ctxls: Recent Activity" and "ctxls: Remember…".
+// "ctxls: Impact of Symbol", "ctxls: Recent Activity", "ctxls: Remember…" and
+// "ctxls: Locate Files for a Bug Report…".
 
 import * as vscode from 'vscode';
 
 import { describeRequestError } from './core/errors';
+import { locatedLocation, locatedPickItems, locateParams, locateText, locateTitle } from './core/locate';
 import { rememberParams, validateMemoryText } from './core/memory';
-import { Method, type Impact, type ImpactParams, type RecentActivityResult } from './core/protocol';
+import { Method, type Impact, type ImpactParams, type LocateResult, type RecentActivityResult } from './core/protocol';
 import { impactTree, recentActivityTree } from './core/trees';
 import type { CtxlsServer } from './server';
-import type { NodeTreeView } from './views';
+import { openLocation, type NodeTreeView } from './views';
 
 /** More rows than a day's work touches; the server allows up to 1000. */
 const RECENT_ACTIVITY_LIMIT = 200;
@@ -72,4 +74,44 @@ export async function remember(server: CtxlsServer): Promise<void> {
     return;
   }
   void vscode.window.showInformationMessage(`ctxls: remembered as ${params.id}.`);
+}
+
+/** The files a bug report or stack trace points at (the selection, else the clipboard), in a QuickPick. */
+export async function locate(server: CtxlsServer): Promise<void> {
+  const editor = vscode.window.activeTextEditor;
+  const selection = editor === undefined || editor.selection.isEmpty ? '' : editor.document.getText(editor.selection);
+  // The clipboard only when nothing is selected: a browser-hosted VS Code asks
+  // for permission to read it, and may refuse.
+  const text = locateText(selection, selection.trim() === '' ? await readClipboard() : '');
+  if (text === undefined) {
+    void vscode.window.showInformationMessage('ctxls: select the bug report or stack trace in an editor, or copy it, first.');
+    return;
+  }
+  let result: LocateResult;
+  try {
+    result = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Window, title: 'ctxls: locate' },
+      () => server.request<LocateResult>(Method.locate, locateParams(text)),
+    );
+  } catch (error) {
+    void vscode.window.showErrorMessage(describeRequestError(Method.locate, error));
+    return;
+  }
+  const chosen = await vscode.window.showQuickPick(locatedPickItems(result), {
+    title: `ctxls: Locate — ${locateTitle(result)}`,
+    matchOnDescription: true,
+    matchOnDetail: true,
+  });
+  const location = chosen === undefined ? undefined : locatedLocation(chosen.file);
+  if (location !== undefined) {
+    await openLocation(location);
+  }
+}
+
+async function readClipboard(): Promise<string> {
+  try {
+    return await vscode.env.clipboard.readText();
+  } catch {
+    return '';
+  }
 }

@@ -4,7 +4,7 @@
 
 import * as vscode from 'vscode';
 
-import { remember, showImpact, showRecentActivity } from './commands';
+import { locate, remember, showImpact, showRecentActivity } from './commands';
 import type { Target } from './core/trees';
 import { showRecallPicker } from './recallPicker';
 import { CtxlsServer } from './server';
@@ -29,6 +29,7 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand('ctxls.impact', () => showImpact(ctxls, impactView)),
     vscode.commands.registerCommand('ctxls.recentActivity', () => showRecentActivity(ctxls, recentView)),
     vscode.commands.registerCommand('ctxls.remember', () => remember(ctxls)),
+    vscode.commands.registerCommand('ctxls.locate', () => locate(ctxls)),
     vscode.commands.registerCommand('ctxls.restart', () => ctxls.restart()),
     vscode.commands.registerCommand('ctxls.showOutput', () => ctxls.showOutput()),
     vscode.commands.registerCommand(OPEN_TARGET_COMMAND, (target: Target) => openTarget(target)),

@@ -9,6 +9,7 @@ export const Method = {
   impact: 'ctxls/impact',
   recentActivity: 'ctxls/recentActivity',
   remember: 'ctxls/remember',
+  locate: 'ctxls/locate',
 } as const;
 
 export type MethodName = (typeof Method)[keyof typeof Method];
@@ -180,3 +181,31 @@ export type WorkDoneProgressValue =
   | { kind: 'begin'; title: string; message?: string; percentage?: number }
   | { kind: 'report'; message?: string; percentage?: number }
   | { kind: 'end'; message?: string };
+
+export interface LocateParams {
+  text: string;
+  n?: number;
+  includeTests?: boolean;
+}
+
+/** Why a file was located: a traceback frame, a name it defines, a path or message the text mentions, … */
+export interface LocateReason {
+  signal: string;
+  detail: string;
+  /** 0-based line in the file, when the evidence names one (a frame's line). */
+  line?: number;
+}
+
+export interface Located {
+  path: string;
+  uri?: string;
+  score: number;
+  signals: Record<string, number>;
+  why: LocateReason[];
+  chunks: { symbol: string | null; startLine: number; endLine: number; range?: Range }[];
+}
+
+export interface LocateResult {
+  files: Located[];
+  partial?: boolean;
+}

@@ -44,7 +44,7 @@ describe('package.json', () => {
 
   test('the palette shows the commands as "ctxls: …" and hides the internal one', () => {
     const titles = manifest.contributes.commands.map((command) => `${command.category ?? ''}: ${command.title}`);
-    for (const title of ['ctxls: Recall…', 'ctxls: Impact of Symbol', 'ctxls: Recent Activity', 'ctxls: Remember…']) {
+    for (const title of ['ctxls: Recall…', 'ctxls: Impact of Symbol', 'ctxls: Recent Activity', 'ctxls: Remember…', 'ctxls: Locate Files for a Bug Report…']) {
       assert.ok(titles.includes(title), title);
     }
     assert.ok(manifest.contributes.menus.commandPalette?.some((entry) => entry.command === 'ctxls.openTarget' && entry.when === 'false'));
