@@ -333,6 +333,7 @@ class Resolver:
         ``site`` the member's name)."""
         key = (sf.path, node.id)
         if key not in self._receivers:
+            self._receivers[key] = UNKNOWN_RECEIVER  # a value defined through itself: no cycle
             self._receivers[key] = self._receiver(sf, node, site)
         return self._receivers[key]
 
@@ -371,6 +372,12 @@ class Resolver:
                 held = self._self_attribute(sf, site, syntax.text_of(attribute))
                 if held is not None:  # self.engine.step(), self.engine = Engine() in the class
                     return held
+            elif owner is not None and attribute is not None:
+                holder = self.receiver(sf, owner, attribute)
+                if holder.kind == "instance" and holder.cls is not None:  # x.engine.step(), x an Engine holder
+                    held = self._member_attribute(holder.cls, syntax.text_of(attribute))
+                    if held is not None:
+                        return held
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
             assigned = self._assigned_attribute(sf, node, site)
             if assigned is not None:  # `sys.stdout = Buffer()` then `sys.stdout.reset()`
@@ -498,6 +505,9 @@ class Resolver:
                 return Receiver("external")
             cls = self._go_type(sf, package, syntax.text_of(type_node))
             return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
+        if family is PYTHON and value.type == "attribute":  # x = self.engine
+            held = self.receiver(sf, value, value)
+            return held if held.kind in ("instance", "class", "module", "external") else UNKNOWN_RECEIVER
         callee = syntax.callee_of(family, value)  # C(...), new C()
         if family is PYTHON and callee is not None and callee.type == "attribute":
             owner, attribute = callee.child_by_field_name("object"), callee.child_by_field_name("attribute")
@@ -537,15 +547,36 @@ class Resolver:
         return self._returns.get(key)
 
     def _self_attribute(self, sf: SourceFile, site: Node, attribute: str) -> Receiver | None:
-        """What ``self.attribute`` holds in the class around ``site``, when
-        every assignment to it in that class (``self.x = C()``, ``self.x = x``
-        of a parameter ``x: C``, ``x: C`` in the class body) gives one class;
-        ``None`` placeholders aside. None: no such assignment, or several types."""
+        """What ``self.attribute`` holds in the class around ``site`` (see
+        :meth:`_class_attribute`)."""
         family = sf.family
         assert family is not None
         _, class_node = syntax.enclosing_class(family, site)
-        if class_node is None:
-            return None
+        return self._class_attribute(sf, class_node, attribute) if class_node is not None else None
+
+    def _member_attribute(self, cls: ClassId, attribute: str) -> Receiver | None:
+        """What ``obj.attribute`` holds on an instance of the indexed class
+        ``cls``: the first class up its lineage assigning it (see :meth:`_class_attribute`)."""
+        for owner in self.lineage(cls)[0]:
+            if owner.home is None:
+                continue
+            definition = next((d for d in self.definitions_named(owner.name) if d.symbol == owner.symbol
+                               and d.symbol_kind in CLASS_KINDS and class_home(d.path) == owner.home), None)
+            sf = self.source(definition.path) if definition is not None else None
+            node = self.declaration(sf, definition) if sf is not None and definition is not None else None
+            if sf is not None and node is not None:
+                held = self._class_attribute(sf, node, attribute)
+                if held is not None:
+                    return held
+        return None
+
+    def _class_attribute(self, sf: SourceFile, class_node: Node, attribute: str) -> Receiver | None:
+        """What ``self.attribute`` holds in the class ``class_node``, when every
+        assignment to it there (``self.x = C()``, ``self.x = x`` of a parameter
+        ``x: C``, ``x: C`` in the class body) gives one class; ``None``
+        placeholders aside. None: no such assignment, or several types."""
+        family = sf.family
+        assert family is not None
         key = (sf.path, class_node.id, attribute)
         if key in self._attributes:
             return self._attributes[key]

@@ -912,3 +912,64 @@ def test_an_import_in_one_function_is_not_a_local_of_the_same_name_in_another(ma
     })
     assert callers(analysis.analyze(engine, "command")) == {("core.py", 2, "make", True)}
     assert callers(analysis.analyze(engine, "run")) == {("core.py", 12, "dotted", True)}
+
+
+def test_an_attribute_of_a_typed_instance_holds_what_its_class_assigns(make_engine):
+    """``translation = self.translation`` then ``translation._catalog.items()``
+    (django's JavaScriptCatalog): the view's attribute is a DjangoTranslation,
+    whose ``_catalog`` is a TranslationCatalog."""
+    engine = make_engine({
+        "trans.py": (
+            "class TranslationCatalog:\n"
+            "    def items(self):\n"
+            "        return []\n"
+            "\n"
+            "\n"
+            "class DjangoTranslation:\n"
+            "    def __init__(self):\n"
+            "        self._catalog = None\n"
+            "        self._catalog = TranslationCatalog()\n"
+        ),
+        "views.py": (
+            "from trans import DjangoTranslation\n"
+            "\n"
+            "\n"
+            "class JavaScriptCatalog:\n"
+            "    def get(self):\n"
+            "        self.translation = DjangoTranslation()\n"
+            "\n"
+            "    def get_catalog(self):\n"
+            "        translation = self.translation\n"
+            "        return translation._catalog.items()\n"  # line 9
+        ),
+        "other.py": ("class A:\n    def items(self):\n        return 1\n\n\n"
+                     "class B:\n    def items(self):\n        return 2\n\n\n"
+                     "class C:\n    def items(self):\n        return 3\n"),
+    })
+    assert callers(analysis.analyze(engine, "TranslationCatalog.items")) == {
+        ("views.py", 9, "JavaScriptCatalog.get_catalog", True)}
+    assert analysis.analyze(engine, "A.items").callers == []
+
+
+def test_receivers_defined_through_themselves_end(make_engine):
+    """``x = x.parent`` in a loop, ``self.a = self.b`` / ``self.b = self.a``,
+    ``make().node.node``: every answer comes back, unconfirmed where unknown."""
+    engine = make_engine({
+        "tree.py": (
+            "class Node:\n"
+            "    def __init__(self):\n"
+            "        self.a = self.b\n"
+            "        self.b = self.a\n"
+            "\n"
+            "    def walk(self, x):\n"
+            "        while x:\n"
+            "            x = x.parent\n"
+            "        return self.a.walk(x), make().node.node.walk(x)\n"  # line 8
+            "\n"
+            "\n"
+            "def make():\n"
+            "    return make().node\n"
+        ),
+    })
+    walk = analysis.analyze(engine, "Node.walk")
+    assert {(c.path, c.span.start_line) for c in walk.callers} == {("tree.py", 8)}
