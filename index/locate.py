@@ -36,6 +36,7 @@ weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
 
 from __future__ import annotations
 
+import bisect
 import logging
 import posixpath
 import re
@@ -145,7 +146,7 @@ _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<lin
 # also as pytest prints them (`E   ValueError: x`, `FAILED tests/t.py::test_x - ValueError: x`)
 # and as warnings are printed (`shop/cart.py:12: DeprecationWarning: x`).
 _EXCEPTION_LINE = re.compile(
-    r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |\S+\.py:\d+:[ \t]+)?"
+    r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |[^\s|]\S*\.py:\d+:[ \t]+)?"
     r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?::[ \t]*(?P<message>.+))?$", re.M)
@@ -302,9 +303,15 @@ def read_issue(text: str) -> IssueText:
     paths: dict[str, None] = {}
     modules: dict[str, None] = {}
     imported: dict[tuple[str, str], None] = {}
+    # Whether a line prints a stack frame, asked once per line (a long line of
+    # many paths asked it per path: quadratic).
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    frame_lines: dict[int, bool] = {}
     for match in _PATH.finditer(text):
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        if _FRAME_LINE.match(text, line_start):
+        line_start = line_starts[bisect.bisect_right(line_starts, match.start()) - 1]
+        if line_start not in frame_lines:
+            frame_lines[line_start] = _FRAME_LINE.match(text, line_start) is not None
+        if frame_lines[line_start]:
             continue  # a traceback frame's file: `frame` weighs it by depth
         _add(paths, match.group(1))
     for match in _URL_PATH.finditer(text):

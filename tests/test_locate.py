@@ -598,7 +598,7 @@ def test_an_exception_groups_tracebacks_behind_their_margins():
     assert issue.paths == []
 
 
-def test_line_patterns_start_on_their_own_line_not_across_blank_lines():
+def test_line_patterns_start_on_their_own_line_not_across_blank_lines(monkeypatch):
     # Under re.M a pattern starting `^\s*` runs across blank lines from every line
     # start: reading a text of 40,000 newlines took minutes (BENCHMARKS.md, "Locate,
     # sixth session"). Each must match from the line it reads.
@@ -619,6 +619,21 @@ def test_line_patterns_start_on_their_own_line_not_across_blank_lines():
         match = pattern.search("\n \n\n" + line)
         assert match is not None and match.start() == 4, pattern.pattern
     assert read_issue("\n" * 40_000).frames == []
+    # Nor may a margin of `|` be read again as the start of a warning's path.
+    assert locate._EXCEPTION_LINE.search("|" * 40_000) is None
+    # A line of many paths is asked once whether it prints a frame (it was asked
+    # once per path, each time reading the whole line).
+    calls = []
+    frame_line = locate._FRAME_LINE
+
+    class CountingFrameLine:
+        def match(self, text, start):
+            calls.append(start)
+            return frame_line.match(text, start)
+
+    monkeypatch.setattr(locate, "_FRAME_LINE", CountingFrameLine())
+    assert len(read_issue("|a.py" * 200 + "\nsee b.py and c.py\n").paths) == 3
+    assert sorted(calls) == [0, 1001]
 
 
 def test_windows_absolute_and_url_paths_in_prose_are_read_whole():
