@@ -23,6 +23,7 @@ from typing import Any
 
 from ctxls import __version__
 from ctxls.daemon.sessions import is_session_request, serve_session
+from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
 from ctxls.index.private import make_private_dir, restrict
 
@@ -167,6 +168,13 @@ class SocketServer:
                     raise
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.connections >= connection_capacity():
+            # Held connections cost a descriptor each: past the cap they would
+            # starve the folders' stores (every request then -32006).
+            writer.write(frame(error_response(None, -32000, "too many connections to this "
+                                              "daemon; try again when others have closed")))
+            writer.close()
+            return
         self.connections += 1
         write_lock = asyncio.Lock()
         tasks: dict[Any, asyncio.Task] = {}

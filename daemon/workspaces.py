@@ -37,16 +37,14 @@ def engine_options(options: InitOptions, root: Path, single_root: bool,
 
 # Descriptors one folder's engine keeps open (SQLite connections with their
 # WAL and shm files: 12 measured) with some room, and those left for the
-# process itself (stdio, the socket, rg's pipes, files being read).
+# process itself (stdio, rg's pipes, files being read). Folders may use three
+# quarters of the rest, shared-socket connections a quarter.
 FDS_PER_FOLDER = 16
 FDS_RESERVED = 128
 
 
-def folder_capacity() -> int:
-    """How many workspace folders fit in the open-file limit, raised first
-    to the hard limit (at most 65,536). Without a cap, a client adding
-    folders exhausted the descriptors: the folders already open then failed
-    every request with -32006 (their store could not open a connection)."""
+def open_file_limit() -> int:
+    """The open-file limit, raised first to the hard limit (at most 65,536)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     wanted = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
     if soft != resource.RLIM_INFINITY and soft < wanted:
@@ -55,9 +53,20 @@ def folder_capacity() -> int:
             soft = wanted
         except (ValueError, OSError):
             pass
-    if soft == resource.RLIM_INFINITY:
-        soft = 65_536
-    return max(1, (soft - FDS_RESERVED) // FDS_PER_FOLDER)
+    return 65_536 if soft == resource.RLIM_INFINITY else soft
+
+
+def folder_capacity() -> int:
+    """How many workspace folders fit in the open-file limit. Without a cap,
+    a client adding folders exhausted the descriptors: the folders already
+    open then failed every request with -32006 (their store could not open
+    a connection)."""
+    return max(1, (open_file_limit() - FDS_RESERVED) * 3 // 4 // FDS_PER_FOLDER)
+
+
+def connection_capacity() -> int:
+    """How many shared-socket connections may be open at once (one descriptor each)."""
+    return max(8, (open_file_limit() - FDS_RESERVED) // 4)
 
 
 class Workspaces:

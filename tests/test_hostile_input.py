@@ -202,11 +202,75 @@ def test_workspace_folders_beyond_the_open_file_limit_are_refused_not_fatal(tmp_
 
         status = until(grown)
         assert status and "storeError" not in status, status
-        assert len(status["folders"]) == (256 - 128) // 16  # the first folder and 7 others
+        assert len(status["folders"]) == (256 - 128) * 3 // 4 // 16  # the first and 5 others
         assert code_hits(daemon.conn, "send_prepared")[0] == "pkg/session.py"
         assert daemon.conn.request("ctxls/remember", {"id": "k", "text": "kept"}, "r")["result"] == {}
     finally:
         daemon.close()
+
+
+def test_socket_connections_beyond_their_share_of_open_files_are_refused(repo: Path):
+    """Each held socket connection costs a descriptor: 300 of them, with a
+    limit of 256, starved the daemon (the folder's store could not open a
+    connection; accept() spun on EMFILE). Past a quarter of the limit a new
+    connection gets a -32000 answer and is closed; stdio and the held
+    connections keep serving."""
+    import resource
+    import socket
+
+    daemon = StdioDaemon(repo, {"socket": True}, preexec_fn=lambda: resource.setrlimit(
+        resource.RLIMIT_NOFILE, (256, 256)))
+    held = []
+    try:
+        daemon.wait_indexed()
+        path = str(repo / ".ctxls" / "daemon.sock")
+        for _ in range(300):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(10)
+            try:
+                sock.connect(path)
+            except OSError:  # the backlog is full for a moment: not a held connection
+                sock.close()
+                continue
+            held.append(sock)
+
+        def one_more_connection():
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(30)
+            try:
+                sock.connect(path)
+            except OSError:  # until the daemon has taken the queued ones
+                sock.close()
+                return None
+            return sock
+
+        one_more = until(one_more_connection, timeout=60)
+        held.append(one_more)
+        answer = RawConnection(one_more.makefile("rb"), one_more.sendall).reply()
+        assert answer["id"] is None and answer["error"]["code"] == -32000, answer
+        assert code_hits(daemon.conn, "send_prepared")[0] == "pkg/session.py"
+        forced = daemon.conn.request("ctxls/index", {"force": True}, "force")
+        assert forced["result"]["files"] == 5, forced
+        assert daemon.conn.request("ctxls/remember", {"id": "k", "text": "t"}, "r")["result"] == {}
+        for sock in held:
+            sock.close()
+        conn, sock = until(lambda: _connected(repo))
+        assert "result" in conn.request("ctxls/status", {}, "after"), "no connection after"
+        sock.close()
+    finally:
+        for sock in held:
+            sock.close()
+        daemon.close()
+
+
+def _connected(repo: Path):
+    """A socket connection the daemon serves (None while it still refuses them)."""
+    conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    reply = conn.request("ctxls/status", {}, "probe")
+    if "result" in reply:
+        return conn, sock
+    sock.close()
+    return None
 
 
 @pytest.mark.parametrize("pattern", ["**/[z-a]", "\\", "!"])
