@@ -78,21 +78,29 @@ ValueError: price must not be negative, got -3
 """
 
 
-@pytest.fixture
-def shop(tmp_path: Path) -> Path:
-    root = tmp_path / "shop-repo"
+def git_tree(root: Path, files: dict[str, str]) -> Path:
     root.mkdir()
-    write_tree(root, SHOP_FILES)
+    write_tree(root, files)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     return root
 
 
-@pytest.fixture
-def engine(shop: Path):
-    eng = Engine(shop, EngineOptions())
+def indexed_engine(root: Path):
+    """An engine over ``root``, indexed, closed after the test."""
+    eng = Engine(root, EngineOptions())
     eng.cold_index()
     yield eng
     eng.close()
+
+
+@pytest.fixture
+def shop(tmp_path: Path) -> Path:
+    return git_tree(tmp_path / "shop-repo", SHOP_FILES)
+
+
+@pytest.fixture
+def engine(shop: Path):
+    yield from indexed_engine(shop)
 
 
 # -- reading the text ---------------------------------------------------------------------------
@@ -464,14 +472,7 @@ NESTED_FILES = {
 
 @pytest.fixture
 def nested(tmp_path: Path):
-    root = tmp_path / "nested"
-    root.mkdir()
-    write_tree(root, NESTED_FILES)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    eng = Engine(root, EngineOptions())
-    eng.cold_index()
-    yield eng
-    eng.close()
+    yield from indexed_engine(git_tree(tmp_path / "nested", NESTED_FILES))
 
 
 def test_a_module_written_from_inside_its_package_names_its_file(nested: Engine):
@@ -653,14 +654,7 @@ def test_windows_absolute_and_url_paths_in_prose_are_read_whole():
 
 @pytest.fixture
 def src_layout(tmp_path: Path):
-    root = tmp_path / "src-layout"
-    root.mkdir()
-    write_tree(root, SRC_LAYOUT_FILES)
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    eng = Engine(root, EngineOptions())
-    eng.cold_index()
-    yield eng
-    eng.close()
+    yield from indexed_engine(git_tree(tmp_path / "src-layout", SRC_LAYOUT_FILES))
 
 
 def test_a_traceback_through_the_installed_package_and_the_standard_library(src_layout: Engine):
