@@ -142,6 +142,17 @@ def use_kind(resolver: Resolver, path: str, line: int, column: int, name: str) -
     return "call" if kind in ("call", "decorator") else "value"
 
 
+def declaration_place(resolver: Resolver, definition: Definition):
+    """(source file, row, character) of the name ``definition`` declares, where
+    an oracle is asked for its references; None when it cannot be found."""
+    sf = resolver.source(definition.path)
+    name = resolver.declaration_name(sf, definition)
+    if sf is None or name is None:
+        return None
+    row = name.start_point.row
+    return sf, row, sf.character_from_byte(row, name.start_point.column)
+
+
 def jedi_uses(root: Path, engine: Engine, definitions: list[Definition]) -> dict[str, list[list]]:
     """definition key -> [[path, line, column, "call"|"value"], ...] of the uses jedi finds (cached)."""
     import jedi
@@ -155,12 +166,9 @@ def jedi_uses(root: Path, engine: Engine, definitions: list[Definition]) -> dict
     todo = [d for d in definitions if f"{d.path}::{d.symbol}" not in known]
     started = time.perf_counter()
     for done, definition in enumerate(todo, 1):
-        sf = resolver.source(definition.path)
-        name = resolver.declaration_name(sf, definition)
         uses: list[list] = []
-        if sf is not None and name is not None:
-            row = name.start_point.row
-            column = sf.character_from_byte(row, name.start_point.column)
+        if (place := declaration_place(resolver, definition)) is not None:
+            _, row, column = place
             try:
                 references = jedi.Script(path=str(root / definition.path), project=project) \
                     .get_references(row + 1, column)
@@ -304,12 +312,10 @@ def pyright_uses(root: Path, engine: Engine, definitions: list[Definition], scra
     started = time.perf_counter()
     try:
         for done, definition in enumerate(todo, 1):
-            sf = resolver.source(definition.path)
-            name = resolver.declaration_name(sf, definition)
             uses: list[list] = []
-            if sf is not None and name is not None:
-                row = name.start_point.row
-                column = sf.utf16_column(row, sf.character_from_byte(row, name.start_point.column))
+            if (place := declaration_place(resolver, definition)) is not None:
+                sf, row, character = place
+                column = sf.utf16_column(row, character)
                 locations = server.request("textDocument/references", {
                     "textDocument": {"uri": (tree / definition.path).as_uri()},
                     "position": {"line": row, "character": column},
