@@ -12,6 +12,8 @@ or one ending past the line after the last, is refused
 (:class:`EditOutOfRange`), since the editor and this copy then disagree
 about the text and any edit applied to it would be applied to the wrong text.
 
+:func:`apply_changes` applies one ``didChange``'s content changes, for both.
+
 One notification may carry thousands of edits (a replace-all): re-splitting
 the whole text for each made 20,000 edits of a 900 KB buffer stall the event
 loop for minutes. :class:`EditedText` splits the text into lines once per
@@ -21,6 +23,7 @@ notification, replaces only the lines each edit touches, and joins once.
 from __future__ import annotations
 
 import re
+from typing import Callable, Iterable
 
 from lsprotocol import types
 
@@ -100,3 +103,31 @@ class EditedText:
 
     def text(self) -> str:
         return "".join(self.lines)
+
+
+def apply_changes(text: str, changes: Iterable[tuple[types.Range | None, str]], encoding: str,
+                  editable: Callable[[str], bool] = lambda text: True
+                  ) -> tuple[str | None, EditOutOfRange | None]:
+    """``text`` after one ``didChange``'s content changes in order, each a
+    (range, new text) pair, a None range replacing the whole text; None when
+    none applied. An incremental edit applies only to a text ``editable``
+    accepts (the daemon's bound on a buffer's size) and, after one out of range
+    (returned, the edits before it kept), not until a whole text comes."""
+    edited: EditedText | None = None
+    applied, problem = False, None
+    for edit_range, new_text in changes:
+        if edit_range is None:
+            text, edited, applied, problem = new_text, None, True, None
+            continue
+        if problem is not None or (edited is None and not editable(text)):
+            continue
+        if edited is None:
+            edited = EditedText(text, encoding)
+        try:
+            edited.replace(edit_range, new_text)
+            applied = True
+        except EditOutOfRange as exc:
+            problem = exc
+    if not applied:
+        return None, problem
+    return (edited.text() if edited is not None else text), problem

@@ -26,7 +26,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
-from ctxls.daemon.edits import EditedText, EditOutOfRange
+from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.socket_server import MAX_MESSAGE_BYTES, OVERSIZED_METHOD, debug_errors, valid_id
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
@@ -180,23 +180,18 @@ class CtxlsProtocol(LanguageServerProtocol):
     def _edited_text(self, uri: str, document: Any,
                      changes: list[types.TextDocumentContentChangeEvent]) -> str | None:
         """The buffer's text after ``changes``, or None when none applied."""
-        text, edited, applied = document.source, None, False
-        for change in changes:
-            if isinstance(change, types.TextDocumentContentChangeWholeDocument):
-                text, edited, applied = change.text, None, True
-                self.out_of_sync.pop(uri, None)
-                continue
-            if self.out_of_sync.get(uri) is document or (
-                    edited is None and len(text) > DEFAULT_MAX_FILE_BYTES):
-                continue
-            if edited is None:
-                edited = EditedText(text, document.position_codec.encoding)
-            try:
-                edited.replace(change.range, change.text)
-                applied = True
-            except EditOutOfRange as exc:  # the edits before it stay applied
-                self.lose_sync(uri, document, str(exc))
-        return (edited.text() if edited is not None else text) if applied else None
+        if any(isinstance(change, types.TextDocumentContentChangeWholeDocument)
+               for change in changes):
+            self.out_of_sync.pop(uri, None)  # the editor's text comes: in sync again
+        in_sync = self.out_of_sync.get(uri) is not document
+        text, problem = apply_changes(
+            document.source,
+            [(getattr(change, "range", None), change.text) for change in changes],
+            document.position_codec.encoding,
+            editable=lambda text: in_sync and len(text) <= DEFAULT_MAX_FILE_BYTES)
+        if problem is not None:
+            self.lose_sync(uri, document, str(problem))
+        return text
 
     def lose_sync(self, uri: str, document: Any, problem: str) -> None:
         self.out_of_sync[uri] = document

@@ -34,7 +34,7 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
 from ctxls.daemon.client import default_socket
-from ctxls.daemon.edits import EditedText, EditOutOfRange
+from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.socket_server import (MAX_MESSAGE_BYTES, error_response, frame, frame_body,
                                         oversized_notice, read_body, read_message, socket_is_live,
@@ -203,20 +203,14 @@ class Proxy:
             document = self.documents.get(params["textDocument"]["uri"])
             if document is None:
                 return
-            edited = None
-            for change in params.get("contentChanges") or []:
-                if change.get("range") is None:
-                    edited = EditedText(change["text"], self.codec.encoding)
-                    continue
-                edited = edited or EditedText(document.source, self.codec.encoding)
-                try:
-                    edited.replace(self.converter.structure(change["range"], types.Range),
-                                   change["text"])
-                except EditOutOfRange:
-                    break  # the owner tells the editor; as there, the last good text stays
-            if edited is not None:
-                document.apply_change(types.TextDocumentContentChangeWholeDocument(
-                    text=edited.text()))
+            # An edit out of range: the owner tells the editor; as there, the
+            # last good text stays.
+            text, _ = apply_changes(document.source, [
+                (None if change.get("range") is None
+                 else self.converter.structure(change["range"], types.Range), change["text"])
+                for change in params.get("contentChanges") or []], self.codec.encoding)
+            if text is not None:
+                document.apply_change(types.TextDocumentContentChangeWholeDocument(text=text))
             document.version = params["textDocument"].get("version")
         elif method == "textDocument/didClose":
             self.documents.pop(params["textDocument"]["uri"], None)
