@@ -12,6 +12,7 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ctxls.index.demand import Candidate
+from ctxls.index.discovery import is_utf8
 from ctxls.index.engine import (ActivityItem, Hit, IndexStats, Item, RecallResult,
                                 SymbolInfo, memory_hit)
 from ctxls.index.errors import InvalidParams
@@ -65,11 +66,7 @@ def first_invalid(value: Any, path: str = "") -> tuple[str, str] | None:
 def _string_problem(text: str) -> str | None:
     if "\0" in text:
         return "must not contain NUL characters"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "must not contain unpaired surrogates"
-    return None
+    return None if is_utf8(text) else "must not contain unpaired surrogates"
 
 
 class Params:

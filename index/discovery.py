@@ -223,9 +223,11 @@ def discover(root: Path, wanted: FileFilter) -> Listing:
     return listing
 
 
-def is_utf8(path: str) -> bool:
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form: no unpaired surrogate (a file name
+    read with surrogate escapes, a lone surrogate a JSON string carried)."""
     try:
-        path.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
@@ -311,11 +313,7 @@ def replace_lone_surrogates(text: str) -> str:
     """``text`` with each unpaired UTF-16 surrogate (JSON can carry one; UTF-8
     and SQLite cannot) replaced by U+FFFD, one code unit for one, so LSP
     columns stay where they were."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _LONE_SURROGATE.sub("\ufffd", text)
-    return text
+    return text if is_utf8(text) else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def read_file(root: Path, path: str, max_bytes: int | None,
