@@ -558,14 +558,9 @@ class Resolver:
         """What ``obj.attribute`` holds on an instance of the indexed class
         ``cls``: the first class up its lineage assigning it (see :meth:`_class_attribute`)."""
         for owner in self.lineage(cls)[0]:
-            if owner.home is None:
-                continue
-            definition = next((d for d in self.definitions_named(owner.name) if d.symbol == owner.symbol
-                               and d.symbol_kind in CLASS_KINDS and class_home(d.path) == owner.home), None)
-            sf = self.source(definition.path) if definition is not None else None
-            node = self.declaration(sf, definition) if sf is not None and definition is not None else None
-            if sf is not None and node is not None:
-                held = self._class_attribute(sf, node, attribute)
+            declared = self.class_declarations(owner) if owner.home is not None else []
+            if declared:
+                held = self._class_attribute(*declared[0], attribute)
                 if held is not None:
                     return held
         return None
@@ -708,16 +703,23 @@ class Resolver:
         """Bases of the indexed class ``cls`` (known by name only: of every
         indexed class of that name), each resolved where its class is written."""
         if cls not in self._bases:
-            bases: list[Base] = []
-            for definition in self.definitions_named(cls.name):
-                if definition.symbol_kind in CLASS_KINDS and (cls.home is None or (
-                        definition.symbol == cls.symbol and class_home(definition.path) == cls.home)):
-                    sf = self.source(definition.path)
-                    node = self.declaration(sf, definition)
-                    if node is not None and sf is not None:
-                        bases += self._node_bases(sf, node)
-            self._bases[cls] = bases
+            self._bases[cls] = [base for sf, node in self.class_declarations(cls)
+                                for base in self._node_bases(sf, node)]
         return self._bases[cls]
+
+    def class_declarations(self, cls: ClassId) -> list[tuple[SourceFile, Node]]:
+        """Where the indexed class ``cls`` is declared: (file, class node) of
+        the one of its home, or of every indexed class of its name when its
+        home is unknown."""
+        found: list[tuple[SourceFile, Node]] = []
+        for definition in self.definitions_named(cls.name):
+            if definition.symbol_kind in CLASS_KINDS and (cls.home is None or (
+                    definition.symbol == cls.symbol and class_home(definition.path) == cls.home)):
+                sf = self.source(definition.path)
+                node = self.declaration(sf, definition)
+                if node is not None and sf is not None:
+                    found.append((sf, node))
+        return found
 
     def _node_bases(self, sf: SourceFile, class_node: Node) -> list[Base]:
         assert sf.family is not None
