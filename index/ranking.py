@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from ctxls.index.priors import PriorConfig, named_files, rerank
 from ctxls.index.store import FTS_TABLE_BY_KIND, connection_cache, fts_generation
-from ctxls.index.tokenize import fts_match_expression, is_identifier_query, query_terms
+from ctxls.index.tokenize import declared_name, fts_match_expression, is_identifier_query, query_terms
 
 if TYPE_CHECKING:
     import numpy as np
@@ -311,6 +311,7 @@ def _ranked(conn: sqlite3.Connection, kind: str, query: str, hits: list[ScoredCh
 def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
                    config: RankingConfig) -> list[ScoredChunk]:
     table = FTS_TABLE_BY_KIND.get(kind)
+    query = declared_name(query)
     terms = query_terms(query)
     if table is None or not terms or n <= 0:
         return []
@@ -332,6 +333,7 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     table = FTS_TABLE_BY_KIND.get(kind)
     if table is None or n <= 0:
         return []
+    query = declared_name(query)
     # Embedded on the embedding thread while BM25 scans here. The files a
     # sentence names (lexical_search) are not added: the cosine side brings
     # the candidates BM25 lacks, and they only added noise to it (hand-written

@@ -118,6 +118,27 @@ def query_terms(query: str) -> list[str]:
 
 
 _IDENTIFIER_QUERY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
+# "struct Runtime", "fn spawn_blocking", "class Session": a name asked for
+# with the keyword that declares it. Keywords that are also English words
+# ("type checking", "module loading") only count before a name no sentence
+# has: a capital, an underscore or a digit after its first letter, or a
+# qualified name.
+_DECLARATION_QUERY = re.compile(
+    r"(?:(?:fn|func|def|defn|fun)\s+(?P<any>[A-Za-z_$][\w$]*(?:(?:::|->|[.#])[A-Za-z_$][\w$]*)*)"
+    r"|(?:class|struct|enum|trait|interface|type|typedef|function|impl|mod|module|union|record"
+    r"|protocol|object|macro|const|let|var|package|namespace)\s+"
+    r"(?P<named>[A-Za-z_$][\w$]*(?:(?:::|->|[.#])[A-Za-z_$][\w$]*)+"
+    r"|_[\w$]*|[A-Za-z$][\w$]*[A-Z_0-9][\w$]*|[A-Z][\w$]*))(?:\(\))?")
+
+
+def declared_name(query: str) -> str:
+    """The name a "<declaring keyword> <name>" query asks for, else the query
+    (stripped): such a query wants the definition, and is ranked as the bare
+    name is (the keyword, in every chunk of its kind, only adds noise to
+    BM25 and to the query's embedding)."""
+    text = query.strip()
+    found = _DECLARATION_QUERY.fullmatch(text)
+    return (found.group("any") or found.group("named")) if found else text
 
 
 def is_identifier_query(query: str) -> bool:

@@ -94,6 +94,14 @@ def test_a_symbol_query_puts_the_current_definition_first(engine: Engine) -> Non
         "pkg/session.py:Session") < unprimed.index("pkg/compat/session.py:Session")
 
 
+def test_a_name_asked_with_its_declaring_keyword_ranks_as_the_bare_name(engine: Engine) -> None:
+    # "class" is in no chunk here, "def" in every function: as query terms
+    # they would rank by whatever says "class" or "def" most.
+    assert paths(engine, "class Session") == paths(engine, "Session")
+    assert paths(engine, "class Session")[0] == "pkg/session.py:Session"
+    assert paths(engine, "def merge_cookies")[0] == "pkg/cookies.py:merge_cookies"
+
+
 def test_tests_and_compatibility_copies_rank_below_the_source(engine: Engine) -> None:
     ranked = paths(engine, "session cookies connection pool")
     assert ranked.index("pkg/session.py:Session") < ranked.index("pkg/compat/session.py:Session")

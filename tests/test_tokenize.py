@@ -1,6 +1,6 @@
 import pytest
 
-from ctxls.index.tokenize import expand_tokens, fts_match_expression, is_identifier_query, query_terms
+from ctxls.index.tokenize import declared_name, expand_tokens, fts_match_expression, is_identifier_query, query_terms
 
 
 def check(text: str, expected: list[str]) -> None:
@@ -83,3 +83,16 @@ def test_stems_are_right_when_threads_stem_at_once():
         results = list(pool.map(lambda part: [tokenize.stem(w) for w in part], chunks))
     got = {w: s for part, stems in zip(chunks, results) for w, s in zip(part, stems)}
     assert [got[w] for w in words] == expected
+
+
+def test_a_name_asked_with_its_declaring_keyword_is_the_name() -> None:
+    assert declared_name("struct Runtime") == "Runtime"
+    assert declared_name("  fn spawn_blocking ") == "spawn_blocking"
+    assert declared_name("def send") == "send"
+    assert declared_name("class pkg.Session") == "pkg.Session"
+    assert declared_name("trait AsyncRead") == "AsyncRead"
+    assert declared_name("interface Handler()") == "Handler"
+    # Keywords that are English words stay a sentence before a plain word.
+    assert declared_name("type checking") == "type checking"
+    assert declared_name("module loading") == "module loading"
+    assert declared_name("class hierarchy of errors") == "class hierarchy of errors"
