@@ -44,6 +44,7 @@ BUILTIN_METHODS: dict[str, frozenset[str]] = {
         toFixed assign freeze create next return throw emit on off once addEventListener
         removeEventListener dispatchEvent querySelector querySelectorAll json text send
         write end close open read log error warn info debug
+        union intersection difference symmetricDifference isSubsetOf isSupersetOf isDisjointFrom
     """.split()),
     "go": frozenset("""
         Error String Read Write Close Len Less Swap Lock Unlock RLock RUnlock Done Wait Add

@@ -26,11 +26,12 @@ from __future__ import annotations
 import posixpath
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
 from . import index_view, ripgrep, syntax
+from .index_view import Definition
 from .resolve import Match, Resolver, Targets, Verdict
 from .risk import is_test_path
 from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
@@ -121,6 +122,21 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
                     if use.reexported:
                         reexported_aliases.add(use.alias)
 
+    # A JS/TS constructor's name is not written where it is called: `new C()`
+    # of its class and `super()` in a subclass's constructor call it.
+    for class_name, constructors in sorted(_js_constructors(targets).items()):
+        classes = Targets(replace(d, symbol=d.symbol.rpartition(".")[0], symbol_kind="class")
+                          for d in constructors)
+        lines = sweep(class_name) if time.monotonic() <= deadline else {}
+        for path in sorted(lines, key=priority):
+            sf = resolver.source(path) if in_time(path) else None
+            if sf is None:
+                refs.mentions["unchecked"] += len(lines[path])
+                continue
+            for row, start, end in sf.occurrences(class_name, lines[path]):
+                for site in _constructor_calls(resolver, sf, row, start, end, class_name, classes):
+                    _record(resolver, refs, seen, sf, *site, "constructor")
+
     for path, alias in _default_imports(resolver, targets, importers):
         local_aliases.setdefault(path, set()).add(alias)
 
@@ -146,6 +162,54 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
     refs.callers.sort(key=lambda c: (c.path, c.span.start_line, c.span.start_character))
     return refs
+
+
+def _js_constructors(targets: Targets) -> dict[str, list[Definition]]:
+    """Class name -> the JS/TS ``constructor`` targets of classes so named."""
+    found: dict[str, list[Definition]] = {}
+    for target in targets.members:
+        if target.name == "constructor" and syntax.family_for(target.language) is JS:
+            found.setdefault(target.container or "", []).append(target)
+    return found
+
+
+def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int,
+                       class_name: str, classes: Targets) -> list[tuple[int, int, int, _Use]]:
+    """The constructor calls an occurrence of a class's name makes, each
+    (row, start, end, use) tied to the constructors of ``classes``: ``new C()``
+    at the name; ``class D extends C`` at the ``super(...)`` of D's constructor."""
+    node = sf.node_at(row, start, end) if sf.family is JS else None
+    if node is None or not syntax.is_identifier(node):
+        return []
+    expression, _ = syntax.member_parts(JS, node)
+    parent = expression.parent
+    if parent is None:
+        return []
+    if parent.type == "new_expression" and syntax.use_kind(JS, expression) == "call":
+        sites = [(row, start, end)]
+    elif parent.type in ("extends_clause", "class_heritage") and syntax.field_of(expression) in ("value", ""):
+        heritage = parent if parent.type == "class_heritage" else parent.parent
+        body = heritage.parent.child_by_field_name("body") if heritage and heritage.parent else None
+        sites = [(call.start_point.row, sf.character_from_byte(call.start_point.row, call.start_point.column),
+                  sf.character_from_byte(call.end_point.row, call.end_point.column))
+                 for call in _super_calls(body)]
+    else:
+        return []
+    match = resolver.match(sf, node, class_name, classes)
+    if match.verdict is Verdict.OTHER or not sites:
+        return []
+    keys = frozenset((path, f"{symbol}.constructor") for path, symbol in match.keys)
+    use = _Use("call", Match(match.verdict, keys, match.reason), node)
+    return [(*site, use) for site in sites]
+
+
+def _super_calls(class_body: Node | None) -> list[Node]:
+    """The ``super`` of each ``super(...)`` in the class's own constructor."""
+    for member in class_body.named_children if class_body is not None else ():
+        if member.type == "method_definition" and syntax.text_of(member.child_by_field_name("name")) == "constructor":
+            return [node for node in syntax.walk(member, (JS.functions - {"arrow_function"}) | JS.classes)
+                    if node.type == "super" and node.parent is not None and node.parent.type == "call_expression"]
+    return []
 
 
 def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) -> list[tuple[str, str]]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from ctxls.index.engine import Engine
+from ctxls.index.languages import language_for_path
 
 from . import index_view, syntax
 from .builtin_names import BUILTIN_FUNCTIONS, BUILTIN_METHODS
@@ -172,6 +173,7 @@ class Resolver:
         self._names: dict[tuple[str, str], Ref] = {}
         self._bases: dict[ClassId, list[Base]] = {}
         self._lineages: dict[tuple[ClassId, bool], tuple[list[ClassId], bool]] = {}
+        self._implemented: dict[ClassId, set[ClassId]] = {}
         self._owners: dict[tuple[Receiver, str], tuple[ClassId | None, bool]] = {}
         self._bare: dict[tuple[str, str], Ref] = {}
         self._receivers: dict[tuple[str, int], Receiver] = {}
@@ -365,7 +367,10 @@ class Resolver:
             local = self._local_receiver(sf, site, name)
             if local is not None:
                 return local
-            return self._receiver_of(self.bare_ref_at(sf, name, site.start_point.row))
+            ref = self.bare_ref_at(sf, name, site.start_point.row)
+            if family is JS and ref.kind == "unknown" and name in BUILTIN_FUNCTIONS["js"]:
+                return Receiver("external")  # Object.defineProperty, Reflect.get, console.log
+            return self._receiver_of(ref)
         if family is PYTHON and kind == "attribute":
             owner, attribute = node.child_by_field_name("object"), node.child_by_field_name("attribute")
             if owner is not None and attribute is not None and syntax.text_of(owner) in family.self_names:
@@ -651,8 +656,11 @@ class Resolver:
         return self.class_of(self.lookup_bare(sf, name))
 
     def class_of(self, ref: Ref) -> ClassId | None:
-        """The class a reference leads to, if it is one."""
-        if ref.path is None or ref.symbol is None or self.kind_of(ref) not in CLASS_KINDS:
+        """The class a reference leads to, if it is one (a TypeScript type
+        alias is not: it may name a union, `Subscription | (() => void)`)."""
+        kind = self.kind_of(ref)
+        if ref.path is None or ref.symbol is None or kind not in CLASS_KINDS \
+                or (kind == "type" and syntax.family_for(language_for_path(ref.path)) is JS):
             return None
         return ClassId(class_home(ref.path), ref.symbol)
 
@@ -896,7 +904,7 @@ class Resolver:
             # does, if every base is known. Never on `self`, which may be an
             # instance of a subclass mixing in the definer (mixins, abstract bases).
             if complete and receiver.kind != "self":
-                return OTHER_MATCH
+                return self._typed_dispatch(receiver, targets)
             return Match(Verdict.UNKNOWN, frozenset(d.key for d in targets.members), "unknown-base")
         if owner in targets.container_ids:
             return Match(Verdict.CONFIRMED, frozenset(d.key for d in targets.members if container_id(d) == owner))
@@ -909,7 +917,39 @@ class Resolver:
                              if owner in self.lineage(container_id(d), include_self=False)[0])
             if keys:
                 return Match(Verdict.UNKNOWN, keys, "override")
-        return OTHER_MATCH
+        return self._typed_dispatch(receiver, targets)
+
+    def _typed_dispatch(self, receiver: Receiver, targets: Targets) -> Match:
+        """TypeScript's reading of a typed receiver: ``x: Base`` (or an
+        interface) may hold an instance of a class deriving from (implementing)
+        it, so ``x.m()`` may reach that class's ``m``; not after ``super.``,
+        which names the base's. Other languages: OTHER."""
+        if receiver.kind not in ("instance", "class") or receiver.cls is None:
+            return OTHER_MATCH
+        cls = receiver.cls
+        keys = frozenset(d.key for d in targets.members if syntax.family_for(d.language) is JS
+                         and (cls in self.lineage(container_id(d), include_self=False)[0]  # type: ignore[arg-type]
+                              or cls in self.implemented(container_id(d))))  # type: ignore[arg-type]
+        return Match(Verdict.UNKNOWN, keys, "override") if keys else OTHER_MATCH
+
+    def implemented(self, cls: ClassId) -> set[ClassId]:
+        """TypeScript: the indexed interfaces ``cls`` and its bases implement,
+        and those they extend."""
+        if cls not in self._implemented:
+            self._implemented[cls] = set()  # a cycle ends here
+            found: set[ClassId] = set()
+            queue = [self._base(sf, name) for owner in self.lineage(cls)[0] if owner.home is not None
+                     for sf, node in self.class_declarations(owner)
+                     for name in syntax.implemented_types(sf.family, node)]  # type: ignore[arg-type]
+            while queue and len(found) < MAX_BASES:
+                interface = queue.pop(0).cls
+                if interface in found or interface.home is None:
+                    continue
+                found.add(interface)
+                queue += [self._base(sf, name) for sf, node in self.class_declarations(interface)
+                          for name in syntax.implemented_types(sf.family, node)]  # type: ignore[arg-type]
+            self._implemented[cls] = found
+        return self._implemented[cls]
 
     def _owner(self, receiver: Receiver, name: str) -> tuple[ClassId | None, bool]:
         """The first class up the receiver's lineage defining ``name``, and

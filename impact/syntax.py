@@ -87,7 +87,7 @@ JS = Family(
         "method_definition", "method_signature", "abstract_method_signature",
         "function_signature", "interface_declaration", "type_alias_declaration",
         "enum_declaration", "variable_declarator", "public_field_definition",
-        "internal_module", "module",
+        "property_signature", "internal_module", "module",
     }),
     bindings=frozenset({
         ("variable_declarator", "name"), ("assignment_expression", "left"),
@@ -345,10 +345,26 @@ def class_bases(family: Family, class_node: Node) -> list[str]:
         for declaration in fields.named_children if fields is not None else []:
             if declaration.type == "field_declaration" and declaration.child_by_field_name("name") is None:
                 bases.append(declaration.child_by_field_name("type"))
+    return _type_names(bases)
+
+
+def implemented_types(family: Family, declaration: Node) -> list[str]:
+    """TypeScript: the interfaces a class ``implements`` or an interface
+    ``extends``, as written (a call through one of them may reach the class's
+    method); none in other families."""
+    if family is not JS:
+        return []
+    clauses = [c for c in declaration.named_children if c.type == "extends_type_clause"]
+    for heritage in (c for c in declaration.named_children if c.type == "class_heritage"):
+        clauses += [c for c in heritage.named_children if c.type == "implements_clause"]
+    return _type_names([t for clause in clauses for t in clause.named_children])
+
+
+def _type_names(types: list[Node | None]) -> list[str]:
     names = []
-    for base in bases:
+    for node in types:
         # `pkg.Base` -> pkg.Base; `*Base`, `Base[T]`, `Base<T>` -> Base; `mixin(Base)` -> mixin
-        head = re.split(r"[\[<(]", text_of(base), maxsplit=1)[0] if base is not None else ""
+        head = re.split(r"[\[<(]", text_of(node), maxsplit=1)[0] if node is not None else ""
         parts = [part for part in re.split(r"[.*&\s]", head) if part]
         if parts:
             names.append(".".join(parts))

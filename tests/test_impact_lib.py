@@ -973,3 +973,82 @@ def test_receivers_defined_through_themselves_end(make_engine):
     })
     walk = analysis.analyze(engine, "Node.walk")
     assert {(c.path, c.span.start_line) for c in walk.callers} == {("tree.py", 8)}
+
+
+# -- TypeScript, as its language service reads it (seventh session) ------------
+
+
+def test_a_js_constructor_is_called_by_new_of_its_class_and_super_in_a_subclass(make_engine):
+    engine = make_engine({
+        "src/sub.ts": ("export class Subscription {\n  constructor(private teardown?: () => void) {}\n}\n"
+                       "export class Other {\n  constructor() {}\n}\n"),
+        "src/user.ts": ("import { Subscription, Other } from './sub';\n"
+                        "import * as subs from './sub';\n"
+                        "export class Subscriber extends Subscription {\n"
+                        "  constructor() {\n    super(() => {});\n  }\n}\n"  # line 4
+                        "export function make() {\n  new Other();\n  return new Subscription();\n}\n"  # 8, 9
+                        "const viaNamespace = new subs.Subscription();\n"  # line 11
+                        "let typed: Subscription;\n"),
+    })
+    result = analysis.analyze(engine, "Subscription.constructor", "src/sub.ts")
+    assert callers(result) == {("src/user.ts", 4, "Subscriber.constructor", True),
+                               ("src/user.ts", 9, "make", True), ("src/user.ts", 11, None, True)}
+    assert {c.kind for c in result.callers} == {"call"}
+    other = analysis.analyze(engine, "Other.constructor", "src/sub.ts")
+    assert callers(other) == {("src/user.ts", 8, "make", True)}
+
+
+def test_a_receiver_typed_by_a_ts_type_alias_is_not_an_instance_of_it(make_engine):
+    engine = make_engine({
+        "src/types.ts": "export type Teardown = Subscription | (() => void);\nimport { Subscription } from './sub';\n",
+        "src/sub.ts": ("import { Teardown } from './types';\n"
+                       "export class Subscription {\n"
+                       "  add(teardown: Teardown) {\n"
+                       "    if (teardown instanceof Subscription) {\n"
+                       "      teardown.hasParent(this);\n"  # line 4: narrowed, a Subscription
+                       "    }\n  }\n  hasParent(parent: Subscription) {\n    return false;\n  }\n}\n"),
+    })
+    assert callers(analysis.analyze(engine, "Subscription.hasParent")) == {("src/sub.ts", 4, "Subscription.add", True)}
+
+
+def test_a_call_through_a_ts_interface_or_base_type_may_reach_an_implementation(make_engine):
+    engine = make_engine({
+        "src/types.ts": ("export interface SchedulerLike {\n  schedule(work: () => void): void;\n}\n"
+                         "export interface Named extends SchedulerLike {\n  name: string;\n}\n"),
+        "src/scheduler.ts": ("import { Named } from './types';\n"
+                             "export class Scheduler implements Named {\n"
+                             "  name = 'async';\n  schedule(work: () => void) {\n    work();\n  }\n}\n"
+                             "export class Queue extends Scheduler {\n"
+                             "  schedule(work: () => void) {\n    super.schedule(work);\n  }\n}\n"  # line 9
+                             "export class Unrelated {\n  schedule() {}\n}\n"),
+        "src/timer.ts": ("import { SchedulerLike } from './types';\nimport { Scheduler } from './scheduler';\n"
+                         "export function timer(scheduler: SchedulerLike, base: Scheduler) {\n"
+                         "  scheduler.schedule(() => {});\n"  # line 3: any implementation
+                         "  base.schedule(() => {});\n}\n"),  # line 4: Scheduler's, or a subclass's override
+    })
+    scheduler = analysis.analyze(engine, "Scheduler.schedule")
+    assert callers(scheduler) == {("src/timer.ts", 3, "timer", False), ("src/timer.ts", 4, "timer", True),
+                                  ("src/scheduler.ts", 9, "Queue.schedule", True)}
+    assert {c.reason for c in scheduler.callers if not c.confirmed} == {"override"}
+    queue = analysis.analyze(engine, "Queue.schedule")
+    # Both receivers may hold a Queue; `super.schedule` in Queue is Scheduler's.
+    assert callers(queue) == {("src/timer.ts", 3, "timer", False), ("src/timer.ts", 4, "timer", False)}
+    assert callers(analysis.analyze(engine, "Unrelated.schedule")) == set()
+
+
+def test_js_globals_and_ts_type_members_are_not_uses_of_a_project_definition(make_engine):
+    engine = make_engine({
+        "src/traps.ts": ("export const traps = {\n  defineProperty(target: object, key: string) {\n"
+                         "    return true;\n  },\n};\n"
+                         "export function spyReportEnd() {}\n"
+                         "export type SpyEvent = { type: 'end'; spyReportEnd: true };\n"),  # line 6
+        "src/use.ts": ("import { traps, spyReportEnd } from './traps';\n"
+                       "Object.defineProperty(globalThis, 'x', {});\n"
+                       "Reflect.defineProperty(globalThis, 'y', {});\n"
+                       "traps.defineProperty({}, 'z');\n"  # line 3
+                       "spyReportEnd();\n"),  # line 4
+    })
+    assert callers(analysis.analyze(engine, "traps.defineProperty")) == {("src/use.ts", 3, None, True)}
+    spy = analysis.analyze(engine, "spyReportEnd")
+    assert callers(spy) == {("src/use.ts", 4, None, True)}
+    assert spy.mention_kinds["definition"] == 2  # the function and the type's member
