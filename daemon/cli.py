@@ -33,7 +33,6 @@ from ctxls import __version__
 from ctxls.index.discovery import STORE_DIR_NAME, find_root, too_broad_root
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES
-from ctxls.index.semantic import embedding_progress_text
 
 log = logging.getLogger("ctxls")
 
@@ -165,6 +164,8 @@ class Progress:
         self.show(f"indexing: {done}/{total} files")
 
     def chunks(self, done: int, total: int, rate: float) -> None:
+        from ctxls.index.semantic import embedding_progress_text  # numpy: only when embedding here
+
         self.show(embedding_progress_text(done, total, rate))
 
     def clear(self) -> None:

@@ -14,7 +14,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctxls.daemon.socket_server import SOCKET_NAME, frame
+from ctxls.daemon.framing import SOCKET_NAME, frame
 from ctxls.index.discovery import STORE_DIR_NAME
 from ctxls.index.errors import EngineError
 

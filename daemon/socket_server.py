@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
+from ctxls.daemon.framing import SOCKET_NAME, frame, frame_body
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
@@ -29,7 +30,6 @@ from ctxls.index.private import make_private_dir, restrict
 
 log = logging.getLogger(__name__)
 
-SOCKET_NAME = "daemon.sock"
 # sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
 MAX_MESSAGE_BYTES = 64 << 20
@@ -117,14 +117,6 @@ def invalid_request(message: Any) -> dict | None:
         return error_response(message.get("id"), -32600,
                               "invalid request: needs \"jsonrpc\": \"2.0\" and a string method")
     return None
-
-
-def frame(message: dict) -> bytes:
-    return frame_body(json.dumps(message, ensure_ascii=False).encode("utf-8"))
-
-
-def frame_body(body: bytes) -> bytes:
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 class SocketServer:

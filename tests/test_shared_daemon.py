@@ -218,3 +218,27 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
                 text = error.content[0].text
                 assert error.is_error and text.startswith(f"ctxls error -32602: invalid param '{param}'")
                 assert "pydantic" not in text and "http" not in text
+
+
+# What a CLI verb answered by the daemon must not load: importing them costs
+# about a second of CPU, paid on every call of an agent driving the CLI.
+HEAVY_MODULES = ("lsprotocol.types", "pygls", "numpy", "onnxruntime", "tree_sitter", "ctxls.index.engine")
+LOADED_AFTER = (
+    "import atexit, sys\n"
+    f"atexit.register(lambda: print('LOADED', [m for m in {HEAVY_MODULES!r} if m in sys.modules], "
+    "file=sys.stderr))\n"
+    "from ctxls.daemon.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n")
+
+
+async def test_a_verb_the_daemon_answers_loads_neither_the_engine_nor_the_lsp_types(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        for verb in (["recall", "retry_upload"], ["status"], ["impact", "retry_upload"],
+                     ["locate", "retry_upload fails"], ["get", "pkg/retry.py"]):
+            done = await asyncio.to_thread(
+                subprocess.run, [sys.executable, "-c", LOADED_AFTER, *verb, "--root", str(repo), "--json"],
+                capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["via"] == "daemon" if verb == ["status"] else done.stdout
+            assert "LOADED []" in done.stderr, (verb, done.stderr)
