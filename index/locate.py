@@ -14,6 +14,9 @@ not chunks, by their weighted sum:
   one file counts fully, one defined in k files 1/k (combined noisy-or).
 * ``assignment``: the file assigning (at module level or in a class body) a
   name no class or function defines: a setting, a constant, an attribute.
+* ``literal``: the file holding, as a whole string literal, a name the text
+  quotes that projects register by string: a command-line option, a message
+  id or name, a directive, a configuration key no file defines or assigns.
 * ``path``: a file path (outside a stack frame) or module name the text mentions
   (also written from inside its package: ``contrib.auth.validators``); a dotted
   name going on to a function or method the module defines names it fully.
@@ -37,14 +40,17 @@ weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 import posixpath
 import re
 import sqlite3
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
@@ -57,8 +63,8 @@ log = logging.getLogger(__name__)
 
 # --- reading the text -----------------------------------------------------------------------
 
-SIGNALS = ("frame", "symbol", "assignment", "path", "message", "import", "text", "title",
-           "semantic")
+SIGNALS = ("frame", "symbol", "assignment", "literal", "path", "message", "import", "text",
+           "title", "semantic")
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,10 @@ class IssueText:
     paths: list[str] = field(default_factory=list)  # file paths as written
     modules: list[str] = field(default_factory=list)  # dotted module names (import lines too)
     imported: list[tuple[str, str]] = field(default_factory=list)  # (module, name) of `from m import n`
+    # Names a project registers as strings, not symbols: command-line options
+    # (`--import-mode`), message ids (`W0611`, `admin.E108`), hyphenated names
+    # (`unused-import`), reST directives (`.. automodule::`).
+    literals: list[str] = field(default_factory=list)
     title: str = ""  # the first non-empty line
     raw: str = ""  # the whole text
 
@@ -100,6 +110,7 @@ class IssueText:
 PROMINENCE_BY_COUNT = (0.35, 0.35, 0.6, 0.8)
 
 
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
 _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
 
@@ -151,6 +162,10 @@ _EXCEPTION_LINE = re.compile(
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?::[ \t]*(?P<message>.+))?$", re.M)
 _GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
+# A logged line: `WARNING: msg`, logging's default `ERROR:shop.cart:msg`, and
+# a documentation build's `index.rst:12: WARNING: msg`.
+_LOG_LINE = re.compile(r"^[ \t]*(?:[^\n]*?: )?(?:WARNING|ERROR|CRITICAL)(?::[\w.]+)?:[ \t]*"
+                       r"(?P<message>\S.*)$", re.M)
 _MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
 _QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|'([^'\n]{12,200})'|“([^”\n]{12,200})”")
 
@@ -169,6 +184,16 @@ _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w
 _SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)\b")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Names registered as strings (IssueText.literals). An option's value
+# (`--import-mode=importlib`) is not its name; `-->` (IPython's arrow) and
+# `---` (a rule) are no options.
+_OPTION = re.compile(r"(?<![\w-])(--[A-Za-z0-9][\w-]*[A-Za-z0-9])(?![\w-])")
+_MESSAGE_ID = re.compile(r"(?<![\w.-])((?:[a-z_]+\.)?[A-Z]{1,2}\d{3,4})(?![\w-])")
+_HYPHENATED = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![\w/-])")
+_DIRECTIVE = re.compile(r"^[ \t]*\.\. (?:[\w-]+:)?([\w-]+)::", re.M)
+# A plugin named on the command line (`-p no:cacheprovider`): registered by
+# that name, and the module of that name.
+_PLUGIN = re.compile(r"(?<![\w-])-p[ \t]+(?:no:)?([A-Za-z_][\w.]*\w)")
 _FROM_IMPORT = re.compile(r"^[ \t]*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?", re.M)
 _IMPORT = re.compile(r"^[ \t]*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
 
@@ -277,7 +302,10 @@ def _add(seen: dict[str, None], value: str) -> None:
 
 
 def read_issue(text: str) -> IssueText:
-    """Split an issue's text into prose, code and the evidence they carry."""
+    """Split an issue's text into prose, code and the evidence they carry.
+    HTML comments (an issue template's instructions, never shown on the
+    tracker) are not read."""
+    text = _HTML_COMMENT.sub("", text)
     code: list[str] = [m.group(2) for m in _FENCE.finditer(text)]
     prose = _FENCE.sub("\n", text)
     doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
@@ -292,7 +320,8 @@ def read_issue(text: str) -> IssueText:
         _add(identifiers, match.group("type").rsplit(".", 1)[-1])
         if match.group("message"):
             found.append(match.group("message"))
-    found += [match.group("message") for match in _GO_PANIC.finditer(text)]
+    found += [match.group("message") for pattern in (_GO_PANIC, _LOG_LINE)
+              for match in pattern.finditer(text)]
     found += [next(g for g in match.groups() if g) for match in _QUOTED.finditer(prose)]
     for message in found:
         # A message is often built from parts (`"invalid param %r: " + problem`):
@@ -360,21 +389,29 @@ def read_issue(text: str) -> IssueText:
         return len(last) >= 2 or last in imported_names  # `from django.db.models import Q`
 
     names = [name for name in identifiers if meaningful(name)]
+    literals: dict[str, None] = {}
+    for pattern in (_OPTION, _MESSAGE_ID, _HYPHENATED, _DIRECTIVE, _PLUGIN):
+        for match in pattern.finditer(text):
+            _add(literals, match.group(1))
+    for match in _PLUGIN.finditer(text):
+        _add(paths, match.group(1).replace(".", "/") + ".py")
     title = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return IssueText(prose=prose, code=code, frames=frames, messages=list(messages),
                      identifiers=names, paths=list(paths), modules=list(modules),
-                     imported=list(imported), title=title, raw=text)
+                     imported=list(imported), literals=list(literals), title=title, raw=text)
 
 
 _PROSE_WORD = re.compile(r"[A-Za-z][a-z]+")
 _CODE_START = re.compile(r"(?:def|class|return|import|from|try|except|raise|if|for|while|with|"
-                         r"assert|print|lambda|Traceback)\b")
+                         r"assert|print|lambda|Traceback)\b|#")
 
 
 def prose_lines(issue: IssueText) -> list[str]:
     """The lines of the prose that read as sentences: indented lines, lines
     starting like code, stack frames and lines mostly of brackets and
-    operators are left out (issue trackers often paste code unfenced)."""
+    operators are left out (issue trackers often paste code unfenced), and so
+    are Markdown headings (an issue template's "### Describe the bug") and
+    comment lines, both starting ``#``."""
     out = []
     for line in issue.prose.splitlines():
         stripped = line.strip()
@@ -406,6 +443,7 @@ class LocateWeights:
     frame: float = 2.0
     symbol: float = 1.0
     assignment: float = 2.0
+    literal: float = 2.0
     path: float = 2.0
     message: float = 0.5
     import_: float = 0.5
@@ -530,9 +568,13 @@ def _is_absolute(written: str) -> bool:
 
 
 class PathIndex:
-    """Indexed paths by their trailing components, and a Python module resolver."""
+    """Indexed paths by their trailing components, a Python module resolver,
+    and ``package_name``: the name of the JavaScript package a folder holds
+    (its package.json's; ``""`` is the root), None when it holds none."""
 
-    def __init__(self, paths: list[str]):
+    def __init__(self, paths: list[str],
+                 package_name: Callable[[str], str | None] | None = None):
+        self.package_name = package_name
         self.by_suffix: dict[str, list[str]] = {}
         for path in paths:
             parts = path.split("/")
@@ -558,6 +600,8 @@ class PathIndex:
         their longest unique tail."""
         normal = written.replace("\\", "/")
         parts = [p for p in normal.split("/") if p not in ("", ".")]
+        if "node_modules" in parts:
+            return self._from_node_modules(parts)
         installed = [i for i, part in enumerate(parts)
                      if part in _INSTALLED_DIRS or part.endswith(".egg")]
         if installed:
@@ -579,6 +623,24 @@ class PathIndex:
                     and found[0] != "/".join(tail) and self._from_import_root(tail) != found[0]):
                 return None
             return found[0], len(tail)
+        return None
+
+    def _from_node_modules(self, parts: list[str]) -> tuple[str, int] | None:
+        """A path into ``node_modules/<package>/`` (``@scope/name`` too) names the
+        repository's file only when the package is one of the repository's own
+        (by its package.json's name), read from that package's folder; another
+        library's file of the same tail (``node_modules/other/lib/index.js``
+        against the repository's ``lib/index.js``) names nothing."""
+        at = len(parts) - 1 - parts[::-1].index("node_modules")
+        rest = parts[at + 1:]
+        size = 2 if rest[:1] and rest[0].startswith("@") else 1
+        package, inner = "/".join(rest[:size]), "/".join(rest[size:])
+        if not inner or self.package_name is None:
+            return None
+        for path in self.by_suffix.get(inner, ()):
+            if path == inner or path.endswith("/" + inner):
+                if self.package_name(path[:-len(inner)].rstrip("/")) == package:
+                    return path, len(rest) - size
         return None
 
     def _from_import_root(self, parts: list[str]) -> str | None:
@@ -647,15 +709,37 @@ def _longest_run(message_words: list[str], text_words: list[str], shortest: int,
     return 0
 
 
+def _chunks_with_tokens(conn: sqlite3.Connection, tokens: list[str], limit: int) -> list[tuple]:
+    """Code chunks holding every one of ``tokens`` (index tokens: a word's
+    ``expand_tokens(word)[0]``), at most ``limit``: (path, chunk id, symbol,
+    start line, end line, text, symbol kind). The full-text pre-filter of the
+    evidence that then reads the chunk's text (a message's run of words, an
+    assignment, a quoted string)."""
+    if not tokens:
+        return []
+    try:
+        return conn.execute(
+            "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text, c.symbol_kind "
+            "FROM fts_code JOIN chunks c ON c.id = fts_code.rowid JOIN files f ON f.id = c.file_id "
+            "WHERE fts_code MATCH ? LIMIT ?",
+            (" AND ".join(f'"{token}"' for token in tokens), limit)).fetchall()
+    except sqlite3.OperationalError:
+        return []
+
+
 class Locator:
     """Ranks the indexed files of one store for an issue text. Holds the
     indexed paths, kept while the set of files is unchanged; safe to share
     between threads."""
 
     def __init__(self, weights: LocateWeights | None = None,
-                 ranking: RankingConfig | None = None):
+                 ranking: RankingConfig | None = None, root: Path | None = None):
         self.weights = weights or LocateWeights()
         self.ranking = ranking or RankingConfig()
+        # The repository's folder: its package.json files name its JavaScript
+        # packages (JSON is not indexed). Without it no node_modules path
+        # names a file.
+        self.root = root
         self._lock = threading.Lock()
         self._paths: tuple[str | None, PathIndex] | None = None
 
@@ -664,10 +748,22 @@ class Locator:
         with self._lock:
             if self._paths is not None and self._paths[0] == key:
                 return self._paths[1]
-        index = PathIndex([r[0] for r in conn.execute("SELECT path FROM files")])
+        index = PathIndex([r[0] for r in conn.execute("SELECT path FROM files")],
+                          self._package_name)
         with self._lock:
             self._paths = (key, index)
         return index
+
+    def _package_name(self, folder: str) -> str | None:
+        """The ``name`` of ``folder``'s package.json under the root, if any."""
+        if self.root is None:
+            return None
+        try:
+            manifest = json.loads((self.root / folder / "package.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        name = manifest.get("name") if isinstance(manifest, dict) else None
+        return name if isinstance(name, str) else None
 
     # -- evidence ------------------------------------------------------------------------
 
@@ -694,7 +790,8 @@ class Locator:
         self._frame_evidence(issue, paths, file)
         self._path_evidence(conn, issue, paths, file)
         defined = self._symbol_evidence(conn, issue, paths, file)
-        self._assignment_evidence(conn, issue, defined, file)
+        unassigned = self._assignment_evidence(conn, issue, defined, file)
+        self._literal_evidence(conn, issue, unassigned, file)
         self._message_evidence(conn, issue, file)
         self._text_evidence(conn, issue, file)
         if vector is not None:
@@ -796,61 +893,98 @@ class Locator:
                                                  paths, file)
             if chosen is not None:
                 by_path = {p: rows for p, rows in by_path.items() if p in chosen}
-            if not by_path or len(by_path) > self.weights.max_definitions:
-                continue
-            share = issue.prominence(name) / len(by_path)
+            shares = self._shares(by_path, issue.prominence(name))
             for path, rows_here in by_path.items():
+                if path not in shares:
+                    continue
                 evidence = file(path)
                 before = strength.get(path, 0.0)
-                strength[path] = 1.0 - (1.0 - before) * (1.0 - share)
+                strength[path] = 1.0 - (1.0 - before) * (1.0 - shares[path])
                 first = min(rows_here, key=lambda r: r[8])
                 evidence.raise_signal("symbol", strength[path],
                                       Reason("symbol", first[1], first[8]))
                 for row in rows_here[:2]:
                     evidence.chunks.setdefault(row[4], ChunkRef(row[9], row[5], row[6], -1, 0.0))
-        return set(defined)
+        return {name for name, by_path in defined.items() if not all(map(is_test_or_doc, by_path))}
+
+    def _shares(self, paths, prominence: float) -> dict[str, float]:
+        """Each file's share of a name (or string) ``paths`` hold: ``prominence``/k
+        over the k files outside tests and docs when some hold it (a test tree's
+        copies, such as a test project's ``conf.py``, do not dilute the source's),
+        the tests' own shares over all k files; none when the name is in more than
+        ``max_definitions`` files (it names nothing in particular)."""
+        source = [p for p in paths if not is_test_or_doc(p)]
+        counted = len(source) or len(paths)
+        if not paths or counted > self.weights.max_definitions:
+            return {}
+        return {p: prominence / (counted if p in source or not source else len(paths))
+                for p in paths}
 
     def _assignment_evidence(self, conn: sqlite3.Connection, issue: IssueText, defined: set[str],
-                             file) -> None:
+                             file) -> list[str]:
         """``assignment``: a name no class or function defines but a file assigns at
         module level or in a class body (a setting, a constant, a class attribute:
         ``FILE_UPLOAD_PERMISSIONS = None``),
-        p/k over the k files assigning it, as for ``symbol``."""
+        p/k over the k files assigning it, as for ``symbol``. Returns the names
+        looked for that no file outside tests and docs assigns."""
         names = dict.fromkeys(w.split(".")[-1] for w in issue.identifiers)  # first mention first
         wanted = [n for n in names
                   if n not in defined and ("_" in n.strip("_") or (n.isupper() and len(n) > 2))]
+        wanted = wanted[:self.weights.max_assigned_names]
+        unassigned = []
         strength: dict[str, float] = {}
-        for name in wanted[:self.weights.max_assigned_names]:
-            tokens = expand_tokens(name)  # the index's form of the name first
-            if not tokens:
-                continue  # too long to be indexed whole: no chunk holds it
+        for name in wanted:
             # At module level, or one level into a class body (not a function's local).
             assigned = re.compile(r"^(?P<indent>(?:    |\t)?)" + re.escape(name)
                                   + r"[ \t]*(?::[^=\n]+)?=(?!=)", re.M)
-            try:
-                rows = conn.execute(
-                    "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text, c.symbol_kind "
-                    "FROM fts_code "
-                    "JOIN chunks c ON c.id = fts_code.rowid JOIN files f ON f.id = c.file_id "
-                    "WHERE fts_code MATCH ? LIMIT 200", ('"' + tokens[0] + '"',)).fetchall()
-            except sqlite3.OperationalError:
-                continue
             by_path: dict[str, tuple] = {}
-            for path, chunk_id, symbol, start, end, chunk_text, kind in rows:
+            # The name as the index spells it whole (a name too long to be indexed
+            # whole is in no chunk).
+            for path, chunk_id, symbol, start, end, chunk_text, kind in _chunks_with_tokens(
+                    conn, expand_tokens(name)[:1], 200):
                 found = next((m for m in assigned.finditer(chunk_text)
                               if not m.group("indent") or kind == "class"), None)
                 if found is not None and path not in by_path:
                     line = start + chunk_text.count("\n", 0, found.start())
                     by_path[path] = (chunk_id, symbol, start, end, line)
-            if not by_path or len(by_path) > self.weights.max_definitions:
-                continue
-            share = issue.prominence(name) / len(by_path)
-            for path, (chunk_id, symbol, start, end, line) in by_path.items():
-                before = strength.get(path, 0.0)
-                strength[path] = 1.0 - (1.0 - before) * (1.0 - share)
-                evidence = file(path)
-                evidence.raise_signal("assignment", strength[path], Reason("assignment", name, line))
-                evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
+            if all(map(is_test_or_doc, by_path)):
+                unassigned.append(name)
+            self._raise_shared(issue, "assignment", name, by_path, strength, file)
+        return unassigned
+
+    def _literal_evidence(self, conn: sqlite3.Connection, issue: IssueText, unnamed: list[str],
+                          file) -> None:
+        """``literal``: a name a file registers as a string, not a symbol: a
+        command-line option (``addoption("--import-mode", …)``), a message id or
+        name in a table (``"W0611": ("…", "unused-import", …)``), a directive, or a
+        configuration key no file outside tests defines or assigns
+        (``unnamed``: ``add_config_value("my_option", …)``). The files holding it
+        as a whole quoted string literal, p/k over the k of them as for ``symbol``."""
+        strength: dict[str, float] = {}
+        for name in list(dict.fromkeys(issue.literals + unnamed))[:self.weights.max_assigned_names]:
+            quoted = re.compile(r"""(?P<quote>['"])""" + re.escape(name) + r"(?P=quote)")
+            words = _WORD_RUN.findall(name.lower())
+            by_path: dict[str, tuple] = {}
+            for path, chunk_id, symbol, start, end, chunk_text, _ in _chunks_with_tokens(
+                    conn, [tokens[0] for w in words if (tokens := expand_tokens(w))], 200):
+                found = quoted.search(chunk_text)
+                if found is not None and path not in by_path:
+                    line = start + chunk_text.count("\n", 0, found.start())
+                    by_path[path] = (chunk_id, symbol, start, end, line)
+            self._raise_shared(issue, "literal", name, by_path, strength, file)
+
+    def _raise_shared(self, issue: IssueText, signal: str, name: str, by_path: dict[str, tuple],
+                      strength: dict[str, float], file) -> None:
+        """Raises ``signal`` on the files holding ``name`` (path -> chunk id, its
+        symbol, start, end, the line found), each by its share (:meth:`_shares`),
+        several names on one file combined noisy-or in ``strength``."""
+        for path, share in self._shares(by_path, issue.prominence(name)).items():
+            chunk_id, symbol, start, end, line = by_path[path]
+            before = strength.get(path, 0.0)
+            strength[path] = 1.0 - (1.0 - before) * (1.0 - share)
+            evidence = file(path)
+            evidence.raise_signal(signal, strength[path], Reason(signal, name, line))
+            evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
 
     def _qualified_definitions(self, conn, name: str, modules, by_path, paths: PathIndex,
                                file) -> set[str] | None:
@@ -896,16 +1030,9 @@ class Locator:
             if len(keys) < 2:
                 continue
             # Each word as the index spells it (its stem), all of them in one chunk.
-            match = " AND ".join(f'"{tokens[0]}"' for k in keys if (tokens := expand_tokens(k)))
-            try:
-                rows = conn.execute(
-                    "SELECT f.path, c.id, c.symbol, c.start_line, c.end_line, c.text FROM fts_code "
-                    "JOIN chunks c ON c.id = fts_code.rowid JOIN files f ON f.id = c.file_id "
-                    "WHERE fts_code MATCH ? LIMIT 40", (match,)).fetchall()
-            except sqlite3.OperationalError:
-                continue
+            rows = _chunks_with_tokens(conn, [tokens[0] for k in keys if (tokens := expand_tokens(k))], 40)
             needed = min(len(words), 4)
-            for path, chunk_id, symbol, start, end, chunk_text in rows:
+            for path, chunk_id, symbol, start, end, chunk_text, _ in rows:
                 run = _longest_run(words, _WORD_RUN.findall(chunk_text.lower()),
                                    shortest=min(3, needed), longest=8)
                 if run == 0:

@@ -681,3 +681,192 @@ def test_a_traceback_through_the_installed_package_and_the_standard_library(src_
     assert decoder is None or "symbol" not in decoder.signals
     assert located["src/shop/cart.py"].signals["path"] == 1.0  # `python -m shop.cart`
     assert next(iter(located)) == "src/shop/cart.py"
+
+
+# -- names registered as strings; test projects inside the test folder -------------------------
+
+# A tool's source under a private package (`src/_shop`, imported as `_shop`),
+# with what it registers by string: command-line options, a table of message
+# ids and names, a configuration key. Its test folder holds test projects
+# (`tests/roots/…/conf.py`, `tests/functional/…`) that set and define the same names.
+TOOL_FILES = {
+    "src/_shop/__init__.py": "",
+    "src/shop/__init__.py": "from _shop.main import main\n",
+    "src/_shop/main.py": (
+        "def main(args=None):\n"
+        "    return run(parse(args))\n"
+        "\n"
+        "\n"
+        "def run(config):\n"
+        "    return config.option.import_mode\n"),
+    "src/_shop/config.py": (
+        "def add_options(parser):\n"
+        "    group = parser.getgroup('general')\n"
+        "    group.addoption('--import-mode', default='prepend', choices=['prepend', 'importlib'],\n"
+        "                    dest='import_mode', help='how test modules are imported')\n"
+        "    group.addoption('--rootdir', action='store', dest='rootdir', help='the root')\n"),
+    "src/_shop/loader.py": (
+        "def import_path(path, mode='prepend'):\n"
+        "    if mode == 'importlib':\n"
+        "        return load_module(path)\n"
+        "    return insert_path(path)\n"),
+    "src/_shop/checkers/imports.py": (
+        "MESSAGES = {\n"
+        "    'W0611': ('Unused %s', 'unused-import', 'Used when an imported module is not used.'),\n"
+        "    'W0404': ('Reimport %r', 'reimported', 'Used when a module is imported twice.'),\n"
+        "}\n"
+        "\n"
+        "\n"
+        "class ImportsChecker:\n"
+        "    messages = MESSAGES\n"),
+    "src/_shop/checkers/variables.py": (
+        "class VariablesChecker:\n"
+        "    def leave_module(self, node):\n"
+        "        self.add_message('unused-import', node=node)\n"),
+    "src/_shop/ext/typehints.py": (
+        "import logging\n"
+        "\n"
+        "\n"
+        "def setup(app):\n"
+        "    app.add_config_value('typehints_format', 'signature', True)\n"
+        "    return {}\n"
+        "\n"
+        "\n"
+        "def import_object(name):\n"
+        "    try:\n"
+        "        return __import__(name)\n"
+        "    except ImportError:\n"
+        "        logging.getLogger(__name__).warning(\n"
+        "            'typehints: failed to import the module %r; the import raised', name)\n"),
+    "src/_shop/plugins.py": "DEFAULT_PLUGINS = ('main', 'cacheprovider', 'nodes')\n",
+    "src/_shop/cacheprovider.py": (
+        "class Cache:\n"
+        "    def set(self, key, value):\n"
+        "        self.values[key] = value\n"),
+    "src/_shop/ext/signature.py": (
+        "def format_signature(app, obj):\n"
+        "    if app.config.typehints_format == 'none':\n"
+        "        return ''\n"
+        "    return str(obj)\n"),
+    "src/_shop/nodes.py": (
+        "def collect_items(session):\n"
+        "    return [item for item in session.items if item.selected]\n"),
+    "tests/functional/u/unused_import.py": "import os  # [unused-import]\n",
+    "tests/roots/test-typehints/conf.py": "typehints_format = 'description'\n",
+    "tests/test_config.py": (
+        "def test_import_mode(runner):\n"
+        "    assert runner.run('--import-mode', 'importlib') == 0\n"),
+    # Test projects defining the source's function names (as plugins do).
+    **{f"tests/roots/test-plugin-{i}/plugin.py": (
+        f"def collect_items(session):\n    return session.items[{i}:]\n") for i in range(3)},
+}
+
+
+@pytest.fixture
+def tool(tmp_path: Path):
+    yield from indexed_engine(git_tree(tmp_path / "tool", TOOL_FILES))
+
+
+def test_names_registered_as_strings_are_read():
+    issue = read_issue(
+        "--import-mode=importlib breaks, see W0611 (unused-import) and admin.E108\n"
+        "---\n"
+        "--> 220     x = y\n"
+        ".. automodule:: shop.cart\n"
+        "See tests/unused-import.py and 2020-01-01.\n")
+    assert issue.literals == ["--import-mode", "W0611", "admin.E108", "unused-import", "automodule"]
+
+
+def test_an_option_a_message_id_or_a_config_key_leads_to_the_file_registering_it(tool: Engine):
+    def top(text: str) -> list[str]:
+        return [f.path for f in tool.locate(text, 5)]
+
+    located = tool.locate("--import-mode=importlib breaks conftest discovery\n\n"
+                          "Running with `--import-mode=importlib` fails.", 5)
+    assert located[0].path == "src/_shop/config.py"
+    assert any(r.signal == "literal" and r.detail == "--import-mode" and r.line == 2
+               for r in located[0].reasons)
+    # The message id's table, then (by its name) the checker emitting it too.
+    assert top("False positive W0611 for a module used in a type comment")[0] == (
+        "src/_shop/checkers/imports.py")
+    assert set(top("unused-import false positive in a type comment")[:2]) == {
+        "src/_shop/checkers/imports.py", "src/_shop/checkers/variables.py"}
+    # A configuration key only a test project assigns (`conf.py`): the file
+    # registering it with the tool leads, not the test project.
+    assert top("typehints_format = 'description' has no effect on overloaded callables")[0] == (
+        "src/_shop/ext/typehints.py")
+
+
+def test_a_test_projects_definitions_do_not_dilute_the_sources(tool: Engine):
+    # `collect_items` is defined once in the source and in three test projects:
+    # the source's definition is the name's whole share.
+    located = {f.path: f for f in tool.locate("collect_items skips deselected items", 10)}
+    assert located["src/_shop/nodes.py"].signals["symbol"] == 1.0
+    assert next(iter(located)) == "src/_shop/nodes.py"
+    plugin = located.get("tests/roots/test-plugin-0/plugin.py")
+    assert plugin is None or plugin.signals["symbol"] == 0.25
+
+
+def test_a_plugin_on_the_command_line_and_a_logged_warning(tool: Engine):
+    issue = read_issue("Running with -p no:cacheprovider still writes .cache\n\n"
+                       "WARNING: typehints: failed to import the module 'shop.cart'; the import raised\n"
+                       "docs/index.rst:12: ERROR: Unknown directive type \"autoclass\".\n"
+                       "ERROR:shop.cart:the cart total went negative\n")
+    assert "cacheprovider.py" in issue.paths and "cacheprovider" in issue.literals
+    assert {"failed to import the module", "Unknown directive type",
+            "the cart total went negative"} <= set(issue.messages)
+    located = {f.path: f for f in tool.locate(
+        "Running with -p no:cacheprovider still writes .cache", 5)}
+    # The plugin's module by its name, and the file registering that name.
+    assert located["src/_shop/cacheprovider.py"].signals["path"] == 1.0
+    assert located["src/_shop/plugins.py"].signals["literal"] > 0
+    warned = tool.locate("Docs build warns\n\nWARNING: typehints: failed to import the module "
+                         "'shop.cart'; the import raised\n", 3)
+    assert warned[0].path == "src/_shop/ext/typehints.py" and "message" in warned[0].signals
+
+
+def test_a_frame_in_node_modules_names_only_the_repositorys_own_packages(tmp_path: Path):
+    index = PathIndex(["lib/router/index.js", "lib/read.js", "packages/ui/src/button.js"],
+                      {"": "shop", "packages/ui": "@acme/ui"}.get)
+    assert index.resolve_path("/app/node_modules/shop/lib/router/index.js") == ("lib/router/index.js", 3)
+    assert index.resolve_path("/app/node_modules/@acme/ui/src/button.js") == (
+        "packages/ui/src/button.js", 2)
+    # Another library's file with the same tail as one of the repository's.
+    for written in ("/app/node_modules/body-parser/lib/read.js", "/app/node_modules/shop",
+                    "/app/node_modules/@other/ui/src/button.js"):
+        assert index.resolve_path(written) is None, written
+    # Through the engine: the package's name is read from its indexed package.json.
+    engine = Engine(git_tree(tmp_path / "js", {
+        "package.json": '{\n  "author": {"name": "Someone"},\n  "name": "shop",\n  "version": "1.0.0"\n}\n',
+        "lib/read.js": "function read(stream) {\n  return stream.read();\n}\nmodule.exports = read;\n",
+        "lib/cart.js": "function total(items) {\n  return items.length;\n}\nmodule.exports = total;\n",
+    }), EngineOptions())
+    try:
+        engine.cold_index()
+        located = {f.path: f for f in engine.locate(
+            "TypeError: stream.read is not a function\n"
+            "    at read (/srv/app/node_modules/body-parser/lib/read.js:2:17)\n"
+            "    at total (/srv/app/node_modules/shop/lib/cart.js:2:10)\n", 5)}
+    finally:
+        engine.close()
+    assert located["lib/cart.js"].signals["frame"] == 1.0
+    assert "lib/read.js" not in located or "frame" not in located["lib/read.js"].signals
+
+
+def test_an_issue_templates_comments_and_headings_are_not_its_prose():
+    text = ("Cart.total() is wrong for refunds\n"
+            "<!--\nThanks for submitting an issue! Here is a checklist of what to provide:\n"
+            "- a detailed description of the bug\n-->\n"
+            "### Describe the bug\n"
+            "When a price is negative the discount is applied twice to the refund.\n"
+            "### Expected behavior\n"
+            "# the total stays negative and is not discounted twice\n"
+            "The total of a refund is the negative of the purchase's total.\n"
+            "<!-- Add any other context about the problem here. -->\n")
+    issue = read_issue(text)
+    assert prose_lines(issue) == [
+        "Cart.total() is wrong for refunds",
+        "When a price is negative the discount is applied twice to the refund.",
+        "The total of a refund is the negative of the purchase's total."]
+    assert "checklist" not in issue.raw and "context" not in issue.raw
+    assert "checklist" not in issue.prose and issue.messages == []
