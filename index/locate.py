@@ -191,6 +191,9 @@ _OPTION = re.compile(r"(?<![\w-])(--[A-Za-z0-9][\w-]*[A-Za-z0-9])(?![\w-])")
 _MESSAGE_ID = re.compile(r"(?<![\w.-])((?:[a-z_]+\.)?[A-Z]{1,2}\d{3,4})(?![\w-])")
 _HYPHENATED = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![\w/-])")
 _DIRECTIVE = re.compile(r"^[ \t]*\.\. (?:[\w-]+:)?([\w-]+)::", re.M)
+# A reST role before its backticked target (`:kbd:` in ":kbd:`Ctrl+C`",
+# `func` in ":py:func:`f`").
+_ROLE = re.compile(r"(?<![\w:`]):(?:[a-z][\w-]*:)?([a-z][\w-]*):`")
 # A plugin named on the command line (`-p no:cacheprovider`): registered by
 # that name, and the module of that name.
 _PLUGIN = re.compile(r"(?<![\w-])-p[ \t]+(?:no:)?([A-Za-z_][\w.]*\w)")
@@ -390,7 +393,7 @@ def read_issue(text: str) -> IssueText:
 
     names = [name for name in identifiers if meaningful(name)]
     literals: dict[str, None] = {}
-    for pattern in (_OPTION, _MESSAGE_ID, _HYPHENATED, _DIRECTIVE, _PLUGIN):
+    for pattern in (_OPTION, _MESSAGE_ID, _HYPHENATED, _DIRECTIVE, _ROLE, _PLUGIN):
         for match in pattern.finditer(text):
             _add(literals, match.group(1))
     for match in _PLUGIN.finditer(text):
@@ -962,7 +965,10 @@ class Locator:
         as a whole quoted string literal, p/k over the k of them as for ``symbol``."""
         strength: dict[str, float] = {}
         for name in list(dict.fromkeys(issue.literals + unnamed))[:self.weights.max_assigned_names]:
-            quoted = re.compile(r"""(?P<quote>['"])""" + re.escape(name) + r"(?P=quote)")
+            # An option may be registered without its dashes (`("max-line-length", {…})`).
+            quoted = re.compile(r"""(?P<quote>['"])""" + ("(?:--)?" + re.escape(name[2:])
+                                                         if name.startswith("--") else re.escape(name))
+                                + r"(?P=quote)")
             words = _WORD_RUN.findall(name.lower())
             by_path: dict[str, tuple] = {}
             for path, chunk_id, symbol, start, end, chunk_text, _ in _chunks_with_tokens(

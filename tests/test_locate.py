@@ -705,6 +705,13 @@ TOOL_FILES = {
         "    group.addoption('--import-mode', default='prepend', choices=['prepend', 'importlib'],\n"
         "                    dest='import_mode', help='how test modules are imported')\n"
         "    group.addoption('--rootdir', action='store', dest='rootdir', help='the root')\n"),
+    "src/_shop/checkers/format.py": (
+        "OPTIONS = (\n"
+        "    ('max-line-length', {'default': 100, 'type': 'int', 'help': 'longest line allowed'}),\n"
+        ")\n"),
+    "src/_shop/ext/keys.py": (
+        "def setup(app):\n"
+        "    app.add_role('kbd', keyboard_role)\n"),
     "src/_shop/loader.py": (
         "def import_path(path, mode='prepend'):\n"
         "    if mode == 'importlib':\n"
@@ -773,8 +780,10 @@ def test_names_registered_as_strings_are_read():
         "---\n"
         "--> 220     x = y\n"
         ".. automodule:: shop.cart\n"
+        "Press :kbd:`Ctrl+C` or see :py:func:`shop.cart.total`; ::\n"
         "See tests/unused-import.py and 2020-01-01.\n")
-    assert issue.literals == ["--import-mode", "W0611", "admin.E108", "unused-import", "automodule"]
+    assert issue.literals == ["--import-mode", "W0611", "admin.E108", "unused-import", "automodule",
+                              "kbd", "func"]
 
 
 def test_an_option_a_message_id_or_a_config_key_leads_to_the_file_registering_it(tool: Engine):
@@ -795,6 +804,14 @@ def test_an_option_a_message_id_or_a_config_key_leads_to_the_file_registering_it
     # registering it with the tool leads, not the test project.
     assert top("typehints_format = 'description' has no effect on overloaded callables")[0] == (
         "src/_shop/ext/typehints.py")
+    # An option registered without its dashes; a role by its name.
+    for text, registering, name in (
+            ("--max-line-length=120 is ignored for long comments", "src/_shop/checkers/format.py",
+             "--max-line-length"),
+            ("The :kbd:`Shift+Tab` role renders the wrong markup", "src/_shop/ext/keys.py", "kbd")):
+        located = tool.locate(text, 5)
+        assert located[0].path == registering
+        assert any(r.signal == "literal" and r.detail == name for r in located[0].reasons)
 
 
 def test_a_test_projects_definitions_do_not_dilute_the_sources(tool: Engine):
