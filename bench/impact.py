@@ -3,7 +3,8 @@
     .venv/bin/pip install -e ".[bench]"          # jedi and basedpyright, the two truths
     .venv/bin/python bench/impact.py             # quality and latency, prints Markdown
     .venv/bin/python bench/impact.py --write     # ... and replaces the section in BENCHMARKS.md
-    .venv/bin/python bench/impact.py --only quality|latency|truth [--oracles jedi|pyright]
+    .venv/bin/python bench/impact.py --only quality|latency|truth [--oracles jedi|pyright|tsserver]
+    .venv/bin/python bench/impact.py --only quality --corpora rxjs mobx axios   # the TypeScript oracle
 
 Quality (requests, flask, and two packages with class hierarchies and
 same-named classes in several modules: urllib3 1.26, whose two TLS
@@ -42,6 +43,22 @@ sees what the other cannot infer: pyright follows declared and inferred types
 (return annotations, ``self`` in subclasses), jedi runs through untyped
 code and some dynamic values. ``--oracles jedi`` (or ``pyright``) asks one.
 
+A third oracle for JavaScript and TypeScript: the TypeScript compiler's
+language service, ``tsserver`` from the npm package ``typescript`` (pinned,
+installed on first use into ``bench/.cache/impact/typescript-VERSION`` with
+the npm of the node that basedpyright's wheel brings; nothing at product run
+time), asked ``references`` at each sampled function's, method's and
+class's name, on a copy of the corpus's JS/TS files with a ``tsconfig.json``
+including them all (``allowJs``, unchecked). Corpora: the npm tarballs of
+rxjs and mobx (TypeScript sources) and axios (JavaScript), as
+``codesearch_corpora`` pins and selects them. A use through an alias
+(``import { f as g }``) counts under the alias's name; ``new C()`` (at the
+class's name, for a ``constructor``) and ``<C/>`` are calls. tsserver
+relates a method to the whole override family (base declarations,
+overrides, interface members and their other implementations), so
+``super.m()`` reaching another class's ``m`` is one of its references:
+some "missed" files are those. ``--oracles tsserver`` asks it alone.
+
 The oracles' answers are cached in ``bench/.cache/impact/`` (jedi's take
 minutes), by corpus and oracle version.
 
@@ -54,6 +71,7 @@ time budget and answer capped.
 from __future__ import annotations
 
 import argparse
+import bisect
 import datetime
 import json
 import math
@@ -76,6 +94,7 @@ from urllib.parse import unquote, urlparse
 from ctxls.impact import analysis, risk, syntax
 from ctxls.impact.index_view import Definition
 from ctxls.impact.resolve import Resolver
+from ctxls.impact.syntax import SourceFile
 from ctxls.index.engine import Engine, EngineOptions
 
 from codesearch_corpora import corpus_by_name, corpus_tree
@@ -94,6 +113,9 @@ QUALITY_CORPORA: dict[str, str | None] = {"requests": None, "flask": None, "urll
 TS_CORPORA = ("rxjs", "mobx", "axios")
 TS_LANGUAGES = ("typescript", "tsx", "javascript")
 TYPESCRIPT_VERSION = "5.9.3"  # 5.x ships tsserver.js (7.x is the native compiler)
+# tsserver's kinds of a reference group's definition that another member of an
+# override family has (a function's, a class's or an alias's group is its own).
+FAMILY_MEMBER_KINDS = frozenset({"method", "property", "getter", "setter", "constructor", "call", "index"})
 # Quality is measured without the time budgets (they are a latency/recall
 # trade the latency run reports: a loaded machine caps more answers).
 QUALITY_BUDGET_S = 60.0
@@ -422,12 +444,15 @@ def typescript_tree(root: Path, into: Path) -> Path:
 
 
 def tsserver_uses(root: Path, engine: Engine, definitions: list[Definition], scratch: Path) -> dict[str, list[list]]:
-    """definition key -> [[path, line, column, "call"|"value"], ...] of the uses
-    the TypeScript language service finds (``tsserver``'s ``references`` at
-    the definition's name, declarations excluded; cached like pyright's). A
-    use through an alias (``import { f as g }``) is the alias's name there."""
+    """definition key -> [[path, line, column, "call"|"value", declared], ...]
+    of the uses the TypeScript language service finds (``tsserver``'s
+    ``references-full`` at the definition's name, declarations excluded;
+    cached like pyright's). ``declared``: the use is of the definition asked,
+    not of another member of its override family (a base's declaration, an
+    override, an interface member) that TypeScript relates to it. A use
+    through an alias (``import { f as g }``) is the alias's name there."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    cache = CACHE / f"tsserver-uses-{root.name}-{TYPESCRIPT_VERSION}.json"
+    cache = CACHE / f"tsserver-references-{root.name}-{TYPESCRIPT_VERSION}.json"
     known: dict[str, list[list]] = json.loads(cache.read_text()) if cache.exists() else {}
     todo = [d for d in definitions if f"{d.path}::{d.symbol}" not in known]
     if not todo:
@@ -436,35 +461,55 @@ def tsserver_uses(root: Path, engine: Engine, definitions: list[Definition], scr
     server = TsServer(typescript_server(), tree)
     server.request("configure", {"preferences": {"disableSuggestions": True}})
     resolver = Resolver(engine, syntax.SourceCache())
+    line_starts: dict[str, list[int]] = {}
+
+    def place(file: str, offset: int) -> tuple[str, SourceFile, int, int] | None:
+        """(path, file, row, character) of a UTF-16 offset in a file of the copy."""
+        try:
+            rel = Path(file).relative_to(tree).as_posix()
+        except ValueError:
+            return None
+        used = resolver.source(rel)
+        if used is None:
+            return None
+        if rel not in line_starts:
+            starts = [0]
+            for text in used.lines[:-1]:
+                starts.append(starts[-1] + len(text.encode("utf-16-le", "surrogatepass")) // 2 + 1)
+            line_starts[rel] = starts
+        row = bisect.bisect_right(line_starts[rel], offset) - 1
+        return rel, used, row, used.character_from_utf16(row, offset - line_starts[rel][row])
+
     opened: set[str] = set()
     started = time.perf_counter()
     try:
         for done, definition in enumerate(todo, 1):
             uses: list[list] = []
-            if (place := declaration_place(resolver, definition)) is not None:
-                sf, row, character = place
+            if (asked := declaration_place(resolver, definition)) is not None:
+                sf, row, character = asked
                 file = str(tree / definition.path)
                 if file not in opened:  # the project (tsconfig.json) is loaded for an open file
                     server.notify("open", {"file": file})
                     opened.add(file)
-                body = server.request("references", {"file": file, "line": row + 1,
-                                                     "offset": sf.utf16_column(row, character) + 1})
-                for ref in (body or {}).get("refs", []):
-                    if ref.get("isDefinition"):
-                        continue
-                    try:
-                        rel = Path(ref["file"]).relative_to(tree).as_posix()
-                    except ValueError:
-                        continue
-                    used = resolver.source(rel)
-                    line = ref["start"]["line"] - 1
-                    if used is None or line >= len(used.lines) or ref["end"]["line"] != ref["start"]["line"]:
-                        continue
-                    start = used.character_from_utf16(line, ref["start"]["offset"] - 1)
-                    end = used.character_from_utf16(line, ref["end"]["offset"] - 1)
-                    kind = use_kind(resolver, rel, line, start, used.lines[line][start:end])
-                    if kind is not None:
-                        uses.append([rel, line, start, kind])
+                groups = server.request("references-full", {"file": file, "line": row + 1,
+                                                            "offset": sf.utf16_column(row, character) + 1})
+                for group in groups or []:
+                    # One group per symbol: the definition's own, an import's alias
+                    # of it, or another member of its override family.
+                    declared_at = place(group["definition"]["fileName"], group["definition"]["textSpan"]["start"])
+                    declared = group["definition"]["kind"] not in FAMILY_MEMBER_KINDS or (
+                        declared_at is not None and declared_at[0] == definition.path
+                        and definition.start_line <= declared_at[2] <= definition.end_line)
+                    for ref in group["references"]:
+                        found = None if ref.get("isDefinition") else place(ref["fileName"], ref["textSpan"]["start"])
+                        if found is None:
+                            continue
+                        rel, used, line, start = found
+                        end = start + len(used.lines[line][start:].encode("utf-16-le", "surrogatepass")[
+                            :2 * ref["textSpan"]["length"]].decode("utf-16-le", "surrogatepass"))
+                        kind = use_kind(resolver, rel, line, start, used.lines[line][start:end])
+                        if kind is not None:
+                            uses.append([rel, line, start, kind, declared])
             known[f"{definition.path}::{definition.symbol}"] = uses
             if done % 25 == 0 or done == len(todo):
                 cache.write_text(json.dumps(known))
@@ -563,7 +608,7 @@ def truth_sets(truth: dict[str, list[list]], definitions: list[Definition]) -> t
     uses: set[Line] = set()
     for definition in definitions:
         key = f"{definition.path}::{definition.symbol}"
-        for path, line, _, kind in truth[key]:
+        for path, line, _, kind, *_ in truth[key]:
             uses.add((key, path, line))
             if kind == "call":
                 calls.add((key, path, line))
@@ -603,7 +648,9 @@ def ask_oracles(name: str, root: Path, engine: Engine, definitions: list[Definit
     truths = {}
     if name in TS_CORPORA:
         if "tsserver" in oracles:
-            truths["tsserver"] = tsserver_uses(root, engine, definitions, store_dir)
+            family = tsserver_uses(root, engine, definitions, store_dir)
+            truths["tsserver"] = family
+            truths["tsserver_declared"] = {key: [use for use in uses if use[4]] for key, uses in family.items()}
         return truths
     if "jedi" in oracles:
         truths["jedi"] = jedi_uses(root, engine, definitions)
@@ -740,19 +787,23 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                          + (f"| {o['both']} / {len(o['jedi_only'])} / {len(o['pyright_only'])} |" if o else "| - |"))
     if any("tsserver" in q for q in quality_rows):
         lines += ["", "TypeScript and JavaScript corpora against the TypeScript language service "
-                  f"(`tsserver` {TYPESCRIPT_VERSION}'s `references` at the definition's name; functions, "
-                  "methods and classes, `new C()` and `<C/>` counted as calls):", "",
-                  "| corpus | sampled | called (tsserver) | caller-file recall | false isolations "
+                  f"(`tsserver` {TYPESCRIPT_VERSION}'s `references-full` at the definition's name; functions, "
+                  "methods and classes; `new C()` and `<C/>` are calls). Two readings: *family*, every "
+                  "reference it lists (what an editor's Find All References shows: uses of the whole "
+                  "override family, a base's declaration, overrides, interface members, so `super.m()` "
+                  "reaching another class's `m` counts); *declared*, the uses of the definition asked only:", "",
+                  "| corpus | reading | sampled | called | caller-file recall | false isolations "
                   "| confirmed precision, line / file | ... calls only, line / file "
                   "| symbol query precision | best = meant | per-definition precision | \"low\" hedged |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+                  "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for q in (q for q in quality_rows if "tsserver" in q):
-            t = q["tsserver"]
-            lines.append(f"| {q['corpus']} | {q['definitions']} | {t['called']} | {t['recall']} "
-                         f"| {t['false_isolations']} | {t['precision_line']} / {t['precision_file']} "
-                         f"| {t['precision_line_calls']} / {t['precision_file_calls']} "
-                         f"| {t['symbol_precision']} | {q['best_is_meant']} ({q['asked_several']} asked "
-                         f"with several) | {t['per_definition_precision']} | {q['low_hedged']} of {q['low']} |")
+            for reading, oracle in (("family", "tsserver"), ("declared", "tsserver_declared")):
+                t = q[oracle]
+                lines.append(f"| {q['corpus']} | {reading} | {q['definitions']} | {t['called']} | {t['recall']} "
+                             f"| {t['false_isolations']} | {t['precision_line']} / {t['precision_file']} "
+                             f"| {t['precision_line_calls']} / {t['precision_file_calls']} "
+                             f"| {t['symbol_precision']} | {q['best_is_meant']} ({q['asked_several']} asked "
+                             f"with several) | {t['per_definition_precision']} | {q['low_hedged']} of {q['low']} |")
     if quality_rows:
         lines += ["",
                   "Quality runs without the time budgets (`analyze(..., budget_s=60)`, distant "
@@ -765,7 +816,7 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
                   "pyright: untyped parameters, code it judges unreachable), so some "
                   "\"wrong\" confirmed callers are real. Samples:", ""]
         for q in quality_rows:
-            for oracle in ("jedi", "pyright", "tsserver"):
+            for oracle in ("jedi", "pyright", "tsserver", "tsserver_declared"):
                 if oracle not in q:
                     continue
                 s = q[oracle]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import posixpath
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
@@ -38,6 +38,9 @@ from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
 # Names a re-export introduces that get a sweep of their own (per request).
 MAX_ALIAS_SWEEPS = 4
+# Class names swept for a constructor's callers: its class, then subclasses
+# without a constructor of their own (their `new` runs it).
+MAX_CONSTRUCTOR_SWEEPS = 16
 # Modules whose importers count as importing what they re-export.
 _BARREL_STEMS = ("__init__.", "index.")
 
@@ -123,19 +126,26 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
                         reexported_aliases.add(use.alias)
 
     # A JS/TS constructor's name is not written where it is called: `new C()`
-    # of its class and `super()` in a subclass's constructor call it.
-    for class_name, constructors in sorted(_js_constructors(targets).items()):
-        classes = Targets(replace(d, symbol=d.symbol.rpartition(".")[0], symbol_kind="class")
-                          for d in constructors)
-        lines = sweep(class_name) if time.monotonic() <= deadline else {}
+    # of its class, `super()` in a subclass's constructor, and `new D()` of a
+    # subclass without a constructor of its own (D's name is swept in turn).
+    pending = _js_constructors(targets)
+    swept = 0
+    while pending and swept < MAX_CONSTRUCTOR_SWEEPS and time.monotonic() <= deadline:
+        class_name = min(pending)
+        runs = pending.pop(class_name)
+        swept += 1
+        lines = sweep(class_name)
         for path in sorted(lines, key=priority):
             sf = resolver.source(path) if in_time(path) else None
             if sf is None:
                 refs.mentions["unchecked"] += len(lines[path])
                 continue
             for row, start, end in sf.occurrences(class_name, lines[path]):
-                for site in _constructor_calls(resolver, sf, row, start, end, class_name, classes):
+                sites, subclass = _constructor_calls(resolver, sf, row, start, end, class_name, runs)
+                for site in sites:
                     _record(resolver, refs, seen, sf, *site, "constructor")
+                if subclass is not None:
+                    pending.setdefault(subclass[0], {}).setdefault(subclass[1], subclass[2])
 
     for path, alias in _default_imports(resolver, targets, importers):
         local_aliases.setdefault(path, set()).add(alias)
@@ -164,52 +174,79 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
     return refs
 
 
-def _js_constructors(targets: Targets) -> dict[str, list[Definition]]:
-    """Class name -> the JS/TS ``constructor`` targets of classes so named."""
-    found: dict[str, list[Definition]] = {}
+# What `new` of a class runs: class (path, symbol) -> (the target
+# constructors' keys, why it stays unconfirmed or None).
+Runs = dict[tuple[str, str], tuple[frozenset[tuple[str, str]], str | None]]
+
+
+def _js_constructors(targets: Targets) -> dict[str, Runs]:
+    """Class name -> what ``new`` of the classes so named runs: their JS/TS
+    ``constructor`` targets."""
+    found: dict[str, Runs] = {}
     for target in targets.members:
         if target.name == "constructor" and syntax.family_for(target.language) is JS:
-            found.setdefault(target.container or "", []).append(target)
+            found.setdefault(target.container or "", {})[(target.path, target.symbol.rpartition(".")[0])] = \
+                (frozenset({target.key}), None)
     return found
 
 
-def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int,
-                       class_name: str, classes: Targets) -> list[tuple[int, int, int, _Use]]:
+def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int, class_name: str,
+                       runs: Runs) -> tuple[list[tuple[int, int, int, _Use]], tuple | None]:
     """The constructor calls an occurrence of a class's name makes, each
-    (row, start, end, use) tied to the constructors of ``classes``: ``new C()``
-    at the name; ``class D extends C`` at the ``super(...)`` of D's constructor."""
+    (row, start, end, use) tied to the constructors ``new`` of that class
+    runs: ``new C()`` at the name; ``class D extends C`` at the ``super(...)``
+    of D's constructor. A D without a constructor runs C's: then also
+    (D's name, D's key, what it runs), for ``new D()``."""
     node = sf.node_at(row, start, end) if sf.family is JS else None
     if node is None or not syntax.is_identifier(node):
-        return []
+        return [], None
     expression, _ = syntax.member_parts(JS, node)
     parent = expression.parent
+    subclass = None
     if parent is None:
-        return []
+        return [], None
     if parent.type == "new_expression" and syntax.use_kind(JS, expression) == "call":
         sites = [(row, start, end)]
     elif parent.type in ("extends_clause", "class_heritage") and syntax.field_of(expression) in ("value", ""):
         heritage = parent if parent.type == "class_heritage" else parent.parent
-        body = heritage.parent.child_by_field_name("body") if heritage and heritage.parent else None
+        subclass = heritage.parent if heritage is not None else None
+        constructor = _own_constructor(subclass.child_by_field_name("body") if subclass is not None else None)
         sites = [(call.start_point.row, sf.character_from_byte(call.start_point.row, call.start_point.column),
                   sf.character_from_byte(call.end_point.row, call.end_point.column))
-                 for call in _super_calls(body)]
+                 for call in _super_calls(constructor)]
+        if constructor is not None:
+            subclass = None
     else:
-        return []
+        return [], None
+    classes = Targets(Definition(path, symbol, "class", sf.language or "", 0, 0) for path, symbol in runs)
     match = resolver.match(sf, node, class_name, classes)
-    if match.verdict is Verdict.OTHER or not sites:
-        return []
-    keys = frozenset((path, f"{symbol}.constructor") for path, symbol in match.keys)
-    use = _Use("call", Match(match.verdict, keys, match.reason), node)
-    return [(*site, use) for site in sites]
+    if match.verdict is Verdict.OTHER:
+        return [], None
+    keys = frozenset(key for cls in match.keys for key in runs[cls][0])
+    reason = match.reason or next((runs[cls][1] for cls in match.keys if runs[cls][1]), None)
+    verdict = Verdict.CONFIRMED if match.verdict is Verdict.CONFIRMED and reason is None else Verdict.UNKNOWN
+    use = _Use("call", Match(verdict, keys, reason), node)
+    found = None
+    name = subclass.child_by_field_name("name") if subclass is not None else None
+    if name is not None:
+        cls = resolver.class_at(sf, subclass)
+        found = (syntax.text_of(name), (cls.home, cls.symbol), (keys, reason))
+    return [(*site, use) for site in sites], found
 
 
-def _super_calls(class_body: Node | None) -> list[Node]:
-    """The ``super`` of each ``super(...)`` in the class's own constructor."""
+def _own_constructor(class_body: Node | None) -> Node | None:
     for member in class_body.named_children if class_body is not None else ():
         if member.type == "method_definition" and syntax.text_of(member.child_by_field_name("name")) == "constructor":
-            return [node for node in syntax.walk(member, (JS.functions - {"arrow_function"}) | JS.classes)
-                    if node.type == "super" and node.parent is not None and node.parent.type == "call_expression"]
-    return []
+            return member
+    return None
+
+
+def _super_calls(constructor: Node | None) -> list[Node]:
+    """The ``super`` of each ``super(...)`` in a class's constructor."""
+    if constructor is None:
+        return []
+    return [node for node in syntax.walk(constructor, (JS.functions - {"arrow_function"}) | JS.classes)
+            if node.type == "super" and node.parent is not None and node.parent.type == "call_expression"]
 
 
 def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) -> list[tuple[str, str]]:

@@ -406,13 +406,18 @@ class Resolver:
             return Receiver(kind)
         if node is None:  # Go: the method's receiver type, in this package
             return Receiver(kind, ClassId(posixpath.dirname(sf.path), name))
-        # The innermost class span of that name holding the class's first line;
-        # a class the index does not list (nested in a function) is still this file's.
-        row = node.start_point.row
+        return Receiver(kind, self.class_at(sf, node), bases=tuple(self._node_bases(sf, node)))
+
+    def class_at(self, sf: SourceFile, class_node: Node) -> ClassId:
+        """The class a class node of ``sf`` declares: the innermost class span
+        of its name holding its first line; a class the index does not list
+        (nested in a function) is still this file's."""
+        name = syntax.text_of(class_node.child_by_field_name("name"))
+        row = class_node.start_point.row
         spans = [s for s in self.spans(sf) if s.symbol_kind in CLASS_KINDS
                  and s.symbol.rsplit(".", 1)[-1] == name and s.start_line <= row <= s.end_line]
         symbol = max(spans, key=lambda s: s.start_line).symbol if spans else name
-        return Receiver(kind, ClassId(class_home(sf.path), symbol), bases=tuple(self._node_bases(sf, node)))
+        return ClassId(class_home(sf.path), symbol)
 
     def _local_receiver(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
         """What a variable holds when the enclosing function, else the module,

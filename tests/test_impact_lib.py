@@ -988,11 +988,18 @@ def test_a_js_constructor_is_called_by_new_of_its_class_and_super_in_a_subclass(
                         "  constructor() {\n    super(() => {});\n  }\n}\n"  # line 4
                         "export function make() {\n  new Other();\n  return new Subscription();\n}\n"  # 8, 9
                         "const viaNamespace = new subs.Subscription();\n"  # line 11
-                        "let typed: Subscription;\n"),
+                        "let typed: Subscription;\n"
+                        "export class Quiet extends Subscriber {}\n"  # its `new` runs Subscriber's
+                        "export class Silent extends Subscription {}\n"  # its `new` runs Subscription's
+                        "const quiet = new Quiet();\n"),  # line 15
+        "src/other.ts": "import { Silent } from './user';\nexport const silent = new Silent();\n",
     })
     result = analysis.analyze(engine, "Subscription.constructor", "src/sub.ts")
     assert callers(result) == {("src/user.ts", 4, "Subscriber.constructor", True),
-                               ("src/user.ts", 9, "make", True), ("src/user.ts", 11, None, True)}
+                               ("src/user.ts", 9, "make", True), ("src/user.ts", 11, None, True),
+                               ("src/other.ts", 1, None, True)}
+    subscriber = analysis.analyze(engine, "Subscriber.constructor", "src/user.ts")
+    assert callers(subscriber) == {("src/user.ts", 15, None, True)}
     assert {c.kind for c in result.callers} == {"call"}
     other = analysis.analyze(engine, "Other.constructor", "src/sub.ts")
     assert callers(other) == {("src/user.ts", 8, "make", True)}
