@@ -147,8 +147,11 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
                 if subclass is not None:
                     pending.setdefault(subclass[0], {}).setdefault(subclass[1], subclass[2])
 
-    for path, alias in _default_imports(resolver, targets, importers):
-        local_aliases.setdefault(path, set()).add(alias)
+    for path, alias, reexported in _default_imports(resolver, targets, importers):
+        if reexported:  # `export { default as name } from './m'`: its importers anywhere
+            reexported_aliases.add(alias)
+        else:
+            local_aliases.setdefault(path, set()).add(alias)
 
     # Uses of a local alias are callers when they lead to a target through it.
     for path, aliases in local_aliases.items():
@@ -249,9 +252,10 @@ def _super_calls(constructor: Node | None) -> list[Node]:
             if node.type == "super" and node.parent is not None and node.parent.type == "call_expression"]
 
 
-def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) -> list[tuple[str, str]]:
-    """(file, local name) of the default imports of targets that are their
-    module's default export: ``import anything from './m'`` names no target."""
+def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) -> list[tuple[str, str, bool]]:
+    """(file, local name, re-exported) of the default imports of targets that
+    are their module's default export: ``import anything from './m'`` (or a
+    barrel's ``export { default as anything } from './m'``) names no target."""
     exported = set()
     for target in targets.module_level:
         sf = resolver.source(target.path)
@@ -262,9 +266,8 @@ def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) 
     for path in sorted(importers) if exported else ():
         sf = resolver.source(path)
         for binding in sf.bindings if sf is not None and sf.family is JS else ():
-            if binding.imported == "default" and not binding.reexport \
-                    and resolver.module_path(sf, binding.spec)[0] in exported:
-                found.append((path, binding.local))
+            if binding.imported == "default" and resolver.module_path(sf, binding.spec)[0] in exported:
+                found.append((path, binding.local, binding.reexport))
     return found
 
 

@@ -383,6 +383,17 @@ class Resolver:
                     held = self._member_attribute(holder.cls, syntax.text_of(attribute))
                     if held is not None:
                         return held
+        if family is JS and kind == "member_expression":
+            owner, attribute = node.child_by_field_name("object"), node.child_by_field_name("property")
+            held = None
+            if owner is not None and attribute is not None and owner.type == "this":
+                held = self._self_attribute(sf, site, syntax.text_of(attribute))  # this.engine.step()
+            elif owner is not None and attribute is not None:
+                holder = self.receiver(sf, owner, attribute)
+                if holder.kind == "instance" and holder.cls is not None:  # car.engine.step()
+                    held = self._member_attribute(holder.cls, syntax.text_of(attribute))
+            if held is not None:
+                return held
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
             assigned = self._assigned_attribute(sf, node, site)
             if assigned is not None:  # `sys.stdout = Buffer()` then `sys.stdout.reset()`
@@ -485,6 +496,9 @@ class Resolver:
         if parent.type == "assignment" and parent.child_by_field_name("type") is not None \
                 and syntax.field_of(name_node) == "left":  # `x: C = make()`: the annotation says
             return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
+        if parent.type == "variable_declarator" and parent.child_by_field_name("type") is not None \
+                and syntax.field_of(name_node) == "name":  # TS `const x: C = make()`
+            return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
         value = _assigned_value(name_node)
         return self._value_of(sf, value) if value is not None else UNKNOWN_RECEIVER
 
@@ -531,8 +545,8 @@ class Resolver:
             made = self.class_of(ref)
             if made:
                 return Receiver("instance", made)
-            returned = self._returned(ref) if family is PYTHON else None
-            if returned is not None:  # `make()` of `def make() -> C`
+            returned = self._returned(ref) if family in (PYTHON, JS) else None
+            if returned is not None:  # `make()` of `def make() -> C`, `function make(): C`
                 return returned
             if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
@@ -586,6 +600,9 @@ class Resolver:
         if key in self._attributes:
             return self._attributes[key]
         self._attributes[key] = None  # `self.x = self.x.y`: no cycle
+        if family is JS:
+            self._attributes[key] = result = self._js_class_attribute(sf, class_node, attribute)
+            return result
         found: set[Receiver] = set()
         rows = range(class_node.start_point.row, class_node.end_point.row + 1)
         for row, start, end in sf.occurrences(attribute, rows):
@@ -617,6 +634,49 @@ class Resolver:
         result = next(iter(known)) if len(found) == 1 and known else None
         self._attributes[key] = result
         return result
+
+    def _js_class_attribute(self, sf: SourceFile, class_node: Node, attribute: str) -> Receiver | None:
+        """JS/TS: what ``this.attribute`` holds in the class, when its field
+        (``x: C``, ``x = new C()``), a constructor's parameter property
+        (``constructor(private x: C)``) and every ``this.x = ...`` in the class
+        give one class (``null``/``undefined`` placeholders aside)."""
+        found: set[Receiver] = set()
+        body = class_node.child_by_field_name("body")
+        for member in body.named_children if body is not None else ():
+            if member.type in ("public_field_definition", "field_definition"):
+                name = member.child_by_field_name("name") or member.child_by_field_name("property")
+                if syntax.text_of(name) != attribute:
+                    continue
+                annotation, value = member.child_by_field_name("type"), member.child_by_field_name("value")
+                if annotation is not None:
+                    found.add(self._annotated(sf, annotation))
+                elif value is not None and value.type not in ("null", "undefined"):
+                    found.add(self._value_of(sf, value))
+            elif member.type == "method_definition" \
+                    and syntax.text_of(member.child_by_field_name("name")) == "constructor":
+                parameters = member.child_by_field_name("parameters")
+                for parameter in parameters.named_children if parameters is not None else ():
+                    if syntax.text_of(parameter.child_by_field_name("pattern")) == attribute and any(
+                            c.type in ("accessibility_modifier", "readonly") for c in parameter.children):
+                        annotation = parameter.child_by_field_name("type")
+                        found.add(self._annotated(sf, annotation) if annotation is not None else UNKNOWN_RECEIVER)
+        rows = range(class_node.start_point.row, class_node.end_point.row + 1)
+        for row, start, end in sf.occurrences(attribute, rows):
+            node = sf.node_at(row, start, end)
+            target = node.parent if node is not None else None
+            assignment = target.parent if target is not None else None
+            if target is None or assignment is None or target.type != "member_expression" \
+                    or syntax.field_of(node) != "property" or assignment.type != "assignment_expression" \
+                    or syntax.field_of(target) != "left" \
+                    or getattr(target.child_by_field_name("object"), "type", None) != "this" \
+                    or syntax.enclosing_class(JS, node)[1].id != class_node.id:  # type: ignore[union-attr]
+                continue
+            value = assignment.child_by_field_name("right")
+            if value is not None and value.type not in ("null", "undefined"):
+                found.add(self.receiver(sf, value, value) if syntax.is_identifier(value)
+                          else self._value_of(sf, value))
+        known = found - {UNKNOWN_RECEIVER}
+        return next(iter(known)) if len(found) == 1 and known else None
 
     def _assigned_attribute(self, sf: SourceFile, node: Node, site: Node) -> Receiver | None:
         """What the dotted attribute ``node`` (``a.b``) holds where the function

@@ -1059,3 +1059,45 @@ def test_js_globals_and_ts_type_members_are_not_uses_of_a_project_definition(mak
     spy = analysis.analyze(engine, "spyReportEnd")
     assert callers(spy) == {("src/use.ts", 4, None, True)}
     assert spy.mention_kinds["definition"] == 2  # the function and the type's member
+
+
+def test_a_default_export_re_exported_by_a_barrel_under_a_name_is_called_through_it(make_engine):
+    engine = make_engine({
+        "src/lib/clamp.ts": "export default function clamp(x: number) {\n  return x;\n}\n",
+        "src/ui/Card.tsx": "export default function Card() {\n  return <div />;\n}\n",
+        "src/lib/index.ts": ("export { default as clampValue } from './clamp';\n"
+                             "export { default as Card } from '../ui/Card';\n"),
+        "src/app.tsx": ("import { clampValue, Card } from './lib';\n"
+                        "export function App() {\n  clampValue(3);\n  return <Card />;\n}\n"),  # lines 2, 3
+    })
+    assert callers(analysis.analyze(engine, "clamp")) == {("src/app.tsx", 2, "App", True)}
+    card = analysis.analyze(engine, "Card")
+    assert callers(card) == {("src/app.tsx", 3, "App", True)}
+    assert [c.kind for c in card.callers] == ["call"]  # rendering a component calls it
+
+
+def test_ts_receivers_typed_by_fields_parameter_properties_annotations_and_returns(make_engine):
+    engine = make_engine({
+        "src/parts.ts": ("export class Engine {\n  step() {\n    return 1;\n  }\n}\n"
+                         "export class Wheel {\n  step() {\n    return 2;\n  }\n}\n"),
+        "src/car.ts": ("import { Engine, Wheel } from './parts';\n"
+                       "function make(): Engine {\n  return new Engine();\n}\n"
+                       "export class Car {\n"  # line 4
+                       "  private spare: Engine = make();\n"
+                       "  wheel = new Wheel();\n"
+                       "  constructor(private engine: Engine, other: Wheel) {\n"
+                       "    this.backup = other;\n  }\n"
+                       "  drive() {\n"  # line 10
+                       "    this.engine.step();\n"  # 11
+                       "    this.spare.step();\n"  # 12
+                       "    this.wheel.step();\n"  # 13
+                       "    this.backup.step();\n"  # 14
+                       "    const e: Engine = make();\n    e.step();\n"  # 16
+                       "    make().step();\n"  # 17
+                       "  }\n}\n"
+                       "export function tour(car: Car) {\n  car.wheel.step();\n}\n"),  # line 21
+    })
+    assert callers(analysis.analyze(engine, "Engine.step")) == {
+        ("src/car.ts", row, "Car.drive", True) for row in (11, 12, 16, 17)}
+    assert callers(analysis.analyze(engine, "Wheel.step")) == {
+        ("src/car.ts", 13, "Car.drive", True), ("src/car.ts", 14, "Car.drive", True), ("src/car.ts", 21, "tour", True)}
