@@ -197,8 +197,10 @@ _ROLE = re.compile(r"(?<![\w:`]):(?:[a-z][\w-]*:)?([a-z][\w-]*):`")
 # A plugin named on the command line (`-p no:cacheprovider`): registered by
 # that name, and the module of that name.
 _PLUGIN = re.compile(r"(?<![\w-])-p[ \t]+(?:no:)?([A-Za-z_][\w.]*\w)")
-_FROM_IMPORT = re.compile(r"^[ \t]*from\s+([\w.]+)\s+import\s+\(?([\w\s,]+)\)?", re.M)
-_IMPORT = re.compile(r"^[ \t]*import\s+([\w.]+(?:\s*,\s*[\w.]+)*)", re.M)
+# The names imported: in parentheses across lines, else to the line's end.
+_FROM_IMPORT = re.compile(r"^[ \t]*from\s+([\w.]+)\s+import\s+(?:\(([\w\s,]+)\)|([\w \t,]+))", re.M)
+_IMPORT = re.compile(r"^[ \t]*import\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)",
+                     re.M)
 
 # Words in code that name nothing of the repository's.
 _CODE_NOISE = frozenset("""self cls None True False def class return import from as if else elif
@@ -353,17 +355,28 @@ def read_issue(text: str) -> IssueText:
         if _PATH.fullmatch(url_path.rsplit("/", 1)[-1]):
             _add(paths, url_path)
     code_text = "\n".join(code)
+    # `import shop.data as sd`, `from shop import open_cart as oc`: what the
+    # issue's code calls `sd.load` or `oc` is the repository's `shop.data.load`,
+    # `shop.open_cart`.
+    aliases: dict[str, str] = {}
     for block in [code_text, text]:
         for match in _FROM_IMPORT.finditer(block):
             module = match.group(1)
             _add(modules, module)
-            for name in re.split(r"[\s,]+", match.group(2)):
-                if name and name != "as":
-                    imported.setdefault((module, name))
-                    _add(identifiers, name)
+            for part in re.split(r"\s*,\s*", (match.group(2) or match.group(3)).strip()):
+                words = part.split()
+                if not words:
+                    continue
+                imported.setdefault((module, words[0]))
+                _add(identifiers, words[0])
+                if len(words) == 3 and words[1] == "as":
+                    aliases[words[2]] = f"{module}.{words[0]}"
         for match in _IMPORT.finditer(block):
-            for module in re.split(r"\s*,\s*", match.group(1)):
-                _add(modules, module)
+            for part in re.split(r"\s*,\s*", match.group(1)):
+                module, _, alias = part.partition(" as ")
+                _add(modules, module.strip())
+                if alias.strip():
+                    aliases[alias.strip()] = module.strip()
     for frame in frames:
         if _in_standard_library(frame.path):
             continue  # the standard library's function (`decode`, `info`): not the repository's
@@ -383,6 +396,12 @@ def read_issue(text: str) -> IssueText:
         for match in _BACKTICKED.finditer(source):
             for word in _DOTTED_CALL.findall(match.group(1)) + _WORD.findall(match.group(1)):
                 _add(identifiers, word)
+    for name in list(identifiers):
+        head, dot, rest = name.partition(".")
+        if aliases.get(head, head) != head:
+            expanded = aliases[head] + dot + rest
+            _add(identifiers, expanded)
+            _add(modules, expanded)
     imported_names = {name for _, name in imported}
 
     def meaningful(name: str) -> bool:

@@ -887,3 +887,29 @@ def test_an_issue_templates_comments_and_headings_are_not_its_prose():
         "The total of a refund is the negative of the purchase's total."]
     assert "checklist" not in issue.raw and "context" not in issue.raw
     assert "checklist" not in issue.prose and issue.messages == []
+
+
+def test_names_called_through_an_import_alias_are_the_modules():
+    issue = read_issue("```python\nimport shop.data as sd, shop.cart\nfrom shop import open_cart as oc\n"
+                       "sd.load(oc('x.nc'))\n```\n")
+    assert {"shop.data.load", "shop.open_cart"} <= set(issue.identifiers)
+    assert {"shop.data", "shop.cart", "shop.data.load"} <= set(issue.modules)
+    assert ("shop", "open_cart") in issue.imported and ("shop", "oc") not in issue.imported
+
+
+def test_a_function_called_through_an_alias_leads_through_the_package_to_its_file(tmp_path: Path):
+    engine = Engine(git_tree(tmp_path / "aliased", {
+        "src/shop/__init__.py": "from shop.backends.api import open_cart\n",
+        "src/shop/backends/__init__.py": "",
+        "src/shop/backends/api.py": "def open_cart(path):\n    return read(path)\n",
+        # A namesake the alias does not mean.
+        "src/shop/alt.py": "def open_cart(name):\n    return name\n",
+    }), EngineOptions())
+    try:
+        engine.cold_index()
+        located = engine.locate("Opening a cart file raises\n\n```python\nimport shop as sp\n"
+                                "cart = sp.open_cart('x.nc')\n```\nKeyError: 'items'\n", 5)
+    finally:
+        engine.close()
+    assert located[0].path == "src/shop/backends/api.py"
+    assert any(r.signal == "import" and "src/shop/__init__.py" in r.detail for r in located[0].reasons)
