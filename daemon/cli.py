@@ -182,7 +182,7 @@ def _lines(chunk: dict) -> str:
     return f"{start}" if start == end else f"{start}-{end}"
 
 
-# A hit or item whose body the answer's size bound left out (wire.BodyBudget).
+# A hit or item whose body the answer's size bound left out (engine.BodyBudget).
 BODY_LEFT_OUT = "(text left out by the answer's size bound: get it by id)"
 
 

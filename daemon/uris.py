@@ -4,14 +4,31 @@ workspaces and the stdio proxy alike (kept light: the proxy imports it)."""
 from __future__ import annotations
 
 import os
+import re
+from urllib.parse import unquote, urlsplit
 
 from pygls.uris import to_fs_path
+
+# An escaped separator: data inside one segment (RFC 3986), which no POSIX
+# file name can hold; decoding it would name another file (a%2Fb.py -> a/b.py).
+_ESCAPED_SLASH = re.compile("%2f", re.IGNORECASE)
 
 
 def local_path(uri: str) -> str | None:
     """The absolute path a ``file:`` URI names, or None: another scheme, a
-    path that is not absolute here (``file:///C:/x`` on POSIX), or one with
-    a NUL (``%00``), which no file has."""
+    path that is not absolute here (``file:///C:/x`` on POSIX), one with a
+    NUL (``%00``), which no file has, an escaped ``/`` inside a segment, or
+    percent-escapes that are not UTF-8 (``%FF``, overlong ``%C0%AF``, an
+    encoded surrogate): pygls decodes those to U+FFFD, which would name
+    another file (``%FF%FE.py`` -> the file ``\\ufffd\\ufffd.py``)."""
+    try:
+        parts = urlsplit(uri)
+        for escaped in (parts.netloc, parts.path):
+            unquote(escaped, errors="strict").encode("utf-8")  # no lone surrogate either
+    except (UnicodeError, ValueError, TypeError):
+        return None
+    if _ESCAPED_SLASH.search(parts.path):
+        return None
     path = to_fs_path(uri)
     if not path or "\0" in path or not os.path.isabs(path):
         return None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxls.index.demand import Candidate
 from ctxls.index.discovery import is_utf8
-from ctxls.index.engine import (ActivityItem, Hit, IndexStats, Item, RecallResult,
+from ctxls.index.engine import (ActivityItem, BodyBudget, Hit, IndexStats, Item, RecallResult,
                                 SymbolInfo, memory_hit)
 from ctxls.index.errors import InvalidParams
 from ctxls.index.model import RECALL_KINDS
@@ -23,10 +23,6 @@ from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
 from ctxls.index.stash import Peek
 
 _MISSING = object()
-# The body text one answer may carry in all (UTF-8 bytes): over one written
-# row's bound (10 MiB), so the first body always fits; without it 200 rows at
-# that bound recalled or listed at once made a 2 GB answer.
-MAX_ANSWER_BODY_BYTES = 16 * 1024 * 1024
 # SQLite's INTEGER: every integer param must fit, wherever it ends up.
 MIN_INT, MAX_INT = -(1 << 63), (1 << 63) - 1
 
@@ -150,24 +146,6 @@ def lsp_range(start_line: int, end_line: int, end_character: int) -> dict:
             "end": {"line": end_line, "character": end_character}}
 
 
-class BodyBudget:
-    """What is left of one answer's MAX_ANSWER_BODY_BYTES. Bodies are taken in
-    answer order until one does not fit; from there on every body is left out
-    (``body: null``, ``truncated: true``), so the bodies an answer carries are
-    always those of its first items."""
-
-    def __init__(self) -> None:
-        self.left = MAX_ANSWER_BODY_BYTES
-        self.cut = False
-
-    def admit(self, body: str) -> bool:
-        if not self.cut:
-            size = len(body.encode("utf-8", "surrogatepass"))
-            self.cut = size > self.left
-            self.left -= 0 if self.cut else size
-        return not self.cut
-
-
 def hit_json(hit: Hit, budget: BodyBudget) -> dict:
     out: dict[str, Any] = {
         "path": hit.path,
@@ -179,11 +157,10 @@ def hit_json(hit: Hit, budget: BodyBudget) -> dict:
     if hit.uri is not None:  # written memory is not a file: no uri, no range
         out["uri"] = hit.uri
         out["range"] = lsp_range(hit.start_line, hit.end_line, hit.end_character)
-    if hit.body is not None:
-        if budget.admit(hit.body):
-            out["body"] = hit.body
-        else:  # fetch it with ctxls/get
-            out["body"], out["truncated"] = None, True
+    if hit.wants_body:
+        out["body"] = budget.take(hit)
+        if out["body"] is None:  # fetch it with ctxls/get
+            out["truncated"] = True
     if hit.meta is not None:
         out["meta"] = hit.meta
     return out

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
-from ctxls.index.model import content_hash
+from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash
 
 # Without the embedding tokenizer: about four bytes of UTF-8 per token, rounded up.
 ESTIMATE_BYTES_PER_TOKEN = 4
@@ -127,10 +127,23 @@ class Candidate:
 
 
 def candidates_from_hits(hits_by_kind: dict) -> list[Candidate]:
-    """Recall hits (``engine.Hit``, recalled with bodies) as packing candidates."""
-    return [Candidate(h.path, h.kind, h.symbol, h.start_line, h.end_line, h.score, h.body or "",
-                      h.uri is not None)
-            for hits in hits_by_kind.values() for h in hits]
+    """Recall hits (``engine.Hit``, recalled with bodies) as packing
+    candidates. A written row's text is read only while the texts read stay
+    within MAX_ANSWER_BODY_BYTES; a row too long for what is left is left out
+    unread (no budget packs that much)."""
+    left = MAX_ANSWER_BODY_BYTES
+    out = []
+    for hits in hits_by_kind.values():
+        for h in hits:
+            body = h.body
+            if body is None and h.read_body is not None:
+                body = h.read_body(left)
+                if body is None:
+                    continue
+                left -= len(body.encode("utf-8", "surrogatepass"))
+            out.append(Candidate(h.path, h.kind, h.symbol, h.start_line, h.end_line, h.score,
+                                 body or "", h.uri is not None))
+    return out
 
 
 @dataclass

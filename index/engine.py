@@ -22,7 +22,7 @@ from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, InvalidParams, MemoryUnavailable, OutsideRoot,
                                 StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
-from ctxls.index.model import RECALL_KINDS, RECALL_MODES, content_hash
+from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
 from ctxls.index.locate import LocatedFile, Locator
@@ -84,6 +84,38 @@ class Hit:
     body: str | None
     meta: dict | None = None  # a memory row's meta, verbatim
     scope: str | None = None  # a memory row's scope: its demand is logged under it
+    # A written row's body, asked for but not read yet: read by BodyBudget.take,
+    # only if it fits what the answer has left.
+    read_body: Callable[[int], str | None] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def wants_body(self) -> bool:
+        return self.body is not None or self.read_body is not None
+
+
+class BodyBudget:
+    """What is left of one answer's MAX_ANSWER_BODY_BYTES. Bodies are taken in
+    answer order until one does not fit; from there on every body is left out
+    (``body: null``, ``truncated: true``), so the bodies an answer carries are
+    always those of its first items. A written row's body is read from the
+    store only when it is taken, so what is read is bounded too."""
+
+    def __init__(self, limit: int = MAX_ANSWER_BODY_BYTES) -> None:
+        self.left = limit
+        self.cut = False
+
+    def take(self, hit: Hit) -> str | None:
+        """``hit``'s body if it still fits, else None (and none after it)."""
+        if self.cut:
+            return None
+        body = hit.body if hit.body is not None else (
+            hit.read_body(self.left) if hit.read_body is not None else None)
+        size = len(body.encode("utf-8", "surrogatepass")) if body is not None else None
+        if size is None or size > self.left:
+            self.cut = True
+            return None
+        self.left -= size
+        return body
 
 
 @dataclass
@@ -695,11 +727,13 @@ def skipped_json(skipped: dict[str, str]) -> dict:
 
 
 def memory_hit(row: MemoryRow, body: bool) -> Hit:
-    """A written memory as a recall hit: no uri; its chunk is its lines in the whole text."""
+    """A written memory as a recall hit: no uri, so no range (``end_character``
+    0); its chunk is its lines in the whole text; its body is read when an
+    answer takes it (BodyBudget)."""
     return Hit(path=row.key, uri=None, kind=row.kind, format=row.format, score=round(row.score, 6),
                symbol=row.symbol, start_line=row.start_line, end_line=row.end_line,
-               end_character=len(row.text.rsplit("\n", 1)[-1]), body=row.text if body else None,
-               meta=row.meta, scope=row.scope)
+               end_character=0, body=None, meta=row.meta, scope=row.scope,
+               read_body=row.text_within if body else None)
 
 
 def direct_item(direct: MemoryItem) -> Item:

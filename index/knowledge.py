@@ -56,14 +56,19 @@ def knowledge_block(memory: Memory, store: Store, scope: Scope, now: int,
         meta = fact.meta
         pinned = bool(isinstance(meta, dict) and meta.get("pinned"))
         anchor = _anchor(meta if isinstance(meta, dict) else None)
-        stale = anchor is not None and _is_stale(store, anchor, fact.created_at)
         facts.append(((not pinned, fact.author != "human", -fact.recalls, fact.key, fact.scope),
-                      fact.key, " ".join(fact.text.split()), anchor, stale))
+                      fact, anchor))
     facts.sort(key=lambda f: f[0])
     lines: list[str] = []
     used = len(HEADER)
-    for _, key, text, anchor, stale in facts:
-        line = f"- [{key}] {text}"
+    for _, fact, anchor in facts:
+        # Read only a text that could fit what is left (a character is at most
+        # 4 bytes; a longer text could fit only if it were mostly whitespace).
+        text = fact.text_within(4 * max(budget_chars - used, 0))
+        if text is None:
+            continue
+        stale = anchor is not None and _is_stale(store, anchor, fact.created_at)
+        line = f"- [{fact.key}] {' '.join(text.split())}"
         if stale:
             where = anchor[0] + (f" {anchor[1]}" if anchor[1] else "")
             line += f" (stale: {where} changed since this was written)"

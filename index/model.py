@@ -11,6 +11,11 @@ from dataclasses import dataclass, field
 RECALL_KINDS = ("code", "doc", "config", "fact", "episode")
 # How recall ranks: BM25 and cosine fused, BM25 only, cosine only.
 RECALL_MODES = ("hybrid", "lexical", "semantic")
+# The body text one answer may carry in all (UTF-8 bytes), and what one request
+# may read of written rows' texts: over one written row's bound (10 MiB), so
+# the first body always fits; without it 200 rows at that bound recalled or
+# listed at once made a 2 GB answer.
+MAX_ANSWER_BODY_BYTES = 16 * 1024 * 1024
 
 
 def content_hash(text: str) -> str:

@@ -191,7 +191,7 @@ class Memory:
             if start_line is not None or end_line is not None:
                 raise InvalidParams("startLine", "a blob has no lines")
             return MemoryItem(row, base64.b64encode(upload[1]).decode("ascii"), "base64")
-        text = upload[1].decode("utf-8", "replace") if upload is not None else row.text
+        text = upload[1].decode("utf-8", "replace") if upload is not None else row.whole_text()
         if start_line is not None or end_line is not None:
             lines = text.split("\n")
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)

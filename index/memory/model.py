@@ -4,8 +4,8 @@ the storage interface (:class:`MemoryStore`) the two backends implement."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator, Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from ctxls.index.chunker import split_lines
 from ctxls.index.errors import InvalidParams, TooLarge
@@ -32,6 +32,16 @@ MEMORY_FUSION_POOL = 50
 ANN_NOMINEES = 8
 MAX_PAGE = 1000
 MAX_N = 200
+# A list read (recall, recentMemory, enumerate, node, the knowledge block)
+# carries a row's text only up to this size (UTF-8 bytes, PostgreSQL; SQLite
+# carries none, its rows read on demand being local); a longer one is read on
+# demand, and only if what asks for it has room for it (MemoryRow.text_within):
+# 200 rows at the 10 MiB bound would otherwise be 2 GB read for one answer.
+INLINE_TEXT_BYTES = 64 * 1024
+
+# Reads one row's text if it is at most that many UTF-8 bytes (None: any
+# size); None when it is longer, or the row is gone.
+TextReader = Callable[[int | None], "str | None"]
 
 
 @dataclass
@@ -46,13 +56,22 @@ class MemoryRow:
     symbol: str | None
     start_line: int
     end_line: int
-    text: str
+    text: str | None  # None: not read yet (see INLINE_TEXT_BYTES); use text_within / whole_text
     meta: dict | None
     created_at: int
     occurred_at: int
     expires_at: int | None
     embed_hash: str
     score: float = 0.0
+    read_text: TextReader | None = field(default=None, repr=False, compare=False)
+
+    def text_within(self, max_bytes: int | None) -> str | None:
+        return text_within(self.text, self.read_text, max_bytes)
+
+    def whole_text(self) -> str:
+        """The text whatever its size (one row: ``get``); "" if the row is gone."""
+        text = self.text_within(None)
+        return text if text is not None else ""
 
 
 @dataclass
@@ -141,10 +160,14 @@ class KnownFact:
     key: str
     scope: str
     author: str
-    text: str
+    text: str | None  # None: not read yet, as MemoryRow's
     meta: dict | None
     created_at: int
     recalls: int
+    read_text: TextReader | None = field(default=None, repr=False, compare=False)
+
+    def text_within(self, max_bytes: int | None) -> str | None:
+        return text_within(self.text, self.read_text, max_bytes)
 
 
 @dataclass
@@ -241,17 +264,33 @@ def _nesting(value) -> int:
     return deepest
 
 
+def text_within(text: str | None, read_text: TextReader | None,
+                max_bytes: int | None) -> str | None:
+    """A row's text if it is at most ``max_bytes`` (UTF-8; None: any size), else
+    None; a text the row does not carry is read only then, and only if it fits."""
+    if text is None:
+        return read_text(max_bytes) if read_text is not None else None
+    if max_bytes is not None and len(text.encode("utf-8", "surrogatepass")) > max_bytes:
+        return None
+    return text
+
+
 def whole_segment(text: str) -> Segment:
     return Segment(None, 0, max(len(split_lines(text)) - 1, 0), text)
 
 
-def memory_row(r, score: float = 0.0) -> MemoryRow:
-    """A row of ``ROW_COLUMNS`` (the same order in both backends)."""
+def memory_row(r, score: float = 0.0, read_text: TextReader | None = None) -> MemoryRow:
+    """A row of ``row_columns`` (the same order in both backends); ``read_text``
+    reads its text when the row does not carry it."""
     return MemoryRow(row_id=r[0], scope=r[1], key=r[2], part=r[3], kind=r[4], author=r[5],
                      format=r[6], symbol=r[7], start_line=r[8], end_line=r[9], text=r[10],
                      meta=json.loads(r[11]) if r[11] is not None else None, created_at=r[12],
-                     occurred_at=r[13], expires_at=r[14], embed_hash=r[15], score=score)
+                     occurred_at=r[13], expires_at=r[14], embed_hash=r[15], score=score,
+                     read_text=read_text)
 
 
-ROW_COLUMNS = ("m.id, m.scope, m.key, m.part, m.kind, m.author, m.format, m.symbol, m.start_line, "
-               "m.end_line, m.text, m.meta, m.created_at, m.occurred_at, m.expires_at, m.embed_hash")
+def row_columns(text_sql: str) -> str:
+    """A row's columns, its text spelled by the backend (``INLINE_TEXT_BYTES``)."""
+    return ("m.id, m.scope, m.key, m.part, m.kind, m.author, m.format, m.symbol, m.start_line, "
+            f"m.end_line, {text_sql}, m.meta, m.created_at, m.occurred_at, m.expires_at, "
+            "m.embed_hash")

@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.errors import MemoryUnavailable
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
-                                      MEMORY_KINDS, ROW_COLUMNS, Candidate, Forget, KnownFact,
-                                      MemoryRow, Page, Write, memory_row)
+                                      INLINE_TEXT_BYTES, MEMORY_KINDS, Candidate, Forget, KnownFact,
+                                      MemoryRow, Page, TextReader, Write, memory_row,
+                                      row_columns)
 from ctxls.index.memory.transfer import (demand_record, demand_values, memory_record,
                                          memory_values, upload_record, upload_values)
 from ctxls.index.model import content_hash
@@ -104,6 +105,10 @@ FULL_TEXT_SCAN_WARNING = (
 # ts_rank weights {D, C, B, A}: body, -, id, heading path, as the SQLite
 # backend's BM25 column weights (1, 4, 32), scaled to ts_rank's 0..1.
 RANK_WEIGHTS = "{0.03125, 0, 0.125, 1}"
+# A list read carries a text up to INLINE_TEXT_BYTES (octet_length reads no
+# TOASTed value); a longer one is read on demand (MemoryRow.text_within).
+INLINE_TEXT_SQL = f"CASE WHEN octet_length(m.text) <= {INLINE_TEXT_BYTES} THEN m.text END"
+ROW_COLUMNS = row_columns(INLINE_TEXT_SQL)
 
 _VISIBLE = ("(scope = '@global' OR current_setting('ctxls.all', true) = 'on' OR "
             "coalesce(nullif(current_setting('ctxls.visible', true), '')::jsonb, '[]'::jsonb) "
@@ -603,7 +608,7 @@ class PostgresMemoryStore:
             scores = lexical[kind] if vector is None else fused_scores(
                 lexical[kind], dense[kind], MEMORY_DENSE_WEIGHT, dense_only, coverage[kind],
                 fusion="linear")
-            found[kind] = sorted((memory_row(rows[rid], score) for rid, score in scores.items()),
+            found[kind] = sorted((self._row(rows[rid], score) for rid, score in scores.items()),
                                  key=lambda r: (-r.score, r.key, r.part))[:n]
         return found
 
@@ -621,7 +626,7 @@ class PostgresMemoryStore:
         found: dict[int, tuple[bool, MemoryRow]] = {}
         for (this_session, _), rows in zip(statements, self._read(scope, [s for _, s in statements])):
             for r in rows:
-                found[r[0]] = (this_session, memory_row(r))
+                found[r[0]] = (this_session, self._row(r))
         ranked = sorted(found.values(), key=lambda e: (not e[0], -e[1].occurred_at, -e[1].row_id))
         return [row for _, row in ranked[:n]]
 
@@ -633,7 +638,7 @@ class PostgresMemoryStore:
             (f"SELECT {ROW_COLUMNS} FROM ctxls_memory m {where} ORDER BY m.id LIMIT %s OFFSET %s",
              [kind, *args, limit, offset])])
         total = counted[0][0]
-        rows = [memory_row(r) for r in found]
+        rows = [self._row(r) for r in found]
         end = offset + len(rows)
         return Page(rows, total, offset, end if rows and end < total else None)
 
@@ -648,7 +653,20 @@ class PostgresMemoryStore:
         (found,) = self._read(scope, [(
             f"SELECT {ROW_COLUMNS} FROM ctxls_memory m WHERE m.key = %s AND m.part = 0 AND "
             f"{fence} ORDER BY (m.scope = %s) DESC, m.id LIMIT 1", [key, *args, scope.home])])
-        return memory_row(found[0]) if found else None
+        return self._row(found[0]) if found else None
+
+    def _row(self, r, score: float = 0.0) -> MemoryRow:
+        return memory_row(r, score, None if r[10] is not None else self._text_reader(r[1], r[0]))
+
+    def _text_reader(self, scope: str, row_id: int) -> TextReader:
+        """Reads one row's text under its own scope's fence (the row was already
+        found visible to the request)."""
+        def read(max_bytes: int | None) -> str | None:
+            (found,) = self._read(Scope(home=scope, visible=(scope,)), [(
+                "SELECT CASE WHEN %s::bigint IS NULL OR octet_length(m.text) <= %s::bigint "
+                "THEN m.text END FROM ctxls_memory m WHERE m.id = %s", [max_bytes, max_bytes, row_id])])
+            return found[0][0] if found else None
+        return read
 
     def upload(self, scope: str, key: str) -> tuple[str, bytes] | None:
         (found,) = self._read(Scope(home=scope, visible=(scope,)), [(
@@ -660,7 +678,7 @@ class PostgresMemoryStore:
         (found,) = self._read(Scope(home=scope, visible=(scope,)), [(
             f"SELECT {ROW_COLUMNS} FROM ctxls_memory m WHERE m.scope = %s AND m.key = %s "
             "ORDER BY m.part", [scope, key])])
-        return [memory_row(r) for r in found]
+        return [self._row(r) for r in found]
 
     # -- the demand log and what it feeds ----------------------------------------
 
@@ -688,13 +706,14 @@ class PostgresMemoryStore:
     def known_facts(self, scope: Scope, now: int) -> list[KnownFact]:
         fence, args = self._fence(scope, now)
         (rows,) = self._read(scope, [(
-            "SELECT m.key, m.scope, m.author, m.text, m.meta, m.created_at, "
+            f"SELECT m.key, m.scope, m.author, m.id, {INLINE_TEXT_SQL}, m.meta, m.created_at, "
             "(SELECT count(*) FROM ctxls_demand d WHERE d.path = m.key AND d.kind = 'fact' "
             " AND d.action = 'recall' AND d.scope = m.scope) AS recalls "
             f"FROM ctxls_memory m WHERE m.kind = 'fact' AND m.part = 0 AND {fence}", args)])
-        return [KnownFact(key, row_scope, author, text,
-                          json.loads(meta_json) if meta_json else None, created_at, recalls)
-                for key, row_scope, author, text, meta_json, created_at, recalls in rows]
+        return [KnownFact(key, row_scope, author, text, json.loads(meta_json) if meta_json else None,
+                          created_at, recalls,
+                          None if text is not None else self._text_reader(row_scope, row_id))
+                for key, row_scope, author, row_id, text, meta_json, created_at, recalls in rows]
 
     # -- export and import ---------------------------------------------------------
 

@@ -27,8 +27,8 @@ from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.memory.transfer import (demand_record, demand_values, memory_record,
                                          memory_values, upload_record, upload_values)
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
-                                      ROW_COLUMNS, Candidate, Forget, KnownFact, MemoryRow, Page,
-                                      Write, memory_row)
+                                      Candidate, Forget, KnownFact, MemoryRow, Page, TextReader,
+                                      Write, memory_row, row_columns)
 from ctxls.index.model import content_hash
 from ctxls.index.ranking import RankingConfig, bm25_scores, fused_scores
 from ctxls.index.scopes import Scope
@@ -45,8 +45,9 @@ if TYPE_CHECKING:
 EXACT_NOMINATION_ROWS = 1024
 # Beyond that the ANN neighbourhood widens until enough visible rows are in it.
 ANN_SEARCH_LIMIT = 4096
-_COLUMNS = ROW_COLUMNS
-_row = memory_row
+# No text in a list read: each is read on demand, through incremental blob
+# I/O, which knows a value's size before reading any of it (MemoryRow.text_within).
+_COLUMNS = row_columns("NULL")
 
 
 def visible_sql(scope: Scope, now: int, table: str = "m") -> tuple[str, list]:
@@ -70,6 +71,20 @@ class SqliteMemoryStore:
 
     def close(self) -> None:
         """The store is the engine's: it closes it."""
+
+    def _row(self, r, score: float = 0.0) -> MemoryRow:
+        return memory_row(r, score, self._text_reader(r[0]))
+
+    def _text_reader(self, row_id: int) -> TextReader:
+        def read(max_bytes: int | None) -> str | None:
+            try:
+                with self.store.reader().blobopen("memory", "text", row_id, readonly=True) as blob:
+                    if max_bytes is not None and len(blob) > max_bytes:
+                        return None
+                    return blob.read().decode("utf-8", "replace")
+            except sqlite3.OperationalError:  # the row was removed since it was listed
+                return None
+        return read
 
     # -- writes ----------------------------------------------------------------
 
@@ -201,7 +216,7 @@ class SqliteMemoryStore:
                                   self._term_coverage(conn, table, terms, list(lexical)),
                                   fusion="linear")
         rows = self._rows_by_id(conn, list(scores))
-        ranked = sorted((_row(rows[rid], score) for rid, score in scores.items() if rid in rows),
+        ranked = sorted((self._row(rows[rid], score) for rid, score in scores.items() if rid in rows),
                         key=lambda r: (-r.score, r.key, r.part))
         return ranked[:n]
 
@@ -280,10 +295,10 @@ class SqliteMemoryStore:
         found: dict[int, tuple[bool, MemoryRow]] = {}
         for kind in kinds:
             for r in conn.execute(newest + order, [kind, *args, n]):
-                found[r[0]] = (False, _row(r))
+                found[r[0]] = (False, self._row(r))
             if kind == "episode" and session is not None:
                 for r in conn.execute(newest + "AND m.session = ? " + order, [kind, *args, session, n]):
-                    found[r[0]] = (True, _row(r))
+                    found[r[0]] = (True, self._row(r))
         ranked = sorted(found.values(), key=lambda e: (not e[0], -e[1].occurred_at, -e[1].row_id))
         return [row for _, row in ranked[:n]]
 
@@ -292,7 +307,7 @@ class SqliteMemoryStore:
         visible, args = visible_sql(scope, now)
         where = f"WHERE m.kind = ? AND {visible}"
         total = conn.execute(f"SELECT count(*) FROM memory m {where}", [kind, *args]).fetchone()[0]
-        rows = [_row(r) for r in conn.execute(
+        rows = [self._row(r) for r in conn.execute(
             f"SELECT {_COLUMNS} FROM memory m {where} ORDER BY m.id LIMIT ? OFFSET ?",
             [kind, *args, limit, offset])]
         end = offset + len(rows)
@@ -309,7 +324,7 @@ class SqliteMemoryStore:
         r = self.store.reader().execute(
             f"SELECT {_COLUMNS} FROM memory m WHERE m.key = ? AND m.part = 0 AND {visible} "
             "ORDER BY m.scope = ? DESC, m.id LIMIT 1", [key, *args, scope.home]).fetchone()
-        return _row(r) if r is not None else None
+        return self._row(r) if r is not None else None
 
     def upload(self, scope: str, key: str) -> tuple[str, bytes] | None:
         row = self.store.reader().execute(
@@ -317,7 +332,7 @@ class SqliteMemoryStore:
         return (row[0], bytes(row[1])) if row is not None else None
 
     def segments(self, scope: str, key: str) -> list[MemoryRow]:
-        return [_row(r) for r in self.store.reader().execute(
+        return [self._row(r) for r in self.store.reader().execute(
             f"SELECT {_COLUMNS} FROM memory m WHERE m.scope = ? AND m.key = ? ORDER BY m.part",
             (scope, key))]
 
@@ -342,13 +357,13 @@ class SqliteMemoryStore:
     def known_facts(self, scope: Scope, now: int) -> list[KnownFact]:
         visible, args = visible_sql(scope, now)
         rows = self.store.reader().execute(
-            f"SELECT m.key, m.scope, m.author, m.text, m.meta, m.created_at, "
+            f"SELECT m.key, m.scope, m.author, m.id, m.meta, m.created_at, "
             f"(SELECT count(*) FROM demand d WHERE d.path = m.key AND d.kind = 'fact' "
             f" AND d.action = 'recall' AND d.scope = m.scope) AS recalls "
             f"FROM memory m WHERE m.kind = 'fact' AND m.part = 0 AND {visible}", args).fetchall()
-        return [KnownFact(key, row_scope, author, text,
-                          json.loads(meta_json) if meta_json else None, created_at, recalls)
-                for key, row_scope, author, text, meta_json, created_at, recalls in rows]
+        return [KnownFact(key, row_scope, author, None, json.loads(meta_json) if meta_json else None,
+                          created_at, recalls, self._text_reader(row_id))
+                for key, row_scope, author, row_id, meta_json, created_at, recalls in rows]
 
     # -- export and import (ctxls memory export|import) ------------------------
 

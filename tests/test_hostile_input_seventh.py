@@ -1,0 +1,129 @@
+"""Hostile input, found by the seventh attacker sweep (issue 15; BENCHMARKS.md,
+"Hardening, seventh session"): each test is one finding, through the real
+`ctxls serve` process where that is how it shows, else through the engine."""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from ctxls.daemon import wire
+from ctxls.index.assemble import candidates_from_hits
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.knowledge import knowledge_block
+from ctxls.index.memory.model import MAX_WRITE_BYTES
+from ctxls.index.scopes import EVERYTHING
+from ctxls.index.store import now_ms
+
+from conftest import SAMPLE_FILES, write_tree
+
+MiB = 1024 * 1024
+
+
+def peak_bytes(fn) -> tuple[object, int]:
+    """``fn()`` and the most memory Python held for it at once."""
+    tracemalloc.start()
+    try:
+        result = fn()
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def memory_engine(request, tmp_path: Path):
+    root = tmp_path / "root"
+    write_tree(root, SAMPLE_FILES)
+    url = (request.getfixturevalue("pg_server").fresh_database()
+           if request.param == "postgresql" else None)
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "index.db"), memory_url=url))
+    yield engine
+    engine.close()
+
+
+def test_memory_answers_read_no_more_of_huge_rows_than_they_can_carry(memory_engine: Engine):
+    """Rows were read whole from the store before the answer's 16 MiB body
+    bound applied: four facts at 9 MiB (each within its 10 MiB bound) made
+    every recall, recentMemory, enumerate, assemble and knowledge block hold
+    36 MiB of text, bodies asked for or not (200 such rows: 2 GB). Now a row's
+    text is read only when the answer takes it: the first body (9 MiB; the
+    second does not fit what is left), and none without bodies."""
+    engine = memory_engine
+    line = "y" * 70 + "\n"
+    texts = {f"huge{i}": f"towering fact {i}\n" + line * ((MAX_WRITE_BYTES - MiB) // len(line))
+             for i in range(4)}
+    for key, text in texts.items():
+        engine.memory.remember(EVERYTHING, key, text)
+
+    def recall(body: bool):
+        return wire.recall_json(engine.recall("towering fact", ["fact"], 200, body, log=False),
+                                flat=True)
+
+    answer, peak = peak_bytes(lambda: recall(True))
+    assert [h.get("truncated", False) for h in answer["hits"]] == [False, True, True, True]
+    assert answer["hits"][0]["body"] == texts[answer["hits"][0]["path"]]
+    assert peak < 27 * MiB, peak  # one 9 MiB text (and its bytes), not four
+    answer, peak = peak_bytes(lambda: recall(False))
+    assert len(answer["hits"]) == 4 and peak < 2 * MiB, peak
+
+    rows, peak = peak_bytes(lambda: wire.memory_items_json(
+        engine.memory.recent(EVERYTHING, ["fact"], 200), True))
+    assert [i["body"] is None for i in rows["items"]] == [False, True, True, True]
+    assert rows["truncated"] is True and peak < 27 * MiB, peak
+    page, peak = peak_bytes(lambda: wire.page_json(
+        engine.memory.enumerate(EVERYTHING, "fact", 0, 1000), True))
+    assert [i["path"] for i in page["items"]] == ["huge0"] and page["nextOffset"] == 1
+    assert page["items"][0]["body"] == texts["huge0"] and peak < 27 * MiB, peak
+    page, peak = peak_bytes(lambda: wire.page_json(
+        engine.memory.enumerate(EVERYTHING, "fact", 0, 1000), False))
+    assert len(page["items"]) == 4 and peak < 2 * MiB, peak
+
+    # Assemble reads texts while they stay within the bound; the knowledge
+    # block only those that could fit its budget (none of these).
+    candidates, peak = peak_bytes(lambda: candidates_from_hits(
+        engine.recall("towering fact", ["fact"], 200, True, log=False).hits_by_kind))
+    assert [c.path for c in candidates] == [answer["hits"][0]["path"]] and peak < 27 * MiB, peak
+    engine.memory.remember(EVERYTHING, "small", "a small fact beside them")
+    block, peak = peak_bytes(lambda: knowledge_block(engine.memory, engine.store, EVERYTHING,
+                                                     now_ms()))
+    assert block.facts == 1 and "a small fact beside them" in block.block
+    assert peak < 2 * MiB, peak
+    # get still reads a row whole.
+    assert engine.get("huge3").text == texts["huge3"]
+
+
+@pytest.mark.parametrize("name", ["%FF%FE.py", "%C0%AF%C0%AF.py", "%ED%A0%80%ED%A0%80.py",
+                                  "a%2Fb.py", "a%2fb.py"])
+def test_a_uri_whose_escapes_name_no_file_touches_no_other_file(tmp_path: Path, name: str):
+    """pygls decodes percent-escapes that are not UTF-8 to U+FFFD and `%2F`
+    to a separator: `%FF%FE.py` (and an overlong or surrogate encoding)
+    named the file `\\ufffd\\ufffd.py`, `a%2Fb.py` the file `a/b.py`, so an
+    editor's buffer under such a URI replaced that other file's text in the
+    index and its outline was served. Such a URI names no file: null, and
+    the files keep their text."""
+    from rawrpc import StdioDaemon
+
+    root = tmp_path / "root"
+    write_tree(root, {"\ufffd\ufffd.py": "def replacement_named():\n    return 1\n",
+                      "a/b.py": "def slash_named():\n    return 2\n"})
+    daemon = StdioDaemon(root)
+    try:
+        daemon.wait_indexed()
+        conn = daemon.conn
+        uri = f"{root.resolve().as_uri()}/{name}"
+        outline = conn.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}}, "ds")
+        assert outline["result"] is None, outline
+        conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1,
+            "text": "def smuggled_in():\n    pass\n"}}})
+        impact = conn.request("ctxls/impact", {"textDocument": {"uri": uri},
+                                               "position": {"line": 0, "character": 5}}, "impact")
+        assert impact["result"] is None, impact
+        hits = conn.request("ctxls/recall", {"query": "smuggled_in replacement_named slash_named",
+                                             "kind": "code"}, "recall")["result"]["hits"]
+        assert sorted(h["chunk"]["symbol"] for h in hits) == ["replacement_named", "slash_named"]
+        assert daemon.alive()
+    finally:
+        daemon.close()
