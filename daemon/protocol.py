@@ -27,7 +27,8 @@ from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
 from ctxls.daemon.edits import apply_changes
-from ctxls.daemon.socket_server import MAX_MESSAGE_BYTES, OVERSIZED_METHOD, debug_errors, valid_id
+from ctxls.daemon.socket_server import (BAD_FRAME_METHOD, MAX_MESSAGE_BYTES, OVERSIZED_METHOD,
+                                        debug_errors, valid_id)
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 from ctxls.index.errors import EngineError
@@ -70,6 +71,8 @@ ANSWERED = _Answered()
 class CtxlsProtocol(LanguageServerProtocol):
     # Why the last message could not be sent (set by CtxlsServer.report_server_error).
     unsent: BaseException | None = None
+    # Requests before `initialize` are refused (-32002).
+    initialize_seen = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -96,6 +99,11 @@ class CtxlsProtocol(LanguageServerProtocol):
                             f"bytes is over the {MAX_MESSAGE_BYTES >> 20} MiB bound; it was read "
                             "away unparsed")
             return ANSWERED
+        if data.get("method") == BAD_FRAME_METHOD and isinstance(data.get("params"), dict):
+            self.send_error(None, -32700, f"parse error: a message header without a usable "
+                            f"Content-Length ({data['params'].get('problem')}); what followed it "
+                            "was skipped up to the next Content-Length header")
+            return ANSWERED
         if "jsonrpc" in data and "method" in data and not isinstance(data["method"], str):
             if "id" in data:  # a notification never gets a reply
                 self.send_error(data["id"], -32600, "invalid request: method must be a string")
@@ -104,6 +112,13 @@ class CtxlsProtocol(LanguageServerProtocol):
             # LSP: "$/" methods are notifications; a request of one is MethodNotFound.
             self.send_error(data["id"], -32601, f"method not found: {data['method']} "
                             "(a notification, never a request)")
+            return ANSWERED
+        if ("jsonrpc" in data and valid_id(data.get("id")) and isinstance(data.get("method"), str)
+                and is_notification(data["method"])):
+            # A request of a notification method (didOpen, initialized, exit with
+            # an id): pygls ran it and answered nothing, so the request hung.
+            self.send_error(data["id"], -32600, f"invalid request: {data['method']} is a "
+                            "notification, which takes no id; it was not run")
             return ANSWERED
         if ("jsonrpc" in data and "method" in data and valid_id(data.get("id"))
                 and (invalid := first_invalid(data.get("params"))) is not None):
@@ -148,6 +163,14 @@ class CtxlsProtocol(LanguageServerProtocol):
         if isinstance(message, RPCRequest) and not valid_id(message.id):
             self.send_error(None, -32600, "invalid request: id must be a number or a string")
             return
+        if isinstance(message, RPCRequest) and not self.initialize_seen:
+            if message.method != types.INITIALIZE:
+                # LSP's answer; served, a remember would be acknowledged into the
+                # session-only store of a daemon without folders, and lost.
+                self.send_error(message.id, -32002, "server not initialized: send initialize "
+                                "first")
+                return
+            self.initialize_seen = True
         if isinstance(message, RPCRequest) and self._shutdown:
             # pygls drops it; LSP wants InvalidRequest for requests after shutdown.
             self.send_error(message.id, -32600, "invalid request: the server is shutting down")
@@ -225,6 +248,12 @@ class CtxlsProtocol(LanguageServerProtocol):
             self.send_error(msg_id, -32603, "internal error: the answer could not be encoded "
                             f"({type(self.unsent).__name__})")
         self.unsent = None
+
+
+def is_notification(method: str) -> bool:
+    """An LSP notification method (lsprotocol's types say which)."""
+    entry = types.METHOD_TO_TYPES.get(method)
+    return entry is not None and entry[0].__name__.endswith("Notification")
 
 
 def is_parse_error(error: BaseException) -> bool:

@@ -22,6 +22,7 @@ import io
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import time
@@ -37,8 +38,9 @@ from ctxls.daemon.client import default_socket
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.framing import frame, frame_body
-from ctxls.daemon.socket_server import (MAX_MESSAGE_BYTES, error_response, oversized_notice, read_body,
-                                        read_message, socket_is_live, valid_id)
+from ctxls.daemon.socket_server import (MAX_MESSAGE_BYTES, bad_frame_notice, error_response,
+                                        oversized_notice, read_body, read_message, socket_is_live,
+                                        valid_id)
 from ctxls.daemon.uris import local_path
 
 log = logging.getLogger(__name__)
@@ -46,6 +48,11 @@ log = logging.getLogger(__name__)
 # How long a takeover waits for a new owner to listen (it indexes first).
 TAKEOVER_TIMEOUT_S = 300.0
 RESTARTED = -32603  # the answer to requests lost with the owner: retry
+# A header line is at most this long; anything longer is the rest of a body.
+MAX_HEADER_LINE = 64 << 10
+# A header name (RFC 9110 token) and the one header that frames a message.
+_HEADER = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]*:(.*)$", re.DOTALL)
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 
 
 def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
@@ -54,9 +61,9 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
     raw = io.BytesIO()
     length = None
     while True:
-        line = stream.readline()
+        line = stream.readline(MAX_HEADER_LINE)
         raw.write(line)
-        if not line:
+        if not line or raw.tell() > 4 * MAX_HEADER_LINE:  # no header is that long
             return raw.getvalue(), None
         if not line.strip():
             break
@@ -86,27 +93,115 @@ def _read_away(read, length: int) -> bool:
     return True
 
 
-class ReplayStdin:
-    """stdin for pygls with the already-read first message put back in front.
-    A body over MAX_MESSAGE_BYTES is read away in pieces and handed on as a
-    notice answered with -32700: pygls would read it whole (a Content-Length
-    of a terabyte killed the process with a MemoryError, unanswered)."""
+class FramedStdin:
+    """stdin for pygls: the already-read first message put back in front, and
+    each message handed on framed as pygls reads it (``Content-Length:
+    N\\r\\n\\r\\n`` then the body) whatever the client wrote. pygls matched
+    only that exact header line: a header block it could not read (no
+    Content-Length, a negative or spaced one, LF line ends) made it take the
+    next message's header for its own, so that message went unanswered too.
+
+    - A header block is read as the shared socket reads it: any case, spaces
+      around the value, CRLF or LF.
+    - One without a usable Content-Length becomes a notice answered -32700.
+    - Bytes that are no header (the rest of a body whose Content-Length was
+      short, or of one that had none) are skipped up to the next
+      Content-Length header, even one on the same line.
+    - A body over MAX_MESSAGE_BYTES is read away in pieces and becomes a
+      notice answered -32700: pygls would read it whole (a Content-Length of a
+      terabyte killed the process with a MemoryError, unanswered)."""
 
     def __init__(self, prefix: bytes, stream: BinaryIO):
         self._prefix = io.BytesIO(prefix)
         self._stream = stream
+        self._frame = io.BytesIO()  # what pygls reads next
+
+    # -- what pygls calls -----------------------------------------------------
 
     def readline(self) -> bytes:
-        return self._prefix.readline() or self._stream.readline()
+        line = self._frame.readline()
+        if not line and self._next_frame():
+            line = self._frame.readline()
+        return line
 
     def read(self, n: int) -> bytes:
-        if n > MAX_MESSAGE_BYTES:
-            return oversized_notice(n) if _read_away(self._read, n) else b""
-        return self._read(n)
+        return self._frame.read(n)  # a frame's body follows its header lines
+
+    # -- reading the client's bytes -----------------------------------------------
 
     def _read(self, n: int) -> bytes:
         data = self._prefix.read(n)
         return data + self._stream.read(n - len(data)) if len(data) < n else data
+
+    def _raw_line(self) -> bytes:
+        line = self._prefix.readline(MAX_HEADER_LINE)
+        if len(line) < MAX_HEADER_LINE and not line.endswith(b"\n"):
+            line += self._stream.readline(MAX_HEADER_LINE - len(line))
+        return line
+
+    def _line(self) -> tuple[bytes, bool]:
+        """The next line, and whether it was over MAX_HEADER_LINE: of such a
+        line only its tail from the last Content-Length header on is kept
+        (the rest of a body, then a header), else its last few bytes."""
+        line, over = self._raw_line(), False
+        while line and not line.endswith(b"\n"):  # over-long (or the stream's end)
+            over = over or len(line) >= MAX_HEADER_LINE
+            headers = list(_CONTENT_LENGTH.finditer(line))
+            start = headers[-1].start() if headers else len(line)
+            if len(line) - start > MAX_HEADER_LINE // 2:  # no header is that long
+                start = len(line)
+            # Else keep a few bytes: a header may begin there.
+            line = line[start if start < len(line) else max(len(line) - 16, 0):]
+            more = self._raw_line()
+            if not more:
+                break
+            line += more
+        return line, over
+
+    def _next_frame(self) -> bool:
+        """Read the client's next message into ``self._frame``; False at the end."""
+        length: int | None = None
+        problem: str | None = None
+        in_header = False
+        while True:
+            line, over = self._line()
+            if not line:
+                return False
+            found = _CONTENT_LENGTH.search(line)
+            if found is not None and found.start() > 0:  # a body's rest, then a header
+                line, length, problem, in_header = line[found.start():], None, None, False
+            elif over:  # a header line no reader keeps: this message cannot be read
+                problem, in_header = f"a header line over {MAX_HEADER_LINE >> 10} KiB", True
+                continue
+            header = _HEADER.match(line.strip())
+            if not line.strip():
+                if not in_header:
+                    continue  # blank lines between messages
+                if length is None:
+                    self._frame = io.BytesIO(frame_body(bad_frame_notice(
+                        problem or "no Content-Length header")))
+                    return True
+                break
+            if header is None:  # not a header: the rest of a body, skipped
+                length, problem, in_header = None, None, False
+                continue
+            in_header = True
+            if header.group(1).lower() == b"content-length" and length is None and problem is None:
+                value = header.group(2).strip()
+                if value.isdigit() and int(value) > 0:
+                    length = int(value)
+                else:  # not a number, negative, or 0 (no JSON is empty)
+                    problem = f"unusable Content-Length {value.decode('ascii', 'replace')[:40]!r}"
+        if length > MAX_MESSAGE_BYTES:
+            if not _read_away(self._read, length):
+                return False
+            self._frame = io.BytesIO(frame_body(oversized_notice(length)))
+            return True
+        body = self._read(length)
+        if len(body) < length:
+            return False  # the stream ended inside the body
+        self._frame = io.BytesIO(frame_body(body))
+        return True
 
 
 def single_root(params: dict) -> Path | None:
@@ -146,7 +241,7 @@ def serve_stdio(server: Any, no_socket: bool) -> None:
     found = owner_socket(first, no_socket)
     if found is None:
         server.no_socket = no_socket
-        server.start_io(stdin=ReplayStdin(raw, stdin))
+        server.start_io(stdin=FramedStdin(raw, stdin))
         return
     root, path = found
     process_id = first["params"].get("processId")

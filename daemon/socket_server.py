@@ -38,6 +38,16 @@ MAX_MESSAGE_BYTES = 64 << 20
 OVERSIZED_METHOD = "$/ctxls/oversizedMessage"
 
 
+# What stands for a stdio message whose header had no usable Content-Length
+# (daemon/proxy.py): a notification CtxlsProtocol answers with -32700.
+BAD_FRAME_METHOD = "$/ctxls/badFrame"
+
+
+def bad_frame_notice(problem: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": BAD_FRAME_METHOD,
+                       "params": {"problem": problem}}).encode("ascii")
+
+
 def oversized_notice(length: int) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "method": OVERSIZED_METHOD,
                        "params": {"bytes": length}}).encode("ascii")

@@ -127,3 +127,100 @@ def test_a_uri_whose_escapes_name_no_file_touches_no_other_file(tmp_path: Path, 
         assert daemon.alive()
     finally:
         daemon.close()
+
+
+STATUS = b'{"jsonrpc": "2.0", "id": "%s", "method": "ctxls/status", "params": {}}'
+
+
+def status_frame(msg_id: str) -> bytes:
+    from rawrpc import frame
+
+    return frame(STATUS % msg_id.encode())
+
+
+def test_a_header_pygls_could_not_read_no_longer_swallows_the_next_request(repo: Path):
+    """pygls matched only `Content-Length: N\\r\\n`: a header block without a
+    usable one (missing, negative, 0, spaced, LF line ends), or a body longer
+    than its Content-Length, was answered nothing, and pygls took the next
+    message's header for its own, so that request went unanswered too. Now
+    headers are read as the shared socket reads them, an unusable one is
+    answered -32700, and what follows it is skipped up to the next
+    Content-Length header: each next request is answered."""
+    from rawrpc import StdioDaemon
+
+    body = STATUS % b"lost"
+    broken = {
+        "no-length": b"Content-Type: application/vscode-jsonrpc\r\n\r\n" + body,
+        "negative": b"Content-Length: -5\r\n\r\n" + body,
+        "zero": b"Content-Length: 0\r\n\r\n",
+        "not-a-number": b"Content-Length: 12abc\r\n\r\n" + body,
+        "short": b"Content-Length: 10\r\n\r\n" + body,
+        "pretty-body-without-length": b"X-Note: 1\r\n\r\n{\n  \"jsonrpc\": \"2.0\",\n  \"id\": 1\n}\n",
+        "header-line-of-1-MB": b"X-Junk: " + b"j" * (1 << 20) + b"\r\n\r\n" + body,
+    }
+    lenient = {  # what the socket reads: now read on stdio too
+        "spaced": b"Content-Length:   %d  \r\n\r\n",
+        "lf-only": b"Content-Length: %d\n\n",
+        "lower-case": b"content-length: %d\r\n\r\n",
+    }
+    daemon = StdioDaemon(repo)
+    try:
+        conn = daemon.conn
+        for name, data in broken.items():
+            conn._write(data + status_frame(f"after-{name}"))
+            first = conn.reply(timeout=30)
+            assert first["id"] is None and first["error"]["code"] == -32700, (name, first)
+            after = conn.reply_to(f"after-{name}", timeout=30)
+            assert "result" in after, (name, after)
+        for name, header in lenient.items():
+            request = STATUS % name.encode()
+            conn._write(header % len(request) + request)
+            assert "result" in conn.reply_to(name, timeout=30), name
+        assert daemon.alive()
+    finally:
+        daemon.close()
+
+
+def test_notifications_sent_as_requests_and_requests_before_initialize_are_answered(repo: Path):
+    """A notification method with an id (`initialized`, `didOpen`, `exit`)
+    was run and never answered: the client waited forever. Requests before
+    `initialize` were served against no folder (a remember acknowledged into
+    the session-only store, lost); LSP wants -32002."""
+    import subprocess
+    import sys
+
+    from rawrpc import RawConnection, StdioDaemon
+
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, cwd=repo)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    try:
+        conn = RawConnection(process.stdout, write)
+        for method, params in [("ctxls/remember", {"id": "early", "text": "before initialize"}),
+                               ("ctxls/status", {}), ("shutdown", None)]:
+            reply = conn.request(method, params, method)
+            assert reply["error"]["code"] == -32002, reply
+        assert process.poll() is None
+    finally:
+        process.kill()
+        process.wait()
+
+    daemon = StdioDaemon(repo)
+    try:
+        conn = daemon.conn
+        uri = (repo / "pkg" / "retry.py").as_uri()
+        for method, params in [("initialized", {}), ("exit", None),
+                               ("textDocument/didOpen", {"textDocument": {
+                                   "uri": uri, "languageId": "python", "version": 1,
+                                   "text": "def opened_by_a_request():\n    pass\n"}})]:
+            reply = conn.request(method, params, method)
+            assert reply["error"]["code"] == -32600 and "notification" in reply["error"]["message"]
+        assert daemon.alive()  # exit with an id was not run
+        assert conn.request("ctxls/count", {}, "count")["result"] == {"count": 0}
+    finally:
+        daemon.close()
