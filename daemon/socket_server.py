@@ -213,7 +213,12 @@ class SocketServer:
                     return
                 if "id" not in message:
                     if message.get("method") == "$/cancelRequest":
-                        task = tasks.get((message.get("params") or {}).get("id"))
+                        # Params of any shape: an id that is a list or params that
+                        # are not an object raised here and ended the connection,
+                        # its requests in flight unanswered.
+                        params = message.get("params")
+                        target = params.get("id") if isinstance(params, dict) else None
+                        task = tasks.get(target) if valid_id(target) else None
                         if task is not None:
                             task.cancel()
                     continue

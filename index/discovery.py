@@ -329,10 +329,7 @@ def read_file(root: Path, path: str, max_bytes: int | None,
     if real != path:
         return Skipped(path, _alias_reason(root, path, real))
     try:
-        # O_NOFOLLOW: a link planted since the check above is refused, not
-        # followed; O_NONBLOCK: a FIFO does not hang the reader.
-        fd = os.open(root / path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0))
+        fd = _open_beneath(root, path)
     except FileNotFoundError:
         return Skipped(path, "vanished")
     except OSError as exc:
@@ -352,6 +349,30 @@ def read_file(root: Path, path: str, max_bytes: int | None,
             return fh.read(-1 if max_bytes is None else max_bytes + 1), st
         except OSError as exc:
             return Skipped(path, f"unreadable ({exc.strerror or exc})")
+
+
+def _open_beneath(root: Path, path: str) -> int:
+    """A read-only descriptor of ``root/path`` that follows no link below
+    ``root``: each folder is opened from the one before it (``dir_fd``) with
+    O_NOFOLLOW, so a folder swapped for a link out of the root after
+    ``read_file``'s check is refused (ELOOP/ENOTDIR), not followed; opening
+    ``root/path`` whole followed it (a race: the check saw a folder). The
+    file itself: O_NOFOLLOW as well, and O_NONBLOCK so a FIFO does not hang
+    the reader."""
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    last = os.O_RDONLY | nofollow | getattr(os, "O_NONBLOCK", 0)
+    parts = path.split("/")
+    if os.open not in os.supports_dir_fd:  # no openat: the last step only
+        return os.open(root / path, last)
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)  # the root itself may be a link
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | nofollow, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        return os.open(parts[-1], last, dir_fd=folder)
+    finally:
+        os.close(folder)
 
 
 def read_source(root: Path, path: str, max_bytes: int) -> SourceText | Skipped:

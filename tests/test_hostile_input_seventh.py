@@ -224,3 +224,63 @@ def test_notifications_sent_as_requests_and_requests_before_initialize_are_answe
         assert conn.request("ctxls/count", {}, "count")["result"] == {"count": 0}
     finally:
         daemon.close()
+
+
+def test_a_folder_swapped_for_a_link_out_after_the_check_is_not_followed(tmp_path: Path,
+                                                                          monkeypatch):
+    """read_file checked that a path is where its file really is, then
+    opened `root/path` whole with O_NOFOLLOW, which guards the last step
+    only: a folder swapped for a link out of the root between the check and
+    the open (a race a process writing the repository can run in a loop) was
+    followed, and the file outside was read. The race is won here on
+    purpose, right after the check."""
+    from ctxls.index import discovery
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    write_tree(root, {"pkg/mod.py": "def inside():\n    pass\n"})
+    write_tree(outside, {"mod.py": "SECRET = 'outside the root'\n"})
+    checked = discovery.relative_path
+
+    def check_then_swap(where: Path, path: str):
+        answer = checked(where, path)
+        (root / "pkg").rename(tmp_path / "pkg-moved")
+        (root / "pkg").symlink_to(outside, target_is_directory=True)
+        return answer
+
+    monkeypatch.setattr(discovery, "relative_path", check_then_swap)
+    read = discovery.read_file(root, "pkg/mod.py", 1 << 20)
+    assert isinstance(read, discovery.Skipped), read
+    assert read.reason.startswith("unreadable")
+    monkeypatch.undo()
+    # Unswapped, a nested file is read as before.
+    (root / "pkg").unlink()
+    (tmp_path / "pkg-moved").rename(root / "pkg")
+    data, _ = discovery.read_file(root, "pkg/mod.py", 1 << 20)
+    assert data == b"def inside():\n    pass\n"
+
+
+@pytest.mark.parametrize("params", [{"id": [1]}, {"id": {"a": 1}}, [1], "x"])
+def test_a_cancel_of_any_shape_on_the_socket_keeps_the_connection_and_its_answers(repo: Path,
+                                                                                   params):
+    """On the shared socket a `$/cancelRequest` whose id is a list or an
+    object, or whose params are not an object, raised in the connection's
+    loop: the connection was dropped, and with it the answers of the
+    requests in flight on it and of every request after it."""
+    from rawrpc import StdioDaemon, socket_connection
+
+    daemon = StdioDaemon(repo)
+    try:
+        daemon.wait_indexed()
+        conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+        try:
+            conn.send({"jsonrpc": "2.0", "id": "pass", "method": "ctxls/index",
+                       "params": {"force": True}})
+            conn.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": params})
+            conn.send({"jsonrpc": "2.0", "id": "after", "method": "ctxls/status", "params": {}})
+            replies = [conn.reply(timeout=60) for _ in range(2)]
+            assert sorted(r["id"] for r in replies) == ["after", "pass"]
+            assert all("result" in r for r in replies), replies
+        finally:
+            sock.close()
+    finally:
+        daemon.close()
