@@ -306,11 +306,42 @@ def _add(seen: dict[str, None], value: str) -> None:
         seen.setdefault(value)
 
 
+# An environment report (`pip list`, a library's show_versions(), "System
+# Details"): a version line `numpy: 1.19.1`, `attrs 20.3.0`, `commit: None`,
+# and the lines around it (`OS: Linux`, `LANG: en_US.UTF-8`, a rule, a
+# heading: `INSTALLED VERSIONS`, `Package    Version`).
+_VERSION_LINE = re.compile(r"[ \t]*[A-Za-z][\w.-]*(?:[ \t]*:[ \t]*|[ \t]+)(?:v?\d+(?:\.\d+)+|None)\b.*")
+_REPORT_LINE = re.compile(r"[ \t]*(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}|[-= \t]{3,}"
+                          r"|(?i:[\w .-]{0,40}\bversions?\b[\w .-]{0,40}))")
+# Version lines in one run that make it a report.
+_REPORT_VERSIONS = 3
+
+
+def _without_version_listings(text: str) -> str:
+    """The text without its environment reports: their package names are rare
+    words in any code base and point at the file listing dependencies (a
+    versions printer), not at the bug."""
+    lines = text.split("\n")
+    keep = [True] * len(lines)
+    start = 0
+    while start < len(lines):
+        end = start
+        versions = 0
+        while end < len(lines) and (_VERSION_LINE.fullmatch(lines[end])
+                                    or _REPORT_LINE.fullmatch(lines[end])):
+            versions += _VERSION_LINE.fullmatch(lines[end]) is not None
+            end += 1
+        if versions >= _REPORT_VERSIONS:
+            keep[start:end] = [False] * (end - start)
+        start = max(end, start + 1)
+    return "\n".join(line for line, kept in zip(lines, keep) if kept)
+
+
 def read_issue(text: str) -> IssueText:
     """Split an issue's text into prose, code and the evidence they carry.
     HTML comments (an issue template's instructions, never shown on the
     tracker) are not read."""
-    text = _HTML_COMMENT.sub("", text)
+    text = _without_version_listings(_HTML_COMMENT.sub("", text))
     code: list[str] = [m.group(2) for m in _FENCE.finditer(text)]
     prose = _FENCE.sub("\n", text)
     doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
@@ -943,17 +974,18 @@ class Locator:
                 for p in paths}
 
     def _assignment_evidence(self, conn: sqlite3.Connection, issue: IssueText, defined: set[str],
-                             file) -> list[str]:
+                             file) -> dict[str, list[tuple]]:
         """``assignment``: a name no class or function defines but a file assigns at
         module level or in a class body (a setting, a constant, a class attribute:
         ``FILE_UPLOAD_PERMISSIONS = None``),
         p/k over the k files assigning it, as for ``symbol``. Returns the names
-        looked for that no file outside tests and docs assigns."""
+        looked for that no file outside tests and docs assigns, each with the
+        chunks holding it (:func:`_chunks_with_tokens`' rows)."""
         names = dict.fromkeys(w.split(".")[-1] for w in issue.identifiers)  # first mention first
         wanted = [n for n in names
                   if n not in defined and ("_" in n.strip("_") or (n.isupper() and len(n) > 2))]
         wanted = wanted[:self.weights.max_assigned_names]
-        unassigned = []
+        unassigned: dict[str, list[tuple]] = {}
         strength: dict[str, float] = {}
         for name in wanted:
             # At module level, or one level into a class body (not a function's local).
@@ -962,37 +994,44 @@ class Locator:
             by_path: dict[str, tuple] = {}
             # The name as the index spells it whole (a name too long to be indexed
             # whole is in no chunk).
-            for path, chunk_id, symbol, start, end, chunk_text, kind in _chunks_with_tokens(
-                    conn, expand_tokens(name)[:1], 200):
+            rows = _chunks_with_tokens(conn, expand_tokens(name)[:1], 200)
+            for path, chunk_id, symbol, start, end, chunk_text, kind in rows:
+                if name not in chunk_text:
+                    continue
                 found = next((m for m in assigned.finditer(chunk_text)
                               if not m.group("indent") or kind == "class"), None)
                 if found is not None and path not in by_path:
                     line = start + chunk_text.count("\n", 0, found.start())
                     by_path[path] = (chunk_id, symbol, start, end, line)
             if all(map(is_test_or_doc, by_path)):
-                unassigned.append(name)
+                unassigned[name] = rows
             self._raise_shared(issue, "assignment", name, by_path, strength, file)
         return unassigned
 
-    def _literal_evidence(self, conn: sqlite3.Connection, issue: IssueText, unnamed: list[str],
-                          file) -> None:
+    def _literal_evidence(self, conn: sqlite3.Connection, issue: IssueText,
+                          unnamed: dict[str, list[tuple]], file) -> None:
         """``literal``: a name a file registers as a string, not a symbol: a
         command-line option (``addoption("--import-mode", …)``), a message id or
         name in a table (``"W0611": ("…", "unused-import", …)``), a directive, or a
         configuration key no file outside tests defines or assigns
-        (``unnamed``: ``add_config_value("my_option", …)``). The files holding it
-        as a whole quoted string literal, p/k over the k of them as for ``symbol``."""
+        (``unnamed``, with the chunks holding each: ``add_config_value("my_option",
+        …)``). The files holding it as a whole quoted string literal, p/k over the
+        k of them as for ``symbol``."""
         strength: dict[str, float] = {}
-        for name in list(dict.fromkeys(issue.literals + unnamed))[:self.weights.max_assigned_names]:
+        for name in list(dict.fromkeys([*issue.literals, *unnamed]))[:self.weights.max_assigned_names]:
             # An option may be registered without its dashes (`("max-line-length", {…})`).
             quoted = re.compile(r"""(?P<quote>['"])""" + ("(?:--)?" + re.escape(name[2:])
                                                          if name.startswith("--") else re.escape(name))
                                 + r"(?P=quote)")
-            words = _WORD_RUN.findall(name.lower())
+            core = name.lstrip("-")
+            rows = unnamed.get(name)
+            if rows is None:
+                words = _WORD_RUN.findall(name.lower())
+                rows = _chunks_with_tokens(
+                    conn, [tokens[0] for w in words if (tokens := expand_tokens(w))], 200)
             by_path: dict[str, tuple] = {}
-            for path, chunk_id, symbol, start, end, chunk_text, _ in _chunks_with_tokens(
-                    conn, [tokens[0] for w in words if (tokens := expand_tokens(w))], 200):
-                found = quoted.search(chunk_text)
+            for path, chunk_id, symbol, start, end, chunk_text, _ in rows:
+                found = quoted.search(chunk_text) if core in chunk_text else None
                 if found is not None and path not in by_path:
                     line = start + chunk_text.count("\n", 0, found.start())
                     by_path[path] = (chunk_id, symbol, start, end, line)

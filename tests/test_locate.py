@@ -615,6 +615,8 @@ def test_line_patterns_start_on_their_own_line_not_across_blank_lines(monkeypatc
         locate._GO_FRAME: "main.main()\n\t/home/me/shop/main.go:9 +0x25",
         locate._FROM_IMPORT: "from shop.cart import Cart",
         locate._IMPORT: "import shop.cart",
+        locate._LOG_LINE: "WARNING: the cart is empty",
+        locate._DIRECTIVE: ".. automodule:: shop.cart",
     }
     for pattern, line in samples.items():
         match = pattern.search("\n \n\n" + line)
@@ -746,6 +748,13 @@ TOOL_FILES = {
         "        logging.getLogger(__name__).warning(\n"
         "            'typehints: failed to import the module %r; the import raised', name)\n"),
     "src/_shop/plugins.py": "DEFAULT_PLUGINS = ('main', 'cacheprovider', 'nodes')\n",
+    "src/_shop/print_versions.py": (
+        "DEPENDENCIES = [\n"
+        "    ('netcdf_tools', lambda mod: mod.__version__),\n"
+        "    ('time_axis_lib', lambda mod: mod.__version__),\n"
+        "    ('array_groupies', lambda mod: mod.__version__),\n"
+        "    ('scipy', lambda mod: mod.__version__),\n"
+        "]\n"),
     "src/_shop/cacheprovider.py": (
         "class Cache:\n"
         "    def set(self, key, value):\n"
@@ -798,7 +807,7 @@ def test_an_option_a_message_id_or_a_config_key_leads_to_the_file_registering_it
     # The message id's table, then (by its name) the checker emitting it too.
     assert top("False positive W0611 for a module used in a type comment")[0] == (
         "src/_shop/checkers/imports.py")
-    assert set(top("unused-import false positive in a type comment")[:2]) == {
+    assert set(top("unused-import is a false positive here")[:2]) == {
         "src/_shop/checkers/imports.py", "src/_shop/checkers/variables.py"}
     # A configuration key only a test project assigns (`conf.py`): the file
     # registering it with the tool leads, not the test project.
@@ -913,3 +922,34 @@ def test_a_function_called_through_an_alias_leads_through_the_package_to_its_fil
         engine.close()
     assert located[0].path == "src/shop/backends/api.py"
     assert any(r.signal == "import" and "src/shop/__init__.py" in r.detail for r in located[0].reasons)
+
+
+ENVIRONMENT_REPORT = (
+    "<details>\n\n"
+    "INSTALLED VERSIONS\n"
+    "------------------\n"
+    "commit: None\n"
+    "python: 3.8.5 (default, Jul 28 2020, 12:59:40) [GCC 7.3.0]\n"
+    "OS: Linux\n"
+    "LANG: en_US.UTF-8\n"
+    "netcdf_tools: 1.5.4\n"
+    "time_axis_lib: None\n"
+    "array_groupies: 0.9.10\n"
+    "scipy: 1.5.2\n"
+    "\n</details>\n")
+
+
+def test_an_environment_report_is_not_read(tool: Engine):
+    text = ("collect_items drops the last item\n\n```python\nsettings = {'a': 1.5}\n"
+            "collect_items(session)\n```\n\n" + ENVIRONMENT_REPORT
+            + "Package    Version\n---------- -------\nattrs      20.3.0\npluggy     0.13.1\n"
+            "py         1.10.0\n")
+    issue = read_issue(text)
+    for reported in ("netcdf_tools", "time_axis_lib", "LANG", "GCC", "attrs", "pluggy",
+                     "INSTALLED VERSIONS", "Package    Version"):
+        assert reported not in issue.raw, reported
+    assert "settings = {'a': 1.5}" in issue.raw and "<details>" in issue.raw
+    # Its package names would have named the file listing the dependencies.
+    located = {f.path: f for f in tool.locate(text, 10)}
+    assert next(iter(located)) == "src/_shop/nodes.py"
+    assert "src/_shop/print_versions.py" not in located
