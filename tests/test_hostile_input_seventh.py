@@ -284,3 +284,51 @@ def test_a_cancel_of_any_shape_on_the_socket_keeps_the_connection_and_its_answer
             sock.close()
     finally:
         daemon.close()
+
+
+@pytest.mark.parametrize("git", [True, False])
+def test_a_tree_a_thousand_folders_deep_is_indexed(tmp_path: Path, git: bool):
+    """A folder 1,500 levels deep (3,000 characters of path, within
+    PATH_MAX): resolving folders recursed once per level (and, outside git,
+    so did Python 3.11's os.walk), so every indexing pass failed with a
+    RecursionError and nothing at all was indexed."""
+    import subprocess
+
+    from rawrpc import StdioDaemon
+
+    import os
+
+    root = tmp_path / "root"
+    deep = "a/" * 1500 + "deep.py"
+    write_tree(root, {"top.py": "def top_level():\n    pass\n"})
+    folder = os.open(root, os.O_RDONLY)
+    for _ in range(1500):  # made one level at a time: pathlib and os.makedirs recurse too
+        os.mkdir("a", dir_fd=folder)
+        inner = os.open("a", os.O_RDONLY, dir_fd=folder)
+        os.close(folder)
+        folder = inner
+    fd = os.open("deep.py", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=folder)
+    os.write(fd, b"def deepest_definition():\n    pass\n")
+    os.close(fd)
+    os.close(folder)
+    if git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    daemon = StdioDaemon(root)
+    try:
+        status = daemon.wait_indexed()
+        assert status["files"] == 2 and "indexError" not in status, status
+        conn = daemon.conn
+        hits = conn.request("ctxls/recall", {"query": "deepest_definition", "kind": "code"},
+                            "recall")["result"]["hits"]
+        assert hits[0]["path"] == deep
+        assert conn.request("ctxls/get", {"id": deep}, "get")["result"]["text"].startswith(
+            "def deepest_definition")
+    finally:
+        daemon.close()
+        # Removed bottom-up here: pytest's own clean-up of old temporary folders
+        # (shutil.rmtree) recurses once per level and would fail on it later.
+        path = str(root) + "/a" * 1500
+        os.unlink(path + "/deep.py")
+        for _ in range(1500):
+            os.rmdir(path)
+            path = os.path.dirname(path)
