@@ -153,6 +153,7 @@ class Targets:
         self.only_methods = all(d.symbol_kind == "method" for d in self.definitions)
         self.module_level = [d for d in self.definitions if d.container is None]
         self.module_keys = frozenset(d.key for d in self.module_level)
+        self.js_members = [d for d in self.members if syntax.family_for(d.language) is JS]
 
 
 # Bounds on following chains: re-exports and base classes.
@@ -989,12 +990,12 @@ class Resolver:
         interface) may hold an instance of a class deriving from (implementing)
         it, so ``x.m()`` may reach that class's ``m``; not after ``super.``,
         which names the base's. Other languages: OTHER."""
-        if receiver.kind not in ("instance", "class") or receiver.cls is None:
+        if receiver.kind not in ("instance", "class") or receiver.cls is None or not targets.js_members:
             return OTHER_MATCH
         cls = receiver.cls
-        keys = frozenset(d.key for d in targets.members if syntax.family_for(d.language) is JS
-                         and (cls in self.lineage(container_id(d), include_self=False)[0]  # type: ignore[arg-type]
-                              or cls in self.implemented(container_id(d))))  # type: ignore[arg-type]
+        keys = frozenset(d.key for d in targets.js_members
+                         if cls in self.lineage(container_id(d), include_self=False)[0]  # type: ignore[arg-type]
+                         or cls in self.implemented(container_id(d)))  # type: ignore[arg-type]
         return Match(Verdict.UNKNOWN, keys, "override") if keys else OTHER_MATCH
 
     def implemented(self, cls: ClassId) -> set[ClassId]:
