@@ -52,6 +52,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ctxls.index.discovery import Skipped, read_file
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
 from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
@@ -762,6 +763,10 @@ def _longest_run(message_words: list[str], text_words: list[str], shortest: int,
     return 0
 
 
+# A package.json larger than this is no package's manifest to read here.
+_MANIFEST_BYTES = 1 << 20
+
+
 def _chunks_with_tokens(conn: sqlite3.Connection, tokens: list[str], limit: int) -> list[tuple]:
     """Code chunks holding every one of ``tokens`` (index tokens: a word's
     ``expand_tokens(word)[0]``), at most ``limit``: (path, chunk id, symbol,
@@ -808,12 +813,16 @@ class Locator:
         return index
 
     def _package_name(self, folder: str) -> str | None:
-        """The ``name`` of ``folder``'s package.json under the root, if any."""
+        """The ``name`` of ``folder``'s package.json under the root, if any (read
+        as every file of the root is: never through a link out of it)."""
         if self.root is None:
             return None
+        read = read_file(self.root, posixpath.join(folder, "package.json"), _MANIFEST_BYTES)
+        if isinstance(read, Skipped) or len(read[0]) > _MANIFEST_BYTES:
+            return None
         try:
-            manifest = json.loads((self.root / folder / "package.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            manifest = json.loads(read[0].decode("utf-8", errors="replace"))
+        except ValueError:
             return None
         name = manifest.get("name") if isinstance(manifest, dict) else None
         return name if isinstance(name, str) else None

@@ -13,7 +13,8 @@ import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams
-from ctxls.index.locate import PathIndex, is_test_or_doc, prose_lines, read_issue, semantic_query
+from ctxls.index.locate import (Locator, PathIndex, is_test_or_doc, prose_lines, read_issue,
+                                semantic_query)
 
 from conftest import serve, write_tree
 
@@ -877,6 +878,13 @@ def test_a_frame_in_node_modules_names_only_the_repositorys_own_packages(tmp_pat
         engine.close()
     assert located["lib/cart.js"].signals["frame"] == 1.0
     assert "lib/read.js" not in located or "frame" not in located["lib/read.js"].signals
+    # A package.json that is a link out of the repository is not read.
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text('{"name": "shop"}\n', encoding="utf-8")
+    linked = git_tree(tmp_path / "linked", {"lib/cart.js": "function total(items) {}\n"})
+    (linked / "package.json").symlink_to(outside)
+    assert Locator(root=linked)._package_name("") is None
+    assert Locator(root=tmp_path / "js")._package_name("") == "shop"
 
 
 def test_an_issue_templates_comments_and_headings_are_not_its_prose():
@@ -953,3 +961,20 @@ def test_an_environment_report_is_not_read(tool: Engine):
     located = {f.path: f for f in tool.locate(text, 10)}
     assert next(iter(located)) == "src/_shop/nodes.py"
     assert "src/_shop/print_versions.py" not in located
+
+
+def test_a_private_package_under_src_is_read_from_installed_paths_and_dotted_names(tool: Engine):
+    # Already so before this test was written: it guards the src layout of a
+    # private package (`src/_shop`, imported as `_shop`).
+    text = ("Traceback (most recent call last):\n"
+            '  File "/home/me/.venv/lib/python3.11/site-packages/_shop/main.py", line 2, in main\n'
+            "    return run(parse(args))\n"
+            '  File "/home/me/.venv/lib/python3.11/site-packages/_shop/loader.py", line 3, in import_path\n'
+            "    return load_module(path)\n"
+            "NameError: name 'load_module' is not defined\n"
+            "It happens since _shop.loader.import_path was changed.\n")
+    located = {f.path: f for f in tool.locate(text, 5)}
+    assert next(iter(located)) == "src/_shop/loader.py"
+    assert located["src/_shop/loader.py"].signals["frame"] == 1.0
+    assert located["src/_shop/loader.py"].signals["path"] == 1.0
+    assert located["src/_shop/main.py"].signals["frame"] == 0.6
