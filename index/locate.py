@@ -916,7 +916,8 @@ class Locator:
 
     def _symbol_evidence(self, conn: sqlite3.Connection, issue: IssueText, paths: PathIndex,
                          file) -> set[str]:
-        """Raises ``symbol`` on defining files; returns the names some file defines."""
+        """Raises ``symbol`` on defining files; returns the names some file
+        outside tests and docs defines."""
         names: dict[str, list[str]] = {}  # last segment -> the written names ending in it
         for written in issue.identifiers:
             names.setdefault(written.split(".")[-1], []).append(written)
