@@ -504,8 +504,11 @@ class Resolver:
         return self._value_of(sf, value) if value is not None else UNKNOWN_RECEIVER
 
     def _annotated(self, sf: SourceFile, annotation: Node) -> Receiver:
-        words = re.findall(r"[A-Za-z_]\w*", syntax.text_of(annotation))
-        if len(words) != 1:  # Optional[C], C | None, generics: not one class
+        text = syntax.text_of(annotation)
+        if sf.family is JS:  # TS `Subject<T>` is a Subject, whatever T
+            text = _without_type_arguments(text)
+        words = re.findall(r"[A-Za-z_]\w*", text)
+        if len(words) != 1:  # Optional[C], C | None, Python generics: not one class
             return UNKNOWN_RECEIVER
         if words[0] in ("dict", "list", "str", "bytes", "set", "tuple", "int", "float", "string",
                         "number", "boolean"):
@@ -993,9 +996,13 @@ class Resolver:
         if receiver.kind not in ("instance", "class") or receiver.cls is None or not targets.js_members:
             return OTHER_MATCH
         cls = receiver.cls
+        # ... and a class implementing another class gets its methods from
+        # that class at run time (the mixin pattern: `class C implements M`,
+        # `applyMixins(C, [M])`), so `x: C; x.m()` may run M's `m`.
         keys = frozenset(d.key for d in targets.js_members
                          if cls in self.lineage(container_id(d), include_self=False)[0]  # type: ignore[arg-type]
-                         or cls in self.implemented(container_id(d)))  # type: ignore[arg-type]
+                         or cls in self.implemented(container_id(d))  # type: ignore[arg-type]
+                         or container_id(d) in self.implemented(cls))
         return Match(Verdict.UNKNOWN, keys, "override") if keys else OTHER_MATCH
 
     def implemented(self, cls: ClassId) -> set[ClassId]:
@@ -1112,6 +1119,20 @@ def _js_export_clause_names(sf: SourceFile, name: str) -> bool:
                 and word_pattern(name).search(text):
             return True
     return False
+
+
+def _without_type_arguments(text: str) -> str:
+    """``: Subject<Map<K, V>>`` -> ``: Subject``: the type arguments of one
+    generic type dropped; anything else (a union of generics) unchanged."""
+    head, bracket, rest = text.partition("<")
+    if not bracket or not rest.rstrip().endswith(">"):
+        return text
+    depth = 1
+    for char in rest.rstrip()[:-1]:
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if depth == 0:  # `A<T> | B<U>`: the first `>` closes before the end
+            return text
+    return head
 
 
 def _assigned_value(name_node: Node) -> Node | None:

@@ -334,6 +334,8 @@ def class_bases(family: Family, class_node: Node) -> list[str]:
             if superclasses is not None else []
     elif family is JS:
         for child in class_node.named_children:
+            if child.type == "extends_type_clause":  # `interface C extends Mixin`, merged into `class C`
+                bases += child.named_children
             if child.type == "class_heritage":
                 bases = [c.child_by_field_name("value") or c.named_child(0)
                          for c in child.named_children if c.type == "extends_clause"]

@@ -1101,3 +1101,35 @@ def test_ts_receivers_typed_by_fields_parameter_properties_annotations_and_retur
         ("src/car.ts", row, "Car.drive", True) for row in (11, 12, 16, 17)}
     assert callers(analysis.analyze(engine, "Wheel.step")) == {
         ("src/car.ts", 13, "Car.drive", True), ("src/car.ts", 14, "Car.drive", True), ("src/car.ts", 21, "tour", True)}
+
+
+def test_a_ts_receiver_typed_by_a_generic_class_is_an_instance_of_that_class(make_engine):
+    engine = make_engine({
+        "src/subject.ts": ("export class Subject<T> {\n  next(value: T) {}\n}\n"
+                           "export class Queue<T> {\n  next(value: T) {}\n}\n"),
+        "src/use.ts": ("import { Subject, Queue } from './subject';\n"
+                       "export function emit(s: Subject<Map<string, number>>, q: Queue<number> | Subject<number>) {\n"
+                       "  s.next(new Map());\n"  # line 2: a Subject
+                       "  q.next(1);\n}\n"),  # line 3: either
+    })
+    assert callers(analysis.analyze(engine, "Subject.next")) == {("src/use.ts", 2, "emit", True),
+                                                                  ("src/use.ts", 3, "emit", False)}
+
+
+def test_ts_mixins_reach_the_mixed_in_class_s_methods(make_engine):
+    engine = make_engine({
+        "src/loggable.ts": ("export class Loggable {\n  logFrame() {\n    return 0;\n  }\n}\n"
+                            "export function applyMixins(target: any, mixins: any[]) {}\n"),
+        "src/cold.ts": ("import { Loggable, applyMixins } from './loggable';\n"
+                        "export class Cold<T> implements Loggable {\n"
+                        "  logFrame: () => number;\n}\n"  # declared for the type checker only
+                        "applyMixins(Cold, [Loggable]);\n"
+                        "export interface Hot<T> extends Loggable {}\n"
+                        "export class Hot<T> {}\n"
+                        "applyMixins(Hot, [Loggable]);\n"
+                        "export function frames(cold: Cold<number>, hot: Hot<number>) {\n"
+                        "  cold.logFrame();\n"  # line 9: Cold's field holds Loggable's method
+                        "  hot.logFrame();\n}\n"),  # line 10: the merged interface derives from Loggable
+    })
+    assert callers(analysis.analyze(engine, "Loggable.logFrame")) == {("src/cold.ts", 9, "frames", False),
+                                                                     ("src/cold.ts", 10, "frames", True)}
