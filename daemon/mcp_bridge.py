@@ -341,7 +341,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                       "At most this many characters, 1-200000."))] = 2000,
                   scope: Scope = None, format: Format = "text") -> CallToolResult:
         result = bridge.call("ctxls/knowledge", {"budgetChars": budget_chars, "scope": scope})
-        return answer(result, format, result.get("block") or "no facts written yet")
+        # block is null both when no fact is written and when none fits the budget.
+        return answer(result, format, result.get("block")
+                      or f"no written fact fits in {budget_chars} characters (or none is written)")
 
     @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
         "Index health: files, chunks, vectors, pending work and `state` (indexing, embedding, "

@@ -332,3 +332,46 @@ def test_a_tree_a_thousand_folders_deep_is_indexed(tmp_path: Path, git: bool):
         for _ in range(1500):
             os.rmdir(path)
             path = os.path.dirname(path)
+
+
+def test_the_mcp_knowledge_tool_does_not_say_no_fact_is_written_when_none_fits(repo: Path):
+    """The knowledge block is null both when no fact is written and when
+    none fits the budget; the MCP tool said "no facts written yet" for both,
+    so an agent with a fact longer than its budget was told it had none."""
+    import json
+    import os
+    import queue
+    import subprocess
+    import sys
+    import threading
+
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "mcp", "--root",
+                                str(repo), "--no-daemon"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "CTXLS_LOG": "ERROR"})
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout],
+                     daemon=True).start()
+
+    def ask(message: dict) -> dict:
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+        return json.loads(lines.get(timeout=60))
+
+    def tool(msg_id: int, name: str, arguments: dict) -> str:
+        reply = ask({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                     "params": {"name": name, "arguments": arguments}})
+        return reply["result"]["content"][0]["text"]
+
+    try:
+        assert "result" in ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"}}})
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        tool(1, "remember", {"id": "long", "text": "a fact of many words " * 20})
+        text = tool(2, "knowledge", {"budget_chars": 60})
+        assert "fits in 60 characters" in text and "written yet" not in text, text
+        assert "a fact of many words" in tool(3, "knowledge", {"budget_chars": 2000})
+    finally:
+        process.kill()
+        process.wait()
