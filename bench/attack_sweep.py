@@ -21,6 +21,17 @@ Sixth session (each checks its own rule, see ``sixth_session``):
 6. names: a file whose name is not UTF-8 (skipped; the pass completes);
 7. mcp: lines the MCP SDK cannot read, each answered by `ctxls mcp`.
 
+Seventh session (``seventh_session``):
+
+8. framing: stdio header blocks pygls could not read (no, negative, 0 or
+   non-numeric Content-Length, an understated one, a 1 MB header line):
+   each answered -32700 and the request after it answered; lenient headers
+   (spaces, LF line ends, lower case) served; notification methods sent
+   with an id (-32600); a socket `$/cancelRequest` of odd shapes (the
+   connection and its request in flight keep their answers);
+9. escapes: URIs whose percent-escapes are not UTF-8 or hold `%2F` (null
+   answers, never the file `\ufffd\ufffd.py` or `a/b.py` they decode to).
+
 The repository carries links out of its root to files holding a marker
 (tests/test_symlinks.py). Every probe is time-boxed; a probe fails when it
 gets no answer, -32603, or an answer holding the marker or /etc/passwd's
@@ -45,7 +56,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from conftest import SAMPLE_FILES, write_tree  # noqa: E402
-from rawrpc import StdioDaemon  # noqa: E402
+from rawrpc import StdioDaemon, frame, socket_connection  # noqa: E402
 from test_symlinks import MARKER, plant_links  # noqa: E402
 
 TIMEOUT_S = 30.0
@@ -230,6 +241,71 @@ MCP_LINES = [b"not json", b'{"jsonrpc":"2.0","id":1,"method":"tools/list"} more'
              b'{"jsonrpc":"2.0","id":' + b"9" * 5000 + b',"method":"tools/list"}']
 
 
+def seventh_session(root: Path, daemon) -> list[dict]:
+    """Families 8-9 on the running daemon: failures."""
+    conn, failures = daemon.conn, []
+
+    def check(family: str, ok: bool, problem: str, detail) -> None:
+        if not ok:
+            failures.append({"family": family, "problem": problem, "detail": json.dumps(detail)[:300]})
+
+    def reply(msg_id=None) -> dict:
+        try:
+            return conn.reply(timeout=TIMEOUT_S) if msg_id is None else conn.reply_to(
+                msg_id, timeout=TIMEOUT_S)
+        except queue.Empty:
+            return {"no answer": True}
+
+    def status(msg_id: str) -> bytes:
+        return frame(b'{"jsonrpc":"2.0","id":"%s","method":"ctxls/status","params":{}}'
+                     % msg_id.encode())
+
+    body = b'{"jsonrpc":"2.0","id":"lost","method":"ctxls/status","params":{}}'
+    for name, raw in [("no length", b"X-A: 1\r\n\r\n" + body),
+                      ("negative", b"Content-Length: -5\r\n\r\n" + body),
+                      ("zero", b"Content-Length: 0\r\n\r\n"),
+                      ("not a number", b"Content-Length: 1x\r\n\r\n" + body),
+                      ("understated", b"Content-Length: 10\r\n\r\n" + body),
+                      ("1 MB header line", b"X-J: " + b"j" * (1 << 20) + b"\r\n\r\n" + body)]:
+        conn._write(raw + status(f"after {name}"))
+        first = reply()
+        check("framing", first.get("error", {}).get("code") == -32700, f"{name}: no -32700", first)
+        check("framing", "result" in reply(f"after {name}"), f"{name}: the next request lost", name)
+    for name, header in [("spaced", b"Content-Length:  %d  \r\n\r\n"),
+                         ("lf", b"Content-Length: %d\n\n"), ("lower", b"content-length: %d\r\n\r\n")]:
+        request = b'{"jsonrpc":"2.0","id":"%s","method":"ctxls/status","params":{}}' % name.encode()
+        conn._write(header % len(request) + request)
+        check("framing", "result" in reply(name), f"{name} header not served", name)
+    for method in ("initialized", "textDocument/didOpen", "exit"):
+        conn.send({"jsonrpc": "2.0", "id": method, "method": method, "params": {}})
+        answer = reply(method)
+        check("framing", answer.get("error", {}).get("code") == -32600,
+              f"{method} with an id not answered -32600", answer)
+    for n, params in enumerate([{"id": [1]}, {"id": {"a": 1}}, [1], "x"]):
+        sock_conn, sock = socket_connection(root / ".ctxls" / "daemon.sock")
+        try:
+            sock_conn.send({"jsonrpc": "2.0", "id": "pass", "method": "ctxls/index",
+                            "params": {"force": True}})
+            sock_conn.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": params})
+            sock_conn.send({"jsonrpc": "2.0", "id": "after", "method": "ctxls/status", "params": {}})
+            ids = []
+            for _ in range(2):
+                try:
+                    ids.append(sock_conn.reply(timeout=TIMEOUT_S).get("id"))
+                except queue.Empty:
+                    break
+            check("framing", sorted(ids) == ["after", "pass"], f"socket cancel {params} lost answers", ids)
+        finally:
+            sock.close()
+
+    base = root.resolve().as_uri()
+    for name in ("%FF%FE.py", "%C0%AF%C0%AF.py", "pkg%2Fsession.py", "pkg%2fretry.py"):
+        answer = conn.request("textDocument/documentSymbol", {"textDocument": {"uri": f"{base}/{name}"}},
+                              f"esc {name}", timeout=TIMEOUT_S)
+        check("escapes", answer.get("result", "missing") is None, f"{name} named a file", answer)
+    return failures
+
+
 def mcp_sweep(root: Path) -> tuple[dict, list[dict]]:
     """Family 7: every line `ctxls mcp` gets must be answered, and it serves on."""
     process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "mcp", "--root", str(root),
@@ -273,6 +349,9 @@ def main() -> int:
     outside = plant_links(base, root)
     with open(os.fsencode(root) + b"/caf\xe9.py", "w") as planted:  # a name not UTF-8
         planted.write("def latin_fn():\n    return 2\n")
+    # What %FF%FE.py and %C0%AF%C0%AF.py decode to with U+FFFD (family 9).
+    write_tree(root, {"\ufffd\ufffd.py": "def replaced_fn():\n    pass\n",
+                      "\ufffd\ufffd\ufffd\ufffd.py": "def replaced_fn2():\n    pass\n"})
     daemon = StdioDaemon(root, {"socket": True})
     daemon.wait_indexed()
     conn = daemon.conn
@@ -308,6 +387,8 @@ def main() -> int:
         measured, failures = sixth_session(root, daemon)
         report["sixth"] = measured
         report["failures"] += failures
+    if daemon.alive():
+        report["failures"] += seventh_session(root, daemon)
     measured, failures = mcp_sweep(root)
     report["sixth"] = report.get("sixth", {}) | measured
     report["failures"] += failures
