@@ -64,6 +64,10 @@ class PriorConfig:
     embedded_share: float = 0.5  # identifiers inside a sentence
     word_share: float = 0.5  # a one-word lower-case query: a word, or a name
     file_name_boost: float = 0.5
+    # Sentence queries: the whole file's BM25 (ranking.file_bm25), scaled to
+    # the best candidate file's, added to each candidate file's best chunk
+    # after the path priors (as a share of the best score then).
+    file_text_boost: float = 0.2
     # Per-file saturation: hits of one file beyond the threshold-th are
     # multiplied by decay ** (count - threshold + 1), so the list names more
     # places. On the hand-written, file-scored set (eleven projects) 1 / 0.5
@@ -91,7 +95,7 @@ class PriorConfig:
 NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0, locale_penalty=1.0,
                         vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0,
                         tiny_penalty=1.0, module_penalty=1.0, definition_boost=0.0,
-                        file_name_boost=0.0, coherence_boost=0.0, named_files=0,
+                        file_name_boost=0.0, file_text_boost=0.0, coherence_boost=0.0, named_files=0,
                         saturation_decay=1.0)
 
 
@@ -400,9 +404,10 @@ def named_files(conn: sqlite3.Connection, query: str, config: PriorConfig) -> li
 # --- the whole ------------------------------------------------------------------------
 
 def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredChunk"], n: int,
-           config: PriorConfig, fetch_rows) -> list["ScoredChunk"]:
+           config: PriorConfig, fetch_rows, file_scores=None) -> list["ScoredChunk"]:
     """The best ``n`` of ``hits`` after the priors. ``fetch_rows(ids)`` turns
-    chunk ids found through the symbol table into ScoredChunks (score 0)."""
+    chunk ids found through the symbol table into ScoredChunks (score 0);
+    ``file_scores(paths)`` gives whole files' text scores (path -> score)."""
     if not hits and config.definition_boost <= 0:
         return []
     shape = query_shape(query)
@@ -460,16 +465,48 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
             hit.score *= config.tiny_penalty
         if hit.symbol_kind == "module":
             hit.score *= config.module_penalty
+    if config.file_text_boost > 0 and file_scores is not None and by_id \
+            and shape.symbol is None and shape.word is None:
+        _boost_files_by_text(list(by_id.values()), file_scores, priors, config.file_text_boost)
     return _saturated_top(list(by_id.values()), n, config)
+
+
+def _best_of_each_file(hits: list["ScoredChunk"]) -> dict[str, "ScoredChunk"]:
+    file_best: dict[str, "ScoredChunk"] = {}
+    for hit in hits:
+        if hit.path not in file_best or hit.score > file_best[hit.path].score:
+            file_best[hit.path] = hit
+    return file_best
+
+
+# How many leading files file_text_boost reads the whole text of: 15, 20, 30
+# or all of them rank the files set the same.
+FILE_TEXT_CANDIDATES = 20
+
+
+def _boost_files_by_text(hits: list["ScoredChunk"], file_scores, priors: dict[str, float],
+                         share: float) -> None:
+    """Each file's best chunk gains ``share`` of the best score, scaled by
+    the whole file's text score times its path prior against the best such
+    product. After the priors: the files set gained 0.012 hybrid this way,
+    0.006 when added before them."""
+    file_best = _best_of_each_file(hits)
+    # Only the leading files can reach the list (the share is a fifth of the
+    # best score); each file read costs a few hundredths of a millisecond.
+    leaders = sorted(file_best, key=lambda path: -file_best[path].score)[:FILE_TEXT_CANDIDATES]
+    scores = {path: priors[path] * score for path, score in file_scores(set(leaders)).items()}
+    top = max(scores.values(), default=0.0)
+    if top > 0:
+        unit = share * max(hit.score for hit in hits) / top
+        for path, hit in file_best.items():
+            hit.score += unit * scores.get(path, 0.0)
 
 
 def _boost_coherent_files(hits: list["ScoredChunk"], unit: float) -> None:
     file_sum: dict[str, float] = {}
-    file_best: dict[str, "ScoredChunk"] = {}
     for hit in hits:
         file_sum[hit.path] = file_sum.get(hit.path, 0.0) + hit.score
-        if hit.path not in file_best or hit.score > file_best[hit.path].score:
-            file_best[hit.path] = hit
+    file_best = _best_of_each_file(hits)
     top = max(file_sum.values()) or 1.0
     for path, hit in file_best.items():
         hit.score += unit * file_sum[path] / top

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ctxls.index.priors import PriorConfig, named_files, rerank
-from ctxls.index.store import FTS_TABLE_BY_KIND, connection_cache, fts_generation
+from ctxls.index.store import (FTS_TABLE_BY_KIND, connection_cache, file_term_count, fts_generation,
+                               paths_generation)
 from ctxls.index.tokenize import declared_name, fts_match_expression, is_identifier_query, query_terms
 
 if TYPE_CHECKING:
@@ -98,6 +99,9 @@ FTS5_BM25_K1 = 1.2
 COMMON_TERM_SHARE = 0.1
 # Smaller tables are scored whole: there is little to skip.
 PRUNE_MIN_ROWS = 2000
+# file_bm25's length normalisation (BM25's b); without it (0) the files set
+# gained nothing: large files hold every word.
+FILE_BM25_B = 0.75
 # The FTS tables whose tokenizer leaves a query term as it is (unicode61).
 _UNSTEMMED_TABLES = frozenset(FTS_TABLE_BY_KIND.values())
 # Document frequencies kept per reader connection and FTS table, at most.
@@ -305,7 +309,47 @@ def _ranked(conn: sqlite3.Connection, kind: str, query: str, hits: list[ScoredCh
     scores always come back in one order)."""
     def fetch_rows(ids):
         return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
-    return rerank(conn, kind, query, hits, n, config.priors, fetch_rows)
+
+    def file_scores(paths):
+        return file_bm25(conn, kind, query_terms(query), paths)
+    return rerank(conn, kind, query, hits, n, config.priors, fetch_rows, file_scores)
+
+
+def file_bm25(conn: sqlite3.Connection, kind: str, terms: list[str], paths: set[str]) -> dict[str, float]:
+    """path -> BM25 of the query ``terms`` over each whole file of ``paths``,
+    from ``file_terms``: a term's frequency is how many of the file's chunks
+    of ``kind`` hold it, a file's length its number of such chunks, a term's
+    idf the chunk table's (a file-level idf ranked the same on the files set).
+    A chunk scores one function; this scores the file that keeps returning to
+    the question's words, what a "how does X work" question is after."""
+    table = FTS_TABLE_BY_KIND.get(kind)
+    if table is None or not terms or not paths:
+        return {}
+    counts = term_counts(conn, table)
+    docs = counts.of(conn, table, terms)
+    idf = {t: math.log(1.0 + (counts.rows - docs[t] + 0.5) / (docs[t] + 0.5)) for t in terms}
+    mean_chunks = counts.rows / max(1, _files_of_kind(conn, kind))
+    k1, b = FTS5_BM25_K1, FILE_BM25_B
+    out = {}
+    path_list = sorted(paths)
+    for path, chunks, held in conn.execute(
+            f"SELECT f.path, t.chunks, t.terms FROM files f JOIN file_terms t "
+            f"ON t.file_id = f.id AND t.kind = ? WHERE f.path IN ({','.join('?' * len(path_list))})",
+            [kind, *path_list]):
+        norm = k1 * (1.0 - b + b * chunks / mean_chunks)
+        score = 0.0
+        for term in terms:
+            n = file_term_count(held, term)
+            if n:
+                score += idf[term] * n * (k1 + 1.0) / (n + norm)
+        out[path] = score
+    return out
+
+
+def _files_of_kind(conn: sqlite3.Connection, kind: str) -> int:
+    """How many files have chunks of ``kind`` (kept while no file comes or goes)."""
+    return connection_cache(conn, f"files of kind {kind}", paths_generation, lambda c: c.execute(
+        "SELECT count(DISTINCT file_id) FROM chunks WHERE kind = ?", (kind,)).fetchone()[0])
 
 
 def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,

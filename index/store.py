@@ -11,11 +11,12 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   ``schema_version`` (table layout) and ``index_stamp`` (chunker and
   tokenizer versions: what file-sourced rows were derived with), and
   ``paths_generation``, renewed whenever a ``files`` row comes or goes.
-- File-sourced tables (``files``, ``chunks``, ``fts_*``, ``imports``) are
-  derived data: on a stamp or schema mismatch they are dropped and rebuilt
-  from the repository. The ``edits`` log is history, not derivable, and is
-  kept across rebuilds, as are ``vectors`` and the written memory (``memory``,
-  ``memory_files``, their ``fts_memory_*`` tables, ``demand``, ``stash``).
+- File-sourced tables (``files``, ``chunks``, ``symbols``, ``fts_*``,
+  ``imports``, ``file_terms``) are derived data: on a stamp or schema
+  mismatch they are dropped and rebuilt from the repository. The ``edits``
+  log is history, not derivable, and is kept across rebuilds, as are
+  ``vectors`` and the written memory (``memory``, ``memory_files``, their
+  ``fts_memory_*`` tables, ``demand``, ``stash``).
 - Opening a store of an older layout upgrades it in place: new tables are
   created, and file rows are rebuilt only when a version in
   ``_REBUILDS_FILE_ROWS`` lies between the two.
@@ -55,7 +56,7 @@ from ctxls.index.embed_text import embedding_hash
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 from ctxls.index.model import Chunk, ImportRef, SymbolDef
 from ctxls.index.private import create_private_file, make_private_dir, restrict
-from ctxls.index.tokenize import expand
+from ctxls.index.tokenize import expand, expand_tokens
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +67,13 @@ log = logging.getLogger(__name__)
 #    stash. Upgrading a 2 store only adds these tables; its file rows stay valid.
 # 4: symbols (the definition table, apart from chunks, which packing joins);
 #    fts_config (configuration files are a recall kind of their own).
-SCHEMA_VERSION = 4
+# 5: file_terms (per file and chunk kind: how many chunks, and how many of
+#    them hold each body term: ranking.file_bm25). File rows are rebuilt.
+SCHEMA_VERSION = 5
 # Versions whose layout change invalidated file-derived rows: upgrading across
 # one rebuilds them from the repository. Non-derived tables are never dropped;
 # a version that changes one must convert it in _migrate().
-_REBUILDS_FILE_ROWS = frozenset({2, 4})
+_REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 
 # Bump when the chunker or the tokenizer changes what rows they produce.
 # 2: packing (no 1-2-line chunks), config kind.
@@ -91,7 +94,8 @@ FTS_TABLE_BY_KIND = {"code": "fts_code", "doc": "fts_doc", "config": "fts_config
 MEMORY_FTS_TABLE_BY_KIND = {"fact": "fts_memory_fact", "episode": "fts_memory_episode",
                             "doc": "fts_memory_doc"}
 
-_FILE_TABLES = ("files", "chunks", "symbols", "imports", "fts_code", "fts_doc", "fts_config")
+_FILE_TABLES = ("files", "chunks", "symbols", "imports", "fts_code", "fts_doc", "fts_config",
+                "file_terms")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -141,6 +145,13 @@ CREATE TABLE IF NOT EXISTS imports (
 );
 CREATE INDEX IF NOT EXISTS imports_file ON imports(file_id);
 CREATE INDEX IF NOT EXISTS imports_target ON imports(target);
+CREATE TABLE IF NOT EXISTS file_terms (
+    file_id INTEGER NOT NULL,
+    kind TEXT NOT NULL,                 -- the chunks' kind
+    chunks INTEGER NOT NULL,            -- how many of the file's chunks are of that kind
+    terms TEXT NOT NULL,                -- a line "<token> <how many chunks hold it>" per body token
+    PRIMARY KEY (file_id, kind)
+) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_code USING fts5(
     symbol, path, body, tokenize = "unicode61 tokenchars '_'");
 CREATE VIRTUAL TABLE IF NOT EXISTS fts_doc USING fts5(
@@ -350,6 +361,45 @@ def fts_generation(conn: sqlite3.Connection, table: str) -> object:
     if row is None:
         return ("data_version", conn.execute("PRAGMA data_version").fetchone()[0])
     return row[0]
+
+
+def parse_file_terms(terms: str) -> collections.Counter:
+    """A ``file_terms.terms`` value as token -> chunks holding it."""
+    out: collections.Counter = collections.Counter()
+    for line in terms.split("\n"):
+        if line:
+            token, _, count = line.rpartition(" ")
+            out[token] = int(count)
+    return out
+
+
+def file_term_count(terms: str, token: str) -> int:
+    """How many chunks hold ``token``, read from a ``file_terms.terms``
+    value without parsing it whole (a query asks a handful of tokens of a
+    few dozen files)."""
+    start = terms.find(f"\n{token} ")
+    if start < 0:
+        return 0
+    start += len(token) + 2
+    return int(terms[start:terms.index("\n", start)])
+
+
+def _update_file_terms(conn: sqlite3.Connection, file_id: int, kind: str, chunk_change: int,
+                       term_changes: collections.Counter) -> None:
+    """Apply one file's chunk and term count changes of ``kind`` to its
+    ``file_terms`` row (written whole: one row a file, not one a token, keeps
+    a cold index of django within a second of what it cost without it)."""
+    row = conn.execute("SELECT chunks, terms FROM file_terms WHERE file_id = ? AND kind = ?",
+                       (file_id, kind)).fetchone()
+    chunks, counts = (row[0], parse_file_terms(row[1])) if row else (0, collections.Counter())
+    counts.update(term_changes)
+    chunks += chunk_change
+    if chunks <= 0:
+        conn.execute("DELETE FROM file_terms WHERE file_id = ? AND kind = ?", (file_id, kind))
+        return
+    terms = "".join(f"\n{token} {count}" for token, count in counts.items() if count > 0) + "\n"
+    conn.execute("INSERT OR REPLACE INTO file_terms(file_id, kind, chunks, terms) VALUES (?, ?, ?, ?)",
+                 (file_id, kind, chunks, terms))
 
 
 def now_ms() -> int:
@@ -812,6 +862,7 @@ class Store:
         conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
         conn.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
         conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
+        conn.execute("DELETE FROM file_terms WHERE file_id = ?", (file_id,))
         return old_hashes
 
     def drop_orphan_vectors(self, conn: sqlite3.Connection, hashes: list[str]) -> None:
@@ -870,6 +921,9 @@ class Store:
                  record.source, now_ms())).lastrowid
             _new_paths_generation(conn)
         path_tokens = expand(record.path)
+        # Changes to file_terms: only the chunks written or dropped here count.
+        term_changes: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+        chunk_changes: collections.Counter = collections.Counter()
         for chunk in chunks:
             reusable = old.get((chunk.hash, chunk.symbol, chunk.kind))
             if reusable:
@@ -885,14 +939,22 @@ class Store:
                  chunk.kind, chunk.language, chunk.start_line, chunk.end_line, chunk.hash,
                  embedding_hash(record.path, chunk.symbol, chunk.text), chunk.text)).lastrowid
             table = FTS_TABLE_BY_KIND.get(chunk.kind, "fts_code")
+            body = expand_tokens(chunk.text)
             conn.execute(
                 f"INSERT INTO {table}(rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
-                (chunk_id, expand(" ".join(chunk.names)), path_tokens, expand(chunk.text)))
+                (chunk_id, expand(" ".join(chunk.names)), path_tokens, " ".join(body)))
+            term_changes[chunk.kind].update(set(body))
+            chunk_changes[chunk.kind] += 1
         gone = [(cid, kind, embed) for (_, _, kind), rows in old.items() for cid, _, _, embed in rows]
         for cid, kind, _ in gone:
             conn.execute(f"DELETE FROM {FTS_TABLE_BY_KIND.get(kind, 'fts_code')} WHERE rowid = ?",
                          (cid,))
+            (text,) = conn.execute("SELECT text FROM chunks WHERE id = ?", (cid,)).fetchone()
+            term_changes[kind].subtract(set(expand_tokens(text)))
+            chunk_changes[kind] -= 1
             conn.execute("DELETE FROM chunks WHERE id = ?", (cid,))
+        for kind, changes in term_changes.items():
+            _update_file_terms(conn, file_id, kind, chunk_changes[kind], changes)
         conn.executemany(
             "INSERT INTO symbols(file_id, symbol, name, symbol_kind, start_line, end_line, hash) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -13,7 +13,8 @@ import pytest
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _path_index, _PathWordIndex, is_test_path,
                                 named_files, query_shape, rerank)
-from ctxls.index.ranking import RankingConfig, ScoredChunk, lexical_search
+from ctxls.index.ranking import RankingConfig, ScoredChunk, file_bm25, lexical_search
+from ctxls.index.tokenize import query_terms
 
 SESSION = '''
 class Session:
@@ -151,7 +152,7 @@ def test_a_file_with_several_matching_chunks_outranks_one_lucky_chunk() -> None:
 def test_saturation_gives_the_next_slot_to_another_file() -> None:
     def hits() -> list[ScoredChunk]:
         return [_chunk(i, "pkg/a.py", 10.0 - i / 10) for i in range(1, 5)] + [_chunk(9, "pkg/b.py", 7.0)]
-    config = replace(PriorConfig(), coherence_boost=0.0)
+    config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0)
     # The second hit of a.py is worth half its score, below b.py's.
     assert _top_paths(hits(), config, n=4) == ["pkg/a.py", "pkg/b.py", "pkg/a.py", "pkg/a.py"]
     assert _top_paths(hits(), replace(config, saturation_decay=1.0), n=4) == ["pkg/a.py"] * 4
@@ -166,6 +167,48 @@ def test_a_long_definition_is_listed_once_by_its_best_window() -> None:
                     + [_chunk(9, "lib/cookie.h", 1.0)], 3,
                     replace(PriorConfig(), definition_boost=0.0, coherence_boost=0.0), lambda ids: [])
     assert [(h.path, h.start_line) for h in ranked] == [("lib/cookie.c", 130), ("lib/cookie.h", 90)]
+
+
+def test_a_file_whose_whole_text_keeps_to_the_question_outranks_one_lucky_chunk() -> None:
+    # One chunk each; uploads.py's whole text matches the question better.
+    text_scores = {"pkg/misc.py": 1.0, "pkg/uploads.py": 4.0, "tests/test_uploads.py": 8.0}
+    config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0)
+
+    def ranked(query: str, config: PriorConfig) -> list[str]:
+        hits = [_chunk(1, "pkg/misc.py", 10.0), _chunk(2, "pkg/uploads.py", 9.0),
+                _chunk(3, "tests/test_uploads.py", 9.5)]
+        return [h.path for h in rerank(_bare_store(), "code", query, hits, 3, config, lambda ids: [],
+                                       lambda paths: {p: text_scores[p] for p in paths})]
+    assert ranked("retry the upload after a pause", replace(config, file_text_boost=0.0))[0] == "pkg/misc.py"
+    # The test file's text matches best, but its boost takes its path prior too.
+    assert ranked("retry the upload after a pause", config)[:2] == ["pkg/uploads.py", "pkg/misc.py"]
+    # A symbol or a one-word query asks for a name, not a file about it.
+    assert ranked("UploadRetry", config)[0] == "pkg/misc.py"
+
+
+def test_file_bm25_counts_a_files_chunks_holding_each_word_against_its_length(tmp_path: Path) -> None:
+    def function(name: str, comment: str) -> str:
+        return f"def {name}(request):\n    # {comment}\n" + "".join(
+            f"    step_{i} = request.prepare({i})  # one more step of the request's preparation\n"
+            for i in range(8)) + "    return request\n\n\n"
+    files = {
+        "pkg/retry.py": "".join(function(f"retry_{i}", "retry the upload") for i in range(3)),
+        "pkg/once.py": function("send", "retry the upload") + function("close", "nothing to see"),
+        "pkg/big.py": function("send", "retry the upload") + "".join(
+            function(f"other_{i}", "nothing to see") for i in range(12)),
+        "pkg/none.py": function("send", "nothing to see"),
+    }
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    engine = Engine(tmp_path, EngineOptions(db_path=str(tmp_path / "db" / "index.db"), embeddings=False))
+    engine.index()
+    scores = file_bm25(engine.store.reader(), "code", query_terms("retry upload"), set(files))
+    # Three chunks about it beat one; one in two chunks beats one in thirteen.
+    assert scores["pkg/retry.py"] > scores["pkg/once.py"] > scores["pkg/big.py"] > 0
+    assert scores.get("pkg/none.py", 0.0) == 0.0
+    assert file_bm25(engine.store.reader(), "memory", ["retry"], set(files)) == {}
+    engine.close()
 
 
 def test_a_file_the_query_names_joins_the_candidates(engine: Engine) -> None:

@@ -13,6 +13,7 @@ from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import StoreUnavailable, WriteFailed
 from ctxls.index.scopes import EVERYTHING
 from ctxls.index.store import Store, StoreVersionError
+from ctxls.index.tokenize import expand_tokens
 
 from conftest import SAMPLE_FILES, write_tree
 
@@ -58,6 +59,70 @@ def test_stamp_mismatch_rebuilds_file_rows_but_keeps_the_edit_log(plain_repo: Pa
     stats = reopened.index()
     assert stats.added == 5
     reopened.close()
+
+
+def _file_terms(engine: Engine, path: str) -> dict:
+    """kind -> (chunks, token -> chunks holding it), as stored and as counted
+    again from the file's chunk rows."""
+    conn = engine.store.reader()
+    (file_id,) = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+    stored = {kind: (chunks, dict(store_module.parse_file_terms(terms))) for kind, chunks, terms in conn.execute(
+        "SELECT kind, chunks, terms FROM file_terms WHERE file_id = ?", (file_id,))}
+    counted: dict = {}
+    for kind, text in conn.execute("SELECT kind, text FROM chunks WHERE file_id = ?", (file_id,)):
+        chunks, tokens = counted.setdefault(kind, (0, {}))
+        for token in set(expand_tokens(text)):
+            tokens[token] = tokens.get(token, 0) + 1
+        counted[kind] = (chunks + 1, tokens)
+    return {"stored": stored, "counted": counted}
+
+
+def test_file_terms_follow_a_files_chunks_through_edits_and_removal(tmp_path: Path):
+    def function(name: str, word: str) -> str:
+        return f"def {name}(text):\n" + f"    {word} = text.split()  # keep the {word} for the log\n" * 12 \
+            + f"    return {word}\n\n\n"
+    root = tmp_path / "repo"
+    write_tree(root, {"a.py": function("parse", "tokens") + function("render", "pieces")
+                      + function("store", "records"), "b.py": function("other", "tokens")})
+    engine = make_engine(root, tmp_path / "db" / "index.db")
+    engine.index()
+    first = _file_terms(engine, "a.py")
+    assert first["stored"] == first["counted"]
+    def token(word: str) -> str:
+        return expand_tokens(word)[-1]  # its stem
+    assert first["stored"]["code"][1][token("tokens")] == 1 and first["stored"]["code"][1]["keep"] == 3
+    # One function edited, one removed: only those chunks' rows change.
+    (root / "a.py").write_text(function("parse", "tokens") + function("render", "fragments"))
+    engine.index()
+    edited = _file_terms(engine, "a.py")
+    assert edited["stored"] == edited["counted"]
+    chunks, tokens = edited["stored"]["code"]
+    assert chunks < first["stored"]["code"][0]
+    assert token("records") not in tokens and token("pieces") not in tokens and tokens[token("fragments")] == 1
+    assert tokens["keep"] == 2
+    (root / "a.py").unlink()
+    engine.index()
+    conn = engine.store.reader()
+    assert conn.execute("SELECT count(*) FROM file_terms").fetchone()[0] == 1  # b.py's
+    engine.close()
+
+
+def test_a_schema_4_store_is_rebuilt_to_count_file_terms(plain_repo: Path, tmp_path: Path):
+    db = tmp_path / "db" / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    engine.close()
+    with sqlite3.connect(db) as conn:  # what ctxls with schema 4 left behind
+        conn.execute("DROP TABLE file_terms")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    upgraded = make_engine(plain_repo, db)
+    assert upgraded.store.rebuilt
+    upgraded.index()
+    conn = upgraded.store.reader()
+    files_with_chunks = conn.execute("SELECT count(DISTINCT file_id) FROM chunks").fetchone()[0]
+    assert conn.execute("SELECT count(DISTINCT file_id) FROM file_terms").fetchone()[0] == files_with_chunks > 0
+    assert upgraded.store.meta()["schema_version"] == str(store_module.SCHEMA_VERSION)
+    upgraded.close()
 
 
 def test_newer_schema_is_refused_and_left_untouched(plain_repo: Path, tmp_path: Path):
