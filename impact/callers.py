@@ -108,9 +108,9 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
     def in_time(path: str) -> bool:
         return time.monotonic() <= (deadline if path in near else distant_deadline)
 
-    local_aliases: dict[str, set[str]] = {}
-    reexported_aliases: set[str] = set()
-    for name in sorted({t.name for t in targets.definitions}):
+    def swept_occurrences(name: str):
+        """(source, row, start, end) of ``name`` in the files the sweep finds,
+        nearest first; a file left for lack of time counts as unchecked."""
         lines = sweep(name)
         for path in sorted(lines, key=priority):
             sf = resolver.source(path) if in_time(path) else None
@@ -118,12 +118,18 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
                 refs.mentions["unchecked"] += len(lines[path])
                 continue
             for row, start, end in sf.occurrences(name, lines[path]):
-                use = _classify(resolver, sf, row, start, end, name, targets)
-                _record(resolver, refs, seen, sf, row, start, end, use, name)
-                if use.alias:
-                    local_aliases.setdefault(path, set()).add(use.alias)
-                    if use.reexported:
-                        reexported_aliases.add(use.alias)
+                yield sf, row, start, end
+
+    local_aliases: dict[str, set[str]] = {}
+    reexported_aliases: set[str] = set()
+    for name in sorted({t.name for t in targets.definitions}):
+        for sf, row, start, end in swept_occurrences(name):
+            use = _classify(resolver, sf, row, start, end, name, targets)
+            _record(resolver, refs, seen, sf, row, start, end, use, name)
+            if use.alias:
+                local_aliases.setdefault(sf.path, set()).add(use.alias)
+                if use.reexported:
+                    reexported_aliases.add(use.alias)
 
     # A JS/TS constructor's name is not written where it is called: `new C()`
     # of its class, `super()` in a subclass's constructor, and `new D()` of a
@@ -134,18 +140,12 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
         class_name = min(pending)
         runs = pending.pop(class_name)
         swept += 1
-        lines = sweep(class_name)
-        for path in sorted(lines, key=priority):
-            sf = resolver.source(path) if in_time(path) else None
-            if sf is None:
-                refs.mentions["unchecked"] += len(lines[path])
-                continue
-            for row, start, end in sf.occurrences(class_name, lines[path]):
-                sites, subclass = _constructor_calls(resolver, sf, row, start, end, class_name, runs)
-                for site in sites:
-                    _record(resolver, refs, seen, sf, *site, "constructor")
-                if subclass is not None:
-                    pending.setdefault(subclass[0], {}).setdefault(subclass[1], subclass[2])
+        for sf, row, start, end in swept_occurrences(class_name):
+            sites, subclass = _constructor_calls(resolver, sf, row, start, end, class_name, runs)
+            for site in sites:
+                _record(resolver, refs, seen, sf, *site, "constructor")
+            if subclass is not None:
+                pending.setdefault(subclass[0], {}).setdefault(subclass[1], subclass[2])
 
     for path, alias, reexported in _default_imports(resolver, targets, importers):
         if reexported:  # `export { default as name } from './m'`: its importers anywhere
