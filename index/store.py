@@ -384,20 +384,48 @@ def file_term_count(terms: str, token: str) -> int:
     return int(terms[start:terms.index("\n", start)])
 
 
+# Beyond this many changed tokens (a file rewritten, not edited), one parse
+# and rewrite of the row is cheaper than editing it token by token.
+_IN_PLACE_TERM_EDITS = 64
+
+
 def _update_file_terms(conn: sqlite3.Connection, file_id: int, kind: str, chunk_change: int,
                        term_changes: collections.Counter) -> None:
     """Apply one file's chunk and term count changes of ``kind`` to its
-    ``file_terms`` row (written whole: one row a file, not one a token, keeps
-    a cold index of django within a second of what it cost without it)."""
+    ``file_terms`` row (one row a file, not one a token, keeps a cold index
+    of django within a second of what it cost without it).
+
+    An edit inside one function drops the old chunk's tokens and adds the
+    new one's, so most changes cancel: only the tokens whose count moved are
+    edited in place, and an unchanged row is not written at all. Parsing and
+    rewriting the whole row on every keystroke cost 1.5 ms on django's
+    largest file, a third of the didChange budget's spread."""
+    changes = {token: change for token, change in term_changes.items() if change}
+    if not changes and not chunk_change:
+        return
     row = conn.execute("SELECT chunks, terms FROM file_terms WHERE file_id = ? AND kind = ?",
                        (file_id, kind)).fetchone()
-    chunks, counts = (row[0], parse_file_terms(row[1])) if row else (0, collections.Counter())
-    counts.update(term_changes)
+    chunks, terms = row if row else (0, "\n")
     chunks += chunk_change
     if chunks <= 0:
         conn.execute("DELETE FROM file_terms WHERE file_id = ? AND kind = ?", (file_id, kind))
         return
-    terms = "".join(f"\n{token} {count}" for token, count in counts.items() if count > 0) + "\n"
+    if len(changes) > _IN_PLACE_TERM_EDITS:
+        counts = parse_file_terms(terms)
+        counts.update(changes)
+        terms = "".join(f"\n{token} {count}" for token, count in counts.items() if count > 0) + "\n"
+        changes = {}
+    appended = []
+    for token, change in changes.items():
+        start = terms.find(f"\n{token} ")
+        if start < 0:
+            if change > 0:
+                appended.append(f"{token} {change}\n")
+            continue
+        end = terms.index("\n", start + 1)
+        count = int(terms[start + len(token) + 2:end]) + change
+        terms = terms[:start] + (f"\n{token} {count}" if count > 0 else "") + terms[end:]
+    terms += "".join(appended)
     conn.execute("INSERT OR REPLACE INTO file_terms(file_id, kind, chunks, terms) VALUES (?, ?, ?, ?)",
                  (file_id, kind, chunks, terms))
 

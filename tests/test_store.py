@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import sqlite3
 import time
 from pathlib import Path
@@ -104,6 +105,43 @@ def test_file_terms_follow_a_files_chunks_through_edits_and_removal(tmp_path: Pa
     engine.index()
     conn = engine.store.reader()
     assert conn.execute("SELECT count(*) FROM file_terms").fetchone()[0] == 1  # b.py's
+    engine.close()
+
+
+def test_file_terms_stay_exact_through_many_buffer_edits_small_and_wholesale(tmp_path: Path):
+    """Small edits change a few tokens' counts in place; a rewrite changes
+    hundreds and takes the whole-row path: after each, every stored count is
+    the count over the file's chunks (prefix-sharing tokens included)."""
+    rng = random.Random(11)
+    words = ["token", "tokens", "tokenizer", "render", "renderer", "cache", "cached", "store",
+             "parse", "parser", "queue", "queued", "flush", "index", "indexer"]
+
+    def function(name: str, body_words: list[str]) -> str:
+        lines = "".join(f"    {w} = {w}_{i}(text)  # {w} step\n" for i, w in enumerate(body_words))
+        return f"def {name}(text):\n{lines}    return text\n\n\n"
+
+    def source(functions: dict[str, list[str]]) -> str:
+        return "".join(function(name, body) for name, body in functions.items())
+
+    root = tmp_path / "repo"
+    functions = {f"step_{i}": rng.sample(words, 5) for i in range(6)}
+    write_tree(root, {"a.py": source(functions)})
+    engine = make_engine(root, tmp_path / "db" / "index.db")
+    engine.index()
+    for edit in range(40):
+        if edit % 10 == 9:  # a rewrite: every function new, with fresh words
+            functions = {f"fresh_{edit}_{i}": [f"word{edit}x{j}" for j in range(12)] + rng.sample(words, 3)
+                         for i in range(8)}
+        elif edit % 7 == 3:  # a function added, another dropped
+            functions.pop(rng.choice(sorted(functions)))
+            functions[f"added_{edit}"] = rng.sample(words, 4)
+        else:  # one word of one function renamed
+            name = rng.choice(sorted(functions))
+            body = functions[name]
+            body[rng.randrange(len(body))] = rng.choice(words)
+        engine.set_buffer("a.py", source(functions))
+        terms = _file_terms(engine, "a.py")
+        assert terms["stored"] == terms["counted"], f"edit {edit}"
     engine.close()
 
 
