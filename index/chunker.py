@@ -316,6 +316,22 @@ def _residue(lines: list[str], spans: list[_Piece]) -> list[_Piece]:
 
 _ATX_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
+# Markup inside a heading, reduced to the words a reader sees: an image's
+# alt text, a link's text, no tags. A README's `# <img alt="chi" src=...>`
+# would otherwise title every section with a URL, and the symbol column
+# (weighted 32 in BM25) would match the URL's words.
+_HEADING_MARKUP = (
+    (re.compile(r"<img\b[^>]*?\balt\s*=\s*[\"']([^\"']*)[\"'][^>]*>", re.IGNORECASE), r" \1 "),
+    (re.compile(r"<[^>]*>"), " "),
+    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
+)
+
+
+def _heading_text(title: str) -> str:
+    for pattern, replacement in _HEADING_MARKUP:
+        title = pattern.sub(replacement, title)
+    return " ".join(title.split())
 _FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
 # Lines that open a block other than a paragraph, so cannot be setext heading text.
 _NOT_PARAGRAPH = re.compile(r" {4}| {0,3}(?:[>#|<]|[-*+](?:[ \t]|$)|\d{1,9}[.)](?:[ \t]|$)|(?:[-*_][ \t]*){3,}$)")
@@ -355,10 +371,10 @@ def _markdown_headings(lines: list[str]) -> list[tuple[int, int, str]]:
             fence = fence_match.group(1)
             paragraph_start = -1
         elif atx := _ATX_HEADING.fullmatch(line):
-            headings.append((row, len(atx.group(1)), (atx.group(2) or "").strip()))
+            headings.append((row, len(atx.group(1)), _heading_text(atx.group(2) or "")))
             paragraph_start = -1
         elif paragraph_start >= 0 and (setext := _SETEXT_UNDERLINE.fullmatch(line)):
-            title = " ".join(text.strip() for text in lines[paragraph_start:row])
+            title = _heading_text(" ".join(lines[paragraph_start:row]))
             headings.append((paragraph_start, 1 if setext.group(1)[0] == "=" else 2, title))
             paragraph_start = -1
         elif not line.strip() or _NOT_PARAGRAPH.match(line):

@@ -1061,6 +1061,28 @@ def test_markdown_heading_path_pops_to_the_right_level() -> None:
     )
 
 
+def test_markdown_headings_are_titled_by_the_words_a_reader_sees() -> None:
+    """Images by their alt text, links by their text, tags dropped: no URL
+    in a section's symbol, which BM25 weighs most."""
+    text = source(
+        """
+        # <img alt="chi" src="https://cdn.example.com/chi/master/logo.svg" width="220" />
+        ## [Install](https://example.com/install) ![badge](https://ci.example.com/b.svg)
+        Usage <b>notes</b>
+        ---
+        """
+    )
+    check(
+        "README.md",
+        text,
+        [
+            ("chi", "section", 0, 0),
+            ("chi > Install badge", "section", 1, 1),
+            ("chi > Usage notes", "section", 2, 3),
+        ],
+    )
+
+
 def test_markdown_long_section_is_split_and_keeps_its_symbol() -> None:
     text = "# Big\n" + "".join(f"line {n}\n" for n in range(1, 200))
     check(
