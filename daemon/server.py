@@ -64,7 +64,7 @@ _SYMBOL_KINDS = {
     "module": types.SymbolKind.Module, "namespace": types.SymbolKind.Namespace,
     "section": types.SymbolKind.String, "type": types.SymbolKind.TypeParameter,
     "trait": types.SymbolKind.Interface, "constructor": types.SymbolKind.Constructor,
-    "impl": types.SymbolKind.Class,
+    "impl": types.SymbolKind.Class, "constant": types.SymbolKind.Constant,
 }
 
 

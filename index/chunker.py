@@ -640,7 +640,10 @@ def _js_decl(node: Node) -> _Decl | None:
     if node_type == "export_statement":
         declaration = node.child_by_field_name("declaration")
         if declaration is not None:
-            return _js_decl(declaration)
+            found = _js_decl(declaration)
+            if found is None and declaration.type in ("lexical_declaration", "variable_declaration"):
+                found = _js_exported_constant(declaration)
+            return found
         value = node.child_by_field_name("value")  # export default <expression>
         function = _js_unwrapped(value) if value is not None else None
         if function is not None and function.type in _JS_FUNCTION_VALUES:
@@ -756,6 +759,33 @@ def _js_variable_decl(node: Node) -> _Decl | None:
         members = _js_object_literal(value)
         if members is not None and any(_js_decl(member) is not None for member in members.named_children):
             return _Decl("object", (_text(name),), members)
+    return None
+
+
+# Values an exported constant is built from: a factory's result
+# (`export const safeParse = _safeParse(ZodRealError)`, mobx's
+# `export const action = createActionFactory(false)`), an alias
+# (`export const router = t.router`), an instance (`new AsyncScheduler(…)`).
+_JS_BUILT_VALUES = frozenset({"call_expression", "member_expression", "new_expression", "identifier",
+                              "as_expression", "satisfies_expression", "await_expression"})
+
+
+def _js_exported_constant(node: Node) -> _Decl | None:
+    """`export const NAME = <call, alias or instance>`: the module's API
+    names it, so a query for NAME should find this line. Only exported ones:
+    a module's private `const x = require('y')` names an import, not a
+    definition. With a function type annotation it is a function."""
+    for declarator in node.named_children:
+        if declarator.type != "variable_declarator":
+            continue
+        name = declarator.child_by_field_name("name")
+        value = declarator.child_by_field_name("value")
+        if name is None or value is None or name.type != "identifier" or value.type not in _JS_BUILT_VALUES:
+            continue
+        annotation = declarator.child_by_field_name("type")
+        annotated = annotation.named_child(0) if annotation is not None and annotation.named_child_count else None
+        kind = "function" if annotated is not None and annotated.type == "function_type" else "constant"
+        return _Decl(kind, (_text(name),))
     return None
 
 

@@ -83,7 +83,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 6: Rust items inside item macros, C files read again with each #if's first
 #    branch, JavaScript functions behind guards or calls, `module.exports =
 #    class X`, chained aliases (`res.header = res.set = function …`).
-# 7: Markdown headings titled by the words a reader sees (alt text, link text; no tags, no URLs).
+# 7: Markdown headings titled by the words a reader sees (alt text, link text; no tags, no URLs);
+#    JavaScript/TypeScript `export const X = <call, alias or new>` defines X.
 CHUNKER_VERSION = 7
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2

@@ -1008,6 +1008,35 @@ def test_a_c_function_whose_ifdef_branches_split_a_statement_is_still_a_definiti
     assert rows == [("before", 0, 3), ("bindlocal", 5, 15), ("after", 17, 20)]
 
 
+def test_typescript_exported_constants_built_by_a_call_are_definitions() -> None:
+    """zod's `safeParse`, mobx's `action`, tRPC's `router` are exported
+    consts built by a call, an alias or `new`: each names its line. A
+    module's private `require` is an import, and a plain value stays residue."""
+    text = source(
+        """
+        const helpers = require("./helpers");
+        export const safeParse: <T>(schema: T, value: unknown) => Result<T> =
+          /* @__PURE__ */ _safeParse(RealError) as any;
+        export const action = createActionFactory(false);
+        export const router = t.router;
+        export const scheduler = new AsyncScheduler(AsyncAction);
+        export const version = "3.0";
+        """
+    )
+    check(
+        "src/api.ts",
+        text,
+        [
+            (None, "module", 0, 0),
+            ("safeParse", "function", 1, 2),
+            ("action", "constant", 3, 3),
+            ("router", "constant", 4, 4),
+            ("scheduler", "constant", 5, 5),
+            (None, "module", 6, 6),
+        ],
+    )
+
+
 def test_typescript_declare_module_and_default_export() -> None:
     text = source(
         """
