@@ -832,6 +832,8 @@ _RUST_LEAF_KINDS = {
     "enum_item": "enum",
     "type_item": "type",
     "macro_definition": "macro",
+    "const_item": "constant",
+    "static_item": "constant",
 }
 
 

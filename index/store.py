@@ -84,7 +84,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #    branch, JavaScript functions behind guards or calls, `module.exports =
 #    class X`, chained aliases (`res.header = res.set = function …`).
 # 7: Markdown headings titled by the words a reader sees (alt text, link text; no tags, no URLs);
-#    JavaScript/TypeScript `export const X = <call, alias or new>` defines X.
+#    JavaScript/TypeScript `export const X = <call, alias or new>` defines X;
+#    Rust `const` and `static` items are definitions.
 CHUNKER_VERSION = 7
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2

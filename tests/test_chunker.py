@@ -323,7 +323,8 @@ RUST = source(
 RUST_TABLE: list[Row] = [
     (None, "module", 0, 0),
     ("Point", "struct", 2, 7),
-    ("Point", "impl", 9, 10),
+    ("Point", "impl", 9, 9),
+    ("Point.ORIGIN", "constant", 10, 10),
     ("Point.norm", "method", 12, 15),
     ("Point", "impl", 18, 18),
     ("Point.fmt", "method", 19, 21),
@@ -1035,6 +1036,23 @@ def test_typescript_exported_constants_built_by_a_call_are_definitions() -> None
             (None, "module", 6, 6),
         ],
     )
+
+
+def test_rust_consts_and_statics_are_definitions() -> None:
+    text = source(
+        """
+        pub const MAX_DEPTH: usize = 128;
+
+        static DEFAULT: Config = Config::new();
+
+        impl Limits {
+            pub const LIMIT: usize = 4;
+        }
+        """
+    )
+    rows = [(c.symbol, c.symbol_kind) for c in definition_chunks("src/limits.rs", text).chunks]
+    assert rows == [("MAX_DEPTH", "constant"), ("DEFAULT", "constant"), ("Limits", "impl"),
+                    ("Limits.LIMIT", "constant")]
 
 
 def test_typescript_declare_module_and_default_export() -> None:
