@@ -601,6 +601,41 @@ def _python_decl(node: Node) -> _Decl | None:
     if node_type == "decorated_definition":
         definition = node.child_by_field_name("definition")
         return _python_decl(definition) if definition is not None else None
+    if node_type == "type_alias_statement":  # `type JsonValue = …` (3.12)
+        name = node.child_by_field_name("left")
+        return _Decl("type", (_text(name),)) if name is not None and _text(name).isidentifier() else None
+    if node_type == "assignment":
+        return _python_type_assignment(node)
+    if node_type == "expression_statement" and node.named_child_count == 1:  # older grammars wrap it
+        return _python_type_assignment(node.named_child(0))
+    return None
+
+
+# Calls that make a type out of an assignment: `Point = namedtuple(…)`,
+# `UserId = NewType(…)`, `Color = Enum("Color", …)`. Not `T = TypeVar("T")`:
+# a type parameter is not what anyone searches for, and one at the top of a
+# module only cut its residue in two.
+_PYTHON_TYPE_FACTORIES = {"namedtuple": "class", "NamedTuple": "class", "TypedDict": "class",
+                          "Enum": "enum", "IntEnum": "enum", "StrEnum": "enum", "Flag": "enum",
+                          "IntFlag": "enum", "NewType": "type", "TypeAliasType": "type"}
+
+
+def _python_type_assignment(node: Node) -> _Decl | None:
+    """A module's type made by an assignment: annotated `TypeAlias`, or
+    built by one of ``_PYTHON_TYPE_FACTORIES`` (pydantic's `JsonValue:
+    TypeAlias = …`, a `namedtuple`): code that names the type asks for it."""
+    if node.type != "assignment":
+        return None
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or left.type != "identifier":
+        return None
+    annotation = node.child_by_field_name("type")
+    if annotation is not None and _text(annotation).rsplit(".", 1)[-1] == "TypeAlias":
+        return _Decl("type", (_text(left),))
+    if right is not None and right.type == "call":
+        factory = _text(right.child_by_field_name("function")).rsplit(".", 1)[-1]
+        if factory in _PYTHON_TYPE_FACTORIES:
+            return _Decl(_PYTHON_TYPE_FACTORIES[factory], (_text(left),))
     return None
 
 

@@ -86,7 +86,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 7: Markdown headings titled by the words a reader sees (alt text, link text; no tags, no URLs);
 #    JavaScript/TypeScript `export const X = <call, alias or new>` defines X;
 #    Rust `const` and `static` items are definitions.
-CHUNKER_VERSION = 7
+# 8: Python types made by an assignment (`X: TypeAlias = …`, `type X = …`,
+#    namedtuple, NewType, Enum(…), TypedDict(…)) are definitions.
+CHUNKER_VERSION = 8
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"

@@ -1055,6 +1055,27 @@ def test_rust_consts_and_statics_are_definitions() -> None:
                     ("Limits.LIMIT", "constant")]
 
 
+def test_python_types_made_by_an_assignment_are_definitions() -> None:
+    """A type alias, a namedtuple, a NewType or a functional Enum is
+    searched for by its name like a class; a type parameter and a plain
+    constant stay in the module's residue."""
+    text = source(
+        """
+        from typing import NamedTuple, NewType, TypeAlias, TypeVar
+        T = TypeVar("T")
+        DEFAULT_TIMEOUT = 5.0
+        JsonValue: TypeAlias = "dict[str, JsonValue] | list[JsonValue] | str"
+        Point = collections.namedtuple("Point", "x y")
+        UserId = NewType("UserId", int)
+        Color = enum.Enum("Color", "RED GREEN")
+        type Pair = tuple[int, int]
+        """
+    )
+    rows = [(c.symbol, c.symbol_kind) for c in definition_chunks("pkg/types.py", text).chunks]
+    assert rows == [(None, "module"), ("JsonValue", "type"), ("Point", "class"), ("UserId", "type"),
+                    ("Color", "enum"), ("Pair", "type")]
+
+
 def test_typescript_declare_module_and_default_export() -> None:
     text = source(
         """
