@@ -32,8 +32,10 @@ class InitOptions:
     debounceMs: int = DEFAULT_DEBOUNCE_MS
     # Listen on <store dir>/daemon.sock so CLI and MCP clients share this daemon.
     socket: bool = True
-    # Another ONNX sentence-embedding model (both paths, or neither), or
-    # "multilingual-e5-small" alone: the opt-in e5 tier (embeddings.E5_MODEL_NAME).
+    # Another ONNX sentence-embedding model (both paths, or neither), or a
+    # built-in model's name alone: "all-MiniLM-L6-v2" (the general model the
+    # default code model was tuned from), "multilingual-e5-small" (the opt-in e5
+    # tier, embeddings.E5_MODEL_NAME).
     embedModel: str | None = None
     embedTokenizer: str | None = None
     # Team memory in PostgreSQL (postgresql://...); default: $CTXLS_MEMORY_URL, else

