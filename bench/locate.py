@@ -40,6 +40,11 @@ commit, the chunks of the task's best files by the lexical signals that lack
 a vector (a vector is keyed by the chunk's embedding text, so the unchanged
 chunks keep theirs from commit to commit), for the tasks of ``--embed-splits``;
 the other tasks are answered without vectors.
+
+``--embed-model NAME`` embeds with another built-in model than the engine's
+default (``EngineOptions.embed_model``): its results files and embedding
+stores carry ``@NAME`` in their names, and ``--evaluate`` with it scores only
+its results (without it, only the default model's).
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from ctxls.index.embeddings import is_builtin_model
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.locate import FileEvidence, LocateWeights, Locator
 from ctxls.index.ranking import RankingConfig, bm25_scores
@@ -118,16 +124,37 @@ def evidence_json(files: dict[str, FileEvidence]) -> dict:
     return {path: {"s": ev.signals, "t": ev.test_or_doc} for path, ev in files.items()}
 
 
-def walk_db(name: str, embeddings: bool) -> Path:
-    """The walk's store; with embeddings a directory of its own (the vector
-    file sits beside the store under a fixed name)."""
+def model_suffix(embed_model: str | None) -> str:
+    """What a non-default embedding model adds to the names of its results and
+    stores ("" for the default): a store keeps one model's vectors (another's
+    replace them all), and the two models' results must not be scored together."""
+    return "" if embed_model is None else f"@{embed_model}"
+
+
+def results_path(name: str, embed_model: str | None) -> Path:
+    return LOCATE_DIR / f"results-{name}{model_suffix(embed_model)}.jsonl"
+
+
+def results_files(embed_model: str | None) -> list[Path]:
+    """The stored results of ``embed_model`` (None: the default model's), no other's."""
+    def model_of(path: Path) -> str | None:
+        _, at, model = path.stem.partition("@")
+        return model if at else None
+
+    return sorted(p for p in LOCATE_DIR.glob("results-*.jsonl") if model_of(p) == embed_model)
+
+
+def walk_db(name: str, embeddings: bool, embed_model: str | None = None) -> Path:
+    """The walk's store; with embeddings a directory of its own per model (the
+    vector file sits beside the store under a fixed name). Without, no model's
+    output is stored: one store serves every model."""
     if not embeddings:
         return LOCATE_DIR / f"{name}.db"
-    return LOCATE_DIR / f"{name}-embed" / "index.db"
+    return LOCATE_DIR / f"{name}-embed{model_suffix(embed_model)}" / "index.db"
 
 
 def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | None = None,
-             embed_splits: tuple[str, ...] = ("dev", "test")) -> Path:
+             embed_splits: tuple[str, ...] = ("dev", "test"), embed_model: str | None = None) -> Path:
     """Walk the repository's tasks in commit order; append one result line each.
     With ``embed_pool``, at each commit the code chunks of the task's best
     ``embed_pool`` files by the lexical signals (those ``semantic`` re-ranks)
@@ -138,7 +165,7 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | 
     git_dir = MIRROR / name / "repo"
     if not git_dir.is_dir():
         raise SystemExit(f"no snapshot of {repo} at {git_dir} (fetch github:{repo} first)")
-    results = LOCATE_DIR / f"results-{name}.jsonl"
+    results = results_path(name, embed_model)
     done = set()
     if results.exists():
         done = {json.loads(line)["id"] for line in results.read_text().splitlines()}
@@ -150,9 +177,10 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | 
     tree.mkdir(parents=True, exist_ok=True)
     # The tree must answer `git ls-files` for discovery: a .git file pointing at the snapshot.
     (tree / ".git").write_text(f"gitdir: {git_dir}\n")
-    db = walk_db(name, embed_pool is not None)
+    db = walk_db(name, embed_pool is not None, embed_model)
     db.parent.mkdir(parents=True, exist_ok=True)
-    engine = Engine(tree, EngineOptions(db_path=str(db), embeddings=embed_pool is not None))
+    engine = Engine(tree, EngineOptions(db_path=str(db), embeddings=embed_pool is not None,
+                                        embed_model=embed_model))
     locator = Locator()
     try:
         for task in dated:
@@ -253,22 +281,19 @@ def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
 DJANGO_ON_CORPUS = "django/django @ 5.1.4 sdist (approximate)"
 
 
-# The django corpus store with embeddings on (a directory of its own: the
-# vector file sits beside the store under a fixed name).
-DJANGO_EMBED_DB = LOCATE_DIR / "django-embed" / "index.db"
+def django_engine(embeddings: bool, embed_model: str | None = None) -> Engine:
+    """The django corpus engine on its store with embeddings on (one per model)."""
+    db = walk_db("django", True, embed_model)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    return Engine(corpus_path("django"), EngineOptions(db_path=str(db), embeddings=embeddings,
+                                                      embed_model=embed_model))
 
 
-def django_engine(embeddings: bool) -> Engine:
-    DJANGO_EMBED_DB.parent.mkdir(parents=True, exist_ok=True)
-    return Engine(corpus_path("django"), EngineOptions(db_path=str(DJANGO_EMBED_DB),
-                                                      embeddings=embeddings))
-
-
-def embed_candidates(tasks: list[dict], pool: int) -> None:
+def embed_candidates(tasks: list[dict], pool: int, embed_model: str | None = None) -> None:
     """Embed the code chunks of each django task's best ``pool`` files by the
     lexical signals (what the ``semantic`` signal re-ranks), not the whole
     corpus: the backlog takes hours on this shared machine. Dev tasks' files first."""
-    engine = django_engine(embeddings=True)
+    engine = django_engine(embeddings=True, embed_model=embed_model)
     locator = Locator()
     try:
         engine.index()
@@ -292,9 +317,9 @@ def embed_candidates(tasks: list[dict], pool: int) -> None:
         engine.close()
 
 
-def run_django_on_corpus(tasks: list[dict]) -> None:
-    results = LOCATE_DIR / "results-django-corpus.jsonl"
-    engine = django_engine(embeddings=True)
+def run_django_on_corpus(tasks: list[dict], embed_model: str | None = None) -> None:
+    results = results_path("django-corpus", embed_model)
+    engine = django_engine(embeddings=True, embed_model=embed_model)
     locator = Locator()
     try:
         engine.index()
@@ -398,9 +423,10 @@ def has_semantic(row: dict) -> bool:
     return any("semantic" in ev["s"] for ev in row["evidence"].values())
 
 
-def evaluate() -> None:
+def evaluate(embed_model: str | None = None) -> None:
     rows = []
-    for results in sorted(LOCATE_DIR.glob("results-*.jsonl")):
+    print(f"results of the embedding model {embed_model or 'default'}")
+    for results in results_files(embed_model):
         rows += [json.loads(line) for line in results.read_text().splitlines()]
     # Chosen on every dev task (the django ones on the release tree too: their
     # texts and gold files are real, and sympy alone has few tasks): first the
@@ -465,11 +491,12 @@ def evaluate() -> None:
             print(f"all {split} ({m['n']} of {len(subset)} tasks), {label}: Acc@1 {m['acc@1']}, "
                   f"Acc@3 {m['acc@3']}, Acc@5 {m['acc@5']}, Acc@10 {m['acc@10']}, MRR {m['mrr']}")
     walked = [r for r in rows if r["repo"] != DJANGO_ON_CORPUS]
-    reindex = [r["reindex_s"] for r in walked] or [0.0]
-    changed = [r["changed"] for r in walked] or [0]
-    print(f"re-index per task: p50 {statistics.median(reindex):.1f}s, max {max(reindex):.1f}s; "
-          f"files changed p50 {statistics.median(changed)}; locate in the walk p50 "
-          f"{statistics.median(r['locate_ms'] for r in walked):.0f} ms")
+    if walked:  # none when only django's release tree was answered
+        reindex = [r["reindex_s"] for r in walked]
+        changed = [r["changed"] for r in walked]
+        print(f"re-index per task: p50 {statistics.median(reindex):.1f}s, max {max(reindex):.1f}s; "
+              f"files changed p50 {statistics.median(changed)}; locate in the walk p50 "
+              f"{statistics.median(r['locate_ms'] for r in walked):.0f} ms")
     missing = sum(1 for r in rows if set(r["gold"]) - set(r["gold_present"]))
     print(f"tasks whose gold includes a file not in the index at the base commit: {missing}")
 
@@ -479,11 +506,11 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else 0.0
 
 
-def latency(repeats: int, embeddings: bool) -> None:
+def latency(repeats: int, embeddings: bool, embed_model: str | None = None) -> None:
     """Engine.locate on the django corpus with the django tasks' issue texts
     (with embeddings: the store of ``--embed-candidates``)."""
     tasks = [t for t in load_tasks() if t["repo"] == "django/django"]
-    engine = django_engine(embeddings)
+    engine = django_engine(embeddings, embed_model)
     try:
         started = time.perf_counter()
         engine.index()
@@ -531,19 +558,25 @@ def main() -> None:
     parser.add_argument("--embed-splits", default="dev,test",
                         help="with --repo --embed-candidates: the splits whose tasks get vectors")
     parser.add_argument("--embeddings", action="store_true", help="--latency with embeddings on")
+    parser.add_argument("--embed-model", metavar="NAME",
+                        help="embed with this built-in model instead of the default (its results "
+                             "and stores kept apart, --evaluate scores only them)")
     args = parser.parse_args()
+    # An unknown model would only warn in the embedding worker, leaving every task without vectors.
+    if args.embed_model is not None and not is_builtin_model(args.embed_model):
+        parser.error(f"--embed-model: no built-in embedding model {args.embed_model!r}")
     tasks = load_tasks()
     for repo in args.repo or ():
         run_repo(repo, tasks, args.limit, args.embed_candidates,
-                 tuple(args.embed_splits.split(",")))
+                 tuple(args.embed_splits.split(",")), args.embed_model)
     if args.embed_candidates and not args.repo:
-        embed_candidates(tasks, args.embed_candidates)
+        embed_candidates(tasks, args.embed_candidates, args.embed_model)
     if args.django_corpus:
-        run_django_on_corpus(tasks)
+        run_django_on_corpus(tasks, args.embed_model)
     if args.evaluate:
-        evaluate()
+        evaluate(args.embed_model)
     if args.latency:
-        latency(args.repeats, args.embeddings)
+        latency(args.repeats, args.embeddings, args.embed_model)
 
 
 if __name__ == "__main__":
