@@ -195,6 +195,14 @@ def test_changing_the_model_drops_old_vectors(small: Path):
     reopened.close()
 
 
+def assert_finds_paraphrases(engine: Engine) -> None:
+    """Cosine alone finds PARAPHRASE_REPO's functions by queries sharing no word with them."""
+    for query, symbol in {"fingerprint the contents of a blob": "compute_checksum",
+                          "try again when a transfer fails": "retry_upload"}.items():
+        hits = engine.recall(query, ["code"], 3, mode="semantic").hits_by_kind["code"]
+        assert hits[0].symbol == symbol, query
+
+
 def test_the_e5_tier_replaces_the_default_vectors_and_finds_paraphrases(small: Path):
     engine = semantic_engine(small)
     engine.index()
@@ -209,10 +217,7 @@ def test_the_e5_tier_replaces_the_default_vectors_and_finds_paraphrases(small: P
     assert e5.recall("compute_checksum", ["code"], 1).hits_by_kind["code"][0].symbol == "compute_checksum"
     assert e5.embed_pending() == 5
     # e5 embeds a query with its "query: " prefix and chunks with "passage: ".
-    for query, symbol in {"fingerprint the contents of a blob": "compute_checksum",
-                          "try again when a transfer fails": "retry_upload"}.items():
-        hits = e5.recall(query, ["code"], 3, mode="semantic").hits_by_kind["code"]
-        assert hits[0].symbol == symbol, query
+    assert_finds_paraphrases(e5)
     assert_consistent(e5)
     e5.close()
 
@@ -243,10 +248,7 @@ def test_the_general_model_is_chosen_by_name_and_replaces_the_code_models_vector
     assert general.semantic.ensure_loaded()
     assert general.store.meta()["vector_model"].startswith(MINILM_MODEL_NAME)
     assert general.status()["vectors"] == 0 and general.embed_pending() == 5
-    for engine_query, symbol in {"fingerprint the contents of a blob": "compute_checksum",
-                                 "try again when a transfer fails": "retry_upload"}.items():
-        hits = general.recall(engine_query, ["code"], 3, mode="semantic").hits_by_kind["code"]
-        assert hits[0].symbol == symbol, engine_query
+    assert_finds_paraphrases(general)
     assert_consistent(general)
     general.close()
 
