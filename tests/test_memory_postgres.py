@@ -389,7 +389,8 @@ def test_vectors_of_one_model_only_and_another_model_is_refused(tmp_path: Path, 
                                 ).fetchone()[0] == stamp
             assert conn.execute("SELECT count(*) FROM ctxls_memory WHERE embedding IS NOT NULL"
                                 ).fetchone()[0] == 1
-            conn.execute("UPDATE ctxls_memory_meta SET value = 'another-model/384/text-1' "
+            # The team embedded with the general model, the default before the code model.
+            conn.execute("UPDATE ctxls_memory_meta SET value = 'all-MiniLM-L6-v2-int8/384/text-1' "
                          "WHERE key = 'vector_model'")
     warnings: list[str] = []
     other = Engine(root, EngineOptions(db_path=str(tmp_path / "b.db"), embeddings=True,
@@ -397,7 +398,7 @@ def test_vectors_of_one_model_only_and_another_model_is_refused(tmp_path: Path, 
     other.on_warning = warnings.append
     try:
         other.memory.remember(named_scope("team"), "oncall", "Pager duty rotates every Monday")
-        assert len(warnings) == 1 and "another-model" in warnings[0]
+        assert len(warnings) == 1 and 'embedModel: "all-MiniLM-L6-v2-int8" uses them' in warnings[0]
         # Refused vectors, not refused memory: lexical recall finds both rows.
         lexical = other.recall("snapshots pager", ["fact"], 5, scope=named_scope("team"))
         assert sorted(h.path for h in lexical.hits_by_kind["fact"]) == ["backups", "oncall"]

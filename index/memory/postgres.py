@@ -45,6 +45,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from ctxls.index.embed_text import memory_embedding_text
+from ctxls.index.embeddings import is_builtin_model
 from ctxls.index.errors import MemoryUnavailable
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       INLINE_TEXT_BYTES, MEMORY_KINDS, Candidate, Forget, KnownFact,
@@ -393,8 +394,13 @@ class PostgresMemoryStore:
         if row[0] != stamp:
             if not self._model_warned:
                 self._model_warned = True
+                # A team that embedded with a built-in model (the default before
+                # it changed) keeps its vectors by selecting that model by name.
+                recorded = row[0].split("/", 1)[0]
+                hint = (f"; the option embedModel: \"{recorded}\" uses them"
+                        if is_builtin_model(recorded) else "")
                 self._warn(f"team memory holds vectors of {row[0]}, this daemon embeds with "
-                           f"{stamp}: memory is recalled and written without vectors here")
+                           f"{stamp}: memory is recalled and written without vectors here{hint}")
             return None
         self._dim = dim
         return dim
