@@ -284,6 +284,7 @@ def export(log) -> None:
     import onnxruntime as ort
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
+    from tokenizers import Tokenizer
     from transformers import AutoModel
 
     folder = WORK_DIR / "model"
@@ -306,15 +307,29 @@ def export(log) -> None:
                       output_names=["last_hidden_state"], opset_version=17, dynamo=False,
                       dynamic_axes={name: {0: "batch", 1: "sequence"} for name in
                                     ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")})
-    quantize_dynamic(str(float_path), str(WORK_DIR / "model.onnx"), weight_type=QuantType.QInt8)
-    probe = np.array([[101, 2023, 2003, 1037, 3231, 102]], dtype=np.int64)
-    feeds = {"input_ids": probe, "attention_mask": np.ones_like(probe), "token_type_ids": np.zeros_like(probe)}
-    with torch.no_grad():
-        reference = Hidden(model)(*(torch.tensor(v) for v in feeds.values())).numpy().mean(1)[0]
-    quantized = ort.InferenceSession(str(WORK_DIR / "model.onnx")).run(None, feeds)[0].mean(1)[0]
-    cosine = float(reference @ quantized / np.linalg.norm(reference) / np.linalg.norm(quantized))
+    # Per channel and weights only: onnxruntime's default (per tensor) left the
+    # pooled vectors at cosine 0.948 on average to the float model's, this 0.993.
+    quantize_dynamic(str(float_path), str(WORK_DIR / "model.onnx"), weight_type=QuantType.QInt8,
+                     per_channel=True, extra_options={"MatMulConstBOnly": True})
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=PASSAGE_TOKENS)
+    pairs = [json.loads(line) for line in PAIRS.read_text().splitlines()[::200] if line]
+
+    def pooled(session, text: str):
+        encoding = tokenizer.encode(text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        mask = np.array([encoding.attention_mask], dtype=np.int64)
+        hidden = session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                    "token_type_ids": np.zeros_like(ids)})[0]
+        vector = (hidden * mask[..., None]).sum(1)[0] / mask.sum()
+        return vector / np.linalg.norm(vector)
+
+    reference, quantized = (ort.InferenceSession(str(path)) for path in (float_path, WORK_DIR / "model.onnx"))
+    cosines = [float(pooled(reference, text) @ pooled(quantized, text))
+               for pair in pairs for text in (pair["query"], pair["passage"])]
     log(f"embed_train: exported {WORK_DIR / 'model.onnx'} "
-        f"({(WORK_DIR / 'model.onnx').stat().st_size / 1e6:.1f} MB); int8 vs float cosine {cosine:.4f}")
+        f"({(WORK_DIR / 'model.onnx').stat().st_size / 1e6:.1f} MB); int8 vs float cosine over "
+        f"{len(cosines)} texts: mean {np.mean(cosines):.4f}, min {min(cosines):.4f}")
 
 
 def main(argv: list[str] | None = None) -> int:
