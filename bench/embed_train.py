@@ -104,7 +104,6 @@ def _corpora():
         npm("redux-toolkit", "typescript", "@reduxjs/toolkit", "2.5.0", ("src/*.ts",), ("*/tests/*",)),
         npm("query-core", "typescript", "@tanstack/query-core", "5.62.8", ("src/*.ts",)),
         npm("immer", "typescript", "immer", "10.1.1", ("src/*.ts",)),
-        go("viper", "golang-github-spf13-viper-dev", "1.10.1", "github.com/spf13/viper"),
         go("logrus", "golang-github-sirupsen-logrus-dev", "1.9.0", "github.com/sirupsen/logrus"),
         go("zap", "golang-go.uber-zap-dev", "1.23.0", "go.uber.org/zap"),
         go("dns", "golang-github-miekg-dns-dev", "1.1.50", "github.com/miekg/dns"),
