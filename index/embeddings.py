@@ -41,6 +41,8 @@ log = logging.getLogger(__name__)
 
 MINILM_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+# Vectors are stamped with the model's name (semantic.SemanticIndex): a
+# retrained model must ship under a new name, or stores keep the old vectors.
 CODE_MODEL_NAME = "ctxls-code-minilm-int8"
 CODE_MODEL_FILE = Path(__file__).resolve().parent / "models" / "code-minilm-int8.onnx"
 CODE_MODEL_SHA256 = "c2a3f555246487b1c23e4b704c67028e92ef723d40aa795f98223ff514656695"
