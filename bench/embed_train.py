@@ -8,9 +8,23 @@ of codesearch_set.py's descriptions), the doc's first sentence is the query and
 the chunk the product's chunker makes around the definition, with every such
 doc comment blanked, is the passage, embedded as the product embeds it.
 
+Round 2 (``WORK_DIR`` embed-train-v2; round 1's pairs are in embed-train) adds:
+
+* JavaScript / TypeScript definitions codesearch_set's reader misses, found with
+  the product chunker's own reading of them: ``X.prototype.m = function …``,
+  ``exports.m = …``, object-literal members holding functions, class fields
+  holding arrow functions; and JSDoc blocks that open with a tag (the text of
+  ``@description`` / ``@summary``, else the first plain paragraph after the tags);
+* module-doc pairs for "how does X work" questions: a Python module docstring's,
+  Go package comment's (without "Package name"), Rust ``//!`` block's, Java
+  package-info's, C or JS/TS file header's first sentence (five words or more)
+  -> one chunk of that file (drawn by its path, three code lines or more), the
+  doc blanked; at most ``MODULE_PAIRS_SHARE`` of a corpus's definition pairs;
+* more npm projects that ship their JavaScript or TypeScript sources.
+
 Three steps, each resumable:
 
-* ``pairs``: fetch the corpora (``TRAIN_CORPORA``, through the registries'
+* ``pairs``: fetch the corpora (``_corpora()``, through the registries'
   clients like every bench corpus) and write ``WORK_DIR/pairs.jsonl``;
 * ``train``: fine-tune with in-batch negatives (a batch is drawn from one corpus,
   so its negatives share its vocabulary); needs torch and transformers, which
@@ -35,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -43,11 +58,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from corpora import CACHE_DIR  # noqa: E402
 
-WORK_DIR = CACHE_DIR / "embed-train"
+# Round 2 (module-doc pairs, the JavaScript reader's additions, more npm projects)
+# works in its own folder; round 1's pairs and model stay in CACHE_DIR / "embed-train".
+WORK_DIR = CACHE_DIR / "embed-train-v2"
 PAIRS = WORK_DIR / "pairs.jsonl"
 QUERY_TOKENS = 48
 PASSAGE_TOKENS = 128  # embeddings.MAX_TOKENS
 MAX_PAIRS_PER_CORPUS = 2500
+# Module-doc pairs (a file's doc sentence -> a chunk of that file): at most this
+# share of a corpus's definition pairs, so they stay a modest part of the data.
+MODULE_PAIRS_SHARE = 0.15
 
 
 def _corpora():
@@ -104,6 +124,21 @@ def _corpora():
         npm("redux-toolkit", "typescript", "@reduxjs/toolkit", "2.5.0", ("src/*.ts",), ("*/tests/*",)),
         npm("query-core", "typescript", "@tanstack/query-core", "5.62.8", ("src/*.ts",)),
         npm("immer", "typescript", "immer", "10.1.1", ("src/*.ts",)),
+        # Round 2: JavaScript and TypeScript packages that ship their sources.
+        npm("undici", "javascript", "undici", "8.13.1", ("lib/*.js",), ("lib/llhttp/*",)),
+        npm("fastify", "javascript", "fastify", "5.12.8", ("lib/*.js", "fastify.js")),
+        npm("jquery", "javascript", "jquery", "4.0.0", ("src/*.js",)),
+        npm("svelte", "javascript", "svelte", "5.57.3", ("src/*.js",)),
+        npm("preact", "javascript", "preact", "11.2.0", ("src/*.js", "*/src/*.js")),
+        npm("node-forge", "javascript", "node-forge", "1.4.3", ("lib/*.js",)),
+        npm("pg", "javascript", "pg", "8.23.1", ("lib/*.js",)),
+        npm("mysql2", "javascript", "mysql2", "3.24.6", ("lib/*.js",)),
+        npm("terser", "javascript", "terser", "5.51.4", ("lib/*.js",)),
+        npm("jsdom", "javascript", "jsdom", "31.0.1", ("lib/jsdom/*.js",)),
+        npm("effect-platform", "typescript", "@effect/platform", "0.97.2", ("src/*.ts",)),
+        npm("router-core", "typescript", "@tanstack/router-core", "1.171.39", ("src/*.ts",)),
+        npm("tiptap-core", "typescript", "@tiptap/core", "3.35.0", ("src/*.ts",)),
+        npm("puppeteer-core", "typescript", "puppeteer-core", "25.16.0", ("src/*.ts",)),
         go("logrus", "golang-github-sirupsen-logrus-dev", "1.9.0", "github.com/sirupsen/logrus"),
         go("zap", "golang-go.uber-zap-dev", "1.23.0", "go.uber.org/zap"),
         go("dns", "golang-github-miekg-dns-dev", "1.1.50", "github.com/miekg/dns"),
@@ -135,13 +170,107 @@ def _corpora():
     )
 
 
+_JSDOC_DESCRIPTION_TAGS = ("@description", "@desc", "@summary", "@classdesc")
+
+
+def jsdoc_description(raw_lines: list[str]) -> str:
+    """The prose of a JSDoc block that codesearch_set's ``comment_text`` reads as
+    empty because it opens with a tag: the text of ``@description`` (``@desc``,
+    ``@summary``, ``@classdesc``), else the first paragraph of plain lines after
+    the tags (a blank line ends a tag's own continuation)."""
+    lines = []
+    for line in raw_lines:
+        s = line.strip()
+        for marker in ("/**", "/*"):
+            if s.startswith(marker):
+                s = s[len(marker):]
+                break
+        if s.endswith("*/"):
+            s = s[:-2]
+        s = s.strip()
+        if s.startswith("*"):
+            s = s[1:]
+        lines.append(s.strip())
+    for i, s in enumerate(lines):
+        tag = next((t for t in _JSDOC_DESCRIPTION_TAGS if s.startswith(t + " ") or s == t), None)
+        if tag:
+            out = [s[len(tag):].strip()]
+            for rest in lines[i + 1:]:
+                if not rest or rest.startswith("@"):
+                    break
+                out.append(rest)
+            return "\n".join(out).strip()
+    in_tag, out = False, []
+    for s in lines:
+        if s.startswith("@") and not s.startswith("@{"):
+            if out:
+                break
+            in_tag = True
+        elif not s:
+            if out:
+                break
+            in_tag = False
+        elif not in_tag:
+            out.append(s)
+    return "\n".join(out).strip()
+
+
+def js_assigned_definitions(language: str, path: str, text: str) -> list:
+    """The definitions codesearch_set's reader does not see, named as the product's
+    chunker names them (``_js_decl``): ``X.prototype.m = function …``,
+    ``exports.m = …``, ``{ key: function … }`` / ``{ key: () => … }``, class fields
+    holding arrow functions; with their doc comments."""
+    from codesearch_set import Definition, _doc_comment, _top_level, comment_text
+    from ctxls.index.chunker import _js_decl
+    from ctxls.index.languages import parser_for
+
+    lines = text.split("\n")
+    tree = parser_for(language).parse(text.encode("utf-8", "replace"))
+    found, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(reversed(node.named_children))
+        if node.type not in ("assignment_expression", "pair", "public_field_definition", "field_definition"):
+            continue
+        decl = _js_decl(node)
+        if decl is None or decl.kind not in ("function", "class") or not decl.name:
+            continue
+        anchor = node
+        if node.type == "assignment_expression":
+            if node.parent is None or node.parent.type != "expression_statement":
+                continue  # a chained alias or an assignment inside an expression
+            anchor = node.parent
+        name_node = (node.child_by_field_name("left") or node.child_by_field_name("key")
+                     or node.child_by_field_name("name") or node.child_by_field_name("property") or node)
+        owner = ".".join(decl.name[:-1]) or None
+        definition = Definition(path=path, name=decl.name[-1], kind="method" if owner else decl.kind,
+                                name_row=name_node.start_point.row, start_row=node.start_point.row,
+                                end_row=node.end_point.row, top_level=_top_level(anchor), owner=owner)
+        rows = _doc_comment(language, anchor, lines)
+        if rows:
+            definition.doc = rows
+            definition.doc_text = comment_text(lines[rows[0]:rows[1] + 1])
+        found.append(definition)
+    return found
+
+
+def _module_sentence(language: str, text: str) -> str:
+    from codesearch_set import clean_sentence
+
+    sentence = clean_sentence(text)
+    if language == "go":  # "Package foo implements …": the name is not what one asks
+        match = re.match(r"Package\s+\w+\s+(.*)", sentence)
+        sentence = match.group(1)[:1].upper() + match.group(1)[1:] if match else sentence
+    return sentence
+
+
 def build_pairs(log) -> None:
     from codesearch_corpora import corpus_tree
-    from codesearch_set import (_DEF_TYPES, _read_tree, _blank, clean_sentence, is_test_path,
+    from codesearch_set import (_DEF_TYPES, _read_tree, _blank, _file_doc, clean_sentence, is_test_path,
                                 read_file, usable_sentence, without_leading_name, _body_lines)
     from ctxls.index.chunker import chunk_file
     from ctxls.index.embed_text import embedding_text
-    from ctxls.index.languages import language_for_path
+    from ctxls.index.languages import language_for_path, parser_for
 
     WORK_DIR.mkdir(parents=True, exist_ok=True)
     done = set()
@@ -157,7 +286,7 @@ def build_pairs(log) -> None:
             except Exception as exc:  # a package the registry no longer has: skip it, say so
                 log(f"embed_train: {corpus.name}: {exc}")
                 continue
-            pairs = []
+            pairs, module_pairs = [], []
             for path, text in sorted(files.items()):
                 language = language_for_path(path)
                 language = "typescript" if language == "tsx" else language
@@ -165,35 +294,68 @@ def build_pairs(log) -> None:
                     continue
                 facts = read_file(language, path, text)
                 lines = text.split("\n")
+                definitions = list(facts.definitions)
+                if language in ("javascript", "typescript"):
+                    definitions += js_assigned_definitions(language, path, text)
                 wanted = []
-                for d in facts.definitions:
+                for d in definitions:
                     if d.doc is None or _body_lines(d) < 3 or d.name.startswith("__"):
                         continue
                     sentence = without_leading_name(clean_sentence(d.doc_text), d.name)
+                    if not usable_sentence(sentence, 4) and language in ("javascript", "typescript"):
+                        description = jsdoc_description(lines[d.doc[0]:d.doc[1] + 1])
+                        sentence = without_leading_name(clean_sentence(description), d.name)
                     if usable_sentence(sentence, 4):
-                        wanted.append((sentence, d))
+                        wanted.append((sentence, d, "definition"))
                         _blank(lines, d.doc, d.python_doc_alone, d.body_indent)
-                if not wanted:
+                file_doc = facts.file_doc
+                if file_doc is None and language in ("javascript", "typescript"):
+                    # Without a @fileoverview tag: a leading comment kept apart from
+                    # what follows, as codesearch_set reads a C file's.
+                    root = parser_for(language).parse(text.encode("utf-8", "replace")).root_node
+                    file_doc = _file_doc("c", path, root, lines)
+                    if file_doc is not None and not clean_sentence(file_doc.text):
+                        file_doc.text = jsdoc_description(lines[file_doc.rows[0]:file_doc.rows[1] + 1])
+                module_sentence = _module_sentence(language, file_doc.text) if file_doc else ""
+                if file_doc is not None and usable_sentence(module_sentence, 5):
+                    _blank(lines, file_doc.rows)
+                else:
+                    module_sentence = ""
+                if not wanted and not module_sentence:
                     continue
                 stripped = "\n".join(lines)
                 chunks = [c for c in chunk_file(path, stripped).chunks if c.kind == "code"]
-                for sentence, d in wanted:
+                for sentence, d, kind in wanted:
                     chunk = next((c for c in chunks if c.start_line <= d.name_row <= c.end_line), None)
                     if chunk is None:
                         continue
-                    pairs.append({"corpus": corpus.name, "language": corpus.language, "query": sentence,
-                                  "passage": embedding_text(path, chunk.symbol, chunk.text)})
-            seen, unique = set(), []
-            for pair in pairs:
-                if pair["query"].lower() not in seen:
-                    seen.add(pair["query"].lower())
-                    unique.append(pair)
-            random.Random(corpus.name).shuffle(unique)
-            for pair in unique[:MAX_PAIRS_PER_CORPUS]:
+                    pairs.append({"corpus": corpus.name, "language": corpus.language, "kind": kind,
+                                  "query": sentence, "passage": embedding_text(path, chunk.symbol, chunk.text)})
+                # An architecture question ("how does X work") wants the file: its doc's
+                # sentence -> one chunk of it (drawn by the path, three code lines or more).
+                bodies = [c for c in chunks if sum(1 for line in c.text.split("\n") if line.strip()) >= 3]
+                if module_sentence and bodies:
+                    chunk = bodies[random.Random(path).randrange(len(bodies))]
+                    module_pairs.append({"corpus": corpus.name, "language": corpus.language, "kind": "module",
+                                         "query": module_sentence,
+                                         "passage": embedding_text(path, chunk.symbol, chunk.text)})
+            kept = []
+            for group, cap in ((pairs, MAX_PAIRS_PER_CORPUS), (module_pairs, None)):
+                seen, unique = {p["query"].lower() for p in kept}, []
+                for pair in group:
+                    if pair["query"].lower() not in seen:
+                        seen.add(pair["query"].lower())
+                        unique.append(pair)
+                random.Random(corpus.name).shuffle(unique)
+                if cap is None:
+                    cap = max(10, int(MODULE_PAIRS_SHARE * len(kept)))
+                kept += unique[:cap]
+                log(f"embed_train: {corpus.name} ({corpus.language}) {group[0]['kind'] if group else ''}: "
+                    f"{len(unique)} pairs, kept {min(len(unique), cap)}")
+            for pair in kept:
                 out.write(json.dumps(pair) + "\n")
             out.flush()
-            log(f"embed_train: {corpus.name} ({corpus.language}): {len(unique)} pairs, "
-                f"kept {min(len(unique), MAX_PAIRS_PER_CORPUS)} in {time.perf_counter() - t0:.0f}s")
+            log(f"embed_train: {corpus.name}: {len(kept)} pairs in {time.perf_counter() - t0:.0f}s")
 
 
 def _batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
