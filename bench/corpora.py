@@ -13,10 +13,13 @@ and list no files at all.
 
 from __future__ import annotations
 
+import json
+import re
+import shutil
 import subprocess
-import sys
 import tarfile
 import tempfile
+import urllib.request
 from pathlib import Path
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -32,20 +35,49 @@ def corpus_id(name: str, version: str | None = None) -> str:
     return f"{name}-{version or CORPORA[name]}"
 
 
+PYPI_SIMPLE = "https://pypi.org/simple/{}/"
+
+
+def _normalized(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pypi_sdists(name: str) -> dict[str, tuple[str, str, str]]:
+    """version -> (file name, address, upload time) of every sdist of ``name``
+    on PyPI, read from the registry's JSON index (PEP 691, 700)."""
+    request = urllib.request.Request(PYPI_SIMPLE.format(_normalized(name)),
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        files = json.load(answer)["files"]
+    prefix = _normalized(name) + "-"
+    found = {}
+    for entry in files:
+        stem = entry["filename"]
+        if stem.endswith(".tar.gz") and _normalized(stem).startswith(prefix):
+            found[stem[len(prefix):-len(".tar.gz")]] = (stem, entry["url"], entry.get("upload-time", ""))
+    return found
+
+
 def _sdist(name: str, version: str) -> Path:
-    """The archive of ``name`` ``version`` (downloaded on first use)."""
-    wanted = f"{name}-{version}.tar.gz".lower()  # Django's sdist is "Django-5.1.4.tar.gz"
-    for attempt in range(2):
-        if SDIST_DIR.is_dir():
-            for path in SDIST_DIR.iterdir():
-                if path.name.lower() == wanted:
-                    return path
-        if attempt == 0:
-            SDIST_DIR.mkdir(parents=True, exist_ok=True)
-            subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                            "--no-binary", ":all:", f"{name}=={version}", "-d", str(SDIST_DIR)],
-                           check=True)
-    raise RuntimeError(f"pip download did not produce {wanted} in {SDIST_DIR}")
+    """The archive of ``name`` ``version`` (downloaded on first use). Taken from
+    PyPI's index directly, not by ``pip download``: pip builds an sdist's
+    metadata first, which fails offline for packages with compiled parts."""
+    stem = _normalized(f"{name}-{version}")
+    if SDIST_DIR.is_dir():
+        for path in SDIST_DIR.iterdir():
+            if path.name.endswith(".tar.gz") and _normalized(path.name[:-len(".tar.gz")]) == stem:
+                return path
+    try:
+        filename, url, _ = pypi_sdists(name)[version]
+    except KeyError:
+        raise RuntimeError(f"PyPI has no sdist of {name} {version}") from None
+    SDIST_DIR.mkdir(parents=True, exist_ok=True)
+    target = SDIST_DIR / filename
+    with tempfile.NamedTemporaryFile(dir=SDIST_DIR, delete=False) as tmp:
+        with urllib.request.urlopen(url, timeout=300) as answer:
+            shutil.copyfileobj(answer, tmp)
+    Path(tmp.name).rename(target)  # atomic: a half-downloaded archive is never seen
+    return target
 
 
 def make_own_repo(path: Path) -> None:

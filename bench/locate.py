@@ -35,8 +35,13 @@ best files by the lexical signals: the ``semantic`` signal re-ranks those).
 ``--latency`` times ``Engine.locate`` on that tree with the django tasks'
 texts (``--embeddings``: with vectors).
 
-With ``--repo``, ``--embed-candidates`` embeds during the walk instead: at each
-commit, the chunks of the task's best files by the lexical signals that lack
+scikit-learn's and matplotlib's snapshots are too large as well; ``--releases``
+answers their tasks on PyPI release trees, each task on the newest release
+its gold patch applies to (:func:`choose_releases`), walked oldest release
+first on one working tree re-indexed incrementally, like a snapshot's walk.
+
+With ``--repo`` or ``--releases``, ``--embed-candidates`` embeds during the walk instead: at each
+step, the chunks of the task's best files by the lexical signals that lack
 a vector (a vector is keyed by the chunk's embedding text, so the unchanged
 chunks keep theirs from commit to commit), for the tasks of ``--embed-splits``;
 the other tasks are answered without vectors.
@@ -54,6 +59,7 @@ import hashlib
 import itertools
 import json
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -62,12 +68,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from ctxls.index.embeddings import is_builtin_model
-from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.engine import MAX_QUERY_CHARS, Engine, EngineOptions
 from ctxls.index.locate import FileEvidence, LocateWeights, Locator
 from ctxls.index.ranking import RankingConfig, bm25_scores
 from ctxls.index.tokenize import query_terms
 
-from corpora import CACHE_DIR, corpus_path
+from corpora import CACHE_DIR, corpus_path, make_own_repo, pypi_sdists
 
 LOCATE_DIR = CACHE_DIR / "locate"
 MIRROR = Path("/work/.mirror")
@@ -155,37 +161,53 @@ def walk_db(name: str, embeddings: bool, embed_model: str | None = None) -> Path
 
 def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | None = None,
              embed_splits: tuple[str, ...] = ("dev", "test"), embed_model: str | None = None) -> Path:
-    """Walk the repository's tasks in commit order; append one result line each.
-    With ``embed_pool``, at each commit the code chunks of the task's best
-    ``embed_pool`` files by the lexical signals (those ``semantic`` re-ranks)
-    get their vectors first, for the tasks of ``embed_splits``: a chunk's
-    vector is keyed by its embedding text, so it carries to later commits
-    while the chunk is unchanged."""
+    """Walk the repository's tasks in commit order on its git snapshot (see :func:`walk`)."""
     name = repo.replace("/", "+")
     git_dir = MIRROR / name / "repo"
     if not git_dir.is_dir():
         raise SystemExit(f"no snapshot of {repo} at {git_dir} (fetch github:{repo} first)")
-    results = results_path(name, embed_model)
-    done = set()
-    if results.exists():
-        done = {json.loads(line)["id"] for line in results.read_text().splitlines()}
-    todo = [t for t in tasks if t["repo"] == repo and t["id"] not in done]
-    dated = sorted(todo, key=lambda t: int(_git(git_dir, "show", "-s", "--format=%ct", t["commit"])))
-    if limit is not None:
-        dated = dated[:limit]
     tree = LOCATE_DIR / "trees" / name
     tree.mkdir(parents=True, exist_ok=True)
     # The tree must answer `git ls-files` for discovery: a .git file pointing at the snapshot.
     (tree / ".git").write_text(f"gitdir: {git_dir}\n")
+
+    def checkout(task: dict) -> None:
+        _git(git_dir, "checkout", "--force", "--detach", task["commit"], tree=tree)
+        _git(git_dir, "clean", "-fdxq", "-e", ".git", tree=tree)
+
+    def order(todo: list[dict]) -> list[dict]:
+        return sorted(todo, key=lambda t: int(_git(git_dir, "show", "-s", "--format=%ct", t["commit"])))
+
+    return walk(repo, name, repo, tree, tasks, order, checkout, limit, embed_pool, embed_splits,
+                embed_model)
+
+
+def walk(repo: str, name: str, label: str, tree: Path, tasks: list[dict], order, checkout,
+         limit: int | None, embed_pool: int | None, embed_splits: tuple[str, ...],
+         embed_model: str | None) -> Path:
+    """Answer ``repo``'s tasks not yet in the results, in the ``order`` given,
+    on one working tree that ``checkout(task)`` moves to each task's code and
+    that is re-indexed incrementally each time; append one result line each.
+    With ``embed_pool``, at each step the code chunks of the task's best
+    ``embed_pool`` files by the lexical signals (those ``semantic`` re-ranks)
+    get their vectors first, for the tasks of ``embed_splits``: a chunk's
+    vector is keyed by its embedding text, so it carries to later steps
+    while the chunk is unchanged."""
+    results = results_path(name, embed_model)
+    done = set()
+    if results.exists():
+        done = {json.loads(line)["id"] for line in results.read_text().splitlines()}
+    todo = order([t for t in tasks if t["repo"] == repo and t["id"] not in done])
+    if limit is not None:
+        todo = todo[:limit]
     db = walk_db(name, embed_pool is not None, embed_model)
     db.parent.mkdir(parents=True, exist_ok=True)
     engine = Engine(tree, EngineOptions(db_path=str(db), embeddings=embed_pool is not None,
                                         embed_model=embed_model))
     locator = Locator()
     try:
-        for task in dated:
-            _git(git_dir, "checkout", "--force", "--detach", task["commit"], tree=tree)
-            _git(git_dir, "clean", "-fdxq", "-e", ".git", tree=tree)
+        for task in todo:
+            checkout(task)
             started = time.perf_counter()
             stats = engine.index()
             reindex_s = time.perf_counter() - started
@@ -197,7 +219,7 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | 
                 started = time.perf_counter()
                 count = embed_files(engine, conn, pool)
                 embedded = {"embedded": count, "embed_s": round(time.perf_counter() - started, 1)}
-            line = answer_task(engine, locator, task, repo, use_vectors=with_vectors)
+            line = answer_task(engine, locator, task, label, use_vectors=with_vectors)
             line.update(reindex_s=round(reindex_s, 3),
                         changed=stats.added + stats.updated + stats.removed, **embedded)
             with results.open("a") as out:
@@ -210,6 +232,183 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | 
             engine.semantic.save()
         engine.close()
     return results
+
+
+# scikit-learn's and matplotlib's snapshots are too large to fetch here, like
+# django's. Their tasks are answered on PyPI release trees instead, each on the
+# newest release its gold patch applies to: the code just before the fix, as
+# near the base commit as releases come (unlike django's one later tree, the
+# fix is not in it).
+RELEASE_PROJECTS = {"scikit-learn/scikit-learn": "scikit-learn", "matplotlib/matplotlib": "matplotlib"}
+
+
+def gold_patches(repos) -> dict[str, str]:
+    """task id -> gold patch, for the tasks of ``repos`` (cached)."""
+    cached = LOCATE_DIR / "patches.json"
+    patches = json.loads(cached.read_text()) if cached.exists() else {}
+    if not any(t["id"] in patches for t in load_tasks() if t["repo"] in repos):
+        raw = subprocess.run(["git", "--git-dir", str(LOCAGENT_GIT), "show", f"HEAD:{LOCAGENT_FILE}"],
+                             check=True, capture_output=True, text=True).stdout
+        for line in raw.splitlines():
+            row = json.loads(line)
+            if row["meta_data"]["repo"] in repos:
+                patches[row["instance_id"]] = row["meta_data"]["patch"]
+        LOCATE_DIR.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(patches))
+    return patches
+
+
+# SWE-bench's tasks are from 2017 on: older releases are never the code before a fix.
+RELEASES_SINCE = "2017-01-01"
+
+
+def _final_releases(project: str) -> list[str]:
+    """The project's final releases on PyPI with an sdist uploaded since
+    RELEASES_SINCE, newest first."""
+    from packaging.version import InvalidVersion, Version
+
+    versions = []
+    for text, (_, _, uploaded) in pypi_sdists(project).items():
+        try:
+            version = Version(text)
+        except InvalidVersion:
+            continue
+        if not (version.is_prerelease or version.is_devrelease) and uploaded >= RELEASES_SINCE:
+            versions.append((version, text))
+    return [text for _, text in sorted(versions, reverse=True)]
+
+
+def release_tree(project: str, version: str) -> Path:
+    """The release's unpacked sdist as a checkout has it: the sources Cython
+    generates beside each ``.pyx`` (shipped in sdists, never committed) removed."""
+    tree = corpus_path(project, version)
+    for pyx in tree.rglob("*.pyx"):
+        for generated in (pyx.with_suffix(".c"), pyx.with_suffix(".cpp")):
+            generated.unlink(missing_ok=True)
+    return tree
+
+
+def _applies(tree: Path, patch: Path, *options: str) -> bool:
+    return subprocess.run(["git", "-C", str(tree), "apply", "--check", *options, str(patch)],
+                          capture_output=True).returncode == 0
+
+
+def _task_number(task_id: str) -> int:
+    """The GitHub number in a SWE-bench id (``owner__repo-12345``): it grows with time."""
+    return int(task_id.rsplit("-", 1)[1])
+
+
+def _release_evidence(project: str, releases: list[str], task: dict, patch_text: str) -> dict:
+    """Which releases the gold patch applies to: forward exactly ("forward"),
+    forward with one line of context ("loose"), in reverse ("fixed")."""
+    patch = LOCATE_DIR / "patch.diff"
+    patch.write_text(patch_text)
+    found = {"forward": [], "loose": [], "fixed": []}
+    for version in releases:
+        tree = release_tree(project, version)
+        if not all((tree / g).is_file() for g in task["gold"]):
+            continue
+        if _applies(tree, patch):
+            found["forward"].append(version)
+        elif _applies(tree, patch, "-C1"):
+            found["loose"].append(version)
+        elif _applies(tree, patch, "--reverse") or _applies(tree, patch, "--reverse", "-C1"):
+            found["fixed"].append(version)
+    return found
+
+
+def choose_releases(repo: str, tasks: list[dict]) -> dict[str, dict]:
+    """task id -> {"version", "how"}: the release tree a task is answered on.
+
+    The fix landed before the oldest release the gold patch applies to in
+    reverse; the task's code is the newest release older than that one which
+    the patch applies to exactly, else the newest older release holding the
+    gold files (else that one, the fix already in). These
+    placements are anchors. A patch one line of context places only within
+    the anchors of the neighbouring task numbers (a loose match also hits code
+    years later), and a task nothing places takes the release of the anchored
+    task nearest in number (below first) whose tree holds its gold files."""
+    from packaging.version import Version
+
+    name = repo.replace("/", "+")
+    cached = LOCATE_DIR / f"releases-{name}.json"
+    evidence = json.loads(cached.read_text()) if cached.exists() else {}
+    project = RELEASE_PROJECTS[repo]
+    mine = sorted((t for t in tasks if t["repo"] == repo), key=lambda t: _task_number(t["id"]))
+    if any(t["id"] not in evidence for t in mine):
+        patches = gold_patches(tuple(RELEASE_PROJECTS))
+        releases = _final_releases(project)
+        for task in mine:
+            if task["id"] not in evidence:
+                evidence[task["id"]] = _release_evidence(project, releases, task, patches[task["id"]])
+                cached.write_text(json.dumps(evidence, indent=1))
+    chosen: dict[str, dict] = {}
+    for task in mine:
+        found = evidence[task["id"]]
+        first_fixed = min(found["fixed"], key=Version) if found["fixed"] else None
+        before = [v for v in found["forward"] if first_fixed is None or Version(v) < Version(first_fixed)]
+        if before:
+            chosen[task["id"]] = {"version": max(before, key=Version), "how": "applies"}
+        elif first_fixed is not None:
+            older = [v for v in _final_releases(project) if Version(v) < Version(first_fixed)
+                     and all((release_tree(project, v) / g).is_file() for g in task["gold"])]
+            chosen[task["id"]] = ({"version": max(older, key=Version), "how": "the release before the fix"}
+                                  if older else {"version": first_fixed, "how": "fix already in"})
+    anchors = [(_task_number(i), Version(c["version"])) for i, c in chosen.items()]
+    for task in mine:
+        if task["id"] in chosen:
+            continue
+        number = _task_number(task["id"])
+        low = max((v for n, v in anchors if n < number), default=None)
+        high = min((v for n, v in anchors if n > number), default=None)
+        inside = [v for v in evidence[task["id"]]["loose"]
+                  if (low is None or Version(v) >= low) and (high is None or Version(v) <= high)]
+        # Else the anchors nearest in number, below first, whose tree holds the gold files.
+        nearest = sorted(anchors, key=lambda nv: (nv[0] > number, abs(nv[0] - number)))
+        holding = [v for _, v in nearest
+                   if all((release_tree(project, str(v)) / g).is_file() for g in task["gold"])]
+        if inside:
+            chosen[task["id"]] = {"version": max(inside, key=Version), "how": "applies with one line of context"}
+        elif holding:
+            chosen[task["id"]] = {"version": str(holding[0]), "how": "the release of the nearest task"}
+        else:
+            chosen[task["id"]] = {"version": None, "how": "placed by nothing"}
+    return chosen
+
+
+def run_releases(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | None = None,
+                 embed_splits: tuple[str, ...] = ("dev", "test"), embed_model: str | None = None) -> Path:
+    """Walk the repository's tasks on their release trees (:func:`choose_releases`),
+    oldest release first, one working tree copied from release to release."""
+    from packaging.version import Version
+
+    name = repo.replace("/", "+")
+    project = RELEASE_PROJECTS[repo]
+    chosen = choose_releases(repo, tasks)
+    tree = LOCATE_DIR / "trees" / f"{name}-releases"
+    tree.mkdir(parents=True, exist_ok=True)
+    make_own_repo(tree)
+    current = {"version": None}
+
+    def checkout(task: dict) -> None:
+        version = chosen[task["id"]]["version"]
+        if version == current["version"]:
+            return
+        for entry in tree.iterdir():
+            if entry.name != ".git":
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        # copy2 keeps the release's modification times: unchanged files stay unchanged.
+        shutil.copytree(release_tree(project, version), tree, symlinks=True, dirs_exist_ok=True,
+                        ignore=lambda folder, names: [".git"] if ".git" in names else [])
+        current["version"] = version
+
+    def order(todo: list[dict]) -> list[dict]:
+        placed = [t for t in todo if chosen[t["id"]]["version"] is not None]
+        return sorted(placed, key=lambda t: (Version(chosen[t["id"]]["version"]), t["id"]))
+
+    label = f"{repo} @ the release before each fix"
+    return walk(repo, name + "-releases", label, tree, tasks, order, checkout, limit, embed_pool,
+                embed_splits, embed_model)
 
 
 def embed_files(engine: Engine, conn, paths: list[str]) -> int:
@@ -256,7 +455,9 @@ def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
     locate_ms = (time.perf_counter() - started) * 1000
     variants = {name: evidence_json(Locator(replace(locator.weights, **changes)).evidence(
         conn, task["text"], semantic)) for name, changes in VARIANTS.items()}
-    hits = engine.recall(task["text"], ["code", "doc"], KEEP, mode="lexical").hits_by_kind
+    # recall takes a search box's query: a longer text is cut to its limit.
+    hits = engine.recall(task["text"][:MAX_QUERY_CHARS], ["code", "doc"], KEEP,
+                         mode="lexical").hits_by_kind
     merged = sorted((h for hs in hits.values() for h in hs), key=lambda h: -h.score)
     present = [g for g in task["gold"] if engine.store.file_state(g) is not None]
     extra = {}
@@ -545,6 +746,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repo", action="append", choices=ALLOWED_REPOS,
                         help="walk this repository's tasks (repeatable)")
+    parser.add_argument("--releases", action="append", choices=tuple(RELEASE_PROJECTS),
+                        help="answer this repository's tasks on PyPI release trees (repeatable)")
     parser.add_argument("--django-corpus", action="store_true",
                         help="answer the django tasks on the bench's django release tree")
     parser.add_argument("--limit", type=int, help="at most this many new tasks per repository")
@@ -554,9 +757,10 @@ def main() -> None:
                         help="passes over the texts (after the first, query vectors come from the cache)")
     parser.add_argument("--embed-candidates", type=int, metavar="FILES",
                         help="embed the chunks of each task's best FILES files (lexical): with "
-                             "--repo at each commit of the walk, else django's store")
+                             "--repo or --releases at each step of the walk, else django's store")
     parser.add_argument("--embed-splits", default="dev,test",
-                        help="with --repo --embed-candidates: the splits whose tasks get vectors")
+                        help="with --repo/--releases --embed-candidates: the splits whose tasks "
+                             "get vectors")
     parser.add_argument("--embeddings", action="store_true", help="--latency with embeddings on")
     parser.add_argument("--embed-model", metavar="NAME",
                         help="embed with this built-in model instead of the default (its results "
@@ -569,7 +773,10 @@ def main() -> None:
     for repo in args.repo or ():
         run_repo(repo, tasks, args.limit, args.embed_candidates,
                  tuple(args.embed_splits.split(",")), args.embed_model)
-    if args.embed_candidates and not args.repo:
+    for repo in args.releases or ():
+        run_releases(repo, tasks, args.limit, args.embed_candidates,
+                     tuple(args.embed_splits.split(",")), args.embed_model)
+    if args.embed_candidates and not (args.repo or args.releases):
         embed_candidates(tasks, args.embed_candidates, args.embed_model)
     if args.django_corpus:
         run_django_on_corpus(tasks, args.embed_model)
