@@ -932,6 +932,29 @@ def test_a_function_called_through_an_alias_leads_through_the_package_to_its_fil
     assert any(r.signal == "import" and "src/shop/__init__.py" in r.detail for r in located[0].reasons)
 
 
+
+def test_a_module_named_only_in_the_issues_code_points_weaker_than_one_in_its_prose(tmp_path: Path):
+    engine = Engine(git_tree(tmp_path / "plotting", {
+        # The entry point every reproduction imports, and the module the prose blames.
+        "plotkit/pyplot.py": "from plotkit.colors import Normalize\n\n\ndef subplots():\n"
+                             "    return Figure()\n",
+        "plotkit/colors.py": "class Normalize:\n    def __call__(self, value):\n"
+                             "        return value / self.vmax\n",
+    }), EngineOptions())
+    try:
+        engine.cold_index()
+        located = {f.path: f for f in engine.locate(
+            "Normalizing an empty array divides by zero\n\nThe bug is in plotkit.colors, "
+            "see below.\n\n```python\nimport plotkit.pyplot as plt\nfig = plt.subplots()\n```\n", 5)}
+    finally:
+        engine.close()
+    assert located["plotkit/colors.py"].signals["path"] == 1.0
+    # Named by the import line and the call through its alias only.
+    assert located["plotkit/pyplot.py"].signals["path"] == pytest.approx(0.25)
+    issue = read_issue("See lib/plot/colors.py.\n```python\nimport plot.pyplot as plt\n```\n")
+    assert issue.in_prose("lib/plot/colors.py") and not issue.in_prose("plot.pyplot")
+
+
 ENVIRONMENT_REPORT = (
     "<details>\n\n"
     "INSTALLED VERSIONS\n"
