@@ -20,7 +20,11 @@ Round 2 (``WORK_DIR`` embed-train-v2; round 1's pairs are in embed-train) adds:
   package-info's, C or JS/TS file header's first sentence (five words or more)
   -> one chunk of that file (drawn by its path, three code lines or more), the
   doc blanked; at most ``MODULE_PAIRS_SHARE`` of a corpus's definition pairs;
-* more npm projects that ship their JavaScript or TypeScript sources.
+* more npm projects that ship their JavaScript or TypeScript sources;
+* ``train --init FOLDER --old-pairs FILE``: a continued round, from round 1's
+  float weights, on the pairs round 1 lacked plus as many of its own drawn at
+  random (a full epoch from the base model, 463 batches, did not fit the
+  session's time on a shared 2-core machine: about 19 s a batch under load).
 
 Three steps, each resumable:
 
@@ -41,6 +45,7 @@ No corpus here is a corpus of codesearch_corpora.py (set 4), of the files set
 
 Run: .venv/bin/python bench/embed_train.py pairs
      PYTHON_WITH_TORCH bench/embed_train.py train --base FOLDER [--steps N]
+         [--init ROUND1/model --old-pairs ROUND1/pairs.jsonl] [--lr 2e-5]
      PYTHON_WITH_TORCH bench/embed_train.py export
 """
 
@@ -385,7 +390,17 @@ def _batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
     return batches
 
 
-def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: float, log) -> None:
+def _continued_pairs(pairs: list[dict], old_file: Path) -> list[dict]:
+    """A continued round's data: every pair the old round did not have, and as
+    many of the ones it had, drawn at random (a reminder, not a second epoch)."""
+    old = {(p["query"], p["passage"]) for p in map(json.loads, old_file.read_text().splitlines()) if p}
+    new = [p for p in pairs if (p["query"], p["passage"]) not in old]
+    seen = [p for p in pairs if (p["query"], p["passage"]) in old]
+    return new + random.Random(1).sample(seen, min(len(seen), len(new)))
+
+
+def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: float, log,
+          init: Path | None = None, old_pairs: Path | None = None) -> None:
     import torch
     from tokenizers import Tokenizer
     from transformers import AutoModel
@@ -394,9 +409,11 @@ def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: floa
     torch.set_num_threads(2)
     tokenizer = Tokenizer.from_file(str(base / "tokenizer.json"))
     tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-    model = AutoModel.from_pretrained(str(base))
+    model = AutoModel.from_pretrained(str(init or base))
     model.train()
     pairs = [json.loads(line) for line in PAIRS.read_text().splitlines() if line]
+    if old_pairs is not None:
+        pairs = _continued_pairs(pairs, old_pairs)
     batches = _batches(pairs, batch_size, seed=0)
     if steps:
         batches = batches[:steps]
@@ -498,6 +515,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("step", choices=("pairs", "train", "export"))
     parser.add_argument("--base", type=Path, help="train: the float model's folder")
     parser.add_argument("--steps", type=int, help="train: at most this many batches")
+    parser.add_argument("--init", type=Path,
+                        help="train: start from these float weights (a folder like --base's) "
+                             "instead of the base model's")
+    parser.add_argument("--old-pairs", type=Path,
+                        help="train: the pairs file of the round --init came from; train on the pairs "
+                             "it lacks plus as many of its own, drawn at random")
     parser.add_argument("--batch-size", type=int, default=48)
     parser.add_argument("--lr", type=float, default=2e-5)
     parser.add_argument("--scale", type=float, default=20.0)
@@ -511,7 +534,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.step == "train":
         if args.base is None:
             parser.error("train needs --base")
-        train(args.base, args.steps, args.batch_size, args.lr, args.scale, log)
+        train(args.base, args.steps, args.batch_size, args.lr, args.scale, log, args.init, args.old_pairs)
     else:
         export(log)
     return 0
