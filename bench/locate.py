@@ -98,14 +98,9 @@ def load_tasks() -> list[dict]:
     cached = LOCATE_DIR / "tasks.json"
     if cached.exists():
         return json.loads(cached.read_text())
-    raw = subprocess.run(["git", "--git-dir", str(LOCAGENT_GIT), "show", f"HEAD:{LOCAGENT_FILE}"],
-                         check=True, capture_output=True, text=True).stdout
     tasks = []
-    for line in raw.splitlines():
-        row = json.loads(line)
+    for row in _locagent_rows():
         meta = row["meta_data"]
-        if meta["repo"] not in ALLOWED_REPOS:
-            continue
         tasks.append({"id": row["instance_id"], "repo": meta["repo"], "commit": meta["base_commit"],
                       "text": meta["problem_statement"],
                       "gold": sorted(set(_DIFF_HEADER.findall(meta["patch"]))),
@@ -113,6 +108,16 @@ def load_tasks() -> list[dict]:
     LOCATE_DIR.mkdir(parents=True, exist_ok=True)
     cached.write_text(json.dumps(tasks))
     return tasks
+
+
+def _locagent_rows():
+    """LocAgent's published rows of the allowed repositories (no other row is kept)."""
+    raw = subprocess.run(["git", "--git-dir", str(LOCAGENT_GIT), "show", f"HEAD:{LOCAGENT_FILE}"],
+                         check=True, capture_output=True, text=True).stdout
+    for line in raw.splitlines():
+        row = json.loads(line)
+        if row["meta_data"]["repo"] in ALLOWED_REPOS:
+            yield row
 
 
 def _git(git_dir: Path, *args: str, tree: Path | None = None) -> str:
@@ -247,10 +252,7 @@ def gold_patches(repos) -> dict[str, str]:
     cached = LOCATE_DIR / "patches.json"
     patches = json.loads(cached.read_text()) if cached.exists() else {}
     if not any(t["id"] in patches for t in load_tasks() if t["repo"] in repos):
-        raw = subprocess.run(["git", "--git-dir", str(LOCAGENT_GIT), "show", f"HEAD:{LOCAGENT_FILE}"],
-                             check=True, capture_output=True, text=True).stdout
-        for line in raw.splitlines():
-            row = json.loads(line)
+        for row in _locagent_rows():
             if row["meta_data"]["repo"] in repos:
                 patches[row["instance_id"]] = row["meta_data"]["patch"]
         LOCATE_DIR.mkdir(parents=True, exist_ok=True)
