@@ -96,6 +96,7 @@ class IssueText:
     literals: list[str] = field(default_factory=list)
     title: str = ""  # the first non-empty line
     raw: str = ""  # the whole text
+    _prose_without_imports: str | None = field(default=None, repr=False, compare=False)  # in_prose's
 
     def prominence(self, name: str) -> float:
         """How central a name is to the text: named in the title 1, else by how
@@ -115,9 +116,6 @@ class IssueText:
         # A path read from a name (`-p no:cacheprovider`: `cacheprovider.py`) by that name.
         as_name = written.removesuffix(".py").replace("/", ".")
         return written in self._prose_without_imports or as_name in self._prose_without_imports
-
-    _prose_without_imports: str | None = field(default=None, repr=False, compare=False)
-
 
 
 # A name's weight by how often the text mentions it (index: mentions, capped).
