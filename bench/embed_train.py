@@ -23,8 +23,8 @@ Round 2 (``WORK_DIR`` embed-train-v2; round 1's pairs are in embed-train) adds:
 * more npm projects that ship their JavaScript or TypeScript sources;
 * ``train --init FOLDER --old-pairs FILE``: a continued round, from round 1's
   float weights, on the pairs round 1 lacked plus as many of its own drawn at
-  random (a full epoch from the base model, 463 batches, did not fit the
-  session's time on a shared 2-core machine: about 19 s a batch under load).
+  random (cheaper than a full epoch from the base model, 463 batches: 44 min
+  on two free cores, about 19 s a batch under others' load).
 
 Three steps, each resumable:
 
