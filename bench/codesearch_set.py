@@ -165,9 +165,9 @@ _BAD_START = ("deprecated", "todo", "fixme", "xxx", "copyright", "spdx", "see ",
               "@", "#", "-", "|", "http", "nolint", "go:")
 
 
-def comment_text(raw_lines: list[str]) -> str:
-    """The prose of a comment's lines: markers (``/**``, ``*``, ``///``, ``//!``,
-    ``//``, ``*/``) removed, Javadoc/JSDoc block tags (``@param`` …) cut off."""
+def comment_lines(raw_lines: list[str]) -> list[str]:
+    """A comment's lines with their markers (``/**``, ``*``, ``///``, ``//!``,
+    ``//``, ``*/``) removed."""
     out = []
     for line in raw_lines:
         s = line.strip()
@@ -182,7 +182,15 @@ def comment_text(raw_lines: list[str]) -> str:
             if s.startswith(marker):
                 s = s[len(marker):]
                 break
-        s = s.strip()
+        out.append(s.strip())
+    return out
+
+
+def comment_text(raw_lines: list[str]) -> str:
+    """The prose of a comment's lines: markers removed (``comment_lines``),
+    Javadoc/JSDoc block tags (``@param`` …) cut off."""
+    out = []
+    for s in comment_lines(raw_lines):
         if s.startswith("@") and not s.startswith("@{"):
             break  # the block tags: the description is over
         out.append(s)

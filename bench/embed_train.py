@@ -26,6 +26,10 @@ Round 2 (``WORK_DIR`` embed-train-v2; round 1's pairs are in embed-train) adds:
   random (cheaper than a full epoch from the base model, 463 batches: 44 min
   on two free cores, about 19 s a batch under others' load).
 
+The shipped model (``ctxls-code-minilm-int8``) is round 1's: this script as of
+commit bceb542, whose pairs are in ``embed-train``, rebuilds it. Round 2's
+candidates did not beat it (BENCHMARKS.md, "Code search X").
+
 Three steps, each resumable:
 
 * ``pairs``: fetch the corpora (``_corpora()``, through the registries'
@@ -183,19 +187,9 @@ def jsdoc_description(raw_lines: list[str]) -> str:
     empty because it opens with a tag: the text of ``@description`` (``@desc``,
     ``@summary``, ``@classdesc``), else the first paragraph of plain lines after
     the tags (a blank line ends a tag's own continuation)."""
-    lines = []
-    for line in raw_lines:
-        s = line.strip()
-        for marker in ("/**", "/*"):
-            if s.startswith(marker):
-                s = s[len(marker):]
-                break
-        if s.endswith("*/"):
-            s = s[:-2]
-        s = s.strip()
-        if s.startswith("*"):
-            s = s[1:]
-        lines.append(s.strip())
+    from codesearch_set import comment_lines
+
+    lines = comment_lines(raw_lines)
     for i, s in enumerate(lines):
         tag = next((t for t in _JSDOC_DESCRIPTION_TAGS if s.startswith(t + " ") or s == t), None)
         if tag:
@@ -220,18 +214,16 @@ def jsdoc_description(raw_lines: list[str]) -> str:
     return "\n".join(out).strip()
 
 
-def js_assigned_definitions(language: str, path: str, text: str) -> list:
+def js_assigned_definitions(language: str, path: str, text: str, root) -> list:
     """The definitions codesearch_set's reader does not see, named as the product's
     chunker names them (``_js_decl``): ``X.prototype.m = function …``,
     ``exports.m = …``, ``{ key: function … }`` / ``{ key: () => … }``, class fields
-    holding arrow functions; with their doc comments."""
+    holding arrow functions; with their doc comments. ``root``: the file's parsed tree."""
     from codesearch_set import Definition, _doc_comment, _top_level, comment_text
     from ctxls.index.chunker import _js_decl
-    from ctxls.index.languages import parser_for
 
     lines = text.split("\n")
-    tree = parser_for(language).parse(text.encode("utf-8", "replace"))
-    found, stack = [], [tree.root_node]
+    found, stack = [], [root]
     while stack:
         node = stack.pop()
         stack.extend(reversed(node.named_children))
@@ -300,8 +292,10 @@ def build_pairs(log) -> None:
                 facts = read_file(language, path, text)
                 lines = text.split("\n")
                 definitions = list(facts.definitions)
+                js_root = None
                 if language in ("javascript", "typescript"):
-                    definitions += js_assigned_definitions(language, path, text)
+                    js_root = parser_for(language).parse(text.encode("utf-8", "replace")).root_node
+                    definitions += js_assigned_definitions(language, path, text, js_root)
                 wanted = []
                 for d in definitions:
                     if d.doc is None or _body_lines(d) < 3 or d.name.startswith("__"):
@@ -314,11 +308,10 @@ def build_pairs(log) -> None:
                         wanted.append((sentence, d, "definition"))
                         _blank(lines, d.doc, d.python_doc_alone, d.body_indent)
                 file_doc = facts.file_doc
-                if file_doc is None and language in ("javascript", "typescript"):
+                if file_doc is None and js_root is not None:
                     # Without a @fileoverview tag: a leading comment kept apart from
                     # what follows, as codesearch_set reads a C file's.
-                    root = parser_for(language).parse(text.encode("utf-8", "replace")).root_node
-                    file_doc = _file_doc("c", path, root, lines)
+                    file_doc = _file_doc("c", path, js_root, lines)
                     if file_doc is not None and not clean_sentence(file_doc.text):
                         file_doc.text = jsdoc_description(lines[file_doc.rows[0]:file_doc.rows[1] + 1])
                 module_sentence = _module_sentence(language, file_doc.text) if file_doc else ""
