@@ -55,6 +55,7 @@ its results (without it, only the default model's).
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import itertools
 import json
@@ -264,6 +265,7 @@ def gold_patches(repos) -> dict[str, str]:
 RELEASES_SINCE = "2017-01-01"
 
 
+@functools.cache  # one read of PyPI's index per project and run
 def _final_releases(project: str) -> list[str]:
     """The project's final releases on PyPI with an sdist uploaded since
     RELEASES_SINCE, newest first."""
@@ -280,6 +282,7 @@ def _final_releases(project: str) -> list[str]:
     return [text for _, text in sorted(versions, reverse=True)]
 
 
+@functools.cache  # the tree is walked for generated sources once per run
 def release_tree(project: str, version: str) -> Path:
     """The release's unpacked sdist as a checkout has it: the sources Cython
     generates beside each ``.pyx`` (shipped in sdists, never committed) removed."""
@@ -288,6 +291,10 @@ def release_tree(project: str, version: str) -> Path:
         for generated in (pyx.with_suffix(".c"), pyx.with_suffix(".cpp")):
             generated.unlink(missing_ok=True)
     return tree
+
+
+def _holds_gold(project: str, version: str, task: dict) -> bool:
+    return all((release_tree(project, version) / g).is_file() for g in task["gold"])
 
 
 def _applies(tree: Path, patch: Path, *options: str) -> bool:
@@ -307,9 +314,9 @@ def _release_evidence(project: str, releases: list[str], task: dict, patch_text:
     patch.write_text(patch_text)
     found = {"forward": [], "loose": [], "fixed": []}
     for version in releases:
-        tree = release_tree(project, version)
-        if not all((tree / g).is_file() for g in task["gold"]):
+        if not _holds_gold(project, version, task):
             continue
+        tree = release_tree(project, version)
         if _applies(tree, patch):
             found["forward"].append(version)
         elif _applies(tree, patch, "-C1"):
@@ -352,8 +359,8 @@ def choose_releases(repo: str, tasks: list[dict]) -> dict[str, dict]:
         if before:
             chosen[task["id"]] = {"version": max(before, key=Version), "how": "applies"}
         elif first_fixed is not None:
-            older = [v for v in _final_releases(project) if Version(v) < Version(first_fixed)
-                     and all((release_tree(project, v) / g).is_file() for g in task["gold"])]
+            older = [v for v in _final_releases(project)
+                     if Version(v) < Version(first_fixed) and _holds_gold(project, v, task)]
             chosen[task["id"]] = ({"version": max(older, key=Version), "how": "the release before the fix"}
                                   if older else {"version": first_fixed, "how": "fix already in"})
     anchors = [(_task_number(i), Version(c["version"])) for i, c in chosen.items()]
@@ -367,8 +374,7 @@ def choose_releases(repo: str, tasks: list[dict]) -> dict[str, dict]:
                   if (low is None or Version(v) >= low) and (high is None or Version(v) <= high)]
         # Else the anchors nearest in number, below first, whose tree holds the gold files.
         nearest = sorted(anchors, key=lambda nv: (nv[0] > number, abs(nv[0] - number)))
-        holding = [v for _, v in nearest
-                   if all((release_tree(project, str(v)) / g).is_file() for g in task["gold"])]
+        holding = [v for _, v in nearest if _holds_gold(project, str(v), task)]
         if inside:
             chosen[task["id"]] = {"version": max(inside, key=Version), "how": "applies with one line of context"}
         elif holding:
