@@ -932,7 +932,6 @@ def test_a_function_called_through_an_alias_leads_through_the_package_to_its_fil
     assert any(r.signal == "import" and "src/shop/__init__.py" in r.detail for r in located[0].reasons)
 
 
-
 def test_a_module_named_only_in_the_issues_code_points_weaker_than_one_in_its_prose(tmp_path: Path):
     engine = Engine(git_tree(tmp_path / "plotting", {
         # The entry point every reproduction imports, and the module the prose blames.
