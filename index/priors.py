@@ -90,6 +90,12 @@ class PriorConfig:
     # The definition boost's share for a shorter namesake of the same symbol in
     # the same file (a TypeScript overload signature beside its implementation).
     signature_share: float = 0.5
+    # A type named inside a sentence ("Returns whether the JoinSet is empty")
+    # lends this share of its boost to its members' chunks (`JoinSet.is_empty`),
+    # so the sentence's other words choose among the type and its methods; with
+    # the type alone boosted, its definition outranked the method described
+    # (set 4 by chunk, hybrid: dev 0.588 -> 0.598, test 0.626 -> 0.634).
+    member_share: float = 1.0
 
 
 NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0, locale_penalty=1.0,
@@ -307,6 +313,17 @@ def _definitions(conn: sqlite3.Connection, kind: str, name: str, limit: int
         (last, kind, limit)).fetchall()
 
 
+def _member_chunks(conn: sqlite3.Connection, kind: str, file_id: int, symbol: str) -> list[int]:
+    """The chunks of ``kind`` holding a definition of a member of the type
+    ``symbol`` in its file (`JoinSet.is_empty` for `JoinSet`)."""
+    prefix = symbol + "."
+    return [row[0] for row in conn.execute(
+        "SELECT DISTINCT c.id FROM symbols s JOIN chunks c ON c.file_id = s.file_id "
+        "AND c.start_line <= s.start_line AND s.start_line <= c.end_line "
+        "WHERE s.file_id = ? AND substr(s.symbol, 1, ?) = ? AND c.kind = ?",
+        (file_id, len(prefix), prefix, kind))]
+
+
 @functools.lru_cache(maxsize=16384)
 def _path_words(path: str) -> frozenset[str]:
     """The words of a file's stem and its folder's name (3+ letters, lower case)."""
@@ -435,6 +452,9 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
                 if span < longest[(file_id, symbol)]:
                     tier *= config.signature_share
                 boosts[chunk_id] = max(tier, boosts.get(chunk_id, 0.0))
+                if shape.embedded and config.member_share > 0 and symbol_kind in _TYPE_KINDS:
+                    for member in _member_chunks(conn, kind, file_id, symbol):
+                        boosts[member] = max(tier * config.member_share, boosts.get(member, 0.0))
         missing = [cid for cid in boosts if cid not in by_id]
         for hit in fetch_rows(missing):
             by_id[hit.chunk_id] = hit

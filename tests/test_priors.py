@@ -422,3 +422,27 @@ def test_query_shapes() -> None:
 ])
 def test_test_paths(path: str, expected: bool) -> None:
     assert is_test_path(path) is expected
+
+
+def test_a_type_named_in_a_sentence_lends_its_boost_to_its_members(tmp_path: Path) -> None:
+    # tokio: "Returns whether the JoinSet is empty." ranked the JoinSet struct
+    # above its `is_empty` method, the one place the sentence describes.
+    def method(name: str, words: str) -> str:
+        body = "".join(f"        step_{i} = self._tasks.get({i!r}, {words!r})\n" for i in range(12))
+        return f"    def {name}(self):\n{body}        return step_0\n\n"
+    (tmp_path / "join_set.py").write_text(
+        "class JoinSet:\n"
+        + "".join(f"    slot_{i}: dict = {{}}  # a JoinSet holds the tasks it spawned\n" for i in range(30))
+        + "\n" + method("spawn", "start running a task in the set")
+        + method("is_empty", "no task left in the set, empty")
+        + method("shutdown", "abort every task and wait"))
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    engine.index()
+    conn = engine.store.reader()
+    query = "Returns whether the JoinSet is empty"
+    assert lexical_search(conn, "code", query, 1, RankingConfig())[0].symbol == "JoinSet.is_empty"
+    alone = RankingConfig(priors=replace(PriorConfig(), member_share=0.0))
+    assert lexical_search(conn, "code", query, 1, alone)[0].symbol == "JoinSet"
+    # A symbol query still wants the type itself.
+    assert lexical_search(conn, "code", "JoinSet", 1, RankingConfig())[0].symbol == "JoinSet"
+    engine.close()
