@@ -8,8 +8,8 @@ import pytest
 
 from ctxls.index import ranking
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_of_ids, bm25_scores,
-                                 fused_scores, lexical_search)
+from ctxls.index.ranking import (FUSIONS, RankingConfig, ScoredChunk, _id_runs, bm25_of_files, bm25_of_ids,
+                                 bm25_scores, ensemble_ranked, fused_scores, lexical_search)
 from ctxls.index.tokenize import query_terms
 
 from conftest import write_tree
@@ -191,3 +191,29 @@ def test_a_table_that_stems_the_query_again_is_scanned_whole(monkeypatch):
     top = bm25_scores(conn, "fts_memory_fact", terms, RankingConfig(), limit=2)
     assert set(top) == set(sorted(every, key=every.get, reverse=True)[:2])
     assert not restricted
+
+
+def _hit(chunk_id: int, path: str, score: float) -> ScoredChunk:
+    return ScoredChunk(chunk_id=chunk_id, path=path, kind="code", language="python", symbol=None,
+                       symbol_kind="function", start_line=10 * chunk_id, end_line=10 * chunk_id + 8,
+                       score=score, text="", embed_hash="")
+
+
+def test_the_vote_lifts_a_file_the_other_rankings_agree_on_and_keeps_the_main_rankings_scores():
+    main = [_hit(1, "a.py", 0.9), _hit(2, "b.py", 0.8), _hit(3, "a.py", 0.7), _hit(4, "c.py", 0.3)]
+    lexical = [_hit(2, "b.py", 12.0), _hit(5, "d.py", 11.0), _hit(1, "a.py", 3.0)]
+    cosine = [_hit(6, "b.py", 0.6), _hit(1, "a.py", 0.5), _hit(7, "d.py", 0.4)]
+    out = ensemble_ranked([(1.0, main), (0.5, lexical), (0.5, cosine)], 10, k=20.0)
+    # b.py is first in both other rankings: it takes a.py's place and score;
+    # a.py's further chunk moves with a.py (0.7 x 0.8 / 0.9).
+    assert [(h.path, h.chunk_id) for h in out] == [("b.py", 2), ("a.py", 1), ("a.py", 3), ("d.py", 5), ("c.py", 4)]
+    assert [h.score for h in out] == pytest.approx([0.9, 0.8, 0.7 * 0.8 / 0.9, 0.3, 0.3 * 0.99])
+    # d.py, which only the other rankings hold, is shown by its chunk in the
+    # first of them that holds it, below the main ranking's best files.
+    assert ensemble_ranked([(1.0, [_hit(1, "a.py", 0.9)]), (0.5, [_hit(5, "d.py", 1.0)])], 2, k=20.0)[1].chunk_id == 5
+
+
+def test_a_vote_of_one_ranking_is_that_ranking():
+    main = [_hit(1, "a.py", 0.9), _hit(2, "a.py", 0.5), _hit(3, "b.py", 0.4)]
+    assert [(h.chunk_id, h.score) for h in ensemble_ranked([(1.0, list(main))], 10, k=20.0)] == [
+        (1, 0.9), (2, 0.5), (3, 0.4)]
