@@ -409,7 +409,7 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
                   config: RankingConfig, semantic: "SemanticIndex", dense_only: bool = False
                   ) -> list[ScoredChunk]:
     """Fused BM25 + cosine ranking (``dense_only``: cosine alone); for a
-    sentence query, the vote of three rankings (``RankingConfig.ensemble_share``).
+    sentence query over code, the vote of three rankings (``RankingConfig.ensemble_share``).
     The caller checks that the semantic index is ready and has vectors."""
     table = FTS_TABLE_BY_KIND.get(kind)
     if table is None or n <= 0:
@@ -422,7 +422,8 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     vector = semantic.query_vector_soon(query)
     terms = [] if dense_only else query_terms(query)
     identifier = is_identifier_query(query)
-    vote = config.ensemble_share > 0 and bool(terms) and not identifier
+    # Measured on code only (docs' sections have no dev set yet).
+    vote = config.ensemble_share > 0 and bool(terms) and not identifier and kind == "code"
     pool = max(n, config.fusion_pool)
     # One BM25 scan serves both the fused pool and, when voting, the lexical
     # ranking's deeper one.
