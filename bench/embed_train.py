@@ -26,6 +26,15 @@ Round 2 (``WORK_DIR`` embed-train-v2; round 1's pairs are in embed-train) adds:
   random (cheaper than a full epoch from the base model, 463 batches: 44 min
   on two free cores, about 19 s a batch under others' load).
 
+Same-file hard negatives (BENCHMARKS.md, "Code search XI"): on set 4 the model
+confuses a target with its file's siblings (makeDoWhileBody / makeDoWhileTest),
+so ``train --same-file K`` builds each batch from runs of up to K pairs of one
+file (still one corpus a batch, never one passage twice), and ``--hard-negative``
+adds, for each query, another passage of its file that the batch lacks to the
+passage side of the loss. ``--pairs FILE`` and ``--work-dir DIR`` train on a
+given round's pairs into a folder of their own (e.g. round 1's pairs, from
+round 1's weights, into ``embed-train-hn``).
+
 The shipped model (``ctxls-code-minilm-int8``) is round 1's: this script as of
 commit bceb542, whose pairs are in ``embed-train``, rebuilds it. Round 2's
 candidates did not beat it (BENCHMARKS.md, "Code search X").
@@ -50,7 +59,8 @@ No corpus here is a corpus of codesearch_corpora.py (set 4), of the files set
 Run: .venv/bin/python bench/embed_train.py pairs
      PYTHON_WITH_TORCH bench/embed_train.py train --base FOLDER [--steps N]
          [--init ROUND1/model --old-pairs ROUND1/pairs.jsonl] [--lr 2e-5]
-     PYTHON_WITH_TORCH bench/embed_train.py export
+         [--pairs FILE] [--work-dir DIR] [--same-file K] [--hard-negative]
+     PYTHON_WITH_TORCH bench/embed_train.py export [--work-dir DIR] [--pairs FILE]
 """
 
 from __future__ import annotations
@@ -356,10 +366,39 @@ def build_pairs(log) -> None:
             log(f"embed_train: {corpus.name}: {len(kept)} pairs in {time.perf_counter() - t0:.0f}s")
 
 
-def _batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
+def _file_of(pair: dict) -> str:
+    """The file a pair's passage is a chunk of (passages begin ``path symbol\\n``)."""
+    return pair["passage"].split("\n", 1)[0].split(" ", 1)[0]
+
+
+def _file_runs(group: list[dict], run: int, rng: random.Random) -> list[dict]:
+    """One corpus's pairs reordered into runs of up to ``run`` pairs of one file,
+    the runs in random order. Within a file the pairs take its distinct passages
+    in turn (a packed chunk's several queries fall in different runs, since a
+    batch cannot hold one passage twice)."""
+    by_file: dict[str, dict[str, list[dict]]] = {}
+    for pair in group:
+        by_file.setdefault(_file_of(pair), {}).setdefault(pair["passage"], []).append(pair)
+    runs = []
+    for by_passage in by_file.values():
+        columns = list(by_passage.values())
+        interleaved = [c[i] for i in range(max(map(len, columns))) for c in columns if i < len(c)]
+        runs.extend(interleaved[start:start + run] for start in range(0, len(interleaved), run))
+    rng.shuffle(runs)
+    return [pair for r in runs for pair in r]
+
+
+def _batches(pairs: list[dict], size: int, seed: int, same_file: int = 0) -> list[list[dict]]:
     """Batches of one corpus each (harder in-batch negatives), in random order.
     A packed chunk can hold several documented definitions: no batch holds one
-    passage twice (the other query would be scored as a negative of its own chunk)."""
+    passage twice (the other query would be scored as a negative of its own chunk).
+
+    ``same_file`` > 1: a batch is made of runs of up to that many pairs of one
+    file, so each query's in-batch negatives include more of its file's other
+    definitions, the siblings (makeDoWhileBody / makeDoWhileTest) the model
+    confuses most on set 4. On round 1's pairs (first 120 batches of 48) a
+    query has 2.4 same-file negatives on average and 46 % have none; runs of 8:
+    5.8, and 15 % have none (files with one documented definition)."""
     rng = random.Random(seed)
     by_corpus: dict[str, list[dict]] = {}
     for pair in pairs:
@@ -367,6 +406,8 @@ def _batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
     batches = []
     for group in by_corpus.values():
         rng.shuffle(group)
+        if same_file > 1:
+            group = _file_runs(group, same_file, rng)
         while len(group) >= size:
             batch, rest, passages = [], [], set()
             for pair in group:
@@ -383,6 +424,21 @@ def _batches(pairs: list[dict], size: int, seed: int) -> list[list[dict]]:
     return batches
 
 
+def _hard_negatives(batch: list[dict], siblings: dict[tuple[str, str], list[str]],
+                    rng: random.Random) -> list[str]:
+    """For each query of the batch, one other passage of its file that the batch
+    does not hold (none when its file has no such passage): extra negatives on
+    the passage side. Never a batch passage, so never a query's own chunk."""
+    taken = {pair["passage"] for pair in batch}
+    negatives = []
+    for pair in batch:
+        choices = [p for p in siblings.get((pair["corpus"], _file_of(pair)), ()) if p not in taken]
+        if choices:
+            negatives.append(rng.choice(choices))
+            taken.add(negatives[-1])
+    return negatives
+
+
 def _continued_pairs(pairs: list[dict], old_file: Path) -> list[dict]:
     """A continued round's data: every pair the old round did not have, and as
     many of the ones it had, drawn at random (a reminder, not a second epoch)."""
@@ -393,7 +449,8 @@ def _continued_pairs(pairs: list[dict], old_file: Path) -> list[dict]:
 
 
 def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: float, log,
-          init: Path | None = None, old_pairs: Path | None = None) -> None:
+          init: Path | None = None, old_pairs: Path | None = None, same_file: int = 0,
+          hard_negative: bool = False) -> None:
     import torch
     from tokenizers import Tokenizer
     from transformers import AutoModel
@@ -407,10 +464,19 @@ def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: floa
     pairs = [json.loads(line) for line in PAIRS.read_text().splitlines() if line]
     if old_pairs is not None:
         pairs = _continued_pairs(pairs, old_pairs)
-    batches = _batches(pairs, batch_size, seed=0)
+    batches = _batches(pairs, batch_size, seed=0, same_file=same_file)
     if steps:
         batches = batches[:steps]
-    log(f"embed_train: {len(pairs)} pairs, {len(batches)} batches of {batch_size}")
+    # Each file's distinct passages (corpus, path), which --hard-negative draws from.
+    siblings: dict[tuple[str, str], list[str]] = {}
+    for pair in pairs:
+        passages = siblings.setdefault((pair["corpus"], _file_of(pair)), [])
+        if pair["passage"] not in passages:
+            passages.append(pair["passage"])
+    negative_rng = random.Random(2)
+    log(f"embed_train: {len(pairs)} pairs from {PAIRS}, {len(batches)} batches of {batch_size}"
+        + (f", runs of up to {same_file} pairs of one file" if same_file > 1 else "")
+        + (", one same-file hard negative a query" if hard_negative else ""))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     warmup = max(1, len(batches) // 10)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -429,20 +495,22 @@ def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: floa
     started = time.perf_counter()
     running = 0.0
     for step, batch in enumerate(batches):
+        negatives = _hard_negatives(batch, siblings, negative_rng) if hard_negative else []
         queries = encode([p["query"] for p in batch], QUERY_TOKENS)
-        passages = encode([p["passage"] for p in batch], PASSAGE_TOKENS)
+        passages = encode([p["passage"] for p in batch] + negatives, PASSAGE_TOKENS)
         scores = queries @ passages.T * scale
         labels = torch.arange(len(batch))
-        # Both directions: a query finds its chunk, a chunk its query.
+        # Both directions: a query finds its chunk (among the batch's chunks and
+        # the hard negatives), a chunk its query (among the batch's queries).
         loss = (torch.nn.functional.cross_entropy(scores, labels)
-                + torch.nn.functional.cross_entropy(scores.T, labels)) / 2
+                + torch.nn.functional.cross_entropy(scores[:, :len(batch)].T, labels)) / 2
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad()
         running = loss.item() if step == 0 else 0.95 * running + 0.05 * loss.item()
-        if step % 20 == 0:
+        if step % 20 == 0 or step == len(batches) - 1:
             log(f"embed_train: step {step}/{len(batches)} loss {running:.3f} "
                 f"{time.perf_counter() - started:.0f}s")
     model.save_pretrained(str(WORK_DIR / "model"))
@@ -504,6 +572,7 @@ def export(log) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global WORK_DIR, PAIRS
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("step", choices=("pairs", "train", "export"))
     parser.add_argument("--base", type=Path, help="train: the float model's folder")
@@ -514,10 +583,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--old-pairs", type=Path,
                         help="train: the pairs file of the round --init came from; train on the pairs "
                              "it lacks plus as many of its own, drawn at random")
+    parser.add_argument("--same-file", type=int, default=0, metavar="K",
+                        help="train: batches made of runs of up to K pairs of one file (same-file "
+                             "in-batch negatives); 0: pairs of one corpus in random order")
+    parser.add_argument("--hard-negative", action="store_true",
+                        help="train: one more negative a query, another passage of its file")
+    parser.add_argument("--work-dir", type=Path,
+                        help=f"the folder of the pairs, the model and its export (default {WORK_DIR})")
+    parser.add_argument("--pairs", type=Path,
+                        help="train, export: read the pairs from this file (default WORK_DIR/pairs.jsonl)")
     parser.add_argument("--batch-size", type=int, default=48)
     parser.add_argument("--lr", type=float, default=2e-5)
     parser.add_argument("--scale", type=float, default=20.0)
     args = parser.parse_args(argv)
+    WORK_DIR = args.work_dir or WORK_DIR
+    PAIRS = args.pairs or WORK_DIR / "pairs.jsonl"
+    if args.step == "pairs" and args.pairs:
+        parser.error("pairs writes WORK_DIR/pairs.jsonl: give --work-dir, not --pairs")
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
@@ -527,7 +609,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.step == "train":
         if args.base is None:
             parser.error("train needs --base")
-        train(args.base, args.steps, args.batch_size, args.lr, args.scale, log, args.init, args.old_pairs)
+        WORK_DIR.mkdir(parents=True, exist_ok=True)
+        train(args.base, args.steps, args.batch_size, args.lr, args.scale, log, args.init, args.old_pairs,
+              args.same_file, args.hard_negative)
     else:
         export(log)
     return 0
