@@ -455,13 +455,13 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
 
 def ensemble_ranked(rankings: list[tuple[float, list[ScoredChunk]]], n: int, k: float
                     ) -> list[ScoredChunk]:
-    """The top ``n`` after a vote on the order of files: each (share,
-    ranking) gives a file share / (k + its rank among the ranking's files).
-    The first ranking is the main one: each file is shown by its first chunk
-    there (else by its first chunk in the first ranking holding it), the
-    scores at each rank stay the main ranking's (its best file's first chunk
-    keeps the top score, so thresholds on scores mean what they meant), and
-    a file's further chunks there move with it (scaled as its first)."""
+    """The top ``n`` of the first (main) ranking after a vote on the order of
+    its files: each (share, ranking) gives a file share / (k + its rank among
+    the ranking's files). The scores at each rank stay the main ranking's
+    (its best file's first chunk keeps the top score, so thresholds on scores
+    mean what they meant), a file's further chunks move with its first
+    (scaled as it was), and files only the other rankings hold follow all of
+    the main ranking's chunks, in vote order."""
     votes: dict[str, float] = {}
     shown_by: dict[str, ScoredChunk] = {}
     for share, ranking in rankings:
@@ -478,20 +478,22 @@ def ensemble_ranked(rankings: list[tuple[float, list[ScoredChunk]]], n: int, k: 
             further.append(hit)
         else:
             firsts[hit.path] = hit
+    by_vote = sorted(votes, key=lambda p: (-votes[p], p))
     first_scores = sorted((hit.score for hit in firsts.values()), reverse=True)
-    lowest = first_scores[-1] if first_scores else 0.0
     moved: dict[str, float] = {}  # path -> its first chunk's new score over its old
     out: list[ScoredChunk] = []
-    for rank, path in enumerate(sorted(votes, key=lambda p: (-votes[p], p))):
-        hit = firsts.get(path) or shown_by[path]
-        # Past the main ranking's files: just below its last one, in vote order.
-        score = (first_scores[rank] if rank < len(first_scores)
-                 else lowest * 0.99 ** (rank - len(first_scores) + 1))
+    for score, path in zip(first_scores, [p for p in by_vote if p in firsts]):
+        hit = firsts[path]
         moved[path] = score / hit.score if hit.score > 0 else 1.0
         hit.score = score
         out.append(hit)
-    for hit in further:  # a file's further chunks move with it
+    for hit in further:
         hit.score *= moved[hit.path]
+        out.append(hit)
+    floor = min((hit.score for hit in out), default=1.0)
+    for rank, path in enumerate((p for p in by_vote if p not in firsts), 1):
+        hit = shown_by[path]
+        hit.score = floor * 0.99 ** rank
         out.append(hit)
     out.sort(key=lambda h: (-h.score, h.path, h.start_line))
     return out[:n]

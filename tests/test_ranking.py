@@ -200,17 +200,20 @@ def _hit(chunk_id: int, path: str, score: float) -> ScoredChunk:
 
 
 def test_the_vote_lifts_a_file_the_other_rankings_agree_on_and_keeps_the_main_rankings_scores():
-    main = [_hit(1, "a.py", 0.9), _hit(2, "b.py", 0.8), _hit(3, "a.py", 0.7), _hit(4, "c.py", 0.3)]
-    lexical = [_hit(2, "b.py", 12.0), _hit(5, "d.py", 11.0), _hit(1, "a.py", 3.0)]
-    cosine = [_hit(6, "b.py", 0.6), _hit(1, "a.py", 0.5), _hit(7, "d.py", 0.4)]
-    out = ensemble_ranked([(1.0, main), (0.5, lexical), (0.5, cosine)], 10, k=20.0)
+    def rankings():
+        main = [_hit(1, "a.py", 0.9), _hit(2, "b.py", 0.8), _hit(3, "a.py", 0.7), _hit(4, "c.py", 0.3)]
+        lexical = [_hit(2, "b.py", 12.0), _hit(5, "d.py", 11.0), _hit(1, "a.py", 3.0)]
+        cosine = [_hit(6, "b.py", 0.6), _hit(1, "a.py", 0.5), _hit(7, "d.py", 0.4)]
+        return [(1.0, main), (0.5, lexical), (0.5, cosine)]
+    out = ensemble_ranked(rankings(), 10, k=20.0)
     # b.py is first in both other rankings: it takes a.py's place and score;
-    # a.py's further chunk moves with a.py (0.7 x 0.8 / 0.9).
-    assert [(h.path, h.chunk_id) for h in out] == [("b.py", 2), ("a.py", 1), ("a.py", 3), ("d.py", 5), ("c.py", 4)]
+    # a.py's further chunk moves with a.py (0.7 x 0.8 / 0.9); d.py, which only
+    # the other rankings hold, comes after all of the main ranking's chunks,
+    # shown by its chunk in the first of them that holds it.
+    assert [(h.path, h.chunk_id) for h in out] == [("b.py", 2), ("a.py", 1), ("a.py", 3), ("c.py", 4), ("d.py", 5)]
     assert [h.score for h in out] == pytest.approx([0.9, 0.8, 0.7 * 0.8 / 0.9, 0.3, 0.3 * 0.99])
-    # d.py, which only the other rankings hold, is shown by its chunk in the
-    # first of them that holds it, below the main ranking's best files.
-    assert ensemble_ranked([(1.0, [_hit(1, "a.py", 0.9)]), (0.5, [_hit(5, "d.py", 1.0)])], 2, k=20.0)[1].chunk_id == 5
+    # The main ranking's chunks fill the list first.
+    assert [h.path for h in ensemble_ranked(rankings(), 4, k=20.0)] == ["b.py", "a.py", "a.py", "c.py"]
 
 
 def test_a_vote_of_one_ranking_is_that_ranking():
