@@ -453,8 +453,12 @@ def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredCh
                     tier *= config.signature_share
                 boosts[chunk_id] = max(tier, boosts.get(chunk_id, 0.0))
                 if shape.embedded and config.member_share > 0 and symbol_kind in _TYPE_KINDS:
+                    # Only members the text match found: the others hold none of
+                    # the sentence's other words (fetching them changed no
+                    # ranking of either set, for up to 58 rows a query on django).
                     for member in _member_chunks(conn, kind, file_id, symbol):
-                        boosts[member] = max(tier * config.member_share, boosts.get(member, 0.0))
+                        if member in by_id:
+                            boosts[member] = max(tier * config.member_share, boosts.get(member, 0.0))
         missing = [cid for cid in boosts if cid not in by_id]
         for hit in fetch_rows(missing):
             by_id[hit.chunk_id] = hit
