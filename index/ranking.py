@@ -430,8 +430,9 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     # ranking's deeper one.
     lexical = bm25_scores(conn, table, terms, config,
                           limit=max(pool, config.candidate_pool) if vote else pool) if terms else {}
+    fused_pool = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:pool]) if vote else lexical
     candidates = hybrid_candidates(conn, kind, vector.result, terms, pool, config, semantic,
-                                   lexical=dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:pool]))
+                                   lexical=fused_pool)
     if candidates is None:
         return []
     weight = config.identifier_dense_weight if identifier else config.dense_weight
