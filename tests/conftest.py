@@ -59,6 +59,15 @@ SAMPLE_FILES = {
 }
 
 
+def scored_chunk(chunk_id: int, path: str, score: float):
+    """A ranked code chunk of ``path`` for the ranking's plain functions."""
+    from ctxls.index.ranking import ScoredChunk
+
+    return ScoredChunk(chunk_id=chunk_id, path=path, kind="code", language="python", symbol=None,
+                       symbol_kind="function", start_line=10 * chunk_id, end_line=10 * chunk_id + 8,
+                       score=score, text="", embed_hash="")
+
+
 def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
     for rel, content in files.items():
         path = root / rel

@@ -16,6 +16,8 @@ from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _path_
 from ctxls.index.ranking import RankingConfig, ScoredChunk, file_bm25, lexical_search
 from ctxls.index.tokenize import query_terms
 
+from conftest import scored_chunk
+
 SESSION = '''
 class Session:
     """Keeps cookies and a connection pool across requests."""
@@ -122,12 +124,6 @@ def test_per_file_saturation_lets_another_file_in(engine: Engine) -> None:
     assert {p.split(":")[0] for p in flat} == {"pkg/helpers.py"}
 
 
-def _chunk(chunk_id: int, path: str, score: float) -> ScoredChunk:
-    return ScoredChunk(chunk_id=chunk_id, path=path, kind="code", language="python", symbol=None,
-                       symbol_kind="function", start_line=10 * chunk_id, end_line=10 * chunk_id + 8,
-                       score=score, text="", embed_hash="")
-
-
 def _bare_store() -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")  # a store whose files table names none of them
     conn.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT)")
@@ -143,15 +139,15 @@ def _top_paths(hits: list[ScoredChunk], config: PriorConfig, n: int = 3) -> list
 def test_a_file_with_several_matching_chunks_outranks_one_lucky_chunk() -> None:
     # uploads.py matches in three places, misc.py in one slightly better one.
     def hits() -> list[ScoredChunk]:
-        return [_chunk(1, "pkg/misc.py", 10.0), _chunk(2, "pkg/uploads.py", 8.0),
-                _chunk(3, "pkg/uploads.py", 7.5), _chunk(4, "pkg/uploads.py", 7.0)]
+        return [scored_chunk(1, "pkg/misc.py", 10.0), scored_chunk(2, "pkg/uploads.py", 8.0),
+                scored_chunk(3, "pkg/uploads.py", 7.5), scored_chunk(4, "pkg/uploads.py", 7.0)]
     assert _top_paths(hits(), replace(PriorConfig(), coherence_boost=0.0))[0] == "pkg/misc.py"
     assert _top_paths(hits(), PriorConfig())[0] == "pkg/uploads.py"
 
 
 def test_saturation_gives_the_next_slot_to_another_file() -> None:
     def hits() -> list[ScoredChunk]:
-        return [_chunk(i, "pkg/a.py", 10.0 - i / 10) for i in range(1, 5)] + [_chunk(9, "pkg/b.py", 7.0)]
+        return [scored_chunk(i, "pkg/a.py", 10.0 - i / 10) for i in range(1, 5)] + [scored_chunk(9, "pkg/b.py", 7.0)]
     config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0)
     # The second hit of a.py is worth half its score, below b.py's.
     assert _top_paths(hits(), config, n=4) == ["pkg/a.py", "pkg/b.py", "pkg/a.py", "pkg/a.py"]
@@ -161,10 +157,10 @@ def test_saturation_gives_the_next_slot_to_another_file() -> None:
 def test_a_long_definition_is_listed_once_by_its_best_window() -> None:
     # Curl_cookie_add's 150-line windows (they overlap by 20 lines) took five
     # of curl's top ten for a cookie question.
-    windows = [replace(_chunk(i, "lib/cookie.c", 10.0 - i), start_line=130 * i, end_line=130 * i + 149)
+    windows = [replace(scored_chunk(i, "lib/cookie.c", 10.0 - i), start_line=130 * i, end_line=130 * i + 149)
                for i in range(1, 4)]
     ranked = rerank(_bare_store(), "code", "Curl_cookie_add", windows
-                    + [_chunk(9, "lib/cookie.h", 1.0)], 3,
+                    + [scored_chunk(9, "lib/cookie.h", 1.0)], 3,
                     replace(PriorConfig(), definition_boost=0.0, coherence_boost=0.0), lambda ids: [])
     assert [(h.path, h.start_line) for h in ranked] == [("lib/cookie.c", 130), ("lib/cookie.h", 90)]
 
@@ -175,8 +171,8 @@ def test_a_file_whose_whole_text_keeps_to_the_question_outranks_one_lucky_chunk(
     config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0)
 
     def ranked(query: str, config: PriorConfig) -> list[str]:
-        hits = [_chunk(1, "pkg/misc.py", 10.0), _chunk(2, "pkg/uploads.py", 9.0),
-                _chunk(3, "tests/test_uploads.py", 9.5)]
+        hits = [scored_chunk(1, "pkg/misc.py", 10.0), scored_chunk(2, "pkg/uploads.py", 9.0),
+                scored_chunk(3, "tests/test_uploads.py", 9.5)]
         return [h.path for h in rerank(_bare_store(), "code", query, hits, 3, config, lambda ids: [],
                                        lambda paths: {p: text_scores[p] for p in paths})]
     assert ranked("retry the upload after a pause", replace(config, file_text_boost=0.0))[0] == "pkg/misc.py"

@@ -8,11 +8,11 @@ import pytest
 
 from ctxls.index import ranking
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.ranking import (FUSIONS, RankingConfig, ScoredChunk, _id_runs, bm25_of_files, bm25_of_ids,
-                                 bm25_scores, ensemble_ranked, fused_scores, lexical_search)
+from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_of_ids, bm25_scores,
+                                 ensemble_ranked, fused_scores, lexical_search)
 from ctxls.index.tokenize import query_terms
 
-from conftest import write_tree
+from conftest import scored_chunk, write_tree
 
 LEXICAL = {1: 12.0, 2: 6.0}  # 3 and 4 match no query term
 DENSE = {1: 0.30, 2: 0.55, 3: 0.60, 4: None}  # 4 has no vector yet
@@ -193,17 +193,11 @@ def test_a_table_that_stems_the_query_again_is_scanned_whole(monkeypatch):
     assert not restricted
 
 
-def _hit(chunk_id: int, path: str, score: float) -> ScoredChunk:
-    return ScoredChunk(chunk_id=chunk_id, path=path, kind="code", language="python", symbol=None,
-                       symbol_kind="function", start_line=10 * chunk_id, end_line=10 * chunk_id + 8,
-                       score=score, text="", embed_hash="")
-
-
 def test_the_vote_lifts_a_file_the_other_rankings_agree_on_and_keeps_the_main_rankings_scores():
     def rankings():
-        main = [_hit(1, "a.py", 0.9), _hit(2, "b.py", 0.8), _hit(3, "a.py", 0.7), _hit(4, "c.py", 0.3)]
-        lexical = [_hit(2, "b.py", 12.0), _hit(5, "d.py", 11.0), _hit(1, "a.py", 3.0)]
-        cosine = [_hit(6, "b.py", 0.6), _hit(1, "a.py", 0.5), _hit(7, "d.py", 0.4)]
+        main = [scored_chunk(1, "a.py", 0.9), scored_chunk(2, "b.py", 0.8), scored_chunk(3, "a.py", 0.7), scored_chunk(4, "c.py", 0.3)]
+        lexical = [scored_chunk(2, "b.py", 12.0), scored_chunk(5, "d.py", 11.0), scored_chunk(1, "a.py", 3.0)]
+        cosine = [scored_chunk(6, "b.py", 0.6), scored_chunk(1, "a.py", 0.5), scored_chunk(7, "d.py", 0.4)]
         return [(1.0, main), (0.5, lexical), (0.5, cosine)]
     out = ensemble_ranked(rankings(), 10, k=20.0)
     # b.py is first in both other rankings: it takes a.py's place and score;
@@ -217,6 +211,6 @@ def test_the_vote_lifts_a_file_the_other_rankings_agree_on_and_keeps_the_main_ra
 
 
 def test_a_vote_of_one_ranking_is_that_ranking():
-    main = [_hit(1, "a.py", 0.9), _hit(2, "a.py", 0.5), _hit(3, "b.py", 0.4)]
+    main = [scored_chunk(1, "a.py", 0.9), scored_chunk(2, "a.py", 0.5), scored_chunk(3, "b.py", 0.4)]
     assert [(h.chunk_id, h.score) for h in ensemble_ranked([(1.0, list(main))], 10, k=20.0)] == [
         (1, 0.9), (2, 0.5), (3, 0.4)]
