@@ -40,6 +40,7 @@ weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import logging
 import posixpath
@@ -96,7 +97,6 @@ class IssueText:
     literals: list[str] = field(default_factory=list)
     title: str = ""  # the first non-empty line
     raw: str = ""  # the whole text
-    _prose_without_imports: str | None = field(default=None, repr=False, compare=False)  # in_prose's
 
     def prominence(self, name: str) -> float:
         """How central a name is to the text: named in the title 1, else by how
@@ -106,13 +106,15 @@ class IssueText:
             return 1.0
         return PROMINENCE_BY_COUNT[min(len(word.findall(self.raw)), len(PROMINENCE_BY_COUNT) - 1)]
 
+    @functools.cached_property
+    def _prose_without_imports(self) -> str:
+        return _IMPORT_LINE.sub("", self.prose)
+
     def in_prose(self, written: str) -> bool:
         """Whether the prose writes ``written`` outside import lines: a module
         the text names only in its code (`import matplotlib.pyplot as plt`, a
         call through that alias, a fenced block) is how the reporter reached
         the code, seldom where it breaks."""
-        if self._prose_without_imports is None:
-            self._prose_without_imports = _IMPORT_LINE.sub("", self.prose)
         # A path read from a name (`-p no:cacheprovider`: `cacheprovider.py`) by that name.
         as_name = written.removesuffix(".py").replace("/", ".")
         return written in self._prose_without_imports or as_name in self._prose_without_imports
