@@ -469,7 +469,7 @@ def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: floa
         batches = batches[:steps]
     # Each file's distinct passages (corpus, path), which --hard-negative draws from.
     siblings: dict[tuple[str, str], list[str]] = {}
-    for pair in pairs:
+    for pair in pairs if hard_negative else ():
         passages = siblings.setdefault((pair["corpus"], _file_of(pair)), [])
         if pair["passage"] not in passages:
             passages.append(pair["passage"])
