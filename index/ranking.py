@@ -58,19 +58,6 @@ class RankingConfig:
     # The cosine share when the query is one identifier (is_identifier_query):
     # the name itself is the best evidence. Best on the dev set's name queries.
     identifier_dense_weight: float = 0.2
-    # A sentence query's hybrid ranking is one vote of three on the order of
-    # files: the lexical ranking and the cosine-only ranking (each over its
-    # own candidates, with the priors) vote too, each file getting
-    # share / (ensemble_k + its rank among each list's files), the hybrid
-    # list's share 1 (see ensemble_ranked). The three candidate pools differ
-    # (BM25's top 50 and the files the words name, the nearest vectors, their
-    # fused top 30), so a file two of them rank high rises. Hand-written files
-    # set, hybrid NDCG@10 by file 0.822 -> 0.830 (12 of 15 projects up); the
-    # generated set unchanged. 0: the hybrid ranking alone.
-    ensemble_share: float = 0.5
-    ensemble_k: float = 20.0
-    # How deep each of the three lists is ranked before the vote.
-    ensemble_depth: int = 20
     # Path priors, definition boost, file-name boost, per-file saturation
     # (priors.py), applied to both rankings' candidates.
     priors: PriorConfig = PriorConfig()
@@ -317,30 +304,15 @@ def _chunks_by_id(conn: sqlite3.Connection, ids) -> dict[int, tuple]:
 
 
 def _ranked(conn: sqlite3.Connection, kind: str, query: str, hits: list[ScoredChunk], n: int,
-            config: RankingConfig, file_scores=None) -> list[ScoredChunk]:
+            config: RankingConfig) -> list[ScoredChunk]:
     """The best ``n`` after the priors (ties break on path then line, so equal
-    scores always come back in one order). ``file_scores``: a query's
-    _FileScores, when several rankings of one query share it."""
+    scores always come back in one order)."""
     def fetch_rows(ids):
         return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
 
-    return rerank(conn, kind, query, hits, n, config.priors, fetch_rows,
-                  file_scores or _FileScores(conn, kind, query))
-
-
-class _FileScores:
-    """path -> file_bm25 of one query's terms, each file read once."""
-
-    def __init__(self, conn: sqlite3.Connection, kind: str, query: str) -> None:
-        self.conn, self.kind, self.terms = conn, kind, query_terms(query)
-        self.known: dict[str, float] = {}
-
-    def __call__(self, paths: set[str]) -> dict[str, float]:
-        missing = paths - self.known.keys()
-        if missing:
-            found = file_bm25(self.conn, self.kind, self.terms, missing)
-            self.known.update({path: found.get(path, 0.0) for path in missing})
-        return {path: self.known[path] for path in paths}
+    def file_scores(paths):
+        return file_bm25(conn, kind, query_terms(query), paths)
+    return rerank(conn, kind, query, hits, n, config.priors, fetch_rows, file_scores)
 
 
 def file_bm25(conn: sqlite3.Connection, kind: str, terms: list[str], paths: set[str]) -> dict[str, float]:
@@ -389,28 +361,19 @@ def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
         return []
     # A pool deeper than n: the priors and the import boost reorder it.
     scores = bm25_scores(conn, table, terms, config, limit=max(n, config.candidate_pool))
-    return _lexical_ranked(conn, kind, query, terms, scores, n, config)
-
-
-def _lexical_ranked(conn: sqlite3.Connection, kind: str, query: str, terms: list[str],
-                    scores: dict[int, float], n: int, config: RankingConfig,
-                    file_scores=None) -> list[ScoredChunk]:
-    """The lexical ranking of BM25's pool ``scores``: the files the query's
-    words name join it, then the import boost and the priors."""
-    scores = scores | bm25_of_files(conn, kind, terms, config, named_files(conn, query, config.priors))
+    scores.update(bm25_of_files(conn, kind, terms, config, named_files(conn, query, config.priors)))
     rows = _chunks_by_id(conn, scores)
     hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
     if config.import_boost:
         _apply_import_boost(conn, hits, config)
-    return _ranked(conn, kind, query, hits, n, config, file_scores)
+    return _ranked(conn, kind, query, hits, n, config)
 
 
 def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
                   config: RankingConfig, semantic: "SemanticIndex", dense_only: bool = False
                   ) -> list[ScoredChunk]:
-    """Fused BM25 + cosine ranking (``dense_only``: cosine alone); for a
-    sentence query over code, the vote of three rankings (``RankingConfig.ensemble_share``).
-    The caller checks that the semantic index is ready and has vectors."""
+    """Fused BM25 + cosine ranking (``dense_only``: cosine alone). The caller
+    checks that the semantic index is ready and has vectors."""
     table = FTS_TABLE_BY_KIND.get(kind)
     if table is None or n <= 0:
         return []
@@ -418,87 +381,18 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     # Embedded on the embedding thread while BM25 scans here. The files a
     # sentence names (lexical_search) are not added: the cosine side brings
     # the candidates BM25 lacks, and they only added noise to it (hand-written
-    # files set, hybrid NDCG@10 0.790 -> 0.798; set 4 dev by file 0.852 -> 0.860);
-    # they count through the lexical ranking's vote instead.
+    # files set, hybrid NDCG@10 0.790 -> 0.798; set 4 dev by file 0.852 -> 0.860).
     vector = semantic.query_vector_soon(query)
     terms = [] if dense_only else query_terms(query)
-    identifier = is_identifier_query(query)
-    # Measured on code only (docs' sections have no dev set yet).
-    vote = config.ensemble_share > 0 and bool(terms) and not identifier and kind == "code"
-    pool = max(n, config.fusion_pool)
-    # One BM25 scan serves both the fused pool and, when voting, the lexical
-    # ranking's deeper one.
-    lexical = bm25_scores(conn, table, terms, config,
-                          limit=max(pool, config.candidate_pool) if vote else pool) if terms else {}
-    fused_pool = dict(sorted(lexical.items(), key=lambda kv: -kv[1])[:pool]) if vote else lexical
-    candidates = hybrid_candidates(conn, kind, vector.result, terms, pool, config, semantic,
-                                   lexical=fused_pool)
+    candidates = hybrid_candidates(conn, kind, vector.result, terms, max(n, config.fusion_pool),
+                                   config, semantic)
     if candidates is None:
         return []
-    weight = config.identifier_dense_weight if identifier else config.dense_weight
+    weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
     fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
                          fusion=config.fusion)
-    if not vote:
-        return _ranked(conn, kind, query,
-                       [_scored(candidates.rows[cid], score) for cid, score in fused.items()], n, config)
-    depth = max(n, config.ensemble_depth)
-    file_scores = _FileScores(conn, kind, query)
-    hybrid = _ranked(conn, kind, query,
-                     [_scored(candidates.rows[cid], score) for cid, score in fused.items()], depth,
-                     config, file_scores)
-    cosine_only = _ranked(conn, kind, query,
-                          [_scored(candidates.rows[cid], candidates.dense[cid])
-                           for cid in candidates.nominated if cid in candidates.rows],
-                          depth, config, file_scores)
-    lexical_only = _lexical_ranked(conn, kind, query, terms, lexical, depth, config, file_scores)
-    return ensemble_ranked([(1.0, hybrid), (config.ensemble_share, lexical_only),
-                            (config.ensemble_share, cosine_only)], n, config.ensemble_k)
-
-
-def ensemble_ranked(rankings: list[tuple[float, list[ScoredChunk]]], n: int, k: float
-                    ) -> list[ScoredChunk]:
-    """The top ``n`` of the first (main) ranking after a vote on the order of
-    its files: each (share, ranking) gives a file share / (k + its rank among
-    the ranking's files). The scores at each rank stay the main ranking's
-    (its best file's first chunk keeps the top score, so thresholds on scores
-    mean what they meant), a file's further chunks move with its first
-    (scaled as it was), and files only the other rankings hold follow all of
-    the main ranking's chunks, in vote order."""
-    votes: dict[str, float] = {}
-    shown_by: dict[str, ScoredChunk] = {}
-    for share, ranking in rankings:
-        files: list[str] = []
-        for hit in ranking:
-            if hit.path not in files:
-                files.append(hit.path)
-                votes[hit.path] = votes.get(hit.path, 0.0) + share / (k + len(files))
-                shown_by.setdefault(hit.path, hit)
-    firsts: dict[str, ScoredChunk] = {}
-    further: list[ScoredChunk] = []
-    for hit in rankings[0][1]:
-        if hit.path in firsts:
-            further.append(hit)
-        else:
-            firsts[hit.path] = hit
-    by_vote = sorted(votes, key=lambda p: (-votes[p], p))
-    first_scores = sorted((hit.score for hit in firsts.values()), reverse=True)
-    moved: dict[str, float] = {}  # path -> its first chunk's new score over its old
-    out: list[ScoredChunk] = []
-    for score, path in zip(first_scores, [p for p in by_vote if p in firsts]):
-        hit = firsts[path]
-        moved[path] = score / hit.score if hit.score > 0 else 1.0
-        hit.score = score
-        out.append(hit)
-    for hit in further:
-        hit.score *= moved[hit.path]
-        out.append(hit)
-    floor = min((hit.score for hit in out), default=1.0)
-    for rank, path in enumerate((p for p in by_vote if p not in firsts), 1):
-        hit = shown_by[path]
-        hit.score = floor * 0.99 ** rank
-        out.append(hit)
-    out.sort(key=lambda h: (-h.score, h.path, h.start_line))
-    return out[:n]
+    return _ranked(conn, kind, query,
+                   [_scored(candidates.rows[cid], score) for cid, score in fused.items()], n, config)
 
 
 @dataclass
@@ -506,22 +400,16 @@ class HybridCandidates:
     lexical: dict[int, float]  # chunk id -> BM25 score; absent: no query term
     dense: dict[int, float | None]  # chunk id -> cosine; None: no vector yet
     rows: dict[int, tuple]  # chunk id -> its _CHUNK_COLUMNS row
-    nominated: list[int]  # the ANN's top pool, nearest first
 
 
 def hybrid_candidates(conn: sqlite3.Connection, kind: str,
                       query_vector: "Callable[[], np.ndarray | None]", terms: list[str], pool: int,
-                      config: RankingConfig, semantic: "SemanticIndex",
-                      lexical: dict[int, float] | None = None) -> HybridCandidates | None:
+                      config: RankingConfig, semantic: "SemanticIndex") -> HybridCandidates | None:
     """The BM25 top ``pool`` ∪ the ANN top ``pool``, of one kind, each with
-    both scores (no terms: BM25 is skipped; ``lexical``: the BM25 top pool
-    already scanned). ``query_vector()`` gives the query's vector (None: no
-    model), asked for after the BM25 scan."""
+    both scores (no terms: BM25 is skipped). ``query_vector()`` gives the
+    query's vector (None: no model), asked for after the BM25 scan."""
     table = FTS_TABLE_BY_KIND[kind]
-    if lexical is None:
-        lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
-    else:
-        lexical = dict(lexical)
+    lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
     vector = query_vector()
     if vector is None:
         return None
@@ -540,7 +428,7 @@ def hybrid_candidates(conn: sqlite3.Connection, kind: str,
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))
     dense = {cid: nominated.get(cid, dense_by_hash.get(rows[cid][8])) for cid in rows}
-    return HybridCandidates(lexical, dense, rows, list(nominated))
+    return HybridCandidates(lexical, dense, rows)
 
 
 FUSIONS = ("linear", "min-max")

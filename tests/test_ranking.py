@@ -9,10 +9,10 @@ import pytest
 from ctxls.index import ranking
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_of_ids, bm25_scores,
-                                 ensemble_ranked, fused_scores, lexical_search)
+                                 fused_scores, lexical_search)
 from ctxls.index.tokenize import query_terms
 
-from conftest import scored_chunk, write_tree
+from conftest import write_tree
 
 LEXICAL = {1: 12.0, 2: 6.0}  # 3 and 4 match no query term
 DENSE = {1: 0.30, 2: 0.55, 3: 0.60, 4: None}  # 4 has no vector yet
@@ -192,25 +192,3 @@ def test_a_table_that_stems_the_query_again_is_scanned_whole(monkeypatch):
     assert set(top) == set(sorted(every, key=every.get, reverse=True)[:2])
     assert not restricted
 
-
-def test_the_vote_lifts_a_file_the_other_rankings_agree_on_and_keeps_the_main_rankings_scores():
-    def rankings():
-        main = [scored_chunk(1, "a.py", 0.9), scored_chunk(2, "b.py", 0.8), scored_chunk(3, "a.py", 0.7), scored_chunk(4, "c.py", 0.3)]
-        lexical = [scored_chunk(2, "b.py", 12.0), scored_chunk(5, "d.py", 11.0), scored_chunk(1, "a.py", 3.0)]
-        cosine = [scored_chunk(6, "b.py", 0.6), scored_chunk(1, "a.py", 0.5), scored_chunk(7, "d.py", 0.4)]
-        return [(1.0, main), (0.5, lexical), (0.5, cosine)]
-    out = ensemble_ranked(rankings(), 10, k=20.0)
-    # b.py is first in both other rankings: it takes a.py's place and score;
-    # a.py's further chunk moves with a.py (0.7 x 0.8 / 0.9); d.py, which only
-    # the other rankings hold, comes after all of the main ranking's chunks,
-    # shown by its chunk in the first of them that holds it.
-    assert [(h.path, h.chunk_id) for h in out] == [("b.py", 2), ("a.py", 1), ("a.py", 3), ("c.py", 4), ("d.py", 5)]
-    assert [h.score for h in out] == pytest.approx([0.9, 0.8, 0.7 * 0.8 / 0.9, 0.3, 0.3 * 0.99])
-    # The main ranking's chunks fill the list first.
-    assert [h.path for h in ensemble_ranked(rankings(), 4, k=20.0)] == ["b.py", "a.py", "a.py", "c.py"]
-
-
-def test_a_vote_of_one_ranking_is_that_ranking():
-    main = [scored_chunk(1, "a.py", 0.9), scored_chunk(2, "a.py", 0.5), scored_chunk(3, "b.py", 0.4)]
-    assert [(h.chunk_id, h.score) for h in ensemble_ranked([(1.0, list(main))], 10, k=20.0)] == [
-        (1, 0.9), (2, 0.5), (3, 0.4)]

@@ -74,28 +74,6 @@ def test_paraphrase_without_shared_words_finds_the_function(small: Path):
     engine.close()
 
 
-def test_a_sentence_about_code_is_ranked_by_the_vote_of_three_rankings(small: Path, monkeypatch):
-    from ctxls.index import ranking
-
-    votes = []
-
-    def spy(rankings, n, k):
-        votes.append([share for share, _ in rankings])
-        return real(rankings, n, k)
-    real = ranking.ensemble_ranked
-    monkeypatch.setattr(ranking, "ensemble_ranked", spy)
-    engine = semantic_engine(small)
-    engine.index()
-    engine.embed_pending()
-    hits = engine.recall("try again when a transfer fails", ["code"], 3, mode="hybrid").hits_by_kind["code"]
-    assert votes == [[1.0, 0.5, 0.5]]  # hybrid, lexical, cosine-only
-    assert hits[0].symbol == "retry_upload"
-    engine.recall("retry_upload", ["code"], 3, mode="hybrid")  # a name: the hybrid ranking alone
-    engine.recall("try again when a transfer fails", ["doc"], 3, mode="hybrid")
-    assert len(votes) == 1
-    engine.close()
-
-
 def test_no_change_embeds_nothing_and_an_edit_replaces_only_its_vector(small: Path):
     engine = semantic_engine(small)
     engine.index()
