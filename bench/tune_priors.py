@@ -43,8 +43,7 @@ VARIANTS: dict[str, PriorConfig] = {
     "word-1": replace(BASE, word_share=1.0),
     "word-0.25": replace(BASE, word_share=0.25),
     "embedded-1": replace(BASE, embedded_share=1.0),
-    "module-0.7": replace(BASE, module_penalty=0.7),
-    "module-0.5": replace(BASE, module_penalty=0.5),
+    "no-module-after-code": replace(BASE, module_after_code=False),
 }
 KINDS = ("symbol", "description", "concept", "all")
 

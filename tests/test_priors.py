@@ -154,6 +154,25 @@ def test_saturation_gives_the_next_slot_to_another_file() -> None:
     assert _top_paths(hits(), replace(config, saturation_decay=1.0), n=4) == ["pkg/a.py"] * 4
 
 
+def test_a_module_header_places_its_file_but_the_files_code_is_shown_first() -> None:
+    # realip.go's package comment matches best; its function a little less,
+    # proxy.go's function in between.
+    def hits() -> list[ScoredChunk]:
+        return [replace(scored_chunk(1, "mw/realip.go", 10.0), symbol_kind="module"),
+                scored_chunk(2, "mw/realip.go", 6.0), scored_chunk(3, "mw/proxy.go", 8.0),
+                replace(scored_chunk(4, "mw/strip.go", 7.0), symbol_kind="module")]
+    config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0, file_name_boost=0.0)
+
+    def ranked(config: PriorConfig) -> list[tuple[str, int]]:
+        return [(h.path, h.chunk_id) for h in rerank(_bare_store(), "code", "real client address", hits(),
+                                                      4, config, lambda ids: [])]
+    # The file keeps the header's place, shown by its code; a header alone in
+    # its file stays; the header itself comes after the file's code.
+    assert ranked(config) == [("mw/realip.go", 2), ("mw/proxy.go", 3), ("mw/strip.go", 4),
+                              ("mw/realip.go", 1)]
+    assert ranked(replace(config, module_after_code=False))[:2] == [("mw/realip.go", 1), ("mw/proxy.go", 3)]
+
+
 def test_a_long_definition_is_listed_once_by_its_best_window() -> None:
     # Curl_cookie_add's 150-line windows (they overlap by 20 lines) took five
     # of curl's top ten for a cookie question.
