@@ -20,7 +20,8 @@ Two sources of annotations (``Project.hand_written`` says which):
   TypeScript project; 98 queries, 95 with a target in the tree: chi's
   ``middleware/cors.go`` and ``redirect.go`` never existed). Each project is
   indexed at the revision the annotations were written against, from the
-  folder they were written for. They are not ours to commit: the cache is made once by hand (the
+  folder they were written for. They are not ours to commit: the cache is
+  made once by hand (the
   benchmark's annotation files copied to ``ANNOTATIONS_DIR/<project>.json``;
   each project's repository fetched and ``git archive <revision> <root>``
   unpacked under ``TREES_DIR/<project>``; see ``PROJECTS``);
