@@ -131,8 +131,8 @@ CODE_CORPORA: tuple[CodeCorpus, ...] = (
 
 # Corpora of the hand-written files set only (bench/codesearch_files.py), not
 # of the generated set: annotated in the eleventh session, after every ranking
-# choice before it, and never used to make one (their split says so). None is
-# a dev, test, training (embed_train.py) or reserved project.
+# choice before it, and reported apart (see codesearch_files.Project.held_out).
+# None is a dev, test, training (embed_train.py) or reserved project.
 HELD_OUT_CORPORA: tuple[CodeCorpus, ...] = (
     CodeCorpus("starlette", "python", "pypi", "starlette", "0.41.3", "held-out",
                include=("starlette/*.py", "README.md")),
