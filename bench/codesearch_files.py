@@ -62,7 +62,7 @@ at once (module residue, barrels: BENCHMARKS "Code search XIII"), so they
 are no longer a clean test.
 
 Run: .venv/bin/python bench/codesearch_files.py [--modes lexical,hybrid] [--project NAME ...]
-     [--ranking field=value ...] [--max-tokens N] [--embed-model NAME]
+     [--ranking field=value ...] [--max-tokens N] [--embed-model NAME] [--verbose] [--json FILE]
 """
 
 from __future__ import annotations
@@ -294,6 +294,14 @@ def markdown(scores, projects) -> str:
     return "\n".join(lines + by_language)
 
 
+def scores_json(scores) -> list[dict]:
+    """One row per (variant, mode, query): what ``--json`` writes."""
+    return [{"variant": variant, "mode": mode, "project": project, "category": q.category,
+             "query": q.query, "ndcg": score}
+            for (variant, mode), by_project in scores.items()
+            for project, rows in by_project.items() for q, score in rows]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--modes", default="lexical,hybrid")
@@ -302,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="RankingConfig or PriorConfig overrides: field=value,... (repeat to "
                              "compare variants on the same stores)")
     parser.add_argument("--verbose", action="store_true", help="print every query scoring below 1")
+    parser.add_argument("--json", help="write every query's score to this file (to compare two "
+                                       "builds query by query)")
     parser.add_argument("--max-tokens", type=int,
                         help="embedding input length (default: the model's, index/embeddings.py)")
     parser.add_argument("--embed-model",
@@ -319,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
         scores = evaluate(projects, [m for m in args.modes.split(",") if m], rankings, log,
                           args.verbose, embedding)
     print(markdown(scores, projects))
+    if args.json:
+        Path(args.json).write_text(json.dumps(scores_json(scores)), encoding="utf-8")
     log(f"codesearch_files: {time.perf_counter() - started:.0f}s")
     return 0
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from codesearch import score_hits  # noqa: E402
 from codesearch_files import (HAND_WRITTEN_DIR, PROJECTS, FileQuery, FileTarget,  # noqa: E402
-                              markdown, ndcg_by_file)
+                              markdown, ndcg_by_file, scores_json)
 from codesearch_corpora import CodeCorpus, selected  # noqa: E402
 from codesearch_set import Target, build_queries, comment_text, is_test_path  # noqa: E402
 
@@ -250,3 +250,18 @@ def test_markdown_averages_projects_then_languages():
                        "| 0.250 | – | 0.417 | 1.000 |")
     # one language's figure is the mean of its projects' means (held-out ones left out)
     assert rows[1] == "| lexical default | 0.500 | 0.250 |"
+
+
+def test_scores_json_has_a_row_per_variant_mode_and_query():
+    project = HAND_WRITTEN[0]
+    q1 = FileQuery(project.name, "symbol", "Session", (FileTarget("a.py"),))
+    q2 = FileQuery(project.name, "semantic", "retry uploads", (FileTarget("b.py"),))
+    rows = scores_json({("default", "lexical"): {project.name: [(q1, 1.0), (q2, 0.5)]},
+                        ("x=1", "hybrid"): {project.name: [(q1, 0.25)]}})
+    assert rows == [
+        {"variant": "default", "mode": "lexical", "project": project.name, "category": "symbol",
+         "query": "Session", "ndcg": 1.0},
+        {"variant": "default", "mode": "lexical", "project": project.name, "category": "semantic",
+         "query": "retry uploads", "ndcg": 0.5},
+        {"variant": "x=1", "mode": "hybrid", "project": project.name, "category": "symbol",
+         "query": "Session", "ndcg": 0.25}]
