@@ -720,22 +720,33 @@ def _js_object_literal(value: Node) -> Node | None:
     return None
 
 
+def _js_target_parts(target: Node) -> tuple[str, ...]:
+    """An assignment target's name, `prototype` and the CommonJS export
+    prefix left out: `module.exports.parse` -> (parse,), `exports` -> ()."""
+    parts = tuple(part for part in _text(target).split(".") if part != "prototype")
+    for prefix in _JS_EXPORT_PREFIXES:
+        if parts[:len(prefix)] == prefix:
+            return parts[len(prefix):]
+    return parts
+
+
 def _js_assignment_decl(node: Node) -> _Decl | None:
     """CommonJS and prototype style: `Router.prototype.use = function use(…) {…}`
     defines `Router.use`, `exports.parse = (…) => …` defines `parse`, and
     `module.exports = {…}` holds functions as an object's members. A chained
     `res.header = res.set = function header(…)` (express's aliases) is named
-    by its first target."""
+    by its first target, an export by the first target that names something
+    (`exports = module.exports = internals.Server = class {…}`, hapi's style,
+    defines `internals.Server`)."""
     left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    targets = [left]
     while right is not None and right.type == "assignment_expression":
+        targets.append(right.child_by_field_name("left"))
         right = right.child_by_field_name("right")
-    if left is None or right is None or left.type not in ("member_expression", "identifier"):
+    if right is None or any(t is None or t.type not in ("member_expression", "identifier") for t in targets):
         return None
-    parts = tuple(part for part in _text(left).split(".") if part != "prototype")
-    for prefix in _JS_EXPORT_PREFIXES:
-        if parts[:len(prefix)] == prefix:
-            parts = parts[len(prefix):]
-            break
+    named = [_js_target_parts(target) for target in targets]
+    parts = next((p for p in named if p), ())
     if not parts and right.type in ("class", *_JS_FUNCTION_VALUES):
         # `module.exports = class ConfigCommentParser {…}`: named by itself.
         name = _text(right.child_by_field_name("name"))

@@ -88,7 +88,10 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #    Rust `const` and `static` items are definitions.
 # 8: Python types made by an assignment (`X: TypeAlias = …`, `type X = …`,
 #    namedtuple, NewType, Enum(…), TypedDict(…)) are definitions.
-CHUNKER_VERSION = 8
+# 9: an anonymous JavaScript class or function exported through a chain of
+#    assignments is named by the chain's first named target
+#    (`exports = module.exports = internals.Server = class {…}`).
+CHUNKER_VERSION = 9
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"

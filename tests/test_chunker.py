@@ -977,6 +977,24 @@ def test_a_class_or_function_assigned_to_module_exports_is_named_by_itself() -> 
     ])
 
 
+def test_an_anonymous_class_exported_through_a_chain_is_named_by_its_first_named_target() -> None:
+    # hapi: `exports = module.exports = internals.Compression = class {…}` left
+    # the whole class to module residue (one 118-line chunk, its methods unseen).
+    text = source(
+        """
+        exports = module.exports = internals.Compression = class {
+            addEncoder(encoding, encoder) {
+                this.encoders[encoding] = encoder;
+            }
+        };
+        """
+    )
+    check("lib/compression.js", text, [
+        ("internals.Compression", "class", 0, 0),
+        ("internals.Compression.addEncoder", "method", 1, 3),
+    ])
+
+
 def test_a_c_function_whose_ifdef_branches_split_a_statement_is_still_a_definition() -> None:
     # curl's bindlocal: each branch opens its own `if(…) {`, closed once after
     # `#endif`; tree-sitter cannot parse that, and the function was residue.
