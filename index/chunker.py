@@ -685,7 +685,10 @@ def _js_decl(node: Node) -> _Decl | None:
             return _Decl("function", (_text(function.child_by_field_name("name")) or "default",))
         if value is not None and value.type == "class":
             return _Decl("class", (_text(value.child_by_field_name("name")) or "default",), value.child_by_field_name("body"))
-        return None
+        members = _js_default_object(value) if value is not None else None
+        # `export default { setup() {…} }` (vitest's environments): like
+        # `module.exports = {…}`, its functions are the module's own.
+        return _Decl("namespace", (), members, is_type=False) if members is not None else None
     if node_type in ("expression_statement", "ambient_declaration"):
         # `namespace X {}` parses as an expression; `declare …` wraps a declaration.
         inner = node.named_child(0)
@@ -707,6 +710,24 @@ def _js_decl(node: Node) -> _Decl | None:
 
 # CommonJS exports name nothing of their own: `module.exports.parse = …` defines `parse`.
 _JS_EXPORT_PREFIXES = (("module", "exports"), ("exports",))
+
+
+def _js_default_object(value: Node) -> Node | None:
+    """The object literal an `export default` exports, through the type
+    syntax around it: `<Environment>{…}`, `{…} satisfies T`, `({…} as T)`."""
+    for _ in range(3):
+        if value.type == "object":
+            return value
+        if value.type == "type_assertion":
+            inner = [child for child in value.named_children if child.type != "type_arguments"]
+        elif value.type in ("parenthesized_expression", "as_expression", "satisfies_expression"):
+            inner = value.named_children[:1]
+        else:
+            return None
+        if not inner:
+            return None
+        value = inner[0]
+    return value if value.type == "object" else None
 
 
 def _js_object_literal(value: Node) -> Node | None:

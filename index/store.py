@@ -90,7 +90,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #    namedtuple, NewType, Enum(…), TypedDict(…)) are definitions.
 # 9: an anonymous JavaScript class or function exported through a chain of
 #    assignments is named by the chain's first named target
-#    (`exports = module.exports = internals.Server = class {…}`).
+#    (`exports = module.exports = internals.Server = class {…}`); the
+#    functions of an `export default {…}` object (also `<T>{…}`,
+#    `{…} satisfies T`) are definitions.
 CHUNKER_VERSION = 9
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2

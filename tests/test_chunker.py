@@ -995,6 +995,33 @@ def test_an_anonymous_class_exported_through_a_chain_is_named_by_its_first_named
     ])
 
 
+def test_the_functions_of_a_default_exported_object_are_definitions() -> None:
+    # vitest's environments: `export default <Environment>{ setupVM() {…} }`
+    # was residue, its methods unseen.
+    text = source(
+        """
+        export default <Environment>{
+          name: 'jsdom',
+          async setupVM({ jsdom = {} }) {
+            return jsdom
+          },
+        }
+        """
+    )
+    check("integrations/env/jsdom.ts", text, [(None, "module", 0, 1), ("setupVM", "function", 2, 4)])
+    text = source(
+        """
+        export default {
+          setup(global) {
+            return global
+          },
+        } satisfies Environment
+        """
+    )
+    check("integrations/env/node.ts", text, [(None, "module", 0, 0), ("setup", "function", 1, 3),
+                                              (None, "module", 4, 4)])
+
+
 def test_a_c_function_whose_ifdef_branches_split_a_statement_is_still_a_definition() -> None:
     # curl's bindlocal: each branch opens its own `if(…) {`, closed once after
     # `#endif`; tree-sitter cannot parse that, and the function was residue.
