@@ -23,7 +23,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import threading

@@ -27,7 +27,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ctxls import __version__
 from ctxls.index.discovery import STORE_DIR_NAME, find_root, too_broad_root

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import SOCKET_NAME, frame, frame_body
+from ctxls.daemon.framing import SOCKET_NAME, frame
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError

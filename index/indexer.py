@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,

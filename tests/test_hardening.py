@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from conftest import serve
-from rawrpc import StdioDaemon, socket_connection
+from rawrpc import socket_connection
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.scopes import EVERYTHING
 

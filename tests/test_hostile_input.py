@@ -21,7 +21,7 @@ from lsprotocol import types
 
 from conftest import SAMPLE_FILES, write_tree
 from rawrpc import RawConnection, StdioDaemon, socket_connection
-from test_symlinks import MARKER, OUTSIDE_FILES, plant_links
+from test_symlinks import MARKER, plant_links
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
