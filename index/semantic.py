@@ -30,6 +30,7 @@ from typing import Callable
 
 import numpy as np
 
+from ctxls.index import ann_file
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
 from ctxls.index.private import restrict
@@ -58,6 +59,8 @@ class SemanticIndex:
         self._warn = warn
         self.embedder: Embedder | None = None
         self.failed: str | None = None
+        # Why the ANN file was rebuilt from SQLite at load, for status.
+        self.rebuilt_reason: str | None = None
         self._ann = None
         self._ann_lock = threading.Lock()
         self._load_lock = threading.Lock()
@@ -205,11 +208,10 @@ class SemanticIndex:
         ann = self._new_ann(dim)
         if self.vector_path is not None and self.vector_path.exists():
             try:
-                ann.load(str(self.vector_path))
-                if ann.ndim != dim:
-                    raise ValueError(f"dimension {ann.ndim} != {dim}")
-            except Exception as exc:  # unreadable or foreign: rebuild from SQLite
+                ann.load(ann_file.read(self.vector_path, dim))
+            except Exception as exc:  # damaged, foreign or old: rebuild from SQLite
                 log.warning("rebuilding %s: %s", self.vector_path, exc)
+                self.rebuilt_reason = str(exc)
                 ann = self._new_ann(dim)
         self._reconcile(ann)
         return ann
@@ -241,7 +243,9 @@ class SemanticIndex:
             return
         tmp = self.vector_path.with_name(self.vector_path.name + ".tmp")
         with self._ann_lock:
-            self._ann.save(str(tmp))
+            payload = self._ann.save()
+            dim, count = self._ann.ndim, len(self._ann)
+        ann_file.write(tmp, payload, dim, count)
         restrict(tmp)  # 0600 before it takes the real name
         os.replace(tmp, self.vector_path)
         self._dirty = False
@@ -465,7 +469,8 @@ class SemanticIndex:
         name = self.embedder.name if self.embedder else ""
         dim = self.embedder.dim if self.embedder else 0
         return {"enabled": self.failed is None, "model": name, "dim": dim,
-                **({"error": self.failed} if self.failed else {})}
+                **({"error": self.failed} if self.failed else {}),
+                **({"annRebuilt": self.rebuilt_reason} if self.rebuilt_reason else {})}
 
 
 _EMBEDDING_POOL: ThreadPoolExecutor | None = None

@@ -3,9 +3,13 @@ malformed requests — through the real `ctxls serve` process."""
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import sqlite3
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -316,3 +320,69 @@ def test_bad_values_are_32602_with_the_param_on_the_socket(stdio_daemon, repo: P
         assert conn.request("ctxls/status", {}, "alive")["result"]["files"] == 5
     finally:
         sock.close()
+
+
+# -- the ANN cache file (issue 38, item 1) ----------------------------------------
+
+def _embedded_store(root: Path) -> Path:
+    """Index and embed ``root`` in this process; the vectors file it leaves behind."""
+
+    engine = Engine(root, EngineOptions(embeddings=True))
+    engine.index()
+    assert engine.embed_pending() > 0
+    engine.close()
+    vectors = engine.semantic.vector_path
+    assert vectors.stat().st_size > 0
+    return vectors
+
+
+def _recall_under_a_memory_cap(root: Path, env: dict) -> subprocess.CompletedProcess:
+    """`ctxls recall --no-daemon` in a fresh process that may not grow past 3 GiB."""
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    return subprocess.run([sys.executable, "-m", "ctxls.daemon.cli", "recall", "send a prepared request",
+                           "--root", str(root), "--no-daemon", "--json", "--mode", "hybrid", "--kind", "code"],
+                          capture_output=True, text=True, timeout=300, env=env, preexec_fn=cap)
+
+
+@pytest.mark.parametrize("damage", ["garbage in the second half", "truncated", "another user's file"])
+def test_a_damaged_vectors_file_is_rebuilt_not_loaded(repo: Path, tmp_path: Path, monkeypatch, damage: str):
+    from ctxls.index import ann_file
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    vectors = _embedded_store(repo)
+    if damage == "garbage in the second half":
+        with open(vectors, "r+b") as f:
+            f.seek(vectors.stat().st_size // 2)
+            f.write(os.urandom(64 * 1024))
+    elif damage == "truncated":
+        os.truncate(vectors, vectors.stat().st_size * 2 // 3)
+    else:  # a well-formed file whose MAC another key made: a planted or foreign cache
+        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "other-user-state"))
+    for _ in range(2):  # and again: the rebuilt file is loaded as it is, not rebuilt for ever
+        got = _recall_under_a_memory_cap(repo, dict(os.environ))
+        assert got.returncode == 0, got.stderr[-2000:]
+        answer = json.loads(got.stdout)
+        assert answer["mode"] == "hybrid" and not answer["partial"]
+        assert answer["hits"][0]["chunk"]["symbol"] == "send_prepared"
+    engine = Engine(repo, EngineOptions(embeddings=True))
+    try:
+        engine.semantic.ensure_loaded()
+        assert engine.semantic.rebuilt_reason is None  # the rewritten file verifies
+        assert ann_file.read(vectors, engine.semantic.embedder.dim)
+        assert len(engine.semantic._ann) == engine.status()["vectors"] > 0
+    finally:
+        engine.close()
+
+
+def test_status_says_why_the_vectors_file_was_rebuilt(repo: Path):
+    vectors = _embedded_store(repo)
+    vectors.write_bytes(b"\0" * 4096)
+    engine = Engine(repo, EngineOptions(embeddings=True))
+    try:
+        engine.semantic.ensure_loaded()
+        assert "not a ctxls ANN file" in engine.status()["embeddings"]["annRebuilt"]
+        assert len(engine.semantic._ann) == engine.status()["vectors"] > 0
+    finally:
+        engine.close()
