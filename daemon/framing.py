@@ -12,7 +12,14 @@ SOCKET_NAME = "daemon.sock"
 
 
 def frame(message: dict) -> bytes:
-    return frame_body(json.dumps(message, ensure_ascii=False).encode("utf-8"))
+    text = json.dumps(message, ensure_ascii=False)
+    try:
+        body = text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (a request id "\ud800" is echoed back) has no UTF-8
+        # form; JSON's \u escapes carry it exactly, so the peer gets its id back.
+        body = json.dumps(message, ensure_ascii=True).encode("ascii")
+    return frame_body(body)
 
 
 def frame_body(body: bytes) -> bytes:

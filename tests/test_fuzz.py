@@ -215,3 +215,55 @@ def test_fuzz_over_the_socket(fuzzed):
     finally:
         sock.close()
     assert daemon.alive()
+
+
+# -- ids of any shape (issue 38, item 2) --------------------------------------------
+
+# Strings with lone surrogates and other characters UTF-8 cannot carry as
+# they are; JSON escapes them, and the answer must echo the same id back.
+id_texts = st.text(max_size=12) | st.sampled_from(["\ud800", "a\udfffb", "\ud83d", "\x00", "\u2028"])
+any_ids = (id_texts | st.integers(min_value=-(1 << 70), max_value=1 << 70) | st.floats()
+           | st.booleans() | st.none() | st.lists(st.integers(), max_size=2)
+           | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+def exchange_with_id(conn, method: str, msg_id, well_formed: bool) -> None:
+    """Send one request with ``msg_id``, then a ping: the request is answered
+    once (with its own id when that id is valid, else null; in any order with
+    the ping's, requests run concurrently) and the connection lives."""
+    message = {"jsonrpc": "2.0" if well_formed else "1.0", "id": msg_id, "method": method,
+               "params": {"query": "send", "id": "pkg/session.py", "symbol": "send_prepared"}}
+    conn.send(message)
+    ping = f"ping-{next(ids)}"
+    conn.send({"jsonrpc": "2.0", "id": ping, "method": "ctxls/count", "params": {}})
+    replies = [conn.reply(timeout=60), conn.reply(timeout=60)]
+    pings = [r for r in replies if r.get("id") == ping]
+    answers = [r for r in replies if r.get("id") != ping]
+    assert len(pings) == len(answers) == 1, (msg_id, replies)
+    answer = answers[0]
+    valid = isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool)
+    assert answer["id"] == (msg_id if valid else None), (msg_id, answer)
+    if not (valid and well_formed):
+        assert answer["error"]["code"] == -32600, (msg_id, answer)
+    else:
+        assert_clean(answer, (method, msg_id))
+    assert "result" in pings[0]
+
+
+def test_every_id_is_answered_on_both_transports(fuzzed):
+    root, daemon = fuzzed
+    conn, sock = socket_connection(root / ".ctxls" / "daemon.sock")
+    custom = ["ctxls/recall", "ctxls/get", "ctxls/impact", "ctxls/count", "ctxls/status"]
+
+    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(st.sampled_from(custom), any_ids, st.booleans(), st.booleans())
+    def run(method, msg_id, well_formed, over_socket):
+        exchange_with_id(conn if over_socket else daemon.conn, method, msg_id, well_formed)
+
+    try:
+        run()
+        assert not conn.closed.is_set() and not daemon.conn.closed.is_set()
+    finally:
+        sock.close()
+    assert daemon.alive()
