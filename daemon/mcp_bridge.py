@@ -14,6 +14,7 @@ an agent reads grep output); ``format: "json"`` returns the protocol's JSON
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 from pathlib import Path
@@ -108,11 +109,35 @@ def error_text(code: int, message: str) -> str:
     return f"ctxls error {code}: {message}"
 
 
+def unknown_argument_error(name: str, known: list[str]) -> str:
+    """-32602 naming an argument no tool parameter has, and the one meant.
+    The SDK ignored such arguments: `assemble {budget: 600}` (the CLI's flag
+    name) ran with the default budget and said nothing."""
+    close = [k for k in known if k.startswith(name) or name.startswith(k)]
+    close = close or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return error_text(InvalidParams.code, f"unknown argument {name!r}{hint} "
+                                          f"(this tool takes: {', '.join(known)})")
+
+
 class CtxlsMCP(MCPServer):
     """Tool errors in the documented form: ``ctxls error CODE: message``, also
-    for arguments the schema rejects (no pydantic text or links)."""
+    for arguments the schema rejects (no pydantic text or links); every input
+    schema is closed (``additionalProperties: false``) and enforced."""
+
+    async def list_tools(self):
+        tools = await super().list_tools()
+        for tool in tools:
+            tool.input_schema["additionalProperties"] = False
+        return tools
 
     async def call_tool(self, name, arguments, context=None):
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None and isinstance(arguments, dict):
+            known = list(tool.parameters.get("properties", {}))
+            for argument in arguments:
+                if argument not in known:
+                    raise ToolError(unknown_argument_error(argument, known))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -158,7 +183,9 @@ def recall_text(result: dict, kind: str | None, bodies: bool) -> str:
 def build_mcp(bridge: Bridge) -> MCPServer:
     mcp = CtxlsMCP(name="ctxls", version=__version__, instructions=INSTRUCTIONS)
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="Find code, docs or facts about a topic",
+        annotations=READ_ONLY, structured_output=False, description=(
         "Find where code, docs, facts or episodes about a topic are. Use before reading or "
         "editing code you have not located yet; natural-language questions and identifiers both "
         "work. One line per hit: score, path:start-end (1-based, inclusive) and symbol; a fact "
@@ -180,7 +207,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                     hit.pop("body", None)
         return answer(result, format, recall_text(result, kind, body))
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="Locate the files a bug report points at",
+        annotations=READ_ONLY, structured_output=False, description=(
         "Given a bug report, an issue or a stack trace (paste it whole), find the files most "
         "likely to need changing, best first. Each file comes with a score, `why` it was chosen "
         "(a traceback frame in the repository, a symbol the text names defined there, a path or "
@@ -197,7 +226,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         result = bridge.call("ctxls/locate", {"text": text, "n": n, "includeTests": include_tests})
         return answer(result, format, _human_locate(result))
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="Read a file, a line range or a memory",
+        annotations=READ_ONLY, structured_output=False, description=(
         "Read the current text of an indexed file (the editor's unsaved buffer if open), a line "
         "range of it, or a written memory by id. Use after recall to read exactly the lines it "
         "pointed at. A line range on a file changed since it was indexed fails with ctxls error "
@@ -225,7 +256,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
             text = f"{item['id']}{lines}{total}:\n{item.get('text') or ''}"
         return answer(item, format, text)
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="Callers, callees and change risk of a symbol",
+        annotations=READ_ONLY, structured_output=False, description=(
         "Before changing a function, method or class: who calls it (confirmed call sites), what "
         "it calls, and a change-risk bucket with hedges that say why the answer may be "
         "incomplete. Accepts qualified names like `Session.request`. Answers `not found: SYMBOL` "
@@ -242,7 +275,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
             text = "\n".join(_impact_lines(result, n, PLAIN))
         return answer(result, format, text)
 
-    @mcp.tool(structured_output=False, annotations=ToolAnnotations(
+    @mcp.tool(
+        title="Write down a fact, episode or document",
+        structured_output=False, annotations=ToolAnnotations(
         read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
         description=(
             "Write down a fact, an episode (something that happened) or a document so that you "
@@ -266,7 +301,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         stored_kind = (stored or {}).get("kind", kind)
         return answer(stored, format, f"remembered {stored_kind} {id}: {' '.join(text.split())}")
 
-    @mcp.tool(structured_output=False, annotations=ToolAnnotations(
+    @mcp.tool(
+        title="Remove written memory",
+        structured_output=False, annotations=ToolAnnotations(
         read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
         description=(
             "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
@@ -281,7 +318,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                                               "scope": scope})
         return answer(result, format, f"removed {result['removed']}")
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="What was edited recently",
+        annotations=READ_ONLY, structured_output=False, description=(
         "What was being worked on: the functions and files edited recently (including unsaved "
         "editor changes), newest first, with edit counts. Use at the start of a session to pick "
         "up where the user left off."))
@@ -293,7 +332,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                          for i in result.get("items", [])) or "no recent edits"
         return answer(result, format, text)
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="The newest written memory",
+        annotations=READ_ONLY, structured_output=False, description=(
         "The newest written facts or episodes, without a query (recall needs one). Use to see "
         "what was recorded lately."))
     def recent_memory(kind: Annotated[Literal["fact", "episode"] | None, Field(description=(
@@ -308,7 +349,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                          for i in result.get("items", [])) or "nothing written yet"
         return answer(result, format, text)
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="Context for a question within a token budget",
+        annotations=READ_ONLY, structured_output=False, description=(
         "The best context for a question that fits a token budget: whole chunks, best first, "
         "each under a numbered citation header `[n] path:start-end symbol` (1-based lines); "
         "cite them as [n]. `(abstained: why)` means nothing relevant was found (the question "
@@ -333,7 +376,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                                                  else "")
         return answer(result, format, text + _partial_line(result))
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="The facts to keep in mind",
+        annotations=READ_ONLY, structured_output=False, description=(
         "The facts an agent should always keep in mind (pinned first, then human-written, then "
         "most recalled) as one stable text block within a character budget; good for a system "
         "prompt. Facts whose anchored code changed are marked stale."))
@@ -345,7 +390,9 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         return answer(result, format, result.get("block")
                       or f"no written fact fits in {budget_chars} characters (or none is written)")
 
-    @mcp.tool(annotations=READ_ONLY, structured_output=False, description=(
+    @mcp.tool(
+        title="Index health and progress",
+        annotations=READ_ONLY, structured_output=False, description=(
         "Index health: files, chunks, vectors, pending work and `state` (indexing, embedding, "
         "idle or ready: wait for ready before trusting ranking by meaning), the embedding "
         "model, the repository root and the store path."))

@@ -750,6 +750,16 @@ async def test_mcp_errors_all_say_ctxls_error(repo: Path):
                 "ctxls error -32602: invalid param 'query': must be at most 10000 characters")
             status = await session.call_tool("status", {"format": "json"})
             assert not status.is_error
+            # An argument no parameter has is refused by name, never ignored.
+            budget = await session.call_tool("assemble", {"query": "session", "budget": 600})
+            assert budget.is_error and budget.content[0].text.startswith(
+                "ctxls error -32602: unknown argument 'budget'; did you mean 'budget_tokens'?")
+            typo = await session.call_tool("get", {"id": "pkg/retry.py", "endline": 2})
+            assert typo.is_error and "unknown argument 'endline'; did you mean 'end_line'?" \
+                in typo.content[0].text
+            tools = (await session.list_tools()).tools
+            assert tools and all(t.input_schema.get("additionalProperties") is False for t in tools)
+            assert all(t.title for t in tools)
 
 
 def test_the_mcp_bridge_answers_every_request_it_cannot_read(repo: Path):
