@@ -16,11 +16,19 @@ E2E ?= .e2e
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 
-install: $(BIN)/python
+# Stamps: `make run` installs again only when pyproject.toml changed (the
+# package itself is an editable install, so code edits need no reinstall).
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e .
+	touch $@
 
-install-test: $(BIN)/python
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e ".[test]"
+	touch $@ $(VENV)/.installed
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
 
 run: install
 	$(BIN)/ctxls serve --root "$(REPO)" --example "$(QUERY)" --socket "$(SOCKET)"

@@ -695,6 +695,8 @@ def cmd_serve(args):
         server.client_watch.watch(args.client_process_id)
     if args.root:
         root = resolve_root(args.root, creates=True)
+        if args.socket is not None and _already_served(root, args):
+            return 0
         engine = server_module.prewarm(root)
         status = engine.status()
         print(f"ctxls {__version__}: indexed {status['files']} files, {status['chunks']} chunks "
@@ -725,6 +727,28 @@ def cmd_serve(args):
     finally:
         server.workspaces.close()
     return 0
+
+
+def _already_served(root: Path, args) -> bool:
+    """A second `serve --root R --socket` (a second `make run`) on a served
+    root says who serves it, answers its example there, and leaves it be:
+    indexing again only to find the socket taken helped nobody."""
+    from ctxls.daemon.framing import SOCKET_NAME
+    from ctxls.daemon.socket_server import socket_owner_pid
+
+    path = Path(args.socket) if args.socket else root / STORE_DIR_NAME / SOCKET_NAME
+    pid = socket_owner_pid(path)
+    if pid is None:
+        return False
+    owner = f"PID {pid}" if pid else "another process"
+    print(f"ctxls: {root} is already served by {owner} on {path}; the verbs answer through it "
+          f"(`ctxls status --root {root}`)", file=sys.stderr)
+    if args.example:
+        result, _ = _call(argparse.Namespace(root=str(root), no_daemon=False), "ctxls/recall",
+                          {"query": args.example, "n": 5, "body": True})
+        print(f'example recall "{args.example}":', file=sys.stderr)
+        print(format_hits_human(result["groups"]), file=sys.stderr)
+    return True
 
 
 def _port(value: str) -> int:

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import socket
+import struct
 import traceback
 from pathlib import Path
 from typing import Any
@@ -73,13 +74,22 @@ def socket_path_for(db_path: str) -> Path:
 
 def socket_is_live(path: Path) -> bool:
     """Whether a daemon accepts connections on ``path`` (False for a stale file)."""
+    return socket_owner_pid(path) is not None
+
+
+def socket_owner_pid(path: Path) -> int | None:
+    """The process id of the daemon accepting connections on ``path`` (0 where
+    the platform cannot tell), or None when nothing does (a stale file)."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1.0)
     try:
         probe.connect(str(path))
-        return True
+        if not hasattr(socket, "SO_PEERCRED"):
+            return 0
+        creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", creds)[0]
     except OSError:
-        return False
+        return None
     finally:
         probe.close()
 
