@@ -225,17 +225,28 @@ def format_hits_human(groups: dict[str, list[dict]], style: Style = PLAIN,
     return "\n".join(lines)
 
 
+def vimgrep_path(item: dict) -> str:
+    """The item's file relative to the current folder, as rg prints paths (a
+    quickfix list resolves them from there), not to the repository root."""
+    from urllib.parse import unquote, urlparse
+
+    path = unquote(urlparse(item["uri"]).path)
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+
+
 def format_hits_vimgrep(groups: dict[str, list[dict]]) -> str:
-    """`path:line:col:text` per file hit, as `rg --vimgrep` prints (for quickfix)."""
+    """`path:line:col:text` per file hit, as `rg --vimgrep` prints (for
+    quickfix): the text is the hit's first line, the one the number names."""
     out = []
     for hits in groups.values():
         for hit in hits:
             if "uri" not in hit:
                 continue  # written memory is not a file an editor can open
-            chunk = hit["chunk"]
-            first = next((line for line in (hit.get("body") or "").split("\n") if line.strip()), "")
-            text = chunk.get("symbol") or first.strip()
-            out.append(f"{hit['path']}:{chunk['startLine'] + 1}:1:{text}")
+            first = (hit.get("body") or "").split("\n")[0].rstrip()
+            out.append(f"{vimgrep_path(hit)}:{hit['chunk']['startLine'] + 1}:1:{first}")
     return "\n".join(out)
 
 
@@ -393,6 +404,15 @@ def cmd_locate(args):
     return 0 if result.get("files") else EXIT_NOT_FOUND
 
 
+def past_end_text(item: dict | None) -> str | None:
+    """What to say when a line range starts past the file's end (the protocol
+    answers it with empty text, which read as an empty range)."""
+    meta = (item or {}).get("meta") or {}
+    if "startLine" not in meta or "lines" not in meta or meta["startLine"] < meta["lines"]:
+        return None
+    return f"{item['id']} ends before line {meta['startLine'] + 1}"
+
+
 def cmd_get(args):
     for name in ("start", "end"):
         value = getattr(args, name)
@@ -408,6 +428,12 @@ def cmd_get(args):
                          "endLine": args.end - 1 if args.end else None, "scope": args.scope})
     args.root = str(root)
     item, _ = _call(args, "ctxls/get", params)
+    past_end = past_end_text(item)
+    if past_end:
+        if args.json:
+            _print_json(item)
+        _write(f"ctxls: {past_end}\n", sys.stderr)
+        return EXIT_NOT_FOUND
     if args.json:
         _print_json(item)
     elif item is not None:
@@ -428,7 +454,7 @@ def cmd_impact(args):
     if args.json:
         _print_json(impact)
     elif impact is not None and args.vimgrep:
-        text = "\n".join(f"{c['path']}:{c['range']['start']['line'] + 1}:"
+        text = "\n".join(f"{vimgrep_path(c)}:{c['range']['start']['line'] + 1}:"
                          f"{c['range']['start']['character'] + 1}:"
                          f"{args.symbol} called in {c.get('symbol') or c['path']}"
                          + ("" if c.get("confirmed") else " (unconfirmed)")

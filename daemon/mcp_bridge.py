@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 
 from ctxls import __version__
 from ctxls.daemon.cli import (PLAIN, _human_locate, _impact_lines, _status_lines, body_line,
-                              format_hits_human)
+                              format_hits_human, past_end_text)
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.mcp_stdio import serve_stdio
 from ctxls.index.errors import EngineError, InvalidParams
@@ -247,6 +247,8 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         if item is None:
             text = (f"not found: {id} is neither an indexed file nor a written memory "
                     "(recall to find the right path)")
+        elif past_end_text(item):
+            text = f"not found: {past_end_text(item)}"
         else:
             meta = item.get("meta") or {}
             lines = ""

@@ -179,8 +179,11 @@ def test_human_output_line_numbers_colour_vimgrep_and_bodies(repo: Path):
     assert "pkg/session.py:16-18  send_prepared" in plain.stdout and "\x1b[" not in plain.stdout
     coloured = run("recall", "send prepared", *root, "--kind", "code", "--color", "always")
     assert "\x1b[35mpkg/session.py\x1b[0m:\x1b[32m16-18\x1b[0m" in coloured.stdout
-    vim = run("recall", "send prepared", *root, "--kind", "code", "--vimgrep")
-    assert vim.stdout.splitlines()[0] == "pkg/session.py:16:1:send_prepared"
+    vim = run("recall", "send prepared", "--kind", "code", "--vimgrep", cwd=repo)
+    assert vim.stdout.splitlines()[0] == "pkg/session.py:16:1:def send_prepared(method, url, timeout):"
+    # Paths as rg prints them: relative to the folder the command runs in.
+    from_pkg = run("recall", "send prepared", "--kind", "code", "--vimgrep", cwd=repo / "pkg")
+    assert from_pkg.stdout.splitlines()[0].startswith("session.py:16:1:def send_prepared(")
     body = run("recall", "send prepared", *root, "--kind", "code", "-n", "1", "--body")
     assert "    16  def send_prepared(method, url, timeout):" in body.stdout
 
@@ -191,8 +194,10 @@ def test_human_output_line_numbers_colour_vimgrep_and_bodies(repo: Path):
 
     impact = run("impact", "Session.request", *root)
     assert "1 confirmed caller," in impact.stdout and "callers" not in impact.stdout.split("\n")[0]
-    vim_impact = run("impact", "Session.request", *root, "--vimgrep")
+    vim_impact = run("impact", "Session.request", "--vimgrep", cwd=repo)
     assert vim_impact.stdout.startswith("pkg/retry.py:6:")
+    vim_impact = run("impact", "Session.request", "--vimgrep", cwd=repo / "web")
+    assert vim_impact.stdout.startswith("../pkg/retry.py:6:")
     assert len(run("impact", "send_prepared", *root, "-n", "1").stdout.splitlines()) >= 2
 
 
@@ -204,6 +209,8 @@ def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
     assert run("impact", "no_such_symbol", *root).returncode == 1
     assert run("recall", "zzqqxxnothing", *root, "--kind", "code").returncode == 1
     assert run("get", "pkg/session.py", "--start", "0", *root).returncode == 2
+    past = run("get", "pkg/session.py", "--start", "90", "--end", "95", *root)
+    assert past.returncode == 1 and "pkg/session.py ends before line 90" in past.stderr
     meta = run("remember", "k", "text", "--meta", "{bad", *root)
     assert meta.returncode == 2 and "--meta is not valid JSON" in meta.stderr
     assert "daemon" not in meta.stderr
