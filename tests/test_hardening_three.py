@@ -46,3 +46,41 @@ def test_a_malformed_nested_gitignore_costs_only_its_own_rules(tmp_path: Path):
 def code_paths(root: Path, query: str) -> list[str]:
     recalled = ctxls("recall", query, "--root", str(root), "--json")
     return [hit["path"] for hit in json.loads(recalled.stdout)["groups"]["code"]]
+
+
+# -- 7. vendored trees are not first-party code ------------------------------------
+
+VENDORED_NAMES = ("vendor", "_vendor", "third_party", "extern", "vendored", "3rdparty")
+
+
+def test_vendored_trees_rank_below_first_party_code_everywhere(tmp_path: Path):
+    """A copy under `_vendor/` or `extern/` ranked as first-party code: locate
+    led to the copy, impact counted it as the maintained definition."""
+    from ctxls.impact.risk import is_peripheral_path
+    from ctxls.index.locate import is_test_or_doc
+    from ctxls.index.paths import is_vendored_path
+    from ctxls.index.priors import _path_class
+
+    for name in VENDORED_NAMES:
+        copy = f"src/pkg/{name}/retry/core.py"
+        assert is_vendored_path(copy) and is_test_or_doc(copy) and is_peripheral_path(copy)
+        assert _path_class(copy).vendored, copy
+    assert not is_vendored_path("src/pkg/vendors.py") and not is_vendored_path("extern.c")
+
+    root = tmp_path / "proj"
+    body = ("def backoff_delay(attempt, base):\n"
+            "    \"\"\"Seconds to wait before retry number attempt.\"\"\"\n"
+            "    return base * 2 ** attempt\n")
+    write_tree(root, {"src/pkg/_vendor/urllib3/retry.py": body,
+                      "src/pkg/extern/retrying.py": body,
+                      "src/pkg/retry.py": body,
+                      "src/pkg/client.py": "from pkg.retry import backoff_delay\n\n"
+                                           "def fetch(n):\n    return backoff_delay(n, 0.5)\n"})
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    assert ctxls("index", str(root), "--json").returncode == 0
+    located = json.loads(ctxls("locate", "backoff_delay() waits far too long between retries",
+                               "--root", str(root), "--json").stdout)
+    assert located["files"][0]["path"] == "src/pkg/retry.py", located
+    assert code_paths(root, "backoff_delay")[0] == "src/pkg/retry.py"
+    impact = json.loads(ctxls("impact", "backoff_delay", "--root", str(root), "--json").stdout)
+    assert impact["definitions"][0]["path"] == "src/pkg/retry.py", impact
