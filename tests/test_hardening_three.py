@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import SAMPLE_FILES, write_tree
+from conftest import SAMPLE_FILES, serve, write_tree
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
@@ -84,3 +84,35 @@ def test_vendored_trees_rank_below_first_party_code_everywhere(tmp_path: Path):
     assert code_paths(root, "backoff_delay")[0] == "src/pkg/retry.py"
     impact = json.loads(ctxls("impact", "backoff_delay", "--root", str(root), "--json").stdout)
     assert impact["definitions"][0]["path"] == "src/pkg/retry.py", impact
+
+
+async def test_status_says_team_memory_is_unreachable_instead_of_ready(repo: Path):
+    """status said `ready` through a PostgreSQL outage: only a memory verb's
+    -32010 told."""
+    from pg_server import PgServer, server_folder
+
+    with server_folder() as folder:
+        server = PgServer(folder)
+        server.start()
+        server.prepare()
+        try:
+            async with serve(repo, {"memoryUrl": server.fresh_database()}) as s:
+                await s.wait_indexed()
+
+                async def in_state(state: str):
+                    status = await s.request("ctxls/status")
+                    return status if status["state"] == state else None
+                up = await s.wait_for(lambda: in_state("ready"), timeout=30)
+                assert up and up["memory"] == {"backend": "postgresql", "schemaVersion": 3,
+                                               "reachable": True}
+                server.stop()
+                down = await s.wait_for(lambda: in_state("degraded"), timeout=30)
+                assert down and down["ready"] is False and down["memory"]["reachable"] is False
+                assert down["memoryError"]["code"] == -32010
+                code = await s.request("ctxls/recall", {"query": "send prepared request"})
+                assert "pkg/session.py" in [h["path"] for h in code["groups"]["code"]]
+                server.start()
+                again = await s.wait_for(lambda: in_state("ready"), timeout=60, interval=0.5)
+                assert again and "memoryError" not in again
+        finally:
+            server.stop()
