@@ -287,8 +287,13 @@ def _status_lines(status: dict, via: str, style: Style) -> str:
     else:
         daemon = ("none: nothing is indexing or embedding now (keep one warm: "
                   f"ctxls serve --root {status['root']} --socket)")
+    memory = status.get("memory") or {}
+    memory_line = f"  memory   {memory.get('backend', 'sqlite')}"
+    if status.get("memoryError"):
+        memory_line += f" unreachable ({status['memoryError']['message']})"
     return (f"ctxls {status['version']}  root {style.path(status['root'])}\n"
             f"  store    {status['dbPath']}\n"
+            f"{memory_line}\n"
             f"  files    {status['files']}   chunks {status['chunks']}   "
             f"vectors {status.get('vectors', 0)}   pending {status.get('pending', 0)}\n"
             f"  state    {state}   embeddings {model}\n"

@@ -51,7 +51,7 @@ STORE_RETRY_S = 2.0
 # A recall waits at most this long (seconds) for buffers being indexed.
 BUFFER_SETTLE_S = 1.0
 # ctxls/status `state`, the least ready first (several folders report the first that applies).
-STATES = ("error", "indexing", "embedding", "idle", "ready")
+STATES = ("error", "indexing", "embedding", "idle", "degraded", "ready")
 # documentSymbol nests children at most this deep (deeper ones become siblings).
 MAX_SYMBOL_DEPTH = 32
 # Below this many chunks waiting for a vector no embedding progress is shown.

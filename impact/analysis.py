@@ -28,13 +28,14 @@ from dataclasses import dataclass, field, replace
 
 from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
+from ctxls.index.paths import is_test_path
 
 from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
 from .callers import Caller, References, find_references
 from .index_view import Definition
 from .resolve import UNCONFIRMED_REASONS, Resolver, Targets, Verdict
-from .risk import Evidence, assess, is_peripheral_path, is_test_path
+from .risk import Evidence, assess, is_peripheral_path
 from .syntax import SourceCache, Span
 
 CONFIRM_BUDGET_S = 1.2

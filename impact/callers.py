@@ -30,10 +30,11 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from ctxls.index.paths import is_test_path
+
 from . import index_view, ripgrep, syntax
 from .index_view import Definition
 from .resolve import Match, Resolver, Targets, Verdict
-from .risk import is_test_path
 from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
 # Names a re-export introduces that get a sweep of their own (per request).

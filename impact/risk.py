@@ -2,7 +2,7 @@
 impact answer may be incomplete.
 
 Buckets (docs/architecture.md states the same thresholds). "Production"
-means outside test files (:func:`is_test_path`); callers in tests never
+means outside test files (:func:`ctxls.index.paths.is_test_path`); callers in tests never
 raise the bucket: changing the symbol only breaks tests there.
 
 * ``high``: callers in >= HIGH_CALLER_FILES production files, or >=
@@ -25,6 +25,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ctxls.index.paths import is_vendored_path
+
 HIGH_CALLER_FILES = 5
 HIGH_CONFIRMED_SITES = 15
 MED_CALLER_FILES = 2
@@ -36,23 +38,15 @@ BLIND_SPOTS = ("the sweep sees names written in the code: calls through dynamic 
                "as is code outside this workspace; a confirmed caller is one whose import or "
                "receiver type leads to this definition, an unconfirmed one only might")
 
-_TEST_PATH = re.compile(
-    r"(^|/)(tests?|testing|__tests__|spec|specs)/"
-    r"|(^|/)(test_[^/]*|conftest)\.py$|_test\.(py|go)$|\.(test|spec)\.[cm]?[jt]sx?$")
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
-
-
-# Code beside the maintained one: examples, docs, compatibility copies, vendored code.
+# Examples, docs and compatibility copies beside the maintained code; vendored
+# trees are the shared classifier's (``ctxls.index.paths``).
 _PERIPHERAL_PATH = re.compile(
-    r"(^|/)(examples?|docs?|compat|_compat|legacy|deprecated|v1|vendor|_vendor|vendored|third_party)"
-    r"(/|\.[^/]*$)")
+    r"(^|/)(examples?|docs?|compat|_compat|legacy|deprecated|v1)(/|\.[^/]*$)")
 
 
 def is_peripheral_path(path: str) -> bool:
-    return bool(_PERIPHERAL_PATH.search(path))
+    """Code beside the maintained one: examples, docs, compatibility copies, vendored code."""
+    return is_vendored_path(path) or bool(_PERIPHERAL_PATH.search(path))
 
 
 @dataclass

@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,12 +103,51 @@ NAME_NOT_UTF8 = "name not UTF-8"
 _GENERATED_SUFFIXES = (".min.js", ".min.css", "-lock.yaml", ".lock.yaml")
 
 
+# Ignore files already warned about, by (where, text): a pass runs often and
+# the warning is worth one line per malformed file's version, not per pass.
+_WARNED_IGNORE_FILES: set[tuple[str, str]] = set()
+
+
+def ignore_spec(lines: Iterable[str], source: str) -> pathspec.PathSpec:
+    """Gitignore rules, compiled so that a rule pathspec cannot read (a lone
+    `!`, a trailing `\\`, `[z-a]`) costs only itself: git skips such a rule,
+    and one such line among a project's test fixtures failed every pass of a
+    folder outside git. The rules dropped are logged once, naming ``source``."""
+    lines = [line.rstrip("\r\n") for line in lines]
+    try:
+        return pathspec.PathSpec.from_lines("gitignore", lines)
+    except (ValueError, re.error):
+        pass
+    kept, dropped = [], []
+    for number, line in enumerate(lines, 1):
+        try:
+            pathspec.PathSpec.from_lines("gitignore", [line])
+        except (ValueError, re.error) as exc:
+            dropped.append(f"line {number} {line!r} ({exc})")
+        else:
+            kept.append(line)
+    key = (source, "\n".join(lines))
+    if key not in _WARNED_IGNORE_FILES:
+        _WARNED_IGNORE_FILES.add(key)
+        log.warning("%s: ignore rules git cannot read left out: %s", source, "; ".join(dropped))
+    return pathspec.PathSpec.from_lines("gitignore", kept)
+
+
+def _ignore_file_spec(path: str) -> pathspec.PathSpec | None:
+    """The rules of one .gitignore file, None when it cannot be read."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return ignore_spec(fh, path)
+    except OSError:
+        return None
+
+
 class FileFilter:
     """include / exclude / the store folder, compiled once."""
 
     def __init__(self, options: DiscoveryOptions):
         self._include = frozenset(e.lower().lstrip(".") for e in options.include)
-        self._excluded = (pathspec.PathSpec.from_lines("gitignore", options.exclude)
+        self._excluded = (ignore_spec(options.exclude, "the exclude option")
                           if options.exclude else None)
 
     def __call__(self, path: str) -> bool:
@@ -158,11 +197,9 @@ def _walk_files(root: Path) -> list[str]:
         specs = list(inherited)
         ignore_file = os.path.join(dirpath, ".gitignore")
         if os.path.isfile(ignore_file):
-            try:
-                with open(ignore_file, encoding="utf-8", errors="replace") as fh:
-                    specs.append((rel_dir, pathspec.PathSpec.from_lines("gitignore", fh)))
-            except OSError:
-                pass
+            spec = _ignore_file_spec(ignore_file)
+            if spec is not None:
+                specs.append((rel_dir, spec))
 
         def ignored(rel: str) -> bool:
             return any(s.match_file(rel[len(d):]) for d, s in specs)
@@ -205,12 +242,8 @@ def ignored_paths(root: Path, paths: list[str]) -> set[str]:
             prefix = "/".join(parts[:depth])
             ignore_file = root / prefix / ".gitignore"
             if ignore_file.is_file():
-                try:
-                    lines = ignore_file.read_text("utf-8", errors="replace").splitlines()
-                except OSError:
-                    continue
-                if pathspec.PathSpec.from_lines("gitignore", lines).match_file(
-                        "/".join(parts[depth:])):
+                spec = _ignore_file_spec(str(ignore_file))
+                if spec is not None and spec.match_file("/".join(parts[depth:])):
                     ignored.add(path)
                     break
     return ignored

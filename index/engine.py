@@ -626,6 +626,7 @@ class Engine:
         except StoreUnavailable as exc:
             store_error = exc
             counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
+        memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
             state = "error"  # storeError / indexError say what
         elif self.indexing or not self.cold_index_done:
@@ -634,6 +635,8 @@ class Engine:
             state = "embedding"
         elif embedding:
             state = "idle"  # vectors missing, but no worker here computes them
+        elif memory_error is not None:
+            state = "degraded"  # code is served, written memory is not: memoryError says why
         else:
             state = "ready"
         status = {
@@ -649,6 +652,7 @@ class Engine:
                          if self.indexing else None},
             "embeddings": semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0},
             "buffers": buffers,
+            "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
             "skipped": skipped_json(self.indexer.skipped),
             "root": str(self.root),
             "dbPath": self.store.db_path,
@@ -658,6 +662,8 @@ class Engine:
             status["storeError"] = error_json(store_error)
         if self.index_error is not None:
             status["indexError"] = error_json(self.index_error)
+        if memory_error is not None:
+            status["memoryError"] = error_json(memory_error)
         return status
 
     def recent_activity(self, days: float | None = None, since: int | None = None,

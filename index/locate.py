@@ -56,6 +56,7 @@ from pathlib import Path
 from ctxls.index.discovery import Skipped, read_file
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef
+from ctxls.index.paths import is_vendored_path
 from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import paths_generation
@@ -604,17 +605,16 @@ class LocatedFile:
 
 
 # Tests and their data, docs (and their example galleries), benchmarks and vendored
-# third-party code: a fix rarely starts there.
+# third-party code (the shared classifier's vendored trees): a fix rarely starts there.
 _TEST_OR_DOC = re.compile(
     r"(^|/)(tests?|testing|testdata|test_data|__tests__|spec|specs|docs?|examples?|galleries"
-    r"|tutorials|bench|benchmarks?|asv_bench"
-    r"|vendor|vendored|third_party|node_modules)/|\.min\.js$"
+    r"|tutorials|bench|benchmarks?|asv_bench)/|\.min\.js$"
     r"|(^|/)(test_[^/]*|[^/]*_tests?\.[a-z]+|[^/]*\.(test|spec)\.[jt]sx?|conftest\.py)$"
     r"|\.(md|rst|txt)$")
 
 
 def is_test_or_doc(path: str) -> bool:
-    return _TEST_OR_DOC.search(path) is not None
+    return is_vendored_path(path) or _TEST_OR_DOC.search(path) is not None
 
 
 # Where a written path leaves the writer's machine for an installed package:

@@ -35,6 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
 from ctxls.index.store import connection_cache, paths_generation
 
 if TYPE_CHECKING:
@@ -179,21 +180,10 @@ def query_shape(query: str) -> QueryShape:
 
 # --- path priors -----------------------------------------------------------------
 
-_TEST_FILE = re.compile(
-    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go|rb|c|cc|cpp|dart|lua)|conftest\.py"
-    r"|[^/]*Tests?\.(?:java|kt|cs|swift|scala|php)|[^/]*(?:Spec|Suite)\.(?:kt|scala|swift)"
-    r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|[^/]*_spec\.(?:rb|lua)|test_[^/]*\.(?:c|cc|cpp|lua|dart)"
-    r"|test_helpers?[^/]*)$")
-_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata"
-                       r"|test-?utils|fixtures|bench|benches|benchmarks?|e2e)(?:/|$)")
 _EXAMPLE_DIR = re.compile(r"(?:^|/)(_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
                           r"|cookbook)(?=/)")
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"
                          r"|(?:^|/)[^/]*_(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
-_VENDORED_DIR = re.compile(r"(?:^|/)(?:vendor|vendored|_vendor|third_party|thirdparty|extern"
-                           r"|external|node_modules|single_include|dist|build|generated"
-                           r"|__generated__|gen)(?:/|$)"
-                           r"|(?:_pb2(?:_grpc)?\.py|\.pb\.go|\.min\.js|_generated\.\w+|\.gen\.\w+)$")
 _LOCALE_DIR = re.compile(r"(?:^|/)(?:locales?|translations?|l10n)(?:/|$)")
 _VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
 _BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
@@ -211,10 +201,6 @@ def _is_example_path(path: str) -> bool:
     return bool(found)
 
 
-def is_test_path(path: str) -> bool:
-    return _TEST_FILE.search(path) is not None or _TEST_DIR.search(path) is not None
-
-
 class _PathClass(NamedTuple):
     test: bool
     example: bool
@@ -229,7 +215,8 @@ class _PathClass(NamedTuple):
 def _path_class(path: str) -> _PathClass:
     """What a path is, once per path (recall meets the same paths again and again)."""
     return _PathClass(is_test_path(path), _is_example_path(path),
-                      _COMPAT_DIR.search(path) is not None, _VENDORED_DIR.search(path) is not None,
+                      _COMPAT_DIR.search(path) is not None,
+                      is_vendored_path(path) or is_generated_path(path),
                       path.endswith(".d.ts"), posixpath.basename(path) in _BARRELS,
                       _LOCALE_DIR.search(path) is not None)
 

@@ -13,10 +13,11 @@ import pytest
 
 from conftest import write_tree
 from ctxls.impact import analysis, index_view, ripgrep, risk
-from ctxls.impact.risk import Evidence, assess, is_test_path
+from ctxls.impact.risk import Evidence, assess
 from ctxls.impact.syntax import Binding, SourceCache, SourceFile
 from ctxls.index.discovery import DiscoveryOptions, FileFilter
 from ctxls.index.engine import Engine
+from ctxls.index.paths import is_test_path
 from ctxls.index.errors import RipgrepMissing
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from ctxls.index.chunker import split_lines
-from ctxls.index.errors import InvalidParams, TooLarge
+from ctxls.index.errors import InvalidParams, MemoryUnavailable, TooLarge
 from ctxls.index.scopes import Scope
 
 if TYPE_CHECKING:
@@ -203,6 +203,7 @@ class MemoryStore(Protocol):
     def export_records(self) -> Iterator[dict]: ...
     def import_records(self, records: list[dict]) -> int: ...
     def describe(self) -> dict: ...
+    def unavailable(self) -> MemoryUnavailable | None: ...
     def close(self) -> None: ...
 
 

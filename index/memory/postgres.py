@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterator
@@ -83,6 +84,10 @@ _INSERT_MEMORY = (
     f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'B') || "
     f"to_tsvector('{TEXT_SEARCH_CONFIG}', %s), %s::vector)")
 POOL_WAIT_S = 5.0
+# Status asks whether the database answers: at most this often, waiting at most
+# PROBE_WAIT_S, so an outage costs a status call little.
+PROBE_EVERY_S = 2.0
+PROBE_WAIT_S = 1.0
 RECALL_WORK_MEM = "16MB"
 # Rows embedded per transaction by embed_missing (a few seconds of model time here).
 EMBED_BATCH = 64
@@ -228,6 +233,8 @@ class PostgresMemoryStore:
         self._ready_lock = threading.Lock()
         self._model_warned = False
         self._dim: int | None = None
+        self._probe_lock = threading.Lock()
+        self._probed: tuple[float, MemoryUnavailable | None] | None = None
         self.pool = ConnectionPool(
             url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_WAIT_S,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S,
@@ -241,6 +248,21 @@ class PostgresMemoryStore:
 
     def describe(self) -> dict:
         return {"backend": self.kind, "schemaVersion": SCHEMA_VERSION}
+
+    def unavailable(self) -> MemoryUnavailable | None:
+        """Why the database does not answer now, None when it does (one round
+        trip at most every PROBE_EVERY_S, waiting at most PROBE_WAIT_S)."""
+        with self._probe_lock:
+            if self._probed is not None and time.monotonic() - self._probed[0] < PROBE_EVERY_S:
+                return self._probed[1]
+            try:
+                with self._raw(PROBE_WAIT_S) as conn:
+                    conn.execute("SELECT 1")
+                error = None
+            except MemoryUnavailable as exc:
+                error = exc
+            self._probed = (time.monotonic(), error)
+            return error
 
     def close(self) -> None:
         self._overlap.shutdown(wait=True)
@@ -301,16 +323,16 @@ class PostgresMemoryStore:
                 self._ready = True
 
     @contextmanager
-    def _raw(self) -> Iterator:
+    def _raw(self, wait_s: float = POOL_WAIT_S) -> Iterator:
         """A pooled connection (autocommit: a transaction is always explicit, or
         one multi-statement query), as MemoryUnavailable when there is none."""
         from psycopg_pool import PoolTimeout
 
         try:
-            with self.pool.connection() as conn:
+            with self.pool.connection(timeout=wait_s) as conn:
                 yield conn
         except PoolTimeout as exc:
-            raise MemoryUnavailable(f"no connection within {POOL_WAIT_S:g} s ({exc})") from exc
+            raise MemoryUnavailable(f"no connection within {wait_s:g} s ({exc})") from exc
         except self._psycopg.OperationalError as exc:
             raise MemoryUnavailable(str(exc).strip().splitlines()[0] if str(exc) else
                                     type(exc).__name__) from exc

@@ -69,6 +69,10 @@ class SqliteMemoryStore:
     def describe(self) -> dict:
         return {"backend": self.kind, "path": self.store.db_path}
 
+    def unavailable(self) -> None:
+        """The store's own state is status's `storeError`: nothing more here."""
+        return None
+
     def close(self) -> None:
         """The store is the engine's: it closes it."""
 
