@@ -9,7 +9,8 @@ A *path* leads from a node to another, steps separated by "/":
 
 * ``field``: the child under that field name;
 * ``:a|b``: the first named child of type ``a`` or ``b``;
-* ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``.
+* ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``;
+  ``field=a|b``: the child under that field, only if of type ``a`` or ``b``.
 
 A name is read as the code writes it and cut at the first space or
 bracket (``Cache<V>`` -> ``Cache``, ``Circle <: Shape`` -> ``Circle``); its
@@ -84,7 +85,10 @@ def follow(node: Node | None, path: str) -> Node | None:
             if node is not None and step.startswith("0=") and node.type not in step[2:].split("|"):
                 return None
         else:
-            node = node.child_by_field_name(step)
+            field_name, _, types = step.partition("=")
+            node = node.child_by_field_name(field_name)
+            if node is not None and types and node.type not in types.split("|"):
+                return None
     return node
 
 

@@ -6,10 +6,12 @@ status says which files were read without a grammar."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
+from ctxls.impact import analysis
 from ctxls.index.chunker import chunk_file, definition_chunks, split_lines
 from ctxls.index.discovery import DiscoveryOptions
 from ctxls.index.engine import Engine, EngineOptions
@@ -338,3 +340,70 @@ def test_status_counts_files_per_language_and_lists_those_read_without_a_grammar
     assert status["withoutGrammar"] == {"count": 2, "files": ["Makefile", "Program.fs"]}
     assert status["files"] == len(DEFINITIONS) + 2  # the binary file is skipped
     assert [entry["path"] for entry in status["skipped"]["files"]] == ["Blob.kt"]
+
+
+# --- impact -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def polyglot_repo(tmp_path_factory) -> Engine:
+    root = tmp_path_factory.mktemp("polyglot_git")
+    for fixture in FIXTURES.iterdir():
+        (root / fixture.name).write_bytes(fixture.read_bytes())
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    engine = Engine(root)
+    engine.cold_index()
+    yield engine
+    engine.close()
+
+
+# (symbol, its caller: file, 0-based line, enclosing definition). A bare call
+# of the one function of that name its own file defines is confirmed.
+CONFIRMED_CALLERS = [
+    ("mode_name", ("statusline.lua", 20, "M.render")),
+    ("build_archive", ("deploy.sh", 26, "main")),
+    ("read_int", ("lexer.ml", 26, "tokenize")),
+    ("transition", ("kalman.jl", 23, "Kalman.predict!")),
+    ("clean_responses", ("summarise.R", 20, "report")),
+    ("line-total", ("shopping_cart.clj", 15, "total")),
+    ("drain", ("Queue.hs", 36, "drain")),
+    ("refill", ("rate_limiter.erl", 24, "handle_cast")),
+]
+
+
+@pytest.mark.parametrize(("symbol", "caller"), CONFIRMED_CALLERS, ids=[row[0] for row in CONFIRMED_CALLERS])
+def test_impact_confirms_a_bare_call_of_a_function_of_the_same_file(polyglot_repo, symbol, caller):
+    result = analysis.analyze(polyglot_repo, symbol)
+    assert result is not None
+    found = {(c.path, c.span.start_line, c.symbol): (c.confirmed, c.kind) for c in result.callers}
+    assert found[caller] == (True, "call")
+    assert result.confirmed >= 1
+
+
+# A call through a receiver or a module is a call site, not confirmed: the
+# language's bindings are not analysed (the hedge names the language).
+RECEIVER_CALLERS = [
+    ("Inventory.restock", ("Inventory.kt", 42, "reportLowStock"), "kotlin"),
+    ("Cache.evictExpired", ("Cache.swift", 46, "makeDefaultCache"), "swift"),
+    ("Router.dispatch", ("Router.scala", 37, "serve"), "scala"),
+    ("Bank.Account.withdraw", ("bank_account.ex", 40, "Bank.Ledger.transfer"), "elixir"),
+    ("RequestQueue.startNextIfIdle", ("RequestQueue.m", 19, "RequestQueue.enqueue"), "objc"),
+]
+
+
+@pytest.mark.parametrize(("symbol", "caller", "language"), RECEIVER_CALLERS, ids=[row[2] for row in RECEIVER_CALLERS])
+def test_impact_finds_calls_through_a_receiver_as_unconfirmed_call_sites(polyglot_repo, symbol, caller, language):
+    result = analysis.analyze(polyglot_repo, symbol)
+    found = {(c.path, c.span.start_line, c.symbol): (c.confirmed, c.kind) for c in result.callers}
+    assert found[caller] == (False, "call")
+    assert any(language in hedge for hedge in result.hedges)
+
+
+def test_impact_reports_callees_and_not_a_definitions_own_head(polyglot_repo):
+    callees = {c.symbol for c in analysis.analyze(polyglot_repo, "build_archive").callees}
+    assert callees == {"log"}
+    # Elixir's `def withdraw(account, amount)` is written as a call: not a callee of itself.
+    assert analysis.analyze(polyglot_repo, "Bank.Account.withdraw").callees == []
+    transfer = {c.symbol for c in analysis.analyze(polyglot_repo, "Bank.Ledger.transfer").callees}
+    assert transfer == {"Bank.Account.withdraw", "Bank.Account.deposit"}
+    tokenize = {c.symbol for c in analysis.analyze(polyglot_repo, "tokenize").callees}
+    assert {"is_digit", "read_int"} <= tokenize
