@@ -297,7 +297,18 @@ def _status_lines(status: dict, via: str, style: Style) -> str:
             f"  files    {status['files']}   chunks {status['chunks']}   "
             f"vectors {status.get('vectors', 0)}   pending {status.get('pending', 0)}\n"
             f"  state    {state}   embeddings {model}\n"
-            f"  daemon   {daemon}")
+            + _languages_line(status)
+            + f"  daemon   {daemon}")
+
+
+def _languages_line(status: dict) -> str:
+    """`python 120, kotlin 14, make 2 (no grammar: line windows)`."""
+    languages = status.get("languages") or {}
+    if not languages:
+        return ""
+    listed = ", ".join(f"{language} {info['files']}" + ("" if info["definitions"] else " (windows)")
+                       for language, info in languages.items())
+    return f"  languages {listed}\n"
 
 
 def _impact_lines(impact: dict, limit: int, style: Style) -> list[str]:

@@ -45,9 +45,9 @@ def callees_and_complexity(resolver: Resolver, definition: Definition) -> tuple[
     for current in syntax.walk(node, skip):
         if current.type in family.decisions or _is_boolean_operator(family, current):
             decisions += 1
-        callee = syntax.callee_of(family, current)
-        name_node = _called_name(family, callee) if callee is not None else None
-        if name_node is None:
+        name_node = syntax.called_name(family, current)
+        # Elixir's `def f(x)` and Julia's `function f(x)` write their head as a call.
+        if name_node is None or (family.definitions is not None and syntax.declares(family, name_node)):
             continue
         site = sf.node_span(name_node)
         for target in _resolve_callee(resolver, sf, name_node):
@@ -81,16 +81,6 @@ def _is_boolean_operator(family: Family, node: Node) -> bool:
         return False
     operator = node.child_by_field_name("operator")
     return operator is not None and syntax.text_of(operator) in family.boolean_operators
-
-
-def _called_name(family: Family, callee: Node) -> Node | None:
-    """The name node of what is called: ``f`` of ``f()``, ``m`` of ``a.b.m()``."""
-    if syntax.is_identifier(callee):
-        return callee
-    if callee.type in family.members:
-        name = callee.child_by_field_name(family.members[callee.type][1])
-        return name if name is not None and syntax.is_identifier(name) else None
-    return None
 
 
 def _resolve_callee(resolver: Resolver, sf: SourceFile, name_node: Node) -> list[Definition]:

@@ -283,7 +283,7 @@ def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row
             refs.named_in_strings += 1
         return
     enclosing = resolver.enclosing(sf, row)
-    if sf.family is GENERIC:
+    if sf.family is not None and sf.family.name == GENERIC.name and use.match.verdict is not Verdict.CONFIRMED:
         refs.name_only_languages.add(sf.language or "")
     refs.callers.append(Caller(
         path=sf.path, span=sf.span(row, start, end),

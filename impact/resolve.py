@@ -866,8 +866,8 @@ class Resolver:
         """The verdict, which of ``targets`` it leads (or may lead) to, and
         why it stays unconfirmed."""
         family = sf.family
-        if family is None or family is syntax.GENERIC:
-            return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
+        if family is None or family.name == syntax.GENERIC.name:
+            return self._name_only_match(sf, name_node, name, targets)
         _, receiver_node = syntax.member_parts(family, name_node)
         if receiver_node is None:
             scoped = sf.function_binding(name, name_node.start_point.row) if family is PYTHON else None
@@ -882,6 +882,18 @@ class Resolver:
             return self._bare_match(sf, name, targets)
         called = syntax.use_kind(family, syntax.member_parts(family, name_node)[0]) != "value"
         return self._member_match(sf, self.receiver(sf, receiver_node, name_node), name, targets, called)
+
+    def _name_only_match(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Match:
+        """A language without binding analysis: unconfirmed, except (in the
+        languages read by a definitions table) a bare call of the one
+        function of that name its own file defines (`restock(…)` beside
+        `fun restock`, Elixir's `open(owner)` in the module defining `open`)."""
+        family = sf.family
+        if family is not None and family.called_names and syntax.is_bare_call(family, name_node):
+            here = [d for d in self.definitions_named(name) if d.path == sf.path]
+            if len(here) == 1 and here[0].key in targets.keys:
+                return Match(Verdict.CONFIRMED, frozenset({here[0].key}))
+        return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
 
     def _bound_locally(self, sf: SourceFile, site: Node, name: str) -> str | None:
         """``parameter`` or ``local`` when the innermost function around
@@ -1056,7 +1068,8 @@ class Resolver:
     def declaration(self, sf: SourceFile | None, definition: Definition) -> Node | None:
         """The declaration node of ``definition`` in its file's current text."""
         name = self.declaration_name(sf, definition)
-        return name.parent if name is not None else None
+        return syntax.declaration_of(sf.family, name) if name is not None and sf is not None \
+            and sf.family is not None else None
 
     def declaration_name(self, sf: SourceFile | None, definition: Definition) -> Node | None:
         """The node of the name a definition declares (``f`` in ``def f``)."""

@@ -23,7 +23,9 @@ from functools import cached_property
 from tree_sitter import Node, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language
 
-from ctxls.index.languages import language_for_path, parser_for
+from ctxls.index.definition_table import TABLES, LanguageTable, follow
+from ctxls.index.definition_table import classify as classify_definition
+from ctxls.index.languages import COMPONENT_LANGUAGES, language_for_path, parser_for, script_view
 
 from .ripgrep import word_pattern
 
@@ -46,6 +48,12 @@ class Family:
     self_names: frozenset[str]  # identifiers meaning "this object" (Python convention)
     functions: frozenset[str] = frozenset()  # scopes of local variables
     literals: frozenset[str] = frozenset()  # expressions making builtin values (dict, list, str...)
+    # The languages of index/definition_table.py: call node type -> paths
+    # (definition_table.follow) to the name it calls, tried in order
+    # (`restock` of Kotlin's `inventory.restock(…)`); and the table that says
+    # which nodes are definitions (so a definition's own name is no use of it).
+    called_names: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    definitions: LanguageTable | None = None
 
 
 PYTHON = Family(
@@ -175,10 +183,63 @@ GENERIC = Family(
     self_names=frozenset(),
 )
 
-_FAMILY_BY_LANGUAGE = {"python": PYTHON, "javascript": JS, "typescript": JS, "tsx": JS, "go": GO}
+
+def _table_family(language: str, calls: Mapping[str, tuple[str, ...]],
+                  decisions: frozenset[str] = frozenset()) -> Family:
+    """A generic family whose calls are read by paths: its call sites are
+    told apart from other uses; a bare call of a function its own file
+    defines is confirmed (see Resolver.match), others stay unconfirmed."""
+    return replace(GENERIC, called_names=calls, definitions=TABLES[language],
+                   decisions=GENERIC.decisions | decisions)
+
+
+_TABLE_FAMILIES = {
+    "kotlin": _table_family("kotlin", {"call_expression": (
+        "0=simple_identifier", "0=navigation_expression/:navigation_suffix/0=simple_identifier")},
+        frozenset({"when_entry", "if_expression", "elvis_expression", "catch_block"})),
+    "swift": _table_family("swift", {"call_expression": (
+        "0=simple_identifier", "0=navigation_expression/suffix/suffix=simple_identifier")},
+        frozenset({"guard_statement", "switch_entry", "catch_block", "ternary_expression"})),
+    "csharp": _table_family("csharp", {"invocation_expression": (
+        "function=identifier", "function=member_access_expression/name=identifier",
+        "function=generic_name/0"), "object_creation_expression": ("type=identifier",)},
+        frozenset({"switch_section", "catch_clause", "conditional_expression", "foreach_statement"})),
+    "scala": _table_family("scala", {"call_expression": (
+        "function=identifier", "function=field_expression/field=identifier")},
+        frozenset({"case_clause", "if_expression", "catch_clause"})),
+    "elixir": _table_family("elixir", {"call": ("target=identifier", "target=dot/right=identifier")},
+                            frozenset({"stab_clause"})),
+    "lua": _table_family("lua", {"function_call": (
+        "name=identifier", "name=dot_index_expression/field=identifier",
+        "name=method_index_expression/method=identifier")},
+        frozenset({"elseif_statement", "repeat_statement", "for_statement"})),
+    "bash": _table_family("bash", {"command": ("name/0=word",)},
+                          frozenset({"elif_clause", "case_item", "c_style_for_statement"})),
+    "haskell": _table_family("haskell", {"apply": ("function=variable", "function=qualified/id=variable")},
+                             frozenset({"alternative", "guards"})),
+    "ocaml": _table_family("ocaml", {"application_expression": ("function=value_path/:value_name",)},
+                           frozenset({"match_case", "if_expression"})),
+    "julia": _table_family("julia", {"call_expression": ("0=identifier",)},
+                           frozenset({"elseif_clause", "ternary_expression"})),
+    "r": _table_family("r", {"call": ("function=identifier", "function=namespace_operator/rhs=identifier")},
+                       frozenset({"if_statement", "for_statement", "while_statement"})),
+    "objc": _table_family("objc", {"call_expression": ("function=identifier",),
+                                   "message_expression": ("method=identifier",)}),
+    "erlang": _table_family("erlang", {"call": ("expr=atom", "expr=remote/fun=atom")},
+                            frozenset({"cr_clause", "if_clause", "catch_clause"})),
+    "clojure": _table_family("clojure", {"list_lit": ("0=sym_lit/:sym_name",),
+                                         "anon_fn_lit": ("0=sym_lit/:sym_name",)}),
+    # Read for definitions, their calls not yet: Dart's and Zig's calls are
+    # selectors after a name, no node of their own.
+    "dart": _table_family("dart", {}),
+    "zig": _table_family("zig", {}),
+}
+
+_FAMILY_BY_LANGUAGE = {"python": PYTHON, "javascript": JS, "typescript": JS, "tsx": JS, "go": GO,
+                       "vue": JS, "svelte": JS, **_TABLE_FAMILIES}
 # Languages the index parses with tree-sitter (Markdown is chunked by lines).
 _PARSED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "go", "rust", "java",
-                               "c", "cpp", "ruby", "php"})
+                               "c", "cpp", "ruby", "php", *_FAMILY_BY_LANGUAGE})
 
 
 def family_for(language: str | None) -> Family | None:
@@ -194,8 +255,14 @@ def text_of(node: Node | None) -> str:
     return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
 
 
+# What names a thing in the table languages' grammars, besides *identifier:
+# shell's `word`, Haskell's `variable`, OCaml's `value_name`, Erlang's
+# `atom`, Clojure's `sym_name`.
+_NAME_NODES = frozenset({"constant", "name", "word", "variable", "value_name", "atom", "sym_name"})
+
+
 def is_identifier(node: Node) -> bool:
-    return "identifier" in node.type or node.type in ("constant", "name")
+    return "identifier" in node.type or node.type in _NAME_NODES
 
 
 def is_comment(node: Node) -> bool:
@@ -240,6 +307,8 @@ def member_parts(family: Family, node: Node) -> tuple[Node, Node | None]:
 def declares(family: Family, node: Node) -> bool:
     """``node`` is the name a declaration introduces (``def f``, ``class C``);
     in Go, also the type in a method's receiver (part of the type's definition)."""
+    if family.definitions is not None:
+        return _table_definition(family.definitions, node) is not None
     parent = node.parent
     if family is GO and parent is not None and node.type == "type_identifier":
         receiver = next((a for a in ancestors(node) if a.type == "parameter_list"), None)
@@ -249,6 +318,64 @@ def declares(family: Family, node: Node) -> bool:
         return False
     name = parent.child_by_field_name("name")
     return name is not None and name.id == node.id
+
+
+def declaration_of(family: Family, name: Node) -> Node:
+    """The declaration whose name ``name`` is (``declares`` said so): its
+    parent, or in the table languages the definition node around it."""
+    if family.definitions is not None:
+        return _table_definition(family.definitions, name) or name
+    return name.parent or name
+
+
+def _table_definition(table: LanguageTable, node: Node) -> Node | None:
+    """By the definitions table: the definition around ``node`` (within a
+    few levels) that it names, ``node`` being the first such word in it."""
+    name = text_of(node)
+    for depth, ancestor in enumerate(ancestors(node)):
+        if depth > 4:
+            return None
+        found = classify_definition(table, ancestor)
+        if found is not None:
+            if not found.name or found.name[-1] != name:
+                return None
+            first = next((n for n in walk(ancestor) if n.type == node.type and text_of(n) == name), None)
+            return ancestor if first is not None and first.id == node.id else None
+    return None
+
+
+def called_name(family: Family, call: Node) -> Node | None:
+    """The name node a call calls: ``f`` of ``f()``, ``m`` of ``a.b.m()``."""
+    if family.called_names:
+        for path in family.called_names.get(call.type, ()):
+            found = follow(call, path)
+            if found is not None and is_identifier(found):
+                return found
+        return None
+    callee = callee_of(family, call)
+    if callee is None:
+        return None
+    if is_identifier(callee):
+        return callee
+    if callee.type in family.members:
+        name = callee.child_by_field_name(family.members[callee.type][1])
+        return name if name is not None and is_identifier(name) else None
+    return None
+
+
+def is_bare_call(family: Family, name: Node) -> bool:
+    """``name`` is what a call calls, written without a receiver or module
+    before it: `f(x)`, `(f x)`, `f x`; not `o.f(x)`, `M.f x`, `[o f]`."""
+    for depth, ancestor in enumerate(ancestors(name)):
+        if depth > 4:
+            return False
+        if ancestor.type in family.called_names:
+            called = called_name(family, ancestor)
+            if called is None or called.id != name.id:
+                return False
+            before = (ancestor.text or b"")[:name.start_byte - ancestor.start_byte]
+            return before.strip() in (b"", b"(", b"#(")
+    return False
 
 
 def is_bound(family: Family, expression: Node) -> bool:
@@ -275,6 +402,17 @@ def use_kind(family: Family, expression: Node) -> str:
     """How an expression that names something is used: ``call``, ``decorator`` or ``value``."""
     parent = expression.parent
     if parent is None:
+        return "value"
+    if family.called_names:
+        # The call's name ends the expression (`dispatch` of `router.dispatch`).
+        for depth, ancestor in enumerate((expression, *ancestors(expression))):
+            if depth > 5:
+                break
+            if ancestor.type in family.called_names:
+                called = called_name(family, ancestor)
+                if called is not None and expression.start_byte <= called.start_byte \
+                        and called.end_byte == expression.end_byte:
+                    return "call"
         return "value"
     if parent.type in family.decorators:
         return "decorator"
@@ -635,8 +773,13 @@ class SourceFile:
     family: Family | None = field(init=False)
 
     def __post_init__(self) -> None:
-        self.language = language_for_path(self.path)
+        self.language = language_for_path(self.path, self.text)
         self.family = family_for(self.language)
+        # A component is parsed as its <script> (every other character
+        # blanked: rows and the script's columns are the file's).
+        self._parsed_text = self.text
+        if self.language in COMPONENT_LANGUAGES:
+            self.language, self._parsed_text = script_view(self.text)
 
     @cached_property
     def lines(self) -> list[str]:
@@ -646,7 +789,7 @@ class SourceFile:
     def tree(self) -> Tree | None:
         if self.family is None or self.language is None:
             return None
-        return parser_for(self.language).parse(self.text.encode("utf-8", "replace"))
+        return parser_for(self.language).parse(self._parsed_text.encode("utf-8", "replace"))
 
     @cached_property
     def bindings(self) -> list[Binding]:

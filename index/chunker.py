@@ -29,7 +29,8 @@ from typing import NamedTuple
 from tree_sitter import Node, Parser, Tree
 
 from .imports import extract_imports
-from .languages import chunk_kind_for_path, language_for_path, parse, parser_for
+from .definition_table import TABLES, LanguageTable, classify as classify_by_table
+from .languages import COMPONENT_LANGUAGES, chunk_kind_for_path, language_for_path, parse, parser_for, script_view
 from .model import Chunk, ParsedFile, SymbolDef, content_hash
 
 MAX_CHUNK_LINES = 150
@@ -44,6 +45,16 @@ REPARSE_BUDGET = 2
 # Bytes a file's macro bodies may still be parsed again (_rust_macro_items);
 # per thread, since files are chunked on several.
 _reparse_budget = threading.local()
+
+
+# What a file not in a programming language is read as: prose by its headings,
+# anything else in line windows.
+PLAIN_LANGUAGES = frozenset({"text", "markdown"})
+
+
+def reads_definitions(language: str | None) -> bool:
+    """Whether the chunker reads ``language``'s definitions (else: line windows)."""
+    return language in _GRAMMARS or language in COMPONENT_LANGUAGES or language == "markdown"
 
 
 def split_lines(text: str) -> list[str]:
@@ -75,20 +86,29 @@ def _chunk(path: str, text: str, pack: bool) -> ParsedFile:
     lines = split_lines(text)
     _reparse_budget.left = REPARSE_BUDGET * len(text)
     kind = chunk_kind_for_path(path)
-    language = language_for_path(path)
+    language = language_for_path(path, text)
     finish = (lambda pieces: _pack(lines, pieces)) if pack else (lambda pieces: pieces)
     if language == "markdown":
         return ParsedFile(language, _build_chunks(lines, finish(_markdown_sections(lines)),
                                                   language, kind))
-    if language is None or language not in _GRAMMARS:
-        return ParsedFile("text", _window_chunks(lines, "text", kind))
+    # A component's definitions are its <script>'s, read on a copy of the
+    # file with everything else blanked (rows kept).
+    grammar_language, read_lines = (language, lines)
+    if language in COMPONENT_LANGUAGES:
+        grammar_language, script = script_view("\n".join(lines))
+        read_lines = split_lines(script)
+    if language is None or grammar_language not in _GRAMMARS:
+        # No definitions table: line windows, still named by their language.
+        named = language or "text"
+        return ParsedFile(named, _window_chunks(lines, named, kind))
     try:
-        source = "\n".join(lines).encode("utf-8", "replace")  # "replace": lone surrogates
-        spans, tree = _symbol_spans(_GRAMMARS[language], parser_for(language), lines, source,
-                                    parse(language, source, path))
-        if tree.root_node.has_error and language in ("c", "cpp"):
-            spans = _c_first_branch_spans(_GRAMMARS[language], parser_for(language), lines, spans)
-        imports = extract_imports(language, tree)
+        source = "\n".join(read_lines).encode("utf-8", "replace")  # "replace": lone surrogates
+        grammar = _GRAMMARS[grammar_language]
+        spans, tree = _symbol_spans(grammar, parser_for(grammar_language), read_lines, source,
+                                    parse(grammar_language, source, path))
+        if tree.root_node.has_error and grammar_language in ("c", "cpp"):
+            spans = _c_first_branch_spans(grammar, parser_for(grammar_language), lines, spans)
+        imports = extract_imports(grammar_language, tree)
     except Exception:  # a grammar or binding failure must not cost the file its chunks
         return ParsedFile(language, _window_chunks(lines, language, kind))
     pieces = sorted([*spans, *_residue(lines, spans)], key=lambda piece: (piece.start, piece.end))
@@ -203,8 +223,9 @@ def _absorb_tiny(lines: list[str], groups: list[list]) -> list[list]:
             # A header (a container's, a heading's) introduces what follows it.
             head = group[0][0]
             leads = head.body_end > head.end or head.symbol_kind == "section"
-            before = out[-1] if out and not leads else None
             after = groups[index + 1] if index + 1 < len(groups) else None
+            # A header with nothing after it (a small module type closing the file) joins what is before.
+            before = out[-1] if out and (not leads or after is None) else None
             # A header joins what it introduces whatever the size (a long
             # first member is split later, the header staying with its start).
             neighbours = [g for g in (before, after) if g is not None]
@@ -415,6 +436,10 @@ class _Grammar:
     # Non-definitions whose children are walked as if they were siblings
     # (preprocessor conditionals, `if TYPE_CHECKING:` blocks, extern "C" {}).
     transparent: frozenset[str] = frozenset()
+    # Nodes that finish the definition before them (Dart: a body after its signature).
+    continued_by: frozenset[str] = frozenset()
+    # Consecutive clauses of one function are one definition (Haskell, Erlang, Elixir).
+    joins_clauses: bool = False
 
 
 def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: bytes,
@@ -544,9 +569,11 @@ def _collect(
     attributes right above ``nodes[0]``, when they are its parent's siblings.
     """
     previous_end = -1  # last row of the previous sibling that is not leading
-    for node in nodes:
+    for index, node in enumerate(nodes):
         start = node.start_point.row
         end = _last_row(node)
+        if index + 1 < len(nodes) and nodes[index + 1].type in grammar.continued_by:
+            end = max(end, _last_row(nodes[index + 1]))
         if node.type in grammar.leading:
             if leading_start >= 0 and start <= leading_end + 1:
                 leading_end = end
@@ -562,7 +589,12 @@ def _collect(
             symbol = ".".join(name)
             kind = "method" if decl.kind == "function" and in_type else decl.kind
             if decl.members is None:
-                spans.append(_Piece(first, end, symbol, kind))
+                clause_of = spans[-1] if grammar.joins_clauses and spans else None
+                if clause_of is not None and (clause_of.symbol, clause_of.symbol_kind) == (symbol, kind) \
+                        and clause_of.body_end < 0 and clause_of.end < first:
+                    spans[-1] = clause_of._replace(end=end)
+                else:
+                    spans.append(_Piece(first, end, symbol, kind))
             else:
                 members: list[_Piece] = []
                 _collect(grammar, decl.members.named_children, name, decl.is_type, members)
@@ -697,9 +729,14 @@ def _js_decl(node: Node) -> _Decl | None:
         return _js_assignment_decl(node)
     if node_type == "pair":  # `{ key: function () {…} }`, `{ key: () => … }`, a member of an object below
         key, value = node.child_by_field_name("key"), node.child_by_field_name("value")
-        if key is not None and value is not None and value.type in _JS_FUNCTION_VALUES:
-            name = _text(key).strip("'\"`")
-            return _Decl("function", (name,)) if name else None
+        name = _text(key).strip("'\"`") if key is not None else ""
+        if not name or value is None:
+            return None
+        if value.type in _JS_FUNCTION_VALUES:
+            return _Decl("function", (name,))
+        # `methods: { toggle() {…} }` (a Vue component's options): an object of functions.
+        if value.type == "object" and any(_js_decl(member) is not None for member in value.named_children):
+            return _Decl("object", (name,), value, is_type=False)
         return None
     if node_type in ("internal_module", "module"):
         name = _text(node.child_by_field_name("name")).strip("'\"")
@@ -1144,3 +1181,18 @@ _GRAMMARS: dict[str, _Grammar] = {
         _php_decl, leading=frozenset({"comment"}), transparent=frozenset({"namespace_definition", "compound_statement"})
     ),
 }
+
+
+def _table_grammar(table: LanguageTable, fallback: Callable[[Node], _Decl | None] | None = None) -> _Grammar:
+    """A grammar read by its row of ``definition_table`` (``fallback`` for
+    what the row leaves: Objective-C's C functions and structs)."""
+    def classify(node: Node) -> _Decl | None:
+        found = classify_by_table(table, node)
+        if found is not None:
+            return _Decl(*found)
+        return fallback(node) if fallback is not None else None
+    return _Grammar(classify, table.leading, table.transparent, table.continued_by, table.joins_clauses)
+
+
+for _language, _table in TABLES.items():
+    _GRAMMARS[_language] = _table_grammar(_table, _c_decl if _language == "objc" else None)

@@ -156,7 +156,7 @@ class FileFilter:
             return False
         name = parts[-1]
         ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-        if ext not in self._include and name not in self._include:
+        if ext not in self._include and name.lower() not in self._include:  # `Makefile`, `Gemfile`
             return False
         if name.endswith(_GENERATED_SUFFIXES):
             return False

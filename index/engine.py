@@ -23,6 +23,7 @@ from ctxls.index.errors import (EngineError, InvalidParams, MemoryUnavailable, O
                                 StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
+from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
 from ctxls.index.locate import LocatedFile, Locator
@@ -619,10 +620,12 @@ class Engine:
         files_pending = max(self.progress.total - self.progress.done, 0) if self.indexing else 0
         semantic = self.semantic
         store_error: StoreUnavailable | None = None
+        languages: dict = {}
         try:
             counts = self.store.counts()
             vectors = semantic.vector_count() if semantic else 0
             embedding = semantic.pending() if semantic and semantic.failed is None else 0
+            languages = self._language_counts()
         except StoreUnavailable as exc:
             store_error = exc
             counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
@@ -654,6 +657,7 @@ class Engine:
             "buffers": buffers,
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
             "skipped": skipped_json(self.indexer.skipped),
+            **languages,
             "root": str(self.root),
             "dbPath": self.store.db_path,
             "version": __version__,
@@ -665,6 +669,24 @@ class Engine:
         if memory_error is not None:
             status["memoryError"] = error_json(memory_error)
         return status
+
+    def _language_counts(self) -> dict:
+        """Status's `languages` (files per language, and whether its
+        definitions are read) and `withoutGrammar` (the files in a known
+        language read as line windows, at most STATUS_SKIPPED_LISTED listed)."""
+        conn = self.store.reader()
+        rows = conn.execute("SELECT language, count(*) FROM files GROUP BY language "
+                            "ORDER BY count(*) DESC, language").fetchall()
+        languages = {language or "text": {"files": count, "definitions": reads_definitions(language)}
+                     for language, count in rows}
+        plain = [language for language, info in languages.items()
+                 if not info["definitions"] and language not in PLAIN_LANGUAGES]
+        marks = ",".join("?" * len(plain))
+        count = sum(languages[language]["files"] for language in plain)
+        paths = [row[0] for row in conn.execute(
+            f"SELECT path FROM files WHERE language IN ({marks}) ORDER BY path LIMIT ?",
+            (*plain, STATUS_SKIPPED_LISTED))] if plain else []
+        return {"languages": languages, "withoutGrammar": {"count": count, "files": paths}}
 
     def recent_activity(self, days: float | None = None, since: int | None = None,
                         limit: int = 20) -> list[ActivityItem]:

@@ -101,7 +101,8 @@ def _python_refs(statement: Node) -> list[ImportRef]:
     return [ImportRef(f"{module}:{_dotted(name)}", name.start_point.row) for name in names]
 
 
-_JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+# Vue and Svelte components import as their <script> does.
+_JS_LANGUAGES = frozenset({"javascript", "typescript", "tsx", "vue", "svelte"})
 _JS_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 # TypeScript's ESM resolution: `import "./x.js"` names the compiled output of x.ts.
 _TS_SOURCE_FOR_OUTPUT = {".js": (".ts", ".tsx"), ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import posixpath
+import re
 import threading
 
 from typing import TYPE_CHECKING
@@ -32,17 +33,139 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "rs": "rust",
     "java": "java",
     "c": "c",
-    "h": "c",
+    "h": "cpp",  # see header_language: C++ unless the text says C or Objective-C
     "cc": "cpp",
     "cpp": "cpp",
     "cxx": "cpp",
+    "c++": "cpp",
     "hpp": "cpp",
     "hh": "cpp",
     "hxx": "cpp",
+    "h++": "cpp",
+    "ipp": "cpp",
+    "inl": "cpp",
+    "cu": "cuda",
+    "cuh": "cuda",
     "rb": "ruby",
+    "rake": "ruby",
+    "gemspec": "ruby",
     "php": "php",
     "md": "markdown",
     "markdown": "markdown",
+    "kt": "kotlin",
+    "kts": "kotlin",
+    "swift": "swift",
+    "cs": "csharp",
+    "scala": "scala",
+    "sc": "scala",
+    "sbt": "scala",
+    "ex": "elixir",
+    "exs": "elixir",
+    "lua": "lua",
+    "sh": "bash",
+    "bash": "bash",
+    "zsh": "bash",
+    "ksh": "bash",
+    "dart": "dart",
+    "hs": "haskell",
+    "lhs": "haskell",
+    "ml": "ocaml",
+    "mli": "ocaml_interface",
+    "zig": "zig",
+    "jl": "julia",
+    "r": "r",
+    "m": "objc",
+    "mm": "objc",
+    "erl": "erlang",
+    "hrl": "erlang",
+    "clj": "clojure",
+    "cljs": "clojure",
+    "cljc": "clojure",
+    "edn": "clojure",
+    "vue": "vue",
+    "svelte": "svelte",
+    # Read as text windows (no definitions table yet), named so status can say so.
+    "groovy": "groovy",
+    "gradle": "groovy",
+    "fs": "fsharp",
+    "fsi": "fsharp",
+    "fsx": "fsharp",
+    "vb": "vbnet",
+    "pl": "perl",
+    "pm": "perl",
+    "ps1": "powershell",
+    "psm1": "powershell",
+    "fish": "fish",
+    "nim": "nim",
+    "cr": "crystal",
+    "d": "d",
+    "v": "v",
+    "odin": "odin",
+    "gleam": "gleam",
+    "elm": "elm",
+    "purs": "purescript",
+    "rkt": "racket",
+    "scm": "scheme",
+    "lisp": "commonlisp",
+    "el": "elisp",
+    "fnl": "fennel",
+    "f90": "fortran",
+    "f95": "fortran",
+    "f03": "fortran",
+    "f": "fortran",
+    "for": "fortran",
+    "pas": "pascal",
+    "pp": "pascal",
+    "adb": "ada",
+    "ads": "ada",
+    "cob": "cobol",
+    "cbl": "cobol",
+    "sol": "solidity",
+    "tf": "terraform",
+    "tfvars": "terraform",
+    "hcl": "hcl",
+    "nix": "nix",
+    "sql": "sql",
+    "proto": "proto",
+    "thrift": "thrift",
+    "graphql": "graphql",
+    "gql": "graphql",
+    "glsl": "glsl",
+    "frag": "glsl",
+    "vert": "glsl",
+    "hlsl": "hlsl",
+    "wgsl": "wgsl",
+    "vim": "vim",
+    "tcl": "tcl",
+    "hx": "haxe",
+    "gd": "gdscript",
+    "m4": "m4",
+    "cmake": "cmake",
+    "mk": "make",
+    "bzl": "starlark",
+    "star": "starlark",
+    "astro": "astro",
+    "prisma": "prisma",
+    "rego": "rego",
+    "sv": "verilog",
+    "svh": "verilog",
+    "vhd": "vhdl",
+    "vhdl": "vhdl",
+    "asm": "asm",
+    "s": "asm",
+    "ll": "llvm",
+    "jsonnet": "jsonnet",
+    "libsonnet": "jsonnet",
+    "cshtml": "razor",
+    "razor": "razor",
+    "html": "html",
+    "htm": "html",
+    "css": "css",
+    "scss": "scss",
+    "sass": "sass",
+    "less": "less",
+    "xml": "xml",
+    "tex": "latex",
 }
 
 # Extension-less files whose content is in a known language.
@@ -51,6 +174,18 @@ _LANGUAGE_BY_FILENAME: dict[str, str] = {
     "Rakefile": "ruby",
     "Podfile": "ruby",
     "Vagrantfile": "ruby",
+    "Brewfile": "ruby",
+    "Fastfile": "ruby",
+    "Makefile": "make",
+    "GNUmakefile": "make",
+    "Dockerfile": "dockerfile",
+    "Containerfile": "dockerfile",
+    "Jenkinsfile": "groovy",
+    "Justfile": "make",
+    "BUILD": "starlark",
+    "BUILD.bazel": "starlark",
+    "WORKSPACE": "starlark",
+    "CMakeLists.txt": "cmake",
 }
 
 _DOC_EXTENSIONS = frozenset({"md", "markdown", "rst", "txt", "adoc"})
@@ -60,6 +195,7 @@ _DOC_EXTENSIONS = frozenset({"md", "markdown", "rst", "txt", "adoc"})
 # repositories it is fixtures, lock files or generated data.
 DEFAULT_INCLUDE: tuple[str, ...] = (
     *_LANGUAGE_BY_EXTENSION,
+    *_LANGUAGE_BY_FILENAME,
     "rst",
     "txt",
     "adoc",
@@ -68,7 +204,6 @@ DEFAULT_INCLUDE: tuple[str, ...] = (
     "yml",
     "ini",
     "cfg",
-    "sh",
 )
 
 
@@ -78,12 +213,63 @@ def _extension(path: str) -> str:
     return extension.lower() if dot and stem else ""
 
 
-def language_for_path(path: str) -> str | None:
-    """The language whose chunker handles ``path``, or None for plain text."""
+def language_for_path(path: str, text: str | None = None) -> str | None:
+    """The language of ``path`` (None for prose, config and unknown text).
+    ``text``, when given, settles what the name cannot: a ``.h`` file's."""
+    name = posixpath.basename(path.replace("\\", "/"))
+    if name in _LANGUAGE_BY_FILENAME:
+        return _LANGUAGE_BY_FILENAME[name]
     extension = _extension(path)
-    if extension:
-        return _LANGUAGE_BY_EXTENSION.get(extension)
-    return _LANGUAGE_BY_FILENAME.get(posixpath.basename(path.replace("\\", "/")))
+    if extension == "h" and text is not None:
+        return header_language(text)
+    if extension == "m" and text is not None and _MATLAB.search(text[:4096]) \
+            and not _OBJC.search(text[:65536]):
+        return "matlab"
+    return _LANGUAGE_BY_EXTENSION.get(extension) if extension else None
+
+
+# Signs a header is Objective-C or C++ (C++ also when it says neither: its
+# grammar reads C's declarations alike, and a C++ class read as C is lost).
+_OBJC = re.compile(r"^\s*(?:@interface|@protocol|@implementation|#import)\b", re.MULTILINE)
+_CPP = re.compile(r"^\s*(?:(?:template\s*<)|(?:namespace\s+\w)|(?:class\s+\w+[^;]*$)|(?:public:|private:|protected:)"
+                  r"|(?:using\s+namespace\b))|\bstd::|\w::\w", re.MULTILINE)
+# A C header says so: `extern "C"` guards written for C++ callers mean the file is C.
+_C_ONLY = re.compile(r'#\s*ifdef\s+__cplusplus|\bextern\s+"C"', re.MULTILINE)
+_MATLAB = re.compile(r"^\s*(?:function\s+(?:\[?[\w, ]*\]?\s*=\s*)?\w+\s*\(|%\s)", re.MULTILINE)
+
+
+def header_language(text: str) -> str:
+    """The grammar for a ``.h`` file: Objective-C, C++, or C when the text
+    says it is written for C (an `extern "C"` guard) and shows nothing of C++."""
+    head = text[:65536]
+    if _OBJC.search(head):
+        return "objc"
+    if _CPP.search(head):
+        return "cpp"
+    return "c" if _C_ONLY.search(head) else "cpp"
+
+
+# Vue and Svelte components: their <script> blocks are JavaScript or TypeScript.
+_SCRIPT_BLOCK = re.compile(r"<script\b([^>]*)>(.*?)</script\s*>", re.DOTALL | re.IGNORECASE)
+_SCRIPT_LANG = re.compile(r"""\blang\s*=\s*["']?(ts|typescript|tsx|js|javascript|jsx)""", re.IGNORECASE)
+COMPONENT_LANGUAGES = frozenset({"vue", "svelte"})
+
+
+def script_view(text: str) -> tuple[str, str]:
+    """(grammar, text) for a Vue or Svelte component: its <script> blocks as
+    they stand, every other character blanked (newlines kept, so rows and
+    the script's byte columns are the file's)."""
+    encoded = text.encode("utf-8", "replace")
+    kept = bytearray(0x0A if byte == 0x0A else 0x20 for byte in encoded)
+    language = "javascript"
+    for match in _SCRIPT_BLOCK.finditer(text):
+        lang = _SCRIPT_LANG.search(match.group(1))
+        if lang and lang.group(1).lower().startswith("t"):
+            language = "typescript"
+        start = len(text[:match.start(2)].encode("utf-8", "replace"))
+        end = start + len(match.group(2).encode("utf-8", "replace"))
+        kept[start:end] = encoded[start:end]
+    return language, kept.decode("utf-8", "replace")
 
 
 # Configuration and data: their own recall kind, so a CI file that names a

@@ -93,7 +93,7 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #    (`exports = module.exports = internals.Server = class {…}`); the
 #    functions of an `export default {…}` object (also `<T>{…}`,
 #    `{…} satisfies T`) are definitions.
-CHUNKER_VERSION = 9
+CHUNKER_VERSION = 10
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"

@@ -1227,7 +1227,12 @@ def test_line_windows_trim_blank_lines_and_skip_blank_windows() -> None:
 
 
 def test_unknown_extension_gets_windows() -> None:
-    check("Makefile", "all:\n\tcc main.c\n", [(None, "window", 0, 1)], "text")
+    check("notes.xyz", "all:\n\tcc main.c\n", [(None, "window", 0, 1)], "text")
+
+
+def test_a_language_without_a_definitions_table_gets_windows_named_by_its_language() -> None:
+    check("Makefile", "all:\n\tcc main.c\n", [(None, "window", 0, 1)], "make")
+    check("src/Main.fs", "let main argv =\n    printfn \"hi\"\n    0\n", [(None, "window", 0, 2)], "fsharp")
 
 
 # --- Long chunks ------------------------------------------------------------

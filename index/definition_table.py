@@ -1,0 +1,410 @@
+"""What defines a name, per language, as table rows: for the languages read
+by rules rather than by code of their own (Kotlin, Swift, C#, Scala, Elixir,
+Lua, shell, Dart, Haskell, OCaml, Zig, Julia, R, Objective-C, Erlang,
+Clojure, …), a row says which syntax nodes are definitions, of what kind,
+where the name is and where the members are. Adding a language is adding a
+row (and a fixture in tests/fixtures/languages).
+
+A *path* leads from a node to another, steps separated by "/":
+
+* ``field``: the child under that field name;
+* ``:a|b``: the first named child of type ``a`` or ``b``;
+* ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``;
+  ``field=a|b``: the child under that field, only if of type ``a`` or ``b``.
+
+A name is read as the code writes it and cut at the first space or
+bracket (``Cache<V>`` -> ``Cache``, ``Circle <: Shape`` -> ``Circle``); its
+``.``/``:`` separated parts qualify it (Lua's ``M.setup``, ``Segment:width``,
+C#'s ``namespace Shop.Orders``).
+
+The shapes no rule can say (a definition that is a call, as Elixir's ``def``
+and Clojure's ``(defn …)``; a function assigned, as R's ``f <- function``)
+have a small function of their own in ``custom``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from tree_sitter import Node
+
+
+class Definition(NamedTuple):
+    """What a node defines (the chunker's reading of it)."""
+
+    kind: str  # "function" becomes "method" directly inside a type
+    name: tuple[str, ...]
+    members: Node | None = None  # the node whose named children are its members
+    is_type: bool = True  # functions among the members are methods
+
+
+@dataclass(frozen=True)
+class Rule:
+    kind: str
+    name: str = "name"  # path to the name
+    members: str | None = None  # path to the members' parent; "." the node itself
+    # An unnamed child token that changes the kind: Swift's `struct`, Kotlin's `interface`.
+    keywords: Mapping[str, str] = field(default_factory=dict)
+    # Path to the type an extension function is declared on (Kotlin's `fun String.toSku()`).
+    receiver: str | None = None
+    # A path that must lead somewhere for the rule to apply (R: the value is a function).
+    requires: str | None = None
+    is_type: bool = True  # False for namespaces: their functions stay functions
+
+
+@dataclass(frozen=True)
+class LanguageTable:
+    rules: Mapping[str, Rule | tuple[Rule, ...]]
+    # Nodes attached to the definition right below them: comments, attributes, docstrings.
+    leading: frozenset[str]
+    # Non-definitions whose children are walked as if they were siblings.
+    transparent: frozenset[str] = frozenset()
+    # Nodes that finish the definition before them (Dart's body follows its signature).
+    continued_by: frozenset[str] = frozenset()
+    # Consecutive clauses of one function are one definition (Haskell, Erlang, Elixir).
+    joins_clauses: bool = False
+    # node type -> a function reading the shapes a rule cannot say
+    custom: Mapping[str, Callable[[Node], Definition | None]] = field(default_factory=dict)
+
+
+def follow(node: Node | None, path: str) -> Node | None:
+    """The node ``path`` leads to from ``node``, or None."""
+    if path == ".":
+        return node
+    for step in path.split("/"):
+        if node is None:
+            return None
+        if step.startswith(":"):
+            types = step[1:].split("|")
+            node = next((child for child in node.named_children if child.type in types), None)
+        elif step == "0" or step.startswith("0="):
+            node = node.named_child(0) if node.named_child_count else None
+            if node is not None and step.startswith("0=") and node.type not in step[2:].split("|"):
+                return None
+        else:
+            field_name, _, types = step.partition("=")
+            node = node.child_by_field_name(field_name)
+            if node is not None and types and node.type not in types.split("|"):
+                return None
+    return node
+
+
+_NAME = re.compile(r"[^\s<(\[{,;=]+")
+
+
+def name_parts(text: str) -> tuple[str, ...]:
+    """``Bank.Account`` -> (Bank, Account); ``Cache<V>`` -> (Cache,); quotes dropped."""
+    match = _NAME.search(text.strip().strip("'\"`"))
+    if match is None:
+        return ()
+    return tuple(part for part in re.split(r"[.:]+", match.group(0).strip("'\"`")) if part)
+
+
+def text(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+
+
+def classify(table: LanguageTable, node: Node) -> Definition | None:
+    """What ``node`` defines by ``table``, or None."""
+    custom = table.custom.get(node.type)
+    if custom is not None:
+        found = custom(node)
+        if found is not None:
+            return found
+    rules = table.rules.get(node.type)
+    if rules is None:
+        return None
+    for rule in rules if isinstance(rules, tuple) else (rules,):
+        if rule.requires is not None and follow(node, rule.requires) is None:
+            continue
+        name = name_parts(text(follow(node, rule.name)))
+        if not name:
+            continue
+        if rule.receiver is not None and (receiver := follow(node, rule.receiver)) is not None:
+            name = (*name_parts(text(receiver))[-1:], *name)
+        kind = rule.kind
+        for child in node.children:
+            if not child.is_named and child.type in rule.keywords:
+                kind = rule.keywords[child.type]
+                break
+        members = follow(node, rule.members) if rule.members is not None else None
+        return Definition(kind, name, members, rule.is_type)
+    return None
+
+
+# --- shapes of their own ------------------------------------------------------------
+
+_ELIXIR_FUNCTIONS = frozenset({"def", "defp", "defmacro", "defmacrop", "defguard", "defguardp",
+                               "defdelegate", "defn", "defnp"})
+# "namespace", not "module": that kind is the residue's (lines outside every definition).
+_ELIXIR_MODULES = {"defmodule": "namespace", "defprotocol": "protocol", "defimpl": "impl"}
+
+
+def _elixir_call(node: Node) -> Definition | None:
+    """`defmodule A.B do … end`, `def f(x) when … do … end`, `defp g, do: …`."""
+    target = text(node.child_by_field_name("target"))
+    arguments = next((child for child in node.named_children if child.type == "arguments"), None)
+    first = arguments.named_child(0) if arguments is not None and arguments.named_child_count else None
+    if first is None:
+        return None
+    if target in _ELIXIR_MODULES:
+        body = next((child for child in node.named_children if child.type == "do_block"), None)
+        name = name_parts(text(first))
+        return Definition(_ELIXIR_MODULES[target], name, body, False) if name else None
+    if target in _ELIXIR_FUNCTIONS:
+        head = first
+        if head.type == "binary_operator":  # `f(x) when is_integer(x)`
+            head = head.child_by_field_name("left") or head
+        if head.type == "call":
+            head = head.child_by_field_name("target") or head
+        name = name_parts(text(head))
+        return Definition("function", name[-1:]) if name and head.type == "identifier" else None
+    return None
+
+
+_CLOJURE_DEFINITIONS = {"defn": "function", "defn-": "function", "defmacro": "macro",
+                        "defmulti": "function", "defmethod": "method", "def": "constant",
+                        "defonce": "constant", "defprotocol": "protocol", "defrecord": "record",
+                        "deftype": "class", "definterface": "interface", "defstruct": "struct"}
+
+
+def _clojure_list(node: Node) -> Definition | None:
+    """`(defn name …)`, `(defprotocol Name …)`: the head symbol says the kind."""
+    symbols = [child for child in node.named_children if child.type not in ("comment", "meta_lit")][:2]
+    if len(symbols) < 2 or symbols[0].type != "sym_lit" or symbols[1].type != "sym_lit":
+        return None
+    kind = _CLOJURE_DEFINITIONS.get(text(symbols[0]).rpartition("/")[2])
+    name_node = next((child for child in symbols[1].named_children if child.type == "sym_name"), symbols[1])
+    name = text(name_node)
+    return Definition(kind, (name,)) if kind and name else None
+
+
+def _r_assignment(node: Node) -> Definition | None:
+    """`f <- function(x) …`, `f = function(x) …`, `function(x) … -> f`."""
+    lhs, rhs = node.child_by_field_name("lhs"), node.child_by_field_name("rhs")
+    operator = text(node.child_by_field_name("operator"))
+    if operator in ("->", "->>"):
+        lhs, rhs = rhs, lhs
+    if lhs is None or rhs is None or rhs.type != "function_definition" \
+            or lhs.type not in ("identifier", "string", "dollar", "namespace_operator"):
+        return None
+    name = name_parts(text(lhs).replace("$", "."))
+    return Definition("function", name) if name else None
+
+
+def _julia_assignment(node: Node) -> Definition | None:
+    """`f(x) = x + 1`: a function in one line."""
+    head = follow(node, "0=call_expression")
+    name = name_parts(text(follow(head, "0"))) if head is not None else ()
+    return Definition("function", name) if name else None
+
+
+_OBJC_CONTAINERS = {"class_interface": "interface", "class_implementation": "class",
+                    "protocol_declaration": "protocol", "category_interface": "interface",
+                    "category_implementation": "class"}
+
+
+def _objc_container(node: Node) -> Definition | None:
+    """`@implementation Name … @end`: the members are the node's own children."""
+    name = text(follow(node, ":identifier"))
+    return Definition(_OBJC_CONTAINERS[node.type], (name,), node) if name else None
+
+
+# --- the rows ----------------------------------------------------------------------
+
+_C_COMMENTS = frozenset({"comment", "line_comment", "block_comment", "multiline_comment"})
+
+KOTLIN = LanguageTable(
+    rules={
+        "class_declaration": Rule("class", ":type_identifier", ":class_body|enum_class_body",
+                                  keywords={"interface": "interface"}),
+        "object_declaration": Rule("object", ":type_identifier", ":class_body"),
+        "function_declaration": Rule("function", ":simple_identifier", receiver="receiver"),
+        "type_alias": Rule("type", ":type_identifier"),
+    },
+    leading=_C_COMMENTS,
+    # A companion object's members are its class's (`Inventory.empty()`).
+    transparent=frozenset({"companion_object", "class_body"}),
+)
+
+SWIFT = LanguageTable(
+    rules={
+        "class_declaration": Rule("class", "name", "body", keywords={
+            "struct": "struct", "enum": "enum", "extension": "extension", "actor": "class"}),
+        "protocol_declaration": Rule("protocol", "name", "body"),
+        "function_declaration": Rule("function"),
+        "protocol_function_declaration": Rule("function"),
+        "init_declaration": Rule("function", "."),  # `init(…)`: the keyword is its name
+        "typealias_declaration": Rule("type"),
+    },
+    leading=_C_COMMENTS,
+)
+
+_CSHARP_TYPE = {"class_declaration": "class", "struct_declaration": "struct",
+                "interface_declaration": "interface", "record_declaration": "record",
+                "record_struct_declaration": "record", "enum_declaration": "enum"}
+CSHARP = LanguageTable(
+    rules={
+        **{node_type: Rule(kind, "name", "body") for node_type, kind in _CSHARP_TYPE.items()},
+        "namespace_declaration": Rule("namespace", "name", "body", is_type=False),
+        "method_declaration": Rule("function"),
+        "constructor_declaration": Rule("function"),
+        "destructor_declaration": Rule("function"),
+        "local_function_statement": Rule("function"),
+        "operator_declaration": Rule("function", "operator"),
+        "delegate_declaration": Rule("type"),
+        "property_declaration": Rule("property", requires=":accessor_list|arrow_expression_clause"),
+    },
+    leading=frozenset({"comment", "attribute_list"}),
+    transparent=frozenset({"file_scoped_namespace_declaration", "preproc_if", "preproc_region"}),
+)
+
+SCALA = LanguageTable(
+    rules={
+        "class_definition": Rule("class", "name", "body"),
+        "trait_definition": Rule("trait", "name", "body"),
+        "object_definition": Rule("object", "name", "body"),
+        "enum_definition": Rule("enum", "name", "body"),
+        "function_definition": Rule("function"),
+        "function_declaration": Rule("function"),
+        "type_definition": Rule("type"),
+        "given_definition": Rule("object"),
+        "extension_definition": Rule("extension", "parameters/0/type", "body"),
+    },
+    leading=frozenset({"comment", "block_comment", "annotation"}),
+    transparent=frozenset({"package_clause", "template_body"}),
+)
+
+ELIXIR = LanguageTable(
+    rules={}, leading=frozenset({"comment", "unary_operator"}), joins_clauses=True,
+    custom={"call": _elixir_call},
+)
+
+LUA = LanguageTable(
+    rules={
+        "function_declaration": Rule("function"),
+        # `M.refresh = function() … end`, `local f = function() … end`
+        "assignment_statement": Rule("function", "0=variable_list/0",
+                                     requires=":expression_list/0=function_definition"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=frozenset({"variable_declaration"}),
+)
+
+BASH = LanguageTable(
+    rules={"function_definition": Rule("function")},
+    leading=frozenset({"comment"}),
+)
+
+_DART_SIGNATURES = ":function_signature|getter_signature|setter_signature|constructor_signature|" \
+                   "factory_constructor_signature|redirecting_factory_constructor_signature|" \
+                   "operator_signature|constant_constructor_signature"
+DART = LanguageTable(
+    rules={
+        "class_definition": Rule("class", "name", "body"),
+        "mixin_declaration": Rule("class", ":identifier", ":class_body"),
+        "extension_declaration": Rule("extension", "name", "body"),
+        "enum_declaration": Rule("enum", "name", "body"),
+        "function_signature": Rule("function"),
+        "getter_signature": Rule("function"),
+        "method_signature": Rule("function", f"{_DART_SIGNATURES}/name"),
+        "declaration": Rule("function", f"{_DART_SIGNATURES}/name"),
+        "type_alias": Rule("type", ":type_identifier"),
+    },
+    leading=frozenset({"comment", "documentation_comment", "annotation", "marker_annotation"}),
+    continued_by=frozenset({"function_body"}),
+)
+
+HASKELL = LanguageTable(
+    rules={
+        "function": Rule("function"),
+        "bind": Rule("function"),
+        "signature": Rule("function"),
+        "data_type": Rule("type"),
+        "newtype": Rule("type"),
+        "type_synomym": Rule("type"),
+        "type_family": Rule("type"),
+        "class": Rule("class", "name", "declarations"),
+        "instance": Rule("impl", "name", "declarations"),
+    },
+    leading=frozenset({"comment", "haddock", "pragma"}),
+    transparent=frozenset({"declarations", "class_declarations", "instance_declarations"}),
+    joins_clauses=True,
+)
+
+OCAML = LanguageTable(
+    rules={
+        "value_definition": Rule("function", ":let_binding/pattern"),
+        "type_definition": Rule("type", ":type_binding/name"),
+        "exception_definition": Rule("type", ":constructor_declaration/:constructor_name"),
+        "module_definition": Rule("namespace", ":module_binding/:module_name",
+                                  ":module_binding/body", is_type=False),
+        "module_type_definition": Rule("interface", ":module_type_name", "body"),
+        "class_definition": Rule("class", ":class_binding/name", ":class_binding/body"),
+        "external": Rule("function", ":value_name"),
+        "value_specification": Rule("function", ":value_name"),
+    },
+    leading=frozenset({"comment"}),
+)
+
+ZIG = LanguageTable(
+    rules={
+        "Decl": (
+            Rule("function", ":FnProto/function"),
+            Rule("struct", ":VarDecl/variable_type_function",
+                 ":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl",
+                 requires=":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl"),
+        ),
+    },
+    leading=frozenset({"line_comment", "doc_comment", "container_doc_comment"}),
+)
+
+JULIA = LanguageTable(
+    rules={
+        "function_definition": (Rule("function", ":signature/0=call_expression/0"),
+                                Rule("function", ":signature/0=where_expression/0/0")),
+        "macro_definition": Rule("macro", ":signature/0=call_expression/0"),
+        "struct_definition": Rule("struct", ":type_head/0"),
+        "abstract_definition": Rule("type", ":type_head/0"),
+        "primitive_definition": Rule("type", ":type_head/0"),
+        "module_definition": Rule("namespace", "name", ":block", is_type=False),
+        "const_statement": Rule("constant", ":assignment/0"),
+    },
+    leading=frozenset({"line_comment", "block_comment", "string_literal"}),
+    custom={"assignment": _julia_assignment},
+)
+
+R = LanguageTable(rules={}, leading=frozenset({"comment"}), custom={"binary_operator": _r_assignment})
+
+OBJC = LanguageTable(
+    rules={
+        "method_definition": Rule("function", ":identifier"),
+        "method_declaration": Rule("function", ":identifier"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=frozenset({"implementation_definition", "preproc_if", "preproc_ifdef",
+                           "preproc_else", "linkage_specification"}),
+    custom={node_type: _objc_container for node_type in _OBJC_CONTAINERS},
+)
+
+ERLANG = LanguageTable(
+    rules={
+        "fun_decl": Rule("function", ":function_clause/name"),
+        "record_decl": Rule("record"),
+        "type_alias": Rule("type", "name/0"),
+        "pp_define": Rule("macro", "lhs/name"),
+    },
+    leading=frozenset({"comment"}),
+    joins_clauses=True,
+)
+
+CLOJURE = LanguageTable(rules={}, leading=frozenset({"comment"}), custom={"list_lit": _clojure_list})
+
+TABLES: dict[str, LanguageTable] = {
+    "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
+    "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
+    "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
+}

@@ -1,0 +1,409 @@
+"""Languages read by their rows of index/definition_table.py: one small real
+file per language in tests/fixtures/languages, with the definitions it must
+yield (qualified name, kind, first and last line, 0-based), in the style of
+the chunker's tables; recall finds each language's functions by name, and
+status says which files were read without a grammar."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ctxls.impact import analysis
+from ctxls.index.chunker import chunk_file, definition_chunks, split_lines
+from ctxls.index.discovery import DiscoveryOptions
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.languages import header_language, language_for_path
+
+FIXTURES = Path(__file__).parent / "fixtures" / "languages"
+
+# (file, language, [(symbol, kind, start line, end line)]): the file's definitions.
+DEFINITIONS = [
+    ('Cache.swift', 'swift', [
+        ('Cacheable', 'protocol', 2, 5),
+        ('Entry', 'struct', 7, 10),
+        ('Cache', 'class', 12, 15),
+        ('Cache.init', 'method', 16, 18),
+        ('Cache.insert', 'method', 20, 22),
+        ('Cache.lookup', 'method', 24, 29),
+        ('CachePolicy', 'enum', 32, 35),
+        ('Cache', 'extension', 37, 37),
+        ('Cache.evictExpired', 'method', 38, 41),
+        ('makeDefaultCache', 'function', 44, 48),
+    ]),
+    ('Counter.svelte', 'svelte', [
+        ('increment', 'function', 7, 10),
+        ('reset', 'function', 12, 15),
+    ]),
+    ('Inventory.kt', 'kotlin', [
+        ('Item', 'class', 5, 5),
+        ('StockListener', 'interface', 7, 7),
+        ('StockListener.onChange', 'method', 8, 8),
+        ('Inventory', 'class', 11, 13),
+        ('Inventory.restock', 'method', 14, 20),
+        ('Inventory.lowStock', 'method', 22, 23),
+        ('Inventory.empty', 'method', 26, 28),
+        ('Clock', 'object', 32, 32),
+        ('Clock.now', 'method', 33, 33),
+        ('String.toSku', 'function', 36, 36),
+        ('reportLowStock', 'function', 38, 43),
+    ]),
+    ('OrderService.cs', 'csharp', [
+        ('Shop.Orders', 'namespace', 3, 4),
+        ('Shop.Orders.IOrderRepository', 'interface', 5, 6),
+        ('Shop.Orders.IOrderRepository.Find', 'method', 7, 7),
+        ('Shop.Orders.IOrderRepository.Save', 'method', 8, 8),
+        ('Shop.Orders.Order', 'record', 11, 11),
+        ('Shop.Orders.OrderService', 'class', 13, 16),
+        ('Shop.Orders.OrderService.OrderService', 'method', 17, 20),
+        ('Shop.Orders.OrderService.TotalFor', 'method', 22, 30),
+        ('Shop.Orders.OrderService.Status', 'property', 32, 32),
+        ('Shop.Orders.OrderService.Close', 'method', 34, 38),
+        ('Shop.Orders.Money', 'struct', 41, 43),
+        ('Shop.Orders.Money.ToString', 'method', 44, 44),
+        ('Shop.Orders.OrderState', 'enum', 47, 47),
+    ]),
+    ('Queue.hs', 'haskell', [
+        ('Queue', 'type', 11, 12),
+        ('Container', 'class', 14, 14),
+        ('Container.size', 'method', 15, 15),
+        ('Container', 'impl', 17, 17),
+        ('Container.size', 'method', 18, 18),
+        ('empty', 'function', 20, 21),
+        ('push', 'function', 23, 24),
+        ('pop', 'function', 26, 29),
+        ('Size', 'type', 31, 31),
+        ('drain', 'function', 33, 36),
+    ]),
+    ('RequestQueue.m', 'objc', [
+        ('RequestQueue', 'interface', 2, 5),
+        ('RequestQueue', 'class', 7, 8),
+        ('RequestQueue.init', 'method', 9, 15),
+        ('RequestQueue.enqueue', 'method', 17, 20),
+        ('RequestQueue.startNextIfIdle', 'method', 22, 29),
+        ('RequestQueue.sharedQueue', 'method', 31, 37),
+        ('DescribeRequest', 'function', 41, 43),
+    ]),
+    ('Router.scala', 'scala', [
+        ('Route', 'class', 4, 5),
+        ('Middleware', 'trait', 7, 7),
+        ('Middleware.wrap', 'method', 8, 8),
+        ('Router', 'class', 11, 13),
+        ('Router.add', 'method', 14, 16),
+        ('Router.dispatch', 'method', 18, 23),
+        ('Router', 'object', 26, 26),
+        ('Router.empty', 'method', 27, 27),
+        ('Method', 'enum', 32, 34),
+        ('serve', 'function', 36, 38),
+    ]),
+    ('TodoList.vue', 'vue', [
+        ('data', 'function', 16, 18),
+        ('computed', 'object', 19, 19),
+        ('computed.visible', 'function', 20, 22),
+        ('methods', 'object', 24, 24),
+        ('methods.toggle', 'function', 25, 27),
+        ('formatTitle', 'function', 31, 33),
+    ]),
+    ('bank_account.ex', 'elixir', [
+        ('Bank.Account', 'namespace', 0, 6),
+        ('Bank.Account.open', 'function', 7, 10),
+        ('Bank.Account.deposit', 'function', 12, 14),
+        ('Bank.Account.withdraw', 'function', 16, 22),
+        ('Bank.Account.audit', 'function', 24, 24),
+        ('Bank.Account.with_account', 'function', 26, 31),
+        ('Bank.Describable', 'protocol', 34, 34),
+        ('Bank.Describable.describe', 'function', 35, 35),
+        ('Bank.Ledger', 'namespace', 38, 38),
+        ('Bank.Ledger.transfer', 'function', 39, 43),
+    ]),
+    ('deploy.sh', 'bash', [
+        ('log', 'function', 6, 8),
+        ('build_archive', 'function', 10, 15),
+        ('upload_to_host', 'function', 17, 21),
+        ('main', 'function', 23, 30),
+    ]),
+    ('kalman.jl', 'julia', [
+        ('Kalman', 'namespace', 0, 3),
+        ('Kalman.KalmanFilter', 'struct', 4, 10),
+        ('Kalman.AbstractModel', 'type', 12, 12),
+        ('Kalman.ConstantVelocity', 'struct', 14, 16),
+        ('Kalman.transition', 'function', 18, 20),
+        ('Kalman.predict!', 'function', 22, 27),
+        ('Kalman.update!', 'function', 29, 34),
+        ('Kalman.innovation', 'function', 36, 36),
+        ('Kalman.checked', 'macro', 38, 40),
+    ]),
+    ('lexer.ml', 'ocaml', [
+        ('token', 'type', 2, 6),
+        ('Lex_error', 'type', 8, 8),
+        ('is_digit', 'function', 10, 10),
+        ('read_int', 'function', 12, 15),
+        ('tokenize', 'function', 17, 30),
+        ('Printer', 'namespace', 32, 32),
+        ('Printer.show', 'function', 33, 37),
+        ('SOURCE', 'interface', 40, 40),
+        ('SOURCE.next', 'method', 41, 41),
+    ]),
+    ('rate_limiter.erl', 'erlang', [
+        ('state', 'record', 7, 7),
+        ('start_link', 'function', 9, 10),
+        ('allow', 'function', 12, 13),
+        ('init', 'function', 15, 16),
+        ('handle_call', 'function', 18, 21),
+        ('handle_cast', 'function', 23, 24),
+        ('refill', 'function', 26, 27),
+    ]),
+    ('ring_buffer.zig', 'zig', [
+        ('RingBuffer', 'struct', 2, 7),
+        ('RingBuffer.init', 'method', 8, 10),
+        ('RingBuffer.write', 'method', 12, 16),
+        ('RingBuffer.isFull', 'method', 18, 20),
+        ('RingBuffer.mask', 'method', 22, 24),
+        ('Color', 'struct', 27, 27),
+        ('fill', 'function', 29, 33),
+    ]),
+    ('shopping_cart.clj', 'clojure', [
+        ('empty-cart', 'constant', 4, 4),
+        ('add-item', 'function', 6, 9),
+        ('line-total', 'function', 11, 12),
+        ('total', 'function', 14, 15),
+        ('discount', 'function', 17, 17),
+        ('discount', 'method', 19, 20),
+        ('Priced', 'protocol', 22, 23),
+        ('Product', 'record', 25, 27),
+        ('with-cart', 'macro', 29, 30),
+        ('checkout', 'function', 32, 33),
+    ]),
+    ('statusline.lua', 'lua', [
+        ('mode_name', 'function', 8, 11),
+        ('M.setup', 'function', 13, 15),
+        ('M.render', 'function', 17, 24),
+        ('Segment.new', 'function', 29, 31),
+        ('Segment.width', 'function', 33, 35),
+        ('M.refresh', 'function', 37, 39),
+    ]),
+    ('summarise.R', 'r', [
+        ('clean_responses', 'function', 4, 7),
+        ('summarise_by_group', 'function', 9, 12),
+        ('weighted_mean', 'function', 14, 16),
+        ('report', 'function', 18, 24),
+    ]),
+    ('todo_store.dart', 'dart', [
+        ('Todo', 'class', 2, 6),
+        ('Todo.Todo', 'method', 7, 7),
+        ('Todo.toggled', 'method', 9, 9),
+        ('TodoRepository', 'class', 12, 12),
+        ('TodoRepository.load', 'method', 13, 13),
+        ('TodoRepository.save', 'method', 14, 14),
+        ('Logging', 'class', 17, 17),
+        ('Logging.log', 'method', 18, 20),
+        ('TodoStore', 'class', 23, 27),
+        ('TodoStore.TodoStore', 'method', 28, 28),
+        ('TodoStore.changes', 'method', 30, 30),
+        ('TodoStore.add', 'method', 32, 37),
+        ('Filter', 'enum', 40, 40),
+        ('TodoFilters', 'extension', 42, 42),
+        ('TodoFilters.where', 'method', 43, 43),
+        ('countOpen', 'function', 46, 48),
+    ]),
+]
+
+
+def definitions(name: str) -> list[tuple[str, str, int, int]]:
+    parsed = definition_chunks(name, (FIXTURES / name).read_text())
+    return [(s.symbol, s.symbol_kind, s.start_line, s.end_line) for s in parsed.symbols]
+
+
+@pytest.mark.parametrize(("name", "language", "expected"), DEFINITIONS, ids=[row[0] for row in DEFINITIONS])
+def test_each_language_yields_its_named_definitions_at_their_lines(name, language, expected):
+    text = (FIXTURES / name).read_text()
+    assert language_for_path(name, text) == language
+    assert definitions(name) == expected
+    # The packed chunks keep the chunker's invariants: each chunk is exactly
+    # its lines, and none is 1-2 lines long while the file has more.
+    lines = split_lines(text)
+    parsed = chunk_file(name, text)
+    assert parsed.language == language
+    for chunk in parsed.chunks:
+        assert chunk.text == "\n".join(lines[chunk.start_line:chunk.end_line + 1])
+        assert chunk.end_line - chunk.start_line + 1 > 2, (chunk.symbol, chunk.start_line)
+    named = {name for chunk in parsed.chunks for name in chunk.names}
+    assert named == {symbol for symbol, *_ in expected}
+
+
+@pytest.mark.parametrize(("name", "language", "expected"), DEFINITIONS, ids=[row[0] for row in DEFINITIONS])
+def test_crlf_files_yield_the_same_definitions(name, language, expected, tmp_path):
+    crlf = (FIXTURES / name).read_text().replace("\n", "\r\n")
+    parsed = definition_chunks(name, crlf)
+    assert [(s.symbol, s.symbol_kind, s.start_line, s.end_line) for s in parsed.symbols] == expected
+
+
+def test_broken_input_in_every_language_still_chunks():
+    for name, language, _ in DEFINITIONS:
+        text = (FIXTURES / name).read_text()
+        for broken in (text[: len(text) // 2], text.replace("(", "", 3), "\x00" + text[::-1]):
+            parsed = chunk_file(name, broken)
+            lines = split_lines(broken)
+            assert all(c.text == "\n".join(lines[c.start_line:c.end_line + 1]) for c in parsed.chunks)
+            assert parsed.chunks or not broken.strip()
+
+
+# Header texts: C++ when the text shows C++ or nothing either way; C only
+# when written for C (an `extern "C"` guard and nothing of C++); Objective-C by its keywords.
+CPP_HEADER = "#pragma once\nnamespace geo {\nclass Point {\n public:\n  double x;\n};\n}\n"
+PLAIN_HEADER = "#pragma once\nint area(int w, int h);\n"
+C_HEADER = ('#ifndef LIST_H\n#define LIST_H\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
+            "struct node { int value; struct node *next; };\nint list_length(struct node *head);\n"
+            "#ifdef __cplusplus\n}\n#endif\n#endif\n")
+OBJC_HEADER = "#import <Foundation/Foundation.h>\n@interface Queue : NSObject\n- (void)push;\n@end\n"
+
+
+def test_a_header_is_cpp_unless_its_text_says_c_or_objective_c():
+    assert header_language(CPP_HEADER) == "cpp"
+    assert header_language(PLAIN_HEADER) == "cpp"
+    assert header_language(C_HEADER) == "c"
+    assert header_language(OBJC_HEADER) == "objc"
+    assert language_for_path("include/geo/point.h") == "cpp"
+    parsed = definition_chunks("include/geo/point.h", CPP_HEADER)
+    assert parsed.language == "cpp"
+    assert [(s.symbol, s.symbol_kind) for s in parsed.symbols] == [("geo", "namespace"), ("geo.Point", "class")]
+    assert [s.symbol for s in definition_chunks("src/list.h", C_HEADER).symbols] == ["node"]
+
+
+def test_a_components_script_is_read_at_the_files_own_lines():
+    vue = (FIXTURES / "TodoList.vue").read_text()
+    lines = split_lines(vue)
+    toggle = next(s for s in definition_chunks("TodoList.vue", vue).symbols if s.symbol == "methods.toggle")
+    assert lines[toggle.start_line].strip() == "toggle(todo) {"
+    # Without a <script>, a component is its template: windows, no definitions.
+    parsed = chunk_file("Empty.vue", "<template>\n  <p>hi</p>\n</template>\n")
+    assert parsed.symbols == [] and parsed.chunks
+
+
+@pytest.fixture(scope="module")
+def polyglot(tmp_path_factory) -> Engine:
+    root = tmp_path_factory.mktemp("polyglot")
+    for fixture in FIXTURES.iterdir():
+        (root / fixture.name).write_bytes(fixture.read_bytes())
+    (root / "Makefile").write_text("release:\n\t./deploy.sh prod-1 prod-2\n")
+    (root / "Program.fs").write_text("let greet name =\n    printfn \"hello %s\" name\n")
+    (root / "Blob.kt").write_bytes(b"\x00\x01binary")
+    engine = Engine(root, EngineOptions(discovery=DiscoveryOptions()))
+    engine.index()
+    return engine
+
+
+# One function per language, asked for by its name as a user would type it.
+RECALLED = [
+    ("Cache.swift", "evictExpired", "Cache.evictExpired"),
+    ("Counter.svelte", "increment", "increment"),
+    ("Inventory.kt", "restock", "Inventory.restock"),
+    ("OrderService.cs", "TotalFor", "Shop.Orders.OrderService.TotalFor"),
+    ("Queue.hs", "drain", "drain"),
+    ("RequestQueue.m", "startNextIfIdle", "RequestQueue.startNextIfIdle"),
+    ("Router.scala", "dispatch", "Router.dispatch"),
+    ("TodoList.vue", "formatTitle", "formatTitle"),
+    ("bank_account.ex", "withdraw", "Bank.Account.withdraw"),
+    ("deploy.sh", "upload_to_host", "upload_to_host"),
+    ("kalman.jl", "predict!", "Kalman.predict!"),
+    ("lexer.ml", "tokenize", "tokenize"),
+    ("rate_limiter.erl", "handle_cast", "handle_cast"),
+    ("ring_buffer.zig", "isFull", "RingBuffer.isFull"),
+    ("shopping_cart.clj", "line-total", "line-total"),
+    ("statusline.lua", "render", "M.render"),
+    ("summarise.R", "summarise_by_group", "summarise_by_group"),
+    ("todo_store.dart", "countOpen", "countOpen"),
+]
+
+
+@pytest.mark.parametrize(("path", "query", "symbol"), RECALLED, ids=[row[0] for row in RECALLED])
+def test_recall_finds_a_function_by_name_in_each_language(polyglot, path, query, symbol):
+    hits = polyglot.recall(query, ["code"], mode="lexical").hits_by_kind["code"]
+    assert hits, query
+    top = hits[0]
+    assert top.path == path, [(h.path, h.symbol) for h in hits[:3]]
+    definition = next(s for s in definitions(path) if s[0] == symbol)
+    # The hit's chunk holds the definition's lines.
+    assert top.start_line <= definition[2] and definition[3] <= top.end_line
+
+
+def test_status_counts_files_per_language_and_lists_those_read_without_a_grammar(polyglot):
+    status = polyglot.status()
+    languages = status["languages"]
+    assert {language for _, language, _ in DEFINITIONS} <= set(languages)
+    assert all(languages[language]["definitions"] for _, language, _ in DEFINITIONS)
+    assert languages["kotlin"] == {"files": 1, "definitions": True}
+    assert languages["make"] == {"files": 1, "definitions": False}
+    assert languages["fsharp"] == {"files": 1, "definitions": False}
+    assert status["withoutGrammar"] == {"count": 2, "files": ["Makefile", "Program.fs"]}
+    assert status["files"] == len(DEFINITIONS) + 2  # the binary file is skipped
+    assert [entry["path"] for entry in status["skipped"]["files"]] == ["Blob.kt"]
+
+
+# --- impact -------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def polyglot_repo(tmp_path_factory) -> Engine:
+    root = tmp_path_factory.mktemp("polyglot_git")
+    for fixture in FIXTURES.iterdir():
+        (root / fixture.name).write_bytes(fixture.read_bytes())
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    engine = Engine(root)
+    engine.cold_index()
+    yield engine
+    engine.close()
+
+
+# (symbol, its caller: file, 0-based line, enclosing definition). A bare call
+# of the one function of that name its own file defines is confirmed.
+CONFIRMED_CALLERS = [
+    ("mode_name", ("statusline.lua", 20, "M.render")),
+    ("build_archive", ("deploy.sh", 26, "main")),
+    ("read_int", ("lexer.ml", 26, "tokenize")),
+    ("transition", ("kalman.jl", 23, "Kalman.predict!")),
+    ("clean_responses", ("summarise.R", 20, "report")),
+    ("line-total", ("shopping_cart.clj", 15, "total")),
+    ("drain", ("Queue.hs", 36, "drain")),
+    ("refill", ("rate_limiter.erl", 24, "handle_cast")),
+]
+
+
+@pytest.mark.parametrize(("symbol", "caller"), CONFIRMED_CALLERS, ids=[row[0] for row in CONFIRMED_CALLERS])
+def test_impact_confirms_a_bare_call_of_a_function_of_the_same_file(polyglot_repo, symbol, caller):
+    result = analysis.analyze(polyglot_repo, symbol)
+    assert result is not None
+    found = {(c.path, c.span.start_line, c.symbol): (c.confirmed, c.kind) for c in result.callers}
+    assert found[caller] == (True, "call")
+    assert result.confirmed >= 1
+
+
+# A call through a receiver or a module is a call site, not confirmed: the
+# language's bindings are not analysed (the hedge names the language).
+RECEIVER_CALLERS = [
+    ("Inventory.restock", ("Inventory.kt", 42, "reportLowStock"), "kotlin"),
+    ("Cache.evictExpired", ("Cache.swift", 46, "makeDefaultCache"), "swift"),
+    ("Router.dispatch", ("Router.scala", 37, "serve"), "scala"),
+    ("Bank.Account.withdraw", ("bank_account.ex", 40, "Bank.Ledger.transfer"), "elixir"),
+    ("RequestQueue.startNextIfIdle", ("RequestQueue.m", 19, "RequestQueue.enqueue"), "objc"),
+]
+
+
+@pytest.mark.parametrize(("symbol", "caller", "language"), RECEIVER_CALLERS, ids=[row[2] for row in RECEIVER_CALLERS])
+def test_impact_finds_calls_through_a_receiver_as_unconfirmed_call_sites(polyglot_repo, symbol, caller, language):
+    result = analysis.analyze(polyglot_repo, symbol)
+    found = {(c.path, c.span.start_line, c.symbol): (c.confirmed, c.kind) for c in result.callers}
+    assert found[caller] == (False, "call")
+    assert any(language in hedge for hedge in result.hedges)
+
+
+def test_impact_reports_callees_and_not_a_definitions_own_head(polyglot_repo):
+    callees = {c.symbol for c in analysis.analyze(polyglot_repo, "build_archive").callees}
+    assert callees == {"log"}
+    # Elixir's `def withdraw(account, amount)` is written as a call: not a callee of itself.
+    assert analysis.analyze(polyglot_repo, "Bank.Account.withdraw").callees == []
+    transfer = {c.symbol for c in analysis.analyze(polyglot_repo, "Bank.Ledger.transfer").callees}
+    assert transfer == {"Bank.Account.withdraw", "Bank.Account.deposit"}
+    tokenize = {c.symbol for c in analysis.analyze(polyglot_repo, "tokenize").callees}
+    assert {"is_digit", "read_int"} <= tokenize
