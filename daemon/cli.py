@@ -298,6 +298,7 @@ def _status_lines(status: dict, via: str, style: Style) -> str:
             f"vectors {status.get('vectors', 0)}   pending {status.get('pending', 0)}\n"
             f"  state    {state}   embeddings {model}\n"
             + _languages_line(status)
+            + f"  watch    {watch_text(status.get('watch'))}\n"
             + f"  daemon   {daemon}")
 
 
@@ -309,6 +310,19 @@ def _languages_line(status: dict) -> str:
     listed = ", ".join(f"{language} {info['files']}" + ("" if info["definitions"] else " (windows)")
                        for language, info in languages.items())
     return f"  languages {listed}\n"
+
+
+def watch_text(watch: dict | None) -> str:
+    """How the files on disk are followed (status ``watch``), in words."""
+    if not watch or watch.get("mode") == "off":
+        reason = (watch or {}).get("reason")
+        return "off: changes on disk are seen when an answer checks its files" + (
+            f" ({reason})" if reason else "")
+    if watch["mode"] == "native":
+        return f"following {watch['folders']} folders (native file events)"
+    if watch["mode"] == "poll":
+        return f"polling {watch['folders']} folders: {watch.get('reason')}"
+    return "starting"
 
 
 def _impact_lines(impact: dict, limit: int, style: Style) -> list[str]:
@@ -536,7 +550,8 @@ def cmd_recent(args):
     now = time.time() * 1000
     style = _style(args)
     _write("\n".join(f"  {int((now - i['lastEditedAt']) / 60000):5d} min ago  {i['edits']:3d} edits  "
-                     f"{style.path(i['id'])}  {i.get('symbol') or ''}".rstrip() for i in items) + "\n")
+                     f"{i.get('origin') or '':6s}  {style.path(i['id'])}  {i.get('symbol') or ''}"
+                     .rstrip() for i in items) + "\n")
     return 0
 
 

@@ -129,16 +129,26 @@ class EngineAccess:
         if engine is None:
             engine = server.workspaces.add_folder(self.root)
             if self.hosted:
-                # Like a daemon: index in the background, embed with the worker;
-                # answers say `partial` (and status `indexing`) meanwhile.
+                # Like a daemon: follow the disk, index in the background, embed
+                # with the worker; requests wait for the first index (at most
+                # readyWaitMs), then answer "index not ready".
+                engine.follow_disk()
                 engine.start_embedding()
-                threading.Thread(target=engine.cold_index, name="ctxls-cold-index",
-                                 daemon=True).start()
+                threading.Thread(target=self._first_index, args=(engine,),
+                                 name="ctxls-cold-index", daemon=True).start()
             elif self.refresh:
                 engine.index()  # incremental: a no-op pass costs a fraction of a second
             else:
                 engine.serve_stored_index()  # nobody indexes here: answers are the store's
         return engine
+
+    @staticmethod
+    def _first_index(engine: Engine) -> None:
+        from ctxls.daemon.server import WATCH_START_S
+
+        if engine.follower is not None:  # the pass lists what the watch may have missed
+            engine.follower.established.wait(WATCH_START_S)
+        engine.cold_index()
 
     def host(self) -> None:
         """Serve this root in process as a daemon would (`ctxls mcp` without one)."""

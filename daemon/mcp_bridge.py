@@ -231,9 +231,11 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         annotations=READ_ONLY, structured_output=False, description=(
         "Read the current text of an indexed file (the editor's unsaved buffer if open), a line "
         "range of it, or a written memory by id. Use after recall to read exactly the lines it "
-        "pointed at. A line range on a file changed since it was indexed fails with ctxls error "
-        "-32002 StalePointer (recall again); a path outside the repository fails with -32004; "
-        "an unknown id answers `not found: ID`."))
+        "pointed at. Answers check their files first, so a range from the latest recall, locate "
+        "or impact is current; a range kept from before the file changed fails with ctxls error "
+        "-32002 StalePointer: get the file without lines, or recall again (its ranges are "
+        "current). A path outside the repository fails with -32004; an unknown id answers "
+        "`not found: ID`; before the first index completes, -32011 says how far it is."))
     def get(id: Annotated[str, Field(description=(
                 "A repository-relative file path (as recall prints it) or a memory id."))],
             start_line: Annotated[int | None, Field(ge=1, description=(
@@ -323,14 +325,16 @@ def build_mcp(bridge: Bridge) -> MCPServer:
     @mcp.tool(
         title="What was edited recently",
         annotations=READ_ONLY, structured_output=False, description=(
-        "What was being worked on: the functions and files edited recently (including unsaved "
-        "editor changes), newest first, with edit counts. Use at the start of a session to pick "
-        "up where the user left off."))
+        "What was being worked on: the functions and files edited recently, newest first, with "
+        "edit counts and who made the latest edit: (editor) for an editor's buffer, unsaved "
+        "changes included, (disk) for a file written on disk (an agent, a formatter, a new "
+        "file). Use at the start of a session to pick up where the user or agent left off."))
     def recent_activity(days: Annotated[float, Field(description="How far back, in days.")] = 7,
                         limit: Annotated[int, Field(description="At most this many rows.")] = 20,
                         format: Format = "text") -> CallToolResult:
         result = bridge.call("ctxls/recentActivity", {"days": days, "limit": limit})
         text = "\n".join(f"{i['id']}  {i.get('symbol') or '(module)'}  {i['edits']} edits"
+                         + (f" ({i['origin']})" if i.get("origin") else "")
                          for i in result.get("items", [])) or "no recent edits"
         return answer(result, format, text)
 

@@ -10,6 +10,8 @@ from typing import Any
 import pathspec
 
 from ctxls.index.languages import DEFAULT_INCLUDE
+from ctxls.index.engine import READY_WAIT_S
+from ctxls.index.live import WATCH_MODES
 from ctxls.index.memory import DEFAULT_EPISODE_WINDOW_DAYS
 from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
 
@@ -41,6 +43,12 @@ class InitOptions:
     # Team memory in PostgreSQL (postgresql://...); default: $CTXLS_MEMORY_URL, else
     # memory stays in the first folder's SQLite store.
     memoryUrl: str | None = field(default_factory=lambda: os.environ.get(MEMORY_URL_ENV) or None)
+    # Following the files on disk (index/live.py): "auto" (native events, else
+    # polling), "poll" (stat scans only: network file systems) or "off".
+    watch: str = "auto"
+    # A request before a folder's first index is complete waits this long, then
+    # answers -32011 "index not ready" (a burst's pass: a partial answer).
+    readyWaitMs: int = int(READY_WAIT_S * 1000)
     # Unknown keys, kept so the daemon can say once that it ignored them.
     ignored: tuple[str, ...] = field(default=(), compare=False)
 
@@ -76,6 +84,14 @@ def _check(name: str, value: Any) -> Any:
                 raise ValueError(f"holds a pattern git cannot read ({exc})") from None
             return tuple(value)
         raise ValueError("must be a list of non-empty strings")
+    if name == "watch":
+        if value in WATCH_MODES:
+            return value
+        raise ValueError(f"must be one of {', '.join(WATCH_MODES)}")
+    if name == "readyWaitMs":
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 600_000:
+            return value
+        raise ValueError("must be an integer from 0 to 600000")
     if name == "debounceMs":
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10_000:
             return value

@@ -50,6 +50,8 @@ CUSTOM_PREFIX = "ctxls/"
 STORE_RETRY_S = 2.0
 # A recall waits at most this long (seconds) for buffers being indexed.
 BUFFER_SETTLE_S = 1.0
+# The first index waits at most this long (seconds) for the folder's watch to stand.
+WATCH_START_S = 10.0
 # ctxls/status `state`, the least ready first (several folders report the first that applies).
 STATES = ("error", "indexing", "embedding", "idle", "degraded", "ready")
 # documentSymbol nests children at most this deep (deeper ones become siblings).
@@ -151,8 +153,22 @@ class CtxlsServer(LanguageServer):
             return
         loop = asyncio.get_running_loop()
         engine.on_warning = lambda message: loop.call_soon_threadsafe(self.warn, message)
+        self.follow_disk(engine, loop)
         engine.start_embedding()
         loop.create_task(self.index_then_embed(engine))
+
+    def follow_disk(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
+        """Start following the folder on disk: a burst's pass shows work-done
+        progress, and any change asks the client for fresh code lenses."""
+        def burst_progress(title: str) -> ProgressBar:
+            return asyncio.run_coroutine_threadsafe(
+                ProgressBar.open(self, f"ctxls: re-indexing after {title}", str(engine.root)),
+                loop).result(timeout=10)
+
+        engine.on_burst = burst_progress
+        engine.on_disk_change = lambda: loop.call_soon_threadsafe(
+            impact_handlers.refresh_code_lenses, self)
+        engine.follow_disk()
 
     async def open_shared_socket(self) -> None:
         """Let CLI and MCP clients share this daemon (first folder's store dir)."""
@@ -214,6 +230,8 @@ class CtxlsServer(LanguageServer):
 
     async def index_then_embed(self, engine: Engine) -> None:
         if not engine.cold_index_done:
+            if engine.follower is not None:  # the pass lists what the watch may have missed
+                await asyncio.to_thread(engine.follower.established.wait, WATCH_START_S)
             await self.cold_index(engine)
         await self.report_embedding(engine)
 
@@ -246,31 +264,12 @@ class CtxlsServer(LanguageServer):
 
     async def cold_index(self, engine: Engine) -> None:
         """Index a folder in a worker thread, reporting work-done progress."""
-        loop = asyncio.get_running_loop()
-        token: str | None = None
-        if self.supports_progress():
-            token = f"ctxls-index-{next(self._progress_tokens)}"
-            try:
-                await self.work_done_progress.create_async(token)
-            except Exception:  # a client may refuse; indexing goes on without a bar
-                token = None
-        if token is not None:
-            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title="ctxls: indexing", message=str(engine.root), percentage=0))
-
-        def report(done: int, total: int) -> None:
-            if token is None:
-                return
-            percentage = int(done * 100 / total) if total else 100
-            loop.call_soon_threadsafe(self.work_done_progress.report, token,
-                                      types.WorkDoneProgressReport(
-                                          message=f"{done}/{total} files", percentage=percentage))
-
+        bar = await ProgressBar.open(self, "ctxls: indexing", str(engine.root))
         message = ""
         try:
             while True:
                 try:
-                    stats = await asyncio.to_thread(engine.cold_index, report, self._shutdown)
+                    stats = await asyncio.to_thread(engine.cold_index, bar.report, self._shutdown)
                     break
                 except StoreUnavailable:
                     # Reported by status and by every request meanwhile; the
@@ -287,8 +286,7 @@ class CtxlsServer(LanguageServer):
             message = f"indexing failed: {exc}"
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error,
                                                              f"ctxls: {message}"))
-        if token is not None:
-            self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
+        bar.end(message)
 
     def schedule_buffer(self, uri: str) -> None:
         """Debounce re-indexing of an edited buffer (per URI)."""
@@ -434,6 +432,41 @@ class CtxlsServer(LanguageServer):
         return total
 
 
+class ProgressBar:
+    """Work-done progress for one pass (``$/progress``), reported from the
+    pass's worker thread; a client without progress support, or one that
+    refuses the token, gets none."""
+
+    def __init__(self, ls: CtxlsServer, loop: asyncio.AbstractEventLoop, token: str | None):
+        self._ls, self._loop, self._token = ls, loop, token
+
+    @classmethod
+    async def open(cls, ls: CtxlsServer, title: str, message: str) -> "ProgressBar":
+        token: str | None = None
+        if ls.supports_progress():
+            token = f"ctxls-index-{next(ls._progress_tokens)}"
+            try:
+                await ls.work_done_progress.create_async(token)
+            except Exception:  # a client may refuse; indexing goes on without a bar
+                token = None
+        if token is not None:
+            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title=title, message=message, percentage=0))
+        return cls(ls, asyncio.get_running_loop(), token)
+
+    def report(self, done: int, total: int) -> None:
+        if self._token is not None:
+            self._loop.call_soon_threadsafe(
+                self._ls.work_done_progress.report, self._token, types.WorkDoneProgressReport(
+                    message=f"{done}/{total} files",
+                    percentage=int(done * 100 / total) if total else 100))
+
+    def end(self, message: str) -> None:
+        if self._token is not None:
+            self._loop.call_soon_threadsafe(self._ls.work_done_progress.end, self._token,
+                                            types.WorkDoneProgressEnd(message=message))
+
+
 server = CtxlsServer()
 
 
@@ -574,7 +607,14 @@ async def on_watched_files(ls: CtxlsServer, params: types.DidChangeWatchedFilesP
     # report 100,000 files at once (200,000 held every request for 29 s).
     by_engine = await asyncio.to_thread(watched_paths, ls.workspaces, params.changes)
     for engine, paths in by_engine.items():
-        await asyncio.to_thread(engine.files_changed_on_disk, paths)
+        # A folder the daemon watches natively has seen these changes itself
+        # (index/live.py); the client's events count only where it polls or
+        # does not watch, and where they come first, the content hash makes
+        # the second report of a file a no-op either way.
+        if engine.follower is None or engine.follower.mode != "native":
+            await asyncio.to_thread(engine.files_changed_on_disk, paths)
+        else:
+            engine.follower.editor_events_skipped += len(paths)
 
 
 def watched_paths(workspaces: Workspaces, changes: list[types.FileEvent]) -> dict[Engine, list[str]]:
@@ -717,6 +757,9 @@ def prewarm(root: Path) -> Engine:
     engine = server.workspaces.add_folder(root) or server.workspaces.engines[root.resolve()]
     server.workspaces.engines.pop(engine.root, None)
     server.prewarmed[engine.root] = engine
+    engine.follow_disk()  # the pass lists what the watch may have missed
+    if engine.follower is not None:
+        engine.follower.established.wait(WATCH_START_S)
     engine.cold_index()
     engine.start_embedding()  # the backlog drains while no client is connected yet
     return engine

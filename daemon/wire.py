@@ -222,7 +222,8 @@ def index_stats_json(stats: IndexStats) -> dict:
 
 def activity_json(items: list[ActivityItem]) -> dict:
     return {"items": [{"id": a.id, "symbol": a.symbol, "kind": a.kind,
-                       "lastEditedAt": a.last_edited_at, "edits": a.edits} for a in items]}
+                       "lastEditedAt": a.last_edited_at, "edits": a.edits, "origin": a.origin}
+                      for a in items]}
 
 
 def symbol_json(symbol: SymbolInfo) -> dict:

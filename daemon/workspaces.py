@@ -32,7 +32,8 @@ def engine_options(options: InitOptions, root: Path, single_root: bool,
                          discovery=DiscoveryOptions(include=options.include, exclude=options.exclude),
                          embeddings=options.embeddings, embed_model=options.embedModel,
                          embed_tokenizer=options.embedTokenizer,
-                         memory_url=options.memoryUrl if holds_memory else None)
+                         memory_url=options.memoryUrl if holds_memory else None,
+                         watch=options.watch, ready_wait_s=options.readyWaitMs / 1000)
 
 
 # Descriptors one folder's engine keeps open (SQLite connections with their

@@ -111,14 +111,23 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
     query comes from; among several definitions, the ones it imports or sits
     near rank first."""
     started = time.monotonic()
-    resolver = Resolver(engine, _sources)
     query = None
     if symbol is not None:
         if not isinstance(symbol, str) or not symbol.strip():
             raise InvalidParams("symbol", "must be a non-empty string")
         query = symbol.strip()
-        definitions = index_view.find_definitions(resolver.conn, query, path)
-    else:
+    engine.await_index()
+    # Never old line ranges over new text: the files the answer points into
+    # are re-indexed first when they changed on disk.
+    if query is not None:
+        definitions = engine.fresh_answer(
+            lambda: index_view.find_definitions(engine.store.reader(), query, path),
+            lambda found: [d.path for d in found],
+            lambda found, changed: [d for d in found if d.path not in changed])
+    elif path is not None:
+        engine.refresh_stale([path])
+    resolver = Resolver(engine, _sources)
+    if query is None:
         definitions = _definitions_at(resolver, path, line, character)
         context = path
     if not definitions:

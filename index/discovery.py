@@ -223,6 +223,26 @@ def _walk_files(root: Path) -> list[str]:
     return found
 
 
+def listed_folders(root: Path) -> set[str]:
+    """Every folder (repo-relative, "" for the root) holding a file discovery
+    would consider, before the include filter, and the folders above them:
+    what the live watcher watches, so ignored trees (``node_modules``, build
+    output, ``.venv``) cost no watch and no event."""
+    candidates = _git_files(root) or _walk_files(root)
+    folders = {""}
+    for path in candidates:
+        folder = path.rpartition("/")[0]
+        while folder not in folders:
+            folders.add(folder)
+            folder = folder.rpartition("/")[0]
+    return folders
+
+
+def is_skipped_folder_name(name: str) -> bool:
+    """A folder no walk enters (version control, the store, dependency caches)."""
+    return name in _ALWAYS_SKIPPED_DIRS
+
+
 def ignored_paths(root: Path, paths: list[str]) -> set[str]:
     """Which of ``paths`` git (or, outside git, the .gitignore files) ignores."""
     if not paths:

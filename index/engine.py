@@ -12,20 +12,21 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Protocol, TypeVar
 
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
                                    decode_text, ignored_paths, looks_binary, read_file,
-                                   relative_path, replace_lone_surrogates)
+                                   relative_path, replace_lone_surrogates, stat_signature)
 from ctxls.index.demand import Demand, DemandLog
-from ctxls.index.errors import (EngineError, InvalidParams, MemoryUnavailable, OutsideRoot,
-                                StalePointer, StoreUnavailable)
+from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
+                                OutsideRoot, StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
+from ctxls.index.live import BURST_FILES, DiskFollower
 from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
@@ -37,6 +38,8 @@ from ctxls.index.stash import Stash
 from ctxls.index.store import Store, now_ms
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 FILE_KINDS = ("code", "doc", "config")
 # Recalled from written memory only (index/memory/sqlite.py); "doc" is recalled from
@@ -56,6 +59,15 @@ DAY_MS = 86_400_000
 MAX_DAYS = 1_000_000
 # After an edit or a query, background embedding waits this long (seconds).
 INTERACTIVE_QUIET_S = 0.3
+# A request before the first index is complete waits this long (seconds) by default.
+READY_WAIT_S = 3.0
+# An answer is computed at most this often while the files it points into
+# turn out changed on disk (each time, those are re-indexed first).
+FRESH_RETRIES = 5
+# A file modified within this long before its row was made is hashed, not
+# trusted by (mtime, size): file system clocks tick coarsely (ext4: a few ms,
+# FAT: 2 s).
+RACY_MARGIN_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,11 @@ class EngineOptions:
     embed_tokenizer: str | None = None
     # Team memory: a postgresql:// URL; None keeps memory in this store.
     memory_url: str | None = None
+    # Following the disk (index/live.py): "auto", "poll" or "off" (a library engine's default).
+    watch: str = "off"
+    # How long a request waits for the first index (and a burst's pass) before
+    # answering "index not ready" (or, for a burst, a partial answer).
+    ready_wait_s: float = READY_WAIT_S
 
 
 @dataclass
@@ -162,6 +179,7 @@ class ActivityItem:
     kind: str
     last_edited_at: int
     edits: int
+    origin: str | None = None  # of the latest edit: "editor" | "disk" (None: logged before it was kept)
 
 
 @dataclass
@@ -169,6 +187,17 @@ class IndexProgress:
     indexing: bool = False
     done: int = 0
     total: int = 0
+    started: float = field(default_factory=time.monotonic)
+    # A pass for a burst of changes on disk (a checkout), not the first index.
+    burst: bool = False
+
+
+class PassProgress(Protocol):
+    """What a shell shows while a burst's pass runs (the daemon: ``$/progress``)."""
+
+    def report(self, done: int, total: int) -> None: ...
+
+    def end(self, message: str) -> None: ...
 
 
 class Engine:
@@ -219,6 +248,16 @@ class Engine:
         self.listed_ns: int | None = None
         if private_store:
             self._cold_done.set()
+        # Set once a first pass is due (a daemon or a hosted engine): requests
+        # then wait for it, or answer IndexNotReady, instead of "no hits".
+        self._first_pass_due = False
+        self._pass_idle = threading.Event()
+        self._pass_idle.set()
+        self.follower: DiskFollower | None = None
+        # Called (from the watcher thread) when a burst's pass begins.
+        self.on_burst: Callable[[str], PassProgress] | None = None
+        # Called after files changed on disk were re-indexed.
+        self.on_disk_change: Callable[[], None] | None = None
         self.store.on_replaced.append(self._store_replaced)
 
     def _store_replaced(self) -> None:
@@ -281,6 +320,8 @@ class Engine:
         self._cold_done.set()
 
     def close(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
         if self.semantic is not None:
             self.semantic.stop()
         self.demand.close()
@@ -312,7 +353,107 @@ class Engine:
     def cold_index(self, progress: ProgressCallback | None = None,
                    cancel: threading.Event | None = None) -> IndexStats:
         """The first pass after start: no edit-log rows (it is not an edit)."""
+        self._first_pass_due = True
         return self._pass(None, False, False, progress, cancel)
+
+    def follow_disk(self) -> None:
+        """Start following this root's files on disk (``options.watch``); a
+        first pass is due from now on. The pass should start once
+        ``follower.established`` is set, so no change falls between them."""
+        self._first_pass_due = True
+        if self.follower is None and not self.buffers_only and self.options.watch != "off":
+            self.follower = DiskFollower(self, self.options.watch)
+            self.follower.start()
+
+    def disk_changed(self, paths: list[str], head_moved: bool) -> None:
+        """One batch from the watcher. A burst (HEAD moved, or BURST_FILES
+        indexable files) is one incremental pass with progress, answers
+        partial meanwhile; its changes are logged as disk edits like any."""
+        indexable = [p for p in paths if self.indexer.wanted(p)]
+        if head_moved or len(indexable) >= BURST_FILES:
+            title = "a checkout" if head_moved else f"{len(indexable)} files changed on disk"
+            sink = self.on_burst(title) if self.on_burst is not None else None
+            message = "re-indexed"
+            try:
+                stats = self._pass(None, False, True,
+                                   sink.report if sink is not None else None, None, burst=True)
+                message = f"re-indexed after {title}: {stats.added} new, {stats.updated} " \
+                          f"changed, {stats.removed} removed"
+            except Exception as exc:
+                message = f"re-indexing failed: {exc}"
+                raise
+            finally:
+                if sink is not None:
+                    sink.end(message)
+        else:
+            self.files_changed_on_disk(paths)
+        if self.on_disk_change is not None:
+            self.on_disk_change()
+
+    def refresh_stale(self, paths: list[str]) -> set[str]:
+        """Re-index those of ``paths`` whose file on disk is not what their
+        rows were made from (size and mtime first, then the content hash);
+        returns those whose rows changed. An open buffer is the truth and is
+        indexed by its own updates."""
+        if self.buffers_only:
+            return set()
+        changed = set()
+        conn = self.store.reader()
+        for path in dict.fromkeys(paths):
+            if self.buffer_text(path) is not None:
+                continue
+            row = conn.execute("SELECT size, mtime_ns, source, indexed_at FROM files "
+                               "WHERE path = ?", (path,)).fetchone()
+            if row is None:
+                continue
+            # Racy git's rule: a stat equal to the row's proves nothing when the
+            # file's mtime is that close to when the row was made (a second
+            # write of the same size in the same clock tick): hash it then.
+            if row["source"] == "disk" and \
+                    (row["mtime_ns"], row["size"]) == stat_signature(self.root, path) and \
+                    row["mtime_ns"] < row["indexed_at"] * 1_000_000 - RACY_MARGIN_NS:
+                continue
+            if self.indexer.reindex_from_disk(path):
+                changed.add(path)
+        if changed and self.semantic is not None:
+            for path in changed:
+                self.semantic.mark_urgent(path)
+        return changed
+
+    def fresh_answer(self, answer: Callable[[], T], paths_of: Callable[[T], list[str]],
+                     without: Callable[[T, set[str]], T]) -> T:
+        """``answer()`` computed from rows that match the disk in every file
+        it points into. Files changed since their rows were made (the
+        watcher's batch not in yet, or no watcher) are re-indexed and the
+        answer computed again; its new files may be stale in turn (a checkout
+        under way), so after FRESH_RETRIES what still changed is left out
+        (``without``) rather than served with old lines."""
+        for _ in range(FRESH_RETRIES):
+            result = answer()
+            changed = self.refresh_stale(paths_of(result))
+            if not changed:
+                return result
+        return without(result, changed)
+
+    def await_index(self) -> None:
+        """Before an answer from the index: wait (at most ``ready_wait_s``) for
+        the first pass, and for a burst's pass. Raises IndexNotReady when the
+        first pass is still running then; a burst still running leaves the
+        answer partial. Never waits for a store that cannot open or a pass
+        that failed: those answer with their own errors."""
+        if self._cold_done.is_set() and not self.indexing:
+            return
+        if not self._first_pass_due or self.store.error is not None or self.index_error is not None:
+            return
+        deadline = time.monotonic() + self.options.ready_wait_s
+        if not self._cold_done.wait(self.options.ready_wait_s):
+            progress = self.progress
+            done, total = (progress.done, progress.total) if progress.indexing else (0, 0)
+            elapsed = time.monotonic() - progress.started
+            rate = done / elapsed if done and elapsed > 0 else 0.0
+            retry = (total - done) / rate if rate else max(self.options.ready_wait_s, 1.0)
+            raise IndexNotReady(str(self.root), done, total, max(1, round(retry)))
+        self._pass_idle.wait(max(deadline - time.monotonic(), 0.0))
 
     def index(self, pathspecs: list[str] | None = None, force: bool = False,
               progress: ProgressCallback | None = None) -> IndexStats:
@@ -322,13 +463,14 @@ class Engine:
                                 "(none: the whole folder)")
         return self._pass(pathspecs, force, not force, progress, None)
 
-    def _pass(self, pathspecs, force, log_edits, progress, cancel) -> IndexStats:
+    def _pass(self, pathspecs, force, log_edits, progress, cancel, burst: bool = False) -> IndexStats:
         def report(done: int, total: int) -> None:
             self.progress.done, self.progress.total = done, total
             if progress is not None:
                 progress(done, total)
 
-        self.progress = IndexProgress(indexing=True)
+        self.progress = IndexProgress(indexing=True, burst=burst)
+        self._pass_idle.clear()
         started = time.perf_counter()
         listed_ns = time.time_ns()  # before the listing: what changes after it is newer
         if self.semantic is not None:
@@ -348,6 +490,7 @@ class Engine:
             raise
         finally:
             self.progress.indexing = False
+            self._pass_idle.set()
             if self.semantic is not None:
                 self.semantic.resume()
                 self.semantic.notify()
@@ -431,6 +574,19 @@ class Engine:
         for kind in kinds:
             if kind not in RECALL_KINDS:
                 raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(RECALL_KINDS)}")
+        if any(kind in FILE_KINDS for kind in kinds):
+            self.await_index()
+        result = self.fresh_answer(
+            lambda: self._recall(query, kinds, n, body, mode, scope),
+            lambda result: [h.path for hits in result.hits_by_kind.values()
+                            for h in hits if h.uri is not None],
+            _recall_without)
+        if log:
+            self.log_demand([h for hits in result.hits_by_kind.values() for h in hits], "recall")
+        return result
+
+    def _recall(self, query: str, kinds: list[str], n: int, body: bool, mode: str,
+                scope: Scope) -> RecallResult:
         conn = self.store.reader()
         if self.semantic is not None:
             self.semantic.defer(INTERACTIVE_QUIET_S)
@@ -463,8 +619,6 @@ class Engine:
                 hits += [memory_hit(row, body) for row in memory_rows[kind]]
                 hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
             hits_by_kind[kind] = hits[:n]
-        if log:
-            self.log_demand([h for hits in hits_by_kind.values() for h in hits], "recall")
         if memory_down:
             partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
@@ -473,6 +627,9 @@ class Engine:
 
     def _partial_reason(self, mode: str, semantic: SemanticIndex | None) -> str | None:
         """Why an answer in ``mode`` may miss rows it should rank, or None."""
+        if self.indexing and self.progress.burst:
+            return (f"re-indexing after a change on disk ({self.progress.done} of "
+                    f"{self.progress.total} files)")
         if not self.cold_index_done or self.indexing:
             return "indexing is still running"
         if mode == "lexical" or self.semantic is None:
@@ -500,8 +657,12 @@ class Engine:
         if len(text) > MAX_LOCATE_CHARS:
             half = MAX_LOCATE_CHARS // 2
             text = text[:half] + "\n" + text[-half:]
-        return self.locator.locate(self.store.reader(), text, n, include_tests,
-                                   semantic=self._semantic_for("semantic"))
+        self.await_index()
+        return self.fresh_answer(
+            lambda: self.locator.locate(self.store.reader(), text, n, include_tests,
+                                        semantic=self._semantic_for("semantic")),
+            lambda located: [f.path for f in located],
+            lambda located, changed: [f for f in located if f.path not in changed])
 
     def topicality(self, query: str) -> Topicality:
         """How much of this repository is about ``query`` at all, whatever the
@@ -586,6 +747,10 @@ class Engine:
                                    "fetch")
             return direct_item(direct)
         path = self.relative(item_id)
+        self.await_index()
+        # A range given before the file changed on disk: its rows were stale
+        # until now, so whatever answer gave the range was too.
+        changed_now = bool(self.refresh_stale([path]))
         state = self.store.file_state(path)
         if state is None:
             return None
@@ -595,7 +760,7 @@ class Engine:
         provenance = "buffer" if self.buffer_text(path) is not None else "disk"
         meta: dict = {"lines": len(text.split("\n"))}
         if start_line is not None or end_line is not None:
-            if content_hash(text) != state.hash:
+            if changed_now or content_hash(text) != state.hash:
                 raise StalePointer(path)
             lines = text.split("\n")
             first = start_line or 0
@@ -658,6 +823,9 @@ class Engine:
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
             "skipped": skipped_json(self.indexer.skipped),
             **languages,
+            "watch": (self.follower.describe() if self.follower is not None
+                      else {"mode": "off", "requested": self.options.watch, "reason": None,
+                            "folders": 0, "batches": 0, "editorEventsSkipped": 0}),
             "root": str(self.root),
             "dbPath": self.store.db_path,
             "version": __version__,
@@ -698,12 +866,19 @@ class Engine:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidParams("limit", "must be an integer from 1 to 1000")
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
-        rows = self.store.reader().execute(
+        conn = self.store.reader()
+        rows = conn.execute(
             "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n, max(id) AS newest "
             "FROM edits WHERE ts >= ? GROUP BY path, symbol, kind "
             "ORDER BY last DESC, newest DESC LIMIT ?", (cutoff, limit)).fetchall()
+        # Who made each item's latest edit: the editor (a buffer) or the disk.
+        newest = [r["newest"] for r in rows]
+        origins = dict(conn.execute(
+            f"SELECT id, origin FROM edits WHERE id IN ({','.join('?' * len(newest))})",
+            newest).fetchall()) if newest else {}
         return [ActivityItem(id=r["path"], symbol=r["symbol"], kind=r["kind"],
-                             last_edited_at=r["last"], edits=r["n"]) for r in rows]
+                             last_edited_at=r["last"], edits=r["n"],
+                             origin=origins.get(r["newest"])) for r in rows]
 
     def document_symbols(self, path: str) -> list[SymbolInfo]:
         rows = self.store.reader().execute(
@@ -740,6 +915,15 @@ class Engine:
 
 # Status lists this many skipped files (all are counted).
 STATUS_SKIPPED_LISTED = 100
+
+
+def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
+    """``result`` less the hits in ``changed`` files, saying so."""
+    hits_by_kind = {kind: [h for h in hits if h.uri is None or h.path not in changed]
+                    for kind, hits in result.hits_by_kind.items()}
+    reason = f"{len(changed)} files changed on disk while answering; their hits are left out"
+    return RecallResult(hits_by_kind, True, "; ".join(filter(None, [result.partial_reason, reason])),
+                        result.mode)
 
 
 def error_json(exc: EngineError) -> dict:

@@ -27,10 +27,15 @@ class InvalidParams(EngineError):
 
 
 class StalePointer(EngineError):
+    """A line range kept from an answer given before ``path`` changed (answers
+    given now check their files first, so asking again gives current lines)."""
+
     code = -32002
 
     def __init__(self, path: str):
-        super().__init__(f"{path} changed since it was indexed; re-run recall for fresh lines",
+        super().__init__(f"{path} changed after the answer that gave this line range (it is "
+                         "re-indexed now): get it without startLine/endLine for its current "
+                         "text, or ask recall, locate or impact again for current ranges",
                          {"path": path})
 
 
@@ -98,3 +103,15 @@ class MemoryUnavailable(EngineError):
 
     def __init__(self, problem: str):
         super().__init__(f"team memory is unavailable: {problem}", {"backend": "postgresql"})
+
+
+class IndexNotReady(EngineError):
+    """The first index of a folder is still running after the request waited
+    its bound: no answer is given rather than "no hits"."""
+
+    code = -32011
+
+    def __init__(self, root: str, done: int, total: int, retry_s: int):
+        counted = f"{done} of {total} files" if total else "listing files"
+        super().__init__(f"index not ready: {counted}, retry in ~{retry_s} s",
+                         {"root": root, "done": done, "total": total, "retryAfterS": retry_s})

@@ -81,6 +81,7 @@ class Indexer:
         self._open_buffers = open_buffers
         # Serialises whole passes; buffer updates only take the store's write lock.
         self.pass_lock = threading.Lock()
+        self._disk_lock = threading.Lock()
         self._resolver: ImportResolver | None = None
         # Files left out and why (path -> reason), for status: a whole pass
         # replaces it, a scoped pass or a single-file update amends it.
@@ -195,7 +196,8 @@ class Indexer:
     def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
                     ts: int) -> None:
         if log_edits:
-            _log_changed_symbols(conn, record.path, parsed, ts)
+            _log_changed_symbols(conn, record.path, parsed, ts,
+                                 "editor" if record.source == "buffer" else "disk")
         resolver = self._resolver
         if resolver is None or record.path not in resolver:
             # First file outside a pass, or a new file: other files may now import it.
@@ -219,15 +221,20 @@ class Indexer:
         state = self.store.file_state(path)
         if state is not None and state.hash == digest:
             if (state.source, state.size, state.mtime_ns) != (source, size, mtime_ns):
-                with self.store.write() as conn:  # same rows; only where they came from
-                    conn.execute("UPDATE files SET source=?, size=?, mtime_ns=? WHERE id=?",
-                                 (source, size, mtime_ns, state.id))
+                # Same rows; only where they came from, and when that was
+                # checked (Engine.refresh_stale trusts a stat older than that).
+                with self.store.write() as conn:
+                    conn.execute("UPDATE files SET source=?, size=?, mtime_ns=?, indexed_at=? "
+                                 "WHERE id=?", (source, size, mtime_ns, now_ms(), state.id))
             return False
         parsed = chunk_file(path, text)
         record = FileRecord(path=path, language=parsed.language, size=size,
                             mtime_ns=mtime_ns, hash=digest, source=source)
+        # A file new on disk (written by an agent, a generator) is activity
+        # too; a buffer not indexed before is not an edit yet.
         with self.store.write() as conn:
-            self._put_parsed(conn, record, parsed, log_edits and state is not None, now_ms())
+            self._put_parsed(conn, record, parsed,
+                             log_edits and (state is not None or source == "disk"), now_ms())
         return True
 
     def index_buffer(self, path: str, text: str) -> bool:
@@ -245,8 +252,14 @@ class Indexer:
         return self.index_text(path, text, source="buffer")
 
     def reindex_from_disk(self, path: str, log_edits: bool = True) -> bool:
-        """Re-read one file from disk (didClose, didSave, a watched-file event);
-        drops it when it is gone or no longer indexable. True if rows changed."""
+        """Re-read one file from disk (didClose, didSave, a watched-file event,
+        an answer checking its files); drops it when it is gone or no longer
+        indexable. True if rows changed. One at a time: the watcher and a
+        request re-reading the same file must not write an older read last."""
+        with self._disk_lock:
+            return self._reindex_from_disk(path, log_edits)
+
+    def _reindex_from_disk(self, path: str, log_edits: bool) -> bool:
         source = read_source(self.root, path, self.options.max_file_bytes)
         self.skipped.pop(path, None)
         if isinstance(source, Skipped) or not self.wanted(path):
@@ -259,11 +272,11 @@ class Indexer:
                                log_edits=log_edits)
 
 
-def _log_changed_symbols(conn, path: str, parsed: ParsedFile, ts: int) -> None:
+def _log_changed_symbols(conn, path: str, parsed: ParsedFile, ts: int, origin: str) -> None:
     """Edit log: one row per definition whose (symbol, lines) changed,
     appeared or disappeared in this update; for what no definition covers (a
     Markdown section, module residue, a line window) the chunk's symbol, or
-    None."""
+    None. ``origin``: "editor" (a buffer's text) or "disk" (a file's)."""
     old_defs = set(conn.execute(
         "SELECT s.symbol, s.hash FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?",
         (path,)).fetchall())
@@ -281,5 +294,6 @@ def _log_changed_symbols(conn, path: str, parsed: ParsedFile, ts: int) -> None:
             changed.add(symbol)
         elif not changed:  # residue packed with a definition
             changed.add(None)
-    conn.executemany("INSERT INTO edits(path, symbol, kind, ts) VALUES (?, ?, ?, ?)",
-                     [(path, symbol, kind, ts) for symbol in sorted(changed, key=lambda s: s or "")])
+    conn.executemany("INSERT INTO edits(path, symbol, kind, ts, origin) VALUES (?, ?, ?, ?, ?)",
+                     [(path, symbol, kind, ts, origin)
+                      for symbol in sorted(changed, key=lambda s: s or "")])

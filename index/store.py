@@ -173,7 +173,8 @@ CREATE TABLE IF NOT EXISTS edits (
     path TEXT NOT NULL,
     symbol TEXT,
     kind TEXT NOT NULL,
-    ts INTEGER NOT NULL                 -- ms
+    ts INTEGER NOT NULL,                -- ms
+    origin TEXT                         -- "editor" | "disk"; NULL: logged before it was kept
 );
 CREATE INDEX IF NOT EXISTS edits_ts ON edits(ts);
 CREATE TABLE IF NOT EXISTS vectors (
@@ -850,6 +851,10 @@ class Store:
         # executescript() commits implicitly, so the DDL runs outside write().
         with self._write_lock:
             self._writer.executescript(_SCHEMA)
+            # Added to the edit log after schema 5: a nullable column older code
+            # ignores, so no version (nor any rebuild) is needed for it.
+            if "origin" not in {r[1] for r in self._writer.execute("PRAGMA table_info(edits)")}:
+                self._writer.execute("ALTER TABLE edits ADD COLUMN origin TEXT")
         with self._transaction() as conn:
             if retokenize_memory:  # in the stamp's transaction: a crash redoes it
                 for table in MEMORY_FTS_TABLE_BY_KIND.values():

@@ -1,0 +1,314 @@
+"""Following a root's files on disk: a watcher thread that feeds what
+changed to the same incremental indexer an editor's ``didChange`` feeds.
+
+It watches, one level each, exactly the folders discovery would list files
+in (``discovery.listed_folders``), so ignored trees cost neither a watch nor
+an event, plus the git folder for ``HEAD``. ``watchfiles`` debounces: a batch
+is handed over once ``STEP_MS`` pass without a new event, at most
+``MAX_BATCH_MS`` after its first. A batch that moves ``HEAD`` or names at
+least ``BURST_FILES`` indexable files (a checkout, a pull, a formatter) is one
+incremental pass with progress; smaller ones are re-indexed file by file. A
+new folder restarts the watch with it, then its files are indexed (after the
+watch stands, so nothing created meanwhile is missed).
+
+When the platform cannot watch (inotify's ``max_user_watches`` reached, a
+file system without events) the same folders are polled every ``POLL_MS``
+(stat scans of the folders and their indexable files), and status and the
+log say so.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import subprocess
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import watchfiles
+from watchfiles._rust_notify import RustNotify
+
+from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths, is_skipped_folder_name, listed_folders
+
+if TYPE_CHECKING:
+    from ctxls.index.engine import Engine
+
+log = logging.getLogger(__name__)
+
+# "auto": native events (inotify, FSEvents, ReadDirectoryChangesW), polling
+# when they cannot be set up; "poll": polling only; "off": nothing follows the disk.
+WATCH_MODES = ("auto", "poll", "off")
+# A batch is handed over this long after the last event of a quiet spell...
+STEP_MS = 50
+# ...or this long after its first event, if events keep coming.
+MAX_BATCH_MS = 1000
+# The thread wakes this often with nothing happening (stop, new folders'
+# catch-up): well under 1% of a core.
+TICK_MS = 1000
+# Stat scans of the watched folders when native events are unavailable.
+POLL_MS = 2000
+# This many indexable files in one batch (or a HEAD move) is a burst: one pass.
+BURST_FILES = 100
+# After a watch fails for a reason other than the platform's limit (a folder
+# removed while the watch was being set up), wait this long and set it up again.
+RETRY_S = 0.2
+
+
+def git_dir(root: Path) -> Path | None:
+    """The git folder of the repository ``root`` is in (a worktree's own), or None."""
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--absolute-git-dir"],
+                              capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = Path(os.fsdecode(proc.stdout.strip())) if proc.returncode == 0 else None
+    return found if found is not None and found.is_dir() else None
+
+
+# Never followed inside a repository: version control's own folders and the store.
+_VCS_AND_STORE = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME})
+
+
+def _limit_reached(exc: OSError) -> bool:
+    """The platform's watch limit (inotify's watches or instances, descriptors)."""
+    return exc.errno in (errno.ENOSPC, errno.EMFILE, errno.ENFILE) or "limit" in str(exc).lower()
+
+
+class DiskFollower:
+    """One root's watcher thread. ``established`` is set once the first watch
+    stands (or the follower gave up), so a first pass started after it misses
+    no change."""
+
+    def __init__(self, engine: Engine, mode: str):
+        self.engine = engine
+        self.root = engine.root
+        self.requested = mode
+        # "native" | "poll" | "off" (stopped, or never started) | "starting"
+        self.mode = "starting"
+        self.reason: str | None = None  # why native events are not used
+        self.folders = 0
+        self.batches = 0
+        # An editor's didChangeWatchedFiles events not handled again (the daemon saw them).
+        self.editor_events_skipped = 0
+        self.established = threading.Event()
+        self._stop = threading.Event()
+        self._git_dir = git_dir(self.root)
+        # Folders that appeared since the last listing (an empty one is in no listing yet).
+        self._new_folders: set[str] = set()
+        # New folders whose files are indexed once the watch on them stands.
+        self._catch_up: set[str] = set()
+        self._watched: set[str] = set()
+        self._thread = threading.Thread(target=self._run, name=f"ctxls-watch-{self.root.name}",
+                                        daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        self.mode = "off"
+
+    def describe(self) -> dict:
+        return {"mode": self.mode, "requested": self.requested, "reason": self.reason,
+                "folders": self.folders, "batches": self.batches,
+                "editorEventsSkipped": self.editor_events_skipped}
+
+    # -- the thread ------------------------------------------------------------
+
+    def _run(self) -> None:
+        polling = self.requested == "poll"
+        if polling:
+            self.reason = "polling was asked for (watch: \"poll\")"
+        try:
+            while not self._stop.is_set():
+                try:
+                    self._watch(polling)
+                except OSError as exc:
+                    if self._stop.is_set():
+                        break
+                    if not polling and _limit_reached(exc):
+                        polling = True
+                        self.reason = (f"native file events unavailable ({exc}); polling "
+                                       f"{self.folders} folders every {POLL_MS / 1000:g} s")
+                        self.engine.on_warning(f"{self.root}: {self.reason}")
+                    else:  # a folder vanished while the watch was set up: again
+                        log.info("watching %s again: %s", self.root, exc)
+                        self._stop.wait(RETRY_S)
+        except Exception:  # the daemon stays up; status says the disk is not followed
+            log.exception("following %s on disk failed", self.root)
+            self.reason = "the watcher failed (see the log); answers still check their files"
+        finally:
+            self.mode = "off"
+            self.established.set()
+
+    def _folders(self) -> list[str]:
+        self._new_folders = {f for f in self._new_folders if (self.root / f).is_dir()}
+        folders = listed_folders(self.root) | self._new_folders
+        self._watched = folders
+        self.folders = len(folders)
+        paths = [str(self.root / f) if f else str(self.root) for f in sorted(folders)]
+        if self._git_dir is not None:
+            paths.append(str(self._git_dir))
+        return paths
+
+    def _watch(self, polling: bool) -> None:
+        """One watch over the current folders, until a new folder needs a new one."""
+        paths = self._folders()
+        if polling:
+            self._poll(paths)
+            return
+        # watchfiles' documented Rust backend: unlike its watch() generator it
+        # says when the watch stands (the constructor returns), so the first
+        # pass and a new folder's catch-up start only then.
+        with RustNotify(paths, False, False, 0, False, True) as notify:
+            self._standing("native")
+            while not self._stop.is_set():
+                raw = notify.watch(MAX_BATCH_MS, STEP_MS, TICK_MS, self._stop)
+                if isinstance(raw, set) and raw and self._handle(
+                        {(watchfiles.Change(change), where) for change, where in raw}):
+                    return  # new folders: watch them too
+
+    def _standing(self, mode: str) -> None:
+        """The watch stands: say so once, and index the new folders' files."""
+        if not self.established.is_set():
+            self.mode = mode
+            log.info("following %s on disk (%s, %d folders)", self.root, mode, self.folders)
+            self.established.set()
+        if self._catch_up:
+            self._index_new_folders()
+
+    def _poll(self, paths: list[str]) -> None:
+        """Stat scans every POLL_MS: each watched folder (its mtime moves when
+        an entry comes, goes or is renamed; then it is listed again) and each
+        indexable file in them (mtime in ns and size). watchfiles' own poller
+        compares whole seconds of mtime, so it misses a second write within
+        the second of its last scan."""
+        entries: dict[str, tuple[int, int]] = {}  # file -> (mtime_ns, size)
+        folder_mtimes: dict[str, int | None] = {}
+
+        def stat(where: str) -> tuple[int, int] | None:
+            try:
+                st = os.stat(where)
+            except OSError:
+                return None
+            return st.st_mtime_ns, st.st_size
+
+        def list_folder(folder: str) -> None:
+            folder_mtimes[folder] = (stat(folder) or (None, 0))[0]
+            try:
+                with os.scandir(folder) as found:
+                    names = [e.path for e in found if not e.is_dir(follow_symlinks=False)]
+            except OSError:
+                return
+            for where in names:
+                if self.engine.indexer.wanted(os.path.relpath(where, self.root)):
+                    if (signature := stat(where)) is not None:
+                        entries.setdefault(where, signature)
+
+        for folder in paths:
+            list_folder(folder)
+        if self._git_dir is not None and (head := stat(str(self._git_dir / "HEAD"))):
+            entries[str(self._git_dir / "HEAD")] = head  # a checkout moves it
+        self._standing("poll")
+        while not self._stop.wait(POLL_MS / 1000):
+            changes: set[tuple[watchfiles.Change, str]] = set()
+            for folder, mtime in list(folder_mtimes.items()):
+                now = (stat(folder) or (None, 0))[0]
+                if now == mtime:
+                    continue
+                if now is None:
+                    changes.add((watchfiles.Change.deleted, folder))
+                    continue
+                known = {where for where in entries if os.path.dirname(where) == folder}
+                list_folder(folder)
+                try:
+                    with os.scandir(folder) as found:
+                        changes.update((watchfiles.Change.added, e.path) for e in found
+                                       if e.is_dir(follow_symlinks=False)
+                                       and e.path not in folder_mtimes)
+                except OSError:
+                    pass
+                changes.update((watchfiles.Change.added, where)
+                               for where in set(entries) - known if os.path.dirname(where) == folder)
+            for where, signature in list(entries.items()):
+                now_signature = stat(where)
+                if now_signature != signature:
+                    changes.add((watchfiles.Change.modified if now_signature else
+                                 watchfiles.Change.deleted, where))
+                    if now_signature is None:
+                        del entries[where]
+                    else:
+                        entries[where] = now_signature
+            if changes and self._handle(changes):
+                return  # new folders: poll them too
+
+    def _skipped_name(self, name: str) -> bool:
+        """A folder discovery never lists: in a repository, version control's
+        and the store (git decides the rest); outside one, its walk's rules."""
+        return name in _VCS_AND_STORE if self._git_dir is not None else is_skipped_folder_name(name)
+
+    def _handle(self, changes: set[tuple[watchfiles.Change, str]]) -> bool:
+        """Index one batch; True when it brought folders to watch."""
+        root = str(self.root)
+        paths: set[str] = set()
+        head_moved = False
+        appeared: list[str] = []
+        vanished: list[str] = []
+        git_head = str(self._git_dir / "HEAD") if self._git_dir is not None else None
+        for change, where in changes:
+            if where == git_head:
+                head_moved = True
+                continue
+            rel = os.path.relpath(where, root)
+            if rel.startswith("..") or rel == ".":
+                continue  # the git folder's other files
+            rel = rel.replace(os.sep, "/")
+            if any(self._skipped_name(p) for p in rel.split("/")):
+                continue
+            if change is not watchfiles.Change.deleted and os.path.isdir(where) \
+                    and not os.path.islink(where):
+                if rel not in self._watched:
+                    appeared.append(rel)
+                continue
+            if rel in self._watched:
+                vanished.append(rel)  # a folder removed or moved away
+                continue
+            paths.add(rel)
+        if vanished:
+            indexed = self.engine.store.file_states()
+            paths.update(p for p in indexed if any(p.startswith(v + "/") for v in vanished))
+            self._new_folders.difference_update(vanished)
+        ignored = ignored_paths(self.root, [f + "/" for f in appeared])
+        new = [f for f in appeared if f + "/" not in ignored]
+        self.batches += 1
+        if paths or head_moved:
+            self.engine.disk_changed(sorted(paths), head_moved)
+        if new or vanished:
+            self._new_folders.update(new)
+            # Now, for what is already there, and again once the new watch
+            # stands, for what was created in between.
+            self._catch_up.update(new)
+            self._index_new_folders(keep=True)
+            return True
+        return False
+
+    def _index_new_folders(self, keep: bool = False) -> None:
+        """The files of folders that appeared (their sub-folders too: the
+        next listing holds those with files); ``keep``: do it again once the
+        new watch stands."""
+        folders = sorted(self._catch_up)
+        if not keep:
+            self._catch_up = set()
+        found: list[str] = []
+        for folder in folders:
+            for dirpath, dirnames, filenames in os.walk(self.root / folder):
+                dirnames[:] = [d for d in dirnames if not self._skipped_name(d)
+                               and not os.path.islink(os.path.join(dirpath, d))]
+                rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+                found.extend(f"{rel_dir}/{name}" for name in filenames)
+        if found:
+            self.engine.disk_changed(found, False)

@@ -1,0 +1,383 @@
+"""Live on disk: the real watcher (watchfiles) on real files, no mocked events.
+
+Every answer that points into files reflects them as they are now, whoever
+changed them: the watcher re-indexes what changed, and answers check their
+own files before they are given (so even before the watcher's batch, or with
+the watcher off, no old line range is laid over new text).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from mcp import StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+
+from conftest import serve, write_tree
+from ctxls.impact import analysis
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.errors import StalePointer
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
+    """Poll ``predicate`` until it is truthy (its value) or the timeout passes (None)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return None
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+
+def live_engine(root: Path, watch: str = "auto", ready_wait_s: float = 3.0) -> Engine:
+    engine = Engine(root, EngineOptions(watch=watch, ready_wait_s=ready_wait_s))
+    engine.follow_disk()
+    assert (engine.follower is None) == (watch == "off")
+    assert engine.follower is None or engine.follower.established.wait(10)
+    engine.cold_index()
+    return engine
+
+
+def code_symbols(engine: Engine, query: str) -> list[str | None]:
+    return [h.symbol for h in engine.recall(query, ["code"], n=20).hits_by_kind["code"]]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "live"
+    write_tree(root, {
+        "pkg/__init__.py": "",
+        "pkg/core.py": ("def helper(x):\n    return x + 1\n\n\n"
+                        "def compute(values):\n    total = 0\n    for v in values:\n"
+                        "        if v > 2:\n            total += helper(v)\n    return total\n"),
+        "pkg/use.py": "from pkg.core import compute\n\n\ndef run():\n    return compute([1, 2, 3])\n",
+        ".gitignore": "build/\n",
+    })
+    git(root, "init", "-q")
+    return root
+
+
+def test_a_function_appended_on_disk_reaches_recall_impact_get_and_recent_activity(tree: Path):
+    engine = live_engine(tree)
+    try:
+        assert engine.status()["watch"]["mode"] == "native"
+        with open(tree / "pkg/core.py", "a") as fh:
+            fh.write("\n\ndef appended_on_disk(y):\n    return compute([y])\n")
+        # The watcher's batch, with no request to pull it in: recent activity reads no file.
+        items = wait_until(lambda: [a for a in engine.recent_activity()
+                                    if a.symbol == "appended_on_disk"])
+        assert items and items[0].origin == "disk" and items[0].id == "pkg/core.py"
+        hit = engine.recall("appended_on_disk", ["code"], body=True).hits_by_kind["code"][0]
+        assert "def appended_on_disk(y):" in hit.body and hit.path == "pkg/core.py"
+        found = analysis.analyze(engine, "appended_on_disk", with_callers=False)
+        assert found is not None and found.definitions[0].start_line == 12
+        lines = engine.get("pkg/core.py", 12, 13)
+        assert lines.text == "def appended_on_disk(y):\n    return compute([y])"
+        # A new file, and one in a new folder, are followed too.
+        write_tree(tree, {"pkg/extra.py": "def brand_new_file_fn():\n    pass\n",
+                          "newpkg/deep/mod.py": "def in_a_new_folder():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("newpkg/deep/mod.py"))
+        assert wait_until(lambda: engine.store.file_state("pkg/extra.py"))
+        write_tree(tree, {"newpkg/deep/later.py": "def created_after_the_folder():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("newpkg/deep/later.py"))
+        # A folder moved out of the tree takes its files' rows with it.
+        shutil.move(str(tree / "newpkg"), str(tree.parent / "moved_out"))
+        assert wait_until(lambda: engine.store.file_state("newpkg/deep/mod.py") is None)
+        assert engine.store.file_state("newpkg/deep/later.py") is None
+    finally:
+        engine.close()
+
+
+def test_ignored_files_are_neither_watched_nor_indexed(tree: Path):
+    write_tree(tree, {"build/gen.py": "def generated_output():\n    pass\n"})
+    engine = live_engine(tree)
+    try:
+        watched = engine.follower._watched
+        assert "build" not in watched and "pkg" in watched
+        write_tree(tree, {"build/gen2.py": "def generated_again():\n    pass\n",
+                          "build/sub/x.py": "def generated_deeper():\n    pass\n",
+                          "pkg/sentinel.py": "def sentinel_fn():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("pkg/sentinel.py"))
+        time.sleep(0.3)  # any batch the ignored writes could have made is over
+        assert set(engine.store.file_states()) == {"pkg/__init__.py", "pkg/core.py", "pkg/use.py",
+                                                   "pkg/sentinel.py"}
+    finally:
+        engine.close()
+
+
+def test_an_open_buffer_wins_over_the_disk(tree: Path):
+    engine = live_engine(tree)
+    try:
+        engine.set_buffer("pkg/use.py", "def typed_in_the_editor():\n    pass\n")
+        (tree / "pkg/use.py").write_text("def written_by_an_agent():\n    pass\n")
+        (tree / "pkg/other.py").write_text("def unrelated_sentinel():\n    pass\n")
+        assert wait_until(lambda: engine.store.file_state("pkg/other.py"))  # the batch is over
+        assert code_symbols(engine, "written_by_an_agent") == []
+        assert code_symbols(engine, "typed_in_the_editor")[0] == "typed_in_the_editor"
+        assert engine.get("pkg/use.py").provenance == "buffer"
+        assert {a.symbol: a.origin for a in engine.recent_activity()}.get(
+            "typed_in_the_editor") == "editor"
+        engine.close_buffer("pkg/use.py")  # the disk is the truth again
+        assert code_symbols(engine, "written_by_an_agent")[0] == "written_by_an_agent"
+        assert {a.symbol: a.origin for a in engine.recent_activity()}.get(
+            "written_by_an_agent") == "disk"
+    finally:
+        engine.close()
+
+
+def test_answers_check_their_files_even_with_the_watcher_off(tree: Path):
+    """Two lines inserted above a function: impact and recall give the new
+    bounds at once, never the old ones laid over the new text."""
+    engine = live_engine(tree, watch="off")
+    try:
+        assert engine.status()["watch"]["mode"] == "off"
+        old = (tree / "pkg/core.py").read_text()
+        (tree / "pkg/core.py").write_text("# one\n# two\n" + old)
+        found = analysis.analyze(engine, "compute", with_callers=False)
+        assert (found.definitions[0].start_line, found.definitions[0].end_line) == (6, 11)
+        assert found.complexity == 3
+        hit = engine.recall("compute", ["code"], body=True).hits_by_kind["code"][0]
+        lines = (tree / "pkg/core.py").read_text().split("\n")
+        assert hit.body == "\n".join(lines[hit.start_line:hit.end_line + 1])
+        # A range kept from before the change: -32002 says what works.
+        (tree / "pkg/core.py").write_text(old)
+        with pytest.raises(StalePointer) as err:
+            engine.get("pkg/core.py", 6, 11)
+        assert "without startLine/endLine" in err.value.message
+        assert engine.get("pkg/core.py", 4, 9).text.startswith("def compute(values):")
+        # The same file touched and rewritten within one clock tick, same size:
+        # hashed, not trusted by its (mtime, size).
+        st = os.stat(tree / "pkg/core.py")
+        (tree / "pkg/core.py").write_text(old.replace("helper", "HELPER"))
+        os.utime(tree / "pkg/core.py", ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert "HELPER" in engine.recall("HELPER", ["code"], body=True).hits_by_kind["code"][0].body
+    finally:
+        engine.close()
+
+
+def test_polling_follows_the_disk_and_says_so(tree: Path):
+    engine = live_engine(tree, watch="poll")
+    try:
+        watch = engine.status()["watch"]
+        assert watch["mode"] == "poll" and "poll" in watch["reason"]
+        with open(tree / "pkg/core.py", "a") as fh:
+            fh.write("\n\ndef seen_by_polling():\n    pass\n")
+        assert wait_until(lambda: [a for a in engine.recent_activity()
+                                   if a.symbol == "seen_by_polling"], timeout=15)
+    finally:
+        engine.close()
+
+
+def test_a_checkout_is_one_pass_with_progress_and_partial_answers(tmp_path: Path):
+    root = tmp_path / "co"
+    write_tree(root, {f"mods/m{i:03}.py": f"def old_name_{i}(x):\n    return x\n" for i in range(150)})
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "old")
+    git(root, "checkout", "-q", "-b", "renamed")
+    write_tree(root, {f"mods/m{i:03}.py": f"# moved down\n\ndef new_name_{i}(x):\n    return x\n"
+                      for i in range(150)})
+    git(root, "commit", "-q", "-am", "new")
+    git(root, "checkout", "-q", "main")
+    engine = live_engine(root, ready_wait_s=0.0)
+    bursts: list[str] = []
+    during: list[tuple[bool, str | None]] = []
+
+    class Progress:
+        def report(self, done: int, total: int) -> None:
+            if not during:  # a request while the pass runs: partial, and says why
+                result = engine.recall("new_name_7", ["code"])
+                during.append((result.partial, result.partial_reason))
+
+        def end(self, message: str) -> None:
+            bursts.append(message)
+
+    def on_burst(title: str) -> Progress:
+        bursts.append(title)
+        return Progress()
+
+    engine.on_burst = on_burst
+    try:
+        passes_before = engine.follower.batches
+        git(root, "checkout", "-q", "renamed")
+        assert wait_until(lambda: len(bursts) >= 2, timeout=30), bursts
+        assert bursts[0] == "a checkout" and bursts[1].startswith("re-indexed after a checkout")
+        assert during and during[0][0] is True and "re-indexing after a change on disk" in during[0][1]
+        assert engine.follower.batches - passes_before <= 3  # batches, not 150 single updates
+        hit = engine.recall("new_name_7", ["code"], body=True).hits_by_kind["code"][0]
+        lines = (root / "mods/m007.py").read_text().split("\n")
+        assert hit.path == "mods/m007.py" and "def new_name_7(x):" in hit.body
+        assert hit.body == "\n".join(lines[hit.start_line:hit.end_line + 1])
+        assert engine.workspace_symbols("old_name_") == []
+        assert [a.origin for a in engine.recent_activity(limit=1000)
+                if a.symbol == "new_name_7"] == ["disk"]
+    finally:
+        engine.close()
+
+
+def test_randomized_disk_edits_never_serve_a_stale_range(tmp_path: Path):
+    """Insertions above functions, renames, deletions and new files on disk,
+    interleaved with recall, impact and get: every range served matches the
+    file as it is when the answer comes back."""
+    root = tmp_path / "rand"
+    rng = random.Random(34)
+    names: dict[str, list[str]] = {}  # path -> function names in it
+    for f in range(12):
+        path = f"src/f{f:02}.py"
+        names[path] = [f"fn_{f}_{k}" for k in range(4)]
+        write_tree(root, {path: "".join(f"def {n}(a):\n    return a + {k}\n\n\n"
+                                        for k, n in enumerate(names[path]))})
+    git(root, "init", "-q")
+    engine = live_engine(root)
+    serial = 1000
+    checked = {"recall": 0, "impact": 0, "get": 0}
+
+    def render(path: str, pad: int) -> str:
+        return "# pad\n" * pad + "".join(f"def {n}(a):\n    return a + {k}\n\n\n"
+                                         for k, n in enumerate(names[path]))
+
+    def current_lines(path: str) -> list[str]:
+        return (root / path).read_text().split("\n")
+
+    try:
+        for step in range(1000):
+            op = rng.random()
+            path = rng.choice(sorted(names))
+            if op < 0.45:  # lines inserted above the functions
+                (root / path).write_text(render(path, rng.randint(1, 6)))
+            elif op < 0.7 and names[path]:  # a function renamed
+                k = rng.randrange(len(names[path]))
+                serial += 1
+                names[path][k] = f"renamed_{serial}"
+                (root / path).write_text(render(path, rng.randint(0, 3)))
+            elif op < 0.8 and len(names) > 4:  # a file deleted
+                (root / path).unlink()
+                del names[path]
+            else:  # a new file
+                serial += 1
+                new = f"src/new_{serial}.py"
+                names[new] = [f"made_{serial}_{k}" for k in range(2)]
+                (root / new).write_text(render(new, 0))
+            if step % 3:
+                continue
+            target_path = rng.choice(sorted(names))
+            target = rng.choice(names[target_path])
+            for hit in engine.recall(target, ["code"], n=5, body=True).hits_by_kind["code"]:
+                assert hit.body == "\n".join(current_lines(hit.path)[hit.start_line:hit.end_line + 1])
+                got = engine.get(hit.path, hit.start_line, hit.end_line)
+                assert got.text == hit.body
+                checked["recall"] += 1
+                checked["get"] += 1
+            if step % 9 == 0:
+                # A name written a moment ago may wait for the watcher's batch
+                # (impact cannot know which file to check for a name it lacks).
+                found = wait_until(lambda: analysis.analyze(engine, target, with_callers=False),
+                                   timeout=5)
+                assert found is not None, target
+                definition = found.definitions[0]
+                assert definition.path == target_path
+                lines = current_lines(definition.path)
+                # The comment lines right above a function are part of it.
+                span = lines[definition.start_line:definition.end_line + 1]
+                assert f"def {target}(a):" in span and all(
+                    line == "# pad" for line in span[:span.index(f"def {target}(a):")])
+                assert span[-1].startswith("    return a + ")
+                checked["impact"] += 1
+        assert checked["recall"] > 300 and checked["impact"] > 30
+    finally:
+        engine.close()
+
+
+async def test_the_daemon_follows_the_disk_and_dedupes_the_editors_events(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        status = await s.request("ctxls/status")
+        assert status["watch"]["mode"] == "native" and status["watch"]["folders"] >= 3
+        # Registered with the client (which watches too) ...
+        assert any(r.method == "workspace/didChangeWatchedFiles" for r in s.registrations)
+        with open(repo / "pkg/retry.py", "a") as fh:
+            fh.write("\n\ndef written_while_the_daemon_runs():\n    return retry_upload(1)\n")
+
+        async def visible():
+            result = await s.request("ctxls/recentActivity", {})
+            return [i for i in result["items"] if i["symbol"] == "written_while_the_daemon_runs"]
+
+        items = await s.wait_for(visible, timeout=10)
+        assert items and items[0]["origin"] == "disk"
+        # ... and its report of the same change is not handled twice.
+        s.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=s.uri("pkg/retry.py"), type=types.FileChangeType.Changed)]))
+
+        async def skipped():
+            return (await s.request("ctxls/status"))["watch"]["editorEventsSkipped"] == 1
+
+        assert await s.wait_for(skipped)
+        assert (await visible())[0]["edits"] == 1
+        # A burst (a formatter rewriting many files) is one pass with work-done progress.
+        write_tree(repo, {f"gen/g{i:03}.py": f"def generated_{i}():\n    pass\n"
+                          for i in range(300)})
+
+        def burst_ended() -> bool:
+            return any(isinstance(r, types.WorkDoneProgressEnd) and "re-indexed after" in (r.message or "")
+                       for reports in s.client.progress_reports.values() for r in reports)
+
+        async def indexed():
+            return burst_ended() and (await s.request("ctxls/status"))["files"] == 305
+
+        assert await s.wait_for(indexed, timeout=30)
+        titles = [r.title for reports in s.client.progress_reports.values() for r in reports
+                  if isinstance(r, types.WorkDoneProgressBegin)]
+        assert any(t.startswith("ctxls: re-indexing after") for t in titles), titles
+
+
+async def test_mcp_hosting_its_engine_waits_for_the_first_index_then_follows_the_disk(repo: Path):
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "ctxls.daemon.cli", "mcp", "--root", str(repo),
+                                      "--no-daemon"],
+        env={**os.environ, "CTXLS_LOG": "ERROR"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            # The first call comes while the first index may still run: it
+            # waits for it (readyWaitMs), never "no hits".
+            first = await session.call_tool("recall", {"query": "send_prepared",
+                                                       "kind": "code", "mode": "lexical"})
+            assert "pkg/session.py:16-18  send_prepared" in first.content[0].text
+            with open(repo / "pkg/session.py", "a") as fh:
+                fh.write("\n\ndef agent_wrote_this():\n    return send_prepared(1, 2, 3)\n")
+            deadline = time.monotonic() + 10
+            while True:
+                found = await session.call_tool("recall", {
+                    "query": "agent_wrote_this", "kind": "code", "mode": "lexical"})
+                if "pkg/session.py:16-22" in found.content[0].text or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(0.1)
+            # Packed with the short function above it, in one chunk of the new bounds.
+            assert "pkg/session.py:16-22  send_prepared" in found.content[0].text
+            got = await session.call_tool("get", {"id": "pkg/session.py", "start_line": 21,
+                                                  "end_line": 22})
+            assert got.content[0].text.endswith(
+                "\ndef agent_wrote_this():\n    return send_prepared(1, 2, 3)")
+            recent = await session.call_tool("recent_activity", {})
+            assert "agent_wrote_this  1 edits (disk)" in recent.content[0].text
+            status = await session.call_tool("status", {})
+            assert "following" in status.content[0].text
