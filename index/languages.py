@@ -158,14 +158,10 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "libsonnet": "jsonnet",
     "cshtml": "razor",
     "razor": "razor",
-    "html": "html",
-    "htm": "html",
-    "css": "css",
     "scss": "scss",
-    "sass": "sass",
     "less": "less",
-    "xml": "xml",
-    "tex": "latex",
+    # Not HTML, CSS or XML: in most repositories they are generated (API
+    # docs, build output) or data; `include` brings them in.
 }
 
 # Extension-less files whose content is in a known language.
