@@ -291,6 +291,9 @@ def _status_lines(status: dict, via: str, style: Style) -> str:
     memory_line = f"  memory   {memory.get('backend', 'sqlite')}"
     if status.get("memoryError"):
         memory_line += f" unreachable ({status['memoryError']['message']})"
+    if status.get("quarantined"):
+        memory_line += (f"; {status['quarantined']['memory']} rows quarantined (a store that was "
+                        "not yours): ctxls trust-memory imports them")
     return (f"ctxls {status['version']}  root {style.path(status['root'])}\n"
             f"  store    {status['dbPath']}\n"
             f"{memory_line}\n"
@@ -656,6 +659,18 @@ def _wait_for_daemon_embedding(access, progress: Progress) -> int:
         time.sleep(0.5)
 
 
+def cmd_trust_memory(args):
+    result, _ = _call(args, "ctxls/trustMemory", {}, refresh=False)
+    if args.json:
+        _print_json(result)
+    elif not result["stores"]:
+        _write("no quarantined store\n")
+    else:
+        counts = ", ".join(f"{n} {table}" for table, n in result["imported"].items() if n)
+        _write(f"imported from {len(result['stores'])} quarantined store(s): {counts or 'nothing'}\n")
+    return 0
+
+
 def _memory_backend(args):
     """The memory store a `ctxls memory` verb works on: --url (or
     $CTXLS_MEMORY_URL) names PostgreSQL, --db a SQLite store, else ROOT's
@@ -944,6 +959,10 @@ def build_parser() -> argparse.ArgumentParser:
     assemble.add_argument("--min-score", type=float,
                           help="abstain when the top hit scores lower (see docs/protocol.md)")
     assemble.add_argument("--scope", help="the memory tenant to search")
+
+    verb("trust-memory", "import the written memory of stores quarantined as not yours "
+                         "(one that came with the checkout, or was copied from elsewhere)",
+         cmd_trust_memory, colour=False)
 
     memory = sub.add_parser("memory", help="team memory: migrate the database, export or import")
     memory.add_argument("memory_verb", choices=("migrate", "export", "import"),

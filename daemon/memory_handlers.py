@@ -115,6 +115,11 @@ def purge(ls: CtxlsServer, params: wire.Params) -> dict:
     return {"removed": memory_engine(ls).memory.purge(params.int("now"))}
 
 
+@rpc("ctxls/trustMemory")
+def trust_memory(ls: CtxlsServer, params: wire.Params) -> dict:
+    return memory_engine(ls).trust_quarantined()
+
+
 @rpc("ctxls/stash")
 def stash(ls: CtxlsServer, params: wire.Params) -> dict:
     memory_engine(ls).stash.put(params.str("id", required=True), params.str("text", required=True))

@@ -32,7 +32,6 @@ from ctxls.daemon.socket_server import (BAD_FRAME_METHOD, MAX_MESSAGE_BYTES, OVE
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 from ctxls.index.errors import EngineError
-from ctxls.index.store import store_error
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +228,7 @@ class CtxlsProtocol(LanguageServerProtocol):
         """Engine errors of standard LSP handlers keep their protocol codes."""
         exc = None if future.cancelled() else future.exception()
         if isinstance(exc, sqlite3.Error):
-            exc = store_error(exc, "", writing=False) or exc
+            exc = self._server.workspaces.store_failure(exc) or exc
         if isinstance(exc, EngineError):
             self._request_futures.pop(msg_id, None)
             self.send_error(msg_id, exc.code, exc.message, exc.data)

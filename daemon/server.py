@@ -40,7 +40,6 @@ from ctxls.index.engine import Engine, Hit, RecallResult, SymbolInfo
 from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
 from ctxls.index.indexer import Cancelled, IndexStats
 from ctxls.index.scopes import Scope, resolve_scope
-from ctxls.index.store import store_error
 from ctxls.index.semantic import embedding_progress_text
 
 log = logging.getLogger(__name__)
@@ -486,8 +485,7 @@ def rpc(method: str, settle: bool = False) -> Callable[[Callable[..., Any]], Cal
             try:
                 return fn(ls, params)
             except sqlite3.Error as exc:  # a read failing for the store's sake
-                engines = ls.workspaces.all()
-                error = store_error(exc, engines[0].store.db_path if engines else "", writing=False)
+                error = ls.workspaces.store_failure(exc)
                 if error is None:
                     raise
                 raise error from exc

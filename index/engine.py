@@ -8,6 +8,7 @@ Everything a shell (daemon, CLI, MCP bridge, benchmark) needs goes through
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field
@@ -215,6 +216,13 @@ class Engine:
         else:
             db_path = self.options.db_path or str(self.root / STORE_DIR_NAME / "index.db")
         self.store = Store(db_path)
+        if self.store.moved_aside is not None:
+            # The ANN cache beside it holds the ids and vectors of the store moved aside.
+            vector_file_for(self.store.db_path).unlink(missing_ok=True)
+        for quarantined in self.store.quarantined():
+            log.warning("%s: %d written memory rows of a store that was not this user's own are "
+                        "quarantined (not served); `ctxls trust-memory` imports them",
+                        quarantined["path"], quarantined["memory"])
         self._buffers: dict[str, str] = {}
         self._buffers_lock = threading.Lock()
         self.indexer = Indexer(self.root, self.store, self.options.discovery, self.open_buffers)
@@ -461,6 +469,8 @@ class Engine:
         if pathspecs is not None and len(pathspecs) > MAX_PATHSPECS:
             raise InvalidParams("paths", f"must hold at most {MAX_PATHSPECS} pathspecs "
                                 "(none: the whole folder)")
+        if force:
+            self.store.verify()  # a damaged store is rebuilt first: the forced pass always works
         return self._pass(pathspecs, force, not force, progress, None)
 
     def _pass(self, pathspecs, force, log_edits, progress, cancel, burst: bool = False) -> IndexStats:
@@ -791,8 +801,11 @@ class Engine:
             vectors = semantic.vector_count() if semantic else 0
             embedding = semantic.pending() if semantic and semantic.failed is None else 0
             languages = self._language_counts()
-        except StoreUnavailable as exc:
-            store_error = exc
+        except (StoreUnavailable, sqlite3.Error) as exc:
+            # A damaged store reported, never a failed status (and repaired at its next use).
+            store_error = exc if isinstance(exc, StoreUnavailable) else self.store.failure(exc, False)
+            if store_error is None:
+                raise
             counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
         memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
@@ -836,6 +849,12 @@ class Engine:
             status["indexError"] = error_json(self.index_error)
         if memory_error is not None:
             status["memoryError"] = error_json(memory_error)
+        if self.store.repair is not None:
+            status["repaired"] = self.store.repair
+        quarantined = self.store.quarantined()
+        if quarantined:
+            status["quarantined"] = {"stores": [q["path"] for q in quarantined],
+                                     "memory": sum(q["memory"] for q in quarantined)}
         return status
 
     def _language_counts(self) -> dict:
@@ -855,6 +874,11 @@ class Engine:
             f"SELECT path FROM files WHERE language IN ({marks}) ORDER BY path LIMIT ?",
             (*plain, STATUS_SKIPPED_LISTED))] if plain else []
         return {"languages": languages, "withoutGrammar": {"count": count, "files": paths}}
+
+    def trust_quarantined(self) -> dict:
+        """Import the written rows of the stores quarantined as not this
+        user's own (the user vouches for them): `ctxls trust-memory`."""
+        return self.store.import_quarantined()  # new row ids: the embedding backlog reaches them
 
     def recent_activity(self, days: float | None = None, since: int | None = None,
                         limit: int = 20) -> list[ActivityItem]:

@@ -32,6 +32,14 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   proves corrupt is moved aside to ``index.db.corrupt-<ms>``; a new store is
   created and the written rows that can still be read (``CARRIED_TABLES``)
   are carried into it.
+- A store that opens but is damaged (``PRAGMA quick_check`` on open, when a
+  query meets corruption, and before a forced pass) is handled like a corrupt
+  one: moved aside, rebuilt, its readable written rows carried in
+  (``repair`` says so).
+- A store without this user's seal (``index/trust.py``: one that came with
+  the checkout, was copied from elsewhere or made by another user) is moved
+  aside whole as ``index.db.quarantined-<ms>``; its written rows are served
+  nowhere until ``import_quarantined`` (``ctxls trust-memory``).
 - A write that fails for the store's sake (full disk, read-only, I/O) raises
   :class:`WriteFailed` (-32007): nothing was committed.
 """
@@ -52,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ctxls.index import trust
 from ctxls.index.embed_text import embedding_hash
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 from ctxls.index.model import Chunk, ImportRef, SymbolDef
@@ -264,6 +273,8 @@ IDENTITY_CHECK_S = 0.5
 # Written rows a corrupt store's replacement inherits (nothing else is
 # irreplaceable: file rows are re-derived, vectors re-embedded).
 CARRIED_TABLES = ("memory", "memory_files", "stash", "edits")
+# A store moved aside as not this user's own: <db>.quarantined-<ms>.
+QUARANTINE_LABEL = "quarantined"
 # SQLite primary result codes (sqlite3.h) meaning "not now", never "not ours".
 _TRANSIENT_REASONS = {3: "permission", 5: "locked", 6: "locked", 7: "io", 8: "readonly",
                       10: "io", 13: "full", 14: "cantopen", 15: "locked", 23: "permission"}
@@ -457,6 +468,17 @@ def _is_ours(header: bytes) -> bool:
             and int.from_bytes(header[68:72], "big") == APPLICATION_ID)
 
 
+def _salvage_connection(path: str, read_only: bool) -> sqlite3.Connection:
+    """A connection to a damaged store file that reads what is left: with
+    ``writable_schema`` SQLite skips the schema entries it cannot load (a
+    truncated file's tables whose root pages are gone) instead of refusing
+    every table. Nothing writes through it."""
+    uri = Path(path).resolve().as_uri() + ("?mode=ro" if read_only else "")
+    source = sqlite3.connect(uri, uri=True, isolation_level=None)
+    source.execute("PRAGMA writable_schema = ON")
+    return source
+
+
 def _readable_rows(source: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[tuple]:
     """``columns`` of every row of ``table`` that SQLite can still read, in
     rowid order: 256 rows at a time, one at a time after a failure, hopping
@@ -515,6 +537,15 @@ class Store:
         self._identity_checked = 0.0
         # Called after a vanished store was created anew (its file rows are gone).
         self.on_replaced: list[Callable[[], None]] = []
+        # Whether stores are sealed and checked (index/trust.py): not a throw-away one.
+        self._sealed = db_path is not None
+        # Where this process moved a corrupt or untrusted store (its caches beside it are stale).
+        self.moved_aside: str | None = None
+        self._quarantine_counts: dict[tuple[str, int, int], int] = {}
+        # Set when a query met corruption: the next access checks and repairs.
+        self._suspect: str | None = None
+        # The last repair or quarantine of this process: status reports it.
+        self.repair: dict | None = None
         with self._write_lock:
             try:
                 self._open()
@@ -536,7 +567,9 @@ class Store:
         every IDENTITY_CHECK_S) and creates it anew: a write must never land
         in a file nobody can open again."""
         replaced = False
-        if self.error is None:
+        if self._suspect is not None and self.error is None:
+            replaced = self._check_suspect()
+        if self.error is None and not replaced:
             now = time.monotonic()
             if not verify and now < self._identity_checked + IDENTITY_CHECK_S:
                 return
@@ -553,12 +586,14 @@ class Store:
         if self.error is not None:
             with self._write_lock:
                 if self.error is not None and time.monotonic() >= self._retry_at:
+                    moved_aside = self.moved_aside
                     try:
                         self._open()
                     except StoreUnavailable as exc:
                         self._unavailable(exc)
                     else:
                         log.warning("index store %s is available", self.db_path)
+                        replaced = replaced or self.moved_aside != moved_aside
                 error = self.error
         else:
             error = None
@@ -608,19 +643,34 @@ class Store:
         if not header:
             self._set_aside_orphans()
         conn: sqlite3.Connection | None = None
+        meta: dict[str, str] = {}
         try:
             conn = self._connect()
             # Before anything writes (even the journal mode): is it ours?
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID and tables:
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID and tables \
+                    and "meta" not in tables:
                 # No marker (a store from before it, or someone else's): ours
                 # only if our meta table reads.
-                if "meta" not in tables:
-                    raise StoreUnavailable(self.db_path, "foreign",
-                                           "dbPath is another application's SQLite database; "
-                                           "refusing to use or move it")
-                conn.execute("SELECT key, value FROM meta").fetchall()
+                raise StoreUnavailable(self.db_path, "foreign",
+                                       "dbPath is another application's SQLite database; "
+                                       "refusing to use or move it")
+            if "meta" in tables:
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            # Before anything writes: are its written rows this user's own?
+            distrust = trust.problem(meta, self.db_path) if self._sealed and tables else None
+            if distrust is not None:
+                conn.close()
+                conn = None
+                self._quarantine(distrust)
+                return
             self._install(conn)
+            if self._sealed and meta.get("store_id") is None:
+                self._seal()  # a new store, or one from before seals that git says is not the checkout's
+            damage = self._damage() if header else None
+            if damage is not None:
+                conn = None  # the writer now: _repair closes it
+                self._repair(damage, meta)
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -632,7 +682,7 @@ class Store:
                     self.db_path, "corrupt",
                     f"{exc}; it carries no ctxls marker, so it is left as it is "
                     "(move it away and ctxls builds a new store)") from exc
-            self._replace_corrupt(exc)
+            self._replace_corrupt(exc, meta)
         except BaseException:
             if conn is not None:
                 conn.close()
@@ -670,29 +720,202 @@ class Store:
         self._identity = self._file_identity()
         self.error = None
 
-    def _replace_corrupt(self, cause: sqlite3.Error) -> None:
-        """Move our corrupt store aside, create a new one, carry the written rows."""
-        aside = f"{self.db_path}.corrupt-{now_ms()}"
+    def _replace_corrupt(self, cause: sqlite3.Error | str, meta: dict[str, str]) -> None:
+        """Move our corrupt store aside, create a new one, carry the written
+        rows that still read, when they are this user's own (else the file is
+        quarantined like any unsealed store: its rows wait for `trust-memory`)."""
+        if not meta:  # the seal's rows may still read where the first look failed
+            meta = dict(self._rows_of(self.db_path, "meta", ["key", "value"]))
+        distrust = trust.problem(meta, self.db_path) if self._sealed else None
+        if distrust is not None:
+            self._quarantine(f"corrupt ({cause}), and {distrust}")
+            return
+        aside = self._move_aside("corrupt", f"corrupt ({cause})")
+        log.error("index store %s is corrupt (%s); moved to %s and rebuilding",
+                  self.db_path, cause, aside)
+        self._create_anew()
+        carried = self._carry_over(aside)
+        self.repair = {"at": now_ms(), "cause": str(cause), "movedTo": aside, "carried": carried}
+        log.warning("carried into the new store from %s: %s", aside, carried)
+
+    def _quarantine(self, why: str) -> None:
+        """Move a store whose written rows are not this user's own aside
+        whole (its index and vectors were made elsewhere too) and start anew;
+        `import_quarantined` carries its rows in when the user says so."""
+        aside = self._move_aside(QUARANTINE_LABEL, why)
+        self.repair = {"at": now_ms(), "cause": why, "movedTo": aside, "carried": {}}
+        log.warning("index store %s is not trusted: %s. Moved to %s; its written memory is "
+                    "quarantined (not served) until `ctxls trust-memory` imports it",
+                    self.db_path, why, aside)
+        self._create_anew()
+
+    def _damage(self, fts: bool = False) -> str | None:
+        """What SQLite finds wrong with the open store (quick_check: every
+        page and b-tree; with ``fts`` also the full-text tables' own
+        structure, which quick_check does not read), None when sound."""
+        conn = self._connect()  # its own page cache: the file as it is on disk now
+        try:
+            found = [r[0] for r in conn.execute("PRAGMA quick_check(1)")]
+            if found != ["ok"]:
+                return found[0] if found else "quick_check gave no answer"
+            if fts:
+                for table in (*FTS_TABLE_BY_KIND.values(), *MEMORY_FTS_TABLE_BY_KIND.values()):
+                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+        except sqlite3.Error as exc:
+            if storage_reason(exc) == "corrupt":
+                return str(exc)
+            raise
+        finally:
+            conn.close()
+        return None
+
+    def _repair(self, damage: str, meta: dict[str, str]) -> None:
+        """Replace the open, damaged store (see _replace_corrupt)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._replace_corrupt(damage, meta)
+
+    def _check_suspect(self) -> bool:
+        """A query met corruption: check the store whole and repair it when
+        damaged. True when it was replaced (its file rows are gone)."""
+        with self._write_lock:
+            cause, self._suspect = self._suspect, None
+            if cause is None or self.error is not None:
+                return False
+            try:
+                damage = self._damage(fts=True)
+                if damage is None:
+                    log.info("index store %s: %s, and a check finds it sound", self.db_path, cause)
+                    return False
+                meta = dict(self._rows_of(self.db_path, "meta", ["key", "value"]))
+                self._repair(f"{cause}; {damage}" if damage != cause else cause, meta)
+            except StoreUnavailable as exc:
+                self._unavailable(exc)
+                return False
+            except sqlite3.Error as exc:
+                self._unavailable(StoreUnavailable(self.db_path, storage_reason(exc) or "io",
+                                                   str(exc)))
+                return False
+            return True
+
+    def suspect(self, cause: str) -> None:
+        """A query met corruption: the next access checks the store and
+        repairs it when it is damaged."""
+        self._suspect = cause
+
+    def failure(self, exc: sqlite3.Error, writing: bool) -> EngineError | None:
+        """The protocol error for a storage failure met while using this store
+        (None when ``exc`` is not one); corruption makes the store suspect."""
+        error = store_error(exc, self.db_path, writing)
+        if error is not None and storage_reason(exc) == "corrupt":
+            self.suspect(str(exc))
+        return error
+
+    def verify(self) -> None:
+        """Check the whole store now and repair it when damaged (a forced
+        pass starts here: `index --force` is the remedy that always works)."""
+        self.suspect("a forced index pass checks the store")
+        self._ready()
+
+    def _move_aside(self, label: str, why: str) -> str:
+        aside = f"{self.db_path}.{label}-{now_ms()}"
         try:
             for suffix in ("", "-wal", "-shm"):
                 if os.path.exists(self.db_path + suffix):
                     os.replace(self.db_path + suffix, aside + suffix)
         except OSError as exc:
-            raise StoreUnavailable(self.db_path, "io", f"corrupt ({cause}) and cannot be moved "
+            raise StoreUnavailable(self.db_path, "io", f"{why}, and cannot be moved "
                                    f"aside: {exc.strerror or exc}") from exc
-        log.error("index store %s is corrupt (%s); moved to %s and rebuilding",
-                  self.db_path, cause, aside)
+        self.moved_aside = aside
+        return aside
+
+    def _create_anew(self) -> None:
+        """A new, sealed store where one was moved aside."""
         self.rebuilt = True
         conn = None
         try:
+            create_private_file(Path(self.db_path))
             conn = self._connect()
             self._install(conn)
+            if self._sealed:
+                self._seal()
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
             raise StoreUnavailable(self.db_path, storage_reason(exc) or "io", str(exc)) from exc
-        carried = self._carry_over(aside)
-        log.warning("carried into the new store from %s: %s", aside, carried)
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "io", exc.strerror or str(exc)) from exc
+
+    def _seal(self) -> None:
+        """Mark the store as this user's, for this place (index/trust.py)."""
+        seal = trust.new_seal(self.db_path)
+        if seal is None:
+            return
+        with self._transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", seal.items())
+
+    # -- quarantine ----------------------------------------------------------
+
+    def quarantined(self) -> list[dict]:
+        """The stores moved aside as untrusted that are still waiting, with how
+        many written memory rows each holds (counted once per file version)."""
+        if self._temp_dir is not None:
+            return []
+        folder, name = os.path.split(self.db_path)
+        prefix = f"{name}.{QUARANTINE_LABEL}-"
+        found = []
+        try:
+            names = sorted(os.listdir(folder or "."))
+        except OSError:
+            return []
+        for entry in names:
+            if not entry.startswith(prefix) or entry.endswith(("-wal", "-shm")):
+                continue
+            path = os.path.join(folder, entry)
+            found.append({"path": path, "memory": self._quarantined_rows(path)})
+        return found
+
+    def _quarantined_rows(self, path: str) -> int:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return 0
+        version = (path, st.st_size, st.st_mtime_ns)
+        if version not in self._quarantine_counts:
+            self._quarantine_counts[version] = sum(1 for _ in self._rows_of(path, "memory", ["key"]))
+        return self._quarantine_counts[version]
+
+    @staticmethod
+    def _rows_of(path: str, table: str, columns: list[str]) -> Iterator[tuple]:
+        """The readable rows of a damaged or quarantined store file (read-only)."""
+        try:
+            source = _salvage_connection(path, read_only=True)
+        except sqlite3.Error:
+            return
+        try:
+            yield from _readable_rows(source, table, columns)
+        except sqlite3.Error:
+            return
+        finally:
+            source.close()
+
+    def import_quarantined(self) -> dict:
+        """Carry the written rows of every quarantined store into this one (the
+        user vouches for them), then remove those files; rows whose (scope,
+        id) this store already holds keep this store's version."""
+        stores = self.quarantined()
+        carried: dict[str, int] = {table: 0 for table in CARRIED_TABLES}
+        for entry in stores:
+            for table, count in self._carry_over(entry["path"]).items():
+                carried[table] += count
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.remove(entry["path"] + suffix)
+                except FileNotFoundError:
+                    pass
+            log.warning("imported the written rows of %s on the user's word", entry["path"])
+        return {"stores": [entry["path"] for entry in stores], "imported": carried}
 
     # -- connections -------------------------------------------------------
 
@@ -706,10 +929,11 @@ class Store:
 
     def _carry_over(self, aside: str) -> dict[str, int]:
         """Copy the rows of CARRIED_TABLES that can still be read from the
-        corrupt file ``aside`` into this (new) store; per table, how many."""
+        file ``aside`` (corrupt, or quarantined and now vouched for) into this
+        store; per table, how many."""
         carried: dict[str, int] = {}
         try:
-            source = sqlite3.connect(aside, isolation_level=None)
+            source = _salvage_connection(aside, read_only=False)
         except sqlite3.Error:
             return carried
         try:
@@ -718,8 +942,9 @@ class Store:
                     old_columns = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
                 except sqlite3.Error:
                     continue
+                # A rowid key is renumbered here: the rows may join a store that has its own.
                 columns = [r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")
-                           if r[1] in old_columns]
+                           if r[1] in old_columns and not (r[5] == 1 and r[2].upper() == "INTEGER")]
                 if not columns:
                     continue
                 insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
@@ -728,14 +953,15 @@ class Store:
                 with self.write() as conn:
                     for row in _readable_rows(source, table, columns):
                         try:
-                            if conn.execute(insert, row).rowcount != 1:
-                                continue
+                            cursor = conn.execute(insert, row)
                         except sqlite3.IntegrityError:  # a damaged row: leave it behind
+                            continue
+                        if cursor.rowcount != 1:
                             continue
                         count += 1
                         if table == "memory":
                             values = dict(zip(columns, row))
-                            self.put_memory_text(conn, values["id"], values["kind"], values["key"],
+                            self.put_memory_text(conn, cursor.lastrowid, values["kind"], values["key"],
                                                  values.get("symbol"), values["text"])
                 carried[table] = count
         finally:
@@ -798,7 +1024,7 @@ class Store:
 
     def _write_error(self, exc: sqlite3.Error) -> BaseException:
         """WriteFailed for a storage failure; the statement's own error otherwise."""
-        return store_error(exc, self.db_path, writing=True) or exc
+        return self.failure(exc, writing=True) or exc
 
     @staticmethod
     def _rollback(conn: sqlite3.Connection) -> None:
@@ -1019,7 +1245,10 @@ class Store:
 
     def counts(self) -> dict[str, int]:
         conn = self.reader()
-        return {
-            "files": conn.execute("SELECT count(*) FROM files").fetchone()[0],
-            "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
-        }
+        try:
+            return {
+                "files": conn.execute("SELECT count(*) FROM files").fetchone()[0],
+                "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
+            }
+        except sqlite3.Error as exc:
+            raise (self.failure(exc, writing=False) or exc) from exc

@@ -4,8 +4,10 @@ real ``ctxls serve`` process over stdio."""
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +19,10 @@ from pygls.protocol import default_converter
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pytest_lsp import LanguageClient, client_capabilities
 from pytest_lsp.client import register_lsp_features
+
+# The user's store key (index/trust.py) lives outside the tests' home, one per
+# test session; every `ctxls` process the tests start inherits it.
+os.environ.setdefault("CTXLS_STATE_DIR", tempfile.mkdtemp(prefix="ctxls-state-"))
 
 SAMPLE_FILES = {
     "pkg/__init__.py": "",

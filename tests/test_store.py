@@ -37,9 +37,11 @@ def test_wal_mode_and_stamp_are_recorded(plain_repo: Path, tmp_path: Path):
     conn = sqlite3.connect(tmp_path / "db" / "index.db")
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     meta = dict(conn.execute("SELECT key, value FROM meta"))
+    seal = {key: meta.pop(key) for key in ("store_id", "owner_uid", "store_path", "store_seal")}
     assert meta == {"schema_version": str(store_module.SCHEMA_VERSION),
                     "index_stamp": store_module.INDEX_STAMP,
                     "paths_generation": str(len(SAMPLE_FILES))}  # one per file added
+    assert seal["store_path"] == str((tmp_path / "db" / "index.db").resolve())
     engine.close()
 
 
@@ -267,7 +269,12 @@ def corrupt_table_page(db: Path, table: str) -> None:
         fh.write(b"\xde\xad\xbe\xef" * (page_size // 4))
 
 
-def test_our_corrupt_store_is_moved_aside_and_its_memory_carried_over(plain_repo: Path, tmp_path: Path):
+@pytest.mark.parametrize("table", ["chunks", "meta"])
+def test_our_corrupt_store_is_moved_aside_and_its_memory_carried_over(plain_repo: Path, tmp_path: Path,
+                                                                      table: str):
+    """Damage found on open (quick_check). With the seal unreadable (the meta
+    table's page) nothing proves the rows are this user's: they wait in
+    quarantine until `trust-memory` (issue 38)."""
     db = tmp_path / "index.db"
     engine = make_engine(plain_repo, db)
     engine.index()
@@ -275,11 +282,18 @@ def test_our_corrupt_store_is_moved_aside_and_its_memory_carried_over(plain_repo
         engine.memory.remember(EVERYTHING, f"fact-{n}", f"fact number {n} about deploys")
     engine.stash.put("parked", "a parked payload")
     engine.close()
-    corrupt_table_page(db, "meta")
+    corrupt_table_page(db, table)
 
     reopened = make_engine(plain_repo, db)
     assert reopened.store.error is None and reopened.store.rebuilt
-    assert len(list(tmp_path.glob("index.db.corrupt-*[0-9]"))) == 1
+    assert reopened.status()["repaired"]["movedTo"].startswith(str(db))
+    if table == "meta":
+        assert len(list(tmp_path.glob("index.db.quarantined-*[0-9]"))) == 1
+        assert reopened.memory.count(EVERYTHING) == 0
+        assert reopened.status()["quarantined"]["memory"] == 300
+        assert reopened.trust_quarantined()["imported"]["memory"] == 300
+    else:
+        assert len(list(tmp_path.glob("index.db.corrupt-*[0-9]"))) == 1
     assert reopened.memory.count(EVERYTHING) == 300
     hits = reopened.recall("fact number 299", kinds=["fact"], mode="lexical").hits_by_kind["fact"]
     assert hits[0].path == "fact-299"

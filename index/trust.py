@@ -1,0 +1,142 @@
+"""Whether a store is this user's own: the seal (docs/architecture.md, "Trust model").
+
+Written memory is served only from a store this OS user created for this path
+on this machine. At creation a store gets a seal in its ``meta`` table: a
+random store id, the owner's uid, the store file's real path (for the default
+store, ``<root>/.ctxls/index.db``, so it names the root) and an HMAC-SHA256 of
+the three under the user's store key. The key lives outside every checkout,
+in the user's state folder (``$CTXLS_STATE_DIR``, else
+``$XDG_STATE_HOME/ctxls``, else ``~/.local/state/ctxls``; ``store-key``,
+0600, made on first use). A checkout can carry a store, but not a seal that
+verifies here: a committed ``.ctxls/index.db``, one from an archive, one
+copied from another folder or made by another user fails the check, and is
+moved aside (quarantined) whole by ``Store``.
+
+A store from before seals (no ``store_id``) is adopted, i.e. sealed in place,
+only when git says it is not part of the checkout: the folder is a git work
+tree, the file is untracked, and this user owns it. Anything else unsealed is
+quarantined. Without a usable state folder (no home, read-only) nothing can be
+sealed; stores are then judged by that legacy rule alone, with a warning.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import subprocess
+from pathlib import Path
+
+from ctxls.index.private import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, restrict
+
+log = logging.getLogger(__name__)
+
+STATE_DIR_ENV = "CTXLS_STATE_DIR"
+KEY_FILE_NAME = "store-key"
+_KEY_BYTES = 32
+# The meta rows of a seal.
+SEAL_KEYS = ("store_id", "owner_uid", "store_path", "store_seal")
+
+_key_warned = False
+
+
+def state_dir() -> Path:
+    explicit = os.environ.get(STATE_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    return base / "ctxls"
+
+
+def user_key() -> bytes | None:
+    """This user's store key, made on first use; None when it cannot be
+    read or made (warned once)."""
+    global _key_warned
+    folder = state_dir()
+    path = folder / KEY_FILE_NAME
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+        except FileExistsError:
+            pass
+        else:
+            try:
+                os.write(fd, secrets.token_bytes(_KEY_BYTES))
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        restrict(path, PRIVATE_FILE_MODE)
+        st = path.stat()
+        key = path.read_bytes()
+        if st.st_uid != os.getuid() or len(key) != _KEY_BYTES:
+            raise OSError(f"{path} is not this user's store key")
+        return key
+    except OSError as exc:
+        if not _key_warned:
+            _key_warned = True
+            log.warning("no store key (%s): stores cannot be sealed; a store is trusted only "
+                        "when git says it is not part of the checkout", exc)
+        return None
+
+
+def real_store_path(db_path: str) -> str:
+    return os.path.realpath(db_path)
+
+
+def _mac(key: bytes, store_id: str, uid: int, path: str) -> str:
+    message = "\0".join((store_id, str(uid), path)).encode("utf-8", "surrogateescape")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def new_seal(db_path: str) -> dict[str, str] | None:
+    """The meta rows sealing a store this user creates (or adopts) now."""
+    key = user_key()
+    if key is None:
+        return None
+    store_id, uid, path = secrets.token_hex(16), os.getuid(), real_store_path(db_path)
+    return {"store_id": store_id, "owner_uid": str(uid), "store_path": path,
+            "store_seal": _mac(key, store_id, uid, path)}
+
+
+def untracked_and_owned(db_path: str) -> bool:
+    """Git says the file is no part of the checkout (a work tree, the file
+    untracked) and this user owns it."""
+    try:
+        if os.stat(db_path).st_uid != os.getuid():
+            return False
+        folder = os.path.dirname(os.path.realpath(db_path))
+        proc = subprocess.run(["git", "-C", folder, "ls-files", "--error-unmatch", "--",
+                               os.path.realpath(db_path)], capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    # 0: tracked; 1 with "did not match": untracked in a work tree; 128: no repository.
+    return proc.returncode == 1 and b"did not match" in proc.stderr
+
+
+def problem(meta: dict[str, str], db_path: str) -> str | None:
+    """Why a store's written rows are not to be trusted here, None when they
+    are: its seal verifies, or it has none and may be adopted (the caller
+    seals it then)."""
+    if "store_id" not in meta:
+        if untracked_and_owned(db_path):
+            return None
+        return "it has no seal of this user and may have come with the checkout"
+    try:
+        uid = int(meta.get("owner_uid", ""))
+    except ValueError:
+        return "its seal is malformed"
+    if uid != os.getuid():
+        return f"it was sealed by another user (uid {uid})"
+    if meta.get("store_path") != real_store_path(db_path):
+        return f"it was sealed for another place ({meta.get('store_path')!r})"
+    key = user_key()
+    if key is None:
+        return None if untracked_and_owned(db_path) else "no store key to verify its seal"
+    expected = _mac(key, meta["store_id"], uid, meta["store_path"])
+    if not hmac.compare_digest(expected, meta.get("store_seal", "")):
+        return "its seal was not made with this user's key (another machine or a forgery)"
+    return None
