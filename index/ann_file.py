@@ -13,10 +13,12 @@ be exactly what this user's ctxls wrote:
     HMAC-SHA256 of the above and the payload, keyed by a per-user secret   32 bytes
     payload                     usearch's serialized index
 
-The key lives outside every repository (the user's state folder, 0600), so a
-file that arrived with a checkout, or was written by another user, fails the
-check like a damaged one and the index is rebuilt from SQLite, which is the
-truth. Any failure is a ``AnnFileInvalid`` with the reason; the caller rebuilds.
+The key is the user's store key (``trust.user_key``: the user's state folder,
+0600, outside every repository), so a file that arrived with a checkout, or
+was written by another user, fails the check like a damaged one and the index
+is rebuilt from SQLite, which is the truth. Any failure is an
+``AnnFileInvalid`` with the reason; the caller rebuilds. Without a key no file
+is written (each start rebuilds the index from SQLite).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import secrets
 import struct
 from pathlib import Path
+
+from ctxls.index.trust import user_key
 
 MAGIC = b"CTXLSANN"
 FORMAT_VERSION = 1
@@ -39,56 +42,25 @@ class AnnFileInvalid(Exception):
     """The ANN file is missing, damaged, foreign or of another format."""
 
 
-def state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
-    return Path(base) / "ctxls"
-
-
-def _user_key() -> bytes:
-    """This user's secret, made on first use; without one nothing is trusted."""
-    path = state_dir() / "ann.key"
-    try:
-        key = path.read_bytes()
-        if len(key) == 32:
-            return key
-    except OSError:
-        pass
-    key = secrets.token_bytes(32)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"ann.key.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(key)
-    # Two processes racing both write a key; the first rename wins for good.
-    try:
-        os.link(tmp, path)
-    except FileExistsError:
-        key = path.read_bytes()
-    finally:
-        os.unlink(tmp)
-    if len(key) != 32:
-        raise OSError(f"{path}: not a ctxls key")
-    return key
-
-
 def _mac(key: bytes, header: bytes, payload: bytes | bytearray) -> bytes:
     digest = hmac.new(key, header, hashlib.sha256)
     digest.update(payload)
     return digest.digest()
 
 
-def encode(payload: bytes | bytearray, dim: int, count: int) -> bytes:
+def write(path: Path, payload: bytes | bytearray, dim: int, count: int) -> bool:
+    """Write header + payload to ``path`` (the caller renames it into place);
+    False, writing nothing, without a key to sign it with."""
+    key = user_key()
+    if key is None:
+        return False
     header = _HEADER.pack(MAGIC, FORMAT_VERSION, dim, count, len(payload))
-    return header + _mac(_user_key(), header, payload)
-
-
-def write(path: Path, payload: bytes | bytearray, dim: int, count: int) -> None:
-    """Write header + payload to ``path`` (the caller renames it into place)."""
     with open(path, "wb") as out:
-        out.write(encode(payload, dim, count))
+        out.write(header + _mac(key, header, payload))
         out.write(payload)
         out.flush()
         os.fsync(out.fileno())
+    return True
 
 
 def read(path: Path, dim: int) -> bytes:
@@ -117,10 +89,9 @@ def read(path: Path, dim: int) -> bytes:
         raise AnnFileInvalid(str(exc)) from exc
     if len(payload) != length:
         raise AnnFileInvalid("changed while read")
-    try:
-        key = _user_key()
-    except OSError as exc:
-        raise AnnFileInvalid(f"no key to check it with: {exc}") from exc
+    key = user_key()
+    if key is None:
+        raise AnnFileInvalid("no store key to check it with")
     expected = _mac(key, prefix[:_HEADER.size], payload)
     if not hmac.compare_digest(expected, prefix[_HEADER.size:]):
         raise AnnFileInvalid("checksum mismatch (damaged, or not written by this user's ctxls)")

@@ -245,7 +245,8 @@ class SemanticIndex:
         with self._ann_lock:
             payload = self._ann.save()
             dim, count = self._ann.ndim, len(self._ann)
-        ann_file.write(tmp, payload, dim, count)
+        if not ann_file.write(tmp, payload, dim, count):
+            return  # no key to sign it: the next start rebuilds from SQLite
         restrict(tmp)  # 0600 before it takes the real name
         os.replace(tmp, self.vector_path)
         self._dirty = False

@@ -324,16 +324,16 @@ def test_bad_values_are_32602_with_the_param_on_the_socket(stdio_daemon, repo: P
 
 # -- the ANN cache file (issue 38, item 1) ----------------------------------------
 
-def _embedded_store(root: Path) -> Path:
-    """Index and embed ``root`` in this process; the vectors file it leaves behind."""
-
+def _embedded_store(root: Path) -> tuple[Path, int]:
+    """Index and embed ``root`` in this process; the vectors file it leaves
+    behind, and the vectors' dimension."""
     engine = Engine(root, EngineOptions(embeddings=True))
     engine.index()
     assert engine.embed_pending() > 0
     engine.close()
     vectors = engine.semantic.vector_path
     assert vectors.stat().st_size > 0
-    return vectors
+    return vectors, engine.semantic.embedder.dim
 
 
 def _recall_under_a_memory_cap(root: Path, env: dict) -> subprocess.CompletedProcess:
@@ -350,16 +350,19 @@ def _recall_under_a_memory_cap(root: Path, env: dict) -> subprocess.CompletedPro
 def test_a_damaged_vectors_file_is_rebuilt_not_loaded(repo: Path, tmp_path: Path, monkeypatch, damage: str):
     from ctxls.index import ann_file
 
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    vectors = _embedded_store(repo)
+    monkeypatch.setenv("CTXLS_STATE_DIR", str(tmp_path / "state"))
+    vectors, dim = _embedded_store(repo)
     if damage == "garbage in the second half":
         with open(vectors, "r+b") as f:
             f.seek(vectors.stat().st_size // 2)
             f.write(os.urandom(64 * 1024))
     elif damage == "truncated":
         os.truncate(vectors, vectors.stat().st_size * 2 // 3)
-    else:  # a well-formed file whose MAC another key made: a planted or foreign cache
-        monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "other-user-state"))
+    else:  # a well-formed file whose MAC another user's key made: a planted or foreign cache
+        payload = ann_file.read(vectors, dim)
+        monkeypatch.setenv("CTXLS_STATE_DIR", str(tmp_path / "other-user-state"))
+        assert ann_file.write(vectors, payload, dim, 0)
+        monkeypatch.setenv("CTXLS_STATE_DIR", str(tmp_path / "state"))
     for _ in range(2):  # and again: the rebuilt file is loaded as it is, not rebuilt for ever
         got = _recall_under_a_memory_cap(repo, dict(os.environ))
         assert got.returncode == 0, got.stderr[-2000:]
@@ -377,7 +380,7 @@ def test_a_damaged_vectors_file_is_rebuilt_not_loaded(repo: Path, tmp_path: Path
 
 
 def test_status_says_why_the_vectors_file_was_rebuilt(repo: Path):
-    vectors = _embedded_store(repo)
+    vectors, _ = _embedded_store(repo)
     vectors.write_bytes(b"\0" * 4096)
     engine = Engine(repo, EngineOptions(embeddings=True))
     try:
