@@ -2,7 +2,7 @@
 
 Twelve projects, two per language (Kotlin, Swift, C#, Elixir, Lua, Scala),
 one dev and one test: ``PROJECTS``, listed with their commits in
-``bench/projects_lang.md``. The queries (``bench/codesearch_lang/<project>.json``,
+``bench/projects.md``. The queries (``bench/codesearch_lang/<project>.json``,
 the format of ``codesearch_files.py``'s hand-written ones: symbol / semantic /
 architecture, relevant and secondary files) were written by reading each
 project's code and docs, before running ctxls on them, and not changed after

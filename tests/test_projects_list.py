@@ -35,7 +35,7 @@ CHECKED_TABLES = {
     ("codesearch_corpora", "HELD_OUT_CORPORA"), ("codesearch_files", "PROJECTS"),
     ("impact", "QUALITY_CORPORA"), ("impact", "TS_CORPORA"), ("semantic", "TEXT_CORPORA"),
     ("semantic", "PERF_CORPUS"), ("assemble", "CORPORA"), ("locate", "ALLOWED_REPOS"),
-    ("locate", "RELEASE_PROJECTS"), ("locate", "DJANGO_ON_CORPUS"),
+    ("locate", "RELEASE_PROJECTS"), ("locate", "DJANGO_ON_CORPUS"), ("codesearch_lang", "PROJECTS"),
 }
 _TABLE_NAME = re.compile(r"(CORPORA|CORPUS|PROJECTS|REPOS)$")
 
@@ -89,8 +89,11 @@ def required_projects() -> list[tuple[str, str | None, str | None, str]]:
     assemble = bench_module("assemble")
     editors = bench_module("editors")
     locate = bench_module("locate")
+    languages = bench_module("codesearch_lang")
 
     need = []
+    for project in languages.PROJECTS:
+        need.append((project.name, project.commit, SPLIT_ROLE[project.split], "codesearch_lang.PROJECTS"))
     for name, version in corpora.CORPORA.items():
         need.append((name, version, None, "corpora.CORPORA"))
     for corpus in codesearch_corpora.CODE_CORPORA:
