@@ -530,8 +530,9 @@ class Engine:
     def file_changed_on_disk(self, path: str) -> None:
         """A save or a watched-file event; an open buffer still wins. A
         buffers-only engine reads no file, whatever its client says changed."""
-        if not self.buffers_only and self.buffer_text(path) is None:
-            self.indexer.reindex_from_disk(path)
+        if not self.buffers_only and self.buffer_text(path) is None \
+                and self.indexer.reindex_from_disk(path) and self.semantic is not None:
+            self.semantic.mark_urgent(path)  # recall by meaning sees it first
 
     def files_changed_on_disk(self, paths: list[str]) -> None:
         """Watched-file events: new files must also pass .gitignore. A file
