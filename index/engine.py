@@ -428,8 +428,12 @@ class Engine:
         under way), so after FRESH_RETRIES what still changed is left out
         (``without``) rather than served with old lines."""
         for _ in range(FRESH_RETRIES):
+            serial = self.indexer.row_serial
             result = answer()
-            changed = self.refresh_stale(paths_of(result))
+            paths = paths_of(result)
+            self.refresh_stale(paths)
+            # Rows re-indexed now, or by the watcher while the answer was computed.
+            changed = self.indexer.rows_written_since(serial, paths)
             if not changed:
                 return result
         return without(result, changed)

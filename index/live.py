@@ -207,7 +207,7 @@ class DiskFollower:
         self.editor_events_skipped = 0
         self.established = threading.Event()
         self._stop = threading.Event()
-        self._git_dir = git_dir(self.root)
+        self._git_dir: Path | None = None  # found by the thread (a git call)
         # Folders that appeared since the last listing (an empty one is in no listing yet).
         self._new_folders: set[str] = set()
         # New folders whose files are indexed once the watch on them stands.
@@ -233,6 +233,7 @@ class DiskFollower:
     # -- the thread ------------------------------------------------------------
 
     def _run(self) -> None:
+        self._git_dir = git_dir(self.root)
         polling = self.requested == "poll"
         if polling:
             self.reason = "polling was asked for (watch: \"poll\")"
@@ -340,13 +341,13 @@ class DiskFollower:
         head_moved = False
         appeared: list[str] = []
         vanished: list[str] = []
-        git_head = str(self._git_dir / "HEAD") if self._git_dir is not None else None
+        git_head = self._git_head()
         for change, where in changes:
             if where == git_head:
                 head_moved = True
                 continue
             rel = os.path.relpath(where, root)
-            if rel.startswith("..") or rel == ".":
+            if rel in (".", "..") or rel.startswith("../"):
                 continue  # the git folder's other files
             rel = rel.replace(os.sep, "/")
             if any(self._skipped_name(p) for p in rel.split("/")):
@@ -368,7 +369,7 @@ class DiskFollower:
         new = [f for f in appeared if f + "/" not in ignored]
         self.batches += 1
         if paths or head_moved:
-            self.engine.disk_changed(sorted(paths), head_moved)
+            self._index(sorted(paths), head_moved)
         if new or vanished:
             self._new_folders.update(new)
             # Now, for what is already there, and again once the new watch
@@ -393,4 +394,12 @@ class DiskFollower:
                 rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
                 found.extend(f"{rel_dir}/{name}" for name in filenames)
         if found:
-            self.engine.disk_changed(found, False)
+            self._index(found, False)
+
+    def _index(self, paths: list[str], head_moved: bool) -> None:
+        """Hand a batch to the engine; a failure (the store unavailable for a
+        moment) costs that batch, not the watch: answers still check their files."""
+        try:
+            self.engine.disk_changed(paths, head_moved)
+        except Exception:
+            log.exception("indexing %d changed files of %s failed", len(paths), self.root)
