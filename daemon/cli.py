@@ -322,7 +322,8 @@ def watch_text(watch: dict | None) -> str:
         return "off: changes on disk are seen when an answer checks its files" + (
             f" ({reason})" if reason else "")
     if watch["mode"] == "native":
-        return f"following {watch['folders']} folders (native file events)"
+        polled = f"; {watch['reason']}" if watch.get("polled") else ""
+        return f"following {watch['folders']} folders (native file events{polled})"
     if watch["mode"] == "poll":
         return f"polling {watch['folders']} folders: {watch.get('reason')}"
     return "starting"

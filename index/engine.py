@@ -437,8 +437,12 @@ class Engine:
         under way), so after FRESH_RETRIES what still changed is left out
         (``without``) rather than served with old lines."""
         for _ in range(FRESH_RETRIES):
+            serial = self.indexer.row_serial
             result = answer()
-            changed = self.refresh_stale(paths_of(result))
+            paths = paths_of(result)
+            self.refresh_stale(paths)
+            # Rows re-indexed now, or by the watcher while the answer was computed.
+            changed = self.indexer.rows_written_since(serial, paths)
             if not changed:
                 return result
         return without(result, changed)
@@ -541,8 +545,9 @@ class Engine:
     def file_changed_on_disk(self, path: str) -> None:
         """A save or a watched-file event; an open buffer still wins. A
         buffers-only engine reads no file, whatever its client says changed."""
-        if not self.buffers_only and self.buffer_text(path) is None:
-            self.indexer.reindex_from_disk(path)
+        if not self.buffers_only and self.buffer_text(path) is None \
+                and self.indexer.reindex_from_disk(path) and self.semantic is not None:
+            self.semantic.mark_urgent(path)  # recall by meaning sees it first
 
     def files_changed_on_disk(self, paths: list[str]) -> None:
         """Watched-file events: new files must also pass .gitignore. A file

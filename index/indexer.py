@@ -9,11 +9,13 @@ writes go in short batches so live buffer updates interleave with a cold index.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
@@ -82,7 +84,13 @@ class Indexer:
         # Serialises whole passes; buffer updates only take the store's write lock.
         self.pass_lock = threading.Lock()
         self._disk_lock = threading.Lock()
+        self._serial_lock = threading.Lock()
         self._resolver: ImportResolver | None = None
+        # Bumped after every commit that wrote or dropped a file's rows, and
+        # the value each path last got: an answer computed before a commit
+        # to one of its files may hold that file's old lines (Engine.fresh_answer).
+        self.row_serial = 0
+        self._row_serials: dict[str, int] = {}
         # Files left out and why (path -> reason), for status: a whole pass
         # replaces it, a scoped pass or a single-file update amends it.
         self.skipped: dict[str, str] = {}
@@ -165,11 +173,26 @@ class Indexer:
                  if p not in listed and p not in buffers
                  and in_scope_path(p)]
         if stale:
-            with self.store.write() as conn:
+            with self._writing(stale) as conn:
                 for path in stale:
                     if self.store.delete_file(conn, path):
                         stats.removed += 1
         return stats
+
+    @contextmanager
+    def _writing(self, paths: list[str]) -> Iterator[sqlite3.Connection]:
+        """One write transaction changing ``paths``' rows, counted once committed."""
+        with self.store.write() as conn:
+            yield conn
+        with self._serial_lock:
+            for path in paths:
+                self.row_serial += 1
+                self._row_serials[path] = self.row_serial
+
+    def rows_written_since(self, serial: int, paths: list[str]) -> set[str]:
+        """Those of ``paths`` whose rows a commit changed after ``row_serial`` was ``serial``."""
+        with self._serial_lock:
+            return {p for p in paths if self._row_serials.get(p, 0) > serial}
 
     def _record(self, source: SourceText, state: FileState | None,
                 language: str | None = None) -> FileRecord:
@@ -179,7 +202,7 @@ class Indexer:
     def _write_batch(self, batch: list[tuple[FileRecord, ParsedFile | None, bool]],
                      log_edits: bool) -> None:
         ts = now_ms()
-        with self.store.write() as conn:
+        with self._writing([record.path for record, _, _ in batch]) as conn:
             # A buffer opened since the pass started owns its rows now.
             opened = self._open_buffers()
             for record, parsed, existed in batch:
@@ -232,7 +255,7 @@ class Indexer:
                             mtime_ns=mtime_ns, hash=digest, source=source)
         # A file new on disk (written by an agent, a generator) is activity
         # too; a buffer not indexed before is not an edit yet.
-        with self.store.write() as conn:
+        with self._writing([path]) as conn:
             self._put_parsed(conn, record, parsed,
                              log_edits and (state is not None or source == "disk"), now_ms())
         return True
@@ -246,7 +269,7 @@ class Indexer:
                                           and len(text.encode("utf-8", "surrogatepass")) > limit)
         if too_large or looks_binary(text):  # the rules a file on disk is held to
             self.skipped[path] = "too large" if too_large else "binary"
-            with self.store.write() as conn:
+            with self._writing([path]) as conn:
                 return self.store.delete_file(conn, path)
         self.skipped.pop(path, None)
         return self.index_text(path, text, source="buffer")
@@ -266,7 +289,7 @@ class Indexer:
             if isinstance(source, Skipped) and self.wanted(path):
                 log.info("skipped %s: %s", path, source.reason)
                 self.skipped[path] = source.reason
-            with self.store.write() as conn:
+            with self._writing([path]) as conn:
                 return self.store.delete_file(conn, path)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
                                log_edits=log_edits)

@@ -11,10 +11,11 @@ incremental pass with progress; smaller ones are re-indexed file by file. A
 new folder restarts the watch with it, then its files are indexed (after the
 watch stands, so nothing created meanwhile is missed).
 
-When the platform cannot watch (inotify's ``max_user_watches`` reached, a
-file system without events) the same folders are polled every ``POLL_MS``
-(stat scans of the folders and their indexable files), and status and the
-log say so.
+Folders the platform does not watch (inotify's ``max_user_watches``
+reached: notify leaves them out without an error, so the kernel's own list of
+the watches, /proc/self/fdinfo, is checked) are polled every ``POLL_MS`` (stat
+scans of the folders and their indexable files), and status and the log say
+so; where no native watch can be set up at all, every folder is polled.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import logging
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import watchfiles
 from watchfiles._rust_notify import RustNotify
@@ -76,6 +78,116 @@ def _limit_reached(exc: OSError) -> bool:
     return exc.errno in (errno.ENOSPC, errno.EMFILE, errno.ENFILE) or "limit" in str(exc).lower()
 
 
+_NEW_WATCH_LOCK = threading.Lock()  # tells one new watch's inotify descriptor from another's
+
+
+def _inotify_fds() -> set[int]:
+    """This process's inotify descriptors (Linux; elsewhere none)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return set()
+    found = set()
+    for name in names:
+        try:
+            if os.readlink(f"/proc/self/fd/{name}") == "anon_inode:inotify":
+                found.add(int(name))
+        except OSError:
+            continue
+    return found
+
+
+def _unwatched(paths: list[str], fds: set[int]) -> list[str]:
+    """Those of ``paths`` the kernel holds no inotify watch for on ``fds``
+    (by device and inode, from /proc/self/fdinfo); none where that cannot be read."""
+    watched: set[tuple[int, int]] = set()
+    for fd in fds:
+        try:
+            with open(f"/proc/self/fdinfo/{fd}") as info:
+                for line in info:
+                    if line.startswith("inotify wd:"):
+                        fields = dict(f.split(":", 1) for f in line.split()[1:] if ":" in f)
+                        dev = int(fields["sdev"], 16)  # the kernel's dev_t: major << 20 | minor
+                        watched.add((os.makedev(dev >> 20, dev & 0xFFFFF), int(fields["ino"], 16)))
+        except (OSError, KeyError, ValueError):
+            return []
+    if not fds:
+        return []
+    missing = []
+    for where in paths:
+        try:
+            st = os.stat(where)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) not in watched:
+            missing.append(where)
+    return missing
+
+
+class StatPoller:
+    """Stat scans of some folders, for when native events cannot cover them:
+    each folder's mtime (it moves when an entry comes, goes or is renamed;
+    then the folder is listed again) and each indexable file's mtime in ns
+    and size. (watchfiles' own poller compares whole seconds of mtime, so it
+    misses a second write within the second of its last scan.)"""
+
+    def __init__(self, folders: list[str], indexable: Callable[[str], bool], head: str | None):
+        self._indexable = indexable
+        self._files: dict[str, tuple[int, int]] = {}  # file -> (mtime_ns, size)
+        self._folders: dict[str, int | None] = {}  # folder -> mtime_ns
+        for folder in folders:
+            self._list(folder)
+        if head is not None and (signature := _stat(head)) is not None:
+            self._files[head] = signature  # a checkout moves it
+
+    def _list(self, folder: str) -> set[str]:
+        """(Re)read a folder; its sub-folders not polled yet."""
+        self._folders[folder] = (_stat(folder) or (None, 0))[0]
+        try:
+            with os.scandir(folder) as found:
+                entries = [(e.path, e.is_dir(follow_symlinks=False)) for e in found]
+        except OSError:
+            return set()
+        for where, is_dir in entries:
+            if not is_dir and where not in self._files and self._indexable(where):
+                if (signature := _stat(where)) is not None:
+                    self._files[where] = signature
+        return {where for where, is_dir in entries if is_dir and where not in self._folders}
+
+    def scan(self) -> set[tuple[watchfiles.Change, str]]:
+        changes: set[tuple[watchfiles.Change, str]] = set()
+        for folder, mtime in list(self._folders.items()):
+            now = (_stat(folder) or (None, 0))[0]
+            if now == mtime:
+                continue
+            if now is None:
+                changes.add((watchfiles.Change.deleted, folder))
+                continue
+            known = set(self._files)
+            changes.update((watchfiles.Change.added, where) for where in self._list(folder))
+            changes.update((watchfiles.Change.added, where) for where in set(self._files) - known)
+        for where, signature in list(self._files.items()):
+            now = _stat(where)
+            if now == signature:
+                continue
+            if now is None:
+                del self._files[where]
+                changes.add((watchfiles.Change.deleted, where))
+            else:
+                self._files[where] = now
+                changes.add((watchfiles.Change.modified, where))
+        return changes
+
+
+def _stat(where: str) -> tuple[int, int] | None:
+    """(mtime_ns, size), or None when it is gone."""
+    try:
+        st = os.stat(where)
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
 class DiskFollower:
     """One root's watcher thread. ``established`` is set once the first watch
     stands (or the follower gave up), so a first pass started after it misses
@@ -90,11 +202,12 @@ class DiskFollower:
         self.reason: str | None = None  # why native events are not used
         self.folders = 0
         self.batches = 0
+        self.polled = 0  # folders polled because native events could not cover them
         # An editor's didChangeWatchedFiles events not handled again (the daemon saw them).
         self.editor_events_skipped = 0
         self.established = threading.Event()
         self._stop = threading.Event()
-        self._git_dir = git_dir(self.root)
+        self._git_dir: Path | None = None  # found by the thread (a git call)
         # Folders that appeared since the last listing (an empty one is in no listing yet).
         self._new_folders: set[str] = set()
         # New folders whose files are indexed once the watch on them stands.
@@ -114,12 +227,13 @@ class DiskFollower:
 
     def describe(self) -> dict:
         return {"mode": self.mode, "requested": self.requested, "reason": self.reason,
-                "folders": self.folders, "batches": self.batches,
+                "folders": self.folders, "polled": self.polled, "batches": self.batches,
                 "editorEventsSkipped": self.editor_events_skipped}
 
     # -- the thread ------------------------------------------------------------
 
     def _run(self) -> None:
+        self._git_dir = git_dir(self.root)
         polling = self.requested == "poll"
         if polling:
             self.reason = "polling was asked for (watch: \"poll\")"
@@ -132,6 +246,7 @@ class DiskFollower:
                         break
                     if not polling and _limit_reached(exc):
                         polling = True
+                        self.polled = self.folders
                         self.reason = (f"native file events unavailable ({exc}); polling "
                                        f"{self.folders} folders every {POLL_MS / 1000:g} s")
                         self.engine.on_warning(f"{self.root}: {self.reason}")
@@ -159,92 +274,60 @@ class DiskFollower:
         """One watch over the current folders, until a new folder needs a new one."""
         paths = self._folders()
         if polling:
-            self._poll(paths)
+            poller = StatPoller(paths, self._indexable, self._git_head())
+            self.polled = len(paths)
+            self._standing("poll")
+            while not self._stop.wait(POLL_MS / 1000):
+                if (changes := poller.scan()) and self._handle(changes):
+                    return  # new folders: poll them too
             return
         # watchfiles' documented Rust backend: unlike its watch() generator it
         # says when the watch stands (the constructor returns), so the first
         # pass and a new folder's catch-up start only then.
-        with RustNotify(paths, False, False, 0, False, True) as notify:
+        with _NEW_WATCH_LOCK:
+            before = _inotify_fds()
+            notify = RustNotify(paths, False, False, 0, False, True)
+            mine = _inotify_fds() - before
+        with notify:
+            # notify drops a folder it cannot watch (inotify's limit) without a
+            # word: those are found in the kernel's list and polled instead.
+            unwatched = _unwatched(paths, mine)
+            head = self._git_head() if str(self._git_dir) in unwatched else None
+            poller = StatPoller(unwatched, self._indexable, head) if unwatched else None
+            said, self.polled = self.polled, len(unwatched)
+            self.reason = (f"the platform's watch limit was reached: {len(unwatched)} of "
+                           f"{len(paths)} folders are polled every {POLL_MS / 1000:g} s "
+                           "(raise fs.inotify.max_user_watches to watch them all)"
+                           if unwatched else None)
+            if unwatched and not said:
+                self.engine.on_warning(f"{self.root}: {self.reason}")
             self._standing("native")
+            scanned = time.monotonic()
             while not self._stop.is_set():
-                raw = notify.watch(MAX_BATCH_MS, STEP_MS, TICK_MS, self._stop)
-                if isinstance(raw, set) and raw and self._handle(
-                        {(watchfiles.Change(change), where) for change, where in raw}):
+                raw = notify.watch(MAX_BATCH_MS, STEP_MS, POLL_MS if poller else TICK_MS,
+                                   self._stop)
+                changes = ({(watchfiles.Change(change), where) for change, where in raw}
+                           if isinstance(raw, set) else set())
+                if poller is not None and time.monotonic() - scanned >= POLL_MS / 1000:
+                    changes |= poller.scan()
+                    scanned = time.monotonic()
+                if changes and self._handle(changes):
                     return  # new folders: watch them too
 
     def _standing(self, mode: str) -> None:
         """The watch stands: say so once, and index the new folders' files."""
         if not self.established.is_set():
-            self.mode = mode
             log.info("following %s on disk (%s, %d folders)", self.root, mode, self.folders)
             self.established.set()
+        self.mode = mode
         if self._catch_up:
             self._index_new_folders()
 
-    def _poll(self, paths: list[str]) -> None:
-        """Stat scans every POLL_MS: each watched folder (its mtime moves when
-        an entry comes, goes or is renamed; then it is listed again) and each
-        indexable file in them (mtime in ns and size). watchfiles' own poller
-        compares whole seconds of mtime, so it misses a second write within
-        the second of its last scan."""
-        entries: dict[str, tuple[int, int]] = {}  # file -> (mtime_ns, size)
-        folder_mtimes: dict[str, int | None] = {}
+    def _indexable(self, where: str) -> bool:
+        return self.engine.indexer.wanted(os.path.relpath(where, self.root))
 
-        def stat(where: str) -> tuple[int, int] | None:
-            try:
-                st = os.stat(where)
-            except OSError:
-                return None
-            return st.st_mtime_ns, st.st_size
-
-        def list_folder(folder: str) -> None:
-            folder_mtimes[folder] = (stat(folder) or (None, 0))[0]
-            try:
-                with os.scandir(folder) as found:
-                    names = [e.path for e in found if not e.is_dir(follow_symlinks=False)]
-            except OSError:
-                return
-            for where in names:
-                if self.engine.indexer.wanted(os.path.relpath(where, self.root)):
-                    if (signature := stat(where)) is not None:
-                        entries.setdefault(where, signature)
-
-        for folder in paths:
-            list_folder(folder)
-        if self._git_dir is not None and (head := stat(str(self._git_dir / "HEAD"))):
-            entries[str(self._git_dir / "HEAD")] = head  # a checkout moves it
-        self._standing("poll")
-        while not self._stop.wait(POLL_MS / 1000):
-            changes: set[tuple[watchfiles.Change, str]] = set()
-            for folder, mtime in list(folder_mtimes.items()):
-                now = (stat(folder) or (None, 0))[0]
-                if now == mtime:
-                    continue
-                if now is None:
-                    changes.add((watchfiles.Change.deleted, folder))
-                    continue
-                known = {where for where in entries if os.path.dirname(where) == folder}
-                list_folder(folder)
-                try:
-                    with os.scandir(folder) as found:
-                        changes.update((watchfiles.Change.added, e.path) for e in found
-                                       if e.is_dir(follow_symlinks=False)
-                                       and e.path not in folder_mtimes)
-                except OSError:
-                    pass
-                changes.update((watchfiles.Change.added, where)
-                               for where in set(entries) - known if os.path.dirname(where) == folder)
-            for where, signature in list(entries.items()):
-                now_signature = stat(where)
-                if now_signature != signature:
-                    changes.add((watchfiles.Change.modified if now_signature else
-                                 watchfiles.Change.deleted, where))
-                    if now_signature is None:
-                        del entries[where]
-                    else:
-                        entries[where] = now_signature
-            if changes and self._handle(changes):
-                return  # new folders: poll them too
+    def _git_head(self) -> str | None:
+        return str(self._git_dir / "HEAD") if self._git_dir is not None else None
 
     def _skipped_name(self, name: str) -> bool:
         """A folder discovery never lists: in a repository, version control's
@@ -258,13 +341,13 @@ class DiskFollower:
         head_moved = False
         appeared: list[str] = []
         vanished: list[str] = []
-        git_head = str(self._git_dir / "HEAD") if self._git_dir is not None else None
+        git_head = self._git_head()
         for change, where in changes:
             if where == git_head:
                 head_moved = True
                 continue
             rel = os.path.relpath(where, root)
-            if rel.startswith("..") or rel == ".":
+            if rel in (".", "..") or rel.startswith("../"):
                 continue  # the git folder's other files
             rel = rel.replace(os.sep, "/")
             if any(self._skipped_name(p) for p in rel.split("/")):
@@ -286,7 +369,7 @@ class DiskFollower:
         new = [f for f in appeared if f + "/" not in ignored]
         self.batches += 1
         if paths or head_moved:
-            self.engine.disk_changed(sorted(paths), head_moved)
+            self._index(sorted(paths), head_moved)
         if new or vanished:
             self._new_folders.update(new)
             # Now, for what is already there, and again once the new watch
@@ -311,4 +394,12 @@ class DiskFollower:
                 rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
                 found.extend(f"{rel_dir}/{name}" for name in filenames)
         if found:
-            self.engine.disk_changed(found, False)
+            self._index(found, False)
+
+    def _index(self, paths: list[str], head_moved: bool) -> None:
+        """Hand a batch to the engine; a failure (the store unavailable for a
+        moment) costs that batch, not the watch: answers still check their files."""
+        try:
+            self.engine.disk_changed(paths, head_moved)
+        except Exception:
+            log.exception("indexing %d changed files of %s failed", len(paths), self.root)

@@ -9,6 +9,7 @@ the watcher off, no old line range is laid over new text).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import shutil
@@ -185,6 +186,52 @@ def test_polling_follows_the_disk_and_says_so(tree: Path):
                                    if a.symbol == "seen_by_polling"], timeout=15)
     finally:
         engine.close()
+
+
+WATCH_LIMIT_SCRIPT = """
+import json, sys, time
+from ctxls.index.engine import Engine, EngineOptions
+engine = Engine(sys.argv[1], EngineOptions(watch="auto"))
+engine.follow_disk()
+engine.follower.established.wait(10)
+engine.cold_index()
+watch = engine.status()["watch"]
+for i in range(6):
+    with open(f"{sys.argv[1]}/d{i}/m.py", "a") as fh:
+        fh.write(f"\\n\\ndef probe_{i}():\\n    pass\\n")
+deadline = time.monotonic() + 15
+while time.monotonic() < deadline:
+    seen = sorted(a.symbol for a in engine.recent_activity() if a.symbol)
+    if len(seen) == 6:
+        break
+    time.sleep(0.1)
+print(json.dumps({"watch": watch, "seen": seen}))
+engine.close()
+"""
+
+
+def test_folders_over_the_platforms_watch_limit_are_polled_and_reported(tmp_path: Path):
+    """inotify's limit, for real: a user namespace of its own whose
+    max_inotify_watches is 4 (the kernel counts watches per user namespace)."""
+    root = tmp_path / "limited"
+    write_tree(root, {f"d{i}/m.py": f"def f{i}():\n    pass\n" for i in range(6)})
+    git(root, "init", "-q")
+    script = tmp_path / "limited.py"
+    script.write_text(WATCH_LIMIT_SCRIPT)
+    run = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "sh", "-c",
+         'echo 4 > /proc/sys/user/max_inotify_watches && exec "$0" "$@"',
+         sys.executable, str(script), str(root)],
+        capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    watch = result["watch"]
+    # 8 folders to watch (the root, d0-d5, the git folder), 4 watches allowed.
+    assert watch["mode"] == "native" and watch["polled"] == 4, watch
+    assert "watch limit was reached: 4 of 8 folders are polled" in watch["reason"]
+    assert "watch limit was reached" in run.stderr  # the log says it too
+    # Every folder is still followed: the watched ones by events, the rest by polling.
+    assert result["seen"] == [f"probe_{i}" for i in range(6)]
 
 
 def test_a_checkout_is_one_pass_with_progress_and_partial_answers(tmp_path: Path):
