@@ -240,20 +240,30 @@ def evaluate(projects, modes, rankings: dict[str, RankingConfig], log, verbose=F
                 raise RuntimeError(f"{project.name}: the store is not fully embedded")
             for (variant, mode), by_project in scores.items():
                 engine.options = replace(engine.options, ranking=rankings[variant])
-                for q in queries:
-                    hits = engine.recall(q.query, kinds=["code"], n=K,
-                                         mode=RECALL_MODE[mode]).hits_by_kind["code"]
-                    # hits are 0-based like LSP; the annotations' spans 1-based
-                    spans = [(h.path, h.start_line + 1, h.end_line + 1) for h in hits]
-                    score = ndcg_by_file(spans, q.targets, project.root)
-                    by_project.setdefault(project.name, []).append((q, score))
-                    if verbose and score < 1:
-                        log(f"{mode} {project.name} [{q.category}] {score:.2f} {q.query!r}\n"
-                            f"   want {[t.path.rsplit('/', 1)[-1] for t in q.targets]}\n"
-                            f"   got  {[f'{p}:{s}-{e}' for p, s, e in spans[:6]]}")
+                by_project[project.name] = score_queries(engine, queries, project.root,
+                                                         RECALL_MODE[mode], log if verbose else None,
+                                                         f"{mode} {project.name}")
         finally:
             engine.close()
     return scores
+
+
+def score_queries(engine, queries: list[FileQuery], root: str, mode: str, log=None,
+                  label: str = "") -> list[tuple[FileQuery, float]]:
+    """Each query's NDCG@10 by file through ``engine.recall`` in ``mode``;
+    with ``log``, every query scoring below 1 is printed with its top hits."""
+    scored = []
+    for q in queries:
+        hits = engine.recall(q.query, kinds=["code"], n=K, mode=mode).hits_by_kind["code"]
+        # hits are 0-based like LSP; the annotations' spans 1-based
+        spans = [(h.path, h.start_line + 1, h.end_line + 1) for h in hits]
+        score = ndcg_by_file(spans, q.targets, root)
+        scored.append((q, score))
+        if log is not None and score < 1:
+            log(f"{label} [{q.category}] {score:.2f} {q.query!r}\n"
+                f"   want {[t.path.rsplit('/', 1)[-1] for t in q.targets]}\n"
+                f"   got  {[f'{p}:{s}-{e}' for p, s, e in spans[:6]]}")
+    return scored
 
 
 def markdown(scores, projects) -> str:

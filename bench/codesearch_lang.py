@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from codesearch_files import K, FileQuery, _target, ndcg_by_file  # noqa: E402
+from codesearch_files import FileQuery, _target, score_queries  # noqa: E402
 from corpora import CACHE_DIR  # noqa: E402
 from ctxls.index.discovery import DiscoveryOptions  # noqa: E402
 from ctxls.index.engine import Engine, EngineOptions  # noqa: E402
@@ -117,15 +117,8 @@ def evaluate(projects, force_include: bool, log, verbose: bool) -> tuple[dict, d
         include = DEFAULT_INCLUDE + (EXTENSIONS[project.language] if force_include else ())
         engine, throughput[project.name], store = index_cold(tree, include)
         try:
-            for q in load_queries(project):
-                hits = engine.recall(q.query, kinds=["code"], n=K, mode="lexical").hits_by_kind["code"]
-                spans = [(h.path, h.start_line + 1, h.end_line + 1) for h in hits]
-                score = ndcg_by_file(spans, q.targets, "")
-                scores.setdefault(project.name, []).append((q, score))
-                if verbose and score < 1:
-                    log(f"{project.name} [{q.category}] {score:.2f} {q.query!r}\n"
-                        f"   want {[t.path.rsplit('/', 1)[-1] for t in q.targets]}\n"
-                        f"   got  {[f'{p}:{s}-{e}' for p, s, e in spans[:6]]}")
+            scores[project.name] = score_queries(engine, load_queries(project), "", "lexical",
+                                                 log if verbose else None, project.name)
         finally:
             close_store(engine, store)
         log(f"{project.name}: {throughput[project.name]}")

@@ -103,6 +103,8 @@ def _chunk(path: str, text: str, pack: bool) -> ParsedFile:
         return ParsedFile(named, _window_chunks(lines, named, kind))
     try:
         source = "\n".join(read_lines).encode("utf-8", "replace")  # "replace": lone surrogates
+        if grammar_language in TABLES:
+            source += b"\n"  # indentation grammars (F#) end a declaration at a newline
         grammar = _GRAMMARS[grammar_language]
         spans, tree = _symbol_spans(grammar, parser_for(grammar_language), read_lines, source,
                                     parse(grammar_language, source, path))

@@ -213,6 +213,23 @@ def _objc_container(node: Node) -> Definition | None:
     return Definition(_OBJC_CONTAINERS[node.type], (name,), node) if name else None
 
 
+# Terraform's addresses: `resource "aws_s3_bucket" "logs"` is `aws_s3_bucket.logs`.
+_HCL_BLOCKS = {"resource": ((), "object"), "data": (("data",), "object"), "module": (("module",), "object"),
+               "variable": (("var",), "constant"), "output": (("output",), "constant"),
+               "provider": (("provider",), "object")}
+
+
+def _hcl_block(node: Node) -> Definition | None:
+    """`resource "type" "name" {…}` and the other named blocks of Terraform."""
+    head = follow(node, "0=identifier")
+    labels = [text(child).strip('"') for child in node.named_children if child.type == "string_lit"]
+    known = _HCL_BLOCKS.get(text(head))
+    if known is None or not labels or not all(labels):
+        return None
+    prefix, kind = known
+    return Definition(kind, (*prefix, *labels))
+
+
 # --- the rows ----------------------------------------------------------------------
 
 _C_COMMENTS = frozenset({"comment", "line_comment", "block_comment", "multiline_comment"})
@@ -237,10 +254,12 @@ SWIFT = LanguageTable(
         "protocol_declaration": Rule("protocol", "name", "body"),
         "function_declaration": Rule("function"),
         "protocol_function_declaration": Rule("function"),
-        "init_declaration": Rule("function", "."),  # `init(…)`: the keyword is its name
+        "deinit_declaration": Rule("function", "."),
         "typealias_declaration": Rule("type"),
     },
     leading=_C_COMMENTS,
+    # `public convenience init(…)`: the keyword is its name.
+    custom={"init_declaration": lambda node: Definition("function", ("init",))},
 )
 
 _CSHARP_TYPE = {"class_declaration": "class", "struct_declaration": "struct",
@@ -403,8 +422,63 @@ ERLANG = LanguageTable(
 
 CLOJURE = LanguageTable(rules={}, leading=frozenset({"comment"}), custom={"list_lit": _clojure_list})
 
+SQL = LanguageTable(
+    rules={
+        "create_table": Rule("table", ":object_reference"),
+        "create_view": Rule("view", ":object_reference"),
+        "create_materialized_view": Rule("view", ":object_reference"),
+        "create_function": Rule("function", ":object_reference"),
+        "create_type": Rule("type", ":object_reference"),
+    },
+    leading=frozenset({"comment", "marginalia"}),
+    transparent=frozenset({"statement", "block", "transaction"}),
+)
+
+HCL = LanguageTable(rules={}, leading=frozenset({"comment"}), transparent=frozenset({"body"}),
+                    custom={"block": _hcl_block})
+
+NIX = LanguageTable(
+    rules={"binding": Rule("function", "attrpath", requires="expression=function_expression")},
+    leading=frozenset({"comment"}),
+    # A file's definitions sit in its top-level function's `let … in { … }`.
+    transparent=frozenset({"function_expression", "let_expression", "binding_set", "attrset_expression",
+                           "rec_attrset_expression"}),
+)
+
+POWERSHELL = LanguageTable(
+    rules={
+        "function_statement": Rule("function", ":function_name"),
+        "class_statement": Rule("class", ":simple_name", "."),
+        "class_method_definition": Rule("function", ":simple_name"),
+        "enum_statement": Rule("enum", ":simple_name"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=frozenset({"statement_list"}),
+)
+
+PERL = LanguageTable(
+    rules={"subroutine_declaration_statement": Rule("function"),
+           "package_statement": Rule("namespace", is_type=False)},
+    leading=frozenset({"comment", "pod"}),
+)
+
+FSHARP = LanguageTable(
+    rules={
+        "named_module": Rule("namespace", "name", ".", is_type=False),
+        "module_defn": Rule("namespace", ":identifier", ".", is_type=False),
+        "function_or_value_defn": Rule("function", ":function_declaration_left/:identifier",
+                                       requires=":function_declaration_left"),
+        "type_definition": Rule("type", "0/:type_name/type_name"),
+        "member_defn": Rule("function", ":method_or_prop_defn/property_or_ident/method"),
+    },
+    leading=frozenset({"line_comment", "block_comment", "attributes"}),
+    transparent=frozenset({"declaration_expression", "namespace"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
+    "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
+    "fsharp": FSHARP,
 }

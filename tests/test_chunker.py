@@ -1232,7 +1232,7 @@ def test_unknown_extension_gets_windows() -> None:
 
 def test_a_language_without_a_definitions_table_gets_windows_named_by_its_language() -> None:
     check("Makefile", "all:\n\tcc main.c\n", [(None, "window", 0, 1)], "make")
-    check("src/Main.fs", "let main argv =\n    printfn \"hi\"\n    0\n", [(None, "window", 0, 2)], "fsharp")
+    check("build.gradle", "plugins {\n    id 'java'\n}\n", [(None, "window", 0, 2)], "groovy")
 
 
 # --- Long chunks ------------------------------------------------------------

@@ -208,6 +208,36 @@ DEFINITIONS = [
         ('TodoFilters.where', 'method', 43, 43),
         ('countOpen', 'function', 46, 48),
     ]),
+    ('Lib.fs', 'fsharp', [
+        ('Shop.Cart', 'namespace', 0, 1),
+        ('Shop.Cart.Item', 'type', 2, 2),
+        ('Shop.Cart.total', 'function', 4, 5),
+        ('Shop.Cart.add', 'function', 7, 7),
+    ]),
+    ('Tool.pm', 'perl', [
+        ('My.Tool', 'namespace', 0, 0),
+        ('new', 'function', 3, 6),
+        ('run', 'function', 8, 11),
+    ]),
+    ('build.ps1', 'powershell', [
+        ('Get-Version', 'function', 0, 3),
+        ('Builder', 'class', 5, 6),
+        ('Builder.Run', 'method', 7, 9),
+    ]),
+    ('default.nix', 'nix', [
+        ('mkTool', 'function', 3, 6),
+    ]),
+    ('main.tf', 'terraform', [
+        ('var.region', 'constant', 0, 3),
+        ('aws_s3_bucket.logs', 'object', 5, 7),
+        ('module.network', 'object', 9, 11),
+        ('output.bucket_arn', 'constant', 13, 15),
+    ]),
+    ('schema.sql', 'sql', [
+        ('users', 'table', 0, 3),
+        ('active_users', 'view', 5, 5),
+        ('user_count', 'function', 7, 9),
+    ]),
 ]
 
 
@@ -288,7 +318,7 @@ def polyglot(tmp_path_factory) -> Engine:
     for fixture in FIXTURES.iterdir():
         (root / fixture.name).write_bytes(fixture.read_bytes())
     (root / "Makefile").write_text("release:\n\t./deploy.sh prod-1 prod-2\n")
-    (root / "Program.fs").write_text("let greet name =\n    printfn \"hello %s\" name\n")
+    (root / "build.gradle").write_text("plugins {\n    id 'java'\n}\n")
     (root / "Blob.kt").write_bytes(b"\x00\x01binary")
     engine = Engine(root, EngineOptions(discovery=DiscoveryOptions()))
     engine.index()
@@ -315,6 +345,12 @@ RECALLED = [
     ("statusline.lua", "render", "M.render"),
     ("summarise.R", "summarise_by_group", "summarise_by_group"),
     ("todo_store.dart", "countOpen", "countOpen"),
+    ("schema.sql", "user_count", "user_count"),
+    ("main.tf", "bucket_arn", "output.bucket_arn"),
+    ("build.ps1", "Get-Version", "Get-Version"),
+    ("Lib.fs", "Cart.total", "Shop.Cart.total"),  # `total` is also Clojure's
+    ("Tool.pm", "run", "run"),
+    ("default.nix", "mkTool", "mkTool"),
 ]
 
 
@@ -336,8 +372,8 @@ def test_status_counts_files_per_language_and_lists_those_read_without_a_grammar
     assert all(languages[language]["definitions"] for _, language, _ in DEFINITIONS)
     assert languages["kotlin"] == {"files": 1, "definitions": True}
     assert languages["make"] == {"files": 1, "definitions": False}
-    assert languages["fsharp"] == {"files": 1, "definitions": False}
-    assert status["withoutGrammar"] == {"count": 2, "files": ["Makefile", "Program.fs"]}
+    assert languages["groovy"] == {"files": 1, "definitions": False}
+    assert status["withoutGrammar"] == {"count": 2, "files": ["Makefile", "build.gradle"]}
     assert status["files"] == len(DEFINITIONS) + 2  # the binary file is skipped
     assert [entry["path"] for entry in status["skipped"]["files"]] == ["Blob.kt"]
 
