@@ -64,8 +64,8 @@ minutes), by corpus and oracle version.
 
 Latency (django): ``analyze(engine, symbol)`` in-process on a warm index
 for symbols sampled uniformly from every definition of the repository
-(seeded), p50/p95/max; then hot names (``get``, ``run``, ...), which hit the
-time budget and answer capped.
+(seeded), p50/p95/max; then hot names (``get``, ``run``, ...), which pass
+the analysis's file limits and answer partial.
 """
 
 from __future__ import annotations
@@ -92,6 +92,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from ctxls.impact import analysis, risk, syntax
+from ctxls.impact.callers import Limits
 from ctxls.impact.index_view import Definition
 from ctxls.impact.resolve import Resolver
 from ctxls.impact.syntax import SourceFile
@@ -116,9 +117,9 @@ TYPESCRIPT_VERSION = "5.9.3"  # 5.x ships tsserver.js (7.x is the native compile
 # tsserver's kinds of a reference group's definition that another member of an
 # override family has (a function's, a class's or an alias's group is its own).
 FAMILY_MEMBER_KINDS = frozenset({"method", "property", "getter", "setter", "constructor", "call", "index"})
-# Quality is measured without the time budgets (they are a latency/recall
-# trade the latency run reports: a loaded machine caps more answers).
-QUALITY_BUDGET_S = 60.0
+# Quality is measured without the file limits (a latency/recall trade the
+# latency run reports: answers past them are partial).
+QUALITY_LIMITS = Limits(near_files=1 << 30, distant_files=1 << 30)
 HOT_SYMBOLS = ("get", "run", "save", "__init__", "filter", "as_sql", "clean", "add")
 Pair = tuple[str, str]  # (definition key "path::symbol", caller file)
 Line = tuple[str, str, int]  # (definition key, file, line)
@@ -544,14 +545,6 @@ def precision(ours: set, truth: set) -> float:
     return ratio(len(ours & truth), len(ours))
 
 
-def quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
-    distant_budget, analysis.DISTANT_BUDGET_S = analysis.DISTANT_BUDGET_S, QUALITY_BUDGET_S
-    try:
-        return _quality(name, store_dir, sample, seed, oracles)
-    finally:
-        analysis.DISTANT_BUDGET_S = distant_budget
-
-
 def files_of(lines: set[Line]) -> set[Pair]:
     return {(key, path) for key, path, _ in lines}
 
@@ -575,7 +568,7 @@ def ctxls_answers(engine: Engine, definitions: list[Definition]) -> Answers:
     for definition in definitions:
         key = f"{definition.path}::{definition.symbol}"
         started = time.perf_counter()
-        result = analysis.analyze(engine, definition.symbol, definition.path, budget_s=QUALITY_BUDGET_S)
+        result = analysis.analyze(engine, definition.symbol, definition.path, limits=QUALITY_LIMITS)
         answers.timings.append(time.perf_counter() - started)
         callers = result.callers if result is not None else []
         answers.listed_files |= {(key, c.path) for c in callers}
@@ -587,7 +580,7 @@ def ctxls_answers(engine: Engine, definitions: list[Definition]) -> Answers:
         if result is not None and (result.risk == "low" or not callers):
             answers.low += 1
             answers.low_hedged += risk.BLIND_SPOTS in result.hedges
-        asked = analysis.analyze(engine, definition.symbol, budget_s=QUALITY_BUDGET_S)
+        asked = analysis.analyze(engine, definition.symbol, limits=QUALITY_LIMITS)
         if asked is None:
             continue
         answers.symbol_lines |= {(key, c.path, c.span.start_line) for c in asked.callers if c.confirmed}
@@ -659,7 +652,7 @@ def ask_oracles(name: str, root: Path, engine: Engine, definitions: list[Definit
     return truths
 
 
-def _quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
+def quality(name: str, store_dir: Path, sample: int, seed: int, oracles: tuple[str, ...]) -> dict:
     root, engine, definitions = quality_engine(name, store_dir, sample, seed)
     truths = ask_oracles(name, root, engine, definitions, store_dir, oracles)
     answers = ctxls_answers(engine, definitions)

@@ -208,10 +208,13 @@ async def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.Code
 
 
 def lens_title(found: Impact | None) -> str:
-    """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5 unconfirmed")."""
+    """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5
+    unconfirmed"); "· partial" when files were left unchecked, as the impact
+    answer says (the same analysis: the same counts)."""
     if found is None:
         return "definition gone · re-open the file"
-    return f"{wire.callers_summary(found.confirmed, found.unconfirmed)} · risk {found.risk}"
+    title = f"{wire.callers_summary(found.confirmed, found.unconfirmed)} · risk {found.risk}"
+    return f"{title} · partial" if found.partial else title
 
 
 def refresh_code_lenses(ls: CtxlsServer) -> None:

@@ -377,6 +377,8 @@ def impact_json(impact: Impact, uri_for: Callable[[str], str]) -> dict:
         "hedges": impact.hedges,
         "complexity": impact.complexity,
         "definitionsMatched": impact.definitions_matched,
+        "partial": impact.partial,
+        "unchecked": {"files": impact.unchecked_files, "lines": impact.unchecked_lines},
         "elapsedMs": impact.elapsed_ms,
     }
     if impact.per_definition:

@@ -13,10 +13,11 @@ Callers come confirmed first, then the unconfirmed ones most likely first
 (``resolve.UNCONFIRMED_REASONS``), at most ``MAX_UNCONFIRMED_LISTED``: the
 rest are counted by reason, never silently dropped.
 
-Time: the sweep and the confirmation of callers share one budget
-(``CONFIRM_BUDGET_S``; ``DISTANT_BUDGET_S`` for files that do not import
-the definitions); what is left unchecked when it runs out is counted and
-hedged. Callees and complexity are the answered (best) definition's.
+Work, not time: the confirmation parses at most ``callers.Limits`` files
+(most likely first), so one index gives one answer whatever the machine's
+load; what is left unchecked is counted, hedged and makes the answer
+``partial`` (``unchecked_files``, ``mentions["unchecked"]``). Callees and
+complexity are the answered (best) definition's.
 """
 
 from __future__ import annotations
@@ -32,16 +33,12 @@ from ctxls.index.paths import is_test_path
 
 from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
-from .callers import Caller, References, find_references
+from .callers import Caller, Limits, References, find_references
 from .index_view import Definition
 from .resolve import UNCONFIRMED_REASONS, Resolver, Targets, Verdict
 from .risk import Evidence, assess, is_peripheral_path
 from .syntax import SourceCache, Span
 
-CONFIRM_BUDGET_S = 1.2
-# Files that do not import the definitions get less: their callers can only
-# be untyped receivers or name clashes, and a common name has thousands.
-DISTANT_BUDGET_S = 0.4
 # Unconfirmed callers listed per answer (the rest are counted by reason).
 MAX_UNCONFIRMED_LISTED = 100
 # Definitions answered one by one when a query matches more (`__init__`).
@@ -90,7 +87,14 @@ class Impact:
     # this answer's own fields); at most MAX_PER_DEFINITION of definitions_matched.
     per_definition: list[DefinitionImpact] = field(default_factory=list)
     definitions_matched: int = 1
+    # Occurrences past the Limits, left unparsed: the counts are then lower bounds.
+    unchecked_files: int = 0
+    unchecked_lines: int = 0
     elapsed_ms: float = field(default=0.0, compare=False)
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.unchecked_lines)
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ class DefinitionSite:
 
 def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
             line: int | None = None, character: int | None = None, *,
-            with_callers: bool = True, budget_s: float = CONFIRM_BUDGET_S,
+            with_callers: bool = True, limits: Limits = Limits(),
             context: str | None = None) -> Impact | None:
     """Impact of ``symbol`` (optionally only its definitions in ``path``), or
     of the symbol at ``path``:``line``:``character`` (UTF-16 column). None
@@ -132,10 +136,7 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         context = path
     if not definitions:
         return None
-    deadline = started + budget_s
-    refs = (find_references(resolver, Targets(definitions), deadline,
-                            started + min(budget_s, DISTANT_BUDGET_S))
-            if with_callers else References())
+    refs = find_references(resolver, Targets(definitions), limits) if with_callers else References()
     ranked = _rank(resolver, definitions, refs.callers, query, context)
     several = len(ranked) > 1
     answers = [_answer(engine, resolver, d, refs, several) for d in ranked[:MAX_PER_DEFINITION]]
@@ -159,6 +160,7 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         risk=best.risk, hedges=hedges, complexity=complexity, unconfirmed=best.unconfirmed,
         unconfirmed_reasons=best.unconfirmed_reasons, unconfirmed_omitted=best.unconfirmed_omitted,
         per_definition=answers if several else [], definitions_matched=len(ranked),
+        unchecked_files=refs.unchecked_files, unchecked_lines=refs.mentions["unchecked"],
         elapsed_ms=round((time.monotonic() - started) * 1000, 1))
 
 
@@ -309,6 +311,7 @@ def _evidence(engine: Engine, resolver: Resolver, definition: Definition, caller
         public=resolver.is_public(definition),
         special_method=name.startswith("__") and name.endswith("__"),
         mentions=Counter(refs.mentions),
+        unchecked_files=refs.unchecked_files,
         named_in_strings=refs.named_in_strings,
         name_only_languages=tuple(sorted(refs.name_only_languages)),
         partial_index=not engine.cold_index_done or engine.indexing,

@@ -16,15 +16,16 @@
    sweep for ``g``, where only confirmed uses count (the word is not ours).
 
 Files are confirmed most-likely-first (the defining files, files importing
-them, non-test files) until the deadline (an earlier one for files that do
-not import them); the lines left are counted as ``unchecked`` mentions,
-never dropped.
+them, non-test files, then by path), at most ``Limits.near_files`` of the
+files near the definitions and ``Limits.distant_files`` of the others: a
+count of files, never a clock, so one index gives one answer whatever the
+machine's load. The lines of files left are counted as ``unchecked``
+mentions (and their files in ``References.unchecked_files``), never dropped.
 """
 
 from __future__ import annotations
 
 import posixpath
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -60,10 +61,22 @@ class Caller:
     reason: str | None = None  # why unconfirmed (resolve.UNCONFIRMED_REASONS)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """How many files one analysis parses to confirm occurrences. Near files
+    (defining or importing the definitions) hold the callers that matter;
+    the others' can only be untyped receivers or name clashes, and a common
+    name has thousands. BENCHMARKS "Hardening III" has what these cost."""
+
+    near_files: int = 1000
+    distant_files: int = 150
+
+
 @dataclass
 class References:
     callers: list[Caller] = field(default_factory=list)
     mentions: Counter[str] = field(default_factory=Counter)  # kind -> count
+    unchecked_files: int = 0  # files holding the name left unparsed by the Limits
     named_in_strings: int = 0  # string literals that are exactly the name (reflection, registries)
     name_only_languages: set[str] = field(default_factory=set)  # callers never confirmable there
 
@@ -79,12 +92,11 @@ class _Use:
     reexported: bool = False  # ... and whether importers of this file see that name
 
 
-def find_references(resolver: Resolver, targets: Targets, deadline: float,
-                    distant_deadline: float) -> References:
+def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limits()) -> References:
     """Callers and mentions of ``targets``. Files near them (defining or
-    importing them, directly or through a package/barrel) are confirmed until
-    ``deadline``; the rest, whose callers can only be untyped receivers or
-    name clashes, until the earlier ``distant_deadline``."""
+    importing them, directly or through a package/barrel) are confirmed up
+    to ``limits.near_files``; the rest, whose callers can only be untyped
+    receivers or name clashes, up to ``limits.distant_files``."""
     engine = resolver.engine
     options = engine.options.discovery
     buffers = engine.open_buffers()
@@ -93,7 +105,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
 
     def sweep(word: str) -> dict[str, list[int]]:
         found = ripgrep.sweep(engine.root, word, options.include, engine.indexer.wanted, buffers,
-                              options.max_file_bytes, deadline, index_view.sweep_scope(engine, word))
+                              options.max_file_bytes, index_view.sweep_scope(engine, word))
         refs.mentions["unchecked"] += found.lines_dropped
         resolver.remember(found.texts)
         return found.lines
@@ -106,17 +118,28 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
     def priority(path: str) -> tuple:
         return path not in target_paths, path not in near, is_test_path(path), path
 
-    def in_time(path: str) -> bool:
-        return time.monotonic() <= (deadline if path in near else distant_deadline)
+    admitted: set[str] = set()
+    left = {True: limits.near_files, False: limits.distant_files}
+
+    def admit(path: str, rows: int) -> bool:
+        """Whether ``path`` is parsed (within the limits, counting each file
+        once); its ``rows`` count as unchecked when not."""
+        if path not in admitted:
+            if left[path in near] <= 0:
+                refs.mentions["unchecked"] += rows
+                refs.unchecked_files += 1
+                return False
+            left[path in near] -= 1
+            admitted.add(path)
+        return True
 
     def swept_occurrences(name: str):
         """(source, row, start, end) of ``name`` in the files the sweep finds,
-        nearest first; a file left for lack of time counts as unchecked."""
+        nearest first; a file past the limits counts as unchecked."""
         lines = sweep(name)
         for path in sorted(lines, key=priority):
-            sf = resolver.source(path) if in_time(path) else None
+            sf = resolver.source(path) if admit(path, len(lines[path])) else None
             if sf is None:
-                refs.mentions["unchecked"] += len(lines[path])
                 continue
             for row, start, end in sf.occurrences(name, lines[path]):
                 yield sf, row, start, end
@@ -137,7 +160,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
     # subclass without a constructor of its own (D's name is swept in turn).
     pending = _js_constructors(targets)
     swept = 0
-    while pending and swept < MAX_CONSTRUCTOR_SWEEPS and time.monotonic() <= deadline:
+    while pending and swept < MAX_CONSTRUCTOR_SWEEPS:
         class_name = min(pending)
         runs = pending.pop(class_name)
         swept += 1
@@ -158,7 +181,7 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
     for path, aliases in local_aliases.items():
         sf = resolver.source(path)
         for alias in sorted(aliases):
-            if sf is None or time.monotonic() > deadline:
+            if sf is None:
                 continue
             for row, start, end in sf.occurrences(alias, range(len(sf.lines))):
                 use = _classify(resolver, sf, row, start, end, alias, targets)
@@ -167,9 +190,9 @@ def find_references(resolver: Resolver, targets: Targets, deadline: float,
 
     # A name re-exported under an alias: its importers anywhere.
     for alias in sorted(reexported_aliases)[:MAX_ALIAS_SWEEPS]:
-        lines = sweep(alias) if time.monotonic() <= deadline else {}
+        lines = sweep(alias)
         for path in sorted(lines, key=priority):
-            sf = resolver.source(path) if in_time(path) else None
+            sf = resolver.source(path) if admit(path, len(lines[path])) else None
             for row, start, end in sf.occurrences(alias, lines[path]) if sf is not None else ():
                 use = _classify(resolver, sf, row, start, end, alias, targets)
                 if use.match is not None and use.match.verdict is Verdict.CONFIRMED:

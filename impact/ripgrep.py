@@ -31,7 +31,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -73,7 +72,7 @@ class Sweep:
     """Lines (0-based) holding the word, per repo-relative path."""
 
     lines: dict[str, list[int]] = field(default_factory=dict)
-    lines_dropped: int = 0  # beyond MAX_LINES or the deadline: counted, not listed
+    lines_dropped: int = 0  # beyond MAX_LINES (in path order): counted, not listed
     # The text of each file with lines that the sweep read itself (a scope's
     # files, buffers), for the confirming step to parse instead of reading again.
     texts: dict[str, str] = field(default_factory=dict)
@@ -90,8 +89,7 @@ class Scope:
 
 
 def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str], bool],
-          buffers: dict[str, str], max_file_bytes: int, deadline: float,
-          scope: Scope | None = None) -> Sweep:
+          buffers: dict[str, str], max_file_bytes: int, scope: Scope | None = None) -> Sweep:
     """Every line of the indexed files under ``root`` (only those of
     ``scope`` when given) and of the open ``buffers`` where ``word`` is a
     whole word. ``wanted`` is the index's file filter (include, exclude,
@@ -107,20 +105,15 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
     root = root.resolve()
     real_dirs: dict[str, str | None] = {"": ""}
     if scope is None:
-        found = _rg_lines(rg, root, word, include, max_file_bytes, deadline, ["."], MAX_LINES)
+        found = _rg_lines(rg, root, word, include, max_file_bytes, ["."])
     else:
         found = _read_lines(root, word, [p for p in scope.files if p not in buffers],
-                            max_file_bytes, deadline, real_dirs)
+                            max_file_bytes, real_dirs)
         if scope.folders:
-            listed = sum(map(len, found.lines.values()))
-            walked = _rg_lines(rg, root, word, include, max_file_bytes, deadline, scope.folders,
-                               MAX_LINES - listed)
-            found.lines.update(walked.lines)
-            found.lines_dropped += walked.lines_dropped
+            found.lines.update(_rg_lines(rg, root, word, include, max_file_bytes, scope.folders).lines)
     found.lines = {path: rows for path, rows in found.lines.items()
                    if path not in buffers and wanted(path) and is_utf8(path)
                    and real_path(root, path, real_dirs) == path}
-    found.texts = {path: text for path, text in found.texts.items() if path in found.lines}
     for path, text in buffers.items():
         # A buffer over the size bound is not indexed: not swept either.
         if not wanted(path) or len(text) > max_file_bytes or word not in text:
@@ -129,16 +122,31 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
         if rows:
             found.lines[path] = rows
             found.texts[path] = text
+    _keep_first_lines(found, MAX_LINES)
     return found
 
 
-def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int, deadline: float,
+def _keep_first_lines(found: Sweep, max_lines: int) -> None:
+    """At most ``max_lines`` lines, the first in path order (rg searches in
+    parallel: the order it reports in is not the same twice), the rest counted."""
+    kept: dict[str, list[int]] = {}
+    listed = 0
+    for path in sorted(found.lines):
+        rows = found.lines[path][:max(max_lines - listed, 0)]
+        found.lines_dropped += len(found.lines[path]) - len(rows)
+        if rows:
+            kept[path] = rows
+            listed += len(rows)
+    found.lines = kept
+    found.texts = {path: text for path, text in found.texts.items() if path in kept}
+
+
+def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int,
                 real_dirs: dict[str, str | None]) -> Sweep:
     """``rg -F -w`` over these files, in process: read like the indexer
     reads them (binary, too large, vanished or not at their real path: skipped)."""
     found = Sweep()
     needle = word.encode("utf-8")
-    listed = 0
     for path in paths:
         read = read_file(root, path, max_file_bytes, real_dirs)
         if isinstance(read, Skipped) or needle not in read[0]:
@@ -148,14 +156,9 @@ def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int, de
             continue
         text = decode_text(data)
         rows = _rows_matching(text, word)
-        if listed >= MAX_LINES or time.monotonic() > deadline:
-            found.lines_dropped += len(rows)
-        elif rows:
-            kept = rows[:MAX_LINES - listed]
-            found.lines[path] = kept
+        if rows:
+            found.lines[path] = rows
             found.texts[path] = text
-            listed += len(kept)
-            found.lines_dropped += len(rows) - len(kept)
     return found
 
 
@@ -193,7 +196,7 @@ def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int)
 
 
 def _rg_lines(rg: str, root: Path, word: str, include: Iterable[str], max_file_bytes: int,
-              deadline: float, paths: list[str], max_lines: int) -> Sweep:
+              paths: list[str]) -> Sweep:
     """rg over ``paths`` (folders, repo-relative; ``.`` for the whole tree)."""
     command = _rg_command(rg, word, include, max_file_bytes) + paths
     # stderr goes to a file: a pipe nobody reads could fill up and stall rg.
@@ -203,7 +206,7 @@ def _rg_lines(rg: str, root: Path, word: str, include: Iterable[str], max_file_b
                                        stdout=subprocess.PIPE, stderr=errors)
         except OSError as exc:  # not executable, wrong architecture, vanished
             raise RipgrepMissing(f"cannot run {command[0]}: {exc}; {INSTALL_HINT}") from exc
-        found, completed = _read_matches(process, deadline, max_lines)
+        found, completed = _read_matches(process)
         errors.seek(0)
         stderr = errors.read(300).decode("utf-8", "replace").strip()
     # rg --json ends every search with a summary, whatever it found (exit 0:
@@ -213,14 +216,13 @@ def _rg_lines(rg: str, root: Path, word: str, include: Iterable[str], max_file_b
     return found
 
 
-def _read_matches(process: subprocess.Popen, deadline: float, max_lines: int) -> tuple[Sweep, bool]:
+def _read_matches(process: subprocess.Popen) -> tuple[Sweep, bool]:
     """The match lines of rg's JSON stream, and whether it reached its summary.
 
     rg writes each file's events together: a ``begin`` naming the path, its
     ``match`` lines, an ``end``. Only ``begin`` is decoded; a match only
     gives its ``line_number`` (a hot word has tens of thousands)."""
     found = Sweep()
-    listed = 0
     completed = False
     rows: list[int] = []
     assert process.stdout is not None
@@ -230,12 +232,8 @@ def _read_matches(process: subprocess.Popen, deadline: float, max_lines: int) ->
                 path = _text(json.loads(raw)["data"]["path"]).removeprefix("./")
                 rows = found.lines.setdefault(path, [])
             elif raw.startswith(b'{"type":"match"'):
-                if listed >= max_lines or time.monotonic() > deadline:
-                    found.lines_dropped += 1
-                    continue
                 at = raw.rindex(b'"line_number":') + len(b'"line_number":')
                 rows.append(int(raw[at:raw.index(b",", at)]) - 1)
-                listed += 1
             elif b'"type":"summary"' in raw:  # its fields come in another order
                 completed = True
     process.wait()

@@ -11,7 +11,7 @@ raise the bucket: changing the symbol only breaks tests there.
   MED_CONFIRMED_SITES confirmed or >= MED_UNCONFIRMED_SITES unconfirmed
   production call sites, or a public/exported name with any production
   caller, or the name spelled out in a string (reflection, registries), or
-  occurrences left unchecked by the time budget.
+  occurrences left unchecked past the analysis's limits.
 * ``low``: everything else.
 
 Hedges are plain sentences. A "low" answer, or one without callers,
@@ -59,6 +59,7 @@ class Evidence:
     public: bool = False
     special_method: bool = False  # __dunder__: the language calls it implicitly
     mentions: Counter[str] = field(default_factory=Counter)
+    unchecked_files: int = 0  # files holding the name left unparsed (mentions["unchecked"]: their lines)
     named_in_strings: int = 0
     name_only_languages: tuple[str, ...] = ()
     partial_index: bool = False
@@ -101,8 +102,10 @@ def hedges(e: Evidence, risk: str) -> list[str]:
         out.append(f"the name is spelled out in {e.named_in_strings} string(s): getattr, registries "
                    "or __all__ may reach it by name")
     if e.mentions["unchecked"]:
-        out.append(f"results capped: {e.mentions['unchecked']} occurrence line(s) were not checked "
-                   "within the time budget; they are counted as unconfirmed mentions")
+        out.append(f"partial: {e.mentions['unchecked']} occurrence line(s) in {e.unchecked_files} "
+                   "file(s) past the analysis's limits (the least likely callers: files that neither "
+                   "define nor import it come last) were not checked; they are counted as "
+                   "unchecked mentions, and the caller counts are lower bounds")
     if e.mentions["text"]:
         out.append(f"{e.mentions['text']} mention(s) in files without a parser (docs, config)")
     if e.name_only_languages:

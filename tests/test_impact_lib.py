@@ -1,5 +1,5 @@
 """Unit tests of ctxls.impact: the word sweep, binding extraction, verdicts on
-tricky receivers, callees and complexity, the time budget, risk and hedges."""
+tricky receivers, callees and complexity, the file limits, risk and hedges."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from conftest import write_tree
 from ctxls.impact import analysis, index_view, ripgrep, risk
+from ctxls.impact.callers import Limits
 from ctxls.impact.risk import Evidence, assess
 from ctxls.impact.syntax import Binding, SourceCache, SourceFile
 from ctxls.index.discovery import DiscoveryOptions, FileFilter
@@ -63,7 +64,7 @@ def test_locate_rg_honours_ctxls_rg_and_reports_missing(monkeypatch, tmp_path: P
 def test_an_rg_that_does_not_search_is_an_error(monkeypatch, tmp_path: Path, impostor: str):
     monkeypatch.setenv(ripgrep.RG_ENV, impostor)
     with pytest.raises(RipgrepMissing):
-        ripgrep.sweep(tmp_path, "word", ("py",), lambda path: True, {}, 1 << 20, time.monotonic() + 10)
+        ripgrep.sweep(tmp_path, "word", ("py",), lambda path: True, {}, 1 << 20)
 
 
 def test_source_cache_reuses_parses_and_bounds_its_size():
@@ -95,20 +96,19 @@ def test_sweep_honours_gitignore_include_store_and_buffers(tmp_path: Path, git: 
         subprocess.run(["git", "init", "-q", str(root)], check=True)
     wanted = FileFilter(DiscoveryOptions())
     buffers = {"src/open.py": "call = frobnicate\n", "src/new.py": "\n\nfrobnicate()\n"}
-    found = ripgrep.sweep(root, "frobnicate", DiscoveryOptions().include, wanted, buffers,
-                          1 << 20, time.monotonic() + 10)
+    found = ripgrep.sweep(root, "frobnicate", DiscoveryOptions().include, wanted, buffers, 1 << 20)
     assert found.lines == {"src/a.py": [1], "src/open.py": [0], "src/new.py": [2]}
     assert found.lines_dropped == 0
     # A buffer replaces its file: the word gone from the buffer is gone.
     gone = ripgrep.sweep(root, "frobnicate", DiscoveryOptions().include, wanted,
-                         {"src/a.py": "x = 1\n"}, 1 << 20, time.monotonic() + 10)
+                         {"src/a.py": "x = 1\n"}, 1 << 20)
     assert "src/a.py" not in gone.lines
 
 
 def _sweep_of(engine: Engine, word: str, scope: ripgrep.Scope | None) -> ripgrep.Sweep:
     options = engine.options.discovery
     return ripgrep.sweep(engine.root, word, options.include, engine.indexer.wanted,
-                         engine.open_buffers(), options.max_file_bytes, time.monotonic() + 10, scope)
+                         engine.open_buffers(), options.max_file_bytes, scope)
 
 
 def _touch_later(path: Path, text: str) -> None:
@@ -416,13 +416,19 @@ def test_definitions_at_a_position_follow_declarations_uses_and_aliases(make_eng
     assert getattr(err.value, "data", None) == {"param": "symbol"}
 
 
-def test_time_budget_caps_and_counts_what_is_left(make_engine):
-    engine = make_engine({"m.py": "def tick():\n    return 0\n\n\ndef tock():\n    return tick() + tick()\n"})
-    capped = analysis.analyze(engine, "tick", budget_s=0)
-    assert capped.callers == [] and capped.mention_kinds.get("unchecked", 0) >= 1
-    assert capped.risk == "med" and any(h.startswith("results capped") for h in capped.hedges)
+def test_file_limits_cap_and_count_what_is_left(make_engine):
+    engine = make_engine({"m.py": "def tick():\n    return 0\n\n\ndef tock():\n    return tick() + tick()\n",
+                          "far.py": "def far():\n    return tick()\n"})
+    capped = analysis.analyze(engine, "tick", limits=Limits(near_files=0, distant_files=0))
+    assert capped.callers == [] and capped.mention_kinds.get("unchecked", 0) == 3
+    assert capped.partial and (capped.unchecked_files, capped.unchecked_lines) == (2, 3)
+    assert capped.risk == "med" and any(h.startswith("partial: 3 occurrence line(s) in 2 file(s)")
+                                        for h in capped.hedges)
+    near_only = analysis.analyze(engine, "tick", limits=Limits(near_files=1, distant_files=0))
+    assert (near_only.confirmed, near_only.unchecked_files) == (2, 1)  # the defining file first
     full = analysis.analyze(engine, "tick")
-    assert full.confirmed == 2 and "unchecked" not in full.mention_kinds
+    assert full.confirmed == 2 and full.unconfirmed == 1 and not full.partial
+    assert "unchecked" not in full.mention_kinds
 
 
 # -- risk ------------------------------------------------------------------------------
