@@ -1,7 +1,7 @@
 """Live on disk (issue 34): how soon a file written on disk is visible, how a
 checkout is followed, and what following the disk costs when nothing changes.
 
-On a django-sized tree (the django 5.2.17 wheel's package: bench/projects_live.md),
+On a django-sized tree (the django 5.2.17 wheel's package: bench/projects.md),
 in process, lexical (no embedding worker competing for the CPU), with the
 real watcher (index/live.py) and no editor:
 

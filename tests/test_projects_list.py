@@ -90,8 +90,10 @@ def required_projects() -> list[tuple[str, str | None, str | None, str]]:
     editors = bench_module("editors")
     locate = bench_module("locate")
     languages = bench_module("codesearch_lang")
+    live = bench_module("live")
 
     need = []
+    need.append(("django", live.DJANGO, "dev", "live.DJANGO"))
     for project in languages.PROJECTS:
         need.append((project.name, project.commit, SPLIT_ROLE[project.split], "codesearch_lang.PROJECTS"))
     for name, version in corpora.CORPORA.items():
