@@ -27,8 +27,8 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from ctxls import __version__
-from ctxls.daemon.cli import (PLAIN, _human_locate, _impact_lines, _status_lines, body_line,
-                              format_hits_human, past_end_text)
+from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
+                                     impact_lines, past_end_text, status_lines)
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.mcp_stdio import serve_stdio
 from ctxls.index.errors import EngineError, InvalidParams
@@ -224,7 +224,7 @@ def build_mcp(bridge: Bridge) -> MCPServer:
                    "Do not demote test and documentation files."))] = False,
                format: Format = "text") -> CallToolResult:
         result = bridge.call("ctxls/locate", {"text": text, "n": n, "includeTests": include_tests})
-        return answer(result, format, _human_locate(result))
+        return answer(result, format, human_locate(result))
 
     @mcp.tool(
         title="Read a file, a line range or a memory",
@@ -276,7 +276,7 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         if result is None:
             text = f"not found: {symbol} is not defined anywhere in the index"
         else:
-            text = "\n".join(_impact_lines(result, n, PLAIN))
+            text = "\n".join(impact_lines(result, n, PLAIN))
         return answer(result, format, text)
 
     @mcp.tool(
@@ -404,7 +404,7 @@ def build_mcp(bridge: Bridge) -> MCPServer:
         "model, the repository root and the store path."))
     def status(format: Format = "text") -> CallToolResult:
         result = bridge.call("ctxls/status", {})
-        return answer(result, format, _status_lines(result, bridge.via, PLAIN))
+        return answer(result, format, status_lines(result, bridge.via, PLAIN))
 
     return mcp
 

@@ -545,7 +545,7 @@ def test_answers_carry_at_most_16_mib_of_bodies_and_page_past_it(stdio_daemon):
     assert [i["body"] for i in rest["items"]] == [texts["big2"]] and rest["nextOffset"] is None
     assert "truncated" not in rest
     # The CLI's and the MCP bridge's text says why a text is missing.
-    from ctxls.daemon.cli import BODY_LEFT_OUT, format_hits_human
+    from ctxls.daemon.formatting import BODY_LEFT_OUT, format_hits_human
     assert BODY_LEFT_OUT in format_hits_human({"fact": hits["hits"]}, bodies=True)
 
 

@@ -243,7 +243,7 @@ async def test_ripgrep_missing_is_an_error_never_zero_callers(tmp_path: Path, mo
 async def test_several_definitions_answer_each_the_asking_file_s_first(tmp_path: Path):
     """A class and its compatibility copy: one answer per definition, the one
     the asking file imports first; the CLI shows the choice."""
-    from ctxls.daemon.cli import Style, _impact_lines
+    from ctxls.daemon.formatting import Style, impact_lines
 
     root = fixture_repo(tmp_path, "copies")
     async with serve(root) as s:
@@ -271,7 +271,7 @@ async def test_several_definitions_answer_each_the_asking_file_s_first(tmp_path:
         assert [d["path"] for d in from_shop["definitions"]] == ["shop/store.py"]
         assert from_shop["callers"] == shop["callers"] and from_shop["risk"] == shop["risk"]
 
-        text = "\n".join(_impact_lines(asked, 100, Style(False)))
+        text = "\n".join(impact_lines(asked, 100, Style(False)))
         assert "definition  legacy/store.py:3  Store.get  (best of 2 matches)" in text
         assert "other       shop/store.py:2  Store.get  2 confirmed, 1 unconfirmed" in text
         with pytest.raises(JsonRpcException) as err:

@@ -1,0 +1,247 @@
+"""What the CLI and the MCP bridge print: the protocol's JSON as people and
+agents read it (1-based inclusive lines, one line per hit, ripgrep-like
+colours on a terminal). Pure functions of the protocol's results; nothing
+here talks to a daemon or reads a file."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import unquote, urlparse
+
+
+class Style:
+    """ANSI colours like ripgrep's, only when wanted (``--color``, NO_COLOR, a TTY)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+
+    @classmethod
+    def for_stream(cls, choice: str, stream) -> "Style":
+        if choice == "always":
+            return cls(True)
+        if choice == "never" or os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+            return cls(False)
+        return cls(stream is not None and stream.isatty())
+
+    def _sgr(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
+
+    def path(self, text: str) -> str:
+        return self._sgr("35", text)
+
+    def line(self, text: str) -> str:
+        return self._sgr("32", text)
+
+    def symbol(self, text: str) -> str:
+        return self._sgr("1", text)
+
+    def dim(self, text: str) -> str:
+        return self._sgr("2", text)
+
+    def heading(self, text: str) -> str:
+        return self._sgr("1;34", text)
+
+
+PLAIN = Style(False)
+
+
+def line_range(chunk: dict) -> str:
+    """A 0-based inclusive protocol range as people read it: 1-based."""
+    start, end = chunk["startLine"] + 1, chunk["endLine"] + 1
+    return f"{start}" if start == end else f"{start}-{end}"
+
+
+# A hit or item whose body the answer's size bound left out (engine.BodyBudget).
+BODY_LEFT_OUT = "(text left out by the answer's size bound: get it by id)"
+
+
+def body_line(hit: dict, width: int | None = 100) -> str:
+    """A written memory's text on one line (cut to ``width``), or why it is missing."""
+    if hit.get("truncated"):
+        return BODY_LEFT_OUT
+    text = hit.get("body") or ""
+    return one_line(text, width) if width is not None else " ".join(text.split())
+
+
+def one_line(text: str, width: int = 100) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width - 1] + "…"
+
+
+def format_hits_human(groups: dict[str, list[dict]], style: Style = PLAIN,
+                      bodies: bool = False) -> str:
+    lines: list[str] = []
+    for kind, hits in groups.items():
+        if not hits:
+            continue
+        lines.append(style.heading(f"{kind}:"))
+        for hit in hits:
+            chunk = hit.get("chunk") or {}
+            score = style.dim(f"{hit['score']:8.3f}")
+            if "uri" in hit:  # a file: path:lines symbol
+                where = f"{style.path(hit['path'])}:{style.line(line_range(chunk))}"
+                lines.append(f"  {score}  {where}  {style.symbol(chunk.get('symbol') or '')}".rstrip())
+            else:  # written memory: its id and what it says
+                text = body_line(hit)
+                lines.append(f"  {score}  {style.path(hit['path'])}  {text}".rstrip())
+            if bodies and "uri" in hit and hit.get("truncated"):
+                lines.append(f"    {BODY_LEFT_OUT}")
+            elif bodies and "uri" in hit and hit.get("body"):
+                first = chunk["startLine"] + 1
+                width = len(str(chunk["endLine"] + 1))
+                lines.extend(f"    {style.line(str(first + i).rjust(width))}  {text}"
+                             for i, text in enumerate(hit["body"].split("\n")))
+    return "\n".join(lines)
+
+
+def vimgrep_path(item: dict) -> str:
+    """The item's file relative to the current folder, as rg prints paths (a
+    quickfix list resolves them from there), not to the repository root."""
+    path = unquote(urlparse(item["uri"]).path)
+    try:
+        return os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+
+
+def format_hits_vimgrep(groups: dict[str, list[dict]]) -> str:
+    """`path:line:col:text` per file hit, as `rg --vimgrep` prints (for
+    quickfix): the text is the hit's first line, the one the number names."""
+    out = []
+    for hits in groups.values():
+        for hit in hits:
+            if "uri" not in hit:
+                continue  # written memory is not a file an editor can open
+            first = (hit.get("body") or "").split("\n")[0].rstrip()
+            out.append(f"{vimgrep_path(hit)}:{hit['chunk']['startLine'] + 1}:1:{first}")
+    return "\n".join(out)
+
+
+def partial_note(result: dict) -> str:
+    if not result.get("partial"):
+        return ""
+    return f"\n(partial: {result.get('partialReason') or 'indexing is still running'})"
+
+
+def human_locate(result: dict) -> str:
+    files = result.get("files", [])
+    if not files:
+        return "nothing located"
+    lines: list[str] = []
+    for found in files:
+        lines.append(f"{found['score']:8.3f}  {found['path']}")
+        for reason in found.get("why", []):
+            # A frame's detail already says path:line.
+            where = f" (line {reason['line'] + 1})" if "line" in reason and reason["signal"] != "frame" else ""
+            lines.append(f"            {reason['signal']:8s} {reason['detail']}{where}")
+        for chunk in found.get("chunks", []):
+            lines.append(f"            chunk    {found['path']}:{chunk['startLine'] + 1}-"
+                         f"{chunk['endLine'] + 1}  {chunk.get('symbol') or ''}".rstrip())
+    return "\n".join(lines) + partial_note(result)
+
+
+
+def status_lines(status: dict, via: str, style: Style) -> str:
+    embeddings = status.get("embeddings") or {}
+    model = embeddings.get("model") or ("on" if embeddings.get("enabled") else "off")
+    if embeddings.get("error"):
+        model = f"off ({embeddings['error']})"
+    state = status.get("state") or ("indexing" if status.get("indexing") else "ready")
+    if via == "daemon":
+        daemon = "running"
+    elif via == "hosted":
+        daemon = "none: this process hosts the engine (it indexes and embeds while it runs)"
+    else:
+        daemon = ("none: nothing is indexing or embedding now (keep one warm: "
+                  f"ctxls serve --root {status['root']} --socket)")
+    memory = status.get("memory") or {}
+    memory_line = f"  memory   {memory.get('backend', 'sqlite')}"
+    if status.get("memoryError"):
+        memory_line += f" unreachable ({status['memoryError']['message']})"
+    if status.get("quarantined"):
+        memory_line += (f"; {status['quarantined']['memory']} rows quarantined (a store that was "
+                        "not yours): ctxls trust-memory imports them")
+    return (f"ctxls {status['version']}  root {style.path(status['root'])}\n"
+            f"  store    {status['dbPath']}\n"
+            f"{memory_line}\n"
+            f"  files    {status['files']}   chunks {status['chunks']}   "
+            f"vectors {status.get('vectors', 0)}   pending {status.get('pending', 0)}\n"
+            f"  state    {state}   embeddings {model}\n"
+            + languages_line(status)
+            + f"  watch    {watch_text(status.get('watch'))}\n"
+            + f"  daemon   {daemon}")
+
+
+def languages_line(status: dict) -> str:
+    """`python 120, kotlin 14, make 2 (no grammar: line windows)`."""
+    languages = status.get("languages") or {}
+    if not languages:
+        return ""
+    listed = ", ".join(f"{language} {info['files']}" + ("" if info["definitions"] else " (windows)")
+                       for language, info in languages.items())
+    return f"  languages {listed}\n"
+
+
+def watch_text(watch: dict | None) -> str:
+    """How the files on disk are followed (status ``watch``), in words."""
+    if not watch or watch.get("mode") == "off":
+        reason = (watch or {}).get("reason")
+        return "off: changes on disk are seen when an answer checks its files" + (
+            f" ({reason})" if reason else "")
+    if watch["mode"] == "native":
+        polled = f"; {watch['reason']}" if watch.get("polled") else ""
+        return f"following {watch['folders']} folders (native file events{polled})"
+    if watch["mode"] == "poll":
+        return f"polling {watch['folders']} folders: {watch.get('reason')}"
+    return "starting"
+
+
+def impact_lines(impact: dict, limit: int, style: Style) -> list[str]:
+    confirmed, unconfirmed = impact["confirmed"], impact.get("unconfirmed", 0)
+    mentions = impact["mentions"]
+    lines = [f"{style.symbol(impact['symbol'])}: risk {impact['risk']}, "
+             f"{confirmed} confirmed caller{'' if confirmed == 1 else 's'}"
+             + (f" (+{unconfirmed} unconfirmed)" if unconfirmed else "")
+             + f", {mentions} mention{'' if mentions == 1 else 's'}, "
+             f"complexity {impact['complexity']}"]
+    matched = impact.get("definitionsMatched", 1)
+
+    def where(location: dict) -> str:
+        return (f"{style.path(location['path'])}:"
+                f"{style.line(str(location['range']['start']['line'] + 1))}  "
+                f"{location.get('symbol') or ''}")
+
+    for definition in impact.get("definitions", []):
+        lines.append(f"  definition  {where(definition)}"
+                     + (f"  (best of {matched} matches)" if matched > 1 else ""))
+    for other in impact.get("perDefinition", [])[1:]:
+        lines.append(f"  other       {where(other['definition'])}  {other['confirmed']} confirmed, "
+                     f"{other['unconfirmed']} unconfirmed, risk {other['risk']}")
+    callers, callees = impact.get("callers", []), impact.get("callees", [])
+    for caller in callers[:limit]:
+        start = caller["range"]["start"]["line"] + 1
+        mark = ("" if caller.get("confirmed")
+                else style.dim(f"  (unconfirmed: {caller.get('reason', 'unknown')})"))
+        lines.append(f"  caller  {style.path(caller['path'])}:{style.line(str(start))}  "
+                     f"{caller.get('symbol') or ''}{mark}".rstrip())
+    if impact.get("unconfirmedOmitted"):
+        reasons = ", ".join(f"{reason} {n}" for reason, n in impact.get("unconfirmedReasons", {}).items())
+        lines.append(f"  ... {impact['unconfirmedOmitted']} more unconfirmed not listed ({reasons})")
+    for callee in callees[:limit]:
+        places = ", ".join(f"{d['path']}:{d['range']['start']['line'] + 1}"
+                           for d in callee.get("definitions", []))
+        lines.append(f"  callee  {callee['symbol']}" + (f"  {places}" if places else ""))
+    hidden = max(len(callers) - limit, 0) + max(len(callees) - limit, 0)
+    if hidden:
+        lines.append(style.dim(f"  … {hidden} more (raise -n to see them)"))
+    lines.extend(f"  hedge   {h}" for h in impact.get("hedges", []))
+    return lines
+
+
+def past_end_text(item: dict | None) -> str | None:
+    """What to say when a line range starts past the file's end (the protocol
+    answers it with empty text, which read as an empty range)."""
+    meta = (item or {}).get("meta") or {}
+    if "startLine" not in meta or "lines" not in meta or meta["startLine"] < meta["lines"]:
+        return None
+    return f"{item['id']} ends before line {meta['startLine'] + 1}"
