@@ -41,6 +41,9 @@ class Definition(NamedTuple):
     is_type: bool = True  # functions among the members are methods
 
 
+KINDS_BY_TEXT = {"struct": "struct", "enum": "enum", "union": "union", "opaque": "type"}
+
+
 @dataclass(frozen=True)
 class Rule:
     kind: str
@@ -52,6 +55,8 @@ class Rule:
     receiver: str | None = None
     # A path that must lead somewhere for the rule to apply (R: the value is a function).
     requires: str | None = None
+    # A path to a node whose text is the kind when it is one of KINDS_BY_TEXT (Zig's `enum {…}`).
+    kind_from: str | None = None
     is_type: bool = True  # False for namespaces: their functions stay functions
 
 
@@ -126,6 +131,8 @@ def classify(table: LanguageTable, node: Node) -> Definition | None:
         if rule.receiver is not None and (receiver := follow(node, rule.receiver)) is not None:
             name = (*name_parts(text(receiver))[-1:], *name)
         kind = rule.kind
+        if rule.kind_from is not None:
+            kind = KINDS_BY_TEXT.get(text(follow(node, rule.kind_from)).split("(")[0].strip(), kind)
         for child in node.children:
             if not child.is_named and child.type in rule.keywords:
                 kind = rule.keywords[child.type]
@@ -375,7 +382,8 @@ ZIG = LanguageTable(
             Rule("function", ":FnProto/function"),
             Rule("struct", ":VarDecl/variable_type_function",
                  ":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl",
-                 requires=":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl"),
+                 requires=":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl",
+                 kind_from=":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl/:ContainerDeclType"),
         ),
     },
     leading=frozenset({"line_comment", "doc_comment", "container_doc_comment"}),

@@ -161,7 +161,7 @@ DEFINITIONS = [
         ('RingBuffer.write', 'method', 12, 16),
         ('RingBuffer.isFull', 'method', 18, 20),
         ('RingBuffer.mask', 'method', 22, 24),
-        ('Color', 'struct', 27, 27),
+        ('Color', 'enum', 27, 27),
         ('fill', 'function', 29, 33),
     ]),
     ('shopping_cart.clj', 'clojure', [
