@@ -9,8 +9,10 @@ A *path* leads from a node to another, steps separated by "/":
 
 * ``field``: the child under that field name;
 * ``:a|b``: the first named child of type ``a`` or ``b``;
-* ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``;
-  ``field=a|b``: the child under that field, only if of type ``a`` or ``b``.
+* ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``
+  (``1``, ``2``, …: the second, third named child);
+  ``field=a|b``: the child under that field, only if of type ``a`` or ``b``;
+* ``^``: the parent; ``<`` (``<=a|b``): the named sibling before.
 
 A name is read as the code writes it and cut at the first space or
 bracket (``Cache<V>`` -> ``Cache``, ``Circle <: Shape`` -> ``Circle``); its
@@ -82,18 +84,22 @@ def follow(node: Node | None, path: str) -> Node | None:
     for step in path.split("/"):
         if node is None:
             return None
+        where, _, types = step.partition("=")
         if step.startswith(":"):
-            types = step[1:].split("|")
-            node = next((child for child in node.named_children if child.type in types), None)
-        elif step == "0" or step.startswith("0="):
-            node = node.named_child(0) if node.named_child_count else None
-            if node is not None and step.startswith("0=") and node.type not in step[2:].split("|"):
-                return None
+            wanted = step[1:].split("|")
+            node = next((child for child in node.named_children if child.type in wanted), None)
+            continue
+        if where == "^":
+            node = node.parent
+        elif where == "<":
+            node = node.prev_named_sibling
+        elif where.isdigit():
+            index = int(where)
+            node = node.named_child(index) if index < node.named_child_count else None
         else:
-            field_name, _, types = step.partition("=")
-            node = node.child_by_field_name(field_name)
-            if node is not None and types and node.type not in types.split("|"):
-                return None
+            node = node.child_by_field_name(where)
+        if node is not None and types and node.type not in types.split("|"):
+            return None
     return node
 
 
