@@ -250,7 +250,7 @@ _C_COMMENTS = frozenset({"comment", "line_comment", "block_comment", "multiline_
 KOTLIN = LanguageTable(
     rules={
         "class_declaration": Rule("class", ":type_identifier", ":class_body|enum_class_body",
-                                  keywords={"interface": "interface"}),
+                                  keywords={"interface": "interface", "enum": "enum"}),
         "object_declaration": Rule("object", ":type_identifier", ":class_body"),
         "function_declaration": Rule("function", ":simple_identifier", receiver="receiver"),
         "type_alias": Rule("type", ":type_identifier"),
