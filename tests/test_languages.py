@@ -454,3 +454,11 @@ def test_a_word_inside_a_longer_name_is_no_use_of_it(polyglot_repo):
     # Clojure's `add-item` holds the word `add` (Dart's TodoStore.add): not a caller.
     result = analysis.analyze(polyglot_repo, "TodoStore.add")
     assert all(c.path != "shopping_cart.clj" for c in result.callers)
+
+
+def test_cli_status_names_each_language_and_those_read_as_windows(polyglot):
+    from ctxls.daemon.cli import _languages_line
+
+    line = _languages_line(polyglot.status())
+    assert "kotlin 1," in line and "make 1 (windows)" in line and "groovy 1 (windows)" in line
+    assert "kotlin 1 (windows)" not in line
