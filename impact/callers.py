@@ -327,7 +327,8 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
         return _Use("comment")
     if syntax.is_string(node):
         return _Use("string", node=node)
-    if not syntax.is_identifier(node):
+    # A word inside a longer name (Clojure's `add` in `add-item`) is not that name.
+    if not syntax.is_identifier(node) or (family.definitions is not None and syntax.text_of(node) != name):
         return _Use("other")
     alias = _import_alias(family, sf, node, name)
     if alias is not None:

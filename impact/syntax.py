@@ -229,10 +229,14 @@ _TABLE_FAMILIES = {
                             frozenset({"cr_clause", "if_clause", "catch_clause"})),
     "clojure": _table_family("clojure", {"list_lit": ("0=sym_lit/:sym_name",),
                                          "anon_fn_lit": ("0=sym_lit/:sym_name",)}),
-    # Read for definitions, their calls not yet: Dart's and Zig's calls are
-    # selectors after a name, no node of their own.
-    "dart": _table_family("dart", {}),
-    "zig": _table_family("zig", {}),
+    # A call is the arguments after a name: Dart's `selector` holding an
+    # `argument_part` (beside the name, not above it), Zig's `FnCallArguments`.
+    "dart": _table_family("dart", {"selector": (
+        "0=argument_part/^/<=identifier",
+        "0=argument_part/^/<=selector/0=unconditional_assignable_selector/0=identifier")},
+        frozenset({"if_element", "conditional_expression", "switch_statement_case"})),
+    "zig": _table_family("zig", {"SuffixExpr": ("1=FnCallArguments/<=IDENTIFIER",),
+                                 "FieldOrFnCall": ("1=FnCallArguments/<=IDENTIFIER",)}),
 }
 
 _FAMILY_BY_LANGUAGE = {"python": PYTHON, "javascript": JS, "typescript": JS, "tsx": JS, "go": GO,
@@ -257,8 +261,9 @@ def text_of(node: Node | None) -> str:
 
 # What names a thing in the table languages' grammars, besides *identifier:
 # shell's `word`, Haskell's `variable`, OCaml's `value_name`, Erlang's
-# `atom`, Clojure's `sym_name`.
-_NAME_NODES = frozenset({"constant", "name", "word", "variable", "value_name", "atom", "sym_name"})
+# `atom`, Clojure's `sym_name`, Zig's `IDENTIFIER`.
+_NAME_NODES = frozenset({"constant", "name", "word", "variable", "value_name", "atom", "sym_name",
+                         "IDENTIFIER"})
 
 
 def is_identifier(node: Node) -> bool:
@@ -270,7 +275,7 @@ def is_comment(node: Node) -> bool:
 
 
 def is_string(node: Node) -> bool:
-    return ("string" in node.type or node.type in ("char_literal", "rune_literal", "heredoc_body",
+    return ("string" in node.type.lower() or node.type in ("char_literal", "rune_literal", "heredoc_body",
                                                    "regex_pattern", "escape_sequence"))
 
 
@@ -363,18 +368,28 @@ def called_name(family: Family, call: Node) -> Node | None:
     return None
 
 
+def _calls_around(family: Family, node: Node) -> Iterator[Node]:
+    """The call nodes that may call ``node``: it and its first ancestors,
+    and the sibling after each (Dart's arguments follow the name)."""
+    for depth, current in enumerate((node, *ancestors(node))):
+        if depth > 5:
+            return
+        for candidate in (current, current.next_named_sibling):
+            if candidate is not None and candidate.type in family.called_names:
+                yield candidate
+
+
 def is_bare_call(family: Family, name: Node) -> bool:
     """``name`` is what a call calls, written without a receiver or module
     before it: `f(x)`, `(f x)`, `f x`; not `o.f(x)`, `M.f x`, `[o f]`."""
-    for depth, ancestor in enumerate(ancestors(name)):
-        if depth > 4:
-            return False
-        if ancestor.type in family.called_names:
-            called = called_name(family, ancestor)
-            if called is None or called.id != name.id:
-                return False
-            before = (ancestor.text or b"")[:name.start_byte - ancestor.start_byte]
-            return before.strip() in (b"", b"(", b"#(")
+    for call in _calls_around(family, name):
+        called = called_name(family, call)
+        if called is None or called.id != name.id:
+            continue
+        if call.start_byte > name.start_byte:  # arguments after the name: bare if right after it
+            return name.next_named_sibling is not None and name.next_named_sibling.id == call.id
+        before = (call.text or b"")[:name.start_byte - call.start_byte]
+        return before.strip() in (b"", b"(", b"#(")
     return False
 
 
@@ -405,14 +420,11 @@ def use_kind(family: Family, expression: Node) -> str:
         return "value"
     if family.called_names:
         # The call's name ends the expression (`dispatch` of `router.dispatch`).
-        for depth, ancestor in enumerate((expression, *ancestors(expression))):
-            if depth > 5:
-                break
-            if ancestor.type in family.called_names:
-                called = called_name(family, ancestor)
-                if called is not None and expression.start_byte <= called.start_byte \
-                        and called.end_byte == expression.end_byte:
-                    return "call"
+        for call in _calls_around(family, expression):
+            called = called_name(family, call)
+            if called is not None and expression.start_byte <= called.start_byte \
+                    and called.end_byte == expression.end_byte:
+                return "call"
         return "value"
     if parent.type in family.decorators:
         return "decorator"

@@ -9,8 +9,10 @@ A *path* leads from a node to another, steps separated by "/":
 
 * ``field``: the child under that field name;
 * ``:a|b``: the first named child of type ``a`` or ``b``;
-* ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``;
-  ``field=a|b``: the child under that field, only if of type ``a`` or ``b``.
+* ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``
+  (``1``, ``2``, …: the second, third named child);
+  ``field=a|b``: the child under that field, only if of type ``a`` or ``b``;
+* ``^``: the parent; ``<`` (``<=a|b``): the named sibling before.
 
 A name is read as the code writes it and cut at the first space or
 bracket (``Cache<V>`` -> ``Cache``, ``Circle <: Shape`` -> ``Circle``); its
@@ -41,6 +43,9 @@ class Definition(NamedTuple):
     is_type: bool = True  # functions among the members are methods
 
 
+KINDS_BY_TEXT = {"struct": "struct", "enum": "enum", "union": "union", "opaque": "type"}
+
+
 @dataclass(frozen=True)
 class Rule:
     kind: str
@@ -52,6 +57,8 @@ class Rule:
     receiver: str | None = None
     # A path that must lead somewhere for the rule to apply (R: the value is a function).
     requires: str | None = None
+    # A path to a node whose text is the kind when it is one of KINDS_BY_TEXT (Zig's `enum {…}`).
+    kind_from: str | None = None
     is_type: bool = True  # False for namespaces: their functions stay functions
 
 
@@ -77,18 +84,22 @@ def follow(node: Node | None, path: str) -> Node | None:
     for step in path.split("/"):
         if node is None:
             return None
+        where, _, types = step.partition("=")
         if step.startswith(":"):
-            types = step[1:].split("|")
-            node = next((child for child in node.named_children if child.type in types), None)
-        elif step == "0" or step.startswith("0="):
-            node = node.named_child(0) if node.named_child_count else None
-            if node is not None and step.startswith("0=") and node.type not in step[2:].split("|"):
-                return None
+            wanted = step[1:].split("|")
+            node = next((child for child in node.named_children if child.type in wanted), None)
+            continue
+        if where == "^":
+            node = node.parent
+        elif where == "<":
+            node = node.prev_named_sibling
+        elif where.isdigit():
+            index = int(where)
+            node = node.named_child(index) if index < node.named_child_count else None
         else:
-            field_name, _, types = step.partition("=")
-            node = node.child_by_field_name(field_name)
-            if node is not None and types and node.type not in types.split("|"):
-                return None
+            node = node.child_by_field_name(where)
+        if node is not None and types and node.type not in types.split("|"):
+            return None
     return node
 
 
@@ -126,6 +137,8 @@ def classify(table: LanguageTable, node: Node) -> Definition | None:
         if rule.receiver is not None and (receiver := follow(node, rule.receiver)) is not None:
             name = (*name_parts(text(receiver))[-1:], *name)
         kind = rule.kind
+        if rule.kind_from is not None:
+            kind = KINDS_BY_TEXT.get(text(follow(node, rule.kind_from)).split("(")[0].strip(), kind)
         for child in node.children:
             if not child.is_named and child.type in rule.keywords:
                 kind = rule.keywords[child.type]
@@ -237,7 +250,7 @@ _C_COMMENTS = frozenset({"comment", "line_comment", "block_comment", "multiline_
 KOTLIN = LanguageTable(
     rules={
         "class_declaration": Rule("class", ":type_identifier", ":class_body|enum_class_body",
-                                  keywords={"interface": "interface"}),
+                                  keywords={"interface": "interface", "enum": "enum"}),
         "object_declaration": Rule("object", ":type_identifier", ":class_body"),
         "function_declaration": Rule("function", ":simple_identifier", receiver="receiver"),
         "type_alias": Rule("type", ":type_identifier"),
@@ -375,7 +388,8 @@ ZIG = LanguageTable(
             Rule("function", ":FnProto/function"),
             Rule("struct", ":VarDecl/variable_type_function",
                  ":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl",
-                 requires=":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl"),
+                 requires=":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl",
+                 kind_from=":VarDecl/:ErrorUnionExpr/:SuffixExpr/:ContainerDecl/:ContainerDeclType"),
         ),
     },
     leading=frozenset({"line_comment", "doc_comment", "container_doc_comment"}),

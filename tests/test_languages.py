@@ -161,7 +161,7 @@ DEFINITIONS = [
         ('RingBuffer.write', 'method', 12, 16),
         ('RingBuffer.isFull', 'method', 18, 20),
         ('RingBuffer.mask', 'method', 22, 24),
-        ('Color', 'struct', 27, 27),
+        ('Color', 'enum', 27, 27),
         ('fill', 'function', 29, 33),
     ]),
     ('shopping_cart.clj', 'clojure', [
@@ -403,6 +403,8 @@ CONFIRMED_CALLERS = [
     ("line-total", ("shopping_cart.clj", 15, "total")),
     ("drain", ("Queue.hs", 36, "drain")),
     ("refill", ("rate_limiter.erl", 24, "handle_cast")),
+    ("Logging.log", ("todo_store.dart", 34, "TodoStore.add")),
+    ("fill", ("ring_buffer.zig", 38, None)),  # inside a `test` block, no definition
 ]
 
 
@@ -423,6 +425,7 @@ RECEIVER_CALLERS = [
     ("Router.dispatch", ("Router.scala", 37, "serve"), "scala"),
     ("Bank.Account.withdraw", ("bank_account.ex", 40, "Bank.Ledger.transfer"), "elixir"),
     ("RequestQueue.startNextIfIdle", ("RequestQueue.m", 19, "RequestQueue.enqueue"), "objc"),
+    ("RingBuffer.isFull", ("ring_buffer.zig", 30, "fill"), "zig"),
 ]
 
 
@@ -443,3 +446,19 @@ def test_impact_reports_callees_and_not_a_definitions_own_head(polyglot_repo):
     assert transfer == {"Bank.Account.withdraw", "Bank.Account.deposit"}
     tokenize = {c.symbol for c in analysis.analyze(polyglot_repo, "tokenize").callees}
     assert {"is_digit", "read_int"} <= tokenize
+    fill = {c.symbol for c in analysis.analyze(polyglot_repo, "fill").callees}
+    assert fill == {"RingBuffer.isFull", "RingBuffer.write"}
+
+
+def test_a_word_inside_a_longer_name_is_no_use_of_it(polyglot_repo):
+    # Clojure's `add-item` holds the word `add` (Dart's TodoStore.add): not a caller.
+    result = analysis.analyze(polyglot_repo, "TodoStore.add")
+    assert all(c.path != "shopping_cart.clj" for c in result.callers)
+
+
+def test_cli_status_names_each_language_and_those_read_as_windows(polyglot):
+    from ctxls.daemon.cli import _languages_line
+
+    line = _languages_line(polyglot.status())
+    assert "kotlin 1," in line and "make 1 (windows)" in line and "groovy 1 (windows)" in line
+    assert "kotlin 1 (windows)" not in line
