@@ -66,6 +66,10 @@ _SYMBOL_KINDS = {
     "section": types.SymbolKind.String, "type": types.SymbolKind.TypeParameter,
     "trait": types.SymbolKind.Interface, "constructor": types.SymbolKind.Constructor,
     "impl": types.SymbolKind.Class, "constant": types.SymbolKind.Constant,
+    # What the definitions tables of the other languages call their kinds.
+    "protocol": types.SymbolKind.Interface, "object": types.SymbolKind.Object,
+    "record": types.SymbolKind.Struct, "extension": types.SymbolKind.Class,
+    "union": types.SymbolKind.Struct, "macro": types.SymbolKind.Function,
 }
 
 

@@ -310,3 +310,25 @@ async def test_bad_initialization_options_warn_and_fall_back(repo: Path):
         texts = [m.message for m in s.client.messages]
         assert any("debounceMs" in t for t in texts) and any("include" in t for t in texts)
         assert (await s.request("ctxls/status"))["files"] == 5  # defaults in force
+
+
+async def test_document_symbols_of_other_languages_have_their_own_kinds(tmp_path: Path):
+    """A Swift protocol and extension, a Kotlin object: the kinds the
+    definitions tables give, not the default Variable."""
+    fixtures = Path(__file__).parent / "fixtures" / "languages"
+    root = tmp_path / "mobile"
+    write_tree(root, {"Cache.swift": (fixtures / "Cache.swift").read_text(),
+                      "Inventory.kt": (fixtures / "Inventory.kt").read_text()})
+    async with serve(root) as s:
+        await s.wait_indexed()
+
+        async def kinds(name: str) -> dict[str, types.SymbolKind]:
+            symbols = await s.client.text_document_document_symbol_async(types.DocumentSymbolParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri(name))))
+            return {sym.name: sym.kind for sym in symbols}
+
+        swift = await kinds("Cache.swift")
+        assert swift["Cacheable"] == types.SymbolKind.Interface
+        assert swift["Entry"] == types.SymbolKind.Struct
+        assert types.SymbolKind.Class in {kind for name, kind in swift.items() if "Cache" in name}
+        assert (await kinds("Inventory.kt"))["Clock"] == types.SymbolKind.Object
