@@ -25,7 +25,7 @@ from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
-from ctxls.index.live import BURST_FILES, DiskFollower
+from ctxls.index.live import BURST_FILES, DiskFollower, watch_status
 from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
@@ -820,9 +820,7 @@ class Engine:
             "embeddings": semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0},
             "buffers": buffers,
             "skipped": skipped_json(self.indexer.skipped),
-            "watch": (self.follower.describe() if self.follower is not None
-                      else {"mode": "off", "requested": self.options.watch, "reason": None,
-                            "folders": 0, "batches": 0, "editorEventsSkipped": 0}),
+            "watch": watch_status(self.follower, self.options.watch),
             "root": str(self.root),
             "dbPath": self.store.db_path,
             "version": __version__,
