@@ -244,7 +244,7 @@ def main() -> None:
     watch_s = time.perf_counter() - started
     stats = engine.cold_index()
     print(f"tree {tree}: {stats.files} files indexed in {time.perf_counter() - started:.1f} s "
-          f"(watch set up in {watch_s:.2f} s: {engine.follower.describe()})", flush=True)
+          f"(watch set up in {watch_s:.2f} s: {engine.status()['watch']})", flush=True)
     time.sleep(2)
     print(f"idle CPU over {args.idle:g} s: {idle_cpu(args.idle)} % of one core", flush=True)
     print("write -> visible:", visibility(engine, tree, args.trials, rng), flush=True)

@@ -27,7 +27,7 @@ from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES,
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
 from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
-from ctxls.index.live import BURST_FILES, DiskFollower
+from ctxls.index.live import BURST_FILES, DiskFollower, watch_status
 from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
@@ -841,9 +841,7 @@ class Engine:
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
             "skipped": skipped_json(self.indexer.skipped),
             **languages,
-            "watch": (self.follower.describe() if self.follower is not None
-                      else {"mode": "off", "requested": self.options.watch, "reason": None,
-                            "folders": 0, "batches": 0, "editorEventsSkipped": 0}),
+            "watch": watch_status(self.follower, self.options.watch),
             "root": str(self.root),
             "dbPath": self.store.db_path,
             "version": __version__,

@@ -124,6 +124,16 @@ def _unwatched(paths: list[str], fds: set[int]) -> list[str]:
     return missing
 
 
+def watch_status(follower: DiskFollower | None, requested: str) -> dict:
+    """Status ``watch``: how a root's files on disk are followed."""
+    if follower is None:
+        return {"mode": "off", "requested": requested, "reason": None, "folders": 0,
+                "polled": 0, "batches": 0, "editorEventsSkipped": 0}
+    return {"mode": follower.mode, "requested": follower.requested, "reason": follower.reason,
+            "folders": follower.folders, "polled": follower.polled, "batches": follower.batches,
+            "editorEventsSkipped": follower.editor_events_skipped}
+
+
 class StatPoller:
     """Stat scans of some folders, for when native events cannot cover them:
     each folder's mtime (it moves when an entry comes, goes or is renamed;
@@ -225,10 +235,6 @@ class DiskFollower:
             self._thread.join(timeout=5)
         self.mode = "off"
 
-    def describe(self) -> dict:
-        return {"mode": self.mode, "requested": self.requested, "reason": self.reason,
-                "folders": self.folders, "polled": self.polled, "batches": self.batches,
-                "editorEventsSkipped": self.editor_events_skipped}
 
     # -- the thread ------------------------------------------------------------
 

@@ -620,19 +620,18 @@ def test_document_symbols_of_deeply_nested_classes_are_answered(stdio_daemon, re
 
 def test_a_file_grown_past_the_size_bound_is_not_read_whole(stdio_daemon, repo: Path):
     """An indexed file that grows past 1 MiB (a log being written) was read
-    whole by every get and assemble: a 300 MB file gave a 315 MB answer. Now
-    the answers that point into it find it changed, re-index it, and it is
-    left out like any file over the bound (status `skipped`, "too large")."""
+    whole by every get and assemble: a 300 MB file gave a 315 MB answer."""
     with open(repo / "README.md", "a", encoding="utf-8") as grown:
         grown.write(("x" * 1023 + "\n") * 2048)  # 2 MiB more
     conn = stdio_daemon.conn
     assert conn.request("ctxls/get", {"id": "README.md"}, "get")["result"] is None
     assembled = conn.request("ctxls/assemble", {"query": "deploy script FOO_URL",
                                                 "budgetTokens": 500}, "assemble")["result"]
-    assert "README.md" not in assembled["context"] and len(assembled["context"]) < 10_000
+    # Followed on disk (issue 34): past the bound, the file leaves the index as
+    # discovery would leave it out, so nothing of it is read into an answer.
+    assert "README.md" not in assembled["context"] and assembled["stats"]["originalTokens"] < 1000
     skipped = conn.request("ctxls/status", {}, "status")["result"]["skipped"]["files"]
-    assert {"path": "README.md", "reason": "too large"}.items() <= next(
-        f for f in skipped if f["path"] == "README.md").items()
+    assert {"path": "README.md", "reason": "too large"} in skipped
     assert conn.request("ctxls/get", {"id": "pkg/session.py"}, "other")["result"]["text"]
 
 
