@@ -2,7 +2,7 @@
 the running daemon's socket when there is one — so they see the editor's
 unsaved buffers — else in this process over the store on disk.
 
-Both paths run the same request functions (``server.CUSTOM_METHODS``) and
+Both paths run the same request functions (``CtxlsServer.custom_methods``) and
 return the protocol's JSON, so output never depends on which one answered.
 """
 
@@ -159,12 +159,12 @@ class EngineAccess:
 
     def _local(self, method: str, params: dict | None) -> Any:
         from ctxls.daemon import wire
-        from ctxls.daemon.server import CUSTOM_METHODS, server
+        from ctxls.daemon.server import server
 
         if not self._local_ready:
             self.local_engine()
             self._local_ready = True
-        handler = CUSTOM_METHODS.get(method)
+        handler = server.custom_methods.get(method)
         if handler is None:
             raise RemoteError(-32601, f"method not found: {method}", {})
         return handler(server, wire.Params(params))

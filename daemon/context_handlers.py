@@ -7,9 +7,8 @@ import logging
 
 from ctxls.daemon import wire
 from ctxls.daemon.memory_handlers import memory_engine
-from ctxls.daemon.server import CtxlsServer, rpc
-from ctxls.index.assemble import (Topicality, aggregate, assemble, candidates_from_hits, failed,
-                                  off_topic, record_call)
+from ctxls.daemon.app import CtxlsServer, rpc
+from ctxls.index.assemble import (Topicality, assemble, candidates_from_hits, failed, off_topic, record_call)
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, MAX_BUDGET_CHARS, knowledge_block
 from ctxls.index.store import now_ms
@@ -62,10 +61,6 @@ def off_topic_note(ls: CtxlsServer, query: str, kinds: list[str] | None) -> str 
     cosines = [t.nearest_cosine for t in seen if t.nearest_cosine is not None]
     return off_topic(Topicality(max(t.term_coverage for t in seen),
                                 max(cosines) if cosines else None))
-
-
-def assemble_status(ls: CtxlsServer) -> dict:
-    return aggregate(memory_engine(ls).store)
 
 
 @rpc("ctxls/knowledge")

@@ -6,9 +6,12 @@ time)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 SOCKET_NAME = "daemon.sock"
+# The most one message may hold, on stdio and on the socket.
+MAX_MESSAGE_BYTES = 64 << 20
 
 
 def frame(message: dict) -> bytes:
@@ -24,3 +27,28 @@ def frame(message: dict) -> bytes:
 
 def frame_body(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+async def read_message(reader: asyncio.StreamReader) -> dict | None:
+    """One LSP-framed JSON message, or None at end of stream."""
+    body = await read_body(reader)
+    return None if body is None else json.loads(body)
+
+
+async def read_body(reader: asyncio.StreamReader) -> bytes | None:
+    """One LSP-framed body, or None at end of stream; ValueError when the
+    header is unusable (the stream cannot be followed any further)."""
+    length = None
+    while True:
+        line = await reader.readline()
+        if not line:
+            return None
+        line = line.strip()
+        if not line:
+            break
+        name, _, value = line.decode("ascii", "replace").partition(":")
+        if name.lower() == "content-length":
+            length = int(value.strip())
+    if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
+        raise ValueError("missing or unreasonable Content-Length")
+    return await reader.readexactly(length)

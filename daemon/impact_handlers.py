@@ -20,7 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ctxls.daemon import wire
-from ctxls.daemon.server import _SYMBOL_KINDS, CtxlsServer, rpc, server
+from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, rpc, server
 from ctxls.impact import analysis
 from ctxls.impact.analysis import DefinitionSite, Impact
 from ctxls.impact.callers import Caller
@@ -88,7 +88,7 @@ def _range(span: Span) -> types.Range:
 def _item(engine: Engine, site: DefinitionSite) -> types.CallHierarchyItem:
     definition = site.definition
     return types.CallHierarchyItem(
-        name=definition.name, kind=_SYMBOL_KINDS.get(definition.symbol_kind, types.SymbolKind.Function),
+        name=definition.name, kind=SYMBOL_KINDS.get(definition.symbol_kind, types.SymbolKind.Function),
         detail=f"{definition.symbol} · {definition.path}", uri=engine.uri_for(definition.path),
         range=types.Range(types.Position(definition.start_line, 0),
                           types.Position(definition.end_line + 1, 0)),
@@ -108,7 +108,7 @@ def _caller_item(engine: Engine, callers: list[Caller]) -> types.CallHierarchyIt
     start, end = first.symbol_lines
     return types.CallHierarchyItem(
         name=first.symbol.rsplit(".", 1)[-1],
-        kind=_SYMBOL_KINDS.get(first.symbol_kind or "", types.SymbolKind.Function),
+        kind=SYMBOL_KINDS.get(first.symbol_kind or "", types.SymbolKind.Function),
         detail=f"{first.symbol} · {first.path}", uri=engine.uri_for(first.path),
         range=types.Range(types.Position(start, 0), types.Position(end + 1, 0)),
         selection_range=_range(first.span), data={"symbol": first.symbol})
@@ -215,12 +215,3 @@ def lens_title(found: Impact | None) -> str:
         return "definition gone · re-open the file"
     title = f"{wire.callers_summary(found.confirmed, found.unconfirmed)} · risk {found.risk}"
     return f"{title} · partial" if found.partial else title
-
-
-def refresh_code_lenses(ls: CtxlsServer) -> None:
-    """Ask the client to re-request lenses (after a buffer was re-indexed: any
-    file's edit can change any lens's count), when it supports that."""
-    workspace = ls.client_capabilities.workspace if ls.client_capabilities else None
-    lens_caps = workspace.code_lens if workspace else None
-    if lens_caps and lens_caps.refresh_support:
-        ls.workspace_code_lens_refresh(None)

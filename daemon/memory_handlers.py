@@ -10,7 +10,7 @@ tenant's rows never depend on which folder a request happens to name.
 from __future__ import annotations
 
 from ctxls.daemon import wire
-from ctxls.daemon.server import CtxlsServer, rpc
+from ctxls.daemon.app import CtxlsServer, rpc
 from ctxls.index import graph
 from ctxls.index.demand import DEFAULT_PROMOTION_THRESHOLD, DEFAULT_REVIEW_THRESHOLD
 from ctxls.index.engine import Engine

@@ -27,8 +27,8 @@ from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
 from ctxls.daemon.edits import apply_changes
-from ctxls.daemon.socket_server import (BAD_FRAME_METHOD, MAX_MESSAGE_BYTES, OVERSIZED_METHOD,
-                                        debug_errors, valid_id)
+from ctxls.daemon.framing import MAX_MESSAGE_BYTES
+from ctxls.daemon.socket_server import BAD_FRAME_METHOD, OVERSIZED_METHOD, debug_errors, valid_id
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 from ctxls.index.errors import EngineError

@@ -37,10 +37,9 @@ from pygls.workspace.position_codec import PositionCodec
 from ctxls.daemon.client import default_socket
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
-from ctxls.daemon.framing import frame, frame_body
-from ctxls.daemon.socket_server import (MAX_MESSAGE_BYTES, bad_frame_notice, error_response,
-                                        oversized_notice, read_body, read_message, socket_is_live,
-                                        valid_id)
+from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame, frame_body, read_body, read_message
+from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
+                                        socket_is_live, valid_id)
 from ctxls.daemon.uris import local_path
 
 log = logging.getLogger(__name__)

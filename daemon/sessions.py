@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ctxls.daemon.server import CtxlsServer
+    from ctxls.daemon.app import CtxlsServer
 
 log = logging.getLogger(__name__)
 
@@ -40,9 +40,7 @@ def is_session_request(message: dict) -> bool:
 
 def new_session(owner: "CtxlsServer") -> "CtxlsServer":
     """A server object for one proxied editor: the owner's handlers and engines."""
-    from ctxls.daemon.server import CtxlsServer
-
-    session = CtxlsServer()
+    session = type(owner)()
     session.workspaces = owner.workspaces
     session.no_socket = True  # the owner already listens
     features = owner.protocol.fm
@@ -85,7 +83,7 @@ def release_buffer(session: "CtxlsServer", owner: "CtxlsServer", uri: str) -> No
 async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
                         writer: asyncio.StreamWriter, first: dict) -> None:
     """Run one proxied editor's LSP session until its connection ends."""
-    from ctxls.daemon.socket_server import read_body
+    from ctxls.daemon.framing import read_body
 
     session = new_session(owner)
     protocol = session.protocol

@@ -3,7 +3,7 @@ talk JSON-RPC (LSP framing) to the running daemon, so they see the editor's
 unsaved buffers and never open a second writer on the store.
 
 It serves every custom ``ctxls/*`` request through the same plain functions
-as the LSP handlers (``server.CUSTOM_METHODS``), plus ``initialize``,
+as the LSP handlers (``app.CUSTOM_METHODS``), plus ``initialize``,
 ``shutdown``, ``exit`` (which ends that connection only) and
 ``$/cancelRequest``. A connection that opens with an editor proxy's
 ``initialize`` (daemon/sessions.py) is instead a full LSP session.
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import SOCKET_NAME, frame
+from ctxls.daemon.framing import MAX_MESSAGE_BYTES, SOCKET_NAME, frame, read_body
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
@@ -33,7 +33,6 @@ log = logging.getLogger(__name__)
 
 # sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH = 107
-MAX_MESSAGE_BYTES = 64 << 20
 # What stands for a stdio message over MAX_MESSAGE_BYTES once it is read away
 # (daemon/proxy.py): a notification CtxlsProtocol answers with -32700.
 OVERSIZED_METHOD = "$/ctxls/oversizedMessage"
@@ -99,31 +98,6 @@ def error_response(msg_id: Any, code: int, message: str, data: Any = None) -> di
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": msg_id, "error": error}
-
-
-async def read_message(reader: asyncio.StreamReader) -> dict | None:
-    """One LSP-framed JSON message, or None at end of stream."""
-    body = await read_body(reader)
-    return None if body is None else json.loads(body)
-
-
-async def read_body(reader: asyncio.StreamReader) -> bytes | None:
-    """One LSP-framed body, or None at end of stream; ValueError when the
-    header is unusable (the stream cannot be followed any further)."""
-    length = None
-    while True:
-        line = await reader.readline()
-        if not line:
-            return None
-        line = line.strip()
-        if not line:
-            break
-        name, _, value = line.decode("ascii", "replace").partition(":")
-        if name.lower() == "content-length":
-            length = int(value.strip())
-    if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
-        raise ValueError("missing or unreasonable Content-Length")
-    return await reader.readexactly(length)
 
 
 def invalid_request(message: Any) -> dict | None:
@@ -273,13 +247,12 @@ class SocketServer:
     async def _result(self, method: Any, params: Any) -> Any:
         # Imported here: clients import this module for its framing and must stay light.
         from ctxls.daemon import wire
-        from ctxls.daemon.server import CUSTOM_METHODS
 
         if method == "initialize":
             return {"capabilities": {}, "serverInfo": {"name": "ctxls", "version": __version__}}
         if method == "shutdown":
             return None
-        handler = CUSTOM_METHODS.get(method) if isinstance(method, str) else None
+        handler = self.server.custom_methods.get(method) if isinstance(method, str) else None
         if handler is None:
             raise LookupError(method)
         return await asyncio.to_thread(handler, self.server, wire.Params(params))

@@ -23,14 +23,14 @@ from conftest import SAMPLE_FILES, write_tree
 from rawrpc import StdioDaemon, socket_connection
 from test_symlinks import MARKER, plant_links
 
-from ctxls.daemon.server import CUSTOM_METHODS
+from ctxls.daemon.server import server
 
 EXAMPLES = 200
 STANDARD_METHODS = ["workspace/symbol", "textDocument/documentSymbol",
                     "textDocument/prepareCallHierarchy", "callHierarchy/incomingCalls",
                     "callHierarchy/outgoingCalls", "textDocument/codeLens", "codeLens/resolve"]
 # Lifecycle requests end or reset the session under test: not fuzzed.
-METHODS = sorted(set(CUSTOM_METHODS) | set(STANDARD_METHODS))
+METHODS = sorted(set(server.custom_methods) | set(STANDARD_METHODS))
 PARAM_NAMES = ["body", "budgetChars", "budgetTokens", "by", "days", "dir", "endLine", "expiresAt",
                "filename", "force", "hops", "id", "idPrefix", "includeTests", "kind", "limit",
                "log", "maxCount", "meta", "minScore", "mode", "n", "now", "occurredAt", "offset",

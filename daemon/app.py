@@ -1,0 +1,528 @@
+"""The language server object and its method table: ``CtxlsServer`` (the
+folders' engines, progress, buffers), ``server`` (the process's one
+instance) and ``rpc`` (a custom request's registration). The handler modules
+(server.py, memory_handlers.py, impact_handlers.py, context_handlers.py)
+import this module and register on ``server``; ``server.py`` imports them
+all, so importing it gives the assembled daemon.
+
+Each handler checks params, calls one engine function off the event loop
+(``asyncio.to_thread``, so a slow query never blocks typing) and converts the
+result with ``ctxls.daemon.wire``. Engine errors become JSON-RPC errors with
+the protocol's codes; anything unexpected becomes an internal error for that
+request only: the daemon never dies on a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import logging
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import default_converter
+from pygls.protocol.json_rpc import JsonRPCRequestMessage
+
+from ctxls import __version__
+from ctxls.daemon import wire
+from ctxls.daemon.client_process import ClientWatch
+from ctxls.daemon.options import InitOptions
+from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
+from ctxls.daemon.socket_server import SocketServer, socket_path_for
+from ctxls.daemon.workspaces import Workspaces
+from ctxls.index.assemble import aggregate
+from ctxls.index.engine import Engine, Hit, RecallResult
+from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
+from ctxls.index.indexer import Cancelled, IndexStats
+from ctxls.index.scopes import Scope, resolve_scope
+from ctxls.index.semantic import embedding_progress_text
+
+log = logging.getLogger(__name__)
+
+CUSTOM_PREFIX = "ctxls/"
+# Seconds between cold-index attempts while a folder's store cannot be opened.
+STORE_RETRY_S = 2.0
+# A recall waits at most this long (seconds) for buffers being indexed.
+BUFFER_SETTLE_S = 1.0
+# The first index waits at most this long (seconds) for the folder's watch to stand.
+WATCH_START_S = 10.0
+# ctxls/status `state`, the least ready first (several folders report the first that applies).
+STATES = ("error", "indexing", "embedding", "idle", "degraded", "ready")
+# documentSymbol nests children at most this deep (deeper ones become siblings).
+MAX_SYMBOL_DEPTH = 32
+# Below this many chunks waiting for a vector no embedding progress is shown.
+EMBED_PROGRESS_MIN_BACKLOG = 200
+
+SYMBOL_KINDS = {
+    "class": types.SymbolKind.Class, "method": types.SymbolKind.Method,
+    "function": types.SymbolKind.Function, "interface": types.SymbolKind.Interface,
+    "enum": types.SymbolKind.Enum, "struct": types.SymbolKind.Struct,
+    "module": types.SymbolKind.Module, "namespace": types.SymbolKind.Namespace,
+    "section": types.SymbolKind.String, "type": types.SymbolKind.TypeParameter,
+    "trait": types.SymbolKind.Interface, "constructor": types.SymbolKind.Constructor,
+    "impl": types.SymbolKind.Class, "constant": types.SymbolKind.Constant,
+    # What the definitions tables of the other languages call their kinds.
+    "protocol": types.SymbolKind.Interface, "object": types.SymbolKind.Object,
+    "record": types.SymbolKind.Struct, "extension": types.SymbolKind.Class,
+    "union": types.SymbolKind.Struct, "macro": types.SymbolKind.Function,
+}
+
+
+def _converter():
+    """pygls turns unknown methods' params into namedtuples (renaming keys
+    that are not identifiers); ours stay plain dicts so ``meta`` objects pass
+    through verbatim."""
+    converter = default_converter()
+    default_hook = converter.get_structure_hook(JsonRPCRequestMessage)
+
+    def structure_request(obj: Any, cls: type) -> Any:
+        if isinstance(obj, dict) and str(obj.get("method", "")).startswith(CUSTOM_PREFIX):
+            return cls(**obj)
+        return default_hook(obj, cls)
+
+    converter.register_structure_hook(JsonRPCRequestMessage, structure_request)
+    return converter
+
+
+class CtxlsServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("ctxls", __version__, converter_factory=_converter,
+                         protocol_cls=CtxlsProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.options = InitOptions()
+        self.workspaces = Workspaces(self.options)
+        self._debounce: dict[str, asyncio.TimerHandle] = {}
+        self._pending_buffers = 0
+        # Buffers being indexed (flush_buffer tasks), for settle_buffers.
+        self._flushing: set[asyncio.Task] = set()
+        # Unique across processes: a proxy replays its session to the next daemon.
+        self._progress_tokens = (f"{os.getpid()}-{n}" for n in itertools.count(1))
+        self._shutdown = threading.Event()
+        # Roots indexed before any client connected (`ctxls serve --root`).
+        self.prewarmed: dict[Path, Engine] = {}
+        self.no_socket = False  # `serve --no-socket`
+        self.shared_socket: SocketServer | None = None
+        # The editor's process (--clientProcessId, initialize's processId).
+        self.client_watch = ClientWatch(self.exit_for_gone_client)
+        self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A body that is not JSON still gets its JSON-RPC answer (-32700); an
+        answer that could not be encoded gets -32603 instead (CtxlsProtocol)."""
+        if source is JsonRpcInternalError:  # pygls's _send_data failed
+            self.protocol.unsent = error
+        elif source is JsonRpcException and is_parse_error(error):  # the reader's json.loads
+            self.protocol.send_parse_error(error)
+            return
+        super().report_server_error(error, source)
+
+    # -- helpers used by handlers --------------------------------------------
+
+    def supports_progress(self) -> bool:
+        window = self.client_capabilities.window if self.client_capabilities else None
+        return bool(window and window.work_done_progress)
+
+    def request_scope(self, params: wire.Params, verb: str, owner_blind: bool = False) -> Scope:
+        """The memory scope of a request: its ``scope``, else the daemon's owner
+        (ignored when ``owner_blind``), else everything; -32003 under strictScope."""
+        return resolve_scope(params.str("scope"), self.options.owner, self.options.strictScope,
+                             verb, owner_blind)
+
+    def engine_for(self, uri: str) -> tuple[Engine, str] | None:
+        try:
+            return self.workspaces.for_uri(uri)
+        except OutsideRoot:
+            return None
+
+    def add_folder(self, root: Path, single_root: bool) -> None:
+        root = root.resolve()
+        engine = self.prewarmed.pop(root, None)
+        if engine is not None:
+            self.workspaces.engines[root] = engine
+        else:
+            engine = self.workspaces.add_folder(root, single_root)
+        for problem in self.workspaces.problems:
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
+        self.workspaces.problems.clear()
+        if engine is None:
+            joined = self.workspaces.engines.get(root)
+            if joined is not None:  # another editor's session opened it (daemon/sessions.py)
+                asyncio.get_running_loop().create_task(self.report_joined(joined))
+            return
+        loop = asyncio.get_running_loop()
+        engine.on_warning = lambda message: loop.call_soon_threadsafe(self.warn, message)
+        self.follow_disk(engine, loop)
+        engine.start_embedding()
+        loop.create_task(self.index_then_embed(engine))
+
+    def follow_disk(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
+        """Start following the folder on disk: a burst's pass shows work-done
+        progress, and any change asks the client for fresh code lenses."""
+        def burst_progress(title: str) -> ProgressBar:
+            return asyncio.run_coroutine_threadsafe(
+                ProgressBar.open(self, f"ctxls: re-indexing after {title}", str(engine.root)),
+                loop).result(timeout=10)
+
+        engine.on_burst = burst_progress
+        engine.on_disk_change = lambda: loop.call_soon_threadsafe(
+            self.refresh_code_lenses)
+        engine.follow_disk()
+
+    async def open_shared_socket(self) -> None:
+        """Let CLI and MCP clients share this daemon (first folder's store dir)."""
+        engines = self.workspaces.all()
+        if self.no_socket or not self.options.socket or not engines:
+            return
+        side = SocketServer(self, socket_path_for(engines[0].store.db_path))
+        if await side.start():
+            self.shared_socket = side
+            asyncio.get_running_loop().create_task(side.serve_forever())
+
+    def exit_for_gone_client(self, pid: int) -> None:
+        """Close the shared socket and the stores, then end the process (called
+        from the watch thread): stdin may never reach end-of-stream, so the
+        normal exit path cannot be waited for."""
+        try:
+            if self.loop is not None and self.loop.is_running():
+                asyncio.run_coroutine_threadsafe(self.close_all(), self.loop).result(timeout=15)
+            else:
+                self.workspaces.close()
+        except Exception:
+            log.exception("closing after client process %d exited failed", pid)
+        finally:
+            logging.shutdown()
+            os._exit(0)
+
+    async def close_all(self) -> None:
+        self._shutdown.set()
+        if self.shared_socket is not None:
+            self.shared_socket.close()
+            self.shared_socket = None
+        await asyncio.to_thread(self.workspaces.close)
+
+    def warn(self, message: str) -> None:
+        log.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(types.MessageType.Warning,
+                                                         f"ctxls: {message}"))
+
+    async def report_joined(self, engine: Engine) -> None:
+        """A folder another session indexes: one progress begin/end when its
+        first index is done, so this client's UI learns it is indexed too."""
+        while not engine.cold_index_done and not self._shutdown.is_set():
+            await asyncio.sleep(0.2)
+        if self._shutdown.is_set():
+            return
+        self.refresh_code_lenses()  # they said "indexing…"
+        if not self.supports_progress():
+            return
+        token = f"ctxls-index-{next(self._progress_tokens)}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:
+            return
+        status = await asyncio.to_thread(engine.status)
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="ctxls: indexing", message=str(engine.root), percentage=100))
+        self.work_done_progress.end(token, types.WorkDoneProgressEnd(
+            message=f"indexed {status['files']} files (shared daemon)"))
+
+    async def index_then_embed(self, engine: Engine) -> None:
+        if not engine.cold_index_done:
+            if engine.follower is not None:  # the pass lists what the watch may have missed
+                await asyncio.to_thread(engine.follower.established.wait, WATCH_START_S)
+            await self.cold_index(engine)
+        await self.report_embedding(engine)
+
+    async def report_embedding(self, engine: Engine) -> None:
+        """Work-done progress while the embedding backlog is large."""
+        status = await asyncio.to_thread(engine.status)
+        if status["pending"] < EMBED_PROGRESS_MIN_BACKLOG or not self.supports_progress():
+            return
+        token = f"ctxls-embed-{next(self._progress_tokens)}"
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception:
+            return
+        total, first_vectors, started = status["pending"], status["vectors"], time.monotonic()
+        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+            title="ctxls: embedding", message=embedding_progress_text(0, total, 0.0),
+            percentage=0))
+        while not self._shutdown.is_set() and engine.semantic and engine.semantic.failed is None:
+            status = await asyncio.to_thread(engine.status)
+            done, pending = max(status["vectors"] - first_vectors, 0), status["pending"]
+            if pending == 0:
+                break
+            total = max(total, done + pending)  # edits may add chunks meanwhile
+            rate = done / max(time.monotonic() - started, 1e-6)
+            self.work_done_progress.report(token, types.WorkDoneProgressReport(
+                message=embedding_progress_text(done, total, rate),
+                percentage=int(done * 100 / max(total, 1))))
+            await asyncio.sleep(2.0)
+        self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="embedded"))
+
+    async def cold_index(self, engine: Engine) -> None:
+        """Index a folder in a worker thread, reporting work-done progress."""
+        bar = await ProgressBar.open(self, "ctxls: indexing", str(engine.root))
+        message = ""
+        try:
+            while True:
+                try:
+                    stats = await asyncio.to_thread(engine.cold_index, bar.report, self._shutdown)
+                    break
+                except StoreUnavailable:
+                    # Reported by status and by every request meanwhile; the
+                    # store is retried until it opens or the daemon stops.
+                    if self._shutdown.is_set():
+                        raise Cancelled() from None
+                    await asyncio.sleep(STORE_RETRY_S)
+            message = f"indexed {stats.files} files ({stats.added} new, {stats.updated} changed)"
+            self.refresh_code_lenses()  # they said "indexing…"
+        except Cancelled:
+            message = "indexing stopped"
+        except Exception as exc:  # a failed pass must not take the daemon down
+            log.exception("cold index of %s failed", engine.root)
+            message = f"indexing failed: {exc}"
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Error,
+                                                             f"ctxls: {message}"))
+        bar.end(message)
+
+    def schedule_buffer(self, uri: str) -> None:
+        """Debounce re-indexing of an edited buffer (per URI)."""
+        loop = asyncio.get_running_loop()
+        handle = self._debounce.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+        self._debounce[uri] = loop.call_later(self.options.debounceMs / 1000,
+                                              lambda: self._start_flush(uri))
+
+    def _start_flush(self, uri: str) -> None:
+        """The debounce is over: index the buffer (tracked from now on)."""
+        self._debounce.pop(uri, None)
+        task = asyncio.get_running_loop().create_task(self.flush_buffer(uri))
+        self._flushing.add(task)
+        task.add_done_callback(self._flushing.discard)
+
+    async def settle_buffers(self) -> None:
+        """Let the edits whose debounce is over reach the index before a
+        query reads it (at most BUFFER_SETTLE_S): a recall sent after a
+        didChange answers with it, instead of a poll racing the indexing for
+        the CPU. An edit still within its debounce is not waited for."""
+        loop = asyncio.get_running_loop()
+        for uri, handle in list(self._debounce.items()):
+            if handle.when() <= loop.time():  # due, its timer not run yet
+                handle.cancel()
+                self._start_flush(uri)
+        if self._flushing:
+            await asyncio.wait(set(self._flushing), timeout=BUFFER_SETTLE_S)
+
+    async def flush_buffer(self, uri: str) -> None:
+        doc = self.workspace.text_documents.get(uri)
+        target = self.engine_for(uri)
+        if doc is None or target is None:  # closed before the timer fired
+            return
+        engine, path = target
+        self._pending_buffers += 1
+        try:
+            changed = await asyncio.to_thread(engine.set_buffer, path, doc.source)
+        except Exception:
+            log.exception("indexing buffer %s failed", uri)
+        else:
+            if changed:  # callers may have come or gone: lens counts are stale
+                self.refresh_code_lenses()
+        finally:
+            self._pending_buffers -= 1
+
+    def cancel_debounce(self, uri: str) -> None:
+        handle = self._debounce.pop(uri, None)
+        if handle is not None:
+            handle.cancel()
+
+    # -- cross-folder queries ------------------------------------------------
+
+    def recall(self, query: str, kinds: list[str] | None, n: int, body: bool,
+               mode: str, scope: Scope, log: bool) -> RecallResult:
+        engines = self.workspaces.all(include_loose=True) or [self.workspaces.loose]
+        merged: dict[str, list[Hit]] = {}
+        source: dict[int, Engine] = {}  # id(hit) -> its engine, whose demand log it joins
+        reasons: list[str] = []
+        modes: set[str] = set()
+        for engine in engines:
+            result = engine.recall(query, kinds, n, body, mode, scope)
+            if result.partial_reason and result.partial_reason not in reasons:
+                reasons.append(result.partial_reason)
+            modes.add(result.mode)
+            for kind, hits in result.hits_by_kind.items():
+                merged.setdefault(kind, []).extend(hits)
+                source.update((id(h), engine) for h in hits)
+        for kind, hits in merged.items():
+            hits.sort(key=lambda h: (-h.score, h.uri or h.path, h.start_line))
+            merged[kind] = hits[:n]
+        if log:  # only what the client gets back counts as demand
+            for engine in engines:
+                engine.log_demand([h for hits in merged.values() for h in hits
+                                   if source[id(h)] is engine], "recall")
+        return RecallResult(merged, bool(reasons), "; ".join(reasons) or None,
+                            modes.pop() if len(modes) == 1 else "mixed")
+
+    def whole_text(self, path: str) -> str | None:
+        """The current text of an indexed file in whichever folder holds it."""
+        for engine in self.workspaces.all():
+            if engine.store.file_state(path) is not None:
+                return engine.current_text(path)
+        return None
+
+    def get(self, item_id: str, start_line: int | None, end_line: int | None,
+            scope: Scope, log: bool):
+        outside = True
+        # Without folders written memory lives in the buffers-only engine (memory_handlers).
+        for engine in self.workspaces.all() or [self.workspaces.loose]:
+            try:
+                item = engine.get(item_id, start_line, end_line, scope, log)
+            except OutsideRoot:
+                continue
+            outside = False
+            if item is not None:
+                return item
+        if outside:
+            raise OutsideRoot(item_id)
+        return None
+
+    def status(self) -> dict:
+        engines = self.workspaces.all()
+        if not engines:
+            base = {"indexing": False, "complete": True, "state": "ready", "files": 0,
+                    "chunks": 0, "vectors": 0,
+                    "pending": 0,
+                    "embeddings": {"enabled": False, "model": "", "dim": 0}, "root": "",
+                    "dbPath": "", "version": __version__}
+        else:
+            statuses = [e.status() for e in engines]
+            base = dict(statuses[0])
+            # Not yet complete counts as indexing, unless the store or the
+            # last pass failed: then the error is what status says.
+            base["indexing"] = any(s["indexing"] or not (s["complete"] or "storeError" in s
+                                                         or "indexError" in s)
+                                   for s in statuses)
+            base["state"] = min((s["state"] for s in statuses), key=STATES.index)
+            base["files"] = sum(s["files"] for s in statuses)
+            base["chunks"] = sum(s["chunks"] for s in statuses)
+            base["pending"] = sum(s["pending"] for s in statuses)
+            if len(statuses) > 1:
+                base["folders"] = statuses
+            base["vectors"] = sum(s["vectors"] for s in statuses)
+        buffers_pending = self._pending_buffers + len(self._debounce)
+        base["pending"] += buffers_pending
+        if buffers_pending:
+            base["state"] = "indexing"
+        base["ready"] = base["state"] == "ready"
+        try:
+            engines = self.workspaces.all()
+            base["assemble"] = aggregate((engines[0] if engines else self.workspaces.loose).store)
+        except Exception:  # an unreadable store must not break status
+            log.warning("assemble statistics unavailable", exc_info=True)
+        return base
+
+    def index(self, pathspecs: list[str] | None, force: bool) -> IndexStats:
+        total = IndexStats()
+        for engine in self.workspaces.all():
+            stats = engine.index(pathspecs, force)
+            for field in ("files", "added", "updated", "removed", "unchanged", "skipped"):
+                setattr(total, field, getattr(total, field) + getattr(stats, field))
+        return total
+
+    @property
+    def custom_methods(self) -> dict[str, Callable[["CtxlsServer", wire.Params], Any]]:
+        """Every custom request's plain body, by method (``rpc`` registers them)."""
+        return CUSTOM_METHODS
+
+    def refresh_code_lenses(self) -> None:
+        """Ask the client to re-request lenses (after a buffer was re-indexed: any
+        file's edit can change any lens's count), when it supports that."""
+        workspace = self.client_capabilities.workspace if self.client_capabilities else None
+        lens_caps = workspace.code_lens if workspace else None
+        if lens_caps and lens_caps.refresh_support:
+            self.workspace_code_lens_refresh(None)
+
+
+class ProgressBar:
+    """Work-done progress for one pass (``$/progress``), reported from the
+    pass's worker thread; a client without progress support, or one that
+    refuses the token, gets none."""
+
+    def __init__(self, ls: CtxlsServer, loop: asyncio.AbstractEventLoop, token: str | None):
+        self._ls, self._loop, self._token = ls, loop, token
+
+    @classmethod
+    async def open(cls, ls: CtxlsServer, title: str, message: str) -> "ProgressBar":
+        token: str | None = None
+        if ls.supports_progress():
+            token = f"ctxls-index-{next(ls._progress_tokens)}"
+            try:
+                await ls.work_done_progress.create_async(token)
+            except Exception:  # a client may refuse; indexing goes on without a bar
+                token = None
+        if token is not None:
+            ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                title=title, message=message, percentage=0))
+        return cls(ls, asyncio.get_running_loop(), token)
+
+    def report(self, done: int, total: int) -> None:
+        if self._token is not None:
+            self._loop.call_soon_threadsafe(
+                self._ls.work_done_progress.report, self._token, types.WorkDoneProgressReport(
+                    message=f"{done}/{total} files",
+                    percentage=int(done * 100 / total) if total else 100))
+
+    def end(self, message: str) -> None:
+        if self._token is not None:
+            self._loop.call_soon_threadsafe(self._ls.work_done_progress.end, self._token,
+                                            types.WorkDoneProgressEnd(message=message))
+
+
+server = CtxlsServer()
+
+
+# Every custom request's plain body, by method: the LSP handlers below, the
+# shared socket (daemon/socket_server.py) and the in-process CLI all call these.
+CUSTOM_METHODS: dict[str, Callable[[CtxlsServer, wire.Params], Any]] = {}
+
+
+def rpc(method: str, settle: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]:
+    """Register a custom request whose body runs in a worker thread and whose
+    engine errors carry the protocol's error codes; ``settle``: after the
+    buffers being indexed are (CtxlsServer.settle_buffers)."""
+
+    def register(fn: Callable[[CtxlsServer, wire.Params], Any]):
+        @functools.wraps(fn)
+        def guarded(ls: CtxlsServer, params: wire.Params) -> Any:
+            try:
+                return fn(ls, params)
+            except sqlite3.Error as exc:  # a read failing for the store's sake
+                error = ls.workspaces.store_failure(exc)
+                if error is None:
+                    raise
+                raise error from exc
+
+        CUSTOM_METHODS[method] = guarded
+
+        @server.feature(method)
+        @functools.wraps(fn)
+        async def handler(ls: CtxlsServer, raw: Any) -> Any:
+            if settle:
+                await ls.settle_buffers()
+            try:
+                return await asyncio.to_thread(guarded, ls, wire.Params(raw))
+            except EngineError as exc:
+                raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
+
+        return handler
+
+    return register
