@@ -792,9 +792,8 @@ class Store:
             except StoreUnavailable as exc:
                 self._unavailable(exc)
                 return False
-            except sqlite3.Error as exc:
-                self._unavailable(StoreUnavailable(self.db_path, storage_reason(exc) or "io",
-                                                   str(exc)))
+            except sqlite3.Error as exc:  # could not check now (locked, I/O): the next corrupt error asks again
+                log.warning("index store %s: %s; could not check it: %s", self.db_path, cause, exc)
                 return False
             return True
 
