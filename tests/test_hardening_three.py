@@ -348,3 +348,25 @@ def test_impact_is_the_same_answer_under_load_and_the_lens_says_the_same(tmp_pat
         for burner in burners:
             burner.kill()
         daemon.close()
+
+
+def test_the_whole_file_check_is_skipped_only_for_the_file_as_this_user_left_it(repo: Path):
+    """A CLI verb without a daemon opens the store every time: the check is
+    skipped when the file is exactly as this user's last process closed it,
+    and runs on anything else (here: the same size, other bytes)."""
+    import os
+    import sqlite3
+
+    from ctxls.index import trust
+
+    assert ctxls("index", str(repo)).returncode == 0
+    db = repo / ".ctxls" / "index.db"
+    with sqlite3.connect(db) as conn:
+        store_id = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+    st = db.stat()
+    assert trust.unchanged_since_checked(store_id, (st.st_ino, st.st_size, st.st_mtime_ns))
+    corrupt_pages(db, "chunks")
+    st = db.stat()
+    assert not trust.unchanged_since_checked(store_id, (st.st_ino, st.st_size, st.st_mtime_ns))
+    status = json.loads(ctxls("status", str(repo), "--json").stdout)
+    assert status["repaired"]["cause"] and os.path.exists(status["repaired"]["movedTo"])
