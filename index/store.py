@@ -657,6 +657,8 @@ class Store:
                                        "refusing to use or move it")
             if "meta" in tables:
                 meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            # Before this open writes anything (the journal mode, the stamp).
+            unchanged = bool(header) and self._unchanged_since_checked(meta.get("store_id"))
             # Before anything writes: are its written rows this user's own?
             distrust = trust.problem(meta, self.db_path) if self._sealed and tables else None
             if distrust is not None:
@@ -667,7 +669,7 @@ class Store:
             self._install(conn)
             if self._sealed and meta.get("store_id") is None:
                 self._seal()  # a new store, or one from before seals that git says is not the checkout's
-            damage = self._damage() if header else None
+            damage = self._damage() if header and not unchanged else None
             if damage is not None:
                 conn = None  # the writer now: _repair closes it
                 self._repair(damage, meta)
@@ -793,9 +795,8 @@ class Store:
             except StoreUnavailable as exc:
                 self._unavailable(exc)
                 return False
-            except sqlite3.Error as exc:
-                self._unavailable(StoreUnavailable(self.db_path, storage_reason(exc) or "io",
-                                                   str(exc)))
+            except sqlite3.Error as exc:  # could not check now (locked, I/O): the next corrupt error asks again
+                log.warning("index store %s: %s; could not check it: %s", self.db_path, cause, exc)
                 return False
             return True
 
@@ -1040,10 +1041,48 @@ class Store:
                 conn.close()
             self._readers.clear()
         with self._write_lock:
+            store_id = None
             if self._writer is not None:
+                if self._sealed and self.error is None and self._suspect is None:
+                    store_id = self._store_id()
                 self._writer.close()
+            if store_id is not None and self._check_signature() is not None:
+                trust.record_checked(store_id, self._check_signature())
         if self._temp_dir is not None:
             shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    # -- the whole-file check's shortcut -------------------------------------
+
+    def _store_id(self) -> str | None:
+        try:
+            row = self._writer.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        except sqlite3.Error:
+            return None
+        return row[0] if row else None
+
+    def _check_signature(self) -> tuple[int, int, int] | None:
+        """(inode, size, mtime) of a store file left whole: no write-ahead log
+        pending (closed by its last user), else None (check it next time)."""
+        try:
+            if os.path.getsize(self.db_path + "-wal") > 0:
+                return None
+        except OSError:
+            pass
+        try:
+            st = os.stat(self.db_path)
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _unchanged_since_checked(self, store_id: str | None) -> bool:
+        """This user's process closed the store last and nothing has touched
+        the file since: its whole-file check would find what that process
+        left, so opening skips it (a CLI verb without a daemon opens the store
+        every time). Any other change (another writer, garbage, truncation)
+        changes the signature and the check runs."""
+        signature = self._check_signature()
+        return (self._sealed and signature is not None and store_id is not None
+                and trust.unchanged_since_checked(store_id, signature))
 
     # -- versioning --------------------------------------------------------
 

@@ -140,3 +140,33 @@ def problem(meta: dict[str, str], db_path: str) -> str | None:
     if not hmac.compare_digest(expected, meta.get("store_seal", "")):
         return "its seal was not made with this user's key (another machine or a forgery)"
     return None
+
+
+def _checked_path(store_id: str) -> Path | None:
+    if not store_id.isalnum():
+        return None
+    return state_dir() / "checked" / store_id
+
+
+def record_checked(store_id: str, signature: tuple[int, int, int]) -> None:
+    """The file as this user's process left it after using (and checking) it:
+    the next open skips the whole-file check when the file is still exactly so."""
+    path = _checked_path(store_id)
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(" ".join(map(str, signature)), encoding="ascii")
+        os.replace(tmp, path)
+    except OSError as exc:
+        log.debug("could not record the store check: %s", exc)
+
+
+def unchanged_since_checked(store_id: str, signature: tuple[int, int, int]) -> bool:
+    path = _checked_path(store_id)
+    try:
+        return path is not None and path.read_text(encoding="ascii") == " ".join(map(str, signature))
+    except OSError:
+        return False
+

@@ -112,8 +112,7 @@ def test_engine_never_reads_outside(tmp_path: Path, linked_repo: Path):
 
 
 def test_sweep_never_reports_a_file_outside_the_root(linked_repo: Path):
-    found = sweep(linked_repo, "send_prepared", ("py",), FileFilter(DiscoveryOptions()), {},
-                  1 << 20, float("inf"))
+    found = sweep(linked_repo, "send_prepared", ("py",), FileFilter(DiscoveryOptions()), {}, 1 << 20)
     assert "pkg/session.py" in found.lines
     assert not any(p.startswith("vendor/") or p == "lib.py" for p in found.lines)
     # Links inside the root are the same file as their target: never twice.
