@@ -53,7 +53,7 @@ CODE_MODEL_FILE = MODELS_DIR / "code-minilm-int8.onnx"
 CODE_MODEL_SHA256 = "c2a3f555246487b1c23e4b704c67028e92ef723d40aa795f98223ff514656695"
 STATIC_MODEL_NAME = "ctxls-code-static-256"
 STATIC_MODEL_FILE = MODELS_DIR / "code-static-256.npy"
-STATIC_MODEL_SHA256 = "d94ca6b27fd0f049416c6589c3994ab8195a0e1f0b10b064ab6d9d48ed5c3fc6"
+STATIC_MODEL_SHA256 = "673a72e39ac3d5fab59634e75927c48cc5e21061b2d0da7db1dc7b4d70747075"
 # Every built-in model reads MiniLM's vocabulary through this one file
 # (all-MiniLM-L6-v2's tokenizer.json, Apache-2.0).
 TOKENIZER_FILE = MODELS_DIR / "minilm-tokenizer.json"
@@ -82,6 +82,7 @@ class EmbedderUnavailable(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
+    batch_size: int  # texts per background embedding step (semantic.SemanticIndex)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """float32 [len(texts), dim], each row L2-normalised: passages (chunks, memory)."""
@@ -201,6 +202,7 @@ class OnnxEmbedder:
             raise EmbedderUnavailable(f"cannot load {files.model}: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
         self.name = files.name
+        self.batch_size = BATCH_SIZE
         self.dim = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -234,6 +236,9 @@ class OnnxEmbedder:
 # The static model reads more of a chunk than the transformer (its cost is a
 # table lookup per token), up to embed_text.MAX_EMBED_CHARS.
 STATIC_MAX_TOKENS = 512
+# Texts per background step: a batch costs ~5 ms of SQLite and ANN work
+# whatever its size, and 256 static vectors take ~10 ms to compute.
+STATIC_BATCH_SIZE = 256
 
 
 class StaticEmbedder:
@@ -255,6 +260,7 @@ class StaticEmbedder:
         self._table = table
         self.name = files.name
         self.dim = int(table.shape[1])
+        self.batch_size = STATIC_BATCH_SIZE
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -301,6 +307,7 @@ class E5Embedder:
             raise EmbedderUnavailable(f"cannot load {E5_MODEL_NAME}: {exc}") from exc
         self._lock = threading.Lock()
         self.name = f"{E5_MODEL_NAME}-q4"
+        self.batch_size = BATCH_SIZE
         self.dim = int(self._model.dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:

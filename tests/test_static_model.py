@@ -83,3 +83,21 @@ def test_an_altered_static_model_file_is_refused(tmp_path: Path, monkeypatch):
     monkeypatch.setattr(embeddings, "STATIC_MODEL_FILE", altered)
     with pytest.raises(embeddings.EmbedderUnavailable, match="sha256"):
         embeddings.load_embedder(STATIC_MODEL_NAME)
+
+
+def test_a_static_backlog_step_embeds_a_large_batch(tmp_path: Path):
+    # A transformer embeds 8 texts a step; the static model 256, or the
+    # per-step SQLite and ANN work would bound its pace.
+    root = tmp_path / "many"
+    write_tree(root, {f"pkg/mod{i}.py": f"def handler_{i}(event):\n    return event + {i}\n"
+                      for i in range(40)})
+    engine = Engine(root, EngineOptions(embeddings=True, embed_model=STATIC_MODEL_NAME))
+    engine.index()
+    assert engine.semantic.ensure_loaded()
+    chunks = engine.status()["chunks"]
+    assert chunks > 8
+    assert engine.semantic.step()
+    assert engine.semantic.embedded_total == min(chunks, embeddings.STATIC_BATCH_SIZE)
+    engine.embed_pending()
+    assert_consistent(engine)
+    engine.close()
