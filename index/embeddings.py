@@ -6,7 +6,9 @@ Three built-in models, one tokenizer (MiniLM's uncased WordPiece,
 * ``ctxls-code-static-256``: a static model (token vectors, no transformer)
   distilled from the code model below by ``bench/static_distill.py``; a text
   is tokenized, its token vectors averaged and the mean normalised (numpy
-  only, ~50k chunks/s). It ships in this package
+  only; django's 24,870 chunks in 37 s on a loaded 2-core machine, the
+  tokenizer two thirds of it). Opt-in: its quality is below the default's
+  (docs/static-model.md). It ships in this package
   (``index/models/code-static-256.npy``); model card: docs/static-model.md;
 * ``ctxls-code-minilm-int8``: all-MiniLM-L6-v2 fine-tuned by
   ``bench/embed_train.py`` on (doc sentence, chunk) pairs of 54 open-source
@@ -236,8 +238,9 @@ class OnnxEmbedder:
 # The static model reads more of a chunk than the transformer (its cost is a
 # table lookup per token), up to embed_text.MAX_EMBED_CHARS.
 STATIC_MAX_TOKENS = 512
-# Texts per background step: a batch costs ~5 ms of SQLite and ANN work
-# whatever its size, and 256 static vectors take ~10 ms to compute.
+# Texts per background step: at a transformer's 8, SQLite's and the ANN's
+# per-step work bounded the static model to ~360 chunks/s (BENCHMARKS.md,
+# "Instant semantic tier").
 STATIC_BATCH_SIZE = 256
 
 
