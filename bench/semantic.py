@@ -4,6 +4,10 @@
     .venv/bin/python bench/semantic.py quality              # BM25 / dense / hybrid, fusion grid
     .venv/bin/python bench/semantic.py texts                # embedding-text variants
     .venv/bin/python bench/semantic.py perf                 # latency, didChange, vector freshness
+    .venv/bin/python bench/semantic.py recall               # in-process hybrid recall latency only
+
+``--embed-model NAME`` (before the verb) runs with that embedModel, on stores
+of its own (``NAME-VER+MODEL``).
 
 Stores: each corpus's stripped copy (bench/dataset.py) is indexed and fully
 embedded (``Engine.embed_pending()``) once, in a child process that reports
@@ -98,8 +102,13 @@ class Build:
         return self.embedded / self.embed_seconds if self.embed_seconds else 0.0
 
 
+# The engine's embedModel option (--embed-model; None: the default model).
+_embed_model: str | None = None
+
+
 def store_dir(name: str) -> Path:
-    return SEMANTIC_DIR / corpus_id(name)
+    """Another model's stores are apart: ``NAME-VER+MODEL``."""
+    return SEMANTIC_DIR / (corpus_id(name) + (f"+{_embed_model}" if _embed_model else ""))
 
 
 def open_engine(name: str) -> Engine:
@@ -107,7 +116,8 @@ def open_engine(name: str) -> Engine:
     ds = build_dataset(name)
     folder = store_dir(name)
     folder.mkdir(parents=True, exist_ok=True)
-    return Engine(ds.tree, EngineOptions(embeddings=True, db_path=str(folder / "index.db")))
+    return Engine(ds.tree, EngineOptions(embeddings=True, db_path=str(folder / "index.db"),
+                                         embed_model=_embed_model))
 
 
 def _build_child(name: str) -> None:
@@ -157,7 +167,8 @@ def build_store(name: str, log=print) -> Build:
     re-opened and topped up. Returns the measurement of the build that
     embedded it (kept in build.json)."""
     record = store_dir(name) / "build.json"
-    out = subprocess.run([sys.executable, __file__, "--build-child", name], check=True,
+    model = ["--embed-model", _embed_model] if _embed_model else []
+    out = subprocess.run([sys.executable, __file__, *model, "--build-child", name], check=True,
                          capture_output=True, text=True).stdout
     build = Build(**json.loads(out))
     if build.embedded or not record.is_file():
@@ -906,6 +917,7 @@ def markdown(report: SemanticReport) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build-child", metavar="CORPUS", help=argparse.SUPPRESS)
+    parser.add_argument("--embed-model", help="the engine's embedModel option (stores of their own)")
     sub = parser.add_subparsers(dest="command")
     b = sub.add_parser("build", help="index and embed the corpora's stores (cached)")
     b.add_argument("corpora", nargs="*", metavar="CORPUS")
@@ -916,8 +928,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--queries", type=int, default=QUERIES)
     p.add_argument("--edits", type=int, default=EDITS)
     p.add_argument("--freshness-edits", type=int, default=FRESHNESS_EDITS)
+    r = sub.add_parser("recall", help="in-process hybrid recall latency on django (perf's first part)")
+    r.add_argument("--queries", type=int, default=QUERIES)
     sub.add_parser("all", help="quality, texts and perf")
     args = parser.parse_args(argv)
+    global _embed_model
+    _embed_model = args.embed_model
     if args.build_child:
         _build_child(args.build_child)
         return 0
@@ -934,6 +950,9 @@ def main(argv: list[str] | None = None) -> int:
         print(texts_markdown(run_texts(None, log)))
     elif args.command == "perf":
         print(perf_markdown(run_perf(args.queries, args.edits, args.freshness_edits, log)))
+    elif args.command == "recall":
+        for kind, latency in recall_in_process(args.queries, log).items():
+            print(f"| {kind} | {latency.p50:.1f} | {latency.p95:.1f} | {latency.mean:.1f} |")
     elif args.command == "all":
         print(markdown(run_semantic(log=log)))
     else:

@@ -1,29 +1,38 @@
 """Distil the static code embedding model (issue 35) from the shipped code model.
 
+    .venv/bin/pip install torch==2.13.0     # training only; never a ctxls dependency
     .venv/bin/python bench/static_distill.py [--sif A] [--dims N] [--out FILE]
 
 model2vec's method, written here with onnxruntime and numpy (model2vec's own
-``distill`` needs torch and transformers):
+``distill`` needs transformers), then one contrastive step:
 
 1. every token of the vocabulary goes through ``ctxls-code-minilm-int8`` (the
    model that ships in ``index/models``) as ``[CLS] token [SEP]``, mean-pooled
    over the three positions the way the model pools a sentence;
 2. PCA (centred, by SVD) down to ``--dims`` dimensions;
 3. each token's vector is scaled by a SIF weight ``a / (a + p)``, ``p`` the
-   token's share of all tokens in the training corpora's code (the corpora of
+   token's share of all tokens in the training corpora's files (the corpora of
    ``embed_train.py``: no project of a dev, test or held-out set), so that
    ``(``, ``self`` or ``return`` weigh little in a mean and a rare identifier
-   piece a lot. A token never seen there gets the weight of one seen once.
+   piece a lot. A token never seen there gets the weight of one seen once;
+4. the table is trained as the runtime uses it (a text's vector is the
+   normalised mean of its tokens' rows) on ``embed_train.py``'s (doc
+   sentence, chunk) pairs with in-batch negatives, CONTRASTIVE_EPOCHS epochs
+   of batches of one corpus, sparse Adam (only the rows a batch uses move).
+   This step needs torch; the pairs are built first if missing
+   (``embed_train.py pairs``).
 
 At run time (``index/embeddings.StaticEmbedder``) a text is tokenized with the
 same tokenizer, its token vectors averaged and the mean normalised: no model.
 
 Writes ``index/models/code-static-256.npy`` (float16 [vocab, dims]) and prints
-its sha256, which ``index/embeddings.STATIC_MODEL_SHA256`` must then state.
-The token counts are cached in ``bench/.cache/static-distill/counts.npy``.
-Reproducible from HEAD with the pinned packages of pyproject.toml
-(onnxruntime, tokenizers, numpy): the same numbers up to float rounding in
-BLAS, so a rebuild on another machine may change the sha256.
+its sha256, which ``index/embeddings.STATIC_MODEL_SHA256`` must then state
+(and a changed table ships under a new ``STATIC_MODEL_NAME``: vectors are
+stamped with the name). Token counts are cached in
+``bench/.cache/static-distill/counts.npy``. Versions of the shipped build:
+numpy 2.4.6, onnxruntime 1.32.0, tokenizers 0.23.3, torch 2.13.0+cpu; the
+same numbers up to float rounding in BLAS, so a rebuild elsewhere may change
+the sha256.
 """
 
 from __future__ import annotations
@@ -44,6 +53,10 @@ WORK_DIR = CACHE_DIR / "static-distill"
 COUNTS = WORK_DIR / "counts.npy"
 SIF_COEFFICIENT = 1e-3
 DIMS = 256
+CONTRASTIVE_EPOCHS = 3
+CONTRASTIVE_BATCH = 128
+CONTRASTIVE_LR = 3e-3
+CONTRASTIVE_SCALE = 20.0
 # Files larger than this are generated or vendored data more than code.
 MAX_FILE_BYTES = 400_000
 
@@ -88,6 +101,55 @@ def token_vectors(session, vocab_size: int, cls_id: int, sep_id: int, log) -> np
     return np.concatenate(out).astype(np.float32)
 
 
+def contrastive(table: np.ndarray, tokenizer, log) -> np.ndarray:
+    """A contrastive step on embed_train.py's (doc sentence, chunk) pairs: the
+    runtime function itself (mean of token rows, normalised) trained with
+    in-batch negatives (batches of one corpus, as embed_train does), sparse
+    Adam, so only the rows a batch uses move. Needs torch (training only)."""
+    import json
+
+    import torch
+
+    from embed_train import PAIRS, _batches, build_pairs
+
+    from ctxls.index import embeddings
+
+    if not PAIRS.is_file():
+        build_pairs(log)
+    pairs = [json.loads(line) for line in PAIRS.read_text(encoding="utf-8").splitlines() if line]
+    torch.manual_seed(0)
+    torch.set_num_threads(2)
+    bag = torch.nn.EmbeddingBag.from_pretrained(torch.tensor(table, dtype=torch.float32), freeze=False,
+                                                mode="mean", sparse=True)
+    optimizer = torch.optim.SparseAdam(bag.parameters(), lr=CONTRASTIVE_LR)
+    cut = embeddings.STATIC_MAX_TOKENS
+
+    def encode(texts: list[str]) -> torch.Tensor:
+        encodings = tokenizer.encode_batch(texts, add_special_tokens=False)
+        ids = [e.ids[:cut] or [tokenizer.token_to_id("[UNK]")] for e in encodings]
+        offsets = torch.tensor([0] + [len(i) for i in ids[:-1]]).cumsum(0)
+        vectors = bag(torch.tensor([t for i in ids for t in i]), offsets)
+        return torch.nn.functional.normalize(vectors, dim=1)
+
+    started = time.perf_counter()
+    for epoch in range(CONTRASTIVE_EPOCHS):
+        batches = _batches(pairs, CONTRASTIVE_BATCH, seed=epoch)
+        total = 0.0
+        for n, batch in enumerate(batches, 1):
+            queries = encode([p["query"] for p in batch])
+            passages = encode([p["passage"] for p in batch])
+            logits = queries @ passages.T * CONTRASTIVE_SCALE
+            loss = torch.nn.functional.cross_entropy(logits, torch.arange(len(batch)))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            total += loss.item()
+            if n % 50 == 0 or n == len(batches):
+                log(f"static-distill: epoch {epoch + 1} batch {n}/{len(batches)} loss {total / n:.3f} "
+                    f"({time.perf_counter() - started:.0f}s)")
+    return bag.weight.detach().numpy()
+
+
 def distill(sif: float, dims: int, log) -> np.ndarray:
     import onnxruntime as ort
     from tokenizers import Tokenizer
@@ -112,7 +174,8 @@ def distill(sif: float, dims: int, log) -> np.ndarray:
     reduced = centred @ components[:dims].T
     share = np.maximum(counts, 1) / counts.sum()
     weights = sif / (sif + share)
-    return (reduced * weights[:, None]).astype(np.float16)
+    weighted = (reduced * weights[:, None]).astype(np.float32)
+    return contrastive(weighted, tokenizer, log).astype(np.float16)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,8 +36,9 @@ class InitOptions:
     socket: bool = True
     # Another ONNX sentence-embedding model (both paths, or neither), or a
     # built-in model's name alone: "all-MiniLM-L6-v2" (the general model the
-    # default code model was tuned from), "multilingual-e5-small" (the opt-in e5
-    # tier, embeddings.E5_MODEL_NAME).
+    # default code model was tuned from), "ctxls-code-static-256" (the opt-in
+    # static model, embeddings.STATIC_MODEL_NAME), "multilingual-e5-small" (the
+    # opt-in e5 tier, embeddings.E5_MODEL_NAME).
     embedModel: str | None = None
     embedTokenizer: str | None = None
     # Team memory in PostgreSQL (postgresql://...); default: $CTXLS_MEMORY_URL, else

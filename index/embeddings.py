@@ -6,7 +6,9 @@ Three built-in models, one tokenizer (MiniLM's uncased WordPiece,
 * ``ctxls-code-static-256``: a static model (token vectors, no transformer)
   distilled from the code model below by ``bench/static_distill.py``; a text
   is tokenized, its token vectors averaged and the mean normalised (numpy
-  only, ~50k chunks/s). It ships in this package
+  only; django's 24,870 chunks in 37 s on a loaded 2-core machine, the
+  tokenizer two thirds of it). Opt-in: its quality is below the default's
+  (docs/static-model.md). It ships in this package
   (``index/models/code-static-256.npy``); model card: docs/static-model.md;
 * ``ctxls-code-minilm-int8``: all-MiniLM-L6-v2 fine-tuned by
   ``bench/embed_train.py`` on (doc sentence, chunk) pairs of 54 open-source
@@ -53,7 +55,7 @@ CODE_MODEL_FILE = MODELS_DIR / "code-minilm-int8.onnx"
 CODE_MODEL_SHA256 = "c2a3f555246487b1c23e4b704c67028e92ef723d40aa795f98223ff514656695"
 STATIC_MODEL_NAME = "ctxls-code-static-256"
 STATIC_MODEL_FILE = MODELS_DIR / "code-static-256.npy"
-STATIC_MODEL_SHA256 = "d94ca6b27fd0f049416c6589c3994ab8195a0e1f0b10b064ab6d9d48ed5c3fc6"
+STATIC_MODEL_SHA256 = "673a72e39ac3d5fab59634e75927c48cc5e21061b2d0da7db1dc7b4d70747075"
 # Every built-in model reads MiniLM's vocabulary through this one file
 # (all-MiniLM-L6-v2's tokenizer.json, Apache-2.0).
 TOKENIZER_FILE = MODELS_DIR / "minilm-tokenizer.json"
@@ -82,6 +84,7 @@ class EmbedderUnavailable(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
+    batch_size: int  # texts per background embedding step (semantic.SemanticIndex)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """float32 [len(texts), dim], each row L2-normalised: passages (chunks, memory)."""
@@ -201,6 +204,7 @@ class OnnxEmbedder:
             raise EmbedderUnavailable(f"cannot load {files.model}: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
         self.name = files.name
+        self.batch_size = BATCH_SIZE
         self.dim = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -234,6 +238,10 @@ class OnnxEmbedder:
 # The static model reads more of a chunk than the transformer (its cost is a
 # table lookup per token), up to embed_text.MAX_EMBED_CHARS.
 STATIC_MAX_TOKENS = 512
+# Texts per background step: at a transformer's 8, SQLite's and the ANN's
+# per-step work bounded the static model to ~360 chunks/s (BENCHMARKS.md,
+# "Instant semantic tier").
+STATIC_BATCH_SIZE = 256
 
 
 class StaticEmbedder:
@@ -252,22 +260,20 @@ class StaticEmbedder:
             raise EmbedderUnavailable(f"cannot load {files.model}: {exc}") from exc
         if table.ndim != 2 or table.shape[0] != self._tokenizer.get_vocab_size():
             raise EmbedderUnavailable(f"{files.model}: shape {table.shape} does not fit the tokenizer")
-        self._table = table
+        # float32 in memory (31 MB): converting gathered float16 rows cost more
+        # than the rest of embedding together.
+        self._table = table.astype(np.float32)
         self.name = files.name
         self.dim = int(table.shape[1])
+        self.batch_size = STATIC_BATCH_SIZE
 
     def embed(self, texts: list[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=False)
-        lengths = np.array([len(e.ids) for e in encodings])
-        filled = lengths > 0
-        if filled.any():
-            ids = np.concatenate([e.ids for e in encodings if e.ids]).astype(np.int64)
-            starts = np.concatenate([[0], np.cumsum(lengths[filled])[:-1]])
-            # The sum normalised is the mean normalised.
-            out[filled] = np.add.reduceat(self._table[ids].astype(np.float32), starts, axis=0)
+        for row, encoding in zip(out, self._tokenizer.encode_batch(texts, add_special_tokens=False)):
+            if encoding.ids:  # the sum normalised is the mean normalised
+                row[:] = self._table[encoding.ids].sum(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
 
@@ -301,6 +307,7 @@ class E5Embedder:
             raise EmbedderUnavailable(f"cannot load {E5_MODEL_NAME}: {exc}") from exc
         self._lock = threading.Lock()
         self.name = f"{E5_MODEL_NAME}-q4"
+        self.batch_size = BATCH_SIZE
         self.dim = int(self._model.dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -39,10 +39,10 @@ from ctxls.index.store import Store
 log = logging.getLogger(__name__)
 
 VECTOR_FILE_NAME = "vectors.usearch"
-WORK_BATCH = 8
-# The backlog is read this many rows at a time and embedded shortest first,
-# WORK_BATCH at a time: a batch is padded to its longest text, so similar
-# lengths together embed ~1.6x faster than chunk-id order (BENCHMARKS.md).
+# The backlog is read this many rows (at least four of the model's batches) at
+# a time and embedded shortest first, a batch (``Embedder.batch_size``) at a
+# time: a batch is padded to its longest text, so similar lengths together
+# embed ~1.6x faster than chunk-id order (BENCHMARKS.md).
 BACKLOG_WINDOW = 64
 # Save the ANN file at most this often while the backlog drains (and when it empties).
 SAVE_INTERVAL_S = 30.0
@@ -337,7 +337,7 @@ class SemanticIndex:
             # the one being typed in gets its vector before the rest of its file,
             # in a batch of its own (not padded to seven other chunks).
             rows = conn.execute(self._MISSING + "AND f.path = ? ORDER BY c.id DESC LIMIT ?",
-                                (path, 1 if just_marked else WORK_BATCH)).fetchall()
+                                (path, 1 if just_marked else self._work_batch)).fetchall()
             if rows:
                 with self._urgent_lock:
                     if path in self._urgent:
@@ -347,7 +347,7 @@ class SemanticIndex:
                 self._urgent.pop(path, None)
         with self._urgent_lock:
             written = [self._urgent_memory.pop()
-                       for _ in range(min(WORK_BATCH, len(self._urgent_memory)))]
+                       for _ in range(min(self._work_batch, len(self._urgent_memory)))]
         if written:
             rows = conn.execute(self._MISSING_MEMORY + f"AND m.id IN ({','.join('?' * len(written))})",
                                 written).fetchall()
@@ -355,20 +355,27 @@ class SemanticIndex:
                 return self._memory_texts(rows)
         if not self._window:
             self._window = self._backlog_window(conn)
-        batch, self._window = self._window[:WORK_BATCH], self._window[WORK_BATCH:]
+        batch, self._window = self._window[:self._work_batch], self._window[self._work_batch:]
         return dict(batch)
+
+    @property
+    def _work_batch(self) -> int:
+        """Texts per step: a transformer's batch is small (embeddings.BATCH_SIZE);
+        a static model's is large, or SQLite's per-step work would bound its pace."""
+        return self.embedder.batch_size if self.embedder is not None else 1
 
     def _backlog_window(self, conn) -> list[tuple[str, str]]:
         """The next BACKLOG_WINDOW rows without a vector (memory rows first),
         sorted by text length."""
+        window = max(BACKLOG_WINDOW, 4 * self._work_batch)
         rows = conn.execute(self._MISSING_MEMORY + "AND m.id > ? ORDER BY m.id LIMIT ?",
-                            (self._memory_cursor, BACKLOG_WINDOW)).fetchall()
+                            (self._memory_cursor, window)).fetchall()
         if rows:
             self._memory_cursor = rows[-1][0]
             texts = self._memory_texts(rows)
         else:
             rows = conn.execute(self._MISSING + "AND c.id > ? ORDER BY c.id LIMIT ?",
-                                (self._cursor, BACKLOG_WINDOW)).fetchall()
+                                (self._cursor, window)).fetchall()
             if not rows:
                 return []
             self._cursor = rows[-1][0]

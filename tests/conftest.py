@@ -101,6 +101,19 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+def alter_model_file(monkeypatch, tmp_path: Path, attribute: str) -> None:
+    """Point ``embeddings.<attribute>`` (a shipped model file) at a copy with
+    one byte flipped: its sha256 no longer matches."""
+    from ctxls.index import embeddings
+
+    shipped = getattr(embeddings, attribute)
+    data = bytearray(shipped.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    altered = tmp_path / shipped.name
+    altered.write_bytes(bytes(data))
+    monkeypatch.setattr(embeddings, attribute, altered)
+
+
 def to_plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: to_plain(v) for k, v in value.items()}

@@ -13,7 +13,7 @@ from ctxls.index.embeddings import CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import vector_file_for
 
-from conftest import serve, write_tree
+from conftest import alter_model_file, serve, write_tree
 
 PARAPHRASE_REPO = {
     "util/checksum.py": "import hashlib\n\n\ndef compute_checksum(data):\n    return hashlib.sha256(data).hexdigest()\n",
@@ -255,11 +255,7 @@ def test_the_general_model_is_chosen_by_name_and_replaces_the_code_models_vector
 def test_an_altered_code_model_file_is_refused(small: Path, tmp_path: Path, monkeypatch):
     from ctxls.index import embeddings
 
-    altered = tmp_path / "code-minilm-int8.onnx"
-    data = bytearray(embeddings.CODE_MODEL_FILE.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    altered.write_bytes(bytes(data))
-    monkeypatch.setattr(embeddings, "CODE_MODEL_FILE", altered)
+    alter_model_file(monkeypatch, tmp_path, "CODE_MODEL_FILE")
     with pytest.raises(embeddings.EmbedderUnavailable, match="sha256"):
         embeddings.load_embedder()
     engine = semantic_engine(small)

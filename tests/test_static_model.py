@@ -11,7 +11,7 @@ from ctxls.index import embeddings
 from ctxls.index.embeddings import CODE_MODEL_NAME, STATIC_MODEL_NAME, StaticEmbedder
 from ctxls.index.engine import Engine, EngineOptions
 
-from conftest import write_tree
+from conftest import alter_model_file, write_tree
 from test_semantic import PARAPHRASE_REPO, assert_consistent
 
 
@@ -76,10 +76,24 @@ def test_the_static_model_finds_paraphrases_and_replaces_another_models_vectors(
 
 
 def test_an_altered_static_model_file_is_refused(tmp_path: Path, monkeypatch):
-    altered = tmp_path / "code-static-256.npy"
-    data = bytearray(embeddings.STATIC_MODEL_FILE.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    altered.write_bytes(bytes(data))
-    monkeypatch.setattr(embeddings, "STATIC_MODEL_FILE", altered)
+    alter_model_file(monkeypatch, tmp_path, "STATIC_MODEL_FILE")
     with pytest.raises(embeddings.EmbedderUnavailable, match="sha256"):
         embeddings.load_embedder(STATIC_MODEL_NAME)
+
+
+def test_a_static_backlog_step_embeds_a_large_batch(tmp_path: Path):
+    # A transformer embeds 8 texts a step; the static model 256, or the
+    # per-step SQLite and ANN work would bound its pace.
+    root = tmp_path / "many"
+    write_tree(root, {f"pkg/mod{i}.py": f"def handler_{i}(event):\n    return event + {i}\n"
+                      for i in range(40)})
+    engine = Engine(root, EngineOptions(embeddings=True, embed_model=STATIC_MODEL_NAME))
+    engine.index()
+    assert engine.semantic.ensure_loaded()
+    chunks = engine.status()["chunks"]
+    assert chunks > 8
+    assert engine.semantic.step()
+    assert engine.semantic.embedded_total == min(chunks, embeddings.STATIC_BATCH_SIZE)
+    engine.embed_pending()
+    assert_consistent(engine)
+    engine.close()
