@@ -20,7 +20,7 @@ real watcher (index/live.py) and no editor:
 - idle CPU: the process's CPU time over ``--idle`` seconds with nothing
   changing, as a share of one core.
 
-    .venv/bin/python bench/live.py [--trials 60] [--burst 300] [--idle 30]
+    .venv/bin/python bench/live.py [--trials 60] [--burst 400] [--idle 30] [--watch poll]
 """
 
 from __future__ import annotations
@@ -230,14 +230,16 @@ def idle_cpu(seconds: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--trials", type=int, default=60)
-    parser.add_argument("--burst", type=int, default=300)
+    parser.add_argument("--burst", type=int, default=400)
     parser.add_argument("--idle", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=34)
+    parser.add_argument("--watch", choices=("auto", "poll"), default="auto",
+                        help="poll: the stat scans used where native events cannot watch")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     tree = django_tree()
     renamed = prepare_branch(tree, args.burst, rng)
-    engine = Engine(tree, EngineOptions(watch="auto"))
+    engine = Engine(tree, EngineOptions(watch=args.watch))
     started = time.perf_counter()
     engine.follow_disk()
     engine.follower.established.wait(30)
