@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -25,7 +26,8 @@ from test_symlinks import MARKER, plant_links
 
 from ctxls.daemon.server import server
 
-EXAMPLES = 200
+# CTXLS_FUZZ_EXAMPLES raises it for a long run (BENCHMARKS.md "Hardening III").
+EXAMPLES = int(os.environ.get("CTXLS_FUZZ_EXAMPLES", "200"))
 STANDARD_METHODS = ["workspace/symbol", "textDocument/documentSymbol",
                     "textDocument/prepareCallHierarchy", "callHierarchy/incomingCalls",
                     "callHierarchy/outgoingCalls", "textDocument/codeLens", "codeLens/resolve"]
