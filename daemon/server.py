@@ -137,8 +137,8 @@ async def on_watched_files(ls: CtxlsServer, params: types.DidChangeWatchedFilesP
         # the second report of a file a no-op either way.
         if engine.follower is None or engine.follower.mode != "native":
             await asyncio.to_thread(engine.files_changed_on_disk, paths)
-        else:
-            engine.follower.editor_events_skipped += len(paths)
+        else:  # counted: the indexable ones (the store's own files change with every write)
+            engine.follower.editor_events_skipped += sum(map(engine.indexer.wanted, paths))
 
 
 def watched_paths(workspaces: Workspaces, changes: list[types.FileEvent]) -> dict[Engine, list[str]]:

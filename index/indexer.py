@@ -286,10 +286,13 @@ class Indexer:
         source = read_source(self.root, path, self.options.max_file_bytes)
         self.skipped.pop(path, None)
         if isinstance(source, Skipped) or not self.wanted(path):
-            if isinstance(source, Skipped) and self.wanted(path):
+            # A deleted file is gone, not left out; its definitions' going is an edit.
+            if isinstance(source, Skipped) and self.wanted(path) and source.reason != "vanished":
                 log.info("skipped %s: %s", path, source.reason)
                 self.skipped[path] = source.reason
             with self._writing([path]) as conn:
+                if log_edits and isinstance(source, Skipped) and source.reason == "vanished":
+                    _log_changed_symbols(conn, path, ParsedFile(language=""), now_ms(), "disk")
                 return self.store.delete_file(conn, path)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
                                log_edits=log_edits)

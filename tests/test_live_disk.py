@@ -104,6 +104,10 @@ def test_a_function_appended_on_disk_reaches_recall_impact_get_and_recent_activi
         shutil.move(str(tree / "newpkg"), str(tree.parent / "moved_out"))
         assert wait_until(lambda: engine.store.file_state("newpkg/deep/mod.py") is None)
         assert engine.store.file_state("newpkg/deep/later.py") is None
+        # Gone, not left out: the deletion is activity, not a skipped file.
+        assert {a.symbol: (a.edits, a.origin) for a in engine.recent_activity()}.get(
+            "created_after_the_folder") == (2, "disk")  # made, then gone
+        assert engine.status()["skipped"]["count"] == 0
     finally:
         engine.close()
 
