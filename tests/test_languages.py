@@ -457,8 +457,8 @@ def test_a_word_inside_a_longer_name_is_no_use_of_it(polyglot_repo):
 
 
 def test_cli_status_names_each_language_and_those_read_as_windows(polyglot):
-    from ctxls.daemon.cli import _languages_line
+    from ctxls.daemon.formatting import languages_line
 
-    line = _languages_line(polyglot.status())
+    line = languages_line(polyglot.status())
     assert "kotlin 1," in line and "make 1 (windows)" in line and "groovy 1 (windows)" in line
     assert "kotlin 1 (windows)" not in line
