@@ -742,7 +742,9 @@ class Engine:
             for table in ("fts_code", "fts_doc")))
         nearest = None
         semantic = self._semantic_for("semantic")
-        if semantic is not None:
+        # assemble's cosine thresholds are the primary model's: while the fast
+        # tier serves, it judges by the words alone (as without vectors).
+        if semantic is not None and semantic is not self.fast_semantic:
             vector = semantic.query_vector(query)
             best = semantic.nearest(vector, 1) if vector is not None else []
             nearest = best[0][1] if best else None

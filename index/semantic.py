@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -68,6 +69,10 @@ BACKLOG_WINDOW = 64
 # Save the ANN file at most this often while the backlog drains (and when it empties).
 SAVE_INTERVAL_S = 30.0
 PENDING_CACHE_S = 1.0
+# The worker thread's niceness (Linux: per thread). The threads a model starts
+# from it inherit it (ONNX Runtime's pool, the tokenizer's), so a request's
+# lexical work keeps a core while a backlog drains.
+WORKER_NICENESS = 19
 QUERY_CACHE_SIZE = 256
 
 
@@ -294,6 +299,7 @@ class SemanticIndex:
     # -- the worker ----------------------------------------------------------
 
     def _run(self) -> None:
+        lower_thread_priority()  # before the model loads: its threads inherit it
         if not self.ensure_loaded():
             return
         while not self._stop.is_set():
@@ -543,6 +549,17 @@ def embedding_pool() -> ThreadPoolExecutor:
         if _EMBEDDING_POOL is None:
             _EMBEDDING_POOL = ThreadPoolExecutor(1, thread_name_prefix="ctxls-query-embed")
         return _EMBEDDING_POOL
+
+
+def lower_thread_priority() -> None:
+    """Run the calling thread at WORKER_NICENESS (Linux only: elsewhere
+    setpriority with a thread id would name a process)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
+    except OSError as exc:
+        log.info("embedding at normal priority: %s", exc)
 
 
 def embedding_progress_text(done: int, total: int, rate: float) -> str:
