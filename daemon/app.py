@@ -262,8 +262,10 @@ class CtxlsServer(LanguageServer):
                 break
             total = max(total, done + pending)  # edits may add chunks meanwhile
             rate = done / max(time.monotonic() - started, 1e-6)
+            fast = status["embeddings"].get("serving") == "fast"
             self.work_done_progress.report(token, types.WorkDoneProgressReport(
-                message=embedding_progress_text(done, total, rate),
+                message=embedding_progress_text(done, total, rate)
+                + ("; the fast tier answers meanwhile" if fast else ""),
                 percentage=int(done * 100 / max(total, 1))))
             await asyncio.sleep(2.0)
         self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="embedded"))

@@ -167,6 +167,7 @@ def status_lines(status: dict, via: str, style: Style) -> str:
             f"  files    {status['files']}   chunks {status['chunks']}   "
             f"vectors {status.get('vectors', 0)}   pending {status.get('pending', 0)}\n"
             f"  state    {state}   embeddings {model}\n"
+            + (f"  {embeddings['servingText']}\n" if embeddings.get("servingText") else "")
             + languages_line(status)
             + f"  watch    {watch_text(status.get('watch'))}\n"
             + f"  daemon   {daemon}")

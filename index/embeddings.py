@@ -127,6 +127,11 @@ def is_builtin_model(name: str) -> bool:
     return _builtin_name(name) is not None
 
 
+def is_static_model(name: str | None) -> bool:
+    """The model ``embedModel`` names is the static one (None: the default, a transformer)."""
+    return name is not None and _builtin_name(name) == STATIC_MODEL_NAME
+
+
 def builtin_model_files(name: str) -> ModelFiles:
     """The files of the built-in model ``name`` names."""
     full = _builtin_name(name)

@@ -26,7 +26,14 @@ from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
-from ctxls.index.embeddings import EmbedderUnavailable, load_counting_tokenizer, load_embedder
+from ctxls.index.embeddings import (
+    DEFAULT_MODEL_NAME,
+    STATIC_MODEL_NAME,
+    EmbedderUnavailable,
+    is_static_model,
+    load_counting_tokenizer,
+    load_embedder,
+)
 from ctxls.index.live import BURST_FILES, DiskFollower, watch_status
 from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
@@ -34,7 +41,7 @@ from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryIte
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
 from ctxls.index.tokenize import fts_match_expression, query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
-from ctxls.index.semantic import SemanticIndex, vector_file_for
+from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
 from ctxls.index.stash import Stash
 from ctxls.index.store import Store, now_ms
 
@@ -58,6 +65,9 @@ MAX_LOCATE_CHARS = 40_000
 DAY_MS = 86_400_000
 # recentActivity looks back at most this many days (a bound keeps the cutoff an integer).
 MAX_DAYS = 1_000_000
+# The primary tier serves hybrid recall once at most this many rows lack its
+# vector (an edit's few chunks must not hand answers back to the fast tier).
+TAKEOVER_BACKLOG = 64
 # After an edit or a query, background embedding waits this long (seconds).
 INTERACTIVE_QUIET_S = 0.3
 # A request before the first index is complete waits this long (seconds) by default.
@@ -217,8 +227,9 @@ class Engine:
             db_path = self.options.db_path or str(self.root / STORE_DIR_NAME / "index.db")
         self.store = Store(db_path)
         if self.store.moved_aside is not None:
-            # The ANN cache beside it holds the ids and vectors of the store moved aside.
-            vector_file_for(self.store.db_path).unlink(missing_ok=True)
+            # The ANN caches beside it hold the ids and vectors of the store moved aside.
+            for tier in VECTOR_TIERS:
+                vector_file_for(self.store.db_path, tier).unlink(missing_ok=True)
         for quarantined in self.store.quarantined():
             log.warning("%s: %d written memory rows of a store that was not this user's own are "
                         "quarantined (not served); `ctxls trust-memory` imports them",
@@ -228,12 +239,21 @@ class Engine:
         self.indexer = Indexer(self.root, self.store, self.options.discovery, self.open_buffers)
         # Where warnings a user should see go (the daemon shows them in the editor).
         self.on_warning: Callable[[str], None] = log.warning
+        # The primary tier (the configured model) and, beside a transformer,
+        # the fast tier (the static model): complete in seconds, it serves
+        # hybrid recall until the primary's backlog is nearly empty.
         self.semantic: SemanticIndex | None = None
+        self.fast_semantic: SemanticIndex | None = None
         if self.options.embeddings and not private_store:
+            if not is_static_model(self.options.embed_model):
+                self.fast_semantic = SemanticIndex(
+                    self.store, vector_file_for(self.store.db_path, FAST_TIER),
+                    lambda: load_embedder(STATIC_MODEL_NAME),
+                    lambda message: self.on_warning(message), tier=FAST_TIER)
             self.semantic = SemanticIndex(
                 self.store, vector_file_for(self.store.db_path),
                 lambda: load_embedder(self.options.embed_model, self.options.embed_tokenizer),
-                lambda message: self.on_warning(message))
+                lambda message: self.on_warning(message), yield_to=self.fast_semantic)
         if self.options.memory_url is not None and not private_store:
             # PostgreSQL embeds a row as it writes it; the local worker never sees memory there.
             self.memory = Memory(open_memory_store(self.options.memory_url, self.store,
@@ -268,13 +288,18 @@ class Engine:
         self.on_disk_change: Callable[[], None] | None = None
         self.store.on_replaced.append(self._store_replaced)
 
+    @property
+    def _tiers(self) -> list[SemanticIndex]:
+        """The semantic tiers, the fast one first (its worker goes first)."""
+        return [tier for tier in (self.fast_semantic, self.semantic) if tier is not None]
+
     def _store_replaced(self) -> None:
         """The store file vanished and was created anew: index everything again
         (open buffers included) in the background; answers are partial meanwhile."""
         self._cold_done.clear()
         self.listed_ns = None
-        if self.semantic is not None:
-            self.semantic.store_replaced()
+        for tier in self._tiers:
+            tier.store_replaced()
 
         def rebuild() -> None:
             try:
@@ -302,14 +327,19 @@ class Engine:
         return self._token_counter
 
     def start_embedding(self) -> None:
-        """Start the background embedding worker (no-op without embeddings)."""
-        if self.semantic is not None:
-            self.semantic.start()
+        """Start the background embedding workers (no-op without embeddings)."""
+        for tier in self._tiers:
+            tier.start()
 
     def embed_pending(self, progress: Callable[[int, int, float], None] | None = None) -> int:
-        """Embed the whole backlog in this thread (CLI `index --embed`, benchmarks);
-        returns how many vectors were added. The daemon uses the worker instead.
-        ``progress(done, total, rate per second)`` is called after each batch."""
+        """Embed the whole backlog in this thread (CLI `index --embed`, benchmarks),
+        the fast tier's first; returns how many vectors the primary tier added.
+        The daemon uses the workers instead. ``progress(done, total, rate per
+        second)`` is called after each of the primary's batches."""
+        if self.fast_semantic is not None and self.fast_semantic.ensure_loaded():
+            while self.fast_semantic.step():
+                pass
+            self.fast_semantic.save()
         if self.semantic is None or not self.semantic.ensure_loaded():
             return 0
         before = self.semantic.embedded_total
@@ -330,8 +360,8 @@ class Engine:
     def close(self) -> None:
         if self.follower is not None:
             self.follower.stop()
-        if self.semantic is not None:
-            self.semantic.stop()
+        for tier in self._tiers:
+            tier.stop()
         self.demand.close()
         self.memory.backend.close()
         self.store.close()
@@ -423,9 +453,8 @@ class Engine:
                 continue
             if self.indexer.reindex_from_disk(path):
                 changed.add(path)
-        if changed and self.semantic is not None:
-            for path in changed:
-                self.semantic.mark_urgent(path)
+        for path in changed:
+            self._mark_urgent(path)
         return changed
 
     def fresh_answer(self, answer: Callable[[], T], paths_of: Callable[[T], list[str]],
@@ -487,8 +516,8 @@ class Engine:
         self._pass_idle.clear()
         started = time.perf_counter()
         listed_ns = time.time_ns()  # before the listing: what changes after it is newer
-        if self.semantic is not None:
-            self.semantic.pause()
+        for tier in self._tiers:
+            tier.pause()
         try:
             stats = self.indexer.run_pass(pathspecs, force, log_edits, report, cancel)
             if pathspecs is None:
@@ -505,9 +534,9 @@ class Engine:
         finally:
             self.progress.indexing = False
             self._pass_idle.set()
-            if self.semantic is not None:
-                self.semantic.resume()
-                self.semantic.notify()
+            for tier in self._tiers:
+                tier.resume()
+                tier.notify()
         log.info("indexed %s in %.2fs: %s", self.root, time.perf_counter() - started, stats)
         return stats
 
@@ -525,12 +554,20 @@ class Engine:
         text = replace_lone_surrogates(text)
         with self._buffers_lock:
             self._buffers[path] = text
-        if self.semantic is not None:
-            self.semantic.defer(INTERACTIVE_QUIET_S)
+        self._defer_embedding()
         changed = self.indexer.index_buffer(path, text)
-        if changed and self.semantic is not None:
-            self.semantic.mark_urgent(path)
+        if changed:
+            self._mark_urgent(path)
         return changed
+
+    def _mark_urgent(self, path: str) -> None:
+        for tier in self._tiers:
+            tier.mark_urgent(path)
+
+    def _defer_embedding(self) -> None:
+        """Someone is typing or asking: the workers keep off the cores a moment."""
+        for tier in self._tiers:
+            tier.defer(INTERACTIVE_QUIET_S)
 
     def close_buffer(self, path: str) -> None:
         """The buffer is gone: what is on disk is the truth again (for a
@@ -546,8 +583,8 @@ class Engine:
         """A save or a watched-file event; an open buffer still wins. A
         buffers-only engine reads no file, whatever its client says changed."""
         if not self.buffers_only and self.buffer_text(path) is None \
-                and self.indexer.reindex_from_disk(path) and self.semantic is not None:
-            self.semantic.mark_urgent(path)  # recall by meaning sees it first
+                and self.indexer.reindex_from_disk(path):
+            self._mark_urgent(path)  # recall by meaning sees it first
 
     def files_changed_on_disk(self, paths: list[str]) -> None:
         """Watched-file events: new files must also pass .gitignore. A file
@@ -603,10 +640,9 @@ class Engine:
     def _recall(self, query: str, kinds: list[str], n: int, body: bool, mode: str,
                 scope: Scope) -> RecallResult:
         conn = self.store.reader()
-        if self.semantic is not None:
-            self.semantic.defer(INTERACTIVE_QUIET_S)
+        self._defer_embedding()
         semantic = self._semantic_for(mode)
-        memory_semantic = self._memory_semantic_for(mode, semantic)
+        memory_semantic = self._memory_semantic_for(mode)
         partial_reason = self._partial_reason(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
         memory_down = False
@@ -658,10 +694,24 @@ class Engine:
         if semantic is None:
             return (f"no vectors yet ({pending} chunks waiting to be embedded): ranked by "
                     "keywords (BM25) only")
-        if pending:
-            return (f"{pending} chunks still lack a vector: ranking by meaning does not see "
-                    "them yet")
-        return None
+        reasons = [self.serving_text()] if semantic is self.fast_semantic else []
+        if semantic.pending():
+            reasons.append(f"{semantic.pending()} chunks still lack a vector: ranking by "
+                           "meaning does not see them yet")
+        return "; ".join(reasons) or None
+
+    def serving_text(self) -> str:
+        """`semantic: fast tier (ctxls-code-static-256) while ctxls-code-minilm-int8
+        embeds 1200/25000`: which tier ranks by meaning, and how far the primary is."""
+        assert self.semantic is not None and self.fast_semantic is not None
+        done, pending = self.semantic.vector_count(), self.semantic.pending()
+        return (f"semantic: fast tier ({STATIC_MODEL_NAME}) while {self._primary_model_name()} "
+                f"embeds {done}/{done + pending}")
+
+    def _primary_model_name(self) -> str:
+        if self.semantic is not None and self.semantic.embedder is not None:
+            return self.semantic.embedder.name
+        return self.options.embed_model or DEFAULT_MODEL_NAME
 
     def locate(self, text: str, n: int = 10, include_tests: bool = False) -> list[LocatedFile]:
         """The files to change for an issue text (index/locate.py), best first."""
@@ -692,7 +742,9 @@ class Engine:
             for table in ("fts_code", "fts_doc")))
         nearest = None
         semantic = self._semantic_for("semantic")
-        if semantic is not None:
+        # assemble's cosine thresholds are the primary model's: while the fast
+        # tier serves, it judges by the words alone (as without vectors).
+        if semantic is not None and semantic is not self.fast_semantic:
             vector = semantic.query_vector(query)
             best = semantic.nearest(vector, 1) if vector is not None else []
             nearest = best[0][1] if best else None
@@ -703,23 +755,33 @@ class Engine:
         self.demand.record([Demand(h.path, h.kind, h.symbol, h.scope) for h in hits], action)
 
     def _semantic_for(self, mode: str) -> SemanticIndex | None:
-        """The semantic index when this query can use it; None means BM25 only
-        (lexical mode, embeddings off or broken, or no vector stored yet)."""
-        if mode == "lexical" or self.semantic is None or self.semantic.failed is not None:
-            return None
-        if not self.semantic.has_vectors() or not self.semantic.ensure_loaded():
-            return None
-        return self.semantic
+        """The semantic tier this query of code and docs ranks with; None means
+        BM25 only (lexical mode, embeddings off or broken, or no vector stored yet)."""
+        tier = self.serving_tier() if mode != "lexical" else None
+        return tier if tier is not None and tier.ensure_loaded() else None
 
-    def _memory_semantic_for(self, mode: str, semantic: SemanticIndex | None
-                             ) -> SemanticIndex | None:
-        """Memory in this store uses the code's answer; memory in PostgreSQL has
-        vectors of its own there, so only the model has to load."""
-        if self.memory.backend.kind == "sqlite" or semantic is not None:
-            return semantic
-        if mode == "lexical" or self.semantic is None or self.semantic.failed is not None:
+    def serving_tier(self) -> SemanticIndex | None:
+        """The primary tier once at most TAKEOVER_BACKLOG rows lack its vector,
+        else the tier with fewer rows left (the fast one, complete seconds
+        after indexing); only tiers with vectors and a model that did not fail.
+        One tier ranks a query: cosines of two models are never fused."""
+        usable = [tier for tier in (self.semantic, self.fast_semantic)
+                  if tier is not None and tier.failed is None and tier.has_vectors()]
+        if not usable:
             return None
-        return self.semantic if self.semantic.ensure_loaded() else None
+        if usable[0] is self.semantic and self.semantic.pending() <= TAKEOVER_BACKLOG:
+            return self.semantic
+        return min(usable, key=lambda tier: tier.pending())  # the primary on a tie
+
+    def _memory_semantic_for(self, mode: str) -> SemanticIndex | None:
+        """Written memory has vectors of the primary model only (in this store,
+        or in PostgreSQL, where only the model has to load)."""
+        primary = self.semantic
+        if mode == "lexical" or primary is None or primary.failed is not None:
+            return None
+        if self.memory.backend.kind == "sqlite" and not primary.has_vectors():
+            return None
+        return primary if primary.ensure_loaded() else None
 
     def _hit(self, scored: ScoredChunk, body: bool) -> Hit:
         last_line = scored.text.rsplit("\n", 1)[-1]
@@ -805,6 +867,7 @@ class Engine:
             counts = self.store.counts()
             vectors = semantic.vector_count() if semantic else 0
             embedding = semantic.pending() if semantic and semantic.failed is None else 0
+            embeddings = self._describe_embeddings()
             languages = self._language_counts()
         except (StoreUnavailable, sqlite3.Error) as exc:
             # A damaged store reported, never a failed status (and repaired at its next use).
@@ -812,6 +875,7 @@ class Engine:
             if store_error is None:
                 raise
             counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
+            embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
             state = "error"  # storeError / indexError say what
@@ -836,7 +900,7 @@ class Engine:
             "pending": files_pending + embedding,
             "progress": {"files": {"done": self.progress.done, "total": self.progress.total}
                          if self.indexing else None},
-            "embeddings": semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0},
+            "embeddings": embeddings,
             "buffers": buffers,
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
             "skipped": skipped_json(self.indexer.skipped),
@@ -859,6 +923,24 @@ class Engine:
             status["quarantined"] = {"stores": [q["path"] for q in quarantined],
                                      "memory": sum(q["memory"] for q in quarantined)}
         return status
+
+    def _describe_embeddings(self) -> dict:
+        """The primary tier's model, which tier serves, and the fast tier's
+        own counts (``vectors`` and ``pending`` of the status are the primary's)."""
+        if self.semantic is None:
+            return {"enabled": False, "model": "", "dim": 0}
+        described = self.semantic.describe()
+        serving = self.serving_tier()
+        described["serving"] = None if serving is None else (
+            "fast" if serving is self.fast_semantic else "primary")
+        fast = self.fast_semantic
+        if fast is not None:
+            described["fast"] = fast.describe() | {
+                "model": STATIC_MODEL_NAME, "vectors": fast.vector_count(),
+                "pending": fast.pending() if fast.failed is None else 0}
+            if serving is fast:
+                described["servingText"] = self.serving_text()
+        return described
 
     def _language_counts(self) -> dict:
         """Status's `languages` (files per language, and whether its

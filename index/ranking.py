@@ -418,7 +418,7 @@ def hybrid_candidates(conn: sqlite3.Connection, kind: str,
     if dense_by_vector_id:
         ids = list(dense_by_vector_id)
         for chunk_id, vector_id in conn.execute(
-                f"SELECT c.id, v.id FROM vectors v JOIN chunks c ON c.embed_hash = v.text_hash "
+                f"SELECT c.id, v.id FROM {semantic.table} v JOIN chunks c ON c.embed_hash = v.text_hash "
                 f"WHERE c.kind = ? AND v.id IN ({','.join('?' * len(ids))})", [kind, *ids]):
             nominated[chunk_id] = dense_by_vector_id[vector_id]
     nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])

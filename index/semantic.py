@@ -1,5 +1,12 @@
 """The semantic tier: a background embedding queue and the usearch ANN index.
 
+One ``SemanticIndex`` serves one model's vectors, in the table and ANN file of
+its ``VectorTier``: ``PRIMARY_TIER`` (the configured model, chunks and written
+memory) and ``FAST_TIER`` (the static model, chunks only, beside a
+transformer: it is complete seconds after indexing and serves hybrid recall
+until the primary's backlog is nearly empty; the engine chooses, and never
+ranks with both). The rest of this text holds for each.
+
 SQLite is the truth: ``vectors`` maps an embedding-text hash to its vector
 (float16). ``vectors.usearch`` beside the store is a cache of that table for
 fast nearest-neighbour search, saved atomically (temp file + rename) and, on
@@ -22,9 +29,11 @@ from __future__ import annotations
 import collections
 import logging
 import os
+import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -38,7 +47,20 @@ from ctxls.index.store import Store
 
 log = logging.getLogger(__name__)
 
-VECTOR_FILE_NAME = "vectors.usearch"
+
+
+@dataclass(frozen=True)
+class VectorTier:
+    table: str  # one of store.VECTOR_TABLES
+    file_name: str  # its ANN cache, beside the store
+    model_key: str  # the meta key stamping which model its vectors come from
+    memory: bool  # written memory rows are embedded too
+
+
+PRIMARY_TIER = VectorTier("vectors", "vectors.usearch", "vector_model", memory=True)
+# Memory stays on the primary: there are few rows, embedded first by its worker.
+FAST_TIER = VectorTier("fast_vectors", "fast_vectors.usearch", "fast_vector_model", memory=False)
+VECTOR_TIERS = (PRIMARY_TIER, FAST_TIER)
 # The backlog is read this many rows (at least four of the model's batches) at
 # a time and embedded shortest first, a batch (``Embedder.batch_size``) at a
 # time: a batch is padded to its longest text, so similar lengths together
@@ -47,14 +69,24 @@ BACKLOG_WINDOW = 64
 # Save the ANN file at most this often while the backlog drains (and when it empties).
 SAVE_INTERVAL_S = 30.0
 PENDING_CACHE_S = 1.0
+# The worker thread's niceness (Linux: per thread). The threads a model starts
+# from it inherit it (ONNX Runtime's pool, the tokenizer's), so a request's
+# lexical work keeps a core while a backlog drains.
+WORKER_NICENESS = 19
 QUERY_CACHE_SIZE = 256
 
 
 class SemanticIndex:
     def __init__(self, store: Store, vector_path: Path | None,
-                 load_embedder: Callable[[], Embedder], warn: Callable[[str], None]):
+                 load_embedder: Callable[[], Embedder], warn: Callable[[str], None],
+                 tier: VectorTier = PRIMARY_TIER, yield_to: SemanticIndex | None = None):
+        """``yield_to``: another tier whose worker goes first; this one's waits
+        while that one has work (the fast tier drains in seconds)."""
         self.store = store
         self.vector_path = vector_path
+        self.tier = tier
+        self.table = tier.table
+        self._yield_to = yield_to
         self._load_embedder = load_embedder
         self._warn = warn
         self.embedder: Embedder | None = None
@@ -68,6 +100,7 @@ class SemanticIndex:
         self._urgent_memory: set[int] = set()  # memory row ids just written
         self._urgent_lock = threading.Lock()
         self._wake = threading.Event()
+        self._drained = threading.Event()  # the worker found nothing left to embed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._cursor = 0
@@ -126,6 +159,11 @@ class SemanticIndex:
         """The background worker is alive (it will embed the backlog)."""
         return self._thread is not None and self._thread.is_alive()
 
+    @property
+    def busy(self) -> bool:
+        """The worker runs and has not yet found its backlog empty."""
+        return self.running and not self._drained.is_set()
+
     def start(self) -> None:
         """Start the background embedding worker (loads the model lazily)."""
         if self._thread is None:
@@ -148,14 +186,18 @@ class SemanticIndex:
             # Counted again on top of the last count (pending()): status and
             # recall must not report a stale "nothing pending".
             self._edited_since_count.add(path)
+        self._drained.clear()
         self._wake.set()
 
     def mark_memory_urgent(self, row_ids: list[int]) -> None:
         """Embed these memory rows next (an upsert keeps its row id, so the
         backlog cursor may already be past it)."""
+        if not self.tier.memory:
+            return
         with self._urgent_lock:
             self._urgent_memory.update(row_ids)
         self._forget_pending_count()  # status must not report a stale "nothing pending"
+        self._drained.clear()
         self._wake.set()
 
     def pause(self) -> None:
@@ -175,6 +217,7 @@ class SemanticIndex:
         self._memory_cursor = 0
         self._window = []  # may hold chunks the pass replaced
         self._forget_pending_count()  # counted before the pass wrote its chunks
+        self._drained.clear()
         self._wake.set()
 
     # -- model identity and the ANN file ---------------------------------------
@@ -190,12 +233,13 @@ class SemanticIndex:
     def _check_model(self, embedder: Embedder) -> None:
         """Vectors of another model or embedding text are useless: drop them."""
         stamp = self._model_stamp(embedder)
-        if self.store.meta().get("vector_model") == stamp:
+        if self.store.meta().get(self.tier.model_key) == stamp:
             return
         with self.store.write() as conn:
-            conn.execute("DELETE FROM vectors")
-            conn.execute("INSERT INTO meta(key, value) VALUES ('vector_model', ?) "
-                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (stamp,))
+            conn.execute(f"DELETE FROM {self.table}")
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                         (self.tier.model_key, stamp))
         if self.vector_path is not None and self.vector_path.exists():
             self.vector_path.unlink()
 
@@ -219,7 +263,7 @@ class SemanticIndex:
     def _reconcile(self, ann) -> None:
         """Make the ANN index hold exactly the vectors SQLite holds."""
         conn = self.store.reader()
-        truth = {row[0] for row in conn.execute("SELECT id FROM vectors")}
+        truth = {row[0] for row in conn.execute(f"SELECT id FROM {self.table}")}
         present = {int(k) for k in ann.keys} if len(ann) else set()
         extra = present - truth
         missing = sorted(truth - present)
@@ -228,14 +272,14 @@ class SemanticIndex:
         for start in range(0, len(missing), 4096):
             ids = missing[start:start + 4096]
             placeholders = ",".join("?" * len(ids))
-            rows = conn.execute(f"SELECT id, vec FROM vectors WHERE id IN ({placeholders})",
+            rows = conn.execute(f"SELECT id, vec FROM {self.table} WHERE id IN ({placeholders})",
                                 ids).fetchall()
             ann.add(np.array([r[0] for r in rows], dtype=np.uint64),
                     np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]).astype(np.float32))
         if extra or missing:
             log.info("vector index reconciled: %d added, %d removed", len(missing), len(extra))
             self._dirty = True
-        self.store.removed_vector_ids.clear()
+        self.store.removed_vector_ids[self.table].clear()
 
     def save(self) -> None:
         """Write the ANN file atomically: a reader never sees half a file."""
@@ -255,6 +299,7 @@ class SemanticIndex:
     # -- the worker ----------------------------------------------------------
 
     def _run(self) -> None:
+        lower_thread_priority()  # before the model loads: its threads inherit it
         if not self.ensure_loaded():
             return
         while not self._stop.is_set():
@@ -263,6 +308,9 @@ class SemanticIndex:
             quiet = self._quiet_until - time.monotonic()
             if quiet > 0:
                 self._stop.wait(quiet)
+                continue
+            if self._yield_to is not None and self._yield_to.busy:
+                self._stop.wait(0.2)  # one tier at a time on the cores
                 continue
             try:
                 worked = self.step()
@@ -273,6 +321,7 @@ class SemanticIndex:
             if not worked:
                 if self._dirty:
                     self.save()
+                self._drained.set()
                 self._wake.wait(timeout=2.0)
                 self._wake.clear()
             elif self._dirty and time.monotonic() - self._last_save > SAVE_INTERVAL_S:
@@ -292,7 +341,7 @@ class SemanticIndex:
             for text_hash, vector in zip(hashes, vectors):
                 # Only if a row still wants it: it may have changed or gone meanwhile.
                 cur = conn.execute(
-                    "INSERT INTO vectors(text_hash, vec) SELECT ?, ? WHERE EXISTS "
+                    f"INSERT INTO {self.table}(text_hash, vec) SELECT ?, ? WHERE EXISTS "
                     "(SELECT 1 FROM chunks WHERE embed_hash = ?) OR EXISTS "
                     "(SELECT 1 FROM memory WHERE embed_hash = ?) ON CONFLICT(text_hash) DO NOTHING",
                     (text_hash, vector.astype(np.float16).tobytes(), text_hash, text_hash))
@@ -309,8 +358,9 @@ class SemanticIndex:
 
     def _apply_removals(self) -> None:
         removed = []
-        while self.store.removed_vector_ids:
-            removed.append(self.store.removed_vector_ids.popleft())
+        queue = self.store.removed_vector_ids[self.table]
+        while queue:
+            removed.append(queue.popleft())
         if removed and self._ann is not None:
             with self._ann_lock:
                 keys = np.array(removed, dtype=np.uint64)
@@ -319,11 +369,16 @@ class SemanticIndex:
                     self._ann.remove(present)
             self._dirty = True
 
-    _MISSING = ("SELECT c.id, c.embed_hash, f.path, c.symbol, c.text FROM chunks c "
+    @property
+    def _missing_chunks_sql(self) -> str:
+        return ("SELECT c.id, c.embed_hash, f.path, c.symbol, c.text FROM chunks c "
                 "JOIN files f ON f.id = c.file_id WHERE NOT EXISTS "
-                "(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash) ")
-    _MISSING_MEMORY = ("SELECT m.id, m.embed_hash, m.symbol, m.text FROM memory m WHERE NOT EXISTS "
-                       "(SELECT 1 FROM vectors v WHERE v.text_hash = m.embed_hash) ")
+                f"(SELECT 1 FROM {self.table} v WHERE v.text_hash = c.embed_hash) ")
+
+    @property
+    def _missing_memory_sql(self) -> str:
+        return ("SELECT m.id, m.embed_hash, m.symbol, m.text FROM memory m WHERE NOT EXISTS "
+                f"(SELECT 1 FROM {self.table} v WHERE v.text_hash = m.embed_hash) ")
 
     def _next_batch(self) -> dict[str, str]:
         """Embed hash -> embedding text, one per hash: equal texts share a vector."""
@@ -336,7 +391,7 @@ class SemanticIndex:
             # Newest rows first: an edit rewrites only the chunks it changed, so
             # the one being typed in gets its vector before the rest of its file,
             # in a batch of its own (not padded to seven other chunks).
-            rows = conn.execute(self._MISSING + "AND f.path = ? ORDER BY c.id DESC LIMIT ?",
+            rows = conn.execute(self._missing_chunks_sql + "AND f.path = ? ORDER BY c.id DESC LIMIT ?",
                                 (path, 1 if just_marked else self._work_batch)).fetchall()
             if rows:
                 with self._urgent_lock:
@@ -349,7 +404,7 @@ class SemanticIndex:
             written = [self._urgent_memory.pop()
                        for _ in range(min(self._work_batch, len(self._urgent_memory)))]
         if written:
-            rows = conn.execute(self._MISSING_MEMORY + f"AND m.id IN ({','.join('?' * len(written))})",
+            rows = conn.execute(self._missing_memory_sql + f"AND m.id IN ({','.join('?' * len(written))})",
                                 written).fetchall()
             if rows:
                 return self._memory_texts(rows)
@@ -368,13 +423,13 @@ class SemanticIndex:
         """The next BACKLOG_WINDOW rows without a vector (memory rows first),
         sorted by text length."""
         window = max(BACKLOG_WINDOW, 4 * self._work_batch)
-        rows = conn.execute(self._MISSING_MEMORY + "AND m.id > ? ORDER BY m.id LIMIT ?",
-                            (self._memory_cursor, window)).fetchall()
+        rows = conn.execute(self._missing_memory_sql + "AND m.id > ? ORDER BY m.id LIMIT ?",
+                            (self._memory_cursor, window)).fetchall() if self.tier.memory else []
         if rows:
             self._memory_cursor = rows[-1][0]
             texts = self._memory_texts(rows)
         else:
-            rows = conn.execute(self._MISSING + "AND c.id > ? ORDER BY c.id LIMIT ?",
+            rows = conn.execute(self._missing_chunks_sql + "AND c.id > ? ORDER BY c.id LIMIT ?",
                                 (self._cursor, window)).fetchall()
             if not rows:
                 return []
@@ -408,8 +463,8 @@ class SemanticIndex:
             self._edited_since_count.clear()  # edits from here on are counted again
         count = sum(self.store.reader().execute(
             f"SELECT count(*) FROM {table} x WHERE NOT EXISTS "
-            "(SELECT 1 FROM vectors v WHERE v.text_hash = x.embed_hash)").fetchone()[0]
-            for table in ("chunks", "memory"))
+            f"(SELECT 1 FROM {self.table} v WHERE v.text_hash = x.embed_hash)").fetchone()[0]
+            for table in (("chunks", "memory") if self.tier.memory else ("chunks",)))
         if generation == self._pending_generation:  # else rows changed while counting
             self._pending_cache = (time.monotonic(), count)
         return count
@@ -419,18 +474,19 @@ class SemanticIndex:
         return self.store.reader().execute(
             "SELECT count(*) FROM chunks c JOIN files f ON f.id = c.file_id "
             f"WHERE f.path IN ({','.join('?' * len(paths))}) AND NOT EXISTS "
-            "(SELECT 1 FROM vectors v WHERE v.text_hash = c.embed_hash)", paths).fetchone()[0]
+            f"(SELECT 1 FROM {self.table} v WHERE v.text_hash = c.embed_hash)", paths).fetchone()[0]
 
     def _forget_pending_count(self) -> None:
         self._pending_generation += 1
         self._pending_cache = (0.0, 0)
 
     def vector_count(self) -> int:
-        return self.store.reader().execute("SELECT count(*) FROM vectors").fetchone()[0]
+        return self.store.reader().execute(f"SELECT count(*) FROM {self.table}").fetchone()[0]
 
     def has_vectors(self) -> bool:
         """Asked on every recall: unlike count(*), costs nothing at 100k vectors."""
-        return self.store.reader().execute("SELECT EXISTS (SELECT 1 FROM vectors)").fetchone()[0] == 1
+        return self.store.reader().execute(
+            f"SELECT EXISTS (SELECT 1 FROM {self.table})").fetchone()[0] == 1
 
     def query_vector(self, query: str) -> np.ndarray | None:
         if not self.ensure_loaded():
@@ -468,7 +524,7 @@ class SemanticIndex:
             return {}
         placeholders = ",".join("?" * len(text_hashes))
         rows = self.store.reader().execute(
-            f"SELECT text_hash, vec FROM vectors WHERE text_hash IN ({placeholders})",
+            f"SELECT text_hash, vec FROM {self.table} WHERE text_hash IN ({placeholders})",
             text_hashes).fetchall()
         return {r[0]: float(np.frombuffer(r[1], dtype=np.float16).astype(np.float32) @ vector)
                 for r in rows}
@@ -495,6 +551,17 @@ def embedding_pool() -> ThreadPoolExecutor:
         return _EMBEDDING_POOL
 
 
+def lower_thread_priority() -> None:
+    """Run the calling thread at WORKER_NICENESS (Linux only: elsewhere
+    setpriority with a thread id would name a process)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
+    except OSError as exc:
+        log.info("embedding at normal priority: %s", exc)
+
+
 def embedding_progress_text(done: int, total: int, rate: float) -> str:
     """`embedding 120/4000 chunks, 35.2/s, ETA 1m50s`: the CLI's progress line
     and the daemon's work-done progress message."""
@@ -505,7 +572,7 @@ def embedding_progress_text(done: int, total: int, rate: float) -> str:
     return text
 
 
-def vector_file_for(db_path: str) -> Path:
-    return Path(db_path).with_name(VECTOR_FILE_NAME)
+def vector_file_for(db_path: str, tier: VectorTier = PRIMARY_TIER) -> Path:
+    return Path(db_path).with_name(tier.file_name)
 
 

@@ -15,7 +15,7 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   ``imports``, ``file_terms``) are derived data: on a stamp or schema
   mismatch they are dropped and rebuilt from the repository. The ``edits``
   log is history, not derivable, and is kept across rebuilds, as are
-  ``vectors`` and the written memory (``memory``, ``memory_files``, their
+  ``vectors``, ``fast_vectors`` and the written memory (``memory``, ``memory_files``, their
   ``fts_memory_*`` tables, ``demand``, ``stash``).
 - Opening a store of an older layout upgrades it in place: new tables are
   created, and file rows are rebuilt only when a version in
@@ -78,7 +78,9 @@ log = logging.getLogger(__name__)
 #    fts_config (configuration files are a recall kind of their own).
 # 5: file_terms (per file and chunk kind: how many chunks, and how many of
 #    them hold each body term: ranking.file_bm25). File rows are rebuilt.
-SCHEMA_VERSION = 5
+# 6: fast_vectors (the fast tier's vectors, semantic.FAST_TIER). Upgrading a 5
+#    store only adds the table; its file rows stay valid.
+SCHEMA_VERSION = 6
 # Versions whose layout change invalidated file-derived rows: upgrading across
 # one rebuilds them from the repository. Non-derived tables are never dropped;
 # a version that changes one must convert it in _migrate().
@@ -193,6 +195,13 @@ CREATE TABLE IF NOT EXISTS vectors (
     text_hash TEXT NOT NULL UNIQUE,     -- chunks.embed_hash it embeds
     vec BLOB NOT NULL                   -- float16, L2-normalised
 );
+CREATE TABLE IF NOT EXISTS fast_vectors (
+    -- The fast tier (semantic.FAST_TIER): another model's vectors of the
+    -- chunks, the same shape; never ranked together with vectors.
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- the key in fast_vectors.usearch
+    text_hash TEXT NOT NULL UNIQUE,
+    vec BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS memory (
     -- Written memory (index/memory/sqlite.py). AUTOINCREMENT: an id is never reused;
     -- it is the rowid of the row's fts_memory_* row, and enumerate pages in id
@@ -254,9 +263,15 @@ CREATE TABLE IF NOT EXISTS stash (
 """
 
 
-# A vectors row nothing embeds: the vectors table is shared by chunks and memory.
-_UNREFERENCED = ("NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = vectors.text_hash) "
-                 "AND NOT EXISTS (SELECT 1 FROM memory m WHERE m.embed_hash = vectors.text_hash)")
+# The tables of vectors, one per tier (semantic.py): each maps an embedding-text
+# hash to one model's vector.
+VECTOR_TABLES = ("vectors", "fast_vectors")
+
+
+def _unreferenced(table: str) -> str:
+    """A row of ``table`` nothing embeds: a vector is shared by chunks and memory."""
+    return (f"NOT EXISTS (SELECT 1 FROM chunks c WHERE c.embed_hash = {table}.text_hash) "
+            f"AND NOT EXISTS (SELECT 1 FROM memory m WHERE m.embed_hash = {table}.text_hash)")
 
 
 # Written in every store's header (PRAGMA application_id, "ctls"): the marker
@@ -519,8 +534,10 @@ class Store:
         self._readers: list[sqlite3.Connection] = []
         self._readers_lock = threading.Lock()
         self.rebuilt = False  # True when file rows were dropped on open
-        # Vector ids deleted here, not yet removed from the ANN index (semantic.py drains it).
-        self.removed_vector_ids: collections.deque[int] = collections.deque()
+        # Per vector table: ids deleted here, not yet removed from its ANN index
+        # (semantic.py drains it).
+        self.removed_vector_ids: dict[str, collections.deque[int]] = {
+            table: collections.deque() for table in VECTOR_TABLES}
         self._writer: sqlite3.Connection | None = None
         # Renewed after each commit that changed a file's rows (put_file,
         # delete_file): what is derived from the code (code lens titles) holds
@@ -1179,21 +1196,25 @@ class Store:
         if not hashes:
             return
         placeholders = ",".join("?" * len(hashes))
-        orphans = [r[0] for r in conn.execute(
-            f"SELECT id FROM vectors WHERE text_hash IN ({placeholders}) AND {_UNREFERENCED}",
-            hashes)]
-        if orphans:
-            conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in orphans])
-            self.removed_vector_ids.extend(orphans)
+        for table in VECTOR_TABLES:
+            orphans = [r[0] for r in conn.execute(
+                f"SELECT id FROM {table} WHERE text_hash IN ({placeholders}) AND {_unreferenced(table)}",
+                hashes)]
+            if orphans:
+                conn.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in orphans])
+                self.removed_vector_ids[table].extend(orphans)
 
     def drop_all_orphan_vectors(self) -> int:
         """After a full pass: vectors of texts that no chunk or memory row has any more."""
+        orphans: dict[str, list[int]] = {}
         with self.write() as conn:
-            orphans = [r[0] for r in conn.execute(
-                f"SELECT id FROM vectors WHERE {_UNREFERENCED}")]
-            conn.executemany("DELETE FROM vectors WHERE id = ?", [(i,) for i in orphans])
-        self.removed_vector_ids.extend(orphans)
-        return len(orphans)
+            for table in VECTOR_TABLES:
+                orphans[table] = [r[0] for r in conn.execute(
+                    f"SELECT id FROM {table} WHERE {_unreferenced(table)}")]
+                conn.executemany(f"DELETE FROM {table} WHERE id = ?", [(i,) for i in orphans[table]])
+        for table, ids in orphans.items():
+            self.removed_vector_ids[table].extend(ids)
+        return sum(len(ids) for ids in orphans.values())
 
     def put_file(self, conn: sqlite3.Connection, record: FileRecord, chunks: list[Chunk],
                  imports: list[tuple[ImportRef, str | None]],

@@ -282,7 +282,11 @@ async def test_daemon_embeds_in_background_and_reembeds_an_edit(small: Path):
     async with serve(small, options={"embeddings": True}) as s:
         await s.wait_indexed()
         status = await _wait_embedded(s)
-        assert status["embeddings"] == {"enabled": True, "model": "ctxls-code-minilm-int8", "dim": 384}
+        # Both tiers embedded in the background; the drained primary serves.
+        assert status["embeddings"] == {
+            "enabled": True, "model": "ctxls-code-minilm-int8", "dim": 384, "serving": "primary",
+            "fast": {"enabled": True, "model": "ctxls-code-static-256", "dim": 256,
+                     "vectors": 5, "pending": 0}}
         result = await s.request("ctxls/recall", {"query": "try again when a transfer fails",
                                                   "kind": "code", "mode": "hybrid"})
         assert result["hits"][0]["chunk"]["symbol"] == "retry_upload"

@@ -275,7 +275,7 @@ class SqliteMemoryStore:
             # CROSS JOIN keeps SQLite's join order: from the few vector ids, not
             # from the (kind, scope) index over every row of the tenant.
             found = conn.execute(
-                f"SELECT m.id, v.id FROM vectors v CROSS JOIN memory m ON m.embed_hash = v.text_hash "
+                f"SELECT m.id, v.id FROM {semantic.table} v CROSS JOIN memory m ON m.embed_hash = v.text_hash "
                 f"WHERE v.id IN ({','.join('?' * len(near))}) AND m.kind = ? AND {visible}",
                 [*near, kind, *args]).fetchall()
             nominated = {row_id: near[vector_id] for row_id, vector_id in found}

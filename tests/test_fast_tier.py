@@ -1,0 +1,186 @@
+"""The fast semantic tier (issue 35, option b): the static model's vectors serve
+hybrid recall seconds after indexing while the transformer embeds, and hand
+over to it once its backlog is nearly empty. Real models, real store."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ctxls.index import engine as engine_module
+from ctxls.index import store as store_module
+from ctxls.index.embeddings import CODE_MODEL_NAME, STATIC_MODEL_NAME
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.semantic import FAST_TIER, SemanticIndex, vector_file_for
+
+from conftest import write_tree
+from test_semantic import PARAPHRASE_REPO
+
+# More chunks than the takeover backlog: a primary tier a few batches in still
+# has too many rows left to serve.
+FILLER = {f"gen/handler_{i}.py": f"def handler_{i}(value):\n    return value * {i} + {i * 7}\n"
+          for i in range(engine_module.TAKEOVER_BACKLOG + 40)}
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    write_tree(root, PARAPHRASE_REPO | FILLER)
+    return root
+
+
+def open_engine(root: Path, **options) -> Engine:
+    return Engine(root, EngineOptions(embeddings=True, **options))
+
+
+def drain(tier: SemanticIndex) -> None:
+    assert tier.ensure_loaded()
+    while tier.step():
+        pass
+
+
+def assert_tier_consistent(engine: Engine, tier: SemanticIndex) -> None:
+    """Every chunk has one vector in the tier's table, none is orphaned, and
+    its ANN index holds exactly those."""
+    conn = engine.store.reader()
+    wanted = {r[0] for r in conn.execute("SELECT DISTINCT embed_hash FROM chunks")}
+    stored = dict(conn.execute(f"SELECT text_hash, id FROM {tier.table}"))
+    assert set(stored) == wanted
+    assert len(tier._ann) == len(stored)
+    assert all(np.asarray(tier._ann.contains(np.array(list(stored.values()), dtype=np.uint64))))
+
+
+def semantic_scores(engine: Engine, query: str) -> dict[str, float]:
+    """Symbol -> score of a semantic-mode recall (the cosine, through the ranking's priors)."""
+    hits = engine.recall(query, ["code"], 20, mode="semantic").hits_by_kind["code"]
+    return {hit.symbol: hit.score for hit in hits}
+
+
+def test_the_fast_tier_serves_while_the_transformer_embeds_then_hands_over(repo: Path):
+    engine = open_engine(repo)
+    assert engine.fast_semantic is not None and engine.semantic.tier.table == "vectors"
+    engine.index()
+    fast, primary = engine.fast_semantic, engine.semantic
+    drain(fast)
+    assert_tier_consistent(engine, fast)
+    assert primary.ensure_loaded() and primary.step()  # one batch: a backlog remains
+    total = len(PARAPHRASE_REPO) + len(FILLER)
+    assert primary.pending() == total - primary.vector_count() > engine_module.TAKEOVER_BACKLOG
+
+    result = engine.recall("try again when a transfer fails", ["code"], 3, mode="hybrid")
+    assert result.mode == "hybrid" and result.hits_by_kind["code"][0].symbol == "retry_upload"
+    assert result.partial and result.partial_reason == (
+        f"semantic: fast tier ({STATIC_MODEL_NAME}) while {CODE_MODEL_NAME} embeds "
+        f"{primary.vector_count()}/{total}")
+    assert engine._semantic_for("hybrid") is fast  # what recall ranks with
+    # assemble's abstention thresholds are the transformer's: words alone meanwhile.
+    assert engine.topicality("checksum of a blob").nearest_cosine is None
+    served_by_fast = semantic_scores(engine, "checksum of a blob")
+    assert next(iter(served_by_fast)) == "compute_checksum"
+    status = engine.status()
+    assert status["embeddings"]["serving"] == "fast"
+    assert status["embeddings"]["servingText"] == result.partial_reason
+    assert status["embeddings"]["fast"] == {
+        "enabled": True, "model": STATIC_MODEL_NAME, "dim": 256, "vectors": total, "pending": 0}
+    assert status["pending"] == primary.pending() and status["vectors"] == primary.vector_count()
+    assert status["state"] == "idle"  # the primary's backlog, no worker running here
+
+    # An edit: the fast tier re-embeds it at once and keeps its table exact.
+    engine.set_buffer("net/upload.py", PARAPHRASE_REPO["net/upload.py"].replace("3", "5"))
+    drain(fast)
+    assert_tier_consistent(engine, fast)
+
+    assert engine.embed_pending() > 0  # the primary drains: it takes over
+    result = engine.recall("try again when a transfer fails", ["code"], 3, mode="hybrid")
+    assert not result.partial and result.hits_by_kind["code"][0].symbol == "retry_upload"
+    assert engine._semantic_for("hybrid") is primary
+    assert engine.topicality("checksum of a blob").nearest_cosine > 0.3
+    served_by_primary = semantic_scores(engine, "checksum of a blob")
+    assert next(iter(served_by_primary)) == "compute_checksum"
+    # Another model's cosines: no score of one ranking is the other's.
+    assert all(abs(served_by_primary[s] - served_by_fast[s]) > 1e-4
+               for s in set(served_by_fast) & set(served_by_primary))
+    status = engine.status()
+    assert status["embeddings"]["serving"] == "primary" and "servingText" not in status["embeddings"]
+    assert status["state"] == "ready"
+    engine.close()
+
+
+def test_a_few_rows_without_a_primary_vector_do_not_hand_answers_back(repo: Path):
+    engine = open_engine(repo)
+    engine.index()
+    engine.embed_pending()
+    engine.set_buffer("net/upload.py", PARAPHRASE_REPO["net/upload.py"].replace("3", "5"))
+    drain(engine.fast_semantic)
+    assert engine.semantic.pending() == 1
+    assert engine.serving_tier() is engine.semantic
+    assert engine.recall("fingerprint", ["code"], 1).partial_reason == (
+        "1 chunks still lack a vector: ranking by meaning does not see them yet")
+    engine.close()
+
+
+def test_the_static_model_as_primary_needs_no_fast_tier(repo: Path):
+    engine = open_engine(repo, embed_model=STATIC_MODEL_NAME)
+    assert engine.fast_semantic is None
+    engine.index()
+    engine.embed_pending()
+    assert engine.status()["embeddings"]["serving"] == "primary"
+    assert "fast" not in engine.status()["embeddings"]
+    engine.close()
+
+
+def test_the_workers_run_the_fast_tier_first(repo: Path):
+    engine = open_engine(repo)
+    engine.index()
+    engine.start_embedding()
+    fast, primary = engine.fast_semantic, engine.semantic
+    assert fast._drained.wait(120), "the fast tier did not drain"
+    # The primary waited for it: a transformer's 8-text batches cannot have
+    # embedded more than the first one or two while the static model ran.
+    assert fast.pending() == 0 and primary.vector_count() <= 2 * 8
+    engine.close()
+
+
+def test_a_schema_5_store_gains_the_fast_table_and_keeps_its_rows(repo: Path, tmp_path: Path):
+    db = tmp_path / "db" / "index.db"
+    engine = open_engine(repo, db_path=str(db))
+    engine.index()
+    engine.embed_pending()
+    counts, vectors = engine.store.counts(), engine.semantic.vector_count()
+    engine.close()
+    with sqlite3.connect(db) as conn:  # what ctxls with schema 5 left behind
+        conn.execute("DROP TABLE fast_vectors")
+        conn.execute("DELETE FROM meta WHERE key = 'fast_vector_model'")
+        conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+    vector_file_for(str(db), FAST_TIER).unlink()
+    upgraded = open_engine(repo, db_path=str(db))
+    assert not upgraded.store.rebuilt and upgraded.store.counts() == counts
+    assert upgraded.store.meta()["schema_version"] == str(store_module.SCHEMA_VERSION) == "6"
+    assert upgraded.semantic.vector_count() == vectors and upgraded.fast_semantic.vector_count() == 0
+    assert upgraded.serving_tier() is upgraded.semantic
+    upgraded.embed_pending()
+    assert_tier_consistent(upgraded, upgraded.fast_semantic)
+    upgraded.close()
+
+
+@pytest.mark.parametrize("damage", ["missing", "corrupt"])
+def test_a_damaged_fast_ann_file_is_rebuilt_from_the_store(repo: Path, damage: str):
+    engine = open_engine(repo)
+    engine.index()
+    drain(engine.fast_semantic)
+    engine.close()
+    ann_path = vector_file_for(engine.store.db_path, FAST_TIER)
+    assert ann_path.exists() and ann_path != vector_file_for(engine.store.db_path)
+    if damage == "missing":
+        ann_path.unlink()
+    else:
+        ann_path.write_bytes(b"not an index" * 100)
+    reopened = open_engine(repo)
+    assert reopened.fast_semantic.ensure_loaded()
+    assert_tier_consistent(reopened, reopened.fast_semantic)
+    if damage == "corrupt":
+        assert "annRebuilt" in reopened.status()["embeddings"]["fast"]
+    reopened.close()
