@@ -687,7 +687,7 @@ class Engine:
             if mode == "semantic":
                 return "embeddings are off: ranked by keywords (BM25) instead of meaning"
             return None
-        if self.semantic.failed is not None:
+        if self.semantic.failed is not None and semantic is None:
             return (f"the embedding model failed ({self.semantic.failed}): ranked by keywords "
                     "(BM25) only") if mode == "semantic" else None
         pending = self.semantic.pending()
@@ -704,6 +704,9 @@ class Engine:
         """`semantic: fast tier (ctxls-code-static-256) while ctxls-code-minilm-int8
         embeds 1200/25000`: which tier ranks by meaning, and how far the primary is."""
         assert self.semantic is not None and self.fast_semantic is not None
+        if self.semantic.failed is not None:
+            return (f"semantic: fast tier ({STATIC_MODEL_NAME}): the embedding model failed "
+                    f"({self.semantic.failed})")
         done, pending = self.semantic.vector_count(), self.semantic.pending()
         return (f"semantic: fast tier ({STATIC_MODEL_NAME}) while {self._primary_model_name()} "
                 f"embeds {done}/{done + pending}")

@@ -5,6 +5,7 @@ over to it once its backlog is nearly empty. Real models, real store."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import numpy as np
@@ -132,15 +133,37 @@ def test_the_static_model_as_primary_needs_no_fast_tier(repo: Path):
     engine.close()
 
 
-def test_the_workers_run_the_fast_tier_first(repo: Path):
+def test_a_primary_model_that_fails_to_load_leaves_the_fast_tier_serving(repo: Path, tmp_path: Path):
+    engine = open_engine(repo, embed_model=str(tmp_path / "none.onnx"),
+                         embed_tokenizer=str(tmp_path / "none.json"))
+    warnings: list[str] = []
+    engine.on_warning = warnings.append
+    engine.index()
+    assert engine.embed_pending() == 0 and len(warnings) == 1 and "none.onnx" in warnings[0]
+    result = engine.recall("checksum of a blob", ["code"], 3, mode="semantic")
+    assert result.mode == "semantic" and result.hits_by_kind["code"][0].symbol == "compute_checksum"
+    assert result.partial_reason.startswith(
+        f"semantic: fast tier ({STATIC_MODEL_NAME}): the embedding model failed (")
+    embeddings = engine.status()["embeddings"]
+    assert embeddings["enabled"] is False and embeddings["serving"] == "fast"
+    engine.close()
+
+
+def test_the_primary_worker_waits_while_the_fast_tier_has_work(repo: Path):
     engine = open_engine(repo)
     engine.index()
-    engine.start_embedding()
     fast, primary = engine.fast_semantic, engine.semantic
-    assert fast._drained.wait(120), "the fast tier did not drain"
-    # The primary waited for it: a transformer's 8-text batches cannot have
-    # embedded more than the first one or two while the static model ran.
-    assert fast.pending() == 0 and primary.vector_count() <= 2 * 8
+    fast.pause()  # its backlog stays: the fast tier is busy
+    engine.start_embedding()
+    time.sleep(2.0)  # the primary's worker has loaded its model and would embed by now
+    assert primary.vector_count() == 0 and fast.busy
+    fast.resume()
+    deadline = time.monotonic() + 120
+    while (primary.busy or fast.busy) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert fast.pending() == 0 and primary.pending() == 0
+    assert_tier_consistent(engine, fast)
+    assert_tier_consistent(engine, primary)
     engine.close()
 
 
