@@ -18,7 +18,7 @@ from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import FAST_TIER, SemanticIndex, vector_file_for
 
 from conftest import write_tree
-from test_semantic import PARAPHRASE_REPO
+from test_semantic import PARAPHRASE_REPO, damage_ann_file, indexed_with_a_missing_model
 
 # More chunks than the takeover backlog: a primary tier a few batches in still
 # has too many rows left to serve.
@@ -134,11 +134,7 @@ def test_the_static_model_as_primary_needs_no_fast_tier(repo: Path):
 
 
 def test_a_primary_model_that_fails_to_load_leaves_the_fast_tier_serving(repo: Path, tmp_path: Path):
-    engine = open_engine(repo, embed_model=str(tmp_path / "none.onnx"),
-                         embed_tokenizer=str(tmp_path / "none.json"))
-    warnings: list[str] = []
-    engine.on_warning = warnings.append
-    engine.index()
+    engine, warnings = indexed_with_a_missing_model(repo, tmp_path)
     assert engine.embed_pending() == 0 and len(warnings) == 1 and "none.onnx" in warnings[0]
     result = engine.recall("checksum of a blob", ["code"], 3, mode="semantic")
     assert result.mode == "semantic" and result.hits_by_kind["code"][0].symbol == "compute_checksum"
@@ -197,10 +193,7 @@ def test_a_damaged_fast_ann_file_is_rebuilt_from_the_store(repo: Path, damage: s
     engine.close()
     ann_path = vector_file_for(engine.store.db_path, FAST_TIER)
     assert ann_path.exists() and ann_path != vector_file_for(engine.store.db_path)
-    if damage == "missing":
-        ann_path.unlink()
-    else:
-        ann_path.write_bytes(b"not an index" * 100)
+    damage_ann_file(ann_path, damage)
     reopened = open_engine(repo)
     assert reopened.fast_semantic.ensure_loaded()
     assert_tier_consistent(reopened, reopened.fast_semantic)
