@@ -127,6 +127,7 @@ def _build_child(name: str) -> None:
     t0 = time.perf_counter()
     engine.index()
     index_seconds = time.perf_counter() - t0
+    engine.embed_fast_tier()  # beside a transformer: the figures below are the model's own
     rss_before = _proc_status_kb("VmRSS")
     _reset_peak_rss()
     samples: list[tuple[float, int, int]] = []

@@ -336,10 +336,7 @@ class Engine:
         the fast tier's first; returns how many vectors the primary tier added.
         The daemon uses the workers instead. ``progress(done, total, rate per
         second)`` is called after each of the primary's batches."""
-        if self.fast_semantic is not None and self.fast_semantic.ensure_loaded():
-            while self.fast_semantic.step():
-                pass
-            self.fast_semantic.save()
+        self.embed_fast_tier()
         if self.semantic is None or not self.semantic.ensure_loaded():
             return 0
         before = self.semantic.embedded_total
@@ -351,6 +348,13 @@ class Engine:
                 progress(done, max(total, done), done / max(time.perf_counter() - started, 1e-6))
         self.semantic.save()
         return self.semantic.embedded_total - before
+
+    def embed_fast_tier(self) -> None:
+        """Embed the fast tier's whole backlog in this thread (no-op without one)."""
+        if self.fast_semantic is not None and self.fast_semantic.ensure_loaded():
+            while self.fast_semantic.step():
+                pass
+            self.fast_semantic.save()
 
     def serve_stored_index(self) -> None:
         """Answer from the store as the last pass left it, with no pass in this
@@ -687,7 +691,7 @@ class Engine:
             if mode == "semantic":
                 return "embeddings are off: ranked by keywords (BM25) instead of meaning"
             return None
-        if self.semantic.failed is not None:
+        if self.semantic.failed is not None and semantic is None:
             return (f"the embedding model failed ({self.semantic.failed}): ranked by keywords "
                     "(BM25) only") if mode == "semantic" else None
         pending = self.semantic.pending()
@@ -704,6 +708,9 @@ class Engine:
         """`semantic: fast tier (ctxls-code-static-256) while ctxls-code-minilm-int8
         embeds 1200/25000`: which tier ranks by meaning, and how far the primary is."""
         assert self.semantic is not None and self.fast_semantic is not None
+        if self.semantic.failed is not None:
+            return (f"semantic: fast tier ({STATIC_MODEL_NAME}): the embedding model failed "
+                    f"({self.semantic.failed})")
         done, pending = self.semantic.vector_count(), self.semantic.pending()
         return (f"semantic: fast tier ({STATIC_MODEL_NAME}) while {self._primary_model_name()} "
                 f"embeds {done}/{done + pending}")

@@ -5,6 +5,7 @@ over to it once its backlog is nearly empty. Real models, real store."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,7 @@ from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import FAST_TIER, SemanticIndex, vector_file_for
 
 from conftest import write_tree
-from test_semantic import PARAPHRASE_REPO
+from test_semantic import PARAPHRASE_REPO, damage_ann_file, indexed_with_a_missing_model
 
 # More chunks than the takeover backlog: a primary tier a few batches in still
 # has too many rows left to serve.
@@ -132,15 +133,33 @@ def test_the_static_model_as_primary_needs_no_fast_tier(repo: Path):
     engine.close()
 
 
-def test_the_workers_run_the_fast_tier_first(repo: Path):
+def test_a_primary_model_that_fails_to_load_leaves_the_fast_tier_serving(repo: Path, tmp_path: Path):
+    engine, warnings = indexed_with_a_missing_model(repo, tmp_path)
+    assert engine.embed_pending() == 0 and len(warnings) == 1 and "none.onnx" in warnings[0]
+    result = engine.recall("checksum of a blob", ["code"], 3, mode="semantic")
+    assert result.mode == "semantic" and result.hits_by_kind["code"][0].symbol == "compute_checksum"
+    assert result.partial_reason.startswith(
+        f"semantic: fast tier ({STATIC_MODEL_NAME}): the embedding model failed (")
+    embeddings = engine.status()["embeddings"]
+    assert embeddings["enabled"] is False and embeddings["serving"] == "fast"
+    engine.close()
+
+
+def test_the_primary_worker_waits_while_the_fast_tier_has_work(repo: Path):
     engine = open_engine(repo)
     engine.index()
-    engine.start_embedding()
     fast, primary = engine.fast_semantic, engine.semantic
-    assert fast._drained.wait(120), "the fast tier did not drain"
-    # The primary waited for it: a transformer's 8-text batches cannot have
-    # embedded more than the first one or two while the static model ran.
-    assert fast.pending() == 0 and primary.vector_count() <= 2 * 8
+    fast.pause()  # its backlog stays: the fast tier is busy
+    engine.start_embedding()
+    time.sleep(2.0)  # the primary's worker has loaded its model and would embed by now
+    assert primary.vector_count() == 0 and fast.busy
+    fast.resume()
+    deadline = time.monotonic() + 120
+    while (primary.busy or fast.busy) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert fast.pending() == 0 and primary.pending() == 0
+    assert_tier_consistent(engine, fast)
+    assert_tier_consistent(engine, primary)
     engine.close()
 
 
@@ -174,10 +193,7 @@ def test_a_damaged_fast_ann_file_is_rebuilt_from_the_store(repo: Path, damage: s
     engine.close()
     ann_path = vector_file_for(engine.store.db_path, FAST_TIER)
     assert ann_path.exists() and ann_path != vector_file_for(engine.store.db_path)
-    if damage == "missing":
-        ann_path.unlink()
-    else:
-        ann_path.write_bytes(b"not an index" * 100)
+    damage_ann_file(ann_path, damage)
     reopened = open_engine(repo)
     assert reopened.fast_semantic.ensure_loaded()
     assert_tier_consistent(reopened, reopened.fast_semantic)

@@ -155,6 +155,14 @@ def test_the_chunk_just_edited_is_embedded_before_the_rest_of_its_file(tmp_path:
     engine.close()
 
 
+def damage_ann_file(path: Path, damage: str) -> None:
+    """"missing": deleted; "corrupt": garbage in its place."""
+    if damage == "missing":
+        path.unlink()
+    else:
+        path.write_bytes(b"not an index" * 100)
+
+
 @pytest.mark.parametrize("damage", ["missing", "corrupt", "stale"])
 def test_ann_file_is_repaired_from_the_store(small: Path, damage: str):
     engine = semantic_engine(small)
@@ -171,10 +179,7 @@ def test_ann_file_is_repaired_from_the_store(small: Path, damage: str):
         engine.store.close()
     else:
         engine.close()
-        if damage == "missing":
-            ann_path.unlink()
-        else:
-            ann_path.write_bytes(b"not an index" * 100)
+        damage_ann_file(ann_path, damage)
     reopened = semantic_engine(small)
     assert reopened.semantic.ensure_loaded()
     assert_consistent(reopened)
@@ -221,12 +226,18 @@ def test_the_e5_tier_replaces_the_default_vectors_and_finds_paraphrases(small: P
     e5.close()
 
 
-def test_missing_model_warns_once_and_recall_still_answers(small: Path, tmp_path: Path):
-    engine = semantic_engine(small, embed_model=str(tmp_path / "none.onnx"),
+def indexed_with_a_missing_model(root: Path, tmp_path: Path) -> tuple[Engine, list[str]]:
+    """An engine whose model files do not exist, indexed, and the warnings it gives."""
+    engine = semantic_engine(root, embed_model=str(tmp_path / "none.onnx"),
                              embed_tokenizer=str(tmp_path / "none.json"))
     warnings: list[str] = []
     engine.on_warning = warnings.append
     engine.index()
+    return engine, warnings
+
+
+def test_missing_model_warns_once_and_recall_still_answers(small: Path, tmp_path: Path):
+    engine, warnings = indexed_with_a_missing_model(small, tmp_path)
     assert engine.embed_pending() == 0
     with engine.store.write() as conn:  # even with vectors present, a broken model falls back
         conn.execute("INSERT INTO vectors(text_hash, vec) VALUES ('x', x'00')")
