@@ -58,15 +58,16 @@ def test_a_schema_2_store_is_upgraded_in_place(plain: Path, tmp_path: Path):
         conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
 
     upgraded = Engine(plain, EngineOptions(db_path=str(db)))
-    # 3 only added tables; 4 (symbols, packed chunks) and 5 (file_terms) rebuild the file rows.
-    assert SCHEMA_VERSION == 5 and upgraded.store.rebuilt
+    # 3 only added tables; 4 (symbols, packed chunks) and 5 (file_terms) rebuild the file
+    # rows; 6 (fast_vectors) only adds a table.
+    assert SCHEMA_VERSION == 6 and upgraded.store.rebuilt
     upgraded.index()
     assert upgraded.store.counts()["chunks"] > 0
     # The edit log and written memory are never dropped by a rebuild.
     assert "edited_before_upgrade" in [a.symbol for a in upgraded.recent_activity()]
     upgraded.memory.remember(EVERYTHING, "after", "written after the upgrade")
     assert top_fact(upgraded, "upgrade") == "after"
-    assert upgraded.store.meta()["schema_version"] == "5"
+    assert upgraded.store.meta()["schema_version"] == "6"
     upgraded.close()
 
 
