@@ -356,11 +356,15 @@ class CtxlsServer(LanguageServer):
         source: dict[int, Engine] = {}  # id(hit) -> its engine, whose demand log it joins
         reasons: list[str] = []
         modes: set[str] = set()
+        # Weak only when every folder that found files calls its hits weak.
+        weak: list[str | None] = []
         for engine in engines:
             result = engine.recall(query, kinds, n, body, mode, scope)
             if result.partial_reason and result.partial_reason not in reasons:
                 reasons.append(result.partial_reason)
             modes.add(result.mode)
+            if any(hit.uri is not None for hits in result.hits_by_kind.values() for hit in hits):
+                weak.append(result.weak_reason)
             for kind, hits in result.hits_by_kind.items():
                 merged.setdefault(kind, []).extend(hits)
                 source.update((id(h), engine) for h in hits)
@@ -372,7 +376,8 @@ class CtxlsServer(LanguageServer):
                 engine.log_demand([h for hits in merged.values() for h in hits
                                    if source[id(h)] is engine], "recall")
         return RecallResult(merged, bool(reasons), "; ".join(reasons) or None,
-                            modes.pop() if len(modes) == 1 else "mixed")
+                            modes.pop() if len(modes) == 1 else "mixed",
+                            weak[0] if weak and all(weak) else None)
 
     def whole_text(self, path: str) -> str | None:
         """The current text of an indexed file in whichever folder holds it."""

@@ -35,7 +35,7 @@ from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
                                      impact_lines, one_line, partial_note, past_end_text,
-                                     status_lines, vimgrep_path)
+                                     status_lines, vimgrep_path, weak_note)
 
 log = logging.getLogger("ctxls")
 
@@ -180,8 +180,8 @@ def cmd_recall(args):
         _write(text + "\n" if text else "")
     else:
         text = format_hits_human(groups, _style(args), bodies=args.body) if found else "no hits"
-        _write(text + partial_note(result) + "\n")
-    return 0 if found else EXIT_NOT_FOUND
+        _write(text + weak_note(result) + partial_note(result) + "\n")
+    return 0 if found and not result.get("weak") else EXIT_NOT_FOUND
 
 
 def cmd_locate(args):

@@ -123,6 +123,13 @@ def partial_note(result: dict) -> str:
     return f"\n(partial: {result.get('partialReason') or 'indexing is still running'})"
 
 
+def weak_note(result: dict) -> str:
+    """The line saying a recall's hits are probably unrelated (``weak``)."""
+    if not result.get("weak"):
+        return ""
+    return f"\n(weak: {result.get('weakReason')}; these are only the nearest rows)"
+
+
 def human_locate(result: dict) -> str:
     files = result.get("files", [])
     if not files:

@@ -28,7 +28,7 @@ from pydantic import Field, ValidationError
 
 from ctxls import __version__
 from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
-                                     impact_lines, past_end_text, status_lines)
+                                     impact_lines, past_end_text, status_lines, weak_note)
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.mcp_stdio import serve_stdio
 from ctxls.index.errors import EngineError, InvalidParams
@@ -177,7 +177,7 @@ def recall_text(result: dict, kind: str | None, bodies: bool) -> str:
     groups = result.get("groups") or {kind: result.get("hits", [])}
     if not any(groups.values()):
         return "no hits" + _partial_line(result)
-    return format_hits_human(groups, PLAIN, bodies=bodies) + _partial_line(result)
+    return format_hits_human(groups, PLAIN, bodies=bodies) + weak_note(result) + _partial_line(result)
 
 
 def build_mcp(bridge: Bridge) -> MCPServer:

@@ -200,7 +200,8 @@ def recall_json(result: RecallResult, flat: bool) -> dict:
     else:
         out = {"groups": {k: [hit_json(h, budget) for h in hits]
                           for k, hits in result.hits_by_kind.items()}}
-    return out | partial_json(result) | truncated_json(budget)
+    weak = {"weak": True, "weakReason": result.weak_reason} if result.weak_reason else {}
+    return out | partial_json(result) | weak | truncated_json(budget)
 
 
 def item_json(item: Item | None) -> dict | None:

@@ -25,7 +25,7 @@ from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, Memor
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
-from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality
+from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality, off_topic
 from ctxls.index.embeddings import (
     DEFAULT_MODEL_NAME,
     STATIC_MODEL_NAME,
@@ -155,6 +155,10 @@ class RecallResult:
     partial_reason: str | None = None
     # The ranking actually used: "lexical" when no vectors could take part.
     mode: str = "hybrid"
+    # Why the hits are probably not about the query (assemble's off-topic
+    # test), or None. BM25 returns nothing for words that occur nowhere; a
+    # ranking by meaning always returns its nearest rows, however far.
+    weak_reason: str | None = None
 
 
 @dataclass
@@ -676,9 +680,13 @@ class Engine:
             hits_by_kind[kind] = hits[:n]
         if memory_down:
             partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
+        weak_reason = None
+        if semantic is not None and any(hits_by_kind.get(kind) for kind in FILE_KINDS):
+            weak_reason = off_topic(self.topicality(query))
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
                             partial_reason=partial_reason,
-                            mode=mode if semantic is not None else "lexical")
+                            mode=mode if semantic is not None else "lexical",
+                            weak_reason=weak_reason)
 
     def _partial_reason(self, mode: str, semantic: SemanticIndex | None) -> str | None:
         """Why an answer in ``mode`` may miss rows it should rank, or None."""
@@ -1039,7 +1047,7 @@ def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
                     for kind, hits in result.hits_by_kind.items()}
     reason = f"{len(changed)} files changed on disk while answering; their hits are left out"
     return RecallResult(hits_by_kind, True, "; ".join(filter(None, [result.partial_reason, reason])),
-                        result.mode)
+                        result.mode, result.weak_reason)
 
 
 def error_json(exc: EngineError) -> dict:

@@ -364,3 +364,35 @@ async def test_embeddings_off_and_broken_model_still_answer_over_lsp(small: Path
         hits = (await s.request("ctxls/recall", {"query": "parse_date", "kind": "code"}))["hits"]
         assert hits[0]["chunk"]["symbol"] == "parse_date"
         assert (await s.request("ctxls/status"))["embeddings"]["enabled"] is False
+
+
+def test_hybrid_recall_marks_hits_weak_when_the_repository_is_not_about_the_query(small: Path):
+    """BM25 finds nothing for words that occur nowhere; a ranking by meaning
+    always returns its nearest rows. Those are flagged weak (assemble's
+    off-topic test), never silently served as an answer; the CLI exits 1."""
+    import json
+    import subprocess
+    import sys
+
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    unrelated = "kubernetes helm chart zzqx flurbo"
+    weak = engine.recall(unrelated, ["code"], 5, mode="hybrid")
+    assert weak.mode == "hybrid" and weak.hits_by_kind["code"]  # the nearest rows stay listed
+    assert weak.weak_reason
+    assert not engine.recall(unrelated, ["code"], 5, mode="lexical").hits_by_kind["code"]
+    related = engine.recall("retry upload payload attempts", ["code"], 3, mode="hybrid")
+    assert related.weak_reason is None and related.hits_by_kind["code"][0].symbol == "retry_upload"
+    engine.close()
+
+    cli = [sys.executable, "-m", "ctxls.daemon.cli", "recall", "--root", str(small), "--no-daemon",
+           "--kind", "code"]
+    got = subprocess.run([*cli, unrelated], capture_output=True, text=True, timeout=120)
+    assert got.returncode == 1 and "(weak: " in got.stdout
+    as_json = json.loads(subprocess.run([*cli, unrelated, "--json"], capture_output=True, text=True,
+                                        timeout=120).stdout)
+    assert as_json["weak"] is True and as_json["weakReason"] == weak.weak_reason
+    found = subprocess.run([*cli, "retry upload payload attempts"], capture_output=True, text=True,
+                           timeout=120)
+    assert found.returncode == 0 and "(weak" not in found.stdout
