@@ -220,6 +220,23 @@ def test_no_training_project_is_in_an_evaluation_set(rows):
     assert train & evaluated == set()
 
 
+def reserved_projects() -> set[str]:
+    """The projects an issue reserves for independent evaluation (the
+    `Reserved:` line of bench/projects.md)."""
+    line = next(line for line in PROJECTS_MD.read_text().splitlines()
+                if line.strip().startswith("Reserved:"))
+    return {name.strip() for name in line.split(":", 1)[1].split(",")}
+
+
+def test_no_reserved_project_is_in_a_set_or_a_training_run(rows):
+    """Issue 11's reserved projects are measured independently: none may be a
+    dev, test, held-out or training project."""
+    reserved = reserved_projects()
+    assert {"model2vec", "fastapi", "libuv"} <= reserved
+    used = {r["project"].lower().split("/")[-1] for r in rows}
+    assert used & {name.lower() for name in reserved} == set()
+
+
 def test_a_missing_row_is_reported(rows):
     """The check itself: drop a row, or change its version, and it is named."""
     need = [("rayon", "1.6.1", "test", "x")]
