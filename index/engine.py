@@ -11,7 +11,7 @@ import logging
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Protocol, TypeVar
 
@@ -641,6 +641,9 @@ class Engine:
             lambda result: [h.path for hits in result.hits_by_kind.values()
                             for h in hits if h.uri is not None],
             _recall_without)
+        # Judged once, on the fresh answer (not on each of fresh_answer's rounds).
+        if result.mode != "lexical" and any(result.hits_by_kind.get(kind) for kind in FILE_KINDS):
+            result = replace(result, weak_reason=off_topic(self.topicality(query)))
         if log:
             self.log_demand([h for hits in result.hits_by_kind.values() for h in hits], "recall")
         return result
@@ -680,13 +683,9 @@ class Engine:
             hits_by_kind[kind] = hits[:n]
         if memory_down:
             partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
-        weak_reason = None
-        if semantic is not None and any(hits_by_kind.get(kind) for kind in FILE_KINDS):
-            weak_reason = off_topic(self.topicality(query))
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
                             partial_reason=partial_reason,
-                            mode=mode if semantic is not None else "lexical",
-                            weak_reason=weak_reason)
+                            mode=mode if semantic is not None else "lexical")
 
     def _partial_reason(self, mode: str, semantic: SemanticIndex | None) -> str | None:
         """Why an answer in ``mode`` may miss rows it should rank, or None."""
@@ -1047,7 +1046,7 @@ def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
                     for kind, hits in result.hits_by_kind.items()}
     reason = f"{len(changed)} files changed on disk while answering; their hits are left out"
     return RecallResult(hits_by_kind, True, "; ".join(filter(None, [result.partial_reason, reason])),
-                        result.mode, result.weak_reason)
+                        result.mode)
 
 
 def error_json(exc: EngineError) -> dict:
