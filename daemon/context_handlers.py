@@ -8,7 +8,7 @@ import logging
 from ctxls.daemon import wire
 from ctxls.daemon.memory_handlers import memory_engine
 from ctxls.daemon.app import CtxlsServer, rpc
-from ctxls.index.assemble import (Topicality, assemble, candidates_from_hits, failed, off_topic, record_call)
+from ctxls.index.assemble import assemble, candidates_from_hits, failed, off_topic, record_call
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, MAX_BUDGET_CHARS, knowledge_block
 from ctxls.index.store import now_ms
@@ -55,12 +55,10 @@ def off_topic_note(ls: CtxlsServer, query: str, kinds: list[str] | None) -> str 
     None. Asked only when files are searched: memory answers for itself."""
     if kinds is not None and not {"code", "doc"} & set(kinds):
         return None
-    seen = [engine.topicality(query) for engine in ls.workspaces.all()]
-    if not seen:
-        return None
-    cosines = [t.nearest_cosine for t in seen if t.nearest_cosine is not None]
-    return off_topic(Topicality(max(t.term_coverage for t in seen),
-                                max(cosines) if cosines else None))
+    # Off-topic only when it is so in every workspace (each judged in its own
+    # model's cosines).
+    reasons = [off_topic(engine.topicality(query)) for engine in ls.workspaces.all()]
+    return reasons[0] if reasons and all(reasons) else None
 
 
 @rpc("ctxls/knowledge")

@@ -754,15 +754,14 @@ class Engine:
             conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
                          (fts_match_expression([term]),)).fetchone()
             for table in ("fts_code", "fts_doc")))
-        nearest = None
-        semantic = self._semantic_for("semantic")
-        # assemble's cosine thresholds are the primary model's: while the fast
-        # tier serves, it judges by the words alone (as without vectors).
-        if semantic is not None and semantic is not self.fast_semantic:
+        nearest = model = None
+        semantic = self._semantic_for("semantic")  # the tier serving now, fast or primary
+        if semantic is not None:
             vector = semantic.query_vector(query)
             best = semantic.nearest(vector, 1) if vector is not None else []
             nearest = best[0][1] if best else None
-        return Topicality(found / len(terms) if terms else 0.0, nearest)
+            model = semantic.embedder.name
+        return Topicality(found / len(terms) if terms else 0.0, nearest, model)
 
     def log_demand(self, hits: list[Hit], action: str) -> None:
         """Append these hits to the demand log ("recall", or "fetch" for a get)."""

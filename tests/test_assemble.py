@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from pygls.exceptions import JsonRpcException
 
-from ctxls.index.assemble import (ByteEstimate, Candidate, TokenizerCounter, Topicality, assemble,
-                                  off_topic, pack, render)
-from ctxls.index.embeddings import load_counting_tokenizer
+from ctxls.index.assemble import (OFF_TOPIC_THRESHOLDS, ByteEstimate, Candidate, OffTopicThresholds,
+                                  TokenizerCounter, Topicality, assemble, off_topic, pack, render)
+from ctxls.index.embeddings import CODE_MODEL_NAME, MINILM_MODEL_NAME, STATIC_MODEL_NAME, load_counting_tokenizer
 
 from conftest import serve, write_tree
 
@@ -80,14 +80,31 @@ def test_abstains_on_nothing_or_a_weak_top_and_flags_a_single_hit():
 
 
 def test_off_topic_rule_needs_distance_in_meaning_or_words_found_nowhere():
-    # Topicality(share of the question's terms found, nearest cosine)
-    assert off_topic(Topicality(1.0, 0.15)).startswith("nothing in this repository is close")
-    loose = off_topic(Topicality(0.25, 0.3))
+    # Topicality(share of the question's terms found, nearest cosine, model)
+    general = OffTopicThresholds(0.2, 0.67, 0.36)
+    assert off_topic(Topicality(1.0, 0.15), general).startswith("nothing in this repository is close")
+    loose = off_topic(Topicality(0.25, 0.3), general)
     assert loose is not None and "25% do" in loose
-    assert off_topic(Topicality(0.8, 0.3)) is None  # a loose match, but most words occur
-    assert off_topic(Topicality(0.25, 0.5)) is None  # few words occur, but the match is close
+    assert off_topic(Topicality(0.8, 0.3), general) is None  # a loose match, but most words occur
+    assert off_topic(Topicality(0.25, 0.5), general) is None  # few words occur, but the match is close
     assert off_topic(Topicality(0.0, None)) is not None  # keywords only: no word occurs
     assert off_topic(Topicality(0.5, None)) is None
+
+
+def test_off_topic_thresholds_are_the_models_own():
+    # The same cosine is loose for one model and close for another (scales differ).
+    static = OFF_TOPIC_THRESHOLDS[STATIC_MODEL_NAME]
+    code = OFF_TOPIC_THRESHOLDS[CODE_MODEL_NAME]
+    assert static.coverage_cosine != code.coverage_cosine
+    between = (static.coverage_cosine + code.coverage_cosine) / 2
+    few_words = min(static.min_coverage, code.min_coverage) / 2
+    verdicts = {model: off_topic(Topicality(few_words, between, model))
+                for model in (STATIC_MODEL_NAME, CODE_MODEL_NAME)}
+    assert sum(verdict is not None for verdict in verdicts.values()) == 1
+    # A model nobody calibrated (a user's own) is judged by the words alone.
+    assert off_topic(Topicality(0.5, 0.01, "my-model")) is None
+    assert off_topic(Topicality(0.0, 0.99, "my-model")) is not None
+    assert set(OFF_TOPIC_THRESHOLDS) <= {MINILM_MODEL_NAME, CODE_MODEL_NAME, STATIC_MODEL_NAME}
 
 
 async def assemble_request(s, **params) -> dict:

@@ -77,8 +77,9 @@ def test_the_fast_tier_serves_while_the_transformer_embeds_then_hands_over(repo:
         f"semantic: fast tier ({STATIC_MODEL_NAME}) while {CODE_MODEL_NAME} embeds "
         f"{primary.vector_count()}/{total}")
     assert engine._semantic_for("hybrid") is fast  # what recall ranks with
-    # assemble's abstention thresholds are the transformer's: words alone meanwhile.
-    assert engine.topicality("checksum of a blob").nearest_cosine is None
+    # Topicality is judged in the serving tier's cosines, against that model's thresholds.
+    fast_topicality = engine.topicality("checksum of a blob")
+    assert fast_topicality.model == STATIC_MODEL_NAME and fast_topicality.nearest_cosine > 0.3
     served_by_fast = semantic_scores(engine, "checksum of a blob")
     assert next(iter(served_by_fast)) == "compute_checksum"
     status = engine.status()
@@ -98,7 +99,9 @@ def test_the_fast_tier_serves_while_the_transformer_embeds_then_hands_over(repo:
     result = engine.recall("try again when a transfer fails", ["code"], 3, mode="hybrid")
     assert not result.partial and result.hits_by_kind["code"][0].symbol == "retry_upload"
     assert engine._semantic_for("hybrid") is primary
-    assert engine.topicality("checksum of a blob").nearest_cosine > 0.3
+    primary_topicality = engine.topicality("checksum of a blob")
+    assert primary_topicality.model == CODE_MODEL_NAME and primary_topicality.nearest_cosine > 0.3
+    assert primary_topicality.nearest_cosine != fast_topicality.nearest_cosine
     served_by_primary = semantic_scores(engine, "checksum of a blob")
     assert next(iter(served_by_primary)) == "compute_checksum"
     # Another model's cosines: no score of one ranking is the other's.
