@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from ctxls.index import store as store_module
+from ctxls.index.store import database as store_database
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import StoreUnavailable, WriteFailed
 from ctxls.index.scopes import EVERYTHING
@@ -227,8 +228,8 @@ class FlakyDisk:
                 raise exc
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(store_module.sqlite3, "connect", connect)
-        monkeypatch.setattr(store_module, "RETRY_S", 0.0)
+        monkeypatch.setattr(sqlite3, "connect", connect)
+        monkeypatch.setattr(store_database, "RETRY_S", 0.0)
 
 
 def test_a_transient_open_error_moves_nothing_and_the_store_comes_back(
