@@ -8,7 +8,6 @@ Everything a shell (daemon, CLI, MCP bridge, benchmark) needs goes through
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -19,6 +18,7 @@ from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
                                    decode_text, ignored_paths, looks_binary, read_file,
                                    relative_path, replace_lone_surrogates, stat_signature)
+from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
                                 OutsideRoot, StalePointer, StoreUnavailable)
@@ -474,6 +474,9 @@ class Engine:
         under way), so after FRESH_RETRIES what still changed is left out
         (``without``) rather than served with old lines."""
         for _ in range(FRESH_RETRIES):
+            check_cancelled()
+            # Each round reads one snapshot, taken after the serial it is checked against.
+            self.store.renew_snapshot()
             serial = self.indexer.row_serial
             result = answer()
             paths = paths_of(result)
@@ -878,16 +881,15 @@ class Engine:
         store_error: StoreUnavailable | None = None
         languages: dict = {}
         try:
-            counts = self.store.counts()
-            vectors = semantic.vector_count() if semantic else 0
-            embedding = semantic.pending() if semantic and semantic.failed is None else 0
-            embeddings = self._describe_embeddings()
-            languages = self._language_counts()
-        except (StoreUnavailable, sqlite3.Error) as exc:
+            with self.store.snapshot():  # the counts of one state
+                counts = self.store.counts()
+                vectors = semantic.vector_count() if semantic else 0
+                embedding = semantic.pending() if semantic and semantic.failed is None else 0
+                embeddings = self._describe_embeddings()
+                languages = self._language_counts()
+        except StoreUnavailable as exc:
             # A damaged store reported, never a failed status (and repaired at its next use).
-            store_error = exc if isinstance(exc, StoreUnavailable) else self.store.failure(exc, False)
-            if store_error is None:
-                raise
+            store_error = exc
             counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
             embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()

@@ -52,7 +52,7 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   :class:`WriteFailed` (-32007): nothing was committed.
 """
 
-from ctxls.index.store.database import Connection, Row, Store
+from ctxls.index.store.database import Connection, Row, Store, read_snapshot
 from ctxls.index.store.failures import StoreVersionError, storage_reason, store_error
 from ctxls.index.store.reads import (FileState, connection_cache, file_term_count, fts_generation,
                                      parse_file_terms, paths_generation)
@@ -66,4 +66,4 @@ __all__ = ["APPLICATION_ID", "CARRIED_TABLES", "CHUNKER_VERSION", "Connection", 
            "FileRecord", "FileState", "INDEX_STAMP", "MEMORY_FTS_TABLE_BY_KIND", "QUARANTINE_LABEL",
            "Row", "SCHEMA_VERSION", "Store", "StoreVersionError", "TOKENIZER_VERSION",
            "VECTOR_TABLES", "connection_cache", "file_term_count", "fts_generation", "now_ms",
-           "parse_file_terms", "paths_generation", "storage_reason", "store_error"]
+           "parse_file_terms", "paths_generation", "read_snapshot", "storage_reason", "store_error"]

@@ -289,14 +289,18 @@ class Store(Migrations, Recovery, FileRows, Reads):
             self._local.conn, self._local.generation = conn, self._generation
             with self._readers_lock:
                 self._readers.append(conn)
-        if getattr(self._local, "snapshots", 0) and not conn.in_transaction:
+        stores = getattr(_snapshot, "stores", None)
+        if stores is not None and not conn.in_transaction:
             conn.execute("BEGIN DEFERRED")  # the snapshot is taken by the first read after it
+            if self not in stores:
+                stores.append(self)
         return conn
 
     @contextmanager
     def snapshot(self) -> Iterator[Connection]:
-        """This thread's reader, reading one snapshot for the block."""
-        with read_snapshot([self]):
+        """This thread's reader, reading one snapshot for the block (see
+        ``read_snapshot``)."""
+        with read_snapshot():
             yield self.reader()
 
     def renew_snapshot(self) -> None:
@@ -310,15 +314,10 @@ class Store(Migrations, Recovery, FileRows, Reads):
             except sqlite3.Error as exc:
                 raise translated(exc, self.db_path, writing=False) from exc
 
-    def _enter_snapshot(self) -> None:
-        self._local.snapshots = getattr(self._local, "snapshots", 0) + 1
-
-    def _leave_snapshot(self) -> None:
-        self._local.snapshots -= 1
-        if not self._local.snapshots:
-            conn = getattr(self._local, "conn", None)
-            if conn is not None and conn.in_transaction:
-                self._rollback(conn)  # a read transaction: ending it is all
+    def _end_snapshot(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.in_transaction:
+            self._rollback(conn)  # a read transaction: ending it is all
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -424,25 +423,35 @@ class Store(Migrations, Recovery, FileRows, Reads):
         return dict(self.reader().execute("SELECT key, value FROM meta").fetchall())
 
 
+
+# This thread's read snapshot: None outside one, else the stores read in it.
+_snapshot = threading.local()
+
+
 @contextmanager
-def read_snapshot(stores: list[Store]) -> Iterator[None]:
-    """Every read of these stores in this thread, for the block, sees one
-    state of each: a read transaction begun at a store's first read (a store
-    the block never reads costs nothing, and an unavailable one fails only a
-    block that reads it), ended when the outermost block ends. Writes of
-    other threads committed meanwhile are not seen; this thread's own are
-    (``write`` renews the snapshot after its commit). A SQLite error raised in
-    the block leaves it as the library's error (``StoreError``): it does not
-    say which store it came from, so each store is asked (on corruption every
-    one becomes suspect and checks itself at its next use)."""
-    for store in stores:
-        store._enter_snapshot()
+def read_snapshot() -> Iterator[None]:
+    """Every read of any store in this thread, for the block, sees one state
+    of that store: a read transaction begun at the store's first read (a
+    store the block never reads costs nothing, and an unavailable one fails
+    only a block that reads it), ended when the outermost block ends. Commits
+    of other threads meanwhile are not seen; this thread's own are (``write``
+    renews the snapshot after its commit, ``renew_snapshot`` on demand). A
+    SQLite error raised in the block leaves it as the library's error
+    (``StoreError``): it does not say which store it came from, so each store
+    read is asked (on corruption each becomes suspect and checks itself at
+    its next use)."""
+    if getattr(_snapshot, "stores", None) is not None:  # nested: the outer block holds it
+        yield
+        return
+    _snapshot.stores = []
     try:
         yield
     except sqlite3.Error as exc:
-        errors = [store.failure(exc, writing=False) for store in stores]
+        errors = [store.failure(exc, writing=False) for store in _snapshot.stores]
+        db_path = _snapshot.stores[0].db_path if _snapshot.stores else ""
         raise (next((error for error in errors if error is not None), None)
-               or translated(exc, stores[0].db_path if stores else "", writing=False)) from exc
+               or translated(exc, db_path, writing=False)) from exc
     finally:
+        stores, _snapshot.stores = _snapshot.stores, None
         for store in stores:
-            store._leave_snapshot()
+            store._end_snapshot()

@@ -4,6 +4,7 @@ reader's snapshot (``connection_cache`` and the generations that key it)."""
 from __future__ import annotations
 
 import collections
+import sqlite3
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
@@ -104,6 +105,18 @@ class Reads:
             "SELECT id, path, size, mtime_ns, hash, source FROM files WHERE path = ?",
             (path,)).fetchone()
         return FileState(**dict(row)) if row else None
+
+    def read_text(self, table: str, column: str, row_id: int, max_bytes: int | None) -> str | None:
+        """A text value read incrementally (blob I/O knows its size before
+        reading any of it); None when it is over ``max_bytes`` or the row is
+        gone (removed since it was listed)."""
+        try:
+            with self.reader().blobopen(table, column, row_id, readonly=True) as blob:
+                if max_bytes is not None and len(blob) > max_bytes:
+                    return None
+                return blob.read().decode("utf-8", "replace")
+        except sqlite3.OperationalError:
+            return None
 
     def counts(self) -> dict[str, int]:
         with self.snapshot() as conn:
