@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import logging
 import resource
-import sqlite3
 from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
 
 from ctxls.index.discovery import DiscoveryOptions, too_broad_root
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.errors import EngineError, OutsideRoot
-from ctxls.index.store import store_error
+from ctxls.index.errors import OutsideRoot
 
 from ctxls.daemon.options import InitOptions
 from ctxls.daemon.uris import local_path
@@ -126,15 +124,6 @@ class Workspaces:
         if include_loose and self._loose is not None:
             engines.append(self._loose)
         return engines
-
-    def store_failure(self, exc: sqlite3.Error) -> EngineError | None:
-        """The protocol error for a read that failed for a store's sake (None:
-        not a storage failure). An error does not say which store it came
-        from: on corruption every store becomes suspect and checks itself
-        (and is repaired when damaged) at its next use."""
-        engines = self.all(include_loose=True)
-        errors = [engine.store.failure(exc, writing=False) for engine in engines]
-        return errors[0] if errors else store_error(exc, "", writing=False)
 
     def is_loose(self, engine: Engine) -> bool:
         return engine is self._loose

@@ -18,6 +18,7 @@ from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
                                    decode_text, ignored_paths, looks_binary, read_file,
                                    relative_path, replace_lone_surrogates, stat_signature)
+from ctxls.index import graph
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
@@ -1004,6 +1005,15 @@ class Engine:
         return [ActivityItem(id=r["path"], symbol=r["symbol"], kind=r["kind"],
                              last_edited_at=r["last"], edits=r["n"],
                              origin=origins.get(r["newest"])) for r in rows]
+
+    def file_node(self, path: str) -> graph.FileNode | None:
+        """An indexed file's node: its chunks and import-edge counts."""
+        return graph.file_node(self.store.reader(), path)
+
+    def related(self, path: str, direction: str = "both",
+                hops: int = 1) -> tuple[list[graph.Related], bool]:
+        """The files ``hops`` import edges from ``path`` (and whether cut short)."""
+        return graph.related(self.store.reader(), path, direction, hops)
 
     def document_symbols(self, path: str) -> list[SymbolInfo]:
         rows = self.store.reader().execute(
