@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import resource
+import threading
 from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
@@ -75,6 +76,7 @@ class Workspaces:
         self.options = options
         self.engines: dict[Path, Engine] = {}
         self._loose: Engine | None = None
+        self._loose_lock = threading.Lock()
         self.problems: list[str] = []
 
     def add_folder(self, root: Path, single_root: bool = True) -> Engine | None:
@@ -115,9 +117,10 @@ class Workspaces:
 
     @property
     def loose(self) -> Engine:
-        if self._loose is None:
-            self._loose = Engine(Path("/"), EngineOptions(), private_store=True)
-        return self._loose
+        with self._loose_lock:  # asked from the loop and from the lanes' threads
+            if self._loose is None:
+                self._loose = Engine(Path("/"), EngineOptions(), private_store=True)
+            return self._loose
 
     def all(self, include_loose: bool = False) -> list[Engine]:
         engines = list(self.engines.values())
