@@ -411,14 +411,14 @@ class CtxlsServer(LanguageServer):
                     "chunks": 0, "vectors": 0,
                     "pending": 0,
                     "embeddings": {"enabled": False, "model": "", "dim": 0}, "root": "",
-                    "dbPath": "", "version": __version__}
+                    "db_path": "", "version": __version__}
         else:
             statuses = [e.status() for e in engines]
             base = dict(statuses[0])
             # Not yet complete counts as indexing, unless the store or the
             # last pass failed: then the error is what status says.
-            base["indexing"] = any(s["indexing"] or not (s["complete"] or "storeError" in s
-                                                         or "indexError" in s)
+            base["indexing"] = any(s["indexing"] or not (s["complete"] or "store_error" in s
+                                                         or "index_error" in s)
                                    for s in statuses)
             base["state"] = min((s["state"] for s in statuses), key=STATES.index)
             base["files"] = sum(s["files"] for s in statuses)

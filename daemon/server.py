@@ -205,7 +205,7 @@ def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
 
 @rpc("ctxls/status")
 def status(ls: CtxlsServer, params: wire.Params) -> dict:
-    return ls.status()
+    return wire.status_json(ls.status())
 
 
 @rpc("ctxls/index")

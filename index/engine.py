@@ -176,6 +176,8 @@ class Item:
     created_at: int | None = None
     expires_at: int | None = None
     encoding: str | None = None  # "base64": text is an ingested blob's bytes
+    # A file's lines asked for (first, last), as cut: the answer says them.
+    lines_given: tuple[int, int] | None = None
 
 
 @dataclass
@@ -854,6 +856,7 @@ class Engine:
             return None
         provenance = "buffer" if self.buffer_text(path) is not None else "disk"
         meta: dict = {"lines": len(text.split("\n"))}
+        lines_given: tuple[int, int] | None = None
         if start_line is not None or end_line is not None:
             if changed_now or content_hash(text) != state.hash:
                 raise StalePointer(path)
@@ -861,7 +864,7 @@ class Engine:
             first = start_line or 0
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
             text = "\n".join(lines[first:last + 1])
-            meta.update(startLine=first, endLine=last)
+            lines_given = (first, last)
         row = self.store.reader().execute(
             "SELECT language, indexed_at FROM files WHERE id = ?", (state.id,)).fetchone()
         kind = self.store.reader().execute(
@@ -870,11 +873,12 @@ class Engine:
             self.demand.record([Demand(path, kind[0] if kind else "code", None, None)], "fetch")
         return Item(id=path, kind=kind[0] if kind else "code", format=row["language"],
                     source="file", provenance=provenance, occurred_at=row["indexed_at"],
-                    text=text, meta=meta)
+                    text=text, meta=meta, lines_given=lines_given)
 
     def status(self) -> dict:
         """Never raises for the store's sake: an unavailable store is reported
-        (``storeError``) with zero counts."""
+        (``store_error``) with zero counts. Python names and values (errors as
+        ``EngineError``s): ``wire.status_json`` makes it the protocol's."""
         with self._buffers_lock:
             buffers = len(self._buffers)
         files_pending = max(self.progress.total - self.progress.done, 0) if self.indexing else 0
@@ -895,7 +899,7 @@ class Engine:
             embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
-            state = "error"  # storeError / indexError say what
+            state = "error"  # store_error / index_error say what
         elif self.indexing or not self.cold_index_done:
             state = "indexing"
         elif embedding and semantic.running:
@@ -903,7 +907,7 @@ class Engine:
         elif embedding:
             state = "idle"  # vectors missing, but no worker here computes them
         elif memory_error is not None:
-            state = "degraded"  # code is served, written memory is not: memoryError says why
+            state = "degraded"  # code is served, written memory is not: memory_error says why
         else:
             state = "ready"
         status = {
@@ -924,15 +928,15 @@ class Engine:
             **languages,
             "watch": watch_status(self.follower, self.options.watch),
             "root": str(self.root),
-            "dbPath": self.store.db_path,
+            "db_path": self.store.db_path,
             "version": __version__,
         }
         if store_error is not None:
-            status["storeError"] = error_json(store_error)
+            status["store_error"] = store_error
         if self.index_error is not None:
-            status["indexError"] = error_json(self.index_error)
+            status["index_error"] = self.index_error
         if memory_error is not None:
-            status["memoryError"] = error_json(memory_error)
+            status["memory_error"] = memory_error
         if self.store.repair is not None:
             status["repaired"] = self.store.repair
         quarantined = self.store.quarantined()
@@ -956,12 +960,12 @@ class Engine:
                 "model": STATIC_MODEL_NAME, "vectors": fast.vector_count(),
                 "pending": fast.pending() if fast.failed is None else 0}
             if serving is fast:
-                described["servingText"] = self.serving_text()
+                described["serving_text"] = self.serving_text()
         return described
 
     def _language_counts(self) -> dict:
         """Status's `languages` (files per language, and whether its
-        definitions are read) and `withoutGrammar` (the files in a known
+        definitions are read) and `without_grammar` (the files in a known
         language read as line windows, at most STATUS_SKIPPED_LISTED listed)."""
         conn = self.store.reader()
         rows = conn.execute("SELECT language, count(*) FROM files GROUP BY language "
@@ -975,7 +979,7 @@ class Engine:
         paths = [row[0] for row in conn.execute(
             f"SELECT path FROM files WHERE language IN ({marks}) ORDER BY path LIMIT ?",
             (*plain, STATUS_SKIPPED_LISTED))] if plain else []
-        return {"languages": languages, "withoutGrammar": {"count": count, "files": paths}}
+        return {"languages": languages, "without_grammar": {"count": count, "files": paths}}
 
     def trust_quarantined(self) -> dict:
         """Import the written rows of the stores quarantined as not this
@@ -1059,11 +1063,6 @@ def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
     reason = f"{len(changed)} files changed on disk while answering; their hits are left out"
     return RecallResult(hits_by_kind, True, "; ".join(filter(None, [result.partial_reason, reason])),
                         result.mode)
-
-
-def error_json(exc: EngineError) -> dict:
-    """An engine error as status reports it: the JSON-RPC error it answers with."""
-    return {"code": exc.code, "message": exc.message, "data": exc.data}
 
 
 def skipped_json(skipped: dict[str, str]) -> dict:

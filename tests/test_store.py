@@ -206,7 +206,7 @@ def test_a_db_path_that_is_not_ours_is_refused_and_never_touched(plain_repo: Pat
                                                  "sqlite": "foreign"}[planted]
     with pytest.raises(StoreUnavailable):
         engine.memory.remember(EVERYTHING, "k", "a fact")
-    assert engine.status()["storeError"]["code"] == -32006
+    assert engine.status()["store_error"].code == -32006
     engine.close()
     assert listing(where) == before
     if planted == "folder":
@@ -249,12 +249,12 @@ def test_a_transient_open_error_moves_nothing_and_the_store_comes_back(
     with pytest.raises(StoreUnavailable):
         reopened.memory.remember(EVERYTHING, "lost", "never acknowledged")
     status = reopened.status()
-    assert status["storeError"]["data"]["reason"] == "io" and status["files"] == 0
+    assert status["store_error"].data["reason"] == "io" and status["files"] == 0
     assert listing(tmp_path) == before  # nothing moved aside, nothing written
 
     disk.failing = False  # the disk recovers: the next access reopens the same store
     assert reopened.memory.count(EVERYTHING) == 1
-    assert "storeError" not in reopened.status()
+    assert "store_error" not in reopened.status()
     assert not any(".corrupt-" in p.name for p in tmp_path.iterdir())
     reopened.close()
 
@@ -287,7 +287,7 @@ def test_our_corrupt_store_is_moved_aside_and_its_memory_carried_over(plain_repo
 
     reopened = make_engine(plain_repo, db)
     assert reopened.store.error is None and reopened.store.rebuilt
-    assert reopened.status()["repaired"]["movedTo"].startswith(str(db))
+    assert reopened.status()["repaired"]["moved_to"].startswith(str(db))
     if table == "meta":
         assert len(list(tmp_path.glob("index.db.quarantined-*[0-9]"))) == 1
         assert reopened.memory.count(EVERYTHING) == 0
@@ -390,10 +390,10 @@ def test_a_cold_index_failing_on_a_full_disk_ends_with_indexing_false_and_the_er
         engine.cold_index()
     status = engine.status()
     assert status["indexing"] is False and status["complete"] is False
-    assert status["indexError"]["code"] == -32007
+    assert status["index_error"].code == -32007
     engine.store._writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
     engine.cold_index()
-    assert "indexError" not in engine.status() and engine.status()["files"] == 105
+    assert "index_error" not in engine.status() and engine.status()["files"] == 105
     engine.close()
 
 

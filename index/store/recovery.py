@@ -89,7 +89,7 @@ class Recovery:
                   self.db_path, cause, aside)
         self._create_anew()
         carried = self._carry_over(aside)
-        self.repair = {"at": now_ms(), "cause": str(cause), "movedTo": aside, "carried": carried}
+        self.repair = {"at": now_ms(), "cause": str(cause), "moved_to": aside, "carried": carried}
         log.warning("carried into the new store from %s: %s", aside, carried)
 
     def _quarantine(self, why: str) -> None:
@@ -97,7 +97,7 @@ class Recovery:
         whole (its index and vectors were made elsewhere too) and start anew;
         `import_quarantined` carries its rows in when the user says so."""
         aside = self._move_aside(QUARANTINE_LABEL, why)
-        self.repair = {"at": now_ms(), "cause": why, "movedTo": aside, "carried": {}}
+        self.repair = {"at": now_ms(), "cause": why, "moved_to": aside, "carried": {}}
         log.warning("index store %s is not trusted: %s. Moved to %s; its written memory is "
                     "quarantined (not served) until `ctxls trust-memory` imports it",
                     self.db_path, why, aside)
