@@ -22,7 +22,7 @@ from ctxls.index import graph
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
-                                OutsideRoot, StalePointer, StoreUnavailable)
+                                OutsideRoot, RequestCancelled, StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
@@ -539,7 +539,7 @@ class Engine:
                 self.listed_ns = listed_ns
                 self._cold_done.set()
             self.index_error = None
-        except Cancelled:
+        except (Cancelled, RequestCancelled):  # stopped, not failed: the next pass resumes
             raise
         except Exception as exc:  # status says why until a pass succeeds
             self.index_error = exc if isinstance(exc, EngineError) else EngineError(

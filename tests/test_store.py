@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -12,9 +13,9 @@ import pytest
 from ctxls.index import store as store_module
 from ctxls.index.store import database as store_database
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.errors import StoreUnavailable, WriteFailed
+from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
 from ctxls.index.scopes import EVERYTHING
-from ctxls.index.store import Store, StoreVersionError
+from ctxls.index.store import Store, StoreVersionError, read_snapshot
 from ctxls.index.tokenize import expand_tokens
 
 from conftest import SAMPLE_FILES, write_tree
@@ -441,3 +442,58 @@ def test_a_store_closed_under_a_request_is_a_store_error_not_an_internal_one(tmp
     with pytest.raises(sqlite3.Error) as raised:
         other.execute("SELEC 1")
     assert store_module.store_error(raised.value, "x.db", writing=False) is None
+
+
+# -- one read snapshot per request -------------------------------------------------------
+
+def memory_rows(store: Store) -> int:
+    return store.reader().execute("SELECT count(*) FROM memory").fetchone()[0]
+
+
+def test_a_request_reads_one_snapshot_while_another_thread_commits(plain_repo: Path, tmp_path: Path):
+    """Readers ran in autocommit: a request reading twice could see two
+    states. Inside read_snapshot (what the router gives every request) a
+    commit made by another thread between the two reads is not seen; the
+    next request sees it."""
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    engine.memory.remember(EVERYTHING, "first", "the first fact")
+    with read_snapshot():
+        before = memory_rows(engine.store)
+        writer = threading.Thread(
+            target=engine.memory.remember, args=(EVERYTHING, "second", "committed meanwhile"))
+        writer.start()
+        writer.join(timeout=30)
+        assert not writer.is_alive()
+        assert memory_rows(engine.store) == before == 1
+        assert engine.store.counts()["files"] == 0  # a nested snapshot is the same one
+    assert memory_rows(engine.store) == 2
+    engine.close()
+
+
+def test_a_request_sees_its_own_writes_and_a_new_round_sees_all(plain_repo: Path, tmp_path: Path):
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    with read_snapshot():
+        assert memory_rows(engine.store) == 0
+        engine.memory.remember(EVERYTHING, "mine", "written by this request")
+        assert memory_rows(engine.store) == 1  # write() renewed this thread's snapshot
+        other = threading.Thread(
+            target=engine.memory.remember, args=(EVERYTHING, "theirs", "another thread's"))
+        other.start()
+        other.join(timeout=30)
+        assert memory_rows(engine.store) == 1
+        engine.store.renew_snapshot()  # what each round of Engine.fresh_answer does
+        assert memory_rows(engine.store) == 2
+    engine.close()
+
+
+def test_a_sqlite_error_leaves_a_snapshot_as_the_librarys_error(plain_repo: Path, tmp_path: Path):
+    """The daemon catches StoreError, never sqlite3.Error: a statement's own
+    failure is a StoreError (-32603, reason "statement"); the snapshot ends."""
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    with pytest.raises(StoreError) as raised:
+        with read_snapshot():
+            engine.store.reader().execute("SELECT no_such_column FROM files")
+    assert not isinstance(raised.value, sqlite3.Error) and isinstance(raised.value.__cause__, sqlite3.Error)
+    assert raised.value.code == -32603 and raised.value.data["reason"] == "statement"
+    assert not engine.store.reader().in_transaction
+    engine.close()
