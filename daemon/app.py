@@ -522,10 +522,13 @@ def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[A
     def register(fn: Callable[[CtxlsServer, wire.Params], Any]):
         CUSTOM_METHODS[method] = fn
 
+        def body(ls: CtxlsServer, raw: Any) -> Any:
+            return fn(ls, wire.Params(raw))  # params of the wrong shape: -32602 from here
+
         @server.feature(method)
         @functools.wraps(fn)
         async def handler(ls: CtxlsServer, raw: Any) -> Any:
-            return await ls.answer(method, fn, wire.Params(raw))
+            return await ls.answer(method, body, raw)
 
         return handler
 
