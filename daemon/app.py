@@ -5,11 +5,12 @@ instance) and ``rpc`` (a custom request's registration). The handler modules
 import this module and register on ``server``; ``server.py`` imports them
 all, so importing it gives the assembled daemon.
 
-Each handler checks params, calls one engine function off the event loop
-(``asyncio.to_thread``, so a slow query never blocks typing) and converts the
-result with ``ctxls.daemon.wire``. Engine errors become JSON-RPC errors with
-the protocol's codes; anything unexpected becomes an internal error for that
-request only: the daemon never dies on a request.
+Each handler checks params, calls into the engine and converts the result
+with ``ctxls.daemon.wire``; where and how it runs (on the loop, the read
+pool or the write pool, with its snapshot and cancel token) is its row of
+daemon/router.py, the one table that says so. Engine errors become JSON-RPC
+errors with the protocol's codes; anything unexpected becomes an internal
+error for that request only: the daemon never dies on a request.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ import functools
 import itertools
 import logging
 import os
-import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -36,6 +36,7 @@ from ctxls.daemon import wire
 from ctxls.daemon.client_process import ClientWatch
 from ctxls.daemon.options import InitOptions
 from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
+from ctxls.daemon.router import ROUTER, Lane, route_of
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.workspaces import Workspaces
 from ctxls.index.assemble import aggregate
@@ -105,7 +106,7 @@ class CtxlsServer(LanguageServer):
         self._flushing: set[asyncio.Task] = set()
         # Unique across processes: a proxy replays its session to the next daemon.
         self._progress_tokens = (f"{os.getpid()}-{n}" for n in itertools.count(1))
-        self._shutdown = threading.Event()
+        self.stopping = threading.Event()
         # Roots indexed before any client connected (`ctxls serve --root`).
         self.prewarmed: dict[Path, Engine] = {}
         self.no_socket = False  # `serve --no-socket`
@@ -202,7 +203,7 @@ class CtxlsServer(LanguageServer):
             os._exit(0)
 
     async def close_all(self) -> None:
-        self._shutdown.set()
+        self.stopping.set()
         if self.shared_socket is not None:
             self.shared_socket.close()
             self.shared_socket = None
@@ -216,9 +217,9 @@ class CtxlsServer(LanguageServer):
     async def report_joined(self, engine: Engine) -> None:
         """A folder another session indexes: one progress begin/end when its
         first index is done, so this client's UI learns it is indexed too."""
-        while not engine.cold_index_done and not self._shutdown.is_set():
+        while not engine.cold_index_done and not self.stopping.is_set():
             await asyncio.sleep(0.2)
-        if self._shutdown.is_set():
+        if self.stopping.is_set():
             return
         self.refresh_code_lenses()  # they said "indexing…"
         if not self.supports_progress():
@@ -255,7 +256,7 @@ class CtxlsServer(LanguageServer):
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
             title="ctxls: embedding", message=embedding_progress_text(0, total, 0.0),
             percentage=0))
-        while not self._shutdown.is_set() and engine.semantic and engine.semantic.failed is None:
+        while not self.stopping.is_set() and engine.semantic and engine.semantic.failed is None:
             status = await asyncio.to_thread(engine.status)
             done, pending = max(status["vectors"] - first_vectors, 0), status["pending"]
             if pending == 0:
@@ -277,12 +278,12 @@ class CtxlsServer(LanguageServer):
         try:
             while True:
                 try:
-                    stats = await asyncio.to_thread(engine.cold_index, bar.report, self._shutdown)
+                    stats = await asyncio.to_thread(engine.cold_index, bar.report, self.stopping)
                     break
                 except StoreUnavailable:
                     # Reported by status and by every request meanwhile; the
                     # store is retried until it opens or the daemon stops.
-                    if self._shutdown.is_set():
+                    if self.stopping.is_set():
                         raise Cancelled() from None
                     await asyncio.sleep(STORE_RETRY_S)
             message = f"indexed {stats.files} files ({stats.added} new, {stats.updated} changed)"
@@ -333,7 +334,8 @@ class CtxlsServer(LanguageServer):
         engine, path = target
         self._pending_buffers += 1
         try:
-            changed = await asyncio.to_thread(engine.set_buffer, path, doc.source)
+            changed = await ROUTER.on_lane(Lane.EXCLUSIVE,
+                                           functools.partial(engine.set_buffer, path, doc.source))
         except Exception:
             log.exception("indexing buffer %s failed", uri)
         else:
@@ -409,14 +411,14 @@ class CtxlsServer(LanguageServer):
                     "chunks": 0, "vectors": 0,
                     "pending": 0,
                     "embeddings": {"enabled": False, "model": "", "dim": 0}, "root": "",
-                    "dbPath": "", "version": __version__}
+                    "db_path": "", "version": __version__}
         else:
             statuses = [e.status() for e in engines]
             base = dict(statuses[0])
             # Not yet complete counts as indexing, unless the store or the
             # last pass failed: then the error is what status says.
-            base["indexing"] = any(s["indexing"] or not (s["complete"] or "storeError" in s
-                                                         or "indexError" in s)
+            base["indexing"] = any(s["indexing"] or not (s["complete"] or "store_error" in s
+                                                         or "index_error" in s)
                                    for s in statuses)
             base["state"] = min((s["state"] for s in statuses), key=STATES.index)
             base["files"] = sum(s["files"] for s in statuses)
@@ -444,6 +446,16 @@ class CtxlsServer(LanguageServer):
             for field in ("files", "added", "updated", "removed", "unchanged", "skipped"):
                 setattr(total, field, getattr(total, field) + getattr(stats, field))
         return total
+
+    async def answer(self, method: str, fn: Callable[["CtxlsServer", Any], Any], params: Any) -> Any:
+        """``fn(self, params)`` run as ``method``'s route says; engine errors
+        become JSON-RPC errors with the protocol's codes."""
+        if route_of(method).settles:
+            await self.settle_buffers()
+        try:
+            return await ROUTER.run(method, functools.partial(fn, self, params))
+        except EngineError as exc:
+            raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
 
     @property
     def custom_methods(self) -> dict[str, Callable[["CtxlsServer", wire.Params], Any]]:
@@ -502,33 +514,41 @@ server = CtxlsServer()
 CUSTOM_METHODS: dict[str, Callable[[CtxlsServer, wire.Params], Any]] = {}
 
 
-def rpc(method: str, settle: bool = False) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]:
-    """Register a custom request whose body runs in a worker thread and whose
-    engine errors carry the protocol's error codes; ``settle``: after the
-    buffers being indexed are (CtxlsServer.settle_buffers)."""
+def rpc(method: str) -> Callable[[Callable[..., Any]], Callable[..., Awaitable[Any]]]:
+    """Register a custom request's plain body (``fn(ls, params)``), run as its
+    row of daemon/router.py says."""
+    route_of(method)  # a method without a row fails here, at import
 
     def register(fn: Callable[[CtxlsServer, wire.Params], Any]):
-        @functools.wraps(fn)
-        def guarded(ls: CtxlsServer, params: wire.Params) -> Any:
-            try:
-                return fn(ls, params)
-            except sqlite3.Error as exc:  # a read failing for the store's sake
-                error = ls.workspaces.store_failure(exc)
-                if error is None:
-                    raise
-                raise error from exc
+        CUSTOM_METHODS[method] = fn
 
-        CUSTOM_METHODS[method] = guarded
+        def body(ls: CtxlsServer, raw: Any) -> Any:
+            return fn(ls, wire.Params(raw))  # params of the wrong shape: -32602 from here
 
         @server.feature(method)
         @functools.wraps(fn)
         async def handler(ls: CtxlsServer, raw: Any) -> Any:
-            if settle:
-                await ls.settle_buffers()
-            try:
-                return await asyncio.to_thread(guarded, ls, wire.Params(raw))
-            except EngineError as exc:
-                raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
+            return await ls.answer(method, body, raw)
+
+        return handler
+
+    return register
+
+
+def feature(method: str, options: Any = None) -> Callable[[Callable[..., Any]], Any]:
+    """Register an LSP method's handler (``fn(ls, params)``), run as its row
+    of daemon/router.py says: an inline one is pygls's as it is (it may be a
+    coroutine function); any other is a plain function run in its lane."""
+    route = route_of(method)
+
+    def register(fn: Callable[..., Any]):
+        if route.lane is Lane.INLINE:
+            return server.feature(method, options)(fn)
+
+        @server.feature(method, options)
+        @functools.wraps(fn)
+        async def handler(ls: CtxlsServer, params: Any) -> Any:
+            return await ls.answer(method, fn, params)
 
         return handler
 

@@ -8,6 +8,7 @@ return the protocol's JSON, so output never depends on which one answered.
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import threading
@@ -159,6 +160,7 @@ class EngineAccess:
 
     def _local(self, method: str, params: dict | None) -> Any:
         from ctxls.daemon import wire
+        from ctxls.daemon.router import ROUTER
         from ctxls.daemon.server import server
 
         if not self._local_ready:
@@ -167,7 +169,7 @@ class EngineAccess:
         handler = server.custom_methods.get(method)
         if handler is None:
             raise RemoteError(-32601, f"method not found: {method}", {})
-        return handler(server, wire.Params(params))
+        return ROUTER.run_here(functools.partial(handler, server, wire.Params(params)))
 
     def close(self) -> None:
         if self.daemon is not None:

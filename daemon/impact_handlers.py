@@ -1,6 +1,6 @@
 """LSP features of the impact engine (docs/protocol.md): ``ctxls/impact``,
 call hierarchy and code lenses. Thin: check params, make one call into
-``ctxls.impact.analysis`` off the event loop, convert.
+``ctxls.impact.analysis`` (in the lane daemon/router.py gives it), convert.
 
 Call hierarchy items and lenses carry ``data: {"symbol"}``; with the item's
 URI that names one definition, so the follow-up requests (incoming, outgoing,
@@ -10,23 +10,21 @@ workspace to search: they get no items, lenses or impact.
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 
 from ctxls.daemon import wire
-from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, rpc, server
+from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
 from ctxls.impact import analysis
 from ctxls.impact.analysis import DefinitionSite, Impact
 from ctxls.impact.callers import Caller
 from ctxls.impact.syntax import Span
 from ctxls.index.engine import Engine
-from ctxls.index.errors import EngineError
+from ctxls.index.errors import InvalidParams
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +37,7 @@ INDEXING_LENS_TITLE = "indexing…"
 # definition (each analysis is time-bounded: two could differ under load), and
 # resolving again (scrolling, a refresh) costs no sweep until some file changes.
 _lens_titles: OrderedDict[tuple[Path, str, str], tuple[int, str]] = OrderedDict()
+_lens_titles_lock = threading.Lock()
 LENS_TITLES_KEPT = 4096
 
 
@@ -70,14 +69,6 @@ def workspace_file(ls: CtxlsServer, uri: str) -> tuple[Engine, str] | None:
     if target is None or ls.workspaces.is_loose(target[0]):
         return None
     return target
-
-
-async def _run(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """One library call in a worker thread; engine errors keep their codes."""
-    try:
-        return await asyncio.to_thread(fn, *args, **kwargs)
-    except EngineError as exc:
-        raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
 
 
 def _range(span: Span) -> types.Range:
@@ -123,24 +114,23 @@ def _item_target(ls: CtxlsServer, item: types.CallHierarchyItem) -> tuple[Engine
     return target[0], target[1], symbol
 
 
-@server.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
-async def prepare_call_hierarchy(ls: CtxlsServer, params: types.CallHierarchyPrepareParams):
+@feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
+def prepare_call_hierarchy(ls: CtxlsServer, params: types.CallHierarchyPrepareParams):
     target = workspace_file(ls, params.text_document.uri)
     if target is None:
         return None
     engine, path = target
-    sites = await _run(analysis.definitions_at, engine, path, params.position.line,
-                       params.position.character)
+    sites = analysis.definitions_at(engine, path, params.position.line, params.position.character)
     return [_item(engine, site) for site in sites] or None
 
 
-@server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
-async def incoming_calls(ls: CtxlsServer, params: types.CallHierarchyIncomingCallsParams):
+@feature(types.CALL_HIERARCHY_INCOMING_CALLS)
+def incoming_calls(ls: CtxlsServer, params: types.CallHierarchyIncomingCallsParams):
     target = _item_target(ls, params.item)
     if target is None:
         return None
     engine, path, symbol = target
-    found: Impact | None = await _run(analysis.analyze, engine, symbol, path)
+    found: Impact | None = analysis.analyze(engine, symbol, path)
     if found is None:
         return []
     by_caller: dict[tuple[str, str | None], list[Caller]] = {}
@@ -151,51 +141,52 @@ async def incoming_calls(ls: CtxlsServer, params: types.CallHierarchyIncomingCal
             for callers in by_caller.values()]
 
 
-@server.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
-async def outgoing_calls(ls: CtxlsServer, params: types.CallHierarchyOutgoingCallsParams):
+@feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
+def outgoing_calls(ls: CtxlsServer, params: types.CallHierarchyOutgoingCallsParams):
     target = _item_target(ls, params.item)
     if target is None:
         return None
     engine, path, symbol = target
-    calls = await _run(analysis.outgoing_calls, engine, symbol, path)
+    calls = analysis.outgoing_calls(engine, symbol, path)
     return [types.CallHierarchyOutgoingCall(to=_item(engine, site),
                                             from_ranges=[_range(s) for s in sites])
             for site, sites in calls]
 
 
-@server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
-async def code_lens(ls: CtxlsServer, params: types.CodeLensParams):
+@feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=True))
+def code_lens(ls: CtxlsServer, params: types.CodeLensParams):
     """One unresolved lens per definition: opening a file costs no search."""
     uri = params.text_document.uri
     target = workspace_file(ls, uri)
     if target is None:
         return None
-    sites = await _run(analysis.definitions_in, target[0], target[1])
+    sites = analysis.definitions_in(target[0], target[1])
     return [types.CodeLens(range=_range(site.name_span),
                            data={"uri": uri, "symbol": site.definition.symbol}) for site in sites]
 
 
-@server.feature(types.CODE_LENS_RESOLVE)
-async def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.CodeLens:
+@feature(types.CODE_LENS_RESOLVE)
+def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.CodeLens:
     data = lens.data if isinstance(lens.data, dict) else {}
     uri, symbol = data.get("uri"), data.get("symbol")
     target = workspace_file(ls, uri) if isinstance(uri, str) else None
     if target is None or not isinstance(symbol, str):
-        raise JsonRpcException(message="invalid param 'data': not a ctxls code lens",
-                               code=-32602, data={"param": "data"})
+        raise InvalidParams("data", "not a ctxls code lens")
     engine, path = target
     if engine.cold_index_done:
         key, version = (engine.root, symbol, path), engine.store.files_version
-        cached = _lens_titles.get(key)
+        with _lens_titles_lock:
+            cached = _lens_titles.get(key)
         if cached is not None and cached[0] == version:
             title = cached[1]
         else:
-            found: Impact | None = await _run(analysis.analyze, engine, symbol, path)
+            found: Impact | None = analysis.analyze(engine, symbol, path)
             title = lens_title(found)
-            _lens_titles[key] = (version, title)
-            _lens_titles.move_to_end(key)
-            while len(_lens_titles) > LENS_TITLES_KEPT:
-                _lens_titles.popitem(last=False)
+            with _lens_titles_lock:  # resolved in the read pool's threads
+                _lens_titles[key] = (version, title)
+                _lens_titles.move_to_end(key)
+                while len(_lens_titles) > LENS_TITLES_KEPT:
+                    _lens_titles.popitem(last=False)
     else:
         # A count now would be of the files indexed so far (and stay on screen:
         # clients keep a resolved lens), and each analysis is a sweep of the

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ctxls.daemon import wire
 from ctxls.daemon.app import CtxlsServer, rpc
-from ctxls.index import graph
 from ctxls.index.demand import DEFAULT_PROMOTION_THRESHOLD, DEFAULT_REVIEW_THRESHOLD
 from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams, OutsideRoot
@@ -144,13 +143,12 @@ def node(ls: CtxlsServer, params: wire.Params) -> dict | None:
     found = memory_engine(ls).memory.node(item_id, ls.request_scope(params, "ctxls/node"))
     if found is None:
         engine, path = file_folder(ls, item_id)
-        found = graph.file_node(engine.store.reader(), path)
+        found = engine.file_node(path)
     return wire.node_json(found)
 
 
 @rpc("ctxls/related")
 def related(ls: CtxlsServer, params: wire.Params) -> dict:
     engine, path = file_folder(ls, params.str("id", required=True))
-    items, truncated = graph.related(engine.store.reader(), path, params.str("dir") or "both",
-                                     params.int("hops", 1))
+    items, truncated = engine.related(path, params.str("dir") or "both", params.int("hops", 1))
     return wire.related_json(items, truncated)

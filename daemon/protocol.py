@@ -5,17 +5,18 @@ that is not a JSON-RPC object; JSON-RPC 2.0 wants an error response for
 each. :class:`CtxlsProtocol` answers them: -32602 (with ``data.param``) for
 params of the wrong shape, -32600 for a body that is not a request object or
 an id that is neither a number nor a string, -32700 for a body that is not
-JSON (``send_parse_error``, called from the server's error hook). Engine
-errors raised by standard LSP handlers keep their protocol codes, and an
-internal error carries no traceback unless ``CTXLS_DEBUG`` is set.
+JSON (``send_parse_error``, called from the server's error hook). An
+internal error carries no traceback unless ``CTXLS_DEBUG`` is set. (Engine
+errors keep their protocol codes in every handler: app.py's registration
+raises them as JSON-RPC errors.)
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
-import sqlite3
 import weakref
-from concurrent.futures import Future
 from typing import Any
 
 from cattrs.errors import ClassValidationError
@@ -27,11 +28,10 @@ from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
 from ctxls.daemon.edits import apply_changes
-from ctxls.daemon.framing import MAX_MESSAGE_BYTES
+from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame
 from ctxls.daemon.socket_server import BAD_FRAME_METHOD, OVERSIZED_METHOD, debug_errors, valid_id
 from ctxls.daemon.wire import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
-from ctxls.index.errors import EngineError
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +70,9 @@ ANSWERED = _Answered()
 class CtxlsProtocol(LanguageServerProtocol):
     # Why the last message could not be sent (set by CtxlsServer.report_server_error).
     unsent: BaseException | None = None
-    # Requests before `initialize` are refused (-32002).
+    # Requests before `initialize` are refused (-32002), and after `shutdown` (-32600).
     initialize_seen = False
+    shutdown_seen = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -86,8 +87,16 @@ class CtxlsProtocol(LanguageServerProtocol):
         error: dict[str, Any] = {"code": code, "message": message}
         if data is not None:
             error["data"] = data
-        self._send_data({"jsonrpc": "2.0", "id": msg_id if valid_id(msg_id) else None,
-                         "error": error})
+        self.send_raw({"jsonrpc": "2.0", "id": msg_id if valid_id(msg_id) else None, "error": error})
+
+    def send_raw(self, message: dict[str, Any]) -> None:
+        """A message written as a frame on the transport's writer (one pygls's
+        own types cannot say, such as an error reply with a null id)."""
+        if self.writer is None:
+            return
+        written = self.writer.write(frame(message))
+        if inspect.isawaitable(written):  # an asyncio transport's writer
+            asyncio.ensure_future(written)
 
     def send_parse_error(self, exc: BaseException) -> None:
         self.send_error(None, -32700, f"parse error: {exc}")
@@ -170,10 +179,12 @@ class CtxlsProtocol(LanguageServerProtocol):
                                 "first")
                 return
             self.initialize_seen = True
-        if isinstance(message, RPCRequest) and self._shutdown:
+        if isinstance(message, RPCRequest) and self.shutdown_seen:
             # pygls drops it; LSP wants InvalidRequest for requests after shutdown.
             self.send_error(message.id, -32600, "invalid request: the server is shutting down")
             return
+        if isinstance(message, RPCRequest) and message.method == types.SHUTDOWN:
+            self.shutdown_seen = True
         super().handle_message(message)
 
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -223,17 +234,6 @@ class CtxlsProtocol(LanguageServerProtocol):
         log.warning("%s", message)
         self.notify(types.WINDOW_SHOW_MESSAGE,
                     types.ShowMessageParams(types.MessageType.Warning, message))
-
-    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:
-        """Engine errors of standard LSP handlers keep their protocol codes."""
-        exc = None if future.cancelled() else future.exception()
-        if isinstance(exc, sqlite3.Error):
-            exc = self._server.workspaces.store_failure(exc) or exc
-        if isinstance(exc, EngineError):
-            self._request_futures.pop(msg_id, None)
-            self.send_error(msg_id, exc.code, exc.message, exc.data)
-            return
-        super()._send_handler_result(future, msg_id=msg_id)
 
     def _send_response(self, msg_id: Any, result: Any | None = None,
                        error: ResponseError | None = None) -> None:

@@ -1,9 +1,9 @@
 """The LSP layer: registers features and converts; the engine does the work.
 
-Each handler checks params, calls one engine function off the event loop
-(``asyncio.to_thread``, so a slow query never blocks typing) and converts the
-result with ``ctxls.daemon.wire``. Engine errors become JSON-RPC errors with
-the protocol's codes; anything unexpected becomes an internal error for that
+Each handler checks params, calls into the engine and converts the result
+with ``ctxls.daemon.wire``; how it runs (inline, background, exclusive) is its
+row of daemon/router.py. Engine errors become JSON-RPC errors with the
+protocol's codes; anything unexpected becomes an internal error for that
 request only: the daemon never dies on a request. Importing this module
 assembles the daemon: the server object (``app.py``) with every handler
 module's features registered.
@@ -12,6 +12,7 @@ module's features registered.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import sys
@@ -22,9 +23,10 @@ from lsprotocol import types
 from ctxls.daemon import wire
 # The handler modules register their features on `server` when imported.
 from ctxls.daemon import context_handlers, impact_handlers, memory_handlers, sessions  # noqa: F401
-from ctxls.daemon.app import (MAX_SYMBOL_DEPTH, SYMBOL_KINDS, WATCH_START_S, CtxlsServer, rpc,
-                              server)
+from ctxls.daemon.app import (MAX_SYMBOL_DEPTH, SYMBOL_KINDS, WATCH_START_S, CtxlsServer, feature,
+                              rpc, server)
 from ctxls.daemon.options import parse_init_options
+from ctxls.daemon.router import ROUTER, Lane
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.uris import local_path
 from ctxls.daemon.workspaces import Workspaces
@@ -35,7 +37,7 @@ log = logging.getLogger(__name__)
 
 # -- lifecycle ------------------------------------------------------------------
 
-@server.feature(types.INITIALIZE)
+@feature(types.INITIALIZE)
 def on_initialize(ls: CtxlsServer, params: types.InitializeParams) -> None:
     ls.loop = asyncio.get_running_loop()
     if params.process_id:
@@ -49,7 +51,7 @@ def on_initialize(ls: CtxlsServer, params: types.InitializeParams) -> None:
         log.info("ignored unknown initializationOptions: %s", ", ".join(options.ignored))
 
 
-@server.feature(types.INITIALIZED)
+@feature(types.INITIALIZED)
 async def on_initialized(ls: CtxlsServer, params: types.InitializedParams) -> None:
     folders = list(ls.workspace.folders.values())
     roots = [p for p in (Workspaces.folder_path(f) for f in folders) if p is not None]
@@ -77,15 +79,15 @@ async def register_file_watcher(ls: CtxlsServer) -> None:
         log.warning("client refused didChangeWatchedFiles registration", exc_info=True)
 
 
-@server.feature(types.SHUTDOWN)
+@feature(types.SHUTDOWN)
 def on_shutdown(ls: CtxlsServer, params: None) -> None:
-    ls._shutdown.set()
+    ls.stopping.set()
     if ls.shared_socket is not None:
         ls.shared_socket.close()
         ls.shared_socket = None
 
 
-@server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+@feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
 def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
     for folder in params.event.removed:
         root = Workspaces.folder_path(folder)
@@ -99,44 +101,44 @@ def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersP
 
 # -- documents ----------------------------------------------------------------------
 
-@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+@feature(types.TEXT_DOCUMENT_DID_OPEN)
 async def on_did_open(ls: CtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
     ls.cancel_debounce(params.text_document.uri)  # the open text supersedes a pending edit
     await ls.flush_buffer(params.text_document.uri)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+@feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def on_did_change(ls: CtxlsServer, params: types.DidChangeTextDocumentParams) -> None:
     ls.schedule_buffer(params.text_document.uri)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+@feature(types.TEXT_DOCUMENT_DID_CLOSE)
 async def on_did_close(ls: CtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.cancel_debounce(uri)
     # Disk is the truth again, unless another editor (daemon/sessions.py) has it open.
-    await asyncio.to_thread(sessions.release_buffer, ls, server, uri)
+    await ROUTER.on_lane(Lane.EXCLUSIVE, functools.partial(sessions.release_buffer, ls, server, uri))
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-async def on_did_save(ls: CtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
+@feature(types.TEXT_DOCUMENT_DID_SAVE)
+def on_did_save(ls: CtxlsServer, params: types.DidSaveTextDocumentParams) -> None:
     target = ls.engine_for(params.text_document.uri)
     if target is not None:
-        await asyncio.to_thread(target[0].file_changed_on_disk, target[1])
+        target[0].file_changed_on_disk(target[1])
 
 
-@server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
-async def on_watched_files(ls: CtxlsServer, params: types.DidChangeWatchedFilesParams) -> None:
-    # Off the event loop: each URI costs a path resolution, and a checkout can
-    # report 100,000 files at once (200,000 held every request for 29 s).
-    by_engine = await asyncio.to_thread(watched_paths, ls.workspaces, params.changes)
+@feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def on_watched_files(ls: CtxlsServer, params: types.DidChangeWatchedFilesParams) -> None:
+    # Off the event loop (its lane): each URI costs a path resolution, and a
+    # checkout can report 100,000 files at once (200,000 held every request for 29 s).
+    by_engine = watched_paths(ls.workspaces, params.changes)
     for engine, paths in by_engine.items():
         # A folder the daemon watches natively has seen these changes itself
         # (index/live.py); the client's events count only where it polls or
         # does not watch, and where they come first, the content hash makes
         # the second report of a file a no-op either way.
         if engine.follower is None or engine.follower.mode != "native":
-            await asyncio.to_thread(engine.files_changed_on_disk, paths)
+            engine.files_changed_on_disk(paths)
         else:  # counted: the indexable ones (the store's own files change with every write)
             engine.follower.editor_events_skipped += sum(map(engine.indexer.wanted, paths))
 
@@ -157,12 +159,12 @@ def _symbol_range(symbol: SymbolInfo) -> types.Range:
     return types.Range(types.Position(symbol.start_line, 0), types.Position(symbol.end_line + 1, 0))
 
 
-@server.feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-async def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams):
+@feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams):
     target = ls.engine_for(params.text_document.uri)
     if target is None:
         return None
-    symbols = await asyncio.to_thread(target[0].document_symbols, target[1])
+    symbols = target[0].document_symbols(target[1])
     roots: list[types.DocumentSymbol] = []
     # Where a symbol's own children go: below MAX_SYMBOL_DEPTH its children,
     # deeper beside it (an answer nested past the JSON encoder's recursion
@@ -185,11 +187,11 @@ async def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams
     return roots or None
 
 
-@server.feature(types.WORKSPACE_SYMBOL)
-async def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
+@feature(types.WORKSPACE_SYMBOL)
+def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
     found: list[types.SymbolInformation] = []
     for engine in ls.workspaces.all():
-        for symbol in await asyncio.to_thread(engine.workspace_symbols, params.query):
+        for symbol in engine.workspace_symbols(params.query):
             container, _, short = symbol.symbol.rpartition(".")
             found.append(types.SymbolInformation(
                 name=short or symbol.symbol,
@@ -203,7 +205,7 @@ async def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolPara
 
 @rpc("ctxls/status")
 def status(ls: CtxlsServer, params: wire.Params) -> dict:
-    return ls.status()
+    return wire.status_json(ls.status())
 
 
 @rpc("ctxls/index")
@@ -212,7 +214,7 @@ def index(ls: CtxlsServer, params: wire.Params) -> dict:
     return wire.index_stats_json(stats)
 
 
-@rpc("ctxls/recall", settle=True)
+@rpc("ctxls/recall")
 def recall(ls: CtxlsServer, params: wire.Params) -> dict:
     kinds, flat = params.kinds()
     result = ls.recall(params.str("query", required=True), kinds, params.int("n", 10),

@@ -113,7 +113,7 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
         log.info("editor session lost: %s", exc)
     finally:
         SESSIONS.discard(session)
-        session._shutdown.set()
+        session.stopping.set()
         for uri in list(session._debounce):
             session.cancel_debounce(uri)
         uris = list(session.workspace.text_documents) if _initialized(session) else []

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import functools
 import json
 import logging
 import os
@@ -247,6 +248,7 @@ class SocketServer:
     async def _result(self, method: Any, params: Any) -> Any:
         # Imported here: clients import this module for its framing and must stay light.
         from ctxls.daemon import wire
+        from ctxls.daemon.router import ROUTER
 
         if method == "initialize":
             return {"capabilities": {}, "serverInfo": {"name": "ctxls", "version": __version__}}
@@ -255,4 +257,5 @@ class SocketServer:
         handler = self.server.custom_methods.get(method) if isinstance(method, str) else None
         if handler is None:
             raise LookupError(method)
-        return await asyncio.to_thread(handler, self.server, wire.Params(params))
+        # Its lane, snapshot and cancel token: daemon/router.py.
+        return await ROUTER.run(method, functools.partial(handler, self.server, wire.Params(params)))

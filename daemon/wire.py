@@ -15,7 +15,7 @@ from ctxls.index.demand import Candidate
 from ctxls.index.discovery import is_utf8
 from ctxls.index.engine import (ActivityItem, BodyBudget, Hit, IndexStats, Item, RecallResult,
                                 SymbolInfo, memory_hit)
-from ctxls.index.errors import InvalidParams
+from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.model import RECALL_KINDS
 from ctxls.index.graph import FileNode, Related
 from ctxls.index.locate import LocatedFile
@@ -207,9 +207,12 @@ def recall_json(result: RecallResult, flat: bool) -> dict:
 def item_json(item: Item | None) -> dict | None:
     if item is None:
         return None
+    meta = item.meta
+    if item.lines_given is not None:
+        meta = meta | {"startLine": item.lines_given[0], "endLine": item.lines_given[1]}
     out = {"id": item.id, "kind": item.kind, "format": item.format, "source": item.source,
            "provenance": item.provenance, "occurredAt": item.occurred_at, "text": item.text,
-           "meta": item.meta}
+           "meta": meta}
     if item.source == "direct":
         out.update(createdAt=item.created_at, expiresAt=item.expires_at)
         if item.encoding is not None:
@@ -414,3 +417,27 @@ def assemble_json(assembled) -> dict:
         stats["note"] = assembled.note
     return {"context": assembled.context, "citations": assembled.citations, "stats": stats,
             "weak": assembled.weak, "abstained": assembled.abstained}
+
+
+# The protocol's names of the status fields the library names in Python.
+STATUS_KEYS = {"db_path": "dbPath", "store_error": "storeError", "index_error": "indexError",
+               "memory_error": "memoryError", "without_grammar": "withoutGrammar",
+               "serving_text": "servingText", "moved_to": "movedTo"}
+
+
+def status_json(status: Any) -> Any:
+    """A status (``Engine.status``, ``CtxlsServer.status``) as ctxls/status
+    answers it: its fields in the protocol's spelling, at any depth, and each
+    error as the JSON-RPC error it answers with."""
+    if isinstance(status, EngineError):
+        return error_json(status)
+    if isinstance(status, dict):
+        return {STATUS_KEYS.get(key, key): status_json(value) for key, value in status.items()}
+    if isinstance(status, list):
+        return [status_json(value) for value in status]
+    return status
+
+
+def error_json(exc: EngineError) -> dict:
+    """An engine error as the JSON-RPC error it answers with."""
+    return {"code": exc.code, "message": exc.message, "data": exc.data}

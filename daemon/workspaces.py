@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import logging
 import resource
-import sqlite3
+import threading
 from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
 
 from ctxls.index.discovery import DiscoveryOptions, too_broad_root
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.errors import EngineError, OutsideRoot
-from ctxls.index.store import store_error
+from ctxls.index.errors import OutsideRoot
 
 from ctxls.daemon.options import InitOptions
 from ctxls.daemon.uris import local_path
@@ -77,6 +76,7 @@ class Workspaces:
         self.options = options
         self.engines: dict[Path, Engine] = {}
         self._loose: Engine | None = None
+        self._loose_lock = threading.Lock()
         self.problems: list[str] = []
 
     def add_folder(self, root: Path, single_root: bool = True) -> Engine | None:
@@ -117,24 +117,16 @@ class Workspaces:
 
     @property
     def loose(self) -> Engine:
-        if self._loose is None:
-            self._loose = Engine(Path("/"), EngineOptions(), private_store=True)
-        return self._loose
+        with self._loose_lock:  # asked from the loop and from the lanes' threads
+            if self._loose is None:
+                self._loose = Engine(Path("/"), EngineOptions(), private_store=True)
+            return self._loose
 
     def all(self, include_loose: bool = False) -> list[Engine]:
         engines = list(self.engines.values())
         if include_loose and self._loose is not None:
             engines.append(self._loose)
         return engines
-
-    def store_failure(self, exc: sqlite3.Error) -> EngineError | None:
-        """The protocol error for a read that failed for a store's sake (None:
-        not a storage failure). An error does not say which store it came
-        from: on corruption every store becomes suspect and checks itself
-        (and is repaired when damaged) at its next use."""
-        engines = self.all(include_loose=True)
-        errors = [engine.store.failure(exc, writing=False) for engine in engines]
-        return errors[0] if errors else store_error(exc, "", writing=False)
 
     def is_loose(self, engine: Engine) -> bool:
         return engine is self._loose

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from ctxls.index.cancel import check_cancelled
 from ctxls.index.paths import is_test_path
 
 from . import index_view, ripgrep, syntax
@@ -138,6 +139,7 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
         nearest first; a file past the limits counts as unchecked."""
         lines = sweep(name)
         for path in sorted(lines, key=priority):
+            check_cancelled()  # a file parsed and resolved is the sweep's step
             sf = resolver.source(path) if admit(path, len(lines[path])) else None
             if sf is None:
                 continue

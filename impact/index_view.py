@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import posixpath
 import re
-import sqlite3
 import threading
 import weakref
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths
 from ctxls.index.engine import Engine
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef, content_hash
-from ctxls.index.store import FTS_TABLE_BY_KIND
+from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
 from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens
 
 from .ripgrep import Scope
@@ -67,7 +66,7 @@ _DEFINITIONS_SQL = (
     "WHERE s.name = ? GROUP BY f.path, s.symbol ORDER BY f.path, start_line")
 
 
-def definitions_named(conn: sqlite3.Connection, name: str) -> list[Definition]:
+def definitions_named(conn: Connection, name: str) -> list[Definition]:
     """Every indexed definition whose last segment is exactly ``name``."""
     rows = conn.execute(_DEFINITIONS_SQL, (name.lower(),)).fetchall()
     return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["start_line"],
@@ -82,7 +81,7 @@ def module_name(path: str) -> str:
     return stem.replace("/", ".")
 
 
-def find_definitions(conn: sqlite3.Connection, query: str, path: str | None = None) -> list[Definition]:
+def find_definitions(conn: Connection, query: str, path: str | None = None) -> list[Definition]:
     """Definitions a symbol query names: `request`, `Session.request`, or one
     qualified by its module (`pkg.session.Session.request`); only those in
     ``path`` when given."""
@@ -116,7 +115,7 @@ def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:
     return sorted(merged.values(), key=lambda span: span.start_line)
 
 
-def importers_of(conn: sqlite3.Connection, paths: set[str]) -> set[str]:
+def importers_of(conn: Connection, paths: set[str]) -> set[str]:
     """Indexed files with an import resolved to one of ``paths``."""
     if not paths:
         return set()
@@ -126,7 +125,7 @@ def importers_of(conn: sqlite3.Connection, paths: set[str]) -> set[str]:
     return {r[0] for r in rows}
 
 
-def imports_of(conn: sqlite3.Connection, path: str) -> set[str]:
+def imports_of(conn: Connection, path: str) -> set[str]:
     """Indexed files that ``path``'s imports resolve to."""
     rows = conn.execute("SELECT DISTINCT i.target FROM imports i JOIN files f ON f.id = i.file_id "
                         "WHERE f.path = ? AND i.target IS NOT NULL", (path,)).fetchall()
@@ -244,7 +243,7 @@ def sweep_scope(engine: Engine, word: str) -> Scope | None:
     return Scope(sorted(files | set(new_files)), new_folders)
 
 
-def _indexed_files(engine: Engine, conn: sqlite3.Connection) -> _IndexedFiles:
+def _indexed_files(engine: Engine, conn: Connection) -> _IndexedFiles:
     """The files table, re-read only when a row was added, removed or rewritten."""
     key = tuple(conn.execute("SELECT count(*), max(id), max(indexed_at) FROM files").fetchone())
     cached = _indexed.get(engine)

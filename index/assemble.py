@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from ctxls.index.cancel import check_cancelled
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash
 
 # Without the embedding tokenizer: about four bytes of UTF-8 per token, rounded up.
@@ -251,6 +252,7 @@ def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter)
     seen_spans: set[tuple] = set()
     seen_texts: set[str] = set()
     for candidate in ordered:
+        check_cancelled()
         span = (candidate.path, candidate.start_line, candidate.end_line)
         digest = content_hash(candidate.text)
         if span in seen_spans or digest in seen_texts:

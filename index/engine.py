@@ -8,7 +8,6 @@ Everything a shell (daemon, CLI, MCP bridge, benchmark) needs goes through
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -19,9 +18,11 @@ from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
                                    decode_text, ignored_paths, looks_binary, read_file,
                                    relative_path, replace_lone_surrogates, stat_signature)
+from ctxls.index import graph
+from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
-                                OutsideRoot, StalePointer, StoreUnavailable)
+                                OutsideRoot, RequestCancelled, StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
@@ -175,6 +176,8 @@ class Item:
     created_at: int | None = None
     expires_at: int | None = None
     encoding: str | None = None  # "base64": text is an ingested blob's bytes
+    # A file's lines asked for (first, last), as cut: the answer says them.
+    lines_given: tuple[int, int] | None = None
 
 
 @dataclass
@@ -474,6 +477,9 @@ class Engine:
         under way), so after FRESH_RETRIES what still changed is left out
         (``without``) rather than served with old lines."""
         for _ in range(FRESH_RETRIES):
+            check_cancelled()
+            # Each round reads one snapshot, taken after the serial it is checked against.
+            self.store.renew_snapshot()
             serial = self.indexer.row_serial
             result = answer()
             paths = paths_of(result)
@@ -533,7 +539,7 @@ class Engine:
                 self.listed_ns = listed_ns
                 self._cold_done.set()
             self.index_error = None
-        except Cancelled:
+        except (Cancelled, RequestCancelled):  # stopped, not failed: the next pass resumes
             raise
         except Exception as exc:  # status says why until a pass succeeds
             self.index_error = exc if isinstance(exc, EngineError) else EngineError(
@@ -849,6 +855,7 @@ class Engine:
             return None
         provenance = "buffer" if self.buffer_text(path) is not None else "disk"
         meta: dict = {"lines": len(text.split("\n"))}
+        lines_given: tuple[int, int] | None = None
         if start_line is not None or end_line is not None:
             if changed_now or content_hash(text) != state.hash:
                 raise StalePointer(path)
@@ -856,7 +863,7 @@ class Engine:
             first = start_line or 0
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
             text = "\n".join(lines[first:last + 1])
-            meta.update(startLine=first, endLine=last)
+            lines_given = (first, last)
         row = self.store.reader().execute(
             "SELECT language, indexed_at FROM files WHERE id = ?", (state.id,)).fetchone()
         kind = self.store.reader().execute(
@@ -865,11 +872,12 @@ class Engine:
             self.demand.record([Demand(path, kind[0] if kind else "code", None, None)], "fetch")
         return Item(id=path, kind=kind[0] if kind else "code", format=row["language"],
                     source="file", provenance=provenance, occurred_at=row["indexed_at"],
-                    text=text, meta=meta)
+                    text=text, meta=meta, lines_given=lines_given)
 
     def status(self) -> dict:
         """Never raises for the store's sake: an unavailable store is reported
-        (``storeError``) with zero counts."""
+        (``store_error``) with zero counts. Python names and values (errors as
+        ``EngineError``s): ``wire.status_json`` makes it the protocol's."""
         with self._buffers_lock:
             buffers = len(self._buffers)
         files_pending = max(self.progress.total - self.progress.done, 0) if self.indexing else 0
@@ -877,21 +885,20 @@ class Engine:
         store_error: StoreUnavailable | None = None
         languages: dict = {}
         try:
-            counts = self.store.counts()
-            vectors = semantic.vector_count() if semantic else 0
-            embedding = semantic.pending() if semantic and semantic.failed is None else 0
-            embeddings = self._describe_embeddings()
-            languages = self._language_counts()
-        except (StoreUnavailable, sqlite3.Error) as exc:
+            with self.store.snapshot():  # the counts of one state
+                counts = self.store.counts()
+                vectors = semantic.vector_count() if semantic else 0
+                embedding = semantic.pending() if semantic and semantic.failed is None else 0
+                embeddings = self._describe_embeddings()
+                languages = self._language_counts()
+        except StoreUnavailable as exc:
             # A damaged store reported, never a failed status (and repaired at its next use).
-            store_error = exc if isinstance(exc, StoreUnavailable) else self.store.failure(exc, False)
-            if store_error is None:
-                raise
+            store_error = exc
             counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
             embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
-            state = "error"  # storeError / indexError say what
+            state = "error"  # store_error / index_error say what
         elif self.indexing or not self.cold_index_done:
             state = "indexing"
         elif embedding and semantic.running:
@@ -899,7 +906,7 @@ class Engine:
         elif embedding:
             state = "idle"  # vectors missing, but no worker here computes them
         elif memory_error is not None:
-            state = "degraded"  # code is served, written memory is not: memoryError says why
+            state = "degraded"  # code is served, written memory is not: memory_error says why
         else:
             state = "ready"
         status = {
@@ -920,15 +927,15 @@ class Engine:
             **languages,
             "watch": watch_status(self.follower, self.options.watch),
             "root": str(self.root),
-            "dbPath": self.store.db_path,
+            "db_path": self.store.db_path,
             "version": __version__,
         }
         if store_error is not None:
-            status["storeError"] = error_json(store_error)
+            status["store_error"] = store_error
         if self.index_error is not None:
-            status["indexError"] = error_json(self.index_error)
+            status["index_error"] = self.index_error
         if memory_error is not None:
-            status["memoryError"] = error_json(memory_error)
+            status["memory_error"] = memory_error
         if self.store.repair is not None:
             status["repaired"] = self.store.repair
         quarantined = self.store.quarantined()
@@ -952,12 +959,12 @@ class Engine:
                 "model": STATIC_MODEL_NAME, "vectors": fast.vector_count(),
                 "pending": fast.pending() if fast.failed is None else 0}
             if serving is fast:
-                described["servingText"] = self.serving_text()
+                described["serving_text"] = self.serving_text()
         return described
 
     def _language_counts(self) -> dict:
         """Status's `languages` (files per language, and whether its
-        definitions are read) and `withoutGrammar` (the files in a known
+        definitions are read) and `without_grammar` (the files in a known
         language read as line windows, at most STATUS_SKIPPED_LISTED listed)."""
         conn = self.store.reader()
         rows = conn.execute("SELECT language, count(*) FROM files GROUP BY language "
@@ -971,7 +978,7 @@ class Engine:
         paths = [row[0] for row in conn.execute(
             f"SELECT path FROM files WHERE language IN ({marks}) ORDER BY path LIMIT ?",
             (*plain, STATUS_SKIPPED_LISTED))] if plain else []
-        return {"languages": languages, "withoutGrammar": {"count": count, "files": paths}}
+        return {"languages": languages, "without_grammar": {"count": count, "files": paths}}
 
     def trust_quarantined(self) -> dict:
         """Import the written rows of the stores quarantined as not this
@@ -1001,6 +1008,15 @@ class Engine:
         return [ActivityItem(id=r["path"], symbol=r["symbol"], kind=r["kind"],
                              last_edited_at=r["last"], edits=r["n"],
                              origin=origins.get(r["newest"])) for r in rows]
+
+    def file_node(self, path: str) -> graph.FileNode | None:
+        """An indexed file's node: its chunks and import-edge counts."""
+        return graph.file_node(self.store.reader(), path)
+
+    def related(self, path: str, direction: str = "both",
+                hops: int = 1) -> tuple[list[graph.Related], bool]:
+        """The files ``hops`` import edges from ``path`` (and whether cut short)."""
+        return graph.related(self.store.reader(), path, direction, hops)
 
     def document_symbols(self, path: str) -> list[SymbolInfo]:
         rows = self.store.reader().execute(
@@ -1046,11 +1062,6 @@ def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
     reason = f"{len(changed)} files changed on disk while answering; their hits are left out"
     return RecallResult(hits_by_kind, True, "; ".join(filter(None, [result.partial_reason, reason])),
                         result.mode)
-
-
-def error_json(exc: EngineError) -> dict:
-    """An engine error as status reports it: the JSON-RPC error it answers with."""
-    return {"code": exc.code, "message": exc.message, "data": exc.data}
 
 
 def skipped_json(skipped: dict[str, str]) -> dict:

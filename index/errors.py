@@ -70,7 +70,20 @@ class TooLarge(EngineError):
                          {"limit": limit})
 
 
-class StoreUnavailable(EngineError):
+class StoreError(EngineError):
+    """The store failed for a reason of its own: the library's face of every
+    SQLite error (only ``ctxls.index.store`` sees those). This class itself is
+    a statement's own failure (a bug or a broken constraint: -32603); the
+    storage failures are its kinds below. ``reason`` says which ("statement",
+    "locked", "io", "full", "corrupt", …)."""
+
+    def __init__(self, db_path: str, reason: str, detail: str, message: str | None = None):
+        super().__init__(message or f"index store {db_path} failed: {detail}",
+                         {"dbPath": db_path, "reason": reason})
+        self.reason = reason
+
+
+class StoreUnavailable(StoreError):
     """The store cannot be opened or read now (I/O error, full disk,
     permissions, locked, or a ``dbPath`` that is not a ctxls store). Nothing
     was moved or changed; the daemon retries."""
@@ -78,21 +91,17 @@ class StoreUnavailable(EngineError):
     code = -32006
 
     def __init__(self, db_path: str, reason: str, detail: str):
-        super().__init__(f"index store {db_path} cannot be used: {detail}",
-                         {"dbPath": db_path, "reason": reason})
-        self.reason = reason
+        super().__init__(db_path, reason, detail, f"index store {db_path} cannot be used: {detail}")
 
 
-class WriteFailed(EngineError):
+class WriteFailed(StoreError):
     """A write was not made durable (full disk, read-only or vanished store):
     nothing was acknowledged."""
 
     code = -32007
 
     def __init__(self, db_path: str, reason: str, detail: str):
-        super().__init__(f"nothing was written to {db_path}: {detail}",
-                         {"dbPath": db_path, "reason": reason})
-        self.reason = reason
+        super().__init__(db_path, reason, detail, f"nothing was written to {db_path}: {detail}")
 
 
 class MemoryUnavailable(EngineError):
@@ -103,6 +112,16 @@ class MemoryUnavailable(EngineError):
 
     def __init__(self, problem: str):
         super().__init__(f"team memory is unavailable: {problem}", {"backend": "postgresql"})
+
+
+class RequestCancelled(EngineError):
+    """The client cancelled the request (``$/cancelRequest``) and the work
+    stopped at its next check (LSP's RequestCancelled)."""
+
+    code = -32800
+
+    def __init__(self, what: str = "request"):
+        super().__init__(f"{what} cancelled by the client", {})
 
 
 class IndexNotReady(EngineError):

@@ -3,10 +3,10 @@ its neighbourhood by breadth-first search over resolved import edges."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 
 from ctxls.index.errors import InvalidParams
+from ctxls.index.store import Connection
 
 DIRECTIONS = ("in", "out", "both")
 MAX_HOPS = 3
@@ -40,21 +40,21 @@ class Related:
     dir: str  # "out": reached along imports only; "in": along importers only; else "both"
 
 
-def _targets(conn: sqlite3.Connection, paths: list[str]) -> list[tuple[str, str]]:
+def _targets(conn: Connection, paths: list[str]) -> list[tuple[str, str]]:
     """(importer, imported) edges leaving ``paths``."""
     return conn.execute(
         f"SELECT DISTINCT f.path, i.target FROM imports i JOIN files f ON f.id = i.file_id "
         f"WHERE f.path IN ({','.join('?' * len(paths))}) AND i.target IS NOT NULL", paths).fetchall()
 
 
-def _importers(conn: sqlite3.Connection, paths: list[str]) -> list[tuple[str, str]]:
+def _importers(conn: Connection, paths: list[str]) -> list[tuple[str, str]]:
     """(imported, importer) edges arriving at ``paths``."""
     return conn.execute(
         f"SELECT DISTINCT i.target, f.path FROM imports i JOIN files f ON f.id = i.file_id "
         f"WHERE i.target IN ({','.join('?' * len(paths))})", paths).fetchall()
 
 
-def file_node(conn: sqlite3.Connection, path: str) -> FileNode | None:
+def file_node(conn: Connection, path: str) -> FileNode | None:
     file = conn.execute("SELECT id, language FROM files WHERE path = ?", (path,)).fetchone()
     if file is None:
         return None
@@ -66,7 +66,7 @@ def file_node(conn: sqlite3.Connection, path: str) -> FileNode | None:
                     imports_in=len({s for _, s in _importers(conn, [path]) if s != path}))
 
 
-def related(conn: sqlite3.Connection, path: str, direction: str = "both",
+def related(conn: Connection, path: str, direction: str = "both",
             hops: int = 1) -> tuple[list[Related], bool]:
     """Files within ``hops`` import edges of ``path`` (nearest first), and
     whether the answer was cut: by ``MAX_HOPS`` (when more hops were asked
@@ -93,7 +93,7 @@ def related(conn: sqlite3.Connection, path: str, direction: str = "both",
     return list(found.values()), more
 
 
-def _step(conn: sqlite3.Connection, frontier: list[str], direction: str,
+def _step(conn: Connection, frontier: list[str], direction: str,
           found: dict[str, Related], origin: str) -> dict[str, str]:
     """Files one edge beyond ``frontier`` not seen yet -> the direction that reached them."""
     def via(source: str) -> str:

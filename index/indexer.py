@@ -9,7 +9,6 @@ writes go in short batches so live buffer updates interleave with a cold index.
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,13 +16,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ctxls.index.cancel import cancel_requested, check_cancelled
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
                                    discover, looks_binary, pathspec_matcher, read_source,
                                    stat_signature)
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ParsedFile, content_hash
-from ctxls.index.store import FileRecord, FileState, Store, now_ms
+from ctxls.index.store import Connection, FileRecord, FileState, Store, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -126,6 +126,9 @@ class Indexer:
             if cancel is not None and cancel.is_set():
                 flush()
                 raise Cancelled()
+            if cancel_requested():  # the request asking for the pass was cancelled
+                flush()
+                check_cancelled()
             if progress is not None and (done % 50 == 0 or done == total):
                 progress(done, total)
             if path in buffers:  # the buffer is the truth; its own updates index it
@@ -180,7 +183,7 @@ class Indexer:
         return stats
 
     @contextmanager
-    def _writing(self, paths: list[str]) -> Iterator[sqlite3.Connection]:
+    def _writing(self, paths: list[str]) -> Iterator[Connection]:
         """One write transaction changing ``paths``' rows, counted once committed."""
         with self.store.write() as conn:
             yield conn

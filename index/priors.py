@@ -30,13 +30,12 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
 from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
-from ctxls.index.store import connection_cache, paths_generation
+from ctxls.index.store import Connection, connection_cache, paths_generation
 
 if TYPE_CHECKING:
     from ctxls.index.ranking import ScoredChunk
@@ -295,7 +294,7 @@ def _definition_tier(symbol: str, symbol_kind: str, asked: str) -> float:
     return tier
 
 
-def _definitions(conn: sqlite3.Connection, kind: str, name: str, limit: int
+def _definitions(conn: Connection, kind: str, name: str, limit: int
                  ) -> list[tuple[int, str, str]]:
     """(chunk id, symbol, symbol kind) of the chunks holding a definition named
     ``name`` (the last segment, any case)."""
@@ -308,7 +307,7 @@ def _definitions(conn: sqlite3.Connection, kind: str, name: str, limit: int
         (last, kind, limit)).fetchall()
 
 
-def _member_chunks(conn: sqlite3.Connection, kind: str, file_id: int, symbol: str) -> list[int]:
+def _member_chunks(conn: Connection, kind: str, file_id: int, symbol: str) -> list[int]:
     """The chunks of ``kind`` holding a definition of a member of the type
     ``symbol`` in its file (`JoinSet.is_empty` for `JoinSet`)."""
     prefix = symbol + "."
@@ -391,7 +390,7 @@ class _PathWordIndex:
         return counts
 
 
-def _path_index(conn: sqlite3.Connection) -> _PathWordIndex:
+def _path_index(conn: Connection) -> _PathWordIndex:
     """The connection's _PathWordIndex, rebuilt when a file was added or
     removed since it was built (not after every commit: an edit, a new vector
     or the demand log leave every path as it was)."""
@@ -399,7 +398,7 @@ def _path_index(conn: sqlite3.Connection) -> _PathWordIndex:
         c.execute("SELECT id, path FROM files").fetchall()))
 
 
-def named_files(conn: sqlite3.Connection, query: str, config: PriorConfig) -> list[int]:
+def named_files(conn: Connection, query: str, config: PriorConfig) -> list[int]:
     """Ids of the files a sentence query names best: those whose stem or
     folder words name the most query words (at least one), fewer words in the
     name first, at most ``config.named_files``; none for a symbol query,
@@ -415,7 +414,7 @@ def named_files(conn: sqlite3.Connection, query: str, config: PriorConfig) -> li
 
 # --- the whole ------------------------------------------------------------------------
 
-def rerank(conn: sqlite3.Connection, kind: str, query: str, hits: list["ScoredChunk"], n: int,
+def rerank(conn: Connection, kind: str, query: str, hits: list["ScoredChunk"], n: int,
            config: PriorConfig, fetch_rows, file_scores=None) -> list["ScoredChunk"]:
     """The best ``n`` of ``hits`` after the priors. ``fetch_rows(ids)`` turns
     chunk ids found through the symbol table into ScoredChunks (score 0);

@@ -20,14 +20,13 @@ on the retrieval dev set.
 from __future__ import annotations
 
 import math
-import sqlite3
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ctxls.index.priors import PriorConfig, named_files, rerank
-from ctxls.index.store import (FTS_TABLE_BY_KIND, connection_cache, file_term_count, fts_generation,
-                               paths_generation)
+from ctxls.index.store import (FTS_TABLE_BY_KIND, Connection, connection_cache, file_term_count,
+                               fts_generation, paths_generation)
 from ctxls.index.tokenize import declared_name, fts_match_expression, is_identifier_query, query_terms
 
 if TYPE_CHECKING:
@@ -108,7 +107,7 @@ _UNSTEMMED_TABLES = frozenset(FTS_TABLE_BY_KIND.values())
 MAX_CACHED_TERMS = 100_000
 
 
-def bm25_scores(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
+def bm25_scores(conn: Connection, table: str, terms: list[str], config: RankingConfig,
                 limit: int | None = None, where: str | None = None,
                 where_args: Sequence = ()) -> dict[int, float]:
     """rowid -> BM25 score (higher is better) of the rows matching any term,
@@ -157,7 +156,7 @@ def _ceiling(term_idf: dict[str, float], terms: list[str]) -> float:
     return (FTS5_BM25_K1 + 1) * sum(term_idf[t] for t in terms) * (1 + 1e-9)
 
 
-def _top_scores(conn: sqlite3.Connection, select: str, args: list,
+def _top_scores(conn: Connection, select: str, args: list,
                 limit: int) -> tuple[dict[int, float], float | None]:
     """The best ``limit`` rows of ``select`` (rowid, score), and the
     ``limit``-th best score (None: fewer rows)."""
@@ -166,7 +165,7 @@ def _top_scores(conn: sqlite3.Connection, select: str, args: list,
     return {row[0]: row[1] for row in rows}, worst
 
 
-def bm25_of_ids(conn: sqlite3.Connection, table: str, terms: list[str], config: RankingConfig,
+def bm25_of_ids(conn: Connection, table: str, terms: list[str], config: RankingConfig,
                 ids: Sequence[int]) -> dict[int, float]:
     """rowid -> BM25 score of those of ``ids`` that match a term: a filter on
     one scan of the matches, bm25() computed for ``ids`` only."""
@@ -181,13 +180,13 @@ class _TermCounts:
     reader connection sees them (kept while the table is unchanged:
     ``store.fts_generation``)."""
 
-    def __init__(self, conn: sqlite3.Connection, table: str) -> None:
+    def __init__(self, conn: Connection, table: str) -> None:
         # One docsize row per FTS row: FTS5's own row count, which bm25() uses.
         self.rows: int = conn.execute(f"SELECT count(*) FROM {table}_docsize").fetchone()[0]
         self.docs: dict[str, int] = {}
         self.lock = threading.Lock()
 
-    def of(self, conn: sqlite3.Connection, table: str, terms: list[str]) -> dict[str, int]:
+    def of(self, conn: Connection, table: str, terms: list[str]) -> dict[str, int]:
         with self.lock:
             known = {t: self.docs[t] for t in terms if t in self.docs}
         missing = [t for t in terms if t not in known]
@@ -201,7 +200,7 @@ class _TermCounts:
         return known
 
 
-def term_counts(conn: sqlite3.Connection, table: str) -> _TermCounts:
+def term_counts(conn: Connection, table: str) -> _TermCounts:
     """The FTS ``table``'s row count and its terms' document counts as this
     connection sees them, kept while the table is unchanged."""
     return connection_cache(conn, f"term counts {table}", lambda c: fts_generation(c, table),
@@ -219,7 +218,7 @@ def _idf(rows: int, hits: int) -> float:
     return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
 
 
-def _term_idf(conn: sqlite3.Connection, table: str, terms: list[str]) -> _TermIdf | None:
+def _term_idf(conn: Connection, table: str, terms: list[str]) -> _TermIdf | None:
     """Each term's idf, or None for a one-term query, a small table or one
     that stems the query's terms again. A term the vocabulary does not know
     (df 0: the highest idf) is never common, so a row outside the rarer
@@ -239,7 +238,7 @@ def _term_idf(conn: sqlite3.Connection, table: str, terms: list[str]) -> _TermId
     return idf
 
 
-def document_frequency(conn: sqlite3.Connection, table: str, terms: list[str]) -> dict[str, int]:
+def document_frequency(conn: Connection, table: str, terms: list[str]) -> dict[str, int]:
     """term -> how many rows of the FTS ``table`` hold it, from an fts5vocab
     table over it (a temp table of this connection, made on first use)."""
     vocab = f"{table}_vocab"
@@ -261,7 +260,7 @@ def document_frequency(conn: sqlite3.Connection, table: str, terms: list[str]) -
     return out
 
 
-def bm25_of_files(conn: sqlite3.Connection, kind: str, terms: list[str], config: RankingConfig,
+def bm25_of_files(conn: Connection, kind: str, terms: list[str], config: RankingConfig,
                   file_ids: Sequence[int]) -> dict[int, float]:
     """chunk id -> BM25 score of the chunks of ``file_ids`` that match a term.
     A file's chunks hold a few runs of ids (one when indexed whole, more after
@@ -294,7 +293,7 @@ def _id_runs(ids: set[int], gap: int = 256) -> list[tuple[int, int]]:
     return runs
 
 
-def _chunks_by_id(conn: sqlite3.Connection, ids) -> dict[int, tuple]:
+def _chunks_by_id(conn: Connection, ids) -> dict[int, tuple]:
     ids = list(ids)
     if not ids:
         return {}
@@ -303,7 +302,7 @@ def _chunks_by_id(conn: sqlite3.Connection, ids) -> dict[int, tuple]:
     return {row[0]: row for row in rows}
 
 
-def _ranked(conn: sqlite3.Connection, kind: str, query: str, hits: list[ScoredChunk], n: int,
+def _ranked(conn: Connection, kind: str, query: str, hits: list[ScoredChunk], n: int,
             config: RankingConfig) -> list[ScoredChunk]:
     """The best ``n`` after the priors (ties break on path then line, so equal
     scores always come back in one order)."""
@@ -315,7 +314,7 @@ def _ranked(conn: sqlite3.Connection, kind: str, query: str, hits: list[ScoredCh
     return rerank(conn, kind, query, hits, n, config.priors, fetch_rows, file_scores)
 
 
-def file_bm25(conn: sqlite3.Connection, kind: str, terms: list[str], paths: set[str]) -> dict[str, float]:
+def file_bm25(conn: Connection, kind: str, terms: list[str], paths: set[str]) -> dict[str, float]:
     """path -> BM25 of the query ``terms`` over each whole file of ``paths``,
     from ``file_terms``: a term's frequency is how many of the file's chunks
     of ``kind`` hold it, a file's length its number of such chunks, a term's
@@ -346,13 +345,13 @@ def file_bm25(conn: sqlite3.Connection, kind: str, terms: list[str], paths: set[
     return out
 
 
-def _files_of_kind(conn: sqlite3.Connection, kind: str) -> int:
+def _files_of_kind(conn: Connection, kind: str) -> int:
     """How many files have chunks of ``kind`` (kept while no file comes or goes)."""
     return connection_cache(conn, f"files of kind {kind}", paths_generation, lambda c: c.execute(
         "SELECT count(DISTINCT file_id) FROM chunks WHERE kind = ?", (kind,)).fetchone()[0])
 
 
-def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
+def lexical_search(conn: Connection, kind: str, query: str, n: int,
                    config: RankingConfig) -> list[ScoredChunk]:
     table = FTS_TABLE_BY_KIND.get(kind)
     query = declared_name(query)
@@ -369,7 +368,7 @@ def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     return _ranked(conn, kind, query, hits, n, config)
 
 
-def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
+def hybrid_search(conn: Connection, kind: str, query: str, n: int,
                   config: RankingConfig, semantic: "SemanticIndex", dense_only: bool = False
                   ) -> list[ScoredChunk]:
     """Fused BM25 + cosine ranking (``dense_only``: cosine alone). The caller
@@ -402,7 +401,7 @@ class HybridCandidates:
     rows: dict[int, tuple]  # chunk id -> its _CHUNK_COLUMNS row
 
 
-def hybrid_candidates(conn: sqlite3.Connection, kind: str,
+def hybrid_candidates(conn: Connection, kind: str,
                       query_vector: "Callable[[], np.ndarray | None]", terms: list[str], pool: int,
                       config: RankingConfig, semantic: "SemanticIndex") -> HybridCandidates | None:
     """The BM25 top ``pool`` ∪ the ANN top ``pool``, of one kind, each with
@@ -470,7 +469,7 @@ def _min_max(values: dict[int, float]) -> dict[int, float]:
     return {key: (value - low) / (high - low) for key, value in values.items()}
 
 
-def _apply_import_boost(conn: sqlite3.Connection, hits: list[ScoredChunk],
+def _apply_import_boost(conn: Connection, hits: list[ScoredChunk],
                         config: RankingConfig) -> None:
     best_by_file: dict[str, float] = {}
     for hit in hits:

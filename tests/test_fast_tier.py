@@ -84,7 +84,7 @@ def test_the_fast_tier_serves_while_the_transformer_embeds_then_hands_over(repo:
     assert next(iter(served_by_fast)) == "compute_checksum"
     status = engine.status()
     assert status["embeddings"]["serving"] == "fast"
-    assert status["embeddings"]["servingText"] == result.partial_reason
+    assert status["embeddings"]["serving_text"] == result.partial_reason
     assert status["embeddings"]["fast"] == {
         "enabled": True, "model": STATIC_MODEL_NAME, "dim": 256, "vectors": total, "pending": 0}
     assert status["pending"] == primary.pending() and status["vectors"] == primary.vector_count()
@@ -108,7 +108,7 @@ def test_the_fast_tier_serves_while_the_transformer_embeds_then_hands_over(repo:
     assert all(abs(served_by_primary[s] - served_by_fast[s]) > 1e-4
                for s in set(served_by_fast) & set(served_by_primary))
     status = engine.status()
-    assert status["embeddings"]["serving"] == "primary" and "servingText" not in status["embeddings"]
+    assert status["embeddings"]["serving"] == "primary" and "serving_text" not in status["embeddings"]
     assert status["state"] == "ready"
     engine.close()
 

@@ -373,7 +373,7 @@ def test_status_counts_files_per_language_and_lists_those_read_without_a_grammar
     assert languages["kotlin"] == {"files": 1, "definitions": True}
     assert languages["make"] == {"files": 1, "definitions": False}
     assert languages["groovy"] == {"files": 1, "definitions": False}
-    assert status["withoutGrammar"] == {"count": 2, "files": ["Makefile", "build.gradle"]}
+    assert status["without_grammar"] == {"count": 2, "files": ["Makefile", "build.gradle"]}
     assert status["files"] == len(DEFINITIONS) + 2  # the binary file is skipped
     assert [entry["path"] for entry in status["skipped"]["files"]] == ["Blob.kt"]
 

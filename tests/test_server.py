@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from conftest import serve, write_tree
+from rawrpc import StdioDaemon
 
 
 def symbols_of(hits: list[dict]) -> list[str | None]:
@@ -332,3 +336,68 @@ async def test_document_symbols_of_other_languages_have_their_own_kinds(tmp_path
         assert swift["Entry"] == types.SymbolKind.Struct
         assert types.SymbolKind.Class in {kind for name, kind in swift.items() if "Cache" in name}
         assert (await kinds("Inventory.kt"))["Clock"] == types.SymbolKind.Object
+
+
+# -- the request router (daemon/router.py) ------------------------------------------------
+
+def many_files(root: Path, count: int) -> Path:
+    root.mkdir()
+    write_tree(root, {f"pkg/mod_{n}.py": f"def function_{n}(x):\n    return x + {n}\n"
+                      for n in range(count)})
+    return root
+
+
+def test_every_method_the_daemon_serves_has_a_row_in_the_router_table():
+    """The table is the one place that says how a method runs: a handler
+    registered without a row fails at import (route_of), and every method
+    pygls or the shared socket can reach has one."""
+    from ctxls.daemon.router import ROUTES, Lane, route_of
+    from ctxls.daemon.server import server
+
+    served = set(server.protocol.fm.features) | set(server.custom_methods)
+    assert served - set(ROUTES) == set()
+    assert {method for method in served if ROUTES[method].lane is Lane.EXCLUSIVE} >= {
+        "ctxls/remember", "ctxls/forget", "ctxls/index", "ctxls/ingest", "ctxls/stash"}
+    assert ROUTES["ctxls/recall"].settles and ROUTES["ctxls/recall"].lane is Lane.BACKGROUND
+    with pytest.raises(LookupError, match="ROUTES"):
+        route_of("ctxls/noSuchMethod")
+
+
+async def test_a_cancelled_pass_stops_at_its_next_file(tmp_path: Path):
+    """$/cancelRequest cancels the task awaiting the work; the router sets the
+    request's token and the pass stops between files instead of running to
+    the end (and is no index error: the next pass resumes)."""
+    from ctxls.daemon.router import ROUTER
+    from ctxls.index.engine import Engine, EngineOptions
+
+    root = many_files(tmp_path / "many", 1500)
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "index.db"), embeddings=False))
+    task = asyncio.create_task(ROUTER.run("ctxls/index", functools.partial(engine.index, None, True)))
+    deadline = time.monotonic() + 60
+    while engine.progress.done == 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    while engine.indexing and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert not engine.indexing and engine.index_error is None
+    assert 0 < engine.progress.done < engine.progress.total == 1500
+    assert engine.status()["files"] < 1500
+    engine.close()
+
+
+def test_a_cancelled_request_is_answered_request_cancelled_and_the_daemon_goes_on(tmp_path: Path):
+    root = many_files(tmp_path / "many", 1500)
+    daemon = StdioDaemon(root)
+    try:
+        assert daemon.wait_indexed(timeout=120)["complete"]
+        conn = daemon.conn
+        conn.send({"jsonrpc": "2.0", "id": "pass", "method": "ctxls/index", "params": {"force": True}})
+        conn.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "pass"}})
+        reply = conn.reply_to("pass", timeout=60)
+        assert reply["error"]["code"] == -32800, reply
+        status = conn.request("ctxls/status", {}, "after")["result"]
+        assert "indexError" not in status and daemon.alive()
+    finally:
+        daemon.close()

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import random
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from ctxls.index import store as store_module
+from ctxls.index.store import database as store_database
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.errors import StoreUnavailable, WriteFailed
+from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
 from ctxls.index.scopes import EVERYTHING
-from ctxls.index.store import Store, StoreVersionError
+from ctxls.index.store import Store, StoreVersionError, read_snapshot
 from ctxls.index.tokenize import expand_tokens
 
 from conftest import SAMPLE_FILES, write_tree
@@ -205,7 +207,7 @@ def test_a_db_path_that_is_not_ours_is_refused_and_never_touched(plain_repo: Pat
                                                  "sqlite": "foreign"}[planted]
     with pytest.raises(StoreUnavailable):
         engine.memory.remember(EVERYTHING, "k", "a fact")
-    assert engine.status()["storeError"]["code"] == -32006
+    assert engine.status()["store_error"].code == -32006
     engine.close()
     assert listing(where) == before
     if planted == "folder":
@@ -227,8 +229,8 @@ class FlakyDisk:
                 raise exc
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(store_module.sqlite3, "connect", connect)
-        monkeypatch.setattr(store_module, "RETRY_S", 0.0)
+        monkeypatch.setattr(sqlite3, "connect", connect)
+        monkeypatch.setattr(store_database, "RETRY_S", 0.0)
 
 
 def test_a_transient_open_error_moves_nothing_and_the_store_comes_back(
@@ -248,12 +250,12 @@ def test_a_transient_open_error_moves_nothing_and_the_store_comes_back(
     with pytest.raises(StoreUnavailable):
         reopened.memory.remember(EVERYTHING, "lost", "never acknowledged")
     status = reopened.status()
-    assert status["storeError"]["data"]["reason"] == "io" and status["files"] == 0
+    assert status["store_error"].data["reason"] == "io" and status["files"] == 0
     assert listing(tmp_path) == before  # nothing moved aside, nothing written
 
     disk.failing = False  # the disk recovers: the next access reopens the same store
     assert reopened.memory.count(EVERYTHING) == 1
-    assert "storeError" not in reopened.status()
+    assert "store_error" not in reopened.status()
     assert not any(".corrupt-" in p.name for p in tmp_path.iterdir())
     reopened.close()
 
@@ -286,7 +288,7 @@ def test_our_corrupt_store_is_moved_aside_and_its_memory_carried_over(plain_repo
 
     reopened = make_engine(plain_repo, db)
     assert reopened.store.error is None and reopened.store.rebuilt
-    assert reopened.status()["repaired"]["movedTo"].startswith(str(db))
+    assert reopened.status()["repaired"]["moved_to"].startswith(str(db))
     if table == "meta":
         assert len(list(tmp_path.glob("index.db.quarantined-*[0-9]"))) == 1
         assert reopened.memory.count(EVERYTHING) == 0
@@ -389,10 +391,10 @@ def test_a_cold_index_failing_on_a_full_disk_ends_with_indexing_false_and_the_er
         engine.cold_index()
     status = engine.status()
     assert status["indexing"] is False and status["complete"] is False
-    assert status["indexError"]["code"] == -32007
+    assert status["index_error"].code == -32007
     engine.store._writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
     engine.cold_index()
-    assert "indexError" not in engine.status() and engine.status()["files"] == 105
+    assert "index_error" not in engine.status() and engine.status()["files"] == 105
     engine.close()
 
 
@@ -440,3 +442,58 @@ def test_a_store_closed_under_a_request_is_a_store_error_not_an_internal_one(tmp
     with pytest.raises(sqlite3.Error) as raised:
         other.execute("SELEC 1")
     assert store_module.store_error(raised.value, "x.db", writing=False) is None
+
+
+# -- one read snapshot per request -------------------------------------------------------
+
+def memory_rows(store: Store) -> int:
+    return store.reader().execute("SELECT count(*) FROM memory").fetchone()[0]
+
+
+def test_a_request_reads_one_snapshot_while_another_thread_commits(plain_repo: Path, tmp_path: Path):
+    """Readers ran in autocommit: a request reading twice could see two
+    states. Inside read_snapshot (what the router gives every request) a
+    commit made by another thread between the two reads is not seen; the
+    next request sees it."""
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    engine.memory.remember(EVERYTHING, "first", "the first fact")
+    with read_snapshot():
+        before = memory_rows(engine.store)
+        writer = threading.Thread(
+            target=engine.memory.remember, args=(EVERYTHING, "second", "committed meanwhile"))
+        writer.start()
+        writer.join(timeout=30)
+        assert not writer.is_alive()
+        assert memory_rows(engine.store) == before == 1
+        assert engine.store.counts()["files"] == 0  # a nested snapshot is the same one
+    assert memory_rows(engine.store) == 2
+    engine.close()
+
+
+def test_a_request_sees_its_own_writes_and_a_new_round_sees_all(plain_repo: Path, tmp_path: Path):
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    with read_snapshot():
+        assert memory_rows(engine.store) == 0
+        engine.memory.remember(EVERYTHING, "mine", "written by this request")
+        assert memory_rows(engine.store) == 1  # write() renewed this thread's snapshot
+        other = threading.Thread(
+            target=engine.memory.remember, args=(EVERYTHING, "theirs", "another thread's"))
+        other.start()
+        other.join(timeout=30)
+        assert memory_rows(engine.store) == 1
+        engine.store.renew_snapshot()  # what each round of Engine.fresh_answer does
+        assert memory_rows(engine.store) == 2
+    engine.close()
+
+
+def test_a_sqlite_error_leaves_a_snapshot_as_the_librarys_error(plain_repo: Path, tmp_path: Path):
+    """The daemon catches StoreError, never sqlite3.Error: a statement's own
+    failure is a StoreError (-32603, reason "statement"); the snapshot ends."""
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    with pytest.raises(StoreError) as raised:
+        with read_snapshot():
+            engine.store.reader().execute("SELECT no_such_column FROM files")
+    assert not isinstance(raised.value, sqlite3.Error) and isinstance(raised.value.__cause__, sqlite3.Error)
+    assert raised.value.code == -32603 and raised.value.data["reason"] == "statement"
+    assert not engine.store.reader().in_transaction
+    engine.close()

@@ -20,7 +20,6 @@ table, and recall fuses BM25 with cosine like file recall does, plus up to
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import TYPE_CHECKING, Iterator
 
 from ctxls.index.embed_text import memory_embedding_text
@@ -32,7 +31,7 @@ from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_
 from ctxls.index.model import content_hash
 from ctxls.index.ranking import RankingConfig, bm25_scores, fused_scores
 from ctxls.index.scopes import Scope
-from ctxls.index.store import MEMORY_FTS_TABLE_BY_KIND, Store
+from ctxls.index.store import MEMORY_FTS_TABLE_BY_KIND, Connection, Row, Store
 from ctxls.index.tokenize import fts_match_expression
 
 if TYPE_CHECKING:
@@ -81,13 +80,7 @@ class SqliteMemoryStore:
 
     def _text_reader(self, row_id: int) -> TextReader:
         def read(max_bytes: int | None) -> str | None:
-            try:
-                with self.store.reader().blobopen("memory", "text", row_id, readonly=True) as blob:
-                    if max_bytes is not None and len(blob) > max_bytes:
-                        return None
-                    return blob.read().decode("utf-8", "replace")
-            except sqlite3.OperationalError:  # the row was removed since it was listed
-                return None
+            return self.store.read_text("memory", "text", row_id, max_bytes)
         return read
 
     # -- writes ----------------------------------------------------------------
@@ -111,7 +104,7 @@ class SqliteMemoryStore:
                      write.upload.data))
         return ids
 
-    def _replace(self, conn: sqlite3.Connection, write: Write) -> list[int]:
+    def _replace(self, conn: Connection, write: Write) -> list[int]:
         """Make (scope, key) exactly these segments; rows of kept parts keep their ids."""
         scope, key = write.scope, write.key
         self._delete(conn, "memory.scope = ? AND memory.key = ? AND memory.part >= ?",
@@ -145,7 +138,7 @@ class SqliteMemoryStore:
         self.store.drop_orphan_vectors(conn, [h for _, _, h in old.values()])
         return ids
 
-    def _delete(self, conn: sqlite3.Connection, where: str, args: list) -> int:
+    def _delete(self, conn: Connection, where: str, args: list) -> int:
         """Remove the memory rows matching ``where`` (columns as ``memory.x``) with
         their FTS rows, uploads and vectors; returns how many ids were removed."""
         gone = conn.execute(f"DELETE FROM memory WHERE {where} "
@@ -225,7 +218,7 @@ class SqliteMemoryStore:
         return ranked[:n]
 
     @staticmethod
-    def _term_coverage(conn: sqlite3.Connection, table: str, terms: list[str],
+    def _term_coverage(conn: Connection, table: str, terms: list[str],
                        rowids: list[int]) -> dict[int, float]:
         """The share of query terms each row matches. Fusion divides BM25 by the
         best candidate's, so without it a row sharing one incidental word with a
@@ -242,7 +235,7 @@ class SqliteMemoryStore:
         return {rowid: count / len(terms) for rowid, count in matched.items()}
 
     @staticmethod
-    def _cosines(conn: sqlite3.Connection, semantic: "SemanticIndex", vector: "np.ndarray",
+    def _cosines(conn: Connection, semantic: "SemanticIndex", vector: "np.ndarray",
                  rowids: list[int]) -> dict[int, float | None]:
         """Row id -> exact cosine (None: not embedded yet)."""
         if not rowids:
@@ -253,7 +246,7 @@ class SqliteMemoryStore:
         by_hash = semantic.similarities(vector, sorted(set(hashes.values())))
         return {rid: by_hash.get(hashes.get(rid)) for rid in rowids}
 
-    def _nominate(self, conn: sqlite3.Connection, semantic: "SemanticIndex", vector: "np.ndarray",
+    def _nominate(self, conn: Connection, semantic: "SemanticIndex", vector: "np.ndarray",
                   kind: str, scope: Scope, now: int, k: int) -> dict[int, float]:
         """Up to ``k`` visible rows of ``kind`` nearest to ``vector``: row id -> cosine."""
         visible, args = visible_sql(scope, now)
@@ -284,7 +277,7 @@ class SqliteMemoryStore:
             size *= 4
 
     @staticmethod
-    def _rows_by_id(conn: sqlite3.Connection, ids: list[int]) -> dict[int, sqlite3.Row]:
+    def _rows_by_id(conn: Connection, ids: list[int]) -> dict[int, Row]:
         if not ids:
             return {}
         return {r[0]: r for r in conn.execute(

@@ -1,0 +1,457 @@
+"""``Store``: one SQLite database, its connections and transactions.
+
+Opening (telling "not now" from "not ours / corrupt"), a writer connection
+behind a lock, one read connection per thread, a read snapshot per request
+(``snapshot``), and the translation of SQLite's errors into the library's.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import shutil
+import sqlite3
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ctxls.index import trust
+from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
+from ctxls.index.private import create_private_file, make_private_dir, restrict
+from ctxls.index.store.failures import storage_reason, store_error, translated
+from ctxls.index.store.reads import Reads
+from ctxls.index.store.recovery import Recovery, _is_ours
+from ctxls.index.store.schema import APPLICATION_ID, VECTOR_TABLES, Migrations, _SQLITE_MAGIC
+from ctxls.index.store.writes import FileRows, now_ms
+
+log = logging.getLogger(__name__)
+
+# What the rest of the package names a connection and a row by: only the
+# store imports sqlite3 (tests/test_layers.py).
+Connection = sqlite3.Connection
+Row = sqlite3.Row
+
+# Store.files_version values (never one twice in a process).
+_FILES_VERSIONS = itertools.count(1)
+# Seconds between attempts to open an unavailable store.
+RETRY_S = 1.0
+# Reads check that the store file is still the one open at most this often
+# (seconds); writes check before and after every transaction.
+IDENTITY_CHECK_S = 0.5
+
+
+class Store(Migrations, Recovery, FileRows, Reads):
+    """One SQLite database: a writer connection behind a lock, and one
+    read connection per thread (WAL gives each reader a consistent snapshot)."""
+
+    def __init__(self, db_path: str | os.PathLike[str] | None):
+        # None: a private throw-away store (buffers outside every workspace
+        # folder), a temp file so it behaves exactly like a real one (WAL).
+        self._temp_dir = tempfile.mkdtemp(prefix="ctxls-") if db_path is None else None
+        self.db_path = str(db_path) if db_path is not None else os.path.join(self._temp_dir, "index.db")
+        self._write_lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[Connection] = []
+        self._readers_lock = threading.Lock()
+        self.rebuilt = False  # True when file rows were dropped on open
+        # Per vector table: ids deleted here, not yet removed from its ANN index
+        # (semantic.py drains it).
+        self.removed_vector_ids: dict[str, collections.deque[int]] = {
+            table: collections.deque() for table in VECTOR_TABLES}
+        self._writer: Connection | None = None
+        # Renewed after each commit that changed a file's rows (put_file,
+        # delete_file): what is derived from the code (code lens titles) holds
+        # for one value. Unique in the process, whichever store.
+        self.files_version = next(_FILES_VERSIONS)
+        self._files_touched = False
+        # Bumped by every (re)open: a thread's read connection of an older one is replaced.
+        self._generation = 0
+        self.error: StoreUnavailable | None = None  # set while the store cannot be used
+        self._retry_at = 0.0
+        # (st_dev, st_ino) of the file opened: a different one means it was
+        # deleted or replaced under us.
+        self._identity: tuple[int, int] | None = None
+        self._identity_checked = 0.0
+        # Called after a vanished store was created anew (its file rows are gone).
+        self.on_replaced: list[Callable[[], None]] = []
+        # Whether stores are sealed and checked (index/trust.py): not a throw-away one.
+        self._sealed = db_path is not None
+        # Where this process moved a corrupt or untrusted store (its caches beside it are stale).
+        self.moved_aside: str | None = None
+        self._quarantine_counts: dict[tuple[str, int, int], int] = {}
+        # Set when a query met corruption: the next access checks and repairs.
+        self._suspect: str | None = None
+        # The last repair or quarantine of this process: status reports it.
+        self.repair: dict | None = None
+        with self._write_lock:
+            try:
+                self._open()
+            except StoreUnavailable as exc:
+                self._unavailable(exc)
+
+    # -- opening -------------------------------------------------------------
+
+    def _unavailable(self, exc: StoreUnavailable) -> None:
+        if self.error is None or self.error.message != exc.message:
+            log.error("%s", exc.message)
+        self.error = exc
+        self._retry_at = time.monotonic() + RETRY_S
+
+    def _ready(self, verify: bool = False) -> None:
+        """Return when the store can be used; else retry opening it (at most
+        every RETRY_S) and raise StoreUnavailable. Also notices a store file
+        deleted or replaced under us (always when ``verify``, else at most
+        every IDENTITY_CHECK_S) and creates it anew: a write must never land
+        in a file nobody can open again."""
+        replaced = False
+        if self._suspect is not None and self.error is None:
+            replaced = self._check_suspect()
+        if self.error is None and not replaced:
+            now = time.monotonic()
+            if not verify and now < self._identity_checked + IDENTITY_CHECK_S:
+                return
+            self._identity_checked = now
+            if self._file_identity() == self._identity:
+                return
+            with self._write_lock:
+                if self.error is None and self._file_identity() != self._identity:
+                    log.warning("index store %s was deleted or replaced while open; "
+                                "opening it anew", self.db_path)
+                    self.error = StoreUnavailable(self.db_path, "missing", "the store file vanished")
+                    self._retry_at = 0.0
+                    replaced = True
+        if self.error is not None:
+            with self._write_lock:
+                if self.error is not None and time.monotonic() >= self._retry_at:
+                    moved_aside = self.moved_aside
+                    try:
+                        self._open()
+                    except StoreUnavailable as exc:
+                        self._unavailable(exc)
+                    else:
+                        log.warning("index store %s is available", self.db_path)
+                        replaced = replaced or self.moved_aside != moved_aside
+                error = self.error
+        else:
+            error = None
+        if replaced and error is None:
+            for listener in self.on_replaced:  # outside the lock: they may take their own
+                listener()
+        if error is not None:
+            raise error.with_traceback(None)
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self.db_path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def _header(self) -> bytes:
+        """The file's first 100 bytes (b"" when it does not exist yet)."""
+        try:
+            with open(self.db_path, "rb") as fh:
+                return fh.read(100)
+        except FileNotFoundError:
+            return b""
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
+                                   else "io", exc.strerror or str(exc)) from exc
+
+    def _open(self) -> None:
+        """Open (or create) the store; StoreUnavailable when it cannot be used now
+        or is not ours. Moves a file aside only when it is ours and corrupt."""
+        path = Path(self.db_path)
+        if path.is_dir():
+            raise StoreUnavailable(self.db_path, "folder",
+                                   "dbPath is a folder, not a ctxls store; refusing to use it")
+        header = self._header()
+        if header and not header.startswith(_SQLITE_MAGIC):
+            raise StoreUnavailable(self.db_path, "foreign",
+                                   "dbPath is not a SQLite database; refusing to use or move it")
+        try:
+            make_private_dir(path.parent)
+            if not header:
+                create_private_file(path)
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
+                                   else "io", exc.strerror or str(exc)) from exc
+        self._uri = path.resolve().as_uri()
+        if not header:
+            self._set_aside_orphans()
+        conn: Connection | None = None
+        meta: dict[str, str] = {}
+        try:
+            conn = self._connect()
+            # Before anything writes (even the journal mode): is it ours?
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID and tables \
+                    and "meta" not in tables:
+                # No marker (a store from before it, or someone else's): ours
+                # only if our meta table reads.
+                raise StoreUnavailable(self.db_path, "foreign",
+                                       "dbPath is another application's SQLite database; "
+                                       "refusing to use or move it")
+            if "meta" in tables:
+                meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            # Before this open writes anything (the journal mode, the stamp).
+            unchanged = bool(header) and self._unchanged_since_checked(meta.get("store_id"))
+            # Before anything writes: are its written rows this user's own?
+            distrust = trust.problem(meta, self.db_path) if self._sealed and tables else None
+            if distrust is not None:
+                conn.close()
+                conn = None
+                self._quarantine(distrust)
+                return
+            self._install(conn)
+            if self._sealed and meta.get("store_id") is None:
+                self._seal()  # a new store, or one from before seals that git says is not the checkout's
+            damage = self._damage() if header and not unchanged else None
+            if damage is not None:
+                conn = None  # the writer now: _repair closes it
+                self._repair(damage, meta)
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            reason = storage_reason(exc) or "io"
+            if reason != "corrupt":
+                raise StoreUnavailable(self.db_path, reason, str(exc)) from exc
+            if not _is_ours(header):
+                raise StoreUnavailable(
+                    self.db_path, "corrupt",
+                    f"{exc}; it carries no ctxls marker, so it is left as it is "
+                    "(move it away and ctxls builds a new store)") from exc
+            self._replace_corrupt(exc, meta)
+        except BaseException:
+            if conn is not None:
+                conn.close()
+            raise
+
+    def _set_aside_orphans(self) -> None:
+        """A -wal/-shm without its database (deleted under a running daemon)
+        would be replayed into the new file: move them aside first."""
+        if os.path.exists(self.db_path):
+            return
+        stamp = now_ms()
+        for suffix in ("-wal", "-shm"):
+            if os.path.exists(self.db_path + suffix):
+                try:
+                    os.replace(self.db_path + suffix, f"{self.db_path}.orphan-{stamp}{suffix}")
+                except OSError as exc:
+                    raise StoreUnavailable(self.db_path, "io", f"cannot move the stale {suffix} "
+                                           f"aside: {exc.strerror or exc}") from exc
+
+    def _install(self, conn: Connection) -> None:
+        """Make ``conn`` the writer of a freshly opened store (WAL journal) and migrate it."""
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        old, self._writer = self._writer, conn
+        if old is not None:
+            old.close()
+        try:
+            self._migrate()
+        except BaseException:
+            self._writer = None
+            raise
+        self._generation += 1
+        for suffix in ("", "-wal", "-shm"):  # a store made before modes were enforced
+            restrict(self.db_path + suffix)
+        self._identity = self._file_identity()
+        self.error = None
+
+    # -- connections -------------------------------------------------------
+
+    def _connect(self) -> Connection:
+        conn = sqlite3.connect(self._uri, uri=True, check_same_thread=False,
+                               isolation_level=None, timeout=10.0)
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA busy_timeout = 10000")
+        return conn
+
+    def reader(self) -> Connection:
+        """This thread's read connection; inside ``read_snapshot`` it reads
+        one snapshot (a read transaction begun at its first use)."""
+        self._ready()
+        conn = getattr(self._local, "conn", None)
+        if conn is None or self._local.generation != self._generation:
+            try:
+                conn = self._connect()
+                conn.execute("PRAGMA query_only = ON")
+            except sqlite3.Error as exc:
+                raise (store_error(exc, self.db_path, writing=False)
+                       or StoreUnavailable(self.db_path, "io", str(exc))) from exc
+            self._local.conn, self._local.generation = conn, self._generation
+            with self._readers_lock:
+                self._readers.append(conn)
+        stores = getattr(_snapshot, "stores", None)
+        if stores is not None and not conn.in_transaction:
+            conn.execute("BEGIN DEFERRED")  # the snapshot is taken by the first read after it
+            if self not in stores:
+                stores.append(self)
+        return conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Connection]:
+        """This thread's reader, reading one snapshot for the block (see
+        ``read_snapshot``)."""
+        with read_snapshot():
+            yield self.reader()
+
+    def renew_snapshot(self) -> None:
+        """Let this thread's snapshot (if any) see every commit made so far:
+        a new round of an answer (``Engine.fresh_answer``) and a request's own
+        writes are read from here on."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.in_transaction:
+            try:
+                conn.execute("COMMIT")  # a read transaction: nothing to write
+            except sqlite3.Error as exc:
+                raise translated(exc, self.db_path, writing=False) from exc
+
+    def _end_snapshot(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None and conn.in_transaction:
+            self._rollback(conn)  # a read transaction: ending it is all
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        """One write transaction; callers hold it briefly (one file or batch).
+        A storage failure is WriteFailed: nothing of it was committed."""
+        self._ready(verify=True)
+        with self._write_lock:
+            if self.error is not None:  # lost since the check above
+                raise self.error.with_traceback(None)
+            try:
+                with self._transaction() as conn:
+                    yield conn
+            except sqlite3.Error as exc:
+                raise self._write_error(exc) from exc
+            finally:
+                touched, self._files_touched = self._files_touched, False
+            if touched:
+                self.files_version = next(_FILES_VERSIONS)
+            self.renew_snapshot()  # a request reads its own writes
+            if self._file_identity() != self._identity:
+                # Committed into a file deleted meanwhile: not durable, not acknowledged.
+                raise WriteFailed(self.db_path, "missing",
+                                  "the store file vanished during the write; try again")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        conn = self._writer
+        assert conn is not None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            self._rollback(conn)
+            raise
+        try:
+            conn.execute("COMMIT")
+        except BaseException:
+            self._rollback(conn)
+            raise
+
+    def _write_error(self, exc: sqlite3.Error) -> StoreError:
+        """WriteFailed for a storage failure; the statement's own error otherwise."""
+        return self.failure(exc, writing=True) or translated(exc, self.db_path, writing=True)
+
+    @staticmethod
+    def _rollback(conn: Connection) -> None:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error:  # the failure that got us here already says why
+                pass
+
+    def close(self) -> None:
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+        with self._write_lock:
+            store_id = None
+            if self._writer is not None:
+                if self._sealed and self.error is None and self._suspect is None:
+                    store_id = self._store_id()
+                self._writer.close()
+            if store_id is not None and self._check_signature() is not None:
+                trust.record_checked(store_id, self._check_signature())
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+
+    # -- the whole-file check's shortcut -------------------------------------
+
+    def _store_id(self) -> str | None:
+        try:
+            row = self._writer.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()
+        except sqlite3.Error:
+            return None
+        return row[0] if row else None
+
+    def _check_signature(self) -> tuple[int, int, int] | None:
+        """(inode, size, mtime) of a store file left whole: no write-ahead log
+        pending (closed by its last user), else None (check it next time)."""
+        try:
+            if os.path.getsize(self.db_path + "-wal") > 0:
+                return None
+        except OSError:
+            pass
+        try:
+            st = os.stat(self.db_path)
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _unchanged_since_checked(self, store_id: str | None) -> bool:
+        """This user's process closed the store last and nothing has touched
+        the file since: its whole-file check would find what that process
+        left, so opening skips it (a CLI verb without a daemon opens the store
+        every time). Any other change (another writer, garbage, truncation)
+        changes the signature and the check runs."""
+        signature = self._check_signature()
+        return (self._sealed and signature is not None and store_id is not None
+                and trust.unchanged_since_checked(store_id, signature))
+
+    def meta(self) -> dict[str, str]:
+        return dict(self.reader().execute("SELECT key, value FROM meta").fetchall())
+
+
+
+# This thread's read snapshot: None outside one, else the stores read in it.
+_snapshot = threading.local()
+
+
+@contextmanager
+def read_snapshot() -> Iterator[None]:
+    """Every read of any store in this thread, for the block, sees one state
+    of that store: a read transaction begun at the store's first read (a
+    store the block never reads costs nothing, and an unavailable one fails
+    only a block that reads it), ended when the outermost block ends. Commits
+    of other threads meanwhile are not seen; this thread's own are (``write``
+    renews the snapshot after its commit, ``renew_snapshot`` on demand). A
+    SQLite error raised in the block leaves it as the library's error
+    (``StoreError``): it does not say which store it came from, so each store
+    read is asked (on corruption each becomes suspect and checks itself at
+    its next use)."""
+    if getattr(_snapshot, "stores", None) is not None:  # nested: the outer block holds it
+        yield
+        return
+    _snapshot.stores = []
+    try:
+        yield
+    except sqlite3.Error as exc:
+        errors = [store.failure(exc, writing=False) for store in _snapshot.stores]
+        db_path = _snapshot.stores[0].db_path if _snapshot.stores else ""
+        raise (next((error for error in errors if error is not None), None)
+               or translated(exc, db_path, writing=False)) from exc
+    finally:
+        stores, _snapshot.stores = _snapshot.stores, None
+        for store in stores:
+            store._end_snapshot()

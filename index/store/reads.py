@@ -1,0 +1,126 @@
+"""Reading the store: file rows, counts, and what recall derives from a
+reader's snapshot (``connection_cache`` and the generations that key it)."""
+
+from __future__ import annotations
+
+import collections
+import sqlite3
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from ctxls.index.store.database import Connection
+
+@dataclass(frozen=True)
+class FileState:
+    id: int
+    path: str
+    size: int
+    mtime_ns: int
+    hash: str
+    source: str
+
+
+
+# (connection id, name) -> (the connection, the version it was built at, the value). The
+# connection is held so its id cannot be reused by another while cached; the
+# lock is for recall threads that each bring their own reader connection.
+_CONNECTION_CACHES: dict[tuple[int, str], tuple[Connection, object, object]] = {}
+_CONNECTION_CACHE_SIZE = 64
+_CONNECTION_CACHE_LOCK = threading.Lock()
+
+
+def connection_cache(conn: Connection, name: str, version: Callable[[Connection], object],
+                     build: Callable[[Connection], object]):
+    """What ``build(conn)`` made for this reader connection, made again when
+    ``version(conn)`` (read in the reader's snapshot, so it changes in the
+    transaction that changes what was built from) is no longer what it was."""
+    current = version(conn)
+    key = (id(conn), name)
+    with _CONNECTION_CACHE_LOCK:
+        cached = _CONNECTION_CACHES.get(key)
+    if cached is not None and cached[0] is conn and cached[1] == current:
+        return cached[2]
+    value = build(conn)
+    with _CONNECTION_CACHE_LOCK:
+        _CONNECTION_CACHES.pop(key, None)
+        while len(_CONNECTION_CACHES) >= _CONNECTION_CACHE_SIZE:
+            _CONNECTION_CACHES.pop(next(iter(_CONNECTION_CACHES)))
+        _CONNECTION_CACHES[key] = (conn, current, value)
+    return value
+
+
+def paths_generation(conn: Connection) -> str | None:
+    """Changes in every transaction that adds or removes a ``files`` row
+    (a file's id and path never change otherwise)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'paths_generation'").fetchone()
+    return row[0] if row else None
+
+
+
+def fts_generation(conn: Connection, table: str) -> object:
+    """Changes whenever the FTS5 ``table``'s rows do: its structure record
+    (``%_data`` row 10), which FTS5 rewrites, with a write counter, in every
+    transaction that changes the index. Without one (another FTS5 layout),
+    the connection's data_version: any commit at all."""
+    row = conn.execute(f"SELECT block FROM {table}_data WHERE id = 10").fetchone()
+    if row is None:
+        return ("data_version", conn.execute("PRAGMA data_version").fetchone()[0])
+    return row[0]
+
+
+def parse_file_terms(terms: str) -> collections.Counter:
+    """A ``file_terms.terms`` value as token -> chunks holding it."""
+    out: collections.Counter = collections.Counter()
+    for line in terms.split("\n"):
+        if line:
+            token, _, count = line.rpartition(" ")
+            out[token] = int(count)
+    return out
+
+
+def file_term_count(terms: str, token: str) -> int:
+    """How many chunks hold ``token``, read from a ``file_terms.terms``
+    value without parsing it whole (a query asks a handful of tokens of a
+    few dozen files)."""
+    start = terms.find(f"\n{token} ")
+    if start < 0:
+        return 0
+    start += len(token) + 2
+    return int(terms[start:terms.index("\n", start)])
+
+
+
+class Reads:
+    """``Store``'s reads of file rows (on this thread's reader)."""
+
+    def file_states(self) -> dict[str, FileState]:
+        rows = self.reader().execute(
+            "SELECT id, path, size, mtime_ns, hash, source FROM files").fetchall()
+        return {r["path"]: FileState(**dict(r)) for r in rows}
+
+    def file_state(self, path: str) -> FileState | None:
+        row = self.reader().execute(
+            "SELECT id, path, size, mtime_ns, hash, source FROM files WHERE path = ?",
+            (path,)).fetchone()
+        return FileState(**dict(row)) if row else None
+
+    def read_text(self, table: str, column: str, row_id: int, max_bytes: int | None) -> str | None:
+        """A text value read incrementally (blob I/O knows its size before
+        reading any of it); None when it is over ``max_bytes`` or the row is
+        gone (removed since it was listed)."""
+        try:
+            with self.reader().blobopen(table, column, row_id, readonly=True) as blob:
+                if max_bytes is not None and len(blob) > max_bytes:
+                    return None
+                return blob.read().decode("utf-8", "replace")
+        except sqlite3.OperationalError:
+            return None
+
+    def counts(self) -> dict[str, int]:
+        with self.snapshot() as conn:
+            return {
+                "files": conn.execute("SELECT count(*) FROM files").fetchone()[0],
+                "chunks": conn.execute("SELECT count(*) FROM chunks").fetchone()[0],
+            }

@@ -1,0 +1,313 @@
+"""A store that is damaged, vanished or not this user's own: moving it
+aside, building anew, carrying its written rows over, quarantine and the
+user's word that imports them (``Recovery``, a part of ``Store``)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from pathlib import Path
+from typing import Iterator
+
+from ctxls.index import trust
+from ctxls.index.errors import StoreError, StoreUnavailable
+from ctxls.index.private import create_private_file
+from ctxls.index.store.failures import storage_reason, store_error
+from ctxls.index.store.schema import (APPLICATION_ID, FTS_TABLE_BY_KIND, MEMORY_FTS_TABLE_BY_KIND,
+                                      _SQLITE_MAGIC)
+from ctxls.index.store.writes import now_ms
+
+log = logging.getLogger(__name__)
+
+# Written rows a corrupt store's replacement inherits (nothing else is
+# irreplaceable: file rows are re-derived, vectors re-embedded).
+CARRIED_TABLES = ("memory", "memory_files", "stash", "edits")
+# A store moved aside as not this user's own: <db>.quarantined-<ms>.
+QUARANTINE_LABEL = "quarantined"
+
+
+def _is_ours(header: bytes) -> bool:
+    """The file header carries our application id."""
+    return (header.startswith(_SQLITE_MAGIC) and len(header) >= 72
+            and int.from_bytes(header[68:72], "big") == APPLICATION_ID)
+
+
+def _salvage_connection(path: str, read_only: bool) -> sqlite3.Connection:
+    """A connection to a damaged store file that reads what is left: with
+    ``writable_schema`` SQLite skips the schema entries it cannot load (a
+    truncated file's tables whose root pages are gone) instead of refusing
+    every table. Nothing writes through it."""
+    uri = Path(path).resolve().as_uri() + ("?mode=ro" if read_only else "")
+    source = sqlite3.connect(uri, uri=True, isolation_level=None)
+    source.execute("PRAGMA writable_schema = ON")
+    return source
+
+
+def _readable_rows(source: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[tuple]:
+    """``columns`` of every row of ``table`` that SQLite can still read, in
+    rowid order: 256 rows at a time, one at a time after a failure, hopping
+    over a damaged stretch with growing strides."""
+    select = (f"SELECT rowid, {', '.join(columns)} FROM {table} "
+              "WHERE rowid > ? ORDER BY rowid LIMIT ?")
+    last, limit, stride = -(1 << 63), 256, 1
+    while True:
+        try:
+            rows = source.execute(select, (last, limit)).fetchall()
+        except sqlite3.Error:
+            if limit > 1:
+                limit = 1
+                continue
+            last, stride = last + stride, stride * 2
+            if last >= (1 << 63) - 1 or stride > (1 << 48):
+                return
+            continue
+        if not rows:
+            return
+        stride = 1
+        for row in rows:
+            yield tuple(row[1:])
+        last = rows[-1][0]
+
+
+
+class Recovery:
+    """``Store``'s handling of damage and distrust."""
+
+    def _replace_corrupt(self, cause: sqlite3.Error | str, meta: dict[str, str]) -> None:
+        """Move our corrupt store aside, create a new one, carry the written
+        rows that still read, when they are this user's own (else the file is
+        quarantined like any unsealed store: its rows wait for `trust-memory`)."""
+        if not meta:  # the seal's rows may still read where the first look failed
+            meta = dict(self._rows_of(self.db_path, "meta", ["key", "value"]))
+        distrust = trust.problem(meta, self.db_path) if self._sealed else None
+        if distrust is not None:
+            self._quarantine(f"corrupt ({cause}), and {distrust}")
+            return
+        aside = self._move_aside("corrupt", f"corrupt ({cause})")
+        log.error("index store %s is corrupt (%s); moved to %s and rebuilding",
+                  self.db_path, cause, aside)
+        self._create_anew()
+        carried = self._carry_over(aside)
+        self.repair = {"at": now_ms(), "cause": str(cause), "moved_to": aside, "carried": carried}
+        log.warning("carried into the new store from %s: %s", aside, carried)
+
+    def _quarantine(self, why: str) -> None:
+        """Move a store whose written rows are not this user's own aside
+        whole (its index and vectors were made elsewhere too) and start anew;
+        `import_quarantined` carries its rows in when the user says so."""
+        aside = self._move_aside(QUARANTINE_LABEL, why)
+        self.repair = {"at": now_ms(), "cause": why, "moved_to": aside, "carried": {}}
+        log.warning("index store %s is not trusted: %s. Moved to %s; its written memory is "
+                    "quarantined (not served) until `ctxls trust-memory` imports it",
+                    self.db_path, why, aside)
+        self._create_anew()
+
+    def _damage(self, fts: bool = False) -> str | None:
+        """What SQLite finds wrong with the open store (quick_check: every
+        page and b-tree; with ``fts`` also the full-text tables' own
+        structure, which quick_check does not read), None when sound."""
+        conn = self._connect()  # its own page cache: the file as it is on disk now
+        try:
+            found = [r[0] for r in conn.execute("PRAGMA quick_check(1)")]
+            if found != ["ok"]:
+                return found[0] if found else "quick_check gave no answer"
+            if fts:
+                for table in (*FTS_TABLE_BY_KIND.values(), *MEMORY_FTS_TABLE_BY_KIND.values()):
+                    conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
+        except sqlite3.Error as exc:
+            if storage_reason(exc) == "corrupt":
+                return str(exc)
+            raise
+        finally:
+            conn.close()
+        return None
+
+    def _repair(self, damage: str, meta: dict[str, str]) -> None:
+        """Replace the open, damaged store (see _replace_corrupt)."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        self._replace_corrupt(damage, meta)
+
+    def _check_suspect(self) -> bool:
+        """A query met corruption: check the store whole and repair it when
+        damaged. True when it was replaced (its file rows are gone)."""
+        with self._write_lock:
+            cause, self._suspect = self._suspect, None
+            if cause is None or self.error is not None:
+                return False
+            try:
+                damage = self._damage(fts=True)
+                if damage is None:
+                    log.info("index store %s: %s, and a check finds it sound", self.db_path, cause)
+                    return False
+                meta = dict(self._rows_of(self.db_path, "meta", ["key", "value"]))
+                self._repair(f"{cause}; {damage}" if damage != cause else cause, meta)
+            except StoreUnavailable as exc:
+                self._unavailable(exc)
+                return False
+            except sqlite3.Error as exc:  # could not check now (locked, I/O): the next corrupt error asks again
+                log.warning("index store %s: %s; could not check it: %s", self.db_path, cause, exc)
+                return False
+            return True
+
+    def suspect(self, cause: str) -> None:
+        """A query met corruption: the next access checks the store and
+        repairs it when it is damaged."""
+        self._suspect = cause
+
+    def failure(self, exc: sqlite3.Error, writing: bool) -> StoreError | None:
+        """The protocol error for a storage failure met while using this store
+        (None when ``exc`` is not one); corruption makes the store suspect."""
+        error = store_error(exc, self.db_path, writing)
+        if error is not None and storage_reason(exc) == "corrupt":
+            self.suspect(str(exc))
+        return error
+
+    def verify(self) -> None:
+        """Check the whole store now and repair it when damaged (a forced
+        pass starts here: `index --force` is the remedy that always works)."""
+        self.suspect("a forced index pass checks the store")
+        self._ready()
+
+    def _move_aside(self, label: str, why: str) -> str:
+        aside = f"{self.db_path}.{label}-{now_ms()}"
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(self.db_path + suffix):
+                    os.replace(self.db_path + suffix, aside + suffix)
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "io", f"{why}, and cannot be moved "
+                                   f"aside: {exc.strerror or exc}") from exc
+        self.moved_aside = aside
+        return aside
+
+    def _create_anew(self) -> None:
+        """A new, sealed store where one was moved aside."""
+        self.rebuilt = True
+        conn = None
+        try:
+            create_private_file(Path(self.db_path))
+            conn = self._connect()
+            self._install(conn)
+            if self._sealed:
+                self._seal()
+        except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
+            raise StoreUnavailable(self.db_path, storage_reason(exc) or "io", str(exc)) from exc
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "io", exc.strerror or str(exc)) from exc
+
+    def _seal(self) -> None:
+        """Mark the store as this user's, for this place (index/trust.py)."""
+        seal = trust.new_seal(self.db_path)
+        if seal is None:
+            return
+        with self._transaction() as conn:
+            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", seal.items())
+
+    # -- quarantine ----------------------------------------------------------
+
+    def quarantined(self) -> list[dict]:
+        """The stores moved aside as untrusted that are still waiting, with how
+        many written memory rows each holds (counted once per file version)."""
+        if self._temp_dir is not None:
+            return []
+        folder, name = os.path.split(self.db_path)
+        prefix = f"{name}.{QUARANTINE_LABEL}-"
+        found = []
+        try:
+            names = sorted(os.listdir(folder or "."))
+        except OSError:
+            return []
+        for entry in names:
+            if not entry.startswith(prefix) or entry.endswith(("-wal", "-shm")):
+                continue
+            path = os.path.join(folder, entry)
+            found.append({"path": path, "memory": self._quarantined_rows(path)})
+        return found
+
+    def _quarantined_rows(self, path: str) -> int:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return 0
+        version = (path, st.st_size, st.st_mtime_ns)
+        if version not in self._quarantine_counts:
+            self._quarantine_counts[version] = sum(1 for _ in self._rows_of(path, "memory", ["key"]))
+        return self._quarantine_counts[version]
+
+    @staticmethod
+    def _rows_of(path: str, table: str, columns: list[str]) -> Iterator[tuple]:
+        """The readable rows of a damaged or quarantined store file (read-only)."""
+        try:
+            source = _salvage_connection(path, read_only=True)
+        except sqlite3.Error:
+            return
+        try:
+            yield from _readable_rows(source, table, columns)
+        except sqlite3.Error:
+            return
+        finally:
+            source.close()
+
+    def import_quarantined(self) -> dict:
+        """Carry the written rows of every quarantined store into this one (the
+        user vouches for them), then remove those files; rows whose (scope,
+        id) this store already holds keep this store's version."""
+        stores = self.quarantined()
+        carried: dict[str, int] = {table: 0 for table in CARRIED_TABLES}
+        for entry in stores:
+            for table, count in self._carry_over(entry["path"]).items():
+                carried[table] += count
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    os.remove(entry["path"] + suffix)
+                except FileNotFoundError:
+                    pass
+            log.warning("imported the written rows of %s on the user's word", entry["path"])
+        return {"stores": [entry["path"] for entry in stores], "imported": carried}
+
+    def _carry_over(self, aside: str) -> dict[str, int]:
+        """Copy the rows of CARRIED_TABLES that can still be read from the
+        file ``aside`` (corrupt, or quarantined and now vouched for) into this
+        store; per table, how many."""
+        carried: dict[str, int] = {}
+        try:
+            source = _salvage_connection(aside, read_only=False)
+        except sqlite3.Error:
+            return carried
+        try:
+            for table in CARRIED_TABLES:
+                try:
+                    old_columns = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
+                except sqlite3.Error:
+                    continue
+                # A rowid key is renumbered here: the rows may join a store that has its own.
+                columns = [r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")
+                           if r[1] in old_columns and not (r[5] == 1 and r[2].upper() == "INTEGER")]
+                if not columns:
+                    continue
+                insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
+                          f"VALUES ({', '.join('?' * len(columns))})")
+                count = 0
+                with self.write() as conn:
+                    for row in _readable_rows(source, table, columns):
+                        try:
+                            cursor = conn.execute(insert, row)
+                        except sqlite3.IntegrityError:  # a damaged row: leave it behind
+                            continue
+                        if cursor.rowcount != 1:
+                            continue
+                        count += 1
+                        if table == "memory":
+                            values = dict(zip(columns, row))
+                            self.put_memory_text(conn, cursor.lastrowid, values["kind"], values["key"],
+                                                 values.get("symbol"), values["text"])
+                carried[table] = count
+        finally:
+            source.close()
+        return carried
+
