@@ -86,7 +86,7 @@ class Topicality:
 
 
 # Calibrated by bench/abstain.py on the dev queries of the retrieval set and
-# off-topic questions (BENCHMARKS.md, "Assemble abstention"). A question is
+# off-topic questions (docs/decisions.md, "Assemble abstains on off-topic questions"). A question is
 # off-topic when nothing in the repository is near it in meaning, or when most
 # of its words occur nowhere and what is nearest is only loosely related.
 # On-topic dev questions' nearest cosine: p5 0.36, median 0.54; off-topic

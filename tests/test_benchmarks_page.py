@@ -5,6 +5,7 @@ file in that format from anyone lands on the page."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +101,26 @@ def test_the_command_reports_a_broken_file_and_writes_nothing(tmp_path: Path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "bad.json" in done.stderr
     assert not (tmp_path / "BENCHMARKS.md").exists()
+
+
+def _cited_decisions() -> list[tuple[str, str]]:
+    """(file, title) of every citation of a docs/decisions.md entry in the code and docs."""
+    cite = re.compile(r'docs/decisions\.md,\s*(?:#\s*)?"([^"]+)"')
+    found = []
+    for path in [*ROOT.glob("*/**/*.py"), *ROOT.glob("**/*.md")]:
+        if ".venv" in path.parts or ".e2e" in path.parts:
+            continue
+        for match in cite.finditer(path.read_text(encoding="utf-8")):
+            # A title broken over comment lines: drop the line ends and comment marks.
+            title = re.sub(r"\s*\n\s*#?\s*", " ", match.group(1)).removesuffix(" ...")
+            found.append((str(path.relative_to(ROOT)), title))
+    return found
+
+
+def test_every_cited_decision_names_an_entry():
+    entries = [line[3:] for line in (ROOT / "docs" / "decisions.md").read_text(encoding="utf-8").splitlines()
+               if line.startswith("## ")]
+    cited = _cited_decisions()
+    assert len(cited) >= 20, "the tree's citations of docs/decisions.md were not found"
+    unknown = [(path, title) for path, title in cited if not any(e.startswith(title) for e in entries)]
+    assert not unknown, f"cited, but no docs/decisions.md entry starts so: {unknown}"
