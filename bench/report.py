@@ -5,9 +5,9 @@
 
 Each result file is one benchmark run (format: bench/results/README.md). The
 page groups their rows by area, in AREAS' order (a file whose area is not
-listed, or that names none, comes after them under its own section name), so
-a newcomer finds a target's current figure, and the command that produced it,
-in one place. Never edit BENCHMARKS.md by hand: add or replace a result file
+listed, or that names none, comes after them under its own section name),
+newest run first, so a newcomer finds a target's current figure, and the
+command that produced it, in one place. Never edit BENCHMARKS.md by hand: add or replace a result file
 and run this.
 """
 
@@ -150,7 +150,9 @@ def render(results: list[Result]) -> str:
     out.append("")
     for area in areas:
         out += [f"## {area}", ""]
-        members = sorted((r for r in results if r.area == area), key=lambda r: (r.data["section"], r.name))
+        # Newest run first: the top of an area is its latest figure.
+        members = sorted((r for r in results if r.area == area), key=lambda r: r.name)
+        members.sort(key=lambda r: r.data["date"], reverse=True)
         out += [_result_block(r) for r in members]
     return "\n".join(out).rstrip("\n") + "\n"
 
