@@ -37,7 +37,7 @@ AREAS = (
 
 REQUIRED = {"section": str, "date": str, "commit": str, "command": str, "machine": str,
             "rows": list, "notes": str}
-ROW_REQUIRED = {"target": str, "value": str}
+ROW_REQUIRED = {"target": str, "value": (str, int, float)}  # a bare number is shown as it is
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
@@ -72,9 +72,11 @@ def parse_result(path: Path) -> Result:
         if not isinstance(row, dict):
             raise ResultError(f"{where}: not an object")
         for key, kind in ROW_REQUIRED.items():
-            if not isinstance(row.get(key), kind) or not row[key]:
-                raise ResultError(f"{where}: '{key}' missing, empty or not a {kind.__name__}")
-        if row.get("goal") is not None and not isinstance(row["goal"], str):
+            value = row.get(key)
+            if not isinstance(value, kind) or isinstance(value, bool) or value == "":
+                raise ResultError(f"{where}: '{key}' missing, empty or not text")
+        if row.get("goal") is not None and (not isinstance(row["goal"], (str, int, float))
+                                            or isinstance(row["goal"], bool)):
             raise ResultError(f"{where}: 'goal' is not text")
         if row.get("met") not in (True, False, None):
             raise ResultError(f"{where}: 'met' is not true, false or null")

@@ -70,6 +70,11 @@ def test_a_file_from_another_branch_lands_under_its_section(tmp_path: Path):
     assert "`python -m ctxls.bench.clients --startup` · 2026-12-03 · commit abc1234" in page
 
 
+def test_a_bare_number_is_shown_as_it_is(tmp_path: Path):
+    write(tmp_path, "a", {**MINIMAL, "rows": [{"target": "tests", "value": 707, "goal": None, "met": None}]})
+    assert "| tests | 707 | – | – |" in report.render(report.load_results(tmp_path))
+
+
 def test_a_missed_goal_is_marked_and_counted(tmp_path: Path):
     write(tmp_path, "a", {**MINIMAL, "rows": [{"target": "p50", "value": "13 ms", "goal": "<= 8 ms", "met": False}]})
     page = report.render(report.load_results(tmp_path))
@@ -81,7 +86,8 @@ def test_a_missed_goal_is_marked_and_counted(tmp_path: Path):
     ({k: v for k, v in MINIMAL.items() if k != "commit"}, "'commit'"),
     ({**MINIMAL, "date": "Thu Dec 3"}, "'date'"),
     ({**MINIMAL, "rows": []}, "'rows'"),
-    ({**MINIMAL, "rows": [{"target": "x", "value": 7}]}, "'value'"),
+    ({**MINIMAL, "rows": [{"target": "x", "value": True}]}, "'value'"),
+    ({**MINIMAL, "rows": [{"target": "x", "value": ""}]}, "'value'"),
     ({**MINIMAL, "rows": [{"target": "x", "value": "7", "met": "yes"}]}, "'met'"),
     ({**MINIMAL, "issue": "35"}, "'issue'"),
 ])
