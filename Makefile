@@ -11,7 +11,7 @@ SOCKET ?= $(REPO)/.ctxls/daemon.sock
 # The real-VS-Code test's cache (code-server, the CDP driver): git-ignored.
 E2E ?= .e2e
 
-.PHONY: run test install install-test e2e-deps bench clean
+.PHONY: run test install install-test e2e-deps bench benchmarks clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -43,6 +43,10 @@ test: install-test e2e-deps
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# BENCHMARKS.md from the result files in bench/results/ (bench/report.py).
+benchmarks: install
+	$(BIN)/python -m ctxls.bench.report
 
 clean:
 	rm -rf $(VENV) .ctxls

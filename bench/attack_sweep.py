@@ -1,4 +1,4 @@
-"""Attacker sweep of the real `ctxls serve` (issue 15, BENCHMARKS.md "Attacker
+"""Attacker sweep of the real `ctxls serve` (issue 15; `git show 98206f9:BENCHMARKS.md`, "Attacker
 sweep, fifth session" and "Hardening, sixth session"): the mechanical probe
 families, re-runnable.
 

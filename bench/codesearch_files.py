@@ -58,7 +58,7 @@ reserved list. They are reported in their own column and left out of the
 mean, category and language figures: a change is taken on the fifteen and
 checked here. They first showed that the tenth session's vote of rankings
 did not generalize, and have since informed two choices read on every set
-at once (module residue, barrels: BENCHMARKS "Code search XIII"), so they
+at once (module residue, barrels: docs/decisions.md), so they
 are no longer a clean test.
 
 Run: .venv/bin/python bench/codesearch_files.py [--modes lexical,hybrid] [--project NAME ...]

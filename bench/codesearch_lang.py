@@ -14,7 +14,7 @@ The trees are GitHub snapshots at the listed commit, unpacked with
 (made once by hand: nothing downloads here). Each run indexes every project
 into a fresh store (a temporary folder), so the figures are the code's that
 runs: to measure the code before a change, run this file with that code first
-on ``PYTHONPATH`` (BENCHMARKS.md says how).
+on ``PYTHONPATH`` (docs/decisions.md, "Six more languages", says how).
 
 ``--force-include`` adds the projects' extensions to the default ``include``:
 what a user of a ctxls that skipped them could do (their files are then read

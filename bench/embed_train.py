@@ -26,7 +26,7 @@ Round 2 (``WORK_DIR`` embed-train-v2; round 1's pairs are in embed-train) adds:
   random (cheaper than a full epoch from the base model, 463 batches: 44 min
   on two free cores, about 19 s a batch under others' load).
 
-Same-file hard negatives (BENCHMARKS.md, "Code search XI"): on set 4 the model
+Same-file hard negatives (docs/decisions.md, "Same-file hard negatives in training"): on set 4 the model
 confuses a target with its file's siblings (makeDoWhileBody / makeDoWhileTest),
 so ``train --same-file K`` builds each batch from runs of up to K pairs of one
 file (still one corpus a batch, never one passage twice), and ``--hard-negative``
@@ -37,7 +37,7 @@ round 1's weights, into ``embed-train-hn``).
 
 The shipped model (``ctxls-code-minilm-int8``) is round 1's: this script as of
 commit bceb542, whose pairs are in ``embed-train``, rebuilds it. Round 2's
-candidates did not beat it (BENCHMARKS.md, "Code search X").
+candidates did not beat it (docs/decisions.md, "A second training round").
 
 Three steps, each resumable:
 

@@ -2,7 +2,7 @@
 
     .venv/bin/pip install -e ".[bench]"          # jedi and basedpyright, the two truths
     .venv/bin/python bench/impact.py             # quality and latency, prints Markdown
-    .venv/bin/python bench/impact.py --write     # ... and replaces the section in BENCHMARKS.md
+    .venv/bin/python bench/impact.py --write     # ... and records it in bench/results/ (BENCHMARKS.md)
     .venv/bin/python bench/impact.py --only quality|latency|truth [--oracles jedi|pyright|tsserver]
     .venv/bin/python bench/impact.py --only quality --corpora rxjs mobx axios   # the TypeScript oracle
 
@@ -100,12 +100,11 @@ from ctxls.index.engine import Engine, EngineOptions
 
 from codesearch_corpora import corpus_by_name, corpus_tree
 from corpora import CORPORA, corpus_path
+import report
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 CACHE = BENCH_DIR / ".cache" / "impact"
-BENCHMARKS_MD = REPO / "BENCHMARKS.md"
-SECTION_START, SECTION_END = "<!-- impact:start -->", "<!-- impact:end -->"
 # name -> version (None: the pinned one in corpora.CORPORA).
 QUALITY_CORPORA: dict[str, str | None] = {"requests": None, "flask": None, "urllib3": "1.26.20",
                                           "werkzeug": "3.1.3"}
@@ -844,18 +843,42 @@ def markdown(quality_rows: list[dict], latency_row: dict | None, command: str, l
     return "\n".join(lines)
 
 
-def write_section(section: str) -> None:
-    """Replace this benchmark's own section of BENCHMARKS.md (other sections are other benches')."""
-    block = f"{SECTION_START}\n{section}\n{SECTION_END}"
-    text = BENCHMARKS_MD.read_text(encoding="utf-8") if BENCHMARKS_MD.exists() else "# Benchmarks\n"
-    pattern = re.compile(re.escape(SECTION_START) + ".*?" + re.escape(SECTION_END), re.S)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: block, text)
-    elif "\n## History" in text:  # the run history stays last
-        text = text.replace("\n## History", f"\n{block}\n\n## History", 1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    BENCHMARKS_MD.write_text(text, encoding="utf-8")
+# Each oracle's columns on BENCHMARKS.md, with the targets of issues 4 and 16.
+RESULT_COLUMNS = (("recall", "1.00", lambda v: v >= 1.0), ("false_isolations", "0", lambda v: v == 0),
+                  ("precision_line", "≥ 0.95", lambda v: v >= 0.95),
+                  ("symbol_precision", "≥ 0.90", lambda v: v >= 0.90))
+
+
+def record(quality_rows: list[dict], latency_row: dict | None, command: str, load: tuple) -> None:
+    """One result file per language family and one for latency (bench/results/README.md),
+    then BENCHMARKS.md generated again."""
+    run = {"date": datetime.date.today().isoformat(), "command": command,
+           "commit": subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+                                    capture_output=True, text=True).stdout.strip() or "unknown",
+           "machine": f"{os.cpu_count()} cores, load {load[0]:.1f} → {load[1]:.1f}", "area": "Impact", "issue": 16}
+    goal = ", ".join(g for _, g, _ in RESULT_COLUMNS)
+    for family, names in (("python", QUALITY_CORPORA), ("typescript", TS_CORPORA)):
+        rows = [{"target": f"{q['corpus']} vs {oracle}: caller-file recall, false isolations, "
+                           "confirmed precision (line), symbol-query precision",
+                 "value": ", ".join(str(q[oracle][key]) for key, _, _ in RESULT_COLUMNS), "goal": goal,
+                 "met": all(ok(q[oracle][key]) for key, _, ok in RESULT_COLUMNS)}
+                for q in quality_rows if q["corpus"].split("==")[0].split("@")[0] in names
+                for oracle in ("jedi", "pyright", "tsserver", "tsserver_declared") if oracle in q]
+        if rows:
+            report.write_result(f"impact-quality_{family}", {
+                **run, "section": f"Impact callers against type checkers' references ({family})", "rows": rows,
+                "notes": "Without the file limits; each oracle misses uses it cannot infer, so some "
+                         "'wrong' confirmed callers are real. Full tables: the run's printed report."})
+    if latency_row:
+        l = latency_row
+        report.write_result("impact-latency", {
+            **run, "section": f"Impact latency on {l['corpus']} ({l['samples']} symbols)",
+            "rows": [{"target": "analyze p50", "value": f"{l['p50_ms']} ms", "goal": "≤ 50 ms",
+                      "met": l["p50_ms"] <= 50},
+                     {"target": "analyze p95", "value": f"{l['p95_ms']} ms", "goal": "≤ 500 ms",
+                      "met": l["p95_ms"] <= 500}],
+            "notes": f"{l['capped']} answers past the file limits (partial); CPU p50 {l['cpu_p50_ms']} ms."})
+    report.main([])
 
 
 def main() -> int:
@@ -869,7 +892,8 @@ def main() -> int:
     parser.add_argument("--oracles", nargs="+", default=["jedi", "pyright", "tsserver"],
                         choices=("jedi", "pyright", "tsserver"),
                         help="the truths to score against (each where it reads the corpus's language)")
-    parser.add_argument("--write", action="store_true", help="update BENCHMARKS.md")
+    parser.add_argument("--write", action="store_true",
+                        help="record the figures in bench/results/ and regenerate BENCHMARKS.md")
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     quality_rows: list[dict] = []
@@ -893,7 +917,7 @@ def main() -> int:
     section = markdown(quality_rows, latency_row, command, (load_before, os.getloadavg()[0]))
     print(section)
     if args.write:
-        write_section(section)
+        record(quality_rows, latency_row, command, (load_before, os.getloadavg()[0]))
     return 0
 
 

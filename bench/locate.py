@@ -442,8 +442,8 @@ def embed_files(engine: Engine, conn, paths: list[str]) -> int:
 
 
 # Evidence also kept under these variants of the engine's defaults (chosen
-# between on dev): the text signals' chunks aggregated per file. (Run 5 of
-# BENCHMARKS.md's "Locate" lists the variants tried and dropped.)
+# between on dev): the text signals' chunks aggregated per file. (docs/decisions.md,
+# "Locate's signal weights", lists the variants tried and dropped.)
 VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)},
             # Term shares: how common a term of the text / title may be.
             "text terms 50%": {"max_term_share": 0.5},

@@ -67,7 +67,7 @@ class Limits:
     """How many files one analysis parses to confirm occurrences. Near files
     (defining or importing the definitions) hold the callers that matter;
     the others' can only be untyped receivers or name clashes, and a common
-    name has thousands. BENCHMARKS "Hardening III" has what these cost."""
+    name has thousands. docs/decisions.md, "Impact: deterministic file limits", has what these cost."""
 
     near_files: int = 1000
     distant_files: int = 150

@@ -1,7 +1,7 @@
 """What gets embedded for a chunk. Its hash keys the chunk's vector, so a
 chunk whose embedding text is unchanged is never embedded again.
 
-Chosen on the retrieval dev set (BENCHMARKS.md, "Semantic tier").
+Chosen on the retrieval dev set (docs/decisions.md, "Embedding text").
 """
 
 from __future__ import annotations

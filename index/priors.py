@@ -22,7 +22,7 @@ hybrid, any positive scale) and picks the top ``n``:
    already has one is worth less, so one file cannot fill the list.
 
 The constants were chosen on the multi-language dev set (bench/codesearch.py,
-BENCHMARKS.md "Code search, multi-language"); docs/architecture.md lists them.
+docs/decisions.md, "Chunk packing and ranking priors"); docs/architecture.md lists them.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class PriorConfig:
     # re-exports, but Rust's `mod.rs` and many `__init__.py` hold real code,
     # which a header no longer outranks (module_after_code). 0.7 over 0.5:
     # files set 0.830 -> 0.831, set 4 by file test 0.849 -> 0.856 (1.0: the
-    # files set loses 0.002, rayon 0.917 -> 0.905; BENCHMARKS "Code search XIII").
+    # files set loses 0.002, rayon 0.917 -> 0.905; docs/decisions.md, "Barrel files × 0.7").
     barrel_penalty: float = 0.7
     stub_penalty: float = 0.7
     # Localized message tables (zod's `locales/en.ts`, date libraries'
@@ -65,7 +65,7 @@ class PriorConfig:
     # the file is about: it counts in full for its file's place, but within
     # the file the best code chunk is shown in its place (_module_after_code).
     # A 0.7 penalty on it instead lost 0.008 on every file-scored set, held-out
-    # projects included, and 0.002-0.005 by chunk (BENCHMARKS "Code search XIII").
+    # projects included, and 0.002-0.005 by chunk (docs/decisions.md, "Module residue places its file").
     module_after_code: bool = True
     # Additive boosts, as shares of the best candidate's score.
     definition_boost: float = 3.0

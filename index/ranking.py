@@ -13,7 +13,7 @@ candidates: the best candidate on both sides scores 1. A query that is one
 identifier (``is_identifier_query``) gives the cosine a smaller share: the
 name is the best evidence there is. A chunk still waiting
 for its vector gets the median cosine of the others, so it neither wins nor
-vanishes on that account. BENCHMARKS.md records the fusion and weights chosen
+vanishes on that account. docs/decisions.md records the fusion and weights chosen
 on the retrieval dev set.
 """
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class RankingConfig:
     # Column weights and import boost: the best of bench/quality.py's grid on the
-    # retrieval dev set (BENCHMARKS.md, "Retrieval quality (lexical ranking)").
+    # retrieval dev set (docs/decisions.md, "Lexical column weights and the import boost").
     symbol_weight: float = 32.0
     path_weight: float = 4.0
     body_weight: float = 1.0
@@ -50,7 +50,7 @@ class RankingConfig:
     # Hybrid fusion: how the two scores combine (FUSIONS; see fused_scores),
     # the share of the cosine side and how many candidates each side nominates.
     # The best of bench/semantic.py's grid on the dev set of three corpora
-    # (BENCHMARKS.md, "Semantic tier"); it is also the best fusion on test.
+    # (docs/decisions.md, "Hybrid fusion"); it is also the best fusion on test.
     fusion: str = "min-max"
     dense_weight: float = 0.6
     fusion_pool: int = 30
@@ -93,8 +93,8 @@ def _scored(row, score: float) -> ScoredChunk:
 FTS5_BM25_K1 = 1.2
 # A query term held by more than this share of a table's rows is common: the
 # best rows are looked for among the rows holding a rarer term first (see
-# bm25_scores). Chosen by profiling django's sentence queries (BENCHMARKS.md,
-# "Latency on django with embeddings, fourth session").
+# bm25_scores). Chosen by profiling django's sentence queries (docs/decisions.md,
+# "Exact pruning of common terms in `bm25_scores`").
 COMMON_TERM_SHARE = 0.1
 # Smaller tables are scored whole: there is little to skip.
 PRUNE_MIN_ROWS = 2000

@@ -64,7 +64,7 @@ VECTOR_TIERS = (PRIMARY_TIER, FAST_TIER)
 # The backlog is read this many rows (at least four of the model's batches) at
 # a time and embedded shortest first, a batch (``Embedder.batch_size``) at a
 # time: a batch is padded to its longest text, so similar lengths together
-# embed ~1.6x faster than chunk-id order (BENCHMARKS.md).
+# embed ~1.6x faster than chunk-id order (docs/decisions.md, "Embedding backlog").
 BACKLOG_WINDOW = 64
 # Save the ANN file at most this often while the backlog drains (and when it empties).
 SAVE_INTERVAL_S = 30.0

@@ -10,7 +10,7 @@ Words are reduced to their English stem (Snowball), so a description's
 "receives the users" meets code's ``receive_user``; a compound identifier is
 kept whole (lower-cased, unstemmed) before its words' stems, so an exact name
 still matches itself first. Chosen on the code-search dev set over keeping
-both forms (BENCHMARKS.md, issue 11).
+both forms (docs/decisions.md, "English stems in the full-text index").
 """
 
 from __future__ import annotations

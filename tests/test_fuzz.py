@@ -26,7 +26,7 @@ from test_symlinks import MARKER, plant_links
 
 from ctxls.daemon.server import server
 
-# CTXLS_FUZZ_EXAMPLES raises it for a long run (BENCHMARKS.md "Hardening III").
+# CTXLS_FUZZ_EXAMPLES raises it for a long run (bench/results/fuzz-long_run.json).
 EXAMPLES = int(os.environ.get("CTXLS_FUZZ_EXAMPLES", "200"))
 STANDARD_METHODS = ["workspace/symbol", "textDocument/documentSymbol",
                     "textDocument/prepareCallHierarchy", "callHierarchy/incomingCalls",

@@ -602,8 +602,8 @@ def test_an_exception_groups_tracebacks_behind_their_margins():
 
 def test_line_patterns_start_on_their_own_line_not_across_blank_lines(monkeypatch):
     # Under re.M a pattern starting `^\s*` runs across blank lines from every line
-    # start: reading a text of 40,000 newlines took minutes (BENCHMARKS.md, "Locate,
-    # sixth session"). Each must match from the line it reads.
+    # start: reading a text of 40,000 newlines took minutes (`git show 98206f9:BENCHMARKS.md`,
+    # "Locate, sixth session"). Each must match from the line it reads.
     from ctxls.index import locate
     samples = {
         locate._PY_FRAME: '  File "shop/cart.py", line 9, in total',

@@ -411,3 +411,33 @@ def test_vectors_of_one_model_only_and_another_model_is_refused(tmp_path: Path, 
             conn.execute("SELECT set_config('ctxls.all', 'on', true)")
             assert conn.execute("SELECT key FROM ctxls_memory WHERE embedding IS NULL").fetchall() \
                 == [("oncall",)]
+
+
+async def test_status_says_team_memory_is_unreachable_instead_of_ready(repo: Path):
+    """status said `ready` through a PostgreSQL outage: only a memory verb's
+    -32010 told."""
+    with server_folder() as folder:
+        server = PgServer(folder)
+        server.start()
+        server.prepare()
+        try:
+            async with serve(repo, {"memoryUrl": server.fresh_database()}) as s:
+                await s.wait_indexed()
+
+                async def in_state(state: str):
+                    status = await s.request("ctxls/status")
+                    return status if status["state"] == state else None
+                up = await s.wait_for(lambda: in_state("ready"), timeout=30)
+                assert up and up["memory"] == {"backend": "postgresql", "schemaVersion": 3,
+                                               "reachable": True}
+                server.stop()
+                down = await s.wait_for(lambda: in_state("degraded"), timeout=30)
+                assert down and down["ready"] is False and down["memory"]["reachable"] is False
+                assert down["memoryError"]["code"] == -32010
+                code = await s.request("ctxls/recall", {"query": "send prepared request"})
+                assert "pkg/session.py" in [h["path"] for h in code["groups"]["code"]]
+                server.start()
+                again = await s.wait_for(lambda: in_state("ready"), timeout=60, interval=0.5)
+                assert again and "memoryError" not in again
+        finally:
+            server.stop()

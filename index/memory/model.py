@@ -24,8 +24,9 @@ MAX_META_DEPTH = 64
 MAX_META_BYTES = 64 * 1024
 DEFAULT_EPISODE_WINDOW_DAYS = 30.0
 DAY_MS = 86_400_000
-# Memory's hybrid fusion (linear) and lexical pool, as measured in BENCHMARKS.md
-# "Memory"; code recall's fusion (RankingConfig) was tuned on code, not on facts.
+# Memory's hybrid fusion (linear) and lexical pool (docs/decisions.md, "Memory: term
+# coverage scales the lexical share; linear fusion"); code recall's fusion
+# (RankingConfig) was tuned on code, not on facts.
 MEMORY_DENSE_WEIGHT = 0.7
 MEMORY_FUSION_POOL = 50
 # Rows the nearest-neighbour search adds to the lexical candidates, found by meaning alone.

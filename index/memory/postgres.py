@@ -70,7 +70,7 @@ log = logging.getLogger(__name__)
 #    always names its kind: no bitmap AND with the (kind, scope) B-tree).
 # 3: the full-text indexes without a pending list (fastupdate off): each query
 #    scanned the up to 4 MB of entries not yet merged, ~25 ms at 1M facts
-#    whatever it matched, until a vacuum merged them (BENCHMARKS.md, "Team memory").
+#    whatever it matched, until a vacuum merged them (docs/decisions.md, "Team memory on PostgreSQL").
 SCHEMA_VERSION = 3
 # Stemming for memory's prose (the SQLite backend's porter tokenizer is English too).
 TEXT_SEARCH_CONFIG = "english"

@@ -208,7 +208,7 @@ class SqliteMemoryStore:
             dense.update(self._cosines(conn, semantic, vector,
                                        [rid for rid in lexical if rid not in nominated]))
             # Linear, not the code default: a handful of rows, min-max scaled, would
-            # give any best row a perfect score (measured in BENCHMARKS.md "Memory").
+            # give any best row a perfect score (docs/decisions.md, "Memory: term coverage ...").
             scores = fused_scores(lexical, dense, MEMORY_DENSE_WEIGHT, dense_only,
                                   self._term_coverage(conn, table, terms, list(lexical)),
                                   fusion="linear")
@@ -223,7 +223,7 @@ class SqliteMemoryStore:
         """The share of query terms each row matches. Fusion divides BM25 by the
         best candidate's, so without it a row sharing one incidental word with a
         paraphrase gets the whole lexical share and outranks the row that means
-        the same (BENCHMARKS.md, "Memory (issue 5)")."""
+        the same (docs/decisions.md, "Memory: term coverage ...")."""
         matched = dict.fromkeys(rowids, 0)
         for term in terms if rowids else ():
             # The term's whole posting list, intersected here: FTS5 would run a

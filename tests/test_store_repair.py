@@ -1,0 +1,98 @@
+"""A damaged store is repaired and keeps its written memory (issue 38): pages
+overwritten under a running daemon or while none ran, a truncated file, and
+the whole-file check skipped only for a file exactly as this user left it.
+Through the real `ctxls` command and daemon."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+from conftest import SAMPLE_FILES
+from rawrpc import StdioDaemon
+from test_untrusted_repository import code_paths, ctxls, facts
+from ctxls.index import trust
+
+
+def corrupt_pages(db: Path, *tables: str) -> None:
+    """Garbage over the root pages of ``tables`` (the header stays: the file opens)."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+        roots = [conn.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (t,)).fetchone()[0]
+                 for t in tables]
+    with open(db, "r+b") as fh:
+        for root in roots:
+            fh.seek((root - 1) * page_size)
+            fh.write(b"\xde\xad\xbe\xef" * (page_size // 4))
+
+
+def test_a_damaged_store_under_a_running_daemon_is_repaired_and_keeps_its_memory(repo: Path):
+    """Garbage in index.db: code recall failed with -32006 for good, `index
+    --force` with -32007, status started failing; the only remedy the docs gave,
+    deleting .ctxls/, also deleted written memory."""
+    daemon = StdioDaemon(repo, {"socket": True})
+    try:
+        daemon.wait_indexed()
+        request = daemon.conn.request
+        assert request("ctxls/remember", {"id": "deploy", "text": "deploy with make release"},
+                       "w")["result"] == {}
+        corrupt_pages(repo / ".ctxls" / "index.db", "chunks", "fts_code_data", "symbols")
+        for n in range(20):  # whatever a request meets, every one is answered and status never fails
+            recalled = request("ctxls/recall", {"query": "send prepared"}, f"r{n}")
+            assert "result" in recalled or recalled["error"]["code"] == -32006, recalled
+            assert "result" in request("ctxls/status", {}, f"s{n}")
+        forced = ctxls("index", "--root", str(repo), "--force", "--json")
+        assert forced.returncode == 0, forced.stderr
+        assert json.loads(forced.stdout)["files"] == len(SAMPLE_FILES)
+        status = request("ctxls/status", {}, "after")["result"]
+        assert status["repaired"]["carried"]["memory"] == 1, status
+        assert Path(status["repaired"]["movedTo"]).is_file()
+        hits = request("ctxls/recall", {"query": "send prepared"}, "again")["result"]
+        assert "pkg/session.py" in [h["path"] for h in hits["groups"]["code"]]
+        assert request("ctxls/count", {}, "count")["result"]["count"] == 1
+    finally:
+        daemon.close()
+
+
+def test_a_store_damaged_while_no_daemon_ran_is_repaired_on_open(repo: Path):
+    assert ctxls("index", str(repo)).returncode == 0
+    assert ctxls("remember", "deploy", "deploy with make release", "--root", str(repo)).returncode == 0
+    corrupt_pages(repo / ".ctxls" / "index.db", "chunks")
+    status = json.loads(ctxls("status", str(repo), "--json").stdout)
+    assert status["state"] != "error" and status["repaired"]["carried"]["memory"] == 1, status
+    assert code_paths(repo, "send prepared")[0] == "pkg/session.py"
+    assert facts(dict(os.environ), repo, "deploy") == ["deploy with make release"]
+
+
+def test_a_truncated_store_is_repaired_and_says_so(repo: Path):
+    """Truncating the file lost its facts while status still said ready."""
+    assert ctxls("index", str(repo)).returncode == 0
+    assert ctxls("remember", "deploy", "deploy with make release", "--root", str(repo)).returncode == 0
+    db = repo / ".ctxls" / "index.db"
+    size = db.stat().st_size
+    os.truncate(db, size * 6 // 10)
+    status = json.loads(ctxls("status", str(repo), "--json").stdout)
+    repaired = status["repaired"]
+    assert repaired["carried"]["memory"] == 1 and os.path.getsize(repaired["movedTo"]) < size
+    assert facts(dict(os.environ), repo, "deploy") == ["deploy with make release"]
+    assert code_paths(repo, "send prepared")[0] == "pkg/session.py"
+
+
+def test_the_whole_file_check_is_skipped_only_for_the_file_as_this_user_left_it(repo: Path):
+    """A CLI verb without a daemon opens the store every time: the check is
+    skipped when the file is exactly as this user's last process closed it,
+    and runs on anything else (here: the same size, other bytes)."""
+    assert ctxls("index", str(repo)).returncode == 0
+    db = repo / ".ctxls" / "index.db"
+    with sqlite3.connect(db) as conn:
+        store_id = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+    st = db.stat()
+    assert trust.unchanged_since_checked(store_id, (st.st_ino, st.st_size, st.st_mtime_ns))
+    corrupt_pages(db, "chunks")
+    st = db.stat()
+    assert not trust.unchanged_since_checked(store_id, (st.st_ino, st.st_size, st.st_mtime_ns))
+    status = json.loads(ctxls("status", str(repo), "--json").stdout)
+    assert status["repaired"]["cause"] and os.path.exists(status["repaired"]["movedTo"])
