@@ -16,7 +16,7 @@ from ctxls.index.discovery import is_utf8
 from ctxls.index.engine import (ActivityItem, BodyBudget, Hit, IndexStats, Item, RecallResult,
                                 SymbolInfo, memory_hit)
 from ctxls.index.errors import InvalidParams
-from ctxls.index.model import RECALL_KINDS
+from ctxls.index.vocabulary import RECALL_KINDS
 from ctxls.index.graph import FileNode, Related
 from ctxls.index.locate import LocatedFile
 from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
