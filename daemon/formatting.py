@@ -253,3 +253,9 @@ def past_end_text(item: dict | None) -> str | None:
     if "startLine" not in meta or "lines" not in meta or meta["startLine"] < meta["lines"]:
         return None
     return f"{item['id']} ends before line {meta['startLine'] + 1}"
+
+
+def with_caller_param(message: str, param: str, typed: str) -> str:
+    """An engine error naming the parameter as the caller typed it (``--budget``,
+    ``budget_tokens``), not as the protocol's field (``budgetTokens``)."""
+    return message.replace(f"invalid param {param!r}", f"invalid param {typed!r}", 1)

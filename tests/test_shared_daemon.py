@@ -162,6 +162,9 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
             assert tools["forget"].annotations.destructive_hint is True
             assert tools["recall"].annotations.read_only_hint is True
             assert tools["remember"].annotations.read_only_hint is False
+            assert all(t.output_schema and t.output_schema["type"] == "object"
+                       and "text" in t.output_schema["properties"] for t in tools.values())
+            assert "hits" in tools["recall"].output_schema["properties"]
 
             # No daemon runs: this process hosts the engine, indexing and embedding.
             async def state() -> dict:
@@ -175,7 +178,10 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
             assert "state    ready" in text and "hosts the engine" in text
 
             recall = await session.call_tool("recall", {"query": "send prepared", "kind": "code"})
-            assert not recall.is_error and recall.structured_content is None
+            # The SDK client checks each answer against the tool's outputSchema: text format
+            # carries its text there too, json format the protocol's JSON.
+            assert not recall.is_error
+            assert recall.structured_content == {"text": recall.content[0].text}
             lines = recall.content[0].text.splitlines()
             assert "pkg/session.py:16-18  send_prepared" in lines[1]  # 1-based, one line a hit
             assert "partial" not in recall.content[0].text
