@@ -32,8 +32,19 @@ from ctxls.daemon.cli_host import cmd_index, cmd_mcp, cmd_memory, cmd_serve
 from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, cmd_assemble, cmd_forget,
                                     cmd_get, cmd_impact, cmd_locate, cmd_recall, cmd_recent,
                                     cmd_remember, cmd_status, cmd_trust_memory)
+from ctxls.daemon.formatting import in_caller_names
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
+
+
+# The protocol's params as the verbs' options spell them, so that an error names
+# what the user typed (`--budget`, not `budgetTokens`); a positional (query,
+# text, symbol, id) has the protocol's name already.
+OPTION_OF_FIELD = {"budgetTokens": "--budget", "minScore": "--min-score", "startLine": "--start",
+                   "endLine": "--end", "idPrefix": "--prefix", "includeTests": "--include-tests",
+                   "n": "-n", "kind": "--kind", "mode": "--mode", "scope": "--scope",
+                   "days": "--days", "limit": "--limit", "meta": "--meta", "by": "--by",
+                   "paths": "PATH"}
 
 
 def _port(value: str) -> int:
@@ -217,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ctxls: {exc.message}", file=sys.stderr)
         return exc.code
     except EngineError as exc:
-        print(f"ctxls: {exc.message}", file=sys.stderr)
+        print(f"ctxls: {in_caller_names(exc.message, OPTION_OF_FIELD)}", file=sys.stderr)
         return EXIT_USAGE if exc.code == InvalidParams.code else 1
     except ConnectionError as exc:
         print(f"ctxls: lost the daemon: {exc}", file=sys.stderr)

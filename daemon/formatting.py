@@ -255,7 +255,13 @@ def past_end_text(item: dict | None) -> str | None:
     return f"{item['id']} ends before line {meta['startLine'] + 1}"
 
 
-def with_caller_param(message: str, param: str, typed: str) -> str:
-    """An engine error naming the parameter as the caller typed it (``--budget``,
-    ``budget_tokens``), not as the protocol's field (``budgetTokens``)."""
-    return message.replace(f"invalid param {param!r}", f"invalid param {typed!r}", 1)
+
+def in_caller_names(message: str, names: dict[str, str]) -> str:
+    """An engine error naming parameters as the caller typed them (``--budget``,
+    ``budget_tokens``), not as the protocol's fields (``budgetTokens``): the
+    param an "invalid param" names, and any camelCase field the text mentions."""
+    for field, typed in names.items():
+        message = message.replace(f"invalid param {field!r}", f"invalid param {typed!r}")
+        if field != field.lower():  # `n` or `by` may be words; `startLine` is a field
+            message = message.replace(field, typed)
+    return message

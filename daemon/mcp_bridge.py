@@ -32,7 +32,7 @@ from ctxls import __version__
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
                                      impact_lines, partial_note, past_end_text, status_lines,
-                                     weak_note, with_caller_param)
+                                     weak_note, in_caller_names)
 from ctxls.daemon.mcp_stdio import McpStdioServer
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
@@ -220,6 +220,8 @@ class Tool:
                  writes: bool = False, destructive: bool = False):
         self.name, self.title, self.description = name, title, description
         self.params = {param.name: param for param in params}
+        # The protocol's field -> this tool's parameter, for the engine's errors.
+        self.field_names = {camel_case(name): name for name in self.params if "_" in name}
         self.run, self.result = run, result
         self.annotations = {"readOnlyHint": not writes, "destructiveHint": destructive,
                             "idempotentHint": True, "openWorldHint": False}
@@ -248,15 +250,13 @@ class Tool:
         try:
             return self.run(bridge, args)
         except EngineError as exc:
-            message, param = exc.message, exc.data.get("param")
-            if isinstance(param, str) and snake_case(param) in self.params:
-                message = with_caller_param(message, param, snake_case(param))
-            raise ToolError(exc.code, message) from exc
+            raise ToolError(exc.code, in_caller_names(exc.message, self.field_names)) from exc
 
 
-def snake_case(name: str) -> str:
-    """The protocol's ``budgetTokens`` as the tools spell it: ``budget_tokens``."""
-    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)
+def camel_case(name: str) -> str:
+    """A tool parameter as the protocol spells it: ``budget_tokens`` is ``budgetTokens``."""
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
 
 
 def answer(result: Any, fmt: str, text: str) -> dict:

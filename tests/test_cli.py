@@ -219,6 +219,13 @@ def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
     assert off_topic.stdout.startswith("(abstained: ")
     on_topic = run("assemble", "send prepared request", *root)
     assert on_topic.returncode == 0 and "[1] pkg/session.py:16-18 send_prepared" in on_topic.stdout
+    # Errors name the option typed, never the protocol's field (budgetTokens, endLine).
+    budget = run("assemble", "send", "--budget", "0", *root)
+    assert budget.returncode == 2 and "invalid param '--budget'" in budget.stderr
+    backwards = run("get", "pkg/session.py", "--start", "5", "--end", "2", *root)
+    assert backwards.returncode == 2
+    assert "invalid param '--end': must not be before --start" in backwards.stderr
+    assert "Line" not in budget.stderr + backwards.stderr and "Tokens" not in budget.stderr
     port = run("serve", "--tcp", "99999")
     assert port.returncode == 2 and "Traceback" not in port.stderr and "99999" in port.stderr
 

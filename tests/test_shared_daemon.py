@@ -228,7 +228,9 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
 
 # What a CLI verb answered by the daemon must not load: importing them costs
 # about a second of CPU, paid on every call of an agent driving the CLI.
-HEAVY_MODULES = ("lsprotocol.types", "pygls", "numpy", "onnxruntime", "tree_sitter", "ctxls.index.engine")
+HEAVY_MODULES = ("lsprotocol.types", "pygls", "numpy", "onnxruntime", "tree_sitter", "ctxls.index.engine",
+                 # and nothing that costs a thin client tens of milliseconds
+                 "asyncio", "logging", "pathspec", "dataclasses", "ctxls.index.discovery")
 LOADED_AFTER = (
     "import atexit, sys\n"
     f"atexit.register(lambda: print('LOADED', [m for m in {HEAVY_MODULES!r} if m in sys.modules], "
@@ -248,3 +250,19 @@ async def test_a_verb_the_daemon_answers_loads_neither_the_engine_nor_the_lsp_ty
             assert done.returncode == 0, done.stderr
             assert json.loads(done.stdout)["via"] == "daemon" if verb == ["status"] else done.stdout
             assert "LOADED []" in done.stderr, (verb, done.stderr)
+
+
+async def test_a_verb_answers_the_same_through_the_daemon_as_in_process(repo: Path):
+    """The thin path (the daemon's answer, formatted here) prints byte for byte
+    what the full path (the engine opened in this process) prints."""
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        for verb in (["recall", "send prepared", "--mode", "lexical"],
+                     ["recall", "send prepared", "--mode", "lexical", "--vimgrep"],
+                     ["recall", "retry", "--mode", "lexical", "--body", "--kind", "code"],
+                     ["impact", "Session.request"], ["get", "pkg/retry.py", "--start", "2"],
+                     ["locate", "retry_upload raises TimeoutError"]):
+            thin, full = [await asyncio.to_thread(cli, *verb, "--root", str(repo), *extra)
+                          for extra in ([], ["--no-daemon"])]
+            assert thin.returncode == full.returncode == 0, (verb, thin.stderr, full.stderr)
+            assert thin.stdout == full.stdout and thin.stdout.strip(), verb
