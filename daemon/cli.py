@@ -37,6 +37,10 @@ from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 
 
+# Every verb build_parser knows (tests/test_cli.py checks the two agree).
+COMMANDS = {"serve", "index", "recall", "locate", "get", "impact", "remember", "forget", "recent",
+            "status", "assemble", "trust-memory", "memory", "mcp"}
+
 # The protocol's params as the verbs' options spell them, so that an error names
 # what the user typed (`--budget`, not `budgetTokens`); a positional (query,
 # text, symbol, id) has the protocol's name already.
@@ -57,7 +61,10 @@ def _port(value: str) -> int:
     return port
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or with ``command`` only that verb's: argparse spends
+    about a millisecond on each verb (gettext looks for a catalogue three
+    times), which a call through the daemon pays for every verb it does not run."""
     parser = argparse.ArgumentParser(
         prog="ctxls", description="code-context language server and its command line",
         epilog="The repository is the nearest folder at or above the current one holding "
@@ -69,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="logging level on stderr (default WARNING, or $CTXLS_LOG)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help="`ctxls COMMAND -h` shows its options")
+
+    def wanted(name: str) -> bool:
+        return command is None or name == command
 
     def verb(name: str, help_text: str, func, root_positional: bool = False,
              colour: bool = True) -> argparse.ArgumentParser:
@@ -87,131 +97,162 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
-    serve = sub.add_parser("serve", help="run the language server (stdio by default)",
-                           description="run the language server (stdio by default)")
-    where = serve.add_mutually_exclusive_group()
-    # The transport flags LSP clients append (vscode-languageclient: --stdio
-    # and --clientProcessId=PID); stdio is the default anyway.
-    where.add_argument("--stdio", action="store_true", help="serve LSP on stdin/stdout (the default)")
-    where.add_argument("--node-ipc", action="store_true", help=argparse.SUPPRESS)
-    where.add_argument("--tcp", type=_port, metavar="PORT", help="one LSP client on 127.0.0.1:PORT")
-    where.add_argument("--socket", nargs="?", const="", metavar="PATH",
-                       help="headless: serve the shared socket only (default ROOT/.ctxls/daemon.sock)")
-    serve.add_argument("--root", help="index this folder before a client connects")
-    serve.add_argument("--example", help="with --root: print this recall once indexed")
-    serve.add_argument("--no-socket", action="store_true",
-                       help="stdio only: do not open the shared daemon socket")
-    serve.add_argument("--clientProcessId", dest="client_process_id", type=int, metavar="PID",
-                       help="exit when this process (the editor) exits")
-    serve.set_defaults(func=cmd_serve)
+    if wanted("serve"):
+        serve = sub.add_parser("serve", help="run the language server (stdio by default)",
+                               description="run the language server (stdio by default)")
+        where = serve.add_mutually_exclusive_group()
+        # The transport flags LSP clients append (vscode-languageclient: --stdio
+        # and --clientProcessId=PID); stdio is the default anyway.
+        where.add_argument("--stdio", action="store_true", help="serve LSP on stdin/stdout (the default)")
+        where.add_argument("--node-ipc", action="store_true", help=argparse.SUPPRESS)
+        where.add_argument("--tcp", type=_port, metavar="PORT", help="one LSP client on 127.0.0.1:PORT")
+        where.add_argument("--socket", nargs="?", const="", metavar="PATH",
+                           help="headless: serve the shared socket only (default ROOT/.ctxls/daemon.sock)")
+        serve.add_argument("--root", help="index this folder before a client connects")
+        serve.add_argument("--example", help="with --root: print this recall once indexed")
+        serve.add_argument("--no-socket", action="store_true",
+                           help="stdio only: do not open the shared daemon socket")
+        serve.add_argument("--clientProcessId", dest="client_process_id", type=int, metavar="PID",
+                           help="exit when this process (the editor) exits")
+        serve.set_defaults(func=cmd_serve)
 
-    index = verb("index", "index (incrementally) a repository, or some files of it", cmd_index,
-                 root_positional=True, colour=False)
-    index.add_argument("paths", nargs="*", metavar="PATH",
-                       help="only these files, folders or pathspecs")
-    index.add_argument("--force", action="store_true", help="re-chunk every file")
-    index.add_argument("--embed", action="store_true",
-                       help="also embed every chunk lacking a vector (with a daemon: wait for "
-                            "its embedding to finish)")
+    if wanted("index"):
+        index = verb("index", "index (incrementally) a repository, or some files of it", cmd_index,
+                     root_positional=True, colour=False)
+        index.add_argument("paths", nargs="*", metavar="PATH",
+                           help="only these files, folders or pathspecs")
+        index.add_argument("--force", action="store_true", help="re-chunk every file")
+        index.add_argument("--embed", action="store_true",
+                           help="also embed every chunk lacking a vector (with a daemon: wait for "
+                                "its embedding to finish)")
 
-    recall = verb("recall", "search the index", cmd_recall)
-    recall.add_argument("query", help="words, a question or an identifier")
-    recall.add_argument("--kind", choices=RECALL_KINDS, help="only this kind of hit")
-    recall.add_argument("-n", type=int, default=10, help="hits per kind (default 10)")
-    recall.add_argument("--body", action="store_true",
-                        help="print each hit's text (with --json: include it)")
-    recall.add_argument("--mode", choices=RECALL_MODES,
-                        help="ranking: hybrid (default), lexical (keywords) or semantic (meaning)")
-    recall.add_argument("--scope", help="the memory tenant to search (default: all)")
-    recall.add_argument("--vimgrep", action="store_true",
-                        help="print path:line:col:text per file hit (for quickfix lists)")
-    recall.add_argument("--no-refresh", action="store_true",
-                        help="without a daemon: skip the incremental pass first")
+    if wanted("recall"):
+        recall = verb("recall", "search the index", cmd_recall)
+        recall.add_argument("query", help="words, a question or an identifier")
+        recall.add_argument("--kind", choices=RECALL_KINDS, help="only this kind of hit")
+        recall.add_argument("-n", type=int, default=10, help="hits per kind (default 10)")
+        recall.add_argument("--body", action="store_true",
+                            help="print each hit's text (with --json: include it)")
+        recall.add_argument("--mode", choices=RECALL_MODES,
+                            help="ranking: hybrid (default), lexical (keywords) or semantic (meaning)")
+        recall.add_argument("--scope", help="the memory tenant to search (default: all)")
+        recall.add_argument("--vimgrep", action="store_true",
+                            help="print path:line:col:text per file hit (for quickfix lists)")
+        recall.add_argument("--no-refresh", action="store_true",
+                            help="without a daemon: skip the incremental pass first")
 
-    locate = verb("locate", "the files to change for an issue text or stack trace", cmd_locate)
-    locate.add_argument("text", nargs="?",
-                        help="the issue text; '-' or nothing reads it from stdin")
-    locate.add_argument("--file", help="read the issue text from this file")
-    locate.add_argument("-n", type=int, default=10, help="at most this many files (default 10)")
-    locate.add_argument("--include-tests", action="store_true",
-                        help="do not demote test and doc files")
-    locate.add_argument("--no-refresh", action="store_true",
-                        help="without a daemon: skip the incremental pass first")
+    if wanted("locate"):
+        locate = verb("locate", "the files to change for an issue text or stack trace", cmd_locate)
+        locate.add_argument("text", nargs="?",
+                            help="the issue text; '-' or nothing reads it from stdin")
+        locate.add_argument("--file", help="read the issue text from this file")
+        locate.add_argument("-n", type=int, default=10, help="at most this many files (default 10)")
+        locate.add_argument("--include-tests", action="store_true",
+                            help="do not demote test and doc files")
+        locate.add_argument("--no-refresh", action="store_true",
+                            help="without a daemon: skip the incremental pass first")
 
-    get = verb("get", "print a file, a line range or a memory", cmd_get, colour=False)
-    get.add_argument("id", help="a file path (from the repository or the current folder) or a "
-                                "memory id")
-    get.add_argument("--start", type=int, help="first line (1-based)")
-    get.add_argument("--end", type=int, help="last line (1-based, inclusive)")
-    get.add_argument("--scope", help="the memory tenant the id belongs to")
+    if wanted("get"):
+        get = verb("get", "print a file, a line range or a memory", cmd_get, colour=False)
+        get.add_argument("id", help="a file path (from the repository or the current folder) or a "
+                                    "memory id")
+        get.add_argument("--start", type=int, help="first line (1-based)")
+        get.add_argument("--end", type=int, help="last line (1-based, inclusive)")
+        get.add_argument("--scope", help="the memory tenant the id belongs to")
 
-    impact = verb("impact", "callers, callees and change risk of a symbol", cmd_impact)
-    impact.add_argument("symbol", help="a name or qualified name, like Session.request")
-    impact.add_argument("-n", type=int, default=20,
-                        help="show at most this many callers and callees (default 20)")
-    impact.add_argument("--vimgrep", action="store_true",
-                        help="print path:line:col:text per caller (for quickfix lists)")
+    if wanted("impact"):
+        impact = verb("impact", "callers, callees and change risk of a symbol", cmd_impact)
+        impact.add_argument("symbol", help="a name or qualified name, like Session.request")
+        impact.add_argument("-n", type=int, default=20,
+                            help="show at most this many callers and callees (default 20)")
+        impact.add_argument("--vimgrep", action="store_true",
+                            help="print path:line:col:text per caller (for quickfix lists)")
 
-    remember = verb("remember", "write a fact, episode or doc", cmd_remember, colour=False)
-    remember.add_argument("id", help="its id; the same id replaces the earlier text")
-    remember.add_argument("text", help="what to remember")
-    remember.add_argument("--kind", choices=("fact", "episode", "doc"), help="default fact")
-    remember.add_argument("--by", choices=("human", "agent"), default="human",
-                          help="who wrote it (default human)")
-    remember.add_argument("--scope", help="the memory tenant to write to")
-    remember.add_argument("--meta", help="a JSON object stored with it, like '{\"pinned\": true}'")
+    if wanted("remember"):
+        remember = verb("remember", "write a fact, episode or doc", cmd_remember, colour=False)
+        remember.add_argument("id", help="its id; the same id replaces the earlier text")
+        remember.add_argument("text", help="what to remember")
+        remember.add_argument("--kind", choices=("fact", "episode", "doc"), help="default fact")
+        remember.add_argument("--by", choices=("human", "agent"), default="human",
+                              help="who wrote it (default human)")
+        remember.add_argument("--scope", help="the memory tenant to write to")
+        remember.add_argument("--meta", help="a JSON object stored with it, like '{\"pinned\": true}'")
 
-    forget = verb("forget", "remove written memory", cmd_forget, colour=False)
-    forget.add_argument("id", nargs="?", help="the id to remove")
-    forget.add_argument("--prefix", help="every id starting with this")
-    forget.add_argument("--kind", choices=("fact", "episode", "doc"), help="only this kind")
-    forget.add_argument("--by", choices=("human", "agent"), help="only what this author wrote")
-    forget.add_argument("--scope", help="only this memory tenant")
+    if wanted("forget"):
+        forget = verb("forget", "remove written memory", cmd_forget, colour=False)
+        forget.add_argument("id", nargs="?", help="the id to remove")
+        forget.add_argument("--prefix", help="every id starting with this")
+        forget.add_argument("--kind", choices=("fact", "episode", "doc"), help="only this kind")
+        forget.add_argument("--by", choices=("human", "agent"), help="only what this author wrote")
+        forget.add_argument("--scope", help="only this memory tenant")
 
-    recent = verb("recent", "what was edited lately", cmd_recent)
-    recent.add_argument("--days", type=float, help="how far back (default 7)")
-    recent.add_argument("--limit", type=int, help="at most this many rows (default 20)")
+    if wanted("recent"):
+        recent = verb("recent", "what was edited lately", cmd_recent)
+        recent.add_argument("--days", type=float, help="how far back (default 7)")
+        recent.add_argument("--limit", type=int, help="at most this many rows (default 20)")
 
-    verb("status", "what the index holds and whether it is ready", cmd_status,
-         root_positional=True)
+    if wanted("status"):
+        verb("status", "what the index holds and whether it is ready", cmd_status,
+             root_positional=True)
 
-    assemble = verb("assemble", "token-budgeted context for a query", cmd_assemble, colour=False)
-    assemble.add_argument("query", help="the question to gather context for")
-    assemble.add_argument("--budget", type=int, default=2000, help="tokens (default 2000)")
-    assemble.add_argument("--kind", choices=RECALL_KINDS, help="only this kind of hit")
-    assemble.add_argument("--mode", choices=RECALL_MODES,
-                          help="ranking: hybrid (default), lexical or semantic")
-    assemble.add_argument("--min-score", type=float,
-                          help="abstain when the top hit scores lower (see docs/protocol.md)")
-    assemble.add_argument("--scope", help="the memory tenant to search")
+    if wanted("assemble"):
+        assemble = verb("assemble", "token-budgeted context for a query", cmd_assemble, colour=False)
+        assemble.add_argument("query", help="the question to gather context for")
+        assemble.add_argument("--budget", type=int, default=2000, help="tokens (default 2000)")
+        assemble.add_argument("--kind", choices=RECALL_KINDS, help="only this kind of hit")
+        assemble.add_argument("--mode", choices=RECALL_MODES,
+                              help="ranking: hybrid (default), lexical or semantic")
+        assemble.add_argument("--min-score", type=float,
+                              help="abstain when the top hit scores lower (see docs/protocol.md)")
+        assemble.add_argument("--scope", help="the memory tenant to search")
 
-    verb("trust-memory", "import the written memory of stores quarantined as not yours "
-                         "(one that came with the checkout, or was copied from elsewhere)",
-         cmd_trust_memory, colour=False)
+    if wanted("trust-memory"):
+        verb("trust-memory", "import the written memory of stores quarantined as not yours "
+                             "(one that came with the checkout, or was copied from elsewhere)",
+             cmd_trust_memory, colour=False)
 
-    memory = sub.add_parser("memory", help="team memory: migrate the database, export or import")
-    memory.add_argument("memory_verb", choices=("migrate", "export", "import"),
-                        help="export prints JSON lines; import reads them from stdin")
-    memory.add_argument("--url", help="a postgresql:// URL (default $CTXLS_MEMORY_URL)")
-    memory.add_argument("--no-embed", action="store_true",
-                        help="import: leave rows without vectors (recalled by their words only)")
-    memory.add_argument("--db", help="a SQLite store file instead")
-    memory.add_argument("--root", help="else ROOT/.ctxls/index.db (default: the nearest folder "
-                                       "at or above the current one holding .ctxls/ or .git)")
-    memory.set_defaults(func=cmd_memory)
+    if wanted("memory"):
+        memory = sub.add_parser("memory", help="team memory: migrate the database, export or import")
+        memory.add_argument("memory_verb", choices=("migrate", "export", "import"),
+                            help="export prints JSON lines; import reads them from stdin")
+        memory.add_argument("--url", help="a postgresql:// URL (default $CTXLS_MEMORY_URL)")
+        memory.add_argument("--no-embed", action="store_true",
+                            help="import: leave rows without vectors (recalled by their words only)")
+        memory.add_argument("--db", help="a SQLite store file instead")
+        memory.add_argument("--root", help="else ROOT/.ctxls/index.db (default: the nearest folder "
+                                           "at or above the current one holding .ctxls/ or .git)")
+        memory.set_defaults(func=cmd_memory)
 
-    mcp = sub.add_parser("mcp", help="serve the Model Context Protocol on stdio (for agents)",
-                         description="serve the Model Context Protocol on stdio (for agents)")
-    mcp.add_argument("--root", help="the repository (default: the nearest folder at or above the "
-                                    "current one holding .ctxls/ or .git)")
-    mcp.add_argument("--no-daemon", action="store_true",
-                     help="never use a running daemon: host the engine in this process")
-    mcp.set_defaults(func=cmd_mcp)
+    if wanted("mcp"):
+        mcp = sub.add_parser("mcp", help="serve the Model Context Protocol on stdio (for agents)",
+                             description="serve the Model Context Protocol on stdio (for agents)")
+        mcp.add_argument("--root", help="the repository (default: the nearest folder at or above the "
+                                        "current one holding .ctxls/ or .git)")
+        mcp.add_argument("--no-daemon", action="store_true",
+                         help="never use a running daemon: host the engine in this process")
+        mcp.set_defaults(func=cmd_mcp)
+
     return parser
 
 
+def command_in(argv: list[str]) -> str | None:
+    """The verb ``argv`` runs, when it is plain: the first word that is not an
+    option (or --log-level's value); None before -h or --version, or for an
+    unknown word, so that the whole parser answers."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif word in COMMANDS:
+            return word
+        elif not word.startswith("--log-level="):
+            return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_in(argv)).parse_args(argv)
     if getattr(args, "root_positional", None) is not None and args.command == "status":
         if args.root is not None:
             print("ctxls: give the root once: as --root or as the first argument", file=sys.stderr)

@@ -250,6 +250,28 @@ def test_every_option_has_help_text():
     assert missing == []
 
 
+def test_a_verb_parses_the_same_with_only_its_own_options_built():
+    """A call builds only its verb's options (argparse's cost for the others
+    was paid on every call through the daemon); the parse must not change."""
+    from ctxls.daemon.cli import COMMANDS, build_parser, command_in
+
+    def verbs(parser):
+        return next(a for a in parser._actions if a.dest == "command").choices
+
+    full = build_parser()
+    assert set(verbs(full)) == COMMANDS
+    for name in COMMANDS:
+        alone = verbs(build_parser(name))
+        assert list(alone) == [name]
+        assert [a.option_strings for a in alone[name]._actions] == \
+            [a.option_strings for a in verbs(full)[name]._actions]
+    argv = ["--log-level", "debug", "recall", "send prepared", "-n", "3", "--kind", "code"]
+    assert command_in(argv) == "recall"
+    assert vars(build_parser("recall").parse_args(argv)) == vars(full.parse_args(argv))
+    assert command_in(["--help", "recall"]) is None and command_in(["recal"]) is None
+    assert command_in(["--log-level=INFO", "status"]) == "status"
+
+
 def test_progress_goes_to_a_terminal_only(repo: Path):
     import os
     import pty
