@@ -50,8 +50,6 @@ line numbers (`path:16-18`), which is also what `get` takes; `format: "json"`
 gives the protocol's JSON, whose startLine/endLine fields are 0-based."""
 
 
-
-
 class ToolError(Exception):
     """What a tool answers as an error: ``ctxls error CODE: message``."""
 
@@ -108,12 +106,12 @@ class Param:
     """One tool parameter: its name as the agent types it, its JSON schema
     (``type``, ``enum``, ``minimum``, ``default``) and what it is."""
 
-    def __init__(self, name: str, kind: str, description: str, required: bool = False,
+    def __init__(self, name: str, json_type: str, description: str, required: bool = False,
                  default: Any = None, enum: tuple[str, ...] | None = None,
                  minimum: int | None = None):
-        self.name, self.kind, self.required, self.default = name, kind, required, default
+        self.name, self.json_type, self.required, self.default = name, json_type, required, default
         self.enum, self.minimum = enum, minimum
-        self.schema: dict[str, Any] = {"type": kind, "description": description}
+        self.schema: dict[str, Any] = {"type": json_type, "description": description}
         if enum is not None:
             self.schema["enum"] = list(enum)
         if minimum is not None:
@@ -128,9 +126,9 @@ class Param:
             if self.required:
                 self.refuse("is required")
             return self.default
-        read = _READERS[self.kind](value)
+        read = _READERS[self.json_type](value)
         if read is _INVALID:
-            self.refuse(f"must be {_KIND_WORDS[self.kind]}")
+            self.refuse(f"must be {_TYPE_WORDS[self.json_type]}")
         if self.enum is not None and read not in self.enum:
             self.refuse(f"must be one of {', '.join(self.enum)}")
         if self.minimum is not None and read < self.minimum:
@@ -142,7 +140,7 @@ class Param:
 
 
 _INVALID = object()
-_KIND_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
                "boolean": "true or false", "object": "a JSON object"}
 
 
