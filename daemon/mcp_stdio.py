@@ -105,10 +105,11 @@ class McpStdioServer:
         method, msg_id = message["method"], message.get("id")
         params = message.get("params") or {}
         if "id" not in message:
-            if method == "notifications/cancelled":
+            request_id = params.get("requestId")
+            if method == "notifications/cancelled" and isinstance(request_id, (str, int)):
                 with self._lock:
-                    if params.get("requestId") in self._running:
-                        self._cancelled.add(params["requestId"])
+                    if request_id in self._running:
+                        self._cancelled.add(request_id)
             return  # notifications/initialized and any other: nothing to answer
         if method == "tools/call":
             thread = threading.Thread(target=self._call, args=(msg_id, params),

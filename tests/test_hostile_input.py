@@ -816,6 +816,8 @@ def test_the_mcp_bridge_answers_every_request_it_cannot_read(repo: Path):
             assert reply["id"] == msg_id and reply["error"]["code"] == code, (raw, reply)
             assert words in reply["error"]["message"], (raw, reply)
         process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/nope","params":[1]}\n')
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
+                            b'"params":{"requestId":[1]}}\n')
         tools = ask(b'{"jsonrpc":"2.0","id":6,"method":"tools/list"}')
         assert tools["id"] == 6 and any(t["name"] == "recall" for t in tools["result"]["tools"])
         assert ask(b'{"jsonrpc":"2.0","id":7,"method":"ping"}') == {"jsonrpc": "2.0", "id": 7,
