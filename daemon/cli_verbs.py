@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
                                      impact_lines, one_line, partial_note, past_end_text,
                                      status_lines, vimgrep_path, weak_note)
@@ -103,9 +104,7 @@ def _style(args: argparse.Namespace) -> Style:
 def open_access(args: argparse.Namespace, root: Path, refresh: bool = False):
     """The engine of ``root``: its daemon's socket, else opened here (and then
     logging set up: a verb the daemon answers never logs, and importing
-    logging would cost it ~15 ms)."""
-    from ctxls.daemon.client import EngineAccess
-
+    logging would cost it 5-15 ms)."""
     access = EngineAccess(root, use_daemon=not getattr(args, "no_daemon", False), refresh=refresh)
     if access.via != "daemon":
         log_on_stderr(args)
