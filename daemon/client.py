@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ctxls.daemon.framing import SOCKET_NAME, frame
-from ctxls.index.discovery import STORE_DIR_NAME
+from ctxls.index.roots import STORE_DIR_NAME
 from ctxls.index.errors import EngineError
 
 if TYPE_CHECKING:

@@ -253,3 +253,15 @@ def past_end_text(item: dict | None) -> str | None:
     if "startLine" not in meta or "lines" not in meta or meta["startLine"] < meta["lines"]:
         return None
     return f"{item['id']} ends before line {meta['startLine'] + 1}"
+
+
+
+def in_caller_names(message: str, names: dict[str, str]) -> str:
+    """An engine error naming parameters as the caller typed them (``--budget``,
+    ``budget_tokens``), not as the protocol's fields (``budgetTokens``): the
+    param an "invalid param" names, and any camelCase field the text mentions."""
+    for field, typed in names.items():
+        message = message.replace(f"invalid param {field!r}", f"invalid param {typed!r}")
+        if field != field.lower():  # `n` or `by` may be words; `startLine` is a field
+            message = message.replace(field, typed)
+    return message

@@ -6,8 +6,11 @@ time)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # asyncio costs a CLI call ~0.1 s; only the daemon's readers use it
+    import asyncio
 
 SOCKET_NAME = "daemon.sock"
 # The most one message may hold, on stdio and on the socket.

@@ -7,6 +7,14 @@ indexes in the background and runs its embedding worker like a daemon would.
 Errors come back as tool errors whose text starts ``ctxls error CODE:``, never
 as a dead server.
 
+A tool is one entry of ``TOOLS``: its name, title, description, parameters
+(each with its JSON schema and description) and the function that runs it;
+``mcp_stdio`` speaks the protocol. Arguments are checked against the closed
+schema before anything runs: an unknown one is an error naming it (and the
+parameter meant), a wrong type names the parameter as the agent typed it,
+and so do the engine's own errors (``budget_tokens``, never the protocol's
+``budgetTokens``).
+
 Results are compact text by default (one line per hit, 1-based lines, the way
 an agent reads grep output); ``format: "json"`` returns the protocol's JSON
 (0-based fields) as structured content instead.
@@ -14,44 +22,22 @@ an agent reads grep output); ``format: "json"`` returns the protocol's JSON
 
 from __future__ import annotations
 
-import difflib
 import json
+import logging
 import threading
 from pathlib import Path
-from typing import Annotated, Any, Literal
-
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from typing import Any, Callable
 
 from ctxls import __version__
-from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
-                                     impact_lines, past_end_text, status_lines, weak_note)
 from ctxls.daemon.client import EngineAccess
-from ctxls.daemon.mcp_stdio import serve_stdio
+from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
+                                     impact_lines, partial_note, past_end_text, status_lines,
+                                     weak_note, in_caller_names)
+from ctxls.daemon.mcp_stdio import McpStdioServer
 from ctxls.index.errors import EngineError, InvalidParams
+from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 
-# Parameter types the tools share (the protocol's kinds and modes).
-RecallKind = Literal["code", "doc", "config", "fact", "episode"]
-RecallMode = Literal["hybrid", "lexical", "semantic"]
-WrittenKind = Literal["fact", "episode", "doc"]
-
-Scope = Annotated[str | None, Field(description=(
-    "The memory tenant: its rows plus the shared tier. Leave it out unless you were given one."))]
-Format = Annotated[Literal["text", "json"], Field(description=(
-    "text (default): compact, one line per hit, 1-based lines. json: the protocol's full JSON "
-    "(0-based startLine/endLine) as structured content."))]
-Kind = Annotated[RecallKind | None, Field(description=(
-    "Only this kind: code, doc (repository docs and written documents), fact or episode. "
-    "Default: all kinds, grouped."))]
-Mode = Annotated[RecallMode | None, Field(description=(
-    "Ranking: hybrid (default: keywords and meaning), lexical (keywords only) or semantic "
-    "(meaning only)."))]
-
-READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
-                            open_world_hint=False)
+log = logging.getLogger(__name__)
 
 INSTRUCTIONS = """ctxls answers questions about the repository it serves: where code,
 docs and written facts about a topic are (recall), which files an issue or
@@ -62,6 +48,14 @@ with citations (assemble). Facts you learn can be written down (remember) and
 found again later by meaning. Answers are compact text with 1-based inclusive
 line numbers (`path:16-18`), which is also what `get` takes; `format: "json"`
 gives the protocol's JSON, whose startLine/endLine fields are 0-based."""
+
+
+class ToolError(Exception):
+    """What a tool answers as an error: ``ctxls error CODE: message``."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.text = error_text(code, message)
 
 
 class Bridge:
@@ -91,9 +85,6 @@ class Bridge:
                     self._access = None
                     if attempt == 2:
                         raise
-                except EngineError as exc:
-                    # A ToolError's text reaches the agent; the code says what to fix.
-                    raise ToolError(error_text(exc.code, exc.message)) from exc
         raise AssertionError("unreachable")
 
     @property
@@ -109,310 +100,447 @@ def error_text(code: int, message: str) -> str:
     return f"ctxls error {code}: {message}"
 
 
-def unknown_argument_error(name: str, known: list[str]) -> str:
-    """-32602 naming an argument no tool parameter has, and the one meant.
-    The SDK ignored such arguments: `assemble {budget: 600}` (the CLI's flag
-    name) ran with the default budget and said nothing."""
+# -- parameters ---------------------------------------------------------------------
+
+class Param:
+    """One tool parameter: its name as the agent types it, its JSON schema
+    (``type``, ``enum``, ``minimum``, ``default``) and what it is."""
+
+    def __init__(self, name: str, json_type: str, description: str, required: bool = False,
+                 default: Any = None, enum: tuple[str, ...] | None = None,
+                 minimum: int | None = None):
+        self.name, self.json_type, self.required, self.default = name, json_type, required, default
+        self.enum, self.minimum = enum, minimum
+        self.schema: dict[str, Any] = {"type": json_type, "description": description}
+        if enum is not None:
+            self.schema["enum"] = list(enum)
+        if minimum is not None:
+            self.schema["minimum"] = minimum
+        if default is not None:
+            self.schema["default"] = default
+
+    def read(self, value: Any) -> Any:
+        """``value`` as this parameter's type (a number or a boolean may come
+        as a string, as agents send them), or ToolError naming the parameter."""
+        if value is None:  # null: as if left out
+            if self.required:
+                self.refuse("is required")
+            return self.default
+        read = _READERS[self.json_type](value)
+        if read is _INVALID:
+            self.refuse(f"must be {_TYPE_WORDS[self.json_type]}")
+        if self.enum is not None and read not in self.enum:
+            self.refuse(f"must be one of {', '.join(self.enum)}")
+        if self.minimum is not None and read < self.minimum:
+            self.refuse(f"must be {self.minimum} or more")
+        return read
+
+    def refuse(self, problem: str) -> None:
+        raise ToolError(InvalidParams.code, f"invalid param {self.name!r}: {problem}")
+
+
+_INVALID = object()
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
+               "boolean": "true or false", "object": "a JSON object"}
+
+
+def _integer(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            return _INVALID
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else _INVALID
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return _INVALID
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+            or value in (float("inf"), float("-inf")):
+        return _INVALID
+    return value
+
+
+def _boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return _INVALID
+
+
+_READERS: dict[str, Callable[[Any], Any]] = {
+    "string": lambda v: v if isinstance(v, str) else _INVALID,
+    "integer": _integer, "number": _number, "boolean": _boolean,
+    "object": lambda v: v if isinstance(v, dict) else _INVALID}
+
+# Parameters several tools share.
+SCOPE = Param("scope", "string", "The memory tenant: its rows plus the shared tier. Leave it out "
+                                 "unless you were given one.")
+FORMAT = Param("format", "string", "text (default): compact, one line per hit, 1-based lines. "
+                                   "json: the protocol's full JSON (0-based startLine/endLine) as "
+                                   "structured content.", default="text", enum=("text", "json"))
+KIND = Param("kind", "string", "Only this kind: code, doc (repository docs and written "
+                               "documents), fact or episode. Default: all kinds, grouped.",
+             enum=RECALL_KINDS)
+MODE = Param("mode", "string", "Ranking: hybrid (default: keywords and meaning), lexical "
+                               "(keywords only) or semantic (meaning only).", enum=RECALL_MODES)
+
+
+def unknown_argument_error(name: str, known: list[str]) -> ToolError:
+    """-32602 naming an argument no tool parameter has, and the one meant:
+    `assemble {budget: 600}` (the CLI's flag name) must not run with the
+    default budget and say nothing."""
+    import difflib
+
     close = [k for k in known if k.startswith(name) or name.startswith(k)]
     close = close or difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    return error_text(InvalidParams.code, f"unknown argument {name!r}{hint} "
-                                          f"(this tool takes: {', '.join(known)})")
+    return ToolError(InvalidParams.code, f"unknown argument {name!r}{hint} "
+                                         f"(this tool takes: {', '.join(known)})")
 
 
-class CtxlsMCP(MCPServer):
-    """Tool errors in the documented form: ``ctxls error CODE: message``, also
-    for arguments the schema rejects (no pydantic text or links); every input
-    schema is closed (``additionalProperties: false``) and enforced."""
+# -- tools --------------------------------------------------------------------------
 
-    async def list_tools(self):
-        tools = await super().list_tools()
-        for tool in tools:
-            tool.input_schema["additionalProperties"] = False
-        return tools
+class Tool:
+    """One MCP tool. ``run(bridge, args)`` gets every parameter by name (a
+    left-out one as its default, or None) and returns ``answer(...)``.
+    ``result`` describes the top-level fields of its JSON answer (format json)."""
 
-    async def call_tool(self, name, arguments, context=None):
-        tool = self._tool_manager.get_tool(name)
-        if tool is not None and isinstance(arguments, dict):
-            known = list(tool.parameters.get("properties", {}))
-            for argument in arguments:
-                if argument not in known:
-                    raise ToolError(unknown_argument_error(argument, known))
+    def __init__(self, name: str, title: str, description: str, params: tuple[Param, ...],
+                 run: Callable[[Bridge, dict[str, Any]], dict], result: dict[str, str],
+                 writes: bool = False, destructive: bool = False):
+        self.name, self.title, self.description = name, title, description
+        self.params = {param.name: param for param in params}
+        # The protocol's field -> this tool's parameter, for the engine's errors.
+        self.field_names = {camel_case(name): name for name in self.params if "_" in name}
+        self.run, self.result = run, result
+        self.annotations = {"readOnlyHint": not writes, "destructiveHint": destructive,
+                            "idempotentHint": True, "openWorldHint": False}
+
+    def describe(self) -> dict:
+        return {"name": self.name, "title": self.title, "description": self.description,
+                "inputSchema": {
+                    "type": "object", "additionalProperties": False,
+                    "properties": {name: p.schema for name, p in self.params.items()},
+                    "required": [name for name, p in self.params.items() if p.required]},
+                "outputSchema": {
+                    "type": "object",
+                    "description": "format json: the protocol's answer (docs/protocol.md, 0-based "
+                                   "lines), or {\"result\": null} when there is none; format "
+                                   "text: {\"text\": the compact answer}",
+                    "properties": {"text": {"type": "string", "description": "format text: the "
+                                            "answer as the text content says it"}}
+                    | {field: {"description": what} for field, what in self.result.items()}},
+                "annotations": self.annotations}
+
+    def call(self, bridge: Bridge, arguments: dict[str, Any]) -> dict:
+        for name in arguments:
+            if name not in self.params:
+                raise unknown_argument_error(name, list(self.params))
+        args = {name: param.read(arguments.get(name)) for name, param in self.params.items()}
         try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                first = cause.errors()[0]
-                param = ".".join(str(p) for p in first["loc"]) or "arguments"
-                problem = first["msg"][:1].lower() + first["msg"][1:]
-                raise ToolError(error_text(InvalidParams.code,
-                                           f"invalid param {param!r}: {problem}")) from None
-            text = str(exc)
-            marker = text.find("ctxls error ")
-            if marker > 0:  # the SDK prefixes "Error executing tool NAME: "
-                raise ToolError(text[marker:]) from None
-            if marker < 0 and text.startswith("Unknown tool"):
-                raise ToolError(error_text(-32601, f"unknown tool {name!r}; list_tools "
-                                           "names the tools")) from None
-            raise
+            return self.run(bridge, args)
+        except EngineError as exc:
+            raise ToolError(exc.code, in_caller_names(exc.message, self.field_names)) from exc
 
 
-def answer(result: Any, fmt: str, text: str) -> CallToolResult:
+def camel_case(name: str) -> str:
+    """A tool parameter as the protocol spells it: ``budget_tokens`` is ``budgetTokens``."""
+    first, *rest = name.split("_")
+    return first + "".join(part.title() for part in rest)
+
+
+def answer(result: Any, fmt: str, text: str) -> dict:
     """``text`` in text format; the protocol's JSON (structured) in json format."""
     if fmt == "json":
         structured = result if isinstance(result, dict) else {"result": result}
-        return CallToolResult(content=[TextContent(type="text", text=json.dumps(
-            result, ensure_ascii=False, separators=(",", ":")))], structured_content=structured)
-    return CallToolResult(content=[TextContent(type="text", text=text)])
-
-
-def _partial_line(result: dict) -> str:
-    if not result.get("partial"):
-        return ""
-    return f"\n(partial: {result.get('partialReason') or 'indexing is still running'})"
+        return {"content": [{"type": "text", "text": json.dumps(
+            result, ensure_ascii=False, separators=(",", ":"))}], "structuredContent": structured}
+    return {"content": [{"type": "text", "text": text}], "structuredContent": {"text": text}}
 
 
 def recall_text(result: dict, kind: str | None, bodies: bool) -> str:
     groups = result.get("groups") or {kind: result.get("hits", [])}
     if not any(groups.values()):
-        return "no hits" + _partial_line(result)
-    return format_hits_human(groups, PLAIN, bodies=bodies) + weak_note(result) + _partial_line(result)
+        return "no hits" + partial_note(result)
+    return format_hits_human(groups, PLAIN, bodies=bodies) + weak_note(result) + partial_note(result)
 
 
-def build_mcp(bridge: Bridge) -> MCPServer:
-    mcp = CtxlsMCP(name="ctxls", version=__version__, instructions=INSTRUCTIONS)
+def recall(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/recall", {"query": a["query"], "kind": a["kind"], "n": a["n"],
+                                          "body": a["body"] or a["format"] == "text",
+                                          "scope": a["scope"], "mode": a["mode"]})
+    if a["format"] == "json" and not a["body"]:
+        for hits in (result.get("groups") or {"": result.get("hits", [])}).values():
+            for hit in hits:
+                hit.pop("body", None)
+    return answer(result, a["format"], recall_text(result, a["kind"], a["body"]))
 
-    @mcp.tool(
-        title="Find code, docs or facts about a topic",
-        annotations=READ_ONLY, structured_output=False, description=(
+
+def locate(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/locate", {"text": a["text"], "n": a["n"],
+                                          "includeTests": a["include_tests"]})
+    return answer(result, a["format"], human_locate(result))
+
+
+def get(bridge: Bridge, a: dict) -> dict:
+    start, end = a["start_line"], a["end_line"]
+    item = bridge.call("ctxls/get", {"id": a["id"], "startLine": start - 1 if start else None,
+                                     "endLine": end - 1 if end else None, "scope": a["scope"]})
+    if item is None:
+        text = (f"not found: {a['id']} is neither an indexed file nor a written memory "
+                "(recall to find the right path)")
+    elif past_end_text(item):
+        text = f"not found: {past_end_text(item)}"
+    else:
+        meta = item.get("meta") or {}
+        lines = f" lines {meta['startLine'] + 1}-{meta['endLine'] + 1}" if "startLine" in meta else ""
+        total = f" of {meta['lines']}" if "lines" in meta else ""
+        text = f"{item['id']}{lines}{total}:\n{item.get('text') or ''}"
+    return answer(item, a["format"], text)
+
+
+def impact(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/impact", {"symbol": a["symbol"]})
+    if result is None:
+        text = f"not found: {a['symbol']} is not defined anywhere in the index"
+    else:
+        text = "\n".join(impact_lines(result, a["n"], PLAIN))
+    return answer(result, a["format"], text)
+
+
+def remember(bridge: Bridge, a: dict) -> dict:
+    bridge.call("ctxls/remember", {"id": a["id"], "text": a["text"], "kind": a["kind"],
+                                   "by": "agent", "scope": a["scope"], "meta": a["meta"]})
+    stored = bridge.call("ctxls/get", {"id": a["id"], "scope": a["scope"], "log": False})
+    stored_kind = (stored or {}).get("kind", a["kind"])
+    return answer(stored, a["format"],
+                  f"remembered {stored_kind} {a['id']}: {' '.join(a['text'].split())}")
+
+
+def forget(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/forget", {"id": a["id"], "idPrefix": a["id_prefix"],
+                                          "kind": a["kind"], "scope": a["scope"]})
+    return answer(result, a["format"], f"removed {result['removed']}")
+
+
+def recent_activity(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/recentActivity", {"days": a["days"], "limit": a["limit"]})
+    text = "\n".join(f"{i['id']}  {i.get('symbol') or '(module)'}  {i['edits']} edits"
+                     + (f" ({i['origin']})" if i.get("origin") else "")
+                     for i in result.get("items", [])) or "no recent edits"
+    return answer(result, a["format"], text)
+
+
+def recent_memory(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/recentMemory", {"kind": a["kind"], "scope": a["scope"],
+                                                "n": a["n"], "body": a["body"]})
+    text = "\n".join(f"{i['kind']} {i['path']}: {body_line(i, None)}".rstrip(": ")
+                     for i in result.get("items", [])) or "nothing written yet"
+    return answer(result, a["format"], text)
+
+
+def assemble(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/assemble", {"query": a["query"], "budgetTokens": a["budget_tokens"],
+                                            "kind": a["kind"], "minScore": a["min_score"],
+                                            "mode": a["mode"], "scope": a["scope"]})
+    note = (result.get("stats") or {}).get("note")
+    if result.get("abstained"):
+        text = f"(abstained: {note or 'nothing relevant found'})"
+    else:
+        text = result.get("context", "") + (f"\n(weak: {note})" if result.get("weak") and note
+                                            else "")
+    return answer(result, a["format"], text + partial_note(result))
+
+
+def knowledge(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/knowledge", {"budgetChars": a["budget_chars"], "scope": a["scope"]})
+    # block is null both when no fact is written and when none fits the budget.
+    return answer(result, a["format"], result.get("block") or (
+        f"no written fact fits in {a['budget_chars']} characters (or none is written)"))
+
+
+def status(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/status", {})
+    return answer(result, a["format"], status_lines(result, bridge.via, PLAIN))
+
+
+WRITTEN_KINDS = ("fact", "episode", "doc")
+PARTIAL_FIELDS = {"partial": "true while the index or its vectors are incomplete",
+                  "partialReason": "why the answer is partial"}
+
+TOOLS = (
+    Tool("recall", "Find code, docs or facts about a topic", (
         "Find where code, docs, facts or episodes about a topic are. Use before reading or "
         "editing code you have not located yet; natural-language questions and identifiers both "
         "work. One line per hit: score, path:start-end (1-based, inclusive) and symbol; a fact "
         "shows its text. `(partial: why)` ends the answer while the index or its vectors are "
-        "incomplete. Fails on an empty query or unknown kind (ctxls error -32602)."))
-    def recall(query: Annotated[str, Field(description="What to look for: words, a question or "
-                                                       "an identifier. Must not be empty.")],
-               kind: Kind = None,
-               n: Annotated[int, Field(description="Hits per kind, 1-200.")] = 10,
-               body: Annotated[bool, Field(description="Also return each hit's text.")] = False,
-               scope: Scope = None, mode: Mode = None,
-               format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/recall", {"query": query, "kind": kind, "n": n,
-                                              "body": body or format == "text",
-                                              "scope": scope, "mode": mode})
-        if format == "json" and not body:
-            for hits in (result.get("groups") or {"": result.get("hits", [])}).values():
-                for hit in hits:
-                    hit.pop("body", None)
-        return answer(result, format, recall_text(result, kind, body))
-
-    @mcp.tool(
-        title="Locate the files a bug report points at",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "incomplete. Fails on an empty query or unknown kind (ctxls error -32602)."),
+        (Param("query", "string", "What to look for: words, a question or an identifier. Must "
+                                  "not be empty.", required=True),
+         KIND, Param("n", "integer", "Hits per kind, 1-200.", default=10),
+         Param("body", "boolean", "Also return each hit's text.", default=False),
+         SCOPE, MODE, FORMAT),
+        recall, {"hits": "the hits, best first (with kind)", "groups": "the hits by kind "
+                 "(without kind)", "weak": "true when every hit is probably unrelated",
+                 "weakReason": "why the hits are weak"} | PARTIAL_FIELDS),
+    Tool("locate", "Locate the files a bug report points at", (
         "Given a bug report, an issue or a stack trace (paste it whole), find the files most "
         "likely to need changing, best first. Each file comes with a score, `why` it was chosen "
         "(a traceback frame in the repository, a symbol the text names defined there, a path or "
         "module it mentions, an error message raised there, an import step, text similarity) and "
         "its best chunks as 1-based inclusive line ranges. Test and doc files are demoted unless "
         "`include_tests`. Use it first when handed an issue; then `get` the chunks. Fails on "
-        "empty text (ctxls error -32602)."))
-    def locate(text: Annotated[str, Field(description="The issue, bug report or stack trace, "
-                                                      "whole.")],
-               n: Annotated[int, Field(description="At most this many files.")] = 10,
-               include_tests: Annotated[bool, Field(description=(
-                   "Do not demote test and documentation files."))] = False,
-               format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/locate", {"text": text, "n": n, "includeTests": include_tests})
-        return answer(result, format, human_locate(result))
-
-    @mcp.tool(
-        title="Read a file, a line range or a memory",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "empty text (ctxls error -32602)."),
+        (Param("text", "string", "The issue, bug report or stack trace, whole.", required=True),
+         Param("n", "integer", "At most this many files.", default=10),
+         Param("include_tests", "boolean", "Do not demote test and documentation files.",
+               default=False),
+         FORMAT),
+        locate, {"files": "the files, best first, each with score, why and chunks"}
+        | PARTIAL_FIELDS),
+    Tool("get", "Read a file, a line range or a memory", (
         "Read the current text of an indexed file (the editor's unsaved buffer if open), a line "
         "range of it, or a written memory by id. Use after recall to read exactly the lines it "
         "pointed at. Answers check their files first, so a range from the latest recall, locate "
         "or impact is current; a range kept from before the file changed fails with ctxls error "
         "-32002 StalePointer: get the file without lines, or recall again (its ranges are "
         "current). A path outside the repository fails with -32004; an unknown id answers "
-        "`not found: ID`; before the first index completes, -32011 says how far it is."))
-    def get(id: Annotated[str, Field(description=(
-                "A repository-relative file path (as recall prints it) or a memory id."))],
-            start_line: Annotated[int | None, Field(ge=1, description=(
-                "First line to return, 1-based (as recall prints it)."))] = None,
-            end_line: Annotated[int | None, Field(ge=1, description=(
-                "Last line to return, 1-based and inclusive."))] = None,
-            scope: Scope = None, format: Format = "text") -> CallToolResult:
-        item = bridge.call("ctxls/get", {
-            "id": id, "startLine": start_line - 1 if start_line else None,
-            "endLine": end_line - 1 if end_line else None, "scope": scope})
-        if item is None:
-            text = (f"not found: {id} is neither an indexed file nor a written memory "
-                    "(recall to find the right path)")
-        elif past_end_text(item):
-            text = f"not found: {past_end_text(item)}"
-        else:
-            meta = item.get("meta") or {}
-            lines = ""
-            if "startLine" in meta:
-                lines = f" lines {meta['startLine'] + 1}-{meta['endLine'] + 1}"
-            total = f" of {meta['lines']}" if "lines" in meta else ""
-            text = f"{item['id']}{lines}{total}:\n{item.get('text') or ''}"
-        return answer(item, format, text)
-
-    @mcp.tool(
-        title="Callers, callees and change risk of a symbol",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "`not found: ID`; before the first index completes, -32011 says how far it is."),
+        (Param("id", "string", "A repository-relative file path (as recall prints it) or a "
+                               "memory id.", required=True),
+         Param("start_line", "integer", "First line to return, 1-based (as recall prints it).",
+               minimum=1),
+         Param("end_line", "integer", "Last line to return, 1-based and inclusive.", minimum=1),
+         SCOPE, FORMAT),
+        get, {"id": "the path or memory id", "text": "the text", "kind": "code, doc, config, "
+              "fact, episode", "meta": "startLine, endLine (0-based) and lines of a file", 
+              "result": "null: no such file or memory"}),
+    Tool("impact", "Callers, callees and change risk of a symbol", (
         "Before changing a function, method or class: who calls it (confirmed call sites), what "
         "it calls, and a change-risk bucket with hedges that say why the answer may be "
         "incomplete. Accepts qualified names like `Session.request`. Answers `not found: SYMBOL` "
-        "when it is defined nowhere; fails with ctxls error -32001 when ripgrep cannot run."))
-    def impact(symbol: Annotated[str, Field(description=(
-                   "A function, method or class name, optionally qualified (Session.request)."))],
-               n: Annotated[int, Field(ge=1, description=(
-                   "List at most this many callers and callees (text format)."))] = 20,
-               format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/impact", {"symbol": symbol})
-        if result is None:
-            text = f"not found: {symbol} is not defined anywhere in the index"
-        else:
-            text = "\n".join(impact_lines(result, n, PLAIN))
-        return answer(result, format, text)
-
-    @mcp.tool(
-        title="Write down a fact, episode or document",
-        structured_output=False, annotations=ToolAnnotations(
-        read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False),
-        description=(
-            "Write down a fact, an episode (something that happened) or a document so that you "
-            "or another agent can recall it later by meaning. The same id in the same scope "
-            "replaces the earlier text. Answers with what was stored. Fails with ctxls error "
-            "-32602 on a missing id/text or unknown kind, and -32003 when the daemon requires a "
-            "scope."))
-    def remember(id: Annotated[str, Field(description=(
-                     "A short stable name for it, like `deploy-needs-foo-url`."))],
-                 text: Annotated[str, Field(description="What to remember.")],
-                 kind: Annotated[WrittenKind, Field(description=(
-                     "fact (default), episode (something that happened) or doc."))] = "fact",
-                 scope: Scope = None,
-                 meta: Annotated[dict[str, Any] | None, Field(description=(
-                     "A JSON object stored with it, e.g. {\"pinned\": true} or "
-                     "{\"anchor\": \"path/to/file.py\"}."))] = None,
-                 format: Format = "text") -> CallToolResult:
-        bridge.call("ctxls/remember", {"id": id, "text": text, "kind": kind, "by": "agent",
-                                       "scope": scope, "meta": meta})
-        stored = bridge.call("ctxls/get", {"id": id, "scope": scope, "log": False})
-        stored_kind = (stored or {}).get("kind", kind)
-        return answer(stored, format, f"remembered {stored_kind} {id}: {' '.join(text.split())}")
-
-    @mcp.tool(
-        title="Remove written memory",
-        structured_output=False, annotations=ToolAnnotations(
-        read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False),
-        description=(
-            "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
-            "Indexed files are never removed. Answers how many ids were removed."))
-    def forget(id: Annotated[str | None, Field(description="The id to remove.")] = None,
-               id_prefix: Annotated[str | None, Field(description=(
-                   "Remove every id starting with this."))] = None,
-               kind: Annotated[WrittenKind | None, Field(description=(
-                   "Only this kind (with a scope, or with an id or prefix)."))] = None,
-               scope: Scope = None, format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/forget", {"id": id, "idPrefix": id_prefix, "kind": kind,
-                                              "scope": scope})
-        return answer(result, format, f"removed {result['removed']}")
-
-    @mcp.tool(
-        title="What was edited recently",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "when it is defined nowhere; fails with ctxls error -32001 when ripgrep cannot run."),
+        (Param("symbol", "string", "A function, method or class name, optionally qualified "
+                                   "(Session.request).", required=True),
+         Param("n", "integer", "List at most this many callers and callees (text format).",
+               default=20, minimum=1),
+         FORMAT),
+        impact, {"symbol": "the symbol", "risk": "the change-risk bucket",
+                 "callers": "call sites (confirmed or not)", "callees": "what it calls",
+                 "hedges": "why the answer may be incomplete",
+                 "result": "null: the symbol is defined nowhere"}),
+    Tool("remember", "Write down a fact, episode or document", (
+        "Write down a fact, an episode (something that happened) or a document so that you or "
+        "another agent can recall it later by meaning. The same id in the same scope replaces "
+        "the earlier text. Answers with what was stored. Fails with ctxls error -32602 on a "
+        "missing id/text or unknown kind, and -32003 when the daemon requires a scope."),
+        (Param("id", "string", "A short stable name for it, like `deploy-needs-foo-url`.",
+               required=True),
+         Param("text", "string", "What to remember.", required=True),
+         Param("kind", "string", "fact (default), episode (something that happened) or doc.",
+               default="fact", enum=WRITTEN_KINDS),
+         SCOPE,
+         Param("meta", "object", "A JSON object stored with it, e.g. {\"pinned\": true} or "
+                                 "{\"anchor\": \"path/to/file.py\"}."),
+         FORMAT),
+        remember, {"id": "its id", "text": "what was stored", "kind": "fact, episode or doc",
+                   "provenance": "who wrote it (agent)"}, writes=True),
+    Tool("forget", "Remove written memory", (
+        "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
+        "Indexed files are never removed. Answers how many ids were removed."),
+        (Param("id", "string", "The id to remove."),
+         Param("id_prefix", "string", "Remove every id starting with this."),
+         Param("kind", "string", "Only this kind (with a scope, or with an id or prefix).",
+               enum=WRITTEN_KINDS),
+         SCOPE, FORMAT),
+        forget, {"removed": "how many ids were removed"}, writes=True, destructive=True),
+    Tool("recent_activity", "What was edited recently", (
         "What was being worked on: the functions and files edited recently, newest first, with "
         "edit counts and who made the latest edit: (editor) for an editor's buffer, unsaved "
         "changes included, (disk) for a file written on disk (an agent, a formatter, a new "
-        "file). Use at the start of a session to pick up where the user or agent left off."))
-    def recent_activity(days: Annotated[float, Field(description="How far back, in days.")] = 7,
-                        limit: Annotated[int, Field(description="At most this many rows.")] = 20,
-                        format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/recentActivity", {"days": days, "limit": limit})
-        text = "\n".join(f"{i['id']}  {i.get('symbol') or '(module)'}  {i['edits']} edits"
-                         + (f" ({i['origin']})" if i.get("origin") else "")
-                         for i in result.get("items", [])) or "no recent edits"
-        return answer(result, format, text)
-
-    @mcp.tool(
-        title="The newest written memory",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "file). Use at the start of a session to pick up where the user or agent left off."),
+        (Param("days", "number", "How far back, in days.", default=7),
+         Param("limit", "integer", "At most this many rows.", default=20),
+         FORMAT),
+        recent_activity, {"items": "the edited files and functions, newest first"}),
+    Tool("recent_memory", "The newest written memory", (
         "The newest written facts or episodes, without a query (recall needs one). Use to see "
-        "what was recorded lately."))
-    def recent_memory(kind: Annotated[Literal["fact", "episode"] | None, Field(description=(
-                          "Only facts or only episodes (default both, and documents)."))] = None,
-                      scope: Scope = None,
-                      n: Annotated[int, Field(description="At most this many, 1-200.")] = 10,
-                      body: Annotated[bool, Field(description="Include each text.")] = True,
-                      format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/recentMemory", {"kind": kind, "scope": scope, "n": n,
-                                                    "body": body})
-        text = "\n".join(f"{i['kind']} {i['path']}: {body_line(i, None)}".rstrip(": ")
-                         for i in result.get("items", [])) or "nothing written yet"
-        return answer(result, format, text)
-
-    @mcp.tool(
-        title="Context for a question within a token budget",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "what was recorded lately."),
+        (Param("kind", "string", "Only facts or only episodes (default both, and documents).",
+               enum=("fact", "episode")),
+         SCOPE, Param("n", "integer", "At most this many, 1-200.", default=10),
+         Param("body", "boolean", "Include each text.", default=True),
+         FORMAT),
+        recent_memory, {"items": "the written rows, newest first"}),
+    Tool("assemble", "Context for a question within a token budget", (
         "The best context for a question that fits a token budget: whole chunks, best first, "
         "each under a numbered citation header `[n] path:start-end symbol` (1-based lines); "
         "cite them as [n]. `(abstained: why)` means nothing relevant was found (the question "
         "may be about something this repository does not contain); `(weak: ...)` means little "
-        "was found."))
-    def assemble(query: Annotated[str, Field(description="The question to gather context for.")],
-                 budget_tokens: Annotated[int, Field(description=(
-                     "At most this many tokens of context, 1-200000."))] = 2000,
-                 kind: Kind = None,
-                 min_score: Annotated[float | None, Field(description=(
-                     "Abstain when the top hit scores lower (compare with mode semantic)."))] = None,
-                 mode: Mode = None, scope: Scope = None,
-                 format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/assemble", {"query": query, "budgetTokens": budget_tokens,
-                                                "kind": kind, "minScore": min_score, "mode": mode,
-                                                "scope": scope})
-        note = (result.get("stats") or {}).get("note")
-        if result.get("abstained"):
-            text = f"(abstained: {note or 'nothing relevant found'})"
-        else:
-            text = result.get("context", "") + (f"\n(weak: {note})" if result.get("weak") and note
-                                                 else "")
-        return answer(result, format, text + _partial_line(result))
-
-    @mcp.tool(
-        title="The facts to keep in mind",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "was found."),
+        (Param("query", "string", "The question to gather context for.", required=True),
+         Param("budget_tokens", "integer", "At most this many tokens of context, 1-200000.",
+               default=2000),
+         KIND,
+         Param("min_score", "number", "Abstain when the top hit scores lower (compare with mode "
+                                      "semantic)."),
+         MODE, SCOPE, FORMAT),
+        assemble, {"context": "the cited context block", "citations": "what each [n] cites",
+                   "abstained": "true when nothing relevant was found",
+                   "stats": "counts, and a note saying why it abstained or is weak"}
+        | PARTIAL_FIELDS),
+    Tool("knowledge", "The facts to keep in mind", (
         "The facts an agent should always keep in mind (pinned first, then human-written, then "
         "most recalled) as one stable text block within a character budget; good for a system "
-        "prompt. Facts whose anchored code changed are marked stale."))
-    def knowledge(budget_chars: Annotated[int, Field(description=(
-                      "At most this many characters, 1-200000."))] = 2000,
-                  scope: Scope = None, format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/knowledge", {"budgetChars": budget_chars, "scope": scope})
-        # block is null both when no fact is written and when none fits the budget.
-        return answer(result, format, result.get("block")
-                      or f"no written fact fits in {budget_chars} characters (or none is written)")
-
-    @mcp.tool(
-        title="Index health and progress",
-        annotations=READ_ONLY, structured_output=False, description=(
+        "prompt. Facts whose anchored code changed are marked stale."),
+        (Param("budget_chars", "integer", "At most this many characters, 1-200000.",
+               default=2000),
+         SCOPE, FORMAT),
+        knowledge, {"block": "the text block, or null when no fact fits or none is written"}),
+    Tool("status", "Index health and progress", (
         "Index health: files, chunks, vectors, pending work and `state` (indexing, embedding, "
         "idle or ready: wait for ready before trusting ranking by meaning), the embedding "
-        "model, the repository root and the store path."))
-    def status(format: Format = "text") -> CallToolResult:
-        result = bridge.call("ctxls/status", {})
-        return answer(result, format, status_lines(result, bridge.via, PLAIN))
+        "model, the repository root and the store path."),
+        (FORMAT,),
+        status, {"state": "indexing, embedding, idle or ready", "ready": "true once every "
+                 "chunk has a vector", "files": "indexed files", "chunks": "indexed chunks",
+                 "root": "the repository", "dbPath": "the store"}),
+)
+TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
-    return mcp
+
+def call_tool(bridge: Bridge, name: str, arguments: dict) -> dict:
+    """A ``tools/call`` result; every failure is a tool error ``ctxls error CODE: ...``."""
+    tool = TOOLS_BY_NAME.get(name)
+    try:
+        if tool is None:
+            raise ToolError(-32601, f"unknown tool {name!r}; list_tools names the tools")
+        return tool.call(bridge, arguments)
+    except ToolError as exc:
+        text = exc.text
+    except (ConnectionError, OSError) as exc:
+        text = error_text(-32603, f"lost the daemon: {exc}")
+    except Exception as exc:  # a bug must not end the agent's session
+        log.exception("tool %s failed", name)
+        text = error_text(-32603, f"internal error: {type(exc).__name__}: {exc}")
+    return {"content": [{"type": "text", "text": text}], "isError": True}
 
 
 def run_mcp(root: Path, use_daemon: bool = True) -> int:
     bridge = Bridge(root, use_daemon)
+    server = McpStdioServer("ctxls", __version__, INSTRUCTIONS,
+                            lambda: [tool.describe() for tool in TOOLS],
+                            lambda name, arguments: call_tool(bridge, name, arguments))
     try:
-        anyio.run(serve_stdio, build_mcp(bridge))
+        server.run()
     finally:
         bridge.close()
     return 0

@@ -1,117 +1,181 @@
-"""The MCP bridge's stdio transport: the SDK's, plus an answer for every
-request it cannot read.
+"""`ctxls mcp`'s wire: the Model Context Protocol's stdio transport (one
+JSON-RPC 2.0 message a line) and its lifecycle, on the standard library alone.
 
-The SDK's transport drops a line that is not a valid JSON-RPC message
-without a word: a request whose params are a list, or hold a lone surrogate,
-or a line that is not JSON at all, never got an answer, and the agent waited
-for it. Here each line is checked first, as the SDK will check it; one it
-would drop is answered as JSON-RPC 2.0 says (-32700 for a body that is not
-JSON, -32600 for one that is not a request, -32602 naming the bad param for
-a request whose params are unusable; a malformed notification or response
-gets no answer), and only lines the SDK reads are handed to it.
+The official SDK took 5 s of an agent's start to import (it and pydantic);
+the protocol a tool server speaks is small: ``initialize`` (version
+negotiation), ``ping``, ``tools/list``, ``tools/call`` and notifications
+(``notifications/cancelled`` drops the answer of a request still running).
+Every request gets an answer, also one that cannot be read: -32700 for a
+line that is not JSON, -32600 for one that is not a request, -32602 naming
+the bad param for a request whose params are unusable; a malformed
+notification or a response gets none, as JSON-RPC 2.0 says. Tool calls run
+on threads of their own, so ``ping`` and cancellation are answered while a
+long call runs.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
-from io import TextIOWrapper
-from typing import Any
+import threading
+from typing import Any, Callable
 
-import anyio
-from mcp.server.mcpserver import MCPServer
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
-from mcp.types import (INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError,
-                       jsonrpc_message_adapter)
+from ctxls.daemon.request_values import first_invalid
 
-from ctxls.daemon.wire import first_invalid
+# Newest first: an unknown requested version is answered with the newest.
+PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 
 
-def screen(line: str) -> str | JSONRPCError | None:
-    """What to do with a line: hand it to the SDK (the line), answer it (an
-    error), or drop it (None: a blank line, a malformed notification or
-    response, which JSON-RPC never answers)."""
+def screen(line: str) -> tuple[dict | None, dict | None]:
+    """(the message to handle, the error to answer): one of them, or neither
+    for a blank line, a malformed notification or a response."""
     if not line.strip():
-        return None
-    try:
-        jsonrpc_message_adapter.validate_json(line, by_name=False)
-        readable = True
-    except Exception:
-        readable = False
+        return None, None
     try:
         message: Any = json.loads(line)
     except (ValueError, RecursionError) as exc:  # not JSON, too deep, a 5,000-digit number
-        return _error(None, PARSE_ERROR, f"parse error: {exc}")
+        return None, error_reply(None, PARSE_ERROR, f"parse error: {exc}")
     if isinstance(message, list):
-        return _error(None, INVALID_REQUEST, "invalid request: batches are not supported")
+        return None, error_reply(None, INVALID_REQUEST, "invalid request: batches are not supported")
     if not isinstance(message, dict):
-        return _error(None, INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 object")
+        return None, error_reply(None, INVALID_REQUEST, "invalid request: not a JSON-RPC 2.0 object")
     msg_id = message.get("id")
     usable_id = isinstance(msg_id, (str, int)) and not isinstance(msg_id, bool)
-    if "method" in message and "id" in message and not usable_id:
-        # The SDK reads it as a notification (no answer) or drops it.
-        return _error(None, INVALID_REQUEST, "invalid request: id must be a string or an integer")
-    if readable:
-        return line
     if "method" not in message:
         if "result" in message or "error" in message:
-            return None  # a response: never answered
-        return _error(msg_id if usable_id else None, INVALID_REQUEST, "invalid request: no method")
-    if "id" not in message:
-        return None  # a notification: never answered
+            return None, None  # a response: this server asks nothing, so nothing awaits it
+        return None, error_reply(msg_id if usable_id else None, INVALID_REQUEST,
+                                 "invalid request: no method")
+    if "id" in message and not usable_id:
+        return None, error_reply(None, INVALID_REQUEST,
+                                 "invalid request: id must be a string or an integer")
     if message.get("jsonrpc") != "2.0" or not isinstance(message["method"], str):
-        return _error(msg_id, INVALID_REQUEST,
-                      'invalid request: needs "jsonrpc": "2.0" and a string method')
-    params = message.get("params")
-    invalid = first_invalid(params, "params") if isinstance(params, dict) else None
-    problem = (f"invalid param {invalid[0]!r}: {invalid[1]}" if invalid is not None
-               else "params must be an object")
-    return _error(msg_id, INVALID_PARAMS, f"{problem} ({message['method']})")
+        code, problem = INVALID_REQUEST, 'invalid request: needs "jsonrpc": "2.0" and a string method'
+    elif (params := message.get("params")) is not None and not isinstance(params, dict):
+        code, problem = INVALID_PARAMS, f"params must be an object ({message['method']})"
+    elif params and (invalid := first_invalid(params, "params")) is not None:
+        code, problem = INVALID_PARAMS, (f"invalid param {invalid[0]!r}: {invalid[1]} "
+                                         f"({message['method']})")
+    else:
+        return message, None
+    # A malformed notification is never answered.
+    return None, error_reply(msg_id, code, problem) if "id" in message else None
 
 
-def _error(msg_id: str | int | None, code: int, message: str) -> JSONRPCError:
-    return JSONRPCError(jsonrpc="2.0", id=msg_id, error=ErrorData(code=code, message=message))
+def error_reply(msg_id: str | int | None, code: int, message: str) -> dict:
+    return {"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}}
 
 
-class CheckedLines:
-    """The wire's lines, minus those the SDK cannot read: each of those is
-    answered on ``replies`` (the transport's write stream, set once open)."""
+class McpStdioServer:
+    """One agent on stdin/stdout. ``list_tools()`` gives the tools' JSON
+    descriptions; ``call_tool(name, arguments)`` a ``tools/call`` result
+    (errors inside it, never raised)."""
 
-    def __init__(self, lines: anyio.AsyncFile[str]):
-        self.lines = lines
-        self.replies: Any = None
-        self.open = anyio.Event()
+    def __init__(self, name: str, version: str, instructions: str,
+                 list_tools: Callable[[], list[dict]],
+                 call_tool: Callable[[str, dict], dict]):
+        self.info = {"name": name, "version": version}
+        self.instructions = instructions
+        self.list_tools = list_tools
+        self.call_tool = call_tool
+        self._out = None
+        self._write_lock = threading.Lock()
+        self._running: dict[str | int, threading.Thread] = {}
+        self._cancelled: set[str | int] = set()
+        self._lock = threading.Lock()
 
-    async def __aiter__(self) -> AsyncIterator[str]:
-        async for line in self.lines:
-            verdict = screen(line)
-            if isinstance(verdict, JSONRPCError):
-                await self.open.wait()
-                await self.replies.send(SessionMessage(verdict))
-            elif verdict is not None:
-                yield verdict
+    def run(self) -> None:
+        """Serve until stdin ends; calls still running then finish and answer."""
+        self._out = os.fdopen(os.dup(1), "wb")
+        os.dup2(2, 1)  # a stray print (ours or a child's) goes to stderr, not into the wire
+        for raw in _wire_stdin():
+            message, reply = screen(raw.decode("utf-8", "replace"))
+            if reply is not None:
+                self.send(reply)
+            elif message is not None:
+                self.handle(message)
+        with self._lock:
+            running = list(self._running.values())
+        for thread in running:
+            thread.join()
+
+    def handle(self, message: dict) -> None:
+        method, msg_id = message["method"], message.get("id")
+        params = message.get("params") or {}
+        if "id" not in message:
+            request_id = params.get("requestId")
+            if method == "notifications/cancelled" and isinstance(request_id, (str, int)):
+                with self._lock:
+                    if request_id in self._running:
+                        self._cancelled.add(request_id)
+            return  # notifications/initialized and any other: nothing to answer
+        if method == "tools/call":
+            thread = threading.Thread(target=self._call, args=(msg_id, params),
+                                      name=f"ctxls-mcp-call-{msg_id}", daemon=True)
+            with self._lock:
+                self._running[msg_id] = thread
+            thread.start()
+        elif method == "initialize":
+            self.reply(msg_id, self.initialize(params))
+        elif method == "ping":
+            self.reply(msg_id, {})
+        elif method == "tools/list":
+            self.reply(msg_id, {"tools": self.list_tools()})
+        else:
+            self.send(error_reply(msg_id, METHOD_NOT_FOUND, f"method not found: {method}"))
+
+    def initialize(self, params: dict) -> dict:
+        requested = params.get("protocolVersion")
+        version = requested if requested in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[0]
+        return {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
+                "serverInfo": self.info, "instructions": self.instructions}
+
+    def _call(self, msg_id: str | int, params: dict) -> None:
+        name, arguments = params.get("name"), params.get("arguments")
+        if not isinstance(name, str):
+            result = None
+            error = error_reply(msg_id, INVALID_PARAMS, "invalid param 'params.name': must be "
+                                                       "a tool's name (tools/list names them)")
+        elif arguments is not None and not isinstance(arguments, dict):
+            result = None
+            error = error_reply(msg_id, INVALID_PARAMS,
+                                "invalid param 'params.arguments': must be an object")
+        else:
+            result, error = self.call_tool(name, arguments or {}), None
+        with self._lock:
+            self._running.pop(msg_id, None)
+            if msg_id in self._cancelled:
+                self._cancelled.discard(msg_id)
+                return  # the agent gave up on it: no answer, as the protocol says
+        if error is not None:
+            self.send(error)
+        else:
+            self.reply(msg_id, result)
+
+    def reply(self, msg_id: str | int, result: dict) -> None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "result": result})
+
+    def send(self, message: dict) -> None:
+        try:
+            line = json.dumps(message, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (an echoed id): \u escapes carry it
+            line = json.dumps(message).encode("ascii")
+        with self._write_lock:
+            try:
+                self._out.write(line + b"\n")
+                self._out.flush()
+            except (BrokenPipeError, ValueError):
+                pass  # the agent went away; stdin's end stops the loop
 
 
-def _wire_stdin() -> anyio.AsyncFile[str]:
-    """stdin on a descriptor of its own; fd 0 then reads the null device, so a
-    child process never reads the agent's messages (the SDK's transport does
-    the same when it opens stdin itself)."""
+def _wire_stdin():
+    """stdin's lines, read from a descriptor of its own; fd 0 then reads the
+    null device, so a child process never reads the agent's messages."""
     wire = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    return anyio.wrap_file(TextIOWrapper(os.fdopen(wire, "rb"), encoding="utf-8",
-                                         errors="replace"))
-
-
-async def serve_stdio(mcp: MCPServer) -> None:
-    """``MCPServer.run_stdio_async`` with the checked lines."""
-    lines = CheckedLines(_wire_stdin())
-    async with stdio_server(stdin=lines) as (read_stream, write_stream):
-        lines.replies = write_stream
-        lines.open.set()
-        # As run_stdio_async does; MCPServer has no public way to pass a transport's streams.
-        server = mcp._lowlevel_server
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    with os.fdopen(wire, "rb") as lines:
+        yield from lines

@@ -30,7 +30,7 @@ from pygls.protocol.json_rpc import RPCRequest
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame
 from ctxls.daemon.socket_server import BAD_FRAME_METHOD, OVERSIZED_METHOD, debug_errors, valid_id
-from ctxls.daemon.wire import first_invalid
+from ctxls.daemon.request_values import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)

@@ -7,64 +7,21 @@ MCP bridge all use these functions, so every client sees the same shapes.
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from ctxls.index.demand import Candidate
-from ctxls.index.discovery import is_utf8
 from ctxls.index.engine import (ActivityItem, BodyBudget, Hit, IndexStats, Item, RecallResult,
                                 SymbolInfo, memory_hit)
+from ctxls.daemon.request_values import MAX_INT, MIN_INT, first_invalid
 from ctxls.index.errors import EngineError, InvalidParams
-from ctxls.index.model import RECALL_KINDS
+from ctxls.index.vocabulary import RECALL_KINDS
 from ctxls.index.graph import FileNode, Related
 from ctxls.index.locate import LocatedFile
 from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
 from ctxls.index.stash import Peek
 
 _MISSING = object()
-# SQLite's INTEGER: every integer param must fit, wherever it ends up.
-MIN_INT, MAX_INT = -(1 << 63), (1 << 63) - 1
-
-
-def first_invalid(value: Any, path: str = "") -> tuple[str, str] | None:
-    """(param path, problem) of the first value no request may carry: a string
-    with NUL or an unpaired surrogate, an integer outside SQLite's 64-bit range,
-    a number that is not finite. Walks any nesting without recursion."""
-    stack: list[tuple[str, Any]] = [(path, value)]
-    while stack:
-        where, item = stack.pop()
-        if isinstance(item, str):
-            problem = _string_problem(item)
-            if problem:
-                return where or "params", problem
-        elif isinstance(item, bool) or item is None:
-            continue
-        elif isinstance(item, int):
-            if not MIN_INT <= item <= MAX_INT:
-                return where or "params", "is outside the 64-bit integer range"
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                return where or "params", "must be a finite number"
-        elif isinstance(item, dict):
-            for key, child in reversed(list(item.items())):
-                child_path = f"{where}.{key}" if where else str(key)
-                problem = _string_problem(key) if isinstance(key, str) else None
-                if problem:
-                    return child_path, f"has a key that {problem.replace('must', 'does')}"
-                stack.append((child_path, child))
-        elif isinstance(item, list):
-            stack.extend((f"{where}.{i}" if where else str(i), child)
-                         for i, child in reversed(list(enumerate(item))))
-    return None
-
-
-def _string_problem(text: str) -> str | None:
-    if "\0" in text:
-        return "must not contain NUL characters"
-    return None if is_utf8(text) else "must not contain unpaired surrogates"
-
-
 class Params:
     """Typed access to a request's params object."""
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from lsprotocol.types import WorkspaceFolder
 
-from ctxls.index.discovery import DiscoveryOptions, too_broad_root
+from ctxls.index.discovery import DiscoveryOptions
+from ctxls.index.roots import too_broad_root
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import OutsideRoot
 

@@ -24,7 +24,8 @@ from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
                                 OutsideRoot, RequestCancelled, StalePointer, StoreUnavailable)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
-from ctxls.index.model import MAX_ANSWER_BODY_BYTES, RECALL_KINDS, RECALL_MODES, content_hash
+from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash
+from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality, off_topic
 from ctxls.index.embeddings import (

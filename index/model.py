@@ -5,12 +5,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-
-# What recall ranks: chunks of files (code, doc, config) and written memory
-# (fact, episode; direct docs rank with file docs).
-RECALL_KINDS = ("code", "doc", "config", "fact", "episode")
-# How recall ranks: BM25 and cosine fused, BM25 only, cosine only.
-RECALL_MODES = ("hybrid", "lexical", "semantic")
 # The body text one answer may carry in all (UTF-8 bytes), and what one request
 # may read of written rows' texts: over one written row's bound (10 MiB), so
 # the first body always fits; without it 200 rows at that bound recalled or

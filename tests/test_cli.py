@@ -219,6 +219,13 @@ def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
     assert off_topic.stdout.startswith("(abstained: ")
     on_topic = run("assemble", "send prepared request", *root)
     assert on_topic.returncode == 0 and "[1] pkg/session.py:16-18 send_prepared" in on_topic.stdout
+    # Errors name the option typed, never the protocol's field (budgetTokens, endLine).
+    budget = run("assemble", "send", "--budget", "0", *root)
+    assert budget.returncode == 2 and "invalid param '--budget'" in budget.stderr
+    backwards = run("get", "pkg/session.py", "--start", "5", "--end", "2", *root)
+    assert backwards.returncode == 2
+    assert "invalid param '--end': must not be before --start" in backwards.stderr
+    assert "Line" not in budget.stderr + backwards.stderr and "Tokens" not in budget.stderr
     port = run("serve", "--tcp", "99999")
     assert port.returncode == 2 and "Traceback" not in port.stderr and "99999" in port.stderr
 
@@ -241,6 +248,28 @@ def test_every_option_has_help_text():
                for action in sub._actions if not action.help]
     missing += [a.dest for a in parser._actions if not a.help]
     assert missing == []
+
+
+def test_a_verb_parses_the_same_with_only_its_own_options_built():
+    """A call builds only its verb's options (argparse's cost for the others
+    was paid on every call through the daemon); the parse must not change."""
+    from ctxls.daemon.cli import COMMANDS, build_parser, command_in
+
+    def verbs(parser):
+        return next(a for a in parser._actions if a.dest == "command").choices
+
+    full = build_parser()
+    assert set(verbs(full)) == COMMANDS
+    for name in COMMANDS:
+        alone = verbs(build_parser(name))
+        assert list(alone) == [name]
+        assert [a.option_strings for a in alone[name]._actions] == \
+            [a.option_strings for a in verbs(full)[name]._actions]
+    argv = ["--log-level", "debug", "recall", "send prepared", "-n", "3", "--kind", "code"]
+    assert command_in(argv) == "recall"
+    assert vars(build_parser("recall").parse_args(argv)) == vars(full.parse_args(argv))
+    assert command_in(["--help", "recall"]) is None and command_in(["recal"]) is None
+    assert command_in(["--log-level=INFO", "status"]) == "status"
 
 
 def test_progress_goes_to_a_terminal_only(repo: Path):

@@ -773,6 +773,17 @@ async def test_mcp_errors_all_say_ctxls_error(repo: Path):
             typo = await session.call_tool("get", {"id": "pkg/retry.py", "endline": 2})
             assert typo.is_error and "unknown argument 'endline'; did you mean 'end_line'?" \
                 in typo.content[0].text
+            # The engine's errors name the parameter as the agent typed it.
+            budget = await session.call_tool("assemble", {"query": "session", "budget_tokens": 0})
+            assert budget.is_error and budget.content[0].text.startswith(
+                "ctxls error -32602: invalid param 'budget_tokens'")
+            backwards = await session.call_tool("get", {"id": "pkg/retry.py", "start_line": 5,
+                                                        "end_line": 2})
+            assert "invalid param 'end_line': must not be before start_line" \
+                in backwards.content[0].text
+            typed = await session.call_tool("recall", {"query": "x", "n": "many"})
+            assert typed.content[0].text == ("ctxls error -32602: invalid param 'n': must be an "
+                                             "integer")
             tools = (await session.list_tools()).tools
             assert tools and all(t.input_schema.get("additionalProperties") is False for t in tools)
             assert all(t.title for t in tools)
@@ -817,8 +828,20 @@ def test_the_mcp_bridge_answers_every_request_it_cannot_read(repo: Path):
             assert reply["id"] == msg_id and reply["error"]["code"] == code, (raw, reply)
             assert words in reply["error"]["message"], (raw, reply)
         process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/nope","params":[1]}\n')
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
+                            b'"params":{"requestId":[1]}}\n')
         tools = ask(b'{"jsonrpc":"2.0","id":6,"method":"tools/list"}')
         assert tools["id"] == 6 and any(t["name"] == "recall" for t in tools["result"]["tools"])
+        assert ask(b'{"jsonrpc":"2.0","id":7,"method":"ping"}') == {"jsonrpc": "2.0", "id": 7,
+                                                                    "result": {}}
+        unknown = ask(b'{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{}}')
+        assert unknown["error"]["code"] == -32601 and "resources/read" in unknown["error"]["message"]
+        # A version this server does not speak is answered with the newest it does.
+        newest = ask(json.dumps({"jsonrpc": "2.0", "id": 9, "method": "initialize", "params": {
+            "protocolVersion": "1999-01-01", "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"}}}).encode())
+        assert newest["result"]["protocolVersion"] == "2025-11-25"
+        assert init["result"]["protocolVersion"] == "2025-06-18"
     finally:
         process.kill()
         process.wait()
@@ -1152,3 +1175,30 @@ def test_the_mcp_knowledge_tool_does_not_say_no_fact_is_written_when_none_fits(r
     finally:
         process.kill()
         process.wait()
+def test_the_mcp_bridge_answers_initialize_without_loading_an_sdk_or_the_engine(repo: Path):
+    """`ctxls mcp` spent 5 s of an agent's start importing the MCP SDK and
+    pydantic; it speaks the protocol itself, and loads the engine on the
+    first tool call, not before."""
+    process = subprocess.Popen([sys.executable, "-X", "importtime", *CTXLS[1:], "mcp", "--root",
+                                str(repo), "--no-daemon"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                        "params": {"protocolVersion": "2025-06-18",
+                                                   "capabilities": {},
+                                                   "clientInfo": {"name": "p", "version": "1"}}})
+                            .encode() + b"\n" + b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n')
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["result"]["serverInfo"]["name"] == "ctxls"
+        assert len(json.loads(process.stdout.readline())["result"]["tools"]) == 11
+        process.stdin.close()
+        imported = {line.rsplit("|", 1)[-1].strip()
+                    for line in process.stderr.read().decode().splitlines() if "|" in line}
+    finally:
+        process.kill()
+        process.wait()
+    assert "json" in imported  # the import log was read
+    loaded = sorted(m for m in imported if m.split(".")[0] in
+                    ("mcp", "pydantic", "pydantic_core", "anyio", "numpy", "lsprotocol", "pygls")
+                    or m == "ctxls.index.engine")
+    assert loaded == []

@@ -162,6 +162,9 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
             assert tools["forget"].annotations.destructive_hint is True
             assert tools["recall"].annotations.read_only_hint is True
             assert tools["remember"].annotations.read_only_hint is False
+            assert all(t.output_schema and t.output_schema["type"] == "object"
+                       and "text" in t.output_schema["properties"] for t in tools.values())
+            assert "hits" in tools["recall"].output_schema["properties"]
 
             # No daemon runs: this process hosts the engine, indexing and embedding.
             async def state() -> dict:
@@ -175,7 +178,10 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
             assert "state    ready" in text and "hosts the engine" in text
 
             recall = await session.call_tool("recall", {"query": "send prepared", "kind": "code"})
-            assert not recall.is_error and recall.structured_content is None
+            # The SDK client checks each answer against the tool's outputSchema: text format
+            # carries its text there too, json format the protocol's JSON.
+            assert not recall.is_error
+            assert recall.structured_content == {"text": recall.content[0].text}
             lines = recall.content[0].text.splitlines()
             assert "pkg/session.py:16-18  send_prepared" in lines[1]  # 1-based, one line a hit
             assert "partial" not in recall.content[0].text
@@ -222,7 +228,9 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
 
 # What a CLI verb answered by the daemon must not load: importing them costs
 # about a second of CPU, paid on every call of an agent driving the CLI.
-HEAVY_MODULES = ("lsprotocol.types", "pygls", "numpy", "onnxruntime", "tree_sitter", "ctxls.index.engine")
+HEAVY_MODULES = ("lsprotocol.types", "pygls", "numpy", "onnxruntime", "tree_sitter", "ctxls.index.engine",
+                 # and nothing that costs a thin client tens of milliseconds
+                 "asyncio", "logging", "pathspec", "dataclasses", "ctxls.index.discovery")
 LOADED_AFTER = (
     "import atexit, sys\n"
     f"atexit.register(lambda: print('LOADED', [m for m in {HEAVY_MODULES!r} if m in sys.modules], "
@@ -242,3 +250,19 @@ async def test_a_verb_the_daemon_answers_loads_neither_the_engine_nor_the_lsp_ty
             assert done.returncode == 0, done.stderr
             assert json.loads(done.stdout)["via"] == "daemon" if verb == ["status"] else done.stdout
             assert "LOADED []" in done.stderr, (verb, done.stderr)
+
+
+async def test_a_verb_answers_the_same_through_the_daemon_as_in_process(repo: Path):
+    """The thin path (the daemon's answer, formatted here) prints byte for byte
+    what the full path (the engine opened in this process) prints."""
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        for verb in (["recall", "send prepared", "--mode", "lexical"],
+                     ["recall", "send prepared", "--mode", "lexical", "--vimgrep"],
+                     ["recall", "retry", "--mode", "lexical", "--body", "--kind", "code"],
+                     ["impact", "Session.request"], ["get", "pkg/retry.py", "--start", "2"],
+                     ["locate", "retry_upload raises TimeoutError"]):
+            thin, full = [await asyncio.to_thread(cli, *verb, "--root", str(repo), *extra)
+                          for extra in ([], ["--no-daemon"])]
+            assert thin.returncode == full.returncode == 0, (verb, thin.stderr, full.stderr)
+            assert thin.stdout == full.stdout and thin.stdout.strip(), verb

@@ -1,0 +1,280 @@
+"""The ``ctxls`` verbs that host something in this process: ``index`` (with
+its progress line), ``serve``, ``mcp`` and ``memory``. Each imports what it
+runs (the engine, the server, the MCP bridge) when it runs."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from ctxls import __version__
+from ctxls.daemon.cli_verbs import (EXIT_USAGE, CliError, call, drop_none, log_on_stderr,
+                                    open_access, print_json, resolve_root, write_out)
+from ctxls.daemon.formatting import format_hits_human
+from ctxls.index.roots import STORE_DIR_NAME
+
+
+class Progress:
+    """One rewritten line on stderr while long work runs; silent unless stderr
+    is a terminal (and never with ``--json``)."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self._shown = False
+
+    @classmethod
+    def for_args(cls, args: argparse.Namespace) -> "Progress":
+        return cls(not args.json and sys.stderr.isatty())
+
+    def show(self, text: str) -> None:
+        if self.enabled:
+            write_out(f"\r\x1b[2K{text}", sys.stderr)
+            self._shown = True
+
+    def files(self, done: int, total: int) -> None:
+        self.show(f"indexing: {done}/{total} files")
+
+    def chunks(self, done: int, total: int, rate: float) -> None:
+        from ctxls.index.semantic import embedding_progress_text  # numpy: only when embedding here
+
+        self.show(embedding_progress_text(done, total, rate))
+
+    def clear(self) -> None:
+        if self._shown:
+            write_out("\r\x1b[2K", sys.stderr)
+            self._shown = False
+
+
+def _index_target(args: argparse.Namespace) -> tuple[Path, list[str]]:
+    """The root and pathspecs of `ctxls index`: a positional folder is the
+    root (an alias of --root); a positional file means "index this file"."""
+    paths = list(args.paths)
+    positional = args.root_positional
+    if positional is not None and args.root is not None:
+        raise CliError("give the root once: as --root or as the first argument", EXIT_USAGE)
+    if positional is not None and Path(positional).is_file():
+        paths.insert(0, positional)
+        positional = None
+    root = resolve_root(args.root if args.root is not None else positional, creates=True)
+    specs = []
+    for spec in paths:
+        on_disk = Path(spec)
+        if on_disk.exists():  # a file or folder typed relative to where the user is
+            try:
+                spec = on_disk.resolve().relative_to(root).as_posix()
+            except ValueError:
+                raise CliError(f"{spec} is outside the repository {root}", EXIT_USAGE) from None
+        specs.append(spec)
+    return root, specs
+
+
+def cmd_index(args):
+    """Index through the daemon when one runs (it owns the store), else here."""
+    root, specs = _index_target(args)
+    progress = Progress.for_args(args)
+    started = time.perf_counter()
+    access = open_access(args, root)
+    embedded = 0
+    try:
+        if access.via == "local":
+            from ctxls.daemon import wire
+
+            engine = access.local_engine()
+            stats = wire.index_stats_json(engine.index(specs or None, args.force,
+                                                       progress=progress.files))
+            progress.clear()
+            if args.embed:
+                embedded = engine.embed_pending(progress=progress.chunks)
+        else:
+            stats = access.request("ctxls/index", drop_none({"paths": specs or None,
+                                                              "force": args.force or None}))
+            if args.embed:
+                embedded = _wait_for_daemon_embedding(access, progress)
+    finally:
+        progress.clear()
+        access.close()
+    elapsed = time.perf_counter() - started
+    if args.json:
+        print_json(stats | {"embedded": embedded, "seconds": round(elapsed, 3), "via": access.via})
+    else:
+        write_out(f"indexed {root} in {elapsed:.2f}s: {stats['files']} files "
+               f"({stats['added']} added, {stats['updated']} updated, {stats['removed']} removed, "
+               f"{stats['unchanged']} unchanged, {stats['skipped']} skipped)"
+               + (f", {embedded} chunks embedded" if args.embed else "")
+               + (" [via the running daemon]" if access.via == "daemon" else "") + "\n")
+    return 0
+
+
+def _wait_for_daemon_embedding(access, progress: Progress) -> int:
+    """`index --embed` with a daemon: its worker embeds; wait until it is done."""
+    started = time.monotonic()
+    first = access.request("ctxls/status", {})
+    total, before = first.get("pending", 0), first.get("vectors", 0)
+    while True:
+        status = access.request("ctxls/status", {})
+        done = status.get("vectors", 0) - before
+        if status.get("state") in ("ready", "idle") or status.get("pending", 0) == 0 \
+                or (status.get("embeddings") or {}).get("error"):
+            return max(done, 0)
+        total = max(total, done + status.get("pending", 0))
+        progress.chunks(max(done, 0), total, max(done, 0) / max(time.monotonic() - started, 1e-6))
+        time.sleep(0.5)
+
+
+def _memory_backend(args):
+    """The memory store a `ctxls memory` verb works on: --url (or
+    $CTXLS_MEMORY_URL) names PostgreSQL, --db a SQLite store, else ROOT's
+    store; and the SQLite store to close afterwards."""
+    from ctxls.daemon.options import MEMORY_URL_ENV, MEMORY_URL_SCHEMES
+    from ctxls.index.memory import SqliteMemoryStore
+    from ctxls.index.store import Store
+
+    url = args.url or (None if args.db else os.environ.get(MEMORY_URL_ENV))
+    if url is not None:
+        if not url.startswith(MEMORY_URL_SCHEMES):
+            raise CliError("--url must be a postgresql:// URL", EXIT_USAGE)
+        from ctxls.index.memory.postgres import PostgresMemoryStore
+
+        semantic = scratch = None
+        if args.memory_verb == "import" and not args.no_embed:
+            # Imported rows get vectors of the model a daemon loads by default; the
+            # scratch store only keeps the model check's bookkeeping (vectors live in PostgreSQL).
+            from ctxls.index.embeddings import load_embedder
+            from ctxls.index.semantic import SemanticIndex
+
+            scratch = Store(None)
+            semantic = SemanticIndex(scratch, None, load_embedder,
+                                     lambda message: print(f"ctxls: {message}", file=sys.stderr))
+        return PostgresMemoryStore(url, migrate=args.memory_verb != "export",
+                                   semantic=semantic), scratch
+    store = Store(args.db or resolve_root(args.root, creates=False) / STORE_DIR_NAME / "index.db")
+    return SqliteMemoryStore(store), store
+
+
+def cmd_memory(args):
+    """migrate | export (JSON lines on stdout) | import (JSON lines from stdin)."""
+    from ctxls.index.memory.postgres import FULL_TEXT_SCAN_WARNING, MemorySchemaError
+    from ctxls.index.memory.transfer import read_lines, write_lines
+
+    log_on_stderr(args)
+    backend, store = _memory_backend(args)
+    try:
+        if args.memory_verb == "migrate":
+            if backend.kind != "postgresql":
+                print("the SQLite store migrates itself when opened: nothing to do")
+                return 0
+            before, after = backend.migrate()
+            print(f"memory schema {before} -> {after}" if before != after
+                  else f"memory schema {after}: up to date")
+            if not backend.full_text_index_usable():
+                print(f"ctxls: {FULL_TEXT_SCAN_WARNING}", file=sys.stderr)
+        elif args.memory_verb == "export":
+            sys.stdout.writelines(write_lines(backend.export_records()))
+        else:
+            records = read_lines(sys.stdin)  # every line checked before anything is written
+            count = backend.import_records(records)
+            print(f"imported {count} records", file=sys.stderr)
+            if backend.kind == "postgresql" and backend.semantic is not None:
+                embedded = backend.embed_missing(
+                    lambda done: print(f"\rembedded {done} rows", end="", file=sys.stderr, flush=True))
+                print(f"\rembedded {embedded} rows", file=sys.stderr)
+        return 0
+    except MemorySchemaError as exc:
+        print(f"ctxls: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        backend.close()
+        if store is not None:
+            store.close()
+
+
+def _need_stdio(verb: str) -> None:
+    """A protocol on stdin/stdout cannot run with either closed: say so, not a traceback."""
+    closed = [name for name in ("stdin", "stdout") if getattr(sys, name) is None]
+    if closed:
+        raise CliError(f"{verb} talks over stdin and stdout, and {' and '.join(closed)} "
+                       f"{'is' if len(closed) == 1 else 'are'} closed", EXIT_USAGE)
+
+
+def cmd_mcp(args):
+    from ctxls.daemon.mcp_bridge import run_mcp
+
+    _need_stdio("ctxls mcp")
+    log_on_stderr(args)
+    return run_mcp(resolve_root(args.root, creates=True), use_daemon=not args.no_daemon)
+
+
+def cmd_serve(args):
+    import asyncio
+
+    log_on_stderr(args)
+    from ctxls.daemon import server as server_module
+    from ctxls.daemon.server import server
+
+    if args.node_ipc:
+        print("ctxls: --node-ipc is not supported (it needs a Node.js server); start "
+              "`ctxls serve` over stdio (the default, or --stdio)", file=sys.stderr)
+        return 2
+    if args.tcp is None and args.socket is None:
+        _need_stdio("ctxls serve --stdio")
+    if args.client_process_id is not None:
+        server.client_watch.watch(args.client_process_id)
+    if args.root:
+        root = resolve_root(args.root, creates=True)
+        if args.socket is not None and _already_served(root, args):
+            return 0
+        engine = server_module.prewarm(root)
+        status = engine.status()
+        print(f"ctxls {__version__}: indexed {status['files']} files, {status['chunks']} chunks "
+              f"of {status['root']}", file=sys.stderr)
+        if args.example:
+            from ctxls.daemon import wire
+            result = engine.recall(args.example, None, 5, body=True)
+            print(f'example recall "{args.example}":', file=sys.stderr)
+            print(format_hits_human(wire.recall_json(result, False)["groups"]), file=sys.stderr)
+    try:
+        if args.tcp is not None:
+            print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted", file=sys.stderr)
+            try:
+                server.start_tcp("127.0.0.1", args.tcp)
+            except OSError as exc:
+                raise CliError(f"cannot listen on 127.0.0.1:{args.tcp}: {exc.strerror or exc}")
+        elif args.socket is not None:
+            if not args.root:
+                raise CliError("serve --socket needs --root (the folder to serve)", EXIT_USAGE)
+            asyncio.run(server_module.serve_headless(Path(args.root), args.socket or None))
+        else:
+            from ctxls.daemon.proxy import serve_stdio
+
+            # A proxy when the repository already has a daemon, else the owner.
+            serve_stdio(server, args.no_socket)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.workspaces.close()
+    return 0
+
+
+def _already_served(root: Path, args) -> bool:
+    """A second `serve --root R --socket` (a second `make run`) on a served
+    root says who serves it, answers its example there, and leaves it be:
+    indexing again only to find the socket taken helped nobody."""
+    from ctxls.daemon.framing import SOCKET_NAME
+    from ctxls.daemon.socket_server import socket_owner_pid
+
+    path = Path(args.socket) if args.socket else root / STORE_DIR_NAME / SOCKET_NAME
+    pid = socket_owner_pid(path)
+    if pid is None:
+        return False
+    owner = f"PID {pid}" if pid else "another process"
+    print(f"ctxls: {root} is already served by {owner} on {path}; the verbs answer through it "
+          f"(`ctxls status --root {root}`)", file=sys.stderr)
+    if args.example:
+        result, _ = call(argparse.Namespace(root=str(root), no_daemon=False), "ctxls/recall",
+                          {"query": args.example, "n": 5, "body": True})
+        print(f'example recall "{args.example}":', file=sys.stderr)
+        print(format_hits_human(result["groups"]), file=sys.stderr)
+    return True

@@ -1,0 +1,323 @@
+"""The ``ctxls`` verbs that send one protocol request (recall, locate, get,
+impact, remember, forget, recent, status, assemble, trust-memory), and what
+every verb shares: finding the repository, writing output, the exit codes.
+
+A verb goes to the running daemon through its socket when there is one (so it
+sees unsaved buffers), else to an engine opened in this process over the store
+on disk. Nothing heavy is imported at the top: a verb the daemon answers
+loads the standard library, the socket client and the formatters only (an
+agent calling ``ctxls recall`` in a loop pays this module's imports every time).
+
+Line numbers people read or type (output, ``get --start/--end``) are 1-based;
+the protocol's JSON (``--json``) keeps its 0-based fields.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ctxls.daemon.client import EngineAccess
+from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
+                                     impact_lines, one_line, partial_note, past_end_text,
+                                     status_lines, vimgrep_path, weak_note)
+from ctxls.index.roots import STORE_DIR_NAME, find_root, too_broad_root
+
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+class CliError(Exception):
+    """A message for the user and the exit code that goes with it."""
+
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class OutputClosed(Exception):
+    """stdout's reader went away (``ctxls ... | head``)."""
+
+
+# -- where the repository is ------------------------------------------------------
+
+def has_index(root: Path) -> bool:
+    store = root / STORE_DIR_NAME
+    return (store / "index.db").exists() or (store / "daemon.sock").exists()
+
+
+def resolve_root(explicit: str | None, creates: bool) -> Path:
+    """``explicit`` (``--root``) as is, else the nearest folder at or above the
+    current one holding ``.ctxls/`` or ``.git``. A verb that does not
+    ``creates`` an index refuses a root without one, saying how to make it."""
+    if explicit is not None:
+        root = Path(explicit).resolve()
+        if not root.exists():
+            raise CliError(f"{explicit} does not exist", EXIT_USAGE)
+        if not root.is_dir():
+            raise CliError(f"--root {explicit} is a file, not the repository's folder", EXIT_USAGE)
+    else:
+        found = find_root(Path.cwd())
+        if found is None and not creates:
+            raise CliError(f"no ctxls index in {Path.cwd()} or any folder above it (none holds "
+                           f"{STORE_DIR_NAME}/ or .git); create one with `ctxls index` in the "
+                           "repository's top folder, or pass --root")
+        root = found or Path.cwd().resolve()
+    if (broad := too_broad_root(root)) is not None:
+        raise CliError(f"{root} {broad}; not indexed: pass --root with a project's folder",
+                       EXIT_USAGE)
+    if not creates and not has_index(root):
+        raise CliError(f"{root} has no index yet; create one with `ctxls index --root {root}` "
+                       f"(or keep one warm: `ctxls serve --root {root} --socket`)")
+    return root
+
+
+# -- output -------------------------------------------------------------------------
+
+def write_out(text: str, stream=None) -> None:
+    stream = stream or sys.stdout
+    if stream is None:  # started with stdout closed (`>&-`): like a closed pipe
+        raise OutputClosed()
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError as exc:
+        raise OutputClosed() from exc
+
+
+def print_json(value: Any) -> None:
+    write_out(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def _style(args: argparse.Namespace) -> Style:
+    return Style.for_stream(getattr(args, "color", "auto"), sys.stdout)
+
+
+# -- verbs ------------------------------------------------------------------------
+
+def open_access(args: argparse.Namespace, root: Path, refresh: bool = False):
+    """The engine of ``root``: its daemon's socket, else opened here (and then
+    logging set up: a verb the daemon answers never logs, and importing
+    logging would cost it 5-15 ms)."""
+    access = EngineAccess(root, use_daemon=not getattr(args, "no_daemon", False), refresh=refresh)
+    if access.via != "daemon":
+        log_on_stderr(args)
+    return access
+
+
+def log_on_stderr(args: argparse.Namespace) -> None:
+    import logging
+
+    logging.basicConfig(level=getattr(args, "log_level", "WARNING"), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def call(args: argparse.Namespace, method: str, params: dict, refresh: bool = True
+         ) -> tuple[Any, str]:
+    """(the protocol's result, "daemon" | "local")."""
+    access = open_access(args, resolve_root(args.root, creates=False),
+                         refresh and not getattr(args, "no_refresh", False))
+    try:
+        return access.request(method, params), access.via
+    finally:
+        access.close()
+
+
+def drop_none(params: dict) -> dict:
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def cmd_recall(args):
+    wants_text = not args.json or args.body  # a fact's text is what a person reads
+    params = drop_none({"query": args.query, "kind": args.kind, "n": args.n,
+                         "body": wants_text or args.vimgrep or None,
+                         "mode": args.mode, "scope": args.scope})
+    result, _ = call(args, "ctxls/recall", params)
+    groups = result.get("groups") or {args.kind: result.get("hits", [])}
+    found = any(groups.values())
+    if args.json:
+        print_json(result)
+    elif args.vimgrep:
+        text = format_hits_vimgrep(groups)
+        write_out(text + "\n" if text else "")
+    else:
+        text = format_hits_human(groups, _style(args), bodies=args.body) if found else "no hits"
+        write_out(text + weak_note(result) + partial_note(result) + "\n")
+    return 0 if found and not result.get("weak") else EXIT_NOT_FOUND
+
+
+def cmd_locate(args):
+    if args.file is not None:
+        if args.text is not None:
+            raise CliError("locate takes the text or --file, not both", EXIT_USAGE)
+        try:
+            text = Path(args.file).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise CliError(f"cannot read {args.file}: {exc.strerror}") from exc
+    elif args.text is None or args.text == "-":
+        if sys.stdin is None:
+            raise CliError("locate needs the issue text: as an argument, with --file, or on "
+                           "stdin (which is closed)", EXIT_USAGE)
+        text = sys.stdin.read()
+    else:
+        text = args.text
+    params = drop_none({"text": text, "n": args.n, "includeTests": args.include_tests or None})
+    result, _ = call(args, "ctxls/locate", params)
+    if args.json:
+        print_json(result)
+    else:
+        write_out(human_locate(result) + "\n")
+    return 0 if result.get("files") else EXIT_NOT_FOUND
+
+
+def cmd_get(args):
+    for name in ("start", "end"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise CliError(f"--{name} is a 1-based line number: 1 or more", EXIT_USAGE)
+    item_id = args.id
+    root = resolve_root(args.root, creates=False)
+    local = Path(item_id)
+    if not local.is_absolute() and (Path.cwd() / local).is_file():
+        item_id = str((Path.cwd() / local).resolve())  # a path typed from a subfolder
+    params = drop_none({"id": item_id,
+                         "startLine": args.start - 1 if args.start else None,
+                         "endLine": args.end - 1 if args.end else None, "scope": args.scope})
+    args.root = str(root)
+    item, _ = call(args, "ctxls/get", params)
+    past_end = past_end_text(item)
+    if past_end:
+        if args.json:
+            print_json(item)
+        write_out(f"ctxls: {past_end}\n", sys.stderr)
+        return EXIT_NOT_FOUND
+    if args.json:
+        print_json(item)
+    elif item is not None:
+        text = item.get("text") or ""
+        write_out(text if text.endswith("\n") or not text else text + "\n")
+    if item is None:
+        if not args.json:
+            write_out(f"ctxls: not found: {args.id} (neither an indexed file nor a written memory)\n",
+                   sys.stderr)
+        return EXIT_NOT_FOUND
+    return 0
+
+
+def cmd_impact(args):
+    if args.n < 1:
+        raise CliError("-n must be 1 or more", EXIT_USAGE)
+    impact, _ = call(args, "ctxls/impact", {"symbol": args.symbol})
+    if args.json:
+        print_json(impact)
+    elif impact is not None and args.vimgrep:
+        text = "\n".join(f"{vimgrep_path(c)}:{c['range']['start']['line'] + 1}:"
+                         f"{c['range']['start']['character'] + 1}:"
+                         f"{args.symbol} called in {c.get('symbol') or c['path']}"
+                         + ("" if c.get("confirmed") else " (unconfirmed)")
+                         for c in impact.get("callers", [])[:args.n])
+        write_out(text + "\n" if text else "")
+    elif impact is not None:
+        write_out("\n".join(impact_lines(impact, args.n, _style(args))) + "\n")
+    if impact is None:
+        if not args.json:
+            write_out(f"ctxls: {args.symbol} is not defined in the index\n", sys.stderr)
+        return EXIT_NOT_FOUND
+    return 0
+
+
+def cmd_remember(args):
+    meta = None
+    if args.meta is not None:
+        try:
+            meta = json.loads(args.meta)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--meta is not valid JSON ({exc.msg} at character {exc.pos}); "
+                           "give an object like '{\"pinned\": true}'", EXIT_USAGE) from exc
+        except (ValueError, RecursionError) as exc:  # nested too deep, or a too long number
+            raise CliError(f"--meta cannot be read ({type(exc).__name__}); give an object like "
+                           "'{\"pinned\": true}'", EXIT_USAGE) from exc
+        if not isinstance(meta, dict):
+            raise CliError("--meta must be a JSON object, like '{\"pinned\": true}'", EXIT_USAGE)
+    params = drop_none({"id": args.id, "text": args.text, "kind": args.kind, "by": args.by,
+                         "scope": args.scope, "meta": meta})
+    result, _ = call(args, "ctxls/remember", params, refresh=False)
+    if args.json:
+        print_json(result)
+    else:
+        write_out(f"remembered {args.kind or 'fact'} {args.id}: {one_line(args.text)}\n")
+    return 0
+
+
+def cmd_forget(args):
+    if args.id is None and args.prefix is None and args.scope is None \
+            and not (args.kind and args.by):
+        raise CliError("say what to forget: an ID, --prefix, --scope, or --kind with --by",
+                       EXIT_USAGE)
+    params = drop_none({"id": args.id, "idPrefix": args.prefix, "kind": args.kind,
+                         "by": args.by, "scope": args.scope})
+    result, _ = call(args, "ctxls/forget", params, refresh=False)
+    if args.json:
+        print_json(result)
+    else:
+        write_out(f"removed {result['removed']}\n")
+    return 0 if result["removed"] else EXIT_NOT_FOUND
+
+
+def cmd_recent(args):
+    params = drop_none({"days": args.days, "limit": args.limit})
+    result, _ = call(args, "ctxls/recentActivity", params, refresh=False)
+    if args.json:
+        print_json(result)
+        return 0
+    items = result.get("items", [])
+    if not items:
+        write_out("no recent edits\n")
+        return 0
+    now = time.time() * 1000
+    style = _style(args)
+    write_out("\n".join(f"  {int((now - i['lastEditedAt']) / 60000):5d} min ago  {i['edits']:3d} edits  "
+                     f"{i.get('origin') or '':6s}  {style.path(i['id'])}  {i.get('symbol') or ''}"
+                     .rstrip() for i in items) + "\n")
+    return 0
+
+
+def cmd_status(args):
+    status, via = call(args, "ctxls/status", {}, refresh=False)
+    if args.json:
+        print_json(status | {"via": via})
+    else:
+        write_out(status_lines(status, via, _style(args)) + "\n")
+    return 0
+
+
+def cmd_assemble(args):
+    params = drop_none({"query": args.query, "budgetTokens": args.budget, "kind": args.kind,
+                         "mode": args.mode, "minScore": args.min_score, "scope": args.scope})
+    result, _ = call(args, "ctxls/assemble", params)
+    if args.json:
+        print_json(result)
+    elif result.get("abstained"):
+        note = result.get("stats", {}).get("note") or "nothing relevant found"
+        write_out(f"(abstained: {note})\n")
+    else:
+        write_out(result.get("context", "") + partial_note(result) + "\n")
+    return EXIT_NOT_FOUND if result.get("abstained") else 0
+
+
+def cmd_trust_memory(args):
+    result, _ = call(args, "ctxls/trustMemory", {}, refresh=False)
+    if args.json:
+        print_json(result)
+    elif not result["stores"]:
+        write_out("no quarantined store\n")
+    else:
+        counts = ", ".join(f"{n} {table}" for table, n in result["imported"].items() if n)
+        write_out(f"imported from {len(result['stores'])} quarantined store(s): {counts or 'nothing'}\n")
+    return 0
