@@ -104,7 +104,10 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #    (`exports = module.exports = internals.Server = class {…}`); the
 #    functions of an `export default {…}` object (also `<T>{…}`,
 #    `{…} satisfies T`) are definitions.
-CHUNKER_VERSION = 10
+# 11: symbols.line (a definition's name row, past its decorators and comments)
+#     and symbols.body_end (its whole extent): new columns of a file table,
+#     which the stamp's change rebuilds.
+CHUNKER_VERSION = 11
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
@@ -154,7 +157,9 @@ CREATE TABLE IF NOT EXISTS symbols (
     symbol_kind TEXT NOT NULL,
     start_line INTEGER NOT NULL,        -- a container's header only (members are rows of their own)
     end_line INTEGER NOT NULL,
-    hash TEXT NOT NULL                  -- of those lines: the edit log compares it
+    hash TEXT NOT NULL,                 -- of those lines: the edit log compares it
+    line INTEGER NOT NULL,              -- its name's row (past leading comments and decorators)
+    body_end INTEGER NOT NULL           -- last row of the whole definition, members included
 );
 CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
@@ -1285,10 +1290,10 @@ class Store:
         for kind, changes in term_changes.items():
             _update_file_terms(conn, file_id, kind, chunk_changes[kind], changes)
         conn.executemany(
-            "INSERT INTO symbols(file_id, symbol, name, symbol_kind, start_line, end_line, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO symbols(file_id, symbol, name, symbol_kind, start_line, end_line, hash, "
+            "line, body_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(file_id, d.symbol, _symbol_name(d.symbol), d.symbol_kind, d.start_line, d.end_line,
-              d.hash) for d in symbols])
+              d.hash, d.line, d.body_end) for d in symbols])
         conn.executemany(
             "INSERT INTO imports(file_id, spec, line, target) VALUES (?, ?, ?, ?)",
             [(file_id, ref.spec, ref.line, target) for ref, target in imports])

@@ -278,7 +278,7 @@ def test_a_checkout_is_one_pass_with_progress_and_partial_answers(tmp_path: Path
         lines = (root / "mods/m007.py").read_text().split("\n")
         assert hit.path == "mods/m007.py" and "def new_name_7(x):" in hit.body
         assert hit.body == "\n".join(lines[hit.start_line:hit.end_line + 1])
-        assert engine.workspace_symbols("old_name_") == []
+        assert engine.symbols("old_name_", "substring") == []
         assert [a.origin for a in engine.recent_activity(limit=1000)
                 if a.symbol == "new_name_7"] == ["disk"]
     finally:
