@@ -34,8 +34,9 @@ from ctxls.index.discovery import STORE_DIR_NAME, find_root, too_broad_root
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.model import RECALL_KINDS, RECALL_MODES
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
-                                     impact_lines, one_line, partial_note, past_end_text,
-                                     status_lines, vimgrep_path, weak_note)
+                                     impact_lines, one_line, outline_text, partial_note,
+                                     past_end_text, similar_text, status_lines, symbols_text,
+                                     vimgrep_path, weak_note)
 
 log = logging.getLogger("ctxls")
 
@@ -213,11 +214,8 @@ def cmd_get(args):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise CliError(f"--{name} is a 1-based line number: 1 or more", EXIT_USAGE)
-    item_id = args.id
     root = resolve_root(args.root, creates=False)
-    local = Path(item_id)
-    if not local.is_absolute() and (Path.cwd() / local).is_file():
-        item_id = str((Path.cwd() / local).resolve())  # a path typed from a subfolder
+    item_id = _typed_path(args.id)
     params = _drop_none({"id": item_id,
                          "startLine": args.start - 1 if args.start else None,
                          "endLine": args.end - 1 if args.end else None, "scope": args.scope})
@@ -262,6 +260,48 @@ def cmd_impact(args):
             _write(f"ctxls: {args.symbol} is not defined in the index\n", sys.stderr)
         return EXIT_NOT_FOUND
     return 0
+
+
+def cmd_symbols(args):
+    params = _drop_none({"query": args.name, "match": args.match, "kind": args.kind,
+                         "limit": args.n})
+    result, _ = _call(args, "ctxls/symbols", params)
+    if args.json:
+        _print_json(result)
+    else:
+        _write(symbols_text(result, _style(args)) + "\n")
+    return 0 if result["symbols"] else EXIT_NOT_FOUND
+
+
+def _typed_path(path: str) -> str:
+    """A path typed from a subfolder, made absolute; else as typed (repo-relative)."""
+    local = Path(path)
+    if not local.is_absolute() and (Path.cwd() / local).is_file():
+        return str((Path.cwd() / local).resolve())
+    return path
+
+
+def cmd_outline(args):
+    result, _ = _call(args, "ctxls/outline", {"path": _typed_path(args.path)})
+    if args.json:
+        _print_json(result)
+    else:
+        _write(outline_text(result, _style(args)) + "\n")
+    return 0 if result["symbols"] else EXIT_NOT_FOUND
+
+
+def cmd_related(args):
+    path, colon, line = args.location.rpartition(":")
+    if not colon or not path or not line.isdigit() or int(line) < 1:
+        raise CliError(f"give the location as PATH:LINE with a 1-based line, like "
+                       f"src/app.py:42 (got {args.location!r})", EXIT_USAGE)
+    params = {"path": _typed_path(path), "line": int(line) - 1, "n": args.n}
+    result, _ = _call(args, "ctxls/similar", params)
+    if args.json:
+        _print_json(result)
+    else:
+        _write(similar_text(result, _style(args)) + "\n")
+    return 0 if result["hits"] else EXIT_NOT_FOUND
 
 
 def cmd_remember(args):
@@ -688,6 +728,22 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show at most this many callers and callees (default 20)")
     impact.add_argument("--vimgrep", action="store_true",
                         help="print path:line:col:text per caller (for quickfix lists)")
+
+    symbols = verb("symbols", "definitions by name (exact, prefix, substring or fuzzy)", cmd_symbols)
+    symbols.add_argument("name", help="a name or a qualified tail, like request or Session.request")
+    symbols.add_argument("--match", choices=("exact", "prefix", "substring", "fuzzy"),
+                         help="the loosest match allowed (default fuzzy: the letters in order)")
+    symbols.add_argument("--kind", action="append",
+                         help="only this kind (function, method, class, …); repeat for several")
+    symbols.add_argument("-n", type=int, default=50, help="at most this many (default 50)")
+
+    outline = verb("outline", "a file's definitions, nested, with their lines", cmd_outline)
+    outline.add_argument("path", help="a file (from the repository or the current folder)")
+
+    related = verb("related", "code like the code at a location (by meaning, else by its "
+                              "identifiers)", cmd_related)
+    related.add_argument("location", metavar="PATH:LINE", help="a file and a 1-based line")
+    related.add_argument("-n", type=int, default=10, help="at most this many (default 10)")
 
     remember = verb("remember", "write a fact, episode or doc", cmd_remember, colour=False)
     remember.add_argument("id", help="its id; the same id replaces the earlier text")

@@ -28,7 +28,8 @@ from pydantic import Field, ValidationError
 
 from ctxls import __version__
 from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
-                                     impact_lines, past_end_text, status_lines, weak_note)
+                                     impact_lines, outline_text, past_end_text, similar_text,
+                                     status_lines, symbols_text, weak_note)
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.mcp_stdio import serve_stdio
 from ctxls.index.errors import EngineError, InvalidParams
@@ -405,6 +406,53 @@ def build_mcp(bridge: Bridge) -> MCPServer:
     def status(format: Format = "text") -> CallToolResult:
         result = bridge.call("ctxls/status", {})
         return answer(result, format, status_lines(result, bridge.via, PLAIN))
+
+    @mcp.tool(
+        title="Find definitions by name",
+        annotations=READ_ONLY, structured_output=False, description=(
+        "Find where a function, method, class or other definition is, by its name: exact, "
+        "prefix, substring or fuzzy (the letters in order: `gsn` finds `get_session_name`), "
+        "closest first. One line per definition: path:line (1-based, the line of its name), "
+        "kind, qualified name, its whole line range and how the name matched. Faster and more "
+        "exact than recall when you know the name. Answers `no definitions found` when none "
+        "matches."))
+    def find_symbol(name: Annotated[str, Field(description=(
+                        "A name or a qualified tail (request, Session.request); any case."))],
+                    match: Annotated[Literal["exact", "prefix", "substring", "fuzzy"], Field(
+                        description="The loosest match allowed.")] = "fuzzy",
+                    kind: Annotated[list[str] | None, Field(description=(
+                        "Only these kinds (function, method, class, interface, struct, …)."))] = None,
+                    n: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 50,
+                    format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/symbols", {"query": name, "match": match, "kind": kind,
+                                               "limit": n})
+        return answer(result, format, symbols_text(result))
+
+    @mcp.tool(
+        title="A file's outline",
+        annotations=READ_ONLY, structured_output=False, description=(
+        "The definitions of one file, nested (methods under their class), each with the line "
+        "of its name and its whole line range (1-based): to see what a file holds before "
+        "reading it, or to pick the lines to `get`."))
+    def outline(path: Annotated[str, Field(description=(
+                    "A repository-relative file path (as recall prints it)."))],
+                format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/outline", {"path": path})
+        return answer(result, format, outline_text(result))
+
+    @mcp.tool(
+        title="Code like the code at a location",
+        annotations=READ_ONLY, structured_output=False, description=(
+        "Find code like the code at path:line (other implementations, similar handlers, code "
+        "to keep consistent with it): the chunks nearest to the one holding that line, by "
+        "meaning when it has a vector, else by its identifiers; never that chunk itself. One "
+        "line per hit as recall prints them."))
+    def related(path: Annotated[str, Field(description="A repository-relative file path.")],
+                line: Annotated[int, Field(ge=1, description="A line of it, 1-based.")],
+                n: Annotated[int, Field(ge=1, le=100, description="At most this many.")] = 10,
+                format: Format = "text") -> CallToolResult:
+        result = bridge.call("ctxls/similar", {"path": path, "line": line - 1, "n": n})
+        return answer(result, format, similar_text(result))
 
     return mcp
 

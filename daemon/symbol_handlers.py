@@ -27,22 +27,22 @@ WORKSPACE_SYMBOLS_N = 100
 def symbols(ls: CtxlsServer, params: wire.Params) -> dict:
     query = params.str("query", required=True)
     match = params.str("match") or "fuzzy"
-    kinds = params.str_list("kind") if isinstance(params.raw.get("kind"), list) else (
-        [params.str("kind")] if params.str("kind") else None)
+    kind = params.raw.get("kind")
+    kinds = [kind] if isinstance(kind, str) else params.str_list("kind")
     limit = params.int("limit", 50)
     found: list[tuple[Engine, Definition]] = []
     for engine in ls.workspaces.all():
         found += [(engine, d) for d in engine.symbols(query, match, kinds, limit)]
     # Several folders: the closer match first, each folder's order kept within it.
     found.sort(key=lambda ed: MATCHES.index(ed[1].match))
-    return {"symbols": [wire.definition_json(d, engine.uri_for) for engine, d in found[:limit]]}
+    return {"symbols": [wire.symbol_json(d, engine.uri_for) for engine, d in found[:limit]]}
 
 
 @rpc("ctxls/outline")
 def outline(ls: CtxlsServer, params: wire.Params) -> dict:
     engine, path = file_target(ls, params)
     return {"path": path, "uri": engine.uri_for(path),
-            "symbols": [wire.definition_json(d, engine.uri_for) for d in engine.outline(path)]}
+            "symbols": [wire.symbol_json(d, engine.uri_for) for d in engine.outline(path)]}
 
 
 @rpc("ctxls/similar")
@@ -52,7 +52,7 @@ def similar(ls: CtxlsServer, params: wire.Params) -> dict:
     if line is None:
         raise InvalidParams("line", "is required (0-based)")
     origin, hits, mode = engine.related(path, line, params.int("n", 10))
-    return wire.related_json(origin, hits, mode)
+    return wire.similar_json(origin, hits, mode)
 
 
 def file_target(ls: CtxlsServer, params: wire.Params) -> tuple[Engine, str]:

@@ -231,7 +231,7 @@ def activity_json(items: list[ActivityItem]) -> dict:
                       for a in items]}
 
 
-def definition_json(definition: symbol_table.Definition, uri_for: Callable[[str], str]) -> dict:
+def symbol_json(definition: symbol_table.Definition, uri_for: Callable[[str], str]) -> dict:
     """A definition of ctxls/symbols and ctxls/outline (outline: with its
     nested ``children``)."""
     out = {"symbol": definition.symbol, "name": definition.name, "container": definition.container,
@@ -241,11 +241,11 @@ def definition_json(definition: symbol_table.Definition, uri_for: Callable[[str]
     if definition.match is not None:
         out |= {"match": definition.match, "score": definition.score}
     if definition.children:
-        out["children"] = [definition_json(child, uri_for) for child in definition.children]
+        out["children"] = [symbol_json(child, uri_for) for child in definition.children]
     return out
 
 
-def related_json(origin: Hit | None, hits: list[Hit], mode: str) -> dict:
+def similar_json(origin: Hit | None, hits: list[Hit], mode: str) -> dict:
     budget = BodyBudget()
     return {"origin": hit_json(origin, budget) if origin is not None else None,
             "hits": [hit_json(hit, budget) for hit in hits], "mode": mode}
@@ -355,7 +355,7 @@ def span_json(span: Span) -> dict:
             "end": {"line": span.end_line, "character": span.end_character}}
 
 
-def definition_json(definition: symbol_table.Definition, uri_for: Callable[[str], str]) -> dict:
+def definition_json(definition: Definition, uri_for: Callable[[str], str]) -> dict:
     """A Location: the definition's whole lines (the range ends where the next line starts)."""
     return {"path": definition.path, "uri": uri_for(definition.path),
             "range": {"start": {"line": definition.start_line, "character": 0},

@@ -1033,8 +1033,12 @@ class Engine:
             found = symbol_table.related(conn, origin, n, self.options.ranking,
                                          self._semantic_for("hybrid"))
             hits = [self._hit(chunk, False) for chunk in found.chunks]
-            return self._labelled([self._hit(origin, False)], conn, "")[0], \
-                self._labelled(hits, conn, ""), found.mode
+            asked = self._labelled([self._hit(origin, False)], conn, "")[0]
+            # The origin is named by the definition at the line asked about.
+            at_line = symbol_table.innermost_at(conn, path, line)
+            if at_line is not None and len(asked.definitions or []) > 1:
+                self._narrow(asked, at_line, conn)
+            return asked, self._labelled(hits, conn, ""), found.mode
         return self.fresh_answer(
             answer, lambda result: [path, *(h.path for h in result[1])],
             lambda result, changed: ((None, [], result[2]) if path in changed else
@@ -1055,7 +1059,7 @@ class Engine:
                                                               hit.end_line)
                 named = symbol_table.named_definition(hit.definitions, names) if names else None
                 if named is not None and len(hit.definitions) > 1:
-                    self._narrow(hit, named)
+                    self._narrow(hit, named, conn)
                 key = (hit.path, hit.start_line, hit.end_line)
                 if key in seen:
                     continue
@@ -1064,14 +1068,15 @@ class Engine:
         return out
 
     @staticmethod
-    def _narrow(hit: Hit, definition: Definition) -> None:
+    def _narrow(hit: Hit, definition: Definition, conn: sqlite3.Connection) -> None:
         """``hit`` pointed at ``definition``'s lines (within its chunk)."""
         start = max(hit.start_line, definition.start_line)
         end = min(hit.end_line, definition.end_line)
         if hit.body is not None:
             rows = hit.body.split("\n")
             hit.body = "\n".join(rows[start - hit.start_line:end - hit.start_line + 1])
-            hit.end_character = len(hit.body.rsplit("\n", 1)[-1])
+        last = symbol_table.line_text(conn, hit.path, end)
+        hit.end_character = len(last) if last is not None else hit.end_character
         hit.symbol, hit.start_line, hit.end_line = definition.symbol, start, end
         hit.definitions = [d for d in hit.definitions or [] if start <= d.line <= end]
 

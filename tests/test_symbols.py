@@ -5,16 +5,26 @@ chunker reads goes through the same definition table."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from lsprotocol import types
+from mcp import StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+from pygls.exceptions import JsonRpcException
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams
 from ctxls.index.symbols import flatten
 
-from conftest import write_tree
+from conftest import serve, write_tree
 
 # Rows are 0-based, as the protocol's.
 HELPERS_PY = (
@@ -242,3 +252,143 @@ def test_related_code_by_vectors_when_there_are_some(tmp_path: Path):
         assert hits == sorted(hits, key=lambda h: -h.score)
     finally:
         engine.close()
+
+
+# -- the clients: LSP, CLI, MCP -------------------------------------------------------------------
+
+@pytest.fixture
+def proj(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    write_tree(root, FILES)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+async def test_lsp_symbols_outline_and_similar(proj: Path):
+    async with serve(proj) as s:
+        await s.wait_indexed()
+        outline = await s.client.text_document_document_symbol_async(types.DocumentSymbolParams(
+            text_document=types.TextDocumentIdentifier(uri=s.uri("calc/helpers.py"))))
+        meter = next(sym for sym in outline if sym.name == "Meter")
+        label = next(c for c in meter.children if c.name == "label")
+        # The name's line (not the decorator's) is selected; the range holds the decorator.
+        assert (label.selection_range.start.line, label.range.start.line) == (29, 28)
+        assert (meter.range.start.line, meter.range.end.line) == (22, 31)  # its members inside
+        load = next(sym for sym in outline if sym.name == "load_table")
+        assert (load.selection_range.start.line, load.range.start.line) == (5, 3)
+
+        found = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="restock"))
+        assert [(sym.name, sym.container_name, sym.kind, sym.location.uri, sym.location.range.start.line)
+                for sym in found] == [("restock", "Inventory", types.SymbolKind.Method,
+                                       s.uri("app/Inventory.kt"), 5)]
+
+        named = await s.request("ctxls/symbols", {"query": "push", "match": "exact"})
+        assert [(d["symbol"], d["name"], d["container"], d["kind"], d["line"], d["startLine"],
+                 d["endLine"], d["match"], d["uri"]) for d in named["symbols"]] == [
+            ("JobQueue.Push", "Push", "JobQueue", "method", 7, 6, 9, "exact", s.uri("server/queue.go"))]
+        by_kind = await s.request("ctxls/symbols", {"query": "a", "match": "substring",
+                                                    "kind": "interface"})
+        assert [d["symbol"] for d in by_kind["symbols"]] == ["CartLine"]
+
+        tree = await s.request("ctxls/outline", {"uri": s.uri("web/cart.ts")})
+        assert tree["path"] == "web/cart.ts"
+        cart = tree["symbols"][1]
+        assert (cart["symbol"], [c["name"] for c in cart["children"]]) == (
+            "ShoppingCart", ["addLine", "totalQuantity"])
+        assert (await s.request("ctxls/outline", {"path": "web/cart.ts"})) == tree
+
+        similar = await s.request("ctxls/similar", {"path": "calc/helpers.py", "line": 19})
+        assert similar["origin"]["chunk"]["symbol"] == "invert_ratio"
+        assert [h["chunk"]["symbol"] for h in similar["hits"][:2]] == ["Meter.reading", "main"]
+        assert similar["mode"] == "lexical"
+
+        # A recall hit lists the definitions its chunk holds.
+        hits = (await s.request("ctxls/recall", {"query": "clamp_ratio", "kind": "code"}))["hits"]
+        assert hits[0]["chunk"] == {"symbol": "clamp_ratio", "startLine": 9, "endLine": 11}
+        assert hits[0]["definitions"] == [{"symbol": "clamp_ratio", "kind": "function",
+                                           "startLine": 9, "endLine": 11, "line": 9}]
+
+        for method, params, param in (("ctxls/symbols", {"query": "x", "match": "soundex"}, "match"),
+                                      ("ctxls/symbols", {"query": ""}, "query"),
+                                      ("ctxls/similar", {"path": "calc/helpers.py"}, "line"),
+                                      ("ctxls/outline", {}, "path")):
+            with pytest.raises(JsonRpcException) as err:
+                await s.request(method, params)
+            assert err.value.code == -32602 and param in err.value.message, (method, err.value.message)
+        with pytest.raises(JsonRpcException) as err:
+            await s.request("ctxls/outline", {"path": "../elsewhere.py"})
+        assert err.value.code == -32004
+
+
+def ctxls(root: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ctxls.daemon.cli", *args, "--color", "never"],
+                          capture_output=True, text=True, timeout=120, cwd=cwd or root)
+
+
+def test_cli_symbols_outline_related(proj: Path):
+    assert subprocess.run([sys.executable, "-m", "ctxls.daemon.cli", "index", str(proj)],
+                          capture_output=True, timeout=120).returncode == 0
+    found = ctxls(proj, "symbols", "clamp")
+    assert found.returncode == 0
+    assert found.stdout.splitlines() == ["calc/helpers.py:10  function  clamp_ratio  lines 10-12, prefix"]
+    as_json = json.loads(ctxls(proj, "symbols", "now", "--match", "exact", "--json").stdout)
+    assert [(d["symbol"], d["line"]) for d in as_json["symbols"]] == [("Clock.now", 11)]
+    missing = ctxls(proj, "symbols", "zzqx", "--match", "exact")
+    assert (missing.returncode, missing.stdout) == (1, "no definitions found\n")
+
+    outline = ctxls(proj, "outline", "helpers.py", cwd=proj / "calc")  # typed from a subfolder
+    assert outline.returncode == 0, outline.stderr
+    lines = outline.stdout.splitlines()
+    assert lines[0] == "calc/helpers.py"
+    assert "    30: method label  (29-31)" in lines  # nested in Meter: its name's line first
+    assert ctxls(proj, "outline", "calc/run.py", "--json").returncode == 0
+    unknown = ctxls(proj, "outline", "calc/nosuch.py")
+    assert (unknown.returncode, unknown.stdout) == (1, "no definitions in calc/nosuch.py\n")
+
+    related = ctxls(proj, "related", "calc/helpers.py:20", "-n", "2")
+    assert related.returncode == 0, related.stderr
+    assert related.stdout.splitlines()[0] == "like calc/helpers.py:19-20  invert_ratio (by its identifiers):"
+    assert related.stdout.splitlines()[1:] == ["     0.127  calc/helpers.py:26-31  Meter.reading",
+                                               "     0.100  calc/run.py:1-5  main"]
+    bad = ctxls(proj, "related", "calc/helpers.py")
+    assert bad.returncode == 2 and "PATH:LINE" in bad.stderr
+    nothing = ctxls(proj, "related", "calc/helpers.py:400")
+    assert (nothing.returncode, nothing.stdout) == (1, "no indexed code at that line\n")
+
+
+async def test_mcp_find_symbol_outline_related(proj: Path):
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "ctxls.daemon.cli", "mcp", "--root", str(proj)],
+                                   env={**os.environ, "CTXLS_LOG": "ERROR"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert {"find_symbol", "outline", "related"} <= set(tools)
+            assert tools["find_symbol"].annotations.read_only_hint is True
+
+            async def call(name: str, arguments: dict):
+                deadline = asyncio.get_running_loop().time() + 60
+                while True:  # the hosted engine's first index may still run (-32011)
+                    result = await session.call_tool(name, arguments)
+                    if not (result.is_error and "-32011" in result.content[0].text):
+                        return result
+                    assert asyncio.get_running_loop().time() < deadline
+                    await asyncio.sleep(0.2)
+
+            found = await call("find_symbol", {"name": "ShoppingCart.total", "match": "prefix"})
+            assert found.content[0].text == (
+                "web/cart.ts:13  method    ShoppingCart.totalQuantity  lines 13-15, prefix")
+            typed = await call("find_symbol", {"name": "queue", "kind": ["struct"], "format": "json"})
+            assert [d["symbol"] for d in typed.structured_content["symbols"]] == ["JobQueue"]
+            none = await call("find_symbol", {"name": "zzqx"})
+            assert none.content[0].text == "no definitions found" and not none.is_error
+
+            outline = await call("outline", {"path": "app/Inventory.kt"})
+            assert outline.content[0].text.splitlines()[:3] == [
+                "app/Inventory.kt", "  3: class Inventory  (3-9)", "    6: method restock  (6-8)"]
+
+            related = await call("related", {"path": "calc/helpers.py", "line": 20, "n": 2})
+            assert related.content[0].text.startswith("like calc/helpers.py:19-20  invert_ratio")
+            bad = await call("related", {"path": "calc/helpers.py", "line": 0})
+            assert bad.is_error
