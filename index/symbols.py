@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ctxls.index.errors import InvalidParams
+from ctxls.index.paths import is_test_path
 from ctxls.index.ranking import RankingConfig, ScoredChunk, _chunks_by_id, _scored, bm25_scores
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import FTS_TABLE_BY_KIND
@@ -113,7 +114,7 @@ def find_definitions(conn: sqlite3.Connection, query: str, match: str = "fuzzy",
         _add(found, [row for row in rows if _in_order(needle, row[1].rpartition(".")[2].lower())],
              "fuzzy")
     ranked = sorted(found.values(), key=lambda d: (
-        MATCHES.index(d.match), query.strip() not in (d.name, d.symbol), _is_test_path(d.path),
+        MATCHES.index(d.match), query.strip() not in (d.name, d.symbol), is_test_path(d.path),
         len(d.symbol), d.path, d.start_line))
     return ranked[:limit]
 
@@ -128,13 +129,6 @@ def _add(found: dict, rows, match: str) -> None:
 def _in_order(letters: str, name: str) -> bool:
     rest = iter(name)
     return all(letter in rest for letter in letters)
-
-
-_TEST_PATH = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.[a-z]+$|\.(test|spec)\.[jt]sx?$")
-
-
-def _is_test_path(path: str) -> bool:
-    return _TEST_PATH.search(path) is not None
 
 
 # -- a file's outline ---------------------------------------------------------------------------
