@@ -262,15 +262,21 @@ def cmd_impact(args):
     return 0
 
 
+def _show(args, result: dict, text, found: bool) -> int:
+    """``result`` as JSON (``--json``) or as ``text(result, style)``; exit 1
+    when nothing was ``found``."""
+    if args.json:
+        _print_json(result)
+    else:
+        _write(text(result, _style(args)) + "\n")
+    return 0 if found else EXIT_NOT_FOUND
+
+
 def cmd_symbols(args):
     params = _drop_none({"query": args.name, "match": args.match, "kind": args.kind,
                          "limit": args.n})
     result, _ = _call(args, "ctxls/symbols", params)
-    if args.json:
-        _print_json(result)
-    else:
-        _write(symbols_text(result, _style(args)) + "\n")
-    return 0 if result["symbols"] else EXIT_NOT_FOUND
+    return _show(args, result, symbols_text, bool(result["symbols"]))
 
 
 def _typed_path(path: str) -> str:
@@ -283,11 +289,7 @@ def _typed_path(path: str) -> str:
 
 def cmd_outline(args):
     result, _ = _call(args, "ctxls/outline", {"path": _typed_path(args.path)})
-    if args.json:
-        _print_json(result)
-    else:
-        _write(outline_text(result, _style(args)) + "\n")
-    return 0 if result["symbols"] else EXIT_NOT_FOUND
+    return _show(args, result, outline_text, bool(result["symbols"]))
 
 
 def cmd_related(args):
@@ -297,11 +299,7 @@ def cmd_related(args):
                        f"src/app.py:42 (got {args.location!r})", EXIT_USAGE)
     params = {"path": _typed_path(path), "line": int(line) - 1, "n": args.n}
     result, _ = _call(args, "ctxls/similar", params)
-    if args.json:
-        _print_json(result)
-    else:
-        _write(similar_text(result, _style(args)) + "\n")
-    return 0 if result["hits"] else EXIT_NOT_FOUND
+    return _show(args, result, similar_text, bool(result["hits"]))
 
 
 def cmd_remember(args):

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from ctxls.daemon import wire
 from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, rpc, server
 from ctxls.index.engine import Engine
-from ctxls.index.errors import InvalidParams, OutsideRoot
+from ctxls.index.errors import EngineError, InvalidParams, OutsideRoot
 from ctxls.index.symbols import MATCHES, Definition
 
 # workspace/symbol answers at most this many definitions.
@@ -113,8 +114,12 @@ async def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolPara
     if not params.query.strip():
         return found  # every definition of the workspace is no answer to nothing
     for engine in ls.workspaces.all():
-        for definition in await asyncio.to_thread(engine.symbols, params.query, "fuzzy", None,
-                                                  WORKSPACE_SYMBOLS_N):
+        try:
+            definitions = await asyncio.to_thread(engine.symbols, params.query, "fuzzy", None,
+                                                  WORKSPACE_SYMBOLS_N)
+        except EngineError as exc:  # the first index still running, a query too long: its code
+            raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
+        for definition in definitions:
             found.append(types.SymbolInformation(
                 name=definition.name,
                 kind=SYMBOL_KINDS.get(definition.kind, types.SymbolKind.Variable),

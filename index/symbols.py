@@ -28,6 +28,7 @@ from ctxls.index.tokenize import declared_name, is_identifier_query, query_terms
 MATCHES = ("exact", "prefix", "substring", "fuzzy")
 SCORE_BY_MATCH = {"exact": 1.0, "prefix": 0.75, "substring": 0.5, "fuzzy": 0.25}
 MAX_SYMBOLS_N = 1000
+MAX_NAME_CHARS = 1000
 MAX_RELATED_N = 100
 # Related code by words: at most this many of the chunk's distinct identifiers.
 RELATED_TERMS = 64
@@ -77,6 +78,10 @@ def find_definitions(conn: sqlite3.Connection, query: str, match: str = "fuzzy",
     needle = query.strip().lower() if isinstance(query, str) else ""
     if not needle:
         raise InvalidParams("query", "must be a non-empty string")
+    if len(needle) > MAX_NAME_CHARS:
+        raise InvalidParams("query", f"must be a name of at most {MAX_NAME_CHARS} characters")
+    if kinds is not None and not all(isinstance(kind, str) for kind in kinds):
+        raise InvalidParams("kind", "must be a kind or a list of kinds (function, class, …)")
     allowed = MATCHES[:MATCHES.index(match) + 1]
     kind_sql, kind_args = "", []
     if kinds:
