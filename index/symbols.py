@@ -87,7 +87,7 @@ def find_definitions(conn: sqlite3.Connection, query: str, match: str = "fuzzy",
     if kinds:
         kind_sql = f" AND s.symbol_kind IN ({','.join('?' * len(kinds))})"
         kind_args = list(kinds)
-    escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = _like_escaped(needle)
     qualified = "." in needle
     # The name column is the last segment, lower-cased; a dotted query is
     # matched against the qualified symbol's tail.
@@ -111,13 +111,13 @@ def find_definitions(conn: sqlite3.Connection, query: str, match: str = "fuzzy",
             [*args, *kind_args, limit * 4]).fetchall()
         _add(found, rows, tier)
     if "fuzzy" in allowed and len(found) < limit and not qualified:
-        # Letters in order, the first one first: the candidates share it.
-        first = needle[0].replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        # The name's letters in order, the first one first: `g%s%n%`.
+        pattern = "%".join(_like_escaped(letter) for letter in needle) + "%"
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id "
-            f"WHERE s.name LIKE ? ESCAPE '\\'{kind_sql}", [first + "%", *kind_args]).fetchall()
-        _add(found, [row for row in rows if _in_order(needle, row[1].rpartition(".")[2].lower())],
-             "fuzzy")
+            f"WHERE s.name LIKE ? ESCAPE '\\'{kind_sql} ORDER BY length(s.symbol), f.path, "
+            "s.start_line LIMIT ?", [pattern, *kind_args, limit * 4]).fetchall()
+        _add(found, rows, "fuzzy")
     ranked = sorted(found.values(), key=lambda d: (
         MATCHES.index(d.match), query.strip() not in (d.name, d.symbol), is_test_path(d.path),
         len(d.symbol), d.path, d.start_line))
@@ -131,9 +131,9 @@ def _add(found: dict, rows, match: str) -> None:
         found.setdefault((definition.path, definition.symbol, definition.start_line), definition)
 
 
-def _in_order(letters: str, name: str) -> bool:
-    rest = iter(name)
-    return all(letter in rest for letter in letters)
+def _like_escaped(text: str) -> str:
+    """``text`` matched literally by LIKE … ESCAPE '\\'."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 # -- a file's outline ---------------------------------------------------------------------------
