@@ -1071,13 +1071,12 @@ class Engine:
     @staticmethod
     def _narrow(hit: Hit, definition: Definition, conn: sqlite3.Connection) -> None:
         """``hit`` pointed at ``definition``'s lines (within its chunk)."""
-        start = max(hit.start_line, definition.start_line)
-        end = min(hit.end_line, definition.end_line)
+        start, end, end_character = symbol_table.clipped(conn, hit.path, hit.start_line,
+                                                         hit.end_line, definition)
         if hit.body is not None:
             rows = hit.body.split("\n")
             hit.body = "\n".join(rows[start - hit.start_line:end - hit.start_line + 1])
-        last = symbol_table.line_text(conn, hit.path, end)
-        hit.end_character = len(last) if last is not None else hit.end_character
+        hit.end_character = end_character if end_character is not None else hit.end_character
         hit.symbol, hit.start_line, hit.end_line = definition.symbol, start, end
         hit.definitions = [d for d in hit.definitions or [] if start <= d.line <= end]
 
@@ -1094,11 +1093,11 @@ class Engine:
                 definition = symbol_table.innermost_at(conn, found.path, inside[0]) if inside else None
                 if definition is not None and (definition.start_line > ref.start_line
                                                or definition.end_line < ref.end_line):
-                    start = max(ref.start_line, definition.start_line)
-                    end = min(ref.end_line, definition.end_line)
-                    last = symbol_table.line_text(conn, found.path, end)
+                    start, end, end_character = symbol_table.clipped(
+                        conn, found.path, ref.start_line, ref.end_line, definition)
                     ref = replace(ref, symbol=definition.symbol, start_line=start, end_line=end,
-                                  end_character=len(last) if last is not None else ref.end_character)
+                                  end_character=end_character if end_character is not None
+                                  else ref.end_character)
                 refs.append(ref)
             found.chunks = refs
         return located

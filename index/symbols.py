@@ -193,13 +193,17 @@ def innermost_at(conn: sqlite3.Connection, path: str, line: int) -> Definition |
     return _definition(row) if row is not None else None
 
 
-def line_text(conn: sqlite3.Connection, path: str, line: int) -> str | None:
-    """Row ``line`` of ``path`` as indexed (from a chunk holding it)."""
+def clipped(conn: sqlite3.Connection, path: str, start_line: int, end_line: int,
+            definition: Definition) -> tuple[int, int, int | None]:
+    """``definition``'s lines within ``start_line``..``end_line`` (a chunk's)
+    of ``path``, and the length of the last (an LSP range's end; None when no
+    chunk holds it)."""
+    start, end = max(start_line, definition.start_line), min(end_line, definition.end_line)
     row = conn.execute(
         "SELECT c.text, c.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
         "WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? LIMIT 1",
-        (path, line, line)).fetchone()
-    return row[0].split("\n")[line - row[1]] if row is not None else None
+        (path, end, end)).fetchone()
+    return start, end, len(row[0].split("\n")[end - row[1]]) if row is not None else None
 
 
 _NAME_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
