@@ -419,11 +419,12 @@ async def test_mcp_hosting_its_engine_waits_for_the_first_index_then_follows_the
             while True:
                 found = await session.call_tool("recall", {
                     "query": "agent_wrote_this", "kind": "code", "mode": "lexical"})
-                if "pkg/session.py:16-22" in found.content[0].text or time.monotonic() > deadline:
+                if "pkg/session.py:21-22" in found.content[0].text or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(0.1)
-            # Packed with the short function above it, in one chunk of the new bounds.
-            assert "pkg/session.py:16-22  send_prepared" in found.content[0].text
+            # Packed with the short function above it, yet the hit for its name is
+            # its own lines (issue 39).
+            assert "pkg/session.py:21-22  agent_wrote_this" in found.content[0].text
             got = await session.call_tool("get", {"id": "pkg/session.py", "start_line": 21,
                                                   "end_line": 22})
             assert got.content[0].text.endswith(
