@@ -42,7 +42,7 @@ def fingerprint(found) -> str:
 
 
 def measure(engine: Engine, symbol: str, runs: int) -> dict:
-    named = sorted((info.path, info.start_line) for info in engine.workspace_symbols(symbol, 1000)
+    named = sorted((info.path, info.start_line) for info in engine.symbols(symbol, "substring", limit=1000)
                    if info.symbol.rsplit(".", 1)[-1] == symbol.rsplit(".", 1)[-1])
     path = named[0][0]
     site = min((s for s in analysis.definitions_in(engine, path) if s.definition.name == symbol),

@@ -57,8 +57,6 @@ BUFFER_SETTLE_S = 1.0
 WATCH_START_S = 10.0
 # ctxls/status `state`, the least ready first (several folders report the first that applies).
 STATES = ("error", "indexing", "embedding", "idle", "degraded", "ready")
-# documentSymbol nests children at most this deep (deeper ones become siblings).
-MAX_SYMBOL_DEPTH = 32
 # Below this many chunks waiting for a vector no embedding progress is shown.
 EMBED_PROGRESS_MIN_BACKLOG = 200
 

@@ -30,16 +30,17 @@ import sys
 from ctxls import __version__
 from ctxls.daemon.cli_host import cmd_index, cmd_mcp, cmd_memory, cmd_serve
 from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, cmd_assemble, cmd_forget,
-                                    cmd_get, cmd_impact, cmd_locate, cmd_recall, cmd_recent,
-                                    cmd_remember, cmd_status, cmd_trust_memory)
+                                    cmd_get, cmd_impact, cmd_locate, cmd_outline, cmd_recall,
+                                    cmd_recent, cmd_related, cmd_remember, cmd_status, cmd_symbols,
+                                    cmd_trust_memory)
 from ctxls.daemon.formatting import in_caller_names
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 
 
 # Every verb build_parser knows (tests/test_cli.py checks the two agree).
-COMMANDS = {"serve", "index", "recall", "locate", "get", "impact", "remember", "forget", "recent",
-            "status", "assemble", "trust-memory", "memory", "mcp"}
+COMMANDS = {"serve", "index", "recall", "locate", "get", "impact", "symbols", "outline", "related",
+            "remember", "forget", "recent", "status", "assemble", "trust-memory", "memory", "mcp"}
 
 # The protocol's params as the verbs' options spell them, so that an error names
 # what the user typed (`--budget`, not `budgetTokens`); a positional (query,
@@ -167,6 +168,26 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                             help="show at most this many callers and callees (default 20)")
         impact.add_argument("--vimgrep", action="store_true",
                             help="print path:line:col:text per caller (for quickfix lists)")
+
+    if wanted("symbols"):
+        symbols = verb("symbols", "definitions by name (exact, prefix, substring or fuzzy)",
+                       cmd_symbols)
+        symbols.add_argument("name", help="a name or a qualified tail, like request or Session.request")
+        symbols.add_argument("--match", choices=("exact", "prefix", "substring", "fuzzy"),
+                             help="the loosest match allowed (default fuzzy: the letters in order)")
+        symbols.add_argument("--kind", action="append",
+                             help="only this kind (function, method, class, …); repeat for several")
+        symbols.add_argument("-n", type=int, default=50, help="at most this many (default 50)")
+
+    if wanted("outline"):
+        outline = verb("outline", "a file's definitions, nested, with their lines", cmd_outline)
+        outline.add_argument("path", help="a file (from the repository or the current folder)")
+
+    if wanted("related"):
+        related = verb("related", "code like the code at a location (by meaning, else by its "
+                                  "identifiers)", cmd_related)
+        related.add_argument("location", metavar="PATH:LINE", help="a file and a 1-based line")
+        related.add_argument("-n", type=int, default=10, help="at most this many (default 10)")
 
     if wanted("remember"):
         remember = verb("remember", "write a fact, episode or doc", cmd_remember, colour=False)

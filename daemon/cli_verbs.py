@@ -23,8 +23,9 @@ from typing import Any
 
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
-                                     impact_lines, one_line, partial_note, past_end_text,
-                                     status_lines, vimgrep_path, weak_note)
+                                     impact_lines, one_line, outline_text, partial_note,
+                                     past_end_text, similar_text, status_lines, symbols_text,
+                                     vimgrep_path, weak_note)
 from ctxls.index.roots import STORE_DIR_NAME, find_root, too_broad_root
 
 EXIT_NOT_FOUND = 1
@@ -181,11 +182,8 @@ def cmd_get(args):
         value = getattr(args, name)
         if value is not None and value < 1:
             raise CliError(f"--{name} is a 1-based line number: 1 or more", EXIT_USAGE)
-    item_id = args.id
     root = resolve_root(args.root, creates=False)
-    local = Path(item_id)
-    if not local.is_absolute() and (Path.cwd() / local).is_file():
-        item_id = str((Path.cwd() / local).resolve())  # a path typed from a subfolder
+    item_id = _typed_path(args.id)
     params = drop_none({"id": item_id,
                          "startLine": args.start - 1 if args.start else None,
                          "endLine": args.end - 1 if args.end else None, "scope": args.scope})
@@ -230,6 +228,46 @@ def cmd_impact(args):
             write_out(f"ctxls: {args.symbol} is not defined in the index\n", sys.stderr)
         return EXIT_NOT_FOUND
     return 0
+
+
+def _show(args, result: dict, text, found: bool) -> int:
+    """``result`` as JSON (``--json``) or as ``text(result, style)``; exit 1
+    when nothing was ``found``."""
+    if args.json:
+        print_json(result)
+    else:
+        write_out(text(result, _style(args)) + "\n")
+    return 0 if found else EXIT_NOT_FOUND
+
+
+def cmd_symbols(args):
+    params = drop_none({"query": args.name, "match": args.match, "kind": args.kind,
+                        "limit": args.n})
+    result, _ = call(args, "ctxls/symbols", params)
+    return _show(args, result, symbols_text, bool(result["symbols"]))
+
+
+def _typed_path(path: str) -> str:
+    """A path typed from a subfolder, made absolute; else as typed (repo-relative)."""
+    local = Path(path)
+    if not local.is_absolute() and (Path.cwd() / local).is_file():
+        return str((Path.cwd() / local).resolve())
+    return path
+
+
+def cmd_outline(args):
+    result, _ = call(args, "ctxls/outline", {"path": _typed_path(args.path)})
+    return _show(args, result, outline_text, bool(result["symbols"]))
+
+
+def cmd_related(args):
+    path, colon, line = args.location.rpartition(":")
+    if not colon or not path or not line.isdigit() or int(line) < 1:
+        raise CliError(f"give the location as PATH:LINE with a 1-based line, like "
+                       f"src/app.py:42 (got {args.location!r})", EXIT_USAGE)
+    params = {"path": _typed_path(path), "line": int(line) - 1, "n": args.n}
+    result, _ = call(args, "ctxls/similar", params)
+    return _show(args, result, similar_text, bool(result["hits"]))
 
 
 def cmd_remember(args):

@@ -265,3 +265,48 @@ def in_caller_names(message: str, names: dict[str, str]) -> str:
         if field != field.lower():  # `n` or `by` may be words; `startLine` is a field
             message = message.replace(field, typed)
     return message
+# -- definitions (ctxls/symbols, ctxls/outline, ctxls/similar) ----------------------------------
+
+def symbols_text(result: dict, style: Style = PLAIN) -> str:
+    """One line per definition: path:line (its name's, 1-based), kind, the
+    qualified name, its whole range, and how the name matched."""
+    found = result.get("symbols") or []
+    if not found:
+        return "no definitions found"
+    lines = []
+    for definition in found:
+        where = f"{style.path(definition['path'])}:{style.line(str(definition['line'] + 1))}"
+        detail = style.dim(f"lines {line_range(definition)}, {definition['match']}")
+        lines.append(f"{where}  {definition['kind']:9s} {style.symbol(definition['symbol'])}  {detail}")
+    return "\n".join(lines)
+
+
+def outline_text(result: dict, style: Style = PLAIN) -> str:
+    """The file, then its definitions indented by nesting: `line: kind name
+    (start-end)`, the line being its name's (1-based)."""
+    if not result.get("symbols"):
+        return f"no definitions in {result.get('path')}"
+    lines = [style.path(result["path"])]
+
+    def add(definitions: list[dict], depth: int) -> None:
+        for definition in definitions:
+            lines.append(f"{'  ' * depth}{style.line(str(definition['line'] + 1))}: "
+                         f"{definition['kind']} {style.symbol(definition['name'])}  "
+                         f"{style.dim('(' + line_range(definition) + ')')}")
+            add(definition.get("children") or [], depth + 1)
+
+    add(result["symbols"], 1)
+    return "\n".join(lines)
+
+
+def similar_text(result: dict, style: Style = PLAIN) -> str:
+    """The chunk asked about, then the code like it, as recall prints hits."""
+    origin = result.get("origin")
+    if origin is None:
+        return "no indexed code at that line"
+    by = "its vector" if result.get("mode") == "semantic" else "its identifiers"
+    head = (f"like {style.path(origin['path'])}:{style.line(line_range(origin['chunk']))}  "
+            f"{style.symbol(origin['chunk'].get('symbol') or '')} (by {by}):")
+    if not result.get("hits"):
+        return head + "\nnothing similar found"
+    return head + "\n" + format_hits_human({"code": result["hits"]}, style).split("\n", 1)[1]

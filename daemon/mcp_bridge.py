@@ -31,8 +31,9 @@ from typing import Any, Callable
 from ctxls import __version__
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
-                                     impact_lines, partial_note, past_end_text, status_lines,
-                                     weak_note, in_caller_names)
+                                     impact_lines, in_caller_names, outline_text, partial_note,
+                                     past_end_text, similar_text, status_lines, symbols_text,
+                                     weak_note)
 from ctxls.daemon.mcp_stdio import McpStdioServer
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
@@ -112,6 +113,8 @@ class Param:
         self.name, self.json_type, self.required, self.default = name, json_type, required, default
         self.enum, self.minimum = enum, minimum
         self.schema: dict[str, Any] = {"type": json_type, "description": description}
+        if json_type == "array":
+            self.schema["items"] = {"type": "string"}
         if enum is not None:
             self.schema["enum"] = list(enum)
         if minimum is not None:
@@ -141,7 +144,8 @@ class Param:
 
 _INVALID = object()
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
-               "boolean": "true or false", "object": "a JSON object"}
+               "boolean": "true or false", "object": "a JSON object",
+               "array": "a list of strings (or one string)"}
 
 
 def _integer(value: Any) -> Any:
@@ -178,7 +182,10 @@ def _boolean(value: Any) -> Any:
 _READERS: dict[str, Callable[[Any], Any]] = {
     "string": lambda v: v if isinstance(v, str) else _INVALID,
     "integer": _integer, "number": _number, "boolean": _boolean,
-    "object": lambda v: v if isinstance(v, dict) else _INVALID}
+    "object": lambda v: v if isinstance(v, dict) else _INVALID,
+    # A list of strings; one string is a list of one (as agents often send it).
+    "array": lambda v: ([v] if isinstance(v, str) else v
+                        if isinstance(v, list) and all(isinstance(i, str) for i in v) else _INVALID)}
 
 # Parameters several tools share.
 SCOPE = Param("scope", "string", "The memory tenant: its rows plus the shared tier. Leave it out "
@@ -372,6 +379,22 @@ def status(bridge: Bridge, a: dict) -> dict:
     return answer(result, a["format"], status_lines(result, bridge.via, PLAIN))
 
 
+def find_symbol(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/symbols", {"query": a["name"], "match": a["match"],
+                                           "kind": a["kind"], "limit": a["n"]})
+    return answer(result, a["format"], symbols_text(result))
+
+
+def outline(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/outline", {"path": a["path"]})
+    return answer(result, a["format"], outline_text(result))
+
+
+def related(bridge: Bridge, a: dict) -> dict:
+    result = bridge.call("ctxls/similar", {"path": a["path"], "line": a["line"] - 1, "n": a["n"]})
+    return answer(result, a["format"], similar_text(result))
+
+
 WRITTEN_KINDS = ("fact", "episode", "doc")
 PARTIAL_FIELDS = {"partial": "true while the index or its vectors are incomplete",
                   "partialReason": "why the answer is partial"}
@@ -513,6 +536,43 @@ TOOLS = (
         status, {"state": "indexing, embedding, idle or ready", "ready": "true once every "
                  "chunk has a vector", "files": "indexed files", "chunks": "indexed chunks",
                  "root": "the repository", "dbPath": "the store"}),
+    Tool("find_symbol", "Find definitions by name", (
+        "Find where a function, method, class or other definition is, by its name: exact, "
+        "prefix, substring or fuzzy (the letters in order: `gsn` finds `get_session_name`), "
+        "closest first. One line per definition: path:line (1-based, the line of its name), "
+        "kind, qualified name, its whole line range and how the name matched. Faster and more "
+        "exact than recall when you know the name. Answers `no definitions found` when none "
+        "matches."),
+        (Param("name", "string", "A name or a qualified tail (request, Session.request); any "
+                                 "case.", required=True),
+         Param("match", "string", "The loosest match allowed.", default="fuzzy",
+               enum=("exact", "prefix", "substring", "fuzzy")),
+         Param("kind", "array", "Only these kinds (function, method, class, interface, struct, "
+                                "…)."),
+         Param("n", "integer", "At most this many.", default=50, minimum=1),
+         FORMAT),
+        find_symbol, {"symbols": "the definitions, closest match first: path, line (0-based, "
+                      "its name's), startLine/endLine, kind, symbol, match"}),
+    Tool("outline", "A file's outline", (
+        "The definitions of one file, nested (methods under their class), each with the line "
+        "of its name and its whole line range (1-based): to see what a file holds before "
+        "reading it, or to pick the lines to `get`."),
+        (Param("path", "string", "A repository-relative file path (as recall prints it).",
+               required=True),
+         FORMAT),
+        outline, {"path": "the file", "uri": "its URI", "symbols": "its definitions, nested "
+                  "(children)"}),
+    Tool("related", "Code like the code at a location", (
+        "Find code like the code at path:line (other implementations, similar handlers, code "
+        "to keep consistent with it): the chunks nearest to the one holding that line, by "
+        "meaning when it has a vector, else by its identifiers; never that chunk itself. One "
+        "line per hit as recall prints them."),
+        (Param("path", "string", "A repository-relative file path.", required=True),
+         Param("line", "integer", "A line of it, 1-based.", required=True, minimum=1),
+         Param("n", "integer", "At most this many.", default=10, minimum=1),
+         FORMAT),
+        related, {"origin": "the chunk at the line", "hits": "the code like it, nearest first",
+                  "mode": "semantic (its vector) or lexical (its identifiers)"}),
 )
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 

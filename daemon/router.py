@@ -108,6 +108,7 @@ ROUTES: dict[str, Route] = {
     "ctxls/related": BACKGROUND,
     "ctxls/symbols": BACKGROUND,
     "ctxls/outline": BACKGROUND,
+    "ctxls/similar": BACKGROUND,
     # ctxls writes.
     "ctxls/index": EXCLUSIVE,
     "ctxls/remember": EXCLUSIVE,

@@ -22,15 +22,15 @@ from lsprotocol import types
 
 from ctxls.daemon import wire
 # The handler modules register their features on `server` when imported.
-from ctxls.daemon import context_handlers, impact_handlers, memory_handlers, sessions  # noqa: F401
-from ctxls.daemon.app import (MAX_SYMBOL_DEPTH, SYMBOL_KINDS, WATCH_START_S, CtxlsServer, feature,
-                              rpc, server)
+from ctxls.daemon import (context_handlers, impact_handlers, memory_handlers, sessions,  # noqa: F401
+                          symbol_handlers)
+from ctxls.daemon.app import WATCH_START_S, CtxlsServer, feature, rpc, server
 from ctxls.daemon.options import parse_init_options
 from ctxls.daemon.router import ROUTER, Lane
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.uris import local_path
 from ctxls.daemon.workspaces import Workspaces
-from ctxls.index.engine import Engine, SymbolInfo
+from ctxls.index.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -151,54 +151,6 @@ def watched_paths(workspaces: Workspaces, changes: list[types.FileEvent]) -> dic
         if target is not None:
             by_engine.setdefault(target[0], []).append(target[1])
     return by_engine
-
-
-# -- standard queries -------------------------------------------------------------------
-
-def _symbol_range(symbol: SymbolInfo) -> types.Range:
-    return types.Range(types.Position(symbol.start_line, 0), types.Position(symbol.end_line + 1, 0))
-
-
-@feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
-def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams):
-    target = ls.engine_for(params.text_document.uri)
-    if target is None:
-        return None
-    symbols = target[0].document_symbols(target[1])
-    roots: list[types.DocumentSymbol] = []
-    # Where a symbol's own children go: below MAX_SYMBOL_DEPTH its children,
-    # deeper beside it (an answer nested past the JSON encoder's recursion
-    # limit could not be sent at all).
-    children_of: dict[str, list[types.DocumentSymbol]] = {}
-    depth: dict[str, int] = {}
-    for symbol in symbols:
-        parent_name, _, short = symbol.symbol.rpartition(".")
-        node = types.DocumentSymbol(
-            name=short or symbol.symbol, detail=symbol.symbol,
-            kind=SYMBOL_KINDS.get(symbol.symbol_kind, types.SymbolKind.Variable),
-            range=_symbol_range(symbol), selection_range=types.Range(
-                types.Position(symbol.start_line, 0), types.Position(symbol.start_line, 0)),
-            children=[])
-        siblings = children_of.get(parent_name, roots)
-        siblings.append(node)
-        depth[symbol.symbol] = depth.get(parent_name, 0) + 1
-        children_of[symbol.symbol] = (node.children if depth[symbol.symbol] < MAX_SYMBOL_DEPTH
-                                      else siblings)
-    return roots or None
-
-
-@feature(types.WORKSPACE_SYMBOL)
-def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
-    found: list[types.SymbolInformation] = []
-    for engine in ls.workspaces.all():
-        for symbol in engine.workspace_symbols(params.query):
-            container, _, short = symbol.symbol.rpartition(".")
-            found.append(types.SymbolInformation(
-                name=short or symbol.symbol,
-                kind=SYMBOL_KINDS.get(symbol.symbol_kind, types.SymbolKind.Variable),
-                location=types.Location(symbol.uri, _symbol_range(symbol)),
-                container_name=container or symbol.path))
-    return found
 
 
 # -- custom requests (docs/protocol.md) ---------------------------------------------------

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxls.index.demand import Candidate
 from ctxls.index.engine import (ActivityItem, BodyBudget, Hit, IndexStats, Item, RecallResult,
-                                SymbolInfo, memory_hit)
+                                memory_hit)
 from ctxls.daemon.request_values import MAX_INT, MIN_INT, first_invalid
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS
@@ -20,6 +20,7 @@ from ctxls.index.graph import FileNode, Related
 from ctxls.index.locate import LocatedFile
 from ctxls.index.memory import IngestResult, MemoryNode, MemoryRow, Page
 from ctxls.index.stash import Peek
+from ctxls.index import symbols as symbol_table
 
 _MISSING = object()
 class Params:
@@ -120,6 +121,9 @@ def hit_json(hit: Hit, budget: BodyBudget) -> dict:
             out["truncated"] = True
     if hit.meta is not None:
         out["meta"] = hit.meta
+    if hit.definitions is not None:
+        out["definitions"] = [{"symbol": d.symbol, "kind": d.kind, "startLine": d.start_line,
+                               "endLine": d.end_line, "line": d.line} for d in hit.definitions]
     return out
 
 
@@ -187,9 +191,24 @@ def activity_json(items: list[ActivityItem]) -> dict:
                       for a in items]}
 
 
-def symbol_json(symbol: SymbolInfo) -> dict:
-    return {"symbol": symbol.symbol, "symbolKind": symbol.symbol_kind, "path": symbol.path,
-            "uri": symbol.uri, "startLine": symbol.start_line, "endLine": symbol.end_line}
+def symbol_json(definition: symbol_table.Definition, uri_for: Callable[[str], str]) -> dict:
+    """A definition of ctxls/symbols and ctxls/outline (outline: with its
+    nested ``children``)."""
+    out = {"symbol": definition.symbol, "name": definition.name, "container": definition.container,
+           "kind": definition.kind, "path": definition.path, "uri": uri_for(definition.path),
+           "startLine": definition.start_line, "endLine": definition.end_line,
+           "line": definition.line}
+    if definition.match is not None:
+        out |= {"match": definition.match, "score": definition.score}
+    if definition.children:
+        out["children"] = [symbol_json(child, uri_for) for child in definition.children]
+    return out
+
+
+def similar_json(origin: Hit | None, hits: list[Hit], mode: str) -> dict:
+    budget = BodyBudget()
+    return {"origin": hit_json(origin, budget) if origin is not None else None,
+            "hits": [hit_json(hit, budget) for hit in hits], "mode": mode}
 
 
 # -- written memory (issue 5) ---------------------------------------------------

@@ -115,7 +115,8 @@ def _chunk(path: str, text: str, pack: bool) -> ParsedFile:
         return ParsedFile(language, _window_chunks(lines, language, kind))
     pieces = sorted([*spans, *_residue(lines, spans)], key=lambda piece: (piece.start, piece.end))
     symbols = [SymbolDef(span.symbol, span.symbol_kind, span.start, span.end,
-                         content_hash("\n".join(lines[span.start:span.end + 1])))
+                         content_hash("\n".join(lines[span.start:span.end + 1])),
+                         span.line if span.line >= 0 else span.start, max(span.end, span.body_end))
                for span in spans if span.symbol]
     return ParsedFile(language, _build_chunks(lines, finish(pieces), language, kind), imports,
                       symbols)
@@ -132,6 +133,9 @@ class _Piece(NamedTuple):
     # piece is its header and whose members are pieces of their own.
     body_end: int = -1
     names: tuple[str, ...] = ()
+    # The definition's own line (its name's: `def`, `class`, `fn`, …), past
+    # the comments, decorators and attributes ``start`` includes.
+    line: int = -1
 
 
 def _build_chunks(lines: list[str], pieces: list[_Piece], language: str, kind: str) -> list[Chunk]:
@@ -462,7 +466,8 @@ def _symbol_spans(grammar: _Grammar, parser: Parser, lines: list[str], source: b
         _collect(grammar, root.named_children, (), False, found)
         if offset:
             found = [piece._replace(start=piece.start + offset, end=piece.end + offset,
-                                    body_end=piece.body_end + offset if piece.body_end >= 0 else -1)
+                                    body_end=piece.body_end + offset if piece.body_end >= 0 else -1,
+                                    line=piece.line + offset if piece.line >= 0 else -1)
                      for piece in found]
         restart = _swallowed_row(grammar, root.children, lines, offset) if root.has_error else None
         rest = "\n".join(lines[restart:]).encode("utf-8", "replace") if restart is not None else b""
@@ -596,18 +601,49 @@ def _collect(
                         and clause_of.body_end < 0 and clause_of.end < first:
                     spans[-1] = clause_of._replace(end=end)
                 else:
-                    spans.append(_Piece(first, end, symbol, kind))
+                    spans.append(_Piece(first, end, symbol, kind, line=_name_row(node, decl.name)))
             else:
                 members: list[_Piece] = []
                 _collect(grammar, decl.members.named_children, name, decl.is_type, members)
                 header_end = min(member.start for member in members) - 1 if members else end
                 if symbol:  # an anonymous holder (`module.exports = {…}`) leaves its lines to residue
-                    spans.append(_Piece(first, max(first, header_end), symbol, kind, end))
+                    spans.append(_Piece(first, max(first, header_end), symbol, kind, end,
+                                        line=_name_row(node, decl.name)))
                 spans.extend(members)
         elif node.type in grammar.transparent or node.is_error:
             _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)
         previous_end = end
         leading_start = -1
+
+
+# Subtrees that come before a definition's name without being it: Python and
+# TypeScript decorators, Java and Kotlin annotations, Rust and C# attributes.
+_BEFORE_NAME = ("decorator", "annotation", "attribute", "comment")
+# A definition's name is found among its first this many nodes (pre-order).
+_NAME_SEARCH_NODES = 200
+
+
+def _name_row(node: Node, name: tuple[str, ...]) -> int:
+    """The row of the definition's name in ``node`` (its first occurrence in
+    pre-order outside decorators, annotations, attributes and comments):
+    what a pointer to the definition names, not the decorator or comment its
+    range starts with. The node's first row when the name is not found
+    (names made up by the chunker, such as a macro's)."""
+    wanted = name[-1].encode() if name and name[-1] else None
+    stack = [node]
+    seen = 0
+    while wanted is not None and stack and seen < _NAME_SEARCH_NODES:
+        current = stack.pop()
+        seen += 1
+        if any(word in current.type for word in _BEFORE_NAME):
+            continue
+        if current.child_count == 0 or current.type.endswith(("identifier", "name")):
+            if current.text == wanted:
+                return current.start_point.row
+            if current.child_count == 0:
+                continue
+        stack.extend(reversed(current.children))
+    return node.start_point.row
 
 
 def _text(node: Node | None) -> str:

@@ -45,7 +45,9 @@ from ctxls.index.tokenize import fts_match_expression, query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
 from ctxls.index.stash import Stash
-from ctxls.index.store import Store, now_ms
+from ctxls.index import symbols as symbol_table
+from ctxls.index.symbols import Definition
+from ctxls.index.store import Connection, Store, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,9 @@ class Hit:
     # A written row's body, asked for but not read yet: read by BodyBudget.take,
     # only if it fits what the answer has left.
     read_body: Callable[[int], str | None] | None = field(default=None, repr=False, compare=False)
+    # A file chunk's definitions (those whose name row lies in its lines),
+    # in file order; None for written memory and line windows.
+    definitions: list[Definition] | None = None
 
     @property
     def wants_body(self) -> bool:
@@ -179,16 +184,6 @@ class Item:
     encoding: str | None = None  # "base64": text is an ingested blob's bytes
     # A file's lines asked for (first, last), as cut: the answer says them.
     lines_given: tuple[int, int] | None = None
-
-
-@dataclass
-class SymbolInfo:
-    symbol: str
-    symbol_kind: str
-    path: str
-    uri: str
-    start_line: int
-    end_line: int
 
 
 @dataclass
@@ -683,7 +678,7 @@ class Engine:
                                        dense_only=mode == "semantic")
             else:
                 scored = lexical_search(conn, kind, query, n, self.options.ranking)
-            hits = [self._hit(s, body) for s in scored]
+            hits = self._labelled([self._hit(s, body) for s in scored], conn, query)
             if kind in memory_rows:
                 hits += [memory_hit(row, body) for row in memory_rows[kind]]
                 hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
@@ -745,8 +740,8 @@ class Engine:
             text = text[:half] + "\n" + text[-half:]
         self.await_index()
         return self.fresh_answer(
-            lambda: self.locator.locate(self.store.reader(), text, n, include_tests,
-                                        semantic=self._semantic_for("semantic")),
+            lambda: self._located_definitions(self.locator.locate(
+                self.store.reader(), text, n, include_tests, semantic=self._semantic_for("semantic"))),
             lambda located: [f.path for f in located],
             lambda located, changed: [f for f in located if f.path not in changed])
 
@@ -1019,37 +1014,110 @@ class Engine:
         """The files ``hops`` import edges from ``path`` (and whether cut short)."""
         return graph.related(self.store.reader(), path, direction, hops)
 
-    def document_symbols(self, path: str) -> list[SymbolInfo]:
-        rows = self.store.reader().execute(
-            "SELECT s.symbol, s.symbol_kind, s.start_line, s.end_line FROM symbols s "
-            "JOIN files f ON f.id = s.file_id WHERE f.path = ? "
-            "ORDER BY s.start_line, s.end_line", (path,)).fetchall()
-        return self._symbols(path, rows)
 
-    def workspace_symbols(self, query: str, limit: int = 100) -> list[SymbolInfo]:
-        needle = query.strip().lower()
-        rows = self.store.reader().execute(
-            "SELECT f.path, s.symbol, s.symbol_kind, s.start_line, s.end_line FROM symbols s "
-            "JOIN files f ON f.id = s.file_id WHERE instr(lower(s.symbol), ?) > 0 "
-            "ORDER BY (s.name = ?) DESC, length(s.symbol), f.path, s.start_line LIMIT ?",
-            (needle, needle, limit * 2)).fetchall()
-        out: list[SymbolInfo] = []
-        for r in rows:
-            out.extend(self._symbols(r["path"], [r]))
-        return out[:limit]
+    # -- definitions (index/symbols.py) ---------------------------------------
 
-    def _symbols(self, path: str, rows) -> list[SymbolInfo]:
-        """One entry per symbol: split parts of a long symbol are merged."""
-        merged: dict[str, SymbolInfo] = {}
-        for r in rows:
-            known = merged.get(r["symbol"])
-            if known is not None:
-                known.end_line = max(known.end_line, r["end_line"])
-                continue
-            merged[r["symbol"]] = SymbolInfo(
-                symbol=r["symbol"], symbol_kind=r["symbol_kind"], path=path,
-                uri=self.uri_for(path), start_line=r["start_line"], end_line=r["end_line"])
-        return list(merged.values())
+    def symbols(self, query: str, match: str = "fuzzy", kinds: list[str] | None = None,
+                limit: int = 50) -> list[Definition]:
+        """Definitions named like ``query``, best first (symbols.find_definitions)."""
+        self.await_index()
+        return self.fresh_answer(
+            lambda: symbol_table.find_definitions(self.store.reader(), query, match, kinds, limit),
+            lambda found: [d.path for d in found],
+            lambda found, changed: [d for d in found if d.path not in changed])
+
+    def outline(self, path: str) -> list[Definition]:
+        """``path``'s definitions as a tree (symbols.outline); [] for a file
+        without any, or not indexed. Never waits for the first index: one
+        file's rows are there (or made by ``fresh_answer``) without it, and
+        editors ask for an outline as soon as a file opens."""
+        return self.fresh_answer(lambda: symbol_table.outline(self.store.reader(), path),
+                                 lambda tree: [path], lambda tree, changed: [])
+
+    def similar(self, path: str, line: int, n: int = 10) -> tuple[Hit | None, list[Hit], str]:
+        """Code like the chunk at ``path``:``line`` (symbols.related): that
+        chunk's hit (None when no chunk holds the line), the ``n`` nearest
+        other chunks' hits, and how they were found ("semantic": its vector;
+        "lexical": its identifiers)."""
+        if isinstance(line, bool) or not isinstance(line, int) or line < 0:
+            raise InvalidParams("line", "must be a non-negative integer (0-based)")
+        self.await_index()
+
+        def answer() -> tuple[Hit | None, list[Hit], str]:
+            conn = self.store.reader()
+            origin = symbol_table.chunk_at(conn, path, line)
+            if origin is None:
+                return None, [], "lexical"
+            found = symbol_table.related(conn, origin, n, self.options.ranking,
+                                         self._semantic_for("hybrid"))
+            hits = [self._hit(chunk, False) for chunk in found.chunks]
+            asked = self._labelled([self._hit(origin, False)], conn, "")[0]
+            # The origin is named by the definition at the line asked about.
+            at_line = symbol_table.innermost_at(conn, path, line)
+            if at_line is not None and len(asked.definitions or []) > 1:
+                self._narrow(asked, at_line, conn)
+            return asked, self._labelled(hits, conn, ""), found.mode
+        return self.fresh_answer(
+            answer, lambda result: [path, *(h.path for h in result[1])],
+            lambda result, changed: ((None, [], result[2]) if path in changed else
+                                     (result[0], [h for h in result[1] if h.path not in changed],
+                                      result[2])))
+
+    def _labelled(self, hits: list[Hit], conn: Connection, query: str) -> list[Hit]:
+        """File hits with the definitions their chunk holds; a hit whose chunk
+        packs the definition the query names becomes that definition's own
+        hit (its name, its lines within the chunk: symbols.asked_names).
+        Two hits narrowed to the same lines are one."""
+        names = symbol_table.asked_names(query) if query else set()
+        out: list[Hit] = []
+        seen: set[tuple[str, int, int]] = set()
+        for hit in hits:
+            if hit.uri is not None:
+                hit.definitions = symbol_table.definitions_in(conn, hit.path, hit.start_line,
+                                                              hit.end_line)
+                named = symbol_table.named_definition(hit.definitions, names) if names else None
+                if named is not None and len(hit.definitions) > 1:
+                    self._narrow(hit, named, conn)
+                key = (hit.path, hit.start_line, hit.end_line)
+                if key in seen:
+                    continue
+                seen.add(key)
+            out.append(hit)
+        return out
+
+    @staticmethod
+    def _narrow(hit: Hit, definition: Definition, conn: Connection) -> None:
+        """``hit`` pointed at ``definition``'s lines (within its chunk)."""
+        start, end, end_character = symbol_table.clipped(conn, hit.path, hit.start_line,
+                                                         hit.end_line, definition)
+        if hit.body is not None:
+            rows = hit.body.split("\n")
+            hit.body = "\n".join(rows[start - hit.start_line:end - hit.start_line + 1])
+        hit.end_character = end_character if end_character is not None else hit.end_character
+        hit.symbol, hit.start_line, hit.end_line = definition.symbol, start, end
+        hit.definitions = [d for d in hit.definitions or [] if start <= d.line <= end]
+
+    def _located_definitions(self, located: list[LocatedFile]) -> list[LocatedFile]:
+        """Locate's chunks named by the definition their evidence points into:
+        a chunk holding a frame's (or a named symbol's) line becomes the
+        innermost definition around that line, at its own lines."""
+        conn = self.store.reader()
+        for found in located:
+            lines = [r.line for r in found.reasons if r.line is not None]
+            refs = []
+            for ref in found.chunks:
+                inside = [line for line in lines if ref.start_line <= line <= ref.end_line]
+                definition = symbol_table.innermost_at(conn, found.path, inside[0]) if inside else None
+                if definition is not None and (definition.start_line > ref.start_line
+                                               or definition.end_line < ref.end_line):
+                    start, end, end_character = symbol_table.clipped(
+                        conn, found.path, ref.start_line, ref.end_line, definition)
+                    ref = replace(ref, symbol=definition.symbol, start_line=start, end_line=end,
+                                  end_character=end_character if end_character is not None
+                                  else ref.end_character)
+                refs.append(ref)
+            found.chunks = refs
+        return located
 
 
 # Status lists this many skipped files (all are counted).

@@ -56,13 +56,25 @@ class ImportRef:
 class SymbolDef:
     """One definition, as the symbol table keeps it (whatever chunk it was
     packed into): lines 0-based inclusive; a container's lines are its header
-    (its members are definitions of their own); ``hash`` is of those lines."""
+    (its members are definitions of their own); ``hash`` is of those lines.
+    ``line`` is the row of its name (`def`, `class`, `fn` …: past leading
+    comments, decorators and attributes, which ``start_line`` includes);
+    ``body_end`` the last row of the whole definition (a container's members
+    included)."""
 
     symbol: str
     symbol_kind: str
     start_line: int
     end_line: int
     hash: str
+    line: int = -1
+    body_end: int = -1
+
+    def __post_init__(self) -> None:
+        if self.line < 0:
+            object.__setattr__(self, "line", self.start_line)
+        if self.body_end < self.end_line:
+            object.__setattr__(self, "body_end", self.end_line)
 
 
 @dataclass

@@ -11,6 +11,7 @@ from ctxls.index.discovery import (MAX_PATHSPECS, DiscoveryOptions, FileFilter, 
                                    read_source, real_path, relative_path)
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
+from ctxls.index.symbols import flatten
 
 from conftest import SAMPLE_FILES, write_tree
 
@@ -218,7 +219,7 @@ def test_an_edit_rewrites_only_the_changed_chunk_and_shifts_the_rest(plain: Path
     hits = engine.recall("rebuild_auth", ["code"]).hits_by_kind["code"]
     assert (hits[0].symbol, hits[0].start_line) == ("rebuild_auth", after["rebuild_auth"][1])
     # The symbol table moved with the edit too.
-    assert [s.start_line for s in engine.document_symbols("pkg/session.py")
+    assert [s.start_line for s in flatten(engine.outline("pkg/session.py"))
             if s.symbol == "rebuild_auth"] == [after["rebuild_auth"][1]]
     engine.close()
 

@@ -1190,7 +1190,7 @@ def test_the_mcp_bridge_answers_initialize_without_loading_an_sdk_or_the_engine(
                             .encode() + b"\n" + b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n')
         process.stdin.flush()
         assert json.loads(process.stdout.readline())["result"]["serverInfo"]["name"] == "ctxls"
-        assert len(json.loads(process.stdout.readline())["result"]["tools"]) == 11
+        assert len(json.loads(process.stdout.readline())["result"]["tools"]) == 14
         process.stdin.close()
         imported = {line.rsplit("|", 1)[-1].strip()
                     for line in process.stderr.read().decode().splitlines() if "|" in line}

@@ -278,7 +278,7 @@ def test_a_checkout_is_one_pass_with_progress_and_partial_answers(tmp_path: Path
         lines = (root / "mods/m007.py").read_text().split("\n")
         assert hit.path == "mods/m007.py" and "def new_name_7(x):" in hit.body
         assert hit.body == "\n".join(lines[hit.start_line:hit.end_line + 1])
-        assert engine.workspace_symbols("old_name_") == []
+        assert engine.symbols("old_name_", "substring") == []
         assert [a.origin for a in engine.recent_activity(limit=1000)
                 if a.symbol == "new_name_7"] == ["disk"]
     finally:
@@ -419,11 +419,12 @@ async def test_mcp_hosting_its_engine_waits_for_the_first_index_then_follows_the
             while True:
                 found = await session.call_tool("recall", {
                     "query": "agent_wrote_this", "kind": "code", "mode": "lexical"})
-                if "pkg/session.py:16-22" in found.content[0].text or time.monotonic() > deadline:
+                if "pkg/session.py:21-22" in found.content[0].text or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(0.1)
-            # Packed with the short function above it, in one chunk of the new bounds.
-            assert "pkg/session.py:16-22  send_prepared" in found.content[0].text
+            # Packed with the short function above it, yet the hit for its name is
+            # its own lines (issue 39).
+            assert "pkg/session.py:21-22  agent_wrote_this" in found.content[0].text
             got = await session.call_tool("get", {"id": "pkg/session.py", "start_line": 21,
                                                   "end_line": 22})
             assert got.content[0].text.endswith(

@@ -293,8 +293,9 @@ def test_traceback_ranks_the_deepest_in_repo_frame_first(engine: Engine):
     frame = next(r for r in top.reasons if r.signal == "frame")
     assert frame.line == 5 and "in apply" in frame.detail
     # The frame's chunk is one of the best chunks, line-exact: the small
-    # class is one chunk (packing), holding the frame's line.
-    assert any(c.symbol == "Discount" and c.start_line == 0 and c.end_line == 6
+    # class is one chunk (packing), and the frame's function in it is named
+    # at its own lines.
+    assert any(c.symbol == "Discount.apply" and c.start_line == 3 and c.end_line == 6
                for c in top.chunks)
     assert top.chunks[0].end_character == len(SHOP_FILES["shop/pricing.py"].split("\n")[
         top.chunks[0].end_line])
@@ -394,8 +395,9 @@ async def test_locate_request_through_the_server(shop: Path):
         top = result["files"][0]
         assert top["path"] == "shop/pricing.py" and top["uri"] == session.uri("shop/pricing.py")
         assert {w["signal"] for w in top["why"]} >= {"frame", "message"}
-        chunk = next(c for c in top["chunks"] if c["symbol"] == "Discount")
-        assert chunk["startLine"] == 0 and chunk["range"]["end"]["line"] == 6
+        chunk = next(c for c in top["chunks"] if c["symbol"] == "Discount.apply")
+        assert chunk["startLine"] == 3 and chunk["range"]["end"] == {
+            "line": 6, "character": len("        return price * (1 - self.rate)")}
         assert result["partial"] is False
         with pytest.raises(Exception) as error:
             await session.request("ctxls/locate", {"text": ""})

@@ -87,6 +87,12 @@ def test_documented_setup_sends_an_object_and_shows_progress(nvim: Path, repo: P
     assert len(result["passed"]) == 2
 
 
+def test_document_and_workspace_symbols_come_from_the_definition_table(nvim: Path, repo: Path,
+                                                                      tmp_path: Path) -> None:
+    result = run_suite(nvim, tmp_path, "symbols", repo)
+    assert len(result["passed"]) == 2
+
+
 def test_missing_executable_is_named_by_setup_and_commands(nvim: Path, repo: Path,
                                                            tmp_path: Path) -> None:
     result = run_suite(nvim, tmp_path, "missing", repo)

@@ -153,7 +153,7 @@ async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(rep
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert set(tools) == {"recall", "locate", "get", "impact", "remember", "forget",
                                   "recent_activity", "recent_memory", "assemble", "knowledge",
-                                  "status"}
+                                  "status", "find_symbol", "outline", "related"}
             undescribed = [f"{name}.{param}" for name, tool in tools.items()
                            for param, schema in tool.input_schema["properties"].items()
                            if not schema.get("description")]

@@ -92,7 +92,7 @@ def test_engine_never_reads_outside(tmp_path: Path, linked_repo: Path):
         engine.cold_index()
         result = engine.recall(f"{MARKER} deploy FOO_URL token root", n=50, body=True)
         no_marker([h.__dict__ for hits in result.hits_by_kind.values() for h in hits])
-        no_marker([s.__dict__ for s in engine.workspace_symbols(MARKER)])
+        no_marker([s.__dict__ for s in engine.symbols(MARKER)])
         for path in ("notes.txt", "lib.py", "vendor/secret.py", "vendor/passwd"):
             assert engine.current_text(path) is None
         # Watched-file events for the links change nothing.

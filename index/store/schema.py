@@ -49,7 +49,10 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #    (`exports = module.exports = internals.Server = class {…}`); the
 #    functions of an `export default {…}` object (also `<T>{…}`,
 #    `{…} satisfies T`) are definitions.
-CHUNKER_VERSION = 10
+# 11: symbols.line (a definition's name row, past its decorators and comments)
+#     and symbols.body_end (its whole extent): new columns of a file table,
+#     which the stamp's change rebuilds.
+CHUNKER_VERSION = 11
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
@@ -99,7 +102,9 @@ CREATE TABLE IF NOT EXISTS symbols (
     symbol_kind TEXT NOT NULL,
     start_line INTEGER NOT NULL,        -- a container's header only (members are rows of their own)
     end_line INTEGER NOT NULL,
-    hash TEXT NOT NULL                  -- of those lines: the edit log compares it
+    hash TEXT NOT NULL,                 -- of those lines: the edit log compares it
+    line INTEGER NOT NULL,              -- its name's row (past leading comments and decorators)
+    body_end INTEGER NOT NULL           -- last row of the whole definition, members included
 );
 CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);

@@ -211,10 +211,10 @@ class FileRows:
         for kind, changes in term_changes.items():
             _update_file_terms(conn, file_id, kind, chunk_changes[kind], changes)
         conn.executemany(
-            "INSERT INTO symbols(file_id, symbol, name, symbol_kind, start_line, end_line, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO symbols(file_id, symbol, name, symbol_kind, start_line, end_line, hash, "
+            "line, body_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [(file_id, d.symbol, _symbol_name(d.symbol), d.symbol_kind, d.start_line, d.end_line,
-              d.hash) for d in symbols])
+              d.hash, d.line, d.body_end) for d in symbols])
         conn.executemany(
             "INSERT INTO imports(file_id, spec, line, target) VALUES (?, ?, ?, ?)",
             [(file_id, ref.spec, ref.line, target) for ref, target in imports])

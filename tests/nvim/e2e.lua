@@ -8,7 +8,8 @@
 --   CTXLS_TEST_PYTHON  interpreter that runs `-m ctxls.daemon.cli serve`
 --   CTXLS_TEST_SUITE   "commands" (every command, via vim.lsp.enable),
 --                      "roots" (one client per root, via the plugin's own autocmd),
---                      "defaults" (the documented setup(): init_options, progress) or
+--                      "defaults" (the documented setup(): init_options, progress),
+--                      "symbols" (document and workspace symbols) or
 --                      "missing" (no server executable)
 --   CTXLS_TEST_OTHER_REPO, CTXLS_TEST_LOOSE_FILE  only for the "roots" suite
 local repo = assert(os.getenv("CTXLS_TEST_REPO"))
@@ -335,6 +336,49 @@ local function defaults_suite()
   end)
 end
 
+--- The item of an `on_list` list (filename, lnum, text) at path_suffix:lnum naming `name`.
+local function listed_at(items, path_suffix, lnum, name)
+  for _, item in ipairs(items) do
+    if ends_with(real(item.filename), path_suffix) and item.lnum == lnum and item.text:find(name, 1, true) then
+      return item
+    end
+  end
+end
+
+local function describe_listed(items)
+  return vim.inspect(vim.tbl_map(function(item)
+    return ("%s:%d %s"):format(vim.fn.fnamemodify(item.filename, ":t"), item.lnum, item.text)
+  end, items))
+end
+
+--- Neovim's own symbol requests answered by ctxls's definition table.
+local function symbols_suite()
+  require("ctxls").setup({ cmd = server_cmd })
+  local client
+
+  step("vim.lsp.buf.document_symbol lists the file's definitions at their lines", function()
+    vim.cmd.edit(session_path)
+    client = attached_client(0)
+    wait_indexed(client)
+    local listed
+    vim.lsp.buf.document_symbol({ on_list = function(list) listed = list.items end })
+    wait_for("the document symbols", 5000, function() return listed end)
+    -- `class Session` is line 4, `def request` line 9, `def send_prepared` line 16.
+    for _, want in ipairs({ { 4, "Session" }, { 9, "request" }, { 16, "send_prepared" } }) do
+      expect(listed_at(listed, "pkg/session.py", want[1], want[2]), "%s not at line %d: %s",
+        want[2], want[1], describe_listed(listed))
+    end
+  end)
+
+  step("vim.lsp.buf.workspace_symbol finds a definition by part of its name", function()
+    local listed
+    vim.lsp.buf.workspace_symbol("retry_up", { on_list = function(list) listed = list.items end })
+    wait_for("the workspace symbols", 5000, function() return listed end)
+    expect(#listed == 1 and listed_at(listed, "pkg/retry.py", 4, "retry_upload"),
+      "retry_upload is not the one symbol at pkg/retry.py:4: %s", describe_listed(listed))
+  end)
+end
+
 local function missing_suite()
   require("ctxls").setup({ cmd = { "/nonexistent/bin/ctxls", "serve" } })
 
@@ -411,7 +455,8 @@ end, SUITE_DEADLINE_MS)
 
 -- Scheduled so the steps run after startup (VimEnter), like a user's commands.
 vim.schedule(function()
-  local suites = { commands = commands_suite, roots = roots_suite, defaults = defaults_suite, missing = missing_suite }
+  local suites = { commands = commands_suite, roots = roots_suite, defaults = defaults_suite, missing = missing_suite,
+    symbols = symbols_suite }
   local ok, err = xpcall(assert(suites[suite], "unknown suite"), debug.traceback)
   if not ok then
     table.insert(results.failed, { name = "suite " .. suite, error = err })

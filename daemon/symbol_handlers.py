@@ -1,0 +1,121 @@
+"""Definitions by name, a file's outline and code like a location's
+(docs/protocol.md): ``ctxls/symbols``, ``ctxls/outline``, ``ctxls/similar``
+(``ctxls/related`` is the import graph's), and the LSP's
+``workspace/symbol`` and ``textDocument/documentSymbol``, all answered by
+the engine's symbol functions (index/symbols.py). Thin: check params, one
+engine call per folder, convert."""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from ctxls.daemon import wire
+from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
+from ctxls.index.engine import Engine
+from ctxls.index.errors import InvalidParams, OutsideRoot
+from ctxls.index.symbols import MATCHES, Definition
+
+# workspace/symbol answers at most this many definitions.
+WORKSPACE_SYMBOLS_N = 100
+
+
+# -- custom requests --------------------------------------------------------------------------
+
+@rpc("ctxls/symbols")
+def symbols(ls: CtxlsServer, params: wire.Params) -> dict:
+    query = params.str("query", required=True)
+    match = params.str("match") or "fuzzy"
+    kind = params.raw.get("kind")
+    kinds = [kind] if isinstance(kind, str) else params.str_list("kind")
+    limit = params.int("limit", 50)
+    found: list[tuple[Engine, Definition]] = []
+    for engine in ls.workspaces.all():
+        found += [(engine, d) for d in engine.symbols(query, match, kinds, limit)]
+    # Several folders: the closer match first, each folder's order kept within it.
+    found.sort(key=lambda ed: MATCHES.index(ed[1].match))
+    return {"symbols": [wire.symbol_json(d, engine.uri_for) for engine, d in found[:limit]]}
+
+
+@rpc("ctxls/outline")
+def outline(ls: CtxlsServer, params: wire.Params) -> dict:
+    engine, path = file_target(ls, params)
+    return {"path": path, "uri": engine.uri_for(path),
+            "symbols": [wire.symbol_json(d, engine.uri_for) for d in engine.outline(path)]}
+
+
+@rpc("ctxls/similar")
+def similar(ls: CtxlsServer, params: wire.Params) -> dict:
+    engine, path = file_target(ls, params)
+    line = params.int("line")
+    if line is None:
+        raise InvalidParams("line", "is required (0-based)")
+    origin, hits, mode = engine.similar(path, line, params.int("n", 10))
+    return wire.similar_json(origin, hits, mode)
+
+
+def file_target(ls: CtxlsServer, params: wire.Params) -> tuple[Engine, str]:
+    """The folder and repo-relative path a request's ``uri`` or ``path``
+    (repo-relative in some folder, or absolute) names: the folder that has
+    the file indexed, else the first whose root holds it."""
+    uri, path = params.str("uri"), params.str("path")
+    if (uri is None) == (path is None):
+        raise InvalidParams("path", "give the file as path or as uri (one of them)")
+    if uri is not None:
+        target = ls.workspaces.folder_for_uri(uri)
+        if target is None:
+            raise OutsideRoot(uri)
+        return target
+    inside: list[tuple[Engine, str]] = []
+    for engine in ls.workspaces.all() or [ls.workspaces.loose]:
+        try:
+            inside.append((engine, engine.relative(path)))
+        except OutsideRoot:
+            continue
+    if not inside:
+        raise OutsideRoot(path)
+    return next((t for t in inside if t[0].store.file_state(t[1]) is not None), inside[0])
+
+
+# -- the LSP's symbol requests ------------------------------------------------------------------
+
+def _range(definition: Definition) -> types.Range:
+    return types.Range(types.Position(definition.start_line, 0),
+                       types.Position(definition.end_line + 1, 0))
+
+
+def _name_range(definition: Definition) -> types.Range:
+    return types.Range(types.Position(definition.line, 0), types.Position(definition.line, 0))
+
+
+def _document_symbol(definition: Definition) -> types.DocumentSymbol:
+    """``definition`` with its children (at most symbols.MAX_OUTLINE_DEPTH deep)."""
+    return types.DocumentSymbol(
+        name=definition.name, detail=definition.symbol,
+        kind=SYMBOL_KINDS.get(definition.kind, types.SymbolKind.Variable),
+        range=_range(definition), selection_range=_name_range(definition),
+        children=[_document_symbol(child) for child in definition.children])
+
+
+@feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
+def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams):
+    target = ls.engine_for(params.text_document.uri)
+    if target is None:
+        return None
+    return [_document_symbol(definition) for definition in target[0].outline(target[1])] or None
+
+
+@feature(types.WORKSPACE_SYMBOL)
+def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
+    found: list[types.SymbolInformation] = []
+    if not params.query.strip():
+        return found  # every definition of the workspace is no answer to nothing
+    for engine in ls.workspaces.all():
+        # An engine error (the first index still running, a query too long)
+        # is answered with its code by the router.
+        for definition in engine.symbols(params.query, "fuzzy", None, WORKSPACE_SYMBOLS_N):
+            found.append(types.SymbolInformation(
+                name=definition.name,
+                kind=SYMBOL_KINDS.get(definition.kind, types.SymbolKind.Variable),
+                location=types.Location(engine.uri_for(definition.path), _range(definition)),
+                container_name=definition.container or definition.path))
+    return found

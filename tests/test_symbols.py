@@ -1,0 +1,394 @@
+"""Definitions at their own lines (whatever chunk packing put them in), and
+the symbol tools over them: definitions by name, a file's outline, code
+like a location's. Python, TypeScript, Go and Kotlin: every language the
+chunker reads goes through the same definition table."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from mcp import StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
+from pygls.exceptions import JsonRpcException
+
+from ctxls.index.chunker import chunk_file
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.errors import InvalidParams
+from ctxls.index.symbols import flatten
+
+from conftest import serve, write_tree
+
+# Rows are 0-based, as the protocol's.
+HELPERS_PY = (
+    "import functools\n"                      # 0
+    "\n"
+    "\n"
+    "# Cached: the table never changes.\n"    # 3
+    "@functools.lru_cache\n"                  # 4
+    "def load_table():\n"                     # 5
+    "    return {1: 2}\n"
+    "\n"
+    "\n"
+    "def clamp_ratio(x):\n"                   # 9
+    "    \"\"\"Clamp to 0..1.\"\"\"\n"
+    "    return min(max(x, 0.0), 1.0)\n"      # 11
+    "\n"
+    "\n"
+    "def scale_vector(v, k):\n"               # 14
+    "    return [k * a for a in v]\n"
+    "\n"
+    "\n"
+    "def invert_ratio(x):\n"                  # 18
+    "    return 1.0 / clamp_ratio(x)\n"       # 19
+    "\n"
+    "\n"
+    "class Meter:\n"                          # 22
+    "    unit = 'm'\n"
+    "\n"
+    "    def reading(self):\n"                # 25
+    "        return invert_ratio(0.5)\n"
+    "\n"
+    "    @property\n"                         # 28
+    "    def label(self):\n"                  # 29
+    "        return self.unit\n"              # 30
+)
+
+FILES = {
+    "calc/helpers.py": HELPERS_PY,
+    "calc/run.py": "from calc.helpers import invert_ratio\n\n\ndef main():\n    return invert_ratio(0)\n",
+    "web/cart.ts": (
+        "export interface CartLine {\n"       # 0
+        "  sku: string;\n"
+        "  quantity: number;\n"
+        "}\n"
+        "\n"
+        "export class ShoppingCart {\n"        # 5
+        "  private lines: CartLine[] = [];\n"
+        "\n"
+        "  addLine(line: CartLine): void {\n"  # 8
+        "    this.lines.push(line);\n"
+        "  }\n"
+        "\n"
+        "  totalQuantity(): number {\n"        # 12
+        "    return this.lines.reduce((n, l) => n + l.quantity, 0);\n"
+        "  }\n"
+        "}\n"
+    ),
+    "server/queue.go": (
+        "package server\n"                      # 0
+        "\n"
+        "type JobQueue struct {\n"              # 2
+        "\tjobs []string\n"
+        "}\n"
+        "\n"
+        "// Push adds a job at the end.\n"     # 6
+        "func (q *JobQueue) Push(job string) {\n"  # 7
+        "\tq.jobs = append(q.jobs, job)\n"
+        "}\n"
+        "\n"
+        "func NewJobQueue() *JobQueue {\n"      # 11
+        "\treturn &JobQueue{}\n"
+        "}\n"
+    ),
+    "app/Inventory.kt": (
+        "package app\n"                          # 0
+        "\n"
+        "class Inventory {\n"                    # 2
+        "    private val items = mutableListOf<String>()\n"
+        "\n"
+        "    fun restock(item: String) {\n"      # 5
+        "        items.add(item)\n"
+        "    }\n"
+        "}\n"
+        "\n"
+        "object Clock {\n"                       # 10
+        "    fun now(): Long = 0L\n"             # 11
+        "}\n"
+    ),
+}
+
+
+@pytest.fixture
+def engine(tmp_path: Path):
+    root = tmp_path / "proj"
+    write_tree(root, FILES)
+    engine = Engine(root, EngineOptions())
+    engine.index()
+    yield engine
+    engine.close()
+
+
+def test_a_definition_line_is_its_def_not_its_decorator_or_comment():
+    parsed = chunk_file("calc/helpers.py", HELPERS_PY)
+    by_name = {d.symbol: d for d in parsed.symbols}
+    assert (by_name["load_table"].start_line, by_name["load_table"].line) == (3, 5)
+    assert (by_name["Meter.label"].start_line, by_name["Meter.label"].line) == (28, 29)
+    assert (by_name["Meter"].line, by_name["Meter"].body_end) == (22, 30)
+    go = {d.symbol: d for d in chunk_file("server/queue.go", FILES["server/queue.go"]).symbols}
+    assert (go["JobQueue.Push"].start_line, go["JobQueue.Push"].line) == (6, 7)
+
+
+def test_small_definitions_packed_together_are_hits_of_their_own(engine: Engine):
+    packed = chunk_file("calc/helpers.py", HELPERS_PY).chunks
+    holder = next(c for c in packed if "clamp_ratio" in c.names)
+    assert holder.symbol != "clamp_ratio" or len(holder.names) > 1  # packing still joins them
+    for query in ("clamp_ratio", "where is clamp_ratio defined"):
+        hit = next(h for h in engine.recall(query, ["code"]).hits_by_kind["code"]
+                   if h.path == "calc/helpers.py")
+        assert (hit.symbol, hit.start_line, hit.end_line) == ("clamp_ratio", 9, 11), query
+        assert [d.symbol for d in hit.definitions] == ["clamp_ratio"]
+    # A query that names no definition keeps the chunk, listing all it holds.
+    hit = next(h for h in engine.recall("ratio vector", ["code"]).hits_by_kind["code"]
+               if h.path == "calc/helpers.py" and h.start_line <= 9 <= h.end_line)
+    assert {"clamp_ratio", "scale_vector"} <= {d.symbol for d in hit.definitions}
+    assert all(hit.start_line <= d.line <= hit.end_line for d in hit.definitions)
+    body = engine.recall("scale_vector", ["code"], body=True).hits_by_kind["code"][0]
+    assert body.symbol == "scale_vector" and body.body == (
+        "def scale_vector(v, k):\n    return [k * a for a in v]")
+
+
+def test_a_function_typed_below_a_method_is_its_own_hit(engine: Engine):
+    engine.set_buffer("calc/helpers.py", HELPERS_PY + "\n\ndef fresh_helper():\n    return 3\n")
+    hit = engine.recall("fresh_helper", ["code"]).hits_by_kind["code"][0]
+    assert (hit.symbol, hit.start_line, hit.end_line) == ("fresh_helper", 33, 34)
+    assert [(d.symbol, d.line) for d in engine.symbols("fresh_helper", "exact")] == [("fresh_helper", 33)]
+
+
+def test_locate_names_the_innermost_frame_function_at_its_own_lines(engine: Engine):
+    trace = ('Traceback (most recent call last):\n'
+             '  File "calc/run.py", line 5, in main\n'
+             '    return invert_ratio(0)\n'
+             '  File "calc/helpers.py", line 20, in invert_ratio\n'
+             '    return 1.0 / clamp_ratio(x)\n'
+             'ZeroDivisionError: float division by zero\n')
+    located = {f.path: f for f in engine.locate(trace)}
+    refs = [(c.symbol, c.start_line, c.end_line) for c in located["calc/helpers.py"].chunks]
+    assert ("invert_ratio", 18, 19) in refs
+    ref = next(c for c in located["calc/helpers.py"].chunks if c.symbol == "invert_ratio")
+    assert ref.end_character == len("    return 1.0 / clamp_ratio(x)")
+
+
+def test_definitions_by_name_match_exact_prefix_substring_fuzzy(engine: Engine):
+    def found(query, match="fuzzy", **kw):
+        return [(d.symbol, d.path, d.line, d.match) for d in engine.symbols(query, match, **kw)]
+
+    assert found("Push", "exact") == [("JobQueue.Push", "server/queue.go", 7, "exact")]
+    assert found("ShoppingCart.addLine", "exact") == [("ShoppingCart.addLine", "web/cart.ts", 8, "exact")]
+    assert found("restock", "exact") == [("Inventory.restock", "app/Inventory.kt", 5, "exact")]
+    assert [s for s, *_ in found("total", "prefix")] == ["ShoppingCart.totalQuantity"]
+    assert found("ratio", "prefix") == []
+    assert [s for s, *_ in found("ratio", "substring")] == ["clamp_ratio", "invert_ratio"]
+    # Fuzzy: the letters in order, closer matches first.
+    fuzzy = found("invrt")
+    assert fuzzy[0][:1] == ("invert_ratio",) and fuzzy[0][3] == "fuzzy"
+    closest = found("jobqueue")  # any case
+    assert closest[0] == ("JobQueue", "server/queue.go", 2, "exact")
+    assert {(s, m) for s, _, _, m in closest[1:]} == {("JobQueue.Push", "substring"),
+                                                       ("NewJobQueue", "substring")}
+    # Kinds and containers.
+    kinds = {d.symbol: (d.kind, d.container) for d in engine.symbols("now", "exact")}
+    assert kinds == {"Clock.now": ("method", "Clock")}
+    assert [d.symbol for d in engine.symbols("Inventory", "exact", kinds=["class"])] == ["Inventory"]
+    with pytest.raises(InvalidParams) as err:
+        engine.symbols("x", "sounds-like")
+    assert err.value.param == "match"
+    with pytest.raises(InvalidParams):
+        engine.symbols("   ")
+
+
+def test_outline_nests_definitions_with_their_lines(engine: Engine):
+    tree = engine.outline("calc/helpers.py")
+    assert [(d.symbol, d.line) for d in tree] == [("load_table", 5), ("clamp_ratio", 9),
+                                                    ("scale_vector", 14), ("invert_ratio", 18),
+                                                    ("Meter", 22)]
+    meter = tree[-1]
+    assert (meter.start_line, meter.end_line) == (22, 30)
+    assert [(c.name, c.kind, c.start_line, c.line, c.end_line) for c in meter.children] == [
+        ("reading", "method", 25, 25, 26), ("label", "method", 28, 29, 30)]
+    ts = engine.outline("web/cart.ts")
+    assert [(d.symbol, [c.name for c in d.children]) for d in ts] == [
+        ("CartLine", []), ("ShoppingCart", ["addLine", "totalQuantity"])]
+    kotlin = engine.outline("app/Inventory.kt")
+    assert [(d.name, d.kind, [c.name for c in d.children]) for d in kotlin] == [
+        ("Inventory", "class", ["restock"]), ("Clock", "object", ["now"])]
+    go = [d.symbol for d in flatten(engine.outline("server/queue.go"))]
+    assert go == ["JobQueue", "JobQueue.Push", "NewJobQueue"]
+    assert engine.outline("missing.py") == []
+
+
+def test_related_code_by_identifiers_excludes_itself(engine: Engine):
+    origin, hits, mode = engine.similar("calc/helpers.py", 19)
+    assert mode == "lexical"
+    assert origin.path == "calc/helpers.py" and origin.start_line <= 19 <= origin.end_line
+    assert hits and all(not (h.path == origin.path and h.start_line <= origin.end_line
+                             and origin.start_line <= h.end_line) for h in hits)
+    # The other callers of invert_ratio (packing put the first in the origin's chunk).
+    assert [(h.path, h.symbol) for h in hits[:2]] == [("calc/helpers.py", "Meter.reading"),
+                                                      ("calc/run.py", "main")]
+    assert engine.similar("calc/helpers.py", 999) == (None, [], "lexical")
+    with pytest.raises(InvalidParams):
+        engine.similar("calc/helpers.py", -1)
+
+
+def test_related_code_by_vectors_when_there_are_some(tmp_path: Path):
+    root = tmp_path / "vec"
+    write_tree(root, FILES)
+    engine = Engine(root, EngineOptions(embeddings=True))
+    try:
+        engine.index()
+        engine.embed_pending()
+        origin, hits, mode = engine.similar("web/cart.ts", 9, n=3)
+        assert mode == "semantic" and origin.symbol == "ShoppingCart.addLine"
+        assert len(hits) == 3 and all(h.path != "web/cart.ts" or h.start_line > origin.end_line
+                                      or h.end_line < origin.start_line for h in hits)
+        assert hits == sorted(hits, key=lambda h: -h.score)
+    finally:
+        engine.close()
+
+
+# -- the clients: LSP, CLI, MCP -------------------------------------------------------------------
+
+@pytest.fixture
+def proj(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    write_tree(root, FILES)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    return root
+
+
+async def test_lsp_symbols_outline_and_similar(proj: Path):
+    async with serve(proj) as s:
+        await s.wait_indexed()
+        outline = await s.client.text_document_document_symbol_async(types.DocumentSymbolParams(
+            text_document=types.TextDocumentIdentifier(uri=s.uri("calc/helpers.py"))))
+        meter = next(sym for sym in outline if sym.name == "Meter")
+        label = next(c for c in meter.children if c.name == "label")
+        # The name's line (not the decorator's) is selected; the range holds the decorator.
+        assert (label.selection_range.start.line, label.range.start.line) == (29, 28)
+        assert (meter.range.start.line, meter.range.end.line) == (22, 31)  # its members inside
+        load = next(sym for sym in outline if sym.name == "load_table")
+        assert (load.selection_range.start.line, load.range.start.line) == (5, 3)
+
+        found = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="restock"))
+        assert [(sym.name, sym.container_name, sym.kind, sym.location.uri, sym.location.range.start.line)
+                for sym in found] == [("restock", "Inventory", types.SymbolKind.Method,
+                                       s.uri("app/Inventory.kt"), 5)]
+
+        named = await s.request("ctxls/symbols", {"query": "push", "match": "exact"})
+        assert [(d["symbol"], d["name"], d["container"], d["kind"], d["line"], d["startLine"],
+                 d["endLine"], d["match"], d["uri"]) for d in named["symbols"]] == [
+            ("JobQueue.Push", "Push", "JobQueue", "method", 7, 6, 9, "exact", s.uri("server/queue.go"))]
+        by_kind = await s.request("ctxls/symbols", {"query": "a", "match": "substring",
+                                                    "kind": "interface"})
+        assert [d["symbol"] for d in by_kind["symbols"]] == ["CartLine"]
+
+        tree = await s.request("ctxls/outline", {"uri": s.uri("web/cart.ts")})
+        assert tree["path"] == "web/cart.ts"
+        cart = tree["symbols"][1]
+        assert (cart["symbol"], [c["name"] for c in cart["children"]]) == (
+            "ShoppingCart", ["addLine", "totalQuantity"])
+        assert (await s.request("ctxls/outline", {"path": "web/cart.ts"})) == tree
+
+        similar = await s.request("ctxls/similar", {"path": "calc/helpers.py", "line": 19})
+        assert similar["origin"]["chunk"]["symbol"] == "invert_ratio"
+        assert [h["chunk"]["symbol"] for h in similar["hits"][:2]] == ["Meter.reading", "main"]
+        assert similar["mode"] == "lexical"
+
+        # A recall hit lists the definitions its chunk holds.
+        hits = (await s.request("ctxls/recall", {"query": "clamp_ratio", "kind": "code"}))["hits"]
+        assert hits[0]["chunk"] == {"symbol": "clamp_ratio", "startLine": 9, "endLine": 11}
+        assert hits[0]["definitions"] == [{"symbol": "clamp_ratio", "kind": "function",
+                                           "startLine": 9, "endLine": 11, "line": 9}]
+
+        for method, params, param in (("ctxls/symbols", {"query": "x", "match": "soundex"}, "match"),
+                                      ("ctxls/symbols", {"query": ""}, "query"),
+                                      ("ctxls/similar", {"path": "calc/helpers.py"}, "line"),
+                                      ("ctxls/outline", {}, "path")):
+            with pytest.raises(JsonRpcException) as err:
+                await s.request(method, params)
+            assert err.value.code == -32602 and param in err.value.message, (method, err.value.message)
+        with pytest.raises(JsonRpcException) as err:
+            await s.request("ctxls/outline", {"path": "../elsewhere.py"})
+        assert err.value.code == -32004
+
+
+def ctxls(root: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ctxls.daemon.cli", *args, "--color", "never"],
+                          capture_output=True, text=True, timeout=120, cwd=cwd or root)
+
+
+def test_cli_symbols_outline_related(proj: Path):
+    assert subprocess.run([sys.executable, "-m", "ctxls.daemon.cli", "index", str(proj)],
+                          capture_output=True, timeout=120).returncode == 0
+    found = ctxls(proj, "symbols", "clamp")
+    assert found.returncode == 0
+    assert found.stdout.splitlines() == ["calc/helpers.py:10  function  clamp_ratio  lines 10-12, prefix"]
+    as_json = json.loads(ctxls(proj, "symbols", "now", "--match", "exact", "--json").stdout)
+    assert [(d["symbol"], d["line"]) for d in as_json["symbols"]] == [("Clock.now", 11)]
+    missing = ctxls(proj, "symbols", "zzqx", "--match", "exact")
+    assert (missing.returncode, missing.stdout) == (1, "no definitions found\n")
+
+    outline = ctxls(proj, "outline", "helpers.py", cwd=proj / "calc")  # typed from a subfolder
+    assert outline.returncode == 0, outline.stderr
+    lines = outline.stdout.splitlines()
+    assert lines[0] == "calc/helpers.py"
+    assert "    30: method label  (29-31)" in lines  # nested in Meter: its name's line first
+    assert ctxls(proj, "outline", "calc/run.py", "--json").returncode == 0
+    unknown = ctxls(proj, "outline", "calc/nosuch.py")
+    assert (unknown.returncode, unknown.stdout) == (1, "no definitions in calc/nosuch.py\n")
+
+    related = ctxls(proj, "related", "calc/helpers.py:20", "-n", "2")
+    assert related.returncode == 0, related.stderr
+    assert related.stdout.splitlines()[0] == "like calc/helpers.py:19-20  invert_ratio (by its identifiers):"
+    assert related.stdout.splitlines()[1:] == ["     0.127  calc/helpers.py:26-31  Meter.reading",
+                                               "     0.100  calc/run.py:1-5  main"]
+    bad = ctxls(proj, "related", "calc/helpers.py")
+    assert bad.returncode == 2 and "PATH:LINE" in bad.stderr
+    nothing = ctxls(proj, "related", "calc/helpers.py:400")
+    assert (nothing.returncode, nothing.stdout) == (1, "no indexed code at that line\n")
+
+
+async def test_mcp_find_symbol_outline_related(proj: Path):
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "ctxls.daemon.cli", "mcp", "--root", str(proj)],
+                                   env={**os.environ, "CTXLS_LOG": "ERROR"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+            assert {"find_symbol", "outline", "related"} <= set(tools)
+            assert tools["find_symbol"].annotations.read_only_hint is True
+
+            async def call(name: str, arguments: dict):
+                deadline = asyncio.get_running_loop().time() + 60
+                while True:  # the hosted engine's first index may still run (-32011)
+                    result = await session.call_tool(name, arguments)
+                    if not (result.is_error and "-32011" in result.content[0].text):
+                        return result
+                    assert asyncio.get_running_loop().time() < deadline
+                    await asyncio.sleep(0.2)
+
+            found = await call("find_symbol", {"name": "ShoppingCart.total", "match": "prefix"})
+            assert found.content[0].text == (
+                "web/cart.ts:13  method    ShoppingCart.totalQuantity  lines 13-15, prefix")
+            typed = await call("find_symbol", {"name": "queue", "kind": ["struct"], "format": "json"})
+            assert [d["symbol"] for d in typed.structured_content["symbols"]] == ["JobQueue"]
+            none = await call("find_symbol", {"name": "zzqx"})
+            assert none.content[0].text == "no definitions found" and not none.is_error
+
+            outline = await call("outline", {"path": "app/Inventory.kt"})
+            assert outline.content[0].text.splitlines()[:3] == [
+                "app/Inventory.kt", "  3: class Inventory  (3-9)", "    6: method restock  (6-8)"]
+
+            related = await call("related", {"path": "calc/helpers.py", "line": 20, "n": 2})
+            assert related.content[0].text.startswith("like calc/helpers.py:19-20  invert_ratio")
+            bad = await call("related", {"path": "calc/helpers.py", "line": 0})
+            assert bad.is_error
