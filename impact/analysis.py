@@ -10,7 +10,7 @@ proximity to the file the request comes from); the best one is the answer's
 own fields, every one is in ``per_definition``.
 
 Callers come confirmed first, then the unconfirmed ones most likely first
-(``resolve.UNCONFIRMED_REASONS``), at most ``MAX_UNCONFIRMED_LISTED``: the
+(``resolved.UNCONFIRMED_REASONS``), at most ``MAX_UNCONFIRMED_LISTED``: the
 rest are counted by reason, never silently dropped.
 
 Work, not time: the confirmation parses at most ``callers.Limits`` files
@@ -35,7 +35,8 @@ from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
 from .callers import Caller, Limits, References, find_references
 from .index_view import Definition
-from .resolve import UNCONFIRMED_REASONS, Resolver, Targets, Verdict
+from .resolve import Resolver
+from .resolved import UNCONFIRMED_REASONS, Targets, Verdict
 from .risk import Evidence, assess, is_peripheral_path
 from .syntax import SourceCache, Span
 
