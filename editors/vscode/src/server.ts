@@ -54,10 +54,18 @@ export class CtxlsServer implements vscode.Disposable {
         initializationOptions: launch.initializationOptions,
         outputChannel: this.outputChannel,
         middleware: {
+          // The status bar item shows it. The client's own handler would draw a
+          // second, window progress item beside it (which pushed the cursor
+          // position off the status bar): it only gets the end, which releases
+          // its bookkeeping for the token without drawing anything.
           handleWorkDoneProgress: (token, value, next) => {
-            this.progressEmitter.fire({ token, value });
-            // The client's own window progress indicator still shows it too.
-            next(token, value);
+            // A stopped client's last reports must not outlive it on the bar.
+            if (this.client === client) {
+              this.progressEmitter.fire({ token, value });
+            }
+            if (value.kind === 'end') {
+              next(token, value);
+            }
           },
         },
       },
