@@ -151,10 +151,11 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     failed = [s for s in result["steps"] if not s["ok"]]
     assert not failed, f"{report}\n\noutput channel:\n{result['output']}\nscreenshots: {shots}"
     names = [s["name"] for s in result["steps"]]
-    assert len(names) == 10, names  # every step ran
+    assert len(names) == 11, names  # every step ran
     steps = {s["name"]: s["detail"] for s in result["steps"]}
     assert "caller" in steps["first code lens"]
-    assert "indexed" in steps["status bar says indexed"]
+    assert "ctxls ready · 5 files" in steps["status bar says ready"]
+    assert "ctxls ready" in steps["a restart ends ready again"]
     assert steps["recall from the palette opens the picked hit at its line"] == "pkg/session.py line 16"
     assert "Session.request" in steps["impact of the symbol under the cursor fills the tree"]
     # The same numbers as Neovim shows for the same symbol (tests/test_nvim_plugin.py).
@@ -165,3 +166,31 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     assert "pkg/session.py" in located and "frame" in located
     found = steps["an unsaved edit is found by recall"]
     assert "typed_unsaved_marker" in found or "retry.py" in found
+
+
+def test_one_status_bar_item_while_indexing_then_lenses_count(tmp_path: Path) -> None:
+    """A first index long enough to watch (2,400 more files): the status bar has
+    one ctxls item (the language client's own progress item is not drawn
+    beside it) and keeps the cursor position; it ends "ready", and the lens
+    of the open file, resolved while indexing ("indexing…"), then counts."""
+    requirements()
+    repo = tmp_path / "repo"
+    write_tree(repo, SAMPLE_FILES | {
+        f"gen/m{n}.py": "".join(f"def f{n}_{k}(x):\n    return x + {k}\n\n\n" for k in range(20))
+        for n in range(2400)})
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    vsix = build_vsix(tmp_path)
+    server = Path(sys.executable).with_name("ctxls")
+    with code_server(repo, tmp_path / "home", vsix, {"ctxls.serverPath": str(server),
+                                                     "ctxls.embeddings": False}) as url:
+        result = drive(url, "pkg/session.py:16", shots, "progress")
+    report = "\n".join(f"{'ok ' if s['ok'] else 'FAIL'} {s['name']}: {s['detail']}" for s in result["steps"])
+    print(report, result["timings"])
+    assert not [s for s in result["steps"] if not s["ok"]], f"{report}\nscreenshots: {shots}"
+    steps = {s["name"]: s["detail"] for s in result["steps"]}
+    watched = steps["one status bar item while indexing, then ready"]
+    assert "indexing" in watched and "ctxls ready · 2,405 files" in watched, watched
+    assert "lenses seen: " in watched and "indexing…" in watched.split("lenses seen: ")[1], watched
+    assert "caller" in steps["the lens counts callers once ready"]
