@@ -12,7 +12,11 @@ set -euo pipefail
 E2E="$(mkdir -p "$1" && cd "$1" && pwd)"
 # any rg 13+ (the ripgrep wheel's), to seed @vscode/ripgrep's download cache
 RG="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
-PATH="$("$3" "$(dirname "$0")/../node_bin.py"):$PATH"
+NODE_BIN="$("$3" "$(dirname "$0")/../node_bin.py")"
+PATH="$NODE_BIN:$PATH"
+# node-gyp builds code-server's native modules against the wheel's own headers
+# (include/node), instead of downloading them.
+export npm_config_nodedir="$(cd "$(dirname "$(readlink -f "$NODE_BIN/node")")/.." && pwd)"
 CODE_SERVER_VERSION=4.100.3
 rm -f "$E2E/skip-reason"
 skip() { echo "$*" > "$E2E/skip-reason"; echo "vscode e2e: $*" >&2; exit 0; }
