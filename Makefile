@@ -33,10 +33,11 @@ install-test: $(VENV)/.installed-test
 run: install
 	$(BIN)/ctxls serve --root "$(REPO)" --example "$(QUERY)" --socket "$(SOCKET)"
 
-# chromium (apt-get, as root), code-server and puppeteer-core for
+# chromium and build headers (apt-get, as root only: README "Tests"),
+# code-server and puppeteer-core (with the test extra's Node.js wheel) for
 # tests/test_vscode_e2e.py; cached, so a re-run takes seconds.
 e2e-deps: install-test
-	tests/vscode/setup.sh "$(E2E)" "$(BIN)/rg"
+	tests/vscode/setup.sh "$(E2E)" "$(BIN)/rg" "$(BIN)/python"
 
 test: install-test e2e-deps
 	$(BIN)/python -m pytest -q

@@ -21,7 +21,6 @@ import itertools
 import logging
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -44,7 +43,7 @@ from ctxls.index.engine import Engine, Hit, RecallResult
 from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
 from ctxls.index.indexer import Cancelled, IndexStats
 from ctxls.index.scopes import Scope, resolve_scope
-from ctxls.index.semantic import embedding_progress_text
+from ctxls.index.semantic import EmbeddingEta
 
 log = logging.getLogger(__name__)
 
@@ -250,20 +249,18 @@ class CtxlsServer(LanguageServer):
             await self.work_done_progress.create_async(token)
         except Exception:
             return
-        total, first_vectors, started = status["pending"], status["vectors"], time.monotonic()
+        total, first_vectors, eta = status["pending"], status["vectors"], EmbeddingEta()
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title="ctxls: embedding", message=embedding_progress_text(0, total, 0.0),
-            percentage=0))
+            title="ctxls: embedding", message=eta.text(0, total), percentage=0))
         while not self.stopping.is_set() and engine.semantic and engine.semantic.failed is None:
             status = await asyncio.to_thread(engine.status)
             done, pending = max(status["vectors"] - first_vectors, 0), status["pending"]
             if pending == 0:
                 break
             total = max(total, done + pending)  # edits may add chunks meanwhile
-            rate = done / max(time.monotonic() - started, 1e-6)
             fast = status["embeddings"].get("serving") == "fast"
             self.work_done_progress.report(token, types.WorkDoneProgressReport(
-                message=embedding_progress_text(done, total, rate)
+                message=eta.text(done, total)
                 + ("; the fast tier answers meanwhile" if fast else ""),
                 percentage=int(done * 100 / max(total, 1))))
             await asyncio.sleep(2.0)

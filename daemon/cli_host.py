@@ -24,6 +24,7 @@ class Progress:
     def __init__(self, enabled: bool):
         self.enabled = enabled
         self._shown = False
+        self._eta = None  # the embedding pass's (EmbeddingEta), once one runs
 
     @classmethod
     def for_args(cls, args: argparse.Namespace) -> "Progress":
@@ -37,10 +38,12 @@ class Progress:
     def files(self, done: int, total: int) -> None:
         self.show(f"indexing: {done}/{total} files")
 
-    def chunks(self, done: int, total: int, rate: float) -> None:
-        from ctxls.index.semantic import embedding_progress_text  # numpy: only when embedding here
+    def chunks(self, done: int, total: int) -> None:
+        if self._eta is None:
+            from ctxls.index.semantic import EmbeddingEta  # numpy: only when embedding here
 
-        self.show(embedding_progress_text(done, total, rate))
+            self._eta = EmbeddingEta()
+        self.show(self._eta.text(done, total))
 
     def clear(self) -> None:
         if self._shown:
@@ -110,7 +113,6 @@ def cmd_index(args):
 
 def _wait_for_daemon_embedding(access, progress: Progress) -> int:
     """`index --embed` with a daemon: its worker embeds; wait until it is done."""
-    started = time.monotonic()
     first = access.request("ctxls/status", {})
     total, before = first.get("pending", 0), first.get("vectors", 0)
     while True:
@@ -120,7 +122,7 @@ def _wait_for_daemon_embedding(access, progress: Progress) -> int:
                 or (status.get("embeddings") or {}).get("error"):
             return max(done, 0)
         total = max(total, done + status.get("pending", 0))
-        progress.chunks(max(done, 0), total, max(done, 0) / max(time.monotonic() - started, 1e-6))
+        progress.chunks(max(done, 0), total)
         time.sleep(0.5)
 
 

@@ -204,27 +204,54 @@ def watch_text(watch: dict | None) -> str:
     return "starting"
 
 
+# What each kind of mention is (ctxls.impact.callers._classify): occurrences
+# of the name that are not call sites.
+MENTION_KINDS = {"string": "in strings", "comment": "in comments", "text": "in files without a parser",
+                 "import": "in imports", "definition": "other definitions' names",
+                 "binding": "assigned", "elsewhere": "naming another symbol",
+                 "other": "inside other words", "unchecked": "on lines left unchecked"}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _more(noun: str, past_limit: int, counted_only: int, why: str) -> str | None:
+    """`… 12 more callers: 9 past -n (raise it to see them), 3 counted only
+    (...)`: what a section leaves out, every part a count of its own."""
+    if not past_limit + counted_only:
+        return None
+    parts = ([f"{past_limit} past -n (raise it to see them)"] if past_limit else []) \
+        + ([f"{counted_only} counted only ({why})"] if counted_only else [])
+    return f"  … {past_limit + counted_only} more {noun}: {', '.join(parts)}"
+
+
 def impact_lines(impact: dict, limit: int, style: Style) -> list[str]:
+    """The CLI's (and MCP's text) impact answer. Every count is derivable
+    from the others: callers listed + the "more callers" line = confirmed +
+    unconfirmed; the mentions line adds up to the mentions; -n bounds each
+    list (other definitions, callers, callees)."""
     confirmed, unconfirmed = impact["confirmed"], impact.get("unconfirmed", 0)
     mentions = impact["mentions"]
     lines = [f"{style.symbol(impact['symbol'])}: risk {impact['risk']}, "
-             f"{confirmed} confirmed caller{'' if confirmed == 1 else 's'}"
-             + (f" (+{unconfirmed} unconfirmed)" if unconfirmed else "")
-             + f", {mentions} mention{'' if mentions == 1 else 's'}, "
-             f"complexity {impact['complexity']}"]
+             f"{_plural(confirmed, 'confirmed caller')}, {unconfirmed} unconfirmed, "
+             f"{_plural(mentions, 'other mention')} (not calls), complexity {impact['complexity']}"]
     matched = impact.get("definitionsMatched", 1)
 
     def where(location: dict) -> str:
-        return (f"{style.path(location['path'])}:"
-                f"{style.line(str(location['range']['start']['line'] + 1))}  "
-                f"{location.get('symbol') or ''}")
+        line = (location.get("selectionRange") or location["range"])["start"]["line"] + 1
+        return f"{style.path(location['path'])}:{style.line(str(line))}  {location.get('symbol') or ''}"
 
     for definition in impact.get("definitions", []):
         lines.append(f"  definition  {where(definition)}"
-                     + (f"  (best of {matched} matches)" if matched > 1 else ""))
-    for other in impact.get("perDefinition", [])[1:]:
+                     + (f"  (best of {matched} definitions)" if matched > 1 else ""))
+    others = impact.get("perDefinition", [])[1:]
+    for other in others[:limit]:
         lines.append(f"  other       {where(other['definition'])}  {other['confirmed']} confirmed, "
                      f"{other['unconfirmed']} unconfirmed, risk {other['risk']}")
+    shown_others = min(limit, len(others))
+    lines.append(_more("definitions", len(others) - shown_others, max(matched - 1 - len(others), 0),
+                       "answered for the first ones only"))
     callers, callees = impact.get("callers", []), impact.get("callees", [])
     for caller in callers[:limit]:
         start = caller["range"]["start"]["line"] + 1
@@ -232,18 +259,21 @@ def impact_lines(impact: dict, limit: int, style: Style) -> list[str]:
                 else style.dim(f"  (unconfirmed: {caller.get('reason', 'unknown')})"))
         lines.append(f"  caller  {style.path(caller['path'])}:{style.line(str(start))}  "
                      f"{caller.get('symbol') or ''}{mark}".rstrip())
-    if impact.get("unconfirmedOmitted"):
-        reasons = ", ".join(f"{reason} {n}" for reason, n in impact.get("unconfirmedReasons", {}).items())
-        lines.append(f"  ... {impact['unconfirmedOmitted']} more unconfirmed not listed ({reasons})")
+    listed_callers = min(limit, len(callers))
+    reasons = ", ".join(f"{reason} {n}" for reason, n in impact.get("unconfirmedReasons", {}).items())
+    lines.append(_more("callers", len(callers) - listed_callers, impact.get("unconfirmedOmitted", 0),
+                       f"unconfirmed by reason: {reasons}"))
     for callee in callees[:limit]:
-        places = ", ".join(f"{d['path']}:{d['range']['start']['line'] + 1}"
+        places = ", ".join(f"{d['path']}:{(d.get('selectionRange') or d['range'])['start']['line'] + 1}"
                            for d in callee.get("definitions", []))
         lines.append(f"  callee  {callee['symbol']}" + (f"  {places}" if places else ""))
-    hidden = max(len(callers) - limit, 0) + max(len(callees) - limit, 0)
-    if hidden:
-        lines.append(style.dim(f"  … {hidden} more (raise -n to see them)"))
+    lines.append(_more("callees", len(callees) - min(limit, len(callees)), 0, ""))
+    kinds = impact.get("mentionKinds", {})
+    if kinds:
+        lines.append(f"  mentions  {mentions}: " + ", ".join(
+            f"{n} {MENTION_KINDS.get(kind, kind)}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1])))
     lines.extend(f"  hedge   {h}" for h in impact.get("hedges", []))
-    return lines
+    return [line for line in lines if line is not None]
 
 
 def past_end_text(item: dict | None) -> str | None:

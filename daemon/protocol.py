@@ -156,6 +156,14 @@ class CtxlsProtocol(LanguageServerProtocol):
                                 {"param": param})
             return ANSWERED
 
+    def _handle_cancel_notification(self, msg_id: Any) -> None:
+        """pygls's, without its warning: LSP says a `$/cancelRequest` for a
+        request already answered (the usual race: an editor cancels a code
+        lens resolve that just finished) or never seen is simply ignored."""
+        future = self._request_futures.pop(msg_id, None)
+        if future is not None and future.cancel():
+            log.debug("cancelled request %r", msg_id)
+
     def handle_message(self, message: Any) -> None:
         if message is ANSWERED:
             return

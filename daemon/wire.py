@@ -316,11 +316,15 @@ def span_json(span: Span) -> dict:
 
 
 def definition_json(definition: Definition, uri_for: Callable[[str], str]) -> dict:
-    """A Location: the definition's whole lines (the range ends where the next line starts)."""
-    return {"path": definition.path, "uri": uri_for(definition.path),
-            "range": {"start": {"line": definition.start_line, "character": 0},
-                      "end": {"line": definition.end_line + 1, "character": 0}},
-            "symbol": definition.symbol, "symbolKind": definition.symbol_kind}
+    """A Location: the definition's whole lines (the range ends where the next line starts);
+    ``selectionRange``: its name, where known (below decorators and comments)."""
+    out = {"path": definition.path, "uri": uri_for(definition.path),
+           "range": {"start": {"line": definition.start_line, "character": 0},
+                     "end": {"line": definition.end_line + 1, "character": 0}},
+           "symbol": definition.symbol, "symbolKind": definition.symbol_kind}
+    if definition.name_span is not None:
+        out["selectionRange"] = span_json(definition.name_span)
+    return out
 
 
 def callers_summary(confirmed: int, unconfirmed: int) -> str:

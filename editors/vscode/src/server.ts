@@ -6,6 +6,7 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { LanguageClient, State, TransportKind, type ProgressToken } from 'vscode-languageclient/node';
 
+import { cleanExitAsInfo } from './core/clientLog';
 import type { MethodName, WorkDoneProgressValue } from './core/protocol';
 import { buildServerLaunch, scopeParam, SETTING_KEYS, type RawSettings, type ServerLaunch } from './core/settings';
 
@@ -52,12 +53,20 @@ export class CtxlsServer implements vscode.Disposable {
         // Every file: the server decides what it indexes (`include`/`exclude`).
         documentSelector: [{ scheme: 'file' }],
         initializationOptions: launch.initializationOptions,
-        outputChannel: this.outputChannel,
+        outputChannel: clientChannel(this.outputChannel),
         middleware: {
+          // The status bar item shows it. The client's own handler would draw a
+          // second, window progress item beside it (which pushed the cursor
+          // position off the status bar): it only gets the end, which releases
+          // its bookkeeping for the token without drawing anything.
           handleWorkDoneProgress: (token, value, next) => {
-            this.progressEmitter.fire({ token, value });
-            // The client's own window progress indicator still shows it too.
-            next(token, value);
+            // A stopped client's last reports must not outlive it on the bar.
+            if (this.client === client) {
+              this.progressEmitter.fire({ token, value });
+            }
+            if (value.kind === 'end') {
+              next(token, value);
+            }
           },
         },
       },
@@ -142,6 +151,19 @@ export class CtxlsServer implements vscode.Disposable {
     this.progressEmitter.dispose();
     this.stateEmitter.dispose();
   }
+}
+
+/** The extension's channel, with the client's lines corrected (`cleanExitAsInfo`). */
+function clientChannel(channel: vscode.OutputChannel): vscode.OutputChannel {
+  return new Proxy(channel, {
+    get(target, property) {
+      if (property === 'appendLine') {
+        return (line: string) => target.appendLine(cleanExitAsInfo(line));
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 function readSettings(): RawSettings {

@@ -19,7 +19,8 @@ end
 
 --- The ctxls client for the current buffer; from a buffer without one (the
 --- quickfix window, a scratch buffer) the client of the previous window's
---- buffer, else any running one.
+--- buffer, else any running one. A client being stopped (:CtxRestart) comes
+--- after every other.
 ---@return vim.lsp.Client|nil
 function M.get()
   local buffers = { vim.api.nvim_get_current_buf() }
@@ -27,13 +28,19 @@ function M.get()
   if previous_window ~= 0 then
     table.insert(buffers, vim.api.nvim_win_get_buf(previous_window))
   end
-  for _, bufnr in ipairs(buffers) do
-    local attached = vim.lsp.get_clients({ name = M.name, bufnr = bufnr })[1]
-    if attached then
-      return attached
+  local stopping
+  for _, filter in ipairs(vim.list_extend(
+    vim.tbl_map(function(bufnr) return { name = M.name, bufnr = bufnr } end, buffers),
+    { { name = M.name } }
+  )) do
+    for _, client in ipairs(vim.lsp.get_clients(filter)) do
+      if not M.is_stopped(client) then
+        return client
+      end
+      stopping = stopping or client
     end
   end
-  return vim.lsp.get_clients({ name = M.name })[1]
+  return stopping
 end
 
 --- Whether `cmd`'s program can be run (found on PATH or an executable path).

@@ -142,10 +142,12 @@ function M.other_definition_qf_items(impact)
   for index, answer in ipairs(impact.perDefinition or {}) do
     if index > 1 then
       local definition = answer.definition
+      -- Its name's line (`def`), below the decorators and comments its range starts with.
+      local at = (M.present(definition.selectionRange) or definition.range).start
       table.insert(items, {
         filename = vim.uri_to_fname(definition.uri),
-        lnum = definition.range.start.line + 1,
-        col = 1,
+        lnum = at.line + 1,
+        col = M.present(definition.selectionRange) and at.character + 1 or 1,
         text = ("other definition: %s (%d confirmed, risk %s)"):format(
           M.present(definition.symbol) or "?",
           answer.confirmed,

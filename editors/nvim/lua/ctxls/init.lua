@@ -226,6 +226,7 @@ function M.restart()
   local clients = vim.lsp.get_clients({ name = client_module.name })
   for _, client in ipairs(clients) do
     client_module.stop(client)
+    progress.forget(client.id)
   end
   local function all_stopped()
     return vim.iter(clients):all(client_module.is_stopped)

@@ -1,5 +1,7 @@
 --- The server's work-done progress ($/progress: "ctxls: indexing", "ctxls:
 --- embedding"): a statusline component and one-line messages.
+local client_module = require("ctxls.client")
+
 local M = {}
 
 --- client id → { active = { [token] = { title, message, percentage } }, last = string|nil }
@@ -79,6 +81,13 @@ function M.attach(client_name, show_messages)
   })
 end
 
+--- Forget what a client reported: it was stopped (:CtxRestart), so its
+--- running tasks will never end and its last message is not the new server's.
+---@param client_id integer
+function M.forget(client_id)
+  by_client[client_id] = nil
+end
+
 --- What the server of `client` is doing, for a statusline: "ctxls: indexing
 --- 40% 12/30 files", then the last finished task ("ctxls: indexed 30 files
 --- (30 new, 0 changed)"); "ctxls: starting" before any report; "" without a client.
@@ -87,6 +96,9 @@ end
 function M.statusline(client)
   if not client then
     return ""
+  end
+  if client_module.is_stopped(client) then
+    return "ctxls: stopping"
   end
   local state = by_client[client.id]
   if not state then

@@ -102,8 +102,9 @@ export function statusView({ status, progress, error }: StatusInputs): StatusVie
   if (status.pending > 0) {
     return { text: `$(sync~spin) ctxls · ${indexed} · ${formatCount(status.pending)} pending`, tooltip: details.join('\n') };
   }
+  // Every state above ends here: indexed, embedded, nothing pending.
   const warning = status.embeddings.error === undefined ? '' : '$(warning) ';
-  return { text: `${warning}$(database) ctxls · ${indexed}`, tooltip: details.join('\n') };
+  return { text: `${warning}$(database) ctxls ready · ${plural(status.files, 'file')}`, tooltip: details.join('\n') };
 }
 
 function statusDetails(status: Status): string[] {

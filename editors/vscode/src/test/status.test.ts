@@ -86,9 +86,9 @@ describe('statusView', () => {
     assert.match(view.tooltip, /1,500 pending \(files to index, chunks to embed\)/);
   });
 
-  test('idle: counts, embeddings, root and index in the tooltip', () => {
+  test('idle: ready, with counts, embeddings, root and index in the tooltip', () => {
     const view = statusView({ status: status() });
-    assert.equal(view.text, '$(database) ctxls · 1,234 files indexed');
+    assert.equal(view.text, '$(database) ctxls ready · 1,234 files');
     assert.equal(
       view.tooltip,
       [
@@ -108,7 +108,7 @@ describe('statusView', () => {
     const failed = statusView({
       status: status({ embeddings: { enabled: false, model: '', dim: 0, error: 'model file missing' } }),
     });
-    assert.equal(failed.text, '$(warning) $(database) ctxls · 1,234 files indexed');
+    assert.equal(failed.text, '$(warning) $(database) ctxls ready · 1,234 files');
     assert.match(failed.tooltip, /Embeddings off: model file missing/);
   });
 

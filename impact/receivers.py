@@ -1,0 +1,505 @@
+"""The type of a receiver (``x`` in ``x.f()``): ``self``/``this``, locals,
+parameters' annotations, assigned values, attributes, return values."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from tree_sitter import Node
+
+from ctxls.index.languages import language_for_path
+
+from . import syntax
+from .builtin_names import BUILTIN_FUNCTIONS
+from .index_view import CLASS_KINDS
+from .resolved import EXTERNAL_REF, UNKNOWN_RECEIVER, UNKNOWN_REF, ClassId, Receiver, Ref, class_home
+from .syntax import GO, JS, PYTHON, SourceFile
+
+
+class ReceiverTypes:
+    """A part of :class:`~ctxls.impact.resolve.Resolver` (its caches live there)."""
+
+    def receiver(self, sf: SourceFile, node: Node, site: Node) -> Receiver:
+        """What the object of a member access is (``node`` is the object,
+        ``site`` the member's name)."""
+        key = (sf.path, node.id)
+        if key not in self._receivers:
+            self._receivers[key] = UNKNOWN_RECEIVER  # a value defined through itself: no cycle
+            self._receivers[key] = self._receiver(sf, node, site)
+        return self._receivers[key]
+
+    def _receiver(self, sf: SourceFile, node: Node, site: Node) -> Receiver:
+        family = sf.family
+        assert family is not None
+        kind = node.type
+        if kind == "this":
+            return self._own_class("self", sf, site)
+        if kind == "super":
+            return self._own_class("super", sf, site)
+        callee = syntax.callee_of(family, node)
+        if family is PYTHON and callee is not None and syntax.text_of(callee) == "super":
+            arguments = node.child_by_field_name("arguments")
+            first = arguments.named_child(0) if arguments is not None and arguments.named_child_count else None
+            named = self.class_of(self.bare_ref_at(sf, syntax.text_of(first), first.start_point.row)) \
+                if first is not None and syntax.is_identifier(first) else None
+            if named is not None:  # super(C, self): the bases of C, wherever it is called
+                return Receiver("super", named)
+            return self._own_class("super", sf, site)
+        if syntax.is_identifier(node):
+            name = syntax.text_of(node)
+            if family is PYTHON and name in family.self_names:
+                return self._own_class("self", sf, site)
+            if family is GO:
+                method = next((a for a in syntax.ancestors(site) if a.type == "method_declaration"), None)
+                if method is not None and syntax.go_receiver(method)[0] == name:
+                    return Receiver("self", ClassId(posixpath.dirname(sf.path), syntax.go_receiver(method)[1]))
+            local = self._local_receiver(sf, site, name)
+            if local is not None:
+                return local
+            ref = self.bare_ref_at(sf, name, site.start_point.row)
+            if family is JS and ref.kind == "unknown" and name in BUILTIN_FUNCTIONS["js"]:
+                return Receiver("external")  # Object.defineProperty, Reflect.get, console.log
+            return self._receiver_of(ref)
+        if family is PYTHON and kind == "attribute":
+            owner, attribute = node.child_by_field_name("object"), node.child_by_field_name("attribute")
+            if owner is not None and attribute is not None and syntax.text_of(owner) in family.self_names:
+                held = self._self_attribute(sf, site, syntax.text_of(attribute))
+                if held is not None:  # self.engine.step(), self.engine = Engine() in the class
+                    return held
+            elif owner is not None and attribute is not None:
+                holder = self.receiver(sf, owner, attribute)
+                if holder.kind == "instance" and holder.cls is not None:  # x.engine.step(), x an Engine holder
+                    held = self._member_attribute(holder.cls, syntax.text_of(attribute))
+                    if held is not None:
+                        return held
+        if family is JS and kind == "member_expression":
+            owner, attribute = node.child_by_field_name("object"), node.child_by_field_name("property")
+            held = None
+            if owner is not None and attribute is not None and owner.type == "this":
+                held = self._self_attribute(sf, site, syntax.text_of(attribute))  # this.engine.step()
+            elif owner is not None and attribute is not None:
+                holder = self.receiver(sf, owner, attribute)
+                if holder.kind == "instance" and holder.cls is not None:  # car.engine.step()
+                    held = self._member_attribute(holder.cls, syntax.text_of(attribute))
+            if held is not None:
+                return held
+        if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
+            assigned = self._assigned_attribute(sf, node, site)
+            if assigned is not None:  # `sys.stdout = Buffer()` then `sys.stdout.reset()`
+                return assigned
+            return self._receiver_of(self.dotted_ref(sf, syntax.text_of(node), site.start_point.row))
+        return self._value_of(sf, node)  # C(...), new C(), T{...}, a literal
+
+    def _receiver_of(self, ref) -> Receiver:
+        """What a name or dotted name bound in the file stands for as a receiver."""
+        if ref.kind == "module":
+            return Receiver("module", module=ref.path)
+        if ref.kind == "external":
+            return Receiver("external")
+        cls = self.class_of(ref)
+        return Receiver("class", cls) if cls is not None else UNKNOWN_RECEIVER
+
+    def _own_class(self, kind: str, sf: SourceFile, site: Node) -> Receiver:
+        assert sf.family is not None
+        name, node = syntax.enclosing_class(sf.family, site)
+        if name is None:
+            return Receiver(kind)
+        if node is None:  # Go: the method's receiver type, in this package
+            return Receiver(kind, ClassId(posixpath.dirname(sf.path), name))
+        return Receiver(kind, self.class_at(sf, node), bases=tuple(self._node_bases(sf, node)))
+
+    def class_at(self, sf: SourceFile, class_node: Node) -> ClassId:
+        """The class a class node of ``sf`` declares: the innermost class span
+        of its name holding its first line; a class the index does not list
+        (nested in a function) is still this file's."""
+        name = syntax.text_of(class_node.child_by_field_name("name"))
+        row = class_node.start_point.row
+        spans = [s for s in self.spans(sf) if s.symbol_kind in CLASS_KINDS
+                 and s.symbol.rsplit(".", 1)[-1] == name and s.start_line <= row <= s.end_line]
+        symbol = max(spans, key=lambda s: s.start_line).symbol if spans else name
+        return ClassId(class_home(sf.path), symbol)
+
+    def _local_receiver(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
+        """What a variable holds when the enclosing function, else the module,
+        assigns it (None: neither does; an import or a definition decides).
+        Every binding must agree: ``x = C()`` / ``x := &C{}`` /
+        ``const x = new C()`` / ``x: C`` make an instance of C; literals,
+        ``dict()``, ``**kwargs`` make builtin values."""
+        family = sf.family
+        assert family is not None and sf.tree is not None
+        if sf.binding(name) is not None or sf.function_binding(name, site.start_point.row) is not None:
+            return None  # an import (maybe in the function) decides
+        function = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
+        module = sf.tree.root_node
+        for scope in (function, module):
+            if scope is None or (scope.id == module.id and name in self.top_level(sf)):
+                continue
+            found = self._scope_values(sf, scope, name)
+            if found:
+                return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
+        return None
+
+    def _scope_values(self, sf: SourceFile, scope: Node, name: str) -> set[Receiver]:
+        """What the bindings of ``name`` directly in ``scope`` (a function or
+        the module, not a nested function) give it."""
+        key = (sf.path, scope.id, name)
+        if key not in self._scopes:
+            family = sf.family
+            assert family is not None
+            found: set[Receiver] = set()
+            for row, start, end in sf.occurrences(name, range(scope.start_point.row, scope.end_point.row + 1)):
+                node = sf.node_at(row, start, end)
+                if node is None or not syntax.is_identifier(node):
+                    continue
+                owner = next((a for a in syntax.ancestors(node) if a.type in family.functions), None)
+                if owner is not None and node.parent is not None and node.parent.id == owner.id \
+                        and syntax.declares(family, node):
+                    # A function's own name is bound where the function is, not in it.
+                    owner = next((a for a in syntax.ancestors(owner) if a.type in family.functions), None)
+                if (owner.id if owner is not None else sf.tree.root_node.id) != scope.id:
+                    continue  # a nested function's own
+                value = self._bound_value(sf, node)
+                if value is not None:
+                    found.add(value)
+            self._scopes[key] = found
+        return self._scopes[key]
+
+    def _bound_value(self, sf: SourceFile, name_node: Node) -> Receiver | None:
+        """What binding ``name_node`` gives its name (None: not a binding)."""
+        family = sf.family
+        assert family is not None
+        parent = name_node.parent
+        if parent is None:
+            return None
+        if parent.type == "dictionary_splat_pattern" or (
+                parent.type == "list_splat_pattern" and parent.parent is not None
+                and parent.parent.type in ("parameters", "lambda_parameters")):
+            return Receiver("external")  # **kwargs: a dict; *args: a tuple
+        if parent.type in ("typed_parameter", "typed_default_parameter", "required_parameter",
+                           "optional_parameter", "parameter_declaration") \
+                and syntax.field_of(name_node) in ("", "name", "pattern"):
+            annotation = parent.child_by_field_name("type")
+            return self._annotated(sf, annotation) if annotation is not None else UNKNOWN_RECEIVER
+        if not syntax.is_bound(family, name_node) and not syntax.declares(family, name_node):
+            return None
+        if parent.type == "assignment" and parent.child_by_field_name("type") is not None \
+                and syntax.field_of(name_node) == "left":  # `x: C = make()`: the annotation says
+            return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
+        if parent.type == "variable_declarator" and parent.child_by_field_name("type") is not None \
+                and syntax.field_of(name_node) == "name":  # TS `const x: C = make()`
+            return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
+        value = _assigned_value(name_node)
+        return self._value_of(sf, value) if value is not None else UNKNOWN_RECEIVER
+
+    def _annotated(self, sf: SourceFile, annotation: Node) -> Receiver:
+        text = syntax.text_of(annotation)
+        if sf.family is JS:  # TS `Subject<T>` is a Subject, whatever T
+            text = _without_type_arguments(text)
+        words = re.findall(r"[A-Za-z_]\w*", text)
+        if len(words) != 1:  # Optional[C], C | None, Python generics: not one class
+            return UNKNOWN_RECEIVER
+        if words[0] in ("dict", "list", "str", "bytes", "set", "tuple", "int", "float", "string",
+                        "number", "boolean"):
+            return Receiver("external")
+        made = self._class_named(sf, words[0])
+        return Receiver("instance", made) if made else UNKNOWN_RECEIVER
+
+    def _value_of(self, sf: SourceFile, value: Node) -> Receiver:
+        family = sf.family
+        assert family is not None
+        if value.type == "unary_expression" and value.named_child_count:  # Go: &T{}
+            value = value.named_child(0) or value
+        if value.type in family.literals:
+            return Receiver("external")
+        if value.type == "composite_literal":  # Go: T{...}, pkg.T{...}, map[...]...{}, []T{...}
+            type_node = value.child_by_field_name("type")
+            package = None
+            if type_node is not None and type_node.type == "qualified_type":
+                package = syntax.text_of(type_node.child_by_field_name("package"))
+                type_node = type_node.child_by_field_name("name")
+            if type_node is None or not syntax.is_identifier(type_node):
+                return Receiver("external")
+            cls = self._go_type(sf, package, syntax.text_of(type_node))
+            return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
+        if family is PYTHON and value.type == "attribute":  # x = self.engine
+            held = self.receiver(sf, value, value)
+            return held if held.kind in ("instance", "class", "module", "external") else UNKNOWN_RECEIVER
+        callee = syntax.callee_of(family, value)  # C(...), new C()
+        if family is PYTHON and callee is not None and callee.type == "attribute":
+            owner, attribute = callee.child_by_field_name("object"), callee.child_by_field_name("attribute")
+            if owner is not None and attribute is not None and syntax.text_of(owner) in family.self_names:
+                held = self._self_attribute(sf, callee, syntax.text_of(attribute))
+                if held is not None and held.kind == "class":  # self.backend() of `backend = Store`
+                    return Receiver("instance", held.cls)
+        if callee is not None and syntax.is_identifier(callee):
+            called = syntax.text_of(callee)
+            ref = self.bare_ref_at(sf, called, callee.start_point.row)
+            made = self.class_of(ref)
+            if made:
+                return Receiver("instance", made)
+            returned = self._returned(ref) if family in (PYTHON, JS) else None
+            if returned is not None:  # `make()` of `def make() -> C`, `function make(): C`
+                return returned
+            if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
+                return Receiver("external")  # dict(), list(), str(), make(), Object()...
+        return UNKNOWN_RECEIVER
+
+    def _returned(self, ref: Ref) -> Receiver | None:
+        """What a call of the function ``ref`` returns, when its return
+        annotation names one class (None: not a function, not annotated)."""
+        if ref.kind != "definition" or self.kind_of(ref) != "function" or ref.path is None:
+            return None
+        key = (ref.path, f"{ref.symbol}()")
+        if key not in self._returns:
+            returned: Receiver | None = None
+            sf = self.source(ref.path)
+            definition = next((d for d in self.definitions_named(ref.symbol or "")
+                               if d.path == ref.path and d.symbol == ref.symbol), None)
+            node = self.declaration(sf, definition) if definition is not None else None
+            annotation = node.child_by_field_name("return_type") if node is not None else None
+            if sf is not None and annotation is not None:
+                returned = self._annotated(sf, annotation)
+            self._returns[key] = returned
+        return self._returns.get(key)
+
+    def _self_attribute(self, sf: SourceFile, site: Node, attribute: str) -> Receiver | None:
+        """What ``self.attribute`` holds in the class around ``site`` (see
+        :meth:`_class_attribute`)."""
+        family = sf.family
+        assert family is not None
+        _, class_node = syntax.enclosing_class(family, site)
+        return self._class_attribute(sf, class_node, attribute) if class_node is not None else None
+
+    def _member_attribute(self, cls: ClassId, attribute: str) -> Receiver | None:
+        """What ``obj.attribute`` holds on an instance of the indexed class
+        ``cls``: the first class up its lineage assigning it (see :meth:`_class_attribute`)."""
+        for owner in self.lineage(cls)[0]:
+            declared = self.class_declarations(owner) if owner.home is not None else []
+            if declared:
+                held = self._class_attribute(*declared[0], attribute)
+                if held is not None:
+                    return held
+        return None
+
+    def _class_attribute(self, sf: SourceFile, class_node: Node, attribute: str) -> Receiver | None:
+        """What ``self.attribute`` holds in the class ``class_node``, when every
+        assignment to it there (``self.x = C()``, ``self.x = x`` of a parameter
+        ``x: C``, ``x: C`` in the class body) gives one class; ``None``
+        placeholders aside. None: no such assignment, or several types."""
+        family = sf.family
+        assert family is not None
+        key = (sf.path, class_node.id, attribute)
+        if key in self._attributes:
+            return self._attributes[key]
+        self._attributes[key] = None  # `self.x = self.x.y`: no cycle
+        if family is JS:
+            self._attributes[key] = result = self._js_class_attribute(sf, class_node, attribute)
+            return result
+        found: set[Receiver] = set()
+        rows = range(class_node.start_point.row, class_node.end_point.row + 1)
+        for row, start, end in sf.occurrences(attribute, rows):
+            node = sf.node_at(row, start, end)
+            if node is None or not syntax.is_identifier(node) or node.parent is None:
+                continue
+            on_self = node.parent.type == "attribute"
+            target = node.parent if on_self else node
+            if on_self:
+                owner = target.child_by_field_name("object")
+                if owner is None or syntax.text_of(owner) not in family.self_names \
+                        or syntax.field_of(node) != "attribute":
+                    continue
+            elif syntax.enclosing_class(family, node)[1] is None \
+                    or any(a.type in family.functions for a in syntax.ancestors(node)):
+                continue  # a bare name counts only as a declaration in the class body
+            assignment = target.parent
+            if assignment is None or assignment.type != "assignment" or syntax.field_of(target) != "left" \
+                    or syntax.enclosing_class(family, node)[1].id != class_node.id:  # type: ignore[union-attr]
+                continue
+            annotation = assignment.child_by_field_name("type")
+            value = assignment.child_by_field_name("right")
+            if annotation is not None:
+                found.add(self._annotated(sf, annotation))
+            elif value is not None and value.type != "none":
+                found.add(self.receiver(sf, value, value) if syntax.is_identifier(value)
+                          else self._value_of(sf, value))
+        known = found - {UNKNOWN_RECEIVER}
+        result = next(iter(known)) if len(found) == 1 and known else None
+        self._attributes[key] = result
+        return result
+
+    def _js_class_attribute(self, sf: SourceFile, class_node: Node, attribute: str) -> Receiver | None:
+        """JS/TS: what ``this.attribute`` holds in the class, when its field
+        (``x: C``, ``x = new C()``), a constructor's parameter property
+        (``constructor(private x: C)``) and every ``this.x = ...`` in the class
+        give one class (``null``/``undefined`` placeholders aside)."""
+        found: set[Receiver] = set()
+        body = class_node.child_by_field_name("body")
+        for member in body.named_children if body is not None else ():
+            if member.type in ("public_field_definition", "field_definition"):
+                name = member.child_by_field_name("name") or member.child_by_field_name("property")
+                if syntax.text_of(name) != attribute:
+                    continue
+                annotation, value = member.child_by_field_name("type"), member.child_by_field_name("value")
+                if annotation is not None:
+                    found.add(self._annotated(sf, annotation))
+                elif value is not None and value.type not in ("null", "undefined"):
+                    found.add(self._value_of(sf, value))
+            elif member.type == "method_definition" \
+                    and syntax.text_of(member.child_by_field_name("name")) == "constructor":
+                parameters = member.child_by_field_name("parameters")
+                for parameter in parameters.named_children if parameters is not None else ():
+                    if syntax.text_of(parameter.child_by_field_name("pattern")) == attribute and any(
+                            c.type in ("accessibility_modifier", "readonly") for c in parameter.children):
+                        annotation = parameter.child_by_field_name("type")
+                        found.add(self._annotated(sf, annotation) if annotation is not None else UNKNOWN_RECEIVER)
+        rows = range(class_node.start_point.row, class_node.end_point.row + 1)
+        for row, start, end in sf.occurrences(attribute, rows):
+            node = sf.node_at(row, start, end)
+            target = node.parent if node is not None else None
+            assignment = target.parent if target is not None else None
+            if target is None or assignment is None or target.type != "member_expression" \
+                    or syntax.field_of(node) != "property" or assignment.type != "assignment_expression" \
+                    or syntax.field_of(target) != "left" \
+                    or getattr(target.child_by_field_name("object"), "type", None) != "this" \
+                    or syntax.enclosing_class(JS, node)[1].id != class_node.id:  # type: ignore[union-attr]
+                continue
+            value = assignment.child_by_field_name("right")
+            if value is not None and value.type not in ("null", "undefined"):
+                found.add(self.receiver(sf, value, value) if syntax.is_identifier(value)
+                          else self._value_of(sf, value))
+        known = found - {UNKNOWN_RECEIVER}
+        return next(iter(known)) if len(found) == 1 and known else None
+
+    def _assigned_attribute(self, sf: SourceFile, node: Node, site: Node) -> Receiver | None:
+        """What the dotted attribute ``node`` (``a.b``) holds where the function
+        around ``site`` (else the module) last assigned it before ``site``, when
+        that is one class (a type checker narrows it there)."""
+        family = sf.family
+        assert family is not None and sf.tree is not None
+        dotted = "".join(syntax.text_of(node).split())
+        attribute = node.child_by_field_name("attribute")
+        if attribute is None:
+            return None
+        scope = next((a for a in syntax.ancestors(site) if a.type in family.functions), sf.tree.root_node)
+        key = (sf.path, scope.id, dotted)
+        if key not in self._assignments:
+            values: list[Node] = []  # the values assigned, in order
+            rows = range(scope.start_point.row, scope.end_point.row + 1)
+            for row, start, end in sf.occurrences(syntax.text_of(attribute), rows):
+                name = sf.node_at(row, start, end)
+                target = name.parent if name is not None else None
+                if target is None or target.type != "attribute" \
+                        or "".join(syntax.text_of(target).split()) != dotted:
+                    continue
+                assignment = target.parent
+                value = assignment.child_by_field_name("right") if assignment is not None else None
+                if assignment is not None and assignment.type == "assignment" and value is not None \
+                        and syntax.field_of(target) == "left" \
+                        and next((a for a in syntax.ancestors(target) if a.type in family.functions),
+                                 sf.tree.root_node).id == scope.id:
+                    values.append(value)
+            self._assignments[key] = values
+        last = None
+        for value in self._assignments[key]:
+            if value.end_byte <= site.start_byte:
+                last = value
+        if last is None or last.type == "none":
+            return None
+        held = self._value_of(sf, last)
+        return held if held != UNKNOWN_RECEIVER else None
+
+    def _class_named(self, sf: SourceFile, name: str) -> ClassId | None:
+        """The class ``name`` refers to in ``sf``, if it is one."""
+        return self.class_of(self.lookup_bare(sf, name))
+
+    def class_of(self, ref: Ref) -> ClassId | None:
+        """The class a reference leads to, if it is one (a TypeScript type
+        alias is not: it may name a union, `Subscription | (() => void)`)."""
+        kind = self.kind_of(ref)
+        if ref.path is None or ref.symbol is None or kind not in CLASS_KINDS \
+                or (kind == "type" and syntax.family_for(language_for_path(ref.path)) is JS):
+            return None
+        return ClassId(class_home(ref.path), ref.symbol)
+
+    def _go_type(self, sf: SourceFile, package: str | None, name: str) -> ClassId | None:
+        """The Go type ``name`` (``package.name``) in ``sf``: in its own
+        package, or in the package the import of ``package`` names."""
+        binding = sf.binding(package) if package else None
+        if package and binding is None:
+            return None
+        for definition in self.definitions_named(name):
+            if definition.language != "go" or definition.symbol != name \
+                    or definition.symbol_kind not in CLASS_KINDS:
+                continue
+            home = posixpath.dirname(definition.path)
+            if (binding is not None and self._go_import_names(binding.spec, definition.path)) \
+                    or (binding is None and home == posixpath.dirname(sf.path)):
+                return ClassId(home, name)
+        return None
+
+    def dotted_ref(self, sf: SourceFile, dotted: str, row: int | None = None) -> Ref:
+        """What ``a.b.c`` made of names refers to in ``sf`` (on line ``row``,
+        where an import in a function counts): after Python's ``import a.b.c``
+        the longest prefix that is an indexed module, then the rest looked up
+        in it; else ``a`` looked up, then the rest in it."""
+        parts = "".join(dotted.split()).split(".")
+        root = (sf.function_binding(parts[0], row) if row is not None and sf.family is PYTHON else None) \
+            or sf.binding(parts[0])
+        ref = UNKNOWN_REF
+        rest: list[str] = []
+        if sf.family is PYTHON and root is not None and root.package:
+            for end in range(len(parts), 0, -1):
+                path, external = self.module_path(sf, ".".join(parts[:end]))
+                if path is not None:
+                    ref, rest = Ref("module", path), parts[end:]
+                    break
+                if end == 1:
+                    return EXTERNAL_REF if external else UNKNOWN_REF
+        else:
+            ref = self.bare_ref_at(sf, parts[0], row) if row is not None else self.lookup_bare(sf, parts[0])
+            rest = parts[1:]
+        for part in rest:
+            if ref.kind != "module" or ref.path is None:
+                return EXTERNAL_REF if ref.kind == "external" else UNKNOWN_REF
+            ref = self.lookup_name(ref.path, part)
+        return ref
+
+
+def _without_type_arguments(text: str) -> str:
+    """``: Subject<Map<K, V>>`` -> ``: Subject``: the type arguments of one
+    generic type dropped; anything else (a union of generics) unchanged."""
+    head, bracket, rest = text.partition("<")
+    if not bracket or not rest.rstrip().endswith(">"):
+        return text
+    depth = 1
+    for char in rest.rstrip()[:-1]:
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if depth == 0:  # `A<T> | B<U>`: the first `>` closes before the end
+            return text
+    return head
+
+
+def _assigned_value(name_node: Node) -> Node | None:
+    """The value a declaration or plain assignment gives a name
+    (``x = v``, ``const x = v``, ``x := v``); None when it is not that simple."""
+    node = name_node
+    while node.parent is not None and node.parent.type in ("expression_list", "pattern_list"):
+        node = node.parent
+    parent = node.parent
+    if parent is None:
+        return None
+    if parent.type in ("assignment", "variable_declarator", "short_var_declaration", "var_spec"):
+        target = parent.child_by_field_name("left") or parent.child_by_field_name("name")
+        value = parent.child_by_field_name("right") or parent.child_by_field_name("value")
+        if target is None or value is None:
+            return None
+        if target.id == name_node.id:
+            return value
+        # `a, b := f(), g()`: the value in the same position.
+        names, values = target.named_children, value.named_children
+        if len(names) == len(values):
+            for index, candidate in enumerate(names):
+                if candidate.id == name_node.id:
+                    return values[index]
+    return None

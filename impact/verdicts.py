@@ -1,0 +1,232 @@
+"""The verdict on one occurrence of a name against the targets: a bare
+name, a member of a typed or untyped receiver, a name-only language."""
+
+from __future__ import annotations
+
+import posixpath
+
+from tree_sitter import Node
+
+from . import syntax
+from .builtin_names import BUILTIN_METHODS
+from .resolved import (MAX_BASES, OTHER_MATCH, SHARED_NAME_CLASSES, ClassId, Match, Receiver, Ref,
+                       Targets, Verdict, container_id)
+from .syntax import GO, PYTHON, SourceFile
+
+
+class Verdicts:
+    """A part of :class:`~ctxls.impact.resolve.Resolver` (its caches live there)."""
+
+    def verdict(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Verdict:
+        """Does ``name`` at ``name_node`` in ``sf`` refer to one of ``targets``?"""
+        return self.match(sf, name_node, name, targets).verdict
+
+    def match(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Match:
+        """The verdict, which of ``targets`` it leads (or may lead) to, and
+        why it stays unconfirmed."""
+        family = sf.family
+        if family is None or family.name == syntax.GENERIC.name:
+            return self._name_only_match(sf, name_node, name, targets)
+        _, receiver_node = syntax.member_parts(family, name_node)
+        if receiver_node is None:
+            scoped = sf.function_binding(name, name_node.start_point.row) if family is PYTHON else None
+            if scoped is not None:  # `def f(): from m import f; f()`: m's, not this file's f
+                return self._ref_match(self._lookup_binding(sf, scoped, scoped.imported, 0), targets)
+            local = self._bound_locally(sf, name_node, name)
+            if local == "parameter":  # maybe what the target returns (a test fixture), never it
+                return Match(Verdict.UNKNOWN, targets.module_keys, "parameter") \
+                    if targets.module_keys else OTHER_MATCH
+            if local == "local":
+                return OTHER_MATCH  # a local variable of that name
+            return self._bare_match(sf, name, targets)
+        called = syntax.use_kind(family, syntax.member_parts(family, name_node)[0]) != "value"
+        return self._member_match(sf, self.receiver(sf, receiver_node, name_node), name, targets, called)
+
+    def _name_only_match(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Match:
+        """A language without binding analysis: unconfirmed, except (in the
+        languages read by a definitions table) a bare call of the one
+        function of that name its own file defines (`restock(…)` beside
+        `fun restock`, Elixir's `open(owner)` in the module defining `open`)."""
+        family = sf.family
+        if family is not None and family.called_names and syntax.is_bare_call(family, name_node):
+            here = [d for d in self.definitions_named(name) if d.path == sf.path]
+            if len(here) == 1 and here[0].key in targets.keys:
+                return Match(Verdict.CONFIRMED, frozenset({here[0].key}))
+        return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
+
+    def _bound_locally(self, sf: SourceFile, site: Node, name: str) -> str | None:
+        """``parameter`` or ``local`` when the innermost function around
+        ``site`` binding ``name`` takes it as a parameter or assigns it: the
+        name there is that local, not the module's or an import's
+        (`def result(): result = f(); result.ready()`); None otherwise."""
+        family = sf.family
+        assert family is not None
+        if family is GO or sf.binding(name) is not None:
+            return None
+        for function in syntax.ancestors(site):
+            if function.type not in family.functions:
+                continue
+            if name in syntax.parameter_names(function):
+                return "parameter"
+            if self._scope_values(sf, function, name):
+                return "local"
+        return None
+
+    def _bare_match(self, sf: SourceFile, name: str, targets: Targets) -> Match:
+        ref = self.lookup_bare(sf, name)
+        match = self._ref_match(ref, targets)
+        if match.verdict is Verdict.CONFIRMED or sf.family is not PYTHON:
+            return match
+        # Bound more than once at module level (`try: from a import f / except
+        # ImportError: from b import f`, or a fallback `def f`): a call may
+        # reach any of them, where the file's name is only the last.
+        imports = sf.module_bindings(name)
+        if len(imports) + (ref.kind == "definition" and ref.path == sf.path) > 1:
+            for binding in imports:
+                other = _match_of(self._lookup_binding(sf, binding, binding.imported, 0), targets)
+                if other.verdict is Verdict.CONFIRMED:
+                    return other
+        return match
+
+    def _ref_match(self, ref: Ref, targets: Targets) -> Match:
+        """The verdict on a bare name that refers to ``ref``."""
+        if ref.kind == "definition":
+            return _match_of(ref, targets)
+        if ref.kind in ("module", "external"):
+            return OTHER_MATCH
+        if targets.only_methods:
+            return OTHER_MATCH  # a bare name never reaches a method
+        return Match(Verdict.UNKNOWN, targets.module_keys, "unresolved-import")
+
+    def _member_match(self, sf: SourceFile, receiver: Receiver, name: str, targets: Targets,
+                      called: bool = True) -> Match:
+        if receiver.kind == "module":
+            if sf.family is GO:
+                keys = frozenset(t.key for t in targets.module_level
+                                 if self._go_import_names(receiver.module or "", t.path))
+                return Match(Verdict.CONFIRMED, keys) if keys else OTHER_MATCH
+            return _match_of(self.lookup_name(receiver.module or "", name), targets)
+        if receiver.kind == "external":
+            return OTHER_MATCH
+        if receiver.cls is not None and receiver.kind in ("self", "super", "class", "instance"):
+            return self._class_member_match(receiver, name, targets)
+        # A receiver of unknown type.
+        builtin = name in BUILTIN_METHODS[sf.family.name if sf.family else "generic"]
+        if targets.members:
+            member_keys = frozenset(d.key for d in targets.members)
+            # No other definition, no builtin has that name: a call confirms
+            # (not a read: `obj.data` may be any object's instance attribute,
+            # which the index does not list); with several targets, which of
+            # them is not known.
+            if called and not builtin and all(d.key in targets.keys for d in self.definitions_named(name)):
+                return Match(Verdict.CONFIRMED, member_keys) if len(member_keys) == 1 \
+                    else Match(Verdict.UNKNOWN, member_keys, "several-definitions")
+            return Match(Verdict.UNKNOWN, member_keys, self._unknown_receiver_reason(name, targets, builtin))
+        # Only module-level targets: `x.name` reaches one only through a module.
+        if builtin or any(d.container is not None for d in self.definitions_named(name)):
+            return OTHER_MATCH
+        return Match(Verdict.UNKNOWN, targets.keys, "untyped-receiver")
+
+    def _unknown_receiver_reason(self, name: str, targets: Targets, builtin: bool) -> str:
+        """Why a method call on a receiver of unknown type stays unconfirmed:
+        the standard library or builtins have the name, many unrelated
+        classes of the project define it, or nothing is known either way."""
+        if builtin:
+            return "builtin-name"
+        others = {container_id(d) for d in self.definitions_named(name)
+                  if d.container is not None and d.key not in targets.keys}
+        return "shared-name" if len(others) >= SHARED_NAME_CLASSES else "untyped-receiver"
+
+    def _class_member_match(self, receiver: Receiver, name: str, targets: Targets) -> Match:
+        owner, complete = self._owner(receiver, name)
+        if owner is None:
+            # No indexed class on the way defines it: a base outside the index
+            # does, if every base is known. Never on `self`, which may be an
+            # instance of a subclass mixing in the definer (mixins, abstract bases).
+            if complete and receiver.kind != "self":
+                return self._typed_dispatch(receiver, targets)
+            return Match(Verdict.UNKNOWN, frozenset(d.key for d in targets.members), "unknown-base")
+        if owner in targets.container_ids:
+            return Match(Verdict.CONFIRMED, frozenset(d.key for d in targets.members if container_id(d) == owner))
+        if owner.home is None:  # a class known by name only never confirms
+            keys = frozenset(d.key for d in targets.members if d.container == owner.name)
+            return Match(Verdict.UNKNOWN, keys, "unresolved-class") if keys else OTHER_MATCH
+        # self.m() in a base class reaches an override in a subclass at run time.
+        if receiver.kind == "self":
+            keys = frozenset(d.key for d in targets.members
+                             if owner in self.lineage(container_id(d), include_self=False)[0])
+            if keys:
+                return Match(Verdict.UNKNOWN, keys, "override")
+        return self._typed_dispatch(receiver, targets)
+
+    def _typed_dispatch(self, receiver: Receiver, targets: Targets) -> Match:
+        """TypeScript's reading of a typed receiver: ``x: Base`` (or an
+        interface) may hold an instance of a class deriving from (implementing)
+        it, so ``x.m()`` may reach that class's ``m``; not after ``super.``,
+        which names the base's. Other languages: OTHER."""
+        if receiver.kind not in ("instance", "class") or receiver.cls is None or not targets.js_members:
+            return OTHER_MATCH
+        cls = receiver.cls
+        # ... and a class implementing another class gets its methods from
+        # that class at run time (the mixin pattern: `class C implements M`,
+        # `applyMixins(C, [M])`), so `x: C; x.m()` may run M's `m`.
+        keys = frozenset(d.key for d in targets.js_members
+                         if cls in self.lineage(container_id(d), include_self=False)[0]  # type: ignore[arg-type]
+                         or cls in self.implemented(container_id(d))  # type: ignore[arg-type]
+                         or container_id(d) in self.implemented(cls))
+        return Match(Verdict.UNKNOWN, keys, "override") if keys else OTHER_MATCH
+
+    def implemented(self, cls: ClassId) -> set[ClassId]:
+        """TypeScript: the indexed interfaces ``cls`` and its bases implement,
+        and those they extend."""
+        if cls not in self._implemented:
+            self._implemented[cls] = set()  # a cycle ends here
+            found: set[ClassId] = set()
+            queue = [self._base(sf, name) for owner in self.lineage(cls)[0] if owner.home is not None
+                     for sf, node in self.class_declarations(owner)
+                     for name in syntax.implemented_types(sf.family, node)]  # type: ignore[arg-type]
+            while queue and len(found) < MAX_BASES:
+                interface = queue.pop(0).cls
+                if interface in found or interface.home is None:
+                    continue
+                found.add(interface)
+                queue += [self._base(sf, name) for sf, node in self.class_declarations(interface)
+                          for name in syntax.implemented_types(sf.family, node)]  # type: ignore[arg-type]
+            self._implemented[cls] = found
+        return self._implemented[cls]
+
+    def _owner(self, receiver: Receiver, name: str) -> tuple[ClassId | None, bool]:
+        """The first class up the receiver's lineage defining ``name``, and
+        whether the lineage is fully known."""
+        key = (receiver, name)
+        if key not in self._owners:
+            assert receiver.cls is not None
+            lineage, complete = self.lineage(receiver.cls, receiver.bases, receiver.kind != "super")
+            self._owners[key] = (next((cls for cls in lineage if self.defines(cls, name)), None), complete)
+        return self._owners[key]
+
+    def _go_import_names(self, import_path: str, definition_path: str) -> bool:
+        """Does a Go import path name the package (directory) of a file?"""
+        package = posixpath.dirname(definition_path)
+        if package:
+            return import_path == package or import_path.endswith("/" + package)
+        return import_path == self.go_module()
+
+    def go_module(self) -> str:
+        if self._go_module is None:
+            self._go_module = ""
+            # Through the engine's reader: a go.mod symlinked out of the root is not read.
+            for line in (self.engine.current_text("go.mod") or "").splitlines():
+                if line.startswith("module ") and len(line.split()) > 1:
+                    self._go_module = line.split()[1].strip("\"`")
+                    break
+        return self._go_module
+
+
+def _match_of(ref: Ref, targets: Targets) -> Match:
+    if ref.kind == "definition":
+        key = (ref.path or "", ref.symbol or "")
+        return Match(Verdict.CONFIRMED, frozenset({key})) if key in targets.keys else OTHER_MATCH
+    if ref.kind == "unknown":
+        return Match(Verdict.UNKNOWN, targets.module_keys or targets.keys, "unresolved-import")
+    return OTHER_MATCH
