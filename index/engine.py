@@ -38,8 +38,8 @@ from ctxls.index.live import BURST_FILES, DiskFollower, watch_status
 from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
-from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
-from ctxls.index.tokenize import fts_match_expression, query_terms
+from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search, term_counts
+from ctxls.index.tokenize import query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
 from ctxls.index.stash import Stash
@@ -54,6 +54,8 @@ FILE_KINDS = ("code", "doc", "config")
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
 MAX_RECALL_N = 200
+# File URIs kept for hits (uri_for), at most.
+MAX_CACHED_URIS = 100_000
 # A recall (or assemble) query's length: FTS5's cost grows with the square of
 # the terms OR-ed together (20,000 distinct terms: 4 s; 200,000: minutes of a
 # worker thread). An issue or a log pasted whole is for locate.
@@ -240,6 +242,7 @@ class Engine:
                         quarantined["path"], quarantined["memory"])
         self._buffers: dict[str, str] = {}
         self._buffers_lock = threading.Lock()
+        self._uris: dict[str, str] = {}  # path -> file URI (uri_for: pathlib costs on every hit)
         self.indexer = Indexer(self.root, self.store, self.options.discovery, self.open_buffers)
         # Where warnings a user should see go (the daemon shows them in the editor).
         self.on_warning: Callable[[str], None] = log.warning
@@ -384,7 +387,12 @@ class Engine:
         return rel
 
     def uri_for(self, path: str) -> str:
-        return (self.root / path).as_uri()
+        uri = self._uris.get(path)
+        if uri is None:
+            if len(self._uris) >= MAX_CACHED_URIS:
+                self._uris.clear()
+            uri = self._uris[path] = (self.root / path).as_uri()
+        return uri
 
     # -- indexing ------------------------------------------------------------
 
@@ -444,12 +452,14 @@ class Engine:
         if self.buffers_only:
             return set()
         changed = set()
-        conn = self.store.reader()
-        for path in dict.fromkeys(paths):
-            if self.buffer_text(path) is not None:
-                continue
-            row = conn.execute("SELECT size, mtime_ns, source, indexed_at FROM files "
-                               "WHERE path = ?", (path,)).fetchone()
+        wanted = [path for path in dict.fromkeys(paths) if self.buffer_text(path) is None]
+        if not wanted:
+            return changed
+        rows = {row["path"]: row for row in self.store.reader().execute(
+            "SELECT path, size, mtime_ns, source, indexed_at FROM files "
+            f"WHERE path IN ({','.join('?' * len(wanted))})", wanted)}
+        for path in wanted:
+            row = rows.get(path)
             if row is None:
                 continue
             # Racy git's rule: a stat equal to the row's proves nothing when the
@@ -750,10 +760,10 @@ class Engine:
         ``ctxls/assemble`` abstains on off-topic questions with it."""
         terms = query_terms(query)
         conn = self.store.reader()
-        found = sum(1 for term in terms if any(
-            conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
-                         (fts_match_expression([term]),)).fetchone()
-            for table in ("fts_code", "fts_doc")))
+        # Document counts kept per reader while the tables are unchanged: no
+        # FTS probe per term on each recall.
+        held = [term_counts(conn, table).of(conn, table, terms) for table in ("fts_code", "fts_doc")]
+        found = sum(1 for term in terms if any(counts[term] for counts in held))
         nearest = None
         semantic = self._semantic_for("semantic")
         # assemble's cosine thresholds are the primary model's: while the fast

@@ -54,7 +54,7 @@ class RankingConfig:
     # (BENCHMARKS.md, "Semantic tier"); it is also the best fusion on test.
     fusion: str = "min-max"
     dense_weight: float = 0.6
-    fusion_pool: int = 30
+    fusion_pool: int = 50
     # The cosine share when the query is one identifier (is_identifier_query):
     # the name itself is the best evidence. Best on the dev set's name queries.
     identifier_dense_weight: float = 0.2
@@ -303,15 +303,15 @@ def _chunks_by_id(conn: sqlite3.Connection, ids) -> dict[int, tuple]:
     return {row[0]: row for row in rows}
 
 
-def _ranked(conn: sqlite3.Connection, kind: str, query: str, hits: list[ScoredChunk], n: int,
-            config: RankingConfig) -> list[ScoredChunk]:
+def _ranked(conn: sqlite3.Connection, kind: str, query: str, terms: list[str], hits: list[ScoredChunk],
+            n: int, config: RankingConfig) -> list[ScoredChunk]:
     """The best ``n`` after the priors (ties break on path then line, so equal
-    scores always come back in one order)."""
+    scores always come back in one order); ``terms`` are ``query_terms(query)``."""
     def fetch_rows(ids):
         return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
 
     def file_scores(paths):
-        return file_bm25(conn, kind, query_terms(query), paths)
+        return file_bm25(conn, kind, terms, paths)
     return rerank(conn, kind, query, hits, n, config.priors, fetch_rows, file_scores)
 
 
@@ -366,7 +366,7 @@ def lexical_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
     if config.import_boost:
         _apply_import_boost(conn, hits, config)
-    return _ranked(conn, kind, query, hits, n, config)
+    return _ranked(conn, kind, query, terms, hits, n, config)
 
 
 def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
@@ -383,15 +383,15 @@ def hybrid_search(conn: sqlite3.Connection, kind: str, query: str, n: int,
     # the candidates BM25 lacks, and they only added noise to it (hand-written
     # files set, hybrid NDCG@10 0.790 -> 0.798; set 4 dev by file 0.852 -> 0.860).
     vector = semantic.query_vector_soon(query)
-    terms = [] if dense_only else query_terms(query)
-    candidates = hybrid_candidates(conn, kind, vector.result, terms, max(n, config.fusion_pool),
-                                   config, semantic)
+    terms = query_terms(query)
+    candidates = hybrid_candidates(conn, kind, vector.result, [] if dense_only else terms,
+                                   max(n, config.fusion_pool), config, semantic)
     if candidates is None:
         return []
     weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
     fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
                          fusion=config.fusion)
-    return _ranked(conn, kind, query,
+    return _ranked(conn, kind, query, terms,
                    [_scored(candidates.rows[cid], score) for cid, score in fused.items()], n, config)
 
 
