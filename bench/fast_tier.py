@@ -37,6 +37,7 @@ import threading
 import time
 from pathlib import Path
 
+from ctxls.index.embed_text import embedding_text
 from ctxls.index.engine import Engine, EngineOptions
 
 from dataset import build_dataset
@@ -72,6 +73,18 @@ class RssSampler:
         self._thread.join()
         return {phase: {"peak_mib": round(max(kb) / 1024), "median_mib": round(statistics.median(kb) / 1024),
                         "samples": len(kb)} for phase, kb in self.samples.items()}
+
+
+def longest_texts_peak_mib(engine: Engine, count: int) -> int:
+    """Peak RSS (MiB) while the primary embeds the ``count`` longest chunk texts
+    in the worker's batches: the worker goes shortest first, so a run that
+    stops early has not seen its largest batches (VmHWM reset before)."""
+    texts = [embedding_text(*row) for row in engine.store.reader().execute(
+        "SELECT f.path, c.symbol, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+        "ORDER BY length(c.text) DESC LIMIT ?", (count,))]
+    Path("/proc/self/clear_refs").write_text("5")
+    engine.semantic.embedder.embed(texts)
+    return round(status_kb("VmHWM") / 1024)
 
 
 def hybrid_latencies(engine: Engine, queries: list[str]) -> list[float]:
@@ -112,6 +125,8 @@ def main() -> None:
     parser.add_argument("--primary-seconds", type=float, default=180.0,
                         help="how long to wait for the primary tier to take over")
     parser.add_argument("--idle-queries", type=int, default=60)
+    parser.add_argument("--longest", type=int, default=400,
+                        help="then the primary embeds this many longest texts (peak RSS)")
     parser.add_argument("--store", help="keep the store in this (empty or new) folder")
     args = parser.parse_args()
     ds = build_dataset(args.corpus)
@@ -160,6 +175,12 @@ def main() -> None:
         hybrid_primary = hybrid_latencies(engine, queries[:HYBRID_QUERIES]) if took_over else []
         hwm_kb = status_kb("VmHWM")
         time.sleep(5 * RSS_INTERVAL_S)
+        primary_pending = primary.pending()
+        for tier in (fast, primary):
+            tier.stop()  # the models stay loaded
+        rss.phase = "the longest texts through the primary"
+        longest_peak = longest_texts_peak_mib(engine, args.longest)
+        engine.close()
         report = {
             "corpus": ds.corpus, "chunks": chunks, "lexical_index_s": round(index_s, 1),
             "fast_tier_complete_s": round(fast_complete_s, 1),
@@ -167,18 +188,18 @@ def main() -> None:
             "hybrid_partial_reason": hybrid.partial_reason,
             "primary_takes_over_s": round(takeover_s, 1) if took_over else None,
             "primary_vectors_per_s_after": round(primary_rate, 1),
-            "primary_pending_after": primary.pending(),
-            "primary_eta_min": round(primary.pending() / max(primary_rate, 1e-6) / 60, 1),
+            "primary_pending_after": primary_pending,
+            "primary_eta_min": round(primary_pending / max(primary_rate, 1e-6) / 60, 1),
             "lexical_ms_idle": summary(idle),
             "lexical_ms_while_fast_drains": summary(during_fast),
             "lexical_ms_while_primary_drains": summary(during_primary),
             "hybrid_ms_fast_tier_serving": summary(hybrid_fast),
             "hybrid_ms_after_takeover": summary(hybrid_primary),
             "peak_rss_mib_since_workers_started": round(hwm_kb / 1024),
+            "peak_rss_mib_longest_texts": longest_peak,
             "rss_by_phase": rss.stop(),
             "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2),
         }
-        engine.close()
     print(json.dumps(report, indent=1))
 
 

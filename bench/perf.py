@@ -183,16 +183,20 @@ def recall_queries(n: int) -> list[tuple[str, str]]:
 
 
 def time_recall_in_process(engine: Engine, queries: list[tuple[str, str]],
-                           warmup: list[str] | None = None) -> dict[str, Latency]:
+                           warmup: list[str] | None = None,
+                           cpu_seconds: list[float] | None = None) -> dict[str, Latency]:
     """Latency per query type (and "all"), after ``warmup`` queries (default:
-    the first timed ones; pass others when a query cache must not answer)."""
+    the first timed ones; pass others when a query cache must not answer);
+    ``cpu_seconds`` gets each query's CPU time on the calling thread."""
     for query in warmup if warmup is not None else [q for _, q in queries[:WARMUP_QUERIES]]:
         engine.recall(query, ["code"], 10)
     by_type: dict[str, list[float]] = {"all": []}
     for kind, query in queries:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         engine.recall(query, ["code"], 10)
         elapsed = time.perf_counter() - started
+        if cpu_seconds is not None:
+            cpu_seconds.append(time.thread_time() - cpu_started)
         by_type["all"].append(elapsed)
         by_type.setdefault(kind, []).append(elapsed)
     return {kind: Latency.of(times) for kind, times in by_type.items()}
@@ -458,7 +462,9 @@ def hybrid_recall(store: Path, queries: int, profile: str | None, embed_model: s
         profiler.disable()
         profiler.dump_stats(profile)
     else:
-        latency = time_recall_in_process(engine, picked, warmup=warmup)
+        cpu: list[float] = []
+        latency = time_recall_in_process(engine, picked, warmup=warmup, cpu_seconds=cpu)
+        latency["request thread CPU"] = Latency.of(cpu)
     tier = engine.serving_tier()
     served = tier.embedder.name if tier is not None and tier.embedder is not None else None
     engine.close()

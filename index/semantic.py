@@ -74,7 +74,6 @@ PENDING_CACHE_S = 1.0
 # lexical work keeps a core while a backlog drains.
 WORKER_NICENESS = 19
 QUERY_CACHE_SIZE = 256
-NEAREST_CACHE_SIZE = 8
 
 
 class SemanticIndex:
@@ -114,11 +113,6 @@ class SemanticIndex:
         self._edited_since_count: set[str] = set()  # paths edited since _pending_cache's count
         self._query_cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self._query_cache_lock = threading.Lock()
-        # The last few ANN searches, kept while the ANN index is unchanged
-        # (``_ann_version``): a recall and its topicality judgement ask the same one.
-        self._nearest_cache: collections.OrderedDict[bytes, tuple[int, int, list]] = \
-            collections.OrderedDict()
-        self._ann_version = 0
         self.embedded_total = 0
         # Embedding competes for the same two cores as indexing and typing:
         # it waits while a pass runs and for a moment after each edit or query.
@@ -157,7 +151,6 @@ class SemanticIndex:
         vectors that no longer exist. Both go; the next load rebuilds them."""
         with self._load_lock, self._ann_lock:
             self._ann = None
-            self._ann_version += 1
             if self.vector_path is not None:
                 self.vector_path.unlink(missing_ok=True)
 
@@ -356,7 +349,6 @@ class SemanticIndex:
                     added.append((cur.lastrowid, vector))
         if added:
             with self._ann_lock:
-                self._ann_version += 1
                 self._ann.add(np.array([a[0] for a in added], dtype=np.uint64),
                               np.stack([a[1] for a in added]))
             self._dirty = True
@@ -371,7 +363,6 @@ class SemanticIndex:
             removed.append(queue.popleft())
         if removed and self._ann is not None:
             with self._ann_lock:
-                self._ann_version += 1
                 keys = np.array(removed, dtype=np.uint64)
                 present = keys[np.asarray(self._ann.contains(keys), dtype=bool)]
                 if len(present):
@@ -523,20 +514,9 @@ class SemanticIndex:
         """(vector id, cosine similarity), best first."""
         if self._ann is None or len(self._ann) == 0:
             return []
-        key = vector.tobytes()
         with self._ann_lock:
-            cached = self._nearest_cache.get(key)
-            if cached is not None and cached[0] == self._ann_version and cached[1] >= k:
-                return cached[2][:k]
-            version = self._ann_version
             matches = self._ann.search(vector, min(k, len(self._ann)))
-            found = [(int(vector_id), 1.0 - float(dist))
-                     for vector_id, dist in zip(matches.keys, matches.distances)]
-            self._nearest_cache[key] = (version, k, found)
-            self._nearest_cache.move_to_end(key)
-            if len(self._nearest_cache) > NEAREST_CACHE_SIZE:
-                self._nearest_cache.popitem(last=False)
-        return found
+        return [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances)]
 
     def similarities(self, vector: np.ndarray, text_hashes: list[str]) -> dict[str, float]:
         """Exact cosine similarity for chunks already embedded."""
