@@ -923,7 +923,8 @@ class Engine:
             "vectors": vectors,
             "pending": files_pending + embedding,
             "progress": {"files": {"done": self.progress.done, "total": self.progress.total}
-                         if self.indexing else None},
+                         if self.indexing else None,
+                         "meaning": None if store_error is not None else self.meaning_progress()},
             "embeddings": embeddings,
             "buffers": buffers,
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
@@ -947,6 +948,28 @@ class Engine:
             status["quarantined"] = {"stores": [q["path"] for q in quarantined],
                                      "memory": sum(q["memory"] for q in quarantined)}
         return status
+
+    def meaning_progress(self) -> dict | None:
+        """How far ranking by meaning is from seeing every chunk, for the one
+        progress item (status ``progress.meaning``): the fast tier's vectors
+        while it drains (the primary's where there is no fast tier, or where
+        the fast tier failed); ``ready`` once the tier that would serve has
+        every chunk (the primary then takes over in the background: ``text``
+        says how far it is). None without embeddings or with no model."""
+        tiers = [tier for tier in (self.fast_semantic, self.semantic)
+                 if tier is not None and tier.failed is None]
+        if not tiers:
+            return None
+        tier = tiers[0]
+        done, pending = tier.vector_count(), tier.pending()
+        model = STATIC_MODEL_NAME if tier is self.fast_semantic else self._primary_model_name()
+        if pending:
+            text = f"embedding {done}/{done + pending} chunks ({model})"
+        elif tier is self.fast_semantic and self.serving_tier() is tier:
+            text = f"ranking by meaning; {self.serving_text()}"
+        else:
+            text = f"ranking by meaning with {self._primary_model_name()}"
+        return {"done": done, "total": done + pending, "ready": pending == 0, "text": text}
 
     def _describe_embeddings(self) -> dict:
         """The primary tier's model, which tier serves, and the fast tier's
