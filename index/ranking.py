@@ -360,11 +360,21 @@ def first_n(search: Callable[[int], list[ScoredChunk]], n: int, depth: int) -> l
     ``depth``, the answer goes on with the next hits of a deeper search,
     scored no higher than the last of the first ``depth``."""
     first = search(depth)
-    if n <= depth or len(first) < depth:
+    if n <= depth:
         return first[:n]
-    listed = {hit.chunk_id for hit in first}
+    if not first:
+        return first
+    # Even a short first list may go on: windows of one long definition
+    # count once, so fewer than ``depth`` hits can come from ``depth`` candidates.
+    # Chunks of a file overlap only as windows of one definition: one listed
+    # keeps the others out.
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for hit in first:
+        spans.setdefault(hit.path, []).append((hit.start_line, hit.end_line))
     floor = first[-1].score
-    more = [hit for hit in search(n) if hit.chunk_id not in listed][:n - len(first)]
+    more = [hit for hit in search(n) if not any(
+        start <= hit.end_line and hit.start_line <= end for start, end in spans.get(hit.path, ()))]
+    more = more[:n - len(first)]
     for hit in more:
         hit.score = min(hit.score, floor)
     return first + more

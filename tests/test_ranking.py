@@ -229,9 +229,14 @@ def test_the_top_ten_do_not_depend_on_how_many_hits_are_asked_for(own_code_engin
         assert result.mode == mode
         return [(h.path, h.start_line, h.end_line, h.score) for h in result.hits_by_kind["code"]]
 
+    longest = 0
     for query in N_INDEPENDENCE_QUERIES:
         ten, fifty, hundred = top(query, 10), top(query, 50), top(query, 100)
         assert len(ten) == 10 and len(fifty) > 10, query
         assert ten == fifty[:10] == hundred[:10], query
-        # Past the fixed depth (n = 100) the list goes on below, never above.
+        # Past the fixed depth (n = 100) the list goes on below, never above,
+        # and never lists a chunk twice.
         assert [h[3] for h in hundred] == sorted((h[3] for h in hundred), reverse=True), query
+        assert len(set(h[:3] for h in hundred)) == len(hundred) >= len(fifty), query
+        longest = max(longest, len(hundred))
+    assert longest == 100
