@@ -892,13 +892,14 @@ class Engine:
             vectors = semantic.vector_count() if semantic else 0
             embedding = semantic.pending() if semantic and semantic.failed is None else 0
             embeddings = self._describe_embeddings()
+            meaning = self.meaning_progress()
             languages = self._language_counts()
         except (StoreUnavailable, sqlite3.Error) as exc:
             # A damaged store reported, never a failed status (and repaired at its next use).
             store_error = exc if isinstance(exc, StoreUnavailable) else self.store.failure(exc, False)
             if store_error is None:
                 raise
-            counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
+            counts, vectors, embedding, meaning = {"files": 0, "chunks": 0}, 0, 0, None
             embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
@@ -924,7 +925,7 @@ class Engine:
             "pending": files_pending + embedding,
             "progress": {"files": {"done": self.progress.done, "total": self.progress.total}
                          if self.indexing else None,
-                         "meaning": None if store_error is not None else self.meaning_progress()},
+                         "meaning": meaning},
             "embeddings": embeddings,
             "buffers": buffers,
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
