@@ -252,7 +252,8 @@ class CtxlsServer(LanguageServer):
                 return
         meaning = await self.report_embedding(engine, bar)
         if bar is not None:
-            bar.end("; ".join(filter(None, ["ready", message, meaning])))
+            bar.end("stopped" if self._shutdown.is_set()
+                    else "; ".join(filter(None, ["ready", message, meaning])))
 
     async def report_embedding(self, engine: Engine, bar: "ProgressBar | None") -> str:
         """Report embedding on ``bar`` (or on a bar of its own while the
@@ -276,7 +277,7 @@ class CtxlsServer(LanguageServer):
             if meaning is None:  # the model failed meanwhile
                 return ""
         if own_bar:
-            bar.end(f"ready; {meaning['text']}")
+            bar.end("stopped" if self._shutdown.is_set() else f"ready; {meaning['text']}")
         return meaning["text"]
 
     async def cold_index(self, engine: Engine, bar: "ProgressBar") -> str:
