@@ -17,6 +17,11 @@ latency through the real daemon, peak memory and index size.
   scale, the same edits through ``Engine.set_buffer`` in-process are timed too.
 * Daemon peak RSS: ``VmHWM`` from /proc/PID/status after its cold index and at
   the end.
+* ``--hybrid-store DIR`` instead: hybrid recall in process on a store whose
+  vectors are already there (bench/fast_tier.py ``--store DIR`` makes one of
+  django's stripped copy), the query's embedding included (warmed with other
+  queries, so no cached query vector answers), by the tier that serves;
+  ``--profile FILE`` writes a cProfile (request thread CPU time) of the timed queries.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from __future__ import annotations
 import argparse
 import ast
 import asyncio
+import cProfile
 import json
 import math
 import os
@@ -177,16 +183,20 @@ def recall_queries(n: int) -> list[tuple[str, str]]:
 
 
 def time_recall_in_process(engine: Engine, queries: list[tuple[str, str]],
-                           warmup: list[str] | None = None) -> dict[str, Latency]:
+                           warmup: list[str] | None = None,
+                           cpu_seconds: list[float] | None = None) -> dict[str, Latency]:
     """Latency per query type (and "all"), after ``warmup`` queries (default:
-    the first timed ones; pass others when a query cache must not answer)."""
+    the first timed ones; pass others when a query cache must not answer);
+    ``cpu_seconds`` gets each query's CPU time on the calling thread."""
     for query in warmup if warmup is not None else [q for _, q in queries[:WARMUP_QUERIES]]:
         engine.recall(query, ["code"], 10)
     by_type: dict[str, list[float]] = {"all": []}
     for kind, query in queries:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         engine.recall(query, ["code"], 10)
         elapsed = time.perf_counter() - started
+        if cpu_seconds is not None:
+            cpu_seconds.append(time.thread_time() - cpu_started)
         by_type["all"].append(elapsed)
         by_type.setdefault(kind, []).append(elapsed)
     return {kind: Latency.of(times) for kind, times in by_type.items()}
@@ -433,6 +443,35 @@ def run_perf(names: list[str] | None = None, queries: int = QUERIES, edits: int 
                       time.perf_counter() - started)
 
 
+def hybrid_recall(store: Path, queries: int, profile: str | None, embed_model: str | None) -> dict:
+    """Hybrid recall latency on django's stripped copy, from a store embedded before."""
+    picked = recall_queries(queries)
+    timed = {query for _, query in picked}
+    warmup = [q.query for q in build_dataset("django").queries if q.query not in timed][:WARMUP_QUERIES]
+    engine = Engine(build_dataset("django").tree,
+                    EngineOptions(embeddings=True, embed_model=embed_model,
+                                  db_path=str(store / "index.db")))
+    engine.serve_stored_index()
+    # CPU time of the request thread: comparable across machine loads, unlike wall time.
+    profiler = cProfile.Profile(time.thread_time) if profile else None
+    if profiler is not None:
+        for query in warmup:
+            engine.recall(query, ["code"], 10)
+        profiler.enable()
+        latency = time_recall_in_process(engine, picked, warmup=[])
+        profiler.disable()
+        profiler.dump_stats(profile)
+    else:
+        cpu: list[float] = []
+        latency = time_recall_in_process(engine, picked, warmup=warmup, cpu_seconds=cpu)
+        latency["request thread CPU"] = Latency.of(cpu)
+    tier = engine.serving_tier()
+    served = tier.embedder.name if tier is not None and tier.embedder is not None else None
+    engine.close()
+    return {"served_by": served, "load_average": [round(x, 2) for x in os.getloadavg()],
+            **{kind: asdict(lat) for kind, lat in latency.items()}}
+
+
 def _lat(label: str, lat: Latency, target: str = "") -> str:
     return (f"| {label} | {lat.p50:.1f} | {lat.p95:.1f} | {lat.mean:.1f} | {lat.max:.1f} | "
             f"{lat.n} | {target} |")
@@ -488,10 +527,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=QUERIES)
     parser.add_argument("--edits", type=int, default=EDITS)
     parser.add_argument("--json", action="store_true", help="print the raw numbers as JSON")
+    parser.add_argument("--hybrid-store", type=Path,
+                        help="only time hybrid recall on this embedded store of django's stripped copy")
+    parser.add_argument("--embed-model", help="with --hybrid-store: the model its vectors are of "
+                        "(default: the default model, its fast tier serving until it takes over)")
+    parser.add_argument("--profile", help="with --hybrid-store: write a cProfile of the timed queries")
     parser.add_argument("--cold-index-child", nargs=2, metavar=("ROOT", "DB"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.cold_index_child:
         _cold_index_child(*args.cold_index_child)
+        return 0
+    if args.hybrid_store:
+        print(json.dumps(hybrid_recall(args.hybrid_store, args.queries, args.profile, args.embed_model),
+                         indent=1))
         return 0
     unknown = set(args.corpora) - set(CORPORA)
     if unknown:

@@ -58,6 +58,8 @@ WATCH_START_S = 10.0
 STATES = ("error", "indexing", "embedding", "idle", "degraded", "ready")
 # Below this many chunks waiting for a vector no embedding progress is shown.
 EMBED_PROGRESS_MIN_BACKLOG = 200
+# Seconds between the embedding part's progress reports.
+EMBED_PROGRESS_INTERVAL_S = 2.0
 
 SYMBOL_KINDS = {
     "class": types.SymbolKind.Class, "method": types.SymbolKind.Method,
@@ -233,42 +235,50 @@ class CtxlsServer(LanguageServer):
             message=f"indexed {status['files']} files (shared daemon)"))
 
     async def index_then_embed(self, engine: Engine) -> None:
+        """One work-done progress item: the lexical index, then embedding until
+        ranking by meaning sees every chunk (status ``progress.meaning``: the
+        fast tier, seconds after the index, where a transformer is the model);
+        it ends in "ready"; the transformer's takeover goes on in the background."""
+        bar, message = None, ""
         if not engine.cold_index_done:
             if engine.follower is not None:  # the pass lists what the watch may have missed
                 await asyncio.to_thread(engine.follower.established.wait, WATCH_START_S)
-            await self.cold_index(engine)
-        await self.report_embedding(engine)
+            bar = await ProgressBar.open(self, "ctxls: indexing", str(engine.root))
+            message = await self.cold_index(engine, bar)
+            if not engine.cold_index_done:
+                bar.end(message)  # failed or stopped: no embedding to wait for
+                return
+        meaning = await self.report_embedding(engine, bar)
+        if bar is not None:
+            bar.end("stopped" if self.stopping.is_set()
+                    else "; ".join(filter(None, ["ready", message, meaning])))
 
-    async def report_embedding(self, engine: Engine) -> None:
-        """Work-done progress while the embedding backlog is large."""
-        status = await asyncio.to_thread(engine.status)
-        if status["pending"] < EMBED_PROGRESS_MIN_BACKLOG or not self.supports_progress():
-            return
-        token = f"ctxls-embed-{next(self._progress_tokens)}"
-        try:
-            await self.work_done_progress.create_async(token)
-        except Exception:
-            return
-        total, first_vectors, eta = status["pending"], status["vectors"], EmbeddingEta()
-        self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-            title="ctxls: embedding", message=eta.text(0, total), percentage=0))
-        while not self.stopping.is_set() and engine.semantic and engine.semantic.failed is None:
-            status = await asyncio.to_thread(engine.status)
-            done, pending = max(status["vectors"] - first_vectors, 0), status["pending"]
-            if pending == 0:
-                break
-            total = max(total, done + pending)  # edits may add chunks meanwhile
-            fast = status["embeddings"].get("serving") == "fast"
-            self.work_done_progress.report(token, types.WorkDoneProgressReport(
-                message=eta.text(done, total)
-                + ("; the fast tier answers meanwhile" if fast else ""),
-                percentage=int(done * 100 / max(total, 1))))
-            await asyncio.sleep(2.0)
-        self.work_done_progress.end(token, types.WorkDoneProgressEnd(message="embedded"))
+    async def report_embedding(self, engine: Engine, bar: "ProgressBar | None") -> str:
+        """Report embedding on ``bar`` (or on a bar of its own while the
+        backlog is large) until ranking by meaning sees every chunk; returns
+        what ranks by meaning then ("" without embeddings)."""
+        meaning = (await asyncio.to_thread(engine.status))["progress"]["meaning"]
+        if meaning is None:
+            return ""
+        own_bar = bar is None
+        if own_bar:
+            if meaning["total"] - meaning["done"] < EMBED_PROGRESS_MIN_BACKLOG:
+                return meaning["text"]
+            bar = await ProgressBar.open(self, "ctxls: embedding", meaning["text"])
+        eta = EmbeddingEta()
+        while not meaning["ready"] and not self.stopping.is_set():
+            bar.message(eta.text(meaning["done"], meaning["total"]))
+            await asyncio.sleep(EMBED_PROGRESS_INTERVAL_S)
+            meaning = (await asyncio.to_thread(engine.status))["progress"]["meaning"]
+            if meaning is None:  # the model failed meanwhile
+                return ""
+        if own_bar:
+            bar.end("stopped" if self.stopping.is_set() else f"ready; {meaning['text']}")
+        return meaning["text"]
 
-    async def cold_index(self, engine: Engine) -> None:
-        """Index a folder in a worker thread, reporting work-done progress."""
-        bar = await ProgressBar.open(self, "ctxls: indexing", str(engine.root))
+    async def cold_index(self, engine: Engine, bar: "ProgressBar") -> str:
+        """Index a folder in a worker thread, reporting work-done progress on
+        ``bar``; returns what the pass did (the bar stays open)."""
         message = ""
         try:
             while True:
@@ -290,7 +300,7 @@ class CtxlsServer(LanguageServer):
             message = f"indexing failed: {exc}"
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error,
                                                              f"ctxls: {message}"))
-        bar.end(message)
+        return message
 
     def schedule_buffer(self, uri: str) -> None:
         """Debounce re-indexing of an edited buffer (per URI)."""
@@ -494,6 +504,13 @@ class ProgressBar:
                 self._ls.work_done_progress.report, self._token, types.WorkDoneProgressReport(
                     message=f"{done}/{total} files",
                     percentage=int(done * 100 / total) if total else 100))
+
+    def message(self, text: str) -> None:
+        """A report with a message only (the percentage was the files')."""
+        if self._token is not None:
+            self._loop.call_soon_threadsafe(
+                self._ls.work_done_progress.report, self._token,
+                types.WorkDoneProgressReport(message=text))
 
     def end(self, message: str) -> None:
         if self._token is not None:

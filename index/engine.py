@@ -40,8 +40,8 @@ from ctxls.index.live import BURST_FILES, DiskFollower, watch_status
 from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
-from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search
-from ctxls.index.tokenize import fts_match_expression, query_terms
+from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search, term_counts
+from ctxls.index.tokenize import query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
 from ctxls.index.stash import Stash
@@ -58,6 +58,8 @@ FILE_KINDS = ("code", "doc", "config")
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
 MAX_RECALL_N = 200
+# File URIs kept for hits (uri_for), at most.
+MAX_CACHED_URIS = 100_000
 # A recall (or assemble) query's length: FTS5's cost grows with the square of
 # the terms OR-ed together (20,000 distinct terms: 4 s; 200,000: minutes of a
 # worker thread). An issue or a log pasted whole is for locate.
@@ -239,6 +241,7 @@ class Engine:
                         quarantined["path"], quarantined["memory"])
         self._buffers: dict[str, str] = {}
         self._buffers_lock = threading.Lock()
+        self._uris: dict[str, str] = {}  # path -> file URI (uri_for: pathlib costs on every hit)
         self.indexer = Indexer(self.root, self.store, self.options.discovery, self.open_buffers)
         # Where warnings a user should see go (the daemon shows them in the editor).
         self.on_warning: Callable[[str], None] = log.warning
@@ -382,7 +385,12 @@ class Engine:
         return rel
 
     def uri_for(self, path: str) -> str:
-        return (self.root / path).as_uri()
+        uri = self._uris.get(path)
+        if uri is None:
+            if len(self._uris) >= MAX_CACHED_URIS:
+                self._uris.clear()
+            uri = self._uris[path] = (self.root / path).as_uri()
+        return uri
 
     # -- indexing ------------------------------------------------------------
 
@@ -442,12 +450,14 @@ class Engine:
         if self.buffers_only:
             return set()
         changed = set()
-        conn = self.store.reader()
-        for path in dict.fromkeys(paths):
-            if self.buffer_text(path) is not None:
-                continue
-            row = conn.execute("SELECT size, mtime_ns, source, indexed_at FROM files "
-                               "WHERE path = ?", (path,)).fetchone()
+        wanted = [path for path in dict.fromkeys(paths) if self.buffer_text(path) is None]
+        if not wanted:
+            return changed
+        rows = {row["path"]: row for row in self.store.reader().execute(
+            "SELECT path, size, mtime_ns, source, indexed_at FROM files "
+            f"WHERE path IN ({','.join('?' * len(wanted))})", wanted)}
+        for path in wanted:
+            row = rows.get(path)
             if row is None:
                 continue
             # Racy git's rule: a stat equal to the row's proves nothing when the
@@ -751,10 +761,10 @@ class Engine:
         ``ctxls/assemble`` abstains on off-topic questions with it."""
         terms = query_terms(query)
         conn = self.store.reader()
-        found = sum(1 for term in terms if any(
-            conn.execute(f"SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT 1",
-                         (fts_match_expression([term]),)).fetchone()
-            for table in ("fts_code", "fts_doc")))
+        # Document counts kept per reader while the tables are unchanged: no
+        # FTS probe per term on each recall.
+        held = [term_counts(conn, table).of(conn, table, terms) for table in ("fts_code", "fts_doc")]
+        found = sum(1 for term in terms if any(counts[term] for counts in held))
         nearest = model = None
         semantic = self._semantic_for("semantic")  # the tier serving now, fast or primary
         if semantic is not None:
@@ -885,11 +895,12 @@ class Engine:
                 vectors = semantic.vector_count() if semantic else 0
                 embedding = semantic.pending() if semantic and semantic.failed is None else 0
                 embeddings = self._describe_embeddings()
+                meaning = self.meaning_progress()
                 languages = self._language_counts()
         except StoreUnavailable as exc:
             # A damaged store reported, never a failed status (and repaired at its next use).
             store_error = exc
-            counts, vectors, embedding = {"files": 0, "chunks": 0}, 0, 0
+            counts, vectors, embedding, meaning = {"files": 0, "chunks": 0}, 0, 0, None
             embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
@@ -914,7 +925,8 @@ class Engine:
             "vectors": vectors,
             "pending": files_pending + embedding,
             "progress": {"files": {"done": self.progress.done, "total": self.progress.total}
-                         if self.indexing else None},
+                         if self.indexing else None,
+                         "meaning": meaning},
             "embeddings": embeddings,
             "buffers": buffers,
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
@@ -938,6 +950,28 @@ class Engine:
             status["quarantined"] = {"stores": [q["path"] for q in quarantined],
                                      "memory": sum(q["memory"] for q in quarantined)}
         return status
+
+    def meaning_progress(self) -> dict | None:
+        """How far ranking by meaning is from seeing every chunk, for the one
+        progress item (status ``progress.meaning``): the fast tier's vectors
+        while it drains (the primary's where there is no fast tier, or where
+        the fast tier failed); ``ready`` once the tier that would serve has
+        every chunk (the primary then takes over in the background: ``text``
+        says how far it is). None without embeddings or with no model."""
+        tiers = [tier for tier in (self.fast_semantic, self.semantic)
+                 if tier is not None and tier.failed is None]
+        if not tiers:
+            return None
+        tier = tiers[0]
+        done, pending = tier.vector_count(), tier.pending()
+        model = STATIC_MODEL_NAME if tier is self.fast_semantic else self._primary_model_name()
+        if pending:
+            text = f"embedding {done}/{done + pending} chunks ({model})"
+        elif tier is self.fast_semantic and self.serving_tier() is tier:
+            text = f"ranking by meaning; {self.serving_text()}"
+        else:
+            text = f"ranking by meaning with {self._primary_model_name()}"
+        return {"done": done, "total": done + pending, "ready": pending == 0, "text": text}
 
     def _describe_embeddings(self) -> dict:
         """The primary tier's model, which tier serves, and the fast tier's

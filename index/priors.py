@@ -572,7 +572,7 @@ def _saturated_top(hits: list["ScoredChunk"], n: int, config: PriorConfig) -> li
     per_file: dict[str, int] = {}
     floor = float("-inf")
     for hit in hits:
-        if len(taken) >= n and hit.score <= floor:
+        if len(taken) >= n and hit.score < floor:
             break
         # A long definition's best window stands for it.
         if (hit.path, definition[id(hit)]) in listed:

@@ -43,12 +43,14 @@ class RankingConfig:
     path_weight: float = 4.0
     body_weight: float = 1.0
     import_boost: float = 0.1
-    # How many BM25 candidates the import boost may reorder.
+    # How many BM25 candidates the import boost and the priors reorder: the
+    # ranking's fixed depth (first_n), so the top k of any n is one list.
     candidate_pool: int = 50
     # Files whose best hits lend a boost to their import neighbours.
     boost_source_files: int = 3
     # Hybrid fusion: how the two scores combine (FUSIONS; see fused_scores),
-    # the share of the cosine side and how many candidates each side nominates.
+    # the share of the cosine side and how many candidates each side nominates
+    # (hybrid's fixed depth, as candidate_pool is lexical's).
     # The best of bench/semantic.py's grid on the dev set of three corpora
     # (docs/decisions.md, "Hybrid fusion"); it is also the best fusion on test.
     fusion: str = "min-max"
@@ -302,15 +304,15 @@ def _chunks_by_id(conn: Connection, ids) -> dict[int, tuple]:
     return {row[0]: row for row in rows}
 
 
-def _ranked(conn: Connection, kind: str, query: str, hits: list[ScoredChunk], n: int,
-            config: RankingConfig) -> list[ScoredChunk]:
+def _ranked(conn: Connection, kind: str, query: str, terms: list[str], hits: list[ScoredChunk],
+            n: int, config: RankingConfig) -> list[ScoredChunk]:
     """The best ``n`` after the priors (ties break on path then line, so equal
-    scores always come back in one order)."""
+    scores always come back in one order); ``terms`` are ``query_terms(query)``."""
     def fetch_rows(ids):
         return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
 
     def file_scores(paths):
-        return file_bm25(conn, kind, query_terms(query), paths)
+        return file_bm25(conn, kind, terms, paths)
     return rerank(conn, kind, query, hits, n, config.priors, fetch_rows, file_scores)
 
 
@@ -351,6 +353,32 @@ def _files_of_kind(conn: Connection, kind: str) -> int:
         "SELECT count(DISTINCT file_id) FROM chunks WHERE kind = ?", (kind,)).fetchone()[0])
 
 
+def first_n(search: Callable[[int], list[ScoredChunk]], n: int, depth: int) -> list[ScoredChunk]:
+    """The best ``n`` of ``search(depth)``, the ranking of a fixed candidate
+    depth: the top k of any n is the same list (k <= n). Asked for more than
+    ``depth``, the answer goes on with the next hits of a deeper search,
+    scored no higher than the last of the first ``depth``."""
+    first = search(depth)
+    if n <= depth:
+        return first[:n]
+    if not first:
+        return first
+    # Even a short first list may go on: windows of one long definition
+    # count once, so fewer than ``depth`` hits can come from ``depth`` candidates.
+    # Chunks of a file overlap only as windows of one definition: one listed
+    # keeps the others out.
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for hit in first:
+        spans.setdefault(hit.path, []).append((hit.start_line, hit.end_line))
+    floor = first[-1].score
+    more = [hit for hit in search(n) if not any(
+        start <= hit.end_line and hit.start_line <= end for start, end in spans.get(hit.path, ()))]
+    more = more[:n - len(first)]
+    for hit in more:
+        hit.score = min(hit.score, floor)
+    return first + more
+
+
 def lexical_search(conn: Connection, kind: str, query: str, n: int,
                    config: RankingConfig) -> list[ScoredChunk]:
     table = FTS_TABLE_BY_KIND.get(kind)
@@ -358,14 +386,17 @@ def lexical_search(conn: Connection, kind: str, query: str, n: int,
     terms = query_terms(query)
     if table is None or not terms or n <= 0:
         return []
-    # A pool deeper than n: the priors and the import boost reorder it.
-    scores = bm25_scores(conn, table, terms, config, limit=max(n, config.candidate_pool))
-    scores.update(bm25_of_files(conn, kind, terms, config, named_files(conn, query, config.priors)))
-    rows = _chunks_by_id(conn, scores)
-    hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
-    if config.import_boost:
-        _apply_import_boost(conn, hits, config)
-    return _ranked(conn, kind, query, hits, n, config)
+
+    def search(depth: int) -> list[ScoredChunk]:
+        # A pool deeper than the list: the priors and the import boost reorder it.
+        scores = bm25_scores(conn, table, terms, config, limit=depth)
+        scores.update(bm25_of_files(conn, kind, terms, config, named_files(conn, query, config.priors)))
+        rows = _chunks_by_id(conn, scores)
+        hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
+        if config.import_boost:
+            _apply_import_boost(conn, hits, config)
+        return _ranked(conn, kind, query, terms, hits, depth, config)
+    return first_n(search, n, config.candidate_pool)
 
 
 def hybrid_search(conn: Connection, kind: str, query: str, n: int,
@@ -382,16 +413,20 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
     # the candidates BM25 lacks, and they only added noise to it (hand-written
     # files set, hybrid NDCG@10 0.790 -> 0.798; set 4 dev by file 0.852 -> 0.860).
     vector = semantic.query_vector_soon(query)
-    terms = [] if dense_only else query_terms(query)
-    candidates = hybrid_candidates(conn, kind, vector.result, terms, max(n, config.fusion_pool),
-                                   config, semantic)
-    if candidates is None:
-        return []
+    terms = query_terms(query)
     weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
-    fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
-                         fusion=config.fusion)
-    return _ranked(conn, kind, query,
-                   [_scored(candidates.rows[cid], score) for cid, score in fused.items()], n, config)
+
+    def search(depth: int) -> list[ScoredChunk]:
+        candidates = hybrid_candidates(conn, kind, vector.result, [] if dense_only else terms,
+                                       depth, config, semantic)
+        if candidates is None:
+            return []
+        fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
+                             fusion=config.fusion)
+        return _ranked(conn, kind, query, terms,
+                       [_scored(candidates.rows[cid], score) for cid, score in fused.items()],
+                       depth, config)
+    return first_n(search, n, config.fusion_pool)
 
 
 @dataclass

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lsprotocol import types
 
 from ctxls.index import engine as engine_module
 from ctxls.index import store as store_module
@@ -17,7 +18,7 @@ from ctxls.index.embeddings import CODE_MODEL_NAME, STATIC_MODEL_NAME
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import FAST_TIER, SemanticIndex, vector_file_for
 
-from conftest import write_tree
+from conftest import serve, write_tree
 from test_semantic import PARAPHRASE_REPO, damage_ann_file, indexed_with_a_missing_model
 
 # More chunks than the takeover backlog: a primary tier a few batches in still
@@ -203,3 +204,21 @@ def test_a_damaged_fast_ann_file_is_rebuilt_from_the_store(repo: Path, damage: s
     if damage == "corrupt":
         assert "annRebuilt" in reopened.status()["embeddings"]["fast"]
     reopened.close()
+
+
+async def test_one_progress_item_covers_the_index_and_the_fast_tier_and_ends_in_ready(repo: Path):
+    async with serve(repo, options={"embeddings": True}) as s:
+        await s.wait_indexed()
+        status = await s.request("ctxls/status")
+        items = [reports for reports in s.client.progress_reports.values() if reports]
+        assert len(items) == 1  # no second item for the embedding
+        (reports,) = items
+        assert isinstance(reports[0], types.WorkDoneProgressBegin)
+        assert reports[0].title == "ctxls: indexing"
+        assert isinstance(reports[-1], types.WorkDoneProgressEnd)
+        assert reports[-1].message.startswith("ready; indexed ")
+        # Ended once ranking by meaning sees every chunk: the fast tier's.
+        assert status["embeddings"]["fast"]["pending"] == 0
+        meaning = status["progress"]["meaning"]
+        assert meaning["ready"] and meaning["done"] == meaning["total"] > 0
+        assert "ranking by meaning" in reports[-1].message

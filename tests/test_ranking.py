@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
 from ctxls.index import ranking
+from ctxls.index.embeddings import STATIC_MODEL_NAME
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.ranking import (FUSIONS, RankingConfig, _id_runs, bm25_of_files, bm25_of_ids, bm25_scores,
                                  fused_scores, lexical_search)
@@ -192,3 +194,49 @@ def test_a_table_that_stems_the_query_again_is_scanned_whole(monkeypatch):
     assert set(top) == set(sorted(every, key=every.get, reverse=True)[:2])
     assert not restricted
 
+
+
+# The ranking code itself (this package's index/, impact/ and daemon/): real
+# files, a few thousand chunks, identifiers and sentences to ask about.
+N_INDEPENDENCE_QUERIES = [
+    "bm25_scores", "SemanticIndex", "fused_scores", "refresh_stale", "Store.write",
+    "how are the hybrid candidates gathered from the ANN index",
+    "re-index a file changed on disk", "wait for the first index before answering",
+    "which files does a query name", "per-file saturation of the top hits",
+    "embed the backlog in batches", "parse the import statements of a file",
+]
+
+
+@pytest.fixture(scope="module")
+def own_code_engine(tmp_path_factory):
+    package = Path(ranking.__file__).resolve().parents[1]
+    root = tmp_path_factory.mktemp("own-code")
+    write_tree(root, {str(path.relative_to(package)): path.read_text(encoding="utf-8")
+                      for folder in ("index", "impact", "daemon")
+                      for path in sorted((package / folder).rglob("*.py"))})
+    engine = Engine(root, EngineOptions(embeddings=True, embed_model=STATIC_MODEL_NAME))
+    engine.index()
+    engine.embed_pending()
+    assert engine.semantic.pending() == 0
+    yield engine
+    engine.close()
+
+
+@pytest.mark.parametrize("mode", ["lexical", "hybrid"])
+def test_the_top_ten_do_not_depend_on_how_many_hits_are_asked_for(own_code_engine, mode):
+    def top(query: str, n: int) -> list[tuple]:
+        result = own_code_engine.recall(query, ["code"], n, mode=mode)
+        assert result.mode == mode
+        return [(h.path, h.start_line, h.end_line, h.score) for h in result.hits_by_kind["code"]]
+
+    longest = 0
+    for query in N_INDEPENDENCE_QUERIES:
+        ten, fifty, hundred = top(query, 10), top(query, 50), top(query, 100)
+        assert len(ten) == 10 and len(fifty) > 10, query
+        assert ten == fifty[:10] == hundred[:10], query
+        # Past the fixed depth (n = 100) the list goes on below, never above,
+        # and never lists a chunk twice.
+        assert [h[3] for h in hundred] == sorted((h[3] for h in hundred), reverse=True), query
+        assert len(set(h[:3] for h in hundred)) == len(hundred) >= len(fifty), query
+        longest = max(longest, len(hundred))
+    assert longest == 100
