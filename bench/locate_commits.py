@@ -484,6 +484,41 @@ def read_features(splits: tuple[str, ...]) -> list[dict]:
     return rows
 
 
+RESULT_FILE = HERE / "results" / "locate_commits-baseline.json"
+# Issue 36's goals on the project-disjoint test, fix descriptions.
+GOALS = {"acc@1": 60.0, "acc@5": 85.0}
+
+
+def result(figures: dict, answered: int, planned: int) -> dict:
+    """bench/results/'s record of a baseline run (see bench/results/README.md)."""
+    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(HERE), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    with open("/proc/loadavg") as load:
+        load_average = load.read().split()[0]
+    rows = []
+    for name, m in figures.items():
+        what = f"{name} ({m['n']} tasks, {m['projects']} projects)"
+        for key in (*(f"acc@{k}" for k in KS), "mrr"):
+            goal = GOALS.get(key) if name == TEST else None
+            rows.append({"target": f"locate {key.replace('acc', 'Acc')} on {what}", "value": m[key],
+                         "goal": None if goal is None else f">= {goal}",
+                         "met": None if goal is None else m[key] >= goal})
+        rows.append({"target": f"gold files with no evidence on {what}",
+                     "value": f"{m['gold_no_evidence']} of {m['gold_files']} "
+                              f"({m['gold_not_indexed']} not indexed)", "goal": None, "met": None})
+    return {"section": "Locate on fix commits (baseline)", "issue": 36,
+            "date": time.strftime("%Y-%m-%d", time.gmtime()), "commit": commit + ("+dirty" if dirty else ""),
+            "command": "python bench/locate_commits.py --evaluate (after --mine and --dump)",
+            "machine": f"2 cores, loaded (load average {load_average})",
+            "rows": rows,
+            "notes": (f"Today's Engine.locate (embeddings off) on the dev and test projects' fix commits "
+                      f"(texts: cleaned commit messages; gold: the source files modified), "
+                      f"{answered} of the {planned} dev/test tasks answered so far; Acc@k: every gold "
+                      f"file in the top k; MRR of the first gold file.")}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mine", action="store_true", help=f"mine the tasks into {TASKS_FILE}")
@@ -517,7 +552,10 @@ def main() -> None:
             except (subprocess.CalledProcessError, OSError) as error:  # one project's walk, not the run
                 print(f"{repo.name}: walk stopped: {error}", file=sys.stderr, flush=True)
     if args.evaluate:
-        figures = baseline(read_features((DEV, TEST)))
+        rows = read_features((DEV, TEST))
+        figures = baseline(rows)
+        planned = sum(1 for t in read_tasks() if t["split"] in (DEV, TEST))
+        RESULT_FILE.write_text(json.dumps(result(figures, len(rows), planned), indent=1) + "\n")
         print("| set | projects | tasks | " + " | ".join(f"Acc@{k}" for k in KS)
               + " | MRR | gold files without evidence |")
         print("|---|---|---|" + "---|" * len(KS) + "---|---|")
