@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import gzip
 import hashlib
 import json
@@ -432,21 +433,25 @@ def dump(repo: str, tasks: list[dict], git_dir: Path, data_dir: Path = DATA_DIR)
     return answered
 
 
+@functools.cache
 def tracked_files(repo: Repo) -> int:
     return len(git(snapshot_dir(repo.name), "ls-tree", "-r", "--name-only", repo.head).splitlines())
 
 
 def dump_order(repos: list[Repo]) -> list[Repo]:
-    """Dev and test first (alternating), Python first, smaller trees first."""
-    def key(repo: Repo) -> tuple:
-        return (repo.language != "python", tracked_files(repo))
+    """Dev and test projects first, then train; within each, rounds over the
+    languages (three Python projects a round, one of each other language),
+    smaller trees first: a run stopped early still covers every language."""
+    def rounds(group: list[Repo]) -> list[Repo]:
+        by_language: dict[str, list[Repo]] = collections.defaultdict(list)
+        for repo in sorted(group, key=tracked_files):
+            by_language[repo.language].append(repo)
+        keyed = [((i // (3 if language == "python" else 1), language != "python", tracked_files(repo)), repo)
+                 for language, members in by_language.items() for i, repo in enumerate(members)]
+        return [repo for _, repo in sorted(keyed, key=lambda kr: kr[0])]
 
-    dev = sorted((r for r in repos if split_of(r.name) == DEV), key=key)
-    test = sorted((r for r in repos if split_of(r.name) == TEST), key=key)
-    train = sorted((r for r in repos if split_of(r.name) == TRAIN), key=key)
-    interleaved = [r for pair in zip(dev, test) for r in pair]
-    longer = dev[len(test):] if len(dev) > len(test) else test[len(dev):]
-    return interleaved + longer + train
+    return (rounds([r for r in repos if split_of(r.name) in (DEV, TEST)])
+            + rounds([r for r in repos if split_of(r.name) == TRAIN]))
 
 
 # -- the baseline -----------------------------------------------------------------------------------
