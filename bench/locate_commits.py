@@ -211,6 +211,8 @@ _REFERENCE = re.compile(r"\(\s*(?:[\w.-]+/[\w.-]+)?#\d+\s*\)|(?:[\w.-]+/[\w.-]+)
                         r"|https?://\S+|\[(?:skip ci|ci skip)\]|\(cherry picked from commit \w+\)", re.I)
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _EMPTY_BRACKETS = re.compile(r"\[[\s,]*\]|\([\s,]*\)")
+_TOOL_LINE = re.compile(r"^\s*(?:[*-]\s*)?(?:(?:Update|Create|Delete)\s+[\w./-]+\.\w+"
+                        r"|Apply suggestions? from code review|Merge branch \S+.*)\s*$", re.I)
 
 
 def clean_message(message: str) -> str:
@@ -221,8 +223,14 @@ def clean_message(message: str) -> str:
     text = _REFERENCE_PHRASE.sub("", text)
     text = _REFERENCE.sub("", text)
     text = _EMPTY_BRACKETS.sub("", text)
-    # Lines a removed reference left with nothing but punctuation.
-    lines = [line.rstrip() for line in text.splitlines() if _WORD.search(line) or not line.strip()]
+    lines, seen = [], set()
+    for line in (line.rstrip() for line in text.splitlines()):
+        # Lines a removed reference left with nothing but punctuation, a squashed
+        # branch's repeated and review-tool lines ("Update src/app/File.kt": it names the gold).
+        if line.strip() and (not _WORD.search(line) or _TOOL_LINE.match(line) or line in seen):
+            continue
+        seen.add(line)
+        lines.append(line)
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
     return text[:MAX_TEXT_CHARS].strip()
 

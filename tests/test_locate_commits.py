@@ -124,6 +124,11 @@ def test_the_text_keeps_the_prose_only():
     text = clean_message("[Fix #12] Fix false positives in Foo when bar is empty (#45)\n\n"
                          "See https://github.com/o/r/issues/3\nAuthored by: someone\nChange-Id: I12ab\n")
     assert text == "Fix false positives in Foo when bar is empty"
+    # A squashed branch: its repeated lines and the review tool's "Update <file>" (it names the gold).
+    squashed = clean_message("Fix the cache key when a URL is overridden\n\n* Add an override\n"
+                             "* Add an override\n* Update okhttp/src/main/kotlin/okhttp3/Request.kt\n"
+                             "* Apply suggestions from code review\n")
+    assert squashed == "Fix the cache key when a URL is overridden\n\n* Add an override"
 
 
 def test_the_dump_answers_on_the_parent_commit(history, tmp_path):
