@@ -48,10 +48,41 @@ def attach_tree(git_dir: Path, tree: Path) -> Callable[[str], None]:
     (dot_git / "objects" / "info" / "alternates").write_text(f"{git_dir.resolve() / 'objects'}\n")
 
     def checkout(commit: str) -> None:
-        git(dot_git, "checkout", "--force", "--detach", "-q", commit, tree=tree)
+        try:
+            git(dot_git, "checkout", "--force", "--detach", "-q", commit, tree=tree)
+        except subprocess.CalledProcessError:
+            # A snapshot lacks files of 4 MiB and more: check out all but those.
+            leave_out(dot_git, missing_blobs(dot_git, commit))
+            git(dot_git, "checkout", "--force", "--detach", "-q", commit, tree=tree)
         git(dot_git, "clean", "-fdxq", tree=tree)
 
     return checkout
+
+
+def missing_blobs(git_dir: Path, commit: str) -> list[str]:
+    """The paths of ``commit``'s files whose content the object store lacks."""
+    listing = git(git_dir, "ls-tree", "-r", "-z", commit).split("\0")
+    entries = [line.split("\t", 1) for line in listing if line]
+    blobs = [(meta.split()[2], path) for meta, path in entries if meta.split()[1] == "blob"]
+    checked = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch-check"],
+                             input="".join(f"{sha}\n" for sha, _ in blobs), check=True,
+                             capture_output=True, text=True).stdout.splitlines()
+    return [path for (_, path), answer in zip(blobs, checked) if answer.endswith(" missing")]
+
+
+def leave_out(git_dir: Path, paths: list[str]) -> None:
+    """Check out everything but ``paths`` from now on (a sparse checkout; the
+    list grows, so a file missing at one commit stays out at the next)."""
+    sparse = git_dir / "info" / "sparse-checkout"
+    patterns = sparse.read_text().splitlines() if sparse.exists() else ["/*"]
+    patterns += [f"!/{glob_escape(path)}" for path in paths if f"!/{glob_escape(path)}" not in patterns]
+    sparse.parent.mkdir(parents=True, exist_ok=True)
+    sparse.write_text("\n".join(patterns) + "\n")
+    git(git_dir, "config", "core.sparseCheckout", "true")
+
+
+def glob_escape(path: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]!#\\" else c for c in path)
 
 
 def commit_times(git_dir: Path, commits: Iterable[str]) -> dict[str, int]:

@@ -159,3 +159,29 @@ def test_no_project_of_the_set_is_in_another_set_or_reserved():
               if row["project"] not in ours}
     forbidden = others | {n.lower() for n in reserved_projects()} | locate_commits.SWE_BENCH_FAMILY
     assert {name.split("/")[-1].lower() for name in ours} & forbidden == set()
+
+
+def test_the_walk_checks_out_a_commit_whose_snapshot_lacks_a_file(tmp_path):
+    """A fetched snapshot lacks files of 4 MiB and more: the tree gets every
+    other file of the commit (and the snapshot's own HEAD does not move)."""
+    from git_walk import attach_tree
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    first = commit(repo, "Initial import", {"src/app.py": "x = 1\n", "tools/big.bin": "large\n"})
+    second = commit(repo, "Fix the value of x when it is read twice", {"src/app.py": "x = 2\n"})
+    big = git(repo, "rev-parse", f"{first}:tools/big.bin")
+    (repo / ".git" / "objects" / big[:2] / big[2:]).unlink()  # what the snapshot lacks
+    checkout = attach_tree(repo / ".git", tmp_path / "tree")
+    checkout(first)
+    assert (tmp_path / "tree" / "src" / "app.py").read_text() == "x = 1\n"
+    assert not (tmp_path / "tree" / "tools" / "big.bin").exists()
+    checkout(second)
+    assert (tmp_path / "tree" / "src" / "app.py").read_text() == "x = 2\n"
+    checkout(first)
+    # The snapshot's HEAD is where it was: still its branch, at its newest commit.
+    assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(repo, "rev-parse", "HEAD") == second
