@@ -75,9 +75,9 @@ from ctxls.index.ranking import RankingConfig, bm25_scores
 from ctxls.index.tokenize import query_terms
 
 from corpora import CACHE_DIR, corpus_path, make_own_repo, pypi_sdists
+from git_walk import MIRROR, attach_tree, commit_times, git, reindexed, snapshot_dir
 
 LOCATE_DIR = CACHE_DIR / "locate"
-MIRROR = Path("/work/.mirror")
 LOCAGENT_GIT = MIRROR / "gersteinlab+LocAgent" / "repo"
 LOCAGENT_FILE = "evaluation/loc_output/locagent/claude_3-5/loc_outputs.jsonl"
 # The only repositories whose tasks this benchmark reads.
@@ -113,19 +113,11 @@ def load_tasks() -> list[dict]:
 
 def _locagent_rows():
     """LocAgent's published rows of the allowed repositories (no other row is kept)."""
-    raw = subprocess.run(["git", "--git-dir", str(LOCAGENT_GIT), "show", f"HEAD:{LOCAGENT_FILE}"],
-                         check=True, capture_output=True, text=True).stdout
+    raw = git(LOCAGENT_GIT, "show", f"HEAD:{LOCAGENT_FILE}")
     for line in raw.splitlines():
         row = json.loads(line)
         if row["meta_data"]["repo"] in ALLOWED_REPOS:
             yield row
-
-
-def _git(git_dir: Path, *args: str, tree: Path | None = None) -> str:
-    command = ["git", "--git-dir", str(git_dir)]
-    if tree is not None:
-        command += ["--work-tree", str(tree)]
-    return subprocess.run(command + list(args), check=True, capture_output=True, text=True).stdout
 
 
 def _files_in_order(paths: list[str]) -> list[str]:
@@ -169,20 +161,18 @@ def run_repo(repo: str, tasks: list[dict], limit: int | None, embed_pool: int | 
              embed_splits: tuple[str, ...] = ("dev", "test"), embed_model: str | None = None) -> Path:
     """Walk the repository's tasks in commit order on its git snapshot (see :func:`walk`)."""
     name = repo.replace("/", "+")
-    git_dir = MIRROR / name / "repo"
+    git_dir = snapshot_dir(repo)
     if not git_dir.is_dir():
         raise SystemExit(f"no snapshot of {repo} at {git_dir} (fetch github:{repo} first)")
     tree = LOCATE_DIR / "trees" / name
-    tree.mkdir(parents=True, exist_ok=True)
-    # The tree must answer `git ls-files` for discovery: a .git file pointing at the snapshot.
-    (tree / ".git").write_text(f"gitdir: {git_dir}\n")
+    move = attach_tree(git_dir, tree)
 
     def checkout(task: dict) -> None:
-        _git(git_dir, "checkout", "--force", "--detach", task["commit"], tree=tree)
-        _git(git_dir, "clean", "-fdxq", "-e", ".git", tree=tree)
+        move(task["commit"])
 
     def order(todo: list[dict]) -> list[dict]:
-        return sorted(todo, key=lambda t: int(_git(git_dir, "show", "-s", "--format=%ct", t["commit"])))
+        times = commit_times(git_dir, (t["commit"] for t in todo))
+        return sorted(todo, key=lambda t: times[t["commit"]])
 
     return walk(repo, name, repo, tree, tasks, order, checkout, limit, embed_pool, embed_splits,
                 embed_model)
@@ -212,11 +202,7 @@ def walk(repo: str, name: str, label: str, tree: Path, tasks: list[dict], order,
                                         embed_model=embed_model))
     locator = Locator()
     try:
-        for task in todo:
-            checkout(task)
-            started = time.perf_counter()
-            stats = engine.index()
-            reindex_s = time.perf_counter() - started
+        for task, stats, reindex_s in reindexed(engine, todo, checkout):
             embedded = {}
             with_vectors = embed_pool is not None and task["split"] in embed_splits
             if with_vectors:

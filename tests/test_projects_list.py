@@ -36,6 +36,7 @@ CHECKED_TABLES = {
     ("impact", "QUALITY_CORPORA"), ("impact", "TS_CORPORA"), ("semantic", "TEXT_CORPORA"),
     ("semantic", "PERF_CORPUS"), ("assemble", "CORPORA"), ("locate", "ALLOWED_REPOS"),
     ("locate", "RELEASE_PROJECTS"), ("locate", "DJANGO_ON_CORPUS"), ("codesearch_lang", "PROJECTS"),
+    ("locate_commits", "PROJECTS"),
 }
 _TABLE_NAME = re.compile(r"(CORPORA|CORPUS|PROJECTS|REPOS)$")
 
@@ -91,6 +92,7 @@ def required_projects() -> list[tuple[str, str | None, str | None, str]]:
     locate = bench_module("locate")
     languages = bench_module("codesearch_lang")
     live = bench_module("live")
+    locate_commits = bench_module("locate_commits")
 
     need = []
     need.append(("django", live.DJANGO, "dev", "live.DJANGO"))
@@ -122,6 +124,9 @@ def required_projects() -> list[tuple[str, str | None, str | None, str]]:
         need.append((repo, None, "dev", "locate.ALLOWED_REPOS"))
     assert set(locate.RELEASE_PROJECTS) <= set(locate.ALLOWED_REPOS)
     assert f"@ {corpora.CORPORA['django']} sdist" in locate.DJANGO_ON_CORPUS  # django's tasks: that tree
+    # Locate's fix-commit set: each project wholly in one split, at the newest commit read.
+    for repo in locate_commits.PROJECTS:
+        need.append((repo.name, repo.head, locate_commits.split_of(repo.name), "locate_commits.PROJECTS"))
     return need
 
 

@@ -1,0 +1,187 @@
+"""Locate's fix-commit set (bench/locate_commits.py): the miner keeps exactly
+the commits that describe a fix in prose, with the source files they modified
+as gold; the split is by project; the feature dump answers a task on its
+parent commit with every gold file flagged among the candidates."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))  # the bench modules import each other by plain name
+
+import locate_commits  # noqa: E402
+from locate_commits import Repo, clean_message, dump, gold_files, mine, split_of  # noqa: E402
+
+FIX_MESSAGE = """Fix crash in read_config when the parser reads an empty config file (#4812)
+
+The reader returned None for an empty file and the caller indexed it.
+Return an empty mapping instead.
+
+Fixes #4811
+Signed-off-by: Ada Lovelace <ada@example.com>
+Co-authored-by: Charles Babbage <cb@example.com>
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def commit(repo: Path, message: str, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory) -> dict:
+    """A project whose history holds one fix, a test-only fix, a merge and a
+    formatting commit."""
+    repo = tmp_path_factory.mktemp("project")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    parser = "def read_config(path):\n    text = open(path).read()\n    return parse(text)\n"
+    base = commit(repo, "Initial import of the configuration reader", {
+        "shop/config_reader.py": parser,
+        "shop/cart.py": "def total(items):\n    return sum(i.price for i in items)\n",
+        "tests/test_config_reader.py": "def test_read():\n    assert True\n",
+        "docs/index.md": "# Shop\n"})
+    fix = commit(repo, FIX_MESSAGE, {
+        "shop/config_reader.py": parser.replace("return parse(text)",
+                                                "return parse(text) if text else {}"),
+        "tests/test_config_reader.py": "def test_read_empty():\n    assert True\n"})
+    commit(repo, "Fix the flaky test of the reader when the suite runs in parallel", {
+        "tests/test_config_reader.py": "def test_read_empty():\n    assert 1\n"})
+    git(repo, "checkout", "-q", "-b", "feature", fix)
+    commit(repo, "Fix the cart total when an item has no price at all", {
+        "shop/cart.py": "def total(items):\n    return sum(i.price or 0 for i in items)\n"})
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "Merge branch feature: fix the cart total when prices are missing",
+        "feature")
+    commit(repo, "Reformat the code with the new line length so that lines are shorter", {
+        "shop/cart.py": "def total(items):\n    return sum(\n        i.price or 0 for i in items)\n",
+        "shop/config_reader.py": parser.replace("return parse(text)",
+                                                "return parse(text) if text else {}") + "\n"})
+    head = git(repo, "rev-parse", "HEAD")
+    return {"repo": repo, "git_dir": repo / ".git", "base": base, "fix": fix, "head": head}
+
+
+def test_the_miner_keeps_exactly_the_fixes_with_their_source_files(history):
+    project = Repo("example/shop", "python", history["head"])
+    tasks = mine(project, history["git_dir"])
+    by_commit = {t["commit"]: t for t in tasks}
+    # The fix on main and the fix on the merged branch; not the test-only fix
+    # (no source file), the merge, or the formatting commit.
+    assert history["fix"] in by_commit
+    cart_fix = git(history["repo"], "rev-parse", "feature")
+    assert set(by_commit) == {history["fix"], cart_fix}
+    task = by_commit[history["fix"]]
+    assert task["gold"] == ["shop/config_reader.py"]
+    assert task["parent"] == history["base"]
+    assert task["kind"] == "fix-description"
+    assert task["text"].startswith("Fix crash in read_config when the parser reads an empty config file")
+    for gone in ("#4812", "#4811", "Signed-off-by", "Co-authored-by", "Ada", "Charles"):
+        assert gone not in task["text"]
+    assert by_commit[cart_fix]["gold"] == ["shop/cart.py"]
+
+
+def test_the_split_is_by_project_never_by_task(history):
+    tasks = mine(Repo("example/shop", "python", history["head"]), history["git_dir"])
+    assert {t["split"] for t in tasks} == {split_of("example/shop")}
+    splits = [split_of(f"owner/project-{i}") for i in range(1000)]
+    shares = {s: splits.count(s) / len(splits) for s in ("train", "dev", "test")}
+    assert 0.55 < shares["train"] < 0.65 and 0.15 < shares["dev"] < 0.25 and 0.15 < shares["test"] < 0.25
+    # The committed set's projects each sit wholly in one split.
+    committed = locate_commits.read_tasks()
+    by_project: dict[str, set[str]] = {}
+    for task in committed:
+        by_project.setdefault(task["project"], set()).add(task["split"])
+    assert all(splits == {split_of(p)} for p, splits in by_project.items())
+    assert set(by_project) <= {r.name for r in locate_commits.PROJECTS}
+
+
+def test_gold_files_drop_renames_additions_and_large_commits():
+    assert gold_files([("M", "pkg/a.py"), ("M", "pkg/tests/test_a.py"), ("M", "README.md")]) == ["pkg/a.py"]
+    assert gold_files([("M", "pkg/a.py"), ("A", "pkg/b.py")]) is None  # a new file no text can locate
+    assert gold_files([("R100", "pkg/a.py")]) is None
+    assert gold_files([("M", f"pkg/m{i}.py") for i in range(13)]) is None
+    assert gold_files([("M", "tests/test_a.py"), ("M", "docs/conf.py")]) is None
+    assert gold_files([("M", "vendor/lib/x.go"), ("M", "dist/app.min.js")]) is None
+
+
+def test_the_text_keeps_the_prose_only():
+    text = clean_message("[Fix #12] Fix false positives in Foo when bar is empty (#45)\n\n"
+                         "See https://github.com/o/r/issues/3\nAuthored by: someone\nChange-Id: I12ab\n")
+    assert text == "Fix false positives in Foo when bar is empty"
+    # A squashed branch: its repeated lines and the review tool's "Update <file>" (it names the gold).
+    squashed = clean_message("Fix the cache key when a URL is overridden\n\n* Add an override\n"
+                             "* Add an override\n* Update okhttp/src/main/kotlin/okhttp3/Request.kt\n"
+                             "* Apply suggestions from code review\n")
+    assert squashed == "Fix the cache key when a URL is overridden\n\n* Add an override"
+
+
+def test_the_dump_answers_on_the_parent_commit(history, tmp_path):
+    tasks = mine(Repo("example/shop", "python", history["head"]), history["git_dir"])
+    assert dump("example/shop", tasks, history["git_dir"], tmp_path) == len(tasks)
+    rows = [json.loads(line) for line in
+            locate_commits.features_path("example/shop", tmp_path).read_text().splitlines()]
+    row = next(r for r in rows if r["commit"] == history["fix"])
+    assert row["parent"] == history["base"]
+    assert row["gold"] == ["shop/config_reader.py"] and row["gold_not_indexed"] == []
+    flagged = [c["path"] for c in row["candidates"] if c["gold"]]
+    assert flagged == ["shop/config_reader.py"] and row["gold_no_evidence"] == []
+    assert row["locate_top10"][0] == "shop/config_reader.py"
+    assert all(isinstance(v, float) for c in row["candidates"] for v in c["signals"].values())
+    # A second run resumes: nothing left to answer.
+    assert dump("example/shop", tasks, history["git_dir"], tmp_path) == 0
+
+
+def test_no_project_of_the_set_is_in_another_set_or_reserved():
+    """Every project is new to ctxls's sets: no other row of bench/projects.md
+    names it (by its short name), it is not reserved, not of SWE-bench's family."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_projects_list import PROJECTS_MD, parse_table, reserved_projects
+
+    ours = {r.name for r in locate_commits.PROJECTS}
+    assert len(ours) >= 100
+    others = {row["project"].split("/")[-1].lower() for row in parse_table(PROJECTS_MD.read_text())
+              if row["project"] not in ours}
+    forbidden = others | {n.lower() for n in reserved_projects()} | locate_commits.SWE_BENCH_FAMILY
+    assert {name.split("/")[-1].lower() for name in ours} & forbidden == set()
+
+
+def test_the_walk_checks_out_a_commit_whose_snapshot_lacks_a_file(tmp_path):
+    """A fetched snapshot lacks files of 4 MiB and more: the tree gets every
+    other file of the commit (and the snapshot's own HEAD does not move)."""
+    from git_walk import attach_tree
+
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    first = commit(repo, "Initial import", {"src/app.py": "x = 1\n", "tools/big.bin": "large\n"})
+    second = commit(repo, "Fix the value of x when it is read twice", {"src/app.py": "x = 2\n"})
+    big = git(repo, "rev-parse", f"{first}:tools/big.bin")
+    (repo / ".git" / "objects" / big[:2] / big[2:]).unlink()  # what the snapshot lacks
+    checkout = attach_tree(repo / ".git", tmp_path / "tree")
+    checkout(first)
+    assert (tmp_path / "tree" / "src" / "app.py").read_text() == "x = 1\n"
+    assert not (tmp_path / "tree" / "tools" / "big.bin").exists()
+    checkout(second)
+    assert (tmp_path / "tree" / "src" / "app.py").read_text() == "x = 2\n"
+    checkout(first)
+    # The snapshot's HEAD is where it was: still its branch, at its newest commit.
+    assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(repo, "rev-parse", "HEAD") == second
