@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
+from ctxls.index.paths import is_example_path, is_generated_path, is_test_path, is_vendored_path
 from ctxls.index.store import connection_cache, paths_generation
 
 if TYPE_CHECKING:
@@ -180,25 +180,12 @@ def query_shape(query: str) -> QueryShape:
 
 # --- path priors -----------------------------------------------------------------
 
-_EXAMPLE_DIR = re.compile(r"(?:^|/)(_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
-                          r"|cookbook)(?=/)")
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"
                          r"|(?:^|/)[^/]*_(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
 _LOCALE_DIR = re.compile(r"(?:^|/)(?:locales?|translations?|l10n)(?:/|$)")
 _VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
 _BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
                       "package-info.java", "mod.rs", "lib.rs", "doc.go"})
-
-
-def _is_example_path(path: str) -> bool:
-    """Examples, tutorials and documentation sources. A Go folder is a package:
-    `.go` files under `doc/` (the standard library's `go/doc`, a CLI library's
-    man-page generator) are library code, not a documentation tree, whose
-    pages are not Go."""
-    found = _EXAMPLE_DIR.findall(path)
-    if path.endswith(".go") and found and set(found) <= {"doc", "docs"}:
-        return False
-    return bool(found)
 
 
 class _PathClass(NamedTuple):
@@ -214,7 +201,7 @@ class _PathClass(NamedTuple):
 @functools.lru_cache(maxsize=16384)
 def _path_class(path: str) -> _PathClass:
     """What a path is, once per path (recall meets the same paths again and again)."""
-    return _PathClass(is_test_path(path), _is_example_path(path),
+    return _PathClass(is_test_path(path), is_example_path(path),
                       _COMPAT_DIR.search(path) is not None,
                       is_vendored_path(path) or is_generated_path(path),
                       path.endswith(".d.ts"), posixpath.basename(path) in _BARRELS,

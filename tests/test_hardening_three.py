@@ -19,7 +19,7 @@ from rawrpc import StdioDaemon
 from ctxls.impact.callers import Limits
 from ctxls.impact.risk import is_peripheral_path
 from ctxls.index import trust
-from ctxls.index.locate import is_test_or_doc
+from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
 from ctxls.index.priors import _path_class
 
