@@ -145,6 +145,44 @@ def _longest_run(message_words: list[str], text_words: list[str], shortest: int,
     return 0
 
 
+# What a message fills into a format string's placeholders, mostly: a quoted
+# value, a dotted name or path, a number.
+_FILLED_IN = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|\S*[./\\]\S*\w|\b\d[\w.]*")
+_STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n])*)\1""")
+# printf's (`%s`, `%(name)s`, `%-8.3f`, Go's `%v`), Python's format and
+# f-strings (`{}`, `{name!r}`, `{0:>4}`), JavaScript's and Ruby's `${x}`, `#{x}`.
+_PLACEHOLDER = re.compile(r"%(?:\(\w+\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[sdrifgGeExXcvqpaou]"
+                          r"|[$#]?\{[^{}\n]*\}")
+_ESCAPE = re.compile(r"\\[ntr]")
+# Fixed words a format string needs around its placeholders to say anything,
+# and those that, matched whole, count as fully as the message's own 4 words.
+_FORMAT_WORDS = 2
+_FORMAT_FULL = 3
+
+
+def _format_words(chunk_text: str, message: str) -> int:
+    """The most fixed words of a format string in ``chunk_text`` (a string
+    literal with placeholders) that ``message`` fills in, else 0."""
+    best = 0
+    for match in _STRING_LITERAL.finditer(chunk_text):
+        body = _ESCAPE.sub(" ", match.group(2))
+        pieces = _PLACEHOLDER.split(body)
+        if len(pieces) < 2:
+            continue
+        pieces = [p.strip() for p in pieces]
+        words = sum(len(_WORD_RUN.findall(p.lower())) for p in pieces)
+        if words <= best or words < _FORMAT_WORDS:
+            continue
+        fixed = [re.escape(p) for p in pieces if p]
+        if re.search(r"\s*.+?\s*".join(fixed), message, re.I):
+            best = words
+    return best
+
+
+def _noisy_or(before: float, share: float) -> float:
+    return 1.0 - (1.0 - before) * (1.0 - share)
+
+
 # A package.json larger than this is no package's manifest to read here.
 _MANIFEST_BYTES = 1 << 20
 
@@ -348,8 +386,7 @@ class Signals:
                 if path not in shares:
                     continue
                 evidence = file(path)
-                before = strength.get(path, 0.0)
-                strength[path] = 1.0 - (1.0 - before) * (1.0 - shares[path])
+                strength[path] = _noisy_or(strength.get(path, 0.0), shares[path])
                 first = min(rows_here, key=lambda r: r[8])
                 evidence.raise_signal("symbol", strength[path],
                                       Reason("symbol", first[1], first[8]))
@@ -413,7 +450,11 @@ class Signals:
         configuration key no file outside tests defines or assigns
         (``unnamed``, with the chunks holding each: ``add_config_value("my_option",
         …)``). The files holding it as a whole quoted string literal, p/k over the
-        k of them as for ``symbol``."""
+        k of them as for ``symbol``. A name only the text's code blocks write
+        (pasted tool output: a linter's report, a command's log) counts
+        ``code_only_path`` of that; several names on one file count as the
+        strongest of them, not more (a file registering many names, an options
+        parser or a message table, holds most strings any pasted output has)."""
         strength: dict[str, float] = {}
         for name in list(dict.fromkeys([*issue.literals, *unnamed]))[:self.config.max_assigned_names]:
             # An option may be registered without its dashes (`("max-line-length", {…})`).
@@ -432,17 +473,19 @@ class Signals:
                 if found is not None and path not in by_path:
                     line = start + chunk_text.count("\n", 0, found.start())
                     by_path[path] = (chunk_id, symbol, start, end, line)
-            self._raise_shared(issue, "literal", name, by_path, strength, file)
+            weight = 1.0 if issue.in_prose(name) else self.config.code_only_path
+            self._raise_shared(issue, "literal", name, by_path, strength, file, weight, combine=max)
 
     def _raise_shared(self, issue: IssueText, signal: str, name: str, by_path: dict[str, tuple],
-                      strength: dict[str, float], file) -> None:
+                      strength: dict[str, float], file, weight: float = 1.0,
+                      combine: Callable[[float, float], float] = _noisy_or) -> None:
         """Raises ``signal`` on the files holding ``name`` (path -> chunk id, its
-        symbol, start, end, the line found), each by its share (:meth:`_shares`),
-        several names on one file combined noisy-or in ``strength``."""
-        for path, share in self._shares(by_path, issue.prominence(name)).items():
+        symbol, start, end, the line found), each by its share (:meth:`_shares`)
+        times ``weight``, several names on one file combined in ``strength``
+        (noisy-or unless ``combine`` says otherwise)."""
+        for path, share in self._shares(by_path, weight * issue.prominence(name)).items():
             chunk_id, symbol, start, end, line = by_path[path]
-            before = strength.get(path, 0.0)
-            strength[path] = 1.0 - (1.0 - before) * (1.0 - share)
+            strength[path] = combine(strength.get(path, 0.0), share)
             evidence = file(path)
             evidence.raise_signal(signal, strength[path], Reason(signal, name, line))
             evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
@@ -482,27 +525,46 @@ class Signals:
             "s.name = ? LIMIT 1", (path, name.lower())).fetchone() is not None
 
     def _message_evidence(self, conn, issue: IssueText, file) -> None:
+        """``message``: the chunk holding a message's longest run of words, or a
+        format string the message fills in (``"cannot find %s in %r"``,
+        ``"{name} is missing"``): the share of its words found (4 count 1), or
+        of the format string's fixed words (3 count 1)."""
         for message in issue.messages[:12]:
             words = _WORD_RUN.findall(message.lower())
             if len(words) < 3:
                 continue
-            keys = sorted({w for w in words if len(w) > 2 and not w.isdigit()},
-                          key=lambda w: (-len(w), w))[:5]
-            if len(keys) < 2:
-                continue
-            # Each word as the index spells it (its stem), all of them in one chunk.
-            rows = _chunks_with_tokens(conn, [tokens[0] for k in keys if (tokens := expand_tokens(k))], 40)
+            rows = self._message_chunks(conn, message)
             needed = min(len(words), 4)
             for path, chunk_id, symbol, start, end, chunk_text, _ in rows:
                 run = _longest_run(words, _WORD_RUN.findall(chunk_text.lower()),
                                    shortest=min(3, needed), longest=8)
-                if run == 0:
+                value = min(1.0, max(run / needed, _format_words(chunk_text, message) / _FORMAT_FULL))
+                if value == 0:
                     continue
-                value = min(1.0, run / needed)
                 evidence = file(path)
                 evidence.raise_signal("message", value,
                                       Reason("message", message[:120], start))
                 evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
+
+    @staticmethod
+    def _message_chunks(conn, message: str) -> list[tuple]:
+        """The chunks holding the longest words of a message's fixed part (what
+        a format string would write itself: quoted values, dotted names, paths
+        and numbers left out), all of them, else all but one (one more value
+        filled in)."""
+        fixed = _WORD_RUN.findall(_FILLED_IN.sub(" ", message).lower())
+        keys = sorted({w for w in fixed if len(w) > 2 and not w.isdigit()},
+                      key=lambda w: (-len(w), w))[:5]
+        if len(keys) < 2:
+            return []
+        # Each word as the index spells it (its stem), all of them in one chunk.
+        tokens = [found[0] for k in keys if (found := expand_tokens(k))]
+        rows = _chunks_with_tokens(conn, tokens, 40)
+        for left_out in range(len(tokens)) if not rows and len(tokens) > 2 else ():
+            rows = _chunks_with_tokens(conn, tokens[:left_out] + tokens[left_out + 1:], 40)
+            if rows:
+                break
+        return rows
 
     def _terms(self, conn, text: str, max_share: float) -> list[str]:
         """The text's terms that say something: those in more than ``max_share``

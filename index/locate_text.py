@@ -129,7 +129,10 @@ _GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
 _LOG_LINE = re.compile(r"^[ \t]*(?:[^\n]*?: )?(?:WARNING|ERROR|CRITICAL)(?::[\w.]+)?:[ \t]*"
                        r"(?P<message>\S.*)$", re.M)
 _MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
-_QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|'([^'\n]{12,200})'|“([^”\n]{12,200})”")
+# A quoted sentence. A single quote inside a word is an apostrophe, not a quote
+# mark ("I'll see that ... I'm" quotes nothing): an opening quote follows no
+# letter or digit, a closing one precedes none.
+_QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|(?<![\w'])'([^'\n]{12,200})'(?![\w'])|“([^”\n]{12,200})”")
 
 _SOURCE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "java", "kt", "go",
                       "rs", "c", "h", "cc", "cpp", "hpp", "rb", "php", "cs", "swift", "scala",
@@ -280,10 +283,58 @@ _REPORT_LINE = re.compile(r"[ \t]*(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}|[-= \t]{3,}"
 _REPORT_VERSIONS = 3
 
 
+# A listing of installed packages, extensions or plugins without versions: a
+# line labelled so (`Extensions: sphinx.ext.autodoc, myst_parser, …`) or such a
+# heading followed by one bare name a line. The names are the reporter's
+# setup, not the bug; read as dotted names they point at the project's modules
+# of those names.
+_LISTING_LABEL = re.compile(r"(?i)\b(?:installed|extensions?|plugins?|packages?|dependencies"
+                            r"|requirements|librar(?:y|ies)|modules|add-?ons)\b")
+_LISTED_NAME = re.compile(r"[A-Za-z@][\w.@/-]*")
+# Items of a listing: separated by commas, perhaps quoted, perhaps in brackets.
+_LISTING_SEPARATORS = re.compile(r"[\s'\"\[\]()]*,[\s'\"\[\]()]*|^[\s'\"\[(]+|[\s'\"\])]+$")
+# A label is a few words (`Sphinx extensions`, `Installed packages`), not a sentence.
+_LABEL_WORDS = 4
+_BULLET = re.compile(r"[ \t]*(?:[-*+][ \t]+)?")
+# Names in a listing, at least (fewer are a sentence naming them).
+_LISTING_NAMES = 3
+
+
+def _listed_names(items: str) -> list[str] | None:
+    """The names of ``items`` when it is nothing but names, else None."""
+    names = [n for n in _LISTING_SEPARATORS.split(items) if n]
+    return names if all(_LISTED_NAME.fullmatch(n) for n in names) else None
+
+
+def _without_package_listings(lines: list[str]) -> list[str]:
+    keep: list[str] = []
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        label, colon, items = line.partition(":")
+        labelled = colon and len(label.split()) <= _LABEL_WORDS and _LISTING_LABEL.search(label)
+        listed = _listed_names(items) if labelled else None
+        if listed is not None and len(listed) >= _LISTING_NAMES:
+            at += 1  # `Extensions: a, b, c`
+            continue
+        if labelled and not items.strip():
+            end = at + 1  # a heading, then one bare name a line
+            while end < len(lines) and _LISTED_NAME.fullmatch(
+                    lines[end][_BULLET.match(lines[end]).end():].strip()):
+                end += 1
+            if end - at - 1 >= _LISTING_NAMES:
+                at = end
+                continue
+        keep.append(line)
+        at += 1
+    return keep
+
+
 def _without_version_listings(text: str) -> str:
-    """The text without its environment reports: their package names are rare
-    words in any code base and point at the file listing dependencies (a
-    versions printer), not at the bug."""
+    """The text without its environment reports and package listings: their
+    package names are rare words in any code base and point at the file
+    listing dependencies (a versions printer) or the modules of those names,
+    not at the bug."""
     lines = text.split("\n")
     keep = [True] * len(lines)
     start = 0
@@ -297,7 +348,7 @@ def _without_version_listings(text: str) -> str:
         if versions >= _REPORT_VERSIONS:
             keep[start:end] = [False] * (end - start)
         start = max(end, start + 1)
-    return "\n".join(line for line, kept in zip(lines, keep) if kept)
+    return "\n".join(_without_package_listings([line for line, kept in zip(lines, keep) if kept]))
 
 
 def read_issue(text: str) -> IssueText:
