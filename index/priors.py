@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ctxls.index.paths import is_example_path, is_generated_path, is_test_path, is_vendored_path
 from ctxls.index.store import connection_cache, paths_generation
+from ctxls.index.tokenize import FILE_NAME_STOPWORDS
 
 if TYPE_CHECKING:
     from ctxls.index.ranking import ScoredChunk
@@ -135,10 +136,6 @@ _EMBEDDED_SYMBOL = re.compile(
     r"|[a-z][a-z0-9]*_\w+"
     r")(?![\w])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
-_STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from get gets has have how if in into is it its not "
-    "of on or set the their then this to use used uses using was what when where which who why "
-    "with code function method class file".split())
 
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
                          "mock", "mocks", "unittest", "benchmark", "benchmarks"})
@@ -173,7 +170,7 @@ def query_shape(query: str) -> QueryShape:
     if symbol is None and word is None:
         embedded = tuple(dict.fromkeys(_EMBEDDED_SYMBOL.findall(text)))
     return QueryShape(symbol, word, embedded,
-                      frozenset(w for w in dict.fromkeys(found) if w.lower() not in _STOPWORDS),
+                      frozenset(w for w in dict.fromkeys(found) if w.lower() not in FILE_NAME_STOPWORDS),
                       bool(words & _TEST_WORDS), bool(words & _EXAMPLE_WORDS),
                       bool(words & _COMPAT_WORDS), bool(words & _LOCALE_WORDS))
 
