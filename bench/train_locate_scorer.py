@@ -4,7 +4,7 @@ projects, split by project, and write the shipped model file.
 Reads the feature dumps of ``--dumps`` (one JSON line per fix commit:
 ``{project, commit, split, gold, candidates: [{path, signals, test_or_doc,
 gold}]}``, as bench's miner writes them from ``Locator.evidence``), turns each
-candidate into its feature record (:func:`ctxls.index.locate_scorer.features`)
+candidate into its feature record (:func:`ctxls.index.locate_scorer.records`)
 and fits, on the ``train`` projects:
 
 * ``logistic``: a pointwise logistic model (L2);
@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 
-from ctxls.index.locate_scorer import FEATURES, MODEL_PATH, Scorer, features
+from ctxls.index.locate_scorer import FEATURES, MODEL_PATH, Scorer, records
 
 KS = (1, 3, 5, 10)
 DUMPS = "/work/wt/shared-data/locate_commits/features/*.jsonl"
@@ -77,9 +77,11 @@ def hand_scores(commit: dict) -> list[float]:
     return out
 
 
-def records(commit: dict) -> np.ndarray:
-    return np.asarray([features(c["path"], c["signals"]) for c in commit["candidates"]],
-                      dtype=np.float64).reshape(len(commit["candidates"]), len(FEATURES))
+def commit_records(commit: dict) -> np.ndarray:
+    """The records of a commit's candidates, in the dump's order."""
+    paths, found = records({c["path"]: c["signals"] for c in commit["candidates"]})
+    at = {p: i for i, p in enumerate(paths)}
+    return found[[at[c["path"]] for c in commit["candidates"]]]
 
 
 def labels(commit: dict) -> np.ndarray:
@@ -122,7 +124,7 @@ def training_rows(commits: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         y = labels(commit)
         if not y.any():
             continue
-        x = records(commit)
+        x = commit_records(commit)
         hand = np.asarray(hand_scores(commit))
         keep = np.argsort(-hand, kind="stable")[:TRAIN_CANDIDATES]
         keep = np.union1d(keep, np.flatnonzero(y))
@@ -221,7 +223,7 @@ def _flat_tree(root: dict) -> dict:
 
 def scores_of(model: dict, commits: list[dict]) -> list[np.ndarray]:
     scorer = Scorer({"features": list(FEATURES), **model})
-    return [scorer.raw(records(c)) for c in commits]
+    return [scorer.raw(commit_records(c)) for c in commits]
 
 
 def write_model(model: dict) -> str:
@@ -288,6 +290,15 @@ def main() -> None:
               "test": {"adopted": adopted_test, "hand weights": baseline_test}}
     print(json.dumps(report, indent=1))
     if args.write:
+        if model["kind"] == "linear" and not any(c["signals"].get("semantic") for c in
+                                                 (c for commit in commits for c in commit["candidates"])):
+            # The dumps are answered with embeddings off: `semantic` is never seen.
+            # Its weight is carried over from the hand weights' ratio to `symbol`
+            # (1 : 1, bench/locate.py's dev grid), unmeasured on these projects.
+            weights = list(model["weights"])
+            weights[FEATURES.index("semantic")] = weights[FEATURES.index("symbol")] * (
+                HAND_WEIGHTS["semantic"] / HAND_WEIGHTS["symbol"])
+            model = dict(model, weights=weights)
         shipped = {"version": 1, "kind": model["kind"], "features": list(FEATURES), "bias": model["bias"],
                    **({"weights": model["weights"]} if model["kind"] == "linear" else {"trees": model["trees"]}),
                    "training": {"data": f"locate_commits features {data_id}", "model": name,

@@ -1,9 +1,10 @@
 """Locate, step 3: one scorer over the candidates' feature records, and the selection.
 
-A candidate's feature record (:func:`features`) is its signals
-(locate_signals.py), each 0 when absent, and cheap facts about its path: the
-shared classifier's classes (index/paths.py), depth, language group, how many
-signals point at it. The scorer's weights are not chosen by hand: they are
+A candidate's feature record (:func:`records`) is its signals
+(locate_signals.py), each 0 when absent, cheap facts about its path (the
+shared classifier's classes, index/paths.py; depth, language group), how many
+signals point at it, and its place among the other candidates (in the
+language most of them are in; its rank by ``text``). The scorer's weights are not chosen by hand: they are
 read from a shipped model file (``index/models/locate-scorer.json``, checked by
 sha256), fitted by bench/train_locate_scorer.py on fix commits mined from many
 projects, split by project, the kind of model chosen on the dev projects.
@@ -37,7 +38,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "ba363967c6080b028effa094b9d58d10925abec17322842b9723f4e6465c4198"
+MODEL_SHA256 = "091aea3754eb7be9a6461cb25aaacaca659d50b32680d17d4942292025bf7fe5"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
@@ -50,7 +51,9 @@ _BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "mod.r
 _TEST_CLASSES = ("test_or_doc", "test", "doc")
 
 FEATURES = (*SIGNALS, "test_or_doc", "test", "doc", "vendored", "generated", "barrel", "depth",
-            "python", "script", "compiled", "signal_count", "max_signal")
+            "python", "script", "compiled", "signal_count", "max_signal", "main_language",
+            "text_rank")
+_GROUPS = (FEATURES.index("python"), FEATURES.index("script"), FEATURES.index("compiled"))
 
 
 @functools.lru_cache(maxsize=16384)
@@ -64,16 +67,39 @@ def _path_features(path: str) -> tuple[float, ...]:
 
 
 def features(path: str, signals: dict[str, float], include_tests: bool = False) -> list[float]:
-    """The feature record of one candidate, in :data:`FEATURES` order. With
-    ``include_tests`` its test and doc classes read 0: the caller asked for
-    them as for first-party code."""
+    """The feature record of one candidate on its own, in :data:`FEATURES`
+    order (the features of its place among the others 0: :func:`records`).
+    With ``include_tests`` its test and doc classes read 0: the caller asked
+    for them as for first-party code."""
     values = [float(signals.get(s, 0.0)) for s in SIGNALS]
     present = [v for v in values if v > 0]
     path_part = list(_path_features(path))
     if include_tests:
         for name in _TEST_CLASSES:
             path_part[FEATURES.index(name) - len(SIGNALS)] = 0.0
-    return values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0)]
+    return values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0), 0.0, 0.0]
+
+
+def records(candidates: dict[str, dict[str, float]], include_tests: bool = False
+            ) -> tuple[list[str], np.ndarray]:
+    """The candidates' paths (sorted) and their feature records, with the
+    features of a candidate's place among the others: ``main_language``, its
+    language group is the one most candidates are in; ``text_rank``,
+    1 / (1 + its rank by the ``text`` signal)."""
+    paths = sorted(candidates)
+    out = np.asarray([features(p, candidates[p], include_tests) for p in paths],
+                     dtype=np.float64).reshape(len(paths), len(FEATURES))
+    if not paths:
+        return paths, out
+    groups = out[:, _GROUPS]
+    main = int(np.argmax(groups.sum(axis=0)))
+    out[:, FEATURES.index("main_language")] = groups[:, main]
+    text = out[:, FEATURES.index("text")]
+    order = sorted(range(len(paths)), key=lambda i: (-text[i], paths[i]))
+    rank_of = np.empty(len(paths))
+    rank_of[order] = np.arange(len(paths))
+    out[:, FEATURES.index("text_rank")] = np.where(text > 0, 1.0 / (1.0 + rank_of), 0.0)
+    return paths, out
 
 
 @dataclass(frozen=True)
@@ -201,9 +227,7 @@ class Scored:
 def rank(scorer: Scorer, candidates: dict[str, dict[str, float]], n: int,
          include_tests: bool = False) -> list[Scored]:
     """The best ``n`` candidates (path -> signals), best first; ties by path."""
-    paths = sorted(candidates)
-    records = np.asarray([features(p, candidates[p], include_tests) for p in paths],
-                         dtype=np.float64).reshape(len(paths), len(FEATURES))
-    raw = scorer.raw(records)
+    paths, found = records(candidates, include_tests)
+    raw = scorer.raw(found)
     order = sorted(range(len(paths)), key=lambda i: (-raw[i], paths[i]))[:n]
-    return [Scored(paths[i], float(raw[i]), scorer.score(float(raw[i])), records[i]) for i in order]
+    return [Scored(paths[i], float(raw[i]), scorer.score(float(raw[i])), found[i]) for i in order]

@@ -396,6 +396,9 @@ async def test_locate_request_through_the_server(shop: Path):
         top = result["files"][0]
         assert top["path"] == "shop/pricing.py" and top["uri"] == session.uri("shop/pricing.py")
         assert {w["signal"] for w in top["why"]} >= {"frame", "message"}
+        # The scorer's additive contributions, largest first; `frame` leads here.
+        assert top["contributions"][0]["feature"] == "frame"
+        assert top["contributions"][0]["contribution"] > 0 and 0 < top["score"] < 1
         chunk = next(c for c in top["chunks"] if c["symbol"] == "Discount")
         assert chunk["startLine"] == 0 and chunk["range"]["end"]["line"] == 6
         assert result["partial"] is False
