@@ -226,12 +226,13 @@ def scores_of(model: dict, commits: list[dict]) -> list[np.ndarray]:
     return [scorer.raw(commit_records(c)) for c in commits]
 
 
-def write_model(model: dict) -> str:
+def write_model(model: dict, path: Path = MODEL_PATH, scorer_source: Path = SCORER_SOURCE) -> str:
+    """Writes the model file and sets its sha256 in the scorer's source."""
     data = (json.dumps(model, indent=1) + "\n").encode()
-    MODEL_PATH.write_bytes(data)
+    path.write_bytes(data)
     sha = hashlib.sha256(data).hexdigest()
-    source = SCORER_SOURCE.read_text()
-    SCORER_SOURCE.write_text(re.sub(r'MODEL_SHA256 = "[0-9a-f]{64}"', f'MODEL_SHA256 = "{sha}"', source))
+    source = scorer_source.read_text()
+    scorer_source.write_text(re.sub(r'MODEL_SHA256 = "[0-9a-f]{64}"', f'MODEL_SHA256 = "{sha}"', source))
     return sha
 
 
