@@ -13,7 +13,10 @@ and fits, on the ``train`` projects:
 * ``lambdarank``: LightGBM's lambdarank over a small grid of sizes (training
   only: at run time the trees are evaluated with numpy).
 
-The model is chosen on the ``dev`` projects (Acc@1 + Acc@5, then MRR); the
+The model is chosen on the ``dev`` projects (Acc@1 + Acc@5, then MRR) or,
+with ``--folds K``, on train and dev pooled by K folds split by project (each
+configuration fitted on the other folds' projects, scored on the held-out
+ones), then refitted on them all; the
 ``test`` projects are scored once, for the adopted model and for the hand
 weights it replaces (the baseline, :func:`hand_scores`). ``--write`` writes
 ``index/models/locate-scorer.json`` and sets its sha256 in locate_scorer.py;
@@ -221,6 +224,27 @@ def _flat_tree(root: dict) -> dict:
     return tree
 
 
+def model_configs(wanted: list[str]) -> list[tuple[str, object]]:
+    """(name, fit: training rows -> model) of every configuration tried, the
+    simplest first (a tie on dev goes to it)."""
+    configs = []
+    for l2 in L2:
+        if "logistic" in wanted:
+            configs.append((f"logistic l2={l2}", lambda rows, l2=l2: fit_logistic(rows, l2)))
+        if "pairwise" in wanted:
+            configs.append((f"pairwise l2={l2}",
+                            lambda rows, l2=l2: fit_pairwise(rows, l2, np.random.default_rng(0))))
+    if "lambdarank" in wanted:
+        for params in LGB_GRID:
+            configs.append((f"lambdarank {params}", lambda rows, p=params: fit_lambdarank(rows, p)))
+    return configs
+
+
+def project_folds(commits: list[dict], folds: int) -> list[int]:
+    """Each commit's fold, by a hash of its project (a project in one fold only)."""
+    return [int(hashlib.sha256(c["project"].encode()).hexdigest()[:8], 16) % folds for c in commits]
+
+
 def scores_of(model: dict, commits: list[dict]) -> list[np.ndarray]:
     scorer = Scorer({"features": list(FEATURES), **model})
     return [scorer.raw(commit_records(c)) for c in commits]
@@ -249,6 +273,8 @@ def main() -> None:
     parser.add_argument("--models", default="logistic,pairwise,lambdarank")
     parser.add_argument("--write", action="store_true", help="write the chosen model file")
     parser.add_argument("--result", help="write a bench/results file of this name")
+    parser.add_argument("--folds", type=int, default=0,
+                        help="pool train and dev, choose by this many folds split by project")
     args = parser.parse_args()
     commits, data_id = load(args.dumps)
     by_split = {s: [c for c in commits if c["split"] == s] for s in ("train", "dev", "test")}
@@ -258,28 +284,33 @@ def main() -> None:
     if set(projects["train"]) & (set(projects["dev"]) | set(projects["test"])) or \
             set(projects["dev"]) & set(projects["test"]):
         raise SystemExit("the splits share a project")
-    rows = training_rows(by_split["train"])
-    dev = by_split["dev"]
+    configs = model_configs(args.models.split(","))
+    if args.folds:
+        # Train and dev pooled; each configuration scored on every fold's held-out
+        # projects by a fit on the others; the chosen one refitted on them all.
+        pooled = by_split["train"] + by_split["dev"]
+        dev = pooled
+        folds = project_folds(pooled, args.folds)
+        held_out_scores = {name: [None] * len(pooled) for name, _ in configs}
+        for fold in range(args.folds):
+            rows = training_rows([c for c, f in zip(pooled, folds) if f != fold])
+            for name, fit in configs:
+                model = fit(rows)
+                at = [i for i, f in enumerate(folds) if f == fold]
+                for i, score in zip(at, scores_of(model, [pooled[i] for i in at])):
+                    held_out_scores[name][i] = score
+        rows = training_rows(pooled)
+        tried = [{"model": name, "dev": metrics(pooled, held_out_scores[name])} for name, _ in configs]
+    else:
+        rows = training_rows(by_split["train"])
+        dev = by_split["dev"]
+        tried = [{"model": name, "dev": metrics(dev, scores_of(fit(rows), dev))} for name, fit in configs]
     baseline_dev = metrics(dev, [hand_scores(c) for c in dev])
     print(f"dev, hand weights: {baseline_dev}", file=sys.stderr)
-    candidates: list[tuple[str, dict]] = []
-    wanted = args.models.split(",")
-    rng = np.random.default_rng(0)
-    for l2 in L2:
-        if "logistic" in wanted:
-            candidates.append((f"logistic l2={l2}", fit_logistic(rows, l2)))
-        if "pairwise" in wanted:
-            candidates.append((f"pairwise l2={l2}", fit_pairwise(rows, l2, rng)))
-    if "lambdarank" in wanted:
-        for params in LGB_GRID:
-            candidates.append((f"lambdarank {params}", fit_lambdarank(rows, params)))
-    tried = []
-    for name, model in candidates:
-        m = metrics(dev, scores_of(model, dev))
-        tried.append({"model": name, "dev": m})
-        print(f"dev, {name}: {m}", file=sys.stderr)
-    best = max(range(len(candidates)), key=lambda i: objective(tried[i]["dev"]))
-    name, model = candidates[best]
+    for row in tried:
+        print(f"dev, {row['model']}: {row['dev']}", file=sys.stderr)
+    best = max(range(len(configs)), key=lambda i: objective(tried[i]["dev"]))
+    name, model = configs[best][0], configs[best][1](rows)
     # The test projects, once, for the adopted model and the baseline.
     test = by_split["test"]
     adopted_test = metrics(test, scores_of(model, test))
