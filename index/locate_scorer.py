@@ -4,10 +4,15 @@ A candidate's feature record (:func:`records`) is its signals
 (locate_signals.py), each 0 when absent, cheap facts about its path (the
 shared classifier's classes, index/paths.py; depth, language group), how many
 signals point at it, and its place among the other candidates (in the
-language most of them are in; its rank by ``text``). The scorer's weights are not chosen by hand: they are
-read from a shipped model file (``index/models/locate-scorer.json``, checked by
-sha256), fitted by bench/train_locate_scorer.py on fix commits mined from many
-projects, split by project, the kind of model chosen on the dev projects.
+language most of them are in; its rank by ``text``). The
+scorer's weights are read from a shipped model file
+(``index/models/locate-scorer.json``, checked by sha256) that
+bench/train_locate_scorer.py writes: it fits candidates (logistic, pairwise,
+LightGBM lambdarank) on fix commits mined from many projects, split by
+project, and keeps the one best on the dev projects. So far that is issue
+12's hand weights with only their scale and bias fitted (a calibration): no
+fitted weighting beat them on the dev projects (docs/decisions.md, "Locate:
+one scorer").
 
 Two kinds of model read the same records: ``linear`` (a logistic model: the
 score is the probability, on the training projects, that a candidate is one
@@ -38,7 +43,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "091aea3754eb7be9a6461cb25aaacaca659d50b32680d17d4942292025bf7fe5"
+MODEL_SHA256 = "e9afa493ec9b51039d4cad0c476b4594d38e13400f4962cd54518cb3698f65af"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
