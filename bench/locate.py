@@ -23,10 +23,11 @@ task's problem statement is answered by:
 Locate's evidence is also kept under the :data:`VARIANTS` of the engine's
 defaults (how the text signals aggregate chunks per file). Results go to
 ``bench/.cache/locate/results-<repo>.jsonl`` (a re-run resumes).
-``--evaluate`` then picks, on every dev task, the variant and the weights by
-a small grid (embeddings off), then the weight of ``semantic`` on the dev
-tasks with vectors, and prints Acc@1/3/5/10 (every gold file in the top k)
-and MRR (of the first gold file) on dev and test.
+``--evaluate`` then ranks every task's evidence with the shipped scorer
+(index/locate_scorer.py; its weights are fitted by bench/train_locate_scorer.py
+on mined fix commits, not here), picks the variant on the dev tasks, and
+prints Acc@1/3/5/10 (every gold file in the top k) and MRR (of the first gold
+file) on dev and test.
 
 Django's git snapshot is too large to fetch here: its tasks are answered on
 the django release tree of bench/corpora.py (``--django-corpus``), with
@@ -70,7 +71,9 @@ from pathlib import Path
 
 from ctxls.index.embeddings import is_builtin_model
 from ctxls.index.engine import MAX_QUERY_CHARS, Engine, EngineOptions
-from ctxls.index.locate import FileEvidence, LocateWeights, Locator
+from ctxls.index.locate import Locator
+from ctxls.index.locate_scorer import rank, shipped_scorer
+from ctxls.index.locate_signals import FileEvidence
 from ctxls.index.ranking import RankingConfig, bm25_scores
 from ctxls.index.tokenize import query_terms
 
@@ -207,7 +210,7 @@ def walk(repo: str, name: str, label: str, tree: Path, tasks: list[dict], order,
             with_vectors = embed_pool is not None and task["split"] in embed_splits
             if with_vectors:
                 conn = engine.store.reader()
-                pool = [p for p, _ in locator.rank(locator.evidence(conn, task["text"]), embed_pool, False)]
+                pool = best_files(locator.evidence(conn, task["text"]), embed_pool)
                 started = time.perf_counter()
                 count = embed_files(engine, conn, pool)
                 embedded = {"embedded": count, "embed_s": round(time.perf_counter() - started, 1)}
@@ -447,7 +450,7 @@ def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
     started = time.perf_counter()
     files = locator.evidence(conn, task["text"], semantic)
     locate_ms = (time.perf_counter() - started) * 1000
-    variants = {name: evidence_json(Locator(replace(locator.weights, **changes)).evidence(
+    variants = {name: evidence_json(Locator(replace(locator.config, **changes)).evidence(
         conn, task["text"], semantic)) for name, changes in VARIANTS.items()}
     # recall takes a search box's query: a longer text is cut to its limit.
     hits = engine.recall(task["text"][:MAX_QUERY_CHARS], ["code", "doc"], KEEP,
@@ -457,8 +460,7 @@ def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
     extra = {}
     if semantic is not None:
         # How many of the re-ranked files' code chunks have a vector (the rest count nothing).
-        pool = [p for p, _ in locator.rank(locator.evidence(conn, task["text"]),
-                                           locator.weights.semantic_pool, False)]
+        pool = best_files(locator.evidence(conn, task["text"]), locator.config.semantic_pool)
         extra["pool_chunks"], extra["pool_vectors"] = conn.execute(
             f"SELECT count(*), count(v.text_hash) FROM chunks c JOIN files f ON f.id = c.file_id "
             f"LEFT JOIN vectors v ON v.text_hash = c.embed_hash WHERE c.kind = 'code' "
@@ -500,7 +502,7 @@ def embed_candidates(tasks: list[dict], pool: int, embed_model: str | None = Non
             for task in tasks:
                 if task["repo"] == "django/django" and task["split"] == split:
                     files = locator.evidence(conn, task["text"])
-                    wanted |= {path for path, _ in locator.rank(files, pool, False)}
+                    wanted |= set(best_files(files, pool))
             listed = sorted(wanted - done)
             done |= wanted
             started = time.perf_counter()
@@ -544,17 +546,15 @@ def plain_bm25_files(conn, text: str) -> list[str]:
 
 # -- scoring ---------------------------------------------------------------------------------
 
-def ranked_from_evidence(evidence: dict, weights: LocateWeights, include_tests: bool = False) -> list[str]:
-    """Files best first; a weight of 0 leaves its signal out (``semantic`` 0: embeddings off)."""
-    scored = []
-    for path, ev in evidence.items():
-        total = sum(weights.weight(s) * v for s, v in ev["s"].items())
-        if ev["t"] and not include_tests:
-            total *= weights.test_factor
-        if total > 0:
-            scored.append((path, total))
-    scored.sort(key=lambda ps: (-ps[1], ps[0]))
-    return [p for p, _ in scored[:KEEP]]
+def best_files(files: dict[str, FileEvidence], n: int) -> list[str]:
+    return [s.path for s in rank(shipped_scorer(), {p: ev.signals for p, ev in files.items()}, n)]
+
+
+def ranked_from_evidence(evidence: dict, semantic: bool = True) -> list[str]:
+    """Files best first by the shipped scorer (``semantic`` False: embeddings off)."""
+    candidates = {path: {s: v for s, v in ev["s"].items() if semantic or s != "semantic"}
+                  for path, ev in evidence.items()}
+    return [s.path for s in rank(shipped_scorer(), candidates, KEEP)]
 
 
 def metrics(rows: list[tuple[list[str], list[str]]]) -> dict[str, float]:
@@ -574,44 +574,14 @@ def metrics(rows: list[tuple[list[str], list[str]]]) -> dict[str, float]:
     return out
 
 
-GRID = {
-    "frame": (0.5, 1.0, 2.0),
-    "symbol": (0.5, 1.0, 2.0),
-    "assignment": (0.0, 0.5, 1.0, 2.0),
-    "path": (0.5, 1.0, 2.0),
-    "message": (0.5, 1.0, 2.0),
-    "import_": (0.0, 0.5, 1.0),
-    "text": (0.5, 1.0, 2.0, 3.0),
-    "title": (0.0, 0.5, 1.0, 2.0),
-    "test_factor": (0.1, 0.3, 0.6),
-}
-
-
 def evidence_of(row: dict, variant: str | None) -> dict:
     """A task's evidence with the engine's defaults (None) or under a VARIANTS entry."""
     return row["evidence"] if variant is None else row["variants"][variant]
 
 
-def objective(dev: list[dict], variant: str | None, weights: LocateWeights) -> tuple:
-    m = metrics([(ranked_from_evidence(evidence_of(r, variant), weights), r["gold"]) for r in dev])
+def objective(dev: list[dict], variant: str | None) -> tuple:
+    m = metrics([(ranked_from_evidence(evidence_of(r, variant), False), r["gold"]) for r in dev])
     return (m["acc@5"], m["acc@1"], m["mrr"])
-
-
-def choose_weights(dev: list[dict], variant: str | None, grid: dict, start: LocateWeights) -> LocateWeights:
-    """Coordinate ascent over ``grid`` on dev (Acc@5, then Acc@1, then MRR), two rounds."""
-    weights = start
-    best = objective(dev, variant, weights)
-    for _ in range(2):
-        for name, values in grid.items():
-            for value in values:
-                candidate = replace(weights, **{name: value})
-                score = objective(dev, variant, candidate)
-                if score > best:
-                    best, weights = score, candidate
-    return weights
-
-
-SEMANTIC_GRID = {"semantic": (0.0, 0.25, 0.5, 1.0, 2.0)}
 
 
 def has_semantic(row: dict) -> bool:
@@ -623,42 +593,23 @@ def evaluate(embed_model: str | None = None) -> None:
     print(f"results of the embedding model {embed_model or 'default'}")
     for results in results_files(embed_model):
         rows += [json.loads(line) for line in results.read_text().splitlines()]
-    # Chosen on every dev task (the django ones on the release tree too: their
-    # texts and gold files are real, and sympy alone has few tasks): first the
-    # lexical weights and the text signals' aggregation, embeddings off ...
+    # The text signals' aggregation is chosen on every dev task (the django ones
+    # on the release tree too: their texts and gold files are real), embeddings off.
     dev = [r for r in rows if r["split"] == "dev"]
-    lexical_start = replace(LocateWeights(), semantic=0.0)
-    found = {}
-    for variant in (None, *VARIANTS):
-        weights = choose_weights(dev, variant, GRID, lexical_start)
-        found[variant] = (objective(dev, variant, weights), weights)
-        print(f"dev ({len(dev)} tasks), {variant or 'engine defaults'}: Acc@5, Acc@1, MRR "
-              f"{found[variant][0]} with {weights}")
-    variant, (_, chosen) = max(found.items(), key=lambda kv: kv[1][0])
-    # ... then the weight of `semantic`, the rest kept, on the dev tasks with vectors.
-    embedded_dev = [r for r in dev if has_semantic(r)]
-    with_semantic = choose_weights(embedded_dev, variant, SEMANTIC_GRID, chosen)
-    print(f"chosen: {variant or 'engine defaults'}, {chosen}; semantic weight "
-          f"{with_semantic.semantic} (on {len(embedded_dev)} dev tasks with vectors)")
+    found = {variant: objective(dev, variant) for variant in (None, *VARIANTS)}
+    for variant, score in found.items():
+        print(f"dev ({len(dev)} tasks), {variant or 'engine defaults'}: Acc@5, Acc@1, MRR {score}")
+    variant = max(found, key=found.get)
     for split in ("dev", "test"):
         embedded = [r for r in rows if r["split"] == split and "pool_chunks" in r]
         if embedded:
             print(f"{split}: re-ranked files' code chunks with a vector: "
                   f"{sum(r['pool_vectors'] for r in embedded)} of {sum(r['pool_chunks'] for r in embedded)}")
-    engine_defaults = replace(LocateWeights(), semantic=0.0)
-    # What the engine ships with embeddings on: its own weights, semantic included.
-    for weight in SEMANTIC_GRID["semantic"]:
-        m = metrics([(ranked_from_evidence(r["evidence"], replace(LocateWeights(), semantic=weight)),
-                      r["gold"]) for r in embedded_dev])
-        print(f"dev with vectors ({m['n']} tasks), engine defaults, semantic weight {weight}: "
-              f"Acc@1 {m['acc@1']}, Acc@5 {m['acc@5']}, MRR {m['mrr']}")
     methods = {
-        "locate (lexical), engine defaults": lambda r: ranked_from_evidence(r["evidence"], engine_defaults),
+        "locate (lexical), engine defaults": lambda r: ranked_from_evidence(r["evidence"], False),
         "locate (embeddings on), engine defaults": lambda r: (
-            ranked_from_evidence(r["evidence"], LocateWeights()) if has_semantic(r) else None),
-        "locate (lexical), dev-chosen": lambda r: ranked_from_evidence(evidence_of(r, variant), chosen),
-        "locate (embeddings on), dev-chosen": lambda r: (
-            ranked_from_evidence(evidence_of(r, variant), with_semantic) if has_semantic(r) else None),
+            ranked_from_evidence(r["evidence"]) if has_semantic(r) else None),
+        "locate (lexical), dev-chosen variant": lambda r: ranked_from_evidence(evidence_of(r, variant), False),
         "recall (lexical), files in hit order": lambda r: r["recall"],
         "plain BM25, best chunk per file": lambda r: r["bm25"],
     }

@@ -138,6 +138,8 @@ def located_json(located: LocatedFile, uri_for: Callable[[str], str]) -> dict:
         "chunks": [{"symbol": c.symbol, "startLine": c.start_line, "endLine": c.end_line,
                     "range": lsp_range(c.start_line, c.end_line, c.end_character)}
                    for c in located.chunks],
+        "contributions": [{"feature": c.feature, "value": c.value, "contribution": c.contribution}
+                          for c in located.why],
     }
 
 

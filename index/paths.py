@@ -1,8 +1,8 @@
-"""What a repository path is: a test, vendored code, generated code.
+"""What a repository path is: a test, an example or doc, vendored code, generated code.
 
 One classifier, read by recall's priors, locate and impact's ranking, so the
-three agree on what is first-party code. Folder names, never the repository's
-own say (nothing inside the tree can mark itself first-party).
+three agree on what is first-party code. Folder and file names, never the
+repository's own say (nothing inside the tree can mark itself first-party).
 """
 
 from __future__ import annotations
@@ -11,12 +11,16 @@ import functools
 import re
 
 _TEST_FILE = re.compile(
-    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_test\.(?:py|go|rb|c|cc|cpp|dart|lua)|conftest\.py"
+    r"(?:^|/)(?:test_[^/]*\.py|[^/]*_tests?\.(?:py|go|rb|c|cc|cpp|dart|lua)|conftest\.py"
     r"|[^/]*Tests?\.(?:java|kt|cs|swift|scala|php)|[^/]*(?:Spec|Suite)\.(?:kt|scala|swift)"
     r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|[^/]*_spec\.(?:rb|lua)|test_[^/]*\.(?:c|cc|cpp|lua|dart)"
     r"|test_helpers?[^/]*)$")
-_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata"
-                       r"|test-?utils|fixtures|bench|benches|benchmarks?|e2e)(?:/|$)")
+_TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata|test_data"
+                       r"|test-?utils|fixtures|bench|benches|benchmarks?|asv_bench|e2e)(?:/|$)")
+# Examples, tutorials, galleries and documentation sources.
+_EXAMPLE_DIR = re.compile(r"(?:^|/)(_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
+                          r"|galleries|cookbook)(?=/)")
+_DOC_FILE = (".md", ".rst", ".txt")
 
 # Folders that hold another project's code copied in: Go's and PHP's
 # `vendor/`, pip's `_vendor/`, C/C++'s `third_party/` and `extern/`, npm's
@@ -25,6 +29,13 @@ VENDORED_DIRS = frozenset({
     "vendor", "vendors", "vendored", "_vendor", "_vendored", "third_party", "third-party",
     "thirdparty", "3rdparty", "3rd_party", "extern", "external", "externals",
     "node_modules", "bower_components", "site-packages"})
+# A web library copied in whole: a script or style sheet named after its
+# release (`jquery-3.6.0.js`, `d3.v5.min.js`, `bootstrap-4.1.3/js/bootstrap.js`,
+# `htmx@1.9.2.js`) or minified (`select2.min.js`). A project's own scripts
+# carry no version in their names.
+_WEB_ASSET = (".js", ".mjs", ".css")
+_RELEASE_NAME = re.compile(r"[-_.@](?:v\d+(?:\.\d+)*|\d+\.\d+(?:\.\d+)*)(?=[-_.]|/|$)")
+_MINIFIED = re.compile(r"[.-]min\.(?:m?js|css)$")
 # Build outputs and generated sources.
 _GENERATED = re.compile(r"(?:^|/)(?:single_include|dist|build|generated|__generated__|gen)/"
                         r"|(?:_pb2(?:_grpc)?\.py|\.pb\.go|\.min\.js|_generated\.\w+|\.gen\.\w+)$")
@@ -34,10 +45,37 @@ def is_test_path(path: str) -> bool:
     return _TEST_FILE.search(path) is not None or _TEST_DIR.search(path) is not None
 
 
+def is_example_path(path: str) -> bool:
+    """Examples, tutorials and documentation sources. A Go folder is a package:
+    `.go` files under `doc/` (the standard library's `go/doc`, a CLI library's
+    man-page generator) are library code, not a documentation tree, whose
+    pages are not Go."""
+    found = _EXAMPLE_DIR.findall(path)
+    if path.endswith(".go") and found and set(found) <= {"doc", "docs"}:
+        return False
+    return bool(found)
+
+
+def is_doc_path(path: str) -> bool:
+    """An example or documentation source, or a prose file anywhere."""
+    return path.endswith(_DOC_FILE) or is_example_path(path)
+
+
 @functools.lru_cache(maxsize=16384)
 def is_vendored_path(path: str) -> bool:
-    """Under a folder named as a vendored tree, at any depth."""
-    return not VENDORED_DIRS.isdisjoint(path.split("/")[:-1])
+    """Under a folder named as a vendored tree, at any depth, or a web
+    library copied in by its release's name or minified."""
+    if not VENDORED_DIRS.isdisjoint(path.split("/")[:-1]):
+        return True
+    return path.endswith(_WEB_ASSET) and (_MINIFIED.search(path) is not None
+                                          or _RELEASE_NAME.search(path) is not None)
+
+
+@functools.lru_cache(maxsize=16384)
+def is_test_or_doc(path: str) -> bool:
+    """Where a fix rarely starts: tests and their data, examples and docs,
+    benchmarks, vendored code."""
+    return is_test_path(path) or is_doc_path(path) or is_vendored_path(path)
 
 
 def is_generated_path(path: str) -> bool:

@@ -34,8 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
+from ctxls.index.paths import is_example_path, is_generated_path, is_test_path, is_vendored_path
 from ctxls.index.store import Connection, connection_cache, paths_generation
+from ctxls.index.tokenize import FILE_NAME_STOPWORDS
 
 if TYPE_CHECKING:
     from ctxls.index.ranking import ScoredChunk
@@ -134,10 +135,6 @@ _EMBEDDED_SYMBOL = re.compile(
     r"|[a-z][a-z0-9]*_\w+"
     r")(?![\w])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
-_STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from get gets has have how if in into is it its not "
-    "of on or set the their then this to use used uses using was what when where which who why "
-    "with code function method class file".split())
 
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
                          "mock", "mocks", "unittest", "benchmark", "benchmarks"})
@@ -172,32 +169,19 @@ def query_shape(query: str) -> QueryShape:
     if symbol is None and word is None:
         embedded = tuple(dict.fromkeys(_EMBEDDED_SYMBOL.findall(text)))
     return QueryShape(symbol, word, embedded,
-                      frozenset(w for w in dict.fromkeys(found) if w.lower() not in _STOPWORDS),
+                      frozenset(w for w in dict.fromkeys(found) if w.lower() not in FILE_NAME_STOPWORDS),
                       bool(words & _TEST_WORDS), bool(words & _EXAMPLE_WORDS),
                       bool(words & _COMPAT_WORDS), bool(words & _LOCALE_WORDS))
 
 
 # --- path priors -----------------------------------------------------------------
 
-_EXAMPLE_DIR = re.compile(r"(?:^|/)(_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
-                          r"|cookbook)(?=/)")
 _COMPAT_DIR = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"
                          r"|(?:^|/)[^/]*_(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
 _LOCALE_DIR = re.compile(r"(?:^|/)(?:locales?|translations?|l10n)(?:/|$)")
 _VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
 _BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
                       "package-info.java", "mod.rs", "lib.rs", "doc.go"})
-
-
-def _is_example_path(path: str) -> bool:
-    """Examples, tutorials and documentation sources. A Go folder is a package:
-    `.go` files under `doc/` (the standard library's `go/doc`, a CLI library's
-    man-page generator) are library code, not a documentation tree, whose
-    pages are not Go."""
-    found = _EXAMPLE_DIR.findall(path)
-    if path.endswith(".go") and found and set(found) <= {"doc", "docs"}:
-        return False
-    return bool(found)
 
 
 class _PathClass(NamedTuple):
@@ -213,7 +197,7 @@ class _PathClass(NamedTuple):
 @functools.lru_cache(maxsize=16384)
 def _path_class(path: str) -> _PathClass:
     """What a path is, once per path (recall meets the same paths again and again)."""
-    return _PathClass(is_test_path(path), _is_example_path(path),
+    return _PathClass(is_test_path(path), is_example_path(path),
                       _COMPAT_DIR.search(path) is not None,
                       is_vendored_path(path) or is_generated_path(path),
                       path.endswith(".d.ts"), posixpath.basename(path) in _BARRELS,

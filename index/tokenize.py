@@ -37,6 +37,13 @@ QUERY_STOPWORDS = frozenset(
     """a an and are as at be by can do does for from how i if in is it its of on or
     our the this that to we what when where which who why with you your""".split()
 )
+# Words of a query that name no file when matched against file names (recall's
+# file-name boost, index/priors.py): the query stop words' kind, and the words
+# every question about code uses.
+FILE_NAME_STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from get gets has have how if in into is it its not "
+    "of on or set the their then this to use used uses using was what when where which who why "
+    "with code function method class file".split())
 
 
 _STEMMER = snowballstemmer.stemmer("english")

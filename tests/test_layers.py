@@ -19,9 +19,6 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent
 LAYERS = ["daemon", "impact", "index"]  # each may import only those after it
 STORE = "ctxls.index.store"
-# Still importing sqlite3 while another branch rewrites it (issue 40: index/locate.py
-# is being split on branch `scorer`; the merge gives it the store's Connection).
-SQLITE_NOT_YET = {"ctxls.index.locate"}
 
 
 def module_name(path: Path, package: Path = PACKAGE) -> str:
@@ -137,7 +134,7 @@ def test_only_the_store_imports_sqlite3():
     """The rest of the package names a connection by the store's alias
     (``Connection``) and catches the library's errors (``StoreError``), never
     SQLite's: the daemon cannot depend on what the store is made of."""
-    assert sqlite_importers() == SQLITE_NOT_YET
+    assert sqlite_importers() == set()
 
 
 # -- only the daemon builds protocol JSON ---------------------------------------------
@@ -214,14 +211,14 @@ def test_the_checks_fail_on_a_copy_with_each_rule_broken(tmp_path: Path):
     it is, nothing)."""
     copy = package_copy(tmp_path)
     assert upward_imports(import_graph(copy)) == []
-    assert sqlite_importers(copy) == SQLITE_NOT_YET
+    assert sqlite_importers(copy) == set()
     assert set(protocol_json_builders(copy)) == PROTOCOL_KEYS_NOT_YET
     plant(copy / "index" / "graph.py", "def _planted():\n    import ctxls.daemon\n    return ctxls.daemon")
     plant(copy / "impact" / "risk.py", "import sqlite3")
     plant(copy / "index" / "paths.py", "def _planted():\n    return {'startLine': 0}")
     graph = import_graph(copy)
     assert upward_imports(graph) == [("ctxls.index.graph", "ctxls.daemon")]
-    assert sqlite_importers(copy) == SQLITE_NOT_YET | {"ctxls.impact.risk"}
+    assert sqlite_importers(copy) == {"ctxls.impact.risk"}
     assert protocol_json_builders(copy)["ctxls.index.paths"] == [(
         len((copy / "index" / "paths.py").read_text().splitlines()), "startLine")]
 

@@ -13,8 +13,10 @@ import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams
-from ctxls.index.locate import (Locator, PathIndex, is_test_or_doc, prose_lines, read_issue,
-                                semantic_query)
+from ctxls.index.locate import Locator
+from ctxls.index.locate_paths import PathIndex
+from ctxls.index.locate_text import prose_lines, read_issue, semantic_query
+from ctxls.index.paths import is_test_or_doc
 
 from conftest import serve, write_tree
 
@@ -249,7 +251,7 @@ def test_the_embedding_query_is_the_title_and_the_prose_sentences_only():
 
 
 def test_an_error_message_matches_its_longest_run_of_words():
-    from ctxls.index.locate import _longest_run
+    from ctxls.index.locate_signals import _longest_run
     message = "price must not be negative got".split()
     text = "raise valueerror price must not be negative got r price".split()
     assert _longest_run(message, text, shortest=3, longest=8) == 6
@@ -395,6 +397,9 @@ async def test_locate_request_through_the_server(shop: Path):
         top = result["files"][0]
         assert top["path"] == "shop/pricing.py" and top["uri"] == session.uri("shop/pricing.py")
         assert {w["signal"] for w in top["why"]} >= {"frame", "message"}
+        # The scorer's additive contributions, largest first; `frame` leads here.
+        assert top["contributions"][0]["feature"] == "frame"
+        assert top["contributions"][0]["contribution"] > 0 and 0 < top["score"] < 1
         chunk = next(c for c in top["chunks"] if c["symbol"] == "Discount.apply")
         assert chunk["startLine"] == 3 and chunk["range"]["end"] == {
             "line": 6, "character": len("        return price * (1 - self.rate)")}
@@ -606,7 +611,7 @@ def test_line_patterns_start_on_their_own_line_not_across_blank_lines(monkeypatc
     # Under re.M a pattern starting `^\s*` runs across blank lines from every line
     # start: reading a text of 40,000 newlines took minutes (`git show 98206f9:BENCHMARKS.md`,
     # "Locate, sixth session"). Each must match from the line it reads.
-    from ctxls.index import locate
+    from ctxls.index import locate_text as locate
     samples = {
         locate._PY_FRAME: '  File "shop/cart.py", line 9, in total',
         locate._PY_FRAME_OTHER: "shop/cart.py:124: in total",
@@ -885,8 +890,8 @@ def test_a_frame_in_node_modules_names_only_the_repositorys_own_packages(tmp_pat
     outside.write_text('{"name": "shop"}\n', encoding="utf-8")
     linked = git_tree(tmp_path / "linked", {"lib/cart.js": "function total(items) {}\n"})
     (linked / "package.json").symlink_to(outside)
-    assert Locator(root=linked)._package_name("") is None
-    assert Locator(root=tmp_path / "js")._package_name("") == "shop"
+    assert Locator(root=linked).signals._package_name("") is None
+    assert Locator(root=tmp_path / "js").signals._package_name("") == "shop"
 
 
 def test_an_issue_templates_comments_and_headings_are_not_its_prose():

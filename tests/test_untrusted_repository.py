@@ -17,7 +17,7 @@ from pathlib import Path
 from conftest import SAMPLE_FILES, write_tree
 from rawrpc import StdioDaemon
 from ctxls.impact.risk import is_peripheral_path
-from ctxls.index.locate import is_test_or_doc
+from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
 from ctxls.index.priors import _path_class
 

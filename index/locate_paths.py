@@ -1,0 +1,151 @@
+"""Locate: what a path or dotted name written in an issue names among the indexed files.
+
+:class:`PathIndex` resolves a written path by its longest unambiguous tail,
+an installed package's path or a ``node_modules`` path by the repository's own
+import roots and packages, and a dotted name by Python's import resolution.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import sys
+from collections.abc import Callable
+
+from ctxls.index.imports import ImportResolver
+from ctxls.index.locate_text import INSTALLED_DIRS, in_standard_library
+from ctxls.index.model import ImportRef
+
+_PYTHON_FILES = (".py", ".pyi", ".pyx")
+
+
+def _is_absolute(written: str) -> bool:
+    """A path of the writer's machine: from its root, home or a drive."""
+    return written.startswith(("/", "~")) or re.match(r"[A-Za-z]:[\\/]", written) is not None
+
+
+class PathIndex:
+    """Indexed paths by their trailing components, a Python module resolver,
+    and ``package_name``: the name of the JavaScript package a folder holds
+    (its package.json's; ``""`` is the root), None when it holds none."""
+
+    def __init__(self, paths: list[str],
+                 package_name: Callable[[str], str | None] | None = None):
+        self.package_name = package_name
+        self.by_suffix: dict[str, list[str]] = {}
+        for path in paths:
+            parts = path.split("/")
+            for first in range(len(parts)):
+                self.by_suffix.setdefault("/".join(parts[first:]), []).append(path)
+        self.resolver = ImportResolver(paths)
+
+    def resolve_path(self, written: str) -> tuple[str, int] | None:
+        """The indexed file a written path names (longest matching tail) and how
+        many components matched. A bare tail of one component counts only when
+        the path was written bare and one file has that name.
+
+        The path of an installed package (after ``site-packages`` or
+        ``dist-packages``) is an import path: it names a file only if it is one
+        of the repository's modules from an import root (``shop/cart.py`` for
+        ``src/shop/cart.py``), never another library's file of the same tail.
+        The standard library names none. Another absolute path names a file
+        only by its whole repository path or a tail from an import root (a
+        checkout elsewhere), not by a tail its own application happens to share
+        (``/home/me/app/utils/helpers.py`` is not ``src/shop/utils/helpers.py``);
+        only Python's import roots are known, so other languages' absolute paths
+        (a Cargo registry's ``…/shop-0.1.0/src/de/mod.rs``) still name a file by
+        their longest unique tail."""
+        normal = written.replace("\\", "/")
+        parts = [p for p in normal.split("/") if p not in ("", ".")]
+        if "node_modules" in parts:
+            return self._from_node_modules(parts)
+        installed = [i for i, part in enumerate(parts)
+                     if part in INSTALLED_DIRS or part.endswith(".egg")]
+        if installed:
+            rest = parts[installed[-1] + 1:]
+            found = self._from_import_root(rest)
+            return (found, len(rest)) if found is not None else None
+        if in_standard_library(normal):
+            return None
+        for first in range(len(parts)):
+            tail = parts[first:]
+            found = self.by_suffix.get("/".join(tail))
+            if not found:
+                continue
+            if len(tail) == 1 and (len(parts) > 1 or len(found) > 1):
+                return None
+            if len(found) != 1:
+                return None  # ambiguous tail
+            if (_is_absolute(normal) and found[0].endswith(_PYTHON_FILES)
+                    and found[0] != "/".join(tail) and self._from_import_root(tail) != found[0]):
+                return None
+            return found[0], len(tail)
+        return None
+
+    def _from_node_modules(self, parts: list[str]) -> tuple[str, int] | None:
+        """A path into ``node_modules/<package>/`` (``@scope/name`` too) names the
+        repository's file only when the package is one of the repository's own
+        (by its package.json's name), read from that package's folder; another
+        library's file of the same tail (``node_modules/other/lib/index.js``
+        against the repository's ``lib/index.js``) names nothing."""
+        at = len(parts) - 1 - parts[::-1].index("node_modules")
+        rest = parts[at + 1:]
+        size = 2 if rest[:1] and rest[0].startswith("@") else 1
+        package, inner = "/".join(rest[:size]), "/".join(rest[size:])
+        if not inner or self.package_name is None:
+            return None
+        for path in self.by_suffix.get(inner, ()):
+            if path == inner or path.endswith("/" + inner):
+                if self.package_name(path[:-len(inner)].rstrip("/")) == package:
+                    return path, len(rest) - size
+        return None
+
+    def _from_import_root(self, parts: list[str]) -> str | None:
+        """The file ``parts`` names read from an import root: ``shop/cart.py`` is
+        ``src/shop/cart.py`` when ``src/shop`` is the package ``shop``; also a
+        data file under a package (``shop/templates/cart.html``)."""
+        if not parts:
+            return None
+        stem, dot, extension = parts[-1].rpartition(".")
+        module = parts[:-1] + ([] if stem == "__init__" else [stem])
+        if dot and extension in ("py", "pyi") and module and all(p.isidentifier() for p in module):
+            found = self.resolver.resolve("", ImportRef(".".join(module), 0), "python")
+            if found is not None and posixpath.basename(found) == parts[-1]:
+                return found
+        if len(parts) > 1 and parts[0].isidentifier():
+            package = self.resolver.resolve("", ImportRef(parts[0], 0), "python")
+            if package is not None and posixpath.basename(package).startswith("__init__."):
+                path = posixpath.join(posixpath.dirname(package), *parts[1:])
+                if path in self.resolver:
+                    return path
+        return None
+
+    def resolve_module(self, dotted: str) -> tuple[str, str] | None:
+        """(file, the module prefix that resolved) for ``a.b.c.Name``: the longest
+        importable prefix."""
+        parts = dotted.split(".")
+        for end in range(len(parts), 0, -1):
+            module = ".".join(parts[:end])
+            found = self.resolver.resolve("", ImportRef(module, 0), "python")
+            if found is not None:
+                return found, module
+        return None
+
+    def resolve_module_tail(self, dotted: str) -> tuple[str, str] | None:
+        """(file, the prefix that resolved) for a dotted name written from inside
+        its package (``contrib.auth.validators``, ``syndication.views.Feed``):
+        the one file whose path ends in two or more of its leading parts. A name
+        starting at a standard-library module (``logging.handlers``,
+        ``json.decoder.JSONDecodeError``) is the standard library's, not a
+        namesake folder's in the repository."""
+        parts = dotted.split(".")
+        if parts[0] in sys.stdlib_module_names:
+            return None
+        for end in range(len(parts), 1, -1):
+            stem = "/".join(parts[:end])
+            for tail in (f"{stem}.py", f"{stem}/__init__.py"):
+                found = self.resolve_path(tail)
+                if found is not None and found[1] >= 2:
+                    return found[0], ".".join(parts[:end])
+        return None
+

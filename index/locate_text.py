@@ -1,0 +1,522 @@
+"""Locate, step 1: reading an issue text the way an engineer reads it.
+
+:func:`read_issue` splits a text into prose and code (fenced and doctest
+blocks), and reads from it traceback frames (Python as the interpreter,
+IPython and pytest print them, JavaScript/Node, Java, Go panics, Rust
+backtraces), error and log messages, quoted sentences, identifiers, file
+paths, dotted module names and names registered as strings. It knows nothing
+of the repository: index/locate_signals.py looks what it found up in the index.
+"""
+
+from __future__ import annotations
+
+import bisect
+import functools
+import re
+from dataclasses import dataclass, field
+
+from ctxls.index.tokenize import QUERY_STOPWORDS
+
+@dataclass(frozen=True)
+class Frame:
+    """One stack frame as printed. ``depth`` 0 is where the error was raised
+    (the last frame of a Python traceback, the first of the others)."""
+
+    path: str
+    line: int | None  # 1-based, as printed
+    function: str | None
+    language: str
+    depth: int
+
+
+@dataclass
+class IssueText:
+    prose: str  # the text without its code blocks and tracebacks
+    code: list[str] = field(default_factory=list)  # code blocks (fenced, doctest, indented)
+    frames: list[Frame] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # error messages / quoted sentences
+    identifiers: list[str] = field(default_factory=list)  # code names, first mention first
+    paths: list[str] = field(default_factory=list)  # file paths as written
+    modules: list[str] = field(default_factory=list)  # dotted module names (import lines too)
+    imported: list[tuple[str, str]] = field(default_factory=list)  # (module, name) of `from m import n`
+    # Names a project registers as strings, not symbols: command-line options
+    # (`--import-mode`), message ids (`W0611`, `admin.E108`), hyphenated names
+    # (`unused-import`), reST directives (`.. automodule::`).
+    literals: list[str] = field(default_factory=list)
+    title: str = ""  # the first non-empty line
+    raw: str = ""  # the whole text
+
+    def prominence(self, name: str) -> float:
+        """How central a name is to the text: named in the title 1, else by how
+        often it occurs (once 0.35, twice 0.6, more 0.8)."""
+        word = re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])")
+        if word.search(self.title):
+            return 1.0
+        return PROMINENCE_BY_COUNT[min(len(word.findall(self.raw)), len(PROMINENCE_BY_COUNT) - 1)]
+
+    @functools.cached_property
+    def _prose_without_imports(self) -> str:
+        return _IMPORT_LINE.sub("", self.prose)
+
+    def in_prose(self, written: str) -> bool:
+        """Whether the prose writes ``written`` outside import lines: a module
+        the text names only in its code (`import matplotlib.pyplot as plt`, a
+        call through that alias, a fenced block) is how the reporter reached
+        the code, seldom where it breaks."""
+        # A path read from a name (`-p no:cacheprovider`: `cacheprovider.py`) by that name.
+        as_name = written.removesuffix(".py").replace("/", ".")
+        return written in self._prose_without_imports or as_name in self._prose_without_imports
+
+
+# A name's weight by how often the text mentions it (index: mentions, capped).
+PROMINENCE_BY_COUNT = (0.35, 0.35, 0.6, 0.8)
+
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+_DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
+
+# Line-anchored patterns start with `[ \t]*`, never `\s*`: under re.M that would
+# run across blank lines from every line start (quadratic: minutes for a text
+# of 40,000 newlines). Python 3.11's exception groups print their tracebacks
+# behind `|` margins.
+_PY_FRAME = re.compile(r'^[ \t]*(?:\|[ \t]*)*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M)
+# The other ways Python frames get printed, most recent call last too:
+# IPython 8 `File ~/env/.../dataarray.py:409, in DataArray.__init__(self, …)` (a
+# module's top level without `, in …`),
+# older IPython `~/env/.../point.py in __add__(self, other)` followed by its
+# source with `--> 220` at the line, pytest's short form `sympy/core/expr.py:124:
+# in __eq__` (before the source) and its long form `sympy/core/expr.py:124: `
+# (after the source; the last frame of a traceback ends in the exception's type:
+# `src/shop/pricing.py:6: ValueError`). pytest's default mixes both forms.
+_PY_FRAME_OTHER = re.compile(
+    r"^[ \t]*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+)(?:, in (?P<ipy8_fn>[\w.<>]+))?"
+    r"|(?P<ipy>[^\s\"]+\.py) in (?P<ipy_fn>[\w.<>]+)\("
+    r"|(?P<pytest>[^\s\"]+\.py):(?P<pytest_line>\d+): in (?P<pytest_fn>[\w.<>]+)\s*$"
+    r"|(?P<pylong>[^\s\"]+\.py):(?P<pylong_line>\d+):(?:[ \t]+(?P<pylong_exc>[\w.]+))?[ \t]*$)", re.M)
+_IPYTHON_ARROW = re.compile(r"^[ \t]*-+>\s*(\d+)", re.M)
+# Lines between two frames of one printed traceback, at most (IPython shows
+# a few lines of source around each; pytest's long form whole functions).
+_PY_FRAME_GAP_LINES = 12
+_PYTEST_LONG_GAP_LINES = 200
+# `at fn (/path/x.js:10:5)`, `at /path/x.js:10:5`, `at async fn (file:///x.mjs:1:2)`
+_JS_FRAME = re.compile(
+    r"^[ \t]*at (?:async )?(?:(?P<fn>[^\s()]+(?: \[as [^\]]+\])?) \()?(?:file://)?"
+    r"(?P<path>[^\s():]+\.(?:[cm]?js|jsx|tsx?|vue|svelte)):(?P<line>\d+)(?::\d+)?\)?\s*$", re.M)
+# `at com.example.Foo.bar(Foo.java:42)`
+_JAVA_FRAME = re.compile(
+    r"^[ \t]*at (?P<qual>[\w$.<>]+)\((?P<file>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)", re.M)
+# Go: a function line, then `\t/path/file.go:123 +0x1d`
+_GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n[ \t]+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
+# Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
+_RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>\S+)\n[ \t]+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
+# A line printing a stack frame: Python's (`File "` even when elided, or as
+# IPython and pytest print them), Node/Java `at`, Go/Rust source lines.
+_FRAME_LINE = re.compile(rf'[ \t]*(?:\|[ \t]*)*(?:File "|at |\S+\.(?:go|rs):\d+)|{_PY_FRAME_OTHER.pattern}', re.M)
+_RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
+
+# `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`;
+# also as pytest prints them (`E   ValueError: x`, `FAILED tests/t.py::test_x - ValueError: x`)
+# and as warnings are printed (`shop/cart.py:12: DeprecationWarning: x`).
+_EXCEPTION_LINE = re.compile(
+    r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |[^\s|]\S*\.py:\d+:[ \t]+)?"
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
+    r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
+    r"(?::[ \t]*(?P<message>.+))?$", re.M)
+_GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
+# A logged line: `WARNING: msg`, logging's default `ERROR:shop.cart:msg`, and
+# a documentation build's `index.rst:12: WARNING: msg`.
+_LOG_LINE = re.compile(r"^[ \t]*(?:[^\n]*?: )?(?:WARNING|ERROR|CRITICAL)(?::[\w.]+)?:[ \t]*"
+                       r"(?P<message>\S.*)$", re.M)
+_MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
+# A quoted sentence. A single quote inside a word is an apostrophe, not a quote
+# mark ("I'll see that ... I'm" quotes nothing): an opening quote follows no
+# letter or digit, a closing one precedes none.
+_QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|(?<![\w'])'([^'\n]{12,200})'(?![\w'])|“([^”\n]{12,200})”")
+
+_SOURCE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "java", "kt", "go",
+                      "rs", "c", "h", "cc", "cpp", "hpp", "rb", "php", "cs", "swift", "scala",
+                      "vue", "svelte", "rst", "md", "txt", "toml", "cfg", "ini", "yml", "yaml",
+                      "json", "html", "css", "sh")
+# Relative, absolute (`/`, `~/`, `C:\\`) and Windows paths; a path inside a URL
+# is read from the URL (_URL_PATH).
+_PATH = re.compile(r"(?<![\w/.\\:~-])((?:~|[A-Za-z]:)?[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w\.(?:"
+                   + "|".join(_SOURCE_EXTENSIONS) + r"))(?![\w/\\-])")
+_URL_PATH = re.compile(r"\bhttps?://[^/\s]+(/[^\s#?)\]>'\"`]+)")
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
+_DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
+_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
+_SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)\b")
+_BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Names registered as strings (IssueText.literals). An option's value
+# (`--import-mode=importlib`) is not its name; `-->` (IPython's arrow) and
+# `---` (a rule) are no options.
+_OPTION = re.compile(r"(?<![\w-])(--[A-Za-z0-9][\w-]*[A-Za-z0-9])(?![\w-])")
+_MESSAGE_ID = re.compile(r"(?<![\w.-])((?:[a-z_]+\.)?[A-Z]{1,2}\d{3,4})(?![\w-])")
+_HYPHENATED = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![\w/-])")
+_DIRECTIVE = re.compile(r"^[ \t]*\.\. (?:[\w-]+:)?([\w-]+)::", re.M)
+# A reST role before its backticked target (`:kbd:` in ":kbd:`Ctrl+C`",
+# `func` in ":py:func:`f`").
+_ROLE = re.compile(r"(?<![\w:`]):(?:[a-z][\w-]*:)?([a-z][\w-]*):`")
+# A plugin named on the command line (`-p no:cacheprovider`): registered by
+# that name, and the module of that name.
+_PLUGIN = re.compile(r"(?<![\w-])-p[ \t]+(?:no:)?([A-Za-z_][\w.]*\w)")
+# The names imported: in parentheses across lines, else to the line's end.
+_FROM_IMPORT = re.compile(r"^[ \t]*from\s+([\w.]+)\s+import\s+(?:\(([\w\s,]+)\)|([\w \t,]+))", re.M)
+_IMPORT = re.compile(r"^[ \t]*import\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)",
+                     re.M)
+_IMPORT_LINE = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import|import[ \t]+[\w.]).*$", re.M)
+
+# Words in code that name nothing of the repository's.
+_CODE_NOISE = frozenset("""self cls None True False def class return import from as if else elif
+    for while in not and or is lambda with try except finally raise pass print assert yield async
+    await global nonlocal del break continue const let var function new this null undefined true
+    false int str float bool list dict set tuple len range object type super isinstance
+    Traceback most recent call last File line module stdin""".split())
+
+
+def _frames(text: str) -> list[Frame]:
+    frames: list[Frame] = []
+    # Python: most recent call last; each traceback is a run of consecutive frames.
+    runs: list[list[re.Match]] = []
+    last_end = -1
+    for match in _PY_FRAME.finditer(text):
+        between = text[last_end:match.start()] if last_end >= 0 else ""
+        if runs and between.count("\n") <= 4 and "Traceback" not in between:
+            runs[-1].append(match)
+        else:
+            runs.append([match])
+        last_end = match.end()
+    for run in runs:
+        for i, match in enumerate(run):
+            frames.append(Frame(match.group(1), int(match.group(2)), match.group(3), "python",
+                                len(run) - 1 - i))
+    frames += _other_python_frames(text)
+    # The rest print the innermost frame first.
+    for pattern, language in ((_JS_FRAME, "javascript"), (_GO_FRAME, "go"), (_RUST_FRAME, "rust")):
+        depth = 0
+        previous_end = -1
+        for match in pattern.finditer(text):
+            if previous_end >= 0 and text[previous_end:match.start()].count("\n") > 3:
+                depth = 0  # a new trace
+            fn = match.group("fn")
+            frames.append(Frame(match.group("path"), int(match.group("line")), fn, language, depth))
+            depth += 1
+            previous_end = match.end()
+    depth, previous_end = 0, -1
+    for match in _JAVA_FRAME.finditer(text):
+        if previous_end >= 0 and text[previous_end:match.start()].count("\n") > 3:
+            depth = 0
+        qual = match.group("qual")
+        parts = qual.split(".")
+        package = [p for p in parts[:-2] if p and p[0].islower()]
+        path = "/".join(package + [match.group("file")])
+        frames.append(Frame(path, int(match.group("line")), parts[-1], "java", depth))
+        depth += 1
+        previous_end = match.end()
+    for match in _RUST_PANIC.finditer(text):
+        frames.append(Frame(match.group("path"), int(match.group("line")), None, "rust", 0))
+    return frames
+
+
+def _other_python_frames(text: str) -> list[Frame]:
+    """Frames of IPython's and pytest's tracebacks (see _PY_FRAME_OTHER),
+    grouped into tracebacks by the lines between them; the last of each is
+    depth 0."""
+    runs: list[list[tuple[str, int | None, str | None]]] = []
+    last_end = -1
+    # pytest's long form: the previous frame was one, and not a traceback's last.
+    long_open = False
+    for match in _PY_FRAME_OTHER.finditer(text):
+        long_form = bool(match.group("pylong"))
+        if match.group("ipy8"):
+            frame = (match.group("ipy8"), int(match.group("ipy8_line")), match.group("ipy8_fn"))
+        elif match.group("pytest"):
+            frame = (match.group("pytest"), int(match.group("pytest_line")), match.group("pytest_fn"))
+        elif long_form:  # no function name: it is in the source printed above
+            frame = (match.group("pylong"), int(match.group("pylong_line")), None)
+        else:  # old IPython: the line is the `-->` arrow in the source shown below
+            following = text[match.end():match.end() + 2000]
+            arrow = _IPYTHON_ARROW.search(following)
+            next_frame = _PY_FRAME_OTHER.search(following)
+            line = int(arrow.group(1)) if arrow and (
+                next_frame is None or arrow.start() < next_frame.start()) else None
+            frame = (match.group("ipy"), line, match.group("ipy_fn"))
+        between = text[last_end:match.start()] if last_end >= 0 else ""
+        # A traceback ends at its exception line, a code fence or a new "Traceback";
+        # in pytest's long form a frame follows a whole function's source and the
+        # exception's `E` lines, and the last one names the exception's type.
+        if long_form or long_open:
+            joins = (long_open and between.count("\n") <= _PYTEST_LONG_GAP_LINES
+                     and (long_form or not _EXCEPTION_LINE.search(between)))
+        else:
+            joins = (runs and between.count("\n") <= _PY_FRAME_GAP_LINES
+                     and not _EXCEPTION_LINE.search(between))
+        joins = joins and "Traceback" not in between and "```" not in between
+        if joins:
+            runs[-1].append(frame)
+        else:
+            runs.append([frame])
+        last_end = match.end()
+        # pytest's default prints the middle frames in the short form: they keep
+        # a long-form traceback open.
+        long_open = not match.group("pylong_exc") if long_form else bool(joins and long_open)
+    return [Frame(path, line, function.rsplit(".", 1)[-1] if function else None, "python",
+                  len(run) - 1 - i)
+            for run in runs for i, (path, line, function) in enumerate(run)]
+
+
+def _add(seen: dict[str, None], value: str) -> None:
+    if value:
+        seen.setdefault(value)
+
+
+# An environment report (`pip list`, a library's show_versions(), "System
+# Details"): a version line `numpy: 1.19.1`, `attrs 20.3.0`, `commit: None`,
+# and the lines around it (`OS: Linux`, `LANG: en_US.UTF-8`, a rule, a
+# heading: `INSTALLED VERSIONS`, `Package    Version`).
+_VERSION_LINE = re.compile(r"[ \t]*[A-Za-z][\w.-]*(?:[ \t]*:[ \t]*|[ \t]+)(?:v?\d+(?:\.\d+)+|None)\b.*")
+_REPORT_LINE = re.compile(r"[ \t]*(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}|[-= \t]{3,}"
+                          r"|(?i:[\w .-]{0,40}\bversions?\b[\w .-]{0,40}))")
+# Version lines in one run that make it a report.
+_REPORT_VERSIONS = 3
+
+
+# A listing of installed packages, extensions or plugins without versions: a
+# line labelled so (`Extensions: sphinx.ext.autodoc, myst_parser, …`) or such a
+# heading followed by one bare name a line. The names are the reporter's
+# setup, not the bug; read as dotted names they point at the project's modules
+# of those names.
+_LISTING_LABEL = re.compile(r"(?i)\b(?:installed|extensions?|plugins?|packages?|dependencies"
+                            r"|requirements|librar(?:y|ies)|modules|add-?ons)\b")
+_LISTED_NAME = re.compile(r"[A-Za-z@][\w.@/-]*")
+# Items of a listing: separated by commas, perhaps quoted, perhaps in brackets.
+_LISTING_SEPARATORS = re.compile(r"[\s'\"\[\]()]*,[\s'\"\[\]()]*|^[\s'\"\[(]+|[\s'\"\])]+$")
+# A label is a few words (`Sphinx extensions`, `Installed packages`), not a sentence.
+_LABEL_WORDS = 4
+_BULLET = re.compile(r"[ \t]*(?:[-*+][ \t]+)?")
+# Names in a listing, at least (fewer are a sentence naming them).
+_LISTING_NAMES = 3
+
+
+def _listed_names(items: str) -> list[str] | None:
+    """The names of ``items`` when it is nothing but names, else None."""
+    names = [n for n in _LISTING_SEPARATORS.split(items) if n]
+    return names if all(_LISTED_NAME.fullmatch(n) for n in names) else None
+
+
+def _without_package_listings(lines: list[str]) -> list[str]:
+    keep: list[str] = []
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        label, colon, items = line.partition(":")
+        labelled = colon and len(label.split()) <= _LABEL_WORDS and _LISTING_LABEL.search(label)
+        listed = _listed_names(items) if labelled else None
+        if listed is not None and len(listed) >= _LISTING_NAMES:
+            at += 1  # `Extensions: a, b, c`
+            continue
+        if labelled and not items.strip():
+            end = at + 1  # a heading, then one bare name a line
+            while end < len(lines) and _LISTED_NAME.fullmatch(
+                    lines[end][_BULLET.match(lines[end]).end():].strip()):
+                end += 1
+            if end - at - 1 >= _LISTING_NAMES:
+                at = end
+                continue
+        keep.append(line)
+        at += 1
+    return keep
+
+
+def _without_version_listings(text: str) -> str:
+    """The text without its environment reports and package listings: their
+    package names are rare words in any code base and point at the file
+    listing dependencies (a versions printer) or the modules of those names,
+    not at the bug."""
+    lines = text.split("\n")
+    keep = [True] * len(lines)
+    start = 0
+    while start < len(lines):
+        end = start
+        versions = 0
+        while end < len(lines) and (_VERSION_LINE.fullmatch(lines[end])
+                                    or _REPORT_LINE.fullmatch(lines[end])):
+            versions += _VERSION_LINE.fullmatch(lines[end]) is not None
+            end += 1
+        if versions >= _REPORT_VERSIONS:
+            keep[start:end] = [False] * (end - start)
+        start = max(end, start + 1)
+    return "\n".join(_without_package_listings([line for line, kept in zip(lines, keep) if kept]))
+
+
+def read_issue(text: str) -> IssueText:
+    """Split an issue's text into prose, code and the evidence they carry.
+    HTML comments (an issue template's instructions, never shown on the
+    tracker) are not read."""
+    text = _without_version_listings(_HTML_COMMENT.sub("", text))
+    code: list[str] = [m.group(2) for m in _FENCE.finditer(text)]
+    prose = _FENCE.sub("\n", text)
+    doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
+    if doctest.strip():
+        code.append(doctest)
+    prose = _DOCTEST.sub("", prose)
+    frames = _frames(text)
+    messages: dict[str, None] = {}
+    identifiers: dict[str, None] = {}
+    found: list[str] = []
+    for match in _EXCEPTION_LINE.finditer(text):
+        _add(identifiers, match.group("type").rsplit(".", 1)[-1])
+        if match.group("message"):
+            found.append(match.group("message"))
+    found += [match.group("message") for pattern in (_GO_PANIC, _LOG_LINE)
+              for match in pattern.finditer(text)]
+    found += [next(g for g in match.groups() if g) for match in _QUOTED.finditer(prose)]
+    for message in found:
+        # A message is often built from parts (`"invalid param %r: " + problem`):
+        # each part between punctuation is looked for on its own too.
+        for part in [message, *_MESSAGE_PARTS.split(message)]:
+            if len(part.split()) >= 3:
+                _add(messages, part.strip())
+    paths: dict[str, None] = {}
+    modules: dict[str, None] = {}
+    imported: dict[tuple[str, str], None] = {}
+    # Whether a line prints a stack frame, asked once per line (a long line of
+    # many paths asked it per path: quadratic).
+    line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    frame_lines: dict[int, bool] = {}
+    for match in _PATH.finditer(text):
+        line_start = line_starts[bisect.bisect_right(line_starts, match.start()) - 1]
+        if line_start not in frame_lines:
+            frame_lines[line_start] = _FRAME_LINE.match(text, line_start) is not None
+        if frame_lines[line_start]:
+            continue  # a traceback frame's file: `frame` weighs it by depth
+        _add(paths, match.group(1))
+    for match in _URL_PATH.finditer(text):
+        # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
+        # whose tail is the repository's file.
+        url_path = match.group(1).rstrip(".,;:!")  # a sentence's end is not the path's
+        if _PATH.fullmatch(url_path.rsplit("/", 1)[-1]):
+            _add(paths, url_path)
+    code_text = "\n".join(code)
+    # `import shop.data as sd`, `from shop import open_cart as oc`: what the
+    # issue's code calls `sd.load` or `oc` is the repository's `shop.data.load`,
+    # `shop.open_cart`.
+    aliases: dict[str, str] = {}
+    for block in [code_text, text]:
+        for match in _FROM_IMPORT.finditer(block):
+            module = match.group(1)
+            _add(modules, module)
+            for part in re.split(r"\s*,\s*", (match.group(2) or match.group(3)).strip()):
+                words = part.split()
+                if not words:
+                    continue
+                imported.setdefault((module, words[0]))
+                _add(identifiers, words[0])
+                if len(words) == 3 and words[1] == "as":
+                    aliases[words[2]] = f"{module}.{words[0]}"
+        for match in _IMPORT.finditer(block):
+            for part in re.split(r"\s*,\s*", match.group(1)):
+                module, _, alias = part.partition(" as ")
+                _add(modules, module.strip())
+                if alias.strip():
+                    aliases[alias.strip()] = module.strip()
+    for frame in frames:
+        if in_standard_library(frame.path):
+            continue  # the standard library's function (`decode`, `info`): not the repository's
+        # `pkg.(*Cart).Total`, `shop::parser::Parser::next`: the function's own name.
+        words = _WORD.findall(frame.function or "")
+        if words and frame.function not in ("<module>", "<lambda>"):
+            _add(identifiers, words[-1])
+    for source in (text,):
+        for pattern in (_DOTTED_CALL, _DOTTED, _CAMEL, _SNAKE):
+            for match in pattern.finditer(source):
+                name = match.group(1)
+                if name in paths or name.split(".")[-1] in _SOURCE_EXTENSIONS:
+                    continue
+                _add(identifiers, name)
+                if "." in name:
+                    _add(modules, name)
+        for match in _BACKTICKED.finditer(source):
+            for word in _DOTTED_CALL.findall(match.group(1)) + _WORD.findall(match.group(1)):
+                _add(identifiers, word)
+    for name in list(identifiers):
+        head, dot, rest = name.partition(".")
+        if aliases.get(head, head) != head:
+            expanded = aliases[head] + dot + rest
+            _add(identifiers, expanded)
+            _add(modules, expanded)
+    imported_names = {name for _, name in imported}
+
+    def meaningful(name: str) -> bool:
+        last = name.split(".")[-1]
+        if last in _CODE_NOISE or last.isdigit() or last.lower() in QUERY_STOPWORDS:
+            return False
+        return len(last) >= 2 or last in imported_names  # `from django.db.models import Q`
+
+    names = [name for name in identifiers if meaningful(name)]
+    literals: dict[str, None] = {}
+    for pattern in (_OPTION, _MESSAGE_ID, _HYPHENATED, _DIRECTIVE, _ROLE, _PLUGIN):
+        for match in pattern.finditer(text):
+            _add(literals, match.group(1))
+    for match in _PLUGIN.finditer(text):
+        _add(paths, match.group(1).replace(".", "/") + ".py")
+    title = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return IssueText(prose=prose, code=code, frames=frames, messages=list(messages),
+                     identifiers=names, paths=list(paths), modules=list(modules),
+                     imported=list(imported), literals=list(literals), title=title, raw=text)
+
+
+_PROSE_WORD = re.compile(r"[A-Za-z][a-z]+")
+_CODE_START = re.compile(r"(?:def|class|return|import|from|try|except|raise|if|for|while|with|"
+                         r"assert|print|lambda|Traceback)\b|#")
+
+
+def prose_lines(issue: IssueText) -> list[str]:
+    """The lines of the prose that read as sentences: indented lines, lines
+    starting like code, stack frames and lines mostly of brackets and
+    operators are left out (issue trackers often paste code unfenced), and so
+    are Markdown headings (an issue template's "### Describe the bug") and
+    comment lines, both starting ``#``."""
+    out = []
+    for line in issue.prose.splitlines():
+        stripped = line.strip()
+        if not stripped or line[:1] in (" ", "\t") or _CODE_START.match(stripped):
+            continue
+        words = _PROSE_WORD.findall(stripped)
+        operators = sum(stripped.count(c) for c in "()[]{}=*<>")
+        if len(words) < 3 or operators > 0.08 * len(stripped):
+            continue
+        out.append(stripped)
+    return out
+
+
+def semantic_query(issue: IssueText, max_words: int) -> str:
+    """What the embedding model reads of an issue: its title, then its prose
+    sentences, cut at ``max_words`` words. The model's cost grows with its
+    input (a 256-token text costs several times a 64-token one) and the
+    opening says what the issue is about; code and tracebacks are left to the
+    lexical signals."""
+    lines = [issue.title] + [line for line in prose_lines(issue) if line != issue.title]
+    return " ".join(" ".join(lines).split()[:max_words])
+
+
+
+# Where a written path leaves the writer's machine for an installed package:
+# what follows is an import path (`site-packages/shop/cart.py` is `shop.cart`).
+INSTALLED_DIRS = frozenset({"site-packages", "dist-packages"})
+_PYTHON_FILES = (".py", ".pyi", ".pyx")
+# A Python installation's standard library (`/usr/lib/python3.11/json/decoder.py`,
+# `C:\Python311\Lib\logging\__init__.py`, pyenv's and conda's alike) or code
+# with no file (`<frozen runpy>`, `<string>`): never the repository's.
+_STDLIB_PATH = re.compile(r"(^|/)(lib|lib64)/python\d\.\d+/|(^|/)python\d+/lib/|(^|/)lib-python/"
+                          r"|^<", re.I)
+
+
+def in_standard_library(written: str) -> bool:
+    """A path into a Python installation's own library (not its site-packages)."""
+    parts = written.replace("\\", "/").split("/")
+    return (not any(p in INSTALLED_DIRS or p.endswith(".egg") for p in parts)
+            and _STDLIB_PATH.search("/".join(parts)) is not None)
+

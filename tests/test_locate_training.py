@@ -1,0 +1,88 @@
+"""bench/train_locate_scorer.py: the scorer's fitting on feature dumps, its
+metrics, and the model file it writes (read back by index/locate_scorer.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ctxls.index.locate_scorer import FEATURES, load_scorer, rank
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+
+def trainer():
+    spec = importlib.util.spec_from_file_location("_train_locate_scorer", BENCH / "train_locate_scorer.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def synthetic_commits(count: int, seed: int) -> list[dict]:
+    """Commits whose gold file is the one with a `frame`; `text` is noise
+    spread over every candidate (it misleads the hand weights at times)."""
+    rng = np.random.default_rng(seed)
+    commits = []
+    for n in range(count):
+        gold = int(rng.integers(8))
+        candidates = [{"path": f"pkg/mod{i}.py", "test_or_doc": False, "gold": i == gold,
+                       "signals": {"text": float(rng.random())} | ({"frame": 0.1} if i == gold else {})}
+                      for i in range(8)]
+        commits.append({"project": f"p{n % 3}", "commit": str(n), "split": "train",
+                        "gold": [f"pkg/mod{gold}.py"], "candidates": candidates})
+    return commits
+
+
+def test_a_fitted_linear_scorer_learns_the_informative_signal_and_is_read_back(tmp_path: Path):
+    train = trainer()
+    commits = synthetic_commits(60, 0)
+    rows = train.training_rows(commits)
+    model = train.fit_logistic(rows, 0.01)
+    weights = dict(zip(FEATURES, model["weights"]))
+    assert weights["frame"] > 5 * abs(weights["text"])
+    held_out = synthetic_commits(30, 1)
+    fitted = train.metrics(held_out, train.scores_of(model, held_out))
+    hand = train.metrics(held_out, [train.hand_scores(c) for c in held_out])
+    assert fitted["acc@1"] == 100.0 and hand["acc@1"] < 100.0
+    # Written with its sha256 into a copy of the scorer's source, read back alike.
+    source = tmp_path / "locate_scorer.py"
+    source.write_text('MODEL_SHA256 = "' + "0" * 64 + '"\n')
+    path = tmp_path / "locate-scorer.json"
+    sha = train.write_model({"version": 1, "features": list(FEATURES), "training": {"data": "synthetic"},
+                             **model}, path, source)
+    assert f'MODEL_SHA256 = "{sha}"' in source.read_text()
+    scorer = load_scorer(path, sha)
+    commit = held_out[0]
+    best = rank(scorer, {c["path"]: c["signals"] for c in commit["candidates"]}, 1)[0]
+    assert [best.path] == commit["gold"]
+
+
+def test_metrics_count_every_gold_file_for_acc_and_the_first_for_hit():
+    train = trainer()
+    commit = {"gold": ["a.py", "c.py"],
+              "candidates": [{"path": p} for p in ("a.py", "b.py", "c.py")]}
+    m = train.metrics([commit], [[3.0, 2.0, 1.0]])
+    assert (m["acc@1"], m["acc@3"], m["hit@1"], m["mrr"]) == (0.0, 100.0, 100.0, 1.0)
+
+
+def test_a_lightgbm_tree_dump_is_flattened_as_the_scorer_walks_it():
+    train = trainer()
+    frame, text = FEATURES.index("frame"), FEATURES.index("text")
+    dumped = {"split_feature": frame, "threshold": 0.5, "decision_type": "<=", "internal_value": 0.1,
+              "left_child": {"leaf_value": -1.0},
+              "right_child": {"split_feature": text, "threshold": 0.2, "decision_type": "<=",
+                              "internal_value": 0.4, "left_child": {"leaf_value": 0.5},
+                              "right_child": {"leaf_value": 2.0}}}
+    tree = train._flat_tree(dumped)
+    model = {"kind": "trees", "bias": 0.0, "trees": [tree]}
+    records = np.zeros((3, len(FEATURES)))
+    records[1, frame] = 1.0
+    records[2, [frame, text]] = 1.0
+    assert train.Scorer({"features": list(FEATURES), **model}).raw(records).tolist() == [
+        -1.0, 0.5, 2.0]
+    assert json.loads(json.dumps(tree)) == tree
