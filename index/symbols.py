@@ -12,7 +12,7 @@ name (`def`, `class`, `fn` …).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -209,28 +209,30 @@ _NAME_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
 
 
 def asked_names(query: str) -> set[str]:
-    """The code names a recall query asks for, lower-cased: the whole query
-    when it is one name (``parse``, ``Session.request``, ``fn spawn``), else
-    its words shaped like code (``parse_args``, ``getUser``, ``a.b``); plain
-    words of a sentence ("parse the file") name nothing."""
+    """The code name a recall query asks for, lower-cased: the whole query
+    when it is one name (``parse``, ``Session.request``, ``fn spawn``); a
+    sentence names nothing, even with code-shaped words in it: narrowing a
+    hit to the definition it mentions lost the one it describes (set 4 test
+    by chunk: hybrid -0.007, every drop a description or concept query;
+    docs/decisions.md, "Hits narrowed to the definition a query names")."""
     text = declared_name(query)
     if is_identifier_query(text):
         return {text.strip().removesuffix("()").replace("::", ".").lower()}
-    names = set()
-    for token in _NAME_TOKEN.findall(text):
-        if "_" in token.strip("_") or "." in token or "::" in token or re.search(r"[a-z][A-Z]", token):
-            names.add(token.replace("::", ".").lower())
-    return names
+    return set()
 
 
 def named_definition(definitions: list[Definition], names: set[str]) -> Definition | None:
     """The one of ``definitions`` a query names (its qualified name or its
-    name), the first in the file when several are."""
-    for definition in definitions:
-        symbol = definition.symbol.lower()
-        if any(symbol == name or symbol.endswith("." + name) for name in names):
-            return definition
-    return None
+    name). Several of one name (a TypeScript function's overload signatures
+    and its implementation, a property's getter and setter) are one
+    definition spanning them all: the first's name line, the last's end."""
+    named = [definition for definition in definitions
+             if any(definition.symbol.lower() == name or definition.symbol.lower().endswith("." + name)
+                    for name in names)]
+    if not named:
+        return None
+    return replace(named[0], start_line=min(d.start_line for d in named),
+                   end_line=max(d.end_line for d in named))
 
 
 # -- related code -------------------------------------------------------------------------------
