@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.languages import chunk_kind_for_path, language_for_path
+from ctxls.index.locate_scorer import rank
 from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
 
 from git_walk import attach_tree, commit_times, git, reindexed, snapshot_dir
@@ -390,10 +391,11 @@ def answer(engine: Engine, task: dict) -> dict:
     files = engine.locator.evidence(conn, task["text"])
     evidence_ms = (time.perf_counter() - started) * 1000
     gold = set(task["gold"])
-    kept = [path for path, _ in engine.locator.rank(files, KEEP_CANDIDATES, include_tests=False)]
+    signals = {path: evidence.signals for path, evidence in files.items()}
+    scores = {scored.path: scored.score for scored in rank(engine.locator.scorer, signals, len(signals))}
+    kept = list(scores)[:KEEP_CANDIDATES]
     kept += [path for path in task["gold"] if path in files and path not in kept]
-    weights = engine.locator.weights
-    candidates = [{"path": path, "score": round(files[path].score(weights, False), 5),
+    candidates = [{"path": path, "score": round(scores[path], 5),
                    "signals": {s: round(v, 5) for s, v in sorted(files[path].signals.items())},
                    "test_or_doc": files[path].test_or_doc, "gold": path in gold} for path in kept]
     return {key: task[key] for key in ("project", "language", "split", "kind", "commit", "parent",

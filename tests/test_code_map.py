@@ -72,3 +72,15 @@ def test_the_check_sees_a_module_missing_from_a_map():
     section = package_sections(ARCHITECTURE.read_text(encoding="utf-8"))["index"]
     assert unnamed("index", section.replace("`live.py`", "`follower`")) == ["live.py"]
     assert "memory/api.py" in unnamed("index", section.replace("`memory/`", "memory"))
+
+
+def test_every_subpackage_is_installed():
+    # pyproject names the packages a wheel holds: a subpackage missing there
+    # works in the editable checkout and is absent from an installed ctxls.
+    import tomllib
+
+    root = Path(__file__).resolve().parent.parent
+    listed = set(tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {"ctxls" + "".join("." + part for part in init.parent.relative_to(root).parts)
+             for top in ("daemon", "index", "impact") for init in (root / top).rglob("__init__.py")}
+    assert found | {"ctxls"} == listed
