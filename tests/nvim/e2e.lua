@@ -287,8 +287,11 @@ local function commands_suite()
     vim.cmd.buffer(session_buf)
     local old = client
     -- The old server's last word: its first index stored the files ("N new").
-    local before = require("ctxls").statusline()
-    expect(before:match("^ctxls: indexed 5 files %([1-5] new"), "statusline before the restart: %s", before)
+    -- The one progress item ends once ranking by meaning sees every chunk.
+    local before = wait_for("the first index's last word", 10000, function()
+      local line = require("ctxls").statusline()
+      return line:match("^ctxls: ready; indexed 5 files %([1-5] new") and line
+    end)
     vim.cmd("CtxRestart")
     local shown = { require("ctxls").statusline() }
     client = wait_for("a new client attached to pkg/session.py", 10000, function()
@@ -302,7 +305,7 @@ local function commands_suite()
     wait_for("the new server's index in the statusline", 20000, function()
       local line = require("ctxls").statusline()
       table.insert(shown, line)
-      return line:match("^ctxls: indexed 5 files %(0 new")
+      return line:match("^ctxls: ready; indexed 5 files %(0 new")
     end)
     for _, line in ipairs(shown) do
       expect(line ~= before, "the old server's progress after :CtxRestart: %s", vim.inspect(shown))
@@ -336,16 +339,16 @@ local function defaults_suite()
   end)
 
   step("progress shows in the statusline helper and the message area", function()
-    local final = wait_for("the statusline to say indexed", 5000, function()
+    local final = wait_for("the statusline to say ready", 10000, function()
       local line = require("ctxls").statusline()
-      return line:match("^ctxls: indexed %d+ files") and line
+      return line:match("^ctxls: ready; indexed %d+ files") and line
     end)
-    expect(final:match("^ctxls: indexed 5 files"), "statusline: %s", final)
+    expect(final:match("^ctxls: ready; indexed 5 files"), "statusline: %s", final)
     expect(vim.iter(statuslines):any(function(line)
       return line:match("^ctxls: indexing %d+%%") ~= nil
     end), "no progress in the statusline while indexing: %s", vim.inspect(statuslines))
     local messages = vim.fn.execute("messages")
-    expect(messages:match("ctxls: indexed 5 files"), "no message when indexing ended: %s", messages)
+    expect(messages:match("ctxls: ready; indexed 5 files"), "no message when indexing ended: %s", messages)
   end)
 end
 
