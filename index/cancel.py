@@ -2,7 +2,8 @@
 ``CancelToken`` to the worker thread running a request (``cancelling``), sets
 it on ``$/cancelRequest``, and long work calls ``check_cancelled()`` at its
 natural steps (a file of a pass or of the impact sweep, a round of
-``Engine.fresh_answer``, a candidate of assemble), which raises
+``Engine.fresh_answer``, a candidate of assemble, a kind of locate's
+evidence), which raises
 ``RequestCancelled`` (-32800) so the thread stops instead of running to the
 end. Work outside a request (a cold index, the watcher) has no token: the
 check is a no-op. The token is the thread's, so work handed to another thread

@@ -46,6 +46,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ctxls.index.cancel import check_cancelled
 from ctxls.index.discovery import Skipped, read_file
 from ctxls.index.locate_paths import PathIndex
 from ctxls.index.locate_text import Frame, IssueText, read_issue, semantic_query
@@ -271,13 +272,22 @@ class Signals:
                 found = files[path] = FileEvidence(path, test_or_doc=is_test_or_doc(path))
             return found
 
+        # Each kind of evidence is a step a cancelled request stops at
+        # (index/cancel.py): a long issue text takes its time over each.
         self._frame_evidence(issue, paths, file)
+        check_cancelled()
         self._path_evidence(conn, issue, paths, file)
+        check_cancelled()
         defined = self._symbol_evidence(conn, issue, paths, file)
+        check_cancelled()
         unassigned = self._assignment_evidence(conn, issue, defined, file)
+        check_cancelled()
         self._literal_evidence(conn, issue, unassigned, file)
+        check_cancelled()
         self._message_evidence(conn, issue, file)
+        check_cancelled()
         self._text_evidence(conn, issue, file)
+        check_cancelled()
         if vector is not None:
             self._semantic_evidence(conn, vector, semantic, best(files, self.config.semantic_pool), files)
         self._frame_chunks(conn, files)

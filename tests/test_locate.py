@@ -1007,3 +1007,18 @@ def test_a_private_package_under_src_is_read_from_installed_paths_and_dotted_nam
     assert located["src/_shop/loader.py"].signals["frame"] == 1.0
     assert located["src/_shop/loader.py"].signals["path"] == 1.0
     assert located["src/_shop/main.py"].signals["frame"] == 0.6
+
+
+def test_a_cancelled_request_stops_gathering_evidence(engine: Engine):
+    """The router cancels a request through its thread's token; locate stops at
+    its next kind of evidence instead of reading the rest of a long text."""
+    from ctxls.index.cancel import CancelToken, cancelling
+    from ctxls.index.errors import RequestCancelled
+
+    text = "Discount.apply fails\nTraceback:\n  File \"shop/pricing.py\", line 5, in apply"
+    conn = engine.store.reader()
+    assert Locator().evidence(conn, text)  # uncancelled: the evidence is there
+    token = CancelToken()
+    token.cancel()
+    with cancelling(token), pytest.raises(RequestCancelled):
+        Locator().evidence(conn, text)
