@@ -151,12 +151,14 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     failed = [s for s in result["steps"] if not s["ok"]]
     assert not failed, f"{report}\n\noutput channel:\n{result['output']}\nscreenshots: {shots}"
     names = [s["name"] for s in result["steps"]]
-    assert len(names) == 11, names  # every step ran
+    assert len(names) == 12, names  # every step ran
     steps = {s["name"]: s["detail"] for s in result["steps"]}
     assert "caller" in steps["first code lens"]
     assert "ctxls ready · 5 files" in steps["status bar says ready"]
     assert "ctxls ready" in steps["a restart ends ready again"]
     assert steps["recall from the palette opens the picked hit at its line"] == "pkg/session.py line 16"
+    outline, workspace = steps["go to symbol: the file outline and workspace symbols are ctxls definitions"].split(" | ")
+    assert "send_prepared" in outline and "send_prepared" in workspace
     assert "Session.request" in steps["impact of the symbol under the cursor fills the tree"]
     # The same numbers as Neovim shows for the same symbol (tests/test_nvim_plugin.py).
     assert steps["the code lens counts the caller once indexed"] == SEND_PREPARED_LENS

@@ -275,6 +275,23 @@ try {
       return `${risk} | ${caller}`;
     });
 
+    await step('go to symbol: the file outline and workspace symbols are ctxls definitions', async () => {
+      await page.keyboard.press('Escape');
+      await openFile('pkg/session.py');
+      // Quick open's `@` lists the editor's document symbols, `#` the workspace's.
+      await quickInput('KeyP', '@send_prep');
+      const outline = await waitForText('.quick-input-list .monaco-list-row', /send_prepared/, 'send_prepared in the outline');
+      await page.keyboard.press('Escape');
+      await quickInput('KeyP', '#send_prepared');
+      const workspace = await waitForText(
+        '.quick-input-list .monaco-list-row',
+        /send_prepared/,
+        'send_prepared among the workspace symbols',
+      );
+      await page.keyboard.press('Escape');
+      return `${outline} | ${workspace}`;
+    });
+
     await step('an unsaved edit is found by recall', async () => {
       await openFile('retry.py');
       await sleep(300); // the editor takes the focus back from the quick open
