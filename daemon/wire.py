@@ -404,7 +404,9 @@ def assemble_json(assembled) -> dict:
 # The protocol's names of the status fields the library names in Python.
 STATUS_KEYS = {"db_path": "dbPath", "store_error": "storeError", "index_error": "indexError",
                "memory_error": "memoryError", "without_grammar": "withoutGrammar",
-               "serving_text": "servingText", "moved_to": "movedTo"}
+               "serving_text": "servingText", "moved_to": "movedTo",
+               "editor_events_skipped": "editorEventsSkipped", "ann_rebuilt": "annRebuilt",
+               "schema_version": "schemaVersion"}
 
 
 def status_json(status: Any) -> Any:

@@ -128,10 +128,10 @@ def watch_status(follower: DiskFollower | None, requested: str) -> dict:
     """Status ``watch``: how a root's files on disk are followed."""
     if follower is None:
         return {"mode": "off", "requested": requested, "reason": None, "folders": 0,
-                "polled": 0, "batches": 0, "editorEventsSkipped": 0}
+                "polled": 0, "batches": 0, "editor_events_skipped": 0}
     return {"mode": follower.mode, "requested": follower.requested, "reason": follower.reason,
             "folders": follower.folders, "polled": follower.polled, "batches": follower.batches,
-            "editorEventsSkipped": follower.editor_events_skipped}
+            "editor_events_skipped": follower.editor_events_skipped}
 
 
 class StatPoller:

@@ -534,7 +534,7 @@ class SemanticIndex:
         dim = self.embedder.dim if self.embedder else 0
         return {"enabled": self.failed is None, "model": name, "dim": dim,
                 **({"error": self.failed} if self.failed else {}),
-                **({"annRebuilt": self.rebuilt_reason} if self.rebuilt_reason else {})}
+                **({"ann_rebuilt": self.rebuilt_reason} if self.rebuilt_reason else {})}
 
 
 _EMBEDDING_POOL: ThreadPoolExecutor | None = None

@@ -202,7 +202,7 @@ def test_a_damaged_fast_ann_file_is_rebuilt_from_the_store(repo: Path, damage: s
     assert reopened.fast_semantic.ensure_loaded()
     assert_tier_consistent(reopened, reopened.fast_semantic)
     if damage == "corrupt":
-        assert "annRebuilt" in reopened.status()["embeddings"]["fast"]
+        assert "ann_rebuilt" in reopened.status()["embeddings"]["fast"]
     reopened.close()
 
 

@@ -385,7 +385,7 @@ def test_status_says_why_the_vectors_file_was_rebuilt(repo: Path):
     engine = Engine(repo, EngineOptions(embeddings=True))
     try:
         engine.semantic.ensure_loaded()
-        assert "not a ctxls ANN file" in engine.status()["embeddings"]["annRebuilt"]
+        assert "not a ctxls ANN file" in engine.status()["embeddings"]["ann_rebuilt"]
         assert len(engine.semantic._ann) == engine.status()["vectors"] > 0
     finally:
         engine.close()

@@ -150,9 +150,6 @@ PROTOCOL_KEYS_BY_DESIGN = {"ctxls.index.errors"}
 # does the engine's status. Each entry must still be needed (the test says so).
 PROTOCOL_KEYS_NOT_YET = {
     "ctxls.index.assemble",  # the assembled context's chunk meta and its statistics
-    "ctxls.index.live",  # status `watch.editorEventsSkipped`
-    "ctxls.index.semantic",  # status `embeddings.annRebuilt`
-    "ctxls.index.memory.postgres",  # status `memory.schemaVersion`
     "ctxls.index.memory.transfer",  # the memory export's file format (JSON lines)
 }
 

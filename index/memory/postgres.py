@@ -247,7 +247,7 @@ class PostgresMemoryStore:
         self._overlap = ThreadPoolExecutor(max_workers=POOL_MAX, thread_name_prefix="ctxls-memory")
 
     def describe(self) -> dict:
-        return {"backend": self.kind, "schemaVersion": SCHEMA_VERSION}
+        return {"backend": self.kind, "schema_version": SCHEMA_VERSION}
 
     def unavailable(self) -> MemoryUnavailable | None:
         """Why the database does not answer now, None when it does (one round
