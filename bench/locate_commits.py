@@ -103,7 +103,6 @@ PROJECTS = (
     Repo("encode/django-rest-framework", "python", "751a19fe1b237beca9af7d587fce55d3e09d3741"),
     Repo("encode/uvicorn", "python", "e6c7ce791fc634b6eedee40e0d0207faa8a9aefd"),
     Repo("falconry/falcon", "python", "ce0a35b8fd02747cc72710202886874906b0d47a"),
-    Repo("fastapi/typer", "python", "9a7b2e83f6b62c750d6026b0de9ebf2026a8b8fa"),
     Repo("getsentry/sentry-python", "python", "064542dd2cbdbe0b11f1cda7f47d7d2920b0c38b"),
     Repo("holoviz/panel", "python", "45cb9c132ff3ad52907ef434dd6ddb5d7c7354ad"),
     Repo("httpie/cli", "python", "5b604c37c6c67e18e7c3e9aee6c88a8c22b98345"),
