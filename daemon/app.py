@@ -309,25 +309,28 @@ class CtxlsServer(LanguageServer):
         if handle is not None:
             handle.cancel()
         self._debounce[uri] = loop.call_later(self.options.debounceMs / 1000,
-                                              lambda: self._start_flush(uri))
+                                              lambda: self.start_flush(uri))
 
-    def _start_flush(self, uri: str) -> None:
-        """The debounce is over: index the buffer (tracked from now on)."""
+    def start_flush(self, uri: str) -> None:
+        """Index the buffer (its debounce is over, or it was just opened),
+        tracked from now on for settle_buffers."""
         self._debounce.pop(uri, None)
         task = asyncio.get_running_loop().create_task(self.flush_buffer(uri))
         self._flushing.add(task)
         task.add_done_callback(self._flushing.discard)
 
     async def settle_buffers(self) -> None:
-        """Let the edits whose debounce is over reach the index before a
-        query reads it (at most BUFFER_SETTLE_S): a recall sent after a
-        didChange answers with it, instead of a poll racing the indexing for
-        the CPU. An edit still within its debounce is not waited for."""
+        """Let the buffers just opened and the edits whose debounce is over
+        reach the index before a query reads it (at most BUFFER_SETTLE_S): a
+        recall sent after a didChange answers with it, and the outline an
+        editor asks for as a file opens is that file's (an editor keeps the
+        first answer for the text it asked about). An edit still within its
+        debounce is not waited for."""
         loop = asyncio.get_running_loop()
         for uri, handle in list(self._debounce.items()):
             if handle.when() <= loop.time():  # due, its timer not run yet
                 handle.cancel()
-                self._start_flush(uri)
+                self.start_flush(uri)
         if self._flushing:
             await asyncio.wait(set(self._flushing), timeout=BUFFER_SETTLE_S)
 

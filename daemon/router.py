@@ -26,9 +26,10 @@ sets the token, the request is answered -32800 (RequestCancelled) at once,
 and the worker stops at its next check (a file of a pass or of the impact
 sweep, a round of ``fresh_answer``, a candidate of assemble).
 
-``settles``: the request first lets the buffers whose debounce is over reach
-the index (``CtxlsServer.settle_buffers``), so it answers with the edit just
-typed.
+``settles`` (every read of the code, CODE_READ): the request first lets the
+buffers just opened and those whose debounce is over reach the index
+(``CtxlsServer.settle_buffers``), so it answers with the edit just typed, and
+an outline asked for as a file opens is that file's.
 
 The daemon's own jobs (a folder's first index, progress polling) are no
 request: they run on asyncio's default executor, outside the lanes.
@@ -68,6 +69,8 @@ class Route(NamedTuple):
 
 
 INLINE, BACKGROUND, EXCLUSIVE = Route(Lane.INLINE), Route(Lane.BACKGROUND), Route(Lane.EXCLUSIVE)
+# A read of the code: it answers with the buffers just opened or edited.
+CODE_READ = Route(Lane.BACKGROUND, settles=True)
 
 ROUTES: dict[str, Route] = {
     # Lifecycle.
@@ -82,21 +85,21 @@ ROUTES: dict[str, Route] = {
     types.TEXT_DOCUMENT_DID_SAVE: EXCLUSIVE,
     types.WORKSPACE_DID_CHANGE_WATCHED_FILES: EXCLUSIVE,
     # Standard queries.
-    types.TEXT_DOCUMENT_DOCUMENT_SYMBOL: BACKGROUND,
-    types.WORKSPACE_SYMBOL: BACKGROUND,
-    types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY: BACKGROUND,
-    types.CALL_HIERARCHY_INCOMING_CALLS: BACKGROUND,
-    types.CALL_HIERARCHY_OUTGOING_CALLS: BACKGROUND,
-    types.TEXT_DOCUMENT_CODE_LENS: BACKGROUND,
+    types.TEXT_DOCUMENT_DOCUMENT_SYMBOL: CODE_READ,
+    types.WORKSPACE_SYMBOL: CODE_READ,
+    types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY: CODE_READ,
+    types.CALL_HIERARCHY_INCOMING_CALLS: CODE_READ,
+    types.CALL_HIERARCHY_OUTGOING_CALLS: CODE_READ,
+    types.TEXT_DOCUMENT_CODE_LENS: CODE_READ,
     types.CODE_LENS_RESOLVE: BACKGROUND,
     # ctxls reads (docs/protocol.md).
     "ctxls/status": BACKGROUND,
-    "ctxls/recall": Route(Lane.BACKGROUND, settles=True),
-    "ctxls/locate": BACKGROUND,
-    "ctxls/get": BACKGROUND,
+    "ctxls/recall": CODE_READ,
+    "ctxls/locate": CODE_READ,
+    "ctxls/get": CODE_READ,
     "ctxls/recentActivity": BACKGROUND,
-    "ctxls/impact": BACKGROUND,
-    "ctxls/assemble": BACKGROUND,
+    "ctxls/impact": CODE_READ,
+    "ctxls/assemble": CODE_READ,
     "ctxls/knowledge": BACKGROUND,
     "ctxls/recentMemory": BACKGROUND,
     "ctxls/enumerate": BACKGROUND,
@@ -105,10 +108,10 @@ ROUTES: dict[str, Route] = {
     "ctxls/promotionCandidates": BACKGROUND,
     "ctxls/peek": BACKGROUND,
     "ctxls/node": BACKGROUND,
-    "ctxls/related": BACKGROUND,
-    "ctxls/symbols": BACKGROUND,
-    "ctxls/outline": BACKGROUND,
-    "ctxls/similar": BACKGROUND,
+    "ctxls/related": CODE_READ,
+    "ctxls/symbols": CODE_READ,
+    "ctxls/outline": CODE_READ,
+    "ctxls/similar": CODE_READ,
     # ctxls writes.
     "ctxls/index": EXCLUSIVE,
     "ctxls/remember": EXCLUSIVE,

@@ -102,9 +102,10 @@ def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersP
 # -- documents ----------------------------------------------------------------------
 
 @feature(types.TEXT_DOCUMENT_DID_OPEN)
-async def on_did_open(ls: CtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
+def on_did_open(ls: CtxlsServer, params: types.DidOpenTextDocumentParams) -> None:
     ls.cancel_debounce(params.text_document.uri)  # the open text supersedes a pending edit
-    await ls.flush_buffer(params.text_document.uri)
+    # Tracked from now on: the outline an editor asks for next waits for it.
+    ls.start_flush(params.text_document.uri)
 
 
 @feature(types.TEXT_DOCUMENT_DID_CHANGE)

@@ -247,6 +247,21 @@ async def test_document_and_workspace_symbols(repo: Path):
                    and sym.location.uri == s.uri("pkg/session.py") for sym in found)
 
 
+async def test_the_outline_asked_for_as_a_file_opens_is_the_open_text(repo: Path):
+    """Editors ask for the outline right after didOpen and keep the first
+    answer for that text (VS Code's quick open `@`): it must come from the
+    buffer just opened, not from the rows made before it, for every file."""
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        for round_ in range(5):
+            original = (repo / "pkg/session.py").read_text()
+            s.open("pkg/session.py", original + f"\n\ndef opened_helper_{round_}():\n    return 1\n")
+            symbols = await s.client.text_document_document_symbol_async(types.DocumentSymbolParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("pkg/session.py"))))
+            assert f"opened_helper_{round_}" in {sym.name for sym in symbols or []}, round_
+            s.close("pkg/session.py")
+
+
 async def test_file_outside_every_folder_is_served_from_its_buffer(repo: Path, tmp_path: Path):
     loose = tmp_path / "elsewhere" / "scratch.py"
     loose.parent.mkdir()
@@ -359,6 +374,7 @@ def test_every_method_the_daemon_serves_has_a_row_in_the_router_table():
     assert {method for method in served if ROUTES[method].lane is Lane.EXCLUSIVE} >= {
         "ctxls/remember", "ctxls/forget", "ctxls/index", "ctxls/ingest", "ctxls/stash"}
     assert ROUTES["ctxls/recall"].settles and ROUTES["ctxls/recall"].lane is Lane.BACKGROUND
+    assert ROUTES["textDocument/documentSymbol"].settles
     with pytest.raises(LookupError, match="ROUTES"):
         route_of("ctxls/noSuchMethod")
 
