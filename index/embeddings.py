@@ -37,11 +37,14 @@ import importlib.util
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
+
+from ctxls.index.priority import set_thread_niceness, thread_niceness
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +74,20 @@ DEFAULT_MODEL_NAME = CODE_MODEL_NAME
 # 128 are vectors of one model, comparable, so an index or a team memory
 # embedded before keeps its vectors and only new texts are cut shorter.
 MAX_TOKENS = 128
-# Small batches: ONNX Runtime's arena grows to the largest batch × length it
-# has seen (RSS 900 MiB at 16 × 256 tokens; django's backlog at 8 peaks at
-# 678 MiB for the whole process; docs/decisions.md, "Embedding backlog").
-BATCH_SIZE = 8
-INTRA_OP_THREADS = 2
+# Small batches: ONNX Runtime's arena grows to the largest batch × length in
+# flight (RSS 900 MiB at 16 × 256 tokens; django's backlog at 8 peaked at 678
+# MiB for the whole process; docs/decisions.md, "Embedding backlog"). Two runs
+# of 4 hold as many tokens as one of 8: the 400 longest django texts peak at
+# 163 MiB either way.
+BATCH_SIZE = 4
+# A backlog's batches run this many at a time, each computing on its own
+# thread with one ONNX Runtime thread: a run's CPU is its caller's, at its
+# caller's niceness, so a query run beside a nice backlog is never queued
+# behind it in a shared pool (docs/decisions.md, "Embedding runs compute on
+# their caller's thread").
+RUNS_AT_ONCE = 2
+# Texts per background embedding step: a batch for each run.
+STEP_TEXTS = BATCH_SIZE * RUNS_AT_ONCE
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -178,7 +190,7 @@ def check_file(path: Path, expected_sha256: str | None) -> None:
 class OnnxEmbedder:
     """Mean-pooled, L2-normalised sentence embeddings. Thread-safe."""
 
-    def __init__(self, files: ModelFiles, threads: int = INTRA_OP_THREADS):
+    def __init__(self, files: ModelFiles):
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -192,7 +204,7 @@ class OnnxEmbedder:
             self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
             self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
             options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
+            options.intra_op_num_threads = 1  # no pool: a run computes on its caller's thread
             options.inter_op_num_threads = 1
             options.log_severity_level = 3
             # Idle worker threads sleep instead of spinning: on a shared or busy
@@ -209,17 +221,35 @@ class OnnxEmbedder:
         except Exception as exc:  # a corrupt or incompatible file
             raise EmbedderUnavailable(f"cannot load {files.model}: {exc}") from exc
         self._input_names = {i.name for i in self._session.get_inputs()}
+        # The many-batch embeds' other runs, on threads of the caller's niceness
+        # (a thread cannot take a higher priority back once it gave it up).
+        self._runs: dict[int, ThreadPoolExecutor] = {}
+        self._runs_lock = threading.Lock()
         self.name = files.name
-        self.batch_size = BATCH_SIZE
+        self.batch_size = STEP_TEXTS
         self.dim = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
-        out = []
-        for start in range(0, len(texts), BATCH_SIZE):
-            out.append(self._embed_batch(texts[start:start + BATCH_SIZE]))
-        return np.concatenate(out)
+        batches = [texts[start:start + BATCH_SIZE] for start in range(0, len(texts), BATCH_SIZE)]
+        if len(batches) == 1:
+            return self._embed_batch(batches[0])
+        # Every RUNS_AT_ONCE-th batch on this thread, the others on run threads.
+        runs = self._run_threads(thread_niceness())
+        others = {i: runs.submit(self._embed_batch, batch)
+                  for i, batch in enumerate(batches) if i % RUNS_AT_ONCE}
+        out = [self._embed_batch(batch) if i % RUNS_AT_ONCE == 0 else None
+               for i, batch in enumerate(batches)]
+        return np.concatenate([others[i].result() if v is None else v for i, v in enumerate(out)])
+
+    def _run_threads(self, niceness: int) -> ThreadPoolExecutor:
+        with self._runs_lock:
+            if niceness not in self._runs:
+                self._runs[niceness] = ThreadPoolExecutor(
+                    RUNS_AT_ONCE - 1, thread_name_prefix=f"ctxls-embed-nice{niceness}",
+                    initializer=set_thread_niceness, initargs=(niceness,))
+            return self._runs[niceness]
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(texts)
@@ -313,7 +343,7 @@ class E5Embedder:
             raise EmbedderUnavailable(f"cannot load {E5_MODEL_NAME}: {exc}") from exc
         self._lock = threading.Lock()
         self.name = f"{E5_MODEL_NAME}-q4"
-        self.batch_size = BATCH_SIZE
+        self.batch_size = STEP_TEXTS
         self.dim = int(self._model.dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import logging
 import os
-import sys
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -42,6 +41,7 @@ import numpy as np
 from ctxls.index import ann_file
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
+from ctxls.index.priority import lower_thread_priority
 from ctxls.index.private import restrict
 from ctxls.index.store import Store
 
@@ -69,10 +69,6 @@ BACKLOG_WINDOW = 64
 # Save the ANN file at most this often while the backlog drains (and when it empties).
 SAVE_INTERVAL_S = 30.0
 PENDING_CACHE_S = 1.0
-# The worker thread's niceness (Linux: per thread). The threads a model starts
-# from it inherit it (ONNX Runtime's pool, the tokenizer's), so a request's
-# lexical work keeps a core while a backlog drains.
-WORKER_NICENESS = 19
 QUERY_CACHE_SIZE = 256
 
 
@@ -299,7 +295,8 @@ class SemanticIndex:
     # -- the worker ----------------------------------------------------------
 
     def _run(self) -> None:
-        lower_thread_priority()  # before the model loads: its threads inherit it
+        # The worker's embedding runs compute at its niceness: a request keeps a core.
+        lower_thread_priority()
         if not self.ensure_loaded():
             return
         while not self._stop.is_set():
@@ -415,7 +412,7 @@ class SemanticIndex:
 
     @property
     def _work_batch(self) -> int:
-        """Texts per step: a transformer's batch is small (embeddings.BATCH_SIZE);
+        """Texts per step: a transformer's is small (embeddings.STEP_TEXTS);
         a static model's is large, or SQLite's per-step work would bound its pace."""
         return self.embedder.batch_size if self.embedder is not None else 1
 
@@ -549,17 +546,6 @@ def embedding_pool() -> ThreadPoolExecutor:
         if _EMBEDDING_POOL is None:
             _EMBEDDING_POOL = ThreadPoolExecutor(1, thread_name_prefix="ctxls-query-embed")
         return _EMBEDDING_POOL
-
-
-def lower_thread_priority() -> None:
-    """Run the calling thread at WORKER_NICENESS (Linux only: elsewhere
-    setpriority with a thread id would name a process)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
-    except OSError as exc:
-        log.info("embedding at normal priority: %s", exc)
 
 
 class EmbeddingEta:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
+import threading
 import time
 from pathlib import Path
 
@@ -397,3 +400,51 @@ def test_hybrid_recall_marks_hits_weak_when_the_repository_is_not_about_the_quer
     found = subprocess.run([*cli, "retry upload payload attempts"], capture_output=True, text=True,
                            timeout=120)
     assert found.returncode == 0 and "(weak" not in found.stdout
+
+
+def _task_niceness() -> dict[int, int]:
+    """Every OS thread of this process and its niceness (/proc's stat, field 19)."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            stat = Path(f"/proc/self/task/{tid}/stat").read_text()
+        except FileNotFoundError:  # the thread ended meanwhile
+            continue
+        out[int(tid)] = int(stat.rsplit(")", 1)[1].split()[16])
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="niceness is per thread on Linux")
+def test_embedding_runs_compute_on_their_callers_threads_at_its_priority():
+    """No shared ONNX pool (a query's run queued behind a nice backlog's, at
+    its niceness, took 4x as long): a query starts no thread, and a nice
+    thread's many-batch embed runs its other batches on threads as nice as
+    it, each text's vector in its place."""
+    from ctxls.index.embeddings import OnnxEmbedder, builtin_model_files
+    from ctxls.index.priority import BACKGROUND_NICENESS, lower_thread_priority
+
+    embedder = OnnxEmbedder(builtin_model_files(CODE_MODEL_NAME))
+    before = set(_task_niceness())
+    query = embedder.embed_query("retry a failed upload")
+    assert set(_task_niceness()) <= before  # the run computed here
+
+    texts = [f"def helper_{i}(value):\n    return value * {i}" for i in range(3 * embedder.batch_size)]
+    result: dict[str, np.ndarray] = {}
+
+    def background() -> None:
+        lower_thread_priority()
+        result["vectors"] = embedder.embed(texts)
+
+    worker = threading.Thread(target=background)
+    worker.start()
+    worker.join()
+    run_threads = set(_task_niceness()) - before
+    assert run_threads, "the other batches ran on a thread of their own"
+    assert {_task_niceness()[tid] for tid in run_threads} == {BACKGROUND_NICENESS}
+    # Each text's vector where it stood, as its batch embedded alone gives it
+    # (int8 quantization scales by the batch, so a batch's mates matter).
+    from ctxls.index.embeddings import BATCH_SIZE
+    batch_by_batch = np.concatenate([embedder.embed(texts[start:start + BATCH_SIZE])
+                                     for start in range(0, len(texts), BATCH_SIZE)])
+    np.testing.assert_allclose(result["vectors"], batch_by_batch, atol=1e-5)
+    assert np.allclose(query, embedder.embed(["retry a failed upload"])[0], atol=1e-5)
