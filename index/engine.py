@@ -23,7 +23,7 @@ from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
                                 OutsideRoot, RequestCancelled, StalePointer, StoreUnavailable)
-from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback
+from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback, racy
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
@@ -81,10 +81,6 @@ READY_WAIT_S = 3.0
 # An answer is computed at most this often while the files it points into
 # turn out changed on disk (each time, those are re-indexed first).
 FRESH_RETRIES = 5
-# A file modified within this long before its row was made is hashed, not
-# trusted by (mtime, size): file system clocks tick coarsely (ext4: a few ms,
-# FAT: 2 s).
-RACY_MARGIN_NS = 2_000_000_000
 
 
 @dataclass(frozen=True)
@@ -465,7 +461,7 @@ class Engine:
             # write of the same size in the same clock tick): hash it then.
             if row["source"] == "disk" and \
                     (row["mtime_ns"], row["size"]) == stat_signature(self.root, path) and \
-                    row["mtime_ns"] < row["indexed_at"] * 1_000_000 - RACY_MARGIN_NS:
+                    not racy(row["mtime_ns"], row["indexed_at"]):
                 continue
             if self.indexer.reindex_from_disk(path):
                 changed.add(path)

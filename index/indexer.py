@@ -30,8 +30,19 @@ log = logging.getLogger(__name__)
 # Files per write transaction during a pass: small enough that a buffer update
 # waiting for the lock is delayed by milliseconds, large enough to amortise commits.
 WRITE_BATCH_FILES = 64
+# A file modified within this long before its row was made is hashed, not
+# trusted by (mtime, size): file system clocks tick coarsely (ext4: a few ms,
+# FAT: 2 s).
+RACY_MARGIN_NS = 2_000_000_000
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)
+
+
+def racy(mtime_ns: int, checked_ms: int) -> bool:
+    """Git's racy rule: a stat equal to a row's proves nothing when the file
+    was modified that close to (or after) when the rows were made or checked
+    (``checked_ms``): a second write of the same size in the same clock tick."""
+    return mtime_ns >= checked_ms * 1_000_000 - RACY_MARGIN_NS
 
 
 class Decision(Enum):
@@ -246,9 +257,13 @@ class Indexer:
         digest = content_hash(text)
         state = self.store.file_state(path)
         if state is not None and state.hash == digest:
-            if (state.source, state.size, state.mtime_ns) != (source, size, mtime_ns):
+            if (state.source, state.size, state.mtime_ns) != (source, size, mtime_ns) or (
+                    source == "disk" and racy(mtime_ns, state.indexed_at)
+                    and not racy(mtime_ns, now_ms())):
                 # Same rows; only where they came from, and when that was
-                # checked (Engine.refresh_stale trusts a stat older than that).
+                # checked (Engine.refresh_stale trusts a stat older than that:
+                # a file written just before its rows were made is hashed on
+                # every answer until a check well after the write says so).
                 with self.store.write() as conn:
                     conn.execute("UPDATE files SET source=?, size=?, mtime_ns=?, indexed_at=? "
                                  "WHERE id=?", (source, size, mtime_ns, now_ms(), state.id))

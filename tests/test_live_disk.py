@@ -179,6 +179,32 @@ def test_answers_check_their_files_even_with_the_watcher_off(tree: Path):
         engine.close()
 
 
+def test_a_file_written_as_it_was_indexed_is_hashed_once_then_trusted(tree: Path, monkeypatch):
+    """Racy git's rule costs one read, not one per answer: a row made within
+    the clock's margin of the file's write is checked by content once the
+    margin has passed, and trusted by its (mtime, size) from then on."""
+    from ctxls.index import indexer
+
+    engine = live_engine(tree, watch="off")
+    try:
+        path = tree / "pkg/core.py"
+        old_write = time.time_ns() - 10 * indexer.RACY_MARGIN_NS
+        os.utime(path, ns=(old_write, old_write))
+        engine.refresh_stale(["pkg/core.py"])  # the new stat: rows checked now
+        with engine.store.write() as conn:  # as if indexed in the tick it was written
+            conn.execute("UPDATE files SET indexed_at = ? WHERE path = 'pkg/core.py'",
+                         (old_write // 1_000_000,))
+        reads: list[str] = []
+        read_source = indexer.read_source
+        monkeypatch.setattr(indexer, "read_source",
+                            lambda root, rel, limit: reads.append(rel) or read_source(root, rel, limit))
+        for _ in range(3):
+            assert engine.recall("compute", ["code"]).hits_by_kind["code"][0].path == "pkg/core.py"
+        assert reads.count("pkg/core.py") == 1  # the others, written moments ago, are racy still
+    finally:
+        engine.close()
+
+
 def test_polling_follows_the_disk_and_says_so(tree: Path):
     engine = live_engine(tree, watch="poll")
     try:

@@ -20,6 +20,7 @@ class FileState:
     mtime_ns: int
     hash: str
     source: str
+    indexed_at: int = 0  # ms: when the rows were made or last checked against the file
 
 
 
@@ -97,12 +98,12 @@ class Reads:
 
     def file_states(self) -> dict[str, FileState]:
         rows = self.reader().execute(
-            "SELECT id, path, size, mtime_ns, hash, source FROM files").fetchall()
+            "SELECT id, path, size, mtime_ns, hash, source, indexed_at FROM files").fetchall()
         return {r["path"]: FileState(**dict(r)) for r in rows}
 
     def file_state(self, path: str) -> FileState | None:
         row = self.reader().execute(
-            "SELECT id, path, size, mtime_ns, hash, source FROM files WHERE path = ?",
+            "SELECT id, path, size, mtime_ns, hash, source, indexed_at FROM files WHERE path = ?",
             (path,)).fetchone()
         return FileState(**dict(row)) if row else None
 
