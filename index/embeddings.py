@@ -187,6 +187,15 @@ def check_file(path: Path, expected_sha256: str | None) -> None:
         raise EmbedderUnavailable(f"{path} does not have the expected sha256")
 
 
+def encode_here(tokenizer, texts: list[str], add_special_tokens: bool) -> list:
+    """``texts`` tokenized; one text (a query) on the calling thread: the
+    tokenizer's batch call hands even one text to its thread pool, whose
+    threads have the niceness of the background worker that started them."""
+    if len(texts) == 1:
+        return [tokenizer.encode(texts[0], add_special_tokens=add_special_tokens)]
+    return tokenizer.encode_batch(texts, add_special_tokens=add_special_tokens)
+
+
 class OnnxEmbedder:
     """Mean-pooled, L2-normalised sentence embeddings. Thread-safe."""
 
@@ -252,7 +261,7 @@ class OnnxEmbedder:
             return self._runs[niceness]
 
     def _embed_batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
+        encodings = encode_here(self._tokenizer, texts, add_special_tokens=True)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
         feeds = {"input_ids": ids, "attention_mask": mask}
@@ -307,7 +316,7 @@ class StaticEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        for row, encoding in zip(out, self._tokenizer.encode_batch(texts, add_special_tokens=False)):
+        for row, encoding in zip(out, encode_here(self._tokenizer, texts, add_special_tokens=False)):
             if encoding.ids:  # the sum normalised is the mean normalised
                 row[:] = self._table[encoding.ids].sum(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
