@@ -113,7 +113,7 @@ def _result_block(result: Result) -> str:
         f"### {_cell(data['section'])}{issue}",
         "",
         f"`{_cell(data['command'])}` · {data['date']} · commit {_cell(data['commit'])} · "
-        f"{_cell(data['machine'])} · `{result.name}.json`",
+        f"{_clipped(_cell(data['machine']), MACHINE_ON_PAGE)} · `{result.name}.json`",
         "",
         "| target | value | goal | met |",
         "|---|---|---|---|",
@@ -125,21 +125,25 @@ def _result_block(result: Result) -> str:
               f"| {_met(row)} |" for row in shown]
     more = len(data["rows"]) - len(shown)
     lines += ["", _cell(_first_sentence(data["notes"]))
-              + (f" {more} more figure{'s' if more > 1 else ''} without a goal in the file." if more else ""),
+              + (f" +{more} figure{'s' if more > 1 else ''} without a goal." if more else ""),
               ""]
     return "\n".join(lines)
 
 
-# The page keeps each run's notes to their first sentence (the file has them
-# whole), so that one page holds every target's current figure.
-NOTES_ON_PAGE = 120
+# The page keeps each run's notes to their first sentence and its machine to a
+# line's start (the file has them whole), so that one page holds every
+# target's current figure.
+NOTES_ON_PAGE = 90
+MACHINE_ON_PAGE = 60
+
+
+def _clipped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
 def _first_sentence(notes: str) -> str:
     end = notes.find(". ")
-    first = notes if end < 0 else notes[:end + 1]
-    if len(first) > NOTES_ON_PAGE:
-        first = first[:NOTES_ON_PAGE].rsplit(" ", 1)[0] + " …"
+    first = _clipped(notes if end < 0 else notes[:end + 1], NOTES_ON_PAGE)
     return first + (" (more in the file)" if first != notes else "")
 
 
