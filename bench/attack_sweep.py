@@ -88,6 +88,9 @@ TEMPLATES = {
     "ctxls/assemble": {"query": "session", "budgetTokens": 500, "kind": "code", "minScore": 0.1,
                        "mode": "lexical", "scope": "t"},
     "ctxls/knowledge": {"budgetChars": 100, "scope": "t"},
+    "ctxls/symbols": {"query": "send_prepared", "match": "exact", "kind": "function", "limit": 5},
+    "ctxls/outline": {"path": "pkg/session.py"},
+    "ctxls/similar": {"path": "pkg/session.py", "line": 3, "n": 5},
 }
 BAD_VALUES = [None, "str", "", -1, 0, -(2 ** 62), 2 ** 62, 1.5, -0.0, [], [1], {}, {"a": {"b": []}},
               True, False, "../../etc/passwd", "\u202e", "a" * 5000]
@@ -133,6 +136,10 @@ def uri_probes(root: Path, outside: Path):
         path = uri[len("file://"):] if uri.startswith("file://") else uri
         for method in ("ctxls/get", "ctxls/node", "ctxls/related"):
             yield method, {"id": path}
+        yield "ctxls/outline", {"uri": uri}
+        yield "ctxls/outline", {"path": path}
+        yield "ctxls/similar", {"uri": uri, "line": 0}
+        yield "ctxls/similar", {"path": path, "line": 0}
         yield "ctxls/index", {"paths": [path]}
         yield "ctxls/recall", {"query": f"{MARKER}_fn root bash deploy FOO_URL", "body": True}
 
@@ -359,6 +366,10 @@ def main() -> int:
               conn.request("ctxls/stash", {"id": "s1", "text": "stashed"}, "s1")]
     assert all("result" in r for r in seeded), seeded
     report: dict = {"families": {}, "failures": []}
+    # Every custom request the daemon serves is probed (a new one without a template fails).
+    from ctxls.daemon.server import server
+    report["failures"] += [{"method": method, "problem": "no probe template in TEMPLATES"}
+                           for method in sorted(set(server.custom_methods) - set(TEMPLATES))]
     counter = 0
     for family, probes in (("params", param_probes()), ("uris", uri_probes(root, outside))):
         sent = 0
