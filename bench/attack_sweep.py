@@ -91,6 +91,7 @@ TEMPLATES = {
     "ctxls/symbols": {"query": "send_prepared", "match": "exact", "kind": "function", "limit": 5},
     "ctxls/outline": {"path": "pkg/session.py"},
     "ctxls/similar": {"path": "pkg/session.py", "line": 3, "n": 5},
+    "ctxls/trustMemory": {},
 }
 BAD_VALUES = [None, "str", "", -1, 0, -(2 ** 62), 2 ** 62, 1.5, -0.0, [], [1], {}, {"a": {"b": []}},
               True, False, "../../etc/passwd", "\u202e", "a" * 5000]
