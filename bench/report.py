@@ -132,7 +132,7 @@ def _result_block(result: Result) -> str:
 
 # The page keeps each run's notes to their first sentence (the file has them
 # whole), so that one page holds every target's current figure.
-NOTES_ON_PAGE = 120
+NOTES_ON_PAGE = 100
 
 
 def _first_sentence(notes: str) -> str:
