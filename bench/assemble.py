@@ -66,11 +66,11 @@ def run(max_queries: int, corpora=CORPORA, log=print) -> list[dict]:
                     packed_by_budget[budget] = assemble(candidates, budget, None, counter,
                                                         lambda c: engine.current_text(c.path))
             for budget, packed in packed_by_budget.items():
-                if any(c["path"] == q.path and c["chunk"]["startLine"] <= q.start_line
-                       <= c["chunk"]["endLine"] for c in packed.citations):
+                if any(b.path == q.path and b.start_line <= q.start_line <= b.end_line
+                       for b in packed.blocks):
                     found[budget] += 1
-                saved[budget].append(packed.stats["savedTokens"])
-                pct[budget].append(packed.stats["pctReduced"])
+                saved[budget].append(packed.stats.saved_tokens)
+                pct[budget].append(packed.stats.pct_reduced)
         for budget in BUDGETS:
             rows.append({"corpus": dataset.corpus, "budget": budget, "queries": len(queries),
                          "hit_rate": found[budget] / max(len(queries), 1),

@@ -23,7 +23,7 @@ returning an :class:`EvalReport` (``report.markdown()``, ``report.rows``,
   (``--ranking dense_weight=0.5`` or ``evaluate(ranking=...)``): no re-index.
 * Stores: ``bench/.cache/codesearch/stores/ID/index.db``, one per corpus. A
   store is re-indexed (forced) when the indexing code changed: the fingerprint
-  of ``index/chunker.py``, ``languages.py``, ``discovery.py``, ``indexer.py``,
+  of ``index/chunker.py``, ``chunking/``, ``languages.py``, ``discovery.py``, ``indexer.py``,
   ``embed_text.py`` and the store's INDEX_STAMP is kept beside it; otherwise
   an ordinary incremental pass runs (nothing to do).
 * Vectors: ``bench/.cache/codesearch/vectors.sqlite`` keeps every vector ever
@@ -74,7 +74,7 @@ SPLITS = ("dev", "test")
 WORK_DIR = CACHE_DIR / "codesearch"
 STORES_DIR = WORK_DIR / f"stores-{SET_VERSION}"
 VECTOR_CACHE = WORK_DIR / "vectors.sqlite"
-_INDEXING_CODE = ("chunker.py", "languages.py", "discovery.py", "indexer.py", "embed_text.py",
+_INDEXING_CODE = ("chunker.py", "chunking/*.py", "languages.py", "discovery.py", "indexer.py", "embed_text.py",
                   "tokenize.py")
 
 
@@ -130,8 +130,9 @@ def _fingerprint() -> str:
 
     folder = Path(index_package.__file__).parent
     digest = hashlib.sha256(INDEX_STAMP.encode())
-    for name in _INDEXING_CODE:
-        digest.update((folder / name).read_bytes())
+    for pattern in _INDEXING_CODE:
+        for path in sorted(folder.glob(pattern)):
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
 

@@ -226,11 +226,11 @@ def jsdoc_description(raw_lines: list[str]) -> str:
 
 def js_assigned_definitions(language: str, path: str, text: str, root) -> list:
     """The definitions codesearch_set's reader does not see, named as the product's
-    chunker names them (``_js_decl``): ``X.prototype.m = function …``,
+    chunker names them (``js_decl``): ``X.prototype.m = function …``,
     ``exports.m = …``, ``{ key: function … }`` / ``{ key: () => … }``, class fields
     holding arrow functions; with their doc comments. ``root``: the file's parsed tree."""
     from codesearch_set import Definition, _doc_comment, _top_level, comment_text
-    from ctxls.index.chunker import _js_decl
+    from ctxls.index.chunking.javascript import js_decl
 
     lines = text.split("\n")
     found, stack = [], [root]
@@ -239,7 +239,7 @@ def js_assigned_definitions(language: str, path: str, text: str, root) -> list:
         stack.extend(reversed(node.named_children))
         if node.type not in ("assignment_expression", "pair", "public_field_definition", "field_definition"):
             continue
-        decl = _js_decl(node)
+        decl = js_decl(node)
         if decl is None or decl.kind not in ("function", "class") or not decl.name:
             continue
         anchor = node

@@ -282,10 +282,12 @@ async def _drain(stream: asyncio.StreamReader) -> None:
 
 class BenchDaemon:
     """The real ``ctxls serve`` over stdio with one folder, for timing: started
-    and indexed by ``start()``; ``MarkedBuffer`` edits go to it as didChange."""
+    and indexed by ``start()``; ``MarkedBuffer`` edits go to it as didChange.
+    ``serve``: the Python arguments that start it (bench/lanes.py's launcher)."""
 
-    def __init__(self, root: Path, db: Path, options: dict):
-        self.root, self.db, self.options = root, db, options
+    def __init__(self, root: Path, db: Path, options: dict,
+                 serve: tuple[str, ...] = ("-m", "ctxls.daemon.cli", "serve")):
+        self.root, self.db, self.options, self.serve = root, db, options, serve
         self.client = LanguageClient("ctxls-bench", "1", converter_factory=_raw_result_converter)
         self.indexed = asyncio.Event()
         self.cold_seconds = 0.0
@@ -309,7 +311,7 @@ class BenchDaemon:
                 self.indexed.set()
 
     async def start(self) -> None:
-        await self.client.start_io(sys.executable, "-m", "ctxls.daemon.cli", "serve")
+        await self.client.start_io(sys.executable, *self.serve)
         self.process = self.client._server  # pygls keeps the child process here
         assert self.process is not None and self.process.stderr is not None
         self._drain = asyncio.create_task(_drain(self.process.stderr))

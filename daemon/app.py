@@ -24,7 +24,9 @@ import threading
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
+import attrs
 from lsprotocol import types
+from lsprotocol.types import ResponseError, ResponseErrorMessage
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import default_converter
@@ -36,7 +38,7 @@ from ctxls.daemon.client_process import ClientWatch
 from ctxls.daemon.options import InitOptions
 from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
 from ctxls.daemon.router import ROUTER, Lane, route_of
-from ctxls.daemon.socket_server import SocketServer, socket_path_for
+from ctxls.daemon.socket_server import SocketServer, debug_errors, socket_path_for
 from ctxls.daemon.workspaces import Workspaces
 from ctxls.index.assemble import aggregate
 from ctxls.index.engine import Engine, Hit, RecallResult
@@ -46,6 +48,9 @@ from ctxls.index.scopes import Scope, resolve_scope
 from ctxls.index.semantic import EmbeddingEta
 
 log = logging.getLogger(__name__)
+
+# What json.dumps raises for a value it cannot encode (too deep, not JSON, circular).
+UNENCODABLE = (ValueError, TypeError, RecursionError)
 
 CUSTOM_PREFIX = "ctxls/"
 # Seconds between cold-index attempts while a folder's store cannot be opened.
@@ -76,10 +81,12 @@ SYMBOL_KINDS = {
 }
 
 
-def _converter():
-    """pygls turns unknown methods' params into namedtuples (renaming keys
-    that are not identifiers); ours stay plain dicts so ``meta`` objects pass
-    through verbatim."""
+def lsp_converter():
+    """What every LSP message is read and written with (pygls's
+    ``converter_factory``). pygls turns unknown methods' params into
+    namedtuples (renaming keys that are not identifiers); ours stay plain
+    dicts so ``meta`` objects pass through verbatim. An error's traceback is
+    written only under CTXLS_DEBUG."""
     converter = default_converter()
     default_hook = converter.get_structure_hook(JsonRPCRequestMessage)
 
@@ -89,12 +96,24 @@ def _converter():
         return default_hook(obj, cls)
 
     converter.register_structure_hook(JsonRPCRequestMessage, structure_request)
+    default_error_hook = converter.get_unstructure_hook(ResponseErrorMessage)
+
+    def unstructure_error(message: ResponseErrorMessage) -> Any:
+        # pygls puts an internal error's traceback in its data; clients see it
+        # only under CTXLS_DEBUG, as on the shared socket.
+        error = message.error
+        if (error is not None and isinstance(error.data, dict) and "traceback" in error.data
+                and not debug_errors()):
+            message = attrs.evolve(message, error=ResponseError(code=error.code, message=error.message))
+        return default_error_hook(message)
+
+    converter.register_unstructure_hook(ResponseErrorMessage, unstructure_error)
     return converter
 
 
 class CtxlsServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("ctxls", __version__, converter_factory=_converter,
+        super().__init__("ctxls", __version__, converter_factory=lsp_converter,
                          protocol_cls=CtxlsProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.options = InitOptions()
@@ -116,9 +135,14 @@ class CtxlsServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A body that is not JSON still gets its JSON-RPC answer (-32700); an
-        answer that could not be encoded gets -32603 instead (CtxlsProtocol)."""
-        if source is JsonRpcInternalError:  # pygls's _send_data failed
-            self.protocol.unsent = error
+        answer pygls could not encode gets -32603 instead."""
+        if (source is JsonRpcInternalError and isinstance(error, UNENCODABLE)
+                and (msg_id := self.protocol.msg_id) is not None):
+            # pygls logs and drops a message it cannot encode. Reported while it
+            # sends a request's answer, in that request's context: the request
+            # still gets one.
+            self.protocol.send_error(msg_id, -32603, "internal error: the answer could not be "
+                                     f"encoded ({type(error).__name__})")
         elif source is JsonRpcException and is_parse_error(error):  # the reader's json.loads
             self.protocol.send_parse_error(error)
             return

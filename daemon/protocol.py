@@ -6,9 +6,11 @@ each. :class:`CtxlsProtocol` answers them: -32602 (with ``data.param``) for
 params of the wrong shape, -32600 for a body that is not a request object or
 an id that is neither a number nor a string, -32700 for a body that is not
 JSON (``send_parse_error``, called from the server's error hook). An
-internal error carries no traceback unless ``CTXLS_DEBUG`` is set. (Engine
-errors keep their protocol codes in every handler: app.py's registration
-raises them as JSON-RPC errors.)
+internal error carries no traceback unless ``CTXLS_DEBUG`` is set, and an
+answer pygls cannot encode still answers its request with -32603 (both in
+app.py: its converter and its error hook). (Engine errors keep their
+protocol codes in every handler: app.py's registration raises them as
+JSON-RPC errors.)
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from typing import Any
 
 from cattrs.errors import ClassValidationError
 from lsprotocol import types
-from lsprotocol.types import ResponseError
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -29,7 +30,7 @@ from pygls.protocol.json_rpc import RPCRequest
 
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame
-from ctxls.daemon.socket_server import BAD_FRAME_METHOD, OVERSIZED_METHOD, debug_errors, valid_id
+from ctxls.daemon.socket_server import BAD_FRAME_METHOD, OVERSIZED_METHOD, valid_id
 from ctxls.daemon.request_values import first_invalid
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 
@@ -67,9 +68,20 @@ class _Answered:
 ANSWERED = _Answered()
 
 
+class _AnsweredCancels(logging.Filter):
+    """pygls warns of each `$/cancelRequest` for a request it no longer
+    holds; LSP says one for a request already answered (the usual race: an
+    editor cancels a code lens resolve that just finished) or never seen is
+    simply ignored, so the warning is noise in every editor's output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Cancel notification for unknown message id")
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_AnsweredCancels())
+
+
 class CtxlsProtocol(LanguageServerProtocol):
-    # Why the last message could not be sent (set by CtxlsServer.report_server_error).
-    unsent: BaseException | None = None
     # Requests before `initialize` are refused (-32002), and after `shutdown` (-32600).
     initialize_seen = False
     shutdown_seen = False
@@ -156,14 +168,6 @@ class CtxlsProtocol(LanguageServerProtocol):
                                 {"param": param})
             return ANSWERED
 
-    def _handle_cancel_notification(self, msg_id: Any) -> None:
-        """pygls's, without its warning: LSP says a `$/cancelRequest` for a
-        request already answered (the usual race: an editor cancels a code
-        lens resolve that just finished) or never seen is simply ignored."""
-        future = self._request_futures.pop(msg_id, None)
-        if future is not None and future.cancel():
-            log.debug("cancelled request %r", msg_id)
-
     def handle_message(self, message: Any) -> None:
         if message is ANSWERED:
             return
@@ -242,19 +246,6 @@ class CtxlsProtocol(LanguageServerProtocol):
         log.warning("%s", message)
         self.notify(types.WINDOW_SHOW_MESSAGE,
                     types.ShowMessageParams(types.MessageType.Warning, message))
-
-    def _send_response(self, msg_id: Any, result: Any | None = None,
-                       error: ResponseError | None = None) -> None:
-        if (error is not None and isinstance(error.data, dict) and "traceback" in error.data
-                and not debug_errors()):
-            error = ResponseError(code=error.code, message=error.message)
-        self.unsent = None
-        super()._send_response(msg_id, result=result, error=error)
-        if self.unsent is not None and error is None:
-            # pygls logs and drops an answer it cannot encode; the request still gets one.
-            self.send_error(msg_id, -32603, "internal error: the answer could not be encoded "
-                            f"({type(self.unsent).__name__})")
-        self.unsent = None
 
 
 def is_notification(method: str) -> bool:

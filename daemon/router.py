@@ -50,10 +50,12 @@ from ctxls.index.store import read_snapshot
 
 T = TypeVar("T")
 
-# The read pool's threads: as many requests read at once.
-READ_WORKERS = 6
+# The read pool's threads: as many requests read at once (bench/lanes.py: 6
+# answered later than 4 and 2 under a mixed load; docs/decisions.md).
+READ_WORKERS = 4
 # The write pool's threads: a buffer's update or a remember need not wait for
-# a long `ctxls/index` to end (they interleave at the store's writer).
+# a long `ctxls/index` to end (they interleave at the store's writer; with
+# one thread a remember waited ~0.5-1 s for a re-index pass of flask).
 WRITE_WORKERS = 2
 
 

@@ -394,10 +394,20 @@ def callers_json(callers: list, uri_for: Callable[[str], str]) -> list[dict]:
 
 
 def assemble_json(assembled) -> dict:
-    stats = dict(assembled.stats)
+    """An ``assemble.Assembled`` as ctxls/assemble answers it: citation [n]
+    is block n."""
+    citations = [{"n": n, "path": b.path,
+                  "chunk": {"symbol": b.symbol, "startLine": b.start_line, "endLine": b.end_line},
+                  "score": b.score} for n, b in enumerate(assembled.blocks, 1)]
+    counts = assembled.stats
+    stats = {"originalTokens": counts.original_tokens, "reducedTokens": counts.reduced_tokens,
+             "savedTokens": counts.saved_tokens, "pctReduced": counts.pct_reduced,
+             "chunks": counts.chunks, "tokenizer": counts.tokenizer, "failover": counts.failover}
+    if counts.error is not None:
+        stats["error"] = counts.error
     if assembled.note:
         stats["note"] = assembled.note
-    return {"context": assembled.context, "citations": assembled.citations, "stats": stats,
+    return {"context": assembled.context, "citations": citations, "stats": stats,
             "weak": assembled.weak, "abstained": assembled.abstained}
 
 
@@ -406,7 +416,10 @@ STATUS_KEYS = {"db_path": "dbPath", "store_error": "storeError", "index_error": 
                "memory_error": "memoryError", "without_grammar": "withoutGrammar",
                "serving_text": "servingText", "moved_to": "movedTo",
                "editor_events_skipped": "editorEventsSkipped", "ann_rebuilt": "annRebuilt",
-               "schema_version": "schemaVersion"}
+               "schema_version": "schemaVersion",
+               # the assemble aggregate (assemble.aggregate)
+               "saved_tokens": "savedTokens", "budget_tokens": "budgetTokens",
+               "reduced_tokens": "reducedTokens"}
 
 
 def status_json(status: Any) -> Any:

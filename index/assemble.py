@@ -187,11 +187,34 @@ class Block:
         return f"[{n}] {where} {self.symbol}" if self.symbol else f"[{n}] {where}"
 
 
+@dataclass(frozen=True)
+class AssembleStats:
+    """What an assembly cost and saved, in tokens of ``tokenizer``: the
+    context (``reduced_tokens``) against the whole files and memories its
+    blocks came from (``original_tokens``)."""
+
+    tokenizer: str
+    original_tokens: int = 0
+    reduced_tokens: int = 0
+    chunks: int = 0
+    failover: bool = False  # the retrieval path failed (``error`` says how)
+    error: str | None = None
+
+    @property
+    def saved_tokens(self) -> int:
+        return max(self.original_tokens - self.reduced_tokens, 0)
+
+    @property
+    def pct_reduced(self) -> float:
+        return round(100.0 * self.saved_tokens / self.original_tokens, 2) if self.original_tokens else 0.0
+
+
 @dataclass
 class Assembled:
+    """The context and its blocks (block n is cited as [n])."""
+
     context: str
-    citations: list[dict]
-    stats: dict
+    stats: AssembleStats
     weak: bool
     abstained: bool
     note: str | None = None
@@ -284,7 +307,6 @@ def assemble(candidates: list[Candidate], budget_tokens: int, min_score: float |
     """``whole_text`` gives the full file (or memory) a candidate came from,
     for the savings figure; ``off_topic_note`` (from :func:`off_topic`) makes
     it abstain."""
-    base_stats = {"tokenizer": counter.name, "failover": False}
     top = max((c.score for c in candidates), default=None)
     if top is None or (min_score is not None and top < min_score) or off_topic_note:
         if top is None:
@@ -293,12 +315,9 @@ def assemble(candidates: list[Candidate], budget_tokens: int, min_score: float |
             note = f"off-topic: {off_topic_note}"
         else:
             note = f"top score {top:.4g} is under minScore {min_score}"
-        return Assembled("", [], _stats(0, 0, 0) | base_stats, weak=True, abstained=True, note=note)
+        return Assembled("", AssembleStats(counter.name), weak=True, abstained=True, note=note)
     blocks = pack(candidates, budget_tokens, counter)
     context = render(blocks)
-    citations = [{"n": n, "path": b.path,
-                  "chunk": {"symbol": b.symbol, "startLine": b.start_line, "endLine": b.end_line},
-                  "score": b.score} for n, b in enumerate(blocks, 1)]
     sources: dict[tuple[str, bool], Candidate] = {}
     for block in blocks:
         source = next(c for c in candidates if c.path == block.path and c.is_file == block.is_file)
@@ -311,56 +330,65 @@ def assemble(candidates: list[Candidate], budget_tokens: int, min_score: float |
     note = "only one relevant chunk was found: coverage may be thin" if weak else None
     if not blocks:
         note = f"no hit fits in {budget_tokens} tokens"
-    return Assembled(context, citations, _stats(original, reduced, len(blocks)) | base_stats,
+    return Assembled(context, AssembleStats(counter.name, original, reduced, len(blocks)),
                      weak=weak or not blocks, abstained=False, note=note, blocks=blocks)
 
 
 def failed(counter_name: str, error: Exception) -> Assembled:
     """The retrieval path itself failed: say so, answer nothing, never crash."""
-    return Assembled("", [], _stats(0, 0, 0) | {"tokenizer": counter_name, "failover": True,
-                                                   "error": f"{type(error).__name__}: {error}"},
+    return Assembled("", AssembleStats(counter_name, failover=True, error=f"{type(error).__name__}: {error}"),
                      weak=True, abstained=True, note="retrieval failed")
-
-
-def _stats(original: int, reduced: int, chunks: int) -> dict:
-    saved = max(original - reduced, 0)
-    return {"originalTokens": original, "reducedTokens": reduced, "savedTokens": saved,
-            "pctReduced": round(100.0 * saved / original, 2) if original else 0.0,
-            "chunks": chunks}
 
 
 # -- per-daemon aggregate, persisted in the store's meta table ---------------------
 
 RECENT_CALLS_KEPT = 20
 _AGGREGATE_KEY = "assemble.aggregate"
+# The aggregate's names as the store's meta row spells them. It is data at
+# rest: a store is opened by older and newer ctxls alike, so the stored names
+# never change (tests/test_layers.py permits them here, and only here).
+STORED_AGGREGATE_NAMES = {"saved_tokens": "savedTokens", "budget_tokens": "budgetTokens",
+                          "reduced_tokens": "reducedTokens"}
+_PYTHON_AGGREGATE_NAMES = {stored: name for name, stored in STORED_AGGREGATE_NAMES.items()}
 
 
 def record_call(store, result: Assembled, budget_tokens: int, now_ms: int) -> None:
     """Add one call to the aggregate (it survives restarts)."""
     with store.write() as conn:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (_AGGREGATE_KEY,)).fetchone()
-        aggregate = json.loads(row[0]) if row else _empty_aggregate()
+        aggregate = _renamed(json.loads(row[0]), _PYTHON_AGGREGATE_NAMES) if row else _empty_aggregate()
         aggregate["calls"] += 1
         aggregate["abstentions"] += int(result.abstained)
-        aggregate["failovers"] += int(result.stats["failover"])
-        aggregate["savedTokens"] += result.stats["savedTokens"]
-        aggregate["recent"] = ([{"at": now_ms, "budgetTokens": budget_tokens,
-                                 "reducedTokens": result.stats["reducedTokens"],
-                                 "savedTokens": result.stats["savedTokens"],
-                                 "chunks": result.stats["chunks"], "weak": result.weak,
+        aggregate["failovers"] += int(result.stats.failover)
+        aggregate["saved_tokens"] += result.stats.saved_tokens
+        aggregate["recent"] = ([{"at": now_ms, "budget_tokens": budget_tokens,
+                                 "reduced_tokens": result.stats.reduced_tokens,
+                                 "saved_tokens": result.stats.saved_tokens,
+                                 "chunks": result.stats.chunks, "weak": result.weak,
                                  "abstained": result.abstained,
-                                 "failover": result.stats["failover"]}]
+                                 "failover": result.stats.failover}]
                                + aggregate["recent"])[:RECENT_CALLS_KEPT]
         conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
                      "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                     (_AGGREGATE_KEY, json.dumps(aggregate)))
+                     (_AGGREGATE_KEY, json.dumps(_renamed(aggregate, STORED_AGGREGATE_NAMES))))
 
 
 def aggregate(store) -> dict:
+    """Calls, abstentions, failovers and tokens saved since the store was
+    made, and the last RECENT_CALLS_KEPT calls (Python names)."""
     row = store.reader().execute("SELECT value FROM meta WHERE key = ?",
                                  (_AGGREGATE_KEY,)).fetchone()
-    return json.loads(row[0]) if row else _empty_aggregate()
+    return _renamed(json.loads(row[0]), _PYTHON_AGGREGATE_NAMES) if row else _empty_aggregate()
+
+
+def _renamed(value, names: dict[str, str]):
+    """``value`` with every dict key in ``names`` renamed, at any depth."""
+    if isinstance(value, dict):
+        return {names.get(key, key): _renamed(item, names) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamed(item, names) for item in value]
+    return value
 
 
 def _empty_aggregate() -> dict:
-    return {"calls": 0, "abstentions": 0, "failovers": 0, "savedTokens": 0, "recent": []}
+    return {"calls": 0, "abstentions": 0, "failovers": 0, "saved_tokens": 0, "recent": []}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -63,7 +64,7 @@ def test_whole_chunks_only_adjacent_merged_duplicates_dropped():
     dup = Candidate("g.py", "code", "a_copy", 0, 4, 1.5, "\n".join(lines[0:5]), True)
     far = Candidate("f.py", "code", "c", 20, 24, 1.0, "\n".join(lines[20:25]), True)
     result = assemble([a, b, dup, far], 1000, None, ByteEstimate(), lambda c: "\n".join(lines))
-    assert [(c["path"], c["chunk"]["startLine"], c["chunk"]["endLine"]) for c in result.citations] == [
+    assert [(b.path, b.start_line, b.end_line) for b in result.blocks] == [
         ("f.py", 0, 9), ("f.py", 20, 24)]
     assert result.context.split("\n")[1:11] == lines[0:10]
     assert result.context.startswith("[1] f.py:1-10\n") and "\n\n[2] f.py:21-25 c\n" in result.context
@@ -76,7 +77,7 @@ def test_abstains_on_nothing_or_a_weak_top_and_flags_a_single_hit():
     assert low.abstained and low.context == "" and "minScore" in low.note
     weak = assemble(one, 100, None, ByteEstimate(), lambda c: "x = 1\ny = 2\n" * 50)
     assert weak.weak and not weak.abstained and weak.context.endswith("x = 1")
-    assert weak.stats["savedTokens"] == weak.stats["originalTokens"] - weak.stats["reducedTokens"] > 0
+    assert weak.stats.saved_tokens == weak.stats.original_tokens - weak.stats.reduced_tokens > 0
 
 
 def test_off_topic_rule_needs_distance_in_meaning_or_words_found_nowhere():
@@ -131,6 +132,8 @@ async def test_citations_map_to_real_ranges_and_stats_are_recorded(pipeline: Pat
 
         status = await s.request("ctxls/status")
         assert status["assemble"]["calls"] == 1 and status["assemble"]["recent"][0]["chunks"] > 1
+        assert status["assemble"]["savedTokens"] == result["stats"]["savedTokens"]  # the protocol's spelling
+        assert status["assemble"]["recent"][0]["budgetTokens"] == 200
 
         with pytest.raises(JsonRpcException) as err:
             await s.request("ctxls/assemble", {"query": "x"})
@@ -149,6 +152,45 @@ async def test_byte_identical_across_calls_and_a_restart(pipeline: Path):
     assert first["context"] == again["context"] == after_restart["context"]
     assert first["citations"] == after_restart["citations"]
     assert status["assemble"]["calls"] == 3  # the aggregate survived the restart
+
+
+def stored_aggregate(root: Path) -> dict:
+    conn = sqlite3.connect(root / ".ctxls" / "index.db")
+    try:
+        return json.loads(conn.execute("SELECT value FROM meta WHERE key = 'assemble.aggregate'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+async def test_the_stored_aggregate_keeps_its_on_disk_names(pipeline: Path):
+    """The aggregate in the store's meta row is data at rest: a row as
+    today's (and older) ctxls writes it is read and added to, and it is
+    written back in the same names."""
+    async with serve(pipeline) as s:
+        await s.wait_indexed()
+    # Exactly what a ctxls before the names left index/ stored.
+    earlier = ('{"calls": 41, "abstentions": 3, "failovers": 1, "savedTokens": 5000, "recent": '
+               '[{"at": 1, "budgetTokens": 300, "reducedTokens": 120, "savedTokens": 80, "chunks": 2, '
+               '"weak": false, "abstained": false, "failover": false}]}')
+    conn = sqlite3.connect(pipeline / ".ctxls" / "index.db")
+    conn.execute("INSERT INTO meta(key, value) VALUES ('assemble.aggregate', ?) "
+                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (earlier,))
+    conn.commit()
+    conn.close()
+    async with serve(pipeline) as s:
+        await s.wait_indexed()
+        result = await assemble_request(s)
+        status = (await s.request("ctxls/status"))["assemble"]
+    saved = result["stats"]["savedTokens"]
+    assert (status["calls"], status["abstentions"], status["savedTokens"]) == (42, 3, 5000 + saved)
+    assert [call["budgetTokens"] for call in status["recent"]] == [200, 300]
+    stored = stored_aggregate(pipeline)
+    assert stored["savedTokens"] == 5000 + saved and "saved_tokens" not in stored
+    assert stored["recent"][0] == {"at": stored["recent"][0]["at"], "budgetTokens": 200,
+                                   "reducedTokens": result["stats"]["reducedTokens"], "savedTokens": saved,
+                                   "chunks": result["stats"]["chunks"], "weak": result["weak"],
+                                   "abstained": False, "failover": False}
+    assert stored["recent"][1] == json.loads(earlier)["recent"][0]
 
 
 async def test_abstains_over_lsp_and_fails_over_when_the_store_breaks(pipeline: Path):

@@ -8,7 +8,9 @@ import textwrap
 import pytest
 
 from ctxls.index import chunker, languages
-from ctxls.index.chunker import MAX_CHUNK_LINES, OVERLAP_LINES, definition_chunks, split_lines
+from ctxls.index.chunker import definition_chunks, split_lines
+from ctxls.index.chunking import rust
+from ctxls.index.chunking.pieces import MAX_CHUNK_LINES, OVERLAP_LINES
 from ctxls.index.model import Chunk, ParsedFile
 
 Row = tuple[str | None, str, int, int]
@@ -951,7 +953,7 @@ def test_nested_macro_bodies_are_parsed_again_only_within_the_file_budget() -> N
 def test_a_macro_bodys_item_line_is_found_on_its_own_line_not_across_blank_lines() -> None:
     # `^\s*` under MULTILINE ran from every line start across all the blank
     # lines after it: quadratic in a macro body of blank lines.
-    match = chunker._RUST_ITEM_LINE.search(b"\n \n\n    pub fn spawn() {}")
+    match = rust._RUST_ITEM_LINE.search(b"\n \n\n    pub fn spawn() {}")
     assert match is not None and match.start() == 4
 
 
@@ -1398,7 +1400,8 @@ def test_split_lines_semantics() -> None:
 
 # --- Packing (chunk_file): no 1-2-line chunk unless the file is that small ------
 
-from ctxls.index.chunker import PACK_CHARS, chunk_file  # noqa: E402
+from ctxls.index.chunker import chunk_file  # noqa: E402
+from ctxls.index.chunking.packing import PACK_CHARS  # noqa: E402
 
 
 def test_packing_joins_a_class_header_with_its_short_members() -> None:

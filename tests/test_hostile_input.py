@@ -609,6 +609,29 @@ def test_an_answer_that_cannot_be_encoded_still_answers_its_request(stdio_daemon
     assert conn.request("ctxls/count", {}, "count")["result"] == {"count": 1}
 
 
+def test_an_internal_errors_traceback_reaches_a_client_only_under_ctxls_debug(
+        monkeypatch: pytest.MonkeyPatch):
+    """pygls answers a handler's unexpected exception with its traceback in
+    the error's data; the daemon's converter (what every LSP message is
+    encoded with) leaves it out unless CTXLS_DEBUG is set."""
+    from lsprotocol.types import ResponseErrorMessage
+    from pygls.exceptions import JsonRpcInternalError
+
+    from ctxls.daemon.app import lsp_converter
+
+    try:
+        {}["missing"]
+    except KeyError:
+        error = JsonRpcInternalError.of(sys.exc_info()).to_response_error()
+    message = ResponseErrorMessage(id=7, error=error)
+    monkeypatch.delenv("CTXLS_DEBUG", raising=False)
+    assert json.loads(json.dumps(lsp_converter().unstructure(message))) == {
+        "jsonrpc": "2.0", "id": 7, "error": {"code": -32603, "message": "KeyError: 'missing'"}}
+    monkeypatch.setenv("CTXLS_DEBUG", "1")
+    debug = lsp_converter().unstructure(message)
+    assert any("missing" in frame for frame in debug["error"]["data"]["traceback"])
+
+
 # -- what a file or buffer holds -----------------------------------------------------
 
 def test_document_symbols_of_deeply_nested_classes_are_answered(stdio_daemon, repo: Path):

@@ -16,6 +16,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent
 LAYERS = ["daemon", "impact", "index"]  # each may import only those after it
 STORE = "ctxls.index.store"
@@ -145,12 +147,12 @@ PROTOCOL_KEY = re.compile(r"^[a-z]+[A-Z][A-Za-z0-9]*$")
 # Protocol spelling by design: an error carries its JSON-RPC code and `data`,
 # so every shell (daemon, CLI, MCP) reports it alike (docs/architecture.md).
 PROTOCOL_KEYS_BY_DESIGN = {"ctxls.index.errors"}
-# Not moved yet (issue 40): each builds a piece of an answer or of status in
-# the protocol's spelling; the daemon's wire module should convert them, as it
-# does the engine's status. Each entry must still be needed (the test says so).
-PROTOCOL_KEYS_NOT_YET = {
-    "ctxls.index.assemble",  # the assembled context's chunk meta and its statistics
-    "ctxls.index.memory.transfer",  # the memory export's file format (JSON lines)
+# Data at rest, not protocol JSON: names that files and store rows were
+# written with, which older and newer ctxls read alike, so they never change.
+# Each module spells them in one named table and nowhere else.
+FILE_FORMAT_TABLES = {
+    "ctxls.index.memory.transfer": "EXPORT_FIELDS",  # the memory export's JSON lines
+    "ctxls.index.assemble": "STORED_AGGREGATE_NAMES",  # the assemble aggregate's meta row
 }
 
 
@@ -184,7 +186,36 @@ def protocol_json_builders(package: Path = PACKAGE) -> dict[str, list[tuple[int,
 def test_only_the_daemon_builds_protocol_json():
     """index/ and impact/ answer in Python (dataclasses, snake_case); the
     daemon's wire module (daemon/wire.py) spells the protocol."""
-    assert set(protocol_json_builders()) == PROTOCOL_KEYS_NOT_YET
+    assert protocol_json_builders() == {}
+
+
+def protocol_spelled_strings(path: Path, table: str) -> tuple[list[str], list[tuple[int, str]]]:
+    """The protocol-spelled string constants of a module: those inside the
+    assignment of ``table``, and (line, string) of those outside it."""
+    tree = runtime_tree(path)
+    inside_nodes = {id(node) for statement in tree.body
+                    if isinstance(statement, (ast.Assign, ast.AnnAssign))
+                    and table in [getattr(target, "id", None) for target in
+                                  getattr(statement, "targets", [getattr(statement, "target", None)])]
+                    for node in ast.walk(statement)}
+    inside, outside = [], []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and PROTOCOL_KEY.match(node.value):
+            if id(node) in inside_nodes:
+                inside.append(node.value)
+            else:
+                outside.append((node.lineno, node.value))
+    return inside, outside
+
+
+@pytest.mark.parametrize("name", sorted(FILE_FORMAT_TABLES))
+def test_a_file_format_spells_its_names_in_one_table(name: str):
+    """A format's camelCase names live in its table (which must exist and
+    hold some) and nowhere else in the module: the code between the format
+    and Python works in Python names."""
+    inside, outside = protocol_spelled_strings(modules()[name], FILE_FORMAT_TABLES[name])
+    assert inside, f"{name} has no {FILE_FORMAT_TABLES[name]} with protocol-spelled names"
+    assert outside == []
 
 
 # -- the checks catch what they are for -------------------------------------------------
@@ -209,15 +240,18 @@ def test_the_checks_fail_on_a_copy_with_each_rule_broken(tmp_path: Path):
     copy = package_copy(tmp_path)
     assert upward_imports(import_graph(copy)) == []
     assert sqlite_importers(copy) == set()
-    assert set(protocol_json_builders(copy)) == PROTOCOL_KEYS_NOT_YET
+    assert protocol_json_builders(copy) == {}
     plant(copy / "index" / "graph.py", "def _planted():\n    import ctxls.daemon\n    return ctxls.daemon")
     plant(copy / "impact" / "risk.py", "import sqlite3")
     plant(copy / "index" / "paths.py", "def _planted():\n    return {'startLine': 0}")
+    plant(copy / "index" / "assemble.py", "def _planted(stored):\n    return stored['savedTokens']")
     graph = import_graph(copy)
     assert upward_imports(graph) == [("ctxls.index.graph", "ctxls.daemon")]
     assert sqlite_importers(copy) == {"ctxls.impact.risk"}
     assert protocol_json_builders(copy)["ctxls.index.paths"] == [(
         len((copy / "index" / "paths.py").read_text().splitlines()), "startLine")]
+    assert protocol_spelled_strings(copy / "index" / "assemble.py", FILE_FORMAT_TABLES["ctxls.index.assemble"])[1] \
+        == [(len((copy / "index" / "assemble.py").read_text().splitlines()), "savedTokens")]
 
 
 def test_the_checks_see_a_cycle_and_an_upward_import():

@@ -55,7 +55,7 @@ class Session:
         return None
 '''
 
-# Each helper longer than chunker.SHORT_CHARS, so each is a chunk of its own.
+# Each helper longer than SHORT_CHARS (index/chunking/packing.py), so each is a chunk of its own.
 HELPERS = "\n\n".join(
     f"def cookiejar_helper_{i}(session):\n    cookiejar = session.cookiejar\n    cookiejar['k{i}'] = 'v'\n"
     + "".join(f"    record_{j}_of_helper_{i} = len(cookiejar) + {j}  # keep a count for the audit log\n"

@@ -141,7 +141,7 @@ def test_backlog_batches_are_length_sorted_and_urgent_paths_come_first(tmp_path:
 
 
 def test_the_chunk_just_edited_is_embedded_before_the_rest_of_its_file(tmp_path: Path):
-    # Functions longer than chunker.SHORT_CHARS: packing leaves each its own chunk.
+    # Functions longer than SHORT_CHARS (index/chunking/packing.py): packing leaves each its own chunk.
     padding = "".join(f"    y{j} = x  # an intermediate value kept for the trace of step {j}\n" for j in range(7))
     source = "".join(f"def step_{i}(x):\n{padding}    return x + {i}\n\n\n" for i in range(20))
     write_tree(tmp_path, {"steps.py": source})

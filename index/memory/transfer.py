@@ -26,55 +26,57 @@ from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.memory.model import check_meta
 from ctxls.index.model import content_hash
 
-_FIELDS = {
-    "memory": {"scope": str, "id": str, "part": int, "kind": str, "by": str, "format": str,
-               "symbol": (str, type(None)), "startLine": int, "endLine": int, "text": str,
-               "meta": (str, type(None)), "session": (str, type(None)), "createdAt": int,
-               "occurredAt": int, "expiresAt": (int, type(None))},
-    "upload": {"scope": str, "id": str, "filename": str, "mode": str, "base64": str},
-    "demand": {"path": str, "kind": str, "symbol": (str, type(None)), "action": str,
-               "scope": str, "ts": int},
+# The export file's format: per record type, its fields in the order of the
+# store's columns, with their JSON types. The names are the file's (camelCase,
+# as ctxls has always written them): a file is data at rest that any later
+# ctxls must import, so they never change (tests/test_layers.py permits them
+# here, and only here).
+EXPORT_FIELDS: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
+    "memory": (("scope", str), ("id", str), ("part", int), ("kind", str), ("by", str), ("format", str),
+               ("symbol", (str, type(None))), ("startLine", int), ("endLine", int), ("text", str),
+               ("meta", (str, type(None))), ("session", (str, type(None))), ("createdAt", int),
+               ("occurredAt", int), ("expiresAt", (int, type(None)))),
+    "upload": (("scope", str), ("id", str), ("filename", str), ("mode", str), ("base64", str)),
+    "demand": (("path", str), ("kind", str), ("symbol", (str, type(None))), ("action", str),
+               ("scope", str), ("ts", int)),
 }
 
 
+def _record(record_type: str, columns) -> dict:
+    names = [name for name, _ in EXPORT_FIELDS[record_type]]
+    return {"type": record_type, **dict(zip(names, columns))}
+
+
+def _columns(record: dict) -> tuple:
+    return tuple(record[name] for name, _ in EXPORT_FIELDS[record["type"]])
+
+
 def memory_record(r) -> dict:
-    (scope, key, part, kind, author, fmt, symbol, start_line, end_line, text, meta, session,
-     created_at, occurred_at, expires_at) = r
-    return {"type": "memory", "scope": scope, "id": key, "part": part, "kind": kind, "by": author,
-            "format": fmt, "symbol": symbol, "startLine": start_line, "endLine": end_line,
-            "text": text, "meta": meta, "session": session, "createdAt": created_at,
-            "occurredAt": occurred_at, "expiresAt": expires_at}
+    """A memory row (the store's columns in insert order) as an export record."""
+    return _record("memory", r)
 
 
 def upload_record(r) -> dict:
-    scope, key, filename, mode, data = r
-    return {"type": "upload", "scope": scope, "id": key, "filename": filename, "mode": mode,
-            "base64": base64.b64encode(bytes(data)).decode("ascii")}
+    *columns, data = r
+    return _record("upload", (*columns, base64.b64encode(bytes(data)).decode("ascii")))
 
 
 def demand_record(r) -> dict:
-    path, kind, symbol, action, scope, ts = r
-    return {"type": "demand", "path": path, "kind": kind, "symbol": symbol, "action": action,
-            "scope": scope, "ts": ts}
+    return _record("demand", r)
 
 
 def memory_values(record: dict) -> tuple:
     """The memory row's columns in insert order, ending with its embed_hash."""
-    return (record["scope"], record["id"], record["part"], record["kind"], record["by"],
-            record["format"], record["symbol"], record["startLine"], record["endLine"],
-            record["text"], record["meta"], record["session"], record["createdAt"],
-            record["occurredAt"], record["expiresAt"],
-            content_hash(memory_embedding_text(record["symbol"], record["text"])))
+    return (*_columns(record), content_hash(memory_embedding_text(record["symbol"], record["text"])))
 
 
 def upload_values(record: dict) -> tuple:
-    return (record["scope"], record["id"], record["filename"], record["mode"],
-            base64.b64decode(record["base64"], validate=True))
+    *columns, data = _columns(record)
+    return (*columns, base64.b64decode(data, validate=True))
 
 
 def demand_values(record: dict) -> tuple:
-    return (record["path"], record["kind"], record["symbol"], record["action"], record["scope"],
-            record["ts"])
+    return _columns(record)
 
 
 def write_lines(records: Iterable[dict]) -> Iterator[str]:
@@ -92,10 +94,10 @@ def read_lines(lines: Iterable[str]) -> list[dict]:
             record = json.loads(line)
         except (ValueError, RecursionError) as exc:  # not JSON, or nested too deep to read
             raise InvalidParams(f"line {number}", f"is not JSON: {exc}") from exc
-        fields = _FIELDS.get(record.get("type")) if isinstance(record, dict) else None
+        fields = EXPORT_FIELDS.get(record.get("type")) if isinstance(record, dict) else None
         if fields is None:
-            raise InvalidParams(f"line {number}", f"type must be one of {', '.join(_FIELDS)}")
-        for name, kind in fields.items():
+            raise InvalidParams(f"line {number}", f"type must be one of {', '.join(EXPORT_FIELDS)}")
+        for name, kind in fields:
             value = record.get(name)
             if name not in record or not isinstance(value, kind) or isinstance(value, bool):
                 raise InvalidParams(f"line {number}", f"field {name!r} is missing or mistyped")

@@ -35,7 +35,7 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 2: packing (no 1-2-line chunks), config kind.
 # 3: C typedef names (`typedef long long mstime_t;`, a struct by its typedef name).
 # 4: JavaScript assignments (`A.prototype.m = function`, `exports.f = …`) and objects of functions.
-# 5: runs of short sibling definitions packed together (chunker.SHORT_CHARS).
+# 5: runs of short sibling definitions packed together (chunking/packing.py's SHORT_CHARS).
 # 6: Rust items inside item macros, C files read again with each #if's first
 #    branch, JavaScript functions behind guards or calls, `module.exports =
 #    class X`, chained aliases (`res.header = res.set = function …`).

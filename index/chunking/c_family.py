@@ -1,0 +1,106 @@
+"""What a C or C++ syntax node defines: functions (C++ ``A::f`` as a method),
+macros, structs/unions/enums/classes (by typedef name first), typedefs,
+namespaces and templates."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from .spans import Decl, named_decl, node_text
+
+_C_SPECIFIER_KINDS = {
+    "struct_specifier": "struct",
+    "union_specifier": "union",
+    "enum_specifier": "enum",
+    "class_specifier": "class",
+}
+
+
+def c_decl(node: Node) -> Decl | None:
+    return _c_family_decl(node, cpp=False)
+
+
+def cpp_decl(node: Node) -> Decl | None:
+    node_type = node.type
+    if node_type == "namespace_definition":
+        name = node_text(node.child_by_field_name("name"))  # anonymous namespaces are transparent
+        return Decl("namespace", tuple(name.split("::")), node.child_by_field_name("body"), False) if name else None
+    if node_type == "template_declaration":
+        inner = node.named_children[-1] if node.named_child_count else None
+        return cpp_decl(inner) if inner is not None and inner.type != "template_parameter_list" else None
+    return _c_family_decl(node, cpp=True)
+
+
+def _c_family_decl(node: Node, cpp: bool) -> Decl | None:
+    node_type = node.type
+    if node_type == "function_definition":
+        name = _c_function_name(node.child_by_field_name("declarator"))
+        if not name:
+            return None
+        return Decl("method" if len(name) > 1 else "function", name)
+    if node_type == "preproc_function_def":
+        return named_decl(node, "macro")
+    if node_type in _C_SPECIFIER_KINDS:
+        return _c_type_decl(node, None, cpp)
+    if node_type in ("type_definition", "declaration", "field_declaration"):
+        # `typedef struct {…} Vec;`, `struct S {…} instance;`, a nested struct field.
+        specifier = node.child_by_field_name("type")
+        alias = _c_declared_name(node.child_by_field_name("declarator")) \
+            if node_type == "type_definition" else None
+        if specifier is not None and specifier.type in _C_SPECIFIER_KINDS:
+            declared = _c_type_decl(specifier, alias, cpp)
+            if declared is not None or alias is None:
+                return declared
+        if alias:  # `typedef long long mstime_t;`, `typedef void (*handler)(int);`
+            return Decl("typedef", (alias,))
+    return None
+
+
+def _c_declared_name(declarator: Node | None) -> str | None:
+    """The name a declarator declares: `(*handler)(int)` -> handler, `name_t[16]` -> name_t."""
+    while declarator is not None:
+        if declarator.type in ("type_identifier", "identifier", "primitive_type"):
+            return node_text(declarator) or None
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None and declarator.type == "parenthesized_declarator" and declarator.named_child_count:
+            inner = declarator.named_children[0]
+        declarator = inner
+    return None
+
+
+def _c_type_decl(specifier: Node, alias: str | None, cpp: bool) -> Decl | None:
+    body = specifier.child_by_field_name("body")
+    if body is None:  # a forward declaration or a use, not a definition
+        return None
+    # A typedef's name first: it is the one the code writes (`robj`, not `redisObject`).
+    name = alias or node_text(specifier.child_by_field_name("name"))
+    if not name:
+        return None
+    kind = _C_SPECIFIER_KINDS[specifier.type]
+    has_members = cpp and kind != "enum"
+    return Decl(kind, tuple(name.split("::")), body if has_members else None)
+
+
+def _c_function_name(declarator: Node | None) -> tuple[str, ...]:
+    """`*foo(int)` -> (foo,); `Shape<T>::area() const` -> (Shape, area)."""
+    while declarator is not None:
+        inner = declarator.child_by_field_name("declarator")
+        if inner is None:
+            break
+        declarator = inner
+    return _cpp_name_parts(declarator)
+
+
+def _cpp_name_parts(node: Node | None) -> tuple[str, ...]:
+    """The components of a possibly qualified name, without template arguments."""
+    if node is None:
+        return ()
+    if node.type == "qualified_identifier":
+        return (*_cpp_name_parts(node.child_by_field_name("scope")), *_cpp_name_parts(node.child_by_field_name("name")))
+    if node.type in ("template_type", "template_function"):
+        return _cpp_name_parts(node.child_by_field_name("name"))
+    name = "".join(node_text(node).split())
+    return (name,) if name else ()
+
+
+# Ruby

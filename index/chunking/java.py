@@ -1,0 +1,25 @@
+"""What a Java syntax node defines: methods, constructors and type containers."""
+
+from __future__ import annotations
+
+from tree_sitter import Node
+
+from .spans import Decl, container_decl, named_decl
+
+_JAVA_CONTAINER_KINDS = {
+    "class_declaration": "class",
+    "record_declaration": "class",
+    "interface_declaration": "interface",
+    "annotation_type_declaration": "interface",
+    "enum_declaration": "enum",
+}
+_JAVA_FUNCTIONS = frozenset({"method_declaration", "constructor_declaration", "compact_constructor_declaration"})
+
+
+def java_decl(node: Node) -> Decl | None:
+    node_type = node.type
+    if node_type in _JAVA_FUNCTIONS:
+        return named_decl(node, "function")
+    if node_type in _JAVA_CONTAINER_KINDS:
+        return container_decl(node, _JAVA_CONTAINER_KINDS[node_type])
+    return None

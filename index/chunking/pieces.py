@@ -1,0 +1,102 @@
+"""Line ranges (``Piece``) to chunks: a piece longer than MAX_CHUNK_LINES
+is cut into overlapping parts, blank edges trimmed; files without
+definitions become line windows; lines outside every definition become
+"module" residue pieces."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from ..model import Chunk
+
+MAX_CHUNK_LINES = 150
+OVERLAP_LINES = 20
+WINDOW_LINES = 60
+WINDOW_OVERLAP_LINES = 10
+
+
+class Piece(NamedTuple):
+    """A line range that becomes one chunk (or several, if too long)."""
+
+    start: int
+    end: int
+    symbol: str | None
+    symbol_kind: str
+    # Last line of the whole definition: past ``end`` for a container, whose
+    # piece is its header and whose members are pieces of their own.
+    body_end: int = -1
+    names: tuple[str, ...] = ()
+    # The definition's own line (its name's: `def`, `class`, `fn`, …), past
+    # the comments, decorators and attributes ``start`` includes.
+    line: int = -1
+
+
+def build_chunks(lines: list[str], pieces: list[Piece], language: str, kind: str) -> list[Chunk]:
+    chunks = []
+    for piece in pieces:
+        trimmed = trim_blank_edges(lines, piece.start, piece.end)
+        if trimmed is None:
+            continue
+        names = piece.names or ((piece.symbol,) if piece.symbol else ())
+        for start, end in _parts(*trimmed, MAX_CHUNK_LINES, OVERLAP_LINES):
+            text = "\n".join(lines[start : end + 1])
+            chunks.append(Chunk(piece.symbol, piece.symbol_kind, kind, language, start, end, text,
+                                names=names))
+    chunks.sort(key=lambda chunk: (chunk.start_line, chunk.end_line))
+    return chunks
+
+
+def window_chunks(lines: list[str], language: str, kind: str) -> list[Chunk]:
+    chunks: list[Chunk] = []
+    for window_start, window_end in _parts(0, len(lines) - 1, WINDOW_LINES, WINDOW_OVERLAP_LINES):
+        trimmed = trim_blank_edges(lines, window_start, window_end)
+        # Long blank stretches can leave a window inside its predecessor.
+        if trimmed is None or (chunks and trimmed[1] <= chunks[-1].end_line):
+            continue
+        start, end = trimmed
+        text = "\n".join(lines[start : end + 1])
+        chunks.append(Chunk(None, "window", kind, language, start, end, text))
+    return chunks
+
+
+def _parts(start: int, end: int, size: int, overlap: int) -> Iterator[tuple[int, int]]:
+    """[start, end] cut into ranges of at most ``size`` lines, consecutive
+    ranges sharing ``overlap`` lines."""
+    while True:
+        last = min(end, start + size - 1)
+        yield start, last
+        if last >= end:
+            return
+        start = last + 1 - overlap
+
+
+def trim_blank_edges(lines: list[str], start: int, end: int) -> tuple[int, int] | None:
+    while start <= end and not lines[start].strip():
+        start += 1
+    while end >= start and not lines[end].strip():
+        end -= 1
+    return (start, end) if start <= end else None
+
+
+# Lines that only close something (`}`, `});`, Ruby's `end`): a run of them
+# left between definitions is not worth a chunk of its own.
+_CLOSING_LINE = re.compile(r"[\s)\]};,]*(?:end)?[\s;]*")
+
+
+def residue(lines: list[str], spans: list[Piece]) -> list[Piece]:
+    """Module chunks: maximal runs of lines outside every symbol span."""
+    runs = []
+    next_row = 0
+    for span in sorted(spans, key=lambda span: span.start):
+        if span.start > next_row:
+            runs.append((next_row, span.start - 1))
+        next_row = max(next_row, span.end + 1)
+    if next_row < len(lines):
+        runs.append((next_row, len(lines) - 1))
+    return [
+        Piece(start, end, None, "module")
+        for start, end in runs
+        if any(not _CLOSING_LINE.fullmatch(line) for line in lines[start : end + 1])
+    ]

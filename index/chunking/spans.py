@@ -1,0 +1,263 @@
+"""Definition spans of a parse tree: ``collect`` walks the top-level nodes
+with a language's ``Grammar`` (what a node defines, which nodes lead or are
+walked through), and ``symbol_spans`` re-parses from the next top-level line
+when a syntax error swallowed the definitions after it. ``Decl`` and the
+``named_decl`` helpers are what the per-language readers return."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from tree_sitter import Node, Parser, Tree
+
+from .pieces import Piece
+
+# Re-parsing after syntax errors stops once it has parsed this many times the
+# file's size: a bound on the cost of badly broken (or misdetected) files.
+REPARSE_BUDGET = 2
+
+
+# Bytes a file's macro bodies may still be parsed again (rust.py's
+# _rust_macro_items); per thread, since files are chunked on several.
+reparse_budget = threading.local()
+
+
+class Decl(NamedTuple):
+    """What a syntax node defines."""
+
+    kind: str  # symbol_kind; "function" becomes "method" directly inside a type
+    name: tuple[str, ...]  # relative to the enclosing scope; C++ `A::f` is (A, f)
+    members: Node | None = None  # body of a container whose members get their own chunks
+    is_type: bool = True  # functions directly inside the container are methods
+
+
+@dataclass(frozen=True)
+class Grammar:
+    classify: Callable[[Node], Decl | None]
+    # Nodes attached to the definition right below them: comments, decorators, attributes.
+    leading: frozenset[str]
+    # Non-definitions whose children are walked as if they were siblings
+    # (preprocessor conditionals, `if TYPE_CHECKING:` blocks, extern "C" {}).
+    transparent: frozenset[str] = frozenset()
+    # Nodes that finish the definition before them (Dart: a body after its signature).
+    continued_by: frozenset[str] = frozenset()
+    # Consecutive clauses of one function are one definition (Haskell, Erlang, Elixir).
+    joins_clauses: bool = False
+
+
+def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: bytes,
+                 tree: Tree) -> tuple[list[Piece], Tree]:
+    """Symbol spans of the file and its parse ``tree`` (of ``source``).
+
+    tree-sitter recovers from most syntax errors locally, but an unbalanced
+    bracket makes one broken node swallow the definitions after it. When that
+    happens (see ``_swallowed_row``), only the spans ending before the first
+    swallowed top-level line are kept and parsing restarts there.
+    """
+    spans: list[Piece] = []
+    root = tree.root_node
+    offset = 0  # row of `lines` where the current tree's row 0 is
+    budget = REPARSE_BUDGET * len(source)
+    while True:
+        found: list[Piece] = []
+        _collect(grammar, root.named_children, (), False, found)
+        if offset:
+            found = [piece._replace(start=piece.start + offset, end=piece.end + offset,
+                                    body_end=piece.body_end + offset if piece.body_end >= 0 else -1,
+                                    line=piece.line + offset if piece.line >= 0 else -1)
+                     for piece in found]
+        restart = _swallowed_row(grammar, root.children, lines, offset) if root.has_error else None
+        rest = "\n".join(lines[restart:]).encode("utf-8", "replace") if restart is not None else b""
+        if restart is None or len(rest) > budget:
+            spans.extend(found)
+            return spans, tree
+        spans.extend(span for span in found if span.end < restart)
+        budget -= len(rest)
+        offset = restart
+        root = parser.parse(rest).root_node
+
+
+_PREPROC_CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+def c_first_branch_spans(grammar: Grammar, parser: Parser, lines: list[str],
+                         spans: list[Piece]) -> list[Piece]:
+    """C code often splits a statement across `#ifdef` branches (`if(a) {`
+    in one, `if(b) {` in the other, one `}`), which tree-sitter cannot
+    parse: the function around it became residue (curl's `bindlocal`, 260
+    lines). The file is parsed again as the preprocessor would see it with
+    every condition's first branch taken (the directives and the other
+    branches blanked, rows kept), and the reading that finds more lines
+    inside definitions wins."""
+    kept: list[str] = []
+    skipping: list[bool] = []  # per open conditional: is the current branch blanked?
+    for line in lines:
+        match = _PREPROC_CONDITIONAL.match(line)
+        directive = match.group(1) if match else None
+        if directive in ("if", "ifdef", "ifndef"):
+            skipping.append(False)
+        elif directive in ("elif", "elifdef", "elifndef", "else") and skipping:
+            skipping[-1] = True
+        elif directive == "endif" and skipping:
+            skipping.pop()
+        blank = directive is not None or any(skipping)
+        kept.append("" if blank else line)
+    source = "\n".join(kept).encode("utf-8", "replace")
+    alternative, _ = symbol_spans(grammar, parser, kept, source, parser.parse(source))
+
+    def covered(pieces: list[Piece]) -> int:
+        return len({row for piece in pieces for row in range(piece.start, max(piece.end, piece.body_end) + 1)})
+    return alternative if covered(alternative) > covered(spans) else spans
+
+
+def _swallowed_row(grammar: Grammar, nodes: list[Node], lines: list[str], offset: int) -> int | None:
+    """The first top-level line (one starting in column 0) inside a broken
+    node, counting from the node's first error.
+
+    Include guards, `extern "C"` and namespaces legitimately hold column-0
+    lines, so their children are checked instead of them.
+    """
+    for node in nodes:
+        if not node.has_error:
+            continue
+        if node.type in grammar.transparent:
+            swallowed = _swallowed_row(grammar, node.children, lines, offset)
+        elif (decl := grammar.classify(node)) is not None and decl.members is not None and not decl.is_type:
+            swallowed = _swallowed_row(grammar, decl.members.children, lines, offset)
+        else:
+            first_inner_row = offset + max(_first_error_row(node), node.start_point.row + 1)
+            swallowed = _next_top_level_row(lines, first_inner_row)
+            if swallowed is not None and offset + _last_row(node) < swallowed:
+                swallowed = None
+        if swallowed is not None:
+            return swallowed
+    return None
+
+
+def _first_error_row(node: Node) -> int:
+    while True:
+        erroneous = next((child for child in node.children if child.has_error), None)
+        if erroneous is None:
+            return node.start_point.row
+        node = erroneous
+
+
+def _next_top_level_row(lines: list[str], first: int) -> int | None:
+    for row in range(first, len(lines)):
+        line = lines[row]
+        if line and not line[0].isspace() and line[0] not in ")]}":
+            return row
+    return None
+
+
+def _last_row(node: Node) -> int:
+    # A node that ends with its line's newline ends at column 0 of the next row.
+    end = node.end_point
+    if end.column == 0 and end.row > node.start_point.row:
+        return end.row - 1
+    return end.row
+
+
+def _collect(
+    grammar: Grammar,
+    nodes: list[Node],
+    scope: tuple[str, ...],
+    in_type: bool,
+    spans: list[Piece],
+    leading_start: int = -1,
+    leading_end: int = -1,
+) -> None:
+    """Append the symbol spans defined by ``nodes`` (siblings) to ``spans``.
+
+    ``leading_start``..``leading_end`` are the rows of the comments and
+    attributes right above ``nodes[0]``, when they are its parent's siblings.
+    """
+    previous_end = -1  # last row of the previous sibling that is not leading
+    for index, node in enumerate(nodes):
+        start = node.start_point.row
+        end = _last_row(node)
+        if index + 1 < len(nodes) and nodes[index + 1].type in grammar.continued_by:
+            end = max(end, _last_row(nodes[index + 1]))
+        if node.type in grammar.leading:
+            if leading_start >= 0 and start <= leading_end + 1:
+                leading_end = end
+            elif start > previous_end:
+                leading_start, leading_end = start, end
+            else:  # a trailing comment on the previous sibling's last line
+                leading_start = -1
+            continue
+        decl = grammar.classify(node)
+        if decl is not None:
+            first = leading_start if leading_start >= 0 and leading_end >= start - 1 else start
+            name = (*scope, *decl.name)
+            symbol = ".".join(name)
+            kind = "method" if decl.kind == "function" and in_type else decl.kind
+            if decl.members is None:
+                clause_of = spans[-1] if grammar.joins_clauses and spans else None
+                if clause_of is not None and (clause_of.symbol, clause_of.symbol_kind) == (symbol, kind) \
+                        and clause_of.body_end < 0 and clause_of.end < first:
+                    spans[-1] = clause_of._replace(end=end)
+                else:
+                    spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name)))
+            else:
+                members: list[Piece] = []
+                _collect(grammar, decl.members.named_children, name, decl.is_type, members)
+                header_end = min(member.start for member in members) - 1 if members else end
+                if symbol:  # an anonymous holder (`module.exports = {…}`) leaves its lines to residue
+                    spans.append(Piece(first, max(first, header_end), symbol, kind, end,
+                                       line=_name_row(node, decl.name)))
+                spans.extend(members)
+        elif node.type in grammar.transparent or node.is_error:
+            _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)
+        previous_end = end
+        leading_start = -1
+
+
+# Subtrees that come before a definition's name without being it: Python and
+# TypeScript decorators, Java and Kotlin annotations, Rust and C# attributes.
+_BEFORE_NAME = ("decorator", "annotation", "attribute", "comment")
+# A definition's name is found among its first this many nodes (pre-order).
+_NAME_SEARCH_NODES = 200
+
+
+def _name_row(node: Node, name: tuple[str, ...]) -> int:
+    """The row of the definition's name in ``node`` (its first occurrence in
+    pre-order outside decorators, annotations, attributes and comments):
+    what a pointer to the definition names, not the decorator or comment its
+    range starts with. The node's first row when the name is not found
+    (names made up by the chunker, such as a macro's)."""
+    wanted = name[-1].encode() if name and name[-1] else None
+    stack = [node]
+    seen = 0
+    while wanted is not None and stack and seen < _NAME_SEARCH_NODES:
+        current = stack.pop()
+        seen += 1
+        if any(word in current.type for word in _BEFORE_NAME):
+            continue
+        if current.child_count == 0 or current.type.endswith(("identifier", "name")):
+            if current.text == wanted:
+                return current.start_point.row
+            if current.child_count == 0:
+                continue
+        stack.extend(reversed(current.children))
+    return node.start_point.row
+
+
+def node_text(node: Node | None) -> str:
+    return (node.text or b"").decode("utf-8", "replace") if node is not None else ""
+
+
+def named_decl(node: Node, kind: str, members: Node | None = None, is_type: bool = True) -> Decl | None:
+    name = node_text(node.child_by_field_name("name"))
+    return Decl(kind, (name,), members, is_type) if name else None
+
+
+def container_decl(node: Node, kind: str, is_type: bool = True) -> Decl | None:
+    return named_decl(node, kind, node.child_by_field_name("body"), is_type)
+
+
+# Python

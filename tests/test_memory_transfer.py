@@ -1,0 +1,64 @@
+"""The memory export's file format (index/memory/transfer.py) is data at
+rest: a file written by an earlier ctxls imports, and exports again byte for
+byte, into the SQLite backend (the PostgreSQL round trip is in
+tests/test_memory_postgres.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from ctxls.index.memory.transfer import EXPORT_FIELDS
+
+# Written by `ctxls memory export` before the format's names moved into one
+# table (commit e00ef70): a fact, an episode with meta and expiry, an ingested
+# document and a binary upload, and a recall's demand row.
+EARLIER_EXPORT = (
+    '{"type":"memory","scope":"alice","id":"creds","part":0,"kind":"fact","by":"agent","format":"text",'
+    '"symbol":null,"startLine":0,"endLine":0,"text":"alice password is secret-alice","meta":null,'
+    '"session":null,"createdAt":1796330367306,"occurredAt":1796330367306,"expiresAt":null}\n'
+    '{"type":"memory","scope":"alice","id":"ep","part":0,"kind":"episode","by":"human","format":"text",'
+    '"symbol":null,"startLine":0,"endLine":1,"text":"ünïcödé episode\\nline two",'
+    '"meta":"{\\"b\\":[1,{\\"z\\":null}]}","session":null,"createdAt":1796330367307,'
+    '"occurredAt":1700000000000,"expiresAt":99999999999999}\n'
+    '{"type":"memory","scope":"bob","id":"bob.md","part":0,"kind":"doc","by":"agent","format":"markdown",'
+    '"symbol":"bob","startLine":0,"endLine":2,"text":"# bob\\n\\nbob notes","meta":null,"session":null,'
+    '"createdAt":1796330367307,"occurredAt":1796330367307,"expiresAt":null}\n'
+    '{"type":"memory","scope":"bob","id":"blob.bin","part":0,"kind":"doc","by":"agent","format":"bin",'
+    '"symbol":null,"startLine":0,"endLine":0,"text":"blob.bin","meta":null,"session":null,'
+    '"createdAt":1796330367308,"occurredAt":1796330367308,"expiresAt":null}\n'
+    '{"type":"upload","scope":"bob","id":"blob.bin","filename":"blob.bin","mode":"blob","base64":"AAEC/w=="}\n'
+    '{"type":"upload","scope":"bob","id":"bob.md","filename":"bob.md","mode":"chunked",'
+    '"base64":"IyBib2IKCmJvYiBub3Rlcwo="}\n'
+    '{"type":"demand","path":"creds","kind":"fact","symbol":null,"action":"recall","scope":"alice",'
+    '"ts":1796330367318}\n'
+)
+
+CLI = [sys.executable, "-m", "ctxls.daemon.cli", "memory"]
+
+
+def test_an_earlier_export_imports_and_exports_again_byte_for_byte(tmp_path: Path):
+    db = str(tmp_path / "index.db")
+    imported = subprocess.run([*CLI, "import", "--db", db], input=EARLIER_EXPORT, capture_output=True,
+                              text=True, check=True)
+    assert "imported 7 records" in imported.stderr
+    exported = subprocess.run([*CLI, "export", "--db", db], capture_output=True, text=True, check=True)
+    assert exported.stdout == EARLIER_EXPORT
+
+
+def test_every_field_of_the_format_is_checked_on_import(tmp_path: Path):
+    """Each named field is required: a file missing one is refused, naming
+    its line, and nothing of it is written."""
+    db = str(tmp_path / "index.db")
+    first = json.loads(EARLIER_EXPORT.split("\n")[0])
+    assert [name for name, _ in EXPORT_FIELDS["memory"]] == [key for key in first if key != "type"]
+    for name in ("startLine", "createdAt", "expiresAt"):
+        broken = json.dumps({key: value for key, value in first.items() if key != name})
+        refused = subprocess.run([*CLI, "import", "--db", db], input=EARLIER_EXPORT + broken + "\n",
+                                 capture_output=True, text=True)
+        assert refused.returncode == 2 and "'line 8'" in refused.stderr, refused.stderr
+        assert "is missing or mistyped" in refused.stderr
+    assert subprocess.run([*CLI, "export", "--db", db], capture_output=True, text=True,
+                          check=True).stdout == ""
