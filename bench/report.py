@@ -124,16 +124,19 @@ def _result_block(result: Result) -> str:
     lines += [f"| {_cell(row['target'])} | {_cell(row['value'])} | {_cell(row.get('goal') or '–')} "
               f"| {_met(row)} |" for row in shown]
     more = len(data["rows"]) - len(shown)
-    lines += ["", _cell(_first_sentence(data["notes"]))
-              + (f" +{more} figure{'s' if more > 1 else ''} without a goal." if more else ""),
-              ""]
+    # A run that misses a goal says why (its notes' first sentence); the
+    # others' notes stay in the file.
+    said = [_first_sentence(data["notes"])] if any(r.get("met") is False for r in shown) else []
+    if more:
+        said.append(f"+{more} figure{'s' if more > 1 else ''} without a goal in the file.")
+    lines += ["", _cell(" ".join(said)), ""] if said else [""]
     return "\n".join(lines)
 
 
-# The page keeps each run's notes to their first sentence and its machine to a
+# The page keeps a run's notes to their first sentence and its machine to a
 # line's start (the file has them whole), so that one page holds every
 # target's current figure.
-NOTES_ON_PAGE = 90
+NOTES_ON_PAGE = 120
 MACHINE_ON_PAGE = 60
 
 

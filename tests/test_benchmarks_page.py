@@ -76,10 +76,14 @@ def test_a_bare_number_is_shown_as_it_is(tmp_path: Path):
 
 
 def test_a_missed_goal_is_marked_and_counted(tmp_path: Path):
-    write(tmp_path, "a", {**MINIMAL, "rows": [{"target": "p50", "value": "13 ms", "goal": "<= 8 ms", "met": False}]})
+    write(tmp_path, "a", {**MINIMAL, "rows": [{"target": "p50", "value": "13 ms", "goal": "<= 8 ms", "met": False}],
+                          "notes": "Loaded machine. Second sentence."})
+    write(tmp_path, "b", {**MINIMAL, "notes": "All met, said in the file only."})
     page = report.render(report.load_results(tmp_path))
     assert "| p50 | 13 ms | <= 8 ms | **no** |" in page
-    assert "1 rows; 1 miss their goal" in page
+    assert "2 rows; 1 miss their goal" in page
+    # A miss says why on the page; a run that meets its goals keeps its notes in the file.
+    assert "Loaded machine. (more in the file)" in page and "All met" not in page
 
 
 @pytest.mark.parametrize("broken, message", [
