@@ -468,3 +468,31 @@ def test_a_type_named_in_a_sentence_lends_its_boost_to_its_members(tmp_path: Pat
     # A symbol query still wants the type itself.
     assert lexical_search(conn, "code", "JoinSet", 1, RankingConfig())[0].symbol == "JoinSet"
     engine.close()
+
+
+def test_a_hit_says_which_features_made_its_score(engine: Engine) -> None:
+    # A symbol query's top hit is there by its definition; a test file's hit
+    # carries the test penalty that put it below the source.
+    top = lexical_search(engine.store.reader(), "code", "Session", 5, RankingConfig())
+    assert top[0].path == "pkg/session.py"
+    assert top[0].why[0].feature == "definition" and top[0].why[0].contribution > 0
+    hits = lexical_search(engine.store.reader(), "code", "session keeps cookies", 10, RankingConfig())
+    test_hit = next(h for h in hits if h.path.startswith("tests/"))
+    penalty = next(c for c in test_hit.why if c.feature == "test")
+    assert penalty.contribution < 0
+    assert all(abs(a.contribution) >= abs(b.contribution) for a, b in zip(test_hit.why, test_hit.why[1:]))
+    assert all(len(h.why) <= 5 for h in hits)
+
+
+def test_the_contributions_add_up_to_the_score() -> None:
+    # Three chunks of one file, one of another: BM25, coherence and per-file
+    # saturation make the scores, and each hit's contributions are those.
+    hits = [scored_chunk(1, "pkg/misc.py", 10.0), scored_chunk(2, "pkg/uploads.py", 8.0),
+            scored_chunk(3, "pkg/uploads.py", 7.5), scored_chunk(4, "tests/test_uploads.py", 7.0)]
+    ranked = rerank("retry the upload after a pause", hits, 4,
+                    replace(PriorConfig(), file_name_boost=0.0, definition_boost=0.0))
+    for hit in ranked:
+        assert sum(c.contribution for c in hit.why) == pytest.approx(hit.score)
+    second = next(h for h in ranked if h.chunk_id == 3)
+    assert {c.feature for c in second.why} == {"bm25", "saturation"}
+    assert {c.feature for c in next(h for h in ranked if h.chunk_id == 4).why} >= {"bm25", "test"}
