@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
+from collections.abc import Callable, Container, Iterable
 from typing import NamedTuple
 
 _TEST_FILE = re.compile(
@@ -85,9 +86,11 @@ def is_generated_path(path: str) -> bool:
     return _GENERATED.search(path) is not None
 
 
-# Compatibility copies: a folder of the old or shimmed API, or a file named so.
+# Compatibility copies: a folder of the old or shimmed API, or a file named so
+# (`compat.py`, `_compat.py`, `py3_compat.py`, `legacy.js`).
 _LEGACY = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"
-                     r"|(?:^|/)[^/]*_(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
+                     r"|(?:^|/)(?:[^/]*_)?(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
+_VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
 # Localized message tables (zod's `locales/en.ts`).
 _LOCALE_DIR = re.compile(r"(?:^|/)(?:locales?|translations?|l10n)(?:/|$)")
 # Files that often only re-export a package's names.
@@ -97,8 +100,34 @@ BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.
 
 def is_legacy_path(path: str) -> bool:
     """A compatibility copy: under a ``compat``/``legacy``/``deprecated``/
-    ``backports``/``old``/``obsolete`` folder or in a ``*_compat`` file."""
+    ``backports``/``old``/``obsolete`` folder or in a file named so
+    (``compat.py``, ``*_compat.*``). A ``vN/`` folder is one only beside the
+    newer code: :func:`superseded_paths`."""
     return _LEGACY.search(path) is not None
+
+
+def superseded_paths(paths: Iterable[str], indexed: Callable[[], Container[str]]) -> set[str]:
+    """Those of ``paths`` under a ``vN/`` folder that an older major version
+    kept beside the current code: a sibling ``vM/`` (M > N) is also among
+    ``paths`` (zod's ``v3/`` beside ``v4/``), or the same file exists outside
+    the version folder among ``indexed()``'s paths (pydantic's
+    ``pydantic/v1/main.py`` beside ``pydantic/main.py``); ``indexed`` is asked
+    only when a path has such a folder. A version folder with neither is the
+    code itself (a service's ``api/v1/``)."""
+    newest: dict[str, int] = {}
+    located: dict[str, tuple[str, int]] = {}
+    copies: set[str] = set()
+    known: Container[str] | None = None  # indexed(), once
+    for path in paths:
+        for match in _VERSION_DIR.finditer(path):
+            prefix, version = path[:match.start()], int(match.group(1))
+            newest[prefix] = max(newest.get(prefix, -1), version)
+            located[path] = (prefix, version)
+            outside = f"{prefix}/{path[match.end() + 1:]}" if prefix else path[match.end() + 1:]
+            known = indexed() if known is None else known
+            if outside in known:
+                copies.add(path)
+    return copies | {path for path, (prefix, version) in located.items() if version < newest[prefix]}
 
 
 class PathClass(NamedTuple):

@@ -17,8 +17,9 @@ from ctxls.index.tokenize import FILE_NAME_STOPWORDS, query_terms
 
 # One code name: qualified (a.b, A::b, a->b, A#b, A\b), or an identifier with a
 # capital, an underscore or a digit after its first character, or a leading
-# underscore, or a capitalised word. A plain lowercase word ("session") may be
-# a word or a name (QueryShape.word).
+# underscore, or a capitalised word, or any of these or a lower-case word
+# called (``parse()``). A plain lowercase word ("session") may be a word or a
+# name (QueryShape.word).
 _NAME = (r"[A-Za-z_$][\w$]*(?:(?:::|->|[.#\\])[A-Za-z_$][\w$]*)+"
          r"|_[\w$]*"
          r"|[A-Za-z$][\w$]*[A-Z_0-9][\w$]*"
@@ -90,7 +91,10 @@ def query_shape(query: str) -> QueryShape:
     text = declared_name(query)
     found = _WORD.findall(text)
     words = {word.lower() for word in found}
-    symbol = text.removesuffix("()") if _SYMBOL_QUERY.fullmatch(text) else None
+    bare = text.removesuffix("()")
+    # A lower-case word called (`parse()`) is a name, as any other name is.
+    called = bare != text and _PLAIN_WORD.fullmatch(bare) is not None
+    symbol = bare if _SYMBOL_QUERY.fullmatch(text) or called else None
     word = text if symbol is None and _PLAIN_WORD.fullmatch(text) else None
     embedded: tuple[str, ...] = ()
     if symbol is None and word is None:

@@ -10,7 +10,7 @@ vector; BM25 restricted to the candidate rows), scales each side to 0..1 over
 the candidates and fuses ``dense_weight * cosine' + (1 - dense_weight) * bm25'``
 (``fused_scores``). Hybrid scores are therefore relative to the query's
 candidates: the best candidate on both sides scores 1. A query that is one
-identifier (``is_identifier_query``) gives the cosine a smaller share: the
+identifier (``query.is_identifier_query``) gives the cosine a smaller share: the
 name is the best evidence there is. A chunk still waiting
 for its vector gets the median cosine of the others, so it neither wins nor
 vanishes on that account. docs/decisions.md records the fusion and weights chosen
@@ -29,7 +29,7 @@ from ctxls.index.recall_features import RecallFeatures, add_coherence, add_file_
 from ctxls.index.recall_scorer import Contribution, PriorConfig, RecallScorer, fuse, select
 from ctxls.index.store import (FTS_TABLE_BY_KIND, Connection, connection_cache, file_term_count,
                                fts_generation, paths_generation)
-from ctxls.index.tokenize import fts_match_expression, is_identifier_query
+from ctxls.index.tokenize import fts_match_expression
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,7 +58,7 @@ class RankingConfig:
     fusion: str = "min-max"
     dense_weight: float = 0.6
     fusion_pool: int = 30
-    # The cosine share when the query is one identifier (is_identifier_query):
+    # The cosine share when the query is one identifier (query.is_identifier_query):
     # the name itself is the best evidence. Best on the dev set's name queries.
     identifier_dense_weight: float = 0.2
     # The scorer's weights over the feature records and the selection's
@@ -450,7 +450,7 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
     if dense_only:
         weight = 1.0
     else:
-        weight = config.identifier_dense_weight if is_identifier_query(shape.text) else config.dense_weight
+        weight = config.identifier_dense_weight if shape.identifier else config.dense_weight
 
     def search(depth: int) -> list[ScoredChunk]:
         candidates = hybrid_candidates(conn, kind, vector.result, [] if dense_only else terms,

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ctxls.index.paths import path_class
+from ctxls.index.paths import path_class, superseded_paths
 from ctxls.index.query import NAME_SEPARATORS, QueryShape
 from ctxls.index.store import Connection, connection_cache, paths_generation
 
@@ -51,9 +51,6 @@ class RecallFeatures:
 
 # --- path classes ----------------------------------------------------------------
 
-_VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
-
-
 def _penalised_classes(path: str, shape: QueryShape, superseded: bool) -> tuple[str, ...]:
     """The classes of ``path`` the ranking puts after first-party code, in
     the scorer's order, less those the query asks for ("the test for ...")."""
@@ -66,29 +63,6 @@ def _penalised_classes(path: str, shape: QueryShape, superseded: bool) -> tuple[
         ("stub", kind.stub),
         ("barrel", kind.barrel),
         ("locale", kind.locale and not shape.wants_locales)) if applies)
-
-
-def _superseded_paths(paths: set[str], indexed: Callable[[], dict[str, int]]) -> set[str]:
-    """Paths under a ``vN/`` folder that an older major version kept beside
-    the current code: a sibling ``vM/`` (M > N) is also among ``paths``
-    (zod's ``v3/`` beside ``v4/``), or the same file exists outside the
-    version folder among ``indexed()``'s paths (pydantic's
-    ``pydantic/v1/main.py`` beside ``pydantic/main.py``); ``indexed`` is
-    asked only when a path has such a folder."""
-    newest: dict[str, int] = {}
-    located: dict[str, tuple[str, int]] = {}
-    copies: set[str] = set()
-    known: dict[str, int] | None = None  # indexed(), once
-    for path in paths:
-        for match in _VERSION_DIR.finditer(path):
-            prefix, version = path[:match.start()], int(match.group(1))
-            newest[prefix] = max(newest.get(prefix, -1), version)
-            located[path] = (prefix, version)
-            outside = f"{prefix}/{path[match.end() + 1:]}" if prefix else path[match.end() + 1:]
-            known = indexed() if known is None else known
-            if outside in known:
-                copies.add(path)
-    return copies | {path for path, (prefix, version) in located.items() if version < newest[prefix]}
 
 
 # --- definitions -------------------------------------------------------------------
@@ -307,7 +281,7 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
         named = index.name_counts(shape.words)
         for hit in by_id.values():
             hit.features.file_name = named.get(index.ids.get(hit.path, -1), 0)
-    superseded = _superseded_paths({hit.path for hit in by_id.values()}, lambda: path_index(conn).ids)
+    superseded = superseded_paths({hit.path for hit in by_id.values()}, lambda: path_index(conn).ids)
     for hit in by_id.values():
         hit.features.path_classes = _penalised_classes(hit.path, shape, hit.path in superseded)
         hit.features.tiny = hit.end_line - hit.start_line < 2 and hit.symbol_kind != "window"

@@ -1,6 +1,7 @@
 import pytest
 
-from ctxls.index.tokenize import declared_name, expand_tokens, fts_match_expression, is_identifier_query, query_terms
+from ctxls.index.query import declared_name, is_identifier_query
+from ctxls.index.tokenize import expand_tokens, fts_match_expression, query_terms
 
 
 def check(text: str, expected: list[str]) -> None:
@@ -53,7 +54,8 @@ def test_match_expression_quotes_every_term():
 
 
 @pytest.mark.parametrize("query", ["make_response", "Flask.make_response", "fmt::format",
-                                   "parse()", "  HTTPAdapter  ", "_private"])
+                                   "parse()", "  HTTPAdapter  ", "_private", "session", "$httpProvider",
+                                   "node->next", "Foo#bar", "class Session"])
 def test_one_code_name_is_an_identifier_query(query):
     assert is_identifier_query(query)
 
