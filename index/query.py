@@ -1,8 +1,9 @@
 """Query analysis: what a recall query asks for, read once.
 
-One answer to "is this query one code name?" for every reader: recall's
-fusion weight and definition boost (index/ranking.py, index/recall_features.py),
-the hit narrowed to the definition a query names (index/symbols.py). The
+One answer to "is this query one code name?" (``QueryShape.identifier``) for
+every reader: recall's fusion weight and definition feature (index/ranking.py,
+index/recall_features.py), the hit narrowed to the definition a query names
+(index/symbols.py). The
 query's words, the path classes it asks for ("the test for ...") and its
 BM25 terms come with it.
 """
@@ -82,7 +83,10 @@ class QueryShape:
 
     @property
     def identifier(self) -> str | None:
-        """The one code name the query is (a symbol or a lower-case word), else None."""
+        """The one code name the query is (a symbol or a lower-case word:
+        ``make_response``, ``Flask.make_response``, ``fmt::format``,
+        ``parse()``, ``session``), else None: a sentence, whose caller wants
+        its meaning, not a name."""
         return self.symbol or self.word
 
 
@@ -105,8 +109,3 @@ def query_shape(query: str) -> QueryShape:
                       bool(words & _LEGACY_WORDS), bool(words & _LOCALE_WORDS),
                       tuple(query_terms(text)))
 
-
-def is_identifier_query(query: str) -> bool:
-    """One code name (``make_response``, ``Flask.make_response``, ``fmt::format``,
-    ``parse()``, ``session``), not a sentence: the caller wants that name, not its meaning."""
-    return query_shape(query).identifier is not None

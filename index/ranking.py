@@ -10,7 +10,7 @@ vector; BM25 restricted to the candidate rows), scales each side to 0..1 over
 the candidates and fuses ``dense_weight * cosine' + (1 - dense_weight) * bm25'``
 (``fused_scores``). Hybrid scores are therefore relative to the query's
 candidates: the best candidate on both sides scores 1. A query that is one
-identifier (``query.is_identifier_query``) gives the cosine a smaller share: the
+identifier (``QueryShape.identifier``) gives the cosine a smaller share: the
 name is the best evidence there is. A chunk still waiting
 for its vector gets the median cosine of the others, so it neither wins nor
 vanishes on that account. docs/decisions.md records the fusion and weights chosen
@@ -58,7 +58,7 @@ class RankingConfig:
     fusion: str = "min-max"
     dense_weight: float = 0.6
     fusion_pool: int = 30
-    # The cosine share when the query is one identifier (query.is_identifier_query):
+    # The cosine share when the query is one identifier (QueryShape.identifier):
     # the name itself is the best evidence. Best on the dev set's name queries.
     identifier_dense_weight: float = 0.2
     # The scorer's weights over the feature records and the selection's

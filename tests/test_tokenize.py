@@ -1,6 +1,6 @@
 import pytest
 
-from ctxls.index.query import declared_name, is_identifier_query
+from ctxls.index.query import declared_name, query_shape
 from ctxls.index.tokenize import expand_tokens, fts_match_expression, query_terms
 
 
@@ -57,13 +57,13 @@ def test_match_expression_quotes_every_term():
                                    "parse()", "  HTTPAdapter  ", "_private", "session", "$httpProvider",
                                    "node->next", "Foo#bar", "class Session"])
 def test_one_code_name_is_an_identifier_query(query):
-    assert is_identifier_query(query)
+    assert query_shape(query).identifier is not None
 
 
 @pytest.mark.parametrize("query", ["retry failed uploads", "make_response flask", "", "a.b.",
                                    "3d_model", "where is make_response?"])
 def test_sentences_and_fragments_are_not_identifier_queries(query):
-    assert not is_identifier_query(query)
+    assert query_shape(query).identifier is None
 
 
 def test_stems_are_right_when_threads_stem_at_once():
