@@ -496,3 +496,18 @@ def test_the_contributions_add_up_to_the_score() -> None:
     second = next(h for h in ranked if h.chunk_id == 3)
     assert {c.feature for c in second.why} == {"bm25", "saturation"}
     assert {c.feature for c in next(h for h in ranked if h.chunk_id == 4).why} >= {"bm25", "test"}
+
+
+@pytest.mark.parametrize(("path", "legacy"), [
+    ("pkg/compat.py", True), ("pkg/_compat.py", True), ("pkg/py3_compat.py", True),
+    ("pkg/legacy/store.py", True), ("pkg/backports/zoneinfo.py", True),
+    ("pkg/compatible.py", False), ("pkg/store.py", False), ("api/v1/users.py", False),
+])
+def test_recall_and_impact_agree_on_compatibility_copies(path: str, legacy: bool) -> None:
+    # One classifier (index/paths.py): recall's legacy penalty and impact's
+    # peripheral definitions are the same set.
+    from ctxls.impact.risk import is_peripheral_path
+    from ctxls.index.paths import path_class
+
+    assert path_class(path).legacy is legacy
+    assert is_peripheral_path(path) is legacy
