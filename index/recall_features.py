@@ -289,13 +289,11 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
     return list(by_id.values())
 
 
-def best_of_each_file(hits: list["ScoredChunk"], score: Callable[["ScoredChunk"], float]
-                      ) -> dict[str, "ScoredChunk"]:
-    """path -> its hit scoring highest by ``score`` (the first of equals)."""
+def best_of_each_file(hits: list["ScoredChunk"], values: list[float]) -> dict[str, "ScoredChunk"]:
+    """path -> its hit of the highest of ``values`` (one per hit; the first of equals)."""
     file_best: dict[str, "ScoredChunk"] = {}
     best: dict[str, float] = {}
-    for hit in hits:
-        value = score(hit)
+    for hit, value in zip(hits, values):
         if hit.path not in file_best or value > best[hit.path]:
             file_best[hit.path], best[hit.path] = hit, value
     return file_best
@@ -304,11 +302,12 @@ def best_of_each_file(hits: list["ScoredChunk"], score: Callable[["ScoredChunk"]
 def add_coherence(hits: list["ScoredChunk"], scorer: "RecallScorer") -> None:
     """Each file's best chunk gets its file's summed relevance: a file with
     several matching chunks is more likely the place."""
+    relevance = [scorer.relevance(hit.features) for hit in hits]
     file_sum: dict[str, float] = {}
-    for hit in hits:
-        file_sum[hit.path] = file_sum.get(hit.path, 0.0) + scorer.relevance(hit.features)
+    for hit, value in zip(hits, relevance):
+        file_sum[hit.path] = file_sum.get(hit.path, 0.0) + value
     scorer.coherence_top = max(file_sum.values(), default=0.0) or 1.0
-    for path, hit in best_of_each_file(hits, lambda h: scorer.relevance(h.features)).items():
+    for path, hit in best_of_each_file(hits, relevance).items():
         hit.features.coherence = file_sum[path]
 
 
@@ -324,11 +323,13 @@ def add_file_text(hits: list["ScoredChunk"], scorer: "RecallScorer", file_scores
     before them. Only the leading files can reach the list (the share is a
     fifth of the best score); each file read costs a few hundredths of a
     millisecond."""
-    prior = {hit.path: scorer.path_prior(hit.features) for hit in hits}
-    file_best = best_of_each_file(hits, lambda h: scorer.before_file_text(h.features))
-    leaders = sorted(file_best, key=lambda path: -scorer.before_file_text(file_best[path].features))
+    before = [scorer.before_file_text(hit.features) for hit in hits]
+    file_best = best_of_each_file(hits, before)
+    score_of = {id(hit): value for hit, value in zip(hits, before)}
+    leaders = sorted(file_best, key=lambda path: -score_of[id(file_best[path])])
     texts = file_scores(set(leaders[:FILE_TEXT_CANDIDATES]))
     for path, score in texts.items():
-        file_best[path].features.file_text = prior[path] * score
-    scorer.set_file_text_scale(max((prior[path] * score for path, score in texts.items()), default=0.0),
-                               max(scorer.before_file_text(hit.features) for hit in hits))
+        hit = file_best[path]
+        hit.features.file_text = scorer.path_prior(hit.features) * score
+    scorer.set_file_text_scale(max((file_best[path].features.file_text for path in texts), default=0.0),
+                               max(before))
