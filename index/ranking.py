@@ -66,7 +66,7 @@ class RankingConfig:
     priors: PriorConfig = PriorConfig()
 
 
-@dataclass
+@dataclass(slots=True)
 class ScoredChunk:
     chunk_id: int
     path: str
@@ -79,10 +79,16 @@ class ScoredChunk:
     score: float
     text: str
     embed_hash: str
-    # A recall candidate's evidence (recall_features) and, once selected, the
-    # features that made its score, largest first (recall_scorer).
+    # A recall candidate's evidence (recall_features) and the scorer that
+    # scored it (None: not scored by recall's scorer).
     features: RecallFeatures = field(default_factory=RecallFeatures)
-    why: list[Contribution] = field(default_factory=list)
+    scorer: RecallScorer | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def why(self) -> list[Contribution]:
+        """The features that made its score, largest first (asked of the hits
+        answered only: the scorer keeps what it needs)."""
+        return self.scorer.contributions(self) if self.scorer is not None else []
 
 
 _CHUNK_COLUMNS = ("c.id, f.path, c.kind, c.language, c.symbol, c.start_line, c.end_line, c.text, "
@@ -324,15 +330,17 @@ def rank_candidates(conn: Connection, kind: str, shape: QueryShape, hits: list[S
     scorer = RecallScorer(priors, shape, dense_weight, config.import_boost)
     scorer.set_scale(max((scorer.relevance(hit.features) for hit in hits), default=0.0) or 1.0)
     hits = with_features(conn, kind, shape, hits, priors, fetch_rows)
+    relevance = [scorer.relevance(hit.features) for hit in hits]
     if priors.coherence_boost > 0 and hits:
-        add_coherence(hits, scorer)
+        add_coherence(hits, relevance, scorer)
+    penalised = [scorer.penalised(hit.features, value) for hit, value in zip(hits, relevance)]
     if priors.file_text_boost > 0 and file_scores is not None and hits and shape.identifier is None:
-        add_file_text(hits, scorer, file_scores)
-    for hit in hits:
-        hit.score = scorer.score(hit.features)
+        add_file_text(hits, penalised, scorer, file_scores)
+    for hit, value in zip(hits, penalised):
+        hit.score = scorer.score(hit.features, value)
     top = select(hits, n, priors)
     for hit in top:
-        hit.why = scorer.contributions(hit)
+        hit.scorer = scorer
     return top
 
 

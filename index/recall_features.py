@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ctxls.index.recall_scorer import PriorConfig, RecallScorer
 
 
-@dataclass
+@dataclass(slots=True)
 class RecallFeatures:
     """Everything recall knows about one candidate, before any score."""
     bm25: float = 0.0  # lexical: the chunk's BM25; hybrid: min-max scaled over the candidates
@@ -282,8 +282,11 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
         for hit in by_id.values():
             hit.features.file_name = named.get(index.ids.get(hit.path, -1), 0)
     superseded = superseded_paths({hit.path for hit in by_id.values()}, lambda: path_index(conn).ids)
+    classes: dict[str, tuple[str, ...]] = {}
     for hit in by_id.values():
-        hit.features.path_classes = _penalised_classes(hit.path, shape, hit.path in superseded)
+        if hit.path not in classes:
+            classes[hit.path] = _penalised_classes(hit.path, shape, hit.path in superseded)
+        hit.features.path_classes = classes[hit.path]
         hit.features.tiny = hit.end_line - hit.start_line < 2 and hit.symbol_kind != "window"
         hit.features.module = hit.symbol_kind == "module"
     return list(by_id.values())
@@ -299,10 +302,9 @@ def best_of_each_file(hits: list["ScoredChunk"], values: list[float]) -> dict[st
     return file_best
 
 
-def add_coherence(hits: list["ScoredChunk"], scorer: "RecallScorer") -> None:
-    """Each file's best chunk gets its file's summed relevance: a file with
-    several matching chunks is more likely the place."""
-    relevance = [scorer.relevance(hit.features) for hit in hits]
+def add_coherence(hits: list["ScoredChunk"], relevance: list[float], scorer: "RecallScorer") -> None:
+    """Each file's best chunk gets its file's summed ``relevance`` (one per
+    hit): a file with several matching chunks is more likely the place."""
     file_sum: dict[str, float] = {}
     for hit, value in zip(hits, relevance):
         file_sum[hit.path] = file_sum.get(hit.path, 0.0) + value
@@ -316,20 +318,20 @@ def add_coherence(hits: list["ScoredChunk"], scorer: "RecallScorer") -> None:
 FILE_TEXT_CANDIDATES = 20
 
 
-def add_file_text(hits: list["ScoredChunk"], scorer: "RecallScorer", file_scores) -> None:
-    """Each leading file's best chunk gets its whole file's text score
-    (``file_scores(paths)``: path -> score) times its path prior. After the
-    priors: the files set gained 0.012 hybrid this way, 0.006 when added
-    before them. Only the leading files can reach the list (the share is a
-    fifth of the best score); each file read costs a few hundredths of a
-    millisecond."""
-    before = [scorer.before_file_text(hit.features) for hit in hits]
-    file_best = best_of_each_file(hits, before)
-    score_of = {id(hit): value for hit, value in zip(hits, before)}
+def add_file_text(hits: list["ScoredChunk"], penalised: list[float], scorer: "RecallScorer",
+                  file_scores) -> None:
+    """Each leading file's best chunk (by ``penalised``, one per hit) gets its
+    whole file's text score (``file_scores(paths)``: path -> score) times its
+    path prior. After the priors: the files set gained 0.012 hybrid this
+    way, 0.006 when added before them. Only the leading files can reach the
+    list (the share is a fifth of the best score); each file read costs a
+    few hundredths of a millisecond."""
+    file_best = best_of_each_file(hits, penalised)
+    score_of = {id(hit): value for hit, value in zip(hits, penalised)}
     leaders = sorted(file_best, key=lambda path: -score_of[id(file_best[path])])
     texts = file_scores(set(leaders[:FILE_TEXT_CANDIDATES]))
     for path, score in texts.items():
         hit = file_best[path]
         hit.features.file_text = scorer.path_prior(hit.features) * score
     scorer.set_file_text_scale(max((file_best[path].features.file_text for path in texts), default=0.0),
-                               max(before))
+                               max(penalised))

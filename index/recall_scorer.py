@@ -101,12 +101,12 @@ class PriorConfig:
     # (set 4 by chunk, hybrid: dev 0.588 -> 0.598, test 0.626 -> 0.634).
     member_share: float = 1.0
 
-    def penalty(self, path_class: str) -> float:
-        """The factor of a path class (recall_features' class names)."""
+    def penalties(self) -> dict[str, float]:
+        """path class (recall_features' names) -> its factor."""
         return {"test": self.test_penalty, "example": self.example_penalty,
                 "legacy": self.compat_penalty, "vendored": self.vendored_penalty,
                 "stub": self.stub_penalty, "barrel": self.barrel_penalty,
-                "locale": self.locale_penalty}[path_class]
+                "locale": self.locale_penalty}
 
 
 NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0, locale_penalty=1.0,
@@ -137,11 +137,13 @@ class RecallScorer:
     ``dense_weight`` is the cosine's share (0: lexical, 1: cosine only). The
     boosts' scale is set once the text candidates are known (set_scale: their
     best relevance), the two place features' once their values are
-    (recall_features.add_coherence, add_file_text)."""
+    (recall_features.add_coherence, add_file_text). Each stage is asked once
+    per candidate, the next given the last's value (ranking.rank_candidates)."""
 
     def __init__(self, config: PriorConfig, shape: QueryShape, dense_weight: float,
                  import_boost: float) -> None:
         self.config = config
+        self.penalty = config.penalties()
         self.dense_weight = dense_weight
         self.import_boost = import_boost
         self.name_share = 1.0 if shape.symbol else config.word_share if shape.word else config.embedded_share
@@ -163,7 +165,9 @@ class RecallScorer:
         self.file_text_unit = self.config.file_text_boost * best_score / top if top > 0 else 0.0
 
     def _terms(self, f: "RecallFeatures") -> list[tuple[str, float, float]]:
-        """(feature, value, term) of relevance and coherence, in the order added."""
+        """(feature, value, term) of relevance and coherence, in the order
+        relevance() and penalised() add them (the contributions' split
+        of the same formula; tests/test_priors.py checks that they add up)."""
         w = self.dense_weight
         return [("cosine", f.cosine, w * f.cosine),
                 ("bm25", f.bm25, (1.0 - w) * f.bm25),
@@ -184,16 +188,18 @@ class RecallScorer:
     def path_prior(self, f: "RecallFeatures") -> float:
         prior = 1.0
         for name in f.path_classes:
-            prior *= self.config.penalty(name)
+            prior *= self.penalty[name]
         return prior
 
-    def before_file_text(self, f: "RecallFeatures") -> float:
-        score = (self.relevance(f) + self.coherence_unit * f.coherence / self.coherence_top) \
-            * self.path_prior(f)
+    def penalised(self, f: "RecallFeatures", relevance: float) -> float:
+        """``relevance`` (``relevance(f)``) with its file's coherence, times the
+        path and size penalties."""
+        score = (relevance + self.coherence_unit * f.coherence / self.coherence_top) * self.path_prior(f)
         return score * self.config.tiny_penalty if f.tiny else score
 
-    def score(self, f: "RecallFeatures") -> float:
-        return self.before_file_text(f) + self.file_text_unit * f.file_text
+    def score(self, f: "RecallFeatures", penalised: float) -> float:
+        """The score: ``penalised`` (``penalised(f, relevance(f))``) and the whole file's text."""
+        return penalised + self.file_text_unit * f.file_text
 
     def contributions(self, hit: "ScoredChunk") -> list[Contribution]:
         """What each feature added to ``hit.score`` (after selection), the
@@ -204,7 +210,7 @@ class RecallScorer:
         for name, value, term in self._terms(f):
             parts.append(Contribution(name, value, term))
             running += term
-        for name, factor in [(name, self.config.penalty(name)) for name in f.path_classes] \
+        for name, factor in [(name, self.penalty[name]) for name in f.path_classes] \
                 + ([("tiny", self.config.tiny_penalty)] if f.tiny else []):
             parts.append(Contribution(name, 1.0, running * (factor - 1.0)))
             running *= factor
@@ -215,9 +221,8 @@ class RecallScorer:
         placed = running + text + f.placed
         parts.append(Contribution("saturation", float(f.earlier_in_file),
                                   placed * (saturation(self.config, f.earlier_in_file) - 1.0)))
-        kept = [part for part in parts if part.contribution != 0.0]
-        kept.sort(key=lambda part: -abs(part.contribution))
-        return kept[:MAX_CONTRIBUTIONS]
+        return sorted((part for part in parts if part.contribution != 0.0),
+                      key=lambda part: -abs(part.contribution))[:MAX_CONTRIBUTIONS]
 
 
 # --- selection ---------------------------------------------------------------------------
