@@ -458,7 +458,7 @@ def quality_markdown(report: QualityReport) -> str:
         out += [_metrics_row(replace(r, name=f"{r.name}, {split}"), split, corpora)
                 for r in report.names]
     best = max(report.identifier_grid, key=lambda w: (round(report.identifier_grid[w], 6), -w))
-    out += ["", "Function-name queries are identifier queries (`is_identifier_query`): hybrid "
+    out += ["", "Function-name queries are identifier queries (`QueryShape.identifier`): hybrid "
             "uses `identifier_dense_weight` for them. Dev MRR@10 (mean over corpora) per weight: "
             + ", ".join(f"{w:g} → {m:.4f}" for w, m in report.identifier_grid.items())
             + f"; best {best:g}, default {report.defaults.identifier_dense_weight:g}."]

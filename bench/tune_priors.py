@@ -1,4 +1,4 @@
-"""Ablation and grid of the ranking priors (index/priors.py) on the code-search
+"""Ablation and grid of the ranking priors (index/recall_scorer.py) on the code-search
 dev set (bench/codesearch.py): each prior switched off alone, and a small grid
 of the main constants, scored by NDCG@10 (mean over languages) per query kind.
 
@@ -13,7 +13,7 @@ import argparse
 import sys
 from dataclasses import replace
 
-from ctxls.index.priors import NO_PRIORS, PriorConfig
+from ctxls.index.recall_scorer import NO_PRIORS, PriorConfig
 from ctxls.index.ranking import RankingConfig
 
 from codesearch import evaluate

@@ -124,6 +124,9 @@ def hit_json(hit: Hit, budget: BodyBudget) -> dict:
     if hit.definitions is not None:
         out["definitions"] = [{"symbol": d.symbol, "kind": d.kind, "startLine": d.start_line,
                                "endLine": d.end_line, "line": d.line} for d in hit.definitions]
+    if hit.why is not None:
+        out["why"] = [{"feature": c.feature, "value": round(c.value, 6),
+                       "contribution": round(c.contribution, 6)} for c in hit.why]
     return out
 
 

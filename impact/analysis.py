@@ -29,7 +29,8 @@ from dataclasses import dataclass, field, replace
 
 from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
-from ctxls.index.paths import is_test_path
+from ctxls.index.paths import is_test_path, superseded_paths
+from ctxls.index.recall_features import path_index
 
 from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
@@ -211,8 +212,10 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
         common = next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), min(len(here), len(there)))
         return 3, len(here) + len(there) - 2 * common
 
+    superseded = superseded_paths({d.path for d in definitions}, lambda: path_index(resolver.conn).ids)
     return sorted(definitions, key=lambda d: (exactness(d), proximity(d), is_test_path(d.path),
-                                              is_peripheral_path(d.path), -confirmed[d.key],
+                                              is_peripheral_path(d.path) or d.path in superseded,
+                                              -confirmed[d.key],
                                               d.path.count("/"), d.path, d.start_line))
 
 

@@ -21,11 +21,10 @@ always carries :data:`BLIND_SPOTS` (what the sweep cannot see, what
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ctxls.index.paths import is_vendored_path
+from ctxls.index.paths import path_class
 
 HIGH_CALLER_FILES = 5
 HIGH_CONFIRMED_SITES = 15
@@ -38,15 +37,13 @@ BLIND_SPOTS = ("the sweep sees names written in the code: calls through dynamic 
                "as is code outside this workspace; a confirmed caller is one whose import or "
                "receiver type leads to this definition, an unconfirmed one only might")
 
-# Examples, docs and compatibility copies beside the maintained code; vendored
-# trees are the shared classifier's (``ctxls.index.paths``).
-_PERIPHERAL_PATH = re.compile(
-    r"(^|/)(examples?|docs?|compat|_compat|legacy|deprecated|v1)(/|\.[^/]*$)")
-
-
 def is_peripheral_path(path: str) -> bool:
-    """Code beside the maintained one: examples, docs, compatibility copies, vendored code."""
-    return is_vendored_path(path) or bool(_PERIPHERAL_PATH.search(path))
+    """Code beside the maintained one: examples and docs, compatibility
+    copies, vendored or generated code (the shared classifier's classes,
+    ``ctxls.index.paths.path_class``; an old ``vN/`` copy is known among
+    several paths only: ``paths.superseded_paths``)."""
+    kind = path_class(path)
+    return kind.example or kind.legacy or kind.vendored
 
 
 @dataclass

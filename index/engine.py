@@ -41,6 +41,7 @@ from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search, term_counts
+from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
@@ -121,6 +122,9 @@ class Hit:
     # A file chunk's definitions (those whose name row lies in its lines),
     # in file order; None for written memory and line windows.
     definitions: list[Definition] | None = None
+    # A recall hit's largest feature contributions (recall_scorer.Contribution),
+    # largest first; None for written memory and other answers' hits.
+    why: list[Contribution] | None = None
 
     @property
     def wants_body(self) -> bool:
@@ -808,7 +812,8 @@ class Engine:
         return Hit(path=scored.path, uri=self.uri_for(scored.path), kind=scored.kind,
                    format=scored.language, score=round(scored.score, 6), symbol=scored.symbol,
                    start_line=scored.start_line, end_line=scored.end_line,
-                   end_character=len(last_line), body=scored.text if body else None)
+                   end_character=len(last_line), body=scored.text if body else None,
+                   why=scored.why or None)
 
     def current_text(self, path: str) -> str | None:
         """The truth for ``path``: its open buffer, else the file on disk

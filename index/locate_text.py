@@ -15,7 +15,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from ctxls.index.tokenize import QUERY_STOPWORDS
+from ctxls.index.tokenize import STOPWORDS
 
 @dataclass(frozen=True)
 class Frame:
@@ -451,7 +451,7 @@ def read_issue(text: str) -> IssueText:
 
     def meaningful(name: str) -> bool:
         last = name.split(".")[-1]
-        if last in _CODE_NOISE or last.isdigit() or last.lower() in QUERY_STOPWORDS:
+        if last in _CODE_NOISE or last.isdigit() or last.lower() in STOPWORDS:
             return False
         return len(last) >= 2 or last in imported_names  # `from django.db.models import Q`
 

@@ -1,6 +1,7 @@
-"""What a repository path is: a test, an example or doc, vendored code, generated code.
+"""What a repository path is: a test, an example or doc, vendored code, generated
+code, a compatibility copy, a localized message table, a type stub, a re-export barrel.
 
-One classifier, read by recall's priors, locate and impact's ranking, so the
+One classifier, read by recall's features, locate and impact's ranking, so the
 three agree on what is first-party code. Folder and file names, never the
 repository's own say (nothing inside the tree can mark itself first-party).
 """
@@ -8,7 +9,10 @@ repository's own say (nothing inside the tree can mark itself first-party).
 from __future__ import annotations
 
 import functools
+import posixpath
 import re
+from collections.abc import Callable, Container, Iterable
+from typing import NamedTuple
 
 _TEST_FILE = re.compile(
     r"(?:^|/)(?:test_[^/]*\.py|[^/]*_tests?\.(?:py|go|rb|c|cc|cpp|dart|lua)|conftest\.py"
@@ -80,3 +84,66 @@ def is_test_or_doc(path: str) -> bool:
 
 def is_generated_path(path: str) -> bool:
     return _GENERATED.search(path) is not None
+
+
+# Compatibility copies: a folder of the old or shimmed API, or a file named so
+# (`compat.py`, `_compat.py`, `py3_compat.py`, `legacy.js`).
+_LEGACY = re.compile(r"(?:^|/)(?:_?compat|legacy|deprecated|backports?|old|obsolete)(?:/|$)"
+                     r"|(?:^|/)(?:[^/]*_)?(?:compat|legacy|deprecated)(?:\.[^/]*)?$")
+_VERSION_DIR = re.compile(r"(?:^|/)v(\d+)(?=/)")
+# Localized message tables (zod's `locales/en.ts`).
+_LOCALE_DIR = re.compile(r"(?:^|/)(?:locales?|translations?|l10n)(?:/|$)")
+# Files that often only re-export a package's names.
+BARRELS = frozenset({"__init__.py", "index.ts", "index.js", "index.mjs", "index.tsx",
+                     "package-info.java", "mod.rs", "lib.rs", "doc.go"})
+
+
+def is_legacy_path(path: str) -> bool:
+    """A compatibility copy: under a ``compat``/``legacy``/``deprecated``/
+    ``backports``/``old``/``obsolete`` folder or in a file named so
+    (``compat.py``, ``*_compat.*``). A ``vN/`` folder is one only beside the
+    newer code: :func:`superseded_paths`."""
+    return _LEGACY.search(path) is not None
+
+
+def superseded_paths(paths: Iterable[str], indexed: Callable[[], Container[str]]) -> set[str]:
+    """Those of ``paths`` under a ``vN/`` folder that an older major version
+    kept beside the current code: a sibling ``vM/`` (M > N) is also among
+    ``paths`` (zod's ``v3/`` beside ``v4/``), or the same file exists outside
+    the version folder among ``indexed()``'s paths (pydantic's
+    ``pydantic/v1/main.py`` beside ``pydantic/main.py``); ``indexed`` is asked
+    only when a path has such a folder. A version folder with neither is the
+    code itself (a service's ``api/v1/``)."""
+    newest: dict[str, int] = {}
+    located: dict[str, tuple[str, int]] = {}
+    copies: set[str] = set()
+    known: Container[str] | None = None  # indexed(), once
+    for path in paths:
+        for match in _VERSION_DIR.finditer(path):
+            prefix, version = path[:match.start()], int(match.group(1))
+            newest[prefix] = max(newest.get(prefix, -1), version)
+            located[path] = (prefix, version)
+            outside = f"{prefix}/{path[match.end() + 1:]}" if prefix else path[match.end() + 1:]
+            known = indexed() if known is None else known
+            if outside in known:
+                copies.add(path)
+    return copies | {path for path, (prefix, version) in located.items() if version < newest[prefix]}
+
+
+class PathClass(NamedTuple):
+    test: bool
+    example: bool
+    legacy: bool
+    vendored: bool  # vendored or generated: another project's or a tool's code
+    stub: bool  # a TypeScript declaration file
+    barrel: bool
+    locale: bool
+
+
+@functools.lru_cache(maxsize=16384)
+def path_class(path: str) -> PathClass:
+    """Every class of a path at once, cached (recall meets the same paths again and again)."""
+    return PathClass(is_test_path(path), is_example_path(path), is_legacy_path(path),
+                     is_vendored_path(path) or is_generated_path(path),
+                     path.endswith(".d.ts"), posixpath.basename(path) in BARRELS,
+                     _LOCALE_DIR.search(path) is not None)

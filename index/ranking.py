@@ -10,7 +10,7 @@ vector; BM25 restricted to the candidate rows), scales each side to 0..1 over
 the candidates and fuses ``dense_weight * cosine' + (1 - dense_weight) * bm25'``
 (``fused_scores``). Hybrid scores are therefore relative to the query's
 candidates: the best candidate on both sides scores 1. A query that is one
-identifier (``is_identifier_query``) gives the cosine a smaller share: the
+identifier (``QueryShape.identifier``) gives the cosine a smaller share: the
 name is the best evidence there is. A chunk still waiting
 for its vector gets the median cosine of the others, so it neither wins nor
 vanishes on that account. docs/decisions.md records the fusion and weights chosen
@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ctxls.index.priors import PriorConfig, named_files, rerank
+from ctxls.index.query import QueryShape, query_shape
+from ctxls.index.recall_features import RecallFeatures, add_coherence, add_file_text, named_files, with_features
+from ctxls.index.recall_scorer import Contribution, PriorConfig, RecallScorer, fuse, select
 from ctxls.index.store import (FTS_TABLE_BY_KIND, Connection, connection_cache, file_term_count,
                                fts_generation, paths_generation)
-from ctxls.index.tokenize import declared_name, fts_match_expression, is_identifier_query, query_terms
+from ctxls.index.tokenize import fts_match_expression
 
 if TYPE_CHECKING:
     import numpy as np
@@ -56,15 +58,15 @@ class RankingConfig:
     fusion: str = "min-max"
     dense_weight: float = 0.6
     fusion_pool: int = 30
-    # The cosine share when the query is one identifier (is_identifier_query):
+    # The cosine share when the query is one identifier (QueryShape.identifier):
     # the name itself is the best evidence. Best on the dev set's name queries.
     identifier_dense_weight: float = 0.2
-    # Path priors, definition boost, file-name boost, per-file saturation
-    # (priors.py), applied to both rankings' candidates.
+    # The scorer's weights over the feature records and the selection's
+    # (recall_scorer.py), for both rankings' candidates.
     priors: PriorConfig = PriorConfig()
 
 
-@dataclass
+@dataclass(slots=True)
 class ScoredChunk:
     chunk_id: int
     path: str
@@ -77,6 +79,16 @@ class ScoredChunk:
     score: float
     text: str
     embed_hash: str
+    # A recall candidate's evidence (recall_features) and the scorer that
+    # scored it (None: not scored by recall's scorer).
+    features: RecallFeatures = field(default_factory=RecallFeatures)
+    scorer: RecallScorer | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def why(self) -> list[Contribution]:
+        """The features that made its score, largest first (asked of the hits
+        answered only: the scorer keeps what it needs)."""
+        return self.scorer.contributions(self) if self.scorer is not None else []
 
 
 _CHUNK_COLUMNS = ("c.id, f.path, c.kind, c.language, c.symbol, c.start_line, c.end_line, c.text, "
@@ -304,16 +316,43 @@ def _chunks_by_id(conn: Connection, ids) -> dict[int, tuple]:
     return {row[0]: row for row in rows}
 
 
-def _ranked(conn: Connection, kind: str, query: str, terms: list[str], hits: list[ScoredChunk],
-            n: int, config: RankingConfig) -> list[ScoredChunk]:
-    """The best ``n`` after the priors (ties break on path then line, so equal
-    scores always come back in one order); ``terms`` are ``query_terms(query)``."""
+def rank_candidates(conn: Connection, kind: str, shape: QueryShape, hits: list[ScoredChunk], n: int,
+                    config: RankingConfig, dense_weight: float, fetch_rows,
+                    file_scores=None) -> list[ScoredChunk]:
+    """The best ``n`` of the candidates ``hits`` (text features filled):
+    feature records, one scorer, selection (ties break on path then line, so
+    equal scores always come back in one order). ``fetch_rows(ids)`` turns
+    chunk ids into ScoredChunks; ``file_scores(paths)`` gives whole files'
+    text scores (path -> score); ``dense_weight`` is the cosine's share."""
+    priors = config.priors
+    if not hits and priors.definition_boost <= 0:
+        return []
+    scorer = RecallScorer(priors, shape, dense_weight, config.import_boost)
+    scorer.set_scale(max((scorer.relevance(hit.features) for hit in hits), default=0.0) or 1.0)
+    hits = with_features(conn, kind, shape, hits, priors, fetch_rows)
+    relevance = [scorer.relevance(hit.features) for hit in hits]
+    if priors.coherence_boost > 0 and hits:
+        add_coherence(hits, relevance, scorer)
+    penalised = [scorer.penalised(hit.features, value) for hit, value in zip(hits, relevance)]
+    if priors.file_text_boost > 0 and file_scores is not None and hits and shape.identifier is None:
+        add_file_text(hits, penalised, scorer, file_scores)
+    for hit, value in zip(hits, penalised):
+        hit.score = scorer.score(hit.features, value)
+    top = select(hits, n, priors)
+    for hit in top:
+        hit.scorer = scorer
+    return top
+
+
+def _ranked(conn: Connection, kind: str, shape: QueryShape, hits: list[ScoredChunk], n: int,
+            config: RankingConfig, dense_weight: float) -> list[ScoredChunk]:
+    """rank_candidates with the store's rows and files' text scores."""
     def fetch_rows(ids):
         return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
 
     def file_scores(paths):
-        return file_bm25(conn, kind, terms, paths)
-    return rerank(conn, kind, query, hits, n, config.priors, fetch_rows, file_scores)
+        return file_bm25(conn, kind, shape.terms, paths)
+    return rank_candidates(conn, kind, shape, hits, n, config, dense_weight, fetch_rows, file_scores)
 
 
 def file_bm25(conn: Connection, kind: str, terms: list[str], paths: set[str]) -> dict[str, float]:
@@ -382,20 +421,22 @@ def first_n(search: Callable[[int], list[ScoredChunk]], n: int, depth: int) -> l
 def lexical_search(conn: Connection, kind: str, query: str, n: int,
                    config: RankingConfig) -> list[ScoredChunk]:
     table = FTS_TABLE_BY_KIND.get(kind)
-    query = declared_name(query)
-    terms = query_terms(query)
+    shape = query_shape(query)
+    terms = shape.terms
     if table is None or not terms or n <= 0:
         return []
 
     def search(depth: int) -> list[ScoredChunk]:
-        # A pool deeper than the list: the priors and the import boost reorder it.
+        # A pool deeper than the list: the scorer and the import feature reorder it.
         scores = bm25_scores(conn, table, terms, config, limit=depth)
-        scores.update(bm25_of_files(conn, kind, terms, config, named_files(conn, query, config.priors)))
+        scores.update(bm25_of_files(conn, kind, terms, config, named_files(conn, shape, config.priors)))
         rows = _chunks_by_id(conn, scores)
-        hits = [_scored(row, scores[cid]) for cid, row in rows.items()]
+        hits = [_scored(row, 0.0) for row in rows.values()]
+        for hit in hits:
+            hit.features.bm25 = scores[hit.chunk_id]
         if config.import_boost:
-            _apply_import_boost(conn, hits, config)
-        return _ranked(conn, kind, query, terms, hits, depth, config)
+            _add_import_features(conn, hits, config)
+        return _ranked(conn, kind, shape, hits, depth, config, 0.0)
     return first_n(search, n, config.candidate_pool)
 
 
@@ -407,25 +448,30 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
     table = FTS_TABLE_BY_KIND.get(kind)
     if table is None or n <= 0:
         return []
-    query = declared_name(query)
+    shape = query_shape(query)
     # Embedded on the embedding thread while BM25 scans here. The files a
     # sentence names (lexical_search) are not added: the cosine side brings
     # the candidates BM25 lacks, and they only added noise to it (hand-written
     # files set, hybrid NDCG@10 0.790 -> 0.798; set 4 dev by file 0.852 -> 0.860).
-    vector = semantic.query_vector_soon(query)
-    terms = query_terms(query)
-    weight = config.identifier_dense_weight if is_identifier_query(query) else config.dense_weight
+    vector = semantic.query_vector_soon(shape.text)
+    terms = shape.terms
+    if dense_only:
+        weight = 1.0
+    else:
+        weight = config.identifier_dense_weight if shape.identifier else config.dense_weight
 
     def search(depth: int) -> list[ScoredChunk]:
         candidates = hybrid_candidates(conn, kind, vector.result, [] if dense_only else terms,
                                        depth, config, semantic)
         if candidates is None:
             return []
-        fused = fused_scores(candidates.lexical, candidates.dense, weight, dense_only,
-                             fusion=config.fusion)
-        return _ranked(conn, kind, query, terms,
-                       [_scored(candidates.rows[cid], score) for cid, score in fused.items()],
-                       depth, config)
+        hits = []
+        for cid, (bm25, cosine) in fusion_sides(candidates.lexical, candidates.dense, dense_only,
+                                                fusion=config.fusion).items():
+            hit = _scored(candidates.rows[cid], 0.0)
+            hit.features.bm25, hit.features.cosine = bm25, cosine
+            hits.append(hit)
+        return _ranked(conn, kind, shape, hits, depth, config, weight)
     return first_n(search, n, config.fusion_pool)
 
 
@@ -468,19 +514,20 @@ def hybrid_candidates(conn: Connection, kind: str,
 FUSIONS = ("linear", "min-max")
 
 
-def fused_scores(lexical: dict[int, float], dense: dict[int, float | None], dense_weight: float,
-                 dense_only: bool = False, coverage: dict[int, float] | None = None,
-                 fusion: str = "linear") -> dict[int, float]:
-    """The hybrid score of every candidate in ``dense`` (None: no vector yet,
-    which gets the median cosine; dropped when ``dense_only``, whose score is
-    the cosine itself). ``coverage`` (0..1 per candidate) scales its share of
-    BM25 after normalisation.
+def fusion_sides(lexical: dict[int, float], dense: dict[int, float | None], dense_only: bool = False,
+                 coverage: dict[int, float] | None = None,
+                 fusion: str = "linear") -> dict[int, tuple[float, float]]:
+    """(BM25 side, cosine side) of every candidate in ``dense`` (None: no
+    vector yet, which gets the median cosine; dropped when ``dense_only``,
+    whose cosine side is the cosine itself and BM25 side 0). ``coverage``
+    (0..1 per candidate) scales its share of BM25 after normalisation.
 
-    ``fusion`` "linear": ``w·cosine + (1-w)·bm25/max bm25``; "min-max": both
-    sides scaled to 0..1 over the candidates first, so the dense side's
-    narrow cosine range (~0.2-0.7 for MiniLM) weighs as much as BM25's."""
+    ``fusion`` "linear": the cosine, and BM25 over the best BM25; "min-max":
+    both sides scaled to 0..1 over the candidates first, so the dense side's
+    narrow cosine range (~0.2-0.7 for MiniLM) weighs as much as BM25's.
+    The hybrid score is recall_scorer.fuse of the two."""
     if dense_only:
-        return {cid: cosine for cid, cosine in dense.items() if cosine is not None}
+        return {cid: (0.0, cosine) for cid, cosine in dense.items() if cosine is not None}
     known = sorted(v for v in dense.values() if v is not None)
     fill = known[len(known) // 2] if known else 0.0
     cosines = {cid: fill if cosine is None else cosine for cid, cosine in dense.items()}
@@ -492,7 +539,17 @@ def fused_scores(lexical: dict[int, float], dense: dict[int, float | None], dens
         shares = {cid: share / top for cid, share in shares.items()}
     if coverage is not None:
         shares = {cid: share * coverage.get(cid, 0.0) for cid, share in shares.items()}
-    return {cid: dense_weight * cosines[cid] + (1.0 - dense_weight) * shares[cid] for cid in cosines}
+    return {cid: (shares[cid], cosines[cid]) for cid in cosines}
+
+
+def fused_scores(lexical: dict[int, float], dense: dict[int, float | None], dense_weight: float,
+                 dense_only: bool = False, coverage: dict[int, float] | None = None,
+                 fusion: str = "linear") -> dict[int, float]:
+    """The hybrid score of every candidate (fusion_sides fused; ``dense_only``:
+    the cosine itself)."""
+    weight = 1.0 if dense_only else dense_weight
+    return {cid: fuse(cosine, bm25, weight)
+            for cid, (bm25, cosine) in fusion_sides(lexical, dense, dense_only, coverage, fusion).items()}
 
 
 def _min_max(values: dict[int, float]) -> dict[int, float]:
@@ -504,11 +561,12 @@ def _min_max(values: dict[int, float]) -> dict[int, float]:
     return {key: (value - low) / (high - low) for key, value in values.items()}
 
 
-def _apply_import_boost(conn: Connection, hits: list[ScoredChunk],
-                        config: RankingConfig) -> None:
+def _add_import_features(conn: Connection, hits: list[ScoredChunk], config: RankingConfig) -> None:
+    """Each hit's ``imports`` feature: the best BM25 of one of the leading
+    files (boost_source_files) one import hop away, either way."""
     best_by_file: dict[str, float] = {}
     for hit in hits:
-        best_by_file[hit.path] = max(best_by_file.get(hit.path, 0.0), hit.score)
+        best_by_file[hit.path] = max(best_by_file.get(hit.path, 0.0), hit.features.bm25)
     sources = sorted(best_by_file, key=lambda p: -best_by_file[p])[:config.boost_source_files]
     if not sources:
         return
@@ -525,5 +583,4 @@ def _apply_import_boost(conn: Connection, hits: list[ScoredChunk],
             if far in best_by_file and far in sources and near != far:
                 neighbours[near] = max(neighbours.get(near, 0.0), best_by_file[far])
     for hit in hits:
-        if hit.path in neighbours:
-            hit.score += config.import_boost * neighbours[hit.path]
+        hit.features.imports = neighbours.get(hit.path, 0.0)

@@ -21,7 +21,8 @@ from ctxls.index.paths import is_test_path
 from ctxls.index.ranking import RankingConfig, ScoredChunk, _chunks_by_id, _scored, bm25_scores
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
-from ctxls.index.tokenize import declared_name, is_identifier_query, query_terms
+from ctxls.index.query import NAME_SEPARATORS, query_shape
+from ctxls.index.tokenize import query_terms
 
 # How a name query matches a definition, the closest first.
 MATCHES = ("exact", "prefix", "substring", "fuzzy")
@@ -215,10 +216,8 @@ def asked_names(query: str) -> set[str]:
     hit to the definition it mentions lost the one it describes (set 4 test
     by chunk: hybrid -0.007, every drop a description or concept query;
     docs/decisions.md, "Hits narrowed to the definition a query names")."""
-    text = declared_name(query)
-    if is_identifier_query(text):
-        return {text.strip().removesuffix("()").replace("::", ".").lower()}
-    return set()
+    name = query_shape(query).identifier
+    return {NAME_SEPARATORS.sub(".", name).lower()} if name else set()
 
 
 def named_definition(definitions: list[Definition], names: set[str]) -> Definition | None:

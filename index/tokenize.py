@@ -32,18 +32,21 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 MAX_TOKEN_CHARS = 48
 
 # Query-side only: words that carry no meaning in a natural-language question
-# about code. Documents keep them (BM25's IDF already discounts them there).
-QUERY_STOPWORDS = frozenset(
-    """a an and are as at be by can do does for from how i if in is it its of on or
-    our the this that to we what when where which who why with you your""".split()
+# about code (the one stop-word list: BM25's query terms, recall's file-name
+# matches, locate's reading of a message). Documents keep them (BM25's IDF
+# already discounts them there).
+STOPWORDS = frozenset(
+    """a an and are as at be by can do does for from how i if in is it its of on or our the
+    their then this that to was we what when where which who why with you your""".split()
 )
-# Words of a query that name no file when matched against file names (recall's
-# file-name boost, index/priors.py): the query stop words' kind, and the words
-# every question about code uses.
-FILE_NAME_STOPWORDS = frozenset(
-    "a an and are as at be by can do does for from get gets has have how if in into is it its not "
-    "of on or set the their then this to use used uses using was what when where which who why "
-    "with code function method class file".split())
+# Words a question about code uses that are code's words too (`into`,
+# `has_key`, `get`, `class`): query terms, since a chunk holding them may be
+# the one (with has/have/into/not dropped too, set 4's Rust lexical NDCG@10
+# fell 0.005 dev, 0.008 test: `into`), but they name no file (recall's
+# file-name feature).
+CODE_QUESTION_WORDS = frozenset(
+    "get gets set has have into not use used uses using code function method class file".split())
+FILE_NAME_STOPWORDS = STOPWORDS | CODE_QUESTION_WORDS
 
 
 _STEMMER = snowballstemmer.stemmer("english")
@@ -63,7 +66,7 @@ def stem(word: str) -> str:
 
 
 # expand_tokens() yields stems: "does" arrives as "doe".
-_STEMMED_STOPWORDS = QUERY_STOPWORDS | {stem(w) for w in QUERY_STOPWORDS}
+_STEMMED_STOPWORDS = STOPWORDS | {stem(w) for w in STOPWORDS}
 
 
 def _word_parts(word: str) -> list[str]:
@@ -122,36 +125,6 @@ def query_terms(query: str) -> list[str]:
         for token in tokens:
             seen.setdefault(token)
     return list(seen)
-
-
-_IDENTIFIER_QUERY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?")
-# "struct Runtime", "fn spawn_blocking", "class Session": a name asked for
-# with the keyword that declares it. Keywords that are also English words
-# ("type checking", "module loading") only count before a name no sentence
-# has: a capital, an underscore or a digit after its first letter, or a
-# qualified name.
-_DECLARATION_QUERY = re.compile(
-    r"(?:(?:fn|func|def|defn|fun)\s+(?P<any>[A-Za-z_$][\w$]*(?:(?:::|->|[.#])[A-Za-z_$][\w$]*)*)"
-    r"|(?:class|struct|enum|trait|interface|type|typedef|function|impl|mod|module|union|record"
-    r"|protocol|object|macro|const|let|var|package|namespace)\s+"
-    r"(?P<named>[A-Za-z_$][\w$]*(?:(?:::|->|[.#])[A-Za-z_$][\w$]*)+"
-    r"|_[\w$]*|[A-Za-z$][\w$]*[A-Z_0-9][\w$]*|[A-Z][\w$]*))(?:\(\))?")
-
-
-def declared_name(query: str) -> str:
-    """The name a "<declaring keyword> <name>" query asks for, else the query
-    (stripped): such a query wants the definition, and is ranked as the bare
-    name is (the keyword, in every chunk of its kind, only adds noise to
-    BM25 and to the query's embedding)."""
-    text = query.strip()
-    found = _DECLARATION_QUERY.fullmatch(text)
-    return (found.group("any") or found.group("named")) if found else text
-
-
-def is_identifier_query(query: str) -> bool:
-    """One code name (``make_response``, ``Flask.make_response``, ``fmt::format``,
-    ``parse()``), not a sentence: the caller wants that name, not its meaning."""
-    return _IDENTIFIER_QUERY.fullmatch(query.strip()) is not None
 
 
 def fts_match_expression(terms: list[str]) -> str:

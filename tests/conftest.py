@@ -66,12 +66,14 @@ SAMPLE_FILES = {
 
 
 def scored_chunk(chunk_id: int, path: str, score: float):
-    """A ranked code chunk of ``path`` for the ranking's plain functions."""
+    """A code chunk of ``path`` for the ranking's plain functions: a lexical
+    candidate whose BM25 is ``score``."""
     from ctxls.index.ranking import ScoredChunk
+    from ctxls.index.recall_features import RecallFeatures
 
     return ScoredChunk(chunk_id=chunk_id, path=path, kind="code", language="python", symbol=None,
                        symbol_kind="function", start_line=10 * chunk_id, end_line=10 * chunk_id + 8,
-                       score=score, text="", embed_hash="")
+                       score=score, text="", embed_hash="", features=RecallFeatures(bm25=score))
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> None:

@@ -84,6 +84,8 @@ def test_serve_on_a_unix_socket_with_a_prewarmed_root(repo: Path, tmp_path: Path
         # Indexed before the client came; only vectors may still be on their way.
         assert "indexing" not in recall["result"].get("partialReason", "")
         assert recall["result"]["hits"][0]["chunk"]["symbol"] == "send_prepared"
+        # It says why: the definition the query names (recall_scorer's contributions).
+        assert "definition" in [c["feature"] for c in recall["result"]["hits"][0]["why"]]
         # A second `make run` on the served root: who serves it, its example, exit 0.
         again = run("serve", "--root", str(repo), "--socket", str(sock), "--example", "send_prepared")
         assert again.returncode == 0, again.stderr

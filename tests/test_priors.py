@@ -1,4 +1,5 @@
-"""Ranking priors (index/priors.py) through the library's recall: each prior
+"""Recall's features and scorer (index/recall_features.py, index/recall_scorer.py)
+through the library's recall: each prior
 is shown to change a ranking it is meant to change, and to step aside when the
 query asks for what it demotes."""
 
@@ -11,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.priors import (NO_PRIORS, PriorConfig, _definition_tier, _path_index, _PathWordIndex, is_test_path,
-                                named_files, query_shape, rerank)
-from ctxls.index.ranking import RankingConfig, ScoredChunk, file_bm25, lexical_search
+from ctxls.index.paths import is_test_path
+from ctxls.index.query import query_shape
+from ctxls.index.ranking import RankingConfig, ScoredChunk, file_bm25, lexical_search, rank_candidates
+from ctxls.index.recall_features import PathWordIndex, definition_tier, named_files, path_index
+from ctxls.index.recall_scorer import NO_PRIORS, PriorConfig
 from ctxls.index.tokenize import query_terms
 
 from conftest import scored_chunk
@@ -131,8 +134,15 @@ def _bare_store() -> sqlite3.Connection:
     return conn
 
 
+def rerank(query: str, hits: list[ScoredChunk], n: int, config: PriorConfig,
+           file_scores=None) -> list[ScoredChunk]:
+    """The lexical ranking's scorer and selection over ``hits`` (their BM25 set)."""
+    return rank_candidates(_bare_store(), "code", query_shape(query), hits, n,
+                           RankingConfig(priors=config), 0.0, lambda ids: [], file_scores)
+
+
 def _top_paths(hits: list[ScoredChunk], config: PriorConfig, n: int = 3) -> list[str]:
-    ranked = rerank(_bare_store(), "code", "retry the upload after a pause", hits, n, config, lambda ids: [])
+    ranked = rerank("retry the upload after a pause", hits, n, config)
     return [h.path for h in ranked]
 
 
@@ -164,8 +174,7 @@ def test_a_module_header_places_its_file_but_the_files_code_is_shown_first() -> 
     config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0, file_name_boost=0.0)
 
     def ranked(config: PriorConfig) -> list[tuple[str, int]]:
-        return [(h.path, h.chunk_id) for h in rerank(_bare_store(), "code", "real client address", hits(),
-                                                      4, config, lambda ids: [])]
+        return [(h.path, h.chunk_id) for h in rerank("real client address", hits(), 4, config)]
     # The file keeps the header's place, shown by its code; a header alone in
     # its file stays; the header itself comes after the file's code.
     assert ranked(config) == [("mw/realip.go", 2), ("mw/proxy.go", 3), ("mw/strip.go", 4),
@@ -178,9 +187,8 @@ def test_a_long_definition_is_listed_once_by_its_best_window() -> None:
     # of curl's top ten for a cookie question.
     windows = [replace(scored_chunk(i, "lib/cookie.c", 10.0 - i), start_line=130 * i, end_line=130 * i + 149)
                for i in range(1, 4)]
-    ranked = rerank(_bare_store(), "code", "Curl_cookie_add", windows
-                    + [scored_chunk(9, "lib/cookie.h", 1.0)], 3,
-                    replace(PriorConfig(), definition_boost=0.0, coherence_boost=0.0), lambda ids: [])
+    ranked = rerank("Curl_cookie_add", windows + [scored_chunk(9, "lib/cookie.h", 1.0)], 3,
+                    replace(PriorConfig(), definition_boost=0.0, coherence_boost=0.0))
     assert [(h.path, h.start_line) for h in ranked] == [("lib/cookie.c", 130), ("lib/cookie.h", 90)]
 
 
@@ -192,8 +200,7 @@ def test_a_file_whose_whole_text_keeps_to_the_question_outranks_one_lucky_chunk(
     def ranked(query: str, config: PriorConfig) -> list[str]:
         hits = [scored_chunk(1, "pkg/misc.py", 10.0), scored_chunk(2, "pkg/uploads.py", 9.0),
                 scored_chunk(3, "tests/test_uploads.py", 9.5)]
-        return [h.path for h in rerank(_bare_store(), "code", query, hits, 3, config, lambda ids: [],
-                                       lambda paths: {p: text_scores[p] for p in paths})]
+        return [h.path for h in rerank(query, hits, 3, config, lambda paths: {p: text_scores[p] for p in paths})]
     assert ranked("retry the upload after a pause", replace(config, file_text_boost=0.0))[0] == "pkg/misc.py"
     # The test file's text matches best, but its boost takes its path prior too.
     assert ranked("retry the upload after a pause", config)[:2] == ["pkg/uploads.py", "pkg/misc.py"]
@@ -248,7 +255,7 @@ def _repo_naming_no_helpers(tmp_path: Path, *more: str) -> tuple[Engine, sqlite3
     engine = Engine(tmp_path, EngineOptions(db_path=str(tmp_path / "db" / "index.db")))
     engine.cold_index()
     conn = engine.store.reader()
-    assert named_files(conn, QUERY_FOR_HELPERS, PriorConfig()) == []
+    assert named_files(conn, query_shape(QUERY_FOR_HELPERS), PriorConfig()) == []
     return engine, conn
 
 
@@ -261,7 +268,7 @@ def test_the_files_a_query_names_follow_the_index(tmp_path: Path) -> None:
         (tmp_path / "pkg/upload_helpers.py").write_text("def backoff(attempt):\n    return 2 ** attempt\n")
         engine.index()
         file_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/upload_helpers.py'").fetchone()[0]
-        assert named_files(conn, query, PriorConfig()) == [file_id]
+        assert named_files(conn, query_shape(query), PriorConfig()) == [file_id]
     finally:
         engine.close()
 
@@ -272,10 +279,10 @@ def test_the_path_words_follow_a_file_given_a_deleted_files_id_and_outlive_other
     engine, conn = _repo_naming_no_helpers(tmp_path, "zz_old.py")
     query = QUERY_FOR_HELPERS
     try:
-        words = _path_index(conn)
+        words = path_index(conn)
         # A buffer edit commits, but every path stays: the same index serves.
         assert engine.set_buffer("pkg/client.py", "def send(request):\n    return None\n")
-        assert _path_index(conn) is words
+        assert path_index(conn) is words
         old_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/zz_old.py'").fetchone()[0]
         (tmp_path / "pkg/zz_old.py").unlink()
         engine.index()
@@ -283,14 +290,14 @@ def test_the_path_words_follow_a_file_given_a_deleted_files_id_and_outlive_other
         engine.index()
         file_id = conn.execute("SELECT id FROM files WHERE path = 'pkg/upload_helpers.py'").fetchone()[0]
         assert file_id == old_id  # as many files as before, the same highest id
-        assert named_files(conn, query, PriorConfig()) == [file_id]
+        assert named_files(conn, query_shape(query), PriorConfig()) == [file_id]
     finally:
         engine.close()
 
 
 def test_a_camel_case_query_word_names_a_file_through_its_parts() -> None:
     words = query_shape("toString builder for readable descriptions").words
-    index = _PathWordIndex([(1, "src/ToStringBuilder.java")])
+    index = PathWordIndex([(1, "src/ToStringBuilder.java")])
     assert index.name_counts(words) == {1: 2}
     assert index.name_counts(frozenset({"tostring"})) == {}
 
@@ -413,9 +420,9 @@ def test_an_implementation_ranks_above_its_overload_signatures(tmp_path: Path) -
 
 def test_a_constructor_answers_a_class_name_less_than_the_class_or_a_method() -> None:
     # commons-lang's `Validate()` constructor outranked `class Validate` for "Validate".
-    cls = _definition_tier("Validate", "class", "Validate")
-    function = _definition_tier("validate", "function", "Validate")  # another case: 0.6
-    constructor = _definition_tier("Validate.Validate", "method", "Validate")
+    cls = definition_tier("Validate", "class", "Validate")
+    function = definition_tier("validate", "function", "Validate")  # another case: 0.6
+    constructor = definition_tier("Validate.Validate", "method", "Validate")
     assert cls == 1.0 and constructor < 0.5 * cls and constructor < function
 
 
@@ -461,3 +468,46 @@ def test_a_type_named_in_a_sentence_lends_its_boost_to_its_members(tmp_path: Pat
     # A symbol query still wants the type itself.
     assert lexical_search(conn, "code", "JoinSet", 1, RankingConfig())[0].symbol == "JoinSet"
     engine.close()
+
+
+def test_a_hit_says_which_features_made_its_score(engine: Engine) -> None:
+    # A symbol query's top hit is there by its definition; a test file's hit
+    # carries the test penalty that put it below the source.
+    top = lexical_search(engine.store.reader(), "code", "Session", 5, RankingConfig())
+    assert top[0].path == "pkg/session.py"
+    assert top[0].why[0].feature == "definition" and top[0].why[0].contribution > 0
+    hits = lexical_search(engine.store.reader(), "code", "session keeps cookies", 10, RankingConfig())
+    test_hit = next(h for h in hits if h.path.startswith("tests/"))
+    penalty = next(c for c in test_hit.why if c.feature == "test")
+    assert penalty.contribution < 0
+    assert all(abs(a.contribution) >= abs(b.contribution) for a, b in zip(test_hit.why, test_hit.why[1:]))
+    assert all(len(h.why) <= 5 for h in hits)
+
+
+def test_the_contributions_add_up_to_the_score() -> None:
+    # Three chunks of one file, one of another: BM25, coherence and per-file
+    # saturation make the scores, and each hit's contributions are those.
+    hits = [scored_chunk(1, "pkg/misc.py", 10.0), scored_chunk(2, "pkg/uploads.py", 8.0),
+            scored_chunk(3, "pkg/uploads.py", 7.5), scored_chunk(4, "tests/test_uploads.py", 7.0)]
+    ranked = rerank("retry the upload after a pause", hits, 4,
+                    replace(PriorConfig(), file_name_boost=0.0, definition_boost=0.0))
+    for hit in ranked:
+        assert sum(c.contribution for c in hit.why) == pytest.approx(hit.score)
+    second = next(h for h in ranked if h.chunk_id == 3)
+    assert {c.feature for c in second.why} == {"bm25", "saturation"}
+    assert {c.feature for c in next(h for h in ranked if h.chunk_id == 4).why} >= {"bm25", "test"}
+
+
+@pytest.mark.parametrize(("path", "legacy"), [
+    ("pkg/compat.py", True), ("pkg/_compat.py", True), ("pkg/py3_compat.py", True),
+    ("pkg/legacy/store.py", True), ("pkg/backports/zoneinfo.py", True),
+    ("pkg/compatible.py", False), ("pkg/store.py", False), ("api/v1/users.py", False),
+])
+def test_recall_and_impact_agree_on_compatibility_copies(path: str, legacy: bool) -> None:
+    # One classifier (index/paths.py): recall's legacy penalty and impact's
+    # peripheral definitions are the same set.
+    from ctxls.impact.risk import is_peripheral_path
+    from ctxls.index.paths import path_class
+
+    assert path_class(path).legacy is legacy
+    assert is_peripheral_path(path) is legacy

@@ -227,7 +227,7 @@ def test_the_top_ten_do_not_depend_on_how_many_hits_are_asked_for(own_code_engin
     def top(query: str, n: int) -> list[tuple]:
         result = own_code_engine.recall(query, ["code"], n, mode=mode)
         assert result.mode == mode
-        return [(h.path, h.start_line, h.end_line, h.score) for h in result.hits_by_kind["code"]]
+        return [(h.path, h.start_line, h.end_line, h.score, h.why) for h in result.hits_by_kind["code"]]
 
     longest = 0
     for query in N_INDEPENDENCE_QUERIES:

@@ -1,6 +1,7 @@
 import pytest
 
-from ctxls.index.tokenize import declared_name, expand_tokens, fts_match_expression, is_identifier_query, query_terms
+from ctxls.index.query import declared_name, query_shape
+from ctxls.index.tokenize import expand_tokens, fts_match_expression, query_terms
 
 
 def check(text: str, expected: list[str]) -> None:
@@ -53,15 +54,16 @@ def test_match_expression_quotes_every_term():
 
 
 @pytest.mark.parametrize("query", ["make_response", "Flask.make_response", "fmt::format",
-                                   "parse()", "  HTTPAdapter  ", "_private"])
+                                   "parse()", "  HTTPAdapter  ", "_private", "session", "$httpProvider",
+                                   "node->next", "Foo#bar", "class Session"])
 def test_one_code_name_is_an_identifier_query(query):
-    assert is_identifier_query(query)
+    assert query_shape(query).identifier is not None
 
 
 @pytest.mark.parametrize("query", ["retry failed uploads", "make_response flask", "", "a.b.",
                                    "3d_model", "where is make_response?"])
 def test_sentences_and_fragments_are_not_identifier_queries(query):
-    assert not is_identifier_query(query)
+    assert query_shape(query).identifier is None
 
 
 def test_stems_are_right_when_threads_stem_at_once():

@@ -19,7 +19,7 @@ from rawrpc import StdioDaemon
 from ctxls.impact.risk import is_peripheral_path
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
-from ctxls.index.priors import _path_class
+from ctxls.index.paths import path_class
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
@@ -65,7 +65,7 @@ def test_vendored_trees_rank_below_first_party_code_everywhere(tmp_path: Path):
     for name in VENDORED_NAMES:
         copy = f"src/pkg/{name}/retry/core.py"
         assert is_vendored_path(copy) and is_test_or_doc(copy) and is_peripheral_path(copy)
-        assert _path_class(copy).vendored, copy
+        assert path_class(copy).vendored, copy
     assert not is_vendored_path("src/pkg/vendors.py") and not is_vendored_path("extern.c")
 
     root = tmp_path / "proj"

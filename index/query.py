@@ -1,0 +1,111 @@
+"""Query analysis: what a recall query asks for, read once.
+
+One answer to "is this query one code name?" (``QueryShape.identifier``) for
+every reader: recall's fusion weight and definition feature (index/ranking.py,
+index/recall_features.py), the hit narrowed to the definition a query names
+(index/symbols.py). The
+query's words, the path classes it asks for ("the test for ...") and its
+BM25 terms come with it.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from ctxls.index.tokenize import FILE_NAME_STOPWORDS, query_terms
+
+# One code name: qualified (a.b, A::b, a->b, A#b, A\b), or an identifier with a
+# capital, an underscore or a digit after its first character, or a leading
+# underscore, or a capitalised word, or any of these or a lower-case word
+# called (``parse()``). A plain lowercase word ("session") may be a word or a
+# name (QueryShape.word).
+_NAME = (r"[A-Za-z_$][\w$]*(?:(?:::|->|[.#\\])[A-Za-z_$][\w$]*)+"
+         r"|_[\w$]*"
+         r"|[A-Za-z$][\w$]*[A-Z_0-9][\w$]*"
+         r"|[A-Z][\w$]*")
+_SYMBOL_QUERY = re.compile(rf"(?:{_NAME})(?:\(\))?")
+_PLAIN_WORD = re.compile(r"[a-z][a-z0-9]*")
+# "struct Runtime", "fn spawn_blocking", "class Session": a name asked for
+# with the keyword that declares it. Keywords that are also English words
+# ("type checking", "module loading") only count before a name no sentence
+# has (_NAME: not a plain lowercase word).
+_DECLARATION_QUERY = re.compile(
+    r"(?:(?:fn|func|def|defn|fun)\s+(?P<any>[A-Za-z_$][\w$]*(?:(?:::|->|[.#])[A-Za-z_$][\w$]*)*)"
+    r"|(?:class|struct|enum|trait|interface|type|typedef|function|impl|mod|module|union|record"
+    rf"|protocol|object|macro|const|let|var|package|namespace)\s+(?P<named>{_NAME}))(?:\(\))?")
+# Identifiers inside a sentence: CamelCase, camelCase, snake_case, dotted.
+_EMBEDDED_SYMBOL = re.compile(
+    r"(?<![\w.])(?:"
+    r"[A-Za-z_][\w]*(?:(?:::|\.)[A-Za-z_]\w*)+"
+    r"|[A-Z][a-z0-9]+[A-Z]\w*"
+    r"|[a-z][a-z0-9]*[A-Z]\w*"
+    r"|[a-z][a-z0-9]*_\w+"
+    r")(?![\w])")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
+# A qualified name's separators: its last segment is the name defined.
+NAME_SEPARATORS = re.compile(r"::|->|[.#\\]")
+
+# Words that ask for a path class the ranking otherwise puts last.
+_TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
+                         "mock", "mocks", "unittest", "benchmark", "benchmarks"})
+_EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "demos", "sample", "samples",
+                            "tutorial"})
+_LOCALE_WORDS = frozenset({"locale", "locales", "translation", "translations", "translate",
+                           "language", "languages", "i18n", "l10n", "localization", "localized"})
+_LEGACY_WORDS = frozenset({"compat", "compatibility", "legacy", "deprecated", "old", "v1",
+                           "backport", "shim"})
+
+
+def declared_name(query: str) -> str:
+    """The name a "<declaring keyword> <name>" query asks for, else the query
+    (stripped): such a query wants the definition, and is ranked as the bare
+    name is (the keyword, in every chunk of its kind, only adds noise to
+    BM25 and to the query's embedding)."""
+    text = query.strip()
+    found = _DECLARATION_QUERY.fullmatch(text)
+    return (found.group("any") or found.group("named")) if found else text
+
+
+@dataclass(frozen=True)
+class QueryShape:
+    text: str  # the query as ranked: stripped, a declaring keyword dropped
+    symbol: str | None  # the whole query, when it is one code name
+    word: str | None  # the whole query, when it is one lower-case word (a word or a name)
+    embedded: tuple[str, ...]  # identifiers inside a sentence
+    words: frozenset[str]  # content words as written (camelCase kept), for file-name matches
+    wants_tests: bool
+    wants_examples: bool
+    wants_legacy: bool
+    wants_locales: bool
+    terms: tuple[str, ...]  # the BM25 query terms (tokenize.query_terms of ``text``)
+
+    @property
+    def identifier(self) -> str | None:
+        """The one code name the query is (a symbol or a lower-case word:
+        ``make_response``, ``Flask.make_response``, ``fmt::format``,
+        ``parse()``, ``session``), else None: a sentence, whose caller wants
+        its meaning, not a name."""
+        return self.symbol or self.word
+
+
+@functools.lru_cache(maxsize=256)
+def query_shape(query: str) -> QueryShape:
+    text = declared_name(query)
+    found = _WORD.findall(text)
+    words = {word.lower() for word in found}
+    bare = text.removesuffix("()")
+    # A lower-case word called (`parse()`) is a name, as any other name is.
+    called = bare != text and _PLAIN_WORD.fullmatch(bare) is not None
+    symbol = bare if _SYMBOL_QUERY.fullmatch(text) or called else None
+    word = text if symbol is None and _PLAIN_WORD.fullmatch(text) else None
+    embedded: tuple[str, ...] = ()
+    if symbol is None and word is None:
+        embedded = tuple(dict.fromkeys(_EMBEDDED_SYMBOL.findall(text)))
+    return QueryShape(text, symbol, word, embedded,
+                      frozenset(w for w in dict.fromkeys(found) if w.lower() not in FILE_NAME_STOPWORDS),
+                      bool(words & _TEST_WORDS), bool(words & _EXAMPLE_WORDS),
+                      bool(words & _LEGACY_WORDS), bool(words & _LOCALE_WORDS),
+                      tuple(query_terms(text)))
+
