@@ -454,27 +454,11 @@ def main() -> None:
                                 "projects": projects, "dev": tried[best]["dev"], "test": chosen_test}}
         print(f"wrote {MODEL_PATH}, sha256 {write_model(shipped)}", file=sys.stderr)
     if args.result:
-        kept = "chosen" if adopt else "hand weights"
-        shipped_test = chosen_test if adopt else baseline_test
-        rows_out = [
-            {"target": "locate Acc@1 on the project-disjoint test (mined fix commits)",
-             "value": f"{shipped_test['acc@1']} (chosen {chosen_test['acc@1']}, hand weights "
-                      f"{baseline_test['acc@1']})", "goal": ">= 60", "met": shipped_test["acc@1"] >= 60},
-            {"target": "locate Acc@5 on the project-disjoint test (mined fix commits)",
-             "value": f"{shipped_test['acc@5']} (chosen {chosen_test['acc@5']}, hand weights "
-                      f"{baseline_test['acc@5']})", "goal": ">= 85", "met": shipped_test["acc@5"] >= 85}]
-        for split, figures in report.get("issue-style set", {}).items():
-            rows_out.append({"target": f"locate Acc@1 / @5 · MRR on the issue-style set's {split} tasks "
-                                       f"({figures[kept]['n']}, embeddings off)",
-                             "value": f"{figures[kept]['acc@1']} / {figures[kept]['acc@5']} · "
-                                      f"{figures[kept]['mrr']} (chosen {figures['chosen']['acc@1']} / "
-                                      f"{figures['chosen']['acc@5']} · {figures['chosen']['mrr']})",
-                             "goal": None, "met": None})
         result = {"section": "Locate: the fitted scorer", "issue": 36, "area": "Locate",
                   "date": datetime.date.today().isoformat(), "commit": commit_id(),
                   "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
                   "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
-                  "rows": rows_out, "details": report,
+                  "rows": result_rows(report), "details": report,
                   "notes": (f"chosen on the dev projects: {name}; test scored once; "
                             + ("adopted (better than the hand weights on dev and test, Acc@1 and MRR)"
                                if adopt else "rejected (not better than the hand weights on dev and "
@@ -482,6 +466,27 @@ def main() -> None:
         path = Path(__file__).parent / "results" / f"{args.result}.json"
         path.write_text(json.dumps(result, indent=1) + "\n")
         print(f"wrote {path}", file=sys.stderr)
+
+
+def result_rows(report: dict) -> list[dict]:
+    """The result file's rows: the shipped model's figures (the chosen one if
+    adopted, else the hand weights), beside the other's."""
+    shipped, other = ("chosen", "hand weights") if report["adopted"] else ("hand weights", "chosen")
+
+    def figures(m: dict, keys: tuple[str, ...]) -> str:
+        return " / ".join(str(m[k]) for k in keys)
+
+    test = report["test"]
+    rows = [{"target": f"locate {key.replace('acc', 'Acc')} on the project-disjoint test (mined fix commits)",
+             "value": f"{test[shipped][key]} ({other} {test[other][key]})", "goal": f">= {goal}",
+             "met": test[shipped][key] >= goal} for key, goal in (("acc@1", 60), ("acc@5", 85))]
+    keys = ("acc@1", "acc@5", "mrr")
+    for split, m in report.get("issue-style set", {}).items():
+        rows.append({"target": f"locate Acc@1 / Acc@5 / MRR on the issue-style set's {split} tasks "
+                               f"({m[shipped]['n']}, embeddings off)",
+                     "value": f"{figures(m[shipped], keys)} ({other} {figures(m[other], keys)})",
+                     "goal": None, "met": None})
+    return rows
 
 
 def beats(m: dict, baseline: dict) -> bool:

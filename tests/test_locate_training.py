@@ -121,3 +121,15 @@ def test_the_issue_style_sets_answers_are_read_as_commits_without_semantic(tmp_p
     # A gold file with no evidence counts as a miss: Acc@1 0, Hit@1 and MRR from the other.
     m = train.metrics([commit], [train.hand_scores(commit)])
     assert (m["acc@1"], m["hit@1"], m["mrr"]) == (0.0, 100.0, 1.0)
+
+
+def test_the_result_rows_show_the_shipped_models_figures_beside_the_others():
+    train = trainer()
+    hand = {"acc@1": 44.8, "acc@5": 73.3, "mrr": 0.688, "n": 600}
+    chosen = {"acc@1": 45.3, "acc@5": 73.3, "mrr": 0.692, "n": 600}
+    for adopted, shipped, other in ((True, chosen, "hand weights 44.8"), (False, hand, "chosen 45.3")):
+        report = {"adopted": adopted, "test": {"chosen": chosen, "hand weights": hand},
+                  "issue-style set": {"test": {"chosen": chosen, "hand weights": hand}}}
+        rows = train.result_rows(report)
+        assert rows[0]["value"] == f"{shipped['acc@1']} ({other})" and rows[0]["met"] is False
+        assert rows[2]["value"].startswith(f"{shipped['acc@1']} / 73.3 / {shipped['mrr']} (")
