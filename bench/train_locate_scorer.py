@@ -12,17 +12,26 @@ and fits, on the ``train`` projects:
 * ``logistic``: a pointwise logistic model (L2);
 * ``pairwise``: a linear RankNet (logistic loss on gold-minus-other pairs of
   one commit), then a logistic calibration of its score;
-* ``lambdarank``: LightGBM's lambdarank over a small grid of sizes (training
-  only: at run time the trees are evaluated with numpy).
+* ``listwise``: a linear model fitted by a softmax over each commit's
+  candidates (the loss: minus the log of the gold files' share), L2 toward
+  zero; ``listwise-hand``: the same with L2 toward the hand weights (at
+  their best scale); both then calibrated like ``pairwise``;
+* ``lambdarank``: LightGBM's lambdarank over a small grid of sizes, with and
+  without monotone constraints (signals up, test and doc paths down)
+  (training only: at run time the trees are evaluated with numpy).
 
 The model is chosen on the ``dev`` projects (Acc@1 + Acc@5, then MRR) or,
 with ``--folds K``, on train and dev pooled by K folds split by project (each
 configuration fitted on the other folds' projects, scored on the held-out
 ones), then refitted on them all; the
-``test`` projects are scored once, for the adopted model and for the hand
-weights it replaces (the baseline, :func:`hand_scores`). ``--write`` writes
-``index/models/locate-scorer.json`` and sets its sha256 in locate_scorer.py;
-``--result`` writes a bench/results file.
+``test`` projects are scored once, for the chosen model and for the hand
+weights it would replace (the baseline, :func:`hand_scores`). The chosen
+model is adopted only if it beats the hand weights on dev and on test, in
+Acc@1 and in MRR (:func:`beats`); then ``--write`` writes
+``index/models/locate-scorer.json`` and sets its sha256 in locate_scorer.py.
+bench/locate.py's issue-style set (``--issue-set``, its stored answers) is
+scored for both, never fitted or chosen on. ``--result`` writes a
+bench/results file.
 
 Acc@k: every gold file of the commit in the top k; Hit@k: one of them.
 """
@@ -34,6 +43,7 @@ import datetime
 import glob
 import hashlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -43,9 +53,12 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ctxls.index.locate_scorer import FEATURES, MODEL_PATH, Scorer, records
+from ctxls.index.locate_signals import SIGNALS
 
 KS = (1, 3, 5, 10)
 DUMPS = "/work/wt/shared-data/locate_commits/features/*.jsonl"
+# bench/locate.py's stored answers (the issue-style set).
+ISSUE_SET = str(Path(__file__).resolve().parent / ".cache" / "locate" / "results-*.jsonl")
 SCORER_SOURCE = Path(__file__).resolve().parent.parent / "index" / "locate_scorer.py"
 # The hand weights the fitted scorer replaces (index/locate.py before issue 36):
 # a weighted sum of the signals, tests and docs multiplied by 0.1.
@@ -59,9 +72,16 @@ HAND_TEST_WEIGHT = -3.0
 # long tail of weak text matches is many rows and little information.
 TRAIN_CANDIDATES = 200
 L2 = (0.01, 0.1, 1.0)
-# 7 leaves x 100 trees: larger grids (15 and 31 leaves, 300 trees) did not
-# finish within minutes on the 2 loaded cores this was run on.
-LGB_GRID = [{"num_leaves": 7, "n_estimators": 100, "learning_rate": 0.05, "min_child_samples": 20}]
+LISTWISE_L2 = (0.001, 0.01, 0.1)
+# lambdarank's monotone constraints: more evidence never lowers a score, a
+# test or doc path never raises it.
+MONOTONE = {**{s: 1 for s in SIGNALS}, "signal_count": 1, "max_signal": 1, "text_rank": 1,
+            "test_or_doc": -1}
+# Small ensembles (larger grids did not finish within minutes on the 2 loaded
+# cores this is run on): 3 or 7 leaves, with or without the constraints.
+LGB_GRID = [{"num_leaves": leaves, "n_estimators": trees, "learning_rate": 0.05, "min_child_samples": 50,
+             "monotone": monotone}
+            for leaves, trees in ((3, 300), (7, 100)) for monotone in (False, True)]
 
 
 def load(pattern: str) -> tuple[list[dict], str]:
@@ -180,12 +200,69 @@ def fit_pairwise(rows, l2: float, rng: np.random.Generator) -> dict:
     # Symmetric: each pair once each way, so no bias is needed.
     x = np.vstack([d, -d])
     y = np.r_[np.ones(len(d)), np.zeros(len(d))]
-    w = _logistic(x, y, l2, np.ones(len(x)))[:-1]
+    return _calibrated(rows, _logistic(x, y, l2, np.ones(len(x)))[:-1])
+
+
+class _Lists:
+    """Training rows stacked for a listwise loss: each commit one contiguous group."""
+
+    def __init__(self, rows):
+        self.x = np.vstack([r[0] for r in rows])
+        y = np.concatenate([r[1] for r in rows])
+        sizes = np.asarray([len(r[1]) for r in rows])
+        self.starts = np.r_[0, np.cumsum(sizes)[:-1]]
+        self.group_of = np.repeat(np.arange(len(rows)), sizes)
+        self.gold_mask = np.where(y > 0, 0.0, -np.inf)  # the gold rows' softmax: the others out
+        self.commits = len(rows)
+
+    def _log_sum_exp(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per group, log(sum(exp z)) and each row's softmax share."""
+        top = np.maximum.reduceat(z, self.starts)
+        shifted = np.exp(z - top[self.group_of])
+        total = np.add.reduceat(shifted, self.starts)
+        return top + np.log(total), shifted / total[self.group_of]
+
+    def loss(self, w: np.ndarray) -> tuple[float, np.ndarray]:
+        """Mean over commits of -log(the gold files' share of the softmax over
+        the candidates' linear scores), and its gradient."""
+        z = self.x @ w
+        log_all, p_all = self._log_sum_exp(z)
+        log_gold, p_gold = self._log_sum_exp(z + self.gold_mask)
+        return float((log_all - log_gold).mean()), self.x.T @ (p_all - p_gold) / self.commits
+
+
+def _calibrated(rows, w: np.ndarray) -> dict:
+    """A linear score ``w`` with its scale and bias fitted as a logistic model
+    (the ranking unchanged; the score a probability)."""
     xs = np.vstack([r[0] for r in rows])
     ys = np.concatenate([r[1] for r in rows])
     weight = np.concatenate([np.full(len(r[1]), 1.0 / len(r[1])) for r in rows])
     scale, bias = _logistic((xs @ w)[:, None], ys, 0.0, weight)
     return {"kind": "linear", "weights": (scale * w).tolist(), "bias": float(bias)}
+
+
+def hand_vector() -> np.ndarray:
+    """The hand weights over FEATURES (the test factor as HAND_TEST_WEIGHT)."""
+    return np.asarray([HAND_WEIGHTS.get(f, HAND_TEST_WEIGHT if f == "test_or_doc" else 0.0)
+                       for f in FEATURES])
+
+
+def fit_listwise(rows, l2: float, toward_hand: bool) -> dict:
+    """A linear listwise (softmax) model, its L2 pulling toward zero or toward
+    the hand weights at the scale that fits them best; then calibrated."""
+    lists = _Lists(rows)
+    prior = np.zeros(len(FEATURES))
+    if toward_hand:
+        hand = hand_vector()
+        scale = minimize(lambda a: lists.loss(a[0] * hand)[0], np.ones(1), method="Nelder-Mead").x[0]
+        prior = scale * hand
+
+    def loss(w):
+        value, grad = lists.loss(w)
+        d = w - prior
+        return value + 0.5 * l2 * d @ d, grad + l2 * d
+
+    return _calibrated(rows, minimize(loss, prior.copy(), jac=True, method="L-BFGS-B").x)
 
 
 def fit_lambdarank(rows, params: dict) -> dict:
@@ -195,7 +272,11 @@ def fit_lambdarank(rows, params: dict) -> dict:
     y = np.concatenate([r[1] for r in rows])
     data = lightgbm.Dataset(x, y, group=[len(r[1]) for r in rows])
     options = {"objective": "lambdarank", "verbose": -1, "deterministic": True, "force_row_wise": True,
-               "seed": 0, "num_threads": 2, **{k: v for k, v in params.items() if k != "n_estimators"}}
+               "seed": 0, "num_threads": 2,
+               **{k: v for k, v in params.items() if k not in ("n_estimators", "monotone")}}
+    if params.get("monotone"):
+        options["monotone_constraints"] = [MONOTONE.get(f, 0) for f in FEATURES]
+        options["monotone_constraints_method"] = "advanced"
     booster = lightgbm.train(options, data, num_boost_round=params["n_estimators"])
     return {"kind": "trees", "bias": 0.0,
             "trees": [_flat_tree(t["tree_structure"]) for t in booster.dump_model()["tree_info"]]}
@@ -233,13 +314,7 @@ def fit_hand(rows) -> dict:
     """The hand weights as a linear model (the test factor 0.1 as an additive
     HAND_TEST_WEIGHT: the same ranking on the dev projects), only their scale
     and bias fitted: a logistic calibration, so the score is a probability."""
-    w = np.asarray([HAND_WEIGHTS.get(f, HAND_TEST_WEIGHT if f == "test_or_doc" else 0.0)
-                    for f in FEATURES])
-    xs = np.vstack([r[0] for r in rows])
-    ys = np.concatenate([r[1] for r in rows])
-    weight = np.concatenate([np.full(len(r[1]), 1.0 / len(r[1])) for r in rows])
-    scale, bias = _logistic((xs @ w)[:, None], ys, 0.0, weight)
-    return {"kind": "linear", "weights": (scale * w).tolist(), "bias": float(bias)}
+    return _calibrated(rows, hand_vector())
 
 
 def model_configs(wanted: list[str]) -> list[tuple[str, object]]:
@@ -252,6 +327,12 @@ def model_configs(wanted: list[str]) -> list[tuple[str, object]]:
         if "pairwise" in wanted:
             configs.append((f"pairwise l2={l2}",
                             lambda rows, l2=l2: fit_pairwise(rows, l2, np.random.default_rng(0))))
+    for l2 in LISTWISE_L2:
+        if "listwise" in wanted:
+            configs.append((f"listwise l2={l2}", lambda rows, l2=l2: fit_listwise(rows, l2, False)))
+        if "listwise-hand" in wanted:
+            configs.append((f"listwise l2={l2} toward the hand weights",
+                            lambda rows, l2=l2: fit_listwise(rows, l2, True)))
     if "lambdarank" in wanted:
         for params in LGB_GRID:
             configs.append((f"lambdarank {params}", lambda rows, p=params: fit_lambdarank(rows, p)))
@@ -288,11 +369,13 @@ def commit_id() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dumps", default=DUMPS, help="glob of the feature dumps")
-    parser.add_argument("--models", default="hand,logistic,pairwise,lambdarank")
+    parser.add_argument("--models", default="hand,logistic,pairwise,listwise,listwise-hand,lambdarank")
     parser.add_argument("--write", action="store_true", help="write the chosen model file")
     parser.add_argument("--result", help="write a bench/results file of this name")
     parser.add_argument("--folds", type=int, default=0,
                         help="pool train and dev, choose by this many folds split by project")
+    parser.add_argument("--issue-set", default=ISSUE_SET,
+                        help="glob of bench/locate.py's stored answers, scored for the chosen model")
     parser.add_argument("--dev-only", action="store_true",
                         help="stop after choosing on dev: the test projects are not scored")
     args = parser.parse_args()
@@ -334,17 +417,28 @@ def main() -> None:
     if args.dev_only:
         print(f"chosen on dev: {name} (test not scored)", file=sys.stderr)
         return
-    # The test projects, once, for the adopted model and the baseline.
+    # The test projects, once, for the model chosen on dev and the hand weights.
     test = by_split["test"]
-    adopted_test = metrics(test, scores_of(model, test))
+    chosen_test = metrics(test, scores_of(model, test))
     baseline_test = metrics(test, [hand_scores(c) for c in test])
-    print(f"adopted {name}\ntest, adopted: {adopted_test}\ntest, hand weights: {baseline_test}",
-          file=sys.stderr)
-    report = {"data": data_id, "projects": projects, "adopted": name, "tried": tried,
-              "dev": {"adopted": tried[best]["dev"], "hand weights": baseline_dev},
-              "test": {"adopted": adopted_test, "hand weights": baseline_test}}
+    adopt = beats(tried[best]["dev"], baseline_dev) and beats(chosen_test, baseline_test)
+    print(f"chosen on dev: {name}\ntest, chosen: {chosen_test}\ntest, hand weights: {baseline_test}\n"
+          f"{'adopted' if adopt else 'rejected: the hand weights are kept'}", file=sys.stderr)
+    report = {"data": data_id, "projects": projects,
+              "sizes": {s: {"commits": len(cs), "projects": len(projects[s])} for s, cs in by_split.items()},
+              "chosen": name, "adopted": adopt, "tried": tried,
+              "dev": {"chosen": tried[best]["dev"], "hand weights": baseline_dev},
+              "test": {"chosen": chosen_test, "hand weights": baseline_test}}
+    issue_rows = issue_set(args.issue_set)
+    if issue_rows:
+        # The issue-style set (bench/locate.py, split by task): scored, never fitted or chosen on.
+        report["issue-style set"] = {
+            split: {"chosen": metrics(cs, scores_of(model, cs)),
+                    "hand weights": metrics(cs, [hand_scores(c) for c in cs])}
+            for split, cs in (("dev", [r for r in issue_rows if r["split"] == "dev"]),
+                              ("test", [r for r in issue_rows if r["split"] == "test"]))}
     print(json.dumps(report, indent=1))
-    if args.write:
+    if args.write and adopt:
         if model["kind"] == "linear" and not any(c["signals"].get("semantic") for c in
                                                  (c for commit in commits for c in commit["candidates"])):
             # The dumps are answered with embeddings off: `semantic` is never seen.
@@ -357,26 +451,65 @@ def main() -> None:
         shipped = {"version": 1, "kind": model["kind"], "features": list(FEATURES), "bias": model["bias"],
                    **({"weights": model["weights"]} if model["kind"] == "linear" else {"trees": model["trees"]}),
                    "training": {"data": f"locate_commits features {data_id}", "model": name,
-                                "projects": projects, "dev": tried[best]["dev"], "test": adopted_test}}
+                                "projects": projects, "dev": tried[best]["dev"], "test": chosen_test}}
         print(f"wrote {MODEL_PATH}, sha256 {write_model(shipped)}", file=sys.stderr)
     if args.result:
-        result = {"section": "Locate: the fitted scorer", "issue": 36,
+        result = {"section": "Locate: the fitted scorer", "issue": 36, "area": "Locate",
                   "date": datetime.date.today().isoformat(), "commit": commit_id(),
                   "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
-                  "machine": "2 cores, loaded (8 engineers)",
-                  "rows": [
-                      {"target": "locate Acc@1 on the project-disjoint test (mined fix commits)",
-                       "value": f"{adopted_test['acc@1']} (hand weights {baseline_test['acc@1']})",
-                       "goal": ">= 60", "met": adopted_test["acc@1"] >= 60},
-                      {"target": "locate Acc@5 on the project-disjoint test (mined fix commits)",
-                       "value": f"{adopted_test['acc@5']} (hand weights {baseline_test['acc@5']})",
-                       "goal": ">= 85", "met": adopted_test["acc@5"] >= 85}],
-                  "details": report,
-                  "notes": f"adopted {name}, chosen on the dev projects; test scored once"}
+                  "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
+                  "rows": result_rows(report), "details": report,
+                  "notes": (f"chosen on the dev projects: {name}; test scored once; "
+                            + ("adopted (better than the hand weights on dev and test, Acc@1 and MRR)"
+                               if adopt else "rejected (not better than the hand weights on dev and "
+                                             "test, Acc@1 and MRR): the hand weights are kept"))}
         path = Path(__file__).parent / "results" / f"{args.result}.json"
         path.write_text(json.dumps(result, indent=1) + "\n")
         print(f"wrote {path}", file=sys.stderr)
 
+
+def result_rows(report: dict) -> list[dict]:
+    """The result file's rows: the shipped model's figures (the chosen one if
+    adopted, else the hand weights), beside the other's."""
+    shipped, other = ("chosen", "hand weights") if report["adopted"] else ("hand weights", "chosen")
+
+    def figures(m: dict, keys: tuple[str, ...]) -> str:
+        return " / ".join(str(m[k]) for k in keys)
+
+    test = report["test"]
+    rows = [{"target": f"locate {key.replace('acc', 'Acc')} on the project-disjoint test (mined fix commits)",
+             "value": f"{test[shipped][key]} ({other} {test[other][key]})", "goal": f">= {goal}",
+             "met": test[shipped][key] >= goal} for key, goal in (("acc@1", 60), ("acc@5", 85))]
+    keys = ("acc@1", "acc@5", "mrr")
+    for split, m in report.get("issue-style set", {}).items():
+        rows.append({"target": f"locate Acc@1 / Acc@5 / MRR on the issue-style set's {split} tasks "
+                               f"({m[shipped]['n']}, embeddings off)",
+                     "value": f"{figures(m[shipped], keys)} ({other} {figures(m[other], keys)})",
+                     "goal": None, "met": None})
+    return rows
+
+
+def beats(m: dict, baseline: dict) -> bool:
+    """Better than the baseline on both Acc@1 and MRR (the adoption rule)."""
+    return m["acc@1"] > baseline["acc@1"] and m["mrr"] > baseline["mrr"]
+
+
+def issue_set(pattern: str) -> list[dict]:
+    """bench/locate.py's stored answers (the issue-style set: SWE-bench Lite
+    tasks of four projects, split by task) as commits of this trainer's shape,
+    embeddings off (``semantic`` dropped, as its ``--evaluate`` does for lexical)."""
+    rows = []
+    for name in sorted(glob.glob(pattern)):
+        if "@" in Path(name).name:  # another embedding model's answers: the same tasks again
+            continue
+        for line in Path(name).read_text().splitlines():
+            task = json.loads(line)
+            gold = set(task["gold"])
+            rows.append({"project": task["repo"], "split": task["split"], "gold": task["gold"],
+                         "candidates": [{"path": path, "test_or_doc": ev["t"], "gold": path in gold,
+                                         "signals": {k: v for k, v in ev["s"].items() if k != "semantic"}}
+                                        for path, ev in sorted(task["evidence"].items())]})
+    return rows
 
 if __name__ == "__main__":
     main()

@@ -86,3 +86,50 @@ def test_a_lightgbm_tree_dump_is_flattened_as_the_scorer_walks_it():
     assert train.Scorer({"features": list(FEATURES), **model}).raw(records).tolist() == [
         -1.0, 0.5, 2.0]
     assert json.loads(json.dumps(tree)) == tree
+
+
+def test_a_listwise_fit_learns_the_informative_signal_with_or_without_the_hand_prior():
+    train = trainer()
+    rows = train.training_rows(synthetic_commits(60, 0))
+    held_out = synthetic_commits(30, 1)
+    for toward_hand in (False, True):
+        model = train.fit_listwise(rows, 0.01, toward_hand)
+        weights = dict(zip(FEATURES, model["weights"]))
+        assert weights["frame"] > 5 * abs(weights["text"]), toward_hand
+        assert train.metrics(held_out, train.scores_of(model, held_out))["acc@1"] == 100.0
+
+
+def test_a_model_is_adopted_only_when_better_in_acc1_and_mrr():
+    train = trainer()
+    hand = {"acc@1": 48.5, "mrr": 0.716}
+    assert train.beats({"acc@1": 49.0, "mrr": 0.72}, hand)
+    assert not train.beats({"acc@1": 49.0, "mrr": 0.716}, hand)
+    assert not train.beats({"acc@1": 48.5, "mrr": 0.73}, hand)
+
+
+def test_the_issue_style_sets_answers_are_read_as_commits_without_semantic(tmp_path: Path):
+    train = trainer()
+    answer = {"id": "t-1", "repo": "owner/name", "split": "test", "gold": ["pkg/a.py", "pkg/gone.py"],
+              "evidence": {"pkg/a.py": {"s": {"frame": 1.0, "semantic": 0.9}, "t": False},
+                           "tests/test_a.py": {"s": {"text": 0.4}, "t": True}}}
+    (tmp_path / "results-owner+name.jsonl").write_text(json.dumps(answer) + "\n")
+    (tmp_path / "results-owner+name@other-model.jsonl").write_text(json.dumps(answer) + "\n")
+    (commit,) = train.issue_set(str(tmp_path / "results-*.jsonl"))
+    assert commit["split"] == "test" and commit["gold"] == answer["gold"]
+    assert [(c["path"], c["gold"], c["test_or_doc"], c["signals"]) for c in commit["candidates"]] == [
+        ("pkg/a.py", True, False, {"frame": 1.0}), ("tests/test_a.py", False, True, {"text": 0.4})]
+    # A gold file with no evidence counts as a miss: Acc@1 0, Hit@1 and MRR from the other.
+    m = train.metrics([commit], [train.hand_scores(commit)])
+    assert (m["acc@1"], m["hit@1"], m["mrr"]) == (0.0, 100.0, 1.0)
+
+
+def test_the_result_rows_show_the_shipped_models_figures_beside_the_others():
+    train = trainer()
+    hand = {"acc@1": 44.8, "acc@5": 73.3, "mrr": 0.688, "n": 600}
+    chosen = {"acc@1": 45.3, "acc@5": 73.3, "mrr": 0.692, "n": 600}
+    for adopted, shipped, other in ((True, chosen, "hand weights 44.8"), (False, hand, "chosen 45.3")):
+        report = {"adopted": adopted, "test": {"chosen": chosen, "hand weights": hand},
+                  "issue-style set": {"test": {"chosen": chosen, "hand weights": hand}}}
+        rows = train.result_rows(report)
+        assert rows[0]["value"] == f"{shipped['acc@1']} ({other})" and rows[0]["met"] is False
+        assert rows[2]["value"].startswith(f"{shipped['acc@1']} / 73.3 / {shipped['mrr']} (")
