@@ -187,7 +187,8 @@ def _model_key(engine: Engine) -> str:
     from ctxls.index import embeddings
 
     stamp = engine.store.meta().get("vector_model", "")
-    return f"{stamp}/tokens-{embeddings.MAX_TOKENS}"
+    tokens = embeddings.STATIC_MAX_TOKENS if embeddings.is_static_model(_embed_model) else embeddings.MAX_TOKENS
+    return f"{stamp}/tokens-{tokens}"
 
 
 def embed_store(code_set: CodeSet, variant: str = "", log=print) -> dict:
