@@ -106,7 +106,6 @@ PROJECTS = (
     Repo("getsentry/sentry-python", "python", "064542dd2cbdbe0b11f1cda7f47d7d2920b0c38b"),
     Repo("holoviz/panel", "python", "45cb9c132ff3ad52907ef434dd6ddb5d7c7354ad"),
     Repo("httpie/cli", "python", "5b604c37c6c67e18e7c3e9aee6c88a8c22b98345"),
-    Repo("huggingface/accelerate", "python", "16cb6eb80dd9aa8b4df1a63ef57863e455d53b83"),
     Repo("ipython/ipython", "python", "7f0ee55684f08f5af18190aa58d4bb3018fb20d2"),
     Repo("joke2k/faker", "python", "8ad78a632a4116e6392e6d5743524c683a2e02a1"),
     Repo("jupyter/nbconvert", "python", "78ed30837a607deab7cf0a12dca072bf3f63417a"),

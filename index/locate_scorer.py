@@ -44,7 +44,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "4a5b47b16bd48e396034ad7aac681e308ea5f9042f587ee135f8cd4f6ffa5470"
+MODEL_SHA256 = "4e3abc7676ca17161c6ce652bd396945c1447cac36c595e2751e4af7d3fcdca3"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
