@@ -75,13 +75,18 @@ class RssSampler:
                         "samples": len(kb)} for phase, kb in self.samples.items()}
 
 
+def longest_texts(conn, count: int) -> list[str]:
+    """The embedding texts of a store's ``count`` longest chunks."""
+    return [embedding_text(*row) for row in conn.execute(
+        "SELECT f.path, c.symbol, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+        "ORDER BY length(c.text) DESC LIMIT ?", (count,))]
+
+
 def longest_texts_peak_mib(engine: Engine, count: int) -> int:
     """Peak RSS (MiB) while the primary embeds the ``count`` longest chunk texts
     in the worker's batches: the worker goes shortest first, so a run that
     stops early has not seen its largest batches (VmHWM reset before)."""
-    texts = [embedding_text(*row) for row in engine.store.reader().execute(
-        "SELECT f.path, c.symbol, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
-        "ORDER BY length(c.text) DESC LIMIT ?", (count,))]
+    texts = longest_texts(engine.store.reader(), count)
     Path("/proc/self/clear_refs").write_text("5")
     engine.semantic.embedder.embed(texts)
     return round(status_kb("VmHWM") / 1024)

@@ -29,9 +29,10 @@ import threading
 import time
 from pathlib import Path
 
-from ctxls.index.embed_text import embedding_text
 from ctxls.index.embeddings import CODE_MODEL_NAME, OnnxEmbedder, builtin_model_files
 from ctxls.index.priority import lower_thread_priority
+
+from fast_tier import longest_texts, status_kb
 
 QUERIES = ["how are cookies merged into the session", "parse the http date header",
            "send_prepared", "retry a failed upload with backoff",
@@ -39,22 +40,12 @@ QUERIES = ["how are cookies merged into the session", "parse the http date heade
 LONGEST = 400
 
 
-def vm_hwm_mib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM"):
-            return int(line.split()[1]) // 1024
-    return 0
-
-
 def backlog_texts(store: Path | None) -> list[str]:
     if store is None:
         rng = random.Random(7)
         words = ["def", "self", "return", "request", "cookie", "value", "header", "if", "for", "x"]
         return [" ".join(rng.choice(words) for _ in range(160)) for _ in range(LONGEST)]
-    conn = sqlite3.connect(f"file:{store / 'index.db'}?mode=ro", uri=True)
-    return [embedding_text(*row) for row in conn.execute(
-        "SELECT f.path, c.symbol, c.text FROM chunks c JOIN files f ON f.id = c.file_id "
-        "ORDER BY length(c.text) DESC LIMIT ?", (LONGEST,))]
+    return longest_texts(sqlite3.connect(f"file:{store / 'index.db'}?mode=ro", uri=True), LONGEST)
 
 
 def query_ms(embedder: OnnxEmbedder, pause_s: float = 0.0) -> list[float]:
@@ -101,7 +92,7 @@ def main() -> None:
         for start in range(0, len(texts), step):
             embedder.embed(texts[start:start + step])
         result["texts_per_s"] = round(len(texts) / (time.perf_counter() - started), 1)
-        result["peak_rss_mib"] = vm_hwm_mib()
+        result["peak_rss_mib"] = round(status_kb("VmHWM") / 1024)
 
     worker = threading.Thread(target=background)
     worker.start()

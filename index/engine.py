@@ -460,9 +460,7 @@ class Engine:
             row = rows.get(path)
             if row is None:
                 continue
-            # Racy git's rule: a stat equal to the row's proves nothing when the
-            # file's mtime is that close to when the row was made (a second
-            # write of the same size in the same clock tick): hash it then.
+            # A stat equal to the row's is trusted unless racy (then: hashed).
             if row["source"] == "disk" and \
                     (row["mtime_ns"], row["size"]) == stat_signature(self.root, path) and \
                     not racy(row["mtime_ns"], row["indexed_at"]):
