@@ -27,7 +27,6 @@ Requests never wait for it; rows without a vector still rank by BM25.
 from __future__ import annotations
 
 import collections
-import hashlib
 import logging
 import os
 import threading
@@ -71,7 +70,6 @@ BACKLOG_WINDOW = 64
 SAVE_INTERVAL_S = 30.0
 PENDING_CACHE_S = 1.0
 QUERY_CACHE_SIZE = 256
-SEARCHES_KEPT = 8
 
 
 class SemanticIndex:
@@ -93,11 +91,6 @@ class SemanticIndex:
         self.rebuilt_reason: str | None = None
         self._ann = None
         self._ann_lock = threading.Lock()
-        # Searches answered since the ANN last changed, by (query vector, k):
-        # a hybrid recall's candidates and its topicality search with one vector.
-        self._ann_version = 0
-        self._searched: collections.OrderedDict[bytes, tuple[int, int, list[tuple[int, float]]]] = \
-            collections.OrderedDict()
         self._load_lock = threading.Lock()
         self._urgent: collections.OrderedDict[str, bool] = collections.OrderedDict()
         self._urgent_memory: set[int] = set()  # memory row ids just written
@@ -146,7 +139,6 @@ class SemanticIndex:
                 return False
             self._check_model(embedder)
             self._ann = self._open_ann(embedder.dim)
-            self._ann_version += 1
             self.embedder = embedder
         return True
 
@@ -155,7 +147,6 @@ class SemanticIndex:
         vectors that no longer exist. Both go; the next load rebuilds them."""
         with self._load_lock, self._ann_lock:
             self._ann = None
-            self._ann_version += 1
             if self.vector_path is not None:
                 self.vector_path.unlink(missing_ok=True)
 
@@ -355,7 +346,6 @@ class SemanticIndex:
                     added.append((cur.lastrowid, vector))
         if added:
             with self._ann_lock:
-                self._ann_version += 1
                 self._ann.add(np.array([a[0] for a in added], dtype=np.uint64),
                               np.stack([a[1] for a in added]))
             self._dirty = True
@@ -373,7 +363,6 @@ class SemanticIndex:
                 keys = np.array(removed, dtype=np.uint64)
                 present = keys[np.asarray(self._ann.contains(keys), dtype=bool)]
                 if len(present):
-                    self._ann_version += 1
                     self._ann.remove(present)
             self._dirty = True
 
@@ -522,18 +511,9 @@ class SemanticIndex:
         """(vector id, cosine similarity), best first."""
         if self._ann is None or len(self._ann) == 0:
             return []
-        digest = hashlib.blake2b(np.ascontiguousarray(vector).tobytes(), digest_size=16).digest()
         with self._ann_lock:
-            version, searched_k, found = self._searched.get(digest, (-1, 0, []))
-            if version == self._ann_version and k <= searched_k:
-                return found[:k]
             matches = self._ann.search(vector, min(k, len(self._ann)))
-            found = [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances)]
-            self._searched[digest] = (self._ann_version, k, found)
-            self._searched.move_to_end(digest)
-            while len(self._searched) > SEARCHES_KEPT:
-                self._searched.popitem(last=False)
-        return found
+        return [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances)]
 
     def similarities(self, vector: np.ndarray, text_hashes: list[str]) -> dict[str, float]:
         """Exact cosine similarity for chunks already embedded."""

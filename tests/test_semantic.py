@@ -448,27 +448,3 @@ def test_embedding_runs_compute_on_their_callers_threads_at_its_priority():
                                      for start in range(0, len(texts), BATCH_SIZE)])
     np.testing.assert_allclose(result["vectors"], batch_by_batch, atol=1e-5)
     assert np.allclose(query, embedder.embed(["retry a failed upload"])[0], atol=1e-5)
-
-
-def test_a_repeated_search_is_answered_until_the_ann_changes(small: Path):
-    """Hybrid recall's candidates and its topicality search with one query
-    vector: the second is the first's answer, cut to its k, and a vector
-    added since is found by the next search."""
-    engine = semantic_engine(small)
-    engine.index()
-    engine.embed_pending()
-    semantic = engine.semantic
-    vector = semantic.query_vector("compute a checksum of the data")
-    calls = []
-    search = semantic._ann.search
-    semantic._ann.search = lambda v, k: calls.append(k) or search(v, k)
-    everything = len(semantic._ann)
-    wide = semantic.nearest(vector, everything)
-    assert semantic.nearest(vector, 1) == wide[:1] and calls == [everything]
-    (small / "util/crc.py").write_text("def compute_checksum_fast(data):\n    return crc32(data)\n")
-    engine.index()
-    engine.embed_pending()
-    found = semantic.nearest(vector, everything + 1)
-    assert calls == [everything, everything + 1]
-    assert {key for key, _ in wide} < {key for key, _ in found}
-    engine.close()
