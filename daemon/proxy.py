@@ -38,6 +38,7 @@ from ctxls.daemon.client import default_socket
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame, frame_body, read_body, read_message
+from ctxls.daemon.outbox import Outbox
 from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
                                         socket_is_live, valid_id)
 from ctxls.daemon.uris import local_path
@@ -234,28 +235,35 @@ def owner_socket(message: dict | None, no_socket: bool) -> tuple[Path, Path] | N
 
 
 def serve_stdio(server: Any, no_socket: bool) -> None:
-    """`ctxls serve` on stdio: a proxy to the repository's owner, or the owner."""
+    """`ctxls serve` on stdio: a proxy to the repository's owner, or the owner.
+    Either way stdout is an ``Outbox``: the event loop never waits for the
+    editor to read."""
     stdin = sys.stdin.buffer
     raw, first = read_first_message(stdin)
     found = owner_socket(first, no_socket)
-    if found is None:
-        server.no_socket = no_socket
-        server.start_io(stdin=FramedStdin(raw, stdin))
-        return
-    root, path = found
-    process_id = first["params"].get("processId")
-    if isinstance(process_id, int):
-        server.client_watch.watch(process_id)
-    log.info("proxying to the daemon on %s", path)
+    stdout = Outbox(sys.stdout.buffer)
     try:
-        asyncio.run(Proxy(first, root, path).run())
-    except KeyboardInterrupt:
-        pass
+        if found is None:
+            server.no_socket = no_socket
+            server.start_io(stdin=FramedStdin(raw, stdin), stdout=stdout)
+            return
+        root, path = found
+        process_id = first["params"].get("processId")
+        if isinstance(process_id, int):
+            server.client_watch.watch(process_id)
+        log.info("proxying to the daemon on %s", path)
+        try:
+            asyncio.run(Proxy(first, root, path, stdout).run())
+        except KeyboardInterrupt:
+            pass
+    finally:
+        stdout.close()  # the answers still queued reach the editor first
 
 
 class Proxy:
-    def __init__(self, initialize: dict, root: Path, socket_path: Path):
+    def __init__(self, initialize: dict, root: Path, socket_path: Path, editor_out: Outbox):
         self.initialize = initialize
+        self.editor_out = editor_out  # stdout
         self.root = root
         self.socket_path = socket_path
         self.documents: dict[str, TextDocument] = {}
@@ -274,8 +282,7 @@ class Proxy:
     # -- the editor side --------------------------------------------------------
 
     def to_editor(self, message: dict) -> None:
-        sys.stdout.buffer.write(frame(message))
-        sys.stdout.buffer.flush()
+        self.editor_out.write(frame(message))
 
     async def editor_reader(self) -> asyncio.StreamReader:
         loop = asyncio.get_running_loop()

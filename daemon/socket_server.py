@@ -171,24 +171,31 @@ class SocketServer:
                 writer.write(frame(message))
                 await writer.drain()
 
+        def send_unawaited(message: dict) -> None:
+            """A reply of the reading loop itself (to a body it could not
+            read): queued whole on the transport, never waited for, so a
+            client that writes before it reads is still read (waiting for
+            its reading there, while it waited for ours, deadlocked both)."""
+            writer.write(frame(message))
+
         try:
             while True:
                 try:
                     body = await read_body(reader)
                 except (ValueError, asyncio.IncompleteReadError) as exc:
                     # The framing is lost: answer, then end this connection.
-                    await send(error_response(None, -32700, f"parse error: {exc}"))
+                    send_unawaited(error_response(None, -32700, f"parse error: {exc}"))
                     break
                 if body is None:
                     break
                 try:
                     message = json.loads(body)
                 except (ValueError, RecursionError) as exc:  # not JSON / UTF-8, or too deep
-                    await send(error_response(None, -32700, f"parse error: {exc}"))
+                    send_unawaited(error_response(None, -32700, f"parse error: {exc}"))
                     continue
                 invalid = invalid_request(message)
                 if invalid is not None:
-                    await send(invalid)
+                    send_unawaited(invalid)
                     continue
                 if message["method"] == "exit":
                     break

@@ -28,6 +28,9 @@ class RawConnection:
         self._writer = writer
         self.replies: queue.Queue[dict] = queue.Queue()
         self.closed = threading.Event()
+        # Cleared: the client stops reading (after the message it is reading).
+        self.reading = threading.Event()
+        self.reading.set()
         self._lock = threading.Lock()
         threading.Thread(target=self._read_loop, daemon=True).start()
 
@@ -44,6 +47,7 @@ class RawConnection:
     def _read_loop(self) -> None:
         try:
             while True:
+                self.reading.wait()
                 length = None
                 while True:
                     line = self._reader.readline()

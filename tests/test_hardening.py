@@ -3,6 +3,7 @@ malformed requests — through the real `ctxls serve` process."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import resource
@@ -10,6 +11,9 @@ import sqlite3
 import stat
 import subprocess
 import sys
+import termios
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from conftest import serve
-from rawrpc import socket_connection
+from rawrpc import StdioDaemon, socket_connection
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.scopes import EVERYTHING
 
@@ -389,3 +393,143 @@ def test_status_says_why_the_vectors_file_was_rebuilt(repo: Path):
         assert len(engine.semantic._ann) == engine.status()["vectors"] > 0
     finally:
         engine.close()
+
+
+# -- a client that does not read its answers (docs/decisions.md, "stdout is
+# written by a thread of its own") ------------------------------------------------
+
+BIG_LINES = 5000  # big.py: ~220 KB, so ten answers of it are far more than a pipe or socket holds
+
+
+@pytest.fixture
+def big_file_daemon(tmp_path: Path):
+    root = tmp_path / "big"
+    root.mkdir()
+    (root / "big.py").write_text("".join(f"value_{i} = {i}  # a line of padding text\n"
+                                         for i in range(BIG_LINES)))
+    daemon = StdioDaemon(root)
+    try:
+        assert daemon.wait_indexed()["complete"]
+        yield daemon, root
+    finally:
+        daemon.conn.reading.set()
+        daemon.close()
+
+
+def _get_big(msg_id) -> dict:
+    return {"jsonrpc": "2.0", "id": msg_id, "method": "ctxls/get", "params": {"id": "big.py"}}
+
+
+def _written_within(write, seconds: float = 60.0) -> bool:
+    """Whether ``write`` (a client's blocking writes) returned in time: it
+    cannot while the daemon has stopped reading."""
+    done = threading.Event()
+
+    def run():
+        write()
+        done.set()
+
+    threading.Thread(target=run, daemon=True).start()
+    return done.wait(seconds)
+
+
+def _blocked_on(fd: int, at_least: int) -> None:
+    """Wait until at least ``at_least`` bytes the client has not read lie in
+    ``fd`` and no more come: the daemon's answers wait for this client."""
+    deadline = time.monotonic() + 60
+    previous = -1
+    while True:
+        unread = bytearray(4)
+        fcntl.ioctl(fd, termios.FIONREAD, unread)
+        waiting = int.from_bytes(unread, sys.byteorder)
+        if waiting >= at_least and waiting == previous:
+            return
+        assert time.monotonic() < deadline, f"only {waiting} bytes came"
+        previous = waiting
+        time.sleep(0.5)
+
+
+def _answers(conn, ids: set, timeout: float = 60.0) -> dict:
+    got = {}
+    while not ids <= got.keys():
+        reply = conn.reply(timeout)
+        got[reply.get("id")] = reply
+    return got
+
+
+def test_a_stdio_client_that_stops_reading_does_not_stall_the_socket(big_file_daemon):
+    """An editor that stops reading (suspended, busy) once held the daemon's
+    event loop in its stdout write: every socket client waited for it."""
+    daemon, root = big_file_daemon
+    daemon.conn.reading.clear()
+    ids = {f"get-{n}" for n in range(10)}
+    for msg_id in sorted(ids):
+        daemon.conn.send(_get_big(msg_id))
+    _blocked_on(daemon.process.stdout.fileno(), 60_000)  # the pipe is full
+    conn, sock = socket_connection(root / ".ctxls" / "daemon.sock")
+    try:
+        assert conn.request("ctxls/status", {}, "meanwhile", timeout=30)["result"]["complete"]
+    finally:
+        sock.close()
+    daemon.conn.reading.set()
+    answers = _answers(daemon.conn, ids)
+    text = (root / "big.py").read_text()
+    assert all(answers[msg_id]["result"]["text"] == text for msg_id in ids)  # whole, none lost
+
+
+def test_a_stdio_client_that_writes_before_it_reads_gets_every_answer(big_file_daemon):
+    """Requests with large answers, and whole-text edits, written before any
+    answer is read: the daemon reads on while its answers wait for the
+    client (it stopped reading stdin while it waited to write, and the
+    client's write waited for it: neither moved again)."""
+    daemon, root = big_file_daemon
+    uri = (root / "big.py").as_uri()
+    text = (root / "big.py").read_text()
+    daemon.conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": text}}})
+    daemon.conn.reading.clear()
+    ids = {f"get-{n}" for n in range(10)}
+    for msg_id in sorted(ids):
+        daemon.conn.send(_get_big(msg_id))
+    _blocked_on(daemon.process.stdout.fileno(), 60_000)
+
+    def write():
+        for version in range(2, 12):
+            daemon.conn.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"text": text + f"\n# edit {version}\n"}]}})
+
+    assert _written_within(write)
+    daemon.conn.reading.set()
+    answers = _answers(daemon.conn, ids)
+    assert all(answers[msg_id]["result"]["text"].startswith(text) for msg_id in ids)
+    assert daemon.alive()
+
+
+def test_a_socket_client_that_writes_before_it_reads_gets_every_answer(big_file_daemon):
+    """On the socket the replies to bodies that are not JSON were written
+    from the reading loop, which waited for the client to read them."""
+    daemon, root = big_file_daemon
+    conn, sock = socket_connection(root / ".ctxls" / "daemon.sock")
+    try:
+        conn.reading.clear()
+        ids = {n for n in range(10)}
+        not_json = b"not json " * 20_000  # ~180 KB, answered -32700
+
+        for msg_id in sorted(ids):
+            conn.send(_get_big(msg_id))
+        _blocked_on(sock.fileno(), 100_000)
+
+        def write():
+            for _ in range(20):
+                conn.send_body(not_json)
+
+        assert _written_within(write)
+        conn.reading.set()
+        answers = _answers(conn, ids | {None})
+        assert answers[None]["error"]["code"] == -32700
+        text = (root / "big.py").read_text()
+        assert all(answers[msg_id]["result"]["text"] == text for msg_id in ids)
+        assert conn.request("ctxls/status", {}, "after", timeout=30)["result"]["complete"]
+    finally:
+        sock.close()
