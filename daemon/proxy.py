@@ -234,14 +234,32 @@ def owner_socket(message: dict | None, no_socket: bool) -> tuple[Path, Path] | N
     return (root, path) if socket_is_live(path) else None
 
 
+def wire_stdio() -> tuple[BinaryIO, BinaryIO]:
+    """The editor's stdin and stdout on descriptors of their own (not
+    inherited by children); fd 0 then reads the null device and fd 1 writes
+    to stderr, so neither a child process nor a stray print (ours, a
+    library's, C code's) reads the editor's messages or writes into the
+    answers (as `ctxls mcp` does, daemon/mcp_stdio.py)."""
+    wire_in = os.fdopen(os.dup(0), "rb")
+    wire_out = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    try:
+        os.dup2(2, 1)
+    except OSError:  # started with stderr closed
+        os.dup2(null, 1)
+    os.close(null)
+    return wire_in, wire_out
+
+
 def serve_stdio(server: Any, no_socket: bool) -> None:
     """`ctxls serve` on stdio: a proxy to the repository's owner, or the owner.
     Either way stdout is an ``Outbox``: the event loop never waits for the
     editor to read."""
-    stdin = sys.stdin.buffer
+    stdin, wire_out = wire_stdio()
     raw, first = read_first_message(stdin)
     found = owner_socket(first, no_socket)
-    stdout = Outbox(sys.stdout.buffer)
+    stdout = Outbox(wire_out)
     try:
         if found is None:
             server.no_socket = no_socket
@@ -253,7 +271,7 @@ def serve_stdio(server: Any, no_socket: bool) -> None:
             server.client_watch.watch(process_id)
         log.info("proxying to the daemon on %s", path)
         try:
-            asyncio.run(Proxy(first, root, path, stdout).run())
+            asyncio.run(Proxy(first, root, path, stdin, stdout).run())
         except KeyboardInterrupt:
             pass
     finally:
@@ -261,9 +279,10 @@ def serve_stdio(server: Any, no_socket: bool) -> None:
 
 
 class Proxy:
-    def __init__(self, initialize: dict, root: Path, socket_path: Path, editor_out: Outbox):
+    def __init__(self, initialize: dict, root: Path, socket_path: Path, editor_in: BinaryIO,
+                 editor_out: Outbox):
         self.initialize = initialize
-        self.editor_out = editor_out  # stdout
+        self.editor_in, self.editor_out = editor_in, editor_out  # stdin and stdout (wire_stdio)
         self.root = root
         self.socket_path = socket_path
         self.documents: dict[str, TextDocument] = {}
@@ -287,7 +306,7 @@ class Proxy:
     async def editor_reader(self) -> asyncio.StreamReader:
         loop = asyncio.get_running_loop()
         reader = asyncio.StreamReader(limit=1 << 26)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), self.editor_in)
         return reader
 
     def track(self, message: dict) -> None:

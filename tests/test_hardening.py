@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import queue
 import resource
 import sqlite3
 import stat
@@ -533,3 +534,79 @@ def test_a_socket_client_that_writes_before_it_reads_gets_every_answer(big_file_
         assert conn.request("ctxls/status", {}, "after", timeout=30)["result"]["complete"]
     finally:
         sock.close()
+
+
+# A daemon whose ctxls/status prints to stdout and runs a child that writes to
+# its stdout and reads a byte of its stdin.
+NOISY_DAEMON = """import os, sys
+from ctxls.daemon.app import CtxlsServer
+quiet_status = CtxlsServer.status
+def noisy_status(self):
+    print("a stray print", flush=True)
+    os.system("echo a child writes to its stdout; head -c 1 >/dev/null")
+    return quiet_status(self)
+CtxlsServer.status = noisy_status
+from ctxls.daemon.cli import main
+sys.exit(main(["serve"]))
+"""
+
+
+def test_stray_output_and_children_never_touch_the_stdio_wire(tmp_path: Path):
+    """What the process or a child writes to stdout goes to stderr, and a
+    child reading stdin reads nothing of the editor's: every frame on the
+    wire is the daemon's, every message the editor's (ctxls mcp keeps its
+    wire the same way)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "a.py").write_text("def f():\n    return 1\n")
+    stderr = tmp_path / "stderr.txt"
+    with open(stderr, "wb") as err:
+        process = subprocess.Popen([sys.executable, "-c", NOISY_DAEMON], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=err)
+    frames: queue.Queue = queue.Queue()
+
+    def read_frames():
+        while True:
+            header = process.stdout.readline()
+            if not header:
+                return
+            frames.put(header)
+            if header.startswith(b"Content-Length: "):
+                while process.stdout.readline().strip():
+                    pass
+                frames.put(json.loads(process.stdout.read(int(header.split(b":")[1]))))
+
+    threading.Thread(target=read_frames, daemon=True).start()
+
+    def send(*messages: dict) -> None:
+        for message in messages:
+            body = json.dumps(message).encode()
+            process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        process.stdin.flush()
+
+    def answers(ids: set) -> None:
+        while ids:
+            header = frames.get(timeout=30)
+            assert header.startswith(b"Content-Length: "), header  # the wire holds frames only
+            message = frames.get(timeout=30)
+            if "id" in message and "method" not in message:
+                assert "result" in message, message
+                ids.discard(message["id"])
+
+    uri = root.as_uri()
+    try:
+        send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+                  "processId": None, "rootUri": uri, "capabilities": {},
+                  "workspaceFolders": [{"uri": uri, "name": "repo"}],
+                  "initializationOptions": {"embeddings": False}}},
+             {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+             *({"jsonrpc": "2.0", "id": n, "method": "ctxls/status", "params": {}} for n in range(3)))
+        answers({"init", 0, 1, 2})
+        send({"jsonrpc": "2.0", "id": "bye", "method": "shutdown", "params": None},
+             {"jsonrpc": "2.0", "method": "exit"})
+        answers({"bye"})
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+    logged = stderr.read_text()
+    assert "a stray print" in logged and "a child writes to its stdout" in logged
