@@ -17,6 +17,10 @@ the embedder's), indexed, and then for :data:`MEASURE_S` seconds (after
   (``ctxls/index`` with ``force``) back to back: the long write a
   ``remember`` should not wait for.
 
+A run in which nothing comes from the daemon for :data:`STALL_S` while
+requests wait ends with where the bytes are (``stall_report``): the daemon's
+threads and the bytes lying unread in its pipes to the bench.
+
 Reported: read latency p50/p95 (all reads, and per method), the remember's
 acknowledgement p50/p95, and how many of each were answered. The sizes are
 set only here: the daemon is started by a launcher that sets the router's
@@ -32,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import fcntl
 import itertools
 import os
 import random
@@ -39,9 +44,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from lsprotocol import types
 
@@ -59,6 +66,8 @@ WARMUP_S = 3.0
 MEASURE_S = 30.0
 DAEMON_OPTIONS = {"embeddings": False, "debounceMs": 50}
 EDITED_SUFFIX = ".py"
+# Seconds without a message from the daemon, requests waiting, that make a run stalled.
+STALL_S = 60.0
 
 # The daemon with the router's pools at the bench's sizes: the module's
 # constants set and its pools built again before anything has run on them.
@@ -122,6 +131,44 @@ def definitions(root: Path, limit: int = 60) -> list[str]:
     return random.Random(7).sample(sorted(names), min(limit, len(names)))
 
 
+def _fd_links(pid: int | str, access: int) -> dict[str, list[int]]:
+    """A process's pipes open for ``access`` (os.O_RDONLY, os.O_WRONLY): their
+    /proc link name (``pipe:[inode]``) and the descriptors."""
+    links: dict[str, list[int]] = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            link = os.readlink(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/fdinfo/{fd}") as info:
+                flags = int(next(line for line in info if line.startswith("flags:")).split()[1], 8)
+        except (OSError, StopIteration):
+            continue
+        if link.startswith("pipe:") and flags & os.O_ACCMODE == access:
+            links.setdefault(link, []).append(int(fd))
+    return links
+
+
+def stall_report(pid: int) -> str:
+    """Where a stalled run's bytes are: each daemon thread's kernel wait
+    (``pipe_write``: blocked writing to the bench; ``ep_poll``: idle), and
+    the bytes the daemon wrote that lie unread in each of its pipes to this
+    process."""
+    threads = []
+    for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as comm, open(f"/proc/{pid}/task/{tid}/wchan") as wchan:
+                threads.append(f"{comm.read().strip()}:{wchan.read().strip()}")
+        except OSError:
+            continue
+    written = _fd_links(pid, os.O_WRONLY)
+    unread = {}
+    for link, fds in _fd_links("self", os.O_RDONLY).items():
+        if link in written:
+            count = bytearray(4)
+            fcntl.ioctl(fds[0], termios.FIONREAD, count)
+            unread[f"{link} (daemon fds {written[link]})"] = int.from_bytes(count, sys.byteorder)
+    return f"daemon threads: {', '.join(threads)}; unread in its pipes to the bench: {unread}"
+
+
 def reads(names: list[str]):
     """(method, params) forever: recall, impact and locate of each name in turn."""
     for name in itertools.cycle(names):
@@ -144,7 +191,7 @@ async def load(daemon: BenchDaemon, names: list[str], edited: Path, measure_s: f
         while not stop.is_set():
             method, params = next(plan)
             t0 = time.perf_counter()
-            await daemon.request(method, params)
+            await request(method, params)
             if measuring.is_set() and not stop.is_set():
                 times.setdefault(method, []).append(time.perf_counter() - t0)
 
@@ -153,7 +200,7 @@ async def load(daemon: BenchDaemon, names: list[str], edited: Path, measure_s: f
             if stop.is_set():
                 return
             t0 = time.perf_counter()
-            await daemon.request("ctxls/remember", {"id": f"lanes-{number}-{n}",
+            await request("ctxls/remember", {"id": f"lanes-{number}-{n}",
                                                     "text": f"lanes bench fact {number} {n}: "
                                                             f"{random.choice(names)} is slow"})
             if measuring.is_set() and not stop.is_set():
@@ -180,20 +227,57 @@ async def load(daemon: BenchDaemon, names: list[str], edited: Path, measure_s: f
 
     async def reindexer() -> None:
         while not stop.is_set():
-            await daemon.request("ctxls/index", {"force": True})
+            await request("ctxls/index", {"force": True})
+
+    protocol = daemon.client.protocol
+    last_message = time.monotonic()
+    handle_message = protocol.handle_message
+
+    def stamped(message):
+        nonlocal last_message
+        last_message = time.monotonic()
+        return handle_message(message)
+
+    protocol.handle_message = stamped
+
+    waiting = 0  # requests sent and not answered
+
+    async def request(method: str, params: dict) -> Any:
+        nonlocal waiting
+        waiting += 1
+        try:
+            return await daemon.request(method, params)
+        finally:
+            waiting -= 1
+
+    async def watchdog() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            if waiting and time.monotonic() - last_message > STALL_S:
+                raise RuntimeError(f"stalled: nothing from the daemon for {STALL_S:.0f} s with "
+                                   f"{waiting} requests waiting; {stall_report(daemon.process.pid)}")
 
     tasks = [asyncio.create_task(reader()) for _ in range(READERS)]
     if reindexing:
         tasks.append(asyncio.create_task(reindexer()))
     tasks += [asyncio.create_task(writer(n)) for n in range(WRITERS)]
     tasks.append(asyncio.create_task(editor()))
-    await asyncio.sleep(WARMUP_S)
+    watching = asyncio.create_task(watchdog())  # it ends only by finding a stall
+    await asyncio.wait([watching], timeout=WARMUP_S)
     measuring.set()
     started = time.perf_counter()
-    await asyncio.sleep(measure_s)
+    await asyncio.wait([watching], timeout=measure_s)
     stop.set()
     seconds = time.perf_counter() - started
-    await asyncio.wait_for(asyncio.gather(*tasks), timeout=300)
+    clients = asyncio.gather(*tasks)
+    await asyncio.wait([clients, watching], timeout=300, return_when=asyncio.FIRST_COMPLETED)
+    if watching.done():
+        clients.cancel()
+        watching.result()
+    watching.cancel()
+    if not clients.done():
+        raise TimeoutError("the clients did not end within 300 s")
+    clients.result()
     return SizeRun(0, 0, times, acks, edits, seconds)
 
 
@@ -265,7 +349,8 @@ def write_result(runs: list[SizeRun], corpus: Path, load_before: float, rounds: 
                   f"{EDIT_INTERVAL_S * 1000:.0f} ms"
                   f"{', and one client re-indexing the folder back to back' if reindexing else ''}. "
                   f"Lowest read p95: {best.read_workers}×"
-                  f"{best.write_workers}."),
+                  f"{best.write_workers}. No run stalled (nothing from the daemon for "
+                  f"{STALL_S:.0f} s with requests waiting ends a run)."),
         "runs": [run.summary() for run in runs],
     })
 
