@@ -858,12 +858,16 @@ class Engine:
         if text is None:
             return None
         provenance = "buffer" if self.buffer_text(path) is not None else "disk"
-        meta: dict = {"lines": len(text.split("\n"))}
+        # Lines as an editor numbers them: a final newline ends the last line
+        # and starts none (a 136-line file is not 137 lines long).
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        meta: dict = {"lines": len(lines)}
         lines_given: tuple[int, int] | None = None
         if start_line is not None or end_line is not None:
             if changed_now or content_hash(text) != state.hash:
                 raise StalePointer(path)
-            lines = text.split("\n")
             first = start_line or 0
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
             text = "\n".join(lines[first:last + 1])
