@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -96,6 +97,32 @@ def test_serve_on_a_unix_socket_with_a_prewarmed_root(repo: Path, tmp_path: Path
         killer.cancel()
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_make_run_installs_again_only_when_pyproject_changed(tmp_path: Path):
+    """`make run` reinstalled the package on every start (32 s): the install
+    is a stamp that only pyproject.toml makes stale (the package is editable)."""
+    checkout = Path(__file__).resolve().parents[1]
+    for name in ("Makefile", "pyproject.toml"):
+        (tmp_path / name).write_bytes((checkout / name).read_bytes())
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+
+    def planned() -> str:
+        made = subprocess.run(["make", "-n", "run", "REPO=/nowhere"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        return made.stdout
+
+    assert "pip install" in planned()  # never installed
+    stamp = tmp_path / ".venv" / ".installed"
+    stamp.touch()
+    later = (tmp_path / "pyproject.toml").stat().st_mtime + 10
+    os.utime(stamp, (later, later))
+    again = planned()
+    assert "pip install" not in again and "ctxls serve --root" in again
+    os.utime(tmp_path / "pyproject.toml", (later + 10, later + 10))
+    assert "pip install" in planned()
 
 
 # -- issue 14: where the index lives -------------------------------------------------
