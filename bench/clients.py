@@ -173,7 +173,7 @@ def measure(ctxls: list[str], root: Path, runs: int, cold_runs: int) -> list[tup
              time_process([*ctxls, "recall", QUERY, "--kind", "code"], runs,
                           cwd=root / "src" / "flask"), THROUGH_DAEMON_GOAL_MS),
             ("CLI get (a 40-line range) through the daemon",
-             time_process([*ctxls, "get", "src/flask/app.py", "--start", "1", "--end", "40",
+             time_process([*ctxls, "get", "src/flask/app.py", "--start-line", "1", "--end-line", "40",
                            *where], runs), THROUGH_DAEMON_GOAL_MS),
             ("CLI impact through the daemon",
              time_process([*ctxls, "impact", "register_blueprint", *where], runs),

@@ -10,7 +10,7 @@ at or above the current one holding ``.ctxls/`` or ``.git`` (``--root``
 overrides). Only ``index`` (and ``serve``/``mcp``) create an index; the other
 verbs say how to create one when there is none.
 
-Line numbers people read or type (output, ``get --start/--end``) are 1-based;
+Line numbers people read or type (output, ``get --start-line/--end-line``) are 1-based;
 the protocol's JSON (``--json``) keeps its 0-based fields.
 
 The parser and the entry point live here; the verbs in ``cli_verbs`` (one
@@ -43,10 +43,12 @@ COMMANDS = {"serve", "index", "recall", "locate", "get", "impact", "symbols", "o
             "remember", "forget", "recent", "status", "assemble", "trust-memory", "memory", "mcp"}
 
 # The protocol's params as the verbs' options spell them, so that an error names
-# what the user typed (`--budget`, not `budgetTokens`); a positional (query,
-# text, symbol, id) has the protocol's name already.
-OPTION_OF_FIELD = {"budgetTokens": "--budget", "minScore": "--min-score", "startLine": "--start",
-                   "endLine": "--end", "idPrefix": "--prefix", "includeTests": "--include-tests",
+# what the user typed (`--budget-tokens`, not `budgetTokens`); a positional
+# (query, text, symbol, id) has the protocol's name already. One name per
+# parameter: an option is its field's words (MCP's parameter, in snake case).
+OPTION_OF_FIELD = {"budgetTokens": "--budget-tokens", "minScore": "--min-score",
+                   "startLine": "--start-line", "endLine": "--end-line", "idPrefix": "--id-prefix",
+                   "includeTests": "--include-tests",
                    "n": "-n", "kind": "--kind", "mode": "--mode", "scope": "--scope",
                    "days": "--days", "limit": "--limit", "meta": "--meta", "by": "--by",
                    "paths": "PATH"}
@@ -157,8 +159,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         get = verb("get", "print a file, a line range or a memory", cmd_get, colour=False)
         get.add_argument("id", help="a file path (from the repository or the current folder) or a "
                                     "memory id")
-        get.add_argument("--start", type=int, help="first line (1-based)")
-        get.add_argument("--end", type=int, help="last line (1-based, inclusive)")
+        get.add_argument("--start-line", type=int, help="first line (1-based)")
+        get.add_argument("--end-line", type=int, help="last line (1-based, inclusive)")
         get.add_argument("--scope", help="the memory tenant the id belongs to")
 
     if wanted("impact"):
@@ -202,7 +204,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if wanted("forget"):
         forget = verb("forget", "remove written memory", cmd_forget, colour=False)
         forget.add_argument("id", nargs="?", help="the id to remove")
-        forget.add_argument("--prefix", help="every id starting with this")
+        forget.add_argument("--id-prefix", help="every id starting with this")
         forget.add_argument("--kind", choices=("fact", "episode", "doc"), help="only this kind")
         forget.add_argument("--by", choices=("human", "agent"), help="only what this author wrote")
         forget.add_argument("--scope", help="only this memory tenant")
@@ -219,7 +221,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if wanted("assemble"):
         assemble = verb("assemble", "token-budgeted context for a query", cmd_assemble, colour=False)
         assemble.add_argument("query", help="the question to gather context for")
-        assemble.add_argument("--budget", type=int, default=2000, help="tokens (default 2000)")
+        assemble.add_argument("--budget-tokens", type=int, default=2000,
+                              help="at most this many tokens of context (default 2000)")
         assemble.add_argument("--kind", choices=RECALL_KINDS, help="only this kind of hit")
         assemble.add_argument("--mode", choices=RECALL_MODES,
                               help="ranking: hybrid (default), lexical or semantic")

@@ -8,7 +8,7 @@ on disk. Nothing heavy is imported at the top: a verb the daemon answers
 loads the standard library, the socket client and the formatters only (an
 agent calling ``ctxls recall`` in a loop pays this module's imports every time).
 
-Line numbers people read or type (output, ``get --start/--end``) are 1-based;
+Line numbers people read or type (output, ``get --start-line/--end-line``) are 1-based;
 the protocol's JSON (``--json``) keeps its 0-based fields.
 """
 
@@ -178,15 +178,17 @@ def cmd_locate(args):
 
 
 def cmd_get(args):
-    for name in ("start", "end"):
+    for name in ("start_line", "end_line"):
         value = getattr(args, name)
         if value is not None and value < 1:
-            raise CliError(f"--{name} is a 1-based line number: 1 or more", EXIT_USAGE)
+            raise CliError(f"--{name.replace('_', '-')} is a 1-based line number: 1 or more",
+                           EXIT_USAGE)
     root = resolve_root(args.root, creates=False)
     item_id = _typed_path(args.id)
     params = drop_none({"id": item_id,
-                         "startLine": args.start - 1 if args.start else None,
-                         "endLine": args.end - 1 if args.end else None, "scope": args.scope})
+                         "startLine": args.start_line - 1 if args.start_line else None,
+                         "endLine": args.end_line - 1 if args.end_line else None,
+                         "scope": args.scope})
     args.root = str(root)
     item, _ = call(args, "ctxls/get", params)
     past_end = past_end_text(item)
@@ -294,11 +296,11 @@ def cmd_remember(args):
 
 
 def cmd_forget(args):
-    if args.id is None and args.prefix is None and args.scope is None \
+    if args.id is None and args.id_prefix is None and args.scope is None \
             and not (args.kind and args.by):
-        raise CliError("say what to forget: an ID, --prefix, --scope, or --kind with --by",
+        raise CliError("say what to forget: an ID, --id-prefix, --scope, or --kind with --by",
                        EXIT_USAGE)
-    params = drop_none({"id": args.id, "idPrefix": args.prefix, "kind": args.kind,
+    params = drop_none({"id": args.id, "idPrefix": args.id_prefix, "kind": args.kind,
                          "by": args.by, "scope": args.scope})
     result, _ = call(args, "ctxls/forget", params, refresh=False)
     if args.json:
@@ -336,7 +338,7 @@ def cmd_status(args):
 
 
 def cmd_assemble(args):
-    params = drop_none({"query": args.query, "budgetTokens": args.budget, "kind": args.kind,
+    params = drop_none({"query": args.query, "budgetTokens": args.budget_tokens, "kind": args.kind,
                          "mode": args.mode, "minScore": args.min_score, "scope": args.scope})
     result, _ = call(args, "ctxls/assemble", params)
     if args.json:

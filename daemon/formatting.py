@@ -287,7 +287,7 @@ def past_end_text(item: dict | None) -> str | None:
 
 
 def in_caller_names(message: str, names: dict[str, str]) -> str:
-    """An engine error naming parameters as the caller typed them (``--budget``,
+    """An engine error naming parameters as the caller typed them (``--budget-tokens``,
     ``budget_tokens``), not as the protocol's fields (``budgetTokens``): the
     param an "invalid param" names, and any camelCase field the text mentions."""
     for field, typed in names.items():

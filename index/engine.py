@@ -651,7 +651,8 @@ class Engine:
                             for h in hits if h.uri is not None],
             _recall_without)
         # Judged once, on the fresh answer (not on each of fresh_answer's rounds).
-        if result.mode != "lexical" and any(result.hits_by_kind.get(kind) for kind in FILE_KINDS):
+        if result.mode != "lexical" and any(result.hits_by_kind.get(kind) for kind in FILE_KINDS) \
+                and not _names_a_hit(query, result):
             result = replace(result, weak_reason=off_topic(self.topicality(query)))
         if log:
             self.log_demand([h for hits in result.hits_by_kind.values() for h in hits], "recall")
@@ -858,12 +859,16 @@ class Engine:
         if text is None:
             return None
         provenance = "buffer" if self.buffer_text(path) is not None else "disk"
-        meta: dict = {"lines": len(text.split("\n"))}
+        # Lines as an editor numbers them: a final newline ends the last line
+        # and starts none (a 136-line file is not 137 lines long).
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        meta: dict = {"lines": len(lines)}
         lines_given: tuple[int, int] | None = None
         if start_line is not None or end_line is not None:
             if changed_now or content_hash(text) != state.hash:
                 raise StalePointer(path)
-            lines = text.split("\n")
             first = start_line or 0
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
             text = "\n".join(lines[first:last + 1])
@@ -1097,8 +1102,9 @@ class Engine:
 
     def _labelled(self, hits: list[Hit], conn: Connection, query: str) -> list[Hit]:
         """File hits with the definitions their chunk holds; a hit whose chunk
-        packs the definition the query names becomes that definition's own
-        hit (its name, its lines within the chunk: symbols.asked_names).
+        holds the definition the query names becomes that definition's own
+        hit (its name, its lines within the chunk: symbols.asked_names), the
+        chunk's other definitions, module code and section comments left out.
         Two hits narrowed to the same lines are one."""
         names = symbol_table.asked_names(query) if query else set()
         out: list[Hit] = []
@@ -1108,7 +1114,7 @@ class Engine:
                 hit.definitions = symbol_table.definitions_in(conn, hit.path, hit.start_line,
                                                               hit.end_line)
                 named = symbol_table.named_definition(hit.definitions, names) if names else None
-                if named is not None and len(hit.definitions) > 1:
+                if named is not None:
                     self._narrow(hit, named, conn)
                 key = (hit.path, hit.start_line, hit.end_line)
                 if key in seen:
@@ -1154,6 +1160,15 @@ class Engine:
 
 # Status lists this many skipped files (all are counted).
 STATUS_SKIPPED_LISTED = 100
+
+
+def _names_a_hit(query: str, result: RecallResult) -> bool:
+    """Is the query one name a hit defines? That definition is the answer,
+    whatever the nearest cosine says (a function typed a moment ago has no
+    vector yet, and the off-topic thresholds were calibrated on questions)."""
+    names = symbol_table.asked_names(query)
+    return bool(names) and any(symbol_table.named_definition(hit.definitions or [], names)
+                               for kind in FILE_KINDS for hit in result.hits_by_kind.get(kind, []))
 
 
 def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:

@@ -99,14 +99,21 @@ def definition_tier(symbol: str, symbol_kind: str, asked: str) -> float:
 def _definitions(conn: Connection, kind: str, name: str, limit: int
                  ) -> list[tuple[int, str, str, int, int]]:
     """(chunk id, symbol, symbol kind, file id, span) of the chunks holding a
-    definition named ``name`` (the last segment, any case)."""
+    definition named ``name`` (the last segment, any case). A qualified name's
+    own definitions come first: `Engine.__init__` is one of 60 `__init__`s,
+    and the limit must not cut it."""
     last = NAME_SEPARATORS.split(name)[-1].lower()
+    select = ("SELECT c.id, s.symbol, s.symbol_kind, s.file_id, s.end_line - s.start_line "
+              "FROM symbols s JOIN chunks c ON c.file_id = s.file_id "
+              "AND c.start_line <= s.start_line AND s.start_line <= c.end_line "
+              "WHERE s.name = ? AND c.kind = ? GROUP BY s.file_id, s.symbol, s.start_line ")
+    if not NAME_SEPARATORS.search(name):
+        return conn.execute(select + "LIMIT ?", (last, kind, limit)).fetchall()
+    qualified = NAME_SEPARATORS.sub(".", name)
+    tail = "." + qualified
     return conn.execute(
-        "SELECT c.id, s.symbol, s.symbol_kind, s.file_id, s.end_line - s.start_line FROM symbols s "
-        "JOIN chunks c ON c.file_id = s.file_id AND c.start_line <= s.start_line "
-        "AND s.start_line <= c.end_line "
-        "WHERE s.name = ? AND c.kind = ? GROUP BY s.file_id, s.symbol, s.start_line LIMIT ?",
-        (last, kind, limit)).fetchall()
+        select + "ORDER BY s.symbol = ? OR substr(s.symbol, -?) = ? DESC LIMIT ?",
+        (last, kind, qualified, len(tail), tail, limit)).fetchall()
 
 
 def _member_chunks(conn: Connection, kind: str, file_id: int, symbol: str) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 import sys
@@ -98,6 +99,32 @@ def test_serve_on_a_unix_socket_with_a_prewarmed_root(repo: Path, tmp_path: Path
         proc.wait(timeout=10)
 
 
+def test_make_run_installs_again_only_when_pyproject_changed(tmp_path: Path):
+    """`make run` reinstalled the package on every start (32 s): the install
+    is a stamp that only pyproject.toml makes stale (the package is editable)."""
+    checkout = Path(__file__).resolve().parents[1]
+    for name in ("Makefile", "pyproject.toml"):
+        (tmp_path / name).write_bytes((checkout / name).read_bytes())
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "python").touch()
+
+    def planned() -> str:
+        made = subprocess.run(["make", "-n", "run", "REPO=/nowhere"], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        return made.stdout
+
+    assert "pip install" in planned()  # never installed
+    stamp = tmp_path / ".venv" / ".installed"
+    stamp.touch()
+    later = (tmp_path / "pyproject.toml").stat().st_mtime + 10
+    os.utime(stamp, (later, later))
+    again = planned()
+    assert "pip install" not in again and "ctxls serve --root" in again
+    os.utime(tmp_path / "pyproject.toml", (later + 10, later + 10))
+    assert "pip install" in planned()
+
+
 # -- issue 14: where the index lives -------------------------------------------------
 
 def test_verbs_find_the_repository_from_a_subfolder_and_git_ignores_the_store(repo: Path):
@@ -112,7 +139,7 @@ def test_verbs_find_the_repository_from_a_subfolder_and_git_ignores_the_store(re
     status = json.loads(run("status", "--json", cwd=repo / "pkg").stdout)
     assert status["root"] == str(repo.resolve()) and status["via"] == "local"
     # A path typed from the subfolder is read from there.
-    got = run("get", "session.py", "--start", "16", "--end", "16", cwd=repo / "pkg")
+    got = run("get", "session.py", "--start-line", "16", "--end-line", "16", cwd=repo / "pkg")
     assert got.returncode == 0, got.stderr
     assert got.stdout == "def send_prepared(method, url, timeout):\n"  # 1-based line 16
 
@@ -210,9 +237,18 @@ def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
     assert missing.returncode == 1 and "not found: nosuch.py" in missing.stderr
     assert run("impact", "no_such_symbol", *root).returncode == 1
     assert run("recall", "zzqqxxnothing", *root, "--kind", "code").returncode == 1
-    assert run("get", "pkg/session.py", "--start", "0", *root).returncode == 2
-    past = run("get", "pkg/session.py", "--start", "90", "--end", "95", *root)
+    assert run("get", "pkg/session.py", "--start-line", "0", *root).returncode == 2
+    past = run("get", "pkg/session.py", "--start-line", "90", "--end-line", "95", *root)
     assert past.returncode == 1 and "pkg/session.py ends before line 90" in past.stderr
+    # The last line is the last one an editor numbers: a final newline starts no line.
+    last = len((repo / "pkg/session.py").read_text().splitlines())
+    at_end = run("get", "pkg/session.py", "--start-line", str(last), *root)
+    assert at_end.returncode == 0 and at_end.stdout.strip()
+    after = run("get", "pkg/session.py", "--start-line", str(last + 1), *root)
+    assert after.returncode == 1 and after.stdout == ""
+    assert f"pkg/session.py ends before line {last + 1}" in after.stderr
+    whole = json.loads(run("get", "pkg/session.py", "--json", *root).stdout)
+    assert whole["meta"]["lines"] == last
     meta = run("remember", "k", "text", "--meta", "{bad", *root)
     assert meta.returncode == 2 and "--meta is not valid JSON" in meta.stderr
     assert "daemon" not in meta.stderr
@@ -222,11 +258,11 @@ def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
     on_topic = run("assemble", "send prepared request", *root)
     assert on_topic.returncode == 0 and "[1] pkg/session.py:16-18 send_prepared" in on_topic.stdout
     # Errors name the option typed, never the protocol's field (budgetTokens, endLine).
-    budget = run("assemble", "send", "--budget", "0", *root)
-    assert budget.returncode == 2 and "invalid param '--budget'" in budget.stderr
-    backwards = run("get", "pkg/session.py", "--start", "5", "--end", "2", *root)
+    budget = run("assemble", "send", "--budget-tokens", "0", *root)
+    assert budget.returncode == 2 and "invalid param '--budget-tokens'" in budget.stderr
+    backwards = run("get", "pkg/session.py", "--start-line", "5", "--end-line", "2", *root)
     assert backwards.returncode == 2
-    assert "invalid param '--end': must not be before --start" in backwards.stderr
+    assert "invalid param '--end-line': must not be before --start-line" in backwards.stderr
     assert "Line" not in budget.stderr + backwards.stderr and "Tokens" not in budget.stderr
     port = run("serve", "--tcp", "99999")
     assert port.returncode == 2 and "Traceback" not in port.stderr and "99999" in port.stderr
@@ -250,6 +286,35 @@ def test_every_option_has_help_text():
                for action in sub._actions if not action.help]
     missing += [a.dest for a in parser._actions if not a.help]
     assert missing == []
+
+
+# The MCP tools that send a CLI verb's request (recent_memory and knowledge
+# have no verb).
+VERB_OF_TOOL = {"recall": "recall", "locate": "locate", "get": "get", "impact": "impact",
+                "remember": "remember", "forget": "forget", "recent_activity": "recent",
+                "assemble": "assemble", "status": "status", "find_symbol": "symbols",
+                "outline": "outline", "related": "related"}
+
+
+def test_a_parameter_has_one_name_in_the_cli_mcp_and_errors():
+    """An agent that read `ctxls assemble -h` types MCP's parameter right,
+    and the reverse (issue 39: `budget` against `budget_tokens`)."""
+    from ctxls.daemon.cli import OPTION_OF_FIELD, build_parser
+    from ctxls.daemon.mcp_bridge import TOOLS
+
+    verbs = next(a for a in build_parser()._actions if a.dest == "command").choices
+    assert {t.name for t in TOOLS} - set(VERB_OF_TOOL) == {"recent_memory", "knowledge"}
+    for tool in TOOLS:
+        if tool.name not in VERB_OF_TOOL:
+            continue
+        cli_names = {a.dest for a in verbs[VERB_OF_TOOL[tool.name]]._actions}
+        # `format` is the CLI's --json; related's path and line are its PATH:LINE.
+        other_shape = {"format"} | ({"path", "line"} if tool.name == "related" else set())
+        assert set(tool.params) - other_shape - cli_names == set(), tool.name
+    # Errors name the option typed: the protocol field's words.
+    for field, option in OPTION_OF_FIELD.items():
+        if option.startswith("--"):
+            assert option[2:].replace("-", "_") == re.sub("([A-Z])", r"_\1", field).lower()
 
 
 def test_a_verb_parses_the_same_with_only_its_own_options_built():

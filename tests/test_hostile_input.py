@@ -804,6 +804,12 @@ async def test_mcp_errors_all_say_ctxls_error(repo: Path):
                                                         "end_line": 2})
             assert "invalid param 'end_line': must not be before start_line" \
                 in backwards.content[0].text
+            # Past a file's end is said, never an empty answer; the count is an editor's.
+            last = len((repo / "pkg/retry.py").read_text().splitlines())
+            at_end = await session.call_tool("get", {"id": "pkg/retry.py", "start_line": last})
+            assert at_end.content[0].text.startswith(f"pkg/retry.py lines {last}-{last} of {last}:")
+            after = await session.call_tool("get", {"id": "pkg/retry.py", "start_line": last + 1})
+            assert after.content[0].text == f"not found: pkg/retry.py ends before line {last + 1}"
             typed = await session.call_tool("recall", {"query": "x", "n": "many"})
             assert typed.content[0].text == ("ctxls error -32602: invalid param 'n': must be an "
                                              "integer")

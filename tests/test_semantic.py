@@ -400,6 +400,42 @@ def test_hybrid_recall_marks_hits_weak_when_the_repository_is_not_about_the_quer
     found = subprocess.run([*cli, "retry upload payload attempts"], capture_output=True, text=True,
                            timeout=120)
     assert found.returncode == 0 and "(weak" not in found.stdout
+    # A name the repository defines is answered by its definition, even before
+    # its vector exists (a function just typed; no daemon embeds it here).
+    with open(small / "mail" / "send.py", "a") as typed:
+        typed.write("\n\ndef frobnicate_quux_zyx(spec):\n    return spec\n")
+    named = subprocess.run([*cli, "frobnicate_quux_zyx"], capture_output=True, text=True,
+                           timeout=120)
+    assert named.returncode == 0 and "(weak" not in named.stdout, named.stdout
+    assert "mail/send.py:5-6  frobnicate_quux_zyx" in named.stdout
+    assert "(partial: 1 chunks still lack a vector" in named.stdout
+
+    # The MCP recall tool says so too: its text ends with the note, its JSON says weak.
+    mcp = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "mcp", "--root", str(small),
+                            "--no-daemon"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                           stderr=subprocess.DEVNULL, text=True,
+                           env={**os.environ, "CTXLS_LOG": "ERROR"})
+
+    def call_recall(msg_id: int, arguments: dict) -> dict:
+        mcp.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call", "params": {
+            "name": "recall", "arguments": {"kind": "code", **arguments}}}) + "\n")
+        mcp.stdin.flush()
+        return json.loads(mcp.stdout.readline())["result"]
+
+    try:
+        mcp.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}}) + "\n")
+        mcp.stdin.flush()
+        assert "result" in json.loads(mcp.stdout.readline())
+        text = call_recall(1, {"query": unrelated})["content"][0]["text"]
+        assert "(weak: " in text and "these are only the nearest rows)" in text
+        assert call_recall(2, {"query": unrelated, "format": "json"})["structuredContent"]["weak"]
+        answer = call_recall(3, {"query": "retry upload payload attempts"})["content"][0]["text"]
+        assert "retry_upload" in answer and "(weak" not in answer
+    finally:
+        mcp.stdin.close()
+        mcp.wait(timeout=60)
 
 
 def _task_niceness() -> dict[int, int]:

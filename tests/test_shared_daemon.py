@@ -260,7 +260,7 @@ async def test_a_verb_answers_the_same_through_the_daemon_as_in_process(repo: Pa
         for verb in (["recall", "send prepared", "--mode", "lexical"],
                      ["recall", "send prepared", "--mode", "lexical", "--vimgrep"],
                      ["recall", "retry", "--mode", "lexical", "--body", "--kind", "code"],
-                     ["impact", "Session.request"], ["get", "pkg/retry.py", "--start", "2"],
+                     ["impact", "Session.request"], ["get", "pkg/retry.py", "--start-line", "2"],
                      ["locate", "retry_upload raises TimeoutError"]):
             thin, full = [await asyncio.to_thread(cli, *verb, "--root", str(repo), *extra)
                           for extra in ([], ["--no-daemon"])]

@@ -160,6 +160,58 @@ def test_small_definitions_packed_together_are_hits_of_their_own(engine: Engine)
         "def scale_vector(v, k):\n    return [k * a for a in v]")
 
 
+def test_a_qualified_name_is_found_among_many_definitions_of_its_name(tmp_path: Path):
+    # 30 classes with an __init__ each: more than the definitions recall reads
+    # for a name (RecallScorer's max_definitions), in file order before the one asked for.
+    files = {f"app/model_{i:02d}.py": (f"class Model{i:02d}:\n    def __init__(self):\n"
+                                       f"        self.value = {i}\n")
+             for i in range(30)}
+    files["zz/engine.py"] = ("class Engine:\n    def __init__(self, root):\n"
+                             "        self.root = root\n\n    def run(self):\n        return self.root\n")
+    root = tmp_path / "many"
+    write_tree(root, files)
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.index()
+        hit = engine.recall("Engine.__init__", ["code"]).hits_by_kind["code"][0]
+        assert (hit.path, hit.symbol, hit.start_line, hit.end_line) == (
+            "zz/engine.py", "Engine.__init__", 1, 2)
+    finally:
+        engine.close()
+
+
+def test_a_named_definition_hit_leaves_out_the_module_code_beside_it(tmp_path: Path):
+    # One definition in a chunk with module-level statements and a section
+    # comment: the query naming it gets the definition's lines, not theirs.
+    text = ("import os\n"                          # 0
+            "\n"
+            "PLAIN = os.sep\n"                     # 2
+            "\n"
+            "\n"
+            "def line_span(chunk):\n"              # 5
+            "    return chunk['end'] - chunk['start']\n"  # 6
+            "\n"
+            "\n"
+            "# -- what the output says --\n"       # 9
+            "LEFT_OUT = '(text left out)'\n"        # 10
+            "MENTION_KINDS = {'string': 'in strings'}\n")
+    root = tmp_path / "mod"
+    write_tree(root, {"fmt.py": text})
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.index()
+        chunk = next(c for c in chunk_file("fmt.py", text).chunks if "line_span" in c.names)
+        assert (chunk.start_line, chunk.end_line) != (5, 6)  # the chunk holds more than it
+        hit = engine.recall("line_span", ["code"], body=True).hits_by_kind["code"][0]
+        assert (hit.symbol, hit.start_line, hit.end_line) == ("line_span", 5, 6)
+        assert hit.body == "def line_span(chunk):\n    return chunk['end'] - chunk['start']"
+        # A sentence keeps the chunk (docs/decisions.md: narrowing is for one-name queries).
+        hit = engine.recall("span of a chunk", ["code"]).hits_by_kind["code"][0]
+        assert (hit.start_line, hit.end_line) == (chunk.start_line, chunk.end_line)
+    finally:
+        engine.close()
+
+
 def test_a_function_typed_below_a_method_is_its_own_hit(engine: Engine):
     engine.set_buffer("calc/helpers.py", HELPERS_PY + "\n\ndef fresh_helper():\n    return 3\n")
     hit = engine.recall("fresh_helper", ["code"]).hits_by_kind["code"][0]
