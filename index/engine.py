@@ -18,7 +18,8 @@ from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
                                    decode_text, ignored_paths, looks_binary, read_file,
                                    relative_path, replace_lone_surrogates, stat_signature)
-from ctxls.index import graph
+from ctxls.index import graph, postings
+from ctxls.index.priority import lower_thread_priority
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
@@ -48,7 +49,7 @@ from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_
 from ctxls.index.stash import Stash
 from ctxls.index import symbols as symbol_table
 from ctxls.index.symbols import Definition
-from ctxls.index.store import Connection, Store, now_ms
+from ctxls.index.store import FTS_TABLE_BY_KIND, Connection, Store, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -406,7 +407,26 @@ class Engine:
                    cancel: threading.Event | None = None) -> IndexStats:
         """The first pass after start: no edit-log rows (it is not an edit)."""
         self._first_pass_due = True
-        return self._pass(None, False, False, progress, cancel)
+        stats = self._pass(None, False, False, progress, cancel)
+        threading.Thread(target=self._warm_postings_in_background, name="ctxls-postings-warm",
+                         daemon=True).start()
+        return stats
+
+    def warm_postings(self) -> int:
+        """Load the in-memory postings of the terms many rows hold
+        (index/postings.py), so that no query pays for loading them; a
+        daemon does it in the background after its first pass. Returns how
+        many terms were loaded."""
+        with self.store.snapshot() as conn:
+            return sum(postings.warm(conn, table, postings.WARM_MIN_ROWS)
+                       for table in FTS_TABLE_BY_KIND.values())
+
+    def _warm_postings_in_background(self) -> None:
+        lower_thread_priority()
+        try:
+            self.warm_postings()
+        except Exception:  # a store closed or failing meanwhile: queries load what they need
+            log.debug("warming the postings failed", exc_info=True)
 
     def follow_disk(self) -> None:
         """Start following this root's files on disk (``options.watch``); a
