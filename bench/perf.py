@@ -435,6 +435,7 @@ def run_perf(names: list[str] | None = None, queries: int = QUERIES, edits: int 
             cold_index("django", db)
         picked = recall_queries(queries)
         engine = Engine(root, EngineOptions(db_path=str(db)))
+        engine.warm_postings()  # as the daemon after its first pass (index/postings.py)
         recall = time_recall_in_process(engine, picked)
         log(f"perf: in-process recall p50 {recall['all'].p50:.1f} ms")
         set_buffer = time_set_buffer(engine, root, edits)

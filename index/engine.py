@@ -294,6 +294,10 @@ class Engine:
         # Called after files changed on disk were re-indexed.
         self.on_disk_change: Callable[[], None] | None = None
         self.store.on_replaced.append(self._store_replaced)
+        # The postings' warm-up after the first pass (cold_index), and what stops it.
+        self._warm_thread: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._quiet_until = 0.0  # see _defer_embedding
 
     @property
     def _tiers(self) -> list[SemanticIndex]:
@@ -368,6 +372,10 @@ class Engine:
         self._cold_done.set()
 
     def close(self) -> None:
+        # The warm-up reads on a connection store.close() closes: it stops first.
+        self._closing.set()
+        if self._warm_thread is not None:
+            self._warm_thread.join()
         if self.follower is not None:
             self.follower.stop()
         for tier in self._tiers:
@@ -408,18 +416,28 @@ class Engine:
         """The first pass after start: no edit-log rows (it is not an edit)."""
         self._first_pass_due = True
         stats = self._pass(None, False, False, progress, cancel)
-        threading.Thread(target=self._warm_postings_in_background, name="ctxls-postings-warm",
-                         daemon=True).start()
+        if self._warm_thread is None or not self._warm_thread.is_alive():
+            self._warm_thread = threading.Thread(target=self._warm_postings_in_background,
+                                                 name="ctxls-postings-warm", daemon=True)
+            self._warm_thread.start()
         return stats
 
     def warm_postings(self) -> int:
         """Load the in-memory postings of the terms many rows hold
         (index/postings.py), so that no query pays for loading them; a
         daemon does it in the background after its first pass. Returns how
-        many terms were loaded."""
-        with self.store.snapshot() as conn:
-            return sum(postings.warm(conn, table, postings.WARM_MIN_ROWS)
-                       for table in FTS_TABLE_BY_KIND.values())
+        many terms were loaded. It waits while queries and edits come (as
+        the embedding workers do) and stops when the engine closes."""
+        conn = self.store.reader()
+        return sum(postings.warm(conn, table, postings.WARM_MIN_ROWS, self._warm_pause)
+                   for table in FTS_TABLE_BY_KIND.values())
+
+    def _warm_pause(self) -> bool:
+        """Between two terms of the warm-up: wait out a request's quiet
+        period (``_defer_embedding``); True once the engine closes."""
+        while (quiet := self._quiet_until - time.monotonic()) > 0 and not self._closing.is_set():
+            self._closing.wait(quiet)
+        return self._closing.is_set()
 
     def _warm_postings_in_background(self) -> None:
         lower_thread_priority()
@@ -603,6 +621,7 @@ class Engine:
 
     def _defer_embedding(self) -> None:
         """Someone is typing or asking: the workers keep off the cores a moment."""
+        self._quiet_until = time.monotonic() + INTERACTIVE_QUIET_S  # the postings' warm-up too
         for tier in self._tiers:
             tier.defer(INTERACTIVE_QUIET_S)
 

@@ -31,7 +31,7 @@ import collections
 import math
 import re
 import threading
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -257,8 +257,11 @@ class TablePostings:
         key = (self.generation, tuple(terms), tuple(weights))
         if self.last is not None and self.last[0] == key:
             return self.last[1]
-        total_rows, *column_totals = _varints(conn.execute(
-            f"SELECT block FROM {self.table}_data WHERE id = 1").fetchone()[0])
+        averages = conn.execute(f"SELECT block FROM {self.table}_data WHERE id = 1").fetchone()
+        totals = _varints(averages[0]) if averages is not None and averages[0] else []
+        if not totals or not totals[0]:  # an empty table (its averages record is too)
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        total_rows, *column_totals = totals
         avgdl = float(sum(column_totals)) / float(total_rows)
         weight = np.array(weights, dtype=np.float64)
         found = [self.postings(conn, term) for term in terms]
@@ -387,11 +390,12 @@ def bm25(conn: Connection, table: str, terms: Sequence[str], weights: Sequence[f
     return Bm25(rows, scores)
 
 
-def warm(conn: Connection, table: str, min_rows: int) -> int:
+def warm(conn: Connection, table: str, min_rows: int, pause: Callable[[], bool] = lambda: False) -> int:
     """Load the postings of every term at least ``min_rows`` rows of
-    ``table`` hold (the ones costly to load during a query), one term per
-    hold of the table's lock; returns how many were loaded. Stops early
-    when the reader's snapshot falls behind the postings' generation."""
+    ``table`` hold (the ones costly to load during a query), commonest
+    first, one term per hold of the table's lock and per snapshot; returns
+    how many were loaded. ``pause()`` is called before each term (it may
+    wait for queries to pass; True stops)."""
     database = _database(conn)
     postings = _table_postings(conn, database, table)
     vocab = vocab_table(conn, table, "row")
@@ -400,12 +404,21 @@ def warm(conn: Connection, table: str, min_rows: int) -> int:
     loaded = 0
     postings.warmed = True
     for term in terms:
+        if pause():
+            break
         with postings.lock:
-            if postings.loaded_entries >= MAX_POSTINGS or not postings.at(conn, database):
-                break
-            if term not in postings.loaded:
-                postings.postings(conn, term)
-                loaded += 1
+            own = not conn.in_transaction
+            if own:
+                conn.execute("BEGIN DEFERRED")
+            try:
+                if postings.loaded_entries >= MAX_POSTINGS or not postings.at(conn, database):
+                    break
+                if term not in postings.loaded:
+                    postings.postings(conn, term)
+                    loaded += 1
+            finally:
+                if own:
+                    conn.execute("COMMIT")
     return loaded
 
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 from ctxls.index import trust
 from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
 from ctxls.index.private import create_private_file, make_private_dir, restrict
-from ctxls.index.store import fts_changes
+from ctxls.index.store.fts_changes import opened as fts_tables_opened, record as record_fts_commit
 from ctxls.index.store.failures import storage_reason, store_error, translated
 from ctxls.index.store.reads import Reads, fts_generation
 from ctxls.index.store.recovery import Recovery, _is_ours
@@ -265,7 +265,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
             self._writer = None
             raise
         self._generation += 1
-        fts_changes.opened(self._database_name(conn))
+        fts_tables_opened(self._database_name(conn))
         for suffix in ("", "-wal", "-shm"):  # a store made before modes were enforced
             restrict(self.db_path + suffix)
         self._identity = self._file_identity()
@@ -386,7 +386,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
         if conn.execute("PRAGMA data_version").fetchone()[0] == version:
             database = self._database_name(conn)
             for table, rowids in self._fts_rows.items():
-                fts_changes.record(database, table, before[table], after[table], rowids)
+                record_fts_commit(database, table, before[table], after[table], rowids)
         self._fts_rows, self._fts_before = {}, None
 
     @staticmethod
