@@ -19,10 +19,11 @@ loaded before and kept in a small overlay, until there are so many that the
 table starts again. A reader of an older snapshot, or of weights this does
 not reproduce exactly (not whole numbers), gets None and asks FTS5.
 
-Bounded: at most MAX_POSTINGS (row, term) entries per table, least recently
-used terms dropped first; a term is loaded on first use from an fts5vocab
-``instance`` table (so the first query holding a common word pays its
-loading once).
+Bounded: at most MAX_POSTINGS (row, term) entries and MAX_TERMS terms per
+table, least recently used terms dropped first. A term is loaded on first
+use from an fts5vocab ``instance`` table; the common ones (WARM_MIN_ROWS)
+by ``warm``, which a daemon runs after its first pass: before it, a query
+holding a common term not loaded asks FTS5 (cheaper than loading it once).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ FTS5_BM25_K1 = 1.2
 FTS5_BM25_B = 0.75
 # (row, term) entries kept per table, all terms together: ~20 MB.
 MAX_POSTINGS = 1_500_000
+# Terms kept per table (each costs ~300 bytes beside its entries).
+MAX_TERMS = 50_000
 # Tables kept (each workspace's code, doc and config tables).
 MAX_TABLES = 12
 # Rows changed since the postings were loaded, past which they are loaded anew.
@@ -241,7 +244,7 @@ class TablePostings:
                  counts.astype(np.uint16) if len(rows) and counts.max() < 2 ** 16 else counts)
         self.loaded[term] = entry
         self.loaded_entries += len(rows)
-        while self.loaded_entries > MAX_POSTINGS and len(self.loaded) > 1:
+        while (self.loaded_entries > MAX_POSTINGS or len(self.loaded) > MAX_TERMS) and len(self.loaded) > 1:
             _, (old_rows, _) = self.loaded.popitem(last=False)
             self.loaded_entries -= len(old_rows)
             self.current.clear()
