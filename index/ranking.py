@@ -137,7 +137,11 @@ def bm25_scores(conn: Connection, table: str, terms: list[str], config: RankingC
     a row (``_ceiling``), no row holding only common terms can enter, and that
     is the answer (the max-score pruning of top-k search engines); when it does
     not, fewer terms are left out so that it must, and when none can be, every
-    match is ranked. Scores are bm25() of all terms, so the answer is the same."""
+    match is ranked. Scores are bm25() of all terms, so the answer is the same.
+
+    The in-memory postings (index/postings.py) answer first, the same rows
+    and scores bit for bit; FTS5 answers what they do not (``where``, a
+    stemming table, an older snapshot, ...)."""
     weights = [config.symbol_weight, config.path_weight, config.body_weight]
     if where is None and table in _UNSTEMMED_TABLES:
         found = postings.bm25(conn, table, terms, weights)

@@ -382,12 +382,16 @@ class Store(Migrations, Recovery, FileRows, Reads):
         (then "after" is not this commit's alone, and nothing is filed)."""
         assert self._fts_before is not None
         version, before = self._fts_before
-        after = {t: fts_generation(conn, t) for t in FTS_TABLE_BY_KIND.values()}
-        if conn.execute("PRAGMA data_version").fetchone()[0] == version:
+        rows, self._fts_rows, self._fts_before = self._fts_rows, {}, None
+        try:
+            after = {t: fts_generation(conn, t) for t in FTS_TABLE_BY_KIND.values()}
+            if conn.execute("PRAGMA data_version").fetchone()[0] != version:
+                return
             database = self._database_name(conn)
-            for table, rowids in self._fts_rows.items():
-                record_fts_commit(database, table, before[table], after[table], rowids)
-        self._fts_rows, self._fts_before = {}, None
+        except sqlite3.Error:  # committed all the same: unfiled, readers load the table anew
+            return
+        for table, rowids in rows.items():
+            record_fts_commit(database, table, before[table], after[table], rowids)
 
     @staticmethod
     def _database_name(conn: Connection) -> str:
