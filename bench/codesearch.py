@@ -168,6 +168,7 @@ def open_engine(code_set: CodeSet, embeddings: bool, ranking: RankingConfig | No
     force = not stamp_file.is_file() or stamp_file.read_text().strip() != fingerprint
     t0 = time.perf_counter()
     stats = engine.index(force=force)
+    engine.warm_postings()  # as a daemon after its first pass: BM25 from memory (index/postings.py)
     if force:
         stamp_file.write_text(fingerprint)
         log(f"codesearch: indexed {code_set.corpus.id} ({'forced' if force else 'incremental'}) "

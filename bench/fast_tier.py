@@ -147,6 +147,7 @@ def main() -> None:
         t0 = time.perf_counter()
         engine.index()
         index_s = time.perf_counter() - t0
+        engine.warm_postings()  # as a daemon after its first pass (index/postings.py)
         rss.phase = "idle"
         chunks = engine.store.counts()["chunks"]
         fast, primary = engine.fast_semantic, engine.semantic

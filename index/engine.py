@@ -18,7 +18,8 @@ from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
                                    decode_text, ignored_paths, looks_binary, read_file,
                                    relative_path, replace_lone_surrogates, stat_signature)
-from ctxls.index import graph
+from ctxls.index import graph, postings
+from ctxls.index.priority import lower_thread_priority
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
@@ -48,7 +49,7 @@ from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_
 from ctxls.index.stash import Stash
 from ctxls.index import symbols as symbol_table
 from ctxls.index.symbols import Definition
-from ctxls.index.store import Connection, Store, now_ms
+from ctxls.index.store import FTS_TABLE_BY_KIND, Connection, Store, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +294,10 @@ class Engine:
         # Called after files changed on disk were re-indexed.
         self.on_disk_change: Callable[[], None] | None = None
         self.store.on_replaced.append(self._store_replaced)
+        # The postings' warm-up after the first pass (cold_index), and what stops it.
+        self._warm_thread: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._quiet_until = 0.0  # see _defer_embedding
 
     @property
     def _tiers(self) -> list[SemanticIndex]:
@@ -367,6 +372,10 @@ class Engine:
         self._cold_done.set()
 
     def close(self) -> None:
+        # The warm-up reads on a connection store.close() closes: it stops first.
+        self._closing.set()
+        if self._warm_thread is not None:
+            self._warm_thread.join()
         if self.follower is not None:
             self.follower.stop()
         for tier in self._tiers:
@@ -406,7 +415,36 @@ class Engine:
                    cancel: threading.Event | None = None) -> IndexStats:
         """The first pass after start: no edit-log rows (it is not an edit)."""
         self._first_pass_due = True
-        return self._pass(None, False, False, progress, cancel)
+        stats = self._pass(None, False, False, progress, cancel)
+        if self._warm_thread is None or not self._warm_thread.is_alive():
+            self._warm_thread = threading.Thread(target=self._warm_postings_in_background,
+                                                 name="ctxls-postings-warm", daemon=True)
+            self._warm_thread.start()
+        return stats
+
+    def warm_postings(self) -> int:
+        """Load the in-memory postings of the terms many rows hold
+        (index/postings.py), so that no query pays for loading them; a
+        daemon does it in the background after its first pass. Returns how
+        many terms were loaded. It waits while queries and edits come (as
+        the embedding workers do) and stops when the engine closes."""
+        conn = self.store.reader()
+        return sum(postings.warm(conn, table, postings.WARM_MIN_ROWS, self._warm_pause)
+                   for table in FTS_TABLE_BY_KIND.values())
+
+    def _warm_pause(self) -> bool:
+        """Between two terms of the warm-up: wait out a request's quiet
+        period (``_defer_embedding``); True once the engine closes."""
+        while (quiet := self._quiet_until - time.monotonic()) > 0 and not self._closing.is_set():
+            self._closing.wait(quiet)
+        return self._closing.is_set()
+
+    def _warm_postings_in_background(self) -> None:
+        lower_thread_priority()
+        try:
+            self.warm_postings()
+        except Exception:  # a store closed or failing meanwhile: queries load what they need
+            log.debug("warming the postings failed", exc_info=True)
 
     def follow_disk(self) -> None:
         """Start following this root's files on disk (``options.watch``); a
@@ -583,6 +621,7 @@ class Engine:
 
     def _defer_embedding(self) -> None:
         """Someone is typing or asking: the workers keep off the cores a moment."""
+        self._quiet_until = time.monotonic() + INTERACTIVE_QUIET_S  # the postings' warm-up too
         for tier in self._tiers:
             tier.defer(INTERACTIVE_QUIET_S)
 

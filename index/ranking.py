@@ -24,7 +24,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ctxls.index.query import QueryShape, query_shape
+from ctxls.index import postings
+from ctxls.index.postings import FTS5_BM25_K1
+from ctxls.index.query import QueryShape, declared_name, query_shape
 from ctxls.index.recall_features import RecallFeatures, add_coherence, add_file_text, named_files, with_features
 from ctxls.index.recall_scorer import Contribution, PriorConfig, RecallScorer, fuse, select
 from ctxls.index.store import (FTS_TABLE_BY_KIND, Connection, connection_cache, file_term_count,
@@ -103,8 +105,8 @@ def _scored(row, score: float) -> ScoredChunk:
 
 # FTS5's bm25() (fts5_aux.c): a phrase adds idf * tf * (k1 + 1) / (tf + k1 * (...))
 # to a row's score, so never more than idf * (k1 + 1), with idf =
-# log((rows - hits + 0.5) / (hits + 0.5)), or 1e-6 when that is not positive.
-FTS5_BM25_K1 = 1.2
+# log((rows - hits + 0.5) / (hits + 0.5)), or 1e-6 when that is not positive
+# (FTS5_BM25_K1: index/postings.py, which computes it from memory).
 # A query term held by more than this share of a table's rows is common: the
 # best rows are looked for among the rows holding a rarer term first (see
 # bm25_scores). Chosen by profiling django's sentence queries (docs/decisions.md,
@@ -135,10 +137,18 @@ def bm25_scores(conn: Connection, table: str, terms: list[str], config: RankingC
     a row (``_ceiling``), no row holding only common terms can enter, and that
     is the answer (the max-score pruning of top-k search engines); when it does
     not, fewer terms are left out so that it must, and when none can be, every
-    match is ranked. Scores are bm25() of all terms, so the answer is the same."""
+    match is ranked. Scores are bm25() of all terms, so the answer is the same.
+
+    The in-memory postings (index/postings.py) answer first, the same rows
+    and scores bit for bit; FTS5 answers what they do not (``where``, a
+    stemming table, an older snapshot, ...)."""
+    weights = [config.symbol_weight, config.path_weight, config.body_weight]
+    if where is None and table in _UNSTEMMED_TABLES:
+        found = postings.bm25(conn, table, terms, weights)
+        if found is not None:
+            return found.all() if limit is None else found.top(limit)
     select = f"SELECT rowid, -bm25({table}, ?, ?, ?) AS score FROM {table} WHERE {table} MATCH ?"
-    args: list = [config.symbol_weight, config.path_weight, config.body_weight,
-                  fts_match_expression(terms)]
+    args: list = [*weights, fts_match_expression(terms)]
     if where is not None:
         select += f" AND {where}"
         args += where_args
@@ -179,12 +189,24 @@ def _top_scores(conn: Connection, select: str, args: list,
     return {row[0]: row[1] for row in rows}, worst
 
 
+def _postings_bm25(conn: Connection, table: str, terms: list[str],
+                   config: RankingConfig) -> postings.Bm25 | None:
+    """bm25() from the in-memory postings (index/postings.py), or None: FTS5 answers."""
+    if table not in _UNSTEMMED_TABLES:
+        return None
+    return postings.bm25(conn, table, terms, [config.symbol_weight, config.path_weight,
+                                              config.body_weight])
+
+
 def bm25_of_ids(conn: Connection, table: str, terms: list[str], config: RankingConfig,
                 ids: Sequence[int]) -> dict[int, float]:
     """rowid -> BM25 score of those of ``ids`` that match a term: a filter on
     one scan of the matches, bm25() computed for ``ids`` only."""
     if not ids or not terms:
         return {}
+    found = _postings_bm25(conn, table, terms, config)
+    if found is not None:
+        return found.of(ids)
     return bm25_scores(conn, table, terms, config,
                        where=f"{table}.rowid + 0 IN ({','.join('?' * len(ids))})", where_args=ids)
 
@@ -255,16 +277,7 @@ def _term_idf(conn: Connection, table: str, terms: list[str]) -> _TermIdf | None
 def document_frequency(conn: Connection, table: str, terms: list[str]) -> dict[str, int]:
     """term -> how many rows of the FTS ``table`` hold it, from an fts5vocab
     table over it (a temp table of this connection, made on first use)."""
-    vocab = f"{table}_vocab"
-    if conn.execute("SELECT 1 FROM temp.sqlite_master WHERE name = ?", (vocab,)).fetchone() is None:
-        # The reader is query-only; a temp table writes nothing to the store.
-        only = conn.execute("PRAGMA query_only").fetchone()[0]
-        conn.execute("PRAGMA query_only = OFF")
-        try:
-            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{vocab} "
-                         f"USING fts5vocab(main, {table}, row)")
-        finally:
-            conn.execute(f"PRAGMA query_only = {'ON' if only else 'OFF'}")
+    vocab = postings.vocab_table(conn, table, "row")
     out: dict[str, int] = {}
     for start in range(0, len(terms), 500):
         batch = terms[start:start + 500]
@@ -287,6 +300,9 @@ def bm25_of_files(conn: Connection, kind: str, terms: list[str], config: Ranking
         f"SELECT id FROM chunks WHERE kind = ? AND file_id IN ({','.join('?' * len(file_ids))})",
         [kind, *file_ids])}
     table = FTS_TABLE_BY_KIND[kind]
+    found = _postings_bm25(conn, table, terms, config)
+    if found is not None:
+        return found.of(ids)
     scores: dict[int, float] = {}
     for low, high in _id_runs(ids):
         scores.update((chunk_id, score) for chunk_id, score in bm25_scores(
@@ -448,12 +464,14 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
     table = FTS_TABLE_BY_KIND.get(kind)
     if table is None or n <= 0:
         return []
+    # Embedded on the embedding thread while the query is analysed (its
+    # words' stems) and BM25 scans here: the text is query_shape's ``text``.
+    # The files a sentence names (lexical_search) are not added: the cosine
+    # side brings the candidates BM25 lacks, and they only added noise to it
+    # (hand-written files set, hybrid NDCG@10 0.790 -> 0.798; set 4 dev by
+    # file 0.852 -> 0.860).
+    vector = semantic.query_vector_soon(declared_name(query))
     shape = query_shape(query)
-    # Embedded on the embedding thread while BM25 scans here. The files a
-    # sentence names (lexical_search) are not added: the cosine side brings
-    # the candidates BM25 lacks, and they only added noise to it (hand-written
-    # files set, hybrid NDCG@10 0.790 -> 0.798; set 4 dev by file 0.852 -> 0.860).
-    vector = semantic.query_vector_soon(shape.text)
     terms = shape.terms
     if dense_only:
         weight = 1.0

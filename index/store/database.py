@@ -23,10 +23,11 @@ from typing import Callable, Iterator
 from ctxls.index import trust
 from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
 from ctxls.index.private import create_private_file, make_private_dir, restrict
+from ctxls.index.store.fts_changes import opened as fts_tables_opened, record as record_fts_commit
 from ctxls.index.store.failures import storage_reason, store_error, translated
-from ctxls.index.store.reads import Reads
+from ctxls.index.store.reads import Reads, fts_generation
 from ctxls.index.store.recovery import Recovery, _is_ours
-from ctxls.index.store.schema import APPLICATION_ID, VECTOR_TABLES, Migrations, _SQLITE_MAGIC
+from ctxls.index.store.schema import APPLICATION_ID, FTS_TABLE_BY_KIND, VECTOR_TABLES, Migrations, _SQLITE_MAGIC
 from ctxls.index.store.writes import FileRows, now_ms
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,11 @@ class Store(Migrations, Recovery, FileRows, Reads):
         # for one value. Unique in the process, whichever store.
         self.files_version = next(_FILES_VERSIONS)
         self._files_touched = False
+        # The write transaction's FTS rows (table -> rowids written or dropped)
+        # and, from just before the first of them, (data_version, generation
+        # of each file-kind FTS table): fts_changes records the commit.
+        self._fts_rows: dict[str, set[int]] = {}
+        self._fts_before: tuple[int, dict[str, object]] | None = None
         # Bumped by every (re)open: a thread's read connection of an older one is replaced.
         self._generation = 0
         self.error: StoreUnavailable | None = None  # set while the store cannot be used
@@ -259,6 +265,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
             self._writer = None
             raise
         self._generation += 1
+        fts_tables_opened(self._database_name(conn))
         for suffix in ("", "-wal", "-shm"):  # a store made before modes were enforced
             restrict(self.db_path + suffix)
         self._identity = self._file_identity()
@@ -347,6 +354,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
         conn = self._writer
         assert conn is not None
         conn.execute("BEGIN IMMEDIATE")
+        self._fts_rows, self._fts_before = {}, None
         try:
             yield conn
         except BaseException:
@@ -357,6 +365,38 @@ class Store(Migrations, Recovery, FileRows, Reads):
         except BaseException:
             self._rollback(conn)
             raise
+        if self._fts_before is not None:
+            self._record_fts_changes(conn)
+
+    def fts_rows_changing(self, conn: Connection, table: str, rowids) -> None:
+        """Called (inside a write transaction) before its statement writes or
+        drops ``rowids`` of the file-kind FTS ``table``."""
+        if self._fts_before is None:
+            self._fts_before = (conn.execute("PRAGMA data_version").fetchone()[0],
+                                {t: fts_generation(conn, t) for t in FTS_TABLE_BY_KIND.values()})
+        self._fts_rows.setdefault(table, set()).update(rowids)
+
+    def _record_fts_changes(self, conn: Connection) -> None:
+        """File the committed transaction's FTS rows under the generations
+        before and after it, unless another connection committed meanwhile
+        (then "after" is not this commit's alone, and nothing is filed)."""
+        assert self._fts_before is not None
+        version, before = self._fts_before
+        rows, self._fts_rows, self._fts_before = self._fts_rows, {}, None
+        try:
+            after = {t: fts_generation(conn, t) for t in FTS_TABLE_BY_KIND.values()}
+            if conn.execute("PRAGMA data_version").fetchone()[0] != version:
+                return
+            database = self._database_name(conn)
+        except sqlite3.Error:  # committed all the same: unfiled, readers load the table anew
+            return
+        for table, rowids in rows.items():
+            record_fts_commit(database, table, before[table], after[table], rowids)
+
+    @staticmethod
+    def _database_name(conn: Connection) -> str:
+        """The file SQLite opened (the key of fts_changes' records)."""
+        return conn.execute("PRAGMA database_list").fetchone()[2]
 
     def _write_error(self, exc: sqlite3.Error) -> StoreError:
         """WriteFailed for a storage failure; the statement's own error otherwise."""

@@ -107,6 +107,8 @@ class FileRows:
         old_hashes = [r[0] for r in conn.execute(
             "SELECT DISTINCT embed_hash FROM chunks WHERE file_id = ?", (file_id,))]
         for kind, table in FTS_TABLE_BY_KIND.items():
+            self.fts_rows_changing(conn, table, [r[0] for r in conn.execute(
+                "SELECT id FROM chunks WHERE file_id = ? AND kind = ?", (file_id, kind))])
             conn.execute(
                 f"DELETE FROM {table} WHERE rowid IN "
                 "(SELECT id FROM chunks WHERE file_id = ? AND kind = ?)", (file_id, kind))
@@ -195,6 +197,7 @@ class FileRows:
                  embedding_hash(record.path, chunk.symbol, chunk.text), chunk.text)).lastrowid
             table = FTS_TABLE_BY_KIND.get(chunk.kind, "fts_code")
             body = expand_tokens(chunk.text)
+            self.fts_rows_changing(conn, table, (chunk_id,))
             conn.execute(
                 f"INSERT INTO {table}(rowid, symbol, path, body) VALUES (?, ?, ?, ?)",
                 (chunk_id, expand(" ".join(chunk.names)), path_tokens, " ".join(body)))
@@ -202,8 +205,9 @@ class FileRows:
             chunk_changes[chunk.kind] += 1
         gone = [(cid, kind, embed) for (_, _, kind), rows in old.items() for cid, _, _, embed in rows]
         for cid, kind, _ in gone:
-            conn.execute(f"DELETE FROM {FTS_TABLE_BY_KIND.get(kind, 'fts_code')} WHERE rowid = ?",
-                         (cid,))
+            table = FTS_TABLE_BY_KIND.get(kind, "fts_code")
+            self.fts_rows_changing(conn, table, (cid,))
+            conn.execute(f"DELETE FROM {table} WHERE rowid = ?", (cid,))
             (text,) = conn.execute("SELECT text FROM chunks WHERE id = ?", (cid,)).fetchone()
             term_changes[kind].subtract(set(expand_tokens(text)))
             chunk_changes[kind] -= 1
