@@ -1200,17 +1200,18 @@ def skipped_json(skipped: dict[str, str]) -> dict:
             "files": [{"path": p, "reason": r} for p, r in listed[:STATUS_SKIPPED_LISTED]]}
 
 
-def memory_hit(row: MemoryRow, body: bool, mode: str, model: str | None) -> Hit:
-    """A written memory as a recall hit, ranked in ``mode`` with ``model``'s
-    cosines: no uri, so no range (``end_character`` 0); its chunk is its
-    lines in the whole text; its body is read when an answer takes it (BodyBudget)."""
+def memory_hit(row: MemoryRow, body: bool, mode: str | None = None, model: str | None = None) -> Hit:
+    """A written memory as a hit (a recall's: ranked in ``mode`` with
+    ``model``'s cosines; None: listed, not ranked): no uri, so no range
+    (``end_character`` 0); its chunk is its lines in the whole text; its
+    body is read when an answer takes it (BodyBudget)."""
     score = round(row.score, 6)
+    evidence = (Evidence("memory", mode, score, row.cosine, row.coverage,
+                         model if mode != "lexical" else None) if mode is not None else None)
     return Hit(path=row.key, uri=None, kind=row.kind, format=row.format, score=score,
                symbol=row.symbol, start_line=row.start_line, end_line=row.end_line,
                end_character=0, body=None, meta=row.meta, scope=row.scope,
-               read_body=row.text_within if body else None,
-               evidence=Evidence("memory", mode, score, row.cosine, row.coverage,
-                                 model if mode != "lexical" else None))
+               read_body=row.text_within if body else None, evidence=evidence)
 
 
 def calibrate(hits: list[Hit], calibration, query: QueryEvidence) -> None:
