@@ -1,8 +1,8 @@
 """Fit recall's calibration (index/recall_calibration.py) and measure merging on it.
 
-    .venv/bin/python bench/recall_calibration.py collect [--split dev|test]
+    .venv/bin/python bench/recall_calibration.py collect [--split dev|test] [--fast-tier]
     .venv/bin/python bench/recall_calibration.py fit [--write]
-    .venv/bin/python bench/recall_calibration.py mixed [--split dev|test] [--result FILE]
+    .venv/bin/python bench/recall_calibration.py mixed [--split dev|test] [--fast-tier] [--result FILE]
 
 Data: one workspace per set 4 corpus (bench/codesearch.py's store) with bench/memory.py's 30 facts and 12
 episodes remembered into it (their own kinds). Its queries are the corpus's set 4
@@ -14,7 +14,10 @@ semantic) and keeps each hit's calibration evidence (recall_calibration.Evidence
 the query's topicality and which targets the hit finds (a code hit: it holds a
 target's definition row, as bench/codesearch.py scores; a memory hit: it is
 the target row). Memory and file hits of the other kind of question are
-labelled not relevant: they are what a merged list must keep out.
+labelled not relevant: they are what a merged list must keep out. With
+``--fast-tier`` the files are ranked with the fast tier's static model (as
+while the transformer embeds a new folder; memory keeps the transformer's),
+into SPLIT-fast.jsonl: the file models for that model's cosines.
 
 The split: set 4's, by project (dev corpora fit, test corpora are scored);
 memory queries by target row (:data:`FIT_TARGETS`: those of half of the rows
@@ -51,6 +54,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import numpy as np
 
+from ctxls.index.embeddings import DEFAULT_MODEL_NAME, STATIC_MODEL_NAME
 from ctxls.index.engine import Engine
 from ctxls.index.recall_calibration import (FEATURES, MODEL_PATH, Calibration, Evidence,
                                             QueryEvidence, feature_names, feature_vector, list_top,
@@ -70,7 +74,7 @@ CALIBRATION_SOURCE = Path(__file__).resolve().parent.parent / "index" / "recall_
 # Memory rows whose queries are fitted on; the other rows' queries are scored.
 FIT_TARGETS = frozenset([f"f{i:02}" for i in range(1, 16)] + [f"e{i:02}" for i in range(1, 7)])
 L2 = 1e-3
-PRIMARY_MODEL = "ctxls-code-minilm-int8"
+PRIMARY_MODEL = DEFAULT_MODEL_NAME
 
 
 # -- collect ----------------------------------------------------------------------
@@ -84,10 +88,15 @@ def _memory_queries() -> list[dict]:
     return out
 
 
-def collect(split: str, log=print) -> Path:
-    """Every query of ``split``'s corpora in every mode: WORK_DIR/SPLIT.jsonl."""
+def records_path(split: str, fast_tier: bool) -> Path:
+    return WORK_DIR / f"{split}{'-fast' if fast_tier else ''}.jsonl"
+
+
+def collect(split: str, fast_tier: bool = False, log=print) -> Path:
+    """Every query of ``split``'s corpora in every mode (files ranked by the
+    fast tier with ``fast_tier``): WORK_DIR/SPLIT[-fast].jsonl."""
     WORK_DIR.mkdir(parents=True, exist_ok=True)
-    out_path = WORK_DIR / f"{split}.jsonl"
+    out_path = records_path(split, fast_tier)
     memory_queries = _memory_queries()
     with out_path.open("w", encoding="utf-8") as out:
         for corpus in selected_corpora(split):
@@ -96,6 +105,8 @@ def collect(split: str, log=print) -> Path:
             # The bench's own store (a copy is refused: a store is sealed to its
             # place); the memory rows are removed again after.
             engine = open_engine(code_set, True, log=log)
+            if fast_tier:  # the tier that serves until the transformer has caught up
+                engine.serving_tier = lambda engine=engine: engine.fast_semantic
             try:
                 for key, (kind, text) in FACTS.items():
                     engine.memory.remember(EVERYTHING, key, text, kind=kind)
@@ -143,8 +154,11 @@ def _finds(q: dict, hit) -> list[int]:
             if finds((hit.path, hit.start_line, hit.end_line), Target(**t))]
 
 
-def read_records(split: str) -> list[dict]:
-    path = WORK_DIR / f"{split}.jsonl"
+def read_records(split: str, fast_tier: bool = False) -> list[dict]:
+    """The collected records (none if that collection was not run)."""
+    path = records_path(split, fast_tier)
+    if not path.is_file():
+        return []
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
@@ -223,6 +237,8 @@ def model_keys() -> list[str]:
         keys.append(model_key(source, mode, None))
         if mode != "lexical":
             keys.append(model_key(source, mode, PRIMARY_MODEL))
+            if source == "file":
+                keys.append(model_key(source, mode, STATIC_MODEL_NAME))
     return keys
 
 
@@ -236,16 +252,19 @@ def scored(record: dict) -> bool:
     return not record["fit"] or (record["split"] == "test" and not record["kind"].startswith("memory-"))
 
 
-def fit(records: list[dict], held_out: list[dict]) -> tuple[dict, dict]:
+def fit(records: dict[bool, list[dict]], held_out: dict[bool, list[dict]]) -> tuple[dict, dict]:
     """The model file's content, and each model's quality on the fitting data
-    and on the held-out records."""
+    and on the held-out records; ``records[fast_tier]``: the collections. The
+    static model's file models read the fast-tier collection, every other
+    model the transformer's (memory's hits are the same in both)."""
     models, report = {}, {}
     for key in model_keys():
-        x, y = examples([r for r in records if fitted_on(r)], key)
+        fast = key.endswith("@" + STATIC_MODEL_NAME)
+        x, y = examples([r for r in records[fast] if fitted_on(r)], key)
         weights, bias = fit_logistic(x, y)
         models[key] = {"features": list(feature_names(key)), "weights": [round(float(w), 6) for w in weights],
                        "bias": round(bias, 6)}
-        held_x, held_y = examples([r for r in held_out if scored(r)], key)
+        held_x, held_y = examples([r for r in held_out[fast] if scored(r)], key)
         p = 1.0 / (1.0 + np.exp(-(held_x @ weights + bias))) if len(held_y) else np.zeros(0)
         report[key] = {"fit": quality(1.0 / (1.0 + np.exp(-(x @ weights + bias))), y),
                        "held_out": quality(p, held_y)}
@@ -253,7 +272,9 @@ def fit(records: list[dict], held_out: list[dict]) -> tuple[dict, dict]:
             "training": {"script": "bench/recall_calibration.py fit",
                          "data": "set 4 dev corpora (code hits of their code queries; "
                                  "file hits of the memory queries), bench/memory.py's queries "
-                                 f"of rows {sorted(FIT_TARGETS)[0]}..; every kind's top {K}",
+                                 f"of rows {', '.join(sorted(FIT_TARGETS))}; every kind's top {K}; "
+                                 f"files by {PRIMARY_MODEL} and (its models only) by "
+                                 f"{STATIC_MODEL_NAME}",
                          "l2": L2}}
     return data, report
 
@@ -342,6 +363,8 @@ def main() -> int:
                         help="write a model of zero weights (collect needs a model of the "
                              "current features: the first collect after FEATURES changed)")
     parser.add_argument("--result", help="mixed: write this bench/results file")
+    parser.add_argument("--fast-tier", action="store_true",
+                        help="collect, mixed: files ranked by the fast tier's static model")
     args = parser.parse_args()
 
     def log(message: str) -> None:
@@ -351,18 +374,18 @@ def main() -> int:
         log(f"wrote {MODEL_PATH}, sha256 {write_model(placeholder())}")
         return 0
     if args.verb == "collect":
-        log(f"wrote {collect(args.split, log)}")
+        log(f"wrote {collect(args.split, args.fast_tier, log)}")
         return 0
     if args.verb == "fit":
-        dev = read_records("dev")
-        test = read_records("test") if (WORK_DIR / "test.jsonl").is_file() else []
-        data, report = fit(dev, dev + test)
+        dev = {fast: read_records("dev", fast) for fast in (False, True)}
+        held_out = {fast: dev[fast] + read_records("test", fast) for fast in (False, True)}
+        data, report = fit(dev, held_out)
         print(json.dumps({"models": data["models"], "quality": report}, indent=1))
         if args.write:
             log(f"wrote {MODEL_PATH}, sha256 {write_model(data)}")
         return 0
     calibration = load_calibration()
-    report = mixed(read_records(args.split), calibration)
+    report = mixed(read_records(args.split, args.fast_tier), calibration)
     print(json.dumps(report, indent=1))
     if args.result:
         Path(args.result).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

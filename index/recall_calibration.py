@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MODEL_PATH = Path(__file__).parent / "models" / "recall-calibration.json"
-MODEL_SHA256 = "978ca47b484494a306c30edd1324a9c6b3896e7daee298b2b156d5426c636553"
+MODEL_SHA256 = "a126d656ebc7ade51e69c6478653bd9811f2a6aa572fe88365cd0c7cd8d7fda9"
 
 SOURCES = ("file", "memory")
 

@@ -4,9 +4,11 @@ folders) are merged on P(relevant), not on their sources' raw scores."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
+from ctxls.daemon.app import CtxlsServer
 from ctxls.index.assemble import ByteEstimate, Candidate, pack
-from ctxls.index.engine import Engine, EngineOptions, Hit, merged_hits
+from ctxls.index.engine import Engine, EngineOptions, Hit, RecallResult, merged_hits
 from ctxls.index.recall_calibration import (Calibration, Evidence, QueryEvidence, feature_names,
                                             model_key, shipped_calibration)
 from ctxls.index.scopes import EVERYTHING
@@ -119,3 +121,24 @@ def test_assemble_packs_in_calibrated_order():
 def test_the_shipped_calibration_loads():
     calibration = shipped_calibration()
     assert calibration.model_for("file", "lexical", None).features == feature_names("file/lexical")
+
+
+class _Folder:
+    """An engine stand-in answering one recall with fixed hits."""
+
+    def __init__(self, hits: list[Hit]) -> None:
+        self.hits = hits
+
+    def recall(self, query, kinds, n, body, mode, scope):
+        return RecallResult({"code": list(self.hits)}, False, None, "hybrid")
+
+
+def test_the_daemon_merges_folders_on_calibrated_scores():
+    # Folder a's top hit is only loosely related (relative hybrid score 1.0);
+    # folder b's answers the question (a lower raw score in its own scale).
+    loose = _hit("a/util.py", 1.0, 0.05, "file:///a/util.py")
+    answer = _hit("b/core.py", 0.7, 0.8, "file:///b/core.py")
+    folders = [_Folder([loose]), _Folder([answer])]
+    server = SimpleNamespace(workspaces=SimpleNamespace(all=lambda include_loose=False: folders))
+    result = CtxlsServer.recall(server, "q", ["code"], 10, False, "hybrid", EVERYTHING, False)
+    assert [h.path for h in result.hits_by_kind["code"]] == ["b/core.py", "a/util.py"]
