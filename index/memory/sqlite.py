@@ -193,7 +193,7 @@ class SqliteMemoryStore:
         if semantic is None:
             scores = bm25_scores(conn, table, terms, self.config, limit=n, where=fence,
                                  where_args=visible_args)
-            coverage = self._term_coverage(conn, table, terms, list(scores))
+            coverage = self._term_coverage_of_few(conn, table, terms, list(scores))
         else:
             vector = semantic.query_vector(query)
             if vector is None:
@@ -236,6 +236,27 @@ class SqliteMemoryStore:
                                          (fts_match_expression([term]),)):
                 if rowid in matched:
                     matched[rowid] += 1
+        return {rowid: count / len(terms) for rowid, count in matched.items()}
+
+    @staticmethod
+    def _term_coverage_of_few(conn: Connection, table: str, terms: list[str],
+                              rowids: list[int]) -> dict[int, float]:
+        """_term_coverage of the few rows a lexical recall returns (each holds
+        a term): a lookup of each row in each term's postings. At 100k facts
+        (bench/memory.py's synthetic set) it costs about 0.5 ms of CPU a
+        recall, against about 0.4 ms p50 but more on average for scanning
+        each term's whole list."""
+        if len(terms) == 1:
+            return dict.fromkeys(rowids, 1.0)
+        if not rowids or not terms:
+            return dict.fromkeys(rowids, 0.0)
+        matched = dict.fromkeys(rowids, 0)
+        marks = ",".join("?" * len(rowids))
+        for term in terms:
+            for (rowid,) in conn.execute(
+                    f"SELECT rowid FROM {table} WHERE {table} MATCH ? AND rowid IN ({marks})",
+                    (fts_match_expression([term]), *rowids)):
+                matched[rowid] += 1
         return {rowid: count / len(terms) for rowid, count in matched.items()}
 
     @staticmethod
