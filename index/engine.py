@@ -41,7 +41,7 @@ from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search, term_counts
-from ctxls.index.recall_calibration import Evidence, QueryEvidence, shipped_calibration
+from ctxls.index.recall_calibration import Calibration, Evidence, QueryEvidence, shipped_calibration
 from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
@@ -1214,7 +1214,7 @@ def memory_hit(row: MemoryRow, body: bool, mode: str | None = None, model: str |
                read_body=row.text_within if body else None, evidence=evidence)
 
 
-def calibrate(hits: list[Hit], calibration, query: QueryEvidence) -> None:
+def calibrate(hits: list[Hit], calibration: Calibration, query: QueryEvidence) -> None:
     """Sets ``calibrated`` on one source's ``hits`` (best first)."""
     for hit, value in zip(hits, calibration.calibrate([h.evidence for h in hits], query)):
         hit.calibrated = value
