@@ -41,7 +41,7 @@ from ctxls.daemon.router import ROUTER, Lane, route_of
 from ctxls.daemon.socket_server import SocketServer, debug_errors, socket_path_for
 from ctxls.daemon.workspaces import Workspaces
 from ctxls.index.assemble import aggregate
-from ctxls.index.engine import Engine, Hit, RecallResult
+from ctxls.index.engine import Engine, Hit, RecallResult, merged_hits
 from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
 from ctxls.index.indexer import Cancelled, IndexStats
 from ctxls.index.scopes import Scope, resolve_scope
@@ -403,8 +403,7 @@ class CtxlsServer(LanguageServer):
                 merged.setdefault(kind, []).extend(hits)
                 source.update((id(h), engine) for h in hits)
         for kind, hits in merged.items():
-            hits.sort(key=lambda h: (-h.score, h.uri or h.path, h.start_line))
-            merged[kind] = hits[:n]
+            merged[kind] = merged_hits(hits)[:n]  # on calibrated scores: folders' raw scores differ
         if log:  # only what the client gets back counts as demand
             for engine in engines:
                 engine.log_demand([h for hits in merged.values() for h in hits

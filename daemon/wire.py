@@ -112,6 +112,8 @@ def hit_json(hit: Hit, budget: BodyBudget) -> dict:
         "score": hit.score,
         "chunk": {"symbol": hit.symbol, "startLine": hit.start_line, "endLine": hit.end_line},
     }
+    if hit.calibrated is not None:
+        out["calibrated"] = hit.calibrated
     if hit.uri is not None:  # written memory is not a file: no uri, no range
         out["uri"] = hit.uri
         out["range"] = lsp_range(hit.start_line, hit.end_line, hit.end_character)

@@ -142,6 +142,9 @@ class Candidate:
     score: float
     text: str
     is_file: bool
+    # P(relevant) (recall_calibration): the packing order, comparable across
+    # kinds, sources and folders where ``score`` is not.
+    calibrated: float = 0.0
 
 
 def candidates_from_hits(hits_by_kind: dict) -> list[Candidate]:
@@ -160,7 +163,7 @@ def candidates_from_hits(hits_by_kind: dict) -> list[Candidate]:
                     continue
                 left -= len(body.encode("utf-8", "surrogatepass"))
             out.append(Candidate(h.path, h.kind, h.symbol, h.start_line, h.end_line, h.score,
-                                 body or "", h.uri is not None))
+                                 body or "", h.uri is not None, h.calibrated))
     return out
 
 
@@ -174,6 +177,7 @@ class Block:
     score: float
     lines: dict[int, str]
     is_file: bool
+    calibrated: float = 0.0
 
     @property
     def text(self) -> str:
@@ -225,7 +229,8 @@ def _block(candidate: Candidate) -> Block:
     lines = candidate.text.split("\n")
     return Block(candidate.path, candidate.kind, candidate.symbol, candidate.start_line,
                  candidate.start_line + len(lines) - 1, candidate.score,
-                 {candidate.start_line + i: line for i, line in enumerate(lines)}, candidate.is_file)
+                 {candidate.start_line + i: line for i, line in enumerate(lines)}, candidate.is_file,
+                 candidate.calibrated)
 
 
 def _merge_into(blocks: list[Block], candidate: Candidate) -> list[Block]:
@@ -242,11 +247,11 @@ def _merge_into(blocks: list[Block], candidate: Candidate) -> list[Block]:
             symbol = block.symbol if block.symbol == new.symbol else None
             new = Block(block.path, block.kind, symbol, min(block.start_line, new.start_line),
                         max(block.end_line, new.end_line), max(block.score, new.score),
-                        merged_lines, True)
+                        merged_lines, True, max(block.calibrated, new.calibrated))
         else:
             out.append(block)
     out.append(new)
-    out.sort(key=lambda b: (-b.score, b.path, b.start_line))
+    out.sort(key=lambda b: (-b.calibrated, -b.score, b.path, b.start_line))
     return out
 
 
@@ -267,7 +272,7 @@ def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter)
     Each block is counted once (blocks are costed separately and the sum is
     an upper bound, since the separators are whitespace), so packing costs
     one count per candidate, not one per candidate per block."""
-    ordered = sorted(candidates, key=lambda c: (-c.score, c.path, c.start_line))
+    ordered = sorted(candidates, key=lambda c: (-c.calibrated, -c.score, c.path, c.start_line))
     standalone = dict(zip((id(c) for c in ordered), counter.count_many(
         [_cost_text(_block(c)) for c in ordered])))
     blocks: list[Block] = []

@@ -42,6 +42,7 @@ from ctxls.index.locate import LocatedFile, Locator
 from ctxls.index.memory import (MEMORY_KINDS as WRITTEN_KINDS, Memory, MemoryItem, MemoryRow,
                                 open_memory_store)
 from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexical_search, term_counts
+from ctxls.index.recall_calibration import Calibration, Evidence, QueryEvidence, shipped_calibration
 from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
 from ctxls.index.scopes import EVERYTHING, Scope
@@ -126,6 +127,11 @@ class Hit:
     # A recall hit's largest feature contributions (recall_scorer.Contribution),
     # largest first; None for written memory and other answers' hits.
     why: list[Contribution] | None = None
+    # A recall hit's estimated P(relevant) (index/recall_calibration.py): what
+    # hits of several sources, kinds and folders are merged on; None for
+    # other answers' hits. ``evidence``: what it was calculated from.
+    calibrated: float | None = None
+    evidence: Evidence | None = field(default=None, repr=False, compare=False)
 
     @property
     def wants_body(self) -> bool:
@@ -169,6 +175,9 @@ class RecallResult:
     # test), or None. BM25 returns nothing for words that occur nowhere; a
     # ranking by meaning always returns its nearest rows, however far.
     weak_reason: str | None = None
+    # What the answer knows of the index as a whole for the query (file kinds
+    # asked only): the calibration's and the off-topic test's evidence.
+    topicality: Topicality | None = None
 
 
 @dataclass
@@ -692,7 +701,7 @@ class Engine:
         # Judged once, on the fresh answer (not on each of fresh_answer's rounds).
         if result.mode != "lexical" and any(result.hits_by_kind.get(kind) for kind in FILE_KINDS) \
                 and not _names_a_hit(query, result):
-            result = replace(result, weak_reason=off_topic(self.topicality(query)))
+            result = replace(result, weak_reason=off_topic(result.topicality))
         if log:
             self.log_demand([h for hits in result.hits_by_kind.values() for h in hits], "recall")
         return result
@@ -705,6 +714,15 @@ class Engine:
         memory_semantic = self._memory_semantic_for(mode)
         partial_reason = self._partial_reason(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
+        file_mode = mode if semantic is not None else "lexical"
+        memory_mode = "lexical" if memory_semantic is None else mode
+        # Read by the calibration here and by recall's off-topic test (its one
+        # ANN search, of the tier ranking the files: none in lexical mode).
+        topicality = (self.topicality(query, meaning=semantic is not None)
+                      if any(kind in FILE_KINDS for kind in kinds) else None)
+        query_evidence = QueryEvidence(topicality.term_coverage if topicality is not None else 0.0,
+                                       len(query_terms(query)))
+        calibration = shipped_calibration()
         memory_down = False
         memory_rows: dict[str, list[MemoryRow]] = {}
         written = [kind for kind in kinds if kind in WRITTEN_KINDS]
@@ -725,16 +743,21 @@ class Engine:
                                        dense_only=mode == "semantic")
             else:
                 scored = lexical_search(conn, kind, query, n, self.options.ranking)
-            hits = self._labelled([self._hit(s, body) for s in scored], conn, query)
+            file_model = semantic.embedder.name if semantic is not None else None
+            hits = self._labelled([self._hit(s, body, file_mode, file_model) for s in scored],
+                                  conn, query)
+            calibrate(hits, calibration, query_evidence)
             if kind in memory_rows:
-                hits += [memory_hit(row, body) for row in memory_rows[kind]]
-                hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
+                memory_model = memory_semantic.embedder.name if memory_semantic is not None else None
+                written_hits = [memory_hit(row, body, memory_mode, memory_model)
+                                for row in memory_rows[kind]]
+                calibrate(written_hits, calibration, query_evidence)
+                hits = merged_hits(hits + written_hits)
             hits_by_kind[kind] = hits[:n]
         if memory_down:
             partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
-                            partial_reason=partial_reason,
-                            mode=mode if semantic is not None else "lexical")
+                            partial_reason=partial_reason, mode=file_mode, topicality=topicality)
 
     def _partial_reason(self, mode: str, semantic: SemanticIndex | None) -> str | None:
         """Why an answer in ``mode`` may miss rows it should rank, or None."""
@@ -792,10 +815,11 @@ class Engine:
             lambda located: [f.path for f in located],
             lambda located, changed: [f for f in located if f.path not in changed])
 
-    def topicality(self, query: str) -> Topicality:
+    def topicality(self, query: str, meaning: bool = True) -> Topicality:
         """How much of this repository is about ``query`` at all, whatever the
         ranking: the share of its terms that occur anywhere in the indexed code
-        and docs, and the cosine of the nearest vector (None without vectors).
+        and docs, and the cosine of the nearest vector (None without vectors,
+        or without ``meaning``: words only, no nearest-neighbour search).
         ``ctxls/assemble`` abstains on off-topic questions with it."""
         terms = query_terms(query)
         conn = self.store.reader()
@@ -804,7 +828,7 @@ class Engine:
         held = [term_counts(conn, table).of(conn, table, terms) for table in ("fts_code", "fts_doc")]
         found = sum(1 for term in terms if any(counts[term] for counts in held))
         nearest = model = None
-        semantic = self._semantic_for("semantic")  # the tier serving now, fast or primary
+        semantic = self._semantic_for("semantic") if meaning else None  # the tier serving now
         if semantic is not None:
             vector = semantic.query_vector(query)
             best = semantic.nearest(vector, 1) if vector is not None else []
@@ -845,13 +869,17 @@ class Engine:
             return None
         return primary if primary.ensure_loaded() else None
 
-    def _hit(self, scored: ScoredChunk, body: bool) -> Hit:
+    def _hit(self, scored: ScoredChunk, body: bool, mode: str, model: str | None) -> Hit:
+        """A file chunk as a recall hit, ranked in ``mode`` with ``model``'s cosines."""
         last_line = scored.text.rsplit("\n", 1)[-1]
+        score = round(scored.score, 6)
         return Hit(path=scored.path, uri=self.uri_for(scored.path), kind=scored.kind,
-                   format=scored.language, score=round(scored.score, 6), symbol=scored.symbol,
+                   format=scored.language, score=score, symbol=scored.symbol,
                    start_line=scored.start_line, end_line=scored.end_line,
                    end_character=len(last_line), body=scored.text if body else None,
-                   why=scored.why or None)
+                   why=scored.why or None,
+                   evidence=Evidence("file", mode, score, scored.features.similarity, None,
+                                     model if mode != "lexical" else None))
 
     def current_text(self, path: str) -> str | None:
         """The truth for ``path``: its open buffer, else the file on disk
@@ -1216,7 +1244,7 @@ def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
                     for kind, hits in result.hits_by_kind.items()}
     reason = f"{len(changed)} files changed on disk while answering; their hits are left out"
     return RecallResult(hits_by_kind, True, "; ".join(filter(None, [result.partial_reason, reason])),
-                        result.mode)
+                        result.mode, topicality=result.topicality)
 
 
 def skipped_json(skipped: dict[str, str]) -> dict:
@@ -1226,14 +1254,32 @@ def skipped_json(skipped: dict[str, str]) -> dict:
             "files": [{"path": p, "reason": r} for p, r in listed[:STATUS_SKIPPED_LISTED]]}
 
 
-def memory_hit(row: MemoryRow, body: bool) -> Hit:
-    """A written memory as a recall hit: no uri, so no range (``end_character``
-    0); its chunk is its lines in the whole text; its body is read when an
-    answer takes it (BodyBudget)."""
-    return Hit(path=row.key, uri=None, kind=row.kind, format=row.format, score=round(row.score, 6),
+def memory_hit(row: MemoryRow, body: bool, mode: str | None = None, model: str | None = None) -> Hit:
+    """A written memory as a hit (a recall's: ranked in ``mode`` with
+    ``model``'s cosines; None: listed, not ranked): no uri, so no range
+    (``end_character`` 0); its chunk is its lines in the whole text; its
+    body is read when an answer takes it (BodyBudget)."""
+    score = round(row.score, 6)
+    evidence = (Evidence("memory", mode, score, row.cosine, row.coverage,
+                         model if mode != "lexical" else None) if mode is not None else None)
+    return Hit(path=row.key, uri=None, kind=row.kind, format=row.format, score=score,
                symbol=row.symbol, start_line=row.start_line, end_line=row.end_line,
                end_character=0, body=None, meta=row.meta, scope=row.scope,
-               read_body=row.text_within if body else None)
+               read_body=row.text_within if body else None, evidence=evidence)
+
+
+def calibrate(hits: list[Hit], calibration: Calibration, query: QueryEvidence) -> None:
+    """Sets ``calibrated`` on one source's ``hits`` (best first)."""
+    for hit, value in zip(hits, calibration.calibrate([h.evidence for h in hits], query)):
+        hit.calibrated = value
+
+
+def merged_hits(hits: list[Hit]) -> list[Hit]:
+    """Hits of several sources (files and written memory, several folders) in
+    one order: by calibrated score. Each source's own order is kept
+    (calibration never rises down a source's list, and ties keep the order
+    the hits come in)."""
+    return sorted(hits, key=lambda h: -h.calibrated)  # stable: ties keep the sources' order
 
 
 def direct_item(direct: MemoryItem) -> Item:

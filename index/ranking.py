@@ -488,6 +488,7 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
                                                 fusion=config.fusion).items():
             hit = _scored(candidates.rows[cid], 0.0)
             hit.features.bm25, hit.features.cosine = bm25, cosine
+            hit.features.similarity = candidates.dense.get(cid)
             hits.append(hit)
         return _ranked(conn, kind, shape, hits, depth, config, weight)
     return first_n(search, n, config.fusion_pool)

@@ -34,6 +34,9 @@ class RecallFeatures:
     """Everything recall knows about one candidate, before any score."""
     bm25: float = 0.0  # lexical: the chunk's BM25; hybrid: min-max scaled over the candidates
     cosine: float = 0.0  # hybrid: the cosine, min-max scaled (cosine-only: as it is)
+    # The cosine as it is, whatever the fusion (None: lexical, or no vector
+    # yet): what recall's calibration reads (recall_calibration.Evidence).
+    similarity: float | None = None
     imports: float = 0.0  # lexical: the best BM25 of a leading file one import hop away
     definition: float = 0.0  # how well a definition it holds answers the name asked (0: none)
     home: bool = False  # ... and its file is named after that name (`session.py` for Session)

@@ -64,6 +64,11 @@ class MemoryRow:
     expires_at: int | None
     embed_hash: str
     score: float = 0.0
+    # What recall's calibration reads (recall_calibration.Evidence): the
+    # row's cosine with the query (None: lexical, or no vector yet) and the
+    # share of the query's terms it holds.
+    cosine: float | None = None
+    coverage: float | None = None
     read_text: TextReader | None = field(default=None, repr=False, compare=False)
 
     def text_within(self, max_bytes: int | None) -> str | None:

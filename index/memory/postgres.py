@@ -638,6 +638,9 @@ class PostgresMemoryStore:
                 fusion="linear")
             found[kind] = sorted((self._row(rows[rid], score) for rid, score in scores.items()),
                                  key=lambda r: (-r.score, r.key, r.part))[:n]
+            for row in found[kind]:
+                row.cosine = dense[kind].get(row.row_id)
+                row.coverage = coverage[kind].get(row.row_id, 0.0)
         return found
 
     def recent(self, scope: Scope, kinds: list[str], n: int, session: str | None,
