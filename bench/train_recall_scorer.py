@@ -1,0 +1,467 @@
+"""Fit recall's scorer (index/recall_scorer.py) on queries mined from training
+projects, choose on set 4's dev projects, report its test projects once.
+
+The data (``dump``): set 4's query kinds (bench/codesearch_set.py: a
+definition's name -> the definition, a doc comment's first sentence -> the
+definition, a module or type doc -> its file's largest definitions; every doc
+comment used is blanked in the indexed copy, so the answer's text is not in
+the query) built over the ``train`` projects of bench/projects.md
+(every corpus of bench/embed_train.py's list, fetched the same way), and over set 4's dev and test projects. For each query the real
+recall pipeline makes its candidates (ranking.lexical_candidates) and their
+feature records (recall_features.with_features); one JSON line per query
+keeps every candidate's record, its lines, and its file's whole-text BM25
+(ranking.file_bm25), the inputs of the scorer's place features.
+
+Scoring (``fit``): the records are scored by the product's own scorer and
+selection (ranking.score_candidates) under a candidate set of constants, and
+the top 10 scored as bench/codesearch.py scores recall (NDCG@10 by chunk and
+by file, the mean over languages). With the hand constants this reproduces
+``codesearch.py lexical`` (checked: ``--check``).
+
+Fitted, on the train projects only (each keeps the scorer's form: the same
+features, units and penalties, so ``why`` still adds up):
+
+* ``coordinate``: coordinate search on the constants in log space (each tried
+  at a few multiples of its value, a penalty never above 1), maximising the
+  train objective (NDCG@10 by chunk plus by file) minus ``l2`` times the
+  squared log-distance to the hand constants;
+* ``listwise``: the softmax loss of each query's candidates' scores (minus
+  the log of the target chunks' share, the scores over the query's best)
+  plus the same L2 toward the hand constants, by L-BFGS in log space;
+  the locate trainer's listwise loss (bench/train_locate_scorer.py).
+
+A model is chosen on the dev projects (NDCG@10 by chunk plus by file, each
+the mean over languages); test is scored once, for it and for the hand
+constants. It is adopted only if neither dev nor test drops by chunk or by
+file and no language on test drops by more than 0.02.
+
+Run: .venv/bin/python bench/train_recall_scorer.py dump [--corpus NAME ...]
+     .venv/bin/python bench/train_recall_scorer.py fit [--check] [--dev-only] [--result NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import numpy as np  # noqa: E402
+
+from ctxls.index.query import query_shape  # noqa: E402
+from ctxls.index.ranking import (RankingConfig, ScoredChunk, file_bm25, lexical_candidates,  # noqa: E402
+                                 score_candidates, store_rows)
+from ctxls.index.recall_features import RecallFeatures, with_features  # noqa: E402
+
+from codesearch import K, index_fingerprint, open_engine, score_hits  # noqa: E402
+from codesearch_corpora import CODE_CORPORA  # noqa: E402
+from codesearch_set import SET_VERSION, Target, build_set  # noqa: E402
+from corpora import CACHE_DIR  # noqa: E402
+
+WORK_DIR = CACHE_DIR / "recall-scorer"
+# The training projects: every corpus of embed_train.py's list (all `train`
+# in bench/projects.md; none in set 4, the files set or a reserved list),
+# fetched as that script fetches them. Indexing and the dump take about a
+# minute for all of them; one that no longer downloads is skipped, said so.
+SPLITS = ("train", "dev", "test")
+# The constants fitted: (owner, field) of RankingConfig / PriorConfig. The
+# selection's (saturation, module-after-code) and the definition feature's
+# own (signature_share, member_share: they shape the dumped records) stay.
+FITTED = (("ranking", "import_boost"),
+          ("priors", "definition_boost"), ("priors", "embedded_share"), ("priors", "word_share"),
+          ("priors", "home_share"), ("priors", "file_name_boost"), ("priors", "file_text_boost"),
+          ("priors", "coherence_boost"),
+          ("priors", "test_penalty"), ("priors", "example_penalty"), ("priors", "compat_penalty"),
+          ("priors", "vendored_penalty"), ("priors", "barrel_penalty"), ("priors", "stub_penalty"),
+          ("priors", "locale_penalty"), ("priors", "tiny_penalty"))
+PENALTIES = frozenset(name for _, name in FITTED if name.endswith("_penalty"))
+MULTIPLES = (0.5, 0.7, 0.85, 1.2, 1.4, 2.0)
+COORDINATE_L2 = (0.002, 0.01)
+LISTWISE_L2 = (0.01, 0.1)
+# The listwise loss reads every candidate's score: fitted on every k-th train
+# query, about this many (a loss takes ~1 s on a loaded core).
+LISTWISE_QUERIES = 1500
+MAX_SWEEPS = 3
+# Adoption: no language on test may lose more than this (NDCG@10, by chunk or by file).
+LANGUAGE_TOLERANCE = 0.02
+
+
+def _corpora_by_split() -> dict[str, list]:
+    from embed_train import _corpora
+
+    return {"train": list(_corpora()),
+            "dev": [c for c in CODE_CORPORA if c.split == "dev"],
+            "test": [c for c in CODE_CORPORA if c.split == "test"]}
+
+
+def features_dir() -> Path:
+    """The dumps of this indexing code and set version."""
+    return WORK_DIR / f"features-{SET_VERSION}-{index_fingerprint()}"
+
+
+# -- the dump ----------------------------------------------------------------------------
+
+def dump_corpus(corpus, split: str, config: RankingConfig, log) -> Path:
+    """One JSON line per query of ``corpus``: its candidates' feature records."""
+    out = features_dir() / f"{corpus.id}.jsonl"
+    if out.is_file():
+        return out
+    code_set = build_set(corpus)
+    engine = open_engine(code_set, False, config, log=log)
+    lines = []
+    try:
+        conn = engine.store.reader()
+        for q in code_set.queries:
+            shape = query_shape(q.query)
+            if not shape.terms:
+                continue
+            hits = lexical_candidates(conn, "code", shape, config.candidate_pool, config)
+            if not hits and config.priors.definition_boost <= 0:
+                continue
+            hits = with_features(conn, "code", shape, hits, config.priors, store_rows(conn))
+            files = file_bm25(conn, "code", shape.terms, {h.path for h in hits})
+            lines.append(json.dumps({
+                "corpus": corpus.id, "language": corpus.language, "split": split, "kind": q.kind,
+                "query": q.query, "targets": [[t.path, t.line, t.grade, t.symbol] for t in q.targets],
+                "files": files,
+                "candidates": [[h.chunk_id, h.path, h.symbol_kind, h.start_line, h.end_line,
+                                h.features.bm25, h.features.imports, h.features.definition,
+                                h.features.home, h.features.file_name, list(h.features.path_classes),
+                                h.features.tiny, h.features.module] for h in hits]}))
+    finally:
+        engine.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    tmp.rename(out)
+    return out
+
+
+def load(splits=SPLITS) -> list[dict]:
+    by_split = _corpora_by_split()
+    queries = []
+    for split in splits:
+        for corpus in by_split[split]:
+            path = features_dir() / f"{corpus.id}.jsonl"
+            if path.is_file():
+                queries += [json.loads(line) for line in path.read_text().splitlines() if line]
+    for q in queries:
+        q["shape"] = query_shape(q["query"])
+        q["target_objs"] = tuple(Target(*t) for t in q["targets"])
+    return queries
+
+
+# -- scoring through the product's scorer ------------------------------------------------
+
+def _hits(q: dict) -> list[ScoredChunk]:
+    out = []
+    for (chunk_id, path, symbol_kind, start, end, bm25, imports, definition, home, file_name, classes,
+         tiny, module) in q["candidates"]:
+        out.append(ScoredChunk(chunk_id, path, "code", q["language"], None, symbol_kind, start, end, 0.0, "",
+                               "", RecallFeatures(bm25=bm25, imports=imports, definition=definition,
+                                                  home=home, file_name=file_name,
+                                                  path_classes=tuple(classes), tiny=tiny, module=module)))
+    return out
+
+
+def ranked(q: dict, config: RankingConfig) -> list[tuple[str, int, int]]:
+    """The top K of the query's candidates under ``config``, as lexical_search
+    answers (first_n: the top K of the candidate pool's ranking)."""
+    files = q["files"]
+    top = score_candidates(q["shape"], _hits(q), config.candidate_pool, config, 0.0,
+                           lambda paths: {p: files[p] for p in paths if p in files})
+    return [(h.path, h.start_line, h.end_line) for h in top[:K]]
+
+
+def query_scores(queries: list[dict], config: RankingConfig) -> list[tuple[float, float]]:
+    """(NDCG@10 by chunk, by file) of each query."""
+    out = []
+    for q in queries:
+        spans = ranked(q, config)
+        out.append((score_hits(spans, q["target_objs"]).ndcg,
+                    score_hits(spans, q["target_objs"], by_file=True).ndcg))
+    return out
+
+
+def summary(queries: list[dict], scores: list[tuple[float, float]]) -> dict:
+    """NDCG@10 by chunk and by file: per language, and their mean over
+    languages (codesearch.py's overall row)."""
+    per_language: dict[str, list[tuple[float, float]]] = {}
+    for q, s in zip(queries, scores):
+        per_language.setdefault(q["language"], []).append(s)
+    languages = {lang: {"chunk": round(sum(s[0] for s in v) / len(v), 4),
+                        "file": round(sum(s[1] for s in v) / len(v), 4), "n": len(v)}
+                 for lang, v in sorted(per_language.items())}
+    n = len(languages) or 1
+    return {"chunk": round(sum(v["chunk"] for v in languages.values()) / n, 4),
+            "file": round(sum(v["file"] for v in languages.values()) / n, 4),
+            "n": len(queries), "languages": languages}
+
+
+def objective(s: dict) -> float:
+    return s["chunk"] + s["file"]
+
+
+def _macro(queries: list[dict], scores: list[tuple[float, float]]) -> float:
+    """objective(summary(...)), unrounded (the search compares small steps)."""
+    per_language: dict[str, list[float]] = {}
+    for q, s in zip(queries, scores):
+        per_language.setdefault(q["language"], []).append(s[0] + s[1])
+    return sum(sum(v) / len(v) for v in per_language.values()) / max(1, len(per_language))
+
+
+# -- the constants ------------------------------------------------------------------------
+
+def hand_constants(config: RankingConfig = RankingConfig()) -> dict[str, float]:
+    return {name: float(getattr(config if owner == "ranking" else config.priors, name))
+            for owner, name in FITTED}
+
+
+def with_constants(constants: dict[str, float], base: RankingConfig = RankingConfig()) -> RankingConfig:
+    ranking = {name: v for (owner, name), v in zip(FITTED, constants.values()) if owner == "ranking"}
+    priors = {name: v for (owner, name), v in zip(FITTED, constants.values()) if owner == "priors"}
+    return replace(base, priors=replace(base.priors, **priors), **ranking)
+
+
+def distance(constants: dict[str, float], hand: dict[str, float]) -> float:
+    """Squared log-distance to the hand constants (a constant at 0 stays: no log)."""
+    return sum(math.log(constants[k] / hand[k]) ** 2 for k in hand if hand[k] > 0)
+
+
+def fired(queries: list[dict]) -> dict[str, int]:
+    """How many queries each constant can act in (a penalty's path class, a
+    boost's feature among their candidates): one never seen is not fitted."""
+    counts = {name: 0 for _, name in FITTED}
+    class_of = {"test_penalty": "test", "example_penalty": "example", "compat_penalty": "legacy",
+                "vendored_penalty": "vendored", "barrel_penalty": "barrel", "stub_penalty": "stub",
+                "locale_penalty": "locale"}
+    for q in queries:
+        c = q["candidates"]
+        shape = q["shape"]
+        seen = {cls for cand in c for cls in cand[10]}
+        for name, cls in class_of.items():
+            counts[name] += cls in seen
+        counts["import_boost"] += any(cand[6] > 0 for cand in c)
+        has_definition = any(cand[7] > 0 for cand in c)
+        counts["definition_boost"] += has_definition
+        counts["embedded_share"] += has_definition and bool(shape.embedded)
+        counts["word_share"] += has_definition and shape.word is not None
+        counts["home_share"] += any(cand[8] for cand in c)
+        counts["file_name_boost"] += any(cand[9] > 0 for cand in c)
+        counts["file_text_boost"] += shape.identifier is None
+        counts["coherence_boost"] += 1
+        counts["tiny_penalty"] += any(cand[11] for cand in c)
+    return counts
+
+
+def fit_coordinate(queries: list[dict], l2: float, free: list[str], log) -> dict[str, float]:
+    """Coordinate search in log space on the train objective minus ``l2`` x
+    the squared log-distance to the hand constants."""
+    hand = hand_constants()
+    current = dict(hand)
+
+    def value(constants):
+        return _macro(queries, query_scores(queries, with_constants(constants))) - l2 * distance(constants, hand)
+
+    best = value(current)
+    for sweep in range(MAX_SWEEPS):
+        changed = False
+        for name in free:
+            for multiple in MULTIPLES:
+                trial = dict(current)
+                trial[name] = current[name] * multiple
+                if name in PENALTIES and trial[name] > 1.0:
+                    continue
+                v = value(trial)
+                if v > best + 1e-9:
+                    best, current, changed = v, trial, True
+            log(f"  coordinate l2={l2} sweep {sweep + 1} {name} = {current[name]:.4g} (objective {best:.4f})")
+        if not changed:
+            break
+    return current
+
+
+def fit_listwise(queries: list[dict], l2: float, free: list[str], log) -> dict[str, float]:
+    """Minimises the mean over queries of minus the log of the target chunks'
+    softmax share (scores over the query's best score, times a temperature of
+    10) plus ``l2`` x the squared log-distance to the hand constants, by
+    L-BFGS over the log of the free constants (finite-difference gradients)."""
+    from scipy.optimize import minimize
+
+    hand = hand_constants()
+    queries = queries[::max(1, len(queries) // LISTWISE_QUERIES)]
+    usable = [q for q in queries if any(score_hits([(c[1], c[3], c[4])], q["target_objs"]).ndcg > 0
+                                        for c in q["candidates"])]
+    gold = [np.asarray([score_hits([(c[1], c[3], c[4])], q["target_objs"]).ndcg > 0 for c in q["candidates"]])
+            for q in usable]
+
+    def constants_of(x):
+        out = dict(hand)
+        for name, v in zip(free, x):
+            out[name] = hand[name] * math.exp(v)
+            if name in PENALTIES:
+                out[name] = min(out[name], 1.0)
+        return out
+
+    def loss(x):
+        config = with_constants(constants_of(x))
+        # The scorer's scores before the selection's changes (no swap, no saturation).
+        plain = replace(config, priors=replace(config.priors, module_after_code=False, saturation_decay=1.0))
+        total = 0.0
+        for q, g in zip(usable, gold):
+            hits = _hits(q)
+            files = q["files"]
+            # The selection sorts the list it is given: the dump's order is kept here.
+            score_candidates(q["shape"], list(hits), len(hits), plain, 0.0,
+                             lambda paths: {p: files[p] for p in paths if p in files})
+            s = np.asarray([h.score for h in hits])
+            z = 10.0 * s / (s.max() if s.max() > 0 else 1.0)
+            top = z.max()
+            total += (top + math.log(np.exp(z - top).sum())) - (z[g].max() + math.log(
+                np.exp(z[g] - z[g].max()).sum()))
+        return total / len(usable) + l2 * float(np.sum(np.asarray(x) ** 2))
+
+    result = minimize(loss, np.zeros(len(free)), method="L-BFGS-B",
+                      options={"maxiter": 25, "eps": 1e-3})
+    log(f"  listwise l2={l2}: loss {result.fun:.4f} after {result.nit} iterations")
+    return constants_of(result.x)
+
+
+# -- the run ---------------------------------------------------------------------------------
+
+def commit_id() -> str:
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + ("+dirty" if dirty else "")
+
+
+def adoptable(chosen: dict, hand: dict, per_language: bool) -> bool:
+    """Neither NDCG@10 (by chunk, by file) lower than the hand constants'; with
+    ``per_language``, also no language lower by more than LANGUAGE_TOLERANCE."""
+    if chosen["chunk"] < hand["chunk"] or chosen["file"] < hand["file"]:
+        return False
+    if per_language:
+        for lang, m in chosen["languages"].items():
+            h = hand["languages"][lang]
+            if m["chunk"] < h["chunk"] - LANGUAGE_TOLERANCE or m["file"] < h["file"] - LANGUAGE_TOLERANCE:
+                return False
+    return True
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("verb", choices=("dump", "fit"))
+    parser.add_argument("--corpus", nargs="*", help="dump: only these corpora (by name)")
+    parser.add_argument("--check", action="store_true", help="fit: also print the hand constants' dev "
+                        "and train figures per language (compare with codesearch.py lexical)")
+    parser.add_argument("--models", default="coordinate,listwise")
+    parser.add_argument("--dev-only", action="store_true", help="fit: stop after choosing on dev")
+    parser.add_argument("--result", help="fit: write a bench/results file of this name")
+    args = parser.parse_args()
+
+    def log(message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    if args.verb == "dump":
+        for split, corpora in _corpora_by_split().items():
+            for corpus in corpora:
+                if args.corpus and corpus.name not in args.corpus:
+                    continue
+                t0 = time.perf_counter()
+                try:
+                    path = dump_corpus(corpus, split, RankingConfig(), log)
+                except Exception as exc:  # a package the registry no longer has: say so, go on
+                    log(f"dump: {corpus.id}: {exc}")
+                    continue
+                log(f"dump: {split} {corpus.id}: {path.name} in {time.perf_counter() - t0:.0f}s")
+        return
+
+    queries = load(("train", "dev"))
+    train = [q for q in queries if q["split"] == "train"]
+    dev = [q for q in queries if q["split"] == "dev"]
+    projects = {s: sorted({q["corpus"] for q in queries if q["split"] == s}) for s in ("train", "dev")}
+    log(f"train: {len(train)} queries of {len(projects['train'])} projects; dev: {len(dev)} of "
+        f"{len(projects['dev'])}")
+    hand = hand_constants()
+    hand_dev = summary(dev, query_scores(dev, RankingConfig()))
+    hand_train = summary(train, query_scores(train, RankingConfig()))
+    log(f"hand constants: train {hand_train['chunk']} / {hand_train['file']}, "
+        f"dev {hand_dev['chunk']} / {hand_dev['file']} (by chunk / by file)")
+    if args.check:
+        log(json.dumps({"train": hand_train, "dev": hand_dev}, indent=1))
+    counts = fired(train)
+    free = [name for _, name in FITTED if counts[name] >= 20]
+    log(f"queries each constant acts in (train): {counts}; fitted: {free}")
+    tried = []
+    fits = [(f"coordinate l2={l2}", lambda l2=l2: fit_coordinate(train, l2, free, log))
+            for l2 in COORDINATE_L2 if "coordinate" in args.models]
+    fits += [(f"listwise l2={l2}", lambda l2=l2: fit_listwise(train, l2, free, log))
+             for l2 in LISTWISE_L2 if "listwise" in args.models]
+    for name, fit in fits:
+        t0 = time.perf_counter()
+        constants = fit()
+        config = with_constants(constants)
+        row = {"model": name, "constants": {k: round(v, 4) for k, v in constants.items()},
+               "train": summary(train, query_scores(train, config)),
+               "dev": summary(dev, query_scores(dev, config)),
+               "seconds": round(time.perf_counter() - t0)}
+        tried.append(row)
+        log(f"{name}: train {row['train']['chunk']} / {row['train']['file']}, dev {row['dev']['chunk']} / "
+            f"{row['dev']['file']} ({row['seconds']} s)\n  {row['constants']}")
+    best = max(tried, key=lambda r: objective(r["dev"]))
+    better_on_dev = objective(best["dev"]) > objective(hand_dev) and adoptable(best["dev"], hand_dev, False)
+    report = {"projects": projects, "hand constants": hand,
+              "sizes": {s: len([q for q in queries if q["split"] == s]) for s in ("train", "dev")},
+              "hand": {"train": hand_train, "dev": hand_dev}, "tried": tried, "chosen": best["model"],
+              "better than hand on dev": better_on_dev}
+    if better_on_dev and not args.dev_only:
+        # The test projects, once: the chosen constants and the hand ones.
+        test = load(("test",))
+        report["test"] = {"chosen": summary(test, query_scores(test, with_constants(
+                              {k: best["constants"][k] for k in hand}))),
+                          "hand": summary(test, query_scores(test, RankingConfig()))}
+        report["test projects"] = sorted({q["corpus"] for q in test})
+        report["adopted"] = adoptable(report["test"]["chosen"], report["test"]["hand"], True)
+    else:
+        report["adopted"] = False
+    print(json.dumps(report, indent=1))
+    if args.result:
+        result = {"section": "Recall: the scorer's constants fitted", "issue": 36, "area": "Recall quality",
+                  "date": datetime.date.today().isoformat(), "commit": commit_id(),
+                  "command": "python bench/train_recall_scorer.py " + " ".join(sys.argv[1:]),
+                  "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
+                  "rows": result_rows(report), "details": report}
+        path = Path(__file__).parent / "results" / f"{args.result}.json"
+        path.write_text(json.dumps(result, indent=1) + "\n")
+        log(f"wrote {path}")
+
+
+def result_rows(report: dict) -> list[dict]:
+    rows = []
+    chosen = next(r for r in report["tried"] if r["model"] == report["chosen"])
+    for split in ("dev", "test"):
+        if split == "dev":
+            mine, hand = chosen["dev"], report["hand"]["dev"]
+        elif "test" in report:
+            mine, hand = report["test"]["chosen"], report["test"]["hand"]
+        else:
+            continue
+        for by in ("chunk", "file"):
+            rows.append({"target": f"set 4 {split}, lexical, NDCG@10 by {by}: fitted ({report['chosen']}) "
+                                   f"vs hand constants",
+                         "value": f"{mine[by]} (hand {hand[by]})", "goal": ">= hand",
+                         "met": mine[by] >= hand[by]})
+    return rows
+
+
+if __name__ == "__main__":
+    main()
