@@ -83,13 +83,13 @@ FITTED = (("ranking", "import_boost"),
           ("priors", "vendored_penalty"), ("priors", "barrel_penalty"), ("priors", "stub_penalty"),
           ("priors", "locale_penalty"), ("priors", "tiny_penalty"))
 PENALTIES = frozenset(name for _, name in FITTED if name.endswith("_penalty"))
-MULTIPLES = (0.5, 0.7, 0.85, 1.2, 1.4, 2.0)
+MULTIPLES = (0.5, 0.75, 1.33, 2.0)
 COORDINATE_L2 = (0.002, 0.01)
 LISTWISE_L2 = (0.01, 0.1)
 # The listwise loss reads every candidate's score: fitted on every k-th train
 # query, about this many (a loss takes ~1 s on a loaded core).
-LISTWISE_QUERIES = 1500
-MAX_SWEEPS = 3
+LISTWISE_QUERIES = 1000
+MAX_SWEEPS = 2
 # Adoption: no language on test may lose more than this (NDCG@10, by chunk or by file).
 LANGUAGE_TOLERANCE = 0.02
 
@@ -330,7 +330,7 @@ def fit_listwise(queries: list[dict], l2: float, free: list[str], log) -> dict[s
         return total / len(usable) + l2 * float(np.sum(np.asarray(x) ** 2))
 
     result = minimize(loss, np.zeros(len(free)), method="L-BFGS-B",
-                      options={"maxiter": 25, "eps": 1e-3})
+                      options={"maxiter": 20, "eps": 1e-3})
     log(f"  listwise l2={l2}: loss {result.fun:.4f} after {result.nit} iterations")
     return constants_of(result.x)
 
