@@ -39,14 +39,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class RankingConfig:
-    # Column weights: the best of bench/quality.py's grid on the retrieval dev
-    # set (docs/decisions.md, "Lexical column weights and the import boost");
-    # the import boost (hand 0.1) is fitted with the scorer's constants
-    # (bench/train_recall_scorer.py, recall_scorer.PriorConfig).
+    # Column weights and import boost: the best of bench/quality.py's grid on the
+    # retrieval dev set (docs/decisions.md, "Lexical column weights and the import boost").
     symbol_weight: float = 32.0
     path_weight: float = 4.0
     body_weight: float = 1.0
-    import_boost: float = 0.1278
+    import_boost: float = 0.1
     # How many BM25 candidates the import boost and the priors reorder: the
     # ranking's fixed depth (first_n), so the top k of any n is one list.
     candidate_pool: int = 50

@@ -19,10 +19,8 @@ last; they sum to the score. The selection (:func:`select`) then places
 module residue after its file's code, lists a long definition once, and
 lowers each further hit of a file already listed (per-file saturation).
 
-The boosts' and the common penalties' constants are fitted on queries of 70
-training projects (bench/train_recall_scorer.py; docs/decisions.md, "Recall:
-the scorer's constants fitted on 70 projects"); the others were chosen on the
-multi-language dev set (bench/codesearch.py, "Chunk packing and ranking priors").
+The constants were chosen on the multi-language dev set (bench/codesearch.py,
+docs/decisions.md, "Chunk packing and ranking priors"); docs/architecture.md lists them.
 """
 
 from __future__ import annotations
@@ -41,23 +39,16 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PriorConfig:
     # Multiplicative path penalties (1.0 = off).
-    # Fitted (bench/train_recall_scorer.py: listwise, L2 0.01 toward the
-    # former hand constants, on 70 train projects; chosen on set 4 dev, test
-    # reported once; docs/decisions.md, "Recall: the scorer's constants
-    # fitted on 70 projects"): test_penalty, compat_penalty, barrel_penalty,
-    # definition_boost, embedded_share, word_share, home_share,
-    # file_name_boost, file_text_boost, coherence_boost (and
-    # RankingConfig.import_boost). The others act in too few train queries
-    # to be fitted (fewer than 300 of 6,891) and keep their hand values.
-    test_penalty: float = 0.2915
+    test_penalty: float = 0.3
     example_penalty: float = 0.3
-    compat_penalty: float = 0.3556
+    compat_penalty: float = 0.3
     vendored_penalty: float = 0.3
     # Re-export barrels (`__init__.py`, `index.ts`, `mod.rs`): often only
     # re-exports, but Rust's `mod.rs` and many `__init__.py` hold real code,
-    # which a header no longer outranks (module_after_code). Hand 0.7
-    # (docs/decisions.md, "Barrel files × 0.7"); the fit all but drops it.
-    barrel_penalty: float = 0.9931
+    # which a header no longer outranks (module_after_code). 0.7 over 0.5:
+    # files set 0.830 -> 0.831, set 4 by file test 0.849 -> 0.856 (1.0: the
+    # files set loses 0.002, rayon 0.917 -> 0.905; docs/decisions.md, "Barrel files × 0.7").
+    barrel_penalty: float = 0.7
     stub_penalty: float = 0.7
     # Localized message tables (zod's `locales/en.ts`, date libraries'
     # `locale/`): every message again in forty languages, a flood for any
@@ -72,16 +63,16 @@ class PriorConfig:
     # projects included, and 0.002-0.005 by chunk (docs/decisions.md, "Module residue places its file").
     module_after_code: bool = True
     # Additive boosts, as shares of the query's scale (the best relevance).
-    definition_boost: float = 2.0817
-    embedded_share: float = 0.1427  # identifiers inside a sentence
-    word_share: float = 0.8092  # a one-word lower-case query: a word, or a name
+    definition_boost: float = 3.0
+    embedded_share: float = 0.5  # identifiers inside a sentence
+    word_share: float = 0.5  # a one-word lower-case query: a word, or a name
     # A definition in a file named after the name asked (`session.py` for Session).
-    home_share: float = 1.1548
-    file_name_boost: float = 0.9613
+    home_share: float = 1.5
+    file_name_boost: float = 0.5
     # Sentence queries: the whole file's BM25 (ranking.file_bm25), scaled to
     # the best candidate file's, added to each candidate file's best chunk
     # after the path priors (as a share of the best score then).
-    file_text_boost: float = 0.0477
+    file_text_boost: float = 0.2
     # Per-file saturation: hits of one file beyond the threshold-th are
     # multiplied by decay ** (count - threshold + 1), so the list names more
     # places. On the hand-written, file-scored set (eleven projects) 1 / 0.5
@@ -94,7 +85,7 @@ class PriorConfig:
     # File coherence: a file with several matching chunks is more likely the
     # place; its best chunk gains this share of the scale, times the file's
     # summed relevance against the top file's.
-    coherence_boost: float = 0.0811
+    coherence_boost: float = 0.5
     # Files named by a sentence query's words whose chunks join the candidates
     # even when the text match ranked none of them high (``BooleanUtils.java``
     # for "boolean conversion helpers"): at most this many files.

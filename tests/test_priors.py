@@ -151,10 +151,8 @@ def test_a_file_with_several_matching_chunks_outranks_one_lucky_chunk() -> None:
     def hits() -> list[ScoredChunk]:
         return [scored_chunk(1, "pkg/misc.py", 10.0), scored_chunk(2, "pkg/uploads.py", 8.0),
                 scored_chunk(3, "pkg/uploads.py", 7.5), scored_chunk(4, "pkg/uploads.py", 7.0)]
-    # At the former hand strength (0.5; the fitted one is weaker, and this case
-    # is about the mechanism, not the constant the fit chose).
     assert _top_paths(hits(), replace(PriorConfig(), coherence_boost=0.0))[0] == "pkg/misc.py"
-    assert _top_paths(hits(), replace(PriorConfig(), coherence_boost=0.5))[0] == "pkg/uploads.py"
+    assert _top_paths(hits(), PriorConfig())[0] == "pkg/uploads.py"
 
 
 def test_saturation_gives_the_next_slot_to_another_file() -> None:
@@ -197,8 +195,7 @@ def test_a_long_definition_is_listed_once_by_its_best_window() -> None:
 def test_a_file_whose_whole_text_keeps_to_the_question_outranks_one_lucky_chunk() -> None:
     # One chunk each; uploads.py's whole text matches the question better.
     text_scores = {"pkg/misc.py": 1.0, "pkg/uploads.py": 4.0, "tests/test_uploads.py": 8.0}
-    # At the former hand strength (0.2): the mechanism, not the fitted constant.
-    config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0, file_text_boost=0.2)
+    config = replace(PriorConfig(), coherence_boost=0.0, definition_boost=0.0)
 
     def ranked(query: str, config: PriorConfig) -> list[str]:
         hits = [scored_chunk(1, "pkg/misc.py", 10.0), scored_chunk(2, "pkg/uploads.py", 9.0),
@@ -465,12 +462,8 @@ def test_a_type_named_in_a_sentence_lends_its_boost_to_its_members(tmp_path: Pat
     engine.index()
     conn = engine.store.reader()
     query = "Returns whether the JoinSet is empty"
-    # At the former hand strength of a name inside a sentence (the fitted one
-    # is weaker: without the type's boost its method leads anyway).
-    strong = replace(PriorConfig(), definition_boost=3.0, embedded_share=0.5)
-    assert lexical_search(conn, "code", query, 1, RankingConfig(priors=strong))[0].symbol == "JoinSet.is_empty"
     assert lexical_search(conn, "code", query, 1, RankingConfig())[0].symbol == "JoinSet.is_empty"
-    alone = RankingConfig(priors=replace(strong, member_share=0.0))
+    alone = RankingConfig(priors=replace(PriorConfig(), member_share=0.0))
     assert lexical_search(conn, "code", query, 1, alone)[0].symbol == "JoinSet"
     # A symbol query still wants the type itself.
     assert lexical_search(conn, "code", "JoinSet", 1, RankingConfig())[0].symbol == "JoinSet"
