@@ -5,8 +5,9 @@ The data (``dump``): set 4's query kinds (bench/codesearch_set.py: a
 definition's name -> the definition, a doc comment's first sentence -> the
 definition, a module or type doc -> its file's largest definitions; every doc
 comment used is blanked in the indexed copy, so the answer's text is not in
-the query) built over the ``train`` projects of bench/projects.md
-(every corpus of bench/embed_train.py's list, fetched the same way), and over set 4's dev and test projects. For each query the real
+the query) built over the ``train`` projects of bench/projects.md (every
+corpus of bench/embed_train.py's list, fetched the same way), and over set
+4's dev and test projects. For each query the real
 recall pipeline makes its candidates (ranking.lexical_candidates) and their
 feature records (recall_features.with_features); one JSON line per query
 keeps every candidate's record, its lines, and its file's whole-text BM25
@@ -27,8 +28,16 @@ features, units and penalties, so ``why`` still adds up):
   squared log-distance to the hand constants;
 * ``listwise``: the softmax loss of each query's candidates' scores (minus
   the log of the target chunks' share, the scores over the query's best)
-  plus the same L2 toward the hand constants, by L-BFGS in log space;
-  the locate trainer's listwise loss (bench/train_locate_scorer.py).
+  plus the same L2 toward the hand constants, by L-BFGS in log space
+  (finite differences, on ~1,000 of the train queries); the locate
+  trainer's listwise loss (bench/train_locate_scorer.py);
+* ``kept``: listwise with the file-place constants (FILE_PLACE_CONSTANTS)
+  left at their hand values.
+
+Nothing is written to the product: an adopted fit's constants go into
+recall_scorer.PriorConfig (and RankingConfig.import_boost) by hand. None is
+adopted today (docs/decisions.md, "Recall: the scorer's constants fitted on
+70 projects").
 
 A model is chosen on the dev projects (NDCG@10 by chunk plus by file, each
 the mean over languages, from the dumps) among the fits better than the hand
@@ -40,7 +49,8 @@ adopted only if test drops neither by chunk nor by file in either mode and
 no language on test drops by more than 0.02.
 
 Run: .venv/bin/python bench/train_recall_scorer.py dump [--corpus NAME ...]
-     .venv/bin/python bench/train_recall_scorer.py fit [--check] [--dev-only] [--result NAME]
+     .venv/bin/python bench/train_recall_scorer.py fit [--check] [--dev-only] [--models coordinate,listwise,kept]
+         [--reuse EARLIER_FIT.json] [--result NAME]
 """
 
 from __future__ import annotations
