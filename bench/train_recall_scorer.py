@@ -63,7 +63,7 @@ import os
 import subprocess
 import sys
 import time
-from dataclasses import fields, replace
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -289,11 +289,6 @@ HAND_CONSTANTS = {"import_boost": 0.1, "definition_boost": 3.0, "embedded_share"
 
 def hand_constants() -> dict[str, float]:
     return dict(HAND_CONSTANTS)
-
-
-def constants_of(config: RankingConfig) -> dict[str, float]:
-    return {name: float(getattr(config if owner == "ranking" else config.priors, name))
-            for owner, name in FITTED}
 
 
 def with_constants(constants: dict[str, float], base: RankingConfig = RankingConfig()) -> RankingConfig:
