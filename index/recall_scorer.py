@@ -279,6 +279,8 @@ def _saturated_top(hits: list["ScoredChunk"], n: int, config: PriorConfig) -> li
     """Greedy top ``n`` with per-file saturation. Decay only lowers scores and
     candidates come in descending order, so once ``n`` are held a candidate
     that cannot beat the weakest ends the scan."""
+    if n <= 0:
+        return []
     definition = _long_definitions(hits)
     hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
     taken: list["ScoredChunk"] = []
