@@ -336,16 +336,26 @@ def rank_candidates(conn: Connection, kind: str, shape: QueryShape, hits: list[S
                     config: RankingConfig, dense_weight: float, fetch_rows,
                     file_scores=None) -> list[ScoredChunk]:
     """The best ``n`` of the candidates ``hits`` (text features filled):
-    feature records, one scorer, selection (ties break on path then line, so
-    equal scores always come back in one order). ``fetch_rows(ids)`` turns
-    chunk ids into ScoredChunks; ``file_scores(paths)`` gives whole files'
-    text scores (path -> score); ``dense_weight`` is the cosine's share."""
-    priors = config.priors
-    if not hits and priors.definition_boost <= 0:
+    feature records (with_features), then score_candidates. ``fetch_rows(ids)``
+    turns chunk ids into ScoredChunks; ``file_scores(paths)`` gives whole
+    files' text scores (path -> score); ``dense_weight`` is the cosine's share."""
+    if not hits and config.priors.definition_boost <= 0:
         return []
+    hits = with_features(conn, kind, shape, hits, config.priors, fetch_rows)
+    return score_candidates(shape, hits, n, config, dense_weight, file_scores)
+
+
+def score_candidates(shape: QueryShape, hits: list[ScoredChunk], n: int, config: RankingConfig,
+                     dense_weight: float, file_scores=None) -> list[ScoredChunk]:
+    """One scorer and the selection over candidates whose feature records are
+    filled (ties break on path then line, so equal scores always come back in
+    one order). Reads no store: bench/train_recall_scorer.py scores dumped
+    records through it."""
+    priors = config.priors
     scorer = RecallScorer(priors, shape, dense_weight, config.import_boost)
+    # Before set_scale the boosts' units are 0: relevance is the text match
+    # alone (a chunk fetched for its definition has none), whose best is the unit.
     scorer.set_scale(max((scorer.relevance(hit.features) for hit in hits), default=0.0) or 1.0)
-    hits = with_features(conn, kind, shape, hits, priors, fetch_rows)
     relevance = [scorer.relevance(hit.features) for hit in hits]
     if priors.coherence_boost > 0 and hits:
         add_coherence(hits, relevance, scorer)
@@ -360,15 +370,19 @@ def rank_candidates(conn: Connection, kind: str, shape: QueryShape, hits: list[S
     return top
 
 
+def store_rows(conn: Connection):
+    """``fetch_rows`` of rank_candidates over the store: chunk ids -> ScoredChunks."""
+    def fetch_rows(ids):
+        return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
+    return fetch_rows
+
+
 def _ranked(conn: Connection, kind: str, shape: QueryShape, hits: list[ScoredChunk], n: int,
             config: RankingConfig, dense_weight: float) -> list[ScoredChunk]:
     """rank_candidates with the store's rows and files' text scores."""
-    def fetch_rows(ids):
-        return [_scored(row, 0.0) for row in _chunks_by_id(conn, ids).values()]
-
     def file_scores(paths):
         return file_bm25(conn, kind, shape.terms, paths)
-    return rank_candidates(conn, kind, shape, hits, n, config, dense_weight, fetch_rows, file_scores)
+    return rank_candidates(conn, kind, shape, hits, n, config, dense_weight, store_rows(conn), file_scores)
 
 
 def file_bm25(conn: Connection, kind: str, terms: list[str], paths: set[str]) -> dict[str, float]:
@@ -443,17 +457,27 @@ def lexical_search(conn: Connection, kind: str, query: str, n: int,
         return []
 
     def search(depth: int) -> list[ScoredChunk]:
-        # A pool deeper than the list: the scorer and the import feature reorder it.
-        scores = bm25_scores(conn, table, terms, config, limit=depth)
-        scores.update(bm25_of_files(conn, kind, terms, config, named_files(conn, shape, config.priors)))
-        rows = _chunks_by_id(conn, scores)
-        hits = [_scored(row, 0.0) for row in rows.values()]
-        for hit in hits:
-            hit.features.bm25 = scores[hit.chunk_id]
-        if config.import_boost:
-            _add_import_features(conn, hits, config)
-        return _ranked(conn, kind, shape, hits, depth, config, 0.0)
+        return _ranked(conn, kind, shape, lexical_candidates(conn, kind, shape, depth, config),
+                       depth, config, 0.0)
     return first_n(search, n, config.candidate_pool)
+
+
+def lexical_candidates(conn: Connection, kind: str, shape: QueryShape, depth: int,
+                       config: RankingConfig) -> list[ScoredChunk]:
+    """Lexical recall's candidates, their text features filled: the BM25 top
+    ``depth`` (a pool deeper than the list: the scorer and the import feature
+    reorder it) and the chunks of the files the query names."""
+    table = FTS_TABLE_BY_KIND[kind]
+    terms = shape.terms
+    scores = bm25_scores(conn, table, terms, config, limit=depth)
+    scores.update(bm25_of_files(conn, kind, terms, config, named_files(conn, shape, config.priors)))
+    rows = _chunks_by_id(conn, scores)
+    hits = [_scored(row, 0.0) for row in rows.values()]
+    for hit in hits:
+        hit.features.bm25 = scores[hit.chunk_id]
+    if config.import_boost:
+        _add_import_features(conn, hits, config)
+    return hits
 
 
 def hybrid_search(conn: Connection, kind: str, query: str, n: int,

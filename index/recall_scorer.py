@@ -25,6 +25,7 @@ docs/decisions.md, "Chunk packing and ranking priors"); docs/architecture.md lis
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -278,12 +279,17 @@ def _saturated_top(hits: list["ScoredChunk"], n: int, config: PriorConfig) -> li
     """Greedy top ``n`` with per-file saturation. Decay only lowers scores and
     candidates come in descending order, so once ``n`` are held a candidate
     that cannot beat the weakest ends the scan."""
+    if n <= 0:
+        return []
     definition = _long_definitions(hits)
     hits.sort(key=lambda h: (-h.score, h.path, h.start_line))
     taken: list["ScoredChunk"] = []
     listed: set[tuple[str, int]] = set()
     per_file: dict[str, int] = {}
     floor = float("-inf")
+    # The best n scores taken (a min-heap): a taken score never changes, so
+    # its least is the n-th best, the floor, without sorting all taken again.
+    best_n: list[float] = []
     for hit in hits:
         if len(taken) >= n and hit.score < floor:
             break
@@ -297,7 +303,11 @@ def _saturated_top(hits: list["ScoredChunk"], n: int, config: PriorConfig) -> li
         hit.features.earlier_in_file = seen
         per_file[hit.path] = seen + 1
         taken.append(hit)
-        if len(taken) >= n:
-            floor = sorted((h.score for h in taken), reverse=True)[n - 1]
+        if len(best_n) < n:
+            heapq.heappush(best_n, hit.score)
+        else:
+            heapq.heappushpop(best_n, hit.score)
+        if len(best_n) >= n:
+            floor = best_n[0]
     taken.sort(key=lambda h: (-h.score, h.path, h.start_line))
     return taken[:n]

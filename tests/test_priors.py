@@ -511,3 +511,32 @@ def test_recall_and_impact_agree_on_compatibility_copies(path: str, legacy: bool
 
     assert path_class(path).legacy is legacy
     assert is_peripheral_path(path) is legacy
+
+
+def test_dumped_feature_records_rank_as_recall_does(engine: Engine) -> None:
+    # bench/train_recall_scorer.py fits the scorer on records dumped from the
+    # candidates (lexical_candidates, with_features, file_bm25) and scores
+    # them through score_candidates, away from the store: they must rank as
+    # lexical_search does, or the fit would tune another ranking.
+    from dataclasses import fields
+
+    from ctxls.index.ranking import lexical_candidates, score_candidates, store_rows
+    from ctxls.index.recall_features import RecallFeatures, with_features
+
+    conn = engine.store.reader()
+    config = RankingConfig()
+    for query in ("Session", "session keeps cookies", "cookiejar session", "merge_cookies", "send"):
+        shape = query_shape(query)
+        hits = with_features(conn, "code", shape, lexical_candidates(conn, "code", shape, config.candidate_pool,
+                                                                    config), config.priors, store_rows(conn))
+        files = file_bm25(conn, "code", shape.terms, {h.path for h in hits})
+        dumped = [ScoredChunk(h.chunk_id, h.path, "code", h.language, None, h.symbol_kind, h.start_line,
+                              h.end_line, 0.0, "", "", RecallFeatures(**{
+                                  f.name: getattr(h.features, f.name) for f in fields(RecallFeatures)}))
+                  for h in hits]
+        rescored = score_candidates(shape, dumped, config.candidate_pool, config, 0.0,
+                                    lambda paths: {p: files[p] for p in paths if p in files})
+        expected = lexical_search(conn, "code", query, 10, config)
+        assert expected
+        assert [(h.path, h.start_line, round(h.score, 9)) for h in rescored[:10]] == \
+            [(h.path, h.start_line, round(h.score, 9)) for h in expected]
