@@ -112,7 +112,7 @@ def _result_block(result: Result) -> str:
     lines = [
         f"### {_cell(data['section'])}{issue}",
         "",
-        f"`{_cell(data['command'])}` · {data['date']} · commit {_cell(data['commit'])} · "
+        f"`{_clipped(_cell(data['command']), CELL_ON_PAGE)}` · {data['date']} · commit {_cell(data['commit'])} · "
         f"{_clipped(_cell(data['machine']), MACHINE_ON_PAGE)} · `{result.name}.json`",
         "",
         "| target | value | goal | met |",
@@ -121,7 +121,8 @@ def _result_block(result: Result) -> str:
     # A run with targets shows the rows that have one; its other figures stay
     # in the file (the page is every target's current figure, in one page).
     shown = [row for row in data["rows"] if row.get("goal")] or data["rows"]
-    lines += [f"| {_cell(row['target'])} | {_cell(row['value'])} | {_cell(row.get('goal') or '–')} "
+    lines += [f"| {_clipped(_cell(row['target']), CELL_ON_PAGE)} "
+              f"| {_clipped(_cell(row['value']), CELL_ON_PAGE)} | {_cell(row.get('goal') or '–')} "
               f"| {_met(row)} |" for row in shown]
     more = len(data["rows"]) - len(shown)
     # A run that misses a goal says why (its notes' first sentence); the
@@ -133,11 +134,12 @@ def _result_block(result: Result) -> str:
     return "\n".join(lines)
 
 
-# The page keeps a run's notes to their first sentence and its machine to a
-# line's start (the file has them whole), so that one page holds every
+# The page keeps a run's notes to their first sentence, its machine to a
+# line's start and each cell to a few lines (the file has them whole), so that one page holds every
 # target's current figure.
-NOTES_ON_PAGE = 120
-MACHINE_ON_PAGE = 60
+NOTES_ON_PAGE = 90
+MACHINE_ON_PAGE = 30
+CELL_ON_PAGE = 64
 
 
 def _clipped(text: str, limit: int) -> str:
