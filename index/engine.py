@@ -1152,10 +1152,11 @@ class Engine:
             origin = symbol_table.chunk_at(conn, path, line)
             if origin is None:
                 return None, [], "lexical"
-            found = symbol_table.related(conn, origin, n, self.options.ranking,
-                                         self._semantic_for("hybrid"))
-            hits = [self._hit(chunk, False) for chunk in found.chunks]
-            asked = self._labelled([self._hit(origin, False)], conn, "")[0]
+            semantic = self._semantic_for("hybrid")
+            found = symbol_table.related(conn, origin, n, self.options.ranking, semantic)
+            model = semantic.embedder.name if semantic is not None else None
+            hits = [self._hit(chunk, False, found.mode, model) for chunk in found.chunks]
+            asked = self._labelled([self._hit(origin, False, found.mode, model)], conn, "")[0]
             # The origin is named by the definition at the line asked about.
             at_line = symbol_table.innermost_at(conn, path, line)
             if at_line is not None and len(asked.definitions or []) > 1:
