@@ -55,8 +55,11 @@ UNENCODABLE = (ValueError, TypeError, RecursionError)
 CUSTOM_PREFIX = "ctxls/"
 # Seconds between cold-index attempts while a folder's store cannot be opened.
 STORE_RETRY_S = 2.0
-# A recall waits at most this long (seconds) for buffers being indexed.
-BUFFER_SETTLE_S = 1.0
+# A read of the code waits at most this long (seconds) for buffers being
+# indexed. An edit indexes in milliseconds; a 3,000-function file took over
+# 1 s at load 12 on two cores, and an answer without the edit just sent is
+# wrong, so the cap only bounds a pathological wait.
+BUFFER_SETTLE_S = 5.0
 # The first index waits at most this long (seconds) for the folder's watch to stand.
 WATCH_START_S = 10.0
 # ctxls/status `state`, the least ready first (several folders report the first that applies).

@@ -45,6 +45,7 @@ from ctxls.index.ranking import RankingConfig, ScoredChunk, hybrid_search, lexic
 from ctxls.index.recall_calibration import Calibration, Evidence, QueryEvidence, shipped_calibration
 from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
+from ctxls.index.query import declared_name
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
 from ctxls.index.stash import Stash
@@ -712,17 +713,28 @@ class Engine:
         self._defer_embedding()
         semantic = self._semantic_for(mode)
         memory_semantic = self._memory_semantic_for(mode)
+        wants_files = any(kind in FILE_KINDS for kind in kinds)
+        if semantic is not None and wants_files:
+            # The transformer's few milliseconds run on the query pool while
+            # the words are counted and BM25 scans here; every later ask of
+            # this text (ranking, topicality, memory) waits for that one run.
+            semantic.query_vector_soon(declared_name(query))
         partial_reason = self._partial_reason(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
         file_mode = mode if semantic is not None else "lexical"
         memory_mode = "lexical" if memory_semantic is None else mode
-        # Read by the calibration here and by recall's off-topic test (its one
-        # ANN search, of the tier ranking the files: none in lexical mode).
-        topicality = (self.topicality(query, meaning=semantic is not None)
-                      if any(kind in FILE_KINDS for kind in kinds) else None)
-        query_evidence = QueryEvidence(topicality.term_coverage if topicality is not None else 0.0,
+        # Read by the calibration here (words only) and by recall's off-topic
+        # test (its one ANN search, of the tier ranking the files, made last).
+        coverage = self._term_coverage(query) if wants_files else None
+        query_evidence = QueryEvidence(coverage.term_coverage if coverage is not None else 0.0,
                                        len(query_terms(query)))
         calibration = shipped_calibration()
+        # Code first: its BM25 scan is what the query's embedding overlaps.
+        scored_by_kind = {
+            kind: (hybrid_search(conn, kind, query, n, self.options.ranking, semantic,
+                                 dense_only=mode == "semantic") if semantic is not None
+                   else lexical_search(conn, kind, query, n, self.options.ranking))
+            for kind in kinds if kind in FILE_KINDS}
         memory_down = False
         memory_rows: dict[str, list[MemoryRow]] = {}
         written = [kind for kind in kinds if kind in WRITTEN_KINDS]
@@ -736,13 +748,7 @@ class Engine:
                 logging.getLogger(__name__).warning("recall without memory: %s", exc.message)
                 memory_down = True
         for kind in kinds:
-            if kind not in FILE_KINDS:
-                scored = []
-            elif semantic is not None:
-                scored = hybrid_search(conn, kind, query, n, self.options.ranking, semantic,
-                                       dense_only=mode == "semantic")
-            else:
-                scored = lexical_search(conn, kind, query, n, self.options.ranking)
+            scored = scored_by_kind.get(kind, [])
             file_model = semantic.embedder.name if semantic is not None else None
             hits = self._labelled([self._hit(s, body, file_mode, file_model) for s in scored],
                                   conn, query)
@@ -756,6 +762,8 @@ class Engine:
             hits_by_kind[kind] = hits[:n]
         if memory_down:
             partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
+        topicality = (self._with_nearest(coverage, semantic, declared_name(query))
+                      if coverage is not None else None)
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
                             partial_reason=partial_reason, mode=file_mode, topicality=topicality)
 
@@ -821,20 +829,28 @@ class Engine:
         and docs, and the cosine of the nearest vector (None without vectors,
         or without ``meaning``: words only, no nearest-neighbour search).
         ``ctxls/assemble`` abstains on off-topic questions with it."""
+        semantic = self._semantic_for("semantic") if meaning else None  # the tier serving now
+        return self._with_nearest(self._term_coverage(query), semantic, query)
+
+    def _term_coverage(self, query: str) -> Topicality:
+        """``topicality`` without the nearest vector."""
         terms = query_terms(query)
         conn = self.store.reader()
         # Document counts kept per reader while the tables are unchanged: no
         # FTS probe per term on each recall.
         held = [term_counts(conn, table).of(conn, table, terms) for table in ("fts_code", "fts_doc")]
         found = sum(1 for term in terms if any(counts[term] for counts in held))
-        nearest = model = None
-        semantic = self._semantic_for("semantic") if meaning else None  # the tier serving now
-        if semantic is not None:
-            vector = semantic.query_vector(query)
-            best = semantic.nearest(vector, 1) if vector is not None else []
-            nearest = best[0][1] if best else None
-            model = semantic.embedder.name
-        return Topicality(found / len(terms) if terms else 0.0, nearest, model)
+        return Topicality(found / len(terms) if terms else 0.0, None, None)
+
+    @staticmethod
+    def _with_nearest(coverage: Topicality, semantic: SemanticIndex | None,
+                      query: str) -> Topicality:
+        if semantic is None:
+            return coverage
+        vector = semantic.query_vector(query)
+        best = semantic.nearest(vector, 1) if vector is not None else []
+        return replace(coverage, nearest_cosine=best[0][1] if best else None,
+                       model=semantic.embedder.name)
 
     def log_demand(self, hits: list[Hit], action: str) -> None:
         """Append these hits to the demand log ("recall", or "fetch" for a get)."""

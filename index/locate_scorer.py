@@ -30,8 +30,6 @@ are the list of k.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import math
 import posixpath
 from dataclasses import dataclass
@@ -40,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ctxls.index.locate_signals import SIGNALS
+from ctxls.index.model_file import read_checked_json
 from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, is_test_path,
                                is_vendored_path)
 
@@ -211,10 +210,7 @@ class _Tree:
 
 def load_scorer(path: Path = MODEL_PATH, sha256: str | None = MODEL_SHA256) -> Scorer:
     """The shipped model (checked by sha256), or another model file (``sha256`` None)."""
-    data = path.read_bytes()
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise ScorerUnavailable(f"{path} does not have the expected sha256")
-    return Scorer(json.loads(data))
+    return Scorer(read_checked_json(path, sha256, ScorerUnavailable))
 
 
 @functools.lru_cache(maxsize=1)

@@ -533,6 +533,8 @@ def hybrid_candidates(conn: Connection, kind: str,
     query's vector (None: no model), asked for after the BM25 scan."""
     table = FTS_TABLE_BY_KIND[kind]
     lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
+    # Read while the query's vector may still be computing on the query pool.
+    rows = _chunks_by_id(conn, lexical)
     vector = query_vector()
     if vector is None:
         return None
@@ -547,7 +549,8 @@ def hybrid_candidates(conn: Connection, kind: str,
     nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
     lexical.update(bm25_of_ids(conn, table, terms, config,
                                [cid for cid in nominated if cid not in lexical]))
-    rows = _chunks_by_id(conn, set(lexical) | set(nominated))
+    rows.update(_chunks_by_id(conn, [cid for cid in nominated if cid not in rows]))
+    rows = dict(sorted(rows.items()))  # chunk id order, as one read of them all gives
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))
     dense = {cid: nominated.get(cid, dense_by_hash.get(rows[cid][8])) for cid in rows}

@@ -27,11 +27,11 @@ sources and folders but never reorders one source's ranking.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+
+from ctxls.index.model_file import read_checked_json
 
 MODEL_PATH = Path(__file__).parent / "models" / "recall-calibration.json"
 MODEL_SHA256 = "a126d656ebc7ade51e69c6478653bd9811f2a6aa572fe88365cd0c7cd8d7fda9"
@@ -179,10 +179,7 @@ class Calibration:
 
 def load_calibration(path: Path = MODEL_PATH, sha256: str | None = MODEL_SHA256) -> Calibration:
     """The shipped models (checked by sha256), or another file (``sha256`` None)."""
-    data = path.read_bytes()
-    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
-        raise CalibrationUnavailable(f"{path} does not have the expected sha256")
-    return Calibration(json.loads(data))
+    return Calibration(read_checked_json(path, sha256, CalibrationUnavailable))
 
 
 @functools.lru_cache(maxsize=1)

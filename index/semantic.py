@@ -70,6 +70,7 @@ BACKLOG_WINDOW = 64
 SAVE_INTERVAL_S = 30.0
 PENDING_CACHE_S = 1.0
 QUERY_CACHE_SIZE = 256
+QUERY_POOL_THREADS = 4
 
 
 class SemanticIndex:
@@ -109,6 +110,9 @@ class SemanticIndex:
         self._edited_since_count: set[str] = set()  # paths edited since _pending_cache's count
         self._query_cache: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self._query_cache_lock = threading.Lock()
+        # Queries being embedded on the query pool: a second ask of the same
+        # text waits for that run instead of starting another.
+        self._query_inflight: dict[str, Future] = {}
         self.embedded_total = 0
         # Embedding competes for the same two cores as indexing and typing:
         # it waits while a pass runs and for a moment after each edit or query.
@@ -493,6 +497,36 @@ class SemanticIndex:
             if cached is not None:
                 self._query_cache.move_to_end(query)
                 return cached
+            running = self._query_inflight.get(query)
+        if running is not None:
+            return running.result()
+        return self._embed_query(query)
+
+    def query_vector_soon(self, query: str) -> Future:
+        """``query_vector(query)`` computed on the query pool while the caller
+        does its lexical work (the model runs outside the GIL, and so does
+        SQLite). Asked again before it is done, the same run answers."""
+        with self._query_cache_lock:
+            cached = self._query_cache.get(query)
+            if cached is not None:
+                self._query_cache.move_to_end(query)
+                done: Future = Future()
+                done.set_result(cached)
+                return done
+            running = self._query_inflight.get(query)
+            if running is None:
+                running = embedding_pool().submit(self._embed_query_soon, query)
+                self._query_inflight[query] = running
+            return running
+
+    def _embed_query_soon(self, query: str) -> np.ndarray | None:
+        try:
+            return self._embed_query(query) if self.ensure_loaded() else None
+        finally:
+            with self._query_cache_lock:
+                self._query_inflight.pop(query, None)
+
+    def _embed_query(self, query: str) -> np.ndarray:
         assert self.embedder is not None
         vector = self.embedder.embed_query(query)
         with self._query_cache_lock:
@@ -500,12 +534,6 @@ class SemanticIndex:
             if len(self._query_cache) > QUERY_CACHE_SIZE:
                 self._query_cache.popitem(last=False)
         return vector
-
-    def query_vector_soon(self, query: str) -> Future:
-        """``query_vector(query)`` computed on the embedding thread while the
-        caller does its lexical work (the model runs outside the GIL, and so
-        does SQLite)."""
-        return embedding_pool().submit(self.query_vector, query)
 
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(vector id, cosine similarity), best first."""
@@ -539,12 +567,15 @@ _EMBEDDING_POOL_LOCK = threading.Lock()
 
 
 def embedding_pool() -> ThreadPoolExecutor:
-    """One thread for the process, embedding queries beside the requests'
-    lexical work (one per engine would leave a thread per workspace folder)."""
+    """The process's query pool: queries embedded beside the requests' lexical
+    work (one per engine would leave threads per workspace folder). As many
+    threads as requests read at once (the daemon's read lane), so that a query
+    never queues behind another's embedding."""
     global _EMBEDDING_POOL
     with _EMBEDDING_POOL_LOCK:
         if _EMBEDDING_POOL is None:
-            _EMBEDDING_POOL = ThreadPoolExecutor(1, thread_name_prefix="ctxls-query-embed")
+            _EMBEDDING_POOL = ThreadPoolExecutor(QUERY_POOL_THREADS,
+                                                 thread_name_prefix="ctxls-query-embed")
         return _EMBEDDING_POOL
 
 

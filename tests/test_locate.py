@@ -358,8 +358,10 @@ def test_a_failing_query_embedding_leaves_the_lexical_answer(shop: Path, monkeyp
         def broken(query):
             raise RuntimeError("the model went away")
 
-        monkeypatch.setattr(engine.semantic, "query_vector", broken)
-        located = engine.locate(text, 5)
+        # The model fails on a text it has not embedded before (a vector
+        # already computed is reused from the query cache).
+        monkeypatch.setattr(engine.semantic.embedder, "embed_query", broken)
+        located = engine.locate(text + " Seen again after a restart.", 5)
     finally:
         engine.close()
     assert located and all("semantic" not in f.signals for f in located)

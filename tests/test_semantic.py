@@ -76,6 +76,45 @@ def test_paraphrase_without_shared_words_finds_the_function(small: Path):
     engine.close()
 
 
+def test_a_hybrid_recall_embeds_its_query_once_on_the_query_pool_while_bm25_scans(
+        small: Path, monkeypatch):
+    """The transformer's query embedding overlaps the lexical work: it runs on
+    the query pool, started before BM25, and the ranking, the off-topic test
+    and a second ask all wait for that one run."""
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    semantic = engine.semantic
+    embed = semantic.embedder.embed_query
+    runs: list[tuple[str, str]] = []
+    finished: list[str] = []
+
+    def slow_embed(text: str):
+        runs.append((text, threading.current_thread().name))
+        time.sleep(0.3)  # long enough that the request thread gets to BM25 first
+        finished.append(text)
+        return embed(text)
+
+    monkeypatch.setattr(semantic.embedder, "embed_query", slow_embed)
+    import ctxls.index.ranking as ranking
+    scans: list[int] = []  # embeddings finished when BM25 started
+    bm25 = ranking.bm25_scores
+    monkeypatch.setattr(ranking, "bm25_scores",
+                        lambda *args, **kw: scans.append(len(finished)) or bm25(*args, **kw))
+    result = engine.recall("try again when a transfer fails", ["code"], 3, mode="hybrid")
+    assert result.hits_by_kind["code"][0].symbol == "retry_upload"
+    assert result.topicality is not None and result.topicality.nearest_cosine is not None
+    assert [text for text, _ in runs] == ["try again when a transfer fails"]
+    assert runs[0][1].startswith("ctxls-query-embed")
+    assert scans and scans[0] == 0  # BM25 ran before the embedding was done
+    # Asked twice at once, the text is embedded once.
+    future = semantic.query_vector_soon("deliver a message")
+    vector = semantic.query_vector("deliver a message")
+    assert np.array_equal(future.result(), vector)
+    assert [text for text, _ in runs].count("deliver a message") == 1
+    engine.close()
+
+
 def test_no_change_embeds_nothing_and_an_edit_replaces_only_its_vector(small: Path):
     engine = semantic_engine(small)
     engine.index()
