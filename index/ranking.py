@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ctxls.index import postings
+from ctxls.index.embeddings import is_static_model
 from ctxls.index.postings import FTS5_BM25_K1
 from ctxls.index.query import QueryShape, declared_name, query_shape
 from ctxls.index.recall_features import RecallFeatures, add_coherence, add_file_text, named_files, with_features
@@ -59,6 +60,13 @@ class RankingConfig:
     # (docs/decisions.md, "Hybrid fusion"); it is also the best fusion on test.
     fusion: str = "min-max"
     dense_weight: float = 0.6
+    # The cosine share of a sentence query while the static model's tier
+    # serves: its cosines are the weaker evidence. Set 4 dev, hybrid NDCG@10
+    # by chunk / by file at 0.6, 0.5, 0.4, 0.3, 0.2: 0.570/0.856,
+    # 0.580/0.859, 0.582/0.857, 0.587/0.855, 0.585/0.851; 0.5 is the one
+    # best on both; test 0.623/0.848 -> 0.626/0.850 (docs/decisions.md,
+    # "The static tier's own cosine share").
+    static_dense_weight: float = 0.5
     fusion_pool: int = 30
     # The cosine share when the query is one identifier (QueryShape.identifier):
     # the name itself is the best evidence. Best on the dev set's name queries.
@@ -500,7 +508,9 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
     if dense_only:
         weight = 1.0
     else:
-        weight = config.identifier_dense_weight if shape.identifier else config.dense_weight
+        weight = config.identifier_dense_weight if shape.identifier else (
+            config.static_dense_weight if is_static_model(semantic.embedder.name)
+            else config.dense_weight)
 
     def search(depth: int) -> list[ScoredChunk]:
         candidates = hybrid_candidates(conn, kind, vector.result, [] if dense_only else terms,

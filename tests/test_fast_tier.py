@@ -16,6 +16,7 @@ from ctxls.index import engine as engine_module
 from ctxls.index import store as store_module
 from ctxls.index.embeddings import CODE_MODEL_NAME, STATIC_MODEL_NAME
 from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.ranking import RankingConfig
 from ctxls.index.semantic import FAST_TIER, SemanticIndex, vector_file_for
 
 from conftest import serve, write_tree
@@ -111,6 +112,25 @@ def test_the_fast_tier_serves_while_the_transformer_embeds_then_hands_over(repo:
     status = engine.status()
     assert status["embeddings"]["serving"] == "primary" and "serving_text" not in status["embeddings"]
     assert status["state"] == "ready"
+    engine.close()
+
+
+def test_each_tier_fuses_with_its_own_cosine_share(repo: Path):
+    """A sentence query's cosine share is ``static_dense_weight`` while the
+    static model serves and ``dense_weight`` once the transformer does: here
+    all of it and none of it, so the paraphrase (no word shared with its
+    function) is found only while the static tier serves."""
+    query = "try again when a transfer fails"
+    engine = open_engine(repo, ranking=RankingConfig(dense_weight=0.0, static_dense_weight=1.0))
+    engine.index()
+    drain(engine.fast_semantic)
+    assert engine._semantic_for("hybrid") is engine.fast_semantic
+    hits = engine.recall(query, ["code"], 3, mode="hybrid").hits_by_kind["code"]
+    assert hits[0].symbol == "retry_upload"
+    drain(engine.semantic)
+    assert engine._semantic_for("hybrid") is engine.semantic
+    hits = engine.recall(query, ["code"], 3, mode="hybrid").hits_by_kind["code"]
+    assert "retry_upload" not in [hit.symbol for hit in hits]  # BM25 alone: no shared word
     engine.close()
 
 
