@@ -80,12 +80,27 @@ def parse_result(path: Path) -> Result:
             raise ResultError(f"{where}: 'goal' is not text")
         if row.get("met") not in (True, False, None):
             raise ResultError(f"{where}: 'met' is not true, false or null")
+        if "superseded_by" in row and (not isinstance(row["superseded_by"], str)
+                                       or not row["superseded_by"]):
+            raise ResultError(f"{where}: 'superseded_by' is not a result file's name")
     area = data.get("area") if isinstance(data.get("area"), str) and data.get("area") else data["section"]
     return Result(path.stem, area, data)
 
 
 def load_results(folder: Path | None = None) -> list[Result]:
-    return [parse_result(path) for path in sorted((folder or RESULTS).glob("*.json"))]
+    results = [parse_result(path) for path in sorted((folder or RESULTS).glob("*.json"))]
+    names = {result.name for result in results}
+    for result in results:
+        for row in result.data["rows"]:
+            if not _current(row) and row["superseded_by"] not in names - {result.name}:
+                raise ResultError(f"{result.name}.json: {row['target']!r} is superseded by "
+                                  f"{row['superseded_by']!r}, which is no other result file")
+    return results
+
+
+def _current(row: dict) -> bool:
+    """A row no later run's figure replaced (``superseded_by`` names that run)."""
+    return "superseded_by" not in row
 
 
 def _cell(text: str) -> str:
@@ -115,22 +130,31 @@ def _result_block(result: Result) -> str:
         f"`{_clipped(_cell(data['command']), CELL_ON_PAGE)}` · {data['date']} · commit {_cell(data['commit'])} · "
         f"{_clipped(_cell(data['machine']), MACHINE_ON_PAGE)} · `{result.name}.json`",
         "",
-        "| target | value | goal | met |",
-        "|---|---|---|---|",
     ]
-    # A run with targets shows the rows that have one; its other figures stay
-    # in the file (the page is every target's current figure, in one page).
-    shown = [row for row in data["rows"] if row.get("goal")] or data["rows"]
+    # A run with targets shows the current rows that have one; its other
+    # figures stay in the file (the page is every target's current figure,
+    # in one page), and a superseded one is named by the run replacing it.
+    current = [row for row in data["rows"] if _current(row)]
+    shown = [row for row in current if row.get("goal")] or current
+    if shown:
+        lines += ["| target | value | goal | met |", "|---|---|---|---|"]
     lines += [f"| {_clipped(_cell(row['target']), CELL_ON_PAGE)} "
               f"| {_clipped(_cell(row['value']), CELL_ON_PAGE)} | {_cell(row.get('goal') or '–')} "
               f"| {_met(row)} |" for row in shown]
-    more = len(data["rows"]) - len(shown)
+    more = len(current) - len(shown)
+    later = sorted({row["superseded_by"] for row in data["rows"] if not _current(row)})
     # A run that misses a goal says why (its notes' first sentence); the
     # others' notes stay in the file.
     said = [_first_sentence(data["notes"])] if any(r.get("met") is False for r in shown) else []
     if more:
         said.append(f"+{more} figure{'s' if more > 1 else ''} without a goal in the file.")
-    lines += ["", _cell(" ".join(said)), ""] if said else [""]
+    if later:
+        gone = len(data["rows"]) - len(current)
+        said.append(f"+{gone} superseded by " + ", ".join(f"`{name}.json`" for name in later) + ".")
+    if said:
+        lines += ([""] if shown else []) + [_cell(" ".join(said)), ""]
+    else:
+        lines += [""]
     return "\n".join(lines)
 
 
@@ -155,7 +179,8 @@ def _first_sentence(notes: str) -> str:
 def render(results: list[Result]) -> str:
     """The whole page: a header, the areas' index, then each area's runs."""
     rows = sum(len(r.data["rows"]) for r in results)
-    missed = sum(1 for r in results for row in r.data["rows"] if row.get("met") is False)
+    missed = sum(1 for r in results for row in r.data["rows"]
+                 if row.get("met") is False and _current(row))
     areas = _area_order(results)
     out = [
         "# Benchmarks",

@@ -86,6 +86,27 @@ def test_a_missed_goal_is_marked_and_counted(tmp_path: Path):
     assert "Loaded machine. (more in the file)" in page and "All met" not in page
 
 
+def test_a_superseded_figure_leaves_the_page_and_the_count_for_the_run_replacing_it(tmp_path: Path):
+    old_p50 = {"target": "p50", "value": "13 ms", "goal": "<= 8 ms", "met": False, "superseded_by": "new"}
+    write(tmp_path, "old", {**MINIMAL, "rows": [old_p50, {"target": "rss", "value": "300 MiB",
+                                                          "goal": "<= 400 MiB", "met": True}]})
+    write(tmp_path, "all-old", {**MINIMAL, "section": "Gone", "rows": [old_p50]})
+    write(tmp_path, "new", {**MINIMAL, "rows": [{"target": "p50", "value": "7 ms", "goal": "<= 8 ms", "met": True}]})
+    page = report.render(report.load_results(tmp_path))
+    assert "13 ms" not in page and "| p50 | 7 ms | <= 8 ms | yes |" in page
+    assert "| rss | 300 MiB |" in page and "+1 superseded by `new.json`." in page
+    assert "4 rows; 0 miss their goal" in page
+    gone = page[page.index("### Gone"):]
+    assert "| target |" not in gone.split("###")[1]  # no empty table
+    # It must name another run that exists.
+    write(tmp_path, "all-old", {**MINIMAL, "rows": [{**old_p50, "superseded_by": "nowhere"}]})
+    with pytest.raises(report.ResultError, match="nowhere"):
+        report.load_results(tmp_path)
+    write(tmp_path, "all-old", {**MINIMAL, "rows": [{**old_p50, "superseded_by": "all-old"}]})
+    with pytest.raises(report.ResultError, match="no other result file"):
+        report.load_results(tmp_path)
+
+
 @pytest.mark.parametrize("broken, message", [
     ({k: v for k, v in MINIMAL.items() if k != "commit"}, "'commit'"),
     ({**MINIMAL, "date": "Thu Dec 3"}, "'date'"),
