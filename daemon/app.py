@@ -123,8 +123,10 @@ class CtxlsServer(LanguageServer):
         self.workspaces = Workspaces(self.options)
         self._debounce: dict[str, asyncio.TimerHandle] = {}
         self._pending_buffers = 0
-        # Buffers being indexed (flush_buffer tasks), for settle_buffers.
+        # Buffers being indexed or released (in_order tasks), for settle_buffers.
         self._flushing: set[asyncio.Task] = set()
+        # Each URI's latest buffer task: the next one starts after it.
+        self._buffer_tasks: dict[str, asyncio.Task] = {}
         # Unique across processes: a proxy replays its session to the next daemon.
         self._progress_tokens = (f"{os.getpid()}-{n}" for n in itertools.count(1))
         self.stopping = threading.Event()
@@ -342,9 +344,32 @@ class CtxlsServer(LanguageServer):
         """Index the buffer (its debounce is over, or it was just opened),
         tracked from now on for settle_buffers."""
         self._debounce.pop(uri, None)
-        task = asyncio.get_running_loop().create_task(self.flush_buffer(uri))
+        self.in_order(uri, lambda: self.flush_buffer(uri))
+
+    def in_order(self, uri: str, work: Callable[[], Awaitable[Any]]) -> asyncio.Task:
+        """``work()``, a buffer's indexing or its release back to disk, once
+        the ones started before it for ``uri`` are done. The exclusive lane
+        has two threads: a close's return to disk finishing after the next
+        open's indexing left the index, and the engine's buffer, at the
+        disk's text while the editor showed its own (and an older edit's
+        indexing could finish after a newer one's). Tracked for settle_buffers."""
+        before = self._buffer_tasks.get(uri)
+
+        async def after_before() -> Any:
+            if before is not None:
+                await asyncio.wait({before})
+            return await work()
+
+        task = asyncio.get_running_loop().create_task(after_before())
+        self._buffer_tasks[uri] = task
         self._flushing.add(task)
-        task.add_done_callback(self._flushing.discard)
+
+        def done(finished: asyncio.Task) -> None:
+            self._flushing.discard(finished)
+            if self._buffer_tasks.get(uri) is finished:
+                del self._buffer_tasks[uri]
+        task.add_done_callback(done)
+        return task
 
     async def settle_buffers(self) -> None:
         """Let the buffers just opened and the edits whose debounce is over

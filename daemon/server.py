@@ -117,8 +117,10 @@ def on_did_change(ls: CtxlsServer, params: types.DidChangeTextDocumentParams) ->
 async def on_did_close(ls: CtxlsServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
     ls.cancel_debounce(uri)
-    # Disk is the truth again, unless another editor (daemon/sessions.py) has it open.
-    await ROUTER.on_lane(Lane.EXCLUSIVE, functools.partial(sessions.release_buffer, ls, server, uri))
+    # Disk is the truth again, unless another editor (daemon/sessions.py) has it
+    # open; after this URI's indexing already under way, before its next open's.
+    await ls.in_order(uri, lambda: ROUTER.on_lane(
+        Lane.EXCLUSIVE, functools.partial(sessions.release_buffer, ls, server, uri)))
 
 
 @feature(types.TEXT_DOCUMENT_DID_SAVE)

@@ -119,7 +119,8 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
         uris = list(session.workspace.text_documents) if _initialized(session) else []
         for uri in uris:
             try:
-                await asyncio.to_thread(release_buffer, session, owner, uri)
+                await session.in_order(uri, lambda uri=uri: asyncio.to_thread(
+                    release_buffer, session, owner, uri))
             except Exception:
                 log.exception("releasing %s after its editor left failed", uri)
         writer.close()

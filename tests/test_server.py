@@ -262,6 +262,28 @@ async def test_the_outline_asked_for_as_a_file_opens_is_the_open_text(repo: Path
             s.close("pkg/session.py")
 
 
+async def test_a_file_reopened_while_its_close_is_indexing_keeps_the_open_text(repo: Path):
+    """A close sends the file back to disk (a large one: seconds of indexing);
+    the open right after it must win, whichever lane thread finishes first."""
+    big = "".join(f"def part{i}(x):\n    return x + {i}\n\n\n" for i in range(3000))
+    (repo / "pkg/big.py").write_text(big)
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        s.open("pkg/big.py", big + "# edited\n")
+        s.close("pkg/big.py")
+        s.open("pkg/big.py", "def reopened_helper():\n    return 1\n")
+
+        async def outline() -> set[str]:
+            symbols = await s.client.text_document_document_symbol_async(types.DocumentSymbolParams(
+                text_document=types.TextDocumentIdentifier(uri=s.uri("pkg/big.py"))))
+            return {sym.name for sym in symbols or []}
+
+        assert await outline() == {"reopened_helper"}
+        await asyncio.sleep(3)  # the close's indexing of 3,000 functions is long over
+        assert await outline() == {"reopened_helper"}
+        assert symbols_of(await recall_code(s, "reopened_helper"))[0] == "reopened_helper"
+
+
 async def test_file_outside_every_folder_is_served_from_its_buffer(repo: Path, tmp_path: Path):
     loose = tmp_path / "elsewhere" / "scratch.py"
     loose.parent.mkdir()
