@@ -22,6 +22,10 @@ that read it only. Per (variant, corpus, mode) the queries' scores are kept
 in ``bench/.cache/recall-ablation/scores.jsonl``: a rerun scores only what is
 missing (delete the file after a ranking change).
 
+Retired on this measurement (their rows are in
+bench/results/recall-ablation.json, run at cfe5f90): ``example_penalty``,
+``compat_penalty``, ``tiny_penalty``.
+
 A rule may be retired when turning it off is no worse than ``-RETIRE_SLACK``
 on dev and test, by chunk and by file, in both modes and on the files set,
 and no language (set 4, either split, mode and scoring) loses more than
@@ -79,13 +83,10 @@ HYB = ("hybrid",)
 VARIANTS: dict[str, Variant] = {
     "default": Variant("today's defaults"),
     "test_penalty": Variant("test_penalty 0.3", {"test_penalty": 1.0}),
-    "example_penalty": Variant("example_penalty 0.3", {"example_penalty": 1.0}),
-    "compat_penalty": Variant("compat_penalty 0.3", {"compat_penalty": 1.0}),
     "vendored_penalty": Variant("vendored_penalty 0.3", {"vendored_penalty": 1.0}),
     "barrel_penalty": Variant("barrel_penalty 0.7", {"barrel_penalty": 1.0}),
     "stub_penalty": Variant("stub_penalty 0.7", {"stub_penalty": 1.0}),
     "locale_penalty": Variant("locale_penalty 0.5", {"locale_penalty": 1.0}),
-    "tiny_penalty": Variant("tiny_penalty 0.5", {"tiny_penalty": 1.0}),
     "module_after_code": Variant("module_after_code", {"module_after_code": False}),
     "definition_boost": Variant("definition_boost 3", {"definition_boost": 0.0}),
     "embedded_share": Variant("embedded_share 0.5", {"embedded_share": 0.0}),
