@@ -74,6 +74,7 @@ from ctxls.index.query import query_shape  # noqa: E402
 from ctxls.index.ranking import (RankingConfig, ScoredChunk, file_bm25, lexical_candidates,  # noqa: E402
                                  score_candidates, store_rows)
 from ctxls.index.recall_features import RecallFeatures, with_features  # noqa: E402
+from ctxls.index.recall_scorer import PriorConfig  # noqa: E402
 
 from codesearch import K, index_fingerprint, open_engine, score_hits  # noqa: E402
 from codesearch_corpora import CODE_CORPORA  # noqa: E402
@@ -93,9 +94,8 @@ FITTED = (("ranking", "import_boost"),
           ("priors", "definition_boost"), ("priors", "embedded_share"), ("priors", "word_share"),
           ("priors", "home_share"), ("priors", "file_name_boost"), ("priors", "file_text_boost"),
           ("priors", "coherence_boost"),
-          ("priors", "test_penalty"), ("priors", "example_penalty"), ("priors", "compat_penalty"),
-          ("priors", "vendored_penalty"), ("priors", "barrel_penalty"), ("priors", "stub_penalty"),
-          ("priors", "locale_penalty"), ("priors", "tiny_penalty"))
+          ("priors", "test_penalty"), ("priors", "vendored_penalty"), ("priors", "barrel_penalty"),
+          ("priors", "stub_penalty"), ("priors", "locale_penalty"))
 PENALTIES = frozenset(name for _, name in FITTED if name.endswith("_penalty"))
 MULTIPLES = (0.5, 0.75, 1.33, 2.0)
 COORDINATE_L2 = (0.005,)
@@ -159,7 +159,7 @@ def dump_corpus(corpus, split: str, config: RankingConfig, log) -> Path:
                 "candidates": [[h.chunk_id, h.path, h.symbol_kind, h.start_line, h.end_line,
                                 h.features.bm25, h.features.imports, h.features.definition,
                                 h.features.home, h.features.file_name, list(h.features.path_classes),
-                                h.features.tiny, h.features.module] for h in hits]}))
+                                h.features.module] for h in hits]}))
     finally:
         engine.close()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -187,12 +187,16 @@ def load(splits=SPLITS) -> list[dict]:
 
 def _hits(q: dict) -> list[ScoredChunk]:
     out = []
+    # Dumps made before issue 36's ablation also hold a 1-2-line flag (its
+    # penalty was retired) and the example and legacy classes (likewise).
+    known = PriorConfig().penalties()
     for (chunk_id, path, symbol_kind, start, end, bm25, imports, definition, home, file_name, classes,
-         tiny, module) in q["candidates"]:
+         *flags) in q["candidates"]:
         out.append(ScoredChunk(chunk_id, path, "code", q["language"], None, symbol_kind, start, end, 0.0, "",
                                "", RecallFeatures(bm25=bm25, imports=imports, definition=definition,
                                                   home=home, file_name=file_name,
-                                                  path_classes=tuple(classes), tiny=tiny, module=module)))
+                                                  path_classes=tuple(c for c in classes if c in known),
+                                                  module=flags[-1])))
     return out
 
 
@@ -283,8 +287,8 @@ def files_set(configs: dict[str, RankingConfig], modes: tuple[str, ...], log) ->
 # (RankingConfig / PriorConfig before this trainer), in FITTED's order.
 HAND_CONSTANTS = {"import_boost": 0.1, "definition_boost": 3.0, "embedded_share": 0.5, "word_share": 0.5,
                   "home_share": 1.5, "file_name_boost": 0.5, "file_text_boost": 0.2, "coherence_boost": 0.5,
-                  "test_penalty": 0.3, "example_penalty": 0.3, "compat_penalty": 0.3, "vendored_penalty": 0.3,
-                  "barrel_penalty": 0.7, "stub_penalty": 0.7, "locale_penalty": 0.5, "tiny_penalty": 0.5}
+                  "test_penalty": 0.3, "vendored_penalty": 0.3, "barrel_penalty": 0.7, "stub_penalty": 0.7,
+                  "locale_penalty": 0.5}
 
 
 def hand_constants() -> dict[str, float]:
@@ -306,8 +310,7 @@ def fired(queries: list[dict]) -> dict[str, int]:
     """How many queries each constant can act in (a penalty's path class, a
     boost's feature among their candidates): one never seen is not fitted."""
     counts = {name: 0 for _, name in FITTED}
-    class_of = {"test_penalty": "test", "example_penalty": "example", "compat_penalty": "legacy",
-                "vendored_penalty": "vendored", "barrel_penalty": "barrel", "stub_penalty": "stub",
+    class_of = {"test_penalty": "test", "vendored_penalty": "vendored", "barrel_penalty": "barrel", "stub_penalty": "stub",
                 "locale_penalty": "locale"}
     for q in queries:
         c = q["candidates"]
@@ -324,7 +327,6 @@ def fired(queries: list[dict]) -> dict[str, int]:
         counts["file_name_boost"] += any(cand[9] > 0 for cand in c)
         counts["file_text_boost"] += shape.identifier is None
         counts["coherence_boost"] += 1
-        counts["tiny_penalty"] += any(cand[11] for cand in c)
     return counts
 
 

@@ -22,9 +22,8 @@ BASE = PriorConfig()
 VARIANTS: dict[str, PriorConfig] = {
     "default": BASE,
     "none": NO_PRIORS,
-    "no-path": replace(BASE, test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0,
-                       vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0),
-    "no-tiny": replace(BASE, tiny_penalty=1.0),
+    "no-path": replace(BASE, test_penalty=1.0, vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0,
+                       locale_penalty=1.0),
     "no-definition": replace(BASE, definition_boost=0.0),
     "no-embedded": replace(BASE, embedded_share=0.0),
     "no-file-name": replace(BASE, file_name_boost=0.0),

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ctxls.index.paths import path_class, superseded_paths
+from ctxls.index.paths import path_class
 from ctxls.index.query import NAME_SEPARATORS, QueryShape
 from ctxls.index.store import Connection, connection_cache, paths_generation
 
@@ -42,7 +42,6 @@ class RecallFeatures:
     home: bool = False  # ... and its file is named after that name (`session.py` for Session)
     file_name: int = 0  # how many of a sentence's words name its file or folder
     path_classes: tuple[str, ...] = ()  # its path's classes the query did not ask for
-    tiny: bool = False  # a 1-2-line chunk
     module: bool = False  # module residue (imports, a file's doc header)
     # Of its file's best chunk only (0 for the others):
     coherence: float = 0.0  # the file's summed relevance (RecallScorer.relevance)
@@ -54,14 +53,15 @@ class RecallFeatures:
 
 # --- path classes ----------------------------------------------------------------
 
-def _penalised_classes(path: str, shape: QueryShape, superseded: bool) -> tuple[str, ...]:
+def _penalised_classes(path: str, shape: QueryShape) -> tuple[str, ...]:
     """The classes of ``path`` the ranking puts after first-party code, in
-    the scorer's order, less those the query asks for ("the test for ...")."""
+    the scorer's order, less those the query asks for ("the test for ...").
+    Examples and compatibility copies are not among them: turned off, their
+    penalties lost nothing on any set (docs/architecture.md, "Recall's
+    remaining constants")."""
     kind = path_class(path)
     return tuple(name for name, applies in (
         ("test", kind.test and not shape.wants_tests),
-        ("example", kind.example and not shape.wants_examples),
-        ("legacy", (kind.legacy or superseded) and not shape.wants_legacy),
         ("vendored", kind.vendored),
         ("stub", kind.stub),
         ("barrel", kind.barrel),
@@ -291,13 +291,11 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
         named = index.name_counts(shape.words)
         for hit in by_id.values():
             hit.features.file_name = named.get(index.ids.get(hit.path, -1), 0)
-    superseded = superseded_paths({hit.path for hit in by_id.values()}, lambda: path_index(conn).ids)
     classes: dict[str, tuple[str, ...]] = {}
     for hit in by_id.values():
         if hit.path not in classes:
-            classes[hit.path] = _penalised_classes(hit.path, shape, hit.path in superseded)
+            classes[hit.path] = _penalised_classes(hit.path, shape)
         hit.features.path_classes = classes[hit.path]
-        hit.features.tiny = hit.end_line - hit.start_line < 2 and hit.symbol_kind != "window"
         hit.features.module = hit.symbol_kind == "module"
     return list(by_id.values())
 

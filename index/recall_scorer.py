@@ -7,7 +7,7 @@
               + definition_unit · definition · (home_share if home)
               + file_name_unit · file_name / query words
     score     = (relevance + coherence_unit · coherence / top coherence)
-              · Π path penalties · (tiny_penalty if tiny)
+              · Π path penalties
               + file_text_unit · file_text
 
 where every ``*_unit`` is a share (``PriorConfig``) of the query's ``scale``:
@@ -39,9 +39,10 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PriorConfig:
     # Multiplicative path penalties (1.0 = off).
+    # (Examples' and compatibility copies' 0.3 and a 1-2-line chunk's 0.5
+    # were retired: turned off, none lost 0.002 anywhere; docs/architecture.md,
+    # "Recall's remaining constants", lists what each constant here is worth.)
     test_penalty: float = 0.3
-    example_penalty: float = 0.3
-    compat_penalty: float = 0.3
     vendored_penalty: float = 0.3
     # Re-export barrels (`__init__.py`, `index.ts`, `mod.rs`): often only
     # re-exports, but Rust's `mod.rs` and many `__init__.py` hold real code,
@@ -54,8 +55,6 @@ class PriorConfig:
     # `locale/`): every message again in forty languages, a flood for any
     # question about messages or errors.
     locale_penalty: float = 0.5
-    # A 1-2-line chunk in a file that has more to offer.
-    tiny_penalty: float = 0.5
     # Module residue (imports, a module's doc header, constants) names what
     # the file is about: it counts in full for its file's place, but within
     # the file the best code chunk is shown in its place (select).
@@ -104,15 +103,14 @@ class PriorConfig:
 
     def penalties(self) -> dict[str, float]:
         """path class (recall_features' names) -> its factor."""
-        return {"test": self.test_penalty, "example": self.example_penalty,
-                "legacy": self.compat_penalty, "vendored": self.vendored_penalty,
+        return {"test": self.test_penalty, "vendored": self.vendored_penalty,
                 "stub": self.stub_penalty, "barrel": self.barrel_penalty,
                 "locale": self.locale_penalty}
 
 
-NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, compat_penalty=1.0, locale_penalty=1.0,
+NO_PRIORS = PriorConfig(test_penalty=1.0, locale_penalty=1.0,
                         vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0,
-                        tiny_penalty=1.0, module_after_code=False, definition_boost=0.0,
+                        module_after_code=False, definition_boost=0.0,
                         file_name_boost=0.0, file_text_boost=0.0, coherence_boost=0.0, named_files=0,
                         saturation_decay=1.0)
 
@@ -194,9 +192,8 @@ class RecallScorer:
 
     def penalised(self, f: "RecallFeatures", relevance: float) -> float:
         """``relevance`` (``relevance(f)``) with its file's coherence, times the
-        path and size penalties."""
-        score = (relevance + self.coherence_unit * f.coherence / self.coherence_top) * self.path_prior(f)
-        return score * self.config.tiny_penalty if f.tiny else score
+        path penalties."""
+        return (relevance + self.coherence_unit * f.coherence / self.coherence_top) * self.path_prior(f)
 
     def score(self, f: "RecallFeatures", penalised: float) -> float:
         """The score: ``penalised`` (``penalised(f, relevance(f))``) and the whole file's text."""
@@ -211,8 +208,7 @@ class RecallScorer:
         for name, value, term in self._terms(f):
             parts.append(Contribution(name, value, term))
             running += term
-        for name, factor in [(name, self.penalty[name]) for name in f.path_classes] \
-                + ([("tiny", self.config.tiny_penalty)] if f.tiny else []):
+        for name, factor in [(name, self.penalty[name]) for name in f.path_classes]:
             parts.append(Contribution(name, 1.0, running * (factor - 1.0)))
             running *= factor
         text = self.file_text_unit * f.file_text

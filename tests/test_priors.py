@@ -50,14 +50,6 @@ def test_session_sends_through_its_adapter():
     assert isinstance(session, Session)
 '''
 
-LEGACY = '''
-class Session:
-    """Deprecated Session kept for compatibility: cookies and a connection pool."""
-
-    def send(self, request):
-        return None
-'''
-
 # Each helper longer than SHORT_CHARS (index/chunking/packing.py), so each is a chunk of its own.
 HELPERS = "\n\n".join(
     f"def cookiejar_helper_{i}(session):\n    cookiejar = session.cookiejar\n    cookiejar['k{i}'] = 'v'\n"
@@ -73,7 +65,6 @@ def engine(tmp_path_factory: pytest.TempPathFactory):
         "pkg/session.py": SESSION,
         "pkg/helpers.py": HELPERS,
         "tests/test_session.py": SESSION_TEST,
-        "pkg/compat/session.py": LEGACY,
         "pkg/cookies.py": "def merge_cookies(jar, cookies):\n    jar.update(cookies)\n    return jar\n",
     }
     for path, text in files.items():
@@ -93,11 +84,6 @@ def paths(engine: Engine, query: str, config: RankingConfig | None = None, n: in
 
 def test_a_symbol_query_puts_the_current_definition_first(engine: Engine) -> None:
     assert paths(engine, "Session")[0] == "pkg/session.py:Session"
-    # Without the priors the test file, which says "Session" most, or the
-    # compatibility copy may come first: the priors are what decides.
-    unprimed = paths(engine, "Session", RankingConfig(priors=NO_PRIORS))
-    assert unprimed[0] != "pkg/session.py:Session" or unprimed.index(
-        "pkg/session.py:Session") < unprimed.index("pkg/compat/session.py:Session")
 
 
 def test_a_name_asked_with_its_declaring_keyword_ranks_as_the_bare_name(engine: Engine) -> None:
@@ -108,10 +94,12 @@ def test_a_name_asked_with_its_declaring_keyword_ranks_as_the_bare_name(engine: 
     assert paths(engine, "def merge_cookies")[0] == "pkg/cookies.py:merge_cookies"
 
 
-def test_tests_and_compatibility_copies_rank_below_the_source(engine: Engine) -> None:
+def test_tests_rank_below_the_source(engine: Engine) -> None:
     ranked = paths(engine, "session cookies connection pool")
-    assert ranked.index("pkg/session.py:Session") < ranked.index("pkg/compat/session.py:Session")
     assert all(not p.startswith("tests/") for p in ranked[:2])
+    flat = paths(engine, "session cookies connection pool",
+                 RankingConfig(priors=replace(RankingConfig().priors, test_penalty=1.0)))
+    assert any(p.startswith("tests/") for p in flat[:2])
 
 
 def test_a_query_that_asks_for_tests_lifts_the_test_penalty(engine: Engine) -> None:
@@ -333,29 +321,6 @@ def test_a_name_many_files_define_weighs_little_inside_a_sentence(tmp_path: Path
     engine.close()
 
 
-def test_a_v1_copy_kept_beside_the_current_package_ranks_below_it(tmp_path: Path) -> None:
-    # pydantic keeps its old major version whole in pydantic/v1/, with no v2/
-    # folder to compare against: the copy is known by its twin outside v1/.
-    model = ("class BaseModel:\n    \"\"\"Validates fields of a model{}.\"\"\"\n\n"
-             "    def validate(self, data):\n        return dict(data)\n")
-    files = {"pydantic/main.py": model.format(""),
-             "pydantic/v1/main.py": model.format(": fields, validators, BaseModel config"),
-             "service/v1/users.py": "class Users:\n    \"\"\"Validates fields of users.\"\"\"\n"}
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    engine = Engine(tmp_path, EngineOptions(embeddings=False))
-    engine.index()
-    hits = lexical_search(engine.store.reader(), "code", "BaseModel validates fields", 3, RankingConfig())
-    assert hits[0].path == "pydantic/main.py"
-    unprimed = lexical_search(engine.store.reader(), "code", "BaseModel validates fields", 3,
-                              RankingConfig(priors=NO_PRIORS))
-    assert unprimed[0].path == "pydantic/v1/main.py"  # the copy says more
-    # A version folder with no twin outside it is the code itself.
-    assert lexical_search(engine.store.reader(), "code", "Users", 1, RankingConfig())[0].path == "service/v1/users.py"
-    engine.close()
-
-
 def test_localized_message_tables_rank_below_the_code_unless_asked_for(tmp_path: Path) -> None:
     files = {"src/errors.ts": "export function formatIssue(issue: Issue): string {\n"
                               "  return `Invalid input: expected ${issue.expected}`;\n}\n"}
@@ -379,25 +344,16 @@ def test_localized_message_tables_rank_below_the_code_unless_asked_for(tmp_path:
     engine.close()
 
 
-def test_a_go_package_named_doc_is_code_while_a_docs_tree_stays_demoted(tmp_path: Path) -> None:
-    synopsis = ("package doc\n\n// Synopsis returns the first sentence of a package comment.\n"
-                "func Synopsis(text string) string {\n\treturn firstSentence(text)\n}\n")
-    render = ("package pretty\n\n// Render prints a package comment as text, its first sentence in bold.\n"
-              "func Render(w io.Writer, comment string) {\n\tfmt.Fprint(w, comment)\n}\n")
+def test_a_go_package_named_doc_is_code_while_a_docs_tree_is_an_example() -> None:
     # A Go folder is a package: doc/ is library code (as the standard
-    # library's go/doc is); docs/ of Python snippets is a documentation tree.
-    files = {"doc/synopsis.go": synopsis, "render.go": render,
-             "docs/synopsis.py": synopsis.replace("//", "#"), "docs/render.py": render.replace("//", "#")}
-    for path, text in files.items():
-        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / path).write_text(text)
-    engine = Engine(tmp_path, EngineOptions(embeddings=False))
-    engine.index()
-    hits = lexical_search(engine.store.reader(), "code", "first sentence of a package comment", 4,
-                          RankingConfig())
-    assert [hit.path for hit in hits][:2] == ["doc/synopsis.go", "render.go"]
-    assert {hit.path for hit in hits[2:]} == {"docs/synopsis.py", "docs/render.py"}
-    engine.close()
+    # library's go/doc is); docs/ of Python snippets is a documentation tree,
+    # which impact reads as peripheral (recall's example penalty was retired:
+    # turned off, it lost nothing on any set; issue 36).
+    from ctxls.impact.risk import is_peripheral_path
+    from ctxls.index.paths import path_class
+
+    assert not path_class("doc/synopsis.go").example and not is_peripheral_path("doc/synopsis.go")
+    assert path_class("docs/synopsis.py").example and is_peripheral_path("docs/synopsis.py")
 
 
 def test_an_implementation_ranks_above_its_overload_signatures(tmp_path: Path) -> None:
@@ -503,9 +459,9 @@ def test_the_contributions_add_up_to_the_score() -> None:
     ("pkg/legacy/store.py", True), ("pkg/backports/zoneinfo.py", True),
     ("pkg/compatible.py", False), ("pkg/store.py", False), ("api/v1/users.py", False),
 ])
-def test_recall_and_impact_agree_on_compatibility_copies(path: str, legacy: bool) -> None:
-    # One classifier (index/paths.py): recall's legacy penalty and impact's
-    # peripheral definitions are the same set.
+def test_impact_knows_compatibility_copies_by_the_one_classifier(path: str, legacy: bool) -> None:
+    # One classifier (index/paths.py): its legacy class is impact's
+    # peripheral definitions (recall no longer penalises it: its 0.3 was retired, issue 36).
     from ctxls.impact.risk import is_peripheral_path
     from ctxls.index.paths import path_class
 
