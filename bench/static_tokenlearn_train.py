@@ -1,39 +1,42 @@
 """Train static tables on the teacher's vectors (issue 35; tokenlearn's recipe at scale).
 
     python bench/static_tokenlearn_train.py --data DIR --out DIR [--variants a,b,...]
-        [--limit N] [--device cuda|cpu] [--int8]
-    python bench/static_tokenlearn_train.py --data DIR --verify N   # torch teacher vs onnxruntime
+        [--limit N] [--device cuda|cpu] [--int8] [--full NAMES] [--budget S] [--verify N]
 
-Needs numpy, torch and onnx only (no project import), so a copy of this file
-and ``bench/static_tokenlearn.py prepare``'s folder train anywhere, a GPU
-machine included (there: the teacher ~15 s, each variant well under a minute).
+Needs numpy, torch, onnx and tokenizers (no project import), so a copy of this
+file and ``bench/static_tokenlearn.py prepare``'s folder (``--data``) train
+anywhere beside the repository's ``index/models``: on one H200 the teacher
+takes 24 s for 210,812 texts and six variants ~1 min (CPU: hours).
+Measured and not kept: docs/decisions.md, "Tokenlearn at scale".
 
 1. The teacher: the shipped int8 ONNX model (``index/models/code-minilm-int8.onnx``)
    rebuilt as a float BERT in torch, each weight dequantized ((q - zero point) x
    scale), each MatMul's input quantized to uint8 and back as onnxruntime's
-   DynamicQuantizeLinear does (per text here; ``--verify`` gives the cosine
-   between the two). Every text of ``texts.npz``
-   goes through it as the product embeds a chunk: ``[CLS]`` + its first 126
-   tokens + ``[SEP]``, mean-pooled over the mask, normalised.
-2. The targets: the teacher's vectors, less their mean over the training
-   texts (``centre``; not in the ``raw`` variants), projected on the table's
-   PCA basis (the 256 directions ``static_distill.py`` keeps of the token
-   vectors), normalised.
-3. Each variant trains the table as the runtime uses it (a text's vector is
-   the normalised mean of its token rows; here a text's first 256 tokens, or
-   126 in ``win126``), initialised from the distilled table (SIF-weighted, or
-   without the weights in ``nosif``):
+   DynamicQuantizeLinear does (per text here; ``--verify N`` logs the cosine
+   to onnxruntime on N texts: 0.998 mean). Every text goes through it as the
+   product embeds a chunk: ``[CLS]`` + its first 126 tokens + ``[SEP]``,
+   mean-pooled over the mask, normalised.
+2. The distilled table (static_distill.py's steps 1-3 with this teacher:
+   every token alone, PCA to 256 dimensions, SIF weights of ``counts.npy``).
+3. The targets: the teacher's vectors, less their mean over the training
+   texts (not in the ``raw`` variants), projected on the table's PCA basis, normalised.
+4. Each variant trains the table as the runtime uses it (a text's vector is
+   the normalised mean of its token rows; a text is the teacher's 126
+   tokens), initialised from the distilled table (SIF-weighted, or without
+   the weights in ``nosif`` variants):
 
    * ``reg``: cosine loss to the targets, sparse Adam, REG_EPOCHS epochs at
      most, keeping the epoch of the best mean cosine on 2 % of the texts held out;
    * ``reg_con``: ``reg``, then the contrastive step of ``static_distill.py``
-     (the pairs, in-batch negatives of one corpus, scale 20, 3 epochs, lr 3e-3);
+     (the pairs, in-batch negatives of one corpus, scale 20, 3 epochs, lr 3e-3;
+     passages cut at 256 tokens);
    * ``joint``: each step a regression batch and a contrastive batch, the
-     losses summed.
+     losses summed;
+   * ``+key=value`` parts of a name change a setting (``settings``).
 
 Writes ``OUT/VARIANT.npy`` (float16 [vocab, 256]; ``--int8``: ``VARIANT.npz``,
-rows quantized to int8 with a float scale each, for a transfer limit) and
-``OUT/summary.json`` (held-out cosines, the losses, the times).
+rows quantized to int8 with a float scale each, for a transfer limit; not the
+variants ``--full`` names) and ``OUT/summary.json`` (held-out cosines, times).
 """
 
 from __future__ import annotations
