@@ -246,7 +246,8 @@ class Bag:
         import torch
 
         cut = [i[:window] for i in id_lists]
-        offsets = torch.tensor(np.concatenate([[0], np.cumsum([len(i) for i in cut[:-1]])]), device=self.device)
+        offsets = torch.tensor(np.concatenate([[0], np.cumsum([len(i) for i in cut[:-1]], dtype=np.int64)]),
+                               dtype=torch.int64, device=self.device)
         flat = torch.tensor(np.concatenate(cut).astype(np.int64), device=self.device)
         return torch.nn.functional.normalize(self.bag(flat, offsets), dim=1)
 
@@ -397,7 +398,7 @@ def finish(name, model, info, held_cos, con_loss, reg_batch, corpus, passage, t0
                 if conf["con_reg"]:
                     loss = loss + conf["con_reg"] * reg_batch()
                 con_step(loss)
-                total += float(loss)
+                total += float(loss.detach())
             log(f"{name}: contrastive epoch {epoch + 1} loss {total / len(batches):.3f} "
                 f"held-out cosine {held_cos():.4f}")
         info["held_cos_after_con"] = held_cos()
