@@ -89,6 +89,19 @@ MAX_PAIRS_PER_CORPUS = 2500
 MODULE_PAIRS_SHARE = 0.15
 
 
+def training_trees(log, who: str):
+    """(corpus, its unpacked tree) for each training corpus the registries
+    still serve; one that does not is logged as skipped."""
+    from codesearch_corpora import corpus_tree
+    for corpus in _corpora():
+        try:
+            tree = corpus_tree(corpus)
+        except Exception as exc:  # a registry that no longer serves the pin
+            log(f"{who}: skipped {corpus.id}: {str(exc)[-200:]}")
+            continue
+        yield corpus, tree
+
+
 def _corpora():
     from codesearch_corpora import CodeCorpus
 

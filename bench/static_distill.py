@@ -79,16 +79,10 @@ def token_counts(tokenizer, log) -> np.ndarray:
     """How often each vocabulary token occurs in the training corpora's files."""
     if COUNTS.is_file():
         return np.load(COUNTS)
-    from codesearch_corpora import corpus_tree
-    from embed_train import _corpora
+    from embed_train import training_trees
 
     counts = np.zeros(tokenizer.get_vocab_size(), dtype=np.int64)
-    for corpus in _corpora():
-        try:
-            tree = corpus_tree(corpus)
-        except RuntimeError as exc:  # a registry that no longer serves the pin
-            log(f"static-distill: skipped {corpus.id}: {str(exc)[-200:]}")
-            continue
+    for corpus, tree in training_trees(log, "static-distill"):
         texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(tree.rglob("*"))
                  if p.is_file() and ".git" not in p.parts and p.stat().st_size <= MAX_FILE_BYTES]
         for encoding in tokenizer.encode_batch(texts, add_special_tokens=False):

@@ -57,20 +57,14 @@ MAX_FILE_BYTES = 400_000
 
 def chunk_texts(log) -> list[tuple[str, str]]:
     """(corpus, embedding text) of every chunk of every training corpus, unique."""
-    from codesearch_corpora import corpus_tree
-    from embed_train import _corpora
+    from embed_train import training_trees
 
     from ctxls.index.chunker import chunk_file, definition_chunks
     from ctxls.index.embed_text import embedding_text
     from ctxls.index.languages import language_for_path
 
     seen, out = set(), []
-    for corpus in _corpora():
-        try:
-            tree = corpus_tree(corpus)
-        except Exception as exc:  # a registry that no longer serves the pin
-            log(f"static-tokenlearn: skipped {corpus.id}: {str(exc)[-200:]}")
-            continue
+    for corpus, tree in training_trees(log, "static-tokenlearn"):
         n = 0
         for path in sorted(tree.rglob("*")):
             rel = path.relative_to(tree).as_posix()
