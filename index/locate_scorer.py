@@ -39,12 +39,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ctxls.index.locate_history import HISTORY_FEATURES
 from ctxls.index.locate_signals import SIGNALS
 from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, is_test_path,
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "4e3abc7676ca17161c6ce652bd396945c1447cac36c595e2751e4af7d3fcdca3"
+MODEL_SHA256 = "4cbddc5dc69167442c2fd213fda78828884c47ece45c2a66c48cafd6d87d38cd"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
@@ -58,7 +59,7 @@ _TEST_CLASSES = ("test_or_doc", "test", "doc")
 
 FEATURES = (*SIGNALS, "test_or_doc", "test", "doc", "vendored", "generated", "barrel", "depth",
             "python", "script", "compiled", "signal_count", "max_signal", "main_language",
-            "text_rank")
+            "text_rank", *HISTORY_FEATURES)
 _GROUPS = (FEATURES.index("python"), FEATURES.index("script"), FEATURES.index("compiled"))
 
 
@@ -83,7 +84,9 @@ def features(path: str, signals: dict[str, float], include_tests: bool = False) 
     if include_tests:
         for name in _TEST_CLASSES:
             path_part[FEATURES.index(name) - len(SIGNALS)] = 0.0
-    return values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0), 0.0, 0.0]
+    history = [float(signals.get(h, 0.0)) for h in HISTORY_FEATURES]
+    return (values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0), 0.0, 0.0]
+            + history)
 
 
 def records(candidates: dict[str, dict[str, float]], include_tests: bool = False
