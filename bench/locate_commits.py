@@ -454,15 +454,17 @@ def add_history(path: Path) -> int:
     the same function, the same commits); rewrites the file. Returns how many
     rows were set."""
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    todo = [r for r in rows if r.get("history_head") != r["parent"]]
+    todo = [r for r in rows if r.get("history_head") != r["parent"]
+            or any(h not in c["signals"] for c in r["candidates"][:1] for h in HISTORY_FEATURES)]
     if not todo:
         return 0
     base = git_base(git_dir=snapshot_dir(rows[0]["project"]))
     for row in todo:
         history = read_history(base, row["parent"], relative=False)
+        annotated = history.annotate(row["text"], [c["path"] for c in row["candidates"]])
         for c in row["candidates"]:
             c["signals"] = {s: v for s, v in c["signals"].items() if s not in HISTORY_FEATURES} | {
-                s: round(v, 5) for s, v in history.features(c["path"]).items()}
+                s: round(v, 5) for s, v in annotated[c["path"]].items()}
         row["history_head"] = history.head
     part = path.with_suffix(".part")
     part.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -66,13 +66,14 @@ class Locator:
         files by the other signals. Each candidate's ``history`` holds its
         git-history features (locate_history.py; all 0 without a repository)."""
         history = self.history.current()
-        files = self.signals.evidence(conn, text, semantic, lambda fs, n: self._best(fs, n, history))
-        for path, evidence in files.items():
-            evidence.history = history.features(path)
+        files = self.signals.evidence(conn, text, semantic, lambda fs, n: self._best(fs, n, history, text))
+        for path, features in history.annotate(text, files).items():
+            files[path].history = features
         return files
 
-    def _best(self, files: dict[str, FileEvidence], n: int, history) -> list[str]:
-        inputs = {p: ev.signals | history.features(p) for p, ev in files.items()}
+    def _best(self, files: dict[str, FileEvidence], n: int, history, text: str) -> list[str]:
+        annotated = history.annotate(text, files)
+        inputs = {p: ev.signals | annotated[p] for p, ev in files.items()}
         return [s.path for s in rank(self.scorer, inputs, n)]
 
     def locate(self, conn, text: str, n: int = 10, include_tests: bool = False,

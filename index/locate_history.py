@@ -11,8 +11,12 @@ project's shape, read at run time for the repository locate serves:
   (:data:`FIX_WORDS`, one list for every project);
 * ``hist_recency``: 1 - log(1 + k) / log(1 + WINDOW), k the number of newer
   commits in the window than the newest one touching the file (0 if none);
+* ``hist_text``: how well the text matches the subjects of the commits that
+  touched the file (BM25 of the text's terms over each file's subjects, a
+  file's length its commit count), over the best candidate's: past fixes of
+  a file are described in the words of the next one;
 * ``history``: 1 when the history was read, else 0 (no ``.git``, git missing
-  or failing, a timeout): then the three above are 0 too.
+  or failing, a timeout): then the others are 0 too.
 
 Only HEAD's ancestors are read (``git log HEAD``): the commit being answered
 about is never in its own history. One ``git log --name-only`` per HEAD,
@@ -28,6 +32,7 @@ The features only weigh files some other evidence already points at
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import re
@@ -36,11 +41,15 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-HISTORY_FEATURES = ("history", "hist_commits", "hist_fixes", "hist_recency")
+from ctxls.index.tokenize import query_terms
+
+HISTORY_FEATURES = ("history", "hist_commits", "hist_fixes", "hist_recency", "hist_text")
 
 WINDOW = 500  # newest non-merge commits of HEAD read
 MAX_FILES = 50  # a commit touching more files is skipped
 TIMEOUT_S = 10.0
+MAX_TEXT_TERMS = 64  # the text's terms matched against the subjects
+BM25_K1, BM25_B = 1.2, 0.75
 # Subject words of a commit that fixes something: one list for every project.
 FIX_WORDS = re.compile(
     r"\b(?:fix(?:e[sd]|ing|up)?|bugs?|bugfix|errors?|crash(?:es|ed|ing)?|issues?|fail(?:s|ed|ure|ing)?"
@@ -64,21 +73,62 @@ class RepoHistory:
     head: str | None  # the commit read, None when no history was read
     window: int  # commits read (at most WINDOW)
     files: dict[str, FileHistory]
+    # path -> term -> how many of its (non-bulk) commits' subjects have it
+    subject_terms: dict[str, dict[str, int]] = None  # type: ignore[assignment]
+    # term -> how many (non-bulk) commits' subjects have it; how many commits those are
+    subject_df: dict[str, int] = None  # type: ignore[assignment]
+    counted: int = 0
 
     def features(self, path: str) -> dict[str, float]:
-        """``path``'s :data:`HISTORY_FEATURES` (all 0 without a history)."""
+        """``path``'s :data:`HISTORY_FEATURES` but ``hist_text`` (0: see
+        :meth:`annotate`), all 0 without a history."""
         if self.head is None:
             return dict.fromkeys(HISTORY_FEATURES, 0.0)
         found = self.files.get(path)
         scale = math.log1p(WINDOW)
         if found is None:
-            return {"history": 1.0, "hist_commits": 0.0, "hist_fixes": 0.0, "hist_recency": 0.0}
+            return {"history": 1.0, "hist_commits": 0.0, "hist_fixes": 0.0, "hist_recency": 0.0,
+                    "hist_text": 0.0}
         return {"history": 1.0, "hist_commits": min(1.0, math.log1p(found.commits) / scale),
                 "hist_fixes": min(1.0, math.log1p(found.fixes) / scale),
-                "hist_recency": max(0.0, 1.0 - math.log1p(found.newest) / scale)}
+                "hist_recency": max(0.0, 1.0 - math.log1p(found.newest) / scale), "hist_text": 0.0}
+
+    def text_scores(self, text: str, paths) -> dict[str, float]:
+        """BM25 of ``text``'s terms over each path's commit subjects (0 for a
+        path no commit touched)."""
+        if self.head is None or not self.subject_terms:
+            return {}
+        terms = query_terms(text)[:MAX_TEXT_TERMS]
+        n = max(self.counted, 1)
+        idf = {t: math.log(1 + (n - self.subject_df[t] + 0.5) / (self.subject_df[t] + 0.5))
+               for t in terms if t in self.subject_df}
+        if not idf:
+            return {}
+        mean_length = sum(f.commits for f in self.files.values()) / max(len(self.files), 1)
+        out = {}
+        for path in paths:
+            bag = self.subject_terms.get(path)
+            if not bag:
+                continue
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * self.files[path].commits / mean_length)
+            score = sum(w * bag[t] * (BM25_K1 + 1) / (bag[t] + norm) for t, w in idf.items() if t in bag)
+            if score > 0:
+                out[path] = score
+        return out
+
+    def annotate(self, text: str, paths) -> dict[str, dict[str, float]]:
+        """Every path's :data:`HISTORY_FEATURES`, ``hist_text`` scaled to the
+        best of ``paths`` (the candidates)."""
+        paths = list(paths)
+        out = {p: self.features(p) for p in paths}
+        scores = self.text_scores(text, paths)
+        best = max(scores.values(), default=0.0)
+        for path, score in scores.items():
+            out[path]["hist_text"] = score / best
+        return out
 
 
-NO_HISTORY = RepoHistory(None, 0, {})
+NO_HISTORY = RepoHistory(None, 0, {}, {}, {}, 0)
 
 
 def _git(base: list[str], *args: str) -> str | None:
@@ -106,22 +156,30 @@ def head_of(base: list[str], rev: str = "HEAD") -> str | None:
     return out.strip() or None if out is not None else None
 
 
-def parse_log(out: str) -> tuple[int, dict[str, FileHistory]]:
-    """(commits read, path -> its history) from ``git log --name-only`` with
-    records ``\\x1e<subject>\\x1f`` then the paths."""
+def parse_log(out: str, head: str | None = None) -> RepoHistory:
+    """The history in ``git log --name-only`` output with records
+    ``\\x1e<subject>\\x1f`` then the paths."""
     commits, fixes, newest = {}, {}, {}
+    terms: dict[str, collections.Counter] = {}
+    df: collections.Counter = collections.Counter()
+    counted = 0
     records = out.split(_SEP)[1:]
     for k, record in enumerate(records):
         subject, _, names = record.partition(_END)
         paths = {line for line in names.splitlines() if line.strip()}
-        if len(paths) > MAX_FILES:
+        if len(paths) > MAX_FILES or not paths:
             continue
+        counted += 1
         fix = FIX_WORDS.search(subject) is not None
+        words = set(query_terms(subject))
+        df.update(words)
         for path in paths:
             commits[path] = commits.get(path, 0) + 1
             fixes[path] = fixes.get(path, 0) + fix
             newest.setdefault(path, k)
-    return len(records), {p: FileHistory(commits[p], fixes[p], newest[p]) for p in commits}
+            terms.setdefault(path, collections.Counter()).update(words)
+    return RepoHistory(head, len(records), {p: FileHistory(commits[p], fixes[p], newest[p]) for p in commits},
+                       {p: dict(c) for p, c in terms.items()}, dict(df), counted)
 
 
 def read_history(base: list[str], head: str, relative: bool = True) -> RepoHistory:
@@ -133,8 +191,7 @@ def read_history(base: list[str], head: str, relative: bool = True) -> RepoHisto
                f"--format={_SEP}%s{_END}", *(["--relative"] if relative else []), head, "--")
     if out is None:
         return NO_HISTORY
-    window, files = parse_log(out)
-    return RepoHistory(head, window, files)
+    return parse_log(out, head)
 
 
 class History:

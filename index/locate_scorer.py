@@ -45,7 +45,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "4cbddc5dc69167442c2fd213fda78828884c47ece45c2a66c48cafd6d87d38cd"
+MODEL_SHA256 = "c4729827248710f9f6030acbcfe114607d22876d5e9d9850d27b132c5598d3bb"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.

@@ -57,10 +57,10 @@ def test_history_counts_commits_fixes_and_recency_at_head(tmp_path: Path):
     scale = math.log1p(WINDOW)
     assert history.features("shop/cart.py") == {
         "history": 1.0, "hist_commits": math.log1p(3) / scale, "hist_fixes": math.log1p(2) / scale,
-        "hist_recency": 1.0 - math.log1p(1) / scale}
+        "hist_recency": 1.0 - math.log1p(1) / scale, "hist_text": 0.0}
     # A file the window never touched: history read, nothing in it.
     assert history.features("shop/other.py") == {"history": 1.0, "hist_commits": 0.0, "hist_fixes": 0.0,
-                                                 "hist_recency": 0.0}
+                                                 "hist_recency": 0.0, "hist_text": 0.0}
 
 
 def test_only_the_ancestors_of_head_are_read(tmp_path: Path):
@@ -109,11 +109,26 @@ def test_history_is_read_once_per_head_and_again_when_head_moves(tmp_path: Path)
 
 def test_bulk_commits_are_skipped_and_paths_stay_relative_to_a_subfolder(tmp_path: Path):
     many = "".join(f"f{i}.py\n" for i in range(MAX_FILES + 1))
-    window, files = parse_log(f"\x1eFix all\x1f\n{many}\x1eFix one\x1f\nshop/cart.py\n")
-    assert window == 2 and list(files) == ["shop/cart.py"] and files["shop/cart.py"].newest == 1
+    parsed = parse_log(f"\x1eFix all\x1f\n{many}\x1eFix one\x1f\nshop/cart.py\n")
+    assert parsed.window == 2 and list(parsed.files) == ["shop/cart.py"]
+    assert parsed.files["shop/cart.py"].newest == 1 and parsed.counted == 1
     root, commits = _repo(tmp_path)
     sub = History(root / "shop").current()
     assert set(sub.files) == {"cart.py", "money.py"}
+
+
+def test_the_text_matches_the_subjects_of_a_files_past_commits(tmp_path: Path):
+    root, _ = _repo(tmp_path)
+    history = History(root).current()
+    annotated = history.annotate("Crash in the cart when it is empty", ["shop/cart.py", "shop/money.py",
+                                                                       "shop/other.py"])
+    # "crash", "empty", "cart": the subjects of cart.py's commits; none of money.py's.
+    assert annotated["shop/cart.py"]["hist_text"] == 1.0
+    assert annotated["shop/money.py"]["hist_text"] == 0.0 and annotated["shop/other.py"]["hist_text"] == 0.0
+    money = history.annotate("Round the money", ["shop/cart.py", "shop/money.py"])
+    assert money["shop/money.py"]["hist_text"] == 1.0 and money["shop/cart.py"]["hist_text"] == 0.0
+    assert History(None).current().annotate("Crash in the cart", ["shop/cart.py"])["shop/cart.py"] == \
+        dict.fromkeys(HISTORY_FEATURES, 0.0)
 
 
 def test_history_features_reach_the_record_and_why(tmp_path: Path):
