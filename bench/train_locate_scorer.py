@@ -117,6 +117,8 @@ def commit_records(commit: dict, history: bool = True) -> np.ndarray:
     out = found[[at[c["path"]] for c in commit["candidates"]]]
     if not history:
         out[:, _HISTORY_COLUMNS] = 0.0
+    if WITHOUT:
+        out[:, WITHOUT] = 0.0
     return out
 
 
@@ -162,6 +164,8 @@ def objective(m: dict) -> tuple:
 # and whether the history features are used at all (--no-history).
 HISTORY_DROP = [0.0]
 USE_HISTORY = [True]
+# Features read as 0 everywhere (--without: an ablation).
+WITHOUT: list[int] = []
 
 
 def training_rows(commits: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -410,6 +414,8 @@ def main() -> None:
                         help="glob of bench/locate.py's stored answers, scored for the chosen model")
     parser.add_argument("--history-drop", type=float, default=0.0,
                         help="this share of training commits is seen without its git history")
+    parser.add_argument("--without", default="",
+                        help="comma-separated features read as 0 everywhere (an ablation)")
     parser.add_argument("--no-history", action="store_true",
                         help="fit without the git-history features (they read 0 everywhere)")
     parser.add_argument("--dev-only", action="store_true",
@@ -417,6 +423,7 @@ def main() -> None:
     args = parser.parse_args()
     HISTORY_DROP[0] = args.history_drop
     USE_HISTORY[0] = not args.no_history
+    WITHOUT[:] = [FEATURES.index(f) for f in args.without.split(",") if f]
     commits, data_id = load(args.dumps)
     by_split = {s: [c for c in commits if c["split"] == s] for s in ("train", "dev", "test")}
     projects = {s: sorted({c["project"] for c in cs}) for s, cs in by_split.items()}

@@ -3,8 +3,10 @@
 A candidate's feature record (:func:`records`) is its signals
 (locate_signals.py), each 0 when absent, cheap facts about its path (the
 shared classifier's classes, index/paths.py; depth, language group), how many
-signals point at it, and its place among the other candidates (in the
-language most of them are in; its rank by ``text``). The
+signals point at it, its place among the other candidates (in the
+language most of them are in; its rank by ``text``), and the repository's
+git history of it (locate_history.py: read in the candidate's signals dict
+under :data:`HISTORY_FEATURES`' names, all 0 without a repository; no signal). The
 scorer's weights are read from a shipped model file
 (``index/models/locate-scorer.json``, checked by sha256) that
 bench/train_locate_scorer.py writes: it fits candidates (logistic, pairwise,
