@@ -87,7 +87,11 @@ class Locator:
             why = self.scorer.contributions(scored.record)
             weight = {c.feature: c.contribution for c in why}
             chunks = sorted(evidence.chunks.items(), key=lambda kv: (-kv[1].score, kv[1].start_line))
-            reasons = sorted(evidence.reasons, key=lambda r: -weight.get(r.signal, 0.0))
+            # The strongest evidence first (a frame's line names the chunk to show):
+            # by the signal's value on the file, then its contribution (a ranking
+            # ensemble's trees credit the strongest signal, not each signal).
+            reasons = sorted(evidence.reasons, key=lambda r: (-evidence.signals.get(r.signal, 0.0),
+                                                              -weight.get(r.signal, 0.0)))
             out.append(LocatedFile(scored.path, round(scored.score, 6),
                                    {s: round(v, 4) for s, v in evidence.signals.items()},
                                    reasons[:REASONS_SIZE], _with_end_characters(conn, chunks[:max_chunks]),

@@ -47,7 +47,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "c4729827248710f9f6030acbcfe114607d22876d5e9d9850d27b132c5598d3bb"
+MODEL_SHA256 = "d14ff6142656c49579ebb575457da450b74a0cce930391494cb57d94f763ae1b"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
