@@ -517,7 +517,8 @@ def main() -> None:
                                 "projects": projects, "dev": tried[best]["dev"], "test": chosen_test}}
         print(f"wrote {MODEL_PATH}, sha256 {write_model(shipped)}", file=sys.stderr)
     if args.result:
-        result = {"section": "Locate: the fitted scorer", "issue": 36, "area": "Locate",
+        result = {"section": ("Locate: the git history as evidence" if USE_HISTORY[0] and "history" in report
+                              else "Locate: the fitted scorer"), "issue": 36, "area": "Locate",
                   "date": datetime.date.today().isoformat(), "commit": commit_id(),
                   "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
                   "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
@@ -544,6 +545,17 @@ def result_rows(report: dict) -> list[dict]:
              "value": f"{test[shipped][key]} ({other} {test[other][key]})", "goal": f">= {goal}",
              "met": test[shipped][key] >= goal} for key, goal in (("acc@1", 60), ("acc@5", 85))]
     keys = ("acc@1", "acc@5", "mrr")
+    every = ("acc@1", "acc@3", "acc@5", "acc@10", "mrr")
+    for split, by_model in report.get("history", {}).items():
+        # The git-history features: the chosen model with them, without them (a
+        # checkout without .git), and the model shipped before this fit.
+        rows.append({"target": f"locate Acc@1 / @3 / @5 / @10 · MRR on the {split} projects "
+                               f"({by_model['chosen']['n']} fix commits): with the git history / "
+                               f"without it / the model before",
+                     "value": " · ".join(" / ".join(str(m[k]) for k in every)
+                                         for m in (by_model["chosen"], by_model["chosen, no history"],
+                                                   by_model["today's model"])),
+                     "goal": None, "met": None})
     for split, m in report.get("issue-style set", {}).items():
         rows.append({"target": f"locate Acc@1 / Acc@5 / MRR on the issue-style set's {split} tasks "
                                f"({m[shipped]['n']}, embeddings off)",
