@@ -21,7 +21,10 @@ project's tasks on one working tree (``git_walk.py``: parent commit to parent
 commit in commit-time order, re-indexed incrementally, embeddings off) and
 writes, per task, locate's evidence for every candidate file and today's
 ``Engine.locate`` top 10 to ``<data>/features/<project>.jsonl`` (the format:
-:data:`README`); a re-run resumes. ``--evaluate`` reports today's Acc@k and
+:data:`README`); a re-run resumes. Each candidate's signals include its
+git-history features (index/locate_history.py), read on the tree at the
+parent commit; ``--history`` sets them, from the snapshot at the parent
+commit, in rows dumped without them. ``--evaluate`` reports today's Acc@k and
 MRR on dev and test from those files.
 """
 
@@ -364,7 +367,9 @@ Written by `bench/locate_commits.py --dump` (ctxls); tasks are
     cleaned commit message: the query), `gold` (the source files it modified);
   - `candidates`: up to 100 files by today's locate score, plus every gold
     file with any evidence: `{path, score (today's), signals {signal: 0..1},
-    test_or_doc, gold}` (signals are `Locator.evidence(conn, text)`'s);
+    test_or_doc, gold}` (signals are `Locator.evidence(conn, text)`'s, with
+    the git-history features `history`, `hist_*` beside them; `history_head`:
+    the commit whose history was read, the parent);
   - `gold_no_evidence`: gold files no signal points at (the recall ceiling),
     `gold_not_indexed`: gold files not in the index at all;
   - `locate_top10`: today's `Engine.locate(text, 10)` paths (the baseline);
