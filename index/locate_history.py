@@ -20,7 +20,8 @@ project's shape, read at run time for the repository locate serves:
 
 Only HEAD's ancestors are read (``git log HEAD``): the commit being answered
 about is never in its own history. One ``git log --name-only`` per HEAD,
-cached; a moved HEAD is read again. Commits touching more than
+cached; a moved HEAD is read again (a read that failed or timed out is not
+retried before HEAD moves). Commits touching more than
 :data:`MAX_FILES` files (a reformat, a mass rename, an import) say nothing
 about any one file and are skipped. A repository is data, never authority:
 git runs with hooks off, no pager, no external diff or textconv, no signature
@@ -201,7 +202,9 @@ class History:
     def __init__(self, root: Path | None):
         self.root = root
         self._lock = threading.Lock()
-        self._cached: RepoHistory = NO_HISTORY
+        # The HEAD last read and what it gave (NO_HISTORY when the read failed
+        # or timed out: not tried again until HEAD moves).
+        self._cached: tuple[str | None, RepoHistory] = (None, NO_HISTORY)
         self.reads = 0  # git logs run (a test reads it)
 
     def current(self) -> RepoHistory:
@@ -213,10 +216,10 @@ class History:
         if head is None:
             return NO_HISTORY
         with self._lock:
-            if self._cached.head == head:
-                return self._cached
+            if self._cached[0] == head:
+                return self._cached[1]
         found = read_history(base, head)
         self.reads += 1
         with self._lock:
-            self._cached = found
+            self._cached = (head, found)
         return found

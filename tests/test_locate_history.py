@@ -107,6 +107,17 @@ def test_history_is_read_once_per_head_and_again_when_head_moves(tmp_path: Path)
     assert history.current().files["shop/cart.py"].commits == 1 and history.reads == 3
 
 
+def test_a_failed_read_is_not_retried_until_head_moves(tmp_path: Path, monkeypatch):
+    root, commits = _repo(tmp_path)
+    import ctxls.index.locate_history as module
+    monkeypatch.setattr(module, "_git", lambda base, *args: None if args[0] == "log" else commits[-1])
+    history = History(root)
+    assert history.current().head is None and history.current().head is None
+    assert history.reads == 1  # a timed-out log costs its time once per HEAD, not once per call
+    monkeypatch.setattr(module, "_git", lambda base, *args: None if args[0] == "log" else commits[0])
+    assert history.current().head is None and history.reads == 2
+
+
 def test_bulk_commits_are_skipped_and_paths_stay_relative_to_a_subfolder(tmp_path: Path):
     many = "".join(f"f{i}.py\n" for i in range(MAX_FILES + 1))
     parsed = parse_log(f"\x1eFix all\x1f\n{many}\x1eFix one\x1f\nshop/cart.py\n")
