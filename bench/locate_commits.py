@@ -21,7 +21,10 @@ project's tasks on one working tree (``git_walk.py``: parent commit to parent
 commit in commit-time order, re-indexed incrementally, embeddings off) and
 writes, per task, locate's evidence for every candidate file and today's
 ``Engine.locate`` top 10 to ``<data>/features/<project>.jsonl`` (the format:
-:data:`README`); a re-run resumes. ``--evaluate`` reports today's Acc@k and
+:data:`README`); a re-run resumes. Each candidate's signals include its
+git-history features (index/locate_history.py), read on the tree at the
+parent commit; ``--history`` sets them, from the snapshot at the parent
+commit, in rows dumped without them. ``--evaluate`` reports today's Acc@k and
 MRR on dev and test from those files.
 """
 
@@ -42,6 +45,7 @@ from typing import NamedTuple
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.languages import chunk_kind_for_path, language_for_path
+from ctxls.index.locate_history import HISTORY_FEATURES, git_base, read_history
 from ctxls.index.locate_scorer import rank
 from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
 
@@ -363,7 +367,9 @@ Written by `bench/locate_commits.py --dump` (ctxls); tasks are
     cleaned commit message: the query), `gold` (the source files it modified);
   - `candidates`: up to 100 files by today's locate score, plus every gold
     file with any evidence: `{path, score (today's), signals {signal: 0..1},
-    test_or_doc, gold}` (signals are `Locator.evidence(conn, text)`'s);
+    test_or_doc, gold}` (signals are `Locator.evidence(conn, text)`'s, with
+    the git-history features `history`, `hist_*` beside them; `history_head`:
+    the commit whose history was read, the parent);
   - `gold_no_evidence`: gold files no signal points at (the recall ceiling),
     `gold_not_indexed`: gold files not in the index at all;
   - `locate_top10`: today's `Engine.locate(text, 10)` paths (the baseline);
@@ -389,12 +395,12 @@ def answer(engine: Engine, task: dict) -> dict:
     files = engine.locator.evidence(conn, task["text"])
     evidence_ms = (time.perf_counter() - started) * 1000
     gold = set(task["gold"])
-    signals = {path: evidence.signals for path, evidence in files.items()}
+    signals = {path: evidence.signals | evidence.history for path, evidence in files.items()}
     scores = {scored.path: scored.score for scored in rank(engine.locator.scorer, signals, len(signals))}
     kept = list(scores)[:KEEP_CANDIDATES]
     kept += [path for path in task["gold"] if path in files and path not in kept]
     candidates = [{"path": path, "score": round(scores[path], 5),
-                   "signals": {s: round(v, 5) for s, v in sorted(files[path].signals.items())},
+                   "signals": {s: round(v, 5) for s, v in sorted(signals[path].items())},
                    "test_or_doc": files[path].test_or_doc, "gold": path in gold} for path in kept]
     return {key: task[key] for key in ("project", "language", "split", "kind", "commit", "parent",
                                        "text", "gold")} | {
@@ -402,7 +408,7 @@ def answer(engine: Engine, task: dict) -> dict:
         "gold_no_evidence": [g for g in task["gold"] if g not in files],
         "gold_not_indexed": [g for g in task["gold"] if engine.store.file_state(g) is None],
         "locate_top10": [f.path for f in engine.locate(task["text"], 10)],
-        "evidence_ms": round(evidence_ms, 1)}
+        "evidence_ms": round(evidence_ms, 1), "history_head": engine.locator.history.current().head}
 
 
 def dump(repo: str, tasks: list[dict], git_dir: Path, data_dir: Path = DATA_DIR) -> int:
@@ -444,6 +450,31 @@ def dump(repo: str, tasks: list[dict], git_dir: Path, data_dir: Path = DATA_DIR)
     finally:
         engine.close()
     return answered
+
+
+def add_history(path: Path) -> int:
+    """Sets the git-history features (index/locate_history.py) of every
+    candidate of a feature file whose rows lack them, read from the project's
+    snapshot at the task's parent commit (what the walk's tree has as HEAD:
+    the same function, the same commits); rewrites the file. Returns how many
+    rows were set."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    todo = [r for r in rows if r.get("history_head") != r["parent"]
+            or any(h not in c["signals"] for c in r["candidates"][:1] for h in HISTORY_FEATURES)]
+    if not todo:
+        return 0
+    base = git_base(git_dir=snapshot_dir(rows[0]["project"]))
+    for row in todo:
+        history = read_history(base, row["parent"], relative=False)
+        annotated = history.annotate(row["text"], [c["path"] for c in row["candidates"]])
+        for c in row["candidates"]:
+            c["signals"] = {s: v for s, v in c["signals"].items() if s not in HISTORY_FEATURES} | {
+                s: round(v, 5) for s, v in annotated[c["path"]].items()}
+        row["history_head"] = history.head
+    part = path.with_suffix(".part")
+    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    part.replace(path)
+    return len(todo)
 
 
 @functools.cache
@@ -546,6 +577,8 @@ def main() -> None:
     parser.add_argument("--dump", action="store_true", help=f"write the feature dumps under {DATA_DIR}")
     parser.add_argument("--project", action="append", help="only this owner/name (repeatable)")
     parser.add_argument("--splits", default="dev,test,train", help="--dump: these splits' projects")
+    parser.add_argument("--history", action="store_true",
+                        help="set the git-history features of dumped rows that lack them")
     parser.add_argument("--evaluate", action="store_true", help="today's Acc@k and MRR on dev and test")
     args = parser.parse_args()
     chosen = [r for r in PROJECTS if not args.project or r.name in args.project]
@@ -572,6 +605,12 @@ def main() -> None:
                 dump(repo.name, tasks, snapshot_dir(repo.name))
             except (subprocess.CalledProcessError, OSError) as error:  # one project's walk, not the run
                 print(f"{repo.name}: walk stopped: {error}", file=sys.stderr, flush=True)
+    if args.history:
+        splits = set(args.splits.split(","))
+        for repo in chosen:
+            path = features_path(repo.name)
+            if split_of(repo.name) in splits and path.exists():
+                print(f"{repo.name}: history of {add_history(path)} rows set", flush=True)
     if args.evaluate:
         rows = read_features((DEV, TEST))
         figures = baseline(rows)

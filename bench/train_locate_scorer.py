@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import minimize
 
+from ctxls.index.locate_history import HISTORY_FEATURES
 from ctxls.index.locate_scorer import FEATURES, MODEL_PATH, Scorer, records
 from ctxls.index.locate_signals import SIGNALS
 
@@ -105,11 +106,26 @@ def hand_scores(commit: dict) -> list[float]:
     return out
 
 
-def commit_records(commit: dict) -> np.ndarray:
-    """The records of a commit's candidates, in the dump's order."""
+_HISTORY_COLUMNS = [FEATURES.index(f) for f in HISTORY_FEATURES]
+
+
+def commit_records(commit: dict, history: bool = True) -> np.ndarray:
+    """The records of a commit's candidates, in the dump's order; without
+    ``history`` the git-history features read 0 (a checkout without .git)."""
     paths, found = records({c["path"]: c["signals"] for c in commit["candidates"]})
     at = {p: i for i, p in enumerate(paths)}
-    return found[[at[c["path"]] for c in commit["candidates"]]]
+    out = found[[at[c["path"]] for c in commit["candidates"]]]
+    if not history:
+        out[:, _HISTORY_COLUMNS] = 0.0
+    if WITHOUT:
+        out[:, WITHOUT] = 0.0
+    return out
+
+
+def history_dropped(commit: dict, share: float) -> bool:
+    """Whether a training commit is seen without its history (a share of
+    them, by a hash of the commit: the same ones every run)."""
+    return int(hashlib.sha256(commit["commit"].encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < share
 
 
 def labels(commit: dict) -> np.ndarray:
@@ -144,6 +160,14 @@ def objective(m: dict) -> tuple:
     return (m["acc@1"] + m["acc@5"], m["mrr"])
 
 
+# The share of training commits seen without their history (--history-drop),
+# and whether the history features are used at all (--no-history).
+HISTORY_DROP = [0.0]
+USE_HISTORY = [True]
+# Features read as 0 everywhere (--without: an ablation).
+WITHOUT: list[int] = []
+
+
 def training_rows(commits: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per commit with a gold candidate: its records and labels, the best
     TRAIN_CANDIDATES by the hand weights (gold ones always kept)."""
@@ -152,7 +176,7 @@ def training_rows(commits: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         y = labels(commit)
         if not y.any():
             continue
-        x = commit_records(commit)
+        x = commit_records(commit, USE_HISTORY[0] and not history_dropped(commit, HISTORY_DROP[0]))
         hand = np.asarray(hand_scores(commit))
         keep = np.argsort(-hand, kind="stable")[:TRAIN_CANDIDATES]
         keep = np.union1d(keep, np.flatnonzero(y))
@@ -344,9 +368,21 @@ def project_folds(commits: list[dict], folds: int) -> list[int]:
     return [int(hashlib.sha256(c["project"].encode()).hexdigest()[:8], 16) % folds for c in commits]
 
 
-def scores_of(model: dict, commits: list[dict]) -> list[np.ndarray]:
-    scorer = Scorer({"features": list(FEATURES), **model})
-    return [scorer.raw(commit_records(c)) for c in commits]
+def scores_of(model: dict, commits: list[dict], history: bool | None = None) -> list[np.ndarray]:
+    scorer = model if isinstance(model, Scorer) else Scorer({"features": list(FEATURES), **model})
+    history = USE_HISTORY[0] if history is None else history
+    return [scorer.raw(commit_records(c, history)) for c in commits]
+
+
+def todays_scorer(path: Path = MODEL_PATH) -> Scorer:
+    """The model file as it is before this fit: a linear model fitted on
+    fewer features (before the git-history ones) reads the new ones as
+    weighing nothing."""
+    model = json.loads(path.read_text())
+    if model["kind"] != "linear" or model["features"] == list(FEATURES):
+        return Scorer(model)
+    weights = dict(zip(model["features"], model["weights"]))
+    return Scorer(dict(model, features=list(FEATURES), weights=[weights.get(f, 0.0) for f in FEATURES]))
 
 
 def write_model(model: dict, path: Path = MODEL_PATH, scorer_source: Path = SCORER_SOURCE) -> str:
@@ -376,9 +412,18 @@ def main() -> None:
                         help="pool train and dev, choose by this many folds split by project")
     parser.add_argument("--issue-set", default=ISSUE_SET,
                         help="glob of bench/locate.py's stored answers, scored for the chosen model")
+    parser.add_argument("--history-drop", type=float, default=0.0,
+                        help="this share of training commits is seen without its git history")
+    parser.add_argument("--without", default="",
+                        help="comma-separated features read as 0 everywhere (an ablation)")
+    parser.add_argument("--no-history", action="store_true",
+                        help="fit without the git-history features (they read 0 everywhere)")
     parser.add_argument("--dev-only", action="store_true",
                         help="stop after choosing on dev: the test projects are not scored")
     args = parser.parse_args()
+    HISTORY_DROP[0] = args.history_drop
+    USE_HISTORY[0] = not args.no_history
+    WITHOUT[:] = [FEATURES.index(f) for f in args.without.split(",") if f]
     commits, data_id = load(args.dumps)
     by_split = {s: [c for c in commits if c["split"] == s] for s in ("train", "dev", "test")}
     projects = {s: sorted({c["project"] for c in cs}) for s, cs in by_split.items()}
@@ -414,6 +459,14 @@ def main() -> None:
         print(f"dev, {row['model']}: {row['dev']}", file=sys.stderr)
     best = max(range(len(configs)), key=lambda i: objective(tried[i]["dev"]))
     name, model = configs[best][0], configs[best][1](rows)
+    # Today's shipped model (fitted before the history features: they weigh
+    # nothing in it), and the chosen one read without history (no .git).
+    today = todays_scorer()
+    if not args.folds:
+        without = {"chosen, no history": metrics(dev, scores_of(model, dev, False)),
+                   "today's model": metrics(dev, scores_of(today, dev, False))}
+        for key, m in without.items():
+            print(f"dev, {key}: {m}", file=sys.stderr)
     if args.dev_only:
         print(f"chosen on dev: {name} (test not scored)", file=sys.stderr)
         return
@@ -421,6 +474,14 @@ def main() -> None:
     test = by_split["test"]
     chosen_test = metrics(test, scores_of(model, test))
     baseline_test = metrics(test, [hand_scores(c) for c in test])
+    history_figures = {
+        split: {"chosen": metrics(cs, scores_of(model, cs)),
+                "chosen, no history": metrics(cs, scores_of(model, cs, False)),
+                "today's model": metrics(cs, scores_of(today, cs, False))}
+        for split, cs in (("dev", by_split["dev"]), ("test", test))}
+    for split, figures in history_figures.items():
+        for key, m in figures.items():
+            print(f"{split}, {key}: {m}", file=sys.stderr)
     adopt = beats(tried[best]["dev"], baseline_dev) and beats(chosen_test, baseline_test)
     print(f"chosen on dev: {name}\ntest, chosen: {chosen_test}\ntest, hand weights: {baseline_test}\n"
           f"{'adopted' if adopt else 'rejected: the hand weights are kept'}", file=sys.stderr)
@@ -428,7 +489,9 @@ def main() -> None:
               "sizes": {s: {"commits": len(cs), "projects": len(projects[s])} for s, cs in by_split.items()},
               "chosen": name, "adopted": adopt, "tried": tried,
               "dev": {"chosen": tried[best]["dev"], "hand weights": baseline_dev},
-              "test": {"chosen": chosen_test, "hand weights": baseline_test}}
+              "test": {"chosen": chosen_test, "hand weights": baseline_test},
+              "history": history_figures, "history_drop": args.history_drop,
+              "uses_history": USE_HISTORY[0]}
     issue_rows = issue_set(args.issue_set)
     if issue_rows:
         # The issue-style set (bench/locate.py, split by task): scored, never fitted or chosen on.
@@ -454,7 +517,8 @@ def main() -> None:
                                 "projects": projects, "dev": tried[best]["dev"], "test": chosen_test}}
         print(f"wrote {MODEL_PATH}, sha256 {write_model(shipped)}", file=sys.stderr)
     if args.result:
-        result = {"section": "Locate: the fitted scorer", "issue": 36, "area": "Locate",
+        result = {"section": ("Locate: the git history as evidence" if USE_HISTORY[0] and "history" in report
+                              else "Locate: the fitted scorer"), "issue": 36, "area": "Locate",
                   "date": datetime.date.today().isoformat(), "commit": commit_id(),
                   "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
                   "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
@@ -481,6 +545,17 @@ def result_rows(report: dict) -> list[dict]:
              "value": f"{test[shipped][key]} ({other} {test[other][key]})", "goal": f">= {goal}",
              "met": test[shipped][key] >= goal} for key, goal in (("acc@1", 60), ("acc@5", 85))]
     keys = ("acc@1", "acc@5", "mrr")
+    every = ("acc@1", "acc@3", "acc@5", "acc@10", "mrr")
+    for split, by_model in report.get("history", {}).items():
+        # The git-history features: the chosen model with them, without them (a
+        # checkout without .git), and the model shipped before this fit.
+        rows.append({"target": f"locate Acc@1 / @3 / @5 / @10 · MRR on the {split} projects "
+                               f"({by_model['chosen']['n']} fix commits): with the git history / "
+                               f"without it / the model before",
+                     "value": " · ".join(" / ".join(str(m[k]) for k in every)
+                                         for m in (by_model["chosen"], by_model["chosen, no history"],
+                                                   by_model["today's model"])),
+                     "goal": None, "met": None})
     for split, m in report.get("issue-style set", {}).items():
         rows.append({"target": f"locate Acc@1 / Acc@5 / MRR on the issue-style set's {split} tasks "
                                f"({m[shipped]['n']}, embeddings off)",

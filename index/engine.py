@@ -282,7 +282,7 @@ class Engine:
         self.demand = DemandLog(self.store, self.memory.backend)
         self.stash = Stash(self.store)
         self.progress = IndexProgress()
-        self.locator = Locator(ranking=self.options.ranking, root=self.root)
+        self.locator = Locator(ranking=self.options.ranking, root=self.root, history=not private_store)
         self.index_error: EngineError | None = None  # why the last pass failed
         self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.

@@ -9,7 +9,10 @@ One pipeline, each step a module of its own:
    :mod:`ctxls.index.locate_paths`): every file some evidence points at is a
    candidate, with one signal in 0..1 per kind of evidence and the reasons
    behind them;
-3. one fitted scorer over each candidate's feature record, and the selection
+3. the repository's git history (:mod:`ctxls.index.locate_history`): how
+   often, how often in fixes and how lately each candidate changed, read once
+   per HEAD;
+4. one fitted scorer over each candidate's feature record, and the selection
    (:mod:`ctxls.index.locate_scorer`): files, not chunks, best first, each with
    its largest feature contributions (``why``).
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ctxls.index.locate_history import History
 from ctxls.index.locate_scorer import Contribution, Scorer, rank, shipped_scorer
 from ctxls.index.locate_signals import ChunkRef, FileEvidence, Reason, SignalConfig, Signals
 from ctxls.index.ranking import RankingConfig
@@ -45,9 +49,11 @@ class Locator:
     between threads."""
 
     def __init__(self, config: SignalConfig | None = None, ranking: RankingConfig | None = None,
-                 root: Path | None = None, scorer: Scorer | None = None):
+                 root: Path | None = None, scorer: Scorer | None = None, history: bool = True):
         self.signals = Signals(config, ranking, root)
         self.scorer = scorer or shipped_scorer()
+        # The git history of the repository ``root`` is in (none without a root).
+        self.history = History(root if history else None)
 
     @property
     def config(self) -> SignalConfig:
@@ -57,23 +63,35 @@ class Locator:
                  semantic: SemanticIndex | None = None) -> dict[str, FileEvidence]:
         """Every candidate file with its signals and reasons (the raw part of
         its feature record); with a semantic index, ``semantic`` on the best
-        files by the other signals."""
-        return self.signals.evidence(conn, text, semantic, self._best)
+        files by the other signals. Each candidate's ``history`` holds its
+        git-history features (locate_history.py; all 0 without a repository)."""
+        history = self.history.current()
+        files = self.signals.evidence(conn, text, semantic, lambda fs, n: self._best(fs, n, history, text))
+        for path, features in history.annotate(text, files).items():
+            files[path].history = features
+        return files
 
-    def _best(self, files: dict[str, FileEvidence], n: int) -> list[str]:
-        return [s.path for s in rank(self.scorer, {p: ev.signals for p, ev in files.items()}, n)]
+    def _best(self, files: dict[str, FileEvidence], n: int, history, text: str) -> list[str]:
+        annotated = history.annotate(text, files)
+        inputs = {p: ev.signals | annotated[p] for p, ev in files.items()}
+        return [s.path for s in rank(self.scorer, inputs, n)]
 
     def locate(self, conn, text: str, n: int = 10, include_tests: bool = False,
                max_chunks: int = 3, semantic: SemanticIndex | None = None) -> list[LocatedFile]:
         files = self.evidence(conn, text, semantic)
-        ranked = rank(self.scorer, {p: ev.signals for p, ev in files.items()}, n, include_tests)
+        ranked = rank(self.scorer, {p: ev.signals | ev.history for p, ev in files.items()}, n,
+                      include_tests)
         out: list[LocatedFile] = []
         for scored in ranked:
             evidence = files[scored.path]
             why = self.scorer.contributions(scored.record)
             weight = {c.feature: c.contribution for c in why}
             chunks = sorted(evidence.chunks.items(), key=lambda kv: (-kv[1].score, kv[1].start_line))
-            reasons = sorted(evidence.reasons, key=lambda r: -weight.get(r.signal, 0.0))
+            # The strongest evidence first (a frame's line names the chunk to show):
+            # by the signal's value on the file, then its contribution (a ranking
+            # ensemble's trees credit the strongest signal, not each signal).
+            reasons = sorted(evidence.reasons, key=lambda r: (-evidence.signals.get(r.signal, 0.0),
+                                                              -weight.get(r.signal, 0.0)))
             out.append(LocatedFile(scored.path, round(scored.score, 6),
                                    {s: round(v, 4) for s, v in evidence.signals.items()},
                                    reasons[:REASONS_SIZE], _with_end_characters(conn, chunks[:max_chunks]),

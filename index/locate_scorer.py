@@ -3,17 +3,20 @@
 A candidate's feature record (:func:`records`) is its signals
 (locate_signals.py), each 0 when absent, cheap facts about its path (the
 shared classifier's classes, index/paths.py; depth, language group), how many
-signals point at it, and its place among the other candidates (in the
-language most of them are in; its rank by ``text``). The
+signals point at it, its place among the other candidates (in the
+language most of them are in; its rank by ``text``), and the repository's
+git history of it (locate_history.py: read in the candidate's signals dict
+under :data:`HISTORY_FEATURES`' names, all 0 without a repository; no signal). The
 scorer's weights are read from a shipped model file
 (``index/models/locate-scorer.json``, checked by sha256) that
 bench/train_locate_scorer.py writes: it fits candidates (logistic, pairwise,
 listwise, LightGBM lambdarank) on fix commits mined from many projects,
 split by project, keeps the one best on the dev projects and ships it only
-if it beats the hand weights on dev and test. Today that is a linear
-listwise model fitted on 1,622 commits of 65 projects, pulled toward issue
-12's hand weights (docs/decisions.md, "Locate: the scorer fitted on 65
-projects").
+if it beats the hand weights on dev and test. Today that is a LightGBM
+lambdarank ensemble (300 trees of 3 leaves) fitted on 1,622 commits of 65
+projects with the git-history features, the history hidden for half of
+them (docs/decisions.md, "Locate: the repository's git history as
+evidence").
 
 Two kinds of model read the same records: ``linear`` (a logistic model: the
 score is the probability, on the training projects, that a candidate is one
@@ -37,13 +40,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ctxls.index.locate_history import HISTORY_FEATURES
 from ctxls.index.locate_signals import SIGNALS
 from ctxls.index.model_file import read_checked_json
 from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, is_test_path,
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "4e3abc7676ca17161c6ce652bd396945c1447cac36c595e2751e4af7d3fcdca3"
+MODEL_SHA256 = "d14ff6142656c49579ebb575457da450b74a0cce930391494cb57d94f763ae1b"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
@@ -57,7 +61,7 @@ _TEST_CLASSES = ("test_or_doc", "test", "doc")
 
 FEATURES = (*SIGNALS, "test_or_doc", "test", "doc", "vendored", "generated", "barrel", "depth",
             "python", "script", "compiled", "signal_count", "max_signal", "main_language",
-            "text_rank")
+            "text_rank", *HISTORY_FEATURES)
 _GROUPS = (FEATURES.index("python"), FEATURES.index("script"), FEATURES.index("compiled"))
 
 
@@ -82,7 +86,9 @@ def features(path: str, signals: dict[str, float], include_tests: bool = False) 
     if include_tests:
         for name in _TEST_CLASSES:
             path_part[FEATURES.index(name) - len(SIGNALS)] = 0.0
-    return values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0), 0.0, 0.0]
+    history = [float(signals.get(h, 0.0)) for h in HISTORY_FEATURES]
+    return (values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0), 0.0, 0.0]
+            + history)
 
 
 def records(candidates: dict[str, dict[str, float]], include_tests: bool = False

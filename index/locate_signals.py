@@ -121,6 +121,8 @@ class FileEvidence:
     reasons: list[Reason] = field(default_factory=list)
     chunks: dict[int, ChunkRef] = field(default_factory=dict)  # chunk id -> ref
     test_or_doc: bool = False
+    # The git-history features (locate_history.HISTORY_FEATURES), set by the Locator.
+    history: dict[str, float] = field(default_factory=dict)
 
     def raise_signal(self, signal: str, value: float, reason: Reason | None) -> None:
         if value > self.signals.get(signal, 0.0):

@@ -152,7 +152,7 @@ def test_contributions_add_up_to_the_score(kind: str, tmp_path: Path):
         else:
             base = scorer.bias + sum(t.root_value for t in scorer.trees)
             assert math.isclose(base + shares, scored.raw, abs_tol=1e-9)
-    if scorer.kind == "trees":  # by hand: cart 0.5 + 1.0 + 0.5; a tie of 0.5 ordered by path
+    if kind == "trees":  # by hand: cart 0.5 + 1.0 + 0.5; a tie of 0.5 ordered by path
         assert [(s.path, s.raw) for s in ranked] == [("shop/cart.py", 2.0), ("shop/money.py", 0.5),
                                                      ("tests/test_cart.py", 0.5)]
 
@@ -187,6 +187,9 @@ def test_every_located_file_says_why_in_additive_contributions(logs: Engine):
         magnitudes = [abs(c.contribution) for c in hit.why]
         assert magnitudes == sorted(magnitudes, reverse=True)
     top = located[0]
-    assert any(c.feature == "message" and c.contribution > 0 for c in top.why)
+    # The message's evidence raises it: as `message` (linear), or as the strongest
+    # signal or the signal count it sets (the trees of a ranking ensemble).
+    assert any(c.feature in ("message", "max_signal", "signal_count") and c.value > 0 and c.contribution > 0
+               for c in top.why)
     if scorer.kind == "linear":
         assert 0.0 < top.score < 1.0
