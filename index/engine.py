@@ -427,8 +427,8 @@ class Engine:
         self._first_pass_due = True
         stats = self._pass(None, False, False, progress, cancel)
         if self._warm_thread is None or not self._warm_thread.is_alive():
-            self._warm_thread = threading.Thread(target=self._warm_postings_in_background,
-                                                 name="ctxls-postings-warm", daemon=True)
+            self._warm_thread = threading.Thread(target=self._warm_in_background,
+                                                 name="ctxls-warm", daemon=True)
             self._warm_thread.start()
         return stats
 
@@ -449,12 +449,20 @@ class Engine:
             self._closing.wait(quiet)
         return self._closing.is_set()
 
-    def _warm_postings_in_background(self) -> None:
+    def _warm_in_background(self) -> None:
+        """After the first pass: the common terms' postings, then the git
+        history locate reads (one ``git log`` per HEAD, ~0.6 s on a large
+        repository), so that no first request waits for either."""
         lower_thread_priority()
         try:
             self.warm_postings()
         except Exception:  # a store closed or failing meanwhile: queries load what they need
             log.debug("warming the postings failed", exc_info=True)
+        if not self._closing.is_set():
+            try:
+                self.locator.history.current()
+            except Exception:  # locate reads it again, and answers without it if it fails
+                log.debug("reading the git history failed", exc_info=True)
 
     def follow_disk(self) -> None:
         """Start following this root's files on disk (``options.watch``); a

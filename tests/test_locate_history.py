@@ -172,6 +172,20 @@ def test_history_features_reach_the_record_and_why(tmp_path: Path):
     assert found[0, FEATURES.index("signal_count")] == 1 / 10  # history counts as no signal
 
 
+def test_the_history_is_read_after_the_first_pass_so_no_locate_waits_for_it(tmp_path: Path):
+    root, commits = _repo(tmp_path)
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "repo.db")))
+    try:
+        engine.cold_index()
+        engine._warm_thread.join(30)  # the first pass's background warm-up
+        history = engine.locator.history
+        assert history.reads == 1 and history.current().head == commits[-1]
+        engine.locate("total() returns wrong values", 2)
+        assert history.reads == 1  # the locate found it read
+    finally:
+        engine.close()
+
+
 def test_the_shipped_model_names_the_history_features():
     model = json.loads((Path(__file__).parent.parent / "index" / "models" / "locate-scorer.json").read_text())
     assert set(HISTORY_FEATURES) <= set(model["features"])
