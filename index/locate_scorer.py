@@ -47,7 +47,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
                                is_vendored_path)
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "d14ff6142656c49579ebb575457da450b74a0cce930391494cb57d94f763ae1b"
+MODEL_SHA256 = "2ca3efc4ba101dd7aede9faf7d6203dcc9ab877c74629551d0239d3bdf0f4dfd"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
