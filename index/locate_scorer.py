@@ -12,11 +12,11 @@ scorer's weights are read from a shipped model file
 bench/train_locate_scorer.py writes: it fits candidates (logistic, pairwise,
 listwise, LightGBM lambdarank) on fix commits mined from many projects,
 split by project, keeps the one best on the dev projects and ships it only
-if it beats the hand weights on dev and test. Today that is a LightGBM
-lambdarank ensemble (300 trees of 3 leaves) fitted on 1,622 commits of 65
+if it beats the hand weights on dev and test. Today that is a linear
+listwise model (L2 toward the hand weights) fitted on 1,622 commits of 65
 projects with the git-history features, the history hidden for half of
 them (docs/decisions.md, "Locate: the repository's git history as
-evidence").
+evidence" and "Locate's history model: linear, not trees").
 
 Two kinds of model read the same records: ``linear`` (a logistic model: the
 score is the probability, on the training projects, that a candidate is one
