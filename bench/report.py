@@ -124,6 +124,12 @@ def _area_order(results: list[Result]) -> list[str]:
 def _result_block(result: Result) -> str:
     data = result.data
     issue = f" (issue {data['issue']})" if data.get("issue") is not None else ""
+    if not any(_current(row) for row in data["rows"]):
+        # Every figure replaced: one line names the run and its successors.
+        later = sorted({row["superseded_by"] for row in data["rows"]})
+        return "\n".join([f"### {_cell(data['section'])}{issue}", "",
+                          f"`{result.name}.json` · {data['date']}: every figure superseded by "
+                          + ", ".join(f"`{name}.json`" for name in later) + ".", ""])
     lines = [
         f"### {_cell(data['section'])}{issue}",
         "",
@@ -136,8 +142,7 @@ def _result_block(result: Result) -> str:
     # in one page), and a superseded one is named by the run replacing it.
     current = [row for row in data["rows"] if _current(row)]
     shown = [row for row in current if row.get("goal")] or current
-    if shown:
-        lines += ["| target | value | goal | met |", "|---|---|---|---|"]
+    lines += ["| target | value | goal | met |", "|---|---|---|---|"]
     lines += [f"| {_clipped(_cell(row['target']), CELL_ON_PAGE)} "
               f"| {_clipped(_cell(row['value']), CELL_ON_PAGE)} | {_cell(row.get('goal') or '–')} "
               f"| {_met(row)} |" for row in shown]
@@ -151,10 +156,7 @@ def _result_block(result: Result) -> str:
     if later:
         gone = len(data["rows"]) - len(current)
         said.append(f"+{gone} superseded by " + ", ".join(f"`{name}.json`" for name in later) + ".")
-    if said:
-        lines += ([""] if shown else []) + [_cell(" ".join(said)), ""]
-    else:
-        lines += [""]
+    lines += ["", _cell(" ".join(said)), ""] if said else [""]
     return "\n".join(lines)
 
 
