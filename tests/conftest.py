@@ -76,6 +76,27 @@ def scored_chunk(chunk_id: int, path: str, score: float):
                        score=score, text="", embed_hash="", features=RecallFeatures(bm25=score))
 
 
+# A test's own git repository: a fixed identity, no signing, whatever the user's config.
+GIT_IDENTITY = ("-c", "user.name=ctxls tests", "-c", "user.email=tests@example.com",
+                "-c", "commit.gpgsign=false")
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git args`` in ``repo``; its output, stripped (a failure raises)."""
+    return subprocess.run(["git", "-C", str(repo), *GIT_IDENTITY, *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def commit_files(repo: Path, message: str, files: dict[str, str]) -> str:
+    """Write ``files`` in ``repo``, commit everything with ``message``; the new HEAD."""
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
 def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
     for rel, content in files.items():
         path = root / rel

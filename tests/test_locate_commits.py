@@ -6,7 +6,6 @@ parent commit with every gold file flagged among the candidates."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +16,8 @@ sys.path.insert(0, str(ROOT / "bench"))  # the bench modules import each other b
 
 import locate_commits  # noqa: E402
 from locate_commits import Repo, clean_message, dump, gold_files, mine, split_of  # noqa: E402
+
+from conftest import commit_files, git  # noqa: E402
 
 FIX_MESSAGE = """Fix crash in read_config when the parser reads an empty config file (#4812)
 
@@ -29,20 +30,6 @@ Co-authored-by: Charles Babbage <cb@example.com>
 """
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-def commit(repo: Path, message: str, files: dict[str, str]) -> str:
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
-    return git(repo, "rev-parse", "HEAD")
-
-
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> dict:
     """A project whose history holds one fix, a test-only fix, a merge and a
@@ -52,24 +39,24 @@ def history(tmp_path_factory) -> dict:
     git(repo, "config", "user.email", "dev@example.com")
     git(repo, "config", "user.name", "Dev")
     parser = "def read_config(path):\n    text = open(path).read()\n    return parse(text)\n"
-    base = commit(repo, "Initial import of the configuration reader", {
+    base = commit_files(repo, "Initial import of the configuration reader", {
         "shop/config_reader.py": parser,
         "shop/cart.py": "def total(items):\n    return sum(i.price for i in items)\n",
         "tests/test_config_reader.py": "def test_read():\n    assert True\n",
         "docs/index.md": "# Shop\n"})
-    fix = commit(repo, FIX_MESSAGE, {
+    fix = commit_files(repo, FIX_MESSAGE, {
         "shop/config_reader.py": parser.replace("return parse(text)",
                                                 "return parse(text) if text else {}"),
         "tests/test_config_reader.py": "def test_read_empty():\n    assert True\n"})
-    commit(repo, "Fix the flaky test of the reader when the suite runs in parallel", {
+    commit_files(repo, "Fix the flaky test of the reader when the suite runs in parallel", {
         "tests/test_config_reader.py": "def test_read_empty():\n    assert 1\n"})
     git(repo, "checkout", "-q", "-b", "feature", fix)
-    commit(repo, "Fix the cart total when an item has no price at all", {
+    commit_files(repo, "Fix the cart total when an item has no price at all", {
         "shop/cart.py": "def total(items):\n    return sum(i.price or 0 for i in items)\n"})
     git(repo, "checkout", "-q", "main")
     git(repo, "merge", "-q", "--no-ff", "-m", "Merge branch feature: fix the cart total when prices are missing",
         "feature")
-    commit(repo, "Reformat the code with the new line length so that lines are shorter", {
+    commit_files(repo, "Reformat the code with the new line length so that lines are shorter", {
         "shop/cart.py": "def total(items):\n    return sum(\n        i.price or 0 for i in items)\n",
         "shop/config_reader.py": parser.replace("return parse(text)",
                                                 "return parse(text) if text else {}") + "\n"})
@@ -171,8 +158,8 @@ def test_the_walk_checks_out_a_commit_whose_snapshot_lacks_a_file(tmp_path):
     git(repo, "init", "-q", "-b", "main")
     git(repo, "config", "user.email", "dev@example.com")
     git(repo, "config", "user.name", "Dev")
-    first = commit(repo, "Initial import", {"src/app.py": "x = 1\n", "tools/big.bin": "large\n"})
-    second = commit(repo, "Fix the value of x when it is read twice", {"src/app.py": "x = 2\n"})
+    first = commit_files(repo, "Initial import", {"src/app.py": "x = 1\n", "tools/big.bin": "large\n"})
+    second = commit_files(repo, "Fix the value of x when it is read twice", {"src/app.py": "x = 2\n"})
     big = git(repo, "rev-parse", f"{first}:tools/big.bin")
     (repo / ".git" / "objects" / big[:2] / big[2:]).unlink()  # what the snapshot lacks
     checkout = attach_tree(repo / ".git", tmp_path / "tree")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -17,33 +16,20 @@ from ctxls.index.locate_history import (HISTORY_FEATURES, MAX_FILES, WINDOW, His
                                         parse_log, read_history)
 from ctxls.index.locate_scorer import FEATURES, Scorer, records
 
-_ENV = ["-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false"]
+from conftest import commit_files, git
 
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *_ENV, *args], check=True, capture_output=True,
-                          text=True).stdout.strip()
-
-
-def _commit(root: Path, files: dict[str, str], subject: str) -> str:
-    for path, text in files.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text)
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", subject)
-    return _git(root, "rev-parse", "HEAD")
 
 
 def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
     """shop/cart.py changed in three commits (two fixes), shop/money.py in one."""
     root = tmp_path / "repo"
     root.mkdir()
-    _git(root, "init", "-q")
-    commits = [_commit(root, {"shop/cart.py": "def total(cart):\n    return 0\n",
-                              "shop/money.py": "def cents(x):\n    return x\n"}, "Add the shop"),
-               _commit(root, {"shop/cart.py": "def total(cart):\n    return 1\n"}, "Fix the cart total"),
-               _commit(root, {"shop/cart.py": "def total(cart):\n    return 2\n"}, "Fix crash on empty cart"),
-               _commit(root, {"shop/money.py": "def cents(x):\n    return 2 * x\n"}, "Round money")]
+    git(root, "init", "-q")
+    commits = [commit_files(root, "Add the shop", {"shop/cart.py": "def total(cart):\n    return 0\n",
+                                              "shop/money.py": "def cents(x):\n    return x\n"}),
+               commit_files(root, "Fix the cart total", {"shop/cart.py": "def total(cart):\n    return 1\n"}),
+               commit_files(root, "Fix crash on empty cart", {"shop/cart.py": "def total(cart):\n    return 2\n"}),
+               commit_files(root, "Round money", {"shop/money.py": "def cents(x):\n    return 2 * x\n"})]
     return root, commits
 
 
@@ -65,7 +51,7 @@ def test_history_counts_commits_fixes_and_recency_at_head(tmp_path: Path):
 
 def test_only_the_ancestors_of_head_are_read(tmp_path: Path):
     root, commits = _repo(tmp_path)
-    _git(root, "checkout", "-q", "--detach", commits[1])  # before the crash fix and the money change
+    git(root, "checkout", "-q", "--detach", commits[1])  # before the crash fix and the money change
     history = History(root).current()
     assert history.head == commits[1]
     assert (history.files["shop/cart.py"].commits, history.files["shop/cart.py"].fixes) == (2, 1)
@@ -83,7 +69,7 @@ def test_no_repository_no_history(tmp_path: Path):
     assert History(None).current().head is None
     assert History(plain).current().features("shop/cart.py") == dict.fromkeys(HISTORY_FEATURES, 0.0)
     # A repository without a commit has no history either.
-    _git(plain, "init", "-q")
+    git(plain, "init", "-q")
     assert History(plain).current().head is None
     engine = Engine(plain, EngineOptions(db_path=str(tmp_path / "plain.db")))
     try:
@@ -99,11 +85,11 @@ def test_history_is_read_once_per_head_and_again_when_head_moves(tmp_path: Path)
     history = History(root)
     first = history.current()
     assert history.current() is first and history.reads == 1
-    new = _commit(root, {"shop/money.py": "def cents(x):\n    return 3 * x\n"}, "Fix money rounding")
+    new = commit_files(root, "Fix money rounding", {"shop/money.py": "def cents(x):\n    return 3 * x\n"})
     moved = history.current()
     assert history.reads == 2 and moved.head == new
     assert moved.files["shop/money.py"].fixes == 1 and moved.files["shop/money.py"].newest == 0
-    _git(root, "checkout", "-q", "--detach", commits[0])
+    git(root, "checkout", "-q", "--detach", commits[0])
     assert history.current().files["shop/cart.py"].commits == 1 and history.reads == 3
 
 
@@ -198,8 +184,8 @@ def test_a_repositorys_config_runs_nothing_while_its_history_is_read(tmp_path: P
     script.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
     script.chmod(0o755)
     for key in ("core.pager", "core.fsmonitor", "diff.external", "gpg.program", "core.hooksPath"):
-        _git(root, "config", key, str(script) if key != "core.hooksPath" else str(tmp_path))
-    _git(root, "config", "log.showSignature", "true")
+        git(root, "config", key, str(script) if key != "core.hooksPath" else str(tmp_path))
+    git(root, "config", "log.showSignature", "true")
     (tmp_path / "post-checkout").write_text(f"#!/bin/sh\ntouch {marker}\n")
     history = History(root).current()
     assert history.head == commits[-1] and history.files["shop/cart.py"].commits == 3
