@@ -29,7 +29,7 @@ from semantic import open_engine  # noqa: E402
 
 from ctxls.index.assemble import assemble, candidates_from_hits  # noqa: E402
 
-CORPORA = ("requests", "flask", "django")
+from corpora import QUALITY_CORPORA as CORPORA  # noqa: E402
 BUDGETS = (1000, 2000, 4000)
 # Hits recalled per kind before packing, as daemon/context_handlers.py does.
 POOL = 40

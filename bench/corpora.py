@@ -29,6 +29,10 @@ CORPORA_DIR = CACHE_DIR / "corpora"
 
 # name -> pinned version, smallest first.
 CORPORA: dict[str, str] = {"requests": "2.32.3", "flask": "3.1.0", "django": "5.1.4"}
+# The corpora of the quality sets (the docstring set, assemble's). django is
+# reserved for independent evaluation: it serves the speed benchmarks only,
+# where nothing is tuned or scored on it.
+QUALITY_CORPORA = ("requests", "flask")
 
 
 def corpus_id(name: str, version: str | None = None) -> str:

@@ -215,9 +215,9 @@ def build_dataset(name: str) -> Dataset:
 
 
 if __name__ == "__main__":
-    from corpora import CORPORA
+    from corpora import QUALITY_CORPORA
 
-    for corpus in CORPORA:
+    for corpus in QUALITY_CORPORA:
         ds = build_dataset(corpus)
         print(f"{ds.corpus}: {len(ds.queries)} queries ({len(ds.split('dev'))} dev, "
               f"{len(ds.split('test'))} test) of {ds.candidates}; tree {ds.tree}")

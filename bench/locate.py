@@ -29,14 +29,13 @@ on mined fix commits, not here), picks the variant on the dev tasks, and
 prints Acc@1/3/5/10 (every gold file in the top k) and MRR (of the first gold
 file) on dev and test.
 
-Django's git snapshot is too large to fetch here: its tasks are answered on
-the django release tree of bench/corpora.py (``--django-corpus``), with
-embeddings on for the chunks ``--embed-candidates`` embedded (each task's
-best files by the lexical signals: the ``semantic`` signal re-ranks those).
-``--latency`` times ``Engine.locate`` on that tree with the django tasks'
-texts (``--embeddings``: with vectors).
+django is reserved for independent evaluation: its tasks are not in the set
+(they were answered on the django release tree until 2026-12-04). That tree
+serves speed only: ``--latency`` times ``Engine.locate`` on it with the set's
+issue texts (``--embeddings``: with the vectors ``--embed-candidates``
+embedded for each text's best files by the lexical signals).
 
-scikit-learn's and matplotlib's snapshots are too large as well; ``--releases``
+scikit-learn's and matplotlib's snapshots are too large to fetch here; ``--releases``
 answers their tasks on PyPI release trees, each task on the newest release
 its gold patch applies to (:func:`choose_releases`), walked oldest release
 first on one working tree re-indexed incrementally, like a snapshot's walk.
@@ -84,8 +83,9 @@ LOCATE_DIR = CACHE_DIR / "locate"
 LOCAGENT_GIT = MIRROR / "gersteinlab+LocAgent" / "repo"
 LOCAGENT_FILE = "evaluation/loc_output/locagent/claude_3-5/loc_outputs.jsonl"
 # The only repositories whose tasks this benchmark reads.
-ALLOWED_REPOS = ("django/django", "sympy/sympy", "scikit-learn/scikit-learn",
-                 "matplotlib/matplotlib")
+# django/django's tasks left the set on 2026-12-04: django is reserved for
+# independent evaluation (its tree serves --latency only).
+ALLOWED_REPOS = ("sympy/sympy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
 PLAIN_BM25 = RankingConfig(symbol_weight=1.0, path_weight=1.0, body_weight=1.0, import_boost=0.0)
 KS = (1, 3, 5, 10)
 # Files kept per task and method (enough for Acc@10 and MRR over a long tail).
@@ -472,14 +472,9 @@ def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
             "chars": len(task["text"])}
 
 
-# Django's snapshot is too large to fetch here; its tasks are answered on the
-# bench corpus instead: one later release tree for every task (the fixes are
-# in it, some gold files moved or vanished). Reported apart, as an approximation.
-DJANGO_ON_CORPUS = "django/django @ 5.1.4 sdist (approximate)"
-
-
 def django_engine(embeddings: bool, embed_model: str | None = None) -> Engine:
-    """The django corpus engine on its store with embeddings on (one per model)."""
+    """The django corpus engine (speed only: django is reserved for independent
+    evaluation, so no task is scored on it) on its store, one per model."""
     db = walk_db("django", True, embed_model)
     db.parent.mkdir(parents=True, exist_ok=True)
     return Engine(corpus_path("django"), EngineOptions(db_path=str(db), embeddings=embeddings,
@@ -487,9 +482,10 @@ def django_engine(embeddings: bool, embed_model: str | None = None) -> Engine:
 
 
 def embed_candidates(tasks: list[dict], pool: int, embed_model: str | None = None) -> None:
-    """Embed the code chunks of each django task's best ``pool`` files by the
-    lexical signals (what the ``semantic`` signal re-ranks), not the whole
-    corpus: the backlog takes hours on this shared machine. Dev tasks' files first."""
+    """On django's store, for ``--latency --embeddings``: embed the code chunks
+    of each task text's best ``pool`` files by the lexical signals (what the
+    ``semantic`` signal re-ranks), not the whole corpus: the backlog takes
+    hours on this shared machine. Dev tasks' files first."""
     engine = django_engine(embeddings=True, embed_model=embed_model)
     locator = Locator()
     try:
@@ -500,7 +496,7 @@ def embed_candidates(tasks: list[dict], pool: int, embed_model: str | None = Non
         for split in ("dev", "test"):
             wanted: set[str] = set()
             for task in tasks:
-                if task["repo"] == "django/django" and task["split"] == split:
+                if task["split"] == split:
                     files = locator.evidence(conn, task["text"])
                     wanted |= set(best_files(files, pool))
             listed = sorted(wanted - done)
@@ -510,22 +506,6 @@ def embed_candidates(tasks: list[dict], pool: int, embed_model: str | None = Non
             engine.semantic.save()
             print(f"{split}: {len(listed)} files, {count} chunks embedded in "
                   f"{time.perf_counter() - started:.0f}s", flush=True)
-    finally:
-        engine.close()
-
-
-def run_django_on_corpus(tasks: list[dict], embed_model: str | None = None) -> None:
-    results = results_path("django-corpus", embed_model)
-    engine = django_engine(embeddings=True, embed_model=embed_model)
-    locator = Locator()
-    try:
-        engine.index()
-        with results.open("w") as out:
-            for task in tasks:
-                if task["repo"] == "django/django":
-                    line = answer_task(engine, locator, task, DJANGO_ON_CORPUS)
-                    line.update(reindex_s=0.0, changed=0)
-                    out.write(json.dumps(line) + "\n")
     finally:
         engine.close()
 
@@ -593,8 +573,7 @@ def evaluate(embed_model: str | None = None) -> None:
     print(f"results of the embedding model {embed_model or 'default'}")
     for results in results_files(embed_model):
         rows += [json.loads(line) for line in results.read_text().splitlines()]
-    # The text signals' aggregation is chosen on every dev task (the django ones
-    # on the release tree too: their texts and gold files are real), embeddings off.
+    # The text signals' aggregation is chosen on every dev task, embeddings off.
     dev = [r for r in rows if r["split"] == "dev"]
     found = {variant: objective(dev, variant) for variant in (None, *VARIANTS)}
     for variant, score in found.items():
@@ -636,8 +615,8 @@ def evaluate(embed_model: str | None = None) -> None:
             m = metrics(ranked)
             print(f"all {split} ({m['n']} of {len(subset)} tasks), {label}: Acc@1 {m['acc@1']}, "
                   f"Acc@3 {m['acc@3']}, Acc@5 {m['acc@5']}, Acc@10 {m['acc@10']}, MRR {m['mrr']}")
-    walked = [r for r in rows if r["repo"] != DJANGO_ON_CORPUS]
-    if walked:  # none when only django's release tree was answered
+    walked = rows
+    if walked:  # every task is answered on a walked tree
         reindex = [r["reindex_s"] for r in walked]
         changed = [r["changed"] for r in walked]
         print(f"re-index per task: p50 {statistics.median(reindex):.1f}s, max {max(reindex):.1f}s; "
@@ -653,9 +632,9 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 def latency(repeats: int, embeddings: bool, embed_model: str | None = None) -> None:
-    """Engine.locate on the django corpus with the django tasks' issue texts
-    (with embeddings: the store of ``--embed-candidates``)."""
-    tasks = [t for t in load_tasks() if t["repo"] == "django/django"]
+    """Engine.locate on the django corpus with the localisation set's issue
+    texts (speed only; with embeddings: the store of ``--embed-candidates``)."""
+    tasks = load_tasks()
     engine = django_engine(embeddings, embed_model)
     try:
         started = time.perf_counter()
@@ -693,8 +672,6 @@ def main() -> None:
                         help="walk this repository's tasks (repeatable)")
     parser.add_argument("--releases", action="append", choices=tuple(RELEASE_PROJECTS),
                         help="answer this repository's tasks on PyPI release trees (repeatable)")
-    parser.add_argument("--django-corpus", action="store_true",
-                        help="answer the django tasks on the bench's django release tree")
     parser.add_argument("--limit", type=int, help="at most this many new tasks per repository")
     parser.add_argument("--evaluate", action="store_true", help="score the stored results")
     parser.add_argument("--latency", action="store_true", help="time locate on the django corpus")
@@ -723,8 +700,6 @@ def main() -> None:
                      tuple(args.embed_splits.split(",")), args.embed_model)
     if args.embed_candidates and not (args.repo or args.releases):
         embed_candidates(tasks, args.embed_candidates, args.embed_model)
-    if args.django_corpus:
-        run_django_on_corpus(tasks, args.embed_model)
     if args.evaluate:
         evaluate(args.embed_model)
     if args.latency:

@@ -104,7 +104,6 @@ PROJECTS = (
     Repo("certbot/certbot", "python", "f769e35e77f1fa21a75cd5418641502dad8a37c5"),
     Repo("conan-io/conan", "python", "814cbf12cc56cbc4a87405b5945a4f16968f9555"),
     Repo("dask/dask", "python", "817e5ffc1208346630b111860571024b0c6ec9bd"),
-    Repo("encode/django-rest-framework", "python", "751a19fe1b237beca9af7d587fce55d3e09d3741"),
     Repo("encode/uvicorn", "python", "e6c7ce791fc634b6eedee40e0d0207faa8a9aefd"),
     Repo("falconry/falcon", "python", "ce0a35b8fd02747cc72710202886874906b0d47a"),
     Repo("getsentry/sentry-python", "python", "064542dd2cbdbe0b11f1cda7f47d7d2920b0c38b"),

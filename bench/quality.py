@@ -30,7 +30,7 @@ from pathlib import Path
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.ranking import RankingConfig, lexical_search
 
-from corpora import CORPORA
+from corpora import QUALITY_CORPORA as CORPORA
 from dataset import Dataset, Query, build_dataset
 
 SYMBOL_WEIGHTS = (1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0)

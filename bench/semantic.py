@@ -47,7 +47,7 @@ from ctxls.index.tokenize import query_terms
 
 import perf
 from quality import K, Metrics, target_rank
-from corpora import CACHE_DIR, CORPORA, corpus_id
+from corpora import CACHE_DIR, CORPORA, QUALITY_CORPORA, corpus_id
 from dataset import Query, build_dataset
 
 SEMANTIC_DIR = CACHE_DIR / "semantic"
@@ -308,7 +308,7 @@ def _tie_key(f: Fusion) -> tuple:
 
 
 def run_quality(names: list[str] | None = None, log=print) -> QualityReport:
-    names = names or list(CORPORA)
+    names = names or list(QUALITY_CORPORA)
     started = time.perf_counter()
     builds = {name: build_store(name, log) for name in names}
     engines = {name: open_engine(name) for name in names}

@@ -21,7 +21,7 @@ BENCH = ROOT / "bench"
 PROJECTS_MD = BENCH / "projects.md"
 sys.path.insert(0, str(BENCH))  # the bench modules import each other by plain name
 
-ROLES = {"train", "dev", "test", "held-out test", "retired", "retired (public benchmark)"}
+ROLES = {"train", "dev", "test", "held-out test", "speed only", "retired", "retired (public benchmark)"}
 PUBLIC = "retired (public benchmark)"
 # codesearch_corpora's split -> the role its row must have.
 SPLIT_ROLE = {"dev": "dev", "test": "test", "held-out": "held-out test", "train": "train"}
@@ -31,11 +31,11 @@ COLUMNS = ["project", "version or commit", "source", "role", "set(s) that use it
 # A new one (a name ending in CORPORA, CORPUS, PROJECTS or REPOS holding a
 # string or a collection) must be listed in projects.md and checked below.
 CHECKED_TABLES = {
-    ("corpora", "CORPORA"), ("codesearch_corpora", "CODE_CORPORA"),
+    ("corpora", "CORPORA"), ("corpora", "QUALITY_CORPORA"), ("codesearch_corpora", "CODE_CORPORA"),
     ("codesearch_corpora", "HELD_OUT_CORPORA"), ("codesearch_files", "PROJECTS"),
     ("impact", "QUALITY_CORPORA"), ("impact", "TS_CORPORA"), ("semantic", "TEXT_CORPORA"),
     ("semantic", "PERF_CORPUS"), ("assemble", "CORPORA"), ("locate", "ALLOWED_REPOS"),
-    ("locate", "RELEASE_PROJECTS"), ("locate", "DJANGO_ON_CORPUS"), ("codesearch_lang", "PROJECTS"),
+    ("locate", "RELEASE_PROJECTS"), ("codesearch_lang", "PROJECTS"),
     ("locate_commits", "PROJECTS"),
 }
 _TABLE_NAME = re.compile(r"(CORPORA|CORPUS|PROJECTS|REPOS)$")
@@ -95,11 +95,13 @@ def required_projects() -> list[tuple[str, str | None, str | None, str]]:
     locate_commits = bench_module("locate_commits")
 
     need = []
-    need.append(("django", live.DJANGO, "dev", "live.DJANGO"))
+    need.append(("django", live.DJANGO, "speed only", "live.DJANGO"))
     for project in languages.PROJECTS:
         need.append((project.name, project.commit, SPLIT_ROLE[project.split], "codesearch_lang.PROJECTS"))
     for name, version in corpora.CORPORA.items():
         need.append((name, version, None, "corpora.CORPORA"))
+    for name in corpora.QUALITY_CORPORA:
+        need.append((name, corpora.CORPORA[name], "dev", "corpora.QUALITY_CORPORA"))
     for corpus in codesearch_corpora.CODE_CORPORA:
         need.append((corpus.name, corpus.version, SPLIT_ROLE[corpus.split], "codesearch_corpora.CODE_CORPORA"))
     for corpus in codesearch_corpora.HELD_OUT_CORPORA:
@@ -123,7 +125,6 @@ def required_projects() -> list[tuple[str, str | None, str | None, str]]:
     for repo in locate.ALLOWED_REPOS:
         need.append((repo, None, "dev", "locate.ALLOWED_REPOS"))
     assert set(locate.RELEASE_PROJECTS) <= set(locate.ALLOWED_REPOS)
-    assert f"@ {corpora.CORPORA['django']} sdist" in locate.DJANGO_ON_CORPUS  # django's tasks: that tree
     # Locate's fix-commit set: each project wholly in one split, at the newest commit read.
     for repo in locate_commits.PROJECTS:
         need.append((repo.name, repo.head, locate_commits.split_of(repo.name), "locate_commits.PROJECTS"))
@@ -240,8 +241,11 @@ def test_no_reserved_project_is_in_a_set_or_a_training_run(rows):
     assert {"model2vec", "fastapi", "libuv"} <= reserved
     # A GitHub row is owner/name: a reserved name as either part is that
     # project's (fastapi/typer comes from the fastapi organisation).
-    used = {part for r in rows for part in r["project"].lower().split("/")}
+    used = {part for r in rows if r["role"] in ("train", "dev", "test", "held-out test")
+            for part in r["project"].lower().split("/")}
     assert used & {name.lower() for name in reserved} == set()
+    # Nor as part of a name (django-rest-framework, nginx): such a project went too.
+    assert not [part for part in used for name in reserved if name.lower() in part]
 
 
 def test_a_missing_row_is_reported(rows):
