@@ -722,20 +722,22 @@ class Engine:
         semantic = self._semantic_for(mode)
         memory_semantic = self._memory_semantic_for(mode)
         wants_files = any(kind in FILE_KINDS for kind in kinds)
+        ranked_text = declared_name(query)  # what ranking and topicality embed
         if semantic is not None and wants_files:
             # The transformer's few milliseconds run on the query pool while
             # the words are counted and BM25 scans here; every later ask of
             # this text (ranking, topicality, memory) waits for that one run.
-            semantic.query_vector_soon(declared_name(query))
+            semantic.query_vector_soon(ranked_text)
         partial_reason = self._partial_reason(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
         file_mode = mode if semantic is not None else "lexical"
         memory_mode = "lexical" if memory_semantic is None else mode
         # Read by the calibration here (words only) and by recall's off-topic
         # test (its one ANN search, of the tier ranking the files, made last).
-        coverage = self._term_coverage(query) if wants_files else None
+        terms = query_terms(query)
+        coverage = self._term_coverage(terms) if wants_files else None
         query_evidence = QueryEvidence(coverage.term_coverage if coverage is not None else 0.0,
-                                       len(query_terms(query)))
+                                       len(terms))
         calibration = shipped_calibration()
         # Code first: its BM25 scan is what the query's embedding overlaps.
         scored_by_kind = {
@@ -770,7 +772,7 @@ class Engine:
             hits_by_kind[kind] = hits[:n]
         if memory_down:
             partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
-        topicality = (self._with_nearest(coverage, semantic, declared_name(query))
+        topicality = (self._with_nearest(coverage, semantic, ranked_text)
                       if coverage is not None else None)
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
                             partial_reason=partial_reason, mode=file_mode, topicality=topicality)
@@ -838,11 +840,11 @@ class Engine:
         or without ``meaning``: words only, no nearest-neighbour search).
         ``ctxls/assemble`` abstains on off-topic questions with it."""
         semantic = self._semantic_for("semantic") if meaning else None  # the tier serving now
-        return self._with_nearest(self._term_coverage(query), semantic, query)
+        return self._with_nearest(self._term_coverage(query_terms(query)), semantic, query)
 
-    def _term_coverage(self, query: str) -> Topicality:
-        """``topicality`` without the nearest vector."""
-        terms = query_terms(query)
+    def _term_coverage(self, terms: list[str]) -> Topicality:
+        """``topicality`` without the nearest vector: the share of the query's
+        ``terms`` found anywhere."""
         conn = self.store.reader()
         # Document counts kept per reader while the tables are unchanged: no
         # FTS probe per term on each recall.

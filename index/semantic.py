@@ -508,16 +508,12 @@ class SemanticIndex:
         SQLite). Asked again before it is done, the same run answers. A
         model whose queries cost a table lookup embeds on this thread."""
         if self.embedder is not None and getattr(self.embedder, "queries_inline", False):
-            done: Future = Future()
-            done.set_result(self.query_vector(query))
-            return done
+            return _done(self.query_vector(query))
         with self._query_cache_lock:
             cached = self._query_cache.get(query)
             if cached is not None:
                 self._query_cache.move_to_end(query)
-                done = Future()
-                done.set_result(cached)
-                return done
+                return _done(cached)
             running = self._query_inflight.get(query)
             if running is None:
                 running = embedding_pool().submit(self._embed_query_soon, query)
@@ -569,6 +565,13 @@ class SemanticIndex:
 
 _EMBEDDING_POOL: ThreadPoolExecutor | None = None
 _EMBEDDING_POOL_LOCK = threading.Lock()
+
+
+def _done(value) -> Future:
+    """A future already holding ``value``."""
+    future: Future = Future()
+    future.set_result(value)
+    return future
 
 
 def embedding_pool() -> ThreadPoolExecutor:
