@@ -71,7 +71,7 @@ from pathlib import Path
 from ctxls.index.embeddings import is_builtin_model
 from ctxls.index.engine import MAX_QUERY_CHARS, Engine, EngineOptions
 from ctxls.index.locate import Locator
-from ctxls.index.locate_scorer import rank, shipped_scorer
+from ctxls.index.locate_scorer import rank, shipped_scorer, text_terms
 from ctxls.index.locate_signals import FileEvidence
 from ctxls.index.ranking import RankingConfig, bm25_scores
 from ctxls.index.tokenize import query_terms
@@ -530,11 +530,18 @@ def best_files(files: dict[str, FileEvidence], n: int) -> list[str]:
     return [s.path for s in rank(shipped_scorer(), {p: ev.signals for p, ev in files.items()}, n)]
 
 
-def ranked_from_evidence(evidence: dict, semantic: bool = True) -> list[str]:
-    """Files best first by the shipped scorer (``semantic`` False: embeddings off)."""
+def ranked_from_evidence(evidence: dict, text: str, semantic: bool = True) -> list[str]:
+    """Files best first by the shipped scorer for the task's ``text``
+    (``semantic`` False: embeddings off)."""
     candidates = {path: {s: v for s, v in ev["s"].items() if semantic or s != "semantic"}
                   for path, ev in evidence.items()}
-    return [s.path for s in rank(shipped_scorer(), candidates, KEEP)]
+    return [s.path for s in rank(shipped_scorer(), candidates, KEEP, terms=text_terms(text))]
+
+
+@functools.cache
+def task_texts() -> dict[str, str]:
+    """Each task's issue text by id (a results row holds only the id)."""
+    return {task["id"]: task["text"] for task in load_tasks()}
 
 
 def metrics(rows: list[tuple[list[str], list[str]]]) -> dict[str, float]:
@@ -560,7 +567,8 @@ def evidence_of(row: dict, variant: str | None) -> dict:
 
 
 def objective(dev: list[dict], variant: str | None) -> tuple:
-    m = metrics([(ranked_from_evidence(evidence_of(r, variant), False), r["gold"]) for r in dev])
+    m = metrics([(ranked_from_evidence(evidence_of(r, variant), task_texts()[r["id"]], False), r["gold"])
+                 for r in dev])
     return (m["acc@5"], m["acc@1"], m["mrr"])
 
 
@@ -584,11 +592,13 @@ def evaluate(embed_model: str | None = None) -> None:
         if embedded:
             print(f"{split}: re-ranked files' code chunks with a vector: "
                   f"{sum(r['pool_vectors'] for r in embedded)} of {sum(r['pool_chunks'] for r in embedded)}")
+    texts = task_texts()
     methods = {
-        "locate (lexical), engine defaults": lambda r: ranked_from_evidence(r["evidence"], False),
+        "locate (lexical), engine defaults": lambda r: ranked_from_evidence(r["evidence"], texts[r["id"]], False),
         "locate (embeddings on), engine defaults": lambda r: (
-            ranked_from_evidence(r["evidence"]) if has_semantic(r) else None),
-        "locate (lexical), dev-chosen variant": lambda r: ranked_from_evidence(evidence_of(r, variant), False),
+            ranked_from_evidence(r["evidence"], texts[r["id"]]) if has_semantic(r) else None),
+        "locate (lexical), dev-chosen variant": lambda r: ranked_from_evidence(
+            evidence_of(r, variant), texts[r["id"]], False),
         "recall (lexical), files in hit order": lambda r: r["recall"],
         "plain BM25, best chunk per file": lambda r: r["bm25"],
     }

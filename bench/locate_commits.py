@@ -46,7 +46,7 @@ from typing import NamedTuple
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.languages import chunk_kind_for_path, language_for_path
 from ctxls.index.locate_history import HISTORY_FEATURES, git_base, read_history
-from ctxls.index.locate_scorer import rank
+from ctxls.index.locate_scorer import rank, text_terms
 from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
 
 from git_walk import attach_tree, commit_times, git, reindexed, snapshot_dir
@@ -395,7 +395,8 @@ def answer(engine: Engine, task: dict) -> dict:
     evidence_ms = (time.perf_counter() - started) * 1000
     gold = set(task["gold"])
     signals = {path: evidence.signals | evidence.history for path, evidence in files.items()}
-    scores = {scored.path: scored.score for scored in rank(engine.locator.scorer, signals, len(signals))}
+    scores = {scored.path: scored.score for scored in rank(engine.locator.scorer, signals, len(signals),
+                                                         terms=text_terms(task["text"]))}
     kept = list(scores)[:KEEP_CANDIDATES]
     kept += [path for path in task["gold"] if path in files and path not in kept]
     candidates = [{"path": path, "score": round(scores[path], 5),

@@ -53,7 +53,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ctxls.index.locate_history import HISTORY_FEATURES
-from ctxls.index.locate_scorer import FEATURES, MODEL_PATH, Scorer, records
+from ctxls.index.locate_scorer import FEATURES, MODEL_PATH, Scorer, records, text_terms
 from ctxls.index.locate_signals import SIGNALS
 
 KS = (1, 3, 5, 10)
@@ -112,7 +112,8 @@ _HISTORY_COLUMNS = [FEATURES.index(f) for f in HISTORY_FEATURES]
 def commit_records(commit: dict, history: bool = True) -> np.ndarray:
     """The records of a commit's candidates, in the dump's order; without
     ``history`` the git-history features read 0 (a checkout without .git)."""
-    paths, found = records({c["path"]: c["signals"] for c in commit["candidates"]})
+    paths, found = records({c["path"]: c["signals"] for c in commit["candidates"]},
+                           terms=text_terms(commit["text"]))
     at = {p: i for i, p in enumerate(paths)}
     out = found[[at[c["path"]] for c in commit["candidates"]]]
     if not history:
@@ -477,7 +478,8 @@ def main() -> None:
     history_figures = {
         split: {"chosen": metrics(cs, scores_of(model, cs)),
                 "chosen, no history": metrics(cs, scores_of(model, cs, False)),
-                "today's model": metrics(cs, scores_of(today, cs, False))}
+                "today's model": metrics(cs, scores_of(today, cs, False)),
+                "today's model, with history": metrics(cs, scores_of(today, cs, True))}
         for split, cs in (("dev", by_split["dev"]), ("test", test))}
     for split, figures in history_figures.items():
         for key, m in figures.items():
@@ -517,8 +519,7 @@ def main() -> None:
                                 "projects": projects, "dev": tried[best]["dev"], "test": chosen_test}}
         print(f"wrote {MODEL_PATH}, sha256 {write_model(shipped)}", file=sys.stderr)
     if args.result:
-        result = {"section": ("Locate: the git history as evidence" if USE_HISTORY[0] and "history" in report
-                              else "Locate: the fitted scorer"), "issue": 36, "area": "Locate",
+        result = {"section": "Locate: the fitted scorer on fix commits", "issue": 36, "area": "Locate",
                   "date": datetime.date.today().isoformat(), "commit": commit_id(),
                   "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
                   "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
@@ -551,9 +552,10 @@ def result_rows(report: dict) -> list[dict]:
         # checkout without .git), and the model shipped before this fit.
         rows.append({"target": f"locate Acc@1 / @3 / @5 / @10 · MRR on the {split} projects "
                                f"({by_model['chosen']['n']} fix commits): with the git history / "
-                               f"without it / the model before",
+                               f"without it · the model before, with / without",
                      "value": " · ".join(" / ".join(str(m[k]) for k in every)
                                          for m in (by_model["chosen"], by_model["chosen, no history"],
+                                                   by_model["today's model, with history"],
                                                    by_model["today's model"])),
                      "goal": None, "met": None})
     for split, m in report.get("issue-style set", {}).items():
@@ -571,20 +573,29 @@ def beats(m: dict, baseline: dict) -> bool:
 
 def issue_set(pattern: str) -> list[dict]:
     """bench/locate.py's stored answers (the issue-style set: SWE-bench Lite
-    tasks of four projects, split by task) as commits of this trainer's shape,
-    embeddings off (``semantic`` dropped, as its ``--evaluate`` does for lexical)."""
+    tasks of three projects, split by task) as commits of this trainer's shape,
+    embeddings off (``semantic`` dropped, as its ``--evaluate`` does for
+    lexical); a task answered with several embedding models counts once."""
     rows = []
-    for name in sorted(glob.glob(pattern)):
-        if "@" in Path(name).name:  # another embedding model's answers: the same tasks again
-            continue
+    seen = set()
+    names = sorted(glob.glob(pattern))
+    tasks_file = Path(names[0]).parent / "tasks.json" if names else None
+    texts = ({t["id"]: t["text"] for t in json.loads(tasks_file.read_text())}
+             if tasks_file and tasks_file.exists() else {})
+    for name in names:
         for line in Path(name).read_text().splitlines():
             task = json.loads(line)
+            if task["id"] in seen:
+                continue
+            seen.add(task["id"])
             gold = set(task["gold"])
             rows.append({"project": task["repo"], "split": task["split"], "gold": task["gold"],
+                         "text": texts.get(task["id"], ""),
                          "candidates": [{"path": path, "test_or_doc": ev["t"], "gold": path in gold,
                                          "signals": {k: v for k, v in ev["s"].items() if k != "semantic"}}
                                         for path, ev in sorted(task["evidence"].items())]})
     return rows
+
 
 if __name__ == "__main__":
     main()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ctxls.index.locate_history import History
-from ctxls.index.locate_scorer import Contribution, Scorer, rank, shipped_scorer
+from ctxls.index.locate_scorer import Contribution, Scorer, rank, shipped_scorer, text_terms
 from ctxls.index.locate_signals import ChunkRef, FileEvidence, Reason, SignalConfig, Signals
 from ctxls.index.ranking import RankingConfig
 from ctxls.index.semantic import SemanticIndex
@@ -74,13 +74,13 @@ class Locator:
     def _best(self, files: dict[str, FileEvidence], n: int, history, text: str) -> list[str]:
         annotated = history.annotate(text, files)
         inputs = {p: ev.signals | annotated[p] for p, ev in files.items()}
-        return [s.path for s in rank(self.scorer, inputs, n)]
+        return [s.path for s in rank(self.scorer, inputs, n, terms=text_terms(text))]
 
     def locate(self, conn, text: str, n: int = 10, include_tests: bool = False,
                max_chunks: int = 3, semantic: SemanticIndex | None = None) -> list[LocatedFile]:
         files = self.evidence(conn, text, semantic)
         ranked = rank(self.scorer, {p: ev.signals | ev.history for p, ev in files.items()}, n,
-                      include_tests)
+                      include_tests, text_terms(text))
         out: list[LocatedFile] = []
         for scored in ranked:
             evidence = files[scored.path]

@@ -4,7 +4,8 @@ A candidate's feature record (:func:`records`) is its signals
 (locate_signals.py), each 0 when absent, cheap facts about its path (the
 shared classifier's classes, index/paths.py; depth, language group), how many
 signals point at it, its place among the other candidates (in the
-language most of them are in; its rank by ``text``), and the repository's
+language most of them are in; its rank by ``text``), how much of its
+file or folder name the text says (``name``), and the repository's
 git history of it (locate_history.py: read in the candidate's signals dict
 under :data:`HISTORY_FEATURES`' names, all 0 without a repository; no signal). The
 scorer's weights are read from a shipped model file
@@ -45,9 +46,10 @@ from ctxls.index.locate_signals import SIGNALS
 from ctxls.index.model_file import read_checked_json
 from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, is_test_path,
                                is_vendored_path)
+from ctxls.index.tokenize import query_terms
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "a96c50fb9a16d958e032f75a38695f54a2b5704a85b3b710528f4982748f97df"
+MODEL_SHA256 = "321fb02189111cc45212815cac0fac3f0eb6efb234a28713ece03d8de7db51e5"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
@@ -61,7 +63,7 @@ _TEST_CLASSES = ("test_or_doc", "test", "doc")
 
 FEATURES = (*SIGNALS, "test_or_doc", "test", "doc", "vendored", "generated", "barrel", "depth",
             "python", "script", "compiled", "signal_count", "max_signal", "main_language",
-            "text_rank", *HISTORY_FEATURES)
+            "text_rank", *HISTORY_FEATURES, "name")
 _GROUPS = (FEATURES.index("python"), FEATURES.index("script"), FEATURES.index("compiled"))
 
 
@@ -75,7 +77,37 @@ def _path_features(path: str) -> tuple[float, ...]:
             float(path.endswith(_COMPILED)))
 
 
-def features(path: str, signals: dict[str, float], include_tests: bool = False) -> list[float]:
+@functools.lru_cache(maxsize=16384)
+def _name_words(name: str) -> frozenset[str]:
+    """The index words of a file or folder name (``TextWriter`` → textwriter,
+    text, writer), digits and words under three letters left out."""
+    return frozenset(w for w in query_terms(name) if len(w) >= 3 and not w.isdigit())
+
+
+def text_terms(text: str) -> frozenset[str]:
+    """The words of a query text the ``name`` feature compares names with."""
+    return frozenset(query_terms(text))
+
+
+def name_match(path: str, terms: frozenset[str]) -> float:
+    """The ``name`` feature: the larger share of the file's name (its stem)
+    and of its folder's name whose words the text says. Fix descriptions name
+    the module they change ("the encoder drops timezones" → encoder.py): on
+    the fix-commit dev projects Acc@1 +2.5 and MRR +0.016, better in 14 of 21
+    projects (docs/decisions.md, "Locate: the file's name as evidence")."""
+    if not terms:
+        return 0.0
+    folder, _, file_name = path.rpartition("/")
+    best = 0.0
+    for name in (file_name.split(".")[0], folder.rpartition("/")[2]):
+        words = _name_words(name) if name else frozenset()
+        if words:
+            best = max(best, len(words & terms) / len(words))
+    return best
+
+
+def features(path: str, signals: dict[str, float], include_tests: bool = False,
+             terms: frozenset[str] = frozenset()) -> list[float]:
     """The feature record of one candidate on its own, in :data:`FEATURES`
     order (the features of its place among the others 0: :func:`records`).
     With ``include_tests`` its test and doc classes read 0: the caller asked
@@ -88,17 +120,18 @@ def features(path: str, signals: dict[str, float], include_tests: bool = False) 
             path_part[FEATURES.index(name) - len(SIGNALS)] = 0.0
     history = [float(signals.get(h, 0.0)) for h in HISTORY_FEATURES]
     return (values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0), 0.0, 0.0]
-            + history)
+            + history + [name_match(path, terms)])
 
 
-def records(candidates: dict[str, dict[str, float]], include_tests: bool = False
-            ) -> tuple[list[str], np.ndarray]:
-    """The candidates' paths (sorted) and their feature records, with the
+def records(candidates: dict[str, dict[str, float]], include_tests: bool = False,
+            terms: frozenset[str] = frozenset()) -> tuple[list[str], np.ndarray]:
+    """The candidates' paths (sorted) and their feature records (``terms``:
+    the query text's, :func:`text_terms`), with the
     features of a candidate's place among the others: ``main_language``, its
     language group is the one most candidates are in; ``text_rank``,
     1 / (1 + its rank by the ``text`` signal)."""
     paths = sorted(candidates)
-    out = np.asarray([features(p, candidates[p], include_tests) for p in paths],
+    out = np.asarray([features(p, candidates[p], include_tests, terms) for p in paths],
                      dtype=np.float64).reshape(len(paths), len(FEATURES))
     if not paths:
         return paths, out
@@ -233,9 +266,10 @@ class Scored:
 
 
 def rank(scorer: Scorer, candidates: dict[str, dict[str, float]], n: int,
-         include_tests: bool = False) -> list[Scored]:
-    """The best ``n`` candidates (path -> signals), best first; ties by path."""
-    paths, found = records(candidates, include_tests)
+         include_tests: bool = False, terms: frozenset[str] = frozenset()) -> list[Scored]:
+    """The best ``n`` candidates (path -> signals), best first; ties by path
+    (``terms``: the query text's, :func:`text_terms`)."""
+    paths, found = records(candidates, include_tests, terms)
     raw = scorer.raw(found)
     order = sorted(range(len(paths)), key=lambda i: (-raw[i], paths[i]))[:n]
     return [Scored(paths[i], float(raw[i]), scorer.score(float(raw[i])), found[i]) for i in order]

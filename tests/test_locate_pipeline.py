@@ -14,8 +14,8 @@ import pytest
 
 from ctxls.index.engine import Engine
 from ctxls.index.locate import Locator
-from ctxls.index.locate_scorer import (FEATURES, MODEL_PATH, ScorerUnavailable, load_scorer, rank,
-                                       shipped_scorer)
+from ctxls.index.locate_scorer import (FEATURES, MODEL_PATH, ScorerUnavailable, load_scorer, name_match,
+                                       rank, shipped_scorer, text_terms)
 from ctxls.index.locate_text import read_issue
 from ctxls.index.paths import is_test_or_doc, is_vendored_path
 
@@ -193,3 +193,27 @@ def test_every_located_file_says_why_in_additive_contributions(logs: Engine):
                for c in top.why)
     if scorer.kind == "linear":
         assert 0.0 < top.score < 1.0
+
+
+def test_the_name_feature_is_the_share_of_a_file_or_folder_name_the_text_says():
+    terms = text_terms("The JSON encoder drops the timezone of aware datetimes")
+    assert name_match("pkg/encoder.py", terms) == 1.0
+    # A compound name's words, and the compound whole (said only as written).
+    assert name_match("pkg/json_encoder.py", terms) == pytest.approx(2 / 3)
+    assert name_match("pkg/json_encoder.py", text_terms("json_encoder fails")) == 1.0
+    assert name_match("pkg/TimezoneCache.java", terms) == pytest.approx(1 / 3)  # timezonecache, timezon, cach
+    assert name_match("encoder/base.py", terms) == 1.0  # its folder's name
+    assert name_match("pkg/decoder.py", terms) == 0.0
+    assert name_match("pkg/encoder.py", frozenset()) == 0.0
+
+
+def test_a_file_the_text_names_outranks_an_equal_candidate_it_does_not(tmp_path: Path):
+    # Two files with the same code: only their names tell them apart.
+    body = "def write(value, zone):\n    return value.astimezone(zone).isoformat()\n"
+    files = {"shop/encoder.py": body, "shop/renderer.py": body}
+    # Other code, so that the two files' words are rare enough to count.
+    files |= {f"shop/part{i}.py": f"def part{i}(cart):\n    return cart.items[{i}]\n" for i in range(60)}
+    for engine in indexed_engine(git_tree(tmp_path / "names", files)):
+        located = engine.locate("the encoder writes value with the wrong zone", 2)
+        assert [f.path for f in located] == ["shop/encoder.py", "shop/renderer.py"]
+        assert any(c.feature == "name" and c.value == 1.0 and c.contribution > 0 for c in located[0].why)

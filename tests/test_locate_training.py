@@ -33,7 +33,7 @@ def synthetic_commits(count: int, seed: int) -> list[dict]:
         candidates = [{"path": f"pkg/mod{i}.py", "test_or_doc": False, "gold": i == gold,
                        "signals": {"text": float(rng.random())} | ({"frame": 0.1} if i == gold else {})}
                       for i in range(8)]
-        commits.append({"project": f"p{n % 3}", "commit": str(n), "split": "train",
+        commits.append({"project": f"p{n % 3}", "commit": str(n), "split": "train", "text": "a fix",
                         "gold": [f"pkg/mod{gold}.py"], "candidates": candidates})
     return commits
 
