@@ -98,10 +98,12 @@ def split_of(task_id: str) -> str:
 
 
 def load_tasks() -> list[dict]:
-    """The allowed tasks (cached in bench/.cache/locate/tasks.json)."""
+    """The allowed tasks (cached in bench/.cache/locate/tasks.json; a cache
+    written before a repository left :data:`ALLOWED_REPOS` still holds its
+    tasks, so the cache is filtered too)."""
     cached = LOCATE_DIR / "tasks.json"
     if cached.exists():
-        return json.loads(cached.read_text())
+        return [task for task in json.loads(cached.read_text()) if task["repo"] in ALLOWED_REPOS]
     tasks = []
     for row in _locagent_rows():
         meta = row["meta_data"]
