@@ -133,7 +133,7 @@ def _result_block(result: Result) -> str:
     lines = [
         f"### {_cell(data['section'])}{issue}",
         "",
-        f"`{_clipped(_cell(data['command']), CELL_ON_PAGE)}` · {data['date']} · commit {_cell(data['commit'])} · "
+        f"`{_clipped(_cell(data['command']), COMMAND_ON_PAGE)}` · {data['date']} · commit {_cell(data['commit'])} · "
         f"{_clipped(_cell(data['machine']), MACHINE_ON_PAGE)} · `{result.name}.json`",
         "",
     ]
@@ -165,6 +165,7 @@ def _result_block(result: Result) -> str:
 # target's current figure.
 NOTES_ON_PAGE = 90
 MACHINE_ON_PAGE = 30
+COMMAND_ON_PAGE = 48
 CELL_ON_PAGE = 64
 
 
