@@ -166,7 +166,7 @@ def _result_block(result: Result) -> str:
 NOTES_ON_PAGE = 90
 MACHINE_ON_PAGE = 30
 COMMAND_ON_PAGE = 48
-CELL_ON_PAGE = 64
+CELL_ON_PAGE = 58
 
 
 def _clipped(text: str, limit: int) -> str:
