@@ -56,6 +56,10 @@ class CodeCorpus:
     root: str = ""  # folder inside the unpacked package that is the project
     include: tuple[str, ...] = ("*",)  # globs on paths relative to root
     exclude: tuple[str, ...] = ()
+    # The path-class set's (PATHCLASS_CORPORA): queries come from first-party
+    # definitions only, while the vendored, locale and stub files of the same
+    # tree stay indexed and compete (codesearch_set.build_queries).
+    competitors: bool = False
 
     @property
     def id(self) -> str:
@@ -150,11 +154,40 @@ HELD_OUT_CORPORA: tuple[CodeCorpus, ...] = (
                include=("src/main/java/*.java", "README.md")),
 )
 
+# The path-class set (issue 36, bench/recall_ablation.py --sets pathclass):
+# whole package trees whose first-party code sits next to the paths recall's
+# three untested penalties act on: a vendored copy of another project
+# (``vendored_penalty``), locale tables (``locale_penalty``), TypeScript
+# declaration stubs beside the JavaScript (``stub_penalty``). Queries are
+# mined from the first-party definitions alone; the other files compete. Two
+# projects per class, one dev and one test. Nothing else is left out of a tree
+# but build copies no path rule names (date-and-time's ``esm/``: the same
+# functions again, which would make every query ambiguous).
+PATHCLASS_CLASSES = {"wheel": "vendored", "bleach": "vendored", "date_and_time": "locale",
+                     "pendulum": "locale", "chokidar": "stub", "winston": "stub"}
+PATHCLASS_CORPORA: tuple[CodeCorpus, ...] = (
+    # pip's wheel: src/wheel/vendored/packaging beside its own code.
+    CodeCorpus("wheel", "python", "pypi", "wheel", "0.43.0", "dev", competitors=True),
+    # bleach/_vendor/html5lib (a whole HTML parser and sanitizer) beside bleach's sanitizer.
+    CodeCorpus("bleach", "python", "pypi", "bleach", "6.2.0", "test", competitors=True),
+    # locale/*.js (35 languages) beside date-and-time.js; every file has its .d.ts.
+    CodeCorpus("date_and_time", "javascript", "npm", "date-and-time", "3.6.0", "dev", root="package",
+               exclude=("esm/*",), competitors=True),
+    # pendulum/locales/*/locale.py and custom.py (25 languages) beside the date library.
+    CodeCorpus("pendulum", "python", "pypi", "pendulum", "2.1.2", "test", competitors=True),
+    # types/index.d.ts beside index.js and lib/*.js.
+    CodeCorpus("chokidar", "javascript", "npm", "chokidar", "3.6.0", "dev", root="package",
+               competitors=True),
+    # index.d.ts and lib/winston/*/index.d.ts beside lib/ (its dist/ babel copy: generated).
+    CodeCorpus("winston", "javascript", "npm", "winston", "3.17.0", "test", root="package",
+               competitors=True),
+)
+
 LANGUAGES = tuple(dict.fromkeys(c.language for c in CODE_CORPORA))
 
 
 def corpus_by_name(name: str) -> CodeCorpus:
-    known = CODE_CORPORA + HELD_OUT_CORPORA
+    known = CODE_CORPORA + HELD_OUT_CORPORA + PATHCLASS_CORPORA
     for corpus in known:
         if corpus.name == name:
             return corpus
