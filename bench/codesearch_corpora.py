@@ -164,7 +164,8 @@ HELD_OUT_CORPORA: tuple[CodeCorpus, ...] = (
 # but build copies no path rule names (date-and-time's ``esm/``: the same
 # functions again, which would make every query ambiguous).
 PATHCLASS_CLASSES = {"wheel": "vendored", "bleach": "vendored", "date_and_time": "locale",
-                     "pendulum": "locale", "chokidar": "stub", "winston": "stub"}
+                     "pendulum": "locale", "chrono_node": "locale", "chokidar": "stub",
+                     "winston": "stub"}
 PATHCLASS_CORPORA: tuple[CodeCorpus, ...] = (
     # pip's wheel: src/wheel/vendored/packaging beside its own code.
     CodeCorpus("wheel", "python", "pypi", "wheel", "0.43.0", "dev", competitors=True),
@@ -175,6 +176,12 @@ PATHCLASS_CORPORA: tuple[CodeCorpus, ...] = (
                exclude=("esm/*",), competitors=True),
     # pendulum/locales/*/locale.py and custom.py (25 languages) beside the date library.
     CodeCorpus("pendulum", "python", "pypi", "pendulum", "2.1.2", "test", competitors=True),
+    # src/locales/<10 languages>/ (each language's parsers and refiners, 140
+    # TypeScript files) beside src/common and src/calculation; its dist/ build is
+    # generated. A second test project for the locale class (date-and-time's
+    # dev queries are names only). Not the Rust crate chrono (a train project).
+    CodeCorpus("chrono_node", "typescript", "npm", "chrono-node", "2.7.7", "test", root="package",
+               competitors=True),
     # types/index.d.ts beside index.js and lib/*.js.
     CodeCorpus("chokidar", "javascript", "npm", "chokidar", "3.6.0", "dev", root="package",
                competitors=True),
