@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from corpora import CACHE_DIR, make_own_repo
@@ -60,16 +60,25 @@ class CodeCorpus:
     # definitions only, while the vendored, locale and stub files of the same
     # tree stay indexed and compete (codesearch_set.build_queries).
     competitors: bool = False
+    # With competitors: "first-party" (the gain: the answer is first-party
+    # code) or "penalized" (the cost: the answer is a vendored, locale or
+    # stub file's definition that no first-party one shares a name with).
+    gold: str = "first-party"
+
+    @property
+    def pinned(self) -> str:
+        return f"{self.name}-{self.version}"
 
     @property
     def id(self) -> str:
-        return f"{self.name}-{self.version}"
+        """The query set's and store's name (a penalized-gold set is a set of its own)."""
+        return self.pinned + ("-penalized" if self.gold == "penalized" else "")
 
     @property
     def tree_id(self) -> str:
         """The kept tree's folder: changes when the selection does."""
         selection = repr((self.root, self.include, self.exclude)).encode()
-        return f"{self.id}-{hashlib.sha1(selection).hexdigest()[:8]}"
+        return f"{self.pinned}-{hashlib.sha1(selection).hexdigest()[:8]}"
 
 
 _TESTS = ("*/tests/*", "tests/*", "*/test/*", "test/*")
@@ -189,6 +198,11 @@ PATHCLASS_CORPORA: tuple[CodeCorpus, ...] = (
     CodeCorpus("winston", "javascript", "npm", "winston", "3.17.0", "test", root="package",
                competitors=True),
 )
+# The same trees with the gold turned round: queries mined from the
+# penalized files' own definitions (those without a first-party namesake, so
+# a first-party copy is never the better answer): what each penalty costs
+# when the vendored, locale or stub code is what is asked for.
+PATHCLASS_COST = tuple(replace(c, gold="penalized") for c in PATHCLASS_CORPORA)
 
 LANGUAGES = tuple(dict.fromkeys(c.language for c in CODE_CORPORA))
 
@@ -222,7 +236,7 @@ def _apt_src_options() -> list[str]:
 
 def _download(corpus: CodeCorpus) -> Path:
     """The package archive (downloaded on first use)."""
-    folder = DOWNLOAD_DIR / corpus.source / corpus.id
+    folder = DOWNLOAD_DIR / corpus.source / corpus.pinned
     existing = [p for p in folder.iterdir()] if folder.is_dir() else []
     if not existing:
         with tempfile.TemporaryDirectory(dir=DOWNLOAD_DIR.parent) as tmp:

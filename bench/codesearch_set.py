@@ -579,10 +579,10 @@ def _comment_blocks(lines: list[str]):
 
 
 def _strip_copies(files, facts, candidates, first_party, strip) -> None:
-    """Blank, in the competing files, every doc comment whose first sentence is
-    a query's: the query's own doc is blanked in its target (set 4's rule), and
-    a stub or a build copy that kept the same sentence would win on a match
-    the target was denied."""
+    """Blank, in the files outside the gold's side (``first_party``: that
+    side), every doc comment whose first sentence is a query's: the query's
+    own doc is blanked in its target (set 4's rule), and a stub or a build
+    copy that kept the same sentence would win on a match the target was denied."""
     texts = {t.lower() for kind in ("description", "concept") for t, _ in candidates[kind]}
 
     def used(text: str, name: str = "") -> bool:
@@ -616,9 +616,19 @@ def build_queries(corpus: CodeCorpus, files: dict[str, str]) -> tuple[list[CodeQ
             continue
         facts[path] = read_file(language, path, text)
     definitions = [d for f in facts.values() for d in f.definitions]
-    first_party = _first_party if corpus.competitors else (lambda path: True)
+    if not corpus.competitors:
+        first_party = lambda path: True  # noqa: E731
+    elif corpus.gold == "penalized":  # the penalized files' own definitions are the gold
+        first_party = lambda path: not _first_party(path)  # noqa: E731
+    else:
+        first_party = _first_party
+    # A penalized-gold query never asks for a name first-party code also
+    # defines (a stub's declaration of the implemented function, a build copy):
+    # there the first-party definition is as good an answer.
+    shadowed = ({d.name for d in definitions if _first_party(d.path)}
+                if corpus.competitors and corpus.gold == "penalized" else set())
     source_defs = [d for d in definitions if not is_test_path(d.path) and "test" not in d.name.lower()
-                   and first_party(d.path)]
+                   and first_party(d.path) and d.name not in shadowed]
     # With competitors, a name is unique among the first-party definitions: a
     # stub's or a vendored copy's namesake is what the penalties are about.
     defined = Counter(d.name for d in definitions if first_party(d.path))
