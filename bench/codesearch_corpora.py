@@ -172,7 +172,7 @@ HELD_OUT_CORPORA: tuple[CodeCorpus, ...] = (
 # projects per class, one dev and one test. Nothing else is left out of a tree
 # but build copies no path rule names (date-and-time's ``esm/``: the same
 # functions again, which would make every query ambiguous).
-PATHCLASS_CLASSES = {"wheel": "vendored", "bleach": "vendored", "date_and_time": "locale",
+PATHCLASS_CLASSES = {"wheel": "vendored", "bleach": "vendored", "sphinx": "vendored", "date_and_time": "locale",
                      "pendulum": "locale", "chrono_node": "locale", "chokidar": "stub",
                      "winston": "stub"}
 PATHCLASS_CORPORA: tuple[CodeCorpus, ...] = (
@@ -180,6 +180,16 @@ PATHCLASS_CORPORA: tuple[CodeCorpus, ...] = (
     CodeCorpus("wheel", "python", "pypi", "wheel", "0.43.0", "dev", competitors=True),
     # bleach/_vendor/html5lib (a whole HTML parser and sanitizer) beside bleach's sanitizer.
     CodeCorpus("bleach", "python", "pypi", "bleach", "6.2.0", "test", competitors=True),
+    # Web libraries copied in by their release's name (themes/basic/static/
+    # jquery-3.6.0.js, underscore-1.13.1.js: the issue's "versioned JavaScript
+    # libraries under static/") beside sphinx's own Python and JavaScript; its
+    # locale/*/LC_MESSAGES/sphinx.js tables too. Left out: the minified copies
+    # of the two named without a version (jquery.js, underscore.js) and the
+    # minified stemmers, which no path rule names and whose one-line code the
+    # miner would take for first-party definitions.
+    CodeCorpus("sphinx", "python", "pypi", "Sphinx", "5.3.0", "test", competitors=True,
+               exclude=("sphinx/themes/basic/static/jquery.js", "sphinx/themes/basic/static/underscore.js",
+                        "sphinx/search/minified-js/*")),
     # locale/*.js (35 languages) beside date-and-time.js; every file has its .d.ts.
     CodeCorpus("date_and_time", "javascript", "npm", "date-and-time", "3.6.0", "dev", root="package",
                exclude=("esm/*",), competitors=True),
