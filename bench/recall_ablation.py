@@ -22,7 +22,9 @@ at query time on the same stores:
   by chunk and by file. Only the three penalties these paths exist for are
   judged there (``PATHCLASS_VARIANTS``; ``pathclass_verdict``): kept when
   turning one off loses more than ``RETIRE_SLACK`` on a test project of its
-  class, in either mode or scoring.
+  class, in either mode or scoring. Beside it, its cost: the same trees with
+  the gold turned round (``PATHCLASS_COST``: the answer a vendored, locale or
+  stub file's own definition), reported, not judged.
 
 A rule that a mode never reads (the import boost, the pool and the named
 files are lexical's; the fusion and its pool hybrid's) is run in the modes
