@@ -33,7 +33,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from corpora import CACHE_DIR, make_own_repo
@@ -56,16 +56,29 @@ class CodeCorpus:
     root: str = ""  # folder inside the unpacked package that is the project
     include: tuple[str, ...] = ("*",)  # globs on paths relative to root
     exclude: tuple[str, ...] = ()
+    # The path-class set's (PATHCLASS_CORPORA): queries come from first-party
+    # definitions only, while the vendored, locale and stub files of the same
+    # tree stay indexed and compete (codesearch_set.build_queries).
+    competitors: bool = False
+    # With competitors: "first-party" (the gain: the answer is first-party
+    # code) or "penalized" (the cost: the answer is a vendored, locale or
+    # stub file's definition that no first-party one shares a name with).
+    gold: str = "first-party"
+
+    @property
+    def pinned(self) -> str:
+        return f"{self.name}-{self.version}"
 
     @property
     def id(self) -> str:
-        return f"{self.name}-{self.version}"
+        """The query set's and store's name (a penalized-gold set is a set of its own)."""
+        return self.pinned + ("-penalized" if self.gold == "penalized" else "")
 
     @property
     def tree_id(self) -> str:
         """The kept tree's folder: changes when the selection does."""
         selection = repr((self.root, self.include, self.exclude)).encode()
-        return f"{self.id}-{hashlib.sha1(selection).hexdigest()[:8]}"
+        return f"{self.pinned}-{hashlib.sha1(selection).hexdigest()[:8]}"
 
 
 _TESTS = ("*/tests/*", "tests/*", "*/test/*", "test/*")
@@ -150,11 +163,62 @@ HELD_OUT_CORPORA: tuple[CodeCorpus, ...] = (
                include=("src/main/java/*.java", "README.md")),
 )
 
+# The path-class set (issue 36, bench/recall_ablation.py --sets pathclass):
+# whole package trees whose first-party code sits next to the paths recall's
+# three untested penalties act on: a vendored copy of another project
+# (``vendored_penalty``), locale tables (``locale_penalty``), TypeScript
+# declaration stubs beside the JavaScript (``stub_penalty``). Queries are
+# mined from the first-party definitions alone; the other files compete. Two
+# projects per class, one dev and one test. Nothing else is left out of a tree
+# but build copies no path rule names (date-and-time's ``esm/``: the same
+# functions again, which would make every query ambiguous).
+PATHCLASS_CLASSES = {"wheel": "vendored", "bleach": "vendored", "sphinx": "vendored", "date_and_time": "locale",
+                     "pendulum": "locale", "chrono_node": "locale", "chokidar": "stub",
+                     "winston": "stub"}
+PATHCLASS_CORPORA: tuple[CodeCorpus, ...] = (
+    # pip's wheel: src/wheel/vendored/packaging beside its own code.
+    CodeCorpus("wheel", "python", "pypi", "wheel", "0.43.0", "dev", competitors=True),
+    # bleach/_vendor/html5lib (a whole HTML parser and sanitizer) beside bleach's sanitizer.
+    CodeCorpus("bleach", "python", "pypi", "bleach", "6.2.0", "test", competitors=True),
+    # Web libraries copied in by their release's name (themes/basic/static/
+    # jquery-3.6.0.js, underscore-1.13.1.js: the issue's "versioned JavaScript
+    # libraries under static/") beside sphinx's own Python and JavaScript; its
+    # locale/*/LC_MESSAGES/sphinx.js tables too. Left out: the minified copies
+    # of the two named without a version (jquery.js, underscore.js) and the
+    # minified stemmers, which no path rule names and whose one-line code the
+    # miner would take for first-party definitions.
+    CodeCorpus("sphinx", "python", "pypi", "Sphinx", "5.3.0", "test", competitors=True,
+               exclude=("sphinx/themes/basic/static/jquery.js", "sphinx/themes/basic/static/underscore.js",
+                        "sphinx/search/minified-js/*")),
+    # locale/*.js (35 languages) beside date-and-time.js; every file has its .d.ts.
+    CodeCorpus("date_and_time", "javascript", "npm", "date-and-time", "3.6.0", "dev", root="package",
+               exclude=("esm/*",), competitors=True),
+    # pendulum/locales/*/locale.py and custom.py (25 languages) beside the date library.
+    CodeCorpus("pendulum", "python", "pypi", "pendulum", "2.1.2", "test", competitors=True),
+    # src/locales/<10 languages>/ (each language's parsers and refiners, 140
+    # TypeScript files) beside src/common and src/calculation; its dist/ build is
+    # generated. A second test project for the locale class (date-and-time's
+    # dev queries are names only). Not the Rust crate chrono (a train project).
+    CodeCorpus("chrono_node", "typescript", "npm", "chrono-node", "2.7.7", "test", root="package",
+               competitors=True),
+    # types/index.d.ts beside index.js and lib/*.js.
+    CodeCorpus("chokidar", "javascript", "npm", "chokidar", "3.6.0", "dev", root="package",
+               competitors=True),
+    # index.d.ts and lib/winston/*/index.d.ts beside lib/ (its dist/ babel copy: generated).
+    CodeCorpus("winston", "javascript", "npm", "winston", "3.17.0", "test", root="package",
+               competitors=True),
+)
+# The same trees with the gold turned round: queries mined from the
+# penalized files' own definitions (those without a first-party namesake, so
+# a first-party copy is never the better answer): what each penalty costs
+# when the vendored, locale or stub code is what is asked for.
+PATHCLASS_COST = tuple(replace(c, gold="penalized") for c in PATHCLASS_CORPORA)
+
 LANGUAGES = tuple(dict.fromkeys(c.language for c in CODE_CORPORA))
 
 
 def corpus_by_name(name: str) -> CodeCorpus:
-    known = CODE_CORPORA + HELD_OUT_CORPORA
+    known = CODE_CORPORA + HELD_OUT_CORPORA + PATHCLASS_CORPORA
     for corpus in known:
         if corpus.name == name:
             return corpus
@@ -182,7 +246,7 @@ def _apt_src_options() -> list[str]:
 
 def _download(corpus: CodeCorpus) -> Path:
     """The package archive (downloaded on first use)."""
-    folder = DOWNLOAD_DIR / corpus.source / corpus.id
+    folder = DOWNLOAD_DIR / corpus.source / corpus.pinned
     existing = [p for p in folder.iterdir()] if folder.is_dir() else []
     if not existing:
         with tempfile.TemporaryDirectory(dir=DOWNLOAD_DIR.parent) as tmp:

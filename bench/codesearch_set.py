@@ -60,6 +60,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ctxls.index.languages import language_for_path, parser_for
+from ctxls.index.paths import path_class
 
 from codesearch_corpora import CODE_CORPORA, CodeCorpus, corpus_tree
 from corpora import CACHE_DIR, make_own_repo
@@ -554,6 +555,54 @@ def _blank(lines: list[str], rows: tuple[int, int], python_alone: bool = False, 
         lines[rows[0]] = indent + "pass"
 
 
+def _first_party(path: str) -> bool:
+    """Not vendored (or generated), a locale table or a declaration stub, by
+    the product's own classifier (the classes whose penalties the path-class
+    set measures)."""
+    kind = path_class(path)
+    return not (kind.vendored or kind.stub or kind.locale)
+
+
+def _comment_blocks(lines: list[str]):
+    """(first row, last row) of each run of comment lines (``/** … */``,
+    ``//``, ``#``) of a file: the doc comments a parser may not attach to a
+    declaration (a ``.d.ts`` method signature's)."""
+    start = None
+    for row, line in enumerate([*lines, ""]):
+        s = line.strip()
+        if s.startswith(("/*", "*", "//", "#")) and (start is not None or not s.startswith("*")):
+            start = row if start is None else start
+            continue
+        if start is not None:
+            yield start, row - 1
+            start = None
+
+
+def _strip_copies(files, facts, candidates, first_party, strip) -> None:
+    """Blank, in the files outside the gold's side (``first_party``: that
+    side), every doc comment whose first sentence is a query's: the query's
+    own doc is blanked in its target (set 4's rule), and a stub or a build
+    copy that kept the same sentence would win on a match the target was denied."""
+    texts = {t.lower() for kind in ("description", "concept") for t, _ in candidates[kind]}
+
+    def used(text: str, name: str = "") -> bool:
+        sentence = clean_sentence(text)
+        return sentence.lower() in texts or without_leading_name(sentence, name).lower() in texts
+    for path, f in facts.items():
+        if first_party(path):
+            continue
+        for d in f.definitions:
+            if d.doc is not None and used(d.doc_text, d.name):
+                strip[path].append((d.doc, d.python_doc_alone, d.body_indent))
+        if f.file_doc is not None and used(f.file_doc.text):
+            strip[path].append((f.file_doc.rows, False, ""))
+        if not path.endswith(".py"):
+            lines = files[path].split("\n")
+            for rows in _comment_blocks(lines):
+                if used(comment_text(lines[rows[0]:rows[1] + 1])):
+                    strip[path].append((rows, False, ""))
+
+
 def build_queries(corpus: CodeCorpus, files: dict[str, str]) -> tuple[list[CodeQuery], dict[str, str], dict[str, int]]:
     """(queries, stripped texts of the edited files, candidates per kind) of one corpus.
 
@@ -567,11 +616,26 @@ def build_queries(corpus: CodeCorpus, files: dict[str, str]) -> tuple[list[CodeQ
             continue
         facts[path] = read_file(language, path, text)
     definitions = [d for f in facts.values() for d in f.definitions]
-    source_defs = [d for d in definitions if not is_test_path(d.path) and "test" not in d.name.lower()]
-    defined = Counter(d.name for d in definitions)
+    if not corpus.competitors:
+        first_party = lambda path: True  # noqa: E731
+    elif corpus.gold == "penalized":  # the penalized files' own definitions are the gold
+        first_party = lambda path: not _first_party(path)  # noqa: E731
+    else:
+        first_party = _first_party
+    # A penalized-gold query never asks for a name first-party code also
+    # defines (a stub's declaration of the implemented function, a build copy):
+    # there the first-party definition is as good an answer.
+    shadowed = ({d.name for d in definitions if _first_party(d.path)}
+                if corpus.competitors and corpus.gold == "penalized" else set())
+    source_defs = [d for d in definitions if not is_test_path(d.path) and "test" not in d.name.lower()
+                   and first_party(d.path) and d.name not in shadowed]
+    # With competitors, a name is unique among the first-party definitions: a
+    # stub's or a vendored copy's namesake is what the penalties are about.
+    defined = Counter(d.name for d in definitions if first_party(d.path))
     written: Counter[str] = Counter()
-    for text in files.values():
-        written.update(_DEFINED_IN_TEXT.findall(text))
+    for path, text in files.items():
+        if first_party(path):
+            written.update(_DEFINED_IN_TEXT.findall(text))
     for name, count in written.items():
         defined[name] = max(defined[name], count)
     mentions: Counter[str] = Counter()
@@ -601,7 +665,7 @@ def build_queries(corpus: CodeCorpus, files: dict[str, str]) -> tuple[list[CodeQ
     # (c) concepts from module / package docs.
     for path, f in facts.items():
         doc = f.file_doc
-        if doc is None or is_test_path(path):
+        if doc is None or is_test_path(path) or not first_party(path):
             continue
         sentence = clean_sentence(doc.text)
         if not usable_sentence(sentence, MIN_CONCEPT_WORDS):
@@ -641,6 +705,9 @@ def build_queries(corpus: CodeCorpus, files: dict[str, str]) -> tuple[list[CodeQ
     for d in source_defs:
         if defined[d.name] == 1 and len(d.name) >= MIN_SYMBOL_CHARS and not d.name.startswith("_"):
             candidates["symbol"].append((d.name, (target(d),)))
+
+    if corpus.competitors:
+        _strip_copies(files, facts, candidates, first_party, strip)
 
     queries: list[CodeQuery] = []
     counts: dict[str, int] = {}
@@ -710,7 +777,14 @@ def build_set(corpus: CodeCorpus) -> CodeSet:
             return _load(data, corpus)
     source = corpus_tree(corpus)
     files = _read_tree(source)
+    if corpus.competitors:
+        # Line ends made LF (pendulum's sdist is CRLF, which the reader skips):
+        # every file is rewritten in the copy, the tokens unchanged.
+        files = {rel: text.replace("\r\n", "\n") for rel, text in files.items()}
     queries, stripped, counts = build_queries(corpus, files)
+    if corpus.competitors:
+        stripped = {**{rel: text for rel, text in files.items()
+                       if (source / rel).read_bytes().count(b"\r\n")}, **stripped}
     tree = SET_DIR / corpus.id
     if tree.exists():
         shutil.rmtree(tree)

@@ -1,6 +1,6 @@
 """Recall's hand constants, each turned off alone (issue 36): what each one is worth.
 
-    .venv/bin/python bench/recall_ablation.py [--variants NAME ...] [--sets set4,files]
+    .venv/bin/python bench/recall_ablation.py [--variants NAME ...] [--sets set4,files,pathclass]
                                               [--json bench/results/recall-ablation.json]
 
 Every variant is today's ``RankingConfig`` with one constant (or rule) set to
@@ -14,7 +14,17 @@ at query time on the same stores:
   chunk and by file (``score_hits``; the same hits both ways);
 * the files set's hand-written ten (bench/codesearch_files.py, by file,
   lexical; the public benchmark's five need annotations this machine lacks,
-  the held-out six trees not fetched here).
+  the held-out six trees not fetched here);
+* ``--sets pathclass``: the path-class set (``PATHCLASS_CORPORA`` in
+  bench/codesearch_corpora.py), whole package trees with vendored copies,
+  locale tables or ``.d.ts`` stubs beside first-party code, queries mined
+  from the first-party definitions only (set 4's miner), lexical and hybrid,
+  by chunk and by file. Only the three penalties these paths exist for are
+  judged there (``PATHCLASS_VARIANTS``; ``pathclass_verdict``): kept when
+  turning one off loses more than ``RETIRE_SLACK`` on a test project of its
+  class, in either mode or scoring. Beside it, its cost: the same trees with
+  the gold turned round (``PATHCLASS_COST``: the answer a vendored, locale or
+  stub file's own definition), reported, not judged.
 
 A rule that a mode never reads (the import boost, the pool and the named
 files are lexical's; the fusion and its pool hybrid's) is run in the modes
@@ -47,11 +57,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import codesearch  # noqa: E402
 import codesearch_files  # noqa: E402
 from codesearch import RECALL_MODE, embedding_variant, open_engine, pending_vectors, score_hits  # noqa: E402
-from codesearch_corpora import CODE_CORPORA  # noqa: E402
+from codesearch_corpora import CODE_CORPORA, PATHCLASS_CLASSES, PATHCLASS_CORPORA, PATHCLASS_COST  # noqa: E402
 from codesearch_set import build_set  # noqa: E402
 from corpora import CACHE_DIR  # noqa: E402
 
 from ctxls.index import ranking as ranking_module  # noqa: E402
+from ctxls.index.paths import path_class  # noqa: E402
 from ctxls.index.ranking import RankingConfig  # noqa: E402
 
 STATIC_MODEL = "ctxls-code-static-256"
@@ -146,11 +157,12 @@ def _with_variant(engine, variant: Variant, run):
             setattr(ranking_module, name, value)
 
 
-def run_set4(names: list[str], log) -> None:
-    """Every variant's per-query scores on set 4 (both splits), kept in SCORES."""
+def run_set4(names: list[str], log, corpora=CODE_CORPORA) -> None:
+    """Every variant's per-query scores on set 4 (both splits; ``corpora``:
+    another set's, the path-class set's), kept in SCORES."""
     done = _done()
     with embedding_variant(None, STATIC_MODEL) as store_variant:
-        for corpus in CODE_CORPORA:
+        for corpus in corpora:
             todo = [(v, m) for v in names for m in VARIANTS[v].modes if (v, corpus.id, m) not in done]
             if not todo:
                 continue
@@ -268,6 +280,8 @@ def deltas(done, variant: str) -> dict:
         base_rows = done.get(("default", corpus, mode))
         if name != variant or base_rows is None:
             continue
+        if corpus in PATHCLASS_IDS:
+            continue  # the path-class set's are counted apart (pathclass_figures)
         split = "files" if corpus.startswith("files-") else "held-out" if corpus.startswith("held-") \
             else next(c.split for c in CODE_CORPORA if c.id == corpus)
         key = split if split in ("files", "held-out") else f"{split} {mode}"
@@ -316,6 +330,86 @@ def verdict(delta: dict, bound: bool = False) -> tuple[str, list[str]]:
     return ("bound" if bound else "retire"), reasons
 
 
+# -- the path-class set -------------------------------------------------------------------
+
+PATHCLASS_IDS = frozenset(c.id for c in PATHCLASS_CORPORA + PATHCLASS_COST)
+# The penalties the path-class set is for: variant -> the class its projects stand for.
+PATHCLASS_VARIANTS = {"vendored_penalty": "vendored", "locale_penalty": "locale", "stub_penalty": "stub"}
+
+
+def _target_classes(corpus) -> dict[str, set[str]]:
+    """query id -> the path classes (vendored, stub, locale) of its targets' files."""
+    classes = {}
+    for q in build_set(corpus).queries:
+        kinds = [path_class(t.path) for t in q.targets]
+        classes[q.id] = {name for name, flag in (("vendored", any(k.vendored for k in kinds)),
+                                                 ("stub", any(k.stub for k in kinds)),
+                                                 ("locale", any(k.locale for k in kinds))) if flag}
+    return classes
+
+
+def pathclass_figures(done, variant: str, cost_of: str | None = None) -> dict | None:
+    """{project: {"class", "split", "queries", mode: {"chunk"|"file": NDCG@10}, "moved"}}
+    of the path-class set (``cost_of``: a class; its penalized-gold set instead,
+    the queries whose target is a file of that class), and per mode the
+    queries whose score moved against the defaults (id, chunk and file delta)."""
+    out = {}
+    for corpus in (PATHCLASS_COST if cost_of else PATHCLASS_CORPORA):
+        entry = {"class": PATHCLASS_CLASSES[corpus.name], "split": corpus.split}
+        keep = None
+        if cost_of:
+            keep = {qid for qid, kinds in _target_classes(corpus).items() if cost_of in kinds}
+            if not keep:
+                continue
+        moved = set()
+        for mode in MODES:
+            rows = done.get((variant, corpus.id, mode))
+            if rows is None:
+                return None
+            base = done.get(("default", corpus.id, mode)) or rows
+            pairs = [(a, b) for a, b in zip(rows, base) if keep is None or a[0] in keep]
+            entry["queries"] = len(pairs)
+            entry[mode] = {"chunk": _mean([a[1] for a, _ in pairs]), "file": _mean([a[2] for a, _ in pairs])}
+            moved |= {a[0] for a, b in pairs if a[1:] != b[1:]}
+            entry[f"{mode}_moved"] = [[a[0], round(a[1] - b[1], 4), round(a[2] - b[2], 4)]
+                                      for a, b in pairs if a[1:] != b[1:]]
+        entry["moved"] = len(moved)
+        out[corpus.name] = entry
+    return out
+
+
+def pathclass_delta(done, variant: str, cost_of: str | None = None) -> dict | None:
+    """Per project: off minus on (mode -> chunk/file), the queries moved."""
+    base = pathclass_figures(done, "default", cost_of)
+    mine = pathclass_figures(done, variant, cost_of)
+    if base is None or mine is None:
+        return None
+    out = {}
+    for name, entry in mine.items():
+        out[name] = {"class": entry["class"], "split": entry["split"], "queries": entry["queries"],
+                     "moved": entry["moved"],
+                     **{mode: {k: round(entry[mode][k] - base[name][mode][k], 4) for k in ("chunk", "file")}
+                        for mode in MODES}}
+    return out
+
+
+def pathclass_verdict(delta: dict, klass: str) -> tuple[str, list[str]]:
+    """("keep"|"retire"|"unmeasured", the figures that keep it), on the test
+    projects of the penalty's class: kept when off loses more than
+    RETIRE_SLACK on one of them (either mode, by chunk or by file);
+    "unmeasured" when no query of them moved. (The cost, on the
+    penalized-gold queries, is reported beside it, not judged: how often
+    the vendored, locale or stub code is what is asked for is not known.)"""
+    tests = {n: d for n, d in delta.items() if d["class"] == klass and d["split"] == "test"}
+    reasons = [f"{n} {mode} {k} {d[mode][k]:+.3f}" for n, d in tests.items()
+               for mode in MODES for k in ("chunk", "file") if d[mode][k] < -RETIRE_SLACK]
+    if reasons:
+        return "keep", reasons
+    if not any(d["moved"] for d in tests.values()):
+        return "unmeasured", reasons
+    return "retire", reasons
+
+
 def report(names: list[str]) -> dict:
     done = _done()
     out = {"figures": {"default": {"set4": set4_figures(done, "default"),
@@ -329,7 +423,50 @@ def report(names: list[str]) -> dict:
         decision, reasons = verdict(delta, VARIANTS[name].bound)
         out["variants"][name] = {"constant": VARIANTS[name].constant, "modes": list(VARIANTS[name].modes),
                                  "verdict": decision, "reasons": reasons, "delta": delta}
+    base = pathclass_figures(done, "default")
+    if base is not None:
+        out["pathclass"] = {"default": {n: {k: v for k, v in e.items() if not k.endswith("_moved")}
+                                        for n, e in base.items()}, "variants": {}}
+        for name in names:
+            delta = pathclass_delta(done, name) if name in PATHCLASS_VARIANTS else None
+            if delta is None:
+                continue
+            klass = PATHCLASS_VARIANTS[name]
+            decision, reasons = pathclass_verdict(delta, klass)
+            cost = pathclass_delta(done, name, cost_of=klass)
+            out["pathclass"]["variants"][name] = {
+                "constant": VARIANTS[name].constant, "class": klass,
+                "verdict": decision, "reasons": reasons, "delta": delta,
+                "moved_queries": {f"{n} {m}": e[f"{m}_moved"]
+                                  for n, e in pathclass_figures(done, name).items()
+                                  for m in MODES if e[f"{m}_moved"]},
+                # Off minus on where the answer is a file of the penalty's class.
+                "cost_delta": cost,
+                "cost_moved_queries": cost and {f"{n} {m}": e[f"{m}_moved"]
+                                                for n, e in pathclass_figures(done, name, klass).items()
+                                                for m in MODES if e[f"{m}_moved"]}}
+            out["pathclass"].setdefault("cost_default", {})[klass] = {
+                n: {k: v for k, v in e.items() if not k.endswith("_moved")}
+                for n, e in (pathclass_figures(done, "default", klass) or {}).items()}
     return out
+
+
+def pathclass_table(result: dict) -> str:
+    """A markdown line per (penalty, project): off minus on, lexical and hybrid by chunk / by file."""
+    lines = ["| penalty | project (class, split, queries) | moved | lexical chunk / file | "
+             "hybrid chunk / file | verdict |", "|---|---|---:|---|---|---|"]
+    for name, v in result.get("pathclass", {}).get("variants", {}).items():
+        for project, d in v["delta"].items():
+            lines.append(f"| {v['constant']} | {project} ({d['class']}, {d['split']}, {d['queries']}) | "
+                         f"{d['moved']} | {d['lexical']['chunk']:+.3f} / {d['lexical']['file']:+.3f} | "
+                         f"{d['hybrid']['chunk']:+.3f} / {d['hybrid']['file']:+.3f} | "
+                         f"{v['verdict'] if d['class'] == v['class'] else ''} |")
+        for project, d in (v.get("cost_delta") or {}).items():
+            lines.append(f"| {v['constant']} | cost: {project} ({v['class']} gold, {d['split']}, "
+                         f"{d['queries']}) | {d['moved']} | "
+                         f"{d['lexical']['chunk']:+.3f} / {d['lexical']['file']:+.3f} | "
+                         f"{d['hybrid']['chunk']:+.3f} / {d['hybrid']['file']:+.3f} | |")
+    return "\n".join(lines)
 
 
 def table(result: dict) -> str:
@@ -351,7 +488,7 @@ def table(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS))
-    parser.add_argument("--sets", default="set4,files", help="of set4, files, held-out")
+    parser.add_argument("--sets", default="set4,files", help="of set4, files, held-out, pathclass")
     parser.add_argument("--report-only", action="store_true")
     parser.add_argument("--json", help="write the figures, deltas and verdicts here")
     args = parser.parse_args(argv)
@@ -370,8 +507,12 @@ def main(argv: list[str] | None = None) -> int:
             run_files(names, log, held_out=True)
         if "set4" in sets:
             run_set4(names, log)
+        if "pathclass" in sets:
+            run_set4(names, log, corpora=PATHCLASS_CORPORA + PATHCLASS_COST)
     result = report(names)
     print(table(result))
+    if "pathclass" in result:
+        print(pathclass_table(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1), encoding="utf-8")
     return 0

@@ -139,7 +139,8 @@ def _cited_decisions() -> list[tuple[str, str]]:
     cite = re.compile(r'docs/decisions\.md,\s*(?:#\s*)?"([^"]+)"')
     found = []
     for path in [*ROOT.glob("*/**/*.py"), *ROOT.glob("**/*.md")]:
-        if ".venv" in path.parts or ".e2e" in path.parts:
+        # bench/.cache holds fetched third-party trees (any encoding), not the tree's text.
+        if ".venv" in path.parts or ".e2e" in path.parts or ".cache" in path.parts:
             continue
         for match in cite.finditer(path.read_text(encoding="utf-8")):
             # A title broken over comment lines: drop the line ends and comment marks.

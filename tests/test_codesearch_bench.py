@@ -10,6 +10,7 @@ import json
 import math
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -265,3 +266,67 @@ def test_scores_json_has_a_row_per_variant_mode_and_query():
          "query": "retry uploads", "ndcg": 0.5},
         {"variant": "x=1", "mode": "hybrid", "project": project.name, "category": "symbol",
          "query": "Session", "ndcg": 0.25}]
+
+
+WATCH_JS = '''/**
+ * Watch the given folders and report every file change to the listener.
+ */
+function watchFiles(folders, listener) {
+  const seen = new Set();
+  folders.forEach((f) => seen.add(f));
+  return seen;
+}
+'''
+WATCH_DTS = '''/**
+ * Watch the given folders and report every file change to the listener.
+ */
+export function watchFiles(folders: string[], listener: Function): Set<string>;
+'''
+VENDOR_JS = '''/**
+ * Parse the glob pattern into a list of path segments for matching.
+ */
+function parseGlobPattern(pattern) {
+  const parts = pattern.split("/");
+  parts.push("");
+  return parts;
+}
+'''
+
+
+def test_path_class_set_mines_first_party_gold_and_blanks_its_copies():
+    files = {"lib/watch.js": WATCH_JS, "types/index.d.ts": WATCH_DTS, "vendor/glob.js": VENDOR_JS}
+    corpus = CodeCorpus("demo", "javascript", "npm", "demo", "1.0", "dev", competitors=True)
+    queries, stripped, _ = build_queries(corpus, files)
+    assert queries and all(t.path == "lib/watch.js" for q in queries for t in q.targets)
+    # The stub's namesake does not make the name ambiguous: the penalties are about it.
+    assert "watchFiles" in {q.query for q in queries if q.kind == "symbol"}
+    sentence = "Watch the given folders and report every file change to the listener."
+    assert sentence in {q.query for q in queries if q.kind == "description"}
+    # Blanked in the target and in the stub that repeats it, lines kept.
+    assert sentence not in stripped["lib/watch.js"] and sentence not in stripped["types/index.d.ts"]
+    assert len(stripped["types/index.d.ts"].split("\n")) == len(WATCH_DTS.split("\n"))
+    # Without competitors (set 4) the stub's copy is left as it is, and the vendored file is mined.
+    plain, plain_stripped, _ = build_queries(CodeCorpus("demo", "javascript", "npm", "demo", "1.0", "dev"),
+                                             files)
+    assert "types/index.d.ts" not in plain_stripped
+    assert "vendor/glob.js" in {t.path for q in plain for t in q.targets}
+    # The cost side: the penalized files' own definitions, never a first-party name.
+    cost, _, _ = build_queries(replace(corpus, gold="penalized"), files)
+    targets = {t.path for q in cost for t in q.targets}
+    assert targets == {"vendor/glob.js"}
+    assert "watchFiles" not in {q.query for q in cost}
+
+
+def test_path_class_verdict_keeps_only_a_test_gain_of_its_class():
+    from recall_ablation import pathclass_verdict
+
+    def row(klass, split, delta, moved):
+        figures = {"chunk": delta, "file": delta}
+        return {"class": klass, "split": split, "queries": 10, "moved": moved,
+                "lexical": figures, "hybrid": figures}
+    # A dev gain alone, or another class's test gain, keeps nothing.
+    assert pathclass_verdict({"a": row("stub", "dev", -0.05, 3), "b": row("stub", "test", 0.0, 0),
+                              "c": row("locale", "test", -0.05, 3)}, "stub")[0] == "unmeasured"
+    assert pathclass_verdict({"b": row("stub", "test", -0.001, 2)}, "stub")[0] == "retire"
+    decision, reasons = pathclass_verdict({"b": row("stub", "test", -0.01, 2)}, "stub")
+    assert decision == "keep" and reasons

@@ -32,7 +32,8 @@ COLUMNS = ["project", "version or commit", "source", "role", "set(s) that use it
 # string or a collection) must be listed in projects.md and checked below.
 CHECKED_TABLES = {
     ("corpora", "CORPORA"), ("corpora", "QUALITY_CORPORA"), ("codesearch_corpora", "CODE_CORPORA"),
-    ("codesearch_corpora", "HELD_OUT_CORPORA"), ("codesearch_files", "PROJECTS"),
+    ("codesearch_corpora", "HELD_OUT_CORPORA"), ("codesearch_corpora", "PATHCLASS_CORPORA"),
+    ("codesearch_files", "PROJECTS"),
     ("impact", "QUALITY_CORPORA"), ("impact", "TS_CORPORA"), ("semantic", "TEXT_CORPORA"),
     ("semantic", "PERF_CORPUS"), ("assemble", "CORPORA"), ("locate", "ALLOWED_REPOS"),
     ("locate", "RELEASE_PROJECTS"), ("codesearch_lang", "PROJECTS"),
@@ -107,6 +108,9 @@ def required_projects() -> list[tuple[str, str | None, str | None, str]]:
     for corpus in codesearch_corpora.HELD_OUT_CORPORA:
         need.append((corpus.name, corpus.version, SPLIT_ROLE[corpus.split],
                      "codesearch_corpora.HELD_OUT_CORPORA"))
+    for corpus in codesearch_corpora.PATHCLASS_CORPORA:
+        need.append((corpus.name, corpus.version, SPLIT_ROLE[corpus.split],
+                     "codesearch_corpora.PATHCLASS_CORPORA"))
     for corpus in embed_train._corpora():
         need.append((corpus.name, corpus.version, "train", "embed_train._corpora()"))
     for project in files.PROJECTS:
