@@ -19,8 +19,8 @@ from typing import Callable, Iterator
 from ctxls.index.cancel import cancel_requested, check_cancelled
 from ctxls.index.chunker import chunk_file
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
-                                   discover, looks_binary, pathspec_matcher, read_source,
-                                   stat_signature)
+                                   discover, looks_binary, looks_minified, pathspec_matcher,
+                                   read_source, stat_signature)
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ParsedFile, content_hash
 from ctxls.index.store import Connection, FileRecord, FileState, Store, now_ms
@@ -285,8 +285,11 @@ class Indexer:
         limit = self.options.max_file_bytes
         too_large = len(text) > limit or (4 * len(text) > limit
                                           and len(text.encode("utf-8", "surrogatepass")) > limit)
-        if too_large or looks_binary(text):  # the rules a file on disk is held to
-            self.skipped[path] = "too large" if too_large else "binary"
+        # The rules a file on disk is held to.
+        reason = ("too large" if too_large else "binary" if looks_binary(text)
+                  else "minified" if looks_minified(path, text) else None)
+        if reason is not None:
+            self.skipped[path] = reason
             with self._writing([path]) as conn:
                 return self.store.delete_file(conn, path)
         self.skipped.pop(path, None)

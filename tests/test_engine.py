@@ -65,6 +65,36 @@ def test_read_source_reasons(plain: Path):
     assert read_source(plain, "gone.py", 1000) == Skipped("gone.py", "vanished")
 
 
+# A bundle as themes and docs copy it in: one statement per line at most a few.
+_MINIFIED = "!function(e,t){" + ";".join(f"e.fn{i}=function(a){{return a+{i}}}" for i in range(400)) + "}(window);\n"
+
+
+def test_a_minified_script_is_left_out_whatever_its_name(plain: Path):
+    # Hand-written code with one long line (a data table) among many is source.
+    table = "const TABLE = [" + ",".join(str(i) for i in range(2000)) + "];\n"
+    written = table + "".join(f"export function f{i}(a) {{\n  return TABLE[a] + {i};\n}}\n"
+                              for i in range(300))
+    write_tree(plain, {"static/jquery.js": _MINIFIED, "theme/site.css": "a{b:c}" * 1200,
+                       "src/table.js": written, "pkg/data.py": "X = '" + "x" * 9000 + "'\n"})
+    assert read_source(plain, "static/jquery.js", 1 << 20) == Skipped("static/jquery.js", "minified")
+    assert read_source(plain, "theme/site.css", 1 << 20) == Skipped("theme/site.css", "minified")
+    assert not isinstance(read_source(plain, "src/table.js", 1 << 20), Skipped)
+    assert not isinstance(read_source(plain, "pkg/data.py", 1 << 20), Skipped)  # only scripts and styles
+    engine = Engine(plain, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        skipped = {s["path"]: s["reason"] for s in engine.status()["skipped"]["files"]}
+        assert skipped.get("static/jquery.js") == "minified"
+        hits = [h for hs in engine.recall("fn17 function", n=10).hits_by_kind.values() for h in hs]
+        assert hits and "static/jquery.js" not in {h.path for h in hits}
+        assert engine.store.file_state("src/table.js") is not None
+        # An editor's buffer of it follows the file's rule.
+        engine.set_buffer("static/jquery.js", _MINIFIED)
+        assert engine.store.file_state("static/jquery.js") is None
+    finally:
+        engine.close()
+
+
 def test_relative_path_refuses_escapes(plain: Path, tmp_path: Path):
     (plain / "link").symlink_to(tmp_path)
     assert relative_path(plain, "pkg/session.py") == "pkg/session.py"
