@@ -27,6 +27,7 @@ import posixpath
 
 from tree_sitter import Node
 
+from ctxls.index.discovery import looks_minified
 from ctxls.index.engine import Engine
 
 from . import index_view, syntax
@@ -76,11 +77,14 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
             self._read.setdefault(path, text)
 
     def source(self, path: str) -> SourceFile | None:
-        """The file's current text (buffer or disk), parsed; None if unreadable."""
+        """The file's current text (buffer or disk), parsed; None if unreadable
+        or a minified bundle (left out of the index: no caller lives there)."""
         if path not in self._files:
             text = self._read.pop(path, None)
             if text is None:
                 text = self.engine.current_text(path)
+            if text is not None and looks_minified(path, text):
+                text = None
             self._files[path] = (self._sources.get(f"{self.engine.root}\0{path}", path, text)
                                  if text is not None else None)
         return self._files[path]

@@ -301,3 +301,25 @@ def test_a_buffer_indexed_during_the_first_pass_keeps_the_pass_s_import_map(plai
     assert imports_of(reader, "pkg/a.py") == {"pkg/b.py"}
     assert imports_of(reader, "pkg/new.py") == {"pkg/b.py"}
     engine.close()
+
+
+def test_impact_reads_no_caller_in_a_minified_bundle(plain: Path):
+    from ctxls.impact.analysis import analyze
+
+    bundle = "!function(w){" + ";".join(f"w.a{i}=renderWidget({i})" for i in range(400)) + "}(window);\n"
+    write_tree(plain, {"src/app.js": "export function renderWidget(a) {\n  return a + 1;\n}\n",
+                       "src/main.js": "import { renderWidget } from './app.js';\n\nrenderWidget(1);\n",
+                       "static/bundle.js": bundle})
+    engine = Engine(plain, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        impact = analyze(engine, "renderWidget")
+        assert impact is not None and {c.path for c in impact.callers} == {"src/main.js"}
+        # Its 400 calls count nowhere: the answer is the one without the bundle.
+        (plain / "static" / "bundle.js").unlink()
+        engine.index()
+        without = analyze(engine, "renderWidget")
+        assert (impact.ref_count, impact.mention_kinds, impact.unconfirmed) == (
+            without.ref_count, without.mention_kinds, without.unconfirmed)
+    finally:
+        engine.close()
