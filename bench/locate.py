@@ -212,7 +212,7 @@ def walk(repo: str, name: str, label: str, tree: Path, tasks: list[dict], order,
             with_vectors = embed_pool is not None and task["split"] in embed_splits
             if with_vectors:
                 conn = engine.store.reader()
-                pool = best_files(locator.evidence(conn, task["text"]), embed_pool)
+                pool = best_files(locator.evidence(conn, task["text"]), embed_pool, task["text"])
                 started = time.perf_counter()
                 count = embed_files(engine, conn, pool)
                 embedded = {"embedded": count, "embed_s": round(time.perf_counter() - started, 1)}
@@ -462,7 +462,7 @@ def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
     extra = {}
     if semantic is not None:
         # How many of the re-ranked files' code chunks have a vector (the rest count nothing).
-        pool = best_files(locator.evidence(conn, task["text"]), locator.config.semantic_pool)
+        pool = best_files(locator.evidence(conn, task["text"]), locator.config.semantic_pool, task["text"])
         extra["pool_chunks"], extra["pool_vectors"] = conn.execute(
             f"SELECT count(*), count(v.text_hash) FROM chunks c JOIN files f ON f.id = c.file_id "
             f"LEFT JOIN vectors v ON v.text_hash = c.embed_hash WHERE c.kind = 'code' "
@@ -500,7 +500,7 @@ def embed_candidates(tasks: list[dict], pool: int, embed_model: str | None = Non
             for task in tasks:
                 if task["split"] == split:
                     files = locator.evidence(conn, task["text"])
-                    wanted |= set(best_files(files, pool))
+                    wanted |= set(best_files(files, pool, task["text"]))
             listed = sorted(wanted - done)
             done |= wanted
             started = time.perf_counter()
@@ -528,8 +528,10 @@ def plain_bm25_files(conn, text: str) -> list[str]:
 
 # -- scoring ---------------------------------------------------------------------------------
 
-def best_files(files: dict[str, FileEvidence], n: int) -> list[str]:
-    return [s.path for s in rank(shipped_scorer(), {p: ev.signals for p, ev in files.items()}, n)]
+def best_files(files: dict[str, FileEvidence], n: int, text: str) -> list[str]:
+    """The best ``n`` files by the lexical signals for ``text`` (those to embed)."""
+    return [s.path for s in rank(shipped_scorer(), {p: ev.signals for p, ev in files.items()}, n,
+                                 terms=text_terms(text))]
 
 
 def ranked_from_evidence(evidence: dict, text: str, semantic: bool = True) -> list[str]:
@@ -596,7 +598,8 @@ def evaluate(embed_model: str | None = None) -> None:
                   f"{sum(r['pool_vectors'] for r in embedded)} of {sum(r['pool_chunks'] for r in embedded)}")
     texts = task_texts()
     methods = {
-        "locate (lexical), engine defaults": lambda r: ranked_from_evidence(r["evidence"], texts[r["id"]], False),
+        "locate (lexical), engine defaults": lambda r: ranked_from_evidence(
+            r["evidence"], texts[r["id"]], False),
         "locate (embeddings on), engine defaults": lambda r: (
             ranked_from_evidence(r["evidence"], texts[r["id"]]) if has_semantic(r) else None),
         "locate (lexical), dev-chosen variant": lambda r: ranked_from_evidence(
