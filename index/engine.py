@@ -568,6 +568,11 @@ class Engine:
             retry = (total - done) / rate if rate else max(self.options.ready_wait_s, 1.0)
             raise IndexNotReady(str(self.root), done, total, max(1, round(retry)))
         self._pass_idle.wait(max(deadline - time.monotonic(), 0.0))
+        # The request's snapshot may predate the pass it waited for (a read
+        # before this wait took it): renewed, its reads see the pass. Without
+        # this a `get` of a fresh session answered "not found" for a file the
+        # first pass had just indexed.
+        self.store.renew_snapshot()
 
     def index(self, pathspecs: list[str] | None = None, force: bool = False,
               progress: ProgressCallback | None = None) -> IndexStats:

@@ -323,3 +323,18 @@ def test_impact_reads_no_caller_in_a_minified_bundle(plain: Path):
             without.ref_count, without.mention_kinds, without.unconfirmed)
     finally:
         engine.close()
+
+
+def test_a_request_that_waits_for_the_first_pass_reads_what_it_indexed(plain: Path):
+    """The first request of a session without a daemon (`ctxls mcp
+    --no-daemon`) waits for the first pass; its snapshot, taken by a read
+    before the wait, was read after it: an indexed file was "not found"."""
+    from ctxls.daemon.client import EngineAccess
+
+    access = EngineAccess(plain, use_daemon=False)
+    try:
+        access.host()
+        item = access.request("ctxls/get", {"id": "pkg/retry.py", "startLine": 0})
+        assert item is not None and item["id"] == "pkg/retry.py"
+    finally:
+        access.close()
