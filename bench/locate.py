@@ -438,7 +438,11 @@ def embed_files(engine: Engine, conn, paths: list[str]) -> int:
 VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)},
             # Term shares: how common a term of the text / title may be.
             "text terms 50%": {"max_term_share": 0.5},
-            "title terms 100%": {"max_title_term_share": 1.0}}
+            "title terms 100%": {"max_title_term_share": 1.0},
+            # How much less each frame out from the deepest in-repo one counts.
+            "frame decay 0.3": {"frame_decay": 0.3},
+            "frame decay 0.8": {"frame_decay": 0.8},
+            "frame decay 1.0": {"frame_decay": 1.0}}
 
 
 def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
