@@ -442,7 +442,10 @@ VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)},
             # How much less each frame out from the deepest in-repo one counts.
             "frame decay 0.3": {"frame_decay": 0.3},
             "frame decay 0.8": {"frame_decay": 0.8},
-            "frame decay 1.0": {"frame_decay": 1.0}}
+            "frame decay 1.0": {"frame_decay": 1.0},
+            # A name defined in more files than this names nothing in particular.
+            "definitions 6": {"max_definitions": 6},
+            "definitions 24": {"max_definitions": 24}}
 
 
 def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
