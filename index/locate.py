@@ -59,28 +59,36 @@ class Locator:
     def config(self) -> SignalConfig:
         return self.signals.config
 
-    def evidence(self, conn, text: str,
-                 semantic: SemanticIndex | None = None) -> dict[str, FileEvidence]:
+    def evidence(self, conn, text: str, semantic: SemanticIndex | None = None,
+                 terms: frozenset[str] | None = None) -> dict[str, FileEvidence]:
         """Every candidate file with its signals and reasons (the raw part of
         its feature record); with a semantic index, ``semantic`` on the best
         files by the other signals. Each candidate's ``history`` holds its
-        git-history features (locate_history.py; all 0 without a repository)."""
+        git-history features (locate_history.py; all 0 without a repository).
+        ``terms``: the text's (``text_terms``), when the caller has them."""
         history = self.history.current()
-        files = self.signals.evidence(conn, text, semantic, lambda fs, n: self._best(fs, n, history, text))
-        for path, features in history.annotate(text, files).items():
+        terms = text_terms(text) if terms is None else terms
+        annotated: dict[str, dict[str, float]] = {}
+
+        def best(files: dict[str, FileEvidence], n: int) -> list[str]:
+            # Every candidate is in by now (``semantic`` adds none): annotated once.
+            annotated.update(history.annotate(text, files))
+            inputs = {p: ev.signals | annotated[p] for p, ev in files.items()}
+            return [s.path for s in rank(self.scorer, inputs, n, terms=terms)]
+
+        files = self.signals.evidence(conn, text, semantic, best)
+        if annotated.keys() != files.keys():  # no semantic pass asked for the best files
+            annotated = history.annotate(text, files)
+        for path, features in annotated.items():
             files[path].history = features
         return files
 
-    def _best(self, files: dict[str, FileEvidence], n: int, history, text: str) -> list[str]:
-        annotated = history.annotate(text, files)
-        inputs = {p: ev.signals | annotated[p] for p, ev in files.items()}
-        return [s.path for s in rank(self.scorer, inputs, n, terms=text_terms(text))]
-
     def locate(self, conn, text: str, n: int = 10, include_tests: bool = False,
                max_chunks: int = 3, semantic: SemanticIndex | None = None) -> list[LocatedFile]:
-        files = self.evidence(conn, text, semantic)
+        terms = text_terms(text)
+        files = self.evidence(conn, text, semantic, terms)
         ranked = rank(self.scorer, {p: ev.signals | ev.history for p, ev in files.items()}, n,
-                      include_tests, text_terms(text))
+                      include_tests, terms)
         out: list[LocatedFile] = []
         for scored in ranked:
             evidence = files[scored.path]
