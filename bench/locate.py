@@ -1,4 +1,4 @@
-"""Locate quality and speed on real issues: SWE-bench Lite tasks of four
+"""Locate quality and speed on real issues: SWE-bench Lite tasks of the
 allowed repositories, with the gold files of each task's merged fix.
 
 Tasks come from LocAgent's published outputs (the ``fetch``ed snapshot of
@@ -29,14 +29,15 @@ on mined fix commits, not here), picks the variant on the dev tasks, and
 prints Acc@1/3/5/10 (every gold file in the top k) and MRR (of the first gold
 file) on dev and test.
 
-django is reserved for independent evaluation: its tasks are not in the set
-(they were answered on the django release tree until 2026-12-04). That tree
+django and matplotlib are reserved for independent evaluation: their tasks
+are not in the set (answered until 2026-12-04; matplotlib's release trees and
+answers were deleted). django's release tree
 serves speed only: ``--latency`` times ``Engine.locate`` on it with the set's
 issue texts (``--embeddings``: with the vectors ``--embed-candidates``
 embedded for each text's best files by the lexical signals).
 
-scikit-learn's and matplotlib's snapshots are too large to fetch here; ``--releases``
-answers their tasks on PyPI release trees, each task on the newest release
+scikit-learn's snapshot is too large to fetch here; ``--releases``
+answers its tasks on PyPI release trees, each task on the newest release
 its gold patch applies to (:func:`choose_releases`), walked oldest release
 first on one working tree re-indexed incrementally, like a snapshot's walk.
 
@@ -85,7 +86,7 @@ LOCAGENT_FILE = "evaluation/loc_output/locagent/claude_3-5/loc_outputs.jsonl"
 # The only repositories whose tasks this benchmark reads.
 # django/django's tasks left the set on 2026-12-04: django is reserved for
 # independent evaluation (its tree serves --latency only).
-ALLOWED_REPOS = ("sympy/sympy", "scikit-learn/scikit-learn", "matplotlib/matplotlib")
+ALLOWED_REPOS = ("sympy/sympy", "scikit-learn/scikit-learn")
 PLAIN_BM25 = RankingConfig(symbol_weight=1.0, path_weight=1.0, body_weight=1.0, import_boost=0.0)
 KS = (1, 3, 5, 10)
 # Files kept per task and method (enough for Acc@10 and MRR over a long tail).
@@ -231,12 +232,12 @@ def walk(repo: str, name: str, label: str, tree: Path, tasks: list[dict], order,
     return results
 
 
-# scikit-learn's and matplotlib's snapshots are too large to fetch here, like
-# django's. Their tasks are answered on PyPI release trees instead, each on the
+# scikit-learn's snapshot is too large to fetch here, like django's. Its
+# tasks are answered on PyPI release trees instead, each on the
 # newest release its gold patch applies to: the code just before the fix, as
 # near the base commit as releases come (unlike django's one later tree, the
 # fix is not in it).
-RELEASE_PROJECTS = {"scikit-learn/scikit-learn": "scikit-learn", "matplotlib/matplotlib": "matplotlib"}
+RELEASE_PROJECTS = {"scikit-learn/scikit-learn": "scikit-learn"}
 
 
 def gold_patches(repos) -> dict[str, str]:
@@ -445,7 +446,9 @@ VARIANTS = {"best chunk only": {"chunk_shares": (1.0,)},
             "frame decay 1.0": {"frame_decay": 1.0},
             # A name defined in more files than this names nothing in particular.
             "definitions 6": {"max_definitions": 6},
-            "definitions 24": {"max_definitions": 24}}
+            "definitions 24": {"max_definitions": 24},
+            # A path the text names only in its code counts this share.
+            "code-only path 1.0": {"code_only_path": 1.0}}
 
 
 def answer_task(engine: Engine, locator: Locator, task: dict, label: str,
