@@ -43,6 +43,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+import numpy as np
+
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.languages import chunk_kind_for_path, language_for_path
 from ctxls.index.locate_history import HISTORY_FEATURES, git_base, read_history
@@ -477,6 +479,88 @@ def add_history(path: Path) -> int:
     return len(todo)
 
 
+def semantic_path(repo: str, model: str, data_dir: Path = DATA_DIR) -> Path:
+    return data_dir / f"semantic-{model}" / f"{repo.replace('/', '+')}.jsonl"
+
+
+class _Blobs:
+    """Files of a snapshot at any commit, through one ``git cat-file --batch``."""
+
+    def __init__(self, git_dir: Path):
+        self._process = subprocess.Popen(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def read(self, commit: str, path: str) -> str | None:
+        self._process.stdin.write(f"{commit}:{path}\n".encode())
+        self._process.stdin.flush()
+        header = self._process.stdout.readline().split()
+        if len(header) < 3 or header[1] != b"blob":
+            return None
+        data = self._process.stdout.read(int(header[2]) + 1)[:-1]
+        return data.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        self._process.stdin.close()
+        self._process.wait()
+
+
+def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: Path = DATA_DIR) -> int:
+    """Locate's ``semantic`` signal for each task of a feature file, as the
+    product computes it with ``model``'s vectors (``LocateSignals.
+    _semantic_evidence``): the text's title and opening prose against the code
+    chunks of the best ``semantic_pool`` files by the shipped scorer, the
+    chunks being the chunker's of each file at the parent commit. Written
+    beside the dumps (``semantic_path``), so they stay embeddings-off; the
+    trainer reads them with ``--semantic``. Returns how many tasks were added."""
+    from ctxls.index.chunker import chunk_file
+    from ctxls.index.embed_text import embedding_text
+    from ctxls.index.embeddings import load_embedder
+    from ctxls.index.locate_scorer import shipped_scorer
+    from ctxls.index.locate_signals import SignalConfig
+    from ctxls.index.locate_text import read_issue, semantic_query
+
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out = semantic_path(rows[0]["project"], model, data_dir) if rows else None
+    if out is None:
+        return 0
+    done = set()
+    if out.exists():
+        done = {json.loads(line)["commit"] for line in out.read_text().splitlines() if line.strip()}
+    todo = [r for r in rows if r["commit"] not in done]
+    if not todo:
+        return 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    config, scorer, embedder = SignalConfig(), shipped_scorer(), load_embedder(model)
+    blobs = _Blobs(git_dir or snapshot_dir(rows[0]["project"]))
+    vectors: dict[tuple[str, str], np.ndarray] = {}  # (path, text hash) -> its code chunks' vectors
+    try:
+        for row in todo:
+            inputs = {c["path"]: c["signals"] for c in row["candidates"]}
+            pool = [s.path for s in rank(scorer, inputs, config.semantic_pool, terms=text_terms(row["text"]))]
+            query = embedder.embed_query(semantic_query(read_issue(row["text"]), config.semantic_query_words))
+            aggregated: dict[str, float] = {}
+            for file in pool:
+                text = blobs.read(row["parent"], file)
+                if text is None:
+                    continue
+                key = (file, hashlib.sha256(text.encode()).hexdigest())
+                if key not in vectors:
+                    chunks = [c for c in chunk_file(file, text).chunks if c.kind == "code"]
+                    vectors[key] = embedder.embed([embedding_text(file, c.symbol, c.text) for c in chunks])
+                if not len(vectors[key]):
+                    continue
+                scores = sorted(np.maximum(vectors[key] @ query, 0.0).tolist(), reverse=True)
+                aggregated[file] = sum(share * s for share, s in zip(config.chunk_shares, scores))
+            top = max(aggregated.values(), default=0.0) or 1.0
+            line = {"commit": row["commit"], "model": model,
+                    "semantic": {p: round(v / top, 5) for p, v in aggregated.items()}}
+            with out.open("a") as sink:
+                sink.write(json.dumps(line) + "\n")
+    finally:
+        blobs.close()
+    return len(todo)
+
+
 @functools.cache
 def tracked_files(repo: Repo) -> int:
     return len(git(snapshot_dir(repo.name), "ls-tree", "-r", "--name-only", repo.head).splitlines())
@@ -579,6 +663,8 @@ def main() -> None:
     parser.add_argument("--splits", default="dev,test,train", help="--dump: these splits' projects")
     parser.add_argument("--history", action="store_true",
                         help="set the git-history features of dumped rows that lack them")
+    parser.add_argument("--semantic", metavar="MODEL",
+                        help="write locate's semantic signal with MODEL's vectors beside the dumps")
     parser.add_argument("--evaluate", action="store_true", help="today's Acc@k and MRR on dev and test")
     args = parser.parse_args()
     chosen = [r for r in PROJECTS if not args.project or r.name in args.project]
@@ -611,6 +697,12 @@ def main() -> None:
             path = features_path(repo.name)
             if split_of(repo.name) in splits and path.exists():
                 print(f"{repo.name}: history of {add_history(path)} rows set", flush=True)
+    if args.semantic:
+        splits = set(args.splits.split(","))
+        for repo in chosen:
+            path = features_path(repo.name)
+            if split_of(repo.name) in splits and path.exists():
+                print(f"{repo.name}: semantic of {add_semantic(path, args.semantic)} tasks", flush=True)
     if args.evaluate:
         rows = read_features((DEV, TEST))
         figures = baseline(rows)

@@ -107,26 +107,57 @@ def hand_scores(commit: dict) -> list[float]:
 
 
 _HISTORY_COLUMNS = [FEATURES.index(f) for f in HISTORY_FEATURES]
+_SEMANTIC_COLUMN = FEATURES.index("semantic")
 
 
-def commit_records(commit: dict, history: bool = True) -> np.ndarray:
+def commit_records(commit: dict, history: bool = True, semantic: bool = True) -> np.ndarray:
     """The records of a commit's candidates, in the dump's order; without
-    ``history`` the git-history features read 0 (a checkout without .git)."""
+    ``history`` the git-history features read 0 (a checkout without .git),
+    without ``semantic`` the semantic signal does (embeddings off)."""
     paths, found = records({c["path"]: c["signals"] for c in commit["candidates"]},
                            terms=text_terms(commit["text"]))
     at = {p: i for i, p in enumerate(paths)}
     out = found[[at[c["path"]] for c in commit["candidates"]]]
     if not history:
         out[:, _HISTORY_COLUMNS] = 0.0
+    if not semantic:
+        out[:, _SEMANTIC_COLUMN] = 0.0
     if WITHOUT:
         out[:, WITHOUT] = 0.0
     return out
 
 
-def history_dropped(commit: dict, share: float) -> bool:
+def history_dropped(commit: dict, share: float, salt: str = "") -> bool:
     """Whether a training commit is seen without its history (a share of
-    them, by a hash of the commit: the same ones every run)."""
-    return int(hashlib.sha256(commit["commit"].encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < share
+    them, by a hash of the commit: the same ones every run); another ``salt``
+    draws another share (the semantic signal's)."""
+    return int(hashlib.sha256((commit["commit"] + salt).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < share
+
+
+def add_semantic(commits: list[dict], folder: str) -> str:
+    """Each candidate's ``semantic`` signal from ``bench/locate_commits.py
+    --semantic``'s files in ``folder`` (the dumps are answered with
+    embeddings off); returns an id of those files."""
+    digest = hashlib.sha256()
+    values: dict[str, dict[str, float]] = {}
+    for name in sorted(glob.glob(str(Path(folder) / "*.jsonl"))):
+        data = Path(name).read_bytes()
+        digest.update(Path(name).name.encode() + b"\0" + data)
+        for line in data.decode().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                values[row["commit"]] = row["semantic"]
+    missing = 0
+    for commit in commits:
+        found = values.get(commit["commit"])
+        missing += found is None
+        for c in commit["candidates"]:
+            c["signals"] = {k: v for k, v in c["signals"].items() if k != "semantic"}
+            if found and found.get(c["path"]):
+                c["signals"]["semantic"] = found[c["path"]]
+    if missing:
+        print(f"--semantic: {missing} of {len(commits)} commits have no semantic signal", file=sys.stderr)
+    return digest.hexdigest()[:16]
 
 
 def labels(commit: dict) -> np.ndarray:
@@ -165,6 +196,8 @@ def objective(m: dict) -> tuple:
 # and whether the history features are used at all (--no-history).
 HISTORY_DROP = [0.0]
 USE_HISTORY = [True]
+# The share of training commits seen with embeddings off (--semantic-drop).
+SEMANTIC_DROP = [0.0]
 # Features read as 0 everywhere (--without: an ablation).
 WITHOUT: list[int] = []
 
@@ -177,7 +210,8 @@ def training_rows(commits: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         y = labels(commit)
         if not y.any():
             continue
-        x = commit_records(commit, USE_HISTORY[0] and not history_dropped(commit, HISTORY_DROP[0]))
+        x = commit_records(commit, USE_HISTORY[0] and not history_dropped(commit, HISTORY_DROP[0]),
+                           not history_dropped(commit, SEMANTIC_DROP[0], "semantic"))
         hand = np.asarray(hand_scores(commit))
         keep = np.argsort(-hand, kind="stable")[:TRAIN_CANDIDATES]
         keep = np.union1d(keep, np.flatnonzero(y))
@@ -369,10 +403,11 @@ def project_folds(commits: list[dict], folds: int) -> list[int]:
     return [int(hashlib.sha256(c["project"].encode()).hexdigest()[:8], 16) % folds for c in commits]
 
 
-def scores_of(model: dict, commits: list[dict], history: bool | None = None) -> list[np.ndarray]:
+def scores_of(model: dict, commits: list[dict], history: bool | None = None,
+              semantic: bool = True) -> list[np.ndarray]:
     scorer = model if isinstance(model, Scorer) else Scorer({"features": list(FEATURES), **model})
     history = USE_HISTORY[0] if history is None else history
-    return [scorer.raw(commit_records(c, history)) for c in commits]
+    return [scorer.raw(commit_records(c, history, semantic)) for c in commits]
 
 
 def todays_scorer(path: Path = MODEL_PATH) -> Scorer:
@@ -415,6 +450,10 @@ def main() -> None:
                         help="glob of bench/locate.py's stored answers, scored for the chosen model")
     parser.add_argument("--history-drop", type=float, default=0.0,
                         help="this share of training commits is seen without its git history")
+    parser.add_argument("--semantic", metavar="FOLDER",
+                        help="the semantic signal from bench/locate_commits.py --semantic's files")
+    parser.add_argument("--semantic-drop", type=float, default=0.0,
+                        help="this share of training commits is seen with embeddings off")
     parser.add_argument("--without", default="",
                         help="comma-separated features read as 0 everywhere (an ablation)")
     parser.add_argument("--no-history", action="store_true",
@@ -425,7 +464,10 @@ def main() -> None:
     HISTORY_DROP[0] = args.history_drop
     USE_HISTORY[0] = not args.no_history
     WITHOUT[:] = [FEATURES.index(f) for f in args.without.split(",") if f]
+    SEMANTIC_DROP[0] = args.semantic_drop
     commits, data_id = load(args.dumps)
+    if args.semantic:
+        data_id += "+semantic " + add_semantic(commits, args.semantic)
     by_split = {s: [c for c in commits if c["split"] == s] for s in ("train", "dev", "test")}
     projects = {s: sorted({c["project"] for c in cs}) for s, cs in by_split.items()}
     for split, cs in by_split.items():
@@ -479,7 +521,10 @@ def main() -> None:
         split: {"chosen": metrics(cs, scores_of(model, cs)),
                 "chosen, no history": metrics(cs, scores_of(model, cs, False)),
                 "today's model": metrics(cs, scores_of(today, cs, False)),
-                "today's model, with history": metrics(cs, scores_of(today, cs, True))}
+                "today's model, with history": metrics(cs, scores_of(today, cs, True)),
+                **({"chosen, embeddings off": metrics(cs, scores_of(model, cs, semantic=False)),
+                    "chosen, no history, embeddings off": metrics(cs, scores_of(model, cs, False, False))}
+                   if args.semantic else {})}
         for split, cs in (("dev", by_split["dev"]), ("test", test))}
     for split, figures in history_figures.items():
         for key, m in figures.items():

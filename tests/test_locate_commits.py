@@ -11,11 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from ctxls.index.embeddings import STATIC_MODEL_NAME
+from ctxls.index.engine import Engine, EngineOptions
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # the bench modules import each other by plain name
 
 import locate_commits  # noqa: E402
-from locate_commits import Repo, clean_message, dump, gold_files, mine, split_of  # noqa: E402
+from locate_commits import (Repo, add_semantic, clean_message, dump, gold_files, mine, semantic_path,  # noqa: E402
+                            split_of)
 
 from conftest import commit_files, git  # noqa: E402
 
@@ -132,6 +136,36 @@ def test_the_dump_answers_on_the_parent_commit(history, tmp_path):
     assert all(isinstance(v, float) for c in row["candidates"] for v in c["signals"].values())
     # A second run resumes: nothing left to answer.
     assert dump("example/shop", tasks, history["git_dir"], tmp_path) == 0
+
+
+def test_the_semantic_signal_beside_the_dump_is_the_products_at_the_parent_commit(history, tmp_path):
+    tasks = mine(Repo("example/shop", "python", history["head"]), history["git_dir"])
+    dump("example/shop", tasks, history["git_dir"], tmp_path / "data")
+    features = locate_commits.features_path("example/shop", tmp_path / "data")
+    assert add_semantic(features, STATIC_MODEL_NAME, history["git_dir"], tmp_path / "data") == len(tasks)
+    assert add_semantic(features, STATIC_MODEL_NAME, history["git_dir"], tmp_path / "data") == 0  # resumes
+    rows = {r["commit"]: r for r in map(json.loads, semantic_path(
+        "example/shop", STATIC_MODEL_NAME, tmp_path / "data").read_text().splitlines())}
+    written = rows[history["fix"]]["semantic"]
+    # The dump itself stays embeddings-off.
+    assert all("semantic" not in c["signals"] for line in features.read_text().splitlines()
+               for c in json.loads(line)["candidates"])
+    # The product, with the same model, on a checkout of the parent commit.
+    tree = tmp_path / "tree"
+    git(history["repo"], "worktree", "add", "-q", "--detach", str(tree), history["base"])
+    engine = Engine(tree, EngineOptions(db_path=str(tmp_path / "index.db"), embeddings=True,
+                                        embed_model=STATIC_MODEL_NAME))
+    try:
+        engine.cold_index()
+        engine.embed_pending()
+        fix_text = next(t["text"] for t in tasks if t["commit"] == history["fix"])
+        product = {f.path: f.signals["semantic"] for f in engine.locate(fix_text, 10) if "semantic" in f.signals}
+    finally:
+        engine.close()
+        git(history["repo"], "worktree", "remove", "--force", str(tree))
+    assert product and product.keys() == written.keys()
+    assert all(abs(product[p] - written[p]) < 1e-4 for p in product)
+    assert max(written.values()) == 1.0
 
 
 def test_no_project_of_the_set_is_in_another_set_or_reserved():

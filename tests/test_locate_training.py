@@ -133,3 +133,18 @@ def test_the_result_rows_show_the_shipped_models_figures_beside_the_others():
         rows = train.result_rows(report)
         assert rows[0]["value"] == f"{shipped['acc@1']} ({other})" and rows[0]["met"] is False
         assert rows[2]["value"].startswith(f"{shipped['acc@1']} / 73.3 / {shipped['mrr']} (")
+
+
+def test_the_semantic_files_set_each_candidates_signal_and_records_drop_it_when_asked(tmp_path: Path):
+    train = trainer()
+    commits = synthetic_commits(2, seed=3)
+    commits[0]["candidates"][0]["signals"]["semantic"] = 0.3  # a stale value is replaced
+    (tmp_path / "p0.jsonl").write_text(json.dumps(
+        {"commit": "0", "model": "m", "semantic": {"pkg/mod1.py": 1.0, "pkg/mod2.py": 0.25}}) + "\n")
+    data_id = train.add_semantic(commits, str(tmp_path))
+    assert len(data_id) == 16
+    assert [c["signals"].get("semantic") for c in commits[0]["candidates"][:3]] == [None, 1.0, 0.25]
+    assert all("semantic" not in c["signals"] for c in commits[1]["candidates"])
+    column = FEATURES.index("semantic")
+    assert list(train.commit_records(commits[0])[:3, column]) == [0.0, 1.0, 0.25]
+    assert not train.commit_records(commits[0], semantic=False)[:, column].any()
