@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import dataclasses
 import functools
 import gzip
 import hashlib
@@ -479,8 +480,10 @@ def add_history(path: Path) -> int:
     return len(todo)
 
 
-def semantic_path(repo: str, model: str, data_dir: Path = DATA_DIR) -> Path:
-    return data_dir / f"semantic-{model}" / f"{repo.replace('/', '+')}.jsonl"
+def semantic_path(repo: str, model: str, data_dir: Path = DATA_DIR, pool: int | None = None) -> Path:
+    """Where ``add_semantic`` writes (``pool``: a pool size other than the product's)."""
+    folder = f"semantic-{model}" + (f"-pool{pool}" if pool else "")
+    return data_dir / folder / f"{repo.replace('/', '+')}.jsonl"
 
 
 class _Blobs:
@@ -504,14 +507,16 @@ class _Blobs:
         self._process.wait()
 
 
-def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: Path = DATA_DIR) -> int:
+def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: Path = DATA_DIR,
+                 pool: int | None = None) -> int:
     """Locate's ``semantic`` signal for each task of a feature file, as the
     product computes it with ``model``'s vectors (``LocateSignals.
     _semantic_evidence``): the text's title and opening prose against the code
     chunks of the best ``semantic_pool`` files by the shipped scorer, the
     chunks being the chunker's of each file at the parent commit. Written
     beside the dumps (``semantic_path``), so they stay embeddings-off; the
-    trainer reads them with ``--semantic``. Returns how many tasks were added."""
+    trainer reads them with ``--semantic``. ``pool``: another pool size than
+    ``SignalConfig.semantic_pool`` (a measurement). Returns how many tasks were added."""
     from ctxls.index.chunker import chunk_file
     from ctxls.index.embed_text import embedding_text
     from ctxls.index.embeddings import load_embedder
@@ -520,7 +525,7 @@ def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: 
     from ctxls.index.locate_text import read_issue, semantic_query
 
     rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    out = semantic_path(rows[0]["project"], model, data_dir) if rows else None
+    out = semantic_path(rows[0]["project"], model, data_dir, pool) if rows else None
     if out is None:
         return 0
     done = set()
@@ -531,6 +536,8 @@ def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: 
         return 0
     out.parent.mkdir(parents=True, exist_ok=True)
     config, scorer, embedder = SignalConfig(), shipped_scorer(), load_embedder(model)
+    if pool:
+        config = dataclasses.replace(config, semantic_pool=pool)
     blobs = _Blobs(git_dir or snapshot_dir(rows[0]["project"]))
     vectors: dict[tuple[str, str], np.ndarray] = {}  # (path, text hash) -> its code chunks' vectors
     try:
@@ -665,6 +672,7 @@ def main() -> None:
                         help="set the git-history features of dumped rows that lack them")
     parser.add_argument("--semantic", metavar="MODEL",
                         help="write locate's semantic signal with MODEL's vectors beside the dumps")
+    parser.add_argument("--semantic-pool", type=int, help="--semantic: this many best files, not the product's")
     parser.add_argument("--evaluate", action="store_true", help="today's Acc@k and MRR on dev and test")
     args = parser.parse_args()
     chosen = [r for r in PROJECTS if not args.project or r.name in args.project]
@@ -702,7 +710,7 @@ def main() -> None:
         for repo in chosen:
             path = features_path(repo.name)
             if split_of(repo.name) in splits and path.exists():
-                print(f"{repo.name}: semantic of {add_semantic(path, args.semantic)} tasks", flush=True)
+                print(f"{repo.name}: semantic of {add_semantic(path, args.semantic, pool=args.semantic_pool)} tasks", flush=True)
     if args.evaluate:
         rows = read_features((DEV, TEST))
         figures = baseline(rows)

@@ -26,8 +26,8 @@ configuration fitted on the other folds' projects, scored on the held-out
 ones), then refitted on them all; the
 ``test`` projects are scored once, for the chosen model and for the hand
 weights it would replace (the baseline, :func:`hand_scores`). The chosen
-model is adopted only if it beats the hand weights on dev and on test, in
-Acc@1 and in MRR (:func:`beats`); then ``--write`` writes
+model is adopted only if it beats both the hand weights and the model shipped
+today on dev and on test, in Acc@1 and in MRR (:func:`beats`); then ``--write`` writes
 ``index/models/locate-scorer.json`` and sets its sha256 in locate_scorer.py.
 bench/locate.py's issue-style set (``--issue-set``, its stored answers) is
 scored for both, never fitted or chosen on. ``--result`` writes a
@@ -107,21 +107,20 @@ def hand_scores(commit: dict) -> list[float]:
 
 
 _HISTORY_COLUMNS = [FEATURES.index(f) for f in HISTORY_FEATURES]
-_SEMANTIC_COLUMN = FEATURES.index("semantic")
 
 
 def commit_records(commit: dict, history: bool = True, semantic: bool = True) -> np.ndarray:
     """The records of a commit's candidates, in the dump's order; without
     ``history`` the git-history features read 0 (a checkout without .git),
     without ``semantic`` the semantic signal does (embeddings off)."""
-    paths, found = records({c["path"]: c["signals"] for c in commit["candidates"]},
-                           terms=text_terms(commit["text"]))
+    # Without embeddings the signal is absent, not 0: it counts in signal_count and max_signal.
+    paths, found = records({c["path"]: c["signals"] if semantic else
+                            {k: v for k, v in c["signals"].items() if k != "semantic"}
+                            for c in commit["candidates"]}, terms=text_terms(commit["text"]))
     at = {p: i for i, p in enumerate(paths)}
     out = found[[at[c["path"]] for c in commit["candidates"]]]
     if not history:
         out[:, _HISTORY_COLUMNS] = 0.0
-    if not semantic:
-        out[:, _SEMANTIC_COLUMN] = 0.0
     if WITHOUT:
         out[:, WITHOUT] = 0.0
     return out
@@ -523,20 +522,25 @@ def main() -> None:
                 "today's model": metrics(cs, scores_of(today, cs, False)),
                 "today's model, with history": metrics(cs, scores_of(today, cs, True)),
                 **({"chosen, embeddings off": metrics(cs, scores_of(model, cs, semantic=False)),
-                    "chosen, no history, embeddings off": metrics(cs, scores_of(model, cs, False, False))}
+                    "chosen, no history, embeddings off": metrics(cs, scores_of(model, cs, False, False)),
+                    "today's model, with history, embeddings off": metrics(cs, scores_of(today, cs, True, False))}
                    if args.semantic else {})}
         for split, cs in (("dev", by_split["dev"]), ("test", test))}
     for split, figures in history_figures.items():
         for key, m in figures.items():
             print(f"{split}, {key}: {m}", file=sys.stderr)
-    adopt = beats(tried[best]["dev"], baseline_dev) and beats(chosen_test, baseline_test)
+    today_figures = {split: history_figures[split]["today's model, with history"] for split in ("dev", "test")}
+    adopt = (beats(tried[best]["dev"], baseline_dev) and beats(chosen_test, baseline_test)
+             and beats(tried[best]["dev"], today_figures["dev"]) and beats(chosen_test, today_figures["test"]))
     print(f"chosen on dev: {name}\ntest, chosen: {chosen_test}\ntest, hand weights: {baseline_test}\n"
-          f"{'adopted' if adopt else 'rejected: the hand weights are kept'}", file=sys.stderr)
+          f"{'adopted' if adopt else 'rejected: the shipped model is kept'}", file=sys.stderr)
     report = {"data": data_id, "projects": projects,
               "sizes": {s: {"commits": len(cs), "projects": len(projects[s])} for s, cs in by_split.items()},
               "chosen": name, "adopted": adopt, "tried": tried,
-              "dev": {"chosen": tried[best]["dev"], "hand weights": baseline_dev},
-              "test": {"chosen": chosen_test, "hand weights": baseline_test},
+              "dev": {"chosen": tried[best]["dev"], "hand weights": baseline_dev,
+                      "today's model": today_figures["dev"]},
+              "test": {"chosen": chosen_test, "hand weights": baseline_test,
+                       "today's model": today_figures["test"]},
               "history": history_figures, "history_drop": args.history_drop,
               "uses_history": USE_HISTORY[0]}
     issue_rows = issue_set(args.issue_set)
@@ -544,7 +548,8 @@ def main() -> None:
         # The issue-style set (bench/locate.py, split by task): scored, never fitted or chosen on.
         report["issue-style set"] = {
             split: {"chosen": metrics(cs, scores_of(model, cs)),
-                    "hand weights": metrics(cs, [hand_scores(c) for c in cs])}
+                    "hand weights": metrics(cs, [hand_scores(c) for c in cs]),
+                    "today's model": metrics(cs, scores_of(today, cs))}
             for split, cs in (("dev", [r for r in issue_rows if r["split"] == "dev"]),
                               ("test", [r for r in issue_rows if r["split"] == "test"]))}
     print(json.dumps(report, indent=1))
@@ -564,15 +569,18 @@ def main() -> None:
                                 "projects": projects, "dev": tried[best]["dev"], "test": chosen_test}}
         print(f"wrote {MODEL_PATH}, sha256 {write_model(shipped)}", file=sys.stderr)
     if args.result:
-        result = {"section": "Locate: the fitted scorer on fix commits", "issue": 36, "area": "Locate",
+        section = "Locate: the fitted scorer on fix commits" + (
+            f", semantic signal of {Path(args.semantic).name.removeprefix('semantic-')}" if args.semantic else "")
+        result = {"section": section, "issue": 36, "area": "Locate",
                   "date": datetime.date.today().isoformat(), "commit": commit_id(),
                   "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
                   "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
                   "rows": result_rows(report), "details": report,
                   "notes": (f"chosen on the dev projects: {name}; test scored once; "
-                            + ("adopted (better than the hand weights on dev and test, Acc@1 and MRR)"
-                               if adopt else "rejected (not better than the hand weights on dev and "
-                                             "test, Acc@1 and MRR): the hand weights are kept"))}
+                            + ("adopted (better than the hand weights and today's model on dev and "
+                               "test, Acc@1 and MRR)" if adopt else
+                               "rejected (not better than the hand weights and today's model on dev "
+                               "and test, Acc@1 and MRR): today's model is kept"))}
         path = Path(__file__).parent / "results" / f"{args.result}.json"
         path.write_text(json.dumps(result, indent=1) + "\n")
         print(f"wrote {path}", file=sys.stderr)
@@ -580,8 +588,10 @@ def main() -> None:
 
 def result_rows(report: dict) -> list[dict]:
     """The result file's rows: the shipped model's figures (the chosen one if
-    adopted, else the hand weights), beside the other's."""
-    shipped, other = ("chosen", "hand weights") if report["adopted"] else ("hand weights", "chosen")
+    adopted, else today's model, or the hand weights in a report without it),
+    beside the other's."""
+    kept = "today's model" if "today's model" in report["test"] else "hand weights"
+    shipped, other = ("chosen", "hand weights") if report["adopted"] else (kept, "chosen")
 
     def figures(m: dict, keys: tuple[str, ...]) -> str:
         return " / ".join(str(m[k]) for k in keys)
@@ -593,6 +603,16 @@ def result_rows(report: dict) -> list[dict]:
     keys = ("acc@1", "acc@5", "mrr")
     every = ("acc@1", "acc@3", "acc@5", "acc@10", "mrr")
     for split, by_model in report.get("history", {}).items():
+        if "today's model, with history, embeddings off" in by_model:
+            # A --semantic run: today's model with the signal and without, the chosen one with it.
+            rows.append({"target": f"locate Acc@1 / @3 / @5 / @10 · MRR on the {split} projects "
+                                   f"({by_model['chosen']['n']} fix commits, git history read): "
+                                   f"today's model with the semantic signal / embeddings off · the chosen one",
+                         "value": " · ".join(" / ".join(str(m[k]) for k in every) for m in (
+                             by_model["today's model, with history"],
+                             by_model["today's model, with history, embeddings off"], by_model["chosen"])),
+                         "goal": None, "met": None})
+            continue
         # The git-history features: the chosen model with them, without them (a
         # checkout without .git), and the model shipped before this fit.
         rows.append({"target": f"locate Acc@1 / @3 / @5 / @10 · MRR on the {split} projects "

@@ -147,4 +147,21 @@ def test_the_semantic_files_set_each_candidates_signal_and_records_drop_it_when_
     assert all("semantic" not in c["signals"] for c in commits[1]["candidates"])
     column = FEATURES.index("semantic")
     assert list(train.commit_records(commits[0])[:3, column]) == [0.0, 1.0, 0.25]
-    assert not train.commit_records(commits[0], semantic=False)[:, column].any()
+    off = train.commit_records(commits[0], semantic=False)
+    assert not off[:, column].any()
+    # As if the dump had no semantic signal at all: its count and maximum drop it too.
+    for c in commits[0]["candidates"]:
+        c["signals"].pop("semantic", None)
+    assert np.array_equal(off, train.commit_records(commits[0]))
+
+
+def test_a_rejected_fit_reports_todays_model_as_the_shipped_one():
+    train = trainer()
+    hand = {"acc@1": 44.8, "acc@5": 73.3, "mrr": 0.688, "n": 600}
+    chosen = {"acc@1": 47.0, "acc@5": 74.0, "mrr": 0.700, "n": 600}
+    today = {"acc@1": 47.3, "acc@5": 74.7, "mrr": 0.708, "n": 600}
+    report = {"adopted": False, "test": {"chosen": chosen, "hand weights": hand, "today's model": today},
+              "issue-style set": {"test": {"chosen": chosen, "hand weights": hand, "today's model": today}}}
+    rows = train.result_rows(report)
+    assert rows[0]["value"] == "47.3 (chosen 47.0)"
+    assert rows[2]["value"] == "47.3 / 74.7 / 0.708 (chosen 47.0 / 74.0 / 0.7)"
