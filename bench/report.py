@@ -163,10 +163,10 @@ def _result_block(result: Result) -> str:
 # The page keeps a run's notes to their first sentence, its machine to a
 # line's start and each cell to a few lines (the file has them whole), so that one page holds every
 # target's current figure.
-NOTES_ON_PAGE = 90
-MACHINE_ON_PAGE = 30
+NOTES_ON_PAGE = 80
+MACHINE_ON_PAGE = 24
 COMMAND_ON_PAGE = 48
-CELL_ON_PAGE = 58
+CELL_ON_PAGE = 56
 
 
 def _clipped(text: str, limit: int) -> str:

@@ -569,8 +569,8 @@ def main() -> None:
                                 "projects": projects, "dev": tried[best]["dev"], "test": chosen_test}}
         print(f"wrote {MODEL_PATH}, sha256 {write_model(shipped)}", file=sys.stderr)
     if args.result:
-        section = "Locate: the fitted scorer on fix commits" + (
-            f", semantic signal of {Path(args.semantic).name.removeprefix('semantic-')}" if args.semantic else "")
+        section = (f"Locate on fix commits, semantic signal of {Path(args.semantic).name.removeprefix('semantic-')}"
+                   if args.semantic else "Locate: the fitted scorer on fix commits")
         result = {"section": section, "issue": 36, "area": "Locate",
                   "date": datetime.date.today().isoformat(), "commit": commit_id(),
                   "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),

@@ -68,6 +68,13 @@ class RankingConfig:
     # "The static tier's own cosine share").
     static_dense_weight: float = 0.5
     fusion_pool: int = 30
+    # How many nearest vectors the ANN nominates per fusion_pool (scaled with
+    # a deeper search; 2 x the pool when BM25 finds nothing): 2 x the pool.
+    # Fewer helped set 4's dev (8: hybrid NDCG@10 by chunk static +0.015,
+    # transformer +0.012) but not its test (+0.004 / -0.002 by file static,
+    # +0.001 / 0.000 transformer): kept (docs/decisions.md, "Fewer ANN
+    # nominations").
+    ann_pool: int = 60
     # The cosine share when the query is one identifier (QueryShape.identifier):
     # the name itself is the best evidence. Best on the dev set's name queries.
     identifier_dense_weight: float = 0.2
@@ -538,8 +545,9 @@ class HybridCandidates:
 def hybrid_candidates(conn: Connection, kind: str,
                       query_vector: "Callable[[], np.ndarray | None]", terms: list[str], pool: int,
                       config: RankingConfig, semantic: "SemanticIndex") -> HybridCandidates | None:
-    """The BM25 top ``pool`` ∪ the ANN top ``pool``, of one kind, each with
-    both scores (no terms: BM25 is skipped). ``query_vector()`` gives the
+    """The BM25 top ``pool`` ∪ the ANN top ``pool`` (of ``config.ann_pool``
+    nearest vectors per ``fusion_pool``; ``2 * pool`` when BM25 finds
+    nothing), of one kind, each with both scores (no terms: BM25 is skipped). ``query_vector()`` gives the
     query's vector (None: no model), asked for after the BM25 scan."""
     table = FTS_TABLE_BY_KIND[kind]
     lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
@@ -548,7 +556,8 @@ def hybrid_candidates(conn: Connection, kind: str,
     vector = query_vector()
     if vector is None:
         return None
-    dense_by_vector_id = dict(semantic.nearest(vector, pool * 2))
+    nearest = -(-pool * config.ann_pool // config.fusion_pool) if lexical else pool * 2
+    dense_by_vector_id = dict(semantic.nearest(vector, nearest))
     nominated: dict[int, float] = {}
     if dense_by_vector_id:
         ids = list(dense_by_vector_id)

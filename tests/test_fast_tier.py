@@ -260,3 +260,21 @@ async def test_one_progress_item_covers_the_index_and_the_fast_tier_and_ends_in_
         meaning = status["progress"]["meaning"]
         assert meaning["ready"] and meaning["done"] == meaning["total"] > 0
         assert "ranking by meaning" in reports[-1].message
+
+
+def test_the_ann_nominates_ann_pool_vectors_beside_bm25_and_the_whole_pool_alone(repo: Path, monkeypatch):
+    """``RankingConfig.ann_pool`` nearest vectors per ``fusion_pool`` when
+    BM25 has candidates; twice the pool when it has none (dense-only mode, or
+    a query none of whose words is indexed), where the ANN is all there is."""
+    engine = open_engine(repo, embed_model=STATIC_MODEL_NAME, ranking=RankingConfig(ann_pool=4))
+    engine.index()
+    drain(engine.semantic)
+    asked: list[int] = []
+    nearest = engine.semantic.nearest
+    monkeypatch.setattr(engine.semantic, "nearest", lambda vector, k: asked.append(k) or nearest(vector, k))
+    engine.recall("retry the upload when a transfer fails", ["code"], 5, mode="hybrid")
+    assert asked[0] == 4  # (then the answer's topicality asks for the nearest one)
+    asked.clear()
+    engine.recall("retry the upload when a transfer fails", ["code"], 5, mode="semantic")
+    assert asked[0] == 2 * RankingConfig().fusion_pool
+    engine.close()
