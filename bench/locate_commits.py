@@ -560,7 +560,8 @@ def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: 
                 aggregated[file] = sum(share * s for share, s in zip(config.chunk_shares, scores))
             top = max(aggregated.values(), default=0.0) or 1.0
             line = {"commit": row["commit"], "model": model,
-                    "semantic": {p: round(v / top, 5) for p, v in aggregated.items()}}
+                    "semantic": {p: round(v / top, 5) for p, v in aggregated.items()},
+                    "aggregated": {p: round(v, 5) for p, v in aggregated.items()}}  # before scaling
             with out.open("a") as sink:
                 sink.write(json.dumps(line) + "\n")
     finally:
