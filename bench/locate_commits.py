@@ -700,18 +700,14 @@ def main() -> None:
                 dump(repo.name, tasks, snapshot_dir(repo.name))
             except (subprocess.CalledProcessError, OSError) as error:  # one project's walk, not the run
                 print(f"{repo.name}: walk stopped: {error}", file=sys.stderr, flush=True)
-    if args.history:
-        splits = set(args.splits.split(","))
-        for repo in chosen:
-            path = features_path(repo.name)
-            if split_of(repo.name) in splits and path.exists():
-                print(f"{repo.name}: history of {add_history(path)} rows set", flush=True)
-    if args.semantic:
-        splits = set(args.splits.split(","))
-        for repo in chosen:
-            path = features_path(repo.name)
-            if split_of(repo.name) in splits and path.exists():
-                print(f"{repo.name}: semantic of {add_semantic(path, args.semantic, pool=args.semantic_pool)} tasks", flush=True)
+    # Features set on rows already dumped, per project of the chosen splits.
+    dumped = [(repo.name, features_path(repo.name)) for repo in chosen
+              if split_of(repo.name) in set(args.splits.split(",")) and features_path(repo.name).exists()]
+    for name, path in dumped if args.history else ():
+        print(f"{name}: history of {add_history(path)} rows set", flush=True)
+    for name, path in dumped if args.semantic else ():
+        print(f"{name}: semantic of {add_semantic(path, args.semantic, pool=args.semantic_pool)} tasks",
+              flush=True)
     if args.evaluate:
         rows = read_features((DEV, TEST))
         figures = baseline(rows)
