@@ -543,10 +543,10 @@ def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: 
     try:
         for row in todo:
             inputs = {c["path"]: c["signals"] for c in row["candidates"]}
-            pool = [s.path for s in rank(scorer, inputs, config.semantic_pool, terms=text_terms(row["text"]))]
+            best = [s.path for s in rank(scorer, inputs, config.semantic_pool, terms=text_terms(row["text"]))]
             query = embedder.embed_query(semantic_query(read_issue(row["text"]), config.semantic_query_words))
             aggregated: dict[str, float] = {}
-            for file in pool:
+            for file in best:
                 text = blobs.read(row["parent"], file)
                 if text is None:
                     continue
