@@ -188,8 +188,11 @@ def _model_key(engine: Engine) -> str:
     from ctxls.index import embeddings
 
     stamp = engine.store.meta().get("vector_model", "")
-    tokens = embeddings.STATIC_MAX_TOKENS if embeddings.is_static_model(_embed_model) else embeddings.MAX_TOKENS
-    return f"{stamp}/tokens-{tokens}"
+    if embeddings.is_static_model(_embed_model):
+        return f"{stamp}/tokens-{embeddings.STATIC_MAX_TOKENS}"
+    # A transformer's vectors depend on the texts run beside them (int8): the
+    # texts per run are part of the key.
+    return f"{stamp}/tokens-{embeddings.MAX_TOKENS}/batch-{embeddings.BATCH_SIZE}"
 
 
 def embed_store(code_set: CodeSet, variant: str = "", log=print) -> dict:

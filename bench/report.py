@@ -163,10 +163,10 @@ def _result_block(result: Result) -> str:
 # The page keeps a run's notes to their first sentence, its machine to a
 # line's start and each cell to a few lines (the file has them whole), so that one page holds every
 # target's current figure.
-NOTES_ON_PAGE = 80
+NOTES_ON_PAGE = 70
 MACHINE_ON_PAGE = 24
 COMMAND_ON_PAGE = 48
-CELL_ON_PAGE = 56
+CELL_ON_PAGE = 50
 
 
 def _clipped(text: str, limit: int) -> str:

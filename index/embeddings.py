@@ -74,20 +74,23 @@ DEFAULT_MODEL_NAME = CODE_MODEL_NAME
 # 128 are vectors of one model, comparable, so an index or a team memory
 # embedded before keeps its vectors and only new texts are cut shorter.
 MAX_TOKENS = 128
-# Small batches: ONNX Runtime's arena grows to the largest batch × length in
-# flight (RSS 900 MiB at 16 × 256 tokens; django's backlog at 8 peaked at 678
-# MiB for the whole process; docs/decisions.md, "Embedding backlog"). Two runs
-# of 4 hold as many tokens as one of 8: the 400 longest django texts peak at
-# 163 MiB either way.
-BATCH_SIZE = 4
+# One text per run: the int8 model quantizes its activations per batch, so a
+# text embedded beside others got another vector (cosine 0.993 to itself
+# alone), and a store's vectors depended on the order it embedded them in.
+# Alone, a text's vector is a function of its text, as keying vectors by the
+# text's hash assumes; and no run pads: 5,805 set 4 chunks in steps of 8 at
+# 148 texts/s and 129 MiB peak RSS, against 126/s and 166 MiB in runs of 4
+# (docs/decisions.md, "The transformer's vectors depend on their batch").
+BATCH_SIZE = 1
 # A backlog's batches run this many at a time, each computing on its own
 # thread with one ONNX Runtime thread: a run's CPU is its caller's, at its
 # caller's niceness, so a query run beside a nice backlog is never queued
 # behind it in a shared pool (docs/decisions.md, "Embedding runs compute on
 # their caller's thread").
 RUNS_AT_ONCE = 2
-# Texts per background embedding step: a batch for each run.
-STEP_TEXTS = BATCH_SIZE * RUNS_AT_ONCE
+# Texts per background embedding step: its SQLite write and ANN update are
+# per step, so a step holds several runs' texts.
+STEP_TEXTS = 8
 
 
 class EmbedderUnavailable(RuntimeError):

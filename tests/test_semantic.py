@@ -523,3 +523,19 @@ def test_embedding_runs_compute_on_their_callers_threads_at_its_priority():
                                      for start in range(0, len(texts), BATCH_SIZE)])
     np.testing.assert_allclose(result["vectors"], batch_by_batch, atol=1e-5)
     assert np.allclose(query, embedder.embed(["retry a failed upload"])[0], atol=1e-5)
+
+
+def test_a_texts_vector_does_not_depend_on_the_texts_embedded_beside_it():
+    """Vectors are keyed by the text's hash: the same text must get the same
+    vector whichever texts share its step (the int8 model scales a batch's
+    activations together, so the product runs one text at a time)."""
+    from ctxls.index.embeddings import load_embedder
+    embedder = load_embedder()
+    text = "def apart(expr, symbol=None):\n    return expr.split(symbol)"
+    others = ["x = 1", "class Cart:\n    def total(self):\n        return sum(i.price * i.quantity "
+              "for i in self.items if i.price is not None) + self.shipping_cost()", "import os"]
+    alone = embedder.embed([text])[0]
+    for step in ([others[1], text], [text, others[0]], [*others, text], [others[0], text, others[2], text]):
+        vectors = embedder.embed(step)
+        for at in (i for i, t in enumerate(step) if t == text):
+            np.testing.assert_allclose(vectors[at], alone, atol=1e-6)
