@@ -547,8 +547,9 @@ def hybrid_candidates(conn: Connection, kind: str,
                       config: RankingConfig, semantic: "SemanticIndex") -> HybridCandidates | None:
     """The BM25 top ``pool`` ∪ the ANN top ``pool`` (of ``config.ann_pool``
     nearest vectors per ``fusion_pool``; ``2 * pool`` when BM25 finds
-    nothing), of one kind, each with both scores (no terms: BM25 is skipped). ``query_vector()`` gives the
-    query's vector (None: no model), asked for after the BM25 scan."""
+    nothing), of one kind, each with both scores (no terms: BM25 is
+    skipped). ``query_vector()`` gives the query's vector (None: no model),
+    asked for after the BM25 scan."""
     table = FTS_TABLE_BY_KIND[kind]
     lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
     # Read while the query's vector may still be computing on the query pool.

@@ -516,8 +516,8 @@ def test_embedding_runs_compute_on_their_callers_threads_at_its_priority():
     run_threads = set(_task_niceness()) - before
     assert run_threads, "the other batches ran on a thread of their own"
     assert {_task_niceness()[tid] for tid in run_threads} == {BACKGROUND_NICENESS}
-    # Each text's vector where it stood, as its batch embedded alone gives it
-    # (int8 quantization scales by the batch, so a batch's mates matter).
+    # Each text's vector where it stood, as its run embedded alone gives it
+    # (one text a run: the text alone).
     from ctxls.index.embeddings import BATCH_SIZE
     batch_by_batch = np.concatenate([embedder.embed(texts[start:start + BATCH_SIZE])
                                      for start in range(0, len(texts), BATCH_SIZE)])
