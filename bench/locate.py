@@ -29,17 +29,18 @@ on mined fix commits, not here), picks the variant on the dev tasks, and
 prints Acc@1/3/5/10 (every gold file in the top k) and MRR (of the first gold
 file) on dev and test.
 
-django and matplotlib are reserved for independent evaluation: their tasks
-are not in the set (answered until 2026-12-04; matplotlib's release trees and
-answers were deleted). django's release tree
+django, matplotlib and scikit-learn are reserved for independent evaluation:
+their tasks are not in the set (answered until 2026-12-04; matplotlib's and
+scikit-learn's release trees, sdists and answers were deleted). django's release tree
 serves speed only: ``--latency`` times ``Engine.locate`` on it with the set's
 issue texts (``--embeddings``: with the vectors ``--embed-candidates``
 embedded for each text's best files by the lexical signals).
 
-scikit-learn's snapshot is too large to fetch here; ``--releases``
-answers its tasks on PyPI release trees, each task on the newest release
-its gold patch applies to (:func:`choose_releases`), walked oldest release
-first on one working tree re-indexed incrementally, like a snapshot's walk.
+``--releases`` answers a project's tasks on PyPI release trees (for a
+snapshot too large to fetch here), each task on the newest release its gold
+patch applies to (:func:`choose_releases`), walked oldest release first on one
+working tree re-indexed incrementally, like a snapshot's walk. No project of
+the set needs it since scikit-learn, its one user, is reserved.
 
 With ``--repo`` or ``--releases``, ``--embed-candidates`` embeds during the walk instead: at each
 step, the chunks of the task's best files by the lexical signals that lack
@@ -84,9 +85,10 @@ LOCATE_DIR = CACHE_DIR / "locate"
 LOCAGENT_GIT = MIRROR / "gersteinlab+LocAgent" / "repo"
 LOCAGENT_FILE = "evaluation/loc_output/locagent/claude_3-5/loc_outputs.jsonl"
 # The only repositories whose tasks this benchmark reads.
-# django/django's tasks left the set on 2026-12-04: django is reserved for
-# independent evaluation (its tree serves --latency only).
-ALLOWED_REPOS = ("sympy/sympy", "scikit-learn/scikit-learn")
+# django/django's, matplotlib's and scikit-learn's tasks left the set on
+# 2026-12-04: they are reserved for independent evaluation (django's tree
+# serves --latency only).
+ALLOWED_REPOS = ("sympy/sympy",)
 PLAIN_BM25 = RankingConfig(symbol_weight=1.0, path_weight=1.0, body_weight=1.0, import_boost=0.0)
 KS = (1, 3, 5, 10)
 # Files kept per task and method (enough for Acc@10 and MRR over a long tail).
@@ -232,12 +234,11 @@ def walk(repo: str, name: str, label: str, tree: Path, tasks: list[dict], order,
     return results
 
 
-# scikit-learn's snapshot is too large to fetch here, like django's. Its
-# tasks are answered on PyPI release trees instead, each on the
+# Projects whose snapshot is too large to fetch here, answered on PyPI
+# release trees instead (repository -> its PyPI name), each task on the
 # newest release its gold patch applies to: the code just before the fix, as
-# near the base commit as releases come (unlike django's one later tree, the
-# fix is not in it).
-RELEASE_PROJECTS = {"scikit-learn/scikit-learn": "scikit-learn"}
+# near the base commit as releases come. Empty since scikit-learn is reserved.
+RELEASE_PROJECTS: dict[str, str] = {}
 
 
 def gold_patches(repos) -> dict[str, str]:
