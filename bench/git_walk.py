@@ -70,6 +70,27 @@ def missing_blobs(git_dir: Path, commit: str) -> list[str]:
     return [path for (_, path), answer in zip(blobs, checked) if answer.endswith(" missing")]
 
 
+class Blobs:
+    """Files of a snapshot at any commit, through one ``git cat-file --batch``."""
+
+    def __init__(self, git_dir: Path):
+        self._process = subprocess.Popen(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def read(self, commit: str, path: str) -> str | None:
+        self._process.stdin.write(f"{commit}:{path}\n".encode())
+        self._process.stdin.flush()
+        header = self._process.stdout.readline().split()
+        if len(header) < 3 or header[1] != b"blob":
+            return None
+        data = self._process.stdout.read(int(header[2]) + 1)[:-1]
+        return data.decode("utf-8", errors="replace")
+
+    def close(self) -> None:
+        self._process.stdin.close()
+        self._process.wait()
+
+
 def leave_out(git_dir: Path, paths: list[str]) -> None:
     """Check out everything but ``paths`` from now on (a sparse checkout; the
     list grows, so a file missing at one commit stays out at the next)."""

@@ -52,7 +52,7 @@ from ctxls.index.locate_history import HISTORY_FEATURES, git_base, read_history
 from ctxls.index.locate_scorer import rank, text_terms
 from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
 
-from git_walk import attach_tree, commit_times, git, reindexed, snapshot_dir
+from git_walk import Blobs, attach_tree, commit_times, git, reindexed, snapshot_dir
 from locate import KS, metrics
 
 
@@ -486,27 +486,6 @@ def semantic_path(repo: str, model: str, data_dir: Path = DATA_DIR, pool: int | 
     return data_dir / folder / f"{repo.replace('/', '+')}.jsonl"
 
 
-class _Blobs:
-    """Files of a snapshot at any commit, through one ``git cat-file --batch``."""
-
-    def __init__(self, git_dir: Path):
-        self._process = subprocess.Popen(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-
-    def read(self, commit: str, path: str) -> str | None:
-        self._process.stdin.write(f"{commit}:{path}\n".encode())
-        self._process.stdin.flush()
-        header = self._process.stdout.readline().split()
-        if len(header) < 3 or header[1] != b"blob":
-            return None
-        data = self._process.stdout.read(int(header[2]) + 1)[:-1]
-        return data.decode("utf-8", errors="replace")
-
-    def close(self) -> None:
-        self._process.stdin.close()
-        self._process.wait()
-
-
 def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: Path = DATA_DIR,
                  pool: int | None = None) -> int:
     """Locate's ``semantic`` signal for each task of a feature file, as the
@@ -538,7 +517,7 @@ def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: 
     config, scorer, embedder = SignalConfig(), shipped_scorer(), load_embedder(model)
     if pool:
         config = dataclasses.replace(config, semantic_pool=pool)
-    blobs = _Blobs(git_dir or snapshot_dir(rows[0]["project"]))
+    blobs = Blobs(git_dir or snapshot_dir(rows[0]["project"]))
     vectors: dict[tuple[str, str], np.ndarray] = {}  # (path, text hash) -> its code chunks' vectors
     try:
         for row in todo:

@@ -126,14 +126,14 @@ def commit_records(commit: dict, history: bool = True, semantic: bool = True) ->
     return out
 
 
-def history_dropped(commit: dict, share: float, salt: str = "") -> bool:
-    """Whether a training commit is seen without its history (a share of
-    them, by a hash of the commit: the same ones every run); another ``salt``
-    draws another share (the semantic signal's)."""
+def seen_without(commit: dict, share: float, salt: str = "") -> bool:
+    """Whether a training commit is one of the ``share`` seen without a
+    feature group (its history; with ``salt`` "semantic", the semantic
+    signal), by a hash of the commit: the same ones every run."""
     return int(hashlib.sha256((commit["commit"] + salt).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF < share
 
 
-def add_semantic(commits: list[dict], folder: str) -> str:
+def load_semantic(commits: list[dict], folder: str) -> str:
     """Each candidate's ``semantic`` signal from ``bench/locate_commits.py
     --semantic``'s files in ``folder`` (the dumps are answered with
     embeddings off); returns an id of those files."""
@@ -209,8 +209,8 @@ def training_rows(commits: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
         y = labels(commit)
         if not y.any():
             continue
-        x = commit_records(commit, USE_HISTORY[0] and not history_dropped(commit, HISTORY_DROP[0]),
-                           not history_dropped(commit, SEMANTIC_DROP[0], "semantic"))
+        x = commit_records(commit, USE_HISTORY[0] and not seen_without(commit, HISTORY_DROP[0]),
+                           not seen_without(commit, SEMANTIC_DROP[0], "semantic"))
         hand = np.asarray(hand_scores(commit))
         keep = np.argsort(-hand, kind="stable")[:TRAIN_CANDIDATES]
         keep = np.union1d(keep, np.flatnonzero(y))
@@ -466,7 +466,7 @@ def main() -> None:
     SEMANTIC_DROP[0] = args.semantic_drop
     commits, data_id = load(args.dumps)
     if args.semantic:
-        data_id += "+semantic " + add_semantic(commits, args.semantic)
+        data_id += "+semantic " + load_semantic(commits, args.semantic)
     by_split = {s: [c for c in commits if c["split"] == s] for s in ("train", "dev", "test")}
     projects = {s: sorted({c["project"] for c in cs}) for s, cs in by_split.items()}
     for split, cs in by_split.items():

@@ -141,7 +141,7 @@ def test_the_semantic_files_set_each_candidates_signal_and_records_drop_it_when_
     commits[0]["candidates"][0]["signals"]["semantic"] = 0.3  # a stale value is replaced
     (tmp_path / "p0.jsonl").write_text(json.dumps(
         {"commit": "0", "model": "m", "semantic": {"pkg/mod1.py": 1.0, "pkg/mod2.py": 0.25}}) + "\n")
-    data_id = train.add_semantic(commits, str(tmp_path))
+    data_id = train.load_semantic(commits, str(tmp_path))
     assert len(data_id) == 16
     assert [c["signals"].get("semantic") for c in commits[0]["candidates"][:3]] == [None, 1.0, 0.25]
     assert all("semantic" not in c["signals"] for c in commits[1]["candidates"])
