@@ -518,7 +518,9 @@ def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: 
     if pool:
         config = dataclasses.replace(config, semantic_pool=pool)
     blobs = Blobs(git_dir or snapshot_dir(rows[0]["project"]))
-    vectors: dict[tuple[str, str], np.ndarray] = {}  # (path, text hash) -> its code chunks' vectors
+    # A chunk's vector by its embedding text: a file edited between two
+    # commits keeps most of its chunks' texts, so most are embedded once.
+    vectors: dict[str, np.ndarray] = {}
     try:
         for row in todo:
             inputs = {c["path"]: c["signals"] for c in row["candidates"]}
@@ -529,13 +531,15 @@ def add_semantic(path: Path, model: str, git_dir: Path | None = None, data_dir: 
                 text = blobs.read(row["parent"], file)
                 if text is None:
                     continue
-                key = (file, hashlib.sha256(text.encode()).hexdigest())
-                if key not in vectors:
-                    chunks = [c for c in chunk_file(file, text).chunks if c.kind == "code"]
-                    vectors[key] = embedder.embed([embedding_text(file, c.symbol, c.text) for c in chunks])
-                if not len(vectors[key]):
+                texts = [embedding_text(file, c.symbol, c.text)
+                         for c in chunk_file(file, text).chunks if c.kind == "code"]
+                if not texts:
                     continue
-                scores = sorted(np.maximum(vectors[key] @ query, 0.0).tolist(), reverse=True)
+                new_texts = list(dict.fromkeys(t for t in texts if t not in vectors))
+                if new_texts:
+                    vectors.update(zip(new_texts, embedder.embed(new_texts)))
+                file_vectors = np.stack([vectors[t] for t in texts])
+                scores = sorted(np.maximum(file_vectors @ query, 0.0).tolist(), reverse=True)
                 aggregated[file] = sum(share * s for share, s in zip(config.chunk_shares, scores))
             top = max(aggregated.values(), default=0.0) or 1.0
             line = {"commit": row["commit"], "model": model,
