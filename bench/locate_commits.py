@@ -293,6 +293,17 @@ def gold_files(changes: list[tuple[str, str]]) -> list[str] | None:
     return gold if 1 <= len(gold) <= MAX_GOLD else None
 
 
+def relabelled(row: dict) -> dict | None:
+    """A dumped task as today's miner labels it: the gold files
+    ``is_gold_candidate`` still counts (the path classifier may have learned
+    a test folder since the dump), or None when none is left (no task)."""
+    gold = [path for path in row["gold"] if is_gold_candidate(path)]
+    if len(gold) == len(row["gold"]):
+        return row
+    return dict(row, gold=gold, candidates=[dict(c, gold=c["path"] in gold)
+                                           for c in row["candidates"]]) if gold else None
+
+
 # -- mining ---------------------------------------------------------------------------------------
 
 def commits(git_dir: Path, head: str, limit: int) -> list[dict]:
@@ -604,7 +615,8 @@ def baseline(rows: list[dict]) -> dict:
 def read_features(splits: tuple[str, ...]) -> list[dict]:
     rows = []
     for path in sorted((DATA_DIR / "features").glob("*.jsonl")):
-        rows += [row for row in map(json.loads, path.read_text().splitlines()) if row["split"] in splits]
+        rows += [row for row in map(relabelled, map(json.loads, path.read_text().splitlines()))
+                 if row is not None and row["split"] in splits]
     return rows
 
 

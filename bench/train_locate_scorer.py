@@ -56,6 +56,10 @@ from ctxls.index.locate_history import HISTORY_FEATURES
 from ctxls.index.locate_scorer import FEATURES, MODEL_PATH, Scorer, records, text_terms
 from ctxls.index.locate_signals import SIGNALS
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench modules import each other by plain name
+
+from locate_commits import relabelled  # noqa: E402
+
 KS = (1, 3, 5, 10)
 DUMPS = "/work/wt/shared-data/locate_commits/features/*.jsonl"
 # bench/locate.py's stored answers (the issue-style set).
@@ -93,8 +97,9 @@ def load(pattern: str) -> tuple[list[dict], str]:
         data = Path(name).read_bytes()
         digest.update(Path(name).name.encode() + b"\0" + data)
         for line in data.decode().splitlines():
-            if line.strip():
-                commits.append(json.loads(line))
+            commit = relabelled(json.loads(line)) if line.strip() else None
+            if commit is not None:
+                commits.append(commit)
     return commits, digest.hexdigest()[:16]
 
 

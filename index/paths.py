@@ -19,8 +19,14 @@ _TEST_FILE = re.compile(
     r"|[^/]*Tests?\.(?:java|kt|cs|swift|scala|php)|[^/]*(?:Spec|Suite)\.(?:kt|scala|swift)"
     r"|[^/]*\.(?:test|spec)\.[cm]?[jt]sx?|[^/]*_spec\.(?:rb|lua)|test_[^/]*\.(?:c|cc|cpp|lua|dart)"
     r"|test_helpers?[^/]*)$")
+# Besides the plain names, a folder named as its ecosystem names a test
+# project or source set: capitalised (.NET's `Foo.Tests/` and `UnitTests/`,
+# SwiftPM's `Tests/`, Gradle's and Kotlin's `androidTest/`, `jvmTest/`) or
+# after a separator (`unit_tests/`, `integration-test/`). A capital T, or
+# the separator, keeps `pytest/`, `httptest/` and `latest/` first-party.
 _TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata|test_data"
-                       r"|test-?utils|fixtures|bench|benches|benchmarks?|asv_bench|e2e)(?:/|$)")
+                       r"|test-?utils|fixtures|bench|benches|benchmarks?|asv_bench|e2e"
+                       r"|(?:[A-Za-z0-9_.-]*[a-z0-9.])?Tests?|[a-z0-9_.-]*[_.-]tests?)(?:/|$)")
 # Examples, tutorials, galleries and documentation sources.
 _EXAMPLE_DIR = re.compile(r"(?:^|/)(_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
                           r"|galleries|cookbook)(?=/)")

@@ -111,6 +111,18 @@ def test_gold_files_drop_renames_additions_and_large_commits():
     assert gold_files([("M", "vendor/lib/x.go"), ("M", "dist/app.min.js")]) is None
 
 
+def test_a_dumped_task_is_relabelled_as_todays_classifier_reads_its_gold_files():
+    row = {"gold": ["src/Core/Mapper.cs", "src/UnitTests/MapperTests.cs"],
+           "candidates": [{"path": "src/Core/Mapper.cs", "gold": True},
+                          {"path": "src/UnitTests/MapperTests.cs", "gold": True},
+                          {"path": "src/Core/Other.cs", "gold": False}]}
+    relabelled = locate_commits.relabelled(row)
+    assert relabelled["gold"] == ["src/Core/Mapper.cs"]
+    assert [c["gold"] for c in relabelled["candidates"]] == [True, False, False]
+    assert locate_commits.relabelled({"gold": ["src/UnitTests/MapperTests.cs"], "candidates": []}) is None
+    assert locate_commits.relabelled(relabelled) is relabelled  # nothing to change
+
+
 def test_the_text_keeps_the_prose_only():
     text = clean_message("[Fix #12] Fix false positives in Foo when bar is empty (#45)\n\n"
                          "See https://github.com/o/r/issues/3\nAuthored by: someone\nChange-Id: I12ab\n")

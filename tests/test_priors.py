@@ -397,6 +397,13 @@ def test_query_shapes() -> None:
     ("tests/test_api.py", True), ("pkg/api_test.go", True), ("src/Api.test.ts", True),
     ("src/test/java/FooTest.java", True), ("bench/bench.go", True), ("pkg/api.py", False),
     ("src/contest.py", False), ("src/benchmark_utils/x.py", False),
+    # Test projects and source sets named as their ecosystems name them.
+    ("src/UnitTests/MappingOrder.cs", True), ("src/AutoMapper.DI.Tests/Foo.cs", True),
+    ("Tests/PILTests/helper.py", True), ("core/src/jvmTest/kotlin/A.kt", True),
+    ("app/src/androidTest/java/a/B.java", True), ("certbot_integration_tests/x.py", True),
+    ("packages/dts-test/index.ts", True),
+    ("src/pytest/hooks.py", False), ("net/httptest/server.go", False),
+    ("docs/latest/api.py", False), ("lib/Latest/Feed.cs", False), ("attestation/a.go", False),
 ])
 def test_test_paths(path: str, expected: bool) -> None:
     assert is_test_path(path) is expected
