@@ -166,7 +166,7 @@ def _result_block(result: Result) -> str:
 NOTES_ON_PAGE = 70
 MACHINE_ON_PAGE = 24
 COMMAND_ON_PAGE = 48
-CELL_ON_PAGE = 50
+CELL_ON_PAGE = 46
 
 
 def _clipped(text: str, limit: int) -> str:
