@@ -73,6 +73,9 @@ PROJECTS = (
     Repo("AutoMapper/AutoMapper", "csharp", "4b9633f60ee386cf0efc69b967e04fa28405cf3e"),
     Repo("JamesNK/Newtonsoft.Json", "csharp", "09bb545d72969ad7fb4ea07db0d5c34f4fc07877"),
     Repo("serilog/serilog", "csharp", "60935b4d7abad71cf6157b45a10f5c3c65ead527"),
+    Repo("elixir-ecto/ecto", "elixir", "c624abf4297b27589a5a7351b55feb2316f61e1c"),
+    Repo("elixir-tesla/tesla", "elixir", "556014d132eef1c9e4e38e9d2378a45f0c91b515"),
+    Repo("rrrene/credo", "elixir", "6d07d005f4b6d635aff9dcc6f8fdbf0680beb89f"),
     Repo("BurntSushi/toml", "go", "d733fc535e4a9f3c454e421a87b90ade5d49bf31"),
     Repo("gofiber/fiber", "go", "c344047e102861ac2b7f0259ea3dd3af4b03ad63"),
     Repo("jesseduffield/lazygit", "go", "ea916395469808d37d726ae183fa40fd575a9d8a"),
@@ -96,6 +99,9 @@ PROJECTS = (
     Repo("Kotlin/kotlinx.serialization", "kotlin", "370c4e3780066b82f746cf38e4733cbe62c94f74"),
     Repo("square/okhttp", "kotlin", "1682d9bac8c03dffde2969b0b74d47649d0dbb52"),
     Repo("square/okio", "kotlin", "4164f2976ac7174f3d35d52150e8ffbdbe0acbec"),
+    Repo("lewis6991/gitsigns.nvim", "lua", "31d6fb2d618bca1482b9f274751ead5f03461408"),
+    Repo("luarocks/luarocks", "lua", "2d2cc8eff2f03c23d142f8059146fb241dcf56b5"),
+    Repo("nvim-telescope/telescope.nvim", "lua", "7d324792b7943e4aa16ad007212e6acc6f9fe335"),
     Repo("composer/composer", "php", "eba7baa59eb1b59246cf9800b0120fe78915b6ac"),
     Repo("guzzle/guzzle", "php", "2779e868a00289e1b1fd854af030c43a06f4bcb4"),
     Repo("Seldaek/monolog", "php", "57eb1028342134e701e77c617565d51b6e5a2a53"),
@@ -170,6 +176,12 @@ PROJECTS = (
     Repo("sharkdp/fd", "rust", "ee20f426ddf338ac7ead5c5f00ea49258005caaf"),
     Repo("starship/starship", "rust", "6f33dcec91b758ccbae4ed850eaa6feabff798f9"),
     Repo("tokio-rs/tracing", "rust", "f40ccdaa03cf114c7ee1ef14949207626bf6be57"),
+    Repo("com-lihaoyi/fastparse", "scala", "385431ec271b411505a9458bf8f85d489a9b001b"),
+    Repo("pureconfig/pureconfig", "scala", "e096cf16a3a7ae1d1d8d39bb3313d30a57705cdd"),
+    Repo("typelevel/cats", "scala", "7f2dce5162074c0a0ebc597b89b6cd25e5fe0536"),
+    Repo("apple/swift-argument-parser", "swift", "2f77f2fccb6e84fecff338c37b199e33e7dfd119"),
+    Repo("Moya/Moya", "swift", "10a9dd1577c4de5135a29f99410863d2e9ee034a"),
+    Repo("Swinject/Swinject", "swift", "b685b549fe4d8ae265fc7a2f27d0789720425d69"),
     Repo("markedjs/marked", "typescript", "681373ccc058b5dc93c1f63291d755d7d714c2fa"),
     Repo("pmndrs/zustand", "typescript", "f094eebe9bd3b4b0d77b997f69ab1d273f69a877"),
     Repo("typeorm/typeorm", "typescript", "281bfba42a5813b106bcf5ba79bc7f7251bd1e73"),
@@ -662,7 +674,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mine", action="store_true", help=f"mine the tasks into {TASKS_FILE}")
     parser.add_argument("--dump", action="store_true", help=f"write the feature dumps under {DATA_DIR}")
-    parser.add_argument("--project", action="append", help="only this owner/name (repeatable)")
+    parser.add_argument("--project", action="append",
+                        help="only this owner/name (repeatable); --mine keeps the other projects' tasks")
     parser.add_argument("--splits", default="dev,test,train", help="--dump: these splits' projects")
     parser.add_argument("--history", action="store_true",
                         help="set the git-history features of dumped rows that lack them")
@@ -678,10 +691,17 @@ def main() -> None:
         family = [r.name for r in PROJECTS if r.name.split("/")[1].lower() in SWE_BENCH_FAMILY]
         if family:
             parser.error(f"SWE-bench's family is never mined: {family}")
+        # With --project, only those are mined again; the others' tasks are kept.
+        kept = collections.defaultdict(list)
+        for task in read_tasks() if args.project else ():
+            kept[task["project"]].append(task)
         tasks = []
         for repo in PROJECTS:
-            mined = mine(repo, snapshot_dir(repo.name))
-            print(f"{repo.name} ({repo.language}, {split_of(repo.name)}): {len(mined)} tasks", flush=True)
+            if repo in chosen:
+                mined = mine(repo, snapshot_dir(repo.name))
+                print(f"{repo.name} ({repo.language}, {split_of(repo.name)}): {len(mined)} tasks", flush=True)
+            else:
+                mined = kept.get(repo.name, [])
             tasks += mined
         write_tasks(tasks)
         print(f"{len(tasks)} tasks from {len({t['project'] for t in tasks})} projects -> {TASKS_FILE}")
