@@ -50,7 +50,7 @@ from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.languages import chunk_kind_for_path, language_for_path
 from ctxls.index.locate_history import HISTORY_FEATURES, git_base, read_history
 from ctxls.index.locate_scorer import rank, text_terms
-from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path
+from ctxls.index.paths import is_example_path, is_generated_path, is_test_path, is_vendored_path
 
 from git_walk import Blobs, attach_tree, commit_times, git, reindexed, snapshot_dir
 from locate import KS, metrics
@@ -276,8 +276,6 @@ def describes_a_fix(subject: str, text: str) -> bool:
 
 # -- the gold files ------------------------------------------------------------------------------
 
-# Folders of documentation and examples (code there is not what a fix changes).
-_DOC_DIR = re.compile(r"(?:^|/)(?:docs?|docs_src|examples?|samples?|demos?|tutorials?)/")
 # Build descriptions: in the language table, not the product's code.
 _BUILD_LANGUAGES = frozenset({"make", "cmake", "dockerfile", "starlark"})
 
@@ -289,7 +287,7 @@ def is_gold_candidate(path: str) -> bool:
     return (language is not None and language not in _BUILD_LANGUAGES
             and chunk_kind_for_path(path) == "code" and not path.startswith(".") and "/." not in path
             and not (is_test_path(path) or is_vendored_path(path) or is_generated_path(path)
-                     or _DOC_DIR.search(path)))
+                     or is_example_path(path)))
 
 
 def gold_files(changes: list[tuple[str, str]]) -> list[str] | None:

@@ -27,9 +27,10 @@ _TEST_FILE = re.compile(
 _TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing|testdata|test_data"
                        r"|test-?utils|fixtures|bench|benches|benchmarks?|asv_bench|e2e"
                        r"|(?:[A-Za-z0-9_.-]*[a-z0-9.])?Tests?|[a-z0-9_.-]*[_.-]tests?)(?:/|$)")
-# Examples, tutorials, galleries and documentation sources.
-_EXAMPLE_DIR = re.compile(r"(?:^|/)(_?examples?|samples?|demos?|docs?_src|docs?|tutorials?"
-                          r"|galleries|cookbook)(?=/)")
+# Examples, tutorials, galleries and documentation sources, capitalised too
+# (Swift's and .NET's `Examples/`, `Demo/`), and Xcode's playgrounds.
+_EXAMPLE_DIR = re.compile(r"(?:^|/)(_?[Ee]xamples?|[Ss]amples?|[Dd]emos?|docs?_src|[Dd]ocs?|[Tt]utorials?"
+                          r"|galleries|cookbook|[^/]+\.playground)(?=/)")
 _DOC_FILE = (".md", ".rst", ".txt")
 
 # Folders that hold another project's code copied in: Go's and PHP's
@@ -61,7 +62,7 @@ def is_example_path(path: str) -> bool:
     man-page generator) are library code, not a documentation tree, whose
     pages are not Go."""
     found = _EXAMPLE_DIR.findall(path)
-    if path.endswith(".go") and found and set(found) <= {"doc", "docs"}:
+    if path.endswith(".go") and found and {f.lower() for f in found} <= {"doc", "docs"}:
         return False
     return bool(found)
 

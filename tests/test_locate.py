@@ -283,6 +283,12 @@ def test_test_and_doc_paths():
                  "doc/en/conf.py"):
         assert is_test_or_doc(path), path
     assert not is_test_or_doc("shop/pricing.py") and not is_test_or_doc("shop/contest.py")
+    # Example folders as Swift and .NET name them, and Xcode's playgrounds.
+    for path in ("Examples/Repeat/Repeat.swift", "Demo/Shared/GitHubAPI.swift",
+                 "Sample-iOS.playground/Contents.swift", "src/Samples/Program.cs"):
+        assert is_test_or_doc(path), path
+    # A Go package named doc is library code, whatever its case.
+    assert not is_test_or_doc("go/Doc/comment.go") and not is_test_or_doc("Sources/Demux/Demuxer.swift")
 
 
 # -- ranking files ------------------------------------------------------------------------------
