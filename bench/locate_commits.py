@@ -306,7 +306,7 @@ def gold_files(changes: list[tuple[str, str]]) -> list[str] | None:
 def relabelled(row: dict) -> dict | None:
     """A dumped task as today's miner labels it: the gold files
     ``is_gold_candidate`` still counts (the path classifier may have learned
-    a test folder since the dump), or None when none is left (no task)."""
+    a test or example folder since the dump), or None when none is left (no task)."""
     gold = [path for path in row["gold"] if is_gold_candidate(path)]
     if len(gold) == len(row["gold"]):
         return row
