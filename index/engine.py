@@ -304,8 +304,11 @@ class Engine:
         # Called after files changed on disk were re-indexed.
         self.on_disk_change: Callable[[], None] | None = None
         self.store.on_replaced.append(self._store_replaced)
-        # The postings' warm-up after the first pass (cold_index), and what stops it.
+        # The postings' warm-up after the first pass (cold_index), and what
+        # stops it; the lock makes starting it and close() one after the other
+        # (close() joined a thread created but not yet started).
         self._warm_thread: threading.Thread | None = None
+        self._warm_lock = threading.Lock()
         self._closing = threading.Event()
         self._quiet_until = 0.0  # see _defer_embedding
 
@@ -384,8 +387,10 @@ class Engine:
     def close(self) -> None:
         # The warm-up reads on a connection store.close() closes: it stops first.
         self._closing.set()
-        if self._warm_thread is not None:
-            self._warm_thread.join()
+        with self._warm_lock:
+            warm_thread = self._warm_thread
+        if warm_thread is not None:
+            warm_thread.join()
         if self.follower is not None:
             self.follower.stop()
         for tier in self._tiers:
@@ -426,10 +431,12 @@ class Engine:
         """The first pass after start: no edit-log rows (it is not an edit)."""
         self._first_pass_due = True
         stats = self._pass(None, False, False, progress, cancel)
-        if self._warm_thread is None or not self._warm_thread.is_alive():
-            self._warm_thread = threading.Thread(target=self._warm_in_background,
-                                                 name="ctxls-warm", daemon=True)
-            self._warm_thread.start()
+        with self._warm_lock:
+            if not self._closing.is_set() and (self._warm_thread is None
+                                               or not self._warm_thread.is_alive()):
+                self._warm_thread = threading.Thread(target=self._warm_in_background,
+                                                     name="ctxls-warm", daemon=True)
+                self._warm_thread.start()
         return stats
 
     def warm_postings(self) -> int:

@@ -338,3 +338,36 @@ def test_a_request_that_waits_for_the_first_pass_reads_what_it_indexed(plain: Pa
         assert item is not None and item["id"] == "pkg/retry.py"
     finally:
         access.close()
+
+
+def test_close_while_the_first_pass_starts_its_warm_up_waits_for_the_start(plain: Path, monkeypatch):
+    """close() on another thread, between the warm-up thread's creation and
+    its start, joined a thread not yet started (RuntimeError): it now waits
+    until the thread runs, and then for its end."""
+    import threading
+    import time
+
+    engine = Engine(plain, EngineOptions(embeddings=False))
+    closed: dict[str, BaseException | None] = {}
+
+    def close_in_the_window() -> None:
+        try:
+            engine.close()
+            closed["error"] = None
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            closed["error"] = exc
+
+    start = threading.Thread.start
+
+    def delayed_start(thread: threading.Thread) -> None:
+        if thread.name == "ctxls-warm" and "closer" not in closed:
+            closer = threading.Thread(target=close_in_the_window)
+            closed["closer"] = closer
+            start(closer)
+            time.sleep(0.3)  # close() runs now, with the warm-up thread created, not started
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", delayed_start)
+    engine.cold_index()
+    closed["closer"].join(timeout=30)
+    assert not closed["closer"].is_alive() and closed["error"] is None
