@@ -44,7 +44,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ctxls.index.priority import set_thread_niceness, thread_niceness
+from ctxls.index.priority import set_thread_niceness, thread_niceness, usable_cores
 
 log = logging.getLogger(__name__)
 
@@ -82,15 +82,24 @@ MAX_TOKENS = 128
 # 148 texts/s and 129 MiB peak RSS, against 126/s and 166 MiB in runs of 4
 # (docs/decisions.md, "The transformer's vectors depend on their batch").
 BATCH_SIZE = 1
-# A backlog's batches run this many at a time, each computing on its own
-# thread with one ONNX Runtime thread: a run's CPU is its caller's, at its
-# caller's niceness, so a query run beside a nice backlog is never queued
-# behind it in a shared pool (docs/decisions.md, "Embedding runs compute on
-# their caller's thread").
-RUNS_AT_ONCE = 2
-# Texts per background embedding step: its SQLite write and ANN update are
-# per step, so a step holds several runs' texts.
-STEP_TEXTS = 8
+# A backlog's batches run one per usable core at a time (``runs_at_once``),
+# each computing on its own thread with one ONNX Runtime thread: a run's CPU
+# is its caller's, at its caller's niceness, so a query run beside a nice
+# backlog is never queued behind it in a shared pool (docs/decisions.md,
+# "Embedding runs compute on their caller's thread"), and a machine with
+# more cores takes over from the fast tier sooner ("The transformer's runs,
+# one per core"). At most MAX_RUNS_AT_ONCE: each run's memory adds ~4.5 MiB
+# (django's 400 longest texts: 2 runs +10 MiB, 8 runs +36 MiB over the
+# models alone), which keeps the 400 MiB bar.
+MAX_RUNS_AT_ONCE = 8
+# Texts per run in a background embedding step: a step's SQLite write and
+# ANN update are per step, so a step holds several texts for each run.
+STEP_TEXTS_PER_RUN = 4
+
+
+def runs_at_once() -> int:
+    """How many runs a transformer's backlog computes at a time."""
+    return min(usable_cores(), MAX_RUNS_AT_ONCE)
 
 
 class EmbedderUnavailable(RuntimeError):
@@ -244,20 +253,22 @@ class OnnxEmbedder:
         self._runs: dict[int, ThreadPoolExecutor] = {}
         self._runs_lock = threading.Lock()
         self.name = files.name
-        self.batch_size = STEP_TEXTS
+        self.runs_at_once = runs_at_once()
+        self.batch_size = STEP_TEXTS_PER_RUN * self.runs_at_once
         self.dim = int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
         batches = [texts[start:start + BATCH_SIZE] for start in range(0, len(texts), BATCH_SIZE)]
-        if len(batches) == 1:
-            return self._embed_batch(batches[0])
-        # Every RUNS_AT_ONCE-th batch on this thread, the others on run threads.
+        at_once = self.runs_at_once
+        if len(batches) == 1 or at_once == 1:
+            return np.concatenate([self._embed_batch(batch) for batch in batches])
+        # Every at_once-th batch on this thread, the others on run threads.
         runs = self._run_threads(thread_niceness())
         others = {i: runs.submit(self._embed_batch, batch)
-                  for i, batch in enumerate(batches) if i % RUNS_AT_ONCE}
-        out = [self._embed_batch(batch) if i % RUNS_AT_ONCE == 0 else None
+                  for i, batch in enumerate(batches) if i % at_once}
+        out = [self._embed_batch(batch) if i % at_once == 0 else None
                for i, batch in enumerate(batches)]
         return np.concatenate([others[i].result() if v is None else v for i, v in enumerate(out)])
 
@@ -265,7 +276,7 @@ class OnnxEmbedder:
         with self._runs_lock:
             if niceness not in self._runs:
                 self._runs[niceness] = ThreadPoolExecutor(
-                    RUNS_AT_ONCE - 1, thread_name_prefix=f"ctxls-embed-nice{niceness}",
+                    self.runs_at_once - 1, thread_name_prefix=f"ctxls-embed-nice{niceness}",
                     initializer=set_thread_niceness, initargs=(niceness,))
             return self._runs[niceness]
 
@@ -346,6 +357,8 @@ E5_MODEL_NAME = "multilingual-e5-small"
 # e5 reads up to 512 tokens, at a cost that grows with the length; a chunk's
 # first characters (path, names, signature, doc) carry what it is about.
 E5_MAX_CHARS = 1000
+# Texts per background step: the engine computes one call at a time.
+E5_STEP_TEXTS = 8
 
 
 class E5Embedder:
@@ -367,7 +380,7 @@ class E5Embedder:
             raise EmbedderUnavailable(f"cannot load {E5_MODEL_NAME}: {exc}") from exc
         self._lock = threading.Lock()
         self.name = f"{E5_MODEL_NAME}-q4"
-        self.batch_size = STEP_TEXTS
+        self.batch_size = E5_STEP_TEXTS
         self.dim = int(self._model.dim)
 
     def embed(self, texts: list[str]) -> np.ndarray:

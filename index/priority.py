@@ -7,9 +7,11 @@ caller's thread")."""
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import threading
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,30 @@ def set_thread_niceness(niceness: int) -> None:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), niceness)
     except OSError as exc:
         log.info("cannot set this thread's niceness to %d: %s", niceness, exc)
+
+
+def usable_cores() -> int:
+    """The CPUs this process may use: its affinity mask (taskset, a cpuset),
+    bounded by its cgroup v2 CPU quota (a container's ``--cpus``); at least 1."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity masks here (macOS)
+        cores = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    return max(1, min(cores, quota) if quota is not None else cores)
+
+
+def _cgroup_cpu_quota(membership: Path = Path("/proc/self/cgroup"),
+                      hierarchy: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """The cgroup v2 ``cpu.max`` quota of this process's cgroup in CPUs
+    (rounded up), or None: no quota, no cgroup v2, or unreadable."""
+    try:
+        lines = membership.read_text().splitlines()
+        group = next(line[3:] for line in lines if line.startswith("0::"))
+        limit, period = (hierarchy / group.lstrip("/") / "cpu.max").read_text().split()[:2]
+        return None if limit == "max" else math.ceil(int(limit) / int(period))
+    except (OSError, StopIteration, ValueError, ZeroDivisionError):
+        return None
 
 
 def lower_thread_priority() -> None:

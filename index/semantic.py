@@ -416,7 +416,8 @@ class SemanticIndex:
 
     @property
     def _work_batch(self) -> int:
-        """Texts per step: a transformer's is small (embeddings.STEP_TEXTS);
+        """Texts per step: a transformer's is small (embeddings.STEP_TEXTS_PER_RUN
+        for each of its runs at once);
         a static model's is large, or SQLite's per-step work would bound its pace."""
         return self.embedder.batch_size if self.embedder is not None else 1
 

@@ -489,6 +489,7 @@ def test_embedding_runs_compute_on_their_callers_threads_at_its_priority():
     from ctxls.index.priority import BACKGROUND_NICENESS, lower_thread_priority, thread_niceness
 
     embedder = OnnxEmbedder(builtin_model_files(CODE_MODEL_NAME))
+    embedder.runs_at_once = 3  # as on a 3-core machine, whatever this one has
     runs_seen: list[tuple[int, int]] = []  # (thread id, its niceness) per run
     embed_run = embedder._embed_batch
 
@@ -514,8 +515,8 @@ def test_embedding_runs_compute_on_their_callers_threads_at_its_priority():
     worker.join()
     assert len(runs_seen) == -(-len(texts) // BATCH_SIZE)
     run_threads = {tid for tid, _ in runs_seen}
-    assert result["caller"] in run_threads and len(run_threads) > 1, \
-        "some runs on the caller's thread, the others on a thread of their own"
+    assert result["caller"] in run_threads and 1 < len(run_threads) <= 3, \
+        "some runs on the caller's thread, the others on threads of their own, at most 3 at once"
     assert {niceness for _, niceness in runs_seen} == {BACKGROUND_NICENESS}
     # Each text's vector where it stood, as its run embedded alone gives it
     # (one text a run: the text alone).
@@ -523,6 +524,60 @@ def test_embedding_runs_compute_on_their_callers_threads_at_its_priority():
                                      for start in range(0, len(texts), BATCH_SIZE)])
     np.testing.assert_allclose(result["vectors"], batch_by_batch, atol=1e-5)
     assert np.allclose(query, embed_run(["retry a failed upload"])[0], atol=1e-5)
+
+
+def test_the_backlog_runs_one_run_per_usable_core():
+    """A transformer's backlog computes as many runs at once as the process
+    has cores to run on (its affinity; a container's CPU quota), at most
+    MAX_RUNS_AT_ONCE; on one core every run computes on the caller's thread."""
+    from ctxls.index.embeddings import (MAX_RUNS_AT_ONCE, STEP_TEXTS_PER_RUN, OnnxEmbedder,
+                                        builtin_model_files, runs_at_once)
+    from ctxls.index.priority import usable_cores
+
+    assert runs_at_once() == min(usable_cores(), MAX_RUNS_AT_ONCE)
+    seen: dict[str, object] = {}
+
+    def on_one_core() -> None:
+        # Linux: affinity is per thread, and a thread's new threads inherit it.
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        seen["cores"] = usable_cores()
+        embedder = OnnxEmbedder(builtin_model_files(CODE_MODEL_NAME))
+        seen["runs"], seen["step"] = embedder.runs_at_once, embedder.batch_size
+        threads: set[int] = set()
+        embed_run = embedder._embed_batch
+
+        def recorded_run(texts: list[str]) -> np.ndarray:
+            threads.add(threading.get_native_id())
+            return embed_run(texts)
+
+        embedder._embed_batch = recorded_run
+        texts = [f"def helper_{i}(value):\n    return value + {i}" for i in range(6)]
+        vectors = embedder.embed(texts)
+        seen["threads"] = threads == {threading.get_native_id()}
+        seen["in place"] = np.allclose(vectors, np.concatenate([embed_run([t]) for t in texts]), atol=1e-5)
+
+    worker = threading.Thread(target=on_one_core)
+    worker.start()
+    worker.join()
+    assert seen == {"cores": 1, "runs": 1, "step": STEP_TEXTS_PER_RUN, "threads": True, "in place": True}
+
+
+def test_a_containers_cpu_quota_bounds_the_usable_cores(tmp_path: Path):
+    """cgroup v2's cpu.max (``--cpus 1.5`` writes "150000 100000") counts
+    rounded up; "max", no cgroup v2 line or no file is no quota."""
+    from ctxls.index.priority import _cgroup_cpu_quota
+
+    membership = tmp_path / "cgroup"
+    group = tmp_path / "fs" / "docker" / "abc"
+    group.mkdir(parents=True)
+    membership.write_text("1:cpu:/ignored\n0::/docker/abc\n")
+    for written, quota in (("150000 100000\n", 2), ("100000 100000", 1), ("max 100000", None),
+                           ("garbage", None)):
+        (group / "cpu.max").write_text(written)
+        assert _cgroup_cpu_quota(membership, tmp_path / "fs") == quota, written
+    membership.write_text("4:memory:/only-v1\n")
+    assert _cgroup_cpu_quota(membership, tmp_path / "fs") is None
+    assert _cgroup_cpu_quota(tmp_path / "absent", tmp_path / "fs") is None
 
 
 def test_a_texts_vector_does_not_depend_on_the_texts_embedded_beside_it():
