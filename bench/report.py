@@ -165,7 +165,7 @@ def _result_block(result: Result) -> str:
 # target's current figure.
 NOTES_ON_PAGE = 70
 MACHINE_ON_PAGE = 24
-COMMAND_ON_PAGE = 48
+COMMAND_ON_PAGE = 36
 CELL_ON_PAGE = 46
 
 
