@@ -163,9 +163,9 @@ def _result_block(result: Result) -> str:
 # The page keeps a run's notes to their first sentence, its machine to a
 # line's start and each cell to a few lines (the file has them whole), so that one page holds every
 # target's current figure.
-NOTES_ON_PAGE = 70
+NOTES_ON_PAGE = 60
 MACHINE_ON_PAGE = 24
-COMMAND_ON_PAGE = 36
+COMMAND_ON_PAGE = 42
 CELL_ON_PAGE = 46
 
 
