@@ -26,6 +26,12 @@ git-history features (index/locate_history.py), read on the tree at the
 parent commit; ``--history`` sets them, from the snapshot at the parent
 commit, in rows dumped without them. ``--evaluate`` reports today's Acc@k and
 MRR on dev and test from those files.
+
+``--with-tests`` does the same for issue-like texts (:data:`WITH_TESTS_FILE`,
+:data:`WITH_TESTS_DIR`): each task whose commit also adds a test, its text
+the commit's subject and the first block of test code the commit adds
+(:func:`reproduction`: the regression test that shows the fault, as an
+issue's example does), its gold the same files; kind "fix-with-test".
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -196,6 +202,13 @@ HERE = Path(__file__).resolve().parent
 TASKS_FILE = HERE / "locate_commits" / "tasks.jsonl.gz"
 # The walk's trees, stores and feature files: large, shared with the scorer's trainer.
 DATA_DIR = Path("/work/wt/shared-data/locate_commits")
+
+# Issue-like texts: a fix's subject and the test code it adds (--with-tests).
+WITH_TESTS_FILE = HERE / "locate_commits" / "tasks-with-tests.jsonl.gz"
+WITH_TESTS_DIR = DATA_DIR.parent / "locate_commits_with_tests"
+REPRODUCTION_MIN_LINES = 3  # non-blank added lines: shorter blocks are imports and tweaks
+REPRODUCTION_MAX_LINES = 25
+REPRODUCTION_MAX_CHARS = 1500
 
 SCAN = 1200  # newest non-merge commits read per project
 TASKS_PER_PROJECT = 25
@@ -360,6 +373,44 @@ def mine(repo: Repo, git_dir: Path, scan: int = SCAN, per_project: int = TASKS_P
                       "parent": c["parents"][0], "time": c["time"], "text": text, "gold": gold,
                       "split": split_of(repo.name), "kind": "fix-description"})
     return spread(sorted(found, key=lambda t: (t["time"], t["commit"])), per_project)
+
+
+def reproduction(git_dir: Path, task: dict) -> str | None:
+    """The first block of test code ``task``'s commit adds (at least
+    REPRODUCTION_MIN_LINES non-blank lines, cut at REPRODUCTION_MAX_LINES and
+    REPRODUCTION_MAX_CHARS), or None: it adds none, or the snapshot lacks a blob."""
+    def run(*args: str) -> str:
+        return subprocess.run(["git", "--git-dir", str(git_dir), *args], check=True,
+                              capture_output=True, text=True, errors="replace").stdout
+    try:
+        changed = run("diff", "--no-renames", "--name-only", task["parent"], task["commit"]).splitlines()
+        tests = [path for path in changed if is_test_path(path)]
+        if not tests:
+            return None
+        diff = run("diff", "-U0", "--no-renames", task["parent"], task["commit"], "--", *tests)
+    except subprocess.CalledProcessError:
+        return None
+    block: list[str] = []
+    for line in [*diff.splitlines(), ""]:
+        if line.startswith("+") and not line.startswith("+++"):
+            block.append(line[1:])
+            continue
+        if sum(1 for added in block if added.strip()) >= REPRODUCTION_MIN_LINES:
+            return "\n".join(block[:REPRODUCTION_MAX_LINES]).strip("\n")[:REPRODUCTION_MAX_CHARS]
+        block = []
+    return None
+
+
+def with_tests(tasks: list[dict], git_dir_of: Callable[[str], Path] = snapshot_dir) -> list[dict]:
+    """The issue-like tasks: each task whose commit adds test code, its text
+    the subject and that code (see the module's docstring)."""
+    out = []
+    for task in tasks:
+        code = reproduction(git_dir_of(task["project"]), task)
+        if code is not None:
+            subject = task["text"].splitlines()[0]
+            out.append(dict(task, text=f"{subject}\n\n{code}", kind="fix-with-test"))
+    return out
 
 
 def write_tasks(tasks: list[dict], path: Path = TASKS_FILE) -> None:
@@ -681,7 +732,34 @@ def main() -> None:
                         help="write locate's semantic signal with MODEL's vectors beside the dumps")
     parser.add_argument("--semantic-pool", type=int, help="--semantic: this many best files, not the product's")
     parser.add_argument("--evaluate", action="store_true", help="today's Acc@k and MRR on dev and test")
+    parser.add_argument("--with-tests", action="store_true",
+                        help=f"the issue-like tasks: --mine writes {WITH_TESTS_FILE.name} from the tasks, "
+                             f"--dump and --history use {WITH_TESTS_DIR}")
     args = parser.parse_args()
+    if args.with_tests:
+        if args.mine:
+            chosen_names = {r.name for r in PROJECTS if not args.project or r.name in args.project}
+            kept = [t for t in read_tasks(WITH_TESTS_FILE) if t["project"] not in chosen_names] \
+                if args.project and WITH_TESTS_FILE.exists() else []
+            tasks = kept + with_tests([t for t in read_tasks() if t["project"] in chosen_names])
+            write_tasks(tasks, WITH_TESTS_FILE)
+            print(f"{len(tasks)} issue-like tasks from {len({t['project'] for t in tasks})} projects "
+                  f"-> {WITH_TESTS_FILE}")
+        data_dir = WITH_TESTS_DIR
+        data_dir.mkdir(parents=True, exist_ok=True)
+        for shared in ("trees", "db"):  # the walk's trees and stores are the fix-commit set's
+            if not (data_dir / shared).exists():
+                (data_dir / shared).symlink_to(DATA_DIR / shared)
+        tasks = read_tasks(WITH_TESTS_FILE)
+        for repo in dump_order([r for r in PROJECTS if (not args.project or r.name in args.project)
+                                and split_of(r.name) in set(args.splits.split(","))]) if args.dump else ():
+            try:
+                dump(repo.name, tasks, snapshot_dir(repo.name), data_dir)
+            except (subprocess.CalledProcessError, OSError) as error:
+                print(f"{repo.name}: walk stopped: {error}", file=sys.stderr, flush=True)
+        for path in sorted((data_dir / "features").glob("*.jsonl")) if args.history else ():
+            print(f"{path.stem}: history of {add_history(path)} rows set", flush=True)
+        return
     chosen = [r for r in PROJECTS if not args.project or r.name in args.project]
     if args.project and len(chosen) != len(args.project):
         parser.error(f"--project: not in PROJECTS: {sorted(set(args.project) - {r.name for r in chosen})}")

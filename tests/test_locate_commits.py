@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))  # the bench modules import each other by plain name
 
 import locate_commits  # noqa: E402
-from locate_commits import (Repo, add_semantic, clean_message, dump, gold_files, mine, semantic_path,  # noqa: E402
-                            split_of)
+from locate_commits import (Repo, add_semantic, clean_message, dump, gold_files, mine, reproduction,  # noqa: E402
+                            semantic_path, split_of, with_tests)
 
 from conftest import commit_files, git  # noqa: E402
 
@@ -85,6 +85,44 @@ def test_the_miner_keeps_exactly_the_fixes_with_their_source_files(history):
     for gone in ("#4812", "#4811", "Signed-off-by", "Co-authored-by", "Ada", "Charles"):
         assert gone not in task["text"]
     assert by_commit[cart_fix]["gold"] == ["shop/cart.py"]
+
+
+def test_an_issue_like_task_is_the_subject_and_the_test_code_the_fix_adds(tmp_path):
+    """--with-tests: the first block of test code a fix adds (3+ non-blank
+    lines: a lone import or assertion tweak is no reproduction) after the
+    fix's subject; a fix that adds no such block gives no task."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    source = "def parse(text):\n    return text.split(',')\n"
+    old_test = "import pytest\n\n\ndef test_parse():\n    assert parse('a') == ['a']\n"
+    base = commit_files(repo, "Initial import", {"csvish/parse.py": source, "tests/test_parse.py": old_test})
+    fixed = commit_files(repo, "Fix parse dropping the empty last field\n\nThe split kept it; strip did not.", {
+        "csvish/parse.py": source.replace("text.split", "text.rstrip('\\n').split"),
+        "tests/test_parse.py": old_test.replace("import pytest", "import pytest\nimport csvish") +
+        "\n\ndef test_parse_keeps_the_empty_last_field():\n    fields = parse('a,b,')\n"
+        "    assert fields == ['a', 'b', '']\n"})
+    tweak = commit_files(repo, "Fix parse of a lone comma in the middle of the text", {
+        "csvish/parse.py": source.replace("','", "', '"),
+        "tests/test_parse.py": old_test.replace("== ['a']", "== ['a'] and True")})
+    tasks = [{"project": "example/csvish", "commit": fixed, "parent": base, "kind": "fix-description",
+              "text": "Fix parse dropping the empty last field\n\nThe split kept it; strip did not.",
+              "gold": ["csvish/parse.py"], "split": "train"},
+             {"project": "example/csvish", "commit": tweak, "parent": fixed, "kind": "fix-description",
+              "text": "Fix parse of a lone comma in the middle of the text", "gold": ["csvish/parse.py"],
+              "split": "train"}]
+    git_dir = repo / ".git"
+    assert reproduction(git_dir, tasks[0]) == ("def test_parse_keeps_the_empty_last_field():\n"
+                                               "    fields = parse('a,b,')\n    assert fields == ['a', 'b', '']")
+    assert reproduction(git_dir, tasks[1]) is None
+    issue_like = with_tests(tasks, lambda project: git_dir)
+    assert [t["commit"] for t in issue_like] == [fixed]
+    assert issue_like[0]["kind"] == "fix-with-test" and issue_like[0]["gold"] == ["csvish/parse.py"]
+    assert issue_like[0]["text"] == ("Fix parse dropping the empty last field\n\n"
+                                     "def test_parse_keeps_the_empty_last_field():\n"
+                                     "    fields = parse('a,b,')\n    assert fields == ['a', 'b', '']")
 
 
 def test_the_split_is_by_project_never_by_task(history):
