@@ -121,15 +121,23 @@ def _area_order(results: list[Result]) -> list[str]:
     return named + others
 
 
+def _replaced(result: Result) -> bool:
+    """Every figure of the run replaced by later runs'."""
+    return not any(_current(row) for row in result.data["rows"])
+
+
+def _replaced_line(replaced: list[Result]) -> str:
+    """An area's runs whose every figure was replaced, in one line: each run
+    and its successors (the run's own figures stay in its file)."""
+    named = [f"`{r.name}.json` ({r.data['date']}; by "
+             + ", ".join(f"`{name}`" for name in sorted({row["superseded_by"] for row in r.data["rows"]}))
+             + ")" for r in replaced]
+    return "Every figure superseded: " + "; ".join(named) + ".\n"
+
+
 def _result_block(result: Result) -> str:
     data = result.data
     issue = f" (issue {data['issue']})" if data.get("issue") is not None else ""
-    if not any(_current(row) for row in data["rows"]):
-        # Every figure replaced: one line names the run and its successors.
-        later = sorted({row["superseded_by"] for row in data["rows"]})
-        return "\n".join([f"### {_cell(data['section'])}{issue}", "",
-                          f"`{result.name}.json` · {data['date']}: every figure superseded by "
-                          + ", ".join(f"`{name}.json`" for name in later) + ".", ""])
     lines = [
         f"### {_cell(data['section'])}{issue}",
         "",
@@ -211,7 +219,9 @@ def render(results: list[Result]) -> str:
         # Newest run first: the top of an area is its latest figure.
         members = sorted((r for r in results if r.area == area), key=lambda r: r.name)
         members.sort(key=lambda r: r.data["date"], reverse=True)
-        out += [_result_block(r) for r in members]
+        out += [_result_block(r) for r in members if not _replaced(r)]
+        replaced = [r for r in members if _replaced(r)]
+        out += [_replaced_line(replaced)] if replaced else []
     return "\n".join(out).rstrip("\n") + "\n"
 
 
