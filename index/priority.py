@@ -45,7 +45,7 @@ def set_thread_niceness(niceness: int) -> None:
 
 def usable_cores() -> int:
     """The CPUs this process may use: its affinity mask (taskset, a cpuset),
-    bounded by its cgroup v2 CPU quota (a container's ``--cpus``); at least 1."""
+    bounded by its cgroup CPU quota (a container's ``--cpus``); at least 1."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # no affinity masks here (macOS)
@@ -56,15 +56,33 @@ def usable_cores() -> int:
 
 def _cgroup_cpu_quota(membership: Path = Path("/proc/self/cgroup"),
                       hierarchy: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """The cgroup v2 ``cpu.max`` quota of this process's cgroup in CPUs
-    (rounded up), or None: no quota, no cgroup v2, or unreadable."""
+    """This process's cgroup CPU quota in CPUs (rounded up), or None: no
+    quota, or none readable. cgroup v2 (``cpu.max``) or v1 (the ``cpu``
+    controller's ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us``). A container
+    sees its own cgroup at the hierarchy's root while ``/proc/self/cgroup``
+    may name the host's path: the root is read when the path is not there."""
     try:
         lines = membership.read_text().splitlines()
-        group = next(line[3:] for line in lines if line.startswith("0::"))
-        limit, period = (hierarchy / group.lstrip("/") / "cpu.max").read_text().split()[:2]
-        return None if limit == "max" else math.ceil(int(limit) / int(period))
-    except (OSError, StopIteration, ValueError, ZeroDivisionError):
+    except OSError:
         return None
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, group = parts
+        if controllers == "":
+            mount, files = hierarchy, ("cpu.max",)
+        elif "cpu" in controllers.split(","):
+            mount, files = hierarchy / controllers, ("cpu.cfs_quota_us", "cpu.cfs_period_us")
+        else:
+            continue
+        for folder in (mount / group.lstrip("/"), mount):
+            try:
+                limit, period = " ".join((folder / name).read_text() for name in files).split()[:2]
+                return None if limit in ("max", "-1") else max(1, math.ceil(int(limit) / int(period)))
+            except (OSError, ValueError, ZeroDivisionError):
+                continue
+    return None
 
 
 def lower_thread_priority() -> None:

@@ -563,21 +563,33 @@ def test_the_backlog_runs_one_run_per_usable_core():
 
 
 def test_a_containers_cpu_quota_bounds_the_usable_cores(tmp_path: Path):
-    """cgroup v2's cpu.max (``--cpus 1.5`` writes "150000 100000") counts
-    rounded up; "max", no cgroup v2 line or no file is no quota."""
+    """cgroup v2's cpu.max (``--cpus 1.5`` writes "150000 100000") and v1's
+    cfs quota count rounded up; "max" or -1, no cpu controller, or no file is
+    no quota; a container whose cgroup is the mount's root (while
+    /proc/self/cgroup names the host's path) is read at the root."""
     from ctxls.index.priority import _cgroup_cpu_quota
 
-    membership = tmp_path / "cgroup"
-    group = tmp_path / "fs" / "docker" / "abc"
+    membership, fs = tmp_path / "cgroup", tmp_path / "fs"
+    group = fs / "docker" / "abc"
     group.mkdir(parents=True)
-    membership.write_text("1:cpu:/ignored\n0::/docker/abc\n")
+    membership.write_text("4:memory:/ignored\n0::/docker/abc\n")
     for written, quota in (("150000 100000\n", 2), ("100000 100000", 1), ("max 100000", None),
                            ("garbage", None)):
         (group / "cpu.max").write_text(written)
-        assert _cgroup_cpu_quota(membership, tmp_path / "fs") == quota, written
-    membership.write_text("4:memory:/only-v1\n")
-    assert _cgroup_cpu_quota(membership, tmp_path / "fs") is None
-    assert _cgroup_cpu_quota(tmp_path / "absent", tmp_path / "fs") is None
+        assert _cgroup_cpu_quota(membership, fs) == quota, written
+    (group / "cpu.max").unlink()
+    (fs / "cpu.max").write_text("250000 100000")  # the container's own cgroup, at the root
+    assert _cgroup_cpu_quota(membership, fs) == 3
+    v1 = fs / "cpu,cpuacct"
+    v1.mkdir()
+    membership.write_text("3:cpu,cpuacct:/docker/abc\n2:memory:/docker/abc\n")
+    (v1 / "cpu.cfs_period_us").write_text("100000\n")
+    for written, quota in (("50000\n", 1), ("400000\n", 4), ("-1\n", None)):
+        (v1 / "cpu.cfs_quota_us").write_text(written)
+        assert _cgroup_cpu_quota(membership, fs) == quota, written
+    membership.write_text("4:memory:/only-memory\n")
+    assert _cgroup_cpu_quota(membership, fs) is None
+    assert _cgroup_cpu_quota(tmp_path / "absent", fs) is None
 
 
 def test_a_texts_vector_does_not_depend_on_the_texts_embedded_beside_it():
