@@ -161,6 +161,41 @@ def test_paraphrases_are_found_and_memory_vectors_live_with_their_rows(plain: Pa
     engine.close()
 
 
+def test_a_hybrid_memory_recall_embeds_its_query_while_bm25_scans(plain: Path, monkeypatch):
+    """The query's embedding starts on the query pool before any kind's BM25
+    scan (as code recall's does), so the two overlap; each kind then ranks
+    with that one run's vector."""
+    engine = Engine(plain, EngineOptions(embeddings=True))
+    remember_all(engine, FACTS)
+    engine.memory.remember(EVERYTHING, "standup", "The team meets at ten every morning", kind="episode")
+    engine.embed_pending()
+    semantic = engine.semantic
+    events: list[str] = []
+    scan, soon, embed = memory_module.bm25_scores, semantic.query_vector_soon, semantic._embed_query
+
+    def recorded_scan(*args, **kwargs):
+        events.append("bm25")
+        return scan(*args, **kwargs)
+
+    def recorded_soon(query: str):
+        events.append("embedding started")
+        return soon(query)
+
+    def recorded_embed(query: str):
+        events.append("embedded")
+        return embed(query)
+
+    monkeypatch.setattr(memory_module, "bm25_scores", recorded_scan)
+    monkeypatch.setattr(semantic, "query_vector_soon", recorded_soon)
+    monkeypatch.setattr(semantic, "_embed_query", recorded_embed)
+    query = "database copies overnight at the standup"
+    hits = engine.recall(query, ["fact", "episode"], 3, mode="hybrid").hits_by_kind
+    assert events[0] == "embedding started" and events.count("bm25") == 2
+    assert events.count("embedded") == 1, "one run for both kinds"
+    assert hits["fact"][0].path == "db-backup"
+    engine.close()
+
+
 def test_ann_nominees_never_cross_the_scope_fence(plain: Path, monkeypatch):
     # Force the ANN path (as with thousands of rows), where other tenants'
     # rows sit in the same index as the requester's.

@@ -176,6 +176,10 @@ class SqliteMemoryStore:
     def search(self, kinds: list[str], query: str, terms: list[str], n: int, scope: Scope,
                now: int, semantic: "SemanticIndex | None",
                dense_only: bool) -> dict[str, list[MemoryRow]]:
+        if semantic is not None:
+            # The query's embedding runs on the query pool while each kind's
+            # BM25 scans here; each kind's query_vector then waits for that run.
+            semantic.query_vector_soon(query)
         return {kind: self._search_kind(kind, query, terms, n, scope, now, semantic, dense_only)
                 for kind in kinds}
 
@@ -195,12 +199,12 @@ class SqliteMemoryStore:
                                  where_args=visible_args)
             coverage = self._term_coverage_of_few(conn, table, terms, list(scores))
         else:
-            vector = semantic.query_vector(query)
-            if vector is None:
-                return []
             pool = max(n, MEMORY_FUSION_POOL)
             lexical = {} if dense_only else bm25_scores(conn, table, terms, self.config, limit=pool,
                                                         where=fence, where_args=visible_args)
+            vector = semantic.query_vector(query)
+            if vector is None:
+                return []
             # A nominee outside the lexical pool counts as no lexical match: scoring
             # it exactly (ranking.bm25_of_ids) scans every match, slower than the
             # pool's LIMIT at 100k facts; memory's benchmark was measured without it.
