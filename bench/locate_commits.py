@@ -736,9 +736,12 @@ def main() -> None:
                         help=f"the issue-like tasks: --mine writes {WITH_TESTS_FILE.name} from the tasks, "
                              f"--dump and --history use {WITH_TESTS_DIR}")
     args = parser.parse_args()
+    chosen = [r for r in PROJECTS if not args.project or r.name in args.project]
+    if args.project and len(chosen) != len(args.project):
+        parser.error(f"--project: not in PROJECTS: {sorted(set(args.project) - {r.name for r in chosen})}")
     if args.with_tests:
         if args.mine:
-            chosen_names = {r.name for r in PROJECTS if not args.project or r.name in args.project}
+            chosen_names = {r.name for r in chosen}
             kept = [t for t in read_tasks(WITH_TESTS_FILE) if t["project"] not in chosen_names] \
                 if args.project and WITH_TESTS_FILE.exists() else []
             tasks = kept + with_tests([t for t in read_tasks() if t["project"] in chosen_names])
@@ -751,8 +754,8 @@ def main() -> None:
             if not (data_dir / shared).exists():
                 (data_dir / shared).symlink_to(DATA_DIR / shared)
         tasks = read_tasks(WITH_TESTS_FILE)
-        for repo in dump_order([r for r in PROJECTS if (not args.project or r.name in args.project)
-                                and split_of(r.name) in set(args.splits.split(","))]) if args.dump else ():
+        for repo in dump_order([r for r in chosen if split_of(r.name) in set(args.splits.split(","))]
+                               ) if args.dump else ():
             try:
                 dump(repo.name, tasks, snapshot_dir(repo.name), data_dir)
             except (subprocess.CalledProcessError, OSError) as error:
@@ -760,9 +763,6 @@ def main() -> None:
         for path in sorted((data_dir / "features").glob("*.jsonl")) if args.history else ():
             print(f"{path.stem}: history of {add_history(path)} rows set", flush=True)
         return
-    chosen = [r for r in PROJECTS if not args.project or r.name in args.project]
-    if args.project and len(chosen) != len(args.project):
-        parser.error(f"--project: not in PROJECTS: {sorted(set(args.project) - {r.name for r in chosen})}")
     if args.mine:
         family = [r.name for r in PROJECTS if r.name.split("/")[1].lower() in SWE_BENCH_FAMILY]
         if family:
