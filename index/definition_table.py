@@ -299,6 +299,8 @@ SCALA = LanguageTable(
         "class_definition": Rule("class", "name", "body"),
         "trait_definition": Rule("trait", "name", "body"),
         "object_definition": Rule("object", "name", "body"),
+        # `package object squants { implicit val moneyReader … ; def parse … }`
+        "package_object": Rule("object", "name", "body"),
         "enum_definition": Rule("enum", "name", "body"),
         "function_definition": Rule("function"),
         "function_declaration": Rule("function"),

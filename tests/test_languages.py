@@ -98,6 +98,10 @@ DEFINITIONS = [
         ('Method', 'enum', 32, 34),
         ('serve', 'function', 36, 38),
     ]),
+    ('codecs.scala', 'scala', [  # a package object and its defs (its vals are not definitions)
+        ('codecs', 'object', 2, 7),
+        ('codecs.parseRoute', 'method', 8, 11),
+    ]),
     ('TodoList.vue', 'vue', [
         ('data', 'function', 16, 18),
         ('computed', 'object', 19, 19),
