@@ -269,6 +269,9 @@ SWIFT = LanguageTable(
         "protocol_function_declaration": Rule("function"),
         "deinit_declaration": Rule("function", "."),
         "typealias_declaration": Rule("type"),
+        # A computed property (`var isEmpty: Bool { … }`) is code, as a method is;
+        # a stored one (`let x = 3`) is not a definition.
+        "property_declaration": Rule("property", "name/bound_identifier", requires="computed_value"),
     },
     leading=_C_COMMENTS,
     # `public convenience init(…)`: the keyword is its name.

@@ -33,6 +33,11 @@ DEFINITIONS = [
         ('Cache.evictExpired', 'method', 38, 41),
         ('makeDefaultCache', 'function', 44, 48),
     ]),
+    ('Sizes.swift', 'swift', [  # computed properties are code; stored ones are not definitions
+        ('Sizes', 'struct', 2, 5),
+        ('Sizes.isEmpty', 'property', 6, 8),
+        ('Sizes.total', 'property', 10, 13),
+    ]),
     ('Counter.svelte', 'svelte', [
         ('increment', 'function', 7, 10),
         ('reset', 'function', 12, 15),

@@ -53,7 +53,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     and symbols.body_end (its whole extent): new columns of a file table,
 #     which the stamp's change rebuilds.
 # 12: Scala package objects (and their members) are definitions.
-CHUNKER_VERSION = 12
+# 13: Swift computed properties are definitions.
+CHUNKER_VERSION = 13
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
