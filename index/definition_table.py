@@ -247,6 +247,24 @@ def _hcl_block(node: Node) -> Definition | None:
 
 _C_COMMENTS = frozenset({"comment", "line_comment", "block_comment", "multiline_comment"})
 
+_KOTLIN_ACCESSORS = frozenset({"getter", "setter"})
+
+
+def _kotlin_property(node: Node) -> Definition | None:
+    """A property with a getter or setter is code, as a method is (this
+    grammar reads a multi-line accessor as the declaration's next sibling); a
+    stored property is not a definition. `val Module.isLoaded` is Module's."""
+    following = node.next_named_sibling
+    if not any(child.type in _KOTLIN_ACCESSORS for child in node.named_children) and (
+            following is None or following.type not in _KOTLIN_ACCESSORS):
+        return None
+    name = name_parts(text(follow(node, ":variable_declaration/:simple_identifier")))
+    receiver = follow(node, ":receiver_type")
+    if receiver is not None:
+        name = (*name_parts(text(receiver))[-1:], *name)
+    return Definition("property", name) if name else None
+
+
 KOTLIN = LanguageTable(
     rules={
         "class_declaration": Rule("class", ":type_identifier", ":class_body|enum_class_body",
@@ -258,6 +276,8 @@ KOTLIN = LanguageTable(
     leading=_C_COMMENTS,
     # A companion object's members are its class's (`Inventory.empty()`).
     transparent=frozenset({"companion_object", "class_body"}),
+    continued_by=_KOTLIN_ACCESSORS,
+    custom={"property_declaration": _kotlin_property},
 )
 
 SWIFT = LanguageTable(

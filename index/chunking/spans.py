@@ -180,8 +180,10 @@ def _collect(
     for index, node in enumerate(nodes):
         start = node.start_point.row
         end = _last_row(node)
-        if index + 1 < len(nodes) and nodes[index + 1].type in grammar.continued_by:
-            end = max(end, _last_row(nodes[index + 1]))
+        after = index + 1  # a Kotlin property's getter, then its setter
+        while after < len(nodes) and nodes[after].type in grammar.continued_by:
+            end = max(end, _last_row(nodes[after]))
+            after += 1
         if node.type in grammar.leading:
             if leading_start >= 0 and start <= leading_end + 1:
                 leading_end = end
