@@ -39,6 +39,12 @@ DEFINITIONS = [
         ('Flags.primary', 'property', 5, 7),
         ('Flags.isBlank', 'property', 12, 12),
     ]),
+    ('money.rb', 'ruby', [  # classes made by Struct.new and Data.define; a plain constant is none
+        ('Billing', 'namespace', 0, 0),
+        ('Billing.Money', 'class', 1, 2),
+        ('Billing.Money.to_s', 'method', 3, 5),
+        ('Billing.Rate', 'class', 8, 8),
+    ]),
     ('Sizes.swift', 'swift', [  # computed properties are code; stored ones are not definitions
         ('Sizes', 'struct', 2, 5),
         ('Sizes.isEmpty', 'property', 6, 8),

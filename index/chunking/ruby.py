@@ -1,10 +1,17 @@
-"""What a Ruby syntax node defines: methods, classes and modules."""
+"""What a Ruby syntax node defines: methods, classes and modules, and a
+class made by a call (`Price = Struct.new(:amount) do … end`)."""
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
 from .spans import Decl, named_decl, node_text
+
+# Calls that make a class or module, assigned to a constant: `Struct.new(…)`,
+# `Data.define(…)`, `Class.new(Base) { … }`, `Module.new do … end`. The
+# block's methods are its members.
+_CLASS_FACTORIES = {("Struct", "new"): "class", ("Data", "define"): "class",
+                    ("Class", "new"): "class", ("Module", "new"): "namespace"}
 
 
 def ruby_decl(node: Node) -> Decl | None:
@@ -19,4 +26,18 @@ def ruby_decl(node: Node) -> Decl | None:
         # Members are walked from the class node itself: a comment above the
         # first member is the class's child, not a sibling inside its body.
         return Decl(kind, tuple(name.split("::")), node)
+    if node_type == "assignment":
+        return _made_class(node)
     return None
+
+
+def _made_class(node: Node) -> Decl | None:
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if left is None or left.type != "constant" or right is None or right.type != "call":
+        return None
+    kind = _CLASS_FACTORIES.get((node_text(right.child_by_field_name("receiver")),
+                                 node_text(right.child_by_field_name("method"))))
+    if kind is None:
+        return None
+    block = right.child_by_field_name("block")
+    return Decl(kind, (node_text(left),), block.child_by_field_name("body") if block is not None else None)

@@ -53,7 +53,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     and symbols.body_end (its whole extent): new columns of a file table,
 #     which the stamp's change rebuilds.
 # 12: Scala package objects (and their members) are definitions.
-# 13: Swift computed properties and Kotlin properties with a getter or setter are definitions.
+# 13: Swift computed properties and Kotlin properties with a getter or setter are
+#     definitions; so is a Ruby class made by a call (`Money = Struct.new(…) do … end`).
 CHUNKER_VERSION = 13
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
