@@ -29,10 +29,13 @@ def snapshot_dir(repo: str) -> Path:
 
 
 def git(git_dir: Path, *args: str, tree: Path | None = None) -> str:
+    """The command's output; bytes that are not UTF-8 (a diff of a Latin-1
+    file) read as U+FFFD."""
     command = ["git", "--git-dir", str(git_dir)]
     if tree is not None:
         command += ["--work-tree", str(tree)]
-    return subprocess.run(command + list(args), check=True, capture_output=True, text=True).stdout
+    return subprocess.run(command + list(args), check=True, capture_output=True, text=True,
+                          errors="replace").stdout
 
 
 def attach_tree(git_dir: Path, tree: Path) -> Callable[[str], None]:

@@ -379,15 +379,12 @@ def reproduction(git_dir: Path, task: dict) -> str | None:
     """The first block of test code ``task``'s commit adds (at least
     REPRODUCTION_MIN_LINES non-blank lines, cut at REPRODUCTION_MAX_LINES and
     REPRODUCTION_MAX_CHARS), or None: it adds none, or the snapshot lacks a blob."""
-    def run(*args: str) -> str:
-        return subprocess.run(["git", "--git-dir", str(git_dir), *args], check=True,
-                              capture_output=True, text=True, errors="replace").stdout
     try:
-        changed = run("diff", "--no-renames", "--name-only", task["parent"], task["commit"]).splitlines()
-        tests = [path for path in changed if is_test_path(path)]
+        changed = git(git_dir, "diff", "--no-renames", "--name-only", task["parent"], task["commit"])
+        tests = [path for path in changed.splitlines() if is_test_path(path)]
         if not tests:
             return None
-        diff = run("diff", "-U0", "--no-renames", task["parent"], task["commit"], "--", *tests)
+        diff = git(git_dir, "diff", "-U0", "--no-renames", task["parent"], task["commit"], "--", *tests)
     except subprocess.CalledProcessError:
         return None
     block: list[str] = []
@@ -734,36 +731,22 @@ def main() -> None:
     parser.add_argument("--evaluate", action="store_true", help="today's Acc@k and MRR on dev and test")
     parser.add_argument("--with-tests", action="store_true",
                         help=f"the issue-like tasks: --mine writes {WITH_TESTS_FILE.name} from the tasks, "
-                             f"--dump and --history use {WITH_TESTS_DIR}")
+                             f"--dump, --history and --semantic use {WITH_TESTS_DIR}")
     args = parser.parse_args()
     chosen = [r for r in PROJECTS if not args.project or r.name in args.project]
     if args.project and len(chosen) != len(args.project):
         parser.error(f"--project: not in PROJECTS: {sorted(set(args.project) - {r.name for r in chosen})}")
-    if args.with_tests:
-        if args.mine:
-            chosen_names = {r.name for r in chosen}
-            kept = [t for t in read_tasks(WITH_TESTS_FILE) if t["project"] not in chosen_names] \
-                if args.project and WITH_TESTS_FILE.exists() else []
-            tasks = kept + with_tests([t for t in read_tasks() if t["project"] in chosen_names])
-            write_tasks(tasks, WITH_TESTS_FILE)
-            print(f"{len(tasks)} issue-like tasks from {len({t['project'] for t in tasks})} projects "
-                  f"-> {WITH_TESTS_FILE}")
-        data_dir = WITH_TESTS_DIR
-        data_dir.mkdir(parents=True, exist_ok=True)
-        for shared in ("trees", "db"):  # the walk's trees and stores are the fix-commit set's
-            if not (data_dir / shared).exists():
-                (data_dir / shared).symlink_to(DATA_DIR / shared)
-        tasks = read_tasks(WITH_TESTS_FILE)
-        for repo in dump_order([r for r in chosen if split_of(r.name) in set(args.splits.split(","))]
-                               ) if args.dump else ():
-            try:
-                dump(repo.name, tasks, snapshot_dir(repo.name), data_dir)
-            except (subprocess.CalledProcessError, OSError) as error:
-                print(f"{repo.name}: walk stopped: {error}", file=sys.stderr, flush=True)
-        for path in sorted((data_dir / "features").glob("*.jsonl")) if args.history else ():
-            print(f"{path.stem}: history of {add_history(path)} rows set", flush=True)
-        return
-    if args.mine:
+    # --with-tests: the issue-like tasks, in their own files beside the fix-commit set's.
+    tasks_file, data_dir = (WITH_TESTS_FILE, WITH_TESTS_DIR) if args.with_tests else (TASKS_FILE, DATA_DIR)
+    if args.with_tests and args.mine:
+        chosen_names = {r.name for r in chosen}
+        kept = [t for t in read_tasks(WITH_TESTS_FILE) if t["project"] not in chosen_names] \
+            if args.project and WITH_TESTS_FILE.exists() else []
+        tasks = kept + with_tests([t for t in read_tasks() if t["project"] in chosen_names])
+        write_tasks(tasks, WITH_TESTS_FILE)
+        print(f"{len(tasks)} issue-like tasks from {len({t['project'] for t in tasks})} projects "
+              f"-> {WITH_TESTS_FILE}")
+    elif args.mine:
         family = [r.name for r in PROJECTS if r.name.split("/")[1].lower() in SWE_BENCH_FAMILY]
         if family:
             parser.error(f"SWE-bench's family is never mined: {family}")
@@ -782,23 +765,29 @@ def main() -> None:
         write_tasks(tasks)
         print(f"{len(tasks)} tasks from {len({t['project'] for t in tasks})} projects -> {TASKS_FILE}")
     if args.dump:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
-        (DATA_DIR / "README.md").write_text(README)
-        tasks = read_tasks()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        if args.with_tests:
+            for shared in ("trees", "db"):  # the walk's trees and stores are the fix-commit set's
+                if not (data_dir / shared).exists():
+                    (data_dir / shared).symlink_to(DATA_DIR / shared)
+        else:
+            (DATA_DIR / "README.md").write_text(README)
+        tasks = read_tasks(tasks_file)
         splits = set(args.splits.split(","))
         for repo in dump_order([r for r in chosen if split_of(r.name) in splits]):
             try:
-                dump(repo.name, tasks, snapshot_dir(repo.name))
+                dump(repo.name, tasks, snapshot_dir(repo.name), data_dir)
             except (subprocess.CalledProcessError, OSError) as error:  # one project's walk, not the run
                 print(f"{repo.name}: walk stopped: {error}", file=sys.stderr, flush=True)
     # Features set on rows already dumped, per project of the chosen splits.
-    dumped = [(repo.name, features_path(repo.name)) for repo in chosen
-              if split_of(repo.name) in set(args.splits.split(",")) and features_path(repo.name).exists()]
+    dumped = [(repo.name, features_path(repo.name, data_dir)) for repo in chosen
+              if split_of(repo.name) in set(args.splits.split(","))
+              and features_path(repo.name, data_dir).exists()]
     for name, path in dumped if args.history else ():
         print(f"{name}: history of {add_history(path)} rows set", flush=True)
     for name, path in dumped if args.semantic else ():
-        print(f"{name}: semantic of {add_semantic(path, args.semantic, pool=args.semantic_pool)} tasks",
-              flush=True)
+        added = add_semantic(path, args.semantic, data_dir=data_dir, pool=args.semantic_pool)
+        print(f"{name}: semantic of {added} tasks", flush=True)
     if args.evaluate:
         rows = read_features((DEV, TEST))
         figures = baseline(rows)

@@ -12,7 +12,7 @@ A *path* leads from a node to another, steps separated by "/":
 * ``0``: the first named child; ``0=a|b``: the same, only if of type ``a`` or ``b``
   (``1``, ``2``, …: the second, third named child);
   ``field=a|b``: the child under that field, only if of type ``a`` or ``b``;
-* ``^``: the parent; ``<`` (``<=a|b``): the named sibling before.
+* ``^``: the parent; ``<`` (``<=a|b``): the named sibling before; ``>``: the one after.
 
 A name is read as the code writes it and cut at the first space or
 bracket (``Cache<V>`` -> ``Cache``, ``Circle <: Shape`` -> ``Circle``); its
@@ -93,6 +93,8 @@ def follow(node: Node | None, path: str) -> Node | None:
             node = node.parent
         elif where == "<":
             node = node.prev_named_sibling
+        elif where == ">":
+            node = node.next_named_sibling
         elif where.isdigit():
             index = int(where)
             node = node.named_child(index) if index < node.named_child_count else None
@@ -248,21 +250,10 @@ def _hcl_block(node: Node) -> Definition | None:
 _C_COMMENTS = frozenset({"comment", "line_comment", "block_comment", "multiline_comment"})
 
 _KOTLIN_ACCESSORS = frozenset({"getter", "setter"})
-
-
-def _kotlin_property(node: Node) -> Definition | None:
-    """A property with a getter or setter is code, as a method is (this
-    grammar reads a multi-line accessor as the declaration's next sibling); a
-    stored property is not a definition. `val Module.isLoaded` is Module's."""
-    following = node.next_named_sibling
-    if not any(child.type in _KOTLIN_ACCESSORS for child in node.named_children) and (
-            following is None or following.type not in _KOTLIN_ACCESSORS):
-        return None
-    name = name_parts(text(follow(node, ":variable_declaration/:simple_identifier")))
-    receiver = follow(node, ":receiver_type")
-    if receiver is not None:
-        name = (*name_parts(text(receiver))[-1:], *name)
-    return Definition("property", name) if name else None
+# A property with a getter or setter is code, as a method is (this grammar
+# reads a multi-line accessor as the declaration's next sibling); a stored
+# property is not a definition. `val Module.isLoaded` is Module's.
+_KOTLIN_PROPERTY = ":variable_declaration/:simple_identifier"
 
 
 KOTLIN = LanguageTable(
@@ -272,12 +263,14 @@ KOTLIN = LanguageTable(
         "object_declaration": Rule("object", ":type_identifier", ":class_body"),
         "function_declaration": Rule("function", ":simple_identifier", receiver="receiver"),
         "type_alias": Rule("type", ":type_identifier"),
+        "property_declaration": (
+            Rule("property", _KOTLIN_PROPERTY, receiver=":receiver_type", requires=":getter|setter"),
+            Rule("property", _KOTLIN_PROPERTY, receiver=":receiver_type", requires=">=getter|setter")),
     },
     leading=_C_COMMENTS,
     # A companion object's members are its class's (`Inventory.empty()`).
     transparent=frozenset({"companion_object", "class_body"}),
     continued_by=_KOTLIN_ACCESSORS,
-    custom={"property_declaration": _kotlin_property},
 )
 
 SWIFT = LanguageTable(
