@@ -75,6 +75,9 @@ class LanguageTable:
     joins_clauses: bool = False
     # node type -> a function reading the shapes a rule cannot say
     custom: Mapping[str, Callable[[Node], Definition | None]] = field(default_factory=dict)
+    # The block of a non-definition that holds definitions, for a shape no
+    # node type says (spans.Grammar.wrapped_block).
+    wrapped_block: Callable[[Node], Node | None] | None = None
 
 
 def follow(node: Node | None, path: str) -> Node | None:
@@ -177,6 +180,15 @@ def _elixir_call(node: Node) -> Definition | None:
             head = head.child_by_field_name("target") or head
         name = name_parts(text(head))
         return Definition("function", name[-1:]) if name and head.type == "identifier" else None
+    return None
+
+
+def _elixir_conditional_block(node: Node) -> Node | None:
+    """The `do` block of `if Code.ensure_loaded?(Jason) do … end` (`unless`
+    too): modules and functions compiled only when a dependency is there are
+    definitions as any others (the `else` branch, a fallback, is not read)."""
+    if node.type == "call" and text(node.child_by_field_name("target")) in ("if", "unless"):
+        return next((child for child in node.named_children if child.type == "do_block"), None)
     return None
 
 
@@ -330,7 +342,7 @@ SCALA = LanguageTable(
 
 ELIXIR = LanguageTable(
     rules={}, leading=frozenset({"comment", "unary_operator"}), joins_clauses=True,
-    custom={"call": _elixir_call},
+    custom={"call": _elixir_call}, wrapped_block=_elixir_conditional_block,
 )
 
 LUA = LanguageTable(

@@ -1024,6 +1024,28 @@ def test_the_functions_of_a_default_exported_object_are_definitions() -> None:
                                               (None, "module", 4, 4)])
 
 
+def test_a_typescript_constant_object_of_functions_is_read_through_its_type_syntax() -> None:
+    # Chart.js's easing table (`{…} as const`), Vue's array instrumentations (`<any>{…}`).
+    text = source(
+        """
+        const effects = {
+          linear: (t: number) => t,
+          easeInQuad(t: number) {
+            return t * t
+          },
+        } as const
+        export const instrumentations: Record<string, Function> = <any>{
+          join(separator?: string) {
+            return separator
+          },
+        }
+        """
+    )
+    check("src/easing.ts", text, [("effects", "object", 0, 0), ("effects.linear", "method", 1, 1),
+                                  ("effects.easeInQuad", "method", 2, 4), (None, "module", 5, 5),
+                                  ("instrumentations", "object", 6, 6), ("instrumentations.join", "method", 7, 9)])
+
+
 def test_a_c_function_whose_ifdef_branches_split_a_statement_is_still_a_definition() -> None:
     # curl's bindlocal: each branch opens its own `if(…) {`, closed once after
     # `#endif`; tree-sitter cannot parse that, and the function was residue.

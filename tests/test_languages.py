@@ -67,6 +67,11 @@ DEFINITIONS = [
         ('String.toSku', 'function', 36, 36),
         ('reportLowStock', 'function', 38, 43),
     ]),
+    ('AsyncWriter.cs', 'csharp', [  # `#if` in the base list and round the file: the first branch read
+        ('AsyncWriter', 'class', 5, 11),
+        ('AsyncWriter.DisposeAsync', 'method', 12, 12),
+        ('AsyncWriter.WriteAsync', 'method', 17, 20),
+    ]),
     ('OrderService.cs', 'csharp', [
         ('Shop.Orders', 'namespace', 3, 4),
         ('Shop.Orders.IOrderRepository', 'interface', 5, 6),
@@ -126,6 +131,12 @@ DEFINITIONS = [
         ('methods', 'object', 24, 24),
         ('methods.toggle', 'function', 25, 27),
         ('formatTitle', 'function', 31, 33),
+    ]),
+    ('optional_json.ex', 'elixir', [  # inside `if Code.ensure_loaded?(…) do`: the first branch read
+        ('Shop.JSON', 'namespace', 1, 3),
+        ('Shop.JSON.encode', 'function', 4, 4),
+        ('Shop.Codec', 'namespace', 8, 9),
+        ('Shop.Codec.decode', 'function', 10, 10),
     ]),
     ('bank_account.ex', 'elixir', [
         ('Bank.Account', 'namespace', 0, 6),

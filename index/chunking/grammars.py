@@ -56,7 +56,8 @@ def _table_grammar(table: LanguageTable, fallback: Callable[[Node], Decl | None]
         if found is not None:
             return Decl(*found)
         return fallback(node) if fallback is not None else None
-    return Grammar(classify, table.leading, table.transparent, table.continued_by, table.joins_clauses)
+    return Grammar(classify, table.leading, table.transparent, table.continued_by, table.joins_clauses,
+                   table.wrapped_block)
 
 
 for _language, _table in TABLES.items():

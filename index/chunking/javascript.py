@@ -51,7 +51,7 @@ def js_decl(node: Node) -> Decl | None:
             return Decl("function", (node_text(function.child_by_field_name("name")) or "default",))
         if value is not None and value.type == "class":
             return Decl("class", (node_text(value.child_by_field_name("name")) or "default",), value.child_by_field_name("body"))
-        members = _js_default_object(value) if value is not None else None
+        members = _js_object_literal(value) if value is not None else None
         # `export default { setup() {…} }` (vitest's environments): like
         # `module.exports = {…}`, its functions are the module's own.
         return Decl("namespace", (), members, is_type=False) if members is not None else None
@@ -83,9 +83,10 @@ def js_decl(node: Node) -> Decl | None:
 _JS_EXPORT_PREFIXES = (("module", "exports"), ("exports",))
 
 
-def _js_default_object(value: Node) -> Node | None:
-    """The object literal an `export default` exports, through the type
-    syntax around it: `<Environment>{…}`, `{…} satisfies T`, `({…} as T)`."""
+def _js_object_literal(value: Node) -> Node | None:
+    """The object of `{…}` or `Object.freeze({…})` (a namespace of
+    functions), through the type syntax around it: `<Environment>{…}`,
+    `{…} satisfies T`, `({…} as T)`, `{…} as const`."""
     for _ in range(3):
         if value.type == "object":
             return value
@@ -93,23 +94,15 @@ def _js_default_object(value: Node) -> Node | None:
             inner = [child for child in value.named_children if child.type != "type_arguments"]
         elif value.type in ("parenthesized_expression", "as_expression", "satisfies_expression"):
             inner = value.named_children[:1]
+        elif value.type == "call_expression" and node_text(value.child_by_field_name("function")) == "Object.freeze":
+            arguments = value.child_by_field_name("arguments")
+            inner = arguments.named_children[:1] if arguments is not None else []
         else:
             return None
         if not inner:
             return None
         value = inner[0]
     return value if value.type == "object" else None
-
-
-def _js_object_literal(value: Node) -> Node | None:
-    """The object of `{…}` or `Object.freeze({…})` (a namespace of functions)."""
-    if value.type == "object":
-        return value
-    if value.type == "call_expression" and node_text(value.child_by_field_name("function")) == "Object.freeze":
-        arguments = value.child_by_field_name("arguments")
-        first = arguments.named_child(0) if arguments is not None and arguments.named_child_count else None
-        return first if first is not None and first.type == "object" else None
-    return None
 
 
 def _js_target_parts(target: Node) -> tuple[str, ...]:

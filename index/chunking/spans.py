@@ -47,6 +47,10 @@ class Grammar:
     continued_by: frozenset[str] = frozenset()
     # Consecutive clauses of one function are one definition (Haskell, Erlang, Elixir).
     joins_clauses: bool = False
+    # For a non-definition no node type says holds definitions (Elixir's
+    # `if Code.ensure_loaded?(Jason) do defmodule … end`): the block whose
+    # children are walked as if they were its siblings, or None.
+    wrapped_block: Callable[[Node], Node | None] | None = None
 
 
 def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: bytes,
@@ -82,17 +86,22 @@ def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: byt
 
 
 _PREPROC_CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+# Languages whose conditional compilation is `#if … #else … #endif` lines.
+PREPROCESSED_LANGUAGES = frozenset({"c", "cpp", "csharp"})
 
 
-def c_first_branch_spans(grammar: Grammar, parser: Parser, lines: list[str],
-                         spans: list[Piece]) -> list[Piece]:
+def first_branch_spans(grammar: Grammar, parser: Parser, lines: list[str],
+                       spans: list[Piece]) -> list[Piece]:
     """C code often splits a statement across `#ifdef` branches (`if(a) {`
-    in one, `if(b) {` in the other, one `}`), which tree-sitter cannot
-    parse: the function around it became residue (curl's `bindlocal`, 260
-    lines). The file is parsed again as the preprocessor would see it with
-    every condition's first branch taken (the directives and the other
-    branches blanked, rows kept), and the reading that finds more lines
-    inside definitions wins."""
+    in one, `if(b) {` in the other, one `}`), and C# a class's base list
+    (`class Logger : ILogger` `#if FEATURE_X` `, IAsyncDisposable` `#endif`),
+    which tree-sitter cannot parse: the function around it became residue
+    (curl's `bindlocal`, 260 lines), the class and its methods invisible
+    (Newtonsoft.Json's `JValue`, serilog's `Logger`). The file is parsed
+    again as the preprocessor would see it with every condition's first
+    branch taken (the directives and the other branches blanked, rows kept),
+    and the reading that finds more definitions (by name) wins; on a tie,
+    the one with more lines inside them."""
     kept: list[str] = []
     skipping: list[bool] = []  # per open conditional: is the current branch blanked?
     for line in lines:
@@ -109,9 +118,13 @@ def c_first_branch_spans(grammar: Grammar, parser: Parser, lines: list[str],
     source = "\n".join(kept).encode("utf-8", "replace")
     alternative, _ = symbol_spans(grammar, parser, kept, source, parser.parse(source))
 
-    def covered(pieces: list[Piece]) -> int:
-        return len({row for piece in pieces for row in range(piece.start, max(piece.end, piece.body_end) + 1)})
-    return alternative if covered(alternative) > covered(spans) else spans
+    def found(pieces: list[Piece]) -> tuple[int, int]:
+        # Names, not pieces: the raw reading holds both branches' copies of a
+        # function. A container's own rows are its header: a namespace whose
+        # body did not parse must not count as covering the file.
+        return (len({piece.symbol for piece in pieces}),
+                len({row for piece in pieces for row in range(piece.start, piece.end + 1)}))
+    return alternative if found(alternative) > found(spans) else spans
 
 
 def _swallowed_row(grammar: Grammar, nodes: list[Node], lines: list[str], offset: int) -> int | None:
@@ -215,6 +228,8 @@ def _collect(
                 spans.extend(members)
         elif node.type in grammar.transparent or node.is_error:
             _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)
+        elif grammar.wrapped_block is not None and (block := grammar.wrapped_block(node)) is not None:
+            _collect(grammar, block.named_children, scope, in_type, spans, leading_start, leading_end)
         previous_end = end
         leading_start = -1
 

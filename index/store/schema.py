@@ -55,7 +55,10 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 12: Scala package objects (and their members) are definitions.
 # 13: Swift computed properties and Kotlin properties with a getter or setter are
 #     definitions; so is a Ruby class made by a call (`Money = Struct.new(…) do … end`).
-CHUNKER_VERSION = 13
+# 14: C# files are read with each `#if`'s first branch when that finds more
+#     definitions (as C and C++ were; the rule now counts names, not lines);
+#     Elixir modules and functions inside `if`/`unless … do` are definitions.
+CHUNKER_VERSION = 14
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
