@@ -24,8 +24,7 @@ from .chunking.grammars import GRAMMARS
 from .chunking.markdown import markdown_sections
 from .chunking.packing import pack
 from .chunking.pieces import build_chunks, residue, window_chunks
-from .chunking.spans import (PREPROCESSED_LANGUAGES, REPARSE_BUDGET, first_branch_spans, reparse_budget,
-                             symbol_spans)
+from .chunking.spans import REPARSE_BUDGET, REREADINGS, reparse_budget, reread_spans, symbol_spans
 from .definition_table import TABLES
 from .imports import extract_imports
 from .languages import COMPONENT_LANGUAGES, chunk_kind_for_path, language_for_path, parse, parser_for, script_view
@@ -92,8 +91,9 @@ def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
         grammar = GRAMMARS[grammar_language]
         spans, tree = symbol_spans(grammar, parser_for(grammar_language), read_lines, source,
                                    parse(grammar_language, source, path))
-        if tree.root_node.has_error and grammar_language in PREPROCESSED_LANGUAGES:
-            spans = first_branch_spans(grammar, parser_for(grammar_language), lines, spans)
+        if tree.root_node.has_error and grammar_language in REREADINGS:
+            spans = reread_spans(grammar, parser_for(grammar_language), lines, spans,
+                                 REREADINGS[grammar_language])
         imports = extract_imports(grammar_language, tree)
     except Exception:  # a grammar or binding failure must not cost the file its chunks
         return ParsedFile(language, window_chunks(lines, language, kind))

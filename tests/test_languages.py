@@ -33,6 +33,11 @@ DEFINITIONS = [
         ('Cache.evictExpired', 'method', 38, 41),
         ('makeDefaultCache', 'function', 44, 48),
     ]),
+    ('LoggingInterceptor.kt', 'kotlin', [  # ktfmt's constructor below the class's name
+        ('LoggingInterceptor', 'class', 2, 8),
+        ('LoggingInterceptor.redactHeader', 'method', 9, 11),
+        ('LoggingInterceptor.intercept', 'method', 13, 13),
+    ]),
     ('Flags.kt', 'kotlin', [  # properties with accessors are code (a setter below its getter too)
         ('Flags', 'class', 2, 2),
         ('Flags.isEmpty', 'property', 3, 3),
@@ -402,7 +407,7 @@ def test_status_counts_files_per_language_and_lists_those_read_without_a_grammar
     languages = status["languages"]
     assert {language for _, language, _ in DEFINITIONS} <= set(languages)
     assert all(languages[language]["definitions"] for _, language, _ in DEFINITIONS)
-    assert languages["kotlin"] == {"files": 2, "definitions": True}
+    assert languages["kotlin"] == {"files": 3, "definitions": True}
     assert languages["make"] == {"files": 1, "definitions": False}
     assert languages["groovy"] == {"files": 1, "definitions": False}
     assert status["without_grammar"] == {"count": 2, "files": ["Makefile", "build.gradle"]}
@@ -492,5 +497,5 @@ def test_cli_status_names_each_language_and_those_read_as_windows(polyglot):
     from ctxls.daemon.formatting import languages_line
 
     line = languages_line(polyglot.status())
-    assert "kotlin 2," in line and "make 1 (windows)" in line and "groovy 1 (windows)" in line
+    assert "kotlin 3," in line and "make 1 (windows)" in line and "groovy 1 (windows)" in line
     assert "kotlin 2 (windows)" not in line

@@ -86,22 +86,18 @@ def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: byt
 
 
 _PREPROC_CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
-# Languages whose conditional compilation is `#if … #else … #endif` lines.
-PREPROCESSED_LANGUAGES = frozenset({"c", "cpp", "csharp"})
 
 
-def first_branch_spans(grammar: Grammar, parser: Parser, lines: list[str],
-                       spans: list[Piece]) -> list[Piece]:
-    """C code often splits a statement across `#ifdef` branches (`if(a) {`
-    in one, `if(b) {` in the other, one `}`), and C# a class's base list
+def first_branch_lines(lines: list[str]) -> list[str]:
+    """The file as the preprocessor sees it with every `#if`'s first branch
+    taken: the directives and the other branches blanked, rows kept.
+
+    C code often splits a statement across `#ifdef` branches (`if(a) {` in
+    one, `if(b) {` in the other, one `}`), and C# a class's base list
     (`class Logger : ILogger` `#if FEATURE_X` `, IAsyncDisposable` `#endif`),
     which tree-sitter cannot parse: the function around it became residue
     (curl's `bindlocal`, 260 lines), the class and its methods invisible
-    (Newtonsoft.Json's `JValue`, serilog's `Logger`). The file is parsed
-    again as the preprocessor would see it with every condition's first
-    branch taken (the directives and the other branches blanked, rows kept),
-    and the reading that finds more definitions (by name) wins; on a tie,
-    the one with more lines inside them."""
+    (Newtonsoft.Json's `JValue`, serilog's `Logger`)."""
     kept: list[str] = []
     skipping: list[bool] = []  # per open conditional: is the current branch blanked?
     for line in lines:
@@ -115,6 +111,54 @@ def first_branch_spans(grammar: Grammar, parser: Parser, lines: list[str],
             skipping.pop()
         blank = directive is not None or any(skipping)
         kept.append("" if blank else line)
+    return kept
+
+
+_KOTLIN_CLASS_NAME_LINE = re.compile(r"\s*(?:[\w@]+\s+)*(?:class|object)\s+\w+\s*(?:<[^{}()]*>)?\s*$")
+_KOTLIN_ANNOTATION_LINE = re.compile(r"\s*(?:@[\w.:]+(?:\([^()]*\))?\s*)+$")
+_KOTLIN_CONSTRUCTOR_LINE = re.compile(r"\s*(?:(?:@[\w.:]+(?:\([^()]*\))?|[a-z]+)\s+)*constructor\s*\(")
+
+
+def kotlin_constructor_lines(lines: list[str]) -> list[str]:
+    """The file with each primary constructor moved up onto its class's line.
+
+    ktfmt's style (Square's okhttp, okio, moshi, kotlinpoet) puts it below
+    the class's name, `class Interceptor` / `@JvmOverloads` /
+    `constructor(`, which the Kotlin grammar cannot parse: the class's
+    whole body was lost. The lines from the name to `constructor(` are
+    joined into the first, the rows they leave blank, so every later row
+    stays where it was."""
+    kept = list(lines)
+    row = 0
+    while row < len(kept):
+        if _KOTLIN_CLASS_NAME_LINE.match(kept[row]):
+            last = row + 1
+            while last < len(kept) and _KOTLIN_ANNOTATION_LINE.match(kept[last]):
+                last += 1
+            if last < len(kept) and _KOTLIN_CONSTRUCTOR_LINE.match(kept[last]):
+                kept[row] = " ".join([kept[row].rstrip(), *(line.strip() for line in kept[row + 1:last + 1])])
+                kept[row + 1:last + 1] = [""] * (last - row)
+                row = last
+        row += 1
+    return kept
+
+
+# Another reading of a file whose parse failed, per language: its lines as
+# that reading sees them, as many as the file's.
+REREADINGS: dict[str, Callable[[list[str]], list[str]]] = {
+    "c": first_branch_lines, "cpp": first_branch_lines, "csharp": first_branch_lines,
+    "kotlin": kotlin_constructor_lines,
+}
+
+
+def reread_spans(grammar: Grammar, parser: Parser, lines: list[str], spans: list[Piece],
+                 reread: Callable[[list[str]], list[str]]) -> list[Piece]:
+    """``spans`` of a file whose parse failed, or those of its other reading
+    (``reread``) when that finds more definitions (by name); on a tie, the
+    one with more lines inside them."""
+    kept = reread(lines)
+    if kept == lines:
+        return spans
     source = "\n".join(kept).encode("utf-8", "replace")
     alternative, _ = symbol_spans(grammar, parser, kept, source, parser.parse(source))
 

@@ -57,7 +57,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     definitions; so is a Ruby class made by a call (`Money = Struct.new(…) do … end`).
 # 14: C# files are read with each `#if`'s first branch when that finds more
 #     definitions (as C and C++ were; the rule now counts names, not lines);
-#     Elixir modules and functions inside `if`/`unless … do` are definitions.
+#     Elixir modules and functions inside `if`/`unless … do` are definitions;
+#     a Kotlin class whose constructor sits below its name (ktfmt) keeps its body.
 CHUNKER_VERSION = 14
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
