@@ -303,6 +303,14 @@ SWIFT = LanguageTable(
     custom={"init_declaration": lambda node: Definition("function", ("init",))},
 )
 
+def _csharp_conversion(node: Node) -> Definition | None:
+    """`public static explicit operator bool(JToken value)`: named as the
+    compiler names it (`op_Explicit`, `op_Implicit`), as stack traces and
+    reflection show it."""
+    keyword = next((child.type for child in node.children if child.type in ("implicit", "explicit")), None)
+    return Definition("function", (f"op_{keyword.capitalize()}",)) if keyword else None
+
+
 _CSHARP_TYPE = {"class_declaration": "class", "struct_declaration": "struct",
                 "interface_declaration": "interface", "record_declaration": "record",
                 "record_struct_declaration": "record", "enum_declaration": "enum"}
@@ -320,6 +328,7 @@ CSHARP = LanguageTable(
     },
     leading=frozenset({"comment", "attribute_list"}),
     transparent=frozenset({"file_scoped_namespace_declaration", "preproc_if", "preproc_region"}),
+    custom={"conversion_operator_declaration": _csharp_conversion},
 )
 
 SCALA = LanguageTable(

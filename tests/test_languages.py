@@ -76,6 +76,7 @@ DEFINITIONS = [
         ('AsyncWriter', 'class', 5, 11),
         ('AsyncWriter.DisposeAsync', 'method', 12, 12),
         ('AsyncWriter.WriteAsync', 'method', 17, 20),
+        ('AsyncWriter.op_Explicit', 'method', 22, 22),  # a conversion, named as the compiler names it
     ]),
     ('OrderService.cs', 'csharp', [
         ('Shop.Orders', 'namespace', 3, 4),

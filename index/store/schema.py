@@ -56,7 +56,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 13: Swift computed properties and Kotlin properties with a getter or setter are
 #     definitions; so is a Ruby class made by a call (`Money = Struct.new(…) do … end`).
 # 14: C# files are read with each `#if`'s first branch when that finds more
-#     definitions (as C and C++ were; the rule now counts names, not lines);
+#     definitions (as C and C++ were; the rule now counts names, not lines), and a
+#     conversion operator is a definition (`op_Explicit`, `op_Implicit`);
 #     Elixir modules and functions inside `if`/`unless … do` are definitions;
 #     a Kotlin class whose constructor sits below its name (ktfmt) keeps its body.
 CHUNKER_VERSION = 14
