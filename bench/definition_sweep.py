@@ -2,7 +2,8 @@
 parser faults (a grammar's error that hides a class, a shape no rule reads).
 
 For each project of ``locate_commits.PROJECTS`` (train and dev only: faults
-are looked for where nothing is measured) a seeded sample of its first-party
+are looked for where nothing is measured) and of ``MORE_LANGUAGES`` (one
+project per language the fix-commit set lacks) a seeded sample of its first-party
 source files at the pinned head is chunked (``definition_chunks``), and every
 line matching a language's definition pattern (``PATTERNS``: `def f`,
 `class C`, `public void M(`, `defp f`, …) is counted as *missed* when no
@@ -26,6 +27,7 @@ import random
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -37,6 +39,31 @@ from git_walk import git, snapshot_dir  # noqa: E402
 from locate_commits import PROJECTS, split_of  # noqa: E402
 
 FILES_PER_PROJECT = 200
+
+
+class SweepRepo(NamedTuple):
+    name: str  # owner/name on GitHub (its snapshot: fetch github:owner/name)
+    language: str
+    head: str
+
+
+# Languages the fix-commit set has no project in: one project each, read
+# only here (bench/projects.md, role "dev (parser faults)").
+MORE_LANGUAGES = (
+    SweepRepo("felangel/bloc", "dart", "61ef3b1d767a808f9f698d67fa9fa7129b32a6e2"),
+    SweepRepo("SDWebImage/SDWebImage", "objc", "36e79ba485e9bb4d3cd4e3318908866dac5e7b51"),
+    SweepRepo("tidyverse/dplyr", "r", "d5e94e7fa8fd4a5f79c1a707d1842216bb4c691f"),
+    SweepRepo("JuliaData/DataFrames.jl", "julia", "3924697ea6c02ac186a95b298a4e06b52e881b53"),
+    SweepRepo("koalaman/shellcheck", "haskell", "764802b7c023e9fdc191c12f57c418f186ad76ae"),
+    SweepRepo("ocaml/dune", "ocaml", "8deee3bb92dcf42a861aaf3ac35182ca10511210"),
+    SweepRepo("ninenines/cowboy", "erlang", "5c8535f409aa2fd49deb355e8ee43d5c06eb1c90"),
+    SweepRepo("nvm-sh/nvm", "bash", "b17550a0b9ab691439815dfccc8b73e3a59fa103"),
+    SweepRepo("zigtools/zls", "zig", "113f79a1d120cfda4cf758bc41273d8d15b4e46a"),
+    SweepRepo("mojolicious/mojo", "perl", "b4de430651b722f560b1577da9018e3f402d96ab"),
+    SweepRepo("ring-clojure/ring", "clojure", "75914ca942330ae6f8499b0ab9adda4664ad5f1b"),
+    SweepRepo("fsprojects/Paket", "fsharp", "3b63da856fa6d6f441d43b9dc2aa64e6ad10fe62"),
+    SweepRepo("PowerShell/PSScriptAnalyzer", "powershell", "4b0117ca7d2887711c9699f467ba7171f8859156"),
+)
 MAX_CHARS = 400_000
 
 _JS = [r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*(\w+)",
@@ -72,6 +99,23 @@ PATTERNS: dict[str, list[str]] = {
     "c": [r"^(?:static\s+|inline\s+|extern\s+|const\s+|unsigned\s+|struct\s+)*[A-Za-z_]\w*[\s*]+\**(\w+)\s*\([^;]*$"],
     "cpp": [r"^(?:static\s+|inline\s+|constexpr\s+|virtual\s+)*[A-Za-z_][\w:<>,]*[\s*&]+\**(?:\w+::)*(~?\w+)\s*\([^;]*$",
             r"^\s*(?:class|struct|union)\s+(\w+)\s*(?:final\s*)?(?::[^{;]*)?\{?\s*$"],
+    "dart": [r"^\s*(?:abstract\s+|sealed\s+|final\s+|base\s+|interface\s+)*(?:class|mixin|enum|extension)\s+(\w+)",
+             r"^\s*(?:static\s+|external\s+)*[\w<>?,\[\]]+\s+(\w+)\s*(?:<[^>]*>)?\([^;]*\)\s*(?:async\*?\s*)?(?:\{|=>)"],
+    "objc": [r"^[-+]\s*\([^)]*\)\s*(\w+)", r"^@(?:interface|implementation|protocol)\s+(\w+)"],
+    "r": [r"^\s*`?([\w.]+)`?\s*(?:<-|=)\s*function\b"],
+    "julia": [r"^\s*function\s+(?:[\w.]+\.)?(\w+!?)", r"^\s*(?:mutable\s+)?struct\s+(\w+)",
+              r"^\s*(?:abstract\s+type|module|macro)\s+(\w+)"],
+    "haskell": [r"^([a-z_]\w*'*)\s*::", r"^(?:data|newtype|type)\s+(?:family\s+)?(\w+)"],
+    "ocaml": [r"^\s*let\s+(?:rec\s+)?([a-z_]\w*'*)\s+[^=]*=", r"^\s*module\s+(?:type\s+)?(\w+)\s*[:=]"],
+    "erlang": [r"^([a-z]\w*)\(.*->\s*$"],
+    "bash": [r"^\s*(?:function\s+)?([\w:-]+)\s*\(\)\s*\{?\s*$", r"^\s*function\s+([\w:-]+)"],
+    "zig": [r"^\s*(?:pub\s+)?(?:inline\s+|export\s+|extern\s+)?fn\s+(\w+)",
+            r"^\s*(?:pub\s+)?const\s+(\w+)\s*=\s*(?:extern\s+|packed\s+)?(?:struct|enum|union)\b"],
+    "perl": [r"^\s*sub\s+(\w+)", r"^\s*package\s+(?:\w+::)*(\w+)"],
+    "clojure": [r"^\((?:defn-?|defmacro|defmulti|defprotocol|defrecord|deftype)\s+(?:\^\S+\s+)?([\w*!?<>=+-]+)"],
+    "fsharp": [r"^\s*let\s+(?:rec\s+|inline\s+|private\s+|internal\s+)*([a-z_]\w*)\b[^=]*=",
+               r"^\s*(?:static\s+)?(?:member|override|abstract)\s+(?:\w+\.)?(\w+)", r"^\s*type\s+(\w+)"],
+    "powershell": [r"^\s*function\s+([\w-]+)"],
 }
 PATTERNS["tsx"] = PATTERNS["typescript"]
 # Control keywords a C-like function pattern also matches.
@@ -92,7 +136,7 @@ def missed_lines(path: str, text: str) -> tuple[int, list[str]]:
         if match is None or match.group(1) in NOT_NAMES:
             continue
         seen += 1
-        if match.group(1) not in names_at.get(row, ()):
+        if re.split(r"[.:]", match.group(1))[-1] not in names_at.get(row, ()):  # R's `print.foo`
             missed.append(f"{path}:{row + 1}: {line.strip()[:100]}")
     return seen, missed
 
@@ -105,7 +149,7 @@ def sweep(repo) -> dict:
     random.Random(0).shuffle(paths)
     seen, missed = 0, []
     for path in paths[:FILES_PER_PROJECT]:
-        text = git(git_dir, "show", f"{repo.head}:{path}")
+        text = git(git_dir, "show", f"{repo.head}:{path}").removeprefix("\ufeff")  # as discovery reads it
         if len(text) <= MAX_CHARS:
             file_seen, file_missed = missed_lines(path, text)
             seen += file_seen
@@ -133,7 +177,7 @@ def main() -> None:
     sub = parser.add_subparsers(dest="verb", required=True)
     write = sub.add_parser("write")
     write.add_argument("out")
-    write.add_argument("--project", action="append", help="owner/name (repeatable; default: train and dev)")
+    write.add_argument("--project", action="append", help="owner/name (repeatable; default: all)")
     both = sub.add_parser("compare")
     both.add_argument("old")
     both.add_argument("new")
@@ -141,7 +185,8 @@ def main() -> None:
     if args.verb == "compare":
         compare(args.old, args.new)
         return
-    chosen = [r for r in PROJECTS if (r.name in args.project if args.project else split_of(r.name) != "test")]
+    repos = [*(r for r in PROJECTS if split_of(r.name) != "test"), *MORE_LANGUAGES]
+    chosen = [r for r in repos if not args.project or r.name in args.project]
     found = {}
     for repo in chosen:
         if snapshot_dir(repo.name).exists():

@@ -368,6 +368,9 @@ LUA = LanguageTable(
 BASH = LanguageTable(
     rules={"function_definition": Rule("function")},
     leading=frozenset({"comment"}),
+    # A script wrapped in `{ … }` so that a piped download runs only whole
+    # (nvm's, rustup's installers), functions defined under a condition.
+    transparent=frozenset({"compound_statement", "if_statement", "elif_clause", "else_clause"}),
 )
 
 _DART_SIGNATURES = ":function_signature|getter_signature|setter_signature|constructor_signature|" \
@@ -521,11 +524,16 @@ FSHARP = LanguageTable(
         "module_defn": Rule("namespace", ":identifier", ".", is_type=False),
         "function_or_value_defn": Rule("function", ":function_declaration_left/:identifier",
                                        requires=":function_declaration_left"),
-        "type_definition": Rule("type", "0/:type_name/type_name"),
-        "member_defn": Rule("function", ":method_or_prop_defn/property_or_ident/method"),
+        # Members sit in one or more `type_extension_elements` under the
+        # type's own node (a union's, a record's, a class's).
+        "type_definition": Rule("type", "0/:type_name/type_name", "0"),
+        # `member this.Match (x) = …` names its method after the instance;
+        # `static member ofName name = …` names it alone.
+        "member_defn": (Rule("function", ":method_or_prop_defn/name/method"),
+                        Rule("function", ":method_or_prop_defn/name")),
     },
     leading=frozenset({"line_comment", "block_comment", "attributes"}),
-    transparent=frozenset({"declaration_expression", "namespace"}),
+    transparent=frozenset({"declaration_expression", "namespace", "type_extension_elements"}),
 )
 
 TABLES: dict[str, LanguageTable] = {

@@ -105,6 +105,11 @@ DEFINITIONS = [
         ('Size', 'type', 31, 31),
         ('drain', 'function', 33, 36),
     ]),
+    ('ImageView.m', 'objc', [  # a method's header split over `#if` branches: the first branch read
+        ('ImageView', 'class', 2, 4),
+        ('ImageView.initWithFrame', 'method', 5, 11),
+        ('ImageView.stopAnimating', 'method', 13, 15),
+    ]),
     ('RequestQueue.m', 'objc', [
         ('RequestQueue', 'interface', 2, 5),
         ('RequestQueue', 'class', 7, 8),
@@ -155,6 +160,11 @@ DEFINITIONS = [
         ('Bank.Describable.describe', 'function', 35, 35),
         ('Bank.Ledger', 'namespace', 38, 38),
         ('Bank.Ledger.transfer', 'function', 39, 43),
+    ]),
+    ('install.sh', 'bash', [  # inside the script's `{ … }` and under `if`
+        ('install_dir', 'function', 3, 5),
+        ('shell_name', 'function', 8, 8),
+        ('shell_name', 'function', 10, 10),
     ]),
     ('deploy.sh', 'bash', [
         ('log', 'function', 6, 8),
@@ -251,6 +261,9 @@ DEFINITIONS = [
         ('Shop.Cart.Item', 'type', 2, 2),
         ('Shop.Cart.total', 'function', 4, 5),
         ('Shop.Cart.add', 'function', 7, 7),
+        ('Shop.Cart.Cart', 'type', 9, 9),  # a type's members are its methods
+        ('Shop.Cart.Cart.Count', 'method', 10, 10),
+        ('Shop.Cart.Cart.Empty', 'method', 11, 11),
     ]),
     ('Tool.pm', 'perl', [
         ('My.Tool', 'namespace', 0, 0),

@@ -146,8 +146,8 @@ def kotlin_constructor_lines(lines: list[str]) -> list[str]:
 # Another reading of a file whose parse failed, per language: its lines as
 # that reading sees them, as many as the file's.
 REREADINGS: dict[str, Callable[[list[str]], list[str]]] = {
-    "c": first_branch_lines, "cpp": first_branch_lines, "csharp": first_branch_lines,
-    "kotlin": kotlin_constructor_lines,
+    "c": first_branch_lines, "cpp": first_branch_lines, "objc": first_branch_lines,
+    "csharp": first_branch_lines, "kotlin": kotlin_constructor_lines,
 }
 
 

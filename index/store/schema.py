@@ -60,7 +60,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     conversion operator is a definition (`op_Explicit`, `op_Implicit`);
 #     Elixir modules and functions inside `if`/`unless … do` are definitions;
 #     a Kotlin class whose constructor sits below its name (ktfmt) keeps its body.
-CHUNKER_VERSION = 14
+# 15: Objective-C files get the first-branch reading too; Bash functions inside a
+#     script's `{ … }` or an `if` are definitions; F# types have their members.
+CHUNKER_VERSION = 15
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
