@@ -362,7 +362,10 @@ LUA = LanguageTable(
                                      requires=":expression_list/0=function_definition"),
     },
     leading=frozenset({"comment"}),
-    transparent=frozenset({"variable_declaration"}),
+    # `do … end` scopes a module's locals (gitsigns' async.lua); `if jit then
+    # function M.fast() … end else … end` defines under a condition.
+    transparent=frozenset({"variable_declaration", "do_statement", "if_statement", "elseif_statement",
+                           "else_statement", "block"}),
 )
 
 BASH = LanguageTable(

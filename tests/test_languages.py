@@ -44,6 +44,11 @@ DEFINITIONS = [
         ('Flags.primary', 'property', 5, 7),
         ('Flags.isBlank', 'property', 12, 12),
     ]),
+    ('clock.rb', 'ruby', [  # methods defined under a condition
+        ('Clock', 'namespace', 0, 1),
+        ('Clock.clock_time', 'method', 2, 4),
+        ('Clock.clock_time', 'method', 6, 8),
+    ]),
     ('money.rb', 'ruby', [  # classes made by Struct.new and Data.define; a plain constant is none
         ('Billing', 'namespace', 0, 0),
         ('Billing.Money', 'class', 1, 2),
@@ -223,6 +228,11 @@ DEFINITIONS = [
         ('Product', 'record', 25, 27),
         ('with-cart', 'macro', 29, 30),
         ('checkout', 'function', 32, 33),
+    ]),
+    ('event.lua', 'lua', [  # inside a `do … end` scope and under `if`
+        ('Event.set', 'function', 6, 8),
+        ('M.now', 'function', 12, 12),
+        ('M.now', 'function', 14, 14),
     ]),
     ('statusline.lua', 'lua', [
         ('mode_name', 'function', 8, 11),

@@ -41,7 +41,10 @@ GRAMMARS: dict[str, Grammar] = {
     ),
     "c": Grammar(c_decl, leading=frozenset({"comment"}), transparent=_C_TRANSPARENT),
     "cpp": Grammar(cpp_decl, leading=frozenset({"comment"}), transparent=_C_TRANSPARENT | {"namespace_definition"}),
-    "ruby": Grammar(ruby_decl, leading=frozenset({"comment"}), transparent=frozenset({"singleton_class", "body_statement"})),
+    # `if defined?(X) … def clock_time … else … end`: methods defined under a condition.
+    "ruby": Grammar(ruby_decl, leading=frozenset({"comment"}),
+                    transparent=frozenset({"singleton_class", "body_statement", "if", "unless", "elsif", "else",
+                                           "then"})),
     "php": Grammar(
         php_decl, leading=frozenset({"comment"}), transparent=frozenset({"namespace_definition", "compound_statement"})
     ),

@@ -62,7 +62,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     a Kotlin class whose constructor sits below its name (ktfmt) keeps its body.
 # 15: Objective-C files get the first-branch reading too; Bash functions inside a
 #     script's `{ … }` or an `if` are definitions; F# types have their members.
-CHUNKER_VERSION = 15
+# 16: Lua functions inside `do … end` or under `if`, Ruby methods under `if`/`unless`
+#     are definitions.
+CHUNKER_VERSION = 16
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
