@@ -47,8 +47,8 @@ class SweepRepo(NamedTuple):
     head: str
 
 
-# Languages the fix-commit set has no project in: one project each, read
-# only here (bench/projects.md, role "dev (parser faults)").
+# Languages the fix-commit set has no project in, one project each, and a
+# shape it lacks; read only here (bench/projects.md, role dev).
 MORE_LANGUAGES = (
     SweepRepo("felangel/bloc", "dart", "61ef3b1d767a808f9f698d67fa9fa7129b32a6e2"),
     SweepRepo("SDWebImage/SDWebImage", "objc", "36e79ba485e9bb4d3cd4e3318908866dac5e7b51"),
@@ -63,6 +63,8 @@ MORE_LANGUAGES = (
     SweepRepo("ring-clojure/ring", "clojure", "75914ca942330ae6f8499b0ab9adda4664ad5f1b"),
     SweepRepo("fsprojects/Paket", "fsharp", "3b63da856fa6d6f441d43b9dc2aa64e6ad10fe62"),
     SweepRepo("PowerShell/PSScriptAnalyzer", "powershell", "4b0117ca7d2887711c9699f467ba7171f8859156"),
+    # PHP's polyfills and helpers, defined under `if (! function_exists(…))`.
+    SweepRepo("symfony/polyfill", "php", "df4793d8de3390de9bb0aaf02cff7fa67ddc4a2a"),
 )
 MAX_CHARS = 400_000
 

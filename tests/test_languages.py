@@ -44,6 +44,11 @@ DEFINITIONS = [
         ('Flags.primary', 'property', 5, 7),
         ('Flags.isBlank', 'property', 12, 12),
     ]),
+    ('helpers.php', 'php', [  # defined under a condition (a helper, a polyfill)
+        ('app', 'function', 3, 6),
+        ('Stringable', 'class', 10, 12),
+        ('Stringable', 'interface', 14, 16),
+    ]),
     ('clock.rb', 'ruby', [  # methods defined under a condition
         ('Clock', 'namespace', 0, 1),
         ('Clock.clock_time', 'method', 2, 4),

@@ -45,8 +45,11 @@ GRAMMARS: dict[str, Grammar] = {
     "ruby": Grammar(ruby_decl, leading=frozenset({"comment"}),
                     transparent=frozenset({"singleton_class", "body_statement", "if", "unless", "elsif", "else",
                                            "then"})),
+    # `if (! function_exists('app')) { function app() … }`: helpers and polyfills defined under a condition.
     "php": Grammar(
-        php_decl, leading=frozenset({"comment"}), transparent=frozenset({"namespace_definition", "compound_statement"})
+        php_decl, leading=frozenset({"comment"}),
+        transparent=frozenset({"namespace_definition", "compound_statement", "if_statement", "else_if_clause",
+                               "else_clause"}),
     ),
 }
 
