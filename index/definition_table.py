@@ -427,6 +427,26 @@ OCAML = LanguageTable(
     leading=frozenset({"comment"}),
 )
 
+def _zig_type_function(node: Node) -> Definition | None:
+    """`pub fn ArrayList(comptime T: type) type { … return struct { … }; }`:
+    Zig's generic type, a function that returns a container; its
+    container's functions are its methods."""
+    proto = follow(node, ":FnProto")
+    if proto is None or text(follow(proto, ":ErrorUnionExpr")) != "type":
+        return None
+    name = name_parts(text(follow(proto, "function")))
+    body = follow(node, ":Block")
+    for statement in body.named_children if body is not None and name else ():
+        returned = follow(statement, ":AssignExpr")
+        if returned is not None and returned.child(0) is not None and returned.child(0).type == "return":
+            container = follow(returned, ":ErrorUnionExpr/:SuffixExpr/:ContainerDecl")
+            if container is not None:
+                kind = KINDS_BY_TEXT.get(text(follow(container, ":ContainerDeclType")).split("(")[0].strip(),
+                                         "struct")
+                return Definition(kind, name, container)
+    return None
+
+
 ZIG = LanguageTable(
     rules={
         "Decl": (
@@ -438,6 +458,7 @@ ZIG = LanguageTable(
         ),
     },
     leading=frozenset({"line_comment", "doc_comment", "container_doc_comment"}),
+    custom={"Decl": _zig_type_function},
 )
 
 JULIA = LanguageTable(

@@ -213,6 +213,10 @@ DEFINITIONS = [
         ('handle_cast', 'function', 23, 24),
         ('refill', 'function', 26, 27),
     ]),
+    ('bounded.zig', 'zig', [  # a generic type: a function returning a struct
+        ('BoundedList', 'struct', 2, 9),
+        ('BoundedList.append', 'method', 10, 14),
+    ]),
     ('ring_buffer.zig', 'zig', [
         ('RingBuffer', 'struct', 2, 7),
         ('RingBuffer.init', 'method', 8, 10),

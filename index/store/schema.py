@@ -63,7 +63,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 15: Objective-C files get the first-branch reading too; Bash functions inside a
 #     script's `{ … }` or an `if` are definitions; F# types have their members.
 # 16: Lua functions inside `do … end` or under `if`, Ruby methods under `if`/`unless`
-#     and PHP functions and classes under `if` are definitions.
+#     and PHP functions and classes under `if` are definitions; a Zig function that
+#     returns a struct is that type, its functions the type's methods.
 CHUNKER_VERSION = 16
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
