@@ -27,7 +27,6 @@ import random
 import re
 import sys
 from pathlib import Path
-from typing import NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -36,35 +35,29 @@ from ctxls.index.languages import language_for_path  # noqa: E402
 from ctxls.index.paths import is_generated_path, is_test_path, is_vendored_path  # noqa: E402
 
 from git_walk import git, snapshot_dir  # noqa: E402
-from locate_commits import PROJECTS, split_of  # noqa: E402
+from locate_commits import PROJECTS, Repo, split_of  # noqa: E402
 
 FILES_PER_PROJECT = 200
-
-
-class SweepRepo(NamedTuple):
-    name: str  # owner/name on GitHub (its snapshot: fetch github:owner/name)
-    language: str
-    head: str
 
 
 # Languages the fix-commit set has no project in, one project each, and a
 # shape it lacks; read only here (bench/projects.md, role dev).
 MORE_LANGUAGES = (
-    SweepRepo("felangel/bloc", "dart", "61ef3b1d767a808f9f698d67fa9fa7129b32a6e2"),
-    SweepRepo("SDWebImage/SDWebImage", "objc", "36e79ba485e9bb4d3cd4e3318908866dac5e7b51"),
-    SweepRepo("tidyverse/dplyr", "r", "d5e94e7fa8fd4a5f79c1a707d1842216bb4c691f"),
-    SweepRepo("JuliaData/DataFrames.jl", "julia", "3924697ea6c02ac186a95b298a4e06b52e881b53"),
-    SweepRepo("koalaman/shellcheck", "haskell", "764802b7c023e9fdc191c12f57c418f186ad76ae"),
-    SweepRepo("ocaml/dune", "ocaml", "8deee3bb92dcf42a861aaf3ac35182ca10511210"),
-    SweepRepo("ninenines/cowboy", "erlang", "5c8535f409aa2fd49deb355e8ee43d5c06eb1c90"),
-    SweepRepo("nvm-sh/nvm", "bash", "b17550a0b9ab691439815dfccc8b73e3a59fa103"),
-    SweepRepo("zigtools/zls", "zig", "113f79a1d120cfda4cf758bc41273d8d15b4e46a"),
-    SweepRepo("mojolicious/mojo", "perl", "b4de430651b722f560b1577da9018e3f402d96ab"),
-    SweepRepo("ring-clojure/ring", "clojure", "75914ca942330ae6f8499b0ab9adda4664ad5f1b"),
-    SweepRepo("fsprojects/Paket", "fsharp", "3b63da856fa6d6f441d43b9dc2aa64e6ad10fe62"),
-    SweepRepo("PowerShell/PSScriptAnalyzer", "powershell", "4b0117ca7d2887711c9699f467ba7171f8859156"),
+    Repo("felangel/bloc", "dart", "61ef3b1d767a808f9f698d67fa9fa7129b32a6e2"),
+    Repo("SDWebImage/SDWebImage", "objc", "36e79ba485e9bb4d3cd4e3318908866dac5e7b51"),
+    Repo("tidyverse/dplyr", "r", "d5e94e7fa8fd4a5f79c1a707d1842216bb4c691f"),
+    Repo("JuliaData/DataFrames.jl", "julia", "3924697ea6c02ac186a95b298a4e06b52e881b53"),
+    Repo("koalaman/shellcheck", "haskell", "764802b7c023e9fdc191c12f57c418f186ad76ae"),
+    Repo("ocaml/dune", "ocaml", "8deee3bb92dcf42a861aaf3ac35182ca10511210"),
+    Repo("ninenines/cowboy", "erlang", "5c8535f409aa2fd49deb355e8ee43d5c06eb1c90"),
+    Repo("nvm-sh/nvm", "bash", "b17550a0b9ab691439815dfccc8b73e3a59fa103"),
+    Repo("zigtools/zls", "zig", "113f79a1d120cfda4cf758bc41273d8d15b4e46a"),
+    Repo("mojolicious/mojo", "perl", "b4de430651b722f560b1577da9018e3f402d96ab"),
+    Repo("ring-clojure/ring", "clojure", "75914ca942330ae6f8499b0ab9adda4664ad5f1b"),
+    Repo("fsprojects/Paket", "fsharp", "3b63da856fa6d6f441d43b9dc2aa64e6ad10fe62"),
+    Repo("PowerShell/PSScriptAnalyzer", "powershell", "4b0117ca7d2887711c9699f467ba7171f8859156"),
     # PHP's polyfills and helpers, defined under `if (! function_exists(…))`.
-    SweepRepo("symfony/polyfill", "php", "df4793d8de3390de9bb0aaf02cff7fa67ddc4a2a"),
+    Repo("symfony/polyfill", "php", "df4793d8de3390de9bb0aaf02cff7fa67ddc4a2a"),
 )
 MAX_CHARS = 400_000
 
