@@ -11,7 +11,8 @@ definition of that name spans the line. The patterns are line heuristics:
 nested functions (by design no definitions), struct fields in Go and type
 aliases in Rust count as misses too, so the absolute figure is an upper
 bound; what matters is the difference between two builds, which ``compare``
-lists line by line.
+lists line by line (both written by the same version of this file: the
+sample is drawn from the files ``PATTERNS`` reads).
 
 Run: PYTHONPATH=OLD .venv/bin/python bench/definition_sweep.py write old.json [--project owner/name ...]
      .venv/bin/python bench/definition_sweep.py write new.json [--project owner/name ...]
@@ -38,7 +39,7 @@ from git_walk import git, snapshot_dir  # noqa: E402
 from locate_commits import PROJECTS, Repo, split_of  # noqa: E402
 
 FILES_PER_PROJECT = 200
-
+MAX_CHARS = 400_000
 
 # Languages the fix-commit set has no project in, one project each, and a
 # shape it lacks; read only here (bench/projects.md, role dev).
@@ -59,7 +60,6 @@ MORE_LANGUAGES = (
     # PHP's polyfills and helpers, defined under `if (! function_exists(…))`.
     Repo("symfony/polyfill", "php", "df4793d8de3390de9bb0aaf02cff7fa67ddc4a2a"),
 )
-MAX_CHARS = 400_000
 
 _JS = [r"^\s*(?:export\s+)?(?:default\s+)?(?:async\s+)?function\s*\*?\s*(\w+)",
        r"^\s*(?:export\s+)?(?:default\s+)?class\s+(\w+)",
@@ -136,7 +136,7 @@ def missed_lines(path: str, text: str) -> tuple[int, list[str]]:
     return seen, missed
 
 
-def sweep(repo) -> dict:
+def sweep(repo: Repo) -> dict:
     git_dir = snapshot_dir(repo.name)
     paths = [p for p in git(git_dir, "ls-tree", "-r", "-z", "--name-only", repo.head).split("\0")
              if p and language_for_path(p) in PATTERNS

@@ -303,6 +303,7 @@ SWIFT = LanguageTable(
     custom={"init_declaration": lambda node: Definition("function", ("init",))},
 )
 
+
 def _csharp_conversion(node: Node) -> Definition | None:
     """`public static explicit operator bool(JToken value)`: named as the
     compiler names it (`op_Explicit`, `op_Implicit`), as stack traces and
@@ -426,6 +427,7 @@ OCAML = LanguageTable(
     },
     leading=frozenset({"comment"}),
 )
+
 
 def _zig_type_function(node: Node) -> Definition | None:
     """`pub fn ArrayList(comptime T: type) type { … return struct { … }; }`:
