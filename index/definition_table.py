@@ -562,10 +562,58 @@ FSHARP = LanguageTable(
     transparent=frozenset({"declaration_expression", "namespace", "type_extension_elements"}),
 )
 
+# Schemas and contracts: what a search for a message, a service or a type
+# names is its definition.
+PROTO = LanguageTable(
+    rules={
+        "message": Rule("struct", ":message_name", ":message_body"),
+        "enum": Rule("enum", ":enum_name"),
+        "service": Rule("interface", ":service_name", "."),
+        "rpc": Rule("function", ":rpc_name"),
+    },
+    leading=frozenset({"comment"}),
+)
+
+SOLIDITY = LanguageTable(
+    rules={
+        "contract_declaration": Rule("class", "name", "body"),
+        "interface_declaration": Rule("interface", "name", "body"),
+        "library_declaration": Rule("namespace", "name", "body", is_type=False),
+        "struct_declaration": Rule("struct"),
+        "enum_declaration": Rule("enum"),
+        "event_definition": Rule("type"),
+        "error_declaration": Rule("type"),
+        "modifier_definition": Rule("function"),
+        "function_definition": Rule("function"),
+    },
+    leading=frozenset({"comment"}),
+    custom={"constructor_definition": lambda node: Definition("function", ("constructor",))},
+)
+
+GRAPHQL = LanguageTable(
+    rules={
+        "object_type_definition": Rule("type", ":name", ":fields_definition"),
+        "interface_type_definition": Rule("interface", ":name", ":fields_definition"),
+        "object_type_extension": Rule("extension", ":name", ":fields_definition"),
+        "input_object_type_definition": Rule("type", ":name"),
+        "enum_type_definition": Rule("enum", ":name"),
+        "union_type_definition": Rule("type", ":name"),
+        "scalar_type_definition": Rule("type", ":name"),
+        # A field that takes arguments is an operation (`order(id: ID!): Order`);
+        # plain fields stay the type's lines.
+        "field_definition": Rule("function", ":name", requires=":arguments_definition"),
+        "operation_definition": Rule("function", ":name"),
+        "fragment_definition": Rule("type", ":fragment_name"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=frozenset({"document", "definition", "type_system_definition", "type_definition",
+                           "type_system_extension", "type_extension", "executable_definition"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
-    "fsharp": FSHARP,
+    "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
 }

@@ -65,7 +65,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 16: Lua functions inside `do … end` or under `if`, Ruby methods under `if`/`unless`
 #     and PHP functions and classes under `if` are definitions; a Zig function that
 #     returns a struct is that type, its functions the type's methods.
-CHUNKER_VERSION = 16
+# 17: Solidity, Protocol Buffers and GraphQL files are read by definitions tables
+#     (they were line windows).
+CHUNKER_VERSION = 17
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
