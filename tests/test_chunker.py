@@ -1046,6 +1046,18 @@ def test_a_typescript_constant_object_of_functions_is_read_through_its_type_synt
                                   ("instrumentations", "object", 6, 6), ("instrumentations.join", "method", 7, 9)])
 
 
+def test_a_c_family_file_is_read_again_without_its_macro_lines_and_other_branches() -> None:
+    # fmt's `FMT_BEGIN_NAMESPACE` / `FMT_BEGIN_EXPORT` lines read as unfinished
+    # declarations; a macro used as a statement (with its semicolon) stays.
+    from ctxls.index.chunking.spans import preprocessed_lines
+
+    lines = ["FMT_BEGIN_NAMESPACE", "#if FMT_USE_LOCALE", "int f();", "#else", "int g();", "#endif",
+             "G_DEFINE_TYPE (Foo, foo, G_TYPE_OBJECT)", "FMT_TYPE_CONSTANT(int, int_type);",
+             "int h() { return 0; }"]
+    assert preprocessed_lines(lines) == ["", "", "int f();", "", "", "", "",
+                                         "FMT_TYPE_CONSTANT(int, int_type);", "int h() { return 0; }"]
+
+
 def test_a_c_function_whose_ifdef_branches_split_a_statement_is_still_a_definition() -> None:
     # curl's bindlocal: each branch opens its own `if(…) {`, closed once after
     # `#endif`; tree-sitter cannot parse that, and the function was residue.

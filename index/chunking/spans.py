@@ -143,10 +143,25 @@ def kotlin_constructor_lines(lines: list[str]) -> list[str]:
     return kept
 
 
+# A line that is only a macro's use, no semicolon: `FMT_BEGIN_NAMESPACE`,
+# `NLOHMANN_JSON_NAMESPACE_BEGIN`, `G_DEFINE_TYPE (Foo, foo, G_TYPE_OBJECT)`.
+_MACRO_LINE = re.compile(r"\s*[A-Z_][A-Z0-9_]{2,}\s*(?:\([^;{}]*\))?\s*$")
+
+
+def preprocessed_lines(lines: list[str]) -> list[str]:
+    """``first_branch_lines``, and the lines that only use a macro blanked.
+
+    A macro that opens a namespace or decorates what follows (fmt's
+    `FMT_BEGIN_NAMESPACE`, nlohmann/json's `NLOHMANN_JSON_NAMESPACE_BEGIN`)
+    reads to tree-sitter as an unfinished declaration that swallows the
+    definitions after it."""
+    return ["" if _MACRO_LINE.match(line) else line for line in first_branch_lines(lines)]
+
+
 # Another reading of a file whose parse failed, per language: its lines as
 # that reading sees them, as many as the file's.
 REREADINGS: dict[str, Callable[[list[str]], list[str]]] = {
-    "c": first_branch_lines, "cpp": first_branch_lines, "objc": first_branch_lines,
+    "c": preprocessed_lines, "cpp": preprocessed_lines, "objc": preprocessed_lines,
     "csharp": first_branch_lines, "kotlin": kotlin_constructor_lines,
 }
 

@@ -67,7 +67,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     returns a struct is that type, its functions the type's methods.
 # 17: Solidity, Protocol Buffers and GraphQL files are read by definitions tables
 #     (they were line windows).
-CHUNKER_VERSION = 17
+# 18: a C, C++ or Objective-C file whose parse failed is also read with its lines that
+#     only use a macro (`FMT_BEGIN_NAMESPACE`) blanked.
+CHUNKER_VERSION = 18
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
