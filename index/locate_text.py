@@ -110,9 +110,41 @@ _JAVA_FRAME = re.compile(
 _GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n[ \t]+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
 # Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
 _RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>\S+)\n[ \t]+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
+# The other ecosystems' own trace formats, innermost frame first:
+# .NET: `   at Shop.Cart.Add(Item item) in /src/Shop/Cart.cs:line 42`
+_CSHARP_FRAME = re.compile(
+    r"^[ \t]*at (?:[^\s(]+\.)?(?P<fn>[^\s.(]+)\([^\n]*\) in (?P<path>[^\n]+?\.cs):line (?P<line>\d+)", re.M)
+# Ruby: `lib/rack/builder.rb:244:in 'call'` (`from …` after the first, `Class#method` in 3.4)
+_RUBY_FRAME = re.compile(
+    r"^[ \t]*(?:from )?(?P<path>[^\s:]+\.rb):(?P<line>\d+):in [`'](?:[^'`\s]*[#.])?(?P<fn>[^'`#.\s]+)['`]", re.M)
+# PHP: `… in /srv/src/Cart.php:321` (where it was thrown), then `#0 /srv/src/Shop.php(120): Cart->add()`
+_PHP_THROWN = re.compile(r"\bin (?P<path>[^\s:()]+\.php)(?::| on line )(?P<line>\d+)(?P<fn>)")
+_PHP_FRAME = re.compile(
+    r"^[ \t]*#\d+ (?P<path>[^\s()]+\.php)\((?P<line>\d+)\): (?:[\w\\]+(?:->|::))?(?P<fn>\w+)?", re.M)
+# Elixir: `(tesla 1.4.0) lib/tesla/middleware/json.ex:90: Tesla.Middleware.JSON.decode/2`
+_ELIXIR_FRAME = re.compile(
+    r"^[ \t]*(?:\([\w]+(?: [\w.+-]+)?\) )?(?P<path>[^\s:()]+\.exs?):(?P<line>\d+): "
+    r"(?:[\w.]+\.)?(?P<fn>[\w!?]+)(?:/\d+|\()", re.M)
+# Lua: `.../lua/gitsigns/manager.lua:343: in function 'update'`
+_LUA_FRAME = re.compile(
+    r"^[ \t]*(?P<path>[^\s:]+\.lua):(?P<line>\d+): in (?:(?:local|upvalue|field|method|function) )?"
+    r"['<]?(?:[\w.:]+[.:])?(?P<fn>\w+)?", re.M)
+# gdb and lldb: `#0  0x0000555555555149 in parse_args (argc=1) at src/cli.c:42`
+_GDB_FRAME = re.compile(
+    r"^[ \t]*(?:frame )?#\d+:?[ \t]+(?:0x[0-9a-fA-F]+ in )?(?:[\w~<>]+::)*(?P<fn>[\w~]+)[ \t]*\([^\n]*\) at "
+    r"(?P<path>[^\s:]+):(?P<line>\d+)", re.M)
+# Swift: `Fatal error: Unexpectedly found nil: file Sources/Shop/Cart.swift, line 42`
+_SWIFT_TRAP = re.compile(r"\bfile (?P<path>[^\s,]+\.swift), line (?P<line>\d+)(?P<fn>)")
+_INNERMOST_FIRST = ((_JS_FRAME, "javascript"), (_GO_FRAME, "go"), (_RUST_FRAME, "rust"),
+                    (_CSHARP_FRAME, "csharp"), (_RUBY_FRAME, "ruby"), (_PHP_THROWN, "php"), (_PHP_FRAME, "php"),
+                    (_ELIXIR_FRAME, "elixir"), (_LUA_FRAME, "lua"), (_GDB_FRAME, "c"), (_SWIFT_TRAP, "swift"))
 # A line printing a stack frame: Python's (`File "` even when elided, or as
-# IPython and pytest print them), Node/Java `at`, Go/Rust source lines.
-_FRAME_LINE = re.compile(rf'[ \t]*(?:\|[ \t]*)*(?:File "|at |\S+\.(?:go|rs):\d+)|{_PY_FRAME_OTHER.pattern}', re.M)
+# IPython and pytest print them), Node/Java/.NET `at`, gdb's `#0`, the
+# others' `path:line` forms.
+_FRAME_LINE = re.compile(rf'[ \t]*(?:\|[ \t]*)*(?:File "|at |from \S+\.rb:\d+'
+                         rf'|#\d+:?[ \t]+(?:0x[0-9a-fA-F]+ in |[\w:~<>]+[ \t]*\([^\n]*\) at |\S+\.php\(\d+\))'
+                         rf'|(?:\([\w]+(?: [\w.+-]+)?\) )?\S+\.(?:go|rs|rb|exs?|lua|php)[:(]\d+)'
+                         rf'|{_PY_FRAME_OTHER.pattern}', re.M)
 _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`;
@@ -194,13 +226,13 @@ def _frames(text: str) -> list[Frame]:
                                 len(run) - 1 - i))
     frames += _other_python_frames(text)
     # The rest print the innermost frame first.
-    for pattern, language in ((_JS_FRAME, "javascript"), (_GO_FRAME, "go"), (_RUST_FRAME, "rust")):
+    for pattern, language in _INNERMOST_FIRST:
         depth = 0
         previous_end = -1
         for match in pattern.finditer(text):
             if previous_end >= 0 and text[previous_end:match.start()].count("\n") > 3:
                 depth = 0  # a new trace
-            fn = match.group("fn")
+            fn = match.group("fn") or None
             frames.append(Frame(match.group("path"), int(match.group("line")), fn, language, depth))
             depth += 1
             previous_end = match.end()

@@ -162,6 +162,36 @@ def test_node_java_go_and_rust_frames_innermost_first():
     assert any(f.path == "src/parser.rs" and f.function is None for f in rust.frames)
 
 
+def test_dotnet_ruby_php_elixir_lua_gdb_and_swift_frames():
+    dotnet = read_issue("System.NullReferenceException: Object reference not set\n"
+                        "   at Shop.Orders.Cart.Add(Item item) in /src/Shop/Orders/Cart.cs:line 42\n"
+                        "   at Shop.Program.Main() in C:\\src\\Shop\\Program.cs:line 9\n")
+    assert frame_rows(dotnet) == [("/src/Shop/Orders/Cart.cs", 42, "Add", 0),
+                                  ("C:\\src\\Shop\\Program.cs", 9, "Main", 1)]
+    ruby = read_issue("NoMethodError: undefined method `total' for nil\n"
+                      "  lib/shop/cart.rb:12:in `checkout'\n"
+                      "  from lib/shop/app.rb:40:in 'Shop::App#call'\n")
+    assert frame_rows(ruby) == [("lib/shop/cart.rb", 12, "checkout", 0), ("lib/shop/app.rb", 40, "call", 1)]
+    php = read_issue("PHP Fatal error:  Uncaught TypeError: add() in /srv/src/Cart.php:31\nStack trace:\n"
+                     "#0 /srv/src/Shop.php(120): Shop\\Cart->add()\n#1 {main}\n")
+    assert frame_rows(php) == [("/srv/src/Cart.php", 31, None, 0), ("/srv/src/Shop.php", 120, "add", 0)]
+    elixir = read_issue("** (FunctionClauseError) no function clause matching in Shop.Cart.add/2\n"
+                        "    (shop 0.1.0) lib/shop/cart.ex:90: Shop.Cart.add(%{}, [])\n"
+                        "    lib/shop.ex:12: Shop.run/0\n")
+    assert frame_rows(elixir) == [("lib/shop/cart.ex", 90, "add", 0), ("lib/shop.ex", 12, "run", 1)]
+    lua = read_issue("E5108: Error executing lua: .../lua/shop/cart.lua:34: attempt to index a nil value\n"
+                     "stack traceback:\n\t.../lua/shop/cart.lua:34: in function 'total'\n")
+    assert frame_rows(lua) == [(".../lua/shop/cart.lua", 34, "total", 0)]
+    gdb = read_issue("Program received signal SIGSEGV.\n"
+                     "#0  0x0000555555555149 in cart_total (cart=0x0) at src/cart.c:42\n"
+                     "#1  main () at src/main.c:10\n")
+    assert frame_rows(gdb) == [("src/cart.c", 42, "cart_total", 0), ("src/main.c", 10, "main", 1)]
+    swift = read_issue("Fatal error: Unexpectedly found nil: file Sources/Shop/Cart.swift, line 42\n")
+    assert frame_rows(swift) == [("Sources/Shop/Cart.swift", 42, None, 0)]
+    # An issue number at a line's start is no frame: its path is still a path.
+    assert "shop/cart.py" in read_issue("#1234 broke shop/cart.py when saving\n").paths
+
+
 def test_ipython_and_pytest_frames_most_recent_call_last():
     # The tracebacks of data-science issues come from notebooks (IPython, old
     # and 8+) and from pytest; their frames are frames, not mentioned paths.
