@@ -160,10 +160,12 @@ def _longest_run(message_words: list[str], text_words: list[str], shortest: int,
 # value, a dotted name or path, a number.
 _FILLED_IN = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|\S*[./\\]\S*\w|\b\d[\w.]*")
 _STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n])*)\1""")
-# printf's (`%s`, `%(name)s`, `%-8.3f`, Go's `%v`), Python's format and
-# f-strings (`{}`, `{name!r}`, `{0:>4}`), JavaScript's and Ruby's `${x}`, `#{x}`.
-_PLACEHOLDER = re.compile(r"%(?:\(\w+\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?[sdrifgGeExXcvqpaou]"
-                          r"|[$#]?\{[^{}\n]*\}")
+# printf's (`%s`, `%(name)s`, `%-8.3f`, C's `%zu` and `%lld`, Go's `%v`,
+# Objective-C's `%@`), Python's format and f-strings (`{}`, `{name!r}`,
+# `{0:>4}`), JavaScript's and Ruby's `${x}`, `#{x}`, Swift's `\(x)`, and
+# Kotlin's, Dart's, PHP's and the shell's `$name`.
+_PLACEHOLDER = re.compile(r"%(?:\(\w+\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?(?:hh|ll|[hljztLq])?[sdrifgGeExXcvqpaou@]"
+                          r"|[$#]?\{[^{}\n]*\}|\\\([^()\n]*\)|\$[A-Za-z_]\w*")
 _ESCAPE = re.compile(r"\\[ntr]")
 # Fixed words a format string needs around its placeholders to say anything,
 # and those that, matched whole, count as fully as the message's own 4 words.

@@ -85,6 +85,19 @@ def test_a_logged_warning_matches_the_format_string_it_was_written_from(logs: En
     assert located[0].signals["message"] == 1.0
 
 
+@pytest.mark.parametrize("source, message", [
+    ('fprintf(stderr, "expected %zu bytes, got %lld from the stream\\n", n, m);',
+     "expected 16 bytes, got 3 from the stream"),  # C's length modifiers
+    ('NSLog(@"could not open %@ for writing", path);', "could not open /tmp/cart.db for writing"),
+    ('throw IllegalStateException("Expected $count items but found $size")', "Expected 3 items but found 4"),
+    ('fatalError("Cannot decode \\(key) in the container")', "Cannot decode sku in the container"),
+])
+def test_a_message_fills_in_each_languages_format_placeholders(source: str, message: str):
+    from ctxls.index.locate_signals import _format_words
+
+    assert _format_words(source, message) >= 4
+
+
 def test_pasted_tool_output_does_not_make_its_registry_the_answer(logs: Engine):
     text = ("add() ignores dry_run and adds the item\n\n"
             "```\n$ shop --fast --quiet --color --verbose --dry-run\nadded 1 item\n```\n")
