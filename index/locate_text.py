@@ -151,11 +151,30 @@ _RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<lin
 # also as pytest prints them (`E   ValueError: x`, `FAILED tests/t.py::test_x - ValueError: x`)
 # and as warnings are printed (`shop/cart.py:12: DeprecationWarning: x`).
 _EXCEPTION_LINE = re.compile(
-    r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |[^\s|]\S*\.py:\d+:[ \t]+)?"
+    r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |[^\s|]\S*\.py:\d+:[ \t]+"
+    # the JVM's and .NET's prefixes
+    r'|Exception in thread "[^"\n]*" |Caused by: |Unhandled [Ee]xception\.? )?'
     r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?::[ \t]*(?P<message>.+))?$", re.M)
 _GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
+# The other ecosystems' error lines, each with its message (and its type, a name):
+_OTHER_ERROR_LINES = (
+    # Ruby: `lib/shop/cart.rb:12:in 'checkout': undefined method 'total' for nil (NoMethodError)`
+    re.compile(r"^[ \t]*\S+\.rb:\d+:in [`'][^'`\n]+['`]: (?P<message>.+) \((?P<type>[A-Z][\w:]*)\)$", re.M),
+    # PHP: `PHP Fatal error:  Uncaught InvalidArgumentException: msg in /srv/src/Cart.php:31`
+    # (without `PHP ` as a web page shows it: `Fatal error: Uncaught …`)
+    re.compile(r"^(?:PHP (?:Fatal error|Warning|Notice|Deprecated):\s+(?:Uncaught (?P<type>[\w\\]+): )?"
+               r"|Fatal error:\s+Uncaught (?P<type2>[\w\\]+): )"
+               r"(?P<message>.+?)(?: in \S+\.php(?::| on line )\d+)?$", re.M),
+    # Elixir: `** (ArgumentError) msg`
+    re.compile(r"^[ \t]*\*\* \((?P<type>[\w.]+)\) (?P<message>.+)$", re.M),
+    # Rust: `panicked at 'msg', src/x.rs:3:9`, or since 1.73 the message on the next line
+    re.compile(r"panicked at '(?P<message>[^'\n]+)'|panicked at \S+\.rs:\d+:\d+:\n(?P<message2>[^\n]+)"),
+    # Swift: `Fatal error: msg: file Sources/Shop/Cart.swift, line 42`
+    re.compile(r"^(?:Fatal error|Precondition failed|Assertion failed): (?!\s*Uncaught )(?P<message>.+?)"
+               r"(?:: file \S+, line \d+)?$", re.M),
+)
 # A logged line: `WARNING: msg`, logging's default `ERROR:shop.cart:msg`, and
 # a documentation build's `index.rst:12: WARNING: msg`.
 _LOG_LINE = re.compile(r"^[ \t]*(?:[^\n]*?: )?(?:WARNING|ERROR|CRITICAL)(?::[\w.]+)?:[ \t]*"
@@ -404,6 +423,13 @@ def read_issue(text: str) -> IssueText:
             found.append(match.group("message"))
     found += [match.group("message") for pattern in (_GO_PANIC, _LOG_LINE)
               for match in pattern.finditer(text)]
+    for pattern in _OTHER_ERROR_LINES:
+        for match in pattern.finditer(text):
+            # A pattern's alternatives name their groups type, type2, message, message2.
+            groups = {name.rstrip("2"): value for name, value in match.groupdict().items() if value}
+            if "type" in groups:
+                _add(identifiers, re.split(r"[.:\\]+", groups["type"])[-1])
+            found.append(groups["message"])
     found += [next(g for g in match.groups() if g) for match in _QUOTED.finditer(prose)]
     for message in found:
         # A message is often built from parts (`"invalid param %r: " + problem`):

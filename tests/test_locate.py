@@ -192,6 +192,34 @@ def test_dotnet_ruby_php_elixir_lua_gdb_and_swift_frames():
     assert "shop/cart.py" in read_issue("#1234 broke shop/cart.py when saving\n").paths
 
 
+@pytest.mark.parametrize("text, message, name", [
+    ('Exception in thread "main" java.lang.IllegalStateException: connection pool is closed\n',
+     "connection pool is closed", "IllegalStateException"),
+    ("Caused by: java.io.IOException: the socket was reset by the peer\n",
+     "the socket was reset by the peer", "IOException"),
+    ("Unhandled exception. System.InvalidOperationException: Sequence contains no matching element\n",
+     "Sequence contains no matching element", "InvalidOperationException"),
+    ("lib/shop/cart.rb:12:in `checkout': undefined method `total' for nil (NoMethodError)\n",
+     "undefined method `total' for nil", "NoMethodError"),
+    ("PHP Fatal error:  Uncaught InvalidArgumentException: The quantity must be positive in /srv/Cart.php:31\n",
+     "The quantity must be positive", "InvalidArgumentException"),
+    ("Fatal error: Uncaught Shop\\CartException: The quantity must be positive in /srv/Cart.php on line 31\n",
+     "The quantity must be positive", "CartException"),
+    ("** (ArgumentError) the quantity must be positive\n    lib/shop/cart.ex:90: Shop.Cart.add/2\n",
+     "the quantity must be positive", "ArgumentError"),
+    ("thread 'main' panicked at src/cart.rs:31:9:\nthe quantity must be positive\n",
+     "the quantity must be positive", None),
+    ("thread 'main' panicked at 'the quantity must be positive', src/cart.rs:31:9\n",
+     "the quantity must be positive", None),
+    ("Fatal error: Index out of range in the cart: file Sources/Shop/Cart.swift, line 42\n",
+     "Index out of range in the cart", None),
+])
+def test_each_ecosystems_error_line_gives_its_message_and_type(text: str, message: str, name: str | None):
+    issue = read_issue(text)
+    assert message in issue.messages
+    assert name is None or name in issue.identifiers
+
+
 def test_ipython_and_pytest_frames_most_recent_call_last():
     # The tracebacks of data-science issues come from notebooks (IPython, old
     # and 8+) and from pytest; their frames are frames, not mentioned paths.
