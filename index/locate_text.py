@@ -15,6 +15,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from ctxls.index.chunker import reads_definitions
+from ctxls.index.languages import DEFAULT_INCLUDE, language_for_path
 from ctxls.index.tokenize import STOPWORDS
 
 @dataclass(frozen=True)
@@ -185,10 +187,15 @@ _MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
 # letter or digit, a closing one precedes none.
 _QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|(?<![\w'])'([^'\n]{12,200})'(?![\w'])|“([^”\n]{12,200})”")
 
-_SOURCE_EXTENSIONS = ("py", "pyi", "pyx", "js", "jsx", "mjs", "cjs", "ts", "tsx", "java", "kt", "go",
-                      "rs", "c", "h", "cc", "cpp", "hpp", "rb", "php", "cs", "swift", "scala",
-                      "vue", "svelte", "rst", "md", "txt", "toml", "cfg", "ini", "yml", "yaml",
-                      "json", "html", "css", "sh")
+# A file name's extensions: every language the chunker reads by definitions
+# (`cart.ex`, `Cart.sol`, `cart.zig`; one-letter ones but C's are too often
+# not a file: `x.d`, `e.m`), and documents and configuration.
+_SOURCE_EXTENSIONS = tuple(sorted(
+    {extension for extension in DEFAULT_INCLUDE
+     if extension.isalnum() and extension.islower() and (len(extension) > 1 or extension in ("c", "h"))
+     and reads_definitions(language_for_path(f"file.{extension}"))}
+    | {"pyx", "vue", "svelte", "rst", "md", "txt", "toml", "cfg", "ini", "yml", "yaml", "json", "html", "css",
+       "sh"}, key=lambda extension: (-len(extension), extension)))
 # Relative, absolute (`/`, `~/`, `C:\\`) and Windows paths; a path inside a URL
 # is read from the URL (_URL_PATH).
 _PATH = re.compile(r"(?<![\w/.\\:~-])((?:~|[A-Za-z]:)?[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w\.(?:"

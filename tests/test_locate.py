@@ -220,6 +220,13 @@ def test_each_ecosystems_error_line_gives_its_message_and_type(text: str, messag
     assert name is None or name in issue.identifiers
 
 
+def test_a_file_name_in_any_language_read_by_definitions_is_a_path():
+    issue = read_issue("Since the upgrade lib/shop/cart.ex and contracts/Token.sol fail; "
+                       "see also lua/shop/init.lua, src/cart.zig and R's x.d\n")
+    assert {"lib/shop/cart.ex", "contracts/Token.sol", "lua/shop/init.lua", "src/cart.zig"} <= set(issue.paths)
+    assert "x.d" not in issue.paths  # a one-letter extension but C's is too often no file
+
+
 def test_ipython_and_pytest_frames_most_recent_call_last():
     # The tracebacks of data-science issues come from notebooks (IPython, old
     # and 8+) and from pytest; their frames are frames, not mentioned paths.
