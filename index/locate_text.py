@@ -206,6 +206,11 @@ _DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
 _SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)\b")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
+# A name qualified the way Rust, C++, Ruby and PHP write it (`Parser::parse_expr`,
+# `ActiveSupport::Cache::Store#fetch`, `Shop\Cart\LineItem::total`): its parts.
+_QUALIFIED = re.compile(r"(?<![\w:\\])((?:[A-Za-z_]\w*::)+[A-Za-z_]\w*|[A-Z]\w*(?:\\[A-Z]\w*)+(?:::\w+)?)"
+                        r"(?![\w.\\])(?:#([A-Za-z_]\w*[?!]?))?"
+                        r"|(?<![\w:#])([A-Z]\w*)#([a-z_]\w*[?!]?)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Names registered as strings (IssueText.literals). An option's value
 # (`--import-mode=importlib`) is not its name; `-->` (IPython's arrow) and
@@ -506,6 +511,11 @@ def read_issue(text: str) -> IssueText:
         for match in _BACKTICKED.finditer(source):
             for word in _DOTTED_CALL.findall(match.group(1)) + _WORD.findall(match.group(1)):
                 _add(identifiers, word)
+        for match in _QUALIFIED.finditer(source):
+            qualified, method, owner, owners_method = match.groups()
+            for part in [*re.split(r"::|\\", qualified or owner), method or owners_method]:
+                if part:
+                    _add(identifiers, part)
     for name in list(identifiers):
         head, dot, rest = name.partition(".")
         if aliases.get(head, head) != head:

@@ -227,6 +227,21 @@ def test_a_file_name_in_any_language_read_by_definitions_is_a_path():
     assert "x.d" not in issue.paths  # a one-letter extension but C's is too often no file
 
 
+@pytest.mark.parametrize("text, names", [
+    ("Calling Parser::parse_expr on an empty input loops forever", {"Parser", "parse_expr"}),
+    ("ActiveSupport::Cache::Store#fetch returns nil", {"Cache", "Store", "fetch"}),
+    ("Shop\\Cart\\LineItem::total() is wrong", {"Cart", "LineItem", "total"}),
+    ("the Cart#checkout method double charges", {"Cart", "checkout"}),
+])
+def test_rust_cpp_ruby_and_php_qualified_names_give_their_parts(text: str, names: set[str]):
+    assert names <= set(read_issue(text).identifiers)
+
+
+def test_a_windows_path_and_latex_give_no_qualified_names():
+    assert read_issue("it fails in src\\shop\\cart.py on Windows").identifiers == []
+    assert read_issue("the output is x\\left\\right and \\frac\\theta").identifiers == []
+
+
 def test_ipython_and_pytest_frames_most_recent_call_last():
     # The tracebacks of data-science issues come from notebooks (IPython, old
     # and 8+) and from pytest; their frames are frames, not mentioned paths.
