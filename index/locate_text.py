@@ -115,7 +115,8 @@ _RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>\S+)\n[ \t]+at (?P<path>\S+\.rs):(
 # The other ecosystems' own trace formats, innermost frame first:
 # .NET: `   at Shop.Cart.Add(Item item) in /src/Shop/Cart.cs:line 42`
 _CSHARP_FRAME = re.compile(
-    r"^[ \t]*at (?:[^\s(]+\.)?(?P<fn>[^\s.(]+)\([^\n]*\) in (?P<path>[^\n]+?\.cs):line (?P<line>\d+)", re.M)
+    r"^[ \t]*at (?:[^\s(]+\.)?(?P<fn>[^\s.(]+)\([^()\n]*\) in (?P<path>(?:[A-Za-z]:)?[^\n:]+?\.cs):line "
+    r"(?P<line>\d+)", re.M)
 # Ruby: `lib/rack/builder.rb:244:in 'call'` (`from …` after the first, `Class#method` in 3.4)
 _RUBY_FRAME = re.compile(
     r"^[ \t]*(?:from )?(?P<path>[^\s:]+\.rb):(?P<line>\d+):in [`'](?:[^'`\s]*[#.])?(?P<fn>[^'`#.\s]+)['`]", re.M)
