@@ -610,10 +610,24 @@ GRAPHQL = LanguageTable(
                            "type_system_extension", "type_extension", "executable_definition"}),
 )
 
+ELM = LanguageTable(
+    rules={
+        # A signature and its equation are one definition, as in Haskell.
+        "type_annotation": Rule("function"),
+        "value_declaration": Rule("function", "functionDeclarationLeft/0"),
+        "port_annotation": Rule("function"),
+        "type_declaration": Rule("type"),
+        "type_alias_declaration": Rule("type"),
+    },
+    leading=frozenset({"line_comment", "block_comment"}),
+    joins_clauses=True,
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
+    "elm": ELM,
 }

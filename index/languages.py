@@ -100,6 +100,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "proto": "proto",
     "graphql": "graphql",
     "gql": "graphql",
+    "elm": "elm",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -111,7 +112,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "v": "v",
     "odin": "odin",
     "gleam": "gleam",
-    "elm": "elm",
     "purs": "purescript",
     "rkt": "racket",
     "scm": "scheme",

@@ -336,6 +336,14 @@ DEFINITIONS = [
         ('active_users', 'view', 5, 5),
         ('user_count', 'function', 7, 9),
     ]),
+    ('Cart.elm', 'elm', [  # a signature and its equation are one definition
+        ('Item', 'type', 7, 8),
+        ('Cart', 'type', 11, 12),
+        ('Msg', 'type', 15, 17),
+        ('empty', 'function', 20, 22),
+        ('total', 'function', 25, 28),
+        ('save', 'function', 31, 31),
+    ]),
 ]
 
 
