@@ -623,11 +623,23 @@ ELM = LanguageTable(
     joins_clauses=True,
 )
 
+GLEAM = LanguageTable(
+    rules={
+        "function": Rule("function"),
+        "external_function": Rule("function"),
+        "type_definition": Rule("type", ":type_name/name"),
+        "type_alias": Rule("type", ":type_name/name"),
+        "external_type": Rule("type", ":type_name/name"),
+        "constant": Rule("constant"),
+    },
+    leading=frozenset({"comment", "statement_comment", "attribute"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM,
+    "elm": ELM, "gleam": GLEAM,
 }

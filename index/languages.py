@@ -101,6 +101,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "graphql": "graphql",
     "gql": "graphql",
     "elm": "elm",
+    "gleam": "gleam",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -111,7 +112,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "d": "d",
     "v": "v",
     "odin": "odin",
-    "gleam": "gleam",
     "purs": "purescript",
     "rkt": "racket",
     "scm": "scheme",

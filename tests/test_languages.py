@@ -344,6 +344,14 @@ DEFINITIONS = [
         ('total', 'function', 25, 28),
         ('save', 'function', 31, 31),
     ]),
+    ('inventory.gleam', 'gleam', [  # an attribute and a doc comment lead their function
+        ('Item', 'type', 3, 6),
+        ('Stock', 'type', 8, 9),
+        ('low_water', 'constant', 11, 11),
+        ('restock', 'function', 13, 20),
+        ('describe', 'function', 22, 24),
+        ('now', 'function', 26, 27),
+    ]),
 ]
 
 
