@@ -635,11 +635,25 @@ GLEAM = LanguageTable(
     leading=frozenset({"comment", "statement_comment", "attribute"}),
 )
 
+THRIFT = LanguageTable(
+    rules={
+        "struct_definition": Rule("struct", "type"),
+        "union_definition": Rule("union", "type"),
+        "exception_definition": Rule("type", ":identifier"),
+        "enum_definition": Rule("enum", "type"),
+        "service_definition": Rule("interface", "type", "."),
+        "function_definition": Rule("function", ":identifier"),
+        "typedef_definition": Rule("type", ":typedef_identifier"),
+        "const_definition": Rule("constant", ":identifier"),
+    },
+    leading=frozenset({"comment"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT,
 }

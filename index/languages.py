@@ -102,6 +102,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "gql": "graphql",
     "elm": "elm",
     "gleam": "gleam",
+    "thrift": "thrift",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -129,7 +130,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "ads": "ada",
     "cob": "cobol",
     "cbl": "cobol",
-    "thrift": "thrift",
     "glsl": "glsl",
     "frag": "glsl",
     "vert": "glsl",

@@ -352,6 +352,17 @@ DEFINITIONS = [
         ('describe', 'function', 22, 24),
         ('now', 'function', 26, 27),
     ]),
+    ('billing.thrift', 'thrift', [  # a service's functions are its methods
+        ('MAX_LINES', 'constant', 5, 5),
+        ('Cents', 'type', 7, 7),
+        ('Currency', 'enum', 9, 12),
+        ('Line', 'struct', 14, 18),
+        ('Payment', 'union', 20, 23),
+        ('NotFound', 'type', 25, 27),
+        ('Billing', 'interface', 29, 29),
+        ('Billing.lines', 'method', 30, 31),
+        ('Billing.refresh', 'method', 32, 32),
+    ]),
 ]
 
 
