@@ -649,11 +649,28 @@ THRIFT = LanguageTable(
     leading=frozenset({"comment"}),
 )
 
+FORTRAN = LanguageTable(
+    rules={
+        "module": Rule("namespace", ":module_statement/:name", ".", is_type=False),
+        "submodule": Rule("namespace", ":submodule_statement/:name", ".", is_type=False),
+        "program": Rule("namespace", ":program_statement/:name", ".", is_type=False),
+        "function": Rule("function", ":function_statement/name"),
+        "subroutine": Rule("function", ":subroutine_statement/name"),
+        "module_procedure": Rule("function", ":module_procedure_statement/:name"),
+        "derived_type_definition": Rule("type", ":derived_type_statement/:type_name"),
+        # A generic interface is one definition; an unnamed block's
+        # procedures (C bindings, abstract interfaces) are read one by one.
+        "interface": Rule("interface", ":interface_statement/:name"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=frozenset({"internal_procedures", "interface"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN,
 }

@@ -363,6 +363,18 @@ DEFINITIONS = [
         ('Billing.lines', 'method', 30, 31),
         ('Billing.refresh', 'method', 32, 32),
     ]),
+    ('stats.f90', 'fortran', [  # a module's procedures are its functions; an unnamed interface's are read one by one
+        ('stats', 'namespace', 0, 5),
+        ('stats.sample_t', 'type', 6, 10),
+        ('stats.mean', 'interface', 12, 14),
+        ('stats.mean_real', 'function', 18, 23),
+        ('stats.clear', 'function', 25, 28),
+        ('stats.sample_size', 'function', 30, 33),
+        ('main', 'namespace', 36, 39),
+        ('stats_io', 'namespace', 41, 42),
+        ('stats_io.write_sample', 'function', 43, 45),
+        ('c_sleep', 'function', 49, 51),
+    ]),
 ]
 
 
