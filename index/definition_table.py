@@ -666,11 +666,32 @@ FORTRAN = LanguageTable(
     transparent=frozenset({"internal_procedures", "interface"}),
 )
 
+D = LanguageTable(
+    rules={
+        "class_declaration": Rule("class", ":identifier", ":aggregate_body"),
+        "struct_declaration": Rule("struct", ":identifier", ":aggregate_body"),
+        "union_declaration": Rule("union", ":identifier", ":aggregate_body"),
+        "interface_declaration": Rule("interface", ":identifier", ":aggregate_body"),
+        "enum_declaration": Rule("enum", ":identifier"),
+        "template_declaration": Rule("namespace", ":identifier", ".", is_type=False),
+        "mixin_template_declaration": Rule("namespace", ":template_declaration/:identifier",
+                                           ":template_declaration", is_type=False),
+        "function_declaration": Rule("function", ":identifier"),
+        "alias_declaration": Rule("type", ":alias_initializer/:identifier"),
+    },
+    leading=frozenset({"comment", "attribute_declaration"}),
+    # `module x;` names the file, not a scope; `version (Windows) { … } else { … }`
+    # and `static if` blocks define as the file does (both branches read).
+    transparent=frozenset({"module_def", "conditional_declaration"}),
+    custom={"constructor": lambda node: Definition("function", ("this",)),
+            "destructor": lambda node: Definition("function", ("~this",))},
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D,
 }

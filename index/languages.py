@@ -108,6 +108,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "f03": "fortran",
     "f": "fortran",
     "for": "fortran",
+    "d": "d",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -115,7 +116,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "fish": "fish",
     "nim": "nim",
     "cr": "crystal",
-    "d": "d",
     "v": "v",
     "odin": "odin",
     "purs": "purescript",

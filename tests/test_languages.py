@@ -375,6 +375,19 @@ DEFINITIONS = [
         ('stats_io.write_sample', 'function', 43, 45),
         ('c_sleep', 'function', 49, 51),
     ]),
+    ('queue.d', 'd', [  # a constructor is ; a template is a scope
+        ('Queue', 'struct', 4, 8),
+        ('Queue.push', 'method', 9, 9),
+        ('Queue.pop', 'method', 11, 17),
+        ('Sink', 'interface', 20, 20),
+        ('Sink.put', 'method', 20, 20),
+        ('FileSink', 'class', 22, 23),
+        ('FileSink.this', 'method', 24, 24),
+        ('FileSink.put', 'method', 25, 25),
+        ('Level', 'enum', 28, 28),
+        ('twice', 'function', 30, 30),
+        ('Max', 'namespace', 32, 32),
+    ]),
 ]
 
 
