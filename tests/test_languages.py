@@ -375,7 +375,7 @@ DEFINITIONS = [
         ('stats_io.write_sample', 'function', 43, 45),
         ('c_sleep', 'function', 49, 51),
     ]),
-    ('queue.d', 'd', [  # a constructor is ; a template is a scope
+    ('queue.d', 'd', [  # a constructor is `this`; a template is a scope
         ('Queue', 'struct', 4, 8),
         ('Queue.push', 'method', 9, 9),
         ('Queue.pop', 'method', 11, 17),
