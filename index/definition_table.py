@@ -687,11 +687,32 @@ D = LanguageTable(
             "destructor": lambda node: Definition("function", ("~this",))},
 )
 
+def _nim(kind: str, name: str = "name") -> tuple[Rule, ...]:
+    # `proc push*(…)`: the `*` exports the name and is not part of it.
+    return Rule(kind, f"{name}/:identifier|accent_quoted"), Rule(kind, name)
+
+
+NIM = LanguageTable(
+    rules={
+        "proc_declaration": _nim("function"),
+        "func_declaration": _nim("function"),
+        "method_declaration": _nim("function"),
+        "iterator_declaration": _nim("function"),
+        "converter_declaration": _nim("function"),
+        "template_declaration": _nim("macro"),
+        "macro_declaration": _nim("macro"),
+        "type_declaration": _nim("type", ":type_symbol_declaration/name"),
+    },
+    leading=frozenset({"comment", "block_comment", "documentation_comment", "block_documentation_comment"}),
+    # `type` sections hold several types; `when defined(windows):` defines per platform.
+    transparent=frozenset({"type_section", "when", "elif_branch", "else_branch", "statement_list"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM,
 }

@@ -109,12 +109,12 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "f": "fortran",
     "for": "fortran",
     "d": "d",
+    "nim": "nim",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
     "vb": "vbnet",
     "fish": "fish",
-    "nim": "nim",
     "cr": "crystal",
     "v": "v",
     "odin": "odin",

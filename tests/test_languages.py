@@ -388,6 +388,17 @@ DEFINITIONS = [
         ('twice', 'function', 30, 30),
         ('Max', 'namespace', 32, 32),
     ]),
+    ('stack.nim', 'nim', [  # an exported name's `*` is not part of it
+        ('Stack', 'type', 6, 8),
+        ('StackError', 'type', 9, 9),
+        ('newStack', 'function', 11, 13),
+        ('push', 'function', 15, 18),
+        ('peek', 'function', 20, 21),
+        ('items', 'function', 23, 24),
+        ('withStack', 'macro', 26, 26),
+        ('debugDump', 'macro', 27, 27),
+        ('describe', 'function', 28, 28),
+    ]),
 ]
 
 
