@@ -708,11 +708,25 @@ NIM = LanguageTable(
     transparent=frozenset({"type_section", "when", "elif_branch", "else_branch", "statement_list"}),
 )
 
+def _vim_function(node: Node) -> Definition | None:
+    """`function! s:restore(name)`, `function! session#Save()`: the scope and
+    autoload parts are the name as it is called; `s:obj.method()` is obj's."""
+    name = text(follow(node, ":function_declaration/name"))
+    parts = tuple(part for part in name.split(".") if part)
+    return Definition("function", parts) if parts else None
+
+
+VIM = LanguageTable(
+    rules={"command_statement": Rule("macro", "name")},  # `command! Save call …`: a user command
+    leading=frozenset({"comment"}),
+    custom={"function_definition": _vim_function},
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM,
 }

@@ -110,6 +110,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "for": "fortran",
     "d": "d",
     "nim": "nim",
+    "vim": "vim",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -135,7 +136,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "vert": "glsl",
     "hlsl": "hlsl",
     "wgsl": "wgsl",
-    "vim": "vim",
     "tcl": "tcl",
     "hx": "haxe",
     "gd": "gdscript",

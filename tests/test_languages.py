@@ -399,6 +399,12 @@ DEFINITIONS = [
         ('debugDump', 'macro', 27, 27),
         ('describe', 'function', 28, 28),
     ]),
+    ('session.vim', 'vim', [  # named as called: scope and autoload parts kept
+        ('session#Save', 'function', 3, 7),
+        ('s:restore', 'function', 9, 13),
+        ('s:obj.count', 'function', 15, 17),
+        ('SessionSave', 'macro', 19, 19),
+    ]),
 ]
 
 
