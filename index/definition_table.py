@@ -722,11 +722,24 @@ VIM = LanguageTable(
     custom={"function_definition": _vim_function},
 )
 
+_C_TRANSPARENT = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"})
+
+# Shaders: the C reading (functions, structs, macros) is the fallback
+# (chunking/grammars.py); the rows add what C does not have.
+GLSL = LanguageTable(
+    rules={
+        # `layout(std140) uniform Lights { … };`: a block of uniforms, as a struct.
+        "declaration": Rule("struct", ":identifier", requires=":field_declaration_list"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=_C_TRANSPARENT,
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL,
 }

@@ -405,6 +405,13 @@ DEFINITIONS = [
         ('s:obj.count', 'function', 15, 17),
         ('SessionSave', 'macro', 19, 19),
     ]),
+    ('blur.glsl', 'glsl', [  # the C reading, and a block of uniforms as a struct
+        ('Light', 'struct', 5, 8),
+        ('Lights', 'struct', 10, 12),
+        ('weight', 'function', 14, 17),
+        ('blur', 'function', 19, 24),
+        ('luma', 'function', 28, 28),
+    ]),
 ]
 
 
