@@ -735,11 +735,27 @@ GLSL = LanguageTable(
     transparent=_C_TRANSPARENT,
 )
 
+def _hlsl_buffer(node: Node) -> Definition | None:
+    """`cbuffer PerFrame { … };`, which this grammar reads as a function (or,
+    with `: register(b0)`, as a declaration before a block): a struct."""
+    if text(follow(node, "type")) not in ("cbuffer", "tbuffer"):
+        return None
+    name = name_parts(text(follow(node, "declarator=identifier")))
+    return Definition("struct", name) if name else None
+
+
+HLSL = LanguageTable(
+    rules={},
+    leading=frozenset({"comment", "hlsl_attribute"}),
+    transparent=_C_TRANSPARENT | {"namespace_definition", "declaration_list"},
+    custom={"function_definition": _hlsl_buffer, "declaration": _hlsl_buffer},
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL,
 }

@@ -114,6 +114,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "glsl": "glsl",
     "frag": "glsl",
     "vert": "glsl",
+    "hlsl": "hlsl",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -134,7 +135,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "ads": "ada",
     "cob": "cobol",
     "cbl": "cobol",
-    "hlsl": "hlsl",
     "wgsl": "wgsl",
     "tcl": "tcl",
     "hx": "haxe",

@@ -412,6 +412,16 @@ DEFINITIONS = [
         ('blur', 'function', 19, 24),
         ('luma', 'function', 28, 28),
     ]),
+    ('lighting.hlsl', 'hlsl', [  # the C++ reading; a cbuffer with a register is its header line
+        ('PerFrame', 'struct', 2, 2),
+        ('VSInput', 'struct', 11, 15),
+        ('PSInput', 'struct', 17, 21),
+        ('lambert', 'function', 23, 27),
+        ('VSMain', 'function', 29, 35),
+        ('CSMain', 'function', 37, 40),
+        ('tonemap', 'namespace', 42, 42),
+        ('tonemap.aces', 'function', 42, 42),
+    ]),
 ]
 
 
