@@ -617,7 +617,7 @@ ELM = LanguageTable(
         "value_declaration": Rule("function", "functionDeclarationLeft/0"),
         "port_annotation": Rule("function"),
         "type_declaration": Rule("type"),
-        "type_alias_declaration": Rule("type"),
+        "type_alias_declaration": Rule("type", ":identifier"),
     },
     leading=frozenset({"line_comment", "block_comment"}),
     joins_clauses=True,
@@ -751,11 +751,20 @@ HLSL = LanguageTable(
     custom={"function_definition": _hlsl_buffer, "declaration": _hlsl_buffer},
 )
 
+WGSL = LanguageTable(
+    rules={
+        "function_declaration": Rule("function"),
+        "struct_declaration": Rule("struct"),
+        "type_alias_declaration": Rule("type", ":identifier"),
+    },
+    leading=frozenset({"line_comment", "block_comment"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
-    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
 }

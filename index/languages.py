@@ -115,6 +115,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "frag": "glsl",
     "vert": "glsl",
     "hlsl": "hlsl",
+    "wgsl": "wgsl",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -135,7 +136,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "ads": "ada",
     "cob": "cobol",
     "cbl": "cobol",
-    "wgsl": "wgsl",
     "tcl": "tcl",
     "hx": "haxe",
     "gd": "gdscript",

@@ -422,6 +422,11 @@ DEFINITIONS = [
         ('tonemap', 'namespace', 42, 42),
         ('tonemap.aces', 'function', 42, 42),
     ]),
+    ('particles.wgsl', 'wgsl', [  # this grammar predates module-scope `const`: that line is an error, the rest reads
+        ('Particle', 'struct', 0, 4),
+        ('step', 'function', 11, 16),
+        ('main', 'function', 18, 21),
+    ]),
 ]
 
 
