@@ -617,7 +617,7 @@ ELM = LanguageTable(
         "value_declaration": Rule("function", "functionDeclarationLeft/0"),
         "port_annotation": Rule("function"),
         "type_declaration": Rule("type"),
-        "type_alias_declaration": Rule("type", ":identifier"),
+        "type_alias_declaration": Rule("type"),
     },
     leading=frozenset({"line_comment", "block_comment"}),
     joins_clauses=True,
