@@ -760,6 +760,87 @@ WGSL = LanguageTable(
     leading=frozenset({"line_comment", "block_comment"}),
 )
 
+# Lisps: a form whose head is one of these defines its second element.
+_LISP_DEFINITIONS = {
+    **dict.fromkeys(("defun", "defsubst", "defgeneric", "cl-defun", "cl-defsubst", "cl-defgeneric",
+                     "define-inline", "define-minor-mode", "define-derived-mode",
+                     "define-globalized-minor-mode", "define/contract", "define/public", "define/private",
+                     "define/override", "defsetf"), "function"),
+    **dict.fromkeys(("defmethod", "cl-defmethod"), "method"),
+    **dict.fromkeys(("defmacro", "cl-defmacro", "define-compiler-macro", "define-modify-macro", "define-syntax",
+                     "define-syntax-rule", "define-macro"), "macro"),
+    **dict.fromkeys(("defclass", "define-condition", "eieio-defclass"), "class"),
+    **dict.fromkeys(("defstruct", "cl-defstruct", "struct", "define-struct"), "struct"),
+    **dict.fromkeys(("define-record-type",), "record"),
+    **dict.fromkeys(("deftype", "cl-deftype"), "type"),
+    **dict.fromkeys(("defpackage", "define-package"), "namespace"),
+    **dict.fromkeys(("defvar", "defparameter", "defconstant", "defcustom", "defconst", "defvar-local",
+                     "defface", "defgroup"), "constant"),
+}
+# Racket's submodules hold definitions of their own.
+_LISP_MODULES = frozenset({"module", "module+", "module*"})
+
+
+def _lisp_form(node: Node, symbol: str) -> Definition | None:
+    """`(defun name …)`, `(define (name args) …)`, `(define name (lambda …))`,
+    `(defstruct (point (:constructor …)) …)`, `(module+ test …)`."""
+    elements = [child for child in node.named_children if "comment" not in child.type][:3]
+    if len(elements) < 2 or elements[0].type != symbol:
+        return None
+    head = text(elements[0]).rpartition(":")[2].lower()
+    target, called = elements[1], False
+    names = (symbol, "kwd_lit")  # `(defpackage :hunchentoot …)`
+    while target.type not in names and target.named_child_count:  # `(define ((curried a) b) …)`
+        target, called = target.named_child(0), True
+    name = text(target).lstrip("#:") if target.type in names else ""
+    if not name:
+        return None
+    if head in _LISP_MODULES:
+        return Definition("namespace", (name,), node, False)
+    if head == "define":
+        value = elements[2] if len(elements) > 2 else None
+        is_lambda = value is not None and value.named_child_count > 0 \
+            and text(value.named_child(0)) in ("lambda", "λ", "case-lambda")
+        return Definition("function" if called or is_lambda else "constant", (name,))
+    kind = _LISP_DEFINITIONS.get(head)
+    return Definition(kind, (name,)) if kind else None
+
+
+def _commonlisp_list(node: Node) -> Definition | None:
+    """This grammar reads `defun`, `defmacro`, `defgeneric` and `defmethod` into
+    a `defun` node of their own; the other forms are plain lists."""
+    header = follow(node, ":defun/:defun_header")
+    if header is None:
+        return _lisp_form(node, "sym_lit")
+    keyword = text(follow(header, "keyword")).lower()
+    name = text(follow(header, "function_name")).strip("()").split()  # `(setf name)`
+    kind = _LISP_DEFINITIONS.get(keyword, "function") if keyword != "lambda" else None
+    return Definition(kind, (name[-1],)) if kind and name else None
+
+
+COMMONLISP = LanguageTable(rules={}, leading=frozenset({"comment", "block_comment"}),
+                           # `#-lispworks (defun …)`: defined for some implementations
+                           transparent=frozenset({"include_reader_macro"}),
+                           custom={"list_lit": _commonlisp_list})
+
+def _elisp_special_form(node: Node) -> Definition | None:
+    """`(defvar name …)`, `(defconst name …)`: the keyword is an unnamed token here."""
+    keyword = node.child(1)
+    name = text(follow(node, ":symbol"))
+    if keyword is None or keyword.type not in ("defvar", "defconst") or not name:
+        return None
+    return Definition("constant", (name,))
+
+
+ELISP = LanguageTable(
+    rules={"function_definition": Rule("function"), "macro_definition": Rule("macro")},
+    leading=frozenset({"comment"}),
+    custom={"list": lambda node: _lisp_form(node, "symbol"), "special_form": _elisp_special_form},
+)
+
+SCHEME = LanguageTable(rules={}, leading=frozenset({"comment", "block_comment"}),
+                       custom={"list": lambda node: _lisp_form(node, "symbol")})
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
@@ -767,4 +848,5 @@ TABLES: dict[str, LanguageTable] = {
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
     "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
+    "commonlisp": COMMONLISP, "elisp": ELISP, "scheme": SCHEME, "racket": SCHEME,
 }

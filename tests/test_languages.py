@@ -427,6 +427,43 @@ DEFINITIONS = [
         ('step', 'function', 11, 16),
         ('main', 'function', 18, 21),
     ]),
+    ('queue.lisp', 'commonlisp', [  # a def form defines its second element; #+sbcl forms too
+        ('*queue*', 'constant', 3, 4),
+        ('*limit*', 'constant', 6, 6),
+        ('job', 'class', 8, 10),
+        ('run-job', 'function', 12, 13),
+        ('run-job', 'method', 15, 16),
+        ('enqueue', 'function', 18, 21),
+        ('with-queue', 'macro', 23, 24),
+        ('point', 'struct', 26, 26),
+        ('cpu-count', 'function', 29, 30),
+    ]),
+    ('notes.el', 'elisp', [
+        ('notes', 'constant', 4, 6),
+        ('notes-directory', 'constant', 8, 10),
+        ('notes--history', 'constant', 12, 12),
+        ('notes-version', 'constant', 14, 14),
+        ('notes-new', 'function', 16, 20),
+        ('notes-with-buffer', 'macro', 22, 23),
+        ('notes-mode', 'function', 25, 27),
+        ('notes-search', 'function', 29, 30),
+    ]),
+    ('ledger.rkt', 'racket', [  # a submodule's definitions are its own
+        ('account', 'struct', 5, 5),
+        ('fee', 'constant', 7, 7),
+        ('credit!', 'function', 9, 12),
+        ('balance-of', 'function', 14, 17),
+        ('with-account', 'macro', 19, 20),
+        ('test', 'namespace', 22, 23),
+        ('test.check-credit!', 'function', 24, 25),
+    ]),
+    ('matrix.scm', 'scheme', [  # a define of a lambda is a function; of a value, a constant
+        ('matrix', 'record', 2, 7),
+        ('zero', 'constant', 9, 9),
+        ('matrix-ref', 'function', 11, 13),
+        ('matrix-identity', 'function', 15, 19),
+        ('unless-empty', 'macro', 21, 23),
+    ]),
 ]
 
 
