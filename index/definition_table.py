@@ -841,6 +841,38 @@ ELISP = LanguageTable(
 SCHEME = LanguageTable(rules={}, leading=frozenset({"comment", "block_comment"}),
                        custom={"list": lambda node: _lisp_form(node, "symbol")})
 
+_ADA_SUBPROGRAM = ":procedure_specification|function_specification/name"
+ADA = LanguageTable(
+    rules={
+        "package_declaration": Rule("namespace", "name", ".", is_type=False),
+        "package_body": Rule("namespace", "name", ".", is_type=False),
+        "generic_package_declaration": Rule("namespace", ":package_declaration/name", ":package_declaration",
+                                            is_type=False),
+        "subprogram_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "subprogram_body": Rule("function", _ADA_SUBPROGRAM),
+        "expression_function_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "null_procedure_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "generic_subprogram_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "subprogram_renaming_declaration": Rule("function", _ADA_SUBPROGRAM),
+        # `package Maps is new …`, `function Enumerate is new …`
+        "generic_instantiation": (Rule("namespace", requires="name", keywords={"function": "function",
+                                                                               "procedure": "function"}),),
+        "full_type_declaration": (Rule("type", ":identifier"),
+                                  Rule("type", ":task_type_declaration|protected_type_declaration/:identifier")),
+        "private_type_declaration": Rule("type", ":identifier"),
+        "private_extension_declaration": Rule("type", ":identifier"),
+        "subtype_declaration": Rule("type", ":identifier"),
+        "task_type_declaration": Rule("type", ":identifier"),
+        "protected_type_declaration": Rule("type", ":identifier"),
+        "task_body": Rule("type", ":identifier"),
+        "protected_body": Rule("type", ":identifier"),
+    },
+    leading=frozenset({"comment", "pragma_g"}),
+    # A package body's comment before its first declaration sits outside
+    # the declarative part: walked through, it still leads.
+    transparent=frozenset({"compilation_unit", "non_empty_declarative_part"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
@@ -849,4 +881,5 @@ TABLES: dict[str, LanguageTable] = {
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
     "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
     "commonlisp": COMMONLISP, "elisp": ELISP, "scheme": SCHEME, "racket": SCHEME,
+    "ada": ADA,
 }

@@ -120,6 +120,8 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "el": "elisp",
     "rkt": "racket",
     "scm": "scheme",
+    "adb": "ada",
+    "ads": "ada",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -132,8 +134,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "fnl": "fennel",
     "pas": "pascal",
     "pp": "pascal",
-    "adb": "ada",
-    "ads": "ada",
     "cob": "cobol",
     "cbl": "cobol",
     "tcl": "tcl",

@@ -464,6 +464,16 @@ DEFINITIONS = [
         ('matrix-identity', 'function', 15, 19),
         ('unless-empty', 'macro', 21, 23),
     ]),
+    ('accounts.ads', 'ada', [  # a package's declarations are its own; a generic package is a scope
+        ('Accounts', 'namespace', 0, 2),
+        ('Accounts.Account', 'type', 3, 3),
+        ('Accounts.Kind', 'type', 5, 5),
+        ('Accounts.Deposit', 'function', 9, 9),
+        ('Accounts.Balance', 'function', 11, 11),
+        ('Accounts.Ledgers', 'namespace', 13, 15),
+        ('Accounts.Ledgers.Record_Item', 'function', 16, 16),
+        ('Accounts.Account', 'type', 20, 22),
+    ]),
 ]
 
 
