@@ -873,6 +873,23 @@ ADA = LanguageTable(
     transparent=frozenset({"compilation_unit", "non_empty_declarative_part"}),
 )
 
+PURESCRIPT = LanguageTable(
+    rules={
+        # A signature and its equations are one definition, as in Haskell.
+        "function": Rule("function"),
+        "signature": Rule("function"),
+        "foreign_import": Rule("function"),
+        "data": Rule("type"),
+        "newtype": Rule("type"),
+        "type_alias": Rule("type"),
+        "class_declaration": Rule("class", ":class_head/:class_name", ":class_body"),
+        # Named by its class, as Haskell's: `instance showInt :: Show Int` is Show's.
+        "class_instance": Rule("impl", ":instance_head/:class_name", "."),
+    },
+    leading=frozenset({"comment"}),
+    joins_clauses=True,
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
@@ -881,5 +898,5 @@ TABLES: dict[str, LanguageTable] = {
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
     "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
     "commonlisp": COMMONLISP, "elisp": ELISP, "scheme": SCHEME, "racket": SCHEME,
-    "ada": ADA,
+    "ada": ADA, "purescript": PURESCRIPT,
 }

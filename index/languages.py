@@ -122,6 +122,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "scm": "scheme",
     "adb": "ada",
     "ads": "ada",
+    "purs": "purescript",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -130,7 +131,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "cr": "crystal",
     "v": "v",
     "odin": "odin",
-    "purs": "purescript",
     "fnl": "fennel",
     "pas": "pascal",
     "pp": "pascal",

@@ -474,6 +474,18 @@ DEFINITIONS = [
         ('Accounts.Ledgers.Record_Item', 'function', 16, 16),
         ('Accounts.Account', 'type', 20, 22),
     ]),
+    ('Queue.purs', 'purescript', [  # an instance is named by its class, as Haskell's
+        ('Queue', 'type', 10, 11),
+        ('Name', 'type', 13, 13),
+        ('Pair', 'type', 15, 15),
+        ('Sized', 'class', 17, 17),
+        ('Sized.size', 'method', 18, 18),
+        ('Sized', 'impl', 20, 20),
+        ('Sized.size', 'method', 21, 21),
+        ('empty', 'function', 23, 24),
+        ('push', 'function', 26, 27),
+        ('now', 'function', 29, 29),
+    ]),
 ]
 
 
