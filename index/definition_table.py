@@ -890,6 +890,23 @@ PURESCRIPT = LanguageTable(
     joins_clauses=True,
 )
 
+ODIN = LanguageTable(
+    rules={
+        "procedure_declaration": Rule("function", ":identifier"),
+        "overloaded_procedure_declaration": Rule("function", ":identifier"),
+        "struct_declaration": Rule("struct", ":identifier"),
+        "enum_declaration": Rule("enum", ":identifier"),
+        "union_declaration": Rule("union", ":identifier"),
+        "bit_field_declaration": Rule("struct", ":identifier"),
+        "const_declaration": (Rule("type", ":identifier", requires=":distinct_type"),
+                              Rule("constant", ":identifier")),
+        "const_type_declaration": Rule("type", ":identifier"),
+    },
+    leading=frozenset({"comment", "block_comment", "attributes"}),
+    # `when ODIN_OS == .Windows { … }` defines per platform; `foreign lib { … }` declares.
+    transparent=frozenset({"when_statement", "else_when_clause", "else_clause", "foreign_block", "block"}),
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
@@ -898,5 +915,5 @@ TABLES: dict[str, LanguageTable] = {
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
     "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
     "commonlisp": COMMONLISP, "elisp": ELISP, "scheme": SCHEME, "racket": SCHEME,
-    "ada": ADA, "purescript": PURESCRIPT,
+    "ada": ADA, "purescript": PURESCRIPT, "odin": ODIN,
 }

@@ -123,6 +123,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "adb": "ada",
     "ads": "ada",
     "purs": "purescript",
+    "odin": "odin",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -130,7 +131,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "fish": "fish",
     "cr": "crystal",
     "v": "v",
-    "odin": "odin",
     "fnl": "fennel",
     "pas": "pascal",
     "pp": "pascal",

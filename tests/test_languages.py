@@ -486,6 +486,15 @@ DEFINITIONS = [
         ('push', 'function', 26, 27),
         ('now', 'function', 29, 29),
     ]),
+    ('ring.odin', 'odin', [  # an attribute and a comment lead their declaration
+        ('Ring', 'struct', 4, 9),
+        ('Error', 'enum', 11, 14),
+        ('MAX_RINGS', 'constant', 16, 16),
+        ('push', 'function', 18, 23),
+        ('Value', 'union', 25, 25),
+        ('dump', 'function', 27, 30),
+        ('size', 'function', 32, 32),
+    ]),
 ]
 
 
