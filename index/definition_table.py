@@ -907,6 +907,40 @@ ODIN = LanguageTable(
     transparent=frozenset({"when_statement", "else_when_clause", "else_clause", "foreign_block", "block"}),
 )
 
+_PASCAL_TYPES = {"kClass": "class", "kObject": "class", "kRecord": "struct", "kInterface": "interface",
+                 "kDispInterface": "interface"}
+
+
+def _pascal_type(node: Node) -> Definition | None:
+    """`TShape = class(TObject) … end`, `TPoint = record … end`: the type's
+    keyword says its kind; its methods are declared inside it."""
+    name = name_parts(text(follow(node, "name")))
+    declared = follow(node, "type")
+    if not name or declared is None:
+        return None
+    if declared.type in ("declClass", "declIntf", "declHelper"):
+        keyword = next((child.type for child in declared.children if child.type in _PASCAL_TYPES), None)
+        kind = _PASCAL_TYPES.get(keyword, "interface" if declared.type == "declIntf" else "class")
+        return Definition(kind, name, declared)
+    return Definition("enum" if follow(declared, ":declEnum") is not None else "type", name)
+
+
+def _pascal_routine(node: Node) -> Definition | None:
+    """`constructor TShape.Create(…) begin … end;`: a method defined outside its class."""
+    name = name_parts(text(follow(node, "header/name")))
+    return Definition("method" if len(name) > 1 else "function", name) if name else None
+
+
+PASCAL = LanguageTable(
+    rules={"declProc": Rule("function")},
+    leading=frozenset({"comment"}),
+    # A unit's names are used unqualified; its sections, type blocks and a
+    # class's visibility sections only group declarations.
+    transparent=frozenset({"unit", "program", "library", "interface", "implementation", "declTypes",
+                           "declSection"}),
+    custom={"declType": _pascal_type, "defProc": _pascal_routine},
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
@@ -915,5 +949,5 @@ TABLES: dict[str, LanguageTable] = {
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
     "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
     "commonlisp": COMMONLISP, "elisp": ELISP, "scheme": SCHEME, "racket": SCHEME,
-    "ada": ADA, "purescript": PURESCRIPT, "odin": ODIN,
+    "ada": ADA, "purescript": PURESCRIPT, "odin": ODIN, "pascal": PASCAL,
 }

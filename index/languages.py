@@ -124,6 +124,8 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "ads": "ada",
     "purs": "purescript",
     "odin": "odin",
+    "pas": "pascal",
+    "pp": "pascal",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -132,8 +134,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "cr": "crystal",
     "v": "v",
     "fnl": "fennel",
-    "pas": "pascal",
-    "pp": "pascal",
     "cob": "cobol",
     "cbl": "cobol",
     "tcl": "tcl",

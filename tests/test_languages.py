@@ -495,6 +495,16 @@ DEFINITIONS = [
         ('dump', 'function', 27, 30),
         ('size', 'function', 32, 32),
     ]),
+    ('shapes.pas', 'pascal', [  # a class's methods are declared inside it and defined as Class.Method
+        ('TShapeKind', 'enum', 5, 5),
+        ('TShape', 'class', 7, 11),
+        ('TShape.Create', 'method', 12, 12),
+        ('TShape.Area', 'method', 13, 13),
+        ('TPoint', 'struct', 17, 19),
+        ('Register', 'function', 21, 21),
+        ('TShape.Create', 'method', 25, 28),
+        ('Register', 'function', 30, 33),
+    ]),
 ]
 
 
