@@ -941,6 +941,38 @@ PASCAL = LanguageTable(
     custom={"declType": _pascal_type, "defProc": _pascal_routine},
 )
 
+def _tcl_namespace(node: Node) -> Definition | None:
+    """`namespace eval ::cache { … }`: its procs are `cache.put`."""
+    words = follow(node, ":word_list")
+    parts = words.named_children if words is not None else []
+    if len(parts) < 3 or text(parts[0]) != "eval" or parts[2].type != "braced_word":
+        return None
+    name = name_parts(text(parts[1]))
+    return Definition("namespace", name, parts[2], False) if name else None
+
+
+def _tcl_command(node: Node) -> Definition | None:
+    """TclOO: `oo::class create Counter { method incr {} {…} }`."""
+    command = text(follow(node, "name"))
+    words = follow(node, "arguments")
+    parts = words.named_children if words is not None else []
+    if command in ("oo::class", "::oo::class") and len(parts) >= 2 and text(parts[0]) == "create":
+        body = parts[2] if len(parts) > 2 and parts[2].type == "braced_word" else None
+        name = name_parts(text(parts[1]))
+        return Definition("class", name, body) if name else None
+    if command == "method" and parts:
+        return Definition("function", name_parts(text(parts[0])) or ("method",))
+    if command in ("constructor", "destructor"):
+        return Definition("function", (command,))
+    return None
+
+
+TCL = LanguageTable(
+    rules={"procedure": Rule("function")},
+    leading=frozenset({"comment"}),
+    custom={"namespace": _tcl_namespace, "command": _tcl_command},
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
@@ -949,5 +981,5 @@ TABLES: dict[str, LanguageTable] = {
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
     "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
     "commonlisp": COMMONLISP, "elisp": ELISP, "scheme": SCHEME, "racket": SCHEME,
-    "ada": ADA, "purescript": PURESCRIPT, "odin": ODIN, "pascal": PASCAL,
+    "ada": ADA, "purescript": PURESCRIPT, "odin": ODIN, "pascal": PASCAL, "tcl": TCL,
 }

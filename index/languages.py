@@ -126,6 +126,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "odin": "odin",
     "pas": "pascal",
     "pp": "pascal",
+    "tcl": "tcl",
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -136,7 +137,6 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "fnl": "fennel",
     "cob": "cobol",
     "cbl": "cobol",
-    "tcl": "tcl",
     "hx": "haxe",
     "gd": "gdscript",
     "m4": "m4",

@@ -505,6 +505,15 @@ DEFINITIONS = [
         ('TShape.Create', 'method', 25, 28),
         ('Register', 'function', 30, 33),
     ]),
+    ('cache.tcl', 'tcl', [  # a namespace eval's procs are qualified by it; TclOO classes hold methods
+        ('cache', 'namespace', 3, 6),
+        ('cache.put', 'function', 7, 11),
+        ('cache.get', 'function', 13, 18),
+        ('cache.clear', 'function', 21, 23),
+        ('Counter', 'class', 25, 26),
+        ('Counter.constructor', 'method', 27, 27),
+        ('Counter.incr', 'method', 28, 28),
+    ]),
 ]
 
 
