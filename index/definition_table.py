@@ -765,7 +765,7 @@ _LISP_DEFINITIONS = {
     **dict.fromkeys(("defun", "defsubst", "defgeneric", "cl-defun", "cl-defsubst", "cl-defgeneric",
                      "define-inline", "define-minor-mode", "define-derived-mode",
                      "define-globalized-minor-mode", "define/contract", "define/public", "define/private",
-                     "define/override", "defsetf"), "function"),
+                     "define/override", "defsetf", "defalias"), "function"),
     **dict.fromkeys(("defmethod", "cl-defmethod"), "method"),
     **dict.fromkeys(("defmacro", "cl-defmacro", "define-compiler-macro", "define-modify-macro", "define-syntax",
                      "define-syntax-rule", "define-macro"), "macro"),
@@ -775,7 +775,7 @@ _LISP_DEFINITIONS = {
     **dict.fromkeys(("deftype", "cl-deftype"), "type"),
     **dict.fromkeys(("defpackage", "define-package"), "namespace"),
     **dict.fromkeys(("defvar", "defparameter", "defconstant", "defcustom", "defconst", "defvar-local",
-                     "defface", "defgroup"), "constant"),
+                     "defface", "defgroup", "defvar-keymap"), "constant"),
 }
 # Racket's submodules hold definitions of their own.
 _LISP_MODULES = frozenset({"module", "module+", "module*"})
