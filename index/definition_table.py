@@ -610,10 +610,378 @@ GRAPHQL = LanguageTable(
                            "type_system_extension", "type_extension", "executable_definition"}),
 )
 
+ELM = LanguageTable(
+    rules={
+        # A signature and its equation are one definition, as in Haskell.
+        "type_annotation": Rule("function"),
+        "value_declaration": Rule("function", "functionDeclarationLeft/0"),
+        "port_annotation": Rule("function"),
+        "type_declaration": Rule("type"),
+        "type_alias_declaration": Rule("type"),
+    },
+    leading=frozenset({"line_comment", "block_comment"}),
+    joins_clauses=True,
+)
+
+GLEAM = LanguageTable(
+    rules={
+        "function": Rule("function"),
+        "external_function": Rule("function"),
+        "type_definition": Rule("type", ":type_name/name"),
+        "type_alias": Rule("type", ":type_name/name"),
+        "external_type": Rule("type", ":type_name/name"),
+        "constant": Rule("constant"),
+    },
+    leading=frozenset({"comment", "statement_comment", "attribute"}),
+)
+
+THRIFT = LanguageTable(
+    rules={
+        "struct_definition": Rule("struct", "type"),
+        "union_definition": Rule("union", "type"),
+        "exception_definition": Rule("type", ":identifier"),
+        "enum_definition": Rule("enum", "type"),
+        "service_definition": Rule("interface", "type", "."),
+        "function_definition": Rule("function", ":identifier"),
+        "typedef_definition": Rule("type", ":typedef_identifier"),
+        "const_definition": Rule("constant", ":identifier"),
+    },
+    leading=frozenset({"comment"}),
+)
+
+FORTRAN = LanguageTable(
+    rules={
+        "module": Rule("namespace", ":module_statement/:name", ".", is_type=False),
+        "submodule": Rule("namespace", ":submodule_statement/:name", ".", is_type=False),
+        "program": Rule("namespace", ":program_statement/:name", ".", is_type=False),
+        "function": Rule("function", ":function_statement/name"),
+        "subroutine": Rule("function", ":subroutine_statement/name"),
+        "module_procedure": Rule("function", ":module_procedure_statement/:name"),
+        "derived_type_definition": Rule("type", ":derived_type_statement/:type_name"),
+        # A generic interface is one definition; an unnamed block's
+        # procedures (C bindings, abstract interfaces) are read one by one.
+        "interface": Rule("interface", ":interface_statement/:name"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=frozenset({"internal_procedures", "interface"}),
+)
+
+D = LanguageTable(
+    rules={
+        "class_declaration": Rule("class", ":identifier", ":aggregate_body"),
+        "struct_declaration": Rule("struct", ":identifier", ":aggregate_body"),
+        "union_declaration": Rule("union", ":identifier", ":aggregate_body"),
+        "interface_declaration": Rule("interface", ":identifier", ":aggregate_body"),
+        "enum_declaration": Rule("enum", ":identifier"),
+        "template_declaration": Rule("namespace", ":identifier", ".", is_type=False),
+        "mixin_template_declaration": Rule("namespace", ":template_declaration/:identifier",
+                                           ":template_declaration", is_type=False),
+        "function_declaration": Rule("function", ":identifier"),
+        "alias_declaration": Rule("type", ":alias_initializer/:identifier"),
+    },
+    leading=frozenset({"comment", "attribute_declaration"}),
+    # `module x;` names the file, not a scope; `version (Windows) { … } else { … }`
+    # and `static if` blocks define as the file does (both branches read).
+    transparent=frozenset({"module_def", "conditional_declaration"}),
+    custom={"constructor": lambda node: Definition("function", ("this",)),
+            "destructor": lambda node: Definition("function", ("~this",))},
+)
+
+def _nim(kind: str, name: str = "name") -> tuple[Rule, ...]:
+    # `proc push*(…)`: the `*` exports the name and is not part of it.
+    return Rule(kind, f"{name}/:identifier|accent_quoted"), Rule(kind, name)
+
+
+NIM = LanguageTable(
+    rules={
+        "proc_declaration": _nim("function"),
+        "func_declaration": _nim("function"),
+        "method_declaration": _nim("function"),
+        "iterator_declaration": _nim("function"),
+        "converter_declaration": _nim("function"),
+        "template_declaration": _nim("macro"),
+        "macro_declaration": _nim("macro"),
+        "type_declaration": _nim("type", ":type_symbol_declaration/name"),
+    },
+    leading=frozenset({"comment", "block_comment", "documentation_comment", "block_documentation_comment"}),
+    # `type` sections hold several types; `when defined(windows):` defines per platform.
+    transparent=frozenset({"type_section", "when", "elif_branch", "else_branch", "statement_list"}),
+)
+
+def _vim_function(node: Node) -> Definition | None:
+    """`function! s:restore(name)`, `function! session#Save()`: the scope and
+    autoload parts are the name as it is called; `s:obj.method()` is obj's."""
+    name = text(follow(node, ":function_declaration/name"))
+    parts = tuple(part for part in name.split(".") if part)
+    return Definition("function", parts) if parts else None
+
+
+VIM = LanguageTable(
+    rules={"command_statement": Rule("macro", "name")},  # `command! Save call …`: a user command
+    leading=frozenset({"comment"}),
+    custom={"function_definition": _vim_function},
+)
+
+_C_TRANSPARENT = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"})
+
+# Shaders: the C reading (functions, structs, macros) is the fallback
+# (chunking/grammars.py); the rows add what C does not have.
+GLSL = LanguageTable(
+    rules={
+        # `layout(std140) uniform Lights { … };`: a block of uniforms, as a struct.
+        "declaration": Rule("struct", ":identifier", requires=":field_declaration_list"),
+    },
+    leading=frozenset({"comment"}),
+    transparent=_C_TRANSPARENT,
+)
+
+def _hlsl_buffer(node: Node) -> Definition | None:
+    """`cbuffer PerFrame { … };`, which this grammar reads as a function (or,
+    with `: register(b0)`, as a declaration before a block): a struct."""
+    if text(follow(node, "type")) not in ("cbuffer", "tbuffer"):
+        return None
+    name = name_parts(text(follow(node, "declarator=identifier")))
+    return Definition("struct", name) if name else None
+
+
+HLSL = LanguageTable(
+    rules={},
+    leading=frozenset({"comment", "hlsl_attribute"}),
+    transparent=_C_TRANSPARENT | {"namespace_definition", "declaration_list"},
+    custom={"function_definition": _hlsl_buffer, "declaration": _hlsl_buffer},
+)
+
+WGSL = LanguageTable(
+    rules={
+        "function_declaration": Rule("function"),
+        "struct_declaration": Rule("struct"),
+        "type_alias_declaration": Rule("type", ":identifier"),
+    },
+    leading=frozenset({"line_comment", "block_comment"}),
+)
+
+# Lisps: a form whose head is one of these defines its second element.
+_LISP_DEFINITIONS = {
+    **dict.fromkeys(("defun", "defsubst", "defgeneric", "cl-defun", "cl-defsubst", "cl-defgeneric",
+                     "define-inline", "define-minor-mode", "define-derived-mode",
+                     "define-globalized-minor-mode", "define/contract", "define/public", "define/private",
+                     "define/override", "defsetf", "defalias"), "function"),
+    **dict.fromkeys(("defmethod", "cl-defmethod"), "method"),
+    **dict.fromkeys(("defmacro", "cl-defmacro", "define-compiler-macro", "define-modify-macro", "define-syntax",
+                     "define-syntax-rule", "define-macro"), "macro"),
+    **dict.fromkeys(("defclass", "define-condition", "eieio-defclass"), "class"),
+    **dict.fromkeys(("defstruct", "cl-defstruct", "struct", "define-struct"), "struct"),
+    **dict.fromkeys(("define-record-type",), "record"),
+    **dict.fromkeys(("deftype", "cl-deftype"), "type"),
+    **dict.fromkeys(("defpackage", "define-package"), "namespace"),
+    **dict.fromkeys(("defvar", "defparameter", "defconstant", "defcustom", "defconst", "defvar-local",
+                     "defface", "defgroup", "defvar-keymap"), "constant"),
+}
+# Racket's submodules hold definitions of their own.
+_LISP_MODULES = frozenset({"module", "module+", "module*"})
+
+
+def _lisp_form(node: Node, symbol: str) -> Definition | None:
+    """`(defun name …)`, `(define (name args) …)`, `(define name (lambda …))`,
+    `(defstruct (point (:constructor …)) …)`, `(module+ test …)`."""
+    elements = [child for child in node.named_children if "comment" not in child.type][:3]
+    if len(elements) < 2 or elements[0].type != symbol:
+        return None
+    head = text(elements[0]).rpartition(":")[2].lower()
+    target, called = elements[1], False
+    names = (symbol, "kwd_lit")  # `(defpackage :hunchentoot …)`
+    while target.type not in names and target.named_child_count:  # `(define ((curried a) b) …)`
+        target, called = target.named_child(0), True
+    name = text(target).lstrip("#:") if target.type in names else ""
+    if not name:
+        return None
+    if head in _LISP_MODULES:
+        return Definition("namespace", (name,), node, False)
+    if head == "define":
+        value = elements[2] if len(elements) > 2 else None
+        is_lambda = value is not None and value.named_child_count > 0 \
+            and text(value.named_child(0)) in ("lambda", "λ", "case-lambda")
+        return Definition("function" if called or is_lambda else "constant", (name,))
+    kind = _LISP_DEFINITIONS.get(head)
+    return Definition(kind, (name,)) if kind else None
+
+
+def _commonlisp_list(node: Node) -> Definition | None:
+    """This grammar reads `defun`, `defmacro`, `defgeneric` and `defmethod` into
+    a `defun` node of their own; the other forms are plain lists."""
+    header = follow(node, ":defun/:defun_header")
+    if header is None:
+        return _lisp_form(node, "sym_lit")
+    keyword = text(follow(header, "keyword")).lower()
+    name = text(follow(header, "function_name")).strip("()").split()  # `(setf name)`
+    kind = _LISP_DEFINITIONS.get(keyword, "function") if keyword != "lambda" else None
+    return Definition(kind, (name[-1],)) if kind and name else None
+
+
+COMMONLISP = LanguageTable(rules={}, leading=frozenset({"comment", "block_comment"}),
+                           # `#-lispworks (defun …)`: defined for some implementations
+                           transparent=frozenset({"include_reader_macro"}),
+                           custom={"list_lit": _commonlisp_list})
+
+def _elisp_special_form(node: Node) -> Definition | None:
+    """`(defvar name …)`, `(defconst name …)`: the keyword is an unnamed token here."""
+    keyword = node.child(1)
+    name = text(follow(node, ":symbol"))
+    if keyword is None or keyword.type not in ("defvar", "defconst") or not name:
+        return None
+    return Definition("constant", (name,))
+
+
+ELISP = LanguageTable(
+    rules={"function_definition": Rule("function"), "macro_definition": Rule("macro")},
+    leading=frozenset({"comment"}),
+    custom={"list": lambda node: _lisp_form(node, "symbol"), "special_form": _elisp_special_form},
+)
+
+SCHEME = LanguageTable(rules={}, leading=frozenset({"comment", "block_comment"}),
+                       custom={"list": lambda node: _lisp_form(node, "symbol")})
+
+_ADA_SUBPROGRAM = ":procedure_specification|function_specification/name"
+ADA = LanguageTable(
+    rules={
+        "package_declaration": Rule("namespace", "name", ".", is_type=False),
+        "package_body": Rule("namespace", "name", ".", is_type=False),
+        "generic_package_declaration": Rule("namespace", ":package_declaration/name", ":package_declaration",
+                                            is_type=False),
+        "subprogram_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "subprogram_body": Rule("function", _ADA_SUBPROGRAM),
+        "expression_function_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "null_procedure_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "generic_subprogram_declaration": Rule("function", _ADA_SUBPROGRAM),
+        "subprogram_renaming_declaration": Rule("function", _ADA_SUBPROGRAM),
+        # `package Maps is new …`, `function Enumerate is new …`
+        "generic_instantiation": (Rule("namespace", requires="name", keywords={"function": "function",
+                                                                               "procedure": "function"}),),
+        "full_type_declaration": (Rule("type", ":identifier"),
+                                  Rule("type", ":task_type_declaration|protected_type_declaration/:identifier")),
+        "private_type_declaration": Rule("type", ":identifier"),
+        "private_extension_declaration": Rule("type", ":identifier"),
+        "subtype_declaration": Rule("type", ":identifier"),
+        "task_type_declaration": Rule("type", ":identifier"),
+        "protected_type_declaration": Rule("type", ":identifier"),
+        "task_body": Rule("type", ":identifier"),
+        "protected_body": Rule("type", ":identifier"),
+    },
+    leading=frozenset({"comment", "pragma_g"}),
+    # A package body's comment before its first declaration sits outside
+    # the declarative part: walked through, it still leads.
+    transparent=frozenset({"compilation_unit", "non_empty_declarative_part"}),
+)
+
+PURESCRIPT = LanguageTable(
+    rules={
+        # A signature and its equations are one definition, as in Haskell.
+        "function": Rule("function"),
+        "signature": Rule("function"),
+        "foreign_import": Rule("function"),
+        "data": Rule("type"),
+        "newtype": Rule("type"),
+        "type_alias": Rule("type"),
+        "class_declaration": Rule("class", ":class_head/:class_name", ":class_body"),
+        # Named by its class, as Haskell's: `instance showInt :: Show Int` is Show's.
+        "class_instance": Rule("impl", ":instance_head/:class_name", "."),
+    },
+    leading=frozenset({"comment"}),
+    joins_clauses=True,
+)
+
+ODIN = LanguageTable(
+    rules={
+        "procedure_declaration": Rule("function", ":identifier"),
+        "overloaded_procedure_declaration": Rule("function", ":identifier"),
+        "struct_declaration": Rule("struct", ":identifier"),
+        "enum_declaration": Rule("enum", ":identifier"),
+        "union_declaration": Rule("union", ":identifier"),
+        "bit_field_declaration": Rule("struct", ":identifier"),
+        "const_declaration": (Rule("type", ":identifier", requires=":distinct_type"),
+                              Rule("constant", ":identifier")),
+        "const_type_declaration": Rule("type", ":identifier"),
+    },
+    leading=frozenset({"comment", "block_comment", "attributes"}),
+    # `when ODIN_OS == .Windows { … }` defines per platform; `foreign lib { … }` declares.
+    transparent=frozenset({"when_statement", "else_when_clause", "else_clause", "foreign_block", "block"}),
+)
+
+# This grammar's node types are camelCase: its rows are made from pairs, so
+# that no dict display reads as protocol JSON (tests/test_layers.py).
+_PASCAL_TYPES = dict((("kClass", "class"), ("kObject", "class"), ("kRecord", "struct"),
+                      ("kInterface", "interface"), ("kDispInterface", "interface")))
+
+
+def _pascal_type(node: Node) -> Definition | None:
+    """`TShape = class(TObject) … end`, `TPoint = record … end`: the type's
+    keyword says its kind; its methods are declared inside it."""
+    name = name_parts(text(follow(node, "name")))
+    declared = follow(node, "type")
+    if not name or declared is None:
+        return None
+    if declared.type in ("declClass", "declIntf", "declHelper"):
+        keyword = next((child.type for child in declared.children if child.type in _PASCAL_TYPES), None)
+        kind = _PASCAL_TYPES.get(keyword, "interface" if declared.type == "declIntf" else "class")
+        return Definition(kind, name, declared)
+    return Definition("enum" if follow(declared, ":declEnum") is not None else "type", name)
+
+
+def _pascal_routine(node: Node) -> Definition | None:
+    """`constructor TShape.Create(…) begin … end;`: a method defined outside its class."""
+    name = name_parts(text(follow(node, "header/name")))
+    return Definition("method" if len(name) > 1 else "function", name) if name else None
+
+
+PASCAL = LanguageTable(
+    rules=dict((("declProc", Rule("function")),)),
+    leading=frozenset({"comment"}),
+    # A unit's names are used unqualified; its sections, type blocks and a
+    # class's visibility sections only group declarations.
+    transparent=frozenset({"unit", "program", "library", "interface", "implementation", "declTypes",
+                           "declSection"}),
+    custom=dict((("declType", _pascal_type), ("defProc", _pascal_routine))),
+)
+
+def _tcl_namespace(node: Node) -> Definition | None:
+    """`namespace eval ::cache { … }`: its procs are `cache.put`."""
+    words = follow(node, ":word_list")
+    parts = words.named_children if words is not None else []
+    if len(parts) < 3 or text(parts[0]) != "eval" or parts[2].type != "braced_word":
+        return None
+    name = name_parts(text(parts[1]))
+    return Definition("namespace", name, parts[2], False) if name else None
+
+
+def _tcl_command(node: Node) -> Definition | None:
+    """TclOO: `oo::class create Counter { method incr {} {…} }`."""
+    command = text(follow(node, "name"))
+    words = follow(node, "arguments")
+    parts = words.named_children if words is not None else []
+    if command in ("oo::class", "::oo::class") and len(parts) >= 2 and text(parts[0]) == "create":
+        body = parts[2] if len(parts) > 2 and parts[2].type == "braced_word" else None
+        name = name_parts(text(parts[1]))
+        return Definition("class", name, body) if name else None
+    if command == "method" and parts:
+        return Definition("function", name_parts(text(parts[0])) or ("method",))
+    if command in ("constructor", "destructor"):
+        return Definition("function", (command,))
+    return None
+
+
+TCL = LanguageTable(
+    rules={"procedure": Rule("function")},
+    leading=frozenset({"comment"}),
+    custom={"namespace": _tcl_namespace, "command": _tcl_command},
+)
+
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
     "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,
+    "elm": ELM, "gleam": GLEAM, "thrift": THRIFT, "fortran": FORTRAN, "d": D, "nim": NIM, "vim": VIM, "glsl": GLSL, "hlsl": HLSL, "wgsl": WGSL,
+    "commonlisp": COMMONLISP, "elisp": ELISP, "scheme": SCHEME, "racket": SCHEME,
+    "ada": ADA, "purescript": PURESCRIPT, "odin": ODIN, "pascal": PASCAL, "tcl": TCL,
 }

@@ -66,5 +66,8 @@ def _table_grammar(table: LanguageTable, fallback: Callable[[Node], Decl | None]
                    table.wrapped_block)
 
 
+# Languages of the C family whose tables add to the C or C++ reading.
+_FALLBACKS = {"objc": c_decl, "glsl": c_decl, "hlsl": cpp_decl}
+
 for _language, _table in TABLES.items():
-    GRAMMARS[_language] = _table_grammar(_table, c_decl if _language == "objc" else None)
+    GRAMMARS[_language] = _table_grammar(_table, _FALLBACKS.get(_language))

@@ -162,6 +162,7 @@ def preprocessed_lines(lines: list[str]) -> list[str]:
 # that reading sees them, as many as the file's.
 REREADINGS: dict[str, Callable[[list[str]], list[str]]] = {
     "c": preprocessed_lines, "cpp": preprocessed_lines, "objc": preprocessed_lines,
+    "glsl": preprocessed_lines, "hlsl": preprocessed_lines,
     "csharp": first_branch_lines, "kotlin": kotlin_constructor_lines,
 }
 

@@ -69,7 +69,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     (they were line windows).
 # 18: a C, C++ or Objective-C file whose parse failed is also read with its lines that
 #     only use a macro (`FMT_BEGIN_NAMESPACE`) blanked.
-CHUNKER_VERSION = 18
+# 19: 19 more languages (Elm … Tcl, docs/decisions.md) are read by definitions tables, not windows.
+CHUNKER_VERSION = 19
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
