@@ -50,6 +50,7 @@ NAME_SEPARATORS = re.compile(r"::|->|[.#\\]")
 # Words that ask for a path class the ranking otherwise puts last.
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
                          "mock", "mocks", "unittest", "benchmark", "benchmarks"})
+_EXAMPLE_WORDS = frozenset({"example", "examples", "demo", "demos", "sample", "samples", "tutorial"})
 _LOCALE_WORDS = frozenset({"locale", "locales", "translation", "translations", "translate",
                            "language", "languages", "i18n", "l10n", "localization", "localized"})
 
@@ -72,6 +73,7 @@ class QueryShape:
     embedded: tuple[str, ...]  # identifiers inside a sentence
     words: frozenset[str]  # content words as written (camelCase kept), for file-name matches
     wants_tests: bool
+    wants_examples: bool
     wants_locales: bool
     terms: tuple[str, ...]  # the BM25 query terms (tokenize.query_terms of ``text``)
 
@@ -99,6 +101,7 @@ def query_shape(query: str) -> QueryShape:
         embedded = tuple(dict.fromkeys(_EMBEDDED_SYMBOL.findall(text)))
     return QueryShape(text, symbol, word, embedded,
                       frozenset(w for w in dict.fromkeys(found) if w.lower() not in FILE_NAME_STOPWORDS),
-                      bool(words & _TEST_WORDS), bool(words & _LOCALE_WORDS),
+                      bool(words & _TEST_WORDS), bool(words & _EXAMPLE_WORDS),
+                      bool(words & _LOCALE_WORDS),
                       tuple(query_terms(text)))
 

@@ -56,12 +56,12 @@ class RecallFeatures:
 def _penalised_classes(path: str, shape: QueryShape) -> tuple[str, ...]:
     """The classes of ``path`` the ranking puts after first-party code, in
     the scorer's order, less those the query asks for ("the test for ...").
-    Examples and compatibility copies are not among them: turned off, their
-    penalties lost nothing on any set (docs/architecture.md, "Recall's
-    remaining constants")."""
+    Compatibility copies are not among them: turned off, their penalty lost
+    nothing on any set (docs/architecture.md, "Recall's remaining constants")."""
     kind = path_class(path)
     return tuple(name for name, applies in (
         ("test", kind.test and not shape.wants_tests),
+        ("example", kind.example and not shape.wants_examples),
         ("vendored", kind.vendored),
         ("stub", kind.stub),
         ("barrel", kind.barrel),

@@ -39,10 +39,15 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class PriorConfig:
     # Multiplicative path penalties (1.0 = off).
-    # (Examples' and compatibility copies' 0.3 and a 1-2-line chunk's 0.5
-    # were retired: turned off, none lost 0.002 anywhere; docs/architecture.md,
+    # (Compatibility copies' 0.3 and a 1-2-line chunk's 0.5 were retired:
+    # turned off, neither lost 0.002 anywhere; docs/architecture.md,
     # "Recall's remaining constants", lists what each constant here is worth.)
     test_penalty: float = 0.3
+    # Samples and examples (`samples/MediatR.Examples/`): retired on sets
+    # whose trees had none, back when a whole repository's showed what it is
+    # worth (codesearch_lang's mediatr 0.731 -> 0.826; docs/decisions.md,
+    # "The example penalty restored").
+    example_penalty: float = 0.3
     vendored_penalty: float = 0.3
     # Re-export barrels (`__init__.py`, `index.ts`, `mod.rs`): often only
     # re-exports, but Rust's `mod.rs` and many `__init__.py` hold real code,
@@ -103,12 +108,12 @@ class PriorConfig:
 
     def penalties(self) -> dict[str, float]:
         """path class (recall_features' names) -> its factor."""
-        return {"test": self.test_penalty, "vendored": self.vendored_penalty,
+        return {"test": self.test_penalty, "example": self.example_penalty, "vendored": self.vendored_penalty,
                 "stub": self.stub_penalty, "barrel": self.barrel_penalty,
                 "locale": self.locale_penalty}
 
 
-NO_PRIORS = PriorConfig(test_penalty=1.0, locale_penalty=1.0,
+NO_PRIORS = PriorConfig(test_penalty=1.0, example_penalty=1.0, locale_penalty=1.0,
                         vendored_penalty=1.0, barrel_penalty=1.0, stub_penalty=1.0,
                         module_after_code=False, definition_boost=0.0,
                         file_name_boost=0.0, file_text_boost=0.0, coherence_boost=0.0, named_files=0,

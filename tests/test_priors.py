@@ -106,6 +106,40 @@ def test_a_query_that_asks_for_tests_lifts_the_test_penalty(engine: Engine) -> N
     assert paths(engine, "test session keeps cookies")[0].startswith("tests/test_session.py")
 
 
+SAMPLE = '''
+from pkg.session import Session
+
+
+def run_sample():
+    """A sample: one session, its cookies, its connection pool, sent twice."""
+    session = Session()
+    session.cookies["sample"] = "cookies"
+    session.send(session)
+    session.send(session)
+    return session.cookies, session.adapters
+'''
+
+
+@pytest.fixture(scope="module")
+def with_samples(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("samples")
+    for path, text in {"pkg/session.py": SESSION, "samples/Pkg.Samples/run_sample.py": SAMPLE}.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text.lstrip("\n"))
+    engine = Engine(root, EngineOptions(db_path=str(Path(root) / "db" / "index.db")))
+    engine.cold_index()
+    yield engine
+    engine.close()
+
+
+def test_samples_rank_below_the_source_unless_asked_for(with_samples: Engine) -> None:
+    query = "send the session twice and read its cookies"
+    assert paths(with_samples, query)[0].startswith("pkg/session.py")
+    flat = paths(with_samples, query, RankingConfig(priors=replace(RankingConfig().priors, example_penalty=1.0)))
+    assert flat[0].startswith("samples/")
+    assert paths(with_samples, "a sample that sends the session twice and reads its cookies")[0].startswith("samples/")
+
+
 def test_per_file_saturation_lets_another_file_in(engine: Engine) -> None:
     # helpers.py has eight near-identical cookie functions; saturation keeps
     # the list from being all of them.
