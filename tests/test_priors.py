@@ -58,15 +58,8 @@ HELPERS = "\n\n".join(
     + "    return cookiejar\n" for i in range(8))
 
 
-@pytest.fixture(scope="module")
-def engine(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("repo")
-    files = {
-        "pkg/session.py": SESSION,
-        "pkg/helpers.py": HELPERS,
-        "tests/test_session.py": SESSION_TEST,
-        "pkg/cookies.py": "def merge_cookies(jar, cookies):\n    jar.update(cookies)\n    return jar\n",
-    }
+def indexed(root: Path, files: dict[str, str]):
+    """An engine over ``files`` written under ``root``, indexed; closed after."""
     for path, text in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text.lstrip("\n"))
@@ -74,6 +67,16 @@ def engine(tmp_path_factory: pytest.TempPathFactory):
     engine.cold_index()
     yield engine
     engine.close()
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory):
+    yield from indexed(tmp_path_factory.mktemp("repo"), {
+        "pkg/session.py": SESSION,
+        "pkg/helpers.py": HELPERS,
+        "tests/test_session.py": SESSION_TEST,
+        "pkg/cookies.py": "def merge_cookies(jar, cookies):\n    jar.update(cookies)\n    return jar\n",
+    })
 
 
 def paths(engine: Engine, query: str, config: RankingConfig | None = None, n: int = 5) -> list[str]:
@@ -122,14 +125,8 @@ def run_sample():
 
 @pytest.fixture(scope="module")
 def with_samples(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("samples")
-    for path, text in {"pkg/session.py": SESSION, "samples/Pkg.Samples/run_sample.py": SAMPLE}.items():
-        (root / path).parent.mkdir(parents=True, exist_ok=True)
-        (root / path).write_text(text.lstrip("\n"))
-    engine = Engine(root, EngineOptions(db_path=str(Path(root) / "db" / "index.db")))
-    engine.cold_index()
-    yield engine
-    engine.close()
+    yield from indexed(tmp_path_factory.mktemp("samples"),
+                       {"pkg/session.py": SESSION, "samples/Pkg.Samples/run_sample.py": SAMPLE})
 
 
 def test_samples_rank_below_the_source_unless_asked_for(with_samples: Engine) -> None:
