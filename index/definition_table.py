@@ -43,6 +43,10 @@ class Definition(NamedTuple):
     is_type: bool = True  # functions among the members are methods
 
 
+# The C preprocessor's conditionals: walked through, their branches read as
+# the file's own lines (C, C++, Objective-C and the shader languages).
+C_PREPROCESSOR = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"})
+
 KINDS_BY_TEXT = {"struct": "struct", "enum": "enum", "union": "union", "opaque": "type"}
 
 
@@ -486,8 +490,7 @@ OBJC = LanguageTable(
         "method_declaration": Rule("function", ":identifier"),
     },
     leading=frozenset({"comment"}),
-    transparent=frozenset({"implementation_definition", "preproc_if", "preproc_ifdef",
-                           "preproc_else", "linkage_specification"}),
+    transparent=C_PREPROCESSOR | {"implementation_definition", "linkage_specification"},
     custom={node_type: _objc_container for node_type in _OBJC_CONTAINERS},
 )
 
@@ -722,7 +725,6 @@ VIM = LanguageTable(
     custom={"function_definition": _vim_function},
 )
 
-_C_TRANSPARENT = frozenset({"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"})
 
 # Shaders: the C reading (functions, structs, macros) is the fallback
 # (chunking/grammars.py); the rows add what C does not have.
@@ -732,7 +734,7 @@ GLSL = LanguageTable(
         "declaration": Rule("struct", ":identifier", requires=":field_declaration_list"),
     },
     leading=frozenset({"comment"}),
-    transparent=_C_TRANSPARENT,
+    transparent=C_PREPROCESSOR,
 )
 
 def _hlsl_buffer(node: Node) -> Definition | None:
@@ -747,7 +749,7 @@ def _hlsl_buffer(node: Node) -> Definition | None:
 HLSL = LanguageTable(
     rules={},
     leading=frozenset({"comment", "hlsl_attribute"}),
-    transparent=_C_TRANSPARENT | {"namespace_definition", "declaration_list"},
+    transparent=C_PREPROCESSOR | {"namespace_definition", "declaration_list"},
     custom={"function_definition": _hlsl_buffer, "declaration": _hlsl_buffer},
 )
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from tree_sitter import Node
 
-from ..definition_table import TABLES, LanguageTable, classify as classify_by_table
+from ..definition_table import C_PREPROCESSOR, TABLES, LanguageTable, classify as classify_by_table
 from .c_family import c_decl, cpp_decl
 from .go import go_decl
 from .java import java_decl
@@ -18,9 +18,7 @@ from .ruby import ruby_decl
 from .rust import rust_decl
 from .spans import Decl, Grammar
 
-_C_TRANSPARENT = frozenset(
-    {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef", "linkage_specification", "declaration_list"}
-)
+_C_TRANSPARENT = C_PREPROCESSOR | {"linkage_specification", "declaration_list"}
 _JS_GRAMMAR = Grammar(js_decl, leading=frozenset({"comment", "decorator"}))
 
 GRAMMARS: dict[str, Grammar] = {
