@@ -563,6 +563,9 @@ class Engine:
         answer partial. Never waits for a store that cannot open or a pass
         that failed: those answer with their own errors."""
         if self._cold_done.is_set() and not self.indexing:
+            # The first pass may have ended after the request's snapshot was
+            # taken (`get` reads memory first): renewed, its reads see the pass.
+            self.store.renew_snapshot()
             return
         if not self._first_pass_due or self.store.error is not None or self.index_error is not None:
             return

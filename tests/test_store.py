@@ -486,6 +486,25 @@ def test_a_request_sees_its_own_writes_and_a_new_round_sees_all(plain_repo: Path
     engine.close()
 
 
+def test_a_get_whose_snapshot_began_before_the_first_pass_ended_sees_the_pass(plain_repo: Path,
+                                                                                tmp_path: Path):
+    """`get` reads memory first, which takes the request's snapshot; a first
+    pass ending right after that left the file "not found" (seen in the MCP
+    bridge under load): waiting for the index renews the snapshot."""
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    engine._first_pass_due = True
+    path = next(p.relative_to(plain_repo).as_posix() for p in sorted(plain_repo.rglob("*.py")))
+    with read_snapshot():
+        assert engine.memory.item("no such memory", EVERYTHING) is None  # the snapshot is taken
+        indexing = threading.Thread(target=engine.cold_index)
+        indexing.start()
+        indexing.join(timeout=60)
+        assert engine.cold_index_done
+        item = engine.get(path)
+        assert item is not None and item.text == (plain_repo / path).read_text()
+    engine.close()
+
+
 def test_a_sqlite_error_leaves_a_snapshot_as_the_librarys_error(plain_repo: Path, tmp_path: Path):
     """The daemon catches StoreError, never sqlite3.Error: a statement's own
     failure is a StoreError (-32603, reason "statement"); the snapshot ends."""
