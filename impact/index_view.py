@@ -13,7 +13,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ctxls.index.chunker import chunk_file
+from ctxls.index.chunk_worker import chunk_guarded
 from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths
 from ctxls.index.engine import Engine
 from ctxls.index.imports import ImportResolver
@@ -113,7 +113,7 @@ def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:
             "WHERE file_id = ? GROUP BY symbol ORDER BY s", (row["id"],)).fetchall()
         return [SymbolSpan(r["symbol"], r["symbol_kind"], r["s"], r["e"]) for r in rows]
     merged: dict[str, SymbolSpan] = {}
-    for definition in chunk_file(path, text).symbols:
+    for definition in chunk_guarded(path, text).symbols:
         known = merged.get(definition.symbol)
         merged[definition.symbol] = SymbolSpan(
             definition.symbol, definition.symbol_kind,

@@ -25,7 +25,8 @@ from tree_sitter_language_pack import get_language
 
 from ctxls.index.definition_table import TABLES, LanguageTable, follow
 from ctxls.index.definition_table import classify as classify_definition
-from ctxls.index.languages import COMPONENT_LANGUAGES, language_for_path, parser_for, script_view
+from ctxls.index.languages import (COMPONENT_LANGUAGES, ParseAbandoned, is_hazardous, language_for_path,
+                                   parse_source, parser_for, script_view)
 
 from .ripgrep import word_pattern
 
@@ -799,9 +800,15 @@ class SourceFile:
 
     @cached_property
     def tree(self) -> Tree | None:
-        if self.family is None or self.language is None:
+        """None where the language has no family, or where the parse was
+        abandoned (past its deadline, or a text that crashed a parse before):
+        the file then confirms nothing, as one in an unparsed language."""
+        if self.family is None or self.language is None or is_hazardous(self.text):
             return None
-        return parser_for(self.language).parse(self._parsed_text.encode("utf-8", "replace"))
+        try:
+            return parse_source(parser_for(self.language), self._parsed_text.encode("utf-8", "replace"))
+        except ParseAbandoned:
+            return None
 
     @cached_property
     def bindings(self) -> list[Binding]:

@@ -27,7 +27,8 @@ from .chunking.pieces import build_chunks, residue, window_chunks
 from .chunking.spans import REPARSE_BUDGET, REREADINGS, reparse_budget, reread_spans, symbol_spans
 from .definition_table import TABLES
 from .imports import extract_imports
-from .languages import COMPONENT_LANGUAGES, chunk_kind_for_path, language_for_path, parse, parser_for, script_view
+from .languages import (COMPONENT_LANGUAGES, chunk_kind_for_path, is_hazardous, language_for_path, parse,
+                        parse_deadline, parser_for, script_view)
 from .model import ParsedFile, SymbolDef, content_hash
 
 # What a file not in a programming language is read as: prose by its headings,
@@ -65,6 +66,14 @@ def definition_chunks(path: str, text: str) -> ParsedFile:
     return _chunk(path, text, packed=False)
 
 
+def window_file(path: str, text: str) -> ParsedFile:
+    """``path``'s text as line windows, without parsing: what a file whose
+    parse crashed or hung the chunk worker is read as."""
+    lines = split_lines(text)
+    language = language_for_path(path, text) or "text"
+    return ParsedFile(language, window_chunks(lines, language, chunk_kind_for_path(path)))
+
+
 def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
     lines = split_lines(text)
     reparse_budget.left = REPARSE_BUDGET * len(text)
@@ -84,18 +93,21 @@ def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
         # No definitions table: line windows, still named by their language.
         named = language or "text"
         return ParsedFile(named, window_chunks(lines, named, kind))
+    if is_hazardous(text):
+        return window_file(path, text)
     try:
         source = "\n".join(read_lines).encode("utf-8", "replace")  # "replace": lone surrogates
         if grammar_language in TABLES:
             source += b"\n"  # indentation grammars (F#) end a declaration at a newline
         grammar = GRAMMARS[grammar_language]
-        spans, tree = symbol_spans(grammar, parser_for(grammar_language), read_lines, source,
-                                   parse(grammar_language, source, path))
-        if tree.root_node.has_error and grammar_language in REREADINGS:
-            spans = reread_spans(grammar, parser_for(grammar_language), lines, spans,
-                                 REREADINGS[grammar_language])
+        with parse_deadline():  # one for the file's parses and re-parses together
+            spans, tree = symbol_spans(grammar, parser_for(grammar_language), read_lines, source,
+                                       parse(grammar_language, source, path))
+            if tree.root_node.has_error and grammar_language in REREADINGS:
+                spans = reread_spans(grammar, parser_for(grammar_language), lines, spans,
+                                     REREADINGS[grammar_language])
         imports = extract_imports(grammar_language, tree)
-    except Exception:  # a grammar or binding failure must not cost the file its chunks
+    except Exception:  # an abandoned parse, a grammar or binding failure: the file keeps its chunks
         return ParsedFile(language, window_chunks(lines, language, kind))
     pieces = sorted([*spans, *residue(lines, spans)], key=lambda piece: (piece.start, piece.end))
     symbols = [SymbolDef(span.symbol, span.symbol_kind, span.start, span.end,

@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 from typing import Callable, Iterator
 
 from ctxls.index.cancel import cancel_requested, check_cancelled
-from ctxls.index.chunker import chunk_file
+from ctxls.index.chunk_worker import Ticket, chunk_guarded, shared_worker
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
                                    discover, looks_binary, looks_minified, pathspec_matcher,
                                    read_source, stat_signature)
@@ -126,12 +126,30 @@ class Indexer:
         states = self.store.file_states()
         stats.files = len(in_scope)
         total = len(in_scope)
-        pending: list[tuple[FileRecord, ParsedFile | None, bool]] = []
+        # Two batches: the one filling, and the one before it, whose files the
+        # chunk worker reads while this thread writes the batch before that
+        # (the worker's core and this one overlap).
+        pending: list[tuple[FileRecord, Ticket | None, bool]] = []
+        chunking: list[tuple[FileRecord, Ticket | None, bool]] = []
+
+        def write(batch: list[tuple[FileRecord, Ticket | None, bool]]) -> None:
+            rows = []
+            for record, ticket, replaced in batch:
+                parsed = ticket.result() if ticket is not None else None
+                rows.append((replace(record, language=parsed.language) if parsed else record,
+                             parsed, replaced))
+            if rows:
+                self._write_batch(rows, log_edits)
+
+        def rotate() -> None:
+            nonlocal chunking
+            write(chunking)
+            chunking = pending[:]
+            pending.clear()
 
         def flush() -> None:
-            if pending:
-                self._write_batch(pending, log_edits)
-                pending.clear()
+            rotate()
+            rotate()
 
         for done, path in enumerate(in_scope, 1):
             if cancel is not None and cancel.is_set():
@@ -163,15 +181,14 @@ class Indexer:
                 stats.unchanged += 1
             else:
                 assert isinstance(source, SourceText)
-                parsed = chunk_file(path, source.text)
-                pending.append((self._record(source, state, parsed.language), parsed,
-                                state is not None))
+                ticket = shared_worker().submit(path, source.text)
+                pending.append((self._record(source, state), ticket, state is not None))
                 if state is None:
                     stats.added += 1
                 else:
                     stats.updated += 1
             if len(pending) >= WRITE_BATCH_FILES:
-                flush()
+                rotate()
         flush()
         for path, reason in skipped.items():
             log.info("skipped %s: %s", path, reason)
@@ -208,9 +225,8 @@ class Indexer:
         with self._serial_lock:
             return {p for p in paths if self._row_serials.get(p, 0) > serial}
 
-    def _record(self, source: SourceText, state: FileState | None,
-                language: str | None = None) -> FileRecord:
-        return FileRecord(path=source.path, language=language or "", size=source.size,
+    def _record(self, source: SourceText, state: FileState | None) -> FileRecord:
+        return FileRecord(path=source.path, language="", size=source.size,
                           mtime_ns=source.mtime_ns, hash=content_hash(source.text), source="disk")
 
     def _write_batch(self, batch: list[tuple[FileRecord, ParsedFile | None, bool]],
@@ -268,7 +284,7 @@ class Indexer:
                     conn.execute("UPDATE files SET source=?, size=?, mtime_ns=?, indexed_at=? "
                                  "WHERE id=?", (source, size, mtime_ns, now_ms(), state.id))
             return False
-        parsed = chunk_file(path, text)
+        parsed = chunk_guarded(path, text)
         record = FileRecord(path=path, language=parsed.language, size=size,
                             mtime_ns=mtime_ns, hash=digest, source=source)
         # A file new on disk (written by an agent, a generator) is activity

@@ -3,14 +3,18 @@ long-chunk splitting and robustness against any input."""
 
 from __future__ import annotations
 
+import io
 import textwrap
 
 import pytest
+from tree_sitter_language_pack import get_parser
 
 from ctxls.index import chunker, languages
 from ctxls.index.chunker import definition_chunks, split_lines
 from ctxls.index.chunking import rust
 from ctxls.index.chunking.pieces import MAX_CHUNK_LINES, OVERLAP_LINES
+from ctxls.impact.syntax import SourceFile
+from ctxls.index.chunk_worker import ChunkWorker, _ReplyUnpickler
 from ctxls.index.model import Chunk, ParsedFile
 
 Row = tuple[str | None, str, int, int]
@@ -1551,9 +1555,9 @@ def test_an_edited_file_parsed_from_its_previous_tree_chunks_as_a_fresh_parse(mo
         def __init__(self, parser):
             self.parser = parser
 
-        def parse(self, source, old_tree=None):
+        def parse(self, source, old_tree=None, **options):
             from_previous.append(old_tree is not None)
-            return self.parser.parse(source, old_tree) if old_tree else self.parser.parse(source)
+            return self.parser.parse(source, old_tree, **options) if old_tree else self.parser.parse(source, **options)
 
     monkeypatch.setattr(languages, "parser_for", lambda language: Recording(fresh_parser(language)))
     base = textwrap.dedent("""\
@@ -1582,3 +1586,73 @@ def test_an_edited_file_parsed_from_its_previous_tree_chunks_as_a_fresh_parse(mo
     # the tree, then parsed afresh; the text after it is parsed afresh.
     assert from_previous == [False, False, True, False, True, False, False, False, False,
                              True, False]
+
+
+# -- parses that must be abandoned ---------------------------------------------------
+
+# A 400 KB expression on one line: tree-sitter-d takes over 20 s on it (real
+# files parse at under 0.3 s a MiB).
+SLOW_FOR_D = "x = " + "a + " * 100_000 + "b\n"
+# A class name and annotation lines: tree-sitter-kotlin hangs inside one step
+# (11 s at 20,000 lines; SIGSEGV at 100,000), where no deadline can stop it.
+HANGS_KOTLIN = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( {\n"
+
+
+def test_a_parse_past_its_deadline_is_abandoned_and_the_parser_reads_the_next_text():
+    parser = languages.parser_for("d")
+    with languages.parse_deadline(0.2):
+        with pytest.raises(languages.ParseAbandoned):
+            languages.parse_source(parser, SLOW_FOR_D.encode())
+    # A stopped parse is kept for resuming: the next text must not continue it.
+    text = b"int twice(int x) { return 2 * x; }\n"
+    assert str(languages.parse_source(parser, text).root_node) == str(
+        get_parser("d").parse(text).root_node)
+
+
+def test_a_file_whose_parse_is_abandoned_is_read_as_line_windows(monkeypatch):
+    monkeypatch.setattr(languages, "PARSE_DEADLINE_S", 0.2)
+    text = "int kept(int x) {\n  return x;\n}\n" + SLOW_FOR_D
+    parsed = chunker.chunk_file("slow.d", text)
+    assert parsed.language == "d" and not parsed.symbols
+    assert {c.symbol_kind for c in parsed.chunks} == {"window"}
+    assert parsed.chunks[0].text.startswith("int kept(int x)")
+
+
+def test_the_chunk_worker_reads_files_as_the_chunker_does_and_outlives_a_hung_grammar():
+    worker = ChunkWorker(deadline_s=1.0)
+    try:
+        ordinary = "class Store {\n    fun get(key: String) = rows[key]\n}\n"
+        after = "def after(x):\n    return x\n"
+        # Submitted ahead, answered in order; the file behind the hung one
+        # goes to the next child.
+        tickets = [worker.submit("Store.kt", ordinary), worker.submit("Hostile.kt", HANGS_KOTLIN),
+                   worker.submit("after.py", after)]
+        assert tickets[2].result() == chunker.chunk_file("after.py", after)
+        assert tickets[0].result() == chunker.chunk_file("Store.kt", ordinary)
+        hung = tickets[1].result()  # killed at the deadline, not waited for
+        assert worker.restarts == 1 and {c.symbol_kind for c in hung.chunks} == {"window"}
+        assert hung.chunks[0].text.startswith("class A\n@A")
+        # Never parsed again in this process: not by the worker, not by impact.
+        assert languages.is_hazardous(HANGS_KOTLIN)
+        assert worker.chunk("Copy.kt", HANGS_KOTLIN) == chunker.window_file("Copy.kt", HANGS_KOTLIN)
+        assert SourceFile("Hostile.kt", HANGS_KOTLIN).tree is None
+        assert worker.restarts == 1
+        # A child that died between requests is replaced; nothing is lost.
+        assert worker.chunk("Store.kt", ordinary) == chunker.chunk_file("Store.kt", ordinary)
+        assert worker._process is not None
+        worker._process.kill()
+        worker._process.wait()
+        assert worker.chunk("Store.kt", ordinary).symbols == chunker.chunk_file("Store.kt", ordinary).symbols
+        assert worker.restarts == 1
+    finally:
+        worker.close()
+
+
+def test_a_chunk_workers_reply_may_hold_only_the_chunkers_records():
+    import pickle
+
+    hostile = pickle.dumps(ChunkWorker)  # any class but the chunker's records
+    with pytest.raises(pickle.UnpicklingError):
+        _ReplyUnpickler(io.BytesIO(hostile)).load()
+    record = ParsedFile("python", [Chunk(None, "window", "code", "python", 0, 0, "x = 1", "h")])
+    assert _ReplyUnpickler(io.BytesIO(pickle.dumps(record))).load() == record

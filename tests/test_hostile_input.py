@@ -1231,3 +1231,28 @@ def test_the_mcp_bridge_answers_initialize_without_loading_an_sdk_or_the_engine(
                     ("mcp", "pydantic", "pydantic_core", "anyio", "numpy", "lsprotocol", "pygls")
                     or m == "ctxls.index.engine")
     assert loaded == []
+
+
+def test_a_file_that_crashes_its_grammar_is_read_as_windows_and_the_daemon_lives(tmp_path: Path):
+    """tree-sitter-kotlin hangs inside one parse step on a class name and
+    many annotation lines and dies of SIGSEGV at 100,000 (300 KB, within the
+    size bound): indexing it took the daemon down. Chunking now runs in a
+    worker process with a deadline; a text it died or hung on is read as line
+    windows and never parsed in the daemon (impact's sweep reads it too)."""
+    hostile = "class A\n" + "@A\n" * 100_000 + "constructor(\n fun f( { top_level_helper()\n"
+    write_tree(tmp_path, {"top.py": "def top_level_helper():\n    pass\n\n\ntop_level_helper()\n",
+                          "Hostile.kt": hostile})
+    daemon = StdioDaemon(tmp_path)
+    try:
+        status = daemon.wait_indexed(timeout=120)
+        assert status["complete"] and status["files"] == 2 and "indexError" not in status, status
+        conn = daemon.conn
+        assert code_hits(conn, "top_level_helper")[0] == "top.py"
+        lines = conn.request("ctxls/get", {"id": "Hostile.kt", "startLine": 100_000,
+                                           "endLine": 100_003}, "get")["result"]["text"]
+        assert "constructor(" in lines
+        impact = conn.request("ctxls/impact", {"symbol": "top_level_helper"}, "impact")["result"]
+        assert impact["mentionKinds"]["text"] == 1, impact["mentionKinds"]  # Hostile.kt's, unparsed
+        assert daemon.process.poll() is None
+    finally:
+        daemon.close()

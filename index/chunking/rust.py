@@ -7,7 +7,7 @@ import re
 
 from tree_sitter import Node
 
-from ..languages import parser_for
+from ..languages import parse_source, parser_for
 from .spans import Decl, container_decl, named_decl, node_text, reparse_budget
 
 _RUST_LEAF_KINDS = {
@@ -66,7 +66,7 @@ def _rust_macro_items(node: Node) -> Decl | None:
     if len(padded) > budget:
         return None
     reparse_budget.left = budget - len(padded)
-    root = parser_for("rust").parse(padded).root_node
+    root = parse_source(parser_for("rust"), padded).root_node
     if root.has_error:
         return None
     return Decl("macro", (), root, is_type=False)

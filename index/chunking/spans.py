@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from tree_sitter import Node, Parser, Tree
 
+from ..languages import parse_source
 from .pieces import Piece
 
 # Re-parsing after syntax errors stops once it has parsed this many times the
@@ -82,7 +83,7 @@ def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: byt
         spans.extend(span for span in found if span.end < restart)
         budget -= len(rest)
         offset = restart
-        root = parser.parse(rest).root_node
+        root = parse_source(parser, rest).root_node
 
 
 _PREPROC_CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
@@ -176,7 +177,7 @@ def reread_spans(grammar: Grammar, parser: Parser, lines: list[str], spans: list
     if kept == lines:
         return spans
     source = "\n".join(kept).encode("utf-8", "replace")
-    alternative, _ = symbol_spans(grammar, parser, kept, source, parser.parse(source))
+    alternative, _ = symbol_spans(grammar, parser, kept, source, parse_source(parser, source))
 
     def found(pieces: list[Piece]) -> tuple[int, int]:
         # Names, not pieces: the raw reading holds both branches' copies of a

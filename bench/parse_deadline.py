@@ -1,0 +1,90 @@
+"""Hostile files against every grammar the chunker reads, through the chunk
+worker the daemon uses (``index/chunk_worker.py``).
+
+Each language with a definitions table gets six generated files, each
+under the 1 MiB file bound: 20,000-deep brackets, 60,000 random tokens, a
+400 KB one-line expression, 20,000 lines of mixed keywords, a class name and
+100,000 annotation lines (tree-sitter-kotlin's crash), and 20,000 unclosed
+string lines. Reported per shape: the slowest languages, how many files were
+read as line windows (parse abandoned at ``PARSE_DEADLINE_S``) and how many
+cost the worker a restart (hung or crashed inside a parse step: killed at
+``WORKER_DEADLINE_S``); and whether this process survived (it parses
+nothing itself).
+
+Usage: .venv/bin/python bench/parse_deadline.py [--language kotlin ...] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+
+from ctxls.index.chunk_worker import ChunkWorker
+from ctxls.index.chunking.grammars import GRAMMARS
+from ctxls.index.languages import _LANGUAGE_BY_EXTENSION, language_for_path
+
+_TOKENS = ["if", "else", "for", "while", "fun", "def", "let", "in", "match", "with", "end", "do",
+           "class", "type", "module", "import", "return", "case", "of", "begin", "then", "(", ")",
+           "{", "}", "[", "]", "=", "->", "|", ";", ",", ".", ":", "<", ">"]
+
+
+def shapes() -> dict[str, str]:
+    rnd = random.Random(7)
+    return {
+        "brackets": "x = " + "(" * 20_000 + "1" + ")" * 20_000 + "\n",
+        "random tokens": " ".join(rnd.choice(_TOKENS + ["a", "b", "1", '"s"']) for _ in range(60_000)),
+        "long line": "x = " + "a + " * 100_000 + "b\n",
+        "keyword lines": "\n".join(" ".join(rnd.choice(_TOKENS) for _ in range(rnd.randint(1, 6)))
+                                   for _ in range(20_000)),
+        "annotations": "class A\n" + "@A\n" * 100_000 + "constructor(\n fun f( {\n",
+        "unclosed strings": '"open\n' * 20_000,
+    }
+
+
+def file_name(language: str) -> str | None:
+    """A path the chunker reads as ``language`` (None: only by its text)."""
+    for extension, named in sorted(_LANGUAGE_BY_EXTENSION.items()):
+        path = f"hostile.{extension}"
+        if named == language and language_for_path(path, "") == language:
+            return path
+    return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--language", nargs="*", help="only these languages")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    languages = sorted(args.language or GRAMMARS)
+    worker = ChunkWorker()
+    rows = []
+    for shape, text in shapes().items():
+        times, windows, restarts = [], 0, 0
+        for language in languages:
+            path = file_name(language)
+            if path is None:
+                continue
+            before = worker.restarts
+            started = time.monotonic()
+            parsed = worker.chunk(path, text)
+            elapsed = time.monotonic() - started
+            times.append((elapsed, language))
+            if {c.symbol_kind for c in parsed.chunks} == {"window"}:
+                windows += 1
+            restarts += worker.restarts - before
+        times.sort(reverse=True)
+        rows.append({"shape": shape, "bytes": len(text.encode()), "languages": len(times),
+                     "slowest": [f"{name} {seconds:.1f} s" for seconds, name in times[:4]],
+                     "total_s": round(sum(seconds for seconds, _ in times), 1),
+                     "windows": windows, "worker_restarts": restarts})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    worker.close()
+    report = {"rows": rows, "this_process_survived": True}
+    print(json.dumps(report, indent=2) if args.json else report)
+
+
+if __name__ == "__main__":
+    main()

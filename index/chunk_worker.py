@@ -1,0 +1,279 @@
+"""``chunk_file`` in a child process, with a deadline.
+
+The daemon must outlive any file a repository holds. ``parse_source``'s
+deadline stops a parse between tree-sitter's steps, but a grammar can hang
+or crash inside one: tree-sitter-kotlin takes 11 s on a class name and
+20,000 ``@A`` lines and dies of SIGSEGV at 100,000 (300 KB), killing the
+process that parsed it. So the files the indexer and impact read with a
+grammar are chunked here, in one long-lived child (``python -m
+ctxls.index.chunk_worker``), one request at a time over its pipes: a
+length-prefixed pickle of ``(path, text)`` in, of the ``ParsedFile`` out.
+
+A child that has not answered within WORKER_DEADLINE_S, or that died, is
+killed and replaced on the next request; the text is marked hazardous
+(``languages.mark_hazardous``: never parsed again in the daemon, impact and
+imports included) and read as line windows. Files without a grammar
+(Markdown, line windows) are chunked in the caller: nothing there parses.
+If the child cannot be started at all, files are chunked in the caller, as
+before this module (logged once).
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import io
+import logging
+import os
+import pickle
+import queue
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+from ctxls.index.chunker import chunk_file, reads_definitions, window_file
+from ctxls.index.languages import is_hazardous, language_for_path, mark_hazardous
+from ctxls.index.model import ParsedFile
+
+log = logging.getLogger(__name__)
+
+# Real files chunk in well under a second (the slowest parse of 8,700 files
+# of 23 projects: 0.04 s) and ``parse_source`` abandons a parse at 2 s; past
+# this, the child is stuck inside a grammar (the first request also pays the
+# child's start, ~0.2 s).
+WORKER_DEADLINE_S = 10.0
+_HEADER = struct.Struct("<I")
+# What a reply may hold: the chunker's records and nothing else, whatever a
+# child (reading hostile text) was made to write.
+_REPLY_CLASSES = frozenset({("ctxls.index.model", name)
+                            for name in ("ParsedFile", "Chunk", "ImportRef", "SymbolDef")})
+
+
+class _ReplyUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> type:
+        if (module, name) not in _REPLY_CLASSES:
+            raise pickle.UnpicklingError(f"unexpected {module}.{name} in a chunk worker's reply")
+        return super().find_class(module, name)
+
+
+class _WorkerFailed(Exception):
+    """The child died, hung past the deadline, or answered nonsense."""
+
+
+class Ticket:
+    """A file submitted to the worker; ``result()`` waits for its reading.
+    Tickets are answered in the order they were submitted."""
+
+    __slots__ = ("path", "text", "submitted_at", "_worker", "_result")
+
+    def __init__(self, worker: ChunkWorker | None, path: str, text: str,
+                 result: ParsedFile | None = None) -> None:
+        self.path, self.text, self._worker, self._result = path, text, worker, result
+        self.submitted_at = time.monotonic()
+
+    def result(self) -> ParsedFile:
+        if self._result is None:
+            assert self._worker is not None
+            self._worker._resolve(self)
+        assert self._result is not None
+        return self._result
+
+
+class ChunkWorker:
+    """One child process chunking files for this process; thread-safe.
+    Files are submitted ahead (``submit``) so that the child reads the next
+    ones while the caller writes the last ones' rows: the two cores overlap."""
+
+    def __init__(self, deadline_s: float = WORKER_DEADLINE_S) -> None:
+        self.deadline_s = deadline_s
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen | None = None
+        self._replies: queue.Queue[tuple[bytes | None, float]] = queue.Queue()
+        self._in_flight: collections.deque[Ticket] = collections.deque()
+        self._last_reply_at = 0.0
+        self._unavailable = False  # the child could not be started: chunk in the caller
+        self.restarts = 0  # children killed or lost (a count for status and tests)
+
+    def chunk(self, path: str, text: str) -> ParsedFile:
+        """``chunk_file(path, text)``, read in the child where it parses."""
+        return self.submit(path, text).result()
+
+    def submit(self, path: str, text: str) -> Ticket:
+        if is_hazardous(text):
+            return Ticket(None, path, text, window_file(path, text))
+        if not _parses(path, text):
+            return Ticket(None, path, text, chunk_file(path, text))
+        ticket = Ticket(self, path, text)
+        with self._lock:
+            self._send(ticket)
+        return ticket
+
+    def close(self) -> None:
+        with self._lock:
+            for ticket in self._in_flight:
+                ticket._result = chunk_file(ticket.path, ticket.text)
+            self._in_flight.clear()
+            self._stop()
+
+    def _send(self, ticket: Ticket) -> None:
+        process = None if self._unavailable else self._started()
+        if process is None:
+            ticket._result = chunk_file(ticket.path, ticket.text)
+            return
+        assert process.stdin is not None
+        request = pickle.dumps((ticket.path, ticket.text), protocol=pickle.HIGHEST_PROTOCOL)
+        self._in_flight.append(ticket)
+        try:
+            process.stdin.write(_HEADER.pack(len(request)) + request)
+            process.stdin.flush()
+        except OSError:
+            pass  # the child died: the reply read finds it and the head is failed
+
+    def _resolve(self, wanted: Ticket) -> None:
+        """Answer the tickets in flight, in order, up to ``wanted``."""
+        with self._lock:
+            while wanted._result is None:
+                head = self._in_flight[0]
+                try:
+                    head._result = self._reply_to(head)
+                except _WorkerFailed as failed:
+                    self._fail(head, failed)
+                self._in_flight.popleft()
+
+    def _reply_to(self, head: Ticket) -> ParsedFile:
+        # The head's clock starts when the child could begin it: after the
+        # reply before it, or when it was sent.
+        deadline = max(head.submitted_at, self._last_reply_at) + self.deadline_s
+        try:
+            reply, self._last_reply_at = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            raise _WorkerFailed("no answer by the deadline") from None
+        if reply is None:
+            raise _WorkerFailed(f"the worker exited ({self._process.poll() if self._process else None})")
+        try:
+            parsed = _ReplyUnpickler(io.BytesIO(reply)).load()
+        except Exception as garbled:
+            raise _WorkerFailed(f"unreadable reply: {garbled}") from garbled
+        if not isinstance(parsed, ParsedFile):
+            raise _WorkerFailed(f"a reply of type {type(parsed).__name__}")
+        return parsed
+
+    def _fail(self, head: Ticket, failed: _WorkerFailed) -> None:
+        """The child is lost on ``head``: windows for it, and the files
+        behind it sent again to a new child."""
+        self._stop()
+        self.restarts += 1
+        mark_hazardous(head.text)
+        log.warning("chunking %s in the worker failed (%s): read as line windows", head.path, failed)
+        head._result = window_file(head.path, head.text)
+        behind = list(self._in_flight)[1:]
+        self._in_flight = collections.deque([head])
+        for ticket in behind:
+            ticket.submitted_at = time.monotonic()
+            self._send(ticket)
+
+    def _started(self) -> subprocess.Popen | None:
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        self._stop()
+        # The child imports ctxls as this process does, from the same path.
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        try:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "ctxls.index.chunk_worker"], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=None, env=env, close_fds=True)
+        except OSError as failed:
+            self._unavailable = True
+            log.warning("no chunk worker (%s): files are chunked in the daemon's process", failed)
+            return None
+        self._process = process
+        self._replies = queue.Queue()
+        self._last_reply_at = time.monotonic()
+        threading.Thread(target=_read_replies, args=(process, self._replies),
+                         name="chunk-worker-replies", daemon=True).start()
+        return process
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        if process.stdin is not None:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+
+
+def _read_replies(process: subprocess.Popen, replies: queue.Queue) -> None:
+    """The child's replies, as they come (so that it never waits to write
+    one), then None when its stdout ends."""
+    assert process.stdout is not None
+    stream = process.stdout
+    try:
+        while True:
+            header = stream.read(_HEADER.size)
+            if len(header) < _HEADER.size:
+                break
+            (size,) = _HEADER.unpack(header)
+            reply = stream.read(size)
+            if len(reply) < size:
+                break
+            replies.put((reply, time.monotonic()))
+    except (OSError, ValueError):
+        pass
+    finally:
+        replies.put((None, time.monotonic()))
+        stream.close()
+
+
+def _parses(path: str, text: str) -> bool:
+    language = language_for_path(path, text)
+    return language is not None and language != "markdown" and reads_definitions(language)
+
+
+_worker: ChunkWorker | None = None
+_worker_lock = threading.Lock()
+
+
+def shared_worker() -> ChunkWorker:
+    """This process's chunk worker (started on first use)."""
+    global _worker
+    if _worker is None:
+        with _worker_lock:
+            if _worker is None:
+                _worker = ChunkWorker()
+                atexit.register(_worker.close)
+    return _worker
+
+
+def chunk_guarded(path: str, text: str) -> ParsedFile:
+    """``chunk_file``, through this process's chunk worker."""
+    return shared_worker().chunk(path, text)
+
+
+def _serve() -> None:
+    """The child: requests from stdin, replies on stdout, until stdin ends."""
+    # Ctrl-C in a terminal reaches the whole process group: the daemon decides
+    # when this child ends (by closing its stdin, or by dying).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    requests, replies = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # stdout is the channel; a stray print must not corrupt it
+    while True:
+        header = requests.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            return
+        (size,) = _HEADER.unpack(header)
+        path, text = pickle.loads(requests.read(size))
+        reply = pickle.dumps(chunk_file(path, text), protocol=pickle.HIGHEST_PROTOCOL)
+        replies.write(_HEADER.pack(len(reply)) + reply)
+        replies.flush()
+
+
+if __name__ == "__main__":
+    _serve()
