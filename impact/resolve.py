@@ -27,8 +27,10 @@ import posixpath
 
 from tree_sitter import Node
 
+from ctxls.index.chunk_worker import chunk_guarded
 from ctxls.index.discovery import looks_minified
 from ctxls.index.engine import Engine
+from ctxls.index.model import content_hash
 
 from . import index_view, syntax
 from .classes import ClassLineage
@@ -85,9 +87,20 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
                 text = self.engine.current_text(path)
             if text is not None and looks_minified(path, text):
                 text = None
-            self._files[path] = (self._sources.get(f"{self.engine.root}\0{path}", path, text)
-                                 if text is not None else None)
+            key = f"{self.engine.root}\0{path}"
+            if text is not None and not self._sources.holds(key, text):
+                self._vet(path, text)
+            self._files[path] = self._sources.get(key, path, text) if text is not None else None
         return self._files[path]
+
+    def _vet(self, path: str, text: str) -> None:
+        """A text the index has not read (changed since its pass, or never
+        indexed) goes through the chunk worker before it is parsed here: a
+        grammar that hangs or crashes on it does so there, and marks it
+        hazardous (``SourceFile.tree`` then parses nothing)."""
+        row = self.conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None or row["hash"] != content_hash(text):
+            chunk_guarded(path, text)
 
     def definitions_named(self, name: str) -> list[Definition]:
         if name not in self._definitions:

@@ -902,6 +902,11 @@ class SourceCache:
         self._chars = 0
         self._lock = threading.Lock()
 
+    def holds(self, key: str, text: str) -> bool:
+        with self._lock:
+            cached = self._files.get(key)
+            return cached is not None and cached.text == text
+
     def get(self, key: str, path: str, text: str) -> SourceFile:
         """The parsed ``text`` of ``path``; ``key`` tells workspaces apart."""
         with self._lock:

@@ -6,11 +6,13 @@ or crash inside one: tree-sitter-kotlin takes 11 s on a class name and
 20,000 ``@A`` lines and dies of SIGSEGV at 100,000 (300 KB), killing the
 process that parsed it. So the files the indexer and impact read with a
 grammar are chunked here, in one long-lived child (``python -m
-ctxls.index.chunk_worker``), one request at a time over its pipes: a
-length-prefixed pickle of ``(path, text)`` in, of the ``ParsedFile`` out.
+ctxls.index.chunk_worker``) over its pipes: a length-prefixed pickle of
+``(path, text)`` in, of the ``ParsedFile`` out, answered in order; callers
+may submit ahead (the indexer submits a batch while it writes the last).
 
-A child that has not answered within WORKER_DEADLINE_S, or that died, is
-killed and replaced on the next request; the text is marked hazardous
+A child that has not answered within WORKER_DEADLINE_S of starting a file,
+or that died, is killed and replaced; the files behind it are sent to the
+new one. The text is marked hazardous
 (``languages.mark_hazardous``: never parsed again in the daemon, impact and
 imports included) and read as line windows. Files without a grammar
 (Markdown, line windows) are chunked in the caller: nothing there parses.
@@ -95,7 +97,7 @@ class ChunkWorker:
         self._in_flight: collections.deque[Ticket] = collections.deque()
         self._last_reply_at = 0.0
         self._unavailable = False  # the child could not be started: chunk in the caller
-        self.restarts = 0  # children killed or lost (a count for status and tests)
+        self.restarts = 0  # children killed or lost (the bench and tests read it)
 
     def chunk(self, path: str, text: str) -> ParsedFile:
         """``chunk_file(path, text)``, read in the child where it parses."""
@@ -113,8 +115,8 @@ class ChunkWorker:
 
     def close(self) -> None:
         with self._lock:
-            for ticket in self._in_flight:
-                ticket._result = chunk_file(ticket.path, ticket.text)
+            for ticket in self._in_flight:  # unread: never parsed in this process
+                ticket._result = window_file(ticket.path, ticket.text)
             self._in_flight.clear()
             self._stop()
 

@@ -16,6 +16,7 @@ from ctxls.impact import analysis, index_view, ripgrep, risk
 from ctxls.impact.callers import Limits
 from ctxls.impact.risk import Evidence, assess
 from ctxls.impact.syntax import Binding, SourceCache, SourceFile
+from ctxls.index import chunk_worker, languages
 from ctxls.index.discovery import DiscoveryOptions, FileFilter
 from ctxls.index.engine import Engine
 from ctxls.index.paths import is_test_path
@@ -1140,3 +1141,22 @@ def test_ts_mixins_reach_the_mixed_in_class_s_methods(make_engine):
     })
     assert callers(analysis.analyze(engine, "Loggable.logFrame")) == {("src/cold.ts", 9, "frames", False),
                                                                      ("src/cold.ts", 10, "frames", True)}
+
+
+def test_a_changed_file_a_grammar_hangs_on_is_never_parsed_in_the_daemon(make_engine, monkeypatch):
+    """A file changed on disk since the pass (the watcher not there yet) is
+    read by the chunk worker before impact parses it: tree-sitter-kotlin
+    hangs inside one step on this text (and crashes at 100,000 lines), where
+    only killing the process that parses stops it."""
+    worker = chunk_worker.ChunkWorker(deadline_s=1.0)
+    monkeypatch.setattr(chunk_worker, "_worker", worker)
+    engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n",
+                          "Use.kt": "fun run() = frobnicate(1)\n"})
+    hostile = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( { frobnicate(2)\n"
+    (engine.root / "Use.kt").write_text(hostile)
+    try:
+        result = analysis.analyze(engine, "frobnicate")
+        assert languages.is_hazardous(hostile) and worker.restarts == 1
+        assert result.mention_kinds.get("text") == 1 and not result.callers  # read, not parsed
+    finally:
+        worker.close()
