@@ -116,7 +116,7 @@ class ChunkWorker:
     def close(self) -> None:
         with self._lock:
             for ticket in self._in_flight:  # unread: never parsed in this process
-                ticket._result = window_file(ticket.path, ticket.text)
+                ticket._result = window_file(ticket.path, ticket.text, "not read: closing")
             self._in_flight.clear()
             self._stop()
 

@@ -27,9 +27,9 @@ from .chunking.pieces import build_chunks, residue, window_chunks
 from .chunking.spans import REPARSE_BUDGET, REREADINGS, reparse_budget, reread_spans, symbol_spans
 from .definition_table import TABLES
 from .imports import extract_imports
-from .languages import (COMPONENT_LANGUAGES, chunk_kind_for_path, is_hazardous, language_for_path, parse,
-                        parse_deadline, parser_for, script_view)
-from .model import ParsedFile, SymbolDef, content_hash
+from .languages import (COMPONENT_LANGUAGES, ParseAbandoned, chunk_kind_for_path, is_hazardous,
+                        language_for_path, parse, parse_deadline, parser_for, script_view)
+from .model import UNPARSED_DEADLINE, UNPARSED_HAZARD, ParsedFile, SymbolDef, content_hash
 
 # What a file not in a programming language is read as: prose by its headings,
 # anything else in line windows.
@@ -66,12 +66,13 @@ def definition_chunks(path: str, text: str) -> ParsedFile:
     return _chunk(path, text, packed=False)
 
 
-def window_file(path: str, text: str) -> ParsedFile:
+def window_file(path: str, text: str, unparsed: str = UNPARSED_HAZARD) -> ParsedFile:
     """``path``'s text as line windows, without parsing: what a file whose
     parse crashed or hung the chunk worker is read as."""
     lines = split_lines(text)
     language = language_for_path(path, text) or "text"
-    return ParsedFile(language, window_chunks(lines, language, chunk_kind_for_path(path)))
+    return ParsedFile(language, window_chunks(lines, language, chunk_kind_for_path(path)),
+                      unparsed=unparsed)
 
 
 def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
@@ -107,7 +108,9 @@ def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
                 spans = reread_spans(grammar, parser_for(grammar_language), lines, spans,
                                      REREADINGS[grammar_language])
         imports = extract_imports(grammar_language, tree)
-    except Exception:  # an abandoned parse, a grammar or binding failure: the file keeps its chunks
+    except ParseAbandoned:
+        return ParsedFile(language, window_chunks(lines, language, kind), unparsed=UNPARSED_DEADLINE)
+    except Exception:  # a grammar or binding failure must not cost the file its chunks
         return ParsedFile(language, window_chunks(lines, language, kind))
     pieces = sorted([*spans, *residue(lines, spans)], key=lambda piece: (piece.start, piece.end))
     symbols = [SymbolDef(span.symbol, span.symbol_kind, span.start, span.end,

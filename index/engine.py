@@ -1042,7 +1042,8 @@ class Engine:
             "embeddings": embeddings,
             "buffers": buffers,
             "memory": self.memory.backend.describe() | {"reachable": memory_error is None},
-            "skipped": skipped_json(self.indexer.skipped),
+            "skipped": reasons_json(self.indexer.skipped),
+            "unparsed": reasons_json(self.indexer.unparsed),
             **languages,
             "watch": watch_status(self.follower, self.options.watch),
             "root": str(self.root),
@@ -1289,9 +1290,9 @@ def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
                         result.mode, topicality=result.topicality)
 
 
-def skipped_json(skipped: dict[str, str]) -> dict:
-    """Files left out of the index and why, for status."""
-    listed = sorted(dict(skipped).items())
+def reasons_json(reasons: dict[str, str]) -> dict:
+    """Files and why (left out of the index; read as line windows), for status."""
+    listed = sorted(dict(reasons).items())
     return {"count": len(listed),
             "files": [{"path": p, "reason": r} for p, r in listed[:STATUS_SKIPPED_LISTED]]}
 

@@ -105,6 +105,9 @@ class Indexer:
         # Files left out and why (path -> reason), for status: a whole pass
         # replaces it, a scoped pass or a single-file update amends it.
         self.skipped: dict[str, str] = {}
+        # Files read as line windows though their grammar reads them (path ->
+        # why: ParsedFile.unparsed), since this process started.
+        self.unparsed: dict[str, str] = {}
 
     # -- whole passes --------------------------------------------------------
 
@@ -206,7 +209,7 @@ class Indexer:
         if stale:
             with self._writing(stale) as conn:
                 for path in stale:
-                    if self.store.delete_file(conn, path):
+                    if self._delete(conn, path):
                         stats.removed += 1
         return stats
 
@@ -239,12 +242,16 @@ class Indexer:
                 if record.path in opened:
                     continue
                 if record.source == "gone":
-                    self.store.delete_file(conn, record.path)
+                    self._delete(conn, record.path)
                 elif parsed is None:  # same content, new stat
                     conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
                                  (record.size, record.mtime_ns, record.path))
                 else:
                     self._put_parsed(conn, record, parsed, log_edits and existed, ts)
+
+    def _delete(self, conn: Connection, path: str) -> bool:
+        self.unparsed.pop(path, None)
+        return self.store.delete_file(conn, path)
 
     def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
                     ts: int) -> None:
@@ -263,6 +270,10 @@ class Indexer:
         imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
                    for ref in parsed.imports]
         self.store.put_file(conn, record, parsed.chunks, imports, parsed.symbols)
+        if parsed.unparsed:
+            self.unparsed[record.path] = parsed.unparsed
+        else:
+            self.unparsed.pop(record.path, None)
 
     # -- single files (buffers, watched files) -------------------------------
 
@@ -307,7 +318,7 @@ class Indexer:
         if reason is not None:
             self.skipped[path] = reason
             with self._writing([path]) as conn:
-                return self.store.delete_file(conn, path)
+                return self._delete(conn, path)
         self.skipped.pop(path, None)
         return self.index_text(path, text, source="buffer")
 
@@ -330,7 +341,7 @@ class Indexer:
             with self._writing([path]) as conn:
                 if log_edits and isinstance(source, Skipped) and source.reason == "vanished":
                     _log_changed_symbols(conn, path, ParsedFile(language=""), now_ms(), "disk")
-                return self.store.delete_file(conn, path)
+                return self._delete(conn, path)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
                                log_edits=log_edits)
 

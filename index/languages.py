@@ -315,12 +315,11 @@ PARSE_DEADLINE_S = 2.0
 # ``node.text`` of the tree: large slices while parsing (a small one costs
 # the parse ~50 %), small ones after (each ``node.text`` copies a slice).
 _PARSE_SLICE = 1 << 16
-_TEXT_SLICE = 256
+_TEXT_SLICE = 1 << 10
 
 
 class ParseAbandoned(Exception):
-    """A parse ran past its deadline, or its text made a parse fail before
-    (``mark_hazardous``): read the text without a tree."""
+    """A parse ran past its deadline: read the text without a tree."""
 
 
 def _deadline_at() -> float | None:
@@ -328,11 +327,12 @@ def _deadline_at() -> float | None:
 
 
 @contextmanager
-def parse_deadline(seconds: float = PARSE_DEADLINE_S) -> Iterator[None]:
-    """Every parse on this thread inside the block ends by one deadline
-    (nested blocks keep the earlier one)."""
+def parse_deadline(seconds: float | None = None) -> Iterator[None]:
+    """Every parse on this thread inside the block ends by one deadline,
+    ``seconds`` (else PARSE_DEADLINE_S) from now; nested blocks keep the
+    earlier one."""
     outer = _deadline_at()
-    mine = time.monotonic() + seconds
+    mine = time.monotonic() + (PARSE_DEADLINE_S if seconds is None else seconds)
     _thread_state.deadline = mine if outer is None else min(outer, mine)
     try:
         yield

@@ -85,3 +85,10 @@ class ParsedFile:
     chunks: list[Chunk] = field(default_factory=list)
     imports: list[ImportRef] = field(default_factory=list)
     symbols: list[SymbolDef] = field(default_factory=list)
+    # Why a file its grammar reads was read as line windows instead (status's
+    # `unparsed`): UNPARSED_DEADLINE or UNPARSED_HAZARD; None when it was not.
+    unparsed: str | None = None
+
+
+UNPARSED_DEADLINE = "parse deadline"
+UNPARSED_HAZARD = "parser hung or crashed"

@@ -1613,7 +1613,7 @@ def test_a_file_whose_parse_is_abandoned_is_read_as_line_windows(monkeypatch):
     monkeypatch.setattr(languages, "PARSE_DEADLINE_S", 0.2)
     text = "int kept(int x) {\n  return x;\n}\n" + SLOW_FOR_D
     parsed = chunker.chunk_file("slow.d", text)
-    assert parsed.language == "d" and not parsed.symbols
+    assert parsed.language == "d" and not parsed.symbols and parsed.unparsed == "parse deadline"
     assert {c.symbol_kind for c in parsed.chunks} == {"window"}
     assert parsed.chunks[0].text.startswith("int kept(int x)")
 
@@ -1631,6 +1631,7 @@ def test_the_chunk_worker_reads_files_as_the_chunker_does_and_outlives_a_hung_gr
         assert tickets[0].result() == chunker.chunk_file("Store.kt", ordinary)
         hung = tickets[1].result()  # killed at the deadline, not waited for
         assert worker.restarts == 1 and {c.symbol_kind for c in hung.chunks} == {"window"}
+        assert hung.unparsed == "parser hung or crashed" and tickets[0].result().unparsed is None
         assert hung.chunks[0].text.startswith("class A\n@A")
         # Never parsed again in this process: not by the worker, not by impact.
         assert languages.is_hazardous(HANGS_KOTLIN)
