@@ -5,8 +5,8 @@ deadline stops a parse between tree-sitter's steps, but a grammar can hang
 or crash inside one: tree-sitter-kotlin takes 11 s on a class name and
 20,000 ``@A`` lines and dies of SIGSEGV at 100,000 (300 KB), killing the
 process that parsed it. So the files the indexer and impact read with a
-grammar are chunked here, in one long-lived child (``python -m
-ctxls.index.chunk_worker``) over its pipes: a length-prefixed pickle of
+grammar are chunked here, in one long-lived child (``python -I``, importing
+this process's ctxls) over its pipes: a length-prefixed pickle of
 ``(path, text)`` in, of the ``ParsedFile`` out, answered in order; callers
 may submit ahead (the indexer submits a batch while it writes the last).
 
@@ -181,12 +181,16 @@ class ChunkWorker:
         if self._process is not None and self._process.poll() is None:
             return self._process
         self._stop()
-        # The child imports ctxls as this process does, from the same path.
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        # The child imports ctxls from this process's absolute import path and
+        # nothing else: isolated (-I: no current folder, no PYTHON* variables),
+        # since the daemon often runs inside the repository, and a `ctxls/`
+        # folder there must stay data, never code run by the worker.
+        paths = [entry for entry in sys.path if os.path.isabs(entry)]
+        boot = f"import sys; sys.path[:] = {paths!r}; from ctxls.index.chunk_worker import _serve; _serve()"
         try:
             process = subprocess.Popen(
-                [sys.executable, "-m", "ctxls.index.chunk_worker"], stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE, stderr=None, env=env, close_fds=True)
+                [sys.executable, "-I", "-c", boot], stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE, stderr=None, close_fds=True)
         except OSError as failed:
             self._unavailable = True
             log.warning("no chunk worker (%s): files are chunked in the daemon's process", failed)
@@ -275,7 +279,3 @@ def _serve() -> None:
         reply = pickle.dumps(chunk_file(path, text), protocol=pickle.HIGHEST_PROTOCOL)
         replies.write(_HEADER.pack(len(reply)) + reply)
         replies.flush()
-
-
-if __name__ == "__main__":
-    _serve()

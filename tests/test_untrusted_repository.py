@@ -182,3 +182,24 @@ def test_a_store_copied_to_another_place_or_stripped_of_its_seal_is_not_trusted(
         conn.execute("DELETE FROM meta WHERE key IN "
                      "('store_id', 'owner_uid', 'store_path', 'store_seal')")
     assert facts(user, plain, "fact") == []
+
+
+def test_a_ctxls_package_in_the_repository_is_never_imported_by_the_chunk_worker(tmp_path: Path):
+    """The chunk worker is a Python child of the daemon, and the daemon
+    often runs inside the repository (the `ctxls` command, started there by
+    an editor): the child, started as `python -m ctxls…`, imported a
+    `ctxls/` folder of the repository, running its code. It now starts
+    isolated, with the daemon's own import path."""
+    command = Path(sys.executable).with_name("ctxls")  # the installed command: it adds no folder to the path
+    marker = tmp_path / "ran"
+    write_tree(tmp_path / "repo", {
+        "ctxls/__init__.py": f"open({str(marker)!r}, 'w').write('imported')\n",
+        "ctxls/index/__init__.py": "", "ctxls/index/chunk_worker.py": "",
+        "app.py": "def handler(event):\n    return event\n"})
+    run = lambda *args: subprocess.run([str(command), *args], capture_output=True, text=True,  # noqa: E731
+                                       cwd=tmp_path / "repo", timeout=300)
+    indexed = run("index", "--no-daemon", "--json", ".")
+    assert indexed.returncode == 0, indexed.stderr
+    assert not marker.exists()
+    found = run("symbols", "handler", "--no-daemon", "--json")
+    assert '"app.py"' in found.stdout, found.stdout
