@@ -1657,3 +1657,31 @@ def test_a_chunk_workers_reply_may_hold_only_the_chunkers_records():
         _ReplyUnpickler(io.BytesIO(hostile)).load()
     record = ParsedFile("python", [Chunk(None, "window", "code", "python", 0, 0, "x = 1", "h")])
     assert _ReplyUnpickler(io.BytesIO(pickle.dumps(record))).load() == record
+
+
+def test_threads_sharing_the_chunk_worker_each_get_their_own_files_across_a_restart():
+    """Requests of several threads interleave in one child; when it hangs on
+    one file, the others' files (already sent) go to the next child."""
+    import threading
+
+    worker = ChunkWorker(deadline_s=1.0)
+    texts = {f"mod{n}.py": f"def f{n}(x):\n    return x + {n}\n\n\nclass C{n}:\n    pass\n" for n in range(40)}
+    got: dict[str, ParsedFile] = {}
+
+    def chunk_some(names: list[str]) -> None:
+        for name in names:
+            got[name] = worker.chunk(name, texts[name])
+
+    names = sorted(texts)
+    threads = [threading.Thread(target=chunk_some, args=(names[i::4],)) for i in range(4)]
+    try:
+        hung = worker.submit("Hostile.kt", HANGS_KOTLIN + "// threads\n")
+        for thread in threads:
+            thread.start()
+        assert {c.symbol_kind for c in hung.result().chunks} == {"window"}
+        for thread in threads:
+            thread.join(timeout=60)
+        assert worker.restarts == 1
+        assert got == {name: chunker.chunk_file(name, text) for name, text in texts.items()}
+    finally:
+        worker.close()
