@@ -263,27 +263,11 @@ def chunk_guarded(path: str, text: str) -> ParsedFile:
     return shared_worker().chunk(path, text)
 
 
-def _die_with_parent() -> None:
-    """A daemon killed outright closes this child's stdin, but a child stuck
-    in a grammar would not read it for minutes: on Linux, the kernel kills
-    it with its parent (prctl PR_SET_PDEATHSIG)."""
-    parent = os.getppid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        return  # not Linux: stdin's end still stops it
-    if os.getppid() != parent:  # the parent died before the request took hold
-        os._exit(0)
-
-
 def _serve() -> None:
     """The child: requests from stdin, replies on stdout, until stdin ends."""
     # Ctrl-C in a terminal reaches the whole process group: the daemon decides
     # when this child ends (by closing its stdin, or by dying).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent()
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout is the channel; a stray print must not corrupt it
     while True:
