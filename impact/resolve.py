@@ -28,8 +28,10 @@ import posixpath
 from tree_sitter import Node
 
 from ctxls.index.chunk_worker import chunk_guarded
+from ctxls.index.chunker import reads_definitions
 from ctxls.index.discovery import looks_minified
 from ctxls.index.engine import Engine
+from ctxls.index.languages import mark_hazardous
 from ctxls.index.model import content_hash
 
 from . import index_view, syntax
@@ -97,10 +99,16 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         """A text the index has not read (changed since its pass, or never
         indexed) goes through the chunk worker before it is parsed here: a
         grammar that hangs or crashes on it does so there, and marks it
-        hazardous (``SourceFile.tree`` then parses nothing)."""
-        row = self.conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()
+        hazardous (``SourceFile.tree`` then parses nothing). One the index
+        read as line windows though its language has a grammar (its parse
+        was abandoned, maybe by an earlier process) is not parsed either."""
+        row = self.conn.execute(
+            "SELECT hash, language, EXISTS (SELECT 1 FROM chunks WHERE file_id = files.id "
+            "AND symbol_kind != 'window') AS parsed FROM files WHERE path = ?", (path,)).fetchone()
         if row is None or row["hash"] != content_hash(text):
             chunk_guarded(path, text)
+        elif not row["parsed"] and reads_definitions(row["language"]):
+            mark_hazardous(text)
 
     def definitions_named(self, name: str) -> list[Definition]:
         if name not in self._definitions:
