@@ -178,8 +178,13 @@ class ChunkWorker:
             self._send(ticket)
 
     def _started(self) -> subprocess.Popen | None:
-        if self._process is not None and self._process.poll() is None:
-            return self._process
+        process = self._process
+        if process is not None and (process.poll() is None or any(
+                ticket._result is None for ticket in self._in_flight)):
+            # Alive; or dead with files of its own unanswered: those are
+            # failed first (their reader ends with the child), and the next
+            # child gets them and this one together (the write fails quietly).
+            return process
         self._stop()
         # The child imports ctxls from this process's absolute import path and
         # nothing else: isolated (-I: no current folder, no PYTHON* variables),

@@ -1685,3 +1685,23 @@ def test_threads_sharing_the_chunk_worker_each_get_their_own_files_across_a_rest
         assert got == {name: chunker.chunk_file(name, text) for name, text in texts.items()}
     finally:
         worker.close()
+
+
+
+def test_a_file_sent_after_the_child_died_is_not_answered_with_another_files_reading():
+    """The child died with a file in flight and another was sent before
+    anyone read the first's answer: a new child got the second, and the
+    first took its reading (the wrong file's chunks)."""
+    worker = ChunkWorker(deadline_s=30.0)
+    try:
+        first = worker.submit("Hostile.kt", HANGS_KOTLIN + "// died\n")  # busy for seconds
+        assert worker._process is not None
+        worker._process.kill()
+        worker._process.wait()
+        after = "def after(x):\n    return x\n"
+        second = worker.submit("after.py", after)
+        assert second.result() == chunker.chunk_file("after.py", after)
+        assert {c.symbol_kind for c in first.result().chunks} == {"window"}
+        assert worker.restarts == 1
+    finally:
+        worker.close()
