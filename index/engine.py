@@ -997,7 +997,11 @@ class Engine:
         ``EngineError``s): ``wire.status_json`` makes it the protocol's."""
         with self._buffers_lock:
             buffers = len(self._buffers)
-        files_pending = max(self.progress.total - self.progress.done, 0) if self.indexing else 0
+        # Read before the counts: a pass ending between the two must not pair
+        # "complete" with counts read before its writes (a status said
+        # complete with 0 files once, under load).
+        indexing, complete = self.indexing, self.cold_index_done
+        files_pending = max(self.progress.total - self.progress.done, 0) if indexing else 0
         semantic = self.semantic
         store_error: StoreUnavailable | None = None
         languages: dict = {}
@@ -1017,7 +1021,7 @@ class Engine:
         memory_error = self.memory.backend.unavailable()
         if store_error is not None or self.index_error is not None:
             state = "error"  # store_error / index_error say what
-        elif self.indexing or not self.cold_index_done:
+        elif indexing or not complete:
             state = "indexing"
         elif embedding and semantic.running:
             state = "embedding"
@@ -1028,8 +1032,8 @@ class Engine:
         else:
             state = "ready"
         status = {
-            "indexing": self.indexing,
-            "complete": self.cold_index_done,
+            "indexing": indexing,
+            "complete": complete,
             "state": state,
             "ready": state == "ready",
             "files": counts["files"],

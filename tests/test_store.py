@@ -505,6 +505,27 @@ def test_a_get_whose_snapshot_began_before_the_first_pass_ended_sees_the_pass(pl
     engine.close()
 
 
+def test_status_never_says_complete_with_counts_from_before_the_pass_ended(plain_repo: Path,
+                                                                             tmp_path: Path,
+                                                                             monkeypatch):
+    """Status read the counts, then whether the first pass was complete: a
+    pass ending in between gave "complete" with 0 files (seen under load)."""
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    counts = engine.store.counts
+
+    def counts_as_the_pass_ends() -> dict:
+        read = counts()
+        engine.cold_index()  # the pass ends right after the counts were read
+        return read
+
+    monkeypatch.setattr(engine.store, "counts", counts_as_the_pass_ends)
+    status = engine.status()
+    assert not (status["complete"] and status["files"] == 0), status
+    monkeypatch.setattr(engine.store, "counts", counts)
+    assert engine.status()["complete"] and engine.status()["files"] > 0
+    engine.close()
+
+
 def test_a_sqlite_error_leaves_a_snapshot_as_the_librarys_error(plain_repo: Path, tmp_path: Path):
     """The daemon catches StoreError, never sqlite3.Error: a statement's own
     failure is a StoreError (-32603, reason "statement"); the snapshot ends."""
