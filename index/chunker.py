@@ -68,7 +68,7 @@ def definition_chunks(path: str, text: str) -> ParsedFile:
 
 def window_file(path: str, text: str, unparsed: str = UNPARSED_HAZARD) -> ParsedFile:
     """``path``'s text as line windows, without parsing: what a file whose
-    parse crashed or hung the chunk worker is read as."""
+    parse was abandoned, or crashed or hung the chunk worker, is read as."""
     lines = split_lines(text)
     language = language_for_path(path, text) or "text"
     return ParsedFile(language, window_chunks(lines, language, chunk_kind_for_path(path)),
@@ -109,7 +109,7 @@ def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
                                      REREADINGS[grammar_language])
         imports = extract_imports(grammar_language, tree)
     except ParseAbandoned:
-        return ParsedFile(language, window_chunks(lines, language, kind), unparsed=UNPARSED_DEADLINE)
+        return window_file(path, text, UNPARSED_DEADLINE)
     except Exception:  # a grammar or binding failure must not cost the file its chunks
         return ParsedFile(language, window_chunks(lines, language, kind))
     pieces = sorted([*spans, *residue(lines, spans)], key=lambda piece: (piece.start, piece.end))

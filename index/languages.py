@@ -10,7 +10,6 @@ it by lines rather than with the tree-sitter grammar.
 from __future__ import annotations
 
 import collections
-import hashlib
 import posixpath
 import re
 import threading
@@ -18,6 +17,8 @@ import time
 from contextlib import contextmanager
 
 from typing import TYPE_CHECKING, Iterator
+
+from .model import content_hash
 
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
@@ -303,8 +304,8 @@ def parser_for(language: str) -> "Parser":
     return parser
 
 
-# A parse's deadline. Real files parse at up to ~0.3 s a MiB (8,700 files
-# of 23 projects, 54 MB: the slowest 0.04 s), but some grammars take
+# A parse's deadline. Real files parse at up to ~0.3 s a MiB (5,716 files
+# of 35 projects, 35 MB: the slowest 0.04 s), but some grammars take
 # minutes on hostile text (D, PureScript and F# on a 400 KB expression line,
 # Gleam quadratically on keyword lines): a parse past this is abandoned and
 # the file read as line windows. Per file, not per parse (``parse_deadline``
@@ -377,17 +378,13 @@ def parse_source(parser: "Parser", source: bytes, old_tree: "Tree | None" = None
 # such a text would take the daemon down). Bounded: an attacker's stream of
 # distinct hostile texts costs a worker restart each, not memory.
 _HAZARDOUS_MAX = 4096
-_hazardous: collections.OrderedDict[bytes, None] = collections.OrderedDict()
+_hazardous: collections.OrderedDict[str, None] = collections.OrderedDict()
 _hazardous_lock = threading.Lock()
-
-
-def _text_digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def mark_hazardous(text: str) -> None:
     with _hazardous_lock:
-        _hazardous[_text_digest(text)] = None
+        _hazardous[content_hash(text)] = None
         while len(_hazardous) > _HAZARDOUS_MAX:
             _hazardous.popitem(last=False)
 
@@ -395,7 +392,7 @@ def mark_hazardous(text: str) -> None:
 def is_hazardous(text: str) -> bool:
     if not _hazardous:
         return False
-    digest = _text_digest(text)
+    digest = content_hash(text)
     with _hazardous_lock:
         return digest in _hazardous
 
