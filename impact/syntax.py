@@ -25,7 +25,7 @@ from tree_sitter_language_pack import get_language
 
 from ctxls.index.definition_table import TABLES, LanguageTable, follow
 from ctxls.index.definition_table import classify as classify_definition
-from ctxls.index.languages import (COMPONENT_LANGUAGES, ParseAbandoned, is_hazardous, language_for_path,
+from ctxls.index.languages import (COMPONENT_LANGUAGES, hazard, language_for_path,
                                    parse_source, parser_for, script_view)
 
 from .ripgrep import word_pattern
@@ -800,15 +800,13 @@ class SourceFile:
 
     @cached_property
     def tree(self) -> Tree | None:
-        """None where the language has no family, or where the parse was
-        abandoned (past its deadline, or a text that crashed a parse before):
-        the file then confirms nothing, as one in an unparsed language."""
-        if self.family is None or self.language is None or is_hazardous(self.text):
+        """None where the language has no family, or for a text the chunk
+        worker could not parse (it hung or crashed a grammar, or ran past
+        the parse deadline): the file then confirms nothing, as one in an
+        unparsed language."""
+        if self.family is None or self.language is None or hazard(self.text) is not None:
             return None
-        try:
-            return parse_source(parser_for(self.language), self._parsed_text.encode("utf-8", "replace"))
-        except ParseAbandoned:
-            return None
+        return parse_source(parser_for(self.language), self._parsed_text.encode("utf-8", "replace"))
 
     @cached_property
     def bindings(self) -> list[Binding]:

@@ -18,6 +18,19 @@ imports included) and read as line windows. Files without a grammar
 (Markdown, line windows) are chunked in the caller: nothing there parses.
 If the child cannot be started at all, files are chunked in the caller, as
 before this module (logged once).
+
+The child bounds its own memory: its address space is capped
+(WORKER_ADDRESS_SPACE: tree-sitter-kotlin's crash file grows it by ~0.8 GB/s,
+to the machine's whole memory before the deadline), and past
+WORKER_RECYCLE_BYTES resident (py-tree-sitter leaks what the deadline's read
+callback returns: ``languages.parse_source``) it exits after a reply with
+RECYCLED_EXIT; the files it had not answered go to the next child, which is
+no failure. A text whose parse was abandoned at the deadline is marked
+hazardous too: the daemon parses without a deadline (``parse_source``).
+
+Two children at most: the pass's, and one for the readings somebody waits
+on (a buffer, a file just written, impact): those never queue behind a
+pass's batch or a file that hangs in it (``chunk_guarded``).
 """
 
 from __future__ import annotations
@@ -37,7 +50,7 @@ import threading
 import time
 
 from ctxls.index.chunker import chunk_file, reads_definitions, window_file
-from ctxls.index.languages import is_hazardous, language_for_path, mark_hazardous
+from ctxls.index.languages import hazard, language_for_path, mark_hazardous
 from ctxls.index.model import ParsedFile
 
 log = logging.getLogger(__name__)
@@ -47,6 +60,15 @@ log = logging.getLogger(__name__)
 # this, the child is stuck inside a grammar (the first request also pays the
 # child's start, ~0.2 s).
 WORKER_DEADLINE_S = 10.0
+# A fresh child is ~30 MiB resident; py-tree-sitter's leak adds about twice
+# each source it parses (django's cold pass: +170 MiB), so a pass of a
+# large repository recycles it now and then (a restart costs ~0.2 s).
+WORKER_RECYCLE_BYTES = 192 << 20
+# Real files stay far below this (the 2,000 largest of 35 projects, up to
+# 1 MiB each, in one child: 431 MB at its peak with the leak unrecycled); a
+# grammar whose memory explodes aborts here instead of taking the machine.
+WORKER_ADDRESS_SPACE = 2 << 30
+RECYCLED_EXIT = 75  # the child's "I left to free memory" (EX_TEMPFAIL)
 _HEADER = struct.Struct("<I")
 # What a reply may hold: the chunker's records and nothing else, whatever a
 # child (reading hostile text) was made to write.
@@ -63,6 +85,10 @@ class _ReplyUnpickler(pickle.Unpickler):
 
 class _WorkerFailed(Exception):
     """The child died, hung past the deadline, or answered nonsense."""
+
+
+class _WorkerRecycled(Exception):
+    """The child left to free its memory, with files unanswered: no failure."""
 
 
 class Ticket:
@@ -89,8 +115,9 @@ class ChunkWorker:
     Files are submitted ahead (``submit``) so that the child reads the next
     ones while the caller writes the last ones' rows: the two cores overlap."""
 
-    def __init__(self, deadline_s: float = WORKER_DEADLINE_S) -> None:
-        self.deadline_s = deadline_s
+    def __init__(self, deadline_s: float = WORKER_DEADLINE_S,
+                 recycle_bytes: int = WORKER_RECYCLE_BYTES) -> None:
+        self.deadline_s, self.recycle_bytes = deadline_s, recycle_bytes
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._replies: queue.Queue[tuple[bytes | None, float]] = queue.Queue()
@@ -98,14 +125,21 @@ class ChunkWorker:
         self._last_reply_at = 0.0
         self._unavailable = False  # the child could not be started: chunk in the caller
         self.restarts = 0  # children killed or lost (the bench and tests read it)
+        self.recycles = 0  # children that left to free their memory
+
+    def busy(self) -> bool:
+        """Files are in flight (read without the lock, which a caller
+        waiting for a reply holds)."""
+        return bool(self._in_flight)
 
     def chunk(self, path: str, text: str) -> ParsedFile:
         """``chunk_file(path, text)``, read in the child where it parses."""
         return self.submit(path, text).result()
 
     def submit(self, path: str, text: str) -> Ticket:
-        if is_hazardous(text):
-            return Ticket(None, path, text, window_file(path, text))
+        known_hazard = hazard(text)
+        if known_hazard is not None:
+            return Ticket(None, path, text, window_file(path, text, known_hazard))
         if not _parses(path, text):
             return Ticket(None, path, text, chunk_file(path, text))
         ticket = Ticket(self, path, text)
@@ -141,6 +175,9 @@ class ChunkWorker:
                 head = self._in_flight[0]
                 try:
                     head._result = self._reply_to(head)
+                except _WorkerRecycled:
+                    self._recycle()
+                    continue
                 except _WorkerFailed as failed:
                     self._fail(head, failed)
                 self._in_flight.popleft()
@@ -154,14 +191,39 @@ class ChunkWorker:
         except queue.Empty:
             raise _WorkerFailed("no answer by the deadline") from None
         if reply is None:
-            raise _WorkerFailed(f"the worker exited ({self._process.poll() if self._process else None})")
+            code = self._exit_code()
+            if code == RECYCLED_EXIT:
+                raise _WorkerRecycled()
+            raise _WorkerFailed(f"the worker exited ({code})")
         try:
             parsed = _ReplyUnpickler(io.BytesIO(reply)).load()
         except Exception as garbled:
             raise _WorkerFailed(f"unreadable reply: {garbled}") from garbled
         if not isinstance(parsed, ParsedFile):
             raise _WorkerFailed(f"a reply of type {type(parsed).__name__}")
+        if parsed.unparsed is not None:
+            # Abandoned at the parse deadline: the daemon parses without one.
+            mark_hazardous(head.text, parsed.unparsed)
         return parsed
+
+    def _exit_code(self) -> int | None:
+        process = self._process
+        if process is None:
+            return None
+        try:  # its stdout has ended: the exit follows
+            return process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _recycle(self) -> None:
+        """The child left to free its memory: every file it had not answered
+        goes to the next one."""
+        self._stop()
+        self.recycles += 1
+        unanswered, self._in_flight = list(self._in_flight), collections.deque()
+        for ticket in unanswered:
+            ticket.submitted_at = time.monotonic()
+            self._send(ticket)
 
     def _fail(self, head: Ticket, failed: _WorkerFailed) -> None:
         """The child is lost on ``head``: windows for it, and the files
@@ -191,7 +253,8 @@ class ChunkWorker:
         # since the daemon often runs inside the repository, and a `ctxls/`
         # folder there must stay data, never code run by the worker.
         paths = [entry for entry in sys.path if os.path.isabs(entry)]
-        boot = f"import sys; sys.path[:] = {paths!r}; from ctxls.index.chunk_worker import _serve; _serve()"
+        boot = (f"import sys; sys.path[:] = {paths!r}; "
+                f"from ctxls.index.chunk_worker import _serve; _serve({int(self.recycle_bytes)})")
         try:
             process = subprocess.Popen(
                 [sys.executable, "-I", "-c", boot], stdin=subprocess.PIPE,
@@ -248,31 +311,42 @@ def _parses(path: str, text: str) -> bool:
     return language is not None and language != "markdown" and reads_definitions(language)
 
 
-_worker: ChunkWorker | None = None
-_worker_lock = threading.Lock()
+_workers: dict[str, ChunkWorker] = {}
+_workers_lock = threading.Lock()
 
 
-def shared_worker() -> ChunkWorker:
-    """This process's chunk worker (started on first use)."""
-    global _worker
-    if _worker is None:
-        with _worker_lock:
-            if _worker is None:
-                _worker = ChunkWorker()
-                atexit.register(_worker.close)
-    return _worker
+def shared_worker(lane: str = "pass") -> ChunkWorker:
+    """This process's chunk worker for ``lane`` (started on first use):
+    "pass" for the indexer's passes, "waited" for readings somebody waits
+    on."""
+    worker = _workers.get(lane)
+    if worker is None:
+        with _workers_lock:
+            worker = _workers.get(lane)
+            if worker is None:
+                worker = _workers[lane] = ChunkWorker()
+                atexit.register(worker.close)
+    return worker
 
 
 def chunk_guarded(path: str, text: str) -> ParsedFile:
-    """``chunk_file``, through this process's chunk worker."""
-    return shared_worker().chunk(path, text)
+    """``chunk_file`` through this process's chunk worker, for a reading
+    somebody waits on: the pass's child when it holds no files (so an idle
+    daemon keeps one child), else a second one, so that it never waits for
+    a pass's batch (64 files) or a file that hangs the child in it (10 s)."""
+    worker = shared_worker()
+    if worker.busy():
+        worker = shared_worker("waited")
+    return worker.chunk(path, text)
 
 
-def _serve() -> None:
-    """The child: requests from stdin, replies on stdout, until stdin ends."""
+def _serve(recycle_bytes: int) -> None:
+    """The child: requests from stdin, replies on stdout, until stdin ends
+    or it holds more than ``recycle_bytes``."""
     # Ctrl-C in a terminal reaches the whole process group: the daemon decides
     # when this child ends (by closing its stdin, or by dying).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _cap_address_space()
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout is the channel; a stray print must not corrupt it
     while True:
@@ -284,3 +358,26 @@ def _serve() -> None:
         reply = pickle.dumps(chunk_file(path, text), protocol=pickle.HIGHEST_PROTOCOL)
         replies.write(_HEADER.pack(len(reply)) + reply)
         replies.flush()
+        if _resident_bytes() > recycle_bytes:
+            sys.exit(RECYCLED_EXIT)
+
+
+def _cap_address_space() -> None:
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (WORKER_ADDRESS_SPACE, WORKER_ADDRESS_SPACE))
+    except (ImportError, ValueError, OSError):
+        pass  # no such limit here (Windows; a lower hard limit already set)
+
+
+def _resident_bytes() -> int:
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        try:
+            import resource
+        except ImportError:
+            return 0
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # the peak: the leak only grows
+        return peak if sys.platform == "darwin" else peak * 1024

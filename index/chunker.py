@@ -27,7 +27,7 @@ from .chunking.pieces import build_chunks, residue, window_chunks
 from .chunking.spans import REPARSE_BUDGET, REREADINGS, reparse_budget, reread_spans, symbol_spans
 from .definition_table import TABLES
 from .imports import extract_imports
-from .languages import (COMPONENT_LANGUAGES, ParseAbandoned, chunk_kind_for_path, is_hazardous,
+from .languages import (COMPONENT_LANGUAGES, ParseAbandoned, chunk_kind_for_path, hazard,
                         language_for_path, parse, parse_deadline, parser_for, script_view)
 from .model import UNPARSED_DEADLINE, UNPARSED_HAZARD, ParsedFile, SymbolDef, content_hash
 
@@ -94,8 +94,9 @@ def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
         # No definitions table: line windows, still named by their language.
         named = language or "text"
         return ParsedFile(named, window_chunks(lines, named, kind))
-    if is_hazardous(text):
-        return window_file(path, text)
+    known_hazard = hazard(text)
+    if known_hazard is not None:
+        return window_file(path, text, known_hazard)
     try:
         source = "\n".join(read_lines).encode("utf-8", "replace")  # "replace": lone surrogates
         if grammar_language in TABLES:

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from tree_sitter import Node, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language
 
-from .languages import ParseAbandoned, parse_source, parser_for
+from .languages import parse_source, parser_for
 from .model import ImportRef
 
 _PYTHON_QUERY = "(import_statement) @import (import_from_statement) @import"
@@ -64,10 +64,7 @@ def extract_imports(language: str, tree_or_text: Tree | str) -> list[ImportRef]:
     if language not in IMPORT_LANGUAGES:
         return []
     if isinstance(tree_or_text, str):
-        try:
-            tree = parse_source(parser_for(language), tree_or_text.encode("utf-8", "replace"))
-        except ParseAbandoned:
-            return []
+        tree = parse_source(parser_for(language), tree_or_text.encode("utf-8", "replace"))
     else:
         tree = tree_or_text
     captures = QueryCursor(_query(language)).captures(tree.root_node)

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from typing import TYPE_CHECKING, Iterator
 
-from .model import content_hash
+from .model import UNPARSED_HAZARD, content_hash
 
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
@@ -342,13 +342,22 @@ def parse_deadline(seconds: float | None = None) -> Iterator[None]:
 
 
 def parse_source(parser: "Parser", source: bytes, old_tree: "Tree | None" = None) -> "Tree":
-    """``parser``'s tree of ``source``, or ``ParseAbandoned`` once the
-    deadline passes (``parse_deadline``'s, else PARSE_DEADLINE_S from now).
-    tree-sitter calls back between steps; a grammar that hangs inside one
-    step is bounded only by the chunk worker's deadline (chunk_worker.py)."""
+    """``parser``'s tree of ``source``.
+
+    Inside a ``parse_deadline`` block (the chunker, which may read hostile
+    text) the source goes through tree-sitter's read callback, whose
+    progress callback stops the parse at the deadline (``ParseAbandoned``).
+    py-tree-sitter 0.26.1 leaks every object that callback returns (about
+    twice the source a parse, and a slice per later ``node.text``), so the
+    chunk worker that parses this way is recycled past a memory bound
+    (chunk_worker.py). Outside a block the source is parsed whole, without
+    a deadline and without the leak: the daemon parses only texts the chunk
+    worker has read within its deadlines (hazard marks; impact's ``_vet``).
+    A grammar that hangs inside one step is bounded only by the worker's
+    deadline."""
     deadline = _deadline_at()
     if deadline is None:
-        deadline = time.monotonic() + PARSE_DEADLINE_S
+        return parser.parse(source) if old_tree is None else parser.parse(source, old_tree)
     if time.monotonic() > deadline:
         raise ParseAbandoned("parse deadline passed")
 
@@ -373,28 +382,31 @@ def parse_source(parser: "Parser", source: bytes, old_tree: "Tree | None" = None
         raise ParseAbandoned(str(failed)) from failed
 
 
-# Digests of texts whose chunking crashed or hung the chunk worker: never
-# parsed again in this process (impact and imports parse in-process, where
-# such a text would take the daemon down). Bounded: an attacker's stream of
+# Digests of texts whose chunking crashed or hung the chunk worker, or ran
+# past the parse deadline, with why: never parsed again in this process
+# (impact parses in-process, without a deadline, where such a text would
+# take the daemon down or stall it). Bounded: an attacker's stream of
 # distinct hostile texts costs a worker restart each, not memory.
 _HAZARDOUS_MAX = 4096
-_hazardous: collections.OrderedDict[str, None] = collections.OrderedDict()
+_hazardous: collections.OrderedDict[str, str] = collections.OrderedDict()
 _hazardous_lock = threading.Lock()
 
 
-def mark_hazardous(text: str) -> None:
+def mark_hazardous(text: str, reason: str = UNPARSED_HAZARD) -> None:
     with _hazardous_lock:
-        _hazardous[content_hash(text)] = None
+        _hazardous[content_hash(text)] = reason
         while len(_hazardous) > _HAZARDOUS_MAX:
             _hazardous.popitem(last=False)
 
 
-def is_hazardous(text: str) -> bool:
+def hazard(text: str) -> str | None:
+    """Why ``text`` is never parsed in this process (a ``ParsedFile.unparsed``
+    reason), or None."""
     if not _hazardous:
-        return False
+        return None
     digest = content_hash(text)
     with _hazardous_lock:
-        return digest in _hazardous
+        return _hazardous.get(digest)
 
 
 # The last tree of the few files parsed most recently: an edited buffer is

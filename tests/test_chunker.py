@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import io
 import textwrap
+from pathlib import Path
 
 import pytest
 from tree_sitter_language_pack import get_parser
 
-from ctxls.index import chunker, languages
+from ctxls.index import chunk_worker, chunker, languages
 from ctxls.index.chunker import definition_chunks, split_lines
 from ctxls.index.chunking import rust
 from ctxls.index.chunking.pieces import MAX_CHUNK_LINES, OVERLAP_LINES
 from ctxls.impact.syntax import SourceFile
-from ctxls.index.chunk_worker import ChunkWorker, _ReplyUnpickler
-from ctxls.index.model import Chunk, ParsedFile
+from ctxls.index.chunk_worker import ChunkWorker, _ReplyUnpickler, chunk_guarded
+from ctxls.index.model import UNPARSED_HAZARD, Chunk, ParsedFile
 
 Row = tuple[str | None, str, int, int]
 
@@ -1634,7 +1635,7 @@ def test_the_chunk_worker_reads_files_as_the_chunker_does_and_outlives_a_hung_gr
         assert hung.unparsed == "parser hung or crashed" and tickets[0].result().unparsed is None
         assert hung.chunks[0].text.startswith("class A\n@A")
         # Never parsed again in this process: not by the worker, not by impact.
-        assert languages.is_hazardous(HANGS_KOTLIN)
+        assert languages.hazard(HANGS_KOTLIN) == UNPARSED_HAZARD
         assert worker.chunk("Copy.kt", HANGS_KOTLIN) == chunker.window_file("Copy.kt", HANGS_KOTLIN)
         assert SourceFile("Hostile.kt", HANGS_KOTLIN).tree is None
         assert worker.restarts == 1
@@ -1705,3 +1706,86 @@ def test_a_file_sent_after_the_child_died_is_not_answered_with_another_files_rea
         assert worker.restarts == 1
     finally:
         worker.close()
+
+
+def test_a_chunk_worker_past_its_memory_bound_is_recycled_and_loses_no_file():
+    """py-tree-sitter leaks what the deadline's read callback returns: the
+    child leaves after a reply once past its bound; the files it had not
+    answered go to the next child, as no failure (nothing marked hazardous)."""
+    worker = ChunkWorker(recycle_bytes=1)  # past it after every reply
+    texts = {f"mod{n}.py": f"def f{n}(x):\n    return x + {n}\n" for n in range(6)}
+    try:
+        tickets = {name: worker.submit(name, text) for name, text in texts.items()}  # all sent ahead
+        assert {name: ticket.result() for name, ticket in tickets.items()} == {
+            name: chunker.chunk_file(name, text) for name, text in texts.items()}
+        assert worker.recycles >= 2 and worker.restarts == 0
+        assert all(languages.hazard(text) is None for text in texts.values())
+    finally:
+        worker.close()
+
+
+def test_a_chunk_workers_child_caps_its_address_space_and_marks_a_parse_past_the_deadline():
+    """A grammar whose memory explodes (tree-sitter-kotlin's crash file grows
+    ~0.8 GB/s) must abort the child, not take the machine; a text the child
+    abandoned at the parse deadline is never parsed in the daemon, which
+    parses without one."""
+    from ctxls.index.chunk_worker import WORKER_ADDRESS_SPACE
+    from ctxls.index.model import UNPARSED_DEADLINE
+
+    worker = ChunkWorker()
+    try:
+        slow = SLOW_FOR_D + "// marked\n"
+        assert worker.chunk("slow.d", slow).unparsed == UNPARSED_DEADLINE
+        assert languages.hazard(slow) == UNPARSED_DEADLINE and worker.restarts == 0
+        assert chunker.chunk_file("again.d", slow).unparsed == UNPARSED_DEADLINE  # not parsed again
+        assert worker._process is not None
+        limits = Path(f"/proc/{worker._process.pid}/limits").read_text()
+        address_space = next(line for line in limits.splitlines() if line.startswith("Max address space"))
+        assert address_space.split()[3:5] == [str(WORKER_ADDRESS_SPACE)] * 2
+    finally:
+        worker.close()
+
+
+def test_the_daemon_parses_whole_sources_which_leak_nothing():
+    """Outside the chunker's deadline, parse_source does not go through the
+    read callback, whose every result py-tree-sitter 0.26.1 keeps alive
+    (impact parsing django grew the daemon by ~50 MiB per round)."""
+    import gc
+    import tracemalloc
+
+    parser = languages.parser_for("python")
+    source = ("def f(x):\n    return x + 1\n" * 20_000).encode()
+    tree = languages.parse_source(parser, source)  # parsers and grammars loaded first
+    gc.collect()
+    tracemalloc.start()
+    try:
+        for _ in range(10):
+            tree = languages.parse_source(parser, source)
+            assert tree.root_node.children[0].text == b"def f(x):\n    return x + 1"
+        del tree
+        gc.collect()
+        retained, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert retained < len(source) // 4  # the callback kept about twice the source a parse
+
+
+def test_a_reading_somebody_waits_on_never_queues_behind_a_pass(monkeypatch):
+    """A buffer's or impact's reading goes to a second child while the
+    pass's holds files (here one it hangs on for seconds); an idle pass
+    child serves it itself (one child for an idle daemon)."""
+    pass_worker, waited = ChunkWorker(deadline_s=30.0), ChunkWorker()
+    monkeypatch.setitem(chunk_worker._workers, "pass", pass_worker)
+    monkeypatch.setitem(chunk_worker._workers, "waited", waited)
+    after = "def after(x):\n    return x\n"
+    try:
+        stuck = pass_worker.submit("Hostile.kt", HANGS_KOTLIN + "// lane\n")
+        assert chunk_guarded("after.py", after) == chunker.chunk_file("after.py", after)
+        assert stuck._result is None and waited._process is not None  # not resolved: not waited for
+        assert {c.symbol_kind for c in stuck.result().chunks} == {"window"}
+        assert not pass_worker.busy() and pass_worker._process is None
+        assert chunk_guarded("again.py", after) == chunker.chunk_file("again.py", after)
+        assert pass_worker._process is not None
+    finally:
+        pass_worker.close()
+        waited.close()

@@ -1149,14 +1149,14 @@ def test_a_changed_file_a_grammar_hangs_on_is_never_parsed_in_the_daemon(make_en
     hangs inside one step on this text (and crashes at 100,000 lines), where
     only killing the process that parses stops it."""
     worker = chunk_worker.ChunkWorker(deadline_s=1.0)
-    monkeypatch.setattr(chunk_worker, "_worker", worker)
+    monkeypatch.setitem(chunk_worker._workers, "pass", worker)
     engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n",
                           "Use.kt": "fun run() = frobnicate(1)\n"})
     hostile = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( { frobnicate(2)\n"
     (engine.root / "Use.kt").write_text(hostile)
     try:
         result = analysis.analyze(engine, "frobnicate")
-        assert languages.is_hazardous(hostile) and worker.restarts == 1
+        assert languages.hazard(hostile) is not None and worker.restarts == 1
         assert result.mention_kinds.get("text") == 1 and not result.callers  # read, not parsed
     finally:
         worker.close()
@@ -1168,14 +1168,14 @@ def test_a_file_the_index_read_as_windows_is_not_parsed_after_a_restart(make_eng
     index still says it: a file of a parsed language stored as line windows
     is never parsed by impact (it would hang, or crash, the daemon)."""
     worker = chunk_worker.ChunkWorker(deadline_s=1.0)
-    monkeypatch.setattr(chunk_worker, "_worker", worker)
+    monkeypatch.setitem(chunk_worker._workers, "pass", worker)
     hostile = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( { frobnicate(3)\n"
     try:
         engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n", "Use.kt": hostile})
         assert worker.restarts == 1
         monkeypatch.setattr(languages, "_hazardous", type(languages._hazardous)())  # a new process
         result = analysis.analyze(engine, "frobnicate")
-        assert languages.is_hazardous(hostile) and worker.restarts == 1
+        assert languages.hazard(hostile) is not None and worker.restarts == 1
         assert result.mention_kinds.get("text") == 1 and not result.callers
     finally:
         worker.close()
