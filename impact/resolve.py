@@ -32,7 +32,8 @@ from ctxls.index.chunker import reads_definitions
 from ctxls.index.discovery import looks_minified
 from ctxls.index.engine import Engine
 from ctxls.index.languages import mark_hazardous
-from ctxls.index.model import content_hash
+from ctxls.index.model import UNPARSED_EARLIER, content_hash
+from ctxls.index.store import windowed_files
 
 from . import index_view, syntax
 from .classes import ClassLineage
@@ -101,14 +102,12 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         grammar that hangs or crashes on it does so there, and marks it
         hazardous (``SourceFile.tree`` then parses nothing). One the index
         read as line windows though its language has a grammar (its parse
-        was abandoned, maybe by an earlier process) is not parsed either."""
-        row = self.conn.execute(
-            "SELECT hash, language, EXISTS (SELECT 1 FROM chunks WHERE file_id = files.id "
-            "AND symbol_kind != 'window') AS parsed FROM files WHERE path = ?", (path,)).fetchone()
+        was given up, maybe by an earlier process) is not parsed either."""
+        row = self.conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()
         if row is None or row["hash"] != content_hash(text):
             chunk_guarded(path, text)
-        elif not row["parsed"] and reads_definitions(row["language"]):
-            mark_hazardous(text)
+        elif any(reads_definitions(language) for language in windowed_files(self.conn, path).values()):
+            mark_hazardous(text, UNPARSED_EARLIER)
 
     def definitions_named(self, name: str) -> list[Definition]:
         if name not in self._definitions:

@@ -18,12 +18,14 @@ from typing import Callable, Iterator
 
 from ctxls.index.cancel import cancel_requested, check_cancelled
 from ctxls.index.chunk_worker import Ticket, chunk_guarded, shared_worker
+from ctxls.index.chunker import reads_definitions
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
                                    discover, looks_binary, looks_minified, pathspec_matcher,
                                    read_source, stat_signature)
+from ctxls.index.errors import StoreError
 from ctxls.index.imports import ImportResolver
-from ctxls.index.model import ParsedFile, content_hash
-from ctxls.index.store import Connection, FileRecord, FileState, Store, now_ms
+from ctxls.index.model import UNPARSED_EARLIER, ParsedFile, content_hash
+from ctxls.index.store import Connection, FileRecord, FileState, Store, now_ms, windowed_files
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +108,15 @@ class Indexer:
         # replaces it, a scoped pass or a single-file update amends it.
         self.skipped: dict[str, str] = {}
         # Files read as line windows though their grammar reads them (path ->
-        # why: ParsedFile.unparsed), since this process started.
-        self.unparsed: dict[str, str] = {}
+        # why: ParsedFile.unparsed); those an earlier process stored so and
+        # nobody changed since, too (which of its reasons is not kept).
+        try:
+            with self.store.snapshot() as conn:
+                earlier = windowed_files(conn)
+        except StoreError:  # status reports the store itself
+            earlier = {}
+        self.unparsed: dict[str, str] = {
+            path: UNPARSED_EARLIER for path, language in earlier.items() if reads_definitions(language)}
 
     # -- whole passes --------------------------------------------------------
 

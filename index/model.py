@@ -92,3 +92,6 @@ class ParsedFile:
 
 UNPARSED_DEADLINE = "parse deadline"
 UNPARSED_HAZARD = "parser hung or crashed"
+# Stored as line windows by an earlier process (one of the two above; which
+# is not kept) and unchanged since.
+UNPARSED_EARLIER = "not parsed by an earlier run"

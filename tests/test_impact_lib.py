@@ -1179,3 +1179,30 @@ def test_a_file_the_index_read_as_windows_is_not_parsed_after_a_restart(make_eng
         assert result.mention_kinds.get("text") == 1 and not result.callers
     finally:
         worker.close()
+
+
+def test_status_names_a_file_an_earlier_run_left_unparsed_until_it_parses(make_engine, monkeypatch):
+    """The hazard marks and their reasons live in memory; after a restart
+    the index still says which files were read as line windows though their
+    language has a grammar, and status lists them (said, not silent)."""
+    from ctxls.index.model import UNPARSED_EARLIER, UNPARSED_HAZARD
+
+    worker = chunk_worker.ChunkWorker(deadline_s=1.0)
+    monkeypatch.setitem(chunk_worker._workers, "pass", worker)
+    hostile = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( { frobnicate(4)\n"
+    try:
+        engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n", "notes.md": "# Notes\n",
+                              "Use.kt": hostile})
+        assert engine.status()["unparsed"] == {"count": 1, "files": [{"path": "Use.kt", "reason": UNPARSED_HAZARD}]}
+        engine.close()
+        restarted = Engine(engine.root)
+        try:
+            assert restarted.status()["unparsed"] == {
+                "count": 1, "files": [{"path": "Use.kt", "reason": UNPARSED_EARLIER}]}
+            (engine.root / "Use.kt").write_text("fun run() = frobnicate(1)\n")
+            restarted.index()
+            assert restarted.status()["unparsed"] == {"count": 0, "files": []}
+        finally:
+            restarted.close()
+    finally:
+        worker.close()
