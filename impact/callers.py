@@ -146,6 +146,8 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
                 continue
             for row, start, end in sf.occurrences(name, lines[path]):
                 yield sf, row, start, end
+            if path not in target_paths:  # read through: its tree need not live on
+                resolver.release(path)
 
     local_aliases: dict[str, set[str]] = {}
     reexported_aliases: set[str] = set()

@@ -24,6 +24,7 @@ and classes many times.
 from __future__ import annotations
 
 import posixpath
+from typing import Any
 
 from tree_sitter import Node
 
@@ -46,6 +47,27 @@ from .syntax import GO, JS, PYTHON, SourceCache, SourceFile
 from .verdicts import Verdicts
 
 
+class NodeMemo:
+    """A request's answers about one file's nodes, keyed ``(path, node id,
+    ...)``; dropped with the file's tree (``Resolver.release``): a node id
+    is an address, which another tree of the same file may reuse."""
+
+    def __init__(self) -> None:
+        self._by_path: dict[str, dict[tuple, Any]] = {}
+
+    def __contains__(self, key: tuple) -> bool:
+        return key[1:] in self._by_path.get(key[0], ())
+
+    def __getitem__(self, key: tuple) -> Any:
+        return self._by_path[key[0]][key[1:]]
+
+    def __setitem__(self, key: tuple, value: Any) -> None:
+        self._by_path.setdefault(key[0], {})[key[1:]] = value
+
+    def drop(self, path: str) -> None:
+        self._by_path.pop(path, None)
+
+
 class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
     """Answers for one request; its parts live in names.py, receivers.py,
     classes.py and verdicts.py, its caches here."""
@@ -65,12 +87,13 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         self._implemented: dict[ClassId, set[ClassId]] = {}
         self._owners: dict[tuple[Receiver, str], tuple[ClassId | None, bool]] = {}
         self._bare: dict[tuple[str, str], Ref] = {}
-        self._receivers: dict[tuple[str, int], Receiver] = {}
+        # What these four hold is keyed by node ids (NodeMemo).
+        self._receivers = NodeMemo()  # (path, node id) -> Receiver
         self._import_resolver: index_view.Imports | None = None
-        self._scopes: dict[tuple[str, int, str], set[Receiver]] = {}
+        self._scopes = NodeMemo()  # (path, scope id, name) -> set[Receiver]
         self._returns: dict[tuple[str, str], Receiver | None] = {}
-        self._attributes: dict[tuple[str, int, str], Receiver | None] = {}
-        self._assignments: dict[tuple[str, int, str], list[Node]] = {}
+        self._attributes = NodeMemo()  # (path, class id, attribute) -> Receiver | None
+        self._assignments = NodeMemo()  # (path, scope id, dotted name) -> list[Node]
         self._go_module: str | None = None
 
     # -- files and the index -------------------------------------------------
@@ -80,6 +103,18 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         instead of reading those files a second time."""
         for path, text in texts.items():
             self._read.setdefault(path, text)
+
+    def release(self, path: str) -> None:
+        """Done with ``path`` for now (a file the sweep has read through):
+        this request stops pinning its tree. The shared SourceCache may keep
+        it; else a later ``source`` parses the same text again. A hot name's
+        sweep reads up to 1,150 files, and holding all their trees at once
+        took ~400 MiB on django (docs/decisions.md)."""
+        released = self._files.pop(path, None)
+        if released is not None:
+            self._read.setdefault(path, released.text)  # the same text if it is asked again
+        for memo in (self._receivers, self._scopes, self._attributes, self._assignments):
+            memo.drop(path)
 
     def source(self, path: str) -> SourceFile | None:
         """The file's current text (buffer or disk), parsed; None if unreadable

@@ -1206,3 +1206,33 @@ def test_status_names_a_file_an_earlier_run_left_unparsed_until_it_parses(make_e
             restarted.close()
     finally:
         worker.close()
+
+
+def test_a_sweep_lets_go_of_each_callers_tree_and_answers_the_same(make_engine, monkeypatch):
+    """A hot name's sweep reads up to 1,150 files; the request no longer pins
+    each one's tree (and the node-keyed answers about it) once read through.
+    A file asked for again is parsed again from the same text: with a shared
+    cache too small to keep anything, the answer is the same."""
+    from ctxls.impact import resolve
+    from ctxls.impact.syntax import SourceCache
+
+    files = {"core.py": "class Store:\n    def frobnicate(self, x):\n        return x\n"}
+    for n in range(6):
+        files[f"use{n}.py"] = (f"from core import Store\n\n\ndef run{n}(store: Store):\n"
+                               f"    s = Store()\n    s.frobnicate({n})\n    return store.frobnicate({n})\n")
+    engine = make_engine(files)
+    made: list[resolve.Resolver] = []
+
+    class Recorded(resolve.Resolver):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(analysis, "Resolver", Recorded)
+    answer = callers(analysis.analyze(engine, "Store.frobnicate"))
+    assert len(answer) == 12 and all(confirmed for *_, confirmed in answer)
+    users = {f"use{n}.py" for n in range(6)}
+    assert not users & set(made[-1]._files)
+    assert not users & set(made[-1]._receivers._by_path)
+    monkeypatch.setattr(analysis, "_sources", SourceCache(max_chars=1))
+    assert callers(analysis.analyze(engine, "Store.frobnicate")) == answer
