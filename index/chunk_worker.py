@@ -25,7 +25,8 @@ to the machine's whole memory before the deadline), and past
 WORKER_RECYCLE_BYTES resident (py-tree-sitter leaks what the deadline's read
 callback returns: ``languages.parse_source``) it exits after a reply with
 RECYCLED_EXIT; the files it had not answered go to the next child, which is
-no failure. A text whose parse was abandoned at the deadline is marked
+no failure. After a large pass the indexer stops it (``trim``): the daemon
+then embeds for minutes, and the child would sit on what that pass leaked. A text whose parse was abandoned at the deadline is marked
 hazardous too: the daemon parses without a deadline (``parse_source``).
 
 Two children at most: the pass's, and one for the readings somebody waits
@@ -146,6 +147,13 @@ class ChunkWorker:
         with self._lock:
             self._send(ticket)
         return ticket
+
+    def trim(self) -> None:
+        """Stop the child if it holds no files; the next file starts a fresh
+        one."""
+        with self._lock:
+            if not self._in_flight:
+                self._stop()
 
     def close(self) -> None:
         with self._lock:

@@ -1789,3 +1789,27 @@ def test_a_reading_somebody_waits_on_never_queues_behind_a_pass(monkeypatch):
     finally:
         pass_worker.close()
         waited.close()
+
+
+def test_a_large_pass_leaves_no_child_holding_what_it_leaked(tmp_path, monkeypatch):
+    """After a pass of a batch of files or more, the pass's child (holding what
+    py-tree-sitter leaked on them) is stopped; a small pass keeps it."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    worker = ChunkWorker()
+    monkeypatch.setitem(chunk_worker._workers, "pass", worker)
+    root = tmp_path / "repo"
+    root.mkdir()
+    for n in range(70):
+        (root / f"mod{n}.py").write_text(f"def f{n}(x):\n    return x + {n}\n")
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "index.db")))
+    try:
+        engine.cold_index()
+        assert worker._process is None and engine.status()["files"] == 70
+        (root / "mod3.py").write_text("def g3(x):\n    return x * 3\n")
+        engine.index()
+        assert worker._process is not None  # one file: the child stays
+        assert [d.symbol for d in engine.outline("mod3.py")] == ["g3"]
+    finally:
+        engine.close()
+        worker.close()
