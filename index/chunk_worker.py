@@ -26,8 +26,9 @@ WORKER_RECYCLE_BYTES resident (py-tree-sitter leaks what the deadline's read
 callback returns: ``languages.parse_source``) it exits after a reply with
 RECYCLED_EXIT; the files it had not answered go to the next child, which is
 no failure. After a large pass the indexer stops it (``trim``): the daemon
-then embeds for minutes, and the child would sit on what that pass leaked. A text whose parse was abandoned at the deadline is marked
-hazardous too: the daemon parses without a deadline (``parse_source``).
+then embeds for minutes, and the child would sit on what that pass leaked.
+A text whose parse was abandoned at the deadline is marked hazardous too:
+the daemon parses without a deadline (``parse_source``).
 
 Two children at most: the pass's, and one for the readings somebody waits
 on (a buffer, a file just written, impact): those never queue behind a
@@ -61,9 +62,11 @@ log = logging.getLogger(__name__)
 # this, the child is stuck inside a grammar (the first request also pays the
 # child's start, ~0.2 s).
 WORKER_DEADLINE_S = 10.0
-# A fresh child is ~30 MiB resident; py-tree-sitter's leak adds about twice
-# each source it parses (django's cold pass: +170 MiB), so a pass of a
-# large repository recycles it now and then (a restart costs ~0.2 s).
+# A fresh child is ~30 MiB resident; py-tree-sitter's leak adds once to
+# twice each source it parses (django's cold pass: +25 MiB; an edit of its
+# 100 KB query.py: +0.1 MiB; the 2,109 largest code-corpora files: +390
+# MiB), so long sessions and large repositories recycle it now and then (a
+# restart costs ~0.2 s).
 WORKER_RECYCLE_BYTES = 192 << 20
 # Real files stay far below this (the 2,000 largest of 35 projects, up to
 # 1 MiB each, in one child: 431 MB at its peak with the leak unrecycled); a

@@ -204,8 +204,9 @@ class Indexer:
         flush()
         if stats.added + stats.updated >= WRITE_BATCH_FILES:
             # The child now holds what py-tree-sitter leaked on this pass's
-            # files (django's cold pass: ~120 MiB) while the daemon goes on to
-            # embed; a fresh one starts with the next file (~0.2 s).
+            # files (about their size: django's cold pass +25 MiB, larger
+            # files' repositories hundreds) while the daemon goes on to embed;
+            # a fresh one starts with the next file (~0.2 s).
             shared_worker().trim()
         for path, reason in skipped.items():
             log.info("skipped %s: %s", path, reason)
