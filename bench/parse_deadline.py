@@ -11,7 +11,14 @@ how many cost the worker a restart (hung or crashed inside a parse step: killed 
 ``WORKER_DEADLINE_S``); and whether this process survived (it parses
 nothing itself).
 
+With ``--many N --shape S --language L``: a repository's worth of one
+attack instead, N distinct files of shape S in language L, then an ordinary
+file of L: the time for all, and how the ordinary file was read (a language
+whose grammar gave up GIVE_UPS_TO_SUSPEND times is suspended;
+``--no-suspension`` measures without that bound).
+
 Usage: .venv/bin/python bench/parse_deadline.py [--language kotlin ...] [--json]
+       .venv/bin/python bench/parse_deadline.py --many 40 --shape annotations --language kotlin [--no-suspension]
 """
 
 from __future__ import annotations
@@ -53,11 +60,35 @@ def file_name(language: str) -> str | None:
     return None
 
 
+def many(count: int, shape: str, language: str, suspension: bool) -> dict:
+    from ctxls.index import languages as grammar_state
+
+    if not suspension:
+        grammar_state.GIVE_UPS_TO_SUSPEND = count + 1
+    path = file_name(language)
+    assert path is not None, language
+    worker = ChunkWorker()
+    started = time.monotonic()
+    reasons = [worker.chunk(path, f"{shapes()[shape]}\n{n}\n").unparsed for n in range(count)]
+    hostile_s = time.monotonic() - started
+    ordinary = worker.chunk(path, "x\n")
+    worker.close()
+    return {"files": count, "shape": shape, "language": language, "suspension": suspension,
+            "seconds": round(hostile_s, 1), "reasons": {r: reasons.count(r) for r in set(reasons)},
+            "worker_restarts": worker.restarts, "ordinary_file": ordinary.unparsed or "parsed"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--language", nargs="*", help="only these languages")
+    parser.add_argument("--many", type=int, help="N distinct files of one shape in one language")
+    parser.add_argument("--shape", choices=sorted(shapes()))
+    parser.add_argument("--no-suspension", action="store_true")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.many:
+        print(json.dumps(many(args.many, args.shape, args.language[0], not args.no_suspension)))
+        return
     languages = sorted(args.language or GRAMMARS)
     worker = ChunkWorker()
     rows = []

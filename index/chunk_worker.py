@@ -28,7 +28,10 @@ RECYCLED_EXIT; the files it had not answered go to the next child, which is
 no failure. After a large pass the indexer stops it (``trim``): the daemon
 then embeds for minutes, and the child would sit on what that pass leaked.
 A text whose parse was abandoned at the deadline is marked hazardous too:
-the daemon parses without a deadline (``parse_source``).
+the daemon parses without a deadline (``parse_source``). Each such give-up
+counts against its language: past ``languages.GIVE_UPS_TO_SUSPEND`` the
+language's other files are read as line windows without a try, so that a
+repository of many hostile files does not hold a pass for hours.
 
 Two children at most: the pass's, and one for the readings somebody waits
 on (a buffer, a file just written, impact): those never queue behind a
@@ -52,8 +55,8 @@ import threading
 import time
 
 from ctxls.index.chunker import chunk_file, reads_definitions, window_file
-from ctxls.index.languages import hazard, language_for_path, mark_hazardous
-from ctxls.index.model import ParsedFile
+from ctxls.index.languages import hazard, language_for_path, mark_hazardous, suspended
+from ctxls.index.model import UNPARSED_SUSPENDED, ParsedFile
 
 log = logging.getLogger(__name__)
 
@@ -99,11 +102,12 @@ class Ticket:
     """A file submitted to the worker; ``result()`` waits for its reading.
     Tickets are answered in the order they were submitted."""
 
-    __slots__ = ("path", "text", "submitted_at", "_worker", "_result")
+    __slots__ = ("path", "text", "language", "submitted_at", "_worker", "_result")
 
     def __init__(self, worker: ChunkWorker | None, path: str, text: str,
-                 result: ParsedFile | None = None) -> None:
+                 result: ParsedFile | None = None, language: str | None = None) -> None:
         self.path, self.text, self._worker, self._result = path, text, worker, result
+        self.language = language
         self.submitted_at = time.monotonic()
 
     def result(self) -> ParsedFile:
@@ -144,9 +148,12 @@ class ChunkWorker:
         known_hazard = hazard(text)
         if known_hazard is not None:
             return Ticket(None, path, text, window_file(path, text, known_hazard))
-        if not _parses(path, text):
+        language = _grammar_language(path, text)
+        if language is None:
             return Ticket(None, path, text, chunk_file(path, text))
-        ticket = Ticket(self, path, text)
+        if suspended(language):
+            return Ticket(None, path, text, window_file(path, text, UNPARSED_SUSPENDED))
+        ticket = Ticket(self, path, text, language=language)
         with self._lock:
             self._send(ticket)
         return ticket
@@ -214,7 +221,7 @@ class ChunkWorker:
             raise _WorkerFailed(f"a reply of type {type(parsed).__name__}")
         if parsed.unparsed is not None:
             # Abandoned at the parse deadline: the daemon parses without one.
-            mark_hazardous(head.text, parsed.unparsed)
+            mark_hazardous(head.text, parsed.unparsed, head.language)
         return parsed
 
     def _exit_code(self) -> int | None:
@@ -241,7 +248,7 @@ class ChunkWorker:
         behind it sent again to a new child."""
         self._stop()
         self.restarts += 1
-        mark_hazardous(head.text)
+        mark_hazardous(head.text, language=head.language)
         log.warning("chunking %s in the worker failed (%s): read as line windows", head.path, failed)
         head._result = window_file(head.path, head.text)
         behind = list(self._in_flight)[1:]
@@ -317,9 +324,10 @@ def _read_replies(process: subprocess.Popen, replies: queue.Queue) -> None:
         stream.close()
 
 
-def _parses(path: str, text: str) -> bool:
+def _grammar_language(path: str, text: str) -> str | None:
+    """The file's language when the chunker parses it with a grammar."""
     language = language_for_path(path, text)
-    return language is not None and language != "markdown" and reads_definitions(language)
+    return language if language is not None and language != "markdown" and reads_definitions(language) else None
 
 
 _workers: dict[str, ChunkWorker] = {}

@@ -392,11 +392,29 @@ _hazardous: collections.OrderedDict[str, str] = collections.OrderedDict()
 _hazardous_lock = threading.Lock()
 
 
-def mark_hazardous(text: str, reason: str = UNPARSED_HAZARD) -> None:
+# Give-ups (texts marked hazardous by the chunk worker) per language; past
+# GIVE_UPS_TO_SUSPEND that language's other texts are not parsed in this
+# process (read as line windows). Real code never reaches one (0 of 7,817
+# files of 35 projects), while each costs a pass 2-10 s: a repository of a
+# thousand hostile files would hold its first pass for hours.
+GIVE_UPS_TO_SUSPEND = 16
+_give_ups: collections.Counter[str] = collections.Counter()
+
+
+def mark_hazardous(text: str, reason: str = UNPARSED_HAZARD, language: str | None = None) -> None:
+    """Never parse ``text`` again in this process; ``language``: a give-up
+    of that grammar's, counted toward its suspension."""
     with _hazardous_lock:
         _hazardous[content_hash(text)] = reason
         while len(_hazardous) > _HAZARDOUS_MAX:
             _hazardous.popitem(last=False)
+        if language is not None:
+            _give_ups[language] += 1
+
+
+def suspended(language: str) -> bool:
+    """Whether ``language``'s grammar gave up on too many texts to be tried again."""
+    return _give_ups[language] >= GIVE_UPS_TO_SUSPEND
 
 
 def hazard(text: str) -> str | None:

@@ -95,3 +95,5 @@ UNPARSED_HAZARD = "parser hung or crashed"
 # Stored as line windows by an earlier process (one of the two above; which
 # is not kept) and unchanged since.
 UNPARSED_EARLIER = "not parsed by an earlier run"
+# Its grammar gave up on many other files in this process (languages.suspended).
+UNPARSED_SUSPENDED = "language suspended after many give-ups"
