@@ -152,6 +152,8 @@ class ChunkWorker:
         if language is None:
             return Ticket(None, path, text, chunk_file(path, text))
         if suspended(language):
+            # Not read by the worker: nothing parses it in this process either.
+            mark_hazardous(text, UNPARSED_SUSPENDED)
             return Ticket(None, path, text, window_file(path, text, UNPARSED_SUSPENDED))
         ticket = Ticket(self, path, text, language=language)
         with self._lock:

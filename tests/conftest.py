@@ -24,6 +24,18 @@ from pytest_lsp.client import register_lsp_features
 # test session; every `ctxls` process the tests start inherits it.
 os.environ.setdefault("CTXLS_STATE_DIR", tempfile.mkdtemp(prefix="ctxls-state-"))
 
+@pytest.fixture(autouse=True)
+def _fresh_give_ups(monkeypatch):
+    """Each test starts with no grammar suspended: the give-ups other tests'
+    hostile files caused in this process (languages.GIVE_UPS_TO_SUSPEND)
+    would otherwise suspend Kotlin or D for the tests after them."""
+    import collections
+
+    from ctxls.index import languages
+
+    monkeypatch.setattr(languages, "_give_ups", collections.Counter())
+
+
 SAMPLE_FILES = {
     "pkg/__init__.py": "",
     "pkg/session.py": (

@@ -1818,12 +1818,9 @@ def test_a_large_pass_leaves_no_child_holding_what_it_leaked(tmp_path, monkeypat
 def test_a_language_whose_grammar_gives_up_again_and_again_is_suspended(monkeypatch):
     """Each give-up costs a pass seconds; past a bound that language's other
     files are read as line windows at once (said as such), others parse on."""
-    import collections
-
     from ctxls.index.model import UNPARSED_SUSPENDED
 
-    monkeypatch.setattr(languages, "GIVE_UPS_TO_SUSPEND", 2)
-    monkeypatch.setattr(languages, "_give_ups", collections.Counter())
+    monkeypatch.setattr(languages, "GIVE_UPS_TO_SUSPEND", 2)  # give-ups start at 0 (conftest)
     worker = ChunkWorker()
     try:
         for n in range(2):
@@ -1832,6 +1829,7 @@ def test_a_language_whose_grammar_gives_up_again_and_again_is_suspended(monkeypa
         fine = "int twice(int x) { return 2 * x; }\n"
         read = worker.chunk("fine.d", fine)
         assert read.unparsed == UNPARSED_SUSPENDED and {c.symbol_kind for c in read.chunks} == {"window"}
+        assert languages.hazard(fine) == UNPARSED_SUSPENDED  # impact will not parse it in the daemon
         after = "def after(x):\n    return x\n"
         assert worker.chunk("after.py", after) == chunker.chunk_file("after.py", after)
     finally:
