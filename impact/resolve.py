@@ -33,7 +33,7 @@ from ctxls.index.chunker import reads_definitions
 from ctxls.index.discovery import looks_minified
 from ctxls.index.engine import Engine
 from ctxls.index.languages import mark_hazardous
-from ctxls.index.model import UNPARSED_EARLIER, content_hash
+from ctxls.index.model import UNPARSED_EARLIER, UNPARSED_SUSPENDED, content_hash
 from ctxls.index.store import windowed_files
 
 from . import index_view, syntax
@@ -137,11 +137,16 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         grammar that hangs or crashes on it does so there, and marks it
         hazardous (``SourceFile.tree`` then parses nothing). One the index
         read as line windows though its language has a grammar (its parse
-        was given up, maybe by an earlier process) is not parsed either."""
+        was given up, maybe by an earlier process) is not parsed either; one
+        set aside untried while its grammar was suspended is read by the
+        worker first, as a changed one."""
         row = self.conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()
-        if row is None or row["hash"] != content_hash(text):
+        windowed = windowed_files(self.conn, path).get(path) if row is not None else None
+        if row is None or row["hash"] != content_hash(text) or (
+                windowed is not None and windowed[1] == UNPARSED_SUSPENDED):
+            # Changed since, or set aside untried (its grammar was suspended).
             chunk_guarded(path, text)
-        elif any(reads_definitions(language) for language in windowed_files(self.conn, path).values()):
+        elif windowed is not None and reads_definitions(windowed[0]):
             mark_hazardous(text, UNPARSED_EARLIER)
 
     def definitions_named(self, name: str) -> list[Definition]:

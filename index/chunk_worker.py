@@ -31,7 +31,9 @@ A text whose parse was abandoned at the deadline is marked hazardous too:
 the daemon parses without a deadline (``parse_source``). Each such give-up
 counts against its language: past ``languages.GIVE_UPS_TO_SUSPEND`` the
 language's other files are read as line windows without a try, so that a
-repository of many hostile files does not hold a pass for hours.
+repository of many hostile files does not hold a pass for hours; the
+indexer forgives a path whose file goes or changes, which ends the
+suspension once the hostile files are gone.
 
 Two children at most: the pass's, and one for the readings somebody waits
 on (a buffer, a file just written, impact): those never queue behind a
@@ -55,7 +57,7 @@ import threading
 import time
 
 from ctxls.index.chunker import chunk_file, reads_definitions, window_file
-from ctxls.index.languages import hazard, language_for_path, mark_hazardous, suspended
+from ctxls.index.languages import hazard, language_for_path, mark_hazardous, set_aside, suspended
 from ctxls.index.model import UNPARSED_SUSPENDED, ParsedFile
 
 log = logging.getLogger(__name__)
@@ -153,7 +155,7 @@ class ChunkWorker:
             return Ticket(None, path, text, chunk_file(path, text))
         if suspended(language):
             # Not read by the worker: nothing parses it in this process either.
-            mark_hazardous(text, UNPARSED_SUSPENDED)
+            set_aside(text, language)
             return Ticket(None, path, text, window_file(path, text, UNPARSED_SUSPENDED))
         ticket = Ticket(self, path, text, language=language)
         with self._lock:
@@ -223,7 +225,7 @@ class ChunkWorker:
             raise _WorkerFailed(f"a reply of type {type(parsed).__name__}")
         if parsed.unparsed is not None:
             # Abandoned at the parse deadline: the daemon parses without one.
-            mark_hazardous(head.text, parsed.unparsed, head.language)
+            mark_hazardous(head.text, parsed.unparsed, head.language, head.path)
         return parsed
 
     def _exit_code(self) -> int | None:
@@ -250,7 +252,7 @@ class ChunkWorker:
         behind it sent again to a new child."""
         self._stop()
         self.restarts += 1
-        mark_hazardous(head.text, language=head.language)
+        mark_hazardous(head.text, language=head.language, path=head.path)
         log.warning("chunking %s in the worker failed (%s): read as line windows", head.path, failed)
         head._result = window_file(head.path, head.text)
         behind = list(self._in_flight)[1:]

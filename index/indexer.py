@@ -24,10 +24,14 @@ from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, Source
                                    read_source, stat_signature)
 from ctxls.index.errors import StoreError
 from ctxls.index.imports import ImportResolver
-from ctxls.index.model import UNPARSED_EARLIER, ParsedFile, content_hash
+from ctxls.index.languages import forgive, language_for_path, suspended
+from ctxls.index.model import (UNPARSED_DEADLINE, UNPARSED_EARLIER, UNPARSED_HAZARD, UNPARSED_SUSPENDED,
+                               ParsedFile, content_hash)
 from ctxls.index.store import Connection, FileRecord, FileState, Store, now_ms, windowed_files
 
 log = logging.getLogger(__name__)
+# The reasons a text read as windows was itself given up on (it stays counted).
+GIVE_UPS = (UNPARSED_DEADLINE, UNPARSED_HAZARD)
 
 # Files per write transaction during a pass: small enough that a buffer update
 # waiting for the lock is delayed by milliseconds, large enough to amortise commits.
@@ -110,13 +114,18 @@ class Indexer:
         # Files read as line windows though their grammar reads them (path ->
         # why: ParsedFile.unparsed); those an earlier process stored so and
         # nobody changed since, too (which of its reasons is not kept).
+        # Those set aside untried while their grammar was suspended keep that
+        # reason: a pass reads them again once it is not (``_set_aside_ready``).
         try:
             with self.store.snapshot() as conn:
                 earlier = windowed_files(conn)
         except StoreError:  # status reports the store itself
             earlier = {}
         self.unparsed: dict[str, str] = {
-            path: UNPARSED_EARLIER for path, language in earlier.items() if reads_definitions(language)}
+            path: UNPARSED_SUSPENDED if why == UNPARSED_SUSPENDED else UNPARSED_EARLIER
+            for path, (language, why) in earlier.items() if reads_definitions(language)}
+        # A give-up forgiven ended a suspension: its set-aside files are due.
+        self._lifted = False
 
     # -- whole passes --------------------------------------------------------
 
@@ -136,6 +145,7 @@ class Indexer:
         skipped = {s.path: s.reason for s in discovered.skipped if in_scope_path(s.path)}
         buffers = self._open_buffers()
         states = self.store.file_states()
+        set_aside = self._set_aside_ready()
         stats.files = len(in_scope)
         total = len(in_scope)
         # Two batches: the one filling, and the one before it, whose files the
@@ -178,7 +188,8 @@ class Indexer:
             state = states.get(path)
             decision, source = file_decision(
                 state, stat_signature(self.root, path),
-                lambda: read_source(self.root, path, self.options.max_file_bytes), force)
+                lambda: read_source(self.root, path, self.options.max_file_bytes),
+                force or path in set_aside)
             if isinstance(source, Skipped):
                 skipped[path] = source.reason
             if decision is Decision.UNCHANGED:
@@ -226,7 +237,31 @@ class Indexer:
                 for path in stale:
                     if self._delete(conn, path):
                         stats.removed += 1
+        self._reread_if_lifted()
         return stats
+
+    def _set_aside_ready(self) -> set[str]:
+        """Files set aside untried while their language was suspended, whose
+        language no longer is (the chunk worker sets aside again any that still is)."""
+        return {path for path, why in list(self.unparsed.items())
+                if why == UNPARSED_SUSPENDED and not suspended(language_for_path(path) or "")}
+
+    def _forgive(self, path: str) -> None:
+        if forgive(path):
+            self._lifted = True
+
+    def _reread_if_lifted(self) -> None:
+        """A suspension ended (its hostile files were deleted or changed):
+        the files it set aside are read again now, not at the next pass."""
+        if not self._lifted:
+            return
+        self._lifted = False
+        buffers = self._open_buffers()
+        for path in sorted(self._set_aside_ready()):
+            if path in buffers:
+                self.index_text(path, buffers[path], "buffer", reread=True)
+            else:
+                self.reindex_from_disk(path, log_edits=False, reread=True)
 
     @contextmanager
     def _writing(self, paths: list[str]) -> Iterator[Connection]:
@@ -266,6 +301,7 @@ class Indexer:
 
     def _delete(self, conn: Connection, path: str) -> bool:
         self.unparsed.pop(path, None)
+        self._forgive(path)
         return self.store.delete_file(conn, path)
 
     def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
@@ -284,21 +320,25 @@ class Indexer:
                 known | set(self.store.file_states()) | {record.path})
         imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
                    for ref in parsed.imports]
-        self.store.put_file(conn, record, parsed.chunks, imports, parsed.symbols)
+        self.store.put_file(conn, replace(record, unparsed=parsed.unparsed), parsed.chunks, imports,
+                            parsed.symbols)
         if parsed.unparsed:
             self.unparsed[record.path] = parsed.unparsed
         else:
             self.unparsed.pop(record.path, None)
+        if parsed.unparsed not in GIVE_UPS:  # the text it gave up on, if any, is gone
+            self._forgive(record.path)
 
     # -- single files (buffers, watched files) -------------------------------
 
     def index_text(self, path: str, text: str, source: str, size: int = -1,
-                   mtime_ns: int = -1, log_edits: bool = True) -> bool:
+                   mtime_ns: int = -1, log_edits: bool = True, reread: bool = False) -> bool:
         """Index one file's text (a buffer, or a file re-read after a change).
-        Returns False when the content is what is indexed already."""
+        Returns False when the content is what is indexed already (unless
+        ``reread``: chunked again all the same)."""
         digest = content_hash(text)
         state = self.store.file_state(path)
-        if state is not None and state.hash == digest:
+        if state is not None and state.hash == digest and not reread:
             if (state.source, state.size, state.mtime_ns) != (source, size, mtime_ns) or (
                     source == "disk" and racy(mtime_ns, state.indexed_at)
                     and not racy(mtime_ns, now_ms())):
@@ -335,17 +375,21 @@ class Indexer:
             with self._writing([path]) as conn:
                 return self._delete(conn, path)
         self.skipped.pop(path, None)
-        return self.index_text(path, text, source="buffer")
+        changed = self.index_text(path, text, source="buffer")
+        self._reread_if_lifted()
+        return changed
 
-    def reindex_from_disk(self, path: str, log_edits: bool = True) -> bool:
+    def reindex_from_disk(self, path: str, log_edits: bool = True, reread: bool = False) -> bool:
         """Re-read one file from disk (didClose, didSave, a watched-file event,
         an answer checking its files); drops it when it is gone or no longer
         indexable. True if rows changed. One at a time: the watcher and a
         request re-reading the same file must not write an older read last."""
         with self._disk_lock:
-            return self._reindex_from_disk(path, log_edits)
+            changed = self._reindex_from_disk(path, log_edits, reread)
+        self._reread_if_lifted()
+        return changed
 
-    def _reindex_from_disk(self, path: str, log_edits: bool) -> bool:
+    def _reindex_from_disk(self, path: str, log_edits: bool, reread: bool) -> bool:
         source = read_source(self.root, path, self.options.max_file_bytes)
         self.skipped.pop(path, None)
         if isinstance(source, Skipped) or not self.wanted(path):
@@ -358,7 +402,7 @@ class Indexer:
                     _log_changed_symbols(conn, path, ParsedFile(language=""), now_ms(), "disk")
                 return self._delete(conn, path)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
-                               log_edits=log_edits)
+                               log_edits=log_edits, reread=reread)
 
 
 def _log_changed_symbols(conn, path: str, parsed: ParsedFile, ts: int, origin: str) -> None:

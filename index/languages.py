@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from typing import TYPE_CHECKING, Iterator
 
-from .model import UNPARSED_HAZARD, content_hash
+from .model import UNPARSED_HAZARD, UNPARSED_SUSPENDED, content_hash
 
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
@@ -392,29 +392,66 @@ _hazardous: collections.OrderedDict[str, str] = collections.OrderedDict()
 _hazardous_lock = threading.Lock()
 
 
-# Give-ups (texts marked hazardous by the chunk worker) per language; past
-# GIVE_UPS_TO_SUSPEND that language's other texts are not parsed in this
-# process (read as line windows). Real code never reaches one (0 of 7,817
-# files of 35 projects), while each costs a pass 2-10 s: a repository of a
-# thousand hostile files would hold its first pass for hours.
+# Give-ups (texts marked hazardous by the chunk worker) per language, by the
+# path that held each; past GIVE_UPS_TO_SUSPEND that language's other texts
+# are not parsed in this process (read as line windows, "set aside"). Real
+# code never reaches one (0 of 7,817 files of 35 projects), while each costs
+# a pass 2-10 s: a repository of a thousand hostile files would hold its
+# first pass for hours. A path that gave up is forgiven when its file is
+# deleted or holds another text (``forgive``): the suspension ends once the
+# hostile files are gone, and the texts set aside may be parsed again.
 GIVE_UPS_TO_SUSPEND = 16
-_give_ups: collections.Counter[str] = collections.Counter()
+_give_ups: dict[str, set[str]] = collections.defaultdict(set)
+_set_aside: dict[str, set[str]] = collections.defaultdict(set)  # language -> digests
 
 
-def mark_hazardous(text: str, reason: str = UNPARSED_HAZARD, language: str | None = None) -> None:
-    """Never parse ``text`` again in this process; ``language``: a give-up
-    of that grammar's, counted toward its suspension."""
+def mark_hazardous(text: str, reason: str = UNPARSED_HAZARD, language: str | None = None,
+                   path: str | None = None) -> None:
+    """Never parse ``text`` again in this process; ``language`` (with the
+    ``path`` that held it): a give-up of that grammar's, counted toward its
+    suspension."""
     with _hazardous_lock:
-        _hazardous[content_hash(text)] = reason
-        while len(_hazardous) > _HAZARDOUS_MAX:
-            _hazardous.popitem(last=False)
+        _mark(content_hash(text), reason)
         if language is not None:
-            _give_ups[language] += 1
+            _give_ups[language].add(path or content_hash(text))
+
+
+def _mark(digest: str, reason: str) -> None:
+    _hazardous[digest] = reason
+    while len(_hazardous) > _HAZARDOUS_MAX:
+        _hazardous.popitem(last=False)
+
+
+def set_aside(text: str, language: str) -> None:
+    """``text`` of a suspended ``language`` is read as windows: nothing in
+    this process parses it while the suspension lasts."""
+    digest = content_hash(text)
+    with _hazardous_lock:
+        _mark(digest, UNPARSED_SUSPENDED)
+        _set_aside[language].add(digest)
 
 
 def suspended(language: str) -> bool:
     """Whether ``language``'s grammar gave up on too many texts to be tried again."""
-    return _give_ups[language] >= GIVE_UPS_TO_SUSPEND
+    return len(_give_ups.get(language, ())) >= GIVE_UPS_TO_SUSPEND
+
+
+def forgive(path: str) -> list[str]:
+    """``path`` no longer holds the text it gave up on (deleted, or another
+    text): its give-up no longer counts. Returns the languages whose
+    suspension this ends; their set-aside texts may be parsed again."""
+    lifted = []
+    with _hazardous_lock:
+        for language, paths in _give_ups.items():
+            if path in paths:
+                was = len(paths) >= GIVE_UPS_TO_SUSPEND
+                paths.discard(path)
+                if was and len(paths) < GIVE_UPS_TO_SUSPEND:
+                    lifted.append(language)
+                    for digest in _set_aside.pop(language, ()):
+                        if _hazardous.get(digest) == UNPARSED_SUSPENDED:
+                            del _hazardous[digest]
+    return lifted
 
 
 def hazard(text: str) -> str | None:

@@ -33,7 +33,8 @@ def _fresh_give_ups(monkeypatch):
 
     from ctxls.index import languages
 
-    monkeypatch.setattr(languages, "_give_ups", collections.Counter())
+    monkeypatch.setattr(languages, "_give_ups", collections.defaultdict(set))
+    monkeypatch.setattr(languages, "_set_aside", collections.defaultdict(set))
 
 
 SAMPLE_FILES = {

@@ -1208,6 +1208,68 @@ def test_status_names_a_file_an_earlier_run_left_unparsed_until_it_parses(make_e
         worker.close()
 
 
+def _suspended_kotlin(make_engine, monkeypatch, seed: int):
+    """An engine whose pass gave up on two Kotlin files (the bound lowered to
+    2: Kotlin is suspended), then a Kotlin file written, set aside untried.
+    ``seed``: texts of their own (hazard marks outlive a test)."""
+    from ctxls.index.model import UNPARSED_SUSPENDED
+
+    monkeypatch.setattr(languages, "GIVE_UPS_TO_SUSPEND", 2)
+    worker = chunk_worker.ChunkWorker(deadline_s=1.0)
+    monkeypatch.setitem(chunk_worker._workers, "pass", worker)
+    hostile = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( { frobnicate(%d)\n"
+    engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n",
+                          "A.kt": hostile % seed, "B.kt": hostile % (seed + 1)})
+    assert languages.suspended("kotlin") and worker.restarts == 2
+    (engine.root / "Use.kt").write_text("fun run() = frobnicate(1)\n")
+    engine.file_changed_on_disk("Use.kt")
+    assert {f["path"]: f["reason"] for f in engine.status()["unparsed"]["files"]}["Use.kt"] == UNPARSED_SUSPENDED
+    assert not engine.outline("Use.kt")
+    return engine, worker
+
+
+def test_a_suspension_ends_when_a_hostile_file_goes_and_what_it_set_aside_is_read(make_engine, monkeypatch):
+    """The give-ups that suspended a language count by file: one deleted (or
+    rewritten) takes its give-up with it, and once the language is under the
+    bound again the files it set aside are read at once, not at a restart."""
+    from ctxls.index.model import UNPARSED_HAZARD
+
+    engine, worker = _suspended_kotlin(make_engine, monkeypatch, 5)
+    try:
+        (engine.root / "A.kt").unlink()
+        engine.file_changed_on_disk("A.kt")
+        assert not languages.suspended("kotlin")
+        assert [d.symbol for d in engine.outline("Use.kt")] == ["run"]
+        assert engine.status()["unparsed"]["files"] == [{"path": "B.kt", "reason": UNPARSED_HAZARD}]
+        assert {c[:3] for c in callers(analysis.analyze(engine, "frobnicate"))} == {("Use.kt", 0, "run")}
+    finally:
+        worker.close()
+
+
+def test_files_set_aside_by_a_suspension_are_read_by_the_next_process(make_engine, monkeypatch):
+    """What a suspension set aside was never tried: the store says so, and a
+    new process (no language suspended) reads those files in its first pass,
+    while the files whose parse was given up stay line windows."""
+    from ctxls.index.model import UNPARSED_EARLIER
+
+    engine, worker = _suspended_kotlin(make_engine, monkeypatch, 7)
+    try:
+        engine.close()
+        for state in ("_hazardous", "_give_ups", "_set_aside"):  # a new process
+            monkeypatch.setattr(languages, state, type(getattr(languages, state))())
+        restarted = Engine(engine.root)
+        try:
+            restarted.index()
+            assert [d.symbol for d in restarted.outline("Use.kt")] == ["run"]
+            assert restarted.status()["unparsed"]["files"] == [
+                {"path": "A.kt", "reason": UNPARSED_EARLIER}, {"path": "B.kt", "reason": UNPARSED_EARLIER}]
+            assert worker.restarts == 2  # the given-up files were not tried again
+        finally:
+            restarted.close()
+    finally:
+        worker.close()
+
+
 def test_a_sweep_lets_go_of_each_callers_tree_and_answers_the_same(make_engine, monkeypatch):
     """A hot name's sweep reads up to 1,150 files; the request no longer pins
     each one's tree (and the node-keyed answers about it) once read through.

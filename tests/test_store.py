@@ -167,6 +167,24 @@ def test_a_schema_4_store_is_rebuilt_to_count_file_terms(plain_repo: Path, tmp_p
     upgraded.close()
 
 
+def test_a_store_from_before_files_kept_why_they_are_windows_gains_the_column(plain_repo: Path,
+                                                                               tmp_path: Path):
+    """``files.unparsed`` came after schema 6 as a nullable column: a store
+    without it is neither rebuilt nor refused; it gains the column, NULL."""
+    db = tmp_path / "db" / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    counts = engine.store.counts()
+    engine.close()
+    with sqlite3.connect(db) as conn:  # what ctxls before the column left behind
+        conn.execute("ALTER TABLE files DROP COLUMN unparsed")
+    upgraded = make_engine(plain_repo, db)
+    assert not upgraded.store.rebuilt and upgraded.store.counts() == counts
+    rows = upgraded.store.reader().execute("SELECT unparsed FROM files").fetchall()
+    assert rows and {row[0] for row in rows} == {None}
+    upgraded.close()
+
+
 def test_newer_schema_is_refused_and_left_untouched(plain_repo: Path, tmp_path: Path):
     db = tmp_path / "index.db"
     make_engine(plain_repo, db).close()

@@ -93,17 +93,19 @@ def file_term_count(terms: str, token: str) -> int:
 
 
 
-def windowed_files(conn: sqlite3.Connection, path: str | None = None) -> dict[str, str]:
-    """Files (all, or ``path``) stored as line windows alone, path -> language.
-    In a language the chunker reads with a grammar (``reads_definitions``)
-    that means its parse was given up (a definitions language yields at
-    least a ``module`` chunk): by this process or an earlier one."""
+def windowed_files(conn: sqlite3.Connection, path: str | None = None) -> dict[str, tuple[str, str | None]]:
+    """Files (all, or ``path``) stored as line windows alone, path ->
+    (language, why: ``ParsedFile.unparsed`` as written, None in a store from
+    before it was kept). In a language the chunker reads with a grammar
+    (``reads_definitions``) that means its parse was given up or set aside
+    (a definitions language yields at least a ``module`` chunk): by this
+    process or an earlier one."""
     rows = conn.execute(
-        "SELECT path, language FROM files WHERE (? IS NULL OR path = ?) "
+        "SELECT path, language, unparsed FROM files WHERE (? IS NULL OR path = ?) "
         "AND EXISTS (SELECT 1 FROM chunks WHERE file_id = files.id) "
         "AND NOT EXISTS (SELECT 1 FROM chunks WHERE file_id = files.id AND symbol_kind != 'window')",
         (path, path)).fetchall()
-    return {row[0]: row[1] for row in rows}
+    return {row[0]: (row[1], row[2]) for row in rows}
 
 
 class Reads:

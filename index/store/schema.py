@@ -94,7 +94,8 @@ CREATE TABLE IF NOT EXISTS files (
     mtime_ns INTEGER NOT NULL,          -- -1: from a buffer, never fast-pathed
     hash TEXT NOT NULL,                 -- content_hash of the indexed text
     source TEXT NOT NULL,               -- 'disk' | 'buffer'
-    indexed_at INTEGER NOT NULL         -- ms
+    indexed_at INTEGER NOT NULL,        -- ms
+    unparsed TEXT                       -- why a grammar's file is line windows (ParsedFile.unparsed)
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,             -- also the rowid of its fts_* row
@@ -290,6 +291,10 @@ class Migrations:
             # ignores, so no version (nor any rebuild) is needed for it.
             if "origin" not in {r[1] for r in self._writer.execute("PRAGMA table_info(edits)")}:
                 self._writer.execute("ALTER TABLE edits ADD COLUMN origin TEXT")
+            # The same for why a file was read as line windows: older code
+            # neither writes nor reads it; a store from before it says NULL.
+            if "unparsed" not in {r[1] for r in self._writer.execute("PRAGMA table_info(files)")}:
+                self._writer.execute("ALTER TABLE files ADD COLUMN unparsed TEXT")
         with self._transaction() as conn:
             if retokenize_memory:  # in the stamp's transaction: a crash redoes it
                 for table in MEMORY_FTS_TABLE_BY_KIND.values():

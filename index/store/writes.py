@@ -27,6 +27,7 @@ class FileRecord:
     mtime_ns: int
     hash: str
     source: str
+    unparsed: str | None = None  # ParsedFile.unparsed
 
 
 
@@ -160,10 +161,10 @@ class FileRows:
         if row is not None:
             file_id = row[0]
             conn.execute(
-                "UPDATE files SET language=?, size=?, mtime_ns=?, hash=?, source=?, indexed_at=? "
-                "WHERE id=?",
+                "UPDATE files SET language=?, size=?, mtime_ns=?, hash=?, source=?, indexed_at=?, "
+                "unparsed=? WHERE id=?",
                 (record.language, record.size, record.mtime_ns, record.hash, record.source,
-                 now_ms(), file_id))
+                 now_ms(), record.unparsed, file_id))
             for cid, chash, symbol, kind, start, end, embed in conn.execute(
                     "SELECT id, hash, symbol, kind, start_line, end_line, embed_hash FROM chunks "
                     "WHERE file_id = ? ORDER BY start_line", (file_id,)):
@@ -172,10 +173,10 @@ class FileRows:
             conn.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
         else:
             file_id = conn.execute(
-                "INSERT INTO files(path, language, size, mtime_ns, hash, source, indexed_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files(path, language, size, mtime_ns, hash, source, indexed_at, unparsed) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.path, record.language, record.size, record.mtime_ns, record.hash,
-                 record.source, now_ms())).lastrowid
+                 record.source, now_ms(), record.unparsed)).lastrowid
             new_paths_generation(conn)
         path_tokens = expand(record.path)
         # Changes to file_terms: only the chunks written or dropped here count.
