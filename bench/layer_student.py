@@ -5,6 +5,7 @@ measured as a faster dense tier, not shipped.
     PYTHON_WITH_TORCH bench/layer_student.py train --layers 0,5 --out DIR [--epochs E]
         [--lr LR] [--init DIR]
     .venv/bin/python bench/layer_student.py eval NAME DIR/model.onnx [codesearch.py eval args]
+    .venv/bin/python bench/layer_student.py speed DIR/model.onnx [--corpus django] [--texts N]
 
 PYTHON_WITH_TORCH: a Python with ``torch==2.13.0 transformers safetensors onnx
 onnxruntime tokenizers`` (training only; never a ctxls dependency).
@@ -24,6 +25,10 @@ onnxruntime tokenizers`` (training only; never a ctxls dependency).
   ``embed_train.py export`` does (per-channel int8 weights).
 * ``eval``: set 4 (bench/codesearch.py) with the student served as a
   built-in model named NAME (its own stores and vector-cache key).
+* ``speed``: texts/s of the shipped model and the student, alternating
+  three times, over the same sample of a corpus's chunk texts (django's by
+  default: reserved, speed only) through the product's embedder (one run
+  per usable core, background steps).
 
 Findings: docs/decisions.md, "A transformer of fewer layers, distilled".
 """
@@ -242,9 +247,40 @@ def evaluate(name: str, model: Path, codesearch_args: list[str]) -> int:
     return codesearch.main(["eval", "--embed-model", name, *codesearch_args])
 
 
+def speed(model: Path, corpus: str, count: int, log) -> None:
+    from dataset import build_dataset
+
+    from ctxls.index import embeddings
+    from ctxls.index.chunker import chunk_file
+    from ctxls.index.embed_text import embedding_text
+    from ctxls.index.languages import language_for_path
+
+    tree = build_dataset(corpus).tree
+    found = []
+    for file in sorted(Path(tree).rglob("*")):
+        rel = str(file.relative_to(tree))
+        if file.is_file() and language_for_path(rel) is not None and file.stat().st_size <= 400_000:
+            text = file.read_text(encoding="utf-8", errors="replace")
+            found += [embedding_text(rel, chunk.symbol, chunk.text) for chunk in chunk_file(rel, text).chunks]
+    random.Random(7).shuffle(found)
+    texts = found[:count]
+    shipped = embeddings.load_embedder(embeddings.CODE_MODEL_NAME)
+    student = embeddings.OnnxEmbedder(embeddings.ModelFiles(
+        model=model, tokenizer=embeddings.TOKENIZER_FILE, model_sha256=None,
+        tokenizer_sha256=embeddings.TOKENIZER_SHA256, name="student"))
+    for _ in range(3):
+        for name, embedder in (("shipped", shipped), ("student", student)):
+            started = time.perf_counter()
+            for i in range(0, len(texts), embedder.batch_size):
+                embedder.embed(texts[i:i + embedder.batch_size])
+            seconds = time.perf_counter() - started
+            log(f"layer_student: {name} {len(texts) / seconds:.1f} texts/s over {len(texts)} of "
+                f"{corpus}'s {len(found)} chunk texts ({embedder.runs_at_once} runs at once)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("step", choices=("texts", "train", "eval"))
+    parser.add_argument("step", choices=("texts", "train", "eval", "speed"))
     parser.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
 
@@ -256,7 +292,13 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("eval NAME MODEL.onnx [codesearch.py eval args]")
         return evaluate(args.rest[0], Path(args.rest[1]), args.rest[2:])
     options = argparse.ArgumentParser(prog=f"layer_student.py {args.step}")
-    if args.step == "texts":
+    if args.step == "speed":
+        options.add_argument("model", type=Path)
+        options.add_argument("--corpus", default="django")
+        options.add_argument("--texts", type=int, default=3000)
+        more = options.parse_args(args.rest)
+        speed(more.model, more.corpus, more.texts, log)
+    elif args.step == "texts":
         options.add_argument("--per-corpus", type=int, default=1200)
         options.add_argument("--queries", type=int, default=25_000)
         more = options.parse_args(args.rest)

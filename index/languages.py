@@ -428,7 +428,10 @@ def set_aside(text: str, language: str) -> None:
     digest = content_hash(text)
     with _hazardous_lock:
         _mark(digest, UNPARSED_SUSPENDED)
-        _set_aside[language].add(digest)
+        # Bounded like the marks: a text past the bound keeps its mark when the
+        # suspension ends (windows until a new process, which reads it again).
+        if len(_set_aside[language]) < _HAZARDOUS_MAX:
+            _set_aside[language].add(digest)
 
 
 def suspended(language: str) -> bool:
