@@ -1591,9 +1591,11 @@ def test_an_edited_file_parsed_from_its_previous_tree_chunks_as_a_fresh_parse(mo
 
 # -- parses that must be abandoned ---------------------------------------------------
 
-# A 400 KB expression on one line: tree-sitter-d takes over 20 s on it (real
-# files parse at under 0.3 s a MiB).
-SLOW_FOR_D = "x = " + "a + " * 100_000 + "b\n"
+# A 50 KB expression on one line: tree-sitter-d takes ~3 s on it (real files
+# parse at under 0.3 s a MiB). Not longer: from ~17,000 terms its memory
+# passes the chunk worker's cap before the 2 s deadline on a quiet machine,
+# and the child dies (a crash, not a deadline).
+SLOW_FOR_D = "x = " + "a + " * 12_500 + "b\n"
 # A class name and annotation lines: tree-sitter-kotlin hangs inside one step
 # (11 s at 20,000 lines; SIGSEGV at 100,000), where no deadline can stop it.
 HANGS_KOTLIN = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( {\n"

@@ -95,7 +95,7 @@ CREATE TABLE IF NOT EXISTS files (
     hash TEXT NOT NULL,                 -- content_hash of the indexed text
     source TEXT NOT NULL,               -- 'disk' | 'buffer'
     indexed_at INTEGER NOT NULL,        -- ms
-    unparsed TEXT                       -- why a grammar's file is line windows (ParsedFile.unparsed)
+    unparsed TEXT                       -- ParsedFile.unparsed
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,             -- also the rowid of its fts_* row
