@@ -113,9 +113,9 @@ class Indexer:
         self.skipped: dict[str, str] = {}
         # Files read as line windows though their grammar reads them (path ->
         # why: ParsedFile.unparsed); those an earlier process stored so and
-        # nobody changed since, too (which of its reasons is not kept).
-        # Those set aside untried while their grammar was suspended keep that
-        # reason: a pass reads them again once it is not (``_set_aside_ready``).
+        # nobody changed since, too: given up on there (UNPARSED_EARLIER), or
+        # set aside untried while their grammar was suspended, which a pass
+        # reads again once it is not (``_set_aside_ready``).
         try:
             with self.store.snapshot() as conn:
                 earlier = windowed_files(conn)
