@@ -141,12 +141,16 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         set aside untried while its grammar was suspended is read by the
         worker first, as a changed one."""
         row = self.conn.execute("SELECT hash FROM files WHERE path = ?", (path,)).fetchone()
-        windowed = windowed_files(self.conn, path).get(path) if row is not None else None
-        if row is None or row["hash"] != content_hash(text) or (
-                windowed is not None and windowed[1] == UNPARSED_SUSPENDED):
-            # Changed since, or set aside untried (its grammar was suspended).
+        if row is None or row["hash"] != content_hash(text):
             chunk_guarded(path, text)
-        elif windowed is not None and reads_definitions(windowed[0]):
+            return
+        windowed = windowed_files(self.conn, path).get(path)
+        if windowed is None:
+            return
+        language, why = windowed
+        if why == UNPARSED_SUSPENDED:  # set aside untried: its grammar was suspended
+            chunk_guarded(path, text)
+        elif reads_definitions(language):
             mark_hazardous(text, UNPARSED_EARLIER)
 
     def definitions_named(self, name: str) -> list[Definition]:

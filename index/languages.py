@@ -406,14 +406,14 @@ _set_aside: dict[str, set[str]] = collections.defaultdict(set)  # language -> di
 
 
 def mark_hazardous(text: str, reason: str = UNPARSED_HAZARD, language: str | None = None,
-                   path: str | None = None) -> None:
+                   path: str = "") -> None:
     """Never parse ``text`` again in this process; ``language`` (with the
     ``path`` that held it): a give-up of that grammar's, counted toward its
     suspension."""
     with _hazardous_lock:
         _mark(content_hash(text), reason)
         if language is not None:
-            _give_ups[language].add(path or content_hash(text))
+            _give_ups[language].add(path)
 
 
 def _mark(digest: str, reason: str) -> None:
@@ -443,7 +443,9 @@ def forgive(path: str) -> list[str]:
     """``path`` no longer holds the text it gave up on (deleted, or another
     text): its give-up no longer counts. Returns the languages whose
     suspension this ends; their set-aside texts may be parsed again."""
-    lifted = []
+    lifted: list[str] = []
+    if not _give_ups:  # every file written calls this: no lock while nothing gave up
+        return lifted
     with _hazardous_lock:
         for language, paths in _give_ups.items():
             if path in paths:
