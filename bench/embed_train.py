@@ -531,17 +531,12 @@ def train(base: Path, steps: int | None, batch_size: int, lr: float, scale: floa
     log(f"embed_train: saved {WORK_DIR / 'model'} after {time.perf_counter() - started:.0f}s")
 
 
-def export(log) -> None:
-    import numpy as np
-    import onnxruntime as ort
+def export_int8(model, folder: Path) -> None:
+    """``model`` (a float BERT) as the shipped model's ONNX graph (inputs
+    input_ids, attention_mask, token_type_ids; output last_hidden_state):
+    ``folder/model-float.onnx``, then its int8 weights, ``folder/model.onnx``."""
     import torch
     from onnxruntime.quantization import QuantType, quantize_dynamic
-    from tokenizers import Tokenizer
-    from transformers import AutoModel
-
-    folder = WORK_DIR / "model"
-    model = AutoModel.from_pretrained(str(folder))
-    model.eval()
 
     class Hidden(torch.nn.Module):
         def __init__(self, inner):
@@ -552,8 +547,9 @@ def export(log) -> None:
             return self.inner(input_ids=input_ids, attention_mask=attention_mask,
                               token_type_ids=token_type_ids).last_hidden_state
 
+    model.eval()
     ids = torch.ones((2, 16), dtype=torch.int64)
-    float_path = WORK_DIR / "model-float.onnx"
+    float_path = folder / "model-float.onnx"
     torch.onnx.export(Hidden(model), (ids, torch.ones_like(ids), torch.zeros_like(ids)), str(float_path),
                       input_names=["input_ids", "attention_mask", "token_type_ids"],
                       output_names=["last_hidden_state"], opset_version=17, dynamo=False,
@@ -561,8 +557,19 @@ def export(log) -> None:
                                     ("input_ids", "attention_mask", "token_type_ids", "last_hidden_state")})
     # Per channel and weights only: onnxruntime's default (per tensor) left the
     # pooled vectors at cosine 0.948 on average to the float model's, this 0.993.
-    quantize_dynamic(str(float_path), str(WORK_DIR / "model.onnx"), weight_type=QuantType.QInt8,
+    quantize_dynamic(str(float_path), str(folder / "model.onnx"), weight_type=QuantType.QInt8,
                      per_channel=True, extra_options={"MatMulConstBOnly": True})
+
+
+def export(log) -> None:
+    import numpy as np
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+    from transformers import AutoModel
+
+    folder = WORK_DIR / "model"
+    export_int8(AutoModel.from_pretrained(str(folder)), WORK_DIR)
+    float_path = WORK_DIR / "model-float.onnx"
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.enable_truncation(max_length=PASSAGE_TOKENS)
     pairs = [json.loads(line) for line in PAIRS.read_text().splitlines()[::200] if line]

@@ -56,28 +56,37 @@ BERT_SHAPE = dict(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_at
                   intermediate_size=1536, max_position_embeddings=512, type_vocab_size=2)
 
 
+def chunk_texts(tree: Path) -> list[str]:
+    """Every chunk of ``tree``'s files as the product's chunker cuts it and
+    ``embed_text`` writes it (files the index would read: a language, 400 KB
+    at most, UTF-8)."""
+    from ctxls.index.chunker import chunk_file
+    from ctxls.index.embed_text import embedding_text
+    from ctxls.index.languages import language_for_path
+
+    found = []
+    for file in sorted(tree.rglob("*")):
+        rel = str(file.relative_to(tree))
+        if not file.is_file() or file.stat().st_size > 400_000 or language_for_path(rel) is None:
+            continue
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        found += [embedding_text(rel, chunk.symbol, chunk.text) for chunk in chunk_file(rel, text).chunks]
+    return found
+
+
 def texts(per_corpus: int, queries: int, log) -> None:
     import numpy as np
 
     import embed_train
     from ctxls.index import embeddings
-    from ctxls.index.chunker import chunk_file
-    from ctxls.index.embed_text import embedding_text
-    from ctxls.index.languages import language_for_path
 
     rng = random.Random(0)
     rows = []
     for corpus, tree in embed_train.training_trees(log, "layer_student"):
-        found = []
-        for file in sorted(Path(tree).rglob("*")):
-            rel = str(file.relative_to(tree))
-            if not file.is_file() or file.stat().st_size > 400_000 or language_for_path(rel) is None:
-                continue
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (UnicodeDecodeError, OSError):
-                continue
-            found += [embedding_text(rel, chunk.symbol, chunk.text) for chunk in chunk_file(rel, text).chunks]
+        found = chunk_texts(Path(tree))
         rng.shuffle(found)
         rows += [{"corpus": corpus.name, "kind": "chunk", "text": t} for t in found[:per_corpus]]
         log(f"layer_student: {corpus.name}: {len(found)} chunks")
@@ -149,6 +158,8 @@ def train(layers: list[int], out: Path, epochs: float, lr: float, init: Path | N
     from tokenizers import Tokenizer
     from transformers import BertModel
 
+    import embed_train
+
     torch.manual_seed(0)
     torch.set_num_threads(2)
     if init is not None:
@@ -205,44 +216,20 @@ def train(layers: list[int], out: Path, epochs: float, lr: float, init: Path | N
                 f"{time.perf_counter() - started:.0f}s")
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(out))
-    export(model, out)
-
-
-def export(model, out: Path) -> None:
-    import torch
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    class Hidden(torch.nn.Module):
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
-
-    model.eval()
-    ids = torch.ones((2, 16), dtype=torch.int64)
-    names = ("input_ids", "attention_mask", "token_type_ids")
-    torch.onnx.export(Hidden(model), (ids, torch.ones_like(ids), torch.zeros_like(ids)),
-                      str(out / "model-float.onnx"), input_names=list(names),
-                      output_names=["last_hidden_state"], opset_version=17, dynamo=False,
-                      dynamic_axes={n: {0: "batch", 1: "sequence"} for n in (*names, "last_hidden_state")})
-    quantize_dynamic(str(out / "model-float.onnx"), str(out / "model.onnx"), weight_type=QuantType.QInt8,
-                     per_channel=True, extra_options={"MatMulConstBOnly": True})
+    embed_train.export_int8(model, out)
 
 
 def evaluate(name: str, model: Path, codesearch_args: list[str]) -> int:
-    """codesearch.py's ``build`` then ``eval`` with ``name`` a built-in model."""
+    """codesearch.py's ``build`` then ``eval`` with the student served as the
+    code model under ``name`` (vectors are stamped with it)."""
     import codesearch
     from ctxls.index import embeddings
 
-    builtin_name, builtin_files = embeddings._builtin_name, embeddings.builtin_model_files
-    embeddings._builtin_name = lambda n: name if n == name else builtin_name(n)
-    embeddings.builtin_model_files = lambda n: (
-        embeddings.ModelFiles(model=model, tokenizer=embeddings.TOKENIZER_FILE, model_sha256=None,
-                              tokenizer_sha256=embeddings.TOKENIZER_SHA256, name=name)
-        if n == name else builtin_files(n))
+    if embeddings.is_builtin_model(name):
+        raise SystemExit(f"{name} is a built-in model's name; give the student its own")
+    # The engine resolves the code model through these module globals at run
+    # time (as bench/static_candidate.py serves a static table).
+    embeddings.CODE_MODEL_NAME, embeddings.CODE_MODEL_FILE, embeddings.CODE_MODEL_SHA256 = name, model, None
     codesearch.main(["build", "--embed-model", name])
     return codesearch.main(["eval", "--embed-model", name, *codesearch_args])
 
@@ -251,17 +238,8 @@ def speed(model: Path, corpus: str, count: int, log) -> None:
     from dataset import build_dataset
 
     from ctxls.index import embeddings
-    from ctxls.index.chunker import chunk_file
-    from ctxls.index.embed_text import embedding_text
-    from ctxls.index.languages import language_for_path
 
-    tree = build_dataset(corpus).tree
-    found = []
-    for file in sorted(Path(tree).rglob("*")):
-        rel = str(file.relative_to(tree))
-        if file.is_file() and language_for_path(rel) is not None and file.stat().st_size <= 400_000:
-            text = file.read_text(encoding="utf-8", errors="replace")
-            found += [embedding_text(rel, chunk.symbol, chunk.text) for chunk in chunk_file(rel, text).chunks]
+    found = chunk_texts(Path(build_dataset(corpus).tree))
     random.Random(7).shuffle(found)
     texts = found[:count]
     shipped = embeddings.load_embedder(embeddings.CODE_MODEL_NAME)
