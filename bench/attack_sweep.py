@@ -32,6 +32,12 @@ Seventh session (``seventh_session``):
 9. escapes: URIs whose percent-escapes are not UTF-8 or hold `%2F` (null
    answers, never the file `\ufffd\ufffd.py` or `a/b.py` they decode to).
 
+Twenty-fifth session:
+
+10. gitconfig: the repository's ``.git/config`` names a program at
+    ``core.fsmonitor``, ``core.pager``, ``diff.external``, ``gpg.program``
+    and a hooks folder; none may run during the whole sweep.
+
 The repository carries links out of its root to files holding a marker
 (tests/test_symlinks.py). Every probe is time-boxed; a probe fails when it
 gets no answer, -32603, or an answer holding the marker or /etc/passwd's
@@ -348,12 +354,29 @@ def mcp_sweep(root: Path) -> tuple[dict, list[dict]]:
     return {"mcp lines": len(MCP_LINES)}, failures
 
 
+def plant_git_programs(base: Path, root: Path) -> Path:
+    """Family 10: the repository's .git/config names a program at every key
+    git may run one from (``core.fsmonitor`` runs on each ``ls-files``); the
+    file that program would create, which must not exist after the sweep."""
+    ran = base / "git-config-ran"
+    script = base / "git-program.sh"
+    script.write_text(f"#!/bin/sh\ntouch {ran}\ncat\n")
+    script.chmod(0o755)
+    for key in ("core.fsmonitor", "core.pager", "diff.external", "gpg.program", "core.hooksPath"):
+        subprocess.run(["git", "-C", str(root), "config", key, str(script) if key != "core.hooksPath" else str(base)],
+                       check=True)
+    (base / "post-index-change").write_text(f"#!/bin/sh\ntouch {ran}\n")
+    (base / "post-index-change").chmod(0o755)
+    return ran
+
+
 def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="ctxls-sweep-"))
     root = base / "repo"
     root.mkdir()
     write_tree(root, SAMPLE_FILES)
     subprocess.run(["git", "init", "-q", str(root)], check=True)
+    ran = plant_git_programs(base, root)
     outside = plant_links(base, root)
     with open(os.fsencode(root) + b"/caf\xe9.py", "w") as planted:  # a name not UTF-8
         planted.write("def latin_fn():\n    return 2\n")
@@ -408,6 +431,8 @@ def main() -> int:
     seed = conn.request("ctxls/get", {"id": "seed"}, "check-seed") if alive else {}
     stash = conn.request("ctxls/peek", {"id": "s1"}, "check-stash") if alive else {}
     report["alive"] = alive
+    if ran.exists():
+        report["failures"].append({"family": "gitconfig", "problem": "the repository's git config ran a program"})
     report["memoryIntact"] = (seed.get("result") or {}).get("text") == "the seed fact"
     report["stashIntact"] = (stash.get("result") or {}).get("head") == "stashed"
     if alive:

@@ -12,13 +12,13 @@ import logging
 import os
 import re
 import stat
-import subprocess
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
 
+from ctxls.index.git import git_command, run_git
 from ctxls.index.languages import DEFAULT_INCLUDE
 from ctxls.index.roots import STORE_DIR_NAME
 
@@ -138,14 +138,9 @@ class FileFilter:
 
 def _git_files(root: Path) -> list[str] | None:
     """Tracked plus untracked-but-not-ignored files, or None if not a git repo."""
-    try:
-        proc = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
-             "--exclude-standard", "--deduplicate"],
-            capture_output=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
+    proc = run_git(git_command("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate",
+                               root=root), timeout=60)
+    if proc is None or proc.returncode != 0:
         return None
     return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
 
@@ -220,14 +215,10 @@ def ignored_paths(root: Path, paths: list[str]) -> set[str]:
     """Which of ``paths`` git (or, outside git, the .gitignore files) ignores."""
     if not paths:
         return set()
-    try:
-        proc = subprocess.run(["git", "-C", str(root), "check-ignore", "-z", "--stdin"],
-                              input="\0".join(paths).encode("utf-8", "surrogateescape"),
-                              capture_output=True, timeout=30)
-        if proc.returncode in (0, 1):  # 1: none ignored
-            return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
-    except (OSError, subprocess.TimeoutExpired):
-        pass
+    proc = run_git(git_command("check-ignore", "-z", "--stdin", root=root), timeout=30,
+                   input="\0".join(paths).encode("utf-8", "surrogateescape"))
+    if proc is not None and proc.returncode in (0, 1):  # 1: none ignored
+        return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
     ignored = set()
     for path in paths:
         parts = path.split("/")

@@ -23,7 +23,6 @@ from __future__ import annotations
 import errno
 import logging
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -33,6 +32,7 @@ import watchfiles
 from watchfiles._rust_notify import RustNotify
 
 from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths, is_skipped_folder_name, listed_folders
+from ctxls.index.git import git_command, run_git
 
 if TYPE_CHECKING:
     from ctxls.index.engine import Engine
@@ -60,12 +60,8 @@ RETRY_S = 0.2
 
 def git_dir(root: Path) -> Path | None:
     """The git folder of the repository ``root`` is in (a worktree's own), or None."""
-    try:
-        proc = subprocess.run(["git", "-C", str(root), "rev-parse", "--absolute-git-dir"],
-                              capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    found = Path(os.fsdecode(proc.stdout.strip())) if proc.returncode == 0 else None
+    proc = run_git(git_command("rev-parse", "--absolute-git-dir", root=root), timeout=10)
+    found = Path(os.fsdecode(proc.stdout.strip())) if proc is not None and proc.returncode == 0 else None
     return found if found is not None and found.is_dir() else None
 
 

@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import collections
 import math
-import os
 import re
-import subprocess
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ctxls.index.git import git_command, run_git
 from ctxls.index.tokenize import query_terms
 
 HISTORY_FEATURES = ("history", "hist_commits", "hist_fixes", "hist_recency", "hist_text")
@@ -56,9 +55,6 @@ FIX_WORDS = re.compile(
     r"\b(?:fix(?:e[sd]|ing|up)?|bugs?|bugfix|errors?|crash(?:es|ed|ing)?|issues?|fail(?:s|ed|ure|ing)?"
     r"|broken|wrong|incorrect(?:ly)?|regressions?|exceptions?|leaks?|hangs?|workaround)\b", re.I)
 
-# Safety: a repository's config never runs a program here.
-_SAFE = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "log.showSignature=false",
-         "-c", "diff.external=", "-c", "core.pager=cat")
 _SEP, _END = "\x1e", "\x1f"
 
 
@@ -133,14 +129,8 @@ NO_HISTORY = RepoHistory(None, 0, {}, {}, {}, 0)
 
 
 def _git(base: list[str], *args: str) -> str | None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
-    try:
-        proc = subprocess.run([*base, *args], capture_output=True, timeout=TIMEOUT_S, env=env,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    if proc.returncode != 0:
+    proc = run_git([*base, *args], timeout=TIMEOUT_S)
+    if proc is None or proc.returncode != 0:
         return None
     return proc.stdout.decode("utf-8", "surrogateescape")
 
@@ -148,8 +138,7 @@ def _git(base: list[str], *args: str) -> str | None:
 def git_base(root: Path | None = None, git_dir: Path | None = None) -> list[str]:
     """The git command line for a working tree ``root`` (paths relative to it,
     as the index has them) or a bare ``git_dir`` (paths from its top)."""
-    where = ["-C", str(root)] if git_dir is None else ["--git-dir", str(git_dir)]
-    return ["git", "--no-pager", *_SAFE, *where]
+    return git_command(root=root if git_dir is None else None, git_dir=git_dir)
 
 
 def head_of(base: list[str], rev: str = "HEAD") -> str | None:

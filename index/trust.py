@@ -26,9 +26,9 @@ import hmac
 import logging
 import os
 import secrets
-import subprocess
 from pathlib import Path
 
+from ctxls.index.git import git_command, run_git
 from ctxls.index.private import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, restrict
 
 log = logging.getLogger(__name__)
@@ -108,13 +108,12 @@ def untracked_and_owned(db_path: str) -> bool:
     try:
         if os.stat(db_path).st_uid != os.getuid():
             return False
-        folder = os.path.dirname(os.path.realpath(db_path))
-        proc = subprocess.run(["git", "-C", folder, "ls-files", "--error-unmatch", "--",
-                               os.path.realpath(db_path)], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return False
+    real = os.path.realpath(db_path)
+    proc = run_git(git_command("ls-files", "--error-unmatch", "--", real, root=os.path.dirname(real)), timeout=30)
     # 0: tracked; 1 with "did not match": untracked in a work tree; 128: no repository.
-    return proc.returncode == 1 and b"did not match" in proc.stderr
+    return proc is not None and proc.returncode == 1 and b"did not match" in proc.stderr
 
 
 def problem(meta: dict[str, str], db_path: str) -> str | None:

@@ -175,18 +175,3 @@ def test_the_history_is_read_after_the_first_pass_so_no_locate_waits_for_it(tmp_
 def test_the_shipped_model_names_the_history_features():
     model = json.loads((Path(__file__).parent.parent / "index" / "models" / "locate-scorer.json").read_text())
     assert set(HISTORY_FEATURES) <= set(model["features"])
-
-
-def test_a_repositorys_config_runs_nothing_while_its_history_is_read(tmp_path: Path):
-    root, commits = _repo(tmp_path)
-    marker = tmp_path / "ran"
-    script = tmp_path / "run.sh"
-    script.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
-    script.chmod(0o755)
-    for key in ("core.pager", "core.fsmonitor", "diff.external", "gpg.program", "core.hooksPath"):
-        git(root, "config", key, str(script) if key != "core.hooksPath" else str(tmp_path))
-    git(root, "config", "log.showSignature", "true")
-    (tmp_path / "post-checkout").write_text(f"#!/bin/sh\ntouch {marker}\n")
-    history = History(root).current()
-    assert history.head == commits[-1] and history.files["shop/cart.py"].commits == 3
-    assert not marker.exists()

@@ -1,8 +1,9 @@
 """What arrives inside a repository is data, never authority (issue 38): a
 malformed ignore file costs only its own rules, vendored copies rank below
 first-party code, and a store committed or copied into the tree plants no
-memory until its user imports it. Through real files and the real `ctxls`
-command and daemon."""
+memory until its user imports it, and its git config runs no program
+(``core.fsmonitor`` and the rest: index/git.py). Through real files and the
+real `ctxls` command and daemon."""
 
 from __future__ import annotations
 
@@ -14,12 +15,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import SAMPLE_FILES, write_tree
+import pytest
+
+from conftest import SAMPLE_FILES, commit_files, git, write_tree
 from rawrpc import StdioDaemon
 from ctxls.impact.risk import is_peripheral_path
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
 from ctxls.index.paths import path_class
+from ctxls.index import trust
+from ctxls.index.discovery import DiscoveryOptions, FileFilter, discover, ignored_paths
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.live import git_dir
+from ctxls.index.locate_history import History
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
@@ -203,3 +211,73 @@ def test_a_ctxls_package_in_the_repository_is_never_imported_by_the_chunk_worker
     assert not marker.exists()
     found = run("symbols", "handler", "--no-daemon", "--json")
     assert '"app.py"' in found.stdout, found.stdout
+
+
+def _hostile_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository whose .git/config names a program at every key git may
+    run one from; the marker that program would create."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q")
+    commit_files(root, "Add the shop", {"shop/cart.py": "def total(cart):\n    return 0\n",
+                                        ".gitignore": "build/\n"})
+    commit_files(root, "Fix the cart total", {"shop/cart.py": "def total(cart):\n    return 1\n"})
+    write_tree(root, {"shop/untracked.py": "def draft():\n    return 2\n",
+                      "build/out.py": "def built():\n    return 3\n",
+                      # Only git reads info/exclude: listed here, the listing came from git.
+                      "notes/excluded.py": "def private():\n    return 4\n"})
+    (root / ".git" / "info").mkdir(exist_ok=True)
+    (root / ".git" / "info" / "exclude").write_text("notes/\n")
+    marker = tmp_path / "ran"
+    script = tmp_path / "run.sh"
+    script.write_text(f"#!/bin/sh\ntouch {marker}\ncat\n")
+    script.chmod(0o755)
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in ("post-index-change", "post-checkout", "reference-transaction"):
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch {marker}\n")
+        (hooks / hook).chmod(0o755)
+    for key in ("core.fsmonitor", "core.pager", "diff.external", "gpg.program"):
+        git(root, "config", key, str(script))
+    git(root, "config", "core.hooksPath", str(hooks))
+    git(root, "config", "log.showSignature", "true")
+    return root, marker
+
+
+def test_a_repositorys_git_config_runs_nothing_while_it_is_indexed_watched_and_located(tmp_path: Path):
+    root, marker = _hostile_repo(tmp_path)
+    engine = Engine(root, EngineOptions(watch="auto"))
+    try:
+        engine.follow_disk()
+        assert engine.follower is not None and engine.follower.established.wait(10)
+        engine.cold_index()
+        indexed = set(engine.store.file_states())
+        assert {"shop/cart.py", "shop/untracked.py"} <= indexed
+        assert not {"build/out.py", "notes/excluded.py"} & indexed  # git's answer, not a walk's
+        assert engine.locate("total() in cart.py returns the wrong value")[0].path == "shop/cart.py"
+    finally:
+        engine.close()
+    assert git_dir(root) == (root / ".git").resolve()
+    assert ignored_paths(root, ["build/out.py", "shop/cart.py"]) == {"build/out.py"}
+    assert trust.untracked_and_owned(str(root / "shop" / "untracked.py"))
+    assert not trust.untracked_and_owned(str(root / "shop" / "cart.py"))
+    history = History(root).current()
+    assert history.files["shop/cart.py"].commits == 2
+    assert not marker.exists()
+
+
+def test_the_callers_git_variables_do_not_redirect_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root, _ = _hostile_repo(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    commit_files(other, "Elsewhere", {"elsewhere.py": "x = 1\n"})
+    # As a daemon started from another repository's hook or terminal inherits them.
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    listing = discover(root, FileFilter(DiscoveryOptions()))
+    assert "shop/cart.py" in listing.paths and "elsewhere.py" not in listing.paths
+    assert "notes/excluded.py" not in listing.paths
+    assert git_dir(root) == (root / ".git").resolve()
+    assert History(root).current().files["shop/cart.py"].commits == 2
+    assert os.environ["GIT_DIR"] == str(other / ".git")  # the process's own environment untouched

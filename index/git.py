@@ -1,0 +1,58 @@
+"""Every git command ctxls runs, built in one place so that a repository's
+own config never runs a program here.
+
+A repository is data, never authority, and its ``.git/config`` arrives with
+it (a tarball, a copied folder, a shared drive): ``core.fsmonitor`` names a
+program that ``git ls-files``, ``git check-ignore`` and ``git status`` run on
+every call, before they answer. Command-line ``-c`` settings override every
+config file, so each command carries :data:`SAFE_CONFIG`; the commands
+themselves turn off what config could add to their output (``--no-pager``,
+and in ``git log`` no external diff, textconv or signature checks). The
+caller's own ``GIT_*`` variables are dropped too: a daemon started from a
+git hook or an editor's terminal inherits ``GIT_DIR`` or ``GIT_WORK_TREE``
+that name another repository.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+SAFE_CONFIG = (
+    "-c", "core.fsmonitor=false",  # a program run by every index read
+    "-c", "core.hooksPath=/dev/null",  # hooks (post-index-change, ...)
+    "-c", "core.pager=cat",
+    "-c", "diff.external=",
+    "-c", "log.showSignature=false",  # gpg.program
+    # A folder shaped like a bare repository (HEAD, config, objects/) inside
+    # the tree is not taken for one; an explicit --git-dir still is.
+    "-c", "safe.bareRepository=explicit",
+)
+
+
+def git_command(*args: str, root: Path | str | None = None, git_dir: Path | str | None = None) -> list[str]:
+    """The command line of ``git args`` in the working folder ``root`` (paths
+    relative to it) or on the repository ``git_dir`` (a bare one, or a
+    ``.git`` folder)."""
+    where = ["-C", str(root)] if root is not None else []
+    if git_dir is not None:
+        where += ["--git-dir", str(git_dir)]
+    return ["git", "--no-pager", *SAFE_CONFIG, *where, *args]
+
+
+def git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    # Never a prompt (a credential, a passphrase), never a lock on the index.
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    return env
+
+
+def run_git(command: list[str], timeout: float, input: bytes | None = None) -> subprocess.CompletedProcess | None:
+    """``command`` (from :func:`git_command`) run to its end, output captured;
+    None when git is missing or ran past ``timeout`` seconds."""
+    try:
+        return subprocess.run(command, input=input, capture_output=True, timeout=timeout, env=git_env(),
+                              stdin=subprocess.DEVNULL if input is None else None)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
