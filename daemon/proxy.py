@@ -460,9 +460,12 @@ class Proxy:
                 return
             log_file = open(self.socket_path.with_name("daemon.log"), "ab")
             # Bound to this process: when our editor exits, the daemon does too
-            # and the remaining proxies start the next one.
+            # and the remaining proxies start the next one. -P: the folder it
+            # runs in (an editor starts servers in the repository) is not put
+            # on sys.path, so the repository's own `ctxls/` or `numpy.py` is
+            # never imported in its place.
             daemon = subprocess.Popen(
-                [sys.executable, "-m", "ctxls.daemon.cli", "serve", "--root", str(self.root),
+                [sys.executable, "-P", "-m", "ctxls.daemon.cli", "serve", "--root", str(self.root),
                  "--socket", str(self.socket_path), f"--clientProcessId={os.getpid()}"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file,
                 start_new_session=True)

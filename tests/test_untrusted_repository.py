@@ -7,9 +7,11 @@ real `ctxls` command and daemon."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -19,6 +21,9 @@ import pytest
 
 from conftest import SAMPLE_FILES, commit_files, git, write_tree
 from rawrpc import StdioDaemon
+from ctxls.daemon.client import DaemonClient
+from ctxls.daemon.proxy import Proxy
+from ctxls.daemon.socket_server import socket_is_live
 from ctxls.impact.risk import is_peripheral_path
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
@@ -281,3 +286,42 @@ def test_the_callers_git_variables_do_not_redirect_discovery(tmp_path: Path, mon
     assert git_dir(root) == (root / ".git").resolve()
     assert History(root).current().files["shop/cart.py"].commits == 2
     assert os.environ["GIT_DIR"] == str(other / ".git")  # the process's own environment untouched
+
+
+def _processes_naming(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and text.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_daemon_a_proxy_starts_imports_nothing_from_the_folder_it_runs_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An editor starts `ctxls serve` in the repository; when the socket's
+    owner is gone, that proxy starts the next daemon as `python -m`, which put
+    the repository first on sys.path: its own `ctxls/` ran instead of ours."""
+    marker = tmp_path / "ran"
+    planted = f"open({str(marker)!r}, 'w').close()\n"
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES | {"ctxls/__init__.py": planted, "ctxls/daemon/__init__.py": planted,
+                                     "ctxls/daemon/cli.py": planted, "numpy.py": planted})
+    monkeypatch.chdir(root)
+    socket_path = root / ".ctxls" / "daemon.sock"
+    proxy = Proxy({}, root, socket_path, io.BytesIO(), None)
+    try:
+        proxy.ensure_owner()
+        assert socket_is_live(socket_path)
+        client = DaemonClient.connect(socket_path)
+        assert client is not None
+        try:
+            client.request("ctxls/recall", {"query": "retry", "kind": "code", "mode": "lexical"})
+        finally:
+            client.close()
+    finally:
+        for pid in _processes_naming(str(socket_path)):
+            os.kill(pid, signal.SIGTERM)
+    assert not marker.exists()
