@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
+import re2
 
 from ctxls.index.git import git_command, run_git
 from ctxls.index.languages import DEFAULT_INCLUDE
@@ -81,6 +82,22 @@ _GENERATED_SUFFIXES = (".min.js", ".min.css", "-lock.yaml", ".lock.yaml")
 _WARNED_IGNORE_FILES: set[tuple[str, str]] = set()
 
 
+# A rule's regular expression runs on RE2, in time linear in the path: on
+# Python's backtracking engine one `.gitignore` line such as `*a*a*a*a*b`
+# took 7 s per 250-character name, `**/a/**/a/**/a/**/b` 7 s per deep path,
+# so a folder's rules could stall a pass for hours ("Ignore rules run in
+# linear time", docs/decisions.md).
+_RULE_BACKEND = "re2"
+# What a rule pathspec or RE2 cannot read raises (RE2 refuses a few classes
+# that Python's engine accepts, such as pathspec's reading of `[[:alpha:]]`).
+_RULE_ERRORS = (ValueError, re.error, re2.error)
+
+
+def gitignore_spec(lines: Iterable[str]) -> pathspec.PathSpec:
+    """Gitignore rules as written (the caller handles rules it cannot read)."""
+    return pathspec.PathSpec.from_lines("gitignore", lines, backend=_RULE_BACKEND)
+
+
 def ignore_spec(lines: Iterable[str], source: str) -> pathspec.PathSpec:
     """Gitignore rules, compiled so that a rule pathspec cannot read (a lone
     `!`, a trailing `\\`, `[z-a]`) costs only itself: git skips such a rule,
@@ -88,14 +105,14 @@ def ignore_spec(lines: Iterable[str], source: str) -> pathspec.PathSpec:
     folder outside git. The rules dropped are logged once, naming ``source``."""
     lines = [line.rstrip("\r\n") for line in lines]
     try:
-        return pathspec.PathSpec.from_lines("gitignore", lines)
-    except (ValueError, re.error):
+        return gitignore_spec(lines)
+    except _RULE_ERRORS:
         pass
     kept, dropped = [], []
     for number, line in enumerate(lines, 1):
         try:
-            pathspec.PathSpec.from_lines("gitignore", [line])
-        except (ValueError, re.error) as exc:
+            gitignore_spec([line])
+        except _RULE_ERRORS as exc:
             dropped.append(f"line {number} {line!r} ({exc})")
         else:
             kept.append(line)
@@ -103,7 +120,7 @@ def ignore_spec(lines: Iterable[str], source: str) -> pathspec.PathSpec:
     if key not in _WARNED_IGNORE_FILES:
         _WARNED_IGNORE_FILES.add(key)
         log.warning("%s: ignore rules git cannot read left out: %s", source, "; ".join(dropped))
-    return pathspec.PathSpec.from_lines("gitignore", kept)
+    return gitignore_spec(kept)
 
 
 def _ignore_file_spec(path: str) -> pathspec.PathSpec | None:

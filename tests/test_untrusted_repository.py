@@ -64,6 +64,34 @@ def test_a_malformed_nested_gitignore_costs_only_its_own_rules(tmp_path: Path):
         assert not {"fixtures/secret.py", "build/out.py"} & set(code_paths(root, hidden))
 
 
+def test_ignore_rules_that_backtrack_cost_no_more_than_any_others(tmp_path: Path):
+    """Outside git, ctxls reads the .gitignore files itself. On a
+    backtracking engine each of these rules took seconds for one long name
+    or deep path, and years for the 250-character names below: the pass
+    never ended. The names they match stay out, the rest is indexed."""
+    root = tmp_path / "plain"
+    deep = "/".join(["a"] * 60)
+    write_tree(root, SAMPLE_FILES | {
+        ".gitignore": "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b.py\n"
+                      "?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*?*c.py\n"
+                      "**/a/**/a/**/a/**/a/**/a/**/a/**/a/**/b/\n",
+        ("a" * 240) + ".py": "def long_kept():\n    return 1\n",
+        ("a" * 240) + "b.py": "def long_ignored():\n    return 2\n",
+        ("a" * 240) + "c.py": "def long_ignored_too():\n    return 3\n",
+        f"{deep}/kept.py": "def deep_kept():\n    return 4\n",
+        f"{deep}/b/out.py": "def deep_ignored():\n    return 5\n",
+    })
+    indexed = ctxls("index", str(root), "--json")
+    assert indexed.returncode == 0, indexed.stderr
+    assert json.loads(indexed.stdout)["added"] == len(SAMPLE_FILES) + 2  # long_kept, deep_kept
+    assert code_paths(root, "long_kept")[0] == ("a" * 240) + ".py"
+    assert code_paths(root, "deep_kept")[0] == f"{deep}/kept.py"
+    for ignored in ("long_ignored", "long_ignored_too", "deep_ignored"):
+        assert not any(ignored in path for path in code_paths(root, ignored))
+    listing = discover(root, FileFilter(DiscoveryOptions(exclude=("*x*x*x*x*x*x*x*x*x*x*x*x*x*x*x*x*x*z",))))
+    assert f"{deep}/kept.py" in listing.paths
+
+
 def code_paths(root: Path, query: str) -> list[str]:
     recalled = ctxls("recall", query, "--root", str(root), "--json")
     return [hit["path"] for hit in json.loads(recalled.stdout)["groups"]["code"]]
