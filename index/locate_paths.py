@@ -33,8 +33,12 @@ class PathIndex:
                  package_name: Callable[[str], str | None] | None = None):
         self.package_name = package_name
         self.by_suffix: dict[str, list[str]] = {}
+        # No written path's tail longer than the deepest file names one: a
+        # pasted path of 20,000 components was 20,000 joins of up to 20,000.
+        self.max_parts = 0
         for path in paths:
             parts = path.split("/")
+            self.max_parts = max(self.max_parts, len(parts))
             for first in range(len(parts)):
                 self.by_suffix.setdefault("/".join(parts[first:]), []).append(path)
         self.resolver = ImportResolver(paths)
@@ -67,7 +71,7 @@ class PathIndex:
             return (found, len(rest)) if found is not None else None
         if in_standard_library(normal):
             return None
-        for first in range(len(parts)):
+        for first in range(max(0, len(parts) - self.max_parts), len(parts)):
             tail = parts[first:]
             found = self.by_suffix.get("/".join(tail))
             if not found:

@@ -72,6 +72,13 @@ class IssueText:
 
 # A name's weight by how often the text mentions it (index: mentions, capped).
 PROMINENCE_BY_COUNT = (0.35, 0.35, 0.6, 0.8)
+# A message is looked for by its words in chunks (locate_signals): an error
+# line longer than this is a dump (a pasted log, a data value), and reading
+# one of 40,000 characters cost seconds per chunk; it is cut at a space.
+MAX_MESSAGE_CHARS = 1_000
+# A dotted name of more parts is no module (resolving one costs the square of
+# its parts: `a.a.a…` of 20,000 parts took minutes).
+MAX_MODULE_PARTS = 64
 
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
@@ -331,6 +338,14 @@ def _other_python_frames(text: str) -> list[Frame]:
             for run in runs for i, (path, line, function) in enumerate(run)]
 
 
+def _clipped(text: str, limit: int) -> str:
+    """``text`` cut at its last space within ``limit`` characters."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit + 1)
+    return text[:cut if cut > 0 else limit]
+
+
 def _add(seen: dict[str, None], value: str) -> None:
     if value:
         seen.setdefault(value)
@@ -449,7 +464,7 @@ def read_issue(text: str) -> IssueText:
         # each part between punctuation is looked for on its own too.
         for part in [message, *_MESSAGE_PARTS.split(message)]:
             if len(part.split()) >= 3:
-                _add(messages, part.strip())
+                _add(messages, _clipped(part.strip(), MAX_MESSAGE_CHARS))
     paths: dict[str, None] = {}
     modules: dict[str, None] = {}
     imported: dict[tuple[str, str], None] = {}
@@ -540,7 +555,8 @@ def read_issue(text: str) -> IssueText:
         _add(paths, match.group(1).replace(".", "/") + ".py")
     title = next((line.strip() for line in text.splitlines() if line.strip()), "")
     return IssueText(prose=prose, code=code, frames=frames, messages=list(messages),
-                     identifiers=names, paths=list(paths), modules=list(modules),
+                     identifiers=names, paths=list(paths),
+                     modules=[m for m in modules if m.count(".") < MAX_MODULE_PARTS],
                      imported=list(imported), literals=list(literals), title=title, raw=text)
 
 

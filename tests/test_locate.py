@@ -413,6 +413,20 @@ def test_a_name_too_long_to_be_indexed_is_no_error(engine: Engine):
     assert located[0].path == "shop/rounding.py"
 
 
+@pytest.mark.parametrize("filler", ["/", ".", "a.", "a/", "a_"])
+def test_a_text_padded_with_a_long_run_is_read_whole_and_still_leads_to_its_file(engine: Engine, filler: str):
+    """A pasted run in an error message, a path or a dotted name cost the cube
+    or the square of its length (2,000 slashes in a message: 20 s; a dotted
+    name of 20,000 parts: minutes): each such run is read in one pass now,
+    and the report around it still leads to the file."""
+    run = filler * (12_000 // len(filler))
+    text = (PYTHON_TRACEBACK.replace("got -3\n", f"got -3 {run}\n")
+            + f"\nsee {run}x.py and {run}Cart and {run}\n")
+    located = engine.locate(text, 5)
+    assert located[0].path == "shop/pricing.py"
+    assert "message" in located[0].signals and "frame" in located[0].signals
+
+
 def test_with_embeddings_the_best_files_get_a_semantic_signal(shop: Path):
     text = "Cart.total is wrong when a Discount is applied to a refund (a negative price)"
     lexical = Engine(shop, EngineOptions())
