@@ -353,3 +353,21 @@ def test_a_daemon_a_proxy_starts_imports_nothing_from_the_folder_it_runs_in(
         for pid in _processes_naming(str(socket_path)):
             os.kill(pid, signal.SIGTERM)
     assert not marker.exists()
+
+
+def test_a_c_file_of_many_broken_lines_is_read_by_its_definitions(tmp_path: Path):
+    """Each broken node looked for the next top-level line by scanning to the
+    file's end: 150,000 indented lines, each its own broken node, cost the
+    chunk worker minutes, so it gave up and the file became line windows,
+    its function lost. The scan is done once per file now."""
+    root = tmp_path / "repo"
+    write_tree(root, {"src/junk.c": "    a\n" * 150_000 + "int last_function(void)\n{\n    return 1;\n}\n",
+                      "src/ok.c": "int fine(void) { return 0; }\n"})
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.cold_index()
+        assert engine.status()["unparsed"]["count"] == 0
+        hits = engine.recall("last_function", kinds=["code"], n=3).hits_by_kind["code"]
+        assert (hits[0].path, hits[0].symbol) == ("src/junk.c", "last_function")
+    finally:
+        engine.close()
