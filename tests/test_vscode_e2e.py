@@ -68,12 +68,15 @@ def build_vsix(out_dir: Path) -> Path:
 
 
 @contextmanager
-def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iterator[str]:
-    """A running code-server with the extension installed; yields its URL."""
+def code_server(workspace: Path, home: Path, vsix: Path, settings: dict, trust: bool = False) -> Iterator[str]:
+    """A running code-server with the extension installed; yields its URL.
+    ``trust``: Workspace Trust on, the folder not trusted (Restricted Mode,
+    no prompt); else trust off, every folder trusted."""
     extensions, data = home / "extensions", home / "data"
     (data / "User").mkdir(parents=True, exist_ok=True)
     (data / "User" / "settings.json").write_text(json.dumps({
-        "security.workspace.trust.enabled": False, "workbench.startupEditor": "none",
+        "security.workspace.trust.enabled": trust, "security.workspace.trust.startupPrompt": "never",
+        "workbench.startupEditor": "none",
         "telemetry.telemetryLevel": "off", "extensions.autoUpdate": False,
         "extensions.autoCheckUpdates": False, "files.autoSave": "off",
         "workbench.tips.enabled": False, "editor.minimap.enabled": False,
@@ -92,7 +95,7 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict) -> Iter
     # starts are ended with it, so no stale daemon outlives the test.
     proc = subprocess.Popen([str(CODE_SERVER), "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
                              "--disable-telemetry", "--disable-update-check",
-                             "--disable-workspace-trust", *common, str(workspace)],
+                             *([] if trust else ["--disable-workspace-trust"]), *common, str(workspace)],
                             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             env=node_bin.environment() | {"HOME": str(home)})
     try:
@@ -197,3 +200,32 @@ def test_one_status_bar_item_while_indexing_then_lenses_count(tmp_path: Path) ->
     assert "indexing" in watched and "ctxls ready · 6,005 files" in watched, watched
     assert "lenses seen: " in watched and "indexing…" in watched.split("lenses seen: ")[1], watched
     assert "caller" in steps["the lens counts callers once ready"]
+
+
+def test_an_untrusted_folder_cannot_choose_the_program_vs_code_starts(tmp_path: Path) -> None:
+    """Restricted Mode: the folder's .vscode/settings.json names a script of
+    its own as ctxls.serverPath (relative, and absolute) with arguments; VS
+    Code hands the extension the user's settings for those keys only, so the
+    user's ctxls serves the folder and the script never runs."""
+    requirements()
+    repo = tmp_path / "repo"
+    marker = tmp_path / "ran"
+    write_tree(repo, SAMPLE_FILES | {"evil.sh": f"#!/bin/sh\ntouch {marker}\nexec sleep 600\n"})
+    (repo / "evil.sh").chmod(0o755)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    vsix = build_vsix(tmp_path)
+    server = Path(sys.executable).with_name("ctxls")
+    for planted in ("./evil.sh", str(repo / "evil.sh")):
+        write_tree(repo, {".vscode/settings.json": json.dumps({
+            "ctxls.serverPath": planted, "ctxls.serverArgs": ["--planted"],
+            "ctxls.dbPath": str(tmp_path / "planted.db")})})
+        shots = tmp_path / f"screenshots-{len(planted)}"
+        shots.mkdir()
+        home = tmp_path / f"home-{len(planted)}"
+        with code_server(repo, home, vsix, {"ctxls.serverPath": str(server), "ctxls.embeddings": False},
+                         trust=True) as url:
+            result = drive(url, "pkg/session.py:16", shots, "bench")
+        report = "\n".join(f"{'ok ' if s['ok'] else 'FAIL'} {s['name']}: {s['detail']}" for s in result["steps"])
+        assert not [s for s in result["steps"] if not s["ok"]], f"{report}\n{result['output']}\nscreenshots: {shots}"
+        assert "ctxls ready" in result["timings"]["indexed"], result["timings"]
+        assert not marker.exists() and not (tmp_path / "planted.db").exists(), planted

@@ -39,6 +39,8 @@ export function activate(context: vscode.ExtensionContext): void {
         void ctxls.restart();
       }
     }),
+    // Trusted now: the workspace's own serverPath, serverArgs and dbPath apply.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => void ctxls.restart()),
     // A save queues re-indexing (and embedding); show the backlog drain.
     vscode.workspace.onDidSaveTextDocument(() => statusBar.refresh()),
   );

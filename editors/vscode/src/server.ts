@@ -35,6 +35,7 @@ export class CtxlsServer implements vscode.Disposable {
     const launch = buildServerLaunch(readSettings(), {
       homeDir: os.homedir(),
       workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
+      trusted: vscode.workspace.isTrusted,
     });
     this.launch = launch;
     for (const problem of launch.problems) {

@@ -46,6 +46,13 @@ export interface LaunchContext {
   homeDir: string;
   /** The first workspace folder's file-system path, for relative server paths. */
   workspaceFolder?: string;
+  /**
+   * Whether the user trusts the workspace (VS Code's Workspace Trust). In
+   * Restricted Mode VS Code hands over only the user's own serverPath,
+   * serverArgs and dbPath (package.json's restrictedConfigurations); a relative
+   * serverPath would still name a program inside the untrusted folder.
+   */
+  trusted: boolean;
 }
 
 const DEFAULT_SERVER_PATH = 'ctxls';
@@ -59,7 +66,12 @@ export function buildServerLaunch(raw: RawSettings, context: LaunchContext): Ser
 
   let command = DEFAULT_SERVER_PATH;
   if (isNonBlankString(raw.serverPath)) {
-    command = resolveServerPath(raw.serverPath.trim(), context);
+    const resolved = resolveServerPath(raw.serverPath.trim(), context);
+    if (resolved !== undefined) {
+      command = resolved;
+    } else {
+      problems.push('ctxls.serverPath is relative to the workspace, which is not trusted (Restricted Mode); using the default.');
+    }
   } else if (isSet(raw.serverPath)) {
     problem('serverPath', 'must be a command name or a path');
   }
@@ -111,12 +123,16 @@ export function buildServerLaunch(raw: RawSettings, context: LaunchContext): Ser
 
 /**
  * `~/x` is the home directory's x; a relative path with a slash (`.venv/bin/ctxls`,
- * what `make run` installs) is the workspace's; a bare name is looked up on PATH.
+ * what `make run` installs) is the workspace's, only in a trusted workspace
+ * (else undefined); a bare name is looked up on PATH.
  */
-export function resolveServerPath(serverPath: string, context: LaunchContext): string {
+export function resolveServerPath(serverPath: string, context: LaunchContext): string | undefined {
   const expanded = expandHome(serverPath, context.homeDir);
   if (expanded !== serverPath || isAbsolutePath(expanded) || !/[\\/]/.test(expanded)) {
     return expanded;
+  }
+  if (!context.trusted) {
+    return undefined;
   }
   if (context.workspaceFolder === undefined) {
     return expanded;

@@ -13,6 +13,9 @@ interface Manifest {
   main: string;
   engines: { vscode: string };
   activationEvents: string[];
+  capabilities: {
+    untrustedWorkspaces: { supported: boolean | 'limited'; restrictedConfigurations?: string[] };
+  };
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
   contributes: {
@@ -21,6 +24,7 @@ interface Manifest {
     views: Record<string, { id: string }[]>;
     viewsContainers: { activitybar: { id: string; icon: string }[] };
     viewsWelcome: { view: string; contents: string }[];
+    configuration: { properties: Record<string, unknown> };
   };
 }
 
@@ -82,5 +86,15 @@ describe('package.json', () => {
     assert.equal(manifest.engines.vscode, '^1.82.0');
     assert.match(manifest.devDependencies['@types/vscode'] ?? '', /^~1\.82\./);
     assert.match(manifest.dependencies['vscode-languageclient'] ?? '', /^\^9\./);
+  });
+
+  test('in Restricted Mode the settings that start a program or choose where it writes are the user\'s only', () => {
+    const untrusted = manifest.capabilities.untrustedWorkspaces;
+    assert.equal(untrusted.supported, 'limited');
+    const restricted = [...(untrusted.restrictedConfigurations ?? [])].sort();
+    assert.deepEqual(restricted, ['ctxls.dbPath', 'ctxls.serverArgs', 'ctxls.serverPath']);
+    for (const key of restricted) {
+      assert.ok(key in manifest.contributes.configuration.properties, key);
+    }
   });
 });

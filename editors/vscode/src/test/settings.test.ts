@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 
 import { buildServerLaunch, resolveServerPath, scopeParam, SETTING_KEYS, type RawSettings } from '../core/settings';
 
-const context = { homeDir: '/home/ada', workspaceFolder: '/work/repo' };
+const context = { homeDir: '/home/ada', workspaceFolder: '/work/repo', trusted: true };
 
 interface ConfigurationProperty {
   default: unknown;
@@ -161,17 +161,17 @@ describe('resolveServerPath', () => {
 
   test('~ is the home directory', () => {
     assert.equal(resolveServerPath('~/.local/bin/ctxls', context), '/home/ada/.local/bin/ctxls');
-    assert.equal(resolveServerPath('~/bin/ctxls', { homeDir: '/home/ada/' }), '/home/ada/bin/ctxls');
+    assert.equal(resolveServerPath('~/bin/ctxls', { homeDir: '/home/ada/', trusted: true }), '/home/ada/bin/ctxls');
   });
 
   test('a relative path with a slash is the workspace folder\'s', () => {
     assert.equal(resolveServerPath('.venv/bin/ctxls', context), '/work/repo/.venv/bin/ctxls');
     assert.equal(resolveServerPath('./.venv/bin/ctxls', context), '/work/repo/.venv/bin/ctxls');
-    assert.equal(resolveServerPath('.venv/bin/ctxls', { homeDir: '/h', workspaceFolder: '/w/' }), '/w/.venv/bin/ctxls');
+    assert.equal(resolveServerPath('.venv/bin/ctxls', { homeDir: '/h', workspaceFolder: '/w/', trusted: true }), '/w/.venv/bin/ctxls');
   });
 
   test('without a workspace folder a relative path is left to the process cwd', () => {
-    assert.equal(resolveServerPath('.venv/bin/ctxls', { homeDir: '/h' }), '.venv/bin/ctxls');
+    assert.equal(resolveServerPath('.venv/bin/ctxls', { homeDir: '/h', trusted: true }), '.venv/bin/ctxls');
   });
 });
 
@@ -179,5 +179,25 @@ describe('scopeParam', () => {
   test('sends the owner as scope, or nothing', () => {
     assert.deepEqual(scopeParam({ owner: 'team-a' }), { scope: 'team-a' });
     assert.deepEqual(scopeParam({}), {});
+  });
+});
+
+describe('Restricted Mode (an untrusted workspace)', () => {
+  const untrusted = { ...context, trusted: false };
+
+  test('a relative serverPath names no program inside the folder: the default runs, with a warning', () => {
+    assert.equal(resolveServerPath('.venv/bin/ctxls', untrusted), undefined);
+    assert.equal(resolveServerPath('./run.sh', untrusted), undefined);
+    const launch = buildServerLaunch({ serverPath: '.venv/bin/ctxls' }, untrusted);
+    assert.equal(launch.command, 'ctxls');
+    assert.deepEqual(launch.problems, [
+      'ctxls.serverPath is relative to the workspace, which is not trusted (Restricted Mode); using the default.',
+    ]);
+  });
+
+  test('a bare name, an absolute path and a home path are the user\'s own and still apply', () => {
+    assert.equal(resolveServerPath('ctxls', untrusted), 'ctxls');
+    assert.equal(resolveServerPath('/opt/ctxls/bin/ctxls', untrusted), '/opt/ctxls/bin/ctxls');
+    assert.equal(resolveServerPath('~/.local/bin/ctxls', untrusted), '/home/ada/.local/bin/ctxls');
   });
 });
