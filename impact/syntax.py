@@ -13,6 +13,7 @@ UTF-16 column), the LSP default. :class:`SourceFile` converts between them.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections import OrderedDict
@@ -291,9 +292,19 @@ def field_of(node: Node) -> str:
     return ""
 
 
+# Ancestors looked at, at most. tree-sitter keeps no parent links: each
+# ``parent`` walks down from the root, so walking up a nest costs the square
+# of its depth (a method call inside 20,000 unary minuses: 3.4 s to find its
+# class). Real code's deepest definitions sit far within this many levels.
+MAX_ANCESTORS = 512
+
+
 def ancestors(node: Node) -> Iterator[Node]:
+    """``node``'s ancestors, innermost first, at most MAX_ANCESTORS of them."""
     parent = node.parent
-    while parent is not None:
+    for _ in range(MAX_ANCESTORS):
+        if parent is None:
+            return
         yield parent
         parent = parent.parent
 
@@ -372,7 +383,9 @@ def called_name(family: Family, call: Node) -> Node | None:
 def _calls_around(family: Family, node: Node) -> Iterator[Node]:
     """The call nodes that may call ``node``: it and its first ancestors,
     and the sibling after each (Dart's arguments follow the name)."""
-    for depth, current in enumerate((node, *ancestors(node))):
+    # Lazily: each ancestor costs a walk down from the root (tree-sitter keeps
+    # no parent links), and a call deep in a nest has thousands.
+    for depth, current in enumerate(itertools.chain((node,), ancestors(node))):
         if depth > 5:
             return
         for candidate in (current, current.next_named_sibling):
@@ -440,9 +453,15 @@ def use_kind(family: Family, expression: Node) -> str:
     return "value"
 
 
+# A name in an import is within this many levels of its statement (Rust's
+# nested `use a::{b::{c, d}}` the deepest); looking further up cost a call
+# deep in a nest of parentheses thousands of walks down from the root.
+IMPORT_NESTING = 32
+
+
 def in_import(family: Family, node: Node) -> Node | None:
     """The import (or re-export) statement around ``node``, if any."""
-    for ancestor in ancestors(node):
+    for ancestor in itertools.islice(ancestors(node), IMPORT_NESTING):
         if ancestor.type in family.imports:
             return ancestor
         if ancestor.type == "export_statement" and ancestor.child_by_field_name("source") is not None:

@@ -1298,3 +1298,24 @@ def test_a_sweep_lets_go_of_each_callers_tree_and_answers_the_same(make_engine, 
     assert not users & set(made[-1]._receivers._by_path)
     monkeypatch.setattr(analysis, "_sources", SourceCache(max_chars=1))
     assert callers(analysis.analyze(engine, "Store.frobnicate")) == answer
+
+
+def test_a_call_deep_in_a_nest_is_found_and_confirmed(make_engine):
+    """tree-sitter keeps no parent links: each step up walks down from the
+    root, so looking up a nest of 60,000 levels for the call's import, class
+    and function was minutes per call. The walks up are bounded now; the
+    calls are still found and confirmed."""
+    nest = 60_000
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/lib.py": "def target():\n    return 1\n",
+        "pkg/deep.py": ("from pkg.lib import target\n\n\ndef caller():\n    return "
+                        + "-" * nest + "target()\n"),
+        "pkg/cls.py": ("class C:\n    def meth(self):\n        return 1\n\n    def user(self):\n        return "
+                       + "-" * nest + "self.meth()\n"),
+    })
+    assert engine.status()["unparsed"]["count"] == 0
+    found = analysis.analyze(engine, "target")
+    assert [(c.path, c.span.start_line, c.confirmed) for c in found.callers] == [("pkg/deep.py", 4, True)]
+    found = analysis.analyze(engine, "C.meth")
+    assert [(c.path, c.span.start_line, c.confirmed) for c in found.callers] == [("pkg/cls.py", 5, True)]
