@@ -401,6 +401,10 @@ _hazardous_lock = threading.Lock()
 # deleted or holds another text (``forgive``): the suspension ends once the
 # hostile files are gone, and the texts set aside may be parsed again.
 GIVE_UPS_TO_SUSPEND = 16
+# Give-ups of all languages together past which every grammar is suspended:
+# hostile files in each of 40 languages would otherwise cost 16 give-ups in
+# each (640 of 2-10 s) before all were.
+GIVE_UPS_TO_SUSPEND_ALL = 48
 _give_ups: dict[str, set[str]] = collections.defaultdict(set)
 _set_aside: dict[str, set[str]] = collections.defaultdict(set)  # language -> digests
 
@@ -435,8 +439,12 @@ def set_aside(text: str, language: str) -> None:
 
 
 def suspended(language: str) -> bool:
-    """Whether ``language``'s grammar gave up on too many texts to be tried again."""
-    return len(_give_ups.get(language, ())) >= GIVE_UPS_TO_SUSPEND
+    """Whether ``language``'s grammar, or the grammars together, gave up on
+    too many texts for ``language`` to be tried again."""
+    if not _give_ups:
+        return False
+    return (len(_give_ups.get(language, ())) >= GIVE_UPS_TO_SUSPEND
+            or sum(len(paths) for paths in _give_ups.values()) >= GIVE_UPS_TO_SUSPEND_ALL)
 
 
 def forgive(path: str) -> list[str]:
@@ -447,15 +455,20 @@ def forgive(path: str) -> list[str]:
     if not _give_ups:  # every file written calls this: no lock while nothing gave up
         return lifted
     with _hazardous_lock:
-        for language, paths in _give_ups.items():
-            if path in paths:
-                was = len(paths) >= GIVE_UPS_TO_SUSPEND
-                paths.discard(path)
-                if was and len(paths) < GIVE_UPS_TO_SUSPEND:
-                    lifted.append(language)
-                    for digest in _set_aside.pop(language, ()):
-                        if _hazardous.get(digest) == UNPARSED_SUSPENDED:
-                            del _hazardous[digest]
+        holding = [paths for paths in _give_ups.values() if path in paths]
+        if not holding:
+            return lifted
+        # Every language the give-up may have held suspended: its own, and
+        # under the bound of all, any with texts set aside.
+        was = [language for language in {*_give_ups, *_set_aside} if suspended(language)]
+        for paths in holding:
+            paths.discard(path)
+        for language in sorted(was):
+            if not suspended(language):
+                lifted.append(language)
+                for digest in _set_aside.pop(language, ()):
+                    if _hazardous.get(digest) == UNPARSED_SUSPENDED:
+                        del _hazardous[digest]
     return lifted
 
 

@@ -1246,6 +1246,37 @@ def test_a_suspension_ends_when_a_hostile_file_goes_and_what_it_set_aside_is_rea
         worker.close()
 
 
+def test_give_ups_in_several_languages_suspend_every_grammar_until_they_go(make_engine, monkeypatch):
+    """A repository of hostile files in every language cost 16 give-ups in
+    each before each was suspended; past a bound on all give-ups together
+    every grammar is (here one Kotlin and one D give-up, the bounds lowered
+    to 2), and a file of any language written then is set aside; once a
+    hostile file goes, it is read at once."""
+    from ctxls.index.model import UNPARSED_SUSPENDED
+
+    monkeypatch.setattr(languages, "GIVE_UPS_TO_SUSPEND", 2)
+    monkeypatch.setattr(languages, "GIVE_UPS_TO_SUSPEND_ALL", 2)
+    worker = chunk_worker.ChunkWorker(deadline_s=1.0)
+    monkeypatch.setitem(chunk_worker._workers, "pass", worker)
+    try:
+        engine = make_engine({
+            "core.py": "def frobnicate(x):\n    return x\n",
+            "A.kt": "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( { frobnicate(11)\n",
+            "slow.d": "x = " + "a + " * 12_500 + "b;\n// 11\n"})
+        assert worker.restarts == 2 and languages.suspended("python") and languages.suspended("kotlin")
+        (engine.root / "use.py").write_text("from core import frobnicate\n\n\ndef run():\n    return frobnicate(1)\n")
+        engine.file_changed_on_disk("use.py")
+        unparsed = {f["path"]: f["reason"] for f in engine.status()["unparsed"]["files"]}
+        assert unparsed["use.py"] == UNPARSED_SUSPENDED and not engine.outline("use.py")
+        (engine.root / "A.kt").unlink()
+        engine.file_changed_on_disk("A.kt")
+        assert not languages.suspended("python") and not languages.suspended("d")
+        assert [d.symbol for d in engine.outline("use.py")] == ["run"]
+        assert "use.py" not in {f["path"] for f in engine.status()["unparsed"]["files"]}
+    finally:
+        worker.close()
+
+
 def test_files_set_aside_by_a_suspension_are_read_by_the_next_process(make_engine, monkeypatch):
     """What a suspension set aside was never tried: the store says so, and a
     new process (no language suspended) reads those files in its first pass,
