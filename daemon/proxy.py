@@ -42,6 +42,7 @@ from ctxls.daemon.outbox import Outbox
 from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
                                         socket_is_live, valid_id)
 from ctxls.daemon.uris import local_path
+from ctxls.index.private import make_private_dir, open_private
 
 log = logging.getLogger(__name__)
 
@@ -453,12 +454,20 @@ class Proxy:
         does. A lock file makes proxies that lost the same owner start one
         daemon between them: the others wait and connect to it."""
         lock_path = self.socket_path.with_name("takeover.lock")
-        lock_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(lock_path, "a") as lock:
+        try:
+            make_private_dir(lock_path.parent)
+            lock = os.fdopen(open_private(lock_path, append=True), "a")
+        except OSError as exc:  # a link the repository shipped, a read-only folder
+            raise ConnectionError(f"cannot start a ctxls daemon: {lock_path}: {exc.strerror or exc}") from exc
+        with lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if socket_is_live(self.socket_path):
                 return
-            log_file = open(self.socket_path.with_name("daemon.log"), "ab")
+            try:
+                log_file = os.fdopen(open_private(self.socket_path.with_name("daemon.log"), append=True), "ab")
+            except OSError as exc:
+                raise ConnectionError(f"cannot start a ctxls daemon: {self.socket_path.with_name('daemon.log')}: "
+                                      f"{exc.strerror or exc}") from exc
             # Bound to this process: when our editor exits, the daemon does too
             # and the remaining proxies start the next one. -P: the folder it
             # runs in (an editor starts servers in the repository) is not put

@@ -131,7 +131,11 @@ class SocketServer:
                 log.warning("another ctxls daemon serves %s; not listening", self.path)
                 return False
             self.path.unlink()  # left by a daemon that died
-        make_private_dir(self.path.parent)
+        try:
+            make_private_dir(self.path.parent)
+        except OSError as exc:  # a store folder the repository shipped as a link, a read-only one
+            log.warning("not listening on %s: %s", self.path, exc.strerror or exc)
+            return False
         self._listener = await asyncio.start_unix_server(self._serve, str(self.path))
         # Only this user may connect (the store folder is 0700 too, which also
         # covers the moment between bind and chmod).

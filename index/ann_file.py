@@ -29,6 +29,7 @@ import os
 import struct
 from pathlib import Path
 
+from ctxls.index.private import open_private
 from ctxls.index.trust import user_key
 
 MAGIC = b"CTXLSANN"
@@ -55,7 +56,7 @@ def write(path: Path, payload: bytes | bytearray, dim: int, count: int) -> bool:
     if key is None:
         return False
     header = _HEADER.pack(MAGIC, FORMAT_VERSION, dim, count, len(payload))
-    with open(path, "wb") as out:
+    with os.fdopen(open_private(path), "wb") as out:  # never through a link planted in the store folder
         out.write(header + _mac(key, header, payload))
         out.write(payload)
         out.flush()

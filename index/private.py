@@ -4,15 +4,22 @@ The trust boundary is the OS user (docs/architecture.md, "Trust model"): the
 store holds every tenant's written memory, so its folder is 0700, its files
 0600, and the daemon's socket 0600. A umask can only take bits away from a
 mode given at creation, so each is also set explicitly once created.
+
+Nothing here writes or changes modes through a symbolic link: a
+repository may ship its own ``.ctxls`` as a link (``.ctxls -> /``: the
+daemon made the target 0700, wrote its store, socket and log there) or
+links inside it (``daemon.log -> ~/.bashrc``, ``index.db-wal -> …``: text
+of the repository appended where a shell reads it).
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 from pathlib import Path
 
-from ctxls.index.discovery import STORE_DIR_NAME
+from ctxls.index.roots import STORE_DIR_NAME
 
 log = logging.getLogger(__name__)
 
@@ -20,11 +27,23 @@ PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 
 
+class LinkRefused(OSError):
+    """A store folder or file that is a symbolic link: not written through."""
+
+    def __init__(self, path: Path | str, what: str):
+        target = os.readlink(path) if os.path.islink(path) else "?"
+        super().__init__(errno.ELOOP, f"{what} {path} is a symbolic link (to {target}); ctxls writes only "
+                         "to a real folder and file there: remove the link, or give dbPath its real path")
+
+
 def make_private_dir(path: Path) -> None:
     """Create ``path`` (parents as ``mkdir -p`` would). The folder itself is
     made 0700 when created here, or when it is a ``.ctxls`` store folder; a
     folder of the user's choosing that already exists keeps its mode. A
-    ``.ctxls`` folder also gets its ``.gitignore``."""
+    ``.ctxls`` folder also gets its ``.gitignore``; one that is a symbolic
+    link is refused (``LinkRefused``): it may have come with the repository."""
+    if path.name == STORE_DIR_NAME and path.is_symlink():
+        raise LinkRefused(path, "the store folder")
     existed = path.is_dir()
     path.mkdir(parents=True, exist_ok=True)
     if not existed or path.name == STORE_DIR_NAME:
@@ -37,13 +56,15 @@ def ignore_in_git(store_dir: Path) -> None:
     """A ``.ctxls`` folder gets its own ``.gitignore`` (``*``): the index is a
     local cache and never shows up in ``git status``."""
     ignore = store_dir / ".gitignore"
-    if ignore.exists():
-        return
     try:
-        create_private_file(ignore)
-        ignore.write_text("# written by ctxls: the index is a local cache\n*\n", encoding="utf-8")
+        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    except FileExistsError:  # a link, dangling or not, exists too
+        return
     except OSError as exc:  # a read-only folder still serves the store
         log.warning("could not write %s: %s", ignore, exc)
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write("# written by ctxls: the index is a local cache\n*\n")
 
 
 def create_private_file(path: Path) -> None:
@@ -59,9 +80,20 @@ def create_private_file(path: Path) -> None:
         os.close(fd)
 
 
+def open_private(path: Path | str, append: bool = False) -> int:
+    """A descriptor writing ``path`` (created 0600, else emptied or, with
+    ``append``, appended to), never through a symbolic link (``ELOOP``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
+    return os.open(path, flags, PRIVATE_FILE_MODE)
+
+
 def restrict(path: Path | str, mode: int = PRIVATE_FILE_MODE) -> None:
     """chmod ``path`` to ``mode``; a file we may not chmod (another owner's)
-    is left as it is, with one log line."""
+    is left as it is, with one log line, and so is a symbolic link (chmod
+    would change its target)."""
+    if os.path.islink(path):
+        log.warning("not making %s private: it is a symbolic link", path)
+        return
     try:
         os.chmod(path, mode)
     except FileNotFoundError:

@@ -28,7 +28,7 @@ from ctxls.impact.risk import is_peripheral_path
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
 from ctxls.index.paths import path_class
-from ctxls.index import trust
+from ctxls.index import ann_file, trust
 from ctxls.index.discovery import DiscoveryOptions, FileFilter, discover, ignored_paths
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.live import git_dir
@@ -371,3 +371,41 @@ def test_a_c_file_of_many_broken_lines_is_read_by_its_definitions(tmp_path: Path
         assert (hits[0].path, hits[0].symbol) == ("src/junk.c", "last_function")
     finally:
         engine.close()
+
+
+def test_a_store_folder_or_file_the_repository_ships_as_a_link_is_not_written_through(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A repository's `.ctxls` as a link made the daemon chmod its target
+    0700 (`.ctxls -> /` as root: the whole machine) and write the store,
+    socket and log there; links inside a real `.ctxls` (`index.db-wal`,
+    `daemon.log`, the ANN file's temporary) wrote the repository's text
+    where they point. Each is refused with the link named; nothing outside
+    changes."""
+    outside = tmp_path / "outside"
+    outside.mkdir(mode=0o755)
+    outside.chmod(0o755)
+    (tmp_path / "victim.txt").write_text("precious\n")
+    linked = tmp_path / "linked"
+    write_tree(linked, SAMPLE_FILES)
+    (linked / ".ctxls").symlink_to(outside)
+    indexed = ctxls("index", str(linked))
+    assert indexed.returncode != 0 and "is a symbolic link (to " in indexed.stderr, indexed.stderr
+    assert oct(outside.stat().st_mode & 0o777) == "0o755" and not list(outside.iterdir())
+
+    planted = tmp_path / "planted"
+    write_tree(planted, SAMPLE_FILES)
+    (planted / ".ctxls").mkdir()
+    (planted / ".ctxls" / "index.db-wal").symlink_to(outside / "wal")
+    indexed = ctxls("index", str(planted))
+    assert indexed.returncode != 0 and "index.db-wal is a symbolic link" in indexed.stderr, indexed.stderr
+    (planted / ".ctxls" / "index.db-wal").unlink()
+    (planted / ".ctxls" / "daemon.log").symlink_to(tmp_path / "victim.txt")
+    monkeypatch.chdir(planted)
+    proxy = Proxy({}, planted, planted / ".ctxls" / "daemon.sock", io.BytesIO(), None)
+    with pytest.raises(ConnectionError, match="daemon.log"):
+        proxy.ensure_owner()
+    (planted / ".ctxls" / "vectors.tmp").symlink_to(tmp_path / "victim.txt")
+    with pytest.raises(OSError):
+        ann_file.write(planted / ".ctxls" / "vectors.tmp", b"\0" * 64, 16, 1)
+    assert (tmp_path / "victim.txt").read_text() == "precious\n"
+    assert not list(outside.iterdir())

@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 
 from ctxls.index import trust
 from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
-from ctxls.index.private import create_private_file, make_private_dir, restrict
+from ctxls.index.private import LinkRefused, create_private_file, make_private_dir, restrict
 from ctxls.index.store.fts_changes import opened as fts_tables_opened, record as record_fts_commit
 from ctxls.index.store.failures import storage_reason, store_error, translated
 from ctxls.index.store.reads import Reads, fts_generation
@@ -176,6 +176,11 @@ class Store(Migrations, Recovery, FileRows, Reads):
         if path.is_dir():
             raise StoreUnavailable(self.db_path, "folder",
                                    "dbPath is a folder, not a ctxls store; refusing to use it")
+        # SQLite follows links for the database and its journals: a repository's
+        # `.ctxls/index.db-wal -> ~/.bashrc.d/x` would get its chunk texts written there.
+        for linked in (self.db_path, *(self.db_path + suffix for suffix in ("-wal", "-shm", "-journal"))):
+            if os.path.islink(linked):
+                raise StoreUnavailable(self.db_path, "link", LinkRefused(linked, "the store file").strerror)
         header = self._header()
         if header and not header.startswith(_SQLITE_MAGIC):
             raise StoreUnavailable(self.db_path, "foreign",
@@ -185,8 +190,9 @@ class Store(Migrations, Recovery, FileRows, Reads):
             if not header:
                 create_private_file(path)
         except OSError as exc:
-            raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
-                                   else "io", exc.strerror or str(exc)) from exc
+            reason = ("permission" if isinstance(exc, PermissionError) else "link" if isinstance(exc, LinkRefused)
+                      else "io")
+            raise StoreUnavailable(self.db_path, reason, exc.strerror or str(exc)) from exc
         self._uri = path.resolve().as_uri()
         if not header:
             self._set_aside_orphans()
