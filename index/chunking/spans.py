@@ -67,7 +67,7 @@ def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: byt
     root = tree.root_node
     offset = 0  # row of `lines` where the current tree's row 0 is
     budget = REPARSE_BUDGET * len(source)
-    next_top_level = _next_top_level_rows(lines)
+    next_top_level: list[int | None] | None = None  # made once, for a tree with errors
     while True:
         found: list[Piece] = []
         _collect(grammar, root.named_children, (), False, found)
@@ -76,7 +76,10 @@ def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: byt
                                     body_end=piece.body_end + offset if piece.body_end >= 0 else -1,
                                     line=piece.line + offset if piece.line >= 0 else -1)
                      for piece in found]
-        restart = _swallowed_row(grammar, root.children, next_top_level, offset) if root.has_error else None
+        restart = None
+        if root.has_error:
+            next_top_level = next_top_level or _next_top_level_rows(lines)
+            restart = _swallowed_row(grammar, root.children, next_top_level, offset)
         rest = "\n".join(lines[restart:]).encode("utf-8", "replace") if restart is not None else b""
         if restart is None or len(rest) > budget:
             spans.extend(found)
