@@ -139,7 +139,10 @@ class SemanticIndex:
                 embedder = self._load_embedder()
             except EmbedderUnavailable as exc:
                 self.failed = str(exc)
-                self._warn(f"semantic search is off: {exc}; recall uses BM25 only")
+                fast = self._yield_to
+                fallback = ("recall ranks with the fast tier's vectors instead"
+                            if fast is not None and fast.failed is None else "recall uses BM25 only")
+                self._warn(f"semantic search is off: {exc}; {fallback}")
                 return False
             self._check_model(embedder)
             self._ann = self._open_ann(embedder.dim)
