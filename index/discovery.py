@@ -93,12 +93,35 @@ _RULE_BACKEND = "re2"
 _RULE_ERRORS = (ValueError, re.error, re2.error)
 
 
-def gitignore_spec(lines: Iterable[str]) -> pathspec.PathSpec:
+# Rules compiled together, at most: RE2 compiles a set of them within its
+# memory budget, and one `.gitignore` of 50,000 rules failed as one set.
+RULES_PER_SET = 2_000
+
+
+class IgnoreRules:
+    """Gitignore rules in sets of at most RULES_PER_SET, each on RE2; the
+    last rule that matches a path decides, across the sets, as in git."""
+
+    def __init__(self, lines: Iterable[str]):
+        lines = list(lines)
+        self._sets = [pathspec.PathSpec.from_lines("gitignore", lines[start:start + RULES_PER_SET],
+                                                   backend=_RULE_BACKEND)
+                      for start in range(0, len(lines), RULES_PER_SET)]
+
+    def match_file(self, path: str) -> bool:
+        for rules in reversed(self._sets):
+            decided = rules.check_file(path).include
+            if decided is not None:
+                return decided
+        return False
+
+
+def gitignore_spec(lines: Iterable[str]) -> IgnoreRules:
     """Gitignore rules as written (the caller handles rules it cannot read)."""
-    return pathspec.PathSpec.from_lines("gitignore", lines, backend=_RULE_BACKEND)
+    return IgnoreRules(lines)
 
 
-def ignore_spec(lines: Iterable[str], source: str) -> pathspec.PathSpec:
+def ignore_spec(lines: Iterable[str], source: str) -> IgnoreRules:
     """Gitignore rules, compiled so that a rule pathspec cannot read (a lone
     `!`, a trailing `\\`, `[z-a]`) costs only itself: git skips such a rule,
     and one such line among a project's test fixtures failed every pass of a
@@ -123,7 +146,7 @@ def ignore_spec(lines: Iterable[str], source: str) -> pathspec.PathSpec:
     return gitignore_spec(kept)
 
 
-def _ignore_file_spec(path: str) -> pathspec.PathSpec | None:
+def _ignore_file_spec(path: str) -> IgnoreRules | None:
     """The rules of one .gitignore file, None when it cannot be read."""
     try:
         with open(path, encoding="utf-8", errors="replace") as fh:
@@ -170,7 +193,7 @@ def _walk_files(root: Path) -> list[str]:
     path, well within PATH_MAX) failed every indexing pass."""
     found: list[str] = []
     # (folder relative to root with a trailing "/", the .gitignore specs above it)
-    stack: list[tuple[str, list[tuple[str, pathspec.PathSpec]]]] = [("", [])]
+    stack: list[tuple[str, list[tuple[str, IgnoreRules]]]] = [("", [])]
     while stack:
         rel_dir, inherited = stack.pop()
         dirpath = os.path.join(root, rel_dir)

@@ -92,6 +92,27 @@ def test_ignore_rules_that_backtrack_cost_no_more_than_any_others(tmp_path: Path
     assert f"{deep}/kept.py" in listing.paths
 
 
+def test_an_ignore_file_of_50000_rules_is_read_whole(tmp_path: Path):
+    """RE2 compiles a set of rules within a memory budget: 50,000 rules in
+    one set failed, and with it every pass of the folder. The rules are
+    compiled in sets; the last rule that matches still decides, across sets."""
+    root = tmp_path / "plain"
+    filler = [f"dir{n}/*.tmp{n}" for n in range(50_000)]
+    rules = ["gen*.py", *filler[:30_000], "!gen_keep.py", *filler[30_000:], "late.py"]
+    write_tree(root, SAMPLE_FILES | {
+        ".gitignore": "\n".join(rules) + "\n",
+        "gen_drop.py": "def generated_drop():\n    return 1\n",
+        "gen_keep.py": "def generated_keep():\n    return 2\n",
+        "late.py": "def ignored_late():\n    return 3\n",
+    })
+    indexed = ctxls("index", str(root), "--json")
+    assert indexed.returncode == 0, indexed.stderr[-2000:]
+    assert json.loads(indexed.stdout)["added"] == len(SAMPLE_FILES) + 1
+    assert code_paths(root, "generated_keep")[0] == "gen_keep.py"
+    for ignored in ("generated_drop", "ignored_late"):
+        assert not {"gen_drop.py", "late.py"} & set(code_paths(root, ignored))
+
+
 def code_paths(root: Path, query: str) -> list[str]:
     recalled = ctxls("recall", query, "--root", str(root), "--json")
     return [hit["path"] for hit in json.loads(recalled.stdout)["groups"]["code"]]
