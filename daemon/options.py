@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ctxls.index.discovery import gitignore_spec
+from ctxls.index.discovery import IgnoreRules
 from ctxls.index.languages import DEFAULT_INCLUDE
 from ctxls.index.engine import READY_WAIT_S
 from ctxls.index.live import WATCH_MODES
@@ -79,7 +79,7 @@ def _check(name: str, value: Any) -> Any:
             if name == "include":
                 return tuple(v.lower().lstrip(".") for v in value)
             try:  # a glob git cannot read would fail the folder's engine, not just itself
-                gitignore_spec(value)
+                IgnoreRules(value)
             except Exception as exc:
                 raise ValueError(f"holds a pattern git cannot read ({exc})") from None
             return tuple(value)

@@ -449,25 +449,25 @@ class Proxy:
         self.connected.set()
         log.warning("session replayed to the new daemon (%d open buffers)", len(self.documents))
 
+    def _beside_socket(self, name: str, mode: str):
+        """The file ``name`` beside the socket, opened to append, never
+        through a link the repository shipped (``open_private``)."""
+        path = self.socket_path.with_name(name)
+        try:
+            make_private_dir(path.parent)
+            return os.fdopen(open_private(path, append=True), mode)
+        except OSError as exc:  # such a link, a read-only folder
+            raise ConnectionError(f"cannot start a ctxls daemon: {path}: {exc.strerror or exc}") from exc
+
     def ensure_owner(self) -> None:
         """Block until a daemon listens on the socket, starting one if nobody
         does. A lock file makes proxies that lost the same owner start one
         daemon between them: the others wait and connect to it."""
-        lock_path = self.socket_path.with_name("takeover.lock")
-        try:
-            make_private_dir(lock_path.parent)
-            lock = os.fdopen(open_private(lock_path, append=True), "a")
-        except OSError as exc:  # a link the repository shipped, a read-only folder
-            raise ConnectionError(f"cannot start a ctxls daemon: {lock_path}: {exc.strerror or exc}") from exc
-        with lock:
+        with self._beside_socket("takeover.lock", "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if socket_is_live(self.socket_path):
                 return
-            try:
-                log_file = os.fdopen(open_private(self.socket_path.with_name("daemon.log"), append=True), "ab")
-            except OSError as exc:
-                raise ConnectionError(f"cannot start a ctxls daemon: {self.socket_path.with_name('daemon.log')}: "
-                                      f"{exc.strerror or exc}") from exc
+            log_file = self._beside_socket("daemon.log", "ab")
             # Bound to this process: when our editor exits, the daemon does too
             # and the remaining proxies start the next one. -P: the folder it
             # runs in (an editor starts servers in the repository) is not put

@@ -383,8 +383,7 @@ def called_name(family: Family, call: Node) -> Node | None:
 def _calls_around(family: Family, node: Node) -> Iterator[Node]:
     """The call nodes that may call ``node``: it and its first ancestors,
     and the sibling after each (Dart's arguments follow the name)."""
-    # Lazily: each ancestor costs a walk down from the root (tree-sitter keeps
-    # no parent links), and a call deep in a nest has thousands.
+    # Lazily: each ancestor costs a walk down from the root (MAX_ANCESTORS).
     for depth, current in enumerate(itertools.chain((node,), ancestors(node))):
         if depth > 5:
             return

@@ -116,11 +116,6 @@ class IgnoreRules:
         return False
 
 
-def gitignore_spec(lines: Iterable[str]) -> IgnoreRules:
-    """Gitignore rules as written (the caller handles rules it cannot read)."""
-    return IgnoreRules(lines)
-
-
 def ignore_spec(lines: Iterable[str], source: str) -> IgnoreRules:
     """Gitignore rules, compiled so that a rule pathspec cannot read (a lone
     `!`, a trailing `\\`, `[z-a]`) costs only itself: git skips such a rule,
@@ -128,13 +123,13 @@ def ignore_spec(lines: Iterable[str], source: str) -> IgnoreRules:
     folder outside git. The rules dropped are logged once, naming ``source``."""
     lines = [line.rstrip("\r\n") for line in lines]
     try:
-        return gitignore_spec(lines)
+        return IgnoreRules(lines)
     except _RULE_ERRORS:
         pass
     kept, dropped = [], []
     for number, line in enumerate(lines, 1):
         try:
-            gitignore_spec([line])
+            IgnoreRules([line])
         except _RULE_ERRORS as exc:
             dropped.append(f"line {number} {line!r} ({exc})")
         else:
@@ -143,7 +138,7 @@ def ignore_spec(lines: Iterable[str], source: str) -> IgnoreRules:
     if key not in _WARNED_IGNORE_FILES:
         _WARNED_IGNORE_FILES.add(key)
         log.warning("%s: ignore rules git cannot read left out: %s", source, "; ".join(dropped))
-    return gitignore_spec(kept)
+    return IgnoreRules(kept)
 
 
 def _ignore_file_spec(path: str) -> IgnoreRules | None:

@@ -41,7 +41,7 @@ def git_command(*args: str, root: Path | str | None = None, git_dir: Path | str 
     return ["git", "--no-pager", *SAFE_CONFIG, *where, *args]
 
 
-def git_env() -> dict[str, str]:
+def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     # Never a prompt (a credential, a passphrase), never a lock on the index.
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
@@ -52,7 +52,7 @@ def run_git(command: list[str], timeout: float, input: bytes | None = None) -> s
     """``command`` (from :func:`git_command`) run to its end, output captured;
     None when git is missing or ran past ``timeout`` seconds."""
     try:
-        return subprocess.run(command, input=input, capture_output=True, timeout=timeout, env=git_env(),
+        return subprocess.run(command, input=input, capture_output=True, timeout=timeout, env=_env(),
                               stdin=subprocess.DEVNULL if input is None else None)
     except (OSError, subprocess.TimeoutExpired):
         return None

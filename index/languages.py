@@ -455,14 +455,16 @@ def forgive(path: str) -> list[str]:
     if not _give_ups:  # every file written calls this: no lock while nothing gave up
         return lifted
     with _hazardous_lock:
-        holding = [paths for paths in _give_ups.values() if path in paths]
+        holding = [language for language, paths in _give_ups.items() if path in paths]
         if not holding:
             return lifted
         # Every language the give-up may have held suspended: its own, and
         # under the bound of all, any with texts set aside.
         was = [language for language in {*_give_ups, *_set_aside} if suspended(language)]
-        for paths in holding:
-            paths.discard(path)
+        for language in holding:
+            _give_ups[language].discard(path)
+            if not _give_ups[language]:  # none left: the fast paths on an empty dict hold again
+                del _give_ups[language]
         for language in sorted(was):
             if not suspended(language):
                 lifted.append(language)

@@ -30,10 +30,12 @@ PRIVATE_FILE_MODE = 0o600
 class LinkRefused(OSError):
     """A store folder or file that is a symbolic link: not written through."""
 
-    def __init__(self, path: Path | str, what: str):
-        target = os.readlink(path) if os.path.islink(path) else "?"
-        super().__init__(errno.ELOOP, f"{what} {path} is a symbolic link (to {target}); ctxls writes only "
-                         "to a real folder and file there: remove the link, or give dbPath its real path")
+
+def refuse_link(path: Path | str, what: str) -> None:
+    """``LinkRefused`` (naming ``what``) when ``path`` is a symbolic link."""
+    if os.path.islink(path):
+        raise LinkRefused(errno.ELOOP, f"{what} {path} is a symbolic link (to {os.readlink(path)}); ctxls "
+                          "writes only to a real folder and file there: remove the link, or give dbPath its real path")
 
 
 def make_private_dir(path: Path) -> None:
@@ -42,8 +44,8 @@ def make_private_dir(path: Path) -> None:
     folder of the user's choosing that already exists keeps its mode. A
     ``.ctxls`` folder also gets its ``.gitignore``; one that is a symbolic
     link is refused (``LinkRefused``): it may have come with the repository."""
-    if path.name == STORE_DIR_NAME and path.is_symlink():
-        raise LinkRefused(path, "the store folder")
+    if path.name == STORE_DIR_NAME:
+        refuse_link(path, "the store folder")
     existed = path.is_dir()
     path.mkdir(parents=True, exist_ok=True)
     if not existed or path.name == STORE_DIR_NAME:

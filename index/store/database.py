@@ -22,7 +22,7 @@ from typing import Callable, Iterator
 
 from ctxls.index import trust
 from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
-from ctxls.index.private import LinkRefused, create_private_file, make_private_dir, restrict
+from ctxls.index.private import LinkRefused, create_private_file, make_private_dir, refuse_link, restrict
 from ctxls.index.store.fts_changes import opened as fts_tables_opened, record as record_fts_commit
 from ctxls.index.store.failures import storage_reason, store_error, translated
 from ctxls.index.store.reads import Reads, fts_generation
@@ -178,9 +178,11 @@ class Store(Migrations, Recovery, FileRows, Reads):
                                    "dbPath is a folder, not a ctxls store; refusing to use it")
         # SQLite follows links for the database and its journals: a repository's
         # `.ctxls/index.db-wal -> ~/.bashrc.d/x` would get its chunk texts written there.
-        for linked in (self.db_path, *(self.db_path + suffix for suffix in ("-wal", "-shm", "-journal"))):
-            if os.path.islink(linked):
-                raise StoreUnavailable(self.db_path, "link", LinkRefused(linked, "the store file").strerror)
+        try:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                refuse_link(self.db_path + suffix, "the store file")
+        except LinkRefused as exc:
+            raise StoreUnavailable(self.db_path, "link", exc.strerror) from exc
         header = self._header()
         if header and not header.startswith(_SQLITE_MAGIC):
             raise StoreUnavailable(self.db_path, "foreign",
