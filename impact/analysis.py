@@ -31,6 +31,7 @@ from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
 from ctxls.index.paths import is_test_path, superseded_paths
 from ctxls.index.recall_features import path_index
+from ctxls.index.symbols import MAX_NAME_CHARS
 
 from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
@@ -122,6 +123,10 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         if not isinstance(symbol, str) or not symbol.strip():
             raise InvalidParams("symbol", "must be a non-empty string")
         query = symbol.strip()
+        # A name no definition can have; bounded like a symbol query so that
+        # nothing keyed by it (the lens titles) holds megabytes per entry.
+        if len(query) > MAX_NAME_CHARS:
+            raise InvalidParams("symbol", f"must be a name of at most {MAX_NAME_CHARS} characters")
     engine.await_index()
     # Never old line ranges over new text: the files the answer points into
     # are re-indexed first when they changed on disk.

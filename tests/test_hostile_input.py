@@ -145,6 +145,31 @@ def test_uris_naming_no_file_answer_null_not_an_internal_error(stdio_daemon, rep
     assert not (repo / "c:").exists()
 
 
+def test_a_symbol_longer_than_any_name_is_refused_before_it_is_kept(stdio_daemon, repo: Path):
+    """A code lens's `data.symbol` comes back from the client and keys the
+    cached lens titles: megabyte symbols held a megabyte per cached title
+    (4,096 of them). Every impact entry point refuses a symbol over the name
+    bound; one at the bound is still answered."""
+    conn = stdio_daemon.conn
+    uri = (repo / "pkg" / "session.py").resolve().as_uri()
+    span = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+    long_name, at_bound = "a" * 1001, "a" * 1000
+    impact = conn.request("ctxls/impact", {"symbol": long_name}, "impact-long")
+    assert impact["error"]["code"] == -32602 and "1000" in impact["error"]["message"], impact
+    assert conn.request("ctxls/impact", {"symbol": at_bound}, "impact-bound")["result"] is None
+    lens = conn.request("codeLens/resolve", {"range": span, "data": {"uri": uri, "symbol": long_name}},
+                        "lens-long")
+    assert lens["error"]["code"] == -32602, lens
+    resolved = conn.request("codeLens/resolve", {"range": span, "data": {"uri": uri, "symbol": at_bound}},
+                            "lens-bound")
+    assert resolved["result"]["command"]["title"].startswith("definition gone"), resolved
+    item = {"name": "x", "kind": 12, "uri": uri, "range": span, "selectionRange": span,
+            "data": {"symbol": long_name}}
+    for method in ("callHierarchy/incomingCalls", "callHierarchy/outgoingCalls"):
+        reply = conn.request(method, {"item": item}, method)
+        assert reply["error"]["code"] == -32602, (method, reply)
+
+
 def test_a_workspace_folder_that_does_not_exist_is_not_created(stdio_daemon, tmp_path: Path):
     missing = tmp_path / "never" / "made"
     notify(stdio_daemon.conn, "workspace/didChangeWorkspaceFolders", {"event": {
