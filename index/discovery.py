@@ -31,6 +31,10 @@ _BINARY_SNIFF_BYTES = 8192
 # Never descend into these in the non-git walk (they are almost always ignored).
 _ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME, "node_modules",
                                   "__pycache__", ".venv", ".tox", ".mypy_cache"})
+# Repositories inside a git root (clones, submodules) are listed by their own
+# git, one process each: at most this many per pass, and this deep.
+MAX_INNER_REPOSITORIES = 64
+MAX_REPOSITORY_NESTING = 4
 
 
 @dataclass(frozen=True)
@@ -172,12 +176,70 @@ class FileFilter:
 
 
 def _git_files(root: Path) -> list[str] | None:
-    """Tracked plus untracked-but-not-ignored files, or None if not a git repo."""
+    """Tracked plus untracked-but-not-ignored files, or None if not a git
+    repo; with the files of the repositories inside it (clones, submodules),
+    which git lists only as their folder, each listed by its own rules."""
+    top = _git_listing(root)
+    if top is None:
+        return None
+    files: list[str] = []
+    stack: list[tuple[str, list[str], int]] = [("", top, 0)]
+    listed_repositories = 0
+    while stack:
+        prefix, listed, depth = stack.pop()
+        inner = _inner_repositories(root / prefix if prefix else root, listed)
+        files.extend(prefix + p for p in listed if p.rstrip("/") not in inner)
+        for folder in sorted(inner, reverse=True):
+            if depth >= MAX_REPOSITORY_NESTING or listed_repositories >= MAX_INNER_REPOSITORIES:
+                log.warning("%s: repository %s%s not indexed: more than %d repositories inside, "
+                            "or nested deeper than %d", root, prefix, folder,
+                            MAX_INNER_REPOSITORIES, MAX_REPOSITORY_NESTING)
+                continue
+            listed_repositories += 1
+            where = root / prefix / folder
+            found = _git_listing(where)
+            if found is None:  # git refuses it (ownership, a broken .git): its .gitignore files decide
+                found = _walk_files(where)
+            stack.append((f"{prefix}{folder}/", found, depth + 1))
+    return files
+
+
+def _git_listing(root: Path) -> list[str] | None:
+    """What `git ls-files` lists in ``root``: files, and a repository inside as its folder."""
     proc = run_git(git_command("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate",
                                root=root), timeout=60)
     if proc is None or proc.returncode != 0:
         return None
     return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*\"?(.*?)\"?\s*$", re.MULTILINE)
+
+
+def _inner_repositories(folder: Path, listed: list[str]) -> set[str]:
+    """The entries of a git listing of ``folder`` that are repositories: an
+    untracked clone (listed as ``name/``) or a submodule (a ``.gitmodules``
+    path that the listing holds as one entry), each a real folder with a
+    ``.git`` of its own (an uninitialised submodule has none)."""
+    names = {p[:-1] for p in listed if p.endswith("/")}
+    try:
+        with open(folder / ".gitmodules", encoding="utf-8", errors="replace") as modules:
+            submodules = set(_SUBMODULE_PATH.findall(modules.read(1 << 20)))
+    except OSError:
+        submodules = set()
+    if submodules:
+        names |= submodules & set(listed)
+    found = set()
+    for name in names:
+        if not name or name.startswith("/") or ".." in name.split("/"):
+            continue
+        try:
+            is_folder = stat.S_ISDIR(os.lstat(folder / name).st_mode)
+        except OSError:
+            continue
+        if is_folder and os.path.lexists(folder / name / ".git"):
+            found.add(name)
+    return found
 
 
 def _walk_files(root: Path) -> list[str]:

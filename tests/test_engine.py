@@ -58,6 +58,48 @@ def test_git_discovery_lists_tracked_and_untracked_but_not_ignored(plain: Path):
     assert "pkg/session.py" in files and "pkg/retry.py" in files and "ignored.py" not in files
 
 
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_repositories_inside_a_git_root_are_listed_by_their_own_rules(plain: Path):
+    """git lists a clone inside the repository as its folder and a submodule
+    as one entry: discovery listed neither's files, so a folder of clones
+    indexed nothing. Each is now listed by its own git and .gitignore; one
+    the outer repository ignores, and an uninitialised submodule, stay out."""
+    write_tree(plain, {".gitignore": "ignored_clone/\n",
+                       "clones/lib/.gitignore": "build/\n",
+                       "clones/lib/lib_core.py": "def lib_core():\n    pass\n",
+                       "clones/lib/build/generated.py": "x = 1\n",
+                       "clones/lib/deeper/inner/inner_mod.py": "def inner_most():\n    pass\n",
+                       "ignored_clone/skip.py": "x = 1\n",
+                       "sub/sub_mod.py": "def in_submodule():\n    pass\n",
+                       "sub_empty/.keep": ""})
+    for repo in (plain, plain / "clones/lib", plain / "clones/lib/deeper/inner", plain / "ignored_clone",
+                 plain / "sub"):
+        _git(repo, "init", "-q")
+    _git(plain / "sub", "add", "-A")
+    _git(plain / "sub", "commit", "-qm", "sub")
+    head = _git(plain / "sub", "rev-parse", "HEAD")
+    write_tree(plain, {".gitmodules": '[submodule "sub"]\n\tpath = sub\n\turl = ./sub\n'
+                                      '[submodule "e"]\n\tpath = sub_empty\n\turl = ./e\n'
+                                      '[submodule "x"]\n\tpath = ../outside\n\turl = ./x\n'})
+    _git(plain, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
+    _git(plain, "update-index", "--add", "--cacheinfo", f"160000,{head},sub_empty")
+    (plain / "sub_empty" / ".keep").unlink()
+    files = discover(plain, FileFilter(DiscoveryOptions())).paths
+    assert {"clones/lib/lib_core.py", "clones/lib/deeper/inner/inner_mod.py", "sub/sub_mod.py",
+            "pkg/session.py"} <= set(files)
+    assert not any(p.startswith(("ignored_clone/", "clones/lib/build/", "sub_empty/")) for p in files)
+    assert len(files) == len(set(files))
+    engine = engine_for(plain)
+    engine.cold_index()
+    assert top_symbols(engine, "inner_most")[0] == "inner_most"
+    assert top_symbols(engine, "in_submodule")[0] == "in_submodule"
+    engine.close()
+
+
 def test_read_source_reasons(plain: Path):
     write_tree(plain, {"bin.py": b"\x00\x01", "big.py": "x" * 2000})
     assert read_source(plain, "bin.py", 1000) == Skipped("bin.py", "binary")

@@ -129,6 +129,24 @@ def test_ignored_files_are_neither_watched_nor_indexed(tree: Path):
         engine.close()
 
 
+def test_a_clone_inside_the_repository_is_indexed_and_followed(tree: Path):
+    """A repository cloned inside the one opened (git lists it as a folder):
+    its files are indexed, its ignored files are not, and an edit in it on
+    disk reaches recall through the watcher."""
+    write_tree(tree, {"deps/lib/.gitignore": "out/\n", "deps/lib/lib_mod.py": "def lib_fn():\n    pass\n",
+                      "deps/lib/out/gen.py": "def lib_generated():\n    pass\n"})
+    git(tree / "deps/lib", "init", "-q")
+    engine = live_engine(tree)
+    try:
+        assert code_symbols(engine, "lib_fn")[0] == "lib_fn"
+        assert engine.store.file_state("deps/lib/out/gen.py") is None
+        assert "deps/lib" in engine.follower._watched and "deps/lib/out" not in engine.follower._watched
+        write_tree(tree, {"deps/lib/lib_mod.py": "def lib_fn_renamed_on_disk():\n    pass\n"})
+        assert wait_until(lambda: code_symbols(engine, "lib_fn_renamed_on_disk")[:1] == ["lib_fn_renamed_on_disk"])
+    finally:
+        engine.close()
+
+
 def test_an_open_buffer_wins_over_the_disk(tree: Path):
     engine = live_engine(tree)
     try:
