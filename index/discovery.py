@@ -205,12 +205,15 @@ def _git_files(root: Path) -> list[str] | None:
 
 
 def _git_listing(root: Path) -> list[str] | None:
-    """What `git ls-files` lists in ``root``: files, and a repository inside as its folder."""
-    proc = run_git(git_command("ls-files", "-z", "--cached", "--others", "--exclude-standard", "--deduplicate",
-                               root=root), timeout=60)
+    """What `git ls-files` lists in ``root``: files, and a repository inside
+    as its folder; never a file a sparse checkout leaves out of the work
+    tree (tagged ``S``: in the index, never on disk, however many)."""
+    proc = run_git(git_command("ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard",
+                               "--deduplicate", root=root), timeout=60)
     if proc is None or proc.returncode != 0:
         return None
-    return [p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p]
+    return [entry[2:] for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+            if len(entry) > 2 and entry[0] != "S"]
 
 
 _SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*\"?(.*?)\"?\s*$", re.MULTILINE)

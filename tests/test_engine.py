@@ -100,6 +100,26 @@ def test_repositories_inside_a_git_root_are_listed_by_their_own_rules(plain: Pat
     engine.close()
 
 
+def test_a_sparse_checkout_lists_only_the_files_in_its_work_tree(tmp_path: Path):
+    """A sparse checkout keeps every file in git's index and only some on
+    disk: discovery listed each absent one, so every pass of a large
+    monorepo's cone stat'ed the whole repository and counted it as files."""
+    root = tmp_path / "sparse"
+    write_tree(root, {f"{folder}/m{i}.py": f"def {folder}_{i}():\n    pass\n"
+                      for folder in ("kept", "away") for i in range(3)})
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "both")
+    _git(root, "sparse-checkout", "set", "kept")
+    assert not (root / "away").exists()
+    write_tree(root, {"kept/untracked.py": "def new_here():\n    pass\n"})
+    files = discover(root, FileFilter(DiscoveryOptions())).paths
+    assert files == ["kept/m0.py", "kept/m1.py", "kept/m2.py", "kept/untracked.py"]
+    engine = engine_for(root)
+    assert engine.index().files == 4
+    engine.close()
+
+
 def test_read_source_reasons(plain: Path):
     write_tree(plain, {"bin.py": b"\x00\x01", "big.py": "x" * 2000})
     assert read_source(plain, "bin.py", 1000) == Skipped("bin.py", "binary")
