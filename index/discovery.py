@@ -28,9 +28,13 @@ log = logging.getLogger(__name__)
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 # Bytes sniffed for a NUL to call a file binary (what git does).
 _BINARY_SNIFF_BYTES = 8192
-# Never descend into these in the non-git walk (they are almost always ignored).
+# Never descend into these in the non-git walk, nor list git's untracked files
+# in them (they are almost always ignored: version control, installed
+# dependencies, caches).
 _ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME, "node_modules",
                                   "__pycache__", ".venv", ".tox", ".mypy_cache"})
+# The file that makes a folder of any name a Python virtual environment.
+_VENV_MARKER = "pyvenv.cfg"
 # Repositories inside a git root (clones, submodules) are listed by their own
 # git, one process each: at most this many per pass, and this deep.
 MAX_INNER_REPOSITORIES = 64
@@ -212,8 +216,16 @@ def _git_listing(root: Path) -> list[str] | None:
                                "--deduplicate", root=root), timeout=60)
     if proc is None or proc.returncode != 0:
         return None
-    return [entry[2:] for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
-            if len(entry) > 2 and entry[0] != "S"]
+    entries = [(entry[0], entry[2:]) for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+               if len(entry) > 2 and entry[0] != "S"]
+    # Untracked files (``?``) of installed dependencies: a virtual environment
+    # or node_modules made before the .gitignore that would name it (an agent's
+    # fresh project) held tens of thousands of files. Tracked ones stay.
+    environments = tuple(path[:-len(_VENV_MARKER)] for tag, path in entries
+                         if tag == "?" and path.endswith("/" + _VENV_MARKER))
+    return [path for tag, path in entries
+            if tag != "?" or not (path.startswith(environments)
+                                  or not _ALWAYS_SKIPPED_DIRS.isdisjoint(path.split("/")[:-1]))]
 
 
 _SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*\"?(.*?)\"?\s*$", re.MULTILINE)
@@ -262,6 +274,8 @@ def _walk_files(root: Path) -> list[str]:
                 entries = list(it)
         except OSError:
             continue
+        if rel_dir and any(entry.name == _VENV_MARKER for entry in entries):
+            continue  # a virtual environment, whatever its name
         specs = list(inherited)
         ignore_file = os.path.join(dirpath, ".gitignore")
         if os.path.isfile(ignore_file):

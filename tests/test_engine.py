@@ -120,6 +120,28 @@ def test_a_sparse_checkout_lists_only_the_files_in_its_work_tree(tmp_path: Path)
     engine.close()
 
 
+def test_installed_dependencies_are_left_out_unless_tracked(tmp_path: Path):
+    """A virtual environment (of any name: its pyvenv.cfg says so) or a
+    node_modules made before the .gitignore that names it: git lists every
+    file in them as untracked, and a fresh project indexed its whole
+    site-packages. Untracked files there are left out in a repository and
+    in a plain folder; a file the repository tracks there stays."""
+    dependencies = {"env/pyvenv.cfg": "home = /usr/bin\n", "env/lib/site.py": "def site_fn():\n    pass\n",
+                    ".venv/pyvenv.cfg": "home = /usr/bin\n", ".venv/lib/x.py": "x = 1\n",
+                    "node_modules/pad/index.js": "module.exports = 1;\n",
+                    "web/node_modules/pad/index.js": "module.exports = 1;\n",
+                    "vendor_js/node_modules/kept/index.js": "module.exports = 2;\n"}
+    own = {"app.py": "def app():\n    pass\n", "envelope/pyvenv_like.py": "y = 2\n"}
+    plain_folder, repository = tmp_path / "plain", tmp_path / "repo"
+    for root in (plain_folder, repository):
+        write_tree(root, {**dependencies, **own})
+    _git(repository, "init", "-q")
+    _git(repository, "add", "vendor_js/node_modules/kept/index.js")
+    assert discover(repository, FileFilter(DiscoveryOptions())).paths == [
+        "app.py", "envelope/pyvenv_like.py", "vendor_js/node_modules/kept/index.js"]
+    assert discover(plain_folder, FileFilter(DiscoveryOptions())).paths == ["app.py", "envelope/pyvenv_like.py"]
+
+
 def test_read_source_reasons(plain: Path):
     write_tree(plain, {"bin.py": b"\x00\x01", "big.py": "x" * 2000})
     assert read_source(plain, "bin.py", 1000) == Skipped("bin.py", "binary")
