@@ -189,22 +189,27 @@ def _git_files(root: Path) -> list[str] | None:
     files: list[str] = []
     stack: list[tuple[str, list[str], int]] = [("", top, 0)]
     listed_repositories = 0
+    left_out: list[str] = []
     while stack:
         prefix, listed, depth = stack.pop()
         inner = _inner_repositories(root / prefix if prefix else root, listed)
         files.extend(prefix + p for p in listed if p.rstrip("/") not in inner)
-        for folder in sorted(inner, reverse=True):
+        admitted: list[tuple[str, list[str], int]] = []
+        for folder in sorted(inner):
             if depth >= MAX_REPOSITORY_NESTING or listed_repositories >= MAX_INNER_REPOSITORIES:
-                log.warning("%s: repository %s%s not indexed: more than %d repositories inside, "
-                            "or nested deeper than %d", root, prefix, folder,
-                            MAX_INNER_REPOSITORIES, MAX_REPOSITORY_NESTING)
+                left_out.append(prefix + folder)
                 continue
             listed_repositories += 1
             where = root / prefix / folder
             found = _git_listing(where)
             if found is None:  # git refuses it (ownership, a broken .git): its .gitignore files decide
                 found = _walk_files(where)
-            stack.append((f"{prefix}{folder}/", found, depth + 1))
+            admitted.append((f"{prefix}{folder}/", found, depth + 1))
+        stack.extend(reversed(admitted))
+    if left_out:
+        log.warning("%s: %d repositories inside not indexed (%s%s): more than %d inside, or nested "
+                    "deeper than %d", root, len(left_out), ", ".join(sorted(left_out)[:3]),
+                    ", …" if len(left_out) > 3 else "", MAX_INNER_REPOSITORIES, MAX_REPOSITORY_NESTING)
     return files
 
 

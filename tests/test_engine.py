@@ -100,6 +100,22 @@ def test_repositories_inside_a_git_root_are_listed_by_their_own_rules(plain: Pat
     engine.close()
 
 
+def test_repositories_inside_past_the_bound_are_left_out_with_one_warning(plain: Path, monkeypatch, caplog):
+    """One git process per inner repository: past the bound they are left
+    out, and one warning per pass says how many (not one line each)."""
+    from ctxls.index import discovery
+    monkeypatch.setattr(discovery, "MAX_INNER_REPOSITORIES", 1)
+    write_tree(plain, {f"clones/c{i}/mod{i}.py": f"def clone_{i}():\n    pass\n" for i in range(3)})
+    _git(plain, "init", "-q")
+    for i in range(3):
+        _git(plain / f"clones/c{i}", "init", "-q")
+    with caplog.at_level("WARNING", logger="ctxls.index.discovery"):
+        files = discover(plain, FileFilter(DiscoveryOptions())).paths
+    assert [p for p in files if p.startswith("clones/")] == ["clones/c0/mod0.py"]
+    warnings = [r.getMessage() for r in caplog.records if "repositories inside" in r.getMessage()]
+    assert len(warnings) == 1 and "2 repositories inside not indexed (clones/c1, clones/c2)" in warnings[0]
+
+
 def test_a_sparse_checkout_lists_only_the_files_in_its_work_tree(tmp_path: Path):
     """A sparse checkout keeps every file in git's index and only some on
     disk: discovery listed each absent one, so every pass of a large
