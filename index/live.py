@@ -367,6 +367,11 @@ class DiskFollower:
             indexed = self.engine.store.file_states()
             paths.update(p for p in indexed if any(p.startswith(v + "/") for v in vanished))
             self._new_folders.difference_update(vanished)
+            # Removed and made again within the batch (`rm -rf gen && mkdir
+            # gen`, a generator's output): a new folder, whose files no watch
+            # reported (the old one's watch went with it): caught up as new.
+            appeared.extend(v for v in vanished if os.path.isdir(os.path.join(root, v))
+                            and not os.path.islink(os.path.join(root, v)) and v not in appeared)
         ignored = ignored_paths(self.root, [f + "/" for f in appeared])
         new = [f for f in appeared if f + "/" not in ignored]
         self.batches += 1

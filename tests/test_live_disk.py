@@ -147,6 +147,26 @@ def test_a_clone_inside_the_repository_is_indexed_and_followed(tree: Path):
         engine.close()
 
 
+def test_a_folder_removed_and_made_again_in_one_batch_is_followed(tree: Path):
+    """A generator's `rm -rf gen && mkdir gen` and its new files, faster than
+    one batch: the folder's name was still watched, so it was not taken for
+    new, and the files written into it before its new watch stood were never
+    indexed (the old folder's watch had gone with it)."""
+    write_tree(tree, {"pkg/gen/old.py": "def generated_before():\n    pass\n"})
+    engine = live_engine(tree)
+    try:
+        assert engine.store.file_state("pkg/gen/old.py")
+        shutil.rmtree(tree / "pkg/gen")
+        (tree / "pkg/gen").mkdir()
+        (tree / "pkg/gen/new.py").write_text("def generated_again():\n    pass\n")
+        assert wait_until(lambda: engine.store.file_state("pkg/gen/new.py"))
+        assert wait_until(lambda: engine.store.file_state("pkg/gen/old.py") is None)
+        (tree / "pkg/gen/later.py").write_text("def generated_later():\n    pass\n")
+        assert wait_until(lambda: engine.store.file_state("pkg/gen/later.py"))
+    finally:
+        engine.close()
+
+
 def test_an_open_buffer_wins_over_the_disk(tree: Path):
     engine = live_engine(tree)
     try:
