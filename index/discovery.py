@@ -330,6 +330,14 @@ def is_skipped_folder_name(name: str) -> bool:
     return name in _ALWAYS_SKIPPED_DIRS
 
 
+def holds_installed_dependencies(folder: str) -> bool:
+    """A folder whose untracked files discovery never lists, in a repository
+    or not: ``node_modules``, ``.venv`` and the others by name, or a virtual
+    environment of any name (it holds ``pyvenv.cfg``)."""
+    return os.path.basename(folder) in _ALWAYS_SKIPPED_DIRS or os.path.isfile(
+        os.path.join(folder, _VENV_MARKER))
+
+
 def ignored_paths(root: Path, paths: list[str]) -> set[str]:
     """Which of ``paths`` git (or, outside git, the .gitignore files) ignores."""
     if not paths:

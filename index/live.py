@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING, Callable
 import watchfiles
 from watchfiles._rust_notify import RustNotify
 
-from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths, is_skipped_folder_name, listed_folders
+from ctxls.index.discovery import (STORE_DIR_NAME, holds_installed_dependencies, ignored_paths,
+                                   is_skipped_folder_name, listed_folders)
 from ctxls.index.git import git_command, run_git
 
 if TYPE_CHECKING:
@@ -356,7 +357,9 @@ class DiskFollower:
                 continue
             if change is not watchfiles.Change.deleted and os.path.isdir(where) \
                     and not os.path.islink(where):
-                if rel not in self._watched:
+                # A new node_modules or virtual environment (an install): none
+                # of its files is listed, so neither watched nor walked.
+                if rel not in self._watched and not holds_installed_dependencies(where):
                     appeared.append(rel)
                 continue
             if rel in self._watched:

@@ -167,6 +167,26 @@ def test_a_folder_removed_and_made_again_in_one_batch_is_followed(tree: Path):
         engine.close()
 
 
+def test_an_install_made_while_following_is_neither_watched_nor_indexed(tree: Path):
+    """`npm install` or `python -m venv env` in a repository whose
+    .gitignore does not name them: discovery lists none of their untracked
+    files, and the watcher neither watches nor walks them."""
+    engine = live_engine(tree)
+    try:
+        write_tree(tree, {"node_modules/pad/index.js": "module.exports = function leftPad() {};\n",
+                          "env/pyvenv.cfg": "home = /usr/bin\n",
+                          "env/lib/site.py": "def site_function():\n    pass\n"})
+        write_tree(tree, {"pkg/sentinel.py": "def sentinel_fn():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("pkg/sentinel.py"))
+        time.sleep(0.3)  # any batch the install could have made is over
+        watched = engine.follower._watched
+        assert not any(f.startswith(("node_modules", "env")) for f in watched), watched
+        assert set(engine.store.file_states()) == {"pkg/__init__.py", "pkg/core.py", "pkg/use.py",
+                                                   "pkg/sentinel.py"}
+    finally:
+        engine.close()
+
+
 def test_an_open_buffer_wins_over_the_disk(tree: Path):
     engine = live_engine(tree)
     try:
