@@ -161,8 +161,27 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "ll": "llvm",
     "jsonnet": "jsonnet",
     "libsonnet": "jsonnet",
+    # Templates: written by hand in every web framework (razor is C#'s; these
+    # are Rails', Jinja's and Django-style, Go's, Node's, PHP's), never what
+    # a documentation generator writes (that is `.html`).
     "cshtml": "razor",
     "razor": "razor",
+    "erb": "erb",
+    "haml": "haml",
+    "slim": "slim",
+    "jinja": "jinja",
+    "jinja2": "jinja",
+    "j2": "jinja",
+    "njk": "nunjucks",
+    "twig": "twig",
+    "liquid": "liquid",
+    "hbs": "handlebars",
+    "handlebars": "handlebars",
+    "mustache": "mustache",
+    "ejs": "ejs",
+    "pug": "pug",
+    "gohtml": "gotemplate",
+    "tmpl": "gotemplate",
     "scss": "scss",
     "less": "less",
     # Not HTML, CSS or XML: in most repositories they are generated (API

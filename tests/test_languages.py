@@ -654,6 +654,40 @@ def test_status_counts_files_per_language_and_lists_those_read_without_a_grammar
     assert [entry["path"] for entry in status["skipped"]["files"]] == ["Blob.kt"]
 
 
+def test_web_templates_are_indexed_and_generated_html_is_not(tmp_path: Path):
+    """The views of a Rails, Flask, Go or Node app are written by hand in a
+    template language (razor was indexed, ERB and Jinja were not): searching
+    for what a page shows found nothing. An `.html` file stays out (API docs
+    a generator wrote)."""
+    templates = {
+        "app/views/orders/show.html.erb": "<h1>Order</h1>\n<%= render 'shipping_address', order: @order %>\n",
+        "templates/checkout.html.j2": "{% block content %}\n<form id=\"coupon-redeem\">{{ coupon_field }}</form>\n"
+                                      "{% endblock %}\n",
+        "web/views/invoice.hbs": "<table class=\"invoice-lines\">{{#each invoiceLines}}<tr>{{amount}}</tr>{{/each}}</table>\n",
+        "site/_includes/footer.liquid": "<footer>{{ site.newsletter_signup }}</footer>\n",
+        "ui/page.gohtml": "{{define \"dashboard\"}}<div>{{.QuotaRemaining}}</div>{{end}}\n",
+        "docs/_build/html/api.html": "<html><body>shipping_address coupon_field</body></html>\n",
+    }
+    for path, text in templates.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        for query, path in (("shipping_address", "app/views/orders/show.html.erb"),
+                            ("coupon redeem form", "templates/checkout.html.j2"),
+                            ("invoiceLines", "web/views/invoice.hbs"),
+                            ("newsletter_signup", "site/_includes/footer.liquid"),
+                            ("QuotaRemaining", "ui/page.gohtml")):
+            hits = engine.recall(query, ["code"], mode="lexical").hits_by_kind["code"]
+            assert [h.path for h in hits][:1] == [path], (query, [h.path for h in hits])
+        status = engine.status()
+        assert status["files"] == 5
+        assert {"erb", "jinja", "handlebars", "liquid", "gotemplate"} <= set(status["languages"])
+    finally:
+        engine.close()
+
+
 # --- impact -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
