@@ -63,6 +63,18 @@ def body_line(hit: dict, width: int | None = 100) -> str:
     return one_line(text, width) if width is not None else " ".join(text.split())
 
 
+# A body line longer than this is shown cut, saying how much is left out: a
+# hit on a one-line SQL dump or data file printed a megabyte, more than an
+# agent's tool answer may hold (the JSON answer keeps the whole text).
+MAX_SHOWN_LINE_CHARS = 500
+
+
+def shown_line(text: str) -> str:
+    if len(text) <= MAX_SHOWN_LINE_CHARS:
+        return text
+    return f"{text[:MAX_SHOWN_LINE_CHARS]}… [{len(text) - MAX_SHOWN_LINE_CHARS:,} more characters]"
+
+
 def one_line(text: str, width: int = 100) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[:width - 1] + "…"
@@ -89,7 +101,7 @@ def format_hits_human(groups: dict[str, list[dict]], style: Style = PLAIN,
             elif bodies and "uri" in hit and hit.get("body"):
                 first = chunk["startLine"] + 1
                 width = len(str(chunk["endLine"] + 1))
-                lines.extend(f"    {style.line(str(first + i).rjust(width))}  {text}"
+                lines.extend(f"    {style.line(str(first + i).rjust(width))}  {shown_line(text)}"
                              for i, text in enumerate(hit["body"].split("\n")))
     return "\n".join(lines)
 
@@ -112,7 +124,7 @@ def format_hits_vimgrep(groups: dict[str, list[dict]]) -> str:
         for hit in hits:
             if "uri" not in hit:
                 continue  # written memory is not a file an editor can open
-            first = (hit.get("body") or "").split("\n")[0].rstrip()
+            first = shown_line((hit.get("body") or "").split("\n")[0].rstrip())
             out.append(f"{vimgrep_path(hit)}:{hit['chunk']['startLine'] + 1}:1:{first}")
     return "\n".join(out)
 

@@ -586,6 +586,29 @@ def test_answers_carry_at_most_16_mib_of_bodies_and_page_past_it(stdio_daemon):
     assert BODY_LEFT_OUT in format_hits_human({"fact": hits["hits"]}, bodies=True)
 
 
+def test_a_hit_on_a_one_line_dump_is_shown_cut_in_text_answers(tmp_path: Path):
+    """A SQL dump or data file on one 900 KB line: the CLI's and the MCP
+    bridge's text printed the whole line for its hit (more than an agent's
+    tool answer may hold). Text answers cut such a line and say how much is
+    left out; the JSON answer keeps it whole."""
+    from ctxls.daemon.formatting import MAX_SHOWN_LINE_CHARS, format_hits_human, format_hits_vimgrep
+    values = ",".join(f"({i},'user{i}@example.com')" for i in range(30000))
+    write_tree(tmp_path, {"dump.sql": f"INSERT INTO users (id, email) VALUES {values};\n",
+                          "app.py": "def load_users():\n    return 'user39999'\n"})
+    engine = Engine(tmp_path, EngineOptions())
+    try:
+        engine.index()
+        result = wire.recall_json(engine.recall("users email", ["code"], body=True, mode="lexical"), False)
+    finally:
+        engine.close()
+    hits = result["groups"]["code"]
+    dump = next(h for h in hits if h["path"] == "dump.sql")
+    assert len(dump["body"]) > 800_000  # the protocol's answer is the text as it is
+    text = format_hits_human({"code": hits}, bodies=True)
+    assert len(text) < 4 * MAX_SHOWN_LINE_CHARS and "more characters]" in text and "def load_users" in text
+    assert all(len(line) < MAX_SHOWN_LINE_CHARS + 300 for line in format_hits_vimgrep({"code": hits}).split("\n"))
+
+
 def test_a_daemon_without_folders_gets_what_it_remembered(tmp_path: Path):
     """Without a workspace folder, memory lives in the session's private
     store: recall and node found a remembered id, but get answered -32004
