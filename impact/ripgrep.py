@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxls.index.discovery import (STORE_DIR_NAME, Skipped, decode_text, is_utf8, looks_binary,
-                                    read_file, real_path)
+from ctxls.index.discovery import (STORE_DIR_NAME, Skipped, byte_limit, decode_text, is_utf8,
+                                    looks_binary, read_file, real_path)
 from ctxls.index.errors import RipgrepMissing
 
 RG_ENV = "CTXLS_RG"
@@ -104,19 +104,24 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
     rg = locate_rg()
     root = root.resolve()
     real_dirs: dict[str, str | None] = {"": ""}
+    # rg has one size bound: the largest any included kind of file has
+    # (a notebook's), the files over their own bound dropped after.
+    rg_limit = max((byte_limit(f".{extension}", max_file_bytes) for extension in include),
+                   default=max_file_bytes)
     if scope is None:
-        found = _rg_lines(rg, root, word, include, max_file_bytes, ["."])
+        found = _rg_lines(rg, root, word, include, rg_limit, ["."])
     else:
         found = _read_lines(root, word, [p for p in scope.files if p not in buffers],
                             max_file_bytes, real_dirs)
         if scope.folders:
-            found.lines.update(_rg_lines(rg, root, word, include, max_file_bytes, scope.folders).lines)
+            found.lines.update(_rg_lines(rg, root, word, include, rg_limit, scope.folders).lines)
     found.lines = {path: rows for path, rows in found.lines.items()
                    if path not in buffers and wanted(path) and is_utf8(path)
-                   and real_path(root, path, real_dirs) == path}
+                   and real_path(root, path, real_dirs) == path
+                   and _within_bound(root, path, max_file_bytes, rg_limit)}
     for path, text in buffers.items():
         # A buffer over the size bound is not indexed: not swept either.
-        if not wanted(path) or len(text) > max_file_bytes or word not in text:
+        if not wanted(path) or len(text) > byte_limit(path, max_file_bytes) or word not in text:
             continue
         rows = _rows_matching(text, word)
         if rows:
@@ -124,6 +129,17 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
             found.texts[path] = text
     _keep_first_lines(found, MAX_LINES)
     return found
+
+
+def _within_bound(root: Path, path: str, max_file_bytes: int, rg_limit: int) -> bool:
+    """Whether a file rg matched under ``rg_limit`` is within its own bound."""
+    limit = byte_limit(path, max_file_bytes)
+    if limit >= rg_limit:
+        return True
+    try:
+        return os.stat(root / path).st_size <= limit
+    except OSError:
+        return False
 
 
 def _keep_first_lines(found: Sweep, max_lines: int) -> None:
@@ -148,11 +164,12 @@ def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int,
     found = Sweep()
     needle = word.encode("utf-8")
     for path in paths:
-        read = read_file(root, path, max_file_bytes, real_dirs)
+        limit = byte_limit(path, max_file_bytes)
+        read = read_file(root, path, limit, real_dirs)
         if isinstance(read, Skipped) or needle not in read[0]:
             continue
         data = read[0]
-        if len(data) > max_file_bytes or looks_binary(data):
+        if len(data) > limit or looks_binary(data):
             continue
         text = decode_text(data)
         rows = _rows_matching(text, word)

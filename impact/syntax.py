@@ -26,8 +26,8 @@ from tree_sitter_language_pack import get_language
 
 from ctxls.index.definition_table import TABLES, LanguageTable, follow
 from ctxls.index.definition_table import classify as classify_definition
-from ctxls.index.languages import (COMPONENT_LANGUAGES, hazard, language_for_path,
-                                   parse_source, parser_for, script_view)
+from ctxls.index.languages import (COMPONENT_LANGUAGES, NOTEBOOK_LANGUAGE, hazard, language_for_path,
+                                   notebook_view, parse_source, parser_for, script_view)
 
 from .ripgrep import word_pattern
 
@@ -805,16 +805,21 @@ class SourceFile:
 
     def __post_init__(self) -> None:
         self.language = language_for_path(self.path, self.text)
+        self._parsed_text = self._read_text = self.text
+        if self.language == NOTEBOOK_LANGUAGE:
+            # A notebook is read as its cells, words and tree alike: rows are
+            # the file's, columns the view's (the JSON's quoting is not code).
+            self.language, self._parsed_text = notebook_view(self.text)
+            self._read_text = self._parsed_text
         self.family = family_for(self.language)
         # A component is parsed as its <script> (every other character
         # blanked: rows and the script's columns are the file's).
-        self._parsed_text = self.text
         if self.language in COMPONENT_LANGUAGES:
             self.language, self._parsed_text = script_view(self.text)
 
     @cached_property
     def lines(self) -> list[str]:
-        return self.text.split("\n")
+        return self._read_text.split("\n")
 
     @cached_property
     def tree(self) -> Tree | None:

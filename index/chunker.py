@@ -27,8 +27,9 @@ from .chunking.pieces import build_chunks, residue, window_chunks
 from .chunking.spans import REPARSE_BUDGET, REREADINGS, reparse_budget, reread_spans, symbol_spans
 from .definition_table import TABLES
 from .imports import extract_imports
-from .languages import (COMPONENT_LANGUAGES, ParseAbandoned, chunk_kind_for_path, hazard,
-                        language_for_path, parse, parse_deadline, parser_for, script_view)
+from .languages import (COMPONENT_LANGUAGES, NOTEBOOK_LANGUAGE, ParseAbandoned, chunk_kind_for_path,
+                        hazard, language_for_path, notebook_view, parse, parse_deadline, parser_for,
+                        script_view)
 from .model import UNPARSED_DEADLINE, UNPARSED_HAZARD, ParsedFile, SymbolDef, content_hash
 
 # What a file not in a programming language is read as: prose by its headings,
@@ -38,7 +39,8 @@ PLAIN_LANGUAGES = frozenset({"text", "markdown"})
 
 def reads_definitions(language: str | None) -> bool:
     """Whether the chunker reads ``language``'s definitions (else: line windows)."""
-    return language in GRAMMARS or language in COMPONENT_LANGUAGES or language == "markdown"
+    return (language in GRAMMARS or language in COMPONENT_LANGUAGES
+            or language in (NOTEBOOK_LANGUAGE, "markdown"))
 
 
 def split_lines(text: str) -> list[str]:
@@ -69,8 +71,8 @@ def definition_chunks(path: str, text: str) -> ParsedFile:
 def window_file(path: str, text: str, unparsed: str = UNPARSED_HAZARD) -> ParsedFile:
     """``path``'s text as line windows, without parsing: what a file whose
     parse was abandoned, or crashed or hung the chunk worker, is read as."""
-    lines = split_lines(text)
     language = language_for_path(path, text) or "text"
+    lines = split_lines(notebook_view(text)[1] if language == NOTEBOOK_LANGUAGE else text)
     return ParsedFile(language, window_chunks(lines, language, chunk_kind_for_path(path)),
                       unparsed=unparsed)
 
@@ -90,6 +92,11 @@ def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
     if language in COMPONENT_LANGUAGES:
         grammar_language, script = script_view("\n".join(lines))
         read_lines = split_lines(script)
+    elif language == NOTEBOOK_LANGUAGE:
+        # A notebook's rows are JSON: its chunks are the view's rows (the
+        # cells' code and text), never its outputs.
+        grammar_language, cells = notebook_view("\n".join(lines))
+        lines = read_lines = split_lines(cells)
     if language is None or grammar_language not in GRAMMARS:
         # No definitions table: line windows, still named by their language.
         named = language or "text"

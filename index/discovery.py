@@ -570,8 +570,21 @@ def _open_beneath(root: Path, path: str) -> int:
         os.close(folder)
 
 
+# A notebook's outputs (plots as base64) are most of its bytes and none of
+# what is read of it (languages.notebook_view): its bound is this many times
+# a file's.
+NOTEBOOK_BYTES_FACTOR = 16
+
+
+def byte_limit(path: str, max_bytes: int) -> int:
+    """The size bound of ``path`` under the configured one (``max_file_bytes``)."""
+    return max_bytes * NOTEBOOK_BYTES_FACTOR if path.endswith(".ipynb") else max_bytes
+
+
 def read_source(root: Path, path: str, max_bytes: int) -> SourceText | Skipped:
-    """Read one file for indexing, or say why it was skipped."""
+    """Read one file for indexing, or say why it was skipped (``max_bytes``:
+    the configured bound; ``byte_limit`` says what it is for this path)."""
+    max_bytes = byte_limit(path, max_bytes)
     read = read_file(root, path, max_bytes)
     if isinstance(read, Skipped):
         return read

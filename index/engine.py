@@ -16,7 +16,7 @@ from typing import Callable, Protocol, TypeVar
 
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
-                                   decode_text, ignored_paths, looks_binary, read_file,
+                                   byte_limit, decode_text, ignored_paths, looks_binary, read_file,
                                    relative_path, replace_lone_surrogates, stat_signature)
 from ctxls.index import graph, postings
 from ctxls.index.priority import lower_thread_priority
@@ -931,7 +931,7 @@ class Engine:
         buffered = self.buffer_text(path)
         if buffered is not None or self.buffers_only:
             return buffered
-        limit = self.options.discovery.max_file_bytes
+        limit = byte_limit(path, self.options.discovery.max_file_bytes)
         read = read_file(self.root, path, limit)
         if isinstance(read, Skipped) or len(read[0]) > limit:
             return None

@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 from ctxls.index.cancel import cancel_requested, check_cancelled
 from ctxls.index.chunk_worker import Ticket, chunk_guarded, shared_worker
 from ctxls.index.chunker import reads_definitions
-from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText,
+from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText, byte_limit,
                                    discover, looks_binary, looks_minified, pathspec_matcher,
                                    read_source, stat_signature)
 from ctxls.index.errors import StoreError
@@ -364,7 +364,7 @@ class Indexer:
         """Index an open buffer. One over the size bound is left out like a
         file over it (never chunked, tokenized or diffed: a 20 MB buffer must
         not stall other requests); rows it had are dropped."""
-        limit = self.options.max_file_bytes
+        limit = byte_limit(path, self.options.max_file_bytes)
         too_large = len(text) > limit or (4 * len(text) > limit
                                           and len(text.encode("utf-8", "surrogatepass")) > limit)
         # The rules a file on disk is held to.

@@ -10,6 +10,7 @@ it by lines rather than with the tree-sitter grammar.
 from __future__ import annotations
 
 import collections
+import json
 import posixpath
 import re
 import threading
@@ -22,6 +23,8 @@ from .model import UNPARSED_HAZARD, UNPARSED_SUSPENDED, content_hash
 
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
+
+NOTEBOOK_LANGUAGE = "jupyter"
 
 _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "py": "python",
@@ -184,6 +187,8 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "tmpl": "gotemplate",
     "scss": "scss",
     "less": "less",
+    # Jupyter notebooks: their cells' code read through notebook_view.
+    "ipynb": NOTEBOOK_LANGUAGE,
     # Not HTML, CSS or XML: in most repositories they are generated (API
     # docs, build output) or data; `include` brings them in.
 }
@@ -290,6 +295,76 @@ def script_view(text: str) -> tuple[str, str]:
         end = start + len(match.group(2).encode("utf-8", "replace"))
         kept[start:end] = encoded[start:end]
     return language, kept.decode("utf-8", "replace")
+
+
+# A notebook's kernel language -> the grammar its code cells are read with.
+_NOTEBOOK_GRAMMARS = {"python": "python", "r": "r", "julia": "julia"}
+_CELL_KEY = re.compile(r'^(\s*)"(cell_type|source)": ')
+
+
+def notebook_view(text: str) -> tuple[str, str]:
+    """(grammar, text) for a Jupyter notebook (nbformat's JSON, written one
+    source line per JSON line by Jupyter, VS Code and nbformat): each code
+    cell's lines decoded at their own rows (a magic or shell line, `%` or
+    `!`, as a comment), each Markdown or raw cell's lines as comments, every
+    other row blank (outputs, images, metadata). Rows are the file's, so a
+    range read from the view is the file's lines; columns are not (the
+    JSON's quotes and indentation). A notebook laid out otherwise (one line
+    of JSON) reads as blank."""
+    rows = text.split("\n")
+    try:
+        notebook = json.loads(text)
+        cells = notebook["cells"]
+        metadata = notebook.get("metadata") or {}
+        kernel = ((metadata.get("language_info") or {}).get("name")
+                  or (metadata.get("kernelspec") or {}).get("language") or "python")
+        kinds = [cell["cell_type"] for cell in cells]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return "python", "\n" * (len(rows) - 1)
+    grammar = _NOTEBOOK_GRAMMARS.get(str(kernel).lower(), "python")
+    view = [""] * len(rows)
+    key_indent: str | None = None
+    cell = -1
+    open_at: int | None = None  # the row after a cell's `"source": [`
+    for number, row in enumerate(rows):
+        if open_at is not None:
+            item = row.strip()
+            if item.startswith("]"):
+                open_at = None
+                continue
+            try:
+                line = json.loads(item[:-1] if item.endswith(",") else item)
+            except ValueError:
+                continue
+            if isinstance(line, str) and 0 <= cell < len(kinds):
+                view[number] = _cell_row(kinds[cell], line.split("\n", 1)[0].rstrip("\r"))
+            continue
+        found = _CELL_KEY.match(row)
+        if found is None or (key_indent is not None and found.group(1) != key_indent):
+            continue
+        if found.group(2) == "cell_type":
+            key_indent = found.group(1)
+            cell += 1
+        elif key_indent is not None:
+            value = row[found.end():].rstrip().rstrip(",")
+            if value == "[":
+                open_at = number + 1
+            elif value.startswith('"') and 0 <= cell < len(kinds):
+                try:
+                    line = json.loads(value)
+                except ValueError:
+                    continue
+                if isinstance(line, str) and "\n" not in line.rstrip("\n"):
+                    view[number] = _cell_row(kinds[cell], line.rstrip("\n"))
+    if cell + 1 != len(kinds):  # keys not where nbformat writes them: no row is known
+        return grammar, "\n" * (len(rows) - 1)
+    return grammar, "\n".join(view)
+
+
+def _cell_row(kind: str, line: str) -> str:
+    if kind == "code" and not line.lstrip().startswith(("%", "!")):
+        return line
+    return f"# {line}" if line.strip() else ""
 
 
 # Configuration and data: their own recall kind, so a CI file that names a

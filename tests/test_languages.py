@@ -6,11 +6,13 @@ status says which files were read without a grammar."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from conftest import write_tree
 from ctxls.impact import analysis
 from ctxls.index.chunker import chunk_file, definition_chunks, split_lines
 from ctxls.index.discovery import DiscoveryOptions
@@ -686,6 +688,65 @@ def test_web_templates_are_indexed_and_generated_html_is_not(tmp_path: Path):
         assert {"erb", "jinja", "handlebars", "liquid", "gotemplate"} <= set(status["languages"])
     finally:
         engine.close()
+
+
+def _notebook(cells: list[tuple[str, object, list]], language: str = "python") -> str:
+    """nbformat 4 as Jupyter writes it: sorted keys, one-space indent, one source line per JSON line."""
+    made = [{"cell_type": kind, "metadata": {}, "source": source,
+             **({"execution_count": 1, "id": f"c{i}", "outputs": outputs} if kind == "code" else {})}
+            for i, (kind, source, outputs) in enumerate(cells)]
+    return json.dumps({"cells": made, "metadata": {"language_info": {"name": language}},
+                       "nbformat": 4, "nbformat_minor": 5}, indent=1, sort_keys=True) + "\n"
+
+
+def test_a_notebook_is_read_as_its_cells_at_the_files_rows(tmp_path: Path):
+    """A Jupyter notebook is JSON: its code was never indexed. It is read as
+    its cells (code as code, Markdown as comments, magics commented out) at
+    the file's own rows, never its outputs (a base64 image, printed text);
+    recall points at the notebook's lines and impact confirms a call made in
+    a cell. Its plots do not put it over the size bound (16 times a file's)."""
+    image = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB" * 40_000  # 1.3 MB of plot: past a file's 1 MiB bound
+    text = _notebook([
+        ("markdown", ["# Churn analysis\n", "Customer churn from billing events.\n"], []),
+        ("code", ["%matplotlib inline\n", "from helpers import load_events\n"], []),
+        ("code", ["def churn_rate(events, window_days=30):\n", "    \"\"\"Share gone quiet.\"\"\"\n",
+                  "    return len(events) / window_days\n"],
+         [{"output_type": "display_data", "metadata": {},
+           "data": {"image/png": image, "text/plain": ["<Figure rendered_output_text>"]}}]),
+        ("code", "rate = churn_rate(load_events())", []),
+    ])
+    rows = text.split("\n")
+    write_tree(tmp_path, {"analysis.ipynb": text, "helpers.py": "def load_events():\n    return []\n"})
+    parsed = chunk_file("analysis.ipynb", text)
+    assert parsed.language == "jupyter"
+    (definition,) = [s for s in parsed.symbols if s.symbol == "churn_rate"]
+    assert rows[definition.start_line].strip() == '"def churn_rate(events, window_days=30):\\n",'
+    assert rows[definition.end_line].strip().startswith('"    return len(events)')
+    assert not any(image[:20] in chunk.text or "rendered_output_text" in chunk.text for chunk in parsed.chunks)
+    assert any("# Customer churn from billing events." in chunk.text for chunk in parsed.chunks)
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        hit = engine.recall("churn_rate", ["code"], body=True, mode="lexical").hits_by_kind["code"][0]
+        assert (hit.path, hit.start_line) == ("analysis.ipynb", definition.start_line)
+        assert hit.body.startswith("def churn_rate(events, window_days=30):")
+        assert engine.recall(image[:20], ["code"], mode="lexical").hits_by_kind["code"] == []
+        assert engine.status()["languages"]["jupyter"] == {"files": 1, "definitions": True}
+        found = analysis.analyze(engine, "load_events")
+        assert [(c.path, c.confirmed) for c in found.callers] == [("analysis.ipynb", True)]
+        assert rows[found.callers[0].span.start_line].strip() == '"source": "rate = churn_rate(load_events())"'
+    finally:
+        engine.close()
+
+
+def test_a_notebook_that_is_not_nbformats_layout_indexes_nothing_and_fails_nothing():
+    """A notebook of one JSON line, or no JSON at all: no row is known, so
+    nothing of it is read (never its outputs), and the file costs no error."""
+    cells = [("code", ["def on_one_line():\n", "    pass\n"], [])]
+    compact = json.dumps(json.loads(_notebook(cells)))
+    for text in (compact, "{not json", _notebook(cells)[:-40]):
+        parsed = chunk_file("nb.ipynb", text)
+        assert parsed.language == "jupyter" and parsed.chunks == [] and parsed.symbols == []
 
 
 # --- impact -------------------------------------------------------------------
