@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
 from .model import UNPARSED_HAZARD, UNPARSED_SUSPENDED, content_hash
+from .paths import DOC_EXTENSIONS
 
 if TYPE_CHECKING:
     from tree_sitter import Parser, Tree
@@ -60,6 +61,10 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "php": "php",
     "md": "markdown",
     "markdown": "markdown",
+    # Markdown with code in it: MDX (documentation sites), R Markdown, Quarto.
+    "mdx": "markdown",
+    "rmd": "markdown",
+    "qmd": "markdown",
     "kt": "kotlin",
     "kts": "kotlin",
     "swift": "swift",
@@ -213,7 +218,6 @@ _LANGUAGE_BY_FILENAME: dict[str, str] = {
     "CMakeLists.txt": "cmake",
 }
 
-_DOC_EXTENSIONS = frozenset({"md", "markdown", "rst", "txt", "adoc"})
 
 # Indexed by default: every language above, prose, and hand-written config and
 # scripts (chunked as line windows). JSON is left out on purpose: in most
@@ -375,7 +379,7 @@ _CONFIG_EXTENSIONS = frozenset({"toml", "yaml", "yml", "ini", "cfg", "json", "co
 def chunk_kind_for_path(path: str) -> str:
     """The recall kind of a file's chunks: "doc" (prose), "config", or "code"."""
     extension = _extension(path)
-    if extension in _DOC_EXTENSIONS:
+    if extension in DOC_EXTENSIONS:
         return "doc"
     return "config" if extension in _CONFIG_EXTENSIONS else "code"
 

@@ -31,7 +31,9 @@ _TEST_DIR = re.compile(r"(?:^|/)(?:tests?|__tests__|__mocks__|spec|specs|testing
 # (Swift's and .NET's `Examples/`, `Demo/`), and Xcode's playgrounds.
 _EXAMPLE_DIR = re.compile(r"(?:^|/)(_?[Ee]xamples?|[Ss]amples?|[Dd]emos?|docs?_src|[Dd]ocs?|[Tt]utorials?"
                           r"|galleries|cookbook|[^/]+\.playground)(?=/)")
-_DOC_FILE = (".md", ".rst", ".txt")
+# Prose files by extension (lower case, no dot): recall's `doc` kind
+# (languages.chunk_kind_for_path) and the doc path class alike.
+DOC_EXTENSIONS = frozenset({"md", "markdown", "mdx", "rmd", "qmd", "rst", "txt", "adoc"})
 
 # Folders that hold another project's code copied in: Go's and PHP's
 # `vendor/`, pip's `_vendor/`, C/C++'s `third_party/` and `extern/`, npm's
@@ -69,7 +71,8 @@ def is_example_path(path: str) -> bool:
 
 def is_doc_path(path: str) -> bool:
     """An example or documentation source, or a prose file anywhere."""
-    return path.endswith(_DOC_FILE) or is_example_path(path)
+    extension = posixpath.splitext(path)[1][1:].lower()
+    return extension in DOC_EXTENSIONS or is_example_path(path)
 
 
 @functools.lru_cache(maxsize=16384)

@@ -749,6 +749,30 @@ def test_a_notebook_that_is_not_nbformats_layout_indexes_nothing_and_fails_nothi
         assert parsed.language == "jupyter" and parsed.chunks == [] and parsed.symbols == []
 
 
+def test_markdown_with_code_is_prose_and_one_list_says_what_prose_is(tmp_path: Path):
+    """MDX pages, R Markdown and Quarto documents were not indexed; they are
+    Markdown (recall's `doc` kind, by section). What prose is comes from one
+    list for recall's kind and for the doc path class locate reads (it said
+    `.md`, `.rst`, `.txt` only, so an `.adoc` or `README.MD` was code there)."""
+    from ctxls.index.languages import chunk_kind_for_path
+    from ctxls.index.paths import is_doc_path
+    write_tree(tmp_path, {"site/docs/intro.mdx": "# Getting started\n\nInstall the webhook relay first.\n",
+                          "analysis/report.Rmd": "# Quarterly churn\n\n```{r}\nsummary(churn)\n```\n",
+                          "paper.qmd": "# Method\n\nWe bootstrap the retention curves.\n"})
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        for query, path in (("webhook relay", "site/docs/intro.mdx"), ("quarterly churn", "analysis/report.Rmd"),
+                            ("bootstrap retention curves", "paper.qmd")):
+            hits = engine.recall(query, ["doc"], mode="lexical").hits_by_kind["doc"]
+            assert [h.path for h in hits][:1] == [path], query
+    finally:
+        engine.close()
+    for path in ("a.md", "b.MD", "c.markdown", "d.mdx", "e.Rmd", "f.qmd", "g.rst", "h.txt", "i.adoc"):
+        assert chunk_kind_for_path(path) == "doc" and is_doc_path(f"src/{path}"), path
+    assert not is_doc_path("src/notes.py") and chunk_kind_for_path("src/notes.py") == "code"
+
+
 # --- impact -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
