@@ -30,6 +30,11 @@ NOTEBOOK_LANGUAGE = "jupyter"
 _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "py": "python",
     "pyi": "python",
+    # Cython: Python's grammar reads its `def`s and classes (`cdef class`
+    # too); `cdef`/`cpdef` functions stay in their module's windows.
+    "pyx": "python",
+    "pxd": "python",
+    "pxi": "python",
     "js": "javascript",
     "jsx": "javascript",
     "mjs": "javascript",
@@ -59,6 +64,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "rake": "ruby",
     "gemspec": "ruby",
     "php": "php",
+    "phtml": "php",
     "md": "markdown",
     "markdown": "markdown",
     # Markdown with code in it: MDX (documentation sites), R Markdown, Quarto.
@@ -140,6 +146,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "pas": "pascal",
     "pp": "pascal",
     "tcl": "tcl",
+    "ino": "cpp",  # Arduino sketches are C++
     # Read as text windows (no definitions table yet), named so status can say so.
     "groovy": "groovy",
     "gradle": "groovy",
@@ -169,6 +176,13 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "ll": "llvm",
     "jsonnet": "jsonnet",
     "libsonnet": "jsonnet",
+    "coffee": "coffeescript",
+    "bat": "batch",
+    "cmd": "batch",
+    "awk": "awk",
+    "cue": "cue",
+    "bicep": "bicep",
+    "jsp": "jsp",
     # Templates: written by hand in every web framework (razor is C#'s; these
     # are Rails', Jinja's and Django-style, Go's, Node's, PHP's), never what
     # a documentation generator writes (that is `.html`).

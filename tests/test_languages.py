@@ -773,6 +773,27 @@ def test_markdown_with_code_is_prose_and_one_list_says_what_prose_is(tmp_path: P
     assert not is_doc_path("src/notes.py") and chunk_kind_for_path("src/notes.py") == "code"
 
 
+def test_cython_arduino_and_scripting_files_are_indexed():
+    """Cython (scientific Python's compiled modules), Arduino sketches, PHP
+    templates, CoffeeScript, Windows batch, awk, CUE, Bicep and JSP files
+    were not indexed at all. Cython's `def`s and classes are read with
+    Python's grammar, a sketch with C++'s; the rest are line windows."""
+    cython = ("cimport numpy as cnp\n\ncdef double _norm(double[:] v) nogil:\n    return 0\n\n"
+              "def pairwise_distances(X, Y=None):\n    return X\n\n"
+              "cdef class KDTree:\n    def query(self, X, k=1):\n        return X\n")
+    assert [(s.symbol, s.start_line) for s in chunk_file("sklearn/_tree.pyx", cython).symbols] == [
+        ("pairwise_distances", 5), ("KDTree", 8), ("KDTree.query", 9)]
+    sketch = "void setup() {\n  pinMode(13, OUTPUT);\n}\n\nvoid blink_led(int times) {\n}\n"
+    assert [s.symbol for s in chunk_file("blink/blink.ino", sketch).symbols] == ["setup", "blink_led"]
+    for path, language in (("x.pxd", "python"), ("x.pxi", "python"), ("views/a.phtml", "php"),
+                           ("app.coffee", "coffeescript"), ("build.bat", "batch"), ("make.cmd", "batch"),
+                           ("tools/sum.awk", "awk"), ("schema.cue", "cue"), ("main.bicep", "bicep"),
+                           ("WEB-INF/index.jsp", "jsp")):
+        parsed = chunk_file(path, "one_distinctive_word here\n")
+        assert parsed.language == language and parsed.chunks, path
+        assert path.rsplit(".", 1)[1] in DiscoveryOptions().include
+
+
 # --- impact -------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
