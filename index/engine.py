@@ -241,7 +241,9 @@ class Engine:
             db_path = None
         else:
             db_path = self.options.db_path or str(self.root / STORE_DIR_NAME / "index.db")
-        self.store = Store(db_path)
+        # A store in the repository's own folder never re-creates that folder.
+        self.store = Store(db_path, home=self.root if db_path is not None and not self.options.db_path
+                           else None)
         if self.store.moved_aside is not None:
             # The ANN caches beside it hold the ids and vectors of the store moved aside.
             for tier in VECTOR_TIERS:

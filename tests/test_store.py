@@ -444,6 +444,36 @@ def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
     engine.close()
 
 
+def test_a_repository_moved_or_deleted_while_served_is_never_created_again(plain_repo: Path, tmp_path: Path):
+    """The store in a repository's own `.ctxls` was created anew when it
+    vanished, and with it the repository's folder: a folder moved or
+    deleted while served came back holding only an empty store, where the
+    next memory went (the memory written before had moved with the folder).
+    Now every request says the folder is gone (-32006, nothing written)
+    until it is back, and then the store it holds serves again."""
+    engine = Engine(plain_repo, EngineOptions())
+    try:
+        engine.cold_index()
+        engine.memory.remember(EVERYTHING, "before", "written before the folder moved")
+        moved = tmp_path / "moved_away"
+        plain_repo.rename(moved)
+        time.sleep(store_database.IDENTITY_CHECK_S)
+        with pytest.raises(StoreUnavailable) as refused:
+            engine.memory.remember(EVERYTHING, "while_gone", "written while the folder was gone")
+        assert refused.value.code == -32006 and "is gone" in refused.value.message
+        with pytest.raises(StoreUnavailable):
+            engine.recall("session", ["code"], mode="lexical")
+        assert not plain_repo.exists()
+        moved.rename(plain_repo)
+        time.sleep(store_database.RETRY_S)
+        engine.memory.remember(EVERYTHING, "after", "written once the folder was back")
+        hits = engine.recall("written before the folder moved", ["fact"]).hits_by_kind["fact"]
+        assert [h.path for h in hits][:1] == ["before"]
+        assert engine.memory.count(EVERYTHING) == 2  # before and after; nothing while it was gone
+    finally:
+        engine.close()
+
+
 def test_a_store_closed_under_a_request_is_a_store_error_not_an_internal_one(tmp_path: Path):
     # A request still running when its folder is removed meets a closed
     # connection: -32006 / -32007 with reason "closed", not -32603.

@@ -50,7 +50,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
     """One SQLite database: a writer connection behind a lock, and one
     read connection per thread (WAL gives each reader a consistent snapshot)."""
 
-    def __init__(self, db_path: str | os.PathLike[str] | None):
+    def __init__(self, db_path: str | os.PathLike[str] | None, home: Path | None = None):
         # None: a private throw-away store (buffers outside every workspace
         # folder), a temp file so it behaves exactly like a real one (WAL).
         self._temp_dir = tempfile.mkdtemp(prefix="ctxls-") if db_path is None else None
@@ -85,6 +85,9 @@ class Store(Migrations, Recovery, FileRows, Reads):
         self._identity_checked = 0.0
         # Called after a vanished store was created anew (its file rows are gone).
         self.on_replaced: list[Callable[[], None]] = []
+        # The folder the store belongs in (a repository's root, for its own
+        # `.ctxls`): never created by the store; gone, the store is unavailable.
+        self._home = home
         # Whether stores are sealed and checked (index/trust.py): not a throw-away one.
         self._sealed = db_path is not None
         # Where this process moved a corrupt or untrusted store (its caches beside it are stale).
@@ -173,6 +176,10 @@ class Store(Migrations, Recovery, FileRows, Reads):
         """Open (or create) the store; StoreUnavailable when it cannot be used now
         or is not ours. Moves a file aside only when it is ours and corrupt."""
         path = Path(self.db_path)
+        if self._home is not None and not self._home.is_dir():
+            # Deleted or moved away while served: a store made anew would
+            # re-create the folder (an empty repository where none is).
+            raise StoreUnavailable(self.db_path, "missing", f"the folder {self._home} is gone")
         if path.is_dir():
             raise StoreUnavailable(self.db_path, "folder",
                                    "dbPath is a folder, not a ctxls store; refusing to use it")
