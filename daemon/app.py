@@ -39,7 +39,7 @@ from ctxls.daemon.options import InitOptions
 from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
 from ctxls.daemon.router import ROUTER, Lane, route_of
 from ctxls.daemon.socket_server import SocketServer, debug_errors, socket_path_for
-from ctxls.daemon.workspaces import Workspaces
+from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.assemble import aggregate
 from ctxls.index.engine import Engine, Hit, RecallResult, merged_hits
 from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
@@ -431,7 +431,9 @@ class CtxlsServer(LanguageServer):
                 merged.setdefault(kind, []).extend(hits)
                 source.update((id(h), engine) for h in hits)
         for kind, hits in merged.items():
-            merged[kind] = merged_hits(hits)[:n]  # on calibrated scores: folders' raw scores differ
+            # On calibrated scores: folders' raw scores differ.
+            merged[kind] = one_per_place(merged_hits(hits), lambda h: (
+                h.uri, h.start_line, h.end_line) if h.uri is not None else None)[:n]
         if log:  # only what the client gets back counts as demand
             for engine in engines:
                 engine.log_demand([h for hits in merged.values() for h in hits

@@ -29,7 +29,7 @@ from ctxls.daemon.options import parse_init_options
 from ctxls.daemon.router import ROUTER, Lane
 from ctxls.daemon.socket_server import SocketServer, socket_path_for
 from ctxls.daemon.uris import local_path
-from ctxls.daemon.workspaces import Workspaces
+from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -188,6 +188,7 @@ def locate(ls: CtxlsServer, params: wire.Params) -> dict:
     for engine in engines:
         found += [(engine, f) for f in engine.locate(text, n, include_tests)]
     found.sort(key=lambda ef: (-ef[1].score, ef[0].uri_for(ef[1].path)))
+    found = one_per_place(found, lambda ef: ef[0].uri_for(ef[1].path))
     return {"files": [wire.located_json(f, engine.uri_for) for engine, f in found[:n]],
             "partial": any(not e.cold_index_done or e.indexing for e in engines)}
 
@@ -202,11 +203,12 @@ def get(ls: CtxlsServer, params: wire.Params) -> dict | None:
 @rpc("ctxls/recentActivity")
 def recent_activity(ls: CtxlsServer, params: wire.Params) -> dict:
     days, since, limit = params.number("days"), params.int("since"), params.int("limit", 20)
-    items = []
+    found = []
     for engine in ls.workspaces.all():
-        items.extend(engine.recent_activity(days, since, limit))
-    items.sort(key=lambda a: (-a.last_edited_at, a.id, a.symbol or ""))
-    return wire.activity_json(items[:limit])
+        found.extend((engine, a) for a in engine.recent_activity(days, since, limit))
+    found.sort(key=lambda ea: (-ea[1].last_edited_at, ea[1].id, ea[1].symbol or ""))
+    found = one_per_place(found, lambda ea: (ea[0].uri_for(ea[1].id), ea[1].symbol))
+    return wire.activity_json([a for _, a in found[:limit]])
 
 
 async def serve_headless(root: Path, socket_path: str | None) -> None:

@@ -11,6 +11,7 @@ from lsprotocol import types
 
 from ctxls.daemon import wire
 from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
+from ctxls.daemon.workspaces import one_per_place
 from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams, OutsideRoot
 from ctxls.index.symbols import MATCHES, Definition
@@ -33,7 +34,13 @@ def symbols(ls: CtxlsServer, params: wire.Params) -> dict:
         found += [(engine, d) for d in engine.symbols(query, match, kinds, limit)]
     # Several folders: the closer match first, each folder's order kept within it.
     found.sort(key=lambda ed: MATCHES.index(ed[1].match))
+    found = one_per_place(found, _symbol_place)
     return {"symbols": [wire.symbol_json(d, engine.uri_for) for engine, d in found[:limit]]}
+
+
+def _symbol_place(found: tuple[Engine, Definition]) -> tuple[str, int, str]:
+    engine, definition = found
+    return engine.uri_for(definition.path), definition.line, definition.symbol
 
 
 @rpc("ctxls/outline")
@@ -106,16 +113,14 @@ def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams):
 
 @feature(types.WORKSPACE_SYMBOL)
 def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
-    found: list[types.SymbolInformation] = []
     if not params.query.strip():
-        return found  # every definition of the workspace is no answer to nothing
-    for engine in ls.workspaces.all():
-        # An engine error (the first index still running, a query too long)
-        # is answered with its code by the router.
-        for definition in engine.symbols(params.query, "fuzzy", None, WORKSPACE_SYMBOLS_N):
-            found.append(types.SymbolInformation(
-                name=definition.name,
-                kind=SYMBOL_KINDS.get(definition.kind, types.SymbolKind.Variable),
+        return []  # every definition of the workspace is no answer to nothing
+    # An engine error (the first index still running, a query too long) is
+    # answered with its code by the router.
+    found = [(engine, d) for engine in ls.workspaces.all()
+             for d in engine.symbols(params.query, "fuzzy", None, WORKSPACE_SYMBOLS_N)]
+    return [types.SymbolInformation(
+                name=definition.name, kind=SYMBOL_KINDS.get(definition.kind, types.SymbolKind.Variable),
                 location=types.Location(engine.uri_for(definition.path), _range(definition)),
-                container_name=definition.container or definition.path))
-    return found
+                container_name=definition.container or definition.path)
+            for engine, definition in one_per_place(found, _symbol_place)]

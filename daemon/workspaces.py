@@ -6,7 +6,9 @@ from __future__ import annotations
 import logging
 import resource
 import threading
+from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
+from typing import TypeVar
 
 from lsprotocol.types import WorkspaceFolder
 
@@ -165,3 +167,23 @@ class Workspaces:
         if self._loose is not None:
             self._loose.close()
             self._loose = None
+
+
+T = TypeVar("T")
+
+
+def one_per_place(items: Iterable[T], place: Callable[[T], Hashable | None]) -> list[T]:
+    """``items`` in their order, without those naming a place (a file's URI
+    and lines) an earlier one named; ``None``: no place, always kept. A
+    workspace folder inside another is indexed by both, so every answer
+    merged across folders had each of its files twice."""
+    seen: set[Hashable] = set()
+    kept = []
+    for item in items:
+        key = place(item)
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+        kept.append(item)
+    return kept

@@ -326,6 +326,46 @@ async def test_workspace_folders_can_be_added_and_removed(repo: Path, tmp_path: 
         assert await s.wait_for(gone)
 
 
+async def test_a_folder_inside_another_folder_answers_each_place_once(repo: Path):
+    """A workspace folder inside another one (a monorepo and one of its
+    packages, opened side by side) is indexed by both: every answer merged
+    across folders listed each of its files twice, under each folder."""
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        inner = types.WorkspaceFolder(uri=(repo / "pkg").resolve().as_uri(), name="pkg")
+        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(added=[inner], removed=[])))
+
+        async def both_indexed():
+            status = await s.request("ctxls/status")
+            return len(status.get("folders", [])) == 2 and all(f["complete"] for f in status["folders"])
+
+        assert await s.wait_for(both_indexed, timeout=30)
+        (repo / "pkg" / "session.py").write_text(
+            (repo / "pkg" / "session.py").read_text() + "\n\ndef edited_in_both():\n    return 1\n")
+        s.client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=(repo / "pkg" / "session.py").resolve().as_uri(),
+                            type=types.FileChangeType.Changed)]))
+
+        def places(items, *keys):
+            return [tuple(item[k] if k != "range" else item[k]["start"]["line"] for k in keys) for item in items]
+
+        hits = await recall_code(s, "send_prepared")
+        assert hits and len(places(hits, "uri", "range")) == len(set(places(hits, "uri", "range")))
+        located = (await s.request("ctxls/locate", {"text": "send_prepared retries the session"}))["files"]
+        assert located and len({f["uri"] for f in located}) == len(located)
+        found = (await s.request("ctxls/symbols", {"query": "send_prepared", "match": "exact"}))["symbols"]
+        assert len(found) == 1
+        workspace = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="send_prepared"))
+        assert len({(w.location.uri, w.location.range.start.line) for w in workspace}) == len(workspace) >= 1
+
+        async def edited():
+            items = (await s.request("ctxls/recentActivity", {"days": 1}))["items"]
+            return [a for a in items if a["symbol"] == "edited_in_both"]
+
+        assert len(await s.wait_for(edited, timeout=10)) == 1
+
+
 async def test_requests_are_answered_while_a_cold_index_runs(tmp_path: Path):
     big = tmp_path / "big"
     write_tree(big, {f"mod{i:04}/m.py": f"def function_{i}(x):\n    return x + {i}\n"
