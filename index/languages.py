@@ -331,13 +331,13 @@ def notebook_view(text: str) -> tuple[str, str]:
     of JSON) reads as blank."""
     rows = text.split("\n")
     try:
-        notebook = json.loads(text)
+        notebook = _json_value(text)
         cells = notebook["cells"]
         metadata = notebook.get("metadata") or {}
         kernel = ((metadata.get("language_info") or {}).get("name")
                   or (metadata.get("kernelspec") or {}).get("language") or "python")
         kinds = [cell["cell_type"] for cell in cells]
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (KeyError, TypeError, AttributeError):  # not JSON (None), or not a notebook's
         return "python", "\n" * (len(rows) - 1)
     grammar = _NOTEBOOK_GRAMMARS.get(str(kernel).lower(), "python")
     view = [""] * len(rows)
@@ -350,10 +350,7 @@ def notebook_view(text: str) -> tuple[str, str]:
             if item.startswith("]"):
                 open_at = None
                 continue
-            try:
-                line = json.loads(item[:-1] if item.endswith(",") else item)
-            except ValueError:
-                continue
+            line = _json_value(item[:-1] if item.endswith(",") else item)
             if isinstance(line, str) and 0 <= cell < len(kinds):
                 view[number] = _cell_row(kinds[cell], line.split("\n", 1)[0].rstrip("\r"))
             continue
@@ -368,15 +365,21 @@ def notebook_view(text: str) -> tuple[str, str]:
             if value == "[":
                 open_at = number + 1
             elif value.startswith('"') and 0 <= cell < len(kinds):
-                try:
-                    line = json.loads(value)
-                except ValueError:
-                    continue
+                line = _json_value(value)
                 if isinstance(line, str) and "\n" not in line.rstrip("\n"):
                     view[number] = _cell_row(kinds[cell], line.rstrip("\n"))
     if cell + 1 != len(kinds):  # keys not where nbformat writes them: no row is known
         return grammar, "\n" * (len(rows) - 1)
     return grammar, "\n".join(view)
+
+
+def _json_value(text: str) -> object:
+    """``text`` decoded, or None: not JSON, or nested past the parser's
+    recursion (a file of 200,000 `[` failed every pass)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 def _cell_row(kind: str, line: str) -> str:

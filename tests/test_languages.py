@@ -740,11 +740,14 @@ def test_a_notebook_is_read_as_its_cells_at_the_files_rows(tmp_path: Path):
 
 
 def test_a_notebook_that_is_not_nbformats_layout_indexes_nothing_and_fails_nothing():
-    """A notebook of one JSON line, or no JSON at all: no row is known, so
-    nothing of it is read (never its outputs), and the file costs no error."""
+    """A notebook of one JSON line, or no JSON at all, or JSON nested past
+    the parser's recursion (that raised, and failed the whole pass): no row
+    is known, so nothing of it is read (never its outputs), and the file
+    costs no error."""
     cells = [("code", ["def on_one_line():\n", "    pass\n"], [])]
     compact = json.dumps(json.loads(_notebook(cells)))
-    for text in (compact, "{not json", _notebook(cells)[:-40]):
+    deep = '{"cells": ' + "[" * 200_000 + "]" * 200_000 + "}"
+    for text in (compact, "{not json", _notebook(cells)[:-40], deep):
         parsed = chunk_file("nb.ipynb", text)
         assert parsed.language == "jupyter" and parsed.chunks == [] and parsed.symbols == []
 
