@@ -31,7 +31,7 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "py": "python",
     "pyi": "python",
     # Cython: Python's grammar reads its `def`s and classes (`cdef class`
-    # too); `cdef`/`cpdef` functions stay in their module's windows.
+    # too); `cdef`/`cpdef` functions are read with the module's other lines.
     "pyx": "python",
     "pxd": "python",
     "pxi": "python",
