@@ -20,7 +20,7 @@ import pathspec
 import re2
 
 from ctxls.index.git import git_command, run_git
-from ctxls.index.languages import DEFAULT_INCLUDE
+from ctxls.index.languages import DEFAULT_INCLUDE, NAMED_VARIANTS
 from ctxls.index.roots import STORE_DIR_NAME
 
 log = logging.getLogger(__name__)
@@ -163,6 +163,8 @@ class FileFilter:
 
     def __init__(self, options: DiscoveryOptions):
         self._include = frozenset(e.lower().lstrip(".") for e in options.include)
+        # `Dockerfile.dev` is included with `Dockerfile`.
+        self._variants = frozenset(n.lower() for n in NAMED_VARIANTS) & self._include
         self._excluded = (ignore_spec(options.exclude, "the exclude option")
                           if options.exclude else None)
 
@@ -172,7 +174,8 @@ class FileFilter:
             return False
         name = parts[-1]
         ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
-        if ext not in self._include and name.lower() not in self._include:  # `Makefile`, `Gemfile`
+        if ext not in self._include and name.lower() not in self._include \
+                and name.split(".", 1)[0].lower() not in self._variants:  # `Makefile`, `Gemfile`
             return False
         if name.endswith(_GENERATED_SUFFIXES):
             return False

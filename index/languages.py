@@ -176,6 +176,8 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "ll": "llvm",
     "jsonnet": "jsonnet",
     "libsonnet": "jsonnet",
+    "dockerfile": "dockerfile",
+    "tex": "latex",  # prose (paths.DOC_EXTENSIONS), read as line windows
     "coffee": "coffeescript",
     "bat": "batch",
     "cmd": "batch",
@@ -211,6 +213,11 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     # Not HTML, CSS or XML: in most repositories they are generated (API
     # docs, build output) or data; `include` brings them in.
 }
+
+# Files named by their language, with a suffix of their own: `Dockerfile.dev`
+# (and `prod.Dockerfile`, by the extension below). Not `Makefile.in`:
+# automake writes it.
+NAMED_VARIANTS = frozenset({"Dockerfile", "Containerfile"})
 
 # Extension-less files whose content is in a known language.
 _LANGUAGE_BY_FILENAME: dict[str, str] = {
@@ -262,6 +269,9 @@ def language_for_path(path: str, text: str | None = None) -> str | None:
     name = posixpath.basename(path.replace("\\", "/"))
     if name in _LANGUAGE_BY_FILENAME:
         return _LANGUAGE_BY_FILENAME[name]
+    stem = name.split(".", 1)[0]
+    if stem in NAMED_VARIANTS and stem != name:
+        return _LANGUAGE_BY_FILENAME[stem]
     extension = _extension(path)
     if extension == "h" and text is not None:
         return header_language(text)

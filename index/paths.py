@@ -33,7 +33,7 @@ _EXAMPLE_DIR = re.compile(r"(?:^|/)(_?[Ee]xamples?|[Ss]amples?|[Dd]emos?|docs?_s
                           r"|galleries|cookbook|[^/]+\.playground)(?=/)")
 # Prose files by extension (lower case, no dot): recall's `doc` kind
 # (languages.chunk_kind_for_path) and the doc path class alike.
-DOC_EXTENSIONS = frozenset({"md", "markdown", "mdx", "rmd", "qmd", "rst", "txt", "adoc"})
+DOC_EXTENSIONS = frozenset({"md", "markdown", "mdx", "rmd", "qmd", "rst", "txt", "adoc", "tex"})
 
 # Folders that hold another project's code copied in: Go's and PHP's
 # `vendor/`, pip's `_vendor/`, C/C++'s `third_party/` and `extern/`, npm's

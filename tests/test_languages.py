@@ -15,7 +15,7 @@ import pytest
 from conftest import write_tree
 from ctxls.impact import analysis
 from ctxls.index.chunker import chunk_file, definition_chunks, split_lines
-from ctxls.index.discovery import DiscoveryOptions
+from ctxls.index.discovery import DiscoveryOptions, FileFilter
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.languages import header_language, language_for_path
 
@@ -778,8 +778,8 @@ def test_markdown_with_code_is_prose_and_one_list_says_what_prose_is(tmp_path: P
 
 def test_cython_arduino_and_scripting_files_are_indexed():
     """Cython (scientific Python's compiled modules), Arduino sketches, PHP
-    templates, CoffeeScript, Windows batch, awk, CUE, Bicep and JSP files
-    were not indexed at all. Cython's `def`s and classes are read with
+    templates, CoffeeScript, Windows batch, awk, CUE, Bicep and JSP files,
+    `Dockerfile.dev`-style Dockerfiles and LaTeX were not indexed at all. Cython's `def`s and classes are read with
     Python's grammar, a sketch with C++'s; the rest are line windows."""
     cython = ("cimport numpy as cnp\n\ncdef double _norm(double[:] v) nogil:\n    return 0\n\n"
               "def pairwise_distances(X, Y=None):\n    return X\n\n"
@@ -791,10 +791,18 @@ def test_cython_arduino_and_scripting_files_are_indexed():
     for path, language in (("x.pxd", "python"), ("x.pxi", "python"), ("views/a.phtml", "php"),
                            ("app.coffee", "coffeescript"), ("build.bat", "batch"), ("make.cmd", "batch"),
                            ("tools/sum.awk", "awk"), ("schema.cue", "cue"), ("main.bicep", "bicep"),
-                           ("WEB-INF/index.jsp", "jsp")):
+                           ("WEB-INF/index.jsp", "jsp"), ("prod.Dockerfile", "dockerfile")):
         parsed = chunk_file(path, "one_distinctive_word here\n")
         assert parsed.language == language and parsed.chunks, path
         assert path.rsplit(".", 1)[1] in DiscoveryOptions().include
+    # `Dockerfile.dev` is a Dockerfile (included with `Dockerfile`); automake's `Makefile.in` and
+    # a lock file are not sources; LaTeX is prose.
+    wanted = FileFilter(DiscoveryOptions())
+    assert language_for_path("docker/Dockerfile.dev") == "dockerfile" and wanted("docker/Dockerfile.dev")
+    assert not wanted("Makefile.in") and not wanted("Gemfile.lock")
+    assert not FileFilter(DiscoveryOptions(include=("py",)))("Dockerfile.dev")
+    paper = chunk_file("paper/main.tex", "\\section{Results}\nThe retention curves flatten.\n")
+    assert paper.language == "latex" and paper.chunks[0].kind == "doc"
 
 
 # --- impact -------------------------------------------------------------------
