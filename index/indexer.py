@@ -20,7 +20,8 @@ from ctxls.index.cancel import cancel_requested, check_cancelled
 from ctxls.index.chunk_worker import Ticket, chunk_guarded, shared_worker
 from ctxls.index.chunker import reads_definitions
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText, byte_limit,
-                                   discover, looks_binary, looks_minified, pathspec_matcher,
+                                   discover, looks_binary, looks_generated, looks_minified,
+                                   pathspec_matcher,
                                    read_source, stat_signature)
 from ctxls.index.errors import StoreError
 from ctxls.index.imports import ImportResolver
@@ -369,7 +370,8 @@ class Indexer:
                                           and len(text.encode("utf-8", "surrogatepass")) > limit)
         # The rules a file on disk is held to.
         reason = ("too large" if too_large else "binary" if looks_binary(text)
-                  else "minified" if looks_minified(path, text) else None)
+                  else "minified" if looks_minified(path, text)
+                  else "generated" if looks_generated(path, text) else None)
         if reason is not None:
             self.skipped[path] = reason
             with self._writing([path]) as conn:

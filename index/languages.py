@@ -208,10 +208,14 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "tmpl": "gotemplate",
     "scss": "scss",
     "less": "less",
+    # HTML: templates and pages (Django's, Angular's); what a generator wrote
+    # says so and is left out (discovery.looks_generated).
+    "html": "html",
+    "htm": "html",
     # Jupyter notebooks: their cells' code read through notebook_view.
     "ipynb": NOTEBOOK_LANGUAGE,
-    # Not HTML, CSS or XML: in most repositories they are generated (API
-    # docs, build output) or data; `include` brings them in.
+    # Not CSS or XML: in most repositories they are generated (build output)
+    # or data; `include` brings them in.
 }
 
 # Files named by their language, with a suffix of their own: `Dockerfile.dev`
