@@ -483,10 +483,19 @@ def pathspec_matcher(pathspecs: list[str]) -> Callable[[str], bool]:
     return matches
 
 
+# UTF-16 with its byte-order mark: what Visual Studio, SQL Server's tools
+# and Windows PowerShell save C#, SQL and scripts as. Its NUL bytes made it
+# "binary"; by the mark, it is text.
+_UTF16_MARKS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+
+
 def decode_text(data: bytes) -> str:
-    """UTF-8 with replacement (a BOM is dropped); never raises."""
+    """UTF-8 with replacement (a BOM is dropped), or UTF-16 by its BOM;
+    never raises."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    elif data[:2] in _UTF16_MARKS:
+        return data[2:].decode(_UTF16_MARKS[data[:2]], errors="replace")
     return data.decode("utf-8", errors="replace")
 
 
@@ -530,7 +539,10 @@ def looks_minified(path: str, text: str) -> bool:
 
 
 def looks_binary(data: bytes | str) -> bool:
-    """A NUL in the first 8 KiB (of a file's bytes, or of an editor buffer's text)."""
+    """A NUL in the first 8 KiB (of a file's bytes, or of an editor buffer's
+    text); in UTF-16 marked by its BOM, a NUL character."""
+    if isinstance(data, bytes) and data[:2] in _UTF16_MARKS:
+        return "\0" in decode_text(data[:_BINARY_SNIFF_BYTES])
     return ("\0" if isinstance(data, str) else b"\0") in data[:_BINARY_SNIFF_BYTES]
 
 

@@ -165,6 +165,28 @@ def test_read_source_reasons(plain: Path):
     assert read_source(plain, "gone.py", 1000) == Skipped("gone.py", "vanished")
 
 
+def test_utf16_files_with_their_mark_are_text(plain: Path):
+    """Visual Studio, SQL Server's tools and Windows PowerShell save C#, SQL
+    and scripts as UTF-16 with a byte-order mark: their NUL bytes made them
+    binary, so a Windows team's files were never indexed. By the mark they
+    are text; without one, or decoding to NUL characters, they stay binary."""
+    source = "namespace Shop {\r\n    public class OrderTotals {\r\n    }\r\n}\r\n"
+    write_tree(plain, {"Orders.cs": b"\xff\xfe" + source.encode("utf-16-le"),
+                       "Big.cs": b"\xfe\xff" + source.replace("OrderTotals", "BigEndianTotals").encode("utf-16-be"),
+                       "NoMark.cs": source.encode("utf-16-le"),
+                       "Blob.cs": b"\xff\xfe" + b"\x00\x00" * 50})
+    read = read_source(plain, "Orders.cs", 1 << 20)
+    assert not isinstance(read, Skipped) and read.text == source
+    assert read_source(plain, "NoMark.cs", 1 << 20) == Skipped("NoMark.cs", "binary")
+    assert read_source(plain, "Blob.cs", 1 << 20) == Skipped("Blob.cs", "binary")
+    engine = engine_for(plain)
+    engine.cold_index()
+    assert top_symbols(engine, "OrderTotals")[0] == "Shop.OrderTotals"
+    assert top_symbols(engine, "BigEndianTotals")[0] == "Shop.BigEndianTotals"
+    assert engine.get("Orders.cs", 1, 1).text.rstrip("\r") == "    public class OrderTotals {"
+    engine.close()
+
+
 # A bundle as themes and docs copy it in: one statement per line at most a few.
 _MINIFIED = "!function(e,t){" + ";".join(f"e.fn{i}=function(a){{return a+{i}}}" for i in range(400)) + "}(window);\n"
 
