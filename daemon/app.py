@@ -171,13 +171,13 @@ class CtxlsServer(LanguageServer):
         except OutsideRoot:
             return None
 
-    def add_folder(self, root: Path, single_root: bool) -> None:
-        root = root.resolve()
+    def add_folder(self, named: Path, single_root: bool) -> None:
+        root = named.resolve()
         engine = self.prewarmed.pop(root, None)
         if engine is not None:
             self.workspaces.engines[root] = engine
         else:
-            engine = self.workspaces.add_folder(root, single_root)
+            engine = self.workspaces.add_folder(named, single_root)
         for problem in self.workspaces.problems:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
         self.workspaces.problems.clear()

@@ -82,8 +82,11 @@ class Workspaces:
         self._loose_lock = threading.Lock()
         self.problems: list[str] = []
 
-    def add_folder(self, root: Path, single_root: bool = True) -> Engine | None:
-        root = root.resolve()
+    def add_folder(self, named: Path, single_root: bool = True) -> Engine | None:
+        """The engine of a folder as the client names it (its URIs are built
+        on that name, a link's included); None when it is served already or
+        refused (``problems`` says why)."""
+        root = named.resolve()
         if root in self.engines:
             return None
         if not root.is_dir():
@@ -98,8 +101,8 @@ class Workspaces:
             self.problems.append(f"ctxls: workspace folder {root} {broad}; not indexed "
                                  "(open a project's folder)")
             return None
-        engine = Engine(root, engine_options(self.options, root, single_root,
-                                             holds_memory=not self.engines))
+        engine = Engine(named, engine_options(self.options, root, single_root,
+                                              holds_memory=not self.engines))
         if engine.store.error is not None:
             # Never a stand-in store: a write it acknowledged would be lost.
             # Every request says -32006 until the store opens (retried).

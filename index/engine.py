@@ -8,6 +8,7 @@ Everything a shell (daemon, CLI, MCP bridge, benchmark) needs goes through
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -233,8 +234,11 @@ class Engine:
         """``private_store``: a throw-away store for buffers outside every
         workspace folder (never discovered, never written under root). Such
         an engine serves its buffers only and never reads a file: its root
-        (``/``) is no boundary, so a path sent to it may name any file."""
+        (``/``) is no boundary, so a path sent to it may name any file.
+        ``root`` as named (a link to the folder, say) is what answers' URIs
+        are built on: the editor that opened it has its files by those URIs."""
         self.root = Path(root).resolve()
+        self.named_root = Path(os.path.abspath(root))
         self.options = options or EngineOptions()
         self.buffers_only = private_store
         if private_store:
@@ -415,7 +419,7 @@ class Engine:
         if uri is None:
             if len(self._uris) >= MAX_CACHED_URIS:
                 self._uris.clear()
-            uri = self._uris[path] = (self.root / path).as_uri()
+            uri = self._uris[path] = (self.named_root / path).as_uri()
         return uri
 
     # -- indexing ------------------------------------------------------------

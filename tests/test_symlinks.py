@@ -9,7 +9,10 @@ workspace/symbol, impact, get, and the watched-file / didSave updates.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from conftest import SAMPLE_FILES, serve, write_tree
+from rawrpc import RawConnection
 from ctxls.impact.ripgrep import sweep
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, discover, read_source)
 from ctxls.index.engine import Engine, EngineOptions
@@ -159,3 +163,48 @@ def test_a_directory_named_as_a_file_is_skipped_not_raised(tmp_path: Path):
     root = tmp_path / "repo"
     (root / "pkg" / "made_by_editor").mkdir(parents=True)
     assert read_source(root, "pkg/made_by_editor", 1 << 20) == Skipped("pkg/made_by_editor", "vanished")
+
+
+def test_a_folder_opened_through_a_link_is_answered_in_the_links_uris(tmp_path: Path):
+    """An editor that opens a project through a link (`~/work` to a data
+    disk, macOS's `/tmp`) has its files by URIs under the link. Answers
+    named them by the resolved path, so following a hit opened the same file
+    a second time, as another document. Answers now use the folder's name
+    as the editor gave it; files are still read where they really are."""
+    real = tmp_path / "data" / "project"
+    write_tree(real, SAMPLE_FILES)
+    subprocess.run(["git", "init", "-q", str(real)], check=True)
+    link = tmp_path / "work"
+    os.symlink(real, link)
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    conn = RawConnection(process.stdout, write)
+    try:
+        assert "result" in conn.request("initialize", {
+            "processId": None, "rootUri": link.as_uri(), "capabilities": {},
+            "workspaceFolders": [{"uri": link.as_uri(), "name": "work"}],
+            "initializationOptions": {"embeddings": False}}, "init")
+        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        deadline = time.monotonic() + 30
+        while not conn.request("ctxls/status", {}, "status")["result"]["complete"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        under_link = (link / "pkg" / "session.py").as_uri()
+        conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": under_link, "languageId": "python", "version": 1,
+            "text": (real / "pkg" / "session.py").read_text() + "\ndef typed_in_the_editor():\n    pass\n"}}})
+        hits = conn.request("ctxls/recall", {"query": "typed_in_the_editor", "kind": "code"}, "r")["result"]["hits"]
+        assert hits[0]["uri"] == under_link
+        located = conn.request("ctxls/locate", {"text": "send_prepared fails"}, "l")["result"]["files"]
+        assert located and all(f["uri"].startswith(link.as_uri() + "/") for f in located)
+        found = conn.request("ctxls/impact", {"symbol": "send_prepared"}, "i")["result"]
+        assert found["definitions"][0]["uri"] == under_link
+    finally:
+        conn.request("shutdown", None, "bye", timeout=10)
+        conn.send({"jsonrpc": "2.0", "method": "exit"})
+        process.wait(timeout=10)
