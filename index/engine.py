@@ -242,12 +242,13 @@ class Engine:
         self.options = options or EngineOptions()
         self.buffers_only = private_store
         if private_store:
-            db_path = None
+            db_path, home = None, None
+        elif self.options.db_path:
+            db_path, home = self.options.db_path, None
         else:
-            db_path = self.options.db_path or str(self.root / STORE_DIR_NAME / "index.db")
-        # A store in the repository's own folder never re-creates that folder.
-        self.store = Store(db_path, home=self.root if db_path is not None and not self.options.db_path
-                           else None)
+            # A store in the repository's own folder never re-creates that folder.
+            db_path, home = str(self.root / STORE_DIR_NAME / "index.db"), self.root
+        self.store = Store(db_path, home=home)
         if self.store.moved_aside is not None:
             # The ANN caches beside it hold the ids and vectors of the store moved aside.
             for tier in VECTOR_TIERS:

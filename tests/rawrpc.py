@@ -95,7 +95,9 @@ class StdioDaemon:
     """`ctxls serve` over stdio, initialized on ``root``."""
 
     def __init__(self, root: Path, options: dict | None = None, env: dict | None = None,
-                 preexec_fn=None):
+                 preexec_fn=None, folder_uri: str | None = None):
+        """``folder_uri``: the workspace folder as the client names it (a
+        link's URI, say); by default ``root`` resolved."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ctxls.daemon.cli", "serve"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, preexec_fn=preexec_fn)
@@ -106,7 +108,7 @@ class StdioDaemon:
 
         self.conn = RawConnection(self.process.stdout, write)
         opts = {"embeddings": False, "debounceMs": 20} | (options or {})
-        uri = root.resolve().as_uri()
+        uri = folder_uri or root.resolve().as_uri()
         answer = self.conn.request("initialize", {
             "processId": None, "rootUri": uri, "capabilities": {},
             "workspaceFolders": [{"uri": uri, "name": root.name}],

@@ -13,7 +13,7 @@ from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
 from ctxls.index.symbols import flatten
 
-from conftest import SAMPLE_FILES, write_tree
+from conftest import SAMPLE_FILES, git, write_tree
 
 
 def engine_for(root: Path, **discovery) -> Engine:
@@ -58,11 +58,6 @@ def test_git_discovery_lists_tracked_and_untracked_but_not_ignored(plain: Path):
     assert "pkg/session.py" in files and "pkg/retry.py" in files and "ignored.py" not in files
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 def test_repositories_inside_a_git_root_are_listed_by_their_own_rules(plain: Path):
     """git lists a clone inside the repository as its folder and a submodule
     as one entry: discovery listed neither's files, so a folder of clones
@@ -78,15 +73,15 @@ def test_repositories_inside_a_git_root_are_listed_by_their_own_rules(plain: Pat
                        "sub_empty/.keep": ""})
     for repo in (plain, plain / "clones/lib", plain / "clones/lib/deeper/inner", plain / "ignored_clone",
                  plain / "sub"):
-        _git(repo, "init", "-q")
-    _git(plain / "sub", "add", "-A")
-    _git(plain / "sub", "commit", "-qm", "sub")
-    head = _git(plain / "sub", "rev-parse", "HEAD")
+        git(repo, "init", "-q")
+    git(plain / "sub", "add", "-A")
+    git(plain / "sub", "commit", "-qm", "sub")
+    head = git(plain / "sub", "rev-parse", "HEAD")
     write_tree(plain, {".gitmodules": '[submodule "sub"]\n\tpath = sub\n\turl = ./sub\n'
                                       '[submodule "e"]\n\tpath = sub_empty\n\turl = ./e\n'
                                       '[submodule "x"]\n\tpath = ../outside\n\turl = ./x\n'})
-    _git(plain, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
-    _git(plain, "update-index", "--add", "--cacheinfo", f"160000,{head},sub_empty")
+    git(plain, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
+    git(plain, "update-index", "--add", "--cacheinfo", f"160000,{head},sub_empty")
     (plain / "sub_empty" / ".keep").unlink()
     files = discover(plain, FileFilter(DiscoveryOptions())).paths
     assert {"clones/lib/lib_core.py", "clones/lib/deeper/inner/inner_mod.py", "sub/sub_mod.py",
@@ -106,9 +101,9 @@ def test_repositories_inside_past_the_bound_are_left_out_with_one_warning(plain:
     from ctxls.index import discovery
     monkeypatch.setattr(discovery, "MAX_INNER_REPOSITORIES", 1)
     write_tree(plain, {f"clones/c{i}/mod{i}.py": f"def clone_{i}():\n    pass\n" for i in range(3)})
-    _git(plain, "init", "-q")
+    git(plain, "init", "-q")
     for i in range(3):
-        _git(plain / f"clones/c{i}", "init", "-q")
+        git(plain / f"clones/c{i}", "init", "-q")
     with caplog.at_level("WARNING", logger="ctxls.index.discovery"):
         files = discover(plain, FileFilter(DiscoveryOptions())).paths
     assert [p for p in files if p.startswith("clones/")] == ["clones/c0/mod0.py"]
@@ -123,10 +118,10 @@ def test_a_sparse_checkout_lists_only_the_files_in_its_work_tree(tmp_path: Path)
     root = tmp_path / "sparse"
     write_tree(root, {f"{folder}/m{i}.py": f"def {folder}_{i}():\n    pass\n"
                       for folder in ("kept", "away") for i in range(3)})
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "both")
-    _git(root, "sparse-checkout", "set", "kept")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "both")
+    git(root, "sparse-checkout", "set", "kept")
     assert not (root / "away").exists()
     write_tree(root, {"kept/untracked.py": "def new_here():\n    pass\n"})
     files = discover(root, FileFilter(DiscoveryOptions())).paths
@@ -151,8 +146,8 @@ def test_installed_dependencies_are_left_out_unless_tracked(tmp_path: Path):
     plain_folder, repository = tmp_path / "plain", tmp_path / "repo"
     for root in (plain_folder, repository):
         write_tree(root, {**dependencies, **own})
-    _git(repository, "init", "-q")
-    _git(repository, "add", "vendor_js/node_modules/kept/index.js")
+    git(repository, "init", "-q")
+    git(repository, "add", "vendor_js/node_modules/kept/index.js")
     assert discover(repository, FileFilter(DiscoveryOptions())).paths == [
         "app.py", "envelope/pyvenv_like.py", "vendor_js/node_modules/kept/index.js"]
     assert discover(plain_folder, FileFilter(DiscoveryOptions())).paths == ["app.py", "envelope/pyvenv_like.py"]

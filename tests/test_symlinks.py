@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from conftest import SAMPLE_FILES, serve, write_tree
-from rawrpc import RawConnection
+from rawrpc import StdioDaemon
 from ctxls.impact.ripgrep import sweep
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, discover, read_source)
 from ctxls.index.engine import Engine, EngineOptions
@@ -176,24 +174,10 @@ def test_a_folder_opened_through_a_link_is_answered_in_the_links_uris(tmp_path: 
     subprocess.run(["git", "init", "-q", str(real)], check=True)
     link = tmp_path / "work"
     os.symlink(real, link)
-    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-
-    def write(data: bytes) -> None:
-        process.stdin.write(data)
-        process.stdin.flush()
-
-    conn = RawConnection(process.stdout, write)
+    daemon = StdioDaemon(real, folder_uri=link.as_uri())
     try:
-        assert "result" in conn.request("initialize", {
-            "processId": None, "rootUri": link.as_uri(), "capabilities": {},
-            "workspaceFolders": [{"uri": link.as_uri(), "name": "work"}],
-            "initializationOptions": {"embeddings": False}}, "init")
-        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        deadline = time.monotonic() + 30
-        while not conn.request("ctxls/status", {}, "status")["result"]["complete"]:
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        assert daemon.wait_indexed(timeout=30)["complete"]
+        conn = daemon.conn
         under_link = (link / "pkg" / "session.py").as_uri()
         conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
             "uri": under_link, "languageId": "python", "version": 1,
@@ -205,6 +189,4 @@ def test_a_folder_opened_through_a_link_is_answered_in_the_links_uris(tmp_path: 
         found = conn.request("ctxls/impact", {"symbol": "send_prepared"}, "i")["result"]
         assert found["definitions"][0]["uri"] == under_link
     finally:
-        conn.request("shutdown", None, "bye", timeout=10)
-        conn.send({"jsonrpc": "2.0", "method": "exit"})
-        process.wait(timeout=10)
+        daemon.close()

@@ -99,15 +99,10 @@ def test_a_gitmodules_line_of_a_megabyte_is_read_in_linear_time(tmp_path: Path):
     megabyte half an hour, on every pass. The real submodule is still read."""
     root = tmp_path / "repo"
     write_tree(root, {"app.py": "def app():\n    pass\n", "sub/inner.py": "def in_the_submodule():\n    pass\n"})
-    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
-    subprocess.run([*git, "init", "-q", str(root / "sub")], check=True)
-    subprocess.run([*git, "-C", str(root / "sub"), "add", "-A"], check=True)
-    subprocess.run([*git, "-C", str(root / "sub"), "commit", "-qm", "s"], check=True)
-    head = subprocess.run(["git", "-C", str(root / "sub"), "rev-parse", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
-    subprocess.run([*git, "init", "-q", str(root)], check=True)
-    subprocess.run([*git, "-C", str(root), "update-index", "--add", "--cacheinfo", f"160000,{head},sub"],
-                   check=True)
+    git(root / "sub", "init", "-q")
+    head = commit_files(root / "sub", "s", {})
+    git(root, "init", "-q")
+    git(root, "update-index", "--add", "--cacheinfo", f"160000,{head},sub")
     (root / ".gitmodules").write_text('[submodule "sub"]\n\tpath = sub\n'
                                       "\tpath = a" + " " * (1 << 20) + "x\n")
     listing = discover(root, FileFilter(DiscoveryOptions()))
