@@ -249,6 +249,14 @@ def embed_store(code_set: CodeSet, variant: str = "", log=print) -> dict:
     return info
 
 
+def serve_the_window(engine: Engine) -> None:
+    """Make ``engine`` answer as in the fast tier's window: the static tier
+    serving, the transformer scoring its first hits again."""
+    if engine.fast_semantic is None:
+        raise RuntimeError("--window: the engine has no fast tier (a static primary model?)")
+    engine.serving_tier = lambda: engine.fast_semantic
+
+
 def pending_vectors(engine: Engine) -> int:
     return engine.store.reader().execute(
         "SELECT count(*) FROM chunks c WHERE NOT EXISTS "
@@ -356,7 +364,7 @@ def selected_corpora(split: str = "all", languages: list[str] | None = None,
 def evaluate(split: str = "dev", languages: list[str] | None = None,
              modes: tuple[str, ...] | list[str] = MODES, ranking: RankingConfig | None = None,
              corpora: list[str] | None = None, log=print, max_tokens: int | None = None,
-             embed_model: str | None = None, by_file: bool = False) -> EvalReport:
+             embed_model: str | None = None, by_file: bool = False, window: bool = False) -> EvalReport:
     """Score the selected corpora's queries through ``Engine.recall`` in each mode.
 
     ``split``: dev, test or all; ``languages``/``corpora``: filters (None: all);
@@ -365,9 +373,13 @@ def evaluate(split: str = "dev", languages: list[str] | None = None,
     embed with inputs cut at this many tokens instead of the model's default
     (its own stores, ``ID+tokens-N``; vectors cached under their own key);
     ``embed_model``: the engine's ``embed_model`` option (its own stores, ``ID+model-NAME``);
-    ``by_file``: score files, not chunks (see score_hits)."""
+    ``by_file``: score files, not chunks (see score_hits); ``window``: answer as
+    in the fast tier's window (the static tier serving, the transformer
+    scoring its first hits again: Engine._rescoring_tier), from stores where
+    both tiers are complete (a text's vector does not depend on when it was
+    embedded)."""
     with embedding_variant(max_tokens, embed_model) as variant:
-        return _evaluate(split, languages, tuple(modes), ranking, corpora, log, variant, by_file)
+        return _evaluate(split, languages, tuple(modes), ranking, corpora, log, variant, by_file, window)
 
 
 @contextlib.contextmanager
@@ -388,7 +400,7 @@ def embedding_variant(max_tokens: int | None, model: str | None):
         embeddings.MAX_TOKENS, _embed_model = default, None
 
 
-def _evaluate(split, languages, modes, ranking, corpora, log, variant, by_file) -> EvalReport:
+def _evaluate(split, languages, modes, ranking, corpora, log, variant, by_file, window) -> EvalReport:
     unknown = set(modes) - set(MODES)
     if unknown:
         raise ValueError(f"unknown modes {sorted(unknown)}; known: {', '.join(MODES)}")
@@ -406,6 +418,8 @@ def _evaluate(split, languages, modes, ranking, corpora, log, variant, by_file) 
             # the embedding text changed (which drops every stored vector).
             embed_store(code_set, variant=variant, log=log)
         engine = open_engine(code_set, dense, ranking, variant=variant, log=log)
+        if window:
+            serve_the_window(engine)
         try:
             # Recall falls back to BM25 without vectors: dense numbers must not be BM25's.
             if dense and (engine.semantic is None or not engine.semantic.ensure_loaded()
@@ -556,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write every query's hits and scores to this file")
     parser.add_argument("--max-tokens", type=int,
                         help="embedding input length (default: the model's, index/embeddings.py)")
+    parser.add_argument("--window", action="store_true",
+                        help="answer as in the fast tier's window: the static tier serving, the "
+                             "transformer scoring its first hits again")
     parser.add_argument("--embed-model",
                         help="the engine's embedModel option (e.g. multilingual-e5-small)")
     args = parser.parse_args(argv)
@@ -574,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     modes = ("lexical",) if args.verb == "lexical" else tuple(m for m in args.modes.split(",") if m)
     report = evaluate(args.split or "dev", args.lang, modes, parse_ranking(args.ranking), args.corpus,
-                      log, args.max_tokens, args.embed_model, args.by_file)
+                      log, args.max_tokens, args.embed_model, args.by_file, args.window)
     print(report.markdown())
     if args.json:
         Path(args.json).write_text(json.dumps(results_json(report)), encoding="utf-8")

@@ -79,7 +79,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from codesearch import (RECALL_MODE, embed_store, embedding_variant, open_engine, parse_ranking,  # noqa: E402
-                        pending_vectors)
+                        pending_vectors, serve_the_window)
 from codesearch_corpora import CodeCorpus, corpus_by_name, corpus_tree  # noqa: E402
 from ctxls.index.ranking import RankingConfig  # noqa: E402
 from codesearch_set import CodeSet  # noqa: E402
@@ -221,10 +221,11 @@ def _code_set(project: Project) -> CodeSet:
 
 
 def evaluate(projects, modes, rankings: dict[str, RankingConfig], log, verbose=False,
-             embedding: str = "") -> dict:
+             embedding: str = "", window: bool = False) -> dict:
     """{(variant, mode): {project: [(query, ndcg)]}}: every ranking variant on
     the same stores (``embedding``: the store variant of
-    codesearch.embedding_variant, "" for the default model and length)."""
+    codesearch.embedding_variant, "" for the default model and length;
+    ``window``: as codesearch.evaluate's)."""
     scores: dict[tuple[str, str], dict[str, list[tuple[FileQuery, float]]]] = {
         (v, m): {} for v in rankings for m in modes}
     for project in projects:
@@ -234,6 +235,8 @@ def evaluate(projects, modes, rankings: dict[str, RankingConfig], log, verbose=F
         if dense:
             embed_store(code_set, variant=embedding, log=log)
         engine = open_engine(code_set, dense, variant=embedding, log=log)
+        if window:
+            serve_the_window(engine)
         try:
             if dense and pending_vectors(engine):
                 raise RuntimeError(f"{project.name}: the store is not fully embedded")
@@ -323,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
                                        "builds query by query)")
     parser.add_argument("--max-tokens", type=int,
                         help="embedding input length (default: the model's, index/embeddings.py)")
+    parser.add_argument("--window", action="store_true",
+                        help="answer as in the fast tier's window (see codesearch.py --window)")
     parser.add_argument("--embed-model",
                         help="the engine's embedModel option (e.g. multilingual-e5-small)")
     args = parser.parse_args(argv)
@@ -336,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                 for text in (args.ranking or ["default"])}
     with embedding_variant(args.max_tokens, args.embed_model) as embedding:
         scores = evaluate(projects, [m for m in args.modes.split(",") if m], rankings, log,
-                          args.verbose, embedding)
+                          args.verbose, embedding, args.window)
     print(markdown(scores, projects))
     if args.json:
         Path(args.json).write_text(json.dumps(scores_json(scores)), encoding="utf-8")

@@ -742,14 +742,17 @@ class Engine:
         conn = self.store.reader()
         self._defer_embedding()
         semantic = self._semantic_for(mode)
+        rescoring = self._rescoring_tier(semantic)
         memory_semantic = self._memory_semantic_for(mode)
         wants_files = any(kind in FILE_KINDS for kind in kinds)
         ranked_text = declared_name(query)  # what ranking and topicality embed
-        if semantic is not None and wants_files:
+        if wants_files:
             # The transformer's few milliseconds run on the query pool while
             # the words are counted and BM25 scans here; every later ask of
             # this text (ranking, topicality, memory) waits for that one run.
-            semantic.query_vector_soon(ranked_text)
+            for tier in (semantic, rescoring):
+                if tier is not None:
+                    tier.query_vector_soon(ranked_text)
         partial_reason = self._partial_reason(mode, semantic)
         hits_by_kind: dict[str, list[Hit]] = {}
         file_mode = mode if semantic is not None else "lexical"
@@ -764,7 +767,8 @@ class Engine:
         # Code first: its BM25 scan is what the query's embedding overlaps.
         scored_by_kind = {
             kind: (hybrid_search(conn, kind, query, n, self.options.ranking, semantic,
-                                 dense_only=mode == "semantic") if semantic is not None
+                                 dense_only=mode == "semantic", rescoring=rescoring)
+                   if semantic is not None
                    else lexical_search(conn, kind, query, n, self.options.ranking))
             for kind in kinds if kind in FILE_KINDS}
         memory_down = False
@@ -781,7 +785,8 @@ class Engine:
                 memory_down = True
         for kind in kinds:
             scored = scored_by_kind.get(kind, [])
-            file_model = semantic.embedder.name if semantic is not None else None
+            # The cosines a hit carries: the primary's where it scored the fast tier's hits.
+            file_model = (rescoring or semantic).embedder.name if semantic is not None else None
             hits = self._labelled([self._hit(s, body, file_mode, file_model) for s in scored],
                                   conn, query)
             calibrate(hits, calibration, query_evidence)
@@ -824,15 +829,16 @@ class Engine:
         return "; ".join(reasons) or None
 
     def serving_text(self) -> str:
-        """`semantic: fast tier (ctxls-code-static-256) while ctxls-code-minilm-int8
-        embeds 1200/25000`: which tier ranks by meaning, and how far the primary is."""
+        """`semantic: fast tier (ctxls-code-static-256), its first hits scored by
+        ctxls-code-minilm-int8 while it embeds 1200/25000`: which tier ranks by
+        meaning, and how far the primary is."""
         assert self.semantic is not None and self.fast_semantic is not None
         if self.semantic.failed is not None:
             return (f"semantic: fast tier ({STATIC_MODEL_NAME}): the embedding model failed "
                     f"({self.semantic.failed})")
         done, pending = self.semantic.vector_count(), self.semantic.pending()
-        return (f"semantic: fast tier ({STATIC_MODEL_NAME}) while {self._primary_model_name()} "
-                f"embeds {done}/{done + pending}")
+        return (f"semantic: fast tier ({STATIC_MODEL_NAME}), its first hits scored by "
+                f"{self._primary_model_name()} while it embeds {done}/{done + pending}")
 
     def _primary_model_name(self) -> str:
         if self.semantic is not None and self.semantic.embedder is not None:
@@ -906,6 +912,15 @@ class Engine:
         if usable[0] is self.semantic and self.semantic.pending() <= TAKEOVER_BACKLOG:
             return self.semantic
         return min(usable, key=lambda tier: tier.pending())  # the primary on a tie
+
+    def _rescoring_tier(self, serving: SemanticIndex | None) -> SemanticIndex | None:
+        """The primary tier while the fast one serves and the primary's model
+        loads: it scores the fast tier's first hits again (ranking._rescored).
+        None otherwise."""
+        primary = self.semantic
+        if serving is None or serving is not self.fast_semantic or primary is None:
+            return None
+        return primary if primary.failed is None and primary.ensure_loaded() else None
 
     def _memory_semantic_for(self, mode: str) -> SemanticIndex | None:
         """Written memory has vectors of the primary model only (in this store,

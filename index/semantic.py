@@ -70,6 +70,9 @@ BACKLOG_WINDOW = 64
 SAVE_INTERVAL_S = 30.0
 PENDING_CACHE_S = 1.0
 QUERY_CACHE_SIZE = 256
+# Vectors a request embedded ahead of the backlog (similarities_embedding_missing)
+# that the worker has not stored yet, at most: ~3 MiB of a 384-wide model's.
+MAX_EMBEDDED_AHEAD = 2048
 QUERY_POOL_THREADS = 4
 
 
@@ -114,6 +117,10 @@ class SemanticIndex:
         # text waits for that run instead of starting another.
         self._query_inflight: dict[str, Future] = {}
         self.embedded_total = 0
+        # Embed hash -> vector a request computed before the backlog reached
+        # it: the worker stores these first instead of embedding them again.
+        self._embedded_ahead: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
+        self._ahead_lock = threading.Lock()
         # Embedding competes for the same two cores as indexing and typing:
         # it waits while a pass runs and for a moment after each edit or query.
         self._allowed = threading.Event()
@@ -332,14 +339,33 @@ class SemanticIndex:
                 self.save()
 
     def step(self) -> bool:
-        """Embed one batch; False when there was nothing to do."""
+        """Embed one batch (or store what requests embedded ahead); False when
+        there was nothing to do."""
         self._apply_removals()
+        with self._ahead_lock:
+            ahead, self._embedded_ahead = self._embedded_ahead, collections.OrderedDict()
+        if ahead:
+            self._store_vectors(list(ahead), list(ahead.values()))
+            return True
         batch = self._next_batch()
         if not batch:
             return False
-        hashes = list(batch)
+        hashes = self._unstored(list(batch))
+        if not hashes:
+            return True
         assert self.embedder is not None
-        vectors = self.embedder.embed([batch[h] for h in hashes])
+        self._store_vectors(hashes, self.embedder.embed([batch[h] for h in hashes]))
+        return True
+
+    def _unstored(self, hashes: list[str]) -> list[str]:
+        """Those of ``hashes`` without a vector in this tier (a request may
+        have embedded some after the backlog window was read)."""
+        placeholders = ",".join("?" * len(hashes))
+        stored = {row[0] for row in self.store.reader().execute(
+            f"SELECT text_hash FROM {self.table} WHERE text_hash IN ({placeholders})", hashes)}
+        return [h for h in hashes if h not in stored]
+
+    def _store_vectors(self, hashes: list[str], vectors) -> None:
         added: list[tuple[int, np.ndarray]] = []
         with self.store.write() as conn:
             for text_hash, vector in zip(hashes, vectors):
@@ -358,7 +384,6 @@ class SemanticIndex:
             self._dirty = True
         self.embedded_total += len(added)
         self._forget_pending_count()
-        return True
 
     def _apply_removals(self) -> None:
         removed = []
@@ -558,6 +583,36 @@ class SemanticIndex:
             text_hashes).fetchall()
         return {r[0]: float(np.frombuffer(r[1], dtype=np.float16).astype(np.float32) @ vector)
                 for r in rows}
+
+    def similarities_embedding_missing(self, vector: np.ndarray, texts: dict[str, str]
+                                       ) -> dict[str, float]:
+        """Cosine similarity for each of ``texts`` (embed hash -> embedding
+        text): stored vectors read, the others embedded now on the caller's
+        thread (at its priority, beside a nice backlog) and kept for the
+        worker to store, so no text is embedded twice. Each cosine is of the
+        vector as it is stored (float16), so an answer does not change when
+        the worker stores it."""
+        found = self.similarities(vector, list(texts))
+        with self._ahead_lock:
+            for text_hash in texts:
+                if text_hash not in found and text_hash in self._embedded_ahead:
+                    found[text_hash] = self._stored_cosine(self._embedded_ahead[text_hash], vector)
+        missing = [text_hash for text_hash in texts if text_hash not in found]
+        if not missing or not self.ensure_loaded():
+            return found
+        assert self.embedder is not None
+        vectors = self.embedder.embed([texts[text_hash] for text_hash in missing])
+        with self._ahead_lock:
+            for text_hash, embedded in zip(missing, vectors):
+                self._embedded_ahead[text_hash] = embedded
+                found[text_hash] = self._stored_cosine(embedded, vector)
+            while len(self._embedded_ahead) > MAX_EMBEDDED_AHEAD:
+                self._embedded_ahead.popitem(last=False)
+        return found
+
+    @staticmethod
+    def _stored_cosine(embedded: np.ndarray, vector: np.ndarray) -> float:
+        return float(embedded.astype(np.float16).astype(np.float32) @ vector)
 
     def describe(self) -> dict:
         name = self.embedder.name if self.embedder else ""
