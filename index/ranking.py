@@ -565,13 +565,14 @@ def _rescored(conn: Connection, kind: str, shape: QueryShape, ranked: list[Score
     +0.000 / +0.000; the static tier alone -0.019 / -0.005 and -0.015 /
     -0.009 (docs/decisions.md, "The fast tier's first hits scored again by
     the transformer"). Hits below them keep their order, scored no higher.
-    Without the query's vector in that model, ``ranked`` as it is."""
+    Without the query's vector or a hit's vector in that model (it failed),
+    ``ranked`` in its order: one answer never mixes two models' cosines."""
     head, tail = ranked[:config.fusion_pool], ranked[config.fusion_pool:]
     vector = query_vector()
-    if not head or vector is None:
-        return ranked
-    cosines = rescoring.similarities_embedding_missing(
-        vector, {hit.embed_hash: embedding_text(hit.path, hit.symbol, hit.text) for hit in head})
+    texts = {hit.embed_hash: embedding_text(hit.path, hit.symbol, hit.text) for hit in head}
+    cosines = rescoring.similarities_embedding_missing(vector, texts) if vector is not None else {}
+    if len(cosines) < len(texts) or not head:
+        return _without_cosines(ranked)
     ids = [hit.chunk_id for hit in head]
     lexical = {} if dense_only else bm25_of_ids(conn, FTS_TABLE_BY_KIND[kind], shape.terms, config, ids)
     candidates = HybridCandidates(lexical, {hit.chunk_id: cosines.get(hit.embed_hash) for hit in head},
@@ -579,13 +580,19 @@ def _rescored(conn: Connection, kind: str, shape: QueryShape, ranked: list[Score
     rescored = _ranked(conn, kind, shape, _fused_hits(candidates, dense_only, config), len(head), config,
                        _cosine_share(shape, config, rescoring, dense_only))
     if not rescored:
-        return ranked
+        return _without_cosines(ranked)
     placed = {hit.chunk_id for hit in rescored}
-    rest = [hit for hit in tail if hit.chunk_id not in placed]
+    rest = _without_cosines([hit for hit in tail if hit.chunk_id not in placed])
     for hit in rest:
         hit.score = min(hit.score, rescored[-1].score)
-        hit.features.similarity = None  # another model's cosine: its hits carry the primary's
     return rescored + rest
+
+
+def _without_cosines(hits: list[ScoredChunk]) -> list[ScoredChunk]:
+    """``hits`` carrying no cosine: theirs are another model's than the answer's."""
+    for hit in hits:
+        hit.features.similarity = None
+    return hits
 
 
 @dataclass

@@ -591,7 +591,7 @@ class SemanticIndex:
         thread (at its priority, beside a nice backlog) and kept for the
         worker to store, so no text is embedded twice. Each cosine is of the
         vector as it is stored (float16), so an answer does not change when
-        the worker stores it."""
+        the worker stores it. Where the model fails, those texts are left out."""
         found = self.similarities(vector, list(texts))
         with self._ahead_lock:
             for text_hash in texts:
@@ -601,7 +601,11 @@ class SemanticIndex:
         if not missing or not self.ensure_loaded():
             return found
         assert self.embedder is not None
-        vectors = self.embedder.embed([texts[text_hash] for text_hash in missing])
+        try:
+            vectors = self.embedder.embed([texts[text_hash] for text_hash in missing])
+        except Exception:  # the caller answers without these cosines; the daemon goes on
+            log.exception("embedding %d texts for a request failed", len(missing))
+            return found
         with self._ahead_lock:
             for text_hash, embedded in zip(missing, vectors):
                 self._embedded_ahead[text_hash] = embedded

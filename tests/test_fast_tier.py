@@ -158,6 +158,27 @@ def test_the_transformer_scores_the_fast_tiers_first_hits_and_keeps_their_vector
     engine.close()
 
 
+def test_a_transformer_that_fails_on_a_request_leaves_the_fast_tiers_order(repo: Path, monkeypatch):
+    engine = open_engine(repo)
+    engine.index()
+    drain(engine.fast_semantic)
+    primary = engine.semantic
+    assert primary.ensure_loaded()
+    query = "try again when a transfer fails"
+    primary.query_vector(query)  # the query's vector computed: the chunks' embedding fails
+
+    def broken(texts):
+        raise RuntimeError("onnxruntime: out of memory")
+    monkeypatch.setattr(primary.embedder, "embed", broken)
+    result = engine.recall(query, ["code"], 5, mode="hybrid")
+    hits = result.hits_by_kind["code"]
+    assert hits[0].symbol == "retry_upload" and result.partial
+    assert all(hit.evidence.cosine is None for hit in hits)  # no static cosine under the transformer's name
+    monkeypatch.undo()
+    assert engine.recall(query, ["code"], 5, mode="hybrid").hits_by_kind["code"][0].evidence.cosine is not None
+    engine.close()
+
+
 def test_each_tier_fuses_with_its_own_cosine_share(repo: Path):
     """A sentence query's cosine share is ``static_dense_weight`` in the
     static tier's ranking and ``dense_weight`` in the transformer's, its
