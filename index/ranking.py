@@ -561,17 +561,19 @@ def _rescored(conn: Connection, kind: str, shape: QueryShape, ranked: list[Score
     of their own with the primary tier's cosines: stored, or embedded now for
     those its backlog has not reached (``similarities_embedding_missing``),
     at most ``fusion_pool`` texts a query. Set 4, hybrid NDCG@10 by chunk /
-    by file against the transformer's own ranking: dev +0.006 / +0.006, test
-    +0.000 / +0.000; the static tier alone -0.019 / -0.005 and -0.015 /
-    -0.009 (docs/decisions.md, "The fast tier's first hits scored again by
+    by file against the transformer's own ranking: dev +0.009 / +0.006, test
+    +0.002 / +0.001; the static tier alone -0.019 / -0.005 and -0.014 /
+    -0.008 (docs/decisions.md, "The fast tier's first hits scored again by
     the transformer"). Hits below them keep their order, scored no higher.
     Without the query's vector or a hit's vector in that model (it failed),
     ``ranked`` in its order: one answer never mixes two models' cosines."""
     head, tail = ranked[:config.fusion_pool], ranked[config.fusion_pool:]
+    if not head:
+        return ranked
     vector = query_vector()
     texts = {hit.embed_hash: embedding_text(hit.path, hit.symbol, hit.text) for hit in head}
     cosines = rescoring.similarities_embedding_missing(vector, texts) if vector is not None else {}
-    if len(cosines) < len(texts) or not head:
+    if len(cosines) < len(texts):
         return _without_cosines(ranked)
     ids = [hit.chunk_id for hit in head]
     lexical = {} if dense_only else bm25_of_ids(conn, FTS_TABLE_BY_KIND[kind], shape.terms, config, ids)
