@@ -15,8 +15,15 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-# The embedding workers' niceness.
+# The background workers' niceness: the transformer's embedding, warm-ups.
 BACKGROUND_NICENESS = 19
+# The fast tier's worker: its whole job is seconds of CPU (django: 8 s) that
+# ranking by meaning waits for, so it must not starve on a busy machine.
+# Django under two busy loops at normal priority: every chunk embedded 477 s
+# after the lexical index at 19, 77 s at 10, 34 s at 5, 19 s at 0; lexical
+# recall while it drains within noise of idle at each (docs/decisions.md,
+# "The fast tier's worker at niceness 5").
+FAST_TIER_NICENESS = 5
 
 _LINUX = sys.platform.startswith("linux")
 

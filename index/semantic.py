@@ -41,7 +41,7 @@ import numpy as np
 from ctxls.index import ann_file
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
-from ctxls.index.priority import lower_thread_priority
+from ctxls.index.priority import BACKGROUND_NICENESS, FAST_TIER_NICENESS, set_thread_niceness
 from ctxls.index.private import restrict
 from ctxls.index.store import Store
 
@@ -55,11 +55,14 @@ class VectorTier:
     file_name: str  # its ANN cache, beside the store
     model_key: str  # the meta key stamping which model its vectors come from
     memory: bool  # written memory rows are embedded too
+    niceness: int  # its worker thread's (index/priority.py)
 
 
-PRIMARY_TIER = VectorTier("vectors", "vectors.usearch", "vector_model", memory=True)
+PRIMARY_TIER = VectorTier("vectors", "vectors.usearch", "vector_model", memory=True,
+                          niceness=BACKGROUND_NICENESS)
 # Memory stays on the primary: there are few rows, embedded first by its worker.
-FAST_TIER = VectorTier("fast_vectors", "fast_vectors.usearch", "fast_vector_model", memory=False)
+FAST_TIER = VectorTier("fast_vectors", "fast_vectors.usearch", "fast_vector_model", memory=False,
+                       niceness=FAST_TIER_NICENESS)
 VECTOR_TIERS = (PRIMARY_TIER, FAST_TIER)
 # The backlog is read this many rows (at least four of the model's batches) at
 # a time and embedded shortest first, a batch (``Embedder.batch_size``) at a
@@ -310,7 +313,7 @@ class SemanticIndex:
 
     def _run(self) -> None:
         # The worker's embedding runs compute at its niceness: a request keeps a core.
-        lower_thread_priority()
+        set_thread_niceness(self.tier.niceness)
         if not self.ensure_loaded():
             return
         while not self._stop.is_set():

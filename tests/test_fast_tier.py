@@ -5,6 +5,7 @@ over to it once its backlog is nearly empty. Real models, real store."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from ctxls.index import store as store_module
 from ctxls.index.embed_text import embedding_text
 from ctxls.index.embeddings import CODE_MODEL_NAME, STATIC_MODEL_NAME
 from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.priority import BACKGROUND_NICENESS, FAST_TIER_NICENESS, thread_niceness
 from ctxls.index.ranking import RankingConfig
 from ctxls.index.semantic import FAST_TIER, SemanticIndex, vector_file_for
 
@@ -214,6 +216,25 @@ def test_the_static_tier_embeds_a_query_on_the_callers_thread(repo: Path, monkey
     hits = engine.recall("try again when a transfer fails", ["code"], 3, mode="hybrid").hits_by_kind["code"]
     assert hits[0].symbol == "retry_upload"
     assert threads == [threading.current_thread().name]
+    engine.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="niceness is per thread on Linux")
+def test_the_fast_tiers_worker_is_less_nice_than_the_transformers(repo: Path):
+    """The fast tier's few seconds of work must not starve on a busy machine
+    (niceness 5); the transformer's long backlog yields to everything (19)."""
+    engine = open_engine(repo)
+    engine.index()
+    seen: dict[str, set[int]] = {"fast": set(), "primary": set()}
+    for name, tier in (("fast", engine.fast_semantic), ("primary", engine.semantic)):
+        step = tier.step
+        tier.step = lambda step=step, name=name: seen[name].add(thread_niceness()) or step()
+    engine.start_embedding()
+    deadline = time.monotonic() + 120
+    while engine.semantic.pending() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert seen == {"fast": {FAST_TIER_NICENESS}, "primary": {BACKGROUND_NICENESS}}
+    assert FAST_TIER_NICENESS < BACKGROUND_NICENESS
     engine.close()
 
 
