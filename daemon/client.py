@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import socket
 import threading
 from pathlib import Path
@@ -21,6 +22,8 @@ from ctxls.index.errors import EngineError
 
 if TYPE_CHECKING:
     from ctxls.index.engine import Engine
+
+log = logging.getLogger(__name__)
 
 
 class RemoteError(EngineError):
@@ -146,10 +149,16 @@ class EngineAccess:
     @staticmethod
     def _first_index(engine: Engine) -> None:
         from ctxls.daemon.server import WATCH_START_S
+        from ctxls.index.indexer import Cancelled
 
         if engine.follower is not None:  # the pass lists what the watch may have missed
             engine.follower.established.wait(WATCH_START_S)
-        engine.cold_index()
+        try:
+            engine.cold_index()
+        except Cancelled:  # the process is closing
+            pass
+        except Exception:  # status and every request say why; this thread only reports it
+            log.exception("indexing %s failed", engine.root)
 
     def host(self) -> None:
         """Serve this root in process as a daemon would (`ctxls mcp` without one)."""

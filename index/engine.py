@@ -79,6 +79,8 @@ MAX_DAYS = 1_000_000
 # The primary tier serves hybrid recall once at most this many rows lack its
 # vector (an edit's few chunks must not hand answers back to the fast tier).
 TAKEOVER_BACKLOG = 64
+# How long close() waits for a running pass to stop (it stops at its next file).
+CLOSE_PASS_WAIT_S = 30.0
 # After an edit or a query, background embedding waits this long (seconds).
 INTERACTIVE_QUIET_S = 0.3
 # A request before the first index is complete waits this long (seconds) by default.
@@ -392,12 +394,16 @@ class Engine:
         self._cold_done.set()
 
     def close(self) -> None:
-        # The warm-up reads on a connection store.close() closes: it stops first.
+        # The warm-up reads on a connection store.close() closes: it stops first;
+        # so does a running pass (it checks _closing at each file and writes
+        # what it read before it stops).
         self._closing.set()
         with self._warm_lock:
             warm_thread = self._warm_thread
         if warm_thread is not None:
             warm_thread.join()
+        if not self._pass_idle.wait(CLOSE_PASS_WAIT_S):
+            log.warning("closing %s while a pass still runs", self.root)
         if self.follower is not None:
             self.follower.stop()
         for tier in self._tiers:
@@ -614,7 +620,8 @@ class Engine:
         for tier in self._tiers:
             tier.pause()
         try:
-            stats = self.indexer.run_pass(pathspecs, force, log_edits, report, cancel)
+            stats = self.indexer.run_pass(pathspecs, force, log_edits, report,
+                                          _EitherSet(cancel, self._closing))
             if pathspecs is None:
                 self.store.drop_all_orphan_vectors()
                 self.listed_ns = listed_ns
@@ -1335,6 +1342,16 @@ def memory_hit(row: MemoryRow, body: bool, mode: str | None = None, model: str |
                symbol=row.symbol, start_line=row.start_line, end_line=row.end_line,
                end_character=0, body=None, meta=row.meta, scope=row.scope,
                read_body=row.text_within if body else None, evidence=evidence)
+
+
+class _EitherSet:
+    """Set when either event is (a pass's own cancel, or the engine closing)."""
+
+    def __init__(self, first: threading.Event | None, second: threading.Event) -> None:
+        self._events = [event for event in (first, second) if event is not None]
+
+    def is_set(self) -> bool:
+        return any(event.is_set() for event in self._events)
 
 
 def calibrate(hits: list[Hit], calibration: Calibration, query: QueryEvidence) -> None:

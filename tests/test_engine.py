@@ -488,3 +488,43 @@ def test_close_while_the_first_pass_starts_its_warm_up_waits_for_the_start(plain
     engine.cold_index()
     closed["closer"].join(timeout=30)
     assert not closed["closer"].is_alive() and closed["error"] is None
+
+
+def test_close_during_the_first_pass_stops_it_and_keeps_what_it_wrote(tmp_path: Path):
+    """`ctxls mcp` without a daemon closing while its first pass ran: the
+    store closed under the pass, whose thread died on "Cannot operate on a
+    closed database". close() now stops the pass at its next file (it writes
+    what it read) and closes the store after it; the next session resumes."""
+    import threading
+    import time
+
+    from ctxls.index.indexer import Cancelled
+
+    root = tmp_path / "many"
+    write_tree(root, {f"pkg/mod_{i}.py": f"def handler_{i}(value):\n    return value + {i}\n"
+                      for i in range(3000)})
+    engine = Engine(root, EngineOptions(embeddings=False))
+    outcome: dict[str, BaseException | None] = {}
+
+    def first_pass() -> None:
+        try:
+            engine.cold_index()
+            outcome["error"] = None
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=first_pass)
+    worker.start()
+    while engine.progress.done < 100 and worker.is_alive():
+        time.sleep(0.005)
+    engine.close()
+    worker.join(timeout=30)
+    assert isinstance(outcome["error"], Cancelled), outcome["error"]
+    reopened = Engine(root, EngineOptions(embeddings=False))
+    try:
+        written = reopened.store.counts()["files"]
+        assert 0 < written < 3000  # what the stopped pass read was written
+        reopened.index()
+        assert reopened.store.counts()["files"] == 3000
+    finally:
+        reopened.close()
