@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 import socket
 import threading
 from pathlib import Path
@@ -22,8 +21,6 @@ from ctxls.index.errors import EngineError
 
 if TYPE_CHECKING:
     from ctxls.index.engine import Engine
-
-log = logging.getLogger(__name__)
 
 
 class RemoteError(EngineError):
@@ -158,7 +155,9 @@ class EngineAccess:
         except Cancelled:  # the process is closing
             pass
         except Exception:  # status and every request say why; this thread only reports it
-            log.exception("indexing %s failed", engine.root)
+            import logging  # here: a verb the daemon answers loads no logging
+
+            logging.getLogger(__name__).exception("indexing %s failed", engine.root)
 
     def host(self) -> None:
         """Serve this root in process as a daemon would (`ctxls mcp` without one)."""
