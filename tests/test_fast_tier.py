@@ -16,7 +16,9 @@ from lsprotocol import types
 
 from ctxls.index import engine as engine_module
 from ctxls.index import store as store_module
+from ctxls.index.cancel import CancelToken, cancelling
 from ctxls.index.embed_text import embedding_text
+from ctxls.index.errors import RequestCancelled
 from ctxls.index.embeddings import CODE_MODEL_NAME, STATIC_MODEL_NAME
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.priority import BACKGROUND_NICENESS, FAST_TIER_NICENESS, thread_niceness
@@ -178,6 +180,31 @@ def test_a_transformer_that_fails_on_a_request_leaves_the_fast_tiers_order(repo:
     assert all(hit.evidence.cosine is None for hit in hits)  # no static cosine under the transformer's name
     monkeypatch.undo()
     assert engine.recall(query, ["code"], 5, mode="hybrid").hits_by_kind["code"][0].evidence.cosine is not None
+    engine.close()
+
+
+def test_a_cancelled_window_answer_stops_embedding_and_keeps_what_it_embedded(repo: Path, monkeypatch):
+    engine = open_engine(repo)
+    engine.index()
+    drain(engine.fast_semantic)
+    primary = engine.semantic
+    assert primary.ensure_loaded()
+    query = "try again when a transfer fails"
+    primary.query_vector(query)
+    token = CancelToken()
+    calls: list[int] = []
+    embed = primary.embedder.embed
+
+    def embed_then_cancel(texts):
+        calls.append(len(texts))
+        token.cancel()  # the client cancels while the first slice embeds
+        return embed(texts)
+    monkeypatch.setattr(primary.embedder, "embed", embed_then_cancel)
+    with cancelling(token), pytest.raises(RequestCancelled):
+        engine.recall(query, ["code"], 5, mode="hybrid")
+    assert calls == [primary.embedder.batch_size]  # one slice, not the 30 texts
+    monkeypatch.undo()
+    assert primary.step() and primary.vector_count() == calls[0]  # kept for the worker
     engine.close()
 
 
