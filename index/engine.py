@@ -305,8 +305,10 @@ class Engine:
         # Set once a first pass is due (a daemon or a hosted engine): requests
         # then wait for it, or answer IndexNotReady, instead of "no hits".
         self._first_pass_due = False
-        self._pass_idle = threading.Event()
+        self._pass_idle = threading.Event()  # set while no pass runs
         self._pass_idle.set()
+        self._passes_running = 0
+        self._passes_lock = threading.Lock()
         self.follower: DiskFollower | None = None
         # Called (from the watcher thread) when a burst's pass begins.
         self.on_burst: Callable[[str], PassProgress] | None = None
@@ -396,8 +398,9 @@ class Engine:
     def close(self) -> None:
         # The warm-up reads on a connection store.close() closes: it stops first;
         # so does a running pass (it checks _closing at each file and writes
-        # what it read before it stops).
-        self._closing.set()
+        # what it read before it stops), and no pass starts after this.
+        with self._passes_lock:
+            self._closing.set()
         with self._warm_lock:
             warm_thread = self._warm_thread
         if warm_thread is not None:
@@ -613,8 +616,12 @@ class Engine:
             if progress is not None:
                 progress(done, total)
 
+        with self._passes_lock:  # close() sets _closing under it: a pass starts before, or not at all
+            if self._closing.is_set():
+                raise Cancelled()
+            self._passes_running += 1
+            self._pass_idle.clear()
         self.progress = IndexProgress(indexing=True, burst=burst)
-        self._pass_idle.clear()
         started = time.perf_counter()
         listed_ns = time.time_ns()  # before the listing: what changes after it is newer
         for tier in self._tiers:
@@ -635,7 +642,10 @@ class Engine:
             raise
         finally:
             self.progress.indexing = False
-            self._pass_idle.set()
+            with self._passes_lock:  # passes overlap (one waits for the indexer's lock)
+                self._passes_running -= 1
+                if not self._passes_running:
+                    self._pass_idle.set()
             for tier in self._tiers:
                 tier.resume()
                 tier.notify()
@@ -792,8 +802,10 @@ class Engine:
                 memory_down = True
         for kind in kinds:
             scored = scored_by_kind.get(kind, [])
-            # The cosines a hit carries: the primary's where it scored the fast tier's hits.
-            file_model = (rescoring or semantic).embedder.name if semantic is not None else None
+            # The cosines the hits carry: the primary's where it scored the fast tier's first hits.
+            rescored = rescoring is not None and any(s.rescored for s in scored)
+            file_model = ((rescoring if rescored else semantic).embedder.name
+                          if semantic is not None else None)
             hits = self._labelled([self._hit(s, body, file_mode, file_model) for s in scored],
                                   conn, query)
             calibrate(hits, calibration, query_evidence)

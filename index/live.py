@@ -34,6 +34,7 @@ from watchfiles._rust_notify import RustNotify
 from ctxls.index.discovery import (STORE_DIR_NAME, holds_installed_dependencies, ignored_paths,
                                    is_skipped_folder_name, listed_folders)
 from ctxls.index.git import git_command, run_git
+from ctxls.index.indexer import Cancelled
 
 if TYPE_CHECKING:
     from ctxls.index.engine import Engine
@@ -411,5 +412,7 @@ class DiskFollower:
         moment) costs that batch, not the watch: answers still check their files."""
         try:
             self.engine.disk_changed(paths, head_moved)
+        except Cancelled:  # the engine is closing
+            pass
         except Exception:
             log.exception("indexing %d changed files of %s failed", len(paths), self.root)

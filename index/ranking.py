@@ -19,6 +19,7 @@ on the retrieval dev set.
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
 
     from ctxls.index.semantic import SemanticIndex
 
+
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RankingConfig:
@@ -101,6 +104,9 @@ class ScoredChunk:
     # scored it (None: not scored by recall's scorer).
     features: RecallFeatures = field(default_factory=RecallFeatures)
     scorer: RecallScorer | None = field(default=None, repr=False, compare=False)
+    # Scored again with the primary tier's cosines (_rescored): its cosine is
+    # that model's, not the serving tier's.
+    rescored: bool = False
 
     @property
     def why(self) -> list[Contribution]:
@@ -560,41 +566,46 @@ def _rescored(conn: Connection, kind: str, shape: QueryShape, ranked: list[Score
     """The fast tier's first ``fusion_pool`` hits ranked again as candidates
     of their own with the primary tier's cosines: stored, or embedded now for
     those its backlog has not reached (``similarities_embedding_missing``),
-    at most ``fusion_pool`` texts a query. Set 4, hybrid NDCG@10 by chunk /
+    at most ``fusion_pool`` texts a ranking. Set 4, hybrid NDCG@10 by chunk /
     by file against the transformer's own ranking: dev +0.009 / +0.006, test
     +0.002 / +0.001; the static tier alone -0.019 / -0.005 and -0.014 /
     -0.008 (docs/decisions.md, "The fast tier's first hits scored again by
-    the transformer"). Hits below them keep their order, scored no higher.
-    Without the query's vector or a hit's vector in that model (it failed),
-    ``ranked`` in its order: one answer never mixes two models' cosines."""
+    the transformer"). The first hits the selection left out and the hits
+    below them follow in their order, scored no higher and carrying no
+    cosine (theirs is the other model's). Without the query's vector or a
+    first hit's vector in that model (it failed), ``ranked`` as it is: the
+    serving tier's answer."""
     head, tail = ranked[:config.fusion_pool], ranked[config.fusion_pool:]
     if not head:
         return ranked
-    vector = query_vector()
+    try:
+        vector = query_vector()
+    except Exception:  # the model failed on the query: the serving tier answers alone
+        log.exception("embedding a query for the primary tier failed")
+        return ranked
     texts = {hit.embed_hash: embedding_text(hit.path, hit.symbol, hit.text) for hit in head}
     cosines = rescoring.similarities_embedding_missing(vector, texts) if vector is not None else {}
     if len(cosines) < len(texts):
-        return _without_cosines(ranked)
-    ids = [hit.chunk_id for hit in head]
+        return ranked
+    rows = _chunks_by_id(conn, [hit.chunk_id for hit in head])  # a chunk gone meanwhile is left out
+    ids = [hit.chunk_id for hit in head if hit.chunk_id in rows]
     lexical = {} if dense_only else bm25_of_ids(conn, FTS_TABLE_BY_KIND[kind], shape.terms, config, ids)
-    candidates = HybridCandidates(lexical, {hit.chunk_id: cosines.get(hit.embed_hash) for hit in head},
-                                  _chunks_by_id(conn, ids))
+    candidates = HybridCandidates(lexical, {cid: cosines.get(rows[cid][8]) for cid in ids}, rows)
     rescored = _ranked(conn, kind, shape, _fused_hits(candidates, dense_only, config), len(head), config,
                        _cosine_share(shape, config, rescoring, dense_only))
     if not rescored:
-        return _without_cosines(ranked)
-    placed = {hit.chunk_id for hit in rescored}
-    rest = _without_cosines([hit for hit in tail if hit.chunk_id not in placed])
+        return ranked
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for hit in rescored:
+        hit.rescored = True
+        spans.setdefault(hit.path, []).append((hit.start_line, hit.end_line))
+    # Windows of one definition overlap: one listed keeps the others out (as in first_n).
+    rest = [hit for hit in head + tail if not any(
+        start <= hit.end_line and hit.start_line <= end for start, end in spans.get(hit.path, ()))]
     for hit in rest:
         hit.score = min(hit.score, rescored[-1].score)
-    return rescored + rest
-
-
-def _without_cosines(hits: list[ScoredChunk]) -> list[ScoredChunk]:
-    """``hits`` carrying no cosine: theirs are another model's than the answer's."""
-    for hit in hits:
         hit.features.similarity = None
-    return hits
+    return rescored + rest
 
 
 @dataclass

@@ -189,6 +189,8 @@ class SemanticIndex:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=30)
+        if self.ready and (self._thread is None or not self._thread.is_alive()):
+            self._store_embedded_ahead()  # a CLI's requests' vectors outlive the process
         if self.ready and self._dirty:
             self.save()
 
@@ -346,10 +348,7 @@ class SemanticIndex:
         """Embed one batch (or store what requests embedded ahead); False when
         there was nothing to do."""
         self._apply_removals()
-        with self._ahead_lock:
-            ahead, self._embedded_ahead = self._embedded_ahead, collections.OrderedDict()
-        if ahead:
-            self._store_vectors(list(ahead), list(ahead.values()))
+        if self._store_embedded_ahead():
             return True
         batch = self._next_batch()
         if not batch:
@@ -359,6 +358,19 @@ class SemanticIndex:
             return True
         assert self.embedder is not None
         self._store_vectors(hashes, self.embedder.embed([batch[h] for h in hashes]))
+        return True
+
+    def _store_embedded_ahead(self) -> bool:
+        """Store the vectors requests embedded ahead of the backlog; False
+        when there were none. They stay readable to requests until stored."""
+        with self._ahead_lock:
+            ahead = dict(self._embedded_ahead)
+        if not ahead:
+            return False
+        self._store_vectors(list(ahead), list(ahead.values()))
+        with self._ahead_lock:
+            for text_hash in ahead:
+                self._embedded_ahead.pop(text_hash, None)
         return True
 
     def _unstored(self, hashes: list[str]) -> list[str]:

@@ -528,3 +528,39 @@ def test_close_during_the_first_pass_stops_it_and_keeps_what_it_wrote(tmp_path: 
         assert reopened.store.counts()["files"] == 3000
     finally:
         reopened.close()
+
+
+def test_close_waits_for_a_pass_queued_behind_another_and_starts_none_after(tmp_path: Path):
+    """A second pass waiting for the indexer's lock when close() came ran on
+    a closed store once the first ended; and a pass asked for after close()
+    started on it. Each now stops (Cancelled) and the store closes after them."""
+    import threading
+    import time
+
+    from ctxls.index.indexer import Cancelled
+
+    root = tmp_path / "many"
+    write_tree(root, {f"pkg/mod_{i}.py": f"def handler_{i}(value):\n    return value + {i}\n"
+                      for i in range(3000)})
+    engine = Engine(root, EngineOptions(embeddings=False))
+    outcomes: dict[str, BaseException | None] = {}
+
+    def run(name: str, work) -> None:
+        try:
+            work()
+            outcomes[name] = None
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            outcomes[name] = exc
+
+    first = threading.Thread(target=run, args=("first", engine.cold_index))
+    first.start()
+    while engine.progress.done < 100 and first.is_alive():
+        time.sleep(0.005)
+    second = threading.Thread(target=run, args=("second", lambda: engine.index(["pkg"])))
+    second.start()
+    time.sleep(0.2)  # the second pass waits for the first's lock
+    engine.close()
+    for thread in (first, second):
+        thread.join(timeout=30)
+    run("after", engine.index)
+    assert all(isinstance(outcomes[name], Cancelled) for name in ("first", "second", "after")), outcomes
