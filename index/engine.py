@@ -59,6 +59,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FILE_KINDS = ("code", "doc", "config")
+# The kinds whose window answers the transformer orders (ranking._rescored):
+# code, which set 4 and the files set measure. Docs and configs keep the fast
+# tier's ranking there: unmeasured, and each would embed 30 more texts a query.
+RESCORED_KINDS = ("code",)
 # Recalled from written memory only (index/memory/sqlite.py); "doc" is recalled from
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
@@ -784,7 +788,8 @@ class Engine:
         # Code first: its BM25 scan is what the query's embedding overlaps.
         scored_by_kind = {
             kind: (hybrid_search(conn, kind, query, n, self.options.ranking, semantic,
-                                 dense_only=mode == "semantic", rescoring=rescoring)
+                                 dense_only=mode == "semantic",
+                                 rescoring=rescoring if kind in RESCORED_KINDS else None)
                    if semantic is not None
                    else lexical_search(conn, kind, query, n, self.options.ranking))
             for kind in kinds if kind in FILE_KINDS}

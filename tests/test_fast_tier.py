@@ -229,6 +229,27 @@ def test_what_a_request_embedded_ahead_is_stored_when_the_engine_closes(repo: Pa
     reopened.close()
 
 
+def test_the_transformer_orders_code_hits_only_in_the_window(repo: Path):
+    """Docs keep the fast tier's ranking (no set measures theirs), each list
+    labelled with the model whose cosines it carries."""
+    (repo / "docs").mkdir()
+    (repo / "docs" / "uploads.md").write_text(
+        "# Uploads\n\nA failed transfer is tried again a few times before the upload gives up.\n")
+    engine = open_engine(repo)
+    engine.index()
+    drain(engine.fast_semantic)
+    result = engine.recall("try again when a transfer fails", ["code", "doc"], 5, mode="hybrid")
+    code, docs = result.hits_by_kind["code"], result.hits_by_kind["doc"]
+    assert code and docs
+    assert {hit.evidence.model for hit in code} == {CODE_MODEL_NAME}
+    assert {hit.evidence.model for hit in docs} == {STATIC_MODEL_NAME}
+    assert engine.semantic.step()  # what the request embedded, stored: the code's texts only
+    embedded_kinds = {row[0] for row in engine.store.reader().execute(
+        "SELECT DISTINCT c.kind FROM chunks c JOIN vectors v ON v.text_hash = c.embed_hash")}
+    assert embedded_kinds == {"code"}
+    engine.close()
+
+
 def test_each_tier_fuses_with_its_own_cosine_share(repo: Path):
     """A sentence query's cosine share is ``static_dense_weight`` in the
     static tier's ranking and ``dense_weight`` in the transformer's, its
