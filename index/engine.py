@@ -763,7 +763,8 @@ class Engine:
         conn = self.store.reader()
         self._defer_embedding()
         semantic = self._semantic_for(mode)
-        rescoring = self._rescoring_tier(semantic)
+        rescoring = (self._rescoring_tier(semantic) if any(kind in RESCORED_KINDS for kind in kinds)
+                     else None)
         memory_semantic = self._memory_semantic_for(mode)
         wants_files = any(kind in FILE_KINDS for kind in kinds)
         ranked_text = declared_name(query)  # what ranking and topicality embed

@@ -190,7 +190,10 @@ class SemanticIndex:
         if self._thread is not None:
             self._thread.join(timeout=30)
         if self.ready and (self._thread is None or not self._thread.is_alive()):
-            self._store_embedded_ahead()  # a CLI's requests' vectors outlive the process
+            try:
+                self._store_embedded_ahead()  # a CLI's requests' vectors outlive the process
+            except Exception:  # a store gone or failing: they are embedded again later
+                log.warning("vectors embedded for requests not stored at close", exc_info=True)
         if self.ready and self._dirty:
             self.save()
 
