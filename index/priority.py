@@ -15,8 +15,14 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-# The background workers' niceness: the transformer's embedding, warm-ups.
+# The background workers' niceness: warm-ups.
 BACKGROUND_NICENESS = 19
+# The transformer's worker: at 19 a machine busy at normal priority starved
+# it (django under two busy loops: ~0 texts/s of its backlog, so the fast
+# tier's window never closed); at 10 it embedded ~20 texts/s there, and
+# lexical recall while it drains stayed within noise of idle, quiet and
+# loaded (docs/decisions.md, "The transformer's worker at niceness 10").
+TRANSFORMER_NICENESS = 10
 # The fast tier's worker: its whole job is seconds of CPU (django: 8 s) that
 # ranking by meaning waits for, so it must not starve on a busy machine.
 # Django under two busy loops at normal priority: every chunk embedded 477 s

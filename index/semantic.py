@@ -42,7 +42,7 @@ from ctxls.index import ann_file
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
-from ctxls.index.priority import BACKGROUND_NICENESS, FAST_TIER_NICENESS, set_thread_niceness
+from ctxls.index.priority import FAST_TIER_NICENESS, TRANSFORMER_NICENESS, set_thread_niceness
 from ctxls.index.private import restrict
 from ctxls.index.store import Store
 
@@ -60,7 +60,7 @@ class VectorTier:
 
 
 PRIMARY_TIER = VectorTier("vectors", "vectors.usearch", "vector_model", memory=True,
-                          niceness=BACKGROUND_NICENESS)
+                          niceness=TRANSFORMER_NICENESS)
 # Memory stays on the primary: there are few rows, embedded first by its worker.
 FAST_TIER = VectorTier("fast_vectors", "fast_vectors.usearch", "fast_vector_model", memory=False,
                        niceness=FAST_TIER_NICENESS)
