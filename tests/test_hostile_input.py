@@ -1306,3 +1306,25 @@ def test_a_file_that_crashes_its_grammar_is_read_as_windows_and_the_daemon_lives
         assert daemon.process.poll() is None
     finally:
         daemon.close()
+
+
+def test_mcp_tool_calls_share_a_few_threads(tmp_path: Path):
+    """A thread per tool call opened a store connection per call (~20 ms, two
+    file descriptors each until the store closed): calls run on a pool of
+    CALL_THREADS threads, and every one is answered."""
+    import io
+
+    from ctxls.daemon.mcp_stdio import CALL_THREADS, McpStdioServer
+
+    threads: list[int] = []
+    server = McpStdioServer("probe", "0", "", lambda: [],
+                            lambda name, arguments: threads.append(threading.get_ident()) or {
+                                "content": [{"type": "text", "text": name}]})
+    server._out = io.BytesIO()
+    for msg_id in range(40):
+        server.handle({"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+                       "params": {"name": "recall", "arguments": {}}})
+    server._calls.shutdown(wait=True)
+    answers = [json.loads(line) for line in server._out.getvalue().splitlines()]
+    assert sorted(answer["id"] for answer in answers) == list(range(40))
+    assert len(threads) == 40 and len(set(threads)) <= CALL_THREADS

@@ -585,3 +585,29 @@ def test_a_sqlite_error_leaves_a_snapshot_as_the_librarys_error(plain_repo: Path
     assert raised.value.code == -32603 and raised.value.data["reason"] == "statement"
     assert not engine.store.reader().in_transaction
     engine.close()
+
+
+def test_the_readers_of_threads_that_ended_are_closed(tmp_path: Path):
+    """A thread per call (an agent's MCP tool calls ran so) opened a reader
+    each; all stayed open until the store closed: two file descriptors a
+    call, until a long session ran out of them."""
+    store = Store(str(tmp_path / "index.db"))
+
+    def open_descriptors() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    def one_call() -> None:
+        assert store.reader().execute("SELECT count(*) FROM files").fetchone()[0] == 0
+
+    for _ in range(5):  # the first readers open the database's shared files
+        thread = threading.Thread(target=one_call)
+        thread.start()
+        thread.join()
+    before = open_descriptors()
+    for _ in range(100):
+        thread = threading.Thread(target=one_call)
+        thread.start()
+        thread.join()
+    assert open_descriptors() - before <= 2  # the last call's reader, not 200 descriptors
+    assert len(store._readers) <= 2
+    store.close()

@@ -57,7 +57,8 @@ class Store(Migrations, Recovery, FileRows, Reads):
         self.db_path = str(db_path) if db_path is not None else os.path.join(self._temp_dir, "index.db")
         self._write_lock = threading.RLock()
         self._local = threading.local()
-        self._readers: list[Connection] = []
+        # Each reader with the thread it belongs to (see reader()).
+        self._readers: list[tuple[threading.Thread, Connection]] = []
         self._readers_lock = threading.Lock()
         self.rebuilt = False  # True when file rows were dropped on open
         # Per vector table: ids deleted here, not yet removed from its ANN index
@@ -302,6 +303,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
         self._ready()
         conn = getattr(self._local, "conn", None)
         if conn is None or self._local.generation != self._generation:
+            replaced = conn
             try:
                 conn = self._connect()
                 conn.execute("PRAGMA query_only = ON")
@@ -310,7 +312,18 @@ class Store(Migrations, Recovery, FileRows, Reads):
                        or StoreUnavailable(self.db_path, "io", str(exc))) from exc
             self._local.conn, self._local.generation = conn, self._generation
             with self._readers_lock:
-                self._readers.append(conn)
+                # The readers of threads that ended (a thread per call, as an
+                # agent's tool calls had) and the one this replaces are closed
+                # now, not held open until the store closes: 2 descriptors a
+                # call ran a long session out of them.
+                kept = []
+                for thread, reader in self._readers:
+                    if reader is replaced or not thread.is_alive():
+                        _close_quietly(reader)
+                    else:
+                        kept.append((thread, reader))
+                kept.append((threading.current_thread(), conn))
+                self._readers = kept
         stores = getattr(_snapshot, "stores", None)
         if stores is not None and not conn.in_transaction:
             conn.execute("BEGIN DEFERRED")  # the snapshot is taken by the first read after it
@@ -427,7 +440,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
 
     def close(self) -> None:
         with self._readers_lock:
-            for conn in self._readers:
+            for _, conn in self._readers:
                 conn.close()
             self._readers.clear()
         with self._write_lock:
@@ -510,3 +523,10 @@ def read_snapshot() -> Iterator[None]:
         stores, _snapshot.stores = _snapshot.stores, None
         for store in stores:
             store._end_snapshot()
+
+
+def _close_quietly(conn: Connection) -> None:
+    try:
+        conn.close()
+    except sqlite3.Error:  # already unusable: nothing left to release
+        pass
