@@ -125,6 +125,9 @@ class SemanticIndex:
         # it: the worker stores these first instead of embedding them again.
         self._embedded_ahead: collections.OrderedDict[str, np.ndarray] = collections.OrderedDict()
         self._ahead_lock = threading.Lock()
+        # Embed hashes stored from requests since the backlog window was read
+        # (the worker's own: it skips them in that window).
+        self._stored_ahead: set[str] = set()
         # Embedding competes for the same two cores as indexing and typing:
         # it waits while a pass runs and for a moment after each edit or query.
         self._allowed = threading.Event()
@@ -356,7 +359,8 @@ class SemanticIndex:
         batch = self._next_batch()
         if not batch:
             return False
-        hashes = self._unstored(list(batch))
+        # The backlog window was read before some of its texts were stored ahead.
+        hashes = [text_hash for text_hash in batch if text_hash not in self._stored_ahead]
         if not hashes:
             return True
         assert self.embedder is not None
@@ -371,18 +375,11 @@ class SemanticIndex:
         if not ahead:
             return False
         self._store_vectors(list(ahead), list(ahead.values()))
+        self._stored_ahead.update(ahead)
         with self._ahead_lock:
             for text_hash in ahead:
                 self._embedded_ahead.pop(text_hash, None)
         return True
-
-    def _unstored(self, hashes: list[str]) -> list[str]:
-        """Those of ``hashes`` without a vector in this tier (a request may
-        have embedded some after the backlog window was read)."""
-        placeholders = ",".join("?" * len(hashes))
-        stored = {row[0] for row in self.store.reader().execute(
-            f"SELECT text_hash FROM {self.table} WHERE text_hash IN ({placeholders})", hashes)}
-        return [h for h in hashes if h not in stored]
 
     def _store_vectors(self, hashes: list[str], vectors) -> None:
         added: list[tuple[int, np.ndarray]] = []
@@ -457,7 +454,8 @@ class SemanticIndex:
             if rows:
                 return self._memory_texts(rows)
         if not self._window:
-            self._window = self._backlog_window(conn)
+            self._window = self._backlog_window(conn)  # read after: holds none stored ahead
+            self._stored_ahead.clear()
         batch, self._window = self._window[:self._work_batch], self._window[self._work_batch:]
         return dict(batch)
 

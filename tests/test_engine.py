@@ -490,42 +490,56 @@ def test_close_while_the_first_pass_starts_its_warm_up_waits_for_the_start(plain
     assert not closed["closer"].is_alive() and closed["error"] is None
 
 
+MANY_FILES = 3000
+
+
+def engine_over_many_files(tmp_path: Path) -> Engine:
+    """An engine over MANY_FILES small files: a first pass long enough to close during."""
+    root = tmp_path / "many"
+    write_tree(root, {f"pkg/mod_{i}.py": f"def handler_{i}(value):\n    return value + {i}\n"
+                      for i in range(MANY_FILES)})
+    return Engine(root, EngineOptions(embeddings=False))
+
+
+def started_pass(engine: Engine, outcomes: dict, name: str, work) -> "threading.Thread":
+    """``work`` on a thread of its own, its exception (or None) kept as
+    ``outcomes[name]``; for the engine's first pass, returned once 100 files in."""
+    import threading
+    import time
+
+    def run() -> None:
+        try:
+            work()
+            outcomes[name] = None
+        except BaseException as exc:  # noqa: BLE001 - the test reports it
+            outcomes[name] = exc
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    while engine.progress.done < 100 and thread.is_alive():
+        time.sleep(0.005)
+    return thread
+
+
 def test_close_during_the_first_pass_stops_it_and_keeps_what_it_wrote(tmp_path: Path):
     """`ctxls mcp` without a daemon closing while its first pass ran: the
     store closed under the pass, whose thread died on "Cannot operate on a
     closed database". close() now stops the pass at its next file (it writes
     what it read) and closes the store after it; the next session resumes."""
-    import threading
-    import time
-
     from ctxls.index.indexer import Cancelled
 
-    root = tmp_path / "many"
-    write_tree(root, {f"pkg/mod_{i}.py": f"def handler_{i}(value):\n    return value + {i}\n"
-                      for i in range(3000)})
-    engine = Engine(root, EngineOptions(embeddings=False))
-    outcome: dict[str, BaseException | None] = {}
-
-    def first_pass() -> None:
-        try:
-            engine.cold_index()
-            outcome["error"] = None
-        except BaseException as exc:  # noqa: BLE001 - the test reports it
-            outcome["error"] = exc
-
-    worker = threading.Thread(target=first_pass)
-    worker.start()
-    while engine.progress.done < 100 and worker.is_alive():
-        time.sleep(0.005)
+    engine = engine_over_many_files(tmp_path)
+    outcomes: dict[str, BaseException | None] = {}
+    worker = started_pass(engine, outcomes, "first", engine.cold_index)
     engine.close()
     worker.join(timeout=30)
-    assert isinstance(outcome["error"], Cancelled), outcome["error"]
-    reopened = Engine(root, EngineOptions(embeddings=False))
+    assert isinstance(outcomes["first"], Cancelled), outcomes
+    reopened = Engine(engine.root, EngineOptions(embeddings=False))
     try:
         written = reopened.store.counts()["files"]
-        assert 0 < written < 3000  # what the stopped pass read was written
+        assert 0 < written < MANY_FILES  # what the stopped pass read was written
         reopened.index()
-        assert reopened.store.counts()["files"] == 3000
+        assert reopened.store.counts()["files"] == MANY_FILES
     finally:
         reopened.close()
 
@@ -534,33 +548,17 @@ def test_close_waits_for_a_pass_queued_behind_another_and_starts_none_after(tmp_
     """A second pass waiting for the indexer's lock when close() came ran on
     a closed store once the first ended; and a pass asked for after close()
     started on it. Each now stops (Cancelled) and the store closes after them."""
-    import threading
     import time
 
     from ctxls.index.indexer import Cancelled
 
-    root = tmp_path / "many"
-    write_tree(root, {f"pkg/mod_{i}.py": f"def handler_{i}(value):\n    return value + {i}\n"
-                      for i in range(3000)})
-    engine = Engine(root, EngineOptions(embeddings=False))
+    engine = engine_over_many_files(tmp_path)
     outcomes: dict[str, BaseException | None] = {}
-
-    def run(name: str, work) -> None:
-        try:
-            work()
-            outcomes[name] = None
-        except BaseException as exc:  # noqa: BLE001 - the test reports it
-            outcomes[name] = exc
-
-    first = threading.Thread(target=run, args=("first", engine.cold_index))
-    first.start()
-    while engine.progress.done < 100 and first.is_alive():
-        time.sleep(0.005)
-    second = threading.Thread(target=run, args=("second", lambda: engine.index(["pkg"])))
-    second.start()
+    first = started_pass(engine, outcomes, "first", engine.cold_index)
+    second = started_pass(engine, outcomes, "second", lambda: engine.index(["pkg"]))
     time.sleep(0.2)  # the second pass waits for the first's lock
     engine.close()
     for thread in (first, second):
         thread.join(timeout=30)
-    run("after", engine.index)
+    started_pass(engine, outcomes, "after", engine.index).join(timeout=30)
     assert all(isinstance(outcomes[name], Cancelled) for name in ("first", "second", "after")), outcomes

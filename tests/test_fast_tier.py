@@ -51,6 +51,20 @@ def drain(tier: SemanticIndex) -> None:
         pass
 
 
+# Shares no word with retry_upload, the function it describes.
+PARAPHRASE = "try again when a transfer fails"
+
+
+def in_the_window(root: Path, **options) -> Engine:
+    """An engine whose fast tier has every chunk and serves, its transformer
+    loaded with no vector yet: the window a repository opens in."""
+    engine = open_engine(root, **options)
+    engine.index()
+    drain(engine.fast_semantic)
+    assert engine.semantic.ensure_loaded() and engine.semantic.vector_count() == 0
+    return engine
+
+
 def assert_tier_consistent(engine: Engine, tier: SemanticIndex) -> None:
     """Every chunk has one vector in the tier's table, none is orphaned, and
     its ANN index holds exactly those."""
@@ -123,12 +137,8 @@ def test_the_transformer_scores_the_fast_tiers_first_hits_and_keeps_their_vector
     again with the transformer's cosines, embedded at once where its backlog
     has not reached them; the worker stores those vectors instead of
     embedding the texts again. Hits below them carry no cosine of the other model."""
-    engine = open_engine(repo)
-    engine.index()
-    fast, primary = engine.fast_semantic, engine.semantic
-    drain(fast)
-    assert primary.ensure_loaded() and primary.vector_count() == 0
-    query = "try again when a transfer fails"
+    engine = in_the_window(repo)
+    primary, query = engine.semantic, PARAPHRASE
     pool = engine.options.ranking.fusion_pool
     hits = engine.recall(query, ["code"], pool + 10, mode="hybrid").hits_by_kind["code"]
     assert len(hits) == pool + 10 and hits[0].symbol == "retry_upload"
@@ -167,12 +177,8 @@ def test_a_transformer_that_fails_on_a_request_leaves_the_fast_tiers_answer(repo
                                                                             failing: str):
     """The transformer failing on the chunks' texts or on the query itself:
     the answer is the fast tier's, its cosines and its model's name."""
-    engine = open_engine(repo)
-    engine.index()
-    drain(engine.fast_semantic)
-    primary = engine.semantic
-    assert primary.ensure_loaded()
-    query = "try again when a transfer fails"
+    engine = in_the_window(repo)
+    primary, query = engine.semantic, PARAPHRASE
     if failing == "embed":
         primary.query_vector(query)  # the query's vector computed: the chunks' embedding fails
 
@@ -191,12 +197,8 @@ def test_a_transformer_that_fails_on_a_request_leaves_the_fast_tiers_answer(repo
 
 
 def test_a_cancelled_window_answer_stops_embedding_and_keeps_what_it_embedded(repo: Path, monkeypatch):
-    engine = open_engine(repo)
-    engine.index()
-    drain(engine.fast_semantic)
-    primary = engine.semantic
-    assert primary.ensure_loaded()
-    query = "try again when a transfer fails"
+    engine = in_the_window(repo)
+    primary, query = engine.semantic, PARAPHRASE
     primary.query_vector(query)
     token = CancelToken()
     calls: list[int] = []
@@ -218,10 +220,8 @@ def test_a_cancelled_window_answer_stops_embedding_and_keeps_what_it_embedded(re
 def test_what_a_request_embedded_ahead_is_stored_when_the_engine_closes(repo: Path):
     """A command line without a daemon has no worker running: the vectors its
     answer embedded are stored at close, not lost with the process."""
-    engine = open_engine(repo)
-    engine.index()
-    drain(engine.fast_semantic)
-    hits = engine.recall("try again when a transfer fails", ["code"], 5, mode="hybrid").hits_by_kind["code"]
+    engine = in_the_window(repo)
+    hits = engine.recall(PARAPHRASE, ["code"], 5, mode="hybrid").hits_by_kind["code"]
     assert hits[0].evidence.model == CODE_MODEL_NAME and engine.semantic.vector_count() == 0
     engine.close()
     reopened = open_engine(repo)
@@ -235,10 +235,8 @@ def test_the_transformer_orders_code_hits_only_in_the_window(repo: Path):
     (repo / "docs").mkdir()
     (repo / "docs" / "uploads.md").write_text(
         "# Uploads\n\nA failed transfer is tried again a few times before the upload gives up.\n")
-    engine = open_engine(repo)
-    engine.index()
-    drain(engine.fast_semantic)
-    result = engine.recall("try again when a transfer fails", ["code", "doc"], 5, mode="hybrid")
+    engine = in_the_window(repo)
+    result = engine.recall(PARAPHRASE, ["code", "doc"], 5, mode="hybrid")
     code, docs = result.hits_by_kind["code"], result.hits_by_kind["doc"]
     assert code and docs
     assert {hit.evidence.model for hit in code} == {CODE_MODEL_NAME}
@@ -256,10 +254,8 @@ def test_each_tier_fuses_with_its_own_cosine_share(repo: Path):
     scoring of the static tier's first hits included: here all of it and none
     of it, so the paraphrase (no word shared with its function) is among the
     first hits the static tier nominates, but BM25 alone orders them."""
-    query = "try again when a transfer fails"
-    engine = open_engine(repo, ranking=RankingConfig(dense_weight=0.0, static_dense_weight=1.0))
-    engine.index()
-    drain(engine.fast_semantic)
+    query = PARAPHRASE
+    engine = in_the_window(repo, ranking=RankingConfig(dense_weight=0.0, static_dense_weight=1.0))
     assert engine._semantic_for("hybrid") is engine.fast_semantic
     pool = engine.options.ranking.fusion_pool
     symbols = [hit.symbol for hit in engine.recall(query, ["code"], pool, mode="hybrid").hits_by_kind["code"]]
