@@ -200,8 +200,9 @@ SWE_BENCH_FAMILY = frozenset({"django", "sympy", "scikit-learn", "matplotlib", "
 
 HERE = Path(__file__).resolve().parent
 TASKS_FILE = HERE / "locate_commits" / "tasks.jsonl.gz"
-# The walk's trees, stores and feature files: large, shared with the scorer's trainer.
-DATA_DIR = Path("/work/wt/shared-data/locate_commits")
+# The walk's trees, stores and feature files: large, shared with the scorer's trainer;
+# under bench/.cache so that they outlive a session's scratch space.
+DATA_DIR = HERE / ".cache" / "locate_commits"
 
 # Issue-like texts: a fix's subject and the test code it adds (--with-tests).
 WITH_TESTS_FILE = HERE / "locate_commits" / "tasks-with-tests.jsonl.gz"

@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench modules im
 from locate_commits import relabelled  # noqa: E402
 
 KS = (1, 3, 5, 10)
-DUMPS = "/work/wt/shared-data/locate_commits/features/*.jsonl"
+DUMPS = str(Path(__file__).resolve().parent / ".cache" / "locate_commits" / "features" / "*.jsonl")
 # bench/locate.py's stored answers (the issue-style set).
 ISSUE_SET = str(Path(__file__).resolve().parent / ".cache" / "locate" / "results-*.jsonl")
 SCORER_SOURCE = Path(__file__).resolve().parent.parent / "index" / "locate_scorer.py"
