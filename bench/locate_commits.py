@@ -192,6 +192,27 @@ PROJECTS = (
     Repo("pmndrs/zustand", "typescript", "f094eebe9bd3b4b0d77b997f69ab1d273f69a877"),
     Repo("typeorm/typeorm", "typescript", "281bfba42a5813b106bcf5ba79bc7f7251bd1e73"),
     Repo("vuejs/core", "typescript", "e2bede96134f757aad5c5b33ac9be055022dbfc8"),
+    # Added 2026-12-06: languages the index reads definitions of that no project above is in.
+    Repo("babashka/babashka", "clojure", "e30bea13e264bb05d20a2c1803fb3f0ed4b81693"),
+    Repo("clj-kondo/clj-kondo", "clojure", "3604f4bbb4957971583a64d134eeed2b8c2a7e5a"),
+    Repo("cfug/dio", "dart", "6ad2f90aa36e6348940f68bda12e6b42f1ec7c0c"),
+    Repo("jonataslaw/getx", "dart", "e3c8fa04ae65ebf7ff0128dbeb2dc91d4dafa429"),
+    Repo("erlang/rebar3", "erlang", "e8147e32210ad864966a718d148db163c7830f72"),
+    Repo("processone/ejabberd", "erlang", "61bf7a9cc9727f48f8069bb88b6253165065a121"),
+    Repo("fsprojects/FSharpPlus", "fsharp", "0d3f93cf20c7a810bbdc7658dda1d62c8f354f4c"),
+    Repo("giraffe-fsharp/Giraffe", "fsharp", "18e1be3ed33e49096d565e6f48c85e3cbee51960"),
+    Repo("haskell/aeson", "haskell", "40b03e5334b0571b986528b635fb874a86b31725"),
+    Repo("PostgREST/postgrest", "haskell", "4834678902681402a56c490f29947826e7ed5308"),
+    Repo("FluxML/Flux.jl", "julia", "3f2f828b523d7ea202cc9295ab4f174f2f45e3f2"),
+    Repo("JuliaLang/Pkg.jl", "julia", "e52498951d1169fca898632ba14741c3883b1b4e"),
+    Repo("CocoaLumberjack/CocoaLumberjack", "objc", "44f4f2669d026430b3335e9c23fb83c5ad00f2e7"),
+    Repo("SnapKit/Masonry", "objc", "8bd77ea92bbe995e14c454f821200b222e5a8804"),
+    Repo("mirage/irmin", "ocaml", "7a09a06fff67bc4981faca36a332c51fc16e819e"),
+    Repo("libwww-perl/libwww-perl", "perl", "65c6384c3d9e8a4f88a7fbe84307895dc78ccceb"),
+    Repo("PerlDancer/Dancer2", "perl", "21bc21d9456edb5acc36e7d3a7f9443b23abac71"),
+    Repo("r-lib/devtools", "r", "04a24d6da9e655d39400253364a00be53ee0cffa"),
+    Repo("r-lib/httr2", "r", "bdfff989823e4ae9ff83cd532798d9d7ecc1089f"),
+    Repo("tigerbeetle/tigerbeetle", "zig", "52ad553f96355e63516ecfc8db25540c17c1c0c7"),
 )
 
 # SWE-bench's family of projects: never mined (an outside measurement uses them).

@@ -464,6 +464,9 @@ def main() -> None:
                         help="fit without the git-history features (they read 0 everywhere)")
     parser.add_argument("--dev-only", action="store_true",
                         help="stop after choosing on dev: the test projects are not scored")
+    parser.add_argument("--score-only", metavar="SECTION",
+                        help="fit nothing: score today's model on the dumps' dev and test projects "
+                             "(with --result, a result file of this section)")
     args = parser.parse_args()
     HISTORY_DROP[0] = args.history_drop
     USE_HISTORY[0] = not args.no_history
@@ -479,6 +482,14 @@ def main() -> None:
     if set(projects["train"]) & (set(projects["dev"]) | set(projects["test"])) or \
             set(projects["dev"]) & set(projects["test"]):
         raise SystemExit("the splits share a project")
+    if args.score_only:
+        report = todays_figures(by_split, projects)
+        print(json.dumps(report, indent=1))
+        if args.result:
+            write_result(args.result, args.score_only, score_rows(report), report,
+                         "today's shipped model, with the git history, embeddings off; fitted on none of "
+                         "these tasks; Acc@k: every gold file in the top k")
+        return
     configs = model_configs(args.models.split(","))
     if args.folds:
         # Train and dev pooled; each configuration scored on every fold's held-out
@@ -576,19 +587,59 @@ def main() -> None:
     if args.result:
         section = (f"Locate on fix commits, semantic signal of {Path(args.semantic).name.removeprefix('semantic-')}"
                    if args.semantic else "Locate: the fitted scorer on fix commits")
-        result = {"section": section, "issue": 36, "area": "Locate",
-                  "date": datetime.date.today().isoformat(), "commit": commit_id(),
-                  "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
-                  "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
-                  "rows": result_rows(report), "details": report,
-                  "notes": (f"chosen on the dev projects: {name}; test scored once; "
-                            + ("adopted (better than the hand weights and today's model on dev and "
-                               "test, Acc@1 and MRR)" if adopt else
-                               "rejected (not better than the hand weights and today's model on dev "
-                               "and test, Acc@1 and MRR): today's model is kept"))}
-        path = Path(__file__).parent / "results" / f"{args.result}.json"
-        path.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"wrote {path}", file=sys.stderr)
+        write_result(args.result, section, result_rows(report), report,
+                     f"chosen on the dev projects: {name}; test scored once; "
+                     + ("adopted (better than the hand weights and today's model on dev and "
+                        "test, Acc@1 and MRR)" if adopt else
+                        "rejected (not better than the hand weights and today's model on dev "
+                        "and test, Acc@1 and MRR): today's model is kept"))
+
+
+def write_result(name: str, section: str, rows: list[dict], details: dict, notes: str) -> None:
+    """bench/results/NAME.json (see bench/results/README.md)."""
+    result = {"section": section, "issue": 36, "area": "Locate",
+              "date": datetime.date.today().isoformat(), "commit": commit_id(),
+              "command": "python bench/train_locate_scorer.py " + " ".join(sys.argv[1:]),
+              "machine": f"2 cores, loaded (load average {os.getloadavg()[0]:.1f})",
+              "rows": rows, "details": details, "notes": notes}
+    path = Path(__file__).parent / "results" / f"{name}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {path}", file=sys.stderr)
+
+
+def todays_figures(by_split: dict[str, list[dict]], projects: dict[str, list[str]]) -> dict:
+    """Today's shipped model on the dev and test commits: with and without the
+    git history, the hand weights, the multi-file share, and per language."""
+    today = todays_scorer()
+    report = {}
+    for split in ("dev", "test"):
+        cs = by_split[split]
+        by_language: dict[str, list[dict]] = {}
+        for c in cs:
+            by_language.setdefault(c["language"], []).append(c)
+        report[split] = {
+            "today's model, with history": metrics(cs, scores_of(today, cs, True)),
+            "today's model, no history": metrics(cs, scores_of(today, cs, False)),
+            "hand weights": metrics(cs, [hand_scores(c) for c in cs]),
+            "projects": len(projects[split]),
+            "multi-file share": round(100 * sum(len(c["gold"]) > 1 for c in cs) / max(len(cs), 1), 1),
+            "by language (Acc@1/Acc@5/MRR, n)": {
+                language: "{acc@1}/{acc@5}/{mrr}, {n}".format(**metrics(group, scores_of(today, group, True)))
+                for language, group in sorted(by_language.items())}}
+    return report
+
+
+def score_rows(report: dict) -> list[dict]:
+    """The result rows of ``--score-only``: the goals on test, the rest beside them."""
+    test, dev = report["test"]["today's model, with history"], report["dev"]["today's model, with history"]
+    what = f"test ({test['n']} tasks, {report['test']['projects']} projects), embeddings off"
+    return [{"target": f"Acc@1, {what}", "value": str(test["acc@1"]), "goal": ">= 60", "met": test["acc@1"] >= 60},
+            {"target": "Acc@5, the same", "value": str(test["acc@5"]), "goal": ">= 85", "met": test["acc@5"] >= 85},
+            {"target": f"dev ({dev['n']} tasks, {report['dev']['projects']} projects): Acc@1 / @5 / MRR",
+             "value": f"{dev['acc@1']} / {dev['acc@5']} / {dev['mrr']}", "goal": None, "met": None},
+            {"target": "test: Acc@3 / @10 / MRR; Hit@1 / @5",
+             "value": f"{test['acc@3']} / {test['acc@10']} / {test['mrr']}; {test['hit@1']} / {test['hit@5']}",
+             "goal": None, "met": None}]
 
 
 def result_rows(report: dict) -> list[dict]:
