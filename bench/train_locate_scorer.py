@@ -486,9 +486,16 @@ def main() -> None:
         report = todays_figures(by_split, projects)
         print(json.dumps(report, indent=1))
         if args.result:
+            kinds = {c.get("kind") for c in commits}
+            what = ("issue-like tasks (bench/locate_commits.py --with-tests): a fix commit's subject and the "
+                    "first block of test code it adds (a reproduction, as an issue's example), the gold its "
+                    "modified source files" if kinds == {"fix-with-test"} else
+                    "fix commits (bench/locate_commits.py): a cleaned commit message, the gold its modified "
+                    "source files")
             write_result(args.result, args.score_only, score_rows(report), report,
-                         "today's shipped model, with the git history, embeddings off; fitted on none of "
-                         "these tasks; Acc@k: every gold file in the top k")
+                         f"{len(commits)} {what}, split by project; today's shipped model, with the git "
+                         "history, embeddings off, fitted on none of these tasks; Acc@k: every gold file "
+                         "in the top k")
         return
     configs = model_configs(args.models.split(","))
     if args.folds:
