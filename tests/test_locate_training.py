@@ -165,3 +165,24 @@ def test_a_rejected_fit_reports_todays_model_as_the_shipped_one():
     rows = train.result_rows(report)
     assert rows[0]["value"] == "47.3 (chosen 47.0)"
     assert rows[2]["value"] == "47.3 / 74.7 / 0.708 (chosen 47.0 / 74.0 / 0.7)"
+
+
+def test_score_only_reports_todays_model_per_split_and_language_with_the_goals_on_test():
+    train = trainer()
+    commits = synthetic_commits(12, 2)
+    for n, commit in enumerate(commits):
+        commit.update(split=("dev", "test")[n % 2], language=("python", "go")[n // 6], kind="fix-description")
+    by_split = {s: [c for c in commits if c["split"] == s] for s in ("train", "dev", "test")}
+    projects = {s: sorted({c["project"] for c in cs}) for s, cs in by_split.items()}
+    report = train.todays_figures(by_split, projects)
+    today = train.todays_scorer()
+    for split in ("dev", "test"):
+        cs = by_split[split]
+        assert report[split]["today's model, with history"] == train.metrics(cs, train.scores_of(today, cs, True))
+        assert set(report[split]["by language (Acc@1/Acc@5/MRR, n)"]) == {"python", "go"}
+        assert report[split]["projects"] == len(projects[split]) and report[split]["multi-file share"] == 0.0
+    rows = train.score_rows(report)
+    test = report["test"]["today's model, with history"]
+    assert rows[0]["value"] == str(test["acc@1"]) and rows[0]["goal"] == ">= 60"
+    assert rows[0]["met"] is (test["acc@1"] >= 60) and f"({test['n']} tasks" in rows[0]["target"]
+    assert rows[1]["value"] == str(test["acc@5"]) and rows[1]["goal"] == ">= 85"
