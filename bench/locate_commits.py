@@ -228,7 +228,14 @@ DATA_DIR = HERE / ".cache" / "locate_commits"
 # Issue-like texts: a fix's subject and the test code it adds (--with-tests).
 WITH_TESTS_FILE = HERE / "locate_commits" / "tasks-with-tests.jsonl.gz"
 WITH_TESTS_DIR = DATA_DIR.parent / "locate_commits_with_tests"
-REPRODUCTION_MIN_LINES = 3  # non-blank added lines: shorter blocks are imports and tweaks
+REPRODUCTION_MIN_LINES = 3  # non-blank added lines but imports: shorter blocks are tweaks
+# A line that only brings a name in, in the languages of PROJECTS: a block of
+# them (a test file's header) shows no fault.
+_IMPORT_LINE = re.compile(
+    r"^\ufeff?\s*(?:import\b|from\s+[\w.]+\s+import\b|using\s+(?:static\s+)?[\w.]+(?:\s*=\s*[\w.]+)?\s*;"
+    r"|#\s*(?:include|import)\b|@testable\s+import\b|require(?:_relative)?\b|use\s+[\w:\\]+.*;\s*$"
+    r"|package\s+[\w.]+|open\s+[\w.]+\s*$|extern\s+crate\b|(?:const|let|var)\s+\w+\s*=\s*require\("
+    r"|library\(|alias\s+[\w.]+\s*$|\(?\s*\"[\w./-]+\"\s*\)?\s*$|\)\s*$)")
 REPRODUCTION_MAX_LINES = 25
 REPRODUCTION_MAX_CHARS = 1500
 
@@ -399,7 +406,7 @@ def mine(repo: Repo, git_dir: Path, scan: int = SCAN, per_project: int = TASKS_P
 
 def reproduction(git_dir: Path, task: dict) -> str | None:
     """The first block of test code ``task``'s commit adds (at least
-    REPRODUCTION_MIN_LINES non-blank lines, cut at REPRODUCTION_MAX_LINES and
+    REPRODUCTION_MIN_LINES non-blank lines besides imports, cut at REPRODUCTION_MAX_LINES and
     REPRODUCTION_MAX_CHARS), or None: it adds none, or the snapshot lacks a blob."""
     try:
         changed = git(git_dir, "diff", "--no-renames", "--name-only", task["parent"], task["commit"])
@@ -414,7 +421,7 @@ def reproduction(git_dir: Path, task: dict) -> str | None:
         if line.startswith("+") and not line.startswith("+++"):
             block.append(line[1:])
             continue
-        if sum(1 for added in block if added.strip()) >= REPRODUCTION_MIN_LINES:
+        if sum(1 for added in block if added.strip() and not _IMPORT_LINE.match(added)) >= REPRODUCTION_MIN_LINES:
             return "\n".join(block[:REPRODUCTION_MAX_LINES]).strip("\n")[:REPRODUCTION_MAX_CHARS]
         block = []
     return None

@@ -256,3 +256,28 @@ def test_the_walk_checks_out_a_commit_whose_snapshot_lacks_a_file(tmp_path):
     # The snapshot's HEAD is where it was: still its branch, at its newest commit.
     assert git(repo, "symbolic-ref", "HEAD") == "refs/heads/main"
     assert git(repo, "rev-parse", "HEAD") == second
+
+
+def test_a_block_of_imports_is_no_reproduction(tmp_path):
+    """--with-tests: a test file's new header (imports, usings, includes) shows
+    no fault; the first block with three lines of code besides them does."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "config", "user.email", "dev@example.com")
+    git(repo, "config", "user.name", "Dev")
+    source = "def parse(text):\n    return text.split(',')\n"
+    test = "def test_parse():\n    assert parse('a') == ['a']\n"
+    base = commit_files(repo, "Initial import", {"csvish/parse.py": source, "tests/test_parse.py": test})
+    header = "import os\nimport sys\nfrom csvish import parse\nimport pytest\n\n\n"
+    imports_only = commit_files(repo, "Fix parse of spaces around commas in every field", {
+        "csvish/parse.py": source.replace("','", "', '"), "tests/test_parse.py": header + test})
+    with_code = commit_files(repo, "Fix parse dropping a quoted comma inside a field", {
+        "csvish/parse.py": source.replace("split", "rsplit"),
+        "tests/test_parse.py": header + test + "\n\ndef test_quoted():\n    fields = parse('\"a,b\"')\n"
+        "    assert fields == ['\"a,b\"']\n"})
+    task = {"project": "example/csvish", "kind": "fix-description", "gold": ["csvish/parse.py"], "split": "train"}
+    git_dir = repo / ".git"
+    assert reproduction(git_dir, dict(task, commit=imports_only, parent=base, text="Fix parse")) is None
+    assert reproduction(git_dir, dict(task, commit=with_code, parent=imports_only, text="Fix parse")) == (
+        "def test_quoted():\n    fields = parse('\"a,b\"')\n    assert fields == ['\"a,b\"']")
