@@ -212,7 +212,10 @@ _URL_PATH = re.compile(r"\bhttps?://[^/\s]+(/[^\s#?)\]>'\"`]+)")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
 _DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
-_SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*)\b")
+# snake_case; or a name an underscore marks as code at one end only (`_private`,
+# `class_`, `__init__`), not at both as Markdown's emphasis does (`_really_`).
+_SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*|__[A-Za-z][A-Za-z0-9]*__"
+                    r"|_{1,2}[A-Za-z][A-Za-z0-9]*(?![\w])|[A-Za-z][A-Za-z0-9]*_(?![\w]))")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 # A name qualified the way Rust, C++, Ruby and PHP write it (`Parser::parse_expr`,
 # `ActiveSupport::Cache::Store#fetch`, `Shop\Cart\LineItem::total`): its parts.

@@ -23,6 +23,12 @@ from test_locate import git_tree, indexed_engine
 
 # -- reading the text ---------------------------------------------------------------------------
 
+def test_a_name_an_underscore_marks_at_one_end_is_code_and_markdown_emphasis_is_not():
+    issue = read_issue("Config leaks a handle\n\nThe raw open call in execfile_ never closes it; "
+                       "_load_module and __getattr__ read it too. This is _really_ broken.\n")
+    assert issue.identifiers == ["execfile_", "_load_module", "__getattr__"]
+
+
 def test_an_apostrophe_is_no_quote_mark():
     issue = read_issue("Saving fails\n\nI'll see that the cart is saved twice when I'm offline.\n"
                        "The log says 'the cart was saved twice already' each time.\n")
