@@ -212,8 +212,9 @@ _URL_PATH = re.compile(r"\bhttps?://[^/\s]+(/[^\s#?)\]>'\"`]+)")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
 _DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
-# snake_case; or a name an underscore marks as code at one end only (`_private`,
-# `class_`, `__init__`), not at both as Markdown's emphasis does (`_really_`).
+# snake_case; or a name underscores mark as code: one at one end (`_private`,
+# `class_`) or two at both (`__init__`); one at both ends is Markdown's emphasis
+# (`_really_`), prose.
 _SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*|__[A-Za-z][A-Za-z0-9]*__"
                     r"|_{1,2}[A-Za-z][A-Za-z0-9]*(?![\w])|[A-Za-z][A-Za-z0-9]*_(?![\w]))")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
