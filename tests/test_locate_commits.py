@@ -34,14 +34,19 @@ Co-authored-by: Charles Babbage <cb@example.com>
 """
 
 
+def new_repo(repo: Path) -> Path:
+    """An empty repository at ``repo`` on branch main (conftest's ``git`` commits as the tests' identity)."""
+    repo.mkdir(parents=True, exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    return repo
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory) -> dict:
     """A project whose history holds one fix, a test-only fix, a merge and a
     formatting commit."""
     repo = tmp_path_factory.mktemp("project")
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "dev@example.com")
-    git(repo, "config", "user.name", "Dev")
+    new_repo(repo)
     parser = "def read_config(path):\n    text = open(path).read()\n    return parse(text)\n"
     base = commit_files(repo, "Initial import of the configuration reader", {
         "shop/config_reader.py": parser,
@@ -92,10 +97,7 @@ def test_an_issue_like_task_is_the_subject_and_the_test_code_the_fix_adds(tmp_pa
     lines: a lone import or assertion tweak is no reproduction) after the
     fix's subject; a fix that adds no such block gives no task."""
     repo = tmp_path / "project"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "dev@example.com")
-    git(repo, "config", "user.name", "Dev")
+    new_repo(repo)
     source = "def parse(text):\n    return text.split(',')\n"
     old_test = "import pytest\n\n\ndef test_parse():\n    assert parse('a') == ['a']\n"
     base = commit_files(repo, "Initial import", {"csvish/parse.py": source, "tests/test_parse.py": old_test})
@@ -238,10 +240,7 @@ def test_the_walk_checks_out_a_commit_whose_snapshot_lacks_a_file(tmp_path):
     from git_walk import attach_tree
 
     repo = tmp_path / "project"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "dev@example.com")
-    git(repo, "config", "user.name", "Dev")
+    new_repo(repo)
     first = commit_files(repo, "Initial import", {"src/app.py": "x = 1\n", "tools/big.bin": "large\n"})
     second = commit_files(repo, "Fix the value of x when it is read twice", {"src/app.py": "x = 2\n"})
     big = git(repo, "rev-parse", f"{first}:tools/big.bin")
@@ -262,10 +261,7 @@ def test_a_block_of_imports_is_no_reproduction(tmp_path):
     """--with-tests: a test file's new header (imports, usings, includes) shows
     no fault; the first block with three lines of code besides them does."""
     repo = tmp_path / "project"
-    repo.mkdir()
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "config", "user.email", "dev@example.com")
-    git(repo, "config", "user.name", "Dev")
+    new_repo(repo)
     source = "def parse(text):\n    return text.split(',')\n"
     test = "def test_parse():\n    assert parse('a') == ['a']\n"
     base = commit_files(repo, "Initial import", {"csvish/parse.py": source, "tests/test_parse.py": test})
