@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable, Container, NamedTuple
 
 import numpy as np
 
@@ -56,7 +56,8 @@ from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.languages import chunk_kind_for_path, language_for_path
 from ctxls.index.locate_history import HISTORY_FEATURES, git_base, read_history
 from ctxls.index.locate_scorer import rank, text_terms
-from ctxls.index.paths import is_example_path, is_generated_path, is_test_path, is_vendored_path
+from ctxls.index.paths import (is_example_path, is_generated_path, is_test_path, is_vendored_path,
+                               says_generated)
 
 from git_walk import Blobs, attach_tree, commit_times, git, reindexed, snapshot_dir
 from locate import KS, metrics
@@ -332,17 +333,49 @@ def is_gold_candidate(path: str) -> bool:
                      or is_example_path(path)))
 
 
-def gold_files(changes: list[tuple[str, str]]) -> list[str] | None:
+def gold_files(changes: list[tuple[str, str]], generated: Container[str] = ()) -> list[str] | None:
     """The gold files of a commit's (status, path) changes, or None when the
     commit is not a task: a rename anywhere, a source file added or deleted,
-    too many files, or no / too many source files modified."""
+    too many files, or no / too many source files modified. ``generated``:
+    paths whose text says a program wrote them (compiled output committed
+    beside its source), never gold."""
     if len(changes) > MAX_FILES or any(status[0] in "RC" for status, _ in changes):
         return None
-    source = [(status, path) for status, path in changes if is_gold_candidate(path)]
+    source = [(status, path) for status, path in changes
+              if is_gold_candidate(path) and path not in generated]
     if any(status != "M" for status, _ in source):
         return None
     gold = sorted(path for _, path in source)
     return gold if 1 <= len(gold) <= MAX_GOLD else None
+
+
+def generated_files(git_dir: Path, specs: list[tuple[str, str]]) -> set[tuple[str, str]]:
+    """Those of ``specs`` (commit, path) whose text at that commit says a
+    program wrote it (``paths.says_generated``: what the store's
+    ``files.generated`` holds); a blob the snapshot lacks says nothing. Each
+    distinct blob is read once."""
+    if not specs:
+        return set()
+    listing = subprocess.run(["git", "--git-dir", str(git_dir), "cat-file", "--batch-check"],
+                             input="".join(f"{c}:{p}\n" for c, p in specs), capture_output=True,
+                             text=True, errors="replace", check=True).stdout.splitlines()
+    blob_of = {spec: line.split()[0] for spec, line in zip(specs, listing)
+               if line.split()[1:2] == ["blob"]}
+    marked: set[str] = set()
+    reader = subprocess.Popen(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        for blob in sorted(set(blob_of.values())):
+            reader.stdin.write(f"{blob}\n".encode())
+            reader.stdin.flush()
+            header = reader.stdout.readline().split()
+            data = reader.stdout.read(int(header[2]) + 1)[:-1] if len(header) == 3 else b""
+            if says_generated(data[:8192].decode("utf-8", errors="replace")):
+                marked.add(blob)
+    finally:
+        reader.stdin.close()
+        reader.wait()
+    return {spec for spec, blob in blob_of.items() if blob in marked}
 
 
 def relabelled(row: dict) -> dict | None:
@@ -387,15 +420,21 @@ def spread(items: list, k: int) -> list:
 
 def mine(repo: Repo, git_dir: Path, scan: int = SCAN, per_project: int = TASKS_PER_PROJECT) -> list[dict]:
     """The project's tasks, oldest first."""
-    found = []
+    fixes = []
     for c in commits(git_dir, repo.head, scan):
         if len(c["parents"]) != 1:
             continue
         subject = c["message"].strip().splitlines()[0] if c["message"].strip() else ""
         text = clean_message(c["message"])
-        if not describes_a_fix(subject, text):
-            continue
-        gold = gold_files(c["changes"])
+        if describes_a_fix(subject, text) and len(c["changes"]) <= MAX_FILES:
+            fixes.append((c, text))
+    # A modified file's text as the fix left it may say a program wrote it.
+    marked = generated_files(git_dir, [(c["commit"], path) for c, _ in fixes
+                                       for status, path in c["changes"]
+                                       if status == "M" and is_gold_candidate(path)])
+    found = []
+    for c, text in fixes:
+        gold = gold_files(c["changes"], {path for commit, path in marked if commit == c["commit"]})
         if gold is None:
             continue
         found.append({"project": repo.name, "language": repo.language, "commit": c["commit"],
@@ -495,7 +534,7 @@ def answer(engine: Engine, task: dict) -> dict:
     files = engine.locator.evidence(conn, task["text"])
     evidence_ms = (time.perf_counter() - started) * 1000
     gold = set(task["gold"])
-    signals = {path: evidence.signals | evidence.history for path, evidence in files.items()}
+    signals = {path: evidence.scorer_inputs() for path, evidence in files.items()}
     scores = {scored.path: scored.score for scored in rank(engine.locator.scorer, signals, len(signals),
                                                          terms=text_terms(task["text"]))}
     kept = list(scores)[:KEEP_CANDIDATES]
@@ -576,6 +615,28 @@ def add_history(path: Path) -> int:
     part.write_text("".join(json.dumps(r) + "\n" for r in rows))
     part.replace(path)
     return len(todo)
+
+
+def add_generated(path: Path) -> int:
+    """Sets each candidate's ``generated`` (the store's ``files.generated``:
+    its text at the task's parent says a program wrote it) in a feature file,
+    read from the project's snapshot with the store's function, for rows
+    dumped before the store kept it; rewrites the file. Returns how many
+    candidates are marked."""
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not rows:
+        return 0
+    marked = generated_files(snapshot_dir(rows[0]["project"]),
+                             [(r["parent"], c["path"]) for r in rows for c in r["candidates"]])
+    for row in rows:
+        for c in row["candidates"]:
+            c["signals"].pop("generated", None)
+            if (row["parent"], c["path"]) in marked:
+                c["signals"]["generated"] = 1.0
+    part = path.with_suffix(".part")
+    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    part.replace(path)
+    return len(marked)
 
 
 def semantic_path(repo: str, model: str, data_dir: Path = DATA_DIR, pool: int | None = None) -> Path:
@@ -754,6 +815,8 @@ def main() -> None:
     parser.add_argument("--splits", default="dev,test,train", help="--dump: these splits' projects")
     parser.add_argument("--history", action="store_true",
                         help="set the git-history features of dumped rows that lack them")
+    parser.add_argument("--generated", action="store_true",
+                        help="set each dumped candidate's generated mark (its text at the parent says so)")
     parser.add_argument("--semantic", metavar="MODEL",
                         help="write locate's semantic signal with MODEL's vectors beside the dumps")
     parser.add_argument("--semantic-pool", type=int, help="--semantic: this many best files, not the product's")
@@ -814,6 +877,8 @@ def main() -> None:
               and features_path(repo.name, data_dir).exists()]
     for name, path in dumped if args.history else ():
         print(f"{name}: history of {add_history(path)} rows set", flush=True)
+    for name, path in dumped if args.generated else ():
+        print(f"{name}: {add_generated(path)} candidates generated", flush=True)
     for name, path in dumped if args.semantic else ():
         added = add_semantic(path, args.semantic, data_dir=data_dir, pool=args.semantic_pool)
         print(f"{name}: semantic of {added} tasks", flush=True)

@@ -32,6 +32,7 @@ from ctxls.index.errors import InvalidParams
 from ctxls.index.paths import is_test_path, superseded_paths
 from ctxls.index.recall_features import path_index
 from ctxls.index.symbols import MAX_NAME_CHARS
+from ctxls.index.store import generated_paths
 
 from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
@@ -192,8 +193,9 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
     """Best match first: the exact (qualified) name, then nearest to the
     ``context`` file (its own, the one its name leads to, one it imports,
     then by folder distance), production before tests, the maintained code
-    before examples, docs, compatibility copies and vendored code (a copy's
-    own internal calls must not make it the answer), more confirmed callers."""
+    before examples, docs, compatibility copies, vendored and generated code
+    (a copy's own internal calls must not make it the answer; a file whose
+    top comment says a program wrote it is generated), more confirmed callers."""
     if len(definitions) == 1:
         return definitions
     confirmed = Counter(key for c in callers if c.confirmed and len(c.targets) == 1 for key in c.targets)
@@ -218,8 +220,9 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
         return 3, len(here) + len(there) - 2 * common
 
     superseded = superseded_paths({d.path for d in definitions}, lambda: path_index(resolver.conn).ids)
+    peripheral = superseded | generated_paths(resolver.conn)  # a generated copy says so at its top
     return sorted(definitions, key=lambda d: (exactness(d), proximity(d), is_test_path(d.path),
-                                              is_peripheral_path(d.path) or d.path in superseded,
+                                              is_peripheral_path(d.path) or d.path in peripheral,
                                               -confirmed[d.key],
                                               d.path.count("/"), d.path, d.start_line))
 

@@ -28,6 +28,7 @@ from ctxls.index.imports import ImportResolver
 from ctxls.index.languages import forgive, language_for_path, suspended
 from ctxls.index.model import (UNPARSED_DEADLINE, UNPARSED_EARLIER, UNPARSED_HAZARD, UNPARSED_SUSPENDED,
                                ParsedFile, content_hash)
+from ctxls.index.paths import says_generated
 from ctxls.index.store import Connection, FileRecord, FileState, Store, now_ms, windowed_files
 
 log = logging.getLogger(__name__)
@@ -281,7 +282,8 @@ class Indexer:
 
     def _record(self, source: SourceText, state: FileState | None) -> FileRecord:
         return FileRecord(path=source.path, language="", size=source.size,
-                          mtime_ns=source.mtime_ns, hash=content_hash(source.text), source="disk")
+                          mtime_ns=source.mtime_ns, hash=content_hash(source.text), source="disk",
+                          generated=says_generated(source.text))
 
     def _write_batch(self, batch: list[tuple[FileRecord, ParsedFile | None, bool]],
                      log_edits: bool) -> None:
@@ -353,7 +355,8 @@ class Indexer:
             return False
         parsed = chunk_guarded(path, text)
         record = FileRecord(path=path, language=parsed.language, size=size,
-                            mtime_ns=mtime_ns, hash=digest, source=source)
+                            mtime_ns=mtime_ns, hash=digest, source=source,
+                            generated=says_generated(text))
         # A file new on disk (written by an agent, a generator) is activity
         # too; a buffer not indexed before is not an edit yet.
         with self._writing([path]) as conn:

@@ -73,7 +73,7 @@ class Locator:
         def best(files: dict[str, FileEvidence], n: int) -> list[str]:
             # Every candidate is in by now (``semantic`` adds none): annotated once.
             annotated.update(history.annotate(text, files))
-            inputs = {p: ev.signals | annotated[p] for p, ev in files.items()}
+            inputs = {p: ev.scorer_inputs() | annotated[p] for p, ev in files.items()}
             return [s.path for s in rank(self.scorer, inputs, n, terms=terms)]
 
         files = self.signals.evidence(conn, text, semantic, best)
@@ -87,7 +87,7 @@ class Locator:
                max_chunks: int = 3, semantic: SemanticIndex | None = None) -> list[LocatedFile]:
         terms = text_terms(text)
         files = self.evidence(conn, text, semantic, terms)
-        ranked = rank(self.scorer, {p: ev.signals | ev.history for p, ev in files.items()}, n,
+        ranked = rank(self.scorer, {p: ev.scorer_inputs() for p, ev in files.items()}, n,
                       include_tests, terms)
         out: list[LocatedFile] = []
         for scored in ranked:

@@ -7,7 +7,9 @@ signals point at it, its place among the other candidates (in the
 language most of them are in; its rank by ``text``), how much of its
 file or folder name the text says (``name``), and the repository's
 git history of it (locate_history.py: read in the candidate's signals dict
-under :data:`HISTORY_FEATURES`' names, all 0 without a repository; no signal). The
+under :data:`HISTORY_FEATURES`' names, all 0 without a repository; no signal).
+``generated`` is its path's class or, read there under that name, the
+store's word that its text says a program wrote it (paths.says_generated). The
 scorer's weights are read from a shipped model file
 (``index/models/locate-scorer.json``, checked by sha256) that
 bench/train_locate_scorer.py writes: it fits candidates (logistic, pairwise,
@@ -118,6 +120,8 @@ def features(path: str, signals: dict[str, float], include_tests: bool = False,
     if include_tests:
         for name in _TEST_CLASSES:
             path_part[FEATURES.index(name) - len(SIGNALS)] = 0.0
+    generated = FEATURES.index("generated") - len(SIGNALS)
+    path_part[generated] = max(path_part[generated], float(signals.get("generated", 0.0)))
     history = [float(signals.get(h, 0.0)) for h in HISTORY_FEATURES]
     return (values + path_part + [len(present) / len(SIGNALS), max(present, default=0.0), 0.0, 0.0]
             + history + [name_match(path, terms)])

@@ -53,7 +53,7 @@ from ctxls.index.locate_text import Frame, IssueText, read_issue, semantic_query
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
 from ctxls.index.semantic import SemanticIndex
-from ctxls.index.store import paths_generation
+from ctxls.index.store import generated_paths, paths_generation
 from ctxls.index.tokenize import expand_tokens, query_terms
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,14 @@ class FileEvidence:
     test_or_doc: bool = False
     # The git-history features (locate_history.HISTORY_FEATURES), set by the Locator.
     history: dict[str, float] = field(default_factory=dict)
+    # Its text says a program wrote it (the store's files.generated).
+    generated: bool = False
+
+    def scorer_inputs(self) -> dict[str, float]:
+        """What the scorer reads of this candidate besides its path
+        (locate_scorer.features): its signals, its history, and
+        ``generated`` when its text says so."""
+        return self.signals | self.history | ({"generated": 1.0} if self.generated else {})
 
     def raise_signal(self, signal: str, value: float, reason: Reason | None) -> None:
         if value > self.signals.get(signal, 0.0):
@@ -303,6 +311,8 @@ class Signals:
         check_cancelled()
         self._text_evidence(conn, issue, file)
         check_cancelled()
+        for path in generated_paths(conn) & files.keys():  # semantic adds no candidates
+            files[path].generated = True
         if vector is not None:
             self._semantic_evidence(conn, vector, semantic, best(files, self.config.semantic_pool), files)
         self._frame_chunks(conn, files)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from ctxls.index.paths import path_class
 from ctxls.index.query import NAME_SEPARATORS, QueryShape
-from ctxls.index.store import Connection, connection_cache, paths_generation
+from ctxls.index.store import Connection, connection_cache, generated_paths, paths_generation
 
 if TYPE_CHECKING:
     from ctxls.index.ranking import ScoredChunk
@@ -53,12 +53,14 @@ class RecallFeatures:
 
 # --- path classes ----------------------------------------------------------------
 
-def _penalised_classes(path: str, shape: QueryShape) -> tuple[str, ...]:
+def _penalised_classes(path: str, shape: QueryShape, generated: bool) -> tuple[str, ...]:
     """The classes of ``path`` the ranking puts after first-party code, in
     the scorer's order, less those the query asks for ("the test for ...").
     Compatibility copies are not among them: turned off, their penalty lost
-    nothing on any set (docs/architecture.md, "Recall's remaining constants")."""
-    kind = path_class(path)
+    nothing on any set (docs/architecture.md, "Recall's remaining constants").
+    ``generated``: its text says a program wrote it, which puts it with
+    vendored code like a generated path does (paths.PathClass.vendored)."""
+    kind = path_class(path)._replace(vendored=True) if generated else path_class(path)
     return tuple(name for name, applies in (
         ("test", kind.test and not shape.wants_tests),
         ("example", kind.example and not shape.wants_examples),
@@ -292,9 +294,10 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
         for hit in by_id.values():
             hit.features.file_name = named.get(index.ids.get(hit.path, -1), 0)
     classes: dict[str, tuple[str, ...]] = {}
+    generated = generated_paths(conn)
     for hit in by_id.values():
         if hit.path not in classes:
-            classes[hit.path] = _penalised_classes(hit.path, shape)
+            classes[hit.path] = _penalised_classes(hit.path, shape, hit.path in generated)
         hit.features.path_classes = classes[hit.path]
         hit.features.module = hit.symbol_kind == "module"
     return list(by_id.values())

@@ -55,7 +55,8 @@ Format (docs/architecture.md, "Store format", says the same in prose):
 from ctxls.index.store.database import Connection, Row, Store, read_snapshot
 from ctxls.index.store.failures import StoreVersionError, storage_reason, store_error
 from ctxls.index.store.reads import (FileState, connection_cache, file_term_count, fts_generation,
-                                     parse_file_terms, paths_generation, windowed_files)
+                                     generated_paths, parse_file_terms, paths_generation,
+                                     windowed_files)
 from ctxls.index.store.recovery import CARRIED_TABLES, QUARANTINE_LABEL
 from ctxls.index.store.schema import (APPLICATION_ID, CHUNKER_VERSION, FTS_TABLE_BY_KIND, INDEX_STAMP,
                                       MEMORY_FTS_TABLE_BY_KIND, SCHEMA_VERSION, TOKENIZER_VERSION,
@@ -65,6 +66,6 @@ from ctxls.index.store.writes import FileRecord, now_ms
 __all__ = ["APPLICATION_ID", "CARRIED_TABLES", "CHUNKER_VERSION", "Connection", "FTS_TABLE_BY_KIND",
            "FileRecord", "FileState", "INDEX_STAMP", "MEMORY_FTS_TABLE_BY_KIND", "QUARANTINE_LABEL",
            "Row", "SCHEMA_VERSION", "Store", "StoreVersionError", "TOKENIZER_VERSION",
-           "VECTOR_TABLES", "connection_cache", "file_term_count", "fts_generation", "now_ms",
-           "parse_file_terms", "paths_generation", "read_snapshot", "storage_reason", "store_error",
-           "windowed_files"]
+           "VECTOR_TABLES", "connection_cache", "file_term_count", "fts_generation", "generated_paths",
+           "now_ms", "parse_file_terms", "paths_generation", "read_snapshot", "storage_reason",
+           "store_error", "windowed_files"]

@@ -108,6 +108,12 @@ def windowed_files(conn: sqlite3.Connection, path: str | None = None) -> dict[st
     return {row[0]: (row[1], row[2]) for row in rows}
 
 
+def generated_paths(conn: sqlite3.Connection) -> frozenset[str]:
+    """The files whose text says a program wrote them (``files.generated``;
+    paths.says_generated): few, read through a partial index."""
+    return frozenset(row[0] for row in conn.execute("SELECT path FROM files WHERE generated = 1"))
+
+
 class Reads:
     """``Store``'s reads of file rows (on this thread's reader)."""
 

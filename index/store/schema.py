@@ -70,7 +70,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 18: a C, C++ or Objective-C file whose parse failed is also read with its lines that
 #     only use a macro (`FMT_BEGIN_NAMESPACE`) blanked.
 # 19: 19 more languages (Elm … Tcl, docs/decisions.md) are read by definitions tables, not windows.
-CHUNKER_VERSION = 19
+# 20: files.generated (the file's top comment says a program wrote it: paths.says_generated),
+#     a new column of a file table, which the stamp's change rebuilds.
+CHUNKER_VERSION = 20
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
@@ -95,8 +97,10 @@ CREATE TABLE IF NOT EXISTS files (
     hash TEXT NOT NULL,                 -- content_hash of the indexed text
     source TEXT NOT NULL,               -- 'disk' | 'buffer'
     indexed_at INTEGER NOT NULL,        -- ms
-    unparsed TEXT                       -- ParsedFile.unparsed
+    unparsed TEXT,                      -- ParsedFile.unparsed
+    generated INTEGER NOT NULL DEFAULT 0 -- 1: its text says a program wrote it (paths.says_generated)
 );
+CREATE INDEX IF NOT EXISTS files_generated ON files(generated) WHERE generated = 1;
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,             -- also the rowid of its fts_* row
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,

@@ -28,6 +28,7 @@ class FileRecord:
     hash: str
     source: str
     unparsed: str | None = None  # ParsedFile.unparsed
+    generated: bool = False  # its text says a program wrote it (paths.says_generated)
 
 
 
@@ -162,9 +163,9 @@ class FileRows:
             file_id = row[0]
             conn.execute(
                 "UPDATE files SET language=?, size=?, mtime_ns=?, hash=?, source=?, indexed_at=?, "
-                "unparsed=? WHERE id=?",
+                "unparsed=?, generated=? WHERE id=?",
                 (record.language, record.size, record.mtime_ns, record.hash, record.source,
-                 now_ms(), record.unparsed, file_id))
+                 now_ms(), record.unparsed, int(record.generated), file_id))
             for cid, chash, symbol, kind, start, end, embed in conn.execute(
                     "SELECT id, hash, symbol, kind, start_line, end_line, embed_hash FROM chunks "
                     "WHERE file_id = ? ORDER BY start_line", (file_id,)):
@@ -173,10 +174,10 @@ class FileRows:
             conn.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
         else:
             file_id = conn.execute(
-                "INSERT INTO files(path, language, size, mtime_ns, hash, source, indexed_at, unparsed) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO files(path, language, size, mtime_ns, hash, source, indexed_at, unparsed, "
+                "generated) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.path, record.language, record.size, record.mtime_ns, record.hash,
-                 record.source, now_ms(), record.unparsed)).lastrowid
+                 record.source, now_ms(), record.unparsed, int(record.generated))).lastrowid
             new_paths_generation(conn)
         path_tokens = expand(record.path)
         # Changes to file_terms: only the chunks written or dropped here count.
