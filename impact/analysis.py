@@ -220,7 +220,7 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
         return 3, len(here) + len(there) - 2 * common
 
     superseded = superseded_paths({d.path for d in definitions}, lambda: path_index(resolver.conn).ids)
-    peripheral = superseded | generated_paths(resolver.conn)  # a generated copy says so at its top
+    peripheral = superseded | generated_paths(resolver.conn, (d.path for d in definitions))
     return sorted(definitions, key=lambda d: (exactness(d), proximity(d), is_test_path(d.path),
                                               is_peripheral_path(d.path) or d.path in peripheral,
                                               -confirmed[d.key],

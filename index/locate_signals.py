@@ -311,7 +311,7 @@ class Signals:
         check_cancelled()
         self._text_evidence(conn, issue, file)
         check_cancelled()
-        for path in generated_paths(conn) & files.keys():  # semantic adds no candidates
+        for path in generated_paths(conn, files):  # semantic adds no candidates
             files[path].generated = True
         if vector is not None:
             self._semantic_evidence(conn, vector, semantic, best(files, self.config.semantic_pool), files)

@@ -294,7 +294,7 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
         for hit in by_id.values():
             hit.features.file_name = named.get(index.ids.get(hit.path, -1), 0)
     classes: dict[str, tuple[str, ...]] = {}
-    generated = generated_paths(conn)
+    generated = generated_paths(conn, (hit.path for hit in by_id.values()))
     for hit in by_id.values():
         if hit.path not in classes:
             classes[hit.path] = _penalised_classes(hit.path, shape, hit.path in generated)

@@ -7,6 +7,7 @@ import collections
 import sqlite3
 import threading
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
@@ -108,10 +109,21 @@ def windowed_files(conn: sqlite3.Connection, path: str | None = None) -> dict[st
     return {row[0]: (row[1], row[2]) for row in rows}
 
 
-def generated_paths(conn: sqlite3.Connection) -> frozenset[str]:
-    """The files whose text says a program wrote them (``files.generated``;
-    paths.says_generated): few, read through a partial index."""
-    return frozenset(row[0] for row in conn.execute("SELECT path FROM files WHERE generated = 1"))
+def generated_paths(conn: sqlite3.Connection, paths: Iterable[str]) -> set[str]:
+    """Those of ``paths`` whose text says a program wrote them
+    (``files.generated``; paths.says_generated), looked up by path: a
+    repository of many generated files costs a query only its candidates."""
+    wanted = list(dict.fromkeys(paths))
+    found: set[str] = set()
+    for start in range(0, len(wanted), _PATHS_PER_QUERY):
+        batch = wanted[start:start + _PATHS_PER_QUERY]
+        found.update(row[0] for row in conn.execute(
+            f"SELECT path FROM files WHERE path IN ({','.join('?' * len(batch))}) AND generated = 1",
+            batch))
+    return found
+
+
+_PATHS_PER_QUERY = 500
 
 
 class Reads:

@@ -100,7 +100,6 @@ CREATE TABLE IF NOT EXISTS files (
     unparsed TEXT,                      -- ParsedFile.unparsed
     generated INTEGER NOT NULL DEFAULT 0 -- 1: its text says a program wrote it (paths.says_generated)
 );
-CREATE INDEX IF NOT EXISTS files_generated ON files(generated) WHERE generated = 1;
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,             -- also the rowid of its fts_* row
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
