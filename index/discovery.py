@@ -525,7 +525,8 @@ _GENERATOR_SNIFF_CHARS = 4096
 def looks_generated(path: str, text: str) -> bool:
     """An HTML file a generator wrote (it says so within its first or last
     4 KB): documentation or report output, not the templates and pages a
-    team writes."""
+    team writes. Left out; code a program wrote stays in, classed as
+    generated (paths.says_generated): its callers and definitions are real."""
     return path.endswith(_HTML_SUFFIXES) and (
         _GENERATOR_MARK.search(text, 0, _GENERATOR_SNIFF_CHARS) is not None
         or _GENERATOR_MARK.search(text, max(0, len(text) - _GENERATOR_SNIFF_CHARS)) is not None)
