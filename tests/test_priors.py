@@ -148,7 +148,7 @@ def test_per_file_saturation_lets_another_file_in(engine: Engine) -> None:
 
 def _bare_store() -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:")  # a store whose files table names none of them
-    conn.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT)")
+    conn.execute("CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT, generated INTEGER NOT NULL DEFAULT 0)")
     conn.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     return conn
 
