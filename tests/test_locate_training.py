@@ -186,3 +186,27 @@ def test_score_only_reports_todays_model_per_split_and_language_with_the_goals_o
     assert rows[0]["value"] == str(test["acc@1"]) and rows[0]["goal"] == ">= 60"
     assert rows[0]["met"] is (test["acc@1"] >= 60) and f"({test['n']} tasks" in rows[0]["target"]
     assert rows[1]["value"] == str(test["acc@5"]) and rows[1]["goal"] == ">= 85"
+
+
+def test_a_trial_column_is_fitted_beside_the_records_and_scored_on_dev_only():
+    """bench/locate_trial.py: a column the records lack (here: the gold file
+    is the one stub among the candidates, the other signals noise) is fitted
+    a weight and lifts dev; the test projects are never scored."""
+    trainer()  # the trial module imports it by plain name
+    sys.path.insert(0, str(BENCH))
+    import locate_trial
+
+    rng = np.random.default_rng(3)
+    commits = []
+    for n in range(90):
+        gold = int(rng.integers(8))
+        candidates = [{"path": f"pkg/mod{i}.py" + ("i" if i == gold else ""), "test_or_doc": False,
+                       "gold": i == gold, "signals": {"text": float(rng.random())}} for i in range(8)]
+        commits.append({"project": f"p{n % 6}", "commit": str(n), "text": "a fix",
+                        "split": ("train", "train", "train", "dev", "dev", "test")[n % 6],
+                        "gold": [candidates[gold]["path"]], "candidates": candidates})
+    result = locate_trial.run(commits, ["stub"])
+    assert result["stub"]["weights"]["stub"] > 1.0
+    assert result["stub"]["dev"]["acc@1"] == 100.0 > result["without"]["dev"]["acc@1"]
+    dev = sum(c["split"] == "dev" for c in commits)
+    assert result["stub"]["dev"]["n"] == result["without"]["dev"]["n"] == dev
