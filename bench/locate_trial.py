@@ -24,7 +24,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the bench modules import each other by plain name
 
@@ -87,17 +86,7 @@ def fit(train: list[dict], trials: list[Trial], today) -> np.ndarray:
         hand = np.asarray(trainer.hand_scores(commit))
         keep = np.union1d(np.argsort(-hand, kind="stable")[:trainer.TRAIN_CANDIDATES], np.flatnonzero(y))
         rows.append((x[keep], y[keep]))
-    lists = trainer._Lists(rows)
-    hand = np.r_[trainer.hand_vector(), np.zeros(len(trials))]
-    scale = minimize(lambda a: lists.loss(a[0] * hand)[0], np.ones(1), method="Nelder-Mead").x[0]
-    prior = scale * hand
-
-    def loss(w):
-        value, grad = lists.loss(w)
-        d = w - prior
-        return value + 0.5 * L2 * d @ d, grad + L2 * d
-
-    return minimize(loss, prior.copy(), jac=True, method="L-BFGS-B").x
+    return trainer.listwise_weights(rows, L2, np.r_[trainer.hand_vector(), np.zeros(len(trials))])
 
 
 def run(commits: list[dict], names: list[str], today=None) -> dict:

@@ -310,13 +310,13 @@ def hand_vector() -> np.ndarray:
                        for f in FEATURES])
 
 
-def fit_listwise(rows, l2: float, toward_hand: bool) -> dict:
-    """A linear listwise (softmax) model, its L2 pulling toward zero or toward
-    the hand weights at the scale that fits them best; then calibrated."""
+def listwise_weights(rows, l2: float, hand: np.ndarray | None) -> np.ndarray:
+    """Linear weights of a listwise (softmax) loss over ``rows``, the L2
+    pulling toward zero or toward ``hand`` (a weight per column) at the scale
+    that fits it best."""
     lists = _Lists(rows)
-    prior = np.zeros(len(FEATURES))
-    if toward_hand:
-        hand = hand_vector()
+    prior = np.zeros(rows[0][0].shape[1])
+    if hand is not None:
         scale = minimize(lambda a: lists.loss(a[0] * hand)[0], np.ones(1), method="Nelder-Mead").x[0]
         prior = scale * hand
 
@@ -325,7 +325,13 @@ def fit_listwise(rows, l2: float, toward_hand: bool) -> dict:
         d = w - prior
         return value + 0.5 * l2 * d @ d, grad + l2 * d
 
-    return _calibrated(rows, minimize(loss, prior.copy(), jac=True, method="L-BFGS-B").x)
+    return minimize(loss, prior.copy(), jac=True, method="L-BFGS-B").x
+
+
+def fit_listwise(rows, l2: float, toward_hand: bool) -> dict:
+    """A linear listwise (softmax) model, its L2 pulling toward zero or toward
+    the hand weights at the scale that fits them best; then calibrated."""
+    return _calibrated(rows, listwise_weights(rows, l2, hand_vector() if toward_hand else None))
 
 
 def fit_lambdarank(rows, params: dict) -> dict:
