@@ -46,21 +46,22 @@ def _share_of_mates(first_pass: np.ndarray, keys: list[str]) -> np.ndarray:
     return np.asarray([held[key] - share for key, share in zip(keys, p)])
 
 
-def folder_mates(paths: list[str], first_pass: np.ndarray) -> np.ndarray:
+def folder_mates(commit: dict, paths: list[str], first_pass: np.ndarray) -> np.ndarray:
     return _share_of_mates(first_pass, [posixpath.dirname(p) for p in paths])
 
 
-def stem_mates(paths: list[str], first_pass: np.ndarray) -> np.ndarray:
+def stem_mates(commit: dict, paths: list[str], first_pass: np.ndarray) -> np.ndarray:
     """Mates by stem (`foo.h` / `foo.c`; OCaml's `foo_intf.ml` beside `foo.ml`)."""
     stems = [posixpath.basename(p).split(".")[0].removesuffix("_intf") for p in paths]
     return _share_of_mates(first_pass, stems)
 
 
-def stub(paths: list[str], first_pass: np.ndarray) -> np.ndarray:
+def stub(commit: dict, paths: list[str], first_pass: np.ndarray) -> np.ndarray:
     return np.asarray([float(p.endswith(_STUBS)) for p in paths])
 
 
-Trial = Callable[[list[str], np.ndarray], np.ndarray]
+# (the commit, its candidates' paths, today's model's raw scores of them) -> a column.
+Trial = Callable[[dict, list[str], np.ndarray], np.ndarray]
 TRIALS: dict[str, Trial] = {"folder_mates": folder_mates, "stem_mates": stem_mates, "stub": stub}
 
 
@@ -71,7 +72,7 @@ def trial_records(commit: dict, trials: list[Trial], today, history: bool = True
     x = trainer.commit_records(commit, history, semantic)
     paths = [c["path"] for c in commit["candidates"]]
     first_pass = today.raw(x)
-    return np.column_stack([x, *(trial(paths, first_pass) for trial in trials)]) if trials else x
+    return np.column_stack([x, *(trial(commit, paths, first_pass) for trial in trials)]) if trials else x
 
 
 def fit(train: list[dict], trials: list[Trial], today) -> np.ndarray:
