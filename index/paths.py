@@ -148,18 +148,22 @@ def says_generated(text: str) -> bool:
                 body = line[leader.end():]
             else:
                 break
+        block_ended = False
         if closer is not None:
             inside, ended, _ = body.partition(closer)
             body = inside.lstrip("* \t")
             if ended:
-                closer = None
+                closer, block_ended = None, True
         body = body.strip()
         if _MARKED_GENERATED.search(body) or (sentence_starts and _STARTS_GENERATED.match(body)):
             return True
         not_to_edit = not_to_edit or _NOT_TO_EDIT.search(body) is not None
         generating = generating or _GENERATING.search(body) is not None
-        # A shebang or an editor's mode line is no sentence either.
-        sentence_starts = not body or body.endswith((".", "!", "?", ":")) or body.startswith(("!", "-*-"))
+        # A sentence also starts after a block comment's end, and after a line
+        # that is no sentence: a shebang, an editor's mode line, a one-word
+        # directive (`/* eslint-disable */`, `// @ts-nocheck`).
+        sentence_starts = (not body or block_ended or body.endswith((".", "!", "?", ":"))
+                           or body.startswith(("!", "-*-")) or " " not in body)
     return not_to_edit and generating
 
 
