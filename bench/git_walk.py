@@ -81,7 +81,11 @@ class Blobs:
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
     def read(self, commit: str, path: str) -> str | None:
-        self._process.stdin.write(f"{commit}:{path}\n".encode())
+        return self.read_object(f"{commit}:{path}")
+
+    def read_object(self, name: str) -> str | None:
+        """A blob by any name git takes (``commit:path``, an object id), or None."""
+        self._process.stdin.write(f"{name}\n".encode())
         self._process.stdin.flush()
         header = self._process.stdout.readline().split()
         if len(header) < 3 or header[1] != b"blob":

@@ -361,20 +361,11 @@ def generated_files(git_dir: Path, specs: list[tuple[str, str]]) -> set[tuple[st
                              text=True, errors="replace", check=True).stdout.splitlines()
     blob_of = {spec: line.split()[0] for spec, line in zip(specs, listing)
                if line.split()[1:2] == ["blob"]}
-    marked: set[str] = set()
-    reader = subprocess.Popen(["git", "--git-dir", str(git_dir), "cat-file", "--batch"],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    blobs = Blobs(git_dir)
     try:
-        for blob in sorted(set(blob_of.values())):
-            reader.stdin.write(f"{blob}\n".encode())
-            reader.stdin.flush()
-            header = reader.stdout.readline().split()
-            data = reader.stdout.read(int(header[2]) + 1)[:-1] if len(header) == 3 else b""
-            if says_generated(data[:8192].decode("utf-8", errors="replace")):
-                marked.add(blob)
+        marked = {blob for blob in set(blob_of.values()) if says_generated(blobs.read_object(blob) or "")}
     finally:
-        reader.stdin.close()
-        reader.wait()
+        blobs.close()
     return {spec for spec, blob in blob_of.items() if blob in marked}
 
 
@@ -592,6 +583,13 @@ def dump(repo: str, tasks: list[dict], git_dir: Path, data_dir: Path = DATA_DIR)
     return answered
 
 
+def rewrite_rows(path: Path, rows: list[dict]) -> None:
+    """A feature file's rows written whole, in place of the old file at once."""
+    part = path.with_suffix(".part")
+    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    part.replace(path)
+
+
 def add_history(path: Path) -> int:
     """Sets the git-history features (index/locate_history.py) of every
     candidate of a feature file whose rows lack them, read from the project's
@@ -611,9 +609,7 @@ def add_history(path: Path) -> int:
             c["signals"] = {s: v for s, v in c["signals"].items() if s not in HISTORY_FEATURES} | {
                 s: round(v, 5) for s, v in annotated[c["path"]].items()}
         row["history_head"] = history.head
-    part = path.with_suffix(".part")
-    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    part.replace(path)
+    rewrite_rows(path, rows)
     return len(todo)
 
 
@@ -633,9 +629,7 @@ def add_generated(path: Path) -> int:
             c["signals"].pop("generated", None)
             if (row["parent"], c["path"]) in marked:
                 c["signals"]["generated"] = 1.0
-    part = path.with_suffix(".part")
-    part.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    part.replace(path)
+    rewrite_rows(path, rows)
     return len(marked)
 
 
