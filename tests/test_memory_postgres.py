@@ -23,6 +23,7 @@ from ctxls.index.errors import MemoryUnavailable
 from ctxls.index.memory import Memory
 from ctxls.index.memory.postgres import SCHEMA_VERSION, MemorySchemaError, PostgresMemoryStore
 from ctxls.index.scopes import EVERYTHING, named_scope
+from ctxls.index.semantic import unfingerprinted
 from ctxls.index.tokenize import query_terms
 
 
@@ -411,6 +412,37 @@ def test_vectors_of_one_model_only_and_another_model_is_refused(tmp_path: Path, 
             conn.execute("SELECT set_config('ctxls.all', 'on', true)")
             assert conn.execute("SELECT key FROM ctxls_memory WHERE embedding IS NULL").fetchall() \
                 == [("oncall",)]
+
+
+def test_a_team_stamp_written_before_fingerprints_is_adopted(tmp_path: Path, url: str):
+    """Teams recorded name/dim/text version before stamps carried the model
+    files' fingerprint: the same model keeps the team's vectors (the stamp is
+    completed), it does not refuse them."""
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "a.db"), embeddings=True, memory_url=url))
+    engine.memory.remember(named_scope("team"), "backups", "Postgres snapshots are taken every night")
+    stamp = engine.semantic.model_stamp()
+    engine.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+            conn.execute("UPDATE ctxls_memory_meta SET value = %s WHERE key = 'vector_model'",
+                         (unfingerprinted(stamp),))
+    warnings: list[str] = []
+    later = Engine(root, EngineOptions(db_path=str(tmp_path / "b.db"), embeddings=True, memory_url=url))
+    later.on_warning = warnings.append
+    try:
+        hits = later.recall("database copies overnight", ["fact"], 3, mode="semantic",
+                            scope=named_scope("team")).hits_by_kind["fact"]
+        assert [h.path for h in hits] == ["backups"] and warnings == []
+    finally:
+        later.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+            assert conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'vector_model'"
+                                ).fetchone()[0] == stamp
 
 
 async def test_status_says_team_memory_is_unreachable_instead_of_ready(repo: Path):

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctxls.index.embeddings import CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_NAME
+from ctxls.index.embeddings import CODE_MODEL_FILE, CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_NAME, TOKENIZER_FILE
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.semantic import vector_file_for
+from ctxls.index.semantic import unfingerprinted, vector_file_for
 
 from conftest import alter_model_file, serve, write_tree
 
@@ -238,6 +238,46 @@ def test_changing_the_model_drops_old_vectors(small: Path):
     reopened = semantic_engine(small)
     reopened.semantic.ensure_loaded()
     assert reopened.status()["vectors"] == 0 and reopened.embed_pending() == 5
+    reopened.close()
+
+
+def test_a_model_file_replaced_at_its_path_is_another_model(small: Path, tmp_path: Path):
+    """A user's model is named by its file: the file replaced at the same path
+    (a model fine-tuned again) must not be ranked against the old file's vectors."""
+    model, tokenizer = tmp_path / "ours.onnx", tmp_path / "ours.json"
+    model.write_bytes(CODE_MODEL_FILE.read_bytes())
+    tokenizer.write_bytes(TOKENIZER_FILE.read_bytes())
+    options = {"embed_model": str(model), "embed_tokenizer": str(tokenizer)}
+    engine = semantic_engine(small, **options)
+    engine.index()
+    assert engine.embed_pending() == 5
+    first = engine.store.meta()["vector_model"]
+    engine.close()
+    same = semantic_engine(small, **options)  # the same file: its vectors are kept
+    assert same.semantic.ensure_loaded() and same.status()["vectors"] == 5 and same.embed_pending() == 0
+    same.close()
+    # Another ONNX file at the same path (protobuf skips the unknown field 99
+    # appended here: it loads and runs; only its bytes differ).
+    model.write_bytes(model.read_bytes() + bytes([0x98, 0x06, 0x01]))
+    replaced = semantic_engine(small, **options)
+    assert replaced.semantic.ensure_loaded()
+    assert replaced.store.meta()["vector_model"] != first
+    assert replaced.status()["vectors"] == 0 and replaced.embed_pending() == 5
+    replaced.close()
+
+
+def test_vectors_stamped_before_fingerprints_are_kept_once_then_tracked(small: Path):
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    stamp = engine.store.meta()["vector_model"]
+    with engine.store.write() as conn:  # the stamp such a store holds: name/dim/text version
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'vector_model'", (unfingerprinted(stamp),))
+    engine.close()
+    reopened = semantic_engine(small)
+    assert reopened.semantic.ensure_loaded()
+    assert reopened.status()["vectors"] == 5 and reopened.embed_pending() == 0
+    assert reopened.store.meta()["vector_model"] == stamp
     reopened.close()
 
 

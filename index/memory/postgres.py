@@ -57,6 +57,7 @@ from ctxls.index.memory.transfer import (demand_record, demand_values, memory_re
 from ctxls.index.model import content_hash
 from ctxls.index.ranking import fused_scores
 from ctxls.index.scopes import Scope
+from ctxls.index.semantic import unfingerprinted
 from ctxls.index.tokenize import expand
 
 if TYPE_CHECKING:
@@ -413,6 +414,10 @@ class PostgresMemoryStore:
                              f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops)")
                 row = conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'vector_model'"
                                    ).fetchone()
+            elif row[0] == unfingerprinted(stamp):
+                conn.execute("UPDATE ctxls_memory_meta SET value = %s WHERE key = 'vector_model' "
+                             "AND value = %s", (stamp, row[0]))
+                row = (stamp,)
         if row[0] != stamp:
             if not self._model_warned:
                 self._model_warned = True
