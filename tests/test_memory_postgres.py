@@ -414,6 +414,16 @@ def test_vectors_of_one_model_only_and_another_model_is_refused(tmp_path: Path, 
                 == [("oncall",)]
 
 
+def recorded_model(url: str, replace: str | None = None) -> str:
+    """The team database's vector_model stamp, set to ``replace`` first when given."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        with conn.transaction():
+            conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+            if replace is not None:
+                conn.execute("UPDATE ctxls_memory_meta SET value = %s WHERE key = 'vector_model'", (replace,))
+            return conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'vector_model'").fetchone()[0]
+
+
 def test_a_team_stamp_written_before_fingerprints_is_adopted(tmp_path: Path, url: str):
     """Teams recorded name/dim/text version before stamps carried the model
     files' fingerprint: the same model keeps the team's vectors (the stamp is
@@ -424,11 +434,7 @@ def test_a_team_stamp_written_before_fingerprints_is_adopted(tmp_path: Path, url
     engine.memory.remember(named_scope("team"), "backups", "Postgres snapshots are taken every night")
     stamp = engine.semantic.model_stamp()
     engine.close()
-    with psycopg.connect(url, autocommit=True) as conn:
-        with conn.transaction():
-            conn.execute("SELECT set_config('ctxls.all', 'on', true)")
-            conn.execute("UPDATE ctxls_memory_meta SET value = %s WHERE key = 'vector_model'",
-                         (unfingerprinted(stamp),))
+    recorded_model(url, unfingerprinted(stamp))
     warnings: list[str] = []
     later = Engine(root, EngineOptions(db_path=str(tmp_path / "b.db"), embeddings=True, memory_url=url))
     later.on_warning = warnings.append
@@ -438,11 +444,7 @@ def test_a_team_stamp_written_before_fingerprints_is_adopted(tmp_path: Path, url
         assert [h.path for h in hits] == ["backups"] and warnings == []
     finally:
         later.close()
-    with psycopg.connect(url, autocommit=True) as conn:
-        with conn.transaction():
-            conn.execute("SELECT set_config('ctxls.all', 'on', true)")
-            assert conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'vector_model'"
-                                ).fetchone()[0] == stamp
+    assert recorded_model(url) == stamp
 
 
 async def test_status_says_team_memory_is_unreachable_instead_of_ready(repo: Path):
