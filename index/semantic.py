@@ -31,6 +31,7 @@ import logging
 import os
 import threading
 import time
+import uuid
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,6 +79,9 @@ QUERY_CACHE_SIZE = 256
 # that the worker has not stored yet, at most: ~3 MiB of a 384-wide model's.
 MAX_EMBEDDED_AHEAD = 2048
 QUERY_POOL_THREADS = 4
+# A temporary ANN file older than this is a killed writer's (a write takes
+# seconds even for millions of vectors).
+STRAY_WRITE_S = 600
 
 
 def unfingerprinted(stamp: str) -> str:
@@ -284,6 +288,7 @@ class SemanticIndex:
         return Index(ndim=dim, metric="cos", dtype="f16")
 
     def _open_ann(self, dim: int):
+        self._remove_stray_writes()
         ann = self._new_ann(dim)
         if self.vector_path is not None and self.vector_path.exists():
             try:
@@ -317,19 +322,44 @@ class SemanticIndex:
         self.store.removed_vector_ids[self.table].clear()
 
     def save(self) -> None:
-        """Write the ANN file atomically: a reader never sees half a file."""
+        """Write the ANN file atomically: a reader never sees half a file.
+        A write that fails (a full disk, the folder gone) is logged, not
+        raised: it loses nothing, since the vectors are in SQLite and the next
+        load adds what the file lacks (``_reconcile``); raised, it ended the
+        embedding worker's thread. Each write has a temporary name of its own,
+        so two processes with one store open (a second daemon started by hand
+        with the same ``dbPath``, two bench runs) each rename a whole file."""
         if self.vector_path is None or self._ann is None:
             return
-        tmp = self.vector_path.with_name(self.vector_path.name + ".tmp")
+        tmp = self.vector_path.with_name(f"{self.vector_path.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
         with self._ann_lock:
             payload = self._ann.save()
             dim, count = self._ann.ndim, len(self._ann)
-        if not ann_file.write(tmp, payload, dim, count):
-            return  # no key to sign it: the next start rebuilds from SQLite
-        restrict(tmp)  # 0600 before it takes the real name
-        os.replace(tmp, self.vector_path)
+        try:
+            if not ann_file.write(tmp, payload, dim, count):
+                return  # no key to sign it: the next start rebuilds from SQLite
+            restrict(tmp)  # 0600 before it takes the real name
+            os.replace(tmp, self.vector_path)
+        except OSError as exc:  # the folder gone, the disk full: the next save tries again
+            log.warning("could not write %s: %s", self.vector_path, exc)
+            tmp.unlink(missing_ok=True)
+            return
         self._dirty = False
         self._last_save = time.monotonic()
+
+    def _remove_stray_writes(self) -> None:
+        """Temporary files of writes a killed process left (a live writer's
+        file is younger than STRAY_WRITE_S)."""
+        if self.vector_path is None:
+            return
+        name = self.vector_path.name
+        # `<name>.tmp`: the one name every write used before writes had their own.
+        for stray in [*self.vector_path.parent.glob(f"{name}.*.tmp"), self.vector_path.with_name(f"{name}.tmp")]:
+            try:
+                if time.time() - stray.lstat().st_mtime > STRAY_WRITE_S:
+                    stray.unlink()
+            except OSError:
+                pass
 
     # -- the worker ----------------------------------------------------------
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from ctxls.index.embeddings import CODE_MODEL_FILE, CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_NAME, TOKENIZER_FILE
+from ctxls.index import ann_file
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import unfingerprinted, vector_file_for
 
@@ -224,6 +225,59 @@ def test_ann_file_is_repaired_from_the_store(small: Path, damage: str):
         damage_ann_file(ann_path, damage)
     reopened = semantic_engine(small)
     assert reopened.semantic.ensure_loaded()
+    assert_consistent(reopened)
+    reopened.close()
+
+
+def test_two_writers_of_one_ann_file_each_write_a_whole_one(small: Path, monkeypatch):
+    """Two processes with one store open save the ANN file at the same
+    moment: both writes complete, the file left is whole, and no temporary
+    file stays behind (two bench runs crashed on `<file>.tmp` renamed twice)."""
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    ann_path = vector_file_for(engine.store.db_path)
+    write = ann_file.write
+    calls = []
+
+    def write_while_another_writes(path, payload, dim, count):
+        done = write(path, payload, dim, count)
+        calls.append(path)
+        if len(calls) == 1:  # the other writer, between this one's write and its rename
+            engine.semantic.save()
+        return done
+
+    monkeypatch.setattr(ann_file, "write", write_while_another_writes)
+    engine.semantic._dirty = True
+    engine.semantic.save()  # raised FileNotFoundError: both wrote, and renamed, `<file>.tmp`
+    assert len(calls) == 2 and calls[0] != calls[1]
+    assert not engine.semantic._dirty
+    assert ann_file.read(ann_path, engine.semantic.embedder.dim)
+    assert sorted(p.name for p in ann_path.parent.iterdir() if p.name.startswith(ann_path.name)) == [ann_path.name]
+    engine.close()
+
+
+def test_a_failed_ann_write_loses_nothing_and_a_killed_writers_file_is_removed(small: Path, monkeypatch):
+    """A full disk raised out of save() and ended the embedding worker's thread."""
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    ann_path = vector_file_for(engine.store.db_path)
+    monkeypatch.setattr(ann_file, "write", lambda *args: (_ for _ in ()).throw(OSError(28, "No space left")))
+    engine.semantic._dirty = True
+    engine.semantic.save()  # logged, not raised: the worker thread and the close go on
+    assert engine.semantic._dirty
+    monkeypatch.undo()
+    engine.close()
+    old, fresh = ann_path.with_name(ann_path.name + ".41-dead.tmp"), ann_path.with_name(ann_path.name + ".42-live.tmp")
+    for path in (old, fresh, ann_path.with_name(ann_path.name + ".tmp")):
+        path.write_bytes(b"half a file")
+    os.utime(old, (time.time() - 3600, time.time() - 3600))
+    os.utime(ann_path.with_name(ann_path.name + ".tmp"), (time.time() - 3600, time.time() - 3600))
+    reopened = semantic_engine(small)
+    assert reopened.semantic.ensure_loaded()
+    assert not old.exists() and fresh.exists()  # a live writer's file is left to it
+    assert not ann_path.with_name(ann_path.name + ".tmp").exists()
     assert_consistent(reopened)
     reopened.close()
 
