@@ -45,8 +45,8 @@ from locate_commits import (MIN_WORDS, PROJECTS, TRAIN, _NOT_A_FIX, _WORD, clean
 
 HERE = Path(__file__).resolve().parent
 PAIRS_DIR = HERE / ".cache" / "locate_pairs" / "pairs"
-SCAN = 3000
-PER_PROJECT = 250
+SCAN = 8000  # newest commits read per project
+PER_PROJECT = 1200  # pairs at most per project
 CHUNKS_PER_COMMIT = 2
 # Larger files are left out: tree-sitter's parse of a few generated or
 # hostile files runs to gigabytes here (the product parses in a worker with
@@ -345,7 +345,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=Path, default=PAIRS_DIR, help="the pairs' folder")
     parser.add_argument("--train", type=Path, metavar="OUT.npy")
     parser.add_argument("--epochs", type=int, default=4)
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--anchor", type=float, default=0.0)
     parser.add_argument("--query-only", action="store_true", help="--train: the passages keep the shipped rows")
     parser.add_argument("--evaluate", type=Path, metavar="TABLE.npy",

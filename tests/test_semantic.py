@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ctxls.index.embeddings import CODE_MODEL_FILE, CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_NAME, TOKENIZER_FILE
 from ctxls.index import ann_file
+from ctxls.index.embeddings import (CODE_MODEL_FILE, CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_NAME,
+                                    TOKENIZER_FILE)
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import unfingerprinted, vector_file_for
 
@@ -263,7 +264,10 @@ def test_a_failed_ann_write_loses_nothing_and_a_killed_writers_file_is_removed(s
     engine.index()
     engine.embed_pending()
     ann_path = vector_file_for(engine.store.db_path)
-    monkeypatch.setattr(ann_file, "write", lambda *args: (_ for _ in ()).throw(OSError(28, "No space left")))
+    def disk_full(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ann_file, "write", disk_full)
     engine.semantic._dirty = True
     engine.semantic.save()  # logged, not raised: the worker thread and the close go on
     assert engine.semantic._dirty
