@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Container, NamedTuple
+from typing import Callable, Container, Iterator, NamedTuple
 
 import numpy as np
 
@@ -312,9 +312,14 @@ _FIX = re.compile(
     r"|doesn'?t|exceptions?|raise[sd]?|leaks?|hangs?|race|deadlock|invalid|unexpected(?:ly)?)\b", re.I)
 
 
+def describes_a_change(subject: str, text: str) -> bool:
+    """The message says in prose what changed: a subject not of formatting,
+    a release, a bump, …, and at least MIN_WORDS words."""
+    return _NOT_A_FIX.search(subject) is None and len(_WORD.findall(text)) >= MIN_WORDS
+
+
 def describes_a_fix(subject: str, text: str) -> bool:
-    return (_NOT_A_FIX.search(subject) is None and _FIX.search(text) is not None
-            and len(_WORD.findall(text)) >= MIN_WORDS)
+    return describes_a_change(subject, text) and _FIX.search(text) is not None
 
 
 # -- the gold files ------------------------------------------------------------------------------
@@ -409,16 +414,18 @@ def spread(items: list, k: int) -> list:
     return [items[round(i * (len(items) - 1) / (k - 1))] for i in range(k)]
 
 
+def messages(git_dir: Path, head: str, scan: int) -> Iterator[tuple[dict, str, str]]:
+    """The newest ``scan`` non-merge commits of ``head`` with one parent:
+    (commit, subject, cleaned message)."""
+    for c in commits(git_dir, head, scan):
+        if len(c["parents"]) == 1:
+            yield c, (c["message"].strip().splitlines() or [""])[0], clean_message(c["message"])
+
+
 def mine(repo: Repo, git_dir: Path, scan: int = SCAN, per_project: int = TASKS_PER_PROJECT) -> list[dict]:
     """The project's tasks, oldest first."""
-    fixes = []
-    for c in commits(git_dir, repo.head, scan):
-        if len(c["parents"]) != 1:
-            continue
-        subject = c["message"].strip().splitlines()[0] if c["message"].strip() else ""
-        text = clean_message(c["message"])
-        if describes_a_fix(subject, text) and len(c["changes"]) <= MAX_FILES:
-            fixes.append((c, text))
+    fixes = [(c, text) for c, subject, text in messages(git_dir, repo.head, scan)
+             if describes_a_fix(subject, text) and len(c["changes"]) <= MAX_FILES]
     # A modified file's text as the fix left it may say a program wrote it.
     marked = generated_files(git_dir, [(c["commit"], path) for c, _ in fixes
                                        for status, path in c["changes"]

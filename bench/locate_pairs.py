@@ -2,13 +2,13 @@
 locate set's **train** projects, for a contrastive step on the static model.
 
     python bench/locate_pairs.py --mine [--scan N] [--per-project N] [--shard I/N]
-    python bench/locate_pairs.py --train OUT.npy [--pairs DIR] [--epochs N] [--lr X] [--anchor X] [--query-only]
+    python bench/locate_pairs.py --train OUT.npy [--pairs DIR] [--epochs N] [--lr X] [--query-only]
     python bench/locate_pairs.py --evaluate TABLE.npy [--out DIR]   # dev: locate with that table
 
 A pair is one non-merge commit of a train project (``locate_commits.split_of``;
 dev and test projects are never read) whose message says what changed in
-prose (``clean_message``; a subject that says formatting, a release, a
-dependency bump, … is dropped, as the fix-commit miner drops it), and whose
+prose (``describes_a_change``, which the fix-commit miner's test builds
+on), and whose
 first-party source changes are 1 to ``MAX_GOLD`` modified files
 (``gold_files``). Its query is what locate's semantic signal embeds of a text
 (``semantic_query``); its passages the code chunks of the changed files, as the
@@ -21,8 +21,8 @@ to the pairs the way the runtime reads it (a text's vector is the normalised sum
 of its token rows): an in-batch softmax (InfoNCE, both directions) over
 batches of one project's pairs, so the negatives are the same repository's
 other changes, as locate's semantic signal compares files of one repository;
-Adam on the rows a batch touches; ``--anchor`` pulls each row toward its
-shipped value (recall reads the same table). numpy only.
+Adam on the rows a batch touches (``--query-only``: only the query's rows;
+the passages keep the shipped ones, as recall's chunk vectors would).
 """
 
 from __future__ import annotations
@@ -40,8 +40,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from git_walk import Blobs, git, snapshot_dir  # noqa: E402
-from locate_commits import (MIN_WORDS, PROJECTS, TRAIN, _NOT_A_FIX, _WORD, clean_message,  # noqa: E402
-                            commits, gold_files, split_of)
+from locate_commits import PROJECTS, TRAIN, describes_a_change, gold_files, messages, split_of  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PAIRS_DIR = HERE / ".cache" / "locate_pairs" / "pairs"
@@ -76,14 +75,8 @@ def mine_project(name: str, head: str, scan: int, per_project: int) -> list[dict
     words = SignalConfig().semantic_query_words
     found = []
     candidates = []
-    for c in commits(git_dir, head, scan):
-        if len(c["parents"]) != 1:
-            continue
-        subject = c["message"].strip().splitlines()[0] if c["message"].strip() else ""
-        text = clean_message(c["message"])
-        if _NOT_A_FIX.search(subject) or len(_WORD.findall(text)) < MIN_WORDS:
-            continue
-        gold = gold_files(c["changes"])
+    for c, subject, text in messages(git_dir, head, scan):
+        gold = gold_files(c["changes"]) if describes_a_change(subject, text) else None
         if gold:
             candidates.append((c, text, gold))
     random.Random(name).shuffle(candidates)
@@ -219,7 +212,7 @@ def held_out_mrr(table: np.ndarray, pairs: list[dict], passage_table: np.ndarray
     return float(np.mean([1 / r for r in ranks]))
 
 
-def train(out: Path, epochs: int, lr: float, anchor: float, seed: int = 0, pairs: Path = PAIRS_DIR,
+def train(out: Path, epochs: int, lr: float, seed: int = 0, pairs: Path = PAIRS_DIR,
           query_only: bool = False) -> dict:
     from ctxls.index.embeddings import STATIC_MODEL_NAME, load_embedder
 
@@ -265,7 +258,6 @@ def train(out: Path, epochs: int, lr: float, anchor: float, seed: int = 0, pairs
                 table, [p["q_ids"] for p in batch],
                 np.stack([p["p_vecs"][k] for p, k in zip(batch, choice)]) if query_only
                 else [p["p_ids"][k] for p, k in zip(batch, choice)])
-            grad += anchor * (table[ids] - shipped[ids])
             step += 1
             m[ids] = 0.9 * m[ids] + 0.1 * grad
             v[ids] = 0.999 * v[ids] + 0.001 * grad * grad
@@ -281,7 +273,7 @@ def train(out: Path, epochs: int, lr: float, anchor: float, seed: int = 0, pairs
             best = (mrr, table.copy())
     np.save(out, best[1].astype(np.float16))
     summary = {"pairs": len(fit), "held_out_pairs": len(check), "held_out_projects": sorted(held),
-               "epochs": history, "lr": lr, "anchor": anchor, "out": str(out), "pairs_from": str(folder),
+               "epochs": history, "lr": lr, "out": str(out), "pairs_from": str(folder),
                "query_only": query_only}
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
@@ -302,22 +294,17 @@ def evaluate(table_path: Path, out: Path, split: str = "dev") -> dict:
     import train_locate_scorer as scorer_fit
     from locate_commits import DATA_DIR, add_semantic, semantic_path
 
-    table = np.load(table_path).astype(np.float32)
-    load = embeddings.load_embedder
-
-    def load_with_table(model=None, tokenizer=None):
-        embedder = load(model, tokenizer)
-        embedder._table = table
-        return embedder
-
-    embeddings.load_embedder = load_with_table
+    # The engine's loader reads the static model's file through these globals
+    # (as static_candidate.py serves a candidate); the name stays the shipped one.
+    shipped = embeddings.STATIC_MODEL_FILE, embeddings.STATIC_MODEL_SHA256
+    embeddings.STATIC_MODEL_FILE, embeddings.STATIC_MODEL_SHA256 = table_path, None
     try:
         for name in sorted(glob.glob(str(DATA_DIR / "features" / "*.jsonl"))):
             with open(name) as source:
                 if json.loads(source.readline())["split"] == split:
                     add_semantic(Path(name), embeddings.STATIC_MODEL_NAME, data_dir=out)
     finally:
-        embeddings.load_embedder = load
+        embeddings.STATIC_MODEL_FILE, embeddings.STATIC_MODEL_SHA256 = shipped
     folder = semantic_path("x/y", embeddings.STATIC_MODEL_NAME, out).parent
     commits = [c for c in scorer_fit.load(scorer_fit.DUMPS)[0] if c["split"] == split]
     scorer_fit.load_semantic(commits, str(folder))
@@ -346,14 +333,13 @@ def main() -> None:
     parser.add_argument("--train", type=Path, metavar="OUT.npy")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--lr", type=float, default=3e-3)
-    parser.add_argument("--anchor", type=float, default=0.0)
     parser.add_argument("--query-only", action="store_true", help="--train: the passages keep the shipped rows")
     parser.add_argument("--evaluate", type=Path, metavar="TABLE.npy",
                         help="locate on the dev projects with this table (the shipped one: index/models/…)")
     parser.add_argument("--out", type=Path, help="--evaluate: where the semantic files go")
     args = parser.parse_args()
     if args.train:
-        train(args.train, args.epochs, args.lr, args.anchor, pairs=args.pairs, query_only=args.query_only)
+        train(args.train, args.epochs, args.lr, pairs=args.pairs, query_only=args.query_only)
     if args.evaluate:
         print(json.dumps(evaluate(args.evaluate, args.out or args.evaluate.with_suffix(".eval"))))
     if args.mine:

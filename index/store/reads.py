@@ -109,6 +109,10 @@ def windowed_files(conn: sqlite3.Connection, path: str | None = None) -> dict[st
     return {row[0]: (row[1], row[2]) for row in rows}
 
 
+# Paths bound in one query (SQLite's default limit on variables is far above).
+_PATHS_PER_QUERY = 500
+
+
 def generated_paths(conn: sqlite3.Connection, paths: Iterable[str]) -> set[str]:
     """Those of ``paths`` whose text says a program wrote them
     (``files.generated``; paths.says_generated), looked up by path: a
@@ -121,9 +125,6 @@ def generated_paths(conn: sqlite3.Connection, paths: Iterable[str]) -> set[str]:
             f"SELECT path FROM files WHERE path IN ({','.join('?' * len(batch))}) AND generated = 1",
             batch))
     return found
-
-
-_PATHS_PER_QUERY = 500
 
 
 class Reads:
