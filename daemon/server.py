@@ -141,7 +141,7 @@ def on_watched_files(ls: CtxlsServer, params: types.DidChangeWatchedFilesParams)
         # does not watch, and where they come first, the content hash makes
         # the second report of a file a no-op either way.
         if engine.follower is None or engine.follower.mode != "native":
-            engine.files_changed_on_disk(paths)
+            engine.disk_changed(paths)
         else:  # counted: the indexable ones (the store's own files change with every write)
             engine.follower.editor_events_skipped += sum(map(engine.indexer.wanted, paths))
 

@@ -35,6 +35,8 @@ _ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME, "node_m
                                   "__pycache__", ".venv", ".tox", ".mypy_cache"})
 # The file that makes a folder of any name a Python virtual environment.
 _VENV_MARKER = "pyvenv.cfg"
+# The file of ignore rules git reads in every folder (and discovery's walk outside git).
+IGNORE_FILE = ".gitignore"
 # Repositories inside a git root (clones, submodules) are listed by their own
 # git, one process each: at most this many per pass, and this deep.
 MAX_INNER_REPOSITORIES = 64
@@ -294,7 +296,7 @@ def _walk_files(root: Path) -> list[str]:
         if rel_dir and any(entry.name == _VENV_MARKER for entry in entries):
             continue  # a virtual environment, whatever its name
         specs = list(inherited)
-        ignore_file = os.path.join(dirpath, ".gitignore")
+        ignore_file = os.path.join(dirpath, IGNORE_FILE)
         if os.path.isfile(ignore_file):
             spec = _ignore_file_spec(ignore_file)
             if spec is not None:
@@ -350,6 +352,12 @@ def holds_installed_dependencies(folder: str) -> bool:
         os.path.join(folder, _VENV_MARKER))
 
 
+def sets_ignore_rules(rel: str) -> bool:
+    """Whether the repo-relative file ``rel`` holds ignore rules: a change to it
+    can bring files into the listing or take them out."""
+    return rel.rsplit("/", 1)[-1] == IGNORE_FILE
+
+
 def ignored_paths(root: Path, paths: list[str]) -> set[str]:
     """Which of ``paths`` git (or, outside git, the .gitignore files) ignores."""
     if not paths:
@@ -363,7 +371,7 @@ def ignored_paths(root: Path, paths: list[str]) -> set[str]:
         parts = path.split("/")
         for depth in range(len(parts)):
             prefix = "/".join(parts[:depth])
-            ignore_file = root / prefix / ".gitignore"
+            ignore_file = root / prefix / IGNORE_FILE
             if ignore_file.is_file():
                 spec = _ignore_file_spec(str(ignore_file))
                 if spec is not None and spec.match_file("/".join(parts[depth:])):

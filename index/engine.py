@@ -18,7 +18,8 @@ from typing import Callable, Protocol, TypeVar
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
                                    byte_limit, decode_text, ignored_paths, looks_binary, read_file,
-                                   relative_path, replace_lone_surrogates, stat_signature)
+                                   relative_path, replace_lone_surrogates, sets_ignore_rules,
+                                   stat_signature)
 from ctxls.index import graph, postings
 from ctxls.index.priority import lower_thread_priority
 from ctxls.index.cancel import check_cancelled
@@ -500,13 +501,20 @@ class Engine:
             self.follower = DiskFollower(self, self.options.watch)
             self.follower.start()
 
-    def disk_changed(self, paths: list[str], head_moved: bool) -> None:
-        """One batch from the watcher. A burst (HEAD moved, or BURST_FILES
-        indexable files) is one incremental pass with progress, answers
-        partial meanwhile; its changes are logged as disk edits like any."""
+    def disk_changed(self, paths: list[str], head_moved: bool = False,
+                     rules_changed: bool = False) -> None:
+        """One batch of changed files, from the watcher or an editor's events.
+        A burst is one incremental pass with progress, answers partial
+        meanwhile; its changes are logged as disk edits like any. A burst:
+        HEAD moved; ignore rules changed (``rules_changed``: git's own exclude
+        file, or a ``.gitignore`` among ``paths``), which can bring files in or
+        take them out that no event names; or BURST_FILES indexable files."""
         indexable = [p for p in paths if self.indexer.wanted(p)]
-        if head_moved or len(indexable) >= BURST_FILES:
-            title = "a checkout" if head_moved else f"{len(indexable)} files changed on disk"
+        rules_changed = rules_changed or any(map(sets_ignore_rules, paths))
+        title = ("a checkout" if head_moved else "a change of ignore rules" if rules_changed
+                 else f"{len(indexable)} files changed on disk" if len(indexable) >= BURST_FILES
+                 else None)
+        if title is not None and not self.buffers_only:
             sink = self.on_burst(title) if self.on_burst is not None else None
             message = "re-indexed"
             try:

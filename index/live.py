@@ -32,7 +32,7 @@ import watchfiles
 from watchfiles._rust_notify import RustNotify
 
 from ctxls.index.discovery import (STORE_DIR_NAME, holds_installed_dependencies, ignored_paths,
-                                   is_skipped_folder_name, listed_folders)
+                                   is_skipped_folder_name, listed_folders, sets_ignore_rules)
 from ctxls.index.git import git_command, run_git
 from ctxls.index.indexer import Cancelled
 
@@ -65,6 +65,15 @@ def git_dir(root: Path) -> Path | None:
     proc = run_git(git_command("rev-parse", "--absolute-git-dir", root=root), timeout=10)
     found = Path(os.fsdecode(proc.stdout.strip())) if proc is not None and proc.returncode == 0 else None
     return found if found is not None and found.is_dir() else None
+
+
+def git_exclude_file(root: Path) -> Path | None:
+    """git's own exclude file for the repository ``root`` is in (a worktree
+    reads its main repository's), or None."""
+    proc = run_git(git_command("rev-parse", "--git-path", "info/exclude", root=root), timeout=10)
+    if proc is None or proc.returncode != 0:
+        return None
+    return root / os.fsdecode(proc.stdout.strip())  # relative to ``root``, or absolute
 
 
 # Never followed inside a repository: version control's own folders and the store.
@@ -139,14 +148,15 @@ class StatPoller:
     and size. (watchfiles' own poller compares whole seconds of mtime, so it
     misses a second write within the second of its last scan.)"""
 
-    def __init__(self, folders: list[str], indexable: Callable[[str], bool], head: str | None):
+    def __init__(self, folders: list[str], indexable: Callable[[str], bool], git_files: list[str]):
         self._indexable = indexable
         self._files: dict[str, tuple[int, int]] = {}  # file -> (mtime_ns, size)
         self._folders: dict[str, int | None] = {}  # folder -> mtime_ns
         for folder in folders:
             self._list(folder)
-        if head is not None and (signature := _stat(head)) is not None:
-            self._files[head] = signature  # a checkout moves it
+        for where in git_files:  # HEAD (a checkout moves it), the exclude file
+            if (signature := _stat(where)) is not None:
+                self._files[where] = signature
 
     def _list(self, folder: str) -> set[str]:
         """(Re)read a folder; its sub-folders not polled yet."""
@@ -187,6 +197,12 @@ class StatPoller:
         return changes
 
 
+def _changes(raw) -> set[tuple[watchfiles.Change, str]]:
+    """A watch's batch (none for "timeout", "stop" or "signal")."""
+    return {(watchfiles.Change(change), where) for change, where in raw} if isinstance(raw, set) \
+        else set()
+
+
 def _stat(where: str) -> tuple[int, int] | None:
     """(mtime_ns, size), or None when it is gone."""
     try:
@@ -216,11 +232,15 @@ class DiskFollower:
         self.established = threading.Event()
         self._stop = threading.Event()
         self._git_dir: Path | None = None  # found by the thread (a git call)
+        self._git_exclude: Path | None = None  # likewise
         # Folders that appeared since the last listing (an empty one is in no listing yet).
         self._new_folders: set[str] = set()
         # New folders whose files are indexed once the watch on them stands.
         self._catch_up: set[str] = set()
         self._watched: set[str] = set()
+        # The watch a new folder or new ignore rules replaced, open until its
+        # successor stands: what it saw in between is handled, not lost.
+        self._previous: RustNotify | None = None
         self._thread = threading.Thread(target=self._run, name=f"ctxls-watch-{self.root.name}",
                                         daemon=True)
 
@@ -238,6 +258,7 @@ class DiskFollower:
 
     def _run(self) -> None:
         self._git_dir = git_dir(self.root)
+        self._git_exclude = git_exclude_file(self.root) if self._git_dir is not None else None
         polling = self.requested == "poll"
         if polling:
             self.reason = "polling was asked for (watch: \"poll\")"
@@ -261,26 +282,37 @@ class DiskFollower:
             log.exception("following %s on disk failed", self.root)
             self.reason = "the watcher failed (see the log); answers still check their files"
         finally:
+            if self._previous is not None:
+                self._previous.close()
             self.mode = "off"
             self.established.set()
 
     def _folders(self) -> list[str]:
         self._new_folders = {f for f in self._new_folders if (self.root / f).is_dir()}
         folders = listed_folders(self.root) | self._new_folders
+        if self.established.is_set():
+            # Folders listed now and not before (new ignore rules let them in):
+            # their files are indexed once the watch on them stands, as a new
+            # folder's are (the first watch's are the first pass's).
+            self._catch_up.update(folders - self._watched)
         self._watched = folders
         self.folders = len(folders)
         paths = [str(self.root / f) if f else str(self.root) for f in sorted(folders)]
         if self._git_dir is not None:
             paths.append(str(self._git_dir))
+        if self._git_exclude is not None and self._git_exclude.parent.is_dir():
+            paths.append(str(self._git_exclude.parent))
         return paths
 
     def _watch(self, polling: bool) -> None:
         """One watch over the current folders, until a new folder needs a new one."""
         paths = self._folders()
         if polling:
-            poller = StatPoller(paths, self._indexable, self._git_head())
+            poller = StatPoller(paths, self._followed, self._git_files())
             self.polled = len(paths)
             self._standing("poll")
+            if (changes := self._drain_previous()) and self._handle(changes):
+                return
             while not self._stop.wait(POLL_MS / 1000):
                 if (changes := poller.scan()) and self._handle(changes):
                     return  # new folders: poll them too
@@ -292,12 +324,12 @@ class DiskFollower:
             before = _inotify_fds()
             notify = RustNotify(paths, False, False, 0, False, True)
             mine = _inotify_fds() - before
-        with notify:
+        try:
             # notify drops a folder it cannot watch (inotify's limit) without a
             # word: those are found in the kernel's list and polled instead.
             unwatched = _unwatched(paths, mine)
-            head = self._git_head() if str(self._git_dir) in unwatched else None
-            poller = StatPoller(unwatched, self._indexable, head) if unwatched else None
+            git_files = [f for f in self._git_files() if os.path.dirname(f) in unwatched]
+            poller = StatPoller(unwatched, self._followed, git_files) if unwatched else None
             said, self.polled = self.polled, len(unwatched)
             self.reason = (f"the platform's watch limit was reached: {len(unwatched)} of "
                            f"{len(paths)} folders are polled every {POLL_MS / 1000:g} s "
@@ -306,17 +338,32 @@ class DiskFollower:
             if unwatched and not said:
                 self.engine.on_warning(f"{self.root}: {self.reason}")
             self._standing("native")
+            changes = self._drain_previous()
             scanned = time.monotonic()
             while not self._stop.is_set():
-                raw = notify.watch(MAX_BATCH_MS, STEP_MS, POLL_MS if poller else TICK_MS,
-                                   self._stop)
-                changes = ({(watchfiles.Change(change), where) for change, where in raw}
-                           if isinstance(raw, set) else set())
+                if not changes:
+                    changes = _changes(notify.watch(MAX_BATCH_MS, STEP_MS,
+                                                    POLL_MS if poller else TICK_MS, self._stop))
                 if poller is not None and time.monotonic() - scanned >= POLL_MS / 1000:
                     changes |= poller.scan()
                     scanned = time.monotonic()
                 if changes and self._handle(changes):
-                    return  # new folders: watch them too
+                    self._previous, notify = notify, None  # new folders: watch them too
+                    return
+                changes = set()
+        finally:
+            if notify is not None:
+                notify.close()
+
+    def _drain_previous(self) -> set[tuple[watchfiles.Change, str]]:
+        """What the replaced watch saw until now (its successor stands), and close it."""
+        previous, self._previous = self._previous, None
+        if previous is None:
+            return set()
+        try:
+            return _changes(previous.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
+        finally:
+            previous.close()
 
     def _standing(self, mode: str) -> None:
         """The watch stands: say so once, and index the new folders' files."""
@@ -327,11 +374,18 @@ class DiskFollower:
         if self._catch_up:
             self._index_new_folders()
 
-    def _indexable(self, where: str) -> bool:
-        return self.engine.indexer.wanted(os.path.relpath(where, self.root))
+    def _followed(self, where: str) -> bool:
+        """A file whose changes count: indexable, or holding ignore rules."""
+        rel = os.path.relpath(where, self.root)
+        return self.engine.indexer.wanted(rel) or sets_ignore_rules(rel)
 
     def _git_head(self) -> str | None:
         return str(self._git_dir / "HEAD") if self._git_dir is not None else None
+
+    def _git_files(self) -> list[str]:
+        """The git files whose changes count: HEAD, and the exclude file."""
+        return [str(f) for f in (self._git_dir and self._git_dir / "HEAD", self._git_exclude)
+                if f is not None]
 
     def _skipped_name(self, name: str) -> bool:
         """A folder discovery never lists: in a repository, version control's
@@ -342,13 +396,17 @@ class DiskFollower:
         """Index one batch; True when it brought folders to watch."""
         root = str(self.root)
         paths: set[str] = set()
-        head_moved = False
+        head_moved = excludes_changed = False
         appeared: list[str] = []
         vanished: list[str] = []
         git_head = self._git_head()
+        git_exclude = str(self._git_exclude)
         for change, where in changes:
             if where == git_head:
                 head_moved = True
+                continue
+            if where == git_exclude:
+                excludes_changed = True
                 continue
             rel = os.path.relpath(where, root)
             if rel in (".", "..") or rel.startswith("../"):
@@ -364,8 +422,9 @@ class DiskFollower:
                     appeared.append(rel)
                 continue
             if rel in self._watched:
-                vanished.append(rel)  # a folder removed or moved away
-                continue
+                vanished.append(rel)  # a folder removed or moved away...
+                if change is watchfiles.Change.deleted:
+                    continue  # ...or replaced by a file of its name (indexed below)
             paths.add(rel)
         if vanished:
             indexed = self.engine.store.file_states()
@@ -379,9 +438,10 @@ class DiskFollower:
         ignored = ignored_paths(self.root, [f + "/" for f in appeared])
         new = [f for f in appeared if f + "/" not in ignored]
         self.batches += 1
-        if paths or head_moved:
-            self._index(sorted(paths), head_moved)
-        if new or vanished:
+        rules_changed = excludes_changed or any(map(sets_ignore_rules, paths))
+        if paths or head_moved or rules_changed:
+            self._index(sorted(paths), head_moved, rules_changed)
+        if new or vanished or rules_changed:  # new rules: other folders to watch
             self._new_folders.update(new)
             # Now, for what is already there, and again once the new watch
             # stands, for what was created in between.
@@ -405,13 +465,13 @@ class DiskFollower:
                 rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
                 found.extend(f"{rel_dir}/{name}" for name in filenames)
         if found:
-            self._index(found, False)
+            self._index(found)
 
-    def _index(self, paths: list[str], head_moved: bool) -> None:
+    def _index(self, paths: list[str], head_moved: bool = False, rules_changed: bool = False) -> None:
         """Hand a batch to the engine; a failure (the store unavailable for a
         moment) costs that batch, not the watch: answers still check their files."""
         try:
-            self.engine.disk_changed(paths, head_moved)
+            self.engine.disk_changed(paths, head_moved, rules_changed)
         except Cancelled:  # the engine is closing
             pass
         except Exception:

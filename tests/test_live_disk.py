@@ -26,6 +26,7 @@ from mcp.client.stdio import stdio_client
 
 from conftest import serve, write_tree
 from ctxls.impact import analysis
+from ctxls.index import live
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import StalePointer
 
@@ -163,6 +164,89 @@ def test_a_folder_removed_and_made_again_in_one_batch_is_followed(tree: Path):
         assert wait_until(lambda: engine.store.file_state("pkg/gen/old.py") is None)
         (tree / "pkg/gen/later.py").write_text("def generated_later():\n    pass\n")
         assert wait_until(lambda: engine.store.file_state("pkg/gen/later.py"))
+    finally:
+        engine.close()
+
+
+def test_ignore_rules_changed_on_disk_take_files_out_and_bring_them_back(tree: Path):
+    """A `.gitignore` (the root's or a folder's) or git's exclude file edited
+    on disk names no file it affects: the files it newly ignores leave the
+    index, those it lets in come (and their folders are watched from then
+    on); a tracked file stays, as git lists it."""
+    git(tree, "add", "pkg/core.py")
+    write_tree(tree, {"notes_tool.py": "def untracked_helper():\n    pass\n",
+                      "build/out.py": "def built_output():\n    pass\n"})
+    engine = live_engine(tree)
+    try:
+        assert engine.store.file_state("notes_tool.py") and not engine.store.file_state("build/out.py")
+        (tree / ".gitignore").write_text("notes_tool.py\npkg/core.py\n")
+        assert wait_until(lambda: engine.store.file_state("notes_tool.py") is None)
+        assert engine.store.file_state("pkg/core.py")  # tracked: git still lists it
+        (tree / "pkg/.gitignore").write_text("use.py\n")
+        assert wait_until(lambda: engine.store.file_state("pkg/use.py") is None)
+        (tree / ".gitignore").write_text("")
+        (tree / "pkg/.gitignore").unlink()
+        assert wait_until(lambda: engine.store.file_state("notes_tool.py"))
+        assert wait_until(lambda: engine.store.file_state("build/out.py"))
+        assert wait_until(lambda: engine.store.file_state("pkg/use.py"))
+        # The folder the old rules left out is watched now.
+        (tree / "build/later.py").write_text("def built_later():\n    pass\n")
+        assert wait_until(lambda: engine.store.file_state("build/later.py"))
+        (tree / ".git/info/exclude").write_text("build/\n")
+        assert wait_until(lambda: engine.store.file_state("build/out.py") is None)
+        assert engine.store.file_state("build/later.py") is None
+    finally:
+        engine.close()
+
+
+def test_ignore_rules_an_editor_reports_are_applied_without_the_watcher(tree: Path):
+    """With the watcher off, an editor's watched-file event for a `.gitignore`
+    is the only word of new rules: it re-lists the folder as the watcher would."""
+    write_tree(tree, {"notes_tool.py": "def untracked_helper():\n    pass\n"})
+    engine = live_engine(tree, watch="off")
+    try:
+        assert engine.store.file_state("notes_tool.py")
+        (tree / ".gitignore").write_text("notes_tool.py\n")
+        engine.disk_changed([".gitignore"])
+        assert engine.store.file_state("notes_tool.py") is None
+    finally:
+        engine.close()
+
+
+def test_a_folder_replaced_by_a_file_of_its_name_is_indexed(tree: Path):
+    """`rm -rf gen.py && write gen.py`: the name was a watched folder, so its event
+    was taken for the folder's going and the new file was never indexed."""
+    write_tree(tree, {"pkg/gen.py/old.py": "def generated_before():\n    pass\n"})
+    engine = live_engine(tree)
+    try:
+        assert engine.store.file_state("pkg/gen.py/old.py")
+        shutil.rmtree(tree / "pkg/gen.py")
+        (tree / "pkg/gen.py").write_text("def now_a_file():\n    pass\n")
+        assert wait_until(lambda: engine.store.file_state("pkg/gen.py"))
+        assert engine.store.file_state("pkg/gen.py/old.py") is None
+        assert code_symbols(engine, "now_a_file") == ["now_a_file"]
+    finally:
+        engine.close()
+
+
+def test_a_change_made_while_a_new_watch_is_set_up_is_not_lost(tree: Path, monkeypatch):
+    """A new folder replaces the watch; a file edited after the old watch's
+    batch and before the new watch stands was seen by the old one only. The
+    old watch now stays open until the new one stands, and what it saw is handled."""
+    engine = live_engine(tree)
+    real = live.RustNotify
+
+    def notify_after_an_edit(*args):  # the edit lands in the gap, every time
+        with open(tree / "pkg/use.py", "a") as fh:
+            fh.write("\n\ndef edited_in_the_gap():\n    pass\n")
+        return real(*args)
+
+    monkeypatch.setattr(live, "RustNotify", notify_after_an_edit)
+    try:
+        (tree / "newpkg").mkdir()
+        (tree / "newpkg/mod.py").write_text("def in_a_new_folder():\n    pass\n")
+        assert wait_until(lambda: engine.store.file_state("newpkg/mod.py"))
+        assert wait_until(lambda: code_symbols(engine, "edited_in_the_gap") == ["edited_in_the_gap"])
     finally:
         engine.close()
 
@@ -314,9 +398,10 @@ def test_folders_over_the_platforms_watch_limit_are_polled_and_reported(tmp_path
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
     watch = result["watch"]
-    # 8 folders to watch (the root, d0-d5, the git folder), 4 watches allowed.
-    assert watch["mode"] == "native" and watch["polled"] == 4, watch
-    assert "watch limit was reached: 4 of 8 folders are polled" in watch["reason"]
+    # 9 folders to watch (the root, d0-d5, the git folder, its info folder
+    # for the exclude file), 4 watches allowed.
+    assert watch["mode"] == "native" and watch["polled"] == 5, watch
+    assert "watch limit was reached: 5 of 9 folders are polled" in watch["reason"]
     assert "watch limit was reached" in run.stderr  # the log says it too
     # Every folder is still followed: the watched ones by events, the rest by polling.
     assert result["seen"] == [f"probe_{i}" for i in range(6)]
