@@ -172,6 +172,9 @@ class StatPoller:
                     self._files[where] = signature
         return {where for where, is_dir in entries if is_dir and where not in self._folders}
 
+    def close(self) -> None:
+        """Nothing to release (as a native watch has)."""
+
     def scan(self) -> set[tuple[watchfiles.Change, str]]:
         changes: set[tuple[watchfiles.Change, str]] = set()
         for folder, mtime in list(self._folders.items()):
@@ -240,7 +243,7 @@ class DiskFollower:
         self._watched: set[str] = set()
         # The watch a new folder or new ignore rules replaced, open until its
         # successor stands: what it saw in between is handled, not lost.
-        self._previous: RustNotify | None = None
+        self._previous: RustNotify | StatPoller | None = None
         self._thread = threading.Thread(target=self._run, name=f"ctxls-watch-{self.root.name}",
                                         daemon=True)
 
@@ -312,10 +315,12 @@ class DiskFollower:
             self.polled = len(paths)
             self._standing("poll")
             if (changes := self._drain_previous()) and self._handle(changes):
+                self._previous = poller
                 return
             while not self._stop.wait(POLL_MS / 1000):
                 if (changes := poller.scan()) and self._handle(changes):
-                    return  # new folders: poll them too
+                    self._previous = poller  # new folders: poll them too
+                    return
             return
         # watchfiles' documented Rust backend: unlike its watch() generator it
         # says when the watch stands (the constructor returns), so the first
@@ -360,6 +365,8 @@ class DiskFollower:
         previous, self._previous = self._previous, None
         if previous is None:
             return set()
+        if isinstance(previous, StatPoller):
+            return previous.scan()
         try:
             return _changes(previous.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
         finally:

@@ -15,6 +15,7 @@ import random
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -229,19 +230,31 @@ def test_a_folder_replaced_by_a_file_of_its_name_is_indexed(tree: Path):
         engine.close()
 
 
-def test_a_change_made_while_a_new_watch_is_set_up_is_not_lost(tree: Path, monkeypatch):
-    """A new folder replaces the watch; a file edited after the old watch's
-    batch and before the new watch stands was seen by the old one only. The
-    old watch now stays open until the new one stands, and what it saw is handled."""
-    engine = live_engine(tree)
-    real = live.RustNotify
+@pytest.mark.parametrize("watch, watcher", [("auto", "RustNotify"), ("poll", "StatPoller")])
+def test_a_change_made_while_a_new_watch_is_set_up_is_not_lost(tree: Path, monkeypatch,
+                                                                watch: str, watcher: str):
+    """A new folder replaces the watch (or the poller); a file edited after
+    the old one's batch and before the new one stands was seen by the old one
+    only. The old one now stays until the new one stands, and what it saw is handled."""
+    in_the_gap = threading.Event()  # set once the first watch stands
 
-    def notify_after_an_edit(*args):  # the edit lands in the gap, every time
-        with open(tree / "pkg/use.py", "a") as fh:
-            fh.write("\n\ndef edited_in_the_gap():\n    pass\n")
-        return real(*args)
+    def edit() -> None:
+        if in_the_gap.is_set():
+            with open(tree / "pkg/use.py", "a") as fh:
+                fh.write("\n\ndef edited_in_the_gap():\n    pass\n")
 
-    monkeypatch.setattr(live, "RustNotify", notify_after_an_edit)
+    if watcher == "RustNotify":  # not a class Python can derive from
+        real = live.RustNotify
+        monkeypatch.setattr(live, "RustNotify", lambda *args: (edit(), real(*args))[1])
+    else:
+        class PollerAfterAnEdit(live.StatPoller):
+            def __init__(self, *args):
+                edit()
+                super().__init__(*args)
+
+        monkeypatch.setattr(live, "StatPoller", PollerAfterAnEdit)
+    engine = live_engine(tree, watch=watch)
+    in_the_gap.set()
     try:
         (tree / "newpkg").mkdir()
         (tree / "newpkg/mod.py").write_text("def in_a_new_folder():\n    pass\n")
