@@ -20,7 +20,7 @@ def first_invalid(value: Any, path: str = "") -> tuple[str, str] | None:
         if isinstance(item, str):
             problem = _string_problem(item)
             if problem:
-                return where or "params", problem
+                return where or "params", f"must not contain {problem}"
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
@@ -34,7 +34,7 @@ def first_invalid(value: Any, path: str = "") -> tuple[str, str] | None:
                 child_path = f"{where}.{key}" if where else str(key)
                 problem = _string_problem(key) if isinstance(key, str) else None
                 if problem:
-                    return child_path, f"has a key that {problem.replace('must', 'does')}"
+                    return child_path, f"has a key that contains {problem}"
                 stack.append((child_path, child))
         elif isinstance(item, list):
             stack.extend((f"{where}.{i}" if where else str(i), child)
@@ -43,10 +43,11 @@ def first_invalid(value: Any, path: str = "") -> tuple[str, str] | None:
 
 
 def _string_problem(text: str) -> str | None:
+    """What a string holds that no store or answer can carry, or None."""
     if "\0" in text:
-        return "must not contain NUL characters"
+        return "NUL characters"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return "must not contain unpaired surrogates"
+        return "unpaired surrogates"
     return None

@@ -23,6 +23,7 @@ import pytest
 from lsprotocol import types
 
 from ctxls.daemon import wire
+from ctxls.daemon.request_values import first_invalid
 from ctxls.index import discovery
 from ctxls.index.assemble import candidates_from_hits
 from ctxls.index.engine import Engine, EngineOptions
@@ -729,6 +730,18 @@ def test_a_recall_query_is_bounded(stdio_daemon):
     at_bound = ("send prepared " * 1000)[:10_000]
     hits = conn.request("ctxls/recall", {"query": at_bound, "kind": "code"}, "bound")
     assert hits["result"]["hits"][0]["path"] == "pkg/session.py"
+
+
+def test_what_no_request_may_carry_is_named_where_it_is():
+    """Values and keys at any depth; a key's message says what it holds (it
+    said "has a key that does not contain unpaired surrogates")."""
+    assert first_invalid({"meta": {"a": [1, {"b": "x\ud800"}]}}) == \
+        ("meta.a.1.b", "must not contain unpaired surrogates")
+    assert first_invalid({"meta": {"k\0": 1}}) == ("meta.k\0", "has a key that contains NUL characters")
+    assert first_invalid({"meta": {"\udfff": 1}})[1] == "has a key that contains unpaired surrogates"
+    assert first_invalid({"n": 1 << 63}) == ("n", "is outside the 64-bit integer range")
+    assert first_invalid({"x": float("nan")}) == ("x", "must be a finite number")
+    assert first_invalid({"ok": ["text", 1, 2.5, None, True, {"k": "v"}]}) is None
 
 
 def test_buffer_text_with_lone_surrogates_or_nul_follows_the_file_rules(stdio_daemon, repo: Path):
