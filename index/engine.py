@@ -346,6 +346,8 @@ class Engine:
                 self.cold_index()
                 for path, text in self.open_buffers().items():
                     self.indexer.index_buffer(path, text)
+            except Cancelled:  # the engine is closing: stopped, not failed
+                pass
             except Exception:  # status carries indexError; the daemon stays up
                 log.exception("re-indexing %s into its new store failed", self.root)
 

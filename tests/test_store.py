@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import sqlite3
 import threading
@@ -442,6 +443,30 @@ def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
     assert engine.status()["files"] == 5
     assert hits and hits[0].symbol == "only_in_the_buffer"
     engine.close()
+
+
+def test_a_rebuild_of_a_deleted_store_cut_short_by_close_logs_no_failure(
+        plain_repo: Path, tmp_path: Path, caplog):
+    """Closing stops the rebuild's pass (Cancelled): stopped, not failed. It
+    was logged as "re-indexing … into its new store failed" with a traceback."""
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.cold_index()
+    first_pass = engine.cold_index
+
+    def after_close(*args, **kwargs):  # the rebuild starts its pass once close began
+        engine._closing.wait(10)
+        return first_pass(*args, **kwargs)
+
+    engine.cold_index = after_close
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    engine.memory.remember(EVERYTHING, "after", "written after the store was deleted")
+    rebuild = next(t for t in threading.enumerate() if t.name == "ctxls-store-rebuild")
+    engine.close()
+    rebuild.join(10)
+    assert not rebuild.is_alive()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 def test_a_repository_moved_or_deleted_while_served_is_never_created_again(plain_repo: Path, tmp_path: Path):
