@@ -60,6 +60,9 @@ STORE_RETRY_S = 2.0
 # 1 s at load 12 on two cores, and an answer without the edit just sent is
 # wrong, so the cap only bounds a pathological wait.
 BUFFER_SETTLE_S = 5.0
+# A work-done progress bar waits at most this long (seconds) for the client
+# to accept its token (clients answer in milliseconds; the work does not wait longer).
+PROGRESS_CREATE_S = 5.0
 # The first index waits at most this long (seconds) for the folder's watch to stand.
 WATCH_START_S = 10.0
 # ctxls/status `state`, the least ready first (several folders report the first that applies).
@@ -159,6 +162,20 @@ class CtxlsServer(LanguageServer):
         window = self.client_capabilities.window if self.client_capabilities else None
         return bool(window and window.work_done_progress)
 
+    async def new_progress_token(self) -> str | None:
+        """A work-done progress token the client accepted, or None: no
+        progress support, a refusal, or no answer within PROGRESS_CREATE_S
+        (the work goes on without a bar; waiting for a client that never
+        answers held the first index back for good)."""
+        if not self.supports_progress():
+            return None
+        token = f"ctxls-index-{next(self._progress_tokens)}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), PROGRESS_CREATE_S)
+        except Exception:  # refused, or no answer (TimeoutError)
+            return None
+        return token
+
     def request_scope(self, params: wire.Params, verb: str, owner_blind: bool = False) -> Scope:
         """The memory scope of a request: its ``scope``, else the daemon's owner
         (ignored when ``owner_blind``), else everything; -32003 under strictScope."""
@@ -250,12 +267,8 @@ class CtxlsServer(LanguageServer):
         if self.stopping.is_set():
             return
         self.refresh_code_lenses()  # they said "indexing…"
-        if not self.supports_progress():
-            return
-        token = f"ctxls-index-{next(self._progress_tokens)}"
-        try:
-            await self.work_done_progress.create_async(token)
-        except Exception:
+        token = await self.new_progress_token()
+        if token is None:
             return
         status = await asyncio.to_thread(engine.status)
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
@@ -535,20 +548,14 @@ class CtxlsServer(LanguageServer):
 class ProgressBar:
     """Work-done progress for one pass (``$/progress``), reported from the
     pass's worker thread; a client without progress support, or one that
-    refuses the token, gets none."""
+    refuses the token or does not answer, gets none."""
 
     def __init__(self, ls: CtxlsServer, loop: asyncio.AbstractEventLoop, token: str | None):
         self._ls, self._loop, self._token = ls, loop, token
 
     @classmethod
     async def open(cls, ls: CtxlsServer, title: str, message: str) -> "ProgressBar":
-        token: str | None = None
-        if ls.supports_progress():
-            token = f"ctxls-index-{next(ls._progress_tokens)}"
-            try:
-                await ls.work_done_progress.create_async(token)
-            except Exception:  # a client may refuse; indexing goes on without a bar
-                token = None
+        token = await ls.new_progress_token()
         if token is not None:
             ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
                 title=title, message=message, percentage=0))

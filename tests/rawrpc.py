@@ -23,8 +23,11 @@ class RawConnection:
     queued, server notifications and requests to the client are dropped
     (requests get an empty result so the server never waits)."""
 
-    def __init__(self, reader: BinaryIO, writer: Any):
+    def __init__(self, reader: BinaryIO, writer: Any, answers_requests: bool = True):
+        """``answers_requests``: False for a client that never answers the
+        server's requests (they are dropped)."""
         self._reader = reader
+        self.answers_requests = answers_requests
         self._writer = writer
         self.replies: queue.Queue[dict] = queue.Queue()
         self.closed = threading.Event()
@@ -67,7 +70,7 @@ class RawConnection:
                     body += chunk
                 message = json.loads(body)
                 if "method" in message:
-                    if "id" in message:  # the server asks the client: say yes
+                    if "id" in message and self.answers_requests:  # the server asks: say yes
                         self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
                     continue
                 self.replies.put(message)
@@ -95,9 +98,11 @@ class StdioDaemon:
     """`ctxls serve` over stdio, initialized on ``root``."""
 
     def __init__(self, root: Path, options: dict | None = None, env: dict | None = None,
-                 preexec_fn=None, folder_uri: str | None = None):
+                 preexec_fn=None, folder_uri: str | None = None, capabilities: dict | None = None,
+                 answers_requests: bool = True):
         """``folder_uri``: the workspace folder as the client names it (a
-        link's URI, say); by default ``root`` resolved."""
+        link's URI, say); by default ``root`` resolved. ``capabilities``: the
+        client's (none by default)."""
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ctxls.daemon.cli", "serve"], stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, preexec_fn=preexec_fn)
@@ -106,11 +111,11 @@ class StdioDaemon:
             self.process.stdin.write(data)
             self.process.stdin.flush()
 
-        self.conn = RawConnection(self.process.stdout, write)
+        self.conn = RawConnection(self.process.stdout, write, answers_requests)
         opts = {"embeddings": False, "debounceMs": 20} | (options or {})
         uri = folder_uri or root.resolve().as_uri()
         answer = self.conn.request("initialize", {
-            "processId": None, "rootUri": uri, "capabilities": {},
+            "processId": None, "rootUri": uri, "capabilities": capabilities or {},
             "workspaceFolders": [{"uri": uri, "name": root.name}],
             "initializationOptions": opts}, "init")
         assert "result" in answer, answer

@@ -732,6 +732,22 @@ def test_a_recall_query_is_bounded(stdio_daemon):
     assert hits["result"]["hits"][0]["path"] == "pkg/session.py"
 
 
+def test_a_client_that_never_answers_progress_creation_still_gets_its_index(repo: Path):
+    """A client that says it shows work-done progress but never answers
+    `window/workDoneProgress/create`: the first index waited for that answer
+    for good (status "indexing", every recall -32011). Now the bar is given
+    up after PROGRESS_CREATE_S and the index goes on without it."""
+    daemon = StdioDaemon(repo, capabilities={"window": {"workDoneProgress": True}},
+                         answers_requests=False)
+    try:
+        status = daemon.wait_indexed(timeout=60)
+        assert status["complete"] and status["files"] == len(SAMPLE_FILES), status
+        answer = daemon.conn.request("ctxls/recall", {"query": "session", "kind": "code"}, "r")
+        assert answer["result"]["hits"], answer
+    finally:
+        daemon.close()
+
+
 def test_what_no_request_may_carry_is_named_where_it_is():
     """Values and keys at any depth; a key's message says what it holds (it
     said "has a key that does not contain unpaired surrogates")."""
