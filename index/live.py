@@ -333,6 +333,15 @@ class DiskFollower:
             # notify drops a folder it cannot watch (inotify's limit) without a
             # word: those are found in the kernel's list and polled instead.
             unwatched = _unwatched(paths, mine)
+            if unwatched and self._previous is not None:
+                # The replaced watch holds the watches this one lacks: take what
+                # both saw, let both go and watch again without holding one
+                # (the short gap of a plain restart, only near the limit).
+                changes = self._drain_previous() | _changes(
+                    notify.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
+                if changes:
+                    self._handle(changes)
+                return
             git_files = [f for f in self._git_files() if os.path.dirname(f) in unwatched]
             poller = StatPoller(unwatched, self._followed, git_files) if unwatched else None
             said, self.polled = self.polled, len(unwatched)

@@ -395,6 +395,66 @@ engine.close()
 """
 
 
+def run_with_watch_limit(limit: int, script: Path, root: Path) -> subprocess.CompletedProcess:
+    """``script`` on ``root`` in a user namespace of its own whose
+    max_inotify_watches is ``limit`` (the kernel counts watches per user namespace)."""
+    run = subprocess.run(
+        ["unshare", "--user", "--map-root-user", "sh", "-c",
+         f'echo {limit} > /proc/sys/user/max_inotify_watches && exec "$0" "$@"',
+         sys.executable, str(script), str(root)],
+        capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    return run
+
+
+NEW_FOLDER_NEAR_THE_LIMIT_SCRIPT = """
+import json, os, sys, time
+from ctxls.index.engine import Engine, EngineOptions
+root = sys.argv[1]
+engine = Engine(root, EngineOptions(watch="auto"))
+engine.follow_disk()
+engine.follower.established.wait(10)
+engine.cold_index()
+before = engine.status()["watch"]
+os.mkdir(f"{root}/d9")
+with open(f"{root}/d9/m.py", "w") as fh:
+    fh.write("def in_the_new_folder():\\n    pass\\n")
+deadline = time.monotonic() + 15
+while time.monotonic() < deadline and not engine.store.file_state("d9/m.py"):
+    time.sleep(0.05)
+time.sleep(0.5)  # the watch that takes the new folder in stands
+after = engine.status()["watch"]
+with open(f"{root}/d9/m.py", "a") as fh:
+    fh.write("\\n\\ndef appended_later():\\n    pass\\n")
+deadline = time.monotonic() + 15
+while time.monotonic() < deadline:
+    seen = sorted(a.symbol for a in engine.recent_activity() if a.symbol)
+    if "appended_later" in seen:
+        break
+    time.sleep(0.05)
+print(json.dumps({"before": before, "after": after, "seen": seen}))
+engine.close()
+"""
+
+
+def test_a_new_folder_near_the_watch_limit_is_watched_not_polled(tmp_path: Path):
+    """The replaced watch stays open until its successor stands: with more
+    than half of the platform's watches in use, the successor could not get
+    them all and polled the rest for good. It now lets the old one go and
+    watches again."""
+    root = tmp_path / "near"
+    write_tree(root, {f"d{i}/m.py": f"def f{i}():\n    pass\n" for i in range(4)})
+    git(root, "init", "-q")
+    script = tmp_path / "near.py"
+    script.write_text(NEW_FOLDER_NEAR_THE_LIMIT_SCRIPT)
+    # 7 paths watched (the root, d0-d3, the git folder and its info folder),
+    # 8 with the new folder; 12 allowed, fewer than both watches together.
+    result = json.loads(run_with_watch_limit(12, script, root).stdout.strip().splitlines()[-1])
+    assert result["before"]["polled"] == 0 and result["after"]["polled"] == 0, result
+    assert result["after"]["mode"] == "native" and result["after"]["folders"] == 6
+    assert "in_the_new_folder" in result["seen"] and "appended_later" in result["seen"]
+
+
 def test_folders_over_the_platforms_watch_limit_are_polled_and_reported(tmp_path: Path):
     """inotify's limit, for real: a user namespace of its own whose
     max_inotify_watches is 4 (the kernel counts watches per user namespace)."""
@@ -403,12 +463,7 @@ def test_folders_over_the_platforms_watch_limit_are_polled_and_reported(tmp_path
     git(root, "init", "-q")
     script = tmp_path / "limited.py"
     script.write_text(WATCH_LIMIT_SCRIPT)
-    run = subprocess.run(
-        ["unshare", "--user", "--map-root-user", "sh", "-c",
-         'echo 4 > /proc/sys/user/max_inotify_watches && exec "$0" "$@"',
-         sys.executable, str(script), str(root)],
-        capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0, run.stderr
+    run = run_with_watch_limit(4, script, root)
     result = json.loads(run.stdout.strip().splitlines()[-1])
     watch = result["watch"]
     # 9 folders to watch (the root, d0-d5, the git folder, its info folder
