@@ -43,7 +43,7 @@ class Stash:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size > MAX_STASH_BYTES:
             raise TooLarge("stash", MAX_STASH_BYTES)
-        with self.store.write() as conn:
+        with self.store.write(durable=True) as conn:
             conn.execute("INSERT INTO stash(id, text, bytes, created_at) VALUES (?, ?, ?, ?) "
                          "ON CONFLICT(id) DO UPDATE SET text = excluded.text, "
                          "bytes = excluded.bytes, created_at = excluded.created_at",
@@ -79,7 +79,7 @@ class Stash:
         if stash_id is None and older_than is None and max_count is None:
             raise InvalidParams("id", "evict needs id, olderThan or maxCount")
         removed = 0
-        with self.store.write() as conn:
+        with self.store.write(durable=True) as conn:
             if stash_id is not None:
                 removed += conn.execute("DELETE FROM stash WHERE id = ?", (stash_id,)).rowcount
             if older_than is not None:

@@ -445,6 +445,38 @@ def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
     engine.close()
 
 
+def test_written_memory_and_the_stash_are_synced_before_they_are_acknowledged(
+        plain_repo: Path, tmp_path: Path):
+    """WAL with synchronous NORMAL survives a crash of the process but a
+    power loss may take back the last commits: fine for derived rows, not for
+    an acknowledged remember, forget or stash. Those commit with FULL."""
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    engine.cold_index()
+    store = engine.store
+    with store.write() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    with store.write(durable=True) as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
+    with store.write() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    statements: list[str] = []
+    store._writer.set_trace_callback(statements.append)
+    try:
+        engine.memory.remember(EVERYTHING, "k", "a fact")
+        engine.memory.forget(EVERYTHING, key="k")
+        engine.stash.put("s1", "stashed text")
+        synced = [s for s in statements if s.startswith(("PRAGMA synchronous", "BEGIN", "COMMIT"))]
+        assert synced == ["PRAGMA synchronous = FULL", "BEGIN IMMEDIATE", "COMMIT",
+                          "PRAGMA synchronous = NORMAL"] * 3, synced
+        statements.clear()
+        (plain_repo / "pkg/retry.py").write_text("def edited():\n    pass\n")
+        engine.file_changed_on_disk("pkg/retry.py")
+        assert "BEGIN IMMEDIATE" in statements and "PRAGMA synchronous = FULL" not in statements
+    finally:
+        store._writer.set_trace_callback(None)
+        engine.close()
+
+
 def test_a_rebuild_of_a_deleted_store_cut_short_by_close_logs_no_failure(
         plain_repo: Path, tmp_path: Path, caplog):
     """Closing stops the rebuild's pass (Cancelled): stopped, not failed. It

@@ -86,7 +86,7 @@ class SqliteMemoryStore:
     # -- writes ----------------------------------------------------------------
 
     def write(self, write: Write) -> list[int]:
-        with self.store.write() as conn:
+        with self.store.write(durable=True) as conn:
             if write.prune_episodes_before is not None:
                 # Pruned before the write: an episode is never dropped by its own write.
                 self._delete(conn, "memory.kind = 'episode' AND memory.occurred_at < ?",
@@ -163,7 +163,7 @@ class SqliteMemoryStore:
         if what.key_prefix is not None:
             conditions.append("substr(memory.key, 1, ?) = ?")
             args += [len(what.key_prefix), what.key_prefix]
-        with self.store.write() as conn:
+        with self.store.write(durable=True) as conn:
             return self._delete(conn, " AND ".join(conditions), args)
 
     def purge(self, now: int) -> int:
@@ -407,7 +407,7 @@ class SqliteMemoryStore:
             yield demand_record(r)
 
     def import_records(self, records: list[dict]) -> int:
-        with self.store.write() as conn:
+        with self.store.write(durable=True) as conn:
             for record in records:
                 if record["type"] == "memory":
                     (row_id,) = conn.execute(

@@ -355,19 +355,30 @@ class Store(Migrations, Recovery, FileRows, Reads):
             self._rollback(conn)  # a read transaction: ending it is all
 
     @contextmanager
-    def write(self) -> Iterator[Connection]:
+    def write(self, durable: bool = False) -> Iterator[Connection]:
         """One write transaction; callers hold it briefly (one file or batch).
-        A storage failure is WriteFailed: nothing of it was committed."""
+        A storage failure is WriteFailed: nothing of it was committed.
+        ``durable``: the commit reaches the disk before this returns
+        (``synchronous = FULL``): what a caller acknowledges and nothing can
+        derive again (written memory, the stash). Derived rows keep NORMAL:
+        a power loss can take back their last commits, which a pass re-derives."""
         self._ready(verify=True)
         with self._write_lock:
             if self.error is not None:  # lost since the check above
                 raise self.error.with_traceback(None)
             try:
+                if durable:
+                    self._writer.execute("PRAGMA synchronous = FULL")
                 with self._transaction() as conn:
                     yield conn
             except sqlite3.Error as exc:
                 raise self._write_error(exc) from exc
             finally:
+                if durable and self._writer is not None:
+                    try:
+                        self._writer.execute("PRAGMA synchronous = NORMAL")
+                    except sqlite3.Error:  # the writer is lost: the next open sets it
+                        pass
                 touched, self._files_touched = self._files_touched, False
             if touched:
                 self.files_version = next(_FILES_VERSIONS)

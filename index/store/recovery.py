@@ -293,7 +293,7 @@ class Recovery:
                 insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
                           f"VALUES ({', '.join('?' * len(columns))})")
                 count = 0
-                with self.write() as conn:
+                with self.write(durable=True) as conn:
                     for row in _readable_rows(source, table, columns):
                         try:
                             cursor = conn.execute(insert, row)
