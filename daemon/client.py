@@ -41,7 +41,10 @@ class DaemonClient:
 
     @classmethod
     def connect(cls, path: Path, timeout: float = 30.0) -> "DaemonClient | None":
-        """None when no daemon listens there (absent or stale socket)."""
+        """None when no daemon listens there (absent or stale socket).
+        ``timeout`` bounds the connect only: the daemon answers every request,
+        and one can rightly take minutes (a forced pass of a large folder);
+        bounded, it failed as a lost daemon and was sent again."""
         if not path.exists():
             return None
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -51,6 +54,7 @@ class DaemonClient:
         except OSError:
             sock.close()
             return None
+        sock.settimeout(None)
         return cls(sock)
 
     def request(self, method: str, params: dict | None) -> Any:
@@ -101,7 +105,9 @@ def default_socket(root: Path) -> Path:
 
 
 class EngineAccess:
-    """One root, reached through its daemon or in process."""
+    """One root, reached through its daemon or in process. Threads may share
+    it: each asks the daemon on a connection of its own (one connection
+    answers in turn, so a quick request waited behind a slow one)."""
 
     def __init__(self, root: Path, use_daemon: bool = True, refresh: bool = True):
         self.root = root.resolve()
@@ -109,6 +115,9 @@ class EngineAccess:
         self.daemon = DaemonClient.connect(default_socket(self.root)) if use_daemon else None
         self._local_ready = False
         self.hosted = False
+        self._thread_connection = threading.local()
+        self._connections: list[DaemonClient] = []  # every thread's, ``daemon`` the first
+        self._connections_lock = threading.Lock()
 
     @property
     def via(self) -> str:
@@ -119,8 +128,21 @@ class EngineAccess:
 
     def request(self, method: str, params: dict | None = None) -> Any:
         if self.daemon is not None:
-            return self.daemon.request(method, params)
+            return self._connection().request(method, params)
         return self._local(method, params)
+
+    def _connection(self) -> DaemonClient:
+        """This thread's connection to the daemon (the first thread's is ``daemon``)."""
+        client = getattr(self._thread_connection, "client", None)
+        if client is None:
+            with self._connections_lock:
+                client = self.daemon if not self._connections else \
+                    DaemonClient.connect(default_socket(self.root))
+                if client is None:
+                    raise ConnectionError("the daemon stopped listening")
+                self._connections.append(client)
+            self._thread_connection.client = client
+        return client
 
     def local_engine(self) -> Engine:
         """The in-process engine of this root (opened on first use)."""
@@ -181,7 +203,9 @@ class EngineAccess:
 
     def close(self) -> None:
         if self.daemon is not None:
-            self.daemon.close()
+            with self._connections_lock:
+                for client in self._connections or [self.daemon]:
+                    client.close()
         else:
             from ctxls.daemon.server import server
 

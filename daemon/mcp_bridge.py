@@ -62,7 +62,8 @@ class ToolError(Exception):
 class Bridge:
     """The engine access behind the tools, re-opened if the daemon goes away.
     Without a daemon the engine is hosted here: indexed in the background, with
-    its embedding worker, so answers say `partial` until vectors exist."""
+    its embedding worker, so answers say `partial` until vectors exist. Calls
+    run at once (the pool's threads): only opening the access is one at a time."""
 
     def __init__(self, root: Path, use_daemon: bool):
         self.root = root
@@ -72,21 +73,26 @@ class Bridge:
 
     def call(self, method: str, params: dict[str, Any]) -> Any:
         params = {k: v for k, v in params.items() if v is not None}
-        with self._lock:
-            for attempt in (1, 2):
-                if self._access is None:
-                    self._access = EngineAccess(self.root, use_daemon=self.use_daemon,
-                                                refresh=False)
-                    if self._access.via == "local":
-                        self._access.host()
-                try:
-                    return self._access.request(method, params)
-                except (ConnectionError, OSError):
-                    # The daemon stopped: next attempt uses a new daemon or hosts the engine.
-                    self._access = None
-                    if attempt == 2:
-                        raise
+        for attempt in (1, 2):
+            access = self._opened()
+            try:
+                return access.request(method, params)
+            except (ConnectionError, OSError):
+                # The daemon stopped: next attempt uses a new daemon or hosts the engine.
+                with self._lock:
+                    if self._access is access:
+                        self._access = None
+                if attempt == 2:
+                    raise
         raise AssertionError("unreachable")
+
+    def _opened(self) -> EngineAccess:
+        with self._lock:
+            if self._access is None:
+                self._access = EngineAccess(self.root, use_daemon=self.use_daemon, refresh=False)
+                if self._access.via == "local":
+                    self._access.host()
+            return self._access
 
     @property
     def via(self) -> str:

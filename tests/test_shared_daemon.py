@@ -7,8 +7,12 @@ import asyncio
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcp import StdioServerParameters
@@ -16,6 +20,8 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from ctxls.daemon.client import DaemonClient
+from ctxls.daemon.framing import frame
+from ctxls.daemon.mcp_bridge import Bridge
 
 from conftest import serve
 
@@ -141,6 +147,75 @@ def test_a_killed_daemons_socket_is_replaced_by_the_next_start(repo: Path):
         second.terminate()
         second.wait(timeout=10)
     assert not sock.exists()  # a clean stop removes it
+
+
+class SlowDaemon:
+    """A stand-in for the daemon's socket that answers each connection's
+    requests in turn, as a connection is answered: `slow` when released,
+    anything else at once (with its method)."""
+
+    def __init__(self, path: Path):
+        self.release = threading.Event()
+        self.connections = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._listener.bind(str(path))
+        self._listener.listen()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        while True:
+            length = None
+            while (line := reader.readline().strip()):
+                name, _, value = line.decode().partition(":")
+                length = int(value) if name.lower() == "content-length" else length
+            if length is None:
+                return
+            message = json.loads(reader.read(length))
+            if "id" not in message:
+                continue
+            if message["method"] == "slow":
+                self.release.wait(30)
+            conn.sendall(frame({"jsonrpc": "2.0", "id": message["id"],
+                                "result": {"method": message["method"]}}))
+
+    def close(self) -> None:
+        self.release.set()
+        self._listener.close()
+
+
+def test_an_agents_quick_call_does_not_wait_behind_its_slow_one(tmp_path: Path):
+    """MCP tool calls run on a pool of threads, but the bridge sent them all
+    on one daemon connection under one lock: a recall waited for an impact
+    on a hot name to end. Each thread now has its own connection; and a
+    request may run as long as the daemon works (the client's 30 s socket
+    timeout took a long one for a lost daemon and sent it again)."""
+    root = tmp_path / "repo"
+    daemon = SlowDaemon(root / ".ctxls" / "daemon.sock")
+    bridge = Bridge(root, use_daemon=True)
+    try:
+        slow = ThreadPoolExecutor(1).submit(bridge.call, "slow", {})
+        time.sleep(0.2)  # the slow call is on its way
+        quick = ThreadPoolExecutor(1).submit(bridge.call, "ctxls/status", {})
+        assert quick.result(timeout=10) == {"method": "ctxls/status"}
+        assert not slow.done()
+        daemon.release.set()
+        assert slow.result(timeout=10) == {"method": "slow"}
+        assert daemon.connections == 2
+        assert all(c._sock.gettimeout() is None for c in bridge._opened()._connections)
+    finally:
+        bridge.close()
+        daemon.close()
 
 
 async def test_mcp_stdio_client_lists_tools_and_calls_recall_impact_remember(repo: Path):
