@@ -20,6 +20,7 @@ from ctxls.index.roots import STORE_DIR_NAME
 from ctxls.index.errors import EngineError
 
 if TYPE_CHECKING:
+    from ctxls.index.cancel import CancelToken
     from ctxls.index.engine import Engine
 
 
@@ -38,6 +39,7 @@ class DaemonClient:
         self._sock = sock
         self._file = sock.makefile("rb")
         self._next_id = 0
+        self._write_lock = threading.Lock()  # a cancellation is written from another thread
 
     @classmethod
     def connect(cls, path: Path, timeout: float = 30.0) -> "DaemonClient | None":
@@ -57,11 +59,14 @@ class DaemonClient:
         sock.settimeout(None)
         return cls(sock)
 
-    def request(self, method: str, params: dict | None) -> Any:
+    def request(self, method: str, params: dict | None, token: CancelToken | None = None) -> Any:
+        """The daemon's answer; ``token`` cancelled sends ``$/cancelRequest``
+        (the daemon stops the work and answers -32800)."""
         self._next_id += 1
         msg_id = self._next_id
-        self._sock.sendall(frame({"jsonrpc": "2.0", "id": msg_id, "method": method,
-                                  "params": params or {}}))
+        self._send(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}}))
+        if token is not None:
+            token.on_cancel(functools.partial(self._cancel, msg_id))
         while True:
             message = self._read()
             if message.get("id") != msg_id:
@@ -71,6 +76,16 @@ class DaemonClient:
                 raise RemoteError(error.get("code", -32603), error.get("message", ""),
                                   error.get("data"))
             return message.get("result")
+
+    def _send(self, data: bytes) -> None:
+        with self._write_lock:
+            self._sock.sendall(data)
+
+    def _cancel(self, msg_id: int) -> None:
+        try:
+            self._send(frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}))
+        except OSError:  # the connection is gone: no work left to stop
+            pass
 
     def _read(self) -> dict:
         length = None
@@ -126,10 +141,12 @@ class EngineAccess:
             return "daemon"
         return "hosted" if self.hosted else "local"
 
-    def request(self, method: str, params: dict | None = None) -> Any:
+    def request(self, method: str, params: dict | None = None,
+                token: CancelToken | None = None) -> Any:
+        """``token``: cancelled, the work stops (-32800), here or in the daemon."""
         if self.daemon is not None:
-            return self._connection().request(method, params)
-        return self._local(method, params)
+            return self._connection().request(method, params, token)
+        return self._local(method, params, token)
 
     def _connection(self) -> DaemonClient:
         """This thread's connection to the daemon (the first thread's is ``daemon``)."""
@@ -188,7 +205,7 @@ class EngineAccess:
             self.local_engine()
             self._local_ready = True
 
-    def _local(self, method: str, params: dict | None) -> Any:
+    def _local(self, method: str, params: dict | None, token: CancelToken | None = None) -> Any:
         from ctxls.daemon import wire
         from ctxls.daemon.router import ROUTER
         from ctxls.daemon.server import server
@@ -199,7 +216,7 @@ class EngineAccess:
         handler = server.custom_methods.get(method)
         if handler is None:
             raise RemoteError(-32601, f"method not found: {method}", {})
-        return ROUTER.run_here(functools.partial(handler, server, wire.Params(params)))
+        return ROUTER.run_here(functools.partial(handler, server, wire.Params(params)), token)
 
     def close(self) -> None:
         if self.daemon is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
@@ -35,6 +36,7 @@ from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_
                                      past_end_text, similar_text, status_lines, symbols_text,
                                      weak_note)
 from ctxls.daemon.mcp_stdio import McpStdioServer
+from ctxls.index.cancel import CancelToken
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 
@@ -70,13 +72,24 @@ class Bridge:
         self.use_daemon = use_daemon
         self._access: EngineAccess | None = None
         self._lock = threading.Lock()
+        self._call_here = threading.local()  # the cancel token of the tool call this thread runs
+
+    @contextmanager
+    def serving(self, token: CancelToken | None):
+        """The block is one tool call: its requests stop when ``token`` is cancelled."""
+        self._call_here.token = token
+        try:
+            yield
+        finally:
+            self._call_here.token = None
 
     def call(self, method: str, params: dict[str, Any]) -> Any:
         params = {k: v for k, v in params.items() if v is not None}
+        token = getattr(self._call_here, "token", None)
         for attempt in (1, 2):
             access = self._opened()
             try:
-                return access.request(method, params)
+                return access.request(method, params, token)
             except (ConnectionError, OSError):
                 # The daemon stopped: next attempt uses a new daemon or hosts the engine.
                 with self._lock:
@@ -583,13 +596,15 @@ TOOLS = (
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
-def call_tool(bridge: Bridge, name: str, arguments: dict) -> dict:
-    """A ``tools/call`` result; every failure is a tool error ``ctxls error CODE: ...``."""
+def call_tool(bridge: Bridge, name: str, arguments: dict, token: CancelToken | None = None) -> dict:
+    """A ``tools/call`` result; every failure is a tool error ``ctxls error CODE: ...``.
+    ``token`` cancelled (the agent's ``notifications/cancelled``) stops the work."""
     tool = TOOLS_BY_NAME.get(name)
     try:
         if tool is None:
             raise ToolError(-32601, f"unknown tool {name!r}; list_tools names the tools")
-        return tool.call(bridge, arguments)
+        with bridge.serving(token):
+            return tool.call(bridge, arguments)
     except ToolError as exc:
         text = exc.text
     except (ConnectionError, OSError) as exc:
@@ -604,7 +619,7 @@ def run_mcp(root: Path, use_daemon: bool = True) -> int:
     bridge = Bridge(root, use_daemon)
     server = McpStdioServer("ctxls", __version__, INSTRUCTIONS,
                             lambda: [tool.describe() for tool in TOOLS],
-                            lambda name, arguments: call_tool(bridge, name, arguments))
+                            lambda name, arguments, token: call_tool(bridge, name, arguments, token))
     try:
         server.run()
     finally:

@@ -4,7 +4,9 @@ JSON-RPC 2.0 message a line) and its lifecycle, on the standard library alone.
 The official SDK took 5 s of an agent's start to import (it and pydantic);
 the protocol a tool server speaks is small: ``initialize`` (version
 negotiation), ``ping``, ``tools/list``, ``tools/call`` and notifications
-(``notifications/cancelled`` drops the answer of a request still running).
+(``notifications/cancelled`` drops the answer of a request still running,
+and stops its work: a call not started is never run, a running one's cancel
+token is cancelled).
 Every request gets an answer, also one that cannot be read: -32700 for a
 line that is not JSON, -32600 for one that is not a request, -32602 naming
 the bad param for a request whose params are unusable; a malformed
@@ -24,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Callable
 
 from ctxls.daemon.request_values import first_invalid
+from ctxls.index.cancel import CancelToken
 
 # Newest first: an unknown requested version is answered with the newest.
 PROTOCOL_VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -75,19 +78,20 @@ def error_reply(msg_id: str | int | None, code: int, message: str) -> dict:
 
 class McpStdioServer:
     """One agent on stdin/stdout. ``list_tools()`` gives the tools' JSON
-    descriptions; ``call_tool(name, arguments)`` a ``tools/call`` result
-    (errors inside it, never raised)."""
+    descriptions; ``call_tool(name, arguments, token)`` a ``tools/call``
+    result (errors inside it, never raised), stopping early once ``token``
+    (a ``CancelToken``) is cancelled."""
 
     def __init__(self, name: str, version: str, instructions: str,
                  list_tools: Callable[[], list[dict]],
-                 call_tool: Callable[[str, dict], dict]):
+                 call_tool: Callable[[str, dict, CancelToken], dict]):
         self.info = {"name": name, "version": version}
         self.instructions = instructions
         self.list_tools = list_tools
         self.call_tool = call_tool
         self._out = None
         self._write_lock = threading.Lock()
-        self._running: dict[str | int, Future] = {}
+        self._running: dict[str | int, tuple[Future, CancelToken]] = {}
         self._calls = ThreadPoolExecutor(CALL_THREADS, thread_name_prefix="ctxls-mcp-call")
         self._cancelled: set[str | int] = set()
         self._lock = threading.Lock()
@@ -103,7 +107,7 @@ class McpStdioServer:
             elif message is not None:
                 self.handle(message)
         with self._lock:
-            running = list(self._running.values())
+            running = [future for future, _ in self._running.values()]
         wait(running)
         self._calls.shutdown(wait=True)
 
@@ -114,12 +118,19 @@ class McpStdioServer:
             request_id = params.get("requestId")
             if method == "notifications/cancelled" and isinstance(request_id, (str, int)):
                 with self._lock:
-                    if request_id in self._running:
-                        self._cancelled.add(request_id)
+                    future, token = self._running.get(request_id, (None, None))
+                    if future is None:
+                        return
+                    if future.cancel():  # still waiting for a thread: never run
+                        del self._running[request_id]
+                        return
+                    self._cancelled.add(request_id)
+                token.cancel()  # outside the lock: it may write to the daemon
             return  # notifications/initialized and any other: nothing to answer
         if method == "tools/call":
+            token = CancelToken()
             with self._lock:  # registered before it can end and unregister itself
-                self._running[msg_id] = self._calls.submit(self._call, msg_id, params)
+                self._running[msg_id] = (self._calls.submit(self._call, msg_id, params, token), token)
         elif method == "initialize":
             self.reply(msg_id, self.initialize(params))
         elif method == "ping":
@@ -135,7 +146,7 @@ class McpStdioServer:
         return {"protocolVersion": version, "capabilities": {"tools": {"listChanged": False}},
                 "serverInfo": self.info, "instructions": self.instructions}
 
-    def _call(self, msg_id: str | int, params: dict) -> None:
+    def _call(self, msg_id: str | int, params: dict, token: CancelToken) -> None:
         name, arguments = params.get("name"), params.get("arguments")
         if not isinstance(name, str):
             result = None
@@ -146,7 +157,7 @@ class McpStdioServer:
             error = error_reply(msg_id, INVALID_PARAMS,
                                 "invalid param 'params.arguments': must be an object")
         else:
-            result, error = self.call_tool(name, arguments or {}), None
+            result, error = self.call_tool(name, arguments or {}, token), None
         with self._lock:
             self._running.pop(msg_id, None)
             if msg_id in self._cancelled:

@@ -175,10 +175,11 @@ class Router:
             raise
 
     @staticmethod
-    def run_here(work: Callable[[], T]) -> T:
+    def run_here(work: Callable[[], T], token: CancelToken | None = None) -> T:
         """``work`` in this thread as a request runs (one snapshot, the
-        library's errors): the in-process CLI, which has no event loop."""
-        return _in_request(None, work)
+        library's errors, ``token`` bound): the in-process CLI and MCP tool
+        calls, which have no event loop."""
+        return _in_request(token, work)
 
 
 ROUTER = Router()

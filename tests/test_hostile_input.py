@@ -1337,6 +1337,43 @@ def test_a_file_that_crashes_its_grammar_is_read_as_windows_and_the_daemon_lives
         daemon.close()
 
 
+def test_an_mcp_call_the_agent_cancels_stops_or_never_runs():
+    """`notifications/cancelled` only dropped the answer: the work ran on,
+    holding one of the few call threads. Now a running call's token is
+    cancelled and a call still waiting for a thread never runs."""
+    import io
+
+    from ctxls.daemon.mcp_stdio import CALL_THREADS, McpStdioServer
+
+    release = threading.Event()
+    started: list[str] = []
+    seen_cancelled: dict[str, bool] = {}
+
+    def call_tool(name, arguments, token):
+        started.append(name)
+        release.wait(10)
+        seen_cancelled[name] = token.cancelled
+        return {"content": [{"type": "text", "text": name}]}
+
+    server = McpStdioServer("probe", "0", "", lambda: [], call_tool)
+    server._out = io.BytesIO()
+    for n in range(CALL_THREADS + 1):  # the last one waits for a thread
+        server.handle({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                       "params": {"name": f"call{n}", "arguments": {}}})
+    deadline = time.monotonic() + 10
+    while len(started) < CALL_THREADS and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for n in (0, CALL_THREADS):
+        server.handle({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": n}})
+    release.set()
+    server._calls.shutdown(wait=True)
+    answered = sorted(json.loads(line)["id"] for line in server._out.getvalue().splitlines())
+    assert answered == list(range(1, CALL_THREADS))
+    assert f"call{CALL_THREADS}" not in started  # cancelled while queued: never ran
+    assert seen_cancelled == {"call0": True} | {f"call{n}": False for n in range(1, CALL_THREADS)}
+
+
 def test_mcp_tool_calls_share_a_few_threads(tmp_path: Path):
     """A thread per tool call opened a store connection per call (~20 ms, two
     file descriptors each until the store closed): calls run on a pool of
@@ -1347,7 +1384,7 @@ def test_mcp_tool_calls_share_a_few_threads(tmp_path: Path):
 
     threads: list[int] = []
     server = McpStdioServer("probe", "0", "", lambda: [],
-                            lambda name, arguments: threads.append(threading.get_ident()) or {
+                            lambda name, arguments, token: threads.append(threading.get_ident()) or {
                                 "content": [{"type": "text", "text": name}]})
     server._out = io.BytesIO()
     for msg_id in range(40):

@@ -15,13 +15,15 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from mcp import StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
-from ctxls.daemon.client import DaemonClient
+from ctxls.daemon.client import DaemonClient, RemoteError
 from ctxls.daemon.framing import frame
 from ctxls.daemon.mcp_bridge import Bridge
+from ctxls.index.cancel import CancelToken
 
 from conftest import serve
 
@@ -106,7 +108,6 @@ async def test_two_socket_clients_at_once_get_consistent_answers(repo: Path):
 
         client = DaemonClient.connect(sock)
         try:
-            from ctxls.daemon.client import RemoteError
             try:
                 client.request("ctxls/recall", {"query": 3})
                 raise AssertionError("bad params were accepted")
@@ -151,11 +152,12 @@ def test_a_killed_daemons_socket_is_replaced_by_the_next_start(repo: Path):
 
 class SlowDaemon:
     """A stand-in for the daemon's socket that answers each connection's
-    requests in turn, as a connection is answered: `slow` when released,
-    anything else at once (with its method)."""
+    requests in turn, as a connection is answered: `slow` when released (or
+    cancelled: -32800), anything else at once (with its method)."""
 
     def __init__(self, path: Path):
         self.release = threading.Event()
+        self.cancelled: list[int] = []
         self.connections = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -182,12 +184,20 @@ class SlowDaemon:
             if length is None:
                 return
             message = json.loads(reader.read(length))
-            if "id" not in message:
-                continue
-            if message["method"] == "slow":
-                self.release.wait(30)
-            conn.sendall(frame({"jsonrpc": "2.0", "id": message["id"],
-                                "result": {"method": message["method"]}}))
+            if message["method"] == "$/cancelRequest":
+                self.cancelled.append(message["params"]["id"])
+                self.release.set()
+            elif message["method"] == "slow":  # answered from a thread: this one reads on
+                threading.Thread(target=self._slow, args=(conn, message["id"]), daemon=True).start()
+            elif "id" in message:
+                conn.sendall(frame({"jsonrpc": "2.0", "id": message["id"],
+                                    "result": {"method": message["method"]}}))
+
+    def _slow(self, conn: socket.socket, msg_id: int) -> None:
+        self.release.wait(30)
+        conn.sendall(frame({"jsonrpc": "2.0", "id": msg_id, "error": {
+            "code": -32800, "message": "request cancelled"}} if msg_id in self.cancelled
+            else {"jsonrpc": "2.0", "id": msg_id, "result": {"method": "slow"}}))
 
     def close(self) -> None:
         self.release.set()
@@ -213,6 +223,29 @@ def test_an_agents_quick_call_does_not_wait_behind_its_slow_one(tmp_path: Path):
         assert slow.result(timeout=10) == {"method": "slow"}
         assert daemon.connections == 2
         assert all(c._sock.gettimeout() is None for c in bridge._opened()._connections)
+    finally:
+        bridge.close()
+        daemon.close()
+
+
+def test_an_agents_cancelled_call_is_cancelled_in_the_daemon(tmp_path: Path):
+    """The call's token cancelled sends `$/cancelRequest` for it on its
+    connection: the daemon stops the work, and the call ends at once."""
+    root = tmp_path / "repo"
+    daemon = SlowDaemon(root / ".ctxls" / "daemon.sock")
+    bridge = Bridge(root, use_daemon=True)
+    token = CancelToken()
+    try:
+        def slow_call():
+            with bridge.serving(token):
+                return bridge.call("slow", {})
+
+        slow = ThreadPoolExecutor(1).submit(slow_call)
+        time.sleep(0.2)
+        token.cancel()
+        with pytest.raises(RemoteError) as raised:
+            slow.result(timeout=10)
+        assert raised.value.code == -32800 and daemon.cancelled == [1]
     finally:
         bridge.close()
         daemon.close()
