@@ -33,7 +33,7 @@ from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClos
                                     cmd_get, cmd_impact, cmd_locate, cmd_outline, cmd_recall,
                                     cmd_recent, cmd_related, cmd_remember, cmd_status, cmd_symbols,
                                     cmd_trust_memory)
-from ctxls.daemon.formatting import in_caller_names
+from ctxls.daemon.formatting import in_caller_names, terminal_safe
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 
@@ -290,14 +290,21 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE
     except CliError as exc:
-        print(f"ctxls: {exc.message}", file=sys.stderr)
+        say_error(exc.message)
         return exc.code
     except EngineError as exc:
-        print(f"ctxls: {in_caller_names(exc.message, OPTION_OF_FIELD)}", file=sys.stderr)
+        say_error(in_caller_names(exc.message, OPTION_OF_FIELD))
         return EXIT_USAGE if exc.code == InvalidParams.code else 1
     except ConnectionError as exc:
-        print(f"ctxls: lost the daemon: {exc}", file=sys.stderr)
+        say_error(f"lost the daemon: {exc}")
         return 1
+
+
+def say_error(message: str) -> None:
+    """An error on stderr; terminal-safe on a terminal (it may name a repository's file)."""
+    if sys.stderr is None:
+        return
+    print(f"ctxls: {terminal_safe(message) if sys.stderr.isatty() else message}", file=sys.stderr)
 
 
 if __name__ == "__main__":

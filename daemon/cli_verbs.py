@@ -25,7 +25,7 @@ from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
                                      impact_lines, one_line, outline_text, partial_note,
                                      past_end_text, similar_text, status_lines, symbols_text,
-                                     vimgrep_path, weak_note)
+                                     terminal_safe, vimgrep_path, weak_note)
 from ctxls.index.roots import STORE_DIR_NAME, find_root, too_broad_root
 
 EXIT_NOT_FOUND = 1
@@ -85,6 +85,8 @@ def write_out(text: str, stream=None) -> None:
     stream = stream or sys.stdout
     if stream is None:  # started with stdout closed (`>&-`): like a closed pipe
         raise OutputClosed()
+    if stream is sys.stderr and stream.isatty():  # never styled: made safe here
+        text = terminal_safe(text)
     try:
         stream.write(text)
         stream.flush()
@@ -121,13 +123,17 @@ def log_on_stderr(args: argparse.Namespace) -> None:
 
 def call(args: argparse.Namespace, method: str, params: dict, refresh: bool = True
          ) -> tuple[Any, str]:
-    """(the protocol's result, "daemon" | "local")."""
+    """(the protocol's result, "daemon" | "local"); for a terminal, with its
+    strings terminal-safe (a pipe or a file gets them exactly)."""
     access = open_access(args, resolve_root(args.root, creates=False),
                          refresh and not getattr(args, "no_refresh", False))
     try:
-        return access.request(method, params), access.via
+        result = access.request(method, params)
     finally:
         access.close()
+    if sys.stdout is not None and sys.stdout.isatty():
+        result = terminal_safe(result)
+    return result, access.via
 
 
 def drop_none(params: dict) -> dict:

@@ -9,6 +9,28 @@ import os
 from urllib.parse import unquote, urlparse
 
 
+# Characters a terminal acts on instead of showing: the C0 controls but tab
+# and newline, DEL, the C1 controls, and the bidirectional embeddings,
+# overrides and isolates ("Trojan Source"). A repository's file names and
+# text reach the terminal through every verb; escaped, they cannot retitle
+# or clear it, set its clipboard, hide a line or reorder one.
+_TERMINAL_ACTIVE = {c: f"\\u{c:04x}" for c in (*range(0x00, 0x09), *range(0x0b, 0x20),
+                                                 *range(0x7f, 0xa0), *range(0x202a, 0x202f),
+                                                 *range(0x2066, 0x206a))}
+
+
+def terminal_safe(value):
+    """``value`` (text, or the protocol's JSON) with every terminal-active
+    character written as its ``\\uXXXX`` escape, for a terminal to show."""
+    if isinstance(value, str):
+        return value.translate(_TERMINAL_ACTIVE)
+    if isinstance(value, list):
+        return [terminal_safe(item) for item in value]
+    if isinstance(value, dict):
+        return {terminal_safe(key): terminal_safe(item) for key, item in value.items()}
+    return value
+
+
 class Style:
     """ANSI colours like ripgrep's, only when wanted (``--color``, NO_COLOR, a TTY)."""
 

@@ -364,3 +364,58 @@ def test_progress_goes_to_a_terminal_only(repo: Path):
     assert re.search(rb"embedding \d+/\d+ chunks, ([\d.]+/s, ETA \dm\d\ds|estimating)", shown)
     piped = run("index", "--root", str(repo), "--force", "--embed")
     assert piped.stderr == ""
+
+
+def on_a_terminal(*args: str) -> tuple[bytes, bytes]:
+    """(stdout, stderr) of a verb whose stdout and stderr are a pseudo-terminal each."""
+    import pty
+
+    out_master, out_slave = pty.openpty()
+    err_master, err_slave = pty.openpty()
+    proc = subprocess.Popen([*CTXLS, *args], stdout=out_slave, stderr=err_slave,
+                            env={**os.environ, "NO_COLOR": "1"})
+    os.close(out_slave)
+    os.close(err_slave)
+
+    def drain(fd: int) -> bytes:
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the slave side closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(fd)
+        return b"".join(chunks)
+
+    errors: list[bytes] = []
+    reader = threading.Thread(target=lambda: errors.append(drain(err_master)))
+    reader.start()
+    out = drain(out_master)
+    proc.wait(timeout=120)
+    reader.join(10)
+    return out, errors[0]
+
+
+def test_a_repositorys_control_characters_never_reach_a_terminal(tmp_path: Path):
+    """A file name or text holding escape sequences (retitle, clear, hide a
+    line) or a bidi override was written raw to the terminal by every verb.
+    On a terminal they are shown as escapes; a pipe still gets the exact text."""
+    root = tmp_path / "evil"
+    root.mkdir()
+    name = "evil_\x1b]0;PWNED\x07_\x1b[8mhidden.py"
+    (root / name).write_text('def escape_probe_fn():\n    """doc \x1b[2J \u202e reversed"""\n'
+                             "    return 1\n")
+    assert run("index", "--root", str(root)).returncode == 0
+    out, _ = on_a_terminal("recall", "escape_probe_fn", "--body", "--root", str(root))
+    shown = out.decode()
+    assert "escape_probe_fn" in shown
+    assert not any(c in shown for c in "\x1b\x07\u202e"), shown
+    assert "evil_\\u001b]0;PWNED\\u0007_\\u001b[8mhidden.py" in shown
+    assert "doc \\u001b[2J \\u202e reversed" in shown
+    _, err = on_a_terminal("get", name + ":99", "--root", str(root))
+    assert b"\x1b" not in err and b"\\u001b" in err  # the error names the file
+    piped = run("recall", "escape_probe_fn", "--body", "--root", str(root))
+    assert name in piped.stdout and "doc \x1b[2J \u202e reversed" in piped.stdout
