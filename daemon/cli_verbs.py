@@ -115,10 +115,19 @@ def open_access(args: argparse.Namespace, root: Path, refresh: bool = False):
 
 
 def log_on_stderr(args: argparse.Namespace) -> None:
+    """The log on stderr; on a terminal, terminal-safe (a log line names files
+    of the repository, `ctxls serve` in a terminal logs them all)."""
     import logging
 
-    logging.basicConfig(level=getattr(args, "log_level", "WARNING"), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    class TerminalSafe(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return terminal_safe(super().format(record))
+
+    handler = logging.StreamHandler(sys.stderr)
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(TerminalSafe(fmt) if sys.stderr is not None and sys.stderr.isatty()
+                         else logging.Formatter(fmt))
+    logging.basicConfig(level=getattr(args, "log_level", "WARNING"), handlers=[handler])
 
 
 def call(args: argparse.Namespace, method: str, params: dict, refresh: bool = True
