@@ -124,6 +124,8 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         if not isinstance(symbol, str) or not symbol.strip():
             raise InvalidParams("symbol", "must be a non-empty string")
         query = symbol.strip()
+        if query.endswith("()"):  # a call as prose writes it: `send_prepared()`
+            query = query[:-2].rstrip() or query
         # A name no definition can have; bounded like a symbol query so that
         # nothing keyed by it (the lens titles) holds megabytes per entry.
         if len(query) > MAX_NAME_CHARS:

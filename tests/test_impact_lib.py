@@ -1350,3 +1350,16 @@ def test_a_call_deep_in_a_nest_is_found_and_confirmed(make_engine):
     assert [(c.path, c.span.start_line, c.confirmed) for c in found.callers] == [("pkg/deep.py", 4, True)]
     found = analysis.analyze(engine, "C.meth")
     assert [(c.path, c.span.start_line, c.confirmed) for c in found.callers] == [("pkg/cls.py", 5, True)]
+
+
+def test_a_symbol_written_as_a_call_is_the_symbol(make_engine):
+    """Agents copy `frobnicate()` from prose: it was "not defined"."""
+    engine = make_engine({
+        "core.py": "def frobnicate(x):\n    return x\n",
+        "use.py": "from core import frobnicate\n\n\ndef later():\n    return frobnicate(0)\n",
+    })
+    for written in ("frobnicate()", " frobnicate() "):
+        found = analysis.analyze(engine, written)
+        assert found is not None and found.symbol == "frobnicate", written
+        assert callers(found) == {("use.py", 4, "later", True)}
+    assert analysis.analyze(engine, "()") is None  # nothing left: no such name
