@@ -31,7 +31,7 @@ from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
 from ctxls.index.paths import is_test_path, superseded_paths
 from ctxls.index.recall_features import path_index
-from ctxls.index.symbols import MAX_NAME_CHARS
+from ctxls.index.symbols import MAX_NAME_CHARS, name_as_written
 from ctxls.index.store import generated_paths
 
 from . import index_view, syntax
@@ -123,9 +123,7 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
     if symbol is not None:
         if not isinstance(symbol, str) or not symbol.strip():
             raise InvalidParams("symbol", "must be a non-empty string")
-        query = symbol.strip()
-        if query.endswith("()"):  # a call as prose writes it: `send_prepared()`
-            query = query[:-2].rstrip() or query
+        query = name_as_written(symbol)
         # A name no definition can have; bounded like a symbol query so that
         # nothing keyed by it (the lens titles) holds megabytes per entry.
         if len(query) > MAX_NAME_CHARS:

@@ -57,6 +57,15 @@ class Definition:
         return self.symbol.rpartition(".")[0] or None
 
 
+def name_as_written(text: str) -> str:
+    """A name as a person or an agent writes it: trimmed, and a call's
+    ``()`` dropped (``Session.request()`` is ``Session.request``)."""
+    name = text.strip()
+    if name.endswith("()"):
+        name = name[:-2].rstrip() or name
+    return name
+
+
 def _definition(row) -> Definition:
     return Definition(row[1], row[2], row[0], row[3], row[5], row[4])
 
@@ -75,7 +84,7 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
         raise InvalidParams("match", f"must be one of {', '.join(MATCHES)}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SYMBOLS_N:
         raise InvalidParams("limit", f"must be an integer from 1 to {MAX_SYMBOLS_N}")
-    needle = query.strip().lower() if isinstance(query, str) else ""
+    needle = name_as_written(query).lower() if isinstance(query, str) else ""
     if not needle:
         raise InvalidParams("query", "must be a non-empty string")
     if len(needle) > MAX_NAME_CHARS:

@@ -21,6 +21,7 @@ from ctxls.index.discovery import DiscoveryOptions, FileFilter
 from ctxls.index.engine import Engine
 from ctxls.index.paths import is_test_path
 from ctxls.index.errors import RipgrepMissing
+from ctxls.index.symbols import find_definitions
 
 
 @pytest.fixture
@@ -1353,7 +1354,8 @@ def test_a_call_deep_in_a_nest_is_found_and_confirmed(make_engine):
 
 
 def test_a_symbol_written_as_a_call_is_the_symbol(make_engine):
-    """Agents copy `frobnicate()` from prose: it was "not defined"."""
+    """Agents copy `frobnicate()` from prose: impact said "not defined" and
+    a symbol search found nothing."""
     engine = make_engine({
         "core.py": "def frobnicate(x):\n    return x\n",
         "use.py": "from core import frobnicate\n\n\ndef later():\n    return frobnicate(0)\n",
@@ -1363,3 +1365,5 @@ def test_a_symbol_written_as_a_call_is_the_symbol(make_engine):
         assert found is not None and found.symbol == "frobnicate", written
         assert callers(found) == {("use.py", 4, "later", True)}
     assert analysis.analyze(engine, "()") is None  # nothing left: no such name
+    assert [d.symbol for d in find_definitions(engine.store.reader(), "frobnicate()", "exact")] == \
+        ["frobnicate"]
