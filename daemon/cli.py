@@ -158,7 +158,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if wanted("get"):
         get = verb("get", "print a file, a line range or a memory", cmd_get, colour=False)
         get.add_argument("id", help="a file path (from the repository or the current folder) or a "
-                                    "memory id")
+                                    "memory id; PATH:16-18 (as answers print it) gives those lines")
         get.add_argument("--start-line", type=int, help="first line (1-based)")
         get.add_argument("--end-line", type=int, help="last line (1-based, inclusive)")
         get.add_argument("--scope", help="the memory tenant the id belongs to")

@@ -457,7 +457,8 @@ TOOLS = (
         "current). A path outside the repository fails with -32004; an unknown id answers "
         "`not found: ID`; before the first index completes, -32011 says how far it is."),
         (Param("id", "string", "A repository-relative file path (as recall prints it) or a "
-                               "memory id.", required=True),
+                               "memory id; a location as answers print it "
+                               "(`pkg/core.py:16-18`) gives those lines.", required=True),
          Param("start_line", "integer", "First line to return, 1-based (as recall prints it).",
                minimum=1),
          Param("end_line", "integer", "Last line to return, 1-based and inclusive.", minimum=1),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -170,6 +171,25 @@ class BodyBudget:
             return None
         self.left -= size
         return body
+
+
+# A location after a path, as answers, editors and GitHub write it (1-based):
+# `:16`, `:16-18`, `:16:5` (a column), `#L16`, `#L16-L18`, `#L16-18`.
+_WRITTEN_LOCATION = re.compile(r"(.+?)(?::(\d+)(?:-(\d+)|:\d+)?|#L(\d+)(?:-L?(\d+))?)")
+
+
+def written_location(text: str) -> tuple[str, int, int] | None:
+    """(path, first line, last line), 0-based, of an id that ends with a
+    written location, or None."""
+    found = _WRITTEN_LOCATION.fullmatch(text.strip())
+    if found is None:
+        return None
+    path, start, end, hash_start, hash_end = found.groups()
+    first = int(start or hash_start)
+    last = int(end or hash_end or first)
+    if not 1 <= first <= last:
+        return None
+    return path, first - 1, last - 1
 
 
 @dataclass
@@ -998,7 +1018,10 @@ class Engine:
     def get(self, item_id: str, start_line: int | None = None, end_line: int | None = None,
             scope: Scope = EVERYTHING, log: bool = False) -> Item | None:
         """A written memory ``scope`` sees under this id, else the indexed file
-        (read fresh); ``log`` appends a "fetch" to the demand log."""
+        (read fresh), else, for an id that is neither and ends with a location
+        as answers print it (``path:16-18``, ``path:16``, ``path:16:5``,
+        ``path#L16-L18``; 1-based), those lines of that file. ``log`` appends
+        a "fetch" to the demand log."""
         if not isinstance(item_id, str) or not item_id:
             raise InvalidParams("id", "must be a non-empty string")
         for name, value in (("startLine", start_line), ("endLine", end_line)):
@@ -1019,7 +1042,8 @@ class Engine:
         changed_now = bool(self.refresh_stale([path]))
         state = self.store.file_state(path)
         if state is None:
-            return None
+            located = written_location(item_id) if start_line is None and end_line is None else None
+            return self.get(*located, scope=scope, log=log) if located is not None else None
         text = self.current_text(path)
         if text is None:
             return None

@@ -11,6 +11,7 @@ from ctxls.index.discovery import (MAX_PATHSPECS, DiscoveryOptions, FileFilter, 
                                    read_source, real_path, relative_path)
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import InvalidParams, OutsideRoot, StalePointer
+from ctxls.index.scopes import EVERYTHING
 from ctxls.index.symbols import flatten
 
 from conftest import SAMPLE_FILES, git, write_tree
@@ -294,6 +295,25 @@ def test_get_range_staleness_tracks_buffers(plain: Path):
     assert engine.get("pkg/session.py", 0, 0).text == "# typed but not yet indexed"
     with pytest.raises(OutsideRoot):
         engine.get("../../etc/passwd")
+    engine.close()
+
+
+def test_get_of_a_location_as_answers_print_it(plain: Path):
+    """Agents pass `pkg/session.py:4-5` (what recall prints) as get's id: it
+    answered "not found". The id as it is still wins (a memory may be named so)."""
+    engine = engine_for(plain)
+    engine.cold_index()
+    expected = engine.get("pkg/session.py", 3, 4)
+    for written in ("pkg/session.py:4-5", "pkg/session.py#L4-L5", "pkg/session.py#L4-5",
+                    str(plain / "pkg/session.py") + ":4-5"):
+        item = engine.get(written)
+        assert (item.id, item.text, item.meta) == ("pkg/session.py", expected.text, expected.meta)
+    assert engine.get("pkg/session.py:4").text == "class Session:"
+    assert engine.get("pkg/session.py:4:9").text == "class Session:"
+    for not_a_location in ("pkg/session.py:0", "pkg/session.py:5-4", "pkg/nosuch.py:4"):
+        assert engine.get(not_a_location) is None
+    engine.memory.remember(EVERYTHING, "notes:4", "a memory named like a location")
+    assert engine.get("notes:4").text == "a memory named like a location"
     engine.close()
 
 
