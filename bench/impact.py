@@ -858,8 +858,7 @@ def record(quality_rows: list[dict], latency_row: dict | None, command: str, loa
            "machine": f"{os.cpu_count()} cores, load {load[0]:.1f} → {load[1]:.1f}", "area": "Impact", "issue": 16}
     goal = ", ".join(g for _, g, _ in RESULT_COLUMNS)
     for family, names in (("python", QUALITY_CORPORA), ("typescript", TS_CORPORA)):
-        rows = [{"target": f"{q['corpus']} vs {oracle}: caller-file recall, false isolations, "
-                           "confirmed precision (line), symbol-query precision",
+        rows = [{"target": f"{q['corpus']} vs {oracle}",
                  "value": ", ".join(str(q[oracle][key]) for key, _, _ in RESULT_COLUMNS), "goal": goal,
                  "met": all(ok(q[oracle][key]) for key, _, ok in RESULT_COLUMNS)}
                 for q in quality_rows if q["corpus"].split("==")[0].split("@")[0] in names
@@ -867,8 +866,10 @@ def record(quality_rows: list[dict], latency_row: dict | None, command: str, loa
         if rows:
             report.write_result(f"impact-quality_{family}", {
                 **run, "section": f"Impact callers against type checkers' references ({family})", "rows": rows,
-                "notes": "Without the file limits; each oracle misses uses it cannot infer, so some "
-                         "'wrong' confirmed callers are real. Full tables: the run's printed report."})
+                "notes": "Each value: caller-file recall, false isolations, confirmed precision "
+                         "(line), symbol-query precision. Without the file limits; each oracle "
+                         "misses uses it cannot infer, so some 'wrong' confirmed callers are real. "
+                         "Full tables: the run's printed report."})
     if latency_row:
         l = latency_row
         report.write_result("impact-latency", {
