@@ -82,7 +82,8 @@ logging.getLogger("pygls.protocol.json_rpc").addFilter(_AnsweredCancels())
 
 
 class CtxlsProtocol(LanguageServerProtocol):
-    # Requests before `initialize` are refused (-32002), and after `shutdown` (-32600).
+    # Requests before `initialize` are refused (-32002), a second `initialize`
+    # and requests after `shutdown` too (-32600).
     initialize_seen = False
     shutdown_seen = False
 
@@ -191,6 +192,11 @@ class CtxlsProtocol(LanguageServerProtocol):
                                 "first")
                 return
             self.initialize_seen = True
+        elif isinstance(message, RPCRequest) and message.method == types.INITIALIZE:
+            # LSP: sent once. Served again it replaced the folders and options
+            # (an owner, embeddings) under requests already answered for the first.
+            self.send_error(message.id, -32600, "invalid request: initialize was already sent")
+            return
         if isinstance(message, RPCRequest) and self.shutdown_seen:
             # pygls drops it; LSP wants InvalidRequest for requests after shutdown.
             self.send_error(message.id, -32600, "invalid request: the server is shutting down")

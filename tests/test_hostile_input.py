@@ -1113,7 +1113,8 @@ def test_notifications_sent_as_requests_and_requests_before_initialize_are_answe
     """A notification method with an id (`initialized`, `didOpen`, `exit`)
     was run and never answered: the client waited forever. Requests before
     `initialize` were served against no folder (a remember acknowledged into
-    the session-only store, lost); LSP wants -32002."""
+    the session-only store, lost); LSP wants -32002. A second `initialize` is
+    refused (-32600)."""
     process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, cwd=repo)
@@ -1145,6 +1146,15 @@ def test_notifications_sent_as_requests_and_requests_before_initialize_are_answe
             assert reply["error"]["code"] == -32600 and "notification" in reply["error"]["message"]
         assert daemon.alive()  # exit with an id was not run
         assert conn.request("ctxls/count", {}, "count")["result"] == {"count": 0}
+        # A second initialize (LSP: sent once) replaced the folders and options.
+        other = repo.parent / "other"
+        write_tree(other, {"x.py": "def other_root():\n    pass\n"})
+        again = conn.request("initialize", {"processId": None, "rootUri": other.as_uri(),
+                                            "capabilities": {},
+                                            "initializationOptions": {"owner": "mallory"}}, "again")
+        assert again["error"]["code"] == -32600 and "already" in again["error"]["message"]
+        status = daemon.wait_indexed()
+        assert status["root"] == str(repo.resolve()) and status["files"] == len(SAMPLE_FILES)
     finally:
         daemon.close()
 
