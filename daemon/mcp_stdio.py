@@ -1,5 +1,6 @@
 """`ctxls mcp`'s wire: the Model Context Protocol's stdio transport (one
-JSON-RPC 2.0 message a line) and its lifecycle, on the standard library alone.
+JSON-RPC 2.0 message a line) and its lifecycle, on the standard library alone
+(and ctxls's cancel token, which is too).
 
 The official SDK took 5 s of an agent's start to import (it and pydantic);
 the protocol a tool server speaks is small: ``initialize`` (version
