@@ -43,9 +43,14 @@ def make_private_dir(path: Path) -> None:
     made 0700 when created here, or when it is a ``.ctxls`` store folder; a
     folder of the user's choosing that already exists keeps its mode. A
     ``.ctxls`` folder also gets its ``.gitignore``; one that is a symbolic
-    link is refused (``LinkRefused``): it may have come with the repository."""
+    link is refused (``LinkRefused``), and a file of that name too (saying
+    what to do): either may have come with the repository."""
     if path.name == STORE_DIR_NAME:
         refuse_link(path, "the store folder")
+        if path.exists() and not path.is_dir():  # a file of that name came with the checkout
+            raise NotADirectoryError(errno.ENOTDIR, f"the store folder {path} is a file; ctxls keeps "
+                                     "its index in a folder of that name: move the file, or give "
+                                     "dbPath a store elsewhere")
     existed = path.is_dir()
     path.mkdir(parents=True, exist_ok=True)
     if not existed or path.name == STORE_DIR_NAME:

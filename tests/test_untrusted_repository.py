@@ -481,6 +481,19 @@ def test_a_c_file_of_many_broken_lines_is_read_by_its_definitions(tmp_path: Path
         engine.close()
 
 
+def test_a_file_the_repository_ships_where_the_store_folder_goes_is_named(tmp_path: Path):
+    """A checkout with a file named `.ctxls` (another tool's, or planted)
+    answered only "cannot be used: Not a directory": the error now says what
+    is in the way and what to do, and the file is left as it was."""
+    root = tmp_path / "shipped"
+    write_tree(root, SAMPLE_FILES | {".ctxls": "some other tool's settings\n"})
+    indexed = ctxls("index", str(root))
+    assert indexed.returncode != 0, indexed.stderr
+    assert f"the store folder {root / '.ctxls'} is a file" in indexed.stderr, indexed.stderr
+    assert "move the file, or give dbPath a store elsewhere" in indexed.stderr
+    assert (root / ".ctxls").read_text() == "some other tool's settings\n"
+
+
 def test_a_store_folder_or_file_the_repository_ships_as_a_link_is_not_written_through(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A repository's `.ctxls` as a link made the daemon chmod its target

@@ -167,7 +167,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
         try:
             with open(self.db_path, "rb") as fh:
                 return fh.read(100)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # the folder (or a file in its place) says why
             return b""
         except OSError as exc:
             raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
