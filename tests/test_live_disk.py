@@ -224,7 +224,7 @@ def test_a_folder_replaced_by_a_file_of_its_name_is_indexed(tree: Path):
         shutil.rmtree(tree / "pkg/gen.py")
         (tree / "pkg/gen.py").write_text("def now_a_file():\n    pass\n")
         assert wait_until(lambda: engine.store.file_state("pkg/gen.py"))
-        assert engine.store.file_state("pkg/gen.py/old.py") is None
+        assert wait_until(lambda: engine.store.file_state("pkg/gen.py/old.py") is None)
         assert code_symbols(engine, "now_a_file") == ["now_a_file"]
     finally:
         engine.close()
