@@ -12,7 +12,7 @@ from lsprotocol import types
 from ctxls.daemon import wire
 from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
 from ctxls.daemon.workspaces import one_per_place
-from ctxls.index.engine import Engine
+from ctxls.index.engine import Engine, written_location
 from ctxls.index.errors import InvalidParams, OutsideRoot
 from ctxls.index.symbols import MATCHES, Definition
 
@@ -62,8 +62,9 @@ def similar(ls: CtxlsServer, params: wire.Params) -> dict:
 
 def file_target(ls: CtxlsServer, params: wire.Params) -> tuple[Engine, str]:
     """The folder and repo-relative path a request's ``uri`` or ``path``
-    (repo-relative in some folder, or absolute) names: the folder that has
-    the file indexed, else the first whose root holds it."""
+    (repo-relative in some folder, or absolute; a place as answers print it,
+    ``path:16-18``, names its file) names: the folder that has the file
+    indexed, else the first whose root holds it."""
     uri, path = params.str("uri"), params.str("path")
     if (uri is None) == (path is None):
         raise InvalidParams("path", "give the file as path or as uri (one of them)")
@@ -72,15 +73,26 @@ def file_target(ls: CtxlsServer, params: wire.Params) -> tuple[Engine, str]:
         if target is None:
             raise OutsideRoot(uri)
         return target
+    inside = _folders_holding(ls, path)
+    if not inside:
+        raise OutsideRoot(path)
+    indexed = next((t for t in inside if t[0].store.file_state(t[1]) is not None), None)
+    if indexed is None and (located := written_location(path)) is not None:
+        # `pkg/core.py:16-18`, as answers print a place: the file it names.
+        indexed = next((t for t in _folders_holding(ls, located[0])
+                        if t[0].store.file_state(t[1]) is not None), None)
+    return indexed or inside[0]
+
+
+def _folders_holding(ls: CtxlsServer, path: str) -> list[tuple[Engine, str]]:
+    """Each folder whose root holds ``path``, with the path relative to it."""
     inside: list[tuple[Engine, str]] = []
     for engine in ls.workspaces.all() or [ls.workspaces.loose]:
         try:
             inside.append((engine, engine.relative(path)))
         except OutsideRoot:
             continue
-    if not inside:
-        raise OutsideRoot(path)
-    return next((t for t in inside if t[0].store.file_state(t[1]) is not None), inside[0])
+    return inside
 
 
 # -- the LSP's symbol requests ------------------------------------------------------------------

@@ -353,6 +353,8 @@ async def test_lsp_symbols_outline_and_similar(proj: Path):
         assert (cart["symbol"], [c["name"] for c in cart["children"]]) == (
             "ShoppingCart", ["addLine", "totalQuantity"])
         assert (await s.request("ctxls/outline", {"path": "web/cart.ts"})) == tree
+        # A place as answers print it names its file (it outlined nothing).
+        assert (await s.request("ctxls/outline", {"path": "web/cart.ts:3-9"})) == tree
 
         similar = await s.request("ctxls/similar", {"path": "calc/helpers.py", "line": 19})
         assert similar["origin"]["chunk"]["symbol"] == "invert_ratio"
