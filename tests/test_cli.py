@@ -366,13 +366,14 @@ def test_progress_goes_to_a_terminal_only(repo: Path):
     assert piped.stderr == ""
 
 
-def on_a_terminal(*args: str) -> tuple[bytes, bytes]:
-    """(stdout, stderr) of a verb whose stdout and stderr are a pseudo-terminal each."""
+def on_a_terminal(*args: str, command: list[str] = CTXLS) -> tuple[bytes, bytes]:
+    """(stdout, stderr) of a verb (or ``command``) whose stdout and stderr
+    are a pseudo-terminal each."""
     import pty
 
     out_master, out_slave = pty.openpty()
     err_master, err_slave = pty.openpty()
-    proc = subprocess.Popen([*CTXLS, *args], stdout=out_slave, stderr=err_slave,
+    proc = subprocess.Popen([*command, *args], stdout=out_slave, stderr=err_slave,
                             env={**os.environ, "NO_COLOR": "1"})
     os.close(out_slave)
     os.close(err_slave)
@@ -419,3 +420,9 @@ def test_a_repositorys_control_characters_never_reach_a_terminal(tmp_path: Path)
     assert b"\x1b" not in err and b"\\u001b" in err  # the error names the file
     piped = run("recall", "escape_probe_fn", "--body", "--root", str(root))
     assert name in piped.stdout and "doc \x1b[2J \u202e reversed" in piped.stdout
+    # The log too (`ctxls serve` in a terminal logs the repository's file names).
+    log_a_name = ("import argparse, logging; from ctxls.daemon.cli_verbs import log_on_stderr; "
+                  "log_on_stderr(argparse.Namespace(log_level='INFO')); "
+                  f"logging.getLogger('probe').warning('skipped %s', {name!r})")
+    _, logged = on_a_terminal("-c", log_a_name, command=[sys.executable])
+    assert b"skipped evil_\\u001b]0;PWNED" in logged and b"\x1b" not in logged, logged
