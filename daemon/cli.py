@@ -32,8 +32,8 @@ from ctxls.daemon.cli_host import cmd_index, cmd_mcp, cmd_memory, cmd_serve
 from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, cmd_assemble, cmd_forget,
                                     cmd_get, cmd_impact, cmd_locate, cmd_outline, cmd_recall,
                                     cmd_recent, cmd_related, cmd_remember, cmd_status, cmd_symbols,
-                                    cmd_trust_memory)
-from ctxls.daemon.formatting import in_caller_names, terminal_safe
+                                    cmd_trust_memory, write_out)
+from ctxls.daemon.formatting import in_caller_names
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 
@@ -301,10 +301,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def say_error(message: str) -> None:
-    """An error on stderr; terminal-safe on a terminal (it may name a repository's file)."""
-    if sys.stderr is None:
-        return
-    print(f"ctxls: {terminal_safe(message) if sys.stderr.isatty() else message}", file=sys.stderr)
+    """An error on stderr (write_out makes it terminal-safe on a terminal: it
+    may name a repository's file)."""
+    if sys.stderr is not None:
+        write_out(f"ctxls: {message}\n", sys.stderr)
 
 
 if __name__ == "__main__":

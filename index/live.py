@@ -337,8 +337,7 @@ class DiskFollower:
                 # The replaced watch holds the watches this one lacks: take what
                 # both saw, let both go and watch again without holding one
                 # (the short gap of a plain restart, only near the limit).
-                changes = self._drain_previous() | _changes(
-                    notify.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
+                changes = self._drain_previous() | self._pending(notify)
                 if changes:
                     self._handle(changes)
                 return
@@ -377,9 +376,13 @@ class DiskFollower:
         if isinstance(previous, StatPoller):
             return previous.scan()
         try:
-            return _changes(previous.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
+            return self._pending(previous)
         finally:
             previous.close()
+
+    def _pending(self, notify: RustNotify) -> set[tuple[watchfiles.Change, str]]:
+        """What ``notify`` holds now (none after a step without any)."""
+        return _changes(notify.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
 
     def _standing(self, mode: str) -> None:
         """The watch stands: say so once, and index the new folders' files."""
@@ -416,7 +419,7 @@ class DiskFollower:
         appeared: list[str] = []
         vanished: list[str] = []
         git_head = self._git_head()
-        git_exclude = str(self._git_exclude)
+        git_exclude = str(self._git_exclude) if self._git_exclude is not None else None
         for change, where in changes:
             if where == git_head:
                 head_moved = True
