@@ -42,7 +42,7 @@ from ctxls.daemon.socket_server import SocketServer, debug_errors, socket_path_f
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.assemble import aggregate
 from ctxls.index.engine import Engine, Hit, RecallResult, merged_hits
-from ctxls.index.errors import EngineError, OutsideRoot, StoreUnavailable
+from ctxls.index.errors import EngineError, OutsideRoot
 from ctxls.index.indexer import Cancelled, IndexStats
 from ctxls.index.scopes import Scope, resolve_scope
 from ctxls.index.semantic import EmbeddingEta
@@ -53,8 +53,6 @@ log = logging.getLogger(__name__)
 UNENCODABLE = (ValueError, TypeError, RecursionError)
 
 CUSTOM_PREFIX = "ctxls/"
-# Seconds between cold-index attempts while a folder's store cannot be opened.
-STORE_RETRY_S = 2.0
 # A read of the code waits at most this long (seconds) for buffers being
 # indexed. An edit indexes in milliseconds; a 3,000-function file took over
 # 1 s at load 12 on two cores, and an answer without the edit just sent is
@@ -323,16 +321,9 @@ class CtxlsServer(LanguageServer):
         ``bar``; returns what the pass did (the bar stays open)."""
         message = ""
         try:
-            while True:
-                try:
-                    stats = await asyncio.to_thread(engine.cold_index, bar.report, self.stopping)
-                    break
-                except StoreUnavailable:
-                    # Reported by status and by every request meanwhile; the
-                    # store is retried until it opens or the daemon stops.
-                    if self.stopping.is_set():
-                        raise Cancelled() from None
-                    await asyncio.sleep(STORE_RETRY_S)
+            # A store that cannot be opened or written is tried again until it
+            # can (Engine.first_pass); status and every request say why meanwhile.
+            stats = await asyncio.to_thread(engine.first_pass, bar.report, self.stopping)
             message = f"indexed {stats.files} files ({stats.added} new, {stats.updated} changed)"
             self.refresh_code_lenses()  # they said "indexing…"
         except Cancelled:

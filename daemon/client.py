@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxls.daemon.framing import SOCKET_NAME, frame
 from ctxls.index.roots import STORE_DIR_NAME
-from ctxls.index.errors import EngineError
+from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 
 if TYPE_CHECKING:
     from ctxls.index.cancel import CancelToken
@@ -177,7 +177,12 @@ class EngineAccess:
                 threading.Thread(target=self._first_index, args=(engine,),
                                  name="ctxls-cold-index", daemon=True).start()
             elif self.refresh:
-                engine.index()  # incremental: a no-op pass costs a fraction of a second
+                try:
+                    engine.index()  # incremental: a no-op pass costs a fraction of a second
+                except (StoreUnavailable, WriteFailed):
+                    # A full disk, a read-only store: the answer comes from what
+                    # the store holds, partial, saying why (the engine's index_error).
+                    engine.serve_stored_index()
             else:
                 engine.serve_stored_index()  # nobody indexes here: answers are the store's
         return engine
@@ -190,7 +195,7 @@ class EngineAccess:
         if engine.follower is not None:  # the pass lists what the watch may have missed
             engine.follower.established.wait(WATCH_START_S)
         try:
-            engine.cold_index()
+            engine.first_pass()
         except Cancelled:  # the process is closing
             pass
         except Exception:  # status and every request say why; this thread only reports it

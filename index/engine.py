@@ -26,7 +26,8 @@ from ctxls.index.priority import lower_thread_priority
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.demand import Demand, DemandLog
 from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, MemoryUnavailable,
-                                OutsideRoot, RequestCancelled, StalePointer, StoreUnavailable)
+                                OutsideRoot, RequestCancelled, StalePointer, StoreUnavailable,
+                                WriteFailed)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback, racy
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
@@ -94,6 +95,12 @@ READY_WAIT_S = 3.0
 # An answer is computed at most this often while the files it points into
 # turn out changed on disk (each time, those are re-indexed first).
 FRESH_RETRIES = 5
+# A first pass the store refused (it cannot be opened, or written: a full disk,
+# a read-only or locked store) is tried again after this many seconds, the wait
+# doubling up to the second figure: soon after space is freed, never a busy loop
+# re-reading every file of a repository that cannot be stored.
+STORE_RETRY_S = 2.0
+STORE_RETRY_MAX_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -346,6 +353,9 @@ class Engine:
         self._warm_thread: threading.Thread | None = None
         self._warm_lock = threading.Lock()
         self._closing = threading.Event()
+        # Set when a write succeeds while the first pass waits to be tried
+        # again (first_pass): the store takes writes again, so it is tried now.
+        self._store_writes = threading.Event()
         self._quiet_until = 0.0  # see _defer_embedding
 
     @property
@@ -481,6 +491,32 @@ class Engine:
                                                      name="ctxls-warm", daemon=True)
                 self._warm_thread.start()
         return stats
+
+    def first_pass(self, progress: ProgressCallback | None = None,
+                   stop: threading.Event | None = None) -> IndexStats:
+        """The first pass of a daemon (or a hosted engine), tried again while
+        the store refuses it (STORE_RETRY_S, doubling to STORE_RETRY_MAX_S, or
+        at once when a file changed on disk was written meanwhile) until it
+        succeeds, ``stop`` is set or the engine closes (Cancelled).
+        Meanwhile status says why (``indexError``), answers come from what the
+        store holds and say so, and the first refusal is one warning."""
+        delay, warned = STORE_RETRY_S, False
+        stopping = _EitherSet(stop, self._closing)
+        while True:
+            self._store_writes.clear()
+            try:
+                return self.cold_index(progress, stop)
+            except (StoreUnavailable, WriteFailed) as exc:
+                if warned:
+                    log.info("indexing %s: %s; trying again in %.0f s", self.root, exc, delay)
+                else:
+                    warned = True
+                    self.on_warning(f"{exc}: answers come from what the index holds; "
+                                    "indexing is tried again until the store takes it")
+                if _EitherSet(stop, self._closing, self._store_writes).wait(delay) \
+                        and stopping.is_set():
+                    raise Cancelled() from None
+                delay = min(delay * 2, STORE_RETRY_MAX_S)
 
     def warm_postings(self) -> int:
         """Load the in-memory postings of the terms many rows hold
@@ -744,6 +780,8 @@ class Engine:
         for path in paths:
             if path not in ignored:
                 self.file_changed_on_disk(path)
+        if paths and self.index_error is not None:
+            self._store_writes.set()  # written: a first pass waiting to be tried again goes now
 
     def forget_buffer(self, path: str) -> None:
         """For a private store: a closed buffer outside every folder leaves no rows."""
@@ -864,6 +902,8 @@ class Engine:
         if self.indexing and self.progress.burst:
             return (f"re-indexing after a change on disk ({self.progress.done} of "
                     f"{self.progress.total} files)")
+        if self.index_error is not None:
+            return f"the index could not be updated ({self.index_error}): answers come from what it holds"
         if not self.cold_index_done or self.indexing:
             return "indexing is still running"
         if mode == "lexical" or self.semantic is None:
@@ -1397,13 +1437,23 @@ def memory_hit(row: MemoryRow, body: bool, mode: str | None = None, model: str |
 
 
 class _EitherSet:
-    """Set when either event is (a pass's own cancel, or the engine closing)."""
+    """Set when any of its events is (a pass's own cancel, the engine closing)."""
 
-    def __init__(self, first: threading.Event | None, second: threading.Event) -> None:
-        self._events = [event for event in (first, second) if event is not None]
+    def __init__(self, *events: threading.Event | None) -> None:
+        self._events = [event for event in events if event is not None]
 
     def is_set(self) -> bool:
         return any(event.is_set() for event in self._events)
+
+    def wait(self, timeout: float) -> bool:
+        """Wait until either is set (True) or ``timeout`` seconds pass (False)."""
+        deadline = time.monotonic() + timeout
+        while not self.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            self._events[-1].wait(min(left, 0.1))
+        return True
 
 
 def calibrate(hits: list[Hit], calibration: Calibration, query: QueryEvidence) -> None:

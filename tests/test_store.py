@@ -417,6 +417,112 @@ def test_a_cold_index_failing_on_a_full_disk_ends_with_indexing_false_and_the_er
     engine.close()
 
 
+def free_the_disk(engine: Engine) -> None:
+    engine.store._writer.execute("PRAGMA max_page_count = 1073741823")
+
+
+def wait_for(condition, timeout: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
+
+
+def test_a_first_pass_refused_by_a_full_disk_is_tried_again_and_answers_say_why(
+        plain_repo: Path, tmp_path: Path, monkeypatch):
+    """A daemon's first pass on a full disk failed once and for all: status
+    said "error" and answers "indexing is still running" until a restart,
+    although space had been freed. It is now tried again (backoff), and
+    answers meanwhile say why they may miss files."""
+    from ctxls.index import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "STORE_RETRY_S", 0.05)
+    write_tree(plain_repo, {f"gen/mod_{n}.py": f"def generated_{n}():\n    return {n}\n" * 20
+                            for n in range(100)})
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    warnings: list[str] = []
+    engine.on_warning = warnings.append
+    fill_the_disk(engine)
+    result: dict = {}
+    runner = threading.Thread(target=lambda: result.setdefault("stats", engine.first_pass()))
+    runner.start()
+    try:
+        assert wait_for(lambda: engine.index_error is not None)
+        assert engine.status()["state"] == "error" and not engine.cold_index_done
+        reason = engine.recall("generated", ["code"], mode="lexical").partial_reason
+        assert reason.startswith("the index could not be updated (nothing was written to") \
+            and "full" in reason
+        time.sleep(0.3)  # several refusals ...
+        assert len(warnings) == 1 and "tried again" in warnings[0]  # ... one warning
+        free_the_disk(engine)
+        runner.join(30)
+        assert result["stats"].files == 105
+        status = engine.status()
+        assert (status["state"], status["files"], "index_error" in status) == ("ready", 105, False)
+        assert engine.recall("generated_7", ["code"], mode="lexical").partial_reason is None
+    finally:
+        free_the_disk(engine)
+        runner.join(30)
+        engine.close()
+
+
+def test_a_first_pass_waiting_to_be_tried_again_goes_at_once_when_a_write_succeeds(
+        plain_repo: Path, tmp_path: Path, monkeypatch):
+    """Space freed and a file written (the watcher indexed it): the store takes
+    writes again, so the first pass does not sit out its backoff (up to a minute)."""
+    from ctxls.index import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "STORE_RETRY_S", 3600.0)
+    write_tree(plain_repo, {f"gen/mod_{n}.py": f"def generated_{n}():\n    return {n}\n" * 20
+                            for n in range(100)})
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    fill_the_disk(engine)
+    runner = threading.Thread(target=engine.first_pass)
+    runner.start()
+    try:
+        assert wait_for(lambda: engine.index_error is not None)
+        free_the_disk(engine)
+        write_tree(plain_repo, {"pkg/late.py": "def written_after_space_was_freed():\n    pass\n"})
+        engine.files_changed_on_disk(["pkg/late.py"])
+        runner.join(30)
+        assert not runner.is_alive() and engine.cold_index_done
+        assert engine.status()["files"] == 106
+    finally:
+        engine._closing.set()  # a pass still waiting stops
+        runner.join(30)
+        engine.close()
+
+
+def test_a_cli_answer_without_a_daemon_comes_from_the_store_when_it_cannot_be_updated(
+        plain_repo: Path, monkeypatch):
+    """`ctxls recall` / `get` without a daemon catch the index up first; on a
+    full disk that write failed and so did the question. The answer now comes
+    from what the store holds, partial, saying why."""
+    from ctxls.daemon.client import EngineAccess
+
+    first = EngineAccess(plain_repo, use_daemon=False)
+    first.request("ctxls/status", {})
+    first.close()
+    write_tree(plain_repo, {f"gen/mod_{n}.py": f"def generated_{n}():\n    return {n}\n" * 20
+                            for n in range(100)})
+    index = Engine.index
+
+    def index_on_a_full_disk(engine: Engine, *args, **kwargs):
+        fill_the_disk(engine)
+        return index(engine, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "index", index_on_a_full_disk)
+    access = EngineAccess(plain_repo, use_daemon=False)
+    try:
+        answer = access.request("ctxls/recall", {"query": "retry backoff", "kinds": ["code"]})
+        assert answer["partial"] is True and "could not be updated" in answer["partialReason"]
+        assert any(hit["path"] == "pkg/retry.py" for hit in answer["groups"]["code"])
+        item = access.request("ctxls/get", {"id": "pkg/retry.py", "startLine": 0})
+        assert item["id"] == "pkg/retry.py"
+    finally:
+        access.close()
+
+
 def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
         plain_repo: Path, tmp_path: Path):
     db = tmp_path / "index.db"
