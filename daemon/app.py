@@ -38,7 +38,8 @@ from ctxls.daemon.client_process import ClientWatch
 from ctxls.daemon.options import InitOptions
 from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
 from ctxls.daemon.router import ROUTER, Lane, route_of
-from ctxls.daemon.socket_server import SocketServer, debug_errors, socket_path_for
+from ctxls.daemon.framing import socket_path_for
+from ctxls.daemon.socket_server import SocketServer, debug_errors
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.assemble import aggregate
 from ctxls.index.engine import Engine, Hit, RecallResult, merged_hits

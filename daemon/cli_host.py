@@ -14,7 +14,7 @@ from ctxls import __version__
 from ctxls.daemon.cli_verbs import (EXIT_USAGE, CliError, call, drop_none, log_on_stderr,
                                     open_access, print_json, resolve_root, write_out)
 from ctxls.daemon.formatting import format_hits_human
-from ctxls.index.roots import STORE_DIR_NAME
+from ctxls.index.roots import store_dir
 
 
 class Progress:
@@ -152,7 +152,7 @@ def _memory_backend(args):
                                      lambda message: print(f"ctxls: {message}", file=sys.stderr))
         return PostgresMemoryStore(url, migrate=args.memory_verb != "export",
                                    semantic=semantic), scratch
-    store = Store(args.db or resolve_root(args.root, creates=False) / STORE_DIR_NAME / "index.db")
+    store = Store(args.db or store_dir(resolve_root(args.root, creates=False).resolve()) / "index.db")
     return SqliteMemoryStore(store), store
 
 
@@ -264,10 +264,10 @@ def _already_served(root: Path, args) -> bool:
     """A second `serve --root R --socket` (a second `make run`) on a served
     root says who serves it, answers its example there, and leaves it be:
     indexing again only to find the socket taken helped nobody."""
-    from ctxls.daemon.framing import SOCKET_NAME
+    from ctxls.daemon.client import default_socket
     from ctxls.daemon.socket_server import socket_owner_pid
 
-    path = Path(args.socket) if args.socket else root / STORE_DIR_NAME / SOCKET_NAME
+    path = Path(args.socket) if args.socket else default_socket(root)
     pid = socket_owner_pid(path)
     if pid is None:
         return False

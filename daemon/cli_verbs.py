@@ -26,7 +26,7 @@ from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgr
                                      impact_lines, one_line, outline_text, partial_note,
                                      past_end_text, similar_text, status_lines, symbols_text,
                                      terminal_safe, vimgrep_path, weak_note)
-from ctxls.index.roots import STORE_DIR_NAME, find_root, too_broad_root
+from ctxls.index.roots import STORE_DIR_NAME, find_root, store_dir, too_broad_root
 
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
@@ -49,7 +49,7 @@ class OutputClosed(Exception):
 # -- where the repository is ------------------------------------------------------
 
 def has_index(root: Path) -> bool:
-    store = root / STORE_DIR_NAME
+    store = store_dir(root.resolve())
     return (store / "index.db").exists() or (store / "daemon.sock").exists()
 
 

@@ -15,8 +15,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctxls.daemon.framing import SOCKET_NAME, frame
-from ctxls.index.roots import STORE_DIR_NAME
+from ctxls.daemon.framing import frame, socket_path_for
+from ctxls.index.roots import store_dir
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class DaemonClient:
 
 
 def default_socket(root: Path) -> Path:
-    return root / STORE_DIR_NAME / SOCKET_NAME
+    return socket_path_for(store_dir(root.resolve()) / "index.db")
 
 
 class EngineAccess:

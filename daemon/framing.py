@@ -6,15 +6,34 @@ time)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from ctxls.index.roots import state_dir
 
 if TYPE_CHECKING:  # asyncio costs a CLI call ~0.1 s; only the daemon's readers use it
     import asyncio
 
 SOCKET_NAME = "daemon.sock"
+# sun_path is 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH = 107
 # The most one message may hold, on stdio and on the socket.
 MAX_MESSAGE_BYTES = 64 << 20
+
+
+def socket_path_for(db_path: str | os.PathLike[str]) -> Path:
+    """The daemon's socket for the store ``db_path`` (its takeover lock and log
+    go beside it): beside the store, unless that path is too long for a Unix
+    socket (a repository deep in the tree). Then a folder of the user's state
+    folder named by a hash of the store's path, alike for every process."""
+    beside = Path(db_path).with_name(SOCKET_NAME)
+    if len(os.fsencode(beside)) <= MAX_SOCKET_PATH:
+        return beside
+    digest = hashlib.sha256(os.fsencode(Path(db_path).parent)).hexdigest()[:16]
+    return state_dir() / "sockets" / digest / SOCKET_NAME
 
 
 def frame(message: dict) -> bytes:

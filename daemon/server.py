@@ -27,7 +27,8 @@ from ctxls.daemon import (context_handlers, impact_handlers, memory_handlers, se
 from ctxls.daemon.app import WATCH_START_S, CtxlsServer, feature, rpc, server
 from ctxls.daemon.options import parse_init_options
 from ctxls.daemon.router import ROUTER, Lane
-from ctxls.daemon.socket_server import SocketServer, socket_path_for
+from ctxls.daemon.framing import socket_path_for
+from ctxls.daemon.socket_server import SocketServer
 from ctxls.daemon.uris import local_path
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.engine import Engine
@@ -219,7 +220,7 @@ async def serve_headless(root: Path, socket_path: str | None) -> None:
     path = Path(socket_path) if socket_path else socket_path_for(engine.store.db_path)
     side = SocketServer(server, path)
     if not await side.start():
-        raise SystemExit(f"ctxls: cannot listen on {path} (another daemon serves it?)")
+        raise SystemExit(f"ctxls: cannot listen on {path} (the warning above says why)")
     # Said only once the socket accepts connections: clients wait for this line.
     print(f"serving {engine.root} on {path} until interrupted", file=sys.stderr, flush=True)
     # SIGTERM and Ctrl-C end the loop cleanly: the socket is removed, the ANN saved.

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import MAX_MESSAGE_BYTES, SOCKET_NAME, frame, read_body
+from ctxls.daemon.framing import MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, read_body
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
@@ -32,8 +32,6 @@ from ctxls.index.private import make_private_dir, restrict
 
 log = logging.getLogger(__name__)
 
-# sun_path is 108 bytes on Linux, including the terminating NUL.
-MAX_SOCKET_PATH = 107
 # What stands for a stdio message over MAX_MESSAGE_BYTES once it is read away
 # (daemon/proxy.py): a notification CtxlsProtocol answers with -32700.
 OVERSIZED_METHOD = "$/ctxls/oversizedMessage"
@@ -66,10 +64,6 @@ def debug_errors() -> bool:
 def valid_id(value: Any) -> bool:
     """A request id JSON-RPC allows: a number or a string (null only in replies)."""
     return isinstance(value, (int, str)) and not isinstance(value, bool)
-
-
-def socket_path_for(db_path: str) -> Path:
-    return Path(db_path).with_name(SOCKET_NAME)
 
 
 def socket_is_live(path: Path) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable, Protocol, TypeVar
 
 from ctxls import __version__
-from ctxls.index.discovery import (MAX_PATHSPECS, STORE_DIR_NAME, DiscoveryOptions, Skipped,
+from ctxls.index.discovery import (MAX_PATHSPECS, DiscoveryOptions, Skipped,
                                    byte_limit, decode_text, ignored_paths, looks_binary, read_file,
                                    relative_path, replace_lone_surrogates, sets_ignore_rules,
                                    stat_signature)
@@ -50,6 +50,7 @@ from ctxls.index.recall_calibration import Calibration, Evidence, QueryEvidence,
 from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
 from ctxls.index.query import declared_name
+from ctxls.index.roots import store_dir
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
 from ctxls.index.stash import Stash
@@ -281,7 +282,7 @@ class Engine:
             db_path, home = self.options.db_path, None
         else:
             # A store in the repository's own folder never re-creates that folder.
-            db_path, home = str(self.root / STORE_DIR_NAME / "index.db"), self.root
+            db_path, home = str(store_dir(self.root) / "index.db"), self.root
         self.store = Store(db_path, home=home)
         if self.store.moved_aside is not None:
             # The ANN caches beside it hold the ids and vectors of the store moved aside.

@@ -4,9 +4,13 @@ answer (discovery's ignore rules and languages cost it tens of milliseconds)."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import re
 from pathlib import Path
 
 STORE_DIR_NAME = ".ctxls"
+STATE_DIR_ENV = "CTXLS_STATE_DIR"
 
 # What makes a folder a repository root for the CLI and `ctxls mcp` (like git
 # and ripgrep: the nearest enclosing folder holding one of these).
@@ -33,3 +37,33 @@ def too_broad_root(root: Path) -> str | None:
     if root == Path.home().resolve() and not any((root / m).exists() for m in ROOT_MARKERS):
         return "is the home folder, and not a repository (no .git or .ctxls in it)"
     return None
+
+
+def state_dir() -> Path:
+    """The user's own ctxls folder, outside every checkout: ``$CTXLS_STATE_DIR``,
+    else ``$XDG_STATE_HOME/ctxls``, else ``~/.local/state/ctxls``."""
+    explicit = os.environ.get(STATE_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_STATE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    return base / "ctxls"
+
+
+def store_dir(root: Path) -> Path:
+    """Where the index, the daemon's socket and its log of the repository
+    ``root`` (resolved) live: its ``.ctxls`` folder, unless the repository
+    cannot hold one (a read-only checkout: a mount, an image, a folder of
+    another user's). Then a folder in the user's state folder named by the
+    root's path, which every process serving ``root`` finds alike. A
+    ``.ctxls`` that is a file or a link stays the answer: the store refuses
+    it, saying why (it may have come with the repository)."""
+    inside = root / STORE_DIR_NAME
+    if inside.is_symlink() or (inside.exists() and not inside.is_dir()):
+        return inside
+    writable = inside if inside.is_dir() else root
+    if os.access(writable, os.W_OK | os.X_OK) or not root.is_dir():
+        return inside
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", root.name)[:32] or "root"
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+    return state_dir() / "stores" / f"{name}-{digest}"

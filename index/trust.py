@@ -30,25 +30,16 @@ from pathlib import Path
 
 from ctxls.index.git import git_command, run_git
 from ctxls.index.private import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, restrict
+from ctxls.index.roots import state_dir
 
 log = logging.getLogger(__name__)
 
-STATE_DIR_ENV = "CTXLS_STATE_DIR"
 KEY_FILE_NAME = "store-key"
 _KEY_BYTES = 32
 # The meta rows of a seal.
 SEAL_KEYS = ("store_id", "owner_uid", "store_path", "store_seal")
 
 _key_warned = False
-
-
-def state_dir() -> Path:
-    explicit = os.environ.get(STATE_DIR_ENV)
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
-    return base / "ctxls"
 
 
 def user_key() -> bytes | None:

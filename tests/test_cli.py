@@ -99,6 +99,42 @@ def test_serve_on_a_unix_socket_with_a_prewarmed_root(repo: Path, tmp_path: Path
         proc.wait(timeout=10)
 
 
+def test_a_repository_too_deep_for_a_unix_socket_is_served_on_one_in_the_state_folder(tmp_path: Path):
+    """`<root>/.ctxls/daemon.sock` longer than a Unix socket may be (108 bytes)
+    made `serve --socket` exit "cannot listen … (another daemon serves it?)",
+    and no verb could share a daemon. The socket goes to the user's state
+    folder then, where every process finds it."""
+    from conftest import SAMPLE_FILES, write_tree
+
+    root = tmp_path.joinpath(*["a_folder_name_of_some_length"] * 4, "repo")
+    root.mkdir(parents=True)
+    write_tree(root, SAMPLE_FILES)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    assert len(os.fsencode(root / ".ctxls" / "daemon.sock")) > 107
+    proc = subprocess.Popen([*CTXLS, "serve", "--root", str(root), "--socket"],
+                            stderr=subprocess.PIPE, text=True)
+    killer = threading.Timer(60, proc.kill)
+    killer.start()
+    try:
+        lines = []
+        while "until interrupted" not in "".join(lines):
+            line = proc.stderr.readline()
+            assert line, "daemon exited: " + "".join(lines)
+            lines.append(line)
+        served = "".join(lines)
+        state = os.environ["CTXLS_STATE_DIR"]
+        assert f" on {state}/sockets/" in served
+        status = json.loads(run("status", "--json", "--root", str(root)).stdout)
+        assert status["via"] == "daemon" and status["files"] == 5
+        recalled = json.loads(run("recall", "send prepared", "--root", str(root), "--kind", "code",
+                                  "--json").stdout)
+        assert recalled["hits"][0]["chunk"]["symbol"] == "send_prepared"
+    finally:
+        killer.cancel()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_make_run_installs_again_only_when_pyproject_changed(tmp_path: Path):
     """`make run` reinstalled the package on every start (32 s): the install
     is a stamp that only pyproject.toml makes stale (the package is editable)."""

@@ -774,3 +774,41 @@ def test_the_readers_of_threads_that_ended_are_closed(tmp_path: Path):
     assert open_descriptors() - before <= 2  # the last call's reader, not 200 descriptors
     assert len(store._readers) <= 2
     store.close()
+
+
+def test_a_repository_that_cannot_hold_its_store_is_indexed_in_the_state_folder(
+        plain_repo: Path, monkeypatch):
+    """A read-only checkout (a mount, an image, another user's folder) could
+    not be served at all: every request answered "index store … cannot be
+    used: unable to open database file". Its store, socket and log now live
+    in the user's state folder, under a name of the root's path."""
+    import os
+
+    from ctxls.daemon.client import EngineAccess, default_socket
+    from ctxls.index import roots
+
+    root = plain_repo.resolve()
+    access = os.access
+    # Root may write anywhere but a read-only mount: the repository says it cannot be written.
+    monkeypatch.setattr(roots.os, "access", lambda path, mode: False if Path(path) == root
+                        else access(path, mode))
+    place = roots.store_dir(root)
+    assert place.parent == roots.state_dir() / "stores" and place.name.startswith("plain-")
+    assert roots.store_dir(root) == place and default_socket(root) == place / "daemon.sock"
+    root.chmod(0o555)
+    try:
+        access_ = EngineAccess(root, use_daemon=False)
+        try:
+            status = access_.request("ctxls/status", {})
+            assert status["dbPath"] == str(place / "index.db") and status["files"] == 5
+            answer = access_.request("ctxls/recall", {"query": "retry upload", "kinds": ["code"]})
+            assert answer["groups"]["code"][0]["path"] == "pkg/retry.py"
+            assert answer["partialReason"] is None or "could not be updated" not in answer["partialReason"]
+        finally:
+            access_.close()
+    finally:
+        root.chmod(0o755)
+    assert not (root / ".ctxls").exists()
+    # A repository that can hold it keeps its own `.ctxls` (another root, same rule).
+    monkeypatch.setattr(roots.os, "access", access)
+    assert roots.store_dir(root) == root / ".ctxls"
