@@ -7,6 +7,7 @@ Everything a shell (daemon, CLI, MCP bridge, benchmark) needs goes through
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -50,6 +51,7 @@ from ctxls.index.recall_calibration import Calibration, Evidence, QueryEvidence,
 from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
 from ctxls.index.query import declared_name
+from ctxls.index.git import head_commit, written_by_checkout
 from ctxls.index.roots import store_dir
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
@@ -102,6 +104,10 @@ FRESH_RETRIES = 5
 # re-reading every file of a repository that cannot be stored.
 STORE_RETRY_S = 2.0
 STORE_RETRY_MAX_S = 60.0
+# Edits logged this long before a HEAD move was seen can be the checkout's own
+# (git writes the files, then HEAD; an answer may re-index a file in between):
+# a checkout of 12,500 files took 1.3 s here.
+CHECKOUT_WINDOW_MS = 10_000
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,9 @@ class ActivityItem:
     kind: str
     last_edited_at: int
     edits: int
-    origin: str | None = None  # of the latest edit: "editor" | "disk" (None: logged before it was kept)
+    # Of the latest edit: "editor" | "disk" (None: logged before it was kept);
+    # "checkout" rows are never items.
+    origin: str | None = None
 
 
 @dataclass
@@ -358,6 +366,9 @@ class Engine:
         # again (first_pass): the store takes writes again, so it is tried now.
         self._store_writes = threading.Event()
         self._quiet_until = 0.0  # see _defer_embedding
+        # The commit HEAD named when the watch began or last moved: a checkout
+        # wrote what differs between it and the next (_log_checkout).
+        self._head_commit: str | None = None
 
     @property
     def _tiers(self) -> list[SemanticIndex]:
@@ -557,6 +568,7 @@ class Engine:
         ``follower.established`` is set, so no change falls between them."""
         self._first_pass_due = True
         if self.follower is None and not self.buffers_only and self.options.watch != "off":
+            self._head_commit = head_commit(self.root)
             self.follower = DiskFollower(self, self.options.watch)
             self.follower.start()
 
@@ -574,6 +586,7 @@ class Engine:
                  else f"{len(indexable)} files changed on disk" if len(indexable) >= BURST_FILES
                  else None)
         if title is not None and not self.buffers_only:
+            moved_at = now_ms()
             sink = self.on_burst(title) if self.on_burst is not None else None
             message = "re-indexed"
             try:
@@ -587,10 +600,31 @@ class Engine:
             finally:
                 if sink is not None:
                     sink.end(message)
+            if head_moved:
+                self._log_checkout(moved_at)
         else:
             self.files_changed_on_disk(paths)
         if self.on_disk_change is not None:
             self.on_disk_change()
+
+    def _log_checkout(self, moved_at: int) -> None:
+        """What git wrote as HEAD moved is no work done here: its edits
+        (logged by the burst's pass, or by an answer or a watcher batch that
+        came first, at most CHECKOUT_WINDOW_MS before the move was seen) get
+        the origin "checkout", which recent activity leaves out; a fact
+        anchored to that code still reads as stale. A file edited since, so
+        that it differs from the new HEAD, keeps its own origin."""
+        old, new = self._head_commit, head_commit(self.root)
+        self._head_commit = new
+        if old is None or new is None or old == new:
+            return
+        written = written_by_checkout(self.root, old, new)
+        if not written:
+            return
+        with self.store.write() as conn:
+            conn.execute("UPDATE edits SET origin = 'checkout' WHERE ts >= ? AND origin = 'disk' "
+                         "AND path IN (SELECT value FROM json_each(?))",
+                         (moved_at - CHECKOUT_WINDOW_MS, json.dumps(sorted(written))))
 
     def refresh_stale(self, paths: list[str]) -> set[str]:
         """Re-index those of ``paths`` whose file on disk is not what their
@@ -1266,7 +1300,8 @@ class Engine:
         conn = self.store.reader()
         rows = conn.execute(
             "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n, max(id) AS newest "
-            "FROM edits WHERE ts >= ? GROUP BY path, symbol, kind "
+            "FROM edits WHERE ts >= ? AND (origin IS NULL OR origin != 'checkout') "
+            "GROUP BY path, symbol, kind "
             "ORDER BY last DESC, newest DESC LIMIT ?", (cutoff, limit)).fetchall()
         # Who made each item's latest edit: the editor (a buffer) or the disk.
         newest = [r["newest"] for r in rows]

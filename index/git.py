@@ -56,3 +56,32 @@ def run_git(command: list[str], timeout: float, input: bytes | None = None) -> s
                               stdin=subprocess.DEVNULL if input is None else None)
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def head_commit(root: Path) -> str | None:
+    """The commit HEAD names in the work tree at ``root``, or None (no git,
+    no commit yet)."""
+    proc = run_git(git_command("rev-parse", "--verify", "--quiet", "HEAD^{commit}", root=root),
+                   timeout=10)
+    if proc is None or proc.returncode != 0:
+        return None
+    return proc.stdout.decode("ascii", "replace").strip() or None
+
+
+def written_by_checkout(root: Path, old: str, new: str) -> set[str] | None:
+    """The files (relative to ``root``) that differ between commits ``old``
+    and ``new`` and that the work tree holds as ``new`` has them (or lacks,
+    as it does): what moving HEAD from ``old`` to ``new`` wrote, not what
+    anybody edited since. None when git cannot say."""
+    changed = _names(root, "diff", "--name-only", "-z", "--relative", "--no-renames", old, new, "--")
+    if not changed:
+        return changed
+    edited = _names(root, "diff", "--name-only", "-z", "--relative", "--no-renames", new, "--")
+    return None if edited is None else changed - edited
+
+
+def _names(root: Path, *args: str) -> set[str] | None:
+    proc = run_git(git_command(*args, root=root), timeout=30)
+    if proc is None or proc.returncode != 0:
+        return None
+    return {os.fsdecode(name) for name in proc.stdout.split(b"\0") if name}

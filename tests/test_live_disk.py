@@ -519,8 +519,19 @@ def test_a_checkout_is_one_pass_with_progress_and_partial_answers(tmp_path: Path
         assert hit.path == "mods/m007.py" and "def new_name_7(x):" in hit.body
         assert hit.body == "\n".join(lines[hit.start_line:hit.end_line + 1])
         assert engine.symbols("old_name_", "substring") == []
-        assert [a.origin for a in engine.recent_activity(limit=1000)
-                if a.symbol == "new_name_7"] == ["disk"]
+        # What git changed is no work done here: recent activity leaves it out
+        # (it listed all 150 files as "0 min ago, disk"), while the edit log
+        # keeps it as a checkout's, so a fact anchored to that code reads as stale.
+        assert engine.recent_activity(limit=1000) == []
+        origins = engine.store.reader().execute(
+            "SELECT DISTINCT origin FROM edits WHERE path = 'mods/m007.py'").fetchall()
+        assert [r[0] for r in origins] == ["checkout"]
+        from ctxls.index.knowledge import _is_stale
+        assert _is_stale(engine.store, ("mods/m007.py", None), 0)
+        # An edit on disk after it (an agent's) is work again.
+        (root / "mods/m008.py").write_text("def new_name_8(x):\n    return x * 2\n")
+        assert wait_until(lambda: [(a.id, a.origin) for a in engine.recent_activity()],
+                          timeout=10) == [("mods/m008.py", "disk")]
     finally:
         engine.close()
 
