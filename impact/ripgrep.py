@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxls.index.discovery import (STORE_DIR_NAME, Skipped, byte_limit, decode_text, is_utf8,
+from ctxls.index.discovery import (STORE_DIR_NAME, Skipped, byte_limit, decode_text, name_problem,
                                     looks_binary, read_file, real_path)
 from ctxls.index.errors import RipgrepMissing
 
@@ -116,7 +116,7 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
         if scope.folders:
             found.lines.update(_rg_lines(rg, root, word, include, rg_limit, scope.folders).lines)
     found.lines = {path: rows for path, rows in found.lines.items()
-                   if path not in buffers and wanted(path) and is_utf8(path)
+                   if path not in buffers and wanted(path) and name_problem(path) is None
                    and real_path(root, path, real_dirs) == path
                    and _within_bound(root, path, max_file_bytes, rg_limit)}
     for path, text in buffers.items():

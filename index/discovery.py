@@ -62,7 +62,8 @@ class SourceText:
 class Skipped:
     path: str
     # "binary" | "minified" | "too large" | "vanished" | "unreadable" | OUTSIDE_ROOT | LINK_LOOP |
-    # NAME_NOT_UTF8 (path shown with U+FFFD) | "symlink to <path>"
+    # NAME_NOT_UTF8 (path shown with U+FFFD) | NAME_CONTROL (shown with \uXXXX) |
+    # "symlink to <path>"
     reason: str
 
 
@@ -80,6 +81,11 @@ LINK_LOOP = "symlink loop"
 # A name that is not UTF-8 (Python reads it with surrogate escapes): no
 # protocol path or URI can name it, and SQLite cannot store it.
 NAME_NOT_UTF8 = "name not UTF-8"
+# A name holding a line break or another control character (git allows it;
+# no project needs it): every answer's text prints a path per line (the CLI,
+# the MCP tools), where such a name would forge lines (a hit, a caller).
+NAME_CONTROL = "name holds a control character"
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 # Generated files that match an included extension but are never worth
@@ -394,9 +400,9 @@ def discover(root: Path, wanted: FileFilter) -> Listing:
     listing = Listing()
     real_dirs: dict[str, str | None] = {"": ""}
     for path in sorted({p for p in candidates if wanted(p)}):
-        if not is_utf8(path):  # one such name failed every pass: nothing was indexed
-            listing.skipped.append(Skipped(path.encode("utf-8", "surrogateescape")
-                                           .decode("utf-8", "replace"), NAME_NOT_UTF8))
+        problem = name_problem(path)
+        if problem is not None:  # a non-UTF-8 one failed every pass: nothing was indexed
+            listing.skipped.append(Skipped(shown_name(path), problem))
             continue
         real = real_path(root, path, real_dirs)
         if real == path:
@@ -404,6 +410,21 @@ def discover(root: Path, wanted: FileFilter) -> Listing:
         else:
             listing.skipped.append(Skipped(path, _alias_reason(root, path, real)))
     return listing
+
+
+def name_problem(path: str) -> str | None:
+    """Why a file of this name is never indexed (NAME_NOT_UTF8,
+    NAME_CONTROL), or None."""
+    if not is_utf8(path):
+        return NAME_NOT_UTF8
+    return NAME_CONTROL if _CONTROL.search(path) else None
+
+
+def shown_name(path: str) -> str:
+    """A name ``name_problem`` refuses as status lists it: U+FFFD for bytes
+    that are not UTF-8, ``\\uXXXX`` for a control character."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def is_utf8(text: str) -> bool:
@@ -574,6 +595,9 @@ def read_file(root: Path, path: str, max_bytes: int | None,
     leads a reader out of the root, nor to a second name of a file indexed
     under its own. A reader of many files passes ``real_dirs`` (see
     ``real_path``; ``root`` resolved) to resolve each folder once."""
+    problem = name_problem(path)
+    if problem is not None:
+        return Skipped(shown_name(path), problem)
     real = relative_path(root, path) if real_dirs is None else real_path(root, path, real_dirs)
     if real != path:
         return Skipped(path, _alias_reason(root, path, real))
