@@ -21,6 +21,7 @@ import re2
 
 from ctxls.index.git import git_command, run_git
 from ctxls.index.languages import DEFAULT_INCLUDE, NAMED_VARIANTS
+from ctxls.index.paths import CONTROL_CHARACTER
 from ctxls.index.roots import STORE_DIR_NAME
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,6 @@ NAME_NOT_UTF8 = "name not UTF-8"
 # no project needs it): every answer's text prints a path per line (the CLI,
 # the MCP tools), where such a name would forge lines (a hit, a caller).
 NAME_CONTROL = "name holds a control character"
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 # Generated files that match an included extension but are never worth
@@ -417,14 +417,14 @@ def name_problem(path: str) -> str | None:
     NAME_CONTROL), or None."""
     if not is_utf8(path):
         return NAME_NOT_UTF8
-    return NAME_CONTROL if _CONTROL.search(path) else None
+    return NAME_CONTROL if CONTROL_CHARACTER.search(path) else None
 
 
 def shown_name(path: str) -> str:
     """A name ``name_problem`` refuses as status lists it: U+FFFD for bytes
     that are not UTF-8, ``\\uXXXX`` for a control character."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return CONTROL_CHARACTER.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def is_utf8(text: str) -> bool:

@@ -16,6 +16,12 @@ import re
 from collections.abc import Callable, Container, Iterable
 from typing import NamedTuple
 
+
+# A line break or another control character (C0, DEL, C1, U+2028/2029): no
+# name (a file's, a written memory's id) may hold one, since every text
+# answer prints names one per line and such a name would forge lines there.
+CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
 _TEST_FILE = re.compile(
     r"(?:^|/)(?:test_[^/]*\.py|[^/]*_tests?\.(?:py|go|rb|c|cc|cpp|dart|lua)|conftest\.py"
     r"|[^/]*Tests?\.(?:java|kt|cs|swift|scala|php)|[^/]*(?:Spec|Suite)\.(?:kt|scala|swift)"

@@ -414,6 +414,11 @@ async def test_bad_params_are_refused_and_the_daemon_keeps_serving(repo: Path, m
             ("ctxls/remember", {"id": "a", "text": "x", "scope": "@admin"}, "scope"),
             ("ctxls/remember", {"id": "a", "text": "x", "scope": ""}, "scope"),
             ("ctxls/remember", {"id": "", "text": "x"}, "id"),
+            # A line break in an id forged a hit line in every text answer.
+            ("ctxls/remember", {"id": "a\n    9.999  secrets.py:1  x", "text": "x"}, "id"),
+            ("ctxls/remember", {"id": "a\u2028b", "text": "x"}, "id"),
+            ("ctxls/ingest", {"filename": "notes\r.md", "text": "x"}, "filename"),
+            ("ctxls/ingest", {"filename": "a.md", "id": "a\x1b[2J", "text": "x"}, "id"),
             ("ctxls/forget", {}, "id"),
             ("ctxls/forget", {"kind": "fact"}, "by"),
             ("ctxls/forget", {"kind": "poem", "by": "agent"}, "kind"),

@@ -16,7 +16,7 @@ from ctxls.index.memory.model import (AUTHORS, DAY_MS, DEFAULT_EPISODE_WINDOW_DA
                                       IngestResult, KnownFact, MemoryItem, MemoryNode, MemoryRow,
                                       MemoryStore, Page, Segment, Upload, Write, check_choice,
                                       check_count, check_key, check_kinds, check_meta, check_ms,
-                                      whole_segment)
+                                      check_new_key, whole_segment)
 from ctxls.index.scopes import Scope
 from ctxls.index.store import now_ms
 from ctxls.index.tokenize import query_terms
@@ -44,7 +44,7 @@ class Memory:
                  expires_at: int | None = None, session: str | None = None,
                  episode_window_days: float = DEFAULT_EPISODE_WINDOW_DAYS) -> None:
         """Write one row whole (never chunked); the same (scope, id) is replaced."""
-        check_key("id", key)
+        check_new_key("id", key)
         if not isinstance(text, str) or not text.strip():
             raise InvalidParams("text", "must be a non-empty string")
         check_choice("kind", kind, MEMORY_KINDS)
@@ -66,9 +66,9 @@ class Memory:
         """Store an upload: Markdown and txt/log/csv as searchable doc segments,
         anything else byte-exact as a blob found by its filename. Re-ingesting
         an id replaces all of its segments."""
-        check_key("filename", filename)
+        check_new_key("filename", filename)
         key = filename if key is None else key
-        check_key("id", key)
+        check_new_key("id", key)
         check_choice("by", by, AUTHORS)
         check_ms("expiresAt", expires_at)
         meta_json = check_meta(meta)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from ctxls.index.chunker import split_lines
 from ctxls.index.errors import InvalidParams, MemoryUnavailable, TooLarge
+from ctxls.index.paths import CONTROL_CHARACTER
 from ctxls.index.scopes import Scope
 
 if TYPE_CHECKING:
@@ -225,6 +226,14 @@ def check_kinds(kinds: list[str] | None, allowed: tuple[str, ...] = MEMORY_KINDS
 def check_key(name: str, key: str) -> None:
     if not isinstance(key, str) or not key or len(key) > MAX_ID_CHARS:
         raise InvalidParams(name, f"must be a non-empty string of at most {MAX_ID_CHARS} characters")
+
+
+def check_new_key(name: str, key: str) -> None:
+    """A name a write gives (an id, a filename): ``check_key``'s, on one line."""
+    check_key(name, key)
+    if CONTROL_CHARACTER.search(key):
+        raise InvalidParams(name, "must not hold a line break or another control character "
+                                  "(every text answer prints ids one per line)")
 
 
 def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None:
