@@ -55,15 +55,21 @@ def store_dir(root: Path) -> Path:
     ``root`` (resolved) live: its ``.ctxls`` folder, unless the repository
     cannot hold one (a read-only checkout: a mount, an image, a folder of
     another user's). Then a folder in the user's state folder named by the
-    root's path, which every process serving ``root`` finds alike. A
+    root's path, which every process serving ``root`` finds alike, and which
+    stays the store while the repository has no ``.ctxls`` of its own. A
     ``.ctxls`` that is a file or a link stays the answer: the store refuses
     it, saying why (it may have come with the repository)."""
     inside = root / STORE_DIR_NAME
     if inside.is_symlink() or (inside.exists() and not inside.is_dir()):
         return inside
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", root.name)[:32] or "root"
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
+    outside = state_dir() / "stores" / f"{name}-{digest}"
+    if not inside.is_dir() and outside.is_dir():
+        # Made while the repository could not hold one: it keeps the written
+        # memory, so it stays the store when the repository becomes writable.
+        return outside
     writable = inside if inside.is_dir() else root
     if os.access(writable, os.W_OK | os.X_OK) or not root.is_dir():
         return inside
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", root.name)[:32] or "root"
-    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
-    return state_dir() / "stores" / f"{name}-{digest}"
+    return outside

@@ -809,6 +809,11 @@ def test_a_repository_that_cannot_hold_its_store_is_indexed_in_the_state_folder(
     finally:
         root.chmod(0o755)
     assert not (root / ".ctxls").exists()
-    # A repository that can hold it keeps its own `.ctxls` (another root, same rule).
+    # Writable again, the repository keeps the store made meanwhile (its
+    # written memory would vanish from view otherwise) ...
     monkeypatch.setattr(roots.os, "access", access)
-    assert roots.store_dir(root) == root / ".ctxls"
+    assert roots.store_dir(root) == place
+    # ... and one that can hold it and has no such store uses its own `.ctxls`.
+    other = root.parent / "other"
+    other.mkdir()
+    assert roots.store_dir(other) == other / ".ctxls"
