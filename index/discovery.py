@@ -679,12 +679,20 @@ def read_source(root: Path, path: str, max_bytes: int) -> SourceText | Skipped:
     return SourceText(path=path, text=text, size=st.st_size, mtime_ns=st.st_mtime_ns)
 
 
+# The signature of a file that cannot be stat'ed though it may be there (a
+# folder on the way this user may not search): it matches no row, so the file
+# is read, and the read says why it is skipped (it vanished silently before).
+UNKNOWN_SIGNATURE = (-1, -1)
+
+
 def stat_signature(root: Path, path: str) -> tuple[int, int] | None:
-    """(mtime_ns, size) of a file, or None if it is gone."""
+    """(mtime_ns, size) of a file, None if it is gone, else UNKNOWN_SIGNATURE."""
     try:
         st = (root / path).stat()
-    except OSError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
+    except OSError:
+        return UNKNOWN_SIGNATURE
     return st.st_mtime_ns, st.st_size
 
 

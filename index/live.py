@@ -106,7 +106,9 @@ def _inotify_fds() -> set[int]:
 
 def _unwatched(paths: list[str], fds: set[int]) -> list[str]:
     """Those of ``paths`` the kernel holds no inotify watch for on ``fds``
-    (by device and inode, from /proc/self/fdinfo); none where that cannot be read."""
+    (by device and inode, from /proc/self/fdinfo); none where that cannot be
+    read. A folder this user may not read is none of them: inotify refuses
+    it (EACCES) whatever the limit, and nothing in it can be listed or polled."""
     watched: set[tuple[int, int]] = set()
     for fd in fds:
         try:
@@ -126,7 +128,7 @@ def _unwatched(paths: list[str], fds: set[int]) -> list[str]:
             st = os.stat(where)
         except OSError:
             continue
-        if (st.st_dev, st.st_ino) not in watched:
+        if (st.st_dev, st.st_ino) not in watched and os.access(where, os.R_OK):
             missing.append(where)
     return missing
 

@@ -440,6 +440,48 @@ engine.close()
 """
 
 
+UNREADABLE_FOLDER_SCRIPT = """
+import json, sys
+from ctxls.index.engine import Engine, EngineOptions
+engine = Engine(sys.argv[1], EngineOptions(watch="auto", embeddings=False))
+engine.follow_disk()
+engine.follower.established.wait(10)
+stats = engine.cold_index()
+status = engine.status()
+print(json.dumps({"skipped": dict(engine.indexer.skipped), "files": status["files"],
+                  "watch": status["watch"], "stats_skipped": stats.skipped}))
+engine.close()
+"""
+
+
+def test_a_folder_this_user_may_not_read_is_listed_skipped_not_taken_for_the_watch_limit(
+        tmp_path: Path):
+    """A tracked file in a folder this user may not read vanished silently
+    (its stat failed: taken for a deleted file), and the folder, which
+    inotify refuses, was reported as over the platform's watch limit, with
+    advice to raise fs.inotify.max_user_watches. Run in a user namespace
+    with no uid mapped, where mode 000 holds even for root."""
+    root = tmp_path / "perm"
+    write_tree(root, {"pkg/open.py": "def readable():\n    pass\n",
+                      "secret/hidden.py": "def hidden():\n    pass\n"})
+    git(root, "init", "-q")
+    git(root, "add", ".")
+    script = tmp_path / "perm.py"
+    script.write_text(UNREADABLE_FOLDER_SCRIPT)
+    (root / "secret").chmod(0)
+    try:
+        run = subprocess.run(["unshare", "--user", sys.executable, str(script), str(root)],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        (root / "secret").chmod(0o755)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["files"] == 1 and result["stats_skipped"] == 1
+    assert result["skipped"] == {"secret/hidden.py": "unreadable (Permission denied)"}
+    assert result["watch"]["mode"] == "native" and result["watch"]["polled"] == 0, result["watch"]
+    assert result["watch"]["reason"] is None and "watch limit" not in run.stderr
+
+
 def test_a_new_folder_near_the_watch_limit_is_watched_not_polled(tmp_path: Path):
     """The replaced watch stays open until its successor stands: with more
     than half of the platform's watches in use, the successor could not get
