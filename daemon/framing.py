@@ -30,10 +30,11 @@ def socket_path_for(db_path: str | os.PathLike[str]) -> Path:
     socket (a repository deep in the tree). Then a folder of the user's state
     folder named by a hash of the store's path, alike for every process."""
     beside = Path(db_path).with_name(SOCKET_NAME)
-    if len(os.fsencode(beside)) <= MAX_SOCKET_PATH:
+    state = state_dir()
+    if len(os.fsencode(beside)) <= MAX_SOCKET_PATH or state is None:
         return beside
     digest = hashlib.sha256(os.fsencode(Path(db_path).parent)).hexdigest()[:16]
-    return state_dir() / "sockets" / digest / SOCKET_NAME
+    return state / "sockets" / digest / SOCKET_NAME
 
 
 def frame(message: dict) -> bytes:

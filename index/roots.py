@@ -34,19 +34,34 @@ def too_broad_root(root: Path) -> str | None:
     workspace folder and the CLI such a root, saying so."""
     if root.parent == root:
         return "is the filesystem root"
-    if root == Path.home().resolve() and not any((root / m).exists() for m in ROOT_MARKERS):
+    home = home_folder()
+    if home is not None and root == home.resolve() \
+            and not any((root / m).exists() for m in ROOT_MARKERS):
         return "is the home folder, and not a repository (no .git or .ctxls in it)"
     return None
 
 
-def state_dir() -> Path:
+def home_folder() -> Path | None:
+    """This user's home folder, or None: a container's user with neither
+    ``$HOME`` nor a passwd entry has none (``Path.home()`` raises there)."""
+    try:
+        return Path.home()
+    except RuntimeError:
+        return None
+
+
+def state_dir() -> Path | None:
     """The user's own ctxls folder, outside every checkout: ``$CTXLS_STATE_DIR``,
-    else ``$XDG_STATE_HOME/ctxls``, else ``~/.local/state/ctxls``."""
+    else ``$XDG_STATE_HOME/ctxls``, else ``~/.local/state/ctxls``; None
+    without a home folder."""
     explicit = os.environ.get(STATE_DIR_ENV)
     if explicit:
         return Path(explicit)
     xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".local" / "state"
+    home = home_folder()
+    if not xdg and home is None:
+        return None
+    base = Path(xdg) if xdg else home / ".local" / "state"
     return base / "ctxls"
 
 
@@ -62,9 +77,12 @@ def store_dir(root: Path) -> Path:
     inside = root / STORE_DIR_NAME
     if inside.is_symlink() or (inside.exists() and not inside.is_dir()):
         return inside
+    state = state_dir()
+    if state is None:
+        return inside
     name = re.sub(r"[^A-Za-z0-9._-]", "_", root.name)[:32] or "root"
     digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
-    outside = state_dir() / "stores" / f"{name}-{digest}"
+    outside = state / "stores" / f"{name}-{digest}"
     if not inside.is_dir() and outside.is_dir():
         # Made while the repository could not hold one: it keeps the written
         # memory, so it stays the store when the repository becomes writable.

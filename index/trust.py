@@ -47,8 +47,10 @@ def user_key() -> bytes | None:
     read or made (warned once)."""
     global _key_warned
     folder = state_dir()
-    path = folder / KEY_FILE_NAME
     try:
+        if folder is None:
+            raise OSError("no home folder to keep it in (set CTXLS_STATE_DIR)")
+        path = folder / KEY_FILE_NAME
         folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
@@ -133,9 +135,10 @@ def problem(meta: dict[str, str], db_path: str) -> str | None:
 
 
 def _checked_path(store_id: str) -> Path | None:
-    if not store_id.isalnum():
+    state = state_dir()
+    if not store_id.isalnum() or state is None:
         return None
-    return state_dir() / "checked" / store_id
+    return state / "checked" / store_id
 
 
 def record_checked(store_id: str, signature: tuple[int, int, int]) -> None:

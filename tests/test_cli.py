@@ -439,26 +439,30 @@ def on_a_terminal(*args: str, command: list[str] = CTXLS) -> tuple[bytes, bytes]
 def test_a_repositorys_control_characters_never_reach_a_terminal(tmp_path: Path):
     """A file name or text holding escape sequences (retitle, clear, hide a
     line) or a bidi override was written raw to the terminal by every verb.
-    On a terminal they are shown as escapes; a pipe still gets the exact text."""
+    On a terminal they are shown as escapes; a pipe still gets the exact text.
+    (A name holding a control character is not indexed at all: see
+    test_file_names_with_a_line_break_are_skipped_so_no_answer_prints_a_forged_line.)"""
     root = tmp_path / "evil"
     root.mkdir()
-    name = "evil_\x1b]0;PWNED\x07_\x1b[8mhidden.py"
+    name = "evil_\u202ehidden.py"  # a bidi override: indexed, shown escaped
     (root / name).write_text('def escape_probe_fn():\n    """doc \x1b[2J \u202e reversed"""\n'
                              "    return 1\n")
+    escaping = "evil_\x1b]0;PWNED\x07_\x1b[8mhidden.py"
+    (root / escaping).write_text("def never_indexed():\n    pass\n")
     assert run("index", "--root", str(root)).returncode == 0
     out, _ = on_a_terminal("recall", "escape_probe_fn", "--body", "--root", str(root))
     shown = out.decode()
     assert "escape_probe_fn" in shown
     assert not any(c in shown for c in "\x1b\x07\u202e"), shown
-    assert "evil_\\u001b]0;PWNED\\u0007_\\u001b[8mhidden.py" in shown
+    assert "evil_\\u202ehidden.py" in shown
     assert "doc \\u001b[2J \\u202e reversed" in shown
-    _, err = on_a_terminal("get", name + ":99", "--root", str(root))
+    _, err = on_a_terminal("get", escaping + ":99", "--root", str(root))
     assert b"\x1b" not in err and b"\\u001b" in err  # the error names the file
     piped = run("recall", "escape_probe_fn", "--body", "--root", str(root))
     assert name in piped.stdout and "doc \x1b[2J \u202e reversed" in piped.stdout
     # The log too (`ctxls serve` in a terminal logs the repository's file names).
     log_a_name = ("import argparse, logging; from ctxls.daemon.cli_verbs import log_on_stderr; "
                   "log_on_stderr(argparse.Namespace(log_level='INFO')); "
-                  f"logging.getLogger('probe').warning('skipped %s', {name!r})")
+                  f"logging.getLogger('probe').warning('skipped %s', {escaping!r})")
     _, logged = on_a_terminal("-c", log_a_name, command=[sys.executable])
     assert b"skipped evil_\\u001b]0;PWNED" in logged and b"\x1b" not in logged, logged

@@ -817,3 +817,33 @@ def test_a_repository_that_cannot_hold_its_store_is_indexed_in_the_state_folder(
     other = root.parent / "other"
     other.mkdir()
     assert roots.store_dir(other) == other / ".ctxls"
+
+
+def test_a_user_without_a_home_folder_is_served(plain_repo: Path, monkeypatch):
+    """A container's user with neither $HOME nor a passwd entry: `Path.home()`
+    raises, and every verb died with "Could not determine home directory"
+    (checking whether the root is the home folder). Without a home there is
+    no state folder: the store stays in the repository and is not sealed."""
+    from ctxls.daemon.client import default_socket
+    from ctxls.index import roots, trust
+
+    for name in ("CTXLS_STATE_DIR", "XDG_STATE_HOME", "HOME"):
+        monkeypatch.delenv(name, raising=False)
+
+    def no_home(cls=None):
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", classmethod(no_home))
+    monkeypatch.setattr(trust, "_key_warned", False)
+    root = plain_repo.resolve()
+    assert roots.too_broad_root(root) is None and roots.state_dir() is None
+    assert roots.store_dir(root) == root / ".ctxls"
+    assert default_socket(root) == root / ".ctxls" / "daemon.sock"
+    assert trust.user_key() is None
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        assert engine.index().added == 5
+        hits = engine.recall("retry upload", ["code"], mode="lexical").hits_by_kind["code"]
+        assert hits[0].path == "pkg/retry.py"
+    finally:
+        engine.close()
