@@ -334,6 +334,12 @@ class Engine:
         self.progress = IndexProgress()
         self.locator = Locator(ranking=self.options.ranking, root=self.root, history=not private_store)
         self.index_error: EngineError | None = None  # why the last pass failed
+        # Files whose latest text (a buffer's, or the disk's) the store refused
+        # (a full disk …), and why: answers say so until it is written
+        # (write_unwritten, tried again before answers).
+        self._unwritten: dict[str, WriteFailed] = {}
+        self._unwritten_lock = threading.Lock()
+        self._unwritten_tried = 0.0
         self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
@@ -649,8 +655,11 @@ class Engine:
                     (row["mtime_ns"], row["size"]) == stat_signature(self.root, path) and \
                     not racy(row["mtime_ns"], row["indexed_at"]):
                 continue
-            if self.indexer.reindex_from_disk(path):
-                changed.add(path)
+            try:
+                if self._written_edit(path, lambda: self.indexer.reindex_from_disk(path)):
+                    changed.add(path)
+            except WriteFailed:  # remembered: fresh_answer leaves its hits out
+                continue
         for path in changed:
             self._mark_urgent(path)
         return changed
@@ -674,8 +683,17 @@ class Engine:
             # Rows re-indexed now, or by the watcher while the answer was computed.
             changed = self.indexer.rows_written_since(serial, paths)
             if not changed:
-                return result
-        return without(result, changed)
+                return self._without_unwritten(result, paths, without)
+        return self._without_unwritten(without(result, changed), paths, without)
+
+    def _without_unwritten(self, result: T, paths: list[str],
+                           without: Callable[[T, set[str]], T]) -> T:
+        """``result`` less its hits in files whose latest text the store
+        refused: their rows are older than that text, and would lay old
+        lines over it (the answer says why it may miss them)."""
+        with self._unwritten_lock:
+            unwritten = self._unwritten.keys() & set(paths)
+        return without(result, unwritten) if unwritten else result
 
     def await_index(self) -> None:
         """Before an answer from the index: wait (at most ``ready_wait_s``) for
@@ -683,6 +701,7 @@ class Engine:
         first pass is still running then; a burst still running leaves the
         answer partial. Never waits for a store that cannot open or a pass
         that failed: those answer with their own errors."""
+        self.write_unwritten()
         if self._cold_done.is_set() and not self.indexing:
             # The first pass may have ended after the request's snapshot was
             # taken (`get` reads memory first): renewed, its reads see the pass.
@@ -772,10 +791,43 @@ class Engine:
         with self._buffers_lock:
             self._buffers[path] = text
         self._defer_embedding()
-        changed = self.indexer.index_buffer(path, text)
+        changed = self._written_edit(path, lambda: self.indexer.index_buffer(path, text))
         if changed:
             self._mark_urgent(path)
         return changed
+
+    def _written_edit(self, path: str, write: Callable[[], bool]) -> bool:
+        """``write()`` (one file's latest text into the index); one the store
+        refuses is remembered (answers say so) and raised."""
+        try:
+            changed = write()
+        except WriteFailed as exc:
+            with self._unwritten_lock:
+                self._unwritten[path] = exc
+            raise
+        if self._unwritten:
+            with self._unwritten_lock:
+                self._unwritten.pop(path, None)
+        return changed
+
+    def write_unwritten(self) -> None:
+        """Write the edits the store refused, at most every STORE_RETRY_S
+        (before answers): once it takes writes again (space freed), answers
+        reflect them and stop saying otherwise. Stops at the first refusal."""
+        if not self._unwritten or time.monotonic() - self._unwritten_tried < STORE_RETRY_S:
+            return
+        self._unwritten_tried = time.monotonic()
+        with self._unwritten_lock:
+            paths = list(self._unwritten)
+        for path in paths:
+            text = self.buffer_text(path)
+            try:
+                self._written_edit(path, (lambda: self.indexer.index_buffer(path, text))
+                                   if text is not None else
+                                   (lambda: self.indexer.reindex_from_disk(path)))
+            except WriteFailed:
+                return
+            self._mark_urgent(path)
 
     def _mark_urgent(self, path: str) -> None:
         for tier in self._tiers:
@@ -795,13 +847,13 @@ class Engine:
             return
         with self._buffers_lock:
             self._buffers.pop(path, None)
-        self.indexer.reindex_from_disk(path)
+        self._written_edit(path, lambda: self.indexer.reindex_from_disk(path))
 
     def file_changed_on_disk(self, path: str) -> None:
         """A save or a watched-file event; an open buffer still wins. A
         buffers-only engine reads no file, whatever its client says changed."""
         if not self.buffers_only and self.buffer_text(path) is None \
-                and self.indexer.reindex_from_disk(path):
+                and self._written_edit(path, lambda: self.indexer.reindex_from_disk(path)):
             self._mark_urgent(path)  # recall by meaning sees it first
 
     def files_changed_on_disk(self, paths: list[str]) -> None:
@@ -939,6 +991,12 @@ class Engine:
                     f"{self.progress.total} files)")
         if self.index_error is not None:
             return f"the index could not be updated ({self.index_error}): answers come from what it holds"
+        with self._unwritten_lock:
+            unwritten = list(self._unwritten.values())
+        if unwritten:
+            return (f"the index could not take the latest text of {len(unwritten)} "
+                    f"file{'s' if len(unwritten) > 1 else ''} ({unwritten[-1]}): answers may not "
+                    "reflect it")
         if not self.cold_index_done or self.indexing:
             return "indexing is still running"
         if mode == "lexical" or self.semantic is None:
@@ -1175,7 +1233,9 @@ class Engine:
             counts, vectors, embedding, meaning = {"files": 0, "chunks": 0}, 0, 0, None
             embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()
-        if store_error is not None or self.index_error is not None:
+        with self._unwritten_lock:  # an edit the store refused, while no pass failed
+            index_error = self.index_error or next(reversed(self._unwritten.values()), None)
+        if store_error is not None or index_error is not None:
             state = "error"  # store_error / index_error say what
         elif indexing or not complete:
             state = "indexing"
@@ -1212,8 +1272,8 @@ class Engine:
         }
         if store_error is not None:
             status["store_error"] = store_error
-        if self.index_error is not None:
-            status["index_error"] = self.index_error
+        if index_error is not None:
+            status["index_error"] = index_error
         if memory_error is not None:
             status["memory_error"] = memory_error
         if self.store.repair is not None:

@@ -847,3 +847,38 @@ def test_a_user_without_a_home_folder_is_served(plain_repo: Path, monkeypatch):
         assert hits[0].path == "pkg/retry.py"
     finally:
         engine.close()
+
+
+def test_an_edit_the_full_disk_refused_is_left_out_said_and_written_once_space_is_freed(
+        plain_repo: Path, tmp_path: Path, monkeypatch):
+    """A buffer edited while the disk was full: its write failed, status said
+    "ready", answers were not partial and served the file's old rows (old
+    lines laid over new text) until the next edit of that file. Now its hits
+    are left out, answers and status say why, and the edit is written before
+    the first answer after space is freed."""
+    from ctxls.index import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "STORE_RETRY_S", 0.0)
+    engine = make_engine(plain_repo, tmp_path / "index.db")
+    try:
+        engine.index()
+        fill_the_disk(engine)
+        moved = "\n" * 40 + (plain_repo / "pkg/retry.py").read_text() \
+            + "\n\ndef written_while_full():\n    return 1\n" + "# padding\n" * 30_000
+        with pytest.raises(WriteFailed):
+            engine.set_buffer("pkg/retry.py", moved)
+        result = engine.recall("retry upload", ["code"], mode="lexical")
+        assert result.partial and "could not take the latest text of 1 file" in result.partial_reason
+        assert all(h.path != "pkg/retry.py" for h in result.hits_by_kind["code"])
+        status = engine.status()
+        assert status["state"] == "error" and status["index_error"].code == -32007
+        free_the_disk(engine)
+        found = engine.recall("written_while_full", ["code"], mode="lexical", body=True)
+        assert found.partial_reason is None
+        hit = found.hits_by_kind["code"][0]
+        assert hit.path == "pkg/retry.py" and "def written_while_full" in hit.body
+        assert hit.body == "\n".join(moved.split("\n")[hit.start_line:hit.end_line + 1])
+        assert engine.status()["state"] != "error"
+    finally:
+        free_the_disk(engine)
+        engine.close()
