@@ -32,7 +32,7 @@ from ctxls.daemon.cli_host import cmd_index, cmd_mcp, cmd_memory, cmd_serve
 from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, cmd_assemble, cmd_forget,
                                     cmd_get, cmd_impact, cmd_locate, cmd_outline, cmd_recall,
                                     cmd_recent, cmd_related, cmd_remember, cmd_status, cmd_symbols,
-                                    cmd_trust_memory, write_out)
+                                    cmd_trust_memory, text_streams_never_fail, write_out)
 from ctxls.daemon.formatting import in_caller_names
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
@@ -276,6 +276,7 @@ def command_in(argv: list[str]) -> str | None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    text_streams_never_fail()
     args = build_parser(command_in(argv)).parse_args(argv)
     if getattr(args, "root_positional", None) is not None and args.command == "status":
         if args.root is not None:

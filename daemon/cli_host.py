@@ -5,6 +5,7 @@ runs (the engine, the server, the MCP bridge) when it runs."""
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 import time
@@ -174,9 +175,19 @@ def cmd_memory(args):
             if not backend.full_text_index_usable():
                 print(f"ctxls: {FULL_TEXT_SCAN_WARNING}", file=sys.stderr)
         elif args.memory_verb == "export":
-            sys.stdout.writelines(write_lines(backend.export_records()))
+            # UTF-8 whatever the locale: the file is read on other machines.
+            out = sys.stdout.buffer
+            out.writelines(line.encode("utf-8", "surrogatepass")
+                           for line in write_lines(backend.export_records()))
+            out.flush()
         else:
-            records = read_lines(sys.stdin)  # every line checked before anything is written
+            lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
+            try:
+                records = read_lines(lines)  # every line checked before anything is written
+            except UnicodeDecodeError as exc:
+                print(f"ctxls: the records are not UTF-8 ({exc}); nothing was imported",
+                      file=sys.stderr)
+                return EXIT_USAGE
             count = backend.import_records(records)
             print(f"imported {count} records", file=sys.stderr)
             if backend.kind == "postgresql" and backend.semantic is not None:

@@ -15,6 +15,8 @@ the protocol's JSON (``--json``) keeps its 0-based fields.
 from __future__ import annotations
 
 import argparse
+import codecs
+import io
 import json
 import sys
 import time
@@ -95,7 +97,22 @@ def write_out(text: str, stream=None) -> None:
 
 
 def print_json(value: Any) -> None:
-    write_out(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    # JSON's \u escapes where stdout's encoding cannot carry a character.
+    write_out(json.dumps(value, indent=2, ensure_ascii=not writes_utf8(sys.stdout)) + "\n")
+
+
+def writes_utf8(stream) -> bool:
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return codecs.lookup(encoding).name == "utf-8"
+
+
+def text_streams_never_fail() -> None:
+    """stdout and stderr in a locale that is not UTF-8 (ISO-8859-1, ASCII
+    via PYTHONIOENCODING): a character they cannot encode (an emoji in a
+    docstring) is written as ``\\xNN``/``\\uXXXX``, not a crash with a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and not writes_utf8(stream):
+            stream.reconfigure(errors="backslashreplace")
 
 
 def _style(args: argparse.Namespace) -> Style:

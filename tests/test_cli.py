@@ -135,6 +135,22 @@ def test_a_repository_too_deep_for_a_unix_socket_is_served_on_one_in_the_state_f
         proc.wait(timeout=10)
 
 
+def test_a_locale_that_is_not_utf8_gets_escapes_not_a_traceback(repo: Path):
+    """An emoji in a docstring, printed where stdout's encoding is ASCII or
+    ISO-8859-1 (a locale that is not UTF-8): the verb died with
+    UnicodeEncodeError. Text shows an escape; --json stays valid JSON."""
+    (repo / "pkg" / "smile.py").write_text('def smiling_fn():\n    """Returns \U0001f600."""\n')
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    assert run("index", "--root", str(repo)).returncode == 0
+    text = run("recall", "smiling_fn", "--body", "--kind", "code", "--root", str(repo), env=env)
+    assert text.returncode == 0 and "Traceback" not in text.stderr, text.stderr
+    assert "Returns \\U0001f600." in text.stdout
+    as_json = run("recall", "smiling_fn", "--body", "--kind", "code", "--json", "--root", str(repo),
+                  env=env)
+    assert as_json.stdout.isascii()
+    assert "Returns \U0001f600." in json.loads(as_json.stdout)["hits"][0]["body"]
+
+
 def test_make_run_installs_again_only_when_pyproject_changed(tmp_path: Path):
     """`make run` reinstalled the package on every start (32 s): the install
     is a stamp that only pyproject.toml makes stale (the package is editable)."""

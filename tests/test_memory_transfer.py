@@ -62,3 +62,26 @@ def test_every_field_of_the_format_is_checked_on_import(tmp_path: Path):
         assert "is missing or mistyped" in refused.stderr
     assert subprocess.run([*CLI, "export", "--db", db], capture_output=True, text=True,
                           check=True).stdout == ""
+
+
+def test_the_file_is_utf8_whatever_the_locale(tmp_path: Path):
+    """Under a locale that is not UTF-8 the export was written in its
+    encoding (ISO-8859-1 bytes, or a crash on a character it lacks) and the
+    import decoded UTF-8 files with it (mojibake written to memory). The
+    file is UTF-8 both ways; bytes that are not UTF-8 are refused whole."""
+    import os
+
+    db = str(tmp_path / "index.db")
+    latin = {**os.environ, "PYTHONIOENCODING": "latin-1"}
+    imported = subprocess.run([*CLI, "import", "--db", db], input=EARLIER_EXPORT.encode("utf-8"),
+                              capture_output=True, env=latin, check=True)
+    assert b"imported 7 records" in imported.stderr
+    exported = subprocess.run([*CLI, "export", "--db", db], capture_output=True, env=latin, check=True)
+    assert exported.stdout == EARLIER_EXPORT.encode("utf-8")  # "ünïcödé" as UTF-8
+    ascii_only = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    refused = subprocess.run([*CLI, "import", "--db", str(tmp_path / "other.db")],
+                             input=b'{"type":"memory","id":"caf\xe9"}\n', capture_output=True,
+                             env=ascii_only)
+    assert refused.returncode == 2 and b"not UTF-8" in refused.stderr and b"Traceback" not in refused.stderr
+    assert subprocess.run([*CLI, "export", "--db", str(tmp_path / "other.db")],
+                          capture_output=True, check=True).stdout == b""
