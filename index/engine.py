@@ -864,9 +864,15 @@ class Engine:
         indexed = {p for p in paths if self.store.file_state(p) is not None}
         paths = [p for p in paths if p in indexed or self.indexer.wanted(p)]
         ignored = ignored_paths(self.root, [p for p in paths if p not in indexed])
+        refused: WriteFailed | None = None
         for path in paths:
             if path not in ignored:
-                self.file_changed_on_disk(path)
+                try:
+                    self.file_changed_on_disk(path)
+                except WriteFailed as exc:  # remembered: every refused file is written later
+                    refused = exc
+        if refused is not None:
+            raise refused
         if paths and self.index_error is not None:
             self._store_writes.set()  # written: a first pass waiting to be tried again goes now
 

@@ -879,6 +879,20 @@ def test_an_edit_the_full_disk_refused_is_left_out_said_and_written_once_space_i
         assert hit.path == "pkg/retry.py" and "def written_while_full" in hit.body
         assert hit.body == "\n".join(moved.split("\n")[hit.start_line:hit.end_line + 1])
         assert engine.status()["state"] != "error"
+        # Files changed on disk while it is full: each refused one is
+        # remembered (not only the first of the batch), and written later.
+        fill_the_disk(engine)
+        big = "# padding\n" * 30_000
+        write_tree(plain_repo, {"pkg/__init__.py": "def disk_one():\n    pass\n" + big,
+                                "pkg/session.py": "def disk_two():\n    pass\n" + big})
+        with pytest.raises(WriteFailed):
+            engine.files_changed_on_disk(["pkg/__init__.py", "pkg/session.py"])
+        assert set(engine._unwritten) == {"pkg/__init__.py", "pkg/session.py"}
+        free_the_disk(engine)
+        engine.write_unwritten()
+        assert not engine._unwritten
+        hits = engine.recall("disk_two", ["code"], mode="lexical", body=True).hits_by_kind["code"]
+        assert hits[0].path == "pkg/session.py" and "def disk_two():" in hits[0].body
     finally:
         free_the_disk(engine)
         engine.close()
