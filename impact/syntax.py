@@ -27,7 +27,7 @@ from tree_sitter_language_pack import get_language
 from ctxls.index.definition_table import TABLES, LanguageTable, follow
 from ctxls.index.definition_table import classify as classify_definition
 from ctxls.index.languages import (COMPONENT_LANGUAGES, NOTEBOOK_LANGUAGE, hazard, language_for_path,
-                                   notebook_view, parse_source, parser_for, script_view)
+                                   notebook_view, parse_source, parse_view, parser_for, script_view)
 
 from .ripgrep import word_pattern
 
@@ -829,7 +829,8 @@ class SourceFile:
         unparsed language."""
         if self.family is None or self.language is None or hazard(self.text) is not None:
             return None
-        return parse_source(parser_for(self.language), self._parsed_text.encode("utf-8", "replace"))
+        return parse_source(parser_for(self.language),
+                            parse_view(self.language, self._parsed_text.encode("utf-8", "replace")))
 
     @cached_property
     def bindings(self) -> list[Binding]:

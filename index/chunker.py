@@ -28,7 +28,7 @@ from .chunking.spans import REPARSE_BUDGET, REREADINGS, reparse_budget, reread_s
 from .definition_table import TABLES
 from .imports import extract_imports
 from .languages import (COMPONENT_LANGUAGES, NOTEBOOK_LANGUAGE, ParseAbandoned, chunk_kind_for_path,
-                        hazard, language_for_path, notebook_view, parse, parse_deadline, parser_for,
+                        hazard, language_for_path, notebook_view, parse, parse_deadline, parse_view, parser_for,
                         script_view)
 from .model import UNPARSED_DEADLINE, UNPARSED_HAZARD, ParsedFile, SymbolDef, content_hash
 
@@ -111,7 +111,8 @@ def _chunk(path: str, text: str, packed: bool) -> ParsedFile:
         grammar = GRAMMARS[grammar_language]
         with parse_deadline():  # one for the file's parses and re-parses together
             spans, tree = symbol_spans(grammar, parser_for(grammar_language), read_lines, source,
-                                       parse(grammar_language, source, path))
+                                       parse(grammar_language, parse_view(grammar_language, source),
+                                             path))
             if tree.root_node.has_error and grammar_language in REREADINGS:
                 spans = reread_spans(grammar, parser_for(grammar_language), lines, spans,
                                      REREADINGS[grammar_language])

@@ -1836,3 +1836,25 @@ def test_a_language_whose_grammar_gives_up_again_and_again_is_suspended(monkeypa
         assert worker.chunk("after.py", after) == chunker.chunk_file("after.py", after)
     finally:
         worker.close()
+
+
+def test_a_long_run_of_python_comment_lines_keeps_the_files_definitions():
+    """tree-sitter-python's parse time grows with the square of a run of
+    comment-only lines (8,000: 1.9 s): a file with a large commented-out
+    block ran past the parse deadline and lost every definition to line
+    windows. Such a run is parsed as spaces (languages.parse_view); the
+    definitions around it keep their lines, and impact still reads calls."""
+    from ctxls.index.languages import parse_view
+
+    block = "# old_code(1)\n" * 20_000
+    text = ("def before_the_block():\n    return 1\n\n" + block
+            + "def after_the_block():\n    # kept: a short run\n    return before_the_block()\n")
+    parsed = chunk_file("legacy.py", text)
+    assert parsed.unparsed is None
+    assert [(s.symbol, s.start_line) for s in parsed.symbols] == [
+        ("before_the_block", 0), ("after_the_block", 20_003)]
+    source = text.encode()
+    view = parse_view("python", source)
+    assert len(view) == len(source) and view.count(b"\n") == source.count(b"\n")
+    assert b"old_code" not in view and b"# kept: a short run" in view
+    assert parse_view("ruby", source) is source  # only Python's grammar needs it
