@@ -634,21 +634,23 @@ _COMMENT_RUN_LINES = 64
 
 
 def parse_view(language: str, source: bytes) -> bytes:
-    """``source`` as its grammar is given it: a Python run of at least
-    ``_COMMENT_RUN_LINES`` comment-only lines becomes spaces (every offset and
-    row kept; only the run's comment nodes go, which no definition needs)."""
+    """``source`` as its grammar is given it: in Python, the comment lines of
+    a run of at least ``_COMMENT_RUN_LINES`` of them (blank lines between
+    them count in) become spaces (every offset and row kept; only the run's
+    comment nodes go, which no definition needs)."""
     if language != "python" or source.count(b"#") < _COMMENT_RUN_LINES:
         return source
     lines = source.split(b"\n")
-    run_start = None
-    for number, line in enumerate([*lines, b""]):
-        if line.lstrip(b" \t").startswith(b"#"):
-            run_start = number if run_start is None else run_start
-            continue
-        if run_start is not None and number - run_start >= _COMMENT_RUN_LINES:
-            for blank in range(run_start, number):
-                lines[blank] = b" " * len(lines[blank])
-        run_start = None
+    run: list[int] = []  # the comment lines of the current run (blank lines between them count in)
+    for number, line in enumerate([*lines, b"x"]):
+        content = line.strip(b" \t\r\f")
+        if content.startswith(b"#"):
+            run.append(number)
+        elif content:
+            if len(run) >= _COMMENT_RUN_LINES:
+                for blank in run:
+                    lines[blank] = b" " * len(lines[blank])
+            run = []
     return b"\n".join(lines)
 
 

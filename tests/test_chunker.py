@@ -1858,3 +1858,6 @@ def test_a_long_run_of_python_comment_lines_keeps_the_files_definitions():
     assert len(view) == len(source) and view.count(b"\n") == source.count(b"\n")
     assert b"old_code" not in view and b"# kept: a short run" in view
     assert parse_view("ruby", source) is source  # only Python's grammar needs it
+    # Blank lines between the comments, and a run that ends the file.
+    tail = chunk_file("tail.py", "def only_one():\n    return 1\n" + "# c\n\n" * 20_000)
+    assert tail.unparsed is None and [s.symbol for s in tail.symbols] == ["only_one"]
