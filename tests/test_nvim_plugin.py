@@ -93,6 +93,14 @@ def test_document_and_workspace_symbols_come_from_the_definition_table(nvim: Pat
     assert len(result["passed"]) == 2
 
 
+def test_health_reports_an_index_that_cannot_be_updated_as_an_error(nvim: Path, repo: Path,
+                                                                   tmp_path: Path) -> None:
+    """A store that cannot be used (here its folder is a file; a full disk or
+    a failed pass alike): :checkhealth said "OK index: 0 files …"."""
+    result = run_suite(nvim, tmp_path, "store", repo)
+    assert len(result["passed"]) == 1
+
+
 def test_missing_executable_is_named_by_setup_and_commands(nvim: Path, repo: Path,
                                                            tmp_path: Path) -> None:
     result = run_suite(nvim, tmp_path, "missing", repo)
@@ -122,6 +130,8 @@ vim.fn.writefile({ vim.json.encode({
   texts = vim.tbl_map(function(item) return item.text end, items),
   others = vim.tbl_map(function(item) return { vim.fn.fnamemodify(item.filename, ":t"), item.lnum, item.text } end, others),
   echo = echo,
+  incomplete = { format.incomplete({ partial = true }),
+                 format.incomplete({ partial = true, partialReason = "no vectors yet (3 chunks waiting to be embedded)" }) },
 }) }, OUT)
 vim.cmd("qa!")
 """
@@ -143,3 +153,7 @@ def test_impact_format_lists_confirmed_first_other_definitions_and_counts(nvim: 
     assert result["others"] == [["legacy.py", 7, "other definition: Store.get (0 confirmed, risk low)"]]
     assert result["echo"] == ("ctxls impact of Store.get: risk low · 1 caller (+1 unconfirmed) · "
                               "0 mentions · best of 2 definitions · 0 callees · complexity 1")
+    # A partial answer says the server's reason (it said "still indexing" for every one).
+    assert result["incomplete"] == [
+        "results may be incomplete: still indexing",
+        "results may be incomplete: no vectors yet (3 chunks waiting to be embedded)"]

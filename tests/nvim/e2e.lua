@@ -9,7 +9,8 @@
 --   CTXLS_TEST_SUITE   "commands" (every command, via vim.lsp.enable),
 --                      "roots" (one client per root, via the plugin's own autocmd),
 --                      "defaults" (the documented setup(): init_options, progress),
---                      "symbols" (document and workspace symbols) or
+--                      "symbols" (document and workspace symbols),
+--                      "store" (a store that cannot be used: health says so) or
 --                      "missing" (no server executable)
 --   CTXLS_TEST_OTHER_REPO, CTXLS_TEST_LOOSE_FILE  only for the "roots" suite
 local repo = assert(os.getenv("CTXLS_TEST_REPO"))
@@ -419,6 +420,22 @@ local function missing_suite()
   end)
 end
 
+local function store_suite()
+  -- A store that cannot be made (its folder is a file): the index cannot be
+  -- used or updated, and health says so instead of "ok".
+  require("ctxls").setup({ cmd = server_cmd, init_options = { dbPath = repo .. "/README.md/index.db" } })
+
+  step(":checkhealth ctxls reports an index that cannot be updated as an error", function()
+    vim.cmd.edit(session_path)
+    attached_client(0)
+    vim.cmd("checkhealth ctxls")
+    local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    vim.cmd("tabclose")
+    expect(report:match("ERROR index: %d+ files.-: the index cannot be updated: index store .-README%.md/index%.db"),
+      "no index error in the health report:\n%s", report)
+  end)
+end
+
 local function roots_suite()
   local other_repo = assert(os.getenv("CTXLS_TEST_OTHER_REPO"))
   local loose_file = assert(os.getenv("CTXLS_TEST_LOOSE_FILE"))
@@ -472,7 +489,7 @@ end, SUITE_DEADLINE_MS)
 -- Scheduled so the steps run after startup (VimEnter), like a user's commands.
 vim.schedule(function()
   local suites = { commands = commands_suite, roots = roots_suite, defaults = defaults_suite, missing = missing_suite,
-    symbols = symbols_suite }
+    symbols = symbols_suite, store = store_suite }
   local ok, err = xpcall(assert(suites[suite], "unknown suite"), debug.traceback)
   if not ok then
     table.insert(results.failed, { name = "suite " .. suite, error = err })

@@ -21,6 +21,14 @@ end
 --- `{ hits }` (one kind asked) or `{ groups = { kind = hits } }`.
 ---@param result { hits: table[]|nil, groups: table<string, table[]>|nil }
 ---@return table[]
+--- Why a partial answer may miss something, as the server says it (still
+--- indexing, no vectors yet, an index that cannot be updated …).
+---@param result table a recall or locate result with `partial`
+---@return string
+function M.incomplete(result)
+  return "results may be incomplete: " .. (result.partialReason or "still indexing")
+end
+
 function M.recall_hits(result)
   if result.hits then
     return result.hits

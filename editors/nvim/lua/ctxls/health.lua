@@ -68,7 +68,11 @@ local function check_client(client)
     status.version,
     status.dbPath
   )
-  if status.indexing then
+  local failure = status.storeError or status.indexError
+  if failure then
+    -- Not "ok": answers come from what the index holds (the server retries).
+    vim.health.error(summary .. ": the index cannot be updated: " .. failure.message)
+  elseif status.indexing then
     vim.health.warn(summary .. ": still indexing, results are partial")
   else
     vim.health.ok(summary)

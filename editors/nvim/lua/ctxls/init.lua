@@ -92,7 +92,7 @@ function M.recall(query, opts)
     if #hits == 0 then
       notify("nothing found for " .. query)
     elseif result.partial then
-      notify("still indexing: results may be incomplete")
+      notify(format.incomplete(result))
     end
     if picker == "select" then
       if #hits > 0 then
@@ -117,7 +117,7 @@ function M.locate(text)
     if #items == 0 then
       notify("no file located for this text")
     elseif result.partial then
-      notify("still indexing: results may be incomplete")
+      notify(format.incomplete(result))
     end
     show_quickfix("ctxls locate", items)
   end)

@@ -46,3 +46,8 @@ export function formatAge(thenMs: number, nowMs: number): string {
   }
   return new Date(thenMs).toISOString().slice(0, 10);
 }
+
+/** What a title adds for a partial answer: why it may miss something, as the server says. */
+export function incompleteNote(result: { partial?: boolean; partialReason?: string }): string {
+  return result.partial === true ? ` (results may be incomplete: ${result.partialReason ?? 'still indexing'})` : '';
+}

@@ -1,5 +1,6 @@
 // What "ctxls: Locate Files for a Bug Report…" sends and shows, and where a file opens.
 
+import { incompleteNote } from './format';
 import type { Located, LocateParams, LocateResult, Location } from './protocol';
 
 /** Files to list: a fix rarely touches more. */
@@ -47,7 +48,7 @@ export function locatedPickItems(result: LocateResult): LocatedPickItem[] {
 export function locateTitle(result: LocateResult): string {
   const count = result.files.length;
   const found = count === 0 ? 'No file located for this text' : `${count} ${count === 1 ? 'file' : 'files'}`;
-  return result.partial === true ? `${found} (still indexing: results may be incomplete)` : found;
+  return found + incompleteNote(result);
 }
 
 /**

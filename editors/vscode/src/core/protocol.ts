@@ -67,6 +67,8 @@ export interface RecallResult {
   hits?: Hit[];
   groups?: Partial<Record<HitKind, Hit[]>>;
   partial?: boolean;
+  /** Why a partial answer may miss something: still indexing, no vectors yet, an index that cannot be updated, … */
+  partialReason?: string;
 }
 
 export interface Item {
@@ -159,6 +161,8 @@ export interface FolderStatus {
   pending: number;
   root: string;
   dbPath: string;
+  storeError?: StatusError;
+  indexError?: StatusError;
 }
 
 export interface Status {
@@ -174,6 +178,15 @@ export interface Status {
   version: string;
   complete?: boolean;
   folders?: FolderStatus[];
+  /** `error` while the store cannot be used or the index not updated (a full disk, …): the two errors say why. */
+  state?: string;
+  storeError?: StatusError;
+  indexError?: StatusError;
+}
+
+export interface StatusError {
+  code: number;
+  message: string;
 }
 
 /** `$/progress` values of LSP work-done progress. */
@@ -208,4 +221,5 @@ export interface Located {
 export interface LocateResult {
   files: Located[];
   partial?: boolean;
+  partialReason?: string;
 }

@@ -1,6 +1,6 @@
 // What the "ctxls: Recall…" QuickPick sends and shows, and where a hit opens.
 
-import { basename, lineSpan } from './format';
+import { basename, incompleteNote, lineSpan } from './format';
 import { HIT_KINDS, type Hit, type Location, type RecallParams, type RecallResult } from './protocol';
 
 /** Hits per kind: enough to scroll through, few enough to come back within one keystroke. */
@@ -64,7 +64,7 @@ function pickItem(hit: Hit): RecallPickItem {
 export function recallTitle(query: string, result: RecallResult): string {
   const count = hitsInOrder(result).length;
   const found = count === 0 ? `No matches for "${query.trim()}"` : `${count} ${count === 1 ? 'match' : 'matches'}`;
-  return result.partial === true ? `${found} (still indexing: results may be incomplete)` : found;
+  return found + incompleteNote(result);
 }
 
 /**

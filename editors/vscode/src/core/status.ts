@@ -96,6 +96,11 @@ export function statusView({ status, progress, error }: StatusInputs): StatusVie
   if (status === undefined) {
     return { text: '$(sync~spin) ctxls', tooltip: 'Starting the ctxls server…' };
   }
+  const failure = statusError(status);
+  if (failure !== undefined) {
+    // Not "ready": answers come from what the index holds, and the server retries.
+    return { text: `$(error) ctxls · ${plural(status.files, 'file')} · not updated`, tooltip: [failure, ...details].join('\n') };
+  }
   if (status.indexing) {
     return { text: `$(sync~spin) ctxls indexing · ${plural(status.files, 'file')}`, tooltip: details.join('\n') };
   }
@@ -105,6 +110,16 @@ export function statusView({ status, progress, error }: StatusInputs): StatusVie
   // Every state above ends here: indexed, embedded, nothing pending.
   const warning = status.embeddings.error === undefined ? '' : '$(warning) ';
   return { text: `${warning}$(database) ctxls ready · ${plural(status.files, 'file')}`, tooltip: details.join('\n') };
+}
+
+/** Why the index cannot be used or updated now (this folder's, else another folder's), or undefined. */
+function statusError(status: Status): string | undefined {
+  const error = status.storeError ?? status.indexError;
+  if (error !== undefined) {
+    return error.message;
+  }
+  const folder = status.folders?.find((each) => each.storeError !== undefined || each.indexError !== undefined);
+  return folder === undefined ? undefined : `${folder.root}: ${(folder.storeError ?? folder.indexError)?.message}`;
 }
 
 function statusDetails(status: Status): string[] {

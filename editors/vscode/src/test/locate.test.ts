@@ -59,6 +59,8 @@ describe('locate results', () => {
   test('the title counts the files and says when indexing is unfinished', () => {
     assert.equal(locateTitle({ files: [session] }), '1 file');
     assert.equal(locateTitle({ files: [], partial: true }),
-      'No file located for this text (still indexing: results may be incomplete)');
+      'No file located for this text (results may be incomplete: still indexing)');
+    assert.equal(locateTitle({ files: [session], partial: true, partialReason: 'indexing is still running' }),
+      '1 file (results may be incomplete: indexing is still running)');
   });
 });

@@ -114,7 +114,11 @@ describe('recallTitle', () => {
     assert.equal(recallTitle('store', { hits: [codeHit()] }), '1 match');
     assert.equal(recallTitle('store', { groups: { code: [codeHit(), codeHit()], doc: [docHit] } }), '3 matches');
     assert.equal(recallTitle(' nothing ', { groups: {}, partial: false }), 'No matches for "nothing"');
-    assert.equal(recallTitle('x', { hits: [codeHit()], partial: true }), '1 match (still indexing: results may be incomplete)');
+    assert.equal(recallTitle('x', { hits: [codeHit()], partial: true }), '1 match (results may be incomplete: still indexing)');
+    // The server's reason when it gives one (not always "still indexing": no vectors yet, a full disk, …).
+    const full = 'the index could not take the latest text of 1 file (… database or disk is full)';
+    assert.equal(recallTitle('x', { hits: [codeHit()], partial: true, partialReason: full }),
+      `1 match (results may be incomplete: ${full})`);
   });
 });
 

@@ -101,6 +101,26 @@ describe('statusView', () => {
     );
   });
 
+  test('an index that cannot be updated (a full disk) is an error, not "ready"', () => {
+    const full = 'nothing was written to /work/repo/.ctxls/index.db: database or disk is full';
+    const view = statusView({ status: status({ state: 'error', indexError: { code: -32007, message: full } }) });
+    assert.equal(view.text, '$(error) ctxls · 1,234 files · not updated');
+    assert.equal(view.tooltip.split('\n')[0], full);
+    const unusable = statusView({
+      status: status({ state: 'error', files: 0, storeError: { code: -32006, message: 'index store cannot be used' } }),
+    });
+    assert.equal(unusable.text, '$(error) ctxls · 0 files · not updated');
+    // One folder of several: named.
+    const folders = [
+      { indexing: false, files: 1, chunks: 1, pending: 0, root: '/a', dbPath: '/a/.ctxls/index.db' },
+      { indexing: false, files: 2, chunks: 2, pending: 0, root: '/b', dbPath: '/b/.ctxls/index.db',
+        indexError: { code: -32007, message: full } },
+    ];
+    const several = statusView({ status: status({ state: 'error', folders }) });
+    assert.equal(several.text, '$(error) ctxls · 1,234 files · not updated');
+    assert.equal(several.tooltip.split('\n')[0], `/b: ${full}`);
+  });
+
   test('embeddings off, or failed (with a warning icon)', () => {
     const off = statusView({ status: status({ embeddings: { enabled: false, model: '', dim: 0 }, vectors: 1 }) });
     assert.match(off.tooltip, /\n1 vector\n|, 1 vector\n/);
