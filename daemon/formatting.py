@@ -188,6 +188,9 @@ def status_lines(status: dict, via: str, style: Style) -> str:
     if embeddings.get("error"):
         model = f"off ({embeddings['error']})"
     state = status.get("state") or ("indexing" if status.get("indexing") else "ready")
+    failure = status.get("storeError") or status.get("indexError")
+    if failure:  # the index cannot be used or updated (a full disk …): why, in the state line
+        state += f" ({failure['message']})"
     if via == "daemon":
         daemon = "running"
     elif via == "hosted":

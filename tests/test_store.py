@@ -519,6 +519,10 @@ def test_a_cli_answer_without_a_daemon_comes_from_the_store_when_it_cannot_be_up
         assert any(hit["path"] == "pkg/retry.py" for hit in answer["groups"]["code"])
         item = access.request("ctxls/get", {"id": "pkg/retry.py", "startLine": 0})
         assert item["id"] == "pkg/retry.py"
+        # `ctxls status` says why in its state line (it said "state error" alone).
+        from ctxls.daemon.formatting import PLAIN, status_lines
+        shown = status_lines(access.request("ctxls/status", {}), "local", PLAIN)
+        assert "  state    error (nothing was written to " in shown and "disk is full)" in shown
     finally:
         access.close()
 
