@@ -119,6 +119,30 @@ def default_socket(root: Path) -> Path:
     return socket_path_for(store_dir(root.resolve()) / "index.db")
 
 
+def index_in_background(engine: Engine) -> threading.Thread:
+    """The first pass of a hosted engine (or of a daemon whose first try the
+    store refused) in a thread of its own, tried again until the store takes
+    it (``Engine.first_pass``); answers meanwhile say what they miss."""
+    def first_index() -> None:
+        from ctxls.daemon.app import WATCH_START_S
+        from ctxls.index.indexer import Cancelled
+
+        if engine.follower is not None:  # the pass lists what the watch may have missed
+            engine.follower.established.wait(WATCH_START_S)
+        try:
+            engine.first_pass()
+        except Cancelled:  # the process is closing
+            pass
+        except Exception:  # status and every request say why; this thread only reports it
+            import logging  # here: a verb the daemon answers loads no logging
+
+            logging.getLogger(__name__).exception("indexing %s failed", engine.root)
+
+    thread = threading.Thread(target=first_index, name="ctxls-cold-index", daemon=True)
+    thread.start()
+    return thread
+
+
 class EngineAccess:
     """One root, reached through its daemon or in process. Threads may share
     it: each asks the daemon on a connection of its own (one connection
@@ -174,8 +198,7 @@ class EngineAccess:
                 # readyWaitMs), then answer "index not ready".
                 engine.follow_disk()
                 engine.start_embedding()
-                threading.Thread(target=self._first_index, args=(engine,),
-                                 name="ctxls-cold-index", daemon=True).start()
+                index_in_background(engine)
             elif self.refresh:
                 try:
                     engine.index()  # incremental: a no-op pass costs a fraction of a second
@@ -187,21 +210,6 @@ class EngineAccess:
                 engine.serve_stored_index()  # nobody indexes here: answers are the store's
         return engine
 
-    @staticmethod
-    def _first_index(engine: Engine) -> None:
-        from ctxls.daemon.server import WATCH_START_S
-        from ctxls.index.indexer import Cancelled
-
-        if engine.follower is not None:  # the pass lists what the watch may have missed
-            engine.follower.established.wait(WATCH_START_S)
-        try:
-            engine.first_pass()
-        except Cancelled:  # the process is closing
-            pass
-        except Exception:  # status and every request say why; this thread only reports it
-            import logging  # here: a verb the daemon answers loads no logging
-
-            logging.getLogger(__name__).exception("indexing %s failed", engine.root)
 
     def host(self) -> None:
         """Serve this root in process as a daemon would (`ctxls mcp` without one)."""

@@ -25,6 +25,7 @@ from ctxls.daemon import wire
 from ctxls.daemon import (context_handlers, impact_handlers, memory_handlers, sessions,  # noqa: F401
                           symbol_handlers)
 from ctxls.daemon.app import WATCH_START_S, CtxlsServer, feature, rpc, server
+from ctxls.daemon.client import index_in_background
 from ctxls.daemon.options import parse_init_options
 from ctxls.daemon.router import ROUTER, Lane
 from ctxls.daemon.framing import socket_path_for
@@ -32,6 +33,7 @@ from ctxls.daemon.socket_server import SocketServer
 from ctxls.daemon.uris import local_path
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.engine import Engine
+from ctxls.index.errors import StoreUnavailable, WriteFailed
 
 log = logging.getLogger(__name__)
 
@@ -244,7 +246,13 @@ def prewarm(root: Path) -> Engine:
     engine.follow_disk()  # the pass lists what the watch may have missed
     if engine.follower is not None:
         engine.follower.established.wait(WATCH_START_S)
-    engine.cold_index()
+    try:
+        engine.cold_index()
+    except (StoreUnavailable, WriteFailed) as exc:
+        # Served all the same (a full disk, a store locked or read-only): every
+        # answer and status say why, and the pass is tried again until it lands.
+        log.warning("%s: %s; serving what the index holds meanwhile", root, exc)
+        index_in_background(engine)
     engine.start_embedding()  # the backlog drains while no client is connected yet
     return engine
 

@@ -43,6 +43,7 @@ from ctxls.index import ann_file
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.embeddings import Embedder, EmbedderUnavailable
+from ctxls.index.errors import WriteFailed
 from ctxls.index.priority import FAST_TIER_NICENESS, TRANSFORMER_NICENESS, set_thread_niceness
 from ctxls.index.private import restrict
 from ctxls.index.store import Store
@@ -73,6 +74,9 @@ VECTOR_TIERS = (PRIMARY_TIER, FAST_TIER)
 BACKLOG_WINDOW = 64
 # Save the ANN file at most this often while the backlog drains (and when it empties).
 SAVE_INTERVAL_S = 30.0
+# After the store refuses a batch's vectors (a full disk), the worker tries
+# to store that batch again after this long (never embedding it again).
+REFUSED_WAIT_S = 2.0
 PENDING_CACHE_S = 1.0
 QUERY_CACHE_SIZE = 256
 # Vectors a request embedded ahead of the backlog (similarities_embedding_missing)
@@ -140,6 +144,9 @@ class SemanticIndex:
         # Embed hashes stored from requests since the backlog window was read
         # (the worker's own: it skips them in that window).
         self._stored_ahead: set[str] = set()
+        # A batch embedded whose vectors the store refused (a full disk): the
+        # next step stores it instead of embedding anything.
+        self._unstored: tuple[list[str], object] | None = None
         # Embedding competes for the same two cores as indexing and typing:
         # it waits while a pass runs and for a moment after each edit or query.
         self._allowed = threading.Event()
@@ -368,6 +375,7 @@ class SemanticIndex:
         set_thread_niceness(self.tier.niceness)
         if not self.ensure_loaded():
             return
+        refused = False  # the last step's vectors were refused (said once until one lands)
         while not self._stop.is_set():
             if not self._allowed.wait(timeout=1.0):
                 continue
@@ -380,6 +388,15 @@ class SemanticIndex:
                 continue
             try:
                 worked = self.step()
+                refused = False
+            except WriteFailed as exc:
+                # A full disk (…): the batch waits in memory (step stores it
+                # again, never embeds it again); said once, not a traceback a try.
+                if not refused:
+                    log.warning("embedding paused: %s", exc)
+                refused = True
+                self._stop.wait(REFUSED_WAIT_S)
+                continue
             except Exception:  # keep the daemon alive; try again shortly
                 log.exception("embedding step failed")
                 worked = False
@@ -397,6 +414,10 @@ class SemanticIndex:
         """Embed one batch (or store what requests embedded ahead); False when
         there was nothing to do."""
         self._apply_removals()
+        if self._unstored is not None:  # a batch the store refused: stored, not embedded again
+            self._store_vectors(*self._unstored)
+            self._unstored = None
+            return True
         if self._store_embedded_ahead():
             return True
         batch = self._next_batch()
@@ -407,7 +428,12 @@ class SemanticIndex:
         if not hashes:
             return True
         assert self.embedder is not None
-        self._store_vectors(hashes, self.embedder.embed([batch[h] for h in hashes]))
+        vectors = self.embedder.embed([batch[h] for h in hashes])
+        try:
+            self._store_vectors(hashes, vectors)
+        except WriteFailed:
+            self._unstored = (hashes, vectors)
+            raise
         return True
 
     def _store_embedded_ahead(self) -> bool:

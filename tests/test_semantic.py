@@ -707,3 +707,52 @@ def test_a_texts_vector_does_not_depend_on_the_texts_embedded_beside_it():
         vectors = embedder.embed(step)
         for at in (i for i, t in enumerate(step) if t == text):
             np.testing.assert_allclose(vectors[at], alone, atol=1e-6)
+
+
+def test_a_full_disk_pauses_embedding_with_one_warning_and_it_resumes(small: Path, monkeypatch, caplog):
+    """On a full disk every embedding step computed a batch, lost it at the
+    write and logged a traceback, every 3 s for as long as the disk stayed
+    full. Now the worker says so once and keeps the refused batch, storing it
+    again (never embedding it again); once space is freed the vectors land."""
+    import logging
+
+    from ctxls.index import semantic
+
+    monkeypatch.setattr(semantic, "REFUSED_WAIT_S", 0.05)
+    batches: list[int] = []  # each embedding batch taken from the backlog
+    next_batch = semantic.SemanticIndex._next_batch
+
+    def counted(self):
+        batch = next_batch(self)
+        if batch:
+            batches.append(len(batch))
+        return batch
+
+    monkeypatch.setattr(semantic.SemanticIndex, "_next_batch", counted)
+    write_tree(small, {f"gen/m{i}.py": f"def generated_{i}(x):\n    return x * {i}\n" for i in range(300)})
+    engine = semantic_engine(small)
+    try:
+        engine.index()
+        writer = engine.store._writer
+        writer.execute("VACUUM")  # no free pages left to take a batch of vectors
+        writer.execute(f"PRAGMA max_page_count = {writer.execute('PRAGMA page_count').fetchone()[0]}")
+        with caplog.at_level(logging.WARNING, logger="ctxls.index.semantic"):
+            engine.start_embedding()
+            deadline = time.monotonic() + 60
+            while not any("embedding paused" in r.getMessage() for r in caplog.records) \
+                    and time.monotonic() < deadline:
+                time.sleep(0.05)
+            taken = len(batches)
+            time.sleep(0.5)  # several refusals: the refused batches are stored again, not embedded again
+            assert len(batches) == taken
+            paused = [r for r in caplog.records if "embedding paused" in r.getMessage()]
+            assert paused and "database or disk is full" in paused[0].getMessage()
+            assert len(paused) <= 2  # once per tier
+            assert not any("embedding step failed" in r.getMessage() for r in caplog.records)
+        writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        deadline = time.monotonic() + 60
+        while engine.semantic.pending() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert engine.semantic.pending() == 0 and engine.semantic.vector_count() > 0
+    finally:
+        engine.close()

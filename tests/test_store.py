@@ -900,3 +900,37 @@ def test_an_edit_the_full_disk_refused_is_left_out_said_and_written_once_space_i
     finally:
         free_the_disk(engine)
         engine.close()
+
+
+def test_a_headless_daemon_on_a_full_disk_serves_and_indexes_once_it_can(
+        plain_repo: Path, monkeypatch):
+    """`ctxls serve --root R --socket` (also how an editor's proxy starts a new
+    owner) exited on a full disk: its first pass raised before it listened,
+    and the proxy's editor lost its server. It now serves what the index
+    holds, says why, and the pass is tried again in the background."""
+    from ctxls.daemon import server as server_module
+    from ctxls.index import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "STORE_RETRY_S", 0.05)
+    write_tree(plain_repo, {f"gen/mod_{n}.py": f"def generated_{n}():\n    return {n}\n" * 20
+                            for n in range(100)})
+    cold_index, filled = Engine.cold_index, []
+
+    def first_try_on_a_full_disk(engine: Engine, *args, **kwargs):
+        if not filled:
+            filled.append(engine)
+            fill_the_disk(engine)
+        return cold_index(engine, *args, **kwargs)
+
+    monkeypatch.setattr(Engine, "cold_index", first_try_on_a_full_disk)
+    engine = server_module.prewarm(plain_repo)
+    try:
+        assert engine.index_error is not None and engine.index_error.code == -32007
+        reason = engine.recall("generated_7", ["code"], mode="lexical").partial_reason
+        assert reason.startswith("the index could not be updated (")
+        free_the_disk(engine)
+        assert wait_for(lambda: engine.cold_index_done and engine.index_error is None)
+        assert engine.status()["files"] == 105
+    finally:
+        server_module.server.prewarmed.pop(engine.root, None)
+        engine.close()
