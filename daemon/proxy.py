@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 # How long a takeover waits for a new owner to listen (it indexes first).
 TAKEOVER_TIMEOUT_S = 300.0
+# A daemon log this large is set aside (daemon.log.1) before the next daemon starts.
+LOG_ROTATE_BYTES = 4 << 20
 RESTARTED = -32603  # the answer to requests lost with the owner: retry
 # A header line is at most this long; anything longer is the rest of a body.
 MAX_HEADER_LINE = 64 << 10
@@ -459,6 +461,17 @@ class Proxy:
         except OSError as exc:  # such a link, a read-only folder
             raise ConnectionError(f"cannot start a ctxls daemon: {path}: {exc.strerror or exc}") from exc
 
+    def _rotate_log(self) -> None:
+        """Each new daemon appends to ``daemon.log``; past LOG_ROTATE_BYTES it
+        becomes ``daemon.log.1`` (the one before is dropped), so years of
+        takeovers never fill the disk. A link there is never followed (lstat)."""
+        path = self.socket_path.with_name("daemon.log")
+        try:
+            if path.lstat().st_size >= LOG_ROTATE_BYTES:
+                os.replace(path, path.with_name("daemon.log.1"))
+        except OSError:  # none yet; or it cannot be moved: appended to as it is
+            pass
+
     def ensure_owner(self) -> None:
         """Block until a daemon listens on the socket, starting one if nobody
         does. A lock file makes proxies that lost the same owner start one
@@ -467,6 +480,7 @@ class Proxy:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if socket_is_live(self.socket_path):
                 return
+            self._rotate_log()
             log_file = self._beside_socket("daemon.log", "ab")
             # Bound to this process: when our editor exits, the daemon does too
             # and the remaining proxies start the next one. -P: the folder it

@@ -530,3 +530,29 @@ def test_a_store_folder_or_file_the_repository_ships_as_a_link_is_not_written_th
         ann_file.write(planted / ".ctxls" / "vectors.tmp", b"\0" * 64, 16, 1)
     assert (tmp_path / "victim.txt").read_text() == "precious\n"
     assert not list(outside.iterdir())
+
+
+def test_a_large_daemon_log_is_set_aside_before_the_next_daemon_starts(tmp_path: Path):
+    """Every daemon a proxy starts appends its stderr to `daemon.log`, which
+    grew without bound across takeovers. Past 4 MiB it becomes
+    `daemon.log.1` (the older one dropped); a link planted there is never
+    followed (opening it is refused, as before)."""
+    from ctxls.daemon import proxy as proxy_module
+
+    store = tmp_path / "repo" / ".ctxls"
+    store.mkdir(parents=True)
+    proxy = Proxy({}, tmp_path / "repo", store / "daemon.sock", io.BytesIO(), None)
+    log = store / "daemon.log"
+    log.write_bytes(b"x" * (proxy_module.LOG_ROTATE_BYTES - 1))
+    proxy._rotate_log()
+    assert log.stat().st_size == proxy_module.LOG_ROTATE_BYTES - 1  # under the bound: kept
+    with open(log, "ab") as out:
+        out.write(b"y")
+    (store / "daemon.log.1").write_bytes(b"older")
+    proxy._rotate_log()
+    assert not log.exists() and (store / "daemon.log.1").stat().st_size == proxy_module.LOG_ROTATE_BYTES
+    target = tmp_path / "bashrc"
+    target.write_bytes(b"z" * proxy_module.LOG_ROTATE_BYTES)
+    log.symlink_to(target)
+    proxy._rotate_log()  # a link is measured as a link (lstat): never followed
+    assert log.is_symlink() and target.read_bytes() == b"z" * proxy_module.LOG_ROTATE_BYTES
