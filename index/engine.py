@@ -51,7 +51,7 @@ from ctxls.index.recall_calibration import Calibration, Evidence, QueryEvidence,
 from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
 from ctxls.index.query import declared_name
-from ctxls.index.git import head_commit, written_by_checkout
+from ctxls.index.git import head_commit, last_head_move, written_by_checkout
 from ctxls.index.roots import store_dir
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
@@ -104,10 +104,14 @@ FRESH_RETRIES = 5
 # re-reading every file of a repository that cannot be stored.
 STORE_RETRY_S = 2.0
 STORE_RETRY_MAX_S = 60.0
-# Edits logged this long before a HEAD move was seen can be the checkout's own
-# (git writes the files, then HEAD; an answer may re-index a file in between):
-# a checkout of 12,500 files took 1.3 s here.
+# A file git removed as HEAD moved: edits logged from this long before the
+# reflog dates the move are the move's own (git removes and writes the files,
+# then moves the ref; 12,500 files took 1.3 s here). A file it wrote: those
+# logged from its mtime (never later than the write, even where file times
+# are coarse: they are rounded down).
 CHECKOUT_WINDOW_MS = 10_000
+# The store's meta key: the commit the edit log was last reconciled with.
+EDITS_HEAD_KEY = "edits_head"
 
 
 @dataclass(frozen=True)
@@ -372,9 +376,6 @@ class Engine:
         # again (first_pass): the store takes writes again, so it is tried now.
         self._store_writes = threading.Event()
         self._quiet_until = 0.0  # see _defer_embedding
-        # The commit HEAD named when the watch began or last moved: a checkout
-        # wrote what differs between it and the next (_log_checkout).
-        self._head_commit: str | None = None
 
     @property
     def _tiers(self) -> list[SemanticIndex]:
@@ -574,7 +575,6 @@ class Engine:
         ``follower.established`` is set, so no change falls between them."""
         self._first_pass_due = True
         if self.follower is None and not self.buffers_only and self.options.watch != "off":
-            self._head_commit = head_commit(self.root)
             self.follower = DiskFollower(self, self.options.watch)
             self.follower.start()
 
@@ -592,7 +592,6 @@ class Engine:
                  else f"{len(indexable)} files changed on disk" if len(indexable) >= BURST_FILES
                  else None)
         if title is not None and not self.buffers_only:
-            moved_at = now_ms()
             sink = self.on_burst(title) if self.on_burst is not None else None
             message = "re-indexed"
             try:
@@ -606,31 +605,58 @@ class Engine:
             finally:
                 if sink is not None:
                     sink.end(message)
-            if head_moved:
-                self._log_checkout(moved_at)
         else:
             self.files_changed_on_disk(paths)
         if self.on_disk_change is not None:
             self.on_disk_change()
 
-    def _log_checkout(self, moved_at: int) -> None:
-        """What git wrote as HEAD moved is no work done here: its edits
-        (logged by the burst's pass, or by an answer or a watcher batch that
-        came first, at most CHECKOUT_WINDOW_MS before the move was seen) get
-        the origin "checkout", which recent activity leaves out; a fact
-        anchored to that code still reads as stale. A file edited since, so
-        that it differs from the new HEAD, keeps its own origin."""
-        old, new = self._head_commit, head_commit(self.root)
-        self._head_commit = new
-        if old is None or new is None or old == new:
+    def _reconcile_git_writes(self) -> None:
+        """``log_git_writes``, never failing the request or pass it serves (the
+        store refusing the write, git missing): the log is reconciled later."""
+        try:
+            self.log_git_writes()
+            self.store.renew_snapshot()  # this thread's reads see it
+        except (StoreUnavailable, WriteFailed) as exc:
+            log.debug("edit log not reconciled with git: %s", exc)
+
+    def _written_at(self, path: str, moved_ms: int) -> int:
+        """When git wrote ``path`` as HEAD moved (ms); for a file it removed,
+        CHECKOUT_WINDOW_MS before the move."""
+        try:
+            return os.stat(self.root / path).st_mtime_ns // 1_000_000
+        except OSError:
+            return moved_ms - CHECKOUT_WINDOW_MS
+
+    def log_git_writes(self) -> None:
+        """What git wrote as HEAD moved (a checkout, pull, reset, merge or
+        rebase; not a commit, whose files somebody edited) is no work done
+        here: the edits logged since git wrote each file (its mtime) get the
+        origin "checkout", which recent activity leaves out (an edit made
+        just before, by somebody, keeps its origin); a fact anchored to that
+        code still reads as stale. A file edited since, differing from the
+        new HEAD, keeps its origin. The commit the log was reconciled with
+        is kept in the store, so a move made while no daemon ran is found by
+        the next process; called after whole passes and before recent
+        activity answers."""
+        if self.buffers_only:
             return
-        written = written_by_checkout(self.root, old, new)
-        if not written:
+        new = head_commit(self.root)
+        old = self.store.meta().get(EDITS_HEAD_KEY)
+        if new is None or old == new:
             return
+        move = last_head_move(self.root) if old is not None else None
+        written = (written_by_checkout(self.root, old, new)
+                   if move is not None and not move[0].startswith("commit") else None)
+        since = {path: self._written_at(path, move[1]) for path in written or ()}
         with self.store.write() as conn:
-            conn.execute("UPDATE edits SET origin = 'checkout' WHERE ts >= ? AND origin = 'disk' "
-                         "AND path IN (SELECT value FROM json_each(?))",
-                         (moved_at - CHECKOUT_WINDOW_MS, json.dumps(sorted(written))))
+            if since:
+                rows = conn.execute("SELECT id, path, ts FROM edits WHERE ts >= ? AND origin = 'disk'",
+                                    (min(since.values()),)).fetchall()
+                git_s = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
+                conn.execute("UPDATE edits SET origin = 'checkout' "
+                             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(git_s),))
+            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
+                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (EDITS_HEAD_KEY, new))
 
     def refresh_stale(self, paths: list[str]) -> set[str]:
         """Re-index those of ``paths`` whose file on disk is not what their
@@ -756,6 +782,7 @@ class Engine:
             if pathspecs is None:
                 self.store.drop_all_orphan_vectors()
                 self.listed_ns = listed_ns
+                self._reconcile_git_writes()  # a move while no daemon ran: its edits are git's
                 self._cold_done.set()
             self.index_error = None
         except (Cancelled, RequestCancelled):  # stopped, not failed: the next pass resumes
@@ -1363,6 +1390,7 @@ class Engine:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidParams("limit", "must be an integer from 1 to 1000")
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
+        self._reconcile_git_writes()
         conn = self.store.reader()
         rows = conn.execute(
             "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n, max(id) AS newest "

@@ -68,6 +68,19 @@ def head_commit(root: Path) -> str | None:
     return proc.stdout.decode("ascii", "replace").strip() or None
 
 
+def last_head_move(root: Path) -> tuple[str, int] | None:
+    """Why HEAD last moved, as git's reflog says it ("checkout: moving from a
+    to b", "pull: Fast-forward", "reset: moving to HEAD~3", "commit: …"),
+    and when (ms); None without a reflog."""
+    proc = run_git(git_command("log", "-g", "-1", "--format=%gs%x00%gd", "--date=unix", "HEAD",
+                               root=root), timeout=10)
+    if proc is None or proc.returncode != 0:
+        return None
+    reason, _, selector = proc.stdout.decode("utf-8", "replace").strip().partition("\0")
+    seconds = selector.rpartition("{")[2].rstrip("}")
+    return (reason, int(seconds) * 1000) if seconds.isdigit() else None
+
+
 def written_by_checkout(root: Path, old: str, new: str) -> set[str] | None:
     """The files (relative to ``root``) that differ between commits ``old``
     and ``new`` and that the work tree holds as ``new`` has them (or lacks,

@@ -726,3 +726,43 @@ async def test_mcp_hosting_its_engine_waits_for_the_first_index_then_follows_the
             assert "agent_wrote_this  1 edits (disk)" in recent.content[0].text
             status = await session.call_tool("status", {})
             assert "following" in status.content[0].text
+
+
+def test_what_a_reset_or_a_move_while_no_daemon_ran_wrote_is_not_recent_activity_a_commit_is(
+        tmp_path: Path):
+    """A reset or a pull moves the branch, not HEAD's file: the watcher saw
+    no checkout and logged git's rewrites as work. A move made while no
+    daemon ran was logged as work by the next pass. Both are git's now (the
+    reflog says why HEAD moved); a commit is not: its edits were somebody's."""
+    root = tmp_path / "moves"
+    write_tree(root, {f"mods/m{i}.py": f"def f_{i}():\n    return {i}\n" for i in range(5)})
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "one")
+    write_tree(root, {f"mods/m{i}.py": f"def g_{i}():\n    return {i}\n" for i in range(3)})
+    git(root, "commit", "-q", "-am", "two")
+    engine = live_engine(root)
+    try:
+        git(root, "reset", "-q", "--hard", "HEAD~1")  # the branch moves; HEAD's file does not
+        assert wait_until(lambda: engine.symbols("f_0", "exact"), timeout=10)
+        assert engine.recent_activity() == []
+        # A commit of an edit: still work done here.
+        (root / "mods/m4.py").write_text("def h_4():\n    return 44\n")
+        assert wait_until(lambda: engine.symbols("h_4", "exact"), timeout=10)
+        git(root, "commit", "-q", "-am", "three")
+        work = {(a.id, a.symbol) for a in engine.recent_activity()}
+        assert work == {("mods/m4.py", "h_4"), ("mods/m4.py", "f_4")}  # f_4 went, h_4 came
+    finally:
+        engine.close()
+    git(root, "checkout", "-q", "-b", "side", "HEAD~1")  # while no daemon runs
+    later = Engine(root, EngineOptions(watch="off"))
+    try:
+        assert later.index().updated == 1  # m4.py back to f_4
+        assert later.symbols("f_4", "exact")
+        # The edit made just before (seconds, not minutes) stays work; the checkout's is git's.
+        assert {(a.id, a.symbol) for a in later.recent_activity()} == work
+        origins = later.store.reader().execute(
+            "SELECT origin, count(*) FROM edits WHERE path = 'mods/m4.py' GROUP BY origin").fetchall()
+        assert dict(map(tuple, origins)) == {"disk": 2, "checkout": 2}
+    finally:
+        later.close()
