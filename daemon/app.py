@@ -116,6 +116,25 @@ def lsp_converter():
     return converter
 
 
+def index_in_background(engine: Engine) -> threading.Thread:
+    """The first pass of a hosted engine (or of a daemon whose first try the
+    store refused) in a thread of its own, tried again until the store takes
+    it (``Engine.first_pass``); answers meanwhile say what they miss."""
+    def first_index() -> None:
+        if engine.follower is not None:  # the pass lists what the watch may have missed
+            engine.follower.established.wait(WATCH_START_S)
+        try:
+            engine.first_pass()
+        except Cancelled:  # the process is closing
+            pass
+        except Exception:  # status and every request say why; this thread only reports it
+            log.exception("indexing %s failed", engine.root)
+
+    thread = threading.Thread(target=first_index, name="ctxls-cold-index", daemon=True)
+    thread.start()
+    return thread
+
+
 class CtxlsServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__("ctxls", __version__, converter_factory=lsp_converter,

@@ -119,30 +119,6 @@ def default_socket(root: Path) -> Path:
     return socket_path_for(store_dir(root.resolve()) / "index.db")
 
 
-def index_in_background(engine: Engine) -> threading.Thread:
-    """The first pass of a hosted engine (or of a daemon whose first try the
-    store refused) in a thread of its own, tried again until the store takes
-    it (``Engine.first_pass``); answers meanwhile say what they miss."""
-    def first_index() -> None:
-        from ctxls.daemon.app import WATCH_START_S
-        from ctxls.index.indexer import Cancelled
-
-        if engine.follower is not None:  # the pass lists what the watch may have missed
-            engine.follower.established.wait(WATCH_START_S)
-        try:
-            engine.first_pass()
-        except Cancelled:  # the process is closing
-            pass
-        except Exception:  # status and every request say why; this thread only reports it
-            import logging  # here: a verb the daemon answers loads no logging
-
-            logging.getLogger(__name__).exception("indexing %s failed", engine.root)
-
-    thread = threading.Thread(target=first_index, name="ctxls-cold-index", daemon=True)
-    thread.start()
-    return thread
-
-
 class EngineAccess:
     """One root, reached through its daemon or in process. Threads may share
     it: each asks the daemon on a connection of its own (one connection
@@ -198,6 +174,8 @@ class EngineAccess:
                 # readyWaitMs), then answer "index not ready".
                 engine.follow_disk()
                 engine.start_embedding()
+                from ctxls.daemon.app import index_in_background
+
                 index_in_background(engine)
             elif self.refresh:
                 try:

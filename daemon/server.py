@@ -24,8 +24,7 @@ from ctxls.daemon import wire
 # The handler modules register their features on `server` when imported.
 from ctxls.daemon import (context_handlers, impact_handlers, memory_handlers, sessions,  # noqa: F401
                           symbol_handlers)
-from ctxls.daemon.app import WATCH_START_S, CtxlsServer, feature, rpc, server
-from ctxls.daemon.client import index_in_background
+from ctxls.daemon.app import WATCH_START_S, CtxlsServer, feature, index_in_background, rpc, server
 from ctxls.daemon.options import parse_init_options
 from ctxls.daemon.router import ROUTER, Lane
 from ctxls.daemon.framing import socket_path_for
