@@ -69,20 +69,22 @@ def store_dir(root: Path) -> Path:
     """Where the index, the daemon's socket and its log of the repository
     ``root`` (resolved) live: its ``.ctxls`` folder, unless the repository
     cannot hold one (a read-only checkout: a mount, an image, a folder of
-    another user's). Then a folder in the user's state folder named by the
-    root's path, which every process serving ``root`` finds alike, and which
-    stays the store while the repository has no ``.ctxls`` of its own. A
-    ``.ctxls`` that is a file or a link stays the answer: the store refuses
-    it, saying why (it may have come with the repository)."""
+    another user's), or it ships a file or a link where that folder goes
+    (another tool's, or planted: never written through). Then a folder in
+    the user's state folder named by the root's path, which every process
+    serving ``root`` finds alike, and which stays the store while the
+    repository has no ``.ctxls`` folder of its own. Without a state folder
+    the answer is ``.ctxls`` whatever it is (the store refuses a file or a
+    link there, saying why)."""
     inside = root / STORE_DIR_NAME
-    if inside.is_symlink() or (inside.exists() and not inside.is_dir()):
-        return inside
     state = state_dir()
     if state is None:
         return inside
     name = re.sub(r"[^A-Za-z0-9._-]", "_", root.name)[:32] or "root"
     digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
     outside = state / "stores" / f"{name}-{digest}"
+    if inside.is_symlink() or (inside.exists() and not inside.is_dir()):
+        return outside
     if not inside.is_dir() and outside.is_dir():
         # Made while the repository could not hold one: it keeps the written
         # memory, so it stays the store when the repository becomes writable.

@@ -481,16 +481,18 @@ def test_a_c_file_of_many_broken_lines_is_read_by_its_definitions(tmp_path: Path
         engine.close()
 
 
-def test_a_file_the_repository_ships_where_the_store_folder_goes_is_named(tmp_path: Path):
+def test_a_file_the_repository_ships_where_the_store_folder_goes_is_left_alone(tmp_path: Path):
     """A checkout with a file named `.ctxls` (another tool's, or planted)
-    answered only "cannot be used: Not a directory": the error now says what
-    is in the way and what to do, and the file is left as it was."""
+    answered only "cannot be used: Not a directory", then an error that named
+    it: every request failed. The store now lives in the user's state
+    folder, and the file is left as it was."""
     root = tmp_path / "shipped"
     write_tree(root, SAMPLE_FILES | {".ctxls": "some other tool's settings\n"})
     indexed = ctxls("index", str(root))
-    assert indexed.returncode != 0, indexed.stderr
-    assert f"the store folder {root / '.ctxls'} is a file" in indexed.stderr, indexed.stderr
-    assert "move the file, or give dbPath a store elsewhere" in indexed.stderr
+    assert indexed.returncode == 0, indexed.stderr
+    status = json.loads(ctxls("status", str(root), "--json").stdout)
+    assert status["files"] == len(SAMPLE_FILES)
+    assert status["dbPath"].startswith(str(trust.state_dir() / "stores"))
     assert (root / ".ctxls").read_text() == "some other tool's settings\n"
 
 
@@ -500,8 +502,9 @@ def test_a_store_folder_or_file_the_repository_ships_as_a_link_is_not_written_th
     0700 (`.ctxls -> /` as root: the whole machine) and write the store,
     socket and log there; links inside a real `.ctxls` (`index.db-wal`,
     `daemon.log`, the ANN file's temporary) wrote the repository's text
-    where they point. Each is refused with the link named; nothing outside
-    changes."""
+    where they point. A linked `.ctxls` is left alone (the store lives in
+    the user's state folder); each link inside a real one is refused with
+    the link named; nothing outside changes."""
     outside = tmp_path / "outside"
     outside.mkdir(mode=0o755)
     outside.chmod(0o755)
@@ -509,8 +512,8 @@ def test_a_store_folder_or_file_the_repository_ships_as_a_link_is_not_written_th
     linked = tmp_path / "linked"
     write_tree(linked, SAMPLE_FILES)
     (linked / ".ctxls").symlink_to(outside)
-    indexed = ctxls("index", str(linked))
-    assert indexed.returncode != 0 and "is a symbolic link (to " in indexed.stderr, indexed.stderr
+    indexed = ctxls("index", str(linked))  # served from the user's state folder instead
+    assert indexed.returncode == 0, indexed.stderr
     assert oct(outside.stat().st_mode & 0o777) == "0o755" and not list(outside.iterdir())
 
     planted = tmp_path / "planted"
