@@ -56,8 +56,12 @@ def state_dir() -> Path | None:
     without a home folder."""
     explicit = os.environ.get(STATE_DIR_ENV)
     if explicit:
-        return Path(explicit)
+        # `~/…` as an editor's settings pass it, unexpanded; a relative one
+        # from where this process started.
+        return Path(os.path.abspath(os.path.expanduser(explicit)))
     xdg = os.environ.get("XDG_STATE_HOME")
+    if xdg and not os.path.isabs(xdg):
+        xdg = None  # the XDG spec: a relative value is invalid, and ignored
     home = home_folder()
     if not xdg and home is None:
         return None

@@ -837,6 +837,7 @@ def test_a_user_without_a_home_folder_is_served(plain_repo: Path, monkeypatch):
     def no_home(cls=None):
         raise RuntimeError("Could not determine home directory.")
 
+    monkeypatch.setenv("XDG_STATE_HOME", "relative/state")  # invalid (XDG): ignored, as no value
     monkeypatch.setattr(Path, "home", classmethod(no_home))
     monkeypatch.setattr(trust, "_key_warned", False)
     root = plain_repo.resolve()
@@ -934,3 +935,19 @@ def test_a_headless_daemon_on_a_full_disk_serves_and_indexes_once_it_can(
     finally:
         server_module.server.prewarmed.pop(engine.root, None)
         engine.close()
+
+
+def test_the_state_folder_from_the_environment_is_absolute(tmp_path: Path, monkeypatch):
+    """`CTXLS_STATE_DIR=~/ctxls-state` as an editor's settings pass it (not
+    expanded by a shell) named a folder "~" under each process's working
+    folder; a relative XDG_STATE_HOME (invalid by the XDG spec) likewise."""
+    from ctxls.index import roots
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CTXLS_STATE_DIR", "~/ctxls-state")
+    assert roots.state_dir() == tmp_path / "home" / "ctxls-state"
+    monkeypatch.delenv("CTXLS_STATE_DIR")
+    monkeypatch.setenv("XDG_STATE_HOME", "state")
+    assert roots.state_dir() == tmp_path / "home" / ".local" / "state" / "ctxls"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    assert roots.state_dir() == tmp_path / "xdg" / "ctxls"
