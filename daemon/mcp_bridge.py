@@ -107,6 +107,22 @@ class Bridge:
                     self._access.host()
             return self._access
 
+    def open_soon(self) -> threading.Thread:
+        """Open the access now, in the background (once the handshake is
+        done, which it must not slow down): without a daemon the index is
+        then built while the agent gets going, not from its first tool call
+        (which waited for it, or answered "index not ready"). A failure here
+        is the first call's to report: it opens again."""
+        def open_access() -> None:
+            try:
+                self._opened()
+            except Exception:
+                log.debug("opening %s ahead of the first call failed", self.root, exc_info=True)
+
+        thread = threading.Thread(target=open_access, name="ctxls-mcp-open", daemon=True)
+        thread.start()
+        return thread
+
     @property
     def via(self) -> str:
         return self._access.via if self._access is not None else "local"
@@ -620,7 +636,8 @@ def run_mcp(root: Path, use_daemon: bool = True) -> int:
     bridge = Bridge(root, use_daemon)
     server = McpStdioServer("ctxls", __version__, INSTRUCTIONS,
                             lambda: [tool.describe() for tool in TOOLS],
-                            lambda name, arguments, token: call_tool(bridge, name, arguments, token))
+                            lambda name, arguments, token: call_tool(bridge, name, arguments, token),
+                            on_initialized=bridge.open_soon)
     try:
         server.run()
     finally:

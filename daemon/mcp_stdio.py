@@ -85,8 +85,12 @@ class McpStdioServer:
 
     def __init__(self, name: str, version: str, instructions: str,
                  list_tools: Callable[[], list[dict]],
-                 call_tool: Callable[[str, dict, CancelToken], dict]):
+                 call_tool: Callable[[str, dict, CancelToken], dict],
+                 on_initialized: Callable[[], object] | None = None):
+        """``on_initialized``: run once the client's ``notifications/initialized``
+        ends the handshake (work that should not slow the handshake down)."""
         self.info = {"name": name, "version": version}
+        self.on_initialized = on_initialized
         self.instructions = instructions
         self.list_tools = list_tools
         self.call_tool = call_tool
@@ -127,7 +131,10 @@ class McpStdioServer:
                         return
                     self._cancelled.add(request_id)
                 token.cancel()  # outside the lock: it may write to the daemon
-            return  # notifications/initialized and any other: nothing to answer
+            elif method == "notifications/initialized" and self.on_initialized is not None:
+                started, self.on_initialized = self.on_initialized, None
+                started()
+            return  # any notification: nothing to answer
         if method == "tools/call":
             token = CancelToken()
             with self._lock:  # registered before it can end and unregister itself

@@ -1326,8 +1326,8 @@ def test_the_mcp_knowledge_tool_does_not_say_no_fact_is_written_when_none_fits(r
         process.wait()
 def test_the_mcp_bridge_answers_initialize_without_loading_an_sdk_or_the_engine(repo: Path):
     """`ctxls mcp` spent 5 s of an agent's start importing the MCP SDK and
-    pydantic; it speaks the protocol itself, and loads the engine on the
-    first tool call, not before."""
+    pydantic; it speaks the protocol itself, and loads the engine once the
+    handshake is done (`notifications/initialized`), not before."""
     process = subprocess.Popen([sys.executable, "-X", "importtime", *CTXLS[1:], "mcp", "--root",
                                 str(repo), "--no-daemon"], stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)

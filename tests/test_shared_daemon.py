@@ -374,3 +374,41 @@ async def test_a_verb_answers_the_same_through_the_daemon_as_in_process(repo: Pa
                           for extra in ([], ["--no-daemon"])]
             assert thin.returncode == full.returncode == 0, (verb, thin.stderr, full.stderr)
             assert thin.stdout == full.stdout and thin.stdout.strip(), verb
+
+
+def test_a_hosted_mcp_server_indexes_before_the_first_tool_call(repo: Path):
+    """Without a daemon, `ctxls mcp` opened (and started indexing) the
+    repository at the agent's first tool call, which then waited for the
+    first pass or answered "index not ready"; the agent's edits before it
+    were taken into that first pass, not the edit log. It opens once the
+    handshake is done (`notifications/initialized`)."""
+    import sqlite3
+    import subprocess
+
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "mcp", "--root", str(repo)],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                               env={**os.environ, "CTXLS_LOG": "ERROR"})
+    try:
+        process.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}).encode() + b"\n")
+        process.stdin.flush()
+        assert json.loads(process.stdout.readline())["id"] == 1
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        process.stdin.flush()
+        db = repo / ".ctxls" / "index.db"
+
+        def files_indexed() -> int:
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+                    return conn.execute("SELECT count(*) FROM files").fetchone()[0]
+            except sqlite3.Error:
+                return 0
+
+        deadline = time.monotonic() + 60  # no tool call yet: only the server's own start
+        while files_indexed() < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert files_indexed() == 5
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
