@@ -5,6 +5,7 @@ here talks to a daemon or reads a file."""
 
 from __future__ import annotations
 
+import collections
 import os
 from urllib.parse import unquote, urlparse
 
@@ -213,8 +214,19 @@ def status_lines(status: dict, via: str, style: Style) -> str:
             f"  state    {state}   embeddings {model}\n"
             + (f"  {embeddings['servingText']}\n" if embeddings.get("servingText") else "")
             + languages_line(status)
+            + left_out_line(status)
             + f"  watch    {watch_text(status.get('watch'))}\n"
             + f"  daemon   {daemon}")
+
+
+def left_out_line(status: dict) -> str:
+    """`skipped  3: unreadable 2, binary 1` (the files listed, by reason), or ""."""
+    skipped = status.get("skipped") or {}
+    if not skipped.get("count"):
+        return ""
+    reasons = collections.Counter(entry["reason"].split(" (")[0] for entry in skipped.get("files", []))
+    listed = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
+    return f"  skipped  {skipped['count']}: {listed}\n"
 
 
 def languages_line(status: dict) -> str:

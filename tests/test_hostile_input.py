@@ -417,6 +417,11 @@ def test_file_names_with_a_line_break_are_skipped_so_no_answer_prints_a_forged_l
         assert engine.symbols("forged_entry", "exact") == []
         callers = analyze(engine, "send_prepared").callers
         assert callers and all("\n" not in c.path for c in callers)
+        # `ctxls status` says what was left out, by reason (it said nothing).
+        from ctxls.daemon import wire
+        from ctxls.daemon.formatting import left_out_line
+        assert left_out_line(wire.status_json(engine.status())) \
+            == "  skipped  1: name holds a control character 1\n"
         # One written later, seen by the watcher (or an editor's event): skipped too.
         (root / "late\u2028name.py").write_text("def late_forged():\n    pass\n")
         engine.files_changed_on_disk(["late\u2028name.py"])
