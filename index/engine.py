@@ -652,9 +652,9 @@ class Engine:
             if since:
                 rows = conn.execute("SELECT id, path, ts FROM edits WHERE ts >= ? AND origin = 'disk'",
                                     (min(since.values()),)).fetchall()
-                git_s = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
+                ids = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
                 conn.execute("UPDATE edits SET origin = 'checkout' "
-                             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(git_s),))
+                             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
             conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
                          "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (EDITS_HEAD_KEY, new))
 
