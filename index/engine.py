@@ -610,15 +610,6 @@ class Engine:
         if self.on_disk_change is not None:
             self.on_disk_change()
 
-    def _reconcile_git_writes(self) -> None:
-        """``log_git_writes``, never failing the request or pass it serves (the
-        store refusing the write, git missing): the log is reconciled later."""
-        try:
-            self.log_git_writes()
-            self.store.renew_snapshot()  # this thread's reads see it
-        except (StoreUnavailable, WriteFailed) as exc:
-            log.debug("edit log not reconciled with git: %s", exc)
-
     def _written_at(self, path: str, moved_ms: int) -> int:
         """When git wrote ``path`` as HEAD moved (ms); for a file it removed,
         CHECKOUT_WINDOW_MS before the move."""
@@ -637,26 +628,31 @@ class Engine:
         new HEAD, keeps its origin. The commit the log was reconciled with
         is kept in the store, so a move made while no daemon ran is found by
         the next process; called after whole passes and before recent
-        activity answers."""
+        activity answers, whose reads see it. Never fails what it serves (the
+        store refusing the write, git missing): the log is reconciled later."""
         if self.buffers_only:
             return
         new = head_commit(self.root)
-        old = self.store.meta().get(EDITS_HEAD_KEY)
-        if new is None or old == new:
-            return
-        move = last_head_move(self.root) if old is not None else None
-        written = (written_by_checkout(self.root, old, new)
-                   if move is not None and not move[0].startswith("commit") else None)
-        since = {path: self._written_at(path, move[1]) for path in written or ()}
-        with self.store.write() as conn:
-            if since:
-                rows = conn.execute("SELECT id, path, ts FROM edits WHERE ts >= ? AND origin = 'disk'",
-                                    (min(since.values()),)).fetchall()
-                ids = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
-                conn.execute("UPDATE edits SET origin = 'checkout' "
-                             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
-            conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
-                         "ON CONFLICT(key) DO UPDATE SET value = excluded.value", (EDITS_HEAD_KEY, new))
+        try:
+            old = self.store.meta().get(EDITS_HEAD_KEY)
+            if new is None or old == new:
+                return
+            move = last_head_move(self.root) if old is not None else None
+            written = (written_by_checkout(self.root, old, new)
+                       if move is not None and not move[0].startswith("commit") else None)
+            since = {path: self._written_at(path, move[1]) for path in written or ()}
+            with self.store.write() as conn:
+                if since:
+                    rows = conn.execute("SELECT id, path, ts FROM edits WHERE ts >= ? "
+                                        "AND origin = 'disk'", (min(since.values()),)).fetchall()
+                    ids = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
+                    conn.execute("UPDATE edits SET origin = 'checkout' "
+                                 "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+                             "DO UPDATE SET value = excluded.value", (EDITS_HEAD_KEY, new))
+            self.store.renew_snapshot()
+        except (StoreUnavailable, WriteFailed) as exc:
+            log.debug("edit log not reconciled with git: %s", exc)
 
     def refresh_stale(self, paths: list[str]) -> set[str]:
         """Re-index those of ``paths`` whose file on disk is not what their
@@ -782,7 +778,7 @@ class Engine:
             if pathspecs is None:
                 self.store.drop_all_orphan_vectors()
                 self.listed_ns = listed_ns
-                self._reconcile_git_writes()  # a move while no daemon ran: its edits are git's
+                self.log_git_writes()  # a move while no daemon ran: its edits are git's
                 self._cold_done.set()
             self.index_error = None
         except (Cancelled, RequestCancelled):  # stopped, not failed: the next pass resumes
@@ -848,13 +844,10 @@ class Engine:
             paths = list(self._unwritten)
         for path in paths:
             text = self.buffer_text(path)
-            try:
-                self._written_edit(path, (lambda: self.indexer.index_buffer(path, text))
-                                   if text is not None else
-                                   (lambda: self.indexer.reindex_from_disk(path)))
+            try:  # as the edit came: a buffer's text, or the disk's
+                self.set_buffer(path, text) if text is not None else self.file_changed_on_disk(path)
             except WriteFailed:
                 return
-            self._mark_urgent(path)
 
     def _mark_urgent(self, path: str) -> None:
         for tier in self._tiers:
@@ -1024,8 +1017,10 @@ class Engine:
                     f"{self.progress.total} files)")
         if self.index_error is not None:
             return f"the index could not be updated ({self.index_error}): answers come from what it holds"
-        with self._unwritten_lock:
-            unwritten = list(self._unwritten.values())
+        unwritten = []
+        if self._unwritten:  # the recall path: no lock unless an edit was refused
+            with self._unwritten_lock:
+                unwritten = list(self._unwritten.values())
         if unwritten:
             return (f"the index could not take the latest text of {len(unwritten)} "
                     f"file{'s' if len(unwritten) > 1 else ''} ({unwritten[-1]}): answers may not "
@@ -1390,7 +1385,7 @@ class Engine:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise InvalidParams("limit", "must be an integer from 1 to 1000")
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
-        self._reconcile_git_writes()
+        self.log_git_writes()
         conn = self.store.reader()
         rows = conn.execute(
             "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n, max(id) AS newest "
