@@ -428,6 +428,24 @@ class CtxlsServer(LanguageServer):
         finally:
             self._pending_buffers -= 1
 
+    def rehome_buffers(self, served_by: dict[str, tuple[Engine, str] | None]) -> None:
+        """Open buffers whose engine changed as folders came or went (``served_by``:
+        each open URI's before): indexed in the engine serving the URI now,
+        let go in the old one unless it closed with its folder. Else a folder
+        added under an open buffer served the disk's text, and a removed
+        folder's open buffer no longer served at all."""
+        live = self.workspaces.all(include_loose=True)
+        for uri, before in served_by.items():
+            now = self.engine_for(uri)
+            if now is None or (before is not None and before[0] is now[0]):
+                continue
+            if before is not None and any(engine is before[0] for engine in live):
+                old_engine, old_path = before
+                self.in_order(uri, functools.partial(ROUTER.on_lane, Lane.EXCLUSIVE,
+                                                     functools.partial(old_engine.close_buffer, old_path)))
+            self.cancel_debounce(uri)
+            self.start_flush(uri)
+
     def cancel_debounce(self, uri: str) -> None:
         handle = self._debounce.pop(uri, None)
         if handle is not None:

@@ -263,7 +263,7 @@ def cmd_serve(args):
             from ctxls.daemon.proxy import serve_stdio
 
             # A proxy when the repository already has a daemon, else the owner.
-            serve_stdio(server, args.no_socket)
+            return serve_stdio(server, args.no_socket)
     except KeyboardInterrupt:
         pass
     finally:

@@ -205,6 +205,18 @@ class CtxlsProtocol(LanguageServerProtocol):
             self.shutdown_seen = True
         super().handle_message(message)
 
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        """pygls's, announcing UTF-16 whatever the client offers. Every column
+        this server sends or reads (impact's call ranges, code lenses, call
+        hierarchy, hits' range ends) counts UTF-16 units, the encoding LSP
+        requires of every server; pygls took the client's first choice
+        (Neovim offers UTF-8 first), and those columns were then wrong on
+        any line with a non-ASCII character before them."""
+        if params.capabilities.general is not None:
+            params.capabilities.general.position_encodings = None
+        return (yield from super().lsp_initialize(params))
+
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams):
         """pygls's, with edits applied as LSP defines them (daemon/edits.py).
@@ -217,14 +229,15 @@ class CtxlsProtocol(LanguageServerProtocol):
         and applying edits to 20 MB would stall every request."""
         uri = params.text_document.uri
         document = self.workspace.text_documents.get(uri)
-        if document is None:  # never opened: pygls's way (it logs and ignores it)
-            for change in params.content_changes:
-                self.workspace.update_text_document(params.text_document, change)
-        else:
-            text = self._edited_text(uri, document, params.content_changes)
-            if text is not None:
-                self.workspace.update_text_document(
-                    params.text_document, types.TextDocumentContentChangeWholeDocument(text=text))
+        if document is None:
+            # Never opened (or closed already): nothing to apply it to. pygls
+            # raised KeyError, which reached the user as an error dialog.
+            log.warning("didChange for %s, which is not open: ignored", uri)
+            return
+        text = self._edited_text(uri, document, params.content_changes)
+        if text is not None:
+            self.workspace.update_text_document(
+                params.text_document, types.TextDocumentContentChangeWholeDocument(text=text))
         if (user_handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield user_handler, (params,), None
 

@@ -255,10 +255,11 @@ def wire_stdio() -> tuple[BinaryIO, BinaryIO]:
     return wire_in, wire_out
 
 
-def serve_stdio(server: Any, no_socket: bool) -> None:
+def serve_stdio(server: Any, no_socket: bool) -> int:
     """`ctxls serve` on stdio: a proxy to the repository's owner, or the owner.
     Either way stdout is an ``Outbox``: the event loop never waits for the
-    editor to read."""
+    editor to read. Its exit status is LSP's: 0 when the editor sent
+    ``shutdown`` before it ended the session, else 1."""
     stdin, wire_out = wire_stdio()
     raw, first = read_first_message(stdin)
     found = owner_socket(first, no_socket)
@@ -267,16 +268,18 @@ def serve_stdio(server: Any, no_socket: bool) -> None:
         if found is None:
             server.no_socket = no_socket
             server.start_io(stdin=FramedStdin(raw, stdin), stdout=stdout)
-            return
+            return 0 if server.protocol.shutdown_seen else 1
         root, path = found
         process_id = first["params"].get("processId")
         if isinstance(process_id, int):
             server.client_watch.watch(process_id)
         log.info("proxying to the daemon on %s", path)
+        proxy = Proxy(first, root, path, stdin, stdout)
         try:
-            asyncio.run(Proxy(first, root, path, stdin, stdout).run())
+            asyncio.run(proxy.run())
         except KeyboardInterrupt:
             pass
+        return 0 if proxy.shutting_down else 1
     finally:
         stdout.close()  # the answers still queued reach the editor first
 

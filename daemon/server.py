@@ -91,6 +91,7 @@ def on_shutdown(ls: CtxlsServer, params: None) -> None:
 
 @feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
 def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    served_by = {uri: ls.engine_for(uri) for uri in list(ls.workspace.text_documents)}
     for folder in params.event.removed:
         root = Workspaces.folder_path(folder)
         if root is not None:
@@ -99,6 +100,7 @@ def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersP
         root = Workspaces.folder_path(folder)
         if root is not None:
             ls.add_folder(root, single_root=False)
+    ls.rehome_buffers(served_by)
 
 
 # -- documents ----------------------------------------------------------------------

@@ -30,7 +30,7 @@ from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, Memor
                                 OutsideRoot, RequestCancelled, StalePointer, StoreUnavailable,
                                 WriteFailed)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback, racy
-from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash
+from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash, line_end_character
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality, off_topic
@@ -1155,7 +1155,7 @@ class Engine:
         return Hit(path=scored.path, uri=self.uri_for(scored.path), kind=scored.kind,
                    format=scored.language, score=score, symbol=scored.symbol,
                    start_line=scored.start_line, end_line=scored.end_line,
-                   end_character=len(last_line), body=scored.text if body else None,
+                   end_character=line_end_character(last_line), body=scored.text if body else None,
                    why=scored.why or None,
                    evidence=Evidence("file", mode, score, scored.features.similarity, None,
                                      model if mode != "lexical" else None))
@@ -1221,7 +1221,8 @@ class Engine:
                 raise StalePointer(path)
             first = start_line or 0
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
-            text = "\n".join(lines[first:last + 1])
+            # A CRLF file's last line given ends without its "\r", as with "\n".
+            text = "\n".join(lines[first:last + 1]).removesuffix("\r")
             lines_given = (first, last)
         row = self.store.reader().execute(
             "SELECT language, indexed_at FROM files WHERE id = ?", (state.id,)).fetchone()

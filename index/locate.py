@@ -25,6 +25,7 @@ from pathlib import Path
 from ctxls.index.locate_history import History
 from ctxls.index.locate_scorer import Contribution, Scorer, rank, shipped_scorer, text_terms
 from ctxls.index.locate_signals import ChunkRef, FileEvidence, Reason, SignalConfig, Signals
+from ctxls.index.model import line_end_character
 from ctxls.index.ranking import RankingConfig
 from ctxls.index.semantic import SemanticIndex
 
@@ -115,6 +116,6 @@ def _with_end_characters(conn, chunks: list[tuple[int, ChunkRef]]) -> list[Chunk
     ids = [cid for cid, _ in chunks]
     ends = dict(conn.execute(
         f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall())
-    return [replace(ref, end_character=len(ends.get(cid, "").rsplit("\n", 1)[-1]),
+    return [replace(ref, end_character=line_end_character(ends.get(cid, "").rsplit("\n", 1)[-1]),
                     score=round(ref.score, 6) if ref.score < 1e9 else 0.0)
             for cid, ref in chunks if cid in ends]

@@ -12,6 +12,17 @@ from dataclasses import dataclass, field
 MAX_ANSWER_BODY_BYTES = 16 * 1024 * 1024
 
 
+def line_end_character(line: str) -> int:
+    """Where an LSP range ending with ``line`` ends: its length in UTF-16
+    code units (the unit LSP positions count, and the only encoding the
+    server announces), its CRLF's ``\r`` not counted (it ends the line)."""
+    if line.endswith("\r"):
+        line = line[:-1]
+    if line.isascii():
+        return len(line)
+    return len(line.encode("utf-16-le", "surrogatepass")) // 2
+
+
 def content_hash(text: str) -> str:
     """Stable short hash of a text (chunk bodies and whole files)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=12).hexdigest()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ctxls.index.errors import InvalidParams
+from ctxls.index.model import line_end_character
 from ctxls.index.paths import is_test_path
 from ctxls.index.ranking import RankingConfig, ScoredChunk, _chunks_by_id, _scored, bm25_scores
 from ctxls.index.semantic import SemanticIndex
@@ -212,7 +213,8 @@ def clipped(conn: Connection, path: str, start_line: int, end_line: int,
         "SELECT c.text, c.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
         "WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? LIMIT 1",
         (path, end, end)).fetchone()
-    return start, end, len(row[0].split("\n")[end - row[1]]) if row is not None else None
+    return start, end, (line_end_character(row[0].split("\n")[end - row[1]])
+                        if row is not None else None)
 
 
 _NAME_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")

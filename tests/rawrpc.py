@@ -119,6 +119,7 @@ class StdioDaemon:
             "workspaceFolders": [{"uri": uri, "name": root.name}],
             "initializationOptions": opts}, "init")
         assert "result" in answer, answer
+        self.initialize_result = answer["result"]
         self.conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
     def alive(self) -> bool:

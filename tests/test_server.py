@@ -479,3 +479,101 @@ def test_a_cancelled_request_is_answered_request_cancelled_and_the_daemon_goes_o
         assert "indexError" not in status and daemon.alive()
     finally:
         daemon.close()
+
+
+def test_positions_are_utf16_whatever_encoding_the_client_offers_first(tmp_path: Path):
+    """Neovim offers UTF-8 first; every column the server computes is UTF-16,
+    so that is what it announces (it took the client's first choice, and
+    impact's caller ranges were off by the UTF-8 bytes of `é😀`). A hit's
+    range ends at its last line's UTF-16 length (code points before), a CRLF
+    line's `\\r` not counted; `get` of a CRLF range ends without it."""
+    write_tree(tmp_path, {
+        "m.py": 'def helper_function(x):\n    return x\n\n\ndef rocket_caller():\n'
+                '    s = "é😀"; helper_function(1)\n    return "go 🚀🚀🚀"\n',
+        "crlf.py": b"def crlf_only_function():\r\n    return 1\r\n"})
+    daemon = StdioDaemon(tmp_path, capabilities={
+        "general": {"positionEncodings": ["utf-8", "utf-16", "utf-32"]}})
+    try:
+        assert daemon.initialize_result["capabilities"]["positionEncoding"] == "utf-16"
+        daemon.wait_indexed()
+        impact = daemon.conn.request("ctxls/impact", {"symbol": "helper_function"}, 1)["result"]
+        call = next(c for c in impact["callers"] if c["uri"].endswith("/m.py"))
+        line = '    s = "é😀"; helper_function(1)'
+        before = len(line[:line.index("helper_function")].encode("utf-16-le")) // 2
+        assert call["range"]["start"]["character"] == before == 15  # UTF-8 would say 18
+
+        def hit_of(query: str) -> dict:
+            answer = daemon.conn.request("ctxls/recall", {"query": query, "kind": "code"}, query)
+            return answer["result"]["hits"][0]
+
+        assert hit_of("rocket_caller")["range"]["end"] == {"line": 6, "character": 22}  # not 19
+        assert hit_of("crlf_only_function")["range"]["end"] == {"line": 1, "character": 12}
+        got = daemon.conn.request("ctxls/get", {"id": "crlf.py", "startLine": 0, "endLine": 1},
+                                  "get")["result"]
+        assert got["text"] == "def crlf_only_function():\r\n    return 1"
+    finally:
+        daemon.close()
+
+
+@pytest.mark.parametrize("shut_down_first", [True, False])
+def test_exit_status_says_whether_shutdown_came_first(tmp_path: Path, shut_down_first: bool):
+    """LSP's `exit`: status 0 after `shutdown`, else 1 (it was 0 either way)."""
+    write_tree(tmp_path, {"a.py": "def a():\n    return 1\n"})
+    daemon = StdioDaemon(tmp_path)
+    if shut_down_first:
+        assert "result" in daemon.conn.request("shutdown", None, "bye")
+    daemon.conn.send({"jsonrpc": "2.0", "method": "exit"})
+    assert daemon.process.wait(timeout=30) == (0 if shut_down_first else 1)
+
+
+async def test_a_change_to_a_document_never_opened_is_ignored_without_an_error(repo: Path):
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        never = s.uri("pkg/never_opened.py")
+        s.client.text_document_did_change(types.DidChangeTextDocumentParams(
+            types.VersionedTextDocumentIdentifier(uri=never, version=2),
+            [types.TextDocumentContentChangeWholeDocument(text="def ghost_text_fn():\n    pass\n")]))
+        assert await recall_code(s, "send_prepared")  # still answering, after the change
+        assert not await recall_code(s, "ghost_text_fn")
+        assert not [m for m in s.client.messages if m.type == types.MessageType.Error], \
+            s.client.messages
+
+
+async def test_open_buffers_move_with_the_folders_that_take_or_leave_them(repo: Path, tmp_path: Path):
+    """A buffer open in a folder added later is served from the buffer, not
+    the disk; when its folder is removed it is served from the buffer again
+    (as a file outside every folder), not dropped."""
+    late = tmp_path / "late"
+    write_tree(late, {"mod.py": "def disk_text_function():\n    return 1\n"})
+    uri = (late / "mod.py").resolve().as_uri()
+    folder = types.WorkspaceFolder(uri=late.resolve().as_uri(), name="late")
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        s.client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+            uri=uri, language_id="python", version=1,
+            text="def unsaved_buffer_function():\n    return 2\n")))
+
+        async def symbols(name: str) -> list[str]:
+            found = await s.request("ctxls/symbols", {"query": name})
+            return [d["uri"] for d in found["symbols"]]
+
+        async def outline() -> list[str]:
+            found = await s.client.text_document_document_symbol_async(
+                types.DocumentSymbolParams(types.TextDocumentIdentifier(uri)))
+            return [d.name for d in found or []]
+
+        assert await s.wait_for(lambda: outline()) == ["unsaved_buffer_function"]
+        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])))
+        assert await s.wait_for(lambda: symbols("unsaved_buffer_function"), timeout=30) == [uri]
+        assert await symbols("disk_text_function") == []
+        assert await outline() == ["unsaved_buffer_function"]
+
+        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(added=[], removed=[folder])))
+
+        async def served_loose() -> bool:
+            return await outline() == ["unsaved_buffer_function"] and \
+                (late / ".ctxls").exists()  # the folder's store stays; the buffer is served
+
+        assert await s.wait_for(served_loose, timeout=10)
