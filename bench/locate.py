@@ -71,7 +71,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ctxls.index.embeddings import is_builtin_model
-from ctxls.index.engine import MAX_QUERY_CHARS, Engine, EngineOptions
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.vocabulary import MAX_QUERY_CHARS
 from ctxls.index.locate import Locator
 from ctxls.index.locate_scorer import rank, shipped_scorer, text_terms
 from ctxls.index.locate_signals import FileEvidence

@@ -40,6 +40,7 @@ from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
 from ctxls.daemon.router import ROUTER, Lane, route_of
 from ctxls.daemon.framing import socket_path_for
 from ctxls.daemon.socket_server import SocketServer, debug_errors
+from ctxls.daemon.uris import as_local
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.assemble import aggregate
 from ctxls.index.engine import Engine, Hit, RecallResult, merged_hits
@@ -493,6 +494,7 @@ class CtxlsServer(LanguageServer):
 
     def get(self, item_id: str, start_line: int | None, end_line: int | None,
             scope: Scope, log: bool):
+        item_id = as_local(item_id)
         outside = True
         # Without folders written memory lives in the buffers-only engine (memory_handlers).
         for engine in self.workspaces.all() or [self.workspaces.loose]:

@@ -10,14 +10,14 @@ from ctxls.daemon.memory_handlers import memory_engine
 from ctxls.daemon.app import CtxlsServer, rpc
 from ctxls.index.assemble import assemble, candidates_from_hits, failed, off_topic, record_call
 from ctxls.index.errors import EngineError, InvalidParams
-from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, MAX_BUDGET_CHARS, knowledge_block
+from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, knowledge_block
+from ctxls.index.vocabulary import MAX_BUDGET_CHARS, MAX_BUDGET_TOKENS
 from ctxls.index.store import now_ms
 
 log = logging.getLogger(__name__)
 
 # Hits recalled per kind before packing: more than any budget usually takes.
 ASSEMBLE_POOL = 40
-MAX_BUDGET_TOKENS = 200_000
 
 
 @rpc("ctxls/assemble")

@@ -36,9 +36,14 @@ from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_
                                      past_end_text, similar_text, status_lines, symbols_text,
                                      weak_note)
 from ctxls.daemon.mcp_stdio import McpStdioServer
+from ctxls.daemon.request_values import first_invalid
 from ctxls.index.cancel import CancelToken
 from ctxls.index.errors import EngineError, InvalidParams
-from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
+from ctxls.index.vocabulary import (AUTHORS, MAX_BUDGET_CHARS, MAX_BUDGET_TOKENS, MAX_DAYS,
+                                    MAX_ID_CHARS, MAX_LOCATE_CHARS, MAX_LOCATE_N, MAX_MEMORY_N,
+                                    MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_RECALL_N,
+                                    MAX_RECENT_ITEMS, MAX_RELATED_N, MAX_SYMBOLS_N, RECALL_KINDS,
+                                    RECALL_MODES)
 
 log = logging.getLogger(__name__)
 
@@ -144,7 +149,11 @@ class Param:
 
     def __init__(self, name: str, json_type: str, description: str, required: bool = False,
                  default: Any = None, enum: tuple[str, ...] | None = None,
-                 minimum: int | None = None):
+                 minimum: int | None = None, maximum: int | None = None,
+                 max_length: int | None = None, positive: bool = False):
+        """``minimum``, ``maximum``, ``max_length`` and ``positive`` (> 0) say in
+        the schema the bounds the engine enforces (its constants), so that an
+        agent's client can check a call before making it."""
         self.name, self.json_type, self.required, self.default = name, json_type, required, default
         self.enum, self.minimum = enum, minimum
         self.schema: dict[str, Any] = {"type": json_type, "description": description}
@@ -154,6 +163,12 @@ class Param:
             self.schema["enum"] = list(enum)
         if minimum is not None:
             self.schema["minimum"] = minimum
+        if maximum is not None:
+            self.schema["maximum"] = maximum
+        if positive:
+            self.schema["exclusiveMinimum"] = 0
+        if max_length is not None:
+            self.schema["maxLength"] = max_length
         if default is not None:
             self.schema["default"] = default
 
@@ -257,11 +272,15 @@ class Tool:
 
     def __init__(self, name: str, title: str, description: str, params: tuple[Param, ...],
                  run: Callable[[Bridge, dict[str, Any]], dict], result: dict[str, str],
-                 writes: bool = False, destructive: bool = False):
+                 writes: bool = False, destructive: bool = False,
+                 renamed: dict[str, str] | None = None):
+        """``renamed``: the protocol fields ``run`` fills from a parameter of
+        another name (find_symbol's ``name`` is the protocol's ``query``)."""
         self.name, self.title, self.description = name, title, description
         self.params = {param.name: param for param in params}
         # The protocol's field -> this tool's parameter, for the engine's errors.
-        self.field_names = {camel_case(name): name for name in self.params if "_" in name}
+        self.field_names = {camel_case(name): name for name in self.params if "_" in name} \
+            | (renamed or {})
         self.run, self.result = run, result
         self.annotations = {"readOnlyHint": not writes, "destructiveHint": destructive,
                             "idempotentHint": True, "openWorldHint": False}
@@ -286,6 +305,8 @@ class Tool:
         for name in arguments:
             if name not in self.params:
                 raise unknown_argument_error(name, list(self.params))
+        if (invalid := first_invalid(arguments)) is not None:
+            raise ToolError(-32602, f"invalid param {invalid[0]!r}: {invalid[1]}")
         args = {name: param.read(arguments.get(name)) for name, param in self.params.items()}
         try:
             return self.run(bridge, args)
@@ -369,7 +390,7 @@ def remember(bridge: Bridge, a: dict) -> dict:
 
 def forget(bridge: Bridge, a: dict) -> dict:
     result = bridge.call("ctxls/forget", {"id": a["id"], "idPrefix": a["id_prefix"],
-                                          "kind": a["kind"], "scope": a["scope"]})
+                                          "kind": a["kind"], "by": a["by"], "scope": a["scope"]})
     return answer(result, a["format"], f"removed {result['removed']}")
 
 
@@ -442,8 +463,9 @@ TOOLS = (
         "shows its text. `(partial: why)` ends the answer while the index or its vectors are "
         "incomplete. Fails on an empty query or unknown kind (ctxls error -32602)."),
         (Param("query", "string", "What to look for: words, a question or an identifier. Must "
-                                  "not be empty.", required=True),
-         KIND, Param("n", "integer", "Hits per kind, 1-200.", default=10),
+                                  "not be empty.", required=True, max_length=MAX_QUERY_CHARS),
+         KIND, Param("n", "integer", "Hits per kind, 1-200.", default=10, minimum=1,
+                          maximum=MAX_RECALL_N),
          Param("body", "boolean", "Also return each hit's text.", default=False),
          SCOPE, MODE, FORMAT),
         recall, {"hits": "the hits, best first (with kind)", "groups": "the hits by kind "
@@ -457,8 +479,10 @@ TOOLS = (
         "its best chunks as 1-based inclusive line ranges. Test and doc files are demoted unless "
         "`include_tests`. Use it first when handed an issue; then `get` the chunks. Fails on "
         "empty text (ctxls error -32602)."),
-        (Param("text", "string", "The issue, bug report or stack trace, whole.", required=True),
-         Param("n", "integer", "At most this many files.", default=10),
+        (Param("text", "string", "The issue, bug report or stack trace, whole.", required=True,
+               max_length=MAX_LOCATE_CHARS),
+         Param("n", "integer", "At most this many files.", default=10, minimum=1,
+               maximum=MAX_LOCATE_N),
          Param("include_tests", "boolean", "Do not demote test and documentation files.",
                default=False),
          FORMAT),
@@ -488,7 +512,7 @@ TOOLS = (
         "incomplete. Accepts qualified names like `Session.request`. Answers `not found: SYMBOL` "
         "when it is defined nowhere; fails with ctxls error -32001 when ripgrep cannot run."),
         (Param("symbol", "string", "A function, method or class name, optionally qualified "
-                                   "(Session.request).", required=True),
+                                   "(Session.request).", required=True, max_length=MAX_NAME_CHARS),
          Param("n", "integer", "List at most this many callers and callees (text format).",
                default=20, minimum=1),
          FORMAT),
@@ -502,7 +526,7 @@ TOOLS = (
         "the earlier text. Answers with what was stored. Fails with ctxls error -32602 on a "
         "missing id/text or unknown kind, and -32003 when the daemon requires a scope."),
         (Param("id", "string", "A short stable name for it, like `deploy-needs-foo-url`.",
-               required=True),
+               required=True, max_length=MAX_ID_CHARS),
          Param("text", "string", "What to remember.", required=True),
          Param("kind", "string", "fact (default), episode (something that happened) or doc.",
                default="fact", enum=WRITTEN_KINDS),
@@ -515,10 +539,12 @@ TOOLS = (
     Tool("forget", "Remove written memory", (
         "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
         "Indexed files are never removed. Answers how many ids were removed."),
-        (Param("id", "string", "The id to remove."),
-         Param("id_prefix", "string", "Remove every id starting with this."),
-         Param("kind", "string", "Only this kind (with a scope, or with an id or prefix).",
-               enum=WRITTEN_KINDS),
+        (Param("id", "string", "The id to remove.", max_length=MAX_ID_CHARS),
+         Param("id_prefix", "string", "Remove every id starting with this.",
+               max_length=MAX_ID_CHARS),
+         Param("kind", "string", "Only this kind (with a scope, with by, or with an id or "
+                                 "prefix).", enum=WRITTEN_KINDS),
+         Param("by", "string", "Only what this author wrote (human or agent).", enum=AUTHORS),
          SCOPE, FORMAT),
         forget, {"removed": "how many ids were removed"}, writes=True, destructive=True),
     Tool("recent_activity", "What was edited recently", (
@@ -526,8 +552,10 @@ TOOLS = (
         "edit counts and who made the latest edit: (editor) for an editor's buffer, unsaved "
         "changes included, (disk) for a file written on disk (an agent, a formatter, a new "
         "file). Use at the start of a session to pick up where the user or agent left off."),
-        (Param("days", "number", "How far back, in days.", default=7),
-         Param("limit", "integer", "At most this many rows.", default=20),
+        (Param("days", "number", "How far back, in days.", default=7, positive=True,
+               maximum=MAX_DAYS),
+         Param("limit", "integer", "At most this many rows.", default=20, minimum=1,
+               maximum=MAX_RECENT_ITEMS),
          FORMAT),
         recent_activity, {"items": "the edited files and functions, newest first"}),
     Tool("recent_memory", "The newest written memory", (
@@ -535,7 +563,8 @@ TOOLS = (
         "what was recorded lately."),
         (Param("kind", "string", "Only facts or only episodes (default both, and documents).",
                enum=("fact", "episode")),
-         SCOPE, Param("n", "integer", "At most this many, 1-200.", default=10),
+         SCOPE, Param("n", "integer", "At most this many, 1-200.", default=10, minimum=1,
+                      maximum=MAX_MEMORY_N),
          Param("body", "boolean", "Include each text.", default=True),
          FORMAT),
         recent_memory, {"items": "the written rows, newest first"}),
@@ -545,9 +574,10 @@ TOOLS = (
         "cite them as [n]. `(abstained: why)` means nothing relevant was found (the question "
         "may be about something this repository does not contain); `(weak: ...)` means little "
         "was found."),
-        (Param("query", "string", "The question to gather context for.", required=True),
+        (Param("query", "string", "The question to gather context for.", required=True,
+               max_length=MAX_QUERY_CHARS),
          Param("budget_tokens", "integer", "At most this many tokens of context, 1-200000.",
-               default=2000),
+               default=2000, minimum=1, maximum=MAX_BUDGET_TOKENS),
          KIND,
          Param("min_score", "number", "Abstain when the top hit scores lower (compare with mode "
                                       "semantic)."),
@@ -561,7 +591,7 @@ TOOLS = (
         "most recalled) as one stable text block within a character budget; good for a system "
         "prompt. Facts whose anchored code changed are marked stale."),
         (Param("budget_chars", "integer", "At most this many characters, 1-200000.",
-               default=2000),
+               default=2000, minimum=1, maximum=MAX_BUDGET_CHARS),
          SCOPE, FORMAT),
         knowledge, {"block": "the text block, or null when no fact fits or none is written"}),
     Tool("status", "Index health and progress", (
@@ -580,15 +610,17 @@ TOOLS = (
         "exact than recall when you know the name. Answers `no definitions found` when none "
         "matches."),
         (Param("name", "string", "A name or a qualified tail (request, Session.request); any "
-                                 "case.", required=True),
+                                 "case.", required=True, max_length=MAX_NAME_CHARS),
          Param("match", "string", "The loosest match allowed.", default="fuzzy",
                enum=("exact", "prefix", "substring", "fuzzy")),
          Param("kind", "array", "Only these kinds (function, method, class, interface, struct, "
                                 "…)."),
-         Param("n", "integer", "At most this many.", default=50, minimum=1),
+         Param("n", "integer", "At most this many.", default=50, minimum=1,
+               maximum=MAX_SYMBOLS_N),
          FORMAT),
         find_symbol, {"symbols": "the definitions, closest match first: path, line (0-based, "
-                      "its name's), startLine/endLine, kind, symbol, match"}),
+                      "its name's), startLine/endLine, kind, symbol, match"},
+        renamed={"query": "name", "limit": "n"}),
     Tool("outline", "A file's outline", (
         "The definitions of one file, nested (methods under their class), each with the line "
         "of its name and its whole line range (1-based): to see what a file holds before "
@@ -605,7 +637,8 @@ TOOLS = (
         "line per hit as recall prints them."),
         (Param("path", "string", "A repository-relative file path.", required=True),
          Param("line", "integer", "A line of it, 1-based.", required=True, minimum=1),
-         Param("n", "integer", "At most this many.", default=10, minimum=1),
+         Param("n", "integer", "At most this many.", default=10, minimum=1,
+               maximum=MAX_RELATED_N),
          FORMAT),
         related, {"origin": "the chunk at the line", "hits": "the code like it, nearest first",
                   "mode": "semantic (its vector) or lexical (its identifiers)"}),

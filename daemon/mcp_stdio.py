@@ -64,13 +64,23 @@ def screen(line: str) -> tuple[dict | None, dict | None]:
         code, problem = INVALID_REQUEST, 'invalid request: needs "jsonrpc": "2.0" and a string method'
     elif (params := message.get("params")) is not None and not isinstance(params, dict):
         code, problem = INVALID_PARAMS, f"params must be an object ({message['method']})"
-    elif params and (invalid := first_invalid(params, "params")) is not None:
+    elif params and (invalid := first_invalid(protocol_part(message["method"], params),
+                                              "params")) is not None:
         code, problem = INVALID_PARAMS, (f"invalid param {invalid[0]!r}: {invalid[1]} "
                                          f"({message['method']})")
     else:
         return message, None
     # A malformed notification is never answered.
     return None, error_reply(msg_id, code, problem) if "id" in message else None
+
+
+def protocol_part(method: str, params: dict) -> dict:
+    """The params the wire checks: a tool call's ``arguments`` are the tool's
+    to refuse, as a tool error the agent reads (``isError``) like any other
+    bad argument, not as a protocol error its client may only log."""
+    if method == "tools/call" and "arguments" in params:
+        return {key: value for key, value in params.items() if key != "arguments"}
+    return params
 
 
 def error_reply(msg_id: str | int | None, code: int, message: str) -> dict:

@@ -11,6 +11,7 @@ from lsprotocol import types
 
 from ctxls.daemon import wire
 from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
+from ctxls.daemon.uris import as_local
 from ctxls.daemon.workspaces import one_per_place
 from ctxls.index.engine import Engine, written_location
 from ctxls.index.errors import InvalidParams, OutsideRoot
@@ -46,8 +47,10 @@ def _symbol_place(found: tuple[Engine, Definition]) -> tuple[str, int, str]:
 @rpc("ctxls/outline")
 def outline(ls: CtxlsServer, params: wire.Params) -> dict:
     engine, path = file_target(ls, params)
-    return {"path": path, "uri": engine.uri_for(path),
-            "symbols": [wire.symbol_json(d, engine.uri_for) for d in engine.outline(path)]}
+    symbols = [wire.symbol_json(d, engine.uri_for) for d in engine.outline(path)]
+    # Nothing found: a file without definitions, or none the index holds.
+    indexed = bool(symbols) or engine.store.file_state(path) is not None
+    return {"path": path, "uri": engine.uri_for(path), "symbols": symbols, "indexed": indexed}
 
 
 @rpc("ctxls/similar")
@@ -66,6 +69,7 @@ def file_target(ls: CtxlsServer, params: wire.Params) -> tuple[Engine, str]:
     ``path:16-18``, names its file) names: the folder that has the file
     indexed, else the first whose root holds it."""
     uri, path = params.str("uri"), params.str("path")
+    path = as_local(path) if path is not None else None
     if (uri is None) == (path is None):
         raise InvalidParams("path", "give the file as path or as uri (one of them)")
     if uri is not None:

@@ -14,6 +14,13 @@ from pygls.uris import to_fs_path
 _ESCAPED_SLASH = re.compile("%2f", re.IGNORECASE)
 
 
+def as_local(value: str) -> str:
+    """A ``file:`` URI (as answers give them) as the path it names, so that a
+    hit's ``uri`` goes wherever a path does (``get``, ``outline``, ``similar``);
+    anything else as it is."""
+    return (local_path(value) or value) if value.startswith("file:") else value
+
+
 def local_path(uri: str) -> str | None:
     """The absolute path a ``file:`` URI names, or None: another scheme, a
     path that is not absolute here (``file:///C:/x`` on POSIX), one with a

@@ -31,7 +31,8 @@ from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
 from ctxls.index.paths import is_test_path, superseded_paths
 from ctxls.index.recall_features import path_index
-from ctxls.index.symbols import MAX_NAME_CHARS, name_as_written
+from ctxls.index.symbols import name_as_written
+from ctxls.index.vocabulary import MAX_NAME_CHARS
 from ctxls.index.store import generated_paths
 
 from . import index_view, syntax
@@ -135,7 +136,8 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         definitions = engine.fresh_answer(
             lambda: index_view.find_definitions(engine.store.reader(), query, path),
             lambda found: [d.path for d in found],
-            lambda found, changed: [d for d in found if d.path not in changed])
+            lambda found, changed: [d for d in found if d.path not in changed],
+            found_nothing=lambda found: not found)
     elif path is not None:
         engine.refresh_stale([path])
     resolver = Resolver(engine, _sources)

@@ -31,7 +31,8 @@ from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, Memor
                                 WriteFailed)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback, racy
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash, line_end_character
-from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
+from ctxls.index.vocabulary import (MAX_DAYS, MAX_LOCATE_CHARS, MAX_LOCATE_N, MAX_QUERY_CHARS,
+                                    MAX_RECALL_N, MAX_RECENT_ITEMS, RECALL_KINDS, RECALL_MODES)
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality, off_topic
 from ctxls.index.embeddings import (
@@ -72,20 +73,9 @@ RESCORED_KINDS = ("code",)
 # Recalled from written memory only (index/memory/sqlite.py); "doc" is recalled from
 # both files and written memory (remembered or ingested documents).
 MEMORY_KINDS = ("fact", "episode")
-MAX_RECALL_N = 200
 # File URIs kept for hits (uri_for), at most.
 MAX_CACHED_URIS = 100_000
-# A recall (or assemble) query's length: FTS5's cost grows with the square of
-# the terms OR-ed together (20,000 distinct terms: 4 s; 200,000: minutes of a
-# worker thread). An issue or a log pasted whole is for locate.
-MAX_QUERY_CHARS = 10_000
-MAX_LOCATE_N = 100
-# Longer texts are cut here (an issue with a whole log pasted in): the head
-# holds the title and the report, a traceback's innermost frames are at its end.
-MAX_LOCATE_CHARS = 40_000
 DAY_MS = 86_400_000
-# recentActivity looks back at most this many days (a bound keeps the cutoff an integer).
-MAX_DAYS = 1_000_000
 # The primary tier serves hybrid recall once at most this many rows lack its
 # vector (an edit's few chunks must not hand answers back to the fast tier).
 TAKEOVER_BACKLOG = 64
@@ -98,6 +88,10 @@ READY_WAIT_S = 3.0
 # An answer is computed at most this often while the files it points into
 # turn out changed on disk (each time, those are re-indexed first).
 FRESH_RETRIES = 5
+# An answer that found nothing waits at most this long for the watcher to
+# hand over what was written before it came (its batch: STEP_MS of quiet,
+# then indexing a few files), then is computed again.
+CAUGHT_UP_WAIT_S = 1.0
 # A first pass the store refused (it cannot be opened, or written: a full disk,
 # a read-only or locked store) is tried again after this many seconds, the wait
 # doubling up to the second figure: soon after space is freed, never a busy loop
@@ -668,6 +662,16 @@ class Engine:
         rows = {row["path"]: row for row in self.store.reader().execute(
             "SELECT path, size, mtime_ns, source, indexed_at FROM files "
             f"WHERE path IN ({','.join('?' * len(wanted))})", wanted)}
+        unseen = [path for path in wanted if path not in rows and stat_signature(self.root, path)]
+        if unseen:
+            # On disk and in no row: written a moment ago, its watcher batch
+            # not in yet (`get` or `outline` of the file an agent just wrote).
+            # Indexed now under a new file's rules (indexable, not ignored);
+            # not "changed": no earlier answer pointed into it.
+            try:
+                self.files_changed_on_disk(unseen)
+            except WriteFailed:  # remembered: fresh_answer leaves its hits out
+                pass
         for path in wanted:
             row = rows.get(path)
             if row is None:
@@ -687,13 +691,30 @@ class Engine:
         return changed
 
     def fresh_answer(self, answer: Callable[[], T], paths_of: Callable[[T], list[str]],
-                     without: Callable[[T, set[str]], T]) -> T:
+                     without: Callable[[T, set[str]], T],
+                     found_nothing: Callable[[T], bool] | None = None) -> T:
         """``answer()`` computed from rows that match the disk in every file
         it points into. Files changed since their rows were made (the
         watcher's batch not in yet, or no watcher) are re-indexed and the
         answer computed again; its new files may be stale in turn (a checkout
         under way), so after FRESH_RETRIES what still changed is left out
-        (``without``) rather than served with old lines."""
+        (``without``) rather than served with old lines. An answer that
+        ``found_nothing`` points into no file to check: a name in a file
+        written a moment ago is in no batch the watcher handed over yet, so
+        it is computed again once the watcher caught up with the disk."""
+        result = self._checked_answer(answer, paths_of, without)
+        if found_nothing is not None and found_nothing(result) and self.disk_caught_up():
+            result = self._checked_answer(answer, paths_of, without)
+        return result
+
+    def disk_caught_up(self) -> bool:
+        """Whether what was written before now is indexed (waiting for the
+        watcher at most CAUGHT_UP_WAIT_S); False without a native watch."""
+        follower = self.follower
+        return follower is not None and follower.caught_up(CAUGHT_UP_WAIT_S)
+
+    def _checked_answer(self, answer: Callable[[], T], paths_of: Callable[[T], list[str]],
+                        without: Callable[[T, set[str]], T]) -> T:
         for _ in range(FRESH_RETRIES):
             check_cancelled()
             # Each round reads one snapshot, taken after the serial it is checked against.
@@ -1013,8 +1034,10 @@ class Engine:
     def _partial_reason(self, mode: str, semantic: SemanticIndex | None) -> str | None:
         """Why an answer in ``mode`` may miss rows it should rank, or None."""
         if self.indexing and self.progress.burst:
-            return (f"re-indexing after a change on disk ({self.progress.done} of "
-                    f"{self.progress.total} files)")
+            # The count once the pass has listed the files (0 of 0 before).
+            counted = (f" ({self.progress.done} of {self.progress.total} files)"
+                       if self.progress.total else "")
+            return f"re-indexing after a change on disk{counted}"
         if self.index_error is not None:
             return f"the index could not be updated ({self.index_error}): answers come from what it holds"
         unwritten = []
@@ -1203,7 +1226,10 @@ class Engine:
         changed_now = bool(self.refresh_stale([path]))
         state = self.store.file_state(path)
         if state is None:
-            located = written_location(item_id) if start_line is None and end_line is None else None
+            located = written_location(item_id)
+            if located is not None and (start_line is not None or end_line is not None):
+                raise InvalidParams("startLine", f"{item_id!r} names its lines already: give "
+                                    f"it alone, or the path {located[0]!r} with startLine/endLine")
             return self.get(*located, scope=scope, log=log) if located is not None else None
         text = self.current_text(path)
         if text is None:
@@ -1383,8 +1409,8 @@ class Engine:
             raise InvalidParams("days", f"must be a positive number of at most {MAX_DAYS}")
         if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float)) or since < 0):
             raise InvalidParams("since", "must be a non-negative timestamp in ms")
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 1000:
-            raise InvalidParams("limit", "must be an integer from 1 to 1000")
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECENT_ITEMS:
+            raise InvalidParams("limit", f"must be an integer from 1 to {MAX_RECENT_ITEMS}")
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
         self.log_git_writes()
         conn = self.store.reader()
@@ -1421,7 +1447,8 @@ class Engine:
         return self.fresh_answer(
             lambda: symbol_table.find_definitions(self.store.reader(), query, match, kinds, limit),
             lambda found: [d.path for d in found],
-            lambda found, changed: [d for d in found if d.path not in changed])
+            lambda found, changed: [d for d in found if d.path not in changed],
+            found_nothing=lambda found: not found)
 
     def outline(self, path: str) -> list[Definition]:
         """``path``'s definitions as a tree (symbols.outline); [] for a file

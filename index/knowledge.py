@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from ctxls.index.memory import Memory
 from ctxls.index.scopes import Scope
 from ctxls.index.store import Store
+from ctxls.index.vocabulary import MAX_BUDGET_CHARS
 
 DEFAULT_BUDGET_CHARS = 2000
-MAX_BUDGET_CHARS = 200_000
 HEADER = "Known facts (ctxls):"
 
 

@@ -49,8 +49,12 @@ STEP_MS = 50
 # ...or this long after its first event, if events keep coming.
 MAX_BATCH_MS = 1000
 # The thread wakes this often with nothing happening (stop, new folders'
-# catch-up): well under 1% of a core.
-TICK_MS = 1000
+# catch-up, and saying the disk is caught up: ``caught_up``): the watch's own
+# loop wakes every STEP_MS anyway, so this costs well under 0.1% of a core.
+TICK_MS = 100
+# An event is in the watch's set this long after the write that caused it
+# (inotify queues it at the write; notify's thread reads it at once).
+EVENT_DELAY_S = 0.02
 # Stat scans of the watched folders when native events are unavailable.
 POLL_MS = 2000
 # This many indexable files in one batch (or a HEAD move) is a burst: one pass.
@@ -246,6 +250,11 @@ class DiskFollower:
         # The watch a new folder or new ignore rules replaced, open until its
         # successor stands: what it saw in between is handled, not lost.
         self._previous: RustNotify | StatPoller | None = None
+        # When the watch last held nothing it had not handled (monotonic): a
+        # watch returning with nothing, or its batch handled. ``caught_up``
+        # waits on it.
+        self._handled_until = 0.0
+        self._handled = threading.Condition()
         self._thread = threading.Thread(target=self._run, name=f"ctxls-watch-{self.root.name}",
                                         daemon=True)
 
@@ -258,6 +267,25 @@ class DiskFollower:
             self._thread.join(timeout=5)
         self.mode = "off"
 
+
+    def caught_up(self, timeout: float) -> bool:
+        """Wait (at most ``timeout`` s) until every change written before now
+        is indexed: a native watch returned after now, with nothing or with
+        a batch it then handled. False when polled or stopped (no such moment
+        comes soon) or on timeout. For answers that found nothing: a name in
+        a file written a moment ago is in no batch handed over yet."""
+        if self.mode != "native" or self._stop.is_set():
+            return False
+        asked = time.monotonic() + EVENT_DELAY_S
+        with self._handled:
+            return self._handled.wait_for(
+                lambda: self._handled_until >= asked or self.mode != "native", timeout) \
+                and self._handled_until >= asked
+
+    def _handled_to(self, moment: float) -> None:
+        with self._handled:
+            self._handled_until = moment
+            self._handled.notify_all()
 
     # -- the thread ------------------------------------------------------------
 
@@ -291,6 +319,7 @@ class DiskFollower:
                 self._previous.close()
             self.mode = "off"
             self.established.set()
+            self._handled_to(self._handled_until)  # no wait for a watch that is gone
 
     def _folders(self) -> list[str]:
         self._new_folders = {f for f in self._new_folders if (self.root / f).is_dir()}
@@ -356,15 +385,18 @@ class DiskFollower:
             changes = self._drain_previous()
             scanned = time.monotonic()
             while not self._stop.is_set():
+                returned = time.monotonic()
                 if not changes:
-                    changes = _changes(notify.watch(MAX_BATCH_MS, STEP_MS,
-                                                    POLL_MS if poller else TICK_MS, self._stop))
+                    changes = _changes(notify.watch(MAX_BATCH_MS, STEP_MS, TICK_MS, self._stop))
+                    returned = time.monotonic()
                 if poller is not None and time.monotonic() - scanned >= POLL_MS / 1000:
                     changes |= poller.scan()
                     scanned = time.monotonic()
                 if changes and self._handle(changes):
+                    self._handled_to(returned)
                     self._previous, notify = notify, None  # new folders: watch them too
                     return
+                self._handled_to(returned)
                 changes = set()
         finally:
             if notify is not None:

@@ -24,13 +24,11 @@ from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
 from ctxls.index.query import NAME_SEPARATORS, query_shape
 from ctxls.index.tokenize import query_terms
+from ctxls.index.vocabulary import MAX_NAME_CHARS, MAX_RELATED_N, MAX_SYMBOLS_N
 
 # How a name query matches a definition, the closest first.
 MATCHES = ("exact", "prefix", "substring", "fuzzy")
 SCORE_BY_MATCH = {"exact": 1.0, "prefix": 0.75, "substring": 0.5, "fuzzy": 0.25}
-MAX_SYMBOLS_N = 1000
-MAX_NAME_CHARS = 1000
-MAX_RELATED_N = 100
 # Related code by words: at most this many of the chunk's distinct identifiers.
 RELATED_TERMS = 64
 

@@ -966,11 +966,16 @@ def test_the_mcp_bridge_answers_every_request_it_cannot_read(repo: Path):
                 (b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', None, -32600, "id must"),
                 (b'{"jsonrpc":"1.0","id":3,"method":"tools/list"}', 3, -32600, "2.0"),
                 (call % (b"4", b"[1,2]"), 4, -32602, "params must be an object"),
-                (call % (b'"five"', b'{"name":"recall","arguments":{"query":"\\ud800"}}'), "five",
-                 -32602, "'params.arguments.query': must not contain unpaired surrogates")]:
+                (call % (b'"five"', b'{"name":"re\\ud800call","arguments":{}}'), "five",
+                 -32602, "'params.name': must not contain unpaired surrogates")]:
             reply = ask(raw)
             assert reply["id"] == msg_id and reply["error"]["code"] == code, (raw, reply)
             assert words in reply["error"]["message"], (raw, reply)
+        # A tool's arguments are the tool's to refuse: a tool error the agent reads.
+        reply = ask(call % (b"55", b'{"name":"recall","arguments":{"query":"\\ud800"}}'))
+        assert reply["result"]["isError"] is True, reply
+        assert reply["result"]["content"][0]["text"].startswith(
+            "ctxls error -32602: invalid param 'query': must not contain unpaired surrogates")
         process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/nope","params":[1]}\n')
         process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/cancelled",'
                             b'"params":{"requestId":[1]}}\n')

@@ -766,3 +766,31 @@ def test_what_a_reset_or_a_move_while_no_daemon_ran_wrote_is_not_recent_activity
         assert dict(map(tuple, origins)) == {"disk": 2, "checkout": 2}
     finally:
         later.close()
+
+
+def test_a_name_or_a_file_written_a_moment_ago_is_found_at_once(tree: Path):
+    """An agent writes a file and asks about it at once: the watcher's batch
+    is not in yet (STEP_MS of quiet, then indexing). A name query that finds
+    nothing waits for the watcher to catch up; a path the index has no row
+    for is indexed on the spot. Each answered "not found" for 0.1-0.25 s."""
+    engine = live_engine(tree)
+    try:
+        for i in range(3):
+            rel = f"pkg/fresh_{i}.py"
+            staged = tree / f"pkg/.fresh_{i}.py.tmp"  # as agents write: a rename over
+            staged.write_text(f"def freshly_written_{i}(x):\n    return x\n")
+            os.replace(staged, tree / rel)
+            assert [d.path for d in engine.symbols(f"freshly_written_{i}", "exact")] == [rel]
+        (tree / "pkg/late.py").write_text("def late_arrival():\n    return helper(1)\n")
+        found = analysis.analyze(engine, "late_arrival", with_callers=False)
+        assert found is not None and found.definitions[0].path == "pkg/late.py"
+        (tree / "pkg/newer.py").write_text("class Newer:\n    def method(self):\n        pass\n")
+        assert engine.get("pkg/newer.py", 0, 0).text == "class Newer:"  # a new file: no -32002
+        (tree / "pkg/newest.py").write_text("def outlined():\n    pass\n")
+        assert [d.name for d in engine.outline("pkg/newest.py")] == ["outlined"]
+        # A name defined nowhere still answers nothing, after one short wait.
+        started = time.monotonic()
+        assert engine.symbols("defined_nowhere_at_all", "exact") == []
+        assert time.monotonic() - started < live.TICK_MS / 1000 + 0.9
+    finally:
+        engine.close()

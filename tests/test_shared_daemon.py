@@ -412,3 +412,53 @@ def test_a_hosted_mcp_server_indexes_before_the_first_tool_call(repo: Path):
     finally:
         process.stdin.close()
         process.wait(timeout=30)
+
+
+async def test_mcp_tools_declare_their_bounds_name_their_own_params_and_take_their_own_uris(
+        repo: Path):
+    """What an agent's client reads in a schema is what the tool enforces; an
+    error names a parameter the tool has; a NUL is a tool error; the `uri` an
+    answer gives is taken back where a path goes; a location id with lines of
+    its own, or a path the index does not hold, says so."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "ctxls.daemon.cli", "mcp", "--root", str(repo),
+                                         "--no-daemon"],
+                                   env={**os.environ, "CTXLS_LOG": "ERROR"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = {t.name: t for t in (await session.list_tools()).tools}
+
+            async def text(name: str, arguments: dict) -> tuple[bool, str]:
+                result = await session.call_tool(name, arguments)
+                return bool(result.is_error), result.content[0].text
+
+            recall_n = tools["recall"].input_schema["properties"]["n"]
+            assert (recall_n["minimum"], recall_n["maximum"]) == (1, 200)
+            assert tools["recall"].input_schema["properties"]["query"]["maxLength"] == 10_000
+            assert tools["recent_activity"].input_schema["properties"]["days"]["exclusiveMinimum"] == 0
+            assert (await text("recall", {"query": "send", "n": 200}))[0] is False
+            assert (await text("recall", {"query": "send", "n": 201}))[0] is True
+
+            failed, said = await text("find_symbol", {"name": "send", "n": 5000})
+            assert failed and "invalid param 'n'" in said and "limit" not in said
+            failed, said = await text("find_symbol", {"name": ""})
+            assert failed and "invalid param 'name'" in said and "query" not in said
+            failed, said = await text("forget", {"kind": "episode"})
+            assert failed and "'by'" in said and "by" in tools["forget"].input_schema["properties"]
+            assert await text("forget", {"kind": "episode", "by": "agent"}) == (False, "removed 0")
+
+            failed, said = await text("recall", {"query": "send\u0000prepared"})
+            assert failed and said.startswith("ctxls error -32602") and "NUL" in said
+
+            hit = (await session.call_tool("recall", {"query": "send_prepared", "kind": "code",
+                                                      "format": "json"})).structured_content["hits"][0]
+            failed, said = await text("outline", {"path": hit["uri"]})
+            assert not failed and "send_prepared" in said
+            failed, said = await text("get", {"id": hit["uri"], "start_line": 16, "end_line": 16})
+            assert not failed and "def send_prepared" in said
+            assert await text("outline", {"path": "pkg/no_such_file.py"}) == (
+                False, "not indexed: pkg/no_such_file.py (no such file, or one ctxls does not "
+                       "index: a folder, binary, ignored or too large; `status` lists what was skipped)")
+            failed, said = await text("get", {"id": "pkg/session.py:16-18", "start_line": 1})
+            assert failed and "names its lines already" in said and "start_line" in said

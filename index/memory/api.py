@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.errors import InvalidParams, TooLarge
-from ctxls.index.memory.model import (AUTHORS, DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, MAX_N, MAX_PAGE,
+from ctxls.index.memory.model import (DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, MAX_PAGE,
                                       MAX_WRITE_BYTES, MEMORY_KINDS, Forget,
                                       IngestResult, KnownFact, MemoryItem, MemoryNode, MemoryRow,
                                       MemoryStore, Page, Segment, Upload, Write, check_choice,
@@ -20,6 +20,7 @@ from ctxls.index.memory.model import (AUTHORS, DAY_MS, DEFAULT_EPISODE_WINDOW_DA
 from ctxls.index.scopes import Scope
 from ctxls.index.store import now_ms
 from ctxls.index.tokenize import query_terms
+from ctxls.index.vocabulary import AUTHORS, MAX_MEMORY_N
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -158,7 +159,7 @@ class Memory:
         """Newest first (by occurredAt), this session's episodes before all else;
         one entry per id (an ingested document by its first segment)."""
         kinds = check_kinds(kinds)
-        check_count("n", n, 1, MAX_N)
+        check_count("n", n, 1, MAX_MEMORY_N)
         return self.backend.recent(scope, kinds, n, session, now_ms())
 
     def enumerate(self, scope: Scope, kind: str, offset: int = 0, limit: int = 100) -> Page:

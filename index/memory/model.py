@@ -11,13 +11,12 @@ from ctxls.index.chunker import split_lines
 from ctxls.index.errors import InvalidParams, MemoryUnavailable, TooLarge
 from ctxls.index.paths import CONTROL_CHARACTER
 from ctxls.index.scopes import Scope
+from ctxls.index.vocabulary import MAX_ID_CHARS
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
 
 MEMORY_KINDS = ("fact", "episode", "doc")
-AUTHORS = ("human", "agent")
-MAX_ID_CHARS = 1024
 # remember and ingest: bytes of the text or upload (UTF-8).
 MAX_WRITE_BYTES = 10 * 1024 * 1024
 # A row's meta: nesting levels and bytes of its JSON text (UTF-8).
@@ -33,7 +32,6 @@ MEMORY_FUSION_POOL = 50
 # Rows the nearest-neighbour search adds to the lexical candidates, found by meaning alone.
 ANN_NOMINEES = 8
 MAX_PAGE = 1000
-MAX_N = 200
 # A list read (recall, recentMemory, enumerate, node, the knowledge block)
 # carries a row's text only up to this size (UTF-8 bytes, PostgreSQL; SQLite
 # carries none, its rows read on demand being local); a longer one is read on
