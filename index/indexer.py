@@ -139,6 +139,7 @@ class Indexer:
 
     def _run_pass(self, pathspecs, force, log_edits, progress, cancel) -> IndexStats:
         stats = IndexStats()
+        started = self.row_serial  # rows written after this are newer than the listing
         discovered = discover(self.root, self.wanted)
         listing = discovered.paths
         self._resolver = ImportResolver(listing)
@@ -152,16 +153,17 @@ class Indexer:
         total = len(in_scope)
         # Two batches: the one filling, and the one before it, whose files the
         # chunk worker reads while this thread writes the batch before that
-        # (the worker's core and this one overlap).
-        pending: list[tuple[FileRecord, Ticket | None, bool]] = []
-        chunking: list[tuple[FileRecord, Ticket | None, bool]] = []
+        # (the worker's core and this one overlap). Each file's read carries
+        # the row serial it was read at (see _write_batch).
+        pending: list[tuple[FileRecord, Ticket | None, bool, int]] = []
+        chunking: list[tuple[FileRecord, Ticket | None, bool, int]] = []
 
-        def write(batch: list[tuple[FileRecord, Ticket | None, bool]]) -> None:
+        def write(batch: list[tuple[FileRecord, Ticket | None, bool, int]]) -> None:
             rows = []
-            for record, ticket, replaced in batch:
+            for record, ticket, replaced, read_at in batch:
                 parsed = ticket.result() if ticket is not None else None
                 rows.append((replace(record, language=parsed.language) if parsed else record,
-                             parsed, replaced))
+                             parsed, replaced, read_at))
             if rows:
                 self._write_batch(rows, log_edits)
 
@@ -188,6 +190,7 @@ class Indexer:
                 stats.unchanged += 1
                 continue
             state = states.get(path)
+            read_at = self.row_serial
             decision, source = file_decision(
                 state, stat_signature(self.root, path),
                 lambda: read_source(self.root, path, self.options.max_file_bytes),
@@ -198,16 +201,16 @@ class Indexer:
                 stats.unchanged += 1
             elif decision is Decision.GONE:
                 if state is not None:
-                    pending.append((FileRecord(path, "", 0, 0, "", "gone"), None, False))
+                    pending.append((FileRecord(path, "", 0, 0, "", "gone"), None, False, read_at))
                     stats.removed += 1
             elif decision is Decision.SAME_CONTENT:
                 assert isinstance(source, SourceText)
-                pending.append((self._record(source, state), None, False))
+                pending.append((self._record(source, state), None, False, read_at))
                 stats.unchanged += 1
             else:
                 assert isinstance(source, SourceText)
                 ticket = shared_worker().submit(path, source.text)
-                pending.append((self._record(source, state), ticket, state is not None))
+                pending.append((self._record(source, state), ticket, state is not None, read_at))
                 if state is None:
                     stats.added += 1
                 else:
@@ -231,14 +234,15 @@ class Indexer:
                             if not in_scope_path(p)} | skipped
 
         listed = set(listing)
-        stale = [p for p in states
-                 if p not in listed and p not in buffers
-                 and in_scope_path(p)]
-        if stale:
-            with self._writing(stale) as conn:
-                for path in stale:
-                    if self._delete(conn, path):
-                        stats.removed += 1
+        with self._disk_lock:  # a file made again since the listing is the watcher's now
+            stale = [p for p in states
+                     if p not in listed and p not in buffers
+                     and in_scope_path(p) and not self._written_after(p, started)]
+            if stale:
+                with self._writing(stale) as conn:
+                    for path in stale:
+                        if self._delete(conn, path):
+                            stats.removed += 1
         self._reread_if_lifted()
         return stats
 
@@ -285,13 +289,29 @@ class Indexer:
                           mtime_ns=source.mtime_ns, hash=content_hash(source.text), source="disk",
                           generated=says_generated(source.text))
 
-    def _write_batch(self, batch: list[tuple[FileRecord, ParsedFile | None, bool]],
+    def _written_after(self, path: str, serial: int) -> bool:
+        with self._serial_lock:
+            return self._row_serials.get(path, 0) > serial
+
+    def _write_batch(self, batch: list[tuple[FileRecord, ParsedFile | None, bool, int]],
                      log_edits: bool) -> None:
+        """A pass's reads written. A file whose rows were written since the
+        pass read it (``read_at``: the row serial then; the watcher re-read
+        it, or dropped it, after a change during the pass) keeps those rows:
+        the pass's read is the older one. Written under the lock single-file
+        re-reads take, so none lands between that check and this write."""
         ts = now_ms()
-        with self._writing([record.path for record, _, _ in batch]) as conn:
+        with self._disk_lock:
+            batch = [entry for entry in batch if not self._written_after(entry[0].path, entry[3])]
+            if batch:
+                self._write_rows(batch, log_edits, ts)
+
+    def _write_rows(self, batch: list[tuple[FileRecord, ParsedFile | None, bool, int]],
+                    log_edits: bool, ts: int) -> None:
+        with self._writing([record.path for record, _, _, _ in batch]) as conn:
             # A buffer opened since the pass started owns its rows now.
             opened = self._open_buffers()
-            for record, parsed, existed in batch:
+            for record, parsed, existed, _ in batch:
                 if record.path in opened:
                     continue
                 if record.source == "gone":

@@ -322,8 +322,12 @@ class DiskFollower:
             self._handled_to(self._handled_until)  # no wait for a watch that is gone
 
     def _folders(self) -> list[str]:
-        self._new_folders = {f for f in self._new_folders if (self.root / f).is_dir()}
-        folders = listed_folders(self.root) | self._new_folders
+        # Only folders there now: git lists a deleted tracked file until the
+        # deletion is staged, and a folder kept "watched" while gone was
+        # skipped as known when it came back (`rm -rf pkg; git checkout pkg`).
+        folders = {f for f in listed_folders(self.root) | self._new_folders
+                   if not f or os.path.isdir(self.root / f)}
+        self._new_folders &= folders
         if self.established.is_set():
             # Folders listed now and not before (new ignore rules let them in):
             # their files are indexed once the watch on them stands, as a new
@@ -344,8 +348,8 @@ class DiskFollower:
         if polling:
             poller = StatPoller(paths, self._followed, self._git_files())
             self.polled = len(paths)
-            self._standing("poll")
-            if (changes := self._drain_previous()) and self._handle(changes):
+            more_folders = self._standing("poll")
+            if ((changes := self._drain_previous()) and self._handle(changes)) or more_folders:
                 self._previous = poller
                 return
             while not self._stop.wait(POLL_MS / 1000):
@@ -381,8 +385,13 @@ class DiskFollower:
                            if unwatched else None)
             if unwatched and not said:
                 self.engine.on_warning(f"{self.root}: {self.reason}")
-            self._standing("native")
+            more_folders = self._standing("native")
             changes = self._drain_previous()
+            if more_folders:  # sub-folders the catch-up found: watched too, from the next watch
+                if changes:
+                    self._handle(changes)
+                self._previous, notify = notify, None
+                return
             scanned = time.monotonic()
             while not self._stop.is_set():
                 returned = time.monotonic()
@@ -418,14 +427,14 @@ class DiskFollower:
         """What ``notify`` holds now (none after a step without any)."""
         return _changes(notify.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
 
-    def _standing(self, mode: str) -> None:
-        """The watch stands: say so once, and index the new folders' files."""
+    def _standing(self, mode: str) -> bool:
+        """The watch stands: say so once, and index the new folders' files;
+        True when they hold folders this watch lacks."""
         if not self.established.is_set():
             log.info("following %s on disk (%s, %d folders)", self.root, mode, self.folders)
             self.established.set()
         self.mode = mode
-        if self._catch_up:
-            self._index_new_folders()
+        return bool(self._catch_up) and self._index_new_folders()
 
     def _followed(self, where: str) -> bool:
         """A file whose changes count: indexable, or holding ignore rules."""
@@ -503,22 +512,33 @@ class DiskFollower:
             return True
         return False
 
-    def _index_new_folders(self, keep: bool = False) -> None:
-        """The files of folders that appeared (their sub-folders too: the
-        next listing holds those with files); ``keep``: do it again once the
-        new watch stands."""
+    def _index_new_folders(self, keep: bool = False) -> bool:
+        """The files of folders that appeared, their sub-folders' too;
+        ``keep``: do it again once the new watch stands. Sub-folders are
+        watched from the next watch on (an empty one is in no listing: files
+        made later in `mkdir -p a/b/c` were missed). True when some folder
+        found is not watched yet."""
         folders = sorted(self._catch_up)
         if not keep:
             self._catch_up = set()
         found: list[str] = []
+        subfolders: list[str] = []
         for folder in folders:
             for dirpath, dirnames, filenames in os.walk(self.root / folder):
                 dirnames[:] = [d for d in dirnames if not self._skipped_name(d)
                                and not os.path.islink(os.path.join(dirpath, d))]
                 rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
                 found.extend(f"{rel_dir}/{name}" for name in filenames)
+                subfolders.extend(f"{rel_dir}/{name}" for name in dirnames)
         if found:
             self._index(found)
+        unwatched = [f for f in subfolders if f not in self._watched and f not in self._new_folders]
+        if unwatched:
+            ignored = ignored_paths(self.root, [f + "/" for f in unwatched])
+            unwatched = [f for f in unwatched if f + "/" not in ignored
+                         and not holds_installed_dependencies(str(self.root / f))]
+            self._new_folders.update(unwatched)
+        return any(f not in self._watched for f in self._new_folders)
 
     def _index(self, paths: list[str], head_moved: bool = False, rules_changed: bool = False) -> None:
         """Hand a batch to the engine; a failure (the store unavailable for a

@@ -30,6 +30,8 @@ from ctxls.impact import analysis
 from ctxls.index import live
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import StalePointer
+from ctxls.index.indexer import Indexer
+from ctxls.index.model import content_hash
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -792,5 +794,73 @@ def test_a_name_or_a_file_written_a_moment_ago_is_found_at_once(tree: Path):
         started = time.monotonic()
         assert engine.symbols("defined_nowhere_at_all", "exact") == []
         assert time.monotonic() - started < live.TICK_MS / 1000 + 0.9
+    finally:
+        engine.close()
+
+
+def test_a_tracked_folder_removed_and_brought_back_later_is_followed_again(tree: Path):
+    """git lists a deleted tracked file until the deletion is staged: the gone
+    folder stayed "watched", so when it came back (`git checkout -- pkg`, a
+    copy) its files were neither indexed nor followed."""
+    git(tree, "add", "-A")
+    git(tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    engine = live_engine(tree)
+    try:
+        shutil.rmtree(tree / "pkg")
+        assert wait_until(lambda: engine.store.file_state("pkg/core.py") is None)
+        time.sleep(0.3)  # the next watch stands without the folder
+        git(tree, "checkout", "--", "pkg")
+        assert wait_until(lambda: engine.store.file_state("pkg/core.py") is not None)
+        with open(tree / "pkg/core.py", "a") as fh:
+            fh.write("\n\ndef edited_after_coming_back():\n    pass\n")
+        assert wait_until(lambda: engine.store.file_state("pkg/core.py").hash
+                          == content_hash((tree / "pkg/core.py").read_text()))
+    finally:
+        engine.close()
+
+
+def test_files_made_later_in_empty_nested_folders_are_followed(tree: Path):
+    """`mkdir -p a/b/c`, then a file in a/b/c a while later: only `a` was
+    watched (an empty folder is in no listing), so the file was missed."""
+    engine = live_engine(tree)
+    try:
+        (tree / "gen/b/c").mkdir(parents=True)
+        (tree / "pkg/x/y").mkdir(parents=True)
+        time.sleep(0.5)  # the folders' batch handled, the next watch standing
+        write_tree(tree, {"gen/b/c/deep.py": "def deep_later():\n    pass\n",
+                          "pkg/x/y/deeper.py": "def deeper_later():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("gen/b/c/deep.py"))
+        assert wait_until(lambda: engine.store.file_state("pkg/x/y/deeper.py"))
+    finally:
+        engine.close()
+
+
+def test_a_change_made_while_a_pass_runs_is_not_undone_by_it(tree: Path, monkeypatch):
+    """A pass writes its reads a batch or two after making them: a file the
+    watcher re-read (or dropped) meanwhile got the pass's older read laid
+    over it (a daemon starting while somebody works: edits lost, deleted
+    files back)."""
+    original = Indexer._write_batch
+    raced = []
+
+    def edited_meanwhile(self, batch, log_edits):
+        if not raced:  # every file is read by now; its rows are not written yet
+            raced.append(True)
+            (tree / "pkg/core.py").write_text("def rewritten_meanwhile():\n    pass\n")
+            (tree / "pkg/use.py").unlink()
+            self.reindex_from_disk("pkg/core.py")  # what the watcher does with its events
+            self.reindex_from_disk("pkg/use.py")
+        return original(self, batch, log_edits)
+
+    monkeypatch.setattr(Indexer, "_write_batch", edited_meanwhile)
+    engine = Engine(tree, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        assert raced
+        assert engine.store.file_state("pkg/core.py").hash == content_hash(
+            "def rewritten_meanwhile():\n    pass\n")
+        assert engine.store.file_state("pkg/use.py") is None
+        assert [d.path for d in engine.symbols("rewritten_meanwhile", "exact")] == ["pkg/core.py"]
+        assert engine.symbols("compute", "exact") == []
     finally:
         engine.close()
