@@ -287,12 +287,14 @@ def language_for_path(path: str, text: str | None = None) -> str | None:
 
 # Signs a header is Objective-C or C++ (C++ also when it says neither: its
 # grammar reads C's declarations alike, and a C++ class read as C is lost).
-_OBJC = re.compile(r"^\s*(?:@interface|@protocol|@implementation|#import)\b", re.MULTILINE)
-_CPP = re.compile(r"^\s*(?:(?:template\s*<)|(?:namespace\s+\w)|(?:class\s+\w+[^;]*$)|(?:public:|private:|protected:)"
+# Line-anchored with `[ \t]*`, never `\s*`: under MULTILINE that ran across
+# every blank line from every line start (65,536 newlines: 40 s).
+_OBJC = re.compile(r"^[ \t]*(?:@interface|@protocol|@implementation|#import)\b", re.MULTILINE)
+_CPP = re.compile(r"^[ \t]*(?:(?:template\s*<)|(?:namespace\s+\w)|(?:class\s+\w+[^;\n]*$)|(?:public:|private:|protected:)"
                   r"|(?:using\s+namespace\b))|\bstd::|\w::\w", re.MULTILINE)
 # A C header says so: `extern "C"` guards written for C++ callers mean the file is C.
 _C_ONLY = re.compile(r'#\s*ifdef\s+__cplusplus|\bextern\s+"C"', re.MULTILINE)
-_MATLAB = re.compile(r"^\s*(?:function\s+(?:\[?[\w, ]*\]?\s*=\s*)?\w+\s*\(|%\s)", re.MULTILINE)
+_MATLAB = re.compile(r"^[ \t]*(?:function\s+(?:\[?[\w, ]*\]?\s*=\s*)?\w+\s*\(|%\s)", re.MULTILINE)
 
 
 def header_language(text: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -81,8 +82,9 @@ MAX_MESSAGE_CHARS = 1_000
 MAX_MODULE_PARTS = 64
 
 
-_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
-_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.M | re.S)
+# A fenced block opens on a line starting ``` or ~~~ (after spaces or tabs)
+# and closes at the next line holding that marker alone (fenced_blocks).
+_FENCE_OPENER = re.compile(r"[ \t]*(```|~~~)")
 _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
 
 # Line-anchored patterns start with `[ \t]*`, never `\s*`: under re.M that would
@@ -155,7 +157,9 @@ _FRAME_LINE = re.compile(rf'[ \t]*(?:\|[ \t]*)*(?:File "|at |from \S+\.rb:\d+'
                          rf'|#\d+:?[ \t]+(?:0x[0-9a-fA-F]+ in |[\w:~<>]+[ \t]*\([^\n]*\) at |\S+\.php\(\d+\))'
                          rf'|(?:\([\w]+(?: [\w.+-]+)?\) )?\S+\.(?:go|rs|rb|exs?|lua|php)[:(]\d+)'
                          rf'|{_PY_FRAME_OTHER.pattern}', re.M)
-_RUST_PANIC = re.compile(r"panicked at (?:'.*?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
+# The message bounded: each `panicked at '` scanned to the line's end was
+# quadratic in a line of them.
+_RUST_PANIC = re.compile(r"panicked at (?:'.{0,1000}?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`;
 # also as pytest prints them (`E   ValueError: x`, `FAILED tests/t.py::test_x - ValueError: x`)
@@ -187,7 +191,9 @@ _OTHER_ERROR_LINES = (
 )
 # A logged line: `WARNING: msg`, logging's default `ERROR:shop.cart:msg`, and
 # a documentation build's `index.rst:12: WARNING: msg`.
-_LOG_LINE = re.compile(r"^[ \t]*(?:[^\n]*?: )?(?:WARNING|ERROR|CRITICAL)(?::[\w.]+)?:[ \t]*"
+# (A prefix or leading spaces, never both: the prefix may start with spaces
+# itself, and spaces both could take made a long run of them quadratic.)
+_LOG_LINE = re.compile(r"^(?:[^\n]*?: |[ \t]*)(?:WARNING|ERROR|CRITICAL)(?::[\w.]+)?:[ \t]*"
                        r"(?P<message>\S.*)$", re.M)
 _MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
 # A quoted sentence. A single quote inside a word is an apostrophe, not a quote
@@ -360,8 +366,10 @@ def _add(seen: dict[str, None], value: str) -> None:
 # and the lines around it (`OS: Linux`, `LANG: en_US.UTF-8`, a rule, a
 # heading: `INSTALLED VERSIONS`, `Package    Version`).
 _VERSION_LINE = re.compile(r"[ \t]*[A-Za-z][\w.-]*(?:[ \t]*:[ \t]*|[ \t]+)(?:v?\d+(?:\.\d+)+|None)\b.*")
-_REPORT_LINE = re.compile(r"[ \t]*(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}|[-= \t]{3,}"
-                          r"|(?i:[\w .-]{0,40}\bversions?\b[\w .-]{0,40}))")
+# Leading spaces taken once (possessive): given back to `[-= \t]{3,}` one by
+# one, a long line of spaces ending otherwise was quadratic.
+_REPORT_LINE = re.compile(r"[ \t]*+(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}"
+                          r"|(?i:[\w .-]{0,40}\bversions?\b[\w .-]{0,40}))|[-= \t]{3,}")
 # Version lines in one run that make it a report.
 _REPORT_VERSIONS = 3
 
@@ -374,8 +382,9 @@ _REPORT_VERSIONS = 3
 _LISTING_LABEL = re.compile(r"(?i)\b(?:installed|extensions?|plugins?|packages?|dependencies"
                             r"|requirements|librar(?:y|ies)|modules|add-?ons)\b")
 _LISTED_NAME = re.compile(r"[A-Za-z@][\w.@/-]*")
-# Items of a listing: separated by commas, perhaps quoted, perhaps in brackets.
-_LISTING_SEPARATORS = re.compile(r"[\s'\"\[\]()]*,[\s'\"\[\]()]*|^[\s'\"\[(]+|[\s'\"\])]+$")
+# Items of a listing: separated by commas, perhaps quoted, perhaps in
+# brackets (what an item is stripped of: between items, before the first, after the last).
+_ITEM_EDGES, _LISTING_OPENS, _LISTING_CLOSES = " \t\r\n\f\v'\"[]()", " \t\r\n\f\v'\"[(", " \t\r\n\f\v'\"])"
 # A label is a few words (`Sphinx extensions`, `Installed packages`), not a sentence.
 _LABEL_WORDS = 4
 _BULLET = re.compile(r"[ \t]*(?:[-*+][ \t]+)?")
@@ -385,7 +394,13 @@ _LISTING_NAMES = 3
 
 def _listed_names(items: str) -> list[str] | None:
     """The names of ``items`` when it is nothing but names, else None."""
-    names = [n for n in _LISTING_SEPARATORS.split(items) if n]
+    # Split and stripped by hand: a separators regex tried at every position
+    # of a run of brackets was quadratic in the run.
+    pieces = items.split(",")
+    last = len(pieces) - 1
+    names = [name for at, piece in enumerate(pieces)
+             if (name := piece.lstrip(_ITEM_EDGES if at else _LISTING_OPENS)
+                 .rstrip(_ITEM_EDGES if at < last else _LISTING_CLOSES))]
     return names if all(_LISTED_NAME.fullmatch(n) for n in names) else None
 
 
@@ -434,13 +449,55 @@ def _without_version_listings(text: str) -> str:
     return "\n".join(_without_package_listings([line for line, kept in zip(lines, keep) if kept]))
 
 
+def without_html_comments(text: str) -> str:
+    """``text`` less its closed ``<!-- … -->`` comments, by a left-to-right
+    scan (a lazy regex scanned to the end from every unclosed opener)."""
+    kept: list[str] = []
+    at = 0
+    while (start := text.find("<!--", at)) >= 0 and (end := text.find("-->", start + 4)) >= 0:
+        kept.append(text[at:start])
+        at = end + 3
+    kept.append(text[at:])
+    return "".join(kept)
+
+
+def fenced_blocks(text: str) -> tuple[list[str], str]:
+    """The fenced blocks' code (each with its last newline) and the text with
+    each block, fences included, replaced by a newline. A fence opens on a
+    line starting ``` or ~~~ that a later line holding that marker alone
+    closes; one never closed is text. Each opener's closer is looked up in
+    the closers' line numbers (a lazy regex scanned to the end from every
+    unclosed opener: quadratic in an issue of them)."""
+    lines = text.split("\n")
+    starts = list(itertools.accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
+    closers = {marker: [at for at, line in enumerate(lines) if line.strip(" \t") == marker]
+               for marker in ("```", "~~~")}
+    code: list[str] = []
+    prose: list[str] = []
+    kept_from = 0  # the text's offset where the text not yet in a block starts
+    at = 0
+    while at < len(lines) - 1:  # an opener has a line after it
+        opener = _FENCE_OPENER.match(lines[at])
+        following = closers[opener.group(1)] if opener else []
+        closer = bisect.bisect_right(following, at)
+        if closer == len(following):
+            at += 1
+            continue
+        end = following[closer]
+        code.append("".join(line + "\n" for line in lines[at + 1:end]))
+        prose.append(text[kept_from:starts[at]] + "\n")
+        kept_from = starts[end] + len(lines[end])
+        at = end + 1
+    prose.append(text[kept_from:])
+    return code, "".join(prose)
+
+
 def read_issue(text: str) -> IssueText:
     """Split an issue's text into prose, code and the evidence they carry.
     HTML comments (an issue template's instructions, never shown on the
     tracker) are not read."""
-    text = _without_version_listings(_HTML_COMMENT.sub("", text))
-    code: list[str] = [m.group(2) for m in _FENCE.finditer(text)]
-    prose = _FENCE.sub("\n", text)
+    text = _without_version_listings(without_html_comments(text))
+    code, prose = fenced_blocks(text)
     doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
     if doctest.strip():
         code.append(doctest)

@@ -23,7 +23,9 @@ from ctxls.index.tokenize import FILE_NAME_STOPWORDS, query_terms
 # name (QueryShape.word).
 _NAME = (r"[A-Za-z_$][\w$]*(?:(?:::|->|[.#\\])[A-Za-z_$][\w$]*)+"
          r"|_[\w$]*"
-         r"|[A-Za-z$][\w$]*[A-Z_0-9][\w$]*"
+         # (a capital, underscore or digit looked for ahead, the name taken
+         # once: backtracking over both stars was quadratic in a long name)
+         r"|[A-Za-z$](?=[\w$]*?[A-Z_0-9])[\w$]*+"
          r"|[A-Z][\w$]*")
 _SYMBOL_QUERY = re.compile(rf"(?:{_NAME})(?:\(\))?")
 _PLAIN_WORD = re.compile(r"[a-z][a-z0-9]*")

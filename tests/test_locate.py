@@ -16,8 +16,12 @@ from ctxls.index.errors import InvalidParams
 from ctxls.index.locate import Locator
 from ctxls.index.locate_paths import PathIndex
 from ctxls.index.locate_scorer import shipped_scorer
+from ctxls.index.chunking.markdown import _heading_text, markdown_sections
+from ctxls.index.languages import header_language, language_for_path
+from ctxls.index.locate_signals import _format_words
 from ctxls.index.locate_text import prose_lines, read_issue, semantic_query
 from ctxls.index.paths import is_test_or_doc
+from ctxls.index.query import declared_name, query_shape
 
 from conftest import serve, write_tree
 
@@ -1130,3 +1134,45 @@ def test_a_cancelled_request_stops_gathering_evidence(engine: Engine):
     token.cancel()
     with cancelling(token), pytest.raises(RequestCancelled):
         Locator().evidence(conn, text)
+
+
+HOSTILE_READS = """
+from ctxls.index.chunking.markdown import markdown_sections
+from ctxls.index.languages import header_language, language_for_path
+from ctxls.index.locate_signals import _format_words
+from ctxls.index.locate_text import read_issue
+from ctxls.index.query import query_shape
+fmt = 'raise UsageError(f"Takes {nargs} values but {len(values)} were given.")'
+_format_words(fmt, "Takes" + " " * 600 + "values but" + " " * 600 + "x y")
+for hostile in (" " * 40_000 + "x", "```a\\n" * 8_000, "<!--" * 10_000,
+                "Packages: " + ")" * 40_000 + "x", "panicked at '" * 3_000, "\\t" * 40_000 + "WARNING"):
+    read_issue(hostile)
+query_shape("class " + "A" * 10_000 + "!")
+header_language("\\n" * 65_536)
+language_for_path("x.m", "\\n" * 32_768)
+markdown_sections(["# " + "![" * 32_768])
+"""
+
+
+def test_hostile_texts_are_read_in_linear_time_and_still_read_right():
+    """An issue an agent pastes, a query, a repository's file: each shape in
+    HOSTILE_READS backtracked as a power of its length (a 358-character
+    issue near a format string the repository has: 67 s, this one's 1,200
+    spaces: hours; 40,000 spaces: 10 s; 65,536 blank lines in a `.h`: 40 s;
+    a heading of `![`: 13 s). Together they take well under a second now;
+    run apart, so that a regression fails at the timeout instead of hanging."""
+    subprocess.run([sys.executable, "-c", HOSTILE_READS], check=True, timeout=60)
+    fmt = 'raise UsageError(f"Takes {nargs} values but {len(values)} were given.")'
+    assert _format_words(fmt, "Takes 2 values but 3 were given.") >= 5
+    assert _format_words(fmt, "Takesvalues butwere given.") == 0  # a placeholder holds something
+    issue = read_issue("<!-- the template -->Cart fails\n```py\nprint(Cart())\n```\n"
+                       "WARNING: cart is empty\nPackages: attrs, click, ['rich']\n")
+    assert issue.code == ["print(Cart())\n"] and "the template" not in issue.prose
+    assert "cart is empty" in issue.messages
+    assert query_shape("class " + "A" * 100 + "!").symbol is None
+    assert query_shape("CartTotal").symbol == "CartTotal" and declared_name("class CartTotal") == "CartTotal"
+    assert header_language("\n" * 1000) == "cpp"
+    assert header_language("\n\n  @interface Cart\n@end\n") == "objc"
+    assert language_for_path("x.m", "\n\n% a comment\nx = 1;\n") == "matlab"
+    assert len(markdown_sections(["# " + "![" * 100])) == 1
+    assert _heading_text('Shop <img alt="logo" src="x.png"> [docs](https://x)') == "Shop logo docs"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import re2
+
 from .pieces import Piece
 
 _ATX_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
@@ -13,11 +15,13 @@ _SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
 # alt text, a link's text, no tags. A README's `# <img alt="chi" src=...>`
 # would otherwise title every section with a URL, and the symbol column
 # (weighted 32 in BM25) would match the URL's words.
+# RE2, linear in the heading: Python's engine tried every `![` or `<` of a
+# heading that never closes it to the heading's end (64 KiB of `![`: 13 s).
 _HEADING_MARKUP = (
-    (re.compile(r"<img\b[^>]*?\balt\s*=\s*[\"']([^\"']*)[\"'][^>]*>", re.IGNORECASE), r" \1 "),
-    (re.compile(r"<[^>]*>"), " "),
-    (re.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
-    (re.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re2.compile(r"(?i)<img\b[^>]*?\balt\s*=\s*[\"']([^\"']*)[\"'][^>]*>"), r" \1 "),
+    (re2.compile(r"<[^>]*>"), " "),
+    (re2.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (re2.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
 )
 
 
