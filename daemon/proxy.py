@@ -51,6 +51,8 @@ TAKEOVER_TIMEOUT_S = 300.0
 # A daemon log this large is set aside (daemon.log.1) before the next daemon starts.
 LOG_ROTATE_BYTES = 4 << 20
 RESTARTED = -32603  # the answer to requests lost with the owner: retry
+# What the proxy keeps of an editor's documents, and replays to a new owner.
+DOCUMENT_SYNC = frozenset({"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose"})
 # A header line is at most this long; anything longer is the rest of a body.
 MAX_HEADER_LINE = 64 << 10
 # A header name (RFC 9110 token) and the one header that frames a message.
@@ -302,6 +304,12 @@ class Proxy:
         self.connected = asyncio.Event()
         self.shutting_down = False
         self.replays = 0
+        # Document-sync messages tracked, and how many of them the last
+        # replay's didOpen texts already hold: one of those still waiting
+        # to be sent (the owner was being replaced) is not sent again, or
+        # an incremental edit would be applied twice.
+        self.synced = 0
+        self.replayed_through = 0
         self.pending[initialize.get("id")] = "initialize"
 
     # -- the editor side --------------------------------------------------------
@@ -318,6 +326,8 @@ class Proxy:
     def track(self, message: dict) -> None:
         """Keep the editor's open documents, to replay them to a new owner."""
         method, params = message.get("method"), message.get("params") or {}
+        if method in DOCUMENT_SYNC:
+            self.synced += 1
         if method == "initialized":
             self.initialized = True
         elif method == "textDocument/didOpen":
@@ -370,15 +380,20 @@ class Proxy:
                 log.exception("cannot track %s", message.get("method"))
             if valid_id(message.get("id")) and isinstance(message.get("method"), str):
                 self.pending[message["id"]] = message["method"]
-            await self.to_owner(message)
+            await self.to_owner(message, self.synced if message.get("method") in DOCUMENT_SYNC
+                                else None)
 
     # -- the owner side -------------------------------------------------------
 
-    async def to_owner(self, message: dict | bytes) -> None:
-        """A message, or a body the proxy could not read (forwarded as is)."""
+    async def to_owner(self, message: dict | bytes, synced: int | None = None) -> None:
+        """A message, or a body the proxy could not read (forwarded as is).
+        ``synced``: a document-sync message's number (``self.synced``), not
+        sent when a replay to a new owner already held it."""
         data = frame(message) if isinstance(message, dict) else frame_body(message)
         while True:
             await self.connected.wait()
+            if synced is not None and synced <= self.replayed_through:
+                return
             writer = self.owner_writer
             try:
                 writer.write(data)
@@ -444,6 +459,7 @@ class Proxy:
         messages = [{"jsonrpc": "2.0", "id": replay_id, "method": "initialize", "params": params}]
         if self.initialized:
             messages.append({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        self.replayed_through = self.synced  # the texts below hold every edit tracked so far
         for document in self.documents.values():
             messages.append({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
                 "textDocument": {"uri": document.uri, "languageId": document.language_id or "",

@@ -173,3 +173,36 @@ async def test_a_proxy_takes_over_when_the_owner_exits_and_keeps_its_buffers(rep
                 break
             await asyncio.sleep(0.2)
         assert not socket_is_live(socket_of(repo))
+
+
+async def test_an_edit_made_while_the_proxy_takes_over_is_applied_once(repo: Path):
+    """An incremental edit typed while the proxy replaces a gone owner is
+    tracked into the buffer the replay sends whole, and was then sent too:
+    the new owner applied it twice (the insertion doubled, every later
+    definition's lines off)."""
+    with headless_owner(repo) as owner:
+        async with serve(repo) as s:
+            await s.wait_indexed()
+            text = (repo / "pkg/retry.py").read_text()
+            s.open("pkg/retry.py", text)
+            assert await s.wait_for(lambda: sees(repo, "retry_upload", "retry_upload"),
+                                    timeout=20, interval=0.2)
+            owner.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(owner.wait, 30)
+            inserted = "def typed_during_the_takeover():\n    return 1\n\n\n"
+            s.client.text_document_did_change(types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(uri=s.uri("pkg/retry.py"), version=2),
+                [types.TextDocumentContentChangePartial(
+                    range=types.Range(types.Position(0, 0), types.Position(0, 0)), text=inserted)]))
+
+            async def served_text():
+                try:
+                    return (await s.request("ctxls/get", {"id": "pkg/retry.py"}))["text"]
+                except Exception:  # lost with the old owner, or the new one still starting
+                    return None
+
+            async def replayed():
+                return await served_text() not in (None, text)
+
+            assert await s.wait_for(replayed, timeout=120, interval=0.5)
+            assert await served_text() == inserted + text
