@@ -17,6 +17,12 @@ from .resolved import EXTERNAL_REF, UNKNOWN_RECEIVER, UNKNOWN_REF, ClassId, Rece
 from .syntax import GO, JS, PYTHON, SourceFile
 
 
+# Receivers of receivers worked out at once, at most (`a.b.c.….f()`): each
+# level is two Python frames, and 500 levels of a 1 KB file overran the
+# recursion limit (the request failed). Deeper, the receiver is unknown.
+MAX_RECEIVER_DEPTH = 32
+
+
 class ReceiverTypes:
     """A part of :class:`~ctxls.impact.resolve.Resolver` (its caches live there)."""
 
@@ -25,8 +31,14 @@ class ReceiverTypes:
         ``site`` the member's name)."""
         key = (sf.path, node.id)
         if key not in self._receivers:
+            if self._receiver_depth >= MAX_RECEIVER_DEPTH:
+                return UNKNOWN_RECEIVER
             self._receivers[key] = UNKNOWN_RECEIVER  # a value defined through itself: no cycle
-            self._receivers[key] = self._receiver(sf, node, site)
+            self._receiver_depth += 1
+            try:
+                self._receivers[key] = self._receiver(sf, node, site)
+            finally:
+                self._receiver_depth -= 1
         return self._receivers[key]
 
     def _receiver(self, sf: SourceFile, node: Node, site: Node) -> Receiver:
@@ -382,26 +394,29 @@ class ReceiverTypes:
         if attribute is None:
             return None
         scope = next((a for a in syntax.ancestors(site) if a.type in family.functions), sf.tree.root_node)
-        key = (sf.path, scope.id, dotted)
+        name = syntax.text_of(attribute)
+        key = (sf.path, scope.id, name)
         if key not in self._assignments:
-            values: list[Node] = []  # the values assigned, in order
+            # Every assignment to an attribute of this name in the scope, by its
+            # dotted target, read once: read again for each dotted name asked
+            # (`v1.a.a…`, `v2.a.a…`), every line's chain rescanned every
+            # occurrence of `a` (quadratic in the function).
+            assigned: dict[str, list[Node]] = {}
             rows = range(scope.start_point.row, scope.end_point.row + 1)
-            for row, start, end in sf.occurrences(syntax.text_of(attribute), rows):
-                name = sf.node_at(row, start, end)
-                target = name.parent if name is not None else None
-                if target is None or target.type != "attribute" \
-                        or "".join(syntax.text_of(target).split()) != dotted:
+            for row, start, end in sf.occurrences(name, rows):
+                found = sf.node_at(row, start, end)
+                target = found.parent if found is not None else None
+                if target is None or target.type != "attribute" or syntax.field_of(target) != "left":
                     continue
                 assignment = target.parent
                 value = assignment.child_by_field_name("right") if assignment is not None else None
                 if assignment is not None and assignment.type == "assignment" and value is not None \
-                        and syntax.field_of(target) == "left" \
                         and next((a for a in syntax.ancestors(target) if a.type in family.functions),
                                  sf.tree.root_node).id == scope.id:
-                    values.append(value)
-            self._assignments[key] = values
+                    assigned.setdefault("".join(syntax.text_of(target).split()), []).append(value)
+            self._assignments[key] = assigned
         last = None
-        for value in self._assignments[key]:
+        for value in self._assignments[key].get(dotted, ()):
             if value.end_byte <= site.start_byte:
                 last = value
         if last is None or last.type == "none":

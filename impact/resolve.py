@@ -93,7 +93,9 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         self._scopes = NodeMemo()  # (path, scope id, name) -> set[Receiver]
         self._returns: dict[tuple[str, str], Receiver | None] = {}
         self._attributes = NodeMemo()  # (path, class id, attribute) -> Receiver | None
-        self._assignments = NodeMemo()  # (path, scope id, dotted name) -> list[Node]
+        # (path, scope id, attribute name) -> {dotted name: the values assigned, in order}
+        self._assignments = NodeMemo()
+        self._receiver_depth = 0  # receivers of receivers being worked out (receivers.py)
         self._go_module: str | None = None
 
     # -- files and the index -------------------------------------------------

@@ -17,8 +17,9 @@ Spec format (``ImportRef.spec``):
 from __future__ import annotations
 
 import posixpath
+import itertools
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from tree_sitter import Node, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language
@@ -46,6 +47,12 @@ _QUERY_SOURCES: dict[str, str] = {
 }
 
 IMPORT_LANGUAGES = frozenset(_QUERY_SOURCES)
+# A file's imports kept, at most, and the longest target kept: `from M import
+# b, b, …` writes M once per name, and 80 KB of it (a 6,000-character M,
+# 13,000 names) made a 547 MB store. No module is named by 1,000 characters,
+# and no hand-written file imports 2,000 names.
+MAX_IMPORTS = 2000
+MAX_SPEC_CHARS = 1000
 
 # Compiled on first use; a Query is immutable, so threads can share it.
 _queries: dict[str, Query] = {}
@@ -70,9 +77,12 @@ def extract_imports(language: str, tree_or_text: Tree | str) -> list[ImportRef]:
     captures = QueryCursor(_query(language)).captures(tree.root_node)
     if language == "python":
         statements = sorted(captures.get("import", ()), key=lambda node: node.start_byte)
-        return [ref for statement in statements for ref in _python_refs(statement)]
-    strings = sorted(captures.get("spec", ()), key=lambda node: node.start_byte)
-    return [ImportRef(_text(node)[1:-1], node.start_point.row) for node in strings]
+        refs: Iterable[ImportRef] = (ref for statement in statements for ref in _python_refs(statement))
+    else:
+        strings = sorted(captures.get("spec", ()), key=lambda node: node.start_byte)
+        refs = (ImportRef(_text(node)[1:-1], node.start_point.row) for node in strings
+                if node.end_byte - node.start_byte <= MAX_SPEC_CHARS + 2)
+    return list(itertools.islice(refs, MAX_IMPORTS))
 
 
 def _text(node: Node) -> str:
@@ -83,22 +93,28 @@ def _dotted(node: Node) -> str:
     return "".join(_text(node).split())
 
 
-def _python_refs(statement: Node) -> list[ImportRef]:
-    """Refs of an `import …` or `from … import …` statement (see the module doc)."""
+def _python_refs(statement: Node) -> Iterator[ImportRef]:
+    """Refs of an `import …` or `from … import …` statement (see the module
+    doc), made as they are taken; none whose target is over MAX_SPEC_CHARS."""
     names = [
         name.child_by_field_name("name") if name.type == "aliased_import" else name
         for name in statement.children_by_field_name("name")
     ]
     names = [name for name in names if name is not None]
     if statement.type == "import_statement":
-        return [ImportRef(_dotted(name), name.start_point.row) for name in names]
-    module_node = statement.child_by_field_name("module_name")
-    if module_node is None:
-        return []
-    module = _dotted(module_node)
-    if not names:  # from M import *
-        return [ImportRef(module, statement.start_point.row)]
-    return [ImportRef(f"{module}:{_dotted(name)}", name.start_point.row) for name in names]
+        refs = (ImportRef(_dotted(name), name.start_point.row) for name in names)
+    else:
+        module_node = statement.child_by_field_name("module_name")
+        if module_node is None:
+            return
+        module = _dotted(module_node)
+        if not names:  # from M import *
+            refs = iter([ImportRef(module, statement.start_point.row)])
+        elif len(module) > MAX_SPEC_CHARS:
+            return
+        else:
+            refs = (ImportRef(f"{module}:{_dotted(name)}", name.start_point.row) for name in names)
+    yield from (ref for ref in refs if len(ref.spec) <= MAX_SPEC_CHARS)
 
 
 # Vue and Svelte components import as their <script> does.

@@ -559,3 +559,46 @@ def test_a_large_daemon_log_is_set_aside_before_the_next_daemon_starts(tmp_path:
     log.symlink_to(target)
     proxy._rotate_log()  # a link is measured as a link (lstat): never followed
     assert log.is_symlink() and target.read_bytes() == b"z" * proxy_module.LOG_ROTATE_BYTES
+
+
+HOSTILE_FILES = """
+from ctxls.index.chunker import chunk_file
+from ctxls.index.imports import extract_imports
+chunk_file("spaces.c", "int a;\\n" + " " * 64_000 + "x\\n")
+chunk_file("macro.c", "int a(\\n" + "AAA" + " " * 64_000 + "x\\n")
+chunk_file("K.kt", "class A" + " " * 64_000 + "x\\n")
+chunk_file("m.rs", "m! {\\n" + "pub(\\n" * 40_000 + ")" * 40_000 + "}\\n")
+chunk_file("README.md", "# a" + " " * 32_000 + "x\\n")
+chunk_file("C.vue", "<script>" * 16_000)
+assert len(extract_imports("python", "from " + "a" * 6_000 + " import " + ", ".join(["b"] * 13_000))) == 0
+"""
+
+
+def test_hostile_repository_files_are_read_in_linear_time_and_bounded(tmp_path: Path):
+    """A repository's file, each shape in HOSTILE_FILES quadratic before in a
+    chunker regex (a line of spaces where a closing-line, macro-line or
+    Kotlin class-line pattern let two runs share them: 10 s each, and the
+    file kept as line windows once its worker was stopped; Rust's `pub(`
+    without `)`; a Markdown heading line of spaces; unclosed `<script>`s),
+    or in memory (`from M import b, b, …`: 80 KB made a 547 MB store); run
+    apart, so that a regression fails at the timeout instead of hanging.
+    Then impact over a call through 600 attributes (`a.a.….target()`),
+    which overran the recursion limit, and over a function of such chains
+    (each rescanned the function: quadratic)."""
+    subprocess.run([sys.executable, "-c", HOSTILE_FILES], check=True, timeout=60)
+    from ctxls.index.imports import MAX_IMPORTS, extract_imports
+    many = extract_imports("python", "from m import " + ", ".join(f"n{i}" for i in range(3000)))
+    assert len(many) == MAX_IMPORTS and many[0].spec == "m:n0"
+    root = tmp_path / "chains"
+    write_tree(root, {"a.py": "def target():\n    pass\n",
+                      "b.py": "import a\n\n\ndef deep():\n    a." + "a." * 600 + "target()\n",
+                      "c.py": "import a\n\n\ndef wide():\n"
+                              + "".join(f"    v{i}." + "a." * 50 + "target()\n" for i in range(80))})
+    git(root, "init", "-q")
+    cli = [sys.executable, "-m", "ctxls.daemon.cli"]
+    subprocess.run([*cli, "index", "--root", str(root), "--no-daemon"], check=True,
+                   capture_output=True, timeout=120)
+    impact = subprocess.run([*cli, "impact", "target", "--root", str(root), "--no-daemon", "--json"],
+                            capture_output=True, text=True, timeout=60)
+    assert impact.returncode == 0, impact.stderr
+    assert json.loads(impact.stdout)["symbol"] == "target"

@@ -3,8 +3,7 @@ inside macro invocations' token trees (parsed again)."""
 
 from __future__ import annotations
 
-import re
-
+import re2
 from tree_sitter import Node
 
 from ..languages import parse_source, parser_for
@@ -42,8 +41,9 @@ def rust_decl(node: Node) -> Decl | None:
 # An item keyword at the start of a line: the token tree may hold items. The
 # line's indent is `[ \t]*`: `\s*` under MULTILINE runs across every blank line
 # after each line start (quadratic in a body of blank lines).
-_RUST_ITEM_LINE = re.compile(rb"^[ \t]*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
-                             rb"(?:fn|struct|enum|trait|impl|mod|type|union)\b", re.MULTILINE)
+# RE2 (linear): `pub(` with no `)` scanned to the end from every line start.
+_RUST_ITEM_LINE = re2.compile(rb"(?m)^[ \t]*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
+                              rb"(?:fn|struct|enum|trait|impl|mod|type|union)\b")
 
 
 def _rust_macro_items(node: Node) -> Decl | None:

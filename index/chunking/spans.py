@@ -119,7 +119,9 @@ def first_branch_lines(lines: list[str]) -> list[str]:
     return kept
 
 
-_KOTLIN_CLASS_NAME_LINE = re.compile(r"\s*(?:[\w@]+\s+)*(?:class|object)\s+\w+\s*(?:<[^{}()]*>)?\s*$")
+# Runs that a later part could share are possessive here and in _MACRO_LINE:
+# giving spaces back one by one was quadratic in a long run of them.
+_KOTLIN_CLASS_NAME_LINE = re.compile(r"\s*+(?:[\w@]++\s++)*(?:class|object)\s++\w++\s*+(?:<[^{}()]*>)?\s*$")
 _KOTLIN_ANNOTATION_LINE = re.compile(r"\s*(?:@[\w.:]+(?:\([^()]*\))?\s*)+$")
 _KOTLIN_CONSTRUCTOR_LINE = re.compile(r"\s*(?:(?:@[\w.:]+(?:\([^()]*\))?|[a-z]+)\s+)*constructor\s*\(")
 
@@ -150,7 +152,7 @@ def kotlin_constructor_lines(lines: list[str]) -> list[str]:
 
 # A line that is only a macro's use, no semicolon: `FMT_BEGIN_NAMESPACE`,
 # `NLOHMANN_JSON_NAMESPACE_BEGIN`, `G_DEFINE_TYPE (Foo, foo, G_TYPE_OBJECT)`.
-_MACRO_LINE = re.compile(r"\s*[A-Z_][A-Z0-9_]{2,}\s*(?:\([^;{}]*\))?\s*$")
+_MACRO_LINE = re.compile(r"\s*+[A-Z_][A-Z0-9_]{2,}+\s*+(?:\([^;{}]*\))?\s*$")
 
 
 def preprocessed_lines(lines: list[str]) -> list[str]:
