@@ -40,7 +40,7 @@ from ctxls.daemon.request_values import first_invalid
 from ctxls.index.cancel import CancelToken
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import (AUTHORS, MAX_BUDGET_CHARS, MAX_BUDGET_TOKENS, MAX_DAYS,
-                                    MAX_ID_CHARS, MAX_LOCATE_CHARS, MAX_LOCATE_N, MAX_MEMORY_N,
+                                    MAX_ID_CHARS, MAX_LOCATE_N, MAX_MEMORY_N,
                                     MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_RECALL_N,
                                     MAX_RECENT_ITEMS, MAX_RELATED_N, MAX_SYMBOLS_N, RECALL_KINDS,
                                     RECALL_MODES)
@@ -479,8 +479,8 @@ TOOLS = (
         "its best chunks as 1-based inclusive line ranges. Test and doc files are demoted unless "
         "`include_tests`. Use it first when handed an issue; then `get` the chunks. Fails on "
         "empty text (ctxls error -32602)."),
-        (Param("text", "string", "The issue, bug report or stack trace, whole.", required=True,
-               max_length=MAX_LOCATE_CHARS),
+        (Param("text", "string", "The issue, bug report or stack trace, whole (past 40,000 "
+                                 "characters its first and last 20,000 are read).", required=True),
          Param("n", "integer", "At most this many files.", default=10, minimum=1,
                maximum=MAX_LOCATE_N),
          Param("include_tests", "boolean", "Do not demote test and documentation files.",

@@ -18,8 +18,7 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Iterator
 
-import re2
-
+from .linear_re import LinearPattern
 from .model import UNPARSED_HAZARD, UNPARSED_SUSPENDED, content_hash
 from .paths import DOC_EXTENSIONS
 
@@ -311,7 +310,7 @@ def header_language(text: str) -> str:
 
 # Vue and Svelte components: their <script> blocks are JavaScript or TypeScript.
 # RE2 (linear): every unclosed `<script>` scanned to the end of the file.
-_SCRIPT_BLOCK = re2.compile(r"(?is)<script\b([^>]*)>(.*?)</script\s*>")
+_SCRIPT_BLOCK = LinearPattern(r"(?is)<script\b([^>]*)>(.*?)</script\s*>")
 _SCRIPT_LANG = re.compile(r"""\blang\s*=\s*["']?(ts|typescript|tsx|js|javascript|jsx)""", re.IGNORECASE)
 COMPONENT_LANGUAGES = frozenset({"vue", "svelte"})
 

@@ -5,25 +5,24 @@ from __future__ import annotations
 
 import re
 
-import re2
-
+from ..linear_re import LinearPattern
 from .pieces import Piece
 
 # RE2 (linear, the same groups): the lazy title before an optional closing
 # run of `#` was quadratic in a heading line of spaces (32,000: 7 s).
-_ATX_HEADING = re2.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
+_ATX_HEADING = LinearPattern(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*")
 _SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*")
 # Markup inside a heading, reduced to the words a reader sees: an image's
 # alt text, a link's text, no tags. A README's `# <img alt="chi" src=...>`
 # would otherwise title every section with a URL, and the symbol column
 # (weighted 32 in BM25) would match the URL's words.
-# RE2, linear in the heading: Python's engine tried every `![` or `<` of a
+# RE2 (linear_re), linear in the heading: Python's engine tried every `![` or `<` of a
 # heading that never closes it to the heading's end (64 KiB of `![`: 13 s).
 _HEADING_MARKUP = (
-    (re2.compile(r"(?i)<img\b[^>]*?\balt\s*=\s*[\"']([^\"']*)[\"'][^>]*>"), r" \1 "),
-    (re2.compile(r"<[^>]*>"), " "),
-    (re2.compile(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
-    (re2.compile(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (LinearPattern(r"(?i)<img\b[^>]*?\balt\s*=\s*[\"']([^\"']*)[\"'][^>]*>"), r" \1 "),
+    (LinearPattern(r"<[^>]*>"), " "),
+    (LinearPattern(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    (LinearPattern(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
 )
 
 

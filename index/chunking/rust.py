@@ -3,10 +3,10 @@ inside macro invocations' token trees (parsed again)."""
 
 from __future__ import annotations
 
-import re2
 from tree_sitter import Node
 
 from ..languages import parse_source, parser_for
+from ..linear_re import LinearPattern
 from .spans import Decl, container_decl, named_decl, node_text, reparse_budget
 
 _RUST_LEAF_KINDS = {
@@ -42,7 +42,7 @@ def rust_decl(node: Node) -> Decl | None:
 # line's indent is `[ \t]*`: `\s*` under MULTILINE runs across every blank line
 # after each line start (quadratic in a body of blank lines).
 # RE2 (linear): `pub(` with no `)` scanned to the end from every line start.
-_RUST_ITEM_LINE = re2.compile(rb"(?m)^[ \t]*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
+_RUST_ITEM_LINE = LinearPattern(rb"(?m)^[ \t]*(?:pub(?:\([^)]*\))?\s+)?(?:async\s+|unsafe\s+|const\s+)*"
                               rb"(?:fn|struct|enum|trait|impl|mod|type|union)\b")
 
 
