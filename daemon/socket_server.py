@@ -176,6 +176,13 @@ class SocketServer:
             its reading there, while it waited for ours, deadlocked both)."""
             writer.write(frame(message))
 
+        def finished(msg_id: Any, task: asyncio.Task) -> None:
+            tasks.pop(msg_id, None)
+            if task.cancelled() and not writer.is_closing():
+                # Cancelled before it ran (its $/cancelRequest read right
+                # after it): _answer never started, so never answered.
+                send_unawaited(error_response(msg_id, -32800, "request cancelled"))
+
         try:
             while True:
                 try:
@@ -214,7 +221,7 @@ class SocketServer:
                     continue
                 task = asyncio.create_task(self._answer(message, send))
                 tasks[message["id"]] = task
-                task.add_done_callback(lambda _t, key=message["id"]: tasks.pop(key, None))
+                task.add_done_callback(functools.partial(finished, message["id"]))
         except (ConnectionError, OSError):
             pass
         finally:

@@ -610,3 +610,26 @@ def test_stray_output_and_children_never_touch_the_stdio_wire(tmp_path: Path):
         process.kill()
     logged = stderr.read_text()
     assert "a stray print" in logged and "a child writes to its stdout" in logged
+
+
+def test_a_request_cancelled_as_soon_as_it_is_sent_is_answered(stdio_daemon, repo: Path):
+    """A `$/cancelRequest` read right after its request cancelled the task
+    before it ran, and nothing answered: an agent's MCP server, waiting for
+    those answers, hung with every call thread stuck. Each gets -32800."""
+    conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    try:
+        frames = b""
+        for n, (method, params) in enumerate([("ctxls/recall", {"query": "retry upload"}),
+                                              ("ctxls/status", {}), ("ctxls/symbols", {"query": "x"}),
+                                              ("ctxls/get", {"id": "pkg/retry.py"})]):
+            for message in ({"jsonrpc": "2.0", "id": n, "method": method, "params": params},
+                            {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": n}}):
+                body = json.dumps(message).encode()
+                frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
+        sock.sendall(frames)  # each cancel read in the same pass as its request
+        answers = [conn.reply_to(n, timeout=20) for n in range(4)]
+        assert all(a.get("error", {}).get("code") == -32800 or "result" in a for a in answers)
+        assert sum(a.get("error", {}).get("code") == -32800 for a in answers) >= 1
+        assert "result" in conn.request("ctxls/status", {}, "after", timeout=20)
+    finally:
+        sock.close()
