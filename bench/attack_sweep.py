@@ -19,7 +19,8 @@ Sixth session (each checks its own rule, see ``sixth_session``):
 5. floods: 3,000 pipelined recalls (all answered), a watched-files event of
    200,000 files, `ctxls/index` with 100,000 pathspecs (-32602);
 6. names: a file whose name is not UTF-8 (skipped; the pass completes);
-7. mcp: lines the MCP SDK cannot read, each answered by `ctxls mcp`.
+7. mcp: lines the MCP SDK cannot read, each refused by `ctxls mcp` (a tool's bad
+   argument as a tool error, `isError`; anything else as a JSON-RPC error).
 
 Seventh session (``seventh_session``):
 
@@ -343,7 +344,9 @@ def mcp_sweep(root: Path) -> tuple[dict, list[dict]]:
     process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
     for raw in MCP_LINES:
         reply = ask(raw)
-        if reply is None or "error" not in reply:
+        # A tool's bad argument is the tool's error (isError), any other line the wire's.
+        refused = reply is not None and ("error" in reply or (reply.get("result") or {}).get("isError"))
+        if not refused:
             failures.append({"family": "mcp", "problem": "no error answer", "line": raw[:80].decode(
                 "utf-8", "replace"), "reply": json.dumps(reply)[:200]})
     alive = ask(b'{"jsonrpc":"2.0","id":"alive","method":"tools/list"}')
