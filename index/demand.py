@@ -30,6 +30,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_REVIEW_THRESHOLD = 5
 DEFAULT_PROMOTION_THRESHOLD = 10
+# A file's demand rows (scope NULL) only the export reads: the newest this
+# many are kept, trimmed each time this many more were written. Kept whole,
+# they grew ~1 KB per recall and get for as long as the daemon served.
+MAX_FILE_DEMAND_ROWS = 20_000
+FILE_DEMAND_TRIM_EVERY = 1_000
 
 __all__ = ["Candidate", "Demand", "DemandLog", "DEFAULT_PROMOTION_THRESHOLD",
            "DEFAULT_REVIEW_THRESHOLD"]
@@ -51,6 +56,7 @@ class DemandLog:
         self._lock = threading.Lock()
         self._flush_lock = threading.Lock()
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxls-demand")
+        self._file_rows_untrimmed = FILE_DEMAND_TRIM_EVERY  # trimmed at the first write
 
     def record(self, entries: list[Demand], action: str) -> None:
         """Append these entries (written shortly, in the background)."""
@@ -78,9 +84,16 @@ class DemandLog:
             files = [r for r in rows if r[4] is None]
             memory = [r for r in rows if r[4] is not None]
             if files:
+                self._file_rows_untrimmed += len(files)
                 with self.store.write() as conn:
                     conn.executemany("INSERT INTO demand(path, kind, symbol, action, scope, ts) "
                                      "VALUES (?, ?, ?, ?, ?, ?)", files)
+                    if self._file_rows_untrimmed >= FILE_DEMAND_TRIM_EVERY:
+                        self._file_rows_untrimmed = 0
+                        conn.execute(
+                            "DELETE FROM demand WHERE scope IS NULL AND id <= (SELECT id FROM demand "
+                            "WHERE scope IS NULL ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                            (MAX_FILE_DEMAND_ROWS,))
             if memory:
                 self.memory.append_demand(memory)
 

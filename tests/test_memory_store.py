@@ -216,3 +216,29 @@ def test_ann_nominees_never_cross_the_scope_fence(plain: Path, monkeypatch):
     assert engine.recall(query, ["fact"], 10, mode="semantic",
                          scope=named_scope("carol")).hits_by_kind["fact"] == []
     engine.close()
+
+
+def test_a_files_demand_rows_are_bounded_and_memory_rows_kept(tmp_path, monkeypatch):
+    """Each recall hit and get of a file wrote a demand row, kept for good
+    (~1 KB per recall and get for as long as a daemon served). The newest
+    MAX_FILE_DEMAND_ROWS are kept; memory rows, which count, are not touched."""
+    from ctxls.index import demand
+    from ctxls.index.engine import Engine, EngineOptions
+
+    monkeypatch.setattr(demand, "MAX_FILE_DEMAND_ROWS", 50)
+    monkeypatch.setattr(demand, "FILE_DEMAND_TRIM_EVERY", 10)
+    (tmp_path / "a.py").write_text("def a():\n    return 1\n")
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        log = engine.demand
+        for n in range(300):
+            log.record([demand.Demand(f"f{n}.py", "code", None, None)], "recall")
+            log.record([demand.Demand("fact-1", "fact", None, "team")], "recall")
+            log.flush()
+        conn = engine.store.reader()
+        files = [r[0] for r in conn.execute("SELECT path FROM demand WHERE scope IS NULL ORDER BY id")]
+        assert 50 <= len(files) < 60 and files[-1] == "f299.py"
+        assert conn.execute("SELECT count(*) FROM demand WHERE scope IS NOT NULL").fetchone()[0] == 300
+    finally:
+        engine.close()
