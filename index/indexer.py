@@ -303,24 +303,21 @@ class Indexer:
         ts = now_ms()
         with self._disk_lock:
             batch = [entry for entry in batch if not self._written_after(entry[0].path, entry[3])]
-            if batch:
-                self._write_rows(batch, log_edits, ts)
-
-    def _write_rows(self, batch: list[tuple[FileRecord, ParsedFile | None, bool, int]],
-                    log_edits: bool, ts: int) -> None:
-        with self._writing([record.path for record, _, _, _ in batch]) as conn:
-            # A buffer opened since the pass started owns its rows now.
-            opened = self._open_buffers()
-            for record, parsed, existed, _ in batch:
-                if record.path in opened:
-                    continue
-                if record.source == "gone":
-                    self._delete(conn, record.path)
-                elif parsed is None:  # same content, new stat
-                    conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
-                                 (record.size, record.mtime_ns, record.path))
-                else:
-                    self._put_parsed(conn, record, parsed, log_edits and existed, ts)
+            if not batch:
+                return
+            with self._writing([record.path for record, _, _, _ in batch]) as conn:
+                # A buffer opened since the pass started owns its rows now.
+                opened = self._open_buffers()
+                for record, parsed, existed, _ in batch:
+                    if record.path in opened:
+                        continue
+                    if record.source == "gone":
+                        self._delete(conn, record.path)
+                    elif parsed is None:  # same content, new stat
+                        conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
+                                     (record.size, record.mtime_ns, record.path))
+                    else:
+                        self._put_parsed(conn, record, parsed, log_edits and existed, ts)
 
     def _delete(self, conn: Connection, path: str) -> bool:
         self.unparsed.pop(path, None)
