@@ -286,6 +286,24 @@ async def test_demand_log_feeds_review_and_promotion_candidates(repo: Path, memo
         assert await s.request("ctxls/get", {"id": "fresh"}) is not None
 
 
+async def test_a_forgotten_rows_demand_goes_with_it(repo: Path, memory_options: dict):
+    """Forget left a row's recalls in the demand log for good: a fact written
+    again under the forgotten id was at once a review candidate with the old
+    row's recalls, and the log grew with every row ever recalled."""
+    async with serve(repo, memory_options) as s:
+        await s.wait_indexed()
+        for key in ("gone-fact", "kept-fact"):
+            await s.request("ctxls/remember", {"id": key, "text": f"{key}: uploads use backoff"})
+        for _ in range(5):
+            await s.request("ctxls/recall", {"query": "backoff", "kind": "fact"})
+        review = await s.request("ctxls/reviewCandidates", {})
+        assert review["items"] == [{"path": "gone-fact", "hits": 5}, {"path": "kept-fact", "hits": 5}]
+        assert (await s.request("ctxls/forget", {"id": "gone-fact"}))["removed"] == 1
+        await s.request("ctxls/remember", {"id": "gone-fact", "text": "a new fact about queues"})
+        review = await s.request("ctxls/reviewCandidates", {})
+        assert review["items"] == [{"path": "kept-fact", "hits": 5}]
+
+
 async def test_stash_peek_evict_and_the_size_bound(repo: Path, memory_options: dict):
     async with serve(repo, memory_options) as s:
         await s.wait_indexed()

@@ -517,10 +517,18 @@ class PostgresMemoryStore:
     def _delete(conn, where: str, args: list) -> int:
         """Remove the rows matching ``where`` (row-level security narrows it to
         what the transaction owns) and their uploads; how many ids went."""
-        gone = conn.execute(f"DELETE FROM ctxls_memory WHERE {where} RETURNING scope, key",
+        gone = conn.execute(f"DELETE FROM ctxls_memory WHERE {where} RETURNING scope, key, kind",
                             args).fetchall()
-        keys = sorted(set(gone))
+        keys = sorted({(scope, key) for scope, key, _ in gone})
         if keys:
+            # A row's demand goes with it (as in the SQLite store).
+            kinds = sorted(set(gone))
+            conn.execute(
+                "DELETE FROM ctxls_demand d USING unnest(%s::text[], %s::text[], %s::text[]) "
+                "AS g(scope, key, kind) WHERE d.scope = g.scope AND d.path = g.key "
+                "AND d.kind = g.kind AND NOT EXISTS (SELECT 1 FROM ctxls_memory m "
+                "WHERE m.scope = d.scope AND m.key = d.path AND m.kind = d.kind)",
+                ([s for s, _, _ in kinds], [k for _, k, _ in kinds], [t for _, _, t in kinds]))
             conn.execute(
                 "DELETE FROM ctxls_memory_files f USING unnest(%s::text[], %s::text[]) AS g(scope, key) "
                 "WHERE f.scope = g.scope AND f.key = g.key AND NOT EXISTS "

@@ -150,6 +150,13 @@ class SqliteMemoryStore:
             "DELETE FROM memory_files WHERE scope = ? AND key = ? AND NOT EXISTS "
             "(SELECT 1 FROM memory m WHERE m.scope = memory_files.scope AND m.key = memory_files.key)",
             sorted(keys))
+        # A row's demand goes with it: a fact written again under a forgotten
+        # id starts with no recalls, and the log holds only live rows' demand.
+        conn.executemany(
+            "DELETE FROM demand WHERE scope = ? AND path = ? AND kind = ? AND NOT EXISTS "
+            "(SELECT 1 FROM memory m WHERE m.scope = demand.scope AND m.key = demand.path "
+            "AND m.kind = demand.kind)",
+            sorted({(scope, key, kind) for _, kind, scope, key, _ in gone}))
         self.store.drop_orphan_vectors(conn, sorted({h for *_, h in gone}))
         return len(keys)
 
