@@ -117,6 +117,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                            help="stdio only: do not open the shared daemon socket")
         serve.add_argument("--clientProcessId", dest="client_process_id", type=int, metavar="PID",
                            help="exit when this process (the editor) exits")
+        serve.add_argument("--log-file", metavar="PATH",
+                           help="log to this file (and send stderr there), set aside as PATH.1 "
+                                "past 4 MiB")
         serve.set_defaults(func=cmd_serve)
 
     if wanted("index"):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ctxls import __version__
 from ctxls.daemon.cli_verbs import (EXIT_USAGE, CliError, call, drop_none, log_on_stderr,
-                                    open_access, print_json, resolve_root, write_out)
+                                    log_to_file, open_access, print_json, resolve_root, write_out)
 from ctxls.daemon.formatting import format_hits_human
 from ctxls.index.roots import store_dir
 
@@ -224,6 +224,8 @@ def cmd_serve(args):
     import asyncio
 
     log_on_stderr(args)
+    if args.log_file:
+        log_to_file(args)
     from ctxls.daemon import server as server_module
     from ctxls.daemon.server import server
 

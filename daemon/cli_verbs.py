@@ -147,6 +147,27 @@ def log_on_stderr(args: argparse.Namespace) -> None:
     logging.basicConfig(level=getattr(args, "log_level", "WARNING"), handlers=[handler])
 
 
+def log_to_file(args: argparse.Namespace) -> None:
+    """The log in ``args.log_file`` (a proxy's daemon: its stderr is that file
+    too), bounded as it is written; a file that cannot be opened (a link
+    there) leaves the log on stderr, saying so."""
+    import logging
+
+    from ctxls.daemon.proxy import DaemonLogFile
+
+    try:
+        handler = DaemonLogFile(Path(args.log_file))
+    except OSError as exc:
+        logging.getLogger("ctxls").warning("logging on stderr: cannot write %s: %s",
+                                           args.log_file, exc.strerror or exc)
+        return
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for old in root.handlers[:]:
+        root.removeHandler(old)
+    root.addHandler(handler)
+
+
 def call(args: argparse.Namespace, method: str, params: dict, refresh: bool = True
          ) -> tuple[Any, str]:
     """(the protocol's result, "daemon" | "local"); for a terminal, with its

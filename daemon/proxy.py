@@ -21,6 +21,7 @@ import fcntl
 import io
 import json
 import logging
+import logging.handlers
 import os
 import re
 import subprocess
@@ -48,7 +49,8 @@ log = logging.getLogger(__name__)
 
 # How long a takeover waits for a new owner to listen (it indexes first).
 TAKEOVER_TIMEOUT_S = 300.0
-# A daemon log this large is set aside (daemon.log.1) before the next daemon starts.
+# A daemon log this large is set aside (daemon.log.1): before the next daemon
+# starts, and by a running daemon as it writes (DaemonLogFile).
 LOG_ROTATE_BYTES = 4 << 20
 RESTARTED = -32603  # the answer to requests lost with the owner: retry
 # What the proxy keeps of an editor's documents, and replays to a new owner.
@@ -508,7 +510,8 @@ class Proxy:
             # never imported in its place.
             daemon = subprocess.Popen(
                 [sys.executable, "-P", "-m", "ctxls.daemon.cli", "serve", "--root", str(self.root),
-                 "--socket", str(self.socket_path), f"--clientProcessId={os.getpid()}"],
+                 "--socket", str(self.socket_path), f"--clientProcessId={os.getpid()}",
+                 "--log-file", str(self.socket_path.with_name("daemon.log"))],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file,
                 start_new_session=True)
             log_file.close()
@@ -532,3 +535,23 @@ class Proxy:
                 raise task.exception()
         if self.owner_writer is not None:
             self.owner_writer.close()
+
+
+class DaemonLogFile(logging.handlers.RotatingFileHandler):
+    """The log of a daemon a proxy started (``serve --log-file``), whose stderr
+    is the same file. Past LOG_ROTATE_BYTES it becomes ``daemon.log.1`` while
+    the daemon runs too (a daemon serving for months with a repeating warning
+    filled the disk), and stderr follows to the new file, so what the
+    interpreter itself prints still lands in the log. Never opened through a
+    link the repository shipped."""
+
+    def __init__(self, path: Path):
+        super().__init__(path, maxBytes=LOG_ROTATE_BYTES, backupCount=1, encoding="utf-8")
+
+    def _open(self):
+        return os.fdopen(open_private(self.baseFilename, append=True), "a", encoding="utf-8",
+                         errors="backslashreplace")
+
+    def doRollover(self) -> None:
+        super().doRollover()
+        os.dup2(self.stream.fileno(), sys.stderr.fileno())

@@ -602,3 +602,41 @@ def test_hostile_repository_files_are_read_in_linear_time_and_bounded(tmp_path: 
                             capture_output=True, text=True, timeout=60)
     assert impact.returncode == 0, impact.stderr
     assert json.loads(impact.stdout)["symbol"] == "target"
+
+
+LOG_WRITER = """
+import logging, os, sys
+from pathlib import Path
+from ctxls.daemon import proxy
+proxy.LOG_ROTATE_BYTES = 4000
+path = Path(sys.argv[1])
+os.dup2(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), 2)  # as the proxy starts it
+logging.getLogger().addHandler(proxy.DaemonLogFile(path))
+for n in range(300):
+    logging.getLogger("ctxls").warning("warning %d %s", n, "x" * 40)
+print("printed by the interpreter", file=sys.stderr, flush=True)
+"""
+
+
+def test_a_running_daemons_log_is_set_aside_as_it_grows(tmp_path: Path):
+    """A daemon's log was only set aside before the next daemon started: one
+    that served for months with a repeating warning grew it without bound.
+    It is now bounded as it is written, and stderr follows to the new file."""
+    log = tmp_path / "daemon.log"
+    subprocess.run([sys.executable, "-c", LOG_WRITER, str(log)], check=True, timeout=60)
+    older = log.with_name("daemon.log.1")
+    assert older.stat().st_size <= 4000 and log.stat().st_size <= 4000
+    assert "warning 299 " in log.read_text() and "printed by the interpreter" in log.read_text()
+    assert not log.with_name("daemon.log.2").exists()
+
+    link = tmp_path / "link.log"
+    target = tmp_path / "bashrc"
+    target.write_text("keep\n")
+    link.symlink_to(target)
+    import argparse
+    import logging
+
+    from ctxls.daemon.cli_verbs import log_to_file
+    handlers = logging.getLogger().handlers[:]
+    log_to_file(argparse.Namespace(log_file=str(link)))  # refused: the log stays where it was
+    assert logging.getLogger().handlers == handlers and target.read_text() == "keep\n"
