@@ -7,7 +7,11 @@ program that ``git ls-files``, ``git check-ignore`` and ``git status`` run on
 every call, before they answer. Command-line ``-c`` settings override every
 config file, so each command carries :data:`SAFE_CONFIG`; the commands
 themselves turn off what config could add to their output (``--no-pager``,
-and in ``git log`` no external diff, textconv or signature checks). The
+and in ``git log`` no external diff, textconv or signature checks). A
+filter driver (``filter.<name>.clean``, named by the tree's
+``.gitattributes``) runs whenever git hashes a work-tree file whose stat
+data is stale (any file of a copied or unpacked folder), so each command
+also empties every driver the repository's config defines. The
 caller's own ``GIT_*`` variables are dropped too: a daemon started from a
 git hook or an editor's terminal inherits ``GIT_DIR`` or ``GIT_WORK_TREE``
 that name another repository.
@@ -31,6 +35,14 @@ SAFE_CONFIG = (
 )
 
 
+# A filter driver's settings that run a program, emptied; and ``required``,
+# which makes a driver without a program an error, turned off.
+_FILTER_SETTINGS = (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false"))
+# What --config-env reads for a driver whose name holds "=" (``-c`` splits at
+# the first "=", --config-env at the last): set by ``_env``.
+_CONFIG_VARIABLES = {"": "CTXLS_GIT_EMPTY", "false": "CTXLS_GIT_FALSE"}
+
+
 def git_command(*args: str, root: Path | str | None = None, git_dir: Path | str | None = None) -> list[str]:
     """The command line of ``git args`` in the working folder ``root`` (paths
     relative to it) or on the repository ``git_dir`` (a bare one, or a
@@ -38,13 +50,34 @@ def git_command(*args: str, root: Path | str | None = None, git_dir: Path | str 
     where = ["-C", str(root)] if root is not None else []
     if git_dir is not None:
         where += ["--git-dir", str(git_dir)]
-    return ["git", "--no-pager", *SAFE_CONFIG, *where, *args]
+    base = ["git", "--no-pager", *SAFE_CONFIG, *where]
+    return [*base, *_without_filters(base), *args]
+
+
+def _without_filters(base: list[str]) -> list[str]:
+    """Settings emptying every filter driver the repository's config defines
+    (reading config runs nothing)."""
+    proc = run_git([*base, "config", "--null", "--name-only", "--get-regexp", r"^filter\."],
+                   timeout=10)
+    if proc is None or proc.returncode != 0:  # 1: none defined (or no repository)
+        return []
+    names = {os.fsdecode(key)[len("filter."):].rpartition(".")[0]
+             for key in proc.stdout.split(b"\0") if key}
+    settings = []
+    for name in sorted(names):
+        for setting, value in _FILTER_SETTINGS:
+            if "=" in name:
+                settings.append(f"--config-env=filter.{name}.{setting}={_CONFIG_VARIABLES[value]}")
+            else:
+                settings += ["-c", f"filter.{name}.{setting}={value}"]
+    return settings
 
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     # Never a prompt (a credential, a passphrase), never a lock on the index.
     env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    env.update({variable: value for value, variable in _CONFIG_VARIABLES.items()})
     return env
 
 

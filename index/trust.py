@@ -12,11 +12,13 @@ verifies here: a committed ``.ctxls/index.db``, one from an archive, one
 copied from another folder or made by another user fails the check, and is
 moved aside (quarantined) whole by ``Store``.
 
-A store from before seals (no ``store_id``) is adopted, i.e. sealed in place,
-only when git says it is not part of the checkout: the folder is a git work
-tree, the file is untracked, and this user owns it. Anything else unsealed is
-quarantined. Without a usable state folder (no home, read-only) nothing can be
-sealed; stores are then judged by that legacy rule alone, with a warning.
+A store without a seal (from before seals, or stripped of its seal) is
+quarantined like any other: an archive or a copied folder that brings its
+``.git`` makes an untracked, user-owned store look exactly like one this user
+made before seals, so git cannot tell them apart. Only without a usable state
+folder (no home, read-only), where nothing can be sealed, is a store judged
+by git alone, with a warning: adopted when the folder is a git work tree, the
+file untracked, and this user owns it.
 """
 
 from __future__ import annotations
@@ -114,9 +116,9 @@ def problem(meta: dict[str, str], db_path: str) -> str | None:
     are: its seal verifies, or it has none and may be adopted (the caller
     seals it then)."""
     if "store_id" not in meta:
-        if untracked_and_owned(db_path):
+        if user_key() is None and untracked_and_owned(db_path):
             return None
-        return "it has no seal of this user and may have come with the checkout"
+        return "it has no seal of this user and may have come with the checkout or an archive"
     try:
         uid = int(meta.get("owner_uid", ""))
     except ValueError:

@@ -317,13 +317,18 @@ def test_a_store_copied_to_another_place_or_stripped_of_its_seal_is_not_trusted(
     copy = tmp_path / "copy"
     shutil.copytree(mine, copy)
     assert facts(user, copy, "fact") == []
-    # a store from before seals that git does not track is adopted where it lies ...
+    # a store without a seal is not adopted, even where git does not track it:
+    # an archive or a copied folder that brings its .git looks just the same
     with sqlite3.connect(mine / ".ctxls" / "index.db") as conn:
         conn.execute("DELETE FROM meta WHERE key IN "
                      "('store_id', 'owner_uid', 'store_path', 'store_seal')")
+    assert facts(user, mine, "fact") == []
+    status = json.loads(run_as(user, "status", str(mine), "--json").stdout)
+    assert status["quarantined"]["memory"] == 1
+    # the user vouches for it once
+    assert run_as(user, "trust-memory", "--root", str(mine)).returncode == 0
     assert facts(user, mine, "fact") == ["a fact of mine"]
-    assert "quarantined" not in json.loads(run_as(user, "status", str(mine), "--json").stdout)
-    # ... but not outside git, where nothing says it is not the download's
+    # and outside git likewise
     plain = tmp_path / "plain"
     shutil.copytree(mine, plain)
     shutil.rmtree(plain / ".git")
@@ -404,6 +409,35 @@ def test_a_repositorys_git_config_runs_nothing_while_it_is_indexed_watched_and_l
     assert not trust.untracked_and_owned(str(root / "shop" / "cart.py"))
     history = History(root).current()
     assert history.files["shop/cart.py"].commits == 2
+    assert not marker.exists()
+
+
+def test_a_repositorys_filter_drivers_run_nothing_on_a_copied_tree(tmp_path: Path):
+    """A filter driver (`filter.<name>.clean`, named by `.gitattributes`) runs
+    whenever git hashes a work-tree file whose stat data is stale, as every
+    file of a copied or unpacked folder is: `git diff <HEAD>` (what a
+    checkout wrote, asked after each first pass) ran the repository's
+    program. Each git command now empties every driver the config defines,
+    a name holding "=" too."""
+    from ctxls.index.git import written_by_checkout
+
+    source = tmp_path / "source"
+    source.mkdir()
+    git(source, "init", "-q")
+    commit_files(source, "One", {"a.py": "x = 1\n"})
+    first = git(source, "rev-parse", "HEAD").strip()
+    commit_files(source, "Two", {"a.py": "x = 2\n", "b.py": "y = 1\n"})
+    marker = tmp_path / "ran"
+    for name in ("evil", "ev=il"):
+        git(source, "config", f"filter.{name}.clean", f"sh -c 'touch {marker}; cat'")
+        git(source, "config", f"filter.{name}.process", f"sh -c 'touch {marker}'")
+        git(source, "config", f"filter.{name}.required", "true")
+    (source / ".gitattributes").write_text("a.py filter=evil\nb.py filter=ev=il\n")
+    copy = tmp_path / "copy"  # new inodes: git finds every file's stat data stale
+    shutil.copytree(source, copy)
+    assert written_by_checkout(copy, first, git(copy, "rev-parse", "HEAD").strip()) == {"a.py", "b.py"}
+    listing = discover(copy, FileFilter(DiscoveryOptions()))
+    assert {"a.py", "b.py"} <= set(listing.paths)
     assert not marker.exists()
 
 
