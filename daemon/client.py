@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ctxls.daemon.framing import frame, socket_path_for
+from ctxls.daemon.framing import foreign_daemon, frame, socket_path_for
 from ctxls.index.roots import store_dir
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 
@@ -56,6 +56,10 @@ class DaemonClient:
         except OSError:
             sock.close()
             return None
+        foreign = foreign_daemon(path, sock)
+        if foreign is not None:
+            sock.close()
+            raise ConnectionError(f"not using the ctxls daemon socket: {foreign}")
         sock.settimeout(None)
         return cls(sock)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
+import struct
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -75,3 +77,28 @@ async def read_body(reader: asyncio.StreamReader) -> bytes | None:
     if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
         raise ValueError("missing or unreasonable Content-Length")
     return await reader.readexactly(length)
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user id of the process at the other end of a Unix socket; None
+    where the platform cannot tell."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+def foreign_daemon(path: Path, sock: socket.socket) -> str | None:
+    """Why the daemon reached on ``path`` through ``sock`` is not this user's
+    (another user's daemon reads every query and answers with its own
+    memory), or None when it is."""
+    try:
+        owner = os.lstat(path).st_uid
+    except OSError as exc:
+        return f"{path} cannot be checked: {exc.strerror or exc}"
+    if owner != os.geteuid():
+        return f"{path} belongs to another user (uid {owner})"
+    uid = peer_uid(sock)
+    if uid is not None and uid != os.geteuid():
+        return f"the daemon on {path} runs as another user (uid {uid})"
+    return None

@@ -38,7 +38,8 @@ from pygls.workspace.position_codec import PositionCodec
 from ctxls.daemon.client import default_socket
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
-from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame, frame_body, read_body, read_message
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, foreign_daemon, frame, frame_body, read_body,
+                                  read_message)
 from ctxls.daemon.outbox import Outbox
 from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
                                         socket_is_live, valid_id)
@@ -412,6 +413,10 @@ class Proxy:
 
     async def connect(self) -> None:
         reader, writer = await asyncio.open_unix_connection(str(self.socket_path), limit=1 << 26)
+        foreign = foreign_daemon(self.socket_path, writer.get_extra_info("socket"))
+        if foreign is not None:  # never send this editor's session and buffers there
+            writer.close()
+            raise ConnectionError(f"not using the ctxls daemon socket: {foreign}")
         self.owner_reader, self.owner_writer = reader, writer
 
     async def pump_owner(self) -> None:

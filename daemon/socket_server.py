@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, read_body
+from ctxls.daemon.framing import MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, peer_uid, read_body
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
@@ -153,6 +153,12 @@ class SocketServer:
                     raise
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        sock = writer.get_extra_info("socket")
+        uid = peer_uid(sock) if sock is not None else None
+        if uid is not None and uid != os.geteuid():  # the socket is 0600; root ignores that
+            log.warning("refused a connection from another user (uid %d)", uid)
+            writer.close()
+            return
         if self.connections >= connection_capacity():
             # Held connections cost a descriptor each: past the cap they would
             # starve the folders' stores (every request then -32006).

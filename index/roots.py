@@ -69,12 +69,20 @@ def state_dir() -> Path | None:
     return base / "ctxls"
 
 
+def _owner(path: Path) -> int | None:
+    try:
+        return path.stat().st_uid
+    except OSError:
+        return None
+
+
 def store_dir(root: Path) -> Path:
     """Where the index, the daemon's socket and its log of the repository
     ``root`` (resolved) live: its ``.ctxls`` folder, unless the repository
     cannot hold one (a read-only checkout: a mount, an image, a folder of
     another user's), or it ships a file or a link where that folder goes
-    (another tool's, or planted: never written through). Then a folder in
+    (another tool's, or planted: never written through), or another user
+    made that folder. Then a folder in
     the user's state folder named by the root's path, which every process
     serving ``root`` finds alike, and which stays the store while the
     repository has no ``.ctxls`` folder of its own. Without a state folder
@@ -88,6 +96,11 @@ def store_dir(root: Path) -> Path:
     digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:16]
     outside = state / "stores" / f"{name}-{digest}"
     if inside.is_symlink() or (inside.exists() and not inside.is_dir()):
+        return outside
+    if inside.is_dir() and _owner(inside) not in (None, os.geteuid()):
+        # Another user's, even where this one may write to it (a shared
+        # checkout, a folder made 0777): its socket is that user's daemon,
+        # which would read every query and answer with its own memory.
         return outside
     if not inside.is_dir() and outside.is_dir():
         # Made while the repository could not hold one: it keeps the written

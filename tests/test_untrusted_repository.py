@@ -674,3 +674,57 @@ def test_a_running_daemons_log_is_set_aside_as_it_grows(tmp_path: Path):
     handlers = logging.getLogger().handlers[:]
     log_to_file(argparse.Namespace(log_file=str(link)))  # refused: the log stays where it was
     assert logging.getLogger().handlers == handlers and target.read_text() == "keep\n"
+
+
+def test_another_users_store_folder_and_daemon_are_never_used(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch):
+    """The CLI, the MCP bridge and an editor's proxy connected to whatever
+    listened on `.ctxls/daemon.sock`: another local user who made that
+    folder (a shared checkout, a folder made 0777) ran a daemon there that
+    read every query, an editor's unsaved buffers too, and answered with its
+    own planted memory. Now such a folder is not this user's store, a socket
+    or daemon of another user is refused by every client, and the daemon
+    refuses connections from another user (root ignores the socket's 0600)."""
+    import asyncio
+    import socket
+
+    from ctxls.daemon.client import DaemonClient
+    from ctxls.daemon.socket_server import SocketServer
+    from ctxls.index.roots import store_dir
+
+    monkeypatch.setenv("CTXLS_STATE_DIR", str(tmp_path / "state"))
+    root = tmp_path / "repo"
+    (root / ".ctxls").mkdir(parents=True)
+    assert store_dir(root) == root / ".ctxls"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    path = root / ".ctxls" / "daemon.sock"
+    listener.bind(str(path))
+    listener.listen()
+    me = os.geteuid()
+    monkeypatch.setattr(os, "geteuid", lambda: me + 1)  # as another user sees them
+    try:
+        assert store_dir(root) != root / ".ctxls"
+        assert str(store_dir(root)).startswith(str(tmp_path / "state"))
+        with pytest.raises(ConnectionError, match="another user"):
+            DaemonClient.connect(path)
+    finally:
+        listener.close()
+        path.unlink()
+
+    async def refused() -> bytes:
+        daemon = SocketServer(None, tmp_path / "d.sock")
+        assert await daemon.start()
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(tmp_path / "d.sock"))
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ctxls/status", "params": {}})
+            writer.write(f"Content-Length: {len(body)}\r\n\r\n{body}".encode())
+            try:
+                answer = await asyncio.wait_for(reader.read(), 10)
+            except ConnectionResetError:  # closed with our request unread
+                answer = b""
+            writer.close()
+            return answer
+        finally:
+            daemon.close()
+
+    assert asyncio.run(refused()) == b""  # closed unanswered: the peer is not the daemon's user
