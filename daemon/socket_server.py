@@ -52,6 +52,16 @@ def oversized_notice(length: int) -> bytes:
                        "params": {"bytes": length}}).encode("ascii")
 
 
+# A connection's requests in flight: past this, it is not read until one is
+# answered. An answer waits to be written while the client does not read, so
+# without a bound a client sending requests and never reading grew the
+# daemon by each whole answer (400 unread 900 KB gets: 161 MB -> 946 MB).
+MAX_IN_FLIGHT = 32
+# Replies the reading loop queues itself (to bodies it could not read) past
+# this many unread bytes end the connection: the same client, sending bad
+# bodies instead.
+MAX_UNREAD_REPLY_BYTES = 1 << 20
+
 # Set (to anything but "0") to get tracebacks in internal errors' data.
 DEBUG_ENV = "CTXLS_DEBUG"
 
@@ -169,6 +179,7 @@ class SocketServer:
         self.connections += 1
         write_lock = asyncio.Lock()
         tasks: dict[Any, asyncio.Task] = {}
+        in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
 
         async def send(message: dict) -> None:
             async with write_lock:
@@ -181,8 +192,12 @@ class SocketServer:
             client that writes before it reads is still read (waiting for
             its reading there, while it waited for ours, deadlocked both)."""
             writer.write(frame(message))
+            if writer.transport.get_write_buffer_size() > MAX_UNREAD_REPLY_BYTES:
+                log.warning("closing a connection that reads none of its replies")
+                writer.transport.abort()  # the reading loop then ends
 
         def finished(msg_id: Any, task: asyncio.Task) -> None:
+            in_flight.release()
             tasks.pop(msg_id, None)
             if task.cancelled() and not writer.is_closing():
                 # Cancelled before it ran (its $/cancelRequest read right
@@ -225,6 +240,7 @@ class SocketServer:
                         if task is not None:
                             task.cancel()
                     continue
+                await in_flight.acquire()
                 task = asyncio.create_task(self._answer(message, send))
                 tasks[message["id"]] = task
                 task.add_done_callback(functools.partial(finished, message["id"]))

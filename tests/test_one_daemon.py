@@ -206,3 +206,67 @@ async def test_an_edit_made_while_the_proxy_takes_over_is_applied_once(repo: Pat
 
             assert await s.wait_for(replayed, timeout=120, interval=0.5)
             assert await served_text() == inserted + text
+
+
+def test_a_socket_client_that_never_reads_holds_a_bounded_share_of_the_daemon(tmp_path: Path):
+    """Each request on a socket connection became a task that computed its
+    whole answer and held it until the client read: a client sending 400
+    gets of a 900 KB file and reading nothing grew the daemon from 161 MB to
+    946 MB. A connection now has at most MAX_IN_FLIGHT requests in flight
+    and is not read past them; replies the reading loop queues itself (to
+    bad bodies) end the connection past MAX_UNREAD_REPLY_BYTES."""
+    import json
+
+    from ctxls.daemon import socket_server
+
+    running, most, release = 0, 0, None
+
+    class Counting(socket_server.SocketServer):
+        async def _result(self, method, params):
+            nonlocal running, most
+            running += 1
+            most = max(most, running)
+            await release.wait()
+            running -= 1
+            return {"ok": True}
+
+    def request(n: int) -> bytes:
+        body = json.dumps({"jsonrpc": "2.0", "id": n, "method": "ctxls/status", "params": {}})
+        return f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+
+    async def scenario() -> tuple[int, int, bool]:
+        nonlocal release
+        release = asyncio.Event()
+        daemon = Counting(None, tmp_path / "d.sock")
+        assert await daemon.start()
+        serving = asyncio.create_task(daemon.serve_forever())
+        try:
+            reader, writer = await asyncio.open_unix_connection(str(tmp_path / "d.sock"))
+            writer.write(b"".join(request(n) for n in range(100)))
+            await writer.drain()
+            await asyncio.sleep(1.0)
+            held = most
+            release.set()
+            answers = 0
+            while answers < 100:  # every request is answered once the client reads
+                header = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                await reader.readexactly(int(header.split(b":")[1]))
+                answers += 1
+            writer.close()
+            bad, bad_writer = await asyncio.open_unix_connection(str(tmp_path / "d.sock"))
+            junk = b"Content-Length: 1\r\n\r\n{"
+            closed = False
+            try:
+                for _ in range(200_000):  # as many parse errors, none of their replies read
+                    bad_writer.write(junk)
+                    await asyncio.wait_for(bad_writer.drain(), 10)
+            except ConnectionError:
+                closed = True
+            return held, answers, closed
+        finally:
+            serving.cancel()
+            daemon.close()
+
+    held, answers, closed = asyncio.run(scenario())
+    assert held == socket_server.MAX_IN_FLIGHT and answers == 100
+    assert closed  # the daemon ended the connection that read none of its replies
