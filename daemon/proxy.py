@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 
 # How long a takeover waits for a new owner to listen (it indexes first).
 TAKEOVER_TIMEOUT_S = 300.0
+# A takeover that found a dying owner, or lost the new one at once, tries
+# again this many times, this far apart.
+TAKEOVER_ATTEMPTS = 5
+TAKEOVER_RETRY_S = 0.2
 # A daemon log this large is set aside (daemon.log.1): before the next daemon
 # starts, and by a running daemon as it writes (DaemonLogFile).
 LOG_ROTATE_BYTES = 4 << 20
@@ -429,7 +433,10 @@ class Proxy:
         self.owner_writer.write(frame(self.initialize | {"params": params}))
         self.connected.set()
         while True:
-            message = await read_message(self.owner_reader)
+            try:
+                message = await read_message(self.owner_reader)
+            except OSError:  # reset: a killed owner is as gone as one that closed
+                message = None
             if message is None:
                 if self.shutting_down:
                     return
@@ -457,8 +464,25 @@ class Proxy:
                 self.to_editor({"jsonrpc": "2.0", "id": msg_id, "error": {
                     "code": RESTARTED, "message": "the ctxls daemon restarted; please retry"}})
         self.pending.clear()
-        await asyncio.to_thread(self.ensure_owner)
-        await self.connect()
+        for attempt in range(TAKEOVER_ATTEMPTS):
+            try:
+                await asyncio.to_thread(self.ensure_owner)
+                await self.connect()
+                await self._replay()
+                break
+            except OSError as exc:
+                # A killed owner's socket can still accept for a moment while
+                # the kernel tears it down, and then reset: look again.
+                if attempt == TAKEOVER_ATTEMPTS - 1:
+                    raise
+                log.warning("taking over again: %s", exc)
+                await asyncio.sleep(TAKEOVER_RETRY_S)
+        self.connected.set()
+        log.warning("session replayed to the new daemon (%d open buffers)", len(self.documents))
+
+    async def _replay(self) -> None:
+        """This session, as the new owner needs it: initialize, initialized
+        and every open buffer's text."""
         self.replays += 1
         replay_id = f"ctxls-proxy-replay-{self.replays}"
         self.swallow.add(replay_id)
@@ -474,8 +498,6 @@ class Proxy:
         for message in messages:
             self.owner_writer.write(frame(message))
         await self.owner_writer.drain()
-        self.connected.set()
-        log.warning("session replayed to the new daemon (%d open buffers)", len(self.documents))
 
     def _beside_socket(self, name: str, mode: str):
         """The file ``name`` beside the socket, opened to append, never

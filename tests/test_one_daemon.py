@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import pytest
 from lsprotocol import types
 
 from ctxls.daemon.client import DaemonClient
@@ -143,14 +144,20 @@ async def test_two_editors_share_one_daemon(repo: Path):
             assert await first.wait_for(first_lost_it, timeout=20, interval=0.2)
 
 
-async def test_a_proxy_takes_over_when_the_owner_exits_and_keeps_its_buffers(repo: Path):
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL], ids=["terminated", "killed"])
+async def test_a_proxy_takes_over_when_the_owner_exits_and_keeps_its_buffers(repo: Path, ending):
+    """Killed (SIGKILL), the owner's connection was reset rather than closed
+    and the proxy exited ("lost the daemon: Connection reset by peer"),
+    leaving its editor without a server."""
     with headless_owner(repo) as owner:
         async with serve(repo) as s:
             await s.wait_indexed()
             s.open("pkg/retry.py")
             s.replace("pkg/retry.py", edited_retry(repo), version=2)
             assert await s.wait_for(lambda: sees(repo, MARKER), timeout=20, interval=0.2)
-            owner.send_signal(signal.SIGTERM)
+            if ending == signal.SIGKILL:  # unread input at its death: the kernel resets
+                s.replace("pkg/retry.py", edited_retry(repo), version=3)
+            owner.send_signal(ending)
             await asyncio.to_thread(owner.wait, 30)
             # The proxy starts the next daemon and replays its open buffer.
             assert await s.wait_for(lambda: sees(repo, MARKER), timeout=120, interval=0.5)
@@ -164,7 +171,7 @@ async def test_a_proxy_takes_over_when_the_owner_exits_and_keeps_its_buffers(rep
 
             assert await s.wait_for(answered, timeout=30, interval=0.2)
             # Edits after the takeover reach the new owner.
-            s.replace("pkg/retry.py", edited_retry(repo).replace(MARKER, "after_takeover"), version=3)
+            s.replace("pkg/retry.py", edited_retry(repo).replace(MARKER, "after_takeover"), version=4)
             assert await s.wait_for(lambda: sees(repo, "after_takeover", "after_takeover"),
                                     timeout=20, interval=0.2)
         # The daemon it started is bound to the proxy, which has exited with its editor.
