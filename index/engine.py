@@ -573,16 +573,18 @@ class Engine:
             self.follower.start()
 
     def disk_changed(self, paths: list[str], head_moved: bool = False,
-                     rules_changed: bool = False) -> None:
+                     rules_changed: bool = False, events_lost: bool = False) -> None:
         """One batch of changed files, from the watcher or an editor's events.
         A burst is one incremental pass with progress, answers partial
         meanwhile; its changes are logged as disk edits like any. A burst:
         HEAD moved; ignore rules changed (``rules_changed``: git's own exclude
         file, or a ``.gitignore`` among ``paths``), which can bring files in or
-        take them out that no event names; or BURST_FILES indexable files."""
+        take them out that no event names; the watcher lost a batch of events
+        (``events_lost``); or BURST_FILES indexable files."""
         indexable = [p for p in paths if self.indexer.wanted(p)]
         rules_changed = rules_changed or any(map(sets_ignore_rules, paths))
         title = ("a checkout" if head_moved else "a change of ignore rules" if rules_changed
+                 else "file events the watcher could not read" if events_lost
                  else f"{len(indexable)} files changed on disk" if len(indexable) >= BURST_FILES
                  else None)
         if title is not None and not self.buffers_only:

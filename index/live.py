@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 import watchfiles
-from watchfiles._rust_notify import RustNotify
+from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 
 from ctxls.index.discovery import (STORE_DIR_NAME, holds_installed_dependencies, ignored_paths,
                                    is_skipped_folder_name, listed_folders, sets_ignore_rules)
@@ -222,6 +222,10 @@ def _stat(where: str) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
+class _WatchLost(Exception):
+    """The native watch can report nothing more (see ``DiskFollower._events``)."""
+
+
 class DiskFollower:
     """One root's watcher thread. ``established`` is set once the first watch
     stands (or the follower gave up), so a first pass started after it misses
@@ -256,6 +260,9 @@ class DiskFollower:
         # waits on it.
         self._handled_until = 0.0
         self._handled = threading.Condition()
+        # A watch lost a batch of events: the next one, once it stands,
+        # checks every file.
+        self._events_lost = False
         self._thread = threading.Thread(target=self._run, name=f"ctxls-watch-{self.root.name}",
                                         daemon=True)
 
@@ -350,7 +357,9 @@ class DiskFollower:
             poller = StatPoller(paths, self._followed, self._git_files())
             self.polled = len(paths)
             more_folders = self._standing("poll")
-            if ((changes := self._drain_previous()) and self._handle(changes)) or more_folders:
+            changes = self._drain_previous()
+            self._check_all_if_events_lost()
+            if (changes and self._handle(changes)) or more_folders:
                 self._previous = poller
                 return
             while not self._stop.wait(POLL_MS / 1000):
@@ -388,6 +397,7 @@ class DiskFollower:
                 self.engine.on_warning(f"{self.root}: {self.reason}")
             more_folders = self._standing("native")
             changes = self._drain_previous()
+            self._check_all_if_events_lost()
             if more_folders:  # sub-folders the catch-up found: watched too, from the next watch
                 if changes:
                     self._handle(changes)
@@ -397,7 +407,7 @@ class DiskFollower:
             while not self._stop.is_set():
                 returned = time.monotonic()
                 if not changes:
-                    changes = _changes(notify.watch(MAX_BATCH_MS, STEP_MS, TICK_MS, self._stop))
+                    changes = self._events(notify, TICK_MS)
                     returned = time.monotonic()
                 if poller is not None and time.monotonic() - scanned >= POLL_MS / 1000:
                     changes |= poller.scan()
@@ -408,9 +418,31 @@ class DiskFollower:
                     return
                 self._handled_to(returned)
                 changes = set()
+        except _WatchLost:
+            return  # a new watch, then every file checked
         finally:
             if notify is not None:
                 notify.close()
+
+    def _check_all_if_events_lost(self) -> None:
+        """Once a new watch stands: every file checked if the last one lost events."""
+        if self._events_lost:
+            self._events_lost = False
+            self._index([], events_lost=True)
+
+    def _events(self, notify: RustNotify, timeout_ms: int) -> set[tuple[watchfiles.Change, str]]:
+        """What ``notify`` reports within ``timeout_ms``. A path that is not
+        UTF-8 (a file named so) cannot be reported: watchfiles raises for it
+        on this and every later call, with the rest of its batch. That watch
+        is done (``_WatchLost``); the follower watches again and checks
+        every file, rather than ending, which left the disk unfollowed."""
+        try:
+            return _changes(notify.watch(MAX_BATCH_MS, STEP_MS, timeout_ms, self._stop))
+        except WatchfilesRustInternalError as exc:
+            log.warning("%s: file events lost (%s); watching again and checking every file",
+                        self.root, exc)
+            self._events_lost = True
+            raise _WatchLost from exc
 
     def _drain_previous(self) -> set[tuple[watchfiles.Change, str]]:
         """What the replaced watch saw until now (its successor stands), and close it."""
@@ -421,12 +453,14 @@ class DiskFollower:
             return previous.scan()
         try:
             return self._pending(previous)
+        except _WatchLost:  # its events are lost: the watch replacing it checks every file
+            return set()
         finally:
             previous.close()
 
     def _pending(self, notify: RustNotify) -> set[tuple[watchfiles.Change, str]]:
         """What ``notify`` holds now (none after a step without any)."""
-        return _changes(notify.watch(MAX_BATCH_MS, STEP_MS, STEP_MS, self._stop))
+        return self._events(notify, STEP_MS)
 
     def _standing(self, mode: str) -> bool:
         """The watch stands: say so once, and index the new folders' files;
@@ -541,11 +575,12 @@ class DiskFollower:
             self._new_folders.update(unwatched)
         return any(f not in self._watched for f in self._new_folders)
 
-    def _index(self, paths: list[str], head_moved: bool = False, rules_changed: bool = False) -> None:
+    def _index(self, paths: list[str], head_moved: bool = False, rules_changed: bool = False,
+               events_lost: bool = False) -> None:
         """Hand a batch to the engine; a failure (the store unavailable for a
         moment) costs that batch, not the watch: answers still check their files."""
         try:
-            self.engine.disk_changed(paths, head_moved, rules_changed)
+            self.engine.disk_changed(paths, head_moved, rules_changed, events_lost)
         except Cancelled:  # the engine is closing
             pass
         except Exception:

@@ -864,3 +864,26 @@ def test_a_change_made_while_a_pass_runs_is_not_undone_by_it(tree: Path, monkeyp
         assert engine.symbols("compute", "exact") == []
     finally:
         engine.close()
+
+
+def test_a_file_name_that_is_not_utf8_does_not_end_following_the_disk(tree: Path):
+    """watchfiles cannot report a path that is not UTF-8: it raised for it,
+    with the rest of its batch, on that and every later call, and the
+    watcher thread ended. Every later edit was missed until a restart and
+    status said the watch was off. Now that watch is replaced, every file is
+    checked, and following goes on."""
+    engine = live_engine(tree)
+    try:
+        with open(os.path.join(os.fsencode(tree), b"pkg", b"bad\xffname.py"), "w") as fh:
+            fh.write("x = 1\n")
+        with open(tree / "pkg/core.py", "a") as fh:  # in the same batch: lost with it
+            fh.write("\n\ndef written_beside_the_odd_name():\n    return 1\n")
+        assert wait_until(lambda: engine.store.file_state("pkg/core.py")
+                          and [a for a in engine.recent_activity()
+                               if a.symbol == "written_beside_the_odd_name"])
+        write_tree(tree, {"pkg/later.py": "def written_after_it():\n    return 2\n"})
+        assert wait_until(lambda: [a for a in engine.recent_activity()
+                                   if a.symbol == "written_after_it"])
+        assert engine.status()["watch"]["mode"] == "native"
+    finally:
+        engine.close()
