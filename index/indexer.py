@@ -327,6 +327,11 @@ class Indexer:
     def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
                     ts: int) -> None:
         if log_edits:
+            if record.source == "disk" and record.mtime_ns > 0:
+                # Written when its file was, not when a pass found it: edits
+                # made while no daemon ran were all dated by that pass, in no
+                # order and inside any window.
+                ts = min(ts, record.mtime_ns // 1_000_000)
             _log_changed_symbols(conn, record.path, parsed, ts,
                                  "editor" if record.source == "buffer" else "disk")
         resolver = self._resolver

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -269,6 +271,29 @@ def test_recent_activity_groups_counts_and_limits(plain: Path):
     assert engine.recent_activity(since=items[0].last_edited_at + 1) == []
     with pytest.raises(InvalidParams):
         engine.recent_activity(days=-1)
+    engine.close()
+
+
+def test_an_edit_a_pass_finds_is_dated_by_its_files_write(plain: Path):
+    """Edits made while no daemon ran were all dated by the pass that found
+    them: `recent` listed a file written three hours ago first, and inside
+    a window of minutes."""
+    engine = engine_for(plain)
+    engine.cold_index()
+    engine.close()
+    earlier = plain / "pkg/retry.py"
+    earlier.write_text(earlier.read_text().replace("attempts=3", "attempts=4"))
+    three_hours_ago = time.time() - 3 * 3600
+    os.utime(earlier, (three_hours_ago, three_hours_ago))
+    later = plain / "pkg/session.py"
+    later.write_text(later.read_text().replace("self.closed = True", "self.closed = 'yes'"))
+    engine = engine_for(plain)
+    assert engine.index().updated == 2
+    items = engine.recent_activity()
+    assert [(a.id, a.symbol) for a in items] == [("pkg/session.py", "Session.close"),
+                                                  ("pkg/retry.py", "retry_upload")]
+    assert abs(items[1].last_edited_at - three_hours_ago * 1000) < 2000
+    assert [a.id for a in engine.recent_activity(days=0.01)] == ["pkg/session.py"]
     engine.close()
 
 
