@@ -18,7 +18,9 @@ protocol request each) and ``cli_host`` (index, serve, mcp, memory); what
 they print in ``formatting`` (shared with the MCP bridge).
 
 Exit codes: 0 success; 1 nothing found (no hit, unknown id or symbol,
-abstained) or the request failed (message on stderr); 2 bad usage.
+abstained) or the request failed (message on stderr, a file the system refused
+or a failed write too); 2 bad usage; 130 interrupted (Ctrl-C); 141 stdout's
+reader went away.
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ import sys
 
 from ctxls import __version__
 from ctxls.daemon.cli_host import cmd_index, cmd_mcp, cmd_memory, cmd_serve
-from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, cmd_assemble, cmd_forget,
-                                    cmd_get, cmd_impact, cmd_locate, cmd_outline, cmd_recall,
-                                    cmd_recent, cmd_related, cmd_remember, cmd_status, cmd_symbols,
-                                    cmd_trust_memory, text_streams_never_fail, write_out)
+from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, OutputFailed,
+                                    cmd_assemble, cmd_forget, cmd_get, cmd_impact, cmd_locate,
+                                    cmd_outline, cmd_recall, cmd_recent, cmd_related, cmd_remember,
+                                    cmd_status, cmd_symbols, cmd_trust_memory,
+                                    text_streams_never_fail, write_out)
 from ctxls.daemon.formatting import in_caller_names
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
@@ -287,12 +290,21 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         args.root = args.root_positional
     try:
-        return args.func(args)
+        code = args.func(args)
+        if sys.stdout is not None:
+            write_out("")  # what print() left buffered: a failure to write it is reported here
+        return code
+    except KeyboardInterrupt:
+        # Ctrl-C: a quiet stop, with the status a shell gives a command SIGINT ended.
+        return 130  # 128 + SIGINT
     except OutputClosed:
         # Like other Unix tools: a closed pipe ends the output quietly.
-        if sys.stdout is not None:
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        drop_unwritten_output()
         return 141  # 128 + SIGPIPE
+    except OutputFailed as exc:
+        say_error(exc.message)
+        drop_unwritten_output()
+        return exc.code
     except CliError as exc:
         say_error(exc.message)
         return exc.code
@@ -302,13 +314,27 @@ def main(argv: list[str] | None = None) -> int:
     except ConnectionError as exc:
         say_error(f"lost the daemon: {exc}")
         return 1
+    except OSError as exc:  # a file or folder the system refused (a name too long, no permission)
+        say_error(f"{exc.filename}: {exc.strerror}" if exc.filename is not None and exc.strerror
+                  else str(exc))
+        return 1
+
+
+def drop_unwritten_output() -> None:
+    """stdout to /dev/null: what it still buffers would fail again, as a
+    traceback, when Python flushes it at exit."""
+    if sys.stdout is not None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def say_error(message: str) -> None:
     """An error on stderr (write_out makes it terminal-safe on a terminal: it
     may name a repository's file)."""
     if sys.stderr is not None:
-        write_out(f"ctxls: {message}\n", sys.stderr)
+        try:
+            write_out(f"ctxls: {message}\n", sys.stderr)
+        except (OutputClosed, OutputFailed):
+            pass  # stderr is gone too: the exit code is all that is left to say it
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 from ctxls import __version__
-from ctxls.daemon.cli_verbs import (EXIT_USAGE, CliError, call, drop_none, log_on_stderr,
-                                    log_to_file, open_access, print_json, resolve_root, write_out)
+from ctxls.daemon.cli_verbs import (EXIT_USAGE, CliError, OutputClosed, call, drop_none,
+                                    log_on_stderr, log_to_file, open_access, print_json,
+                                    resolve_root, write_out, writing)
 from ctxls.daemon.formatting import format_hits_human
 from ctxls.index.roots import store_dir
 
@@ -176,11 +177,18 @@ def cmd_memory(args):
                 print(f"ctxls: {FULL_TEXT_SCAN_WARNING}", file=sys.stderr)
         elif args.memory_verb == "export":
             # UTF-8 whatever the locale: the file is read on other machines.
+            if sys.stdout is None:  # started with stdout closed (`>&-`): like a closed pipe
+                raise OutputClosed()
             out = sys.stdout.buffer
-            out.writelines(line.encode("utf-8", "surrogatepass")
-                           for line in write_lines(backend.export_records()))
-            out.flush()
+            for line in write_lines(backend.export_records()):
+                with writing(sys.stdout):
+                    out.write(line.encode("utf-8", "surrogatepass"))
+            with writing(sys.stdout):
+                out.flush()
         else:
+            if sys.stdin is None:
+                raise CliError("memory import reads the records from stdin, which is closed",
+                               EXIT_USAGE)
             lines = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8")
             try:
                 records = read_lines(lines)  # every line checked before anything is written

@@ -18,8 +18,10 @@ import argparse
 import codecs
 import io
 import json
+import re
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,10 @@ class CliError(Exception):
 
 class OutputClosed(Exception):
     """stdout's reader went away (``ctxls ... | head``)."""
+
+
+class OutputFailed(CliError):
+    """A stream could not be written (a full disk, ``> /dev/full``, an I/O error)."""
 
 
 # -- where the repository is ------------------------------------------------------
@@ -89,11 +95,22 @@ def write_out(text: str, stream=None) -> None:
         raise OutputClosed()
     if stream is sys.stderr and stream.isatty():  # never styled: made safe here
         text = terminal_safe(text)
-    try:
+    with writing(stream):
         stream.write(text)
         stream.flush()
+
+
+@contextmanager
+def writing(stream):
+    """Writes to ``stream`` whose failure is the output's, not the request's:
+    OutputClosed for a reader gone, OutputFailed for any other refusal."""
+    try:
+        yield
     except BrokenPipeError as exc:
         raise OutputClosed() from exc
+    except OSError as exc:
+        what = "stderr" if stream is sys.stderr else "the output"
+        raise OutputFailed(f"cannot write {what}: {exc.strerror or exc}") from exc
 
 
 def print_json(value: Any) -> None:
@@ -131,6 +148,46 @@ def open_access(args: argparse.Namespace, root: Path, refresh: bool = False):
     return access
 
 
+# Credentials a log line may quote: a URL's password (``scheme://user:PASS@``,
+# up to the last ``@`` before a space: a password may hold quotes or ``@``)
+# and a conninfo's ``password=`` (bare or quoted). libpq quotes a whole
+# connection string it cannot parse, and psycopg.pool logs that message as it is.
+# Every repeat is bounded, so a log line quoting a hostile file's text is
+# masked in linear time (no start scans further than a few hundred characters).
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@\"']{0,256}:)\S{0,256}@")
+_CONNINFO_PASSWORD = re.compile(
+    r"(\b(?:ssl)?password\s{0,16}=\s{0,16})(?:'(?:[^'\\]|\\.){0,256}'|[^\s&\"']{1,256})",
+    re.IGNORECASE)
+
+
+def redact_credentials(text: str) -> str:
+    if "://" in text:
+        text = _URL_PASSWORD.sub(r"\1***@", text)
+    if "password" in text.lower():
+        text = _CONNINFO_PASSWORD.sub(r"\1***", text)
+    return text
+
+
+def redact_log_record(record) -> bool:
+    """The filter of every log handler ctxls installs: the record's message
+    and traceback with credentials masked, so no handler writes a password
+    (on stderr, an editor's output channel, daemon.log). It never drops a record."""
+    import logging
+
+    try:
+        message = record.getMessage()
+    except Exception:  # args that do not fit the message: the handler reports that itself
+        return True
+    masked = redact_credentials(message)
+    if masked != message:
+        record.msg, record.args = masked, None
+    if record.exc_info and not record.exc_text:
+        record.exc_text = logging.Formatter().formatException(record.exc_info)
+    if record.exc_text:
+        record.exc_text = redact_credentials(record.exc_text)
+    return True
+
+
 def log_on_stderr(args: argparse.Namespace) -> None:
     """The log on stderr; on a terminal, terminal-safe (a log line names files
     of the repository, `ctxls serve` in a terminal logs them all)."""
@@ -144,6 +201,7 @@ def log_on_stderr(args: argparse.Namespace) -> None:
     fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     handler.setFormatter(TerminalSafe(fmt) if sys.stderr is not None and sys.stderr.isatty()
                          else logging.Formatter(fmt))
+    handler.addFilter(redact_log_record)
     logging.basicConfig(level=getattr(args, "log_level", "WARNING"), handlers=[handler])
 
 
@@ -162,6 +220,7 @@ def log_to_file(args: argparse.Namespace) -> None:
                                            args.log_file, exc.strerror or exc)
         return
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(redact_log_record)
     root = logging.getLogger()
     for old in root.handlers[:]:
         root.removeHandler(old)
@@ -303,11 +362,14 @@ def cmd_symbols(args):
 
 
 def _typed_path(path: str) -> str:
-    """A path typed from a subfolder, made absolute; else as typed (repo-relative)."""
+    """A path typed from a subfolder, made absolute; else as typed (repo-relative,
+    or a memory id)."""
     local = Path(path)
-    if not local.is_absolute() and (Path.cwd() / local).is_file():
-        return str((Path.cwd() / local).resolve())
-    return path
+    try:
+        typed_here = not local.is_absolute() and (Path.cwd() / local).is_file()
+    except OSError:  # a name the file system cannot hold (a long memory id): no file
+        typed_here = False
+    return str((Path.cwd() / local).resolve()) if typed_here else path
 
 
 def cmd_outline(args):

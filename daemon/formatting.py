@@ -364,6 +364,8 @@ def outline_text(result: dict, style: Style = PLAIN) -> str:
     """The file, then its definitions indented by nesting: `line: kind name
     (start-end)`, the line being its name's (1-based)."""
     if not result.get("symbols"):
+        if result.get("indexed") is False and result.get("path") == ".":
+            return "not indexed: . (the repository's root folder, not a file)"
         if result.get("indexed") is False:
             return (f"not indexed: {result.get('path')} (no such file, or one ctxls does not "
                     "index: a folder, binary, ignored or too large; `status` lists what was skipped)")

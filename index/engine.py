@@ -468,10 +468,17 @@ class Engine:
     # -- paths ---------------------------------------------------------------
 
     def relative(self, candidate: str) -> str:
-        """Repo-relative path of an id, path or absolute path; OutsideRoot if it escapes."""
+        """Repo-relative path of an id, path or absolute path ("." for the root
+        itself: a folder like its sub-folders, not outside); OutsideRoot if it escapes."""
         rel = relative_path(self.root, candidate)
         if rel is None:
-            raise OutsideRoot(candidate)
+            try:
+                is_root = (self.root.resolve() / candidate).resolve() == self.root.resolve()
+            except (RuntimeError, OSError):  # a symlink loop: no file, no folder
+                is_root = False
+            if not is_root:
+                raise OutsideRoot(candidate)
+            rel = "."
         return rel
 
     def uri_for(self, path: str) -> str:

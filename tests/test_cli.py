@@ -453,3 +453,104 @@ def test_a_repositorys_control_characters_never_reach_a_terminal(tmp_path: Path)
                   f"logging.getLogger('probe').warning('skipped %s', {escaping!r})")
     _, logged = on_a_terminal("-c", log_a_name, command=[sys.executable])
     assert b"skipped evil_\\u001b]0;PWNED" in logged and b"\x1b" not in logged, logged
+
+
+def test_a_name_the_file_system_refuses_or_a_full_disk_is_a_message_not_a_traceback(repo: Path):
+    """An id or path with a part over 255 bytes (memory ids may be 1024
+    characters) made Path.is_file raise ENAMETOOLONG, and a write to a full
+    disk raised ENOSPC: both were tracebacks."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    root = ["--root", str(repo)]
+    long_id = "note-" + "x" * 260
+    assert run("remember", long_id, "the long id fact", *root).returncode == 0
+    got = run("get", long_id, *root, cwd=repo)
+    assert got.returncode == 0 and got.stdout == "the long id fact\n", got.stderr
+    outline = run("outline", "y" * 300 + ".py", *root, cwd=repo)
+    assert outline.returncode == 1 and "not indexed: " in outline.stdout
+    assert "Traceback" not in outline.stderr
+    for verb in (["recent", "--root", "z" * 300], ["memory", "export", "--db", "z" * 300]):
+        refused = run(*verb, cwd=repo)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr, refused.stderr
+        assert refused.stderr.startswith("ctxls: ") and "File name too long" in refused.stderr
+        assert len(refused.stderr.splitlines()) == 1
+    for verb in (["recent", *root], ["memory", "export", *root]):
+        with open("/dev/full", "w") as full:
+            proc = subprocess.run([*CTXLS, *verb], stdout=full, stderr=subprocess.PIPE, text=True,
+                                  timeout=300)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.endswith("ctxls: cannot write the output: No space left on device\n")
+        assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr
+
+
+def test_ctrl_c_stops_a_verb_quietly_with_status_130(repo: Path, monkeypatch, capsys):
+    """Ctrl-C while `ctxls locate` waited for the issue text on stdin printed
+    a traceback; now it stops as a shell reports a command SIGINT ended."""
+    from ctxls.daemon import cli
+
+    class InterruptedStdin:
+        def read(self, *args):
+            raise KeyboardInterrupt  # what Python's SIGINT handler raises in the blocked read
+
+    assert run("index", "--root", str(repo)).returncode == 0
+    monkeypatch.setattr(sys, "stdin", InterruptedStdin())
+    try:
+        code = cli.main(["locate", "--root", str(repo)])
+    except KeyboardInterrupt:  # escaping, it would stop pytest itself
+        code = "KeyboardInterrupt escaped main"
+    assert code == 130
+    assert capsys.readouterr() == ("", "")
+
+
+def test_the_repositorys_own_folder_is_named_as_its_root_not_as_outside(repo: Path):
+    """`outline .` (or '' or the root's absolute path) said ". resolves outside
+    the workspace root": Engine.relative took the root for outside."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    for path in (".", "", str(repo), str(repo / "pkg" / "..")):
+        outline = run("outline", path, cwd=repo)
+        assert outline.returncode == 1, outline.stderr
+        assert outline.stdout == "not indexed: . (the repository's root folder, not a file)\n"
+        assert outline.stderr == ""
+    got = run("get", ".", cwd=repo)
+    assert got.returncode == 1 and got.stderr.startswith("ctxls: not found: . (")
+    assert run("related", ".:3", cwd=repo).stdout == "no indexed code at that line\n"
+    assert "not indexed: pkg (no such file" in run("outline", "pkg", cwd=repo).stdout
+    outside = run("outline", str(repo.parent), cwd=repo)
+    assert outside.returncode == 1 and "resolves outside the workspace root" in outside.stderr
+
+
+def test_no_log_handler_writes_a_password(repo: Path, tmp_path: Path):
+    """A mistyped memoryUrl put its password in the log: libpq quotes the whole
+    connection string it cannot parse, and psycopg.pool logs that as it is.
+    Every handler ctxls installs (stderr, the daemon's --log-file) masks URL
+    passwords and conninfo password= in messages and tracebacks."""
+    log_file = tmp_path / "daemon.log"
+    log_three = (
+        "import argparse, logging; from ctxls.daemon.cli_verbs import log_on_stderr, log_to_file\n"
+        f"args = argparse.Namespace(log_level='INFO', log_file={str(log_file)!r})\n"
+        "log_on_stderr(args)\n"
+        "for stream in ('stderr', 'file'):\n"
+        "    if stream == 'file': log_to_file(args)\n"
+        "    log = logging.getLogger('psycopg.pool')\n"
+        "    log.warning('missing \"=\" after \"%s\" in connection info string',\n"
+        "                'mysql://team:S3cretPW@db.internal/ctxls')\n"
+        "    log.warning(\"host=db user=team password='S3cret PW' dbname=ctxls: refused\")\n"
+        "    try:\n"
+        "        raise ValueError('bad URI: \"postgresql://team:S3cretPW@[::1/ctxls\"')\n"
+        "    except ValueError:\n"
+        "        log.exception('connecting failed')\n")
+    logged = subprocess.run([sys.executable, "-c", log_three], capture_output=True, text=True,
+                            timeout=60)
+    assert logged.returncode == 0, logged.stderr
+    for text in (logged.stderr, log_file.read_text()):
+        assert "S3cret" not in text, text
+        assert 'after "mysql://team:***@db.internal/ctxls" in' in text
+        assert "user=team password=*** dbname=ctxls: refused" in text
+        assert 'ValueError: bad URI: "postgresql://team:***@[::1/ctxls"' in text
+
+    # End to end: the URL's typo (an unclosed IPv6 bracket) fails every connection attempt.
+    assert run("index", "--root", str(repo)).returncode == 0
+    mistyped = run("remember", "k", "a fact", "--root", str(repo), "--no-daemon",
+                   env={**os.environ, "CTXLS_MEMORY_URL": "postgresql://team:S3cretPW@[::1/ctxls"})
+    assert mistyped.returncode == 1
+    assert "S3cretPW" not in mistyped.stdout + mistyped.stderr
+    assert "postgresql://team:***@[::1/ctxls" in mistyped.stderr
