@@ -71,6 +71,9 @@ def test_commands_quickfix_lenses_and_health(nvim: Path, repo: Path, tmp_path: P
 
 
 def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_path: Path) -> None:
+    """Also: :CtxImpact in a file outside the repository or an unnamed buffer
+    asks by the word under the cursor (it sent a position the server cannot
+    place and said the symbol is "not defined anywhere in the index")."""
     other_repo = tmp_path / "other"
     write_tree(other_repo, {"notes.md": "# Notes\n\nNothing here yet.\n"})
     subprocess.run(["git", "init", "-q", str(other_repo)], check=True)
@@ -78,7 +81,7 @@ def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_
     write_tree(loose_file.parent, {loose_file.name: "not in a repository\n"})
     result = run_suite(nvim, tmp_path, "roots", repo, CTXLS_TEST_OTHER_REPO=str(other_repo),
                        CTXLS_TEST_LOOSE_FILE=str(loose_file))
-    assert len(result["passed"]) == 4
+    assert len(result["passed"]) == 5
 
 
 def test_documented_setup_sends_an_object_and_shows_progress(nvim: Path, repo: Path,
@@ -107,6 +110,15 @@ def test_missing_executable_is_named_by_setup_and_commands(nvim: Path, repo: Pat
     assert len(result["passed"]) == 2
 
 
+def test_commands_wait_for_a_starting_or_restarted_server_and_name_a_dead_one(
+        nvim: Path, repo: Path, tmp_path: Path) -> None:
+    """Commands said "open a file inside a repository" in a repository file
+    whose server was starting or had died (so did :checkhealth), and a command
+    right after :CtxRestart went to the stopping server and was lost."""
+    result = run_suite(nvim, tmp_path, "lifecycle", repo)
+    assert len(result["passed"]) == 3
+
+
 FORMAT_CHECK = r"""
 local format = require("ctxls.format")
 local function loc(path, line)
@@ -121,14 +133,15 @@ local impact = { symbol = "Store.get", risk = "low", summary = "1 caller (+1 unc
                  callees = {}, complexity = 1, definitionsMatched = 2,
                  perDefinition = { { definition = loc("b.py", 0), confirmed = 1, risk = "low" },
                                    { definition = vim.tbl_extend("force", loc("legacy.py", 4), { symbol = "Store.get",
-                                     selectionRange = { start = { line = 6, character = 8 }, ["end"] = { line = 6, character = 11 } } }),
+                                     -- `get` on its line is UTF-16 character 15, byte 18 (é is 2 bytes, 😀 4 bytes and 2 units).
+                                     selectionRange = { start = { line = 6, character = 15 }, ["end"] = { line = 6, character = 18 } } }),
                                      confirmed = 0, risk = "low" } } }
-local others = format.other_definition_qf_items(impact)
+local others = format.other_definition_qf_items(impact, "utf-16")
 local echo = ""
 for _, chunk in ipairs(format.impact_echo_chunks(impact)) do echo = echo .. chunk[1] end
 vim.fn.writefile({ vim.json.encode({
   texts = vim.tbl_map(function(item) return item.text end, items),
-  others = vim.tbl_map(function(item) return { vim.fn.fnamemodify(item.filename, ":t"), item.lnum, item.text } end, others),
+  others = vim.tbl_map(function(item) return { vim.fn.fnamemodify(item.filename, ":t"), item.lnum, item.col, item.text } end, others),
   echo = echo,
   incomplete = { format.incomplete({ partial = true }),
                  format.incomplete({ partial = true, partialReason = "no vectors yet (3 chunks waiting to be embedded)" }) },
@@ -138,8 +151,9 @@ vim.cmd("qa!")
 
 
 def test_impact_format_lists_confirmed_first_other_definitions_and_counts(nvim: Path, tmp_path: Path) -> None:
-    for name, text in {"a.py": "get()\n", "b.py": "x = 1\ng()\n"}.items():
-        (tmp_path / name).write_text(text)
+    legacy = "\n" * 6 + 'x = "é😀"; def get(self):\n'
+    for name, text in {"a.py": "get()\n", "b.py": "x = 1\ng()\n", "legacy.py": legacy}.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
     out = tmp_path / "format.json"
     script = tmp_path / "check.lua"
     script.write_text(f"ROOT = {json.dumps(str(tmp_path))}\nOUT = {json.dumps(str(out))}\n" + FORMAT_CHECK)
@@ -149,11 +163,45 @@ def test_impact_format_lists_confirmed_first_other_definitions_and_counts(nvim: 
                    timeout=NVIM_TIMEOUT_S, env=os.environ | {"XDG_STATE_HOME": str(tmp_path / "state")})
     result = json.loads(out.read_text())
     assert result["texts"] == ["called from g: g()", "called from f (unconfirmed: builtin-name): get()"]
-    # At the name's line (selectionRange), not the decorator its range starts with.
-    assert result["others"] == [["legacy.py", 7, "other definition: Store.get (0 confirmed, risk low)"]]
+    # At the name (selectionRange), not the decorator its range starts with;
+    # its UTF-16 column turned into a byte column (it was used as one).
+    assert result["others"] == [["legacy.py", 7, 19, "other definition: Store.get (0 confirmed, risk low)"]]
     assert result["echo"] == ("ctxls impact of Store.get: risk low · 1 caller (+1 unconfirmed) · "
                               "0 mentions · best of 2 definitions · 0 callees · complexity 1")
     # A partial answer says the server's reason (it said "still indexing" for every one).
     assert result["incomplete"] == [
         "results may be incomplete: still indexing",
         "results may be incomplete: no vectors yet (3 chunks waiting to be embedded)"]
+
+
+LOCATE_CHECK = """
+local format = require("ctxls.format")
+local items = format.located_to_qf_items({
+  { path = "pkg/retry.py", uri = vim.uri_from_fname(ROOT .. "/pkg/retry.py"), score = 0.9,
+    chunks = { { startLine = 2 } },
+    why = { { signal = "semantic", detail = "cosine 0.71" },
+            { signal = "frame", detail = "pkg/retry.py:6 in retry_upload", line = 5 } } },
+  { path = "pkg/other.py", uri = vim.uri_from_fname(ROOT .. "/pkg/other.py"), score = 0.5,
+    chunks = { { startLine = 9 } }, why = { { signal = "name", detail = "other" } } },
+})
+local out = {}
+for _, item in ipairs(items) do table.insert(out, { item.lnum, item.text }) end
+vim.fn.writefile({ vim.json.encode(out) }, OUT)
+vim.cmd("qall!")
+"""
+
+
+def test_a_located_file_is_placed_at_the_first_reason_that_names_a_line(nvim: Path, tmp_path: Path) -> None:
+    """Only the first reason's line was used: when a `semantic` reason (no
+    line) led, a traceback frame's line was ignored and the item sat at the
+    best chunk (the :CtxLocate step failed now and then, as embedding went)."""
+    out = tmp_path / "located.json"
+    script = tmp_path / "check.lua"
+    script.write_text(f"ROOT = {json.dumps(str(tmp_path))}\nOUT = {json.dumps(str(out))}\n" + LOCATE_CHECK)
+    subprocess.run([str(nvim), "--headless", "--clean", "--cmd",
+                    f"lua vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN_DIR))})",
+                    "-c", f"luafile {script}"], cwd=tmp_path, capture_output=True, text=True,
+                   timeout=NVIM_TIMEOUT_S, env=os.environ | {"XDG_STATE_HOME": str(tmp_path / "state")})
+    assert json.loads(out.read_text()) == [
+        [6, "0.90 semantic: cosine 0.71; frame: pkg/retry.py:6 in retry_upload"],
+        [10, "0.50 name: other"]]

@@ -10,8 +10,9 @@
 --                      "roots" (one client per root, via the plugin's own autocmd),
 --                      "defaults" (the documented setup(): init_options, progress),
 --                      "symbols" (document and workspace symbols),
---                      "store" (a store that cannot be used: health says so) or
---                      "missing" (no server executable)
+--                      "store" (a store that cannot be used: health says so),
+--                      "missing" (no server executable) or
+--                      "lifecycle" (commands while the server starts, restarts or has died)
 --   CTXLS_TEST_OTHER_REPO, CTXLS_TEST_LOOSE_FILE  only for the "roots" suite
 local repo = assert(os.getenv("CTXLS_TEST_REPO"))
 local python = assert(os.getenv("CTXLS_TEST_PYTHON"))
@@ -474,6 +475,110 @@ local function roots_suite()
     local items = quickfix_from("CtxRecall send prepared request", "ctxls recall: send prepared request")
     expect(find_item(items, "pkg/session.py", 16, "^send_prepared$"), "items: %s", describe_items(items))
   end)
+
+  step(":CtxImpact in a buffer the server does not have asks by the word under the cursor", function()
+    -- Its position means nothing to the server: it said "not defined anywhere in the index".
+    local call = { "    return send_prepared(method, url, self.timeout)" }
+    vim.cmd.edit(vim.fs.dirname(loose_file) .. "/caller.py")
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, call)
+    vim.api.nvim_win_set_cursor(0, { 1, 14 })
+    local items = quickfix_from("CtxImpact", "ctxls impact: send_prepared")
+    expect(find_item(items, "pkg/session.py", 10, "^called from Session%.request"), "items: %s", describe_items(items))
+    vim.cmd.enew() -- unnamed
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, call)
+    vim.api.nvim_win_set_cursor(0, { 1, 14 })
+    items = quickfix_from("CtxImpact", "ctxls impact: send_prepared")
+    expect(find_item(items, "pkg/session.py", 10, "^called from Session%.request"), "items: %s", describe_items(items))
+  end)
+end
+
+--- The text of :checkhealth ctxls.
+local function health_report()
+  vim.cmd("checkhealth ctxls")
+  local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  vim.cmd("tabclose")
+  return report
+end
+
+local function notified(pattern)
+  return vim.iter(results.notifications):any(function(message)
+    return message:match(pattern) ~= nil
+  end)
+end
+
+--- The server starts only once a gate file exists (and writes its pid first),
+--- so the steps can act while it is starting, and kill it.
+local function lifecycle_suite()
+  local folder = vim.fs.dirname(result_path)
+  local gate, pid_file = folder .. "/server-gate", folder .. "/server-pid"
+  local script = ("echo $$ > %s; while [ ! -e %s ]; do sleep 0.05; done; exec %s -m ctxls.daemon.cli serve"):format(
+    vim.fn.shellescape(pid_file), vim.fn.shellescape(gate), vim.fn.shellescape(python))
+  require("ctxls").setup({ cmd = { "sh", "-c", script }, init_options = { readyWaitMs = 20000 } })
+  local session_buf, client
+
+  local function starting_client()
+    return wait_for("a ctxls client that is starting", 10000, function()
+      local created = vim.lsp.get_clients({ name = "ctxls", bufnr = session_buf, _uninitialized = true })[1]
+      return created and not created.initialized and not created:is_stopped() and created
+    end)
+  end
+
+  --- Run `command` while the server waits at the gate: it must say the server
+  --- is starting and wait, then answer once the gate opens.
+  local function answered_after_start(command, title)
+    results.notifications = {}
+    local previous = vim.fn.getqflist({ id = 0 }).id
+    vim.cmd(command)
+    wait_for("the notice that the server is starting", 5000, function()
+      return notified("^ctxls: the server is starting; the command runs once it is ready$")
+    end)
+    local starting = starting_client()
+    expect(not notified("open a file inside a repository"), "%s blamed the buffer: %s", command,
+      vim.inspect(results.notifications))
+    expect(vim.fn.getqflist({ id = 0 }).id == previous, "%s was answered before the server started", command)
+    vim.fn.writefile({}, gate)
+    wait_for(command .. " to fill the quickfix list once the server is up", 20000, function()
+      local list = vim.fn.getqflist({ id = 0, title = 1 })
+      return list.id ~= previous and list.title == title
+    end)
+    vim.cmd("cclose")
+    return starting
+  end
+
+  step("a command while the server starts waits for it, and :checkhealth says it is starting", function()
+    vim.cmd.edit(session_path)
+    session_buf = vim.api.nvim_get_current_buf()
+    starting_client()
+    local report = health_report()
+    expect(report:match("WARNING client %d+ %(root .-%) is still starting"), "health report:\n%s", report)
+    expect(not report:match("open a file inside a repository"), "health report:\n%s", report)
+    client = answered_after_start("CtxRecall send prepared request", "ctxls recall: send prepared request")
+  end)
+
+  step("a command right after :CtxRestart reaches the new server", function()
+    vim.fn.delete(gate)
+    vim.cmd("CtxRestart")
+    local new = answered_after_start("CtxRecall retry upload", "ctxls recall: retry upload")
+    expect(new.id ~= client.id, "the old client %d answered", client.id)
+    client = new
+  end)
+
+  step("after the server died, commands and :checkhealth name the exit and :CtxRestart", function()
+    attached_client(session_buf)
+    vim.uv.kill(tonumber(vim.fn.readfile(pid_file)[1]), "sigkill")
+    wait_for("the killed server's client to go", 10000, function()
+      return #vim.lsp.get_clients({ name = "ctxls", _uninitialized = true }) == 0
+    end)
+    results.notifications = {}
+    vim.cmd("CtxImpact send_prepared")
+    wait_for("a message about the dead server", 5000, function()
+      return notified("^ctxls: the ctxls server for .- was killed by signal 9: :CtxRestart starts it again")
+    end)
+    expect(not notified("open a file inside a repository"), "notifications: %s", vim.inspect(results.notifications))
+    local report = health_report()
+    expect(report:match("ERROR the ctxls server for .- was killed by signal 9"), "health report:\n%s", report)
+    expect(not report:match("open a file inside a repository"), "health report:\n%s", report)
+  end)
 end
 
 -- Below pytest's own timeout, so a hung suite still reports which steps passed.
@@ -489,7 +594,7 @@ end, SUITE_DEADLINE_MS)
 -- Scheduled so the steps run after startup (VimEnter), like a user's commands.
 vim.schedule(function()
   local suites = { commands = commands_suite, roots = roots_suite, defaults = defaults_suite, missing = missing_suite,
-    symbols = symbols_suite, store = store_suite }
+    symbols = symbols_suite, store = store_suite, lifecycle = lifecycle_suite }
   local ok, err = xpcall(assert(suites[suite], "unknown suite"), debug.traceback)
   if not ok then
     table.insert(results.failed, { name = "suite " .. suite, error = err })

@@ -17,30 +17,179 @@ function M.find_root(bufnr, root_markers)
   return vim.fs.root(bufnr, root_markers)
 end
 
---- The ctxls client for the current buffer; from a buffer without one (the
---- quickfix window, a scratch buffer) the client of the previous window's
---- buffer, else any running one. A client being stopped (:CtxRestart) comes
---- after every other.
----@return vim.lsp.Client|nil
-function M.get()
+--- Ids of the clients this plugin stopped (:CtxRestart): before Neovim 0.12
+--- a client counts as stopped only once its server has exited.
+local stopped_by_plugin = {}
+
+--- Repository root → how its server exited ({ code, signal }), for servers
+--- that exited on their own (a crash, a kill) and were not started again.
+local exits = {}
+
+local function client_root(client)
+  local root = client.root_dir or client.config.root_dir
+  return root and vim.fs.normalize(root)
+end
+
+--- Whether Neovim counts the client as stopped: vim.lsp.start does not reuse it.
+---@param client vim.lsp.Client
+function M.neovim_is_stopped(client)
+  if has_client_methods then
+    return client:is_stopped()
+  end
+  return client.is_stopped()
+end
+
+--- Whether the client is stopped or being stopped: no command uses it.
+---@param client vim.lsp.Client
+function M.is_stopped(client)
+  return stopped_by_plugin[client.id] == true or M.neovim_is_stopped(client)
+end
+
+--- Every ctxls client, starting and stopping ones included: vim.lsp.get_clients
+--- leaves out a client whose `initialize` is unanswered unless asked with
+--- `_uninitialized` (Neovim 0.11+; 0.10 ignores the key and lists a client
+--- once it is initialized).
+---@param bufnr integer|nil only the clients attached to this buffer
+---@return vim.lsp.Client[]
+function M.all_clients(bufnr)
+  return vim.lsp.get_clients({ name = M.name, bufnr = bufnr, _uninitialized = true })
+end
+
+--- The clients that run or are starting (not stopped), initialized ones first.
+---@param clients vim.lsp.Client[]
+local function live(clients)
+  local running = vim.tbl_filter(function(client)
+    return not M.is_stopped(client)
+  end, clients)
+  table.sort(running, function(a, b)
+    return a.initialized and not b.initialized
+  end)
+  return running
+end
+
+--- Whether the plugin starts a server for a buffer of this filetype.
+local function wanted_filetype(bufnr, options)
+  return not options.filetypes or vim.tbl_contains(options.filetypes, vim.bo[bufnr].filetype)
+end
+
+--- The buffers a command looks for its client in: the current one, then the
+--- previous window's (so commands work from the quickfix window).
+---@return integer[]
+function M.context_buffers()
   local buffers = { vim.api.nvim_get_current_buf() }
   local previous_window = vim.fn.win_getid(vim.fn.winnr("#"))
   if previous_window ~= 0 then
     table.insert(buffers, vim.api.nvim_win_get_buf(previous_window))
   end
-  local stopping
-  for _, filter in ipairs(vim.list_extend(
-    vim.tbl_map(function(bufnr) return { name = M.name, bufnr = bufnr } end, buffers),
-    { { name = M.name } }
-  )) do
-    for _, client in ipairs(vim.lsp.get_clients(filter)) do
-      if not M.is_stopped(client) then
-        return client
-      end
-      stopping = stopping or client
+  return buffers
+end
+
+---@class ctxls.Lookup
+---@field client vim.lsp.Client|nil a client ready for requests
+---@field starting vim.lsp.Client|nil a client whose server has not answered `initialize` yet
+---@field root string|nil a repository a buffer is in whose server does not run
+
+--- Which client answers for `buffers` (M.context_buffers()): the one
+--- attached to the first buffer that has one, else the client of that
+--- buffer's repository (a file with a filetype the server was not started
+--- for), else, when neither buffer is in a repository (a scratch buffer,
+--- the quickfix list), any client. A buffer in a repository whose server
+--- does not run stops the search: another repository's server would answer
+--- from the wrong index.
+---@param buffers integer[]
+---@param options ctxls.Options
+---@return ctxls.Lookup
+function M.lookup(buffers, options)
+  local function found(clients)
+    local client = live(clients)[1]
+    if client then
+      return client.initialized and { client = client } or { starting = client }
     end
   end
-  return stopping
+  for _, bufnr in ipairs(buffers) do
+    if vim.api.nvim_buf_is_valid(bufnr) then
+      local attached = found(M.all_clients(bufnr))
+      if attached then
+        return attached
+      end
+      local root = M.find_root(bufnr, options.root_markers)
+      if root then
+        root = vim.fs.normalize(root)
+        local of_root = found(vim.tbl_filter(function(client)
+          return client_root(client) == root
+        end, M.all_clients()))
+        if of_root then
+          return of_root
+        end
+        if wanted_filetype(bufnr, options) then
+          return { root = root }
+        end
+      end
+    end
+  end
+  return found(M.all_clients()) or {}
+end
+
+--- The client for a statusline: the one a command would use, else a client
+--- being stopped (shown as such).
+---@param options ctxls.Options
+---@return vim.lsp.Client|nil
+function M.get(options)
+  local buffers = M.context_buffers()
+  local found = M.lookup(buffers, options)
+  if found.client or found.starting then
+    return found.client or found.starting
+  end
+  for _, bufnr in ipairs(buffers) do
+    local client = vim.api.nvim_buf_is_valid(bufnr) and M.all_clients(bufnr)[1]
+    if client then
+      return client
+    end
+  end
+  return M.all_clients()[1]
+end
+
+--- Roots of the loaded buffers the plugin would serve whose server does not
+--- run (it exited, failed to start, or was stopped).
+---@param options ctxls.Options
+---@return string[]
+function M.unserved_roots(options)
+  local served, unserved = {}, {}
+  for _, client in ipairs(live(M.all_clients())) do
+    served[client_root(client) or ""] = true
+  end
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and wanted_filetype(bufnr, options) then
+      local root = M.find_root(bufnr, options.root_markers)
+      root = root and vim.fs.normalize(root)
+      if root and not served[root] then
+        served[root] = true
+        table.insert(unserved, root)
+      end
+    end
+  end
+  return unserved
+end
+
+--- What happened to the server of a repository whose server does not run,
+--- e.g. "the ctxls server for ~/src/app was killed by signal 9".
+---@param root string
+---@return string
+function M.describe_unserved(root)
+  local where = vim.fn.fnamemodify(root, ":~")
+  local exit = exits[root]
+  if not exit then
+    return ("no ctxls server runs for %s (it did not start or was stopped)"):format(where)
+  end
+  if exit.signal and exit.signal ~= 0 then
+    return ("the ctxls server for %s was killed by signal %d"):format(where, exit.signal)
+  end
+  return ("the ctxls server for %s exited with code %d"):format(where, exit.code)
+end
+
+--- Forget how servers exited: :CtxRestart starts them all again.
+function M.forget_exits()
+  exits = {}
 end
 
 --- Whether `cmd`'s program can be run (found on PATH or an executable path).
@@ -52,18 +201,11 @@ end
 ---@param client vim.lsp.Client
 ---@param force boolean|nil
 function M.stop(client, force)
+  stopped_by_plugin[client.id] = true
   if has_client_methods then
     return client:stop(force)
   end
   return client.stop(force)
-end
-
----@param client vim.lsp.Client
-function M.is_stopped(client)
-  if has_client_methods then
-    return client:is_stopped()
-  end
-  return client.is_stopped()
 end
 
 ---@param client vim.lsp.Client
@@ -111,6 +253,17 @@ local function lsp_config(options, hooks)
     init_options = next(options.init_options) == nil and vim.empty_dict() or options.init_options,
     capabilities = client_capabilities(options.capabilities),
     on_attach = hooks.on_attach,
+    on_init = function(client)
+      exits[client_root(client) or ""] = nil
+    end,
+    -- Runs while the client still exists, before Neovim removes it.
+    on_exit = function(code, signal, client_id)
+      local client = vim.lsp.get_client_by_id(client_id)
+      if client and not stopped_by_plugin[client_id] then
+        exits[client_root(client) or ""] = { code = code, signal = signal }
+      end
+      stopped_by_plugin[client_id] = nil
+    end,
     handlers = hooks.handlers,
     commands = hooks.commands,
   }
@@ -147,7 +300,7 @@ function M.enable(options, hooks)
   end
 
   local function start(bufnr)
-    if options.filetypes and not vim.tbl_contains(options.filetypes, vim.bo[bufnr].filetype) then
+    if not wanted_filetype(bufnr, options) then
       return
     end
     local root = M.find_root(bufnr, options.root_markers)

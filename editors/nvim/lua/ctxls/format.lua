@@ -92,10 +92,13 @@ function M.located_to_qf_items(files)
     else
       item.text = ("%s %s"):format(file.path, item.text)
     end
-    local reasons = {}
+    local reasons, placed = {}, false
     for _, why in ipairs(M.present(file.why) or {}) do
-      if M.present(why.line) and item.filename and #reasons == 0 then
+      -- The first reason that names a line places it, whichever comes first
+      -- (a `semantic` reason, which names none, may lead a traceback's `frame`).
+      if M.present(why.line) and item.filename and not placed then
         item.lnum = why.line + 1
+        placed = true
       end
       table.insert(reasons, ("%s: %s"):format(why.signal, why.detail))
     end
@@ -145,17 +148,22 @@ end
 --- Quickfix items for the other definitions a symbol matched (the answer,
 --- and the callers listed, are the first one's).
 ---@param impact table an `Impact`
-function M.other_definition_qf_items(impact)
+---@param position_encoding string the client's, to turn UTF-16 columns into bytes
+function M.other_definition_qf_items(impact, position_encoding)
   local items = {}
   for index, answer in ipairs(impact.perDefinition or {}) do
     if index > 1 then
       local definition = answer.definition
-      -- Its name's line (`def`), below the decorators and comments its range starts with.
-      local at = (M.present(definition.selectionRange) or definition.range).start
+      -- Its name (`def`), below the decorators and comments its range starts with.
+      local selection = M.present(definition.selectionRange)
+      local item = vim.lsp.util.locations_to_items(
+        { { uri = definition.uri, range = selection or definition.range } },
+        position_encoding
+      )[1]
       table.insert(items, {
-        filename = vim.uri_to_fname(definition.uri),
-        lnum = at.line + 1,
-        col = M.present(definition.selectionRange) and at.character + 1 or 1,
+        filename = item.filename,
+        lnum = item.lnum,
+        col = selection and item.col or 1,
         text = ("other definition: %s (%d confirmed, risk %s)"):format(
           M.present(definition.symbol) or "?",
           answer.confirmed,

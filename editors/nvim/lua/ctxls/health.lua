@@ -104,16 +104,27 @@ function M.check()
   vim.health.ok(("setup() done; root markers: %s"):format(table.concat(options.root_markers, ", ")))
   check_executable(options.cmd)
 
-  local clients = vim.lsp.get_clients({ name = client_module.name })
-  if #clients == 0 then
+  local clients = client_module.all_clients()
+  for _, client in ipairs(clients) do
+    local root = client.root_dir or client.config.root_dir
+    if client_module.is_stopped(client) then
+      vim.health.info(("client %d (root %s) is stopping"):format(client.id, root))
+    elseif not client.initialized then
+      vim.health.warn(("client %d (root %s) is still starting: commands wait for it"):format(client.id, root),
+        { "if it stays so, :LspLog has the server's output; :CtxRestart starts it again" })
+    else
+      check_client(client)
+    end
+  end
+  local unserved = client_module.unserved_roots(options)
+  for _, root in ipairs(unserved) do
+    vim.health.error(client_module.describe_unserved(root),
+      { ":CtxRestart starts it again", ":LspLog has the server's output" })
+  end
+  if #clients == 0 and #unserved == 0 then
     vim.health.warn("no ctxls client running", {
       "open a file inside a repository (a folder with one of the root markers)",
-      "see :LspLog if the server failed to start",
     })
-    return
-  end
-  for _, client in ipairs(clients) do
-    check_client(client)
   end
 end
 

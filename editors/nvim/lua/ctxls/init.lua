@@ -26,13 +26,17 @@ local function describe_error(method, err)
   return ("%s failed: %s"):format(method, err.message)
 end
 
---- Send a custom request to the ctxls client of the current buffer; errors are
---- reported to the user, `on_result` only ever sees a successful result.
----@param method string
----@param params table
----@param on_result fun(result: any, client: vim.lsp.Client)
+--- How long a command waits for a server that is starting or restarting.
+local START_WAIT_MS = 30000
+local START_POLL_MS = 100
+
+--- True from :CtxRestart until the new clients exist (vim.lsp.enable creates
+--- them in scheduled callbacks): commands wait instead of finding none.
+local restarting = false
+
 --- Why no client answers for the current buffer, in words the user can act on.
-local function why_no_client()
+---@param found ctxls.Lookup|nil what client_module.lookup() found
+local function why_no_client(found)
   if not M.options then
     return 'setup() has not been called: add require("ctxls").setup() to your config'
   end
@@ -40,23 +44,86 @@ local function why_no_client()
     return ("server executable %q not found: install ctxls or set `cmd` in setup() "
       .. "(see :checkhealth ctxls), then :CtxRestart"):format(M.options.cmd[1])
   end
+  found = found or {}
+  if found.starting then
+    return ("the ctxls server has not finished starting after %d s: :LspLog has its output; "
+      .. ":CtxRestart starts it again"):format(START_WAIT_MS / 1000)
+  end
+  if found.root then
+    return client_module.describe_unserved(found.root)
+      .. ": :CtxRestart starts it again (:LspLog has the server's output)"
+  end
   return ("no ctxls server for this buffer: open a file inside a repository (a folder with %s)"):format(
     table.concat(M.options.root_markers, ", ")
   )
 end
 
-local function call(method, params, on_result)
-  local client = client_module.get()
-  if not client then
+--- Run `send(client)` with the client for the current buffer
+--- (client_module.lookup) once it is ready: a server that is starting or
+--- restarting is waited for (the user is told once), else the user is told
+--- why there is none. `send` returns false when the client's connection is
+--- closing (a restart raced the command): then the lookup is done again.
+---@param send fun(client: vim.lsp.Client): boolean|nil
+local function with_client(send)
+  if not M.options or not client_module.executable(M.options.cmd) then
     notify(why_no_client(), vim.log.levels.ERROR)
     return
   end
-  client_module.request(client, method, params, function(err, result)
-    if err then
-      notify(describe_error(method, err), vim.log.levels.ERROR)
+  -- The buffers of the moment the command ran, not of when the server is ready.
+  local buffers = client_module.context_buffers()
+  local waited_ms, told = 0, false
+  local function attempt()
+    local found = client_module.lookup(buffers, M.options)
+    if found.client then
+      if send(found.client) ~= false then
+        return
+      end
+      if not client_module.is_stopped(found.client) then
+        notify("the request could not be sent to the ctxls server: :CtxRestart starts it again",
+          vim.log.levels.ERROR)
+        return
+      end
+      found = client_module.lookup(buffers, M.options)
+    end
+    -- A buffer just opened gets its client in a callback vim.lsp.enable
+    -- schedules: look once more before saying there is none.
+    local start_pending = found.root and waited_ms == 0
+    if (found.starting or restarting or start_pending) and waited_ms < START_WAIT_MS then
+      if not told and not start_pending then
+        notify("the server is starting; the command runs once it is ready")
+        told = true
+      end
+      waited_ms = waited_ms + START_POLL_MS
+      vim.defer_fn(attempt, START_POLL_MS)
       return
     end
-    on_result(format.present(result), client)
+    notify(why_no_client(found), vim.log.levels.ERROR)
+  end
+  attempt()
+end
+
+--- Send a custom request to the ctxls client of the current buffer; errors are
+--- reported to the user, `on_result` only ever sees a successful result.
+---@param method string
+---@param params table|fun(client: vim.lsp.Client): table|nil the params, or what makes them for the
+--- client (in its position encoding); nil from it cancels the request (it told the user why)
+---@param on_result fun(result: any, client: vim.lsp.Client)
+local function call(method, params, on_result)
+  with_client(function(client)
+    local request_params = params
+    if type(params) == "function" then
+      request_params = params(client)
+      if request_params == nil then
+        return
+      end
+    end
+    return client_module.request(client, method, request_params, function(err, result)
+      if err then
+        notify(describe_error(method, err), vim.log.levels.ERROR)
+        return
+      end
+      on_result(format.present(result), client)
+    end)
   end)
 end
 
@@ -127,19 +194,42 @@ end
 --- quickfix list; risk and hedges echoed.
 ---@param symbol string|nil
 function M.impact(symbol)
-  local params = { symbol = symbol }
-  local client = not symbol and client_module.get()
-  if client then
-    -- The cursor column, counted in the client's position encoding.
-    params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  -- Where the cursor is now, not once a starting server is ready.
+  local bufnr = vim.api.nvim_get_current_buf()
+  local row, col = unpack(vim.api.nvim_win_get_cursor(0))
+  local word = vim.fn.expand("<cword>")
+  local asked = symbol
+  local function params(client)
+    if symbol then
+      return { symbol = symbol }
+    end
+    if client.attached_buffers[bufnr] and vim.api.nvim_buf_is_valid(bufnr) then
+      asked = nil
+      return {
+        textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+        -- The cursor column, counted in the client's position encoding.
+        position = {
+          line = row - 1,
+          character = vim.lsp.util.character_offset(bufnr, row - 1, col, client.offset_encoding),
+        },
+      }
+    end
+    -- A buffer the server does not have (outside its repository, unnamed):
+    -- its positions mean nothing to the server, so ask by name.
+    asked = word
+    if asked == "" then
+      notify("no symbol under the cursor: :CtxImpact {symbol} names one", vim.log.levels.WARN)
+      return nil
+    end
+    return { symbol = asked }
   end
   call("ctxls/impact", params, function(impact, impact_client)
     if not impact then
-      notify(("%s is not defined anywhere in the index"):format(symbol or "the symbol under the cursor"))
+      notify(("%s is not defined anywhere in the index"):format(asked or "the symbol under the cursor"))
       return
     end
     local items = format.callers_to_qf_items(impact.callers, impact_client.offset_encoding)
-    vim.list_extend(items, format.other_definition_qf_items(impact))
+    vim.list_extend(items, format.other_definition_qf_items(impact, impact_client.offset_encoding))
     vim.list_extend(items, format.hedge_qf_items(impact.hedges))
     show_quickfix("ctxls impact: " .. impact.symbol, items)
     -- After copen, so opening the window does not wipe the message; one line
@@ -223,13 +313,17 @@ function M.restart()
     notify(why_no_client(), vim.log.levels.ERROR)
     return
   end
-  local clients = vim.lsp.get_clients({ name = client_module.name })
+  -- Starting clients too: else enable() would keep them.
+  local clients = client_module.all_clients()
   for _, client in ipairs(clients) do
     client_module.stop(client)
     progress.forget(client.id)
   end
+  client_module.forget_exits()
+  restarting = true
+  -- Until Neovim counts them stopped, vim.lsp.enable would reuse them.
   local function all_stopped()
-    return vim.iter(clients):all(client_module.is_stopped)
+    return vim.iter(clients):all(client_module.neovim_is_stopped)
   end
   local waited_ms, STEP_MS, FORCE_AFTER_MS = 0, 50, 3000
   local function start_again()
@@ -239,13 +333,18 @@ function M.restart()
       return
     end
     for _, client in ipairs(clients) do
-      if not client_module.is_stopped(client) then
+      if not client_module.neovim_is_stopped(client) then
         client_module.stop(client, true)
       end
     end
     if client_module.enable(M.options, hooks) then
       notify(("restarted (%d server(s) stopped)"):format(#clients))
+      -- After vim.lsp.enable's own scheduled starts: the new clients exist then.
+      vim.schedule(function()
+        restarting = false
+      end)
     else
+      restarting = false
       notify(why_no_client(), vim.log.levels.ERROR)
     end
   end
@@ -256,7 +355,7 @@ end
 --- what the current buffer's server is doing, e.g. "ctxls: indexing 40% 12/30 files".
 ---@return string
 function M.statusline()
-  return progress.statusline(client_module.get())
+  return progress.statusline(M.options and client_module.get(M.options))
 end
 
 local function create_commands()
