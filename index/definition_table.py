@@ -17,7 +17,8 @@ A *path* leads from a node to another, steps separated by "/":
 A name is read as the code writes it and cut at the first space or
 bracket (``Cache<V>`` -> ``Cache``, ``Circle <: Shape`` -> ``Circle``); its
 ``.``/``:`` separated parts qualify it (Lua's ``M.setup``, ``Segment:width``,
-C#'s ``namespace Shop.Orders``).
+C#'s ``namespace Shop.Orders``); a name made of symbols only is an operator,
+read whole (``==``, ``::``, Haskell's ``(<+>)`` as ``<+>``).
 
 The shapes no rule can say (a definition that is a call, as Elixir's ``def``
 and Clojure's ``(defn …)``; a function assigned, as R's ``f <- function``)
@@ -113,11 +114,19 @@ def follow(node: Node | None, path: str) -> Node | None:
 
 
 _NAME = re.compile(r"[^\s<(\[{,;=]+")
+# A name made of symbols only: an operator (Swift's `==`, Scala's `::`, C#'s
+# `!=`, Kotlin's `<=>`), whole, since every character _NAME cuts at may be in it.
+_OPERATOR = re.compile(r"[^\w\s'\"`()\[\]{},;]+")
 
 
 def name_parts(text: str) -> tuple[str, ...]:
-    """``Bank.Account`` -> (Bank, Account); ``Cache<V>`` -> (Cache,); quotes dropped."""
-    match = _NAME.search(text.strip().strip("'\"`"))
+    """``Bank.Account`` -> (Bank, Account); ``Cache<V>`` -> (Cache,); quotes
+    dropped; an operator whole (``<=``, ``::``; Haskell's ``(<+>)`` -> (<+>,))."""
+    written = text.strip().strip("'\"`")
+    operator = written[1:-1].strip() if written.startswith("(") and written.endswith(")") else written
+    if _OPERATOR.fullmatch(operator):
+        return (operator,)
+    match = _NAME.search(written)
     if match is None:
         return ()
     return tuple(part for part in re.split(r"[.:]+", match.group(0).strip("'\"`")) if part)
@@ -303,8 +312,10 @@ SWIFT = LanguageTable(
         "property_declaration": Rule("property", "name/bound_identifier", requires="computed_value"),
     },
     leading=_C_COMMENTS,
-    # `public convenience init(…)`: the keyword is its name.
-    custom={"init_declaration": lambda node: Definition("function", ("init",))},
+    # `public convenience init(…)`, `subscript(i: Int) -> T { get … set … }`:
+    # the keyword is its name; a subscript is read as a computed property.
+    custom={"init_declaration": lambda node: Definition("function", ("init",)),
+            "subscript_declaration": lambda node: Definition("property", ("subscript",))},
 )
 
 
@@ -333,7 +344,9 @@ CSHARP = LanguageTable(
     },
     leading=frozenset({"comment", "attribute_list"}),
     transparent=frozenset({"file_scoped_namespace_declaration", "preproc_if", "preproc_region"}),
-    custom={"conversion_operator_declaration": _csharp_conversion},
+    # `public T this[int i] { get … }`: an indexer, named by its keyword as the code calls it.
+    custom={"conversion_operator_declaration": _csharp_conversion,
+            "indexer_declaration": lambda node: Definition("property", ("this",))},
 )
 
 SCALA = LanguageTable(
@@ -348,7 +361,9 @@ SCALA = LanguageTable(
         "function_declaration": Rule("function"),
         "type_definition": Rule("type"),
         "given_definition": Rule("object"),
-        "extension_definition": Rule("extension", "parameters/0/type", "body"),
+        # An extension's methods are its own children (each under a field
+        # `body`, with braces or without): no node holds them.
+        "extension_definition": Rule("extension", "parameters/0/type", "."),
     },
     leading=frozenset({"comment", "block_comment", "annotation"}),
     transparent=frozenset({"package_clause", "template_body"}),
@@ -402,7 +417,8 @@ DART = LanguageTable(
 
 HASKELL = LanguageTable(
     rules={
-        "function": Rule("function"),
+        # `a <+> b = …`, ``x `elem` xs = …``: an equation written infix is named by its operator.
+        "function": (Rule("function"), Rule("function", ":infix/operator")),
         "bind": Rule("function"),
         "signature": Rule("function"),
         "data_type": Rule("type"),

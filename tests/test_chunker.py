@@ -711,6 +711,31 @@ def test_comment_separated_by_blank_line_or_trailing_is_not_attached() -> None:
     )
 
 
+def test_the_comment_above_a_classs_first_member_is_that_members() -> None:
+    # tree-sitter-python makes it the class's child, before the block that holds the members;
+    # a comment on the class's own line stays the class's.
+    text = source(
+        """
+        class A:
+            # Recomputes the totals.
+            def f(self):
+                pass
+
+
+        class C(Base):  # the cache
+            # The cached size.
+            @property
+            def h(self):
+                pass
+        """
+    )
+    check("pkg/a.py", text, [("A", "class", 0, 0), ("A.f", "method", 1, 3),
+                             ("C", "class", 6, 6), ("C.h", "method", 7, 10)])
+    haskell = "module M where\n\nclass Priced a where\n  -- | Price in cents.\n  price :: a -> Int\n"
+    assert [(s.symbol, s.start_line, s.end_line) for s in definition_chunks("src/M.hs", haskell).symbols] == [
+        ("Priced", 2, 2), ("Priced.price", 3, 4)]
+
+
 def test_class_fields_after_methods_become_module_residue() -> None:
     text = source(
         """
@@ -875,6 +900,54 @@ def test_cpp_qualified_names_drop_template_arguments() -> None:
     )
 
 
+def test_cpp_functions_returning_a_reference_and_conversions_are_named_by_their_names() -> None:
+    # tree-sitter-cpp's reference_declarator holds its function declarator
+    # under no field: the whole declarator text was the name (`&Foo::get()`).
+    text = source(
+        """
+        struct Foo {
+            Foo& self() { return *this; }
+            const int& cget() const { return x; }
+        };
+        int& Foo::get() { return x; }
+        Foo& Foo::operator=(const Foo& o) { return *this; }
+        int&& take(int&& v) { return v; }
+        Foo::operator bool() const { return true; }
+        std::ostream& operator<<(std::ostream& o, const Foo& f) { return o; }
+        """
+    )
+    symbols = [(s.symbol, s.symbol_kind, s.line) for s in definition_chunks("src/foo.cpp", text).symbols]
+    assert symbols == [("Foo", "struct", 0), ("Foo.self", "method", 1), ("Foo.cget", "method", 2),
+                       ("Foo.get", "method", 4), ("Foo.operator=", "method", 5), ("take", "function", 6),
+                       ("Foo.operator bool", "method", 7), ("operator<<", "function", 8)]
+
+
+def test_a_ruby_method_passed_to_a_call_is_a_definition() -> None:
+    # `private def x … end`: the method is the call's argument, not a member of its own.
+    text = source(
+        """
+        class Account
+          # Balance in cents.
+          private def balance
+            0
+          end
+          protected def compare(other) = other
+          private_class_method def self.build
+            new
+          end
+          private memoize def total
+            1
+          end
+        end
+        """
+    )
+    symbols = [(s.symbol, s.symbol_kind, s.start_line, s.end_line, s.line)
+               for s in definition_chunks("lib/account.rb", text).symbols]
+    assert symbols == [("Account", "class", 0, 0, 0), ("Account.balance", "method", 1, 4, 2),
+                       ("Account.compare", "method", 5, 5, 5), ("Account.build", "method", 6, 8, 6),
+                       ("Account.total", "method", 9, 11, 9)]
+
+
 def test_rust_module_qualifies_its_items() -> None:
     text = source(
         """
@@ -884,6 +957,25 @@ def test_rust_module_qualifies_its_items() -> None:
         """
     )
     check("src/lib.rs", text, [("net", "namespace", 0, 0), ("net.connect", "function", 1, 1)])
+
+
+def test_a_rust_impl_on_a_trait_object_or_a_raw_pointer_is_named_by_its_type() -> None:
+    # `dyn Shape.describe`, `*const T.summarize` were qualified by the type's whole text.
+    text = source(
+        """
+        impl dyn Shape {
+            fn describe(&self) {}
+        }
+        impl<T> *const T {
+            fn summarize(&self) {}
+        }
+        impl dyn fmt::Debug + Send {
+            fn dbg(&self) {}
+        }
+        """
+    )
+    assert [s.symbol for s in definition_chunks("src/lib.rs", text).symbols] == [
+        "Shape", "Shape.describe", "T", "T.summarize", "Debug", "Debug.dbg"]
 
 
 def test_rust_items_inside_a_cfg_macro_are_definitions_at_their_own_rows() -> None:

@@ -72,7 +72,7 @@ DEFINITIONS = [
         ('reset', 'function', 12, 15),
     ]),
     ('Inventory.kt', 'kotlin', [
-        ('Item', 'class', 5, 5),
+        ('Item', 'class', 4, 5),  # its comment, inside the grammar's import_list, leads it
         ('StockListener', 'interface', 7, 7),
         ('StockListener.onChange', 'method', 8, 8),
         ('Inventory', 'class', 11, 13),
@@ -106,7 +106,7 @@ DEFINITIONS = [
         ('Shop.Orders.OrderState', 'enum', 47, 47),
     ]),
     ('Queue.hs', 'haskell', [
-        ('Queue', 'type', 11, 12),
+        ('Queue', 'type', 10, 12),  # its haddock, inside the grammar's imports, leads it
         ('Container', 'class', 14, 14),
         ('Container.size', 'method', 15, 15),
         ('Container', 'impl', 17, 17),
@@ -588,6 +588,93 @@ def test_a_components_script_is_read_at_the_files_own_lines():
     # Without a <script>, a component is its template: windows, no definitions.
     parsed = chunk_file("Empty.vue", "<template>\n  <p>hi</p>\n</template>\n")
     assert parsed.symbols == [] and parsed.chunks
+
+
+def symbols_of(path: str, text: str) -> list[tuple[str, str, int, int]]:
+    return [(s.symbol, s.symbol_kind, s.start_line, s.end_line) for s in definition_chunks(path, text).symbols]
+
+
+# Operators made of the characters a name is cut at (`=`, `<`, `(`): they were
+# no definitions (`==`) or cut (`!=` -> `!`, `(<+>)` -> `+>)`).
+OPERATORS = [
+    ("Vec.swift", "struct Vec {\n    static func == (l: Vec, r: Vec) -> Bool { true }\n"
+                  "    static func < (l: Vec, r: Vec) -> Bool { true }\n}\n", ["Vec", "Vec.==", "Vec.<"]),
+    ("Money.scala", "class Money(val c: Int) {\n  def <(o: Money): Boolean = c < o.c\n"
+                    "  def ==(o: Money): Boolean = true\n  def ::(o: Money): Money = o\n}\n",
+     ["Money", "Money.<", "Money.==", "Money.::"]),
+    ("Money.cs", "public class Money\n{\n    public static bool operator ==(Money a, Money b) => true;\n"
+                 "    public static bool operator !=(Money a, Money b) => false;\n}\n",
+     ["Money", "Money.==", "Money.!="]),
+    ("Money.kt", "class Money {\n    fun `<=>`(o: Money) = 1\n}\n", ["Money", "Money.<=>"]),
+    ("Ops.hs", "module Ops where\n\n(<+>) :: Int -> Int -> Int\na <+> b = a + b\n", ["<+>"]),
+]
+
+
+@pytest.mark.parametrize(("path", "text", "expected"), OPERATORS, ids=[row[0] for row in OPERATORS])
+def test_an_operator_definition_is_named_by_its_whole_operator(path, text, expected):
+    assert [symbol for symbol, *_ in symbols_of(path, text)] == expected
+
+
+def test_a_haskell_equation_written_infix_is_its_signatures_definition():
+    text = "module Ops where\n\n(<+>) :: Int -> Int -> Int\na <+> b = a + b\n\nx `near` y = True\n"
+    assert symbols_of("Ops.hs", text) == [("<+>", "function", 2, 3), ("near", "function", 5, 5)]
+
+
+def test_a_scala_body_on_the_lines_below_its_def_ends_at_its_own_last_token():
+    # tree-sitter-scala ends an indented body at the next token: on the next
+    # definition's first line, which outline then nested inside this one.
+    text = ("class Pricing {\n  def double(x: Int): Int =\n    x * 2\n\n  def triple(x: Int): Int = x * 3\n}\n\n"
+            "object Tax:\n  def rate(x: Int): Int =\n    x / 5\n  def flat(x: Int): Int = 1\n")
+    assert symbols_of("Pricing.scala", text) == [
+        ("Pricing", "class", 0, 0), ("Pricing.double", "method", 1, 2), ("Pricing.triple", "method", 4, 4),
+        ("Tax", "object", 7, 7), ("Tax.rate", "method", 8, 9), ("Tax.flat", "method", 10, 10)]
+
+
+def test_the_methods_of_a_scala_3_extension_are_its_members():
+    # tree-sitter-scala puts them under the extension itself, with no body node around them.
+    text = ("package shop\n\nextension (s: String)\n  /** Turns a string into a SKU. */\n"
+            "  def toSku: String = s.toUpperCase\n  def isSku: Boolean =\n    s.nonEmpty\n\n"
+            "object Other {\n  extension (d: Double) {\n    def rounded: Long = math.round(d)\n  }\n}\n")
+    assert symbols_of("Ext.scala", text) == [
+        ("String", "extension", 2, 2), ("String.toSku", "method", 3, 4), ("String.isSku", "method", 5, 6),
+        ("Other", "object", 8, 8), ("Other.Double", "extension", 9, 9), ("Other.Double.rounded", "method", 10, 10)]
+
+
+# The grammar puts the first declaration's doc comment inside the imports or
+# the `package` line before it: it still leads the declaration.
+FIRST_DOCS = [
+    ("Cart.kt", "package shop\n\nimport a.B\n\n/** A shopping cart. */\nclass Cart {\n    fun add() = 1\n}\n",
+     ("Cart", "class", 4, 5)),
+    ("Ext.kt", "package shop\n\n/** Second element. */\nfun <T> List<T>.second(): T = this[1]\n",
+     ("List.second", "function", 2, 3)),
+    ("Cart.hs", "module Cart where\n\nimport Data.List\n\n-- | Adds an item.\naddItem :: Int -> Int\naddItem x = x\n",
+     ("addItem", "function", 4, 6)),
+    # Apart by a blank line, or indented into the code above: no lead.
+    ("Far.kt", "package shop\n\nimport a.B\n// imports end\n\nclass Far\n", ("Far", "class", 5, 5)),
+]
+
+
+@pytest.mark.parametrize(("path", "text", "expected"), FIRST_DOCS, ids=[row[0] for row in FIRST_DOCS])
+def test_a_doc_comment_the_grammar_puts_in_the_imports_leads_the_next_declaration(path, text, expected):
+    assert symbols_of(path, text)[0] == expected
+
+
+def test_a_comment_indented_into_the_block_above_does_not_lead_the_next_definition():
+    text = "for x in y:\n    pass\n    # the loop's last word\ndef g():\n    pass\n"
+    assert symbols_of("loop.py", text) == [("g", "function", 3, 4)]
+
+
+def test_swift_subscripts_and_csharp_indexers_are_definitions_named_by_their_keyword():
+    swift = ("struct Grid {\n    var cells: [Int]\n\n    /// The cell at an index.\n"
+             "    subscript(i: Int) -> Int {\n        get { cells[i] }\n        set { cells[i] = newValue }\n"
+             "    }\n\n    func size() -> Int { cells.count }\n}\n")
+    assert symbols_of("Grid.swift", swift) == [("Grid", "struct", 0, 2), ("Grid.subscript", "property", 3, 7),
+                                               ("Grid.size", "method", 9, 9)]
+    csharp = ("public class Grid\n{\n    /// <summary>The cell at an index.</summary>\n    public int this[int i]\n"
+              "    {\n        get { return cells[i]; }\n    }\n\n    public int Size() => 0;\n}\n")
+    assert symbols_of("Grid.cs", csharp) == [("Grid", "class", 0, 1), ("Grid.this", "property", 2, 6),
+                                             ("Grid.Size", "method", 8, 8)]
+    assert [s.line for s in definition_chunks("Grid.cs", csharp).symbols][1] == 3
 
 
 @pytest.fixture(scope="module")

@@ -61,11 +61,19 @@ def _c_declared_name(declarator: Node | None) -> str | None:
     while declarator is not None:
         if declarator.type in ("type_identifier", "identifier", "primitive_type"):
             return node_text(declarator) or None
-        inner = declarator.child_by_field_name("declarator")
-        if inner is None and declarator.type == "parenthesized_declarator" and declarator.named_child_count:
-            inner = declarator.named_children[0]
-        declarator = inner
+        declarator = _inner_declarator(declarator)
     return None
+
+
+def _inner_declarator(declarator: Node) -> Node | None:
+    """The declarator ``declarator`` wraps, or None. A reference's (`& get()`,
+    `&& take(…)`) and a parenthesized one have it as their only named child,
+    under no field."""
+    inner = declarator.child_by_field_name("declarator")
+    if inner is None and declarator.type in ("reference_declarator", "parenthesized_declarator") \
+            and declarator.named_child_count:
+        inner = declarator.named_children[0]
+    return inner
 
 
 def _c_type_decl(specifier: Node, alias: str | None, cpp: bool) -> Decl | None:
@@ -82,9 +90,10 @@ def _c_type_decl(specifier: Node, alias: str | None, cpp: bool) -> Decl | None:
 
 
 def _c_function_name(declarator: Node | None) -> tuple[str, ...]:
-    """`*foo(int)` -> (foo,); `Shape<T>::area() const` -> (Shape, area)."""
-    while declarator is not None:
-        inner = declarator.child_by_field_name("declarator")
+    """`*foo(int)` -> (foo,); `Shape<T>::area() const` -> (Shape, area);
+    `int& Foo::get()` -> (Foo, get); `operator bool() const` -> (operator bool,)."""
+    while declarator is not None and declarator.type != "operator_cast":
+        inner = _inner_declarator(declarator)
         if inner is None:
             break
         declarator = inner
@@ -99,6 +108,9 @@ def _cpp_name_parts(node: Node | None) -> tuple[str, ...]:
         return (*_cpp_name_parts(node.child_by_field_name("scope")), *_cpp_name_parts(node.child_by_field_name("name")))
     if node.type in ("template_type", "template_function"):
         return _cpp_name_parts(node.child_by_field_name("name"))
+    if node.type == "operator_cast":  # a conversion is named by its type: `operator bool`
+        converted = "".join(node_text(node.child_by_field_name("type")).split())
+        return (f"operator {converted}",) if converted else ()
     name = "".join(node_text(node).split())
     return (name,) if name else ()
 

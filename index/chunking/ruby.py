@@ -28,7 +28,20 @@ def ruby_decl(node: Node) -> Decl | None:
         return Decl(kind, tuple(name.split("::")), node)
     if node_type == "assignment":
         return _made_class(node)
+    if node_type == "call":
+        return _method_argument(node)
     return None
+
+
+def _method_argument(node: Node) -> Decl | None:
+    """`private def x … end`, `private_class_method def self.build`,
+    `memoize def x`: a call whose one argument is a method defines it (`def`
+    returns the method's name, which the call takes)."""
+    arguments = node.child_by_field_name("arguments")
+    if node.child_by_field_name("receiver") is not None or arguments is None or arguments.named_child_count != 1:
+        return None
+    argument = arguments.named_children[0]
+    return ruby_decl(argument) if argument.type in ("method", "singleton_method", "call") else None
 
 
 def _made_class(node: Node) -> Decl | None:

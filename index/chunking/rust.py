@@ -72,9 +72,18 @@ def _rust_macro_items(node: Node) -> Decl | None:
     return Decl("macro", (), root, is_type=False)
 
 
+# Type nodes an impl's type is read through, to the field that names it.
+_RUST_TYPE_WRAPPERS = {"generic_type": "type", "scoped_type_identifier": "name", "reference_type": "type",
+                       "pointer_type": "type", "dynamic_type": "trait", "bounded_type": "left"}
+
+
 def _rust_type_name(type_node: Node | None) -> str:
-    """`Point<T>`, `fmt::Point`, `&Point` -> Point."""
-    while type_node is not None and type_node.type in ("generic_type", "scoped_type_identifier", "reference_type"):
-        field = "name" if type_node.type == "scoped_type_identifier" else "type"
-        type_node = type_node.child_by_field_name(field)
+    """`Point<T>`, `fmt::Point`, `&Point`, `*const Point` -> Point;
+    `dyn Shape`, `dyn fmt::Debug + Send` -> Shape, Debug."""
+    while type_node is not None and type_node.type in _RUST_TYPE_WRAPPERS:
+        field = _RUST_TYPE_WRAPPERS[type_node.type]
+        inner = type_node.child_by_field_name(field)
+        if inner is None and type_node.named_child_count:  # a bounded type's parts have no fields
+            inner = type_node.named_children[0]
+        type_node = inner
     return node_text(type_node)

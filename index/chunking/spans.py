@@ -245,9 +245,23 @@ def _next_top_level_rows(lines: list[str]) -> list[int | None]:
 def _last_row(node: Node) -> int:
     # A node that ends with its line's newline ends at column 0 of the next row.
     end = node.end_point
-    if end.column == 0 and end.row > node.start_point.row:
-        return end.row - 1
-    return end.row
+    row = end.row - 1 if end.column == 0 and end.row > node.start_point.row else end.row
+    # Layout grammars (Scala's indented bodies) end a node at the next token,
+    # past the newlines and indentation after its own last token: its last
+    # row is that token's.
+    last = node
+    while last.child_count:
+        last = _last_child(last)
+    return min(row, last.end_point.row) if last.end_byte > last.start_byte else row
+
+
+def _last_child(node: Node) -> Node:
+    """``node``'s last child (it has some) that is not a zero-width token (an
+    automatic semicolon, a missing one)."""
+    index = node.child_count - 1
+    while index > 0 and node.child(index).start_byte == node.child(index).end_byte:
+        index -= 1
+    return node.child(index)
 
 
 def _collect(
@@ -295,7 +309,8 @@ def _collect(
                     spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name)))
             else:
                 members: list[Piece] = []
-                _collect(grammar, decl.members.named_children, name, decl.is_type, members)
+                _collect(grammar, [*_comments_before(grammar, decl.members, node), *decl.members.named_children],
+                         name, decl.is_type, members)
                 header_end = min(member.start for member in members) - 1 if members else end
                 if symbol:  # an anonymous holder (`module.exports = {…}`) leaves its lines to residue
                     spans.append(Piece(first, max(first, header_end), symbol, kind, end,
@@ -305,8 +320,50 @@ def _collect(
             _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)
         elif grammar.wrapped_block is not None and (block := grammar.wrapped_block(node)) is not None:
             _collect(grammar, block.named_children, scope, in_type, spans, leading_start, leading_end)
+        elif index + 1 < len(nodes) and (trailing := _trailing_leading(grammar, node, nodes[index + 1])):
+            previous_end = end
+            leading_start, leading_end = trailing
+            continue
         previous_end = end
         leading_start = -1
+
+
+def _comments_before(grammar: Grammar, members: Node, node: Node) -> list[Node]:
+    """The comments right before ``members`` (a node inside the definition
+    ``node``), below its header's last row: Python's and Haskell's grammars
+    put the comment above a class's first member there, before the block
+    that holds the members."""
+    if members == node:
+        return []
+    comments = []
+    before = members.prev_named_sibling
+    while before is not None and before.type in grammar.leading:
+        comments.append(before)
+        before = before.prev_named_sibling
+    header_row = _last_row(before) if before is not None else node.start_point.row
+    return [comment for comment in reversed(comments) if comment.start_point.row > header_row]
+
+
+def _trailing_leading(grammar: Grammar, node: Node, following: Node) -> tuple[int, int] | None:
+    """The rows of the comments ``node`` (no definition) ends with, when
+    they lead ``following``: Kotlin's grammar puts the doc comment of the
+    first declaration inside the `package` line or the imports before it,
+    Haskell's inside the imports. One indented deeper than ``following``
+    belongs to a block of ``node``'s."""
+    last = node
+    while last.child_count:
+        last = _last_child(last)
+        if last.type not in grammar.leading:
+            continue
+        first, before = last, last.prev_named_sibling
+        while before is not None and before.type in grammar.leading \
+                and _last_row(before) >= first.start_point.row - 1:
+            first, before = before, before.prev_named_sibling
+        if (before is not None and _last_row(before) >= first.start_point.row) \
+                or first.start_point.column > following.start_point.column:
+            return None  # a comment after code on its line, or one of a nested block
+        return first.start_point.row, _last_row(last)
+    return None
 
 
 # Subtrees that come before a definition's name without being it: Python and
