@@ -29,7 +29,7 @@ from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
                                      impact_lines, one_line, outline_text, partial_note,
                                      past_end_text, similar_text, status_lines, symbols_text,
-                                     terminal_safe, vimgrep_path, weak_note)
+                                     terminal_safe, vimgrep_column, vimgrep_path, weak_note)
 from ctxls.index.roots import STORE_DIR_NAME, find_root, store_dir, too_broad_root
 
 EXIT_NOT_FOUND = 1
@@ -329,11 +329,13 @@ def cmd_impact(args):
     if args.json:
         print_json(impact)
     elif impact is not None and args.vimgrep:
-        text = "\n".join(f"{vimgrep_path(c)}:{c['range']['start']['line'] + 1}:"
-                         f"{c['range']['start']['character'] + 1}:"
+        read: dict[str, list[str]] = {}
+        at = [(c, vimgrep_path(c), c["range"]["start"]) for c in impact.get("callers", [])[:args.n]]
+        text = "\n".join(f"{path}:{start['line'] + 1}:"
+                         f"{vimgrep_column(path, start['line'], start['character'], read)}:"
                          f"{args.symbol} called in {c.get('symbol') or c['path']}"
                          + ("" if c.get("confirmed") else " (unconfirmed)")
-                         for c in impact.get("callers", [])[:args.n])
+                         for c, path, start in at)
         write_out(text + "\n" if text else "")
     elif impact is not None:
         write_out("\n".join(impact_lines(impact, args.n, _style(args))) + "\n")

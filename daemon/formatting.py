@@ -139,6 +139,24 @@ def vimgrep_path(item: dict) -> str:
         return path
 
 
+def vimgrep_column(path: str, line: int, character: int, lines: dict[str, list[str]]) -> int:
+    """The 1-based byte column, as `rg --vimgrep` and a quickfix list's `%c`
+    count, of the UTF-16 ``character`` on 0-based ``line`` of the file at
+    ``path`` (read once into ``lines``); ``character + 1`` when the file
+    cannot be read or no longer has that line."""
+    if path not in lines:
+        try:
+            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
+                lines[path] = fh.read().split("\n")
+        except OSError:
+            lines[path] = []
+    if line >= len(lines[path]):
+        return character + 1
+    units = lines[path][line].encode("utf-16-le", "surrogatepass")[:2 * character]
+    prefix = units.decode("utf-16-le", "surrogatepass")
+    return len(prefix.encode("utf-8", "surrogateescape")) + 1
+
+
 def format_hits_vimgrep(groups: dict[str, list[dict]]) -> str:
     """`path:line:col:text` per file hit, as `rg --vimgrep` prints (for
     quickfix): the text is the hit's first line, the one the number names."""

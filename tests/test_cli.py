@@ -253,6 +253,20 @@ def test_human_output_line_numbers_colour_vimgrep_and_bodies(repo: Path):
     assert len(run("impact", "send_prepared", *root, "-n", "1").stdout.splitlines()) >= 2
 
 
+def test_impact_vimgrep_columns_are_byte_columns_as_rg_prints_them(tmp_path: Path):
+    """`impact --vimgrep` printed the UTF-16 column + 1; a quickfix list's
+    `%c` and `rg --vimgrep` count bytes, so after non-ASCII text on the line
+    the jump landed short of the call."""
+    from conftest import write_tree
+
+    write_tree(tmp_path, {"a.py": 'def helper():\n    return 1\n\n\ns = "😀😀"; helper()\nt = "é"; helper()\n'})
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert run("index", str(tmp_path)).returncode == 0
+    vim = run("impact", "a.helper", "--vimgrep", "--no-daemon", cwd=tmp_path)
+    assert sorted(line.split(":", 3)[:3] for line in vim.stdout.splitlines()) == [
+        ["a.py", "5", "17"], ["a.py", "6", "11"]]  # rg --vimgrep's columns
+
+
 def test_exit_codes_and_messages_name_the_real_cause(repo: Path):
     assert run("index", "--root", str(repo)).returncode == 0
     root = ["--root", str(repo)]
