@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
+from ctxls.index.model import split_symbol
 from ctxls.index.paths import is_test_path, superseded_paths
 from ctxls.index.recall_features import path_index
 from ctxls.index.symbols import name_as_written
@@ -312,7 +313,7 @@ def _definitions_at(resolver: Resolver, path: str | None, line: int | None,
     if receiver is None:  # follows aliases: `discount` of `import apply_discount as discount`
         ref = resolver.lookup_bare(sf, name)
         if ref.kind == "definition" and ref.symbol is not None:
-            return [d for d in resolver.definitions_named(ref.symbol.rsplit(".", 1)[-1])
+            return [d for d in resolver.definitions_named(split_symbol(ref.symbol)[1])
                     if d.key == (ref.path, ref.symbol)]
     verdicts = [(d, resolver.verdict(sf, node, name, Targets([d]))) for d in candidates]
     return ([d for d, v in verdicts if v is Verdict.CONFIRMED]

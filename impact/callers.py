@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from ctxls.index.cancel import check_cancelled
+from ctxls.index.model import split_symbol
 from ctxls.index.paths import is_test_path
 
 from . import index_view, ripgrep, syntax
@@ -217,7 +218,7 @@ def _js_constructors(targets: Targets) -> dict[str, Runs]:
     found: dict[str, Runs] = {}
     for target in targets.members:
         if target.name == "constructor" and syntax.family_for(target.language) is JS:
-            found.setdefault(target.container or "", {})[(target.path, target.symbol.rpartition(".")[0])] = \
+            found.setdefault(target.container or "", {})[(target.path, split_symbol(target.symbol)[0] or "")] = \
                 (frozenset({target.key}), None)
     return found
 
@@ -353,7 +354,8 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
 
 def _import_alias(family: Family, sf: SourceFile, node: Node, name: str) -> _Use | None:
     """``from m import name as alias``, ``import { name as alias }``,
-    ``export { name as alias } from``, ``const { name: alias } = require()``."""
+    ``export { name as alias } from``, ``const { name: alias } = require()``,
+    Rust's ``use m::name as alias``."""
     parent = node.parent
     if parent is None:
         return None
@@ -376,6 +378,14 @@ def _import_alias(family: Family, sf: SourceFile, node: Node, name: str) -> _Use
         if value is not None and value.type == "identifier" and declarator is not None \
                 and "require" in syntax.text_of(declarator.child_by_field_name("value")):
             alias = syntax.text_of(value)
+    else:
+        # Rust: `use m::name as alias` (the name is the path, or its last segment).
+        clause = parent if parent.type == "use_as_clause" and _is_field(parent, "path", node) else None
+        if parent.type == "scoped_identifier" and _is_field(parent, "name", node) and parent.parent is not None \
+                and parent.parent.type == "use_as_clause" and _is_field(parent.parent, "path", parent):
+            clause = parent.parent
+        if clause is not None:
+            alias = syntax.text_of(clause.child_by_field_name("alias"))
     if not alias or alias == name:
         return None
     return _Use("import", alias=alias, reexported=reexported)

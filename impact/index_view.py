@@ -17,7 +17,7 @@ from ctxls.index.chunk_worker import chunk_guarded
 from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths
 from ctxls.index.engine import Engine
 from ctxls.index.imports import ImportResolver
-from ctxls.index.model import ImportRef, content_hash
+from ctxls.index.model import ImportRef, content_hash, split_symbol
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
 from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens
 
@@ -46,13 +46,13 @@ class Definition:
 
     @property
     def name(self) -> str:
-        return self.symbol.rsplit(".", 1)[-1]
+        return split_symbol(self.symbol)[1]
 
     @property
     def container(self) -> str | None:
         """The class (type, namespace) it is a member of, last segment only."""
-        head, dot, _ = self.symbol.rpartition(".")
-        return head.rsplit(".", 1)[-1] if dot else None
+        head = split_symbol(self.symbol)[0]
+        return split_symbol(head)[1] if head is not None else None
 
     @property
     def key(self) -> tuple[str, str]:
@@ -77,7 +77,7 @@ def definitions_named(conn: Connection, name: str) -> list[Definition]:
     """Every indexed definition whose last segment is exactly ``name``."""
     rows = conn.execute(_DEFINITIONS_SQL, (name.lower(),)).fetchall()
     return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["start_line"],
-                       r["end_line"]) for r in rows if r["symbol"].rsplit(".", 1)[-1] == name]
+                       r["end_line"]) for r in rows if split_symbol(r["symbol"])[1] == name]
 
 
 def module_name(path: str) -> str:
@@ -92,7 +92,7 @@ def find_definitions(conn: Connection, query: str, path: str | None = None) -> l
     """Definitions a symbol query names: `request`, `Session.request`, or one
     qualified by its module (`pkg.session.Session.request`); only those in
     ``path`` when given."""
-    candidates = definitions_named(conn, query.rsplit(".", 1)[-1])
+    candidates = definitions_named(conn, split_symbol(query)[1])
     if path is not None:
         candidates = [d for d in candidates if d.path == path]
     by_symbol = [d for d in candidates if d.symbol == query or d.symbol.endswith("." + query)]

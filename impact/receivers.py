@@ -9,6 +9,7 @@ import re
 from tree_sitter import Node
 
 from ctxls.index.languages import language_for_path
+from ctxls.index.model import split_symbol
 
 from . import syntax
 from .builtin_names import BUILTIN_FUNCTIONS
@@ -128,7 +129,7 @@ class ReceiverTypes:
         name = syntax.text_of(class_node.child_by_field_name("name"))
         row = class_node.start_point.row
         spans = [s for s in self.spans(sf) if s.symbol_kind in CLASS_KINDS
-                 and s.symbol.rsplit(".", 1)[-1] == name and s.start_line <= row <= s.end_line]
+                 and split_symbol(s.symbol)[1] == name and s.start_line <= row <= s.end_line]
         symbol = max(spans, key=lambda s: s.start_line).symbol if spans else name
         return ClassId(class_home(sf.path), symbol)
 
@@ -140,12 +141,21 @@ class ReceiverTypes:
         ``dict()``, ``**kwargs`` make builtin values."""
         family = sf.family
         assert family is not None and sf.tree is not None
-        if sf.binding(name) is not None or sf.function_binding(name, site.start_point.row) is not None:
-            return None  # an import (maybe in the function) decides
-        function = next((a for a in syntax.ancestors(site) if a.type in family.functions), None)
+        if sf.function_binding(name, site.start_point.row) is not None:
+            return None  # an import in the function decides
+        function = None
+        for ancestor in syntax.ancestors(site):
+            if ancestor.type in family.comprehensions and syntax.comprehension_binds(ancestor, name, site):
+                return UNKNOWN_RECEIVER  # `[x.f() for x in xs]`: the comprehension's own x
+            if ancestor.type in family.functions:
+                function = ancestor
+                break
         module = sf.tree.root_node
         for scope in (function, module):
-            if scope is None or (scope.id == module.id and name in self.top_level(sf)):
+            # At module level an import or a definition decides; a function's
+            # own binding (a parameter, a local) shadows them.
+            at_module = scope is not None and scope.id == module.id
+            if scope is None or (at_module and (name in self.top_level(sf) or sf.binding(name) is not None)):
                 continue
             found = self._scope_values(sf, scope, name)
             if found:
@@ -157,13 +167,25 @@ class ReceiverTypes:
         the module, not a nested function) give it."""
         key = (sf.path, scope.id, name)
         if key not in self._scopes:
+            self._scopes[key] = {self._bound_value(sf, node) or UNKNOWN_RECEIVER
+                                 for node in self.scope_bindings(sf, scope, name)}
+        return self._scopes[key]
+
+    def scope_bindings(self, sf: SourceFile, scope: Node, name: str) -> list[Node]:
+        """The names binding ``name`` as a variable directly in ``scope`` (a
+        function or the module): not a nested function's, not a
+        comprehension's own, not a key, keyword or label."""
+        key = (sf.path, scope.id, name, "bindings")
+        if key not in self._scopes:
             family = sf.family
             assert family is not None
-            found: set[Receiver] = set()
+            found: list[Node] = []
             for row, start, end in sf.occurrences(name, range(scope.start_point.row, scope.end_point.row + 1)):
                 node = sf.node_at(row, start, end)
-                if node is None or not syntax.is_identifier(node):
-                    continue
+                if node is None or not syntax.is_identifier(node) \
+                        or syntax.variable_position(family, node) is None \
+                        or syntax.comprehension_variable(family, node):
+                    continue  # a use, a key or keyword; a comprehension's own
                 owner = next((a for a in syntax.ancestors(node) if a.type in family.functions), None)
                 if owner is not None and node.parent is not None and node.parent.id == owner.id \
                         and syntax.declares(family, node):
@@ -171,9 +193,7 @@ class ReceiverTypes:
                     owner = next((a for a in syntax.ancestors(owner) if a.type in family.functions), None)
                 if (owner.id if owner is not None else sf.tree.root_node.id) != scope.id:
                     continue  # a nested function's own
-                value = self._bound_value(sf, node)
-                if value is not None:
-                    found.add(value)
+                found.append(node)
             self._scopes[key] = found
         return self._scopes[key]
 
@@ -198,8 +218,8 @@ class ReceiverTypes:
         if parent.type == "assignment" and parent.child_by_field_name("type") is not None \
                 and syntax.field_of(name_node) == "left":  # `x: C = make()`: the annotation says
             return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
-        if parent.type == "variable_declarator" and parent.child_by_field_name("type") is not None \
-                and syntax.field_of(name_node) == "name":  # TS `const x: C = make()`
+        if parent.type in ("variable_declarator", "var_spec") and parent.child_by_field_name("type") is not None \
+                and syntax.field_of(name_node) == "name":  # TS `const x: C = make()`, Go `var x C`
             return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
         value = _assigned_value(name_node)
         return self._value_of(sf, value) if value is not None else UNKNOWN_RECEIVER
@@ -208,6 +228,12 @@ class ReceiverTypes:
         text = syntax.text_of(annotation)
         if sf.family is JS:  # TS `Subject<T>` is a Subject, whatever T
             text = _without_type_arguments(text)
+        if sf.family is GO:  # `*T`, `pkg.T`, `*pkg.T`: the type T of this package or of pkg's
+            named = re.fullmatch(r"\*?\s*(?:(\w+)\s*\.\s*)?(\w+)", text.strip())
+            if named is None:
+                return UNKNOWN_RECEIVER
+            cls = self._go_type(sf, named.group(1), named.group(2))
+            return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
         words = re.findall(r"[A-Za-z_]\w*", text)
         if len(words) != 1:  # Optional[C], C | None, Python generics: not one class
             return UNKNOWN_RECEIVER
@@ -247,6 +273,8 @@ class ReceiverTypes:
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
             ref = self.bare_ref_at(sf, called, callee.start_point.row)
+            if family is PYTHON and called == "type" and ref.kind == "unknown":
+                return self._type_of(sf, value)
             made = self.class_of(ref)
             if made:
                 return Receiver("instance", made)
@@ -256,6 +284,22 @@ class ReceiverTypes:
             if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
         return UNKNOWN_RECEIVER
+
+    def _type_of(self, sf: SourceFile, call: Node) -> Receiver:
+        """What the builtin ``type(x)`` gives: the class of ``x`` (``type(self)``
+        is the class of self, maybe a subclass: as ``self``); unknown when
+        that is not known (``type(name, bases, dict)`` makes a new class)."""
+        arguments = call.child_by_field_name("arguments")
+        if arguments is None or arguments.named_child_count != 1 \
+                or arguments.named_children[0].type in ("keyword_argument", "list_splat", "dictionary_splat"):
+            return UNKNOWN_RECEIVER
+        argument = arguments.named_children[0]
+        held = self.receiver(sf, argument, argument)
+        if held.kind == "self" and held.cls is not None:
+            return held
+        if held.kind == "instance" and held.cls is not None:
+            return Receiver("class", held.cls)
+        return Receiver("external") if held.kind == "external" else UNKNOWN_RECEIVER
 
     def _returned(self, ref: Ref) -> Receiver | None:
         """What a call of the function ``ref`` returns, when its return

@@ -90,7 +90,8 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         # What these four hold is keyed by node ids (NodeMemo).
         self._receivers = NodeMemo()  # (path, node id) -> Receiver
         self._import_resolver: index_view.Imports | None = None
-        self._scopes = NodeMemo()  # (path, scope id, name) -> set[Receiver]
+        # (path, scope id, name) -> set[Receiver]; (..., "bindings") -> the binding name nodes
+        self._scopes = NodeMemo()
         self._returns: dict[tuple[str, str], Receiver | None] = {}
         self._attributes = NodeMemo()  # (path, class id, attribute) -> Receiver | None
         # (path, scope id, attribute name) -> {dotted name: the values assigned, in order}

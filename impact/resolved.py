@@ -9,6 +9,8 @@ import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ctxls.index.model import split_symbol
+
 from . import syntax
 from .index_view import Definition
 from .syntax import JS
@@ -48,7 +50,7 @@ class ClassId:
 
     @property
     def name(self) -> str:
-        return self.symbol.rsplit(".", 1)[-1]
+        return split_symbol(self.symbol)[1]
 
 
 def class_home(path: str) -> str:
@@ -58,8 +60,8 @@ def class_home(path: str) -> str:
 
 def container_id(definition: Definition) -> ClassId | None:
     """The class a member definition belongs to."""
-    head, dot, _ = definition.symbol.rpartition(".")
-    return ClassId(class_home(definition.path), head) if dot else None
+    head = split_symbol(definition.symbol)[0]
+    return ClassId(class_home(definition.path), head) if head is not None else None
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,14 @@ class Family:
     boolean_operators: frozenset[str]  # binary operators that are decision points too
     self_names: frozenset[str]  # identifiers meaning "this object" (Python convention)
     functions: frozenset[str] = frozenset()  # scopes of local variables
+    # Scopes of their own `for` clauses' variables (Python 3 comprehensions).
+    comprehensions: frozenset[str] = frozenset()
+    # Binding positions that make no variable of the scope: a keyword
+    # argument's or an object literal's key, a label, a member's name.
+    non_variables: frozenset[tuple[str, str]] = frozenset()
+    # Binding positions that assign a variable declared elsewhere, never
+    # declaring one (JS and Go assignments; a Python assignment declares).
+    rebindings: frozenset[tuple[str, str]] = frozenset()
     literals: frozenset[str] = frozenset()  # expressions making builtin values (dict, list, str...)
     # The languages of index/definition_table.py: call node type -> paths
     # (definition_table.follow) to the name it calls, tried in order
@@ -81,6 +89,9 @@ PYTHON = Family(
     boolean_operators=frozenset(),
     self_names=frozenset({"self", "cls"}),
     functions=frozenset({"function_definition", "lambda"}),
+    comprehensions=frozenset({"list_comprehension", "set_comprehension", "dictionary_comprehension",
+                              "generator_expression"}),
+    non_variables=frozenset({("keyword_argument", "name")}),
     literals=frozenset({"dictionary", "dictionary_comprehension", "list", "list_comprehension", "set",
                         "set_comprehension", "tuple", "string", "concatenated_string", "integer",
                         "float", "true", "false", "binary_operator"}),
@@ -117,6 +128,11 @@ JS = Family(
     self_names=frozenset(),
     functions=frozenset({"function_declaration", "generator_function_declaration",
                          "function_expression", "function", "arrow_function", "method_definition"}),
+    non_variables=frozenset({("pair", "key"), ("pair_pattern", "key"), ("field_definition", "property"),
+                             ("labeled_statement", "label"), ("method_definition", "name"),
+                             ("public_field_definition", "name"), ("method_signature", "name"),
+                             ("abstract_method_signature", "name"), ("property_signature", "name")}),
+    rebindings=frozenset({("assignment_expression", "left"), ("augmented_assignment_expression", "left")}),
     literals=frozenset({"object", "array", "string", "template_string", "number", "true", "false",
                         "regex"}),
 )
@@ -142,6 +158,9 @@ GO = Family(
     boolean_operators=frozenset({"&&", "||"}),
     self_names=frozenset(),
     functions=frozenset({"function_declaration", "method_declaration", "func_literal"}),
+    non_variables=frozenset({("keyed_element", "key"), ("labeled_statement", "label"),
+                             ("field_declaration", "name"), ("method_elem", "name"), ("method_spec", "name")}),
+    rebindings=frozenset({("assignment_statement", "left")}),
     literals=frozenset({"interpreted_string_literal", "raw_string_literal", "int_literal",
                         "float_literal", "true", "false"}),
 )
@@ -333,8 +352,8 @@ def declares(family: Family, node: Node) -> bool:
             return True
     if parent is None or parent.type not in family.declarations:
         return False
-    name = parent.child_by_field_name("name")
-    return name is not None and name.id == node.id
+    # Go's `a, b int` and `var a, b = ...` declare several names.
+    return any(name.id == node.id for name in parent.children_by_field_name("name"))
 
 
 def declaration_of(family: Family, name: Node) -> Node:
@@ -409,14 +428,62 @@ def is_bare_call(family: Family, name: Node) -> bool:
 def is_bound(family: Family, expression: Node) -> bool:
     """``expression`` is (re)bound here (an assignment target, a parameter, a
     keyword argument's name), not a use of what the name refers to."""
+    return binding_position(family, expression) is not None
+
+
+def binding_position(family: Family, expression: Node) -> tuple[str, str] | None:
+    """The (parent type, field) of ``family.bindings`` that binds
+    ``expression`` (through destructuring patterns), or None."""
     node = expression
     while node.parent is not None:
         parent, field_name = node.parent, field_of(node)
         if (parent.type, field_name) in family.bindings:
-            return True
+            return parent.type, field_name
         if parent.type not in family.patterns:
-            return False
+            return None
         node = parent
+    return None
+
+
+def variable_position(family: Family, name: Node) -> tuple[str, str] | None:
+    """Where the name ``name`` binds a variable of its scope (a parameter, an
+    assignment or loop target, a nested definition): that binding position;
+    None for a use, or a binding that makes no variable (a keyword
+    argument, an object key, a label, a member)."""
+    position = binding_position(family, name)
+    if position is None:
+        if name.parent is None or not declares(family, name):
+            return None
+        position = (name.parent.type, field_of(name))
+    return None if position in family.non_variables else position
+
+
+# Where a Python comprehension binds its own variables.
+_COMPREHENSION_TARGET = ("for_in_clause", "left")
+
+
+def comprehension_variable(family: Family, name: Node) -> bool:
+    """``name`` is a target of a comprehension's ``for`` clause: a variable of
+    the comprehension, not of the function (or module) around it."""
+    return bool(family.comprehensions) and binding_position(family, name) == _COMPREHENSION_TARGET
+
+
+def comprehension_binds(comprehension: Node, name: str, site: Node) -> bool:
+    """Does the comprehension bind ``name`` for ``site`` inside it? Its ``for``
+    clauses' targets do, except in the first iterable, which is evaluated
+    in the scope around it (``[x for x in x]``)."""
+    clauses = [c for c in comprehension.named_children if c.type == _COMPREHENSION_TARGET[0]]
+    if not clauses:
+        return False
+    iterables = clauses[0].children_by_field_name("right")
+    if iterables and iterables[0].start_byte <= site.start_byte < iterables[-1].end_byte:
+        return False
+    read_only = frozenset({"attribute", "subscript"})  # `for o.x in ...` binds no name: o is read
+    for clause in clauses:
+        target = clause.child_by_field_name(_COMPREHENSION_TARGET[1])
+        for node in walk(target, read_only) if target is not None and target.type not in read_only else ():
+            if node.type == "identifier" and text_of(node) == name:
+                return True
     return False
 
 
@@ -551,11 +618,11 @@ def parameter_names(function: Node) -> set[str]:
         return {text_of(parameters)}
     names = set()
     for parameter in parameters.named_children:
-        node = parameter if is_identifier(parameter) else (
-            parameter.child_by_field_name("name") or parameter.child_by_field_name("pattern")
-            or next((c for c in parameter.named_children if is_identifier(c)), None))
-        if node is not None and is_identifier(node):
-            names.add(text_of(node))
+        # Go's `a, b int` names two in one declaration.
+        nodes = [parameter] if is_identifier(parameter) else parameter.children_by_field_name("name") or [
+            parameter.child_by_field_name("pattern")
+            or next((c for c in parameter.named_children if is_identifier(c)), None)]
+        names.update(text_of(node) for node in nodes if node is not None and is_identifier(node))
     return names
 
 

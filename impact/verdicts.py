@@ -55,20 +55,28 @@ class Verdicts:
         return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
 
     def _bound_locally(self, sf: SourceFile, site: Node, name: str) -> str | None:
-        """``parameter`` or ``local`` when the innermost function around
-        ``site`` binding ``name`` takes it as a parameter or assigns it: the
-        name there is that local, not the module's or an import's
-        (`def result(): result = f(); result.ready()`); None otherwise."""
+        """``parameter`` or ``local`` when the innermost scope around ``site``
+        binding ``name`` (a function, a Python comprehension) takes it as a
+        parameter or declares it: the name there is that local, not the
+        module's or an import's (`def result(): result = f(); result.ready()`,
+        `def ask(prompt): prompt()` beside `from m import prompt`); None
+        otherwise."""
         family = sf.family
         assert family is not None
-        if family is GO or sf.binding(name) is not None:
-            return None
-        for function in syntax.ancestors(site):
-            if function.type not in family.functions:
+        for scope in syntax.ancestors(site):
+            if scope.type in family.comprehensions and syntax.comprehension_binds(scope, name, site):
+                return "local"
+            if scope.type not in family.functions:
                 continue
-            if name in syntax.parameter_names(function):
+            if name in syntax.parameter_names(scope):
                 return "parameter"
-            if self._scope_values(sf, function, name):
+            declared = [syntax.variable_position(family, node) for node in self.scope_bindings(sf, scope, name)]
+            if ("global_statement", "") in declared:
+                return None  # `global f`: the module's f
+            if ("nonlocal_statement", "") in declared:
+                continue  # an enclosing function's
+            # `f = g` in JS or Go assigns an f declared elsewhere; in Python it declares one.
+            if any(position not in family.rebindings for position in declared):
                 return "local"
         return None
 

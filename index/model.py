@@ -108,3 +108,21 @@ UNPARSED_HAZARD = "parser hung or crashed"
 UNPARSED_EARLIER = "not parsed by an earlier run"
 # Its grammar gave up on many other files in this process (languages.suspended).
 UNPARSED_SUSPENDED = "language suspended after many give-ups"
+
+
+def split_symbol(symbol: str) -> tuple[str | None, str]:
+    """A qualified symbol's (container, name): split at the last "." outside
+    brackets that follows a name (`Bag.[Symbol.iterator]` is `Bag` and
+    `[Symbol.iterator]`, `Money.==` is `Money` and `==`, Haskell's operator
+    `.:` is one name)."""
+    depth = 0
+    for index in range(len(symbol) - 1, 0, -1):
+        char = symbol[index]
+        if char in ")]}":
+            depth += 1
+        elif char in "([{":
+            depth -= 1
+        elif char == "." and depth == 0 and index + 1 < len(symbol) \
+                and (symbol[index - 1].isalnum() or symbol[index - 1] in "_$)]>`'"):
+            return symbol[:index], symbol[index + 1:]
+    return None, symbol

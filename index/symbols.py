@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ctxls.index.errors import InvalidParams
-from ctxls.index.model import line_end_character
+from ctxls.index.model import line_end_character, split_symbol
 from ctxls.index.paths import is_test_path
 from ctxls.index.ranking import RankingConfig, ScoredChunk, _chunks_by_id, _scored, bm25_scores
 from ctxls.index.semantic import SemanticIndex
@@ -49,11 +49,11 @@ class Definition:
 
     @property
     def name(self) -> str:
-        return self.symbol.rpartition(".")[2] or self.symbol
+        return split_symbol(self.symbol)[1]
 
     @property
     def container(self) -> str | None:
-        return self.symbol.rpartition(".")[0] or None
+        return split_symbol(self.symbol)[0]
 
 
 def name_as_written(text: str) -> str:

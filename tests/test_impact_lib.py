@@ -1367,3 +1367,235 @@ def test_a_symbol_written_as_a_call_is_the_symbol(make_engine):
     assert analysis.analyze(engine, "()") is None  # nothing left: no such name
     assert [d.symbol for d in find_definitions(engine.store.reader(), "frobnicate()", "exact")] == \
         ["frobnicate"]
+
+
+# -- scopes a type checker follows (against basedpyright on click, h11, attrs) --
+
+
+def test_a_local_shadowing_an_imported_name_is_that_local(make_engine):
+    """A parameter, local, loop or except/with target, walrus, lambda
+    parameter, nested def or destructured name shadows an import of the same
+    name in its function (click's ``prompt`` parameters in core.py were
+    confirmed callers of ``termui.prompt``); ``global`` keeps the module's."""
+    engine = make_engine({
+        "mod.py": "def prompt():\n    return 1\n",
+        "user.py": (
+            "from mod import prompt\n"
+            "\n"
+            "\n"
+            "def ask(prompt):\n"
+            "    return prompt()\n"  # line 4: the parameter
+            "\n"
+            "\n"
+            "def local():\n"
+            "    prompt = print\n"
+            "    for prompt in []:\n"
+            "        prompt()\n"  # line 10
+            "    with open('f') as prompt:\n"
+            "        prompt()\n"  # line 12
+            "    try:\n"
+            "        pass\n"
+            "    except OSError as prompt:\n"
+            "        prompt()\n"  # line 16
+            "    (a, prompt) = (1, 2)\n"
+            "    return prompt(), (lambda prompt: prompt())(3)\n"  # line 18, twice
+            "\n"
+            "\n"
+            "def walrus():\n"
+            "    if (prompt := print):\n"
+            "        return prompt()\n"  # line 23
+            "\n"
+            "\n"
+            "def nested():\n"
+            "    def prompt():\n"
+            "        return 2\n"
+            "    return prompt()\n"  # line 29
+            "\n"
+            "\n"
+            "def rebinds():\n"
+            "    global prompt\n"
+            "    return prompt()\n"  # line 34: the module's, the import
+            "\n"
+            "\n"
+            "def real():\n"
+            "    return prompt()\n"  # line 38
+        ),
+        "lib.ts": "export function prompt(): number { return 1; }\n",
+        "use.ts": (
+            "import { prompt } from './lib';\n"
+            "export function ask(prompt: () => number) { return prompt(); }\n"  # line 1: the parameter
+            "export function local() { const prompt = () => 2; return prompt(); }\n"  # line 2
+            "export function caught() { try { return 1; } catch (prompt) { return prompt(); } }\n"  # line 3
+            "export const arrow = (prompt: () => number) => prompt();\n"  # line 4
+            "export function real() { return prompt(); }\n"  # line 5
+        ),
+    })
+    python = analysis.analyze(engine, "prompt", "mod.py")
+    assert {c for c in callers(python) if c[3]} == {
+        ("user.py", 34, "rebinds", True), ("user.py", 38, "real", True)}
+    # Parameters may hold what it returns (a fixture): unconfirmed, as without the import.
+    assert {c for c in callers(python) if c[0] == "user.py" and not c[3]} == {
+        ("user.py", 4, "ask", False), ("user.py", 18, "local", False)}
+    typescript = analysis.analyze(engine, "prompt", "lib.ts")
+    assert {c for c in callers(typescript) if c[3]} == {("use.ts", 5, "real", True)}
+    assert {c[:2] for c in callers(typescript) if c[0] == "use.ts" and not c[3]} == {
+        ("use.ts", 1), ("use.ts", 4)}  # parameters: unconfirmed
+
+
+def test_a_keyword_argument_object_key_or_member_of_the_same_name_hides_no_call(make_engine):
+    """``run(helper=1)``, ``{ helper: 1 }``, ``{ helper() {...} }`` and Go's
+    ``T{helper: 1}`` name no variable: the function's real calls beside them
+    were lost as calls of a local."""
+    engine = make_engine({
+        "a.py": "def helper():\n    return 1\n\n\ndef use():\n    run(helper=3)\n    return helper()\n",  # line 6
+        "b.ts": ("export function helper(): number { return 1; }\n"
+                 "export function use() { const o = { helper: 1, helper2() { return helper(); } };"
+                 " return helper(); }\n"),  # line 1, twice
+        # A JS assignment declares nothing: `helper` stays the function, wrapped.
+        "d.js": "function helper() { return 1; }\nfunction swap() { helper = wrap(helper); return helper(); }\n",
+        "go.mod": "module example.com/k\n\ngo 1.21\n",
+        "c.go": ("package main\n\ntype T struct{ helper int }\n\nfunc helper() int { return 1 }\n\n"
+                 "func use() int {\n\tt := T{helper: 1}\n\treturn helper() + t.helper\n}\n"),  # line 8
+    })
+    assert callers(analysis.analyze(engine, "helper", "a.py")) == {("a.py", 6, "use", True)}
+    assert [(c.span.start_line, c.confirmed) for c in analysis.analyze(engine, "helper", "b.ts").callers] == \
+        [(1, True), (1, True)]
+    assert callers(analysis.analyze(engine, "helper", "c.go")) == {("c.go", 8, "use", True)}
+    assert [(c.span.start_line, c.kind, c.confirmed) for c in analysis.analyze(engine, "helper", "d.js").callers] == \
+        [(1, "value", True), (1, "call", True)]
+
+
+def test_go_locals_and_parameters_shadow_a_package_function(make_engine):
+    engine = make_engine({
+        "go.mod": "module example.com/g\n\ngo 1.21\n",
+        "a.go": (
+            "package main\n"
+            "\n"
+            "func parse() int { return 1 }\n"
+            "\n"
+            "func local() int {\n"
+            "\tparse := func() int { return 2 }\n"
+            "\treturn parse()\n"  # line 6: the local
+            "}\n"
+            "\n"
+            "func param(other, parse func() int) int {\n"
+            "\treturn parse()\n"  # line 10: the parameter
+            "}\n"
+            "\n"
+            "func real() int {\n"
+            "\treturn parse()\n"  # line 14
+            "}\n"
+        ),
+    })
+    found = analysis.analyze(engine, "parse")
+    assert callers(found) == {("a.go", 14, "real", True), ("a.go", 10, "param", False)}
+    assert found.unconfirmed_reasons == {"parameter": 1}
+
+
+def test_go_receivers_typed_by_a_package_qualified_type_or_a_var_declaration(make_engine):
+    """``a *m.Alpha`` and ``var a Alpha`` type their receivers: ``a.Run()``
+    calls Alpha's Run, not the unrelated Beta's."""
+    engine = make_engine({
+        "go.mod": "module example.com/gq\n\ngo 1.21\n",
+        "mod/mod.go": ("package mod\n\ntype Alpha struct{}\n\nfunc (a *Alpha) Run() int { return 1 }\n\n"
+                       "type Beta struct{}\n\nfunc (b *Beta) Run() int { return 3 }\n\n"
+                       "func sameVar() int {\n\tvar a Alpha\n\treturn a.Run()\n}\n"),  # line 12
+        "main.go": ("package main\n\nimport m \"example.com/gq/mod\"\n\n"
+                    "func useTyped(a *m.Alpha) int {\n\treturn a.Run()\n}\n\nfunc main() {}\n"),  # line 5
+    })
+    assert callers(analysis.analyze(engine, "Alpha.Run")) == {
+        ("mod/mod.go", 12, "sameVar", True), ("main.go", 5, "useTyped", True)}
+    assert callers(analysis.analyze(engine, "Beta.Run")) == set()
+
+
+def test_type_of_an_object_is_its_class_as_a_receiver(make_engine):
+    """``type(self).m()`` and ``type(a).m()`` call ``m`` of the object's class;
+    ``type(x)`` of an object of unknown type may (counted as another
+    definition's name, they were no callers at all)."""
+    engine = make_engine({
+        "a.py": (
+            "class Alpha:\n"
+            "    def inherited(self):\n"
+            "        return 3\n"
+            "\n"
+            "    def v1(self):\n"
+            "        return type(self).inherited(self)\n"  # line 5
+            "\n"
+            "\n"
+            "class Beta:\n"
+            "    def inherited(self):\n"
+            "        return 4\n"
+            "\n"
+            "\n"
+            "def outside(a: Alpha, x):\n"
+            "    return type(a).inherited(a), type(x).inherited(x)\n"  # line 14, twice
+        ),
+    })
+    found = analysis.analyze(engine, "Alpha.inherited")
+    assert sorted((c.span.start_line, c.confirmed) for c in found.callers) == [(5, True), (14, False), (14, True)]
+    beta = analysis.analyze(engine, "Beta.inherited")
+    assert sorted((c.span.start_line, c.confirmed) for c in beta.callers) == [(14, False)]  # type(x) only
+
+
+def test_a_comprehension_variable_is_the_comprehension_s_own(make_engine):
+    """Python 3: ``[helper() for helper in fns]`` calls the loop variable, at
+    module level too; ``[helper for helper in xs]`` in a function binds no
+    local, so the function's ``helper()`` after it is the module's."""
+    engine = make_engine({
+        "a.py": (
+            "def helper():\n"
+            "    return 1\n"
+            "\n"
+            "\n"
+            "results = [helper() for helper in [print]]\n"  # line 4: the comprehension's own
+            "firsts = [x for x in helper()]\n"  # line 5: the module's helper
+            "\n"
+            "\n"
+            "def count(xs):\n"
+            "    names = [helper for helper in xs]\n"
+            "    return helper() + len(names)\n"  # line 10: the module's helper
+        ),
+        "b.py": "from a import helper\n\n\ndef runs(helpers):\n    return {helper.run() for helper in helpers}\n",
+    })
+    assert callers(analysis.analyze(engine, "helper")) == {("a.py", 5, None, True), ("a.py", 10, "count", True)}
+    # A receiver named like a typed variable around it is the comprehension's own (its type unknown).
+    engine = make_engine({
+        "cars.py": (
+            "class Engine:\n"
+            "    def ignite(self):\n"
+            "        return 1\n"
+            "\n"
+            "\n"
+            "class Motor:\n"
+            "    def ignite(self):\n"
+            "        return 2\n"
+            "\n"
+            "\n"
+            "engine = Engine()\n"
+            "engine.ignite()\n"  # line 11
+            "started = [engine.ignite() for engine in [Motor()]]\n"  # line 12
+            "\n"
+            "\n"
+            "def again(motors):\n"
+            "    engine = Engine()\n"
+            "    return engine.ignite(), [engine.ignite() for engine in motors]\n"  # line 17, twice
+        ),
+    })
+    found = analysis.analyze(engine, "Engine.ignite")
+    assert sorted((c.span.start_line, c.confirmed) for c in found.callers) == [
+        (11, True), (12, False), (17, False), (17, True)]
+
+
+def test_a_rust_use_alias_is_swept_for_calls(make_engine):
+    """``use m::parse as p`` then ``p()``: an unconfirmed caller (Rust is read
+    by name only), not nothing."""
+    engine = make_engine({
+        "Cargo.toml": "[package]\nname = \"ra\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "src/m.rs": "pub fn parse() -> i32 {\n    1\n}\n",
+        "src/main.rs": ("mod m;\n\nuse m::parse as p;\nuse m::{parse as q};\n\n"
+                        "fn main() {\n    let _ = p() + q();\n}\n"),  # line 6, twice
+    })
+    found = analysis.analyze(engine, "parse")
+    assert sorted((c.path, c.span.start_line, c.confirmed) for c in found.callers) == [
+        ("src/main.rs", 6, False), ("src/main.rs", 6, False)]
+    assert found.unconfirmed_reasons == {"name-only-language": 2}

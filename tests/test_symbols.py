@@ -451,3 +451,26 @@ async def test_mcp_find_symbol_outline_related(proj: Path):
             assert related.content[0].text.startswith("like calc/helpers.py:19-20  invert_ratio")
             bad = await call("related", {"path": "calc/helpers.py", "line": 0})
             assert bad.is_error
+
+
+def test_a_name_holding_a_dot_is_split_only_at_its_qualifier(tmp_path: Path):
+    """`Bag.[Symbol.iterator]` was split at its last dot: name `iterator]`,
+    container `Bag.[Symbol`; an operator `Money.==` and Haskell's `.:` are
+    names too. The same split serves outline, the symbols table and impact."""
+    from ctxls.index.model import split_symbol
+
+    assert split_symbol("Bag.[Symbol.iterator]") == ("Bag", "[Symbol.iterator]")
+    assert split_symbol("Money.==") == ("Money", "==")
+    assert split_symbol(".:") == (None, ".:")
+    assert split_symbol("pkg.Session.request") == ("pkg.Session", "request")
+    write_tree(tmp_path, {"src/bag.ts": "export class Bag<T> {\n  private items: T[] = [];\n\n"
+                                        "  *[Symbol.iterator](): Iterator<T> {\n    yield* this.items;\n  }\n}\n"})
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        method = [d for d in flatten(engine.outline("src/bag.ts")) if d.line == 3]
+        assert [(d.name, d.container) for d in method] == [("[Symbol.iterator]", "Bag")]
+        found = engine.symbols("[Symbol.iterator]", match="exact")
+        assert [d.symbol for d in found] == ["Bag.[Symbol.iterator]"]
+    finally:
+        engine.close()

@@ -72,7 +72,11 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 19: 19 more languages (Elm … Tcl, docs/decisions.md) are read by definitions tables, not windows.
 # 20: files.generated (the file's top comment says a program wrote it: paths.says_generated),
 #     a new column of a file table, which the stamp's change rebuilds.
-CHUNKER_VERSION = 20
+# 21: definitions read anew (C++ reference returns, operators whole, a layout grammar's
+#     end, Ruby `private def`, Scala 3 extensions, doc comments in imports or before a
+#     class block, subscripts and indexers, Rust impl types) and the name column split
+#     only at the qualifier's dot (model.split_symbol).
+CHUNKER_VERSION = 21
 # 2: English stems of words (tokenize.stem).
 TOKENIZER_VERSION = 2
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"

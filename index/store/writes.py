@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxls.index.embed_text import embedding_hash
-from ctxls.index.model import Chunk, ImportRef, SymbolDef
+from ctxls.index.model import Chunk, ImportRef, SymbolDef, split_symbol
 from ctxls.index.store.reads import parse_file_terms
 from ctxls.index.store.schema import (FTS_TABLE_BY_KIND, MEMORY_FTS_TABLE_BY_KIND, VECTOR_TABLES,
                                       _unreferenced, new_paths_generation)
@@ -86,7 +86,7 @@ def now_ms() -> int:
 def _symbol_name(symbol: str | None) -> str | None:
     if not symbol:
         return None
-    return symbol.rsplit(".", 1)[-1].lower()
+    return split_symbol(symbol)[1].lower()
 
 
 
