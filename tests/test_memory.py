@@ -146,6 +146,49 @@ async def test_two_tenants_and_the_shared_tier_never_see_each_other(repo: Path, 
         assert (await s.request("ctxls/count", {}))["count"] == 5  # no owner: everything
 
 
+async def test_a_tenants_own_row_shadows_the_shared_row_of_its_id_in_every_read(repo: Path, memory_options: dict):
+    """A tenant's own row of an id replaced the shared tier's only in get:
+    recall, recentMemory, enumerate, count and the knowledge block served
+    both, the stale shared text beside the tenant's (memory probe)."""
+    async with serve(repo, memory_options) as s:
+        await s.wait_indexed()
+        await s.request("ctxls/remember", {"scope": "@global", "id": "deploy-url", "by": "human",
+                                           "text": "OLD shared: deploy to https://old.example"})
+        await s.request("ctxls/remember", {"scope": "alice", "id": "deploy-url", "by": "human",
+                                           "text": "NEW alice: deploy to https://new.example"})
+        alice, bob = {"scope": "alice"}, {"scope": "bob"}
+
+        async def seen(scope: dict) -> dict:
+            recall = await s.request("ctxls/recall", scope | {"query": "deploy example",
+                                                              "kind": "fact", "body": True})
+            recent = await s.request("ctxls/recentMemory", scope | {"n": 10, "body": True})
+            listed = await s.request("ctxls/enumerate", scope | {"kind": "fact", "body": True})
+            knowledge = await s.request("ctxls/knowledge", scope)
+            return {"recall": [h["body"] for h in recall["hits"]],
+                    "recent": [i["body"] for i in recent["items"]],
+                    "enumerate": [i["body"] for i in listed["items"]], "total": listed["total"],
+                    "count": (await s.request("ctxls/count", scope))["count"],
+                    "knowledge": [line for line in knowledge["block"].split("\n")[1:]],
+                    "get": (await s.request("ctxls/get", scope | {"id": "deploy-url"}))["text"]}
+
+        new, old = "NEW alice: deploy to https://new.example", "OLD shared: deploy to https://old.example"
+        assert await seen(alice) == {"recall": [new], "recent": [new], "enumerate": [new], "total": 1,
+                                     "count": 1, "knowledge": [f"- [deploy-url] {new}"], "get": new}
+        # Another tenant, and the shared tier itself, still read the shared row.
+        for scope in (bob, {"scope": "@global"}):
+            assert await seen(scope) == {"recall": [old], "recent": [old], "enumerate": [old],
+                                         "total": 1, "count": 1,
+                                         "knowledge": [f"- [deploy-url] {old}"], "get": old}
+        # An own row that expired shadows nothing; one forgotten, likewise.
+        await s.request("ctxls/remember", alice | {"id": "deploy-url", "text": new,
+                                                   "expiresAt": now_ms() - 1})
+        assert (await seen(alice))["recall"] == [old] and (await s.request("ctxls/count", alice))["count"] == 1
+        await s.request("ctxls/remember", alice | {"id": "deploy-url", "text": new})
+        assert (await seen(alice))["recent"] == [new]
+        assert await s.request("ctxls/forget", alice | {"id": "deploy-url"}) == {"removed": 1}
+        assert (await seen(alice))["recent"] == [old]
+
+
 async def test_owner_is_the_default_scope_and_strict_scope_refuses_unscoped_requests(repo: Path, memory_options: dict):
     async with serve(repo, memory_options | {"owner": "alice"}) as s:
         await s.wait_indexed()
@@ -286,6 +329,22 @@ async def test_demand_log_feeds_review_and_promotion_candidates(repo: Path, memo
         assert await s.request("ctxls/get", {"id": "fresh"}) is not None
 
 
+async def test_an_episode_write_of_a_daemon_without_owner_prunes_every_scopes_old_episodes(
+        repo: Path, memory_options: dict):
+    """On PostgreSQL such a write pruned only the shared tier's old episodes
+    (its transaction was fenced to the scope it wrote to), where the docs
+    and the SQLite backend prune all (memory probe)."""
+    async with serve(repo, memory_options | {"episodeWindowDays": 1}) as s:
+        await s.wait_indexed()
+        for scope in ("bob", "@global"):
+            await s.request("ctxls/remember", {"scope": scope, "id": "ancient", "kind": "episode",
+                                               "text": "long ago", "occurredAt": now_ms() - 2 * DAY_MS})
+        await s.request("ctxls/remember", {"id": "fresh", "kind": "episode", "text": "just now"})
+        assert await s.request("ctxls/get", {"scope": "bob", "id": "ancient"}) is None
+        assert (await s.request("ctxls/count", {}))["count"] == 1
+        assert (await s.request("ctxls/get", {"id": "fresh"}))["text"] == "just now"
+
+
 async def test_a_forgotten_rows_demand_goes_with_it(repo: Path, memory_options: dict):
     """Forget left a row's recalls in the demand log for good: a fact written
     again under the forgotten id was at once a review candidate with the old
@@ -332,6 +391,27 @@ async def test_stash_peek_evict_and_the_size_bound(repo: Path, memory_options: d
         assert await s.request("ctxls/peek", {"id": "n2"}) is not None
         assert await s.request("ctxls/evict", {"olderThan": now_ms() + 1000}) == {"removed": 2}
         assert await s.request("ctxls/peek", {"id": "n2"}) is None
+
+
+async def test_a_text_of_megabytes_within_the_bound_is_stored_and_recalled(repo: Path, memory_options: dict):
+    """PostgreSQL refused a 4 MB log (within the 10 MiB bound) with -32010
+    "unavailable: string is too long for tsvector": its full text was fed to
+    to_tsvector whole, and a tsvector holds 1 MB (memory probe)."""
+    import random
+    import uuid
+
+    rng = random.Random(2)
+    log = "deployhead started\n" + "\n".join(
+        f"2026-12-06T20:{i // 60 % 60:02d}:{i % 60:02d}Z INFO request_id={uuid.UUID(int=rng.getrandbits(128))} "
+        f"GET /api/v1/items/{rng.randrange(10**6)} 200 {rng.randrange(500)}ms" for i in range(20000))
+    assert 2**20 < len(log) < 10 * 2**20
+    async with serve(repo, memory_options) as s:
+        await s.wait_indexed()
+        assert await s.request("ctxls/remember", {"id": "incident-log", "kind": "episode",
+                                                  "text": log}) == {}
+        assert (await s.request("ctxls/get", {"id": "incident-log"}))["text"] == log
+        hits = await s.request("ctxls/recall", {"query": "deployhead", "kind": "episode"})
+        assert paths(hits["hits"]) == ["incident-log"]
 
 
 async def test_ingest_segments_text_keeps_blobs_byte_exact_and_bounds_size(repo: Path, memory_options: dict):

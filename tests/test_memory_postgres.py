@@ -19,7 +19,7 @@ from conftest import SAMPLE_FILES, serve, write_tree
 from pg_server import PgServer, server_folder
 
 from ctxls.index.engine import Engine, EngineOptions
-from ctxls.index.errors import MemoryUnavailable
+from ctxls.index.errors import EngineError, MemoryUnavailable
 from ctxls.index.memory import Memory
 from ctxls.index.memory.postgres import SCHEMA_VERSION, MemorySchemaError, PostgresMemoryStore
 from ctxls.index.scopes import EVERYTHING, named_scope
@@ -93,6 +93,21 @@ def test_one_round_trip_reads_are_fenced_and_leave_no_tenancy_on_the_connection(
                                 "current_setting('ctxls.home', true), "
                                 "current_setting('ctxls.all', true)").fetchone()) <= {None, ""}
         assert conn.execute("SELECT DISTINCT scope FROM ctxls_memory").fetchall() == [("@global",)]
+
+
+def test_a_value_over_a_postgresql_limit_fails_the_request_not_the_database(memory: Memory):
+    """Every OperationalError was "team memory is unavailable" (-32010), a
+    limit of PostgreSQL's own too (a tsvector over 1 MB, memory probe),
+    though the database was up: a client would wait for an outage to end.
+    It is the statement's failure (-32603), and the database stays ready."""
+    store = memory.backend
+    too_long = " ".join(f"w{n}" for n in range(300_000))  # a tsvector of some 4 MB
+    with pytest.raises(EngineError) as refused:
+        with store._raw() as conn:
+            conn.execute("SELECT to_tsvector('simple', %s)", [too_long])
+    assert not isinstance(refused.value, MemoryUnavailable) and refused.value.code == -32603
+    assert "too long for tsvector" in refused.value.message
+    assert store.unavailable() is None
 
 
 def test_two_daemons_see_each_others_writes_and_upserts_race_safely(url: str):

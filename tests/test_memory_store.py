@@ -242,3 +242,36 @@ def test_a_files_demand_rows_are_bounded_and_memory_rows_kept(tmp_path, monkeypa
         assert conn.execute("SELECT count(*) FROM demand WHERE scope IS NOT NULL").fetchone()[0] == 300
     finally:
         engine.close()
+
+
+def test_trusting_a_quarantined_store_never_joins_an_id_this_store_holds(plain: Path, tmp_path: Path):
+    """trust-memory copied row by row, each conflicting on (scope, id, part)
+    only: the old document's parts 1+ were added beside this store's own
+    fact of that id, and its upload too, which get then served instead of
+    the own row (memory probe). A held (scope, id) keeps its own rows and
+    upload; the file's other ids are carried in."""
+    db = tmp_path / "index.db"
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    alice = named_scope("alice")
+    runbook = "# Old runbook\n\nold intro\n\n## Deploy\n\nrun the legacy deploy script\n"
+    assert engine.memory.ingest(alice, "x.md", text=runbook, key="x").segments == 2
+    engine.memory.ingest(alice, "old-only.md", text=runbook)
+    engine.memory.remember(alice, "y", "an old fact kept beside its upload-free twin")
+    engine.memory.ingest(named_scope("bob"), "x.md", text=runbook, key="x")
+    engine.close()
+    with sqlite3.connect(db) as conn:  # no seal: quarantined on the next open
+        conn.execute("DELETE FROM meta WHERE key IN ('store_id', 'owner_uid', 'store_path', 'store_seal')")
+
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    assert engine.memory.count(EVERYTHING) == 0
+    engine.memory.remember(alice, "x", "the new deploy uses argo")
+    engine.memory.ingest(alice, "y.txt", text="a new upload under y", key="y")
+    engine.trust_quarantined()
+
+    assert engine.memory.item("x", alice).text == "the new deploy uses argo"
+    assert [s.whole_text() for s in engine.memory.node("x", alice).segments] == ["the new deploy uses argo"]
+    assert engine.memory.item("y", alice).text == "a new upload under y"
+    assert [r.key for r in engine.memory.search("doc", "legacy deploy", 10, alice)] == ["old-only.md"]
+    assert engine.memory.item("x", named_scope("bob")).text == runbook  # another scope's x: carried
+    assert engine.memory.count(EVERYTHING) == 4
+    engine.close()

@@ -1,7 +1,8 @@
 """The memory export's file format (index/memory/transfer.py) is data at
 rest: a file written by an earlier ctxls imports, and exports again byte for
 byte, into the SQLite backend (the PostgreSQL round trip is in
-tests/test_memory_postgres.py)."""
+tests/test_memory_postgres.py); every line is checked before anything is
+written, alike on both backends."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from ctxls.index.memory.transfer import EXPORT_FIELDS
 
@@ -85,3 +88,81 @@ def test_the_file_is_utf8_whatever_the_locale(tmp_path: Path):
     assert refused.returncode == 2 and b"not UTF-8" in refused.stderr and b"Traceback" not in refused.stderr
     assert subprocess.run([*CLI, "export", "--db", str(tmp_path / "other.db")],
                           capture_output=True, check=True).stdout == b""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def import_target(request, tmp_path: Path) -> list[str]:
+    """Where `ctxls memory import|export` goes: a fresh SQLite store, or a
+    fresh database of the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return ["--db", str(tmp_path / "index.db")]
+    url = request.getfixturevalue("pg_server").fresh_database()
+    subprocess.run([*CLI, "migrate", "--url", url], capture_output=True, check=True)  # export reads it
+    return ["--url", url]
+
+
+def _with(line: str, **changes) -> str:
+    return json.dumps({**json.loads(line), **changes})
+
+
+def test_import_checks_values_as_the_writing_verbs_do_and_writes_nothing_on_a_bad_line(
+        import_target: list[str]):
+    """Import checked only each field's JSON type: an unknown kind or a
+    timestamp over 64 bits ended in a traceback, and a blank text, an id
+    with a line break, a reserved scope or an unknown author were stored
+    though remember refuses them; on PostgreSQL a NUL or a line number over
+    its integer was a traceback too (memory probe). Every backend refuses
+    them alike, naming the line, and writes nothing."""
+    fact, episode = EARLIER_EXPORT.split("\n")[:2]
+    upload = EARLIER_EXPORT.split("\n")[4]
+    demand = EARLIER_EXPORT.split("\n")[6]
+    other = _with(fact, id="other")
+    bad_lines = {
+        "kind": _with(other, kind="bogus"),
+        "occurredAt": _with(other, occurredAt=2**64),
+        "text": _with(other, text="  \n"),
+        "id": _with(other, id="a\nb"),
+        "scope": _with(other, scope="@evil"),
+        "by": _with(other, by="robot"),
+        "startLine": _with(other, startLine=2**40),
+        "part": _with(episode, part=1),
+        "mode": _with(upload, mode="bogus"),
+        "action": _with(demand, action="bogus"),
+        "session": _with(other, session="a\0b"),
+    }
+    for field, bad in bad_lines.items():
+        refused = subprocess.run([*CLI, "import", *import_target], input=fact + "\n" + bad + "\n",
+                                 capture_output=True, text=True)
+        assert refused.returncode == 2, (field, refused.stderr)
+        # (the CLI spells a camelCase field as its option: startLine as --start-line)
+        assert "invalid param 'line 2': field '" in refused.stderr, (field, refused.stderr)
+        assert "Traceback" not in refused.stderr
+    assert subprocess.run([*CLI, "export", *import_target], capture_output=True, text=True,
+                          check=True).stdout == ""
+
+
+def test_import_refuses_a_row_given_twice_or_already_stored_and_writes_nothing(
+        import_target: list[str]):
+    """A (scope, id, part) twice in the file, or one the store holds, was an
+    IntegrityError on SQLite and a UniqueViolation traceback on PostgreSQL
+    (memory probe): the same clear refusal on both, nothing written."""
+    fact = EARLIER_EXPORT.split("\n")[0]
+    twice = subprocess.run([*CLI, "import", *import_target],
+                           input=EARLIER_EXPORT + _with(fact, text="another text") + "\n",
+                           capture_output=True, text=True)
+    assert twice.returncode == 2 and "Traceback" not in twice.stderr
+    assert ("invalid param 'line 8': part 0 of id 'creds' in scope 'alice' is given again "
+            "(first on line 1)") in twice.stderr, twice.stderr
+    assert subprocess.run([*CLI, "export", *import_target], capture_output=True, text=True,
+                          check=True).stdout == ""
+    subprocess.run([*CLI, "import", *import_target], input=EARLIER_EXPORT, capture_output=True,
+                   text=True, check=True)
+    upload = EARLIER_EXPORT.split("\n")[4]
+    for line, what in ((fact, "part 0 of id 'creds'"), (upload, "the upload of id 'blob.bin'")):
+        again = subprocess.run([*CLI, "import", *import_target],
+                               input=_with(fact, id="new-one") + "\n" + line + "\n",
+                               capture_output=True, text=True)
+        assert again.returncode == 2 and "Traceback" not in again.stderr
+        assert f"{what} in scope" in again.stderr and "already stored; nothing was imported" in again.stderr
+    assert subprocess.run([*CLI, "export", *import_target], capture_output=True, text=True,
+                          check=True).stdout == EARLIER_EXPORT

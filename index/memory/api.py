@@ -16,7 +16,7 @@ from ctxls.index.memory.model import (DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, MAX_P
                                       IngestResult, KnownFact, MemoryItem, MemoryNode, MemoryRow,
                                       MemoryStore, Page, Segment, Upload, Write, check_choice,
                                       check_count, check_key, check_kinds, check_meta, check_ms,
-                                      check_new_key, whole_segment)
+                                      check_new_key, check_text, whole_segment)
 from ctxls.index.scopes import Scope
 from ctxls.index.store import now_ms
 from ctxls.index.tokenize import query_terms
@@ -46,20 +46,18 @@ class Memory:
                  episode_window_days: float = DEFAULT_EPISODE_WINDOW_DAYS) -> None:
         """Write one row whole (never chunked); the same (scope, id) is replaced."""
         check_new_key("id", key)
-        if not isinstance(text, str) or not text.strip():
-            raise InvalidParams("text", "must be a non-empty string")
+        check_text(text)
         check_choice("kind", kind, MEMORY_KINDS)
         check_choice("by", by, AUTHORS)
         check_ms("occurredAt", occurred_at)
         check_ms("expiresAt", expires_at)
         meta_json = check_meta(meta)
-        if len(text.encode("utf-8", "surrogatepass")) > MAX_WRITE_BYTES:
-            raise TooLarge("text", MAX_WRITE_BYTES)
         now = now_ms()
         self._written(self.backend.write(Write(
             scope.home, key, kind, by, "text", [whole_segment(text)], meta_json,
             occurred_at if occurred_at is not None else now, expires_at, session, now, None,
-            now - int(episode_window_days * DAY_MS) if kind == "episode" else None)))
+            now - int(episode_window_days * DAY_MS) if kind == "episode" else None,
+            prune_every_scope=scope.unrestricted)))
 
     def ingest(self, scope: Scope, filename: str, text: str | None = None,
                base64_data: str | None = None, key: str | None = None, by: str = "agent",

@@ -10,13 +10,17 @@ from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 from ctxls.index.chunker import split_lines
 from ctxls.index.errors import InvalidParams, MemoryUnavailable, TooLarge
 from ctxls.index.paths import CONTROL_CHARACTER
-from ctxls.index.scopes import Scope
+from ctxls.index.scopes import GLOBAL, Scope
 from ctxls.index.vocabulary import MAX_ID_CHARS
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
 
 MEMORY_KINDS = ("fact", "episode", "doc")
+# How an ingested file is kept: searchable segments, or byte-exact only.
+UPLOAD_MODES = ("chunked", "blob")
+# The largest timestamp a row holds (SQLite's INTEGER, PostgreSQL's bigint).
+MAX_MS = (1 << 63) - 1
 # remember and ingest: bytes of the text or upload (UTF-8).
 MAX_WRITE_BYTES = 10 * 1024 * 1024
 # A row's meta: nesting levels and bytes of its JSON text (UTF-8).
@@ -144,6 +148,9 @@ class Write:
     created_at: int
     upload: Upload | None  # None: a remember, which drops any earlier upload of the id
     prune_episodes_before: int | None  # an episode write prunes older episodes first
+    # The writer reads every scope (a daemon without owner): its prune spans
+    # every scope on PostgreSQL too, not only the scope it writes to.
+    prune_every_scope: bool = False
 
 
 @dataclass(frozen=True)
@@ -240,8 +247,18 @@ def check_choice(name: str, value: str | None, allowed: tuple[str, ...]) -> None
 
 
 def check_ms(name: str, value: int | None) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise InvalidParams(name, "must be a non-negative timestamp in ms")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or not 0 <= value <= MAX_MS):
+        raise InvalidParams(name, "must be a non-negative timestamp in ms (below 2^63)")
+
+
+def check_text(text: str, may_be_blank: bool = False) -> None:
+    """A row's text as a write takes it: a non-blank string (a segment of an
+    ingested file may be blank) of at most MAX_WRITE_BYTES."""
+    if not isinstance(text, str) or not (may_be_blank or text.strip()):
+        raise InvalidParams("text", "must be a non-empty string")
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_WRITE_BYTES:
+        raise TooLarge("text", MAX_WRITE_BYTES)
 
 
 def check_count(name: str, value: int, low: int, high: int) -> None:
@@ -301,6 +318,21 @@ def memory_row(r, score: float = 0.0, read_text: TextReader | None = None) -> Me
                      meta=json.loads(r[11]) if r[11] is not None else None, created_at=r[12],
                      occurred_at=r[13], expires_at=r[14], embed_hash=r[15], score=score,
                      read_text=read_text)
+
+
+def own_row_wins_sql(scope: Scope, now: int, table: str, mark: str,
+                     alias: str = "m") -> tuple[str, list]:
+    """A WHERE fragment (``" AND ..."``, and its args; empty when nothing is
+    shadowed) that every read of both backends adds to its scope fence: a
+    tenant reads the shared tier's row of an id only while it holds no live
+    row of that id itself (docs/protocol.md, "its own row wins"). ``table``
+    is the backend's memory table, ``mark`` its parameter marker. A scope
+    reading every scope, or the shared tier alone, shadows nothing."""
+    if scope.unrestricted or scope.home == GLOBAL:
+        return "", []
+    return (f" AND NOT ({alias}.scope = {mark} AND EXISTS (SELECT 1 FROM {table} own "
+            f"WHERE own.scope = {mark} AND own.key = {alias}.key AND "
+            f"(own.expires_at IS NULL OR own.expires_at > {mark})))", [GLOBAL, scope.home, now])
 
 
 def row_columns(text_sql: str) -> str:

@@ -47,18 +47,19 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.embeddings import is_builtin_model
-from ctxls.index.errors import MemoryUnavailable
+from ctxls.index.errors import EngineError, MemoryUnavailable
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       INLINE_TEXT_BYTES, MEMORY_KINDS, Candidate, Forget, KnownFact,
                                       MemoryRow, Page, TextReader, Write, memory_row,
-                                      row_columns)
-from ctxls.index.memory.transfer import (demand_record, demand_values, memory_record,
-                                         memory_values, upload_record, upload_values)
+                                      own_row_wins_sql, row_columns)
+from ctxls.index.memory.transfer import (already_stored, demand_record, demand_values,
+                                         memory_record, memory_values, stored_identity,
+                                         upload_record, upload_values)
 from ctxls.index.model import content_hash
 from ctxls.index.ranking import fused_scores
 from ctxls.index.scopes import Scope
 from ctxls.index.semantic import unfingerprinted
-from ctxls.index.tokenize import expand
+from ctxls.index.tokenize import expand, expand_tokens
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -84,6 +85,13 @@ _INSERT_MEMORY = (
     f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'A') || "
     f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'B') || "
     f"to_tsvector('{TEXT_SEARCH_CONFIG}', %s), %s::vector)")
+# PostgreSQL holds a tsvector to 1 MB ("string is too long for tsvector"):
+# full text reads at most this much of a row's text (its index tokens, UTF-8)
+# and of its heading path. A tsvector takes at most about three bytes per byte
+# read (short distinct words), so the two and the id stay under the cap; get
+# returns the whole text whatever its size (docs/protocol.md, "Team memory").
+FULL_TEXT_BYTES = 256 * 1024
+FULL_TEXT_SYMBOL_BYTES = 16 * 1024
 POOL_WAIT_S = 5.0
 # Status asks whether the database answers: at most this often, waiting at most
 # PROBE_WAIT_S, so an outage costs a status call little.
@@ -210,6 +218,22 @@ def _kind_literal(kind: str) -> str:
     return f"'{kind}'"
 
 
+def _full_text(text: str | None, limit: int = FULL_TEXT_BYTES) -> str:
+    """What to_tsvector reads of ``text``: its index tokens (``expand``) from
+    the start, at most ``limit`` bytes of them."""
+    kept, size = [], 0
+    for token in expand_tokens((text or "")[:limit]):  # a character is a byte or more
+        size += len(token.encode("utf-8")) + 1
+        if size > limit:
+            break
+        kept.append(token)
+    return " ".join(kept)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def _tsquery(terms: list[str]) -> str:
     # query_terms() yields [a-z0-9_] words: quoted, none is tsquery syntax.
     return " | ".join(f"'{t}'" for t in terms)
@@ -334,9 +358,13 @@ class PostgresMemoryStore:
                 yield conn
         except PoolTimeout as exc:
             raise MemoryUnavailable(f"no connection within {wait_s:g} s ({exc})") from exc
+        except self._psycopg.errors.ProgramLimitExceeded as exc:
+            # A value over one of PostgreSQL's own limits: the database is up,
+            # and the request failed, as a statement's own failure (-32603).
+            raise EngineError(f"team memory refused the statement, nothing was written: "
+                              f"{_first_line(exc)}", {"backend": "postgresql"}) from exc
         except self._psycopg.OperationalError as exc:
-            raise MemoryUnavailable(str(exc).strip().splitlines()[0] if str(exc) else
-                                    type(exc).__name__) from exc
+            raise MemoryUnavailable(_first_line(exc)) from exc
 
     def _version(self, conn) -> int:
         exists = conn.execute("SELECT to_regclass('ctxls_memory_meta') IS NOT NULL").fetchone()[0]
@@ -478,8 +506,12 @@ class PostgresMemoryStore:
         embeddings = self._embeddings(write)  # before the transaction: it holds no lock meanwhile
         with self._tx(home=write.scope) as conn:
             if write.prune_episodes_before is not None:
+                if write.prune_every_scope:  # for the prune alone: the write stays fenced
+                    conn.execute(_SET_FENCE, self._fence_settings(None, None))
                 self._delete(conn, "kind = 'episode' AND occurred_at < %s",
                              [write.prune_episodes_before])
+                if write.prune_every_scope:
+                    conn.execute(_SET_FENCE, self._fence_settings(None, write.scope))
             self._delete(conn, "scope = %s AND key = %s AND part >= %s",
                          [write.scope, write.key, len(write.segments)])
             ids = []
@@ -498,7 +530,8 @@ class PostgresMemoryStore:
                      write.meta_json, write.session, write.created_at, write.occurred_at,
                      write.expires_at,
                      content_hash(memory_embedding_text(segment.symbol, segment.text)),
-                     expand(segment.symbol or ""), expand(write.key), expand(segment.text),
+                     _full_text(segment.symbol, FULL_TEXT_SYMBOL_BYTES), expand(write.key),
+                     _full_text(segment.text),
                      embedding)).fetchone()
                 ids.append(row_id)
             if write.upload is None:
@@ -558,7 +591,8 @@ class PostgresMemoryStore:
 
     @staticmethod
     def _fence(scope: Scope, now: int, scope_index: bool = True) -> tuple[str, list]:
-        """The query's own fence (row-level security is the second).
+        """The query's own fence (row-level security is the second), with
+        the shadowing every read applies (``own_row_wins_sql``).
         ``scope_index=False`` spells the scope test so that no B-tree on scope
         can serve it: beside the full-text index the planner would AND in the
         half of the table a tenant owns (a 500k-row bitmap, 300-450 ms at 1M
@@ -568,7 +602,8 @@ class PostgresMemoryStore:
             clause += (" AND m.scope = ANY(%s)" if scope_index else
                        " AND array_position(%s::text[], m.scope) IS NOT NULL")
             args.append(list(scope.visible))
-        return clause, args
+        shadowed, shadow_args = own_row_wins_sql(scope, now, "ctxls_memory", "%s")
+        return clause + shadowed, args + shadow_args
 
     def lexical_statement(self, kinds: list[str], terms: list[str], limit: int, scope: Scope,
                           now: int) -> tuple[str, list]:
@@ -779,11 +814,15 @@ class PostgresMemoryStore:
         """Rows go in without vectors (one bulk transaction, no model needed):
         embed_missing() gives them theirs."""
         with self._tx() as conn:
+            held = self._held(conn, records)
+            if held is not None:
+                raise already_stored(held)
             with conn.cursor() as cur:
                 cur.executemany(
                     _INSERT_MEMORY,
-                    [(*memory_values(r), expand(r["symbol"] or ""), expand(r["id"]),
-                      expand(r["text"]), None) for r in records if r["type"] == "memory"])
+                    [(*memory_values(r), _full_text(r["symbol"], FULL_TEXT_SYMBOL_BYTES),
+                      expand(r["id"]), _full_text(r["text"]), None)
+                     for r in records if r["type"] == "memory"])
                 cur.executemany("INSERT INTO ctxls_memory_files(scope, key, filename, mode, data) "
                                 "VALUES (%s, %s, %s, %s, %s)",
                                 [upload_values(r) for r in records if r["type"] == "upload"])
@@ -791,6 +830,25 @@ class PostgresMemoryStore:
                                 "VALUES (%s, %s, %s, %s, %s, %s)",
                                 [demand_values(r) for r in records if r["type"] == "demand"])
         return len(records)
+
+    @staticmethod
+    def _held(conn, records: list[dict]) -> dict | None:
+        """The first record whose row or upload the database already holds."""
+        identities = {stored_identity(r): r for r in records if stored_identity(r) is not None}
+        rows = [i for i in identities if i[0] == "memory"]
+        uploads = [i for i in identities if i[0] == "upload"]
+        found = conn.execute(
+            "(SELECT 'memory', m.scope, m.key, m.part FROM ctxls_memory m JOIN "
+            "unnest(%s::text[], %s::text[], %s::int[]) AS g(scope, key, part) "
+            "ON m.scope = g.scope AND m.key = g.key AND m.part = g.part LIMIT 1) UNION ALL "
+            "(SELECT 'upload', f.scope, f.key, NULL FROM ctxls_memory_files f JOIN "
+            "unnest(%s::text[], %s::text[]) AS g(scope, key) "
+            "ON f.scope = g.scope AND f.key = g.key LIMIT 1)",
+            ([i[1] for i in rows], [i[2] for i in rows], [i[3] for i in rows],
+             [i[1] for i in uploads], [i[2] for i in uploads])).fetchone()
+        if found is None:
+            return None
+        return identities[tuple(found) if found[0] == "memory" else tuple(found[:3])]
 
 
 __all__ = ["MemorySchemaError", "PostgresMemoryStore", "SCHEMA_VERSION"]

@@ -9,12 +9,14 @@ order) never skip or repeat a row while others write.
 
 Full text: one stemmed FTS5 table per kind (``MEMORY_FTS_TABLE_BY_KIND``),
 rowid = memory id, fed the same code-aware token expansion as file chunks.
-Every read joins ``memory`` for the scope fence (:mod:`ctxls.index.scopes`) and
-the expiry, so an expired row or another tenant's row never ranks, counts or
-leaks. With embeddings on, each row's embedding text is hashed into
-``embed_hash``; the semantic worker embeds it into the shared ``vectors``
-table, and recall fuses BM25 with cosine like file recall does, plus up to
-``ANN_NOMINEES`` nearest rows found by meaning alone.
+Every read joins ``memory`` for the scope fence (:mod:`ctxls.index.scopes`),
+the expiry and the shadowing (``own_row_wins_sql``: a tenant's own row of an
+id hides the shared tier's), so an expired row, another tenant's row or a
+shadowed one never ranks, counts or leaks. With embeddings on, each row's
+embedding text is hashed into ``embed_hash``; the semantic worker embeds it
+into the shared ``vectors`` table, and recall fuses BM25 with cosine like
+file recall does, plus up to ``ANN_NOMINEES`` nearest rows found by meaning
+alone.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ import json
 from typing import TYPE_CHECKING, Iterator
 
 from ctxls.index.embed_text import memory_embedding_text
-from ctxls.index.memory.transfer import (demand_record, demand_values, memory_record,
-                                         memory_values, upload_record, upload_values)
+from ctxls.index.memory.transfer import (already_stored, demand_record, demand_values,
+                                         memory_record, memory_values, stored_identity,
+                                         upload_record, upload_values)
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       Candidate, Forget, KnownFact, MemoryRow, Page, TextReader,
-                                      Write, memory_row, row_columns)
+                                      Write, memory_row, own_row_wins_sql, row_columns)
 from ctxls.index.model import content_hash
 from ctxls.index.ranking import RankingConfig, bm25_scores, fused_scores
 from ctxls.index.scopes import Scope
@@ -49,10 +52,18 @@ ANN_SEARCH_LIMIT = 4096
 _COLUMNS = row_columns("NULL")
 
 
+# Whether the store holds an imported record's row or upload (transfer.stored_identity).
+_HELD = {"memory": "SELECT 1 FROM memory WHERE scope = ? AND key = ? AND part = ?",
+         "upload": "SELECT 1 FROM memory_files WHERE scope = ? AND key = ?"}
+
+
 def visible_sql(scope: Scope, now: int, table: str = "m") -> tuple[str, list]:
-    """Rows ``scope`` may read that have not expired."""
+    """Rows ``scope`` may read that have not expired and that no row of its
+    own shadows (every read filters with this)."""
     clause, args = scope.visible_sql(f"{table}.scope")
-    return f"{clause} AND ({table}.expires_at IS NULL OR {table}.expires_at > ?)", [*args, now]
+    shadowed, shadow_args = own_row_wins_sql(scope, now, "memory", "?", table)
+    return (f"{clause} AND ({table}.expires_at IS NULL OR {table}.expires_at > ?){shadowed}",
+            [*args, now, *shadow_args])
 
 
 class SqliteMemoryStore:
@@ -415,6 +426,11 @@ class SqliteMemoryStore:
 
     def import_records(self, records: list[dict]) -> int:
         with self.store.write(durable=True) as conn:
+            for record in records:  # all checked before any is written
+                identity = stored_identity(record)
+                if identity is not None and conn.execute(_HELD[identity[0]],
+                                                         identity[1:]).fetchone():
+                    raise already_stored(record)
             for record in records:
                 if record["type"] == "memory":
                     (row_id,) = conn.execute(

@@ -21,10 +21,15 @@ import binascii
 import json
 from typing import Iterable, Iterator
 
+from ctxls.index.discovery import is_utf8
 from ctxls.index.embed_text import memory_embedding_text
-from ctxls.index.errors import EngineError, InvalidParams
-from ctxls.index.memory.model import check_meta
+from ctxls.index.errors import EngineError, InvalidParams, TooLarge
+from ctxls.index.memory.model import (MAX_WRITE_BYTES, MEMORY_KINDS, UPLOAD_MODES, check_choice,
+                                      check_count, check_key, check_meta, check_ms, check_new_key,
+                                      check_text)
 from ctxls.index.model import content_hash
+from ctxls.index.scopes import named_scope
+from ctxls.index.vocabulary import AUTHORS
 
 # The export file's format: per record type, its fields in the order of the
 # store's columns, with their JSON types. The names are the file's (camelCase,
@@ -40,6 +45,20 @@ EXPORT_FIELDS: dict[str, tuple[tuple[str, type | tuple[type, ...]], ...]] = {
     "demand": (("path", str), ("kind", str), ("symbol", (str, type(None))), ("action", str),
                ("scope", str), ("ts", int)),
 }
+
+
+# Each record type's values under the store's column names, in EXPORT_FIELDS'
+# order: the checks of values name them so.
+_COLUMN_NAMES = {
+    "memory": ("scope", "key", "part", "kind", "author", "format", "symbol", "start_line",
+               "end_line", "text", "meta", "session", "created_at", "occurred_at", "expires_at"),
+    "upload": ("scope", "key", "filename", "mode", "base64"),
+    "demand": ("path", "kind", "symbol", "action", "scope", "ts"),
+}
+# What a demand row records: a recall hit, or a get ("fetch").
+DEMAND_ACTIONS = ("recall", "fetch")
+# A row's part and lines (PostgreSQL's integer).
+MAX_LINE = (1 << 31) - 1
 
 
 def _record(record_type: str, columns) -> dict:
@@ -85,8 +104,11 @@ def write_lines(records: Iterable[dict]) -> Iterator[str]:
 
 
 def read_lines(lines: Iterable[str]) -> list[dict]:
-    """Every record, checked before anything is written (InvalidParams names the line)."""
+    """Every record, checked before anything is written (InvalidParams names
+    the line): its fields' JSON types, then its values as the verb that
+    writes such a row checks them, and no row or upload given twice."""
     records = []
+    first_line: dict[tuple, int] = {}  # a row's (or upload's) identity -> where it was given
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -103,13 +125,83 @@ def read_lines(lines: Iterable[str]) -> list[dict]:
                 raise InvalidParams(f"line {number}", f"field {name!r} is missing or mistyped")
         if record["type"] == "memory" and record["meta"] is not None:
             _check_meta_text(number, record["meta"])
-        if record["type"] == "upload":
-            try:
-                base64.b64decode(record["base64"], validate=True)
-            except (binascii.Error, ValueError) as exc:
-                raise InvalidParams(f"line {number}", f"base64 is not valid: {exc}") from exc
+        try:
+            _check_values(record)
+        except InvalidParams as exc:  # named as the file's field, not as a column
+            problem = exc.message.removeprefix(f"invalid param {exc.param!r}: ")
+            field = dict(zip(_COLUMN_NAMES[record["type"]],
+                             (name for name, _ in fields))).get(exc.param, exc.param)
+            raise InvalidParams(f"line {number}", f"field {field!r}: {problem}") from exc
+        except EngineError as exc:
+            raise InvalidParams(f"line {number}", exc.message) from exc
+        identity = stored_identity(record)
+        if identity is not None:
+            if identity in first_line:
+                raise InvalidParams(f"line {number}", f"{described(record)} is given again "
+                                    f"(first on line {first_line[identity]})")
+            first_line[identity] = number
         records.append(record)
     return records
+
+
+def stored_identity(record: dict) -> tuple | None:
+    """What a store holds one of: a row per (scope, id, part), an upload per
+    (scope, id); None for a demand row."""
+    if record["type"] == "memory":
+        return ("memory", record["scope"], record["id"], record["part"])
+    if record["type"] == "upload":
+        return ("upload", record["scope"], record["id"])
+    return None
+
+
+def described(record: dict) -> str:
+    what = f"part {record['part']} of" if record["type"] == "memory" else "the upload of"
+    return f"{what} id {record['id']!r} in scope {record['scope']!r}"
+
+
+def already_stored(record: dict) -> InvalidParams:
+    """The refusal of an import holding a row or upload the store already has
+    (both backends): an import adds, it never replaces."""
+    return InvalidParams("id", f"{described(record)} is already stored; nothing was imported")
+
+
+def _check_values(record: dict) -> None:
+    """A record's values, as the verb that writes such a row checks them:
+    the store holds nothing ``remember``, ``ingest`` or a recall would not.
+    InvalidParams names a store column (``_COLUMN_NAMES``)."""
+    v = dict(zip(_COLUMN_NAMES[record["type"]], _columns(record)))
+    for column, value in v.items():
+        if isinstance(value, str) and ("\0" in value or not is_utf8(value)):
+            raise InvalidParams(column, "must not contain NUL characters or unpaired surrogates")
+    named_scope(v["scope"])
+    if record["type"] == "memory":
+        check_new_key("key", v["key"])
+        check_choice("kind", v["kind"], MEMORY_KINDS)
+        check_choice("author", v["author"], AUTHORS)
+        check_new_key("format", v["format"])
+        for column in ("part", "start_line", "end_line"):
+            check_count(column, v[column], 0, MAX_LINE)
+        if v["kind"] != "doc" and v["part"] != 0:
+            raise InvalidParams("part", "must be 0 for a fact or an episode (only an ingested "
+                                        "document has parts)")
+        check_text(v["text"], may_be_blank=v["kind"] == "doc")
+        for column in ("created_at", "occurred_at", "expires_at"):
+            check_ms(column, v[column])
+    elif record["type"] == "upload":
+        check_new_key("key", v["key"])
+        check_new_key("filename", v["filename"])
+        check_choice("mode", v["mode"], UPLOAD_MODES)
+        try:
+            data = base64.b64decode(v["base64"], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise InvalidParams("base64", f"is not valid: {exc}") from exc
+        if len(data) > MAX_WRITE_BYTES:
+            raise TooLarge("upload", MAX_WRITE_BYTES)
+    else:
+        check_key("path", v["path"])
+        check_choice("kind", v["kind"], MEMORY_KINDS)
+        check_choice("action", v["action"], DEMAND_ACTIONS)
+        check_ms("ts", v["ts"])
 
 
 def _check_meta_text(number: int, text: str) -> None:

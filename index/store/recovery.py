@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 # Written rows a corrupt store's replacement inherits (nothing else is
 # irreplaceable: file rows are re-derived, vectors re-embedded).
 CARRIED_TABLES = ("memory", "memory_files", "stash", "edits")
+# The carried tables keyed by a memory (scope, id): one carried in never joins
+# an id this store already holds.
+_MEMORY_TABLES = ("memory", "memory_files")
 # A store moved aside as not this user's own: <db>.quarantined-<ms>.
 QUARANTINE_LABEL = "quarantined"
 
@@ -255,8 +258,9 @@ class Recovery:
 
     def import_quarantined(self) -> dict:
         """Carry the written rows of every quarantined store into this one (the
-        user vouches for them), then remove those files; rows whose (scope,
-        id) this store already holds keep this store's version."""
+        user vouches for them), then remove those files; a (scope, id) this
+        store already holds keeps this store's rows and upload, none of the
+        file's."""
         stores = self.quarantined()
         carried: dict[str, int] = {table: 0 for table in CARRIED_TABLES}
         for entry in stores:
@@ -279,6 +283,12 @@ class Recovery:
             source = _salvage_connection(aside, read_only=False)
         except sqlite3.Error:
             return carried
+        # A (scope, id) this store holds keeps its own row and upload whole:
+        # the rows conflict per part only, so the old document's other parts
+        # (and an upload the own row lacks) would join it.
+        with self.write() as conn:
+            held = {tuple(r) for table in _MEMORY_TABLES
+                    for r in conn.execute(f"SELECT DISTINCT scope, key FROM {table}")}
         try:
             for table in CARRIED_TABLES:
                 try:
@@ -295,6 +305,10 @@ class Recovery:
                 count = 0
                 with self.write(durable=True) as conn:
                     for row in _readable_rows(source, table, columns):
+                        values = dict(zip(columns, row))
+                        if (table in _MEMORY_TABLES
+                                and (values.get("scope"), values.get("key")) in held):
+                            continue
                         try:
                             cursor = conn.execute(insert, row)
                         except sqlite3.IntegrityError:  # a damaged row: leave it behind
@@ -303,7 +317,6 @@ class Recovery:
                             continue
                         count += 1
                         if table == "memory":
-                            values = dict(zip(columns, row))
                             self.put_memory_text(conn, cursor.lastrowid, values["kind"], values["key"],
                                                  values.get("symbol"), values["text"])
                 carried[table] = count
