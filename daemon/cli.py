@@ -309,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         say_error(exc.message)
         return exc.code
     except EngineError as exc:
-        say_error(in_caller_names(exc.message, OPTION_OF_FIELD))
+        # An import's errors name the fields of the records read, not options.
+        say_error(exc.message if args.func is cmd_memory else in_caller_names(exc.message, OPTION_OF_FIELD))
         return EXIT_USAGE if exc.code == InvalidParams.code else 1
     except ConnectionError as exc:
         say_error(f"lost the daemon: {exc}")

@@ -134,8 +134,8 @@ def test_import_checks_values_as_the_writing_verbs_do_and_writes_nothing_on_a_ba
         refused = subprocess.run([*CLI, "import", *import_target], input=fact + "\n" + bad + "\n",
                                  capture_output=True, text=True)
         assert refused.returncode == 2, (field, refused.stderr)
-        # (the CLI spells a camelCase field as its option: startLine as --start-line)
-        assert "invalid param 'line 2': field '" in refused.stderr, (field, refused.stderr)
+        # The record's own field, never respelled as a CLI option (--start-line)
+        assert f"invalid param 'line 2': field '{field}'" in refused.stderr, (field, refused.stderr)
         assert "Traceback" not in refused.stderr
     assert subprocess.run([*CLI, "export", *import_target], capture_output=True, text=True,
                           check=True).stdout == ""
