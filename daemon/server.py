@@ -254,6 +254,10 @@ def prewarm(root: Path) -> Engine:
         # answer and status say why, and the pass is tried again until it lands.
         log.warning("%s: %s; serving what the index holds meanwhile", root, exc)
         index_in_background(engine)
+    except Exception:
+        # Any other failure of the first pass fails that pass, never the
+        # daemon: status carries it, and the next pass (a change, `index`) runs.
+        log.exception("the first pass of %s failed; serving what the index holds", root)
     engine.start_embedding()  # the backlog drains while no client is connected yet
     return engine
 

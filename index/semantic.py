@@ -8,10 +8,12 @@ until the primary's backlog is nearly empty; the engine chooses, and never
 ranks with both). The rest of this text holds for each.
 
 SQLite is the truth: ``vectors`` maps an embedding-text hash to its vector
-(float16). ``vectors.usearch`` beside the store is a cache of that table for
-fast nearest-neighbour search, saved atomically (temp file + rename) and, on
-start, reconciled with the table (missing keys added, extra keys removed) or
-rebuilt when it is missing or unreadable. So a crash at any point leaves at
+(float16). ``vectors.usearch`` beside the store (``<db>.vectors.usearch``
+for a store not named ``index.db``: ``vector_file_for``) is a cache of that
+table for fast nearest-neighbour search, saved atomically (temp file +
+rename) and, on start, reconciled with the table (missing keys added, extra
+keys removed) or rebuilt when it is missing, unreadable, or written for
+another store or model (ann_file's binding). So a crash at any point leaves at
 worst a stale ANN file, which the next start repairs, and never a vector that
 SQLite does not know.
 
@@ -114,6 +116,7 @@ class SemanticIndex:
         # Why the ANN file was rebuilt from SQLite at load, for status.
         self.rebuilt_reason: str | None = None
         self._ann = None
+        self._binding = ""  # ann_file's binding of the loaded index (_open_ann)
         self._ann_lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._urgent: collections.OrderedDict[str, bool] = collections.OrderedDict()
@@ -178,7 +181,7 @@ class SemanticIndex:
                 self._warn(f"semantic search is off: {exc}; {fallback}")
                 return False
             self._check_model(embedder)
-            self._ann = self._open_ann(embedder.dim)
+            self._ann = self._open_ann(embedder.dim, self._model_stamp(embedder))
             self.embedder = embedder
         return True
 
@@ -294,12 +297,18 @@ class SemanticIndex:
 
         return Index(ndim=dim, metric="cos", dtype="f16")
 
-    def _open_ann(self, dim: int):
+    def _ann_binding(self, model_stamp: str) -> str:
+        """What the ANN file's keys and vectors belong to: this store (ids are
+        numbered per store), this table and this model (ann_file's binding)."""
+        return "\0".join((self.store.meta().get("store_id", ""), self.table, model_stamp))
+
+    def _open_ann(self, dim: int, model_stamp: str):
         self._remove_stray_writes()
         ann = self._new_ann(dim)
+        self._binding = self._ann_binding(model_stamp)  # what save() writes: the index loaded for it
         if self.vector_path is not None and self.vector_path.exists():
             try:
-                ann.load(ann_file.read(self.vector_path, dim))
+                ann.load(ann_file.read(self.vector_path, dim, self._binding))
             except Exception as exc:  # damaged, foreign or old: rebuild from SQLite
                 log.warning("rebuilding %s: %s", self.vector_path, exc)
                 self.rebuilt_reason = str(exc)
@@ -338,12 +347,13 @@ class SemanticIndex:
         with the same ``dbPath``, two bench runs) each rename a whole file."""
         if self.vector_path is None or self._ann is None:
             return
+        binding = self._binding
         tmp = self.vector_path.with_name(f"{self.vector_path.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
         with self._ann_lock:
             payload = self._ann.save()
             dim, count = self._ann.ndim, len(self._ann)
         try:
-            if not ann_file.write(tmp, payload, dim, count):
+            if not ann_file.write(tmp, payload, dim, count, binding):
                 return  # no key to sign it: the next start rebuilds from SQLite
             restrict(tmp)  # 0600 before it takes the real name
             os.replace(tmp, self.vector_path)
@@ -773,7 +783,16 @@ class EmbeddingEta:
         return f"{text}, {rate:.1f}/s, ETA {int(left // 60)}m{int(left % 60):02d}s"
 
 
+# The default store's name: its ANN files keep their plain names.
+_DEFAULT_STORE_NAME = "index.db"
+
+
 def vector_file_for(db_path: str, tier: VectorTier = PRIMARY_TIER) -> Path:
-    return Path(db_path).with_name(tier.file_name)
+    """A store's ANN file, beside it and named after it (``a.db`` ->
+    ``a.db.vectors.usearch``): two stores in one folder never share one."""
+    db = Path(db_path)
+    if db.name == _DEFAULT_STORE_NAME:
+        return db.with_name(tier.file_name)
+    return db.with_name(f"{db.name}.{tier.file_name}")
 
 

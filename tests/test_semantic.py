@@ -241,8 +241,8 @@ def test_two_writers_of_one_ann_file_each_write_a_whole_one(small: Path, monkeyp
     write = ann_file.write
     calls = []
 
-    def write_while_another_writes(path, payload, dim, count):
-        done = write(path, payload, dim, count)
+    def write_while_another_writes(path, payload, dim, count, binding):
+        done = write(path, payload, dim, count, binding)
         calls.append(path)
         if len(calls) == 1:  # the other writer, between this one's write and its rename
             engine.semantic.save()
@@ -756,3 +756,34 @@ def test_a_full_disk_pauses_embedding_with_one_warning_and_it_resumes(small: Pat
         assert engine.semantic.pending() == 0 and engine.semantic.vector_count() > 0
     finally:
         engine.close()
+
+
+def test_an_ann_file_of_another_store_is_rebuilt_and_stores_in_one_folder_have_their_own(
+        small: Path, tmp_path: Path):
+    """Two stores given by dbPath in one folder shared one vectors.usearch, and
+    a file of another store (copied from another repository) passed the
+    check: the keys are row ids, which every store numbers from 1, so recall
+    ranked with the other store's vectors."""
+    stores = tmp_path / "stores"
+    a_db, b_db = str(stores / "a.db"), str(stores / "b.db")
+    assert vector_file_for(a_db) == stores / "a.db.vectors.usearch" != vector_file_for(b_db)
+    assert vector_file_for(str(stores / "index.db")) == stores / "vectors.usearch"  # the default keeps its name
+    for db in (a_db, b_db):
+        engine = semantic_engine(small, db_path=db)
+        engine.index()
+        engine.embed_pending()
+        engine.close()  # saves its ANN file
+    b_file = vector_file_for(b_db)
+    b_file.write_bytes(vector_file_for(a_db).read_bytes())  # A's vectors where B's belong
+    reopened = semantic_engine(small, db_path=b_db)
+    try:
+        assert reopened.semantic.ensure_loaded()
+        assert reopened.semantic.rebuilt_reason == "written for another store or vector model"
+        assert_consistent(reopened)
+    finally:
+        reopened.close()
+    again = semantic_engine(small, db_path=b_db)
+    try:
+        assert again.semantic.ensure_loaded() and again.semantic.rebuilt_reason is None  # its own file now
+    finally:
+        again.close()

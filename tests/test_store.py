@@ -951,3 +951,265 @@ def test_the_state_folder_from_the_environment_is_absolute(tmp_path: Path, monke
     assert roots.state_dir() == tmp_path / "home" / ".local" / "state" / "ctxls"
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
     assert roots.state_dir() == tmp_path / "xdg" / "ctxls"
+
+
+def damage_text(db: Path, table: str, column: str, where: str) -> None:
+    """One byte of a TEXT value made invalid UTF-8, as a flipped bit inside a
+    record does: PRAGMA quick_check still says ok."""
+    with sqlite3.connect(db) as conn:
+        (value,) = conn.execute(f"SELECT {column} FROM {table} WHERE {where}").fetchone()
+        damaged = bytearray(value.encode())
+        damaged[len(damaged) // 2] = 0xFF
+        conn.execute(f"UPDATE {table} SET {column} = CAST(? AS TEXT) WHERE {where}", (bytes(damaged),))
+        assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+
+
+_SESSION_FILE = "file_id = (SELECT id FROM files WHERE path = 'pkg/session.py')"
+DAMAGED_TEXT = {"file_terms.terms": ("file_terms", "terms", f"{_SESSION_FILE} AND kind = 'code'"),
+                "chunks.text": ("chunks", "text", "id = (SELECT id FROM chunks WHERE "
+                                                  f"{_SESSION_FILE} AND text LIKE '%def send_prepared%')")}
+
+
+def session_recalled(engine: Engine) -> bool:
+    """Code recall finds pkg/session.py; a request that meets the damage
+    fails with a bounded store error (the decode error quoted the whole row)."""
+    try:
+        with read_snapshot():  # as the daemon's router reads: SQLite's errors become the library's
+            hits = engine.recall("send prepared", ["code"], mode="lexical").hits_by_kind.get("code", [])
+    except StoreUnavailable as exc:
+        assert exc.data["reason"] == "corrupt" and "damaged value" in exc.message, exc.message
+        assert len(exc.message) < 600
+        return False
+    return bool(hits) and hits[0].path == "pkg/session.py"
+
+
+@pytest.mark.parametrize("damaged", sorted(DAMAGED_TEXT))
+def test_an_undecodable_value_met_by_a_query_is_repaired_and_the_file_indexed_again(
+        plain_repo: Path, tmp_path: Path, damaged: str):
+    """One invalid UTF-8 byte in a file's rows failed every recall for good
+    (a decode error was a statement's error: the store was never suspect, and
+    quick_check does not read values). Now the next access finds it, drops
+    that file's rows and indexes the file again; status says so."""
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    damage_text(db, *DAMAGED_TEXT[damaged])
+    try:
+        assert wait_for(lambda: session_recalled(engine))
+        assert "undecodable" in engine.status()["repaired"]["cause"]
+        assert engine.status()["files"] == len(SAMPLE_FILES)
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("damaged", sorted(DAMAGED_TEXT))
+def test_a_forced_pass_repairs_an_undecodable_value(plain_repo: Path, tmp_path: Path, damaged: str):
+    """`index --force` is the remedy that always works: it kept the damaged
+    rows (their hash had not changed) and recall kept failing."""
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    damage_text(db, *DAMAGED_TEXT[damaged])
+    try:
+        assert engine.index(force=True).files == len(SAMPLE_FILES)
+        assert session_recalled(engine)
+        assert "undecodable" in engine.status()["repaired"]["cause"]
+    finally:
+        engine.close()
+
+
+def test_a_store_with_an_undecodable_value_is_repaired_when_opened(plain_repo: Path, tmp_path: Path):
+    """A CLI verb without a daemon opens the store each time: the check on
+    open reads every value too, so the first verb already answers."""
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    engine.memory.remember(EVERYTHING, "deploy", "deploy with make release")
+    engine.close()
+    damage_text(db, *DAMAGED_TEXT["chunks.text"])
+    reopened = make_engine(plain_repo, db)
+    try:
+        assert "undecodable" in reopened.status()["repaired"]["cause"]
+        assert reopened.index().added == 1  # the damaged file's rows were dropped, the others kept
+        assert session_recalled(reopened)
+        assert reopened.memory.count(EVERYTHING) == 1
+    finally:
+        reopened.close()
+
+
+def test_an_edit_to_a_file_whose_rows_are_damaged_writes_them_anew(plain_repo: Path, tmp_path: Path):
+    """The rewrite of an edited file read its damaged term counts first and
+    failed: symbols, outline and index failed on that file for good."""
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    damage_text(db, *DAMAGED_TEXT["file_terms.terms"])
+    try:
+        with open(plain_repo / "pkg" / "session.py", "a") as fh:
+            fh.write("\n\ndef brand_new_helper(x):\n    return x\n")
+        assert engine.index(["pkg/session.py"]).updated == 1
+        terms = _file_terms(engine, "pkg/session.py")
+        assert terms["stored"] == terms["counted"]
+        hits = engine.recall("brand_new_helper", ["code"], mode="lexical").hits_by_kind["code"]
+        assert hits[0].path == "pkg/session.py"
+    finally:
+        engine.close()
+
+
+def test_a_first_pass_failing_unexpectedly_leaves_the_daemon_serving(plain_repo: Path, monkeypatch):
+    """`ctxls serve --root R --socket` exited when its first pass raised
+    anything but a store refusal (a damaged row once): an unexpected
+    failure fails that pass, never the daemon."""
+    from ctxls.daemon import server as server_module
+
+    def failing_pass(engine: Engine, *args, **kwargs):
+        raise RuntimeError("an unexpected failure of the first pass")
+
+    monkeypatch.setattr(Engine, "cold_index", failing_pass)
+    engine = server_module.prewarm(plain_repo)
+    try:
+        assert engine.status()["files"] == 0
+        monkeypatch.undo()
+        assert engine.index().added == len(SAMPLE_FILES)
+    finally:
+        server_module.server.prewarmed.pop(engine.root, None)
+        engine.close()
+
+
+def test_a_store_cut_short_after_its_first_commit_is_sealed_not_quarantined(tmp_path: Path, monkeypatch):
+    """The seal was a transaction of its own after the schema's: a process
+    killed between them (or a second process looking then) left a store of
+    this user without a seal, quarantined by the next open."""
+    from ctxls.index.store import schema
+
+    db = tmp_path / "index.db"
+    monkeypatch.setattr(schema, "_SCHEMA", "CREATE TABLE cut_short (")  # the creation stops there
+    assert Store(str(db)).error is not None
+    monkeypatch.undo()
+    reopened = Store(str(db))
+    try:
+        assert reopened.error is None and reopened.repair is None
+        assert not list(tmp_path.glob("index.db.quarantined-*"))
+        assert "store_id" in reopened.meta()
+    finally:
+        reopened.close()
+
+
+def test_a_store_opened_while_another_is_making_it_waits_and_uses_that_one(tmp_path: Path, monkeypatch):
+    """Three `ctxls index --no-daemon` on a repository without a store: one
+    looking between another's schema and its seal quarantined the store just
+    made, and the maker failed with "no such table". Opening is exclusive
+    between processes (and stores) of one folder."""
+    from ctxls.index.store.recovery import Recovery
+
+    db = tmp_path / "index.db"
+    seal, making = Recovery._seal, threading.Event()
+
+    def slow_seal(self):
+        making.set()
+        time.sleep(0.5)  # the window the second store opened in
+        return seal(self)
+
+    monkeypatch.setattr(Recovery, "_seal", slow_seal)
+    made: list[Store] = []
+    maker = threading.Thread(target=lambda: made.append(Store(str(db))))
+    maker.start()
+    assert making.wait(30)
+    second = Store(str(db))
+    maker.join()
+    try:
+        assert second.error is None and made[0].error is None
+        assert not list(tmp_path.glob("index.db.quarantined-*"))
+        assert second.meta()["store_id"] == made[0].meta()["store_id"]
+        with made[0].write() as conn:
+            conn.execute("INSERT INTO meta(key, value) VALUES ('probe', '1')")
+        assert second.meta()["probe"] == "1"
+    finally:
+        second.close()
+        made[0].close()
+
+
+def test_a_repair_cut_short_before_the_carry_is_finished_by_the_next_open(
+        plain_repo: Path, tmp_path: Path, monkeypatch):
+    """A process killed between moving a damaged store aside and carrying
+    its written memory over stranded that memory in `index.db.corrupt-*`:
+    nothing served, reported or offered it again."""
+    from ctxls.index.store.recovery import Recovery
+
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    engine.memory.remember(EVERYTHING, "deploy", "deploy with make release")
+    engine.close()
+    corrupt_table_page(db, "chunks")
+
+    def killed(self, aside):
+        raise KeyboardInterrupt  # the process ends right there
+
+    monkeypatch.setattr(Recovery, "_carry_over", killed)
+    with pytest.raises(KeyboardInterrupt):
+        Store(str(db))
+    monkeypatch.undo()
+    reopened = make_engine(plain_repo, db)
+    try:
+        repaired = reopened.status()["repaired"]
+        assert "cut short" in repaired["cause"] and repaired["carried"]["memory"] == 1, repaired
+        assert reopened.memory.count(EVERYTHING) == 1
+        assert not list(tmp_path.glob("index.db.repairing-*"))
+        assert [p.name for p in tmp_path.glob("index.db.corrupt-*[0-9]")] == [Path(repaired["moved_to"]).name]
+    finally:
+        reopened.close()
+
+
+def test_an_empty_store_file_is_replaced_and_said_and_a_folder_journal_named(tmp_path: Path):
+    """A zero-length index.db silently became a new store; a folder in place
+    of index.db-wal gave SQLite's message, which names no file."""
+    db = tmp_path / "index.db"
+    db.write_bytes(b"")
+    store = Store(str(db))
+    try:
+        assert store.error is None and "empty" in store.repair["cause"]
+    finally:
+        store.close()
+    other = tmp_path / "other.db"
+    (tmp_path / "other.db-wal").mkdir()
+    refused = Store(str(other))
+    try:
+        assert refused.error is not None and refused.error.data["reason"] == "folder"
+        assert "other.db-wal" in refused.error.message
+    finally:
+        refused.close()
+
+
+def test_two_stores_judging_one_untrusted_store_quarantine_it_once(tmp_path: Path, monkeypatch):
+    """Quarantine took no lock between processes: two that judged the same
+    unsealed store both moved "it" aside, the second the store the first had
+    just made in its place."""
+    from ctxls.index import trust
+
+    db = tmp_path / "index.db"
+    Store(str(db)).close()
+    with sqlite3.connect(db) as conn:  # as a store from a checkout or an archive comes
+        conn.execute("DELETE FROM meta WHERE key IN ('store_id', 'owner_uid', 'store_path', 'store_seal')")
+    problem, judging = trust.problem, threading.Event()
+
+    def slow_problem(meta, db_path):
+        found = problem(meta, db_path)
+        judging.set()
+        time.sleep(0.3)  # the window the other store judged the same file in
+        return found
+
+    monkeypatch.setattr(trust, "problem", slow_problem)
+    opened: list[Store] = []
+    first = threading.Thread(target=lambda: opened.append(Store(str(db))))
+    first.start()
+    assert judging.wait(30)
+    second = Store(str(db))
+    first.join()
+    try:
+        assert second.error is None and opened[0].error is None
+        assert len(list(tmp_path.glob("index.db.quarantined-*[0-9]"))) == 1
+        assert second.meta()["store_id"] == opened[0].meta()["store_id"]
+    finally:
+        second.close()
+        opened[0].close()

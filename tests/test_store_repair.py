@@ -104,3 +104,24 @@ def test_the_whole_file_check_is_skipped_only_for_the_file_as_this_user_left_it(
     assert not trust.unchanged_since_checked(store_id, (st.st_ino, st.st_size, st.st_mtime_ns))
     status = json.loads(ctxls("status", str(repo), "--json").stdout)
     assert status["repaired"]["cause"] and os.path.exists(status["repaired"]["movedTo"])
+
+
+def test_an_undecodable_value_no_check_saw_is_repaired_by_the_command_line(repo: Path):
+    """One invalid UTF-8 byte in a chunk's text (quick_check says ok) failed
+    recall, symbols and outline for good, `index --force` included, and the
+    error quoted the whole damaged row."""
+    assert ctxls("index", str(repo)).returncode == 0
+    assert ctxls("remember", "deploy", "deploy with make release", "--root", str(repo)).returncode == 0
+    db = repo / ".ctxls" / "index.db"
+    with sqlite3.connect(db) as conn:
+        where = ("id = (SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id "
+                 "WHERE f.path = 'pkg/session.py' AND c.text LIKE '%def send_prepared%')")
+        (text,) = conn.execute(f"SELECT text FROM chunks WHERE {where}").fetchone()
+        damaged = bytearray(text.encode())
+        damaged[len(damaged) // 2] = 0xFF
+        conn.execute(f"UPDATE chunks SET text = CAST(? AS TEXT) WHERE {where}", (bytes(damaged),))
+        assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    forced = ctxls("index", "--root", str(repo), "--force", "--json")
+    assert forced.returncode == 0, forced.stderr
+    assert code_paths(repo, "send prepared")[0] == "pkg/session.py"
+    assert facts(dict(os.environ), repo, "deploy") == ["deploy with make release"]

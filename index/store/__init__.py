@@ -5,7 +5,8 @@ names a connection ``Connection`` and catches the library's errors
 
 Modules: ``schema`` (layout, versions, migrations), ``database`` (``Store``:
 opening, connections, transactions, read snapshots), ``reads``, ``writes``,
-``recovery`` (damage, quarantine, carrying rows over), ``failures`` (what a
+``recovery`` (damage, quarantine, carrying rows over), ``records`` (damage
+inside records, which quick_check does not read), ``failures`` (what a
 SQLite error means, as the library's error).
 
 Format (docs/architecture.md, "Store format", says the same in prose):
@@ -37,13 +38,28 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   that is a folder, not SQLite, or another application's SQLite file is
   refused the same way and never touched. Only a file that is ours (the
   ``APPLICATION_ID`` in its header, or our ``meta`` table) and that SQLite
-  proves corrupt is moved aside to ``index.db.corrupt-<ms>``; a new store is
-  created and the written rows that can still be read (``CARRIED_TABLES``)
-  are carried into it.
+  proves corrupt is moved aside (``index.db.repairing-<ms>``); a new store
+  is created, the written rows that can still be read (``CARRIED_TABLES``)
+  are carried into it, and only then is the file renamed
+  ``index.db.corrupt-<ms>``. A ``repairing-`` file left by a process killed
+  in between is carried by the next open (a trusted one; another is
+  quarantined).
 - A store that opens but is damaged (``PRAGMA quick_check`` on open, when a
   query meets corruption, and before a forced pass) is handled like a corrupt
   one: moved aside, rebuilt, its readable written rows carried in
   (``repair`` says so).
+- The same checks read every TEXT value (``records``): a value that is not
+  UTF-8 (a flipped byte inside a record, which quick_check does not see)
+  failed every query reading it. In a file's rows it drops that file's rows
+  (the next pass indexes it again); in a vector or demand row, that row; in
+  written rows it is the whole store's damage (moved aside, as above). A
+  query meeting one makes the store suspect like any corruption, and a
+  file's rewrite that meets one writes the file's rows anew.
+- An empty (0-byte) store file is replaced by a new store, and ``repair``
+  says so.
+- A new store is sealed in its first commit, and opening, creating,
+  quarantining and repairing hold a lock on the store's folder (``flock``),
+  so no process sees another's store half made.
 - A store without this user's seal (``index/trust.py``: one that came with
   the checkout, was copied from elsewhere or made by another user) is moved
   aside whole as ``index.db.quarantined-<ms>``; its written rows are served

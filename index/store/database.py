@@ -8,6 +8,7 @@ behind a lock, one read connection per thread, a read snapshot per request
 from __future__ import annotations
 
 import collections
+import fcntl
 import itertools
 import logging
 import os
@@ -24,7 +25,7 @@ from ctxls.index import trust
 from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
 from ctxls.index.private import LinkRefused, create_private_file, make_private_dir, refuse_link, restrict
 from ctxls.index.store.fts_changes import opened as fts_tables_opened, record as record_fts_commit
-from ctxls.index.store.failures import storage_reason, store_error, translated
+from ctxls.index.store.failures import detail, storage_reason, store_error, translated
 from ctxls.index.store.reads import Reads, fts_generation
 from ctxls.index.store.recovery import Recovery, _is_ours
 from ctxls.index.store.schema import APPLICATION_ID, FTS_TABLE_BY_KIND, VECTOR_TABLES, Migrations, _SQLITE_MAGIC
@@ -91,6 +92,9 @@ class Store(Migrations, Recovery, FileRows, Reads):
         self._home = home
         # Whether stores are sealed and checked (index/trust.py): not a throw-away one.
         self._sealed = db_path is not None
+        # Whether this Store holds the lock of its folder (_folder_lock; only
+        # ever changed under _write_lock, so by one thread at a time).
+        self._folder_locked = False
         # Where this process moved a corrupt or untrusted store (its caches beside it are stale).
         self.moved_aside: str | None = None
         self._quarantine_counts: dict[tuple[str, int, int], int] = {}
@@ -191,18 +195,63 @@ class Store(Migrations, Recovery, FileRows, Reads):
                 refuse_link(self.db_path + suffix, "the store file")
         except LinkRefused as exc:
             raise StoreUnavailable(self.db_path, "link", exc.strerror) from exc
-        header = self._header()
+        for suffix in ("-wal", "-shm"):  # SQLite's own message names no file
+            if os.path.isdir(self.db_path + suffix):
+                raise StoreUnavailable(self.db_path, "folder",
+                                       f"{self.db_path}{suffix} is a folder, not the store's "
+                                       f"{suffix[1:]} file; refusing to use the store (move it away)")
+        self._refuse_foreign(self._header())
+        try:
+            make_private_dir(path.parent)
+        except OSError as exc:
+            raise self._create_error(exc) from exc
+        with self._folder_lock():
+            self._open_in_folder(path)
+
+    def _refuse_foreign(self, header: bytes) -> None:
         if header and not header.startswith(_SQLITE_MAGIC):
             raise StoreUnavailable(self.db_path, "foreign",
                                    "dbPath is not a SQLite database; refusing to use or move it")
+
+    def _create_error(self, exc: OSError) -> StoreUnavailable:
+        reason = ("permission" if isinstance(exc, PermissionError) else "link" if isinstance(exc, LinkRefused)
+                  else "io")
+        return StoreUnavailable(self.db_path, reason, exc.strerror or str(exc))
+
+    @contextmanager
+    def _folder_lock(self) -> Iterator[None]:
+        """Exclusive between the processes (and Stores) opening a store in this
+        folder: one creates, judges, quarantines or repairs a store while no
+        other can see it half made (a new store before its seal was
+        quarantined by a second process). Held by the caller of _open and of
+        the suspect check, both under _write_lock."""
+        if self._temp_dir is not None or self._folder_locked:
+            yield
+            return
         try:
-            make_private_dir(path.parent)
+            fd = os.open(os.path.dirname(os.path.abspath(self.db_path)), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError as exc:
+            raise self._create_error(exc) from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self._folder_locked = True
+            yield
+        finally:
+            self._folder_locked = False
+            os.close(fd)  # releases the lock
+
+    def _open_in_folder(self, path: Path) -> None:
+        """The part of _open that holds the folder's lock."""
+        header = self._header()  # again: another process may have made or moved it meanwhile
+        self._refuse_foreign(header)
+        # An empty file is no store (a creation cut short, or the file
+        # truncated): a new one is made in its place, and status says so.
+        emptied = not header and path.is_file()
+        try:
             if not header:
                 create_private_file(path)
         except OSError as exc:
-            reason = ("permission" if isinstance(exc, PermissionError) else "link" if isinstance(exc, LinkRefused)
-                      else "io")
-            raise StoreUnavailable(self.db_path, reason, exc.strerror or str(exc)) from exc
+            raise self._create_error(exc) from exc
         self._uri = path.resolve().as_uri()
         if not header:
             self._set_aside_orphans()
@@ -230,29 +279,35 @@ class Store(Migrations, Recovery, FileRows, Reads):
                 conn = None
                 self._quarantine(distrust)
                 return
-            self._install(conn)
-            if self._sealed and meta.get("store_id") is None:
-                self._seal()  # a new store, or one from before seals that git says is not the checkout's
-            damage = self._damage() if header and not unchanged else None
-            if damage is not None:
-                conn = None  # the writer now: _repair closes it
-                self._repair(damage, meta)
+            self._install(conn)  # seals a new store (Migrations._migrate)
+            if header and not unchanged:
+                damage = self._damage()
+                conn = None  # the writer now: a repair closes it
+                if damage is not None:
+                    self._repair(damage, meta)
+                else:
+                    self._repair_records("a check on open", meta)
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
             reason = storage_reason(exc) or "io"
             if reason != "corrupt":
-                raise StoreUnavailable(self.db_path, reason, str(exc)) from exc
+                raise StoreUnavailable(self.db_path, reason, detail(exc)) from exc
             if not _is_ours(header):
                 raise StoreUnavailable(
                     self.db_path, "corrupt",
-                    f"{exc}; it carries no ctxls marker, so it is left as it is "
+                    f"{detail(exc)}; it carries no ctxls marker, so it is left as it is "
                     "(move it away and ctxls builds a new store)") from exc
             self._replace_corrupt(exc, meta)
         except BaseException:
             if conn is not None:
                 conn.close()
             raise
+        if emptied:
+            log.warning("index store %s was an empty file; a new store was made in its place", self.db_path)
+            self.repair = {"at": now_ms(), "cause": "the store file was empty (0 bytes); a new store "
+                           "was made in its place", "moved_to": None, "carried": {}}
+        self._finish_repairs()  # a repair an earlier process began and did not finish
 
     def _set_aside_orphans(self) -> None:
         """A -wal/-shm without its database (deleted under a running daemon)

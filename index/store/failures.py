@@ -14,6 +14,11 @@ from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
 _TRANSIENT_REASONS = {3: "permission", 5: "locked", 6: "locked", 7: "io", 8: "readonly",
                       10: "io", 13: "full", 14: "cantopen", 15: "locked", 23: "permission"}
 _CORRUPT_CODES = frozenset({11, 26})  # SQLITE_CORRUPT, SQLITE_NOTADB
+# What Python's sqlite3 raises (no result code) for a TEXT value that is not
+# UTF-8: a damaged byte inside a record, which quick_check does not read.
+_UNDECODABLE = "Could not decode to UTF-8"
+# An error's text in a message, at most: the decode error quotes the whole value.
+_DETAIL_CHARS = 300
 
 
 class StoreVersionError(StoreUnavailable):
@@ -32,11 +37,25 @@ def storage_reason(exc: sqlite3.Error) -> str | None:
         return "closed"
     code = getattr(exc, "sqlite_errorcode", None)
     if code is None:
-        return None
+        return "corrupt" if undecodable(exc) else None
     primary = code & 0xFF
     if primary in _CORRUPT_CODES:
         return "corrupt"
     return _TRANSIENT_REASONS.get(primary)
+
+
+def undecodable(exc: BaseException) -> bool:
+    """A TEXT value read was not UTF-8: the record holding it is damaged."""
+    return isinstance(exc, sqlite3.Error) and str(exc).startswith(_UNDECODABLE)
+
+
+def detail(exc: BaseException) -> str:
+    """``exc``'s text for a message, bounded: a decode error names its column,
+    never the damaged value (a whole row of text)."""
+    text = str(exc)
+    if undecodable(exc):
+        text = text.split(" with text ", 1)[0] + " (a damaged value)"
+    return text if len(text) <= _DETAIL_CHARS else text[:_DETAIL_CHARS] + "…"
 
 
 def store_error(exc: sqlite3.Error, db_path: str, writing: bool) -> StoreError | None:
@@ -45,12 +64,12 @@ def store_error(exc: sqlite3.Error, db_path: str, writing: bool) -> StoreError |
     if reason is None:
         return None
     if writing:
-        return WriteFailed(db_path, reason, str(exc))
-    return StoreUnavailable(db_path, reason, str(exc))
+        return WriteFailed(db_path, reason, detail(exc))
+    return StoreUnavailable(db_path, reason, detail(exc))
 
 
 
 def translated(exc: sqlite3.Error, db_path: str, writing: bool) -> StoreError:
     """Any SQLite error as the library's: a storage failure's own kind, else
     the statement's failure (``StoreError``, -32603)."""
-    return store_error(exc, db_path, writing) or StoreError(db_path, "statement", str(exc))
+    return store_error(exc, db_path, writing) or StoreError(db_path, "statement", detail(exc))

@@ -13,9 +13,11 @@ from typing import Iterator
 from ctxls.index import trust
 from ctxls.index.errors import StoreError, StoreUnavailable
 from ctxls.index.private import create_private_file
-from ctxls.index.store.failures import storage_reason, store_error
+from ctxls.index.store.failures import detail, storage_reason, store_error
+from ctxls.index.store.fts_changes import opened as fts_tables_opened
+from ctxls.index.store.records import drop_damaged, find_damage
 from ctxls.index.store.schema import (APPLICATION_ID, FTS_TABLE_BY_KIND, MEMORY_FTS_TABLE_BY_KIND,
-                                      _SQLITE_MAGIC)
+                                      VECTOR_TABLES, _SQLITE_MAGIC, new_paths_generation)
 from ctxls.index.store.writes import now_ms
 
 log = logging.getLogger(__name__)
@@ -28,12 +30,29 @@ CARRIED_TABLES = ("memory", "memory_files", "stash", "edits")
 _MEMORY_TABLES = ("memory", "memory_files")
 # A store moved aside as not this user's own: <db>.quarantined-<ms>.
 QUARANTINE_LABEL = "quarantined"
+# A damaged store moved aside whose written rows are not carried yet:
+# <db>.repairing-<ms>, renamed <db>.corrupt-<ms> once they are. A process
+# killed in between leaves the first name, and the next open carries them.
+REPAIRING_LABEL = "repairing"
+CORRUPT_LABEL = "corrupt"
 
 
 def _is_ours(header: bytes) -> bool:
     """The file header carries our application id."""
     return (header.startswith(_SQLITE_MAGIC) and len(header) >= 72
             and int.from_bytes(header[68:72], "big") == APPLICATION_ID)
+
+
+def _aside_files(db_path: str, label: str) -> list[str]:
+    """The stores moved aside from ``db_path`` as ``<name>.<label>-<ms>``, oldest first."""
+    folder, name = os.path.split(db_path)
+    prefix = f"{name}.{label}-"
+    try:
+        names = sorted(os.listdir(folder or "."))
+    except OSError:
+        return []
+    return [os.path.join(folder, entry) for entry in names
+            if entry.startswith(prefix) and not entry.endswith(("-wal", "-shm"))]
 
 
 def _salvage_connection(path: str, read_only: bool) -> sqlite3.Connection:
@@ -81,19 +100,53 @@ class Recovery:
         """Move our corrupt store aside, create a new one, carry the written
         rows that still read, when they are this user's own (else the file is
         quarantined like any unsealed store: its rows wait for `trust-memory`)."""
+        if isinstance(cause, sqlite3.Error):
+            cause = detail(cause)
         if not meta:  # the seal's rows may still read where the first look failed
             meta = dict(self._rows_of(self.db_path, "meta", ["key", "value"]))
         distrust = trust.problem(meta, self.db_path) if self._sealed else None
         if distrust is not None:
             self._quarantine(f"corrupt ({cause}), and {distrust}")
             return
-        aside = self._move_aside("corrupt", f"corrupt ({cause})")
+        aside = self._move_aside(REPAIRING_LABEL, f"corrupt ({cause})")
         log.error("index store %s is corrupt (%s); moved to %s and rebuilding",
                   self.db_path, cause, aside)
         self._create_anew()
-        carried = self._carry_over(aside)
-        self.repair = {"at": now_ms(), "cause": str(cause), "moved_to": aside, "carried": carried}
-        log.warning("carried into the new store from %s: %s", aside, carried)
+        self._finish_repairs({aside: str(cause)})
+
+    def _finish_repairs(self, causes: dict[str, str] | None = None) -> None:
+        """Carry the written rows of every store moved aside for repair into
+        this one, then name it ``corrupt-<ms>``: carried. A repair cut short
+        (a crash between the move and the carry) is finished by the next open.
+        ``causes``: why each file this process moved aside was damaged."""
+        for path in _aside_files(self.db_path, REPAIRING_LABEL):
+            cause = (causes or {}).get(path, "a repair cut short before its written rows were carried")
+            meta = dict(self._rows_of(path, "meta", ["key", "value"]))
+            distrust = trust.problem(meta, self.db_path) if self._sealed else None
+            if distrust is not None:  # not moved aside by this user's ctxls: it waits for trust-memory
+                self.repair = {"at": now_ms(), "cause": f"{cause}, and {distrust}",
+                               "moved_to": self._rename_aside(path, QUARANTINE_LABEL), "carried": {}}
+                continue
+            try:
+                carried = self._carry_over(path)
+            except StoreError as exc:  # a full disk: the file stays pending for the next open
+                log.error("could not carry the written rows of %s into %s: %s", path, self.db_path, exc)
+                continue
+            done = self._rename_aside(path, CORRUPT_LABEL)
+            self.repair = {"at": now_ms(), "cause": cause, "moved_to": done, "carried": carried}
+            log.warning("carried into the new store from %s: %s", done, carried)
+
+    def _rename_aside(self, path: str, label: str) -> str:
+        """``path`` (a store moved aside, with its journals) as ``<db>.<label>-<ms>``."""
+        renamed = f"{self.db_path}.{label}-{path.rsplit('-', 1)[1]}"
+        try:
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(path + suffix):
+                    os.replace(path + suffix, renamed + suffix)
+        except OSError as exc:
+            log.error("could not rename %s to %s: %s", path, renamed, exc.strerror or exc)
+            return path
+        return renamed
 
     def _quarantine(self, why: str) -> None:
         """Move a store whose written rows are not this user's own aside
@@ -126,6 +179,36 @@ class Recovery:
             conn.close()
         return None
 
+    def _repair_records(self, cause: str, meta: dict[str, str]) -> bool:
+        """Read every TEXT value (quick_check reads none) and repair what is
+        damaged: rows derived from the repository are dropped in place (a pass
+        derives them again; status says so), damage in written rows is the
+        whole store's (moved aside, its readable rows carried). True when
+        anything was repaired. Raw SQLite errors: the caller classifies them."""
+        conn = self._connect()
+        try:
+            damage = find_damage(conn)
+        finally:
+            conn.close()
+        if not damage:
+            return False
+        if damage.elsewhere:
+            self._repair(f"{cause}; {damage.describe()}", meta)
+            return True
+        with self._write_lock, self._transaction() as conn:
+            drop_damaged(conn, damage)
+            if damage.files or damage.fts_rows:
+                new_paths_generation(conn)
+                self._files_touched = True
+        fts_tables_opened(self._database_name(self._writer))  # no FTS cache follows these deletes
+        for table in VECTOR_TABLES:
+            self.removed_vector_ids[table].extend(damage.droppable.get(table, ()))
+        self.repair = {"at": now_ms(), "cause": f"{cause}; {damage.describe()}", "moved_to": None,
+                       "carried": {}}
+        log.error("index store %s: %s; dropped those rows, which the next pass derives again",
+                  self.db_path, damage.describe())
+        return True
+
     def _repair(self, damage: str, meta: dict[str, str]) -> None:
         """Replace the open, damaged store (see _replace_corrupt)."""
         if self._writer is not None:
@@ -136,16 +219,18 @@ class Recovery:
     def _check_suspect(self) -> bool:
         """A query met corruption: check the store whole and repair it when
         damaged. True when it was replaced (its file rows are gone)."""
-        with self._write_lock:
+        with self._write_lock, self._folder_lock():
             cause, self._suspect = self._suspect, None
             if cause is None or self.error is not None:
                 return False
             try:
                 damage = self._damage(fts=True)
+                meta = dict(self._rows_of(self.db_path, "meta", ["key", "value"]))
                 if damage is None:
+                    if self._repair_records(cause, meta):
+                        return True
                     log.info("index store %s: %s, and a check finds it sound", self.db_path, cause)
                     return False
-                meta = dict(self._rows_of(self.db_path, "meta", ["key", "value"]))
                 self._repair(f"{cause}; {damage}" if damage != cause else cause, meta)
             except StoreUnavailable as exc:
                 self._unavailable(exc)
@@ -165,7 +250,7 @@ class Recovery:
         (None when ``exc`` is not one); corruption makes the store suspect."""
         error = store_error(exc, self.db_path, writing)
         if error is not None and storage_reason(exc) == "corrupt":
-            self.suspect(str(exc))
+            self.suspect(detail(exc))
         return error
 
     def verify(self) -> None:
@@ -193,9 +278,7 @@ class Recovery:
         try:
             create_private_file(Path(self.db_path))
             conn = self._connect()
-            self._install(conn)
-            if self._sealed:
-                self._seal()
+            self._install(conn)  # sealed in the transaction that makes it (Migrations._migrate)
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()
@@ -203,13 +286,10 @@ class Recovery:
         except OSError as exc:
             raise StoreUnavailable(self.db_path, "io", exc.strerror or str(exc)) from exc
 
-    def _seal(self) -> None:
-        """Mark the store as this user's, for this place (index/trust.py)."""
-        seal = trust.new_seal(self.db_path)
-        if seal is None:
-            return
-        with self._transaction() as conn:
-            conn.executemany("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", seal.items())
+    def _seal(self) -> dict[str, str] | None:
+        """The meta rows marking a store made now as this user's, for this
+        place (index/trust.py); None without a store key."""
+        return trust.new_seal(self.db_path)
 
     # -- quarantine ----------------------------------------------------------
 
@@ -218,19 +298,8 @@ class Recovery:
         many written memory rows each holds (counted once per file version)."""
         if self._temp_dir is not None:
             return []
-        folder, name = os.path.split(self.db_path)
-        prefix = f"{name}.{QUARANTINE_LABEL}-"
-        found = []
-        try:
-            names = sorted(os.listdir(folder or "."))
-        except OSError:
-            return []
-        for entry in names:
-            if not entry.startswith(prefix) or entry.endswith(("-wal", "-shm")):
-                continue
-            path = os.path.join(folder, entry)
-            found.append({"path": path, "memory": self._quarantined_rows(path)})
-        return found
+        return [{"path": path, "memory": self._quarantined_rows(path)}
+                for path in _aside_files(self.db_path, QUARANTINE_LABEL)]
 
     def _quarantined_rows(self, path: str) -> int:
         try:

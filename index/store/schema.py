@@ -269,6 +269,11 @@ class Migrations:
         with self._transaction() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+            seal = self._seal() if self._sealed and "store_id" not in meta else None
+            if seal:
+                # A store made now is sealed in its first commit: no process
+                # ever sees it without (and quarantines it as not this user's).
+                conn.executemany("INSERT INTO meta(key, value) VALUES (?, ?)", seal.items())
             schema = int(meta.get("schema_version", SCHEMA_VERSION))
             if schema > SCHEMA_VERSION:
                 raise StoreVersionError(

@@ -5,19 +5,25 @@ vectors nothing embeds any more."""
 from __future__ import annotations
 
 import collections
+import logging
+import sqlite3
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxls.index.embed_text import embedding_hash
 from ctxls.index.model import Chunk, ImportRef, SymbolDef, split_symbol
+from ctxls.index.store.failures import detail, undecodable
 from ctxls.index.store.reads import parse_file_terms
+from ctxls.index.store.records import delete_file_rows
 from ctxls.index.store.schema import (FTS_TABLE_BY_KIND, MEMORY_FTS_TABLE_BY_KIND, VECTOR_TABLES,
                                       _unreferenced, new_paths_generation)
 from ctxls.index.tokenize import expand, expand_tokens
 
 if TYPE_CHECKING:
     from ctxls.index.store.database import Connection
+
+log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class FileRecord:
@@ -108,16 +114,7 @@ class FileRows:
         """Drop a file's chunks, FTS rows and imports; return its embed hashes."""
         old_hashes = [r[0] for r in conn.execute(
             "SELECT DISTINCT embed_hash FROM chunks WHERE file_id = ?", (file_id,))]
-        for kind, table in FTS_TABLE_BY_KIND.items():
-            self.fts_rows_changing(conn, table, [r[0] for r in conn.execute(
-                "SELECT id FROM chunks WHERE file_id = ? AND kind = ?", (file_id, kind))])
-            conn.execute(
-                f"DELETE FROM {table} WHERE rowid IN "
-                "(SELECT id FROM chunks WHERE file_id = ? AND kind = ?)", (file_id, kind))
-        conn.execute("DELETE FROM chunks WHERE file_id = ?", (file_id,))
-        conn.execute("DELETE FROM symbols WHERE file_id = ?", (file_id,))
-        conn.execute("DELETE FROM imports WHERE file_id = ?", (file_id,))
-        conn.execute("DELETE FROM file_terms WHERE file_id = ?", (file_id,))
+        delete_file_rows(conn, file_id, self.fts_rows_changing)
         return old_hashes
 
     def drop_orphan_vectors(self, conn: Connection, hashes: list[str]) -> None:
@@ -155,7 +152,32 @@ class FileRows:
         and vectors; only their line range is updated. So an edit to one
         function rewrites one chunk, whatever the file's size: the didChange
         path stays fast on large files.
+
+        Old rows that cannot be read (a damaged byte in a chunk's text or the
+        file's term counts) are dropped and the file written whole, as a new
+        one: its rows are derived from the text at hand. The store is then
+        suspect (its next access checks it whole).
         """
+        conn.execute("SAVEPOINT put_file")
+        try:
+            file_id = self._put_file_rows(conn, record, chunks, imports, symbols)
+        except sqlite3.Error as exc:
+            if not undecodable(exc):
+                raise  # the caller's transaction is rolled back whole
+            conn.execute("ROLLBACK TO put_file")
+            log.error("index store %s: the rows of %s are damaged (%s); writing them anew",
+                      self.db_path, record.path, detail(exc))
+            self.suspect(f"damaged rows of {record.path}: {detail(exc)}")
+            row = conn.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
+            if row is not None:
+                delete_file_rows(conn, row[0], self.fts_rows_changing)
+            file_id = self._put_file_rows(conn, record, chunks, imports, symbols)
+        conn.execute("RELEASE put_file")
+        return file_id
+
+    def _put_file_rows(self, conn: Connection, record: FileRecord, chunks: list[Chunk],
+                       imports: list[tuple[ImportRef, str | None]],
+                       symbols: list[SymbolDef]) -> int:
         self._files_touched = True
         row = conn.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
         old: dict[tuple, list[tuple[int, int, int, str]]] = {}
