@@ -165,7 +165,7 @@ class Indexer:
                 rows.append((replace(record, language=parsed.language) if parsed else record,
                              parsed, replaced, read_at))
             if rows:
-                self._write_batch(rows, log_edits)
+                self._write_batch(rows, log_edits, rewrite=force)
 
         def rotate() -> None:
             nonlocal chunking
@@ -294,7 +294,7 @@ class Indexer:
             return self._row_serials.get(path, 0) > serial
 
     def _write_batch(self, batch: list[tuple[FileRecord, ParsedFile | None, bool, int]],
-                     log_edits: bool) -> None:
+                     log_edits: bool, rewrite: bool = False) -> None:
         """A pass's reads written. A file whose rows were written since the
         pass read it (``read_at``: the row serial then; the watcher re-read
         it, or dropped it, after a change during the pass) keeps those rows:
@@ -317,7 +317,7 @@ class Indexer:
                         conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
                                      (record.size, record.mtime_ns, record.path))
                     else:
-                        self._put_parsed(conn, record, parsed, log_edits and existed, ts)
+                        self._put_parsed(conn, record, parsed, log_edits and existed, ts, rewrite)
 
     def _delete(self, conn: Connection, path: str) -> bool:
         self.unparsed.pop(path, None)
@@ -325,7 +325,7 @@ class Indexer:
         return self.store.delete_file(conn, path)
 
     def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
-                    ts: int) -> None:
+                    ts: int, rewrite: bool = False) -> None:
         if log_edits:
             if record.source == "disk" and record.mtime_ns > 0:
                 # Written when its file was, not when a pass found it: edits
@@ -346,7 +346,7 @@ class Indexer:
         imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
                    for ref in parsed.imports]
         self.store.put_file(conn, replace(record, unparsed=parsed.unparsed), parsed.chunks, imports,
-                            parsed.symbols)
+                            parsed.symbols, rewrite=rewrite)
         if parsed.unparsed:
             self.unparsed[record.path] = parsed.unparsed
         else:

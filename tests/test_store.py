@@ -1018,6 +1018,27 @@ def test_a_forced_pass_repairs_an_undecodable_value(plain_repo: Path, tmp_path: 
         engine.close()
 
 
+def test_a_forced_pass_rewrites_a_row_damaged_in_a_way_no_check_sees(plain_repo: Path, tmp_path: Path):
+    """A byte changed inside a chunk's text that still reads as UTF-8, its
+    hash column unchanged, passes every check; `index --force` kept the row
+    (its hash matched) and its body stayed wrong."""
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    try:
+        with sqlite3.connect(db) as conn:
+            conn.execute(f"UPDATE chunks SET text = replace(text, 'def send_prepared', 'def send_prepareX') "
+                         f"WHERE {_SESSION_FILE}")
+        engine.index(force=True)
+        hits = engine.recall("send prepared", ["code"], mode="lexical", body=True).hits_by_kind["code"]
+        assert hits[0].path == "pkg/session.py" and "def send_prepared(" in hits[0].body
+        with sqlite3.connect(db) as conn:
+            assert conn.execute("SELECT count(*) FROM chunks WHERE text LIKE '%send_prepareX%'"
+                                ).fetchone() == (0,)
+    finally:
+        engine.close()
+
+
 def test_a_store_with_an_undecodable_value_is_repaired_when_opened(plain_repo: Path, tmp_path: Path):
     """A CLI verb without a daemon opens the store each time: the check on
     open reads every value too, so the first verb already answers."""

@@ -145,13 +145,16 @@ class FileRows:
 
     def put_file(self, conn: Connection, record: FileRecord, chunks: list[Chunk],
                  imports: list[tuple[ImportRef, str | None]],
-                 symbols: list[SymbolDef] = ()) -> int:
+                 symbols: list[SymbolDef] = (), rewrite: bool = False) -> int:
         """Replace one file's rows (inside the caller's write transaction).
 
         Chunks whose (hash, symbol, kind) survived keep their rows, FTS rows
         and vectors; only their line range is updated. So an edit to one
         function rewrites one chunk, whatever the file's size: the didChange
-        path stays fast on large files.
+        path stays fast on large files. ``rewrite`` (a forced pass) writes
+        every row from the text at hand, reusing none: a row damaged in a way
+        no check can see (a byte changed, still UTF-8, its hash column not)
+        is replaced too. Vectors stay: they are keyed by what is embedded.
 
         Old rows that cannot be read (a damaged byte in a chunk's text or the
         file's term counts) are dropped and the file written whole, as a new
@@ -160,6 +163,8 @@ class FileRows:
         """
         conn.execute("SAVEPOINT put_file")
         try:
+            if rewrite:
+                self._drop_file_rows(conn, record.path)
             file_id = self._put_file_rows(conn, record, chunks, imports, symbols)
         except sqlite3.Error as exc:
             if not undecodable(exc):
@@ -168,12 +173,16 @@ class FileRows:
             log.error("index store %s: the rows of %s are damaged (%s); writing them anew",
                       self.db_path, record.path, detail(exc))
             self.suspect(f"damaged rows of {record.path}: {detail(exc)}")
-            row = conn.execute("SELECT id FROM files WHERE path = ?", (record.path,)).fetchone()
-            if row is not None:
-                delete_file_rows(conn, row[0], self.fts_rows_changing)
+            self._drop_file_rows(conn, record.path)
             file_id = self._put_file_rows(conn, record, chunks, imports, symbols)
         conn.execute("RELEASE put_file")
         return file_id
+
+    def _drop_file_rows(self, conn: Connection, path: str) -> None:
+        """A file's rows gone (not its ``files`` row), reading none of their text."""
+        row = conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if row is not None:
+            delete_file_rows(conn, row[0], self.fts_rows_changing)
 
     def _put_file_rows(self, conn: Connection, record: FileRecord, chunks: list[Chunk],
                        imports: list[tuple[ImportRef, str | None]],
