@@ -37,7 +37,7 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
         result = ls.recall(query, kinds, ASSEMBLE_POOL, True, mode, scope, True)
         assembled = assemble(candidates_from_hits(result.hits_by_kind), budget, min_score, counter,
                              lambda c: ls.whole_text(c.path) if c.is_file else c.text,
-                             off_topic_note=off_topic_note(ls, query, kinds))
+                             off_topic_note=off_topic_note(ls, query, kinds), by_cosine=mode == "semantic")
     except EngineError:
         raise  # the caller's mistake: a proper error, not a failover
     except Exception as exc:  # the retrieval path failed: answer honestly, never crash

@@ -145,6 +145,9 @@ class Candidate:
     # P(relevant) (recall_calibration): the packing order, comparable across
     # kinds, sources and folders where ``score`` is not.
     calibrated: float = 0.0
+    # The hit's cosine (its `why`), else its score: what a semantic minScore
+    # compares, since the scorer adds its boosts to the cosine.
+    cosine: float | None = None
 
 
 def candidates_from_hits(hits_by_kind: dict) -> list[Candidate]:
@@ -162,8 +165,9 @@ def candidates_from_hits(hits_by_kind: dict) -> list[Candidate]:
                 if body is None:
                     continue
                 left -= len(body.encode("utf-8", "surrogatepass"))
+            cosine = next((c.value for c in h.why or () if c.feature == "cosine"), None)
             out.append(Candidate(h.path, h.kind, h.symbol, h.start_line, h.end_line, h.score,
-                                 body or "", h.uri is not None, h.calibrated))
+                                 body or "", h.uri is not None, h.calibrated, cosine))
     return out
 
 
@@ -308,18 +312,20 @@ def pack(candidates: list[Candidate], budget_tokens: int, counter: TokenCounter)
 
 def assemble(candidates: list[Candidate], budget_tokens: int, min_score: float | None,
              counter: TokenCounter, whole_text: Callable[[Candidate], str | None],
-             off_topic_note: str | None = None) -> Assembled:
+             off_topic_note: str | None = None, by_cosine: bool = False) -> Assembled:
     """``whole_text`` gives the full file (or memory) a candidate came from,
     for the savings figure; ``off_topic_note`` (from :func:`off_topic`) makes
-    it abstain."""
-    top = max((c.score for c in candidates), default=None)
+    it abstain; ``by_cosine`` (semantic mode): ``min_score`` is a floor on the
+    best hit's cosine, as documented, not on its score."""
+    top = max(((c.cosine if by_cosine and c.cosine is not None else c.score) for c in candidates),
+              default=None)
     if top is None or (min_score is not None and top < min_score) or off_topic_note:
         if top is None:
             note = "no hits"
         elif off_topic_note:
             note = f"off-topic: {off_topic_note}"
         else:
-            note = f"top score {top:.4g} is under minScore {min_score}"
+            note = f"top {'cosine' if by_cosine else 'score'} {top:.4g} is under minScore {min_score}"
         return Assembled("", AssembleStats(counter.name), weak=True, abstained=True, note=note)
     blocks = pack(candidates, budget_tokens, counter)
     context = render(blocks)

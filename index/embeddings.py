@@ -243,6 +243,9 @@ class OnnxEmbedder:
             # The file's own defaults are wrong for us: truncate, pad to the batch's longest.
             self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
             self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        except Exception as exc:  # the tokenizer's file, not the model's, is what failed
+            raise EmbedderUnavailable(f"cannot load the tokenizer {files.tokenizer}: {exc}") from exc
+        try:
             options = ort.SessionOptions()
             options.intra_op_num_threads = 1  # no pool: a run computes on its caller's thread
             options.inter_op_num_threads = 1

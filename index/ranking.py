@@ -35,6 +35,7 @@ from ctxls.index.recall_scorer import Contribution, PriorConfig, RecallScorer, f
 from ctxls.index.store import (FTS_TABLE_BY_KIND, Connection, connection_cache, file_term_count,
                                fts_generation, paths_generation)
 from ctxls.index.tokenize import fts_match_expression
+from ctxls.index.vocabulary import MAX_RECALL_N
 
 if TYPE_CHECKING:
     import numpy as np
@@ -447,8 +448,10 @@ def _files_of_kind(conn: Connection, kind: str) -> int:
 def first_n(search: Callable[[int], list[ScoredChunk]], n: int, depth: int) -> list[ScoredChunk]:
     """The best ``n`` of ``search(depth)``, the ranking of a fixed candidate
     depth: the top k of any n is the same list (k <= n). Asked for more than
-    ``depth``, the answer goes on with the next hits of a deeper search,
-    scored no higher than the last of the first ``depth``."""
+    ``depth``, the answer goes on with the next hits of one deeper search,
+    as deep as any request may ask (MAX_RECALL_N): searched to ``n``, its
+    order past ``depth`` changed with ``n``. Those score no higher than the
+    last of the first ``depth``."""
     first = search(depth)
     if n <= depth:
         return first[:n]
@@ -462,7 +465,7 @@ def first_n(search: Callable[[int], list[ScoredChunk]], n: int, depth: int) -> l
     for hit in first:
         spans.setdefault(hit.path, []).append((hit.start_line, hit.end_line))
     floor = first[-1].score
-    more = [hit for hit in search(n) if not any(
+    more = [hit for hit in search(max(n, MAX_RECALL_N)) if not any(
         start <= hit.end_line and hit.start_line <= end for start, end in spans.get(hit.path, ()))]
     more = more[:n - len(first)]
     for hit in more:

@@ -117,6 +117,10 @@ class SemanticIndex:
         self.rebuilt_reason: str | None = None
         self._ann = None
         self._binding = ""  # ann_file's binding of the loaded index (_open_ann)
+        # The highest vector id the ANN index was brought up to: ids are never
+        # reused, so a higher one in SQLite is a vector another process wrote
+        # (a `--no-daemon` CLI embedding beside the daemon).
+        self._known_max_id = 0
         self._ann_lock = threading.Lock()
         self._load_lock = threading.Lock()
         self._urgent: collections.OrderedDict[str, bool] = collections.OrderedDict()
@@ -332,6 +336,7 @@ class SemanticIndex:
                                 ids).fetchall()
             ann.add(np.array([r[0] for r in rows], dtype=np.uint64),
                     np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]).astype(np.float32))
+        self._known_max_id = max(truth, default=0)
         if extra or missing:
             log.info("vector index reconciled: %d added, %d removed", len(missing), len(extra))
             self._dirty = True
@@ -474,8 +479,8 @@ class SemanticIndex:
                     added.append((cur.lastrowid, vector))
         if added:
             with self._ann_lock:
-                self._ann.add(np.array([a[0] for a in added], dtype=np.uint64),
-                              np.stack([a[1] for a in added]))
+                self._add_absent(np.array([a[0] for a in added], dtype=np.uint64),
+                                 np.stack([a[1] for a in added]))
             self._dirty = True
         self.embedded_total += len(added)
         self._forget_pending_count()
@@ -661,11 +666,41 @@ class SemanticIndex:
                 self._query_cache.popitem(last=False)
         return vector
 
+    def _add_absent(self, keys: np.ndarray, vectors: np.ndarray) -> None:
+        """Add the vectors the ANN index lacks (under ``_ann_lock``): one this
+        process stored may have been taken in by ``_take_in_other_writes``
+        between its commit and here."""
+        absent = ~np.asarray(self._ann.contains(keys), dtype=bool)
+        if absent.any():
+            self._ann.add(keys[absent], vectors[absent])
+        self._known_max_id = max(self._known_max_id, int(keys.max()))
+
+    def _take_in_other_writes(self) -> None:
+        """Vectors another process stored since the index was loaded (under
+        ``_ann_lock``): without them, semantic recall missed those chunks for
+        as long as the daemon ran while status said ready. One indexed
+        lookup when there are none."""
+        conn = self.store.reader()
+        (top,) = conn.execute(f"SELECT max(id) FROM {self.table}").fetchone()
+        if top is None or top <= self._known_max_id:
+            return
+        rows = conn.execute(f"SELECT id, vec FROM {self.table} WHERE id > ? ORDER BY id",
+                            (self._known_max_id,)).fetchall()
+        if rows:
+            self._add_absent(np.array([r[0] for r in rows], dtype=np.uint64),
+                             np.stack([np.frombuffer(r[1], dtype=np.float16) for r in rows]
+                                      ).astype(np.float32))
+            self._dirty = True
+        self._known_max_id = max(self._known_max_id, top)
+
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(vector id, cosine similarity), best first."""
-        if self._ann is None or len(self._ann) == 0:
+        if self._ann is None:
             return []
         with self._ann_lock:
+            self._take_in_other_writes()
+            if len(self._ann) == 0:
+                return []
             matches = self._ann.search(vector, min(k, len(self._ann)))
         return [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances)]
 

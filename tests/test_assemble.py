@@ -10,7 +10,8 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from ctxls.index.assemble import (OFF_TOPIC_THRESHOLDS, ByteEstimate, Candidate, OffTopicThresholds,
-                                  TokenizerCounter, Topicality, assemble, off_topic, pack, render)
+                                  TokenizerCounter, Topicality, assemble, candidates_from_hits,
+                                  off_topic, pack, render)
 from ctxls.index.embeddings import CODE_MODEL_NAME, MINILM_MODEL_NAME, STATIC_MODEL_NAME, load_counting_tokenizer
 
 from conftest import serve, write_tree
@@ -78,6 +79,24 @@ def test_abstains_on_nothing_or_a_weak_top_and_flags_a_single_hit():
     weak = assemble(one, 100, None, ByteEstimate(), lambda c: "x = 1\ny = 2\n" * 50)
     assert weak.weak and not weak.abstained and weak.context.endswith("x = 1")
     assert weak.stats.saved_tokens == weak.stats.original_tokens - weak.stats.reduced_tokens > 0
+
+
+def test_a_semantic_min_score_is_a_floor_on_the_cosine_not_the_boosted_score():
+    """The protocol says a semantic minScore is an absolute floor (cosine),
+    but it was compared with the score, which the recall scorer raises above
+    the cosine with its boosts (1.30 for a cosine of 0.72)."""
+    from ctxls.index.recall_scorer import Contribution
+
+    hit = type("Hit", (), dict(path="f.py", kind="code", symbol="wrap", start_line=0, end_line=0,
+                               score=1.30, body="def wrap(): pass", read_body=None, uri="file:///f.py",
+                               calibrated=0.9, why=[Contribution("cosine", 0.72, 0.72),
+                                                    Contribution("definition", 1.0, 0.58)]))
+    candidates = candidates_from_hits({"code": [hit]})
+    assert candidates[0].cosine == 0.72
+    refused = assemble(candidates, 100, 0.8, ByteEstimate(), lambda c: None, by_cosine=True)
+    assert refused.abstained and "top cosine 0.72" in refused.note
+    assert not assemble(candidates, 100, 0.7, ByteEstimate(), lambda c: None, by_cosine=True).abstained
+    assert not assemble(candidates, 100, 0.8, ByteEstimate(), lambda c: None).abstained  # hybrid: the score
 
 
 def test_off_topic_rule_needs_distance_in_meaning_or_words_found_nowhere():

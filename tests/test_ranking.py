@@ -238,6 +238,8 @@ def test_the_top_ten_do_not_depend_on_how_many_hits_are_asked_for(own_code_engin
         ten, fifty, hundred = top(query, 10), top(query, 50), top(query, 100)
         assert len(ten) == 10 and len(fifty) > 10, query
         assert ten == fifty[:10] == hundred[:10], query
+        # Past the fixed depth too: the deeper search no longer grows with n.
+        assert fifty == hundred[:len(fifty)] == top(query, 200)[:len(fifty)], query
         # Past the fixed depth (n = 100) the list goes on below, never above,
         # and never lists a chunk twice.
         assert [h[3] for h in hundred] == sorted((h[3] for h in hundred), reverse=True), query

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import sys
 import threading
@@ -787,3 +788,42 @@ def test_an_ann_file_of_another_store_is_rebuilt_and_stores_in_one_folder_have_t
         assert again.semantic.ensure_loaded() and again.semantic.rebuilt_reason is None  # its own file now
     finally:
         again.close()
+
+
+def test_a_tokenizer_file_that_does_not_load_is_named_not_the_model(tmp_path: Path):
+    """A bad `embedTokenizer` file was reported as "cannot load <the model>":
+    the editor's warning and status named a model that was fine."""
+    from ctxls.index import embeddings
+
+    model = tmp_path / "code.onnx"
+    shutil.copy(Path(embeddings.__file__).parent / "models" / "code-minilm-int8.onnx", model)
+    tokenizer = tmp_path / "badtok.json"
+    tokenizer.write_text('{"x": 1}')
+    with pytest.raises(embeddings.EmbedderUnavailable, match="tokenizer .*badtok.json"):
+        embeddings.load_embedder(str(model), str(tokenizer))
+
+
+def test_vectors_another_process_stores_are_searched_by_a_running_engine(small: Path):
+    """The ANN index was brought in line with SQLite only when loaded: a
+    `--no-daemon` CLI embedding beside a running daemon stored vectors the
+    daemon never searched, and its semantic recall missed those chunks for
+    as long as it ran, while status said ready."""
+    from ctxls.index.embeddings import STATIC_MODEL_NAME
+
+    running = semantic_engine(small, embed_model=STATIC_MODEL_NAME)
+    running.index()
+    running.embed_pending()
+    assert running.recall("warm up", ["code"], 3, mode="semantic").hits_by_kind["code"]
+    (small / "garden.py").write_text(
+        "def water_tomato_plants(bed):\n    \"\"\"Water the tomato seedlings in the vegetable garden.\"\"\"\n"
+        "    return bed.soak(litres=2)\n")
+    other = semantic_engine(small, embed_model=STATIC_MODEL_NAME, watch="off")
+    try:
+        other.index()
+        other.embed_pending()
+    finally:
+        other.close()
+    hits = running.recall("water tomato seedlings in the vegetable garden", ["code"], 3,
+                          mode="semantic").hits_by_kind["code"]
+    running.close()
+    assert hits and hits[0].path == "garden.py"
