@@ -1,8 +1,9 @@
 """Locate: what a path or dotted name written in an issue names among the indexed files.
 
 :class:`PathIndex` resolves a written path by its longest unambiguous tail,
-an installed package's path or a ``node_modules`` path by the repository's own
-import roots and packages, and a dotted name by Python's import resolution.
+an installed package's path, a ``node_modules`` path or a Cargo registry's
+path by the repository's own import roots, packages and crates, and a dotted
+name by Python's import resolution.
 """
 
 from __future__ import annotations
@@ -24,14 +25,38 @@ def _is_absolute(written: str) -> bool:
     return written.startswith(("/", "~")) or re.match(r"[A-Za-z]:[\\/]", written) is not None
 
 
+# A crate's release in its registry folder's name (`anyhow-1.0.75`, `tokio-util-0.7.10`).
+_CRATE_RELEASE = re.compile(r"\d+\.\d+\.\d+")
+# Rust's standard library as backtraces print it: `/rustc/<commit>/library/core/src/result.rs`.
+_RUST_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def _registry_crate(parts: list[str]) -> tuple[str, int] | None:
+    """(crate, where its files start in ``parts``) for a path into a Cargo
+    registry's copy of a crate (`…/registry/src/<index>/<crate>-<version>/…`)
+    or into Rust's standard library (crate ``""``: no repository's)."""
+    if len(parts) > 3 and parts[0] == "rustc" and _RUST_COMMIT.fullmatch(parts[1]) and parts[2] == "library":
+        return "", 3
+    for at in range(len(parts) - 4):
+        if parts[at] == "registry" and parts[at + 1] == "src":
+            pieces = parts[at + 3].split("-")
+            release = next((i for i in range(1, len(pieces)) if _CRATE_RELEASE.match(pieces[i])), None)
+            if release is not None:
+                return "-".join(pieces[:release]), at + 4
+    return None
+
+
 class PathIndex:
     """Indexed paths by their trailing components, a Python module resolver,
     and ``package_name``: the name of the JavaScript package a folder holds
     (its package.json's; ``""`` is the root), None when it holds none."""
 
     def __init__(self, paths: list[str],
-                 package_name: Callable[[str], str | None] | None = None):
+                 package_name: Callable[[str], str | None] | None = None,
+                 crate_name: Callable[[str], str | None] | None = None):
         self.package_name = package_name
+        # The name of the Rust crate a folder holds (its Cargo.toml's), None when none.
+        self.crate_name = crate_name
         self.by_suffix: dict[str, list[str]] = {}
         # No written path's tail longer than the deepest file names one: a
         # pasted path of 20,000 components was 20,000 joins of up to 20,000.
@@ -57,12 +82,20 @@ class PathIndex:
         checkout elsewhere), not by a tail its own application happens to share
         (``/home/me/app/utils/helpers.py`` is not ``src/shop/utils/helpers.py``);
         only Python's import roots are known, so other languages' absolute paths
-        (a Cargo registry's ``…/shop-0.1.0/src/de/mod.rs``) still name a file by
-        their longest unique tail."""
+        still name a file by their longest unique tail. A Cargo registry's copy
+        of a crate (``…/registry/src/<index>/shop-0.1.0/src/de/mod.rs``) is read
+        as ``node_modules`` is: only a crate of the repository's own names its
+        file; Rust's standard library (``/rustc/<commit>/library/…``) none."""
         normal = written.replace("\\", "/")
         parts = [p for p in normal.split("/") if p not in ("", ".")]
         if "node_modules" in parts:
-            return self._from_node_modules(parts)
+            at = len(parts) - 1 - parts[::-1].index("node_modules")
+            rest = parts[at + 1:]
+            size = 2 if rest[:1] and rest[0].startswith("@") else 1  # `@scope/name`
+            return self._from_package("/".join(rest[:size]), rest[size:], self.package_name)
+        crate = _registry_crate(parts)
+        if crate is not None:
+            return self._from_package(crate[0], parts[crate[1]:], self.crate_name) if crate[0] else None
         installed = [i for i, part in enumerate(parts)
                      if part in INSTALLED_DIRS or part.endswith(".egg")]
         if installed:
@@ -86,22 +119,22 @@ class PathIndex:
             return found[0], len(tail)
         return None
 
-    def _from_node_modules(self, parts: list[str]) -> tuple[str, int] | None:
-        """A path into ``node_modules/<package>/`` (``@scope/name`` too) names the
-        repository's file only when the package is one of the repository's own
-        (by its package.json's name), read from that package's folder; another
-        library's file of the same tail (``node_modules/other/lib/index.js``
-        against the repository's ``lib/index.js``) names nothing."""
-        at = len(parts) - 1 - parts[::-1].index("node_modules")
-        rest = parts[at + 1:]
-        size = 2 if rest[:1] and rest[0].startswith("@") else 1
-        package, inner = "/".join(rest[:size]), "/".join(rest[size:])
-        if not inner or self.package_name is None:
+    def _from_package(self, package: str, inner: list[str],
+                      name_of: Callable[[str], str | None] | None) -> tuple[str, int] | None:
+        """The file ``inner`` names in another package's copy (``node_modules/<package>/``,
+        a Cargo registry's ``<crate>-<version>/``): the repository's file only
+        when the package is one of the repository's own (``name_of`` the folder
+        holding the rest of the path: its package.json's or Cargo.toml's name),
+        read from that package's folder; another library's file of the same
+        tail (``node_modules/other/lib/index.js`` against the repository's
+        ``lib/index.js``) names nothing."""
+        tail = "/".join(inner)
+        if not tail or name_of is None:
             return None
-        for path in self.by_suffix.get(inner, ()):
-            if path == inner or path.endswith("/" + inner):
-                if self.package_name(path[:-len(inner)].rstrip("/")) == package:
-                    return path, len(rest) - size
+        for path in self.by_suffix.get(tail, ()):
+            if path == tail or path.endswith("/" + tail):
+                if name_of(path[:-len(tail)].rstrip("/")) == package:
+                    return path, len(inner)
         return None
 
     def _from_import_root(self, parts: list[str]) -> str | None:

@@ -41,6 +41,7 @@ import logging
 import posixpath
 import re
 import threading
+import tomllib
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -266,24 +267,40 @@ class Signals:
             if self._paths is not None and self._paths[0] == key:
                 return self._paths[1]
         index = PathIndex([r[0] for r in conn.execute("SELECT path FROM files")],
-                          self._package_name)
+                          self._package_name, self._crate_name)
         with self._lock:
             self._paths = (key, index)
         return index
 
-    def _package_name(self, folder: str) -> str | None:
-        """The ``name`` of ``folder``'s package.json under the root, if any (read
-        as every file of the root is: never through a link out of it)."""
+    def _manifest(self, folder: str, name: str) -> str | None:
+        """``folder``'s manifest ``name`` under the root, if any (read as every
+        file of the root is: never through a link out of it)."""
         if self.root is None:
             return None
-        read = read_file(self.root, posixpath.join(folder, "package.json"), _MANIFEST_BYTES)
+        read = read_file(self.root, posixpath.join(folder, name), _MANIFEST_BYTES)
         if isinstance(read, Skipped) or len(read[0]) > _MANIFEST_BYTES:
             return None
+        return read[0].decode("utf-8", errors="replace")
+
+    def _package_name(self, folder: str) -> str | None:
+        """The ``name`` of ``folder``'s package.json under the root, if any."""
+        text = self._manifest(folder, "package.json")
         try:
-            manifest = json.loads(read[0].decode("utf-8", errors="replace"))
+            manifest = json.loads(text) if text is not None else None
         except ValueError:
             return None
         name = manifest.get("name") if isinstance(manifest, dict) else None
+        return name if isinstance(name, str) else None
+
+    def _crate_name(self, folder: str) -> str | None:
+        """The ``[package]`` ``name`` of ``folder``'s Cargo.toml under the root, if any."""
+        text = self._manifest(folder, "Cargo.toml")
+        try:
+            manifest = tomllib.loads(text) if text is not None else None
+        except ValueError:  # tomllib.TOMLDecodeError
+            return None
+        package = manifest.get("package") if isinstance(manifest, dict) else None
+        name = package.get("name") if isinstance(package, dict) else None
         return name if isinstance(name, str) else None
 
     # -- evidence ------------------------------------------------------------------------

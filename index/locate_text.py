@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import html
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -110,25 +111,47 @@ _IPYTHON_ARROW = re.compile(r"^[ \t]*-+>\s*(\d+)", re.M)
 # a few lines of source around each; pytest's long form whole functions).
 _PY_FRAME_GAP_LINES = 12
 _PYTEST_LONG_GAP_LINES = 200
-# `at fn (/path/x.js:10:5)`, `at /path/x.js:10:5`, `at async fn (file:///x.mjs:1:2)`
+# `at fn (/path/x.js:10:5)`, `at /path/x.js:10:5`, `at async fn (file:///x.mjs:1:2)`,
+# `at new Cart (…)`; a bundler's or dev server's URL names the project's file
+# after its origin (`webpack:///./src/cart.ts`, `webpack-internal:///./src/…`,
+# `http://localhost:5173/src/cart.ts?t=1`), a file URL or a Windows path
+# from its drive (`file:///C:/app/cart.ts`, `C:\app\cart.ts`).
 _JS_FRAME = re.compile(
-    r"^[ \t]*at (?:async )?(?:(?P<fn>[^\s()]+(?: \[as [^\]]+\])?) \()?(?:file://)?"
-    r"(?P<path>[^\s():]+\.(?:[cm]?js|jsx|tsx?|vue|svelte)):(?P<line>\d+)(?::\d+)?\)?\s*$", re.M)
-# `at com.example.Foo.bar(Foo.java:42)`
+    r"^[ \t]*at (?:async )?(?:new )?(?:(?P<fn>[^\s()]+(?: \[as [^\]\n]{1,200}\])?) \()?"
+    r"(?:file://(?:/(?=[A-Za-z]:))?|webpack(?:-internal)?://[^/\s()]*/|https?://[^/\s()]+/)?"
+    r"(?P<path>(?:[A-Za-z]:)?[^\s():?]+\.(?:[cm]?js|jsx|tsx?|vue|svelte))(?:\?[^\s():]*)?"
+    r":(?P<line>\d+)(?::\d+)?\)?\s*$", re.M)
+# `at com.example.Foo.bar(Foo.java:42)`; since Java 9 behind the class loader's
+# and the module's names: `at app//com.example.Foo.bar(…)`, `at java.base@17/java.lang.…`.
 _JAVA_FRAME = re.compile(
-    r"^[ \t]*at (?P<qual>[\w$.<>]+)\((?P<file>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)", re.M)
-# Go: a function line, then `\t/path/file.go:123 +0x1d`
-_GO_FRAME = re.compile(r"^(?P<fn>\S+)\([^()\n]*\)\n[ \t]+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
-# Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`
-_RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>\S+)\n[ \t]+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
+    r"^[ \t]*at (?:[\w.$@+-]*/){0,2}(?P<qual>[\w$.<>]+)\((?P<file>[\w$]+\.(?:java|kt|scala|groovy)):"
+    r"(?P<line>\d+)\)", re.M)
+# Where a Java trace's next section is the cause of the one before (printed last: the root cause).
+_JAVA_CAUSE = re.compile(r"^[ \t]*Caused by: ", re.M)
+# Go: a function line, then `\t/path/file.go:123 +0x1d`; the goroutine's creator
+# after its frames (`created by main.main in goroutine 1`).
+_GO_FRAME = re.compile(r"^(created by )?(?P<fn>\S+?)(?(1)(?: in goroutine \d+)?|\([^()\n]*\))\n"
+                       r"[ \t]+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
+# Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`; a trait's or an
+# impl's method is written with spaces (`<shop::Config as core::str::FromStr>::from_str`).
+_RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>[^\n]+)\n[ \t]+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
 # The other ecosystems' own trace formats, innermost frame first:
-# .NET: `   at Shop.Cart.Add(Item item) in /src/Shop/Cart.cs:line 42`
+# .NET: `   at Shop.Cart.Add(Item item) in /src/Shop/Cart.cs:line 42`, in the
+# system's language too (`bei … in C:\src\Cart.cs:Zeile 42`), and as Mono
+# prints it (`at Shop.Cart.Add (Shop.Item item) [0x00012] in /src/Shop/Cart.cs:42`).
 _CSHARP_FRAME = re.compile(
-    r"^[ \t]*at (?:[^\s(]+\.)?(?P<fn>[^\s.(]+)\([^()\n]*\) in (?P<path>(?:[A-Za-z]:)?[^\n:]+?\.cs):line "
-    r"(?P<line>\d+)", re.M)
-# Ruby: `lib/rack/builder.rb:244:in 'call'` (`from …` after the first, `Class#method` in 3.4)
+    r"^[ \t]*\w{1,12} (?:[^\s(]+\.)?(?P<fn>[^\s.(]+) ?\([^()\n]*\)(?: \[0x[0-9a-fA-F]+\])? \w{1,12} "
+    r"(?P<path>(?:[A-Za-z]:)?[^\n:]+?\.cs):(?:\w{1,12} )?(?P<line>\d+)", re.M)
+# Unity's console: `Shop.Cart:Add (Shop.Item) (at Assets/Scripts/Cart.cs:42)`
+_UNITY_FRAME = re.compile(
+    r"^[ \t]*(?:[^\s(]+[.:])?(?P<fn>[^\s.:(]+) ?\([^()\n]*\) \(at (?P<path>[^\n:()]+?\.cs):(?P<line>\d+)\)",
+    re.M)
+# Ruby: `lib/rack/builder.rb:244:in 'call'` (`from …` after the first, `Class#method` in 3.4,
+# `block (2 levels) in call`, `<top (required)>`)
 _RUBY_FRAME = re.compile(
-    r"^[ \t]*(?:from )?(?P<path>[^\s:]+\.rb):(?P<line>\d+):in [`'](?:[^'`\s]*[#.])?(?P<fn>[^'`#.\s]+)['`]", re.M)
+    r"^[ \t]*(?:from )?(?P<path>[^\s:]+\.rb):(?P<line>\d+):in [`']"
+    r"(?:(?:block|rescue|ensure)(?: \(\d+ levels\))? in )?(?:[^'`\s]*[#.])?"
+    r"(?P<fn><top \(required\)>|[^'`#.\s]+)['`]", re.M)
 # PHP: `… in /srv/src/Cart.php:321` (where it was thrown), then `#0 /srv/src/Shop.php(120): Cart->add()`
 _PHP_THROWN = re.compile(r"\bin (?P<path>[^\s:()]+\.php)(?::| on line )(?P<line>\d+)(?P<fn>)")
 _PHP_FRAME = re.compile(
@@ -145,32 +168,59 @@ _LUA_FRAME = re.compile(
 _GDB_FRAME = re.compile(
     r"^[ \t]*(?:frame )?#\d+:?[ \t]+(?:0x[0-9a-fA-F]+ in )?(?:[\w~<>]+::)*(?P<fn>[\w~]+)[ \t]*\([^\n]*\) at "
     r"(?P<path>[^\s:]+):(?P<line>\d+)", re.M)
+# AddressSanitizer and the other sanitizers: `#1 0x4c5e21 in parse_header /src/parse.c:42:3`
+# (`in Cart::add(int) const /src/cart.cc:9:5` in C++; a library's frame names
+# its module and offset instead: `(/lib/libc.so.6+0x21bf6)`).
+_SANITIZER_FRAME = re.compile(
+    r"^[ \t]*#\d+ 0x[0-9a-fA-F]+ in (?P<fn>[^\s(]+)(?:\([^()\n]*\))?(?: const)? "
+    r"(?P<path>[^\s:()]+):(?P<line>\d+)", re.M)
 # Swift: `Fatal error: Unexpectedly found nil: file Sources/Shop/Cart.swift, line 42`
 _SWIFT_TRAP = re.compile(r"\bfile (?P<path>[^\s,]+\.swift), line (?P<line>\d+)(?P<fn>)")
+# A file name's extensions: every language the chunker reads by definitions
+# (`cart.ex`, `Cart.sol`, `cart.zig`; one-letter ones but C's are too often
+# not a file: `x.d`, `e.m`), and documents and configuration.
+_SOURCE_EXTENSIONS = tuple(sorted(
+    {extension for extension in DEFAULT_INCLUDE
+     if extension.isalnum() and extension.islower() and (len(extension) > 1 or extension in ("c", "h"))
+     and reads_definitions(language_for_path(f"file.{extension}"))}
+    | {"pyx", "vue", "svelte", "rst", "md", "txt", "toml", "cfg", "ini", "yml", "yaml", "json", "html", "css",
+       "sh"}, key=lambda extension: (-len(extension), extension)))
+# A compiler's or linter's diagnostic: the place of the error, one a line,
+# the first most likely the cause. With a column any message (gcc, clang,
+# rustc's short form, `go build`/`go vet`, flake8: `src/parse.c:4:3: error: …`,
+# `pkg/cart/cart.go:4:9: undefined: j`), without one an error, warning or note
+# (`shop/cart.py:12: error: …`; a Python warning, `cart.py:12: DeprecationWarning:`,
+# is the caller's line, a path). Its file has a path's extension.
+_DIAGNOSTIC = re.compile(
+    r"^[ \t]*(?P<path>(?:[A-Za-z]:)?[^\s:()]+\.(?:" + "|".join(_SOURCE_EXTENSIONS) + r"))"
+    r":(?P<line>\d+)(?::(?P<column>\d+))?:[ \t](?(column)|[ \t]*(?:fatal )?(?:error|warning|note)\b)(?P<fn>)",
+    re.M)
+# Each with its language, None: the file's.
 _INNERMOST_FIRST = ((_JS_FRAME, "javascript"), (_GO_FRAME, "go"), (_RUST_FRAME, "rust"),
-                    (_CSHARP_FRAME, "csharp"), (_RUBY_FRAME, "ruby"), (_PHP_THROWN, "php"), (_PHP_FRAME, "php"),
-                    (_ELIXIR_FRAME, "elixir"), (_LUA_FRAME, "lua"), (_GDB_FRAME, "c"), (_SWIFT_TRAP, "swift"))
-# A line printing a stack frame: Python's (`File "` even when elided, or as
-# IPython and pytest print them), Node/Java/.NET `at`, gdb's `#0`, the
-# others' `path:line` forms.
-_FRAME_LINE = re.compile(rf'[ \t]*(?:\|[ \t]*)*(?:File "|at |from \S+\.rb:\d+'
-                         rf'|#\d+:?[ \t]+(?:0x[0-9a-fA-F]+ in |[\w:~<>]+[ \t]*\([^\n]*\) at |\S+\.php\(\d+\))'
-                         rf'|(?:\([\w]+(?: [\w.+-]+)?\) )?\S+\.(?:go|rs|rb|exs?|lua|php)[:(]\d+)'
-                         rf'|{_PY_FRAME_OTHER.pattern}', re.M)
+                    (_CSHARP_FRAME, "csharp"), (_UNITY_FRAME, "csharp"), (_RUBY_FRAME, "ruby"),
+                    (_PHP_THROWN, "php"), (_PHP_FRAME, "php"), (_ELIXIR_FRAME, "elixir"), (_LUA_FRAME, "lua"),
+                    (_GDB_FRAME, "c"), (_SANITIZER_FRAME, None), (_SWIFT_TRAP, "swift"), (_DIAGNOSTIC, None))
+# .NET prints an inner exception's frames first, then this line, then the outer one's.
+_INNER_EXCEPTION_END = re.compile(r"--- End of inner exception stack trace ---")
 # The message bounded: each `panicked at '` scanned to the line's end was
 # quadratic in a line of them.
 _RUST_PANIC = re.compile(r"panicked at (?:'.{0,1000}?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
 
-# `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`;
-# also as pytest prints them (`E   ValueError: x`, `FAILED tests/t.py::test_x - ValueError: x`)
-# and as warnings are printed (`shop/cart.py:12: DeprecationWarning: x`).
+# `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`,
+# the base classes themselves (`Error: x` as JavaScript throws it, `Exception: x`,
+# `System.Exception: x`); also as pytest prints them (`E   ValueError: x`,
+# `FAILED tests/t.py::test_x - ValueError: x`), as warnings are printed
+# (`shop/cart.py:12: DeprecationWarning: x`) and as a browser's console
+# (`Uncaught (in promise) TypeError: x`).
 _EXCEPTION_LINE = re.compile(
     r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |[^\s|]\S*\.py:\d+:[ \t]+"
-    # the JVM's and .NET's prefixes
-    r'|Exception in thread "[^"\n]*" |Caused by: |Unhandled [Ee]xception\.? )?'
-    r"(?P<type>(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)"
+    # the JVM's, .NET's and the browser's prefixes
+    r'|Exception in thread "[^"\n]*" |Caused by: |Unhandled [Ee]xception\.? |Uncaught (?:\(in promise\) )?)?'
+    r"(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)|Error|Exception)"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?::[ \t]*(?P<message>.+))?$", re.M)
+# The base classes name no class of the repository's.
+_BASE_EXCEPTIONS = frozenset({"Error", "Exception"})
 _GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
 # The other ecosystems' error lines, each with its message (and its type, a name):
 _OTHER_ERROR_LINES = (
@@ -189,32 +239,62 @@ _OTHER_ERROR_LINES = (
     re.compile(r"^(?:Fatal error|Precondition failed|Assertion failed): (?!\s*Uncaught )(?P<message>.+?)"
                r"(?:: file \S+, line \d+)?$", re.M),
 )
-# A logged line: `WARNING: msg`, logging's default `ERROR:shop.cart:msg`, and
+# A logged line's level, as Python's logging, Java's and others' name it.
+_LOG_LEVEL = r"(?:WARNING|WARN|ERROR|CRITICAL|FATAL|SEVERE)"
+# Logged lines: `WARNING: msg`, logging's default `ERROR:shop.cart:msg`, and
 # a documentation build's `index.rst:12: WARNING: msg`.
 # (A prefix or leading spaces, never both: the prefix may start with spaces
 # itself, and spaces both could take made a long run of them quadratic.)
-_LOG_LINE = re.compile(r"^(?:[^\n]*?: |[ \t]*)(?:WARNING|ERROR|CRITICAL)(?::[\w.]+)?:[ \t]*"
-                       r"(?P<message>\S.*)$", re.M)
+_LOG_LINE = re.compile(rf"^(?:[^\n]*?: |[ \t]*){_LOG_LEVEL}(?::[\w.]+)?:[ \t]*(?P<message>\S.*)$", re.M)
+_LOG_LINES = (
+    _LOG_LINE,
+    # The level a field between ` - ` or ` | ` (the logging cookbook's
+    # `%(asctime)s - %(name)s - %(levelname)s - %(message)s`, loguru's
+    # `time | WARNING  | shop.cart:checkout:8 - msg`).
+    re.compile(rf"^[^\n]*?[ \t][-|][ \t]++{_LOG_LEVEL}[ \t]++[-|][ \t]++(?:[\w.:<>]+ - )?(?P<message>\S.*)$",
+               re.M),
+    # Flask's default: `[2024-03-01 12:00:01,123] WARNING in cart: msg`
+    re.compile(rf"^\[[^\]\n]{{0,100}}\] {_LOG_LEVEL} in [\w.<>]+: (?P<message>\S.*)$", re.M),
+    # Spring Boot's default: `2024-03-01T12:00:01.123Z  WARN 4242 --- [main] shop.Cart : msg`
+    re.compile(rf"^[^\n]*?[ \t]{_LOG_LEVEL}[ \t]++\d+ --- (?:\[[^\]\n]{{0,100}}\][ \t]*+){{1,3}}"
+               rf"[\w.$]+[ \t]*+: (?P<message>\S.*)$", re.M),
+    # Logback's and log4j's default (`12:00:01.123 [main] WARN  shop.Cart - msg`) and
+    # a bracketed level (`[ERROR] msg`, `[main] [WARNING] msg`).
+    re.compile(rf"^(?:[^\n]*?[ \t\]])?{_LOG_LEVEL}[ \t]++[\w.$]+ - (?P<message>\S.*)$", re.M),
+    re.compile(rf"^(?:[^\n]*?[ \t\]])?\[{_LOG_LEVEL}\][ \t]++(?P<message>\S.*)$", re.M),
+)
 _MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
-# A quoted sentence. A single quote inside a word is an apostrophe, not a quote
-# mark ("I'll see that ... I'm" quotes nothing): an opening quote follows no
-# letter or digit, a closing one precedes none.
-_QUOTED = re.compile(r"\"([^\"\n]{12,200})\"|(?<![\w'])'([^'\n]{12,200})'(?![\w'])|“([^”\n]{12,200})”")
+# A quoted sentence: in double quotes, single quotes, curly ones, a language's
+# own (« », „ “, 「 」, 『 』). A single quote inside a word is an apostrophe,
+# not a quote mark ("I'll see that ... I'm" quotes nothing): an opening quote
+# follows no letter or digit, a closing one precedes none, and within a quote
+# one between letters is the quoted words' own ('Can't check out').
+_QUOTED = re.compile(
+    r"\"([^\"\n]{12,200})\""
+    r"|(?<![\w'])'((?:[^'\n]|(?<=\w)'(?=\w)){12,200})'(?![\w'])"
+    r"|(?<![\w‘’])‘((?:[^‘’\n]|(?<=\w)’(?=\w)){12,200})’(?![\w‘’])"
+    r"|“([^“”\n]{12,200})”|„([^„“”\n]{12,200})[“”]|«([^«»\n]{12,200})»|「([^「」\n]{12,200})」"
+    r"|『([^『』\n]{12,200})』")
+# A sentence in backticks (`Can't check out an anonymous basket`): four words
+# or more, not starting like code, none of them an option, a dotted or
+# qualified name, and no code's brackets, operators or ellipsis in it
+# (`pip install -e .`, `cart.add(item)`, `from x import m as z` are code).
+_BACKTICKED_SENTENCE = re.compile(r"`([A-Za-z][^`\n]{10,198}[^`\s])`")
+_BACKTICKED_WORDS = 4
+_CODE_CHARACTERS = re.compile(r"[()\[\]{}<>=;$|\\/@#*_\"]|\w[.:]\S|\.\.\.|(?:^|\s)-")
 
-# A file name's extensions: every language the chunker reads by definitions
-# (`cart.ex`, `Cart.sol`, `cart.zig`; one-letter ones but C's are too often
-# not a file: `x.d`, `e.m`), and documents and configuration.
-_SOURCE_EXTENSIONS = tuple(sorted(
-    {extension for extension in DEFAULT_INCLUDE
-     if extension.isalnum() and extension.islower() and (len(extension) > 1 or extension in ("c", "h"))
-     and reads_definitions(language_for_path(f"file.{extension}"))}
-    | {"pyx", "vue", "svelte", "rst", "md", "txt", "toml", "cfg", "ini", "yml", "yaml", "json", "html", "css",
-       "sh"}, key=lambda extension: (-len(extension), extension)))
 # Relative, absolute (`/`, `~/`, `C:\\`) and Windows paths; a path inside a URL
 # is read from the URL (_URL_PATH).
 _PATH = re.compile(r"(?<![\w/.\\:~-])((?:~|[A-Za-z]:)?[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w\.(?:"
                    + "|".join(_SOURCE_EXTENSIONS) + r"))(?![\w/\\-])")
 _URL_PATH = re.compile(r"\bhttps?://[^/\s]+(/[^\s#?)\]>'\"`]+)")
+# An absolute path's start: root, home or a drive (after an opening bracket or quote).
+_ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
+# A folder name with spaces in an absolute path (`C:\Users\Jane Doe\app\x.py`,
+# `/home/me/My Projects/x.py`): spaces looked back over, at most, and the
+# characters of one folder name.
+_SPACES_IN_PATH = 3
+_MAX_NAME_CHARS = 255
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
 _DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
 _CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
@@ -257,8 +337,11 @@ _CODE_NOISE = frozenset("""self cls None True False def class return import from
     Traceback most recent call last File line module stdin""".split())
 
 
-def _frames(text: str) -> list[Frame]:
+def _frames(text: str) -> tuple[list[Frame], list[tuple[int, int]]]:
+    """The text's stack frames, and where each frame's path is written (a path
+    a frame was read from is the frame's, not a path the text names)."""
     frames: list[Frame] = []
+    spans: list[tuple[int, int]] = []
     # Python: most recent call last; each traceback is a run of consecutive frames.
     runs: list[list[re.Match]] = []
     last_end = -1
@@ -269,42 +352,55 @@ def _frames(text: str) -> list[Frame]:
         else:
             runs.append([match])
         last_end = match.end()
+        spans.append(match.span(1))
     for run in runs:
         for i, match in enumerate(run):
             frames.append(Frame(match.group(1), int(match.group(2)), match.group(3), "python",
                                 len(run) - 1 - i))
-    frames += _other_python_frames(text)
+    frames += _other_python_frames(text, spans)
     # The rest print the innermost frame first.
     for pattern, language in _INNERMOST_FIRST:
         depth = 0
         previous_end = -1
         for match in pattern.finditer(text):
-            if previous_end >= 0 and text[previous_end:match.start()].count("\n") > 3:
-                depth = 0  # a new trace
+            if previous_end >= 0 and (text.count("\n", previous_end, match.start()) > 3
+                                      or _INNER_EXCEPTION_END.search(text, previous_end, match.start())):
+                depth = 0  # a new trace, or the outer exception's after the inner one's
             fn = match.group("fn") or None
-            frames.append(Frame(match.group("path"), int(match.group("line")), fn, language, depth))
+            path = match.group("path")
+            frames.append(Frame(path, int(match.group("line")), fn,
+                                language or language_for_path(path) or "", depth))
+            spans.append(match.span("path"))
             depth += 1
             previous_end = match.end()
-    depth, previous_end = 0, -1
+    # Java prints a chain of causes outermost first, each `Caused by:` section
+    # a trace of its own: listed root cause first, as Python prints them.
+    chains: list[list[list[Frame]]] = []
+    previous_end = -1
     for match in _JAVA_FRAME.finditer(text):
-        if previous_end >= 0 and text[previous_end:match.start()].count("\n") > 3:
-            depth = 0
+        if previous_end >= 0 and _JAVA_CAUSE.search(text, previous_end, match.start()):
+            chains[-1].append([])
+        elif previous_end < 0 or text.count("\n", previous_end, match.start()) > 3:
+            chains.append([[]])
         qual = match.group("qual")
         parts = qual.split(".")
         package = [p for p in parts[:-2] if p and p[0].islower()]
         path = "/".join(package + [match.group("file")])
-        frames.append(Frame(path, int(match.group("line")), parts[-1], "java", depth))
-        depth += 1
+        trace = chains[-1][-1]
+        trace.append(Frame(path, int(match.group("line")), parts[-1], "java", len(trace)))
+        spans.append(match.span("file"))
         previous_end = match.end()
+    frames += [frame for chain in chains for trace in reversed(chain) for frame in trace]
     for match in _RUST_PANIC.finditer(text):
         frames.append(Frame(match.group("path"), int(match.group("line")), None, "rust", 0))
-    return frames
+        spans.append(match.span("path"))
+    return frames, spans
 
 
-def _other_python_frames(text: str) -> list[Frame]:
+def _other_python_frames(text: str, spans: list[tuple[int, int]]) -> list[Frame]:
     """Frames of IPython's and pytest's tracebacks (see _PY_FRAME_OTHER),
     grouped into tracebacks by the lines between them; the last of each is
-    depth 0."""
+    depth 0. Where each frame's path is written is added to ``spans``."""
     runs: list[list[tuple[str, int | None, str | None]]] = []
     last_end = -1
     # pytest's long form: the previous frame was one, and not a traceback's last.
@@ -313,10 +409,13 @@ def _other_python_frames(text: str) -> list[Frame]:
         long_form = bool(match.group("pylong"))
         if match.group("ipy8"):
             frame = (match.group("ipy8"), int(match.group("ipy8_line")), match.group("ipy8_fn"))
+            spans.append(match.span("ipy8"))
         elif match.group("pytest"):
             frame = (match.group("pytest"), int(match.group("pytest_line")), match.group("pytest_fn"))
+            spans.append(match.span("pytest"))
         elif long_form:  # no function name: it is in the source printed above
             frame = (match.group("pylong"), int(match.group("pylong_line")), None)
+            spans.append(match.span("pylong"))
         else:  # old IPython: the line is the `-->` arrow in the source shown below
             following = text[match.end():match.end() + 2000]
             arrow = _IPYTHON_ARROW.search(following)
@@ -324,6 +423,7 @@ def _other_python_frames(text: str) -> list[Frame]:
             line = int(arrow.group(1)) if arrow and (
                 next_frame is None or arrow.start() < next_frame.start()) else None
             frame = (match.group("ipy"), line, match.group("ipy_fn"))
+            spans.append(match.span("ipy"))
         between = text[last_end:match.start()] if last_end >= 0 else ""
         # A traceback ends at its exception line, a code fence or a new "Traceback";
         # in pytest's long form a frame follows a whole function's source and the
@@ -365,7 +465,10 @@ def _add(seen: dict[str, None], value: str) -> None:
 # Details"): a version line `numpy: 1.19.1`, `attrs 20.3.0`, `commit: None`,
 # and the lines around it (`OS: Linux`, `LANG: en_US.UTF-8`, a rule, a
 # heading: `INSTALLED VERSIONS`, `Package    Version`).
-_VERSION_LINE = re.compile(r"[ \t]*[A-Za-z][\w.-]*(?:[ \t]*:[ \t]*|[ \t]+)(?:v?\d+(?:\.\d+)+|None)\b.*")
+# `pip freeze` writes `numpy==1.26.4`, conda `numpy=1.26.4=py311h_0` (a release
+# of three parts: `rate=0.5`, `RATE=0.5` are settings).
+_VERSION_LINE = re.compile(r"[ \t]*(?:[A-Za-z][\w.-]*(?:[ \t]*:[ \t]*|[ \t]+|==)|[a-z][\w.-]*=(?=\d+\.\d+\.\d))"
+                           r"(?:v?\d+(?:\.\d+)+|None)\b.*")
 # Leading spaces taken once (possessive): given back to `[-= \t]{3,}` one by
 # one, a long line of spaces ending otherwise was quadratic.
 _REPORT_LINE = re.compile(r"[ \t]*+(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}"
@@ -492,25 +595,73 @@ def fenced_blocks(text: str) -> tuple[list[str], str]:
     return code, "".join(prose)
 
 
+# An HTML entity written out (`&quot;`, `&#39;`, `&#x27;`), with its semicolon:
+# without one (`?a=1&lt=2`) it is a URL's text.
+_HTML_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
+# A Markdown blockquote's margin (`> `, `> > `, `>> `), never a doctest's `>>>`.
+_BLOCKQUOTE = re.compile(r"^[ \t]{0,3}(?:>(?!>>)[ \t]?)+", re.M)
+
+
+def _unescaped(text: str) -> str:
+    """``text`` with its HTML entities read when the whole text was escaped (a
+    traceback exported from a web page or an e-mail: `File &quot;/app/shop/cart.py&quot;,
+    line 8`): such a text holds no ``<``, ``>`` or ``"`` of its own. One that
+    does writes its entities on purpose (an issue about escaping: `<p>&lt;img&gt;</p>`)."""
+    if "<" in text or ">" in text or '"' in text:
+        return text
+    return _HTML_ENTITY.sub(lambda entity: html.unescape(entity.group(0)), text)
+
+
+def _unquoted(text: str) -> str:
+    """``text`` without its blockquotes' margins (a reply quoting a traceback)."""
+    return _BLOCKQUOTE.sub("", text)
+
+
+def _absolute_start(text: str, start: int, line_start: int) -> int | None:
+    """Where the absolute path starts that a path read from ``start`` continues
+    past a space (`Doe\\app\\x.py` of `C:\\Users\\Jane Doe\\app\\x.py`), or
+    None: the words before it are no folders of an absolute path (`see
+    app/x.py`, `/home/me/a.py and src/b.py`)."""
+    at = start
+    for _ in range(_SPACES_IN_PATH):
+        if at <= line_start or text[at - 1] != " ":
+            return None
+        lowest = max(line_start, at - 1 - _MAX_NAME_CHARS)
+        space = text.rfind(" ", lowest, at - 1)
+        if space < 0 and lowest > line_start:
+            return None  # longer than a folder's name
+        word_start = space + 1 if space >= 0 else lowest
+        word = text[word_start:at - 1]
+        if "/" not in word and "\\" not in word or word[-1] in "/\\" or _PATH.fullmatch(word):
+            return None  # no folders, no folder's name before the space, or a file's path of its own
+        absolute = _ABSOLUTE_START.match(word)
+        if absolute:
+            return word_start + absolute.start(1)
+        at = word_start
+    return None
+
+
 def read_issue(text: str) -> IssueText:
     """Split an issue's text into prose, code and the evidence they carry.
     HTML comments (an issue template's instructions, never shown on the
-    tracker) are not read."""
-    text = _without_version_listings(without_html_comments(text))
+    tracker) are not read; HTML entities and blockquotes' margins are read
+    as what they show."""
+    text = _without_version_listings(_unquoted(_unescaped(without_html_comments(text))))
     code, prose = fenced_blocks(text)
     doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
     if doctest.strip():
         code.append(doctest)
     prose = _DOCTEST.sub("", prose)
-    frames = _frames(text)
+    frames, frame_spans = _frames(text)
     messages: dict[str, None] = {}
     identifiers: dict[str, None] = {}
     found: list[str] = []
     for match in _EXCEPTION_LINE.finditer(text):
-        _add(identifiers, match.group("type").rsplit(".", 1)[-1])
+        if (name := match.group("type").rsplit(".", 1)[-1]) not in _BASE_EXCEPTIONS:
+            _add(identifiers, name)
         if match.group("message"):
             found.append(match.group("message"))
-    found += [match.group("message") for pattern in (_GO_PANIC, _LOG_LINE)
+    found += [match.group("message") for pattern in (_GO_PANIC, *_LOG_LINES)
               for match in pattern.finditer(text)]
     for pattern in _OTHER_ERROR_LINES:
         for match in pattern.finditer(text):
@@ -519,7 +670,10 @@ def read_issue(text: str) -> IssueText:
             if "type" in groups:
                 _add(identifiers, re.split(r"[.:\\]+", groups["type"])[-1])
             found.append(groups["message"])
-    found += [next(g for g in match.groups() if g) for match in _QUOTED.finditer(prose)]
+    found += [next(g for g in match.groups() if g).strip() for match in _QUOTED.finditer(prose)]
+    found += [match.group(1) for match in _BACKTICKED_SENTENCE.finditer(prose)
+              if len(match.group(1).split()) >= _BACKTICKED_WORDS and not _CODE_START.match(match.group(1))
+              and not _CODE_CHARACTERS.search(match.group(1))]
     for message in found:
         # A message is often built from parts (`"invalid param %r: " + problem`):
         # each part between punctuation is looked for on its own too.
@@ -529,22 +683,30 @@ def read_issue(text: str) -> IssueText:
     paths: dict[str, None] = {}
     modules: dict[str, None] = {}
     imported: dict[tuple[str, str], None] = {}
-    # Whether a line prints a stack frame, asked once per line (a long line of
-    # many paths asked it per path: quadratic).
+    # A path a frame was read from is the frame's: `frame` weighs it by depth.
+    # Whether a path overlaps one is looked up by the frames' paths' starts
+    # (and the furthest end before each); any other path, on a line that only
+    # looks like a frame too, is a path.
+    frame_spans.sort()
+    frame_starts = [start for start, _ in frame_spans]
+    furthest_ends = list(itertools.accumulate((end for _, end in frame_spans), max))
+
+    def in_frame(start: int, end: int) -> bool:
+        before = bisect.bisect_left(frame_starts, end)
+        return before > 0 and furthest_ends[before - 1] > start
+
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-    frame_lines: dict[int, bool] = {}
     for match in _PATH.finditer(text):
+        if in_frame(*match.span(1)):
+            continue
         line_start = line_starts[bisect.bisect_right(line_starts, match.start()) - 1]
-        if line_start not in frame_lines:
-            frame_lines[line_start] = _FRAME_LINE.match(text, line_start) is not None
-        if frame_lines[line_start]:
-            continue  # a traceback frame's file: `frame` weighs it by depth
-        _add(paths, match.group(1))
+        start = _absolute_start(text, match.start(1), line_start)
+        _add(paths, text[start:match.end(1)] if start is not None else match.group(1))
     for match in _URL_PATH.finditer(text):
         # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
         # whose tail is the repository's file.
         url_path = match.group(1).rstrip(".,;:!")  # a sentence's end is not the path's
-        if _PATH.fullmatch(url_path.rsplit("/", 1)[-1]):
+        if _PATH.fullmatch(url_path.rsplit("/", 1)[-1]) and not in_frame(*match.span(1)):
             _add(paths, url_path)
     code_text = "\n".join(code)
     # `import shop.data as sd`, `from shop import open_cart as oc`: what the
@@ -574,7 +736,8 @@ def read_issue(text: str) -> IssueText:
             continue  # the standard library's function (`decode`, `info`): not the repository's
         # `pkg.(*Cart).Total`, `shop::parser::Parser::next`: the function's own name.
         words = _WORD.findall(frame.function or "")
-        if words and frame.function not in ("<module>", "<lambda>"):
+        # `<module>`, `<lambda>`, Ruby's `<top (required)>`: no function's name.
+        if words and not (frame.function.startswith("<") and frame.function.endswith(">")):
             _add(identifiers, words[-1])
     for source in (text,):
         for pattern in (_DOTTED_CALL, _DOTTED, _CAMEL, _SNAKE):

@@ -660,9 +660,10 @@ def test_installed_and_standard_library_paths_name_only_the_projects_own_files()
         assert index.resolve_path(written) is None, written
     # Written relative, a tail still names its file.
     assert index.resolve_path("utils/helpers.py") == ("src/shop/utils/helpers.py", 2)
-    # Import roots are Python's: another language's absolute path (a Cargo
-    # registry's copy of a workspace crate) still names its file by its tail.
-    crates = PathIndex(["shop/src/de/mod.rs", "shop_derive/src/lib.rs"])
+    # A Cargo registry's copy of a workspace crate names its file by the
+    # crate's folder (test_a_cargo_registrys_frame_names_only_the_repositorys_own_crates).
+    crates = PathIndex(["shop/src/de/mod.rs", "shop_derive/src/lib.rs"],
+                       crate_name={"shop": "shop", "shop_derive": "shop_derive"}.get)
     assert crates.resolve_path(
         "/home/me/.cargo/registry/src/index.crates.io-6f17/shop-0.1.0/src/de/mod.rs") == (
         "shop/src/de/mod.rs", 3)
@@ -719,7 +720,7 @@ def test_an_exception_groups_tracebacks_behind_their_margins():
     assert issue.paths == []
 
 
-def test_line_patterns_start_on_their_own_line_not_across_blank_lines(monkeypatch):
+def test_line_patterns_start_on_their_own_line_not_across_blank_lines():
     # Under re.M a pattern starting `^\s*` runs across blank lines from every line
     # start: reading a text of 40,000 newlines took minutes (`git show 98206f9:BENCHMARKS.md`,
     # "Locate, sixth session"). Each must match from the line it reads.
@@ -737,26 +738,29 @@ def test_line_patterns_start_on_their_own_line_not_across_blank_lines(monkeypatc
         locate._IMPORT: "import shop.cart",
         locate._LOG_LINE: "WARNING: the cart is empty",
         locate._DIRECTIVE: ".. automodule:: shop.cart",
+        locate._CSHARP_FRAME: "   bei Shop.Cart.Add(Item item) in C:\\src\\Cart.cs:Zeile 42",
+        locate._UNITY_FRAME: "Shop.Cart:Add (int) (at Assets/Scripts/Cart.cs:42)",
+        locate._SANITIZER_FRAME: "    #1 0x4c5e21 in parse_header /src/csrc/parse.c:4:3",
+        locate._DIAGNOSTIC: "pkg/cart/cart.go:4:9: undefined: j",
+        locate._JAVA_CAUSE: "Caused by: java.io.IOException: reset",
+        locate._BLOCKQUOTE: "> Traceback (most recent call last):",
+        **{pattern: line for pattern, line in zip(locate._LOG_LINES[1:], (
+            "2024-03-01 12:00:01,123 - shop.cart - WARNING - the cart is empty",
+            "[2024-03-01 12:00:01,123] WARNING in cart: the cart is empty",
+            "2024-03-01T12:00:01.123Z  WARN 4242 --- [main] shop.Cart : the cart is empty",
+            "12:00:01.123 [main] WARN  shop.Cart - the cart is empty",
+            "[WARNING] the cart is empty"))},
     }
+    assert len(locate._LOG_LINES) == 6
     for pattern, line in samples.items():
         match = pattern.search("\n \n\n" + line)
         assert match is not None and match.start() == 4, pattern.pattern
     assert read_issue("\n" * 40_000).frames == []
     # Nor may a margin of `|` be read again as the start of a warning's path.
     assert locate._EXCEPTION_LINE.search("|" * 40_000) is None
-    # A line of many paths is asked once whether it prints a frame (it was asked
-    # once per path, each time reading the whole line).
-    calls = []
-    frame_line = locate._FRAME_LINE
-
-    class CountingFrameLine:
-        def match(self, text, start):
-            calls.append(start)
-            return frame_line.match(text, start)
-
-    monkeypatch.setattr(locate, "_FRAME_LINE", CountingFrameLine())
+    # A line of many paths: each is looked up among the frames' paths by
+    # bisection (a line was once read whole per path: quadratic).
     assert len(read_issue("|a.py" * 200 + "\nsee b.py and c.py\n").paths) == 3
-    assert sorted(calls) == [0, 1001]
 
 
 def test_windows_absolute_and_url_paths_in_prose_are_read_whole():
@@ -1006,6 +1010,41 @@ def test_a_frame_in_node_modules_names_only_the_repositorys_own_packages(tmp_pat
     assert Locator(root=tmp_path / "js").signals._package_name("") == "shop"
 
 
+def test_a_cargo_registrys_frame_names_only_the_repositorys_own_crates(tmp_path: Path):
+    index = PathIndex(["src/lib.rs", "src/config.rs", "derive/src/lib.rs"], None,
+                      {"": "shopcfg", "derive": "shopcfg-derive"}.get)
+    registry = "/home/me/.cargo/registry/src/index.crates.io-6f17d22bba15001f"
+    assert index.resolve_path(f"{registry}/shopcfg-0.1.0/src/config.rs") == ("src/config.rs", 2)
+    assert index.resolve_path(f"{registry}/shopcfg-derive-0.1.0-rc.1/src/lib.rs") == ("derive/src/lib.rs", 2)
+    # Another crate's file of the same tail, Rust's own library: none of the repository's.
+    for written in (f"{registry}/anyhow-1.0.75/src/lib.rs", "/usr/local/cargo/registry/src/github.com-1ecc/"
+                    "tokio-util-0.7.10/src/lib.rs",
+                    "/rustc/90c541806f23a127002de5b4038be731ba1458ca/library/core/src/lib.rs"):
+        assert index.resolve_path(written) is None, written
+    assert PathIndex(["src/lib.rs"]).resolve_path(f"{registry}/shopcfg-0.1.0/src/lib.rs") is None
+    # Through the engine: the crate's name is read from its Cargo.toml.
+    root = git_tree(tmp_path / "rs", {
+        "Cargo.toml": '[package]\nname = "shopcfg"\nversion = "0.1.0"\n',
+        "src/lib.rs": "pub mod config;\n\npub fn version() -> &'static str {\n    \"0.1.0\"\n}\n",
+        "src/config.rs": "pub fn load(path: &str) -> anyhow::Result<String> {\n"
+                         "    Err(anyhow::anyhow!(\"config file is missing\"))\n}\n",
+    })
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.cold_index()
+        located = {f.path: f for f in engine.locate(
+            "Error: config file is missing\n\nStack backtrace:\n   0: anyhow::__private::format_err\n"
+            f"             at {registry}/anyhow-1.0.75/src/lib.rs:689:13\n"
+            "   1: shopcfg::config::load\n             at ./src/config.rs:2:5\n", 5)}
+    finally:
+        engine.close()
+    assert located["src/config.rs"].signals["frame"] == 1.0
+    assert "src/lib.rs" not in located or "frame" not in located["src/lib.rs"].signals
+    assert Locator(root=root).signals._crate_name("") == "shopcfg"
+    (root / "Cargo.toml").write_text("[workspace]\nmembers = [\n", encoding="utf-8")  # unreadable
+    assert Locator(root=root).signals._crate_name("") is None
+
+
 def test_an_issue_templates_comments_and_headings_are_not_its_prose():
     text = ("Cart.total() is wrong for refunds\n"
             "<!--\nThanks for submitting an issue! Here is a checklist of what to provide:\n"
@@ -1140,13 +1179,28 @@ HOSTILE_READS = """
 from ctxls.index.chunking.markdown import markdown_sections
 from ctxls.index.languages import header_language, language_for_path
 from ctxls.index.locate_signals import _format_words
+from ctxls.index.locate_paths import PathIndex
 from ctxls.index.locate_text import read_issue
 from ctxls.index.query import query_shape
 fmt = 'raise UsageError(f"Takes {nargs} values but {len(values)} were given.")'
 _format_words(fmt, "Takes" + " " * 600 + "values but" + " " * 600 + "x y")
 for hostile in (" " * 40_000 + "x", "```a\\n" * 8_000, "<!--" * 10_000,
-                "Packages: " + ")" * 40_000 + "x", "panicked at '" * 3_000, "\\t" * 40_000 + "WARNING"):
+                "Packages: " + ")" * 40_000 + "x", "panicked at '" * 3_000, "\\t" * 40_000 + "WARNING",
+                # each frame, log and quote pattern, the path readers
+                "    at f [as \\n" * 3_000, "    at f (http://" + "a" * 40_000, "\\tat " + "a/" * 20_000,
+                "created by " + "(a" * 20_000 + "\\n\\tx.go:1\\n", "   0: " + " " * 40_000 + "\\n",
+                "  bei a.b(x) in " + "a" * 40_000, "  at " + "a." * 20_000, "a.b (x) (at " + "a" * 40_000,
+                "#1 0x1 in " + "a" * 40_000, "a" + ".a" * 20_000 + ":1:", "x.c:1: " + " " * 40_000 + "z",
+                "Uncaught " + "a." * 20_000, " - WARNING" * 4_000, " WARN 1 --- " * 3_000,
+                "x WARN 1 --- [a] " + "a" * 40_000, " WARN " * 7_000, " [WARNING]" * 4_000, "[" + "a" * 40_000,
+                "'a" * 20_000, "'" + "a'" * 20_000, "\u2018" + "a\u2019" * 20_000, "\u00ab" * 40_000,
+                "`a" * 20_000, "a" * 40_000 + "=", "a==" + "1." * 20_000 + "x", "&#" * 20_000,
+                "&" + "a" * 40_000, "> " * 20_000 + "x", ">" * 40_000, " a/b" * 10_000 + ".py",
+                "/x a/b.py " * 4_000, '  File "a.py", line 1, in f\\n' * 5_000 + "see b.py " * 5_000,
+                "\\tat a.B.c(B.java:1)\\nCaused by: x\\n" * 5_000,
+                "   at A.b() in /a.cs:line 1\\n   --- End of inner exception stack trace ---\\n" * 5_000):
     read_issue(hostile)
+PathIndex(["src/lib.rs"]).resolve_path("/" + "registry/src/" * 3_000 + "a-" + "1" * 40_000 + ".1.1/src/lib.rs")
 query_shape("class " + "A" * 10_000 + "!")
 header_language("\\n" * 65_536)
 language_for_path("x.m", "\\n" * 32_768)

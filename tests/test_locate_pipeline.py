@@ -48,6 +48,211 @@ def test_a_listing_of_installed_packages_without_versions_is_not_read():
     assert read_issue("Extensions: shop.cart, shop.money\n").modules == ["shop.cart", "shop.money"]
 
 
+def rows(issue) -> list[tuple]:
+    """(path, line, function, depth) per frame."""
+    return [(f.path, f.line, f.function, f.depth) for f in issue.frames]
+
+
+def test_a_line_that_only_looks_like_a_frame_keeps_its_file():
+    # A sanitizer's frame, a compiler's diagnostic (with a column any message,
+    # without one an error, warning or note): a frame at its line.
+    asan = read_issue("==1==ERROR: AddressSanitizer: stack-buffer-overflow\n"
+                      "    #0 0x49a1b3 in __asan_memcpy (/home/me/shop/a.out+0x49a1b3)\n"
+                      "    #1 0x4c5e21 in parse_header /home/me/shop/csrc/parse.c:4:3\n"
+                      "    #2 0x4c6000 in Cart::add(int, char const*) const /home/me/shop/cart.cc:9:5\n")
+    assert rows(asan) == [("/home/me/shop/csrc/parse.c", 4, "parse_header", 0),
+                          ("/home/me/shop/cart.cc", 9, "Cart::add", 1)]
+    build = read_issue("$ go build ./...\npkg/cart/cart.go:4:9: undefined: j\n"
+                       "rs/src/parser.rs:2:18: error[E0308]: mismatched types\n"
+                       "shop/cart.py:12: error: Incompatible return value type\n")
+    assert rows(build) == [("pkg/cart/cart.go", 4, None, 0), ("rs/src/parser.rs", 2, None, 1),
+                           ("shop/cart.py", 12, None, 2)]
+    assert build.paths == []
+    # Ruby's frames of a block, a rescue, the top of a required file.
+    ruby = read_issue("lib/shop/cart.rb:5:in `block (2 levels) in checkout': undefined method `price' "
+                      "for nil (NoMethodError)\n\tfrom lib/shop/cart.rb:4:in `each'\n"
+                      "\tfrom lib/shop.rb:3:in `<top (required)>'\n")
+    assert rows(ruby) == [("lib/shop/cart.rb", 5, "checkout", 0), ("lib/shop/cart.rb", 4, "each", 1),
+                          ("lib/shop.rb", 3, "<top (required)>", 2)]
+    assert "required" not in ruby.identifiers
+    # Go's goroutine creator is a frame of its trace.
+    go = read_issue("goroutine 7 [running]:\nshop/cart.(*Cart).Total(0x0)\n\t/src/shop/cart/cart.go:27 +0x1d\n"
+                    "created by shop/cart.Start in goroutine 1\n\t/src/shop/cart/start.go:9 +0x25\n")
+    assert rows(go) == [("/src/shop/cart/cart.go", 27, "shop/cart.(*Cart).Total", 0),
+                        ("/src/shop/cart/start.go", 9, "shop/cart.Start", 1)]
+    # A line no frame pattern reads is no frame, and its path is still a path:
+    # `go test`'s failures, a Python warning's caller.
+    test_run = read_issue("--- FAIL: TestCart (0.00s)\n    cart_test.go:12: got 3, want 4\n"
+                          "src/shop/cart.py:5: DeprecationWarning: sum of a cart is deprecated\n")
+    assert test_run.frames == [] and test_run.paths == ["cart_test.go", "src/shop/cart.py"]
+
+
+@pytest.mark.parametrize("frame, path", [
+    ("at new CartView (/home/me/shop/web/src/cart.ts:4:13)", "/home/me/shop/web/src/cart.ts"),
+    ("at render (webpack:///./src/cart.ts:4:13)", "./src/cart.ts"),
+    ("at render (webpack://shop-web/./src/cart.ts:4:13)", "./src/cart.ts"),
+    ("at render (webpack-internal:///./src/cart.ts:4:13)", "./src/cart.ts"),
+    ("at render (http://localhost:5173/src/cart.ts?t=1712:4:13)", "src/cart.ts"),
+    ("at render (C:\\Users\\me\\shop\\web\\src\\cart.ts:4:13)", "C:\\Users\\me\\shop\\web\\src\\cart.ts"),
+    ("at render (file:///C:/Users/me/shop/web/src/cart.ts:4:13)", "C:/Users/me/shop/web/src/cart.ts"),
+    ("at file:///home/me/shop/web/src/cart.ts:4:13", "/home/me/shop/web/src/cart.ts"),
+])
+def test_javascript_frames_through_bundlers_dev_servers_and_windows_paths(frame: str, path: str):
+    issue = read_issue(f"RangeError: negative\n    {frame}\n    at main (index.js:1:1)\n")
+    assert [(f.path, f.line, f.depth) for f in issue.frames] == [(path, 4, 0), ("index.js", 1, 1)]
+    assert issue.paths == []
+
+
+def test_rust_frames_of_trait_and_impl_methods_are_read():
+    issue = read_issue("stack backtrace:\n   0: <shopcfg::config::Config as core::str::FromStr>::from_str\n"
+                       "             at ./src/config.rs:6:20\n"
+                       "   1: shopcfg::config::<impl shopcfg::config::Config>::parse\n"
+                       "             at ./src/config.rs:12:9\n   2: shopcfg::main::{{closure}}\n"
+                       "             at ./src/main.rs:4:5\n")
+    assert [(f.path, f.line, f.depth) for f in issue.frames] == [
+        ("./src/config.rs", 6, 0), ("./src/config.rs", 12, 1), ("./src/main.rs", 4, 2)]
+    assert {"from_str", "parse"} <= set(issue.identifiers)
+
+
+def test_each_cause_of_a_java_trace_is_a_trace_of_its_own_the_root_cause_first():
+    issue = read_issue('Exception in thread "main" java.lang.RuntimeException: save failed\n'
+                       "\tat com.example.shop.Api.save(Api.java:8)\n"
+                       "\tat com.example.shop.Controller.post(Controller.java:5)\n"
+                       "Caused by: java.lang.IllegalStateException: the pool is closed\n"
+                       "\tat com.example.shop.Pool.get(Pool.java:3)\n"
+                       "\t... 2 more\n"
+                       "Caused by: java.sql.SQLException: order id not assigned\n"
+                       "\tat com.example.shop.OrderRepo.insert(OrderRepo.java:6)\n"
+                       "\tat com.example.shop.Api.save(Api.java:6)\n"
+                       "\t... 1 more\n")
+    assert [(f.path.rsplit("/", 1)[-1], f.line, f.depth) for f in issue.frames] == [
+        ("OrderRepo.java", 6, 0), ("Api.java", 6, 1), ("Pool.java", 3, 0),
+        ("Api.java", 8, 0), ("Controller.java", 5, 1)]
+    # .NET prints the inner exception first: the outer one's frames start again.
+    dotnet = read_issue("System.InvalidOperationException: save failed\n"
+                        " ---> System.Exception: order id not assigned\n"
+                        "   at Shop.OrderRepo.Insert() in /src/Shop/OrderRepo.cs:line 6\n"
+                        "   --- End of inner exception stack trace ---\n"
+                        "   at Shop.Api.Save() in /src/Shop/Api.cs:line 8\n"
+                        "   at Shop.Program.Main() in /src/Shop/Program.cs:line 3\n")
+    assert [(f.path, f.depth) for f in dotnet.frames] == [
+        ("/src/Shop/OrderRepo.cs", 0), ("/src/Shop/Api.cs", 0), ("/src/Shop/Program.cs", 1)]
+
+
+@pytest.mark.parametrize("line, name", [
+    ("Error: Cannot render a negative cart total: -5", None),
+    ("Exception: Refusing to submit an order without lines", None),
+    ("Unhandled exception. System.Exception: Ledger rejected the posting of 12", None),
+    ("Uncaught RangeError: Cannot render a negative cart total", "RangeError"),
+    ("Uncaught (in promise) TypeError: the cart has no lines yet", "TypeError"),
+])
+def test_a_bare_error_line_or_the_consoles_uncaught_gives_its_message(line: str, name: str | None):
+    issue = read_issue(f"Checkout fails\n\n{line}\n")
+    assert line.split(": ", 1)[1] in issue.messages
+    # The base classes name no class of the repository's.
+    assert not {"Error", "Exception"} & set(issue.identifiers)
+    assert name is None or name in issue.identifiers
+
+
+@pytest.mark.parametrize("line, path", [
+    ("\tat app//com.example.shop.CartService.checkout(CartService.java:6)", "com/example/shop/CartService.java"),
+    ("\tat com.example.shop@1.0/com.example.shop.CartService.checkout(CartService.java:6)",
+     "com/example/shop/CartService.java"),
+    ("\tat loader/com.example.shop@1.0/com.example.shop.CartService.checkout(CartService.java:6)",
+     "com/example/shop/CartService.java"),
+    ("  at Shop.Ledger.Post (System.Int32 amount) [0x00008] in /home/me/game/Assets/Scripts/Ledger.cs:6",
+     "/home/me/game/Assets/Scripts/Ledger.cs"),
+    ("Shop.Ledger.Post (System.Int32 amount) (at Assets/Scripts/Ledger.cs:6)", "Assets/Scripts/Ledger.cs"),
+    ("Shop.Ledger:Post (int) (at Assets/Scripts/Ledger.cs:6)", "Assets/Scripts/Ledger.cs"),
+    ("   bei Shop.Ledger.Post(Int32 amount) in C:\\src\\Ledger.cs:Zeile 6", "C:\\src\\Ledger.cs"),
+    ("   場所 Shop.Ledger.Post(Int32 amount) 場所 C:\\src\\Ledger.cs:行 6", "C:\\src\\Ledger.cs"),
+])
+def test_jvm_and_dotnet_frames_in_their_other_printed_forms(line: str, path: str):
+    issue = read_issue(f"IllegalStateException: anonymous\n{line}\n")
+    assert [(f.path, f.line, f.depth) for f in issue.frames] == [(path, 6, 0)]
+    assert issue.paths == []
+
+
+def test_a_traceback_quoted_as_a_blockquote_is_read_as_one():
+    traceback = ('Traceback (most recent call last):\n  File "/app/src/shop/api.py", line 5, in post\n'
+                 '    add_item(items)\n  File "/app/src/shop/cart.py", line 3, in add_item\n'
+                 "    raise ValueError('quantity must be positive')\nValueError: quantity must be positive")
+    for margin in ("> ", ">", "> > "):
+        issue = read_issue("Posting crashes\n\n" + "\n".join(margin + line for line in traceback.split("\n")))
+        assert rows(issue) == [("/app/src/shop/api.py", 5, "post", 1), ("/app/src/shop/cart.py", 3, "add_item", 0)]
+        assert "quantity must be positive" in issue.messages and issue.paths == []
+    # A doctest's prompt is no margin.
+    assert read_issue("Cart\n\n>>> Cart().total()\n0\n").code == ["Cart().total()"]
+
+
+def test_an_html_escaped_traceback_is_read_as_shown():
+    issue = read_issue("Adding fails\n\nTraceback (most recent call last):\n"
+                       "  File &quot;/srv/app/shop/cart.py&quot;, line 3, in &lt;module&gt;\n"
+                       "ValueError: quantity for &#39;abc&#39; must be positive&#x21;\n"
+                       "See https://example.com/search?a=1&lt=2&amp;b=3\n")
+    assert rows(issue) == [("/srv/app/shop/cart.py", 3, "<module>", 0)]
+    assert "quantity for 'abc' must be positive!" in issue.messages
+    # An entity without its semicolon is a URL's text.
+    assert "?a=1&lt=2&b=3" in issue.raw
+    # A text with `<`, `>` or `"` of its own was not escaped whole: it writes its entities on purpose.
+    assert "`<p>&lt;img src=x&gt;</p>` is shown as text" in read_issue(
+        "Escaping\n\n`<p>&lt;img src=x&gt;</p>` is shown as text\n").raw
+
+
+def test_an_absolute_path_with_a_space_in_a_folder_name_is_read_whole():
+    issue = read_issue("Import warns\n\n"
+                       "C:\\Users\\Jane Doe\\myapp\\utils\\helpers.py:3: DeprecationWarning: shop.total is old\n"
+                       "My module /home/jane/My Projects/myapp/utils/helpers.py and (C:\\Program Files\\My App\\x.py)\n"
+                       "calls it, as src/shop/cart.py and /home/me/a.py with/without tools/b.py do.\n")
+    assert issue.paths == ["C:\\Users\\Jane Doe\\myapp\\utils\\helpers.py",
+                           "/home/jane/My Projects/myapp/utils/helpers.py", "C:\\Program Files\\My App\\x.py",
+                           "src/shop/cart.py", "/home/me/a.py", "tools/b.py"]
+
+
+@pytest.mark.parametrize("quoted", [
+    "'Can't check out an anonymous basket'", "`Can't check out an anonymous basket`",
+    "« Can't check out an anonymous basket »", "„Can't check out an anonymous basket“",
+    "「Can't check out an anonymous basket」", "‘Can’t check out an anonymous basket’",
+])
+def test_a_message_in_any_quote_marks_is_read(quoted: str):
+    issue = read_issue(f"Guests are blocked\n\nAfter login the page still says {quoted} again.\n")
+    assert "Can't check out an anonymous basket" in issue.messages or (
+        "Can’t check out an anonymous basket" in issue.messages)
+
+
+def test_backticked_code_is_no_message():
+    issue = read_issue("Install fails\n\nRun `pip install -e .[dev]` and `python -m pytest tests` "
+                       "or `cart.add(item, quantity=2)`, `shop_cart total is wrong`.\n")
+    assert issue.messages == []
+
+
+@pytest.mark.parametrize("line", [
+    "2024-03-01 12:00:01,123 - shop.cart - WARNING - {}",
+    "2024-03-01 12:00:01.123 | WARNING  | shop.cart:checkout:8 - {}",
+    "[2024-03-01 12:00:01,123] WARNING in cart: {}",
+    "2024-03-01T12:00:01.123Z  WARN 4242 --- [main] shop.cart                : {}",
+    "2024-03-01T12:00:01.123Z  WARN 4242 --- [shop] [           main] c.e.shop.Cart : {}",
+    "12:00:01.123 [main] WARN  shop.Cart - {}",
+    "[WARNING] {}",
+    "[main] [ERROR] {}",
+    "FATAL:  {}",
+])
+def test_common_log_formats_give_their_message(line: str):
+    message = "checkout refused for user bob"
+    assert message in read_issue(f"Baskets are lost\n\n```\n{line.format(message)}\n```\n").messages
+
+
+@pytest.mark.parametrize("separator", ["==", "="])
+def test_pip_freeze_and_conda_listings_are_environment_reports(separator: str):
+    listing = "\n".join(f"{name}{separator}{version}" for name, version in (
+        ("numpy", "1.26.4"), ("pandas", "2.2.1"), ("pyarrow", "15.0.0"), ("sqlalchemy", "2.0.27")))
+    issue = read_issue(f"cart_total is wrong\n\nEnvironment:\n\n```\n{listing}\n```\n")
+    assert "numpy" not in issue.raw and issue.code == [""]
+    # Settings are no versions: lines of `name=0.5` stay.
+    settings = read_issue("Slow retries\n\nretry_delay=0.5\nmax_wait=2.5\nback_off=1.5\n")
+    assert {"retry_delay", "max_wait", "back_off"} <= set(settings.identifiers)
+
+
 LOG_FILES = {
     "shop/__init__.py": "",
     "shop/loader.py": (
