@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from ctxls.index.tokenize import FILE_NAME_STOPWORDS, query_terms
@@ -19,22 +20,32 @@ from ctxls.index.tokenize import FILE_NAME_STOPWORDS, query_terms
 # One code name: qualified (a.b, A::b, a->b, A#b, A\b), or an identifier with a
 # capital, an underscore or a digit after its first character, or a leading
 # underscore, or a capitalised word, or any of these or a lower-case word
-# called (``parse()``). A plain lowercase word ("session") may be a word or a
-# name (QueryShape.word).
-_NAME = (r"[A-Za-z_$][\w$]*(?:(?:::|->|[.#\\])[A-Za-z_$][\w$]*)+"
-         r"|_[\w$]*"
+# called (``parse()``). A name whose last segment starts in lower case may end
+# in Ruby's and Elixir's ``?`` or ``!`` (``Account#valid?``, ``save_all!``; no
+# type or constant does: "What?" is no name). A plain lowercase word
+# ("session", "valid?", Lisp's "format-user-name") may be a word or a name
+# (QueryShape.word). Written for ASCII: a query in another script is read
+# through _shape_classes (a capital as `A`, any other letter as `a`), so a
+# name may start with any letter and have a capital of any script.
+_SEGMENT = r"[A-Za-z_$][\w$]*"
+_SEPARATOR = r"(?:::|->|[.#\\])"
+_NAME = (rf"{_SEGMENT}(?:{_SEPARATOR}{_SEGMENT})*{_SEPARATOR}(?:[a-z_][\w$]*[?!]|{_SEGMENT})"
+         r"|_[\w$]*[?!]?"
          # (a capital, underscore or digit looked for ahead, the name taken
          # once: backtracking over both stars was quadratic in a long name)
-         r"|[A-Za-z$](?=[\w$]*?[A-Z_0-9])[\w$]*+"
+         r"|[a-z$](?=[\w$]*?[A-Z_0-9])[\w$]*+[?!]?"
          r"|[A-Z][\w$]*")
 _SYMBOL_QUERY = re.compile(rf"(?:{_NAME})(?:\(\))?")
-_PLAIN_WORD = re.compile(r"[a-z][a-z0-9]*")
+# A lower-case word, or a hyphenated run of them (an English compound or a
+# Lisp name), with Ruby's `?` or `!` after it or not.
+_PLAIN_WORD = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*[?!]?")
 # "struct Runtime", "fn spawn_blocking", "class Session": a name asked for
 # with the keyword that declares it. Keywords that are also English words
 # ("type checking", "module loading") only count before a name no sentence
 # has (_NAME: not a plain lowercase word).
 _DECLARATION_QUERY = re.compile(
-    r"(?:(?:fn|func|def|defn|fun)\s+(?P<any>[A-Za-z_$][\w$]*(?:(?:::|->|[.#])[A-Za-z_$][\w$]*)*)"
+    r"(?:(?:fn|func|def|defn|fun)\s+(?P<any>[A-Za-z_$][\w$]*(?:(?:::|->|[.#])[A-Za-z_$][\w$]*)*"
+    r"(?:-[\w$]+)*[?!]?)"
     r"|(?:class|struct|enum|trait|interface|type|typedef|function|impl|mod|module|union|record"
     rf"|protocol|object|macro|const|let|var|package|namespace)\s+(?P<named>{_NAME}))(?:\(\))?")
 # Identifiers inside a sentence: CamelCase, camelCase, snake_case, dotted.
@@ -48,6 +59,8 @@ _EMBEDDED_SYMBOL = re.compile(
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 # A qualified name's separators: its last segment is the name defined.
 NAME_SEPARATORS = re.compile(r"::|->|[.#\\]")
+# A separator between two names (an operator's own `->`, `operator->`, is none).
+_QUALIFIER = re.compile(r"(?<=[\w$])(?:::|->|[#\\])(?=[\w$])")
 
 # Words that ask for a path class the ranking otherwise puts last.
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
@@ -63,8 +76,33 @@ def declared_name(query: str) -> str:
     name is (the keyword, in every chunk of its kind, only adds noise to
     BM25 and to the query's embedding)."""
     text = query.strip()
-    found = _DECLARATION_QUERY.fullmatch(text)
-    return (found.group("any") or found.group("named")) if found else text
+    found = _DECLARATION_QUERY.fullmatch(_shape_classes(text))
+    if found is None:
+        return text
+    group = "any" if found.group("any") else "named"
+    return text[found.start(group):found.end(group)]
+
+
+def dotted_name(name: str) -> str:
+    """A qualified name written with its language's separator (``A::b``,
+    ``A#b``, ``a->b``, ``A\\b``) as the index writes it, ``A.b``."""
+    return _QUALIFIER.sub(".", name)
+
+
+def _shape_classes(text: str) -> str:
+    """``text`` with each non-ASCII letter, mark or digit as the ASCII one of
+    its kind (a capital as ``A``, another letter or a mark as ``a``, a digit
+    as ``0``), at the same offsets: the name patterns, written for ASCII,
+    read names of any script."""
+    if text.isascii():
+        return text
+    return "".join(
+        char if char.isascii()
+        else "A" if char.isupper() or char.istitle()
+        else "a" if char.isalpha() or unicodedata.category(char)[0] == "M"
+        else "0" if char.isalnum()
+        else char
+        for char in text)
 
 
 @dataclass(frozen=True)
@@ -91,16 +129,18 @@ class QueryShape:
 @functools.lru_cache(maxsize=256)
 def query_shape(query: str) -> QueryShape:
     text = declared_name(query)
+    shape = _shape_classes(text)
     found = _WORD.findall(text)
     words = {word.lower() for word in found}
     bare = text.removesuffix("()")
     # A lower-case word called (`parse()`) is a name, as any other name is.
-    called = bare != text and _PLAIN_WORD.fullmatch(bare) is not None
-    symbol = bare if _SYMBOL_QUERY.fullmatch(text) or called else None
-    word = text if symbol is None and _PLAIN_WORD.fullmatch(text) else None
+    called = bare != text and _PLAIN_WORD.fullmatch(shape, 0, len(bare)) is not None
+    symbol = bare if _SYMBOL_QUERY.fullmatch(shape) or called else None
+    word = text if symbol is None and _PLAIN_WORD.fullmatch(shape) else None
     embedded: tuple[str, ...] = ()
     if symbol is None and word is None:
-        embedded = tuple(dict.fromkeys(_EMBEDDED_SYMBOL.findall(text)))
+        embedded = tuple(dict.fromkeys(text[name.start():name.end()]
+                                       for name in _EMBEDDED_SYMBOL.finditer(shape)))
     return QueryShape(text, symbol, word, embedded,
                       frozenset(w for w in dict.fromkeys(found) if w.lower() not in FILE_NAME_STOPWORDS),
                       bool(words & _TEST_WORDS), bool(words & _EXAMPLE_WORDS),

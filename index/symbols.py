@@ -12,6 +12,8 @@ name (`def`, `class`, `fn` …).
 from __future__ import annotations
 
 import re
+import sqlite3
+import unicodedata
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -22,8 +24,8 @@ from ctxls.index.paths import is_test_path
 from ctxls.index.ranking import RankingConfig, ScoredChunk, _chunks_by_id, _scored, bm25_scores
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
-from ctxls.index.query import NAME_SEPARATORS, query_shape
-from ctxls.index.tokenize import query_terms
+from ctxls.index.query import NAME_SEPARATORS, dotted_name, query_shape
+from ctxls.index.tokenize import fold, query_terms
 from ctxls.index.vocabulary import MAX_NAME_CHARS, MAX_RELATED_N, MAX_SYMBOLS_N
 
 # How a name query matches a definition, the closest first.
@@ -83,11 +85,14 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
         raise InvalidParams("match", f"must be one of {', '.join(MATCHES)}")
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SYMBOLS_N:
         raise InvalidParams("limit", f"must be an integer from 1 to {MAX_SYMBOLS_N}")
-    needle = name_as_written(query).lower() if isinstance(query, str) else ""
-    if not needle:
+    written = name_as_written(query) if isinstance(query, str) else ""
+    if not written:
         raise InvalidParams("query", "must be a non-empty string")
-    if len(needle) > MAX_NAME_CHARS:
+    if len(written) > MAX_NAME_CHARS:
         raise InvalidParams("query", f"must be a name of at most {MAX_NAME_CHARS} characters")
+    # `A::b`, `A#b` as `a.b`, as recall reads them (asked_names).
+    written = dotted_name(written)
+    needle = fold(written)
     if kinds is not None and not all(isinstance(kind, str) for kind in kinds):
         raise InvalidParams("kind", "must be a kind or a list of kinds (function, class, …)")
     allowed = MATCHES[:MATCHES.index(match) + 1]
@@ -98,17 +103,23 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
     escaped = _like_escaped(needle)
     qualified = "." in needle
     # The name column is the last segment, lower-cased; a dotted query is
-    # matched against the qualified symbol's tail.
+    # matched against the qualified symbol's tail. SQLite's lower() and LIKE
+    # fold ASCII only: a needle in another script is compared with names
+    # folded as it is (tokenize.fold: any case, NFC or NFD alike).
+    name, symbol = "s.name", "lower(s.symbol)"
+    if not needle.isascii():
+        _register_fold(conn)
+        name, symbol = _folded("s.name"), _folded("s.symbol")
     if qualified:
-        exact = "(lower(s.symbol) = ? OR lower(s.symbol) LIKE ? ESCAPE '\\')"
+        exact = f"({symbol} = ? OR {symbol} LIKE ? ESCAPE '\\')"
         exact_args = [needle, "%." + escaped]
-        prefix = "(lower(s.symbol) LIKE ? ESCAPE '\\' OR lower(s.symbol) LIKE ? ESCAPE '\\')"
+        prefix = f"({symbol} LIKE ? ESCAPE '\\' OR {symbol} LIKE ? ESCAPE '\\')"
         prefix_args = [escaped + "%", "%." + escaped + "%"]
     else:
-        exact, exact_args = "s.name = ?", [needle]
-        prefix, prefix_args = "s.name LIKE ? ESCAPE '\\'", [escaped + "%"]
+        exact, exact_args = f"{name} = ?", [needle]
+        prefix, prefix_args = f"{name} LIKE ? ESCAPE '\\'", [escaped + "%"]
     tiers = [("exact", exact, exact_args), ("prefix", prefix, prefix_args),
-             ("substring", "instr(lower(s.symbol), ?) > 0", [needle])]
+             ("substring", f"instr({symbol}, ?) > 0", [needle])]
     found: dict[tuple[str, str, int], Definition] = {}
     for tier, condition, args in tiers:
         if tier not in allowed:
@@ -123,13 +134,36 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
         pattern = "%".join(_like_escaped(letter) for letter in needle) + "%"
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id "
-            f"WHERE s.name LIKE ? ESCAPE '\\'{kind_sql} ORDER BY length(s.symbol), f.path, "
+            f"WHERE {name} LIKE ? ESCAPE '\\'{kind_sql} ORDER BY length(s.symbol), f.path, "
             "s.start_line LIMIT ?", [pattern, *kind_args, limit * 4]).fetchall()
         _add(found, rows, "fuzzy")
+    as_written = unicodedata.normalize("NFKC", written)
     ranked = sorted(found.values(), key=lambda d: (
-        MATCHES.index(d.match), query.strip() not in (d.name, d.symbol), is_test_path(d.path),
-        len(d.symbol), d.path, d.start_line))
+        MATCHES.index(d.match),
+        as_written not in {unicodedata.normalize("NFKC", n) for n in (d.name, d.symbol)},
+        is_test_path(d.path), len(d.symbol), d.path, d.start_line))
     return ranked[:limit]
+
+
+# The SQL name of tokenize.fold, registered on a connection for a query in
+# another script than ASCII.
+_FOLD_SQL = "ctxls_fold"
+
+
+def _register_fold(conn: Connection) -> None:
+    """tokenize.fold as SQL on ``conn``, once (SQLite refuses to redefine a
+    function while a statement of the connection runs)."""
+    try:
+        conn.execute(f"SELECT {_FOLD_SQL}('')")
+    except sqlite3.OperationalError:
+        conn.create_function(_FOLD_SQL, 1, fold, deterministic=True)
+
+
+def _folded(column: str) -> str:
+    """SQL for ``column`` as tokenize.fold gives it: SQLite's lower() for an
+    ASCII value (the same), the Python function only for the others."""
+    return (f"CASE WHEN {column} GLOB '*[^' || char(1) || '-' || char(127) || ']*' "
+            f"THEN {_FOLD_SQL}({column}) ELSE lower({column}) END")
 
 
 def _add(found: dict, rows, match: str) -> None:
@@ -219,14 +253,14 @@ _NAME_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
 
 
 def asked_names(query: str) -> set[str]:
-    """The code name a recall query asks for, lower-cased: the whole query
+    """The code name a recall query asks for, folded (tokenize.fold): the whole query
     when it is one name (``parse``, ``Session.request``, ``fn spawn``); a
     sentence names nothing, even with code-shaped words in it: narrowing a
     hit to the definition it mentions lost the one it describes (set 4 test
     by chunk: hybrid -0.007, every drop a description or concept query;
     docs/decisions.md, "Hits narrowed to the definition a query names")."""
     name = query_shape(query).identifier
-    return {NAME_SEPARATORS.sub(".", name).lower()} if name else set()
+    return {fold(NAME_SEPARATORS.sub(".", name))} if name else set()
 
 
 def named_definition(definitions: list[Definition], names: set[str]) -> Definition | None:
@@ -235,7 +269,7 @@ def named_definition(definitions: list[Definition], names: set[str]) -> Definiti
     and its implementation, a property's getter and setter) are one
     definition spanning them all: the first's name line, the last's end."""
     named = [definition for definition in definitions
-             if any(definition.symbol.lower() == name or definition.symbol.lower().endswith("." + name)
+             if any((symbol := fold(definition.symbol)) == name or symbol.endswith("." + name)
                     for name in names)]
     if not named:
         return None

@@ -11,13 +11,22 @@ Words are reduced to their English stem (Snowball), so a description's
 kept whole (lower-cased, unstemmed) before its words' stems, so an exact name
 still matches itself first. Chosen on the code-search dev set over keeping
 both forms (docs/decisions.md, "English stems in the full-text index").
+
+Text in any script: letters and digits of every script make words (text is
+NFKC-normalised and case-folded, so NFC, NFD and full-width forms agree), split
+as ASCII is (``_``, camelCase where the script has case, digits); a run of a
+script written without spaces (Han, Hiragana, Katakana, Hangul, Thai) gives
+its overlapping character bigrams (one character alone: itself), so a CJK
+query meets a CJK comment. Only ASCII words are stemmed. Pure-ASCII text
+takes the ASCII path unchanged (tokenizes exactly as before Unicode words).
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from functools import lru_cache
+import unicodedata
+from functools import cache, lru_cache
 
 import snowballstemmer
 
@@ -27,6 +36,19 @@ _COMPOUND = re.compile(r"[A-Za-z0-9_]+(?:(?:\.|/|::|\\)[A-Za-z0-9_]+)*")
 _PART_SPLIT = re.compile(r"\.|/|::|\\")
 # camelCase / PascalCase / ACRONYMWord / digits boundaries inside one word.
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# Runs of scripts written without spaces (Han with its radicals and iteration
+# marks, Hiragana, Katakana, Hangul, Thai): indexed as character bigrams.
+_NO_SPACE = ("\u0e00-\u0e7f\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035"
+             "\u3038-\u303c\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
+             "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+             "\U00020000-\U0003ffff")
+_NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# The parts of a non-ASCII word, read on its characters' classes (_char_classes):
+# A upper/title case, a lower case, o a letter of a script without case,
+# c a letter of a script without spaces, 0 a digit. The ASCII rule (_CAMEL)
+# plus caseless runs.
+_CLASS_PARTS = re.compile(r"A+(?=Aa)|A?a+|A+|0+|c+|o+")
 
 # Tokens longer than this are hashes, base64 or minified blobs: noise.
 MAX_TOKEN_CHARS = 48
@@ -88,15 +110,112 @@ def _compound_tokens(compound: str) -> tuple[str, ...]:
         if len(joined) <= MAX_TOKEN_CHARS:
             out.append(joined)
     for word in words:
-        if len(word) > MAX_TOKEN_CHARS:
-            continue
-        lowered = word.lower()
-        parts = _word_parts(word)
-        if len(parts) > 1 or (parts and parts[0] != lowered):
-            out.append(lowered)
-            out.extend(stem(part) for part in parts)
+        out.extend(_ascii_word_tokens(word))
+    return tuple(out)
+
+
+@cache
+def _unicode_compound() -> re.Pattern[str]:
+    """_COMPOUND for text in any script: a word is letters, digits and ``_``
+    of any script, with the combining marks among them (Devanagari's vowel
+    signs, Thai's); built on the first non-ASCII text. Only the marks of
+    the BMP (read from unicodedata, as ranges): a class reaching past it is
+    a list the matcher walks for every space, and the full-text tokenizer
+    splits words at marks anyway."""
+    ranges: list[list[int]] = []
+    for code in range(0x300, 0x10000):
+        if unicodedata.category(chr(code))[0] == "M":
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1][1] = code
+            else:
+                ranges.append([code, code])
+    marks = "".join(f"{re.escape(chr(low))}-{re.escape(chr(high))}" for low, high in ranges)
+    word = rf"\w[\w{marks}]*"
+    return re.compile(rf"{word}(?:(?:\.|/|::|\\){word})*")
+
+
+def _char_classes(word: str) -> str:
+    """``word``'s characters as their classes (see _CLASS_PARTS); a combining
+    mark takes its letter's class (lower case after a capital)."""
+    classes = []
+    for char in word:
+        if _NO_SPACE_CHAR.match(char):
+            classes.append("c")
+        elif char.isdigit():
+            classes.append("0")
+        elif char.isupper() or char.istitle():
+            classes.append("A")
+        elif char.islower():
+            classes.append("a")
+        elif char.isalpha() or char.isnumeric():
+            classes.append("o")
+        elif unicodedata.category(char)[0] == "M" and classes:
+            previous = classes[-1]
+            classes.append("a" if previous == "A" else previous)
         else:
-            out.append(stem(lowered))
+            classes.append("-")  # a mark opening the word: part of no word
+    return "".join(classes)
+
+
+def _unicode_word_parts(word: str) -> list[tuple[str, bool]]:
+    """A non-ASCII word's parts, case-folded, each with whether it is a
+    bigram (or a lone character) of a script without spaces."""
+    parts: list[tuple[str, bool]] = []
+    for piece in word.split("_"):
+        # Marks in a script without spaces (Thai vowel signs) are left out of
+        # its bigrams: the full-text tokenizer splits words at marks.
+        piece = "".join(char for char in piece if not (
+            _NO_SPACE_CHAR.match(char) and unicodedata.category(char)[0] == "M"))
+        classes = _char_classes(piece)
+        for found in _CLASS_PARTS.finditer(classes):
+            if found.group(0)[0] == "c":
+                run = piece[found.start():found.end()]
+                parts.extend(((run[i:i + 2], True) for i in range(len(run) - 1)) if len(run) > 1
+                             else [(run, True)])
+            else:
+                parts.append((piece[found.start():found.end()].casefold(), False))
+    return parts
+
+
+def _unicode_word_tokens(word: str) -> list[str]:
+    """One word of a non-ASCII compound: as _compound_tokens reads an ASCII
+    word (the word whole when it has several parts, then its parts), stems
+    for ASCII parts only. A word over MAX_TOKEN_CHARS still gives its bigrams:
+    a long run without spaces is a sentence, not a hash."""
+    if word.isascii():
+        return _ascii_word_tokens(word)
+    if len(word) > MAX_TOKEN_CHARS and not _NO_SPACE_CHAR.search(word):
+        return []
+    parts = _unicode_word_parts(word)
+    if len(word) > MAX_TOKEN_CHARS:
+        return [part for part, no_space in parts if no_space]
+    folded = word.casefold()
+    stems = [stem(part) if part.isascii() else part for part, _ in parts]
+    if len(parts) > 1 or (parts and parts[0][0] != folded):
+        return [folded, *stems]
+    return stems
+
+
+def _ascii_word_tokens(word: str) -> list[str]:
+    if len(word) > MAX_TOKEN_CHARS:
+        return []
+    lowered = word.lower()
+    parts = _word_parts(word)
+    if len(parts) > 1 or (parts and parts[0] != lowered):
+        return [lowered, *(stem(part) for part in parts)]
+    return [stem(lowered)]
+
+
+@lru_cache(maxsize=1 << 16)
+def _unicode_compound_tokens(compound: str) -> tuple[str, ...]:
+    out: list[str] = []
+    words = [w for w in _PART_SPLIT.split(compound) if w]
+    if len(words) > 1:
+        joined = "_".join(w.casefold() for w in words)
+        if len(joined) <= MAX_TOKEN_CHARS:
+            out.append(joined)
+    for word in words:
+        out.extend(_unicode_word_tokens(word))
     return tuple(out)
 
 
@@ -104,9 +223,44 @@ def expand_tokens(text: str) -> list[str]:
     """All index tokens of ``text``: compound identifiers whole (lower-cased),
     followed by their words' stems."""
     out: list[str] = []
-    for compound in _COMPOUND.findall(text):
-        out.extend(_compound_tokens(compound))
+    if text.isascii():
+        _add_ascii_tokens(text, 0, len(text), out)
+        return out
+    position, size = 0, len(text)
+    while position < size:
+        found = _NON_ASCII.search(text, position)
+        if found is None:
+            _add_ascii_tokens(text, position, size, out)
+            break
+        # Lines holding non-ASCII text take the Unicode path, the ASCII lines
+        # around them the ASCII one (a compound never spans lines; a source
+        # file's one `©` leaves the rest of it on the fast path).
+        newline = text.rfind("\n", position, found.start())
+        start = newline + 1 if newline >= 0 else position
+        _add_ascii_tokens(text, position, start, out)
+        end = text.find("\n", found.end())
+        while end >= 0:
+            following = _NON_ASCII.search(text, end)
+            if following is None or text.find("\n", end + 1, following.start()) >= 0:
+                break
+            end = text.find("\n", following.end())
+        end = size if end < 0 else end
+        for compound in _unicode_compound().findall(unicodedata.normalize("NFKC", text[start:end])):
+            out.extend(_compound_tokens(compound) if compound.isascii()
+                       else _unicode_compound_tokens(compound))
+        position = end
     return out
+
+
+def _add_ascii_tokens(text: str, start: int, end: int, out: list[str]) -> None:
+    for compound in _COMPOUND.findall(text, start, end):
+        out.extend(_compound_tokens(compound))
+
+
+def fold(text: str) -> str:
+    """``text`` as names are compared: NFKC-normalised and case-folded (NFC,
+    NFD and full-width forms of one name agree); plain ``lower()`` for ASCII."""
+    return text.lower() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
 
 
 def expand(text: str) -> str:

@@ -1953,3 +1953,37 @@ def test_a_long_run_of_python_comment_lines_keeps_the_files_definitions():
     # Blank lines between the comments, and a run that ends the file.
     tail = chunk_file("tail.py", "def only_one():\n    return 1\n" + "# c\n\n" * 20_000)
     assert tail.unparsed is None and [s.symbol for s in tail.symbols] == ["only_one"]
+
+
+def test_a_class_header_leads_its_members_not_the_short_function_before_it() -> None:
+    # Rule 3 (runs of short siblings) took the header into the function's
+    # chunk and left its members to the next: a 1-line header for the class.
+    text = source(
+        """
+        def helper_one(x):
+            \"\"\"convert one\"\"\"
+            return x
+
+
+        class PaymentGateway:
+            def charge(self):
+                return 1
+
+            def refund(self):
+                return 0
+        """
+    )
+    parsed = chunk_file("svc.py", text)
+    assert_well_formed(text, parsed)
+    assert [(c.symbol, c.start_line, c.end_line) for c in parsed.chunks] == [
+        ("helper_one", 0, 2), ("PaymentGateway", 5, 10)]
+    ts = ("export function helperOne(x: number): number {\n  return x;\n}\n\n"
+          "export class CartService {\n  addItem(id: string): void {\n    console.log(id);\n  }\n}\n")
+    chunks = chunk_file("shop.ts", ts).chunks
+    cart = next(c for c in chunks if "CartService" in c.names)
+    assert cart.symbol == "CartService" and "CartService.addItem" in cart.names
+    assert "helperOne" not in cart.names
+    # Short siblings of one scope still read as one chunk.
+    runs = chunk_file("ops.py", "def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\n"
+                                "def c():\n    return 3\n").chunks
+    assert [c.names for c in runs] == [("a", "b", "c")]

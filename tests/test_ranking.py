@@ -246,3 +246,95 @@ def test_the_top_ten_do_not_depend_on_how_many_hits_are_asked_for(own_code_engin
         assert len(set(h[:3] for h in hundred)) == len(hundred) >= len(fifty), query
         longest = max(longest, len(hundred))
     assert longest == 100
+
+
+# --- Query analysis: names and text of every script, Lisp and Ruby names ----------------------
+
+def _filler(count: int = 6) -> dict[str, str]:
+    """ASCII modules, so that BM25's IDF is not degenerate."""
+    return {f"filler/mod_{i}.py": (f"def load_record_{i}(path, key_name):\n    \"\"\"Load record {i}.\"\"\"\n"
+                                   f"    with open(path) as handle:\n        return handle.read().split('_')[{i}]\n")
+            for i in range(count)}
+
+
+def test_lexical_recall_finds_names_and_text_of_any_script(tmp_path):
+    # Tokenized as [A-Za-z0-9_] only, every Cyrillic or Greek snake_case name
+    # was `_` (each query found the same file) and Chinese text no token at all.
+    from ctxls.index.scopes import EVERYTHING
+
+    write_tree(tmp_path, {
+        **_filler(),
+        "src/users_ru.py": "def получить_пользователя(ид):\n    # Получает пользователя из базы данных\n"
+                           "    return ид\n",
+        "src/files_ru.py": "def удалить_файл(путь):\n    # Удаляет файл с диска\n    return путь\n",
+        "src/sum_zh.py": "def 计算总和(数字):\n    # 计算列表的总和\n    return sum(数字)\n",
+        "src/check_el.py": "def ελέγχω_κωδικό(κωδικός):\n    return κωδικός\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+
+        def top(query: str, kind: str = "code"):
+            hits = engine.recall(query, [kind], mode="lexical").hits_by_kind[kind]
+            return (hits[0].path, hits[0].symbol) if hits else None
+
+        assert top("получить_пользователя") == ("src/users_ru.py", "получить_пользователя")
+        assert top("удалить_файл") == ("src/files_ru.py", "удалить_файл")
+        assert top("ελέγχω_κωδικό") == ("src/check_el.py", "ελέγχω_κωδικό")
+        assert top("计算总和") == ("src/sum_zh.py", "计算总和")
+        assert top("计算列表的总和")[0] == "src/sum_zh.py"  # the comment's words
+        assert top("удаляет файл с диска")[0] == "src/files_ru.py"
+        engine.memory.remember(EVERYTHING, "restarts", "Сервер базы данных перезапускается каждую ночь")
+        engine.memory.remember(EVERYTHING, "restarts-zh", "数据库服务器每晚重启")
+        assert top("перезапускается", "fact")[0] == "restarts"
+        assert top("数据库服务器", "fact")[0] == "restarts-zh"
+    finally:
+        engine.close()
+
+
+def test_a_lisp_or_ruby_name_asked_for_is_its_definitions_hit(tmp_path):
+    # `format-user-name`, `valid?`, `save!` were no name to recall: the hit
+    # stayed the whole chunk, its first definition's.
+    write_tree(tmp_path, {
+        **_filler(),
+        "core.clj": "(ns app.core)\n\n(defn parse-user-id [s]\n  (Integer/parseInt s))\n\n"
+                    "(defn format-user-name [u]\n  (str (:first u) \" \" (:last u)))\n",
+        "model.rb": "class Account\n  def valid?\n    true\n  end\n\n  def save!\n    true\n  end\nend\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        for query, expected in (("format-user-name", ("core.clj", "format-user-name", 5, 6)),
+                                ("valid?", ("model.rb", "Account.valid?", 1, 3)),
+                                ("save!", ("model.rb", "Account.save!", 5, 7)),
+                                ("Account#valid?", ("model.rb", "Account.valid?", 1, 3))):
+            hit = engine.recall(query, ["code"], mode="lexical").hits_by_kind["code"][0]
+            assert (hit.path, hit.symbol, hit.start_line, hit.end_line) == expected, query
+        # A hyphenated English word names no definition: the chunk stays whole.
+        hit = engine.recall("user-id", ["code"], mode="lexical").hits_by_kind["code"][0]
+        assert (hit.path, hit.start_line) == ("core.clj", 0)
+    finally:
+        engine.close()
+
+
+def test_recall_for_a_class_is_the_class_with_its_members_not_its_header(tmp_path):
+    # The header was packed with the short function before it, its members
+    # into another chunk: recall answered a lone 1-line header.
+    write_tree(tmp_path, {
+        **_filler(),
+        "svc.py": "def helper_one(x):\n    \"\"\"convert one\"\"\"\n    return x\n\n\n"
+                  "class PaymentGateway:\n    def charge(self):\n        return 1\n\n\n"
+                  "def refund_payment(data):\n    return data\n",
+        "shop.ts": "export function helperOne(x: number): number {\n  // convert one\n  return x;\n}\n\n"
+                   "export class CartService {\n  addItem(id: string): void {\n    console.log(id);\n  }\n}\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        hit = engine.recall("PaymentGateway", ["code"], mode="lexical").hits_by_kind["code"][0]
+        assert (hit.path, hit.symbol, hit.start_line, hit.end_line) == ("svc.py", "PaymentGateway", 5, 7)
+        hit = engine.recall("CartService", ["code"], mode="lexical").hits_by_kind["code"][0]
+        assert (hit.path, hit.symbol, hit.start_line) == ("shop.ts", "CartService", 5)
+        assert hit.end_line >= 8  # addItem's lines with it
+    finally:
+        engine.close()

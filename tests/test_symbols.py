@@ -287,9 +287,10 @@ def test_related_code_by_identifiers_excludes_itself(engine: Engine):
     assert origin.path == "calc/helpers.py" and origin.start_line <= 19 <= origin.end_line
     assert hits and all(not (h.path == origin.path and h.start_line <= origin.end_line
                              and origin.start_line <= h.end_line) for h in hits)
-    # The other callers of invert_ratio (packing put the first in the origin's chunk).
-    assert [(h.path, h.symbol) for h in hits[:2]] == [("calc/helpers.py", "Meter.reading"),
-                                                      ("calc/run.py", "main")]
+    # The other callers of invert_ratio (packing put the first in the origin's
+    # chunk; Meter.reading is in its class's chunk, header and members together).
+    assert [(h.path, h.symbol) for h in hits[:2]] == [("calc/run.py", "main"),
+                                                      ("calc/helpers.py", "Meter")]
     assert engine.similar("calc/helpers.py", 999) == (None, [], "lexical")
     with pytest.raises(InvalidParams):
         engine.similar("calc/helpers.py", -1)
@@ -358,7 +359,7 @@ async def test_lsp_symbols_outline_and_similar(proj: Path):
 
         similar = await s.request("ctxls/similar", {"path": "calc/helpers.py", "line": 19})
         assert similar["origin"]["chunk"]["symbol"] == "invert_ratio"
-        assert [h["chunk"]["symbol"] for h in similar["hits"][:2]] == ["Meter.reading", "main"]
+        assert [h["chunk"]["symbol"] for h in similar["hits"][:2]] == ["main", "Meter"]
         assert similar["mode"] == "lexical"
 
         # A recall hit lists the definitions its chunk holds.
@@ -407,8 +408,8 @@ def test_cli_symbols_outline_related(proj: Path):
     related = ctxls(proj, "related", "calc/helpers.py:20", "-n", "2")
     assert related.returncode == 0, related.stderr
     assert related.stdout.splitlines()[0] == "like calc/helpers.py:19-20  invert_ratio (by its identifiers):"
-    assert related.stdout.splitlines()[1:] == ["     0.127  calc/helpers.py:26-31  Meter.reading",
-                                               "     0.100  calc/run.py:1-5  main"]
+    assert related.stdout.splitlines()[1:] == ["     0.097  calc/run.py:1-5  main",
+                                               "     0.054  calc/helpers.py:23-31  Meter"]
     bad = ctxls(proj, "related", "calc/helpers.py")
     assert bad.returncode == 2 and "PATH:LINE" in bad.stderr
     nothing = ctxls(proj, "related", "calc/helpers.py:400")
@@ -472,5 +473,51 @@ def test_a_name_holding_a_dot_is_split_only_at_its_qualifier(tmp_path: Path):
         assert [(d.name, d.container) for d in method] == [("[Symbol.iterator]", "Bag")]
         found = engine.symbols("[Symbol.iterator]", match="exact")
         assert [d.symbol for d in found] == ["Bag.[Symbol.iterator]"]
+    finally:
+        engine.close()
+
+
+def test_symbols_reads_a_name_with_its_languages_separator_in_any_script_and_form(tmp_path: Path):
+    """`FrameDecoder::decode_frame` and `Ledger#post_entry` (recall read them,
+    symbols did not); a capital outside ASCII in a qualified or substring
+    match (SQLite's lower() folds ASCII only); and one name in NFC and NFD."""
+    import unicodedata
+
+    from ctxls.index.query import dotted_name
+
+    nfd = unicodedata.normalize("NFD", "créerFacture")
+    write_tree(tmp_path, {
+        "rust/src/codec.rs": "pub struct FrameDecoder;\nimpl FrameDecoder {\n"
+                             "    pub fn decode_frame(&self, buf: &[u8]) -> usize { buf.len() }\n}\n",
+        "ruby/ledger.rb": "class Ledger\n  def post_entry(amount)\n    amount\n  end\nend\n",
+        "konto.py": "class Ärger:\n    def prüfen(self):\n        return 1\n\n\nclass Конто:\n"
+                    "    def списать(self, сумма):\n        return сумма\n\n\nclass DatenÜbertragung:\n    pass\n",
+        "billing.js": f"const TAUX = 2;\nconst DEVISE = 'EUR';\n\nfunction {nfd}(montant) {{\n"
+                      "  return montant * TAUX;\n}\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+
+        def first(query: str, match: str = "fuzzy"):
+            found = engine.symbols(query, match)
+            return (found[0].symbol, found[0].match) if found else None
+
+        assert first("FrameDecoder::decode_frame") == ("FrameDecoder.decode_frame", "exact")
+        assert first("Ledger#post_entry") == ("Ledger.post_entry", "exact")
+        assert first("Ärger.prüfen", "exact") == ("Ärger.prüfen", "exact")
+        assert first("конто.списать", "exact") == ("Конто.списать", "exact")
+        assert first("КОНТО.СПИСАТЬ", "prefix") == ("Конто.списать", "exact")
+        assert first("übertragung", "substring") == ("DatenÜbertragung", "substring")
+        assert first("Übertragung", "substring") == ("DatenÜbertragung", "substring")
+        assert first("ärger", "exact") == ("Ärger", "exact")
+        # The name written in NFD, asked for in NFC (and the other way).
+        assert first("créerFacture", "exact") == (nfd, "exact")
+        assert first(nfd, "exact") == (nfd, "exact")
+        hit = engine.recall("créerFacture", ["code"], mode="lexical").hits_by_kind["code"][0]
+        assert (hit.path, hit.symbol, hit.start_line, hit.end_line) == ("billing.js", nfd, 3, 5)
+        # A separator is one between names: an operator's own `->` stays.
+        assert dotted_name("geo::Polygon::area") == "geo.Polygon.area"
+        assert dotted_name("Smart::operator->") == "Smart.operator->"
     finally:
         engine.close()

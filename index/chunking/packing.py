@@ -27,7 +27,8 @@ def pack(lines: list[str], pieces: list[Piece]) -> list[Piece]:
     """``pieces`` (sorted, disjoint) joined into reading-sized pieces:
 
     1. a container's header takes its members in order while they fit
-       (a class with its fields and short methods reads as one);
+       (a class with its fields and short methods reads as one), and never
+       joins the pieces before it (a header joins what it introduces);
     2. runs of tiny pieces (at most TINY_LINES lines) join each other;
     3. runs of short definitions (at most SHORT_CHARS each) of one scope
        join each other (an impl's ten three-line accessors read as one);
@@ -52,6 +53,11 @@ def pack(lines: list[str], pieces: list[Piece]) -> list[Piece]:
             if chars + piece_chars > PACK_CHARS:
                 break
             inside = container and piece.start <= head.body_end
+            if not inside and piece.body_end > piece.end:
+                # Another container's header leads a group of its own (rule
+                # 1): joined to what comes before, its members fell into the
+                # next group and its hit was a lone header.
+                break
             tiny_run = all_tiny and piece_lines <= TINY_LINES
             scope = _scope(piece)
             short_run = piece_chars <= SHORT_CHARS and scope is not None and short_scope == scope

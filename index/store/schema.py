@@ -76,9 +76,11 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     end, Ruby `private def`, Scala 3 extensions, doc comments in imports or before a
 #     class block, subscripts and indexers, Rust impl types) and the name column split
 #     only at the qualifier's dot (model.split_symbol).
-CHUNKER_VERSION = 21
+# 22: a container's header never joins the pieces before it (packing.pack, rule 1).
+CHUNKER_VERSION = 22
 # 2: English stems of words (tokenize.stem).
-TOKENIZER_VERSION = 2
+# 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
+TOKENIZER_VERSION = 3
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
 
 # Chunk kinds with a full-text table of their own: code never competes with prose.
