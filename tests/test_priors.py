@@ -255,7 +255,7 @@ def test_file_bm25_counts_a_files_chunks_holding_each_word_against_its_length(tm
 def test_a_file_the_query_names_joins_the_candidates(engine: Engine) -> None:
     # A two-chunk BM25 pool misses helpers.py; the query names it ("helpers"),
     # so its chunks join the candidates and its name lifts them.
-    narrow = RankingConfig(candidate_pool=1, import_boost=0.0)
+    narrow = RankingConfig(candidate_pool=2, import_boost=0.0)
     unnamed = replace(narrow, priors=replace(narrow.priors, named_files=0))
     assert "pkg/helpers.py" in {p.split(":")[0] for p in paths(engine, "cookie jar helpers", narrow, n=2)}
     assert "pkg/helpers.py" not in {
