@@ -31,6 +31,7 @@ from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
 from ctxls.index.model import split_symbol
 from ctxls.index.paths import is_test_path, superseded_paths
+from ctxls.index.query import dotted_name
 from ctxls.index.recall_features import path_index
 from ctxls.index.symbols import name_as_written
 from ctxls.index.vocabulary import MAX_NAME_CHARS
@@ -125,7 +126,7 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
     if symbol is not None:
         if not isinstance(symbol, str) or not symbol.strip():
             raise InvalidParams("symbol", "must be a non-empty string")
-        query = name_as_written(symbol)
+        query = dotted_name(name_as_written(symbol))  # `Polygon::area` as the index writes it
         # A name no definition can have; bounded like a symbol query so that
         # nothing keyed by it (the lens titles) holds megabytes per entry.
         if len(query) > MAX_NAME_CHARS:

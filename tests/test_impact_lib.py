@@ -1599,3 +1599,16 @@ def test_a_rust_use_alias_is_swept_for_calls(make_engine):
     assert sorted((c.path, c.span.start_line, c.confirmed) for c in found.callers) == [
         ("src/main.rs", 6, False), ("src/main.rs", 6, False)]
     assert found.unconfirmed_reasons == {"name-only-language": 2}
+
+
+def test_a_symbol_written_with_its_languages_qualifier_is_found(make_engine):
+    """`impact Polygon::area` said "not defined in the index" while recall
+    and symbols read `::`, `#` and `->` as the index's `.`."""
+    engine = make_engine({
+        "geo.cpp": ("struct Polygon {\n    double area() const;\n};\n\n"
+                    "double Polygon::area() const {\n    return 0.0;\n}\n"),
+        "shop.rb": "class Ledger\n  def post_entry\n    1\n  end\nend\n",
+    })
+    for written, qualified in (("Polygon::area", "Polygon.area"), ("Ledger#post_entry", "Ledger.post_entry")):
+        found = analysis.analyze(engine, written, with_callers=False)
+        assert found is not None and qualified in [d.symbol for d in found.definitions], written
