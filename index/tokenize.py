@@ -103,14 +103,19 @@ def _word_parts(word: str) -> list[str]:
 # since a repository's distinct identifiers are unbounded.
 @lru_cache(maxsize=1 << 16)
 def _compound_tokens(compound: str) -> tuple[str, ...]:
+    """A compound's tokens: joined whole, then each word's. A compound with
+    non-ASCII letters is case-folded and its words read by
+    _unicode_word_tokens; an ASCII one exactly as before."""
+    ascii_only = compound.isascii()
     out: list[str] = []
     words = [w for w in _PART_SPLIT.split(compound) if w]
     if len(words) > 1:
-        joined = "_".join(w.lower() for w in words)
+        joined = "_".join(w.lower() if ascii_only else w.casefold() for w in words)
         if len(joined) <= MAX_TOKEN_CHARS:
             out.append(joined)
+    word_tokens = _ascii_word_tokens if ascii_only else _unicode_word_tokens
     for word in words:
-        out.extend(_ascii_word_tokens(word))
+        out.extend(word_tokens(word))
     return tuple(out)
 
 
@@ -206,19 +211,6 @@ def _ascii_word_tokens(word: str) -> list[str]:
     return [stem(lowered)]
 
 
-@lru_cache(maxsize=1 << 16)
-def _unicode_compound_tokens(compound: str) -> tuple[str, ...]:
-    out: list[str] = []
-    words = [w for w in _PART_SPLIT.split(compound) if w]
-    if len(words) > 1:
-        joined = "_".join(w.casefold() for w in words)
-        if len(joined) <= MAX_TOKEN_CHARS:
-            out.append(joined)
-    for word in words:
-        out.extend(_unicode_word_tokens(word))
-    return tuple(out)
-
-
 def expand_tokens(text: str) -> list[str]:
     """All index tokens of ``text``: compound identifiers whole (lower-cased),
     followed by their words' stems."""
@@ -246,8 +238,7 @@ def expand_tokens(text: str) -> list[str]:
             end = text.find("\n", following.end())
         end = size if end < 0 else end
         for compound in _unicode_compound().findall(unicodedata.normalize("NFKC", text[start:end])):
-            out.extend(_compound_tokens(compound) if compound.isascii()
-                       else _unicode_compound_tokens(compound))
+            out.extend(_compound_tokens(compound))
         position = end
     return out
 

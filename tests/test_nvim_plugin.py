@@ -150,18 +150,24 @@ vim.cmd("qa!")
 """
 
 
+def lua_check(nvim: Path, root: Path, body: str):
+    """What a Lua script run in a bare headless Neovim with the plugin wrote
+    as JSON to OUT (ROOT and OUT set for it)."""
+    out = root / "check.json"
+    script = root / "check.lua"
+    script.write_text(f"ROOT = {json.dumps(str(root))}\nOUT = {json.dumps(str(out))}\n" + body)
+    subprocess.run([str(nvim), "--headless", "--clean", "--cmd",
+                    f"lua vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN_DIR))})",
+                    "-c", f"luafile {script}"], cwd=root, capture_output=True, text=True,
+                   timeout=NVIM_TIMEOUT_S, env=os.environ | {"XDG_STATE_HOME": str(root / "state")})
+    return json.loads(out.read_text())
+
+
 def test_impact_format_lists_confirmed_first_other_definitions_and_counts(nvim: Path, tmp_path: Path) -> None:
     legacy = "\n" * 6 + 'x = "é😀"; def get(self):\n'
     for name, text in {"a.py": "get()\n", "b.py": "x = 1\ng()\n", "legacy.py": legacy}.items():
         (tmp_path / name).write_text(text, encoding="utf-8")
-    out = tmp_path / "format.json"
-    script = tmp_path / "check.lua"
-    script.write_text(f"ROOT = {json.dumps(str(tmp_path))}\nOUT = {json.dumps(str(out))}\n" + FORMAT_CHECK)
-    subprocess.run([str(nvim), "--headless", "--clean", "--cmd",
-                    f"lua vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN_DIR))})",
-                    "-c", f"luafile {script}"], cwd=tmp_path, capture_output=True, text=True,
-                   timeout=NVIM_TIMEOUT_S, env=os.environ | {"XDG_STATE_HOME": str(tmp_path / "state")})
-    result = json.loads(out.read_text())
+    result = lua_check(nvim, tmp_path, FORMAT_CHECK)
     assert result["texts"] == ["called from g: g()", "called from f (unconfirmed: builtin-name): get()"]
     # At the name (selectionRange), not the decorator its range starts with;
     # its UTF-16 column turned into a byte column (it was used as one).
@@ -195,13 +201,6 @@ def test_a_located_file_is_placed_at_the_first_reason_that_names_a_line(nvim: Pa
     """Only the first reason's line was used: when a `semantic` reason (no
     line) led, a traceback frame's line was ignored and the item sat at the
     best chunk (the :CtxLocate step failed now and then, as embedding went)."""
-    out = tmp_path / "located.json"
-    script = tmp_path / "check.lua"
-    script.write_text(f"ROOT = {json.dumps(str(tmp_path))}\nOUT = {json.dumps(str(out))}\n" + LOCATE_CHECK)
-    subprocess.run([str(nvim), "--headless", "--clean", "--cmd",
-                    f"lua vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN_DIR))})",
-                    "-c", f"luafile {script}"], cwd=tmp_path, capture_output=True, text=True,
-                   timeout=NVIM_TIMEOUT_S, env=os.environ | {"XDG_STATE_HOME": str(tmp_path / "state")})
-    assert json.loads(out.read_text()) == [
+    assert lua_check(nvim, tmp_path, LOCATE_CHECK) == [
         [6, "0.90 semantic: cosine 0.71; frame: pkg/retry.py:6 in retry_upload"],
         [10, "0.50 name: other"]]
