@@ -12,7 +12,6 @@ name (`def`, `class`, `fn` …).
 from __future__ import annotations
 
 import re
-import sqlite3
 import unicodedata
 from dataclasses import dataclass, field, replace
 
@@ -23,7 +22,7 @@ from ctxls.index.model import line_end_character, split_symbol
 from ctxls.index.paths import is_test_path
 from ctxls.index.ranking import RankingConfig, ScoredChunk, _chunks_by_id, _scored, bm25_scores
 from ctxls.index.semantic import SemanticIndex
-from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
+from ctxls.index.store import FOLD_SQL, FTS_TABLE_BY_KIND, Connection
 from ctxls.index.query import NAME_SEPARATORS, dotted_name, query_shape
 from ctxls.index.tokenize import fold, query_terms
 from ctxls.index.vocabulary import MAX_NAME_CHARS, MAX_RELATED_N, MAX_SYMBOLS_N
@@ -108,7 +107,6 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
     # folded as it is (tokenize.fold: any case, NFC or NFD alike).
     name, symbol = "s.name", "lower(s.symbol)"
     if not needle.isascii():
-        _register_fold(conn)
         name, symbol = _folded("s.name"), _folded("s.symbol")
     if qualified:
         exact = f"({symbol} = ? OR {symbol} LIKE ? ESCAPE '\\')"
@@ -145,25 +143,11 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
     return ranked[:limit]
 
 
-# The SQL name of tokenize.fold, registered on a connection for a query in
-# another script than ASCII.
-_FOLD_SQL = "ctxls_fold"
-
-
-def _register_fold(conn: Connection) -> None:
-    """tokenize.fold as SQL on ``conn``, once (SQLite refuses to redefine a
-    function while a statement of the connection runs)."""
-    try:
-        conn.execute(f"SELECT {_FOLD_SQL}('')")
-    except sqlite3.OperationalError:
-        conn.create_function(_FOLD_SQL, 1, fold, deterministic=True)
-
-
 def _folded(column: str) -> str:
     """SQL for ``column`` as tokenize.fold gives it: SQLite's lower() for an
     ASCII value (the same), the Python function only for the others."""
     return (f"CASE WHEN {column} GLOB '*[^' || char(1) || '-' || char(127) || ']*' "
-            f"THEN {_FOLD_SQL}({column}) ELSE lower({column}) END")
+            f"THEN {FOLD_SQL}({column}) ELSE lower({column}) END")
 
 
 def _add(found: dict, rows, match: str) -> None:

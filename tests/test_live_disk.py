@@ -843,14 +843,14 @@ def test_a_change_made_while_a_pass_runs_is_not_undone_by_it(tree: Path, monkeyp
     original = Indexer._write_batch
     raced = []
 
-    def edited_meanwhile(self, batch, log_edits):
+    def edited_meanwhile(self, batch, log_edits, rewrite=False):
         if not raced:  # every file is read by now; its rows are not written yet
             raced.append(True)
             (tree / "pkg/core.py").write_text("def rewritten_meanwhile():\n    pass\n")
             (tree / "pkg/use.py").unlink()
             self.reindex_from_disk("pkg/core.py")  # what the watcher does with its events
             self.reindex_from_disk("pkg/use.py")
-        return original(self, batch, log_edits)
+        return original(self, batch, log_edits, rewrite)
 
     monkeypatch.setattr(Indexer, "_write_batch", edited_meanwhile)
     engine = Engine(tree, EngineOptions(watch="off"))

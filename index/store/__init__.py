@@ -68,7 +68,7 @@ Format (docs/architecture.md, "Store format", says the same in prose):
   :class:`WriteFailed` (-32007): nothing was committed.
 """
 
-from ctxls.index.store.database import Connection, Row, Store, read_snapshot
+from ctxls.index.store.database import FOLD_SQL, Connection, Row, Store, read_snapshot
 from ctxls.index.store.failures import StoreVersionError, storage_reason, store_error
 from ctxls.index.store.reads import (FileState, connection_cache, file_term_count, fts_generation,
                                      generated_paths, parse_file_terms, paths_generation,
@@ -79,7 +79,7 @@ from ctxls.index.store.schema import (APPLICATION_ID, CHUNKER_VERSION, FTS_TABLE
                                       VECTOR_TABLES)
 from ctxls.index.store.writes import FileRecord, now_ms
 
-__all__ = ["APPLICATION_ID", "CARRIED_TABLES", "CHUNKER_VERSION", "Connection", "FTS_TABLE_BY_KIND",
+__all__ = ["APPLICATION_ID", "CARRIED_TABLES", "CHUNKER_VERSION", "Connection", "FOLD_SQL", "FTS_TABLE_BY_KIND",
            "FileRecord", "FileState", "INDEX_STAMP", "MEMORY_FTS_TABLE_BY_KIND", "QUARANTINE_LABEL",
            "Row", "SCHEMA_VERSION", "Store", "StoreVersionError", "TOKENIZER_VERSION",
            "VECTOR_TABLES", "connection_cache", "file_term_count", "fts_generation", "generated_paths",

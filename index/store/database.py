@@ -30,11 +30,14 @@ from ctxls.index.store.reads import Reads, fts_generation
 from ctxls.index.store.recovery import Recovery, _is_ours
 from ctxls.index.store.schema import APPLICATION_ID, FTS_TABLE_BY_KIND, VECTOR_TABLES, Migrations, _SQLITE_MAGIC
 from ctxls.index.store.writes import FileRows, now_ms
+from ctxls.index.tokenize import fold
 
 log = logging.getLogger(__name__)
 
 # What the rest of the package names a connection and a row by: only the
 # store imports sqlite3 (tests/test_layers.py).
+# The SQL name of tokenize.fold on every connection of a store.
+FOLD_SQL = "ctxls_fold"
 Connection = sqlite3.Connection
 Row = sqlite3.Row
 
@@ -350,6 +353,9 @@ class Store(Migrations, Recovery, FileRows, Reads):
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA busy_timeout = 10000")
+        # Names compared as tokenize.fold compares them (SQLite's lower()
+        # folds ASCII only): symbols' queries in another script use it.
+        conn.create_function(FOLD_SQL, 1, fold, deterministic=True)
         return conn
 
     def reader(self) -> Connection:
