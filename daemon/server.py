@@ -212,7 +212,7 @@ def recent_activity(ls: CtxlsServer, params: wire.Params) -> dict:
         found.extend((engine, a) for a in engine.recent_activity(days, since, limit))
     found.sort(key=lambda ea: (-ea[1].last_edited_at, ea[1].id, ea[1].symbol or ""))
     found = one_per_place(found, lambda ea: (ea[0].uri_for(ea[1].id), ea[1].symbol))
-    return wire.activity_json([a for _, a in found[:limit]])
+    return wire.activity_json([(a, engine.uri_for(a.id)) for engine, a in found[:limit]])
 
 
 async def serve_headless(root: Path, socket_path: str | None) -> None:

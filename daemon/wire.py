@@ -192,10 +192,12 @@ def index_stats_json(stats: IndexStats) -> dict:
     return asdict(stats)
 
 
-def activity_json(items: list[ActivityItem]) -> dict:
-    return {"items": [{"id": a.id, "symbol": a.symbol, "kind": a.kind,
+def activity_json(items: list[tuple[ActivityItem, str]]) -> dict:
+    """Each (item, its file's URI): in a multi-root workspace the same
+    repo-relative id can be a file of several folders."""
+    return {"items": [{"id": a.id, "uri": uri, "symbol": a.symbol, "kind": a.kind,
                        "lastEditedAt": a.last_edited_at, "edits": a.edits, "origin": a.origin}
-                      for a in items]}
+                      for a, uri in items]}
 
 
 def symbol_json(definition: symbol_table.Definition, uri_for: Callable[[str], str]) -> dict:

@@ -326,6 +326,39 @@ async def test_workspace_folders_can_be_added_and_removed(repo: Path, tmp_path: 
         assert await s.wait_for(gone)
 
 
+async def test_recent_activity_names_each_folders_file_by_its_uri(repo: Path, tmp_path: Path):
+    """The same repo-relative path edited in two workspace folders came back
+    as two items of one `id` and nothing else: an editor opened the first
+    folder's file for both (VS Code's Recent Activity did)."""
+    other = tmp_path / "other"
+    write_tree(other, {"pkg/session.py": "def other_folder_fn():\n    return 2\n"})
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        folder = types.WorkspaceFolder(uri=other.resolve().as_uri(), name="other")
+        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+            types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])))
+
+        async def indexed():
+            return await recall_code(s, "other_folder_fn")
+
+        assert await s.wait_for(indexed)
+        s.open("pkg/session.py")
+        s.replace("pkg/session.py", (repo / "pkg/session.py").read_text() + "\n\ndef edited_here():\n    pass\n",
+                  version=2)
+        with open(other / "pkg/session.py", "a") as fh:
+            fh.write("\n\ndef edited_there():\n    pass\n")
+
+        async def both():
+            items = (await s.request("ctxls/recentActivity", {"days": 1}))["items"]
+            found = {a["symbol"]: a for a in items if a["symbol"] in ("edited_here", "edited_there")}
+            return found if len(found) == 2 else None
+
+        items = await s.wait_for(both, timeout=20)
+        assert items["edited_here"]["uri"] == (repo / "pkg/session.py").resolve().as_uri()
+        assert items["edited_there"]["uri"] == (other / "pkg/session.py").resolve().as_uri()
+        assert items["edited_here"]["id"] == items["edited_there"]["id"] == "pkg/session.py"
+
+
 async def test_a_folder_inside_another_folder_answers_each_place_once(repo: Path):
     """A workspace folder inside another one (a monorepo and one of its
     packages, opened side by side) is indexed by both: every answer merged

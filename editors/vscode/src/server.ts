@@ -22,6 +22,10 @@ export class CtxlsServer implements vscode.Disposable {
   /** Settles when the current client has started or failed to; requests wait for it. */
   private starting: Promise<void> | undefined;
   private launch: ServerLaunch | undefined;
+  /** Every start, stop and restart runs after the ones asked before it. */
+  private lifecycle: Promise<void> = Promise.resolve();
+  /** A restart asked for and not begun yet: a second ask joins it. */
+  private queuedRestart: Promise<void> | undefined;
   // One channel for every client this extension starts, so a restart keeps the log.
   private readonly outputChannel = vscode.window.createOutputChannel('ctxls');
   private readonly progressEmitter = new vscode.EventEmitter<ProgressEvent>();
@@ -31,7 +35,39 @@ export class CtxlsServer implements vscode.Disposable {
   readonly onProgress = this.progressEmitter.event;
   readonly onDidChangeState = this.stateEmitter.event;
 
-  async start(): Promise<void> {
+  start(): Promise<void> {
+    return this.inTurn(() => this.startNow());
+  }
+
+  stop(): Promise<void> {
+    return this.inTurn(() => this.stopNow());
+  }
+
+  /**
+   * Unserialized, two restarts interleaved: one stopped a client still
+   * starting (an error dialog, no server left) or replaced one it never
+   * stopped (two servers, every lens twice). Granting workspace trust asks
+   * twice at once (trust, and the settings now in force): one restart
+   * serves both.
+   */
+  restart(): Promise<void> {
+    if (this.queuedRestart === undefined) {
+      this.queuedRestart = this.inTurn(async () => {
+        this.queuedRestart = undefined;
+        await this.stopNow();
+        await this.startNow();
+      });
+    }
+    return this.queuedRestart;
+  }
+
+  private inTurn(step: () => Promise<void>): Promise<void> {
+    const next = this.lifecycle.then(step, step);
+    this.lifecycle = next.catch(() => undefined);
+    return next;
+  }
+
+  private async startNow(): Promise<void> {
     const launch = buildServerLaunch(readSettings(), {
       homeDir: os.homedir(),
       workspaceFolder: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath,
@@ -102,18 +138,13 @@ export class CtxlsServer implements vscode.Disposable {
     }
   }
 
-  async stop(): Promise<void> {
+  private async stopNow(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     if (client !== undefined && client.needsStop()) {
       await client.stop();
     }
     this.stateEmitter.fire({ running: false });
-  }
-
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.start();
   }
 
   /** Sends a ctxls request; `signal` cancels it (`$/cancelRequest`). */

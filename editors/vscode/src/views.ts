@@ -85,7 +85,7 @@ export async function openTarget(target: Target): Promise<void> {
     await openLocation(target.location);
     return;
   }
-  const uri = await findInWorkspace(target.path);
+  const uri = target.uri !== undefined ? vscode.Uri.parse(target.uri) : await findInWorkspace(target.path);
   if (uri === undefined) {
     void vscode.window.showWarningMessage(`ctxls: ${target.path} is not in any workspace folder (deleted or moved?).`);
     return;

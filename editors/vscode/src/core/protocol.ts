@@ -134,6 +134,8 @@ export interface ImpactParams {
 export interface ActivityItem {
   /** Repo-relative POSIX path of the edited file. */
   id: string;
+  /** The file itself: in a multi-root workspace `id` may be a file of several folders. */
+  uri?: string;
   /** Null for module-level code. */
   symbol: string | null;
   kind: string;

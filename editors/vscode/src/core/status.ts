@@ -82,6 +82,13 @@ export function statusView({ status, progress, error }: StatusInputs): StatusVie
     return { text: '$(error) ctxls', tooltip: `${error}\nClick to show the server's output.` };
   }
   const details = status === undefined ? [] : statusDetails(status);
+  // Before any progress: a store that cannot be used keeps its first pass's
+  // progress open while the server retries, and the bar said "indexing 0%" for good.
+  const failure = status === undefined ? undefined : statusError(status);
+  if (failure !== undefined && status !== undefined) {
+    // Not "ready": answers come from what the index holds, and the server retries.
+    return { text: `$(error) ctxls · ${plural(status.files, 'file')} · not updated`, tooltip: [failure, ...details].join('\n') };
+  }
   // Once the first index is done the bar says so, whatever runs after it (embedding, a backlog).
   const indexed = status !== undefined && !status.indexing ? `${plural(status.files, 'file')} indexed` : undefined;
   if (progress !== undefined) {
@@ -95,11 +102,6 @@ export function statusView({ status, progress, error }: StatusInputs): StatusVie
   }
   if (status === undefined) {
     return { text: '$(sync~spin) ctxls', tooltip: 'Starting the ctxls server…' };
-  }
-  const failure = statusError(status);
-  if (failure !== undefined) {
-    // Not "ready": answers come from what the index holds, and the server retries.
-    return { text: `$(error) ctxls · ${plural(status.files, 'file')} · not updated`, tooltip: [failure, ...details].join('\n') };
   }
   if (status.indexing) {
     return { text: `$(sync~spin) ctxls indexing · ${plural(status.files, 'file')}`, tooltip: details.join('\n') };

@@ -7,8 +7,11 @@ import type { ActivityItem, Impact, Location } from './protocol';
 /** What clicking a node opens. */
 export type Target =
   | { type: 'location'; location: Location }
-  /** A repo-relative file, and the symbol in it to reveal (null: the file's top). */
-  | { type: 'symbol'; path: string; symbol: string | null };
+  /**
+   * A repo-relative file, and the symbol in it to reveal (null: the file's
+   * top); `uri` names the file where several workspace folders may hold `path`.
+   */
+  | { type: 'symbol'; path: string; symbol: string | null; uri?: string };
 
 export interface TreeNode {
   /** Unique within one tree, stable across refreshes so expansion state survives. */
@@ -188,39 +191,41 @@ export function displayPath(uri: string, rootUris: readonly string[]): string {
  * file, symbols in the server's order (most recent first).
  */
 export function recentActivityTree(items: ActivityItem[], nowMs: number): TreeNode[] {
-  const byPath = new Map<string, ActivityItem[]>();
+  // By file: its URI where the server sends one (the same path in two folders is two files).
+  const byFile = new Map<string, ActivityItem[]>();
   for (const item of items) {
-    const group = byPath.get(item.id);
+    const key = item.uri ?? item.id;
+    const group = byFile.get(key);
     if (group === undefined) {
-      byPath.set(item.id, [item]);
+      byFile.set(key, [item]);
     } else {
       group.push(item);
     }
   }
-  const files = [...byPath.entries()].map(([path, edits]) => ({
-    path,
-    edits,
-    latest: Math.max(...edits.map((edit) => edit.lastEditedAt)),
-  }));
-  files.sort((a, b) => b.latest - a.latest || a.path.localeCompare(b.path));
-  return files.map(({ path, edits, latest }) => {
+  const files = [...byFile.entries()].map(([key, edits]) => {
+    const [first] = edits as [ActivityItem, ...ActivityItem[]]; // a group is never empty
+    return { key, path: first.id, uri: first.uri, edits, latest: Math.max(...edits.map((edit) => edit.lastEditedAt)) };
+  });
+  files.sort((a, b) => b.latest - a.latest || a.path.localeCompare(b.path) || a.key.localeCompare(b.key));
+  return files.map(({ key, path, uri, edits, latest }) => {
     const folder = dirname(path);
+    const where = uri === undefined ? {} : { uri };
     return {
-      id: `file:${path}`,
+      id: `file:${key}`,
       label: basename(path),
       description: folder === '' ? formatAge(latest, nowMs) : `${folder} · ${formatAge(latest, nowMs)}`,
       tooltip: path,
       icon: 'file',
       expanded: true,
-      target: { type: 'symbol', path, symbol: null },
+      target: { type: 'symbol', path, symbol: null, ...where },
       children: edits.map((edit) => ({
-        id: `file:${path}/${edit.kind}/${edit.symbol ?? ''}`,
+        id: `file:${key}/${edit.kind}/${edit.symbol ?? ''}`,
         label: edit.symbol ?? '(module level)',
         description: `${plural(edit.edits, 'edit')} · ${formatAge(edit.lastEditedAt, nowMs)}`,
         tooltip: `${edit.symbol ?? path} — ${edit.kind}, last edited ${new Date(edit.lastEditedAt).toISOString()}`,
         icon: edit.kind === 'doc' ? 'book' : 'symbol-method',
         children: [],
-        target: { type: 'symbol', path, symbol: edit.symbol },
+        target: { type: 'symbol', path, symbol: edit.symbol, ...where },
       })),
     };
   });

@@ -110,6 +110,12 @@ describe('statusView', () => {
       status: status({ state: 'error', files: 0, storeError: { code: -32006, message: 'index store cannot be used' } }),
     });
     assert.equal(unusable.text, '$(error) ctxls · 0 files · not updated');
+    // Its first pass's progress stays open while the server retries: still the error.
+    const retrying = statusView({
+      status: status({ state: 'error', files: 0, indexing: false, storeError: { code: -32006, message: 'index store cannot be used' } }),
+      progress: { title: 'indexing', percentage: 0 },
+    });
+    assert.equal(retrying.text, '$(error) ctxls · 0 files · not updated');
     // One folder of several: named.
     const folders = [
       { indexing: false, files: 1, chunks: 1, pending: 0, root: '/a', dbPath: '/a/.ctxls/index.db' },

@@ -212,6 +212,19 @@ describe('recentActivityTree', () => {
     assert.equal(store?.children[0]?.icon, 'symbol-method');
   });
 
+  test('one path in two workspace folders is two files, each opened by its own URI', () => {
+    const two: ActivityItem[] = [
+      { id: 'pkg/util.py', uri: 'file:///w/b/pkg/util.py', symbol: 'beta_new', kind: 'code', lastEditedAt: now, edits: 1 },
+      { id: 'pkg/util.py', uri: 'file:///w/a/pkg/util.py', symbol: 'alpha', kind: 'code', lastEditedAt: now - minute, edits: 1 },
+    ];
+    const [b, a] = recentActivityTree(two, now);
+    assert.deepEqual(b?.children.map((node) => node.target), [
+      { type: 'symbol', path: 'pkg/util.py', symbol: 'beta_new', uri: 'file:///w/b/pkg/util.py' },
+    ]);
+    assert.deepEqual(a?.target, { type: 'symbol', path: 'pkg/util.py', symbol: null, uri: 'file:///w/a/pkg/util.py' });
+    assert.notEqual(a?.id, b?.id);
+  });
+
   test('files edited at the same moment are ordered by path', () => {
     const tied: ActivityItem[] = [
       { id: 'b.py', symbol: 'f', kind: 'code', lastEditedAt: now, edits: 1 },
