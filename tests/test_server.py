@@ -301,24 +301,33 @@ async def test_file_outside_every_folder_is_served_from_its_buffer(repo: Path, t
         assert not (loose.parent / ".ctxls").exists()  # nothing written next to it
 
 
+def change_folders(s, added: Path | None = None, removed=None):
+    """Tell the server a folder was added (returned) or one removed."""
+    folder = types.WorkspaceFolder(uri=added.resolve().as_uri(), name=added.name) if added else None
+    s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        types.WorkspaceFoldersChangeEvent(added=[folder] if folder else [], removed=[removed] if removed else [])))
+    return folder
+
+
+async def indexed_in(s, name: str) -> list:
+    """The code hits of ``name`` once some folder has it indexed."""
+    async def found():
+        return await recall_code(s, name)
+
+    return await s.wait_for(found)
+
+
 async def test_workspace_folders_can_be_added_and_removed(repo: Path, tmp_path: Path):
     other = tmp_path / "other"
     write_tree(other, {"lib/tool.py": "def second_folder_tool():\n    return 2\n"})
     async with serve(repo) as s:
         await s.wait_indexed()
-        folder = types.WorkspaceFolder(uri=other.resolve().as_uri(), name="other")
-        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-            types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])))
-
-        async def found():
-            return await recall_code(s, "second_folder_tool")
-
-        hits = await s.wait_for(found)
+        folder = change_folders(s, added=other)
+        hits = await indexed_in(s, "second_folder_tool")
         assert hits[0]["uri"] == (other / "lib/tool.py").resolve().as_uri()
         assert (other / ".ctxls" / "index.db").exists()  # each folder has its own index
 
-        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-            types.WorkspaceFoldersChangeEvent(added=[], removed=[folder])))
+        change_folders(s, removed=folder)
 
         async def gone():
             return not await recall_code(s, "second_folder_tool")
@@ -334,14 +343,8 @@ async def test_recent_activity_names_each_folders_file_by_its_uri(repo: Path, tm
     write_tree(other, {"pkg/session.py": "def other_folder_fn():\n    return 2\n"})
     async with serve(repo) as s:
         await s.wait_indexed()
-        folder = types.WorkspaceFolder(uri=other.resolve().as_uri(), name="other")
-        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-            types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])))
-
-        async def indexed():
-            return await recall_code(s, "other_folder_fn")
-
-        assert await s.wait_for(indexed)
+        change_folders(s, added=other)
+        assert await indexed_in(s, "other_folder_fn")
         s.open("pkg/session.py")
         s.replace("pkg/session.py", (repo / "pkg/session.py").read_text() + "\n\ndef edited_here():\n    pass\n",
                   version=2)
@@ -365,9 +368,7 @@ async def test_a_folder_inside_another_folder_answers_each_place_once(repo: Path
     across folders listed each of its files twice, under each folder."""
     async with serve(repo) as s:
         await s.wait_indexed()
-        inner = types.WorkspaceFolder(uri=(repo / "pkg").resolve().as_uri(), name="pkg")
-        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-            types.WorkspaceFoldersChangeEvent(added=[inner], removed=[])))
+        change_folders(s, added=repo / "pkg")
 
         async def both_indexed():
             status = await s.request("ctxls/status")
@@ -596,14 +597,12 @@ async def test_open_buffers_move_with_the_folders_that_take_or_leave_them(repo: 
             return [d.name for d in found or []]
 
         assert await s.wait_for(lambda: outline()) == ["unsaved_buffer_function"]
-        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-            types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])))
+        change_folders(s, added=late)
         assert await s.wait_for(lambda: symbols("unsaved_buffer_function"), timeout=30) == [uri]
         assert await symbols("disk_text_function") == []
         assert await outline() == ["unsaved_buffer_function"]
 
-        s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
-            types.WorkspaceFoldersChangeEvent(added=[], removed=[folder])))
+        change_folders(s, removed=folder)
 
         async def served_loose() -> bool:
             return await outline() == ["unsaved_buffer_function"] and \
