@@ -19,7 +19,7 @@ from ctxls.index.engine import Engine
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef, content_hash, split_symbol
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
-from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens
+from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens, fold
 
 from .ripgrep import Scope
 
@@ -75,7 +75,7 @@ _DEFINITIONS_SQL = (
 
 def definitions_named(conn: Connection, name: str) -> list[Definition]:
     """Every indexed definition whose last segment is exactly ``name``."""
-    rows = conn.execute(_DEFINITIONS_SQL, (name.lower(),)).fetchall()
+    rows = conn.execute(_DEFINITIONS_SQL, (fold(name),)).fetchall()
     return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["start_line"],
                        r["end_line"]) for r in rows if split_symbol(r["symbol"])[1] == name]
 

@@ -55,7 +55,7 @@ from ctxls.index.paths import is_test_or_doc
 from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import generated_paths, paths_generation
-from ctxls.index.tokenize import expand_tokens, query_terms
+from ctxls.index.tokenize import expand_tokens, fold, query_terms
 
 log = logging.getLogger(__name__)
 
@@ -415,7 +415,7 @@ class Signals:
             names.setdefault(written.split(".")[-1], []).append(written)
         if not names:
             return set()
-        lowered = sorted({n.lower() for n in names})
+        lowered = sorted({fold(n) for n in names})
         rows = []
         for start in range(0, len(lowered), 500):
             batch = lowered[start:start + 500]
@@ -589,7 +589,7 @@ class Signals:
     def _defines(conn, path: str, name: str) -> bool:
         return conn.execute(
             "SELECT 1 FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? AND "
-            "s.name = ? LIMIT 1", (path, name.lower())).fetchone() is not None
+            "s.name = ? LIMIT 1", (path, fold(name))).fetchone() is not None
 
     def _message_evidence(self, conn, issue: IssueText, file) -> None:
         """``message``: the chunk holding a message's longest run of words, or a

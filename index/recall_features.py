@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from ctxls.index.paths import path_class
 from ctxls.index.query import NAME_SEPARATORS, QueryShape
 from ctxls.index.store import Connection, connection_cache, generated_paths, paths_generation
+from ctxls.index.tokenize import fold
 
 if TYPE_CHECKING:
     from ctxls.index.ranking import ScoredChunk
@@ -107,7 +108,7 @@ def _definitions(conn: Connection, kind: str, name: str, limit: int
     definition named ``name`` (the last segment, any case). A qualified name's
     own definitions come first: `Engine.__init__` is one of 60 `__init__`s,
     and the limit must not cut it."""
-    last = NAME_SEPARATORS.split(name)[-1].lower()
+    last = fold(NAME_SEPARATORS.split(name)[-1])
     select = ("SELECT c.id, s.symbol, s.symbol_kind, s.file_id, s.end_line - s.start_line "
               "FROM symbols s JOIN chunks c ON c.file_id = s.file_id "
               "AND c.start_line <= s.start_line AND s.start_line <= c.end_line "

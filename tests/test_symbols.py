@@ -516,6 +516,8 @@ def test_symbols_reads_a_name_with_its_languages_separator_in_any_script_and_for
         assert first(nfd, "exact") == (nfd, "exact")
         hit = engine.recall("créerFacture", ["code"], mode="lexical").hits_by_kind["code"][0]
         assert (hit.path, hit.symbol, hit.start_line, hit.end_line) == ("billing.js", nfd, 3, 5)
+        # ...and it is the definition asked for: the recall scorer's boost too.
+        assert "definition" in [c.feature for c in hit.why]
         # A separator is one between names: an operator's own `->` stays.
         assert dotted_name("geo::Polygon::area") == "geo.Polygon.area"
         assert dotted_name("Smart::operator->") == "Smart.operator->"

@@ -77,7 +77,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     class block, subscripts and indexers, Rust impl types) and the name column split
 #     only at the qualifier's dot (model.split_symbol).
 # 22: a container's header never joins the pieces before it (packing.pack, rule 1).
-CHUNKER_VERSION = 22
+# 23: the symbols' name column folded as names are compared (tokenize.fold: NFKC, any case).
+CHUNKER_VERSION = 23
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3

@@ -18,7 +18,7 @@ from ctxls.index.store.reads import parse_file_terms
 from ctxls.index.store.records import delete_file_rows
 from ctxls.index.store.schema import (FTS_TABLE_BY_KIND, MEMORY_FTS_TABLE_BY_KIND, VECTOR_TABLES,
                                       _unreferenced, new_paths_generation)
-from ctxls.index.tokenize import expand, expand_tokens
+from ctxls.index.tokenize import expand, expand_tokens, fold
 
 if TYPE_CHECKING:
     from ctxls.index.store.database import Connection
@@ -92,7 +92,7 @@ def now_ms() -> int:
 def _symbol_name(symbol: str | None) -> str | None:
     if not symbol:
         return None
-    return split_symbol(symbol)[1].lower()
+    return fold(split_symbol(symbol)[1])  # compared as names are (any case, NFC or NFD)
 
 
 
