@@ -79,13 +79,21 @@ async def read_body(reader: asyncio.StreamReader) -> bytes | None:
     return await reader.readexactly(length)
 
 
-def peer_uid(sock: socket.socket) -> int | None:
-    """The user id of the process at the other end of a Unix socket; None
+def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a Unix socket; None
     where the platform cannot tell."""
     if not hasattr(socket, "SO_PEERCRED"):
         return None
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    pid, uid, _ = struct.unpack("3i", creds)
+    return pid, uid
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The user id of the process at the other end of a Unix socket; None
+    where the platform cannot tell."""
+    creds = peer_credentials(sock)
+    return None if creds is None else creds[1]
 
 
 def foreign_daemon(path: Path, sock: socket.socket) -> str | None:

@@ -18,13 +18,13 @@ import json
 import logging
 import os
 import socket
-import struct
 import traceback
 from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, peer_uid, read_body
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, peer_credentials, peer_uid,
+                                  read_body)
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
@@ -88,10 +88,8 @@ def socket_owner_pid(path: Path) -> int | None:
     probe.settimeout(1.0)
     try:
         probe.connect(str(path))
-        if not hasattr(socket, "SO_PEERCRED"):
-            return 0
-        creds = probe.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-        return struct.unpack("3i", creds)[0]
+        creds = peer_credentials(probe)
+        return 0 if creds is None else creds[0]
     except OSError:
         return None
     finally:

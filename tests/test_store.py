@@ -1116,6 +1116,18 @@ def test_a_store_cut_short_after_its_first_commit_is_sealed_not_quarantined(tmp_
         reopened.close()
 
 
+def open_within_anothers_window(db: Path, inside: threading.Event) -> tuple[list[Store], Store]:
+    """A store of ``db`` opened on a thread, and a second opened here once
+    the first is ``inside`` its slowed step: ([the first], the second)."""
+    first: list[Store] = []
+    opening = threading.Thread(target=lambda: first.append(Store(str(db))))
+    opening.start()
+    assert inside.wait(30)
+    second = Store(str(db))
+    opening.join()
+    return first, second
+
+
 def test_a_store_opened_while_another_is_making_it_waits_and_uses_that_one(tmp_path: Path, monkeypatch):
     """Three `ctxls index --no-daemon` on a repository without a store: one
     looking between another's schema and its seal quarantined the store just
@@ -1132,12 +1144,7 @@ def test_a_store_opened_while_another_is_making_it_waits_and_uses_that_one(tmp_p
         return seal(self)
 
     monkeypatch.setattr(Recovery, "_seal", slow_seal)
-    made: list[Store] = []
-    maker = threading.Thread(target=lambda: made.append(Store(str(db))))
-    maker.start()
-    assert making.wait(30)
-    second = Store(str(db))
-    maker.join()
+    made, second = open_within_anothers_window(db, making)
     try:
         assert second.error is None and made[0].error is None
         assert not list(tmp_path.glob("index.db.quarantined-*"))
@@ -1221,12 +1228,7 @@ def test_two_stores_judging_one_untrusted_store_quarantine_it_once(tmp_path: Pat
         return found
 
     monkeypatch.setattr(trust, "problem", slow_problem)
-    opened: list[Store] = []
-    first = threading.Thread(target=lambda: opened.append(Store(str(db))))
-    first.start()
-    assert judging.wait(30)
-    second = Store(str(db))
-    first.join()
+    opened, second = open_within_anothers_window(db, judging)
     try:
         assert second.error is None and opened[0].error is None
         assert len(list(tmp_path.glob("index.db.quarantined-*[0-9]"))) == 1
