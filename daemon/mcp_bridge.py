@@ -5,7 +5,8 @@ Each tool is one protocol request (docs/protocol.md) sent through
 the editor's unsaved buffers), else to an engine hosted in this process, which
 indexes in the background and runs its embedding worker like a daemon would.
 Errors come back as tool errors whose text starts ``ctxls error CODE:``, never
-as a dead server.
+as a dead server; only a tool name no tool has is a protocol error (-32602),
+as MCP has it.
 
 A tool is one entry of ``TOOLS``: its name, title, description, parameters
 (each with its JSON schema and description) and the function that runs it;
@@ -35,15 +36,16 @@ from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_
                                      impact_lines, in_caller_names, outline_text, partial_note,
                                      past_end_text, similar_text, status_lines, symbols_text,
                                      weak_note)
-from ctxls.daemon.mcp_stdio import McpStdioServer
-from ctxls.daemon.request_values import first_invalid
+from ctxls.daemon.mcp_stdio import McpStdioServer, UnknownTool
+from ctxls.daemon.request_values import MAX_INT, MIN_INT, first_invalid
 from ctxls.index.cancel import CancelToken
 from ctxls.index.errors import EngineError, InvalidParams
+from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
 from ctxls.index.vocabulary import (AUTHORS, MAX_BUDGET_CHARS, MAX_BUDGET_TOKENS, MAX_DAYS,
                                     MAX_ID_CHARS, MAX_LOCATE_N, MAX_MEMORY_N,
                                     MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_RECALL_N,
-                                    MAX_RECENT_ITEMS, MAX_RELATED_N, MAX_SYMBOLS_N, RECALL_KINDS,
-                                    RECALL_MODES)
+                                    MAX_RECENT_ITEMS, MAX_RELATED_N, MAX_SCOPE_CHARS,
+                                    MAX_SYMBOLS_N, MAX_WRITE_BYTES, RECALL_KINDS, RECALL_MODES)
 
 log = logging.getLogger(__name__)
 
@@ -150,12 +152,19 @@ class Param:
     def __init__(self, name: str, json_type: str, description: str, required: bool = False,
                  default: Any = None, enum: tuple[str, ...] | None = None,
                  minimum: int | None = None, maximum: int | None = None,
-                 max_length: int | None = None, positive: bool = False):
-        """``minimum``, ``maximum``, ``max_length`` and ``positive`` (> 0) say in
-        the schema the bounds the engine enforces (its constants), so that an
-        agent's client can check a call before making it."""
+                 max_length: int | None = None, positive: bool = False,
+                 non_empty: bool = False, not_blank: bool = False):
+        """``minimum``, ``maximum``, ``max_length``, ``positive`` (> 0),
+        ``non_empty`` (a string of a character or more) and ``not_blank`` (one
+        that is not only whitespace) say in the schema the bounds the engine
+        enforces (its constants), so that an agent's client can check a call
+        before making it. An integer is at most 64 bits wide wherever it goes
+        (request_values), so that is its range unless a narrower one is given."""
         self.name, self.json_type, self.required, self.default = name, json_type, required, default
         self.enum, self.minimum = enum, minimum
+        if json_type == "integer":
+            minimum = MIN_INT if minimum is None and not positive else minimum
+            maximum = MAX_INT if maximum is None else maximum
         self.schema: dict[str, Any] = {"type": json_type, "description": description}
         if json_type == "array":
             self.schema["items"] = {"type": "string"}
@@ -167,6 +176,10 @@ class Param:
             self.schema["maximum"] = maximum
         if positive:
             self.schema["exclusiveMinimum"] = 0
+        if non_empty or not_blank:
+            self.schema["minLength"] = 1
+        if not_blank:
+            self.schema["pattern"] = r"\S"  # unanchored: a non-whitespace character somewhere
         if max_length is not None:
             self.schema["maxLength"] = max_length
         if default is not None:
@@ -239,12 +252,16 @@ _READERS: dict[str, Callable[[Any], Any]] = {
 
 # Parameters several tools share.
 SCOPE = Param("scope", "string", "The memory tenant: its rows plus the shared tier. Leave it out "
-                                 "unless you were given one.")
+                                 f"unless you were given one. 1-{MAX_SCOPE_CHARS} characters; "
+                                 f"names starting with {RESERVED_PREFIX} are reserved "
+                                 f"({GLOBAL}: the shared tier alone).",
+              non_empty=True, max_length=MAX_SCOPE_CHARS)
 FORMAT = Param("format", "string", "text (default): compact, one line per hit, 1-based lines. "
                                    "json: the protocol's full JSON (0-based startLine/endLine) as "
                                    "structured content.", default="text", enum=("text", "json"))
 KIND = Param("kind", "string", "Only this kind: code, doc (repository docs and written "
-                               "documents), fact or episode. Default: all kinds, grouped.",
+                               "documents), config (configuration files), fact or episode. "
+                               "Default: all kinds, grouped.",
              enum=RECALL_KINDS)
 MODE = Param("mode", "string", "Ranking: hybrid (default: keywords and meaning), lexical "
                                "(keywords only) or semantic (meaning only).", enum=RECALL_MODES)
@@ -272,9 +289,12 @@ class Tool:
 
     def __init__(self, name: str, title: str, description: str, params: tuple[Param, ...],
                  run: Callable[[Bridge, dict[str, Any]], dict], result: dict[str, str],
-                 writes: bool = False, destructive: bool = False,
+                 writes: bool = False, destructive: bool = False, idempotent: bool = True,
                  renamed: dict[str, str] | None = None):
-        """``renamed``: the protocol fields ``run`` fills from a parameter of
+        """``destructive``: a write that may replace or remove what is there
+        (the protocol's hint; false says "only additive updates").
+        ``idempotent``: the same call again changes nothing more.
+        ``renamed``: the protocol fields ``run`` fills from a parameter of
         another name (find_symbol's ``name`` is the protocol's ``query``)."""
         self.name, self.title, self.description = name, title, description
         self.params = {param.name: param for param in params}
@@ -283,7 +303,7 @@ class Tool:
             | (renamed or {})
         self.run, self.result = run, result
         self.annotations = {"readOnlyHint": not writes, "destructiveHint": destructive,
-                            "idempotentHint": True, "openWorldHint": False}
+                            "idempotentHint": idempotent, "openWorldHint": False}
 
     def describe(self) -> dict:
         return {"name": self.name, "title": self.title, "description": self.description,
@@ -463,7 +483,8 @@ TOOLS = (
         "shows its text. `(partial: why)` ends the answer while the index or its vectors are "
         "incomplete. Fails on an empty query or unknown kind (ctxls error -32602)."),
         (Param("query", "string", "What to look for: words, a question or an identifier. Must "
-                                  "not be empty.", required=True, max_length=MAX_QUERY_CHARS),
+                                  "not be empty.", required=True, max_length=MAX_QUERY_CHARS,
+               not_blank=True),
          KIND, Param("n", "integer", "Hits per kind, 1-200.", default=10, minimum=1,
                           maximum=MAX_RECALL_N),
          Param("body", "boolean", "Also return each hit's text.", default=False),
@@ -480,7 +501,8 @@ TOOLS = (
         "`include_tests`. Use it first when handed an issue; then `get` the chunks. Fails on "
         "empty text (ctxls error -32602)."),
         (Param("text", "string", "The issue, bug report or stack trace, whole (past 40,000 "
-                                 "characters its first and last 20,000 are read).", required=True),
+                                 "characters its first and last 20,000 are read).", required=True,
+               not_blank=True),
          Param("n", "integer", "At most this many files.", default=10, minimum=1,
                maximum=MAX_LOCATE_N),
          Param("include_tests", "boolean", "Do not demote test and documentation files.",
@@ -498,7 +520,8 @@ TOOLS = (
         "`not found: ID`; before the first index completes, -32011 says how far it is."),
         (Param("id", "string", "A repository-relative file path (as recall prints it) or a "
                                "memory id; a location as answers print it "
-                               "(`pkg/core.py:16-18`) gives those lines.", required=True),
+                               "(`pkg/core.py:16-18`) gives those lines.", required=True,
+               non_empty=True),
          Param("start_line", "integer", "First line to return, 1-based (as recall prints it).",
                minimum=1),
          Param("end_line", "integer", "Last line to return, 1-based and inclusive.", minimum=1),
@@ -512,7 +535,8 @@ TOOLS = (
         "incomplete. Accepts qualified names like `Session.request`. Answers `not found: SYMBOL` "
         "when it is defined nowhere; fails with ctxls error -32001 when ripgrep cannot run."),
         (Param("symbol", "string", "A function, method or class name, optionally qualified "
-                                   "(Session.request).", required=True, max_length=MAX_NAME_CHARS),
+                                   "(Session.request).", required=True, max_length=MAX_NAME_CHARS,
+               not_blank=True),
          Param("n", "integer", "List at most this many callers and callees (text format).",
                default=20, minimum=1),
          FORMAT),
@@ -525,9 +549,13 @@ TOOLS = (
         "another agent can recall it later by meaning. The same id in the same scope replaces "
         "the earlier text. Answers with what was stored. Fails with ctxls error -32602 on a "
         "missing id/text or unknown kind, and -32003 when the daemon requires a scope."),
-        (Param("id", "string", "A short stable name for it, like `deploy-needs-foo-url`.",
-               required=True, max_length=MAX_ID_CHARS),
-         Param("text", "string", "What to remember.", required=True),
+        (Param("id", "string", "A short stable name for it, like `deploy-needs-foo-url`, on "
+                               "one line (no control characters).",
+               required=True, max_length=MAX_ID_CHARS, non_empty=True),
+         # maxLength counts characters, the bound bytes: it is the bound's loose side.
+         Param("text", "string", f"What to remember: at most {MAX_WRITE_BYTES:,} bytes as "
+                                 f"UTF-8 ({MAX_WRITE_BYTES >> 20} MiB).", required=True,
+               not_blank=True, max_length=MAX_WRITE_BYTES),
          Param("kind", "string", "fact (default), episode (something that happened) or doc.",
                default="fact", enum=WRITTEN_KINDS),
          SCOPE,
@@ -535,13 +563,16 @@ TOOLS = (
                                  "{\"anchor\": \"path/to/file.py\"}."),
          FORMAT),
         remember, {"id": "its id", "text": "what was stored", "kind": "fact, episode or doc",
-                   "provenance": "who wrote it (agent)"}, writes=True),
+                   "provenance": "who wrote it (agent)"},
+        # The same id replaces its text; a repeat re-dates the row (recent_memory's order,
+        # an episode's time).
+        writes=True, destructive=True, idempotent=False),
     Tool("forget", "Remove written memory", (
         "Remove written memory: one id, every id with a prefix, or all of a kind in a scope. "
         "Indexed files are never removed. Answers how many ids were removed."),
-        (Param("id", "string", "The id to remove.", max_length=MAX_ID_CHARS),
+        (Param("id", "string", "The id to remove.", max_length=MAX_ID_CHARS, non_empty=True),
          Param("id_prefix", "string", "Remove every id starting with this.",
-               max_length=MAX_ID_CHARS),
+               max_length=MAX_ID_CHARS, non_empty=True),
          Param("kind", "string", "Only this kind (with a scope, with by, or with an id or "
                                  "prefix).", enum=WRITTEN_KINDS),
          Param("by", "string", "Only what this author wrote (human or agent).", enum=AUTHORS),
@@ -575,7 +606,7 @@ TOOLS = (
         "may be about something this repository does not contain); `(weak: ...)` means little "
         "was found."),
         (Param("query", "string", "The question to gather context for.", required=True,
-               max_length=MAX_QUERY_CHARS),
+               max_length=MAX_QUERY_CHARS, not_blank=True),
          Param("budget_tokens", "integer", "At most this many tokens of context, 1-200000.",
                default=2000, minimum=1, maximum=MAX_BUDGET_TOKENS),
          KIND,
@@ -610,7 +641,8 @@ TOOLS = (
         "exact than recall when you know the name. Answers `no definitions found` when none "
         "matches."),
         (Param("name", "string", "A name or a qualified tail (request, Session.request); any "
-                                 "case.", required=True, max_length=MAX_NAME_CHARS),
+                                 "case.", required=True, max_length=MAX_NAME_CHARS,
+               not_blank=True),
          Param("match", "string", "The loosest match allowed.", default="fuzzy",
                enum=("exact", "prefix", "substring", "fuzzy")),
          Param("kind", "array", "Only these kinds (function, method, class, interface, struct, "
@@ -647,12 +679,14 @@ TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
 
 
 def call_tool(bridge: Bridge, name: str, arguments: dict, token: CancelToken | None = None) -> dict:
-    """A ``tools/call`` result; every failure is a tool error ``ctxls error CODE: ...``.
-    ``token`` cancelled (the agent's ``notifications/cancelled``) stops the work."""
+    """A ``tools/call`` result; every failure is a tool error ``ctxls error CODE: ...``,
+    but for a name no tool has: UnknownTool, which the wire answers as a protocol
+    error (-32602). ``token`` cancelled (the agent's ``notifications/cancelled``)
+    stops the work."""
     tool = TOOLS_BY_NAME.get(name)
+    if tool is None:
+        raise UnknownTool(name)
     try:
-        if tool is None:
-            raise ToolError(-32601, f"unknown tool {name!r}; list_tools names the tools")
         with bridge.serving(token):
             return tool.call(bridge, arguments)
     except ToolError as exc:

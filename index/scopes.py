@@ -17,11 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxls.index.errors import InvalidParams, ScopeRequired
+from ctxls.index.vocabulary import MAX_SCOPE_CHARS
 
 GLOBAL = "@global"
 # Scope names starting with this are reserved for the daemon (only @global exists).
 RESERVED_PREFIX = "@"
-MAX_SCOPE_CHARS = 256
 
 
 @dataclass(frozen=True)

@@ -33,3 +33,7 @@ MAX_ID_CHARS = 1024
 MAX_MEMORY_N = 200
 MAX_BUDGET_CHARS = 200_000
 MAX_BUDGET_TOKENS = 200_000
+# A memory scope's name (a tenant), in characters.
+MAX_SCOPE_CHARS = 256
+# remember and ingest: bytes of the text or upload (UTF-8).
+MAX_WRITE_BYTES = 10 * 1024 * 1024

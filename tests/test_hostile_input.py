@@ -884,9 +884,10 @@ def test_the_command_line_refuses_meta_too_deep_to_read(repo: Path, tmp_path: Pa
 # -- the MCP bridge ------------------------------------------------------------------
 
 async def test_mcp_errors_all_say_ctxls_error(repo: Path):
-    """An unknown tool answered the SDK's bare "Unknown tool: x", the one tool
-    error not in the documented `ctxls error CODE:` form."""
+    """A tool's failure is a `ctxls error CODE:` tool result; an unknown tool
+    is the protocol error -32602, as the MCP spec lists it."""
     from mcp import StdioServerParameters
+    from mcp.shared.exceptions import MCPError
     from mcp.client.session import ClientSession
     from mcp.client.stdio import stdio_client
 
@@ -896,9 +897,9 @@ async def test_mcp_errors_all_say_ctxls_error(repo: Path):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            unknown = await session.call_tool("drop_tables", {})
-            assert unknown.is_error
-            assert unknown.content[0].text.startswith("ctxls error -32601: unknown tool 'drop_tables'")
+            with pytest.raises(MCPError) as unknown:
+                await session.call_tool("drop_tables", {})
+            assert unknown.value.code == -32602 and "'drop_tables'" in unknown.value.message
             long = await session.call_tool("recall", {"query": "x " * 6000})
             assert long.is_error and long.content[0].text.startswith(
                 "ctxls error -32602: invalid param 'query': must be at most 10000 characters")

@@ -11,7 +11,7 @@ from ctxls.index.chunker import split_lines
 from ctxls.index.errors import InvalidParams, MemoryUnavailable, TooLarge
 from ctxls.index.paths import CONTROL_CHARACTER
 from ctxls.index.scopes import GLOBAL, Scope
-from ctxls.index.vocabulary import MAX_ID_CHARS
+from ctxls.index.vocabulary import MAX_ID_CHARS, MAX_WRITE_BYTES
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -21,8 +21,6 @@ MEMORY_KINDS = ("fact", "episode", "doc")
 UPLOAD_MODES = ("chunked", "blob")
 # The largest timestamp a row holds (SQLite's INTEGER, PostgreSQL's bigint).
 MAX_MS = (1 << 63) - 1
-# remember and ingest: bytes of the text or upload (UTF-8).
-MAX_WRITE_BYTES = 10 * 1024 * 1024
 # A row's meta: nesting levels and bytes of its JSON text (UTF-8).
 MAX_META_DEPTH = 64
 MAX_META_BYTES = 64 * 1024

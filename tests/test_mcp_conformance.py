@@ -1,0 +1,305 @@
+"""`ctxls mcp` against the Model Context Protocol's own rules (a conformance
+probe's findings): an unknown tool is a protocol error, the tools'
+annotations and input schemas say what the tools do and refuse, batches are
+taken where the negotiated version has them, and a cursor never handed out
+is refused."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from ctxls.daemon.mcp_bridge import KIND, SCOPE, TOOLS_BY_NAME, Bridge, call_tool
+from ctxls.daemon.mcp_stdio import CALL_THREADS, McpStdioServer
+from ctxls.daemon.request_values import MAX_INT
+from ctxls.index.errors import InvalidParams
+from ctxls.index.scopes import named_scope
+from ctxls.index.vocabulary import MAX_SCOPE_CHARS, MAX_WRITE_BYTES, RECALL_KINDS
+
+CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
+
+
+def initialize(msg_id: int | str, version: str) -> dict:
+    return {"jsonrpc": "2.0", "id": msg_id, "method": "initialize", "params": {
+        "protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "probe",
+                                                                     "version": "1"}}}
+
+
+def tool_call(msg_id: int | str, name: str, arguments: dict | None = None) -> dict:
+    return {"jsonrpc": "2.0", "id": msg_id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments or {}}}
+
+
+def echo_tool(name: str, arguments: dict, token) -> dict:
+    return {"content": [{"type": "text", "text": name}]}
+
+
+def served(version: str | None, call=echo_tool) -> McpStdioServer:
+    """A server writing to memory, ``version`` negotiated (None: no initialize yet)."""
+    server = McpStdioServer("probe", "0", "", lambda: [{"name": "echo"}], call)
+    server._out = io.BytesIO()
+    if version is not None:
+        server.receive(json.dumps(initialize("init", version)))
+        server._out = io.BytesIO()
+    return server
+
+
+def written(server: McpStdioServer) -> list:
+    """What the server wrote, one decoded message a line, once its calls are done."""
+    server._calls.shutdown(wait=True)
+    return [json.loads(line) for line in server._out.getvalue().splitlines()]
+
+
+class McpProcess:
+    """`ctxls mcp --no-daemon` on a repository, spoken to a line at a time."""
+
+    def __init__(self, root: Path):
+        self.process = subprocess.Popen([*CTXLS, "mcp", "--root", str(root), "--no-daemon"],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL,
+                                        env={**os.environ, "CTXLS_LOG": "ERROR"})
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=lambda: [self.lines.put(line) for line in self.process.stdout],
+                         daemon=True).start()
+
+    def send(self, message: dict | list) -> None:
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def next(self) -> dict | list:
+        return json.loads(self.lines.get(timeout=120))  # queue.Empty: no answer came
+
+    def start(self, version: str) -> dict:
+        self.send(initialize(0, version))
+        answer = self.next()
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return answer
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+# -- unknown tools ---------------------------------------------------------------------
+
+def test_an_unknown_tool_is_a_protocol_error_not_a_tool_result(tmp_path: Path):
+    """MCP's tools "Error Handling" lists an unknown tool among the protocol
+    errors (-32602); it was answered as a tool result with isError, naming
+    `list_tools`, a method no protocol has."""
+    bridge = Bridge(tmp_path, use_daemon=False)  # never opened: no tool runs
+    server = served("2025-06-18", lambda name, arguments, token:
+                    call_tool(bridge, name, arguments, token))
+    server.handle(tool_call(1, "no_such_tool"))
+    (answer,) = written(server)
+    assert "result" not in answer, answer
+    assert answer["id"] == 1 and answer["error"]["code"] == -32602
+    message = answer["error"]["message"]
+    assert "unknown tool" in message and "'no_such_tool'" in message
+    assert "tools/list" in message and "list_tools" not in message
+
+
+# -- annotations -----------------------------------------------------------------------
+
+def test_remember_is_annotated_as_the_overwrite_it_is():
+    """remember replaces an id's earlier text, yet said destructiveHint false
+    ("only additive updates"), so a client could approve it unasked; and a
+    repeat re-dates the row (recent_memory's order), so it is not idempotent."""
+    remember = TOOLS_BY_NAME["remember"].describe()["annotations"]
+    assert remember["readOnlyHint"] is False
+    assert remember["destructiveHint"] is True and remember["idempotentHint"] is False
+    forget = TOOLS_BY_NAME["forget"].describe()["annotations"]
+    assert forget["destructiveHint"] is True and forget["idempotentHint"] is True
+    # Only the two writes may destroy anything.
+    assert {name for name, tool in TOOLS_BY_NAME.items()
+            if tool.describe()["annotations"]["destructiveHint"]} == {"remember", "forget"}
+
+
+# -- input schemas ---------------------------------------------------------------------
+
+def test_the_schema_bounds_are_the_engines_own_constants():
+    """The scope's bound lived in index/scopes.py only, so no schema said it;
+    remember's text bound (bytes) was said nowhere; recall's kind listed
+    config in its enum but not in its description."""
+    assert (SCOPE.schema["minLength"], SCOPE.schema["maxLength"]) == (1, MAX_SCOPE_CHARS)
+    named_scope("s" * MAX_SCOPE_CHARS)
+    for refused in ("", "s" * (MAX_SCOPE_CHARS + 1)):
+        with pytest.raises(InvalidParams):
+            named_scope(refused)
+    from ctxls.index.errors import TooLarge
+    from ctxls.index.memory.model import check_text
+
+    check_text("é" * (MAX_WRITE_BYTES // 2))
+    with pytest.raises(TooLarge):  # the bound the schema states is the one a write enforces
+        check_text("é" * (MAX_WRITE_BYTES // 2) + "x")
+    text = TOOLS_BY_NAME["remember"].describe()["inputSchema"]["properties"]["text"]
+    # maxLength counts characters: the byte bound is its loose side, the description exact.
+    assert text["maxLength"] == MAX_WRITE_BYTES
+    assert f"{MAX_WRITE_BYTES:,} bytes" in text["description"]
+    assert KIND.schema["enum"] == list(RECALL_KINDS)
+    assert all(kind in KIND.schema["description"] for kind in RECALL_KINDS)
+    impact_n = TOOLS_BY_NAME["impact"].describe()["inputSchema"]["properties"]["n"]
+    assert (impact_n["minimum"], impact_n["maximum"]) == (1, MAX_INT)
+
+
+def test_an_argument_the_schema_takes_is_never_refused_on_a_bound(repo: Path):
+    """Each tool's input schema promised the bounds the tool enforces, yet a
+    300-character or empty scope, an empty or blank query, name or text, and
+    an impact n past 64 bits were valid by the schema and refused by the tool.
+    Now the schema takes exactly what the tool takes, at every such bound."""
+    scope_cap = "s" * MAX_SCOPE_CHARS
+    cases = [("recall", {"query": "session", "scope": scope_cap}),
+             ("recall", {"query": "session", "scope": scope_cap + "s"}),
+             ("recall", {"query": "session", "scope": ""}),
+             ("knowledge", {"scope": "s" * 300}),
+             ("remember", {"id": "note", "text": "t", "scope": scope_cap + "s"}),
+             ("remember", {"id": "note", "text": "t", "scope": scope_cap}),
+             ("recall", {"query": ""}), ("recall", {"query": " \n\t"}),
+             ("assemble", {"query": " "}), ("locate", {"text": "\n"}),
+             ("find_symbol", {"name": ""}), ("find_symbol", {"name": "  "}),
+             ("impact", {"symbol": " "}),
+             ("impact", {"symbol": "Session", "n": MAX_INT}),
+             ("impact", {"symbol": "Session", "n": MAX_INT + 1}),
+             ("remember", {"id": "note", "text": ""}), ("remember", {"id": "note", "text": "  "}),
+             ("remember", {"id": "", "text": "t"}),
+             ("forget", {"id": ""}), ("forget", {"id_prefix": ""}), ("forget", {"id": "note"}),
+             ("get", {"id": ""}), ("get", {"id": "pkg/session.py", "start_line": MAX_INT}),
+             ("get", {"id": "pkg/session.py", "start_line": MAX_INT + 1})]
+    mcp = McpProcess(repo)
+    try:
+        mcp.start("2025-06-18")
+        mcp.send({"jsonrpc": "2.0", "id": "list", "method": "tools/list"})
+        schemas = {tool["name"]: tool["inputSchema"] for tool in mcp.next()["result"]["tools"]}
+        disagreements = []
+        for msg_id, (name, arguments) in enumerate(cases, 1):
+            mcp.send(tool_call(msg_id, name, arguments))
+            answer = mcp.next()
+            assert answer["id"] == msg_id, answer
+            said = answer["result"]["content"][0]["text"]
+            refused = bool(answer["result"].get("isError")) and said.startswith(
+                "ctxls error -32602")
+            if Draft202012Validator(schemas[name]).is_valid(arguments) == refused:
+                shown = {key: str(value)[:12] for key, value in arguments.items()}
+                disagreements.append((name, shown, said[:80]))
+        assert disagreements == []
+    finally:
+        mcp.close()
+
+
+# -- batches ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2024-11-05"])
+def test_a_batch_is_answered_with_an_array_where_the_version_has_batches(version: str):
+    """2025-03-26 says a server MUST take JSON-RPC batches (2024-11-05 that
+    messages follow JSON-RPC 2.0, which has them); every batch was refused.
+    Each request gets its entry (an unreadable item an error, an initialize
+    one too: it may not be batched); a notification none."""
+    server = served(version)
+    server.receive(json.dumps([
+        {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        tool_call(3, "echo"),
+        7,
+        initialize(4, version)]))
+    (answers,) = written(server)
+    assert isinstance(answers, list) and len(answers) == 5
+    by_id = {answer["id"]: answer for answer in answers}
+    assert by_id[1]["result"] == {} and by_id[2]["result"] == {"tools": [{"name": "echo"}]}
+    assert by_id[3]["result"]["content"][0]["text"] == "echo"
+    assert by_id[None]["error"]["code"] == -32600
+    assert by_id[4]["error"]["code"] == -32600 and "batch" in by_id[4]["error"]["message"]
+
+
+def test_a_batch_of_notifications_gets_no_answer_and_an_empty_one_an_error():
+    server = served("2025-03-26")
+    server.receive('[{"jsonrpc":"2.0","method":"notifications/initialized"}]')
+    server.receive("[]")
+    (empty,) = written(server)  # the notifications' batch wrote nothing
+    assert empty["id"] is None and empty["error"]["code"] == -32600
+
+
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", None])
+def test_a_batch_is_refused_where_the_version_has_none(version: str | None):
+    """2025-06-18 removed batches; before initialize no version says either."""
+    server = served(version)
+    server.receive('[{"jsonrpc":"2.0","id":1,"method":"ping"}]')
+    (refusal,) = written(server)
+    assert isinstance(refusal, dict) and refusal["id"] is None
+    assert refusal["error"]["code"] == -32600 and "batches" in refusal["error"]["message"]
+
+
+def test_a_call_cancelled_in_a_batch_leaves_no_entry_and_the_rest_are_sent():
+    """A batch's array goes once its last request is answered: a call the
+    agent cancels (running, or still waiting for a thread) is answered by
+    no entry, so the array still goes."""
+    release = threading.Event()
+    started: list[str] = []
+
+    def blocking_tool(name: str, arguments: dict, token) -> dict:
+        started.append(name)
+        release.wait(30)
+        return echo_tool(name, arguments, token)
+
+    server = served("2025-03-26", blocking_tool)
+    server.receive(json.dumps([tool_call(n, f"call{n}") for n in range(CALL_THREADS + 1)]))
+    deadline = time.monotonic() + 30
+    while len(started) < CALL_THREADS and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for n in (0, CALL_THREADS):  # one running, one waiting for a thread
+        server.handle({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": n}})
+    release.set()
+    (answers,) = written(server)
+    assert sorted(answer["id"] for answer in answers) == list(range(1, CALL_THREADS))
+
+
+def test_the_server_answers_a_batch_after_negotiating_2025_03_26(repo: Path):
+    """End to end: `ctxls mcp` takes a batch under 2025-03-26 (an unknown
+    tool and a cursor in it refused by their entries), and refuses one
+    after the client negotiates 2025-06-18 instead."""
+    mcp = McpProcess(repo)
+    try:
+        assert mcp.start("2025-03-26")["result"]["protocolVersion"] == "2025-03-26"
+        mcp.send([{"jsonrpc": "2.0", "id": "ping", "method": "ping"},
+                  tool_call("unknown", "no_such_tool"),
+                  {"jsonrpc": "2.0", "id": "page", "method": "tools/list",
+                   "params": {"cursor": "never-issued"}},
+                  {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "nothing-running"}}])
+        answers = {answer["id"]: answer for answer in mcp.next()}
+        assert set(answers) == {"ping", "unknown", "page"}
+        assert answers["ping"]["result"] == {}
+        assert answers["unknown"]["error"]["code"] == -32602
+        assert answers["page"]["error"]["code"] == -32602
+        assert mcp.start("2025-06-18")["result"]["protocolVersion"] == "2025-06-18"
+        mcp.send([{"jsonrpc": "2.0", "id": "ping", "method": "ping"}])
+        assert mcp.next()["error"]["code"] == -32600
+    finally:
+        mcp.close()
+
+
+# -- pagination ------------------------------------------------------------------------
+
+def test_tools_list_refuses_a_cursor_it_never_handed_out():
+    """Pagination: an invalid cursor SHOULD be -32602. This server hands out
+    none (one page holds every tool), so any cursor is invalid; it was
+    ignored and the first page answered."""
+    server = served("2025-06-18")
+    server.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+                   "params": {"cursor": "bogus"}})
+    server.handle({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+    server.handle({"jsonrpc": "2.0", "id": 3, "method": "tools/list"})
+    bogus, empty, bare = written(server)
+    assert bogus["id"] == 1 and bogus["error"]["code"] == -32602
+    assert "cursor" in bogus["error"]["message"]
+    assert empty["result"] == bare["result"] == {"tools": [{"name": "echo"}]}
