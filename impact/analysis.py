@@ -207,7 +207,7 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
     imported = index_view.imports_of(resolver.conn, context) if context is not None else set()
 
     def exactness(d: Definition) -> int:
-        return 0 if query is None or query in (d.symbol, f"{index_view.module_name(d.path)}.{d.symbol}") else 1
+        return 0 if query is None or query == d.symbol or query in index_view.qualified_names(d) else 1
 
     def proximity(d: Definition) -> tuple[int, int]:
         if context is None or d.path == context:

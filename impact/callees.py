@@ -65,16 +65,23 @@ def merge(found: dict[str, Callee], callee: Callee) -> None:
 
 
 def _definition_node(resolver: Resolver, sf: SourceFile | None, definition: Definition) -> Node | None:
-    """The declaration; failing that (a language whose names hide in
-    declarators), the smallest node spanning the definition's lines."""
+    """The declaration; failing that (a name the syntax does not say it
+    declares), the smallest node spanning the definition's lines, or the
+    one node within them besides the comments they start with (a comment
+    above a function is its sibling: what spans both is the file)."""
     if sf is None or sf.tree is None:
         return None
     declaration = resolver.declaration(sf, definition)
     if declaration is not None:
         return declaration
     last = min(definition.end_line, len(sf.lines) - 1)
-    return sf.tree.root_node.named_descendant_for_point_range(
+    node = sf.tree.root_node.named_descendant_for_point_range(
         (definition.start_line, 0), (last, len(sf.lines[last].encode("utf-8", "replace"))))
+    if node is not None and (node.start_point.row < definition.start_line or node.end_point.row > last):
+        inside = [child for child in node.named_children if not syntax.is_comment(child)
+                  and definition.start_line <= child.start_point.row and child.end_point.row <= last]
+        return inside[0] if len(inside) == 1 else None
+    return node
 
 
 def _is_boolean_operator(family: Family, node: Node) -> bool:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from ctxls.index.cancel import check_cancelled
+from ctxls.index.languages import language_for_path
 from ctxls.index.model import split_symbol
 from ctxls.index.paths import is_test_path
 
@@ -106,12 +107,35 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
     refs = References()
     seen: set[tuple[str, int, int]] = set()
 
+    sweeps: dict[str, ripgrep.Sweep] = {}  # word -> its sweep
+
     def sweep(word: str) -> dict[str, list[int]]:
         found = ripgrep.sweep(engine.root, word, options.include, engine.indexer.wanted, buffers,
                               options.max_file_bytes, index_view.sweep_scope(engine, word))
         refs.mentions["unchecked"] += found.lines_dropped
         resolver.remember(found.texts)
+        sweeps[word] = found
         return found.lines
+
+    def php_sweep(word: str) -> dict[str, list[int]]:
+        """The PHP files' lines holding ``word`` in another case only (the
+        lines of the sweep for ``word`` itself are that sweep's)."""
+        include = [e for e in options.include if language_for_path(f"x.{e}") == "php"]
+        found = ripgrep.sweep(engine.root, word, include, engine.indexer.wanted, buffers,
+                              options.max_file_bytes, index_view.sweep_scope(engine, word), ignore_case=True)
+        exact = sweeps.get(word, ripgrep.Sweep())
+        refs.mentions["unchecked"] += max(0, found.lines_dropped - exact.lines_dropped)
+        resolver.remember(found.texts)
+        lines = {}
+        for path, rows in found.lines.items():
+            if language_for_path(path) != "php":
+                continue
+            if path not in admitted:  # else its rows are parsed, and its exact occurrences skipped
+                counted = set(exact.lines.get(path, ()))  # as unchecked, if it stays unparsed
+                rows = [row for row in rows if row not in counted]
+            if rows:
+                lines[path] = rows
+        return lines
 
     target_paths = {t.path for t in targets.definitions}
     importers = index_view.importers_of(resolver.conn, target_paths)
@@ -136,23 +160,44 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
             admitted.add(path)
         return True
 
-    def swept_occurrences(name: str):
+    def swept_occurrences(name: str, other_case: bool = False):
         """(source, row, start, end) of ``name`` in the files the sweep finds,
-        nearest first; a file past the limits counts as unchecked."""
-        lines = sweep(name)
+        nearest first; a file past the limits counts as unchecked. With
+        ``other_case``: of ``name`` written in another case, in PHP files."""
+        lines = php_sweep(name) if other_case else sweep(name)
         for path in sorted(lines, key=priority):
             check_cancelled()  # a file parsed and resolved is the sweep's step
             sf = resolver.source(path) if admit(path, len(lines[path])) else None
             if sf is None:
                 continue
-            for row, start, end in sf.occurrences(name, lines[path]):
-                yield sf, row, start, end
+            for row, start, end in sf.occurrences(name, lines[path], ignore_case=other_case):
+                if not other_case or sf.lines[row][start:end] != name:
+                    yield sf, row, start, end
             if path not in target_paths:  # read through: its tree need not live on
                 resolver.release(path)
+
+    # A constructor's name (JS/TS `constructor`, Python `__init__`, Ruby
+    # `initialize`, PHP `__construct`, Swift `init`) is not written where it
+    # is called: its class's name is swept for `new C()`, `C()`, `C.new`;
+    # `super()` in a subclass's constructor, and the construction of a
+    # subclass without a constructor of its own (its name is swept in turn).
+    # A Java or C# constructor is its class's name: that sweep is the one below.
+    pending = _constructors(targets)
+    class_aliases: dict[tuple[str, str], Runs] = {}  # (file, local name) -> what it runs
+
+    def constructor_calls(sf: SourceFile, row: int, start: int, end: int, class_name: str, runs: Runs) -> None:
+        found = _constructor_calls(resolver, sf, row, start, end, class_name, runs)
+        for site in found.sites:
+            _record(resolver, refs, seen, sf, *site, "constructor")
+        if found.subclass is not None:
+            pending.setdefault(found.subclass[0], {}).setdefault(found.subclass[1], found.subclass[2])
+        if found.alias is not None:  # PHP `use Shop\Item as Thing`: `new Thing` in that file
+            class_aliases.setdefault((sf.path, found.alias), {}).update(found.runs)
 
     local_aliases: dict[str, set[str]] = {}
     reexported_aliases: set[str] = set()
     for name in sorted({t.name for t in targets.definitions}):
+        class_runs = pending.pop(name, None)
         for sf, row, start, end in swept_occurrences(name):
             use = _classify(resolver, sf, row, start, end, name, targets)
             _record(resolver, refs, seen, sf, row, start, end, use, name)
@@ -160,22 +205,30 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
                 local_aliases.setdefault(sf.path, set()).add(use.alias)
                 if use.reexported:
                     reexported_aliases.add(use.alias)
+            if class_runs is not None:
+                constructor_calls(sf, row, start, end, name, class_runs)
+    # PHP's functions, methods and classes answer to their name in any case
+    # (`Format_Price()` calls `format_price`).
+    for name in sorted({t.name for t in targets.definitions if t.language == "php"}):
+        for sf, row, start, end in swept_occurrences(name, other_case=True):
+            written = sf.lines[row][start:end]
+            _record(resolver, refs, seen, sf, row, start, end,
+                    _classify(resolver, sf, row, start, end, written, targets), written)
 
-    # A JS/TS constructor's name is not written where it is called: `new C()`
-    # of its class, `super()` in a subclass's constructor, and `new D()` of a
-    # subclass without a constructor of its own (D's name is swept in turn).
-    pending = _js_constructors(targets)
     swept = 0
     while pending and swept < MAX_CONSTRUCTOR_SWEEPS:
         class_name = min(pending)
         runs = pending.pop(class_name)
         swept += 1
         for sf, row, start, end in swept_occurrences(class_name):
-            sites, subclass = _constructor_calls(resolver, sf, row, start, end, class_name, runs)
-            for site in sites:
+            constructor_calls(sf, row, start, end, class_name, runs)
+    for (path, alias), runs in sorted(class_aliases.items()):
+        sf = resolver.source(path)
+        for row, start, end in sf.occurrences(alias, range(len(sf.lines))) if sf is not None else ():
+            for site in _constructor_calls(resolver, sf, row, start, end, alias, runs).sites:
                 _record(resolver, refs, seen, sf, *site, "constructor")
-            if subclass is not None:
-                pending.setdefault(subclass[0], {}).setdefault(subclass[1], subclass[2])
+    for sf, row, start, end, use in _self_constructions(resolver, targets):
+        _record(resolver, refs, seen, sf, row, start, end, use, "constructor")
 
     for path, alias, reexported in _default_imports(resolver, targets, importers):
         if reexported:  # `export { default as name } from './m'`: its importers anywhere
@@ -212,49 +265,110 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
 Runs = dict[tuple[str, str], tuple[frozenset[tuple[str, str]], str | None]]
 
 
-def _js_constructors(targets: Targets) -> dict[str, Runs]:
-    """Class name -> what ``new`` of the classes so named runs: their JS/TS
-    ``constructor`` targets."""
+# The name a class's constructor is declared under, where it is not the
+# class's own name (JS/TS: `constructor`): constructing the class runs it.
+_CONSTRUCTOR_NAMES = {"python": "__init__", "ruby": "initialize", "php": "__construct", "swift": "init"}
+# Languages whose constructors are named as their class, with their
+# `this(…)` calling another of the class's constructors.
+_CLASS_NAMED_CONSTRUCTORS = frozenset({"java", "csharp"})
+# Where a class names its bases: Ruby's `< C`, PHP's `extends C`, Swift's
+# `: C` (Python's are the class's `superclasses` argument list).
+_HERITAGE = frozenset({"superclass", "base_clause", "inheritance_specifier", "base_list"})
+# Nodes around the last segment of a qualified class name (`Mod::C`, `\Shop\C`, `Mod.C`).
+_QUALIFIED = frozenset({"qualified_name", "scope_resolution", "user_type"})
+# The members a constructor is among (not entered when looking for it);
+# Swift's `init` is an `init_declaration`.
+_MEMBER_DEFINITIONS = frozenset({"function_definition", "method", "method_declaration", "init_declaration",
+                                 "method_definition", "constructor_declaration", "class_definition", "class",
+                                 "class_declaration"})
+
+
+def constructor_name(language: str | None) -> str | None:
+    """The name a constructor of ``language`` is declared under when it is
+    not its class's name (Java's, C#'s, C++'s are: their sweep finds them)."""
+    return "constructor" if syntax.family_for(language) is JS else _CONSTRUCTOR_NAMES.get(language or "")
+
+
+def _constructors(targets: Targets) -> dict[str, Runs]:
+    """Class name -> what constructing the classes so named runs: their
+    constructor targets."""
     found: dict[str, Runs] = {}
     for target in targets.members:
-        if target.name == "constructor" and syntax.family_for(target.language) is JS:
+        if target.name == constructor_name(target.language) \
+                or (target.language in _CLASS_NAMED_CONSTRUCTORS and target.name == target.container):
             found.setdefault(target.container or "", {})[(target.path, split_symbol(target.symbol)[0] or "")] = \
                 (frozenset({target.key}), None)
     return found
 
 
+@dataclass(frozen=True)
+class _ClassUse:
+    """What an occurrence of a class's name does with its constructor:
+    ``sites`` that call it, each (row, start, end, use); a ``subclass``
+    without a constructor of its own, (its name, its key, what it runs);
+    an ``alias`` an import gives the class in that file, with the ``runs``
+    it stands for."""
+
+    sites: list[tuple[int, int, int, _Use]] = field(default_factory=list)
+    subclass: tuple | None = None
+    alias: str | None = None
+    runs: Runs = field(default_factory=dict)
+
+
+def _same_language(language: str | None, other: str | None) -> bool:
+    family = syntax.family_for(language)
+    return family is syntax.family_for(other) and (family is JS or family is PYTHON or language == other)
+
+
 def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int, class_name: str,
-                       runs: Runs) -> tuple[list[tuple[int, int, int, _Use]], tuple | None]:
+                       runs: Runs) -> _ClassUse:
     """The constructor calls an occurrence of a class's name makes, each
-    (row, start, end, use) tied to the constructors ``new`` of that class
-    runs: ``new C()`` at the name; ``class D extends C`` at the ``super(...)``
-    of D's constructor. A D without a constructor runs C's: then also
-    (D's name, D's key, what it runs), for ``new D()``."""
-    node = sf.node_at(row, start, end) if sf.family is JS else None
+    tied to the constructors constructing that class runs: ``new C()``
+    (JS/TS, PHP), ``C()`` (Python, Swift), ``C.new`` (Ruby) at the name;
+    ``class D extends C`` at the ``super(...)`` of D's constructor (JS/TS,
+    Java, Ruby; C#'s ``: base(...)``; elsewhere ``super().__init__`` names
+    the constructor and its own sweep finds it). A D without a constructor runs C's: then also D, for
+    its own constructions."""
+    node = sf.node_at(row, start, end) if sf.family is not None else None
     if node is None or not syntax.is_identifier(node):
-        return [], None
-    expression, _ = syntax.member_parts(JS, node)
-    parent = expression.parent
-    subclass = None
+        return _ClassUse()
+    runs = {cls: ran for cls, ran in runs.items() if _same_language(language_for_path(cls[0]), sf.language)}
+    if not runs:
+        return _ClassUse()
+    family = sf.family
+    assert family is not None
+    expression, _ = syntax.member_parts(family, node)
+    outer = _qualified_end(expression)
+    parent = outer.parent
     if parent is None:
-        return [], None
-    if parent.type == "new_expression" and syntax.use_kind(JS, expression) == "call":
+        return _ClassUse()
+    subclass = None
+    if _constructs(sf, expression, outer):
         sites = [(row, start, end)]
-    elif parent.type in ("extends_clause", "class_heritage") and syntax.field_of(expression) in ("value", ""):
+    elif family is JS and parent.type in ("extends_clause", "class_heritage") \
+            and syntax.field_of(outer) in ("value", ""):
         heritage = parent if parent.type == "class_heritage" else parent.parent
         subclass = heritage.parent if heritage is not None else None
-        constructor = _own_constructor(subclass.child_by_field_name("body") if subclass is not None else None)
+    elif parent.type in _HERITAGE or (family is PYTHON and parent.type == "argument_list"
+                                      and syntax.field_of(parent) == "superclasses"):
+        subclass = parent.parent
+    elif sf.language == "php" and parent.type == "namespace_use_clause":
+        alias = syntax.text_of(parent.child_by_field_name("alias"))
+        return _ClassUse(alias=alias, runs=runs) if alias and alias != class_name else _ClassUse()
+    else:
+        return _ClassUse()
+    if subclass is not None:
+        own_name = constructor_name(sf.language) or syntax.text_of(subclass.child_by_field_name("name"))
+        constructor = _own_constructor(subclass, own_name)
         sites = [(call.start_point.row, sf.character_from_byte(call.start_point.row, call.start_point.column),
                   sf.character_from_byte(call.end_point.row, call.end_point.column))
-                 for call in _super_calls(constructor)]
+                 for call in _super_calls(sf, constructor)]
         if constructor is not None:
             subclass = None
-    else:
-        return [], None
     classes = Targets(Definition(path, symbol, "class", sf.language or "", 0, 0) for path, symbol in runs)
     match = resolver.match(sf, node, class_name, classes)
     if match.verdict is Verdict.OTHER:
-        return [], None
+        return _ClassUse()
     keys = frozenset(key for cls in match.keys for key in runs[cls][0])
     reason = match.reason or next((runs[cls][1] for cls in match.keys if runs[cls][1]), None)
     verdict = Verdict.CONFIRMED if match.verdict is Verdict.CONFIRMED and reason is None else Verdict.UNKNOWN
@@ -262,24 +376,101 @@ def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int,
     found = None
     name = subclass.child_by_field_name("name") if subclass is not None else None
     if name is not None:
-        cls = resolver.class_at(sf, subclass)
+        cls = resolver.class_at(sf, subclass)  # type: ignore[arg-type]
         found = (syntax.text_of(name), (cls.home, cls.symbol), (keys, reason))
-    return [(*site, use) for site in sites], found
+    return _ClassUse([(*site, use) for site in sites], found)
 
 
-def _own_constructor(class_body: Node | None) -> Node | None:
-    for member in class_body.named_children if class_body is not None else ():
-        if member.type == "method_definition" and syntax.text_of(member.child_by_field_name("name")) == "constructor":
+# Where a class constructs itself without writing its name: PHP's `new
+# self(…)`, `new static(…)`; Java's `this(…)`, C#'s `: this(…)` (another of
+# its constructors). Language -> (words, the node type they sit in).
+_SELF_CONSTRUCTIONS = {"php": (("self", "static"), "object_creation_expression"),
+                       "java": (("this",), "explicit_constructor_invocation"),
+                       "csharp": (("this",), "constructor_initializer")}
+
+
+def _self_constructions(resolver: Resolver, targets: Targets) -> list[tuple]:
+    """The constructions of a constructor target's class inside it that do
+    not write its name (``_SELF_CONSTRUCTIONS``), (file, row, start, end,
+    use) each."""
+    found = []
+    for target in targets.members:
+        words, construction = _SELF_CONSTRUCTIONS.get(target.language, ((), ""))
+        if not words or target.name not in (constructor_name(target.language), target.container):
+            continue
+        class_symbol = split_symbol(target.symbol)[0]
+        sf = resolver.source(target.path)
+        declared = [d for d in resolver.definitions_named(target.container or "")
+                    if d.path == target.path and d.symbol == class_symbol]
+        declaration = resolver.declaration(sf, declared[0]) if declared else None
+        if sf is None or declaration is None:
+            continue
+        use = _Use("call", Match(Verdict.CONFIRMED, frozenset({target.key})))
+        for word in words:
+            for row, start, end in sf.occurrences(word, range(declaration.start_point.row,
+                                                               declaration.end_point.row + 1)):
+                node = sf.node_at(row, start, end)
+                # C#'s `this` is a token: the smallest named node holding it is the initializer.
+                holder = node if node is not None and node.type == construction else \
+                    node.parent if node is not None else None
+                if holder is not None and holder.type == construction:
+                    found.append((sf, row, start, end, use))
+    return found
+
+
+def _qualified_end(node: Node) -> Node:
+    """The qualified name ``node`` is the last segment of (``Mod::C``), else ``node``."""
+    while node.parent is not None and node.parent.type in _QUALIFIED and node.parent.end_byte == node.end_byte:
+        node = node.parent
+    return node
+
+
+def _constructs(sf: SourceFile, expression: Node, outer: Node) -> bool:
+    """Whether the class named at ``expression`` (``outer``: with its
+    qualifiers) is constructed there: ``new C()``, ``C()``, ``C.new``."""
+    parent = outer.parent
+    assert parent is not None and sf.family is not None
+    if sf.family is JS:
+        return parent.type == "new_expression" and syntax.use_kind(JS, expression) == "call"
+    if sf.family is PYTHON or sf.language == "swift":
+        return syntax.use_kind(sf.family, expression) == "call"
+    if sf.language == "ruby":
+        return parent.type == "call" and _is_field(parent, "receiver", outer) \
+            and syntax.text_of(parent.child_by_field_name("method")) == "new"
+    return sf.language == "php" and parent.type == "object_creation_expression"
+
+
+def _own_constructor(class_node: Node, constructor: str) -> Node | None:
+    """The constructor a class declares itself (its members' name ``constructor``)."""
+    body = class_node.child_by_field_name("body")
+    for member in syntax.walk(body, _MEMBER_DEFINITIONS) if body is not None else ():
+        if member.type not in _MEMBER_DEFINITIONS or member.id == body.id:
+            continue
+        if (member.type == "init_declaration" and constructor == "init") or (
+                member.type not in ("class_definition", "class", "class_declaration")
+                and syntax.text_of(member.child_by_field_name("name")) == constructor):
             return member
     return None
 
 
-def _super_calls(constructor: Node | None) -> list[Node]:
-    """The ``super`` of each ``super(...)`` in a class's constructor."""
+def _super_calls(sf: SourceFile, constructor: Node | None) -> list[Node]:
+    """The ``super`` of each ``super(...)`` in a class's constructor (JS/TS,
+    Java; Ruby's ``super`` and ``super(...)``; C#'s ``: base(...)``)."""
     if constructor is None:
         return []
-    return [node for node in syntax.walk(constructor, (JS.functions - {"arrow_function"}) | JS.classes)
-            if node.type == "super" and node.parent is not None and node.parent.type == "call_expression"]
+    if sf.family is JS:
+        return [node for node in syntax.walk(constructor, (JS.functions - {"arrow_function"}) | JS.classes)
+                if node.type == "super" and node.parent is not None and node.parent.type == "call_expression"]
+    found = []
+    for node in syntax.walk(constructor, _MEMBER_DEFINITIONS):
+        if node.type == "super" and sf.language == "ruby":  # `super.m` is no Ruby
+            found.append(node)
+        elif node.type == "explicit_constructor_invocation":
+            called = node.child_by_field_name("constructor")
+            found += [called] if called is not None and called.type == "super" else []
+        elif node.type == "constructor_initializer":
+            found += [child for child in node.children if child.type == "base"]
+    return found
 
 
 def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) -> list[tuple[str, str, bool]]:
@@ -333,6 +524,15 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
         return _Use("comment")
     if syntax.is_string(node):
         return _Use("string", node=node)
+    if node.type == "preproc_arg":  # a C/C++ macro's body: its text is no syntax tree
+        kind = syntax.macro_body_use(sf.lines[row], start, end)
+        if kind in ("comment", "string"):
+            return _Use(kind, node=node)
+        return _Use(kind, resolver.match(sf, node, name, targets), node)
+    if node.type == "simple_symbol" and sf.language == "ruby":  # `&:name`, `method(:name)`, `send(:name)`
+        kind = syntax.ruby_symbol_use(node, name)
+        if kind is not None:
+            return _Use(kind, resolver.match(sf, node, name, targets), node)
     # A word inside a longer name (Clojure's `add` in `add-item`) is not that name.
     if not syntax.is_identifier(node) or (family.definitions is not None and syntax.text_of(node) != name):
         return _Use("other")
@@ -344,7 +544,7 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
     if syntax.declares(family, node):
         return _Use("definition")
     expression, _ = syntax.member_parts(family, node)
-    if syntax.is_bound(family, expression):
+    if syntax.is_bound(family, expression) or syntax.is_table_binding(family, node):
         return _Use("binding")
     match = resolver.match(sf, node, name, targets)
     if match.verdict is Verdict.OTHER:

@@ -88,18 +88,48 @@ def module_name(path: str) -> str:
     return stem.replace("/", ".")
 
 
+# Languages whose module is the package, its directory (Java's
+# `com/other/Strings.java` holds `com.other.Strings`), not the file.
+_PACKAGE_MODULE_SUFFIXES = (".java", ".kt", ".kts", ".scala", ".cs", ".groovy")
+
+
+def module_names(path: str) -> list[str]:
+    """The names a definition's module goes by in a qualified query: the
+    file's (``module_name``); a Rust file's module path (`src/util/mod.rs`
+    -> `src.util` and `crate.util`, `src/lib.rs` -> `crate`); a Java, Kotlin,
+    Scala or C# file's package directory (`com/other`)."""
+    names = [module_name(path)]
+    stem = posixpath.splitext(path)[0]
+    if path.endswith(".rs"):
+        stem = stem.removesuffix("/mod")
+        names.append(stem.replace("/", "."))
+        parts = stem.split("/")
+        # The crate's modules: below its (innermost) `src/`; lib.rs and main.rs are its root.
+        inner = parts[len(parts) - parts[::-1].index("src"):] if "src" in parts[:-1] else None
+        if inner is not None or parts in (["lib"], ["main"]):
+            names.append(".".join(["crate", *([] if inner in (None, ["lib"], ["main"]) else inner)]))
+    elif path.endswith(_PACKAGE_MODULE_SUFFIXES):
+        names.append(posixpath.dirname(path).replace("/", "."))
+    return list(dict.fromkeys(name for name in names if name))
+
+
+def qualified_names(definition: Definition) -> list[str]:
+    """``definition``'s symbol qualified by each of its module's names."""
+    return [f"{module}.{definition.symbol}" for module in module_names(definition.path)]
+
+
 def find_definitions(conn: Connection, query: str, path: str | None = None) -> list[Definition]:
     """Definitions a symbol query names: `request`, `Session.request`, or one
-    qualified by its module (`pkg.session.Session.request`); only those in
-    ``path`` when given."""
+    qualified by its module (`pkg.session.Session.request`, `crate.util.parse`,
+    `com.other.Strings.pad`: ``module_names``); only those in ``path`` when given."""
     candidates = definitions_named(conn, split_symbol(query)[1])
     if path is not None:
         candidates = [d for d in candidates if d.path == path]
     by_symbol = [d for d in candidates if d.symbol == query or d.symbol.endswith("." + query)]
     if by_symbol:
         return by_symbol
-    qualified = [(f"{module_name(d.path)}.{d.symbol}", d) for d in candidates]
-    return [d for full, d in qualified if full == query or full.endswith("." + query)]
+    return [d for d in candidates
+            if any(full == query or full.endswith("." + query) for full in qualified_names(d))]
 
 
 def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:

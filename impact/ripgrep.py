@@ -62,9 +62,10 @@ def locate_rg() -> str:
     raise RipgrepMissing(f"ripgrep (rg) not found ({where}): {INSTALL_HINT}")
 
 
-def word_pattern(word: str) -> re.Pattern[str]:
-    """The in-memory equivalent of ``rg -F -w``: ``word`` not touching a word character."""
-    return re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
+def word_pattern(word: str, ignore_case: bool = False) -> re.Pattern[str]:
+    """The in-memory equivalent of ``rg -F -w`` (``-i`` with ``ignore_case``):
+    ``word`` not touching a word character."""
+    return re.compile(rf"(?<!\w)(?{'i' if ignore_case else ''}:{re.escape(word)})(?!\w)")
 
 
 @dataclass
@@ -89,11 +90,13 @@ class Scope:
 
 
 def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str], bool],
-          buffers: dict[str, str], max_file_bytes: int, scope: Scope | None = None) -> Sweep:
+          buffers: dict[str, str], max_file_bytes: int, scope: Scope | None = None,
+          ignore_case: bool = False) -> Sweep:
     """Every line of the indexed files under ``root`` (only those of
     ``scope`` when given) and of the open ``buffers`` where ``word`` is a
-    whole word. ``wanted`` is the index's file filter (include, exclude,
-    generated files, the store folder).
+    whole word (in any case with ``ignore_case``: PHP's names). ``wanted``
+    is the index's file filter (include, exclude, generated files, the store
+    folder).
 
     Symlinks: discovery indexes a file under its real path only, so the sweep
     must not follow links either (rg's default: it neither descends a linked
@@ -109,21 +112,21 @@ def sweep(root: Path, word: str, include: Iterable[str], wanted: Callable[[str],
     rg_limit = max((byte_limit(f".{extension}", max_file_bytes) for extension in include),
                    default=max_file_bytes)
     if scope is None:
-        found = _rg_lines(rg, root, word, include, rg_limit, ["."])
+        found = _rg_lines(rg, root, word, include, rg_limit, ["."], ignore_case)
     else:
         found = _read_lines(root, word, [p for p in scope.files if p not in buffers],
-                            max_file_bytes, real_dirs)
+                            max_file_bytes, real_dirs, ignore_case)
         if scope.folders:
-            found.lines.update(_rg_lines(rg, root, word, include, rg_limit, scope.folders).lines)
+            found.lines.update(_rg_lines(rg, root, word, include, rg_limit, scope.folders, ignore_case).lines)
     found.lines = {path: rows for path, rows in found.lines.items()
                    if path not in buffers and wanted(path) and name_problem(path) is None
                    and real_path(root, path, real_dirs) == path
                    and _within_bound(root, path, max_file_bytes, rg_limit)}
     for path, text in buffers.items():
         # A buffer over the size bound is not indexed: not swept either.
-        if not wanted(path) or len(text) > byte_limit(path, max_file_bytes) or word not in text:
+        if not wanted(path) or len(text) > byte_limit(path, max_file_bytes):
             continue
-        rows = _rows_matching(text, word)
+        rows = _rows_matching(text.lower(), word.lower()) if ignore_case else _rows_matching(text, word)
         if rows:
             found.lines[path] = rows
             found.texts[path] = text
@@ -158,21 +161,21 @@ def _keep_first_lines(found: Sweep, max_lines: int) -> None:
 
 
 def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int,
-                real_dirs: dict[str, str | None]) -> Sweep:
+                real_dirs: dict[str, str | None], ignore_case: bool = False) -> Sweep:
     """``rg -F -w`` over these files, in process: read like the indexer
     reads them (binary, too large, vanished or not at their real path: skipped)."""
     found = Sweep()
-    needle = word.encode("utf-8")
+    needle = word.encode("utf-8").lower() if ignore_case else word.encode("utf-8")
     for path in paths:
         limit = byte_limit(path, max_file_bytes)
         read = read_file(root, path, limit, real_dirs)
-        if isinstance(read, Skipped) or needle not in read[0]:
+        if isinstance(read, Skipped) or needle not in (read[0].lower() if ignore_case else read[0]):
             continue
         data = read[0]
         if len(data) > limit or looks_binary(data):
             continue
         text = decode_text(data)
-        rows = _rows_matching(text, word)
+        rows = _rows_matching(text.lower(), word.lower()) if ignore_case else _rows_matching(text, word)
         if rows:
             found.lines[path] = rows
             found.texts[path] = text
@@ -202,8 +205,9 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int) -> list[str]:
-    command = [rg, "--json", "--fixed-strings", "--word-regexp", "--no-config",
+def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int,
+                ignore_case: bool = False) -> list[str]:
+    command = [rg, "--json", "--fixed-strings", "--word-regexp", "--no-config", *(["--ignore-case"] * ignore_case),
                "--hidden", "--no-require-git", "--no-follow", "--max-filesize", str(max_file_bytes),
                "--glob", "!.git", "--glob", f"!{STORE_DIR_NAME}"]
     for extension in include:
@@ -213,9 +217,9 @@ def _rg_command(rg: str, word: str, include: Iterable[str], max_file_bytes: int)
 
 
 def _rg_lines(rg: str, root: Path, word: str, include: Iterable[str], max_file_bytes: int,
-              paths: list[str]) -> Sweep:
+              paths: list[str], ignore_case: bool = False) -> Sweep:
     """rg over ``paths`` (folders, repo-relative; ``.`` for the whole tree)."""
-    command = _rg_command(rg, word, include, max_file_bytes) + paths
+    command = _rg_command(rg, word, include, max_file_bytes, ignore_case) + paths
     # stderr goes to a file: a pipe nobody reads could fill up and stall rg.
     with tempfile.TemporaryFile() as errors:
         try:

@@ -191,8 +191,9 @@ GENERIC = Family(
     patterns=frozenset({"tuple_pattern", "pointer_declarator", "reference_declarator"}),
     classes=frozenset({"class_declaration", "class_specifier", "struct_item", "impl_item",
                        "class", "struct_specifier", "trait_item", "interface_declaration"}),
+    # Kotlin's `import_header`, C#'s `using_directive` too.
     imports=frozenset({"use_declaration", "import_declaration", "preproc_include",
-                       "namespace_use_declaration"}),
+                       "namespace_use_declaration", "import_header", "using_directive"}),
     decisions=frozenset({
         "if_statement", "if_expression", "for_statement", "for_expression", "while_statement",
         "while_expression", "do_statement", "catch_clause", "match_arm", "conditional_expression",
@@ -296,8 +297,9 @@ def is_comment(node: Node) -> bool:
 
 
 def is_string(node: Node) -> bool:
-    return ("string" in node.type.lower() or node.type in ("char_literal", "rune_literal", "heredoc_body",
-                                                   "regex_pattern", "escape_sequence"))
+    # Swift's text is a `line_str_text` / `multi_line_str_text`.
+    return ("string" in node.type.lower() or node.type.endswith("str_text")
+            or node.type in ("char_literal", "rune_literal", "heredoc_body", "regex_pattern", "escape_sequence"))
 
 
 def field_of(node: Node) -> str:
@@ -350,6 +352,8 @@ def declares(family: Family, node: Node) -> bool:
         receiver = next((a for a in ancestors(node) if a.type == "parameter_list"), None)
         if receiver is not None and field_of(receiver) == "receiver":
             return True
+    if family is GENERIC and c_function_of(node) is not None:
+        return True
     if parent is None or parent.type not in family.declarations:
         return False
     # Go's `a, b int` and `var a, b = ...` declare several names.
@@ -361,7 +365,29 @@ def declaration_of(family: Family, name: Node) -> Node:
     parent, or in the table languages the definition node around it."""
     if family.definitions is not None:
         return _table_definition(family.definitions, name) or name
-    return name.parent or name
+    return (c_function_of(name) if family is GENERIC else None) or name.parent or name
+
+
+# What stands between a C/C++ function's name and its definition: `f(…)`,
+# `*f(…)`, `&f(…)`, `Cls::f(…)`, `(f)(…)`.
+_C_DECLARATORS = frozenset({"function_declarator", "pointer_declarator", "reference_declarator",
+                            "qualified_identifier", "parenthesized_declarator"})
+
+
+def c_function_of(name: Node) -> Node | None:
+    """The C/C++ ``function_definition`` whose declared name ``name`` is
+    (its name sits in declarators, not in a ``name`` field), or None (a
+    prototype, a variable, any other use)."""
+    current, through_function = name, False
+    while current.parent is not None and current.parent.type in _C_DECLARATORS \
+            and field_of(current) in ("declarator", "name"):
+        through_function = through_function or current.parent.type == "function_declarator"
+        current = current.parent
+    parent = current.parent
+    if through_function and parent is not None and parent.type == "function_definition" \
+            and field_of(current) == "declarator":
+        return parent
+    return None
 
 
 def _table_definition(table: LanguageTable, node: Node) -> Node | None:
@@ -423,6 +449,75 @@ def is_bare_call(family: Family, name: Node) -> bool:
         before = (call.text or b"")[:name.start_byte - call.start_byte]
         return before.strip() in (b"", b"(", b"#(")
     return False
+
+
+# The table languages' nodes that bind a local name: parameters (Kotlin,
+# Swift, Scala, C#), lambda parameters, `val`/`var`/`let` (Kotlin's
+# variable_declaration, Scala's val_definition, Swift's pattern, C#'s
+# variable_declarator).
+_LOCAL_BINDERS = frozenset({"parameter", "lambda_parameter", "variable_declaration", "val_definition",
+                            "var_definition", "binding", "variable_declarator", "pattern"})
+# Words of the node types that make a scope for the names bound in them
+# (a block, a function, a lambda), unless also naming a parameter list or
+# a type (`lambda_parameters`, `function_type`).
+_SCOPE_WORDS = ("block", "statements", "body", "function", "lambda", "closure", "method", "constructor")
+_NOT_SCOPE_WORDS = ("parameter", "type", "call", "invocation")
+
+
+def table_local_binding(family: Family, site: Node, name: str) -> str | None:
+    """In a table language, ``parameter`` or ``local`` when a function or
+    lambda around ``site`` takes ``name`` as a parameter, or a block around
+    it declares it before ``site`` (`fun f(normalize: (String) -> String) =
+    normalize(s)`, `val normalize = {…}; normalize(s)`); None otherwise."""
+    table = family.definitions
+    if table is None:
+        return None
+    outermost = None
+    for ancestor in ancestors(site):
+        found = classify_definition(table, ancestor)
+        if found is not None:
+            if found.kind not in ("function", "method"):
+                break  # a class's members are no locals
+            outermost = ancestor
+    for node in walk(outermost) if outermost is not None else ():
+        if node.start_byte >= site.start_byte:
+            break  # document order: bound after the site
+        bound = _bound_name(node)
+        if bound is None or text_of(bound) != name:
+            continue
+        scope = node if node.type == "lambda_expression" else next(
+            (a for a in ancestors(node) if any(w in a.type for w in _SCOPE_WORDS)
+             and not any(w in a.type for w in _NOT_SCOPE_WORDS)), None)
+        if scope is not None and scope.start_byte <= site.start_byte < scope.end_byte:
+            parameter = node.type == "lambda_expression" or "parameter" in node.type \
+                or (node.parent is not None and "parameter" in node.parent.type)
+            return "parameter" if parameter else "local"
+    return None
+
+
+def is_table_binding(family: Family, node: Node) -> bool:
+    """In a table language, ``node`` is the name a parameter or a local
+    declaration binds (``table_local_binding``'s binders)."""
+    if family.definitions is None or node.parent is None:
+        return False
+    bound = _bound_name(node.parent)
+    return bound is not None and bound.id == node.id
+
+
+def _bound_name(node: Node) -> Node | None:
+    """The name a binder of ``_LOCAL_BINDERS`` binds (Scala's ``x => …``
+    too), when a plain name."""
+    if node.type == "lambda_expression":
+        parameters = node.child_by_field_name("parameters")
+        return parameters if parameters is not None and is_identifier(parameters) else None
+    if node.type not in _LOCAL_BINDERS:
+        return None
+    for field_name in ("name", "pattern", "bound_identifier"):
+        child = node.child_by_field_name(field_name)
+        if child is not None:
+            return child if is_identifier(child) else None
+    first = node.named_child(0)
+    return first if first is not None and is_identifier(first) else None
 
 
 def is_bound(family: Family, expression: Node) -> bool:
@@ -516,7 +611,53 @@ def use_kind(family: Family, expression: Node) -> str:
         return "call"
     if parent.type in ("jsx_opening_element", "jsx_self_closing_element"):
         return "call"  # rendering a component calls it
+    # In a Rust macro's arguments (`println!("{}", parse(x))`) the tokens are
+    # no expression: a name right before a parenthesised token tree is called.
+    after = expression.next_sibling
+    if parent.type == "token_tree" and after is not None and after.type == "token_tree" \
+            and (after.text or b"").startswith(b"("):
+        return "call"
     return "value"
+
+
+def macro_body_use(line: str, start: int, end: int) -> str:
+    """How a word at ``start``..``end`` of a C/C++ ``#define`` line is used
+    by the macro's body (tree-sitter leaves that body as text): ``comment``
+    or ``string`` when a comment or a string literal before it on the line
+    is still open; ``call`` when an argument list follows it; else ``value``
+    (``#define PARSER parse_num``)."""
+    before = line[:start]
+    body = re.sub(r'"(?:[^"\\]|\\.)*"', '""', before)  # closed string literals
+    if "//" in body or body.count("/*") > body.count("*/"):
+        return "comment"
+    if body.count('"') % 2:
+        return "string"
+    return "call" if line[end:].lstrip().startswith("(") else "value"
+
+
+# Ruby methods that take a method's name as a symbol and call it
+# (`send(:name)`), or make a callable of it (`method(:name)`).
+_RUBY_SENDS = frozenset({"send", "public_send", "__send__", "try"})
+_RUBY_METHOD_OBJECTS = frozenset({"method", "public_method", "instance_method", "public_instance_method"})
+
+
+def ruby_symbol_use(symbol: Node, name: str) -> str | None:
+    """How a Ruby symbol ``:name`` uses the method ``name``: ``value`` as a
+    block (``map(&:name)``) or a method object (``method(:name)``), ``call``
+    as the name ``send(:name)`` calls; None for other symbols (hash keys,
+    options, enum values)."""
+    if text_of(symbol) != ":" + name or symbol.parent is None:
+        return None
+    parent = symbol.parent
+    if parent.type == "block_argument":
+        return "value"
+    call = parent.parent if parent.type == "argument_list" else None
+    if call is None or call.type != "call" or parent.named_children[0].id != symbol.id:
+        return None
+    method = text_of(call.child_by_field_name("method"))
+    if method in _RUBY_SENDS:
+        return "call"
+    return "value" if method in _RUBY_METHOD_OBJECTS else None
 
 
 # A name in an import is within this many levels of its statement (Rust's
@@ -932,9 +1073,10 @@ class SourceFile:
                 found = binding
         return found
 
-    def occurrences(self, word: str, rows: Iterable[int]) -> list[tuple[int, int, int]]:
-        """(row, start, end) of every whole-word ``word`` on the given lines."""
-        pattern = word_pattern(word)
+    def occurrences(self, word: str, rows: Iterable[int], ignore_case: bool = False) -> list[tuple[int, int, int]]:
+        """(row, start, end) of every whole-word ``word`` (in any case with
+        ``ignore_case``) on the given lines."""
+        pattern = word_pattern(word, ignore_case)
         found = []
         for row in rows:
             if row < len(self.lines):

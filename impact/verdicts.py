@@ -46,9 +46,18 @@ class Verdicts:
         """A language without binding analysis: unconfirmed, except (in the
         languages read by a definitions table) a bare call of the one
         function of that name its own file defines (`restock(…)` beside
-        `fun restock`, Elixir's `open(owner)` in the module defining `open`)."""
+        `fun restock`, Elixir's `open(owner)` in the module defining `open`),
+        unless a parameter or a local of that name around the call is what
+        it calls (a parameter: unconfirmed; a local: another thing)."""
         family = sf.family
         if family is not None and family.called_names and syntax.is_bare_call(family, name_node):
+            # A parameter or a local of that name is what the call calls.
+            local = syntax.table_local_binding(family, name_node, name)
+            if local == "parameter":  # maybe what the target returns, never it
+                return Match(Verdict.UNKNOWN, targets.module_keys, "parameter") \
+                    if targets.module_keys else OTHER_MATCH
+            if local == "local":
+                return OTHER_MATCH
             here = [d for d in self.definitions_named(name) if d.path == sf.path]
             if len(here) == 1 and here[0].key in targets.keys:
                 return Match(Verdict.CONFIRMED, frozenset({here[0].key}))

@@ -1612,3 +1612,214 @@ def test_a_symbol_written_with_its_languages_qualifier_is_found(make_engine):
     for written, qualified in (("Polygon::area", "Polygon.area"), ("Ledger#post_entry", "Ledger.post_entry")):
         found = analysis.analyze(engine, written, with_callers=False)
         assert found is not None and qualified in [d.symbol for d in found.definitions], written
+
+
+# -- constructors, symbols, macros, shadows, qualified names, case (probe 3) ----
+
+
+def test_constructors_named_apart_from_their_class_are_called_by_constructing_it(make_engine):
+    """Python's `__init__`, Ruby's `initialize`, PHP's `__construct` and
+    Swift's `init` had 0 callers: `Foo(1)`, `Item.new`, `new Item`, `Item(…)`
+    never write the name. A subclass without a constructor of its own runs
+    its base's; Ruby's `super` in a subclass's `initialize` calls it; PHP's
+    `new static`/`new self` and an aliased `use … as` construct it too. A
+    class of that name in another language is another class."""
+    engine = make_engine({
+        "py/a.py": "class Foo:\n    def __init__(self, x):\n        self.x = x\n",
+        "py/b.py": "import a\nfrom a import Foo\nf = Foo(1)\ng = a.Foo(2)\nh = Foo\n",  # lines 2, 3
+        "rb/item.rb": "class Item\n  def initialize(price)\n    @price = price\n  end\nend\n",
+        "rb/kinds.rb": ("class Plain < Item\nend\n"
+                        "class Fancy < Shop::Item\n  def initialize\n    super(1)\n  end\nend\n"),  # line 4
+        "rb/main.rb": "a = Item.new(10)\nb = Plain.new(1)\nc = Item\n",  # lines 0, 1
+        "php/Item.php": ("<?php\nclass Item\n{\n    public function __construct($price)\n    {\n    }\n"
+                         "    public static function make($p)\n    {\n        return new static($p);\n    }\n}\n"),  # 8
+        "php/index.php": ("<?php\nuse Shop\\Item as Thing;\n$a = new Item(10);\n$b = new \\Shop\\Item(1);\n"
+                          "$c = new Thing(2);\n"),  # lines 2, 3, 4
+        "swift/Item.swift": "class Item {\n    init(price: Double) {\n    }\n}\n",
+        "swift/main.swift": "let item = Item(price: 10)\nlet t = Item.self\n",  # line 0
+    })
+    python = analysis.analyze(engine, "Foo.__init__")
+    assert {(c.path, c.span.start_line, c.confirmed) for c in python.callers} == {("py/b.py", 2, True),
+                                                                                 ("py/b.py", 3, True)}
+    ruby = analysis.analyze(engine, "Item.initialize", "rb/item.rb")
+    assert {(c.path, c.span.start_line) for c in ruby.callers} == {
+        ("rb/main.rb", 0), ("rb/main.rb", 1), ("rb/kinds.rb", 4)}
+    assert {c.kind for c in ruby.callers} == {"call"}
+    php = analysis.analyze(engine, "Item.__construct")
+    assert {(c.path, c.span.start_line, c.confirmed) for c in php.callers} == {
+        ("php/Item.php", 8, True), ("php/index.php", 2, False), ("php/index.php", 3, False),
+        ("php/index.php", 4, False)}
+    swift = analysis.analyze(engine, "Item.init", "swift/Item.swift")
+    assert {(c.path, c.span.start_line) for c in swift.callers} == {("swift/main.swift", 0)}
+
+
+def test_java_and_csharp_constructors_are_called_by_this_super_and_base(make_engine):
+    """`this(…)` in another constructor of the class, and `super(…)` / `:
+    base(…)` in a subclass's, call a Java or C# constructor; neither writes
+    its name."""
+    engine = make_engine({
+        "Circle.java": ("public class Circle {\n    public Circle(double r) {\n    }\n"
+                        "    public Circle() {\n        this(1.0);\n    }\n}\n"),  # line 4
+        "Ring.java": ("public class Ring extends Circle {\n    public Ring(double r) {\n"
+                      "        super(r);\n    }\n}\n"),  # line 2
+        "Shape.cs": ("class Disc {\n    public Disc(double r) { }\n    public Disc() : this(1.0) { }\n}\n"  # 2
+                     "class Band : Disc {\n    public Band(double r) : base(r) { }\n}\n"),  # line 5
+    })
+    java = analysis.analyze(engine, "Circle.Circle")
+    assert {(c.path, c.span.start_line, c.symbol) for c in java.callers if c.kind == "call"} == {
+        ("Circle.java", 4, "Circle.Circle"), ("Ring.java", 2, "Ring.Ring")}
+    assert ("Circle.java", 4, True) in {(c.path, c.span.start_line, c.confirmed) for c in java.callers}
+    csharp = analysis.analyze(engine, "Disc.Disc")
+    assert {(c.path, c.span.start_line) for c in csharp.callers if c.kind == "call"} == {
+        ("Shape.cs", 2), ("Shape.cs", 5)}
+
+
+def test_ruby_symbols_naming_a_method_to_call_are_its_callers(make_engine):
+    """`map(&:discounted)`, `method(:tally)` and `send(:tally)` use the
+    method; they counted as words inside other words. A hash key does not."""
+    engine = make_engine({
+        "item.rb": "class Item\n  def discounted\n    9\n  end\n\n  def tally(x)\n    x\n  end\nend\n",
+        "cart.rb": ("class Cart\n  def total(items)\n    items.map(&:discounted).sum\n  end\n\n"  # line 2
+                    "  def count(items)\n    items.each(&Item.new.method(:tally))\n"  # line 6
+                    "    items.first.send(:tally, 1)\n    { tally: 1, :discounted => 2 }\n  end\nend\n"),  # 7
+    })
+    discounted = analysis.analyze(engine, "Item.discounted")
+    assert {(c.path, c.span.start_line, c.kind, c.confirmed) for c in discounted.callers} == {
+        ("cart.rb", 2, "value", False)}
+    tally = analysis.analyze(engine, "Item.tally")
+    assert {(c.path, c.span.start_line, c.kind) for c in tally.callers} == {
+        ("cart.rb", 6, "value"), ("cart.rb", 7, "call")}
+
+
+def test_a_c_function_used_in_a_macro_body_has_those_callers(make_engine):
+    """`#define PARSE_TWICE(s) (parse_num(s) * 2)` and `#define PARSER
+    parse_num` use parse_num: tree-sitter leaves a macro's body as text, so
+    they were "other" words and the function looked isolated. A comment or
+    a string there stays a mention."""
+    engine = make_engine({
+        "util.h": ("int parse_num(const char *s);\n#define PARSE_TWICE(s) (parse_num(s) * 2)\n"  # line 1
+                   "#define PARSER parse_num\n#define NAME \"parse_num\" /* parse_num */\n"),  # lines 2, 3
+        "util.c": "#include \"util.h\"\nint parse_num(const char *s)\n{\n    return 0;\n}\n",
+    })
+    found = analysis.analyze(engine, "parse_num")
+    assert {(c.path, c.span.start_line, c.kind, c.confirmed) for c in found.callers} == {
+        ("util.h", 1, "call", False), ("util.h", 2, "value", False)}
+    assert found.mention_kinds.get("string") == 1 and found.mention_kinds.get("comment") == 1
+
+
+def test_a_parameter_or_local_shadows_a_function_in_the_table_languages(make_engine):
+    """Kotlin, Swift, Scala: `normalize(s)` calling a parameter or a local of
+    that name was a confirmed caller of the file's one `normalize`."""
+    engine = make_engine({
+        "kt/Util.kt": ("fun normalize(s: String): String = s.trim()\n\n"
+                       "fun viaParam(normalize: (String) -> String, s: String): String {\n"
+                       "    return normalize(s)\n}\n\n"  # line 3
+                       "fun viaLocal(s: String): String {\n    val normalize = { x: String -> x + x }\n"
+                       "    return normalize(s)\n}\n\n"  # line 8
+                       "fun direct(s: String): String = normalize(s)\n"),  # line 11
+        "swift/Util.swift": ("func normalize(_ s: String) -> String {\n    return s\n}\n\n"
+                             "func viaParam(_ normalize: (String) -> String, _ s: String) -> String {\n"
+                             "    return normalize(s)\n}\n\n"  # line 5
+                             "func viaLocal(_ s: String) -> String {\n    let normalize = { (x: String) in x }\n"
+                             "    return normalize(s)\n}\n\n"  # line 10
+                             "func direct(_ s: String) -> String {\n    return normalize(s)\n}\n"),  # line 14
+        "scala/Util.scala": ("object Util {\n  def normalize(s: String): String = s.trim\n\n"
+                             "  def viaParam(normalize: String => String, s: String): String = normalize(s)\n\n"  # 3
+                             "  def viaLocal(s: String): String = {\n    val normalize = (x: String) => x\n"
+                             "    normalize(s)\n  }\n\n"  # line 7
+                             "  def direct(s: String): String = normalize(s)\n}\n"),  # line 10
+    })
+    # A local is another thing; a parameter may hold what a module-level
+    # function returns (unconfirmed), never a method (Scala's is Util's).
+    for path, expected in (("kt/Util.kt", {(11, True, None), (3, False, "parameter")}),
+                           ("swift/Util.swift", {(14, True, None), (5, False, "parameter")}),
+                           ("scala/Util.scala", {(10, True, None)})):
+        found = analysis.analyze(engine, "normalize", path)
+        assert {(c.span.start_line, c.confirmed, c.reason) for c in found.callers if c.path == path} == expected, path
+
+
+def test_a_c_function_after_a_comment_has_its_own_callees_and_name(make_engine):
+    """`/* Returns zero. */ int quiet(void)`: its lines start at the comment,
+    and the smallest node spanning them was the file: quiet got noisy's
+    callees and complexity, and an empty selection range on the comment."""
+    engine = make_engine({
+        "lib.c": ("int helper(int x)\n{\n    return x + 1;\n}\n\n/* Returns zero. */\nint quiet(void)\n{\n"
+                  "    return 0;\n}\n\nint noisy(int x)\n{\n    if (x > 0 && x < 10)\n"
+                  "        return helper(x);\n    return helper(-x);\n}\n"),
+    })
+    quiet = analysis.analyze(engine, "quiet")
+    assert quiet.callees == [] and quiet.complexity == 1
+    span = quiet.definitions[0].name_span
+    assert (span.start_line, span.start_character, span.end_character) == (6, 4, 9)
+    noisy = analysis.analyze(engine, "noisy")
+    assert [c.symbol for c in noisy.callees] == ["helper"] and noisy.complexity == 3
+
+
+def test_a_definition_whose_name_is_not_found_is_read_without_its_leading_comment(make_engine):
+    """The fallback for a definition whose declared name the syntax does not
+    show: the one node within its lines, not the file around a comment."""
+    from ctxls.impact import callees
+    from ctxls.impact.resolve import Resolver
+    from ctxls.impact.syntax import SourceCache
+    engine = make_engine({"lib.c": ("/* Doc. */\nint quiet(void)\n{\n    return 0;\n}\n\n"
+                                    "int other(void) { return 1; }\n")})
+    resolver = Resolver(engine, SourceCache())
+    unnamed = index_view.Definition("lib.c", "not_written_here", "function", "c", 0, 4)
+    node = callees._definition_node(resolver, resolver.source("lib.c"), unnamed)
+    assert node is not None and node.type == "function_definition" and node.start_point.row == 1
+
+
+def test_rust_and_java_symbols_qualified_by_their_module_are_found(make_engine):
+    """`util::parse`, `crate::util::parse` (src/util/mod.rs) and
+    `com.other.Strings.pad` (a class named by its file) said "not defined"."""
+    engine = make_engine({
+        "src/com/acme/util/Strings.java": "package com.acme.util;\npublic final class Strings {\n"
+                                          "    public static String pad(String s) { return s; }\n}\n",
+        "src/com/other/Strings.java": "package com.other;\npublic final class Strings {\n"
+                                      "    public static String pad(String s) { return s; }\n}\n",
+        "src/util/mod.rs": "pub fn parse(s: &str) -> i32 {\n    0\n}\n",
+        "src/main.rs": "mod util;\nfn main() {\n    util::parse(\"x\");\n}\n",
+    })
+    for written, path in (("com.other.Strings.pad", "src/com/other/Strings.java"),
+                          ("util::parse", "src/util/mod.rs"), ("crate::util::parse", "src/util/mod.rs"),
+                          ("crate::main", "src/main.rs")):
+        found = analysis.analyze(engine, written, with_callers=False)
+        assert found is not None and [d.path for d in found.definitions] == [path], written
+    assert index_view.module_names("src/lib.rs") == ["src.lib", "crate"]
+    assert index_view.module_names("lib/foo.rs") == ["lib.foo"]
+
+
+def test_php_calls_written_in_another_case_are_callers(make_engine):
+    """PHP resolves functions and methods whatever their case:
+    `Format_Price($i->DISCOUNTED())` calls format_price and discounted. Other
+    languages' names keep their case."""
+    engine = make_engine({
+        "helpers.php": "<?php\nfunction format_price($p)\n{\n    return $p;\n}\n",
+        "Item.php": "<?php\nclass Item\n{\n    public function discounted()\n    {\n        return 1;\n    }\n}\n",
+        "index.php": "<?php\n$i = new Item();\necho Format_Price($i->DISCOUNTED());\necho format_price(1);\n",
+        "other.py": "def use():\n    return Format_Price(1)\n",
+    })
+    found = analysis.analyze(engine, "format_price")
+    assert {(c.path, c.span.start_line, c.span.start_character) for c in found.callers} == {
+        ("index.php", 2, 5), ("index.php", 3, 5)}
+    method = analysis.analyze(engine, "Item.discounted")
+    assert {(c.path, c.span.start_line) for c in method.callers} == {("index.php", 2)}
+
+
+def test_swift_strings_kotlin_imports_and_rust_macro_calls_are_told_apart(make_engine):
+    """Swift's string text was an "other" word, a Kotlin import line a
+    `value` caller, and a call inside `println!(…)` a `value`."""
+    engine = make_engine({
+        "Sources/Total.swift": "func total() -> Int {\n    return 1\n}\nprint(\"total in a string\")\n",
+        "app/Util.kt": "package acme\n\nfun normalize(s: String): String = s\n",
+        "app/Main.kt": "import acme.normalize\n\nfun main() {\n    println(normalize(\"x\"))\n}\n",  # line 3
+        "Cargo.toml": "[package]\nname = \"m\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "src/main.rs": "fn parse(s: &str) -> i32 {\n    0\n}\nfn main() {\n    println!(\"{}\", parse(\"x\"));\n}\n",
+    })
+    total = analysis.analyze(engine, "total")
+    assert total.mention_kinds.get("string") == 1 and "other" not in total.mention_kinds
+    normalize = analysis.analyze(engine, "normalize")
+    assert {(c.path, c.span.start_line, c.kind) for c in normalize.callers} == {("app/Main.kt", 3, "call")}
+    assert normalize.mention_kinds.get("import") == 1
+    parse = analysis.analyze(engine, "parse")
+    assert {(c.path, c.span.start_line, c.kind) for c in parse.callers} == {("src/main.rs", 4, "call")}
