@@ -29,7 +29,8 @@ from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
                                      impact_lines, one_line, outline_text, partial_note,
                                      past_end_text, similar_text, status_lines, symbols_text,
-                                     terminal_safe, vimgrep_column, vimgrep_path, weak_note)
+                                     terminal_safe, vimgrep_column, vimgrep_line, vimgrep_path,
+                                     weak_note)
 from ctxls.index.roots import STORE_DIR_NAME, find_root, store_dir, too_broad_root
 
 EXIT_NOT_FOUND = 1
@@ -329,10 +330,10 @@ def cmd_impact(args):
     if args.json:
         print_json(impact)
     elif impact is not None and args.vimgrep:
-        read: dict[str, list[str]] = {}
+        views: dict = {}
         at = [(c, vimgrep_path(c), c["range"]["start"]) for c in impact.get("callers", [])[:args.n]]
-        text = "\n".join(f"{path}:{start['line'] + 1}:"
-                         f"{vimgrep_column(path, start['line'], start['character'], read)}:"
+        text = "\n".join(f"{path}:{vimgrep_line(path, start['line'], views)}:"
+                         f"{vimgrep_column(path, start['line'], start['character'], views)}:"
                          f"{args.symbol} called in {c.get('symbol') or c['path']}"
                          + ("" if c.get("confirmed") else " (unconfirmed)")
                          for c, path, start in at)

@@ -1,12 +1,15 @@
 """What the CLI and the MCP bridge print: the protocol's JSON as people and
 agents read it (1-based inclusive lines, one line per hit, ripgrep-like
-colours on a terminal). Pure functions of the protocol's results; nothing
-here talks to a daemon or reads a file."""
+colours on a terminal). Functions of the protocol's results; nothing here
+talks to a daemon, and only the `--vimgrep` lines read a file (rg's line
+and byte column of a position)."""
 
 from __future__ import annotations
 
+import bisect
 import collections
 import os
+import re
 from urllib.parse import unquote, urlparse
 
 
@@ -139,34 +142,102 @@ def vimgrep_path(item: dict) -> str:
         return path
 
 
-def vimgrep_column(path: str, line: int, character: int, lines: dict[str, list[str]]) -> int:
-    """The 1-based byte column, as `rg --vimgrep` and a quickfix list's `%c`
-    count, of the UTF-16 ``character`` on 0-based ``line`` of the file at
-    ``path`` (read once into ``lines``); ``character + 1`` when the file
-    cannot be read or no longer has that line."""
-    if path not in lines:
+# What ends a line for an editor and the index (LSP: "\n", "\r\n", a lone
+# "\r"); rg and a quickfix list count lines at "\n" only.
+_EDITOR_LINE_END = re.compile(rb"\r\n|\r|\n")
+
+
+class RgView:
+    """A file's bytes as `rg --vimgrep` counts lines and columns in them (its
+    own after a UTF-8 byte-order mark, a UTF-16 file's text as UTF-8), with
+    where each of the index's lines (an editor's) and each of rg's starts."""
+
+    def __init__(self, data: bytes):
+        # Imported here: the discovery module costs every CLI call 0.2 s to load.
+        from ctxls.index.discovery import decode_as_written, is_utf16_marked
+
+        if is_utf16_marked(data):  # rg reads it transcoded, line breaks as written
+            data = decode_as_written(data).encode("utf-8", "surrogatepass")
+        self.data = data.removeprefix(b"\xef\xbb\xbf")
+        self.editor_starts = [0, *(m.end() for m in _EDITOR_LINE_END.finditer(self.data))]
+        self.rg_starts = [0, *(m.end() for m in re.finditer(b"\n", self.data))]
+
+    def place(self, line: int, character: int) -> tuple[int, int] | None:
+        """(1-based rg line, 1-based byte column) of the UTF-16 ``character``
+        on the index's 0-based ``line``; None past the last line."""
+        if line >= len(self.editor_starts):
+            return None
+        start = self.editor_starts[line]
+        end = self.editor_starts[line + 1] if line + 1 < len(self.editor_starts) else len(self.data)
+        at = start + _bytes_of_units(self.data[start:end].rstrip(b"\r\n"), character)
+        row = bisect.bisect_right(self.rg_starts, at) - 1
+        return row + 1, at - self.rg_starts[row] + 1
+
+
+def _bytes_of_units(line: bytes, units: int) -> int:
+    """How many bytes of ``line`` hold its first ``units`` UTF-16 code units
+    as the index decodes it: a maximal invalid UTF-8 sequence is one U+FFFD
+    (one unit, 1 to 3 bytes), a U+FFFD written in the file three bytes."""
+    at = counted = 0
+    for char in line.decode("utf-8", "replace"):
+        if counted >= units:
+            break
+        if char == "\ufffd" and not line.startswith(b"\xef\xbf\xbd", at):
+            try:  # the invalid sequence here (at most 3 bytes): UTF-8's decoder says how long
+                line[at:at + 4].decode("utf-8")
+                size = 1  # not reached: a U+FFFD came of these bytes
+            except UnicodeDecodeError as invalid:
+                size = invalid.end
+        else:
+            size = len(char.encode("utf-8", "surrogatepass"))
+        at += size
+        counted += 2 if ord(char) > 0xFFFF else 1
+    return at
+
+
+def _rg_view(path: str, views: dict[str, RgView | None]) -> RgView | None:
+    """The file at ``path`` as rg reads it, read once into ``views``; None when unreadable."""
+    if path not in views:
         try:
-            with open(path, encoding="utf-8", errors="surrogateescape", newline="") as fh:
-                lines[path] = fh.read().split("\n")
+            with open(path, "rb") as fh:
+                views[path] = RgView(fh.read())
         except OSError:
-            lines[path] = []
-    if line >= len(lines[path]):
-        return character + 1
-    units = lines[path][line].encode("utf-16-le", "surrogatepass")[:2 * character]
-    prefix = units.decode("utf-16-le", "surrogatepass")
-    return len(prefix.encode("utf-8", "surrogateescape")) + 1
+            views[path] = None
+    return views[path]
+
+
+def vimgrep_line(path: str, line: int, views: dict[str, RgView | None]) -> int:
+    """The 1-based line, as `rg --vimgrep` and a quickfix list count it (at
+    "\n" only), of the index's 0-based ``line`` (an editor's: a lone CR
+    ends one) of the file at ``path``; ``line + 1`` when the file cannot be
+    read or no longer has that line."""
+    view = _rg_view(path, views)
+    place = view.place(line, 0) if view is not None else None
+    return place[0] if place is not None else line + 1
+
+
+def vimgrep_column(path: str, line: int, character: int, views: dict[str, RgView | None]) -> int:
+    """The 1-based byte column, as `rg --vimgrep` and a quickfix list's `%c`
+    count, of the UTF-16 ``character`` on the index's 0-based ``line`` of
+    the file at ``path`` (read once into ``views``); ``character + 1`` when
+    the file cannot be read or no longer has that line."""
+    view = _rg_view(path, views)
+    place = view.place(line, character) if view is not None else None
+    return place[1] if place is not None else character + 1
 
 
 def format_hits_vimgrep(groups: dict[str, list[dict]]) -> str:
     """`path:line:col:text` per file hit, as `rg --vimgrep` prints (for
     quickfix): the text is the hit's first line, the one the number names."""
     out = []
+    views: dict[str, RgView | None] = {}
     for hits in groups.values():
         for hit in hits:
             if "uri" not in hit:
                 continue  # written memory is not a file an editor can open
             first = shown_line((hit.get("body") or "").split("\n")[0].rstrip())
-            out.append(f"{vimgrep_path(hit)}:{hit['chunk']['startLine'] + 1}:1:{first}")
+            path = vimgrep_path(hit)
+            out.append(f"{path}:{vimgrep_line(path, hit['chunk']['startLine'], views)}:1:{first}")
     return "\n".join(out)
 
 

@@ -109,6 +109,7 @@ UNCONFIRMED_REASONS = (
     "name-only-language",  # a language without binding analysis
     "shared-name",  # obj.m() where many unrelated classes of the project define m
     "builtin-name",  # obj.m() where the standard library or builtins have m (get, close)
+    "construction",  # Python's C(): runs C.__init__ through type.__call__ (a metaclass or __new__ may not)
 )
 # Classes other than the targets' defining a method name that make an
 # untyped `obj.name()` a "shared-name" use.

@@ -35,8 +35,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ctxls.index.discovery import (STORE_DIR_NAME, Skipped, byte_limit, decode_text, name_problem,
-                                    looks_binary, read_file, real_path)
+from ctxls.index.discovery import (STORE_DIR_NAME, Skipped, byte_limit, decode_text, is_utf16_marked,
+                                    name_problem, looks_binary, read_file, real_path)
 from ctxls.index.errors import RipgrepMissing
 
 RG_ENV = "CTXLS_RG"
@@ -169,10 +169,13 @@ def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int,
     for path in paths:
         limit = byte_limit(path, max_file_bytes)
         read = read_file(root, path, limit, real_dirs)
-        if isinstance(read, Skipped) or needle not in (read[0].lower() if ignore_case else read[0]):
+        if isinstance(read, Skipped):
             continue
         data = read[0]
         if len(data) > limit or looks_binary(data):
+            continue
+        # A quick no on the bytes; a UTF-16 file's never hold the UTF-8 needle.
+        if not is_utf16_marked(data) and needle not in (data.lower() if ignore_case else data):
             continue
         text = decode_text(data)
         rows = _rows_matching(text.lower(), word.lower()) if ignore_case else _rows_matching(text, word)
@@ -183,7 +186,7 @@ def _read_lines(root: Path, word: str, paths: list[str], max_file_bytes: int,
 
 
 def _rows_matching(text: str, word: str) -> list[int]:
-    """0-based numbers of the lines (split at ``\\n``, as rg counts them)
+    """0-based numbers of the lines (split at ``\\n``: the index's text, where a lone CR is one too)
     holding ``word`` as a whole word (``word_pattern``'s rule: ``str.find``
     then a look at both sides is much faster than the pattern on a whole file)."""
     rows: list[int] = []

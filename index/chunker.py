@@ -13,7 +13,9 @@ fall back to line windows, and syntax errors are worked around by re-parsing
 from the next top-level line (see ``chunking/spans.py``).
 
 Lines are split on "\\n" only (the row model of tree-sitter), with one
-trailing "\\r" dropped per line; ``split_lines`` is the reference, and every
+trailing "\\r" dropped per line; a lone "\\r" is a "\\n" in the text already
+(``discovery.decode_text``, ``Engine.set_buffer``), so these are the lines
+an editor numbers. ``split_lines`` is the reference, and every
 chunk satisfies ``chunk.text == "\\n".join(split_lines(text)[start:end + 1])``.
 Lines are 0-based and inclusive.
 """

@@ -519,13 +519,39 @@ _UTF16_MARKS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
 
 
 def decode_text(data: bytes) -> str:
-    """UTF-8 with replacement (a BOM is dropped), or UTF-16 by its BOM;
-    never raises."""
+    """The index's text of a file's bytes: ``decode_as_written`` with each
+    lone CR a line feed (``editor_line_breaks``); never raises. The one way
+    a file's bytes become text, for every reader."""
+    return editor_line_breaks(decode_as_written(data))
+
+
+def decode_as_written(data: bytes) -> str:
+    """UTF-8 with replacement (a BOM is dropped), or UTF-16 by its BOM; line
+    breaks as the file has them; never raises."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    elif data[:2] in _UTF16_MARKS:
+    elif is_utf16_marked(data):
         return data[2:].decode(_UTF16_MARKS[data[:2]], errors="replace")
     return data.decode("utf-8", errors="replace")
+
+
+def is_utf16_marked(data: bytes) -> bool:
+    """Whether ``data`` starts with a UTF-16 byte-order mark (and is read as UTF-16)."""
+    return data[:2] in _UTF16_MARKS
+
+
+# A CR that no LF follows: LSP and editors end a line there, as at "\n"
+# and "\r\n" (daemon/edits.py counts lines so), while every reader of the
+# index's text (the chunker, tree-sitter's rows, impact's sweep, `get`)
+# splits at "\n" only.
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def editor_line_breaks(text: str) -> str:
+    """``text`` with each lone CR a line feed: one code unit for one, so every
+    offset and column stays, and lines split at "\n" are the lines an editor
+    numbers (a CRLF line keeps its "\r", as before)."""
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
 
 
 # A minified script or stylesheet whatever its name (`static/jquery.js`, a
@@ -571,8 +597,8 @@ def looks_minified(path: str, text: str) -> bool:
 def looks_binary(data: bytes | str) -> bool:
     """A NUL in the first 8 KiB (of a file's bytes, or of an editor buffer's
     text); in UTF-16 marked by its BOM, a NUL character."""
-    if isinstance(data, bytes) and data[:2] in _UTF16_MARKS:
-        return "\0" in decode_text(data[:_BINARY_SNIFF_BYTES])
+    if isinstance(data, bytes) and is_utf16_marked(data):
+        return "\0" in decode_as_written(data[:_BINARY_SNIFF_BYTES])
     return ("\0" if isinstance(data, str) else b"\0") in data[:_BINARY_SNIFF_BYTES]
 
 
@@ -584,6 +610,12 @@ def replace_lone_surrogates(text: str) -> str:
     and SQLite cannot) replaced by U+FFFD, one code unit for one, so LSP
     columns stay where they were."""
     return text if is_utf8(text) else _LONE_SURROGATE.sub("\ufffd", text)
+
+
+def indexed_buffer_text(text: str) -> str:
+    """The index's text of an editor's buffer, by a file's rules: a lone
+    surrogate U+FFFD and a lone CR a line feed (each one code unit for one)."""
+    return editor_line_breaks(replace_lone_surrogates(text))
 
 
 def read_file(root: Path, path: str, max_bytes: int | None,

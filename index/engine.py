@@ -19,8 +19,8 @@ from typing import Callable, Protocol, TypeVar
 
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, DiscoveryOptions, Skipped,
-                                   byte_limit, decode_text, ignored_paths, looks_binary, read_file,
-                                   relative_path, replace_lone_surrogates, sets_ignore_rules,
+                                   byte_limit, decode_text, ignored_paths, indexed_buffer_text,
+                                   looks_binary, read_file, relative_path, sets_ignore_rules,
                                    stat_signature)
 from ctxls.index import graph, postings
 from ctxls.index.priority import lower_thread_priority
@@ -840,7 +840,7 @@ class Engine:
     def set_buffer(self, path: str, text: str) -> bool:
         """Make an open (possibly unsaved) buffer the truth for ``path`` and
         index it now. Returns False when nothing changed."""
-        text = replace_lone_surrogates(text)
+        text = indexed_buffer_text(text)
         with self._buffers_lock:
             self._buffers[path] = text
         self._defer_embedding()

@@ -486,7 +486,13 @@ def parse_source(parser: "Parser", source: bytes, old_tree: "Tree | None" = None
     a deadline and without the leak: the daemon parses only texts the chunk
     worker has read within its deadlines (hazard marks; impact's ``_vet``).
     A grammar that hangs inside one step is bounded only by the worker's
-    deadline."""
+    deadline.
+
+    Each NUL is parsed as a space (same offsets and rows): tree-sitter's
+    lexers read a NUL as the end of input, so one in a Python string left
+    the rest of the file an ERROR, its definitions read as calls."""
+    if b"\0" in source:
+        source = source.replace(b"\0", b" ")
     deadline = _deadline_at()
     if deadline is None:
         return parser.parse(source) if old_tree is None else parser.parse(source, old_tree)

@@ -8,6 +8,7 @@ name by Python's import resolution.
 
 from __future__ import annotations
 
+import os
 import posixpath
 import re
 import sys
@@ -46,6 +47,15 @@ def _registry_crate(parts: list[str]) -> tuple[str, int] | None:
     return None
 
 
+def _root_prefixes(root: str | os.PathLike[str] | None) -> tuple[str, ...]:
+    """``root`` as an absolute path into it starts ("/repo/"), as given and resolved."""
+    if root is None:
+        return ()
+    given = os.path.abspath(root)
+    return tuple(dict.fromkeys(folder.replace("\\", "/").rstrip("/") + "/"
+                               for folder in (given, os.path.realpath(given))))
+
+
 class PathIndex:
     """Indexed paths by their trailing components, a Python module resolver,
     and ``package_name``: the name of the JavaScript package a folder holds
@@ -53,10 +63,14 @@ class PathIndex:
 
     def __init__(self, paths: list[str],
                  package_name: Callable[[str], str | None] | None = None,
-                 crate_name: Callable[[str], str | None] | None = None):
+                 crate_name: Callable[[str], str | None] | None = None,
+                 root: str | os.PathLike[str] | None = None):
         self.package_name = package_name
         # The name of the Rust crate a folder holds (its Cargo.toml's), None when none.
         self.crate_name = crate_name
+        # This checkout's folder as an absolute path may write it (as given,
+        # and with its links resolved): a path under it names its file whole.
+        self.root_prefixes = _root_prefixes(root)
         self.by_suffix: dict[str, list[str]] = {}
         # No written path's tail longer than the deepest file names one: a
         # pasted path of 20,000 components was 20,000 joins of up to 20,000.
@@ -87,6 +101,9 @@ class PathIndex:
         as ``node_modules`` is: only a crate of the repository's own names its
         file; Rust's standard library (``/rustc/<commit>/library/…``) none."""
         normal = written.replace("\\", "/")
+        in_checkout = self._in_checkout(normal)
+        if in_checkout is not None:
+            return in_checkout
         parts = [p for p in normal.split("/") if p not in ("", ".")]
         if "node_modules" in parts:
             at = len(parts) - 1 - parts[::-1].index("node_modules")
@@ -117,6 +134,18 @@ class PathIndex:
                     and found[0] != "/".join(tail) and self._from_import_root(tail) != found[0]):
                 return None
             return found[0], len(tail)
+        return None
+
+    def _in_checkout(self, normal: str) -> tuple[str, int] | None:
+        """The indexed file an absolute path into this checkout names (its
+        repository path after the root's folders), else None. A tail of one
+        component is refused in a path written with folders, but here the
+        folders are the root itself: ``<root>/app.py`` is ``app.py``."""
+        for prefix in self.root_prefixes:
+            if normal.startswith(prefix):
+                parts = [p for p in normal[len(prefix):].split("/") if p not in ("", ".")]
+                if parts and "/".join(parts) in self.by_suffix.get(parts[-1], ()):
+                    return "/".join(parts), len(parts)
         return None
 
     def _from_package(self, package: str, inner: list[str],

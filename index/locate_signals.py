@@ -267,7 +267,7 @@ class Signals:
             if self._paths is not None and self._paths[0] == key:
                 return self._paths[1]
         index = PathIndex([r[0] for r in conn.execute("SELECT path FROM files")],
-                          self._package_name, self._crate_name)
+                          self._package_name, self._crate_name, root=self.root)
         with self._lock:
             self._paths = (key, index)
         return index

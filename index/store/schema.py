@@ -78,7 +78,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     only at the qualifier's dot (model.split_symbol).
 # 22: a container's header never joins the pieces before it (packing.pack, rule 1).
 # 23: the symbols' name column folded as names are compared (tokenize.fold: NFKC, any case).
-CHUNKER_VERSION = 23
+# 24: a lone CR ends a line (discovery.editor_line_breaks: the text, its hash and every row
+#     of a file holding one change), and a NUL no longer ends tree-sitter's input.
+CHUNKER_VERSION = 24
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
