@@ -963,7 +963,7 @@ class Engine:
             _recall_without)
         # Judged once, on the fresh answer (not on each of fresh_answer's rounds).
         if result.mode != "lexical" and any(result.hits_by_kind.get(kind) for kind in FILE_KINDS) \
-                and not _names_a_hit(query, result):
+                and not _names_a_hit(query, result, self.store.reader()):
             result = replace(result, weak_reason=off_topic(result.topicality))
         if log:
             self.log_demand([h for hits in result.hits_by_kind.values() for h in hits], "recall")
@@ -1510,7 +1510,8 @@ class Engine:
             if hit.uri is not None:
                 hit.definitions = symbol_table.definitions_in(conn, hit.path, hit.start_line,
                                                               hit.end_line)
-                named = symbol_table.named_definition(hit.definitions, names) if names else None
+                named = (symbol_table.named_definition(hit.definitions, names, conn)
+                         if names else None)
                 if named is not None:
                     self._narrow(hit, named, conn)
                 key = (hit.path, hit.start_line, hit.end_line)
@@ -1559,12 +1560,12 @@ class Engine:
 STATUS_SKIPPED_LISTED = 100
 
 
-def _names_a_hit(query: str, result: RecallResult) -> bool:
+def _names_a_hit(query: str, result: RecallResult, conn: Connection) -> bool:
     """Is the query one name a hit defines? That definition is the answer,
     whatever the nearest cosine says (a function typed a moment ago has no
     vector yet, and the off-topic thresholds were calibrated on questions)."""
     names = symbol_table.asked_names(query)
-    return bool(names) and any(symbol_table.named_definition(hit.definitions or [], names)
+    return bool(names) and any(symbol_table.named_definition(hit.definitions or [], names, conn)
                                for kind in FILE_KINDS for hit in result.hits_by_kind.get(kind, []))
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ctxls.index.tokenize import FILE_NAME_STOPWORDS, query_terms
+from ctxls.index.tokenize import FILE_NAME_STOPWORDS, fold, query_terms
 
 # One code name: qualified (a.b, A::b, a->b, A#b, A\b), or an identifier with a
 # capital, an underscore or a digit after its first character, or a leading
@@ -29,7 +30,13 @@ from ctxls.index.tokenize import FILE_NAME_STOPWORDS, query_terms
 # name may start with any letter and have a capital of any script.
 _SEGMENT = r"[A-Za-z_$][\w$]*"
 _SEPARATOR = r"(?:::|->|[.#\\])"
+# A Lisp name (Clojure's `parse-version`) qualified by its dotted namespace,
+# `shop.main/parse-version`: the slash only after a dotted namespace (after
+# one word it is a path or "and/or").
+_LISP_SEGMENT = r"[A-Za-z_$][\w$]*(?:-[\w$]+)*"
+_NAMESPACED = rf"{_LISP_SEGMENT}(?:\.{_LISP_SEGMENT})+/{_LISP_SEGMENT}[?!]?"
 _NAME = (rf"{_SEGMENT}(?:{_SEPARATOR}{_SEGMENT})*{_SEPARATOR}(?:[a-z_][\w$]*[?!]|{_SEGMENT})"
+         rf"|{_NAMESPACED}"
          r"|_[\w$]*[?!]?"
          # (a capital, underscore or digit looked for ahead, the name taken
          # once: backtracking over both stars was quadratic in a long name)
@@ -61,6 +68,19 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 NAME_SEPARATORS = re.compile(r"::|->|[.#\\]")
 # A separator between two names (an operator's own `->`, `operator->`, is none).
 _QUALIFIER = re.compile(r"(?<=[\w$])(?:::|->|[#\\])(?=[\w$])")
+_NAMESPACED_NAME = re.compile(_NAMESPACED)
+# `_` and `-` inside a name: `build_cache_key`, `buildCacheKey` and
+# `build-cache-key` are one name in three case styles; a leading or trailing
+# `_` is not a word break (`__init__` is not `init`, `_request` not `request`).
+_WORD_JOINER = re.compile(r"(?<=[^\W_])[-_]+(?=[^\W_])")
+# A file's own package or namespace, declared on a line of its own near its
+# top: `package com.example;` (Java, Kotlin, Scala, Go), `namespace A\B;` (PHP,
+# C#), `package LWP::ConnCache;` (Perl), `module A.B where` (Haskell), `(ns a.b`;
+# the name ends its line or a `;`, `{`, `(` or `where` follows it (a doc
+# comment's "module helpers for …" declares nothing).
+_DECLARED_MODULE = re.compile(r"^[ \t]*(?:package|namespace|module|\(ns)[ \t]+"
+                              r"([A-Za-z_][\w$-]*(?:(?:\.|::|\\)[A-Za-z_][\w$-]*)*)"
+                              r"(?=[ \t]*(?:[;{(]|where\b|$))", re.M)
 
 # Words that ask for a path class the ranking otherwise puts last.
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
@@ -85,8 +105,54 @@ def declared_name(query: str) -> str:
 
 def dotted_name(name: str) -> str:
     """A qualified name written with its language's separator (``A::b``,
-    ``A#b``, ``a->b``, ``A\\b``) as the index writes it, ``A.b``."""
+    ``A#b``, ``a->b``, ``A\\b``, Clojure's ``a.b/c``) as the index writes
+    it, ``A.b``."""
+    if _NAMESPACED_NAME.fullmatch(name):
+        name = name.replace("/", ".")
     return _QUALIFIER.sub(".", name)
+
+
+def name_key(name: str) -> str:
+    """``name`` as names are matched across case styles: folded
+    (tokenize.fold) and its `_` and `-` between two letters or digits
+    dropped, so ``build_cache_key`` finds ``buildCacheKey`` and
+    ``pathIsSymlink`` finds ``path_is_symlink`` (the symbols' name_key
+    column)."""
+    return _WORD_JOINER.sub("", fold(name))
+
+
+def file_modules(path: str, header: str) -> list[tuple[str, ...]]:
+    """The names a file's module goes by, as parts: its folders with its
+    stem and without (`src/util/util.go`: Go's package is its folder, Perl's
+    `lib/LWP/ConnCache.pm` its stem too), and the package or namespace
+    ``header`` (the text of its first chunk) declares (PHP's
+    `namespace GuzzleHttp;` in `src/Utils.php`)."""
+    folders, _, file_name = path.rpartition("/")
+    parts = tuple(part for part in folders.split("/") if part)
+    names = [parts, (*parts, file_name.split(".", 1)[0])]
+    names.extend(tuple(dotted_name(found).split(".")) for found in _DECLARED_MODULE.findall(header))
+    return names
+
+
+def names_definition(asked: str, symbol: str, modules: Callable[[], list[tuple[str, ...]]],
+                     key: Callable[[str], str] = name_key) -> bool:
+    """Whether the dotted name ``asked`` names the definition ``symbol``: the
+    symbol is it or ends with it (`Session.request` for `request`), or the
+    name's trailing parts are the whole symbol and its leading parts end one
+    of ``modules()``, its file's module names (file_modules): `util.Constrain`
+    for `Constrain` in `src/util/util.go`, `GuzzleHttp.Utils.describeType`
+    for `Utils.describeType`. The symbol's parts are compared by ``key``, the
+    module's by name_key (a folder is spelt `my_app` for the namespace
+    `my-app`)."""
+    asked_parts, symbol_parts = asked.split("."), symbol.split(".")
+    qualifier = len(asked_parts) - len(symbol_parts)
+    if qualifier <= 0:
+        return [key(part) for part in symbol_parts[-len(asked_parts):]] == list(map(key, asked_parts))
+    if list(map(key, asked_parts[qualifier:])) != list(map(key, symbol_parts)):
+        return False
+    wanted = [name_key(part) for part in asked_parts[:qualifier]]
+    return any([name_key(part) for part in module[-qualifier:]] == wanted
+               for module in modules() if len(module) >= qualifier)
 
 
 def _shape_classes(text: str) -> str:

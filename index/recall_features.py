@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ctxls.index.paths import path_class
-from ctxls.index.query import NAME_SEPARATORS, QueryShape
+from ctxls.index.query import QueryShape, dotted_name, file_modules, name_key, names_definition
 from ctxls.index.store import Connection, connection_cache, generated_paths, paths_generation
 from ctxls.index.tokenize import fold
 
@@ -78,20 +78,23 @@ _TYPE_KINDS = frozenset({"class", "struct", "trait", "interface", "enum", "type"
 _IMPL_KINDS = frozenset({"impl", "extension"})
 
 
-def definition_tier(symbol: str, symbol_kind: str, asked: str) -> float:
+def definition_tier(symbol: str, symbol_kind: str, asked: str,
+                    modules: Callable[[], list[tuple[str, ...]]] = list) -> float:
     """How well a definition answers a query naming ``asked``: 1 for the exact
-    (qualified) name in its case, less for a case-insensitive match, an
-    ``impl`` block or a member of a type whose name matched."""
+    (qualified) name in its case, less for a match in another case or case
+    style (`build_cache_key` for `buildCacheKey`), an ``impl`` block or a
+    member of a type whose name matched. A name qualified by its module
+    (`util.Constrain`) is exact when ``modules()``, the definition's file's
+    module names (query.file_modules), end with that qualifier."""
     last = symbol.rsplit(".", 1)[-1]
-    asked_last = NAME_SEPARATORS.split(asked)[-1]
-    qualified = "." in asked or "::" in asked or "->" in asked or "#" in asked
-    if qualified:
-        normal = re.sub(r"::|->|#|\\", ".", asked)
-        tier = 1.0 if symbol == normal or symbol.endswith("." + normal) else 0.5
+    asked = dotted_name(asked)
+    asked_last = asked.rsplit(".", 1)[-1]
+    if "." in asked:
+        tier = 1.0 if names_definition(asked, symbol, modules, key=str) else 0.5
     else:
         tier = 1.0
     if last != asked_last:
-        tier *= 0.6  # same name, other case: `session()` for `Session`
+        tier *= 0.6  # same name, other case or case style: `session()` for `Session`
     if symbol_kind in _IMPL_KINDS:
         tier *= 0.4
     elif symbol_kind not in _TYPE_KINDS and asked_last[:1].isupper():
@@ -102,33 +105,54 @@ def definition_tier(symbol: str, symbol_kind: str, asked: str) -> float:
     return tier
 
 
+def declared_modules(conn: Connection) -> Callable[[str], list[tuple[str, ...]]]:
+    """path -> its file's module names (query.file_modules), the header read
+    once per path: only a query qualified by a module asks."""
+    @functools.cache
+    def of(path: str) -> list[tuple[str, ...]]:
+        row = conn.execute("SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id "
+                           "WHERE f.path = ? ORDER BY c.start_line LIMIT 1", (path,)).fetchone()
+        return file_modules(path, row[0] if row is not None else "")
+    return of
+
+
 def _definitions(conn: Connection, kind: str, name: str, limit: int
-                 ) -> list[tuple[int, str, str, int, int]]:
-    """(chunk id, symbol, symbol kind, file id, span) of the chunks holding a
-    definition named ``name`` (the last segment, any case). A qualified name's
-    own definitions come first: `Engine.__init__` is one of 60 `__init__`s,
-    and the limit must not cut it."""
-    last = fold(NAME_SEPARATORS.split(name)[-1])
-    select = ("SELECT c.id, s.symbol, s.symbol_kind, s.file_id, s.end_line - s.start_line "
+                 ) -> list[tuple[int, str, str, int, int, str]]:
+    """(chunk id, symbol, symbol kind, file id, span, path) of the chunks
+    holding the name row of a definition named ``name`` (that piece, not a
+    doc comment longer than a chunk before it; the last segment, any case), then,
+    while the limit allows, of those named so in another case style
+    (`build_cache_key` for `buildCacheKey`: query.name_key). A qualified
+    name's own definitions come first: `Engine.__init__` is one of 60
+    `__init__`s, and the limit must not cut it."""
+    name = dotted_name(name)
+    last = name.rsplit(".", 1)[-1]
+    select = ("SELECT c.id, s.symbol, s.symbol_kind, s.file_id, s.end_line - s.start_line, f.path "
               "FROM symbols s JOIN chunks c ON c.file_id = s.file_id "
-              "AND c.start_line <= s.start_line AND s.start_line <= c.end_line "
-              "WHERE s.name = ? AND c.kind = ? GROUP BY s.file_id, s.symbol, s.start_line ")
-    if not NAME_SEPARATORS.search(name):
-        return conn.execute(select + "LIMIT ?", (last, kind, limit)).fetchall()
-    qualified = NAME_SEPARATORS.sub(".", name)
-    tail = "." + qualified
-    return conn.execute(
-        select + "ORDER BY s.symbol = ? OR substr(s.symbol, -?) = ? DESC LIMIT ?",
-        (last, kind, qualified, len(tail), tail, limit)).fetchall()
+              "AND c.start_line <= s.line AND s.line <= c.end_line "
+              "JOIN files f ON f.id = s.file_id WHERE {} AND c.kind = ? "
+              "GROUP BY s.file_id, s.symbol, s.start_line ")
+    if "." not in name:
+        found = conn.execute(select.format("s.name = ?") + "LIMIT ?",
+                             (fold(last), kind, limit)).fetchall()
+    else:
+        tail = "." + name
+        found = conn.execute(
+            select.format("s.name = ?") + "ORDER BY s.symbol = ? OR substr(s.symbol, -?) = ? DESC "
+            "LIMIT ?", (fold(last), kind, name, len(tail), tail, limit)).fetchall()
+    if len(found) < limit:
+        found += conn.execute(select.format("s.name_key = ? AND s.name != ?") + "LIMIT ?",
+                              (name_key(last), fold(last), kind, limit - len(found))).fetchall()
+    return found
 
 
 def _member_chunks(conn: Connection, kind: str, file_id: int, symbol: str) -> list[int]:
-    """The chunks of ``kind`` holding a definition of a member of the type
+    """The chunks of ``kind`` holding the name row of a member of the type
     ``symbol`` in its file (`JoinSet.is_empty` for `JoinSet`)."""
     prefix = symbol + "."
     return [row[0] for row in conn.execute(
         "SELECT DISTINCT c.id FROM symbols s JOIN chunks c ON c.file_id = s.file_id "
-        "AND c.start_line <= s.start_line AND s.start_line <= c.end_line "
+        "AND c.start_line <= s.line AND s.line <= c.end_line "
         "WHERE s.file_id = ? AND substr(s.symbol, 1, ?) = ? AND c.kind = ?",
         (file_id, len(prefix), prefix, kind))]
 
@@ -143,20 +167,22 @@ def _definition_tiers(conn: Connection, kind: str, shape: QueryShape, candidates
                       config: "PriorConfig") -> dict[int, float]:
     """chunk id -> the best tier of a definition it holds of a name the query asks for."""
     tiers: dict[int, float] = {}
+    modules = declared_modules(conn)
     for name in named_symbols(shape):
         found = _definitions(conn, kind, name, config.max_definitions)
         # Several definitions of one symbol in one file are overloads or a
         # declaration and its definition: the longest has the body.
         longest: dict[tuple[int, str], int] = {}
-        for _, symbol, _, file_id, span in found:
+        for _, symbol, _, file_id, span, _ in found:
             longest[(file_id, symbol)] = max(longest.get((file_id, symbol), 0), span)
         # A name inside a sentence is weaker evidence the more files define
         # it ("toString builder for …" names twenty `toString`s, none of
         # them the place): its tier is shared among those files.
         defining_files = len({file_id for file_id, _ in longest})
         share_of_name = 1.0 / max(1, defining_files) if shape.embedded else 1.0
-        for chunk_id, symbol, symbol_kind, file_id, span in found:
-            tier = definition_tier(symbol, symbol_kind, name) * share_of_name
+        for chunk_id, symbol, symbol_kind, file_id, span, path in found:
+            tier = definition_tier(symbol, symbol_kind, name,
+                                   functools.partial(modules, path)) * share_of_name
             if span < longest[(file_id, symbol)]:
                 tier *= config.signature_share
             tiers[chunk_id] = max(tier, tiers.get(chunk_id, 0.0))
@@ -282,7 +308,7 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
         tiers = _definition_tiers(conn, kind, shape, set(by_id), config)
         for hit in fetch_rows([cid for cid in tiers if cid not in by_id]):
             by_id[hit.chunk_id] = hit
-        homes = {NAME_SEPARATORS.split(name)[-1].lower().replace("_", "")
+        homes = {dotted_name(name).rsplit(".", 1)[-1].lower().replace("_", "")
                  for name in named_symbols(shape)}
         for chunk_id, tier in tiers.items():
             if chunk_id in by_id:

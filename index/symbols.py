@@ -11,6 +11,7 @@ name (`def`, `class`, `fn` …).
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
@@ -21,9 +22,10 @@ from ctxls.index.errors import InvalidParams
 from ctxls.index.model import line_end_character, split_symbol
 from ctxls.index.paths import is_test_path
 from ctxls.index.ranking import RankingConfig, ScoredChunk, _chunks_by_id, _scored, bm25_scores
+from ctxls.index.recall_features import declared_modules
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import FOLD_SQL, FTS_TABLE_BY_KIND, Connection
-from ctxls.index.query import NAME_SEPARATORS, dotted_name, query_shape
+from ctxls.index.query import dotted_name, name_key, names_definition, query_shape
 from ctxls.index.tokenize import fold, query_terms
 from ctxls.index.vocabulary import MAX_NAME_CHARS, MAX_RELATED_N, MAX_SYMBOLS_N
 
@@ -127,6 +129,8 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
             f"WHERE {condition}{kind_sql} ORDER BY length(s.symbol), f.path, s.start_line LIMIT ?",
             [*args, *kind_args, limit * 4]).fetchall()
         _add(found, rows, tier)
+        if tier == "exact":
+            _add(found, _named_across_styles(conn, written, kind_sql, kind_args, limit * 4), tier)
     if "fuzzy" in allowed and len(found) < limit and not qualified:
         # The name's letters in order, the first one first: `g%s%n%`.
         pattern = "%".join(_like_escaped(letter) for letter in needle) + "%"
@@ -136,11 +140,26 @@ def find_definitions(conn: Connection, query: str, match: str = "fuzzy",
             "s.start_line LIMIT ?", [pattern, *kind_args, limit * 4]).fetchall()
         _add(found, rows, "fuzzy")
     as_written = unicodedata.normalize("NFKC", written)
+    last = needle.rsplit(".", 1)[-1]
     ranked = sorted(found.values(), key=lambda d: (
-        MATCHES.index(d.match),
+        MATCHES.index(d.match), fold(d.name) != last,  # another case style after
         as_written not in {unicodedata.normalize("NFKC", n) for n in (d.name, d.symbol)},
         is_test_path(d.path), len(d.symbol), d.path, d.start_line))
     return ranked[:limit]
+
+
+def _named_across_styles(conn: Connection, written: str, kind_sql: str, kind_args: list[str],
+                         limit: int) -> list:
+    """Rows of the definitions ``written`` (dotted) names in another case
+    style (`build_cache_key` for `buildCacheKey`) or qualified by their
+    module (`util.Constrain`): query.names_definition."""
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id "
+        f"WHERE s.name_key = ?{kind_sql} ORDER BY length(s.symbol), f.path, s.start_line LIMIT ?",
+        [name_key(written.rsplit(".", 1)[-1]), *kind_args, limit]).fetchall()
+    modules = declared_modules(conn)
+    return [row for row in rows
+            if names_definition(written, row[1], functools.partial(modules, row[0]))]
 
 
 def _folded(column: str) -> str:
@@ -237,24 +256,35 @@ _NAME_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
 
 
 def asked_names(query: str) -> set[str]:
-    """The code name a recall query asks for, folded (tokenize.fold): the whole query
-    when it is one name (``parse``, ``Session.request``, ``fn spawn``); a
-    sentence names nothing, even with code-shaped words in it: narrowing a
-    hit to the definition it mentions lost the one it describes (set 4 test
-    by chunk: hybrid -0.007, every drop a description or concept query;
-    docs/decisions.md, "Hits narrowed to the definition a query names")."""
+    """The code name a recall query asks for, dotted (query.dotted_name): the
+    whole query when it is one name (``parse``, ``Session.request``,
+    ``fn spawn``, ``shop.main/parse-version``); a sentence names nothing, even
+    with code-shaped words in it: narrowing a hit to the definition it
+    mentions lost the one it describes (set 4 test by chunk: hybrid -0.007,
+    every drop a description or concept query; docs/decisions.md, "Hits
+    narrowed to the definition a query names")."""
     name = query_shape(query).identifier
-    return {fold(NAME_SEPARATORS.sub(".", name))} if name else set()
+    return {dotted_name(name)} if name else set()
 
 
-def named_definition(definitions: list[Definition], names: set[str]) -> Definition | None:
+def named_definition(definitions: list[Definition], names: set[str],
+                     conn: Connection) -> Definition | None:
     """The one of ``definitions`` a query names (its qualified name or its
-    name). Several of one name (a TypeScript function's overload signatures
-    and its implementation, a property's getter and setter) are one
-    definition spanning them all: the first's name line, the last's end."""
-    named = [definition for definition in definitions
-             if any((symbol := fold(definition.symbol)) == name or symbol.endswith("." + name)
-                    for name in names)]
+    name, in any case; else in another case style, `build_cache_key` for
+    `buildCacheKey`; or qualified by its module, `util.Constrain`:
+    query.names_definition, the module names read from ``conn``). Several of
+    one name (a TypeScript function's overload signatures and its
+    implementation, a property's getter and setter) are one definition
+    spanning them all: the first's name line, the last's end."""
+    modules = declared_modules(conn)
+    named: list[Definition] = []
+    for key in (fold, name_key):  # the name as written before its other case styles
+        named = [definition for definition in definitions
+                 if any(names_definition(name, definition.symbol,
+                                         functools.partial(modules, definition.path), key)
+                        for name in names)]
+        if named:
+            break
     if not named:
         return None
     return replace(named[0], start_line=min(d.start_line for d in named),

@@ -523,3 +523,139 @@ def test_symbols_reads_a_name_with_its_languages_separator_in_any_script_and_for
         assert dotted_name("Smart::operator->") == "Smart.operator->"
     finally:
         engine.close()
+
+
+def _top_code_hit(engine: Engine, query: str) -> tuple[str, str | None, int, int]:
+    hit = engine.recall(query, ["code"], mode="lexical").hits_by_kind["code"][0]
+    return hit.path, hit.symbol, hit.start_line, hit.end_line
+
+
+def test_a_name_in_another_case_style_finds_its_definition(tmp_path: Path):
+    """`build_cache_key` for Go's `buildCacheKey`, `pathIsSymlink` for Rust's
+    `path_is_symlink` (a probe over 20 languages: the packed chunk came back,
+    labelled with another definition); the name as written still ranks first
+    when both spellings are defined; `__init__` stays no `init`."""
+    write_tree(tmp_path, {
+        "pattern.go": "package fzf\n\ntype Pattern struct {\n\ttext []rune\n}\n\n"
+                      "func (p *Pattern) IsEmpty() bool {\n\treturn len(p.text) == 0\n}\n\n"
+                      "func (p *Pattern) buildCacheKey() string {\n\treturn string(p.text)\n}\n",
+        "walk.rs": "pub struct DirEntry {\n    link: bool,\n}\n\nimpl DirEntry {\n"
+                   "    pub fn depth(&self) -> usize {\n        0\n    }\n\n"
+                   "    pub fn path_is_symlink(&self) -> bool {\n        self.link\n    }\n}\n",
+        "both.py": "def build_cache_key(parts):\n    return '/'.join(parts)\n\n\n"
+                   "def buildCacheKey(parts):\n    return build_cache_key(parts)\n\n\n"
+                   "class Ready:\n    def __init__(self):\n        self.ready = True\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        for query in ("pathIsSymlink", "PathIsSymlink", "path-is-symlink"):
+            assert _top_code_hit(engine, query) == ("walk.rs", "DirEntry.path_is_symlink", 9, 11)
+        hit = engine.recall("pathIsSymlink", ["code"], mode="lexical").hits_by_kind["code"][0]
+        assert "definition" in [c.feature for c in hit.why]
+        # Both spellings defined: each query's own spelling first.
+        assert _top_code_hit(engine, "build_cache_key") == ("both.py", "build_cache_key", 0, 1)
+        assert _top_code_hit(engine, "buildCacheKey") == ("both.py", "buildCacheKey", 4, 5)
+        assert [(d.symbol, d.match) for d in engine.symbols("build_cache_key", "exact")] == [
+            ("build_cache_key", "exact"), ("buildCacheKey", "exact"),
+            ("Pattern.buildCacheKey", "exact")]
+        assert [d.symbol for d in engine.symbols("PathIsSymlink", "exact")] == [
+            "DirEntry.path_is_symlink"]
+        # A leading or trailing underscore is no word break.
+        assert engine.symbols("init", "exact") == []
+        assert [d.symbol for d in engine.symbols("__init__", "exact")] == ["Ready.__init__"]
+    finally:
+        engine.close()
+    # Without the Python file, the Go method is the only answer.
+    (tmp_path / "both.py").unlink()
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        assert _top_code_hit(engine, "build_cache_key") == (
+            "pattern.go", "Pattern.buildCacheKey", 10, 12)
+    finally:
+        engine.close()
+
+
+def test_a_name_qualified_by_its_package_is_narrowed_to_its_definition(tmp_path: Path):
+    """A name qualified by its package or namespace (Go's `util.Constrain`,
+    PHP's `GuzzleHttp\\Utils::describeType`, Java's full name, Perl's
+    `LWP::ConnCache::deposit`, Clojure's `shop.main/parse-version`) names
+    the definition in the file whose folders, stem or declaration are that
+    package; a qualifier that is no module of it narrows nothing."""
+    write_tree(tmp_path, {
+        "src/util/util.go": "package util\n\nfunc Truncate(input string, limit int) string {\n"
+                            "\treturn input[:limit]\n}\n\n"
+                            "func Constrain(val int, minimum int, maximum int) int {\n"
+                            "\treturn max(min(val, maximum), minimum)\n}\n",
+        "src/terminal.go": "package fzf\n\ntype Terminal struct {\n\theight int\n}\n\n"
+                           "// constrain, constrain the offset and constrain the cursor\n"
+                           "func (t *Terminal) constrain() {\n\tt.height = 0\n}\n",
+        "src/Utils.php": "<?php\n\nnamespace GuzzleHttp;\n\nfinal class Utils\n{\n"
+                         "    public static function describeType($input): string\n    {\n"
+                         "        return \\gettype($input);\n    }\n\n"
+                         "    public static function defaultUserAgent(): string\n    {\n"
+                         "        return 'GuzzleHttp/7';\n    }\n}\n",
+        "src/com/example/inject/Annotations.java":
+            "package com.example.inject;\n\npublic class Annotations {\n"
+            "  public static boolean isMarker(Class<?> type) {\n    return true;\n  }\n\n"
+            "  public static boolean isAllDefaultMethods(Class<?> type) {\n    return false;\n  }\n}\n",
+        "lib/LWP/ConnCache.pm": "package LWP::ConnCache;\n\nuse strict;\n\nsub new {\n"
+                                "    my($class) = @_;\n    return bless {}, $class;\n}\n\n"
+                                "sub deposit {\n    my($self, $conn) = @_;\n    push(@{$self->{conns}}, $conn);\n}\n\n"
+                                "sub withdraw {\n    return undef;\n}\n\n1;\n",
+        "src/shop/main.clj": "(ns shop.main\n  (:require [clojure.string :as str]))\n\n"
+                             "(defn parse-version [version]\n  (str/split version #\"\\.\"))\n\n"
+                             "(defn print-version []\n  (println \"shop\"))\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        assert _top_code_hit(engine, "util.Constrain") == ("src/util/util.go", "Constrain", 6, 8)
+        assert _top_code_hit(engine, "GuzzleHttp\\Utils::describeType") == (
+            "src/Utils.php", "Utils.describeType", 6, 9)
+        assert _top_code_hit(engine, "com.example.inject.Annotations.isMarker") == (
+            "src/com/example/inject/Annotations.java", "Annotations.isMarker", 3, 5)
+        assert _top_code_hit(engine, "LWP::ConnCache::deposit") == (
+            "lib/LWP/ConnCache.pm", "deposit", 9, 12)
+        assert _top_code_hit(engine, "shop.main/parse-version") == (
+            "src/shop/main.clj", "parse-version", 3, 4)
+        assert [(d.symbol, d.path) for d in engine.symbols("util.Constrain", "exact")] == [
+            ("Constrain", "src/util/util.go")]
+        assert [d.symbol for d in engine.symbols("LWP::ConnCache::deposit", "exact")] == ["deposit"]
+        # A qualifier naming no module of the file narrows nothing.
+        assert engine.symbols("fzf.Truncate", "exact") == []
+        hit = engine.recall("fzf.Truncate", ["code"], mode="lexical").hits_by_kind["code"]
+        assert all((h.symbol, h.start_line) != ("Truncate", 2) for h in hit)
+    finally:
+        engine.close()
+
+
+def test_a_definition_whose_doc_is_longer_than_a_chunk_is_answered_from_its_name_line(
+        tmp_path: Path):
+    """A 170-line @doc splits the definition (chunks hold at most 150 lines):
+    recall of its name answered the doc's piece alone, never reaching its
+    `def` (ecto's `cast_assoc`)."""
+    before = "".join(f"\n  @doc \"Field {i}.\"\n  def field_{i}(changeset) do\n"
+                     f"    Map.get(changeset, :field_{i})\n  end\n" for i in range(6))
+    doc = "".join(f"  Paragraph {i} about casting the association with its options.\n"
+                  for i in range(170))
+    text = (f"defmodule Shop.Changeset do\n  @moduledoc \"Changesets for the shop.\"\n{before}\n"
+            f"  @doc \"\"\"\n  Casts the given association with the changeset parameters.\n\n{doc}"
+            "  \"\"\"\n  @spec cast_assoc(map, atom, Keyword.t()) :: map\n"
+            "  def cast_assoc(changeset, name, opts \\\\ []) when is_atom(name) do\n"
+            "    cast_relation(:assoc, changeset, name, opts)\n  end\n\n"
+            "  defp cast_relation(type, changeset, name, opts) do\n"
+            "    {type, changeset, name, opts}\n  end\nend\n")
+    write_tree(tmp_path, {"lib/shop/changeset.ex": text})
+    def_line = text.split("\n").index(
+        "  def cast_assoc(changeset, name, opts \\\\ []) when is_atom(name) do")
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        for query in ("cast_assoc", "Shop.Changeset.cast_assoc"):
+            path, symbol, start, end = _top_code_hit(engine, query)
+            assert (path, symbol) == ("lib/shop/changeset.ex", "Shop.Changeset.cast_assoc")
+            assert start <= def_line and end == def_line + 2
+    finally:
+        engine.close()

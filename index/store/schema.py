@@ -80,7 +80,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 23: the symbols' name column folded as names are compared (tokenize.fold: NFKC, any case).
 # 24: a lone CR ends a line (discovery.editor_line_breaks: the text, its hash and every row
 #     of a file holding one change), and a NUL no longer ends tree-sitter's input.
-CHUNKER_VERSION = 24
+# 25: symbols.name_key, the name in any case style (query.name_key).
+CHUNKER_VERSION = 25
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
@@ -130,6 +131,7 @@ CREATE TABLE IF NOT EXISTS symbols (
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     symbol TEXT NOT NULL,               -- qualified: Session.request
     name TEXT NOT NULL,                 -- last segment of symbol, lower-cased
+    name_key TEXT NOT NULL,             -- that name in any case style (query.name_key)
     symbol_kind TEXT NOT NULL,
     start_line INTEGER NOT NULL,        -- a container's header only (members are rows of their own)
     end_line INTEGER NOT NULL,
@@ -139,6 +141,7 @@ CREATE TABLE IF NOT EXISTS symbols (
 );
 CREATE INDEX IF NOT EXISTS symbols_file ON symbols(file_id);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE INDEX IF NOT EXISTS symbols_name_key ON symbols(name_key);
 CREATE TABLE IF NOT EXISTS imports (
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
     spec TEXT NOT NULL,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ctxls.index.embed_text import embedding_hash
 from ctxls.index.model import Chunk, ImportRef, SymbolDef, split_symbol
+from ctxls.index.query import name_key
 from ctxls.index.store.failures import detail, undecodable
 from ctxls.index.store.reads import parse_file_terms
 from ctxls.index.store.records import delete_file_rows
@@ -248,10 +249,10 @@ class FileRows:
         for kind, changes in term_changes.items():
             _update_file_terms(conn, file_id, kind, chunk_changes[kind], changes)
         conn.executemany(
-            "INSERT INTO symbols(file_id, symbol, name, symbol_kind, start_line, end_line, hash, "
-            "line, body_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(file_id, d.symbol, _symbol_name(d.symbol), d.symbol_kind, d.start_line, d.end_line,
-              d.hash, d.line, d.body_end) for d in symbols])
+            "INSERT INTO symbols(file_id, symbol, name, name_key, symbol_kind, start_line, end_line, "
+            "hash, line, body_end) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(file_id, d.symbol, _symbol_name(d.symbol), name_key(split_symbol(d.symbol)[1]),
+              d.symbol_kind, d.start_line, d.end_line, d.hash, d.line, d.body_end) for d in symbols])
         conn.executemany(
             "INSERT INTO imports(file_id, spec, line, target) VALUES (?, ?, ?, ?)",
             [(file_id, ref.spec, ref.line, target) for ref, target in imports])
