@@ -309,13 +309,18 @@ def status_lines(status: dict, via: str, style: Style) -> str:
 
 
 def left_out_line(status: dict) -> str:
-    """`skipped  3: unreadable 2, binary 1` (the files listed, by reason), or ""."""
-    skipped = status.get("skipped") or {}
-    if not skipped.get("count"):
-        return ""
-    reasons = collections.Counter(entry["reason"].split(" (")[0] for entry in skipped.get("files", []))
-    listed = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
-    return f"  skipped  {skipped['count']}: {listed}\n"
+    """`skipped  3: unreadable 2, binary 1` and `unparsed 2: parse deadline
+    2` (the files listed, by reason; read as line windows, without
+    definitions), each line only when it counts files."""
+    lines = ""
+    for key, label in (("skipped", "skipped "), ("unparsed", "unparsed")):
+        left = status.get(key) or {}
+        if not left.get("count"):
+            continue
+        reasons = collections.Counter(entry["reason"].split(" (")[0] for entry in left.get("files", []))
+        listed = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
+        lines += f"  {label} {left['count']}: {listed}\n"
+    return lines
 
 
 def languages_line(status: dict) -> str:

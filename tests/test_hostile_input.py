@@ -1448,3 +1448,14 @@ def test_mcp_tool_calls_share_a_few_threads(tmp_path: Path):
     answers = [json.loads(line) for line in server._out.getvalue().splitlines()]
     assert sorted(answer["id"] for answer in answers) == list(range(40))
     assert len(threads) == 40 and len(set(threads)) <= CALL_THREADS
+
+
+def test_status_says_which_files_were_read_without_their_definitions():
+    """`ctxls status` printed nothing of `unparsed`: files whose parser
+    crashed or ran out of time lost their definitions without a word."""
+    from ctxls.daemon.formatting import left_out_line
+    status = {"skipped": {"count": 0, "files": []},
+              "unparsed": {"count": 3, "files": [{"path": "a.py", "reason": "parser hung or crashed"},
+                                                 {"path": "b.py", "reason": "parser hung or crashed"},
+                                                 {"path": "c.d", "reason": "parse deadline"}]}}
+    assert left_out_line(status) == "  unparsed 3: parser hung or crashed 2, parse deadline 1\n"
