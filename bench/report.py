@@ -170,8 +170,8 @@ def _result_block(result: Result) -> str:
 # target's current figure.
 NOTES_ON_PAGE = 60
 MACHINE_ON_PAGE = 24
-COMMAND_ON_PAGE = 42
-CELL_ON_PAGE = 44
+COMMAND_ON_PAGE = 40
+CELL_ON_PAGE = 42
 
 
 def _clipped(text: str, limit: int) -> str:
