@@ -235,10 +235,34 @@ def _r_assignment(node: Node) -> Definition | None:
     return Definition("function", name) if name else None
 
 
+def _julia_call(node: Node | None) -> Node | None:
+    """The call a method's head is (`f(x)`), under its return type and
+    `where` clauses (`f(x::T)::T where {T}`), or None."""
+    while node is not None and node.type in ("where_expression", "typed_expression"):
+        node = node.named_child(0) if node.named_child_count else None
+    return node if node is not None and node.type == "call_expression" else None
+
+
+def _julia_method_name(call: Node | None) -> tuple[str, ...]:
+    """`f`, `Base.show`; for a callable object's method (`(a::Dense)(x)`,
+    `(::Chain{T})(x)`: every Flux layer's forward pass) its type's name."""
+    callee = follow(call, "0")
+    if callee is not None and callee.type == "parenthesized_expression":
+        callee = follow(callee, "0=typed_expression/1") or follow(callee, "0=unary_typed_expression/0")
+    return name_parts(text(callee)) if callee is not None else ()
+
+
+def _julia_function(node: Node) -> Definition | None:
+    """`function f(x) … end`, with a return type or `where` clauses; `function f end`."""
+    signature = follow(node, ":signature/0")
+    name = name_parts(text(signature)) if signature is not None and signature.type == "identifier" \
+        else _julia_method_name(_julia_call(signature))
+    return Definition("function", name) if name else None
+
+
 def _julia_assignment(node: Node) -> Definition | None:
-    """`f(x) = x + 1`: a function in one line."""
-    head = follow(node, "0=call_expression")
-    name = name_parts(text(follow(head, "0"))) if head is not None else ()
+    """`f(x) = x + 1`, `f(x::T)::T where {T} = x`: a function in one line."""
+    name = _julia_method_name(_julia_call(follow(node, "0")))
     return Definition("function", name) if name else None
 
 
@@ -362,8 +386,10 @@ SCALA = LanguageTable(
         "type_definition": Rule("type"),
         "given_definition": Rule("object"),
         # An extension's methods are its own children (each under a field
-        # `body`, with braces or without): no node holds them.
-        "extension_definition": Rule("extension", "parameters/0/type", "."),
+        # `body`, with braces or without): no node holds them. One on a
+        # by-name parameter (`(p: => P[T])`, fastparse's) is named by its type.
+        "extension_definition": (Rule("extension", "parameters/0/type=lazy_parameter_type/type", "."),
+                                 Rule("extension", "parameters/0/type", ".")),
     },
     leading=frozenset({"comment", "block_comment", "annotation"}),
     transparent=frozenset({"package_clause", "template_body"}),
@@ -485,8 +511,6 @@ ZIG = LanguageTable(
 
 JULIA = LanguageTable(
     rules={
-        "function_definition": (Rule("function", ":signature/0=call_expression/0"),
-                                Rule("function", ":signature/0=where_expression/0/0")),
         "macro_definition": Rule("macro", ":signature/0=call_expression/0"),
         "struct_definition": Rule("struct", ":type_head/0"),
         "abstract_definition": Rule("type", ":type_head/0"),
@@ -495,7 +519,7 @@ JULIA = LanguageTable(
         "const_statement": Rule("constant", ":assignment/0"),
     },
     leading=frozenset({"line_comment", "block_comment", "string_literal"}),
-    custom={"assignment": _julia_assignment},
+    custom={"function_definition": _julia_function, "assignment": _julia_assignment},
 )
 
 R = LanguageTable(rules={}, leading=frozenset({"comment"}), custom={"binary_operator": _r_assignment})

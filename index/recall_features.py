@@ -84,13 +84,15 @@ def definition_tier(symbol: str, symbol_kind: str, asked: str,
     (qualified) name in its case, less for a match in another case or case
     style (`build_cache_key` for `buildCacheKey`), an ``impl`` block or a
     member of a type whose name matched. A name qualified by its module
-    (`util.Constrain`) is exact when ``modules()``, the definition's file's
-    module names (query.file_modules), end with that qualifier."""
+    (`util.Constrain`) is nearly exact when ``modules()``, the definition's
+    file's module names (query.file_modules), end with that qualifier."""
     last = symbol.rsplit(".", 1)[-1]
     asked = dotted_name(asked)
     asked_last = asked.rsplit(".", 1)[-1]
     if "." in asked:
-        tier = 1.0 if names_definition(asked, symbol, modules, key=str) else 0.5
+        # Its own qualified name first: `Shop.Cart.total` before `total` of Cart.elm for `Cart.total`.
+        tier = 1.0 if names_definition(asked, symbol, list, key=str) \
+            else 0.9 if names_definition(asked, symbol, modules, key=str) else 0.5
     else:
         tier = 1.0
     if last != asked_last:

@@ -120,6 +120,34 @@ def write_tree(root: Path, files: dict[str, str | bytes]) -> None:
             path.write_text(content, encoding="utf-8")
 
 
+@pytest.fixture
+def make_engine(tmp_path: Path):
+    """Engines over trees of ``files``, cold-indexed (a git repository
+    unless ``git=False``), closed after the test."""
+    from ctxls.index.engine import Engine
+
+    engines: list[Engine] = []
+
+    def make(files: dict[str, str | bytes], git: bool = True) -> Engine:
+        root = tmp_path / f"repo{len(engines)}"
+        write_tree(root, files)
+        if git:
+            subprocess.run(["git", "init", "-q", str(root)], check=True)
+        engine = Engine(root)
+        engine.cold_index()
+        engines.append(engine)
+        return engine
+
+    yield make
+    for engine in engines:
+        engine.close()
+
+
+def callers(result) -> set[tuple[str, int, str | None, bool]]:
+    """An impact answer's callers as (path, line, enclosing symbol, confirmed)."""
+    return {(c.path, c.span.start_line, c.symbol, c.confirmed) for c in result.callers}
+
+
 # What VS Code and Neovim must both show for `send_prepared` (pkg/session.py:16)
 # of SAMPLE_FILES: the server's words (its lens title and impact `summary`), so
 # the two editors say the same (tests/test_vscode_e2e.py, tests/test_nvim_plugin.py).

@@ -12,7 +12,7 @@ from tree_sitter_language_pack import get_parser
 
 from ctxls.index import chunk_worker, chunker, languages
 from ctxls.index.chunker import definition_chunks, split_lines
-from ctxls.index.chunking import rust
+from ctxls.index.chunking import rust, spans
 from ctxls.index.chunking.pieces import MAX_CHUNK_LINES, OVERLAP_LINES
 from ctxls.impact.syntax import SourceFile
 from ctxls.index.chunk_worker import ChunkWorker, _ReplyUnpickler, chunk_guarded
@@ -1484,6 +1484,50 @@ def test_unclosed_brace_in_java_method_keeps_next_class_top_level() -> None:
             ("B.z", "method", 6, 6),
         ],
     )
+
+
+def test_a_struct_whose_closing_brace_the_parser_could_not_place_ends_there(monkeypatch) -> None:
+    # fmt's format.h: tree-sitter-cpp reads the constructor's initializer
+    # list as an error and the struct's `};` with it, then keeps the body open
+    # until a later `}`. Once re-parsing's budget is spent (a long header),
+    # `size_padding` took in 1,800 lines and named their definitions as its members.
+    monkeypatch.setattr(spans, "REPARSE_BUDGET", 0)
+    text = source(
+        """
+        namespace detail {
+
+        struct size_padding {
+          unsigned size;
+          unsigned padding;
+
+          FMT_CONSTEXPR size_padding(int num_digits, unsigned prefix,
+                                     const format_specs& specs)
+              : size((prefix >> 24) + to_unsigned(num_digits)), padding(0) {
+            if (specs.align() == align::numeric) {
+              auto width = to_unsigned(specs.width);
+              if (width > size) {
+                padding = width - size;
+                size = width;
+              }
+            } else if (specs.precision > num_digits) {
+              size = (prefix >> 24) + to_unsigned(specs.precision);
+            }
+          }
+        };
+
+        template <typename T, typename Char, type TYPE>
+        template <typename FormatContext>
+        FMT_CONSTEXPR auto native_formatter<T, Char, TYPE>::format(
+            const T& val, FormatContext& ctx) const -> decltype(ctx.out()) {
+          return write<Char>(ctx.out(), val, specs_, ctx.locale());
+        }
+        }  // namespace detail
+        }  // namespace fmt
+        """
+    )
+    symbols = definition_chunks("include/fmt/format.h", text).symbols
+    assert [(symbol.symbol, symbol.start_line, symbol.body_end) for symbol in symbols] == [
+        ("detail", 0, 28), ("detail.size_padding", 2, 19), ("detail.native_formatter.format", 21, 26)]
 
 
 def test_nul_characters_lone_surrogates_and_form_feeds() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_tree
+from conftest import callers, write_tree
 from ctxls.impact import analysis, index_view, ripgrep, risk
 from ctxls.impact.callers import Limits
 from ctxls.impact.risk import Evidence, assess
@@ -22,29 +22,6 @@ from ctxls.index.engine import Engine
 from ctxls.index.paths import is_test_path
 from ctxls.index.errors import RipgrepMissing
 from ctxls.index.symbols import find_definitions
-
-
-@pytest.fixture
-def make_engine(tmp_path: Path):
-    engines: list[Engine] = []
-
-    def make(files: dict[str, str], git: bool = True) -> Engine:
-        root = tmp_path / f"repo{len(engines)}"
-        write_tree(root, files)
-        if git:
-            subprocess.run(["git", "init", "-q", str(root)], check=True)
-        engine = Engine(root)
-        engine.cold_index()
-        engines.append(engine)
-        return engine
-
-    yield make
-    for engine in engines:
-        engine.close()
-
-
-def callers(result) -> set[tuple[str, int, str | None, bool]]:
-    return {(c.path, c.span.start_line, c.symbol, c.confirmed) for c in result.callers}
 
 
 # -- ripgrep ------------------------------------------------------------------

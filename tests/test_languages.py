@@ -677,6 +677,68 @@ def test_swift_subscripts_and_csharp_indexers_are_definitions_named_by_their_key
     assert [s.line for s in definition_chunks("Grid.cs", csharp).symbols][1] == 3
 
 
+# Layout grammars end a definition at the next token, past the comments
+# before it: the doc comment of a definition was counted in the one above.
+DOCS_INSIDE_THE_DEFINITION_ABOVE = [
+    ("Core.fs", "module Core\n\n/// Combines two handlers.\nlet compose f g =\n    fun x -> g (f x)\n\n"
+                "/// Picks the first handler.\n/// None when none does.\nlet rec choose fs x =\n    match fs with\n"
+                "    | [] -> None\n    | f :: rest -> choose rest x\n",
+     [("Core", "namespace", 0, 1), ("Core.compose", "function", 2, 4), ("Core.choose", "function", 6, 11)]),
+    # The last member of a type holds the doc of the `let` after the type.
+    ("Shop.fs", "module Shop\n\ntype Cart =\n    { Items: int list }\n    member this.Count = this.Items.Length\n\n"
+                "/// An empty cart.\nlet empty () =\n    { Items = [] }\n",
+     [("Shop", "namespace", 0, 1), ("Shop.Cart", "type", 2, 3), ("Shop.Cart.Count", "method", 4, 4),
+      ("Shop.empty", "function", 6, 8)]),
+    ("Tax.scala", "object Tax:\n  def rate(x: Int): Int =\n    x / 5\n\n  /** A flat fee. */\n  def flat(x: Int): Int =\n    1\n",
+     [("Tax", "object", 0, 0), ("Tax.rate", "method", 1, 2), ("Tax.flat", "method", 4, 6)]),
+    ("stack.nim", "proc push(s: var seq[int], x: int) =\n  s.add(x)\n\n# Removes the top.\nproc pop(s: var seq[int]): int =\n"
+                  "  s.pop()\n",
+     [("push", "function", 0, 1), ("pop", "function", 3, 5)]),
+]
+
+
+@pytest.mark.parametrize(("path", "text", "expected"), DOCS_INSIDE_THE_DEFINITION_ABOVE,
+                         ids=[row[0] for row in DOCS_INSIDE_THE_DEFINITION_ABOVE])
+def test_a_doc_comment_the_grammar_puts_in_the_definition_above_leads_its_own(path, text, expected):
+    assert symbols_of(path, text) == expected
+
+
+def test_a_julia_method_is_named_by_its_function_and_a_callable_objects_by_its_type():
+    # `(a::Dense)(x)` is every Flux layer's forward pass: it was named `a.Dense)`.
+    text = ("function (a::Dense)(x::AbstractVecOrMat)\n  return a.weight * x\nend\n"
+            "(c::Chain)(x) = foldl((y, f) -> f(y), c.layers; init = x)\n"
+            "function (::Flux.Scale{F})(x) where {F}\n  x\nend\n"
+            # A return type or a `where` on a one-line method, and a function
+            # without methods, were no definitions.
+            "function area(r)::Float64\n  r^2\nend\n"
+            "double(x::T)::T where {T} = 2x\n"
+            "function __initialize end\n")
+    assert symbols_of("layers.jl", text) == [
+        ("Dense", "function", 0, 2), ("Chain", "function", 3, 3), ("Flux.Scale", "function", 4, 6),
+        ("area", "function", 7, 9), ("double", "function", 10, 10), ("__initialize", "function", 11, 11)]
+
+
+def test_a_scala_3_extension_on_a_by_name_parameter_is_named_by_its_type():
+    # fastparse's `extension [T](inline parse0: => P[T])` was named `>`.
+    text = ("package object parsers {\n  extension [T](inline parse0: => P[T])\n"
+            "    inline def opaque(msg: String): P[T] = parse0\n}\n")
+    assert [symbol for symbol, *_ in symbols_of("package.scala", text)] == ["parsers", "parsers.P", "parsers.P.opaque"]
+
+
+def test_an_elixir_modules_name_line_is_its_defmodule_not_a_later_use_of_its_last_part():
+    text = ('defmodule Ecto.Changeset do\n  @moduledoc """\n  Changesets.\n  """\n'
+            "  def change(data) do\n    %Changeset{data: data}\n  end\nend\n")
+    assert [(s.symbol, s.line) for s in definition_chunks("changeset.ex", text).symbols] == [
+        ("Ecto.Changeset", 0), ("Ecto.Changeset.change", 4)]
+
+
+def test_a_typescript_augmentation_of_a_projects_file_names_its_members_as_that_file_does():
+    # zustand's middleware: `declare module '../vanilla'` was a namespace `../vanilla`.
+    text = ("declare module '../vanilla' {\n  interface StoreMutators<S, A> {\n    devtools: S\n  }\n}\n"
+            "declare module 'cache' {\n  export function get(key: string): string;\n}\n")
+    assert [symbol for symbol, *_ in symbols_of("devtools.ts", text)] == ["StoreMutators", "cache", "cache.get"]
+
+
 @pytest.fixture(scope="module")
 def polyglot(tmp_path_factory) -> Engine:
     root = tmp_path_factory.mktemp("polyglot")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write_tree
+from conftest import callers, write_tree
 from ctxls.daemon.formatting import vimgrep_column, vimgrep_line
 from ctxls.impact import analysis, ripgrep
 from ctxls.index import languages
@@ -24,31 +24,9 @@ from ctxls.index.locate_paths import PathIndex
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
 
-@pytest.fixture
-def make_engine(tmp_path: Path):
-    engines: list[Engine] = []
-
-    def make(files: dict[str, str | bytes]) -> Engine:
-        root = tmp_path / f"repo{len(engines)}"
-        write_tree(root, files)
-        subprocess.run(["git", "init", "-q", str(root)], check=True)
-        engine = Engine(root)
-        engine.cold_index()
-        engines.append(engine)
-        return engine
-
-    yield make
-    for engine in engines:
-        engine.close()
-
-
 def editor_lines(text: str) -> list[str]:
     """The lines an editor (LSP) shows: ended by "\\n", "\\r\\n" or a lone "\\r"."""
     return [line.rstrip("\r\n") for line in re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)]
-
-
-def callers(result) -> set[tuple[str, int, str | None, bool]]:
-    return {(c.path, c.span.start_line, c.symbol, c.confirmed) for c in result.callers}
 
 
 # -- a lone CR ends a line ----------------------------------------------------

@@ -75,6 +75,11 @@ def js_decl(node: Node) -> Decl | None:
     if node_type in ("internal_module", "module"):
         name = node_text(node.child_by_field_name("name")).strip("'\"")
         body = node.child_by_field_name("body")
+        if name.startswith(("./", "../")):
+            # `declare module '../vanilla' { interface StoreMutators … }` (zustand's
+            # middleware) augments a file of the project: its members are named as
+            # that file names them, not after a path (`../vanilla.StoreMutators`).
+            return Decl("namespace", (), body, is_type=False)
         return Decl("namespace", (name,), body, is_type=False) if name else None
     return None
 

@@ -281,11 +281,14 @@ def _collect(
     previous_end = -1  # last row of the previous sibling that is not leading
     for index, node in enumerate(nodes):
         start = node.start_point.row
-        end = _last_row(node)
         after = index + 1  # a Kotlin property's getter, then its setter
         while after < len(nodes) and nodes[after].type in grammar.continued_by:
-            end = max(end, _last_row(nodes[after]))
             after += 1
+        following = nodes[after] if after < len(nodes) else None
+        end, closing = _closing_comments(grammar, node, following)
+        for continued in nodes[index + 1:after]:
+            continued_end, closing = _closing_comments(grammar, continued, following)
+            end = max(end, continued_end)
         if node.type in grammar.leading:
             if leading_start >= 0 and start <= leading_end + 1:
                 leading_end = end
@@ -308,24 +311,49 @@ def _collect(
                 else:
                     spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name)))
             else:
+                inside = decl.members.named_children
+                after_close: list[Node] = []
+                if node.has_error and (close := _stray_close_row(grammar, node, decl.members)) is not None:
+                    end = close
+                    inside, after_close = ([child for child in inside if child.start_point.row <= close],
+                                           [child for child in inside if child.start_point.row > close])
                 members: list[Piece] = []
-                _collect(grammar, [*_comments_before(grammar, decl.members, node), *decl.members.named_children],
+                _collect(grammar, [*_comments_before(grammar, decl.members, node), *inside],
                          name, decl.is_type, members)
                 header_end = min(member.start for member in members) - 1 if members else end
                 if symbol:  # an anonymous holder (`module.exports = {…}`) leaves its lines to residue
                     spans.append(Piece(first, max(first, header_end), symbol, kind, end,
                                        line=_name_row(node, decl.name)))
                 spans.extend(members)
+                _collect(grammar, after_close, scope, in_type, spans)
         elif node.type in grammar.transparent or node.is_error:
             _collect(grammar, node.named_children, scope, in_type, spans, leading_start, leading_end)
         elif grammar.wrapped_block is not None and (block := grammar.wrapped_block(node)) is not None:
             _collect(grammar, block.named_children, scope, in_type, spans, leading_start, leading_end)
-        elif index + 1 < len(nodes) and (trailing := _trailing_leading(grammar, node, nodes[index + 1])):
-            previous_end = end
-            leading_start, leading_end = trailing
-            continue
         previous_end = end
-        leading_start = -1
+        leading_start, leading_end = closing if closing is not None else (-1, -1)
+
+
+def _stray_close_row(grammar: Grammar, node: Node, members: Node) -> int | None:
+    """The row of a `}` the parser could not place (a child of an error)
+    among ``members`` of the definition ``node``, at or left of the column
+    ``node`` starts at, outside the members that hold members of their own:
+    the definition's own closing brace, after which the parser read on as if
+    the body were still open. fmt's `struct size_padding` (20 lines) took in
+    the 1,800 lines after it, and each of their definitions was named as its
+    member. None: there is none."""
+    column = node.start_point.column
+    pending = [child for child in reversed(members.children) if child.has_error]
+    while pending:
+        current = pending.pop()
+        if current.is_error:
+            for token in current.children:
+                if token.type == "}" and token.start_point.column <= column:
+                    return token.start_point.row
+        elif (decl := grammar.classify(current)) is not None and decl.members is not None:
+            continue  # its stray brace is its own (a namespace's unindented struct's)
+        pending.extend(child for child in reversed(current.children) if child.has_error)
+    return None
 
 
 def _comments_before(grammar: Grammar, members: Node, node: Node) -> list[Node]:
@@ -344,26 +372,50 @@ def _comments_before(grammar: Grammar, members: Node, node: Node) -> list[Node]:
     return [comment for comment in reversed(comments) if comment.start_point.row > header_row]
 
 
-def _trailing_leading(grammar: Grammar, node: Node, following: Node) -> tuple[int, int] | None:
-    """The rows of the comments ``node`` (no definition) ends with, when
-    they lead ``following``: Kotlin's grammar puts the doc comment of the
-    first declaration inside the `package` line or the imports before it,
-    Haskell's inside the imports. One indented deeper than ``following``
-    belongs to a block of ``node``'s."""
-    last = node
-    while last.child_count:
-        last = _last_child(last)
-        if last.type not in grammar.leading:
-            continue
-        first, before = last, last.prev_named_sibling
-        while before is not None and before.type in grammar.leading \
-                and _last_row(before) >= first.start_point.row - 1:
-            first, before = before, before.prev_named_sibling
-        if (before is not None and _last_row(before) >= first.start_point.row) \
-                or first.start_point.column > following.start_point.column:
-            return None  # a comment after code on its line, or one of a nested block
-        return first.start_point.row, _last_row(last)
-    return None
+def _closing_comments(grammar: Grammar, node: Node, following: Node | None) -> tuple[int, tuple[int, int] | None]:
+    """``node``'s last row without the comments it ends with that are not
+    indented into it, and the rows of the last run of those comments, which
+    lead ``following`` (None: there are none).
+
+    Layout grammars end a node at the next token, past the comments before
+    it: F#'s, Scala 3's and Nim's put the doc comment of a definition inside
+    the definition before it, Kotlin's inside the `package` line or the
+    imports, Haskell's inside the imports, and a broken C++ statement its
+    next function's. A comment indented deeper than both ``node`` and
+    ``following`` belongs to a block of ``node``'s (a loop's last word)."""
+    column = max(node.start_point.column, following.start_point.column if following is not None else -1)
+    first_row = node.start_point.row
+    comments: list[Node] = []  # from the last one up
+    current = node
+    while current.child_count:
+        index = current.child_count - 1
+        while index >= 0:
+            child = current.child(index)
+            if child.start_byte < child.end_byte:
+                if child.type not in grammar.leading or child.start_point.column > column \
+                        or child.start_point.row <= first_row:
+                    break
+                comments.append(child)
+            index -= 1
+        if index < 0:  # a block holding nothing but those comments
+            break
+        current = current.child(index)
+        if current.type in grammar.leading:  # one indented into the node: its own
+            break
+    if not comments:
+        return _last_row(node), None
+    code_end = min(_last_row(node), _last_row(current) if current.child_count == 0 or current.type in grammar.leading
+                   else current.start_point.row)
+    # A comment after code on its line is the code's.
+    comments = [comment for comment in comments if comment.start_point.row > code_end]
+    if not comments:
+        return code_end, None
+    last = first = comments[0]
+    for comment in comments[1:]:
+        if _last_row(comment) < first.start_point.row - 1:
+            break
+        first = comment
+    return code_end, (first.start_point.row, _last_row(last))
 
 
 # Subtrees that come before a definition's name without being it: Python and
@@ -380,6 +432,9 @@ def _name_row(node: Node, name: tuple[str, ...]) -> int:
     range starts with. The node's first row when the name is not found
     (names made up by the chunker, such as a macro's)."""
     wanted = name[-1].encode() if name and name[-1] else None
+    # Elixir's `defmodule Ecto.Changeset` is one token: the bare last part is
+    # a later use (`%Changeset{}`).
+    written = ".".join(name).encode()
     stack = [node]
     seen = 0
     while wanted is not None and stack and seen < _NAME_SEARCH_NODES:
@@ -388,7 +443,7 @@ def _name_row(node: Node, name: tuple[str, ...]) -> int:
         if any(word in current.type for word in _BEFORE_NAME):
             continue
         if current.child_count == 0 or current.type.endswith(("identifier", "name")):
-            if current.text == wanted:
+            if current.text in (wanted, written):
                 return current.start_point.row
             if current.child_count == 0:
                 continue

@@ -81,7 +81,10 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 24: a lone CR ends a line (discovery.editor_line_breaks: the text, its hash and every row
 #     of a file holding one change), and a NUL no longer ends tree-sitter's input.
 # 25: symbols.name_key, the name in any case style (query.name_key).
-CHUNKER_VERSION = 25
+# 26: trailing comments lead the next definition (spans._closing_comments); a stray `}` ends
+#     a container the parser could not close; Julia functor, Scala by-name extension, Elixir
+#     module name line and TypeScript file-augmentation names.
+CHUNKER_VERSION = 26
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
