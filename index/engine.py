@@ -190,18 +190,37 @@ class BodyBudget:
 _WRITTEN_LOCATION = re.compile(r"(.+?)(?::(\d+)(?:-(\d+)|:\d+)?|#L(\d+)(?:-L?(\d+))?)")
 
 
-def written_location(text: str) -> tuple[str, int, int] | None:
-    """(path, first line, last line), 0-based, of an id that ends with a
-    written location, or None."""
+def _written_lines(text: str) -> tuple[str, int, int] | None:
+    """(path, first line, last line) as written (1-based, unchecked) of an
+    id that ends with a written location, or None."""
     found = _WRITTEN_LOCATION.fullmatch(text.strip())
     if found is None:
         return None
     path, start, end, hash_start, hash_end = found.groups()
     first = int(start or hash_start)
-    last = int(end or hash_end or first)
-    if not 1 <= first <= last:
+    return path, first, int(end or hash_end or first)
+
+
+def written_location(text: str) -> tuple[str, int, int] | None:
+    """(path, first line, last line), 0-based, of an id that ends with a
+    written location, or None (also for lines that are no range:
+    ``unreadable_location`` says why)."""
+    written = _written_lines(text)
+    if written is None or not 1 <= written[1] <= written[2]:
         return None
+    path, first, last = written
     return path, first - 1, last - 1
+
+
+def unreadable_location(text: str) -> tuple[str, str] | None:
+    """(path, why) of an id that ends with a written location whose lines
+    are no range (`:4-3`, `:0-2`: lines count from 1), else None."""
+    written = _written_lines(text)
+    if written is None or 1 <= written[1] <= written[2]:
+        return None
+    path, first, last = written
+    why = "lines count from 1" if first < 1 else "its last line is before its first"
+    return path, f"{text.strip()!r} names lines {first}-{last} of {path!r}, which are no range: {why}"
 
 
 @dataclass
@@ -1236,6 +1255,13 @@ class Engine:
         state = self.store.file_state(path)
         if state is None:
             located = written_location(item_id)
+            unreadable = unreadable_location(item_id) if located is None else None
+            # Lines that are no range of a file or memory get answers: the range
+            # is wrong, not the id (never "not found").
+            if unreadable is not None and (
+                    self.memory.item(unreadable[0], scope) is not None
+                    or self.store.file_state(self.relative(unreadable[0])) is not None):
+                raise InvalidParams("id", unreadable[1])
             if located is not None and (start_line is not None or end_line is not None):
                 raise InvalidParams("startLine", f"{item_id!r} names its lines already: give "
                                     f"it alone, or the path {located[0]!r} with startLine/endLine")
@@ -1256,8 +1282,9 @@ class Engine:
                 raise StalePointer(path)
             first = start_line or 0
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
-            # A CRLF file's last line given ends without its "\r", as with "\n".
-            text = "\n".join(lines[first:last + 1]).removesuffix("\r")
+            # A range's lines end as the chunker's do (``split_lines``): a CRLF
+            # file's without their "\r", as an LF file's (the whole file keeps them).
+            text = "\n".join(line.removesuffix("\r") for line in lines[first:last + 1])
             lines_given = (first, last)
         row = self.store.reader().execute(
             "SELECT language, indexed_at FROM files WHERE id = ?", (state.id,)).fetchone()

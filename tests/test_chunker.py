@@ -150,7 +150,7 @@ JAVASCRIPT_TABLE: list[Row] = [
     ("Cache", "class", 11, 13),
     ("Cache.constructor", "method", 15, 17),
     ("Cache.get", "method", 19, 22),
-    ("Cache.onEvict", "method", 24, 26),
+    ("Cache.onEvict", "method", 24, 27),
     ("normalize", "function", 29, 29),
     (None, "module", 31, 32),
 ]
@@ -200,9 +200,9 @@ TYPESCRIPT_TABLE: list[Row] = [
     ("Role", "enum", 10, 13),
     ("UserService", "class", 15, 17),
     ("UserService.constructor", "method", 19, 19),
-    ("UserService.find", "method", 21, 24),
+    ("UserService.find", "method", 21, 25),
     ("Validation", "namespace", 27, 27),
-    ("Validation.isValid", "function", 28, 30),
+    ("Validation.isValid", "function", 28, 31),
     ("byName", "function", 33, 33),
 ]
 
@@ -239,7 +239,7 @@ TSX_TABLE: list[Row] = [
     ("Badge", "function", 11, 11),
     ("Panel", "class", 13, 14),
     ("Panel.toggle", "method", 16, 16),
-    ("Panel.render", "method", 18, 20),
+    ("Panel.render", "method", 18, 21),
 ]
 
 GO = source(
@@ -332,11 +332,11 @@ RUST_TABLE: list[Row] = [
     ("Point", "struct", 2, 7),
     ("Point", "impl", 9, 9),
     ("Point.ORIGIN", "constant", 10, 10),
-    ("Point.norm", "method", 12, 15),
+    ("Point.norm", "method", 12, 16),
     ("Point", "impl", 18, 18),
-    ("Point.fmt", "method", 19, 21),
+    ("Point.fmt", "method", 19, 22),
     ("Shape", "trait", 24, 24),
-    ("Shape.area", "method", 25, 25),
+    ("Shape.area", "method", 25, 26),
     ("Kind", "enum", 28, 31),
     ("midpoint", "function", 33, 35),
 ]
@@ -386,8 +386,8 @@ JAVA_TABLE: list[Row] = [
     ("Store.toString", "method", 18, 21),
     ("Store.get", "method", 23, 26),
     ("Store.Listener", "interface", 28, 28),
-    ("Store.Listener.changed", "method", 29, 29),
-    ("Store.Mode", "enum", 32, 32),
+    ("Store.Listener.changed", "method", 29, 30),
+    ("Store.Mode", "enum", 32, 33),
 ]
 
 C = source(
@@ -483,7 +483,7 @@ CPP_TABLE: list[Row] = [
     ("geo.Shape.~Shape", "method", 8, 8),
     (None, "module", 10, 14),
     ("geo.Box", "struct", 16, 19),
-    ("geo.Box.area", "method", 20, 20),
+    ("geo.Box.area", "method", 20, 21),
     ("geo.Circle.area", "method", 23, 25),
     (None, "module", 27, 27),
     ("main", "function", 29, 31),
@@ -527,7 +527,7 @@ RUBY_TABLE: list[Row] = [
     ("Store.Client", "class", 4, 8),
     ("Store.Client.initialize", "method", 10, 12),
     ("Store.Client.from_env", "method", 14, 17),
-    ("Store.Client.fetch", "method", 19, 21),
+    ("Store.Client.fetch", "method", 19, 23),
     ("helper", "function", 25, 27),
 ]
 
@@ -576,9 +576,9 @@ PHP_TABLE: list[Row] = [
     (None, "module", 0, 4),
     ("User", "class", 6, 14),
     ("User.displayName", "method", 16, 20),
-    ("User.findByEmail", "method", 22, 25),
+    ("User.findByEmail", "method", 22, 26),
     ("Notifiable", "interface", 28, 29),
-    ("Notifiable.notify", "method", 30, 30),
+    ("Notifiable.notify", "method", 30, 31),
     ("slugify", "function", 33, 36),
 ]
 
@@ -781,7 +781,7 @@ def test_go_grouped_type_declaration_chunks_each_type() -> None:
         [
             (None, "module", 0, 2),
             ("ID", "type", 3, 4),
-            ("Name", "type", 5, 5),
+            ("Name", "type", 5, 6),
         ],
     )
 
@@ -809,7 +809,7 @@ def test_cpp_nested_namespaces_out_of_line_methods_and_extern_c() -> None:
             (None, "module", 2, 3),
             ("hidden", "function", 4, 4),
             (None, "module", 5, 6),
-            ("exported", "function", 7, 7),
+            ("exported", "function", 7, 8),
         ],
     )
 
@@ -854,7 +854,7 @@ def test_javascript_commonjs_and_prototype_assignments_and_objects_of_functions(
             (None, "module", 12, 13),  # a plain object
             ("res.header", "function", 14, 16),  # a chained alias, named by its first target
             (None, "module", 17, 17),  # the anonymous holder's first line
-            ("error", "function", 18, 20),
+            ("error", "function", 18, 21),
         ],
     )
 
@@ -956,7 +956,7 @@ def test_rust_module_qualifies_its_items() -> None:
         }
         """
     )
-    check("src/lib.rs", text, [("net", "namespace", 0, 0), ("net.connect", "function", 1, 1)])
+    check("src/lib.rs", text, [("net", "namespace", 0, 0), ("net.connect", "function", 1, 2)])
 
 
 def test_a_rust_impl_on_a_trait_object_or_a_raw_pointer_is_named_by_its_type() -> None:
@@ -1071,7 +1071,7 @@ def test_a_class_or_function_assigned_to_module_exports_is_named_by_itself() -> 
     )
     check("lib/linter/config-comment-parser.js", text, [
         ("ConfigCommentParser", "class", 0, 0),
-        ("ConfigCommentParser.parse", "method", 1, 3),
+        ("ConfigCommentParser.parse", "method", 1, 4),
         ("createServer", "function", 5, 7),
     ])
 
@@ -1090,7 +1090,7 @@ def test_an_anonymous_class_exported_through_a_chain_is_named_by_its_first_named
     )
     check("lib/compression.js", text, [
         ("internals.Compression", "class", 0, 0),
-        ("internals.Compression.addEncoder", "method", 1, 3),
+        ("internals.Compression.addEncoder", "method", 1, 4),
     ])
 
 
@@ -1107,7 +1107,7 @@ def test_the_functions_of_a_default_exported_object_are_definitions() -> None:
         }
         """
     )
-    check("integrations/env/jsdom.ts", text, [(None, "module", 0, 1), ("setupVM", "function", 2, 4)])
+    check("integrations/env/jsdom.ts", text, [(None, "module", 0, 1), ("setupVM", "function", 2, 5)])
     text = source(
         """
         export default {
@@ -1140,7 +1140,7 @@ def test_a_typescript_constant_object_of_functions_is_read_through_its_type_synt
     )
     check("src/easing.ts", text, [("effects", "object", 0, 0), ("effects.linear", "method", 1, 1),
                                   ("effects.easeInQuad", "method", 2, 4), (None, "module", 5, 5),
-                                  ("instrumentations", "object", 6, 6), ("instrumentations.join", "method", 7, 9)])
+                                  ("instrumentations", "object", 6, 6), ("instrumentations.join", "method", 7, 10)])
 
 
 def test_a_c_family_file_is_read_again_without_its_macro_lines_and_other_branches() -> None:
@@ -1270,7 +1270,7 @@ def test_typescript_declare_module_and_default_export() -> None:
         text,
         [
             ("cache", "namespace", 0, 0),
-            ("cache.get", "function", 1, 1),
+            ("cache.get", "function", 1, 2),
             ("default", "function", 3, 5),
         ],
     )
@@ -2031,3 +2031,42 @@ def test_a_class_header_leads_its_members_not_the_short_function_before_it() -> 
     runs = chunk_file("ops.py", "def a():\n    return 1\n\n\ndef b():\n    return 2\n\n\n"
                                 "def c():\n    return 3\n").chunks
     assert [c.names for c in runs] == [("a", "b", "c")]
+
+
+# A container whose last member is a method, followed by another container:
+# its closing line(s) were residue of closing lines only, left in no chunk.
+CLOSED_CONTAINERS = {
+    "a.ts": "export class A {\n  x = 1;\n  f() {\n    return 1;\n  }\n}\n\n"
+            "export class B {\n  g() {\n    return 2;\n  }\n}\n",
+    "a.js": "class A {\n  f() {\n    return 1;\n  }\n}\n\nclass B {\n  g() {\n    return 2;\n  }\n}\n",
+    "A.java": "class A {\n  int f() {\n    return 1;\n  }\n}\n\nclass B {\n  int g() {\n    return 2;\n  }\n}\n",
+    "A.cs": "namespace N {\n  class A {\n    int F() {\n      return 1;\n    }\n  }\n\n"
+            "  class B {\n    int G() {\n      return 2;\n    }\n  }\n}\n",
+    "a.php": "<?php\nclass A {\n  function f() {\n    return 1;\n  }\n}\n\n"
+             "class B {\n  function g() {\n    return 2;\n  }\n}\n",
+    "a.rs": "struct A;\n\nimpl A {\n    fn f(&self) -> i32 {\n        1\n    }\n}\n\n"
+            "impl B {\n    fn g(&self) -> i32 {\n        2\n    }\n}\n",
+    "a.rb": "class A\n  def f\n    1\n  end\nend\n\nclass B\n  def g\n    2\n  end\nend\n",
+}
+
+
+@pytest.mark.parametrize("path", sorted(CLOSED_CONTAINERS))
+def test_a_containers_closing_line_ends_its_last_chunk(path: str) -> None:
+    """Every non-blank line is in some chunk, packed or not: a container's
+    closing `}`/`end` ends the chunk before it, so a container's chunks
+    reach its last line (the end of its outline range)."""
+    text = CLOSED_CONTAINERS[path]
+    lines = split_lines(text)
+    for parsed in (definition_chunks(path, text), chunk_file(path, text)):
+        assert_well_formed(text, parsed)
+        covered = {row for chunk in parsed.chunks for row in range(chunk.start_line, chunk.end_line + 1)}
+        assert [row for row, line in enumerate(lines) if line.strip() and row not in covered] == []
+        # A closing line is read with what it closes, never as a chunk of its own.
+        for container in (d for d in parsed.symbols if d.body_end > d.end_line):
+            assert any(chunk.start_line < container.body_end <= chunk.end_line
+                       for chunk in parsed.chunks), container
+        # Chunks never overlap (a part of a long piece aside, none here).
+        rows = [(chunk.start_line, chunk.end_line) for chunk in parsed.chunks]
+        assert all(end < next_start for (_, end), (next_start, _) in zip(rows, rows[1:]))
+    packed = chunk_file(path, text).chunks
+    assert packed[-1].end_line == len(lines) - 1 and packed[-1].text.rstrip().endswith(("}", "end"))

@@ -335,10 +335,48 @@ def test_get_of_a_location_as_answers_print_it(plain: Path):
         assert (item.id, item.text, item.meta) == ("pkg/session.py", expected.text, expected.meta)
     assert engine.get("pkg/session.py:4").text == "class Session:"
     assert engine.get("pkg/session.py:4:9").text == "class Session:"
-    for not_a_location in ("pkg/session.py:0", "pkg/session.py:5-4", "pkg/nosuch.py:4"):
+    for not_a_location in ("pkg/nosuch.py:4", "pkg/nosuch.py:5-4", "pkg/nosuch.py:0"):
         assert engine.get(not_a_location) is None
     engine.memory.remember(EVERYTHING, "notes:4", "a memory named like a location")
     assert engine.get("notes:4").text == "a memory named like a location"
+    engine.close()
+
+
+def test_get_of_a_location_whose_lines_are_no_range_names_the_range(plain: Path):
+    """`get m.py:4-3` or `m.py:0-2` of an indexed file answered "not found:
+    neither an indexed file nor a written memory" (MCP sent the agent to
+    recall), while the same range as startLine/endLine was a -32602."""
+    engine = engine_for(plain)
+    engine.cold_index()
+    engine.memory.remember(EVERYTHING, "notes", "line one\nline two")
+    for written, why in (("pkg/session.py:5-4", "its last line is before its first"),
+                         ("pkg/session.py:0-2", "lines count from 1"),
+                         ("pkg/session.py:0", "lines count from 1"),
+                         ("pkg/session.py#L5-L4", "its last line is before its first"),
+                         ("notes:2-1", "its last line is before its first")):
+        with pytest.raises(InvalidParams) as refused:
+            engine.get(written)
+        assert refused.value.param == "id"
+        lines = written.rpartition(":")[2] if "#L" not in written else "5-4"
+        assert f"names lines {lines}" in str(refused.value) and why in str(refused.value)
+    # Of nothing get answers, it is still "not found".
+    assert engine.get("pkg/nosuch.py:5-4") is None
+    engine.close()
+
+
+def test_a_crlf_files_line_range_ends_its_lines_as_an_lf_files(plain: Path):
+    """A range of a CRLF file kept "\r" on every line but its last; its lines
+    are the chunker's (and assemble's) now, and the whole file keeps them."""
+    write_tree(plain, {"crlf.py": "def alpha():\r\n    x = 1\r\n    return x\r\n",
+                       "lf.py": "def alpha():\n    x = 1\n    return x\n"})
+    engine = engine_for(plain)
+    engine.cold_index()
+    for first, last in ((0, 2), (0, 0), (1, 2), (0, 99)):
+        crlf, lf = engine.get("crlf.py", first, last), engine.get("lf.py", first, last)
+        assert (crlf.text, crlf.meta) == (lf.text, lf.meta)
+        assert "\r" not in crlf.text
+    assert engine.get("crlf.py:1-3").text == "def alpha():\n    x = 1\n    return x"
+    assert engine.get("crlf.py").text == "def alpha():\r\n    x = 1\r\n    return x\r\n"
     engine.close()
 
 

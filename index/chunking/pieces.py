@@ -1,7 +1,9 @@
 """Line ranges (``Piece``) to chunks: a piece longer than MAX_CHUNK_LINES
 is cut into overlapping parts, blank edges trimmed; files without
 definitions become line windows; lines outside every definition become
-"module" residue pieces."""
+"module" residue pieces, except runs of closing lines (a class's last `}`
+or `end`), which end the chunk before them. Every line but blank ones is
+in some chunk."""
 
 from __future__ import annotations
 
@@ -35,7 +37,7 @@ class Piece(NamedTuple):
 
 def build_chunks(lines: list[str], pieces: list[Piece], language: str, kind: str) -> list[Chunk]:
     chunks = []
-    for piece in pieces:
+    for piece in _with_closing_lines(lines, sorted(pieces, key=lambda piece: (piece.start, piece.end))):
         trimmed = trim_blank_edges(lines, piece.start, piece.end)
         if trimmed is None:
             continue
@@ -81,14 +83,40 @@ def trim_blank_edges(lines: list[str], start: int, end: int) -> tuple[int, int] 
 
 
 # Lines that only close something (`}`, `});`, Ruby's `end`): a run of them
-# left between definitions is not worth a chunk of its own. The first run is
+# left between definitions is not worth a chunk of its own; it ends the chunk
+# before it (the one of the definition it closes). The first run is
 # possessive: both runs take spaces, and sharing a long run of them was
 # quadratic in it (a line of 64,000 spaces and `x`: 10 s).
 _CLOSING_LINE = re.compile(r"[\s)\]};,]*+(?:end)?[\s;]*")
 
 
+def _with_closing_lines(lines: list[str], pieces: list[Piece]) -> list[Piece]:
+    """``pieces`` (sorted, disjoint), each stretched over the lines after it
+    that no piece holds when those are closing lines (``residue`` leaves
+    them out): a container's `}` or `end` ends its last member's chunk, so
+    its last chunk reaches its ``body_end``. Such lines before the first
+    piece (a fragment opening with `});`) start that piece."""
+    stretched = []
+    for index, piece in enumerate(pieces):
+        start, end = piece.start, piece.end
+        if index == 0 and start > 0 and _only_closing(lines[:start]):
+            start = 0
+        following = pieces[index + 1].start if index + 1 < len(pieces) else len(lines)
+        if following > end + 1 and _only_closing(lines[end + 1 : following]):
+            end = following - 1
+        stretched.append(piece if (start, end) == (piece.start, piece.end)
+                         else piece._replace(start=start, end=end))
+    return stretched
+
+
+def _only_closing(lines: list[str]) -> bool:
+    return all(_CLOSING_LINE.fullmatch(line) for line in lines)
+
+
 def residue(lines: list[str], spans: list[Piece]) -> list[Piece]:
-    """Module chunks: maximal runs of lines outside every symbol span."""
+    """Module chunks: maximal runs of lines outside every symbol span, but
+    for runs of closing lines only (``build_chunks`` gives those to the
+    chunk before them)."""
     runs = []
     next_row = 0
     for span in sorted(spans, key=lambda span: span.start):

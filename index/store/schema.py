@@ -84,7 +84,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 26: trailing comments lead the next definition (spans._closing_comments); a stray `}` ends
 #     a container the parser could not close; Julia functor, Scala by-name extension, Elixir
 #     module name line and TypeScript file-augmentation names.
-CHUNKER_VERSION = 26
+# 27: a container's closing line (`}`, `end`) ends its last chunk (pieces._with_closing_lines).
+CHUNKER_VERSION = 27
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
