@@ -36,7 +36,7 @@ from ctxls.index.languages import language_for_path
 from ctxls.index.model import split_symbol
 from ctxls.index.paths import is_test_path
 
-from . import index_view, ripgrep, syntax
+from . import class_names, index_view, ripgrep, syntax
 from .index_view import Definition
 from .resolve import Resolver
 from .resolved import Match, Targets, Verdict
@@ -339,15 +339,16 @@ def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int,
     node = sf.node_at(row, start, end) if sf.family is not None else None
     if node is None or not syntax.is_identifier(node):
         return _ClassUse()
-    runs = {cls: ran for cls, ran in runs.items() if _same_language(language_for_path(cls[0]), sf.language)}
-    if not runs:
-        return _ClassUse()
     family = sf.family
     assert family is not None
     expression, _ = syntax.member_parts(family, node)
     outer = _qualified_end(expression)
     parent = outer.parent
-    if parent is None:
+    # The sweep finds a class by its last name: a qualifier, an import or a
+    # module nesting that names another class of that name leaves it out.
+    runs = {cls: ran for cls, ran in runs.items() if _same_language(language_for_path(cls[0]), sf.language)
+            and not class_names.names_another_class(resolver, sf, outer, cls)}
+    if not runs or parent is None:
         return _ClassUse()
     subclass = None
     if _constructs(sf, expression, outer):
@@ -366,11 +367,11 @@ def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int,
         return _ClassUse()
     if subclass is not None:
         own_name = constructor_name(sf.language) or syntax.text_of(subclass.child_by_field_name("name"))
-        constructor = _own_constructor(subclass, own_name)
+        constructors = _own_constructors(subclass, own_name)
         sites = [(call.start_point.row, sf.character_from_byte(call.start_point.row, call.start_point.column),
                   sf.character_from_byte(call.end_point.row, call.end_point.column))
-                 for call in _super_calls(sf, constructor)]
-        if constructor is not None:
+                 for constructor in constructors for call in _super_calls(sf, constructor)]
+        if constructors:
             subclass = None
     classes = Targets(Definition(path, symbol, "class", sf.language or "", 0, 0) for path, symbol in runs)
     match = resolver.match(sf, node, class_name, classes)
@@ -447,17 +448,19 @@ def _constructs(sf: SourceFile, expression: Node, outer: Node) -> bool:
     return sf.language == "php" and parent.type == "object_creation_expression"
 
 
-def _own_constructor(class_node: Node, constructor: str) -> Node | None:
-    """The constructor a class declares itself (its members' name ``constructor``)."""
+def _own_constructors(class_node: Node, constructor: str) -> list[Node]:
+    """The constructors a class declares itself (its members named
+    ``constructor``; Java and C# overload theirs)."""
     body = class_node.child_by_field_name("body")
+    found = []
     for member in syntax.walk(body, _MEMBER_DEFINITIONS) if body is not None else ():
         if member.type not in _MEMBER_DEFINITIONS or member.id == body.id:
             continue
         if (member.type == "init_declaration" and constructor == "init") or (
                 member.type not in ("class_definition", "class", "class_declaration")
                 and syntax.text_of(member.child_by_field_name("name")) == constructor):
-            return member
-    return None
+            found.append(member)
+    return found
 
 
 def _super_calls(sf: SourceFile, constructor: Node | None) -> list[Node]:

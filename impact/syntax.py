@@ -488,11 +488,25 @@ def table_local_binding(family: Family, site: Node, name: str) -> str | None:
         scope = node if node.type == "lambda_expression" else next(
             (a for a in ancestors(node) if any(w in a.type for w in _SCOPE_WORDS)
              and not any(w in a.type for w in _NOT_SCOPE_WORDS)), None)
-        if scope is not None and scope.start_byte <= site.start_byte < scope.end_byte:
-            parameter = node.type == "lambda_expression" or "parameter" in node.type \
-                or (node.parent is not None and "parameter" in node.parent.type)
-            return "parameter" if parameter else "local"
+        if scope is None or not scope.start_byte <= site.start_byte < scope.end_byte:
+            continue
+        parameter = node.type == "lambda_expression" or "parameter" in node.type \
+            or (node.parent is not None and "parameter" in node.parent.type)
+        if not parameter and _declaration_holds(node, site):
+            continue  # `val name = name(args)`: a local is not in scope in its own initializer
+        return "parameter" if parameter else "local"
     return None
+
+
+def _declaration_holds(binder: Node, site: Node) -> bool:
+    """Whether the local declaration ``binder`` belongs to (itself: Scala's
+    val_definition, C#'s variable_declarator; else its parent declaration:
+    Kotlin's and Swift's property_declaration) holds ``site``. A loop's
+    variable is no declaration's: its body sees it."""
+    declaration = binder
+    if binder.parent is not None and any(w in binder.parent.type for w in ("declaration", "definition")):
+        declaration = binder.parent
+    return declaration.start_byte <= site.start_byte < declaration.end_byte
 
 
 def is_table_binding(family: Family, node: Node) -> bool:

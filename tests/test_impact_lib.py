@@ -1604,13 +1604,13 @@ def test_constructors_named_apart_from_their_class_are_called_by_constructing_it
     engine = make_engine({
         "py/a.py": "class Foo:\n    def __init__(self, x):\n        self.x = x\n",
         "py/b.py": "import a\nfrom a import Foo\nf = Foo(1)\ng = a.Foo(2)\nh = Foo\n",  # lines 2, 3
-        "rb/item.rb": "class Item\n  def initialize(price)\n    @price = price\n  end\nend\n",
+        "rb/item.rb": "module Shop\n  class Item\n    def initialize(price)\n      @price = price\n    end\n  end\nend\n",
         "rb/kinds.rb": ("class Plain < Item\nend\n"
                         "class Fancy < Shop::Item\n  def initialize\n    super(1)\n  end\nend\n"),  # line 4
         "rb/main.rb": "a = Item.new(10)\nb = Plain.new(1)\nc = Item\n",  # lines 0, 1
-        "php/Item.php": ("<?php\nclass Item\n{\n    public function __construct($price)\n    {\n    }\n"
+        "php/Item.php": ("<?php namespace Shop;\nclass Item\n{\n    public function __construct($price)\n    {\n    }\n"
                          "    public static function make($p)\n    {\n        return new static($p);\n    }\n}\n"),  # 8
-        "php/index.php": ("<?php\nuse Shop\\Item as Thing;\n$a = new Item(10);\n$b = new \\Shop\\Item(1);\n"
+        "php/index.php": ("<?php\nuse Shop\\Item as Thing, Shop\\Item;\n$a = new Item(10);\n$b = new \\Shop\\Item(1);\n"
                           "$c = new Thing(2);\n"),  # lines 2, 3, 4
         "swift/Item.swift": "class Item {\n    init(price: Double) {\n    }\n}\n",
         "swift/main.swift": "let item = Item(price: 10)\nlet t = Item.self\n",  # line 0
@@ -1801,3 +1801,77 @@ def test_swift_strings_kotlin_imports_and_rust_macro_calls_are_told_apart(make_e
     assert normalize.mention_kinds.get("import") == 1
     parse = analysis.analyze(engine, "parse")
     assert {(c.path, c.span.start_line, c.kind) for c in parse.callers} == {("src/main.rs", 4, "call")}
+
+
+def test_a_local_is_not_in_scope_in_its_own_initializer_in_the_table_languages(make_engine):
+    """Kotlin's `val normalize = normalize(s)` (Swift's `let`, Scala's `val`)
+    calls the function: the local it declares is not in scope yet. It was
+    taken for that local, and the function showed no caller."""
+    engine = make_engine({
+        "kt/Util.kt": ("fun normalize(s: String): String = s.trim()\n\n"
+                       "fun caller(s: String): String {\n    val normalize = normalize(s)\n"  # line 3
+                       "    return normalize\n}\n"),
+        "swift/Util.swift": ("func normalize(_ s: String) -> String {\n    return s\n}\n\n"
+                             "func caller(_ s: String) -> String {\n    let normalize = normalize(s)\n"  # line 5
+                             "    return normalize\n}\n"),
+        "scala/Util.scala": ("object Util {\n  def normalize(s: String): String = s.trim\n\n"
+                             "  def caller(s: String): String = {\n    val normalize = normalize(s)\n"  # line 4
+                             "    normalize\n  }\n}\n"),
+    })
+    for path, line in (("kt/Util.kt", 3), ("swift/Util.swift", 5), ("scala/Util.scala", 4)):
+        found = analysis.analyze(engine, "normalize", path)
+        assert (path, line, "call", True) in {(c.path, c.span.start_line, c.kind, c.confirmed)
+                                               for c in found.callers}, path
+
+
+def test_a_construction_naming_another_namespaces_class_is_not_a_caller(make_engine):
+    """The constructor sweep finds a class by its last name: `Shop::Request.new`
+    was a caller of `Shop::Auth::BaseRequest#initialize` (through its subclass
+    `Basic::Request`), `use Shop\\B\\Item; new Item` of `Shop\\A\\Item`'s
+    `__construct`, Java's `super(r)` in com.b (beside com.b.Base) of
+    com.a.Base's constructor. Constructions the code names as the class stay,
+    and each of a Java subclass's constructors calls `super`."""
+    engine = make_engine({
+        "rb/base_request.rb": ("module Shop\n  module Auth\n    class BaseRequest\n"
+                               "      def initialize(env)\n      end\n    end\n  end\nend\n"),
+        "rb/basic.rb": ("module Shop\n  module Auth\n    class Basic\n      class Request < Auth::BaseRequest\n"
+                        "      end\n\n      def call(env)\n        Basic::Request.new(env)\n"  # line 7
+                        "        Request.new(env)\n      end\n    end\n  end\nend\n"),  # line 8
+        "rb/request.rb": "module Shop\n  class Request\n    def initialize(env)\n    end\n  end\nend\n",
+        "rb/logger.rb": ("module Shop\n  class Logger\n    def log(env)\n      Shop::Request.new(env)\n"  # line 3
+                         "      Request.new(env)\n      ::Shop::Auth::Basic::Request.new(env)\n"  # lines 4, 5
+                         "    end\n  end\nend\n"),
+        "php/A/Item.php": "<?php\nnamespace Shop\\A;\n\nclass Item\n{\n    public function __construct($p)\n    {\n    }\n}\n",
+        "php/B/Item.php": "<?php\nnamespace Shop\\B;\n\nclass Item\n{\n    public function __construct($n)\n    {\n    }\n}\n",
+        "php/B/Use.php": ("<?php\nnamespace Shop\\B;\n\nuse Shop\\A\\Item as Priced;\n\n"
+                          "function make()\n{\n    new Item('x');\n    new \\Shop\\A\\Item(1);\n"  # lines 7, 8
+                          "    new Priced(2);\n    new A\\Item(3);\n}\n"),  # lines 9, 10
+        "php/C/Use.php": ("<?php\nnamespace Shop\\C;\n\nuse Shop\\B\\Item;\nuse Shop\\B\\Item as Other;\n\n"
+                          "new Item('y');\nnew Other('z');\n"),  # lines 6, 7
+        "java/com/a/Base.java": "package com.a;\n\npublic class Base {\n    public Base(int r) {\n    }\n}\n",
+        "java/com/b/Base.java": "package com.b;\n\npublic class Base {\n    public Base(int r) {\n    }\n}\n",
+        "java/com/b/Child.java": ("package com.b;\n\npublic class Child extends Base {\n    public Child(int r) {\n"
+                                  "        super(r);\n    }\n}\n"),  # line 4
+        "java/com/c/Kid.java": ("package com.c;\n\nimport com.a.Base;\n\npublic class Kid extends Base {\n"
+                                "    public Kid(int r) {\n        super(r);\n    }\n"  # line 6
+                                "    public Kid() {\n        super(0);\n    }\n}\n"),  # line 9
+    })
+
+    def calls(symbol: str, path: str) -> set[tuple[str, int]]:
+        return {(c.path, c.span.start_line) for c in analysis.analyze(engine, symbol, path).callers
+                if c.kind == "call"}
+
+    # Basic::Request, and Request inside Basic, are the subclass; Shop::Request
+    # and Request inside Shop::Logger are Shop::Request.
+    assert calls("Shop.Auth.BaseRequest.initialize", "rb/base_request.rb") == {
+        ("rb/basic.rb", 7), ("rb/basic.rb", 8), ("rb/logger.rb", 5)}
+    assert calls("Shop.Request.initialize", "rb/request.rb") == {("rb/logger.rb", 3), ("rb/logger.rb", 4)}
+    # A relative qualifier is kept when it ends the class's namespace (`A\Item`).
+    assert calls("Item.__construct", "php/A/Item.php") == {
+        ("php/B/Use.php", 8), ("php/B/Use.php", 9), ("php/B/Use.php", 10)}
+    assert calls("Item.__construct", "php/B/Item.php") == {
+        ("php/B/Use.php", 7), ("php/C/Use.php", 6), ("php/C/Use.php", 7)}
+    assert {line for path, line in calls("Base.Base", "java/com/a/Base.java") if path == "java/com/c/Kid.java"} \
+        == {6, 9}
+    assert not {p for p, _ in calls("Base.Base", "java/com/a/Base.java")} & {"java/com/b/Child.java"}
+    assert ("java/com/b/Child.java", 4) in calls("Base.Base", "java/com/b/Base.java")
