@@ -38,6 +38,8 @@ _ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME, "node_m
 _VENV_MARKER = "pyvenv.cfg"
 # The file of ignore rules git reads in every folder (and discovery's walk outside git).
 IGNORE_FILE = ".gitignore"
+# The file naming a repository's submodules and their folders.
+_GITMODULES = ".gitmodules"
 # Repositories inside a git root (clones, submodules) are listed by their own
 # git, one process each: at most this many per pass, and this deep.
 MAX_INNER_REPOSITORIES = 64
@@ -249,24 +251,33 @@ def _inner_repositories(folder: Path, listed: list[str]) -> set[str]:
     untracked clone (listed as ``name/``) or a submodule (a ``.gitmodules``
     path that the listing holds as one entry), each a real folder with a
     ``.git`` of its own (an uninitialised submodule has none)."""
-    names = {p[:-1] for p in listed if p.endswith("/")}
+    names = {p[:-1] for p in listed if p.endswith("/")} | (_submodule_folders(folder) & set(listed))
+    return {name for name in _real_folders_named(folder, names)
+            if os.path.lexists(folder / name / ".git")}
+
+
+def _submodule_folders(folder: Path) -> set[str]:
+    """The submodules the ``.gitmodules`` of ``folder`` names whose folder is
+    there, initialised or not (relative to ``folder``)."""
     try:
-        with open(folder / ".gitmodules", encoding="utf-8", errors="replace") as modules:
-            submodules = _submodule_paths(modules.read(1 << 20))
+        with open(folder / _GITMODULES, encoding="utf-8", errors="replace") as modules:
+            return _real_folders_named(folder, _submodule_paths(modules.read(1 << 20)))
     except OSError:
-        submodules = set()
-    if submodules:
-        names |= submodules & set(listed)
+        return set()
+
+
+def _real_folders_named(folder: Path, names: Iterable[str]) -> set[str]:
+    """Those of ``names`` (relative paths, from git or a ``.gitmodules``)
+    that stay inside ``folder`` and are real folders there, not links."""
     found = set()
     for name in names:
         if not name or name.startswith("/") or ".." in name.split("/"):
             continue
         try:
-            is_folder = stat.S_ISDIR(os.lstat(folder / name).st_mode)
+            if stat.S_ISDIR(os.lstat(folder / name).st_mode):
+                found.add(name)
         except OSError:
             continue
-        if is_folder and os.path.lexists(folder / name / ".git"):
-            found.add(name)
     return found
 
 
@@ -334,15 +345,27 @@ def listed_folders(root: Path) -> set[str]:
     """Every folder (repo-relative, "" for the root) holding a file discovery
     would consider, before the include filter, and the folders above them:
     what the live watcher watches, so ignored trees (``node_modules``, build
-    output, ``.venv``) cost no watch and no event."""
+    output, ``.venv``) cost no watch and no event. An uninitialised
+    submodule's folder is one too, empty as it is: `git submodule update
+    --init` fills it, and no event in the folder above says so."""
     candidates = _git_files(root) or _walk_files(root)
+    listed = set(candidates)
+    uninitialised = [prefix + name for prefix in (path[:-len(_GITMODULES)] for path in candidates
+                                                  if path.rpartition("/")[2] == _GITMODULES)
+                     for name in _submodule_folders(root / prefix) if prefix + name in listed]
     folders = {""}
-    for path in candidates:
-        folder = path.rpartition("/")[0]
+    for folder in [*(path.rpartition("/")[0] for path in candidates), *uninitialised]:
         while folder not in folders:
             folders.add(folder)
             folder = folder.rpartition("/")[0]
     return folders
+
+
+def repositories_among(root: Path, folders: Iterable[str]) -> list[str]:
+    """Those of ``folders`` (repo-relative, "" the root) that are
+    repositories inside the root, as discovery takes them: a folder holding
+    a ``.git`` of its own (a clone, an initialised submodule), sorted."""
+    return sorted(f for f in folders if f and os.path.lexists(root / f / ".git"))
 
 
 def is_skipped_folder_name(name: str) -> bool:
@@ -365,19 +388,80 @@ def sets_ignore_rules(rel: str) -> bool:
 
 
 def ignored_paths(root: Path, paths: list[str]) -> set[str]:
-    """Which of ``paths`` git (or, outside git, the .gitignore files) ignores."""
+    """Which of ``paths`` (repo-relative; a folder may end in "/") git, or
+    outside git the .gitignore files, ignores. Each is judged as discovery
+    lists it, by the innermost repository holding it (a clone's or a
+    submodule's own rules, its info/exclude and the global excludes file):
+    git refuses a path inside a submodule outright, which made the whole
+    batch fall back to the .gitignore files from the root down. A path
+    inside a repository whose folder the one around it ignores is ignored."""
     if not paths:
         return set()
-    proc = run_git(git_command("check-ignore", "-z", "--stdin", root=root), timeout=30,
-                   input="\0".join(paths).encode("utf-8", "surrogateescape"))
+    holders: dict[str, str] = {}  # folder -> the innermost repository holding it
+
+    def holder(path: str) -> str:
+        return _holding_repository(root, path.rstrip("/").rpartition("/")[0], holders)
+
+    asked: dict[str, set[str]] = {}  # repository ("" the root's) -> its paths
+    for path in paths:
+        asked.setdefault(holder(path), set()).add(path)
+    # Each inner repository's folder is asked of the one around it, out to the root.
+    inner = [repository for repository in asked if repository]
+    while inner:
+        repository = inner.pop()
+        outer = holder(repository)
+        if outer and outer not in asked:
+            inner.append(outer)
+        asked.setdefault(outer, set()).add(repository)
+    ignored: set[str] = set()
+    for repository, its_paths in asked.items():
+        ignored |= _ignored_in(root, repository, sorted(its_paths))
+
+    def left_out(repository: str) -> bool:
+        return bool(repository) and (repository in ignored or left_out(holder(repository)))
+
+    return {path for path in paths if path in ignored or left_out(holder(path))}
+
+
+def _holding_repository(root: Path, folder: str, holders: dict[str, str]) -> str:
+    """The innermost repository inside ``root`` holding the repo-relative
+    ``folder`` (a folder with a ``.git`` of its own), "" for none but the root's."""
+    # Up the folders, without recursion (a tree may be thousands of folders deep).
+    below = []
+    while folder not in holders:
+        if not folder or os.path.lexists(root / folder / ".git"):
+            holders[folder] = folder
+            break
+        below.append(folder)
+        folder = folder.rpartition("/")[0]
+    for inside in below:
+        holders[inside] = holders[folder]
+    return holders[folder]
+
+
+def _ignored_in(root: Path, repository: str, paths: list[str]) -> set[str]:
+    """Which of ``paths`` (repo-relative, all in ``repository``) the
+    repository at ``root/repository`` ignores: git's answer, or where git
+    cannot give one (no repository, git missing), the .gitignore files from
+    that repository's folder down."""
+    prefix = repository + "/" if repository else ""
+    folder = root / repository if repository else root
+    asked: dict[str, list[str]] = {}  # as git is asked -> the paths it stands for
+    for path in paths:
+        # A submodule's own folder, asked with a trailing "/", is refused as a path inside it.
+        is_repository = path.endswith("/") and os.path.lexists(root / path / ".git")
+        asked.setdefault(path[len(prefix):].rstrip("/") if is_repository else path[len(prefix):],
+                         []).append(path)
+    proc = run_git(git_command("check-ignore", "-z", "--stdin", root=folder), timeout=30,
+                   input="\0".join(asked).encode("utf-8", "surrogateescape"))
     if proc is not None and proc.returncode in (0, 1):  # 1: none ignored
-        return {p for p in proc.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+        return {path for answer in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+                for path in asked.get(answer, ())}
     ignored = set()
     for path in paths:
-        parts = path.split("/")
+        parts = path[len(prefix):].split("/")
         for depth in range(len(parts)):
-            prefix = "/".join(parts[:depth])
-            ignore_file = root / prefix / IGNORE_FILE
+            ignore_file = folder / "/".join(parts[:depth]) / IGNORE_FILE
             if ignore_file.is_file():
                 spec = _ignore_file_spec(str(ignore_file))
                 if spec is not None and spec.match_file("/".join(parts[depth:])):

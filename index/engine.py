@@ -20,8 +20,8 @@ from typing import Callable, Protocol, TypeVar
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, DiscoveryOptions, Skipped,
                                    byte_limit, decode_text, ignored_paths, indexed_buffer_text,
-                                   looks_binary, read_file, relative_path, sets_ignore_rules,
-                                   stat_signature)
+                                   looks_binary, read_file, relative_path, repositories_among,
+                                   sets_ignore_rules, stat_signature)
 from ctxls.index import graph, postings
 from ctxls.index.priority import lower_thread_priority
 from ctxls.index.cancel import check_cancelled
@@ -102,7 +102,8 @@ STORE_RETRY_MAX_S = 60.0
 # reflog dates the move are the move's own (git removes and writes the files,
 # then moves the ref; 12,500 files took 1.3 s here). A file it wrote: those
 # logged from its mtime (never later than the write, even where file times
-# are coarse: they are rounded down).
+# are coarse: they are rounded down). Also how long after a move is found
+# its files are reconciled again (the watcher's batch of them may come later).
 CHECKOUT_WINDOW_MS = 10_000
 # The store's meta key: the commit the edit log was last reconciled with.
 EDITS_HEAD_KEY = "edits_head"
@@ -364,6 +365,12 @@ class Engine:
         # created since may not be indexed yet (impact's sweep looks in the
         # folders changed since). None: no whole pass in this process.
         self.listed_ns: int | None = None
+        # The repositories inside the root (log_git_writes), as of a whole pass's listed_ns.
+        self._repositories_listed: tuple[int | None, list[str]] = (None, [])
+        # Each repository's last HEAD move found by log_git_writes, reconciled again a while.
+        self._git_writes: dict[str, _GitWrites] = {}
+        # Repositories inside that came since this process's first listing, not reconciled yet.
+        self._repositories_came: set[str] = set()
         if private_store:
             self._cold_done.set()
         # Set once a first pass is due (a daemon or a hosted engine): requests
@@ -635,10 +642,8 @@ class Engine:
     def _written_at(self, path: str, moved_ms: int) -> int:
         """When git wrote ``path`` as HEAD moved (ms); for a file it removed,
         CHECKOUT_WINDOW_MS before the move."""
-        try:
-            return os.stat(self.root / path).st_mtime_ns // 1_000_000
-        except OSError:
-            return moved_ms - CHECKOUT_WINDOW_MS
+        written = _mtime_ms(self.root / path)
+        return written if written is not None else moved_ms - CHECKOUT_WINDOW_MS
 
     def log_git_writes(self) -> None:
         """What git wrote as HEAD moved (a checkout, pull, reset, merge or
@@ -647,34 +652,90 @@ class Engine:
         origin "checkout", which recent activity leaves out (an edit made
         just before, by somebody, keeps its origin); a fact anchored to that
         code still reads as stale. A file edited since, differing from the
-        new HEAD, keeps its origin. The commit the log was reconciled with
-        is kept in the store, so a move made while no daemon ran is found by
-        the next process; called after whole passes and before recent
-        activity answers, whose reads see it. Never fails what it serves (the
-        store refusing the write, git missing): the log is reconciled later."""
+        new HEAD, keeps its origin. So for each repository inside the root
+        too (a submodule, a clone), whose HEAD `git submodule update` or a
+        checkout in it moves. The commit each repository's log was
+        reconciled with is kept in the store, so a move made while no daemon
+        ran is found by the next process; called after whole passes and
+        before recent activity answers, whose reads see it. Never fails what
+        it serves (the store refusing the write, git missing): the log is
+        reconciled later."""
         if self.buffers_only:
             return
-        new = head_commit(self.root)
         try:
-            old = self.store.meta().get(EDITS_HEAD_KEY)
-            if new is None or old == new:
-                return
-            move = last_head_move(self.root) if old is not None else None
-            written = (written_by_checkout(self.root, old, new)
-                       if move is not None and not move[0].startswith("commit") else None)
-            since = {path: self._written_at(path, move[1]) for path in written or ()}
-            with self.store.write() as conn:
-                if since:
-                    rows = conn.execute("SELECT id, path, ts FROM edits WHERE ts >= ? "
-                                        "AND origin = 'disk'", (min(since.values()),)).fetchall()
-                    ids = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
-                    conn.execute("UPDATE edits SET origin = 'checkout' "
-                                 "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
-                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
-                             "DO UPDATE SET value = excluded.value", (EDITS_HEAD_KEY, new))
-            self.store.renew_snapshot()
+            reconciled = self.store.meta()
+            for repository in ("", *self._repositories_inside()):
+                self._log_git_writes_in(repository, reconciled)
         except (StoreUnavailable, WriteFailed) as exc:
             log.debug("edit log not reconciled with git: %s", exc)
+
+    def _repositories_inside(self) -> list[str]:
+        """The repositories inside the root holding indexed files, listed
+        again after each whole pass (``listed_ns`` moves), not on every
+        recent-activity answer."""
+        listed_ns, before = self._repositories_listed
+        if listed_ns is not None and listed_ns == self.listed_ns:
+            return before
+        folders = {""}
+        for (path,) in self.store.reader().execute("SELECT path FROM files"):
+            folder = path.rpartition("/")[0]
+            while folder not in folders:
+                folders.add(folder)
+                folder = folder.rpartition("/")[0]
+        repositories = repositories_among(self.root, folders)
+        if listed_ns is not None:  # not this process's first listing
+            self._repositories_came.update(set(repositories) - set(before))
+        self._repositories_listed = (self.listed_ns, repositories)
+        return repositories
+
+    def _log_git_writes_in(self, repository: str, reconciled: dict[str, str]) -> None:
+        """``log_git_writes`` for one repository ("" the root's; else its
+        folder), whose reconciled commit is ``reconciled``'s key for it. A
+        move's files are reconciled again by each call for CHECKOUT_WINDOW_MS
+        after it (and by the first call after that), each only while it is
+        as git wrote it: their edits may be logged after the move was found
+        (a pass or an answer reconciled a submodule as `git submodule update`
+        wrote it, before the watcher's batch of its files was handled)."""
+        where = self.root / repository if repository else self.root
+        prefix = repository + "/" if repository else ""
+        key = f"{EDITS_HEAD_KEY}:{repository}" if repository else EDITS_HEAD_KEY
+        new = head_commit(where)
+        old = reconciled.get(key)
+        # A repository that came while this process followed the root (`git
+        # submodule update --init`, a clone): every file it checked out is git's.
+        came = old is None and repository in self._repositories_came
+        moved = new is not None and old != new
+        if moved:
+            self._repositories_came.discard(repository)
+            move = last_head_move(where) if old is not None or came else None
+            written = (written_by_checkout(where, old, new)
+                       if move is not None and not move[0].startswith("commit") else None)
+            since = {prefix + path: self._written_at(prefix + path, move[1])
+                     for path in written or ()}
+            writes = self._git_writes[repository] = _GitWrites(
+                since, {path: _mtime_ms(self.root / path) for path in since},
+                now_ms() + CHECKOUT_WINDOW_MS)
+        else:
+            writes = self._git_writes.get(repository)
+            if writes is None:
+                return
+            if now_ms() > writes.until:
+                self._git_writes.pop(repository, None)  # this call is its last
+        since = {path: ts for path, ts in writes.since.items()
+                 if _mtime_ms(self.root / path) == writes.mtimes[path]}
+        if not since and not moved:
+            return
+        with self.store.write() as conn:
+            if since:
+                rows = conn.execute("SELECT id, path, ts FROM edits WHERE ts >= ? "
+                                    "AND origin = 'disk'", (min(since.values()),)).fetchall()
+                ids = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
+                conn.execute("UPDATE edits SET origin = 'checkout' "
+                             "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
+            if moved:
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+                             "DO UPDATE SET value = excluded.value", (key, new))
+        self.store.renew_snapshot()
 
     def refresh_stale(self, paths: list[str]) -> set[str]:
         """Re-index those of ``paths`` whose file on disk is not what their
@@ -1585,6 +1646,21 @@ class Engine:
 
 # Status lists this many skipped files (all are counted).
 STATUS_SKIPPED_LISTED = 100
+
+
+@dataclass(frozen=True)
+class _GitWrites:
+    """The files one HEAD move wrote or removed (``Engine.log_git_writes``)."""
+    since: dict[str, int]  # path -> the edits logged from then (ms) are git's
+    mtimes: dict[str, int | None]  # path -> its mtime (ms) as git left it; None: removed
+    until: int  # reconciled again until then (ms)
+
+
+def _mtime_ms(where: Path) -> int | None:
+    try:
+        return os.stat(where).st_mtime_ns // 1_000_000
+    except OSError:
+        return None
 
 
 def _names_a_hit(query: str, result: RecallResult, conn: Connection) -> bool:

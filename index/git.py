@@ -114,12 +114,14 @@ def last_head_move(root: Path) -> tuple[str, int] | None:
     return (reason, int(seconds) * 1000) if seconds.isdigit() else None
 
 
-def written_by_checkout(root: Path, old: str, new: str) -> set[str] | None:
+def written_by_checkout(root: Path, old: str | None, new: str) -> set[str] | None:
     """The files (relative to ``root``) that differ between commits ``old``
     and ``new`` and that the work tree holds as ``new`` has them (or lacks,
     as it does): what moving HEAD from ``old`` to ``new`` wrote, not what
-    anybody edited since. None when git cannot say."""
-    changed = _names(root, "diff", "--name-only", "-z", "--relative", "--no-renames", old, new, "--")
+    anybody edited since; with no ``old`` (a repository just cloned or
+    initialised as a submodule), every file of ``new``. None when git cannot say."""
+    changed = (_names(root, "diff", "--name-only", "-z", "--relative", "--no-renames", old, new, "--")
+               if old is not None else _names(root, "ls-tree", "-r", "-z", "--name-only", new))
     if not changed:
         return changed
     edited = _names(root, "diff", "--name-only", "-z", "--relative", "--no-renames", new, "--")
@@ -131,3 +133,21 @@ def _names(root: Path, *args: str) -> set[str] | None:
     if proc is None or proc.returncode != 0:
         return None
     return {os.fsdecode(name) for name in proc.stdout.split(b"\0") if name}
+
+
+def global_excludes_file(root: Path) -> Path | None:
+    """The excludes file git reads for the repository at ``root`` besides its
+    .gitignore files and info/exclude, as git resolves it: ``core.excludesFile``
+    (``~`` expanded; a relative one from ``root``), by default
+    ``$XDG_CONFIG_HOME/git/ignore`` or else ``~/.config/git/ignore``. None
+    when git cannot be asked or no such file can be named (no HOME)."""
+    proc = run_git(git_command("config", "--path", "--get", "core.excludesFile", root=root),
+                   timeout=10)
+    if proc is None or proc.returncode not in (0, 1):  # 1: not set
+        return None
+    named = os.fsdecode(proc.stdout.rstrip(b"\n")) if proc.returncode == 0 else ""
+    if named:
+        return root / named  # an absolute one stays itself
+    config_home = os.environ.get("XDG_CONFIG_HOME") or (
+        os.path.join(os.environ["HOME"], ".config") if os.environ.get("HOME") else "")
+    return Path(config_home, "git", "ignore") if config_home else None

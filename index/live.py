@@ -2,8 +2,12 @@
 changed to the same incremental indexer an editor's ``didChange`` feeds.
 
 It watches, one level each, exactly the folders discovery would list files
-in (``discovery.listed_folders``), so ignored trees cost neither a watch nor
-an event, plus the git folder for ``HEAD``. ``watchfiles`` debounces: a batch
+in (``discovery.listed_folders``, an uninitialised submodule's empty folder
+included), so ignored trees cost neither a watch nor an event, plus, for the
+root's repository and each inside it (a clone, a submodule), its git folder
+for ``HEAD`` and the folders of its exclude files (``info/exclude``, the
+global excludes file). A ``.git`` coming or going in a watched folder (`git
+submodule update --init`) is a checkout. ``watchfiles`` debounces: a batch
 is handed over once ``STEP_MS`` pass without a new event, at most
 ``MAX_BATCH_MS`` after its first. A batch that moves ``HEAD`` or names at
 least ``BURST_FILES`` indexable files (a checkout, a pull, a formatter) is one
@@ -25,6 +29,7 @@ import logging
 import os
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
@@ -32,8 +37,9 @@ import watchfiles
 from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 
 from ctxls.index.discovery import (STORE_DIR_NAME, holds_installed_dependencies, ignored_paths,
-                                   is_skipped_folder_name, listed_folders, sets_ignore_rules)
-from ctxls.index.git import git_command, run_git
+                                   is_skipped_folder_name, listed_folders, repositories_among,
+                                   sets_ignore_rules)
+from ctxls.index.git import git_command, global_excludes_file, run_git
 from ctxls.index.indexer import Cancelled
 
 if TYPE_CHECKING:
@@ -79,6 +85,25 @@ def git_exclude_file(root: Path) -> Path | None:
     if proc is None or proc.returncode != 0:
         return None
     return root / os.fsdecode(proc.stdout.strip())  # relative to ``root``, or absolute
+
+
+@dataclass(frozen=True)
+class GitFiles:
+    """One repository's files outside its work tree whose changes count."""
+    folder: str  # its git folder, watched one level deep
+    head: str  # a checkout in the repository moves it
+    # Its info/exclude and the global excludes file (and, for a link, where it leads).
+    excludes: tuple[str, ...]
+
+
+def git_files_of(work_tree: Path) -> GitFiles | None:
+    """The ``GitFiles`` of the repository ``work_tree`` is in, or None."""
+    found = git_dir(work_tree)
+    if found is None:
+        return None
+    excludes = [where for named in (git_exclude_file(work_tree), global_excludes_file(work_tree))
+                if named is not None for where in (os.path.abspath(named), os.path.realpath(named))]
+    return GitFiles(str(found), str(found / "HEAD"), tuple(dict.fromkeys(excludes)))
 
 
 # Never followed inside a repository: version control's own folders and the store.
@@ -246,7 +271,11 @@ class DiskFollower:
         self.established = threading.Event()
         self._stop = threading.Event()
         self._git_dir: Path | None = None  # found by the thread (a git call)
-        self._git_exclude: Path | None = None  # likewise
+        # The git files of the root's repository ("") and of each inside it (a
+        # clone, a submodule) by folder; found by the thread (git calls).
+        self._repositories: dict[str, GitFiles] = {}
+        # The folders holding a repository of their own at the last listing.
+        self._inner_repositories: set[str] = set()
         # Folders that appeared since the last listing (an empty one is in no listing yet).
         self._new_folders: set[str] = set()
         # New folders whose files are indexed once the watch on them stands.
@@ -298,8 +327,10 @@ class DiskFollower:
     # -- the thread ------------------------------------------------------------
 
     def _run(self) -> None:
-        self._git_dir = git_dir(self.root)
-        self._git_exclude = git_exclude_file(self.root) if self._git_dir is not None else None
+        own = git_files_of(self.root)
+        self._git_dir = Path(own.folder) if own is not None else None
+        if own is not None:
+            self._repositories[""] = own
         polling = self.requested == "poll"
         if polling:
             self.reason = "polling was asked for (watch: \"poll\")"
@@ -345,10 +376,24 @@ class DiskFollower:
         self.folders = len(folders)
         paths = [str(self.root / f) if f else str(self.root) for f in sorted(folders)]
         if self._git_dir is not None:
-            paths.append(str(self._git_dir))
-        if self._git_exclude is not None and self._git_exclude.parent.is_dir():
-            paths.append(str(self._git_exclude.parent))
-        return paths
+            self._follow_inner_repositories(folders)
+        for repository in self._repositories.values():
+            paths.append(repository.folder)
+            paths.extend(os.path.dirname(f) for f in repository.excludes
+                         if os.path.isdir(os.path.dirname(f)))
+        return list(dict.fromkeys(paths))
+
+    def _follow_inner_repositories(self, folders: set[str]) -> None:
+        """The repositories among the watched folders (a clone, a submodule):
+        a checkout or `git submodule update` in one moves its HEAD, and its
+        own exclude files judge its files."""
+        self._inner_repositories = set(repositories_among(self.root, folders))
+        for folder in set(self._repositories) - self._inner_repositories - {""}:
+            del self._repositories[folder]
+        for folder in self._inner_repositories - set(self._repositories):
+            found = git_files_of(self.root / folder)
+            if found is not None:  # a broken .git: asked again at the next listing
+                self._repositories[folder] = found
 
     def _watch(self, polling: bool) -> None:
         """One watch over the current folders, until a new folder needs a new one."""
@@ -476,13 +521,10 @@ class DiskFollower:
         rel = os.path.relpath(where, self.root)
         return self.engine.indexer.wanted(rel) or sets_ignore_rules(rel)
 
-    def _git_head(self) -> str | None:
-        return str(self._git_dir / "HEAD") if self._git_dir is not None else None
-
     def _git_files(self) -> list[str]:
-        """The git files whose changes count: HEAD, and the exclude file."""
-        return [str(f) for f in (self._git_dir and self._git_dir / "HEAD", self._git_exclude)
-                if f is not None]
+        """The git files whose changes count: each repository's HEAD and exclude files."""
+        return list(dict.fromkeys(where for repository in self._repositories.values()
+                                  for where in (repository.head, *repository.excludes)))
 
     def _skipped_name(self, name: str) -> bool:
         """A folder discovery never lists: in a repository, version control's
@@ -493,22 +535,30 @@ class DiskFollower:
         """Index one batch; True when it brought folders to watch."""
         root = str(self.root)
         paths: set[str] = set()
-        head_moved = excludes_changed = False
+        head_moved = excludes_changed = repositories_changed = False
         appeared: list[str] = []
         vanished: list[str] = []
-        git_head = self._git_head()
-        git_exclude = str(self._git_exclude) if self._git_exclude is not None else None
+        heads = {repository.head for repository in self._repositories.values()}
+        excludes = {f for repository in self._repositories.values() for f in repository.excludes}
         for change, where in changes:
-            if where == git_head:
+            if where in heads:
                 head_moved = True
                 continue
-            if where == git_exclude:
+            if where in excludes:
                 excludes_changed = True
                 continue
             rel = os.path.relpath(where, root)
             if rel in (".", "..") or rel.startswith("../"):
-                continue  # the git folder's other files
+                continue  # the git folders' other files
             rel = rel.replace(os.sep, "/")
+            folder, _, name = rel.rpartition("/")
+            if name == ".git" and folder and self._git_dir is not None \
+                    and (change is not watchfiles.Change.deleted) != (folder in self._inner_repositories):
+                # A repository inside came or went (`git submodule update --init`
+                # in its empty folder, `git init`, `git submodule deinit`): other
+                # rules list its files now, and its HEAD is to be followed.
+                repositories_changed = True
+                continue
             if any(self._skipped_name(p) for p in rel.split("/")):
                 continue
             if change is not watchfiles.Change.deleted and os.path.isdir(where) \
@@ -536,9 +586,11 @@ class DiskFollower:
         new = [f for f in appeared if f + "/" not in ignored]
         self.batches += 1
         rules_changed = excludes_changed or any(map(sets_ignore_rules, paths))
+        # A repository coming is a checkout: one pass lists what it holds.
+        head_moved = head_moved or repositories_changed
         if paths or head_moved or rules_changed:
             self._index(sorted(paths), head_moved, rules_changed)
-        if new or vanished or rules_changed:  # new rules: other folders to watch
+        if new or vanished or rules_changed or repositories_changed:  # other folders to watch
             self._new_folders.update(new)
             # Now, for what is already there, and again once the new watch
             # stands, for what was created in between.
@@ -560,8 +612,11 @@ class DiskFollower:
         subfolders: list[str] = []
         for folder in folders:
             for dirpath, dirnames, filenames in os.walk(self.root / folder):
+                # Nor an installed dependency inside it (a copied project's
+                # .venv, node_modules): discovery lists none of its files.
                 dirnames[:] = [d for d in dirnames if not self._skipped_name(d)
-                               and not os.path.islink(os.path.join(dirpath, d))]
+                               and not os.path.islink(os.path.join(dirpath, d))
+                               and not holds_installed_dependencies(os.path.join(dirpath, d))]
                 rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
                 found.extend(f"{rel_dir}/{name}" for name in filenames)
                 subfolders.extend(f"{rel_dir}/{name}" for name in dirnames)
@@ -570,8 +625,7 @@ class DiskFollower:
         unwatched = [f for f in subfolders if f not in self._watched and f not in self._new_folders]
         if unwatched:
             ignored = ignored_paths(self.root, [f + "/" for f in unwatched])
-            unwatched = [f for f in unwatched if f + "/" not in ignored
-                         and not holds_installed_dependencies(str(self.root / f))]
+            unwatched = [f for f in unwatched if f + "/" not in ignored]
             self._new_folders.update(unwatched)
         return any(f not in self._watched for f in self._new_folders)
 

@@ -27,7 +27,7 @@ from mcp.client.stdio import stdio_client
 
 from conftest import serve, write_tree
 from ctxls.impact import analysis
-from ctxls.index import live
+from ctxls.index import discovery, live
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import StalePointer
 from ctxls.index.indexer import Indexer
@@ -885,5 +885,216 @@ def test_a_file_name_that_is_not_utf8_does_not_end_following_the_disk(tree: Path
         assert wait_until(lambda: [a for a in engine.recent_activity()
                                    if a.symbol == "written_after_it"])
         assert engine.status()["watch"]["mode"] == "native"
+    finally:
+        engine.close()
+
+
+def committed(root: Path, files: dict[str, str]) -> Path:
+    """A repository at ``root`` holding ``files``, committed on main."""
+    write_tree(root, files)
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    return root
+
+
+def with_submodule(app: Path, lib: Path, folder: str) -> None:
+    """``lib`` added to ``app`` as the submodule at ``folder``, committed."""
+    git(app, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), folder)
+    git(app, "commit", "-qm", "submodule")
+
+
+def test_a_submodule_initialised_while_following_is_indexed_and_followed(tmp_path: Path):
+    """A clone without --recursive, then `git submodule update --init`: the
+    submodule's empty folder was no listed folder, so nothing watched it,
+    and git filled a folder that was already there (no event above it) with
+    HEAD unmoved: its files were never indexed. Its folder is watched now, a
+    repository coming is a checkout (what git wrote there is not recent
+    activity), and its HEAD is followed from then on."""
+    lib = committed(tmp_path / "lib", {"plat.py": "def platypus_v1():\n    return 1\n",
+                                       "deep/er.py": "def deeper_in_the_submodule():\n    pass\n"})
+    git(lib, "tag", "v1")
+    write_tree(lib, {"plat.py": "def submodule_platypus_fn():\n    return 42\n"})
+    git(lib, "commit", "-qam", "v2")
+    app = committed(tmp_path / "app", {"main.py": "def app_main():\n    return 1\n"})
+    with_submodule(app, lib, "vendor/lib")
+    root = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(app), str(root))
+    engine = live_engine(root)
+    try:
+        assert "vendor/lib" in engine.follower._watched
+        git(root, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+        assert wait_until(lambda: code_symbols(engine, "submodule_platypus_fn")[:1]
+                          == ["submodule_platypus_fn"])
+        assert wait_until(lambda: engine.store.file_state("vendor/lib/deep/er.py"))
+        git(root / "vendor/lib", "checkout", "-q", "v1")
+        assert wait_until(lambda: engine.symbols("platypus_v1", "exact"))
+        assert engine.recent_activity() == []
+        # Followed from now on, its sub-folders too.
+        write_tree(root, {"vendor/lib/deep/later.py": "def written_in_the_submodule():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("vendor/lib/deep/later.py"))
+    finally:
+        engine.close()
+
+
+def test_what_a_submodule_initialised_later_wrote_is_not_recent_activity(tmp_path: Path):
+    """`git submodule update --init` writes its files after the submodule's
+    .git: a batch of them handled file by file logged them as new files on
+    disk, and the first reconciling only took the submodule's HEAD down. A
+    repository that comes while a process follows the root has every file
+    it checked out counted as git's."""
+    lib = committed(tmp_path / "lib", {f"m{i}.py": f"def lib_fn_{i}():\n    return {i}\n"
+                                       for i in range(3)})
+    app = committed(tmp_path / "app", {"main.py": "def app_main():\n    return 1\n"})
+    with_submodule(app, lib, "vendor/lib")
+    root = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(app), str(root))
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        git(root, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+        engine.disk_changed([f"vendor/lib/m{i}.py" for i in range(3)])  # an editor's events
+        assert len(engine.recent_activity()) == 3  # no whole pass has listed the submodule yet
+        engine.index()
+        assert engine.recent_activity() == []
+    finally:
+        engine.close()
+
+
+def test_new_files_in_a_submodule_are_judged_by_its_own_ignore_rules(tmp_path: Path):
+    """git refuses to judge a path inside a submodule from the superproject
+    (128, "is in submodule"): the whole batch fell back to the .gitignore
+    files from the root down, so the submodule's info/exclude was missed,
+    the superproject's .gitignore was applied inside it, and the
+    superproject's own info/exclude was missed for the rest of the batch."""
+    lib = committed(tmp_path / "lib", {"l.py": "def lib_fn():\n    return 1\n"})
+    app = committed(tmp_path / "app", {"main.py": "def app_main():\n    return 1\n",
+                                       ".gitignore": "*.tmp.py\nbuild/\n"})
+    with_submodule(app, lib, "vendor/lib")
+    (app / ".git/modules/vendor/lib/info").mkdir(parents=True, exist_ok=True)
+    (app / ".git/modules/vendor/lib/info/exclude").write_text("secret_*.py\n")
+    (app / ".git/info/exclude").write_text("scratch_*.py\n")
+    # A clone in a folder the superproject ignores: its files are ignored, whatever its rules.
+    write_tree(app, {"build/clone/out.py": "def built():\n    pass\n"})
+    git(app / "build/clone", "init", "-q")
+    assert discovery.ignored_paths(app, ["vendor/lib/secret_a.py", "vendor/lib/y.tmp.py",
+                                         "vendor/lib/", "scratch_1.py", "kept.py",
+                                         "build/clone/out.py"]) == {
+        "vendor/lib/secret_a.py", "scratch_1.py", "build/clone/out.py"}
+    engine = live_engine(app)
+    try:
+        write_tree(app, {"vendor/lib/secret_a.py": "def sub_secret_fn():\n    pass\n",
+                         "vendor/lib/y.tmp.py": "def sub_tmp_fn():\n    pass\n",
+                         "scratch_1.py": "def top_scratch_fn():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("vendor/lib/y.tmp.py"))
+        time.sleep(0.3)  # the batch is over
+        assert engine.store.file_state("vendor/lib/secret_a.py") is None
+        assert engine.store.file_state("scratch_1.py") is None
+    finally:
+        engine.close()
+
+
+def test_what_git_wrote_in_a_submodule_or_a_clone_inside_is_not_recent_activity(tmp_path: Path):
+    """`git submodule update` after a checkout, or a checkout in a clone
+    inside: the files git wrote there were logged as the user's own edits,
+    as only the root's HEAD was followed. Each repository inside is
+    reconciled as the root is, also when its files' batch is handled after
+    the move was found, and when it moved while no daemon ran."""
+    lib = committed(tmp_path / "lib", {f"m{i}.py": f"def lib_fn_{i}():\n    return {i}\n"
+                                       for i in range(4)})
+    git(lib, "tag", "v1")
+    write_tree(lib, {f"m{i}.py": f"def lib_fn_{i}_v2():\n    return {i}\n" for i in range(4)})
+    git(lib, "commit", "-qam", "v2")
+    app = committed(tmp_path / "app", {"main.py": "def app_main():\n    return 1\n"})
+    with_submodule(app, lib, "vendor/lib")
+    git(app / "vendor/lib", "checkout", "-q", "v1")
+    git(app, "commit", "-qam", "submodule at v1")
+    git(app, "checkout", "-qb", "upgrade")
+    git(app / "vendor/lib", "checkout", "-q", "main")
+    git(app, "commit", "-qam", "submodule at v2")
+    git(app, "checkout", "-q", "main")
+    git(app, "-c", "protocol.file.allow=always", "submodule", "update", "-q")
+    git(app, "clone", "-q", str(lib), "tools")  # a clone inside, untracked
+    engine = live_engine(app)
+    try:
+        with open(app / "main.py", "a") as fh:
+            fh.write("\n\ndef my_real_work():\n    return 0\n")
+        assert wait_until(lambda: engine.symbols("my_real_work", "exact"))
+        git(app, "checkout", "-q", "upgrade")
+        git(app, "-c", "protocol.file.allow=always", "submodule", "update", "-q")
+        engine.log_git_writes()  # the move found before the watcher's batch of its files
+        git(app / "tools", "checkout", "-q", "v1")
+
+        def swapped() -> bool:  # the submodule at v2, the clone at v1
+            return all({d.path for d in engine.symbols(f"lib_fn_{i}_v2", "exact")}
+                       == {f"vendor/lib/m{i}.py"} and {d.path for d in engine.symbols(
+                           f"lib_fn_{i}", "exact")} == {f"tools/m{i}.py"} for i in range(4))
+
+        assert wait_until(swapped)
+        assert [(a.id, a.symbol) for a in engine.recent_activity()] == [("main.py", "my_real_work")]
+    finally:
+        engine.close()
+    git(app / "tools", "checkout", "-q", "main")  # while no daemon runs
+    later = Engine(app, EngineOptions(watch="off"))
+    try:
+        assert later.index().updated == 4
+        assert [(a.id, a.symbol) for a in later.recent_activity()] == [("main.py", "my_real_work")]
+    finally:
+        later.close()
+
+
+def test_a_folder_arriving_whole_leaves_its_installed_dependencies_out(tree: Path):
+    """`cp -r proj` of a project holding a .venv, node_modules or a virtual
+    environment of any name: the new folder's walk skipped only version
+    control's folders, so their files were indexed (and their sub-folders
+    watched), which discovery never does."""
+    project = tree.parent / "proj"
+    write_tree(project, {"main.py": "def proj_main():\n    pass\n",
+                         ".venv/lib/v.py": "def venv_only_thing():\n    pass\n",
+                         "myenv/pyvenv.cfg": "home = /usr\n",
+                         "myenv/m.py": "def myenv_only_thing():\n    pass\n",
+                         "node_modules/dep/index.js": "function nodeModulesOnlyThing() {}\n",
+                         "src/app.py": "def proj_app():\n    pass\n"})
+    engine = live_engine(tree)
+    try:
+        shutil.copytree(project, tree / "proj")
+        assert wait_until(lambda: engine.store.file_state("proj/main.py")
+                          and engine.store.file_state("proj/src/app.py"))
+        time.sleep(0.3)  # the catch-up is over
+        assert not {p for p in engine.store.file_states() if p.startswith("proj/")} - {
+            "proj/main.py", "proj/src/app.py"}
+        watched = engine.follower._watched | engine.follower._new_folders
+        assert {f for f in watched if f.startswith("proj")} == {"proj", "proj/src"}
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["core.excludesFile", "XDG default"])
+def test_edits_to_the_global_excludes_file_and_an_inner_repositorys_exclude_file_are_followed(
+        tree: Path, monkeypatch, configured: bool):
+    """Only the root repository's HEAD and info/exclude were watched: a
+    folder git's global excludes file (core.excludesFile, by default
+    $XDG_CONFIG_HOME/git/ignore) or a clone's own info/exclude came to
+    ignore kept being served."""
+    home = tree.parent / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg"))
+    excludes = home / "my_excludes" if configured else home / "xdg/git/ignore"
+    write_tree(home, {".gitconfig": f"[core]\n\texcludesFile = {excludes}\n" if configured else "",
+                      str(excludes.relative_to(home)): ""})
+    write_tree(tree, {"scratch/s.py": "def scratch_only_fn():\n    return 2\n",
+                      "deps/lib/lib_mod.py": "def lib_fn():\n    pass\n",
+                      "deps/lib/lib_extra.py": "def lib_extra():\n    pass\n"})
+    git(tree / "deps/lib", "init", "-q")
+    engine = live_engine(tree)
+    try:
+        assert engine.store.file_state("scratch/s.py") and engine.store.file_state("deps/lib/lib_extra.py")
+        excludes.write_text("scratch/\n")
+        assert wait_until(lambda: engine.store.file_state("scratch/s.py") is None)
+        (tree / "deps/lib/.git/info/exclude").write_text("lib_extra.py\n")
+        assert wait_until(lambda: engine.store.file_state("deps/lib/lib_extra.py") is None)
+        excludes.write_text("")
+        assert wait_until(lambda: engine.store.file_state("scratch/s.py"))
+        assert engine.store.file_state("deps/lib/lib_mod.py")
     finally:
         engine.close()
