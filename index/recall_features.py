@@ -122,11 +122,13 @@ def _definitions(conn: Connection, kind: str, name: str, limit: int
                  ) -> list[tuple[int, str, str, int, int, str]]:
     """(chunk id, symbol, symbol kind, file id, span, path) of the chunks
     holding the name row of a definition named ``name`` (that piece, not a
-    doc comment longer than a chunk before it; the last segment, any case), then,
-    while the limit allows, of those named so in another case style
-    (`build_cache_key` for `buildCacheKey`: query.name_key). A qualified
-    name's own definitions come first: `Engine.__init__` is one of 60
-    `__init__`s, and the limit must not cut it."""
+    doc comment longer than a chunk before it; the last segment, any case),
+    or, when there is none, of those named so in another case style
+    (`build_cache_key` for `buildCacheKey`: query.name_key). Only then: Rust's
+    `fn flat_map` and `struct FlatMap` (in `flat_map.rs`) share a key, and
+    the struct outranked the function asked for (code search set 4, rayon). A
+    qualified name's own definitions come first: `Engine.__init__` is one of
+    60 `__init__`s, and the limit must not cut it."""
     name = dotted_name(name)
     last = name.rsplit(".", 1)[-1]
     select = ("SELECT c.id, s.symbol, s.symbol_kind, s.file_id, s.end_line - s.start_line, f.path "
@@ -142,9 +144,9 @@ def _definitions(conn: Connection, kind: str, name: str, limit: int
         found = conn.execute(
             select.format("s.name = ?") + "ORDER BY s.symbol = ? OR substr(s.symbol, -?) = ? DESC "
             "LIMIT ?", (fold(last), kind, name, len(tail), tail, limit)).fetchall()
-    if len(found) < limit:
-        found += conn.execute(select.format("s.name_key = ? AND s.name != ?") + "LIMIT ?",
-                              (name_key(last), fold(last), kind, limit - len(found))).fetchall()
+    if not found:
+        found = conn.execute(select.format("s.name_key = ? AND s.name != ?") + "LIMIT ?",
+                             (name_key(last), fold(last), kind, limit)).fetchall()
     return found
 
 

@@ -659,3 +659,23 @@ def test_a_definition_whose_doc_is_longer_than_a_chunk_is_answered_from_its_name
             assert start <= def_line and end == def_line + 2
     finally:
         engine.close()
+
+
+def test_another_case_style_is_a_fallback_not_a_rival(tmp_path: Path):
+    """Rust's `fn flat_map` and `struct FlatMap` (in `flat_map.rs`) share a
+    case-style key: boosted alike, the struct in the file named like the
+    query outranked the function asked for (code search set 4, rayon)."""
+    write_tree(tmp_path, {
+        "src/iter/mod.rs": "pub trait ParallelIterator {\n"
+                           "    fn flat_map<F>(self, map_op: F) -> FlatMap<Self, F> {\n"
+                           "        FlatMap::new(self, map_op)\n    }\n}\n",
+        "src/iter/flat_map.rs": "/// flat_map maps each element to a parallel iterator.\n"
+                                "pub struct FlatMap<I, F> {\n    base: I,\n    map_op: F,\n}\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        assert _top_code_hit(engine, "flat_map")[:2] == ("src/iter/mod.rs", "ParallelIterator.flat_map")
+        assert _top_code_hit(engine, "FlatMap")[:2] == ("src/iter/flat_map.rs", "FlatMap")
+    finally:
+        engine.close()
