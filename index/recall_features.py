@@ -171,7 +171,9 @@ def _definition_tiers(conn: Connection, kind: str, shape: QueryShape, candidates
                       config: "PriorConfig") -> dict[int, float]:
     """chunk id -> the best tier of a definition it holds of a name the query asks for."""
     tiers: dict[int, float] = {}
-    modules = declared_modules(conn)
+    # A module qualifier is read only when the query is one name: a sentence
+    # that writes `org.jsoup.nodes.Document` asks for something else (set 4).
+    modules = declared_modules(conn) if shape.identifier else lambda path: []
     for name in named_symbols(shape):
         found = _definitions(conn, kind, name, config.max_definitions)
         # Several definitions of one symbol in one file are overloads or a

@@ -679,3 +679,38 @@ def test_another_case_style_is_a_fallback_not_a_rival(tmp_path: Path):
         assert _top_code_hit(engine, "FlatMap")[:2] == ("src/iter/flat_map.rs", "FlatMap")
     finally:
         engine.close()
+
+
+def test_a_qualified_type_named_inside_a_sentence_is_not_read_by_its_module(tmp_path: Path):
+    """"Helper class to transform a org.acme.nodes.Document to a DOM" asks
+    for the helper: read through its file's module path, the `Document`
+    written in it took a definition boost as if asked for by name (code
+    search set 4, jsoup and click). The whole query `org.acme.nodes.Document`
+    still is that class."""
+    from ctxls.index.query import query_shape
+    from ctxls.index.recall_features import _definition_tiers
+    from ctxls.index.recall_scorer import PriorConfig
+
+    write_tree(tmp_path, {
+        "src/org/acme/nodes/Document.java": "package org.acme.nodes;\n\npublic class Document {\n"
+                                            "    int size() { return 0; }\n}\n",
+        "src/org/acme/helper/Converter.java": "package org.acme.helper;\n\n"
+                                              "/** Helper class to transform a document to a DOM. */\n"
+                                              "public class Converter {\n}\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        conn = engine.store.reader()
+        document = conn.execute("SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id "
+                                "WHERE f.path LIKE '%Document.java' AND c.kind = 'code'").fetchone()[0]
+
+        def tier(query: str) -> float:
+            return _definition_tiers(conn, "code", query_shape(query), set(), PriorConfig()).get(document, 0.0)
+
+        assert tier("org.acme.nodes.Document") >= 0.9 * tier("Document")
+        assert tier("Helper class to transform a org.acme.nodes.Document to a DOM") \
+            < 0.6 * tier("org.acme.nodes.Document")
+        assert _top_code_hit(engine, "org.acme.nodes.Document")[1] == "Document"
+    finally:
+        engine.close()
