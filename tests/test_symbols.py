@@ -661,27 +661,22 @@ def test_a_definition_whose_doc_is_longer_than_a_chunk_is_answered_from_its_name
         engine.close()
 
 
-def test_another_case_style_is_a_fallback_not_a_rival(tmp_path: Path):
+def test_another_case_style_is_a_fallback_not_a_rival(make_engine):
     """Rust's `fn flat_map` and `struct FlatMap` (in `flat_map.rs`) share a
     case-style key: boosted alike, the struct in the file named like the
     query outranked the function asked for (code search set 4, rayon)."""
-    write_tree(tmp_path, {
+    engine = make_engine({
         "src/iter/mod.rs": "pub trait ParallelIterator {\n"
                            "    fn flat_map<F>(self, map_op: F) -> FlatMap<Self, F> {\n"
                            "        FlatMap::new(self, map_op)\n    }\n}\n",
         "src/iter/flat_map.rs": "/// flat_map maps each element to a parallel iterator.\n"
                                 "pub struct FlatMap<I, F> {\n    base: I,\n    map_op: F,\n}\n",
     })
-    engine = Engine(tmp_path, EngineOptions(watch="off"))
-    try:
-        engine.cold_index()
-        assert _top_code_hit(engine, "flat_map")[:2] == ("src/iter/mod.rs", "ParallelIterator.flat_map")
-        assert _top_code_hit(engine, "FlatMap")[:2] == ("src/iter/flat_map.rs", "FlatMap")
-    finally:
-        engine.close()
+    assert _top_code_hit(engine, "flat_map")[:2] == ("src/iter/mod.rs", "ParallelIterator.flat_map")
+    assert _top_code_hit(engine, "FlatMap")[:2] == ("src/iter/flat_map.rs", "FlatMap")
 
 
-def test_a_qualified_type_named_inside_a_sentence_is_not_read_by_its_module(tmp_path: Path):
+def test_a_qualified_type_named_inside_a_sentence_is_not_read_by_its_module(make_engine):
     """"Helper class to transform a org.acme.nodes.Document to a DOM" asks
     for the helper: read through its file's module path, the `Document`
     written in it took a definition boost as if asked for by name (code
@@ -691,26 +686,21 @@ def test_a_qualified_type_named_inside_a_sentence_is_not_read_by_its_module(tmp_
     from ctxls.index.recall_features import _definition_tiers
     from ctxls.index.recall_scorer import PriorConfig
 
-    write_tree(tmp_path, {
+    engine = make_engine({
         "src/org/acme/nodes/Document.java": "package org.acme.nodes;\n\npublic class Document {\n"
                                             "    int size() { return 0; }\n}\n",
         "src/org/acme/helper/Converter.java": "package org.acme.helper;\n\n"
                                               "/** Helper class to transform a document to a DOM. */\n"
                                               "public class Converter {\n}\n",
     })
-    engine = Engine(tmp_path, EngineOptions(watch="off"))
-    try:
-        engine.cold_index()
-        conn = engine.store.reader()
-        document = conn.execute("SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id "
-                                "WHERE f.path LIKE '%Document.java' AND c.kind = 'code'").fetchone()[0]
+    conn = engine.store.reader()
+    document = conn.execute("SELECT c.id FROM chunks c JOIN files f ON f.id = c.file_id "
+                            "WHERE f.path LIKE '%Document.java' AND c.kind = 'code'").fetchone()[0]
 
-        def tier(query: str) -> float:
-            return _definition_tiers(conn, "code", query_shape(query), set(), PriorConfig()).get(document, 0.0)
+    def tier(query: str) -> float:
+        return _definition_tiers(conn, "code", query_shape(query), set(), PriorConfig()).get(document, 0.0)
 
-        assert tier("org.acme.nodes.Document") >= 0.9 * tier("Document")
-        assert tier("Helper class to transform a org.acme.nodes.Document to a DOM") \
-            < 0.6 * tier("org.acme.nodes.Document")
-        assert _top_code_hit(engine, "org.acme.nodes.Document")[1] == "Document"
-    finally:
-        engine.close()
+    assert tier("org.acme.nodes.Document") >= 0.9 * tier("Document")
+    assert tier("Helper class to transform a org.acme.nodes.Document to a DOM") \
+        < 0.6 * tier("org.acme.nodes.Document")
+    assert _top_code_hit(engine, "org.acme.nodes.Document")[1] == "Document"
