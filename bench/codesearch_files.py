@@ -122,7 +122,6 @@ PROJECTS = (
     # Hand-written (see the module docstring); repository = registry:package.
     Project("click", "python", "pypi:click", "8.1.7", "", hand_written=True),
     Project("rich", "python", "pypi:rich", "13.9.4", "", hand_written=True),
-    Project("redis", "c", "debsrc:redis", "7.0.15", "", hand_written=True),
     Project("curl", "c", "debsrc:curl", "7.88.1", "", hand_written=True),
     Project("eslint", "javascript", "npm:eslint", "8.57.0", "", hand_written=True),
     Project("lodash", "javascript", "npm:lodash", "4.17.21", "", hand_written=True),

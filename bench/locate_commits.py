@@ -89,7 +89,6 @@ PROJECTS = (
     Repo("junegunn/fzf", "go", "956562daaa82ddf55ea8f7aeab56883377b742c6"),
     Repo("labstack/echo", "go", "05489dc1730161df26b72d1ae2a3ba6fb8178fc7"),
     Repo("prometheus/node_exporter", "go", "a7dcc3a01545180d4f2087db70994cbc3abfed13"),
-    Repo("redis/go-redis", "go", "216593cc01faa029006266a5f1fc3d5004312ecf"),
     Repo("rs/zerolog", "go", "13966551e7cc9f174723bddde692f0f0f9a833aa"),
     Repo("stretchr/testify", "go", "12f8b5612e125f337c4589e198771e5f8970f160"),
     Repo("apache/commons-text", "java", "5a23e10056646febd4d43527a8c5b930ea540c78"),
