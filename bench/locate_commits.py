@@ -84,6 +84,7 @@ PROJECTS = (
     Repo("elixir-tesla/tesla", "elixir", "556014d132eef1c9e4e38e9d2378a45f0c91b515"),
     Repo("rrrene/credo", "elixir", "6d07d005f4b6d635aff9dcc6f8fdbf0680beb89f"),
     Repo("BurntSushi/toml", "go", "d733fc535e4a9f3c454e421a87b90ade5d49bf31"),
+    Repo("charmbracelet/bubbletea", "go", "73b6d91ac1c3854dd4af046ab5f9e51d3b3b4290"),
     Repo("gofiber/fiber", "go", "c344047e102861ac2b7f0259ea3dd3af4b03ad63"),
     Repo("jesseduffield/lazygit", "go", "ea916395469808d37d726ae183fa40fd575a9d8a"),
     Repo("junegunn/fzf", "go", "956562daaa82ddf55ea8f7aeab56883377b742c6"),

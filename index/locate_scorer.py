@@ -51,7 +51,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
 from ctxls.index.tokenize import query_terms
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "321fb02189111cc45212815cac0fac3f0eb6efb234a28713ece03d8de7db51e5"
+MODEL_SHA256 = "f89ddba48af24a5b1b4d4163a0b0500242a97225a713c6374901d7912f50f2f2"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
