@@ -15,9 +15,10 @@ the query's topicality and which targets the hit finds (a code hit: it holds a
 target's definition row, as bench/codesearch.py scores; a memory hit: it is
 the target row). Memory and file hits of the other kind of question are
 labelled not relevant: they are what a merged list must keep out. With
-``--fast-tier`` the files are ranked with the fast tier's static model (as
-while the transformer embeds a new folder; memory keeps the transformer's),
-into SPLIT-fast.jsonl: the file models for that model's cosines.
+``--fast-tier`` the files are ranked with the fast tier's static model alone
+(as where the transformer cannot load; while it only embeds, it scores the
+fast tier's first hits again and its own model calibrates them; memory keeps
+the transformer's), into SPLIT-fast.jsonl: the file models for that model's cosines.
 
 The split: set 4's, by project (dev corpora fit, test corpora are scored);
 memory queries by target row (:data:`FIT_TARGETS`: those of half of the rows
@@ -107,6 +108,9 @@ def collect(split: str, fast_tier: bool = False, log=print) -> Path:
             engine = open_engine(code_set, True, log=log)
             if fast_tier:  # the tier that serves until the transformer has caught up
                 engine.serving_tier = lambda engine=engine: engine.fast_semantic
+                # Its own cosines, as where the transformer cannot load: a hit the
+                # transformer scored again is calibrated by the transformer's model.
+                engine._rescoring_tier = lambda serving: None
             try:
                 for key, (kind, text) in FACTS.items():
                     engine.memory.remember(EVERYTHING, key, text, kind=kind)
@@ -261,6 +265,9 @@ def fit(records: dict[bool, list[dict]], held_out: dict[bool, list[dict]]) -> tu
     for key in model_keys():
         fast = key.endswith("@" + STATIC_MODEL_NAME)
         x, y = examples([r for r in records[fast] if fitted_on(r)], key)
+        if not y.any() or y.all():
+            raise SystemExit(f"{key}: no relevant and not-relevant hits to fit on "
+                             f"({len(y)} examples); collect{' --fast-tier' if fast else ''} again")
         weights, bias = fit_logistic(x, y)
         models[key] = {"features": list(feature_names(key)), "weights": [round(float(w), 6) for w in weights],
                        "bias": round(bias, 6)}
@@ -275,6 +282,9 @@ def fit(records: dict[bool, list[dict]], held_out: dict[bool, list[dict]]) -> tu
                                  f"of rows {', '.join(sorted(FIT_TARGETS))}; every kind's top {K}; "
                                  f"files by {PRIMARY_MODEL} and (its models only) by "
                                  f"{STATIC_MODEL_NAME}",
+                         # Named, so that a project reserved later can be checked against it.
+                         "corpora": sorted({r["corpus"] for fast in (False, True)
+                                            for r in records[fast] if fitted_on(r)}),
                          "l2": L2}}
     return data, report
 

@@ -34,7 +34,7 @@ from pathlib import Path
 from ctxls.index.model_file import read_checked_json
 
 MODEL_PATH = Path(__file__).parent / "models" / "recall-calibration.json"
-MODEL_SHA256 = "a126d656ebc7ade51e69c6478653bd9811f2a6aa572fe88365cd0c7cd8d7fda9"
+MODEL_SHA256 = "2c0d4068a9c2f246f32c3a6d0116b85820942c6d0577cc3db712b325780a5292"
 
 SOURCES = ("file", "memory")
 

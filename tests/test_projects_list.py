@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import re
 import sys
 from pathlib import Path
@@ -250,6 +251,21 @@ def test_no_reserved_project_is_in_a_set_or_a_training_run(rows):
     assert used & {name.lower() for name in reserved} == set()
     # Nor as part of a name (django-rest-framework, nginx): such a project went too.
     assert not [part for part in used for name in reserved if name.lower() in part]
+
+
+def test_no_shipped_model_was_fitted_on_a_reserved_project():
+    """A fitted model that ships (locate's scorer, recall's calibration) names
+    the projects it was fitted and chosen on; none may be reserved, so a
+    project reserved later forces a refit (redis: its go-redis client was
+    in locate's train split)."""
+    reserved = {name.lower() for name in reserved_projects()}
+    models = ROOT / "index" / "models"
+    locate = json.loads((models / "locate-scorer.json").read_text())["training"]["projects"]
+    calibration = json.loads((models / "recall-calibration.json").read_text())["training"]["corpora"]
+    used = [name for names in locate.values() for name in names] + calibration
+    assert len(used) > 100 and calibration
+    assert not [name for name in used for part in name.lower().split("/")
+                for word in reserved if word in part]
 
 
 def test_a_missing_row_is_reported(rows):
