@@ -505,7 +505,8 @@ def main() -> None:
                     "fix commits (bench/locate_commits.py): a cleaned commit message, the gold its modified "
                     "source files")
             write_result(args.result, args.score_only, score_rows(report), report,
-                         f"{len(commits)} {what}, split by project; today's shipped model, with the git "
+                         f"{len(by_split['dev']) + len(by_split['test'])} {what}, of the dev and "
+                         "test projects, split by project; today's shipped model, with the git "
                          "history, embeddings off, fitted on none of these tasks; Acc@k: every gold file "
                          "in the top k")
         return
