@@ -156,21 +156,32 @@ def _longest_run(message_words: list[str], text_words: list[str], shortest: int,
                  longest: int) -> int:
     """The most consecutive message words (``shortest`` to ``longest`` of them)
     that occur consecutively in the text, else 0."""
-    # Words are [a-z0-9]+: joined by single spaces, a run of words is a substring.
+    return _longest_run_at(message_words, text_words, shortest, longest)[0]
+
+
+def _longest_run_at(message_words: list[str], text_words: list[str], shortest: int,
+                    longest: int) -> tuple[int, int]:
+    """:func:`_longest_run`, and the index in ``text_words`` of the run's first
+    word (0 without a run)."""
+    # Words are [a-z0-9]+: joined by single spaces, a run of words is a substring
+    # (and the spaces before it count the words before it).
     text = f" {' '.join(text_words)} "
     for size in range(min(longest, len(message_words)), shortest - 1, -1):
         for start in range(len(message_words) - size + 1):
-            if f" {' '.join(message_words[start:start + size])} " in text:
-                return size
-    return 0
+            found = text.find(f" {' '.join(message_words[start:start + size])} ")
+            if found >= 0:
+                return size, text.count(" ", 0, found)
+    return 0, 0
 
 
 # What a message fills into a format string's placeholders, mostly: a quoted
-# value, a dotted name or path, a number.
+# value (in any quote marks: smart punctuation, GCC's `‘x’ undeclared`), a
+# dotted name or path, a number.
 # A path-like word is matched from its start and up to its first separator
 # (the same matches as `\S*[./\\]\S*\w`, which backtracked in cubic time:
 # a message holding 2,000 slashes took 20 s to read, 40,000 days).
-_FILLED_IN = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|[^\s./\\]*[./\\]\S*\w|\b\d[\w.]*")
+_FILLED_IN = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|‘[^‘’\n]*’|“[^“”\n]*”|„[^„“”\n]*[“”]|«[^«»\n]*»"
+                        r"|「[^「」\n]*」|『[^『』\n]*』|[^\s./\\]*[./\\]\S*\w|\b\d[\w.]*")
 _STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n])*)\1""")
 # printf's (`%s`, `%(name)s`, `%-8.3f`, C's `%zu` and `%lld`, Go's `%v`,
 # Objective-C's `%@`), Python's format and f-strings (`{}`, `{name!r}`,
@@ -188,7 +199,13 @@ _FORMAT_FULL = 3
 def _format_words(chunk_text: str, message: str) -> int:
     """The most fixed words of a format string in ``chunk_text`` (a string
     literal with placeholders) that ``message`` fills in, else 0."""
-    best = 0
+    return _format_words_at(chunk_text, message)[0]
+
+
+def _format_words_at(chunk_text: str, message: str) -> tuple[int, int]:
+    """:func:`_format_words`, and where in ``chunk_text`` that format string
+    starts (0 without one)."""
+    best, best_at = 0, 0
     for match in _STRING_LITERAL.finditer(chunk_text):
         body = _ESCAPE.sub(" ", match.group(2))
         pieces = _PLACEHOLDER.split(body)
@@ -199,8 +216,8 @@ def _format_words(chunk_text: str, message: str) -> int:
         if words <= best or words < _FORMAT_WORDS:
             continue
         if _filled_in([p for p in pieces if p], message):
-            best = words
-    return best
+            best, best_at = words, match.start()
+    return best, best_at
 
 
 def _filled_in(fixed: list[str], message: str) -> bool:
@@ -595,7 +612,8 @@ class Signals:
         """``message``: the chunk holding a message's longest run of words, or a
         format string the message fills in (``"cannot find %s in %r"``,
         ``"{name} is missing"``): the share of its words found (4 count 1), or
-        of the format string's fixed words (3 count 1)."""
+        of the format string's fixed words (3 count 1). The reason cites the
+        line where that run or format string starts."""
         for message in issue.messages[:12]:
             words = _WORD_RUN.findall(message.lower())
             if len(words) < 3:
@@ -603,14 +621,20 @@ class Signals:
             rows = self._message_chunks(conn, message)
             needed = min(len(words), 4)
             for path, chunk_id, symbol, start, end, chunk_text, _ in rows:
-                run = _longest_run(words, _WORD_RUN.findall(chunk_text.lower()),
-                                   shortest=min(3, needed), longest=8)
-                value = min(1.0, max(run / needed, _format_words(chunk_text, message) / _FORMAT_FULL))
+                lowered = chunk_text.lower()
+                chunk_words = list(_WORD_RUN.finditer(lowered))
+                run, first = _longest_run_at(words, [w.group(0) for w in chunk_words],
+                                             shortest=min(3, needed), longest=8)
+                format_words, format_at = _format_words_at(chunk_text, message)
+                value = min(1.0, max(run / needed, format_words / _FORMAT_FULL))
                 if value == 0:
                     continue
+                if run / needed >= format_words / _FORMAT_FULL:
+                    line = start + lowered.count("\n", 0, chunk_words[first].start())
+                else:
+                    line = start + chunk_text.count("\n", 0, format_at)
                 evidence = file(path)
-                evidence.raise_signal("message", value,
-                                      Reason("message", message[:120], start))
+                evidence.raise_signal("message", value, Reason("message", message[:120], line))
                 evidence.chunks.setdefault(chunk_id, ChunkRef(symbol, start, end, -1, 0.0))
 
     @staticmethod

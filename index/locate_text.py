@@ -19,7 +19,17 @@ from dataclasses import dataclass, field
 
 from ctxls.index.chunker import reads_definitions
 from ctxls.index.languages import DEFAULT_INCLUDE, language_for_path
-from ctxls.index.tokenize import STOPWORDS
+from ctxls.index.tokenize import _NO_SPACE, STOPWORDS
+
+# A character of a name or a path: a word character of any script but those
+# written without spaces (tokenize's runs read as bigrams: Han, kana, Hangul,
+# Thai). Chinese and Japanese glue code words to the sentence
+# (`请看shop/cart.py文件，CartTotals的apply_discount方法`): their letters end a
+# name as a space would, while accented Latin, Greek or Cyrillic letters stay
+# part of one (`Größe.berechnen`).
+_NAME_CHAR = rf"[^\W{_NO_SPACE}]"
+# Those scripts' own punctuation (`，`, `。`, `「`, full-width forms): no URL's.
+_NO_SPACE_PUNCTUATION = "\u3000-\u303f\uff00-\uffef"
 
 @dataclass(frozen=True)
 class Frame:
@@ -53,7 +63,7 @@ class IssueText:
     def prominence(self, name: str) -> float:
         """How central a name is to the text: named in the title 1, else by how
         often it occurs (once 0.35, twice 0.6, more 0.8)."""
-        word = re.compile(r"(?<![\w])" + re.escape(name) + r"(?![\w])")
+        word = re.compile(rf"(?<!{_NAME_CHAR})" + re.escape(name) + rf"(?!{_NAME_CHAR})")
         if word.search(self.title):
             return 1.0
         return PROMINENCE_BY_COUNT[min(len(word.findall(self.raw)), len(PROMINENCE_BY_COUNT) - 1)]
@@ -263,7 +273,9 @@ _LOG_LINES = (
     re.compile(rf"^(?:[^\n]*?[ \t\]])?{_LOG_LEVEL}[ \t]++[\w.$]+ - (?P<message>\S.*)$", re.M),
     re.compile(rf"^(?:[^\n]*?[ \t\]])?\[{_LOG_LEVEL}\][ \t]++(?P<message>\S.*)$", re.M),
 )
-_MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
+# Punctuation a message's parts are split at: quote marks of every kind
+# (_QUOTED's) are where a format string's placeholders were filled in.
+_MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>‘’“”„«»「」『』]")
 # A quoted sentence: in double quotes, single quotes, curly ones, a language's
 # own (« », „ “, 「 」, 『 』). A single quote inside a word is an apostrophe,
 # not a quote mark ("I'll see that ... I'm" quotes nothing): an opening quote
@@ -271,8 +283,8 @@ _MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>]")
 # one between letters is the quoted words' own ('Can't check out').
 _QUOTED = re.compile(
     r"\"([^\"\n]{12,200})\""
-    r"|(?<![\w'])'((?:[^'\n]|(?<=\w)'(?=\w)){12,200})'(?![\w'])"
-    r"|(?<![\w‘’])‘((?:[^‘’\n]|(?<=\w)’(?=\w)){12,200})’(?![\w‘’])"
+    rf"|(?<!{_NAME_CHAR})(?<!')'((?:[^'\n]|(?<=\w)'(?=\w)){{12,200}})'(?!{_NAME_CHAR})(?!')"
+    rf"|(?<!{_NAME_CHAR})(?<![‘’])‘((?:[^‘’\n]|(?<=\w)’(?=\w)){{12,200}})’(?!{_NAME_CHAR})(?![‘’])"
     r"|“([^“”\n]{12,200})”|„([^„“”\n]{12,200})[“”]|«([^«»\n]{12,200})»|「([^「」\n]{12,200})」"
     r"|『([^『』\n]{12,200})』")
 # A sentence in backticks (`Can't check out an anonymous basket`): four words
@@ -284,10 +296,19 @@ _BACKTICKED_WORDS = 4
 _CODE_CHARACTERS = re.compile(r"[()\[\]{}<>=;$|\\/@#*_\"]|\w[.:]\S|\.\.\.|(?:^|\s)-")
 
 # Relative, absolute (`/`, `~/`, `C:\\`) and Windows paths; a path inside a URL
-# is read from the URL (_URL_PATH).
-_PATH = re.compile(r"(?<![\w/.\\:~-])((?:~|[A-Za-z]:)?[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w\.(?:"
-                   + "|".join(_SOURCE_EXTENSIONS) + r"))(?![\w/\\-])")
-_URL_PATH = re.compile(r"\bhttps?://[^/\s]+(/[^\s#?)\]>'\"`]+)")
+# is read from the URL (_URL_PATH). A script without spaces ends a path glued
+# to the sentence (`请看shop/cart.py文件`): a path written apart may name its
+# folders and file in one after its root or first folder (`C:\\Users\\张三\\cart.py`,
+# `docs/中文/说明.md`), one glued to such a letter only in other scripts (its
+# folders scanned from each letter of a run of `文/` were quadratic).
+_PATH_CHAR = rf"(?:{_NAME_CHAR}|[.-])"
+_PATH = re.compile(rf"((?:(?<!\w)(?<![/.\\:~-])(?:~|[A-Za-z]:)?"
+                   rf"(?:(?:[\\/]|{_PATH_CHAR}+[\\/])[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w|{_PATH_CHAR}*{_NAME_CHAR})"
+                   rf"|(?<=[{_NO_SPACE}])(?:~|[A-Za-z]:)?[\\/]*(?:{_PATH_CHAR}+[\\/]+)*{_PATH_CHAR}*{_NAME_CHAR})"
+                   r"\.(?:" + "|".join(_SOURCE_EXTENSIONS) + rf"))(?!{_NAME_CHAR})(?![/\\-])")
+# (A URL copied from a browser's address bar has its non-ASCII letters
+# percent-encoded: one of those scripts' letters is the sentence again.)
+_URL_PATH = re.compile(rf"(?<!{_NAME_CHAR})https?://[^/\s]+(/[^\s#?)\]>'\"`{_NO_SPACE}{_NO_SPACE_PUNCTUATION}]+)")
 # An absolute path's start: root, home or a drive (after an opening bracket or quote).
 _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # A folder name with spaces in an absolute path (`C:\Users\Jane Doe\app\x.py`,
@@ -295,34 +316,39 @@ _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # characters of one folder name.
 _SPACES_IN_PATH = 3
 _MAX_NAME_CHARS = 255
-_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w(])")
-_DOTTED_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\(")
-_CAMEL = re.compile(r"(?<![\w.])([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*)\b")
+_DOTTED = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)+)"
+                     rf"(?!{_NAME_CHAR})(?!\()")
+_DOTTED_CALL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)*)\(")
+_CAMEL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]{_NAME_CHAR}*"
+                    rf"|[A-Z]{{2,}}[a-z]{_NAME_CHAR}*)(?!{_NAME_CHAR})")
 # snake_case; or a name underscores mark as code: one at one end (`_private`,
 # `class_`) or two at both (`__init__`); one at both ends is Markdown's emphasis
 # (`_really_`), prose.
-_SNAKE = re.compile(r"(?<![\w.])(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*|__[A-Za-z][A-Za-z0-9]*__"
-                    r"|_{1,2}[A-Za-z][A-Za-z0-9]*(?![\w])|[A-Za-z][A-Za-z0-9]*_(?![\w]))")
+_SNAKE = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*|__[A-Za-z][A-Za-z0-9]*__"
+                    rf"|_{{1,2}}[A-Za-z][A-Za-z0-9]*(?!{_NAME_CHAR})|[A-Za-z][A-Za-z0-9]*_(?!{_NAME_CHAR}))")
 _BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
 # A name qualified the way Rust, C++, Ruby and PHP write it (`Parser::parse_expr`,
 # `ActiveSupport::Cache::Store#fetch`, `Shop\Cart\LineItem::total`): its parts.
-_QUALIFIED = re.compile(r"(?<![\w:\\])((?:[A-Za-z_]\w*::)+[A-Za-z_]\w*|[A-Z]\w*(?:\\[A-Z]\w*)+(?:::\w+)?)"
-                        r"(?![\w.\\])(?:#([A-Za-z_]\w*[?!]?))?"
-                        r"|(?<![\w:#])([A-Z]\w*)#([a-z_]\w*[?!]?)")
+_QUALIFIED = re.compile(
+    rf"(?<!{_NAME_CHAR})(?<![:\\])((?:[A-Za-z_]{_NAME_CHAR}*::)+[A-Za-z_]{_NAME_CHAR}*"
+    rf"|[A-Z]{_NAME_CHAR}*(?:\\[A-Z]{_NAME_CHAR}*)+(?:::{_NAME_CHAR}+)?)"
+    rf"(?!{_NAME_CHAR})(?![.\\])(?:#([A-Za-z_]{_NAME_CHAR}*[?!]?))?"
+    rf"|(?<!{_NAME_CHAR})(?<![:#])([A-Z]{_NAME_CHAR}*)#([a-z_]{_NAME_CHAR}*[?!]?)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Names registered as strings (IssueText.literals). An option's value
 # (`--import-mode=importlib`) is not its name; `-->` (IPython's arrow) and
 # `---` (a rule) are no options.
-_OPTION = re.compile(r"(?<![\w-])(--[A-Za-z0-9][\w-]*[A-Za-z0-9])(?![\w-])")
-_MESSAGE_ID = re.compile(r"(?<![\w.-])((?:[a-z_]+\.)?[A-Z]{1,2}\d{3,4})(?![\w-])")
-_HYPHENATED = re.compile(r"(?<![\w./-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![\w/-])")
+_OPTION = re.compile(rf"(?<!{_NAME_CHAR})(?<!-)(--[A-Za-z0-9](?:{_NAME_CHAR}|-)*[A-Za-z0-9])(?!{_NAME_CHAR})(?!-)")
+# (A link's line anchor, `core.py#L120-L135`, is no message id.)
+_MESSAGE_ID = re.compile(rf"(?<!{_NAME_CHAR})(?<![.#-])((?:[a-z_]+\.)?[A-Z]{{1,2}}\d{{3,4}})(?!{_NAME_CHAR})(?!-)")
+_HYPHENATED = re.compile(rf"(?<!{_NAME_CHAR})(?<![./-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?!{_NAME_CHAR})(?![/-])")
 _DIRECTIVE = re.compile(r"^[ \t]*\.\. (?:[\w-]+:)?([\w-]+)::", re.M)
 # A reST role before its backticked target (`:kbd:` in ":kbd:`Ctrl+C`",
 # `func` in ":py:func:`f`").
 _ROLE = re.compile(r"(?<![\w:`]):(?:[a-z][\w-]*:)?([a-z][\w-]*):`")
 # A plugin named on the command line (`-p no:cacheprovider`): registered by
 # that name, and the module of that name.
-_PLUGIN = re.compile(r"(?<![\w-])-p[ \t]+(?:no:)?([A-Za-z_][\w.]*\w)")
+_PLUGIN = re.compile(rf"(?<!{_NAME_CHAR})(?<!-)-p[ \t]+(?:no:)?([A-Za-z_](?:{_NAME_CHAR}|\.)*{_NAME_CHAR})")
 # The names imported: in parentheses across lines, else to the line's end.
 _FROM_IMPORT = re.compile(r"^[ \t]*from\s+([\w.]+)\s+import\s+(?:\(([\w\s,]+)\)|([\w \t,]+))", re.M)
 _IMPORT = re.compile(r"^[ \t]*import\s+([\w.]+(?:\s+as\s+\w+)?(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*)",
@@ -462,17 +488,34 @@ def _add(seen: dict[str, None], value: str) -> None:
 
 
 # An environment report (`pip list`, a library's show_versions(), "System
-# Details"): a version line `numpy: 1.19.1`, `attrs 20.3.0`, `commit: None`,
-# and the lines around it (`OS: Linux`, `LANG: en_US.UTF-8`, a rule, a
-# heading: `INSTALLED VERSIONS`, `Package    Version`).
-# `pip freeze` writes `numpy==1.26.4`, conda `numpy=1.26.4=py311h_0` (a release
-# of three parts: `rate=0.5`, `RATE=0.5` are settings).
-_VERSION_LINE = re.compile(r"[ \t]*(?:[A-Za-z][\w.-]*(?:[ \t]*:[ \t]*|[ \t]+|==)|[a-z][\w.-]*=(?=\d+\.\d+\.\d))"
-                           r"(?:v?\d+(?:\.\d+)+|None)\b.*")
+# Details", an issue template's `- Python version: 3.11.4`): a version line
+# `numpy: 1.19.1`, `attrs 20.3.0`, `commit: None`, and the lines around it
+# (`OS: Linux`, `LANG: en_US.UTF-8`, a rule, a heading: `INSTALLED VERSIONS`,
+# `Package    Version`). After a colon a version has three parts or a `v`, or
+# its key names a version or a language's runtime (`Python version: 3.11`,
+# `Node: 20.1`): `retry_backoff_max: 30.0` is a setting (a line around
+# version lines, never one of them). `pip freeze` writes `numpy==1.26.4` and
+# `click @ file:///…` (installed from a file or a repository), conda
+# `numpy=1.26.4=py311h_0` (a release of three parts: `rate=0.5`, `RATE=0.5`
+# are settings), `npm ls` `semver@7.5.4`, `cargo tree` `serde v1.0.197`.
+_VERSION_KEY = r"[A-Za-z][\w.-]*(?:[ \t]+[\w.-]+){0,3}"
+_RELEASE = r"v?\d+(?:\.\d+)+"
+_RUNTIME = r"(?i:python|pypy|node(?:\.?js)?|deno|bun|go|rustc?|java|jdk|ruby|php|perl|dotnet|\.net)"
+_VERSION_LINE = re.compile(
+    rf"[ \t]*(?:{_VERSION_KEY}[ \t]*:[ \t]*(?:v\d+(?:\.\d+)+|\d+(?:\.\d+){{2,}}|None)\b"
+    rf"|(?:{_VERSION_KEY}(?<=[Vv]ersion)|{_RUNTIME})[ \t]*:[ \t]*{_RELEASE}\b"
+    rf"|[A-Za-z][\w.-]*(?:[ \t]+|==)(?:{_RELEASE}|None)\b"
+    rf"|(?:@[\w.-]+/)?[A-Za-z][\w.-]*@(?:npm:)?{_RELEASE}\b"
+    r"|[A-Za-z][\w.-]*[ \t]+@[ \t]+[a-z][\w+.-]*://"
+    r"|[a-z][\w.-]*=\d+\.\d+\.\d).*")
 # Leading spaces taken once (possessive): given back to `[-= \t]{3,}` one by
 # one, a long line of spaces ending otherwise was quadratic.
 _REPORT_LINE = re.compile(r"[ \t]*+(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}"
                           r"|(?i:[\w .-]{0,40}\bversions?\b[\w .-]{0,40}))|[-= \t]{3,}")
+# A report line's margin: a bullet (`- `, `* `), or a dependency tree's
+# branches (`npm ls`: `├── `, `│ └─┬ `, `+-- `, `` `-- ``; `cargo tree`:
+# `│   └── `). A line on a branch is the tree's (`└── UNMET DEPENDENCY x`).
+_LISTING_MARGIN = re.compile(r"[ \t]*+(?:[-*+][ \t]+|(?P<branch>(?:[│|][ \t]*+)*[├└`+][─┬-]+[ \t]*+))?")
 # Version lines in one run that make it a report.
 _REPORT_VERSIONS = 3
 
@@ -531,6 +574,11 @@ def _without_package_listings(lines: list[str]) -> list[str]:
     return keep
 
 
+def _is_error_line(line: str) -> bool:
+    """Whether ``line`` is an exception's, a panic's or a logged error's (read for its message)."""
+    return any(pattern.match(line) for pattern in (_EXCEPTION_LINE, _GO_PANIC, *_LOG_LINES))
+
+
 def _without_version_listings(text: str) -> str:
     """The text without its environment reports and package listings: their
     package names are rare words in any code base and point at the file
@@ -542,9 +590,15 @@ def _without_version_listings(text: str) -> str:
     while start < len(lines):
         end = start
         versions = 0
-        while end < len(lines) and (_VERSION_LINE.fullmatch(lines[end])
-                                    or _REPORT_LINE.fullmatch(lines[end])):
-            versions += _VERSION_LINE.fullmatch(lines[end]) is not None
+        while end < len(lines):
+            margin = _LISTING_MARGIN.match(lines[end])
+            content = lines[end][margin.end():]
+            version = _VERSION_LINE.fullmatch(content) is not None
+            # An error printed above the versions is the evidence, not the report.
+            if not (version or margin.group("branch") or _REPORT_LINE.fullmatch(content)) \
+                    or _is_error_line(lines[end]):
+                break
+            versions += version
             end += 1
         if versions >= _REPORT_VERSIONS:
             keep[start:end] = [False] * (end - start)

@@ -1143,6 +1143,12 @@ def test_an_environment_report_is_not_read(tool: Engine):
     assert "src/_shop/print_versions.py" not in located
 
 
+def test_a_chinese_report_writing_code_words_without_spaces_leads_to_the_file_it_names(engine: Engine):
+    located = engine.locate("折扣错误\n\n请看shop/pricing.py文件，Discount.apply方法在价格为负数时报错。\n", 3)
+    assert located[0].path == "shop/pricing.py"
+    assert located[0].signals["path"] == 1.0 and located[0].signals["symbol"] > 0
+
+
 def test_a_private_package_under_src_is_read_from_installed_paths_and_dotted_names(tool: Engine):
     # Already so before this test was written: it guards the src layout of a
     # private package (`src/_shop`, imported as `_shop`).

@@ -253,6 +253,65 @@ def test_pip_freeze_and_conda_listings_are_environment_reports(separator: str):
     assert {"retry_delay", "max_wait", "back_off"} <= set(settings.identifiers)
 
 
+@pytest.mark.parametrize("report", [
+    "app@1.0.0 /home/me/app\n├─┬ semverlib@7.5.4\n│ └── lrucachex@10.0.1 deduped\n└── requestsx@10.3.10\n",
+    "app@1.0.0 /home/me/app\n+-- semverlib@7.5.4\n| `-- lrucachex@10.0.1\n`-- requestsx@10.3.10\n",
+    "app v0.1.0 (/home/me/app)\n├── semverlib v1.0.197\n│   └── lrucachex v0.4.21 (*)\n└── requestsx v1.10.3\n",
+    "attrs==23.1.0\nclick @ file:///home/conda/feedstock_root/build_artifacts/click_1692311806742/work\n"
+    "semverlib==2.0.4\nlrucachex @ file:///home/conda/feedstock_root/build_artifacts/l_1/work\nrequestsx==2.31.0\n",
+    "- OS: Ubuntu 22.04\n- Python: 3.11\n- semverlib version: 2.0.4\n- requestsx version: 2.31.0\n"
+    "- lrucachex version: 10.0.1\n",
+], ids=["npm ls", "npm ls in ASCII", "cargo tree", "pip freeze with conda's file lines", "issue template"])
+def test_npm_cargo_conda_and_issue_template_environment_reports_are_not_read(report: str):
+    issue = read_issue(f"Sum is one cent off\n\nWith a discount the sum is wrong.\n\n```\n{report}```\n")
+    assert not [name for name in ("semverlib", "lrucachex", "requestsx") if name in issue.raw]
+    assert "With a discount the sum is wrong." in issue.raw
+
+
+def test_settings_with_decimal_values_and_an_error_above_versions_are_read():
+    # A setting's decimal is no version: a pasted config is the only clue.
+    config = read_issue("Configured values have no effect\n\n```yaml\nretry_first_delay: 1.0\n"
+                        "retry_backoff_factor: 2.5\nretry_backoff_max: 30.0\n```\n")
+    assert config.identifiers == ["retry_first_delay", "retry_backoff_factor", "retry_backoff_max"]
+    # An exception printed right above version lines is the evidence, not the report.
+    crash = read_issue("Crash\n\n```\nValueError: retry_backoff_max must be positive\nPython: 3.11.4\n"
+                       "attrs: 23.1.0\nclick: 8.1.7\n```\n")
+    assert crash.messages == ["retry_backoff_max must be positive"]
+    assert "attrs" not in crash.raw and "click" not in crash.raw
+    # A report's settings-like lines (two-part releases) go with its version lines.
+    report = read_issue("Crash\n\npandas: 2.0.3\npytz: 2023.3\nnumpy: 1.25.1\nbottleneck: 1.3\n"
+                        "scipy: 1.11.1\n")
+    assert "pytz" not in report.raw and "bottleneck" not in report.raw
+
+
+def test_code_words_glued_to_chinese_or_japanese_text_are_read():
+    chinese = read_issue("购物车折扣错误\n\n请看shop/cart.py文件，CartTotals的apply_discount方法在数量为0时返回负数。"
+                         "运行时加上--fast-mode选项，报W0611。\n")
+    assert chinese.paths == ["shop/cart.py"]
+    assert chinese.identifiers == ["CartTotals", "apply_discount"]
+    assert chinese.literals == ["--fast-mode", "W0611"]
+    assert read_issue("结账失败\n\n日志里报'cart total must not be negative'了。\n").messages == [
+        "cart total must not be negative"]
+    assert read_issue("详见https://github.com/o/r/blob/main/src/shop/cart.py文件。\n").paths == [
+        "/o/r/blob/main/src/shop/cart.py"]
+    japanese = read_issue("TextWrapperクラスのextra_indentメソッドがtextwrap.pyで壊れる\n")
+    assert japanese.identifiers == ["TextWrapper", "extra_indent"] and japanese.paths == ["textwrap.py"]
+    assert japanese.prominence("TextWrapper") == 1.0  # in the title
+    # A path written apart names its folders and file in any script after its
+    # root or first folder; names in other scripts are read as before.
+    others = read_issue("我把文件放在 C:\\Users\\张三\\Desktop\\cart.py 里，见 docs/中文/说明.md。\n"
+                        "Größe.berechnen fails in shop/größe.py\n")
+    assert others.paths == ["C:\\Users\\张三\\Desktop\\cart.py", "docs/中文/说明.md", "shop/größe.py"]
+    assert others.identifiers == ["Größe.berechnen"]
+
+
+def test_a_links_line_anchor_is_no_message_id():
+    issue = read_issue("Wrong default\n\nSee https://github.com/pallets/click/blob/main/src/click/core.py#L120-L135 "
+                       "and src/click/types.py#L1042; pylint says W0611.\n")
+    assert issue.literals == ["W0611"]
+    assert issue.paths == ["src/click/types.py", "/pallets/click/blob/main/src/click/core.py"]
+
+
 LOG_FILES = {
     "shop/__init__.py": "",
     "shop/loader.py": (
@@ -442,3 +501,38 @@ def test_a_file_the_text_names_outranks_an_equal_candidate_it_does_not(tmp_path:
         located = engine.locate("the encoder writes value with the wrong zone", 2)
         assert [f.path for f in located] == ["shop/encoder.py", "shop/renderer.py"]
         assert any(c.feature == "name" and c.value == 1.0 and c.contribution > 0 for c in located[0].why)
+
+
+def test_a_message_with_its_value_in_typographic_quotes_matches_its_format_string(tmp_path: Path):
+    files = {"shop/__init__.py": "",
+             "shop/options.py": ("def check_arity(name, nargs, got):\n    if got != nargs:\n"
+                                 "        raise TypeError(f'Argument {name!r} takes {nargs} values.')\n"),
+             "shop/cart.py": "class Cart:\n    def add(self, item):\n        self.items.append(item)\n"}
+    for engine in indexed_engine(git_tree(tmp_path / "quotes", files)):
+        # The quoted value's words are in no chunk: in any quote marks they are
+        # what the format string filled in, not its fixed words.
+        for opening, closing in (("'", "'"), ("‘", "’"), ("“", "”"), ("«", "»"), ("„", "“")):
+            text = f"Wrong arity\n\n```\nTypeError: Argument {opening}verbosity_level{closing} takes 2 values.\n```\n"
+            located = {f.path: f for f in engine.locate(text, 3)}
+            assert located["shop/options.py"].signals.get("message") == 1.0, opening
+            # Split at its quote marks, the message's parts are looked for too.
+            assert "takes 2 values." in read_issue(text).messages, opening
+
+
+def test_a_message_reason_cites_the_line_of_the_message(tmp_path: Path, logs: Engine):
+    steps = "".join(f"    step_{i} = value * {i}\n" for i in range(30))
+    files = {"shop/__init__.py": "",
+             "shop/quantity.py": ('def check_quantity(value):\n    """Validate a quantity."""\n' + steps
+                                  + "    if value < 0:\n"
+                                  "        raise ValueError(f'quantity {value} must not be negative in this basket')\n"
+                                  "    return value\n"),
+             "shop/cart.py": "class Cart:\n    def add(self, item):\n        self.items.append(item)\n"}
+    for engine in indexed_engine(git_tree(tmp_path / "message-line", files)):
+        located = {f.path: f for f in engine.locate(
+            "Adding fails\n\n```\nValueError: quantity -3 must not be negative in this basket\n```\n", 3)}
+        # Found by its run of words, on line 33 of a chunk from line 0.
+        assert {r.line for r in located["shop/quantity.py"].reasons if r.signal == "message"} == {33}
+    # Found by the format string it fills in: shop/loader.py's line 5.
+    located = {f.path: f for f in logs.locate(
+        "Pages come out blank\n\nWARNING: template 'base.html' not found below shop/templates\n", 3)}
+    assert {r.line for r in located["shop/loader.py"].reasons if r.signal == "message"} == {5}
