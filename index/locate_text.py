@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from ctxls.index.chunker import reads_definitions
 from ctxls.index.languages import DEFAULT_INCLUDE, language_for_path
-from ctxls.index.tokenize import _NO_SPACE, STOPWORDS
+from ctxls.index.tokenize import NO_SPACE_SCRIPTS, STOPWORDS
 
 # A character of a name or a path: a word character of any script but those
 # written without spaces (tokenize's runs read as bigrams: Han, kana, Hangul,
@@ -27,7 +27,7 @@ from ctxls.index.tokenize import _NO_SPACE, STOPWORDS
 # (`请看shop/cart.py文件，CartTotals的apply_discount方法`): their letters end a
 # name as a space would, while accented Latin, Greek or Cyrillic letters stay
 # part of one (`Größe.berechnen`).
-_NAME_CHAR = rf"[^\W{_NO_SPACE}]"
+_NAME_CHAR = rf"[^\W{NO_SPACE_SCRIPTS}]"
 # Those scripts' own punctuation (`，`, `。`, `「`, full-width forms): no URL's.
 _NO_SPACE_PUNCTUATION = "\u3000-\u303f\uff00-\uffef"
 
@@ -304,11 +304,11 @@ _CODE_CHARACTERS = re.compile(r"[()\[\]{}<>=;$|\\/@#*_\"]|\w[.:]\S|\.\.\.|(?:^|\
 _PATH_CHAR = rf"(?:{_NAME_CHAR}|[.-])"
 _PATH = re.compile(rf"((?:(?<!\w)(?<![/.\\:~-])(?:~|[A-Za-z]:)?"
                    rf"(?:(?:[\\/]|{_PATH_CHAR}+[\\/])[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w|{_PATH_CHAR}*{_NAME_CHAR})"
-                   rf"|(?<=[{_NO_SPACE}])(?:~|[A-Za-z]:)?[\\/]*(?:{_PATH_CHAR}+[\\/]+)*{_PATH_CHAR}*{_NAME_CHAR})"
+                   rf"|(?<=[{NO_SPACE_SCRIPTS}])(?:~|[A-Za-z]:)?[\\/]*(?:{_PATH_CHAR}+[\\/]+)*{_PATH_CHAR}*{_NAME_CHAR})"
                    r"\.(?:" + "|".join(_SOURCE_EXTENSIONS) + rf"))(?!{_NAME_CHAR})(?![/\\-])")
 # (A URL copied from a browser's address bar has its non-ASCII letters
 # percent-encoded: one of those scripts' letters is the sentence again.)
-_URL_PATH = re.compile(rf"(?<!{_NAME_CHAR})https?://[^/\s]+(/[^\s#?)\]>'\"`{_NO_SPACE}{_NO_SPACE_PUNCTUATION}]+)")
+_URL_PATH = re.compile(rf"(?<!{_NAME_CHAR})https?://[^/\s]+(/[^\s#?)\]>'\"`{NO_SPACE_SCRIPTS}{_NO_SPACE_PUNCTUATION}]+)")
 # An absolute path's start: root, home or a drive (after an opening bracket or quote).
 _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # A folder name with spaces in an absolute path (`C:\Users\Jane Doe\app\x.py`,

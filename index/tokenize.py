@@ -23,6 +23,7 @@ takes the ASCII path unchanged (tokenizes exactly as before Unicode words).
 
 from __future__ import annotations
 
+import hashlib
 import re
 import threading
 import unicodedata
@@ -38,11 +39,11 @@ _PART_SPLIT = re.compile(r"\.|/|::|\\")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # Runs of scripts written without spaces (Han with its radicals and iteration
 # marks, Hiragana, Katakana, Hangul, Thai): indexed as character bigrams.
-_NO_SPACE = ("\u0e00-\u0e7f\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035"
-             "\u3038-\u303c\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
-             "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
-             "\U00020000-\U0003ffff")
-_NO_SPACE_CHAR = re.compile(f"[{_NO_SPACE}]")
+NO_SPACE_SCRIPTS = ("\u0e00-\u0e7f\u1100-\u11ff\u2e80-\u2fdf\u3005-\u3007\u3021-\u3029\u3031-\u3035"
+                    "\u3038-\u303c\u3041-\u309f\u30a1-\u30fa\u30fc-\u30ff\u3130-\u318f\u31f0-\u31ff"
+                    "\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+                    "\U00020000-\U0003ffff")
+_NO_SPACE_CHAR = re.compile(f"[{NO_SPACE_SCRIPTS}]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 # The parts of a non-ASCII word, read on its characters' classes (_char_classes):
 # A upper/title case, a lower case, o a letter of a script without case,
@@ -246,6 +247,43 @@ def expand_tokens(text: str) -> list[str]:
 def _add_ascii_tokens(text: str, start: int, end: int, out: list[str]) -> None:
     for compound in _COMPOUND.findall(text, start, end):
         out.extend(_compound_tokens(compound))
+
+
+# A run of word characters that may hold a word over MAX_TOKEN_CHARS (its cheap pre-test).
+_LONG_RUN = re.compile(r"\w{%d,}" % (MAX_TOKEN_CHARS + 1))
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+LONG_WORD_PREFIX = "longword"
+
+
+def long_words(text: str) -> list[str]:
+    """The words of ``text`` that expand_tokens leaves out as too long
+    (over MAX_TOKEN_CHARS: a digest, a long generated name), folded as
+    names are compared, in order. Runs of a script without spaces are not
+    among them (they give their bigrams)."""
+    if not _LONG_RUN.search(text):
+        return []
+    found: list[str] = []
+    compounds = (_COMPOUND.findall(text) if text.isascii()
+                 else _unicode_compound().findall(unicodedata.normalize("NFKC", text)))
+    for compound in compounds:
+        for word in _PART_SPLIT.split(compound):
+            if len(word) > MAX_TOKEN_CHARS and not _NO_SPACE_CHAR.search(word):
+                found.append(fold(word))
+    return found
+
+
+def long_word_stand_in(word: str) -> str:
+    """One index token standing for a long word (``long_words``): a fixed
+    prefix and 20 letters of the word's digest (94 bits), lower-case letters
+    only so that expand() keeps it one token. Written memory indexes and
+    queries it (file recall does not), so a fact is found by its digest."""
+    digest = int.from_bytes(hashlib.blake2b(word.encode("utf-8", "surrogatepass"),
+                                            digest_size=12).digest(), "big")
+    letters = []
+    for _ in range(20):
+        digest, index = divmod(digest, 26)
+        letters.append(_LETTERS[index])
+    return LONG_WORD_PREFIX + "".join(letters)
 
 
 def fold(text: str) -> str:

@@ -3,6 +3,9 @@ checks them (the CLI's choices, the MCP tools' enums and schema bounds, the
 wire's checks) without importing the engine: the MCP bridge reads them
 before any engine loads. The engine enforces the bounds."""
 
+import math
+from typing import Any
+
 # What recall ranks: chunks of files (code, doc, config) and written memory
 # (fact, episode; direct docs rank with file docs).
 RECALL_KINDS = ("code", "doc", "config", "fact", "episode")
@@ -37,3 +40,52 @@ MAX_BUDGET_TOKENS = 200_000
 MAX_SCOPE_CHARS = 256
 # remember and ingest: bytes of the text or upload (UTF-8).
 MAX_WRITE_BYTES = 10 * 1024 * 1024
+
+# -- what no value may be ------------------------------------------------------
+# SQLite's INTEGER: every integer param must fit, wherever it ends up.
+MIN_INT, MAX_INT = -(1 << 63), (1 << 63) - 1
+
+
+def first_invalid(value: Any, path: str = "") -> tuple[str, str] | None:
+    """(param path, problem) of the first value no request may carry, and no
+    store may hold (a row's meta, whether remembered or imported): a string
+    with NUL or an unpaired surrogate, an integer outside SQLite's 64-bit
+    range, a number that is not finite (no JSON answer could carry it).
+    Walks any nesting without recursion."""
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack:
+        where, item = stack.pop()
+        if isinstance(item, str):
+            problem = _string_problem(item)
+            if problem:
+                return where or "params", f"must not contain {problem}"
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not MIN_INT <= item <= MAX_INT:
+                return where or "params", "is outside the 64-bit integer range"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return where or "params", "must be a finite number"
+        elif isinstance(item, dict):
+            for key, child in reversed(list(item.items())):
+                child_path = f"{where}.{key}" if where else str(key)
+                problem = _string_problem(key) if isinstance(key, str) else None
+                if problem:
+                    return child_path, f"has a key that contains {problem}"
+                stack.append((child_path, child))
+        elif isinstance(item, list):
+            stack.extend((f"{where}.{i}" if where else str(i), child)
+                         for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _string_problem(text: str) -> str | None:
+    """What a string holds that no store or answer can carry, or None."""
+    if "\0" in text:
+        return "NUL characters"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "unpaired surrogates"
+    return None

@@ -585,3 +585,67 @@ async def test_paraphrase_recall_over_lsp_with_embeddings(repo: Path, memory_opt
         hits = (await s.request("ctxls/recall", {"scope": "eve", "query": "database copies overnight",
                                                  "kind": "fact", "mode": "semantic"}))["hits"]
         assert "eve-db" in paths(hits)
+
+
+async def test_a_tenants_episode_write_prunes_only_its_own_old_episodes(repo: Path,
+                                                                         memory_options: dict):
+    """On SQLite one tenant's episode write deleted every tenant's and the
+    shared tier's old episodes (its prune had no scope condition), where
+    PostgreSQL pruned only the writer's own (memory probe): both prune the
+    writing scope's own now."""
+    async with serve(repo, memory_options | {"episodeWindowDays": 1}) as s:
+        await s.wait_indexed()
+        for scope in ("alice", "bob", "@global"):
+            await s.request("ctxls/remember", {"scope": scope, "id": f"{scope}-old", "kind": "episode",
+                                               "text": "long ago", "occurredAt": now_ms() - 2 * DAY_MS})
+        await s.request("ctxls/remember", {"scope": "alice", "id": "fresh", "kind": "episode",
+                                           "text": "just now"})
+        assert await s.request("ctxls/get", {"scope": "alice", "id": "alice-old"}) is None
+        assert await s.request("ctxls/get", {"scope": "bob", "id": "bob-old"}) is not None
+        assert await s.request("ctxls/get", {"scope": "bob", "id": "@global-old"}) is not None
+        assert (await s.request("ctxls/count", {"scope": "bob", "kind": "episode"}))["count"] == 2
+
+
+async def test_lexical_recall_finds_the_same_rows_on_both_backends(repo: Path, memory_options: dict):
+    """PostgreSQL's `english` configuration dropped stop words and kept
+    accents: 'who', 'IT' and 'cafe' found a fact on SQLite and nothing on
+    PostgreSQL (memory probe). Both match the SQLite backend's terms now."""
+    facts = {"oncall": "Who is on call this week: Dana",
+             "laptops": "IT replaces broken laptops",
+             "menu": "The café on the corner closes at noon",
+             "taxonomy": "The terminology of the ontology is reviewed yearly"}
+    async with serve(repo, memory_options) as s:
+        await s.wait_indexed()
+        for key, text in facts.items():
+            await s.request("ctxls/remember", {"scope": "t", "id": key, "text": text})
+        for query, expected in (("who", ["oncall"]), ("IT", ["laptops"]), ("cafe", ["menu"]),
+                                ("CAFÉ", ["menu"]), ("closing", ["menu"]), ("ontologies", ["taxonomy"]),
+                                ("terminologies", ["taxonomy"]), ("the", ["menu", "taxonomy"])):
+            found = await s.request("ctxls/recall", {"query": query, "kind": "fact", "scope": "t",
+                                                     "mode": "lexical"})
+            assert sorted(paths(found["hits"])) == expected, query
+
+
+async def test_a_fact_is_recalled_by_a_word_over_the_token_bound(repo: Path, memory_options: dict):
+    """Words over 48 characters (a SHA-256 digest, a long class name) are
+    left out of the index as noise, so no recall found the fact holding them
+    (memory probe). Memory indexes a stand-in for each, and so does its query."""
+    digest = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    name = "AbstractSingletonProxyFactoryBeanConfigurationHelper"  # 52 characters
+    async with serve(repo, memory_options) as s:
+        await s.wait_indexed()
+        await s.request("ctxls/remember", {"scope": "t", "id": "release-digest",
+                                           "text": f"The 2.3 release tarball has sha256 {digest}"})
+        await s.request("ctxls/remember", {"scope": "t", "id": "proxy-helper",
+                                           "text": f"{name} builds the proxies at startup"})
+        await s.request("ctxls/ingest", {"scope": "t", "filename": "notes.md",
+                                         "text": f"# Build\n\nThe helper is {name}.\n"})
+        for query, kind, expected in ((digest, "fact", ["release-digest"]),
+                                      (digest.upper(), "fact", ["release-digest"]),
+                                      (name, "fact", ["proxy-helper"]),
+                                      (f"who builds {name}?", "fact", ["proxy-helper"]),
+                                      (name, "doc", ["notes.md"]),
+                                      (digest[:-1] + "0", "fact", [])):
+            found = await s.request("ctxls/recall", {"query": query, "kind": kind, "scope": "t",
+                                                     "mode": "lexical"})
+            assert paths(found["hits"]) == expected, query

@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import psycopg
@@ -477,7 +478,7 @@ async def test_status_says_team_memory_is_unreachable_instead_of_ready(repo: Pat
                     status = await s.request("ctxls/status")
                     return status if status["state"] == state else None
                 up = await s.wait_for(lambda: in_state("ready"), timeout=30)
-                assert up and up["memory"] == {"backend": "postgresql", "schemaVersion": 3,
+                assert up and up["memory"] == {"backend": "postgresql", "schemaVersion": SCHEMA_VERSION,
                                                "reachable": True}
                 server.stop()
                 down = await s.wait_for(lambda: in_state("degraded"), timeout=30)
@@ -490,3 +491,132 @@ async def test_status_says_team_memory_is_unreachable_instead_of_ready(repo: Pat
                 assert again and "memoryError" not in again
         finally:
             server.stop()
+
+
+def _lock_waiters(pg_server: PgServer, url: str) -> int:
+    """Backends of the test database waiting for a lock (a row's or an advisory one)."""
+    with pg_server.admin() as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND "
+                            "wait_event_type = 'Lock'", (url.rsplit("/", 1)[1],)).fetchone()[0]
+
+
+def _wait_until(condition, what: str) -> None:
+    for _ in range(600):
+        if condition():
+            return
+        threading.Event().wait(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def test_an_ingest_and_a_remember_of_one_id_never_leave_it_torn(pg_server: PgServer, url: str):
+    """Under READ COMMITTED a remember racing an ingest of the same (scope,
+    id) deleted only the parts it could see, upserted part 0 and dropped the
+    upload: the id was left half fact, half document (memory probe; ~40 % of
+    unforced races). Memory writes take one advisory lock first, so the id
+    ends as one writer's whole. The ingest is held inside its transaction
+    here (the upload's row locked), as a slow first writer would be."""
+    first, second = Memory(PostgresMemoryStore(url)), Memory(PostgresMemoryStore(url))
+    alice = named_scope("alice")
+    document = "# One\n\nfirst section\n\n# Two\n\nsecond section words\n\n# Three\n\nthird\n"
+    try:
+        first.ingest(alice, "notes.md", text="# old\n\nold text\n", key="notes")
+        with pg_server.admin(url.rsplit("/", 1)[1]) as admin:
+            admin.execute("BEGIN")
+            admin.execute("SELECT 1 FROM ctxls_memory_files WHERE key = 'notes' FOR UPDATE")
+            ingest = threading.Thread(target=lambda: first.ingest(alice, "notes.md", text=document,
+                                                                  key="notes"))
+            ingest.start()
+            _wait_until(lambda: _lock_waiters(pg_server, url) == 1, "the ingest waits")
+            remember = threading.Thread(target=lambda: second.remember(alice, "notes", "a plain fact"))
+            remember.start()
+            _wait_until(lambda: _lock_waiters(pg_server, url) == 2, "the remember waits")
+            admin.execute("COMMIT")
+        ingest.join()
+        remember.join()
+        node = first.node("notes", alice)
+        assert [(s.part, s.kind) for s in node.segments] == [(0, "fact")]  # the later writer's, whole
+        assert first.item("notes", alice).text == "a plain fact"
+        assert first.backend.upload("alice", "notes") is None
+        assert first.search("doc", "second section", 5, alice) == []
+    finally:
+        first.backend.close()
+        second.backend.close()
+
+
+def test_enumerate_never_repeats_or_skips_a_row_while_another_daemon_commits_late(
+        pg_server: PgServer, url: str):
+    """A row's id (its place in enumerate) was taken at INSERT, not at
+    COMMIT: a write that committed after a later one landed before it, so a
+    client following the pages saw one row twice and another never (memory
+    probe). Memory writes are serialised by an advisory lock: ids come in
+    commit order. Daemon C is held just before its COMMIT."""
+    inserted, commit = threading.Event(), threading.Event()
+
+    class LateCommit(PostgresMemoryStore):
+        @contextmanager
+        def _tx(self, scope=None, home=None):
+            with super()._tx(scope, home) as conn:
+                yield conn
+                inserted.set()
+                commit.wait(30)
+
+    alice = named_scope("alice")
+    a, b, c = (Memory(PostgresMemoryStore(url)), Memory(PostgresMemoryStore(url)),
+               Memory(LateCommit(url)))
+    try:
+        for i in range(4):
+            a.remember(alice, f"f{i}", f"fact number {i}")
+        late = threading.Thread(target=lambda: c.remember(alice, "from-c", "written by C"))
+        late.start()
+        inserted.wait(30)
+        other = threading.Thread(target=lambda: [b.remember(alice, k, "written by B")
+                                                 for k in ("from-b1", "from-b2")])
+        other.start()
+        _wait_until(lambda: not other.is_alive() or _lock_waiters(pg_server, url) >= 1,
+                    "B wrote or waits")
+        page = a.enumerate(alice, "fact", 0, 5)
+        seen = [r.key for r in page.rows]
+        commit.set()
+        late.join()
+        other.join()
+        offset = page.offset + len(page.rows)  # where a client following the pages goes on
+        while True:
+            page = a.enumerate(alice, "fact", offset, 5)
+            if not page.rows:
+                break
+            seen += [r.key for r in page.rows]
+            offset += len(page.rows)
+        assert sorted(seen) == sorted(["f0", "f1", "f2", "f3", "from-c", "from-b1", "from-b2"])
+    finally:
+        for memory in (a, b, c):
+            memory.backend.close()
+
+
+def test_schema_4_rebuilds_every_rows_full_text_as_sqlite_reads_it(url: str):
+    """Rows written under schema 3 hold the `english` configuration's
+    tsvector (stop words dropped, accents kept): migrating rebuilds each
+    row's, so 'who' and 'cafe' find them as on SQLite."""
+    old = PostgresMemoryStore(url, migrate=False)
+    try:
+        assert old.migrate(target=3) == (0, 3)
+    finally:
+        old.close()
+    facts = {("alice", "oncall"): "Who is on call this week: Dana",
+             ("bob", "menu"): "The café on the corner closes at noon"}
+    with psycopg.connect(url) as conn:  # as schema 3 wrote them
+        conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+        for (scope, key), text in facts.items():
+            conn.execute(
+                "INSERT INTO ctxls_memory(scope, key, part, kind, author, format, start_line, "
+                "end_line, text, created_at, occurred_at, embed_hash, tsv) VALUES (%s, %s, 0, "
+                "'fact', 'agent', 'text', 0, 0, %s, 0, 0, 'h', setweight(to_tsvector('english', %s), "
+                "'B') || to_tsvector('english', %s))", (scope, key, text, key, text))
+    store = PostgresMemoryStore(url, migrate=False)
+    try:
+        assert store.migrate() == (3, SCHEMA_VERSION)
+        memory = Memory(store)
+        assert [r.key for r in memory.search("fact", "who", 5, named_scope("alice"))] == ["oncall"]
+        assert [r.key for r in memory.search("fact", "cafe", 5, named_scope("bob"))] == ["menu"]
+        assert [r.key for r in memory.search("fact", "oncall", 5, named_scope("alice"))] == ["oncall"]
+    finally:
+        store.close()

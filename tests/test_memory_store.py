@@ -9,10 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ctxls.index.memory import Memory
 from ctxls.index.memory import sqlite as memory_module
+from ctxls.index.memory.lexemes import fts_lexemes
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.scopes import EVERYTHING, named_scope
 from ctxls.index.store import INDEX_STAMP, SCHEMA_VERSION
+from ctxls.index.tokenize import expand, expand_tokens
 
 from conftest import SAMPLE_FILES, write_tree
 
@@ -275,3 +278,65 @@ def test_trusting_a_quarantined_store_never_joins_an_id_this_store_holds(plain: 
     assert engine.memory.item("x", named_scope("bob")).text == runbook  # another scope's x: carried
     assert engine.memory.count(EVERYTHING) == 4
     engine.close()
+
+
+def _fts5_terms(texts: list[str]) -> list[list[str]]:
+    """Each text's terms as the memory tables' tokenizer reads expand()'s output."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(x, tokenize = \"porter unicode61 tokenchars '_'\")")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    conn.executemany("INSERT INTO t(rowid, x) VALUES (?, ?)",
+                     [(i + 1, expand(text)) for i, text in enumerate(texts)])
+    found: dict[int, list[tuple[int, str]]] = {}
+    for term, doc, _, offset in conn.execute("SELECT term, doc, col, offset FROM v"):
+        found.setdefault(doc, []).append((offset, term))
+    return [[term for _, term in sorted(found.get(i + 1, []))] for i in range(len(texts))]
+
+
+def test_postgresql_lexemes_are_the_sqlite_memory_tables_terms():
+    """PostgreSQL stemmed with its `english` configuration (stop words
+    dropped, accents kept): the same lexical recall found different rows on
+    the two backends (memory probe). Its lexemes are now computed as FTS5's
+    porter unicode61 tokenizer reads the same index tokens; SQLite's own
+    tokenizer is the reference here. (All 300,000 distinct tokens of a
+    corpus of source and prose agreed when this was written.)"""
+    texts = ["Who is on call this week? IT replaces laptops", "The café, naïve Über CAFÉ façade",
+             "terminology ontology chronologies technologies assemblies", "eed ies succeed agreed",
+             "relational conditional rational valency hopefulness goodness formalize",
+             "generalizations oscillators sensibility electrical running hopping filing",
+             "Ωmega ΣΊΣΥΦΟΣ straße ǅemal İstanbul ﬁle Ｆｕｌｌ ǖber ø æ ł Москва бежали",
+             "東京都の天気 สวัสดีครับ 한국어 텍스트", "getUserName os.path.join FOO_URL snake_case_name v2 3mins",
+             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 x" * 2,
+             "AbstractSingletonProxyFactoryBeanConfigurationHelper _details _alias 20commits"]
+    for text, terms in zip(texts, _fts5_terms(texts)):
+        assert fts_lexemes(expand_tokens(text)) == terms, text
+
+
+def test_a_query_without_lexical_terms_is_still_searched_by_meaning():
+    """A query with no lexical term returned nothing before the backend was
+    asked, semantic mode included (memory probe): with a semantic index the
+    backend is asked (by meaning alone); without one, nothing is."""
+    asked: list[list[str]] = []
+
+    class Backend:
+        def search(self, kinds, query, terms, n, scope, now, semantic, dense_only):
+            asked.append(terms)
+            return {kind: [] for kind in kinds}
+
+    memory = Memory(Backend())
+    assert memory.search_kinds(["fact"], "?! …", 5, EVERYTHING) == {"fact": []}
+    assert asked == []
+    memory.search_kinds(["fact"], "?! …", 5, EVERYTHING, semantic=object(), dense_only=True)
+    assert asked == [[]]
+
+
+def test_a_semantic_recall_without_lexical_terms_finds_rows_by_meaning(plain: Path):
+    engine = Engine(plain, EngineOptions(embeddings=True))
+    try:
+        remember_all(engine, {"db-backup": FACTS["db-backup"]})
+        engine.embed_pending()
+        for mode in ("semantic", "hybrid"):
+            hits = engine.recall("?! …", ["fact"], 5, mode=mode).hits_by_kind["fact"]
+            assert [h.path for h in hits] == ["db-backup"], mode
+    finally:
+        engine.close()

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ctxls.index.errors import InvalidParams
+from ctxls.index.memory.model import check_meta
 from ctxls.index.memory.transfer import EXPORT_FIELDS
 
 # Written by `ctxls memory export` before the format's names moved into one
@@ -166,3 +168,26 @@ def test_import_refuses_a_row_given_twice_or_already_stored_and_writes_nothing(
         assert f"{what} in scope" in again.stderr and "already stored; nothing was imported" in again.stderr
     assert subprocess.run([*CLI, "export", *import_target], capture_output=True, text=True,
                           check=True).stdout == EARLIER_EXPORT
+
+
+def test_import_refuses_meta_values_no_json_answer_can_carry(import_target: list[str]):
+    """Import read meta with Python's JSON reader, which takes NaN and
+    Infinity (1e999), and checked no number: every later answer holding the
+    row was invalid JSON, where remember refuses such meta (memory probe).
+    Both refuse the same values now, naming where in the meta."""
+    fact = EARLIER_EXPORT.split("\n")[0]
+    for meta, problem in (('{"a":NaN}', "NaN is not a JSON value"),
+                          ('{"a":[-Infinity]}', "-Infinity is not a JSON value"),
+                          ('{"b":1e999}', "meta.b must be a finite number"),
+                          ('{"c":{"d":79228162514264337593543950336}}',
+                           "meta.c.d is outside the 64-bit integer range")):
+        refused = subprocess.run([*CLI, "import", *import_target], input=_with(fact, meta=meta) + "\n",
+                                 capture_output=True, text=True)
+        assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+        assert "invalid param 'line 1'" in refused.stderr and problem in refused.stderr, refused.stderr
+    assert subprocess.run([*CLI, "export", *import_target], capture_output=True, text=True,
+                          check=True).stdout == ""
+    # remember's own check, the one import applies (model.check_meta).
+    for meta in ({"a": float("nan")}, {"b": [float("inf")]}, {"c": 2**96}):
+        with pytest.raises(InvalidParams):
+            check_meta(meta)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ctxls.index.chunker import chunk_file
 from ctxls.index.errors import InvalidParams, TooLarge
+from ctxls.index.memory.lexemes import memory_query_terms
 from ctxls.index.memory.model import (DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, MAX_PAGE,
                                       MAX_WRITE_BYTES, MEMORY_KINDS, Forget,
                                       IngestResult, KnownFact, MemoryItem, MemoryNode, MemoryRow,
@@ -19,7 +20,6 @@ from ctxls.index.memory.model import (DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, MAX_P
                                       check_new_key, check_text, whole_segment)
 from ctxls.index.scopes import Scope
 from ctxls.index.store import now_ms
-from ctxls.index.tokenize import query_terms
 from ctxls.index.vocabulary import AUTHORS, MAX_MEMORY_N
 
 if TYPE_CHECKING:
@@ -145,10 +145,11 @@ class Memory:
         """Per kind, the ``n`` best rows for ``query``, each kind ranked only
         against itself: stemmed full text, fused with cosine similarity when
         ``semantic`` is given; one request to the backend for all kinds (one
-        round trip on PostgreSQL). A query with no usable term finds nothing."""
+        round trip on PostgreSQL). A query with no usable term finds nothing
+        lexically; by meaning it still may."""
         check_kinds(kinds)
-        terms = query_terms(query)
-        if not terms:
+        terms = memory_query_terms(query)
+        if not terms and semantic is None:
             return {kind: [] for kind in kinds}
         return self.backend.search(kinds, query, terms, n, scope, now_ms(), semantic, dense_only)
 

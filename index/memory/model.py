@@ -11,7 +11,7 @@ from ctxls.index.chunker import split_lines
 from ctxls.index.errors import InvalidParams, MemoryUnavailable, TooLarge
 from ctxls.index.paths import CONTROL_CHARACTER
 from ctxls.index.scopes import GLOBAL, Scope
-from ctxls.index.vocabulary import MAX_ID_CHARS, MAX_WRITE_BYTES
+from ctxls.index.vocabulary import MAX_ID_CHARS, MAX_WRITE_BYTES, first_invalid
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -147,7 +147,7 @@ class Write:
     upload: Upload | None  # None: a remember, which drops any earlier upload of the id
     prune_episodes_before: int | None  # an episode write prunes older episodes first
     # The writer reads every scope (a daemon without owner): its prune spans
-    # every scope on PostgreSQL too, not only the scope it writes to.
+    # every scope, not only the scope it writes to (both backends).
     prune_every_scope: bool = False
 
 
@@ -274,7 +274,13 @@ def check_meta(meta: dict | None) -> str | None:
         raise InvalidParams("meta", "must be an object")
     if _nesting(meta) > MAX_META_DEPTH:
         raise InvalidParams("meta", f"must not be nested deeper than {MAX_META_DEPTH} levels")
-    text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"))
+    # What a request could not carry (the wire refuses it there) no store
+    # holds either: NaN or Infinity would make every answer holding the row
+    # invalid JSON, an integer past 64 bits unreadable by many clients.
+    invalid = first_invalid(meta, "meta")
+    if invalid is not None:
+        raise InvalidParams(invalid[0], invalid[1])
+    text = json.dumps(meta, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     if len(text.encode("utf-8")) > MAX_META_BYTES:
         raise TooLarge("meta", MAX_META_BYTES)
     return text

@@ -9,7 +9,8 @@ hybrid recall makes two, the first while its query is being embedded.
 Tables (``SCHEMA_VERSION``; ``ctxls_memory_meta`` holds ``schema_version``,
 ``text_search_config`` and, once a daemon with embeddings has written,
 ``vector_model``): ``ctxls_memory`` (one row per fact, episode, doc or
-ingested segment; ``tsv`` its stemmed full text, ``embedding`` its vector),
+ingested segment; ``tsv`` its full text as the SQLite backend's terms,
+``embedding`` its vector),
 ``ctxls_memory_files`` (uploads, byte-exact) and ``ctxls_demand``.
 
 Tenancy, twice: every query filters on the request's scope as the SQLite
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.embeddings import is_builtin_model
 from ctxls.index.errors import EngineError, MemoryUnavailable
+from ctxls.index.memory.lexemes import fts_lexemes, memory_index_text
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       INLINE_TEXT_BYTES, MEMORY_KINDS, Candidate, Forget, KnownFact,
                                       MemoryRow, Page, TextReader, Write, memory_row,
@@ -59,7 +61,7 @@ from ctxls.index.model import content_hash
 from ctxls.index.ranking import fused_scores
 from ctxls.index.scopes import Scope
 from ctxls.index.semantic import unfingerprinted
-from ctxls.index.tokenize import expand, expand_tokens
+from ctxls.index.tokenize import expand_tokens
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -73,18 +75,25 @@ log = logging.getLogger(__name__)
 # 3: the full-text indexes without a pending list (fastupdate off): each query
 #    scanned the up to 4 MB of entries not yet merged, ~25 ms at 1M facts
 #    whatever it matched, until a vacuum merged them (docs/decisions.md, "Team memory on PostgreSQL").
-SCHEMA_VERSION = 3
-# Stemming for memory's prose (the SQLite backend's porter tokenizer is English too).
-TEXT_SEARCH_CONFIG = "english"
+# 4: tsv holds the SQLite backend's terms (lexemes.fts_lexemes: FTS5's Porter
+#    stems, case and accents folded, no stop words, long words' stand-ins),
+#    built in Python and stored verbatim, instead of the `english` text search
+#    configuration's: a query of stop words ("who") or without an accent
+#    ("cafe") found rows on SQLite and none here. Every row's tsv is rebuilt.
+SCHEMA_VERSION = 4
+# What tsv holds, recorded in ctxls_memory_meta: no text search configuration
+# reads it (a tsvector and a tsquery are built from lexemes.fts_lexemes).
+TEXT_SEARCH_CONFIG = "ctxls-fts5-porter-unicode61"
 # A memory row's columns; the full-text vector weighs symbol (A) over key (B) over text.
+_TSV_SQL = "setweight(%s::tsvector, 'A') || setweight(%s::tsvector, 'B') || %s::tsvector"
 _INSERT_MEMORY = (
     "INSERT INTO ctxls_memory(scope, key, part, kind, author, format, symbol, "
     "start_line, end_line, text, meta, session, created_at, occurred_at, "
     "expires_at, embed_hash, tsv, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, "
-    "%s, %s, %s, %s, %s, %s, %s, %s, %s, "
-    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'A') || "
-    f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', %s), 'B') || "
-    f"to_tsvector('{TEXT_SEARCH_CONFIG}', %s), %s::vector)")
+    f"%s, %s, %s, %s, %s, %s, %s, %s, %s, {_TSV_SQL}, %s::vector)")
+# A tsvector holds a position up to this and at most this many positions a lexeme.
+MAX_TSV_POSITION = 16383
+MAX_TSV_POSITIONS = 256
 # PostgreSQL holds a tsvector to 1 MB ("string is too long for tsvector"):
 # full text reads at most this much of a row's text (its index tokens, UTF-8)
 # and of its heading path. A tsvector takes at most about three bytes per byte
@@ -103,9 +112,16 @@ EMBED_BATCH = 64
 CONNECT_TIMEOUT_S = 3
 STATEMENT_TIMEOUT_MS = 10_000
 POOL_MAX = 8
-# pg_advisory_xact_lock keys: one migration and one purge at a time across daemons.
+# pg_advisory_xact_lock keys: one migration at a time across daemons, and one
+# memory write (remember, ingest, forget, purge, import) at a time: taken first
+# in the write's transaction and held to its COMMIT, so that (scope, id)'s
+# delete-then-upsert is never interleaved with another writer's, and row ids
+# (enumerate's order) are handed out in commit order. A write transaction is
+# a few ms (its vectors are computed before it); see docs/decisions.md.
 MIGRATE_LOCK = 0x6374786C_0001
-PURGE_LOCK = 0x6374786C_0002
+WRITE_LOCK = 0x6374786C_0002
+# Rows whose tsv migration 4 rebuilds per statement.
+REBUILD_BATCH = 500
 # Row-level security lets the planner run a query's own condition before the
 # policy's only when it is LEAKPROOF; `tsv @@ query` (ts_match_vq) is not
 # marked so by PostgreSQL, and without it every recall reads all the tenant's
@@ -199,7 +215,27 @@ CREATE INDEX ctxls_demand_path ON ctxls_demand (path, kind, action);
     3: "".join(f"ALTER INDEX ctxls_memory_tsv_{kind} SET (fastupdate = off);\n"
                f"SELECT gin_clean_pending_list('ctxls_memory_tsv_{kind}'::regclass);\n"
                for kind in MEMORY_KINDS),
+    4: lambda conn: _rebuild_full_text(conn),
 }
+
+
+def _rebuild_full_text(conn) -> None:
+    """Migration 4: every row's tsv from its symbol, id and text (the
+    tokenizing is Python's, so no SQL statement can do it), in id order."""
+    conn.execute("SELECT set_config('ctxls.all', 'on', true)")  # every tenant's rows
+    after = 0
+    while True:
+        rows = conn.execute(
+            f"SELECT id, key, left(symbol, {FULL_TEXT_SYMBOL_BYTES}), left(text, {FULL_TEXT_BYTES}) "
+            "FROM ctxls_memory WHERE id > %s ORDER BY id LIMIT %s", (after, REBUILD_BATCH)).fetchall()
+        if not rows:
+            break
+        with conn.cursor() as cur:
+            cur.executemany(f"UPDATE ctxls_memory SET tsv = {_TSV_SQL} WHERE id = %s",
+                            [(*_tsv_parts(symbol, key, text), row_id)
+                             for row_id, key, symbol, text in rows])
+        after = rows[-1][0]
+    conn.execute("SELECT set_config('ctxls.all', '', true)")
 
 
 class MemorySchemaError(RuntimeError):
@@ -219,24 +255,54 @@ def _kind_literal(kind: str) -> str:
 
 
 def _full_text(text: str | None, limit: int = FULL_TEXT_BYTES) -> str:
-    """What to_tsvector reads of ``text``: its index tokens (``expand``) from
-    the start, at most ``limit`` bytes of them."""
+    """A tsvector literal of ``text``'s terms (``fts_lexemes`` of its index
+    tokens, with long words' stand-ins: ``memory_index_text``) from the
+    start, at most ``limit`` bytes of tokens."""
     kept, size = [], 0
-    for token in expand_tokens((text or "")[:limit]):  # a character is a byte or more
+    # A character is a byte or more: the first ``limit`` of them hold the bytes read.
+    for token in expand_tokens(memory_index_text((text or "")[:limit])):
         size += len(token.encode("utf-8")) + 1
         if size > limit:
             break
         kept.append(token)
-    return " ".join(kept)
+    return _tsvector_literal(fts_lexemes(kept))
+
+
+def _quoted_lexeme(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _tsvector_literal(lexemes: list[str]) -> str:
+    """``lexemes`` as a tsvector's text, verbatim (no configuration reads
+    it), each at its place (1-based; PostgreSQL keeps MAX_TSV_POSITIONS of a
+    lexeme's, up to MAX_TSV_POSITION)."""
+    positions: dict[str, list[int]] = {}
+    for place, lexeme in enumerate(lexemes, 1):
+        kept = positions.setdefault(lexeme, [])
+        place = min(place, MAX_TSV_POSITION)
+        if len(kept) < MAX_TSV_POSITIONS and (not kept or kept[-1] != place):
+            kept.append(place)
+    return " ".join(f"{_quoted_lexeme(lexeme)}:{','.join(map(str, places))}"
+                    for lexeme, places in positions.items())
+
+
+def _tsv_parts(symbol: str | None, key: str, text: str | None) -> tuple[str, str, str]:
+    """The three tsvector literals of a row (_TSV_SQL): heading path, id, text."""
+    return (_full_text(symbol, FULL_TEXT_SYMBOL_BYTES),
+            _tsvector_literal(fts_lexemes(expand_tokens(key))), _full_text(text))
 
 
 def _first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
-def _tsquery(terms: list[str]) -> str:
-    # query_terms() yields [a-z0-9_] words: quoted, none is tsquery syntax.
-    return " | ".join(f"'{t}'" for t in terms)
+def _term_tsquery(term: str) -> str | None:
+    """One query term as a tsquery's text: its FTS5 terms (a term unicode61
+    splits is a phrase, as FTS5 reads a quoted string); None when it has none."""
+    lexemes = fts_lexemes([term])
+    if not lexemes:
+        return None
+    return "(" + " <-> ".join(_quoted_lexeme(lexeme) for lexeme in lexemes) + ")"
 
 
 class PostgresMemoryStore:
@@ -313,6 +379,14 @@ class PostgresMemoryStore:
             with conn.transaction():
                 conn.execute(_SET_FENCE, self._fence_settings(scope, home))
                 yield conn
+
+    @contextmanager
+    def _write_tx(self, home: str | None = None) -> Iterator:
+        """A transaction that changes memory rows: WRITE_LOCK first, held to
+        its end, so memory writes commit one at a time across daemons."""
+        with self._tx(home=home) as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            yield conn
 
     def _read(self, scope: Scope, statements: list[tuple[str, list]]) -> list[list[tuple]]:
         """Each statement's rows, read under ``scope``'s fence in one round trip:
@@ -403,7 +477,8 @@ class PostgresMemoryStore:
                     conn.execute("CREATE TABLE IF NOT EXISTS ctxls_memory_meta "
                                  "(key text PRIMARY KEY, value text NOT NULL)")
                     for version in range(before + 1, target + 1):
-                        conn.execute(_MIGRATIONS[version])
+                        step = _MIGRATIONS[version]
+                        step(conn) if callable(step) else conn.execute(step)
                     conn.execute(
                         "INSERT INTO ctxls_memory_meta(key, value) VALUES ('schema_version', %s), "
                         "('text_search_config', %s) ON CONFLICT (key) DO UPDATE SET value = "
@@ -504,7 +579,7 @@ class PostgresMemoryStore:
 
     def write(self, write: Write) -> list[int]:
         embeddings = self._embeddings(write)  # before the transaction: it holds no lock meanwhile
-        with self._tx(home=write.scope) as conn:
+        with self._write_tx(home=write.scope) as conn:
             if write.prune_episodes_before is not None:
                 if write.prune_every_scope:  # for the prune alone: the write stays fenced
                     conn.execute(_SET_FENCE, self._fence_settings(None, None))
@@ -530,8 +605,7 @@ class PostgresMemoryStore:
                      write.meta_json, write.session, write.created_at, write.occurred_at,
                      write.expires_at,
                      content_hash(memory_embedding_text(segment.symbol, segment.text)),
-                     _full_text(segment.symbol, FULL_TEXT_SYMBOL_BYTES), expand(write.key),
-                     _full_text(segment.text),
+                     *_tsv_parts(segment.symbol, write.key, segment.text),
                      embedding)).fetchone()
                 ids.append(row_id)
             if write.upload is None:
@@ -579,12 +653,11 @@ class PostgresMemoryStore:
         if what.key_prefix is not None:
             conditions.append("left(key, %s) = %s")
             args += [len(what.key_prefix), what.key_prefix]
-        with self._tx(home=what.owned) as conn:
+        with self._write_tx(home=what.owned) as conn:
             return self._delete(conn, " AND ".join(conditions), args)
 
     def purge(self, now: int) -> int:
-        with self._tx() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (PURGE_LOCK,))
+        with self._write_tx() as conn:  # one purge at a time: the others find nothing left
             return self._delete(conn, "expires_at IS NOT NULL AND expires_at <= %s", [now])
 
     # -- reads -------------------------------------------------------------------
@@ -613,17 +686,18 @@ class PostgresMemoryStore:
         those rows only: a common word matches thousands of rows. (Their
         cosines, a vector read each, come afterwards for these rows only.)"""
         fence, fence_args = self._fence(scope, now, scope_index=False)
-        coverage_sql = " + ".join(
-            f"(m.tsv @@ to_tsquery('{TEXT_SEARCH_CONFIG}', %s))::int" for _ in terms)
+        # Terms without an FTS5 term match nothing there either (they count
+        # against coverage all the same: SQLite's coverage counts them too).
+        queries = [q for q in map(_term_tsquery, terms) if q is not None] or ["''"]
+        coverage_sql = " + ".join("(m.tsv @@ %s::tsquery)::int" for _ in queries)
         best = " UNION ALL ".join(
-            f"(SELECT m.id, ts_rank('{RANK_WEIGHTS}', m.tsv, q) AS score FROM ctxls_memory m, "
-            f"to_tsquery('{TEXT_SEARCH_CONFIG}', %s) q "
-            f"WHERE m.kind = {_kind_literal(kind)} AND m.tsv @@ q AND {fence} "
+            f"(SELECT m.id, ts_rank('{RANK_WEIGHTS}', m.tsv, query.q) AS score FROM ctxls_memory m, "
+            "(SELECT %s::tsquery AS q) query "
+            f"WHERE m.kind = {_kind_literal(kind)} AND m.tsv @@ query.q AND {fence} "
             "ORDER BY score DESC, m.id LIMIT %s)" for kind in kinds)
         return (f"SELECT {ROW_COLUMNS}, top.score, {coverage_sql} "
                 f"FROM ({best}) top JOIN ctxls_memory m ON m.id = top.id",
-                [*[f"'{t}'" for t in terms],
-                 *[a for _ in kinds for a in (_tsquery(terms), *fence_args, limit)]])
+                [*queries, *[a for _ in kinds for a in (" | ".join(queries), *fence_args, limit)]])
 
     def nearest_statement(self, kinds: list[str], k: int, scope: Scope, now: int, dim: int,
                           vector: str) -> tuple[str, list]:
@@ -647,7 +721,7 @@ class PostgresMemoryStore:
         settings = (f"SELECT set_config('work_mem', '{RECALL_WORK_MEM}', true), "
                     "set_config('hnsw.iterative_scan', 'relaxed_order', true)", [])
         full_text = None
-        if not dense_only:
+        if not dense_only and terms:
             # With a model, the full text is read while the query is embedded (the
             # embedding alone is 12-100 ms here), its cosines afterwards.
             statement = self.lexical_statement(kinds, terms, n if dim is None else
@@ -813,15 +887,14 @@ class PostgresMemoryStore:
     def import_records(self, records: list[dict]) -> int:
         """Rows go in without vectors (one bulk transaction, no model needed):
         embed_missing() gives them theirs."""
-        with self._tx() as conn:
+        with self._write_tx() as conn:
             held = self._held(conn, records)
             if held is not None:
                 raise already_stored(held)
             with conn.cursor() as cur:
                 cur.executemany(
                     _INSERT_MEMORY,
-                    [(*memory_values(r), _full_text(r["symbol"], FULL_TEXT_SYMBOL_BYTES),
-                      expand(r["id"]), _full_text(r["text"]), None)
+                    [(*memory_values(r), *_tsv_parts(r["symbol"], r["id"], r["text"]), None)
                      for r in records if r["type"] == "memory"])
                 cur.executemany("INSERT INTO ctxls_memory_files(scope, key, filename, mode, data) "
                                 "VALUES (%s, %s, %s, %s, %s)",

@@ -28,6 +28,7 @@ from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.memory.transfer import (already_stored, demand_record, demand_values,
                                          memory_record, memory_values, stored_identity,
                                          upload_record, upload_values)
+from ctxls.index.memory.lexemes import memory_index_text
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       Candidate, Forget, KnownFact, MemoryRow, Page, TextReader,
                                       Write, memory_row, own_row_wins_sql, row_columns)
@@ -100,8 +101,14 @@ class SqliteMemoryStore:
         with self.store.write(durable=True) as conn:
             if write.prune_episodes_before is not None:
                 # Pruned before the write: an episode is never dropped by its own write.
-                self._delete(conn, "memory.kind = 'episode' AND memory.occurred_at < ?",
-                             [write.prune_episodes_before])
+                # Only the writing scope's own (PostgreSQL's fence), unless the
+                # writer reads every scope (a daemon without owner).
+                where = "memory.kind = 'episode' AND memory.occurred_at < ?"
+                args: list = [write.prune_episodes_before]
+                if not write.prune_every_scope:
+                    where += " AND memory.scope = ?"
+                    args.append(write.scope)
+                self._delete(conn, where, args)
             ids = self._replace(conn, write)
             if write.upload is None:
                 conn.execute("DELETE FROM memory_files WHERE scope = ? AND key = ?",
@@ -144,7 +151,8 @@ class SqliteMemoryStore:
                  segment.start_line, segment.end_line, segment.text, write.meta_json,
                  write.session, write.created_at, write.occurred_at, write.expires_at,
                  content_hash(memory_embedding_text(segment.symbol, segment.text)))).fetchone()
-            self.store.put_memory_text(conn, row_id, write.kind, key, segment.symbol, segment.text)
+            self.store.put_memory_text(conn, row_id, write.kind, key, segment.symbol,
+                                       memory_index_text(segment.text))
             ids.append(row_id)
         self.store.drop_orphan_vectors(conn, [h for _, _, h in old.values()])
         return ids
@@ -218,7 +226,7 @@ class SqliteMemoryStore:
             coverage = self._term_coverage_of_few(conn, table, terms, list(scores))
         else:
             pool = max(n, MEMORY_FUSION_POOL)
-            lexical = {} if dense_only else bm25_scores(conn, table, terms, self.config, limit=pool,
+            lexical = {} if dense_only or not terms else bm25_scores(conn, table, terms, self.config, limit=pool,
                                                         where=fence, where_args=visible_args)
             vector = semantic.query_vector(query)
             if vector is None:
@@ -439,7 +447,7 @@ class SqliteMemoryStore:
                         "expires_at, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                         "RETURNING id", memory_values(record)).fetchone()
                     self.store.put_memory_text(conn, row_id, record["kind"], record["id"],
-                                               record["symbol"], record["text"])
+                                               record["symbol"], memory_index_text(record["text"]))
                 elif record["type"] == "upload":
                     conn.execute("INSERT INTO memory_files(scope, key, filename, mode, data) "
                                  "VALUES (?, ?, ?, ?, ?)", upload_values(record))

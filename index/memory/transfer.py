@@ -208,10 +208,18 @@ def _check_meta_text(number: int, text: str) -> None:
     """A row's stored meta must be what ``remember`` would have stored: every
     read parses it, so one bad row would fail every answer that holds it."""
     try:
-        meta = json.loads(text)
+        # NaN and Infinity are no JSON (Python's reader takes them): refused as such.
+        meta = json.loads(text, parse_constant=_not_json)
     except (ValueError, RecursionError) as exc:
         raise InvalidParams(f"line {number}", f"meta is not JSON: {exc}") from exc
     try:
         check_meta(meta)
+    except InvalidParams as exc:  # named by its place in the meta, as remember names it
+        problem = exc.message.removeprefix(f"invalid param {exc.param!r}: ")
+        raise InvalidParams(f"line {number}", f"field 'meta': {exc.param} {problem}") from exc
     except EngineError as exc:
         raise InvalidParams(f"line {number}", f"{exc.message}") from exc
+
+
+def _not_json(constant: str):
+    raise ValueError(f"{constant} is not a JSON value")
