@@ -37,6 +37,7 @@ from ctxls.daemon import wire
 from ctxls.daemon.client_process import ClientWatch
 from ctxls.daemon.options import InitOptions
 from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
+from ctxls.daemon.request_values import MAX_INT, MIN_INT
 from ctxls.daemon.router import ROUTER, Lane, route_of
 from ctxls.daemon.framing import socket_path_for
 from ctxls.daemon.socket_server import SocketServer, debug_errors
@@ -87,13 +88,42 @@ SYMBOL_KINDS = {
 }
 
 
+def strict_scalar(value: Any, cls: type) -> Any:
+    """``value`` as the string, integer, float or boolean type ``cls`` (or an
+    enum of one), refusing any other JSON type. cattrs's own hook is
+    ``cls(value)``: a null text became the buffer "None", a list its printed
+    form, a uri 5 the uri "5". The refusal reaches the client as -32602
+    naming the field (a notification is dropped). As for the custom params
+    (wire.Params.int), a whole float in the 64-bit range is an integer; an
+    integer is a float; a boolean is neither."""
+    if isinstance(value, bool):
+        valid = issubclass(cls, bool)
+    elif issubclass(cls, bool):
+        valid = False
+    elif issubclass(cls, str):
+        valid = isinstance(value, str)
+    elif issubclass(cls, int):
+        valid = isinstance(value, int) or (isinstance(value, float) and value.is_integer()
+                                           and MIN_INT <= value <= MAX_INT)
+    else:  # float
+        valid = isinstance(value, (int, float))
+    if not valid:
+        raise TypeError(f"expected {cls.__name__}, not {type(value).__name__}")
+    return cls(value)
+
+
 def lsp_converter():
     """What every LSP message is read and written with (pygls's
     ``converter_factory``). pygls turns unknown methods' params into
     namedtuples (renaming keys that are not identifiers); ours stay plain
     dicts so ``meta`` objects pass through verbatim. An error's traceback is
-    written only under CTXLS_DEBUG."""
+    written only under CTXLS_DEBUG. A string, number or boolean field holding
+    another JSON type is refused (``strict_scalar``)."""
     converter = default_converter()
+    # Registered first: cattrs builds each class's structuring code once, with
+    # the hooks of its fields' types at that moment.
+    for scalar in (str, int, float, bool):
+        converter.register_structure_hook(scalar, strict_scalar)
     default_hook = converter.get_structure_hook(JsonRPCRequestMessage)
 
     def structure_request(obj: Any, cls: type) -> Any:

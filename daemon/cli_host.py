@@ -261,10 +261,7 @@ def cmd_serve(args):
     try:
         if args.tcp is not None:
             print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted", file=sys.stderr)
-            try:
-                server.start_tcp("127.0.0.1", args.tcp)
-            except OSError as exc:
-                raise CliError(f"cannot listen on 127.0.0.1:{args.tcp}: {exc.strerror or exc}")
+            _serve_tcp(server, args.tcp)
         elif args.socket is not None:
             if not args.root:
                 raise CliError("serve --socket needs --root (the folder to serve)", EXIT_USAGE)
@@ -279,6 +276,31 @@ def cmd_serve(args):
     finally:
         server.workspaces.close()
     return 0
+
+
+def _serve_tcp(server, port: int) -> None:
+    """`serve --tcp PORT`: one LSP client on 127.0.0.1:PORT, its bytes read
+    and written as stdio's are (daemon/proxy.py's FramedStdin, an Outbox).
+    pygls's own TCP reader ignored an unusable Content-Length, left a header
+    block without one unanswered, and lost the connection, unanswered, on a
+    header line over 64 KiB."""
+    import socket
+
+    from ctxls.daemon.outbox import Outbox
+    from ctxls.daemon.proxy import FramedStdin
+
+    try:
+        listener = socket.create_server(("127.0.0.1", port))
+    except OSError as exc:
+        raise CliError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    with listener:
+        connection, _ = listener.accept()
+    with connection, connection.makefile("rb") as client_in:
+        client_out = Outbox(connection.makefile("wb"))
+        try:
+            server.start_io(stdin=FramedStdin(b"", client_in), stdout=client_out)
+        finally:
+            client_out.close()  # the answers still queued reach the client first
 
 
 def _already_served(root: Path, args) -> bool:

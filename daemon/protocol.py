@@ -149,6 +149,11 @@ class CtxlsProtocol(LanguageServerProtocol):
             self.send_error(data["id"], -32602, f"invalid param {param!r}: {problem}",
                             {"param": param})
             return ANSWERED
+        if "jsonrpc" in data and isinstance(data.get("method"), str):
+            # JSON-RPC lets a request or notification leave params out; pygls's
+            # message types require the key, and the -32602 below came before
+            # the answers that do not depend on params (-32601, -32002, -32600).
+            data.setdefault("params", None)
         try:
             return super().structure_message(data)
         except JsonRpcException as exc:
@@ -163,6 +168,8 @@ class CtxlsProtocol(LanguageServerProtocol):
             if not valid_id(msg_id) or not isinstance(method, str):
                 self.send_error(None, -32600, "invalid request: id must be a number or a string "
                                 "and method a string")
+            elif data.get("jsonrpc") != "2.0":  # "jsonrpc": 2.0, a number, refused by the converter
+                self.send_error(msg_id, -32600, "invalid request: not a JSON-RPC 2.0 request object")
             else:
                 param = bad_param(exc.__cause__)
                 self.send_error(msg_id, -32602, f"invalid params for {method}: {param}",

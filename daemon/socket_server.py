@@ -178,10 +178,14 @@ class SocketServer:
         write_lock = asyncio.Lock()
         tasks: dict[Any, asyncio.Task] = {}
         in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
+        # Requests' tasks whose answer is written: a cancel that comes while
+        # it drains (the client not reading) must not answer them again.
+        answered: set[asyncio.Task] = set()
 
         async def send(message: dict) -> None:
             async with write_lock:
                 writer.write(frame(message))
+                answered.add(asyncio.current_task())
                 await writer.drain()
 
         def send_unawaited(message: dict) -> None:
@@ -197,9 +201,11 @@ class SocketServer:
         def finished(msg_id: Any, task: asyncio.Task) -> None:
             in_flight.release()
             tasks.pop(msg_id, None)
-            if task.cancelled() and not writer.is_closing():
+            written = task in answered
+            answered.discard(task)
+            if task.cancelled() and not written and not writer.is_closing():
                 # Cancelled before it ran (its $/cancelRequest read right
-                # after it): _answer never started, so never answered.
+                # after it), or while waiting for the write lock: not answered.
                 send_unawaited(error_response(msg_id, -32800, "request cancelled"))
 
         try:

@@ -8,6 +8,7 @@ import json
 import os
 import queue
 import resource
+import socket
 import sqlite3
 import stat
 import subprocess
@@ -15,6 +16,7 @@ import sys
 import termios
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from conftest import serve
-from rawrpc import StdioDaemon, socket_connection
+from rawrpc import RawConnection, StdioDaemon, frame, socket_connection
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.scopes import EVERYTHING
 
@@ -633,3 +635,178 @@ def test_a_request_cancelled_as_soon_as_it_is_sent_is_answered(stdio_daemon, rep
         assert "result" in conn.request("ctxls/status", {}, "after", timeout=20)
     finally:
         sock.close()
+
+
+# -- LSP conformance (probe of 2026-12-07) ------------------------------------------
+
+
+def test_a_cancel_while_its_answer_waits_for_the_client_gets_no_second_answer(big_file_daemon):
+    """On the socket, a `$/cancelRequest` for a request whose answer was
+    already written, and waited for the client to read it, answered it again
+    with -32800: one request, two answers. Each request gets one answer."""
+    daemon, root = big_file_daemon
+    conn, sock = socket_connection(root / ".ctxls" / "daemon.sock")
+    try:
+        conn.reading.clear()
+        ids = set(range(5))
+        for msg_id in sorted(ids):
+            conn.send(_get_big(msg_id))
+        _blocked_on(sock.fileno(), 100_000)  # the answer written last waits for this client
+        for msg_id in sorted(ids):
+            conn.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}})
+        conn.send({"jsonrpc": "2.0", "id": "after", "method": "ctxls/status", "params": {}})
+        conn.reading.set()
+        answers = [conn.reply(60)]
+        while answers[-1].get("id") != "after":
+            answers.append(conn.reply(60))
+        per_id = Counter(answer.get("id") for answer in answers)
+        assert all(per_id[msg_id] == 1 for msg_id in ids), [
+            (a.get("id"), "result" if "result" in a else a["error"]["code"]) for a in answers]
+        text = (root / "big.py").read_text()
+        assert all(a["result"]["text"] == text for a in answers if "result" in a and a["id"] in ids)
+    finally:
+        sock.close()
+
+
+def test_standard_messages_with_another_json_type_are_refused_not_coerced(stdio_daemon, repo: Path):
+    """A string or number field of a standard LSP message holding another JSON
+    type was converted with str()/int(): a didOpen whose text was null made
+    the buffer "None", a didChange's list its printed form, and requests
+    with `"uri": 5`, `"query": null` or `"line": "4"` were answered as if
+    valid. Such notifications are dropped (the buffer keeps its text) and
+    such requests answer -32602 naming the field."""
+    conn = stdio_daemon.conn
+    rel = "pkg/retry.py"
+    uri = (repo / rel).resolve().as_uri()
+    on_disk = (repo / rel).read_text()
+
+    def buffer_text() -> str:
+        return conn.request("ctxls/get", {"id": rel}, "get")["result"]["text"]
+
+    for text in (None, 5, ["def a(): pass"]):
+        conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": text}}})
+        assert buffer_text() == on_disk, text
+    opened = "def opened_text():\n    pass\n"
+    conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": opened}}})
+    for version, text in enumerate((None, ["def a(): pass"], {"a": 1}, 7), start=2):
+        conn.send({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]}})
+        assert buffer_text() == opened, text
+    for n, (method, params, param) in enumerate([
+            ("textDocument/documentSymbol", {"textDocument": {"uri": 5}}, "textDocument.uri"),
+            ("workspace/symbol", {"query": None}, "query"),
+            ("workspace/symbol", {"query": ["retry"]}, "query"),
+            ("textDocument/prepareCallHierarchy",
+             {"textDocument": {"uri": uri}, "position": {"line": "0", "character": 4}}, "position.line"),
+            ("textDocument/prepareCallHierarchy",
+             {"textDocument": {"uri": uri}, "position": {"line": 0, "character": True}},
+             "position.character")]):
+        reply = conn.request(method, params, n)
+        assert reply.get("error", {}).get("code") == -32602, (method, params, reply)
+        assert reply["error"]["data"] == {"param": param}, (method, params, reply)
+    # "jsonrpc" must be the string "2.0" (the number 2.0 was printed into it).
+    conn.send_body(b'{"jsonrpc": 2.0, "id": "number", "method": "workspace/symbol", '
+                   b'"params": {"query": "retry"}}')
+    assert conn.reply_to("number")["error"]["code"] == -32600
+    # A whole number written as a float is still a line, as in the custom params.
+    reply = conn.request("textDocument/prepareCallHierarchy",
+                         {"textDocument": {"uri": uri}, "position": {"line": 0.0, "character": 4}}, "float")
+    assert "result" in reply, reply
+    assert stdio_daemon.alive()
+
+
+def test_a_request_without_params_is_answered_as_with_null_params(repo: Path):
+    """JSON-RPC lets a request leave `params` out; on stdio every such request
+    answered -32602 "params", whatever its method, before the checks that
+    do not depend on params: an unknown method, a request before initialize
+    or after shutdown now answer -32601, -32002 and -32600, and
+    `ctxls/status` answers, as on the socket."""
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, cwd=repo)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    def code(reply: dict):
+        return reply["error"]["code"] if "error" in reply else "result"
+
+    try:
+        conn = RawConnection(process.stdout, write)
+
+        def without_params(method: str, msg_id: str) -> dict:
+            conn.send({"jsonrpc": "2.0", "id": msg_id, "method": method})
+            return conn.reply_to(msg_id)
+
+        assert code(without_params("ctxls/status", "early")) == -32002
+        uri = repo.resolve().as_uri()
+        assert "result" in conn.request("initialize", {
+            "processId": None, "rootUri": uri, "capabilities": {},
+            "initializationOptions": {"embeddings": False}}, "init")
+        conn.send({"jsonrpc": "2.0", "method": "initialized"})  # a notification without params
+        assert code(without_params("ctxls/nope", "unknown")) == -32601
+        assert code(without_params("textDocument/nope", "unknown-standard")) == -32601
+        assert "files" in without_params("ctxls/status", "status")["result"]
+        reply = without_params("textDocument/documentSymbol", "needs-params")  # LSP requires them
+        assert (code(reply), reply["error"]["data"]) == (-32602, {"param": "params"})
+        assert code(without_params("shutdown", "bye")) == "result"
+        assert code(without_params("ctxls/status", "late")) == -32600
+        conn.send({"jsonrpc": "2.0", "method": "exit"})
+        assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_tcp_reads_frames_as_stdio_does(repo: Path):
+    """`ctxls serve --tcp` read with pygls's own reader: an unusable
+    Content-Length was ignored (no -32700), a header block without one went
+    unanswered, and a header line over 64 KiB ended the connection, the
+    requests after it lost. It now reads as stdio does."""
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve", "--tcp", str(port)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, cwd=repo)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                sock = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, "never listened"
+                time.sleep(0.1)
+        with sock:
+            conn = RawConnection(sock.makefile("rb"), sock.sendall)
+            uri = repo.resolve().as_uri()
+            assert "result" in conn.request("initialize", {
+                "processId": None, "rootUri": uri, "capabilities": {},
+                "workspaceFolders": [{"uri": uri, "name": "repo"}],
+                "initializationOptions": {"embeddings": False}}, "init")
+            conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            status = json.dumps({"jsonrpc": "2.0", "id": "x", "method": "ctxls/status",
+                                 "params": {}}).encode()
+            for name, header in [("not-a-number", b"Content-Length: zz\r\n\r\n"),
+                                 ("zero", b"Content-Length: 0\r\n\r\n"),
+                                 ("missing", b"Content-Type: application/vscode-jsonrpc\r\n\r\n"),
+                                 ("100-KB-line", b"X-Junk: " + b"j" * 100_000 + b"\r\n\r\n")]:
+                conn._write(header + frame(status.replace(b'"x"', b'"after-%s"' % name.encode())))
+                first = conn.reply(timeout=30)
+                assert (first["id"], first["error"]["code"]) == (None, -32700), (name, first)
+                assert "result" in conn.reply_to(f"after-{name}", timeout=30), name
+            for n in range(600):  # check_malformed_frames counts the indexed files
+                if conn.request("ctxls/status", {}, f"wait-{n}")["result"]["complete"]:
+                    break
+                time.sleep(0.1)
+            check_malformed_frames(conn)
+            assert "result" in conn.request("shutdown", None, "bye")
+            conn.send({"jsonrpc": "2.0", "method": "exit"})
+            assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        process.wait()

@@ -609,3 +609,37 @@ async def test_open_buffers_move_with_the_folders_that_take_or_leave_them(repo: 
                 (late / ".ctxls").exists()  # the folder's store stays; the buffer is served
 
         assert await s.wait_for(served_loose, timeout=10)
+
+
+def test_lsp_fields_take_their_own_json_type_and_null_where_lsp_allows_it():
+    """cattrs's default conversion is str()/int()/bool(): initialize with
+    `"rootUri": 5` served the root "5", `"line": "4"` was line 4. Each string,
+    integer, float and boolean field now takes its JSON type alone (a whole
+    float in the 64-bit range is an integer, an integer a float, a boolean
+    neither), and the fields LSP lets be null still take null."""
+    from cattrs.errors import ClassValidationError
+
+    from ctxls.daemon.app import lsp_converter
+
+    converter = lsp_converter()
+    initialize = {"processId": None, "rootUri": None, "rootPath": None, "workspaceFolders": None,
+                  "capabilities": {}, "clientInfo": {"name": "editor", "version": None},
+                  "initializationOptions": None, "trace": "off"}
+    params = converter.structure(initialize, types.InitializeParams)
+    assert (params.process_id, params.root_uri, params.trace) == (None, None, types.TraceValue.Off)
+    assert converter.structure({"line": 4.0, "character": 2}, types.Position) == types.Position(4, 2)
+    assert converter.structure({"red": 1, "green": 0.5, "blue": 0, "alpha": 1}, types.Color).red == 1.0
+    assert converter.structure(5, types.SymbolKind) is types.SymbolKind.Class
+    for value, cls in [(initialize | {"rootUri": 5}, types.InitializeParams),
+                       (initialize | {"processId": "12"}, types.InitializeParams),
+                       ({"line": "4", "character": 2}, types.Position),
+                       ({"line": True, "character": 2}, types.Position),
+                       ({"line": 4.5, "character": 2}, types.Position),
+                       ({"line": 1e300, "character": 2}, types.Position),
+                       ({"red": True, "green": 0, "blue": 0, "alpha": 1}, types.Color),
+                       ({"query": None}, types.WorkspaceSymbolParams),
+                       ({"textDocument": {"uri": "file:///a", "languageId": "python", "version": 1,
+                                          "text": None}}, types.DidOpenTextDocumentParams),
+                       ({"includeText": 1}, types.SaveOptions)]:
+        with pytest.raises(ClassValidationError):
+            converter.structure(value, cls)
