@@ -445,19 +445,21 @@ def symbols_text(result: dict, style: Style = PLAIN) -> str:
     qualified name, its whole range, and how the name matched."""
     found = result.get("symbols") or []
     if not found:
-        return "no definitions found"
+        return "no definitions found" + partial_note(result)
     lines = []
     for definition in found:
         where = f"{style.path(definition['path'])}:{style.line(str(definition['line'] + 1))}"
         detail = style.dim(f"lines {line_range(definition)}, {definition['match']}")
         lines.append(f"{where}  {definition['kind']:9s} {style.symbol(definition['symbol'])}  {detail}")
-    return "\n".join(lines)
+    return "\n".join(lines) + partial_note(result)
 
 
 def outline_text(result: dict, style: Style = PLAIN) -> str:
     """The file, then its definitions indented by nesting: `line: kind name
     (start-end)`, the line being its name's (1-based)."""
     if not result.get("symbols"):
+        if result.get("partial"):  # its latest text was refused: its definitions are unknown
+            return f"definitions of {result.get('path')} unknown" + partial_note(result)
         if result.get("indexed") is False and result.get("path") == ".":
             return "not indexed: . (the repository's root folder, not a file)"
         if result.get("indexed") is False:

@@ -19,9 +19,11 @@ from lsprotocol import types
 
 from ctxls.daemon import wire
 from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
+from ctxls.daemon.symbol_handlers import partial_fields
 from ctxls.impact import analysis
 from ctxls.impact.analysis import DefinitionSite, Impact
 from ctxls.impact.callers import Caller
+from ctxls.impact.index_view import index_refusal
 from ctxls.impact.syntax import Span
 from ctxls.index.engine import Engine
 from ctxls.index.errors import InvalidParams
@@ -54,14 +56,26 @@ def impact(ls: CtxlsServer, params: wire.Params) -> dict | None:
             context = asked_from[1] if asked_from is not None and engine is asked_from[0] else None
             found = analysis.analyze(engine, symbol, context=context)
             if found is not None:
-                return wire.impact_json(found, engine.uri_for)
+                return impact_answer(found, engine)
+        # null says "not defined": never while an index could not be written.
+        unknown = analysis.unknown_definitions(engines, symbol)
+        if unknown is not None:
+            raise unknown
         return None
     target = workspace_file(ls, uri or "")
     if target is None:
         return None
     engine, path = target
     found = analysis.analyze(engine, path=path, line=line, character=character)
-    return wire.impact_json(found, engine.uri_for) if found is not None else None
+    return impact_answer(found, engine) if found is not None else None
+
+
+def impact_answer(found: Impact, engine: Engine) -> dict:
+    """The Impact JSON, with recall's `partialReason` when the index could not be written."""
+    out = wire.impact_json(found, engine.uri_for)
+    if found.partial_reason is not None:
+        out |= partial_fields([found.partial_reason])
+    return out
 
 
 def workspace_file(ls: CtxlsServer, uri: str) -> tuple[Engine, str] | None:
@@ -181,7 +195,7 @@ def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.CodeLens:
             title = cached[1]
         else:
             found: Impact | None = analysis.analyze(engine, symbol, path)
-            title = lens_title(found)
+            title = lens_title(found, index_refusal(engine, path) is not None)
             with _lens_titles_lock:  # resolved in the read pool's threads
                 _lens_titles[key] = (version, title)
                 _lens_titles.move_to_end(key)
@@ -198,10 +212,14 @@ def resolve_code_lens(ls: CtxlsServer, lens: types.CodeLens) -> types.CodeLens:
     return lens
 
 
-def lens_title(found: Impact | None) -> str:
+def lens_title(found: Impact | None, file_unwritten: bool = False) -> str:
     """"3 callers · risk med": confirmed callers; unconfirmed ones apart ("+5
-    unconfirmed"); "· partial" when files were left unchecked, as the impact
-    answer says (the same analysis: the same counts)."""
+    unconfirmed"); "· partial" when files were left unchecked or the index
+    could not be written, as the impact answer says (the same analysis: the
+    same counts). ``file_unwritten``: the store refused the file's latest
+    text, so its definitions are not in the index (not gone)."""
+    if found is None and file_unwritten:
+        return "not indexed: the index could not take this file's text · partial"
     if found is None:
         return "definition gone · re-open the file"
     title = f"{wire.callers_summary(found.confirmed, found.unconfirmed)} · risk {found.risk}"

@@ -13,6 +13,7 @@ from ctxls.daemon import wire
 from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
 from ctxls.daemon.uris import as_local
 from ctxls.daemon.workspaces import one_per_place
+from ctxls.impact.index_view import index_refusal
 from ctxls.index.engine import Engine, written_location
 from ctxls.index.errors import InvalidParams, OutsideRoot
 from ctxls.index.symbols import MATCHES, Definition
@@ -31,12 +32,24 @@ def symbols(ls: CtxlsServer, params: wire.Params) -> dict:
     kinds = [kind] if isinstance(kind, str) else params.str_list("kind")
     limit = params.int("limit", 50)
     found: list[tuple[Engine, Definition]] = []
+    reasons: list[str] = []
     for engine in ls.workspaces.all():
         found += [(engine, d) for d in engine.symbols(query, match, kinds, limit)]
+        # Asked after the answer: it tried again to write what the store refused.
+        refused = index_refusal(engine)
+        if refused is not None and refused[1] not in reasons:
+            reasons.append(refused[1])
     # Several folders: the closer match first, each folder's order kept within it.
     found.sort(key=lambda ed: MATCHES.index(ed[1].match))
     found = one_per_place(found, _symbol_place)
-    return {"symbols": [wire.symbol_json(d, engine.uri_for) for engine, d in found[:limit]]}
+    return {"symbols": [wire.symbol_json(d, engine.uri_for) for engine, d in found[:limit]]} \
+        | partial_fields(reasons)
+
+
+def partial_fields(reasons: list[str]) -> dict:
+    """`partial` and, when it is, `partialReason`, as recall's answers say them
+    (the reasons of several folders joined)."""
+    return {"partial": bool(reasons)} | ({"partialReason": "; ".join(reasons)} if reasons else {})
 
 
 def _symbol_place(found: tuple[Engine, Definition]) -> tuple[str, int, str]:
@@ -48,9 +61,13 @@ def _symbol_place(found: tuple[Engine, Definition]) -> tuple[str, int, str]:
 def outline(ls: CtxlsServer, params: wire.Params) -> dict:
     engine, path = file_target(ls, params)
     symbols = [wire.symbol_json(d, engine.uri_for) for d in engine.outline(path)]
+    # The store refused the file's latest text: its older rows are left out,
+    # so the index holds no definitions of the file as it is now.
+    refused = index_refusal(engine, path)
     # Nothing found: a file without definitions, or none the index holds.
-    indexed = bool(symbols) or engine.store.file_state(path) is not None
-    return {"path": path, "uri": engine.uri_for(path), "symbols": symbols, "indexed": indexed}
+    indexed = refused is None and (bool(symbols) or engine.store.file_state(path) is not None)
+    return {"path": path, "uri": engine.uri_for(path), "symbols": symbols, "indexed": indexed} \
+        | partial_fields([refused[1]] if refused is not None else [])
 
 
 @rpc("ctxls/similar")

@@ -28,7 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from ctxls.index.engine import Engine
-from ctxls.index.errors import InvalidParams
+from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.model import split_symbol
 from ctxls.index.paths import is_test_path, superseded_paths
 from ctxls.index.query import dotted_name
@@ -97,11 +97,26 @@ class Impact:
     # Occurrences past the Limits, left unparsed: the counts are then lower bounds.
     unchecked_files: int = 0
     unchecked_lines: int = 0
+    # The index could not be written (a refused pass or edit): recall's
+    # partialReason for it; definitions in the files it lacks are missing.
+    partial_reason: str | None = None
     elapsed_ms: float = field(default=0.0, compare=False)
 
     @property
     def partial(self) -> bool:
-        return bool(self.unchecked_lines)
+        return bool(self.unchecked_lines) or self.partial_reason is not None
+
+
+class DefinitionsUnknown(EngineError):
+    """No definition of a symbol in what the index holds while the index
+    could not be written (a refused pass or edit): "not defined" could be
+    wrong, so it is answered with the refusal's code and data (-32006 or
+    -32007, ``reason`` "full", …) and recall's partialReason, never null."""
+
+    def __init__(self, symbol: str, refusal: EngineError, reason: str):
+        super().__init__(f"{symbol} is not defined in what the index holds, which may lack it: "
+                         f"{reason}", refusal.data)
+        self.code = refusal.code
 
 
 @dataclass(frozen=True)
@@ -118,7 +133,8 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
             context: str | None = None) -> Impact | None:
     """Impact of ``symbol`` (optionally only its definitions in ``path``), or
     of the symbol at ``path``:``line``:``character`` (UTF-16 column). None
-    when the index defines no such symbol. ``context``: the file a symbol
+    when the index defines no such symbol (``DefinitionsUnknown`` says when
+    that may be wrong: ``unknown_definitions``). ``context``: the file a symbol
     query comes from; among several definitions, the ones it imports or sits
     near rank first."""
     started = time.monotonic()
@@ -151,7 +167,9 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
     refs = find_references(resolver, Targets(definitions), limits) if with_callers else References()
     ranked = _rank(resolver, definitions, refs.callers, query, context)
     several = len(ranked) > 1
-    answers = [_answer(engine, resolver, _named(resolver, d), refs, several)
+    refused = index_view.index_refusal(engine)  # after fresh_answer's retry of refused edits
+    partial_reason = refused[1] if refused is not None else None
+    answers = [_answer(engine, resolver, _named(resolver, d), refs, several, partial_reason)
                for d in ranked[:MAX_PER_DEFINITION]]
     best = answers[0]
     callees: dict[str, Callee] = {}
@@ -175,7 +193,17 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         unconfirmed_reasons=best.unconfirmed_reasons, unconfirmed_omitted=best.unconfirmed_omitted,
         per_definition=answers if several else [], definitions_matched=len(ranked),
         unchecked_files=refs.unchecked_files, unchecked_lines=refs.mentions["unchecked"],
-        elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+        partial_reason=partial_reason, elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+
+
+def unknown_definitions(engines: list[Engine], symbol: str) -> DefinitionsUnknown | None:
+    """Why no definition of ``symbol`` in these indexes may not mean that it
+    is not defined: one of them could not be written. None: it is not."""
+    for engine in engines:
+        refused = index_view.index_refusal(engine)
+        if refused is not None:
+            return DefinitionsUnknown(symbol, *refused)
+    return None
 
 
 def _callers_of(definition: Definition, callers: list[Caller]) -> list[Caller]:
@@ -232,9 +260,9 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
 
 
 def _answer(engine: Engine, resolver: Resolver, definition: Definition, refs: References,
-            several: bool) -> DefinitionImpact:
+            several: bool, index_refusal: str | None) -> DefinitionImpact:
     callers = _callers_of(definition, refs.callers) if several else refs.callers
-    risk, hedges = assess(_evidence(engine, resolver, definition, callers, refs))
+    risk, hedges = assess(_evidence(engine, resolver, definition, callers, refs, index_refusal))
     confirmed = [c for c in callers if c.confirmed]
     unconfirmed = _most_likely_first([c for c in callers if not c.confirmed])
     return DefinitionImpact(
@@ -322,7 +350,7 @@ def _definitions_at(resolver: Resolver, path: str | None, line: int | None,
 
 
 def _evidence(engine: Engine, resolver: Resolver, definition: Definition, callers: list[Caller],
-              refs: References) -> Evidence:
+              refs: References, index_refusal: str | None) -> Evidence:
     production = [c for c in callers if not is_test_path(c.path)]
     tests = [c for c in callers if is_test_path(c.path)]
     name = definition.name
@@ -339,6 +367,7 @@ def _evidence(engine: Engine, resolver: Resolver, definition: Definition, caller
         named_in_strings=refs.named_in_strings,
         name_only_languages=tuple(sorted(refs.name_only_languages)),
         partial_index=not engine.cold_index_done or engine.indexing,
+        index_refusal=index_refusal,
     )
 
 

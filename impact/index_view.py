@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from ctxls.index.chunk_worker import chunk_guarded
 from ctxls.index.discovery import STORE_DIR_NAME, ignored_paths
 from ctxls.index.engine import Engine
+from ctxls.index.errors import EngineError
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef, content_hash, split_symbol
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
@@ -78,6 +79,25 @@ def definitions_named(conn: Connection, name: str) -> list[Definition]:
     rows = conn.execute(_DEFINITIONS_SQL, (fold(name),)).fetchall()
     return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["start_line"],
                        r["end_line"]) for r in rows if split_symbol(r["symbol"])[1] == name]
+
+
+def index_refusal(engine: Engine, path: str | None = None) -> tuple[EngineError, str] | None:
+    """Why ``engine``'s index may lack definitions it should hold: the store
+    refused a pass or an edit (a full disk, a read-only store). (the refusal,
+    recall's ``partialReason`` for it), or None. The refusal is the one
+    ``ctxls/status`` reports (the failed pass's, else the last refused
+    edit's); with ``path``, only a refusal of that file's latest text counts
+    (its rows are left out of answers: Engine.fresh_answer)."""
+    # Engine's own record of refused writes, read as its status and recall read it.
+    with engine._unwritten_lock:
+        if path is not None:
+            refusal = engine._unwritten.get(path)
+        else:
+            refusal = engine.index_error or next(reversed(engine._unwritten.values()), None)
+    if refusal is None:
+        return None
+    reason = engine._partial_reason("lexical", None)  # lexical: no ranking reasons
+    return refusal, reason or f"the index could not be updated ({refusal})"
 
 
 def module_name(path: str) -> str:

@@ -60,6 +60,7 @@ class Evidence:
     named_in_strings: int = 0
     name_only_languages: tuple[str, ...] = ()
     partial_index: bool = False
+    index_refusal: str | None = None  # why the index could not be written, as recall says it
 
 
 def assess(e: Evidence) -> tuple[str, list[str]]:
@@ -108,7 +109,10 @@ def hedges(e: Evidence, risk: str) -> list[str]:
     if e.name_only_languages:
         out.append("callers in " + ", ".join(sorted(e.name_only_languages))
                    + " files are matched by name only, never confirmed")
-    if e.partial_index:
+    if e.index_refusal is not None:  # a refused first pass is no index "still being built"
+        out.append(f"partial: {e.index_refusal} (definitions and callers in the files it lacks "
+                   "may be missing)")
+    elif e.partial_index:
         out.append("the index is still being built: definitions and callers may be missing")
     if risk == "low" or confirmed + unconfirmed == 0:
         out.append(BLIND_SPOTS)

@@ -426,3 +426,88 @@ def test_impact_text_counts_add_up_and_n_bounds_every_list(tmp_path: Path):
     assert head == f"  mentions  {mentions}"
     assert sum(int(part.split(" ")[0]) for part in kinds.split(", ")) == mentions
     assert "in comments" in kinds and "in files without a parser" in kinds
+
+
+def test_impact_says_when_the_full_disk_refused_the_index_its_definitions(tmp_path: Path, monkeypatch):
+    """Crash probe (t_full_outline): a file changed on disk while the disk was
+    full could not be re-indexed, its older rows were left out, and `impact`
+    of a function defined there said "not defined in the index"; other
+    answers were not partial and said nothing of the refused write. Now
+    "not defined" is no answer then: the request fails with the refusal's
+    code and recall's partialReason; an answer is partial and says why; the
+    file's lenses say it is not indexed (not "definition gone")."""
+    from ctxls.daemon import impact_handlers
+    from ctxls.daemon.server import server
+    from ctxls.index import engine as engine_module
+    from ctxls.index.engine import Engine, EngineOptions
+    from ctxls.index.errors import EngineError
+    from test_store import fill_the_disk, free_the_disk
+    from test_symbols import request_in_process
+
+    monkeypatch.setattr(engine_module, "STORE_RETRY_S", 3600.0)  # no retry until space is freed
+    root = fixture_repo(tmp_path, "python")
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        fill_the_disk(engine)
+        pricing = root / "shop" / "pricing.py"
+        pricing.write_text(pricing.read_text() + "\n\ndef quokka_helper(cls):\n    return cls\n"
+                           + "# padding\n" * 30_000)
+        with pytest.raises(EngineError) as err:
+            request_in_process(engine, "ctxls/impact", {"symbol": "apply_discount"})
+        assert (err.value.code, err.value.data["reason"]) == (-32007, "full")
+        assert err.value.message.startswith("apply_discount is not defined in what the index holds")
+        reason = engine.recall("discount", ["code"], mode="lexical").partial_reason
+        assert "could not take the latest text of 1 file" in err.value.message \
+            and err.value.message.split(": ", 1)[1] in reason
+
+        bulk = request_in_process(engine, "ctxls/impact", {"symbol": "bulk"})
+        assert [d["path"] for d in bulk["definitions"]] == ["shop/orders.py"]
+        assert bulk["partial"] is True and bulk["partialReason"] in reason
+        assert any(h.startswith("partial: the index could not take the latest text") for h in bulk["hedges"])
+
+        lens = types.CodeLens(range=types.Range(types.Position(9, 4), types.Position(9, 18)),
+                              data={"uri": engine.uri_for("shop/pricing.py"), "symbol": "apply_discount"})
+        server.workspaces.engines[engine.root] = engine
+        try:
+            resolved = impact_handlers.resolve_code_lens.__wrapped__(server, lens)
+        finally:
+            server.workspaces.engines.pop(engine.root, None)
+        assert resolved.command.title == "not indexed: the index could not take this file's text · partial"
+
+        free_the_disk(engine)
+        monkeypatch.setattr(engine_module, "STORE_RETRY_S", 0.0)
+        discount = request_in_process(engine, "ctxls/impact", {"symbol": "apply_discount"})
+        assert [d["path"] for d in discount["definitions"]] == ["shop/pricing.py"]
+        assert discount["partial"] is False and "partialReason" not in discount
+        assert not any(h.startswith("partial:") for h in discount["hedges"])
+    finally:
+        engine.close()
+
+
+def test_impact_on_a_first_pass_the_full_disk_refused_names_the_refusal(tmp_path: Path):
+    """Crash probe (t_full_cold_impact): the first pass refused by a full
+    disk, `impact` of a function the folder defines said "not defined in the
+    index" while recall said why it was partial. It now fails with the
+    refusal's code and names it."""
+    from ctxls.index.engine import Engine, EngineOptions
+    from ctxls.index.errors import EngineError, WriteFailed
+    from test_store import fill_the_disk
+    from test_symbols import request_in_process
+
+    root = fixture_repo(tmp_path, "python")
+    # More than the store's free pages hold: the pass must grow the file.
+    for n in range(100):
+        (root / "shop" / f"gen_{n}.py").write_text(f"def generated_{n}():\n    return {n}\n" * 20)
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        fill_the_disk(engine)
+        with pytest.raises(WriteFailed):
+            engine.index()
+        with pytest.raises(EngineError) as err:
+            request_in_process(engine, "ctxls/impact", {"symbol": "apply_discount"})
+        assert err.value.code == engine.index_error.code and err.value.data["reason"] == "full"
+        assert err.value.message.startswith("apply_discount is not defined in what the index holds, "
+                                            "which may lack it: the index could not be updated (")
+    finally:
+        engine.close()

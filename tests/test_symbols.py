@@ -704,3 +704,98 @@ def test_a_qualified_type_named_inside_a_sentence_is_not_read_by_its_module(make
     assert tier("Helper class to transform a org.acme.nodes.Document to a DOM") \
         < 0.6 * tier("org.acme.nodes.Document")
     assert _top_code_hit(engine, "org.acme.nodes.Document")[1] == "Document"
+
+
+# -- answers while the store refuses writes (a full disk) ------------------------------------
+
+def request_in_process(engine: Engine, method: str, params: dict):
+    """``method`` answered by the daemon's own handler, in this process, over
+    ``engine`` alone: a full disk is simulated in its store (test_store's
+    fill_the_disk), which a `ctxls serve` subprocess could not be given."""
+    from ctxls.daemon import wire
+    from ctxls.daemon.server import server
+
+    server.workspaces.engines[engine.root] = engine
+    try:
+        return server.custom_methods[method](server, wire.Params(params))
+    finally:
+        server.workspaces.engines.pop(engine.root, None)
+
+
+def test_outline_and_symbols_say_partial_when_the_full_disk_refused_a_file_s_text(
+        tmp_path: Path, monkeypatch):
+    """Crash probe (t_full_outline): on a full disk, a file changed on disk
+    could not be re-indexed and its older rows were left out of answers, so
+    `outline` said no definitions with `indexed: true` and `symbols` found
+    none, saying nothing of the refused write. Both now say partial, with
+    recall's partialReason, and the outline no longer claims the file is
+    indexed; once space is freed the edit is written and they are whole."""
+    from ctxls.index import engine as engine_module
+    from test_store import fill_the_disk, free_the_disk
+
+    monkeypatch.setattr(engine_module, "STORE_RETRY_S", 3600.0)  # no retry until space is freed
+    root = tmp_path / "proj"
+    write_tree(root, FILES)
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        assert request_in_process(engine, "ctxls/outline", {"path": "calc/helpers.py"})["partial"] \
+            is False
+        fill_the_disk(engine)
+        write_tree(root, {"calc/helpers.py": HELPERS_PY + "\n\ndef quokka_helper(cls):\n"
+                          "    return cls\n" + "# padding\n" * 30_000})
+        outline = request_in_process(engine, "ctxls/outline", {"path": "calc/helpers.py"})
+        assert (outline["symbols"], outline["indexed"], outline["partial"]) == ([], False, True)
+        reason = outline["partialReason"]
+        assert reason in recall_reason(engine) and "could not take the latest text of 1 file" in reason \
+            and "full" in reason
+        meter = request_in_process(engine, "ctxls/symbols", {"query": "Meter", "match": "exact"})
+        assert meter == {"symbols": [], "partial": True, "partialReason": reason}
+        # The CLI's and MCP's text says so too, not a plain "no definitions".
+        from ctxls.daemon.formatting import outline_text, symbols_text
+        assert symbols_text(meter) == f"no definitions found\n(partial: {reason})"
+        assert outline_text(outline) == f"definitions of calc/helpers.py unknown\n(partial: {reason})"
+        # Another file's definitions are found, and the answer still says what it may miss.
+        cart = request_in_process(engine, "ctxls/symbols", {"query": "ShoppingCart", "match": "exact"})
+        assert [d["path"] for d in cart["symbols"]] == ["web/cart.ts"] and cart["partial"]
+        # A file whose rows are current is whole: not partial.
+        other = request_in_process(engine, "ctxls/outline", {"path": "web/cart.ts"})
+        assert other["indexed"] and other["partial"] is False and "partialReason" not in other
+
+        free_the_disk(engine)
+        monkeypatch.setattr(engine_module, "STORE_RETRY_S", 0.0)
+        outline = request_in_process(engine, "ctxls/outline", {"path": "calc/helpers.py"})
+        assert "quokka_helper" in [d["name"] for d in outline["symbols"]]
+        assert (outline["indexed"], outline["partial"], "partialReason" in outline) == (True, False, False)
+        meter = request_in_process(engine, "ctxls/symbols", {"query": "Meter", "match": "exact"})
+        assert [d["symbol"] for d in meter["symbols"]] == ["Meter"] and meter["partial"] is False
+    finally:
+        engine.close()
+
+
+def recall_reason(engine: Engine) -> str | None:
+    return engine.recall("clamp", ["code"], mode="lexical").partial_reason
+
+
+def test_symbols_on_a_first_pass_the_full_disk_refused_say_partial_and_why(tmp_path: Path):
+    """Crash probe (t_full_cold_impact): a first pass refused by a full disk
+    left `symbols` answering "no definitions found" for a name the folder
+    defines, while recall said why it was partial. `symbols` says so too."""
+    from ctxls.index.errors import WriteFailed
+    from test_store import fill_the_disk
+
+    root = tmp_path / "proj"
+    # More than the store's free pages hold: the pass must grow the file.
+    write_tree(root, FILES | {f"gen/mod_{n}.py": f"def generated_{n}():\n    return {n}\n" * 20
+                              for n in range(100)})
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        fill_the_disk(engine)
+        with pytest.raises(WriteFailed):
+            engine.index()
+        found = request_in_process(engine, "ctxls/symbols", {"query": "clamp_ratio"})
+        assert found["partial"] is True and found["partialReason"] in recall_reason(engine)
+        assert found["partialReason"].startswith("the index could not be updated (nothing was "
+                                                 "written to") and "full" in found["partialReason"]
+    finally:
+        engine.close()
