@@ -13,7 +13,7 @@ import json
 import socket
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ctxls.daemon.framing import foreign_daemon, frame, socket_path_for
 from ctxls.index.roots import store_dir
@@ -123,6 +123,36 @@ def default_socket(root: Path) -> Path:
     return socket_path_for(store_dir(root.resolve()) / "index.db")
 
 
+# A client that lost its daemon (an editor's proxy, daemon/proxy.py; the MCP
+# bridge) tries again this many times, this far apart: a killed owner's
+# socket can still accept for a moment while the kernel tears it down.
+TAKEOVER_ATTEMPTS = 5
+TAKEOVER_RETRY_S = 0.2
+
+
+def takeover_lock(socket_path: Path) -> IO[str]:
+    """``takeover.lock`` beside the daemon socket, open and locked (closing
+    it unlocks): who owns the socket is decided by one process at a time.
+    An editor's proxy holds it while it starts the next daemon and waits
+    for it to listen; a `ctxls mcp` that finds no daemon holds it while it
+    looks once more, then hosts the engine and listens itself. Never opened
+    through a link the repository shipped. OSError when it cannot be."""
+    import fcntl
+    import os
+
+    from ctxls.index.private import make_private_dir, open_private
+
+    path = socket_path.with_name("takeover.lock")
+    make_private_dir(path.parent)
+    lock = os.fdopen(open_private(path, append=True), "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    except BaseException:
+        lock.close()
+        raise
+    return lock
+
+
 class EngineAccess:
     """One root, reached through its daemon or in process. Threads may share
     it: each asks the daemon on a connection of its own (one connection
@@ -131,9 +161,11 @@ class EngineAccess:
     def __init__(self, root: Path, use_daemon: bool = True, refresh: bool = True):
         self.root = root.resolve()
         self.refresh = refresh
+        self.use_daemon = use_daemon
         self.daemon = DaemonClient.connect(default_socket(self.root)) if use_daemon else None
         self._local_ready = False
         self.hosted = False
+        self._socket_loop: Any = None  # the event loop serving the shared socket, when hosted
         self._thread_connection = threading.local()
         self._connections: list[DaemonClient] = []  # every thread's, ``daemon`` the first
         self._connections_lock = threading.Lock()
@@ -194,11 +226,62 @@ class EngineAccess:
 
 
     def host(self) -> None:
-        """Serve this root in process as a daemon would (`ctxls mcp` without one)."""
-        if self.daemon is None:
+        """Serve this root in process as a daemon would (`ctxls mcp` without
+        one). Unless told to use no daemon, it is then the daemon: it owns
+        the root's socket as an editor's daemon does, so a CLI verb, another
+        agent or an editor started later (its proxy, daemon/sessions.py)
+        reaches this engine, never a second writer of the store that would
+        not see the editor's unsaved buffers. Decided under the takeover
+        lock: a daemon an editor's proxy started meanwhile is used instead."""
+        if self.daemon is not None:
+            return
+        path = default_socket(self.root)
+        try:
+            lock = takeover_lock(path) if self.use_daemon else None
+        except OSError:  # a store folder that is a link or read-only: nobody listens there
+            lock = None
+        try:
+            if lock is not None:
+                self.daemon = DaemonClient.connect(path)
+                if self.daemon is not None:
+                    return
             self.hosted = True
             self.local_engine()
             self._local_ready = True
+            if lock is not None:
+                self._own_socket(path)
+        finally:
+            if lock is not None:
+                lock.close()
+
+    def _own_socket(self, path: Path) -> None:
+        """Listen on the shared socket as a daemon does (the same
+        ``open_shared_socket``), on an event loop of its own thread. Where
+        an editor's daemon took the socket since this process looked (it
+        listens without the lock), that daemon serves the root: this
+        engine is closed and requests go there."""
+        import asyncio
+
+        from ctxls.daemon.server import server
+        from ctxls.daemon.socket_server import socket_is_live
+
+        loop = asyncio.new_event_loop()
+        threading.Thread(target=loop.run_forever, name="ctxls-socket", daemon=True).start()
+        try:
+            asyncio.run_coroutine_threadsafe(server.open_shared_socket(), loop).result()
+        except OSError as exc:  # it cannot be bound: this agent is served all the same
+            import logging
+
+            logging.getLogger(__name__).warning("not listening on %s: %s", path,
+                                                exc.strerror or exc)
+        if server.shared_socket is not None:
+            self._socket_loop = loop
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if socket_is_live(path):
+            server.workspaces.remove_folder(self.root)
+            self.hosted = self._local_ready = False
+            self.daemon = DaemonClient.connect(path)
 
     def _local(self, method: str, params: dict | None, token: CancelToken | None = None) -> Any:
         from ctxls.daemon import wire
@@ -218,6 +301,16 @@ class EngineAccess:
             with self._connections_lock:
                 for client in self._connections or [self.daemon]:
                     client.close()
+        elif self._socket_loop is not None:
+            import asyncio
+
+            from ctxls.daemon.server import server
+
+            # The socket first (as a daemon closes): a client must not reach
+            # stores being closed; editors' proxies then take over.
+            asyncio.run_coroutine_threadsafe(server.close_all(), self._socket_loop).result()
+            self._socket_loop.call_soon_threadsafe(self._socket_loop.stop)
+            self._socket_loop = None
         else:
             from ctxls.daemon.server import server
 

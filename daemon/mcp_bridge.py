@@ -26,12 +26,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
 from ctxls import __version__
-from ctxls.daemon.client import EngineAccess
+from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, EngineAccess
 from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
                                      impact_lines, in_caller_names, outline_text, partial_note,
                                      past_end_text, similar_text, status_lines, symbols_text,
@@ -71,8 +72,10 @@ class ToolError(Exception):
 class Bridge:
     """The engine access behind the tools, re-opened if the daemon goes away.
     Without a daemon the engine is hosted here: indexed in the background, with
-    its embedding worker, so answers say `partial` until vectors exist. Calls
-    run at once (the pool's threads): only opening the access is one at a time."""
+    its embedding worker, so answers say `partial` until vectors exist; and
+    this process is then the daemon, on the shared socket (``EngineAccess.host``).
+    Calls run at once (the pool's threads): only opening the access is one at
+    a time."""
 
     def __init__(self, root: Path, use_daemon: bool):
         self.root = root
@@ -93,17 +96,26 @@ class Bridge:
     def call(self, method: str, params: dict[str, Any]) -> Any:
         params = {k: v for k, v in params.items() if v is not None}
         token = getattr(self._call_here, "token", None)
-        for attempt in (1, 2):
+        for attempt in range(1, TAKEOVER_ATTEMPTS + 1):
             access = self._opened()
             try:
                 return access.request(method, params, token)
             except (ConnectionError, OSError):
-                # The daemon stopped: next attempt uses a new daemon or hosts the engine.
-                with self._lock:
-                    if self._access is access:
-                        self._access = None
-                if attempt == 2:
+                if access.via != "daemon":  # an error of the work itself, in this process
                     raise
+                # The daemon stopped. The next attempt waits for the takeover
+                # lock, so it uses the daemon an editor's proxy starts, or,
+                # with nobody taking over, hosts the engine and becomes the
+                # daemon those proxies replay their buffers to.
+                with self._lock:
+                    lost = self._access is access
+                    if lost:
+                        self._access = None
+                if lost:
+                    access.close()  # its connections lead to the daemon that stopped
+                if attempt == TAKEOVER_ATTEMPTS:
+                    raise
+                time.sleep(TAKEOVER_RETRY_S)
         raise AssertionError("unreachable")
 
     def _opened(self) -> EngineAccess:

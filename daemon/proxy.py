@@ -17,7 +17,6 @@ of every open buffer with its unsaved text.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import io
 import json
 import logging
@@ -35,7 +34,7 @@ from pygls.protocol import default_converter
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
-from ctxls.daemon.client import default_socket
+from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, default_socket, takeover_lock
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, foreign_daemon, frame, frame_body, read_body,
@@ -48,12 +47,10 @@ from ctxls.index.private import make_private_dir, open_private
 
 log = logging.getLogger(__name__)
 
-# How long a takeover waits for a new owner to listen (it indexes first).
-TAKEOVER_TIMEOUT_S = 300.0
 # A takeover that found a dying owner, or lost the new one at once, tries
-# again this many times, this far apart.
-TAKEOVER_ATTEMPTS = 5
-TAKEOVER_RETRY_S = 0.2
+# again TAKEOVER_ATTEMPTS times, TAKEOVER_RETRY_S apart (daemon/client.py).
+# How long a takeover waits for a new owner to listen (it indexes first):
+TAKEOVER_TIMEOUT_S = 300.0
 # A daemon log this large is set aside (daemon.log.1): before the next daemon
 # starts, and by a running daemon as it writes (DaemonLogFile).
 LOG_ROTATE_BYTES = 4 << 20
@@ -523,9 +520,16 @@ class Proxy:
     def ensure_owner(self) -> None:
         """Block until a daemon listens on the socket, starting one if nobody
         does. A lock file makes proxies that lost the same owner start one
-        daemon between them: the others wait and connect to it."""
-        with self._beside_socket("takeover.lock", "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        daemon between them: the others wait and connect to it (and so
+        does a `ctxls mcp` that lost it, or hosts the engine and listens
+        itself where it takes the lock first: daemon/client.py)."""
+        try:
+            lock = takeover_lock(self.socket_path)
+        except OSError as exc:  # a link the repository shipped there, a read-only folder
+            raise ConnectionError(f"cannot start a ctxls daemon: "
+                                  f"{self.socket_path.with_name('takeover.lock')}: "
+                                  f"{exc.strerror or exc}") from exc
+        with lock:
             if socket_is_live(self.socket_path):
                 return
             self._rotate_log()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ctxls.daemon.app import CtxlsServer
+    from ctxls.index.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -52,17 +53,26 @@ def new_session(owner: "CtxlsServer") -> "CtxlsServer":
     return session
 
 
-def open_text_elsewhere(uri: str, owner: "CtxlsServer", leaving: "CtxlsServer") -> str | None:
-    """The text of ``uri`` in another editor that still has it open, if any."""
+def open_text_elsewhere(engine: "Engine", path: str, owner: "CtxlsServer",
+                        leaving: "CtxlsServer") -> str | None:
+    """The text of ``engine``'s file ``path`` in another editor that still
+    has it open, if any, whatever URI that editor names it by (through a
+    linked folder, say: a look-up by the leaving editor's URI missed it,
+    and the file fell back to disk)."""
     for other in [owner, *SESSIONS]:
         if other is leaving:
             continue
         try:
-            document = other.workspace.text_documents.get(uri)
+            documents = list(other.workspace.text_documents.items())
         except Exception:  # a server that never initialized has no workspace
             continue
-        if document is not None:
-            return document.source
+        # Within the folders only, unless the file is outside them all: a
+        # look-up must not open the buffers-only engine.
+        served_by = other.engine_for if other.workspaces.is_loose(engine) \
+            else other.workspaces.folder_for_uri
+        for uri, document in documents:
+            if served_by(uri) == (engine, path):
+                return document.source
     return None
 
 
@@ -73,7 +83,7 @@ def release_buffer(session: "CtxlsServer", owner: "CtxlsServer", uri: str) -> No
     if target is None:
         return
     engine, path = target
-    other = open_text_elsewhere(uri, owner, session)
+    other = open_text_elsewhere(engine, path, owner, session)
     if other is not None:
         engine.set_buffer(path, other)
     else:

@@ -59,7 +59,7 @@ from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_
 from ctxls.index.stash import Stash
 from ctxls.index import symbols as symbol_table
 from ctxls.index.symbols import Definition
-from ctxls.index.store import FTS_TABLE_BY_KIND, Connection, Store, now_ms
+from ctxls.index.store import FTS_TABLE_BY_KIND, Connection, FileState, Store, now_ms
 
 log = logging.getLogger(__name__)
 
@@ -527,9 +527,15 @@ class Engine:
 
     def cold_index(self, progress: ProgressCallback | None = None,
                    cancel: threading.Event | None = None) -> IndexStats:
-        """The first pass after start: no edit-log rows (it is not an edit)."""
+        """The first pass after start (a daemon's, a hosted `ctxls mcp`'s).
+        It logs the edits it finds, as any incremental pass does: files
+        written while no process served the store, dated by their mtime, so
+        recent activity never depends on who opened the repository first.
+        A first index of an empty store logs none (a pass logs changes to
+        files it had rows for), nor does a buffer's text left in the store
+        going back to the disk's (``_logged_whole_pass``)."""
         self._first_pass_due = True
-        stats = self._pass(None, False, False, progress, cancel)
+        stats = self._logged_whole_pass(progress, cancel)
         with self._warm_lock:
             if not self._closing.is_set() and (self._warm_thread is None
                                                or not self._warm_thread.is_alive()):
@@ -864,7 +870,49 @@ class Engine:
                                 "(none: the whole folder)")
         if force:
             self.store.verify()  # a damaged store is rebuilt first: the forced pass always works
+        if pathspecs is None and not force:
+            return self._logged_whole_pass(progress, None)
         return self._pass(pathspecs, force, not force, progress, None)
+
+    def _logged_whole_pass(self, progress: ProgressCallback | None,
+                           cancel: threading.Event | None) -> IndexStats:
+        """An incremental pass over every file, logging the edits it finds.
+        Rows a buffer's text left in the store when the process that had it
+        open ended without closing it (an editor or daemon killed) go back
+        to the disk's text first, logged only as ``close_buffer`` logs (the
+        pass logged a definition only ever typed, never written, as removed
+        on disk); they count as the pass's updates and removals."""
+        updated = removed = 0
+        if not self.buffers_only and not self._closing.is_set():
+            left = [FileState(**dict(row)) for row in self.store.reader().execute(
+                "SELECT id, path, size, mtime_ns, hash, source, indexed_at FROM files "
+                "WHERE source = 'buffer'")]
+            for state in left:
+                if self.buffer_text(state.path) is not None:  # open here: its rows are its own
+                    continue
+                if self._written_edit(state.path, lambda state=state: self.indexer.reindex_from_disk(
+                        state.path, log_edits=self._written_on_disk_since(state))):
+                    if self.store.file_state(state.path) is None:
+                        removed += 1
+                    else:
+                        updated += 1
+        stats = self._pass(None, False, True, progress, cancel)
+        # The pass found those files as their rows now are: unchanged.
+        stats.updated += updated
+        stats.unchanged -= updated
+        stats.removed += removed
+        return stats
+
+    def _written_on_disk_since(self, state: FileState) -> bool:
+        """Whether ``state``'s file was written (or removed) on disk after its
+        rows were last made: going from a buffer's rows back to the disk's
+        text is an edit only then (a disk edit, dated by its mtime), never
+        when it only drops text the editor discarded."""
+        try:
+            mtime_ns = os.stat(self.root / state.path).st_mtime_ns
+        except OSError:  # gone, or unreadable: its rows going is a disk edit
+            return True
+        return mtime_ns // 1_000_000 > state.indexed_at
 
     def _pass(self, pathspecs, force, log_edits, progress, cancel, burst: bool = False) -> IndexStats:
         def report(done: int, total: int) -> None:
@@ -977,7 +1025,12 @@ class Engine:
             return
         with self._buffers_lock:
             self._buffers.pop(path, None)
-        self._written_edit(path, lambda: self.indexer.reindex_from_disk(path))
+        state = self.store.file_state(path)
+        # Closed without saving, the buffer's rows give way to the disk's
+        # older text: no edit by anyone (the editor's edits are logged as
+        # typed). A file written on disk since they were made is one.
+        log_edits = state is None or state.source != "buffer" or self._written_on_disk_since(state)
+        self._written_edit(path, lambda: self.indexer.reindex_from_disk(path, log_edits=log_edits))
 
     def file_changed_on_disk(self, path: str) -> None:
         """A save or a watched-file event; an open buffer still wins. A
@@ -1511,19 +1564,23 @@ class Engine:
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
         self.log_git_writes()
         conn = self.store.reader()
+        # Each item's latest edit is one row, its time and who made it (the
+        # editor, a buffer; or the disk) both: the row with the latest ts
+        # (the last logged of those). A disk edit is dated by its file's
+        # mtime, so the row logged last is not always the latest; taking the
+        # origin from it and the time from another said "disk" for an edit
+        # the editor made.
         rows = conn.execute(
-            "SELECT path, symbol, kind, max(ts) AS last, count(*) AS n, max(id) AS newest "
-            "FROM edits WHERE ts >= ? AND (origin IS NULL OR origin != 'checkout') "
-            "GROUP BY path, symbol, kind "
-            "ORDER BY last DESC, newest DESC LIMIT ?", (cutoff, limit)).fetchall()
-        # Who made each item's latest edit: the editor (a buffer) or the disk.
-        newest = [r["newest"] for r in rows]
-        origins = dict(conn.execute(
-            f"SELECT id, origin FROM edits WHERE id IN ({','.join('?' * len(newest))})",
-            newest).fetchall()) if newest else {}
+            "SELECT path, symbol, kind, ts, n, origin FROM ("
+            " SELECT path, symbol, kind, ts, id, origin,"
+            "  count(*) OVER item AS n,"
+            "  row_number() OVER (item ORDER BY ts DESC, id DESC) AS latest"
+            " FROM edits WHERE ts >= ? AND (origin IS NULL OR origin != 'checkout')"
+            " WINDOW item AS (PARTITION BY path, symbol, kind))"
+            " WHERE latest = 1 ORDER BY ts DESC, id DESC LIMIT ?", (cutoff, limit)).fetchall()
         return [ActivityItem(id=r["path"], symbol=r["symbol"], kind=r["kind"],
-                             last_edited_at=r["last"], edits=r["n"],
-                             origin=origins.get(r["newest"])) for r in rows]
+                             last_edited_at=r["ts"], edits=r["n"], origin=r["origin"])
+                for r in rows]
 
     def file_node(self, path: str) -> graph.FileNode | None:
         """An indexed file's node: its chunks and import-edge counts."""

@@ -1,10 +1,13 @@
 """daemon/edits.py: incremental edits as LSP defines them, checked against a
-plain reference (the whole text's line ends found anew for every edit)."""
+plain reference (the whole text's line ends found anew for every edit); and
+the edit log recent activity reads (which edits it lists, and whose)."""
 
 from __future__ import annotations
 
+import os
 import random
 import re
+import time
 
 import pytest
 from lsprotocol import types
@@ -86,3 +89,131 @@ def test_many_edits_match_the_reference(encoding: str):
             edited.replace(types.Range(types.Position(*start), types.Position(*end)), new_text)
             text = reference_edit(text, start, end, new_text, encoding)
             assert edited.text() == text
+
+
+# -- the edit log: which edits recent activity lists, and whose ----------------------
+
+def _recent(engine) -> list[tuple[str, str | None, str | None, int]]:
+    return [(a.id, a.symbol, a.origin, a.edits) for a in engine.recent_activity()]
+
+
+@pytest.fixture
+def sample_root(tmp_path):
+    from conftest import SAMPLE_FILES, write_tree
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    write_tree(root, SAMPLE_FILES)
+    three_days_ago = time.time() - 3 * 86400
+    for path in root.rglob("*.py"):
+        os.utime(path, (three_days_ago, three_days_ago))
+    return root
+
+
+def test_a_buffer_closed_without_saving_is_no_disk_edit(sample_root):
+    """Closing a buffer unsaved re-read the disk's older text and logged it
+    as a disk edit: recent activity said the editor's discarded edit was
+    the disk's (origin "disk", edits 2)."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        disk = (sample_root / "pkg/retry.py").read_text()
+        engine.set_buffer("pkg/retry.py", disk.replace("return False", "return None"))
+        engine.close_buffer("pkg/retry.py")
+        assert _recent(engine) == [("pkg/retry.py", "retry_upload", "editor", 1)]
+    finally:
+        engine.close()
+
+
+def test_a_file_written_on_disk_while_its_buffer_was_open_is_a_disk_edit_at_close(sample_root):
+    """The other side of the rule above: the disk's text is newer than the
+    buffer's rows, so going back to it is a disk edit, dated by its write."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        path = sample_root / "pkg/session.py"
+        engine.set_buffer("pkg/session.py", path.read_text())
+        path.write_text(path.read_text().replace("self.closed = True", "self.closed = 'yes'"))
+        written_ms = engine.store.file_state("pkg/session.py").indexed_at + 1  # after the rows
+        os.utime(path, ns=(written_ms * 1_000_000, written_ms * 1_000_000))
+        engine.close_buffer("pkg/session.py")
+        items = engine.recent_activity()
+        assert [(a.id, a.symbol, a.origin) for a in items] == [
+            ("pkg/session.py", "Session.close", "disk")]
+        assert items[0].last_edited_at == path.stat().st_mtime_ns // 1_000_000
+    finally:
+        engine.close()
+
+
+def test_an_items_origin_is_its_latest_edits(sample_root):
+    """The origin came from the row logged last, the time from the row with
+    the latest time: a disk edit a pass found (dated by its old mtime)
+    after the editor's edit made the editor's edit read as the disk's."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        path = sample_root / "pkg/retry.py"
+        engine.set_buffer("pkg/retry.py", path.read_text().replace("attempts=3", "attempts=4"))
+        typed = engine.recent_activity()[0].last_edited_at
+        engine.close_buffer("pkg/retry.py")
+        path.write_text(path.read_text().replace("attempts=3", "attempts=5"))
+        an_hour_ago = time.time() - 3600
+        os.utime(path, (an_hour_ago, an_hour_ago))
+        assert engine.index().updated == 1  # logged last, dated an hour ago
+        items = engine.recent_activity()
+        assert [(a.id, a.symbol, a.origin, a.edits) for a in items] == [
+            ("pkg/retry.py", "retry_upload", "editor", 2)]
+        assert items[0].last_edited_at == typed
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("next_pass", ["cold_index", "index"])
+def test_a_buffer_left_by_a_crashed_editor_is_no_disk_edit(sample_root, next_pass):
+    """An editor (or its daemon) killed with a buffer open leaves that
+    buffer's rows in the store; the next pass, finding the disk's text,
+    logged the definitions only ever typed as removed on disk."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    engine.cold_index()
+    disk = (sample_root / "pkg/retry.py").read_text()
+    engine.set_buffer("pkg/retry.py", disk.replace("retry_upload", "ghost_fn"))
+    engine.close()  # never closed: as a crash leaves it
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        getattr(engine, next_pass)()
+        assert engine.store.file_state("pkg/retry.py").source == "disk"
+        assert sorted(_recent(engine)) == [("pkg/retry.py", "ghost_fn", "editor", 1),
+                                           ("pkg/retry.py", "retry_upload", "editor", 1)]
+    finally:
+        engine.close()
+
+
+def test_the_first_pass_of_an_indexed_store_logs_what_was_written_meanwhile(sample_root):
+    """A daemon's (or a hosted `ctxls mcp`'s) first pass logged no edits:
+    a file written while no process served the store was in recent
+    activity only if a CLI verb's pass found it first."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    engine.cold_index()
+    assert engine.recent_activity() == []  # a first index of an empty store logs none
+    engine.close()
+    path = sample_root / "pkg/retry.py"
+    path.write_text(path.read_text() + "\n\ndef written_while_no_daemon():\n    pass\n")
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        items = engine.recent_activity()
+        assert [(a.id, a.symbol, a.origin) for a in items] == [
+            ("pkg/retry.py", "written_while_no_daemon", "disk")]
+        assert items[0].last_edited_at == path.stat().st_mtime_ns // 1_000_000
+    finally:
+        engine.close()

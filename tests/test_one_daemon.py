@@ -1,26 +1,34 @@
 """One daemon per repository, with real processes: an editor's `ctxls serve`
 that finds a live daemon proxies its LSP stream to it, every client sees every
 unsaved buffer, a buffer closed unsaved (or a vanished editor) falls back to
-disk, and a proxy survives its owner's exit without losing its buffers."""
+disk, and a proxy survives its owner's exit without losing its buffers. An
+agent's `ctxls mcp` that hosts the engine is that daemon; one attached to a
+daemon that exits joins the next."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
 import threading
-from contextlib import contextmanager
+import time
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import AsyncIterator, Iterator
 
 import pytest
 from lsprotocol import types
+from mcp import StdioServerParameters
+from mcp.client.session import ClientSession
+from mcp.client.stdio import stdio_client
 
 from ctxls.daemon.client import DaemonClient
 from ctxls.daemon.socket_server import socket_is_live
 
 from conftest import serve
+from rawrpc import StdioDaemon
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 MARKER = "only_in_the_buffer"
@@ -277,3 +285,148 @@ def test_a_socket_client_that_never_reads_holds_a_bounded_share_of_the_daemon(tm
     held, answers, closed = asyncio.run(scenario())
     assert held == socket_server.MAX_IN_FLIGHT and answers == 100
     assert closed  # the daemon ended the connection that read none of its replies
+
+
+def _eventually(predicate, timeout: float = 20.0) -> bool:
+    """Poll ``predicate`` (a plain function) until it holds or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _open(editor: StdioDaemon, uri: str, text: str) -> None:
+    editor.conn.send({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+        "textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}}})
+
+
+def _close(editor: StdioDaemon, uri: str) -> None:
+    editor.conn.send({"jsonrpc": "2.0", "method": "textDocument/didClose", "params": {
+        "textDocument": {"uri": uri}}})
+
+
+def test_a_file_closed_in_one_editor_keeps_the_text_another_has_open_by_another_path(
+        tmp_path: Path, repo: Path):
+    """Two editors had pkg/retry.py open unsaved, one through a linked
+    folder, one by its real path: when the second closed it, the daemon
+    looked the other editors' buffers up by the second's URI, found none,
+    and served the disk's text while the first still had its own open."""
+    link = tmp_path / "linked"
+    link.symlink_to(repo)
+    disk = (repo / "pkg/retry.py").read_text()
+    first = StdioDaemon(link, folder_uri=link.as_uri())  # owns the socket
+    try:
+        first.wait_indexed()
+        second = StdioDaemon(repo)  # finds it live: a proxy
+        try:
+            second.wait_indexed()
+            _open(first, f"{link.as_uri()}/pkg/retry.py", disk.replace("retry_upload", MARKER))
+            assert _eventually(lambda: MARKER in owner_recall(repo, MARKER))
+            _open(second, (repo / "pkg/retry.py").as_uri(),
+                  disk.replace("retry_upload", "second_editors_fn"))
+            assert _eventually(lambda: "second_editors_fn" in owner_recall(repo, "second_editors_fn"))
+            _close(second, (repo / "pkg/retry.py").as_uri())
+            # The first editor's text, still open there, is the truth again.
+            assert _eventually(lambda: MARKER in owner_recall(repo, MARKER))
+            assert "retry_upload" not in owner_recall(repo, "retry_upload")
+        finally:
+            second.close()
+    finally:
+        first.close()
+
+
+@asynccontextmanager
+async def agent(repo: Path) -> AsyncIterator[ClientSession]:
+    """An agent's `ctxls mcp --root REPO` (the MCP SDK's client)."""
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "ctxls.daemon.cli", "mcp", "--root", str(repo)],
+                                   env={**os.environ, "CTXLS_LOG": "ERROR"})
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def until(predicate, timeout: float = 60.0) -> bool:
+    """Poll an async predicate until it holds or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while not await predicate():
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.2)
+    return True
+
+
+async def agent_finds(session: ClientSession, symbol: str) -> bool:
+    answer = await session.call_tool("find_symbol", {"name": symbol, "match": "exact"})
+    return not answer.is_error and symbol in answer.content[0].text
+
+
+async def test_an_agent_that_hosts_the_engine_is_the_daemon_an_editor_started_later_joins(repo: Path):
+    """`ctxls mcp` started with no daemon hosted its engine without the
+    socket: the editor started next became a second daemon writing the same
+    store, the agent never saw its unsaved text, and the agent's freshness
+    checks wrote the disk's text over the buffer's rows for every client.
+    The hosting agent now owns the socket, and the editor proxies to it."""
+    async with agent(repo) as session:
+        async def listening() -> bool:
+            await session.call_tool("status", {})  # opened at the handshake; this waits for it
+            return await asyncio.to_thread(socket_is_live, socket_of(repo))
+
+        assert await until(listening), "the hosting agent never listened on the socket"
+        async with serve(repo) as editor:  # finds the agent's socket live: a proxy
+            await editor.wait_indexed()
+            editor.open("pkg/retry.py")
+            editor.replace("pkg/retry.py", edited_retry(repo), version=2)
+            assert await editor.wait_for(lambda: agent_finds(session, MARKER), timeout=20, interval=0.2)
+            await session.call_tool("outline", {"path": "pkg/retry.py"})  # checks the file's freshness
+            assert await sees(repo, MARKER)  # the CLI's view: the same engine, the buffer kept
+            status = await asyncio.to_thread(lambda: DaemonClient.connect(socket_of(repo))
+                                             .request("ctxls/status", {}))
+            assert status["buffers"] == 1
+
+
+async def test_an_agent_whose_daemon_exits_rejoins_the_editors_next_daemon(repo: Path):
+    """The owner exited while an editor's proxy held an unsaved buffer and an
+    agent was attached: the agent's next call found nobody listening yet and
+    hosted an engine of its own for good (a second writer that never saw
+    the buffer), while the proxy started the next daemon. The agent now
+    waits for the takeover lock: it joins the daemon the proxy started, or,
+    taking the lock first, hosts the engine on the socket the proxy then
+    replays its buffer to. Either way it sees the editor's unsaved text."""
+    with headless_owner(repo) as owner:
+        async with serve(repo) as editor, agent(repo) as session:
+            await editor.wait_indexed()
+            editor.open("pkg/retry.py")
+            editor.replace("pkg/retry.py", edited_retry(repo), version=2)
+            assert await editor.wait_for(lambda: agent_finds(session, MARKER), timeout=20, interval=0.2)
+            owner.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(owner.wait, 30)
+            assert await editor.wait_for(lambda: agent_finds(session, MARKER), timeout=120, interval=0.5)
+            assert await sees(repo, MARKER)
+            # One writer: the process on the socket is the one answering the agent.
+            edited = edited_retry(repo).replace(MARKER, "after_the_owner_left")
+            editor.replace("pkg/retry.py", edited, version=3)
+            assert await editor.wait_for(lambda: agent_finds(session, "after_the_owner_left"),
+                                         timeout=20, interval=0.2)
+
+
+async def test_an_agent_whose_daemon_exits_with_no_editor_left_becomes_the_daemon(repo: Path):
+    """Nobody takes over (no editor's proxy): the agent hosts the engine,
+    and as the daemon, on the socket, so the editor opened next joins it."""
+    with headless_owner(repo) as owner:
+        async with agent(repo) as session:
+            assert await agent_finds(session, "retry_upload")
+            owner.send_signal(signal.SIGTERM)
+            await asyncio.to_thread(owner.wait, 30)
+            assert await until(lambda: agent_finds(session, "retry_upload"))  # hosted here now
+            assert await asyncio.to_thread(socket_is_live, socket_of(repo))
+            async with serve(repo) as editor:  # a proxy to the agent
+                await editor.wait_indexed()
+                editor.open("pkg/retry.py")
+                editor.replace("pkg/retry.py", edited_retry(repo), version=2)
+                assert await editor.wait_for(lambda: agent_finds(session, MARKER), timeout=20,
+                                             interval=0.2)
+                assert await sees(repo, MARKER)
