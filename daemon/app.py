@@ -39,6 +39,7 @@ from ctxls.daemon.options import InitOptions
 from ctxls.daemon.protocol import CtxlsProtocol, is_parse_error
 from ctxls.daemon.request_values import MAX_INT, MIN_INT
 from ctxls.daemon.router import ROUTER, Lane, route_of
+from ctxls.daemon.sessions import SESSIONS
 from ctxls.daemon.framing import socket_path_for
 from ctxls.daemon.socket_server import SocketServer, debug_errors
 from ctxls.daemon.uris import as_local
@@ -431,15 +432,34 @@ class CtxlsServer(LanguageServer):
         reach the index before a query reads it (at most BUFFER_SETTLE_S): a
         recall sent after a didChange answers with it, and the outline an
         editor asks for as a file opens is that file's (an editor keeps the
-        first answer for the text it asked about). An edit still within its
-        debounce is not waited for."""
+        first answer for the text it asked about). Every editor's buffers
+        count, the owner's and its proxied sessions': a request on the
+        shared socket (CLI, MCP) or from one editor answers with another
+        editor's edit sent before it. An edit still within its debounce is
+        not waited for."""
+        flushing: set[asyncio.Task] = set()
+        for editor in self.sharing_buffers():
+            flushing |= editor.flush_due_buffers()
+        if flushing:
+            await asyncio.wait(flushing, timeout=BUFFER_SETTLE_S)
+
+    def sharing_buffers(self) -> list["CtxlsServer"]:
+        """This server and every other whose buffers go into the same
+        engines: the process's owner and the editors' proxied sessions
+        (daemon/sessions.py)."""
+        others = (other for other in (server, *SESSIONS)
+                  if other is not self and other.workspaces is self.workspaces)
+        return [self, *others]
+
+    def flush_due_buffers(self) -> set[asyncio.Task]:
+        """Start indexing this server's buffers whose debounce is over (their
+        timers not run yet); its buffers being indexed or released."""
         loop = asyncio.get_running_loop()
         for uri, handle in list(self._debounce.items()):
             if handle.when() <= loop.time():  # due, its timer not run yet
                 handle.cancel()
                 self.start_flush(uri)
-        if self._flushing:
-            await asyncio.wait(set(self._flushing), timeout=BUFFER_SETTLE_S)
+        return set(self._flushing)
 
     async def flush_buffer(self, uri: str) -> None:
         doc = self.workspace.text_documents.get(uri)
@@ -585,12 +605,18 @@ class CtxlsServer(LanguageServer):
     async def answer(self, method: str, fn: Callable[["CtxlsServer", Any], Any], params: Any) -> Any:
         """``fn(self, params)`` run as ``method``'s route says; engine errors
         become JSON-RPC errors with the protocol's codes."""
-        if route_of(method).settles:
-            await self.settle_buffers()
         try:
-            return await ROUTER.run(method, functools.partial(fn, self, params))
+            return await self.run_routed(method, functools.partial(fn, self, params))
         except EngineError as exc:
             raise JsonRpcException(message=exc.message, code=exc.code, data=exc.data) from exc
+
+    async def run_routed(self, method: str, work: Callable[[], Any]) -> Any:
+        """``work`` run as ``method``'s route says, once the buffers a read of
+        the code must see are indexed: an LSP request and the same request
+        on the shared socket (daemon/socket_server.py) both come here."""
+        if route_of(method).settles:
+            await self.settle_buffers()
+        return await ROUTER.run(method, work)
 
     @property
     def custom_methods(self) -> dict[str, Callable[["CtxlsServer", wire.Params], Any]]:

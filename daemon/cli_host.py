@@ -260,7 +260,8 @@ def cmd_serve(args):
             print(format_hits_human(wire.recall_json(result, False)["groups"]), file=sys.stderr)
     try:
         if args.tcp is not None:
-            print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted", file=sys.stderr)
+            print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted (to this user's "
+                  "connections only)", file=sys.stderr)
             _serve_tcp(server, args.tcp)
         elif args.socket is not None:
             if not args.root:
@@ -283,18 +284,25 @@ def _serve_tcp(server, port: int) -> None:
     and written as stdio's are (daemon/proxy.py's FramedStdin, an Outbox).
     pygls's own TCP reader ignored an unusable Content-Length, left a header
     block without one unanswered, and lost the connection, unanswered, on a
-    header line over 64 KiB."""
+    header line over 64 KiB. Any local user may connect to the port: a
+    connection from another user, or from one that cannot be told, is
+    closed unread, and the next one is waited for (``refuse_tcp_peer``)."""
     import socket
 
     from ctxls.daemon.outbox import Outbox
     from ctxls.daemon.proxy import FramedStdin
+    from ctxls.daemon.socket_server import refuse_tcp_peer
 
     try:
         listener = socket.create_server(("127.0.0.1", port))
     except OSError as exc:
         raise CliError(f"cannot listen on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     with listener:
-        connection, _ = listener.accept()
+        while True:
+            connection, _ = listener.accept()
+            if not refuse_tcp_peer(connection):
+                break
+            connection.close()
     with connection, connection.makefile("rb") as client_in:
         client_out = Outbox(connection.makefile("wb"))
         try:

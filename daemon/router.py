@@ -28,8 +28,10 @@ sweep, a round of ``fresh_answer``, a candidate of assemble).
 
 ``settles`` (every read of the code, CODE_READ): the request first lets the
 buffers just opened and those whose debounce is over reach the index
-(``CtxlsServer.settle_buffers``), so it answers with the edit just typed, and
-an outline asked for as a file opens is that file's.
+(``CtxlsServer.settle_buffers``: every editor's, the owner's and its proxied
+sessions'), so it answers with the edit just typed, and an outline asked for
+as a file opens is that file's. Over LSP and on the shared socket alike
+(``CtxlsServer.run_routed``).
 
 The daemon's own jobs (a folder's first index, progress polling) are no
 request: they run on asyncio's default executor, outside the lanes.

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import fcntl
 import functools
+import ipaddress
 import json
 import logging
 import os
 import socket
+import sys
 import traceback
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,7 @@ from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, pee
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
-from ctxls.index.private import make_private_dir, restrict
+from ctxls.index.private import make_private_dir, open_private, restrict
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,9 @@ MAX_IN_FLIGHT = 32
 # this many unread bytes end the connection: the same client, sending bad
 # bodies instead.
 MAX_UNREAD_REPLY_BYTES = 1 << 20
+
+# Connections the kernel queues for the socket before accept (asyncio's default).
+LISTEN_BACKLOG = 100
 
 # Set (to anything but "0") to get tracebacks in internal errors' data.
 DEBUG_ENV = "CTXLS_DEBUG"
@@ -96,6 +102,99 @@ def socket_owner_pid(path: Path) -> int | None:
         probe.close()
 
 
+# Where Linux lists each TCP socket with the uid owning it.
+PROC_NET_TCP = (Path("/proc/net/tcp"), Path("/proc/net/tcp6"))
+
+
+def tcp_peer_uid(connection: socket.socket) -> int | None:
+    """The uid owning the other end of an accepted loopback TCP
+    ``connection``: that of the row of /proc/net/tcp (or tcp6) whose local
+    address is our peer's and whose remote one is ours, the client's own
+    socket. None where that cannot be told (no /proc, or no such row: the
+    client closed it already)."""
+    peer = _endpoint(connection.getpeername())
+    ours = _endpoint(connection.getsockname())
+    for table in PROC_NET_TCP:
+        try:
+            rows = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            # sl local rem st tx:rx tr:when retrnsmt uid timeout inode ...
+            fields = row.split()
+            # A row of inode 0 has no socket (TIME_WAIT): its uid is 0, nobody's.
+            if (len(fields) > 9 and fields[9] != "0" and _proc_endpoint(fields[1]) == peer
+                    and _proc_endpoint(fields[2]) == ours):
+                return int(fields[7])
+    return None
+
+
+def refuse_tcp_peer(connection: socket.socket) -> bool:
+    """Whether a TCP client must be turned away unread (logged, saying why):
+    it is another user's, or whose it is cannot be told. A TCP port, unlike
+    the 0600 Unix socket, is open to every local user (docs/protocol.md)."""
+    uid = tcp_peer_uid(connection)
+    if uid is None:
+        log.warning("refused a TCP connection: cannot tell which user made it (no row of "
+                    "/proc/net/tcp or tcp6 names its socket: no /proc here, or the client "
+                    "closed it already)")
+        return True
+    if uid != os.geteuid():
+        log.warning("refused a TCP connection from another user (uid %d)", uid)
+        return True
+    return False
+
+
+def _endpoint(address: tuple) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int]:
+    return _unmapped(ipaddress.ip_address(address[0])), address[1]
+
+
+def _proc_endpoint(text: str) -> tuple[ipaddress.IPv4Address | ipaddress.IPv6Address, int] | None:
+    """An ``ADDRESS:PORT`` of /proc/net/tcp{,6}: the address as 32-bit
+    words, each in hexadecimal in the host's byte order; the port in hexadecimal."""
+    address, _, port = text.partition(":")
+    try:
+        raw = bytes.fromhex(address)
+        words = [raw[i:i + 4] for i in range(0, len(raw), 4)]
+        if sys.byteorder == "little":
+            words = [word[::-1] for word in words]
+        return _unmapped(ipaddress.ip_address(b"".join(words))), int(port, 16)
+    except ValueError:  # not a row of the table's format
+        return None
+
+
+def _unmapped(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An IPv4 client of a dual-stack socket is listed as ::ffff:a.b.c.d."""
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    return ip
+
+
+def bind_lock(socket_path: Path) -> int:
+    """``<socket>.lock`` beside the socket, open and locked (closing the
+    descriptor unlocks): daemons starting together look at the socket and
+    bind it one at a time, so two never both find it stale and remove each
+    other's. Not the takeover lock (daemon/client.py): a proxy holds that
+    while the daemon it started binds, and a hosting `ctxls mcp` while it
+    binds itself. Never opened through a link. OSError when it cannot be."""
+    path = socket_path.with_name(socket_path.name + ".lock")
+    lock = open_private(path, append=True)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(lock)
+        raise
+    return lock
+
+
+def in_the_way(path: Path, exc: OSError) -> str:
+    """What to tell the user when ``path`` holds something that is not a
+    socket and cannot be removed (a folder, a file we may not delete)."""
+    what = "a folder" if path.is_dir() and not path.is_symlink() else "a file that cannot be removed"
+    return (f"not listening on {path}: {what} is in the way ({exc.strerror or exc}); "
+            "move it away and start the daemon again")
+
+
 def error_response(msg_id: Any, code: int, message: str, data: Any = None) -> dict:
     error: dict[str, Any] = {"code": code, "message": message}
     if data is not None:
@@ -124,26 +223,58 @@ class SocketServer:
         self.connections = 0
 
     async def start(self) -> bool:
-        """Listen, replacing a stale socket; False if another daemon owns it."""
+        """Listen, replacing a stale socket; False (logged: why, and what to
+        do) if another daemon owns it or something else is in the way."""
         if len(str(self.path).encode()) > MAX_SOCKET_PATH:
             log.warning("socket path %s is too long for a Unix socket; not listening", self.path)
             return False
-        if self.path.exists() or self.path.is_symlink():
-            if socket_is_live(self.path):
-                log.warning("another ctxls daemon serves %s; not listening", self.path)
-                return False
-            self.path.unlink()  # left by a daemon that died
         try:
             make_private_dir(self.path.parent)
+            lock = await asyncio.to_thread(bind_lock, self.path)
         except OSError as exc:  # a store folder the repository shipped as a link, a read-only one
             log.warning("not listening on %s: %s", self.path, exc.strerror or exc)
             return False
-        self._listener = await asyncio.start_unix_server(self._serve, str(self.path))
+        try:
+            listening = self._bind()
+        finally:
+            os.close(lock)
+        if listening is None:
+            return False
+        self._listener = await asyncio.start_unix_server(self._serve, sock=listening)
+        log.info("shared daemon socket listening on %s", self.path)
+        return True
+
+    def _bind(self) -> socket.socket | None:
+        """The socket listening at ``path`` (called under ``bind_lock``), or
+        None, logged why. Bound here rather than by asyncio's
+        start_unix_server, which first removes any socket file at the path:
+        a daemon that bound between our look and our bind lost its socket
+        and ran on, unreachable. ``bind`` never replaces a file."""
+        if self.path.exists() or self.path.is_symlink():
+            if socket_is_live(self.path):
+                log.warning("another ctxls daemon serves %s; not listening", self.path)
+                return None
+            try:
+                self.path.unlink()  # left by a daemon that died
+            except OSError as exc:  # a folder, a file we may not remove
+                log.warning("%s", in_the_way(self.path, exc))
+                return None
+        listening = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listening.bind(str(self.path))
+        except OSError as exc:
+            listening.close()
+            if exc.errno == errno.EADDRINUSE:  # one that took no lock bound it since we looked
+                log.warning("another ctxls daemon serves %s; not listening", self.path)
+            else:
+                log.warning("not listening on %s: %s", self.path, exc.strerror or exc)
+            return None
         # Only this user may connect (the store folder is 0700 too, which also
         # covers the moment between bind and chmod).
         restrict(self.path)
-        log.info("shared daemon socket listening on %s", self.path)
-        return True
+        listening.listen(LISTEN_BACKLOG)
+        listening.setblocking(False)
+        return listening
 
     async def serve_forever(self) -> None:
         assert self._listener is not None
@@ -286,7 +417,6 @@ class SocketServer:
     async def _result(self, method: Any, params: Any) -> Any:
         # Imported here: clients import this module for its framing and must stay light.
         from ctxls.daemon import wire
-        from ctxls.daemon.router import ROUTER
 
         if method == "initialize":
             return {"capabilities": {}, "serverInfo": {"name": "ctxls", "version": __version__}}
@@ -295,5 +425,7 @@ class SocketServer:
         handler = self.server.custom_methods.get(method) if isinstance(method, str) else None
         if handler is None:
             raise LookupError(method)
-        # Its lane, snapshot and cancel token: daemon/router.py.
-        return await ROUTER.run(method, functools.partial(handler, self.server, wire.Params(params)))
+        # Its lane, snapshot and cancel token (daemon/router.py), after the
+        # editors' buffers it must see, as over LSP.
+        return await self.server.run_routed(method, functools.partial(handler, self.server,
+                                                                      wire.Params(params)))

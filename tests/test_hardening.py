@@ -3,6 +3,7 @@ malformed requests — through the real `ctxls serve` process."""
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -18,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -804,6 +806,160 @@ def test_tcp_reads_frames_as_stdio_does(repo: Path):
                     break
                 time.sleep(0.1)
             check_malformed_frames(conn)
+            assert "result" in conn.request("shutdown", None, "bye")
+            conn.send({"jsonrpc": "2.0", "method": "exit"})
+            assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        process.wait()
+
+
+# -- what is in the way of the socket ----------------------------------------------
+
+async def test_a_folder_where_the_socket_goes_is_named_with_what_to_do(repo: Path):
+    """A folder at daemon.sock: the headless daemon died with only
+    "ctxls: …/daemon.sock: Is a directory" (the stale-file removal was
+    unguarded). It now says what is in the way and what to do; an editor's
+    daemon serves on without the socket."""
+    sock = repo / ".ctxls" / "daemon.sock"
+    sock.mkdir(parents=True)
+    headless = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-m", "ctxls.daemon.cli", "serve", "--root", str(repo),
+                         "--socket"], capture_output=True, text=True, timeout=120,
+        stdin=subprocess.DEVNULL)
+    assert headless.returncode == 1
+    assert f"not listening on {sock}: a folder is in the way" in headless.stderr
+    assert "move it away and start the daemon again" in headless.stderr
+    assert f"ctxls: {sock}: Is a directory" not in headless.stderr
+    assert sock.is_dir()  # left as it was
+    async with serve(repo, {"socket": True}) as editor:
+        await editor.wait_indexed()
+        assert (await editor.request("ctxls/status"))["files"] == 5
+        assert sock.is_dir()
+
+
+def test_a_file_at_the_socket_path_that_cannot_be_removed_is_named(tmp_path: Path, monkeypatch, caplog):
+    """An undeletable file there (immutable, another user's in a sticky
+    folder) raised PermissionError out of SocketServer.start."""
+    import errno
+
+    from ctxls.daemon.socket_server import SocketServer
+
+    path = tmp_path / "daemon.sock"
+    path.write_text("")
+    remove = Path.unlink
+
+    def immutable_there(self: Path, missing_ok: bool = False) -> None:
+        if self == path:  # what chattr +i gives, on any filesystem
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(self))
+        remove(self, missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", immutable_there)
+    assert asyncio.run(SocketServer(None, path).start()) is False
+    assert (f"not listening on {path}: a file that cannot be removed is in the way "
+            "(Operation not permitted)") in caplog.text
+    assert path.is_file()
+
+
+# -- `serve --tcp` serves its own user only --------------------------------------
+
+OTHER_UID = 65534  # nobody
+
+
+def another_user_connects(port: int, message: bytes) -> tuple[int, Any]:
+    """A child process that, as ``nobody``, connects to 127.0.0.1:PORT,
+    sends ``message`` and reads until the connection ends: its pid and a
+    pipe where it writes "connected\\n", then all it was sent back."""
+    import traceback
+
+    reading, writing = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(reading)
+            os.setgroups([])
+            os.setgid(OTHER_UID)
+            os.setuid(OTHER_UID)
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as conn:
+                os.write(writing, b"connected\n")
+                conn.sendall(message)
+                answer = b""
+                try:
+                    while chunk := conn.recv(65536):
+                        answer += chunk
+                except OSError:  # reset: closed with our message unread
+                    pass
+            os.write(writing, answer)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(0)
+    os.close(writing)
+    return pid, os.fdopen(reading, "rb")
+
+
+def test_the_tcp_peer_is_known_by_its_user(monkeypatch):
+    """/proc/net/tcp's row of the client's own socket names its user; where
+    no row can be read, the connection is refused."""
+    from ctxls.daemon import socket_server
+    from ctxls.daemon.socket_server import refuse_tcp_peer, tcp_peer_uid
+
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        with socket.create_connection(("127.0.0.1", port)) as mine:
+            accepted, _ = listener.accept()
+            with accepted:
+                assert tcp_peer_uid(accepted) == os.geteuid()
+                assert not refuse_tcp_peer(accepted)
+                with monkeypatch.context() as no_proc:
+                    no_proc.setattr(socket_server, "PROC_NET_TCP", (Path("/nonexistent/tcp"),))
+                    assert tcp_peer_uid(accepted) is None
+                    assert refuse_tcp_peer(accepted)  # fail closed
+            mine.sendall(b"x")
+        if os.geteuid() == 0:  # only root can be another user
+            pid, pipe = another_user_connects(port, b"")
+            with pipe:
+                assert pipe.readline() == b"connected\n"
+                accepted, _ = listener.accept()
+                with accepted:
+                    assert tcp_peer_uid(accepted) == OTHER_UID
+                    assert refuse_tcp_peer(accepted)
+                pipe.read()
+            os.waitpid(pid, 0)
+
+
+def test_tcp_closes_another_users_connection_unread_and_serves_its_own(repo: Path):
+    """Any local user could connect to `serve --tcp PORT`, initialize on a
+    folder only the daemon's user may read and get its files (and write its
+    memory). Another user's connection is now closed unread; the daemon's
+    own user is served next."""
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve", "--tcp", str(port)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, cwd=repo)
+    listening = f":{port:04X} 00000000:0000 0A"  # its row in /proc/net/tcp, state LISTEN
+    try:
+        deadline = time.monotonic() + 60
+        while listening not in Path("/proc/net/tcp").read_text():  # connecting would be served
+            assert time.monotonic() < deadline and process.poll() is None, "never listened"
+            time.sleep(0.1)
+        uri = repo.resolve().as_uri()
+        initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "processId": None, "rootUri": uri, "capabilities": {},
+            "workspaceFolders": [{"uri": uri, "name": "repo"}],
+            "initializationOptions": {"embeddings": False}}}
+        if os.geteuid() == 0:  # only root can be another user
+            pid, pipe = another_user_connects(port, frame(json.dumps(initialize).encode()))
+            with pipe:
+                assert pipe.readline() == b"connected\n"
+                assert pipe.read() == b""  # closed, nothing answered
+            os.waitpid(pid, 0)
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            conn = RawConnection(sock.makefile("rb"), sock.sendall)
+            assert "result" in conn.request("initialize", initialize["params"], "init")
+            conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
             assert "result" in conn.request("shutdown", None, "bye")
             conn.send({"jsonrpc": "2.0", "method": "exit"})
             assert process.wait(timeout=30) == 0

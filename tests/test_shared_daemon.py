@@ -150,6 +150,105 @@ def test_a_killed_daemons_socket_is_replaced_by_the_next_start(repo: Path):
     assert not sock.exists()  # a clean stop removes it
 
 
+def test_a_daemon_that_binds_while_another_looks_keeps_its_socket(tmp_path: Path):
+    """Two daemons starting together: the second looked (nothing there), the
+    first bound, then the second bound with asyncio's start_unix_server,
+    which removes a socket file first: the first ran on, unreachable,
+    writing the store. Looking and binding now hold a lock, and the bind
+    never replaces a file: the later one sees the live socket and steps back."""
+    from ctxls.daemon.socket_server import SocketServer, bind_lock
+
+    path = tmp_path / ".ctxls" / "daemon.sock"
+    path.parent.mkdir(mode=0o700)
+
+    async def race() -> bool:
+        first = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        lock = bind_lock(path)  # the first daemon between its look and its bind
+        second = SocketServer(None, path)
+        starting = asyncio.create_task(second.start())
+        await asyncio.sleep(0.2)  # the second daemon starts meanwhile
+        first.bind(str(path))
+        first.listen()
+        os.close(lock)
+        try:
+            took_over = await starting
+            second.close()
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.connect(str(path))  # still the first daemon's
+            first.settimeout(5)
+            first.accept()[0].close()
+            client.close()
+            return took_over
+        finally:
+            first.close()
+
+    assert asyncio.run(race()) is False
+    assert path.exists()  # the second one's close() removed nothing it did not bind
+
+
+# A file whose indexing takes long enough (hundreds of ms) that a request
+# sent without waiting for it is answered before it lands.
+BIG_FILE = "".join(f"def func_{i}(a, b):\n    x = a + b * {i}\n    return x - {i}\n\n\n"
+                   for i in range(6000))
+# Longer than the editors' debounce (20 ms) and than a didChange's trip through a proxy.
+DEBOUNCE_OVER_S = 0.15
+
+
+def socket_recall_top(sock: Path, name: str) -> str | None:
+    """The top code hit's symbol for ``name``, asked as the CLI asks (the shared socket)."""
+    client = DaemonClient.connect(sock)
+    assert client is not None
+    try:
+        hits = client.request("ctxls/recall", {"query": name, "kind": "code", "n": 1})["hits"]
+    finally:
+        client.close()
+    return hits[0]["chunk"]["symbol"] if hits else None
+
+
+async def lsp_recall_top(editor, name: str) -> str | None:
+    hits = (await editor.request("ctxls/recall", {"query": name, "kind": "code", "n": 1}))["hits"]
+    return hits[0]["chunk"]["symbol"] if hits else None
+
+
+async def test_a_socket_request_answers_with_the_edit_whose_debounce_is_over(repo: Path):
+    """`ctxls recall` (the shared socket) 100 ms after an editor's edit
+    (debounce 20 ms) answered from the text before it: only the LSP path
+    waited for the buffers whose debounce is over."""
+    (repo / "pkg/big.py").write_text(BIG_FILE)
+    async with serve(repo, {"debounceMs": 20}) as editor:
+        await editor.wait_indexed()
+        sock = repo / ".ctxls" / "daemon.sock"
+        editor.open("pkg/big.py", BIG_FILE)
+        await lsp_recall_top(editor, "func_1500")  # the open's indexing is done
+        for version, name in enumerate(["typed_name_0", "typed_name_1"], start=2):
+            editor.replace("pkg/big.py", BIG_FILE.replace("def func_1500(", f"def {name}("),
+                           version=version)
+            await asyncio.sleep(DEBOUNCE_OVER_S)
+            assert await asyncio.to_thread(socket_recall_top, sock, name) == name
+
+
+async def test_a_request_answers_with_another_editors_edit_whose_debounce_is_over(repo: Path):
+    """A request waited only for its own server's buffers: an edit typed in
+    a second editor (a proxied session of the daemon) was missed by the
+    CLI's recall and by the first editor's, after its debounce was over."""
+    (repo / "pkg/big.py").write_text(BIG_FILE)
+    async with serve(repo, {"debounceMs": 20}) as owner:
+        await owner.wait_indexed()
+        sock = repo / ".ctxls" / "daemon.sock"
+        async with serve(repo, {"debounceMs": 20}) as second:  # finds it live: a proxy
+            await second.wait_indexed()
+            second.open("pkg/big.py", BIG_FILE)
+            await lsp_recall_top(second, "func_1500")  # the open's indexing is done
+            second.replace("pkg/big.py", BIG_FILE.replace("def func_1500(", "def typed_name_0("),
+                           version=2)
+            await asyncio.sleep(DEBOUNCE_OVER_S)
+            assert await asyncio.to_thread(socket_recall_top, sock, "typed_name_0") == "typed_name_0"
+            second.replace("pkg/big.py", BIG_FILE.replace("def func_1500(", "def typed_name_1("),
+                           version=3)
+            await asyncio.sleep(DEBOUNCE_OVER_S)
+            assert await lsp_recall_top(owner, "typed_name_1") == "typed_name_1"
+
+
 class SlowDaemon:
     """A stand-in for the daemon's socket that answers each connection's
     requests in turn, as a connection is answered: `slow` when released (or
