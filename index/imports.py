@@ -16,10 +16,12 @@ Spec format (``ImportRef.spec``):
 
 from __future__ import annotations
 
-import posixpath
 import itertools
+import posixpath
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 
 from tree_sitter import Node, Query, QueryCursor, Tree
 from tree_sitter_language_pack import get_language
@@ -138,24 +140,26 @@ class ImportResolver:
     """
 
     def __init__(self, paths: Iterable[str]) -> None:
-        self._paths = frozenset(paths)
-        package_dirs = {
-            posixpath.dirname(path)
-            for path in self._paths
-            if posixpath.basename(path) in ("__init__.py", "__init__.pyi")
-        }
-        self._root_is_package = "" in package_dirs
+        self._build(frozenset(paths))
+
+    def _build(self, paths: frozenset[str]) -> None:
+        self._paths = paths
+        self._package_dirs = {posixpath.dirname(path) for path in paths if _is_package_file(path)}
+        self._root_is_package = "" in self._package_dirs
         candidates: defaultdict[str, list[str]] = defaultdict(list)
-        for path in self._paths:
-            parts = _python_module_parts(path)
-            for first in range(len(parts)):
-                if first == 0 or "/".join(parts[:first]) not in package_dirs:
-                    candidates[".".join(parts[first:])].append(path)
-        # A source file shadows its stub; shallower files win over deeper ones.
+        for path in paths:
+            for module in self._modules_of(path):
+                candidates[module].append(path)
         self._python_modules: dict[str, tuple[str, ...]] = {
-            module: tuple(sorted(paths, key=lambda p: (p.endswith(".pyi"), p.count("/"), p)))
-            for module, paths in candidates.items()
-        }
+            module: _in_preference_order(paths) for module, paths in candidates.items()}
+
+    def _modules_of(self, path: str) -> Iterator[str]:
+        """The dotted names ``path`` is importable by: every suffix of its
+        module path that starts at an import root (see the class doc)."""
+        parts = _python_module_parts(path)
+        for first in range(len(parts)):
+            if first == 0 or "/".join(parts[:first]) not in self._package_dirs:
+                yield ".".join(parts[first:])
 
     def __contains__(self, path: str) -> bool:
         return path in self._paths
@@ -163,6 +167,35 @@ class ImportResolver:
     @property
     def paths(self) -> frozenset[str]:
         return self._paths
+
+    def update(self, added: Iterable[str] = (), removed: Iterable[str] = ()) -> ImportChange:
+        """Files joined or left the listing: this resolver now resolves as
+        one made from the new listing would. Returns which imports may now
+        resolve otherwise (:class:`ImportChange`). A package's ``__init__``
+        coming or going changes the names of every module under it: the
+        tables are built again then; otherwise only these files' entries move."""
+        added = set(added) - self._paths
+        removed = set(removed) & self._paths
+        if not added and not removed:
+            return ImportChange()
+        paths = (self._paths | added) - removed
+        change = import_change(added | removed, self._paths | added)
+        if any(_is_package_file(path) for path in added | removed):
+            self._build(paths)
+            return change
+        for path in removed:
+            for module in self._modules_of(path):
+                left = tuple(p for p in self._python_modules.get(module, ()) if p != path)
+                if left:
+                    self._python_modules[module] = left
+                else:
+                    self._python_modules.pop(module, None)
+        for path in added:
+            for module in self._modules_of(path):
+                self._python_modules[module] = _in_preference_order(
+                    (*self._python_modules.get(module, ()), path))
+        self._paths = paths
+        return change
 
     def resolve(self, importer_path: str, ref: ImportRef, language: str) -> str | None:
         """The indexed file ``ref`` (found in ``importer_path``) refers to, or
@@ -241,6 +274,105 @@ class ImportResolver:
             if index in self._paths:
                 return index
         return None
+
+
+def _is_package_file(path: str) -> bool:
+    return posixpath.basename(path) in ("__init__.py", "__init__.pyi")
+
+
+def _in_preference_order(paths: Iterable[str]) -> tuple[str, ...]:
+    """A source file shadows its stub; shallower files win over deeper ones."""
+    return tuple(sorted(paths, key=lambda p: (p.endswith(".pyi"), p.count("/"), p)))
+
+
+# What separates the names in a spec: `pkg.mod:name`, `../lib/util.js`.
+_SPEC_SEPARATORS = re.compile(r"[./:]+")
+# A JavaScript folder imports as its index file, a Python package as its __init__.
+_FOLDER_FILES = frozenset({"__init__", "index"})
+
+
+def spec_names(spec: str) -> set[str]:
+    """The names a spec is made of (``..x:y`` -> {x, y}); a path's as
+    normalised (``./a/..`` names the importer's own folder: none)."""
+    if "/" in spec:
+        spec = posixpath.normpath(spec)
+    return {name for name in _SPEC_SEPARATORS.split(spec) if name}
+
+
+def path_names(path: str) -> set[str]:
+    """The names a spec resolving to ``path`` holds, one at least: its file
+    name up to the first dot (``util`` for ``util.test.ts``, ``c`` for
+    ``c.pyi``), and its folder's name for a package's ``__init__`` or an
+    ``index`` file."""
+    folder, base = posixpath.split(path)
+    stem = next((part for part in base.split(".") if part), base)
+    names = {stem}
+    if stem in _FOLDER_FILES and folder:
+        names.add(posixpath.basename(folder))
+    return names
+
+
+@dataclass
+class ImportChange:
+    """Which stored imports a change of the listed files may resolve
+    otherwise: those whose spec holds one of ``names`` (a spec resolves only
+    to a file whose names it holds, see :func:`path_names`), those of no name
+    at all (``.``, ``..``: a folder's index file), every relative Python
+    import when a package's ``__init__`` came or went (``from . import x``
+    falls back to it), and all of them when the root became or stopped being
+    a package."""
+    names: set[str] = field(default_factory=set)
+    relative: bool = False
+    everything: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.names) or self.relative or self.everything
+
+    def __or__(self, other: ImportChange) -> ImportChange:
+        # No copy when one is empty: a cold pass's change names every file,
+        # and each file it writes adds an empty one.
+        if not other:
+            return self
+        if not self:
+            return other
+        return ImportChange(self.names | other.names, self.relative or other.relative,
+                            self.everything or other.everything)
+
+    def may_change(self, spec: str) -> bool:
+        if self.everything or (self.relative and spec.startswith(".")):
+            return True
+        names = spec_names(spec)
+        return not names or not names.isdisjoint(self.names)
+
+
+def import_change(changed: Iterable[str], listing: Iterable[str]) -> ImportChange:
+    """The imports that ``changed`` files (added or removed) may resolve
+    otherwise; ``listing``: the files before or after, with those added. A
+    package's ``__init__`` changes the module names of every Python file
+    under its folder."""
+    change = ImportChange()
+    packages = set()
+    for path in changed:
+        change.names |= path_names(path)
+        if _is_package_file(path):
+            change.relative = True
+            packages.add(posixpath.dirname(path))
+    if "" in packages:
+        change.everything = True
+    elif packages:
+        for path in listing:
+            if _python_module_parts(path) and any(
+                    folder in packages for folder in _folders_above(path)):
+                change.names |= path_names(path)
+    return change
+
+
+def _folders_above(path: str) -> Iterator[str]:
+    """``a/b/c.py`` -> a/b, a."""
+    folder = posixpath.dirname(path)
+    while folder:
+        yield folder
+        folder = posixpath.dirname(folder)
 
 
 def _python_module_parts(path: str) -> list[str]:

@@ -24,10 +24,10 @@ from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, Source
                                    pathspec_matcher,
                                    read_source, stat_signature)
 from ctxls.index.errors import StoreError
-from ctxls.index.imports import ImportResolver
+from ctxls.index.imports import ImportChange, ImportResolver, import_change
 from ctxls.index.languages import forgive, language_for_path, suspended
 from ctxls.index.model import (UNPARSED_DEADLINE, UNPARSED_EARLIER, UNPARSED_HAZARD, UNPARSED_SUSPENDED,
-                               ParsedFile, content_hash)
+                               ImportRef, ParsedFile, content_hash)
 from ctxls.index.paths import says_generated
 from ctxls.index.store import Connection, FileRecord, FileState, Store, now_ms, windowed_files
 
@@ -42,6 +42,9 @@ WRITE_BATCH_FILES = 64
 # trusted by (mtime, size): file system clocks tick coarsely (ext4: a few ms,
 # FAT: 2 s).
 RACY_MARGIN_NS = 2_000_000_000
+# Names up to which the imports to resolve again are picked by SQL (a
+# condition per name); beyond, every import row is read and picked here.
+MAX_NAMES_PICKED_BY_SQL = 64
 
 ProgressCallback = Callable[[int, int], None]  # (done, total)
 
@@ -104,7 +107,12 @@ class Indexer:
         self.pass_lock = threading.Lock()
         self._disk_lock = threading.Lock()
         self._serial_lock = threading.Lock()
+        # What imports resolve against: the pass's listing, amended by files
+        # made or removed since. A change to it leaves other files' stored
+        # imports to resolve again (``_import_change``), with the next write.
         self._resolver: ImportResolver | None = None
+        self._import_change = ImportChange()
+        self._resolver_lock = threading.Lock()
         # Bumped after every commit that wrote or dropped a file's rows, and
         # the value each path last got: an answer computed before a commit
         # to one of its files may hold that file's old lines (Engine.fresh_answer).
@@ -142,12 +150,12 @@ class Indexer:
         started = self.row_serial  # rows written after this are newer than the listing
         discovered = discover(self.root, self.wanted)
         listing = discovered.paths
-        self._resolver = ImportResolver(listing)
         in_scope_path = (lambda path: True) if pathspecs is None else pathspec_matcher(pathspecs)
         in_scope = [p for p in listing if in_scope_path(p)]
         skipped = {s.path: s.reason for s in discovered.skipped if in_scope_path(s.path)}
         buffers = self._open_buffers()
         states = self.store.file_states()
+        self._list_for_imports(listing, states)
         set_aside = self._set_aside_ready()
         stats.files = len(in_scope)
         total = len(in_scope)
@@ -197,6 +205,9 @@ class Indexer:
                 force or path in set_aside)
             if isinstance(source, Skipped):
                 skipped[path] = source.reason
+            if decision is Decision.GONE and (source is None or (
+                    isinstance(source, Skipped) and source.reason == "vanished")):
+                self._unlist_for_imports([path])  # gone since the listing
             if decision is Decision.UNCHANGED:
                 stats.unchanged += 1
             elif decision is Decision.GONE:
@@ -243,8 +254,93 @@ class Indexer:
                     for path in stale:
                         if self._delete(conn, path):
                             stats.removed += 1
+        self._resolve_imports_left()
         self._reread_if_lifted()
         return stats
+
+    # -- imports of files the listing's change concerns ----------------------
+
+    def _list_for_imports(self, listing: list[str], states: dict[str, FileState]) -> None:
+        """A pass's listing is what imports resolve against: the stored
+        imports its difference from the listing before (the files stored,
+        for the first pass of this process) may resolve otherwise are
+        resolved again, so an unchanged file importing a file made or
+        removed since matches what a cold index makes of it."""
+        listed = frozenset(listing)
+        with self._resolver_lock:
+            before = self._resolver.paths if self._resolver is not None else frozenset(states)
+            self._resolver = ImportResolver(listed)
+            self._import_change |= import_change(before ^ listed, before | listed)
+
+    def _unlist_for_imports(self, paths: list[str]) -> None:
+        """Files gone from disk (or no longer wanted) leave what imports resolve against."""
+        self._make_resolver()
+        with self._resolver_lock:
+            self._import_change |= self._current_resolver().update(removed=paths)
+
+    def _make_resolver(self) -> None:
+        """Before any pass of this process, a resolver of the stored files.
+        Once made, it is only replaced (by a pass) or updated, under
+        ``_resolver_lock``; the store is read outside that lock."""
+        if self._resolver is None:
+            stored = ImportResolver(self.store.file_states())
+            with self._resolver_lock:
+                if self._resolver is None:
+                    self._resolver = stored
+
+    def _current_resolver(self) -> ImportResolver:
+        """The resolver, with ``_resolver_lock`` held, once ``_make_resolver`` ran."""
+        assert self._resolver is not None
+        return self._resolver
+
+    def _resolve_imports_left(self) -> None:
+        """Imports a change of the listing left to resolve again that no
+        write of the pass resolved: a write of their own, if any resolves
+        otherwise (files listed but left out, too large say, change the
+        listing of every first pass and mostly nothing else)."""
+        with self._resolver_lock:
+            change = self._import_change
+        if not change:
+            return
+        with self.store.snapshot() as conn:
+            due = self._imports_resolved_otherwise(conn, change)
+        if due:
+            with self._writing([]):
+                pass  # _writing resolves them
+            return
+        with self._resolver_lock:
+            if self._import_change is change:  # nothing came meanwhile
+                self._import_change = ImportChange()
+
+    def _resolve_imports_again(self, conn: Connection, change: ImportChange) -> None:
+        """The stored imports ``change`` may resolve otherwise, resolved
+        against the current listing (inside the caller's write transaction)."""
+        conn.executemany("UPDATE imports SET target = ? WHERE rowid = ?",
+                         self._imports_resolved_otherwise(conn, change))
+
+    def _imports_resolved_otherwise(self, conn: Connection, change: ImportChange
+                                    ) -> list[tuple[str | None, int]]:
+        """(new target, rowid) of the stored imports ``change`` may resolve
+        otherwise that the current listing resolves otherwise."""
+        query = ("SELECT i.rowid, i.spec, i.target, f.path, f.language "
+                 "FROM imports i JOIN files f ON f.id = i.file_id")
+        names = sorted(change.names)
+        params: list[str] = []
+        if not change.everything and len(names) <= MAX_NAMES_PICKED_BY_SQL:
+            # A superset of what may_change picks (instr() finds a name inside
+            # a longer one too), with the relative specs naming no file: `.`, `./a/..`.
+            conditions = ["instr(i.spec, ?) > 0"] * len(names) + [
+                "(i.spec GLOB '.*' AND (i.spec NOT GLOB '*[^./:]*' OR instr(i.spec, '/..') > 0))"]
+            if change.relative:
+                conditions.append("i.spec GLOB '.*'")
+            query += " WHERE " + " OR ".join(conditions)
+            params = names
+        self._make_resolver()
+        with self._resolver_lock:
+            resolver = self._current_resolver()
+            return [(target, rowid) for rowid, spec, old, path, language in conn.execute(query, params)
+                    if change.may_change(spec) and (target := resolver.resolve(
+                        path, ImportRef(spec, 0), language)) != old]
 
     def _set_aside_ready(self) -> set[str]:
         """Files set aside untried while their language was suspended, whose
@@ -271,9 +367,21 @@ class Indexer:
 
     @contextmanager
     def _writing(self, paths: list[str]) -> Iterator[Connection]:
-        """One write transaction changing ``paths``' rows, counted once committed."""
-        with self.store.write() as conn:
-            yield conn
+        """One write transaction changing ``paths``' rows, counted once
+        committed; the imports a change of the listing left to resolve again
+        are resolved in it (and left for the next one if it fails)."""
+        change = ImportChange()
+        try:
+            with self.store.write() as conn:
+                yield conn
+                with self._resolver_lock:
+                    change, self._import_change = self._import_change, ImportChange()
+                if change:
+                    self._resolve_imports_again(conn, change)
+        except BaseException:
+            with self._resolver_lock:
+                self._import_change |= change
+            raise
         with self._serial_lock:
             for path in paths:
                 self.row_serial += 1
@@ -311,17 +419,22 @@ class Indexer:
                 for record, parsed, existed, _ in batch:
                     if record.path in opened:
                         continue
-                    if record.source == "gone":
-                        self._delete(conn, record.path)
+                    if record.source == "gone":  # the pass unlisted it if it vanished
+                        self._delete(conn, record.path, unlisted=False)
                     elif parsed is None:  # same content, new stat
                         conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
                                      (record.size, record.mtime_ns, record.path))
                     else:
                         self._put_parsed(conn, record, parsed, log_edits and existed, ts, rewrite)
 
-    def _delete(self, conn: Connection, path: str) -> bool:
+    def _delete(self, conn: Connection, path: str, unlisted: bool = True) -> bool:
+        """Drop a file's rows; ``unlisted``: it is gone from disk (or no
+        longer wanted), not only left out (too large, binary: still listed,
+        so imports of it resolve to it as in a cold index)."""
         self.unparsed.pop(path, None)
         self._forgive(path)
+        if unlisted:
+            self._unlist_for_imports([path])
         return self.store.delete_file(conn, path)
 
     def _put_parsed(self, conn, record: FileRecord, parsed: ParsedFile, log_edits: bool,
@@ -334,17 +447,16 @@ class Indexer:
                 ts = min(ts, record.mtime_ns // 1_000_000)
             _log_changed_symbols(conn, record.path, parsed, ts,
                                  "editor" if record.source == "buffer" else "disk")
-        resolver = self._resolver
-        if resolver is None or record.path not in resolver:
-            # First file outside a pass, or a new file: other files may now import it.
-            # What the resolver knew stays: a buffer indexed during a pass must
-            # not swap the pass's listing for the files stored so far (imports
-            # left unresolved, and a rebuild for every later file of the pass).
-            known = resolver.paths if resolver is not None else frozenset()
-            resolver = self._resolver = ImportResolver(
-                known | set(self.store.file_states()) | {record.path})
-        imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
-                   for ref in parsed.imports]
+        self._make_resolver()
+        with self._resolver_lock:
+            resolver = self._current_resolver()
+            # A new file: other files' imports may resolve to it now (this
+            # transaction resolves them again, see _writing). What the
+            # resolver knew stays: a buffer indexed during a pass must not
+            # swap the pass's listing for the files stored so far.
+            self._import_change |= resolver.update(added=[record.path])
+            imports = [(ref, resolver.resolve(record.path, ref, parsed.language))
+                       for ref in parsed.imports]
         self.store.put_file(conn, replace(record, unparsed=parsed.unparsed), parsed.chunks, imports,
                             parsed.symbols, rewrite=rewrite)
         if parsed.unparsed:
@@ -400,7 +512,7 @@ class Indexer:
         if reason is not None:
             self.skipped[path] = reason
             with self._writing([path]) as conn:
-                return self._delete(conn, path)
+                return self._delete(conn, path, unlisted=False)
         self.skipped.pop(path, None)
         changed = self.index_text(path, text, source="buffer")
         self._reread_if_lifted()
@@ -424,10 +536,11 @@ class Indexer:
             if isinstance(source, Skipped) and self.wanted(path) and source.reason != "vanished":
                 log.info("skipped %s: %s", path, source.reason)
                 self.skipped[path] = source.reason
+            gone = not self.wanted(path) or source.reason == "vanished"
             with self._writing([path]) as conn:
                 if log_edits and isinstance(source, Skipped) and source.reason == "vanished":
                     _log_changed_symbols(conn, path, ParsedFile(language=""), now_ms(), "disk")
-                return self._delete(conn, path)
+                return self._delete(conn, path, unlisted=gone)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
                                log_edits=log_edits, reread=reread)
 

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 STORE_DIR_NAME = ".ctxls"
+STORE_FILE_NAME = "index.db"
 STATE_DIR_ENV = "CTXLS_STATE_DIR"
 
 # What makes a folder a repository root for the CLI and `ctxls mcp` (like git
@@ -85,7 +86,9 @@ def store_dir(root: Path) -> Path:
     made that folder. Then a folder in
     the user's state folder named by the root's path, which every process
     serving ``root`` finds alike, and which stays the store while the
-    repository has no ``.ctxls`` folder of its own. Without a state folder
+    repository has no ``.ctxls`` folder of its own. A ``.ctxls`` of this
+    user's holding a store stays the answer when it cannot be written (the
+    store refuses it, as it does a read-only store file). Without a state folder
     the answer is ``.ctxls`` whatever it is (the store refuses a file or a
     link there, saying why)."""
     inside = root / STORE_DIR_NAME
@@ -102,6 +105,13 @@ def store_dir(root: Path) -> Path:
         # checkout, a folder made 0777): its socket is that user's daemon,
         # which would read every query and answer with its own memory.
         return outside
+    store_file = inside / STORE_FILE_NAME
+    if os.path.isfile(store_file) and not os.path.islink(store_file):
+        # The repository's own store, writable or not: one that cannot be
+        # written (a checkout mounted read-only) is refused, never exchanged
+        # for an empty store elsewhere that hides its written memory and
+        # takes new memory the repository's own store never sees.
+        return inside
     if not inside.is_dir() and outside.is_dir():
         # Made while the repository could not hold one: it keeps the written
         # memory, so it stays the store when the repository becomes writable.

@@ -28,6 +28,7 @@ import hmac
 import logging
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from ctxls.index.git import git_command, run_git
@@ -66,8 +67,8 @@ def user_key() -> bytes | None:
                 os.close(fd)
         restrict(path, PRIVATE_FILE_MODE)
         st = path.stat()
-        key = path.read_bytes()
-        if st.st_uid != os.getuid() or len(key) != _KEY_BYTES:
+        key = _read_small(path, _KEY_BYTES + 1)
+        if st.st_uid != os.getuid() or key is None or len(key) != _KEY_BYTES:
             raise OSError(f"{path} is not this user's store key")
         return key
     except OSError as exc:
@@ -76,6 +77,23 @@ def user_key() -> bytes | None:
             log.warning("no store key (%s): stores cannot be sealed; a store is trusted only "
                         "when git says it is not part of the checkout", exc)
         return None
+
+
+def _read_small(path: Path, limit: int) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``path``; None when it is
+    unreadable or something else (a folder, a FIFO, which would block a read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def real_store_path(db_path: str) -> str:
@@ -138,7 +156,7 @@ def problem(meta: dict[str, str], db_path: str) -> str | None:
 
 def _checked_path(store_id: str) -> Path | None:
     state = state_dir()
-    if not store_id.isalnum() or state is None:
+    if not isinstance(store_id, str) or not store_id.isalnum() or state is None:
         return None
     return state / "checked" / store_id
 
@@ -158,10 +176,18 @@ def record_checked(store_id: str, signature: tuple[int, int, int]) -> None:
         log.debug("could not record the store check: %s", exc)
 
 
+# A record is three decimal integers: anything longer is no record.
+_CHECKED_RECORD_BYTES = 80
+
+
 def unchanged_since_checked(store_id: str, signature: tuple[int, int, int]) -> bool:
+    """The file is as :func:`record_checked` last recorded it. A record that
+    cannot be read as one (damaged bytes, a folder, a FIFO in its place)
+    reads as none: the check runs, and records it anew."""
     path = _checked_path(store_id)
+    record = _read_small(path, _CHECKED_RECORD_BYTES) if path is not None else None
     try:
-        return path is not None and path.read_text(encoding="ascii") == " ".join(map(str, signature))
-    except OSError:
+        return record is not None and record.decode("ascii") == " ".join(map(str, signature))
+    except UnicodeDecodeError:
         return False
 

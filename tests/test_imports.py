@@ -262,3 +262,54 @@ def test_end_to_end_python_import_graph() -> None:
     parsed = chunk_file("src/shop/views.py", files["src/shop/views.py"])
     targets = [resolver.resolve("src/shop/views.py", ref, parsed.language) for ref in parsed.imports]
     assert targets == ["src/shop/models.py", "src/shop/models.py", None]
+
+
+UPDATE_TREE = [
+    "pkg/__init__.py", "pkg/a.py", "pkg/b.py", "pkg/sub/__init__.py", "pkg/sub/deep.py",
+    "pkg/sub/deep.pyi", "scripts/run.py", "scripts/util.py", "lib/util.py", "top.py",
+    "web/main.ts", "web/x.ts", "web/helpers/index.ts", "web/helpers/fmt.ts",
+]
+UPDATE_IMPORTS = [  # (importer, spec, language)
+    ("pkg/a.py", "pkg.b:helper", "python"), ("pkg/a.py", "pkg.c:helper", "python"),
+    ("pkg/a.py", "pkg:c", "python"), ("pkg/a.py", ".:c", "python"), ("pkg/a.py", ".", "python"),
+    ("pkg/sub/deep.py", "..:b", "python"), ("pkg/sub/deep.py", "..:nothing", "python"),
+    ("scripts/run.py", "util", "python"), ("top.py", "deep", "python"), ("top.py", "sub.deep", "python"),
+    ("top.py", "anything.pkg.b", "python"), ("web/main.ts", "./helpers", "typescript"),
+    ("web/main.ts", "./y.js", "typescript"), ("web/main.ts", ".", "typescript"),
+    ("web/helpers/fmt.ts", "..", "typescript"), ("web/helpers/fmt.ts", "./z/..", "typescript"),
+]
+
+
+@pytest.mark.parametrize(("added", "removed"), [
+    (["pkg/c.py"], ["pkg/b.py"]),                         # a module made, one deleted
+    (["pkg/c/__init__.py"], []),                          # a package made
+    ([], ["pkg/sub/__init__.py"]),                        # a package's folder no longer one
+    (["__init__.py"], []),                                # the root becomes a package
+    ([], ["pkg/sub/deep.py", "scripts/util.py"]),         # stub and far copy take over
+    (["web/y.ts", "web/index.ts"], ["web/helpers/index.ts"]),
+])
+def test_an_updated_resolver_resolves_as_a_new_one_and_names_every_import_it_changes(
+        added: list[str], removed: list[str]) -> None:
+    """What the indexer re-resolves after files came or went (crash probe: an
+    unchanged importer of a deleted or new file kept its old target): the
+    resolver updated in place answers as one made from the new listing, and
+    every import whose answer changed is one the change says may change."""
+    resolver = ImportResolver(UPDATE_TREE)
+    ref = lambda spec: ImportRef(spec, 0)  # noqa: E731
+    before = [resolver.resolve(importer, ref(spec), lang) for importer, spec, lang in UPDATE_IMPORTS]
+    change = resolver.update(added=added, removed=removed)
+    fresh = ImportResolver((set(UPDATE_TREE) | set(added)) - set(removed))
+    after = [fresh.resolve(importer, ref(spec), lang) for importer, spec, lang in UPDATE_IMPORTS]
+    assert [resolver.resolve(importer, ref(spec), lang)
+            for importer, spec, lang in UPDATE_IMPORTS] == after
+    assert resolver.paths == fresh.paths
+    moved = [spec for (_, spec, _), old, new in zip(UPDATE_IMPORTS, before, after) if old != new]
+    assert moved, "the change moves no import: it tests nothing"
+    assert [spec for spec in moved if not change.may_change(spec)] == []
+
+
+def test_a_change_names_only_the_imports_that_may_resolve_to_what_changed() -> None:
+    change = ImportResolver(UPDATE_TREE).update(added=["pkg/c.py"])
+    assert change.may_change("pkg.c:helper") and change.may_change(".:c") and change.may_change("..")
+    assert not change.may_change("pkg.b:helper") and not change.may_change("./helpers")
+    assert not ImportResolver(UPDATE_TREE).update(added=["pkg/a.py"])  # listed already

@@ -1098,3 +1098,78 @@ def test_edits_to_the_global_excludes_file_and_an_inner_repositorys_exclude_file
         assert engine.store.file_state("deps/lib/lib_mod.py")
     finally:
         engine.close()
+
+
+def import_rows(engine: Engine) -> list[tuple]:
+    return sorted(tuple(r) for r in engine.store.reader().execute(
+        "SELECT f.path, i.spec, i.line, i.target FROM imports i JOIN files f ON f.id = i.file_id"))
+
+
+def cold_import_rows(root: Path, copy: Path) -> list[tuple]:
+    """The import rows a cold index of ``root``'s files as they are now makes."""
+    shutil.copytree(root, copy, ignore=shutil.ignore_patterns(".ctxls", ".git"))
+    engine = Engine(copy, EngineOptions(watch="off", embeddings=False))
+    try:
+        engine.cold_index()
+        return import_rows(engine)
+    finally:
+        engine.close()
+
+
+def related_out(engine: Engine, path: str) -> list[str]:
+    return sorted(r.path for r in engine.related(path, "out")[0])
+
+
+def test_imports_of_a_file_deleted_or_made_while_following_resolve_as_a_cold_index_would(
+        tree: Path, tmp_path: Path):
+    """An unchanged file importing a file deleted, or one made, while the
+    daemon ran kept its old resolution (crash probe): ctxls/related named the
+    deleted file and never the new one, ctxls/node counted the deleted one."""
+    write_tree(tree, {"pkg/a.py": "from pkg.b import helper_b\nfrom pkg.c import helper_c\n\n\n"
+                                  "def use():\n    return helper_b() + helper_c()\n",
+                      "pkg/b.py": "def helper_b():\n    return 1\n"})
+    engine = live_engine(tree)
+    try:
+        assert related_out(engine, "pkg/a.py") == ["pkg/b.py"]
+        (tree / "pkg/b.py").unlink()
+        write_tree(tree, {"pkg/c.py": "def helper_c():\n    return 2\n"})
+        assert wait_until(lambda: related_out(engine, "pkg/a.py") == ["pkg/c.py"]), \
+            related_out(engine, "pkg/a.py")
+        assert engine.file_node("pkg/a.py").imports_out == 1
+        assert [r.path for r in engine.related("pkg/c.py", "in")[0]] == ["pkg/a.py"]
+        assert import_rows(engine) == cold_import_rows(tree, tmp_path / "cold")
+    finally:
+        engine.close()
+
+
+def test_imports_after_a_checkout_that_deletes_and_makes_imported_files_match_a_cold_index(
+        tmp_path: Path):
+    """The same through a checkout's pass: importers git left unchanged kept
+    the deleted files as targets and missed the new ones; after a checkout
+    this was the only difference from a cold index."""
+    root = tmp_path / "co"
+    write_tree(root, {"pkg/__init__.py": "", "pkg/a.py": "from pkg.b import helper\nfrom pkg import c\n",
+                      "pkg/b.py": "def helper():\n    return 1\n",
+                      "web/main.ts": "import { h } from './helpers';\n",
+                      "web/helpers.ts": "export const h = 1;\n"})
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "old")
+    git(root, "checkout", "-q", "-b", "moved")
+    git(root, "rm", "-q", "pkg/b.py", "web/helpers.ts")
+    write_tree(root, {"pkg/c.py": "def other():\n    return 2\n",
+                      "web/helpers/index.ts": "export const h = 2;\n"})
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "new")
+    git(root, "checkout", "-q", "main")
+    engine = live_engine(root)
+    try:
+        assert related_out(engine, "pkg/a.py") == ["pkg/__init__.py", "pkg/b.py"]
+        assert related_out(engine, "web/main.ts") == ["web/helpers.ts"]
+        git(root, "checkout", "-q", "moved")
+        assert wait_until(lambda: related_out(engine, "pkg/a.py") == ["pkg/c.py"], timeout=30), \
+            related_out(engine, "pkg/a.py")
+        assert wait_until(lambda: related_out(engine, "web/main.ts") == ["web/helpers/index.ts"])
+        assert import_rows(engine) == cold_import_rows(root, tmp_path / "cold")
+    finally:
+        engine.close()

@@ -125,3 +125,60 @@ def test_an_undecodable_value_no_check_saw_is_repaired_by_the_command_line(repo:
     assert forced.returncode == 0, forced.stderr
     assert code_paths(repo, "send prepared")[0] == "pkg/session.py"
     assert facts(dict(os.environ), repo, "deploy") == ["deploy with make release"]
+
+
+def test_a_damaged_check_record_in_the_state_folder_reads_as_no_record(repo: Path):
+    """One non-ASCII byte in the state folder's checked/<store_id> (crash
+    probe) failed `ctxls status` and `recall` with UnicodeDecodeError and the
+    daemon at every start. A record that cannot be read as one is no record:
+    the whole-file check runs, and records the file anew."""
+    assert ctxls("index", str(repo)).returncode == 0
+    assert ctxls("remember", "deploy", "deploy with make release", "--root", str(repo)).returncode == 0
+    with sqlite3.connect(repo / ".ctxls" / "index.db") as conn:
+        store_id = conn.execute("SELECT value FROM meta WHERE key = 'store_id'").fetchone()[0]
+    record = trust.state_dir() / "checked" / store_id
+    left = record.read_bytes()
+    signature = tuple(map(int, left.split()))
+    assert trust.unchanged_since_checked(store_id, signature)
+    for damaged in (b"\xf1" + left[1:], left + b" " * 100_000):
+        record.write_bytes(damaged)
+        assert not trust.unchanged_since_checked(store_id, signature)
+    record.write_bytes(b"\xf1" + left[1:])
+    status = ctxls("status", str(repo), "--json")
+    assert status.returncode == 0 and json.loads(status.stdout)["state"] != "error", status.stderr
+    assert record.read_bytes().decode("ascii")  # recorded anew after the check
+    assert facts(dict(os.environ), repo, "deploy") == ["deploy with make release"]
+    record.write_bytes(b"\xf1" + left[1:])
+    daemon = StdioDaemon(repo, {"socket": True})
+    try:
+        daemon.wait_indexed()
+        assert daemon.conn.request("ctxls/count", {}, "count")["result"]["count"] == 1
+    finally:
+        daemon.close()
+
+
+def test_a_read_only_checkout_keeps_its_own_store_not_an_empty_one_elsewhere(
+        repo: Path, monkeypatch):
+    """A checkout whose .ctxls holds this user's store, mounted read-only
+    (crash probe): the daemon switched to a new, empty store in the state
+    folder, where the written memory was not in view and new memory went,
+    never to be seen once the checkout was writable again. The checkout's
+    own store stays the store (refused while it cannot be written, like any
+    read-only store file), whatever its writability."""
+    from ctxls.daemon.client import EngineAccess, default_socket
+    from ctxls.index import roots
+
+    assert ctxls("index", str(repo)).returncode == 0
+    assert ctxls("remember", "deploy", "deploy with make release", "--root", str(repo)).returncode == 0
+    root, access = repo.resolve(), os.access
+    # Root may write anywhere but a read-only mount: the checkout says it cannot be written.
+    monkeypatch.setattr(roots.os, "access", lambda path, mode: False
+                        if Path(path) in (root, root / ".ctxls") else access(path, mode))
+    assert roots.store_dir(root) == root / ".ctxls"
+    assert default_socket(root) == root / ".ctxls" / "daemon.sock"
+    engine = EngineAccess(root, use_daemon=False)
+    try:
+        assert engine.request("ctxls/status", {})["dbPath"] == str(root / ".ctxls" / "index.db")
+        assert engine.request("ctxls/count", {})["count"] == 1
+    finally:
+        engine.close()
