@@ -12,7 +12,12 @@ may submit ahead (the indexer submits a batch while it writes the last).
 
 A child that has not answered within WORKER_DEADLINE_S of starting a file,
 or that died, is killed and replaced; the files behind it are sent to the
-new one. The text is marked hazardous
+new one. Requests are written by a thread of their own: a child stuck on a
+file reads no more of its pipe, and a caller writing the next file past the
+pipe's 64 KiB blocked there, out of the deadline's reach, for as long as the
+child ran. A child still on one file CHILD_DEADLINE_MARGIN_S past the
+deadline ends itself (SIGALRM), so a daemon killed meanwhile leaves no child
+busy for minutes. The text is marked hazardous
 (``languages.mark_hazardous``: never parsed again in the daemon, impact and
 imports included) and read as line windows. Files without a grammar
 (Markdown, line windows) are chunked in the caller: nothing there parses.
@@ -78,6 +83,10 @@ WORKER_RECYCLE_BYTES = 192 << 20
 # grammar whose memory explodes aborts here instead of taking the machine.
 WORKER_ADDRESS_SPACE = 2 << 30
 RECYCLED_EXIT = 75  # the child's "I left to free memory" (EX_TEMPFAIL)
+# A child still reading one file this long past the deadline ends itself:
+# its parent gives the file up at the deadline, counted from about when the
+# child began it, so only a child whose parent died is ended so in practice.
+CHILD_DEADLINE_MARGIN_S = 2.0
 _HEADER = struct.Struct("<I")
 # What a reply may hold: the chunker's records and nothing else, whatever a
 # child (reading hostile text) was made to write.
@@ -131,6 +140,8 @@ class ChunkWorker:
         self._lock = threading.Lock()
         self._process: subprocess.Popen | None = None
         self._replies: queue.Queue[tuple[bytes | None, float]] = queue.Queue()
+        # The child's requests, written by a thread of their own (_write_requests).
+        self._requests: queue.Queue[bytes | None] = queue.Queue()
         self._in_flight: collections.deque[Ticket] = collections.deque()
         self._last_reply_at = 0.0
         self._unavailable = False  # the child could not be started: chunk in the caller
@@ -181,14 +192,12 @@ class ChunkWorker:
         if process is None:
             ticket._result = chunk_file(ticket.path, ticket.text)
             return
-        assert process.stdin is not None
         request = pickle.dumps((ticket.path, ticket.text), protocol=pickle.HIGHEST_PROTOCOL)
         self._in_flight.append(ticket)
-        try:
-            process.stdin.write(_HEADER.pack(len(request)) + request)
-            process.stdin.flush()
-        except OSError:
-            pass  # the child died: the reply read finds it and the head is failed
+        # Never written here: a child stuck on a file reads no more, a request
+        # past the pipe's 64 KiB blocked this write, under the lock the
+        # deadline's check needs, for as long as the child ran (minutes).
+        self._requests.put(_HEADER.pack(len(request)) + request)
 
     def _resolve(self, wanted: Ticket) -> None:
         """Answer the tickets in flight, in order, up to ``wanted``."""
@@ -275,22 +284,30 @@ class ChunkWorker:
         # since the daemon often runs inside the repository, and a `ctxls/`
         # folder there must stay data, never code run by the worker.
         paths = [entry for entry in sys.path if os.path.isabs(entry)]
-        boot = (f"import sys; sys.path[:] = {paths!r}; "
-                f"from ctxls.index.chunk_worker import _serve; _serve({int(self.recycle_bytes)})")
+        boot = (f"import sys; sys.path[:] = {paths!r}; from ctxls.index.chunk_worker import _serve; "
+                f"_serve({int(self.recycle_bytes)}, {float(self.deadline_s)!r})")
         try:
             process = subprocess.Popen(
-                [sys.executable, "-I", "-c", boot], stdin=subprocess.PIPE,
+                self._child_command(boot), stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE, stderr=None, close_fds=True)
         except OSError as failed:
             self._unavailable = True
             log.warning("no chunk worker (%s): files are chunked in the daemon's process", failed)
             return None
         self._process = process
-        self._replies = queue.Queue()
+        self._replies, self._requests = queue.Queue(), queue.Queue()
         self._last_reply_at = time.monotonic()
         threading.Thread(target=_read_replies, args=(process, self._replies),
                          name="chunk-worker-replies", daemon=True).start()
+        threading.Thread(target=_write_requests, args=(process, self._requests),
+                         name="chunk-worker-requests", daemon=True).start()
         return process
+
+    @staticmethod
+    def _child_command(boot: str) -> list[str]:
+        """The command that starts a child running ``boot`` (the Python
+        that serves requests: ``_serve``)."""
+        return [sys.executable, "-I", "-c", boot]
 
     def _stop(self) -> None:
         process, self._process = self._process, None
@@ -299,11 +316,7 @@ class ChunkWorker:
         if process.poll() is None:
             process.kill()
         process.wait()
-        if process.stdin is not None:
-            try:
-                process.stdin.close()
-            except OSError:
-                pass
+        self._requests.put(None)  # its writer closes the pipe (a write under way fails: the child is gone)
 
 
 def _read_replies(process: subprocess.Popen, replies: queue.Queue) -> None:
@@ -326,6 +339,25 @@ def _read_replies(process: subprocess.Popen, replies: queue.Queue) -> None:
     finally:
         replies.put((None, time.monotonic()))
         stream.close()
+
+
+def _write_requests(process: subprocess.Popen, requests: queue.Queue) -> None:
+    """Write ``requests`` to the child's stdin as they come, until None;
+    then close it. A write the child does not read blocks here until the
+    child answers or is killed at the deadline."""
+    assert process.stdin is not None
+    stream = process.stdin
+    try:
+        while (request := requests.get()) is not None:
+            stream.write(request)
+            stream.flush()
+    except (OSError, ValueError):
+        pass  # the child died or was killed: the reply read finds it and the head is failed
+    finally:
+        try:
+            stream.close()
+        except OSError:  # what was left unwritten goes nowhere: the child is gone
+            pass
 
 
 def _grammar_language(path: str, text: str) -> str | None:
@@ -363,12 +395,20 @@ def chunk_guarded(path: str, text: str) -> ParsedFile:
     return worker.chunk(path, text)
 
 
-def _serve(recycle_bytes: int) -> None:
+def _serve(recycle_bytes: int, deadline_s: float = WORKER_DEADLINE_S) -> None:
     """The child: requests from stdin, replies on stdout, until stdin ends
-    or it holds more than ``recycle_bytes``."""
+    or it holds more than ``recycle_bytes``. A file it is still reading
+    CHILD_DEADLINE_MARGIN_S past ``deadline_s`` ends it (SIGALRM's default
+    action, which needs no Python code to run: a grammar or a query holds
+    the interpreter for minutes), whoever still waits: the parent has
+    given the file up by then, or died (killed, its child left reading a
+    hostile file for minutes with nobody to read the answer)."""
     # Ctrl-C in a terminal reaches the whole process group: the daemon decides
     # when this child ends (by closing its stdin, or by dying).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    alarm = getattr(signal, "SIGALRM", None)
+    if alarm is not None:
+        signal.signal(alarm, signal.SIG_DFL)
     _cap_address_space()
     requests, replies = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout is the channel; a stray print must not corrupt it
@@ -378,7 +418,12 @@ def _serve(recycle_bytes: int) -> None:
             return
         (size,) = _HEADER.unpack(header)
         path, text = pickle.loads(requests.read(size))
-        reply = pickle.dumps(chunk_file(path, text), protocol=pickle.HIGHEST_PROTOCOL)
+        if alarm is not None:
+            signal.setitimer(signal.ITIMER_REAL, deadline_s + CHILD_DEADLINE_MARGIN_S)
+        parsed = chunk_file(path, text)
+        if alarm is not None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        reply = pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)
         replies.write(_HEADER.pack(len(reply)) + reply)
         replies.flush()
         if _resident_bytes() > recycle_bytes:

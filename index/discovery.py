@@ -8,6 +8,7 @@ result so callers can count them.
 from __future__ import annotations
 
 import fnmatch
+import io
 import logging
 import os
 import re
@@ -161,11 +162,32 @@ def ignore_spec(lines: Iterable[str], source: str) -> IgnoreRules:
 
 def _ignore_file_spec(path: str) -> IgnoreRules | None:
     """The rules of one .gitignore file, None when it cannot be read."""
+    text = _rules_file_text(*os.path.split(path))
+    # Lines split as a file opened in text mode splits them (universal newlines).
+    return None if text is None else ignore_spec(io.StringIO(text, newline=None), path)
+
+
+def _rules_file_text(folder: str | Path, name: str, max_bytes: int = -1) -> str | None:
+    """The text (at most ``max_bytes`` of it) of a file discovery reads for
+    its own rules (a .gitignore, a .gitmodules), None when it is not a
+    regular file or cannot be read. Opened as read_file opens files
+    (_open_beneath: no link followed, no blocking): a FIFO named
+    `.gitmodules` blocked every indexing pass forever."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return ignore_spec(fh, path)
+        fd = _open_beneath(Path(folder), name)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1  # the file object closes it
+            return fh.read(max_bytes).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 class FileFilter:
@@ -259,11 +281,8 @@ def _inner_repositories(folder: Path, listed: list[str]) -> set[str]:
 def _submodule_folders(folder: Path) -> set[str]:
     """The submodules the ``.gitmodules`` of ``folder`` names whose folder is
     there, initialised or not (relative to ``folder``)."""
-    try:
-        with open(folder / _GITMODULES, encoding="utf-8", errors="replace") as modules:
-            return _real_folders_named(folder, _submodule_paths(modules.read(1 << 20)))
-    except OSError:
-        return set()
+    text = _rules_file_text(folder, _GITMODULES, 1 << 20)
+    return set() if text is None else _real_folders_named(folder, _submodule_paths(text))
 
 
 def _real_folders_named(folder: Path, names: Iterable[str]) -> set[str]:

@@ -304,7 +304,7 @@ class Signals:
         text = self._manifest(folder, "package.json")
         try:
             manifest = json.loads(text) if text is not None else None
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's recursion
             return None
         name = manifest.get("name") if isinstance(manifest, dict) else None
         return name if isinstance(name, str) else None
@@ -314,7 +314,7 @@ class Signals:
         text = self._manifest(folder, "Cargo.toml")
         try:
             manifest = tomllib.loads(text) if text is not None else None
-        except ValueError:  # tomllib.TOMLDecodeError
+        except (ValueError, RecursionError):  # tomllib.TOMLDecodeError, or nested past its recursion
             return None
         package = manifest.get("package") if isinstance(manifest, dict) else None
         name = package.get("name") if isinstance(package, dict) else None

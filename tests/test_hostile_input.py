@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import queue
+import signal
 import sqlite3
+import struct
 import subprocess
 import sys
 import threading
@@ -26,10 +29,12 @@ from ctxls.daemon import wire
 from ctxls.daemon.request_values import first_invalid
 from ctxls.index import discovery
 from ctxls.index.assemble import candidates_from_hits
+from ctxls.index.chunk_worker import ChunkWorker
 from ctxls.impact.analysis import analyze
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.knowledge import knowledge_block
 from ctxls.index.memory.model import MAX_WRITE_BYTES
+from ctxls.index.model import UNPARSED_HAZARD
 from ctxls.index.scopes import EVERYTHING
 from ctxls.index.store import now_ms
 
@@ -1459,3 +1464,100 @@ def test_status_says_which_files_were_read_without_their_definitions():
                                                  {"path": "b.py", "reason": "parser hung or crashed"},
                                                  {"path": "c.d", "reason": "parse deadline"}]}}
     assert left_out_line(status) == "  unparsed 3: parser hung or crashed 2, parse deadline 1\n"
+
+
+def test_a_manifest_nested_past_the_parsers_recursion_names_no_package(tmp_path: Path):
+    """A package.json or Cargo.toml nested deeper than Python's recursion
+    limit made every `locate` whose trace named a node_modules (or Cargo
+    registry) copy fail with an internal error: json.loads and tomllib.loads
+    raise RecursionError, not ValueError. Such a manifest names no package,
+    like any other it cannot read; the trace is still located."""
+    from ctxls.index.locate_signals import Signals
+
+    root = tmp_path / "repo"
+    write_tree(root, {
+        "web/package.json": "[" * 100_000 + "]" * 100_000,
+        "web/src/index.js": 'function handleUpload(req) {\n  throw new Error("upload failed");\n}\n'
+                            "module.exports = { handleUpload };\n",
+        "crate/Cargo.toml": "a = " + "[" * 100_000 + "]" * 100_000 + "\n",
+        "crate/src/main.rs": 'fn parse_config() -> u32 {\n    panic!("bad config");\n}\n'
+                             "fn main() { parse_config(); }\n",
+    })
+    signals = Signals(root=root)
+    assert signals._package_name("web") is None and signals._crate_name("crate") is None
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.cold_index()
+        node = engine.locate("Error: upload failed\n"
+                             "    at handleUpload (/app/node_modules/mypkg/src/index.js:2:9)\n", 5)
+        rust = engine.locate("thread 'main' panicked at 'bad config', /root/.cargo/registry/src/"
+                             "index.crates.io-6f17d22bba15001f/mycrate-0.1.0/src/main.rs:2:5\n", 5)
+    finally:
+        engine.close()
+    assert "web/src/index.js" in [found.path for found in node]
+    assert isinstance(rust, list)
+
+
+class _ChildReadingNothing(ChunkWorker):
+    """A worker whose child takes the first request's length and then reads
+    nothing more (what a child stuck for minutes on a hostile file does)."""
+
+    @staticmethod
+    def _child_command(boot: str) -> list[str]:
+        return [sys.executable, "-c", "import sys, time; sys.stdin.buffer.read(4); time.sleep(3600)"]
+
+
+def test_the_chunk_workers_deadline_holds_when_the_child_reads_no_more_of_its_pipe(tmp_path: Path):
+    """The indexer wrote each file to the child under the worker's lock: a
+    child stuck on a file (300,000 nested `[`: minutes in the imports query)
+    left the next file (past the pipe's 64 KiB) unwritten, the caller
+    blocked in the write, and the deadline, checked only while waiting for
+    a reply, never fired: the pass ran for as long as the child did. Both
+    files are given up at the deadline now and read as line windows."""
+    worker = _ChildReadingNothing(deadline_s=1.0)
+    stuck = "def stuck_on_this_one():\n    return 1\n"
+    large = "def f_large_after_it():\n    return 1\n" * 5_000  # 185 KB: past the pipe's buffer
+    results: list = []
+
+    def chunk_both() -> None:
+        tickets = [worker.submit("stuck.py", stuck), worker.submit("large.py", large)]
+        results.extend(ticket.result() for ticket in tickets)
+
+    chunking = threading.Thread(target=chunk_both, daemon=True)
+    chunking.start()
+    chunking.join(timeout=120)
+    blocked = chunking.is_alive()
+    try:
+        while chunking.is_alive():  # blocked in the write: a killed child lets it go on
+            process = worker._process
+            if process is not None:
+                process.kill()
+            chunking.join(timeout=1)
+    finally:
+        worker.close()
+    assert not blocked
+    assert [parsed.unparsed for parsed in results] == [UNPARSED_HAZARD, UNPARSED_HAZARD]
+    assert worker.restarts == 2
+
+
+def test_a_chunk_worker_child_still_on_a_file_past_the_deadline_ends_itself(tmp_path: Path):
+    """A daemon killed while its chunk worker read a hostile file (the
+    imports query is quadratic in nesting: 500,000 `[` take minutes) left
+    the child running for all that time with nobody to read its answer: it
+    read its stdin's end only after the file. The child now ends itself a
+    margin past the deadline, whoever waits."""
+    paths = [entry for entry in sys.path if os.path.isabs(entry)]
+    child = subprocess.Popen(
+        [sys.executable, "-I", "-c", f"import sys; sys.path[:] = {paths!r}; "
+         "from ctxls.index.chunk_worker import _serve; _serve(1 << 40, 1.0)"],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    try:
+        request = pickle.dumps(("a.py", "x = " + "[" * 500_000 + "\n"))
+        child.stdin.write(struct.pack("<I", len(request)) + request)
+        child.stdin.flush()  # and left open, as a parent killed meanwhile leaves it
+        code = child.wait(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert code == -signal.SIGALRM

@@ -13,8 +13,10 @@ import os
 import shutil
 import signal
 import sqlite3
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -29,7 +31,7 @@ from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
 from ctxls.index.paths import path_class
 from ctxls.index import ann_file, trust
-from ctxls.index.discovery import DiscoveryOptions, FileFilter, discover, ignored_paths
+from ctxls.index.discovery import DiscoveryOptions, FileFilter, discover, ignored_paths, listed_folders
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.live import git_dir
 from ctxls.index.locate_history import History
@@ -109,6 +111,36 @@ def test_a_gitmodules_line_of_a_megabyte_is_read_in_linear_time(tmp_path: Path):
                                       "\tpath = a" + " " * (1 << 20) + "x\n")
     listing = discover(root, FileFilter(DiscoveryOptions()))
     assert {"app.py", "sub/inner.py"} <= set(listing.paths)
+
+
+def test_a_fifo_named_gitmodules_blocks_no_indexing_pass(tmp_path: Path):
+    """Discovery read `.gitmodules` with a blocking open(): a FIFO of that
+    name (an unpacked archive, a shared folder) held every indexing pass,
+    and so every daemon's first index, forever. The rules files discovery
+    reads itself are opened as every repository file is (no link, no
+    blocking, regular files only); a FIFO names no submodule."""
+    root = tmp_path / "repo"
+    write_tree(root, {"app.py": "def app():\n    pass\n"})
+    git(root, "init", "-q")
+    os.mkfifo(root / ".gitmodules")
+    found: dict = {}
+
+    def list_files() -> None:
+        found["paths"] = discover(root, FileFilter(DiscoveryOptions())).paths
+        found["folders"] = listed_folders(root)
+
+    lister = threading.Thread(target=list_files, daemon=True)
+    lister.start()
+    lister.join(timeout=120)
+    blocked = lister.is_alive()
+    while lister.is_alive():  # blocked in an open of the FIFO: a writer lets it go on
+        try:
+            os.close(os.open(root / ".gitmodules", os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # no reader at this instant
+            pass
+        lister.join(timeout=1)
+    assert not blocked
+    assert found["paths"] == ["app.py"] and found["folders"] == {""}, found
 
 
 def test_an_ignore_file_of_50000_rules_is_read_whole(tmp_path: Path):
@@ -567,6 +599,47 @@ def test_a_store_folder_or_file_the_repository_ships_as_a_link_is_not_written_th
         ann_file.write(planted / ".ctxls" / "vectors.tmp", b"\0" * 64, 16, 1)
     assert (tmp_path / "victim.txt").read_text() == "precious\n"
     assert not list(outside.iterdir())
+
+
+@pytest.mark.parametrize("name", ["index.db", "index.db-wal", "index.db-journal"])
+def test_a_fifo_the_repository_ships_as_its_store_file_is_refused_not_waited_on(
+        tmp_path: Path, name: str):
+    """A FIFO at `.ctxls/index.db` (an unpacked archive can carry one) hung
+    the store's open (a blocking open() of its header), and with it `ctxls
+    index`, `ctxls serve` and `ctxls mcp`: every request unanswered. SQLite
+    would block the same way on a FIFO journal. Each is refused now, like a
+    foreign store, with the FIFO named; nothing is moved."""
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    if name != "index.db":  # beside a real store
+        assert ctxls("index", str(root), "--no-daemon").returncode == 0
+    (root / ".ctxls").mkdir(exist_ok=True)
+    os.mkfifo(root / ".ctxls" / name)
+    indexed = subprocess.run([*CTXLS, "index", str(root), "--no-daemon"], capture_output=True,
+                             text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert indexed.returncode != 0, indexed.stdout
+    assert f"{name} is a FIFO (named pipe), not a regular file" in indexed.stderr, indexed.stderr
+    assert stat.S_ISFIFO((root / ".ctxls" / name).lstat().st_mode)
+    (root / ".ctxls" / name).unlink()
+    assert ctxls("index", str(root), "--no-daemon").returncode == 0
+
+
+@pytest.mark.parametrize("label", ["quarantined", "repairing"])
+def test_a_fifo_named_like_a_store_moved_aside_is_not_opened(tmp_path: Path, label: str):
+    """A store moved aside (`index.db.quarantined-<ms>`, waiting for
+    `trust-memory`; `index.db.repairing-<ms>`, rows to carry) is opened by
+    every open and status; a FIFO of that name shipped in `.ctxls` blocked
+    them forever. Only regular files are taken for such stores."""
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    (root / ".ctxls").mkdir()
+    os.mkfifo(root / ".ctxls" / f"index.db.{label}-1700000000000")
+    indexed = subprocess.run([*CTXLS, "index", str(root), "--no-daemon"], capture_output=True,
+                             text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert indexed.returncode == 0, indexed.stderr
+    status = json.loads(subprocess.run([*CTXLS, "status", str(root), "--json", "--no-daemon"],
+                                       capture_output=True, text=True, timeout=120).stdout)
+    assert status["files"] == len(SAMPLE_FILES) and "quarantined" not in status, status
 
 
 def test_a_large_daemon_log_is_set_aside_before_the_next_daemon_starts(tmp_path: Path):

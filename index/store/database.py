@@ -14,6 +14,7 @@ import logging
 import os
 import shutil
 import sqlite3
+import stat
 import tempfile
 import threading
 import time
@@ -170,15 +171,40 @@ class Store(Migrations, Recovery, FileRows, Reads):
         return st.st_dev, st.st_ino
 
     def _header(self) -> bytes:
-        """The file's first 100 bytes (b"" when it does not exist yet)."""
+        """The file's first 100 bytes (b"" when it does not exist yet).
+        Opened without blocking and read only when it is a regular file: a
+        FIFO there (an unpacked archive can carry one) blocked the open, and
+        with it every request, forever."""
         try:
-            with open(self.db_path, "rb") as fh:
-                return fh.read(100)
+            fd = os.open(self.db_path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
         except (FileNotFoundError, NotADirectoryError):  # the folder (or a file in its place) says why
             return b""
         except OSError as exc:
             raise StoreUnavailable(self.db_path, "permission" if isinstance(exc, PermissionError)
                                    else "io", exc.strerror or str(exc)) from exc
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):  # swapped in since _open looked: _open says so next time
+                return b""
+            self._refuse_special(self.db_path, mode)
+            return os.read(fd, 100)
+        except OSError as exc:
+            raise StoreUnavailable(self.db_path, "io", exc.strerror or str(exc)) from exc
+        finally:
+            os.close(fd)
+
+    def _refuse_special(self, path: str, mode: int) -> None:
+        """StoreUnavailable when ``path`` (the store file or one of its
+        journals, of mode ``mode``) is neither a regular file nor a folder
+        (which _open names as such): SQLite would block opening or reading a
+        FIFO, or read a device. Refused like a foreign store, never moved."""
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            return
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise StoreUnavailable(self.db_path, "foreign",
+                               f"{path} is {kind}, not a regular file; refusing to use or move it "
+                               "(remove it, and ctxls makes its own)")
 
     def _open(self) -> None:
         """Open (or create) the store; StoreUnavailable when it cannot be used now
@@ -198,6 +224,11 @@ class Store(Migrations, Recovery, FileRows, Reads):
                 refuse_link(self.db_path + suffix, "the store file")
         except LinkRefused as exc:
             raise StoreUnavailable(self.db_path, "link", exc.strerror) from exc
+        for suffix in ("-wal", "-shm", "-journal"):
+            try:
+                self._refuse_special(self.db_path + suffix, os.lstat(self.db_path + suffix).st_mode)
+            except OSError:  # none there (SQLite makes it), or it says why when SQLite opens it
+                pass
         for suffix in ("-wal", "-shm"):  # SQLite's own message names no file
             if os.path.isdir(self.db_path + suffix):
                 raise StoreUnavailable(self.db_path, "folder",

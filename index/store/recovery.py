@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import stat
 from pathlib import Path
 from typing import Iterator
 
@@ -44,7 +45,11 @@ def _is_ours(header: bytes) -> bool:
 
 
 def _aside_files(db_path: str, label: str) -> list[str]:
-    """The stores moved aside from ``db_path`` as ``<name>.<label>-<ms>``, oldest first."""
+    """The stores moved aside from ``db_path`` as ``<name>.<label>-<ms>``,
+    oldest first: regular files, with regular journals if any. Only a
+    store's own rename makes these names, but the folder may have come with
+    the repository: SQLite blocked forever opening a FIFO of such a name
+    (every open, every status), and would read another file through a link."""
     folder, name = os.path.split(db_path)
     prefix = f"{name}.{label}-"
     try:
@@ -52,7 +57,25 @@ def _aside_files(db_path: str, label: str) -> list[str]:
     except OSError:
         return []
     return [os.path.join(folder, entry) for entry in names
-            if entry.startswith(prefix) and not entry.endswith(("-wal", "-shm"))]
+            if entry.startswith(prefix) and not entry.endswith(("-wal", "-shm"))
+            and _regular_with_journals(os.path.join(folder, entry))]
+
+
+def _regular_with_journals(path: str) -> bool:
+    """``path`` is a regular file (not a link), and so are its journals
+    where they exist."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        try:
+            mode = os.lstat(path + suffix).st_mode
+        except FileNotFoundError:
+            if not suffix:
+                return False
+            continue
+        except OSError:
+            return False
+        if not stat.S_ISREG(mode):
+            return False
+    return True
 
 
 def _salvage_connection(path: str, read_only: bool) -> sqlite3.Connection:
