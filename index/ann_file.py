@@ -36,7 +36,7 @@ import os
 import struct
 from pathlib import Path
 
-from ctxls.index.private import open_private
+from ctxls.index.private import open_private, require_regular
 from ctxls.index.trust import user_key
 
 MAGIC = b"CTXLSANN"
@@ -85,7 +85,15 @@ def read(path: Path, dim: int, binding: str | None = None) -> bytes:
     checked against the file's size before anything is allocated for it.
     """
     try:
-        with open(path, "rb") as src:
+        # Without blocking and a regular file only: a FIFO in its place is damage, not a wait.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            require_regular(fd, path)
+            os.set_blocking(fd, True)
+        except OSError:
+            os.close(fd)
+            raise AnnFileInvalid("not a regular file") from None
+        with os.fdopen(fd, "rb") as src:
             prefix = src.read(PREFIX_BYTES)
             if len(prefix) < PREFIX_BYTES:
                 raise AnnFileInvalid("shorter than its header")

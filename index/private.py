@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import stat
 from pathlib import Path
 
 from ctxls.index.roots import STORE_DIR_NAME
@@ -89,9 +90,26 @@ def create_private_file(path: Path) -> None:
 
 def open_private(path: Path | str, append: bool = False) -> int:
     """A descriptor writing ``path`` (created 0600, else emptied or, with
-    ``append``, appended to), never through a symbolic link (``ELOOP``)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | (os.O_APPEND if append else os.O_TRUNC)
-    return os.open(path, flags, PRIVATE_FILE_MODE)
+    ``append``, appended to), never through a symbolic link (``ELOOP``), and
+    only a regular file: a FIFO a repository ships as ``.ctxls/daemon.log``
+    or a lock file would block the open until a reader came (opened without
+    blocking, it fails with ENXIO, or is refused here)."""
+    flags = (os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+             | (os.O_APPEND if append else os.O_TRUNC))
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    try:
+        require_regular(fd, path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def require_regular(fd: int, path: Path | str) -> None:
+    """Refuses (OSError) an open ``fd`` that is not a regular file."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", str(path))
 
 
 def restrict(path: Path | str, mode: int = PRIVATE_FILE_MODE) -> None:

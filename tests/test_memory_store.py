@@ -340,3 +340,31 @@ def test_a_semantic_recall_without_lexical_terms_finds_rows_by_meaning(plain: Pa
             assert [h.path for h in hits] == ["db-backup"], mode
     finally:
         engine.close()
+
+
+def test_acknowledged_memory_is_in_the_store_file_not_only_in_its_wal(tmp_path: Path):
+    """Crash probe (t_wal_flip): written memory stayed in the WAL while the
+    daemon ran (SQLite checkpoints every 1,000 pages), and a damaged WAL
+    frame reads as the log's end: after a kill, acknowledged facts were gone
+    without a word. A durable write is checkpointed into the store file, so
+    the file alone, as a kill leaves it without its WAL, holds them."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "app.py").write_text("def handler():\n    return 1\n")
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        for n in range(3):
+            engine.memory.remember(EVERYTHING, f"fact-{n}", f"acknowledged fact number {n}")
+        store_file = Path(engine.store.db_path)
+        assert store_file.with_name(store_file.name + "-wal").exists()  # still open, in WAL mode
+        alone = tmp_path / "alone.db"
+        alone.write_bytes(store_file.read_bytes())  # the file without its WAL
+        conn = sqlite3.connect(alone)
+        try:
+            keys = sorted(r[0] for r in conn.execute("SELECT key FROM memory"))
+        finally:
+            conn.close()
+        assert keys == ["fact-0", "fact-1", "fact-2"]
+    finally:
+        engine.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import random
 import sqlite3
 import threading
@@ -1236,3 +1237,26 @@ def test_two_stores_judging_one_untrusted_store_quarantine_it_once(tmp_path: Pat
     finally:
         second.close()
         opened[0].close()
+
+
+def test_a_store_whose_folder_cannot_be_written_is_refused_as_read_only(tmp_path: Path, monkeypatch):
+    """Crash probe (t_ro_checkout): a read-only checkout keeps its own store,
+    refused, but the refusal said only SQLite's "unable to open database
+    file" (reason cantopen). When the store's folder cannot be written it
+    says so, and what to do, as reason readonly."""
+    from ctxls.index.store import failures
+
+    with pytest.raises(sqlite3.OperationalError) as raised:
+        sqlite3.connect(tmp_path / "missing" / "index.db")  # SQLITE_CANTOPEN
+    folder = tmp_path / "checkout" / ".ctxls"
+    folder.mkdir(parents=True)
+    db_path = str(folder / "index.db")
+    writable = os.access
+    monkeypatch.setattr(failures.os, "access",
+                        lambda path, mode: mode != os.W_OK and writable(path, mode))
+    refused = failures.store_error(raised.value, db_path, writing=False)
+    assert isinstance(refused, StoreUnavailable) and refused.reason == "readonly"
+    assert f"its folder {folder} cannot be written" in refused.message
+    assert "set dbPath to a store elsewhere" in refused.message
+    monkeypatch.setattr(failures.os, "access", writable)
+    assert failures.store_error(raised.value, db_path, writing=False).reason == "cantopen"

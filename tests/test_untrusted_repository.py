@@ -642,6 +642,50 @@ def test_a_fifo_named_like_a_store_moved_aside_is_not_opened(tmp_path: Path, lab
     assert status["files"] == len(SAMPLE_FILES) and "quarantined" not in status, status
 
 
+def test_a_fifo_shipped_where_the_daemon_writes_or_reads_its_own_files_is_refused(tmp_path: Path):
+    """The attacker probe's follow-up: `open_private` (the daemon's log, the
+    takeover and bind locks, the vectors file written) and the ANN file's
+    reader opened a FIFO a repository ships in `.ctxls` with a blocking
+    open, waiting forever for the other end. Both refuse it at once now."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ctxls.index import ann_file
+    from ctxls.index.private import open_private
+
+    def outcome(future) -> object:
+        try:
+            return future.result(timeout=60)
+        except TimeoutError:  # an OSError too: told apart first
+            return "still blocked"
+        except Exception as exc:
+            return exc
+
+    fifo = tmp_path / "daemon.log"
+    os.mkfifo(fifo)
+    with ThreadPoolExecutor(2) as pool:
+        opened = pool.submit(open_private, fifo, True)
+        read = pool.submit(ann_file.read, fifo, 8)
+        written = reading = None
+        try:
+            written, reading = outcome(opened), outcome(read)
+        finally:  # a blocked open or read ends when the other end opens or closes
+            if isinstance(written, int):
+                os.close(written)
+            for mode in (os.O_RDONLY, os.O_WRONLY):
+                try:
+                    os.close(os.open(fifo, mode | os.O_NONBLOCK))
+                except OSError:
+                    pass
+    assert isinstance(written, OSError), written
+    assert isinstance(reading, ann_file.AnnFileInvalid) and "not a regular file" in str(reading), reading
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    regular = tmp_path / "plain.log"
+    fd = open_private(regular, append=True)
+    os.write(fd, b"line\n")
+    os.close(fd)
+    assert regular.read_bytes() == b"line\n"
+
+
 def test_a_large_daemon_log_is_set_aside_before_the_next_daemon_starts(tmp_path: Path):
     """Every daemon a proxy starts appends its stderr to `daemon.log`, which
     grew without bound across takeovers. Past 4 MiB it becomes

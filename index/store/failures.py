@@ -6,6 +6,7 @@ catches these."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 
 from ctxls.index.errors import StoreError, StoreUnavailable, WriteFailed
@@ -63,9 +64,17 @@ def store_error(exc: sqlite3.Error, db_path: str, writing: bool) -> StoreError |
     reason = storage_reason(exc)
     if reason is None:
         return None
+    text = detail(exc)
+    folder = os.path.dirname(db_path) or "."
+    if reason == "cantopen" and os.path.isdir(folder) and not os.access(folder, os.W_OK):
+        # SQLite says only "unable to open database file" when it cannot make
+        # the journal beside a store it may read (a read-only checkout or mount).
+        reason = "readonly"
+        text = (f"its folder {folder} cannot be written (a read-only checkout or mount): "
+                "make it writable, or set dbPath to a store elsewhere")
     if writing:
-        return WriteFailed(db_path, reason, detail(exc))
-    return StoreUnavailable(db_path, reason, detail(exc))
+        return WriteFailed(db_path, reason, text)
+    return StoreUnavailable(db_path, reason, text)
 
 
 
