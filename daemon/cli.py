@@ -31,6 +31,7 @@ import sys
 
 from ctxls import __version__
 from ctxls.daemon.cli_host import cmd_index, cmd_mcp, cmd_memory, cmd_serve
+from ctxls.daemon.client import DaemonNotAnswering
 from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, OutputFailed,
                                     cmd_assemble, cmd_forget, cmd_get, cmd_impact, cmd_locate,
                                     cmd_outline, cmd_recall, cmd_recent, cmd_related, cmd_remember,
@@ -312,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
         # An import's errors name the fields of the records read, not options.
         say_error(exc.message if args.func is cmd_memory else in_caller_names(exc.message, OPTION_OF_FIELD))
         return EXIT_USAGE if exc.code == InvalidParams.code else 1
+    except DaemonNotAnswering as exc:  # it says which process, and what to do
+        say_error(str(exc))
+        return 1
     except ConnectionError as exc:
         say_error(f"lost the daemon: {exc}")
         return 1

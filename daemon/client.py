@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ctxls.daemon.framing import foreign_daemon, frame, socket_path_for
+from ctxls.daemon.framing import foreign_daemon, frame, peer_credentials, socket_path_for
 from ctxls.index.roots import store_dir
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 
@@ -32,42 +32,115 @@ class RemoteError(EngineError):
         self.code = code
 
 
+# How long a daemon may take to answer the liveness exchange (an
+# ``initialize``, which its event loop answers itself, touching no engine)
+# before it counts as not answering. A healthy daemon answers connect and
+# initialize in about 1 ms, and in under 100 ms at worst on two cores
+# busy with forced passes of 562 files and their embedding: the bound
+# leaves two orders of magnitude for a machine under heavier load. Without
+# it, a daemon that was stopped (SIGSTOP, a debugger) or hung, whose socket
+# the kernel still accepts connections on, held every client forever.
+LIVENESS_TIMEOUT_S = 10.0
+
+
+class DaemonNotAnswering(ConnectionError):
+    """A daemon listens on the socket but does not answer (or takes no
+    more connections: its backlog is full). It still holds the store, so
+    nothing may stand in for it (a second writer of the store); the user is
+    told which process it is and what to do."""
+
+    def __init__(self, path: Path, pid: int | None, queue_full: bool = False):
+        """``pid``: None where it cannot be told (no connection to ask it
+        through, a platform that does not say). ``queue_full``: the connect
+        itself failed, the daemon's listen backlog full."""
+        self.path, self.pid = path, pid
+        what = ("listens but takes no more connections (its queue of them is full)" if queue_full
+                else f"accepts connections but did not answer within {LIVENESS_TIMEOUT_S:g} s")
+        if pid:
+            who = f"the ctxls daemon on {path} (PID {pid})"
+            todo = (f"it may be stopped (resume it: `kill -CONT {pid}`) or hung (end it: "
+                    f"`kill {pid}`, or `kill -9 {pid}` if it stays)")
+        else:
+            who = f"the ctxls daemon on {path}"
+            todo = (f"it may be stopped (resume it: `kill -CONT PID`) or hung (end it: `kill PID`); "
+                    f"`ss -xlp src {path}` names its PID")
+        super().__init__(f"{who} {what}: {todo}. It holds the index meanwhile, so nothing "
+                         "answers in its place")
+
+
 class DaemonClient:
     """A blocking JSON-RPC client on the daemon socket."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, path: Path):
         self._sock = sock
+        self._path = path
         self._file = sock.makefile("rb")
         self._next_id = 0
+        self._liveness_checks = 0  # their ids ("alive-N") leave the requests' numbering as it was
         self._write_lock = threading.Lock()  # a cancellation is written from another thread
+        self._just_answered = False  # the liveness exchange was the last one: no need for another
 
     @classmethod
-    def connect(cls, path: Path, timeout: float = 30.0) -> "DaemonClient | None":
-        """None when no daemon listens there (absent or stale socket).
-        ``timeout`` bounds the connect only: the daemon answers every request,
-        and one can rightly take minutes (a forced pass of a large folder);
-        bounded, it failed as a lost daemon and was sent again."""
+    def connect(cls, path: Path) -> "DaemonClient | None":
+        """None when no daemon listens there (absent or stale socket);
+        DaemonNotAnswering when one accepts the connection but does not
+        answer its first message (``check_answering``), or its backlog is full."""
         if not path.exists():
             return None
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(timeout)
+        sock.settimeout(LIVENESS_TIMEOUT_S)
         try:
             sock.connect(str(path))
-        except OSError:
+        except (BlockingIOError, TimeoutError):
+            # Its backlog is full (EAGAIN): it accepts no connection, though
+            # it listens. Not a stale socket: nobody may take its place.
+            sock.close()
+            raise DaemonNotAnswering(path, None, queue_full=True) from None
+        except OSError:  # nobody listens (ECONNREFUSED), or no socket there any more
             sock.close()
             return None
         foreign = foreign_daemon(path, sock)
         if foreign is not None:
             sock.close()
             raise ConnectionError(f"not using the ctxls daemon socket: {foreign}")
-        sock.settimeout(None)
-        return cls(sock)
+        client = cls(sock, path)
+        client.check_answering()
+        return client
+
+    def check_answering(self) -> None:
+        """An ``initialize`` answered within LIVENESS_TIMEOUT_S, else
+        DaemonNotAnswering and this connection closed. Only this exchange is
+        bounded: the daemon answers every request, and one can rightly take
+        minutes (a forced pass of a large folder, an impact sweep; a bound
+        on whole requests once took such a one for a lost daemon and sent it
+        again)."""
+        self._sock.settimeout(LIVENESS_TIMEOUT_S)
+        try:
+            self._liveness_checks += 1
+            self._exchange(f"alive-{self._liveness_checks}", "initialize", {}, None)
+        except RemoteError:
+            pass  # an answer all the same (a daemon of another version)
+        except TimeoutError:
+            creds = peer_credentials(self._sock)
+            self._file.close()
+            self._sock.close()
+            raise DaemonNotAnswering(self._path, creds[0] if creds else None) from None
+        self._sock.settimeout(None)
+        self._just_answered = True
 
     def request(self, method: str, params: dict | None, token: CancelToken | None = None) -> Any:
         """The daemon's answer; ``token`` cancelled sends ``$/cancelRequest``
-        (the daemon stops the work and answers -32800)."""
+        (the daemon stops the work and answers -32800). A connection used
+        before (an agent's, held between tool calls) first checks that the
+        daemon still answers: it may have been stopped since."""
+        if not self._just_answered:
+            self.check_answering()
+        self._just_answered = False
         self._next_id += 1
-        msg_id = self._next_id
+        return self._exchange(self._next_id, method, params, token)
+
+    def _exchange(self, msg_id: int | str, method: str, params: dict | None,
+                  token: CancelToken | None) -> Any:
         self._send(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}}))
         if token is not None:
             token.on_cancel(functools.partial(self._cancel, msg_id))
@@ -112,6 +185,7 @@ class DaemonClient:
 
     def close(self) -> None:
         try:
+            self._sock.settimeout(LIVENESS_TIMEOUT_S)  # a stopped daemon reads nothing: never wait on it
             self._sock.sendall(frame({"jsonrpc": "2.0", "method": "exit"}))
         except OSError:
             pass

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ctxls import __version__
-from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, EngineAccess
+from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, DaemonNotAnswering, EngineAccess
 from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
                                      impact_lines, in_caller_names, outline_text, partial_note,
                                      past_end_text, similar_text, status_lines, symbols_text,
@@ -100,7 +100,7 @@ class Bridge:
             access = self._opened()
             try:
                 return access.request(method, params, token)
-            except (ConnectionError, OSError):
+            except (ConnectionError, OSError) as exc:
                 if access.via != "daemon":  # an error of the work itself, in this process
                     raise
                 # The daemon stopped. The next attempt waits for the takeover
@@ -113,7 +113,9 @@ class Bridge:
                         self._access = None
                 if lost:
                     access.close()  # its connections lead to the daemon that stopped
-                if attempt == TAKEOVER_ATTEMPTS:
+                # One that stopped answering still holds the store: nobody
+                # takes over, and asking again would only wait as long again.
+                if attempt == TAKEOVER_ATTEMPTS or isinstance(exc, DaemonNotAnswering):
                     raise
                 time.sleep(TAKEOVER_RETRY_S)
         raise AssertionError("unreachable")
@@ -121,9 +123,10 @@ class Bridge:
     def _opened(self) -> EngineAccess:
         with self._lock:
             if self._access is None:
-                self._access = EngineAccess(self.root, use_daemon=self.use_daemon, refresh=False)
-                if self._access.via == "local":
-                    self._access.host()
+                access = EngineAccess(self.root, use_daemon=self.use_daemon, refresh=False)
+                if access.via == "local":
+                    access.host()  # raising (a daemon that does not answer): the next call looks again
+                self._access = access
             return self._access
 
     def open_soon(self) -> threading.Thread:
@@ -703,6 +706,8 @@ def call_tool(bridge: Bridge, name: str, arguments: dict, token: CancelToken | N
             return tool.call(bridge, arguments)
     except ToolError as exc:
         text = exc.text
+    except DaemonNotAnswering as exc:  # it says which process, and what to do
+        text = error_text(-32603, str(exc))
     except (ConnectionError, OSError) as exc:
         text = error_text(-32603, f"lost the daemon: {exc}")
     except Exception as exc:  # a bug must not end the agent's session

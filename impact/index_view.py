@@ -88,15 +88,10 @@ def index_refusal(engine: Engine, path: str | None = None) -> tuple[EngineError,
     ``ctxls/status`` reports (the failed pass's, else the last refused
     edit's); with ``path``, only a refusal of that file's latest text counts
     (its rows are left out of answers: Engine.fresh_answer)."""
-    # Engine's own record of refused writes, read as its status and recall read it.
-    with engine._unwritten_lock:
-        if path is not None:
-            refusal = engine._unwritten.get(path)
-        else:
-            refusal = engine.index_error or next(reversed(engine._unwritten.values()), None)
+    refusal = engine.index_refusal(path)
     if refusal is None:
         return None
-    reason = engine._partial_reason("lexical", None)  # lexical: no ranking reasons
+    reason = engine.partial_reason()
     return refusal, reason or f"the index could not be updated ({refusal})"
 
 

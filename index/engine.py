@@ -1173,6 +1173,22 @@ class Engine:
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
                             partial_reason=partial_reason, mode=file_mode, topicality=topicality)
 
+    def partial_reason(self) -> str | None:
+        """Why a keyword (lexical) answer may miss rows it should hold, or
+        None: recall's ``partialReason`` without the ranking tiers' reasons
+        (what the symbol and impact answers say)."""
+        return self._partial_reason("lexical", None)
+
+    def index_refusal(self, path: str | None = None) -> EngineError | None:
+        """The store's refusal the index lacks rows for (a full disk, a
+        read-only store), or None: the failed pass's, else the last refused
+        edit's (what ``status`` reports); with ``path``, only a refusal of
+        that file's latest text (its rows are left out of answers: fresh_answer)."""
+        with self._unwritten_lock:
+            if path is not None:
+                return self._unwritten.get(path)
+            return self.index_error or next(reversed(self._unwritten.values()), None)
+
     def _partial_reason(self, mode: str, semantic: SemanticIndex | None) -> str | None:
         """Why an answer in ``mode`` may miss rows it should rank, or None."""
         if self.indexing and self.progress.burst:
@@ -1438,8 +1454,7 @@ class Engine:
             counts, vectors, embedding, meaning = {"files": 0, "chunks": 0}, 0, 0, None
             embeddings = semantic.describe() if semantic else {"enabled": False, "model": "", "dim": 0}
         memory_error = self.memory.backend.unavailable()
-        with self._unwritten_lock:  # an edit the store refused, while no pass failed
-            index_error = self.index_error or next(reversed(self._unwritten.values()), None)
+        index_error = self.index_refusal()  # a failed pass, else an edit the store refused
         if store_error is not None or index_error is not None:
             state = "error"  # store_error / index_error say what
         elif indexing or not complete:

@@ -568,3 +568,128 @@ def test_no_log_handler_writes_a_password(repo: Path, tmp_path: Path):
     assert mistyped.returncode == 1
     assert "S3cretPW" not in mistyped.stdout + mistyped.stderr
     assert "postgresql://team:***@[::1/ctxls" in mistyped.stderr
+
+
+def _never_answering_daemon(repo: Path, backlog: int = 16):
+    """A socket where the repository's daemon listens that accepts nothing and
+    answers nothing: what a stopped (kill -STOP) or hung daemon's socket is to
+    a client, the kernel completing its connects. Its PID is this process's."""
+    import socket
+
+    from ctxls.daemon.client import default_socket
+
+    path = default_socket(repo)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(backlog)
+    return listener, path
+
+
+def test_a_daemon_that_accepts_but_never_answers_is_named_not_waited_for(repo: Path):
+    """`ctxls status` and `ctxls recall` on a daemon that was stopped (kill
+    -STOP) or hung waited for its answer forever: the kernel still accepts
+    connections on its socket, and the client read without a bound. The
+    first exchange is now bounded (client.LIVENESS_TIMEOUT_S); the verb then
+    exits 1 naming the process and what to do, and never opens the store in
+    its place (a second writer beside the one that holds it)."""
+    listener, path = _never_answering_daemon(repo)
+    try:
+        for verb in (["status"], ["recall", "send prepared"]):
+            proc = subprocess.run([*CTXLS, *verb, "--root", str(repo)], capture_output=True,
+                                  text=True, timeout=60)
+            assert proc.returncode == 1, proc.stdout + proc.stderr
+            assert f"ctxls daemon on {path} (PID {os.getpid()}) accepts connections but did not " \
+                   "answer" in proc.stderr
+            assert f"`kill -CONT {os.getpid()}`" in proc.stderr and "Traceback" not in proc.stderr
+            assert proc.stdout == ""
+        assert not (path.parent / "index.db").exists()  # no store opened here meanwhile
+    finally:
+        listener.close()
+        path.unlink()
+
+
+def test_a_daemon_whose_backlog_is_full_is_not_taken_for_a_dead_one(repo: Path):
+    """A daemon that accepts nothing for long enough (stopped, with clients
+    still trying) fills its listen backlog; a connect then fails at once
+    (EAGAIN), which was taken for a dead daemon's socket: the verb opened the
+    store itself, beside the daemon holding it. It now says the daemon does
+    not answer, as when it accepts."""
+    import socket
+
+    listener, path = _never_answering_daemon(repo, backlog=0)
+    queued = []
+    try:
+        while True:  # fill the backlog
+            waiting = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            waiting.setblocking(False)
+            queued.append(waiting)
+            try:
+                waiting.connect(str(path))
+            except BlockingIOError:
+                break
+        proc = subprocess.run([*CTXLS, "status", "--root", str(repo)], capture_output=True,
+                              text=True, timeout=60)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert f"ctxls daemon on {path} listens but takes no more connections" in proc.stderr
+        assert f"ss -xlp src {path}" in proc.stderr  # its PID cannot be asked without a connection
+        assert not (path.parent / "index.db").exists()
+    finally:
+        for waiting in queued:
+            waiting.close()
+        listener.close()
+        path.unlink()
+
+
+def test_a_held_connection_checks_the_daemon_still_answers_before_each_request(tmp_path: Path,
+                                                                              monkeypatch):
+    """An agent holds its connection between tool calls: a daemon stopped
+    after one call left the next waiting forever, the connect's check long
+    past. Each request on a connection used before first has the daemon
+    answer an ``initialize`` within the bound."""
+    import socket
+
+    from ctxls.daemon import client
+    from ctxls.daemon.framing import frame
+
+    monkeypatch.setattr(client, "LIVENESS_TIMEOUT_S", 1.0)
+    path = tmp_path / "d.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+
+    def answers_two_then_stops() -> None:
+        connection, _ = listener.accept()
+        reader = connection.makefile("rb")
+        for _ in range(2):  # the connect's initialize, then one request
+            length = int(reader.readline().split(b":")[1])
+            reader.readline()
+            message = json.loads(reader.read(length))
+            connection.sendall(frame({"jsonrpc": "2.0", "id": message["id"], "result": {}}))
+        stopped.wait()  # reads nothing more, answers nothing: stopped
+        connection.close()
+
+    stopped = threading.Event()
+    daemon = threading.Thread(target=answers_two_then_stops, daemon=True)
+    daemon.start()
+    outcome: list[BaseException | object] = []
+
+    def two_requests() -> None:
+        held = client.DaemonClient.connect(path)
+        outcome.append(held.request("ctxls/status", {}))
+        try:
+            held.request("ctxls/status", {})
+        except client.DaemonNotAnswering as exc:
+            outcome.append(exc)
+
+    try:
+        asking = threading.Thread(target=two_requests, daemon=True)
+        asking.start()
+        asking.join(60)
+        assert not asking.is_alive(), "the second request waited on the stopped daemon"
+        assert outcome[0] == {} and isinstance(outcome[1], client.DaemonNotAnswering)
+        assert f"(PID {os.getpid()}) accepts connections but did not answer within 1 s" \
+            in str(outcome[1])
+    finally:
+        stopped.set()
+        listener.close()

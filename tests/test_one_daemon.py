@@ -25,7 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 
 from ctxls.daemon.client import DaemonClient
-from ctxls.daemon.socket_server import socket_is_live
+from ctxls.daemon.socket_server import socket_is_live, socket_owner_pid
 
 from conftest import serve
 from rawrpc import StdioDaemon
@@ -430,3 +430,53 @@ async def test_an_agent_whose_daemon_exits_with_no_editor_left_becomes_the_daemo
                 assert await editor.wait_for(lambda: agent_finds(session, MARKER), timeout=20,
                                              interval=0.2)
                 assert await sees(repo, MARKER)
+
+
+def agent_store_files(repo: Path) -> list[str]:
+    """The files under the repository's store that its agent (`ctxls mcp
+    --root REPO`, found by its command line) holds open."""
+    held, agents = [], 0
+    for proc in Path("/proc").iterdir():
+        try:
+            command = (proc / "cmdline").read_bytes().split(b"\0")
+            if b"mcp" not in command or os.fsencode(repo) not in command:
+                continue
+            targets = [os.readlink(fd) for fd in (proc / "fd").iterdir()]
+        except OSError:  # a process that ended meanwhile, or not ours to read
+            continue
+        agents += 1
+        held += [target for target in targets if target.startswith(str(socket_of(repo).parent))]
+    assert agents, "the agent's process was not found"
+    return held
+
+
+async def test_a_stopped_daemon_is_named_to_the_cli_and_the_agent_and_nobody_takes_its_place(
+        repo: Path):
+    """A daemon stopped with kill -STOP (or hung) keeps its socket, whose
+    connections the kernel still accepts: `ctxls status` and an agent's tool
+    call waited for it forever. Both now answer within the liveness bound
+    with an error naming its PID and what to do; the agent does not open the
+    store in its place (a second writer beside the daemon holding it), and
+    once the daemon runs again (kill -CONT) it answers the agent again."""
+    with headless_owner(repo) as owner:
+        async with agent(repo) as session:
+            assert await agent_finds(session, "retry_upload")  # through the daemon
+            owner.send_signal(signal.SIGSTOP)
+            try:
+                cli = await asyncio.to_thread(
+                    subprocess.run, [*CTXLS, "status", "--root", str(repo)], capture_output=True,
+                    text=True, timeout=60)
+                assert cli.returncode == 1, cli.stdout + cli.stderr
+                assert f"(PID {owner.pid}) accepts connections but did not answer" in cli.stderr
+                assert f"`kill -CONT {owner.pid}`" in cli.stderr
+                answer = await asyncio.wait_for(session.call_tool("status", {}), 60)
+                assert answer.is_error
+                assert f"(PID {owner.pid}) accepts connections but did not answer" in \
+                    answer.content[0].text
+                assert agent_store_files(repo) == []
+            finally:
+                owner.send_signal(signal.SIGCONT)
+            answer = await session.call_tool("status", {})
+            assert not answer.is_error and "daemon   running" in answer.content[0].text
+            assert await asyncio.to_thread(socket_owner_pid, socket_of(repo)) == owner.pid
+            assert agent_store_files(repo) == []
