@@ -112,7 +112,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         # and --clientProcessId=PID); stdio is the default anyway.
         where.add_argument("--stdio", action="store_true", help="serve LSP on stdin/stdout (the default)")
         where.add_argument("--node-ipc", action="store_true", help=argparse.SUPPRESS)
-        where.add_argument("--tcp", type=_port, metavar="PORT", help="one LSP client on 127.0.0.1:PORT")
+        where.add_argument("--tcp", type=_port, metavar="PORT", help="one LSP client on 127.0.0.1:PORT, of this user only "
+                           "(told by Linux's /proc/net/tcp; refused where it cannot be told)")
         where.add_argument("--socket", nargs="?", const="", metavar="PATH",
                            help="headless: serve the shared socket only (default ROOT/.ctxls/daemon.sock)")
         serve.add_argument("--root", help="index this folder before a client connects")

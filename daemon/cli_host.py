@@ -315,13 +315,21 @@ def _already_served(root: Path, args) -> bool:
     """A second `serve --root R --socket` (a second `make run`) on a served
     root says who serves it, answers its example there, and leaves it be:
     indexing again only to find the socket taken helped nobody."""
-    from ctxls.daemon.client import default_socket
+    from ctxls.daemon.client import DaemonClient, DaemonNotAnswering, default_socket
     from ctxls.daemon.socket_server import socket_owner_pid
 
     path = Path(args.socket) if args.socket else default_socket(root)
     pid = socket_owner_pid(path)
     if pid is None:
         return False
+    try:  # a daemon that listens but does not answer is named, with what to do
+        client = DaemonClient.connect(path)
+    except DaemonNotAnswering as exc:
+        raise CliError(str(exc)) from None
+    except ConnectionError:
+        client = None  # another program's socket: said as before
+    if client is not None:
+        client.close()
     owner = f"PID {pid}" if pid else "another process"
     print(f"ctxls: {root} is already served by {owner} on {path}; the verbs answer through it "
           f"(`ctxls status --root {root}`)", file=sys.stderr)

@@ -96,6 +96,10 @@ def socket_owner_pid(path: Path) -> int | None:
         probe.connect(str(path))
         creds = peer_credentials(probe)
         return 0 if creds is None else creds[0]
+    except (BlockingIOError, TimeoutError):
+        # A full backlog (EAGAIN): a daemon that listens but accepts nothing
+        # (stopped, hung) still holds the store; nobody may take its place.
+        return 0
     except OSError:
         return None
     finally:

@@ -634,6 +634,9 @@ def test_a_daemon_whose_backlog_is_full_is_not_taken_for_a_dead_one(repo: Path):
         assert f"ctxls daemon on {path} listens but takes no more connections" in proc.stderr
         assert f"ss -xlp src {path}" in proc.stderr  # its PID cannot be asked without a connection
         assert not (path.parent / "index.db").exists()
+        # Nor is it stale to a daemon starting: it would replace the socket and write the store.
+        from ctxls.daemon.socket_server import socket_owner_pid
+        assert socket_owner_pid(path) is not None
     finally:
         for waiting in queued:
             waiting.close()

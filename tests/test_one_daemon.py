@@ -469,6 +469,12 @@ async def test_a_stopped_daemon_is_named_to_the_cli_and_the_agent_and_nobody_tak
                 assert cli.returncode == 1, cli.stdout + cli.stderr
                 assert f"(PID {owner.pid}) accepts connections but did not answer" in cli.stderr
                 assert f"`kill -CONT {owner.pid}`" in cli.stderr
+                # A second headless daemon says the same, not "served by PID …".
+                second = await asyncio.to_thread(
+                    subprocess.run, [*CTXLS, "serve", "--root", str(repo), "--socket"],
+                    capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                assert second.returncode == 1, second.stderr
+                assert f"(PID {owner.pid}) accepts connections but did not answer" in second.stderr
                 answer = await asyncio.wait_for(session.call_tool("status", {}), 60)
                 assert answer.is_error
                 assert f"(PID {owner.pid}) accepts connections but did not answer" in \
