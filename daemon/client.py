@@ -211,20 +211,13 @@ def takeover_lock(socket_path: Path) -> IO[str]:
     for it to listen; a `ctxls mcp` that finds no daemon holds it while it
     looks once more, then hosts the engine and listens itself. Never opened
     through a link the repository shipped. OSError when it cannot be."""
-    import fcntl
     import os
 
-    from ctxls.index.private import make_private_dir, open_private
+    from ctxls.index.private import locked_file, make_private_dir
 
     path = socket_path.with_name("takeover.lock")
     make_private_dir(path.parent)
-    lock = os.fdopen(open_private(path, append=True), "a")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    except BaseException:
-        lock.close()
-        raise
-    return lock
+    return os.fdopen(locked_file(path), "a")
 
 
 class EngineAccess:

@@ -284,7 +284,8 @@ def status_lines(status: dict, via: str, style: Style) -> str:
     if via == "daemon":
         daemon = "running"
     elif via == "hosted":
-        daemon = "none: this process hosts the engine (it indexes and embeds while it runs)"
+        # Not "none": unless told to use no daemon, this process is the daemon (client.host).
+        daemon = "this process hosts the engine (it indexes and embeds while it runs)"
     else:
         daemon = ("none: nothing is indexing or embedding now (keep one warm: "
                   f"ctxls serve --root {status['root']} --socket)")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import errno
-import fcntl
 import functools
 import ipaddress
 import json
@@ -31,7 +30,7 @@ from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, pee
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
-from ctxls.index.private import make_private_dir, open_private, restrict
+from ctxls.index.private import locked_file, make_private_dir, restrict
 
 log = logging.getLogger(__name__)
 
@@ -181,14 +180,7 @@ def bind_lock(socket_path: Path) -> int:
     other's. Not the takeover lock (daemon/client.py): a proxy holds that
     while the daemon it started binds, and a hosting `ctxls mcp` while it
     binds itself. Never opened through a link. OSError when it cannot be."""
-    path = socket_path.with_name(socket_path.name + ".lock")
-    lock = open_private(path, append=True)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-    except BaseException:
-        os.close(lock)
-        raise
-    return lock
+    return locked_file(socket_path.with_name(socket_path.name + ".lock"))
 
 
 def in_the_way(path: Path, exc: OSError) -> str:

@@ -106,6 +106,21 @@ def open_private(path: Path | str, append: bool = False) -> int:
     return fd
 
 
+def locked_file(path: Path | str) -> int:
+    """``path`` opened as ``open_private`` does and held under an exclusive
+    flock, waiting for it (closing the descriptor unlocks); OSError when it
+    cannot be."""
+    import fcntl  # POSIX only, like every lock of the daemon's socket
+
+    fd = open_private(path, append=True)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def require_regular(fd: int, path: Path | str) -> None:
     """Refuses (OSError) an open ``fd`` that is not a regular file."""
     if not stat.S_ISREG(os.fstat(fd).st_mode):
