@@ -516,6 +516,8 @@ _REPORT_LINE = re.compile(r"[ \t]*+(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}"
 # branches (`npm ls`: `├── `, `│ └─┬ `, `+-- `, `` `-- ``; `cargo tree`:
 # `│   └── `). A line on a branch is the tree's (`└── UNMET DEPENDENCY x`).
 _LISTING_MARGIN = re.compile(r"[ \t]*+(?:[-*+][ \t]+|(?P<branch>(?:[│|][ \t]*+)*[├└`+][─┬-]+[ \t]*+))?")
+# Marks of quoted text or code in a line (what a report line never holds).
+_QUOTE_MARKS = re.compile("[\"`‘’“”«»„]|(?<![A-Za-z])'|'(?![A-Za-z])")
 # Version lines in one run that make it a report.
 _REPORT_VERSIONS = 3
 
@@ -594,9 +596,12 @@ def _without_version_listings(text: str) -> str:
             margin = _LISTING_MARGIN.match(lines[end])
             content = lines[end][margin.end():]
             version = _VERSION_LINE.fullmatch(content) is not None
-            # An error printed above the versions is the evidence, not the report.
-            if not (version or margin.group("branch") or _REPORT_LINE.fullmatch(content)) \
-                    or _is_error_line(lines[end]):
+            # A `key: value` line joins a report unless it quotes or shows code
+            # (a template's `- Output: "Error: …"`): that, and an error printed
+            # above the versions, is the evidence, not the report.
+            described = _REPORT_LINE.fullmatch(content) and not _QUOTE_MARKS.search(content)
+            if not (version or margin.group("branch") or described) \
+                    or _is_error_line(lines[end]) or _is_error_line(content):
                 break
             versions += version
             end += 1

@@ -284,6 +284,23 @@ def test_settings_with_decimal_values_and_an_error_above_versions_are_read():
     assert "pytz" not in report.raw and "bottleneck" not in report.raw
 
 
+def test_a_templates_step_bullets_beside_its_version_bullets_are_read():
+    """The regression probe: with bullets read as a listing's margin, a
+    template's `- Command:` and `- Output: "…"` bullets joined the version
+    bullets after them and were read away, the quoted error message with
+    them. A line that quotes or shows code is evidence, never a report line."""
+    report = read_issue("Passing a file name with spaces fails\n\n- Command: `mytool build my file.txt`\n"
+                        '- Output: "Error: Got unexpected extra argument (file.txt)"\n'
+                        "- click version: 8.1.7\n- Python version: 3.11.4\n"
+                        "- shellingham version: 1.5.4\n- OS: Windows 11\n")
+    assert "Got unexpected extra argument" in report.messages
+    assert "shellingham" not in report.raw  # the versions are still a report
+    starred = read_issue("Validator fails\n\n* Error: `ValueError: Length of 'name' must be <= 5: 7`\n"
+                         "* attrs version: 23.1.0\n* Python version: 3.11.4\n* pytest version: 7.4.0\n")
+    assert "ValueError" in starred.identifiers and "Length of 'name' must be" in starred.raw
+    assert "pytest" not in starred.raw
+
+
 def test_code_words_glued_to_chinese_or_japanese_text_are_read():
     chinese = read_issue("购物车折扣错误\n\n请看shop/cart.py文件，CartTotals的apply_discount方法在数量为0时返回负数。"
                          "运行时加上--fast-mode选项，报W0611。\n")
