@@ -34,14 +34,15 @@ from pygls.protocol import default_converter
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
-from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, default_socket, takeover_lock
+from ctxls.daemon.client import (LIVENESS_TIMEOUT_S, TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S,
+                                 DaemonNotAnswering, default_socket, takeover_lock)
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, foreign_daemon, frame, frame_body, read_body,
                                   read_message)
 from ctxls.daemon.outbox import Outbox
 from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
-                                        socket_is_live, valid_id)
+                                        socket_is_live, socket_owner_pid, valid_id)
 from ctxls.daemon.uris import local_path
 from ctxls.index.private import make_private_dir, open_private
 
@@ -315,6 +316,7 @@ class Proxy:
         self.synced = 0
         self.replayed_through = 0
         self.pending[initialize.get("id")] = "initialize"
+        self.initialize_watch: asyncio.Task | None = None  # initialize_answered_in_time
 
     # -- the editor side --------------------------------------------------------
 
@@ -429,6 +431,8 @@ class Proxy:
             await self.connect()
         self.owner_writer.write(frame(self.initialize | {"params": params}))
         self.connected.set()
+        self.initialize_watch = asyncio.create_task(
+            self.initialize_answered_in_time(self.initialize.get("id")))
         while True:
             try:
                 message = await read_message(self.owner_reader)
@@ -449,6 +453,22 @@ class Proxy:
                         "positionEncoding")
                     self.codec = PositionCodec(encoding or types.PositionEncodingKind.Utf16)
             self.to_editor(message)
+
+    async def initialize_answered_in_time(self, msg_id: Any) -> None:
+        """The editor's ``initialize`` answered with DaemonNotAnswering's
+        message (its PID, what to do) when the owner has not answered it
+        within the liveness bound: a stopped or hung daemon, whose socket
+        the kernel still accepts, left the editor waiting forever. Its late
+        answer, should it resume, is swallowed: one answer per request."""
+        await asyncio.sleep(LIVENESS_TIMEOUT_S)
+        if self.pending.get(msg_id) != "initialize":
+            return
+        del self.pending[msg_id]
+        self.swallow.add(msg_id)
+        pid = await asyncio.to_thread(socket_owner_pid, self.socket_path)
+        message = str(DaemonNotAnswering(self.socket_path, pid))
+        log.warning("%s", message)
+        self.to_editor({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32603, "message": message}})
 
     async def take_over(self) -> None:
         """The owner exited: find or start the next one and replay this session."""

@@ -486,3 +486,35 @@ async def test_a_stopped_daemon_is_named_to_the_cli_and_the_agent_and_nobody_tak
             assert not answer.is_error and "daemon   running" in answer.content[0].text
             assert await asyncio.to_thread(socket_owner_pid, socket_of(repo)) == owner.pid
             assert agent_store_files(repo) == []
+
+
+def test_an_editor_proxied_to_a_stopped_daemon_gets_its_initialize_answered(repo: Path):
+    """An editor's `ctxls serve` finds the stopped daemon's socket live (the
+    kernel accepts on it) and proxies to it: the editor's `initialize` waited
+    forever. The proxy answers it within the liveness bound with the
+    daemon's PID and what to do, and swallows a late answer."""
+    from rawrpc import RawConnection
+
+    with headless_owner(repo) as owner:
+        owner.send_signal(signal.SIGSTOP)
+        editor = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            def write(data: bytes) -> None:
+                editor.stdin.write(data)
+                editor.stdin.flush()
+
+            conn = RawConnection(editor.stdout, write, True)
+            uri = repo.resolve().as_uri()
+            answer = conn.request("initialize", {
+                "processId": None, "rootUri": uri, "capabilities": {},
+                "workspaceFolders": [{"uri": uri, "name": repo.name}],
+                "initializationOptions": {"embeddings": False}}, "init", timeout=90)
+            assert "error" in answer, answer
+            assert f"(PID {owner.pid}) accepts connections but did not answer" in \
+                answer["error"]["message"]
+        finally:
+            owner.send_signal(signal.SIGCONT)
+            editor.kill()
+            editor.wait(timeout=30)
