@@ -763,17 +763,23 @@ def test_a_request_without_params_is_answered_as_with_null_params(repo: Path):
         process.wait()
 
 
-def test_tcp_reads_frames_as_stdio_does(repo: Path):
-    """`ctxls serve --tcp` read with pygls's own reader: an unusable
-    Content-Length was ignored (no -32700), a header block without one went
-    unanswered, and a header line over 64 KiB ended the connection, the
-    requests after it lost. It now reads as stdio does."""
-    with socket.socket() as probe:  # a free port
+def serve_tcp(repo: Path) -> tuple[subprocess.Popen, int]:
+    """`ctxls serve --tcp PORT` started in ``repo`` on a free port."""
+    with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve", "--tcp", str(port)],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, cwd=repo)
+    return process, port
+
+
+def test_tcp_reads_frames_as_stdio_does(repo: Path):
+    """`ctxls serve --tcp` read with pygls's own reader: an unusable
+    Content-Length was ignored (no -32700), a header block without one went
+    unanswered, and a header line over 64 KiB ended the connection, the
+    requests after it lost. It now reads as stdio does."""
+    process, port = serve_tcp(repo)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -933,12 +939,7 @@ def test_tcp_closes_another_users_connection_unread_and_serves_its_own(repo: Pat
     folder only the daemon's user may read and get its files (and write its
     memory). Another user's connection is now closed unread; the daemon's
     own user is served next."""
-    with socket.socket() as probe:  # a free port
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve", "--tcp", str(port)],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, cwd=repo)
+    process, port = serve_tcp(repo)
     listening = f":{port:04X} 00000000:0000 0A"  # its row in /proc/net/tcp, state LISTEN
     try:
         deadline = time.monotonic() + 60
