@@ -70,7 +70,7 @@ class Repo(NamedTuple):
 
 
 # Projects in no other set of bench/projects.md (nor reserved, nor SWE-bench's
-# family), 50 to 2,500 files, 58 of 141 Python, the rest in 26 other languages.
+# family), 50 to 2,500 files, 57 of 140 Python, the rest in 26 other languages.
 PROJECTS = (
     Repo("htop-dev/htop", "c", "1a4504c0c6a74ecd7f2eb1c17c22750c55f555ff"),
     Repo("jqlang/jq", "c", "579e6f76cffd7643ba4002a2c3618a5ea710589a"),
@@ -124,7 +124,6 @@ PROJECTS = (
     Repo("falconry/falcon", "python", "ce0a35b8fd02747cc72710202886874906b0d47a"),
     Repo("getsentry/sentry-python", "python", "064542dd2cbdbe0b11f1cda7f47d7d2920b0c38b"),
     Repo("holoviz/panel", "python", "45cb9c132ff3ad52907ef434dd6ddb5d7c7354ad"),
-    Repo("httpie/cli", "python", "5b604c37c6c67e18e7c3e9aee6c88a8c22b98345"),
     Repo("ipython/ipython", "python", "7f0ee55684f08f5af18190aa58d4bb3018fb20d2"),
     Repo("joke2k/faker", "python", "8ad78a632a4116e6392e6d5743524c683a2e02a1"),
     Repo("jupyter/nbconvert", "python", "78ed30837a607deab7cf0a12dca072bf3f63417a"),

@@ -51,7 +51,7 @@ from ctxls.index.paths import (is_doc_path, is_generated_path, is_test_or_doc, i
 from ctxls.index.tokenize import query_terms
 
 MODEL_PATH = Path(__file__).parent / "models" / "locate-scorer.json"
-MODEL_SHA256 = "f89ddba48af24a5b1b4d4163a0b0500242a97225a713c6374901d7912f50f2f2"
+MODEL_SHA256 = "96c496f2ff64d57ae08ac5d24295dbc3e00be21df120ccae44aac99ec686bedd"
 
 # Language groups by extension: the fix of a bug report is mostly in code of
 # the project's main language; prose and configuration files seldom.
