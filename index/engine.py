@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Protocol, TypeVar
 
 from ctxls import __version__
-from ctxls.index.discovery import (MAX_PATHSPECS, DiscoveryOptions, Skipped,
+from ctxls.index.discovery import (MAX_PATHSPECS, UNKNOWN_SIGNATURE, DiscoveryOptions, Skipped,
                                    byte_limit, decode_text, ignored_paths, indexed_buffer_text,
                                    looks_binary, read_file, relative_path, repositories_among,
                                    sets_ignore_rules, stat_signature)
@@ -904,15 +904,14 @@ class Engine:
         return stats
 
     def _written_on_disk_since(self, state: FileState) -> bool:
-        """Whether ``state``'s file was written (or removed) on disk after its
-        rows were last made: going from a buffer's rows back to the disk's
-        text is an edit only then (a disk edit, dated by its mtime), never
-        when it only drops text the editor discarded."""
-        try:
-            mtime_ns = os.stat(self.root / state.path).st_mtime_ns
-        except OSError:  # gone, or unreadable: its rows going is a disk edit
-            return True
-        return mtime_ns // 1_000_000 > state.indexed_at
+        """Whether the file behind a buffer's rows ``state`` was written (or
+        removed) on disk since the buffer took over: going from a buffer's
+        rows back to the disk's text is an edit only then (a disk edit, dated
+        by its mtime), never when it only drops text the editor discarded.
+        The rows keep the disk's stat from then (Indexer.shadowed_disk_signature)."""
+        signature = stat_signature(self.root, state.path)
+        # Gone, or unreadable: its rows going is a disk edit.
+        return signature in (None, UNKNOWN_SIGNATURE) or signature != (state.mtime_ns, state.size)
 
     def _pass(self, pathspecs, force, log_edits, progress, cancel, burst: bool = False) -> IndexStats:
         def report(done: int, total: int) -> None:

@@ -22,7 +22,7 @@ from ctxls.index.chunker import reads_definitions
 from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, SourceText, byte_limit,
                                    discover, looks_binary, looks_generated, looks_minified,
                                    pathspec_matcher,
-                                   read_source, stat_signature)
+                                   UNKNOWN_SIGNATURE, read_source, stat_signature)
 from ctxls.index.errors import StoreError
 from ctxls.index.imports import ImportChange, ImportResolver, import_change
 from ctxls.index.languages import forgive, language_for_path, suspended
@@ -514,9 +514,22 @@ class Indexer:
             with self._writing([path]) as conn:
                 return self._delete(conn, path, unlisted=False)
         self.skipped.pop(path, None)
-        changed = self.index_text(path, text, source="buffer")
+        mtime_ns, size = self.shadowed_disk_signature(path)
+        changed = self.index_text(path, text, source="buffer", size=size, mtime_ns=mtime_ns)
         self._reread_if_lifted()
         return changed
+
+    def shadowed_disk_signature(self, path: str) -> tuple[int, int]:
+        """(mtime_ns, size) of the disk file a buffer's rows stand in for, as
+        it was when the buffer took over (-1, -1: none): closing the buffer
+        logs the disk's text as edits only if the file was written since.
+        A stat, never a clock: mtimes come from the kernel's coarse clock,
+        so a write just after the buffer's rows were made can carry an
+        earlier time than they do."""
+        state = self.store.file_state(path)
+        if state is not None:  # the disk's rows, or an earlier buffer's record of them
+            return state.mtime_ns, state.size
+        return stat_signature(self.root, path) or UNKNOWN_SIGNATURE
 
     def reindex_from_disk(self, path: str, log_edits: bool = True, reread: bool = False) -> bool:
         """Re-read one file from disk (didClose, didSave, a watched-file event,

@@ -149,6 +149,29 @@ def test_a_file_written_on_disk_while_its_buffer_was_open_is_a_disk_edit_at_clos
         engine.close()
 
 
+def test_a_disk_write_dated_before_the_buffers_rows_is_still_a_disk_edit_at_close(sample_root):
+    """The kernel dates a write by its coarse clock, up to a tick before
+    the wall clock that dated the buffer's rows: a write just after they
+    were made read as older, and going back to it logged nothing (CI saw
+    an agent's write vanish from recent activity). The rows keep the
+    disk's stat from when the buffer took over; any other stat is a write."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        path = sample_root / "pkg/session.py"
+        engine.set_buffer("pkg/session.py", path.read_text())
+        path.write_text(path.read_text().replace("self.closed = True", "self.closed = 'yes'"))
+        tick_before_ms = engine.store.file_state("pkg/session.py").indexed_at - 4
+        os.utime(path, ns=(tick_before_ms * 1_000_000, tick_before_ms * 1_000_000))
+        engine.close_buffer("pkg/session.py")
+        assert [(a.id, a.symbol, a.origin) for a in engine.recent_activity()] == [
+            ("pkg/session.py", "Session.close", "disk")]
+    finally:
+        engine.close()
+
+
 def test_an_items_origin_is_its_latest_edits(sample_root):
     """The origin came from the row logged last, the time from the row with
     the latest time: a disk edit a pass found (dated by its old mtime)

@@ -106,8 +106,8 @@ CREATE TABLE IF NOT EXISTS files (
     id INTEGER PRIMARY KEY,
     path TEXT NOT NULL UNIQUE,          -- repo-relative POSIX path
     language TEXT NOT NULL,
-    size INTEGER NOT NULL,              -- bytes on disk (-1: from a buffer)
-    mtime_ns INTEGER NOT NULL,          -- -1: from a buffer, never fast-pathed
+    size INTEGER NOT NULL,              -- bytes on disk (a buffer's row: as mtime_ns)
+    mtime_ns INTEGER NOT NULL,          -- a buffer's row: the disk file's it stands in for (-1: none); never fast-pathed
     hash TEXT NOT NULL,                 -- content_hash of the indexed text
     source TEXT NOT NULL,               -- 'disk' | 'buffer'
     indexed_at INTEGER NOT NULL,        -- ms
