@@ -1062,8 +1062,7 @@ class Engine:
         """For a private store: a closed buffer outside every folder leaves no rows."""
         with self._buffers_lock:
             self._buffers.pop(path, None)
-        with self.store.write() as conn:
-            self.store.delete_file(conn, path)
+        self._written_edit(path, lambda: self.indexer.drop_buffer(path))
 
     # -- queries -------------------------------------------------------------
 

@@ -531,6 +531,12 @@ class Indexer:
             return state.mtime_ns, state.size
         return stat_signature(self.root, path) or UNKNOWN_SIGNATURE
 
+    def drop_buffer(self, path: str) -> bool:
+        """A closed buffer no file stands behind (a buffers-only engine):
+        its rows go as a deleted file's do, imports of it resolved again."""
+        with self._disk_lock, self._writing([path]) as conn:
+            return self._delete(conn, path)
+
     def reindex_from_disk(self, path: str, log_edits: bool = True, reread: bool = False) -> bool:
         """Re-read one file from disk (didClose, didSave, a watched-file event,
         an answer checking its files); drops it when it is gone or no longer

@@ -313,3 +313,29 @@ def test_a_change_names_only_the_imports_that_may_resolve_to_what_changed() -> N
     assert change.may_change("pkg.c:helper") and change.may_change(".:c") and change.may_change("..")
     assert not change.may_change("pkg.b:helper") and not change.may_change("./helpers")
     assert not ImportResolver(UPDATE_TREE).update(added=["pkg/a.py"])  # listed already
+
+
+def test_a_closed_buffer_of_a_buffers_only_engine_unresolves_the_imports_of_it(tmp_path) -> None:
+    """An engine for buffers outside every folder dropped a closed buffer's
+    rows behind the indexer's back: an import of it still resolved to a
+    file that no longer was anywhere."""
+    from pathlib import Path
+
+    from ctxls.index.engine import Engine, EngineOptions
+
+    def targets(engine: Engine, path: str) -> list[str | None]:
+        return [row[0] for row in engine.store.reader().execute(
+            "SELECT i.target FROM imports i JOIN files f ON f.id = i.file_id WHERE f.path = ?",
+            (path,))]
+
+    engine = Engine(Path("/"), EngineOptions(), private_store=True)
+    try:
+        folder = str(tmp_path).lstrip("/")
+        engine.set_buffer(f"{folder}/helpers.py", "def helper():\n    return 1\n")
+        engine.set_buffer(f"{folder}/main.py", "from helpers import helper\n\nhelper()\n")
+        assert targets(engine, f"{folder}/main.py") == [f"{folder}/helpers.py"]
+        engine.close_buffer(f"{folder}/helpers.py")
+        assert targets(engine, f"{folder}/main.py") == [None]
+        assert engine.store.file_state(f"{folder}/helpers.py") is None
+    finally:
+        engine.close()
