@@ -286,6 +286,15 @@ def long_word_stand_in(word: str) -> str:
     return LONG_WORD_PREFIX + "".join(letters)
 
 
+def memory_index_text(text: str) -> str:
+    """What memory's full text reads of a row's text (both backends): a
+    stand-in token for each word expand() leaves out as too long (a digest,
+    a long name; file recall leaves them out), then the text. First, so
+    that a cap on what is read never drops them."""
+    stand_ins = " ".join(long_word_stand_in(word) for word in long_words(text))
+    return f"{stand_ins}\n{text}" if stand_ins else text
+
+
 def fold(text: str) -> str:
     """``text`` as names are compared: NFKC-normalised and case-folded (NFC,
     NFD and full-width forms of one name agree); plain ``lower()`` for ASCII."""

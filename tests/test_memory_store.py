@@ -99,6 +99,54 @@ def test_memory_survives_a_stamp_rebuild_and_is_retokenized(plain: Path, tmp_pat
     reopened.close()
 
 
+DIGEST = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def test_a_digest_is_found_after_a_stamp_rebuild(plain: Path, tmp_path: Path):
+    """The stamp's re-derivation wrote each row's text without the long
+    words' stand-ins, so a fact found by its digest was lost to every
+    rebuild."""
+    db = tmp_path / "index.db"
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    engine.memory.remember(EVERYTHING, "release", f"The release tarball has sha256 {DIGEST}")
+    assert top_fact(engine, DIGEST, mode="lexical") == "release"
+    engine.close()
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE meta SET value = 'chunker-0/tokenizer-0' WHERE key = 'index_stamp'")
+
+    reopened = Engine(plain, EngineOptions(db_path=str(db)))
+    try:
+        assert reopened.store.rebuilt
+        assert top_fact(reopened, DIGEST, mode="lexical") == "release"
+    finally:
+        reopened.close()
+
+
+def test_rows_written_before_the_stand_ins_get_them_on_opening(plain: Path, tmp_path: Path):
+    """A store whose memory rows were written before long words had
+    stand-ins (their full-text rows read the text alone, and the store
+    says no memory text version) has them re-derived once; its file rows
+    are kept."""
+    db = tmp_path / "index.db"
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    engine.index()
+    engine.memory.remember(EVERYTHING, "release", f"The release tarball has sha256 {DIGEST}")
+    engine.close()
+    with sqlite3.connect(db) as conn:  # what a ctxls of before the stand-ins wrote
+        (row_id,) = conn.execute("SELECT id FROM memory WHERE key = 'release'").fetchone()
+        conn.execute("DELETE FROM fts_memory_fact WHERE rowid = ?", (row_id,))
+        conn.execute("INSERT INTO fts_memory_fact(rowid, symbol, path, body) VALUES (?, '', ?, ?)",
+                     (row_id, expand("release"), expand(f"The release tarball has sha256 {DIGEST}")))
+        conn.execute("DELETE FROM meta WHERE key = 'memory_text_version'")
+
+    reopened = Engine(plain, EngineOptions(db_path=str(db)))
+    try:
+        assert not reopened.store.rebuilt and reopened.store.counts()["files"] > 0
+        assert top_fact(reopened, DIGEST, mode="lexical") == "release"
+    finally:
+        reopened.close()
+
+
 def test_stemming_finds_morphological_variants_without_embeddings(plain: Path):
     engine = Engine(plain)
     remember_all(engine, FACTS)

@@ -32,18 +32,9 @@ _DIACRITICS = frozenset([*range(0x300, 0x305), *range(0x306, 0x30D), 0x30F, 0x31
 _TOKEN_CATEGORIES = ("L", "N")
 
 
-def memory_index_text(text: str) -> str:
-    """What memory's full text reads of a row's text (both backends): a
-    stand-in token for each word expand() leaves out as too long (a digest,
-    a long name; file recall leaves them out), then the text. First, so
-    that a cap on what is read never drops them."""
-    stand_ins = " ".join(long_word_stand_in(word) for word in long_words(text))
-    return f"{stand_ins}\n{text}" if stand_ins else text
-
-
 def memory_query_terms(query: str) -> list[str]:
     """A memory recall's terms: ``query_terms``, and the stand-ins of the
-    query's long words (``memory_index_text``)."""
+    query's long words (``tokenize.memory_index_text``)."""
     terms = query_terms(query)
     for word in long_words(query):
         for token in expand_tokens(long_word_stand_in(word)):

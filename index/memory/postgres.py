@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.embeddings import is_builtin_model
 from ctxls.index.errors import EngineError, MemoryUnavailable
-from ctxls.index.memory.lexemes import fts_lexemes, memory_index_text
+from ctxls.index.memory.lexemes import fts_lexemes
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       INLINE_TEXT_BYTES, MEMORY_KINDS, Candidate, Forget, KnownFact,
                                       MemoryRow, Page, TextReader, Write, memory_row,
@@ -61,7 +61,7 @@ from ctxls.index.model import content_hash
 from ctxls.index.ranking import fused_scores
 from ctxls.index.scopes import Scope
 from ctxls.index.semantic import unfingerprinted
-from ctxls.index.tokenize import expand_tokens
+from ctxls.index.tokenize import expand_tokens, memory_index_text
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex

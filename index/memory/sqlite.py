@@ -28,7 +28,6 @@ from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.memory.transfer import (already_stored, demand_record, demand_values,
                                          memory_record, memory_values, stored_identity,
                                          upload_record, upload_values)
-from ctxls.index.memory.lexemes import memory_index_text
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       Candidate, Forget, KnownFact, MemoryRow, Page, TextReader,
                                       Write, memory_row, own_row_wins_sql, row_columns)
@@ -152,7 +151,7 @@ class SqliteMemoryStore:
                  write.session, write.created_at, write.occurred_at, write.expires_at,
                  content_hash(memory_embedding_text(segment.symbol, segment.text)))).fetchone()
             self.store.put_memory_text(conn, row_id, write.kind, key, segment.symbol,
-                                       memory_index_text(segment.text))
+                                       segment.text)
             ids.append(row_id)
         self.store.drop_orphan_vectors(conn, [h for _, _, h in old.values()])
         return ids
@@ -447,7 +446,7 @@ class SqliteMemoryStore:
                         "expires_at, embed_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
                         "RETURNING id", memory_values(record)).fetchone()
                     self.store.put_memory_text(conn, row_id, record["kind"], record["id"],
-                                               record["symbol"], memory_index_text(record["text"]))
+                                               record["symbol"], record["text"])
                 elif record["type"] == "upload":
                     conn.execute("INSERT INTO memory_files(scope, key, filename, mode, data) "
                                  "VALUES (?, ?, ?, ?, ?)", upload_values(record))

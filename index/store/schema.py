@@ -90,6 +90,10 @@ CHUNKER_VERSION = 27
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
 INDEX_STAMP = f"chunker-{CHUNKER_VERSION}/tokenizer-{TOKENIZER_VERSION}"
+# Bump when what memory's full-text rows read of a row changes (they are
+# re-derived from the memory rows, which stay): 2: long words' stand-ins
+# (tokenize.memory_index_text); rows written before them had none.
+MEMORY_TEXT_VERSION = 2
 
 # Chunk kinds with a full-text table of their own: code never competes with prose.
 FTS_TABLE_BY_KIND = {"code": "fts_code", "doc": "fts_doc", "config": "fts_config"}
@@ -294,7 +298,8 @@ class Migrations:
             outdated = any(v in _REBUILDS_FILE_ROWS for v in range(schema + 1, SCHEMA_VERSION + 1))
             # Memory's FTS rows are expand() output too, but memory is not in the
             # repository: they are re-derived from the memory rows, never dropped.
-            retokenize_memory = meta.get("index_stamp", INDEX_STAMP) != INDEX_STAMP
+            retokenize_memory = (meta.get("index_stamp", INDEX_STAMP) != INDEX_STAMP
+                                 or meta.get("memory_text_version", "1") != str(MEMORY_TEXT_VERSION))
             if "index_stamp" in meta and (meta["index_stamp"] != INDEX_STAMP or outdated):
                 log.info("index stamp %s -> %s: rebuilding file rows", meta["index_stamp"], INDEX_STAMP)
                 for table in _FILE_TABLES:
@@ -328,5 +333,6 @@ class Migrations:
             conn.executemany(
                 "INSERT INTO meta(key, value) VALUES (?, ?) "
                 "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                [("schema_version", str(SCHEMA_VERSION)), ("index_stamp", INDEX_STAMP)],
+                [("schema_version", str(SCHEMA_VERSION)), ("index_stamp", INDEX_STAMP),
+                 ("memory_text_version", str(MEMORY_TEXT_VERSION))],
             )

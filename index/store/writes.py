@@ -19,7 +19,7 @@ from ctxls.index.store.reads import parse_file_terms
 from ctxls.index.store.records import delete_file_rows
 from ctxls.index.store.schema import (FTS_TABLE_BY_KIND, MEMORY_FTS_TABLE_BY_KIND, VECTOR_TABLES,
                                       _unreferenced, new_paths_generation)
-from ctxls.index.tokenize import expand, expand_tokens, fold
+from ctxls.index.tokenize import expand, expand_tokens, fold, memory_index_text
 
 if TYPE_CHECKING:
     from ctxls.index.store.database import Connection
@@ -262,8 +262,9 @@ class FileRows:
     @staticmethod
     def put_memory_text(conn: Connection, row_id: int, kind: str, key: str,
                         symbol: str | None, text: str) -> None:
-        """The FTS row of a written memory row (rowid = memory id)."""
+        """The FTS row of a written memory row (rowid = memory id): its
+        text with long words' stand-ins (``memory_index_text``)."""
         conn.execute(f"INSERT INTO {MEMORY_FTS_TABLE_BY_KIND[kind]}(rowid, symbol, path, body) "
                      "VALUES (?, ?, ?, ?)",
-                     (row_id, expand(symbol or ""), expand(key), expand(text)))
+                     (row_id, expand(symbol or ""), expand(key), expand(memory_index_text(text))))
 
