@@ -352,7 +352,7 @@ class EngineAccess:
 
     def _local(self, method: str, params: dict | None, token: CancelToken | None = None) -> Any:
         from ctxls.daemon import wire
-        from ctxls.daemon.router import ROUTER
+        from ctxls.daemon.router import ROUTER, route_of
         from ctxls.daemon.server import server
 
         if not self._local_ready:
@@ -361,6 +361,13 @@ class EngineAccess:
         handler = server.custom_methods.get(method)
         if handler is None:
             raise RemoteError(-32601, f"method not found: {method}", {})
+        if self._socket_loop is not None and route_of(method).settles:
+            import asyncio
+
+            # Hosting, this process is the daemon: a read of the code waits
+            # for the editors' buffers whose debounce is over, as a request
+            # on the socket does (their sessions run on the socket's loop).
+            asyncio.run_coroutine_threadsafe(server.settle_buffers(), self._socket_loop).result()
         return ROUTER.run_here(functools.partial(handler, server, wire.Params(params)), token)
 
     def close(self) -> None:

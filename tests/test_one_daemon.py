@@ -388,6 +388,31 @@ async def test_an_agent_that_hosts_the_engine_is_the_daemon_an_editor_started_la
             assert status["buffers"] == 1
 
 
+async def test_a_hosting_agents_call_answers_with_an_editors_edit_whose_debounce_is_over(repo: Path):
+    """The hosting agent's own calls ran in process without waiting for the
+    editors' buffers whose debounce was over (a request on its socket did):
+    a call 150 ms after an editor's edit answered from the text before it."""
+    from test_shared_daemon import BIG_FILE, DEBOUNCE_OVER_S
+
+    (repo / "pkg/big.py").write_text(BIG_FILE)
+    async with agent(repo) as session:
+        async def listening() -> bool:
+            await session.call_tool("status", {})
+            return await asyncio.to_thread(socket_is_live, socket_of(repo))
+
+        assert await until(listening), "the hosting agent never listened on the socket"
+        async with serve(repo, {"debounceMs": 20}) as editor:  # a proxy to the agent
+            await editor.wait_indexed()
+            editor.open("pkg/big.py", BIG_FILE)
+            assert await editor.wait_for(lambda: agent_finds(session, "func_1500"), timeout=20,
+                                         interval=0.2)
+            for version, name in enumerate(["typed_name_0", "typed_name_1"], start=2):
+                editor.replace("pkg/big.py", BIG_FILE.replace("def func_1500(", f"def {name}("),
+                               version=version)
+                await asyncio.sleep(DEBOUNCE_OVER_S)
+                assert await agent_finds(session, name)
+
+
 async def test_an_agent_whose_daemon_exits_rejoins_the_editors_next_daemon(repo: Path):
     """The owner exited while an editor's proxy held an unsaved buffer and an
     agent was attached: the agent's next call found nobody listening yet and
