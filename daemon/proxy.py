@@ -35,7 +35,7 @@ from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import PositionCodec
 
 from ctxls.daemon.client import (LIVENESS_TIMEOUT_S, TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S,
-                                 DaemonNotAnswering, default_socket, takeover_lock)
+                                 DaemonClient, DaemonNotAnswering, default_socket, takeover_lock)
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, foreign_daemon, frame, frame_body, read_body,
@@ -316,7 +316,9 @@ class Proxy:
         self.synced = 0
         self.replayed_through = 0
         self.pending[initialize.get("id")] = "initialize"
-        self.initialize_watch: asyncio.Task | None = None  # initialize_answered_in_time
+        # Since when the owner has said nothing while a request waited
+        # (loop time; answer_if_owner_stops).
+        self.silent_since = 0.0
 
     # -- the editor side --------------------------------------------------------
 
@@ -385,6 +387,8 @@ class Proxy:
             except Exception:  # a malformed sync message: forward it, the owner answers it
                 log.exception("cannot track %s", message.get("method"))
             if valid_id(message.get("id")) and isinstance(message.get("method"), str):
+                if not self.pending:
+                    self.silent_since = asyncio.get_running_loop().time()
                 self.pending[message["id"]] = message["method"]
             await self.to_owner(message, self.synced if message.get("method") in DOCUMENT_SYNC
                                 else None)
@@ -430,14 +434,14 @@ class Proxy:
             await asyncio.to_thread(self.ensure_owner)
             await self.connect()
         self.owner_writer.write(frame(self.initialize | {"params": params}))
+        self.silent_since = asyncio.get_running_loop().time()
         self.connected.set()
-        self.initialize_watch = asyncio.create_task(
-            self.initialize_answered_in_time(self.initialize.get("id")))
         while True:
             try:
                 message = await read_message(self.owner_reader)
             except OSError:  # reset: a killed owner is as gone as one that closed
                 message = None
+            self.silent_since = asyncio.get_running_loop().time()
             if message is None:
                 if self.shutting_down:
                     return
@@ -454,21 +458,42 @@ class Proxy:
                     self.codec = PositionCodec(encoding or types.PositionEncodingKind.Utf16)
             self.to_editor(message)
 
-    async def initialize_answered_in_time(self, msg_id: Any) -> None:
-        """The editor's ``initialize`` answered with DaemonNotAnswering's
-        message (its PID, what to do) when the owner has not answered it
-        within the liveness bound: a stopped or hung daemon, whose socket
-        the kernel still accepts, left the editor waiting forever. Its late
-        answer, should it resume, is swallowed: one answer per request."""
-        await asyncio.sleep(LIVENESS_TIMEOUT_S)
-        if self.pending.get(msg_id) != "initialize":
-            return
-        del self.pending[msg_id]
-        self.swallow.add(msg_id)
-        pid = await asyncio.to_thread(socket_owner_pid, self.socket_path)
-        message = str(DaemonNotAnswering(self.socket_path, pid))
-        log.warning("%s", message)
-        self.to_editor({"jsonrpc": "2.0", "id": msg_id, "error": {"code": -32603, "message": message}})
+    async def answer_if_owner_stops(self) -> None:
+        """The editor's waiting requests answered with DaemonNotAnswering's
+        message (its PID, what to do) when the owner has said nothing for
+        the liveness bound while they waited and does not answer a liveness
+        exchange of its own: a stopped or hung daemon, whose socket the
+        kernel still accepts, left the editor waiting forever. A request
+        that rightly takes minutes (a forced pass, an impact sweep) is left
+        alone: its owner answers the exchange. A pending ``initialize`` is
+        that exchange itself. Late answers, should the owner resume, are
+        swallowed: one answer per request."""
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(LIVENESS_TIMEOUT_S / 4)
+            if not self.connected.is_set() or not self.pending \
+                    or loop.time() - self.silent_since < LIVENESS_TIMEOUT_S:
+                continue
+            if "initialize" not in self.pending.values():
+                try:
+                    client = await asyncio.to_thread(DaemonClient.connect, self.socket_path)
+                except DaemonNotAnswering:
+                    pass
+                except OSError:  # gone: pump_owner reads its end and takes over
+                    continue
+                else:
+                    if client is not None:
+                        client.close()
+                    self.silent_since = loop.time()  # alive: busy with long work
+                    continue
+            pid = await asyncio.to_thread(socket_owner_pid, self.socket_path)
+            message = str(DaemonNotAnswering(self.socket_path, pid))
+            log.warning("%s", message)
+            for msg_id in list(self.pending):
+                del self.pending[msg_id]
+                self.swallow.add(msg_id)
+                self.to_editor({"jsonrpc": "2.0", "id": msg_id,
+                                "error": {"code": -32603, "message": message}})
 
     async def take_over(self) -> None:
         """The owner exited: find or start the next one and replay this session."""
@@ -578,7 +603,9 @@ class Proxy:
     async def run(self) -> None:
         editor = asyncio.create_task(self.pump_editor())
         owner = asyncio.create_task(self.pump_owner())
+        watch = asyncio.create_task(self.answer_if_owner_stops())
         done, pending = await asyncio.wait({editor, owner}, return_when=asyncio.FIRST_COMPLETED)
+        watch.cancel()
         for task in pending:
             task.cancel()
         for task in done:

@@ -543,3 +543,49 @@ def test_an_editor_proxied_to_a_stopped_daemon_gets_its_initialize_answered(repo
             owner.send_signal(signal.SIGCONT)
             editor.kill()
             editor.wait(timeout=30)
+
+
+def test_an_editor_proxied_to_a_daemon_stopped_mid_session_gets_its_requests_answered(repo: Path):
+    """Stopped after the editor's session began, the daemon left each of the
+    editor's requests waiting until it resumed (only `initialize` was
+    bounded). A request the owner leaves unanswered past the liveness bound,
+    with the owner failing a liveness exchange of its own, is answered with
+    the daemon's PID and what to do; once it runs again it answers again."""
+    from rawrpc import RawConnection
+
+    with headless_owner(repo) as owner:
+        editor = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            def write(data: bytes) -> None:
+                editor.stdin.write(data)
+                editor.stdin.flush()
+
+            conn = RawConnection(editor.stdout, write, True)
+            uri = repo.resolve().as_uri()
+            answer = conn.request("initialize", {
+                "processId": None, "rootUri": uri, "capabilities": {},
+                "workspaceFolders": [{"uri": uri, "name": repo.name}],
+                "initializationOptions": {"embeddings": False}}, "init", timeout=90)
+            assert "result" in answer, answer
+            conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            status = conn.request("ctxls/status", {}, "before", timeout=90)
+            assert "result" in status, status
+            owner.send_signal(signal.SIGSTOP)
+            try:
+                answer = conn.request("ctxls/status", {}, "stopped", timeout=90)
+                assert "error" in answer, answer
+                assert f"(PID {owner.pid}) accepts connections but did not answer" in \
+                    answer["error"]["message"]
+            finally:
+                owner.send_signal(signal.SIGCONT)
+            conn.send({"jsonrpc": "2.0", "id": "resumed", "method": "ctxls/status", "params": {}})
+            replies = [conn.reply(timeout=90)]
+            while replies[-1].get("id") != "resumed":
+                replies.append(conn.reply(timeout=90))
+            assert "result" in replies[-1], replies
+            assert [r for r in replies if r.get("id") == "stopped"] == []  # one answer per request
+        finally:
+            editor.kill()
+            editor.wait(timeout=30)
