@@ -42,7 +42,7 @@ from ctxls.daemon.router import ROUTER, Lane, route_of
 from ctxls.daemon.sessions import SESSIONS
 from ctxls.daemon.framing import socket_path_for
 from ctxls.daemon.socket_server import SocketServer, debug_errors
-from ctxls.daemon.uris import as_local
+from ctxls.daemon.uris import as_local, open_document
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.assemble import aggregate
 from ctxls.index.engine import Engine, Hit, RecallResult, merged_hits
@@ -462,7 +462,7 @@ class CtxlsServer(LanguageServer):
         return set(self._flushing)
 
     async def flush_buffer(self, uri: str) -> None:
-        doc = self.workspace.text_documents.get(uri)
+        doc = open_document(self.workspace, uri)
         target = self.engine_for(uri)
         if doc is None or target is None:  # closed before the timer fired
             return

@@ -32,6 +32,7 @@ from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame
 from ctxls.daemon.socket_server import BAD_FRAME_METHOD, OVERSIZED_METHOD, valid_id
 from ctxls.daemon.request_values import first_invalid
+from ctxls.daemon.uris import open_document
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
 
 log = logging.getLogger(__name__)
@@ -235,7 +236,7 @@ class CtxlsProtocol(LanguageServerProtocol):
         takes no incremental edit either: its text is never indexed or read,
         and applying edits to 20 MB would stall every request."""
         uri = params.text_document.uri
-        document = self.workspace.text_documents.get(uri)
+        document = open_document(self.workspace, uri)
         if document is None:
             # Never opened (or closed already): nothing to apply it to. pygls
             # raised KeyError, which reached the user as an error dialog.

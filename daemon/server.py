@@ -29,7 +29,7 @@ from ctxls.daemon.options import parse_init_options
 from ctxls.daemon.router import ROUTER, Lane
 from ctxls.daemon.framing import socket_path_for
 from ctxls.daemon.socket_server import SocketServer
-from ctxls.daemon.uris import local_path
+from ctxls.daemon.uris import local_path, open_uris
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.engine import Engine
 from ctxls.index.errors import StoreUnavailable, WriteFailed
@@ -91,7 +91,7 @@ def on_shutdown(ls: CtxlsServer, params: None) -> None:
 
 @feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
 def on_folders_changed(ls: CtxlsServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
-    served_by = {uri: ls.engine_for(uri) for uri in list(ls.workspace.text_documents)}
+    served_by = {uri: ls.engine_for(uri) for uri in open_uris(ls.workspace)}
     for folder in params.event.removed:
         root = Workspaces.folder_path(folder)
         if root is not None:

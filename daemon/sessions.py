@@ -19,6 +19,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ctxls.daemon.uris import open_uris
+
 if TYPE_CHECKING:
     from ctxls.daemon.app import CtxlsServer
     from ctxls.index.engine import Engine
@@ -63,15 +65,15 @@ def open_text_elsewhere(engine: "Engine", path: str, owner: "CtxlsServer",
         if other is leaving:
             continue
         try:
-            documents = list(other.workspace.text_documents.items())
+            documents = list(other.workspace.text_documents.values())
         except Exception:  # a server that never initialized has no workspace
             continue
         # Within the folders only, unless the file is outside them all: a
         # look-up must not open the buffers-only engine.
         served_by = other.engine_for if other.workspaces.is_loose(engine) \
             else other.workspaces.folder_for_uri
-        for uri, document in documents:
-            if served_by(uri) == (engine, path):
+        for document in documents:
+            if served_by(document.uri) == (engine, path):
                 return document.source
     return None
 
@@ -126,7 +128,7 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
         session.stopping.set()
         for uri in list(session._debounce):
             session.cancel_debounce(uri)
-        uris = list(session.workspace.text_documents) if _initialized(session) else []
+        uris = open_uris(session.workspace) if _initialized(session) else []
         for uri in uris:
             try:
                 await session.in_order(uri, lambda uri=uri: asyncio.to_thread(

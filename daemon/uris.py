@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from pygls.uris import to_fs_path
@@ -12,6 +13,21 @@ from pygls.uris import to_fs_path
 # An escaped separator: data inside one segment (RFC 3986), which no POSIX
 # file name can hold; decoding it would name another file (a%2Fb.py -> a/b.py).
 _ESCAPED_SLASH = re.compile("%2f", re.IGNORECASE)
+
+
+def open_document(workspace: Any, uri: str) -> Any | None:
+    """The buffer an editor has open at ``uri``, or None. pygls files open
+    documents under the URI unquoted (``put_text_document``), so a look-up
+    by the URI as sent missed every file whose path holds a space or a
+    non-ASCII letter (``%20``, ``%C3%BC``): their edits were never indexed."""
+    return workspace.text_documents.get(unquote(uri))
+
+
+def open_uris(workspace: Any) -> list[str]:
+    """The URIs of the buffers open in ``workspace``, each as its editor sent
+    it (the documents' own ``uri``; the keys are unquoted, and unquoting
+    one again would name another file: ``%2541.py`` -> ``A.py``)."""
+    return [document.uri for document in list(workspace.text_documents.values())]
 
 
 def as_local(value: str) -> str:

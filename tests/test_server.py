@@ -643,3 +643,33 @@ def test_lsp_fields_take_their_own_json_type_and_null_where_lsp_allows_it():
                        ({"includeText": 1}, types.SaveOptions)]:
         with pytest.raises(ClassValidationError):
             converter.structure(value, cls)
+
+
+async def test_unsaved_edits_are_indexed_where_the_path_holds_a_space_or_a_non_ascii_letter(
+        tmp_path: Path):
+    """pygls files an open buffer under its URI unquoted, and the server
+    looked its edits up by the URI as sent (`%20`, `%C3%BC`): every
+    didChange there was "not open: ignored", so the index kept the text
+    before the edit."""
+    import subprocess
+
+    from conftest import SAMPLE_FILES
+
+    root = tmp_path / "space repo ü"
+    root.mkdir()
+    write_tree(root, {**SAMPLE_FILES, "pkg/café.py": "def total():\n    return 1\n"})
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    async with serve(root, {"debounceMs": 20}) as s:
+        await s.wait_indexed()
+        for rel in ("pkg/retry.py", "pkg/café.py"):
+            text = (root / rel).read_text()
+            s.open(rel, text)
+            name = f"typed_in_{rel.split('/')[1].split('.')[0]}".replace("é", "e")
+            s.replace(rel, text + f"\n\ndef {name}():\n    pass\n", version=2)
+
+            async def found(name=name) -> bool:
+                hits = (await s.client.protocol.send_request_async(
+                    "ctxls/recall", {"query": name, "kind": "code", "n": 1}))["hits"]
+                return bool(hits) and hits[0]["chunk"]["symbol"] == name
+
+            assert await s.wait_for(found, timeout=20, interval=0.1), rel
