@@ -1215,6 +1215,8 @@ class Engine:
                     "(BM25) only") if mode == "semantic" else None
         pending = self.semantic.pending()
         if semantic is None:
+            if pending == 0 and self.store.reader().execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is None:
+                return None  # nothing indexed (an empty repository): nothing to miss
             return (f"no vectors yet ({pending} chunks waiting to be embedded): ranked by "
                     "keywords (BM25) only")
         reasons = [self.serving_text()] if semantic is self.fast_semantic else []

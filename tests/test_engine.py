@@ -390,6 +390,22 @@ def test_recall_is_partial_until_a_full_pass_finished(plain: Path):
     engine.close()
 
 
+def test_recall_in_an_empty_repository_is_not_partial(tmp_path: Path):
+    """An indexed empty repository said "no vectors yet (0 chunks waiting to
+    be embedded)" on every hybrid answer: nothing is missing from it. A
+    repository with chunks still waiting says so."""
+    engine = Engine(tmp_path, EngineOptions(embeddings=True))
+    try:
+        engine.index()
+        result = engine.recall("anything at all", ["code"])
+        assert result.partial is False, result.partial_reason
+        write_tree(tmp_path, {"pkg/mod.py": "def upload():\n    pass\n"})
+        engine.index()
+        assert engine.recall("upload", ["code"]).partial is True  # its chunk waits for a vector
+    finally:
+        engine.close()
+
+
 def test_a_pass_scoped_by_many_pathspecs_takes_what_they_name_and_no_more_than_the_bound(
         plain: Path):
     """Every path was compared with every spec: 100,000 specs took 44 s over
