@@ -445,31 +445,33 @@ def _files_of_kind(conn: Connection, kind: str) -> int:
         "SELECT count(DISTINCT file_id) FROM chunks WHERE kind = ?", (kind,)).fetchone()[0])
 
 
-def first_n(search: Callable[[int], list[ScoredChunk]], n: int, depth: int) -> list[ScoredChunk]:
+def first_n(search: Callable[[int], list[ScoredChunk]], n: int, depth: int,
+            chunks: int) -> list[ScoredChunk]:
     """The best ``n`` of ``search(depth)``, the ranking of a fixed candidate
-    depth: the top k of any n is the same list (k <= n). Asked for more than
-    ``depth``, the answer goes on with the next hits of one deeper search,
-    as deep as any request may ask (MAX_RECALL_N): searched to ``n``, its
-    order past ``depth`` changed with ``n``. Those score no higher than the
-    last of the first ``depth``."""
-    first = search(depth)
-    if n <= depth:
+    depth: the top k of any n is the same list (k <= n). A list shorter than
+    ``n`` goes on with the next hits of one deeper search, as deep as any
+    request may ask (MAX_RECALL_N): searched to ``n``, its order past
+    ``depth`` changed with ``n``. Those score no higher than the last of the
+    first list. Short lists are not only long ones cut: windows of one long
+    definition count once, and the ANN's nearest vectors are of every kind,
+    so a kind that is rare in the repository (docs among code) can have
+    few candidates at ``depth`` (n=10 listed 1 doc section, n=31 three).
+    ``chunks``: how many chunks of the kind there are; a list of them all
+    has nothing to go on with."""
+    first = search(depth) if chunks else []
+    if min(n, chunks) <= len(first):
         return first[:n]
-    if not first:
-        return first
-    # Even a short first list may go on: windows of one long definition
-    # count once, so fewer than ``depth`` hits can come from ``depth`` candidates.
     # Chunks of a file overlap only as windows of one definition: one listed
     # keeps the others out.
     spans: dict[str, list[tuple[int, int]]] = {}
     for hit in first:
         spans.setdefault(hit.path, []).append((hit.start_line, hit.end_line))
-    floor = first[-1].score
     more = [hit for hit in search(max(n, MAX_RECALL_N)) if not any(
         start <= hit.end_line and hit.start_line <= end for start, end in spans.get(hit.path, ()))]
     more = more[:n - len(first)]
-    for hit in more:
-        hit.score = min(hit.score, floor)
+    if first:
+        for hit in more:
+            hit.score = min(hit.score, first[-1].score)
     return first + more
 
 
@@ -484,7 +486,7 @@ def lexical_search(conn: Connection, kind: str, query: str, n: int,
     def search(depth: int) -> list[ScoredChunk]:
         return _ranked(conn, kind, shape, lexical_candidates(conn, kind, shape, depth, config),
                        depth, config, 0.0)
-    return first_n(search, n, config.candidate_pool)
+    return first_n(search, n, config.candidate_pool, term_counts(conn, table).rows)
 
 
 def lexical_candidates(conn: Connection, kind: str, shape: QueryShape, depth: int,
@@ -538,7 +540,7 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
             return ranked
         return _rescored(conn, kind, shape, ranked, config, dense_only, rescoring,
                          rescoring_vector.result)
-    return first_n(search, n, config.fusion_pool)
+    return first_n(search, n, config.fusion_pool, term_counts(conn, table).rows)
 
 
 def _cosine_share(shape: QueryShape, config: RankingConfig, semantic: "SemanticIndex",
@@ -624,7 +626,7 @@ def hybrid_candidates(conn: Connection, kind: str,
     """The BM25 top ``pool`` ∪ the ANN top ``pool`` (of ``config.ann_pool``
     nearest vectors per ``fusion_pool``; ``2 * pool`` when BM25 finds
     nothing), of one kind, each with both scores (no terms: BM25 is
-    skipped). ``query_vector()`` gives the query's vector (None: no model),
+    skipped); a kind of at most ``pool`` chunks: all of them. ``query_vector()`` gives the query's vector (None: no model),
     asked for after the BM25 scan."""
     table = FTS_TABLE_BY_KIND[kind]
     lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
@@ -633,19 +635,26 @@ def hybrid_candidates(conn: Connection, kind: str,
     vector = query_vector()
     if vector is None:
         return None
-    nearest = -(-pool * config.ann_pool // config.fusion_pool) if lexical else pool * 2
-    dense_by_vector_id = dict(semantic.nearest(vector, nearest))
-    nominated: dict[int, float] = {}
-    if dense_by_vector_id:
-        ids = list(dense_by_vector_id)
-        for chunk_id, vector_id in conn.execute(
-                f"SELECT c.id, v.id FROM {semantic.table} v JOIN chunks c ON c.embed_hash = v.text_hash "
-                f"WHERE c.kind = ? AND v.id IN ({','.join('?' * len(ids))})", [kind, *ids]):
-            nominated[chunk_id] = dense_by_vector_id[vector_id]
-    nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
+    nominated: dict[int, float] = {}  # chunk id -> its cosine, as the ANN gives it
+    if term_counts(conn, table).rows <= pool:
+        # A kind this rare (docs among code) is a candidate whole, each chunk
+        # by its exact cosine: the ANN's nearest vectors are of every kind,
+        # and few of a rare kind's were among them.
+        added = [cid for (cid,) in conn.execute("SELECT id FROM chunks WHERE kind = ?", (kind,))]
+    else:
+        nearest = -(-pool * config.ann_pool // config.fusion_pool) if lexical else pool * 2
+        dense_by_vector_id = dict(semantic.nearest(vector, nearest))
+        if dense_by_vector_id:
+            ids = list(dense_by_vector_id)
+            for chunk_id, vector_id in conn.execute(
+                    f"SELECT c.id, v.id FROM {semantic.table} v JOIN chunks c ON c.embed_hash = v.text_hash "
+                    f"WHERE c.kind = ? AND v.id IN ({','.join('?' * len(ids))})", [kind, *ids]):
+                nominated[chunk_id] = dense_by_vector_id[vector_id]
+        nominated = dict(sorted(nominated.items(), key=lambda kv: -kv[1])[:pool])
+        added = list(nominated)
     lexical.update(bm25_of_ids(conn, table, terms, config,
-                               [cid for cid in nominated if cid not in lexical]))
-    rows.update(_chunks_by_id(conn, [cid for cid in nominated if cid not in rows]))
+                               [cid for cid in added if cid not in lexical]))
+    rows.update(_chunks_by_id(conn, [cid for cid in added if cid not in rows]))
     rows = dict(sorted(rows.items()))  # chunk id order, as one read of them all gives
     need_dense = {rows[cid][8] for cid in rows if cid not in nominated}
     dense_by_hash = semantic.similarities(vector, sorted(need_dense))

@@ -248,6 +248,44 @@ def test_the_top_ten_do_not_depend_on_how_many_hits_are_asked_for(own_code_engin
     assert longest == 100
 
 
+def test_a_kind_rare_in_the_repository_lists_as_many_hits_whatever_n(tmp_path):
+    """The ANN's nearest vectors are of every kind: in a repository of code
+    with two documents, a doc list asked with n=10 held 1 section and with
+    n=31 three. A list shorter than n goes on with the deeper search."""
+    files = {f"src/mod{i}.py": "".join(
+        f"def upload_part_{i}_{j}(client, part, attempts=5):\n"
+        f"    \"\"\"Upload the part to storage, retrying failed uploads.\"\"\"\n"
+        "    delay = 1.0\n    last_error = None\n    for attempt in range(attempts):\n        try:\n"
+        "            response = client.put(part)\n            if response.status == 200:\n"
+        "                return response\n            last_error = RuntimeError(response.status)\n"
+        "        except IOError as error:\n            last_error = error\n"
+        "        log.warning('retrying %s after %s', part, last_error)\n        time.sleep(delay)\n"
+        "        delay *= 2\n    raise UploadFailed(part) from last_error\n\n\n" for j in range(3))
+        for i in range(40)}
+    files["docs/uploads.md"] = ("# Uploads\n\n## Retrying failed uploads\n\nWhen an upload fails, the "
+                                "client tries again with backoff, at most five attempts.\n\n"
+                                "## Quotas\n\nEach tenant may store at most 10 GiB.\n")
+    files["README.md"] = "# Demo\n\nA demo project. See the docs folder.\n"
+    write_tree(tmp_path, files)
+    engine = Engine(tmp_path, EngineOptions(embeddings=True, embed_model=STATIC_MODEL_NAME))
+    try:
+        engine.index()
+        engine.embed_pending()
+        assert engine.store.counts()["chunks"] > 100  # one per function: docs are rare
+        query = "how many attempts before giving up on an upload"
+        for mode in ("semantic", "hybrid"):
+            def docs(n: int) -> list[tuple]:
+                hits = engine.recall(query, ["doc"], n, mode=mode).hits_by_kind["doc"]
+                return [(h.path, h.start_line, h.score) for h in hits]
+
+            every = docs(50)
+            assert len(every) >= 3, (mode, every)
+            for n in (1, 2, 10, 31):
+                assert docs(n) == every[:n], (mode, n)
+    finally:
+        engine.close()
+
+
 # --- Query analysis: names and text of every script, Lisp and Ruby names ----------------------
 
 def _filler(count: int = 6) -> dict[str, str]:
