@@ -255,6 +255,9 @@ def _module_after_code(hits: list["ScoredChunk"]) -> None:
             best[hit.path] = hit
     for path, module in best_module.items():
         code = best_code.get(path)
+        # A code chunk without the query's words never stands in for residue that has them.
+        if code is not None and not code.features.bm25 and module.features.bm25:
+            continue
         if code is not None and module.score > code.score:
             module.features.placed = code.score - module.score
             code.features.placed = module.score - code.score

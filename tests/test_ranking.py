@@ -286,6 +286,26 @@ def test_a_kind_rare_in_the_repository_lists_as_many_hits_whatever_n(tmp_path):
         engine.close()
 
 
+def test_a_function_without_the_querys_words_never_takes_the_place_of_residue_that_has_them(tmp_path):
+    """Module residue places its file and its best code chunk is shown
+    there; in hybrid mode the ANN makes every chunk a candidate, so an
+    unrelated function with no word of the query was listed first for a
+    module constant, and the residue holding it last."""
+    write_tree(tmp_path, {"settings.py": (
+        '"""Deployment settings."""\nimport os\n\nUPLOAD_BUCKET = os.environ.get("UPLOAD_BUCKET", "prod")\n'
+        "MAX_UPLOAD_RETRIES = 5\n\n\ndef database_url():\n    return os.environ['DATABASE_URL']\n\n\n"
+        "def cache_ttl():\n    return 300\n")})
+    engine = Engine(tmp_path, EngineOptions(embeddings=True, embed_model=STATIC_MODEL_NAME))
+    try:
+        engine.index()
+        engine.embed_pending()
+        for mode in ("lexical", "hybrid"):
+            hits = engine.recall("MAX_UPLOAD_RETRIES", ["code"], 5, mode=mode).hits_by_kind["code"]
+            assert (hits[0].path, hits[0].start_line) == ("settings.py", 0), (mode, hits)
+    finally:
+        engine.close()
+
+
 # --- Query analysis: names and text of every script, Lisp and Ruby names ----------------------
 
 def _filler(count: int = 6) -> dict[str, str]:
