@@ -253,6 +253,9 @@ def clipped(conn: Connection, path: str, start_line: int, end_line: int,
 
 
 _NAME_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")
+# One word holding a symbol (`operator==`, `~Matrix`, `#secret`, `<=>`), not
+# a path: a name only when a definition of the hit is named it exactly.
+_SYMBOLIC_NAME = re.compile(r"[^\s/\\]*[^\w\s./\\][^\s/\\]*")
 
 
 def asked_names(query: str) -> set[str]:
@@ -262,9 +265,15 @@ def asked_names(query: str) -> set[str]:
     with code-shaped words in it: narrowing a hit to the definition it
     mentions lost the one it describes (set 4 test by chunk: hybrid -0.007,
     every drop a description or concept query; docs/decisions.md, "Hits
-    narrowed to the definition a query names")."""
+    narrowed to the definition a query names"). One word with a symbol in
+    it, which query_shape calls no name (``operator==``, ``~Matrix``,
+    ``#secret``), is asked too: named_definition narrows to it only when a
+    definition is named it."""
     name = query_shape(query).identifier
-    return {dotted_name(name)} if name else set()
+    if name:
+        return {dotted_name(name)}
+    written = query.strip()
+    return {dotted_name(written)} if _SYMBOLIC_NAME.fullmatch(written) else set()
 
 
 def named_definition(definitions: list[Definition], names: set[str],

@@ -281,7 +281,8 @@ GO = source(
 GO_TABLE: list[Row] = [
     (None, "module", 0, 8),
     ("Server", "struct", 10, 14),
-    ("Handler", "interface", 16, 19),
+    ("Handler", "interface", 16, 17),
+    ("Handler.ServeHTTP", "method", 18, 19),
     ("Server.Start", "method", 21, 24),
     ("Server.String", "method", 26, 26),
     ("New", "function", 28, 31),
@@ -1484,6 +1485,87 @@ def test_unclosed_brace_in_java_method_keeps_next_class_top_level() -> None:
             ("B.z", "method", 6, 6),
         ],
     )
+
+
+def test_typescript_and_go_interface_methods_are_its_methods() -> None:
+    # As Java's, C#'s and Rust's traits' are; a TypeScript abstract method was listed already.
+    typescript = source(
+        """
+        export interface PaymentGateway {
+          /** Charge the card. */
+          charge(amount: number): Promise<boolean>;
+          readonly name: string;
+          refund(id: string): void;
+        }
+        """
+    )
+    go = source(
+        """
+        package store
+
+        // Getter reads values.
+        type Getter interface {
+        \tio.Closer
+        \t// Get returns the value of key.
+        \tGet(key string) (string, error)
+        }
+        """
+    )
+    definitions = {path: [(d.symbol, d.symbol_kind, d.start_line, d.line, d.end_line, d.body_end)
+                          for d in chunker.chunk_file(path, text).symbols]
+                   for path, text in (("gateway.ts", typescript), ("store/store.go", go))}
+    assert definitions == {
+        "gateway.ts": [
+            ("PaymentGateway", "interface", 0, 0, 0, 5),
+            ("PaymentGateway.charge", "method", 1, 2, 2, 2),
+            ("PaymentGateway.refund", "method", 4, 4, 4, 4),
+        ],
+        "store/store.go": [
+            ("Getter", "interface", 2, 3, 4, 7),
+            ("Getter.Get", "method", 5, 6, 6, 6),
+        ],
+    }
+
+
+def test_an_error_in_a_quoted_plpgsql_body_does_not_restart_at_its_column_0_lines() -> None:
+    # tree-sitter-sql cannot parse `NEW.updated_at = now();` nor `IF … END IF;`.
+    # The restart after an error took the body's `END;` in column 0 for a
+    # swallowed definition: `touch_updated_at` vanished, `add_points` ended
+    # at `END IF;`. The `$$` pair (or `$body$`) says where the body ends.
+    for quote in ("$$", "$body$"):
+        text = source(
+            """
+            CREATE OR REPLACE FUNCTION touch_updated_at() RETURNS trigger AS $$
+            BEGIN
+                NEW.updated_at = now();
+                RETURN NEW;
+            END;
+            $$ LANGUAGE plpgsql;
+
+            CREATE FUNCTION add_points(p_user int, p_pts int) RETURNS void AS $$
+            DECLARE
+                cur int;
+            BEGIN
+                SELECT points INTO cur FROM users WHERE id = p_user;
+                IF cur IS NULL THEN
+                    RAISE EXCEPTION 'no user %', p_user;
+                END IF;
+                UPDATE users SET points = cur + p_pts WHERE id = p_user;
+            END;
+            $$ LANGUAGE plpgsql;
+
+            CREATE TABLE users (id int, points int);
+            """
+        ).replace("$$", quote)
+        check(
+            "db/schema.sql",
+            text,
+            [
+                ("touch_updated_at", "function", 0, 5),
+                ("add_points", "function", 7, 17),
+                ("users", "table", 19, 19),
+            ],
+        )
 
 
 def test_a_struct_whose_closing_brace_the_parser_could_not_place_ends_there(monkeypatch) -> None:

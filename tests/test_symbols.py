@@ -799,3 +799,56 @@ def test_symbols_on_a_first_pass_the_full_disk_refused_say_partial_and_why(tmp_p
                                                  "written to") and "full" in found["partialReason"]
     finally:
         engine.close()
+
+
+def test_a_one_word_query_naming_a_definition_with_a_symbol_gets_its_lines(tmp_path: Path):
+    # query_shape calls `operator==`, `~Matrix` and `#secret` no name, so the
+    # hit was the whole chunk although `ctxls symbols` finds each by it.
+    matrix = ("namespace linalg {\n"                              # 0
+              "\n"
+              "class Matrix {\n"                                  # 2
+              "public:\n"
+              "    ~Matrix() {\n"                                 # 4
+              "        release();\n"
+              "    }\n"                                           # 6
+              "\n"
+              "    bool operator==(const Matrix& other) const {\n"  # 8
+              "        return data_ == other.data_;\n"
+              "    }\n"                                           # 10
+              "\n"
+              "    Matrix operator*(const Matrix& other) const {\n"  # 12
+              "        Matrix out;\n"
+              "        return out;\n"
+              "    }\n"                                           # 15
+              "\n"
+              "private:\n"
+              "    int* data_;\n"
+              "};\n"
+              "\n"
+              "}  // namespace linalg\n")
+    queue = ("class JobQueue {\n"                                 # 0
+             "  constructor() {\n"
+             "    this.jobs = [];\n"
+             "  }\n"
+             "\n"
+             "  static #secret() {\n"                             # 5
+             "    return 42;\n"
+             "  }\n"                                              # 7
+             "}\n")
+    root = tmp_path / "ops"
+    write_tree(root, {"matrix.hpp": matrix, "queue.js": queue})
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.index()
+        for query, expected in [("operator==", ("linalg.Matrix.operator==", 8, 10)),
+                                ("operator*", ("linalg.Matrix.operator*", 12, 15)),
+                                ("~Matrix", ("linalg.Matrix.~Matrix", 4, 6)),
+                                ("Matrix::operator==", ("linalg.Matrix.operator==", 8, 10)),
+                                ("#secret", ("JobQueue.#secret", 5, 7))]:
+            hit = engine.recall(query, ["code"], mode="lexical").hits_by_kind["code"][0]
+            assert (hit.symbol, hit.start_line, hit.end_line) == expected, query
+        # A symbol no definition is named keeps the chunk.
+        hit = engine.recall("data_==", ["code"], mode="lexical").hits_by_kind["code"]
+        assert all(h.symbol != "linalg.Matrix.operator==" for h in hit)
+    finally:
+        engine.close()

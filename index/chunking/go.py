@@ -1,4 +1,5 @@
-"""What a Go syntax node defines: functions, methods by receiver type, types."""
+"""What a Go syntax node defines: functions, methods by receiver type, types,
+and the methods an interface declares."""
 
 from __future__ import annotations
 
@@ -24,7 +25,11 @@ def go_decl(node: Node) -> Decl | None:
         return go_decl(specs[0]) if len(specs) == 1 else None
     if node_type in ("type_spec", "type_alias"):
         type_node = node.child_by_field_name("type")
-        return named_decl(node, _GO_TYPE_KINDS.get(type_node.type if type_node is not None else "", "type"))
+        kind = _GO_TYPE_KINDS.get(type_node.type if type_node is not None else "", "type")
+        # An interface's methods are its members (`Getter.Get`), as Java's and Rust's traits' are.
+        return named_decl(node, kind, type_node if kind == "interface" else None)
+    if node_type == "method_elem":
+        return named_decl(node, "function")
     return None
 
 

@@ -52,20 +52,24 @@ GRAMMARS: dict[str, Grammar] = {
 }
 
 
-def _table_grammar(table: LanguageTable, fallback: Callable[[Node], Decl | None] | None = None) -> Grammar:
+def _table_grammar(table: LanguageTable, fallback: Callable[[Node], Decl | None] | None = None,
+                   quoted_by: frozenset[str] = frozenset()) -> Grammar:
     """A grammar read by its row of ``definition_table`` (``fallback`` for
-    what the row leaves: Objective-C's C functions and structs)."""
+    what the row leaves: Objective-C's C functions and structs; ``quoted_by``:
+    ``Grammar.quoted_by``)."""
     def classify(node: Node) -> Decl | None:
         found = classify_by_table(table, node)
         if found is not None:
             return Decl(*found)
         return fallback(node) if fallback is not None else None
     return Grammar(classify, table.leading, table.transparent, table.continued_by, table.joins_clauses,
-                   table.wrapped_block)
+                   table.wrapped_block, quoted_by)
 
 
 # Languages of the C family whose tables add to the C or C++ reading.
 _FALLBACKS = {"objc": c_decl, "glsl": c_decl, "hlsl": cpp_decl}
+# Languages whose function bodies sit between a pair of equal quote tokens.
+_QUOTED_BODIES = {"sql": frozenset({"dollar_quote"})}
 
 for _language, _table in TABLES.items():
-    GRAMMARS[_language] = _table_grammar(_table, _FALLBACKS.get(_language))
+    GRAMMARS[_language] = _table_grammar(_table, _FALLBACKS.get(_language), _QUOTED_BODIES.get(_language, frozenset()))

@@ -18,7 +18,7 @@ _JS_FUNCTIONS = frozenset(
     }
 )
 _JS_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
-_JS_LEAF_TYPES = {"interface_declaration": "interface", "type_alias_declaration": "type", "enum_declaration": "enum"}
+_JS_LEAF_TYPES = {"type_alias_declaration": "type", "enum_declaration": "enum"}
 
 
 def js_decl(node: Node) -> Decl | None:
@@ -27,6 +27,9 @@ def js_decl(node: Node) -> Decl | None:
         return named_decl(node, "function")
     if node_type in ("class_declaration", "abstract_class_declaration"):
         return container_decl(node, "class")
+    if node_type == "interface_declaration":
+        # Its method signatures are members (`PaymentGateway.charge`), as an abstract class's are.
+        return container_decl(node, "interface")
     if node_type in _JS_LEAF_TYPES:
         return named_decl(node, _JS_LEAF_TYPES[node_type])
     if node_type in ("lexical_declaration", "variable_declaration"):

@@ -52,6 +52,10 @@ class Grammar:
     # `if Code.ensure_loaded?(Jason) do defmodule … end`): the block whose
     # children are walked as if they were its siblings, or None.
     wrapped_block: Callable[[Node], Node | None] | None = None
+    # Tokens that open and close a body as a pair of equal texts (SQL's `$$`
+    # or `$body$` around a PL/pgSQL function): the lines between them are the
+    # body's, in whatever column, so none of them is a swallowed top-level line.
+    quoted_by: frozenset[str] = frozenset()
 
 
 def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: bytes,
@@ -213,10 +217,40 @@ def _swallowed_row(grammar: Grammar, nodes: list[Node], next_top_level: list[int
         else:
             first_inner_row = offset + max(_first_error_row(node), node.start_point.row + 1)
             swallowed = next_top_level[first_inner_row] if first_inner_row < len(next_top_level) else None
+            while swallowed is not None and \
+                    (close := _quoted_body_close(grammar, node, swallowed - offset)) is not None:
+                after_close = offset + close + 1
+                swallowed = next_top_level[after_close] if after_close < len(next_top_level) else None
             if swallowed is not None and offset + _last_row(node) < swallowed:
                 swallowed = None
         if swallowed is not None:
             return swallowed
+    return None
+
+
+def _quoted_body_close(grammar: Grammar, node: Node, row: int) -> int | None:
+    """The row of the closing token of a body inside ``node`` quoted by a
+    pair of ``grammar.quoted_by`` tokens (SQL's `$$ … $$`) whose rows hold
+    ``row``, or None. PL/pgSQL puts `BEGIN`, `END;` and the closing `$$` in
+    column 0: an error in the body restarted the parse at them, and the
+    function was lost or cut short."""
+    if not grammar.quoted_by:
+        return None
+    current: Node | None = node
+    while current is not None:
+        opening: Node | None = None
+        inner = None
+        for child in current.children:
+            if child.type in grammar.quoted_by and not child.is_missing:
+                if opening is None:
+                    opening = child
+                elif child.text == opening.text:
+                    if opening.start_point.row <= row <= child.start_point.row:
+                        return child.start_point.row
+                    opening = None
+            elif child.child_count and child.start_point.row <= row <= child.end_point.row:
+                inner = inner or child
+        current = inner
     return None
 
 
