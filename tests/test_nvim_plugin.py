@@ -62,8 +62,10 @@ def run_suite(nvim: Path, tmp_path: Path, suite: str, repo: Path, **extra_env: s
 
 
 def test_commands_quickfix_lenses_and_health(nvim: Path, repo: Path, tmp_path: Path) -> None:
+    """Also: `:[range]CtxLocate {text}` located the range's lines and dropped
+    the text (the README says the argument first)."""
     result = run_suite(nvim, tmp_path, "commands", repo)
-    assert len(result["passed"]) == 10
+    assert len(result["passed"]) == 11
     # The same numbers as VS Code shows for the same symbol (tests/test_vscode_e2e.py).
     assert result["shown"]["lens"] == SEND_PREPARED_LENS
     assert result["shown"]["impact"].startswith(
@@ -73,7 +75,9 @@ def test_commands_quickfix_lenses_and_health(nvim: Path, repo: Path, tmp_path: P
 def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_path: Path) -> None:
     """Also: :CtxImpact in a file outside the repository or an unnamed buffer
     asks by the word under the cursor (it sent a position the server cannot
-    place and said the symbol is "not defined anywhere in the index")."""
+    place and said the symbol is "not defined anywhere in the index"); so it
+    does in a repository file renamed without writing (`:file`) and after
+    `:saveas` outside the repository, which stay attached to the client."""
     other_repo = tmp_path / "other"
     write_tree(other_repo, {"notes.md": "# Notes\n\nNothing here yet.\n"})
     subprocess.run(["git", "init", "-q", str(other_repo)], check=True)
@@ -81,7 +85,7 @@ def test_one_client_per_root_without_vim_lsp_enable(nvim: Path, repo: Path, tmp_
     write_tree(loose_file.parent, {loose_file.name: "not in a repository\n"})
     result = run_suite(nvim, tmp_path, "roots", repo, CTXLS_TEST_OTHER_REPO=str(other_repo),
                        CTXLS_TEST_LOOSE_FILE=str(loose_file))
-    assert len(result["passed"]) == 5
+    assert len(result["passed"]) == 7
 
 
 def test_documented_setup_sends_an_object_and_shows_progress(nvim: Path, repo: Path,
@@ -92,8 +96,10 @@ def test_documented_setup_sends_an_object_and_shows_progress(nvim: Path, repo: P
 
 def test_document_and_workspace_symbols_come_from_the_definition_table(nvim: Path, repo: Path,
                                                                       tmp_path: Path) -> None:
+    """Also: :CtxRecent put a decorated function at its first comment line
+    (DocumentSymbol.range), not at its `def` (selectionRange)."""
     result = run_suite(nvim, tmp_path, "symbols", repo)
-    assert len(result["passed"]) == 2
+    assert len(result["passed"]) == 3
 
 
 def test_health_reports_an_index_that_cannot_be_updated_as_an_error(nvim: Path, repo: Path,
@@ -101,6 +107,18 @@ def test_health_reports_an_index_that_cannot_be_updated_as_an_error(nvim: Path, 
     """A store that cannot be used (here its folder is a file; a full disk or
     a failed pass alike): :checkhealth said "OK index: 0 files …"."""
     result = run_suite(nvim, tmp_path, "store", repo)
+    assert len(result["passed"]) == 1
+
+
+def test_health_names_a_model_that_could_not_load_and_what_ranks_by_meaning(
+        nvim: Path, repo: Path, tmp_path: Path) -> None:
+    """:checkhealth read only `embeddings.enabled`: it hid the load error and
+    said "recall is lexical only" while the fast tier ranked by meaning."""
+    model, tokenizer = tmp_path / "bad.onnx", tmp_path / "bad.json"
+    model.write_text("not a model\n")
+    tokenizer.write_text("{}\n")
+    result = run_suite(nvim, tmp_path, "model", repo, CTXLS_TEST_BAD_MODEL=str(model),
+                       CTXLS_TEST_BAD_TOKENIZER=str(tokenizer))
     assert len(result["passed"]) == 1
 
 
@@ -204,3 +222,138 @@ def test_a_located_file_is_placed_at_the_first_reason_that_names_a_line(nvim: Pa
     assert lua_check(nvim, tmp_path, LOCATE_CHECK) == [
         [6, "0.90 semantic: cosine 0.71; frame: pkg/retry.py:6 in retry_upload"],
         [10, "0.50 name: other"]]
+
+
+RECALL_MERGE_CHECK = """
+local format = require("ctxls.format")
+local function hit(kind, path, score, calibrated)
+  return { kind = kind, path = path, score = score, calibrated = calibrated }
+end
+local function order(result)
+  return vim.tbl_map(function(h) return h.path end, format.recall_hits(result))
+end
+vim.fn.writefile({ vim.json.encode({
+  -- Code scores run past 1 (boosts); a fact's hybrid score stays below: only
+  -- `calibrated` compares the kinds.
+  calibrated = order({ groups = {
+    code = { hit("code", "a.py", 2.4, 0.31), hit("code", "b.py", 1.9, 0.22) },
+    fact = { hit("fact", "fact/1", 0.62, 0.83), hit("fact", "fact/2", 0.41, 0.12) },
+    -- Merged on calibrated by the server: its score rises down the list; its order stays.
+    doc = { hit("doc", "README.md", 0.3, 0.5), hit("doc", "notes/x", 0.9, 0.5) } } }),
+  -- A server without `calibrated`: merged on score.
+  uncalibrated = order({ groups = {
+    code = { hit("code", "a.py", 2.4), hit("code", "b.py", 1.9) },
+    fact = { hit("fact", "fact/1", 0.62) } } }),
+}) }, OUT)
+vim.cmd("qall!")
+"""
+
+
+def test_recall_merges_the_kinds_on_calibrated_scores(nvim: Path, tmp_path: Path) -> None:
+    """:CtxRecall merged the kinds' groups on raw `score`, which compares within
+    one source only (docs/protocol.md): a fact the server rated best sat below
+    every code hit."""
+    assert lua_check(nvim, tmp_path, RECALL_MERGE_CHECK) == {
+        "calibrated": ["fact/1", "README.md", "notes/x", "a.py", "b.py", "fact/2"],
+        "uncalibrated": ["a.py", "b.py", "fact/1"]}
+
+
+SYMBOL_LINES_CHECK = """
+local format = require("ctxls.format")
+local function span(first, last)
+  return { start = { line = first, character = 0 }, ["end"] = { line = last, character = 0 } }
+end
+local lines = format.symbol_lines({
+  { name = "Store", detail = "Store", range = span(2, 20), selectionRange = span(4, 4), children = {
+    { name = "get", detail = "Store.get", range = span(6, 9), selectionRange = span(8, 8) } } },
+  -- A server without selectionRange: its range.
+  { name = "plain", range = span(22, 23) },
+})
+vim.fn.writefile({ vim.json.encode(lines) }, OUT)
+vim.cmd("qall!")
+"""
+
+
+def test_recent_places_a_symbol_at_its_name_below_comments_and_decorators(nvim: Path,
+                                                                         tmp_path: Path) -> None:
+    """:CtxRecent's lines came from DocumentSymbol.range, which starts at a
+    definition's first comment or decorator; its `def` is selectionRange."""
+    assert lua_check(nvim, tmp_path, SYMBOL_LINES_CHECK) == {"Store": 4, "Store.get": 8, "plain": 22}
+
+
+ECHO_CHECK = r"""
+vim.o.columns = 40
+local progress = require("ctxls.progress")
+local name = "计算订单总额并应用折扣规则然后返回结果给调用方的函数"
+local shown = {}
+for _, chunks in ipairs({
+  { { "ctxls impact of " .. name .. ": ", "Normal" }, { "risk low", "DiagnosticOk" } },
+  { { "risk low · ", "DiagnosticOk" }, { name, "Normal" } }, -- cut inside a later chunk
+}) do
+  progress.echo(chunks, true)
+  local messages = vim.split(vim.trim(vim.fn.execute("messages")), "\n")
+  local last = messages[#messages]
+  table.insert(shown, { text = last, width = vim.fn.strdisplaywidth(last) })
+end
+vim.fn.writefile({ vim.json.encode({ shown = shown, echospace = vim.v.echospace }) }, OUT)
+vim.cmd("qall!")
+"""
+
+
+def test_the_echo_is_cut_to_the_command_lines_width_in_screen_cells(nvim: Path, tmp_path: Path) -> None:
+    """The one-line echo (:CtxImpact's summary, progress) was cut by character
+    count: each wide (CJK) character takes two cells, so the line overflowed
+    and Neovim asked "Press ENTER"."""
+    result = lua_check(nvim, tmp_path, ECHO_CHECK)
+    room = result["echospace"]
+    for shown in result["shown"]:
+        # As much as fits: a wide character that would cross the edge leaves one cell.
+        assert room - 2 <= shown["width"] <= room, (shown, room)
+        assert shown["text"].endswith("…"), shown
+    assert result["shown"][0]["text"].startswith("ctxls impact of 计算")
+    assert result["shown"][1]["text"].startswith("risk low · 计算")
+
+
+CONFIG_CHECK = """
+local said = {}
+for _, options in ipairs({
+  { recall = 5 }, { recent = true }, { locate = "x" }, { init_options = 3 },
+  { cmd = { 5 } }, { cmd = "ctxls serve" }, { root_markers = {} }, { filetypes = {} },
+  { recall = { kind = 5 } }, { recall = { n = -3 } }, { recall = { n = 2.5 } },
+  { recent = { limit = "10" } }, { recall = { picker = "telescope" } }, { codelens = "yes" },
+}) do
+  local ok, err = pcall(require("ctxls").setup, options)
+  table.insert(said, ok and "accepted" or err)
+end
+-- Good options still pass: a list of kinds, filetypes, a table of init_options.
+local ok, err = pcall(require("ctxls.config").resolve, { recall = { kind = { "code", "doc" }, n = 5 },
+  filetypes = { "python" }, init_options = { debounceMs = 50 } })
+table.insert(said, ok and "accepted" or err)
+vim.fn.writefile({ vim.json.encode(said) }, OUT)
+vim.cmd("qall!")
+"""
+
+
+def test_setup_names_a_bad_option_and_what_it_must_be(nvim: Path, tmp_path: Path) -> None:
+    """A table option given another value raised a bare Lua error ("attempt to
+    index a number value"), and lists of non-strings, empty root_markers, a
+    numeric recall.kind or a negative count were accepted."""
+    said = lua_check(nvim, tmp_path, CONFIG_CHECK)
+    must = "ctxls: setup() option "
+    cmd_must = must + 'cmd must be a non-empty list of strings (the server command, e.g. { "ctxls", "serve" })'
+    assert said == [
+        must + "recall must be a table, got 5",
+        must + "recent must be a table, got true",
+        must + 'locate must be a table, got "x"',
+        must + "init_options must be a table, got 3",
+        cmd_must + ", got { 5 }",
+        cmd_must + ', got "ctxls serve"',
+        must + 'root_markers must be a non-empty list of file or folder names (e.g. { ".git" }), got {}',
+        must + "filetypes must be nil (every file buffer) or a non-empty list of filetype names, got {}",
+        must + 'recall.kind must be nil, a kind ("code", "doc", "fact", "episode") or a list of kinds, got 5',
+        must + "recall.n must be a positive integer, got -3",
+        must + "recall.n must be a positive integer, got 2.5",
+        must + 'recent.limit must be a positive integer, got "10"',
+        must + 'recall.picker must be "quickfix" or "select", got "telescope"',
+        must + 'codelens must be true or false, got "yes"',
+        "accepted"]

@@ -11,9 +11,11 @@
 --                      "defaults" (the documented setup(): init_options, progress),
 --                      "symbols" (document and workspace symbols),
 --                      "store" (a store that cannot be used: health says so),
+--                      "model" (an embedding model that cannot load: health says so),
 --                      "missing" (no server executable) or
 --                      "lifecycle" (commands while the server starts, restarts or has died)
 --   CTXLS_TEST_OTHER_REPO, CTXLS_TEST_LOOSE_FILE  only for the "roots" suite
+--   CTXLS_TEST_BAD_MODEL, CTXLS_TEST_BAD_TOKENIZER  only for the "model" suite
 local repo = assert(os.getenv("CTXLS_TEST_REPO"))
 local python = assert(os.getenv("CTXLS_TEST_PYTHON"))
 local result_path = assert(os.getenv("CTXLS_TEST_RESULT"))
@@ -255,6 +257,17 @@ local function commands_suite()
     vim.cmd.buffer(session_buf)
   end)
 
+  step(":[range]CtxLocate {text} locates the text, not the lines", function()
+    vim.cmd.enew()
+    vim.api.nvim_buf_set_lines(0, 0, -1, false, { '  File "/srv/app/pkg/retry.py", line 6, in retry_upload' })
+    local items = quickfix_from('1CtxLocate File "/srv/app/pkg/session.py", line 13, in close', "ctxls locate")
+    expect(items[1] and find_item({ items[1] }, "pkg/session.py", 13, "frame: .*pkg/session%.py:13 in close"),
+      "pkg/session.py:13 is not the first file: %s", describe_items(items))
+    expect(not find_item(items, "pkg/retry.py", 6, "frame: "), "the line's frame was located: %s",
+      describe_items(items))
+    vim.cmd.buffer(session_buf)
+  end)
+
   step(":CtxRemember writes a fact that :CtxRecall finds", function()
     vim.cmd("CtxRemember the deploy fails when FOO_URL is unset")
     wait_for("the remembered notification", 5000, function()
@@ -395,6 +408,22 @@ local function symbols_suite()
     expect(#listed == 1 and listed_at(listed, "pkg/retry.py", 4, "retry_upload"),
       "retry_upload is not the one symbol at pkg/retry.py:4: %s", describe_listed(listed))
   end)
+
+  step(":CtxRecent puts a decorated function at its def line, below its comments and decorator", function()
+    -- Its DocumentSymbol range starts at the comment (line 4); the item sat there.
+    vim.fn.writefile({ "import functools", "", "", "# Computes the total.", "# Second comment line.",
+      "@functools.lru_cache", "def decorated_total(x):", "    return x", "" }, repo .. "/pkg/deco.py")
+    vim.cmd.edit(repo .. "/pkg/deco.py")
+    wait_indexed(attached_client(0))
+    vim.api.nvim_buf_set_lines(0, 7, 8, false, { "    return x + 1" })
+    local items
+    wait_for("decorated_total to be the newest recent activity", 10000, function()
+      items = quickfix_from("CtxRecent", "ctxls recent activity")
+      return items[1] and items[1].text:match("^decorated_total ")
+    end)
+    expect(find_item({ items[1] }, "pkg/deco.py", 7, "^decorated_total · %d+ edits? · "), "items: %s",
+      describe_items(items))
+  end)
 end
 
 local function missing_suite()
@@ -434,6 +463,34 @@ local function store_suite()
     vim.cmd("tabclose")
     expect(report:match("ERROR index: %d+ files.-: the index cannot be updated: index store .-README%.md/index%.db"),
       "no index error in the health report:\n%s", report)
+  end)
+end
+
+local function model_suite()
+  -- A model and tokenizer that cannot load: the fast tier ranks by meaning
+  -- instead. :checkhealth said "embeddings: off, recall is lexical only".
+  require("ctxls").setup({
+    cmd = server_cmd,
+    init_options = {
+      embedModel = assert(os.getenv("CTXLS_TEST_BAD_MODEL")),
+      embedTokenizer = assert(os.getenv("CTXLS_TEST_BAD_TOKENIZER")),
+    },
+  })
+
+  step(":checkhealth ctxls names a model that could not load and the tier ranking by meaning", function()
+    vim.cmd.edit(session_path)
+    local client = attached_client(0)
+    wait_for("the fast tier to serve", 20000, function()
+      local response = client:request_sync("ctxls/status", vim.empty_dict(), 1000)
+      local embeddings = response and response.result and response.result.embeddings
+      return embeddings and embeddings.serving == "fast"
+    end)
+    vim.cmd("checkhealth ctxls")
+    local report = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+    vim.cmd("tabclose")
+    expect(report:match("WARNING embeddings: the model could not load: cannot load the tokenizer .-bad%.json.-; "
+      .. "the fast tier %(ctxls%-code%-static%-256%) ranks by meaning"), "health report:\n%s", report)
+    expect(not report:match("lexical only"), "health report:\n%s", report)
   end)
 end
 
@@ -489,6 +546,37 @@ local function roots_suite()
     vim.api.nvim_win_set_cursor(0, { 1, 14 })
     items = quickfix_from("CtxImpact", "ctxls impact: send_prepared")
     expect(find_item(items, "pkg/session.py", 10, "^called from Session%.request"), "items: %s", describe_items(items))
+  end)
+
+  -- The buffer stays attached to the repository's client, but the server has
+  -- no file of its new name: a position there was answered "not defined anywhere".
+  step(":CtxImpact in a repository file renamed without writing asks by the word under the cursor", function()
+    vim.cmd.edit(session_path)
+    vim.cmd.file(vim.fn.fnameescape(repo .. "/pkg/moved.py"))
+    vim.api.nvim_win_set_cursor(0, { 16, 4 }) -- on `send_prepared` in its definition
+    local items = quickfix_from("CtxImpact", "ctxls impact: send_prepared")
+    -- The caller in pkg/session.py; its item may name the renamed buffer, which
+    -- Neovim still takes for that file.
+    expect(find_item(items, ".py", 10, "^called from Session%.request"), "items: %s", describe_items(items))
+    -- Named as the server has it again: asked by position. On `def`, which
+    -- names no symbol, the answer says so of the position, not of the word "def".
+    vim.cmd.file(vim.fn.fnameescape(session_path))
+    results.notifications = {}
+    vim.api.nvim_win_set_cursor(0, { 16, 0 })
+    vim.cmd("CtxImpact")
+    local said = "ctxls: the symbol under the cursor is not defined anywhere in the index"
+    wait_for("the answer for the position", 5000, function()
+      return vim.tbl_contains(results.notifications, said)
+    end)
+  end)
+
+  step(":CtxImpact after :saveas to a file outside the repository asks by the word under the cursor", function()
+    vim.cmd.saveas(vim.fn.fnameescape(vim.fs.dirname(loose_file) .. "/copy.py"))
+    expect(#vim.lsp.get_clients({ bufnr = 0 }) == 1, "the copy is expected to stay attached")
+    vim.api.nvim_win_set_cursor(0, { 16, 4 })
+    local items = quickfix_from("CtxImpact", "ctxls impact: send_prepared")
+    -- As above, the item of pkg/session.py may name the buffer once named so.
+    expect(find_item(items, ".py", 10, "^called from Session%.request"), "items: %s", describe_items(items))
   end)
 end
 
@@ -594,7 +682,7 @@ end, SUITE_DEADLINE_MS)
 -- Scheduled so the steps run after startup (VimEnter), like a user's commands.
 vim.schedule(function()
   local suites = { commands = commands_suite, roots = roots_suite, defaults = defaults_suite, missing = missing_suite,
-    symbols = symbols_suite, store = store_suite, lifecycle = lifecycle_suite }
+    symbols = symbols_suite, store = store_suite, model = model_suite, lifecycle = lifecycle_suite }
   local ok, err = xpcall(assert(suites[suite], "unknown suite"), debug.traceback)
   if not ok then
     table.insert(results.failed, { name = "suite " .. suite, error = err })

@@ -30,6 +30,47 @@ local function client_root(client)
   return root and vim.fs.normalize(root)
 end
 
+--- Client id → buffer → the file name the server has the buffer under: the
+--- name it was opened with (attach), then the name of each write (Neovim
+--- reopens a buffer written under a new name, :saveas, with didClose and
+--- didOpen). A rename alone (`:file NAME`) tells the server nothing.
+local served_names = {}
+
+local function remember_served_name(client_id, bufnr)
+  served_names[client_id] = served_names[client_id] or {}
+  served_names[client_id][bufnr] = vim.api.nvim_buf_get_name(bufnr)
+end
+
+vim.api.nvim_create_autocmd("BufWritePost", {
+  group = vim.api.nvim_create_augroup("ctxls.served_names", { clear = true }),
+  callback = function(event)
+    for _, client in ipairs(M.all_clients(event.buf)) do
+      if served_names[client.id] then
+        remember_served_name(client.id, event.buf)
+      end
+    end
+  end,
+})
+
+--- Whether the server has `bufnr` as the file it is named now, so a position
+--- in it means something there: attached, not renamed since it was sent, and
+--- inside the client's root (a file written outside it, `:saveas`, stays
+--- attached, but the server does not index it).
+---@param client vim.lsp.Client
+---@param bufnr integer
+function M.serves_buffer(client, bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or not client.attached_buffers[bufnr] then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  local root = client_root(client)
+  if name == "" or not root or (served_names[client.id] or {})[bufnr] ~= name then
+    return false
+  end
+  local prefix = root:gsub("/$", "") .. "/"
+  return vim.fs.normalize(name):sub(1, #prefix) == prefix
+end
+
 --- Whether Neovim counts the client as stopped: vim.lsp.start does not reuse it.
 ---@param client vim.lsp.Client
 function M.neovim_is_stopped(client)
@@ -252,7 +293,10 @@ local function lsp_config(options, hooks)
     -- An empty Lua table encodes as a JSON array; the server wants an object.
     init_options = next(options.init_options) == nil and vim.empty_dict() or options.init_options,
     capabilities = client_capabilities(options.capabilities),
-    on_attach = hooks.on_attach,
+    on_attach = function(client, bufnr)
+      remember_served_name(client.id, bufnr)
+      hooks.on_attach(client, bufnr)
+    end,
     on_init = function(client)
       exits[client_root(client) or ""] = nil
     end,
@@ -263,6 +307,7 @@ local function lsp_config(options, hooks)
         exits[client_root(client) or ""] = { code = code, signal = signal }
       end
       stopped_by_plugin[client_id] = nil
+      served_names[client_id] = nil
     end,
     handlers = hooks.handlers,
     commands = hooks.commands,

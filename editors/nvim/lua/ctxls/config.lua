@@ -33,38 +33,115 @@ M.defaults = {
   native_enable = true,
 }
 
---- The defaults overridden by `user`; raises a readable error on a bad value.
+--- Raise the error for option `name`: what it must be and what it was.
+local function reject(name, must_be, value)
+  error(("ctxls: setup() option %s must be %s, got %s"):format(name, must_be, vim.inspect(value)), 0)
+end
+
+local function is_list_of_strings(value)
+  if type(value) ~= "table" or not vim.islist(value) or #value == 0 then
+    return false
+  end
+  return vim.iter(value):all(function(item)
+    return type(item) == "string" and item ~= ""
+  end)
+end
+
+local function is_positive_integer(value)
+  return type(value) == "number" and value >= 1 and value < math.huge and math.floor(value) == value
+end
+
+local function is_boolean(value)
+  return type(value) == "boolean"
+end
+
+--- Checks of the options: name → { accepts(value), what it must be }. Nested
+--- options are named as the user writes them ("recall.n").
+local CHECKS = {
+  cmd = { is_list_of_strings, 'a non-empty list of strings (the server command, e.g. { "ctxls", "serve" })' },
+  root_markers = { is_list_of_strings, 'a non-empty list of file or folder names (e.g. { ".git" })' },
+  filetypes = {
+    function(v)
+      return v == nil or is_list_of_strings(v)
+    end,
+    "nil (every file buffer) or a non-empty list of filetype names",
+  },
+  init_options = {
+    function(v)
+      return type(v) == "table"
+    end,
+    "a table",
+  },
+  capabilities = {
+    function(v)
+      return v == nil or type(v) == "table"
+    end,
+    "nil or a table",
+  },
+  on_attach = {
+    function(v)
+      return v == nil or vim.is_callable(v)
+    end,
+    "nil or a function(client, bufnr)",
+  },
+  scope = {
+    function(v)
+      return v == nil or type(v) == "string"
+    end,
+    "nil or a string",
+  },
+  ["recall.n"] = { is_positive_integer, "a positive integer" },
+  ["recall.kind"] = {
+    function(v)
+      return v == nil or (type(v) == "string" and v ~= "") or is_list_of_strings(v)
+    end,
+    'nil, a kind ("code", "doc", "fact", "episode") or a list of kinds',
+  },
+  ["recall.picker"] = {
+    function(v)
+      return v == "quickfix" or v == "select"
+    end,
+    '"quickfix" or "select"',
+  },
+  ["recent.limit"] = { is_positive_integer, "a positive integer" },
+  ["locate.n"] = { is_positive_integer, "a positive integer" },
+  open_quickfix = { is_boolean, "true or false" },
+  codelens = { is_boolean, "true or false" },
+  progress_messages = { is_boolean, "true or false" },
+  native_enable = { is_boolean, "true or false" },
+}
+
+--- The defaults overridden by `user`; raises a readable error naming the
+--- first bad option and what it must be.
 ---@param user table|nil
 ---@return ctxls.Options
 function M.resolve(user)
-  local options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), user or {})
+  if user ~= nil and type(user) ~= "table" then
+    error(("ctxls: setup() takes a table of options or nothing, got %s"):format(vim.inspect(user)), 0)
+  end
+  user = user or {}
+  -- Checked before merging: tbl_deep_extend would replace the default table
+  -- with a number, and reading recall.n from it fails with a bare Lua error.
+  for _, key in ipairs({ "init_options", "recall", "recent", "locate" }) do
+    if user[key] ~= nil and type(user[key]) ~= "table" then
+      reject(key, "a table", user[key])
+    end
+  end
+  local options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), user)
   -- Lists replace the default list wholesale: tbl_deep_extend would merge them index by index.
   for _, key in ipairs({ "cmd", "root_markers", "filetypes" }) do
-    if user and user[key] ~= nil then
+    if user[key] ~= nil then
       options[key] = user[key]
     end
   end
-  vim.validate({
-    cmd = { options.cmd, "table" },
-    root_markers = { options.root_markers, "table" },
-    filetypes = { options.filetypes, "table", true },
-    init_options = { options.init_options, "table" },
-    capabilities = { options.capabilities, "table", true },
-    on_attach = { options.on_attach, "function", true },
-    scope = { options.scope, "string", true },
-    ["recall.n"] = { options.recall.n, "number" },
-    ["recent.limit"] = { options.recent.limit, "number" },
-    ["locate.n"] = { options.locate.n, "number" },
-    open_quickfix = { options.open_quickfix, "boolean" },
-    codelens = { options.codelens, "boolean" },
-    progress_messages = { options.progress_messages, "boolean" },
-    native_enable = { options.native_enable, "boolean" },
-  })
-  if #options.cmd == 0 then
-    error("ctxls: cmd must name the server executable")
-  end
-  if options.recall.picker ~= "quickfix" and options.recall.picker ~= "select" then
-    error('ctxls: recall.picker must be "quickfix" or "select"')
+  local names = vim.tbl_keys(CHECKS)
+  table.sort(names) -- the same option is named first whatever the table's order
+  for _, name in ipairs(names) do
+    local accepts, must_be = unpack(CHECKS[name])
+    local value = vim.tbl_get(options, unpack(vim.split(name, ".", { plain = true })))
+    if not accepts(value) then
+      reject(name, must_be, value)
+    end
   end
   return options
 end

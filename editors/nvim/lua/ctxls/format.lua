@@ -17,10 +17,6 @@ local function first_line(text)
   return text:match("^%s*([^\n]*)") or ""
 end
 
---- Hits of a `ctxls/recall` result, best first, whether the server answered
---- `{ hits }` (one kind asked) or `{ groups = { kind = hits } }`.
----@param result { hits: table[]|nil, groups: table<string, table[]>|nil }
----@return table[]
 --- Why a partial answer may miss something, as the server says it (still
 --- indexing, no vectors yet, an index that cannot be updated …).
 ---@param result table a recall or locate result with `partial`
@@ -29,17 +25,33 @@ function M.incomplete(result)
   return "results may be incomplete: " .. (result.partialReason or "still indexing")
 end
 
+--- Hits of a `ctxls/recall` result, best first, whether the server answered
+--- `{ hits }` (one kind asked) or `{ groups = { kind = hits } }`. Groups of
+--- several kinds are merged on `calibrated` (docs/protocol.md: a `score`
+--- compares within one source only); a server without `calibrated` on every
+--- hit (older than it) is merged on `score`. Ties keep each group's order.
+---@param result { hits: table[]|nil, groups: table<string, table[]>|nil }
+---@return table[]
 function M.recall_hits(result)
   if result.hits then
     return result.hits
   end
-  local hits = {}
+  local hits, place = {}, {}
+  local all_calibrated = true
   for _, kind_hits in pairs(result.groups or {}) do
-    vim.list_extend(hits, kind_hits)
+    for index, hit in ipairs(kind_hits) do
+      table.insert(hits, hit)
+      place[hit] = index
+      all_calibrated = all_calibrated and type(M.present(hit.calibrated)) == "number"
+    end
   end
+  local key = all_calibrated and "calibrated" or "score"
   table.sort(hits, function(a, b)
-    if a.score ~= b.score then
-      return a.score > b.score
+    if a[key] ~= b[key] then
+      return a[key] > b[key]
+    end
+    if place[a] ~= place[b] then
+      return place[a] < place[b]
     end
     return a.path < b.path
   end)
@@ -244,8 +256,10 @@ function M.activity_to_qf_item(activity, root, symbol_lines, now_ms)
   }
 end
 
---- Qualified symbol name → 0-based start line, from a `textDocument/documentSymbol`
---- result (ctxls puts the qualified name in DocumentSymbol.detail).
+--- Qualified symbol name → 0-based line of its definition (its name's line,
+--- `selectionRange`, below the comments and decorators `range` starts with),
+--- from a `textDocument/documentSymbol` result (ctxls puts the qualified name
+--- in DocumentSymbol.detail).
 ---@param symbols table[]|nil DocumentSymbol[] or SymbolInformation[]
 ---@return table<string, integer>
 function M.symbol_lines(symbols)
@@ -257,7 +271,7 @@ function M.symbol_lines(symbols)
       else
         local qualified = (type(symbol.detail) == "string" and symbol.detail ~= "") and symbol.detail
           or (parent and (parent .. "." .. symbol.name) or symbol.name)
-        lines[qualified] = symbol.range.start.line
+        lines[qualified] = (M.present(symbol.selectionRange) or symbol.range).start.line
         visit(symbol.children, qualified)
       end
     end

@@ -1,5 +1,6 @@
 --- :checkhealth ctxls
 local client_module = require("ctxls.client")
+local present = require("ctxls.format").present
 
 local M = {}
 
@@ -45,6 +46,49 @@ local function check_executable(cmd)
   end
 end
 
+--- What ranks recall by meaning now, from status `embeddings` (docs/protocol.md
+--- ctxls/status: `serving`, `servingText`, `fast`), or nil where it does not say.
+---@param embeddings table
+---@return string|nil
+local function meaning_tier(embeddings)
+  local serving = present(embeddings.serving)
+  local fast = present(embeddings.fast)
+  if serving == "primary" then
+    return "the model ranks by meaning"
+  elseif serving == "fast" then
+    -- servingText says how far the transformer's takeover is; after a model
+    -- failure it repeats the error, which the line already gives.
+    local text = not present(embeddings.error) and present(embeddings.servingText)
+    return text or ("the fast tier (%s) ranks by meaning"):format(fast and fast.model or "static model")
+  elseif fast and fast.enabled then
+    return ("recall ranks by keywords until the fast tier (%s) has its vectors (%d chunks pending)"):format(
+      fast.model,
+      fast.pending or 0
+    )
+  end
+  return nil
+end
+
+--- The embeddings line: the model, or why it did not load and what ranks by
+--- meaning instead (the fast tier), or that recall is lexical only.
+---@param embeddings table status `embeddings`
+local function check_embeddings(embeddings)
+  local tier = meaning_tier(embeddings)
+  local failure = present(embeddings.error)
+  if failure then
+    vim.health.warn(
+      ("embeddings: the model could not load: %s; %s"):format(failure, tier or "recall is lexical only"),
+      { "fix what the error names (init_options embedModel, embedTokenizer), then :CtxRestart" }
+    )
+  elseif embeddings.enabled then
+    vim.health.ok(
+      ("embeddings: %s (%d dimensions)%s"):format(embeddings.model, embeddings.dim, tier and ("; " .. tier) or "")
+    )
+  else
+    vim.health.info("embeddings: off, recall is lexical only")
+  end
+end
+
 local function check_client(client)
   local buffers = vim.tbl_map(function(bufnr)
     return vim.fn.fnamemodify(vim.api.nvim_buf_get_name(bufnr), ":~:.")
@@ -77,12 +121,7 @@ local function check_client(client)
   else
     vim.health.ok(summary)
   end
-  local embeddings = status.embeddings
-  if embeddings.enabled then
-    vim.health.ok(("embeddings: %s (%d dimensions)"):format(embeddings.model, embeddings.dim))
-  else
-    vim.health.info("embeddings: off, recall is lexical only")
-  end
+  check_embeddings(status.embeddings)
   if client.server_capabilities.codeLensProvider then
     vim.health.ok("code lenses: served")
   else

@@ -203,7 +203,7 @@ function M.impact(symbol)
     if symbol then
       return { symbol = symbol }
     end
-    if client.attached_buffers[bufnr] and vim.api.nvim_buf_is_valid(bufnr) then
+    if client_module.serves_buffer(client, bufnr) then
       asked = nil
       return {
         textDocument = { uri = vim.uri_from_bufnr(bufnr) },
@@ -214,8 +214,9 @@ function M.impact(symbol)
         },
       }
     end
-    -- A buffer the server does not have (outside its repository, unnamed):
-    -- its positions mean nothing to the server, so ask by name.
+    -- A buffer the server does not have (outside its repository, unnamed,
+    -- renamed or written elsewhere since it was opened): its positions mean
+    -- nothing to the server, so ask by name.
     asked = word
     if asked == "" then
       notify("no symbol under the cursor: :CtxImpact {symbol} names one", vim.log.levels.WARN)
@@ -376,8 +377,10 @@ local function create_commands()
     end)
   end, { nargs = "*", bang = true, desc = "ctxls: search code, docs and memory (! switches picker)" })
   command("CtxLocate", function(args)
+    -- The argument first, also with a range (from Visual mode `:` puts
+    -- '<,'> before whatever is typed), else the lines of the range.
     local text = args.args
-    if args.range > 0 then
+    if text == "" and args.range > 0 then
       text = table.concat(vim.api.nvim_buf_get_lines(0, args.line1 - 1, args.line2, false), "\n")
     elseif text == "" then
       -- The system clipboard when Neovim has one, else the unnamed register

@@ -23,18 +23,39 @@ local function describe(task)
   return table.concat(parts, " ")
 end
 
+--- The longest start of `text` that takes at most `cells` screen cells: a
+--- wide character (CJK, most emoji) takes two, so characters are not cells.
+---@param text string
+---@param cells integer
+---@return string
+local function cut_to_cells(text, cells)
+  local kept, used = {}, 0
+  for index = 0, vim.fn.strchars(text) - 1 do
+    local character = vim.fn.strcharpart(text, index, 1)
+    local width = vim.fn.strdisplaywidth(character)
+    if used + width > cells then
+      break
+    end
+    table.insert(kept, character)
+    used = used + width
+  end
+  return table.concat(kept)
+end
+
 --- Echo one line without a "Press ENTER" prompt: cut to the space left on the
---- command line.
+--- command line, counted in screen cells.
 ---@param chunks [string, string|nil][] text and highlight group pairs
 ---@param history boolean keep it in :messages
 function M.echo(chunks, history)
   local room = math.max(vim.v.echospace, 20)
   local kept, used = {}, 0
   for _, chunk in ipairs(chunks) do
-    local text = chunk[1]:gsub("\n", " ")
+    -- A tab's width depends on where it starts: one line of spaces is simpler to count.
+    local text = chunk[1]:gsub("[\n\t]", " ")
     local width = vim.fn.strdisplaywidth(text)
     if used + width > room then
-      text = vim.fn.strcharpart(text, 0, math.max(room - used - 1, 0)) .. "…"
+      -- One cell is left for the "…".
+      text = cut_to_cells(text, math.max(room - used - 1, 0)) .. "…"
       table.insert(kept, { text, chunk[2] })
       break
     end
