@@ -3,7 +3,9 @@ one for buffers that lie outside every folder (served from the buffer only)."""
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 import resource
 import threading
 from collections.abc import Callable, Hashable, Iterable
@@ -24,14 +26,21 @@ log = logging.getLogger(__name__)
 
 
 def engine_options(options: InitOptions, root: Path, single_root: bool,
-                   holds_memory: bool = False) -> EngineOptions:
+                   holds_memory: bool = False, stores_in_use: frozenset[str] = frozenset()
+                   ) -> EngineOptions:
     """``holds_memory``: the engine whose memory the memory verbs use (the
     first folder's); only it opens ``memoryUrl``, so a team database is
-    searched once per recall, not once per folder."""
+    searched once per recall, not once per folder. ``stores_in_use``: the
+    store files the other folders' engines have open."""
     db_path = options.dbPath
     if db_path is not None and not single_root:
-        # One store per folder: a shared dbPath gets a per-folder file beside it.
+        # One store per folder: a shared dbPath gets a per-folder file beside it,
+        # named by the folder; a later folder of the same name (one/app and
+        # two/app) by its whole path too, or both wrote one store. The first
+        # keeps the plain name, so the folder holding memory never moves.
         db_path = f"{db_path}.{root.name}"
+        if db_path in stores_in_use:
+            db_path += "-" + hashlib.sha256(os.fsencode(root)).hexdigest()[:12]
     return EngineOptions(db_path=db_path,
                          discovery=DiscoveryOptions(include=options.include, exclude=options.exclude),
                          embeddings=options.embeddings, embed_model=options.embedModel,
@@ -101,8 +110,9 @@ class Workspaces:
             self.problems.append(f"ctxls: workspace folder {root} {broad}; not indexed "
                                  "(open a project's folder)")
             return None
-        engine = Engine(named, engine_options(self.options, root, single_root,
-                                              holds_memory=not self.engines))
+        engine = Engine(named, engine_options(
+            self.options, root, single_root, holds_memory=not self.engines,
+            stores_in_use=frozenset(e.options.db_path for e in self.engines.values() if e.options.db_path)))
         if engine.store.error is not None:
             # Never a stand-in store: a write it acknowledged would be lost.
             # Every request says -32006 until the store opens (retried).

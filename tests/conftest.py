@@ -253,7 +253,9 @@ class Session:
 @asynccontextmanager
 async def serve(root: Path, options: dict | None = None,
                 capabilities: str = "visual-studio-code",
-                args: tuple[str, ...] = ()) -> AsyncIterator[Session]:
+                args: tuple[str, ...] = (), more_folders: tuple[Path, ...] = ()
+                ) -> AsyncIterator[Session]:
+    """An LSP session on ``root`` (and ``more_folders``, a multi-root workspace)."""
     client = LanguageClient(converter_factory=_raw_result_converter)
     register_lsp_features(client)
     session = Session(client, root)
@@ -269,7 +271,8 @@ async def serve(root: Path, options: dict | None = None,
     await client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities(capabilities),
         root_uri=root.resolve().as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=root.resolve().as_uri(), name=root.name)],
+        workspace_folders=[types.WorkspaceFolder(uri=folder.resolve().as_uri(), name=folder.name)
+                           for folder in (root, *more_folders)],
         initialization_options=opts))
     try:
         yield session

@@ -673,3 +673,23 @@ async def test_unsaved_edits_are_indexed_where_the_path_holds_a_space_or_a_non_a
                 return bool(hits) and hits[0]["chunk"]["symbol"] == name
 
             assert await s.wait_for(found, timeout=20, interval=0.1), rel
+
+
+async def test_folders_of_one_name_each_get_a_store_of_their_own_under_a_shared_db_path(
+        tmp_path: Path):
+    """With `dbPath` set, each folder's store was `<dbPath>.<folder name>`:
+    two folders named `app` wrote one store, and the second's code was not
+    found. The first keeps the plain name (its memory never moves)."""
+    first, second = tmp_path / "one" / "app", tmp_path / "two" / "app"
+    write_tree(first, {"src/alpha.py": "def alpha_only_fn():\n    return 1\n"})
+    write_tree(second, {"src/beta.py": "def beta_only_fn():\n    return 2\n"})
+    shared = tmp_path / "shared.db"
+    async with serve(first, {"dbPath": str(shared)}, more_folders=(second,)) as s:
+        await s.wait_indexed()
+        beta = await indexed_in(s, "beta_only_fn")
+        assert beta[0]["uri"] == (second / "src/beta.py").resolve().as_uri()
+        alpha = await recall_code(s, "alpha_only_fn")
+        assert alpha and alpha[0]["uri"] == (first / "src/alpha.py").resolve().as_uri()
+        stores = sorted(p.name for p in tmp_path.glob("shared.db.app*") if p.suffix not in (".wal", ".shm")
+                        and not p.name.endswith(("-wal", "-shm", "-journal")))
+        assert len(stores) == 2 and "shared.db.app" in stores, stores
