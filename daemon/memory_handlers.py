@@ -2,9 +2,10 @@
 (docs/protocol.md). Each checks its params, resolves the request's scope and
 makes one call into ``ctxls.index``; ``rpc`` runs it off the event loop.
 
-Written memory lives in the first workspace folder's store (a daemon without
-folders keeps it in its private store, for the session only): one place, so a
-tenant's rows never depend on which folder a request happens to name.
+Written memory lives in the first workspace folder's store: one place, so a
+tenant's rows never depend on which folder a request happens to name. A
+daemon without folders has only its throw-away store, so it refuses to write
+memory (nothing is acknowledged that a restart would lose) and reads find none.
 """
 
 from __future__ import annotations
@@ -13,12 +14,24 @@ from ctxls.daemon import wire
 from ctxls.daemon.app import CtxlsServer, rpc
 from ctxls.index.demand import DEFAULT_PROMOTION_THRESHOLD, DEFAULT_REVIEW_THRESHOLD
 from ctxls.index.engine import Engine
-from ctxls.index.errors import InvalidParams, OutsideRoot
+from ctxls.index.errors import InvalidParams, OutsideRoot, WriteFailed
 
 
 def memory_engine(ls: CtxlsServer) -> Engine:
     engines = ls.workspaces.all()
     return engines[0] if engines else ls.workspaces.loose
+
+
+def writing_engine(ls: CtxlsServer) -> Engine:
+    """The engine a memory or stash write goes to: the first folder's.
+    Without a folder, WriteFailed: the buffers-only engine's store is gone
+    at the next start, so a write there would be acknowledged and lost."""
+    engines = ls.workspaces.all()
+    if not engines:
+        raise WriteFailed("(no workspace folder)", "no_folder",
+                          "no workspace folder is open, and written memory lives in a folder's "
+                          "store (open a folder, or start with --root)")
+    return engines[0]
 
 
 def file_folder(ls: CtxlsServer, item_id: str) -> tuple[Engine, str]:
@@ -42,7 +55,7 @@ def file_folder(ls: CtxlsServer, item_id: str) -> tuple[Engine, str]:
 
 @rpc("ctxls/remember")
 def remember(ls: CtxlsServer, params: wire.Params) -> dict:
-    memory_engine(ls).memory.remember(
+    writing_engine(ls).memory.remember(
         ls.request_scope(params, "ctxls/remember"), params.str("id", required=True),
         params.str("text", required=True), kind=params.str("kind") or "fact",
         by=params.str("by") or "agent", occurred_at=params.int("occurredAt"),
@@ -101,7 +114,7 @@ def promotion_candidates(ls: CtxlsServer, params: wire.Params) -> dict:
 
 @rpc("ctxls/ingest")
 def ingest(ls: CtxlsServer, params: wire.Params) -> dict:
-    result = memory_engine(ls).memory.ingest(
+    result = writing_engine(ls).memory.ingest(
         ls.request_scope(params, "ctxls/ingest"), params.str("filename", required=True),
         text=params.str("text"), base64_data=params.str("base64"), key=params.str("id"),
         by=params.str("by") or "agent", expires_at=params.int("expiresAt"),
@@ -121,7 +134,7 @@ def trust_memory(ls: CtxlsServer, params: wire.Params) -> dict:
 
 @rpc("ctxls/stash")
 def stash(ls: CtxlsServer, params: wire.Params) -> dict:
-    memory_engine(ls).stash.put(params.str("id", required=True), params.str("text", required=True))
+    writing_engine(ls).stash.put(params.str("id", required=True), params.str("text", required=True))
     return {}
 
 

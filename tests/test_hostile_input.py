@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from ctxls.daemon import wire
 from ctxls.daemon.request_values import first_invalid
@@ -201,8 +202,9 @@ async def test_the_filesystem_root_or_a_bare_home_folder_is_refused_as_a_workspa
     async with serve(Path("/")) as s:
         status = await s.request("ctxls/status")
         assert status["files"] == 0 and status["root"] == "" and status["complete"]
-        await s.request("ctxls/remember", {"id": "k", "text": "kept"})
-        assert (await s.request("ctxls/get", {"id": "k"}))["text"] == "kept"
+        with pytest.raises(JsonRpcException) as refused:  # no folder's store to keep it in
+            await s.request("ctxls/remember", {"id": "k", "text": "kept"})
+        assert refused.value.code == -32007 and "no workspace folder" in refused.value.message
         s.client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
             types.WorkspaceFoldersChangeEvent(
                 added=[types.WorkspaceFolder(home.as_uri(), "home")], removed=[])))
@@ -653,11 +655,11 @@ def test_a_hit_on_a_one_line_dump_is_shown_cut_in_text_answers(tmp_path: Path):
     assert all(len(line) < MAX_SHOWN_LINE_CHARS + 300 for line in format_hits_vimgrep({"code": hits}).split("\n"))
 
 
-def test_a_daemon_without_folders_gets_what_it_remembered(tmp_path: Path):
-    """Without a workspace folder, memory lives in the session's private
-    store: recall and node found a remembered id, but get answered -32004
-    (as if the id were a path outside the root), and so did the MCP
-    `remember` tool, which reads back what it wrote."""
+def test_a_daemon_without_folders_refuses_to_write_memory_it_would_lose(tmp_path: Path):
+    """Without a workspace folder, memory went to the throw-away store of
+    buffers outside every folder: `remember` answered {} (an editor said
+    "remembered") and the fact was gone after a restart. Writes are refused,
+    saying why; reads find nothing, and an id is never read as a path."""
     process = subprocess.Popen([*CTXLS, "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.DEVNULL, cwd=tmp_path)
 
@@ -671,9 +673,16 @@ def test_a_daemon_without_folders_gets_what_it_remembered(tmp_path: Path):
             "processId": None, "rootUri": None, "capabilities": {},
             "initializationOptions": {"embeddings": False}}, "init")
         conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-        assert conn.request("ctxls/remember", {"id": "k", "text": "a folderless fact"},
-                            "w")["result"] == {}
-        assert conn.request("ctxls/get", {"id": "k"}, "get")["result"]["text"] == "a folderless fact"
+        for msg_id, method, params in (
+                ("remember", "ctxls/remember", {"id": "k", "text": "a folderless fact"}),
+                ("ingest", "ctxls/ingest", {"filename": "notes.md", "text": "# Notes\n"}),
+                ("stash", "ctxls/stash", {"id": "log", "text": "parked"})):
+            answer = conn.request(method, params, msg_id)
+            assert answer.get("error", {}).get("code") == -32007, answer
+            assert answer["error"]["data"]["reason"] == "no_folder"
+            assert "no workspace folder is open" in answer["error"]["message"]
+        found = conn.request("ctxls/recall", {"query": "folderless fact", "kind": "fact"}, "recall")
+        assert found["result"]["hits"] == []
         assert conn.request("ctxls/get", {"id": "/etc/passwd"}, "passwd")["result"] is None
     finally:
         process.kill()
