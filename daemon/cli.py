@@ -54,8 +54,19 @@ OPTION_OF_FIELD = {"budgetTokens": "--budget-tokens", "minScore": "--min-score",
                    "startLine": "--start-line", "endLine": "--end-line", "idPrefix": "--id-prefix",
                    "includeTests": "--include-tests",
                    "n": "-n", "kind": "--kind", "mode": "--mode", "scope": "--scope",
-                   "days": "--days", "limit": "--limit", "meta": "--meta", "by": "--by",
+                   "days": "--days", "meta": "--meta", "by": "--by",
                    "paths": "PATH"}
+
+# Where a verb spells a field otherwise: symbols' `limit` is its -n (recent's
+# is --limit), its `query` the NAME it takes; related's path and line are PATH:LINE.
+OPTION_OF_FIELD_IN_VERB = {"recent": {"limit": "--limit"},
+                           "symbols": {"limit": "-n", "query": "name"},
+                           "related": {"path": "PATH:LINE", "line": "PATH:LINE"}}
+
+
+def options_of_fields(command: str) -> dict[str, str]:
+    """The protocol's fields as ``command`` spells them."""
+    return OPTION_OF_FIELD | OPTION_OF_FIELD_IN_VERB.get(command, {})
 
 
 def _port(value: str) -> int:
@@ -87,12 +98,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     def wanted(name: str) -> bool:
         return command is None or name == command
 
-    def verb(name: str, help_text: str, func, root_positional: bool = False,
+    def verb(name: str, help_text: str, func, root_positional: str | None = None,
              colour: bool = True) -> argparse.ArgumentParser:
+        """``root_positional``: the help of a first argument naming the root."""
         p = sub.add_parser(name, help=help_text, description=help_text)
         if root_positional:
-            p.add_argument("root_positional", nargs="?", metavar="ROOT",
-                           help="the repository (same as --root)")
+            p.add_argument("root_positional", nargs="?", metavar="ROOT", help=root_positional)
         p.add_argument("--root", help="the repository's folder (default: the nearest folder at "
                                       "or above the current one holding .ctxls/ or .git)")
         p.add_argument("--json", action="store_true", help="print the protocol's JSON result")
@@ -129,9 +140,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     if wanted("index"):
         index = verb("index", "index (incrementally) a repository, or some files of it", cmd_index,
-                     root_positional=True, colour=False)
+                     root_positional="the repository (same as --root), when it is a folder holding "
+                                     ".git or .ctxls/ or one in no repository; any other first "
+                                     "argument is a PATH",
+                     colour=False)
         index.add_argument("paths", nargs="*", metavar="PATH",
-                           help="only these files, folders or pathspecs")
+                           help="only these files, folders or pathspecs (as found from the current "
+                                "folder; else relative to the root, like a pattern 'pkg/*.py')")
         index.add_argument("--force", action="store_true", help="re-chunk every file")
         index.add_argument("--embed", action="store_true",
                            help="also embed every chunk lacking a vector (with a daemon: wait for "
@@ -224,7 +239,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
     if wanted("status"):
         verb("status", "what the index holds and whether it is ready", cmd_status,
-             root_positional=True)
+             root_positional="the repository (same as --root)")
 
     if wanted("assemble"):
         assemble = verb("assemble", "token-budgeted context for a query", cmd_assemble, colour=False)
@@ -285,7 +300,11 @@ def command_in(argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     text_streams_never_fail()
-    args = build_parser(command_in(argv)).parse_args(argv)
+    parser = build_parser(command_in(argv))
+    args = parser.parse_args(argv)
+    if args.log_level not in LOG_LEVELS:  # $CTXLS_LOG's: argparse checks a default against no choices
+        parser.error(f"$CTXLS_LOG: invalid choice: {args.log_level!r} "
+                     f"(choose from {', '.join(map(repr, LOG_LEVELS))})")
     if getattr(args, "root_positional", None) is not None and args.command == "status":
         if args.root is not None:
             print("ctxls: give the root once: as --root or as the first argument", file=sys.stderr)
@@ -312,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
     except EngineError as exc:
         # An import's errors name the fields of the records read, not options.
-        say_error(exc.message if args.func is cmd_memory else in_caller_names(exc.message, OPTION_OF_FIELD))
+        say_error(exc.message if args.func is cmd_memory
+                  else in_caller_names(exc.message, options_of_fields(args.command)))
         return EXIT_USAGE if exc.code == InvalidParams.code else 1
     except DaemonNotAnswering as exc:  # it says which process, and what to do
         say_error(str(exc))

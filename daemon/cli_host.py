@@ -16,7 +16,11 @@ from ctxls.daemon.cli_verbs import (EXIT_USAGE, CliError, OutputClosed, call, dr
                                     log_on_stderr, log_to_file, open_access, print_json,
                                     resolve_root, write_out, writing)
 from ctxls.daemon.formatting import format_hits_human
-from ctxls.index.roots import store_dir
+from ctxls.index.roots import find_root, store_dir
+
+
+# Back to the line's start, and erase it: the progress line is rewritten in place.
+CLEAR_LINE = "\r\x1b[2K"
 
 
 class Progress:
@@ -34,7 +38,7 @@ class Progress:
 
     def show(self, text: str) -> None:
         if self.enabled:
-            write_out(f"\r\x1b[2K{text}", sys.stderr)
+            write_out(text, sys.stderr, own_codes=CLEAR_LINE)
             self._shown = True
 
     def files(self, done: int, total: int) -> None:
@@ -49,31 +53,44 @@ class Progress:
 
     def clear(self) -> None:
         if self._shown:
-            write_out("\r\x1b[2K", sys.stderr)
+            write_out("", sys.stderr, own_codes=CLEAR_LINE)
             self._shown = False
 
 
 def _index_target(args: argparse.Namespace) -> tuple[Path, list[str]]:
-    """The root and pathspecs of `ctxls index`: a positional folder is the
-    root (an alias of --root); a positional file means "index this file"."""
+    """The root and pathspecs of `ctxls index`. Without --root, the first
+    word is the root when it is a repository's folder (one holding .git or
+    .ctxls/) or a folder in no repository; any other word is a PATH of the
+    repository (a folder inside it, a file, a pattern): taking a folder inside
+    the repository for a root made a second store there."""
     paths = list(args.paths)
-    positional = args.root_positional
-    if positional is not None and args.root is not None:
-        raise CliError("give the root once: as --root or as the first argument", EXIT_USAGE)
-    if positional is not None and Path(positional).is_file():
-        paths.insert(0, positional)
-        positional = None
-    root = resolve_root(args.root if args.root is not None else positional, creates=True)
-    specs = []
-    for spec in paths:
-        on_disk = Path(spec)
-        if on_disk.exists():  # a file or folder typed relative to where the user is
-            try:
-                spec = on_disk.resolve().relative_to(root).as_posix()
-            except ValueError:
-                raise CliError(f"{spec} is outside the repository {root}", EXIT_USAGE) from None
-        specs.append(spec)
-    return root, specs
+    first = args.root_positional
+    if first is not None and (args.root is not None or not _names_a_root(Path(first))):
+        paths.insert(0, first)
+        first = None
+    root = resolve_root(args.root if args.root is not None else first, creates=True)
+    return root, [_pathspec_of(spec, root) for spec in paths]
+
+
+def _names_a_root(folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    enclosing = find_root(folder)
+    return enclosing is None or enclosing == folder.resolve()
+
+
+def _pathspec_of(spec: str, root: Path) -> str:
+    """A file or folder on disk (typed relative to where the user is), or an
+    absolute path, as its path in ``root``; else a pathspec of the root as
+    typed (a pattern, a file since removed)."""
+    on_disk = Path(spec)
+    if not (on_disk.exists() or on_disk.is_absolute()):
+        return spec
+    try:
+        return on_disk.resolve().relative_to(root).as_posix()
+    except ValueError:
+        raise CliError(f"{spec} is outside the repository {root}" if on_disk.exists()
+                       else f"{spec} does not exist", EXIT_USAGE) from None
 
 
 def cmd_index(args):

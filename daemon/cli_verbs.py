@@ -90,14 +90,16 @@ def resolve_root(explicit: str | None, creates: bool) -> Path:
 
 # -- output -------------------------------------------------------------------------
 
-def write_out(text: str, stream=None) -> None:
+def write_out(text: str, stream=None, own_codes: str = "") -> None:
+    """``text`` on ``stream`` (stdout by default), after ``own_codes``: ctxls's
+    own terminal controls (the progress line's), written as they are."""
     stream = stream or sys.stdout
     if stream is None:  # started with stdout closed (`>&-`): like a closed pipe
         raise OutputClosed()
     if stream is sys.stderr and stream.isatty():  # never styled: made safe here
         text = terminal_safe(text)
     with writing(stream):
-        stream.write(text)
+        stream.write(own_codes + text)
         stream.flush()
 
 
@@ -116,7 +118,12 @@ def writing(stream):
 
 def print_json(value: Any) -> None:
     # JSON's \u escapes where stdout's encoding cannot carry a character.
-    write_out(json.dumps(value, indent=2, ensure_ascii=not writes_utf8(sys.stdout)) + "\n")
+    text = json.dumps(value, indent=2, ensure_ascii=not writes_utf8(sys.stdout))
+    if sys.stdout is not None and sys.stdout.isatty():
+        # JSON escapes the C0 controls itself; DEL, the C1 controls and the bidi
+        # ones, only inside its strings, become \uXXXX escapes: the same value.
+        text = terminal_safe(text)
+    write_out(text + "\n")
 
 
 def writes_utf8(stream) -> bool:
@@ -230,17 +237,30 @@ def log_to_file(args: argparse.Namespace) -> None:
 
 def call(args: argparse.Namespace, method: str, params: dict, refresh: bool = True
          ) -> tuple[Any, str]:
-    """(the protocol's result, "daemon" | "local"); for a terminal, with its
-    strings terminal-safe (a pipe or a file gets them exactly)."""
+    """(the protocol's result, "daemon" | "local"); for a person's terminal,
+    with its strings terminal-safe (a pipe, a file or ``--json`` gets them
+    exactly: print_json keeps JSON terminal-safe itself)."""
     access = open_access(args, resolve_root(args.root, creates=False),
                          refresh and not getattr(args, "no_refresh", False))
     try:
         result = access.request(method, params)
     finally:
         access.close()
-    if sys.stdout is not None and sys.stdout.isatty():
-        result = terminal_safe(result)
+    if sys.stdout is not None and sys.stdout.isatty() and not getattr(args, "json", False):
+        result = terminal_text(result)
     return result, access.via
+
+
+def terminal_text(value):
+    """``value`` (the protocol's JSON) as terminal_safe writes it, but for the
+    CR of a CRLF line end: a line end, not a control to show."""
+    if isinstance(value, str):
+        return terminal_safe(value.replace("\r\n", "\n"))
+    if isinstance(value, list):
+        return [terminal_text(item) for item in value]
+    if isinstance(value, dict):
+        return {terminal_text(key): terminal_text(item) for key, item in value.items()}
+    return value
 
 
 def drop_none(params: dict) -> dict:
@@ -365,14 +385,23 @@ def cmd_symbols(args):
 
 
 def _typed_path(path: str) -> str:
-    """A path typed from a subfolder, made absolute; else as typed (repo-relative,
-    or a memory id)."""
-    local = Path(path)
-    try:
-        typed_here = not local.is_absolute() and (Path.cwd() / local).is_file()
-    except OSError:  # a name the file system cannot hold (a long memory id): no file
-        typed_here = False
-    return str((Path.cwd() / local).resolve()) if typed_here else path
+    """A path typed from a subfolder, made absolute, with the location it
+    may end with (``:16-18``, ``#L16``, as the engine reads them) kept; else
+    as typed (repo-relative, or a memory id)."""
+    # The whole word first: a file may be named like a location.
+    for end in (len(path), *(m.start() for m in reversed(list(_LOCATION_START.finditer(path))))):
+        local = Path(path[:end])
+        try:
+            typed_here = end > 0 and not local.is_absolute() and (Path.cwd() / local).is_file()
+        except OSError:  # a name the file system cannot hold (a long memory id): no file
+            typed_here = False
+        if typed_here:
+            return str((Path.cwd() / local).resolve()) + path[end:]
+    return path
+
+
+# Where a written location may start after a path: `:16…` or `#L16…`.
+_LOCATION_START = re.compile(r":(?=\d)|#(?=L\d)")
 
 
 def cmd_outline(args):

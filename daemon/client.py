@@ -386,6 +386,11 @@ class EngineAccess:
             self._socket_loop.call_soon_threadsafe(self._socket_loop.stop)
             self._socket_loop = None
         else:
-            from ctxls.daemon.server import server
+            import sys
 
-            server.workspaces.close()
+            # Only a server already imported can hold an engine opened here. An
+            # import Ctrl-C cut short is gone from sys.modules while the handlers
+            # it registered stay: importing it again would register them twice.
+            server_module = sys.modules.get("ctxls.daemon.server")
+            if server_module is not None:
+                server_module.server.workspaces.close()

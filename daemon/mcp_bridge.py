@@ -43,8 +43,8 @@ from ctxls.index.cancel import CancelToken
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
 from ctxls.index.vocabulary import (AUTHORS, MAX_BUDGET_CHARS, MAX_BUDGET_TOKENS, MAX_DAYS,
-                                    MAX_ID_CHARS, MAX_LOCATE_N, MAX_MEMORY_N,
-                                    MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_RECALL_N,
+                                    MAX_ID_CHARS, MAX_LOCATE_N, MAX_MEMORY_N, MAX_META_BYTES,
+                                    MAX_META_DEPTH, MAX_NAME_CHARS, MAX_QUERY_CHARS, MAX_RECALL_N,
                                     MAX_RECENT_ITEMS, MAX_RELATED_N, MAX_SCOPE_CHARS,
                                     MAX_SYMBOLS_N, MAX_WRITE_BYTES, RECALL_KINDS, RECALL_MODES)
 
@@ -574,8 +574,12 @@ TOOLS = (
          Param("kind", "string", "fact (default), episode (something that happened) or doc.",
                default="fact", enum=WRITTEN_KINDS),
          SCOPE,
+         # JSON Schema has no keyword for either bound: the description states them.
          Param("meta", "object", "A JSON object stored with it, e.g. {\"pinned\": true} or "
-                                 "{\"anchor\": \"path/to/file.py\"}."),
+                                 "{\"anchor\": \"path/to/file.py\"}: at most "
+                                 f"{MAX_META_BYTES:,} bytes of JSON as UTF-8 "
+                                 f"({MAX_META_BYTES >> 10} KiB), nested at most {MAX_META_DEPTH} "
+                                 "levels deep."),
          FORMAT),
         remember, {"id": "its id", "text": "what was stored", "kind": "fact, episode or doc",
                    "provenance": "who wrote it (agent)"},

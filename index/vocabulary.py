@@ -40,6 +40,9 @@ MAX_BUDGET_TOKENS = 200_000
 MAX_SCOPE_CHARS = 256
 # remember and ingest: bytes of the text or upload (UTF-8).
 MAX_WRITE_BYTES = 10 * 1024 * 1024
+# A memory row's meta: nesting levels and bytes of its JSON text (UTF-8).
+MAX_META_DEPTH = 64
+MAX_META_BYTES = 64 * 1024
 
 # -- what no value may be ------------------------------------------------------
 # SQLite's INTEGER: every integer param must fit, wherever it ends up.

@@ -187,9 +187,10 @@ def test_index_a_file_and_the_positional_root_alias(repo: Path):
     one = run("index", "pkg/session.py", "--json", cwd=repo)
     assert one.returncode == 0, one.stderr
     assert json.loads(one.stdout)["added"] == 1
-    both = run("index", str(repo), "--root", str(repo))
-    assert both.returncode == 2 and "give the root once" in both.stderr
     assert json.loads(run("index", str(repo), "--json").stdout)["added"] == 4
+    # With --root every word is a PATH: the root's own folder is all of it.
+    both = run("index", str(repo), "--root", str(repo), "--json")
+    assert both.returncode == 0 and json.loads(both.stdout)["unchanged"] == 5, both.stderr
 
 
 # -- issue 14: status that tells the truth --------------------------------------------
@@ -696,3 +697,146 @@ def test_a_held_connection_checks_the_daemon_still_answers_before_each_request(t
     finally:
         stopped.set()
         listener.close()
+
+
+# -- CLI probe 5 ---------------------------------------------------------------------
+
+def test_index_takes_paths_after_root_and_a_first_word_inside_the_repository_is_a_path(
+        repo: Path, tmp_path: Path):
+    """`ctxls index --root R PATH` took PATH for a second root and refused
+    ("give the root once"); `ctxls index pkg` (a folder of the repository)
+    made a second store in pkg/.ctxls that later verbs there answered from;
+    `ctxls index 'pkg/*.py'` said the pattern does not exist. Only a
+    repository's folder (or one in no repository) is a root; any other first
+    word is a PATH of the repository."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with_root = run("index", "--root", str(repo), "pkg/session.py", "web", "--json", cwd=elsewhere)
+    assert with_root.returncode == 0, with_root.stderr
+    assert json.loads(with_root.stdout)["added"] == 2
+    for first in ("pkg", "pkg/*.py"):
+        only = run("index", first, "--json", cwd=repo)
+        assert only.returncode == 0, (first, only.stderr)
+        assert json.loads(only.stdout)["files"] == 3, first  # pkg's three files
+    here = run("index", ".", "--json", cwd=repo / "pkg")
+    assert here.returncode == 0 and json.loads(here.stdout)["files"] == 3, here.stderr
+    assert not (repo / "pkg" / ".ctxls").exists()
+    assert json.loads(run("status", "--json", cwd=repo / "pkg").stdout)["root"] == str(repo.resolve())
+    # A repository's own folder is its root, from anywhere; a missing one is refused, nothing made.
+    whole = run("index", str(repo), "--json", cwd=elsewhere)
+    assert whole.returncode == 0 and json.loads(whole.stdout)["files"] == 5, whole.stderr
+    missing = run("index", str(tmp_path / "nope"), cwd=repo)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    outside = run("index", str(elsewhere), cwd=repo / "pkg")  # a folder in no repository: a root
+    assert outside.returncode == 0 and (elsewhere / ".ctxls").is_dir(), outside.stderr
+
+
+_SIGINT_AT_FIRST_HANDLER = """
+import os, signal, sys
+def _at_return(frame, event, arg):
+    # Ctrl-C right after the server's import registered its first handler.
+    if event == "return" and frame.f_code.co_name == "register" \\
+            and frame.f_code.co_filename.endswith(os.path.join("daemon", "app.py")):
+        sys.setprofile(None)
+        os.kill(os.getpid(), signal.SIGINT)
+sys.setprofile(_at_return)
+"""
+
+
+def test_ctrl_c_while_a_verb_starts_exits_130_quietly(repo: Path, tmp_path: Path):
+    """Ctrl-C during the first import of the server (a verb without a
+    daemon starting up): EngineAccess.close imported it again, registering
+    its handlers twice, and printed FeatureAlreadyRegisteredError with status 1."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_SIGINT_AT_FIRST_HANDLER)
+    assert run("index", "--root", str(repo)).returncode == 0
+    env = {**os.environ, "PYTHONPATH": str(hook)}
+    for verb in (["status"], ["index"], ["recall", "send"]):
+        stopped = run(*verb, "--root", str(repo), "--no-daemon", env=env)
+        assert (stopped.returncode, stopped.stderr) == (130, ""), verb
+
+
+def test_the_progress_line_writes_its_own_controls_and_escapes_the_rest(repo: Path, monkeypatch):
+    """On a terminal the progress line's \\r and ESC[2K were printed as the
+    text `\\u000d\\u001b[2K`: write_out made the whole line terminal-safe."""
+    import io
+
+    from ctxls.daemon.cli_host import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    progress = Progress(True)
+    progress.show("indexing: 1/2 \x1b]0;retitled\x07")
+    progress.clear()
+    assert terminal.getvalue() == "\r\x1b[2Kindexing: 1/2 \\u001b]0;retitled\\u0007\r\x1b[2K"
+    monkeypatch.undo()
+    _, shown = on_a_terminal("index", "--root", str(repo), "--no-daemon")
+    assert b"\r\x1b[2Kindexing: 5/5 files" in shown and b"\\u00" not in shown, shown
+
+
+def test_json_on_a_terminal_is_the_piped_json_and_a_crlf_line_end_is_a_line_end(tmp_path: Path):
+    """On a terminal, `--json` made the result terminal-safe before encoding
+    it: a CRLF file's \\r became the text \\u000d, another value than the
+    pipe's. And plain `get` showed \\u000d at every CRLF line's end."""
+    root = tmp_path / "crlf"
+    root.mkdir()
+    (root / "w.py").write_bytes("def crlf_func(x):\r\n    return x  # \u202e\x7f\r\n".encode())
+    assert run("index", str(root)).returncode == 0
+    piped = run("get", "w.py", "--json", "--root", str(root))
+    shown, _ = on_a_terminal("get", "w.py", "--json", "--root", str(root))
+    assert json.loads(shown) == json.loads(piped.stdout)
+    assert json.loads(shown)["text"] == "def crlf_func(x):\r\n    return x  # \u202e\x7f\r\n"
+    assert "\u202e".encode() not in shown and b"\x7f" not in shown  # still terminal-safe
+    shown, _ = on_a_terminal("get", "w.py", "--root", str(root))
+    # The terminal ends each line with \r\n itself (onlcr); the file's CRs are gone.
+    assert shown == b"def crlf_func(x):\r\n    return x  # \\u202e\\u007f\r\n"
+
+
+def test_a_location_typed_from_a_subfolder_is_read_from_there(repo: Path):
+    """`get session.py:16-18` (and the #L forms, `outline session.py:16`) in
+    pkg/ said not found, while `get session.py --start-line 16` worked."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    sub = repo / "pkg"
+    lines = run("get", "session.py", "--start-line", "16", "--end-line", "18", cwd=sub)
+    assert lines.returncode == 0 and lines.stdout.startswith("def send_prepared("), lines.stderr
+    for typed in ("session.py:16-18", "session.py#L16-L18", "./session.py#L16-18"):
+        got = run("get", typed, cwd=sub)
+        assert (got.returncode, got.stdout) == (0, lines.stdout), (typed, got.stderr)
+    one = run("get", "session.py:16:5", cwd=sub)
+    assert one.stdout == "def send_prepared(method, url, timeout):\n", one.stderr
+    outline = run("outline", "session.py:16", cwd=sub)
+    assert outline.returncode == 0 and outline.stdout.startswith("pkg/session.py"), outline.stderr
+
+
+def test_an_unknown_ctxls_log_level_is_a_usage_error(repo: Path):
+    """CTXLS_LOG=verbose printed a ValueError traceback (argparse checks no
+    default against its choices); it is bad usage, like --log-level bogus."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    refused = run("status", "--no-daemon", "--root", str(repo),
+                  env={**os.environ, "CTXLS_LOG": "verbose"})
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr, refused.stderr
+    assert "$CTXLS_LOG: invalid choice: 'VERBOSE'" in refused.stderr
+    fine = run("status", "--no-daemon", "--root", str(repo), env={**os.environ, "CTXLS_LOG": "error"})
+    assert fine.returncode == 0, fine.stderr
+
+
+def test_an_error_names_the_option_as_its_verb_spells_it(repo: Path):
+    """`symbols a -n 0` said "invalid param '--limit'": OPTION_OF_FIELD had
+    recent's spelling of `limit` for every verb, and symbols has no --limit."""
+    from ctxls.daemon.cli import OPTION_OF_FIELD_IN_VERB, build_parser
+
+    verbs = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for verb, names in OPTION_OF_FIELD_IN_VERB.items():
+        typed = {o for a in verbs[verb]._actions for o in (*a.option_strings, a.metavar or a.dest)}
+        assert set(names.values()) <= typed, verb
+    assert run("index", "--root", str(repo)).returncode == 0
+    for verb, said in ((["symbols", "send", "-n", "0"], "invalid param '-n'"),
+                       (["symbols", ""], "invalid param 'name'"),
+                       (["recent", "--limit", "0"], "invalid param '--limit'")):
+        refused = run(*verb, "--root", str(repo))
+        assert refused.returncode == 2 and said in refused.stderr, (verb, refused.stderr)

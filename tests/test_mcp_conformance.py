@@ -24,7 +24,8 @@ from ctxls.daemon.mcp_stdio import CALL_THREADS, McpStdioServer
 from ctxls.daemon.request_values import MAX_INT
 from ctxls.index.errors import InvalidParams
 from ctxls.index.scopes import named_scope
-from ctxls.index.vocabulary import MAX_SCOPE_CHARS, MAX_WRITE_BYTES, RECALL_KINDS
+from ctxls.index.vocabulary import (MAX_META_BYTES, MAX_META_DEPTH, MAX_SCOPE_CHARS,
+                                    MAX_WRITE_BYTES, RECALL_KINDS)
 
 CTXLS = [sys.executable, "-m", "ctxls.daemon.cli"]
 
@@ -303,3 +304,25 @@ def test_tools_list_refuses_a_cursor_it_never_handed_out():
     assert bogus["id"] == 1 and bogus["error"]["code"] == -32602
     assert "cursor" in bogus["error"]["message"]
     assert empty["result"] == bare["result"] == {"tools": [{"name": "echo"}]}
+
+
+def test_remembers_meta_states_the_bounds_a_write_enforces():
+    """remember's meta was refused past 64 KiB of JSON or 64 levels of
+    nesting, and its schema said neither (JSON Schema has no keyword for
+    them: the description states them, from the constants the check uses)."""
+    from ctxls.index.errors import TooLarge
+    from ctxls.index.memory.model import check_meta
+
+    meta = TOOLS_BY_NAME["remember"].describe()["inputSchema"]["properties"]["meta"]
+    assert f"{MAX_META_BYTES:,} bytes" in meta["description"]
+    assert f"nested at most {MAX_META_DEPTH} levels" in meta["description"]
+    fits = {"note": "x" * (MAX_META_BYTES - len('{"note":""}'))}
+    assert len(check_meta(fits).encode()) == MAX_META_BYTES
+    with pytest.raises(TooLarge):
+        check_meta({"note": fits["note"] + "x"})
+    nested: dict = {}
+    for _ in range(MAX_META_DEPTH - 1):
+        nested = {"a": nested}
+    check_meta(nested)
+    with pytest.raises(InvalidParams):
+        check_meta({"a": nested})

@@ -11,7 +11,8 @@ from ctxls.index.chunker import split_lines
 from ctxls.index.errors import InvalidParams, MemoryUnavailable, TooLarge
 from ctxls.index.paths import CONTROL_CHARACTER
 from ctxls.index.scopes import GLOBAL, Scope
-from ctxls.index.vocabulary import MAX_ID_CHARS, MAX_WRITE_BYTES, first_invalid
+from ctxls.index.vocabulary import (MAX_ID_CHARS, MAX_META_BYTES, MAX_META_DEPTH, MAX_WRITE_BYTES,
+                                    first_invalid)
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -21,9 +22,6 @@ MEMORY_KINDS = ("fact", "episode", "doc")
 UPLOAD_MODES = ("chunked", "blob")
 # The largest timestamp a row holds (SQLite's INTEGER, PostgreSQL's bigint).
 MAX_MS = (1 << 63) - 1
-# A row's meta: nesting levels and bytes of its JSON text (UTF-8).
-MAX_META_DEPTH = 64
-MAX_META_BYTES = 64 * 1024
 DEFAULT_EPISODE_WINDOW_DAYS = 30.0
 DAY_MS = 86_400_000
 # Memory's hybrid fusion (linear) and lexical pool (docs/decisions.md, "Memory: term
