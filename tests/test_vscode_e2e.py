@@ -108,7 +108,9 @@ def code_server(workspace: Path, home: Path, vsix: Path, settings: dict, trust: 
                 assert proc.poll() is None and time.monotonic() < deadline, (
                     (home / "code-server.log").read_text()[-3000:])
                 time.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/?folder={workspace}"
+        # A .code-workspace file opens as a (multi-root) workspace, anything else as a folder.
+        query = "workspace" if workspace.suffix == ".code-workspace" else "folder"
+        yield f"http://127.0.0.1:{port}/?{query}={workspace}"
     finally:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -154,7 +156,7 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     failed = [s for s in result["steps"] if not s["ok"]]
     assert not failed, f"{report}\n\noutput channel:\n{result['output']}\nscreenshots: {shots}"
     names = [s["name"] for s in result["steps"]]
-    assert len(names) == 12, names  # every step ran
+    assert len(names) == 13, names  # every step ran
     steps = {s["name"]: s["detail"] for s in result["steps"]}
     assert "caller" in steps["first code lens"]
     assert "ctxls ready · 5 files" in steps["status bar says ready"]
@@ -163,6 +165,8 @@ def test_the_extension_in_a_real_vs_code(tmp_path: Path) -> None:
     outline, workspace = steps["go to symbol: the file outline and workspace symbols are ctxls definitions"].split(" | ")
     assert "send_prepared" in outline and "send_prepared" in workspace
     assert "Session.request" in steps["impact of the symbol under the cursor fills the tree"]
+    # An untitled editor's position means nothing to the server: asked by name, it answered.
+    assert "retry_upload" in steps["impact in an untitled editor asks by the word under the cursor"]
     # The same numbers as Neovim shows for the same symbol (tests/test_nvim_plugin.py).
     assert steps["the code lens counts the caller once indexed"] == SEND_PREPARED_LENS
     risk_row = steps["impact of the symbol under the cursor fills the tree"]  # label, then description
@@ -229,3 +233,27 @@ def test_an_untrusted_folder_cannot_choose_the_program_vs_code_starts(tmp_path: 
         assert not [s for s in result["steps"] if not s["ok"]], f"{report}\n{result['output']}\nscreenshots: {shots}"
         assert "ctxls ready" in result["timings"]["indexed"], result["timings"]
         assert not marker.exists() and not (tmp_path / "planted.db").exists(), planted
+
+
+def test_a_workspace_whose_first_folder_is_gone_still_starts_the_server(tmp_path: Path) -> None:
+    """A multi-root workspace whose first folder was removed since it was
+    saved: the server starts in the next folder and serves it. With the gone
+    folder as its working directory the spawn failed (ENOENT), and the error
+    blamed ctxls.serverPath."""
+    requirements()
+    repo = tmp_path / "repo"
+    write_tree(repo, SAMPLE_FILES)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    workspace = tmp_path / "multi.code-workspace"
+    workspace.write_text(json.dumps({"folders": [{"path": str(tmp_path / "gone")}, {"path": str(repo)}]}))
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    vsix = build_vsix(tmp_path)
+    server = Path(sys.executable).with_name("ctxls")
+    with code_server(workspace, tmp_path / "home", vsix, {"ctxls.serverPath": str(server),
+                                                          "ctxls.embeddings": False}) as url:
+        result = drive(url, "pkg/session.py:16", shots, "bench")
+    report = "\n".join(f"{'ok ' if s['ok'] else 'FAIL'} {s['name']}: {s['detail']}" for s in result["steps"])
+    assert not [s for s in result["steps"] if not s["ok"]], f"{report}\n{result['output']}\nscreenshots: {shots}"
+    assert "ctxls ready" in result["timings"]["indexed"], result["timings"]
+    assert "caller" in result["timings"]["firstLens"], result["timings"]

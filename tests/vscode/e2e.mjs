@@ -286,6 +286,20 @@ try {
       return `${risk} | ${caller}`;
     });
 
+    await step('impact in an untitled editor asks by the word under the cursor', async () => {
+      await page.keyboard.press('Escape');
+      await runCommand('File: New Untitled Text File');
+      await waitForText('.tab.active', /Untitled/, 'an untitled editor');
+      await sleep(300);
+      await page.keyboard.type("Session().request('PUT', payload)", { delay: 5 });
+      // On `request`: the server never saw this editor, so its position means nothing there.
+      await quickInput('KeyG', '1:12');
+      await page.keyboard.press('Enter');
+      await runCommand('ctxls: Impact of Symbol');
+      // The tree held send_prepared's impact; Session.request's caller is retry_upload.
+      return waitForText('.pane-body .monaco-list-row', /retry_upload/, 'the caller of request in the tree');
+    });
+
     await step('go to symbol: the file outline and workspace symbols are ctxls definitions', async () => {
       await page.keyboard.press('Escape');
       await openFile('pkg/session.py');

@@ -4,9 +4,10 @@
 import * as vscode from 'vscode';
 
 import { describeRequestError } from './core/errors';
+import { impactAsk } from './core/impact';
 import { locatedLocation, locatedPickItems, locateParams, locateText, locateTitle } from './core/locate';
 import { rememberParams, validateMemoryText } from './core/memory';
-import { Method, type Impact, type ImpactParams, type LocateResult, type RecentActivityResult } from './core/protocol';
+import { Method, type Impact, type LocateResult, type RecentActivityResult } from './core/protocol';
 import { impactTree, recentActivityTree } from './core/trees';
 import type { CtxlsServer } from './server';
 import { openLocation, type NodeTreeView } from './views';
@@ -20,22 +21,35 @@ export async function showImpact(server: CtxlsServer, view: NodeTreeView): Promi
     void vscode.window.showInformationMessage('ctxls: put the cursor on a symbol in an editor first.');
     return;
   }
-  const params: ImpactParams = {
-    textDocument: { uri: editor.document.uri.toString() },
-    position: { line: editor.selection.active.line, character: editor.selection.active.character },
-  };
+  const { document } = editor;
+  const position = editor.selection.active;
+  const wordRange = document.getWordRangeAtPosition(position);
+  const ask = impactAsk({
+    uri: document.uri.toString(),
+    position: { line: position.line, character: position.character },
+    word: wordRange === undefined ? '' : document.getText(wordRange),
+    serverHasDocument: document.uri.scheme === 'file' && vscode.workspace.getWorkspaceFolder(document.uri) !== undefined,
+  });
+  if (ask === undefined) {
+    void vscode.window.showInformationMessage('ctxls: no symbol under the cursor.');
+    return;
+  }
   let impact: Impact | null;
   try {
     impact = await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Window, title: 'ctxls: impact' },
-      () => server.request<Impact | null>(Method.impact, params),
+      () => server.request<Impact | null>(Method.impact, ask.params),
     );
   } catch (error) {
     void vscode.window.showErrorMessage(describeRequestError(Method.impact, error));
     return;
   }
   if (impact === null) {
-    void vscode.window.showInformationMessage('ctxls: no symbol the server knows at the cursor.');
+    void vscode.window.showInformationMessage(
+      ask.symbol === undefined
+        ? 'ctxls: no symbol the server knows at the cursor.'
+        : `ctxls: ${ask.symbol} is not defined anywhere in the index.`,
+    );
     return;
   }
   const rootUris = (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.toString());

@@ -2,13 +2,22 @@
 // restarted when they change, and the one way the rest of the extension
 // sends requests.
 
+import { statSync } from 'node:fs';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { LanguageClient, State, TransportKind, type ProgressToken } from 'vscode-languageclient/node';
 
 import { cleanExitAsInfo } from './core/clientLog';
+import { isMissingProgram } from './core/errors';
 import type { MethodName, WorkDoneProgressValue } from './core/protocol';
-import { buildServerLaunch, scopeParam, SETTING_KEYS, type RawSettings, type ServerLaunch } from './core/settings';
+import {
+  buildServerLaunch,
+  scopeParam,
+  serverWorkingFolder,
+  SETTING_KEYS,
+  type RawSettings,
+  type ServerLaunch,
+} from './core/settings';
 
 export interface ProgressEvent {
   token: ProgressToken;
@@ -84,7 +93,9 @@ export class CtxlsServer implements vscode.Disposable {
         command: launch.command,
         args: launch.args,
         transport: TransportKind.stdio,
-        options: { cwd: vscode.workspace.workspaceFolders?.[0]?.uri.fsPath },
+        options: {
+          cwd: serverWorkingFolder((vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath), isDirectory),
+        },
       },
       {
         // Every file: the server decides what it indexes (`include`/`exclude`).
@@ -128,13 +139,22 @@ export class CtxlsServer implements vscode.Disposable {
     } catch (error) {
       const message = `ctxls: could not start "${[launch.command, ...launch.args].join(' ')}": ${String(error)}`;
       this.stateEmitter.fire({ running: false, error: message });
-      void vscode.window.showErrorMessage(`${message}. Set ctxls.serverPath to the ctxls command.`, 'Open Settings').then(
-        (choice) => {
+      if (isMissingProgram(error)) {
+        void vscode.window.showErrorMessage(`${message}. Set ctxls.serverPath to the ctxls command.`, 'Open Settings').then(
+          (choice) => {
+            if (choice !== undefined) {
+              void vscode.commands.executeCommand('workbench.action.openSettings', 'ctxls.serverPath');
+            }
+          },
+        );
+      } else {
+        // The program ran: why it stopped is in its log, not in the setting.
+        void vscode.window.showErrorMessage(`${message}. The server's log says why.`, 'Show Output').then((choice) => {
           if (choice !== undefined) {
-            void vscode.commands.executeCommand('workbench.action.openSettings', 'ctxls.serverPath');
+            this.showOutput();
           }
-        },
-      );
+        });
+      }
     }
   }
 
@@ -196,6 +216,14 @@ function clientChannel(channel: vscode.OutputChannel): vscode.OutputChannel {
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
     },
   });
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 function readSettings(): RawSettings {

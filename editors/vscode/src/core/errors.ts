@@ -36,6 +36,17 @@ export function describeRequestError(method: MethodName, error: unknown): string
   }
 }
 
+/**
+ * Whether starting the server failed because its program is not there or
+ * cannot run: the spawn's ENOENT or EACCES (the language client rejects with
+ * "Launching server using command X failed. Error: spawn X ENOENT"). With a
+ * working directory that exists, that is the program's fault, which
+ * ctxls.serverPath fixes; anything else is in the server's log.
+ */
+export function isMissingProgram(error: unknown): boolean {
+  return /\bspawn\b.*\b(ENOENT|EACCES)\b/.test(errorMessage(error));
+}
+
 function errorMessage(error: unknown): string {
   const message = (error as ErrorLike | null)?.message;
   if (typeof message === 'string' && message !== '') {

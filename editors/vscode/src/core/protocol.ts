@@ -126,10 +126,14 @@ export interface Impact {
   definitionsMatched?: number;
 }
 
-export interface ImpactParams {
-  textDocument: { uri: string };
-  position: Position;
-}
+/**
+ * At a position in a document the server has, or by name: a name or a
+ * qualified symbol (`Session.request`); with a name, `textDocument` only ranks
+ * several definitions by how close they are to it.
+ */
+export type ImpactParams =
+  | { textDocument: { uri: string }; position: Position }
+  | { symbol: string; textDocument?: { uri: string } };
 
 export interface ActivityItem {
   /** Repo-relative POSIX path of the edited file. */

@@ -57,6 +57,11 @@ export interface LaunchContext {
 
 const DEFAULT_SERVER_PATH = 'ctxls';
 const MAX_DEBOUNCE_MS = 10_000;
+// The owner is sent as `scope`, so it follows the server's rules for scope
+// names (index/scopes.py, index/vocabulary.py MAX_SCOPE_CHARS).
+const SHARED_SCOPE = '@global';
+const RESERVED_SCOPE_PREFIX = '@';
+const MAX_SCOPE_CHARS = 256;
 
 export function buildServerLaunch(raw: RawSettings, context: LaunchContext): ServerLaunch {
   const problems: string[] = [];
@@ -112,13 +117,43 @@ export function buildServerLaunch(raw: RawSettings, context: LaunchContext): Ser
   for (const key of ['owner', 'session', 'dbPath'] as const) {
     const value = raw[key];
     if (isNonBlankString(value)) {
-      options[key] = key === 'dbPath' ? expandHome(value.trim(), context.homeDir) : value.trim();
+      const refused = key === 'owner' ? scopeNameProblem(value.trim()) : undefined;
+      if (refused !== undefined) {
+        problem(key, refused);
+      } else {
+        options[key] = key === 'dbPath' ? expandHome(value.trim(), context.homeDir) : value.trim();
+      }
     } else if (isSet(value)) {
       problem(key, 'must be a string');
     }
   }
 
   return { command, args: ['serve', ...extraArgs], initializationOptions: options, problems };
+}
+
+/**
+ * The server's working directory: the first workspace folder that is a
+ * directory, else none (the extension host's). A folder removed since the
+ * workspace was saved would fail the spawn itself (ENOENT), whatever the
+ * program.
+ */
+export function serverWorkingFolder(
+  folders: readonly string[],
+  isDirectory: (path: string) => boolean,
+): string | undefined {
+  return folders.find((folder) => isDirectory(folder));
+}
+
+/** Why the server would refuse `name` as a scope, or undefined when it accepts it. */
+function scopeNameProblem(name: string): string | undefined {
+  // Counted in code points, as the server (Python) counts characters.
+  if (Array.from(name).length > MAX_SCOPE_CHARS) {
+    return `must be at most ${MAX_SCOPE_CHARS} characters`;
+  }
+  if (name.startsWith(RESERVED_SCOPE_PREFIX) && name !== SHARED_SCOPE) {
+    return `must not start with '${RESERVED_SCOPE_PREFIX}' ('${SHARED_SCOPE}', the shared tier, excepted)`;
+  }
+  return undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { describeRequestError, errorCode } from '../core/errors';
+import { describeRequestError, errorCode, isMissingProgram } from '../core/errors';
 import { ErrorCode, Method } from '../core/protocol';
 
 function rpcError(code: number, message: string, data?: unknown): Error & { code: number; data?: unknown } {
@@ -50,5 +50,20 @@ describe('errorCode', () => {
     assert.equal(errorCode(new Error('plain')), undefined);
     assert.equal(errorCode({ code: 'ENOENT' }), undefined);
     assert.equal(errorCode(undefined), undefined);
+  });
+});
+
+describe('isMissingProgram', () => {
+  test('a spawn the program itself failed: ctxls.serverPath is the fix', () => {
+    // As vscode-languageclient rejects client.start() when the spawn fails.
+    assert.equal(isMissingProgram('Launching server using command /opt/ctxls failed. Error: spawn /opt/ctxls ENOENT'), true);
+    assert.equal(isMissingProgram('Launching server using command ./run.sh failed. Error: spawn ./run.sh EACCES'), true);
+    assert.equal(isMissingProgram(new Error('spawn ctxls ENOENT')), true);
+  });
+
+  test('a server that started and then failed is not blamed on the setting', () => {
+    assert.equal(isMissingProgram(new Error('Pending response rejected since connection got disposed')), false);
+    assert.equal(isMissingProgram(rpcError(-32603, "ENOENT: no such file or directory, open '/tmp/x.db'")), false);
+    assert.equal(isMissingProgram(undefined), false);
   });
 });

@@ -3,7 +3,14 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 
-import { buildServerLaunch, resolveServerPath, scopeParam, SETTING_KEYS, type RawSettings } from '../core/settings';
+import {
+  buildServerLaunch,
+  resolveServerPath,
+  scopeParam,
+  serverWorkingFolder,
+  SETTING_KEYS,
+  type RawSettings,
+} from '../core/settings';
 
 const context = { homeDir: '/home/ada', workspaceFolder: '/work/repo', trusted: true };
 
@@ -143,6 +150,28 @@ describe('buildServerLaunch', () => {
     assert.equal(launch.problems.length, 1);
   });
 
+  test('an owner the server refuses as a scope is named once and not sent', () => {
+    // Sent as `scope` with every recall, remember and get: a refused name failed them all.
+    for (const [owner, problem] of [
+      ['@me', "ctxls.owner must not start with '@' ('@global', the shared tier, excepted); using the default."],
+      [' @team ', "ctxls.owner must not start with '@' ('@global', the shared tier, excepted); using the default."],
+      ['t'.repeat(257), 'ctxls.owner must be at most 256 characters; using the default.'],
+    ]) {
+      const launch = buildServerLaunch({ owner, session: 's1' }, context);
+      assert.deepEqual(launch.initializationOptions, { session: 's1' }, owner);
+      assert.deepEqual(launch.problems, [problem], owner);
+      assert.deepEqual(scopeParam(launch.initializationOptions), {}, owner);
+    }
+  });
+
+  test('the shared tier and names up to 256 characters are owners the server accepts', () => {
+    for (const owner of ['@global', 'team@a', 't'.repeat(256), '\u{1F600}'.repeat(256)]) {
+      const launch = buildServerLaunch({ owner }, context);
+      assert.deepEqual(launch.initializationOptions, { owner }, owner);
+      assert.deepEqual(launch.problems, [], owner);
+    }
+  });
+
   test('dbPath under ~ is expanded (the server does not)', () => {
     const launch = buildServerLaunch({ dbPath: '~/indexes/repo.db' }, context);
     assert.equal(launch.initializationOptions.dbPath, '/home/ada/indexes/repo.db');
@@ -172,6 +201,25 @@ describe('resolveServerPath', () => {
 
   test('without a workspace folder a relative path is left to the process cwd', () => {
     assert.equal(resolveServerPath('.venv/bin/ctxls', { homeDir: '/h', trusted: true }), '.venv/bin/ctxls');
+  });
+});
+
+describe('serverWorkingFolder', () => {
+  const existing = new Set(['/work/beta', '/work/gamma']);
+  const isDirectory = (path: string): boolean => existing.has(path);
+
+  test('the first workspace folder, while it exists', () => {
+    assert.equal(serverWorkingFolder(['/work/beta', '/work/gamma'], isDirectory), '/work/beta');
+  });
+
+  test('a first folder removed since the workspace was saved is passed over', () => {
+    // As the spawn's cwd it failed every start with ENOENT, blamed on ctxls.serverPath.
+    assert.equal(serverWorkingFolder(['/work/gone', '/work/beta', '/work/gamma'], isDirectory), '/work/beta');
+  });
+
+  test('no folder that exists, or none at all: no working directory', () => {
+    assert.equal(serverWorkingFolder(['/work/gone'], isDirectory), undefined);
+    assert.equal(serverWorkingFolder([], isDirectory), undefined);
   });
 });
 
