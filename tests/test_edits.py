@@ -127,9 +127,16 @@ def test_a_buffer_closed_without_saving_is_no_disk_edit(sample_root):
         engine.close()
 
 
-def test_a_file_written_on_disk_while_its_buffer_was_open_is_a_disk_edit_at_close(sample_root):
+@pytest.mark.parametrize("dated_ms", [1, -4], ids=["after-the-rows", "a-clock-tick-before"])
+def test_a_file_written_on_disk_while_its_buffer_was_open_is_a_disk_edit_at_close(
+        sample_root, dated_ms: int):
     """The other side of the rule above: the disk's text is newer than the
-    buffer's rows, so going back to it is a disk edit, dated by its write."""
+    buffer's rows, so going back to it is a disk edit, dated by its write.
+    The kernel dates a write by its coarse clock, up to a tick before the
+    wall clock that dated the buffer's rows: a write just after they were
+    made read as older, and going back to it logged nothing (CI saw an
+    agent's write vanish from recent activity). The rows keep the disk's
+    stat from when the buffer took over; any other stat is a write."""
     from ctxls.index.engine import Engine, EngineOptions
 
     engine = Engine(sample_root, EngineOptions(embeddings=False))
@@ -138,36 +145,13 @@ def test_a_file_written_on_disk_while_its_buffer_was_open_is_a_disk_edit_at_clos
         path = sample_root / "pkg/session.py"
         engine.set_buffer("pkg/session.py", path.read_text())
         path.write_text(path.read_text().replace("self.closed = True", "self.closed = 'yes'"))
-        written_ms = engine.store.file_state("pkg/session.py").indexed_at + 1  # after the rows
+        written_ms = engine.store.file_state("pkg/session.py").indexed_at + dated_ms
         os.utime(path, ns=(written_ms * 1_000_000, written_ms * 1_000_000))
         engine.close_buffer("pkg/session.py")
         items = engine.recent_activity()
         assert [(a.id, a.symbol, a.origin) for a in items] == [
             ("pkg/session.py", "Session.close", "disk")]
         assert items[0].last_edited_at == path.stat().st_mtime_ns // 1_000_000
-    finally:
-        engine.close()
-
-
-def test_a_disk_write_dated_before_the_buffers_rows_is_still_a_disk_edit_at_close(sample_root):
-    """The kernel dates a write by its coarse clock, up to a tick before
-    the wall clock that dated the buffer's rows: a write just after they
-    were made read as older, and going back to it logged nothing (CI saw
-    an agent's write vanish from recent activity). The rows keep the
-    disk's stat from when the buffer took over; any other stat is a write."""
-    from ctxls.index.engine import Engine, EngineOptions
-
-    engine = Engine(sample_root, EngineOptions(embeddings=False))
-    try:
-        engine.cold_index()
-        path = sample_root / "pkg/session.py"
-        engine.set_buffer("pkg/session.py", path.read_text())
-        path.write_text(path.read_text().replace("self.closed = True", "self.closed = 'yes'"))
-        tick_before_ms = engine.store.file_state("pkg/session.py").indexed_at - 4
-        os.utime(path, ns=(tick_before_ms * 1_000_000, tick_before_ms * 1_000_000))
-        engine.close_buffer("pkg/session.py")
-        assert [(a.id, a.symbol, a.origin) for a in engine.recent_activity()] == [
-            ("pkg/session.py", "Session.close", "disk")]
     finally:
         engine.close()
 

@@ -513,36 +513,46 @@ async def test_a_stopped_daemon_is_named_to_the_cli_and_the_agent_and_nobody_tak
             assert agent_store_files(repo) == []
 
 
+@contextmanager
+def editor_serve(repo: Path) -> Iterator[tuple["RawConnection", dict]]:
+    """An editor's `ctxls serve` on ``repo`` (a proxy where a daemon
+    listens): its connection and the answer to its `initialize`."""
+    from rawrpc import RawConnection
+
+    editor = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    try:
+        def write(data: bytes) -> None:
+            editor.stdin.write(data)
+            editor.stdin.flush()
+
+        conn = RawConnection(editor.stdout, write, True)
+        uri = repo.resolve().as_uri()
+        answer = conn.request("initialize", {
+            "processId": None, "rootUri": uri, "capabilities": {},
+            "workspaceFolders": [{"uri": uri, "name": repo.name}],
+            "initializationOptions": {"embeddings": False}}, "init", timeout=90)
+        yield conn, answer
+    finally:
+        editor.kill()
+        editor.wait(timeout=30)
+
+
 def test_an_editor_proxied_to_a_stopped_daemon_gets_its_initialize_answered(repo: Path):
     """An editor's `ctxls serve` finds the stopped daemon's socket live (the
     kernel accepts on it) and proxies to it: the editor's `initialize` waited
     forever. The proxy answers it within the liveness bound with the
     daemon's PID and what to do, and swallows a late answer."""
-    from rawrpc import RawConnection
-
     with headless_owner(repo) as owner:
         owner.send_signal(signal.SIGSTOP)
-        editor = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)
         try:
-            def write(data: bytes) -> None:
-                editor.stdin.write(data)
-                editor.stdin.flush()
-
-            conn = RawConnection(editor.stdout, write, True)
-            uri = repo.resolve().as_uri()
-            answer = conn.request("initialize", {
-                "processId": None, "rootUri": uri, "capabilities": {},
-                "workspaceFolders": [{"uri": uri, "name": repo.name}],
-                "initializationOptions": {"embeddings": False}}, "init", timeout=90)
-            assert "error" in answer, answer
-            assert f"(PID {owner.pid}) accepts connections but did not answer" in \
-                answer["error"]["message"]
+            with editor_serve(repo) as (conn, answer):
+                assert "error" in answer, answer
+                assert f"(PID {owner.pid}) accepts connections but did not answer" in \
+                    answer["error"]["message"]
         finally:
             owner.send_signal(signal.SIGCONT)
-            editor.kill()
-            editor.wait(timeout=30)
 
 
 def test_an_editor_proxied_to_a_daemon_stopped_mid_session_gets_its_requests_answered(repo: Path):
@@ -551,41 +561,22 @@ def test_an_editor_proxied_to_a_daemon_stopped_mid_session_gets_its_requests_ans
     bounded). A request the owner leaves unanswered past the liveness bound,
     with the owner failing a liveness exchange of its own, is answered with
     the daemon's PID and what to do; once it runs again it answers again."""
-    from rawrpc import RawConnection
-
-    with headless_owner(repo) as owner:
-        editor = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.DEVNULL)
+    with headless_owner(repo) as owner, editor_serve(repo) as (conn, answer):
+        assert "result" in answer, answer
+        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        status = conn.request("ctxls/status", {}, "before", timeout=90)
+        assert "result" in status, status
+        owner.send_signal(signal.SIGSTOP)
         try:
-            def write(data: bytes) -> None:
-                editor.stdin.write(data)
-                editor.stdin.flush()
-
-            conn = RawConnection(editor.stdout, write, True)
-            uri = repo.resolve().as_uri()
-            answer = conn.request("initialize", {
-                "processId": None, "rootUri": uri, "capabilities": {},
-                "workspaceFolders": [{"uri": uri, "name": repo.name}],
-                "initializationOptions": {"embeddings": False}}, "init", timeout=90)
-            assert "result" in answer, answer
-            conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-            status = conn.request("ctxls/status", {}, "before", timeout=90)
-            assert "result" in status, status
-            owner.send_signal(signal.SIGSTOP)
-            try:
-                answer = conn.request("ctxls/status", {}, "stopped", timeout=90)
-                assert "error" in answer, answer
-                assert f"(PID {owner.pid}) accepts connections but did not answer" in \
-                    answer["error"]["message"]
-            finally:
-                owner.send_signal(signal.SIGCONT)
-            conn.send({"jsonrpc": "2.0", "id": "resumed", "method": "ctxls/status", "params": {}})
-            replies = [conn.reply(timeout=90)]
-            while replies[-1].get("id") != "resumed":
-                replies.append(conn.reply(timeout=90))
-            assert "result" in replies[-1], replies
-            assert [r for r in replies if r.get("id") == "stopped"] == []  # one answer per request
+            answer = conn.request("ctxls/status", {}, "stopped", timeout=90)
+            assert "error" in answer, answer
+            assert f"(PID {owner.pid}) accepts connections but did not answer" in \
+                answer["error"]["message"]
         finally:
-            editor.kill()
-            editor.wait(timeout=30)
+            owner.send_signal(signal.SIGCONT)
+        conn.send({"jsonrpc": "2.0", "id": "resumed", "method": "ctxls/status", "params": {}})
+        replies = [conn.reply(timeout=90)]
+        while replies[-1].get("id") != "resumed":
+            replies.append(conn.reply(timeout=90))
+        assert "result" in replies[-1], replies
+        assert [r for r in replies if r.get("id") == "stopped"] == []  # one answer per request
