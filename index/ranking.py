@@ -610,6 +610,7 @@ def _rescored(conn: Connection, kind: str, shape: QueryShape, ranked: list[Score
     for hit in rest:
         hit.score = min(hit.score, rescored[-1].score)
         hit.features.similarity = None
+        hit.features.cosine = 0.0  # nor in its `why`: one list never shows two models' cosines
     return rescored + rest
 
 

@@ -145,6 +145,8 @@ def test_the_transformer_scores_the_fast_tiers_first_hits_and_keeps_their_vector
     head, tail = hits[:pool], hits[pool:]
     assert {hit.evidence.model for hit in hits} == {CODE_MODEL_NAME}
     assert all(hit.evidence.cosine is None for hit in tail)
+    # Nor does their `why` (the fast tier's cosine beside the transformer's above them).
+    assert [c for hit in tail for c in hit.why or () if c.feature == "cosine"] == []
     assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
     conn = engine.store.reader()
     texts = {hit.symbol: embedding_text(hit.path, hit.symbol, conn.execute(
