@@ -318,8 +318,10 @@ def left_out_line(status: dict) -> str:
         left = status.get(key) or {}
         if not left.get("count"):
             continue
-        reasons = collections.Counter(entry["reason"].split(" (")[0] for entry in left.get("files", []))
-        listed = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
+        # Every file by its reason's kind (a daemon before `reasons`: the listed ones).
+        reasons = left.get("reasons") or collections.Counter(
+            entry["reason"].split(" (")[0] for entry in left.get("files", []))
+        listed = ", ".join(f"{reason} {n}" for reason, n in collections.Counter(reasons).most_common())
         lines += f"  {label} {left['count']}: {listed}\n"
     return lines
 

@@ -540,9 +540,21 @@ def is_utf8(text: str) -> bool:
     return True
 
 
+# A symlink to a file in the root: that file is indexed under its own path.
+SYMLINK_TO = "symlink to "
+
+
+def reason_family(reason: str) -> str:
+    """A reason left out of its particulars, for counting by kind:
+    `unreadable (permission denied)` → `unreadable`, `symlink to src/a.py`
+    → `symlink to a file in the root`."""
+    family = reason.split(" (")[0]
+    return "symlink to a file in the root" if family.startswith(SYMLINK_TO) else family
+
+
 def _alias_reason(root: Path, path: str, real: str | None) -> str:
     if real is not None:
-        return f"symlink to {real}"
+        return f"{SYMLINK_TO}{real}"
     try:
         (root / path).resolve()
     except (RuntimeError, OSError):

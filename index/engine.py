@@ -7,6 +7,7 @@ Everything a shell (daemon, CLI, MCP bridge, benchmark) needs goes through
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -20,8 +21,8 @@ from typing import Callable, Protocol, TypeVar
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, UNKNOWN_SIGNATURE, DiscoveryOptions, Skipped,
                                    byte_limit, decode_text, ignored_paths, indexed_buffer_text,
-                                   looks_binary, read_file, relative_path, repositories_among,
-                                   sets_ignore_rules, stat_signature)
+                                   looks_binary, read_file, reason_family, relative_path,
+                                   repositories_among, sets_ignore_rules, stat_signature)
 from ctxls.index import graph, postings
 from ctxls.index.priority import lower_thread_priority
 from ctxls.index.cancel import check_cancelled
@@ -1754,9 +1755,12 @@ def _recall_without(result: RecallResult, changed: set[str]) -> RecallResult:
 
 
 def reasons_json(reasons: dict[str, str]) -> dict:
-    """Files and why (left out of the index; read as line windows), for status."""
+    """Files and why (left out of the index; read as line windows), for
+    status: every file counted by its reason's kind, the first
+    STATUS_SKIPPED_LISTED listed."""
     listed = sorted(dict(reasons).items())
-    return {"count": len(listed),
+    by_kind = collections.Counter(reason_family(reason) for _, reason in listed)
+    return {"count": len(listed), "reasons": dict(by_kind.most_common()),
             "files": [{"path": p, "reason": r} for p, r in listed[:STATUS_SKIPPED_LISTED]]}
 
 

@@ -215,6 +215,31 @@ def test_a_minified_script_is_left_out_whatever_its_name(plain: Path):
         engine.close()
 
 
+def test_status_counts_every_file_left_out_by_its_reasons_kind(plain: Path, tmp_path: Path):
+    """Status listed the first 100 skipped files and the text line grouped
+    those by their whole reason: 150 links (each "symlink to <its target>")
+    printed 100 groups of 1 that added to 100 of the 150 stated, and a link
+    out of the root sorted past the first 100 was counted nowhere."""
+    from ctxls.daemon.formatting import left_out_line
+
+    (tmp_path / "outside.py").write_text("SECRET = 1\n")
+    write_tree(plain, {f"src/r{i}.py": f"def f{i}():\n    return {i}\n" for i in range(150)})
+    (plain / "links").mkdir()
+    for i in range(150):
+        (plain / "links" / f"l{i}.py").symlink_to(plain / "src" / f"r{i}.py")
+    (plain / "zz_out.py").symlink_to(tmp_path / "outside.py")  # sorts after every link
+    engine = Engine(plain, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        skipped = engine.status()["skipped"]
+        assert skipped["count"] == 151 and len(skipped["files"]) == 100
+        assert skipped["reasons"] == {"symlink to a file in the root": 150, "symlink outside the root": 1}
+        assert left_out_line({"skipped": skipped}) == (
+            "  skipped  151: symlink to a file in the root 150, symlink outside the root 1\n")
+    finally:
+        engine.close()
+
+
 def test_relative_path_refuses_escapes(plain: Path, tmp_path: Path):
     (plain / "link").symlink_to(tmp_path)
     assert relative_path(plain, "pkg/session.py") == "pkg/session.py"
