@@ -284,6 +284,10 @@ class DiskFollower:
         # The watch a new folder or new ignore rules replaced, open until its
         # successor stands: what it saw in between is handled, not lost.
         self._previous: RustNotify | StatPoller | None = None
+        # The replaced native watch's poller of the folders it could not watch
+        # (or a picture of every folder, near the watch limit): scanned once
+        # more once the successor stands, so a change made in between is seen.
+        self._previous_poller: StatPoller | None = None
         # When the watch last held nothing it had not handled (monotonic): a
         # watch returning with nothing, or its batch handled. ``caught_up``
         # waits on it.
@@ -425,9 +429,12 @@ class DiskFollower:
             unwatched = _unwatched(paths, mine)
             if unwatched and self._previous is not None:
                 # The replaced watch holds the watches this one lacks: take what
-                # both saw, let both go and watch again without holding one
-                # (the short gap of a plain restart, only near the limit).
+                # both saw, let both go and watch again without holding one.
+                # A picture of every folder, taken while the old watch stands,
+                # is scanned once the next one stands: nothing made in between is lost.
+                picture = StatPoller(paths, self._followed, self._git_files())
                 changes = self._drain_previous() | self._pending(notify)
+                self._previous_poller = picture
                 if changes:
                     self._handle(changes)
                 return
@@ -447,6 +454,7 @@ class DiskFollower:
                 if changes:
                     self._handle(changes)
                 self._previous, notify = notify, None
+                self._previous_poller = poller
                 return
             scanned = time.monotonic()
             while not self._stop.is_set():
@@ -460,6 +468,7 @@ class DiskFollower:
                 if changes and self._handle(changes):
                     self._handled_to(returned)
                     self._previous, notify = notify, None  # new folders: watch them too
+                    self._previous_poller = poller
                     return
                 self._handled_to(returned)
                 changes = set()
@@ -490,16 +499,19 @@ class DiskFollower:
             raise _WatchLost from exc
 
     def _drain_previous(self) -> set[tuple[watchfiles.Change, str]]:
-        """What the replaced watch saw until now (its successor stands), and close it."""
+        """What the replaced watch and its poller saw until now (its successor
+        stands), and close it."""
+        poller, self._previous_poller = self._previous_poller, None
+        changes = poller.scan() if poller is not None else set()
         previous, self._previous = self._previous, None
         if previous is None:
-            return set()
+            return changes
         if isinstance(previous, StatPoller):
-            return previous.scan()
+            return changes | previous.scan()
         try:
-            return self._pending(previous)
+            return changes | self._pending(previous)
         except _WatchLost:  # its events are lost: the watch replacing it checks every file
-            return set()
+            return changes
         finally:
             previous.close()
 

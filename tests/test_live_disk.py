@@ -502,6 +502,88 @@ def test_a_new_folder_near_the_watch_limit_is_watched_not_polled(tmp_path: Path)
     assert "in_the_new_folder" in result["seen"] and "appended_later" in result["seen"]
 
 
+EDIT_WHILE_REWATCHING_SCRIPT = """
+import json, os, sys, time
+from ctxls.index import live
+from ctxls.index.engine import Engine, EngineOptions
+root, edit_in = sys.argv[1], os.environ["EDIT_IN"]  # "polled" or "watched"
+pollers = []  # the folders each StatPoller was made for
+watches = []
+edited = []
+
+
+def edit_once() -> None:
+    folders = [f for f in os.listdir(root) if f.startswith("d") and f != "d9"]
+    polled = {os.path.basename(f) for f in pollers[0]}
+    folder = max(f for f in folders if f in polled) if edit_in == "polled" \\
+        else min(f for f in folders if f not in polled)
+    with open(f"{root}/{folder}/m.py", "a") as fh:
+        fh.write("\\n\\ndef edited_while_rewatching():\\n    pass\\n")
+    edited.append(folder)
+
+
+class PollerAfterAnEdit(live.StatPoller):
+    # "polled": the first poller is the first watch's; the next one is made
+    # while a new folder's watch is set up: the edit lands just before it lists.
+    def __init__(self, folders, *args):
+        if edit_in == "polled" and pollers and not edited:
+            edit_once()
+        pollers.append(list(folders))
+        super().__init__(folders, *args)
+
+
+def watch_after_an_edit(*args):
+    # "watched": the second watch finds the first holding every watch the
+    # limit allows; both go, and the edit lands before the third one stands.
+    if edit_in == "watched" and len(watches) == 2 and not edited:
+        edit_once()
+    watches.append(args[0])
+    return real_watch(*args)
+
+
+real_watch = live.RustNotify
+live.StatPoller = PollerAfterAnEdit
+live.RustNotify = watch_after_an_edit
+engine = Engine(root, EngineOptions(watch="auto"))
+engine.follow_disk()
+engine.follower.established.wait(10)
+engine.cold_index()
+os.mkdir(f"{root}/d9")
+with open(f"{root}/d9/m.py", "w") as fh:
+    fh.write("def in_the_new_folder():\\n    pass\\n")
+deadline = time.monotonic() + 15
+while time.monotonic() < deadline:
+    seen = sorted(a.symbol for a in engine.recent_activity() if a.symbol)
+    if {"in_the_new_folder", "edited_while_rewatching"} <= set(seen):
+        break
+    time.sleep(0.1)
+print(json.dumps({"edited": edited, "watches": len(watches), "seen": seen}))
+engine.close()
+"""
+
+
+@pytest.mark.parametrize("edit_in", ["polled", "watched"])
+def test_an_edit_made_while_a_new_watch_is_set_up_at_the_watch_limit_is_not_lost(
+        tmp_path: Path, monkeypatch, edit_in: str):
+    """At the watch limit the folders over it are polled, and a new watch
+    cannot stand beside the old one: both go and the watch is made again.
+    The poller went with the old watch, so the next poller's first listing
+    already held a file edited in between ("polled"), and a folder the old
+    watch covered was followed by nothing until the next stood ("watched"):
+    either edit was never reported. A picture of every folder, taken while
+    the old watch stands, is now scanned once its successor stands."""
+    root = tmp_path / "rewatch"
+    write_tree(root, {f"d{i}/m.py": f"def f{i}():\n    pass\n" for i in range(6)})
+    git(root, "init", "-q")
+    script = tmp_path / "rewatch.py"
+    script.write_text(EDIT_WHILE_REWATCHING_SCRIPT)
+    monkeypatch.setenv("EDIT_IN", edit_in)
+    result = json.loads(run_with_watch_limit(4, script, root).stdout.strip().splitlines()[-1])
+    assert result["edited"], result  # the edit was made where it was meant to be
+    assert "in_the_new_folder" in result["seen"], result
+    assert "edited_while_rewatching" in result["seen"], result
+
+
 def test_folders_over_the_platforms_watch_limit_are_polled_and_reported(tmp_path: Path):
     """inotify's limit, for real: a user namespace of its own whose
     max_inotify_watches is 4 (the kernel counts watches per user namespace)."""
