@@ -119,6 +119,9 @@ class Embedder(Protocol):
     # caller's thread. A transformer's (milliseconds) runs on the query pool
     # beside the caller's lexical work (semantic.SemanticIndex.query_vector_soon).
     queries_inline: bool
+    # embedModel named it (load_embedder): only an engine embedding with a
+    # chosen model replaces a store's vectors of another model (semantic.py).
+    chosen: bool
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """float32 [len(texts), dim], each row L2-normalised: passages (chunks, memory)."""
@@ -185,7 +188,13 @@ def builtin_model_files(name: str) -> ModelFiles:
         return ModelFiles(model=model_dir / "model.onnx", tokenizer=TOKENIZER_FILE,
                           model_sha256=MINILM_MODEL_SHA256, tokenizer_sha256=TOKENIZER_SHA256,
                           name=MINILM_MODEL_NAME)
-    raise EmbedderUnavailable(f"no built-in embedding model {name!r}")
+    raise EmbedderUnavailable(f"no built-in embedding model {name!r} (built in: {_builtin_names()})")
+
+
+def _builtin_names() -> str:
+    """The names ``embedModel`` accepts alone, for messages."""
+    return ", ".join((CODE_MODEL_NAME, STATIC_MODEL_NAME, MINILM_MODEL_NAME.removesuffix("-int8"),
+                      E5_MODEL_NAME))
 
 
 def user_model_files(model: str, tokenizer: str) -> ModelFiles:
@@ -430,18 +439,34 @@ def model_files(model: str | None = None, tokenizer: str | None = None) -> Model
         return builtin_model_files(DEFAULT_MODEL_NAME)
     if model and not tokenizer and is_builtin_model(model):
         return builtin_model_files(model)
-    if not (model and tokenizer):
-        raise EmbedderUnavailable("embedModel and embedTokenizer go together")
+    if model and not tokenizer:
+        # A typo of a built-in name read as "give a tokenizer" sent users hunting for one.
+        raise EmbedderUnavailable(
+            f"embedModel {model!r} is not a built-in model (built in: {_builtin_names()}); "
+            "an ONNX model file of your own needs embedTokenizer beside it")
+    if not model:
+        raise EmbedderUnavailable("embedTokenizer needs embedModel (an ONNX model file) beside it")
     return user_model_files(os.path.expanduser(model), os.path.expanduser(tokenizer))
 
 
 def load_embedder(model: str | None = None, tokenizer: str | None = None) -> Embedder:
+    """The model ``embedModel`` / ``embedTokenizer`` name (neither: the default)."""
+    embedder: Embedder
     if model == E5_MODEL_NAME:
-        return E5Embedder()
-    files = model_files(model, tokenizer)
-    if files.name == STATIC_MODEL_NAME:
-        return StaticEmbedder(files)
-    return OnnxEmbedder(files)
+        embedder = E5Embedder()
+    else:
+        files = model_files(model, tokenizer)
+        embedder = StaticEmbedder(files) if files.name == STATIC_MODEL_NAME else OnnxEmbedder(files)
+    embedder.chosen = bool(model or tokenizer)
+    return embedder
+
+
+def builtin_model_named(name: str) -> str | None:
+    """The ``embedModel`` value that loads the built-in model whose
+    ``Embedder.name`` is ``name`` (as a store's model stamp records it), or None."""
+    if name == f"{E5_MODEL_NAME}-q4":
+        return E5_MODEL_NAME
+    return _builtin_name(name)
 
 
 def _plain_tokenizer(files: ModelFiles):

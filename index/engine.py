@@ -1218,13 +1218,20 @@ class Engine:
         if semantic is None:
             if pending == 0 and self.store.reader().execute("SELECT 1 FROM chunks LIMIT 1").fetchone() is None:
                 return None  # nothing indexed (an empty repository): nothing to miss
-            return (f"no vectors yet ({pending} chunks waiting to be embedded): ranked by "
-                    "keywords (BM25) only")
+            return (f"no vectors yet ({pending} chunks waiting to be embedded{self._embedding_paused()}): "
+                    "ranked by keywords (BM25) only")
         reasons = [self.serving_text()] if semantic is self.fast_semantic else []
         if semantic.pending():
-            reasons.append(f"{semantic.pending()} chunks still lack a vector: ranking by "
-                           "meaning does not see them yet")
+            reasons.append(f"{semantic.pending()} chunks still lack a vector{self._embedding_paused()}: "
+                           "ranking by meaning does not see them yet")
         return "; ".join(reasons) or None
+
+    def _embedding_paused(self) -> str:
+        """`; embedding is paused: …` while a tier's worker waits for the
+        store to take its writes (a full disk …), else ''."""
+        paused = next((tier.paused for tier in self._tiers if tier.paused is not None), None)
+        return (f"; embedding is paused ({paused}) until the store takes writes again"
+                if paused is not None else "")
 
     def serving_text(self) -> str:
         """`semantic: fast tier (ctxls-code-static-256), its first hits scored by

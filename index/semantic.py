@@ -44,8 +44,8 @@ import numpy as np
 from ctxls.index import ann_file
 from ctxls.index.embed_text import EMBED_TEXT_VERSION, embedding_text, memory_embedding_text
 from ctxls.index.cancel import check_cancelled
-from ctxls.index.embeddings import Embedder, EmbedderUnavailable
-from ctxls.index.errors import WriteFailed
+from ctxls.index.embeddings import Embedder, EmbedderUnavailable, builtin_model_named, load_embedder
+from ctxls.index.errors import StoreError, WriteFailed
 from ctxls.index.priority import FAST_TIER_NICENESS, TRANSFORMER_NICENESS, set_thread_niceness
 from ctxls.index.private import restrict
 from ctxls.index.store import Store
@@ -113,6 +113,10 @@ class SemanticIndex:
         self._warn = warn
         self.embedder: Embedder | None = None
         self.failed: str | None = None
+        # The store refused the worker's last write or the model's check (a
+        # full disk …): it tries again every REFUSED_WAIT_S; status says so.
+        self.paused: StoreError | None = None
+        self._loaded: Embedder | None = None  # the model, loaded before the store took its stamp
         # Why the ANN file was rebuilt from SQLite at load, for status.
         self.rebuilt_reason: str | None = None
         self._ann = None
@@ -176,17 +180,22 @@ class SemanticIndex:
             if self.ready or self.failed is not None:
                 return self.ready
             try:
-                embedder = self._load_embedder()
+                if self._loaded is None:
+                    self._loaded = self._load_embedder()
+                embedder = self._checked_model(self._loaded)
+                ann = self._open_ann(embedder.dim, self._model_stamp(embedder))
             except EmbedderUnavailable as exc:
                 self.failed = str(exc)
+                self._loaded = None
                 fast = self._yield_to
                 fallback = ("recall ranks with the fast tier's vectors instead"
                             if fast is not None and fast.failed is None else "recall uses BM25 only")
                 self._warn(f"semantic search is off: {exc}; {fallback}")
                 return False
-            self._check_model(embedder)
-            self._ann = self._open_ann(embedder.dim, self._model_stamp(embedder))
-            self.embedder = embedder
+            except StoreError as exc:  # a full disk, a store unreadable now: tried again later
+                self.paused = exc
+                return False
+            self._ann, self.embedder, self._loaded, self.paused = ann, embedder, None, None
         return True
 
     def store_replaced(self) -> None:
@@ -208,7 +217,9 @@ class SemanticIndex:
         return self.running and not self._drained.is_set()
 
     def start(self) -> None:
-        """Start the background embedding worker (loads the model lazily)."""
+        """Start the background embedding worker (loads the model lazily).
+        Its engine embeds with the model it was configured with: it may
+        replace a store's vectors of another model (_checked_model)."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="ctxls-embed", daemon=True)
             self._thread.start()
@@ -278,16 +289,49 @@ class SemanticIndex:
         """Which model (and embedding text) this index's vectors come from; None until loaded."""
         return self._model_stamp(self.embedder) if self.embedder is not None else None
 
-    def _check_model(self, embedder: Embedder) -> None:
-        """Vectors of another model or embedding text are useless: drop them."""
+    def _checked_model(self, embedder: Embedder) -> Embedder:
+        """The model whose vectors this tier's table holds from now on.
+        ``embedder``'s, dropping another model's vectors (useless to it), where
+        this engine chose its model: it runs the embedding worker (a daemon
+        embeds with the model it was configured with) or embedModel named it.
+        An engine merely on the default model (a CLI command without a daemon,
+        ``index --embed``) never drops another model's vectors (costly, and
+        written memory's among them): it uses that model where it is built
+        in, else raises EmbedderUnavailable (ranked by keywords; nothing lost)."""
         stamp = self._model_stamp(embedder)
         recorded = self.store.meta().get(self.tier.model_key)
         if recorded == stamp:
-            return
+            return embedder
         if recorded == unfingerprinted(stamp):
             with self.store.write() as conn:
                 conn.execute("UPDATE meta SET value = ? WHERE key = ?", (stamp, self.tier.model_key))
-            return
+            return embedder
+        # An embedder not from load_embedder (a benchmark's own) counts as chosen.
+        chose_model = self._thread is not None or getattr(embedder, "chosen", True)
+        if recorded is not None and not chose_model and self.has_vectors():
+            return self._recorded_model(recorded)
+        self._switch_model(stamp)
+        return embedder
+
+    def _recorded_model(self, recorded: str) -> Embedder:
+        """The built-in model whose vectors the table holds (``recorded`` its
+        stamp), loaded; EmbedderUnavailable when none here matches it."""
+        name = recorded.split("/", 1)[0]
+        builtin = builtin_model_named(name)
+        if builtin is not None:
+            try:
+                embedder = load_embedder(builtin)
+            except EmbedderUnavailable as exc:
+                raise EmbedderUnavailable(f"this store's vectors come from the model {name}, which "
+                                          f"does not load here ({exc}); they are kept") from exc
+            if recorded in (self._model_stamp(embedder), unfingerprinted(self._model_stamp(embedder))):
+                return embedder
+        raise EmbedderUnavailable(
+            f"this store's vectors come from the model {name}, which only an engine configured "
+            "with it ranks with; they are kept (a daemon with another embedModel replaces them)")
+
+    def _switch_model(self, stamp: str) -> None:
+        """Drop the table's vectors and stamp it with the model ``stamp`` names."""
         with self.store.write() as conn:
             conn.execute(f"DELETE FROM {self.table}")
             conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) "
@@ -388,9 +432,14 @@ class SemanticIndex:
     def _run(self) -> None:
         # The worker's embedding runs compute at its niceness: a request keeps a core.
         set_thread_niceness(self.tier.niceness)
-        if not self.ensure_loaded():
-            return
-        refused = False  # the last step's vectors were refused (said once until one lands)
+        said = False
+        while not self.ensure_loaded():
+            if self.failed is not None or self._stop.is_set():
+                return  # no model here (warned); or closing
+            if not said:  # the store refused the model's check (``paused``): tried again
+                log.warning("embedding paused: %s", self.paused)
+                said = True
+            self._stop.wait(REFUSED_WAIT_S)
         while not self._stop.is_set():
             if not self._allowed.wait(timeout=1.0):
                 continue
@@ -403,13 +452,13 @@ class SemanticIndex:
                 continue
             try:
                 worked = self.step()
-                refused = False
+                self.paused = None
             except WriteFailed as exc:
                 # A full disk (…): the batch waits in memory (step stores it
                 # again, never embeds it again); said once, not a traceback a try.
-                if not refused:
+                if self.paused is None:
                     log.warning("embedding paused: %s", exc)
-                refused = True
+                self.paused = exc
                 self._stop.wait(REFUSED_WAIT_S)
                 continue
             except Exception:  # keep the daemon alive; try again shortly
@@ -762,6 +811,7 @@ class SemanticIndex:
         dim = self.embedder.dim if self.embedder else 0
         return {"enabled": self.failed is None, "model": name, "dim": dim,
                 **({"error": self.failed} if self.failed else {}),
+                **({"paused": self.paused} if self.paused is not None else {}),
                 **({"ann_rebuilt": self.rebuilt_reason} if self.rebuilt_reason else {})}
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from ctxls.index import ann_file
 from ctxls.index.embeddings import (CODE_MODEL_FILE, CODE_MODEL_NAME, E5_MODEL_NAME, MINILM_MODEL_NAME,
-                                    TOKENIZER_FILE)
+                                    STATIC_MODEL_NAME, TOKENIZER_FILE)
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.semantic import unfingerprinted, vector_file_for
 
@@ -294,10 +294,52 @@ def test_changing_the_model_drops_old_vectors(small: Path):
     with engine.store.write() as conn:
         conn.execute("UPDATE meta SET value = 'another-model/384/text-1' WHERE key = 'vector_model'")
     engine.close()
-    reopened = semantic_engine(small)
+    reopened = semantic_engine(small, embed_model=CODE_MODEL_NAME)  # an engine that chose its model
     reopened.semantic.ensure_loaded()
     assert reopened.status()["vectors"] == 0 and reopened.embed_pending() == 5
     reopened.close()
+
+
+def test_an_engine_merely_on_the_default_model_never_drops_another_models_vectors(small: Path):
+    """`ctxls recall --no-daemon` on a store the daemon embedded with the
+    user's embedModel deleted every vector (written memory's among them): an
+    engine on the default model that only answers uses the store's model where
+    it is built in, else ranks by keywords, and leaves the vectors."""
+    chosen = semantic_engine(small, embed_model=STATIC_MODEL_NAME)  # as a daemon configured so
+    chosen.index()
+    assert chosen.embed_pending() == 5
+    stamp = chosen.store.meta()["vector_model"]
+    chosen.close()
+    reader = semantic_engine(small)  # the CLI's engine: no embedModel, no worker
+    assert reader.semantic.ensure_loaded() and reader.semantic.embedder.name == STATIC_MODEL_NAME
+    assert reader.recall("checksum", ["code"], 3, mode="semantic").mode == "semantic"
+    assert reader.status()["vectors"] == 5 and reader.store.meta()["vector_model"] == stamp
+    with reader.store.write() as conn:  # a model no ctxls has built in (a user's ONNX file)
+        conn.execute("UPDATE meta SET value = 'ours/384/text-1/abc' WHERE key = 'vector_model'")
+    reader.close()
+    reader = semantic_engine(small)
+    assert not reader.semantic.ensure_loaded() and "ours" in reader.semantic.failed
+    assert reader.recall("compute_checksum", ["code"], 1).hits_by_kind["code"][0].symbol == "compute_checksum"
+    assert reader.status()["vectors"] == 5 and reader.store.meta()["vector_model"] == "ours/384/text-1/abc"
+    reader.close()
+    daemon = semantic_engine(small)  # a daemon's worker embeds with its configured model
+    daemon.start_embedding()
+    deadline = time.monotonic() + 60
+    while daemon.store.meta()["vector_model"] == "ours/384/text-1/abc" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert daemon.store.meta()["vector_model"].startswith(CODE_MODEL_NAME)
+    daemon.close()
+
+
+def test_an_unknown_built_in_model_name_is_named_with_the_built_in_ones():
+    from ctxls.index.embeddings import EmbedderUnavailable, load_embedder
+
+    with pytest.raises(EmbedderUnavailable) as raised:
+        load_embedder("ctxls-code-static")
+    message = str(raised.value)
+    assert "'ctxls-code-static' is not a built-in model" in message
+    assert all(name in message for name in (STATIC_MODEL_NAME, CODE_MODEL_NAME, "all-MiniLM-L6-v2",
+                                            E5_MODEL_NAME))
 
 
 def test_a_model_file_replaced_at_its_path_is_another_model(small: Path, tmp_path: Path):
@@ -827,3 +869,81 @@ def test_vectors_another_process_stores_are_searched_by_a_running_engine(small: 
                           mode="semantic").hits_by_kind["code"]
     running.close()
     assert hits and hits[0].path == "garden.py"
+
+
+def test_a_full_disk_when_the_model_loads_pauses_the_worker_says_so_and_it_resumes(small: Path, monkeypatch):
+    """The store refusing the model's stamp (a full disk as the daemon
+    started) ended the worker's thread: nothing was embedded once space was
+    freed, and status said nothing. Now it pauses, status and answers say
+    why, and it tries again until the vectors land."""
+    from ctxls.index import semantic
+    from ctxls.index.errors import WriteFailed
+
+    monkeypatch.setattr(semantic, "REFUSED_WAIT_S", 0.05)
+    full = threading.Event()
+    engine = semantic_engine(small)  # a new store: no model stamped yet
+    real_write = engine.store.write
+
+    def write_unless_full(*args, **kwargs):
+        if full.is_set():
+            raise WriteFailed(engine.store.db_path, "full", "database or disk is full")
+        return real_write(*args, **kwargs)
+
+    monkeypatch.setattr(engine.store, "write", write_unless_full)
+    try:
+        engine.index()
+        full.set()  # the disk fills before the worker stamps its model
+        engine.start_embedding()
+        deadline = time.monotonic() + 30
+        while "paused" not in engine.status()["embeddings"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine.semantic.running  # its thread ended here before
+        assert engine.status()["embeddings"]["paused"].code == WriteFailed.code
+        reason = engine.recall("compute_checksum", ["code"], 1).partial_reason
+        assert "embedding is paused" in reason and "database or disk is full" in reason
+        full.clear()  # space freed
+        deadline = time.monotonic() + 60
+        while engine.semantic.pending() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine.semantic.vector_count() == 5 and "paused" not in engine.status()["embeddings"]
+    finally:
+        full.clear()
+        engine.close()
+
+
+def test_a_worker_paused_by_a_full_disk_is_in_status_and_the_answers_reason(small: Path, monkeypatch):
+    """A worker whose vectors the store refused kept status at "embedding"
+    with no error, and answers said only "no vectors yet"."""
+    from ctxls.index import semantic
+    from ctxls.index.errors import WriteFailed
+
+    monkeypatch.setattr(semantic, "REFUSED_WAIT_S", 0.05)
+    write_tree(small, {f"gen/m{i}.py": f"def generated_{i}(x):\n    return x * {i}\n" for i in range(300)})
+    engine = semantic_engine(small, embed_model=STATIC_MODEL_NAME)  # one tier, quick to drain
+    try:
+        engine.index()
+        assert engine.semantic.ensure_loaded()  # the stamp written while there is room
+        writer = engine.store._writer
+        writer.execute("VACUUM")  # no free pages left to take a batch of vectors
+        writer.execute(f"PRAGMA max_page_count = {writer.execute('PRAGMA page_count').fetchone()[0]}")
+        engine.start_embedding()
+        deadline = time.monotonic() + 60
+        while paused_tier(engine.status()) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status = engine.status()
+        assert status["state"] == "embedding" and status["embeddings"]["paused"].code == WriteFailed.code
+        reason = engine.recall("compute_checksum", ["code"], 1).partial_reason
+        assert "embedding is paused" in reason and "disk is full" in reason
+        writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        deadline = time.monotonic() + 60
+        while engine.semantic.pending() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine.semantic.pending() == 0 and paused_tier(engine.status()) is None
+    finally:
+        engine.close()
+
+
+def paused_tier(status: dict) -> dict | None:
+    """Status's description of a tier whose worker the store paused, if any."""
+    embeddings = status["embeddings"]
+    return next((tier for tier in (embeddings, embeddings.get("fast", {})) if "paused" in tier), None)
