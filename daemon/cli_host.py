@@ -266,15 +266,8 @@ def cmd_serve(args):
         root = resolve_root(args.root, creates=True)
         if args.socket is not None and _already_served(root, args):
             return 0
-        engine = server_module.prewarm(root)
-        status = engine.status()
-        print(f"ctxls {__version__}: indexed {status['files']} files, {status['chunks']} chunks "
-              f"of {status['root']}", file=sys.stderr)
-        if args.example:
-            from ctxls.daemon import wire
-            result = engine.recall(args.example, None, 5, body=True)
-            print(f'example recall "{args.example}":', file=sys.stderr)
-            print(format_hits_human(wire.recall_json(result, False)["groups"]), file=sys.stderr)
+        if args.socket is None:  # the headless daemon indexes once it listens (serve_headless)
+            _say_indexed(server_module.prewarm(root), args.example)
     try:
         if args.tcp is not None:
             print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted (to this user's "
@@ -283,7 +276,9 @@ def cmd_serve(args):
         elif args.socket is not None:
             if not args.root:
                 raise CliError("serve --socket needs --root (the folder to serve)", EXIT_USAGE)
-            asyncio.run(server_module.serve_headless(Path(args.root), args.socket or None))
+            asyncio.run(server_module.serve_headless(
+                root, args.socket or None,
+                indexed=lambda engine: _say_indexed(engine, args.example)))
         else:
             from ctxls.daemon.proxy import serve_stdio
 
@@ -294,6 +289,18 @@ def cmd_serve(args):
     finally:
         server.workspaces.close()
     return 0
+
+
+def _say_indexed(engine, example: str | None) -> None:
+    """`make run`'s report of the first pass: the counts, and ``example``'s recall."""
+    status = engine.status()
+    print(f"ctxls {__version__}: indexed {status['files']} files, {status['chunks']} chunks "
+          f"of {status['root']}", file=sys.stderr)
+    if example:
+        from ctxls.daemon import wire
+        result = engine.recall(example, None, 5, body=True)
+        print(f'example recall "{example}":', file=sys.stderr)
+        print(format_hits_human(wire.recall_json(result, False)["groups"]), file=sys.stderr)
 
 
 def _serve_tcp(server, port: int) -> None:

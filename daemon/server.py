@@ -17,6 +17,7 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import Callable
 
 from lsprotocol import types
 
@@ -33,6 +34,7 @@ from ctxls.daemon.uris import local_path, open_uris
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.engine import Engine
 from ctxls.index.errors import StoreUnavailable, WriteFailed
+from ctxls.index.indexer import Cancelled
 
 log = logging.getLogger(__name__)
 
@@ -215,23 +217,35 @@ def recent_activity(ls: CtxlsServer, params: wire.Params) -> dict:
     return wire.activity_json([(a, engine.uri_for(a.id)) for engine, a in found[:limit]])
 
 
-async def serve_headless(root: Path, socket_path: str | None) -> None:
-    """No editor: serve a prewarmed root on the shared socket until interrupted."""
-    engine = server.prewarmed.pop(root.resolve(), None) or prewarm(root)
+async def serve_headless(root: Path, socket_path: str | None,
+                         indexed: Callable[[Engine], None] | None = None) -> None:
+    """No editor: serve a root on the shared socket until interrupted. The
+    socket listens before the first pass, as an editor's daemon's does: a
+    client meanwhile sees status "indexing" and waits readyWaitMs for an
+    answer ("index not ready" after it), and never indexes the store itself
+    (one process writes it). ``indexed(engine)`` runs after the first pass."""
+    engine = open_root(root)
     server.prewarmed.pop(engine.root, None)
     server.workspaces.engines[engine.root] = engine
     path = Path(socket_path) if socket_path else socket_path_for(engine.store.db_path)
     side = SocketServer(server, path)
-    if not await side.start():
+    if not await side.start():  # before the pass: a daemon that cannot listen writes nothing
         raise SystemExit(f"ctxls: cannot listen on {path} (the warning above says why)")
-    # Said only once the socket accepts connections: clients wait for this line.
-    print(f"serving {engine.root} on {path} until interrupted", file=sys.stderr, flush=True)
+    # Before any connection is handled (no await since the bind): requests wait for the pass.
+    engine.follow_disk()
     # SIGTERM and Ctrl-C end the loop cleanly: the socket is removed, the ANN saved.
     serving = asyncio.current_task()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, serving.cancel)
     try:
+        print(f"indexing {engine.root}; {path} answers meanwhile", file=sys.stderr, flush=True)
+        await asyncio.to_thread(index_first, engine)
+        if indexed is not None:
+            await asyncio.to_thread(indexed, engine)
+        # Said after the first pass (the socket accepted connections before):
+        # clients that wait for this line find the index complete, as before.
+        print(f"serving {engine.root} on {path} until interrupted", file=sys.stderr, flush=True)
         await side.serve_forever()
     except asyncio.CancelledError:
         pass
@@ -241,9 +255,22 @@ async def serve_headless(root: Path, socket_path: str | None) -> None:
 
 def prewarm(root: Path) -> Engine:
     """Open and cold-index a root before any client connects (serve --root)."""
+    engine = open_root(root)
+    index_first(engine)
+    return engine
+
+
+def open_root(root: Path) -> Engine:
+    """The engine of `serve --root`'s root, not indexed yet (``index_first``)."""
     engine = server.workspaces.add_folder(root) or server.workspaces.engines[root.resolve()]
     server.workspaces.engines.pop(engine.root, None)
     server.prewarmed[engine.root] = engine
+    return engine
+
+
+def index_first(engine: Engine) -> None:
+    """The first pass of `serve --root`'s engine, then its embedding. A pass
+    the store refuses or that fails fails neither the daemon nor its caller."""
     engine.follow_disk()  # the pass lists what the watch may have missed
     if engine.follower is not None:
         engine.follower.established.wait(WATCH_START_S)
@@ -252,12 +279,13 @@ def prewarm(root: Path) -> Engine:
     except (StoreUnavailable, WriteFailed) as exc:
         # Served all the same (a full disk, a store locked or read-only): every
         # answer and status say why, and the pass is tried again until it lands.
-        log.warning("%s: %s; serving what the index holds meanwhile", root, exc)
+        log.warning("%s: %s; serving what the index holds meanwhile", engine.root, exc)
         index_in_background(engine)
+    except Cancelled:  # the daemon is closing (SIGTERM during the pass)
+        return
     except Exception:
         # Any other failure of the first pass fails that pass, never the
         # daemon: status carries it, and the next pass (a change, `index`) runs.
-        log.exception("the first pass of %s failed; serving what the index holds", root)
-    engine.start_embedding()  # the backlog drains while no client is connected yet
-    return engine
+        log.exception("the first pass of %s failed; serving what the index holds", engine.root)
+    engine.start_embedding()  # the backlog drains after the lexical pass
 

@@ -484,8 +484,9 @@ class Indexer:
                 # a file written just before its rows were made is hashed on
                 # every answer until a check well after the write says so).
                 with self.store.write() as conn:
-                    conn.execute("UPDATE files SET source=?, size=?, mtime_ns=?, indexed_at=? "
-                                 "WHERE id=?", (source, size, mtime_ns, now_ms(), state.id))
+                    if not self._opened_meanwhile(path, source):
+                        conn.execute("UPDATE files SET source=?, size=?, mtime_ns=?, indexed_at=? "
+                                     "WHERE id=?", (source, size, mtime_ns, now_ms(), state.id))
             return False
         parsed = chunk_guarded(path, text)
         record = FileRecord(path=path, language=parsed.language, size=size,
@@ -494,9 +495,18 @@ class Indexer:
         # A file new on disk (written by an agent, a generator) is activity
         # too; a buffer not indexed before is not an edit yet.
         with self._writing([path]) as conn:
+            if self._opened_meanwhile(path, source):
+                return False
             self._put_parsed(conn, record, parsed,
                              log_edits and (state is not None or source == "disk"), now_ms())
         return True
+
+    def _opened_meanwhile(self, path: str, source: str) -> bool:
+        """Whether a disk read of ``path`` must not be written: a buffer of it
+        was opened since the caller looked (asked inside the write: a buffer's
+        rows are written after its opening, so either they come after these
+        or the buffer is seen here). The pass's batches ask the same."""
+        return source == "disk" and path in self._open_buffers()
 
     def index_buffer(self, path: str, text: str) -> bool:
         """Index an open buffer. One over the size bound is left out like a
@@ -557,6 +567,8 @@ class Indexer:
                 self.skipped[path] = source.reason
             gone = not self.wanted(path) or source.reason == "vanished"
             with self._writing([path]) as conn:
+                if self._opened_meanwhile(path, "disk"):
+                    return False
                 if log_edits and isinstance(source, Skipped) and source.reason == "vanished":
                     _log_changed_symbols(conn, path, ParsedFile(language=""), now_ms(), "disk")
                 return self._delete(conn, path, unlisted=gone)

@@ -240,6 +240,38 @@ def test_status_counts_every_file_left_out_by_its_reasons_kind(plain: Path, tmp_
         engine.close()
 
 
+def test_a_buffer_opened_while_its_file_is_read_from_disk_keeps_its_rows(plain: Path, monkeypatch):
+    """A re-read of a file checked that no buffer had it, read the disk and
+    wrote its rows: a buffer opened in between (a proxy's replayed buffer
+    during a daemon's first pass) had its rows written over with the disk's
+    text, and answers read the disk although the editor had it open."""
+    from ctxls.index import indexer as indexer_module
+
+    engine = Engine(plain, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        real_read = indexer_module.read_source
+        opened = []
+
+        def read_then_open(root, path, limit):
+            source = real_read(root, path, limit)
+            if path == "pkg/retry.py" and not opened:  # the editor opens it now
+                opened.append(path)
+                engine.set_buffer(path, "def typed_meanwhile():\n    pass\n")
+            return source
+
+        monkeypatch.setattr(indexer_module, "read_source", read_then_open)
+        disk = plain / "pkg/retry.py"
+        disk.write_text(disk.read_text() + "\n\ndef written_on_disk():\n    pass\n")
+        engine.file_changed_on_disk("pkg/retry.py")
+        assert opened and engine.get("pkg/retry.py").provenance == "buffer"
+        names = {h.symbol for h in engine.recall("typed_meanwhile written_on_disk", ["code"],
+                                                  mode="lexical").hits_by_kind["code"]}
+        assert "typed_meanwhile" in names and "written_on_disk" not in names
+    finally:
+        engine.close()
+
+
 def test_relative_path_refuses_escapes(plain: Path, tmp_path: Path):
     (plain / "link").symlink_to(tmp_path)
     assert relative_path(plain, "pkg/session.py") == "pkg/session.py"

@@ -8,6 +8,7 @@ daemon that exits joins the next."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -580,3 +581,70 @@ def test_an_editor_proxied_to_a_daemon_stopped_mid_session_gets_its_requests_ans
             replies.append(conn.reply(timeout=90))
         assert "result" in replies[-1], replies
         assert [r for r in replies if r.get("id") == "stopped"] == []  # one answer per request
+
+
+# `ctxls serve --root R --socket` whose first pass waits for a gate file to
+# exist: the pass is held for as long as the test needs, with no timing.
+GATED_FIRST_PASS = """
+import sys, time
+from pathlib import Path
+from ctxls.index.engine import Engine
+from ctxls.daemon.cli import main
+held, gate = Path(sys.argv[1]), Path(sys.argv[2])
+cold_index = Engine.cold_index
+def gated(engine, *args, **kwargs):
+    held.touch()
+    while not gate.exists():
+        time.sleep(0.05)
+    return cold_index(engine, *args, **kwargs)
+Engine.cold_index = gated
+sys.exit(main(sys.argv[3:]))
+"""
+
+
+def test_a_headless_daemon_listens_and_says_indexing_during_its_first_pass(
+        repo: Path, tmp_path: Path):
+    """The headless daemon (`make run`) opened its socket only after its first
+    pass: meanwhile `ctxls status` said "idle, daemon none", a CLI verb ran a
+    whole pass of its own (a second writer of the store) and a `ctxls mcp`
+    took the socket. It now listens first, as an editor's daemon does."""
+    held, gate = tmp_path / "pass-held", tmp_path / "pass-gate"
+    proc = subprocess.Popen([sys.executable, "-c", GATED_FIRST_PASS, str(held), str(gate),
+                             "serve", "--root", str(repo), "--socket"],
+                            stderr=subprocess.PIPE, text=True)
+    killer = threading.Timer(120, proc.kill)  # never hang CI
+    killer.start()
+    try:
+        while not held.exists():
+            assert proc.poll() is None, "daemon exited: " + proc.stderr.read()
+            time.sleep(0.05)
+        # The first pass is held: the socket already listens, owned by this daemon.
+        assert socket_is_live(socket_of(repo))
+        assert socket_owner_pid(socket_of(repo)) == proc.pid
+        status = subprocess.run([*CTXLS, "status", "--json", "--root", str(repo)],
+                                capture_output=True, text=True, timeout=60)
+        assert status.returncode == 0, status.stderr
+        said = json.loads(status.stdout)
+        assert (said["state"], said["via"]) == ("indexing", "daemon")
+        recall = subprocess.run([*CTXLS, "recall", "send_prepared", "--root", str(repo)],
+                                capture_output=True, text=True, timeout=60)
+        assert recall.returncode != 0 and "index not ready" in recall.stderr, recall.stderr
+        # Nobody indexed the store beside the daemon (the CLI used to, in process).
+        client = DaemonClient.connect(socket_of(repo))
+        try:
+            assert client.request("ctxls/status", {})["files"] == 0
+        finally:
+            client.close()
+        gate.touch()
+        lines = []
+        while "until interrupted" not in "".join(lines):
+            line = proc.stderr.readline()
+            assert line, "daemon exited: " + "".join(lines)
+            lines.append(line)
+        assert "indexed 5 files" in "".join(lines)
+        assert "send_prepared" in owner_recall(repo, "send_prepared")
+    finally:
+        killer.cancel()
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=30)
