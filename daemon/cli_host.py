@@ -127,6 +127,10 @@ def cmd_index(args):
                f"{stats['unchanged']} unchanged, {stats['skipped']} skipped)"
                + (f", {embedded} chunks embedded" if args.embed else "")
                + (" [via the running daemon]" if access.via == "daemon" else "") + "\n")
+    if specs and not (stats["files"] or stats["removed"] or stats["skipped"]):
+        # A mistyped folder reads as a pathspec: say it named nothing, as git does.
+        write_out(f"ctxls: {', '.join(specs)} matched no file on disk or in the index\n", sys.stderr)
+        return 1
     return 0
 
 

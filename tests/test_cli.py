@@ -730,6 +730,9 @@ def test_index_takes_paths_after_root_and_a_first_word_inside_the_repository_is_
     assert missing.returncode == 2 and "does not exist" in missing.stderr
     outside = run("index", str(elsewhere), cwd=repo / "pkg")  # a folder in no repository: a root
     assert outside.returncode == 0 and (elsewhere / ".ctxls").is_dir(), outside.stderr
+    # A mistyped folder is a pathspec naming nothing: said, as git says it (it indexed 0 files, exit 0).
+    typo = run("index", "pgk", cwd=repo)
+    assert typo.returncode == 1 and "pgk matched no file on disk or in the index" in typo.stderr
 
 
 _SIGINT_AT_FIRST_HANDLER = """
