@@ -1391,8 +1391,8 @@ def test_a_file_that_crashes_its_grammar_is_read_as_windows_and_the_daemon_lives
     try:
         status = daemon.wait_indexed(timeout=120)
         assert status["complete"] and status["files"] == 2 and "indexError" not in status, status
-        assert status["unparsed"] == {"count": 1, "files": [{"path": "Hostile.kt",
-                                                              "reason": "parser hung or crashed"}]}
+        assert status["unparsed"] == {"count": 1, "reasons": {"parser hung or crashed": 1},
+                                      "files": [{"path": "Hostile.kt", "reason": "parser hung or crashed"}]}
         conn = daemon.conn
         assert code_hits(conn, "top_level_helper")[0] == "top.py"
         lines = conn.request("ctxls/get", {"id": "Hostile.kt", "startLine": 100_000,

@@ -17,7 +17,7 @@ from ctxls.impact.callers import Limits
 from ctxls.impact.risk import Evidence, assess
 from ctxls.impact.syntax import Binding, SourceCache, SourceFile
 from ctxls.index import chunk_worker, languages
-from ctxls.index.discovery import DiscoveryOptions, FileFilter
+from ctxls.index.discovery import DiscoveryOptions, FileFilter, reason_family
 from ctxls.index.engine import Engine
 from ctxls.index.paths import is_test_path
 from ctxls.index.errors import RipgrepMissing
@@ -1171,15 +1171,17 @@ def test_status_names_a_file_an_earlier_run_left_unparsed_until_it_parses(make_e
     try:
         engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n", "notes.md": "# Notes\n",
                               "Use.kt": hostile})
-        assert engine.status()["unparsed"] == {"count": 1, "files": [{"path": "Use.kt", "reason": UNPARSED_HAZARD}]}
+        assert engine.status()["unparsed"] == {"count": 1, "reasons": {reason_family(UNPARSED_HAZARD): 1},
+                                               "files": [{"path": "Use.kt", "reason": UNPARSED_HAZARD}]}
         engine.close()
         restarted = Engine(engine.root)
         try:
             assert restarted.status()["unparsed"] == {
-                "count": 1, "files": [{"path": "Use.kt", "reason": UNPARSED_EARLIER}]}
+                "count": 1, "reasons": {reason_family(UNPARSED_EARLIER): 1},
+                "files": [{"path": "Use.kt", "reason": UNPARSED_EARLIER}]}
             (engine.root / "Use.kt").write_text("fun run() = frobnicate(1)\n")
             restarted.index()
-            assert restarted.status()["unparsed"] == {"count": 0, "files": []}
+            assert restarted.status()["unparsed"] == {"count": 0, "reasons": {}, "files": []}
         finally:
             restarted.close()
     finally:

@@ -44,7 +44,8 @@ def test_wal_mode_and_stamp_are_recorded(plain_repo: Path, tmp_path: Path):
     seal = {key: meta.pop(key) for key in ("store_id", "owner_uid", "store_path", "store_seal")}
     assert meta == {"schema_version": str(store_module.SCHEMA_VERSION),
                     "index_stamp": store_module.INDEX_STAMP,
-                    "paths_generation": str(len(SAMPLE_FILES))}  # one per file added
+                    "paths_generation": str(len(SAMPLE_FILES)),  # one per file added
+                    "memory_text_version": str(store_module.MEMORY_TEXT_VERSION)}
     assert seal["store_path"] == str((tmp_path / "db" / "index.db").resolve())
     engine.close()
 
