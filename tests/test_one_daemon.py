@@ -43,17 +43,23 @@ def headless_owner(repo: Path) -> Iterator[subprocess.Popen]:
     killer = threading.Timer(120, proc.kill)  # never hang CI
     killer.start()
     try:
-        lines = []
-        while "until interrupted" not in "".join(lines):
-            line = proc.stderr.readline()
-            assert line, "daemon exited: " + "".join(lines)
-            lines.append(line)
+        said_until_serving(proc)
         yield proc
     finally:
         killer.cancel()
         if proc.poll() is None:
             proc.terminate()
         proc.wait(timeout=30)
+
+
+def said_until_serving(proc: subprocess.Popen) -> str:
+    """A headless daemon's stderr up to its "serving … until interrupted" line."""
+    lines = []
+    while "until interrupted" not in "".join(lines):
+        line = proc.stderr.readline()
+        assert line, "daemon exited: " + "".join(lines)
+        lines.append(line)
+    return "".join(lines)
 
 
 def socket_of(repo: Path) -> Path:
@@ -636,12 +642,7 @@ def test_a_headless_daemon_listens_and_says_indexing_during_its_first_pass(
         finally:
             client.close()
         gate.touch()
-        lines = []
-        while "until interrupted" not in "".join(lines):
-            line = proc.stderr.readline()
-            assert line, "daemon exited: " + "".join(lines)
-            lines.append(line)
-        assert "indexed 5 files" in "".join(lines)
+        assert "indexed 5 files" in said_until_serving(proc)
         assert "send_prepared" in owner_recall(repo, "send_prepared")
     finally:
         killer.cancel()
