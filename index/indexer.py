@@ -470,11 +470,14 @@ class Indexer:
 
     def index_text(self, path: str, text: str, source: str, size: int = -1,
                    mtime_ns: int = -1, log_edits: bool = True, reread: bool = False) -> bool:
-        """Index one file's text (a buffer, or a file re-read after a change).
+        """Index one file's text (a buffer, or a file re-read after a change;
+        a buffer's ``size``/``mtime_ns`` are derived: the file's it stands in for).
         Returns False when the content is what is indexed already (unless
         ``reread``: chunked again all the same)."""
         digest = content_hash(text)
-        state = self.store.file_state(path)
+        state = self.store.file_state(path)  # one read on the didChange path: the signature's too
+        if source == "buffer":
+            mtime_ns, size = self.shadowed_disk_signature(path, state)
         if state is not None and state.hash == digest and not reread:
             if (state.source, state.size, state.mtime_ns) != (source, size, mtime_ns) or (
                     source == "disk" and racy(mtime_ns, state.indexed_at)
@@ -524,19 +527,17 @@ class Indexer:
             with self._writing([path]) as conn:
                 return self._delete(conn, path, unlisted=False)
         self.skipped.pop(path, None)
-        mtime_ns, size = self.shadowed_disk_signature(path)
-        changed = self.index_text(path, text, source="buffer", size=size, mtime_ns=mtime_ns)
+        changed = self.index_text(path, text, source="buffer")
         self._reread_if_lifted()
         return changed
 
-    def shadowed_disk_signature(self, path: str) -> tuple[int, int]:
+    def shadowed_disk_signature(self, path: str, state: FileState | None) -> tuple[int, int]:
         """(mtime_ns, size) of the disk file a buffer's rows stand in for, as
-        it was when the buffer took over (-1, -1: none): closing the buffer
-        logs the disk's text as edits only if the file was written since.
-        A stat, never a clock: mtimes come from the kernel's coarse clock,
-        so a write just after the buffer's rows were made can carry an
-        earlier time than they do."""
-        state = self.store.file_state(path)
+        it was when the buffer took over (-1, -1: none), from ``path``'s rows
+        ``state``: closing the buffer logs the disk's text as edits only if
+        the file was written since. A stat, never a clock: mtimes come from
+        the kernel's coarse clock, so a write just after the buffer's rows
+        were made can carry an earlier time than they do."""
         if state is not None:  # the disk's rows, or an earlier buffer's record of them
             return state.mtime_ns, state.size
         return stat_signature(self.root, path) or UNKNOWN_SIGNATURE

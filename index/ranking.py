@@ -528,9 +528,11 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
     shape = query_shape(query)
     terms = shape.terms
 
+    chunks = term_counts(conn, table).rows  # of the kind: read once per recall
+
     def search(depth: int) -> list[ScoredChunk]:
         candidates = hybrid_candidates(conn, kind, vector.result, [] if dense_only else terms,
-                                       depth, config, semantic)
+                                       depth, config, semantic, chunks)
         if candidates is None:
             return []
         hits = _fused_hits(candidates, dense_only, config)
@@ -540,7 +542,7 @@ def hybrid_search(conn: Connection, kind: str, query: str, n: int,
             return ranked
         return _rescored(conn, kind, shape, ranked, config, dense_only, rescoring,
                          rescoring_vector.result)
-    return first_n(search, n, config.fusion_pool, term_counts(conn, table).rows)
+    return first_n(search, n, config.fusion_pool, chunks)
 
 
 def _cosine_share(shape: QueryShape, config: RankingConfig, semantic: "SemanticIndex",
@@ -623,12 +625,14 @@ class HybridCandidates:
 
 def hybrid_candidates(conn: Connection, kind: str,
                       query_vector: "Callable[[], np.ndarray | None]", terms: list[str], pool: int,
-                      config: RankingConfig, semantic: "SemanticIndex") -> HybridCandidates | None:
+                      config: RankingConfig, semantic: "SemanticIndex",
+                      chunks: int | None = None) -> HybridCandidates | None:
     """The BM25 top ``pool`` ∪ the ANN top ``pool`` (of ``config.ann_pool``
     nearest vectors per ``fusion_pool``; ``2 * pool`` when BM25 finds
     nothing), of one kind, each with both scores (no terms: BM25 is
     skipped); a kind of at most ``pool`` chunks: all of them. ``query_vector()`` gives the query's vector (None: no model),
-    asked for after the BM25 scan."""
+    asked for after the BM25 scan. ``chunks``: how many the kind has (read
+    here when not given)."""
     table = FTS_TABLE_BY_KIND[kind]
     lexical = bm25_scores(conn, table, terms, config, limit=pool) if terms else {}
     # Read while the query's vector may still be computing on the query pool.
@@ -637,7 +641,7 @@ def hybrid_candidates(conn: Connection, kind: str,
     if vector is None:
         return None
     nominated: dict[int, float] = {}  # chunk id -> its cosine, as the ANN gives it
-    if term_counts(conn, table).rows <= pool:
+    if (term_counts(conn, table).rows if chunks is None else chunks) <= pool:
         # A kind this rare (docs among code) is a candidate whole, each chunk
         # by its exact cosine: the ANN's nearest vectors are of every kind,
         # and few of a rare kind's were among them.
