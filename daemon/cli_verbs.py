@@ -247,20 +247,8 @@ def call(args: argparse.Namespace, method: str, params: dict, refresh: bool = Tr
     finally:
         access.close()
     if sys.stdout is not None and sys.stdout.isatty() and not getattr(args, "json", False):
-        result = terminal_text(result)
+        result = terminal_safe(result)
     return result, access.via
-
-
-def terminal_text(value):
-    """``value`` (the protocol's JSON) as terminal_safe writes it, but for the
-    CR of a CRLF line end: a line end, not a control to show."""
-    if isinstance(value, str):
-        return terminal_safe(value.replace("\r\n", "\n"))
-    if isinstance(value, list):
-        return [terminal_text(item) for item in value]
-    if isinstance(value, dict):
-        return {terminal_text(key): terminal_text(item) for key, item in value.items()}
-    return value
 
 
 def drop_none(params: dict) -> dict:

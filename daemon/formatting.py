@@ -25,9 +25,10 @@ _TERMINAL_ACTIVE = {c: f"\\u{c:04x}" for c in (*range(0x00, 0x09), *range(0x0b, 
 
 def terminal_safe(value):
     """``value`` (text, or the protocol's JSON) with every terminal-active
-    character written as its ``\\uXXXX`` escape, for a terminal to show."""
+    character written as its ``\\uXXXX`` escape, for a terminal to show; the
+    CR of a CRLF line end is a line end, not a control to show."""
     if isinstance(value, str):
-        return value.translate(_TERMINAL_ACTIVE)
+        return value.replace("\r\n", "\n").translate(_TERMINAL_ACTIVE)
     if isinstance(value, list):
         return [terminal_safe(item) for item in value]
     if isinstance(value, dict):
