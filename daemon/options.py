@@ -16,6 +16,10 @@ from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
 
 DEFAULT_DEBOUNCE_MS = 150
 MEMORY_URL_ENV = "CTXLS_MEMORY_URL"
+# The embedding model of a process no editor configures (`ctxls mcp`, `serve
+# --root`, a CLI verb without a daemon): an option sent by a client wins.
+EMBED_MODEL_ENV = "CTXLS_EMBED_MODEL"
+EMBED_TOKENIZER_ENV = "CTXLS_EMBED_TOKENIZER"
 MEMORY_URL_SCHEMES = ("postgresql://", "postgres://")
 
 
@@ -38,8 +42,9 @@ class InitOptions:
     # default code model was tuned from), "ctxls-code-static-256" (the opt-in
     # static model, embeddings.STATIC_MODEL_NAME), "multilingual-e5-small" (the
     # opt-in e5 tier, embeddings.E5_MODEL_NAME).
-    embedModel: str | None = None
-    embedTokenizer: str | None = None
+    # Default: $CTXLS_EMBED_MODEL and $CTXLS_EMBED_TOKENIZER.
+    embedModel: str | None = field(default_factory=lambda: os.environ.get(EMBED_MODEL_ENV) or None)
+    embedTokenizer: str | None = field(default_factory=lambda: os.environ.get(EMBED_TOKENIZER_ENV) or None)
     # Team memory in PostgreSQL (postgresql://...); default: $CTXLS_MEMORY_URL, else
     # memory stays in the first folder's SQLite store.
     memoryUrl: str | None = field(default_factory=lambda: os.environ.get(MEMORY_URL_ENV) or None)

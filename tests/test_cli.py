@@ -846,3 +846,29 @@ def test_an_error_names_the_option_as_its_verb_spells_it(repo: Path):
                        (["recent", "--limit", "0"], "invalid param '--limit'")):
         refused = run(*verb, "--root", str(repo))
         assert refused.returncode == 2 and said in refused.stderr, (verb, refused.stderr)
+
+
+def test_a_process_no_editor_configures_embeds_with_the_model_named_by_the_environment(repo: Path):
+    """`ctxls mcp`, `serve --root` and a CLI verb without a daemon have no
+    editor's embedModel: $CTXLS_EMBED_MODEL names it, and the store's vectors
+    are that model's; an option a client sends still wins."""
+    from ctxls.daemon.options import parse_init_options
+    from ctxls.index.embeddings import STATIC_MODEL_NAME
+    import sqlite3
+
+    env = {**os.environ, "CTXLS_EMBED_MODEL": STATIC_MODEL_NAME}
+    indexed = run("index", "--root", str(repo), "--embed", "--no-daemon", env=env)
+    assert indexed.returncode == 0, indexed.stderr
+    store = sqlite3.connect(repo / ".ctxls" / "index.db")
+    try:
+        stamp = store.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
+        assert stamp is not None and stamp[0].startswith(STATIC_MODEL_NAME + "/"), stamp
+        assert store.execute("SELECT count(*) FROM vectors").fetchone()[0] > 0
+    finally:
+        store.close()
+    os.environ["CTXLS_EMBED_MODEL"] = STATIC_MODEL_NAME
+    try:
+        assert parse_init_options({})[0].embedModel == STATIC_MODEL_NAME
+        assert parse_init_options({"embedModel": None})[0].embedModel is None
+    finally:
+        del os.environ["CTXLS_EMBED_MODEL"]
