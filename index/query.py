@@ -67,7 +67,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 # A qualified name's separators: its last segment is the name defined.
 NAME_SEPARATORS = re.compile(r"::|->|[.#\\]")
 # A separator between two names (an operator's own `->`, `operator->`, is none).
-_QUALIFIER = re.compile(r"(?<=[\w$])(?:::|->|[#\\])(?=[\w$])")
+# `~` after it: a C++ destructor, `Matrix::~Matrix`.
+_QUALIFIER = re.compile(r"(?<=[\w$])(?:::|->|[#\\])(?=[\w$~])")
 _NAMESPACED_NAME = re.compile(_NAMESPACED)
 # `_` and `-` inside a name: `build_cache_key`, `buildCacheKey` and
 # `build-cache-key` are one name in three case styles; a leading or trailing

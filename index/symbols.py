@@ -267,13 +267,15 @@ def asked_names(query: str) -> set[str]:
     every drop a description or concept query; docs/decisions.md, "Hits
     narrowed to the definition a query names"). One word with a symbol in
     it, which query_shape calls no name (``operator==``, ``~Matrix``,
-    ``#secret``), is asked too: named_definition narrows to it only when a
+    ``#secret``), is asked as written, and so is one query_shape reads as a
+    call (``operator()``): named_definition narrows to it only when a
     definition is named it."""
     name = query_shape(query).identifier
-    if name:
-        return {dotted_name(name)}
+    names = {dotted_name(name)} if name else set()
     written = query.strip()
-    return {dotted_name(written)} if _SYMBOLIC_NAME.fullmatch(written) else set()
+    if _SYMBOLIC_NAME.fullmatch(written):  # as written too: `operator()` is no call of `operator`
+        names.add(dotted_name(written))
+    return names
 
 
 def named_definition(definitions: list[Definition], names: set[str],

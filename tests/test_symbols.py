@@ -821,6 +821,10 @@ def test_a_one_word_query_naming_a_definition_with_a_symbol_gets_its_lines(tmp_p
               "        return out;\n"
               "    }\n"                                           # 15
               "\n"
+              "    double operator()(int i) const {\n"            # 17
+              "        return data_[i];\n"
+              "    }\n"                                           # 19
+              "\n"
               "private:\n"
               "    int* data_;\n"
               "};\n"
@@ -844,7 +848,10 @@ def test_a_one_word_query_naming_a_definition_with_a_symbol_gets_its_lines(tmp_p
                                 ("operator*", ("linalg.Matrix.operator*", 12, 15)),
                                 ("~Matrix", ("linalg.Matrix.~Matrix", 4, 6)),
                                 ("Matrix::operator==", ("linalg.Matrix.operator==", 8, 10)),
-                                ("#secret", ("JobQueue.#secret", 5, 7))]:
+                                ("#secret", ("JobQueue.#secret", 5, 7)),
+                                # Read as a call of `operator`, and `::~` as no qualifier, before.
+                                ("operator()", ("linalg.Matrix.operator()", 17, 19)),
+                                ("Matrix::~Matrix", ("linalg.Matrix.~Matrix", 4, 6))]:
             hit = engine.recall(query, ["code"], mode="lexical").hits_by_kind["code"][0]
             assert (hit.symbol, hit.start_line, hit.end_line) == expected, query
         # A symbol no definition is named keeps the chunk.
