@@ -1,9 +1,10 @@
 """Locate: what a path or dotted name written in an issue names among the indexed files.
 
 :class:`PathIndex` resolves a written path by its longest unambiguous tail,
-an installed package's path, a ``node_modules`` path or a Cargo registry's
-path by the repository's own import roots, packages and crates, and a dotted
-name by Python's import resolution.
+an installed package's path, a ``node_modules`` path, a Cargo registry's
+path or Go's module cache's path by the repository's own import roots,
+packages, crates and modules, a Go frame's file by its function's package,
+and a dotted name by Python's import resolution.
 """
 
 from __future__ import annotations
@@ -47,6 +48,48 @@ def _registry_crate(parts: list[str]) -> tuple[str, int] | None:
     return None
 
 
+def _go_module_cache(parts: list[str]) -> tuple[str, int] | None:
+    """(module path, where its files start in ``parts``) for a path into Go's
+    module cache (`…/pkg/mod/github.com/acme/flagx@v1.0.5/…`). The cache
+    writes a capital as `!` and the letter (`github.com/!burnt!sushi/toml`)."""
+    cache = next((i for i in range(len(parts) - 1, 0, -1) if parts[i] == "mod" and parts[i - 1] == "pkg"), None)
+    if cache is None:
+        return None
+    # Only the module path's last element carries the `@<version>`.
+    versioned = next((i for i in range(cache + 1, len(parts)) if "@" in parts[i]), None)
+    if versioned is None or parts[versioned].startswith("@"):  # `cache/download/<module>/@v/`
+        return None
+    module = "/".join(parts[cache + 1:versioned] + [parts[versioned].split("@", 1)[0]])
+    return re.sub(r"!([a-z])", lambda m: m.group(1).upper(), module), versioned + 1
+
+
+def _go_package(function: str) -> list[str] | None:
+    """The import path's elements of the package a Go frame's function is in
+    (`github.com/acme/flagx/internal` of `github.com/acme/flagx/internal.Split`,
+    `main` of `main.main`): up to the first dot after the last slash, before
+    any receiver or type arguments (which may hold slashes of their own). Go
+    writes a dot in that last element as `%2e`."""
+    name = re.split(r"[(\[]", function, maxsplit=1)[0]
+    folder, _, last = name.rpartition("/")
+    package, dot, _ = last.partition(".")
+    if not dot or not package:
+        return None
+    return (folder.split("/") if folder else []) + [package.replace("%2e", ".")]
+
+
+def go_module_path(go_mod: str) -> str | None:
+    """The module path a go.mod's ``module`` directive declares, if any."""
+    lines = iter(go_mod.splitlines())
+    for line in lines:
+        words = line.split("//", 1)[0].split()
+        if words[:1] != ["module"]:
+            continue
+        if words[1:] == ["("]:  # `module (` / path / `)`
+            words = ["module"] + next((w for w in (n.split("//", 1)[0].split() for n in lines) if w), [])
+        return words[1].strip("\"`") if len(words) == 2 else None
+    return None
+
+
 def _root_prefixes(root: str | os.PathLike[str] | None) -> tuple[str, ...]:
     """``root`` as an absolute path into it starts ("/repo/"), as given and resolved."""
     if root is None:
@@ -64,10 +107,13 @@ class PathIndex:
     def __init__(self, paths: list[str],
                  package_name: Callable[[str], str | None] | None = None,
                  crate_name: Callable[[str], str | None] | None = None,
-                 root: str | os.PathLike[str] | None = None):
+                 root: str | os.PathLike[str] | None = None,
+                 go_module: Callable[[str], str | None] | None = None):
         self.package_name = package_name
         # The name of the Rust crate a folder holds (its Cargo.toml's), None when none.
         self.crate_name = crate_name
+        # The path of the Go module a folder holds (its go.mod's), None when none.
+        self.go_module = go_module
         # This checkout's folder as an absolute path may write it (as given,
         # and with its links resolved): a path under it names its file whole.
         self.root_prefixes = _root_prefixes(root)
@@ -82,7 +128,7 @@ class PathIndex:
                 self.by_suffix.setdefault("/".join(parts[first:]), []).append(path)
         self.resolver = ImportResolver(paths)
 
-    def resolve_path(self, written: str) -> tuple[str, int] | None:
+    def resolve_path(self, written: str, function: str | None = None) -> tuple[str, int] | None:
         """The indexed file a written path names (longest matching tail) and how
         many components matched. A bare tail of one component counts only when
         the path was written bare and one file has that name.
@@ -99,7 +145,14 @@ class PathIndex:
         still name a file by their longest unique tail. A Cargo registry's copy
         of a crate (``…/registry/src/<index>/shop-0.1.0/src/de/mod.rs``) is read
         as ``node_modules`` is: only a crate of the repository's own names its
-        file; Rust's standard library (``/rustc/<commit>/library/…``) none."""
+        file; Rust's standard library (``/rustc/<commit>/library/…``) none. So
+        is Go's module cache (``…/pkg/mod/<module>@<version>/…``) by the
+        repository's Go modules. A Go frame's ``function`` names its package
+        (``github.com/acme/flagx/internal.Split``): when that is a package of
+        one of the repository's modules, the file of that name in its folder
+        is the frame's, however the path's folders were written (a CI
+        checkout's ``/home/runner/work/flagx/flagx/flag.go``); ``main.main``
+        of a user's ``/home/jo/app/main.go`` names no module's."""
         normal = written.replace("\\", "/")
         in_checkout = self._in_checkout(normal)
         if in_checkout is not None:
@@ -113,6 +166,11 @@ class PathIndex:
         crate = _registry_crate(parts)
         if crate is not None:
             return self._from_package(crate[0], parts[crate[1]:], self.crate_name) if crate[0] else None
+        # Without the repository's Go modules known, the module cache's path
+        # is read as any other absolute path.
+        cached = _go_module_cache(parts) if self.go_module is not None else None
+        if cached is not None:
+            return self._from_package(cached[0], parts[cached[1]:], self.go_module)
         installed = [i for i, part in enumerate(parts)
                      if part in INSTALLED_DIRS or part.endswith(".egg")]
         if installed:
@@ -121,6 +179,10 @@ class PathIndex:
             return (found, len(rest)) if found is not None else None
         if in_standard_library(normal):
             return None
+        if function is not None and parts and parts[-1].endswith(".go"):
+            found = self._from_go_function(parts, function)
+            if found is not None:
+                return found
         for first in range(max(0, len(parts) - self.max_parts), len(parts)):
             tail = parts[first:]
             found = self.by_suffix.get("/".join(tail))
@@ -164,6 +226,25 @@ class PathIndex:
             if path == tail or path.endswith("/" + tail):
                 if name_of(path[:-len(tail)].rstrip("/")) == package:
                     return path, len(inner)
+        return None
+
+    def _from_go_function(self, parts: list[str], function: str) -> tuple[str, int] | None:
+        """The file ``parts`` names by its Go frame's ``function``: the file of
+        its name in the folder of the function's package, when that package
+        is one of the repository's modules' (the module's folder, then the
+        package's path below the module's, as the written path ends)."""
+        package = _go_package(function)
+        if package is None or self.go_module is None:
+            return None
+        # The module is the package's path or a leading part of it; below it,
+        # the package's folders, which the written path must end with too.
+        for below in range(min(len(package) - 1, len(parts) - 1, self.max_parts) + 1):
+            inner = package[len(package) - below:] + parts[-1:]
+            if parts[len(parts) - len(inner):] != inner:
+                break
+            found = self._from_package("/".join(package[:len(package) - below]), inner, self.go_module)
+            if found is not None:
+                return found
         return None
 
     def _from_import_root(self, parts: list[str]) -> str | None:

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.discovery import Skipped, read_file
-from ctxls.index.locate_paths import PathIndex
+from ctxls.index.locate_paths import PathIndex, go_module_path
 from ctxls.index.locate_text import Frame, IssueText, read_issue, semantic_query
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
@@ -284,7 +284,8 @@ class Signals:
             if self._paths is not None and self._paths[0] == key:
                 return self._paths[1]
         index = PathIndex([r[0] for r in conn.execute("SELECT path FROM files")],
-                          self._package_name, self._crate_name, root=self.root)
+                          self._package_name, self._crate_name, root=self.root,
+                          go_module=self._go_module)
         with self._lock:
             self._paths = (key, index)
         return index
@@ -319,6 +320,11 @@ class Signals:
         package = manifest.get("package") if isinstance(manifest, dict) else None
         name = package.get("name") if isinstance(package, dict) else None
         return name if isinstance(name, str) else None
+
+    def _go_module(self, folder: str) -> str | None:
+        """The module path of ``folder``'s go.mod under the root, if any."""
+        text = self._manifest(folder, "go.mod")
+        return go_module_path(text) if text is not None else None
 
     # -- evidence ------------------------------------------------------------------------
 
@@ -370,7 +376,7 @@ class Signals:
     def _frame_evidence(self, issue: IssueText, paths: PathIndex, file) -> None:
         in_repo: list[tuple[Frame, str]] = []
         for frame in issue.frames:
-            resolved = paths.resolve_path(frame.path)
+            resolved = paths.resolve_path(frame.path, frame.function)
             if resolved is not None:
                 in_repo.append((frame, resolved[0]))
         # The deepest in-repo frame counts 1, the next ones less and less.

@@ -14,6 +14,7 @@ import pytest
 
 from ctxls.index.engine import Engine
 from ctxls.index.locate import Locator
+from ctxls.index.locate_paths import PathIndex, go_module_path
 from ctxls.index.locate_scorer import (FEATURES, MODEL_PATH, ScorerUnavailable, load_scorer, name_match,
                                        rank, shipped_scorer, text_terms)
 from ctxls.index.locate_text import read_issue
@@ -405,6 +406,77 @@ def test_versioned_and_minified_web_libraries_are_vendored():
     for path in ("static/js/main.js", "src/app.js", "lib/v2/api.js", "src/build/__init__.py",
                  "static/app.bundle.js"):
         assert not is_vendored_path(path), path
+
+
+# -- resolving a written path -------------------------------------------------------------------
+
+GO_FILES = ["flag.go", "bool.go", "main.go", "internal/parse.go", "tools/gen/emit.go"]
+# go.mod's module per folder: the root's module and a nested one.
+GO_MODULES = {"": "github.com/acme/flagx", "tools/gen": "github.com/acme/flagx/tools/gen"}
+
+
+def test_a_go_module_caches_frame_names_only_the_repositorys_own_modules_files():
+    index = PathIndex(GO_FILES, go_module=GO_MODULES.get)
+    cache = "/home/ops/go/pkg/mod"
+    # A file at the module's root (where most Go libraries keep their code), one below it.
+    assert index.resolve_path(f"{cache}/github.com/acme/flagx@v1.0.5/flag.go") == ("flag.go", 1)
+    assert index.resolve_path(f"{cache}/github.com/acme/flagx@v1.0.5/internal/parse.go") == (
+        "internal/parse.go", 2)
+    assert index.resolve_path(f"{cache}/github.com/acme/flagx/tools/gen@v0.2.0/emit.go") == (
+        "tools/gen/emit.go", 1)
+    # The cache writes a capital as `!` and its letter.
+    upper = PathIndex(["decode.go"], go_module={"": "github.com/BurntSushi/toml"}.get)
+    assert upper.resolve_path(f"{cache}/github.com/!burnt!sushi/toml@v1.3.2/decode.go") == ("decode.go", 1)
+    # Another module's file of the same tail, the cache's downloads: none of the repository's.
+    for written in (f"{cache}/github.com/other/cli@v2.1.0/internal/parse.go",
+                    f"{cache}/github.com/other/cli@v2.1.0/flag.go",
+                    f"{cache}/cache/download/github.com/acme/flagx/@v/flag.go"):
+        assert index.resolve_path(written) is None, written
+
+
+def test_a_go_frames_function_names_its_file_in_a_checkout_elsewhere():
+    index = PathIndex(GO_FILES, go_module=GO_MODULES.get)
+    checkout = "/home/runner/work/flagx/flagx"
+    assert index.resolve_path(f"{checkout}/flag.go", "github.com/acme/flagx.(*FlagSet).AddFlag") == (
+        "flag.go", 1)
+    assert index.resolve_path(f"{checkout}/internal/parse.go", "github.com/acme/flagx/internal.SplitArg") == (
+        "internal/parse.go", 2)
+    # Type arguments may hold another package's path.
+    assert index.resolve_path(f"{checkout}/bool.go", "github.com/acme/flagx.Map[go.shape.*github.com/x/y.T]"
+                              ) == ("bool.go", 1)
+    # A user's own program: its `main` package (or another module's) is none of the
+    # repository's, so its main.go is not the repository's main.go.
+    for written, function in (("/home/jo/app/main.go", "main.main"), ("/home/jo/app/flag.go", "main.parseFlags"),
+                              ("/home/jo/app/flag.go", "github.com/jo/app.parseFlags"),
+                              ("/home/jo/app/main.go", None),
+                              # the package's folder is not the one the path was written in
+                              ("/home/jo/app/emit.go", "github.com/acme/flagx/tools/gen/internal.Emit")):
+        assert index.resolve_path(written, function) is None, (written, function)
+    assert go_module_path("// the flags\nmodule github.com/acme/flagx // v1\n\ngo 1.21\n") == (
+        "github.com/acme/flagx")
+    assert go_module_path('module (\n\t"example.com/flagx"\n)\n') == "example.com/flagx"
+    assert go_module_path("go 1.21\n") is None
+
+
+def test_a_go_panic_gives_frames_on_its_modules_root_files_written_anywhere(tmp_path: Path):
+    files = {"go.mod": "module github.com/acme/flagx\n\ngo 1.21\n",
+             "flag.go": "package flagx\n\ntype FlagSet struct{}\n\nfunc (f *FlagSet) AddFlag(name string) {\n"
+                        "\tpanic(name)\n}\n",
+             "main.go": "package flagx\n\nfunc main() {}\n",
+             "internal/parse.go": "package internal\n\nfunc SplitArg(arg string) string {\n\treturn arg\n}\n"}
+    for engine in indexed_engine(git_tree(tmp_path / "flagx", files)):
+        # The module cache of a user's machine, the project's own CI checkout.
+        for prefix in ("/home/ops/go/pkg/mod/github.com/acme/flagx@v1.0.5", "/home/runner/work/flagx/flagx"):
+            located = {f.path: f for f in engine.locate(
+                "Startup panics\n\n```\ngoroutine 1 [running]:\n"
+                f"github.com/acme/flagx.(*FlagSet).AddFlag(...)\n\t{prefix}/flag.go:6 +0x6a5\n"
+                f"github.com/acme/flagx/internal.SplitArg(...)\n\t{prefix}/internal/parse.go:4\n"
+                "main.main()\n\t/home/jo/app/main.go:14 +0x4b\n```\n", 5)}
+            assert located["flag.go"].signals["frame"] == 1.0, prefix
+            assert "frame" in located["internal/parse.go"].signals, prefix
+            # The user's own main.go is not the repository's.
+            assert "main.go" not in located or "frame" not in located["main.go"].signals, prefix
+    assert Locator(root=tmp_path / "flagx").signals._go_module("") == "github.com/acme/flagx"
 
 
 # -- the scorer ---------------------------------------------------------------------------------
