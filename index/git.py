@@ -14,7 +14,9 @@ data is stale (any file of a copied or unpacked folder), so each command
 also empties every driver the repository's config defines. The
 caller's own ``GIT_*`` variables are dropped too: a daemon started from a
 git hook or an editor's terminal inherits ``GIT_DIR`` or ``GIT_WORK_TREE``
-that name another repository.
+that name another repository. For the same reason the work tree is always
+the folder holding ``.git`` (``--work-tree``), never the repository's own
+``core.worktree``.
 """
 
 from __future__ import annotations
@@ -50,8 +52,27 @@ def git_command(*args: str, root: Path | str | None = None, git_dir: Path | str 
     where = ["-C", str(root)] if root is not None else []
     if git_dir is not None:
         where += ["--git-dir", str(git_dir)]
+    elif root is not None:
+        top = _work_tree_top(root)
+        if top is not None:
+            where += ["--work-tree", top]
     base = ["git", "--no-pager", *SAFE_CONFIG, *where]
     return [*base, *_without_filters(base), *args]
+
+
+def _work_tree_top(folder: Path | str) -> str | None:
+    """The folder holding the nearest ``.git`` at or above ``folder``: the
+    work tree git finds, unless the repository's ``core.worktree`` names
+    another folder, which would list that folder's files as the
+    repository's (its config is data, never where to look)."""
+    here = os.path.abspath(folder)
+    while True:
+        if os.path.lexists(os.path.join(here, ".git")):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
 
 
 def _without_filters(base: list[str]) -> list[str]:

@@ -845,3 +845,26 @@ def test_another_users_store_folder_and_daemon_are_never_used(tmp_path: Path,
             daemon.close()
 
     assert asyncio.run(refused()) == b""  # closed unanswered: the peer is not the daemon's user
+
+
+def test_a_repositorys_core_worktree_never_points_the_listing_elsewhere(tmp_path: Path):
+    """`core.worktree` in the repository's own .git/config (shipped with it)
+    made git list another folder's files as the repository's: none of its
+    own files was indexed, and recall said "No hits" for a file that exists.
+    The work tree is now always the folder holding .git."""
+    elsewhere = tmp_path / "elsewhere"
+    write_tree(elsewhere, {f"other_{i}.py": f"x{i} = {i}\n" for i in range(5)})
+    root = tmp_path / "repo"
+    write_tree(root, {"uploads.py": "def retry_failed_uploads():\n    pass\n",
+                      "sub/notes.py": "def keep_notes():\n    pass\n"})
+    git(root, "init", "-q")
+    git(root, "config", "core.worktree", str(elsewhere))
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.index()
+        assert set(engine.store.file_states()) == {"uploads.py", "sub/notes.py"}
+    finally:
+        engine.close()
+    # A command run from a subfolder (check-ignore, trust) keeps its paths relative to it.
+    (root / ".gitignore").write_text("sub/skip.py\n")
+    assert ignored_paths(root / "sub", ["skip.py", "notes.py"]) == {"skip.py"}
