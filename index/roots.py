@@ -19,12 +19,31 @@ ROOT_MARKERS = (STORE_DIR_NAME, ".git")
 
 
 def find_root(start: Path) -> Path | None:
-    """The nearest folder at or above ``start`` holding ``.ctxls/`` or ``.git``."""
+    """The nearest folder at or above ``start`` holding ``.ctxls/`` or ``.git``
+    of this user's. Another user's marker is passed over, as git refuses a
+    repository of "dubious ownership": in a shared folder (/tmp, a team
+    drive) anyone could make it the root of this user's index."""
     start = start.resolve()
     for folder in (start, *start.parents):
-        if any((folder / marker).exists() for marker in ROOT_MARKERS):
+        if any(_own_marker(folder / marker) for marker in ROOT_MARKERS):
             return folder
     return None
+
+
+def _own_marker(path: Path) -> bool:
+    try:
+        if not path.exists():
+            return False
+        owner = path.lstat().st_uid
+    except OSError:
+        return False
+    if owner != os.geteuid():
+        import logging  # only here: the CLI imports this module on every call
+
+        logging.getLogger(__name__).warning("%s belongs to another user (uid %d): not taken for "
+                                            "a repository's root", path, owner)
+        return False
+    return True
 
 
 def too_broad_root(root: Path) -> str | None:

@@ -868,3 +868,31 @@ def test_a_repositorys_core_worktree_never_points_the_listing_elsewhere(tmp_path
     # A command run from a subfolder (check-ignore, trust) keeps its paths relative to it.
     (root / ".gitignore").write_text("sub/skip.py\n")
     assert ignored_paths(root / "sub", ["skip.py", "notes.py"]) == {"skip.py"}
+
+
+def test_another_users_marker_in_a_shared_folder_is_no_root(tmp_path: Path, monkeypatch):
+    """In a shared folder (/tmp, mode 1777), another user's `.ctxls/` or even
+    an empty `.git` file made that folder the root of this user's index, the
+    other user's files included. As git refuses a repository of "dubious
+    ownership", another user's marker is passed over."""
+    from ctxls.index.roots import find_root
+
+    shared = tmp_path / "shared"
+    mine = shared / "mywork"
+    write_tree(shared, {"theirs/bait.py": "def planted_by_other_user():\n    pass\n",
+                        "mywork/notes.py": "def mine():\n    pass\n"})
+    (shared / ".git").write_text("")
+    (shared / ".ctxls").mkdir()
+    assert find_root(mine) == shared  # this user's markers count
+    if os.geteuid() == 0:  # only root can give a file to another user
+        for marker in (shared / ".git", shared / ".ctxls"):
+            os.chown(marker, 65534, 65534)
+    else:
+        real = os.geteuid()
+        monkeypatch.setattr(os, "geteuid", lambda: real + 1)
+    found = find_root(mine)
+    assert found is None or shared not in (found, *found.parents), found
+    (mine / ".git").mkdir()
+    if os.geteuid() != 0:
+        monkeypatch.undo()
+    assert find_root(mine) == mine
