@@ -22,7 +22,7 @@ import re2
 
 from ctxls.index.git import git_command, run_git
 from ctxls.index.languages import DEFAULT_INCLUDE, NAMED_VARIANTS
-from ctxls.index.paths import CONTROL_CHARACTER
+from ctxls.index.paths import CONTROL_CHARACTER, escaped_controls
 from ctxls.index.roots import STORE_DIR_NAME
 
 log = logging.getLogger(__name__)
@@ -526,8 +526,7 @@ def name_problem(path: str) -> str | None:
 def shown_name(path: str) -> str:
     """A name ``name_problem`` refuses as status lists it: U+FFFD for bytes
     that are not UTF-8, ``\\uXXXX`` for a control character."""
-    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-    return CONTROL_CHARACTER.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return escaped_controls(path.encode("utf-8", "surrogateescape").decode("utf-8", "replace"))
 
 
 def is_utf8(text: str) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from ctxls.index.paths import CONTROL_CHARACTER, escaped_controls
+
 # The body text one answer may carry in all (UTF-8 bytes), and what one request
 # may read of written rows' texts: over one written row's bound (10 MiB), so
 # the first body always fits; without it 200 rows at that bound recalled or
@@ -34,7 +36,9 @@ class Chunk:
 
     Lines are 0-based and inclusive. ``symbol`` is the qualified name
     (``Session.request``; Markdown sections use their heading path joined with
-    `` > ``), or None for module-level residue and line windows.
+    `` > ``), or None for module-level residue and line windows; a control
+    character in it is written ``\\uXXXX`` (a line break in a Racket `|a⏎b|`
+    symbol would forge lines in every answer printing it).
     """
 
     symbol: str | None
@@ -53,6 +57,11 @@ class Chunk:
     def __post_init__(self) -> None:
         if not self.hash:
             object.__setattr__(self, "hash", content_hash(self.text))
+        # Every route a name takes from a file to an answer passes here.
+        if self.symbol is not None and CONTROL_CHARACTER.search(self.symbol):
+            object.__setattr__(self, "symbol", escaped_controls(self.symbol))
+        if any(CONTROL_CHARACTER.search(name) for name in self.names):
+            object.__setattr__(self, "names", tuple(map(escaped_controls, self.names)))
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,8 @@ class SymbolDef:
     body_end: int = -1
 
     def __post_init__(self) -> None:
+        if CONTROL_CHARACTER.search(self.symbol):  # as Chunk's
+            object.__setattr__(self, "symbol", escaped_controls(self.symbol))
         if self.line < 0:
             object.__setattr__(self, "line", self.start_line)
         if self.body_end < self.end_line:

@@ -22,6 +22,14 @@ from typing import NamedTuple
 # answer prints names one per line and such a name would forge lines there.
 CONTROL_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
+
+def escaped_controls(text: str) -> str:
+    """``text`` with each CONTROL_CHARACTER written ``\\uXXXX``: a name a
+    repository holds (a Racket `|a⏎b|` symbol, a JavaScript computed method
+    name) as answers may print it on one line."""
+    return CONTROL_CHARACTER.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 _TEST_FILE = re.compile(
     r"(?:^|/)(?:test_[^/]*\.py|[^/]*_tests?\.(?:py|go|rb|c|cc|cpp|dart|lua)|conftest\.py"
     r"|[^/]*Tests?\.(?:java|kt|cs|swift|scala|php)|[^/]*(?:Spec|Suite)\.(?:kt|scala|swift)"

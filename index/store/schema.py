@@ -87,7 +87,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 27: a container's closing line (`}`, `end`) ends its last chunk (pieces._with_closing_lines).
 # 28: TypeScript and Go interfaces' methods are definitions (`Getter.Get`); an error in a
 #     `$$`-quoted SQL function body no longer re-parses from its column-0 `BEGIN`/`END`.
-CHUNKER_VERSION = 28
+# 29: a control character in a definition's name is written `\uXXXX` (model.Chunk).
+CHUNKER_VERSION = 29
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
