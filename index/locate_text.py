@@ -126,11 +126,17 @@ _PYTEST_LONG_GAP_LINES = 200
 # after its origin (`webpack:///./src/cart.ts`, `webpack-internal:///./src/…`,
 # `http://localhost:5173/src/cart.ts?t=1`), a file URL or a Windows path
 # from its drive (`file:///C:/app/cart.ts`, `C:\app\cart.ts`).
+_JS_PLACE = (r"(?:file://(?:/(?=[A-Za-z]:))?|webpack(?:-internal)?://[^/\s()]*/|https?://[^/\s()]+/)?"
+             r"(?P<path>(?:[A-Za-z]:)?[^\s():?]+\.(?:[cm]?js|jsx|tsx?|vue|svelte))(?:\?[^\s():]*)?"
+             r":(?P<line>\d+)(?::\d+)?")
 _JS_FRAME = re.compile(
     r"^[ \t]*at (?:async )?(?:new )?(?:(?P<fn>[^\s()]+(?: \[as [^\]\n]{1,200}\])?) \()?"
-    r"(?:file://(?:/(?=[A-Za-z]:))?|webpack(?:-internal)?://[^/\s()]*/|https?://[^/\s()]+/)?"
-    r"(?P<path>(?:[A-Za-z]:)?[^\s():?]+\.(?:[cm]?js|jsx|tsx?|vue|svelte))(?:\?[^\s():]*)?"
-    r":(?P<line>\d+)(?::\d+)?\)?\s*$", re.M)
+    + _JS_PLACE + r"\)?\s*$", re.M)
+# Firefox and Safari: `replaceXRange@http://localhost:5173/src/range.ts:11:22`,
+# a function's name before the `@` (`Range/this.set<@…`, `async*load@…`,
+# Safari's `global code@…`, none for an anonymous one).
+_JS_AT_FRAME = re.compile(
+    r"^[ \t]*(?:(?:global|module|eval) code|(?P<fn>[^\s@]{1,200}))?@" + _JS_PLACE + r"[ \t]*$", re.M)
 # `at com.example.Foo.bar(Foo.java:42)`; since Java 9 behind the class loader's
 # and the module's names: `at app//com.example.Foo.bar(…)`, `at java.base@17/java.lang.…`.
 _JAVA_FRAME = re.compile(
@@ -149,8 +155,15 @@ _RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>[^\n]+)\n[ \t]+at (?P<path>\S+\.rs
 # .NET: `   at Shop.Cart.Add(Item item) in /src/Shop/Cart.cs:line 42`, in the
 # system's language too (`bei … in C:\src\Cart.cs:Zeile 42`), and as Mono
 # prints it (`at Shop.Cart.Add (Shop.Item item) [0x00012] in /src/Shop/Cart.cs:42`).
+# A generic method's type arguments follow its name (`Build[T](…)`); an
+# iterator's frame ends `+MoveNext()` (`Tokenize(String value)+MoveNext()`);
+# what the compiler generates for an async method, a lambda or a local
+# function names the source's method in angle brackets before `d__`, `b__`,
+# `g__` (`<SaveAsync>d__5.MoveNext()`, `<>c.<Main>b__0_0(…)`): that method
+# is the frame's.
 _CSHARP_FRAME = re.compile(
-    r"^[ \t]*\w{1,12} (?:[^\s(]+\.)?(?P<fn>[^\s.(]+) ?\([^()\n]*\)(?: \[0x[0-9a-fA-F]+\])? \w{1,12} "
+    r"^[ \t]*\w{1,12} (?:(?=[^\s(]*<(?P<generated>\w+)>\w__))?(?:[^\s(]+\.)?(?P<fn>[^\s.(\[]+)(?:\[[^\]\n]*\])?"
+    r" ?\([^()\n]*\)(?:\+\w+\(\))?(?: \[0x[0-9a-fA-F]+\])? \w{1,12} "
     r"(?P<path>(?:[A-Za-z]:)?[^\n:]+?\.cs):(?:\w{1,12} )?(?P<line>\d+)", re.M)
 # Unity's console: `Shop.Cart:Add (Shop.Item) (at Assets/Scripts/Cart.cs:42)`
 _UNITY_FRAME = re.compile(
@@ -201,15 +214,26 @@ _SOURCE_EXTENSIONS = tuple(sorted(
 # `pkg/cart/cart.go:4:9: undefined: j`), without one an error, warning or note
 # (`shop/cart.py:12: error: …`; a Python warning, `cart.py:12: DeprecationWarning:`,
 # is the caller's line, a path). Its file has a path's extension.
+# Swift 5.3 and later print a runtime trap so too (`Sources/Shop/Cart.swift:9:
+# Fatal error: …`).
 _DIAGNOSTIC = re.compile(
     r"^[ \t]*(?P<path>(?:[A-Za-z]:)?[^\s:()]+\.(?:" + "|".join(_SOURCE_EXTENSIONS) + r"))"
-    r":(?P<line>\d+)(?::(?P<column>\d+))?:[ \t](?(column)|[ \t]*(?:fatal )?(?:error|warning|note)\b)(?P<fn>)",
+    r":(?P<line>\d+)(?::(?P<column>\d+))?:[ \t](?(column)|[ \t]*(?:(?:fatal )?(?:error|warning|note)\b"
+    r"|(?:Fatal error|Precondition failed|Assertion failed):))(?P<fn>)",
     re.M)
+# The same with the place in brackets, as MSBuild, tsc and MSVC print it
+# (`App/Program.cs(10,28): error CS0266: …`, `src/range.ts(11,23): error TS2345: …`).
+_DIAGNOSTIC_BRACKETED = re.compile(
+    r"^[ \t]*(?P<path>(?:[A-Za-z]:)?[^\s:()]+\.(?:" + "|".join(_SOURCE_EXTENSIONS) + r"))"
+    r"\((?P<line>\d+)(?:,\d+)?\): (?:fatal )?(?:error|warning)\b(?P<fn>)", re.M)
+# rustc's place under its `error[E0308]: …` line: ` --> src/value.rs:7:9`.
+_RUSTC_PLACE = re.compile(r"^[ \t]*--> (?P<path>(?:[A-Za-z]:)?[^\s:]+\.rs):(?P<line>\d+)(?P<fn>)", re.M)
 # Each with its language, None: the file's.
-_INNERMOST_FIRST = ((_JS_FRAME, "javascript"), (_GO_FRAME, "go"), (_RUST_FRAME, "rust"),
-                    (_CSHARP_FRAME, "csharp"), (_UNITY_FRAME, "csharp"), (_RUBY_FRAME, "ruby"),
+_INNERMOST_FIRST = ((_JS_FRAME, "javascript"), (_JS_AT_FRAME, "javascript"), (_GO_FRAME, "go"),
+                    (_RUST_FRAME, "rust"), (_CSHARP_FRAME, "csharp"), (_UNITY_FRAME, "csharp"), (_RUBY_FRAME, "ruby"),
                     (_PHP_THROWN, "php"), (_PHP_FRAME, "php"), (_ELIXIR_FRAME, "elixir"), (_LUA_FRAME, "lua"),
-                    (_GDB_FRAME, "c"), (_SANITIZER_FRAME, None), (_SWIFT_TRAP, "swift"), (_DIAGNOSTIC, None))
+                    (_GDB_FRAME, "c"), (_SANITIZER_FRAME, None), (_SWIFT_TRAP, "swift"), (_DIAGNOSTIC, None),
+                    (_DIAGNOSTIC_BRACKETED, None), (_RUSTC_PLACE, "rust"))
 # .NET prints an inner exception's frames first, then this line, then the outer one's.
 _INNER_EXCEPTION_END = re.compile(r"--- End of inner exception stack trace ---")
 # The message bounded: each `panicked at '` scanned to the line's end was
@@ -221,14 +245,15 @@ _RUST_PANIC = re.compile(r"panicked at (?:'.{0,1000}?', )?(?P<path>[^\s:]+\.rs):
 # `System.Exception: x`); also as pytest prints them (`E   ValueError: x`,
 # `FAILED tests/t.py::test_x - ValueError: x`), as warnings are printed
 # (`shop/cart.py:12: DeprecationWarning: x`) and as a browser's console
-# (`Uncaught (in promise) TypeError: x`).
+# (`Uncaught (in promise) TypeError: x`); Node writes its error's code after
+# the type (`TypeError [ERR_INVALID_ARG_TYPE]: x`).
 _EXCEPTION_LINE = re.compile(
     r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |[^\s|]\S*\.py:\d+:[ \t]+"
     # the JVM's, .NET's and the browser's prefixes
     r'|Exception in thread "[^"\n]*" |Caused by: |Unhandled [Ee]xception\.? |Uncaught (?:\(in promise\) )?)?'
     r"(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)|Error|Exception)"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
-    r"(?::[ \t]*(?P<message>.+))?$", re.M)
+    r"(?: \[[A-Z][A-Z0-9_]{0,100}\])?(?::[ \t]*(?P<message>.+))?$", re.M)
 # The base classes name no class of the repository's.
 _BASE_EXCEPTIONS = frozenset({"Error", "Exception"})
 _GO_PANIC = re.compile(r"^panic: (?P<message>.+)$", re.M)
@@ -245,9 +270,14 @@ _OTHER_ERROR_LINES = (
     re.compile(r"^[ \t]*\*\* \((?P<type>[\w.]+)\) (?P<message>.+)$", re.M),
     # Rust: `panicked at 'msg', src/x.rs:3:9`, or since 1.73 the message on the next line
     re.compile(r"panicked at '(?P<message>[^'\n]+)'|panicked at \S+\.rs:\d+:\d+:\n(?P<message2>[^\n]+)"),
-    # Swift: `Fatal error: msg: file Sources/Shop/Cart.swift, line 42`
-    re.compile(r"^(?:Fatal error|Precondition failed|Assertion failed): (?!\s*Uncaught )(?P<message>.+?)"
-               r"(?:: file \S+, line \d+)?$", re.M),
+    # Swift: `Fatal error: msg: file Sources/Shop/Cart.swift, line 42`, since 5.3
+    # `Sources/Shop/Cart.swift:42: Fatal error: msg`
+    re.compile(r"^(?:[^\s:]+\.swift:\d+: )?(?:Fatal error|Precondition failed|Assertion failed): "
+               r"(?!\s*Uncaught )(?P<message>.+?)(?:: file \S+, line \d+)?$", re.M),
+    # A compiler's diagnostic: `error[E0308]: msg` (rustc), `src/x.c:4:3: error: msg`
+    # (gcc, clang), `src/x.ts(11,23): error TS2345: msg` (tsc, MSBuild).
+    re.compile(r"^[ \t]*(?:(?:[A-Za-z]:)?[^\s:()]+(?::\d+(?::\d+)?|\(\d+(?:,\d+)?\)): )?(?:fatal )?"
+               r"(?:error|warning)(?:\[[A-Z]+\d+\]| [A-Z]{1,4}\d{1,6})?: (?P<message>.+)$", re.M),
 )
 # A logged line's level, as Python's logging, Java's and others' name it.
 _LOG_LEVEL = r"(?:WARNING|WARN|ERROR|CRITICAL|FATAL|SEVERE)"
@@ -266,12 +296,18 @@ _LOG_LINES = (
     # Flask's default: `[2024-03-01 12:00:01,123] WARNING in cart: msg`
     re.compile(rf"^\[[^\]\n]{{0,100}}\] {_LOG_LEVEL} in [\w.<>]+: (?P<message>\S.*)$", re.M),
     # Spring Boot's default: `2024-03-01T12:00:01.123Z  WARN 4242 --- [main] shop.Cart : msg`
-    re.compile(rf"^[^\n]*?[ \t]{_LOG_LEVEL}[ \t]++\d+ --- (?:\[[^\]\n]{{0,100}}\][ \t]*+){{1,3}}"
+    # (its timestamp may have been read away as a log's margin: _LOG_MARGINS)
+    re.compile(rf"^(?:[^\n]*?[ \t])?{_LOG_LEVEL}[ \t]++\d+ --- (?:\[[^\]\n]{{0,100}}\][ \t]*+){{1,3}}"
                rf"[\w.$]+[ \t]*+: (?P<message>\S.*)$", re.M),
-    # Logback's and log4j's default (`12:00:01.123 [main] WARN  shop.Cart - msg`) and
-    # a bracketed level (`[ERROR] msg`, `[main] [WARNING] msg`).
-    re.compile(rf"^(?:[^\n]*?[ \t\]])?{_LOG_LEVEL}[ \t]++[\w.$]+ - (?P<message>\S.*)$", re.M),
-    re.compile(rf"^(?:[^\n]*?[ \t\]])?\[{_LOG_LEVEL}\][ \t]++(?P<message>\S.*)$", re.M),
+    # Logback's and log4j's default (`12:00:01.123 [main] WARN  shop.Cart - msg`),
+    # Ruby's Logger's (`E, [2024-03-11T14:02:17.415901 #18244] ERROR -- progname: msg`,
+    # the program's name often empty) and a bracketed level (`[ERROR] msg`,
+    # `[main] [WARNING] msg`; Rust's env_logger with its time and target,
+    # `[2024-03-11T14:02:17Z ERROR shop::db] msg`).
+    re.compile(rf"^(?:[^\n]*?[ \t\]])?{_LOG_LEVEL}[ \t]++(?:[\w.$]+ -|-- [^:\n]{{0,100}}:) (?P<message>\S.*)$",
+               re.M),
+    re.compile(rf"^(?:[^\n]*?[ \t\]])?\[(?:[^\s\]]++[ \t]++)?{_LOG_LEVEL}(?:[ \t]++[^\s\]]++)?\][ \t]++"
+               rf"(?P<message>\S.*)$", re.M),
 )
 # Punctuation a message's parts are split at: quote marks of every kind
 # (_QUOTED's) are where a format string's placeholders were filled in.
@@ -302,13 +338,41 @@ _CODE_CHARACTERS = re.compile(r"[()\[\]{}<>=;$|\\/@#*_\"]|\w[.:]\S|\.\.\.|(?:^|\
 # `docs/中文/说明.md`), one glued to such a letter only in other scripts (its
 # folders scanned from each letter of a run of `文/` were quadratic).
 _PATH_CHAR = rf"(?:{_NAME_CHAR}|[.-])"
-_PATH = re.compile(rf"((?:(?<!\w)(?<![/.\\:~-])(?:~|[A-Za-z]:)?"
-                   rf"(?:(?:[\\/]|{_PATH_CHAR}+[\\/])[\\/]*(?:[\w.-]+[\\/]+)*[\w.-]*\w|{_PATH_CHAR}*{_NAME_CHAR})"
+# A bracketed part of a name, as routers name their files (Next.js `[id].tsx`,
+# `[...slug]`, `[[...slug]]`, `(marketing)`; SvelteKit `[lang=locale]`): never
+# a slash inside, so `(src/a.py)`, `[src/a.py]` and a link's `[text](src/a.py)`
+# are brackets around a path; nor a digit first (`items[0].json()` indexes a list).
+_NAME_BRACKETS = r"\[\[?(?:[^\W\d]|\.)[\w.+=-]{0,99}\]\]?|\((?:[^\W\d]|\.)[\w.+-]{0,99}\)"
+
+
+def _path_name(letter: str, letter_or_dot: str) -> str:
+    """A file's or folder's name in a path: ``letter``s, `-` and brackets,
+    joined by `+` before its first dot (Swift's and Objective-C's
+    `String+Rainbow.swift`, SvelteKit's `+page.server.ts`; after a dot a `+`
+    joins two files, `a.py+b.py`), then ``letter_or_dot``s. At most four
+    `+` a name, taken once (possessive): a run of `+a+a…` read again from
+    each `+` was quadratic."""
+    return (rf"(?:\+?(?:{letter}|-|{_NAME_BRACKETS})++){{0,4}}+"
+            rf"(?:{letter_or_dot}|{_NAME_BRACKETS})*")
+
+
+_FIRST_NAME = _path_name(_NAME_CHAR, _PATH_CHAR)
+# Past its root or first folder a path's names are of any script.
+_LATER_NAME = _path_name(r"\w", r"[\w.-]")
+# (A path starts after no letter, separator or closing bracket, and at an
+# opening bracket after no bracket: each start reads its name once.)
+_PATH = re.compile(rf"((?:(?<!\w)(?<![/.\\:~\])-])(?:(?<![\[(])|(?![\[(]))(?:~|[A-Za-z]:)?"
+                   rf"(?:(?:[\\/]|(?![\\/]){_FIRST_NAME}[\\/])[\\/]*"
+                   rf"(?:(?![\\/]){_LATER_NAME}[\\/]+)*"
+                   rf"{_LATER_NAME}(?<=[\w\])])"
+                   rf"|{_FIRST_NAME}(?<={_NAME_CHAR}|[\])]))"
                    rf"|(?<=[{NO_SPACE_SCRIPTS}])(?:~|[A-Za-z]:)?[\\/]*(?:{_PATH_CHAR}+[\\/]+)*{_PATH_CHAR}*{_NAME_CHAR})"
                    r"\.(?:" + "|".join(_SOURCE_EXTENSIONS) + rf"))(?!{_NAME_CHAR})(?![/\\-])")
 # (A URL copied from a browser's address bar has its non-ASCII letters
 # percent-encoded: one of those scripts' letters is the sentence again.)
 _URL_PATH = re.compile(rf"(?<!{_NAME_CHAR})https?://[^/\s]+(/[^\s#?)\]>'\"`{NO_SPACE_SCRIPTS}{_NO_SPACE_PUNCTUATION}]+)")
+# A line and column after a file's URL or name.
+_PLACE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
 # An absolute path's start: root, home or a drive (after an opening bracket or quote).
 _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # A folder name with spaces in an absolute path (`C:\Users\Jane Doe\app\x.py`,
@@ -316,9 +380,16 @@ _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # characters of one folder name.
 _SPACES_IN_PATH = 3
 _MAX_NAME_CHARS = 255
-_DOTTED = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)+)"
+# (Letters each followed by a dot are an abbreviation, `e.g.`, `i.e.`, `a.k.a.`.)
+_DOTTED = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!(?:[A-Za-z]\.)+[A-Za-z](?!{_NAME_CHAR})(?!\.[A-Za-z_]))"
+                     rf"([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)+)"
                      rf"(?!{_NAME_CHAR})(?!\()")
-_DOTTED_CALL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)*)\(")
+# A word written with English's plural in brackets (`file(s)`, `match(es)`, and
+# cargo's `Finished dev [...] target(s) in 2.31s`) is no call: after a space
+# and before a word or a sentence's punctuation.
+_PLURAL = r"(?<!\S)[A-Za-z][a-z]+\(e?s\)(?=[ \t]+[a-z]|[,.;:!?](?:\s|$))"
+_DOTTED_CALL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!{_PLURAL})"
+                          rf"([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)*)\(")
 _CAMEL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]{_NAME_CHAR}*"
                     rf"|[A-Z]{{2,}}[a-z]{_NAME_CHAR}*)(?!{_NAME_CHAR})")
 # snake_case; or a name underscores mark as code: one at one end (`_private`,
@@ -326,7 +397,18 @@ _CAMEL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)
 # (`_really_`), prose.
 _SNAKE = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(_*[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+_*|__[A-Za-z][A-Za-z0-9]*__"
                     rf"|_{{1,2}}[A-Za-z][A-Za-z0-9]*(?!{_NAME_CHAR})|[A-Za-z][A-Za-z0-9]*_(?!{_NAME_CHAR}))")
-_BACKTICKED = re.compile(r"`([^`\n]{2,80})`")
+# A backticked span, or a name quoted from a backtick to an apostrophe as Ruby
+# (before 3.4) and older GNU tools print it (`in `call': undefined method
+# `amount'`, `block (2 levels) in call'`): one name, not the words between two
+# such quotes (nor a code span holding a quote, `Key(key='x')`).
+_BACKTICKED = re.compile(r"`(?P<quoted>[\w<>#.:?!](?:[\w<>#.:?! ]|\([\w ]{1,20}\)){0,79})'(?!\w)"
+                         r"|`(?P<span>[^`\n]{2,80})`")
+# A backticked shell command: a command's word (`pip`, `./build.sh`), after a
+# prompt's `$` perhaps, and an option after it (`pip install -e .`,
+# `python -m build --wheel`).
+_COMMAND_WORD = re.compile(r"(?:\.{0,2}/|~/)?[a-z][\w.+/-]*")
+_OPTION_WORD = re.compile(r"--?[A-Za-z]")
+_ARITY = re.compile(r"\w/\d+$")
 # A name qualified the way Rust, C++, Ruby and PHP write it (`Parser::parse_expr`,
 # `ActiveSupport::Cache::Store#fetch`, `Shop\Cart\LineItem::total`): its parts.
 _QUALIFIED = re.compile(
@@ -392,7 +474,7 @@ def _frames(text: str) -> tuple[list[Frame], list[tuple[int, int]]]:
             if previous_end >= 0 and (text.count("\n", previous_end, match.start()) > 3
                                       or _INNER_EXCEPTION_END.search(text, previous_end, match.start())):
                 depth = 0  # a new trace, or the outer exception's after the inner one's
-            fn = match.group("fn") or None
+            fn = match.groupdict().get("generated") or match.group("fn") or None
             path = match.group("path")
             frames.append(Frame(path, int(match.group("line")), fn,
                                 language or language_for_path(path) or "", depth))
@@ -676,6 +758,43 @@ def _unquoted(text: str) -> str:
     return _BLOCKQUOTE.sub("", text)
 
 
+# The margin a log writer puts before each line it copies from a program's
+# output: Android logcat's (`threadtime`, the default, `03-11 14:02:17.412
+# 18244 18244 E AndroidRuntime: `; `brief` and `time`, `E/AndroidRuntime(18244): `;
+# Android Studio's, `2024-03-11 14:02:17.412  18244-18244  AndroidRuntime
+# com.example.shop  E  `), an ISO 8601 timestamp (GitHub Actions' raw logs,
+# `docker logs -t`: `2024-03-11T14:02:17.4123456Z `), docker compose's service
+# (`worker-1  | `, `app_worker_1  | `: a container's name ends in its replica
+# number) and syslog's (`Mar 11 14:02:17 host app[42]: `, journalctl's default).
+_LOG_MARGINS = (
+    re.compile(r"\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}[ \t]+\d+[ \t]+\d+[ \t]+[VDIWEFA][ \t]+[^\n:]{0,100}: "
+               r"|(?:\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}[ \t]+)?[VDIWEFA]/[^\n(:]{1,100}\([ \t]*\d+\): "
+               r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}[ \t]+\d+-\d+[ \t]+\S{1,200}[ \t]+\S{1,200}"
+               r"[ \t]+[VDIWEFA][ \t]+"),
+    # One space only: what follows may be a logger's own line, its level padded (Spring Boot's `  WARN`).
+    re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d) "),
+    re.compile(r"[A-Za-z0-9][\w.-]{0,100}[-_]\d{1,4}[ \t]*\|(?: |$)"),
+    re.compile(r"[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d [\w.-]{1,100} [^\s:\[]{1,100}(?:\[\d+\])?: "),
+)
+# A margin may hold another (CI's timestamp before compose's service, compose's
+# before the container's timestamp): the shapes are read away this many times.
+_LOG_MARGIN_PASSES = 2
+
+
+def _without_log_margins(text: str) -> str:
+    """``text`` with each log margin read away where the same shape starts
+    consecutive lines (a trace pasted from a log, every line behind its
+    margin); a line alone keeps its start, which may be its own text."""
+    lines = text.split("\n")
+    for _ in range(_LOG_MARGIN_PASSES):
+        for margin in _LOG_MARGINS:
+            found = [margin.match(line) for line in lines]
+            for at, match in enumerate(found):
+                if match and ((at > 0 and found[at - 1]) or (at + 1 < len(found) and found[at + 1])):
+                    lines[at] = lines[at][match.end():]
+    return "\n".join(lines)
+
+
 def _absolute_start(text: str, start: int, line_start: int) -> int | None:
     """Where the absolute path starts that a path read from ``start`` continues
     past a space (`Doe\\app\\x.py` of `C:\\Users\\Jane Doe\\app\\x.py`), or
@@ -700,12 +819,25 @@ def _absolute_start(text: str, start: int, line_start: int) -> int | None:
     return None
 
 
+def _is_command_or_path(span: str) -> bool:
+    """Whether a backticked span is a shell command or a path (`target/debug/my-app`,
+    a URL): its words are a command's, options and folders, not code names.
+    (A backslash is no path's mark here: PHP's `Shop\\Cart` is a name.)"""
+    words = span.split()
+    if words[:1] == ["$"]:  # a prompt
+        words = words[1:]
+    if len(words) == 1:  # Elixir's and Erlang's `String.length/1` is a function and its arity
+        return "/" in words[0] and not _ARITY.search(words[0])
+    return (len(words) > 1 and _COMMAND_WORD.fullmatch(words[0]) is not None
+            and any(_OPTION_WORD.match(word) for word in words[1:]))
+
+
 def read_issue(text: str) -> IssueText:
     """Split an issue's text into prose, code and the evidence they carry.
     HTML comments (an issue template's instructions, never shown on the
     tracker) are not read; HTML entities and blockquotes' margins are read
-    as what they show."""
-    text = _without_version_listings(_unquoted(_unescaped(without_html_comments(text))))
+    as what they show, and a log's margins (see _LOG_MARGINS) are read away."""
+    text = _without_version_listings(_without_log_margins(_unquoted(_unescaped(without_html_comments(text)))))
     code, prose = fenced_blocks(text)
     doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
     if doctest.strip():
@@ -765,6 +897,8 @@ def read_issue(text: str) -> IssueText:
         # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
         # whose tail is the repository's file.
         url_path = match.group(1).rstrip(".,;:!")  # a sentence's end is not the path's
+        # A browser's console writes the place after the URL (`…/src/range.ts:11:22`).
+        url_path = _PLACE_SUFFIX.sub("", url_path)
         if _PATH.fullmatch(url_path.rsplit("/", 1)[-1]) and not in_frame(*match.span(1)):
             _add(paths, url_path)
     code_text = "\n".join(code)
@@ -808,8 +942,13 @@ def read_issue(text: str) -> IssueText:
                 if "." in name:
                     _add(modules, name)
         for match in _BACKTICKED.finditer(source):
-            for word in _DOTTED_CALL.findall(match.group(1)) + _WORD.findall(match.group(1)):
-                _add(identifiers, word)
+            if match.group("quoted"):  # `block (2 levels) in call': its name is the last word
+                if not match.group("quoted").startswith("<"):  # `<main>', `<top (required)>'
+                    _add(identifiers, (_WORD.findall(match.group("quoted")) or [""])[-1])
+            elif not _is_command_or_path(match.group("span")):
+                span = match.group("span")
+                for word in _DOTTED_CALL.findall(span) + _WORD.findall(span):
+                    _add(identifiers, word)
         for match in _QUALIFIED.finditer(source):
             qualified, method, owner, owners_method = match.groups()
             for part in [*re.split(r"::|\\", qualified or owner), method or owners_method]:

@@ -1236,3 +1236,137 @@ def test_hostile_texts_are_read_in_linear_time_and_still_read_right():
     assert language_for_path("x.m", "\n\n% a comment\nx = 1;\n") == "matlab"
     assert len(markdown_sections(["# " + "![" * 100])) == 1
     assert _heading_text('Shop <img alt="logo" src="x.png"> [docs](https://x)') == "Shop logo docs"
+
+
+# -- text forms read by the locate probe of 2026-12-07 (docs/decisions.md, stop 65) -----------
+
+JAVA_TRACE_LINES = ["java.lang.IllegalArgumentException: Can not construct IdKey for null key",
+                    "\tat com.acme.ids.IdGenerator$IdKey.<init>(IdGenerator.java:10)",
+                    "\tat com.acme.ids.Registry.lookup(Registry.java:7)"]
+
+
+@pytest.mark.parametrize("margin", [
+    "03-11 14:02:17.412 18244 18244 E AndroidRuntime: ",  # logcat's default, threadtime
+    "E/AndroidRuntime(18244): ",  # logcat's brief
+    "2024-03-11 14:02:17.412  18244-18244  AndroidRuntime          com.example.shop  E  ",  # Android Studio
+    "2024-03-11T14:02:17.4123456Z ",  # GitHub Actions' raw log
+    "worker-1  | ",  # docker compose
+    "Mar 11 14:02:17 host shop[18244]: ",  # syslog, journalctl
+])
+def test_a_trace_pasted_from_a_log_is_read_behind_each_lines_margin(margin: str):
+    issue = read_issue("App crashes\n\n```\n" + "".join(margin + line + "\n" for line in JAVA_TRACE_LINES) + "```\n")
+    assert frame_rows(issue) == [("com/acme/ids/IdGenerator.java", 10, "<init>", 0),
+                                 ("com/acme/ids/Registry.java", 7, "lookup", 1)]
+    assert "Can not construct IdKey for null key" in issue.messages
+
+
+def test_a_log_margin_is_read_away_only_where_consecutive_lines_share_its_shape():
+    compose = read_issue("worker-1  | Traceback (most recent call last):\n"
+                         'worker-1  |   File "/usr/src/app/src/app/worker.py", line 7, in handle\n'
+                         'worker-1  |     raise ValueError("payload carries no identifier field")\n'
+                         "worker-1  | ValueError: payload carries no identifier field\n")
+    assert frame_rows(compose) == [("/usr/src/app/src/app/worker.py", 7, "handle", 0)]
+    assert "payload carries no identifier field" in compose.messages
+    # A line alone keeps its start: it may be the text's own.
+    alone = read_issue("release-1 | notes for src/shop/cart.py\n\nwhat changed\n")
+    assert alone.raw.startswith("release-1 | notes") and alone.paths == ["src/shop/cart.py"]
+    # A logger's own line after a timestamp margin still reads as its format (Spring Boot's, level unpadded).
+    spring = read_issue("2024-03-01T12:00:01.123Z ERROR 4242 --- [main] shop.Cart : the cart lost its items\n"
+                        "2024-03-01T12:00:02.123Z ERROR 4242 --- [main] shop.Cart : the cart lost its coupon\n")
+    assert {"the cart lost its items", "the cart lost its coupon"} <= set(spring.messages)
+
+
+def test_file_names_joined_by_plus_or_holding_router_brackets_are_read_whole():
+    issue = read_issue("The conversion in Sources/String+Rainbow.swift rounds twice; "
+                       "web/src/pages/posts/[id].tsx renders nothing, nor src/routes/blog/[slug]/+page.server.ts "
+                       "nor app/(marketing)/about/page.tsx; [[...slug]].tsx alone too.\n")
+    assert issue.paths == ["Sources/String+Rainbow.swift", "web/src/pages/posts/[id].tsx",
+                           "src/routes/blog/[slug]/+page.server.ts", "app/(marketing)/about/page.tsx",
+                           "[[...slug]].tsx"]
+    index = PathIndex(["Sources/Rainbow.swift", "Sources/String+Rainbow.swift"])
+    assert index.resolve_path(issue.paths[0])[0] == "Sources/String+Rainbow.swift"
+    # Brackets and `+` around paths in prose are not the paths'.
+    prose = read_issue("see (src/a.py), [src/b.py], [the docs](docs/c.md), a.py+b.py and items[0].json()\n")
+    assert prose.paths == ["src/a.py", "src/b.py", "docs/c.md", "a.py", "b.py"]
+
+
+def test_dotnet_iterator_async_and_lambda_frames_name_the_methods_written_in_the_source():
+    issue = read_issue(
+        "Unhandled exception. System.IndexOutOfRangeException: Index was outside the bounds of the array.\n"
+        "   at Cli.Core.Tokenizer.TokenizeShortName(String value)+MoveNext() in /_/src/Cli/Core/Tokenizer.cs:line 23\n"
+        "   at System.Linq.Enumerable.SelectManySingleSelectorIterator`2.MoveNext()\n"
+        "   at Cli.Core.InstanceBuilder.Build[T](IEnumerable`1 arguments)"
+        " in /_/src/Cli/Core/InstanceBuilder.cs:line 10\n"
+        "   at Shop.Orders.<SaveAsync>d__5.MoveNext() in /src/Shop/Orders.cs:line 42\n"
+        "   at Shop.Program.<>c.<Main>b__0_0(String x) in /src/Shop/Program.cs:line 9\n")
+    assert frame_rows(issue, short=True) == [
+        ("Tokenizer.cs", 23, "TokenizeShortName", 0), ("InstanceBuilder.cs", 10, "Build", 1),
+        ("Orders.cs", 42, "SaveAsync", 2), ("Program.cs", 9, "Main", 3)]
+
+
+@pytest.mark.parametrize("text, frame, message", [
+    ("Sources/Shop/Cart.swift:9: Fatal error: Unexpectedly found nil while unwrapping an Optional value\n",
+     ("Sources/Shop/Cart.swift", 9), "Unexpectedly found nil while unwrapping an Optional value"),
+    ("web/src/range.ts(11,23): error TS2345: Argument of type 'string | undefined' is not assignable.\n",
+     ("web/src/range.ts", 11), "Argument of type 'string | undefined' is not assignable."),
+    ("App/Program.cs(10,28): error CS0266: Cannot implicitly convert type 'long' to 'int'. [/src/App/App.csproj]\n",
+     ("App/Program.cs", 10), "Cannot implicitly convert type"),
+    ("error[E0308]: mismatched types in the returned value\n --> src/value.rs:7:9\n  |\n7 |         self.inner\n",
+     ("src/value.rs", 7), "mismatched types in the returned value"),
+    ("src/parse.c:4:3: error: expected a semicolon before the brace\n",
+     ("src/parse.c", 4), "expected a semicolon before the brace"),
+])
+def test_compiler_diagnostics_and_swift_traps_give_their_place_and_message(text: str, frame: tuple, message: str):
+    issue = read_issue(text)
+    assert [(f.path, f.line, f.depth) for f in issue.frames] == [(*frame, 0)]
+    assert message in issue.messages
+
+
+def test_firefox_and_safari_frames_node_error_codes_and_a_consoles_url_place():
+    issue = read_issue("Uncaught TypeError: can't access property \"split\", comp is undefined\n"
+                       "    replaceXRange@http://localhost:5173/src/range.ts:11:22\n"
+                       "    parseRange@http://localhost:5173/src/range.ts:16:44\n"
+                       "    @http://localhost:5173/src/main.ts:3:1\n"
+                       "    global code@http://localhost:5173/src/main.ts:5:1\n")
+    assert frame_rows(issue) == [("src/range.ts", 11, "replaceXRange", 0), ("src/range.ts", 16, "parseRange", 1),
+                                 ("src/main.ts", 3, None, 2), ("src/main.ts", 5, None, 3)]
+    assert issue.paths == []
+    node = read_issue('TypeError [ERR_INVALID_ARG_TYPE]: The "version" argument must be of type string.\n')
+    assert 'The "version" argument must be of type string.' in node.messages and "TypeError" in node.identifiers
+    assert read_issue("it breaks at http://localhost:5173/src/range.ts:11:22 in Firefox\n").paths == ["/src/range.ts"]
+
+
+def test_backticked_commands_and_paths_give_no_names_and_a_ruby_quote_gives_one():
+    issue = read_issue("Steps: `pip install -e .` then `$ python -m build --wheel`, then\n"
+                       "     Running `target/debug/my-app`\n"
+                       "lib/shop.rb:12:in `call': undefined method `amount' for nil:NilClass (NoMethodError)\n"
+                       "and `cart.add(item)` fails\n")
+    assert {"amount", "cart.add", "item", "NoMethodError"} <= set(issue.identifiers)
+    noise = {"pip", "install", "python", "build", "wheel", "target", "debug", "my", "app", "undefined", "method"}
+    assert not noise & set(issue.identifiers)
+    # A code span holding a quote is no Ruby quote; a function's arity is no path.
+    code = read_issue("`Key(key='shift')` and `String.length/1` in `block (2 levels) in checkout'\n")
+    assert {"Key", "key", "shift", "String.length", "checkout"} <= set(code.identifiers)
+
+
+def test_plurals_written_in_brackets_and_abbreviations_are_no_names():
+    issue = read_issue("When two file(s) define a section, some value(s) are dropped by merge_sections, e.g. here.\n"
+                       "    Finished dev [unoptimized + debuginfo] target(s) in 2.31s\n"
+                       "x = parse(s)\n")
+    assert issue.identifiers == ["parse", "merge_sections"]
+    assert issue.modules == []
+    # A dotted name starting with one-letter parts is still one.
+    assert read_issue("f.c.Result.formatParser fails").modules == ["f.c.Result.formatParser"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("I, [2024-03-11T14:02:17.412345 #18244]  INFO -- : Started POST\n"
+     "E, [2024-03-11T14:02:17.415901 #18244] ERROR -- : failed to flush the write buffer to the socket\n",
+     "failed to flush the write buffer to the socket"),
+    ("W, [2024-03-11T14:02:17.415901 #1]  WARN -- shop: the disk is almost full\n", "the disk is almost full"),
+    ("[2024-03-11T14:02:17Z INFO  my_service] reloading\n"
+     "[2024-03-11T14:02:17Z ERROR my_service::db] cannot reuse a closed connection pool\n",
+     "cannot reuse a closed connection pool"),
+])
+def test_ruby_logger_and_rust_env_logger_lines_give_their_message(text: str, message: str):
+    assert message in read_issue(text).messages
