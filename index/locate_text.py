@@ -175,10 +175,16 @@ _RUBY_FRAME = re.compile(
     r"^[ \t]*(?:from )?(?P<path>[^\s:]+\.rb):(?P<line>\d+):in [`']"
     r"(?:(?:block|rescue|ensure)(?: \(\d+ levels\))? in )?(?:[^'`\s]*[#.])?"
     r"(?P<fn><top \(required\)>|[^'`#.\s]+)['`]", re.M)
-# PHP: `… in /srv/src/Cart.php:321` (where it was thrown), then `#0 /srv/src/Shop.php(120): Cart->add()`
-_PHP_THROWN = re.compile(r"\bin (?P<path>[^\s:()]+\.php)(?::| on line )(?P<line>\d+)(?P<fn>)")
+# PHP: `… in /srv/src/Cart.php:321` (where it was thrown), then `#0 /srv/src/Shop.php(120): Cart->add()`.
+# A frame's line names what it calls: the function it is in is the one the
+# next frame's line calls (the thrown place's, frame #0's), none for the
+# last before `{main}`.
+_PHP_CALL = r"#\d+ (?:[^\s()]+\.php\(\d+\)|\[internal function\]): (?:[\w\\]+(?:->|::))?(?P<fn>\w+)\("
+_PHP_THROWN = re.compile(r"\bin (?P<path>[^\s:()]+\.php)(?::| on line )(?P<line>\d+)"
+                         r"(?:(?=[^\n]*\n(?:Stack trace:[ \t]*\n)?[ \t]*" + _PHP_CALL + r"))?")
 _PHP_FRAME = re.compile(
-    r"^[ \t]*#\d+ (?P<path>[^\s()]+\.php)\((?P<line>\d+)\): (?:[\w\\]+(?:->|::))?(?P<fn>\w+)?", re.M)
+    r"^[ \t]*#\d+ (?P<path>[^\s()]+\.php)\((?P<line>\d+)\): [^\n]*"
+    r"(?:(?=\n[ \t]*" + _PHP_CALL + r"))?", re.M)
 # Elixir: `(tesla 1.4.0) lib/tesla/middleware/json.ex:90: Tesla.Middleware.JSON.decode/2`
 _ELIXIR_FRAME = re.compile(
     r"^[ \t]*(?:\([\w]+(?: [\w.+-]+)?\) )?(?P<path>[^\s:()]+\.exs?):(?P<line>\d+): "

@@ -176,9 +176,17 @@ def test_dotnet_ruby_php_elixir_lua_gdb_and_swift_frames():
                       "  lib/shop/cart.rb:12:in `checkout'\n"
                       "  from lib/shop/app.rb:40:in 'Shop::App#call'\n")
     assert frame_rows(ruby) == [("lib/shop/cart.rb", 12, "checkout", 0), ("lib/shop/app.rb", 40, "call", 1)]
+    # A PHP frame's line names what it calls: a frame is in the function the
+    # next line calls (the thrown place in frame #0's), the last in none.
     php = read_issue("PHP Fatal error:  Uncaught TypeError: add() in /srv/src/Cart.php:31\nStack trace:\n"
                      "#0 /srv/src/Shop.php(120): Shop\\Cart->add()\n#1 {main}\n")
-    assert frame_rows(php) == [("/srv/src/Cart.php", 31, None, 0), ("/srv/src/Shop.php", 120, "add", 0)]
+    assert frame_rows(php) == [("/srv/src/Cart.php", 31, "add", 0), ("/srv/src/Shop.php", 120, None, 0)]
+    php = read_issue("Uncaught Exception: no stock in /srv/src/Stock.php:9\nStack trace:\n"
+                     "#0 /srv/src/Cart.php(31): Shop\\Stock::take()\n"
+                     "#1 [internal function]: Shop\\Cart->add()\n"
+                     "#2 /srv/src/Shop.php(120): call_user_func()\n#3 {main}\n")
+    assert frame_rows(php) == [("/srv/src/Stock.php", 9, "take", 0), ("/srv/src/Cart.php", 31, "add", 0),
+                               ("/srv/src/Shop.php", 120, None, 1)]
     elixir = read_issue("** (FunctionClauseError) no function clause matching in Shop.Cart.add/2\n"
                         "    (shop 0.1.0) lib/shop/cart.ex:90: Shop.Cart.add(%{}, [])\n"
                         "    lib/shop.ex:12: Shop.run/0\n")
