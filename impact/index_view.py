@@ -5,6 +5,7 @@ query goes through the store's per-thread reader."""
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -19,6 +20,8 @@ from ctxls.index.engine import Engine
 from ctxls.index.errors import EngineError
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef, content_hash, split_symbol
+from ctxls.index.query import names_definition
+from ctxls.index.recall_features import declared_modules
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
 from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens, fold
 
@@ -104,15 +107,16 @@ def module_name(path: str) -> str:
 
 
 # Languages whose module is the package, its directory (Java's
-# `com/other/Strings.java` holds `com.other.Strings`), not the file.
-_PACKAGE_MODULE_SUFFIXES = (".java", ".kt", ".kts", ".scala", ".cs", ".groovy")
+# `com/other/Strings.java` holds `com.other.Strings`, Go's `api/local.go`
+# `api.UseLocal`), not the file.
+_PACKAGE_MODULE_SUFFIXES = (".java", ".kt", ".kts", ".scala", ".cs", ".groovy", ".go")
 
 
 def module_names(path: str) -> list[str]:
     """The names a definition's module goes by in a qualified query: the
     file's (``module_name``); a Rust file's module path (`src/util/mod.rs`
     -> `src.util` and `crate.util`, `src/lib.rs` -> `crate`); a Java, Kotlin,
-    Scala or C# file's package directory (`com/other`)."""
+    Scala, C# or Go file's package directory (`com/other`)."""
     names = [module_name(path)]
     stem = posixpath.splitext(path)[0]
     if path.endswith(".rs"):
@@ -136,15 +140,22 @@ def qualified_names(definition: Definition) -> list[str]:
 def find_definitions(conn: Connection, query: str, path: str | None = None) -> list[Definition]:
     """Definitions a symbol query names: `request`, `Session.request`, or one
     qualified by its module (`pkg.session.Session.request`, `crate.util.parse`,
-    `com.other.Strings.pad`: ``module_names``); only those in ``path`` when given."""
+    `com.other.Strings.pad`: ``module_names``; Go's `yaml.Marshal` by its
+    `package` clause); only those in ``path`` when given."""
     candidates = definitions_named(conn, split_symbol(query)[1])
     if path is not None:
         candidates = [d for d in candidates if d.path == path]
     by_symbol = [d for d in candidates if d.symbol == query or d.symbol.endswith("." + query)]
     if by_symbol:
         return by_symbol
+    # Where the module is the package, also the package its file declares
+    # (Go's `package yaml` in `go-yaml/`, or in a file at the root), as
+    # `symbols` reads it (query.names_definition); the symbol itself exact.
+    packages = declared_modules(conn)
     return [d for d in candidates
-            if any(full == query or full.endswith("." + query) for full in qualified_names(d))]
+            if any(full == query or full.endswith("." + query) for full in qualified_names(d))
+            or (d.path.endswith(_PACKAGE_MODULE_SUFFIXES)
+                and names_definition(query, d.symbol, functools.partial(packages, d.path), key=str))]
 
 
 def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:

@@ -78,11 +78,22 @@ class NameLookup:
         return self.lookup_name(path, imported, depth)
 
     def _lookup_stars(self, sf: SourceFile, name: str, stars: Iterable[Binding], depth: int) -> Ref:
-        for star in stars:
+        # Python runs a file's star imports in order: the last one that
+        # exports the name binds it (in JS and Go, two that do are an error).
+        for star in reversed(list(stars)):
+            if sf.family is PYTHON and not self._star_exports(sf, star, name):
+                continue
             ref = self._lookup_binding(sf, star, name, depth)
             if ref.kind == "definition":
                 return ref
         return UNKNOWN_REF
+
+    def _star_exports(self, sf: SourceFile, star: Binding, name: str) -> bool:
+        """Whether the Python ``from M import *`` ``star`` binds ``name``
+        (SourceFile.star_exports); yes when M is not read."""
+        path, _ = self.module_path(sf, star.spec)
+        source = self.source(path) if path is not None else None
+        return source is None or source.star_exports(name)
 
     def _go_lookup_bare(self, sf: SourceFile, name: str) -> Ref:
         binding = sf.binding(name)

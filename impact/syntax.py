@@ -13,6 +13,7 @@ UTF-16 column), the LSP default. :class:`SourceFile` converts between them.
 
 from __future__ import annotations
 
+import ast
 import itertools
 import re
 import threading
@@ -542,7 +543,10 @@ def is_bound(family: Family, expression: Node) -> bool:
 
 def binding_position(family: Family, expression: Node) -> tuple[str, str] | None:
     """The (parent type, field) of ``family.bindings`` that binds
-    ``expression`` (through destructuring patterns), or None."""
+    ``expression`` (through destructuring patterns), or None; a Python
+    ``case`` pattern's capture: ``MATCH_CAPTURE``."""
+    if family is PYTHON and _is_match_capture(expression):
+        return MATCH_CAPTURE
     node = expression
     while node.parent is not None:
         parent, field_name = node.parent, field_of(node)
@@ -552,6 +556,31 @@ def binding_position(family: Family, expression: Node) -> tuple[str, str] | None
             return None
         node = parent
     return None
+
+
+# The binding position of a name a Python `case` pattern captures.
+MATCH_CAPTURE = ("case_pattern", "")
+# What holds a capture's one-name dotted_name: a pattern, a keyword
+# pattern's value (`Point(x=px)`), an alternative. A class pattern's class
+# and a mapping pattern's key are read, as is a dotted name (`Color.RED`).
+_CAPTURE_HOLDERS = frozenset({"case_pattern", "keyword_pattern", "union_pattern"})
+
+
+def _is_match_capture(name: Node) -> bool:
+    """``name`` is a name a Python ``case`` pattern binds: ``case x:``,
+    ``{"k": x}``, ``[x, *rest]``, ``{**rest}``, ``Point(x=px)``, ``… as x``."""
+    parent = name.parent
+    if name.type != "identifier" or parent is None:
+        return False
+    if parent.type == "dotted_name":
+        holder = parent.parent
+        return parent.named_child_count == 1 and holder is not None and holder.type in _CAPTURE_HOLDERS
+    if parent.type == "splat_pattern":
+        return True
+    # `case P as x`: not `with open(p) as f`, whose alias is an as_pattern_target.
+    first = parent.named_child(0)
+    return parent.type == "as_pattern" and first is not None and first.type == "case_pattern" \
+        and first.id != name.id
 
 
 def variable_position(family: Family, name: Node) -> tuple[str, str] | None:
@@ -1059,6 +1088,41 @@ class SourceFile:
         if self.tree is None or self.family is None or self.language is None:
             return []
         return import_bindings(self.language, self.family, self.tree)
+
+    def star_exports(self, name: str) -> bool:
+        """Whether ``from <this Python module> import *`` binds ``name``: a
+        name its literal ``__all__`` lists; without ``__all__``, a name not
+        starting with ``_``; with one read otherwise (built, extended,
+        bound twice), any name, as it may list it."""
+        declared, listed = self._dunder_all
+        if not declared:
+            return not name.startswith("_")
+        return listed is None or name in listed
+
+    @cached_property
+    def _dunder_all(self) -> tuple[bool, frozenset[str] | None]:
+        """(whether the file names ``__all__``, the strings it lists when its
+        one mention is ``__all__ = [...]`` or ``(...)`` of string literals)."""
+        if "__all__" not in self.text or self.tree is None:
+            return False, None
+        found = (self.node_at(row, start, end)
+                 for row, start, end in self.occurrences("__all__", range(len(self.lines))))
+        mentions = [node for node in found if node is not None and node.type == "identifier"]
+        if not mentions:
+            return False, None
+        assignment = mentions[0].parent
+        if len(mentions) > 1 or assignment is None or assignment.type != "assignment" \
+                or field_of(mentions[0]) != "left":
+            return True, None
+        value = assignment.child_by_field_name("right")
+        try:
+            listed = ast.literal_eval(text_of(value)) \
+                if value is not None and value.type in ("list", "tuple") else None
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            listed = None
+        if not isinstance(listed, (list, tuple)) or not all(isinstance(n, str) for n in listed):
+            return True, None
+        return True, frozenset(listed)
 
     def binding(self, local: str) -> Binding | None:
         """The module-level import that binds ``local`` in this file (the last

@@ -13,7 +13,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from conftest import serve
+from conftest import callers, serve
+from ctxls.impact import analysis
 
 FIXTURES = Path(__file__).parent / "fixtures" / "impact"
 
@@ -511,3 +512,110 @@ def test_impact_on_a_first_pass_the_full_disk_refused_names_the_refusal(tmp_path
                                             "which may lack it: the index could not be updated (")
     finally:
         engine.close()
+
+
+def test_go_function_and_method_named_by_their_package_whatever_the_file(make_engine):
+    """Impact probe (repro_go_package_qualified, checked against `symbols`):
+    `impact api.UseLocal` said "not defined in the index" when UseLocal's
+    file, api/local.go, was not named after its package (`api.E` of
+    api/api.go worked). A Go package is its folder, or the name its
+    `package` clause declares (a package at the repository's root, a folder
+    spelt otherwise): a qualified query names its functions and methods in
+    any of its files."""
+    engine = make_engine({
+        "go.mod": "module example.com/app\n\ngo 1.21\n",
+        "api/api.go": "package api\n\nfunc E() int { return UseLocal() }\n",
+        "api/local.go": ("package api\n\ntype Client struct{}\n\n"
+                         "func (c *Client) Send() error { return nil }\n\n"
+                         "func UseLocal() int { return 2 }\n"),
+        "go-yaml/decode.go": "package yaml\n\nfunc Unmarshal(b []byte) error { return nil }\n",
+        "root.go": "package app\n\nfunc Version() string { return \"1\" }\n",
+        "cmd/main.go": ('package main\n\nimport (\n\t"example.com/app/api"\n\tyaml "example.com/app/go-yaml"\n)\n\n'
+                        "func main() {\n\t_ = api.UseLocal()\n\tc := &api.Client{}\n\t_ = c.Send()\n"
+                        "\t_ = yaml.Unmarshal(nil)\n}\n"),
+    })
+    use_local = analysis.analyze(engine, "api.UseLocal")
+    assert [d.path for d in use_local.definitions] == ["api/local.go"]
+    assert callers(use_local) == {("api/api.go", 2, "E", True), ("cmd/main.go", 8, "main", True)}
+    send = analysis.analyze(engine, "api.Client.Send")
+    assert [d.symbol for d in send.definitions] == ["Client.Send"]
+    assert callers(send) == {("cmd/main.go", 10, "main", True)}
+    # Its `package` clause names the package, not its folder or file.
+    assert [d.path for d in analysis.analyze(engine, "yaml.Unmarshal").definitions] == ["go-yaml/decode.go"]
+    assert [d.path for d in analysis.analyze(engine, "app.Version").definitions] == ["root.go"]
+    assert analysis.analyze(engine, "other.UseLocal") is None
+
+
+def test_python_star_imports_the_last_one_exporting_a_name_binds_it(make_engine):
+    """Impact probe (repro_star_import_order, checked against the Python
+    runtime): with `from .base import *` then `from .local import *`, both
+    defining helper, `from pkg import helper; helper()` was confirmed as a
+    caller of base.helper and local.helper had none; a star-imported
+    module's `__all__` was ignored. The last star import that exports a name
+    binds it: the names a literal `__all__` lists, else those not starting
+    with `_`; an `__all__` built some other way may list any name."""
+    engine = make_engine({
+        "pkg/__init__.py": "from .base import *\nfrom .local import *\nfrom .extra import *\n",
+        "pkg/base.py": ('__all__ = ["helper", "tool", "_quiet"]\n\n\ndef helper():\n    return "base"\n\n\n'
+                        'def tool():\n    return "base"\n\n\ndef _quiet():\n    return "base"\n'),
+        "pkg/local.py": ('__all__ = ["helper"]\n\n\ndef helper():\n    return "local"\n\n\n'
+                         'def tool():\n    return "local"\n'),
+        "pkg/extra.py": 'def _quiet():\n    return "extra"\n',
+        "pkg2/__init__.py": "from .first import *\nfrom .second import *\n",
+        "pkg2/first.py": 'def dyn():\n    return "first"\n',
+        "pkg2/second.py": ('__all__ = ["other"] + ["dyn"]\n\n\ndef other():\n    return 0\n\n\n'
+                           'def dyn():\n    return "second"\n'),
+        "use.py": ("from pkg import helper, tool, _quiet\nfrom pkg2 import dyn\n\n\n"
+                   "def run():\n    return helper() + tool() + _quiet() + dyn()\n"),
+    })
+    # What the runtime gives: local, base, base, second.
+    site = {("use.py", 5, "run", True)}
+    assert callers(analysis.analyze(engine, "pkg.local.helper")) == site
+    assert callers(analysis.analyze(engine, "pkg.base.helper")) == set()
+    assert callers(analysis.analyze(engine, "pkg.base.tool")) == site  # local's __all__ leaves it out
+    assert callers(analysis.analyze(engine, "pkg.local.tool")) == set()
+    assert callers(analysis.analyze(engine, "pkg.base._quiet")) == site  # extra's is private
+    assert callers(analysis.analyze(engine, "pkg.extra._quiet")) == set()
+    assert callers(analysis.analyze(engine, "pkg2.second.dyn")) == site
+    assert callers(analysis.analyze(engine, "pkg2.first.dyn")) == set()
+
+
+def test_python_names_a_case_pattern_captures_are_locals_not_the_import(make_engine):
+    """Impact probe (repro_match_capture, checked against basedpyright): in
+    `case {"callback": double}: double(1)` and `case [double, *_]:` the
+    capture binds a new local (basedpyright: Unknown), yet the patterns and
+    the calls were confirmed callers of the imported double, and `apply(3)`
+    under `case [apply]:` a callee of its function. Every capture binds:
+    a mapping value, a sequence item, `*rest`, `**rest`, a keyword
+    pattern's value, `as x`. A class pattern's class and a dotted value
+    pattern (`Color.RED`) stay uses of what they name."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": ("def double(v):\n    return v * 2\n\n\ndef apply(v):\n    return v\n\n\n"
+                           "class Point:\n    __match_args__ = ('x',)\n\n    def __init__(self, x):\n"
+                           "        self.x = x\n\n\nclass Color:\n    RED = 1\n"),
+        "pkg/use.py": ("from pkg.helpers import Color, Point, apply, double\n\n\n"
+                       "def real():\n    return double(3)\n\n\n"
+                       "def handle(event):\n"
+                       "    match event:\n"
+                       "        case {\"callback\": double, **rest}:\n"  # line 9
+                       "            double(1)\n"
+                       "        case [double, *others]:\n"
+                       "            print(double, others, rest)\n"
+                       "        case Point(x=double) as double:\n"  # line 13
+                       "            double()\n"
+                       "        case Color.RED:\n"  # line 15
+                       "            pass\n\n\n"
+                       "def apply_all(event):\n"
+                       "    match event:\n"
+                       "        case [apply]:\n"
+                       "            return apply(3)\n"
+                       "    return double(0)\n"),  # line 23
+    })
+    assert callers(analysis.analyze(engine, "double")) == {
+        ("pkg/use.py", 4, "real", True), ("pkg/use.py", 23, "apply_all", True)}
+    assert callers(analysis.analyze(engine, "apply")) == set()
+    assert [c.symbol for c in analysis.analyze(engine, "apply_all").callees] == ["double"]
+    assert analysis.analyze(engine, "handle").callees == []
+    assert callers(analysis.analyze(engine, "Point")) == {("pkg/use.py", 13, "handle", True)}
+    assert callers(analysis.analyze(engine, "Color")) == {("pkg/use.py", 15, "handle", True)}
