@@ -15,7 +15,7 @@ from . import syntax
 from .builtin_names import BUILTIN_FUNCTIONS
 from .index_view import CLASS_KINDS
 from .resolved import EXTERNAL_REF, UNKNOWN_RECEIVER, UNKNOWN_REF, ClassId, Receiver, Ref, class_home
-from .syntax import GO, JS, PYTHON, SourceFile
+from .syntax import GO, JS, PYTHON, Family, SourceFile
 
 
 # Receivers of receivers worked out at once, at most (`a.b.c.….f()`): each
@@ -67,6 +67,9 @@ class ReceiverTypes:
                 method = next((a for a in syntax.ancestors(site) if a.type == "method_declaration"), None)
                 if method is not None and syntax.go_receiver(method)[0] == name:
                     return Receiver("self", ClassId(posixpath.dirname(sf.path), syntax.go_receiver(method)[1]))
+            narrowed = self._narrowed(sf, site, name)
+            if narrowed is not None:  # `if isinstance(x, C): x.f()`, `if (x instanceof C) x.f()`
+                return narrowed
             local = self._local_receiver(sf, site, name)
             if local is not None:
                 return local
@@ -134,42 +137,89 @@ class ReceiverTypes:
         return ClassId(class_home(sf.path), symbol)
 
     def _local_receiver(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
-        """What a variable holds when the enclosing function, else the module,
-        assigns it (None: neither does; an import or a definition decides).
-        Every binding must agree: ``x = C()`` / ``x := &C{}`` /
-        ``const x = new C()`` / ``x: C`` make an instance of C; literals,
-        ``dict()``, ``**kwargs`` make builtin values."""
+        """What a variable holds when the enclosing function, else a function
+        around it (a closure's variable), else the module, assigns it (None:
+        none does; an import or a definition decides). Every binding must
+        agree: ``x = C()`` / ``x := &C{}`` / ``const x = new C()`` / ``x: C``
+        make an instance of C; literals, ``dict()``, ``**kwargs`` make
+        builtin values."""
         family = sf.family
         assert family is not None and sf.tree is not None
         if sf.function_binding(name, site.start_point.row) is not None:
             return None  # an import in the function decides
-        function = None
         for ancestor in syntax.ancestors(site):
             if ancestor.type in family.comprehensions and syntax.comprehension_binds(ancestor, name, site):
                 return UNKNOWN_RECEIVER  # `[x.f() for x in xs]`: the comprehension's own x
             if ancestor.type in family.functions:
-                function = ancestor
-                break
+                # A function's own binding (a parameter, a local) shadows the
+                # functions' around it, theirs the module's.
+                found = self._scope_values(sf, ancestor, name, site)
+                if found:
+                    return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
         module = sf.tree.root_node
-        for scope in (function, module):
-            # At module level an import or a definition decides; a function's
-            # own binding (a parameter, a local) shadows them.
-            at_module = scope is not None and scope.id == module.id
-            if scope is None or (at_module and (name in self.top_level(sf) or sf.binding(name) is not None)):
-                continue
-            found = self._scope_values(sf, scope, name)
-            if found:
-                return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
+        # At module level an import or a definition decides.
+        if name in self.top_level(sf) or sf.binding(name) is not None:
+            return None
+        found = self._scope_values(sf, module, name, site)
+        if found:
+            return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
         return None
 
-    def _scope_values(self, sf: SourceFile, scope: Node, name: str) -> set[Receiver]:
+    def _narrowed(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
+        """The class an ``if`` around ``site`` in its function tests ``name``
+        to be an instance of (``isinstance(x, C)``, ``x instanceof C``, also
+        as a part of an ``and``/``&&``), as a type checker narrows it there;
+        None when nothing does, or the ``if`` rebinds it before ``site``."""
+        family = sf.family
+        assert family is not None and sf.tree is not None
+        if family not in (PYTHON, JS):
+            return None
+        for ancestor in syntax.ancestors(site):
+            if ancestor.type in family.functions:
+                return None
+            consequence = ancestor.child_by_field_name("consequence") \
+                if ancestor.type in ("if_statement", "elif_clause") else None
+            if consequence is None or not consequence.start_byte <= site.start_byte < consequence.end_byte:
+                continue
+            for test in _conjuncts(ancestor.child_by_field_name("condition")):
+                tested = _tested_class(family, test, name)
+                if tested is None or (family is PYTHON and self.bare_ref_at(
+                        sf, "isinstance", test.start_point.row).kind == "definition"):
+                    continue
+                function = next((a for a in syntax.ancestors(site) if a.type in family.functions),
+                                sf.tree.root_node)
+                if any(consequence.start_byte <= node.start_byte < site.start_byte
+                       for node in self.scope_bindings(sf, function, name)):
+                    return None  # `x = other()` in the branch: no longer the tested object
+                cls = self.class_of(self.dotted_ref(sf, syntax.text_of(tested), tested.start_point.row))
+                if cls is not None:
+                    return Receiver("instance", cls)
+        return None
+
+    def _scope_values(self, sf: SourceFile, scope: Node, name: str, site: Node) -> set[Receiver]:
         """What the bindings of ``name`` directly in ``scope`` (a function or
-        the module, not a nested function) give it."""
-        key = (sf.path, scope.id, name)
+        the module, not a nested function) that ``site`` sees give it."""
+        visible = self.visible_bindings(sf, scope, name, site)
+        key = (sf.path, scope.id, name, tuple(node.id for node in visible))
         if key not in self._scopes:
-            self._scopes[key] = {self._bound_value(sf, node) or UNKNOWN_RECEIVER
-                                 for node in self.scope_bindings(sf, scope, name)}
+            self._scopes[key] = {self._bound_value(sf, node) or UNKNOWN_RECEIVER for node in visible}
         return self._scopes[key]
+
+    def visible_bindings(self, sf: SourceFile, scope: Node, name: str, site: Node) -> list[Node]:
+        """The :meth:`scope_bindings` that ``site`` sees: a block-scoped one
+        (JS/TS ``let``/``const``/``class``, a ``catch`` or ``for (const x of
+        …)`` head; Go ``:=`` or a ``var`` in a block) only inside its block."""
+        family = sf.family
+        assert family is not None
+        found = []
+        for node in self.scope_bindings(sf, scope, name):
+            key = (sf.path, node.id, "\0block")  # no name holds a NUL: apart from the bindings' keys
+            if key not in self._scopes:
+                self._scopes[key] = binding_block(family, node)
+            block = self._scopes[key]
+            if block is None or block.start_byte <= site.start_byte < block.end_byte:
+                found.append(node)
+        return found
 
     def scope_bindings(self, sf: SourceFile, scope: Node, name: str) -> list[Node]:
         """The names binding ``name`` as a variable directly in ``scope`` (a
@@ -235,6 +285,10 @@ class ReceiverTypes:
             cls = self._go_type(sf, named.group(1), named.group(2))
             return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
         words = re.findall(r"[A-Za-z_]\w*", text)
+        dotted = re.fullmatch(r"[\s:]*([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+)\s*", text)
+        if dotted is not None:  # `other.Store`, TS `models.Cart`: a class through its module
+            made = self.class_of(self.dotted_ref(sf, dotted.group(1), annotation.start_point.row))
+            return Receiver("instance", made) if made else UNKNOWN_RECEIVER
         if len(words) != 1:  # Optional[C], C | None, Python generics: not one class
             return UNKNOWN_RECEIVER
         if words[0] in ("dict", "list", "str", "bytes", "set", "tuple", "int", "float", "string",
@@ -270,6 +324,14 @@ class ReceiverTypes:
                 held = self._self_attribute(sf, callee, syntax.text_of(attribute))
                 if held is not None and held.kind == "class":  # self.backend() of `backend = Store`
                     return Receiver("instance", held.cls)
+        if callee is not None and callee.type in family.members:  # other.Store(), new m.C(), store.New()
+            ref = self._module_member(sf, callee)
+            made = self.class_of(ref) if ref is not None else None
+            if made:
+                return Receiver("instance", made)
+            returned = self._returned(ref) if ref is not None else None
+            if returned is not None:
+                return returned
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
             ref = self.bare_ref_at(sf, called, callee.start_point.row)
@@ -278,12 +340,32 @@ class ReceiverTypes:
             made = self.class_of(ref)
             if made:
                 return Receiver("instance", made)
-            returned = self._returned(ref) if family in (PYTHON, JS) else None
-            if returned is not None:  # `make()` of `def make() -> C`, `function make(): C`
+            returned = self._returned(ref)
+            if returned is not None:  # `make()` of `def make() -> C`, `function make(): C`, `func New() *C`
                 return returned
             if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
         return UNKNOWN_RECEIVER
+
+    def _module_member(self, sf: SourceFile, member: Node) -> Ref | None:
+        """What ``module.name`` (a member access on a module: Python's
+        ``other.Store``, a TS namespace import's ``models.Cart``, Go's
+        ``store.New``) refers to; None when its object is no module."""
+        family = sf.family
+        assert family is not None
+        receiver_field, name_field = family.members[member.type]
+        owner, attribute = member.child_by_field_name(receiver_field), member.child_by_field_name(name_field)
+        if owner is None or attribute is None or not syntax.is_identifier(attribute):
+            return None
+        holder = self.receiver(sf, owner, attribute)
+        if holder.kind != "module" or holder.module is None:
+            return None
+        name = syntax.text_of(attribute)
+        if family is GO:  # the module is an import path: the package's function or type
+            return next((Ref("definition", d.path, d.symbol) for d in self.definitions_named(name)
+                         if d.language == "go" and d.symbol == name
+                         and self._go_import_names(holder.module, d.path)), None)
+        return self.lookup_name(holder.module, name)
 
     def _type_of(self, sf: SourceFile, call: Node) -> Receiver:
         """What the builtin ``type(x)`` gives: the class of ``x`` (``type(self)``
@@ -303,7 +385,8 @@ class ReceiverTypes:
 
     def _returned(self, ref: Ref) -> Receiver | None:
         """What a call of the function ``ref`` returns, when its return
-        annotation names one class (None: not a function, not annotated)."""
+        annotation (Go: its first result) names one class (None: not a
+        function, not annotated)."""
         if ref.kind != "definition" or self.kind_of(ref) != "function" or ref.path is None:
             return None
         key = (ref.path, f"{ref.symbol}()")
@@ -314,6 +397,8 @@ class ReceiverTypes:
                                if d.path == ref.path and d.symbol == ref.symbol), None)
             node = self.declaration(sf, definition) if definition is not None else None
             annotation = node.child_by_field_name("return_type") if node is not None else None
+            if node is not None and sf is not None and sf.family is GO:
+                annotation = _go_first_result(node)
             if sf is not None and annotation is not None:
                 returned = self._annotated(sf, annotation)
             self._returns[key] = returned
@@ -430,7 +515,8 @@ class ReceiverTypes:
     def _assigned_attribute(self, sf: SourceFile, node: Node, site: Node) -> Receiver | None:
         """What the dotted attribute ``node`` (``a.b``) holds where the function
         around ``site`` (else the module) last assigned it before ``site``, when
-        that is one class (a type checker narrows it there)."""
+        that is one class (a type checker narrows it there); unknown when
+        assignments on different paths to ``site`` give different classes."""
         family = sf.family
         assert family is not None and sf.tree is not None
         dotted = "".join(syntax.text_of(node).split())
@@ -459,14 +545,21 @@ class ReceiverTypes:
                                  sf.tree.root_node).id == scope.id:
                     assigned.setdefault("".join(syntax.text_of(target).split()), []).append(value)
             self._assignments[key] = assigned
-        last = None
-        for value in self._assignments[key].get(dotted, ()):
-            if value.end_byte <= site.start_byte:
-                last = value
-        if last is None or last.type == "none":
+        before = [value for value in self._assignments[key].get(dotted, ()) if value.end_byte <= site.start_byte]
+        if not before or before[-1].type == "none":
             return None
-        held = self._value_of(sf, last)
-        return held if held != UNKNOWN_RECEIVER else None
+        # The last assignment, and the ones before it while it runs only on
+        # some paths to `site` (`if debug: a.b = Store() / else: a.b =
+        # Square()`): a type checker's `Store | Square`.
+        reaching = []
+        for value in reversed(before):
+            reaching.append(value)
+            if _runs_before(value, site):
+                break
+        held = {self._value_of(sf, value) for value in reaching if value.type != "none"}
+        if len(held) > 1:
+            return UNKNOWN_RECEIVER  # several classes: a call may reach each
+        return next(iter(held)) if held and held != {UNKNOWN_RECEIVER} else None
 
     def _class_named(self, sf: SourceFile, name: str) -> ClassId | None:
         """The class ``name`` refers to in ``sf``, if it is one."""
@@ -525,6 +618,60 @@ class ReceiverTypes:
         return ref
 
 
+# The nodes that end the scope of a block-scoped binding: JS/TS `let`,
+# `const`, `class` (and a `for`'s own declarations), Go's `:=` and `var`
+# (an `if`/`for`/`switch` header's too, and a `case`'s statements).
+_JS_BLOCKS = frozenset({"statement_block", "for_statement", "for_in_statement", "switch_body"})
+_JS_BLOCK_DECLARATIONS = frozenset({"class_declaration", "abstract_class_declaration", "function_declaration",
+                                    "generator_function_declaration", "enum_declaration"})
+_GO_BLOCKS = frozenset({"block", "if_statement", "for_statement", "expression_switch_statement",
+                        "type_switch_statement", "select_statement", "expression_case", "type_case",
+                        "default_case", "communication_case"})
+_GO_BLOCK_DECLARATIONS = frozenset({"short_var_declaration", "range_clause", "var_spec", "const_spec",
+                                    "type_spec", "type_alias"})
+
+
+def binding_block(family: Family, name: Node) -> Node | None:
+    """The block a block-scoped binding ``name`` covers (a JS/TS ``let`` or
+    ``const`` in an ``if``: that block; ``catch (e)``, ``for (const x of
+    …)``: that clause; Go's ``x := …`` in an ``if``: that block); None for
+    a binding seen in its whole function (Python's, JS ``var``, parameters).
+    Modules and TypeScript are strict code, where a function declared in a
+    block is the block's too."""
+    position = syntax.variable_position(family, name)
+    if position is None or family not in (JS, GO):
+        return None
+    binder = next((a for a in syntax.ancestors(name) if a.type == position[0]), None)
+    if binder is None:
+        return None
+    if family is JS:
+        if binder.type == "catch_clause":
+            return binder
+        if binder.type == "for_in_statement":
+            return binder if syntax.text_of(binder.child_by_field_name("kind")) in ("let", "const") else None
+        if binder.type == "variable_declarator":
+            declaration = binder.parent
+            if declaration is None or declaration.type != "lexical_declaration":
+                return None  # `var`: the function's
+            return _innermost_block(family, declaration, _JS_BLOCKS)
+        if binder.type in _JS_BLOCK_DECLARATIONS:
+            return _innermost_block(family, binder, _JS_BLOCKS)
+        return None
+    if binder.type in _GO_BLOCK_DECLARATIONS:
+        return _innermost_block(family, binder, _GO_BLOCKS)
+    return None
+
+
+def _innermost_block(family: Family, node: Node, blocks: frozenset[str]) -> Node | None:
+    """The innermost of ``blocks`` around ``node`` inside its function (None: none)."""
+    for ancestor in syntax.ancestors(node):
+        if ancestor.type in blocks:
+            return ancestor
+        if ancestor.type in family.functions:
+            return None
+    return None
+
+
 def _without_type_arguments(text: str) -> str:
     """``: Subject<Map<K, V>>`` -> ``: Subject``: the type arguments of one
     generic type dropped; anything else (a union of generics) unchanged."""
@@ -537,6 +684,59 @@ def _without_type_arguments(text: str) -> str:
         if depth == 0:  # `A<T> | B<U>`: the first `>` closes before the end
             return text
     return head
+
+
+def _conjuncts(condition: Node | None) -> list[Node]:
+    """The parts of an ``if``'s condition joined by ``and`` / ``&&`` (each holds
+    in its branch), parentheses aside."""
+    if condition is None:
+        return []
+    while condition.type == "parenthesized_expression" and condition.named_child_count == 1:
+        condition = condition.named_child(0)  # type: ignore[assignment]
+    operator = syntax.text_of(condition.child_by_field_name("operator"))
+    if (condition.type, operator) in (("boolean_operator", "and"), ("binary_expression", "&&")):
+        return _conjuncts(condition.child_by_field_name("left")) + _conjuncts(condition.child_by_field_name("right"))
+    return [condition]
+
+
+def _tested_class(family: Family, test: Node, name: str) -> Node | None:
+    """The class (a name or a dotted name) that ``test`` checks ``name`` is an
+    instance of: ``isinstance(name, C)``, ``name instanceof C``."""
+    if family is PYTHON and test.type == "call" and syntax.text_of(test.child_by_field_name("function")) == "isinstance":
+        arguments = test.child_by_field_name("arguments")
+        tested = arguments.named_children if arguments is not None else []
+        if len(tested) == 2 and syntax.text_of(tested[0]) == name and tested[0].type == "identifier":
+            cls = tested[1]
+        else:
+            return None
+    elif family is JS and test.type == "binary_expression" \
+            and syntax.text_of(test.child_by_field_name("operator")) == "instanceof" \
+            and getattr(test.child_by_field_name("left"), "type", None) == "identifier" \
+            and syntax.text_of(test.child_by_field_name("left")) == name:
+        cls = test.child_by_field_name("right")  # type: ignore[assignment]
+    else:
+        return None
+    # A class written as a name or a dotted name; a tuple of classes is not one class.
+    return cls if cls is not None and re.fullmatch(r"[A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*",
+                                                   syntax.text_of(cls)) else None
+
+
+def _runs_before(value: Node, site: Node) -> bool:
+    """Does the Python statement assigning ``value`` run on every path to
+    ``site`` after it: is it straight in a block that holds ``site`` (not
+    in an ``if``, a loop, a ``try`` or a ``with`` that ``site`` is outside)?"""
+    block = next((a for a in syntax.ancestors(value) if a.type in ("block", "module")), None)
+    return block is not None and block.start_byte <= site.start_byte < block.end_byte
+
+
+def _go_first_result(function: Node) -> Node | None:
+    """A Go function's result type, its first one of several (``(*Store,
+    error)``: ``*Store``, what ``s, err := Open()`` gives ``s``)."""
+    result = function.child_by_field_name("result")
+    if result is None or result.type != "parameter_list":
+        return result
+    first = next((c for c in result.named_children if c.type == "parameter_declaration"), None)
+    return first.child_by_field_name("type") if first is not None else None
 
 
 def _assigned_value(name_node: Node) -> Node | None:
@@ -561,4 +761,8 @@ def _assigned_value(name_node: Node) -> Node | None:
             for index, candidate in enumerate(names):
                 if candidate.id == name_node.id:
                     return values[index]
+        # Go's `s, err := Open()`: s is the call's first result.
+        if parent.type in ("short_var_declaration", "var_spec") and len(values) == 1 \
+                and values[0].type == "call_expression" and names and names[0].id == name_node.id:
+            return values[0]
     return None

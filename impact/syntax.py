@@ -596,6 +596,35 @@ def variable_position(family: Family, name: Node) -> tuple[str, str] | None:
     return None if position in family.non_variables else position
 
 
+def class_body_binds(family: Family, site: Node, name: str) -> bool:
+    """Python: ``site`` is in a class body, not in a method, lambda or
+    comprehension of it, and a statement of that body before the one
+    holding ``site`` binds ``name`` (an assignment, a loop, a ``def``): the
+    class's own name, looked up before the module's (`double =
+    staticmethod(…)`, then `x = double(3)`). A class's names are no scope of
+    its methods."""
+    if family is not PYTHON:
+        return False
+    scopes = family.functions | family.classes | family.comprehensions
+    holder = next((a for a in ancestors(site) if a.type in scopes), None)
+    body = holder.child_by_field_name("body") if holder is not None and holder.type in family.classes else None
+    if body is None:
+        return False
+    for statement in body.named_children:
+        if statement.end_byte > site.start_byte:
+            return False  # the statement holding the site, and those after it
+        # A method's or a comprehension's own names are not the class's.
+        for node in [statement] if statement.type in scopes else walk(statement, scopes):
+            if node.type in family.declarations:
+                if text_of(node.child_by_field_name("name")) == name:
+                    return True
+            elif node.type == "identifier" and text_of(node) == name \
+                    and variable_position(family, node) not in (None, ("global_statement", ""),
+                                                                ("nonlocal_statement", "")):
+                return True
+    return False
+
+
 # Where a Python comprehension binds its own variables.
 _COMPREHENSION_TARGET = ("for_in_clause", "left")
 

@@ -4,8 +4,11 @@ name, a member of a typed or untyped receiver, a name-only language."""
 from __future__ import annotations
 
 import posixpath
+import re
 
 from tree_sitter import Node
+
+from ctxls.index.definition_table import classify as classify_definition
 
 from . import syntax
 from .builtin_names import BUILTIN_METHODS
@@ -46,9 +49,11 @@ class Verdicts:
         """A language without binding analysis: unconfirmed, except (in the
         languages read by a definitions table) a bare call of the one
         function of that name its own file defines (`restock(…)` beside
-        `fun restock`, Elixir's `open(owner)` in the module defining `open`),
-        unless a parameter or a local of that name around the call is what
-        it calls (a parameter: unconfirmed; a local: another thing)."""
+        `fun restock`, Elixir's `open(owner)` in the module defining `open`;
+        a method only from inside its class or a class naming it as a base:
+        elsewhere the call reaches an imported or top-level function of that
+        name), unless a parameter or a local of that name around the call is
+        what it calls (a parameter: unconfirmed; a local: another thing)."""
         family = sf.family
         if family is not None and family.called_names and syntax.is_bare_call(family, name_node):
             # A parameter or a local of that name is what the call calls.
@@ -59,7 +64,10 @@ class Verdicts:
             if local == "local":
                 return OTHER_MATCH
             here = [d for d in self.definitions_named(name) if d.path == sf.path]
-            if len(here) == 1 and here[0].key in targets.keys:
+            # Another class's method is not what a bare call names: Kotlin's
+            # imported `format(…)` beside `class Printer { fun format }`.
+            if len(here) == 1 and here[0].key in targets.keys and (
+                    here[0].container is None or here[0].container in _enclosing_definitions(family, name_node)):
                 return Match(Verdict.CONFIRMED, frozenset({here[0].key}))
         return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
 
@@ -69,9 +77,12 @@ class Verdicts:
         parameter or declares it: the name there is that local, not the
         module's or an import's (`def result(): result = f(); result.ready()`,
         `def ask(prompt): prompt()` beside `from m import prompt`); None
-        otherwise."""
+        otherwise. A JS/TS `let`/`const` or a Go `:=` in an inner block
+        declares it in that block only (`visible_bindings`)."""
         family = sf.family
         assert family is not None
+        if syntax.class_body_binds(family, site, name):
+            return "local"  # a class attribute bound earlier in the class body
         for scope in syntax.ancestors(site):
             if scope.type in family.comprehensions and syntax.comprehension_binds(scope, name, site):
                 return "local"
@@ -79,7 +90,8 @@ class Verdicts:
                 continue
             if name in syntax.parameter_names(scope):
                 return "parameter"
-            declared = [syntax.variable_position(family, node) for node in self.scope_bindings(sf, scope, name)]
+            declared = [syntax.variable_position(family, node)
+                        for node in self.visible_bindings(sf, scope, name, site)]
             if ("global_statement", "") in declared:
                 return None  # `global f`: the module's f
             if ("nonlocal_statement", "") in declared:
@@ -238,6 +250,30 @@ class Verdicts:
                     self._go_module = line.split()[1].strip("\"`")
                     break
         return self._go_module
+
+
+# Definitions-table kinds whose header names no bases.
+_NOT_TYPE_KINDS = frozenset({"function", "method", "namespace", "constant", "property", "macro", "table", "view"})
+
+
+def _enclosing_definitions(family: syntax.Family, node: Node) -> set[str]:
+    """In a table language, the names of the definitions (classes, modules,
+    functions) around ``node`` by its definitions table, and the words of
+    those types' headers before their members: the bases they name
+    (``class TodoStore with Logging``, ``class Sub : Printer()``)."""
+    table = family.definitions
+    found: set[str] = set()
+    if table is None:
+        return found
+    for ancestor in syntax.ancestors(node):
+        definition = classify_definition(table, ancestor)
+        if definition is None or not definition.name:
+            continue
+        found.add(definition.name[-1])
+        if definition.kind not in _NOT_TYPE_KINDS and definition.members is not None:
+            header = (ancestor.text or b"")[:definition.members.start_byte - ancestor.start_byte]
+            found.update(re.findall(r"\w+", header.decode("utf-8", "replace")))
+    return found
 
 
 def _match_of(ref: Ref, targets: Targets) -> Match:

@@ -619,3 +619,42 @@ def test_python_names_a_case_pattern_captures_are_locals_not_the_import(make_eng
     assert analysis.analyze(engine, "handle").callees == []
     assert callers(analysis.analyze(engine, "Point")) == {("pkg/use.py", 13, "handle", True)}
     assert callers(analysis.analyze(engine, "Color")) == {("pkg/use.py", 15, "handle", True)}
+
+
+def test_python_a_name_a_class_body_bound_earlier_is_the_class_s_in_that_body(make_engine):
+    """Impact probe (repro_class_body_scope, checked against basedpyright and
+    the Python runtime): `class K: double = staticmethod(…)` then
+    `x = double(3)` in the body calls the class's double, yet it was
+    confirmed as a caller of the imported helpers.double. In a class body a
+    name bound by an earlier statement of that body is the class's; before
+    that binding, in a comprehension and in a method, the module's import
+    is what the name reaches (the runtime gives 2, 4, [2, 4], 8, 0, 6)."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/helpers.py": "def double(v):\n    return v * 2\n",
+        "pkg/use.py": ("from pkg.helpers import double\n\n\n"
+                       "class K:\n"
+                       "    first = double(1)\n"  # line 4: the import, not bound yet
+                       "    double = staticmethod(lambda v: v + 1)\n"
+                       "    x = double(3)\n"  # line 6: the class's
+                       "    ys = [double(v) for v in (1, 2)]\n"  # line 7: a comprehension sees the module's
+                       "\n"
+                       "    def m(self):\n"
+                       "        return double(4)\n"  # line 10: a method sees the module's
+                       "\n\n"
+                       "class L:\n"
+                       "    def double(self):\n"
+                       "        return 0\n"
+                       "\n"
+                       "    y = double(None)\n"  # line 17: L's own def
+                       "\n\n"
+                       "class M:\n"
+                       "    def n(self):\n"
+                       "        double = 1\n"
+                       "        return double\n"
+                       "\n"
+                       "    z = double(3)\n"),  # line 25: n's local is not M's
+    })
+    found = analysis.analyze(engine, "pkg.helpers.double")
+    assert {(c.path, c.span.start_line, c.confirmed) for c in found.callers} == {
+        ("pkg/use.py", 4, True), ("pkg/use.py", 7, True), ("pkg/use.py", 10, True), ("pkg/use.py", 25, True)}

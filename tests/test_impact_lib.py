@@ -1877,3 +1877,308 @@ def test_a_construction_naming_another_namespaces_class_is_not_a_caller(make_eng
         == {6, 9}
     assert not {p for p, _ in calls("Base.Base", "java/com/a/Base.java")} & {"java/com/b/Child.java"}
     assert ("java/com/b/Child.java", 4) in calls("Base.Base", "java/com/b/Base.java")
+
+
+def test_a_block_scoped_local_hides_an_import_only_in_its_block(make_engine):
+    """A JS/TS ``const``/``let``/``class`` in an inner block, a ``for (const x
+    of …)`` or ``catch (x)`` head, and Go's ``x := …`` in an ``if`` bind
+    ``x`` in that block only: the function's calls after it are the
+    import's (they were dropped: "no callers, risk low"). A JS ``var`` is
+    the whole function's."""
+    engine = make_engine({
+        "helpers.ts": "export function double(v: number): number { return v * 2; }\n",
+        "use.ts": (
+            "import { double } from './helpers';\n"
+            "export function inIf(xs: number[]): number {\n"
+            "  if (xs.length > 1) {\n"
+            "    const double = (v: number) => v;\n"
+            "    return double(1);\n"  # line 4: the block's own
+            "  }\n"
+            "  return double(2);\n"  # line 6
+            "}\n"
+            "export function inLoop(xs: number[]): number {\n"
+            "  for (const double of [Math.abs]) { xs.push(double(3)); }\n"  # line 9: the loop's own
+            "  return double(4);\n"  # line 10
+            "}\n"
+            "export function inCatch(): number {\n"
+            "  try { JSON.parse('{'); } catch (double) { console.log(double); }\n"
+            "  return double(5);\n"  # line 14
+            "}\n"
+            "export function withVar(c: boolean): number {\n"
+            "  if (c) { var double = (v: number) => v; }\n"
+            "  return double(6);\n"  # line 18: the var, hoisted to the function
+            "}\n"
+        ),
+        "go.mod": "module example.com/bs\n\ngo 1.21\n",
+        "calc/calc.go": (
+            "package calc\n"
+            "\n"
+            "func Triple(v int) int { return v * 3 }\n"
+            "\n"
+            "func Blocky(xs []int) int {\n"
+            "\tif len(xs) > 1 {\n"
+            "\t\tTriple := func(v int) int { return v }\n"
+            "\t\t_ = Triple(1)\n"  # line 7: the block's own
+            "\t}\n"
+            "\treturn Triple(3)\n"  # line 9
+            "}\n"
+        ),
+    })
+    assert callers(analysis.analyze(engine, "double", "helpers.ts")) == {
+        ("use.ts", 6, "inIf", True), ("use.ts", 10, "inLoop", True), ("use.ts", 14, "inCatch", True)}
+    assert callers(analysis.analyze(engine, "Triple", "calc/calc.go")) == {("calc/calc.go", 9, "Blocky", True)}
+
+
+def test_an_attribute_or_local_given_two_classes_on_two_branches_may_hold_either(make_engine):
+    """``if debug: app.backend = Store() / else: app.backend = Square()`` then
+    ``app.backend.save()``: a type checker reads ``Store | Square``, so the
+    call is an unconfirmed caller of both (it was Square's, confirmed, and
+    no caller of Store's). An assignment after the ``if`` decides alone."""
+    engine = make_engine({
+        "b.py": (
+            "class Store:\n"
+            "    def save(self):\n"
+            "        return 1\n"
+            "\n"
+            "\n"
+            "class Square:\n"
+            "    def save(self):\n"
+            "        return 2\n"
+            "\n"
+            "\n"
+            "class App:\n"
+            "    backend: object = None\n"
+            "\n"
+            "\n"
+            "def setup(app: App, debug: bool):\n"
+            "    if debug:\n"
+            "        app.backend = Store()\n"
+            "    else:\n"
+            "        app.backend = Square()\n"
+            "    app.backend.save()\n"  # line 19: either
+            "    app.backend = Store()\n"
+            "    app.backend.save()\n"  # line 21: Store's
+            "\n"
+            "\n"
+            "def local(debug: bool):\n"
+            "    if debug:\n"
+            "        s = Store()\n"
+            "    else:\n"
+            "        s = Square()\n"
+            "    return s.save()\n"  # line 29: either
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Store.save")) == {
+        ("b.py", 19, "setup", False), ("b.py", 21, "setup", True), ("b.py", 29, "local", False)}
+    assert callers(analysis.analyze(engine, "Square.save")) == {
+        ("b.py", 19, "setup", False), ("b.py", 29, "local", False)}
+
+
+def test_a_bare_call_confirms_a_method_of_its_file_only_from_its_class(make_engine):
+    """Kotlin's imported ``format(…)`` (C#'s ``using static``, Swift's global
+    function) beside another class's method of that name in the file: the
+    compiler calls the import, so that method is at most an unconfirmed
+    caller (it was confirmed). Inside its class, or a class naming it as
+    a base, the bare call is the method's."""
+    engine = make_engine({
+        "src/com/acme/util/Format.kt": "package com.acme.util\n\nfun format(s: String): String = s.trim()\n",
+        "src/com/acme/svc/Job.kt": (
+            "package com.acme.svc\n"
+            "\n"
+            "import com.acme.util.format\n"
+            "\n"
+            "open class Printer {\n"
+            "    fun format(s: String): String = s\n"
+            "    fun show(s: String): String = format(s)\n"  # line 6: its own class
+            "}\n"
+            "\n"
+            "class Loud : Printer() {\n"
+            "    fun shout(s: String): String = format(s)\n"  # line 10: a subclass
+            "}\n"
+            "\n"
+            "class Job {\n"
+            "    fun run(): String = format(\" x \")\n"  # line 14: the import
+            "}\n"
+        ),
+        "src/Logger.cs": "namespace Util\n{\n    public static class Logger\n    {\n"
+                         "        public static void Log(string s) { }\n    }\n}\n",
+        "src/Svc.cs": (
+            "using static Util.Logger;\n"
+            "\n"
+            "namespace App\n"
+            "{\n"
+            "    public class Printer\n"
+            "    {\n"
+            "        public void Log(string s, int level) { }\n"
+            "    }\n"
+            "\n"
+            "    public class Svc\n"
+            "    {\n"
+            "        public void Run()\n"
+            "        {\n"
+            "            Log(\"x\");\n"  # line 13: Logger's
+            "        }\n"
+            "    }\n"
+            "}\n"
+        ),
+        "src/Util.swift": "func pad2(_ s: String) -> String {\n    return \" \" + s\n}\n",
+        "src/Report.swift": (
+            "class Grid {\n"
+            "    func pad2(_ s: String) -> String {\n"
+            "        return s\n"
+            "    }\n"
+            "}\n"
+            "\n"
+            "class Sheet {\n"
+            "    func line(_ s: String) -> String {\n"
+            "        return pad2(s)\n"  # line 8: the global function's
+            "    }\n"
+            "}\n"
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Printer.format")) == {
+        ("src/com/acme/svc/Job.kt", 6, "Printer.show", True), ("src/com/acme/svc/Job.kt", 10, "Loud.shout", True),
+        ("src/com/acme/svc/Job.kt", 14, "Job.run", False)}
+    assert callers(analysis.analyze(engine, "App.Printer.Log")) == {("src/Svc.cs", 13, "App.Svc.Run", False)}
+    assert callers(analysis.analyze(engine, "Grid.pad2")) == {("src/Report.swift", 8, "Sheet.line", False)}
+
+
+def test_go_receivers_typed_by_what_a_constructor_function_returns(make_engine):
+    """``s := store.New()`` and ``t, err := store.Open(…)`` (its first
+    result) give a ``*Store``: ``s.Save()`` calls Store's Save (they were
+    unconfirmed, and unconfirmed callers of the unrelated Other's too)."""
+    engine = make_engine({
+        "go.mod": "module example.com/app\n\ngo 1.21\n",
+        "store/store.go": (
+            "package store\n"
+            "\n"
+            "type Store struct{ n int }\n"
+            "\n"
+            "func New() *Store { return &Store{} }\n"
+            "\n"
+            "func Open(path string) (*Store, error) { return &Store{}, nil }\n"
+            "\n"
+            "func (s *Store) Save() error { return nil }\n"
+            "\n"
+            "type Other struct{}\n"
+            "\n"
+            "func (o *Other) Save() error { return nil }\n"
+            "\n"
+            "func local() error {\n"
+            "\ts := New()\n"
+            "\treturn s.Save()\n"  # line 16
+            "}\n"
+        ),
+        "api/api.go": (
+            "package api\n"
+            "\n"
+            "import \"example.com/app/store\"\n"
+            "\n"
+            "func A() {\n"
+            "\ts := store.New()\n"
+            "\ts.Save()\n"  # line 6
+            "}\n"
+            "\n"
+            "func B() error {\n"
+            "\tt, err := store.Open(\"x\")\n"
+            "\tif err != nil {\n"
+            "\t\treturn err\n"
+            "\t}\n"
+            "\treturn t.Save()\n"  # line 14
+            "}\n"
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Store.Save")) == {
+        ("store/store.go", 16, "local", True), ("api/api.go", 6, "A", True), ("api/api.go", 14, "B", True)}
+    assert callers(analysis.analyze(engine, "Other.Save")) == set()
+
+
+def test_a_class_written_through_its_module_types_a_receiver(make_engine):
+    """``other.Store()``, ``s: other.Store``, ``other.Store().save()``, and
+    TypeScript's ``new models.Cart()`` / ``c: models.Cart`` after ``import *
+    as models`` are instances of that class, as when imported by name
+    (they were unconfirmed ``shared-name`` callers)."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/other.py": "class Store:\n    def save(self):\n        return 1\n",
+        "pkg/others.py": "".join(f"class {name}:\n    def save(self):\n        return 2\n\n\n"
+                                 for name in ("Disk", "Cloud", "Memory")),
+        "pkg/use.py": (
+            "from pkg import other\n"
+            "\n"
+            "\n"
+            "def made():\n"
+            "    s = other.Store()\n"
+            "    s.save()\n"  # line 5
+            "\n"
+            "\n"
+            "def annotated(s: other.Store):\n"
+            "    s.save()\n"  # line 9
+            "\n"
+            "\n"
+            "def chained():\n"
+            "    other.Store().save()\n"  # line 13
+        ),
+        "src/models.ts": "export class Cart {\n  total(): number { return 0; }\n}\n",
+        "src/others.ts": "".join(f"export class {name} {{ total(): number {{ return 1; }} }}\n" for name in "ABC"),
+        "src/use.ts": (
+            "import * as models from './models';\n"
+            "export function made(): number {\n"
+            "  const c = new models.Cart();\n"
+            "  return c.total();\n"  # line 3
+            "}\n"
+            "export function annotated(c: models.Cart): number {\n"
+            "  return c.total();\n"  # line 6
+            "}\n"
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Store.save", "pkg/other.py")) == {
+        ("pkg/use.py", 5, "made", True), ("pkg/use.py", 9, "annotated", True), ("pkg/use.py", 13, "chained", True)}
+    assert callers(analysis.analyze(engine, "Cart.total")) == {
+        ("src/use.ts", 3, "made", True), ("src/use.ts", 6, "annotated", True)}
+
+
+def test_isinstance_and_instanceof_narrow_and_a_closure_sees_its_function_s_locals(make_engine):
+    """``if isinstance(x, Store): x.save()``, ``if (x instanceof Store)
+    x.save()`` and ``u = Store()`` read by a nested ``def cb(): u.save()``
+    are Store's, as a type checker narrows them (they were unconfirmed
+    ``shared-name`` callers); a branch that rebinds ``x`` first is not."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/models.py": "".join(f"class {name}:\n    def save(self):\n        return 1\n\n\n"
+                                 for name in ("Store", "Disk", "Cloud", "Memory")),
+        "pkg/use.py": (
+            "from pkg.models import Store\n"
+            "\n"
+            "\n"
+            "def flush(x: object, ok: bool):\n"
+            "    if ok and isinstance(x, Store):\n"
+            "        x.save()\n"  # line 5
+            "    if isinstance(x, Store):\n"
+            "        x = make()\n"
+            "        x.save()\n"  # line 8: another object
+            "\n"
+            "\n"
+            "def later():\n"
+            "    u = Store()\n"
+            "\n"
+            "    def cb():\n"
+            "        u.save()\n"  # line 15
+            "    cb()\n"
+        ),
+        "src/models.ts": "".join(f"export class {name} {{ save(): void {{}} }}\n"
+                                 for name in ("Store", "Disk", "Cloud", "Memory")),
+        "src/use.ts": (
+            "import { Store } from './models';\n"
+            "export function flush(x: unknown): void {\n"
+            "  if (x instanceof Store) {\n"
+            "    x.save();\n"  # line 3
+            "  }\n"
+            "}\n"
+        ),
+    })
+    python = callers(analysis.analyze(engine, "Store.save", "pkg/models.py"))
+    assert {c for c in python if c[3]} == {("pkg/use.py", 5, "flush", True), ("pkg/use.py", 15, "later", True)}
+    assert ("pkg/use.py", 8, "flush", False) in python
+    assert {c for c in callers(analysis.analyze(engine, "Store.save", "src/models.ts")) if c[0].startswith("src/")} \
+        == {("src/use.ts", 3, "flush", True)}
