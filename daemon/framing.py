@@ -39,14 +39,41 @@ def socket_path_for(db_path: str | os.PathLike[str]) -> Path:
     return state / "sockets" / digest / SOCKET_NAME
 
 
-def frame(message: dict) -> bytes:
-    text = json.dumps(message, ensure_ascii=False)
+# An answer over MAX_MESSAGE_BYTES goes out as this error instead: no reader
+# (ours: read_body) takes a longer message, and one that refused it could no
+# longer follow the stream, so the request went unanswered.
+OVERSIZED_ANSWER = -32603
+
+
+class OversizedMessage(ValueError):
+    """A header announcing a body over MAX_MESSAGE_BYTES: the stream can still
+    be followed once the body is read away (``read_away``)."""
+
+    def __init__(self, length: int):
+        super().__init__(f"a message of {length} bytes is over the {MAX_MESSAGE_BYTES >> 20} MiB bound")
+        self.length = length
+
+
+def encode(message: dict) -> bytes:
+    """A message's JSON body: compact (no space after "," and ":"; an answer
+    listing rows with large metas was half again its size), UTF-8."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     try:
-        body = text.encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (a request id "\ud800" is echoed back) has no UTF-8
         # form; JSON's \u escapes carry it exactly, so the peer gets its id back.
-        body = json.dumps(message, ensure_ascii=True).encode("ascii")
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def frame(message: dict) -> bytes:
+    body = encode(message)
+    if len(body) > MAX_MESSAGE_BYTES and "id" in message and "method" not in message:
+        body = encode({"jsonrpc": "2.0", "id": message["id"], "error": {
+            "code": OVERSIZED_ANSWER,
+            "message": f"the answer is {len(body)} bytes, over the {MAX_MESSAGE_BYTES >> 20} MiB "
+                       "bound of a message; ask for less (a smaller limit or n, body: false)",
+            "data": {"bytes": len(body), "limit": MAX_MESSAGE_BYTES}}})
     return frame_body(body)
 
 
@@ -54,15 +81,11 @@ def frame_body(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-async def read_message(reader: asyncio.StreamReader) -> dict | None:
-    """One LSP-framed JSON message, or None at end of stream."""
-    body = await read_body(reader)
-    return None if body is None else json.loads(body)
-
-
 async def read_body(reader: asyncio.StreamReader) -> bytes | None:
     """One LSP-framed body, or None at end of stream; ValueError when the
-    header is unusable (the stream cannot be followed any further)."""
+    header is unusable (the stream cannot be followed any further), its
+    OversizedMessage when it announces a body over MAX_MESSAGE_BYTES
+    (``read_away`` follows the stream past it)."""
     length = None
     while True:
         line = await reader.readline()
@@ -74,9 +97,25 @@ async def read_body(reader: asyncio.StreamReader) -> bytes | None:
         name, _, value = line.decode("ascii", "replace").partition(":")
         if name.lower() == "content-length":
             length = int(value.strip())
-    if length is None or not 0 <= length <= MAX_MESSAGE_BYTES:
+    if length is None or length < 0:
         raise ValueError("missing or unreasonable Content-Length")
+    if length > MAX_MESSAGE_BYTES:
+        raise OversizedMessage(length)
     return await reader.readexactly(length)
+
+
+async def read_away(reader: asyncio.StreamReader, length: int, keep: int = 0) -> bytes | None:
+    """Read ``length`` bytes in pieces, holding none but the first ``keep``
+    (returned); None when the stream ends first."""
+    head = b""
+    while length > 0:
+        piece = await reader.read(min(length, 1 << 20))
+        if not piece:
+            return None
+        if len(head) < keep:
+            head += piece[:keep - len(head)]
+        length -= len(piece)
+    return head
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:

@@ -13,6 +13,7 @@ from ctxls.index.engine import READY_WAIT_S
 from ctxls.index.live import WATCH_MODES
 from ctxls.index.memory import DEFAULT_EPISODE_WINDOW_DAYS
 from ctxls.index.scopes import GLOBAL, RESERVED_PREFIX
+from ctxls.index.vocabulary import MAX_SCOPE_CHARS
 
 DEFAULT_DEBOUNCE_MS = 150
 MEMORY_URL_ENV = "CTXLS_MEMORY_URL"
@@ -63,6 +64,10 @@ def _check(name: str, value: Any) -> Any:
     if name == "owner" and isinstance(value, str) and value.startswith(RESERVED_PREFIX) \
             and value != GLOBAL:
         raise ValueError(f"must not start with {RESERVED_PREFIX!r} (only {GLOBAL!r} is reserved)")
+    if name == "owner" and isinstance(value, str) and len(value) > MAX_SCOPE_CHARS:
+        # The owner is the scope of every scopeless memory request: one no
+        # scope may be would fail each of them with a param the client never sent.
+        raise ValueError(f"must be at most {MAX_SCOPE_CHARS} characters (a scope's bound)")
     if name == "memoryUrl":
         if value is None or (isinstance(value, str) and value.startswith(MEMORY_URL_SCHEMES)):
             return value

@@ -38,8 +38,8 @@ from ctxls.daemon.client import (LIVENESS_TIMEOUT_S, TAKEOVER_ATTEMPTS, TAKEOVER
                                  DaemonClient, DaemonNotAnswering, default_socket, takeover_lock)
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.sessions import PROXY_MARK
-from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, foreign_daemon, frame, frame_body, read_body,
-                                  read_message)
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, OversizedMessage, foreign_daemon, frame,
+                                  frame_body, read_away, read_body)
 from ctxls.daemon.outbox import Outbox
 from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
                                         socket_is_live, socket_owner_pid, valid_id)
@@ -58,6 +58,10 @@ LOG_ROTATE_BYTES = 4 << 20
 RESTARTED = -32603  # the answer to requests lost with the owner: retry
 # What the proxy keeps of an editor's documents, and replays to a new owner.
 DOCUMENT_SYNC = frozenset({"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose"})
+# What is kept of an owner's message the proxy cannot pass on: enough to find its id.
+OVERSIZED_HEAD_BYTES = 4096
+# A top-level "id" member and its value (a number or a string).
+_ID_MEMBER = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 # A header line is at most this long; anything longer is the rest of a body.
 MAX_HEADER_LINE = 64 << 10
 # A header name (RFC 9110 token) and the one header that frames a message.
@@ -436,16 +440,43 @@ class Proxy:
         self.owner_writer.write(frame(self.initialize | {"params": params}))
         self.silent_since = asyncio.get_running_loop().time()
         self.connected.set()
+        await self.relay_owner()
+
+    async def relay_owner(self) -> None:
+        """The owner's messages to the editor, until the owner is gone while
+        this session ends; an owner gone earlier is taken over. A message
+        this proxy cannot take (over the bound, an unusable header, not
+        JSON) is answered to the requests it may have been for: the proxy
+        itself never ends on one (the editor's server then died, and every
+        later request went unanswered)."""
         while True:
             try:
-                message = await read_message(self.owner_reader)
+                body = await read_body(self.owner_reader)
+            except OversizedMessage as exc:
+                head = await read_away(self.owner_reader, exc.length, OVERSIZED_HEAD_BYTES)
+                if head is not None:
+                    self.answer_unreadable(head, f"{exc}; it was read away")
+                    continue
+                body = None  # the owner went away inside it
+            except ValueError as exc:  # a header without a usable Content-Length
+                log.error("the ctxls daemon sent %s; reconnecting", exc)
+                self.owner_writer.close()  # no later message can be found in this stream
+                body = None
             except OSError:  # reset: a killed owner is as gone as one that closed
-                message = None
+                body = None
             self.silent_since = asyncio.get_running_loop().time()
-            if message is None:
+            if body is None:
                 if self.shutting_down:
                     return
                 await self.take_over()
+                continue
+            try:
+                message = json.loads(body)
+            except (ValueError, RecursionError) as exc:
+                self.answer_unreadable(body[:OVERSIZED_HEAD_BYTES], f"its message is not JSON ({exc})")
+                continue
+            if not isinstance(message, dict):
+                self.answer_unreadable(b"", "its message is not a JSON object")
                 continue
             if "method" not in message and "id" in message:  # a response
                 if message["id"] in self.swallow:
@@ -457,6 +488,26 @@ class Proxy:
                         "positionEncoding")
                     self.codec = PositionCodec(encoding or types.PositionEncodingKind.Utf16)
             self.to_editor(message)
+
+    def answer_unreadable(self, head: bytes, problem: str) -> None:
+        """Answer with an error the request a message from the owner that
+        this proxy could not take was for: the one whose id its first bytes
+        (``head``) hold at the top level, else every waiting request (their
+        later answers, if any, are swallowed: one answer per request)."""
+        message = f"the ctxls daemon's answer could not be passed on: {problem}"
+        log.error("%s", message)
+        msg_id = _top_level_id(head)
+        if msg_id is not None and msg_id in self.swallow:  # for a request already answered
+            self.swallow.discard(msg_id)
+            return
+        waiting = [msg_id] if msg_id in self.pending else [
+            i for i, method in self.pending.items() if method != "initialize"]
+        for waiting_id in waiting:
+            del self.pending[waiting_id]
+            if waiting_id != msg_id:
+                self.swallow.add(waiting_id)
+            self.to_editor({"jsonrpc": "2.0", "id": waiting_id,
+                            "error": {"code": -32603, "message": message}})
 
     async def answer_if_owner_stops(self) -> None:
         """The editor's waiting requests answered with DaemonNotAnswering's
@@ -613,6 +664,35 @@ class Proxy:
                 raise task.exception()
         if self.owner_writer is not None:
             self.owner_writer.close()
+
+
+def _top_level_id(head: bytes) -> Any:
+    """The ``id`` of the JSON object whose first bytes are ``head``, when
+    they hold it at the top level (a nested "id" is not it); else None."""
+    text = head.decode("utf-8", "replace")
+    depth, at, in_string = 0, 0, False
+    while at < len(text):
+        char = text[at]
+        if in_string:
+            if char == "\\":
+                at += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            if depth == 1:
+                found = _ID_MEMBER.match(text, at)
+                if found is not None:
+                    try:
+                        return json.loads(found.group(1))
+                    except ValueError:
+                        return None
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        at += 1
+    return None
 
 
 class DaemonLogFile(logging.handlers.RotatingFileHandler):

@@ -649,3 +649,63 @@ async def test_a_fact_is_recalled_by_a_word_over_the_token_bound(repo: Path, mem
             found = await s.request("ctxls/recall", {"query": query, "kind": kind, "scope": "t",
                                                      "mode": "lexical"})
             assert paths(found["hits"]) == expected, query
+
+
+async def test_enumerate_keeps_the_place_of_a_shared_id_a_tenant_then_writes(repo: Path, memory_options: dict):
+    """The tenant's own row of an id it listed from the shared tier hides that
+    row: appended at the end, it shifted every later row back one, so the
+    next page skipped a row and listed the id again."""
+    async with serve(repo, memory_options) as s:
+        await s.wait_indexed()
+        alice = {"scope": "alice", "kind": "fact", "limit": 2}
+        await s.request("ctxls/remember", {"scope": "@global", "id": "g0", "text": "shared zero"})
+        for i in range(1, 5):
+            await s.request("ctxls/remember", {"scope": "alice", "id": f"a{i}", "text": f"tenant row {i}"})
+        page = await s.request("ctxls/enumerate", alice)
+        seen = paths(page["items"])
+        assert seen == ["g0", "a1"]
+        await s.request("ctxls/remember", {"scope": "alice", "id": "g0", "text": "alice's own zero"})
+        while page["nextOffset"] is not None:
+            page = await s.request("ctxls/enumerate", alice | {"offset": page["nextOffset"]})
+            seen += paths(page["items"])
+        assert seen == ["g0", "a1", "a2", "a3", "a4"]
+        whole = await s.request("ctxls/enumerate", alice | {"limit": 10, "body": True})
+        assert [(i["path"], i["body"]) for i in whole["items"][:2]] == [("g0", "alice's own zero"),
+                                                                       ("a1", "tenant row 1")]
+        # Forgotten, her row gives the shared one back its place: still no shift.
+        await s.request("ctxls/forget", {"scope": "alice", "id": "g0"})
+        whole = await s.request("ctxls/enumerate", alice | {"limit": 10, "body": True})
+        assert [(i["path"], i["body"]) for i in whole["items"][:2]] == [("g0", "shared zero"),
+                                                                       ("a1", "tenant row 1")]
+
+
+async def test_ingest_refuses_text_holding_nul_and_names_the_file(repo: Path, memory_options: dict):
+    """Bytes read as text (a .md upload) holding NUL were stored on SQLite,
+    and then every `memory import` of the store's export refused the whole
+    file; PostgreSQL answered "internal error: DataError"."""
+    async with serve(repo, memory_options | {"owner": "t1"}) as s:
+        await s.wait_indexed()
+        encoded = base64.b64encode(b"# Notes\nline one\x00 two\n").decode()
+        err = await expect_error(s, "ctxls/ingest", {"filename": "notes.md", "base64": encoded})
+        assert err.code == -32602 and err.data == {"param": "base64"}
+        assert "'notes.md'" in err.message and "NUL" in err.message
+        assert await s.request("ctxls/get", {"id": "notes.md"}) is None
+        # A blob is kept byte-exact, NUL and all.
+        await s.request("ctxls/ingest", {"filename": "notes.bin", "base64": encoded})
+        assert (await s.request("ctxls/get", {"id": "notes.bin"}))["text"] == encoded
+
+
+async def test_an_owner_longer_than_a_scope_may_be_is_reported_and_defaulted(repo: Path):
+    """Accepted silently, such an owner failed every request without a
+    scope with -32602 about a param 'scope' the client never sent."""
+    from ctxls.daemon.options import parse_init_options
+
+    options, problems = parse_init_options({"owner": "o" * 257})
+    assert options.owner is None
+    assert problems == ["initializationOptions.owner must be at most 256 characters (a scope's "
+                        "bound); using the default"]
+    assert parse_init_options({"owner": "o" * 256})[0].owner == "o" * 256
+    async with serve(repo, {"owner": "o" * 300}) as s:
+        await s.wait_indexed()
+        assert await s.request("ctxls/remember", {"id": "k", "text": "some fact"}) == {}
+        assert (await s.request("ctxls/get", {"id": "k"}))["text"] == "some fact"

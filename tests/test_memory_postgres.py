@@ -22,6 +22,7 @@ from pg_server import PgServer, server_folder
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import EngineError, MemoryUnavailable
 from ctxls.index.memory import Memory
+from ctxls.index.memory.model import Write, whole_segment
 from ctxls.index.memory.postgres import SCHEMA_VERSION, MemorySchemaError, PostgresMemoryStore
 from ctxls.index.scopes import EVERYTHING, named_scope
 from ctxls.index.semantic import unfingerprinted
@@ -620,3 +621,59 @@ def test_schema_4_rebuilds_every_rows_full_text_as_sqlite_reads_it(url: str):
         assert [r.key for r in memory.search("fact", "oncall", 5, named_scope("alice"))] == ["oncall"]
     finally:
         store.close()
+
+
+def test_a_wrong_memory_url_names_the_servers_reason(pg_server: PgServer):
+    """A database (or role) that does not exist read as an outage: every
+    memory request waited 5 s and said "no connection within 5 s", the
+    server's own reason only in a psycopg.pool warning on stderr."""
+    url = pg_server.url("nonexist").replace("@", ":s3cret@", 1)  # trust auth: the password is unread
+    store = PostgresMemoryStore(url)
+    try:
+        with pytest.raises(MemoryUnavailable) as err:
+            Memory(store).remember(named_scope("t"), "a", "some fact")
+        assert 'database "nonexist" does not exist' in err.value.message
+        assert "s3cret" not in err.value.message
+        assert store._masked(f"could not connect with {url}") == \
+            f"could not connect with {url.replace('s3cret', '***')}"
+    finally:
+        store.close()
+
+
+def test_a_value_postgresql_cannot_hold_fails_the_statement_not_the_database(memory: Memory):
+    """psycopg's DataError (text holding NUL, which no PostgreSQL text holds)
+    answered "internal error: DataError"."""
+    write = Write("t", "k", "fact", "agent", "text", [whole_segment("a\x00b")], None, 1, None, None,
+                  1, None, None)
+    with pytest.raises(EngineError) as refused:
+        memory.backend.write(write)
+    assert not isinstance(refused.value, MemoryUnavailable) and refused.value.code == -32603
+    assert "nothing was written" in refused.value.message and "NUL" in refused.value.message
+    assert memory.backend.unavailable() is None
+
+
+def test_a_daemon_fills_in_the_vectors_of_rows_written_without_one(tmp_path: Path, url: str):
+    """A row written by a daemon with embeddings off never got a vector (only
+    `ctxls memory import` embedded missing ones): recall by meaning never
+    found it. A daemon with the team's model fills such rows in, in the
+    background, as the SQLite store's worker does."""
+    unembedded = Memory(PostgresMemoryStore(url))  # no model: written without a vector
+    unembedded.remember(named_scope("team"), "backups", "Postgres snapshots are taken every night")
+    unembedded.backend.close()
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "a.db"), embeddings=True,
+                                        memory_url=url))
+    try:
+        engine.memory.backend.start_embedding()
+
+        def without_vector() -> list:
+            with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+                conn.execute("SELECT set_config('ctxls.all', 'on', true)")
+                return conn.execute("SELECT key FROM ctxls_memory WHERE embedding IS NULL").fetchall()
+        _wait_until(lambda: not without_vector(), "the row got a vector")
+        hits = engine.recall("database copies overnight", ["fact"], 3, mode="semantic",
+                             scope=named_scope("team")).hits_by_kind["fact"]
+        assert [h.path for h in hits] == ["backups"]  # by meaning alone
+    finally:
+        engine.close()

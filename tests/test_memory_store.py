@@ -416,3 +416,33 @@ def test_acknowledged_memory_is_in_the_store_file_not_only_in_its_wal(tmp_path: 
         assert keys == ["fact-0", "fact-1", "fact-2"]
     finally:
         engine.close()
+
+
+def test_an_enumerate_page_holds_its_rows_metas_within_the_answer_bound(plain: Path, tmp_path: Path):
+    """meta did not count toward an answer's bound: a page of 1000 rows, each
+    meta within its own 64 KiB bound, was a 98 MB answer, over the 64 MiB a
+    message may be, and the editor's `ctxls serve` proxy died reading it.
+    A page now ends before the row whose meta would take the page's metas
+    past 16 MiB; nextOffset continues from that row."""
+    from ctxls.daemon import wire
+    from ctxls.daemon.framing import MAX_MESSAGE_BYTES, encode
+    from ctxls.index.model import MAX_ANSWER_BODY_BYTES
+
+    engine = Engine(plain, EngineOptions(db_path=str(tmp_path / "index.db"), embeddings=False))
+    try:
+        meta = {"a": [0] * 32700}  # 65,407 bytes as compact JSON: within the 64 KiB bound
+        scope = named_scope("bm")
+        for i in range(300):
+            engine.memory.remember(scope, f"m{i:03}", f"row {i}", meta=meta)
+        page = engine.memory.enumerate(scope, "fact", 0, 1000)
+        fit = MAX_ANSWER_BODY_BYTES // 65_407
+        assert (len(page.rows), page.total, page.next_offset) == (fit, 300, fit)
+        answer = encode(wire.page_json(page, True))
+        assert len(answer) < MAX_ANSWER_BODY_BYTES + (1 << 20) < MAX_MESSAGE_BYTES
+        seen = [r.key for r in page.rows]
+        while page.next_offset is not None:
+            page = engine.memory.enumerate(scope, "fact", page.next_offset, 1000)
+            seen += [r.key for r in page.rows]
+        assert seen == [f"m{i:03}" for i in range(300)]
+    finally:
+        engine.close()

@@ -182,3 +182,22 @@ def test_a_read_only_checkout_keeps_its_own_store_not_an_empty_one_elsewhere(
         assert engine.request("ctxls/count", {})["count"] == 1
     finally:
         engine.close()
+
+
+def test_a_damaged_full_text_table_of_written_memory_is_repaired_by_the_next_command(repo: Path):
+    """Written memory's full-text table lost its structure record (its pages
+    and b-trees sound, so quick_check says ok): every recall failed with
+    "vtable constructor failed: fts_memory_fact", run after run. The failure
+    asked for a check at the process's next store access, and a command line
+    call, one request a process, exited before it; the check on open did not
+    open the full-text tables."""
+    assert ctxls("index", str(repo)).returncode == 0
+    assert ctxls("remember", "f1", "plain fact about zebras", "--root", str(repo)).returncode == 0
+    db = repo / ".ctxls" / "index.db"
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM fts_memory_fact_data WHERE id > 1")
+        assert conn.execute("PRAGMA quick_check").fetchall() == [("ok",)]
+    status = json.loads(ctxls("status", str(repo), "--json").stdout)
+    assert "fts_memory_fact" in status["repaired"]["cause"], status
+    assert status["repaired"]["carried"]["memory"] == 1
+    assert facts(dict(os.environ), repo, "zebras") == ["plain fact about zebras"]

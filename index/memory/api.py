@@ -17,10 +17,11 @@ from ctxls.index.memory.model import (DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, MAX_P
                                       IngestResult, KnownFact, MemoryItem, MemoryNode, MemoryRow,
                                       MemoryStore, Page, Segment, Upload, Write, check_choice,
                                       check_count, check_key, check_kinds, check_meta, check_ms,
-                                      check_new_key, check_text, whole_segment)
+                                      check_new_key, check_text, meta_bytes, whole_segment)
+from ctxls.index.model import MAX_ANSWER_BODY_BYTES
 from ctxls.index.scopes import Scope
 from ctxls.index.store import now_ms
-from ctxls.index.vocabulary import AUTHORS, MAX_MEMORY_N
+from ctxls.index.vocabulary import AUTHORS, MAX_MEMORY_N, first_invalid
 
 if TYPE_CHECKING:
     from ctxls.index.semantic import SemanticIndex
@@ -29,6 +30,20 @@ if TYPE_CHECKING:
 SEGMENTED_FORMATS = {"md": "markdown", "markdown": "markdown", "txt": "text", "log": "log",
                      "csv": "csv"}
 BLOB_FORMAT = "binary"  # a blob whose filename has no extension
+
+
+def metas_within_answer(page: Page) -> Page:
+    """``page`` ended before the row whose meta would take its rows' metas
+    past MAX_ANSWER_BODY_BYTES (``next_offset`` continues from that row, as
+    for a body that does not fit; the first row always stays, its meta being
+    at most MAX_META_BYTES): a page of 1000 rows with 64 KiB metas was an
+    answer over the 64 MiB a message may be, which killed the editor's proxy."""
+    left = MAX_ANSWER_BODY_BYTES
+    for kept, row in enumerate(page.rows):
+        left -= meta_bytes(row.meta)
+        if left < 0 and kept > 0:
+            return Page(page.rows[:kept], page.total, page.offset, page.offset + kept)
+    return page
 
 
 class Memory:
@@ -76,6 +91,13 @@ class Memory:
         if extension in SEGMENTED_FORMATS:
             mode, fmt = "chunked", SEGMENTED_FORMATS[extension]
             decoded = text if text is not None else data.decode("utf-8", "replace")
+            invalid = first_invalid(decoded)
+            if invalid is not None:
+                # Its segments are stored as text, which no store (nor an
+                # export's import) holds with NUL: refused, as remember's text is.
+                raise InvalidParams("text" if text is not None else "base64",
+                                    f"{filename!r} is stored as text ({fmt}), which "
+                                    f"{invalid[1]}; nothing was written")
             segments = [Segment(c.symbol, c.start_line, c.end_line, c.text)
                         for c in chunk_file(filename, decoded).chunks] or [whole_segment(decoded)]
         else:
@@ -167,7 +189,7 @@ class Memory:
         check_kinds([kind], ("fact", "episode"))
         check_count("offset", offset, 0, 2**62)
         check_count("limit", limit, 1, MAX_PAGE)
-        return self.backend.enumerate(scope, kind, offset, limit, now_ms())
+        return metas_within_answer(self.backend.enumerate(scope, kind, offset, limit, now_ms()))
 
     def count(self, scope: Scope, kinds: list[str] | None = None) -> int:
         """Visible ids of these kinds (an ingested document counts once)."""

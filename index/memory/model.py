@@ -284,6 +284,14 @@ def check_meta(meta: dict | None) -> str | None:
     return text
 
 
+def meta_bytes(meta: dict | None) -> int:
+    """The UTF-8 bytes a row's meta takes in an answer (as check_meta
+    measures it, and as answers are framed: compact JSON)."""
+    if meta is None:
+        return 0
+    return len(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+
+
 def _nesting(value) -> int:
     """How deep objects and arrays nest in ``value`` (a scalar is 0), without recursion."""
     deepest, stack = 0, [(value, 1)]
@@ -335,6 +343,24 @@ def own_row_wins_sql(scope: Scope, now: int, table: str, mark: str,
     return (f" AND NOT ({alias}.scope = {mark} AND EXISTS (SELECT 1 FROM {table} own "
             f"WHERE own.scope = {mark} AND own.key = {alias}.key AND "
             f"(own.expires_at IS NULL OR own.expires_at > {mark})))", [GLOBAL, scope.home, now])
+
+
+def write_order_sql(scope: Scope, now: int, table: str, mark: str,
+                    alias: str = "m") -> tuple[str, list]:
+    """enumerate's ORDER BY (and its args): write order, except that a
+    tenant's own row of an id the shared tier also holds (of that kind,
+    live, written before it) takes the shared row's place. Writing it hides
+    that shared row (``own_row_wins_sql``) and, appended, it would shift
+    every later row back one: a page after it skipped a row and repeated
+    this id (docs/protocol.md: an upsert of an id the tenant sees keeps its
+    place). Forgetting it shows the shared row at that same place again."""
+    if scope.unrestricted or scope.home == GLOBAL:
+        return f"{alias}.id", []
+    return (f"CASE WHEN {alias}.scope = {mark} THEN coalesce((SELECT min(shared.id) FROM {table} "
+            f"shared WHERE shared.scope = {mark} AND shared.key = {alias}.key AND "
+            f"shared.part = {alias}.part AND shared.kind = {alias}.kind AND shared.id < {alias}.id "
+            f"AND (shared.expires_at IS NULL OR shared.expires_at > {mark})), {alias}.id) "
+            f"ELSE {alias}.id END, {alias}.id", [scope.home, GLOBAL, now])
 
 
 def row_columns(text_sql: str) -> str:

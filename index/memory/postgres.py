@@ -29,7 +29,9 @@ The first writer with embeddings records the model (name, dimension,
 embedding-text version) and builds an HNSW index over ``embedding::vector(D)``;
 a daemon with another model is refused: it writes no vectors and recalls
 lexically, and says so once. Imported rows come without vectors;
-``embed_missing`` (run by ``ctxls memory import``) embeds them afterwards.
+``embed_missing`` (run by ``ctxls memory import``) embeds them afterwards, and
+a daemon with the team's model fills in any row still without one in the
+background (``start_embedding``: rows another daemon wrote with embeddings off).
 
 Faults: a connection is awaited at most ``POOL_WAIT_S`` and a statement runs
 at most ``STATEMENT_TIMEOUT_MS``; then the verb fails with MemoryUnavailable
@@ -53,11 +55,12 @@ from ctxls.index.memory.lexemes import fts_lexemes
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       INLINE_TEXT_BYTES, MEMORY_KINDS, Candidate, Forget, KnownFact,
                                       MemoryRow, Page, TextReader, Write, memory_row,
-                                      own_row_wins_sql, row_columns)
+                                      own_row_wins_sql, row_columns, write_order_sql)
 from ctxls.index.memory.transfer import (already_stored, demand_record, demand_values,
                                          memory_record, memory_values, stored_identity,
                                          upload_record, upload_values)
 from ctxls.index.model import content_hash
+from ctxls.index.priority import TRANSFORMER_NICENESS, set_thread_niceness
 from ctxls.index.ranking import fused_scores
 from ctxls.index.scopes import Scope
 from ctxls.index.semantic import unfingerprinted
@@ -109,6 +112,10 @@ PROBE_WAIT_S = 1.0
 RECALL_WORK_MEM = "16MB"
 # Rows embedded per transaction by embed_missing (a few seconds of model time here).
 EMBED_BATCH = 64
+# The daemon's background filling (start_embedding): rows a batch, small so
+# that a batch never holds a core long; and the wait once none is left.
+FILL_BATCH = 16
+FILL_IDLE_S = 30.0
 CONNECT_TIMEOUT_S = 3
 STATEMENT_TIMEOUT_MS = 10_000
 POOL_MAX = 8
@@ -305,6 +312,30 @@ def _term_tsquery(term: str) -> str | None:
     return "(" + " <-> ".join(_quoted_lexeme(lexeme) for lexeme in lexemes) + ")"
 
 
+_RECORDING_POOLS: dict[type, type] = {}
+
+
+def _recording_pool_class(pool_class: type) -> type:
+    """``pool_class`` that keeps its last failed connection attempt's error
+    (``last_error``; None once one succeeds): psycopg_pool only logs it, and
+    its PoolTimeout says no more than that the wait ran out."""
+    if pool_class not in _RECORDING_POOLS:
+        class RecordingPool(pool_class):
+            last_error: Exception | None = None
+
+            def _connect(self, *args, **kwargs):
+                try:
+                    conn = super()._connect(*args, **kwargs)
+                except Exception as exc:
+                    self.last_error = exc
+                    raise
+                self.last_error = None
+                return conn
+
+        _RECORDING_POOLS[pool_class] = RecordingPool
+    return _RECORDING_POOLS[pool_class]
+
+
 class PostgresMemoryStore:
     kind = "postgresql"
 
@@ -326,7 +357,9 @@ class PostgresMemoryStore:
         self._dim: int | None = None
         self._probe_lock = threading.Lock()
         self._probed: tuple[float, MemoryUnavailable | None] | None = None
-        self.pool = ConnectionPool(
+        self._closing = threading.Event()
+        self._filler: threading.Thread | None = None  # start_embedding's
+        self.pool = _recording_pool_class(ConnectionPool)(
             url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_WAIT_S,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S,
                     "options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
@@ -356,6 +389,9 @@ class PostgresMemoryStore:
             return error
 
     def close(self) -> None:
+        self._closing.set()
+        if self._filler is not None:
+            self._filler.join(timeout=30)
         self._overlap.shutdown(wait=True)
         self.pool.close()
 
@@ -431,14 +467,27 @@ class PostgresMemoryStore:
             with self.pool.connection(timeout=wait_s) as conn:
                 yield conn
         except PoolTimeout as exc:
-            raise MemoryUnavailable(f"no connection within {wait_s:g} s ({exc})") from exc
-        except self._psycopg.errors.ProgramLimitExceeded as exc:
-            # A value over one of PostgreSQL's own limits: the database is up,
-            # and the request failed, as a statement's own failure (-32603).
+            # The pool only logs why it cannot connect (a database or role that
+            # does not exist, a wrong password): the answer names it too.
+            cause = getattr(self.pool, "last_error", None)
+            why = f": {self._masked(_first_line(cause))}" if cause is not None else ""
+            raise MemoryUnavailable(f"no connection within {wait_s:g} s ({exc}){why}") from exc
+        except (self._psycopg.errors.ProgramLimitExceeded, self._psycopg.DataError) as exc:
+            # A value over one of PostgreSQL's own limits, or one it cannot
+            # hold: the database is up, and the request failed, as a
+            # statement's own failure (-32603).
             raise EngineError(f"team memory refused the statement, nothing was written: "
                               f"{_first_line(exc)}", {"backend": "postgresql"}) from exc
         except self._psycopg.OperationalError as exc:
             raise MemoryUnavailable(_first_line(exc)) from exc
+
+    def _masked(self, text: str) -> str:
+        """``text`` with memoryUrl's password masked (libpq may quote the URL)."""
+        try:
+            password = self._psycopg.conninfo.conninfo_to_dict(self.url).get("password")
+        except self._psycopg.ProgrammingError:  # a URL libpq cannot parse: it has none it reads
+            return text
+        return text.replace(password, "***") if password else text
 
     def _version(self, conn) -> int:
         exists = conn.execute("SELECT to_regclass('ctxls_memory_meta') IS NOT NULL").fetchone()[0]
@@ -548,32 +597,72 @@ class PostgresMemoryStore:
         imported, or written while no model was loaded), in id order, a batch
         per transaction; returns how many. Nothing without a model, or when
         the database records another one (_vector_dim says so once)."""
-        dim = self._vector_dim()
-        if dim is None:
-            return 0
         done, after = 0, 0
-        while True:
-            with self._tx() as conn:
-                rows = conn.execute(
-                    "SELECT id, embed_hash, symbol, text FROM ctxls_memory WHERE embedding IS NULL "
-                    "AND id > %s ORDER BY id LIMIT %s", (after, EMBED_BATCH)).fetchall()
-            if not rows:
-                return done
-            vectors = self.semantic.embedder.embed(
-                [memory_embedding_text(symbol, text) for _, _, symbol, text in rows])
-            with self._tx() as conn:
-                with conn.cursor() as cur:
-                    # Only if the row still says what was embedded: a row rewritten
-                    # meanwhile got its own vector (or none) from its writer.
-                    cur.executemany(
-                        "UPDATE ctxls_memory SET embedding = %s::vector WHERE id = %s AND "
-                        "embed_hash = %s AND embedding IS NULL",
-                        [(_vector_literal(v), row_id, embed_hash)
-                         for (row_id, embed_hash, _, _), v in zip(rows, vectors)])
-            done += len(rows)
-            after = rows[-1][0]
+        while (batch := self._embed_batch(after, EMBED_BATCH)) is not None:
+            done += batch[0]
+            after = batch[1]
             if progress is not None:
                 progress(done)
+        return done
+
+    def _embed_batch(self, after: int, size: int) -> tuple[int, int] | None:
+        """Embed up to ``size`` rows without a vector past row id ``after``:
+        (how many, the last id looked at), or None when there are none (or
+        no model of the team's here)."""
+        if self._vector_dim() is None:
+            return None
+        with self._tx() as conn:
+            rows = conn.execute(
+                "SELECT id, embed_hash, symbol, text FROM ctxls_memory WHERE embedding IS NULL "
+                "AND id > %s ORDER BY id LIMIT %s", (after, size)).fetchall()
+        if not rows:
+            return None
+        vectors = self.semantic.embedder.embed(
+            [memory_embedding_text(symbol, text) for _, _, symbol, text in rows])
+        with self._tx() as conn:
+            with conn.cursor() as cur:
+                # Only if the row still says what was embedded: a row rewritten
+                # meanwhile got its own vector (or none) from its writer.
+                cur.executemany(
+                    "UPDATE ctxls_memory SET embedding = %s::vector WHERE id = %s AND "
+                    "embed_hash = %s AND embedding IS NULL",
+                    [(_vector_literal(v), row_id, embed_hash)
+                     for (row_id, embed_hash, _, _), v in zip(rows, vectors)])
+        return len(rows), rows[-1][0]
+
+    def start_embedding(self) -> None:
+        """Fill in, in the background, the vectors of rows written without
+        one (by a daemon with embeddings off, or while the database was
+        unreachable): else no daemon ever gave them one, and recall by
+        meaning never found them. The daemon's (where its embedding worker
+        fills the SQLite store's rows); a no-op without a model."""
+        if self.semantic is None or self._filler is not None or self._closing.is_set():
+            return
+        self._filler = threading.Thread(target=self._fill_vectors, name="ctxls-memory-embed",
+                                        daemon=True)
+        self._filler.start()
+
+    def _fill_vectors(self) -> None:
+        """``start_embedding``'s thread: small batches in id order, then a
+        wait of FILL_IDLE_S and a look from the start again (an upsert
+        without a vector keeps its row id, behind where the last look ended)."""
+        set_thread_niceness(TRANSFORMER_NICENESS)  # a request keeps a core
+        after = 0
+        while not self._closing.is_set():
+            try:
+                batch = self._embed_batch(after, FILL_BATCH)
+            except (MemoryUnavailable, EngineError, MemorySchemaError) as exc:
+                # Down (the pool reconnects meanwhile), or a schema requests report.
+                log.debug("team memory vectors not filled in now: %s", exc)
+                batch = None
+            except Exception:  # the daemon outlives it; tried again after the wait
+                log.exception("filling in team memory vectors failed")
+                batch = None
+            if batch is None:
+                after = 0
+                self._closing.wait(FILL_IDLE_S)
+            else:
+                after = batch[1]
 
     # -- writes ------------------------------------------------------------------
 
@@ -786,10 +875,11 @@ class PostgresMemoryStore:
     def enumerate(self, scope: Scope, kind: str, offset: int, limit: int, now: int) -> Page:
         fence, args = self._fence(scope, now)
         where = f"WHERE m.kind = %s AND {fence}"
+        order, order_args = write_order_sql(scope, now, "ctxls_memory", "%s")
         counted, found = self._read(scope, [
             (f"SELECT count(*) FROM ctxls_memory m {where}", [kind, *args]),
-            (f"SELECT {ROW_COLUMNS} FROM ctxls_memory m {where} ORDER BY m.id LIMIT %s OFFSET %s",
-             [kind, *args, limit, offset])])
+            (f"SELECT {ROW_COLUMNS} FROM ctxls_memory m {where} ORDER BY {order} "
+             "LIMIT %s OFFSET %s", [kind, *args, *order_args, limit, offset])])
         total = counted[0][0]
         rows = [self._row(r) for r in found]
         end = offset + len(rows)

@@ -30,7 +30,8 @@ from ctxls.index.memory.transfer import (already_stored, demand_record, demand_v
                                          upload_record, upload_values)
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       Candidate, Forget, KnownFact, MemoryRow, Page, TextReader,
-                                      Write, memory_row, own_row_wins_sql, row_columns)
+                                      Write, memory_row, own_row_wins_sql, row_columns,
+                                      write_order_sql)
 from ctxls.index.model import content_hash
 from ctxls.index.ranking import RankingConfig, bm25_scores, fused_scores
 from ctxls.index.scopes import Scope
@@ -358,9 +359,10 @@ class SqliteMemoryStore:
         visible, args = visible_sql(scope, now)
         where = f"WHERE m.kind = ? AND {visible}"
         total = conn.execute(f"SELECT count(*) FROM memory m {where}", [kind, *args]).fetchone()[0]
+        order, order_args = write_order_sql(scope, now, "memory", "?")
         rows = [self._row(r) for r in conn.execute(
-            f"SELECT {_COLUMNS} FROM memory m {where} ORDER BY m.id LIMIT ? OFFSET ?",
-            [kind, *args, limit, offset])]
+            f"SELECT {_COLUMNS} FROM memory m {where} ORDER BY {order} LIMIT ? OFFSET ?",
+            [kind, *args, *order_args, limit, offset])]
         end = offset + len(rows)
         return Page(rows, total, offset, end if rows and end < total else None)
 

@@ -184,15 +184,21 @@ class Recovery:
 
     def _damage(self, fts: bool = False) -> str | None:
         """What SQLite finds wrong with the open store (quick_check: every
-        page and b-tree; with ``fts`` also the full-text tables' own
-        structure, which quick_check does not read), None when sound."""
+        page and b-tree; every full-text table opens; with ``fts`` also the
+        full-text tables' whole structure, which quick_check does not read),
+        None when sound."""
         conn = self._connect()  # its own page cache: the file as it is on disk now
         try:
             found = [r[0] for r in conn.execute("PRAGMA quick_check(1)")]
             if found != ["ok"]:
                 return found[0] if found else "quick_check gave no answer"
-            if fts:
-                for table in (*FTS_TABLE_BY_KIND.values(), *MEMORY_FTS_TABLE_BY_KIND.values()):
+            for table in (*FTS_TABLE_BY_KIND.values(), *MEMORY_FTS_TABLE_BY_KIND.values()):
+                # Opening reads only its structure record (cheap, so on every
+                # open check too): one that is damaged fails every read of the
+                # table, and a CLI call, one read per process, never got to the
+                # check its failure asks for (``suspect``) before it exited.
+                conn.execute(f"SELECT rowid FROM {table} LIMIT 0").fetchall()
+                if fts:
                     conn.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
         except sqlite3.Error as exc:
             if storage_reason(exc) == "corrupt":
