@@ -1391,8 +1391,12 @@ def test_a_file_that_crashes_its_grammar_is_read_as_windows_and_the_daemon_lives
     try:
         status = daemon.wait_indexed(timeout=120)
         assert status["complete"] and status["files"] == 2 and "indexError" not in status, status
-        assert status["unparsed"] == {"count": 1, "reasons": {"parser hung or crashed": 1},
-                                      "files": [{"path": "Hostile.kt", "reason": "parser hung or crashed"}]}
+        # The parse hangs before it crashes: on a loaded machine the deadline
+        # may end it first. Either way it is read as windows, never in the daemon.
+        reason = status["unparsed"]["files"][0]["reason"] if status["unparsed"]["files"] else None
+        assert reason in ("parser hung or crashed", "parse deadline"), status["unparsed"]
+        assert status["unparsed"] == {"count": 1, "reasons": {reason: 1},
+                                      "files": [{"path": "Hostile.kt", "reason": reason}]}
         conn = daemon.conn
         assert code_hits(conn, "top_level_helper")[0] == "top.py"
         lines = conn.request("ctxls/get", {"id": "Hostile.kt", "startLine": 100_000,
