@@ -280,7 +280,24 @@ class CtxlsServer(LanguageServer):
         side = SocketServer(self, socket_path_for(engines[0].store.db_path))
         if await side.start():
             self.shared_socket = side
-            asyncio.get_running_loop().create_task(side.serve_forever())
+            asyncio.get_running_loop().create_task(self._serve_shared_socket(side))
+
+    async def _serve_shared_socket(self, side: SocketServer) -> None:
+        """Serve ``side`` until closed. Another daemon that took its path
+        while ours was deleted keeps it: this one serves its own client in
+        process, as when two editors start together (logged)."""
+        if not await side.serve_forever() and self.shared_socket is side:
+            self.shared_socket = None
+
+    def check_stores(self) -> set[Path]:
+        """The folders of this daemon's stores, each asked first whether its
+        file was deleted under it (then it is opened anew, its folder made
+        again): the shared socket waits for that before binding there."""
+        folders = set()
+        for engine in self.workspaces.all():
+            engine.check_store()
+            folders.add(Path(engine.store.db_path).parent)
+        return folders
 
     def exit_for_gone_client(self, pid: int) -> None:
         """Close the shared socket and the stores, then end the process (called

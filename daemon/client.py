@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ctxls.daemon.framing import foreign_daemon, frame, peer_credentials, socket_path_for
+from ctxls.daemon.framing import foreign_daemon, frame, is_socket_file, peer_credentials, socket_path_for
 from ctxls.index.roots import store_dir
 from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
 
@@ -85,7 +85,7 @@ class DaemonClient:
         """None when no daemon listens there (absent or stale socket);
         DaemonNotAnswering when one accepts the connection but does not
         answer its first message (``check_answering``), or its backlog is full."""
-        if not path.exists():
+        if not is_socket_file(path):
             return None
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(LIVENESS_TIMEOUT_S)

@@ -9,6 +9,7 @@ from ctxls.daemon import wire
 from ctxls.daemon.memory_handlers import memory_engine
 from ctxls.daemon.app import CtxlsServer, rpc
 from ctxls.index.assemble import assemble, candidates_from_hits, failed, off_topic, record_call
+from ctxls.index.engine import FILE_KINDS
 from ctxls.index.errors import EngineError, InvalidParams
 from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, knowledge_block
 from ctxls.index.vocabulary import MAX_BUDGET_CHARS, MAX_BUDGET_TOKENS
@@ -53,11 +54,12 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
 def off_topic_note(ls: CtxlsServer, query: str, kinds: list[str] | None) -> str | None:
     """Why the repository is not about ``query`` (assemble then abstains), or
     None. Asked only when files are searched: memory answers for itself."""
-    if kinds is not None and not {"code", "doc"} & set(kinds):
+    if kinds is not None and not set(FILE_KINDS) & set(kinds):
         return None
     # Off-topic only when it is so in every workspace (each judged in its own
-    # model's cosines).
-    reasons = [off_topic(engine.topicality(query)) for engine in ls.workspaces.all()]
+    # model's cosines), by the words of the file kinds searched (a word only
+    # in the config files searched is on topic).
+    reasons = [off_topic(engine.topicality(query, kinds=kinds)) for engine in ls.workspaces.all()]
     return reasons[0] if reasons and all(reasons) else None
 
 

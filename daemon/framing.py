@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import socket
+import stat
 import struct
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -133,6 +134,17 @@ def peer_uid(sock: socket.socket) -> int | None:
     where the platform cannot tell."""
     creds = peer_credentials(sock)
     return None if creds is None else creds[1]
+
+
+def is_socket_file(path: Path) -> bool:
+    """Whether ``path`` itself is a socket: not a link to one. A `daemon.sock`
+    link shipped in a repository's `.ctxls/` sent every verb, an editor's
+    session and written memory to another repository's daemon (or to any
+    socket of this user's, which never answered)."""
+    try:
+        return stat.S_ISSOCK(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def foreign_daemon(path: Path, sock: socket.socket) -> str | None:

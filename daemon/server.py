@@ -238,6 +238,8 @@ async def serve_headless(root: Path, socket_path: str | None,
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, serving.cancel)
+    # From now on: a socket deleted under the pass (`git clean -fdx`) is bound again too.
+    listening = loop.create_task(side.serve_forever())
     try:
         print(f"indexing {engine.root}; {path} answers meanwhile", file=sys.stderr, flush=True)
         await asyncio.to_thread(index_first, engine)
@@ -246,10 +248,14 @@ async def serve_headless(root: Path, socket_path: str | None,
         # Said after the first pass (the socket accepted connections before):
         # clients that wait for this line find the index complete, as before.
         print(f"serving {engine.root} on {path} until interrupted", file=sys.stderr, flush=True)
-        await side.serve_forever()
+        if not await listening:
+            # One daemon per repository: it serves no editor of its own, so it ends.
+            raise SystemExit(f"ctxls: another ctxls daemon took {path} after this one's socket "
+                             "was deleted; stopping (one daemon per repository)")
     except asyncio.CancelledError:
         pass
     finally:
+        listening.cancel()
         side.close()
 
 

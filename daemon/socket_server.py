@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, peer_credentials, peer_uid,
-                                  read_body)
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, is_socket_file,
+                                  peer_credentials, peer_uid, read_body)
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
@@ -67,6 +67,14 @@ MAX_UNREAD_REPLY_BYTES = 1 << 20
 # Connections the kernel queues for the socket before accept (asyncio's default).
 LISTEN_BACKLOG = 100
 
+# How often a listening daemon looks that its socket file is still its own:
+# `git clean -fdx` or `rm -rf .ctxls` deletes it (and the store) under a
+# running daemon, which then binds it again as the store is opened anew.
+SOCKET_CHECK_S = 1.0
+# The longest wait between tries to bind a deleted socket again that failed
+# (a folder in the way, a read-only folder): each failure is logged.
+SOCKET_RETRY_MAX_S = 30.0
+
 # Set (to anything but "0") to get tracebacks in internal errors' data.
 DEBUG_ENV = "CTXLS_DEBUG"
 
@@ -88,7 +96,10 @@ def socket_is_live(path: Path) -> bool:
 
 def socket_owner_pid(path: Path) -> int | None:
     """The process id of the daemon accepting connections on ``path`` (0 where
-    the platform cannot tell), or None when nothing does (a stale file)."""
+    the platform cannot tell), or None when nothing does (a stale file, or
+    no socket itself: a link to another's, which `_bind` replaces)."""
+    if not is_socket_file(path):
+        return None
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.settimeout(1.0)
     try:
@@ -216,6 +227,10 @@ class SocketServer:
         self.server = server  # the CtxlsServer whose engines are shared
         self.path = path
         self._listener: asyncio.AbstractServer | None = None
+        # (st_dev, st_ino) of the socket file this daemon bound: another at
+        # the path means ours was deleted (and maybe another daemon's bound).
+        self._identity: tuple[int, int] | None = None
+        self._closed = False
         self.connections = 0
 
     async def start(self) -> bool:
@@ -232,12 +247,84 @@ class SocketServer:
             return False
         try:
             listening = self._bind()
+            self._identity = self._file_identity() if listening is not None else None
         finally:
             os.close(lock)
         if listening is None:
             return False
-        self._listener = await asyncio.start_unix_server(self._serve, sock=listening)
+        if self._closed:  # closed while binding again: nobody is to listen there
+            listening.close()
+            self._unlink_own()
+            return False
+        previous, self._listener = self._listener, await asyncio.start_unix_server(
+            self._serve, sock=listening)
+        if previous is not None:  # bound to a deleted file: nobody can connect to it any more
+            previous.close()  # stops accepting only: its connections are served on
         log.info("shared daemon socket listening on %s", self.path)
+        return True
+
+    def _file_identity(self) -> tuple[int, int] | None:
+        try:
+            st = os.lstat(self.path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    def owns_path(self) -> bool:
+        """Whether the socket file at ``path`` is the one this daemon bound."""
+        return self._identity is not None and self._file_identity() == self._identity
+
+    async def _folder_ready(self) -> bool:
+        """Whether the socket's folder is there to bind in again. A store's
+        folder is made again by its store, once it notices it was deleted
+        (asked here): one made here first let SQLite create an empty store
+        file under a reader that had not noticed yet ("no such table"). A
+        repository moved away is waited for, never created again."""
+        stores = (await asyncio.to_thread(self.server.check_stores)
+                  if self.server is not None else set())
+        folder = self.path.parent
+        return folder.is_dir() or (folder not in stores and folder.parent.is_dir())
+
+    async def _bind_again(self) -> bool | None:
+        """After our socket file was deleted: listen again (True), or False
+        when another daemon listens there now (one daemon per repository: we
+        step back), or None when it cannot be bound (logged; tried again)."""
+        if await self.start():
+            return True
+        if socket_is_live(self.path):
+            return False
+        return None
+
+    async def serve_forever(self) -> bool:
+        """Serve until closed (True), binding the socket again whenever its
+        file is deleted under us. False when another daemon took the path
+        meanwhile: this one no longer listens (its connections are served
+        on), and the caller steps back."""
+        wait, noticed = SOCKET_CHECK_S, False
+        while self._listener is not None:
+            await asyncio.sleep(wait)
+            if self._listener is None or self.owns_path():
+                continue
+            if not noticed:
+                log.warning("the shared socket %s was deleted under this daemon; it listens "
+                            "there again once it can", self.path)
+                noticed = True
+            try:
+                if not await self._folder_ready():
+                    continue  # the store has not made its folder again yet
+                bound = await self._bind_again()
+            except Exception:  # one failed try, never the watch: tried again later
+                log.exception("binding %s again failed", self.path)
+                bound = None
+            if bound is False:
+                log.warning("another ctxls daemon serves %s now; this one no longer listens "
+                            "there", self.path)
+                if self._listener is not None:
+                    self._listener.close()
+                    self._listener = None
+                return False
+            wait = SOCKET_CHECK_S if bound else min(wait * 2, SOCKET_RETRY_MAX_S)
+            noticed = noticed and not bound
         return True
 
     def _bind(self) -> socket.socket | None:
@@ -272,20 +359,21 @@ class SocketServer:
         listening.setblocking(False)
         return listening
 
-    async def serve_forever(self) -> None:
-        assert self._listener is not None
-        async with self._listener:
-            await self._listener.serve_forever()
-
     def close(self) -> None:
+        self._closed = True
         if self._listener is not None:
             self._listener.close()
             self._listener = None
-            try:
-                self.path.unlink()
-            except OSError as exc:
-                if exc.errno != errno.ENOENT:
-                    raise
+            self._unlink_own()
+
+    def _unlink_own(self) -> None:
+        if not self.owns_path():  # deleted under us; maybe another daemon's now
+            return
+        try:
+            self.path.unlink()
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:
+                raise
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")

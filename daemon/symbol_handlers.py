@@ -35,10 +35,11 @@ def symbols(ls: CtxlsServer, params: wire.Params) -> dict:
     reasons: list[str] = []
     for engine in ls.workspaces.all():
         found += [(engine, d) for d in engine.symbols(query, match, kinds, limit)]
-        # Asked after the answer: it tried again to write what the store refused.
-        refused = index_refusal(engine)
-        if refused is not None and refused[1] not in reasons:
-            reasons.append(refused[1])
+        # Asked after the answer (it tried again to write what the store
+        # refused): a refusal, or a pass still running (a checkout's).
+        reason = engine.partial_reason()
+        if reason is not None and reason not in reasons:
+            reasons.append(reason)
     # Several folders: the closer match first, each folder's order kept within it.
     found.sort(key=lambda ed: MATCHES.index(ed[1].match))
     found = one_per_place(found, _symbol_place)

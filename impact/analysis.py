@@ -193,7 +193,9 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         unconfirmed_reasons=best.unconfirmed_reasons, unconfirmed_omitted=best.unconfirmed_omitted,
         per_definition=answers if several else [], definitions_matched=len(ranked),
         unchecked_files=refs.unchecked_files, unchecked_lines=refs.mentions["unchecked"],
-        partial_reason=partial_reason, elapsed_ms=round((time.monotonic() - started) * 1000, 1))
+        # A pass still running (a checkout's) may hold definitions and callers not read yet.
+        partial_reason=partial_reason or engine.partial_reason(),
+        elapsed_ms=round((time.monotonic() - started) * 1000, 1))
 
 
 def unknown_definitions(engines: list[Engine], symbol: str) -> DefinitionsUnknown | None:

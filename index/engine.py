@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Protocol, TypeVar
+from typing import Callable, Protocol, Sequence, TypeVar
 
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, UNKNOWN_SIGNATURE, DiscoveryOptions, Skipped,
@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FILE_KINDS = ("code", "doc", "config")
+# The kinds whose term coverage the shipped recall calibration was fit on.
+CALIBRATED_KINDS = ("code", "doc")
 # The kinds whose window answers the transformer orders (ranking._rescored):
 # code, which set 4 and the files set measure. Docs and configs keep the fast
 # tier's ranking there: unmeasured, and each would embed 30 more texts a query.
@@ -89,10 +91,6 @@ READY_WAIT_S = 3.0
 # An answer is computed at most this often while the files it points into
 # turn out changed on disk (each time, those are re-indexed first).
 FRESH_RETRIES = 5
-# An answer that found nothing waits at most this long for the watcher to
-# hand over what was written before it came (its batch: STEP_MS of quiet,
-# then indexing a few files), then is computed again.
-CAUGHT_UP_WAIT_S = 1.0
 # A first pass the store refused (it cannot be opened, or written: a full disk,
 # a read-only or locked store) is tried again after this many seconds, the wait
 # doubling up to the second figure: soon after space is freed, never a busy loop
@@ -423,6 +421,15 @@ class Engine:
 
         threading.Thread(target=rebuild, name="ctxls-store-rebuild", daemon=True).start()
 
+    def check_store(self) -> None:
+        """Look whether the store file was deleted under us (opened anew and
+        re-indexed then, as on any access); an unavailable store is left
+        for its status to report."""
+        try:
+            self.store.reader()
+        except EngineError:
+            pass
+
     def token_counter(self) -> TokenCounter:
         """The embedding tokenizer when embeddings are on (and it loads), else a
         byte estimate. Fixed per engine so assembled output is byte-stable."""
@@ -439,9 +446,13 @@ class Engine:
         return self._token_counter
 
     def start_embedding(self) -> None:
-        """Start the background embedding workers (no-op without embeddings)."""
+        """Start the background embedding workers (no-op without embeddings),
+        and team memory's filling of rows another daemon wrote without a vector."""
         for tier in self._tiers:
             tier.start()
+        start_memory = getattr(self.memory.backend, "start_embedding", None)
+        if start_memory is not None:
+            start_memory()
 
     def embed_pending(self, progress: Callable[[int, int], None] | None = None) -> int:
         """Embed the whole backlog in this thread (CLI `index --embed`, benchmarks),
@@ -796,18 +807,24 @@ class Engine:
         under way), so after FRESH_RETRIES what still changed is left out
         (``without``) rather than served with old lines. An answer that
         ``found_nothing`` points into no file to check: a name in a file
-        written a moment ago is in no batch the watcher handed over yet, so
-        it is computed again once the watcher caught up with the disk."""
+        written a moment ago is in no batch the watcher handed over yet, or
+        in the pass a checkout's batch started, so it is computed again once
+        the watcher caught up with the disk, waited for up to the ready wait
+        (``readyWaitMs``; 2026-12-07: 1 s, shorter than a checkout's pass,
+        and "not defined" came back). Still behind then, the answer is
+        partial (``partial_reason``: the pass under way)."""
         result = self._checked_answer(answer, paths_of, without)
-        if found_nothing is not None and found_nothing(result) and self.disk_caught_up():
+        if found_nothing is not None and found_nothing(result) \
+                and self.disk_caught_up(self.options.ready_wait_s):
             result = self._checked_answer(answer, paths_of, without)
         return result
 
-    def disk_caught_up(self) -> bool:
-        """Whether what was written before now is indexed (waiting for the
-        watcher at most CAUGHT_UP_WAIT_S); False without a native watch."""
+    def disk_caught_up(self, timeout: float) -> bool:
+        """Whether what was written before now is indexed, a pass it started
+        included (waiting for the watcher at most ``timeout`` s); False
+        without a native watch."""
         follower = self.follower
-        return follower is not None and follower.caught_up(CAUGHT_UP_WAIT_S)
+        return follower is not None and follower.caught_up(timeout)
 
     def _checked_answer(self, answer: Callable[[], T], paths_of: Callable[[T], list[str]],
                         without: Callable[[T, set[str]], T]) -> T:
@@ -1092,7 +1109,16 @@ class Engine:
             lambda: self._recall(query, kinds, n, body, mode, scope),
             lambda result: [h.path for hits in result.hits_by_kind.values()
                             for h in hits if h.uri is not None],
-            _recall_without)
+            _recall_without,
+            # Hits dropped as their files went (a checkout under way) leave none.
+            found_nothing=(lambda result: not any(result.hits_by_kind.get(kind)
+                                                  for kind in FILE_KINDS))
+            if any(kind in FILE_KINDS for kind in kinds) else None)
+        # A pass that started while it was computed (a checkout's batch
+        # handed over meanwhile) may hold rows it lacks.
+        behind = None if result.partial else self.partial_reason()
+        if behind is not None:
+            result = replace(result, partial=True, partial_reason=behind)
         # Judged once, on the fresh answer (not on each of fresh_answer's rounds).
         if result.mode != "lexical" and any(result.hits_by_kind.get(kind) for kind in FILE_KINDS) \
                 and not _names_a_hit(query, result, self.store.reader()):
@@ -1125,9 +1151,12 @@ class Engine:
         # Read by the calibration here (words only) and by recall's off-topic
         # test (its one ANN search, of the tier ranking the files, made last).
         terms = query_terms(query)
-        coverage = self._term_coverage(terms) if wants_files else None
-        query_evidence = QueryEvidence(coverage.term_coverage if coverage is not None else 0.0,
-                                       len(terms))
+        # Off-topic is judged on the kinds searched; the calibration was fit
+        # on code and docs' coverage and reads that.
+        coverage = (self._term_coverage(terms, [k for k in kinds if k in FILE_KINDS])
+                    if wants_files else None)
+        query_evidence = QueryEvidence(self._term_coverage(terms, CALIBRATED_KINDS).term_coverage
+                                       if wants_files else 0.0, len(terms))
         calibration = shipped_calibration()
         # Code first: its BM25 scan is what the query's embedding overlaps.
         scored_by_kind = {
@@ -1266,22 +1295,28 @@ class Engine:
             lambda located: [f.path for f in located],
             lambda located, changed: [f for f in located if f.path not in changed])
 
-    def topicality(self, query: str, meaning: bool = True) -> Topicality:
+    def topicality(self, query: str, meaning: bool = True,
+                   kinds: list[str] | None = None) -> Topicality:
         """How much of this repository is about ``query`` at all, whatever the
-        ranking: the share of its terms that occur anywhere in the indexed code
-        and docs, and the cosine of the nearest vector (None without vectors,
-        or without ``meaning``: words only, no nearest-neighbour search).
+        ranking: the share of its terms that occur anywhere in the indexed
+        files of ``kinds`` (every file kind when None, as recall searches),
+        and the cosine of the nearest vector (None without vectors, or
+        without ``meaning``: words only, no nearest-neighbour search).
         ``ctxls/assemble`` abstains on off-topic questions with it."""
         semantic = self._semantic_for("semantic") if meaning else None  # the tier serving now
-        return self._with_nearest(self._term_coverage(query_terms(query)), semantic, query)
+        searched = FILE_KINDS if kinds is None else [k for k in kinds if k in FILE_KINDS]
+        return self._with_nearest(self._term_coverage(query_terms(query), searched), semantic, query)
 
-    def _term_coverage(self, terms: list[str]) -> Topicality:
+    def _term_coverage(self, terms: list[str], kinds: Sequence[str]) -> Topicality:
         """``topicality`` without the nearest vector: the share of the query's
-        ``terms`` found anywhere."""
+        ``terms`` found anywhere in the files of ``kinds`` (2026-12-07: code
+        and docs only, so a word only in the config files searched read as
+        off-topic)."""
         conn = self.store.reader()
         # Document counts kept per reader while the tables are unchanged: no
         # FTS probe per term on each recall.
-        held = [term_counts(conn, table).of(conn, table, terms) for table in ("fts_code", "fts_doc")]
+        held = [term_counts(conn, FTS_TABLE_BY_KIND[kind]).of(conn, FTS_TABLE_BY_KIND[kind], terms)
+                for kind in kinds]
         found = sum(1 for term in terms if any(counts[term] for counts in held))
         return Topicality(found / len(terms) if terms else 0.0, None, None)
 

@@ -212,6 +212,23 @@ async def test_the_stored_aggregate_keeps_its_on_disk_names(pipeline: Path):
     assert stored["recent"][1] == json.loads(earlier)["recent"][0]
 
 
+async def test_a_word_only_in_the_config_files_searched_is_not_off_topic(repo: Path):
+    """assemble searches config files (by default, or when asked): a word
+    they alone hold is on topic there, and so is it cited."""
+    write_tree(repo, {"conf.toml": "".join(f"[section{i}]\njitter = {i}\n\n" for i in range(20))})
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        for kind in (None, ["config", "doc"], "config"):
+            answer = await s.request("ctxls/assemble", {"query": "jitter", "budgetTokens": 500}
+                                     | ({"kind": kind} if kind else {}))
+            assert not answer["abstained"], (kind, answer["stats"].get("note"))
+            assert "conf.toml" in [c["path"] for c in answer["citations"]], kind
+        # A question whose words occur nowhere is still off-topic.
+        docs_only = await s.request("ctxls/assemble", {"query": "zzqx wholly unmatched",
+                                                       "budgetTokens": 500})
+        assert docs_only["abstained"]
+
+
 async def test_abstains_over_lsp_and_fails_over_when_the_store_breaks(pipeline: Path):
     async with serve(pipeline) as s:
         await s.wait_indexed()

@@ -1255,3 +1255,86 @@ def test_imports_after_a_checkout_that_deletes_and_makes_imported_files_match_a_
         assert import_rows(engine) == cold_import_rows(root, tmp_path / "cold")
     finally:
         engine.close()
+
+
+def _branches(root: Path) -> None:
+    """``root`` on branch main, with a branch ``other`` adding a file that
+    defines ``only_on_other`` and calls it (a checkout of it is a burst: HEAD moves)."""
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "base")
+    git(root, "branch", "-M", "main")
+    git(root, "checkout", "-q", "-b", "other")
+    write_tree(root, {"pkg/other.py": "def only_on_other(x):\n    return x\n\n\n"
+                                      "def caller_on_other():\n    return only_on_other(1)\n"})
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "other")
+    git(root, "checkout", "-q", "main")
+
+
+def test_a_name_a_checkout_brings_is_found_though_its_pass_outlasts_a_second(
+        tree: Path, monkeypatch):
+    """Right after a checkout, a name it brings was "not defined" (symbols
+    [], impact None, recall no hits, none partial): a name query waited 1 s
+    for the watcher, less than the checkout's pass takes, and recall did
+    not wait at all. Each now waits for the pass, up to readyWaitMs."""
+    _branches(tree)
+    original = Engine._pass
+
+    def slow_burst(self, *args, burst: bool = False, **kwargs):
+        if burst:
+            time.sleep(2.0)  # a checkout's pass of a larger repository
+        return original(self, *args, burst=burst, **kwargs)
+
+    monkeypatch.setattr(Engine, "_pass", slow_burst)
+    engine = live_engine(tree, ready_wait_s=60.0)
+    try:
+        git(tree, "checkout", "-q", "other")
+        assert [d.path for d in engine.symbols("only_on_other", "exact")] == ["pkg/other.py"]
+        git(tree, "checkout", "-q", "main")
+        assert engine.symbols("only_on_other", "exact") == []
+        git(tree, "checkout", "-q", "other")
+        found = analysis.analyze(engine, "only_on_other")
+        assert found is not None and found.definitions[0].path == "pkg/other.py"
+        assert [c.symbol for c in found.callers] == ["caller_on_other"]
+        git(tree, "checkout", "-q", "main")
+        assert wait_until(lambda: not engine.indexing and engine.disk_caught_up(1.0), timeout=60)
+        git(tree, "checkout", "-q", "other")
+        hits = engine.recall("only_on_other", ["code"], mode="lexical").hits_by_kind["code"]
+        assert "pkg/other.py" in [h.path for h in hits]
+    finally:
+        engine.close()
+
+
+def test_an_answer_that_found_nothing_while_a_checkouts_pass_runs_says_partial(
+        tree: Path, monkeypatch):
+    """Past readyWaitMs with the checkout's pass still running, an answer
+    that found nothing says so (partial, why), not a plain "nothing"."""
+    _branches(tree)
+    release = threading.Event()
+    original = Indexer.run_pass
+    followed: list[Engine] = []  # the engine, once its first pass is done
+
+    def held_burst(self, *args, **kwargs):
+        if followed and followed[0].progress.burst:
+            release.wait(60)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Indexer, "run_pass", held_burst)
+    engine = live_engine(tree, ready_wait_s=5.0)
+    followed.append(engine)
+    try:
+        git(tree, "checkout", "-q", "other")
+        result = engine.recall("only_on_other", ["code"], mode="lexical")
+        assert result.hits_by_kind["code"] == [] and result.partial
+        assert "re-indexing after a change on disk" in result.partial_reason
+        assert engine.symbols("only_on_other", "exact") == []
+        assert "re-indexing after a change on disk" in engine.partial_reason()
+        # What is found meanwhile says so too: impact's callers may be in files not read yet.
+        from ctxls.impact.analysis import analyze
+
+        found = analyze(engine, "compute")
+        assert found is not None and found.partial, found
+        assert "re-indexing after a change on disk" in found.partial_reason
+    finally:
+        release.set()
+        engine.close()

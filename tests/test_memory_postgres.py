@@ -665,7 +665,7 @@ def test_a_daemon_fills_in_the_vectors_of_rows_written_without_one(tmp_path: Pat
     engine = Engine(root, EngineOptions(db_path=str(tmp_path / "a.db"), embeddings=True,
                                         memory_url=url))
     try:
-        engine.memory.backend.start_embedding()
+        engine.start_embedding()  # the daemon's: its tiers' workers and team memory's filler
 
         def without_vector() -> list:
             with psycopg.connect(url, autocommit=True) as conn, conn.transaction():

@@ -649,3 +649,131 @@ def test_a_headless_daemon_listens_and_says_indexing_during_its_first_pass(
         if proc.poll() is None:
             proc.terminate()
         proc.wait(timeout=30)
+
+
+def _answers_recall(repo: Path, symbol: str) -> bool:
+    """Whether the socket's daemon finds ``symbol`` (False while its index is not ready)."""
+    from ctxls.daemon.client import RemoteError
+
+    try:
+        return symbol in owner_recall(repo, symbol)
+    except RemoteError:
+        return False
+
+
+def test_a_daemon_whose_store_folder_is_deleted_listens_on_its_socket_again(repo: Path):
+    """`git clean -fdx` (or `rm -rf .ctxls`) under a running daemon: the
+    store was opened anew and re-indexed, but the socket, deleted with the
+    folder, was never bound again: `ctxls status` said "daemon none", clients
+    served themselves in process and a second daemon started beside it."""
+    import shutil
+
+    with headless_owner(repo) as proc:
+        held = DaemonClient.connect(socket_of(repo))  # a connection made before
+        try:
+            shutil.rmtree(repo / ".ctxls")
+            assert _eventually(lambda: socket_is_live(socket_of(repo)), 60), "socket not bound again"
+            assert socket_owner_pid(socket_of(repo)) == proc.pid
+            assert _eventually(lambda: _answers_recall(repo, "send_prepared"), 60)
+            assert held.request("ctxls/status", {})["root"]  # served on
+        finally:
+            held.close()
+        second = subprocess.run([*CTXLS, "serve", "--root", str(repo), "--socket"],
+                                capture_output=True, text=True, timeout=120)
+        assert second.returncode == 0 and "already served" in second.stderr, second.stderr
+        assert proc.poll() is None
+
+
+def test_a_daemon_whose_deleted_socket_another_took_stops_listening_and_leaves_it(tmp_path: Path):
+    """One daemon per repository: a daemon that bound the path while ours was
+    deleted keeps it; ours stops listening there (a headless one then exits),
+    and closing never removes the other's socket."""
+    from ctxls.daemon.socket_server import SocketServer
+
+    path = tmp_path / "d.sock"
+
+    async def scenario() -> tuple[bool, bool, bool]:
+        first = SocketServer(None, path)
+        assert await first.start()
+        serving = asyncio.create_task(first.serve_forever())
+        path.unlink()
+        second = SocketServer(None, path)
+        assert await second.start()
+        try:
+            kept = await asyncio.wait_for(serving, 60)
+            first.close()
+            return kept, socket_is_live(path), second.owns_path()
+        finally:
+            second.close()
+
+    kept, live, still_the_seconds = asyncio.run(scenario())
+    assert kept is False and live and still_the_seconds
+
+
+class _Editor:
+    """What a proxy writes to its editor (an Outbox's write), read back as messages."""
+
+    def __init__(self) -> None:
+        self.data = b""
+
+    def write(self, data: bytes) -> None:
+        self.data += data
+
+    def messages(self) -> list[dict]:
+        found, rest = [], self.data
+        while rest:
+            header, _, rest = rest.partition(b"\r\n\r\n")
+            length = int(header.split(b":")[1])
+            found.append(json.loads(rest[:length]))
+            rest = rest[length:]
+        return found
+
+
+def test_a_proxy_answers_an_oversized_or_unreadable_owner_message_and_keeps_serving(tmp_path: Path):
+    """An owner's answer over the 64 MiB a message may be (an enumerate of
+    1000 rows with large metas) raised ValueError in the proxy's reader: the
+    editor's `ctxls serve` exited, that request and every later one unanswered.
+    The proxy reads such a message away and answers its request with an error."""
+    from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame, frame_body
+    from ctxls.daemon.proxy import Proxy
+
+    async def relayed() -> list[dict]:
+        editor = _Editor()
+        proxy = Proxy({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}, tmp_path,
+                      tmp_path / "daemon.sock", None, editor)
+        proxy.pending = {7: "ctxls/enumerate", 8: "ctxls/count", 9: "ctxls/recall", 10: "ctxls/get"}
+        proxy.shutting_down = True  # the owner's end of stream ends the relay
+        proxy.owner_reader = reader = asyncio.StreamReader()
+        head = b'{"jsonrpc":"2.0","id":7,"result":{"items":[{"id":8,"meta":"'
+        reader.feed_data(b"Content-Length: %d\r\n\r\n" % (MAX_MESSAGE_BYTES + 1) + head
+                         + b"x" * (MAX_MESSAGE_BYTES + 1 - len(head)))
+        reader.feed_data(frame({"jsonrpc": "2.0", "id": 8, "result": {"count": 3}}))
+        reader.feed_data(frame_body(b'{"result": {"id": 9, "hits": '))  # not JSON, and whose?
+        reader.feed_data(frame({"jsonrpc": "2.0", "id": 10, "result": None}))  # swallowed: answered
+        reader.feed_eof()
+        await proxy.relay_owner()
+        return editor.messages()
+
+    oversized, count, *unreadable = asyncio.run(relayed())
+    assert oversized["id"] == 7 and oversized["error"]["code"] == -32603
+    assert "over the 64 MiB bound" in oversized["error"]["message"]
+    assert count == {"jsonrpc": "2.0", "id": 8, "result": {"count": 3}}
+    # No top-level id readable: every request still waiting is answered, once.
+    assert sorted(m["id"] for m in unreadable) == [9, 10]
+    assert all(m["error"]["code"] == -32603 for m in unreadable)
+
+
+def test_an_answer_over_the_message_bound_is_sent_as_an_error_of_its_request():
+    """Nothing checked an answer against the 64 MiB bound before sending it:
+    its reader refused it whole. It goes out as an error naming its size."""
+    from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame
+
+    sent = frame({"jsonrpc": "2.0", "id": "r1", "result": {"items": ["x" * MAX_MESSAGE_BYTES]}})
+    header, _, body = sent.partition(b"\r\n\r\n")
+    answer = json.loads(body)
+    assert len(body) == int(header.split(b":")[1]) < 4096
+    assert answer["id"] == "r1" and answer["error"]["code"] == -32603
+    assert answer["error"]["data"]["limit"] == MAX_MESSAGE_BYTES
+    # Compact: no space after "," and ":" (an answer of large metas was half again its size).
+    assert frame({"jsonrpc": "2.0", "id": 1, "result": {"a": [1, 2]}}).endswith(
+        b'{"jsonrpc":"2.0","id":1,"result":{"a":[1,2]}}')

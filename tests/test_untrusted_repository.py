@@ -920,3 +920,35 @@ def test_a_definition_name_holding_a_line_break_forges_no_answer_line(tmp_path: 
         assert answer.returncode == 0, answer.stderr
         assert "steal_keys" in answer.stdout, verb
         assert not any(line.startswith(forged) for line in answer.stdout.splitlines()), answer.stdout
+
+
+def test_a_daemon_socket_link_shipped_in_the_store_folder_is_no_daemon(tmp_path: Path):
+    """A `.ctxls/daemon.sock` link (an archive or a planted checkout can carry
+    one) sent the CLI, MCP, an editor's session and written memory to the
+    socket it names: another repository's daemon, or any socket of the
+    user's, which never answered (every verb failed, naming that process to
+    kill). Only a socket itself is a daemon's now; `serve` replaces a link."""
+    import socket as sockets
+
+    from ctxls.daemon.client import default_socket
+
+    root = tmp_path / "repo"
+    write_tree(root, {"a.py": "def only_in_this_repo():\n    pass\n"})
+    git(root, "init", "-q")
+    assert ctxls("index", str(root), "--no-daemon").returncode == 0
+    elsewhere = tmp_path / "other.sock"  # a socket of this user's that never answers
+    listener = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    listener.bind(str(elsewhere))
+    listener.listen(8)
+    path = default_socket(root)
+    path.symlink_to(elsewhere)
+    try:
+        assert DaemonClient.connect(path) is None
+        assert not socket_is_live(path)
+        answer = ctxls("remember", "k1", "a fact of this repository", "--root", str(root))
+        assert answer.returncode == 0, answer.stderr
+        found = ctxls("recall", "only_in_this_repo", "--root", str(root))
+        assert found.returncode == 0 and "a.py" in found.stdout, found.stdout + found.stderr
+        assert ctxls("get", "k1", "--root", str(root), "--no-daemon").returncode == 0  # written here
+    finally:
+        listener.close()
