@@ -31,6 +31,7 @@ from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgr
                                      past_end_text, similar_text, status_lines, symbols_text,
                                      terminal_safe, vimgrep_column, vimgrep_line, vimgrep_path,
                                      weak_note)
+from ctxls.index.errors import redact_credentials
 from ctxls.index.roots import STORE_DIR_NAME, find_root, store_dir, too_broad_root
 
 EXIT_NOT_FOUND = 1
@@ -154,26 +155,6 @@ def open_access(args: argparse.Namespace, root: Path, refresh: bool = False):
     if access.via != "daemon":
         log_on_stderr(args)
     return access
-
-
-# Credentials a log line may quote: a URL's password (``scheme://user:PASS@``,
-# up to the last ``@`` before a space: a password may hold quotes or ``@``)
-# and a conninfo's ``password=`` (bare or quoted). libpq quotes a whole
-# connection string it cannot parse, and psycopg.pool logs that message as it is.
-# Every repeat is bounded, so a log line quoting a hostile file's text is
-# masked in linear time (no start scans further than a few hundred characters).
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@\"']{0,256}:)\S{0,256}@")
-_CONNINFO_PASSWORD = re.compile(
-    r"(\b(?:ssl)?password\s{0,16}=\s{0,16})(?:'(?:[^'\\]|\\.){0,256}'|[^\s&\"']{1,256})",
-    re.IGNORECASE)
-
-
-def redact_credentials(text: str) -> str:
-    if "://" in text:
-        text = _URL_PASSWORD.sub(r"\1***@", text)
-    if "password" in text.lower():
-        text = _CONNINFO_PASSWORD.sub(r"\1***", text)
-    return text
 
 
 def redact_log_record(record) -> bool:

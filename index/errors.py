@@ -6,6 +6,7 @@ so every shell (daemon, CLI, MCP) reports them the same way.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
@@ -134,3 +135,25 @@ class IndexNotReady(EngineError):
         counted = f"{done} of {total} files" if total else "listing files"
         super().__init__(f"index not ready: {counted}, retry in ~{retry_s} s",
                          {"root": root, "done": done, "total": total, "retryAfterS": retry_s})
+
+
+# Credentials a log line may quote: a URL's password (``scheme://user:PASS@``,
+# up to the last ``@`` before a space: a password may hold quotes or ``@``)
+# and a conninfo's ``password=`` (bare or quoted). libpq quotes a whole
+# connection string it cannot parse, and psycopg.pool logs that message as it is.
+# Every repeat is bounded, so a log line quoting a hostile file's text is
+# masked in linear time (no start scans further than a few hundred characters).
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s:/?#@\"']{0,256}:)\S{0,256}@")
+_CONNINFO_PASSWORD = re.compile(
+    r"(\b(?:ssl)?password\s{0,16}=\s{0,16})(?:'(?:[^'\\]|\\.){0,256}'|[^\s&\"']{1,256})",
+    re.IGNORECASE)
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with every password it quotes masked (``***``): log records
+    (the CLI's and daemon's handlers) and team memory's error messages."""
+    if "://" in text:
+        text = _URL_PASSWORD.sub(r"\1***@", text)
+    if "password" in text.lower():
+        text = _CONNINFO_PASSWORD.sub(r"\1***", text)
+    return text

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from ctxls.index.embed_text import memory_embedding_text
 from ctxls.index.embeddings import is_builtin_model
-from ctxls.index.errors import EngineError, MemoryUnavailable
+from ctxls.index.errors import EngineError, MemoryUnavailable, redact_credentials
 from ctxls.index.memory.lexemes import fts_lexemes
 from ctxls.index.memory.model import (ANN_NOMINEES, MEMORY_DENSE_WEIGHT, MEMORY_FUSION_POOL,
                                       INLINE_TEXT_BYTES, MEMORY_KINDS, Candidate, Forget, KnownFact,
@@ -482,12 +482,13 @@ class PostgresMemoryStore:
             raise MemoryUnavailable(_first_line(exc)) from exc
 
     def _masked(self, text: str) -> str:
-        """``text`` with memoryUrl's password masked (libpq may quote the URL)."""
+        """``text`` with memoryUrl's password masked (libpq may quote the URL),
+        also where libpq cannot parse the URL (`[::1/ctxls`: no password it reads)."""
         try:
             password = self._psycopg.conninfo.conninfo_to_dict(self.url).get("password")
-        except self._psycopg.ProgrammingError:  # a URL libpq cannot parse: it has none it reads
-            return text
-        return text.replace(password, "***") if password else text
+        except self._psycopg.ProgrammingError:
+            password = None
+        return redact_credentials(text.replace(password, "***") if password else text)
 
     def _version(self, conn) -> int:
         exists = conn.execute("SELECT to_regclass('ctxls_memory_meta') IS NOT NULL").fetchone()[0]
