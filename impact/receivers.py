@@ -147,6 +147,7 @@ class ReceiverTypes:
         assert family is not None and sf.tree is not None
         if sf.function_binding(name, site.start_point.row) is not None:
             return None  # an import in the function decides
+        innermost = True
         for ancestor in syntax.ancestors(site):
             if ancestor.type in family.comprehensions and syntax.comprehension_binds(ancestor, name, site):
                 return UNKNOWN_RECEIVER  # `[x.f() for x in xs]`: the comprehension's own x
@@ -155,7 +156,10 @@ class ReceiverTypes:
                 # functions' around it, theirs the module's.
                 found = self._scope_values(sf, ancestor, name, site)
                 if found:
+                    if not innermost and _rebound_in_nested(family, ancestor, name):
+                        return UNKNOWN_RECEIVER  # another closure assigns it (`nonlocal x; x = D()`)
                     return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
+                innermost = False
         module = sf.tree.root_node
         # At module level an import or a definition decides.
         if name in self.top_level(sf) or sf.binding(name) is not None:
@@ -401,8 +405,18 @@ class ReceiverTypes:
                 annotation = _go_first_result(node)
             if sf is not None and annotation is not None:
                 returned = self._annotated(sf, annotation)
+            if sf is not None and sf.family is GO and returned is not None and self._go_interface(returned.cls):
+                # Its methods run an implementation's, which Go never names:
+                # untyped, so each implementation's method keeps the call.
+                returned = None
             self._returns[key] = returned
         return self._returns.get(key)
+
+    def _go_interface(self, cls: ClassId | None) -> bool:
+        """Whether the Go type ``cls`` is an interface (a package's `type T interface{…}`)."""
+        return cls is not None and any(
+            d.symbol_kind == "interface" and d.symbol == cls.symbol and class_home(d.path) == cls.home
+            for d in self.definitions_named(cls.symbol))
 
     def _self_attribute(self, sf: SourceFile, site: Node, attribute: str) -> Receiver | None:
         """What ``self.attribute`` holds in the class around ``site`` (see
@@ -727,6 +741,33 @@ def _runs_before(value: Node, site: Node) -> bool:
     in an ``if``, a loop, a ``try`` or a ``with`` that ``site`` is outside)?"""
     block = next((a for a in syntax.ancestors(value) if a.type in ("block", "module")), None)
     return block is not None and block.start_byte <= site.start_byte < block.end_byte
+
+
+def _rebound_in_nested(family, function: Node, name: str) -> bool:
+    """Whether a function nested in ``function`` may assign its variable
+    ``name`` (a closure's variable may then hold what that one assigned):
+    Python's ``nonlocal name``; JavaScript's ``name = …`` in a nested function
+    (one declaring a ``name`` of its own counts too: unconfirmed, never lost)."""
+    for node in syntax.walk(function, frozenset()):
+        if node.type == "nonlocal_statement" and any(
+                c.type == "identifier" and syntax.text_of(c) == name for c in node.named_children):
+            return True
+        if family is syntax.JS and node.type in ("assignment_expression", "augmented_assignment_expression"):
+            left = node.child_by_field_name("left")
+            if left is not None and left.type == "identifier" and syntax.text_of(left) == name \
+                    and _in_nested_function(family, node, function):
+                return True
+    return False
+
+
+def _in_nested_function(family, node: Node, function: Node) -> bool:
+    """Whether a function between ``node`` and ``function`` holds ``node``."""
+    for ancestor in syntax.ancestors(node):
+        if ancestor.id == function.id:
+            return False
+        if ancestor.type in family.functions:
+            return True
+    return False
 
 
 def _go_first_result(function: Node) -> Node | None:

@@ -13,7 +13,7 @@ from ctxls.index.model import split_symbol
 
 from . import syntax
 from .index_view import Definition
-from .syntax import JS
+from .syntax import JS, PYTHON
 
 
 class Verdict(enum.IntEnum):
@@ -130,6 +130,8 @@ class Targets:
         self.module_level = [d for d in self.definitions if d.container is None]
         self.module_keys = frozenset(d.key for d in self.module_level)
         self.js_members = [d for d in self.members if syntax.family_for(d.language) is JS]
+        # Members a typed receiver may reach in a subclass (Python's and JavaScript's classes).
+        self.dispatch_members = [d for d in self.members if syntax.family_for(d.language) in (JS, PYTHON)]
 
 
 # Bounds on following chains: re-exports and base classes.

@@ -619,10 +619,18 @@ def class_body_binds(family: Family, site: Node, name: str) -> bool:
                 if text_of(node.child_by_field_name("name")) == name:
                     return True
             elif node.type == "identifier" and text_of(node) == name \
+                    and not _annotation_only(node) \
                     and variable_position(family, node) not in (None, ("global_statement", ""),
                                                                 ("nonlocal_statement", "")):
                 return True
     return False
+
+
+def _annotation_only(name: Node) -> bool:
+    """``name: T`` without a value: in a class body it binds nothing (a
+    dataclass's or a pydantic model's field), so a later use reaches the module's."""
+    parent = name.parent
+    return parent is not None and parent.type == "assignment" and parent.child_by_field_name("right") is None
 
 
 # Where a Python comprehension binds its own variables.

@@ -189,20 +189,22 @@ class Verdicts:
         return self._typed_dispatch(receiver, targets)
 
     def _typed_dispatch(self, receiver: Receiver, targets: Targets) -> Match:
-        """TypeScript's reading of a typed receiver: ``x: Base`` (or an
-        interface) may hold an instance of a class deriving from (implementing)
-        it, so ``x.m()`` may reach that class's ``m``; not after ``super.``,
-        which names the base's. Other languages: OTHER."""
-        if receiver.kind not in ("instance", "class") or receiver.cls is None or not targets.js_members:
+        """A typed receiver as a type checker reads it: ``x: Base`` (or a
+        TypeScript interface; Python's ``isinstance(x, Base)``) may hold an
+        instance of a class deriving from (implementing) it, so ``x.m()`` may
+        reach that class's ``m``; not after ``super.``, which names the
+        base's. Other languages: OTHER."""
+        if receiver.kind not in ("instance", "class") or receiver.cls is None or not targets.dispatch_members:
             return OTHER_MATCH
         cls = receiver.cls
         # ... and a class implementing another class gets its methods from
-        # that class at run time (the mixin pattern: `class C implements M`,
-        # `applyMixins(C, [M])`), so `x: C; x.m()` may run M's `m`.
-        keys = frozenset(d.key for d in targets.js_members
+        # that class at run time (TypeScript's mixin pattern: `class C
+        # implements M`, `applyMixins(C, [M])`), so `x: C; x.m()` may run M's `m`.
+        js = set(id(d) for d in targets.js_members)
+        keys = frozenset(d.key for d in targets.dispatch_members
                          if cls in self.lineage(container_id(d), include_self=False)[0]  # type: ignore[arg-type]
-                         or cls in self.implemented(container_id(d))  # type: ignore[arg-type]
-                         or container_id(d) in self.implemented(cls))
+                         or id(d) in js and (cls in self.implemented(container_id(d))  # type: ignore[arg-type]
+                                             or container_id(d) in self.implemented(cls)))
         return Match(Verdict.UNKNOWN, keys, "override") if keys else OTHER_MATCH
 
     def implemented(self, cls: ClassId) -> set[ClassId]:

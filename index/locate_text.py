@@ -390,10 +390,17 @@ _MAX_NAME_CHARS = 255
 _DOTTED = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!(?:[A-Za-z]\.)+[A-Za-z](?!{_NAME_CHAR})(?!\.[A-Za-z_]))"
                      rf"([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)+)"
                      rf"(?!{_NAME_CHAR})(?!\()")
-# A word written with English's plural in brackets (`file(s)`, `match(es)`, and
-# cargo's `Finished dev [...] target(s) in 2.31s`) is no call: after a space
-# and before a word or a sentence's punctuation.
-_PLURAL = r"(?<!\S)[A-Za-z][a-z]+\(e?s\)(?=[ \t]+[a-z]|[,.;:!?](?:\s|$))"
+# A word written with English's plural in brackets (`two file(s)`, `some
+# match(es)`, and cargo's `Finished dev [...] target(s) in 2.31s`) is no
+# call: after a determiner, a number or a `]`, and before a word or a
+# sentence's punctuation. Without one it may be a call after all
+# (`prompt(s) shows the default twice`).
+_DETERMINERS = ("a", "an", "the", "all", "any", "some", "no", "each", "every", "many", "several",
+                "multiple", "other", "these", "those", "its", "their", "your", "our", "my", "of",
+                "for", "in", "with", "and", "or", "more", "both", "few", "two", "three")
+_AFTER_DETERMINER = "(?:" + "|".join(rf"(?<=\b(?i:{word})[ \t])" for word in _DETERMINERS) \
+    + r"|(?<=\d[ \t])|(?<=\][ \t]))"
+_PLURAL = _AFTER_DETERMINER + r"[A-Za-z][a-z]+\(e?s\)(?=[ \t]+[a-z]|[,.;:!?](?:\s|$))"
 _DOTTED_CALL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!{_PLURAL})"
                           rf"([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)*)\(")
 _CAMEL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]{_NAME_CHAR}*"
@@ -898,7 +905,12 @@ def read_issue(text: str) -> IssueText:
             continue
         line_start = line_starts[bisect.bisect_right(line_starts, match.start()) - 1]
         start = _absolute_start(text, match.start(1), line_start)
-        _add(paths, text[start:match.end(1)] if start is not None else match.group(1))
+        written = text[start:match.end(1)] if start is not None else match.group(1)
+        # `+` starts a name (SvelteKit's `+page.svelte`), never a folder: a
+        # diff's added line, `+src/a.py`.
+        if written.startswith("+") and "/" in written:
+            written = written[1:]
+        _add(paths, written)
     for match in _URL_PATH.finditer(text):
         # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
         # whose tail is the repository's file.

@@ -658,3 +658,60 @@ def test_python_a_name_a_class_body_bound_earlier_is_the_class_s_in_that_body(ma
     found = analysis.analyze(engine, "pkg.helpers.double")
     assert {(c.path, c.span.start_line, c.confirmed) for c in found.callers} == {
         ("pkg/use.py", 4, True), ("pkg/use.py", 7, True), ("pkg/use.py", 10, True), ("pkg/use.py", 25, True)}
+
+
+def test_what_a_typed_receiver_may_hold_keeps_every_caller(make_engine):
+    """Regression probe of stop 65 (each caller listed before this stop's
+    receiver typing and lost by it): a Go constructor returning an interface
+    (Go never names what implements it); a Python receiver typed as a base
+    class, by a closure's annotated parameter, `isinstance` or an annotation
+    through a module, which may hold a subclass overriding the method; a
+    closure's variable another closure rebinds (`nonlocal`); and a class
+    body's annotation without a value, which binds nothing."""
+    engine = make_engine({
+        "go.mod": "module example.com/app\n\ngo 1.21\n",
+        "store/store.go": ("package store\n\ntype Storer interface {\n\tSave()\n}\n\n"
+                           "type Store struct{}\n\nfunc (s *Store) Save() {}\n\n"
+                           "func New() Storer { return &Store{} }\n"),
+        "main.go": ("package main\n\nimport \"example.com/app/store\"\n\n"
+                    "func main() {\n\ts := store.New()\n\ts.Save()\n}\n"),  # line 6
+        "app/__init__.py": "",
+        "app/nodes.py": ("class Collector:\n    def collect(self):\n        return []\n\n\n"
+                         "class Session(Collector):\n    def collect(self):\n        return [1]\n"),
+        "app/runner.py": ("from app import nodes\nfrom app.nodes import Collector\n\n\n"
+                          "def outer(collector: Collector):\n"
+                          "    def inner():\n"
+                          "        return collector.collect()\n"  # line 6
+                          "    return inner\n\n\n"
+                          "def check(obj):\n"
+                          "    if isinstance(obj, Collector):\n"
+                          "        return obj.collect()\n"  # line 12
+                          "\n\n"
+                          "class Runner:\n"
+                          "    def __init__(self, c: nodes.Collector):\n"
+                          "        self.c = c\n\n"
+                          "    def run(self):\n"
+                          "        return self.c.collect()\n"),  # line 20
+        "app/handlers.py": ("class Default:\n    def handle(self):\n        return 0\n\n\n"
+                            "class Custom:\n    def handle(self):\n        return 1\n\n\n"
+                            "def make():\n"
+                            "    handler = Default()\n\n"
+                            "    def swap():\n"
+                            "        nonlocal handler\n"
+                            "        handler = Custom()\n\n"
+                            "    def run():\n"
+                            "        return handler.handle()\n"  # line 18
+                            "    return swap, run\n"),
+        "app/util.py": "def env(name):\n    return name\n",
+        "app/conf.py": ("from app.util import env\n\n\n"
+                        "class Settings:\n    env: str\n"
+                        "    log_level = env(\"LOG_LEVEL\")\n"),  # line 5
+    })
+    callers = {(c.path, c.span.start_line) for c in analysis.analyze(engine, "Store.Save").callers}
+    assert ("main.go", 6) in callers
+    callers = {(c.path, c.span.start_line) for c in analysis.analyze(engine, "Session.collect").callers}
+    assert {("app/runner.py", 6), ("app/runner.py", 12), ("app/runner.py", 20)} <= callers
+    callers = {(c.path, c.span.start_line) for c in analysis.analyze(engine, "Custom.handle").callers}
+    assert ("app/handlers.py", 18) in callers
+    found = analysis.analyze(engine, "app.util.env")
+    assert {(c.path, c.span.start_line, c.confirmed) for c in found.callers} == {("app/conf.py", 5, True)}

@@ -1296,6 +1296,8 @@ def test_file_names_joined_by_plus_or_holding_router_brackets_are_read_whole():
     # Brackets and `+` around paths in prose are not the paths'.
     prose = read_issue("see (src/a.py), [src/b.py], [the docs](docs/c.md), a.py+b.py and items[0].json()\n")
     assert prose.paths == ["src/a.py", "src/b.py", "docs/c.md", "a.py", "b.py"]
+    # A diff's added line: `+` starts a file's name, never a folder's.
+    assert read_issue("-click/_textwrap.py\n+click/termui.py\n").paths[-1] == "click/termui.py"
 
 
 def test_dotnet_iterator_async_and_lambda_frames_name_the_methods_written_in_the_source():
@@ -1365,6 +1367,9 @@ def test_plurals_written_in_brackets_and_abbreviations_are_no_names():
     assert issue.modules == []
     # A dotted name starting with one-letter parts is still one.
     assert read_issue("f.c.Result.formatParser fails").modules == ["f.c.Result.formatParser"]
+    # Without a determiner, a number or a `]` before it, `name(s)` may be a
+    # call of the repository's (`prompt(s)`, the regression probe's click case).
+    assert read_issue("prompt(s) shows the default twice").identifiers == ["prompt"]
 
 
 @pytest.mark.parametrize("text, message", [
