@@ -27,8 +27,8 @@ from typing import Any
 
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
-                                     impact_lines, one_line, outline_text, partial_note,
-                                     past_end_text, similar_text, status_lines, symbols_text,
+                                     impact_lines, not_defined_text, one_line, outline_text,
+                                     partial_note, past_end_text, similar_text, status_lines, symbols_text,
                                      terminal_safe, vimgrep_column, vimgrep_line, vimgrep_path,
                                      weak_note)
 from ctxls.index.errors import redact_credentials
@@ -331,7 +331,8 @@ def cmd_impact(args):
         write_out("\n".join(impact_lines(impact, args.n, _style(args))) + "\n")
     if impact is None:
         if not args.json:
-            write_out(f"ctxls: {args.symbol} is not defined in the index\n", sys.stderr)
+            status, _ = call(args, "ctxls/status", {})
+            write_out(f"ctxls: {not_defined_text(args.symbol, status)}\n", sys.stderr)
         return EXIT_NOT_FOUND
     return 0
 

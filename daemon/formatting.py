@@ -373,6 +373,16 @@ def _more(noun: str, past_limit: int, counted_only: int, why: str) -> str | None
     return f"  … {past_limit + counted_only} more {noun}: {', '.join(parts)}"
 
 
+def not_defined_text(symbol: str, status: dict | None) -> str:
+    """What impact's "no such definition" says: while a pass runs (a
+    checkout's, longer than the wait for it), that the index may not hold
+    the name yet, so an agent asks again rather than trusting "not defined"."""
+    text = f"{symbol} is not defined in the index"
+    if status is not None and status.get("state") == "indexing":
+        text += " (it is still indexing a change on disk: ask again in a moment)"
+    return text
+
+
 def impact_lines(impact: dict, limit: int, style: Style) -> list[str]:
     """The CLI's (and MCP's text) impact answer. Every count is derivable
     from the others: callers listed + the "more callers" line = confirmed +

@@ -34,8 +34,8 @@ from typing import Any, Callable
 from ctxls import __version__
 from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, DaemonNotAnswering, EngineAccess
 from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
-                                     impact_lines, in_caller_names, outline_text, partial_note,
-                                     past_end_text, similar_text, status_lines, symbols_text,
+                                     impact_lines, in_caller_names, not_defined_text, outline_text,
+                                     partial_note, past_end_text, similar_text, status_lines, symbols_text,
                                      weak_note)
 from ctxls.daemon.mcp_stdio import McpStdioServer, UnknownTool
 from ctxls.daemon.request_values import MAX_INT, MIN_INT, first_invalid
@@ -408,7 +408,7 @@ def get(bridge: Bridge, a: dict) -> dict:
 def impact(bridge: Bridge, a: dict) -> dict:
     result = bridge.call("ctxls/impact", {"symbol": a["symbol"]})
     if result is None:
-        text = f"not found: {a['symbol']} is not defined anywhere in the index"
+        text = f"not found: {not_defined_text(a['symbol'], bridge.call('ctxls/status', {}))}"
     else:
         text = "\n".join(impact_lines(result, a["n"], PLAIN))
     return answer(result, a["format"], text)

@@ -1335,6 +1335,12 @@ def test_an_answer_that_found_nothing_while_a_checkouts_pass_runs_says_partial(
         found = analyze(engine, "compute")
         assert found is not None and found.partial, found
         assert "re-indexing after a change on disk" in found.partial_reason
+        # A name not found meanwhile is no plain "not defined" (the CLI's and MCP's text).
+        from ctxls.daemon.formatting import not_defined_text
+
+        assert analyze(engine, "only_on_other") is None
+        assert not_defined_text("only_on_other", engine.status()).endswith(
+            "(it is still indexing a change on disk: ask again in a moment)")
     finally:
         release.set()
         engine.close()
