@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, TypeVar
+from typing import Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, UNKNOWN_SIGNATURE, DiscoveryOptions, Skipped,
@@ -106,6 +106,14 @@ STORE_RETRY_MAX_S = 60.0
 CHECKOUT_WINDOW_MS = 10_000
 # The store's meta key: the commit the edit log was last reconciled with.
 EDITS_HEAD_KEY = "edits_head"
+
+
+def _term_share(terms: list[str], found: dict[str, set[str]], kinds: Iterable[str]) -> float:
+    """The share of ``terms`` that ``found`` (Engine._found_terms) holds in any of ``kinds``."""
+    if not terms:
+        return 0.0
+    held = set().union(*(found[kind] for kind in kinds))
+    return sum(1 for term in terms if term in held) / len(terms)
 
 
 @dataclass(frozen=True)
@@ -1153,10 +1161,12 @@ class Engine:
         terms = query_terms(query)
         # Off-topic is judged on the kinds searched; the calibration was fit
         # on code and docs' coverage and reads that.
-        coverage = (self._term_coverage(terms, [k for k in kinds if k in FILE_KINDS])
-                    if wants_files else None)
-        query_evidence = QueryEvidence(self._term_coverage(terms, CALIBRATED_KINDS).term_coverage
-                                       if wants_files else 0.0, len(terms))
+        # One read of the terms' counts serves both.
+        searched = [k for k in kinds if k in FILE_KINDS]
+        found = self._found_terms(terms, {*searched, *CALIBRATED_KINDS}) if wants_files else {}
+        coverage = Topicality(_term_share(terms, found, searched), None, None) if wants_files else None
+        query_evidence = QueryEvidence(_term_share(terms, found, CALIBRATED_KINDS) if wants_files else 0.0,
+                                       len(terms))
         calibration = shipped_calibration()
         # Code first: its BM25 scan is what the query's embedding overlaps.
         scored_by_kind = {
@@ -1312,13 +1322,18 @@ class Engine:
         ``terms`` found anywhere in the files of ``kinds`` (2026-12-07: code
         and docs only, so a word only in the config files searched read as
         off-topic)."""
+        return Topicality(_term_share(terms, self._found_terms(terms, kinds), kinds), None, None)
+
+    def _found_terms(self, terms: list[str], kinds: Iterable[str]) -> dict[str, set[str]]:
+        """Per file kind, which of ``terms`` occur in its files."""
         conn = self.store.reader()
         # Document counts kept per reader while the tables are unchanged: no
         # FTS probe per term on each recall.
-        held = [term_counts(conn, FTS_TABLE_BY_KIND[kind]).of(conn, FTS_TABLE_BY_KIND[kind], terms)
-                for kind in kinds]
-        found = sum(1 for term in terms if any(counts[term] for counts in held))
-        return Topicality(found / len(terms) if terms else 0.0, None, None)
+        found = {}
+        for kind in kinds:
+            counts = term_counts(conn, FTS_TABLE_BY_KIND[kind]).of(conn, FTS_TABLE_BY_KIND[kind], terms)
+            found[kind] = {term for term in terms if counts[term]}
+        return found
 
     @staticmethod
     def _with_nearest(coverage: Topicality, semantic: SemanticIndex | None,
