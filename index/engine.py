@@ -1646,7 +1646,7 @@ class Engine:
         rows = conn.execute(
             "SELECT path, symbol, kind, ts, n, origin FROM ("
             " SELECT path, symbol, kind, ts, id, origin,"
-            "  count(*) OVER item AS n,"
+            "  sum(coalesce(times, 1)) OVER item AS n,"
             "  row_number() OVER (item ORDER BY ts DESC, id DESC) AS latest"
             " FROM edits WHERE ts >= ? AND (origin IS NULL OR origin != 'checkout')"
             " WINDOW item AS (PARTITION BY path, symbol, kind))"

@@ -23,6 +23,7 @@ from ctxls.index.discovery import (DiscoveryOptions, FileFilter, Skipped, Source
                                    discover, looks_binary, looks_generated, looks_minified,
                                    pathspec_matcher,
                                    UNKNOWN_SIGNATURE, read_source, stat_signature)
+from ctxls.index.edit_log import EditLogMerger, log_changed_symbols
 from ctxls.index.errors import StoreError
 from ctxls.index.imports import ImportChange, ImportResolver, import_change
 from ctxls.index.languages import forgive, language_for_path, suspended
@@ -136,6 +137,7 @@ class Indexer:
             for path, (language, why) in earlier.items() if reads_definitions(language)}
         # A give-up forgiven ended a suspension: its set-aside files are due.
         self._lifted = False
+        self._edit_log_merger = EditLogMerger()
 
     # -- whole passes --------------------------------------------------------
 
@@ -427,6 +429,11 @@ class Indexer:
                     else:
                         self._put_parsed(conn, record, parsed, log_edits and existed, ts, rewrite)
 
+    def _log_edits(self, conn: Connection, path: str, parsed: ParsedFile, ts: int,
+                   origin: str) -> None:
+        log_changed_symbols(conn, path, parsed, ts, origin)
+        self._edit_log_merger.merge_if_due(conn, now_ms())
+
     def _delete(self, conn: Connection, path: str, unlisted: bool = True) -> bool:
         """Drop a file's rows; ``unlisted``: it is gone from disk (or no
         longer wanted), not only left out (too large, binary: still listed,
@@ -445,8 +452,8 @@ class Indexer:
                 # made while no daemon ran were all dated by that pass, in no
                 # order and inside any window.
                 ts = min(ts, record.mtime_ns // 1_000_000)
-            _log_changed_symbols(conn, record.path, parsed, ts,
-                                 "editor" if record.source == "buffer" else "disk")
+            self._log_edits(conn, record.path, parsed, ts,
+                            "editor" if record.source == "buffer" else "disk")
         self._make_resolver()
         with self._resolver_lock:
             resolver = self._current_resolver()
@@ -571,34 +578,7 @@ class Indexer:
                 if self._opened_meanwhile(path, "disk"):
                     return False
                 if log_edits and isinstance(source, Skipped) and source.reason == "vanished":
-                    _log_changed_symbols(conn, path, ParsedFile(language=""), now_ms(), "disk")
+                    self._log_edits(conn, path, ParsedFile(language=""), now_ms(), "disk")
                 return self._delete(conn, path, unlisted=gone)
         return self.index_text(path, source.text, "disk", source.size, source.mtime_ns,
                                log_edits=log_edits, reread=reread)
-
-
-def _log_changed_symbols(conn, path: str, parsed: ParsedFile, ts: int, origin: str) -> None:
-    """Edit log: one row per definition whose (symbol, lines) changed,
-    appeared or disappeared in this update; for what no definition covers (a
-    Markdown section, module residue, a line window) the chunk's symbol, or
-    None. ``origin``: "editor" (a buffer's text) or "disk" (a file's)."""
-    old_defs = set(conn.execute(
-        "SELECT s.symbol, s.hash FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ?",
-        (path,)).fetchall())
-    old_chunks = conn.execute(
-        "SELECT c.symbol, c.kind, c.hash FROM chunks c JOIN files f ON f.id = c.file_id "
-        "WHERE f.path = ?", (path,)).fetchall()
-    kind = parsed.chunks[0].kind if parsed.chunks else (old_chunks[0]["kind"] if old_chunks else "code")
-    new_defs = {(d.symbol, d.hash) for d in parsed.symbols}
-    changed: set[str | None] = {symbol for symbol, _ in new_defs ^ {tuple(r) for r in old_defs}}
-    def_names = {symbol for symbol, _ in new_defs} | {r[0] for r in old_defs}
-    chunk_diff = ({(c.symbol, c.hash) for c in parsed.chunks}
-                  ^ {(r["symbol"], r["hash"]) for r in old_chunks})
-    for symbol, _ in chunk_diff:
-        if symbol not in def_names:
-            changed.add(symbol)
-        elif not changed:  # residue packed with a definition
-            changed.add(None)
-    conn.executemany("INSERT INTO edits(path, symbol, kind, ts, origin) VALUES (?, ?, ?, ?, ?)",
-                     [(path, symbol, kind, ts, origin)
-                      for symbol in sorted(changed, key=lambda s: s or "")])

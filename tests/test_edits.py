@@ -224,3 +224,49 @@ def test_the_first_pass_of_an_indexed_store_logs_what_was_written_meanwhile(samp
         assert items[0].last_edited_at == path.stat().st_mtime_ns // 1_000_000
     finally:
         engine.close()
+
+
+def test_old_edits_merge_into_one_row_per_item_and_span_and_keep_their_counts(sample_root):
+    """The edit log was never pruned: a daemon open for months kept one row
+    per buffer update. Now the logging process merges, a day on, one
+    item's edits of one UTC day into one row (30-day spans after 30 days),
+    and recent activity answers the same items, times, origins and counts."""
+    from ctxls.index.edit_log import DAY_MS, LONG_SPAN_MS
+    from ctxls.index.engine import Engine, EngineOptions
+    from ctxls.index.store import now_ms
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        now = now_ms()
+        spans = [(now // DAY_MS - 2) * DAY_MS, (now // DAY_MS - 3) * DAY_MS,
+                 (now // LONG_SPAN_MS - 2) * LONG_SPAN_MS, (now // LONG_SPAN_MS - 3) * LONG_SPAN_MS]
+        logged = [("pkg/retry.py", symbol, "code", start + DAY_MS // 2 + k * 60_000, origin)
+                  for start in spans for k in range(5)
+                  for symbol, origin in (("retry_upload", "editor"), (None, "disk"))]
+        with engine.store.write() as conn:
+            conn.executemany("INSERT INTO edits(path, symbol, kind, ts, origin) VALUES (?, ?, ?, ?, ?)",
+                             logged)
+        def activity(engine):
+            return [(a.id, a.symbol, a.origin, a.edits, a.last_edited_at)
+                    for a in engine.recent_activity(days=1000) if a.id == "pkg/retry.py"]
+        before = activity(engine)
+        assert [row[3] for row in before] == [20, 20]
+
+        # A new process's first logged edit (another file's) merges the log.
+        engine.close()
+        engine = Engine(sample_root, EngineOptions(embeddings=False))
+        engine.cold_index()
+        path = sample_root / "pkg/session.py"
+        engine.set_buffer("pkg/session.py", path.read_text() + "\n\ndef added():\n    return 1\n")
+        rows = engine.store.reader().execute(
+            "SELECT symbol, origin, ts, times FROM edits WHERE path = 'pkg/retry.py' "
+            "ORDER BY origin, ts").fetchall()
+        assert len(rows) == 2 * len(spans)
+        assert {row["times"] for row in rows} == {5}
+        assert activity(engine) == before
+        # Recent edits stay one row each: the session's is there, unmerged.
+        assert [(a.id, a.symbol, a.edits) for a in engine.recent_activity(days=1)] == [
+            ("pkg/session.py", "added", 1)]
+    finally:
+        engine.close()

@@ -180,7 +180,8 @@ CREATE TABLE IF NOT EXISTS edits (
     symbol TEXT,
     kind TEXT NOT NULL,
     ts INTEGER NOT NULL,                -- ms
-    origin TEXT                         -- "editor" | "disk"; NULL: logged before it was kept
+    origin TEXT,                        -- "editor" | "disk"; NULL: logged before it was kept
+    times INTEGER                       -- the edits a merged row stands for (index/edit_log.py); NULL: 1
 );
 CREATE INDEX IF NOT EXISTS edits_ts ON edits(ts);
 CREATE TABLE IF NOT EXISTS vectors (
@@ -319,10 +320,12 @@ class Migrations:
         # executescript() commits implicitly, so the DDL runs outside write().
         with self._write_lock:
             self._writer.executescript(_SCHEMA)
-            # Added to the edit log after schema 5: a nullable column older code
-            # ignores, so no version (nor any rebuild) is needed for it.
+            # Added to the edit log after schema 5 (origin) and 29 (times): nullable
+            # columns older code ignores, so no version (nor any rebuild) is needed.
             if "origin" not in {r[1] for r in self._writer.execute("PRAGMA table_info(edits)")}:
                 self._writer.execute("ALTER TABLE edits ADD COLUMN origin TEXT")
+            if "times" not in {r[1] for r in self._writer.execute("PRAGMA table_info(edits)")}:
+                self._writer.execute("ALTER TABLE edits ADD COLUMN times INTEGER")
             # The same for why a file was read as line windows: older code
             # neither writes nor reads it; a store from before it says NULL.
             if "unparsed" not in {r[1] for r in self._writer.execute("PRAGMA table_info(files)")}:
