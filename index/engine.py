@@ -1635,6 +1635,9 @@ class Engine:
         if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RECENT_ITEMS:
             raise InvalidParams("limit", f"must be an integer from 1 to {MAX_RECENT_ITEMS}")
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
+        # The first pass logs what changed while no process ran: a session's
+        # first question ("where was I?") waits for it as other answers do.
+        self.await_index()
         self.log_git_writes()
         conn = self.store.reader()
         # Each item's latest edit is one row, its time and who made it (the

@@ -223,7 +223,11 @@ class Indexer:
             else:
                 assert isinstance(source, SourceText)
                 ticket = shared_worker().submit(path, source.text)
-                pending.append((self._record(source, state), ticket, state is not None, read_at))
+                # A file new to a store that held files is an edit (made while
+                # no process ran, or by a checkout, which log_git_writes
+                # re-dates); a first index of an empty store logs none.
+                pending.append((self._record(source, state), ticket, state is not None or bool(states),
+                                read_at))
                 if state is None:
                     stats.added += 1
                 else:
@@ -254,6 +258,8 @@ class Indexer:
             if stale:
                 with self._writing(stale) as conn:
                     for path in stale:
+                        if log_edits:
+                            self._log_removal(conn, path)
                         if self._delete(conn, path):
                             stats.removed += 1
         self._resolve_imports_left()
@@ -418,21 +424,36 @@ class Indexer:
             with self._writing([record.path for record, _, _, _ in batch]) as conn:
                 # A buffer opened since the pass started owns its rows now.
                 opened = self._open_buffers()
-                for record, parsed, existed, _ in batch:
+                for record, parsed, logged, _ in batch:
                     if record.path in opened:
                         continue
                     if record.source == "gone":  # the pass unlisted it if it vanished
+                        if log_edits:
+                            self._log_removal(conn, record.path)
                         self._delete(conn, record.path, unlisted=False)
                     elif parsed is None:  # same content, new stat
                         conn.execute("UPDATE files SET size=?, mtime_ns=?, source='disk' WHERE path=?",
                                      (record.size, record.mtime_ns, record.path))
                     else:
-                        self._put_parsed(conn, record, parsed, log_edits and existed, ts, rewrite)
+                        self._put_parsed(conn, record, parsed, log_edits and logged, ts, rewrite)
 
     def _log_edits(self, conn: Connection, path: str, parsed: ParsedFile, ts: int,
                    origin: str) -> None:
         log_changed_symbols(conn, path, parsed, ts, origin)
         self._edit_log_merger.merge_if_due(conn, now_ms())
+
+    def _log_removal(self, conn: Connection, path: str) -> None:
+        """A pass found ``path`` gone: its definitions' removal is a disk
+        edit, dated no later than the last change of the nearest folder
+        still there (the removal changed it), so one made while no process
+        ran keeps its window."""
+        folder = path.rpartition("/")[0]
+        while (signature := stat_signature(self.root, folder or ".")) is None and folder:
+            folder = folder.rpartition("/")[0]
+        ts = now_ms()
+        if signature not in (None, UNKNOWN_SIGNATURE):
+            ts = min(ts, signature[0] // 1_000_000)
+        self._log_edits(conn, path, ParsedFile(language=""), ts, "disk")
 
     def _delete(self, conn: Connection, path: str, unlisted: bool = True) -> bool:
         """Drop a file's rows; ``unlisted``: it is gone from disk (or no

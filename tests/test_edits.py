@@ -270,3 +270,67 @@ def test_old_edits_merge_into_one_row_per_item_and_span_and_keep_their_counts(sa
             ("pkg/session.py", "added", 1)]
     finally:
         engine.close()
+
+
+def test_files_made_and_removed_while_no_process_ran_are_edits_of_the_next_pass(sample_root):
+    """A pass logged only files its store already held: a file created while
+    no process ran, and one deleted then, were never listed, and a fact
+    anchored to the deleted file never read as stale. A first index of an
+    empty store still logs none."""
+    from ctxls.index.engine import Engine, EngineOptions
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    engine.cold_index()
+    assert engine.recent_activity(days=1) == []  # the first index logs nothing
+    engine.close()
+    (sample_root / "pkg/added_offline.py").write_text("def made_offline():\n    return 3\n")
+    removed = sample_root / "pkg/retry.py"
+    removed.unlink()
+    an_hour_ago = time.time() - 3600
+    os.utime(sample_root / "pkg", (an_hour_ago, an_hour_ago))  # when the removal was
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        items = {(a.id, a.symbol, a.origin): a for a in engine.recent_activity(days=1)}
+        assert ("pkg/added_offline.py", "made_offline", "disk") in items
+        gone = items[("pkg/retry.py", "retry_upload", "disk")]
+        # Dated by its folder's change, not by when the pass found it.
+        assert gone.last_edited_at == int(an_hour_ago * 1000)
+    finally:
+        engine.close()
+
+
+def test_recent_activity_waits_for_the_first_pass_that_logs_offline_edits(sample_root, monkeypatch):
+    """A session's first `recentActivity` answered from the log before the
+    first pass had logged what changed while no process ran: "no recent
+    edits", then the edit a moment later."""
+    import threading
+
+    from ctxls.index.engine import Engine, EngineOptions
+    from ctxls.index.indexer import Indexer
+
+    engine = Engine(sample_root, EngineOptions(embeddings=False))
+    engine.cold_index()
+    engine.close()
+    path = sample_root / "pkg/retry.py"
+    path.write_text(path.read_text() + "\n\ndef typed_offline():\n    return 2\n")
+    entered, release = threading.Event(), threading.Event()
+    original = Indexer.run_pass
+
+    def held_pass(self, *args, **kwargs):
+        entered.set()
+        release.wait(30)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Indexer, "run_pass", held_pass)
+    engine = Engine(sample_root, EngineOptions(embeddings=False, ready_wait_s=30.0))
+    first = threading.Thread(target=engine.first_pass)
+    try:
+        first.start()
+        assert entered.wait(30)
+        threading.Timer(0.3, release.set).start()
+        assert ("pkg/retry.py", "typed_offline", "disk", 1) in _recent(engine)
+    finally:
+        release.set()
+        first.join(30)
+        engine.close()
