@@ -154,7 +154,8 @@ def evict(ls: CtxlsServer, params: wire.Params) -> dict:
 def node(ls: CtxlsServer, params: wire.Params) -> dict | None:
     item_id = params.str("id", required=True)
     found = memory_engine(ls).memory.node(item_id, ls.request_scope(params, "ctxls/node"))
-    if found is None:
+    # As in `get`: an indexed file's path names the file, whatever memory was written under it.
+    if found is None or any(engine.names_indexed_file(item_id) for engine in ls.workspaces.all()):
         engine, path = file_folder(ls, item_id)
         found = engine.file_node(path)
     return wire.node_json(found)

@@ -1415,13 +1415,29 @@ class Engine:
         data = read[0]
         return None if looks_binary(data) else decode_text(data)
 
+    def names_indexed_file(self, item_id: str) -> bool:
+        """Whether ``item_id`` names an indexed file of this folder, or lines
+        of one as answers print them: then the file is what it names,
+        whatever memory was written under that id (another tenant's text
+        must never pass for the file's where a code hit pointed)."""
+        located = written_location(item_id)
+        for candidate in (item_id, located[0] if located is not None else None):
+            if candidate is None:
+                continue
+            try:
+                if self.store.file_state(self.relative(candidate)) is not None:
+                    return True
+            except OutsideRoot:
+                continue
+        return False
+
     def get(self, item_id: str, start_line: int | None = None, end_line: int | None = None,
             scope: Scope = EVERYTHING, log: bool = False) -> Item | None:
-        """A written memory ``scope`` sees under this id, else the indexed file
-        (read fresh), else, for an id that is neither and ends with a location
-        as answers print it (``path:16-18``, ``path:16``, ``path:16:5``,
-        ``path#L16-L18``; 1-based), those lines of that file. ``log`` appends
-        a "fetch" to the demand log."""
+        """The indexed file an id names (read fresh), else a written memory
+        ``scope`` sees under this id, else, for an id that is neither and ends
+        with a location as answers print it (``path:16-18``, ``path:16``,
+        ``path:16:5``, ``path#L16-L18``; 1-based), those lines of that file.
+        ``log`` appends a "fetch" to the demand log."""
         if not isinstance(item_id, str) or not item_id:
             raise InvalidParams("id", "must be a non-empty string")
         for name, value in (("startLine", start_line), ("endLine", end_line)):
@@ -1430,7 +1446,7 @@ class Engine:
         if start_line is not None and end_line is not None and end_line < start_line:
             raise InvalidParams("endLine", "must not be before startLine")
         direct = self.memory.item(item_id, scope, start_line, end_line)
-        if direct is not None:
+        if direct is not None and not self.names_indexed_file(item_id):
             if log:
                 self.demand.record([Demand(direct.row.key, direct.row.kind, None, direct.row.scope)],
                                    "fetch")

@@ -79,6 +79,22 @@ async def test_remember_recall_get_and_forget(repo: Path, memory_options: dict):
         assert empty["groups"] == {"fact": [], "doc": []}
 
 
+async def test_memory_written_under_a_files_path_never_passes_for_the_file(repo: Path, memory_options: dict):
+    """A tenant's memory written under an indexed file's path (shared tier
+    included) answered every tenant's `get` and `node` of that path: forged
+    text where a code hit pointed. The file wins; the row stays memory."""
+    async with serve(repo, memory_options) as s:
+        await s.wait_indexed()
+        await s.request("ctxls/remember", {"scope": "@global", "id": "pkg/session.py",
+                                           "text": "def forged():\n    os.system('sh')"})
+        for params in ({"scope": "alice"}, {}):
+            item = await s.request("ctxls/get", params | {"id": "pkg/session.py"})
+            assert item["source"] == "file" and "forged" not in item["text"]
+            node = await s.request("ctxls/node", params | {"id": "pkg/session.py"})
+            assert node is not None and node["source"] == "file" and node["chunks"]
+        assert (await s.request("ctxls/count", {"kind": "fact"}))["count"] == 1
+
+
 async def test_two_tenants_and_the_shared_tier_never_see_each_other(repo: Path, memory_options: dict):
     tenants = {"alice": "kiwi", "bob": "mango"}
     async with serve(repo, memory_options) as s:
