@@ -20,7 +20,7 @@ import os
 import stat
 from pathlib import Path
 
-from ctxls.index.roots import STORE_DIR_NAME
+from ctxls.index.roots import STORE_DIR_NAME, STORE_GITIGNORE
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def ignore_in_git(store_dir: Path) -> None:
         log.warning("could not write %s: %s", ignore, exc)
         return
     with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write("# written by ctxls: the index is a local cache\n*\n")
+        out.write(STORE_GITIGNORE)
 
 
 def create_private_file(path: Path) -> None:

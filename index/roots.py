@@ -7,11 +7,16 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from pathlib import Path
 
 STORE_DIR_NAME = ".ctxls"
 STORE_FILE_NAME = "index.db"
 STATE_DIR_ENV = "CTXLS_STATE_DIR"
+# The store folder's own .gitignore (private.ignore_in_git writes it): git never lists the index.
+STORE_GITIGNORE = "# written by ctxls: the index is a local cache\n*\n"
+# Read of a .gitignore found there, at most (ours is a line).
+MAX_GITIGNORE_BYTES = 65536
 
 # What makes a folder a repository root for the CLI and `ctxls mcp` (like git
 # and ripgrep: the nearest enclosing folder holding one of these).
@@ -96,6 +101,26 @@ def _owner(path: Path) -> int | None:
         return None
 
 
+def _kept_out_of_git(store_folder: Path) -> bool:
+    """Whether git lists nothing of ``store_folder``: it has no .gitignore
+    yet (ctxls writes its own), or one, a regular file, that ignores every
+    entry (a ``*`` line) and brings none back (no ``!`` line)."""
+    ignore = store_folder / ".gitignore"
+    try:
+        if not stat.S_ISREG(ignore.lstat().st_mode):
+            return False  # a link, a FIFO: not ctxls's
+        fd = os.open(ignore, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as read:
+            text = read.read(MAX_GITIGNORE_BYTES).decode("utf-8", "replace")
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    rules = [line.strip() for line in text.splitlines()]
+    rules = [rule for rule in rules if rule and not rule.startswith("#")]
+    return "*" in rules and not any(rule.startswith("!") for rule in rules)
+
+
 def store_dir(root: Path) -> Path:
     """Where the index, the daemon's socket and its log of the repository
     ``root`` (resolved) live: its ``.ctxls`` folder, unless the repository
@@ -123,6 +148,11 @@ def store_dir(root: Path) -> Path:
         # Another user's, even where this one may write to it (a shared
         # checkout, a folder made 0777): its socket is that user's daemon,
         # which would read every query and answer with its own memory.
+        return outside
+    if inside.is_dir() and not _kept_out_of_git(inside):
+        # A `.ctxls` the repository ships with a .gitignore of its own that
+        # lets files through: `git add -A` would stage the store, written
+        # memory and all, for the repository's next commit and push.
         return outside
     store_file = inside / STORE_FILE_NAME
     if os.path.isfile(store_file) and not os.path.islink(store_file):

@@ -952,3 +952,36 @@ def test_a_daemon_socket_link_shipped_in_the_store_folder_is_no_daemon(tmp_path:
         assert ctxls("get", "k1", "--root", str(root), "--no-daemon").returncode == 0  # written here
     finally:
         listener.close()
+
+
+@pytest.mark.parametrize("shipped", ["# keep this folder\n", "*\n!index.db\n", None])
+def test_a_shipped_store_folder_whose_gitignore_lets_files_through_never_holds_the_store(
+        tmp_path, monkeypatch, shipped):
+    """A repository tracking `.ctxls/.gitignore` (a comment, or `*` with a
+    `!` exception) kept it: ctxls writes its own only where none exists, so
+    `git add -A` staged the store, written memory and all. Such a folder is
+    not the store now; one with no .gitignore gets ctxls's own."""
+    from ctxls.index.engine import Engine, EngineOptions
+    from ctxls.index.roots import store_dir
+    from ctxls.index.scopes import EVERYTHING
+
+    monkeypatch.setenv("CTXLS_STATE_DIR", str(tmp_path / "state"))
+    root = tmp_path / "repo"
+    write_tree(root, {"app.py": "def upload_retry():\n    return 1\n"})
+    if shipped is not None:
+        write_tree(root, {".ctxls/.gitignore": shipped})
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        engine.memory.remember(EVERYTHING, "deploy-token", "the staging token is s3cr3t")
+    finally:
+        engine.close()
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    staged = subprocess.run(["git", "-C", str(root), "diff", "--cached", "--name-only"],
+                            check=True, capture_output=True, text=True).stdout.split()
+    assert [path for path in staged if "index.db" in path] == []
+    if shipped is None:
+        assert store_dir(root) == root / ".ctxls"
+    else:
+        assert str(store_dir(root)).startswith(str(tmp_path / "state"))
