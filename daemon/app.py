@@ -187,6 +187,7 @@ class CtxlsServer(LanguageServer):
         self.prewarmed: dict[Path, Engine] = {}
         self.no_socket = False  # `serve --no-socket`
         self.shared_socket: SocketServer | None = None
+        self._serving_socket: asyncio.Task | None = None  # _serve_shared_socket's task
         # The editor's process (--clientProcessId, initialize's processId).
         self.client_watch = ClientWatch(self.exit_for_gone_client)
         self.loop: asyncio.AbstractEventLoop | None = None  # set at initialize
@@ -280,7 +281,8 @@ class CtxlsServer(LanguageServer):
         side = SocketServer(self, socket_path_for(engines[0].store.db_path))
         if await side.start():
             self.shared_socket = side
-            asyncio.get_running_loop().create_task(self._serve_shared_socket(side))
+            self._serving_socket = asyncio.get_running_loop().create_task(
+                self._serve_shared_socket(side))
 
     async def _serve_shared_socket(self, side: SocketServer) -> None:
         """Serve ``side`` until closed. Another daemon that took its path
@@ -315,10 +317,20 @@ class CtxlsServer(LanguageServer):
             os._exit(0)
 
     async def close_all(self) -> None:
+        """Stop listening, end the socket's connections (while the stores are
+        open: an editor's session releases its buffers), then close the stores.
+        The socket's task is cancelled and awaited: left pending, it was logged
+        at exit as "Task was destroyed but it is pending!"."""
         self.stopping.set()
-        if self.shared_socket is not None:
-            self.shared_socket.close()
-            self.shared_socket = None
+        side, self.shared_socket = self.shared_socket, None
+        serving, self._serving_socket = self._serving_socket, None
+        if side is not None:
+            side.close()
+        if serving is not None:
+            serving.cancel()
+            await asyncio.gather(serving, return_exceptions=True)
+        if side is not None:
+            await side.end_connections()
         await asyncio.to_thread(self.workspaces.close)
 
     def warn(self, message: str) -> None:

@@ -233,6 +233,7 @@ class EngineAccess:
         self._local_ready = False
         self.hosted = False
         self._socket_loop: Any = None  # the event loop serving the shared socket, when hosted
+        self._socket_thread: threading.Thread | None = None  # the thread running that loop
         self._thread_connection = threading.local()
         self._connections: list[DaemonClient] = []  # every thread's, ``daemon`` the first
         self._connections_lock = threading.Lock()
@@ -333,7 +334,8 @@ class EngineAccess:
         from ctxls.daemon.socket_server import socket_is_live
 
         loop = asyncio.new_event_loop()
-        threading.Thread(target=loop.run_forever, name="ctxls-socket", daemon=True).start()
+        thread = threading.Thread(target=loop.run_forever, name="ctxls-socket", daemon=True)
+        thread.start()
         try:
             asyncio.run_coroutine_threadsafe(server.open_shared_socket(), loop).result()
         except OSError as exc:  # it cannot be bound: this agent is served all the same
@@ -342,9 +344,9 @@ class EngineAccess:
             logging.getLogger(__name__).warning("not listening on %s: %s", path,
                                                 exc.strerror or exc)
         if server.shared_socket is not None:
-            self._socket_loop = loop
+            self._socket_loop, self._socket_thread = loop, thread
             return
-        loop.call_soon_threadsafe(loop.stop)
+        _stop_loop(loop, thread)
         if socket_is_live(path):
             server.workspaces.remove_folder(self.root)
             self.hosted = self._local_ready = False
@@ -383,8 +385,8 @@ class EngineAccess:
             # The socket first (as a daemon closes): a client must not reach
             # stores being closed; editors' proxies then take over.
             asyncio.run_coroutine_threadsafe(server.close_all(), self._socket_loop).result()
-            self._socket_loop.call_soon_threadsafe(self._socket_loop.stop)
-            self._socket_loop = None
+            _stop_loop(self._socket_loop, self._socket_thread)
+            self._socket_loop = self._socket_thread = None
         else:
             import sys
 
@@ -394,3 +396,32 @@ class EngineAccess:
             server_module = sys.modules.get("ctxls.daemon.server")
             if server_module is not None:
                 server_module.server.workspaces.close()
+
+
+# How long the tasks left on the socket's loop may take to end once cancelled:
+# past it the process exits without them rather than wait on one that hangs.
+TASKS_END_WAIT_S = 5.0
+
+
+def _stop_loop(loop: Any, thread: threading.Thread | None) -> None:
+    """Cancel every task left on the socket's event loop (``close_all`` ended
+    the socket's own and its connections; an editor session's work may
+    remain), then stop the loop and close it. Left pending when the loop
+    stopped, a task was destroyed at exit and logged as an error ("Task was
+    destroyed but it is pending!"), which agents' clients show as the server
+    failing."""
+    import asyncio
+
+    async def end_tasks() -> None:
+        here = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not here]
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=TASKS_END_WAIT_S)
+
+    asyncio.run_coroutine_threadsafe(end_tasks(), loop).result()
+    loop.call_soon_threadsafe(loop.stop)
+    if thread is not None:
+        thread.join()
+        loop.close()

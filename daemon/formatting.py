@@ -83,11 +83,12 @@ BODY_LEFT_OUT = "(text left out by the answer's size bound: get it by id)"
 
 
 def body_line(hit: dict, width: int | None = 100) -> str:
-    """A written memory's text on one line (cut to ``width``), or why it is missing."""
+    """A written memory's text on one line (cut to ``width``; with None, as
+    ``shown_flat`` shows it), or why it is missing."""
     if hit.get("truncated"):
         return BODY_LEFT_OUT
     text = hit.get("body") or ""
-    return one_line(text, width) if width is not None else " ".join(text.split())
+    return one_line(text, width) if width is not None else shown_flat(text)
 
 
 # A body line longer than this is shown cut, saying how much is left out: a
@@ -100,6 +101,11 @@ def shown_line(text: str) -> str:
     if len(text) <= MAX_SHOWN_LINE_CHARS:
         return text
     return f"{text[:MAX_SHOWN_LINE_CHARS]}… [{len(text) - MAX_SHOWN_LINE_CHARS:,} more characters]"
+
+
+def shown_flat(text: str) -> str:
+    """``text`` on one line (each run of whitespace one space), cut as ``shown_line`` cuts."""
+    return shown_line(" ".join(text.split()))
 
 
 def one_line(text: str, width: int = 100) -> str:
@@ -444,13 +450,16 @@ def past_end_text(item: dict | None) -> str | None:
 
 
 def in_caller_names(message: str, names: dict[str, str]) -> str:
-    """An engine error naming parameters as the caller typed them (``--budget-tokens``,
-    ``budget_tokens``), not as the protocol's fields (``budgetTokens``): the
-    param an "invalid param" names, and any camelCase field the text mentions."""
+    """An engine error or note naming things as the caller knows them
+    (``--budget-tokens``, ``budget_tokens``; the MCP tool ``locate``), not as
+    the protocol does (``budgetTokens``, the method ``ctxls/locate``): the
+    param an "invalid param" names, and any camelCase field or method the
+    text mentions, as a whole name (``minScore``, not inside ``minScores``)."""
     for field, typed in names.items():
         message = message.replace(f"invalid param {field!r}", f"invalid param {typed!r}")
-        if field != field.lower():  # `n` or `by` may be words; `startLine` is a field
-            message = message.replace(field, typed)
+        # `n` or `by` may be words; `startLine` is a field, `ctxls/locate` a method.
+        if field != field.lower() or "/" in field:
+            message = re.sub(rf"(?<![\w/]){re.escape(field)}(?!\w)", lambda _: typed, message)
     return message
 # -- definitions (ctxls/symbols, ctxls/outline, ctxls/similar) ----------------------------------
 

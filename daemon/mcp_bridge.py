@@ -13,8 +13,8 @@ A tool is one entry of ``TOOLS``: its name, title, description, parameters
 ``mcp_stdio`` speaks the protocol. Arguments are checked against the closed
 schema before anything runs: an unknown one is an error naming it (and the
 parameter meant), a wrong type names the parameter as the agent typed it,
-and so do the engine's own errors (``budget_tokens``, never the protocol's
-``budgetTokens``).
+and so do the engine's own errors and notes (``budget_tokens``, never the
+protocol's ``budgetTokens``; the tool ``locate``, never ``ctxls/locate``).
 
 Results are compact text by default (one line per hit, 1-based lines, the way
 an agent reads grep output); ``format: "json"`` returns the protocol's JSON
@@ -33,10 +33,10 @@ from typing import Any, Callable
 
 from ctxls import __version__
 from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, DaemonNotAnswering, EngineAccess
-from ctxls.daemon.formatting import (PLAIN, body_line, format_hits_human, human_locate,
-                                     impact_lines, in_caller_names, not_defined_text, outline_text,
-                                     partial_note, past_end_text, similar_text, status_lines, symbols_text,
-                                     weak_note)
+from ctxls.daemon.formatting import (MAX_SHOWN_LINE_CHARS, PLAIN, body_line, format_hits_human,
+                                     human_locate, impact_lines, in_caller_names, not_defined_text,
+                                     outline_text, partial_note, past_end_text, shown_flat,
+                                     similar_text, status_lines, symbols_text, weak_note)
 from ctxls.daemon.mcp_stdio import McpStdioServer, UnknownTool
 from ctxls.daemon.request_values import MAX_INT, MIN_INT, first_invalid
 from ctxls.index.cancel import CancelToken
@@ -305,13 +305,16 @@ class Tool:
     def __init__(self, name: str, title: str, description: str, params: tuple[Param, ...],
                  run: Callable[[Bridge, dict[str, Any]], dict], result: dict[str, str],
                  writes: bool = False, destructive: bool = False, idempotent: bool = True,
-                 renamed: dict[str, str] | None = None):
+                 renamed: dict[str, str] | None = None, method: str | None = None):
         """``destructive``: a write that may replace or remove what is there
         (the protocol's hint; false says "only additive updates").
         ``idempotent``: the same call again changes nothing more.
         ``renamed``: the protocol fields ``run`` fills from a parameter of
-        another name (find_symbol's ``name`` is the protocol's ``query``)."""
+        another name (find_symbol's ``name`` is the protocol's ``query``).
+        ``method``: the protocol request it sends, when not ``ctxls/`` and its
+        name in camelCase (find_symbol sends ``ctxls/symbols``)."""
         self.name, self.title, self.description = name, title, description
+        self.method = method or f"ctxls/{camel_case(name)}"
         self.params = {param.name: param for param in params}
         # The protocol's field -> this tool's parameter, for the engine's errors.
         self.field_names = {camel_case(name): name for name in self.params if "_" in name} \
@@ -319,6 +322,12 @@ class Tool:
         self.run, self.result = run, result
         self.annotations = {"readOnlyHint": not writes, "destructiveHint": destructive,
                             "idempotentHint": idempotent, "openWorldHint": False}
+
+    @property
+    def caller_names(self) -> dict[str, str]:
+        """What the agent calls the protocol's names in an engine's message or
+        note: this tool's parameters, and every tool (by its method)."""
+        return self.field_names | TOOL_OF_METHOD
 
     def describe(self) -> dict:
         return {"name": self.name, "title": self.title, "description": self.description,
@@ -346,7 +355,7 @@ class Tool:
         try:
             return self.run(bridge, args)
         except EngineError as exc:
-            raise ToolError(exc.code, in_caller_names(exc.message, self.field_names)) from exc
+            raise ToolError(exc.code, in_caller_names(exc.message, self.caller_names)) from exc
 
 
 def camel_case(name: str) -> str:
@@ -419,8 +428,11 @@ def remember(bridge: Bridge, a: dict) -> dict:
                                    "by": "agent", "scope": a["scope"], "meta": a["meta"]})
     stored = bridge.call("ctxls/get", {"id": a["id"], "scope": a["scope"], "log": False})
     stored_kind = (stored or {}).get("kind", a["kind"])
+    in_scope = f" in scope {a['scope']}" if a["scope"] is not None else ""
+    # The text shown cut as recent_memory shows it: a 10 MiB write echoed whole
+    # made a 10 MB answer. The cut says how much is left out; the JSON keeps it all.
     return answer(stored, a["format"],
-                  f"remembered {stored_kind} {a['id']}: {' '.join(a['text'].split())}")
+                  f"remembered {stored_kind} {a['id']}{in_scope}: {shown_flat(a['text'])}")
 
 
 def forget(bridge: Bridge, a: dict) -> dict:
@@ -440,9 +452,16 @@ def recent_activity(bridge: Bridge, a: dict) -> dict:
 def recent_memory(bridge: Bridge, a: dict) -> dict:
     result = bridge.call("ctxls/recentMemory", {"kind": a["kind"], "scope": a["scope"],
                                                 "n": a["n"], "body": a["body"]})
-    text = "\n".join(f"{i['kind']} {i['path']}: {body_line(i, None)}".rstrip(": ")
-                     for i in result.get("items", [])) or "nothing written yet"
+    text = "\n".join(written_row_line(i) for i in result.get("items", [])) or "nothing written yet"
     return answer(result, a["format"], text)
+
+
+def written_row_line(item: dict) -> str:
+    """`KIND ID: its text` (cut past MAX_SHOWN_LINE_CHARS, saying so), or
+    `KIND ID` when asked without bodies; the id and text are shown as written,
+    a trailing `:` of either kept."""
+    head = f"{item['kind']} {item['path']}"
+    return f"{head}: {body_line(item, None)}" if "body" in item else head
 
 
 def assemble(bridge: Bridge, a: dict) -> dict:
@@ -450,6 +469,8 @@ def assemble(bridge: Bridge, a: dict) -> dict:
                                             "kind": a["kind"], "minScore": a["min_score"],
                                             "mode": a["mode"], "scope": a["scope"]})
     note = (result.get("stats") or {}).get("note")
+    if note:  # `under minScore 50`: the parameter is min_score here
+        note = in_caller_names(note, TOOLS_BY_NAME["assemble"].caller_names)
     if result.get("abstained"):
         text = f"(abstained: {note or 'nothing relevant found'})"
     else:
@@ -562,7 +583,8 @@ TOOLS = (
     Tool("remember", "Write down a fact, episode or document", (
         "Write down a fact, an episode (something that happened) or a document so that you or "
         "another agent can recall it later by meaning. The same id in the same scope replaces "
-        "the earlier text. Answers with what was stored. Fails with ctxls error -32602 on a "
+        "the earlier text. Answers with what was stored (its text on one line, cut past "
+        f"{MAX_SHOWN_LINE_CHARS} characters). Fails with ctxls error -32602 on a "
         "missing id/text or unknown kind, and -32003 when the daemon requires a scope."),
         (Param("id", "string", "A short stable name for it, like `deploy-needs-foo-url`, on "
                                "one line (no control characters).",
@@ -615,7 +637,9 @@ TOOLS = (
                enum=("fact", "episode")),
          SCOPE, Param("n", "integer", "At most this many, 1-200.", default=10, minimum=1,
                       maximum=MAX_MEMORY_N),
-         Param("body", "boolean", "Include each text.", default=True),
+         Param("body", "boolean", "Include each text, on one line (past "
+                                  f"{MAX_SHOWN_LINE_CHARS} characters cut, saying how many are "
+                                  "left out: get the id for all of it).", default=True),
          FORMAT),
         recent_memory, {"items": "the written rows, newest first"}),
     Tool("assemble", "Context for a question within a token budget", (
@@ -671,7 +695,7 @@ TOOLS = (
          FORMAT),
         find_symbol, {"symbols": "the definitions, closest match first: path, line (0-based, "
                       "its name's), startLine/endLine, kind, symbol, match"},
-        renamed={"query": "name", "limit": "n"}),
+        renamed={"query": "name", "limit": "n"}, method="ctxls/symbols"),
     Tool("outline", "A file's outline", (
         "The definitions of one file, nested (methods under their class), each with the line "
         "of its name and its whole line range (1-based): to see what a file holds before "
@@ -692,9 +716,13 @@ TOOLS = (
                maximum=MAX_RELATED_N),
          FORMAT),
         related, {"origin": "the chunk at the line", "hits": "the code like it, nearest first",
-                  "mode": "semantic (its vector) or lexical (its identifiers)"}),
+                  "mode": "semantic (its vector) or lexical (its identifiers)"},
+        method="ctxls/similar"),
 )
 TOOLS_BY_NAME = {tool.name: tool for tool in TOOLS}
+# The protocol's methods as the agent knows them: an engine's text that says
+# "use ctxls/locate" means the tool locate.
+TOOL_OF_METHOD = {tool.method: tool.name for tool in TOOLS}
 
 
 def call_tool(bridge: Bridge, name: str, arguments: dict, token: CancelToken | None = None) -> dict:

@@ -231,7 +231,12 @@ class SocketServer:
         # the path means ours was deleted (and maybe another daemon's bound).
         self._identity: tuple[int, int] | None = None
         self._closed = False
-        self.connections = 0
+        # Each open connection's task (it serves that connection) and its writer.
+        self._open: dict[asyncio.Task, asyncio.StreamWriter] = {}
+
+    @property
+    def connections(self) -> int:
+        return len(self._open)
 
     async def start(self) -> bool:
         """Listen, replacing a stale socket; False (logged: why, and what to
@@ -366,6 +371,18 @@ class SocketServer:
             self._listener = None
             self._unlink_own()
 
+    async def end_connections(self) -> None:
+        """End every connection (the process is stopping) and wait until each
+        is let go: an editor's session releases its buffers while the stores
+        are still open. Ended by closing its transport (the client reads the
+        end, and takes over), never by cancelling its task: Python 3.11's
+        streams log a cancelled connection task as an error."""
+        serving = list(self._open)
+        for writer in self._open.values():
+            writer.transport.abort()
+        if serving:
+            await asyncio.wait(serving)
+
     def _unlink_own(self) -> None:
         if not self.owns_path():  # deleted under us; maybe another daemon's now
             return
@@ -389,7 +406,8 @@ class SocketServer:
                                               "daemon; try again when others have closed")))
             writer.close()
             return
-        self.connections += 1
+        serving = asyncio.current_task()
+        self._open[serving] = writer
         write_lock = asyncio.Lock()
         tasks: dict[Any, asyncio.Task] = {}
         in_flight = asyncio.Semaphore(MAX_IN_FLIGHT)
@@ -468,7 +486,7 @@ class SocketServer:
         finally:
             for task in tasks.values():
                 task.cancel()
-            self.connections -= 1
+            self._open.pop(serving, None)
             writer.close()
 
     async def _answer(self, message: dict, send) -> None:

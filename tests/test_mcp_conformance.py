@@ -6,6 +6,7 @@ is refused."""
 
 from __future__ import annotations
 
+import collections
 import io
 import json
 import os
@@ -19,7 +20,9 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from ctxls.daemon.mcp_bridge import KIND, SCOPE, TOOLS_BY_NAME, Bridge, call_tool
+from ctxls.daemon.formatting import MAX_SHOWN_LINE_CHARS, in_caller_names
+from ctxls.daemon.mcp_bridge import (KIND, SCOPE, TOOL_OF_METHOD, TOOLS_BY_NAME, Bridge,
+                                     call_tool)
 from ctxls.daemon.mcp_stdio import CALL_THREADS, McpStdioServer
 from ctxls.daemon.request_values import MAX_INT
 from ctxls.index.errors import InvalidParams
@@ -326,3 +329,161 @@ def test_remembers_meta_states_the_bounds_a_write_enforces():
     check_meta(nested)
     with pytest.raises(InvalidParams):
         check_meta({"a": nested})
+
+
+# -- text answers: bounded, and as the agent names things -----------------------------
+
+class CannedBridge(Bridge):
+    """A bridge answering each protocol method from ``answers`` (a value, or
+    an EngineError to raise), recording the methods asked; it opens nothing."""
+
+    def __init__(self, answers: dict):
+        super().__init__(Path("."), use_daemon=False)
+        self.answers, self.asked = answers, []
+
+    def call(self, method: str, params: dict):
+        self.asked.append(method)
+        answer = self.answers[method]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def tool_text(bridge, name: str, arguments: dict) -> str:
+    result = call_tool(bridge, name, arguments)
+    (content,) = result["content"]
+    return ("[isError] " if result.get("isError") else "") + content["text"]
+
+
+def test_a_megabyte_of_written_text_is_shown_cut_saying_how_much_is_left_out():
+    """One 2 MB document made recent_memory's text answer 2 MB (each row's
+    whole text), and remember echoed the whole text it stored: more than an
+    agent's tool answer may hold. Both show it as recall's bodies are shown,
+    cut at MAX_SHOWN_LINE_CHARS with the count of characters left out; the
+    JSON answer keeps the whole text."""
+    big = "nightly backup log line " * 90000
+    row = {"path": "backup-log", "kind": "doc", "format": "text", "score": 0.0,
+           "chunk": {"symbol": None, "startLine": 0, "endLine": 0}, "body": big}
+    stored = {"id": "backup-log", "kind": "doc", "text": big, "meta": {}}
+    bridge = CannedBridge({"ctxls/recentMemory": {"items": [row, row | {"path": "note",
+                                                                         "kind": "fact",
+                                                                         "body": "short"}]},
+                           "ctxls/remember": None, "ctxls/get": stored})
+    flat = " ".join(big.split())
+    left_out = f"… [{len(flat) - MAX_SHOWN_LINE_CHARS:,} more characters]"
+
+    recent = tool_text(bridge, "recent_memory", {})
+    assert recent.splitlines() == [f"doc backup-log: {flat[:MAX_SHOWN_LINE_CHARS]}{left_out}",
+                                   "fact note: short"]
+    as_json = call_tool(bridge, "recent_memory", {"format": "json"})["structuredContent"]
+    assert as_json["items"][0]["body"] == big
+
+    wrote = tool_text(bridge, "remember", {"id": "backup-log", "kind": "doc", "text": big})
+    assert wrote == f"remembered doc backup-log: {flat[:MAX_SHOWN_LINE_CHARS]}{left_out}"
+    scoped = tool_text(bridge, "remember", {"id": "backup-log", "kind": "doc", "text": big,
+                                            "scope": "team-a"})
+    assert scoped.startswith("remembered doc backup-log in scope team-a: nightly backup")
+    assert tool_text(bridge, "remember", {"id": "n", "text": "the deploy\n needs  FOO_URL"}) \
+        == "remembered doc n: the deploy needs FOO_URL"  # short: whole, on one line
+    assert call_tool(bridge, "remember", {"id": "backup-log", "text": big, "format": "json"}
+                     )["structuredContent"]["text"] == big
+
+
+def test_recent_memory_keeps_a_trailing_colon_of_an_id_or_a_text():
+    """recent_memory's lines were stripped of ': ' characters at their end,
+    which took the ':' of a text ending `run:` and, without bodies, of an id
+    `todo:` (the id shown then was one `get` did not find)."""
+    def row(key: str, body: str | None) -> dict:
+        return {"path": key, "kind": "fact", "format": "text", "score": 0.0,
+                "chunk": {"symbol": None, "startLine": 0, "endLine": 0}} | (
+            {"body": body} if body is not None else {})
+
+    with_bodies = CannedBridge({"ctxls/recentMemory": {"items": [
+        row("release-steps", "Before a release, run:"), row("todo:", "an id ending in a colon")]}})
+    assert tool_text(with_bodies, "recent_memory", {}).splitlines() == [
+        "fact release-steps: Before a release, run:", "fact todo:: an id ending in a colon"]
+    without = CannedBridge({"ctxls/recentMemory": {"items": [row("todo:", None),
+                                                             row("release-steps", None)]}})
+    assert tool_text(without, "recent_memory", {"body": False}).splitlines() == [
+        "fact todo:", "fact release-steps"]
+
+
+def test_engine_texts_name_the_tool_and_parameter_the_agent_uses():
+    """recall's over-long query error said `use ctxls/locate` (the tool is
+    locate) and assemble's abstention `under minScore 50` (the parameter is
+    min_score): the protocol's names, where the bridge renamed only the
+    fields of errors."""
+    too_long = InvalidParams("query", "must be at most 10000 characters (for an issue or a log "
+                                      "pasted whole, use ctxls/locate)")
+    bridge = CannedBridge({"ctxls/recall": too_long, "ctxls/assemble": {
+        "context": "", "citations": [], "abstained": True, "weak": True,
+        "stats": {"note": "top score 1.8 is under minScore 50"}}})
+    assert tool_text(bridge, "recall", {"query": "price"}) == (
+        "[isError] ctxls error -32602: invalid param 'query': must be at most 10000 characters "
+        "(for an issue or a log pasted whole, use locate)")
+    abstained = call_tool(bridge, "assemble", {"query": "parse price", "min_score": 50})
+    assert abstained["content"][0]["text"] == "(abstained: top score 1.8 is under min_score 50)"
+    # The JSON is the protocol's answer: its note keeps the protocol's names.
+    assert call_tool(bridge, "assemble", {"query": "p", "min_score": 50, "format": "json"}
+                     )["structuredContent"]["stats"]["note"].endswith("under minScore 50")
+    # A name is renamed whole, never inside a longer word or path.
+    assert in_caller_names("minScores in pkg/ctxls/locate.py; see ctxls/locateAll",
+                           TOOLS_BY_NAME["assemble"].caller_names) \
+        == "minScores in pkg/ctxls/locate.py; see ctxls/locateAll"
+
+
+def test_each_tool_sends_the_method_its_name_stands_for():
+    """TOOL_OF_METHOD (a method in an engine's text -> the tool to name)
+    is each tool's declared method: the one it sends first."""
+    required = {"recall": {"query": "q"}, "locate": {"text": "t"}, "get": {"id": "a.py"},
+                "impact": {"symbol": "f"}, "remember": {"id": "i", "text": "t"},
+                "assemble": {"query": "q"}, "find_symbol": {"name": "f"},
+                "outline": {"path": "a.py"}, "related": {"path": "a.py", "line": 1}}
+    stop = InvalidParams("n", "stop here")
+    for tool in TOOLS_BY_NAME.values():
+        bridge = CannedBridge(collections.defaultdict(lambda: stop))
+        call_tool(bridge, tool.name, required.get(tool.name, {}))
+        assert bridge.asked[:1] == [tool.method], tool.name
+    assert TOOL_OF_METHOD["ctxls/symbols"] == "find_symbol"
+    assert TOOL_OF_METHOD["ctxls/similar"] == "related"
+    assert len(TOOL_OF_METHOD) == len(TOOLS_BY_NAME)
+
+
+# -- a clean exit ----------------------------------------------------------------------
+
+def test_a_hosting_mcp_server_exits_quietly_with_a_client_on_its_socket(repo: Path):
+    """Hosting the engine (no daemon ran), `ctxls mcp` whose stdin closed
+    exited 0 but wrote asyncio's "Task was destroyed but it is pending!"
+    (the socket's serving task) and, with another client on its socket,
+    "Exception ignored in <coroutine SocketServer._serve>" ("Event loop is
+    closed") to stderr, which agents' clients show as the server failing.
+    Its tasks are now ended before the loop stops; the client on the socket
+    reads the end of its connection."""
+    from ctxls.daemon.client import DaemonClient, default_socket
+
+    for attempt in range(3):  # the destroyed task was reported on most exits, not all
+        mcp = subprocess.Popen([*CTXLS, "mcp", "--root", str(repo)], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               env={**os.environ, "CTXLS_LOG": "ERROR"})
+        try:
+            mcp.stdin.write((json.dumps(initialize(0, "2025-06-18")) + "\n").encode())
+            mcp.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+            mcp.stdin.write((json.dumps(tool_call(1, "status")) + "\n").encode())
+            mcp.stdin.flush()
+            mcp.stdout.readline()  # initialize's answer
+            status = json.loads(mcp.stdout.readline())["result"]["content"][0]["text"]
+            assert "this process hosts the engine" in status, status
+            other = DaemonClient.connect(default_socket(repo))  # a second agent, say
+            assert other is not None
+            assert other.request("ctxls/status", {})["root"] == str(repo.resolve())
+            mcp.stdin.close()
+            stderr = mcp.stderr.read().decode()
+            assert mcp.wait(timeout=120) == 0
+            with pytest.raises(ConnectionError):
+                other.request("ctxls/status", {})  # its connection was ended, not left hanging
+            other.close()
+            assert stderr == "", stderr
+        finally:
+            if mcp.poll() is None:
+                mcp.kill()
+                mcp.wait()
