@@ -400,6 +400,23 @@ def holds_installed_dependencies(folder: str) -> bool:
         os.path.join(folder, _VENV_MARKER))
 
 
+def left_out_of_listing(root: Path, path: str) -> bool:
+    """Whether discovery leaves the repo-relative file ``path`` out, as a
+    whole pass would: git (or the .gitignore files) ignores it, or it lies in
+    a folder of installed dependencies and git does not track it. For one
+    file an editor had open: its buffer is indexed wherever it lies, its
+    disk text only where discovery lists it."""
+    if ignored_paths(root, [path]):
+        return True
+    folder = path.rpartition("/")[0]
+    while folder and not holds_installed_dependencies(str(root / folder)):
+        folder = folder.rpartition("/")[0]
+    if not folder:
+        return False
+    proc = run_git(git_command("ls-files", "--error-unmatch", "--", path, root=root), timeout=30)
+    return proc is None or proc.returncode != 0
+
+
 def sets_ignore_rules(rel: str) -> bool:
     """Whether the repo-relative file ``rel`` holds ignore rules: a change to it
     can bring files into the listing or take them out."""

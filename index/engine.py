@@ -21,8 +21,9 @@ from typing import Callable, Iterable, Protocol, Sequence, TypeVar
 from ctxls import __version__
 from ctxls.index.discovery import (MAX_PATHSPECS, UNKNOWN_SIGNATURE, DiscoveryOptions, Skipped,
                                    byte_limit, decode_text, ignored_paths, indexed_buffer_text,
-                                   looks_binary, read_file, reason_family, relative_path,
-                                   repositories_among, sets_ignore_rules, stat_signature)
+                                   left_out_of_listing, looks_binary, read_file, reason_family,
+                                   relative_path, repositories_among, sets_ignore_rules,
+                                   stat_signature)
 from ctxls.index import graph, postings
 from ctxls.index.priority import lower_thread_priority
 from ctxls.index.cancel import check_cancelled
@@ -1055,6 +1056,11 @@ class Engine:
         # older text: no edit by anyone (the editor's edits are logged as
         # typed). A file written on disk since they were made is one.
         log_edits = state is None or state.source != "buffer" or self._written_on_disk_since(state)
+        if state is not None and left_out_of_listing(self.root, path):
+            # An ignored file (build output, node_modules) an editor opened:
+            # its buffer was indexed, its disk text never is.
+            self._written_edit(path, lambda: self.indexer.drop_buffer(path))
+            return
         self._written_edit(path, lambda: self.indexer.reindex_from_disk(path, log_edits=log_edits))
 
     def file_changed_on_disk(self, path: str) -> None:

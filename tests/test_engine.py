@@ -741,3 +741,31 @@ def test_a_memory_named_like_an_indexed_file_never_passes_for_the_file(plain: Pa
     engine.memory.remember(EVERYTHING, "notes/session.py", "a memory named like a path of no file")
     assert engine.get("notes/session.py").text == "a memory named like a path of no file"
     engine.close()
+
+
+def test_a_file_discovery_leaves_out_goes_with_its_closed_buffer(tmp_path: Path):
+    """A gitignored file, or an untracked one in node_modules, that an editor
+    opened (go to definition) and closed unchanged was re-read from disk at
+    close and stayed indexed until the daemon restarted. Now its rows go
+    with the buffer; a tracked file in node_modules is listed, and stays."""
+    root = tmp_path / "repo"
+    write_tree(root, {".gitignore": "build/\n", "app.py": "def main():\n    return 1\n",
+                      "node_modules/kept/index.js": "function trackedword() {}\n"})
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "init")
+    write_tree(root, {"build/gen.py": "def ignoredthing():\n    return 2\n",
+                      "node_modules/lib/index.js": "function nodemodword() {}\n"})
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        listed = {row[0] for row in engine.store.reader().execute("SELECT path FROM files")}
+        assert listed == {"app.py", "node_modules/kept/index.js"}
+        for path in ("build/gen.py", "node_modules/lib/index.js", "node_modules/kept/index.js"):
+            engine.set_buffer(path, (root / path).read_text())
+            assert engine.store.file_state(path) is not None  # an open buffer is indexed
+            engine.close_buffer(path)
+        assert {row[0] for row in engine.store.reader().execute("SELECT path FROM files")} == listed
+        assert engine.symbols("ignoredthing", "exact") == []
+    finally:
+        engine.close()
