@@ -40,9 +40,9 @@ from ctxls.index.store import generated_paths
 from . import index_view, syntax
 from .callees import Callee, callees_and_complexity, merge
 from .callers import Caller, Limits, References, find_references
-from .index_view import Definition
+from .index_view import CLASS_KINDS, Definition
 from .resolve import Resolver
-from .resolved import UNCONFIRMED_REASONS, Targets, Verdict
+from .resolved import UNCONFIRMED_REASONS, ClassId, Match, Targets, Verdict, class_home, container_id
 from .risk import Evidence, assess, is_peripheral_path
 from .syntax import SourceCache, Span
 
@@ -150,12 +150,13 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
     engine.await_index()
     # Never old line ranges over new text: the files the answer points into
     # are re-indexed first when they changed on disk.
+    inherited = False
     if query is not None:
-        definitions = engine.fresh_answer(
-            lambda: index_view.find_definitions(engine.store.reader(), query, path),
-            lambda found: [d.path for d in found],
-            lambda found, changed: [d for d in found if d.path not in changed],
-            found_nothing=lambda found: not found)
+        definitions, inherited = engine.fresh_answer(
+            lambda: _find_definitions(engine, query, path),
+            lambda found: [d.path for d in found[0]],
+            lambda found, changed: ([d for d in found[0] if d.path not in changed], found[1]),
+            found_nothing=lambda found: not found[0])
     elif path is not None:
         engine.refresh_stale([path])
     resolver = Resolver(engine, _sources)
@@ -183,6 +184,10 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
                          f"is for {best.definition.symbol} in {best.definition.path} (the best match); "
                          "per definition answers list each one"
                          + (f" (the first {MAX_PER_DEFINITION})" if len(ranked) > MAX_PER_DEFINITION else ""))
+    if inherited:
+        hedges.insert(0, f"{query} is inherited (its class does not define it): this answer is for "
+                         f"{best.definition.symbol} in {best.definition.path}, which every class "
+                         "deriving from it shares")
     mentions = sum(refs.mentions.values())
     return Impact(
         symbol=query if query is not None else best.definition.symbol,
@@ -198,6 +203,70 @@ def analyze(engine: Engine, symbol: str | None = None, path: str | None = None,
         elapsed_ms=round((time.monotonic() - started) * 1000, 1))
 
 
+def _find_definitions(engine: Engine, query: str, path: str | None) -> tuple[list[Definition], bool]:
+    """The definitions a symbol query names (``index_view.find_definitions``),
+    else, for a query qualified by a module that re-exports the definition,
+    the one that module's name leads to (``_reexported``), else, for a
+    member a class inherits, its base's (``_inherited``: then True)."""
+    found = index_view.find_definitions(engine.store.reader(), query, path)
+    if found or "." not in query:
+        return found, False
+    resolver = Resolver(engine, _sources)
+    found = _reexported(resolver, query)
+    inherited = not found
+    if inherited:
+        found = _inherited(resolver, query)
+    return [d for d in found if path is None or d.path == path], inherited
+
+
+def _inherited(resolver: Resolver, query: str) -> list[Definition]:
+    """`Engine.run` (or `pkg.Engine.run`) where Engine defines no `run`:
+    the `run` of the first class up Engine's lineage that defines it, the
+    method a call on an Engine runs."""
+    container, member = split_symbol(query)
+    if container is None:
+        return []
+    classes = index_view.find_definitions(resolver.conn, container) or _reexported(resolver, container)
+    found: list[Definition] = []
+    for definition in classes:
+        if definition.symbol_kind not in CLASS_KINDS:
+            continue
+        lineage, _ = resolver.lineage(ClassId(class_home(definition.path), definition.symbol), include_self=False)
+        owner = next((cls for cls in lineage if resolver.defines(cls, member)), None)
+        if owner is not None and owner.home is not None:
+            found += [d for d in resolver.definitions_named(member) if container_id(d) == owner]
+    return list(dict.fromkeys(found))
+
+
+def _reexported(resolver: Resolver, query: str) -> list[Definition]:
+    """What a query qualified by the module its callers import it from
+    means where that module re-exports it (`pkg.compute` for `from .core
+    import compute` in pkg/__init__.py, `web.compute` for `export { compute }
+    from './core'` in web/index.ts): the definition `from pkg import compute`
+    gets, re-exports and aliases followed as for a caller's import."""
+    imports = index_view.import_resolver(resolver.engine)
+    parts = query.split(".")
+    for split in range(len(parts) - 1, 0, -1):  # the longest module name first
+        module = ".".join(parts[:split])
+        # A Python module by its dotted name; a JS/TS one by its path (`web` for web/index.ts).
+        for spec, language in ((module, "python"), ("./" + module.replace(".", "/"), "typescript")):
+            module_path = imports.resolve("", spec, language)
+            found = _member_of_module(resolver, module_path, parts[split:]) if module_path is not None else []
+            if found:
+                return found
+    return []
+
+
+def _member_of_module(resolver: Resolver, module_path: str, names: list[str]) -> list[Definition]:
+    """The definition ``names`` (`Engine.step`) leads to from module ``module_path``'s top level."""
+    ref = resolver.lookup_name(module_path, names[0])
+    if ref.kind == "module" and ref.path is not None and len(names) > 1:  # `from . import core`
+        return _member_of_module(resolver, ref.path, names[1:])
+    if ref.kind != "definition" or ref.symbol is None:
+        return []
+    return _defined_as(resolver, ref.path, ".".join([ref.symbol, *names[1:]]))
+
+
 def unknown_definitions(engines: list[Engine], symbol: str) -> DefinitionsUnknown | None:
     """Why no definition of ``symbol`` in these indexes may not mean that it
     is not defined: one of them could not be written. None: it is not."""
@@ -208,18 +277,42 @@ def unknown_definitions(engines: list[Engine], symbol: str) -> DefinitionsUnknow
     return None
 
 
-def _callers_of(definition: Definition, callers: list[Caller]) -> list[Caller]:
+def _callers_of(resolver: Resolver, definition: Definition, callers: list[Caller]) -> list[Caller]:
     """The callers leading (or maybe leading) to ``definition``; a
     confirmed one that leads to several definitions at once is unconfirmed
-    for each."""
+    for each. One that may run an override of the method it resolves to
+    (``self.m()`` in a base with the base's and a subclass's ``m`` asked
+    about) gets, for each, the verdict asked of that definition alone."""
     found = []
     for caller in callers:
         if caller.targets and definition.key not in caller.targets:
             continue
-        if caller.confirmed and len(caller.targets) != 1:
+        if caller.reason == "override" and len(caller.targets) > 1:
+            alone = _verdict_alone(resolver, caller, definition)
+            if alone is not None:
+                if alone.verdict is Verdict.OTHER:
+                    continue
+                caller = replace(caller, confirmed=alone.verdict is Verdict.CONFIRMED, targets=alone.keys,
+                                 reason=alone.reason)
+        elif caller.confirmed and len(caller.targets) != 1:
             caller = replace(caller, confirmed=False, reason="several-definitions")
         found.append(caller)
     return found
+
+
+def _verdict_alone(resolver: Resolver, caller: Caller, definition: Definition) -> Match | None:
+    """The match of ``caller``'s name against ``definition`` alone; None
+    when its name is not the definition's (a construction, an alias)."""
+    sf = resolver.source(caller.path)
+    span = caller.span
+    if sf is None or span.start_line >= len(sf.lines):
+        return None
+    row = span.start_line
+    node = sf.node_at(row, sf.character_from_utf16(row, span.start_character),
+                      sf.character_from_utf16(row, span.end_character))
+    if node is None or syntax.text_of(node) != definition.name:
+        return None
+    return resolver.match(sf, node, definition.name, Targets([definition]))
 
 
 def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Caller],
@@ -263,7 +356,7 @@ def _rank(resolver: Resolver, definitions: list[Definition], callers: list[Calle
 
 def _answer(engine: Engine, resolver: Resolver, definition: Definition, refs: References,
             several: bool, index_refusal: str | None) -> DefinitionImpact:
-    callers = _callers_of(definition, refs.callers) if several else refs.callers
+    callers = _callers_of(resolver, definition, refs.callers) if several else refs.callers
     risk, hedges = assess(_evidence(engine, resolver, definition, callers, refs, index_refusal))
     confirmed = [c for c in callers if c.confirmed]
     unconfirmed = _most_likely_first([c for c in callers if not c.confirmed])
@@ -340,15 +433,27 @@ def _definitions_at(resolver: Resolver, path: str | None, line: int | None,
     if syntax.declares(sf.family, node):
         here = [d for d in candidates if d.path == path and d.start_line <= line <= d.end_line]
         return [max(here, key=lambda d: d.start_line)] if here else []
-    _, receiver = syntax.member_parts(sf.family, node)
-    if receiver is None:  # follows aliases: `discount` of `import apply_discount as discount`
+    _, receiver_node = syntax.member_parts(sf.family, node)
+    # Follows aliases: `discount` of `import apply_discount as discount`, and
+    # `pkg.calc` where pkg re-exports `compute as calc`.
+    if receiver_node is None:
         ref = resolver.lookup_bare(sf, name)
-        if ref.kind == "definition" and ref.symbol is not None:
-            return [d for d in resolver.definitions_named(split_symbol(ref.symbol)[1])
-                    if d.key == (ref.path, ref.symbol)]
+    else:
+        receiver = resolver.receiver(sf, receiver_node, node)
+        ref = resolver.lookup_name(receiver.module, name) \
+            if receiver.kind == "module" and receiver.module is not None and sf.family is not syntax.GO else None
+    if ref is not None and ref.kind == "definition" and ref.symbol is not None:
+        found = _defined_as(resolver, ref.path, ref.symbol)
+        if found or receiver_node is None:
+            return found
     verdicts = [(d, resolver.verdict(sf, node, name, Targets([d]))) for d in candidates]
     return ([d for d, v in verdicts if v is Verdict.CONFIRMED]
             or [d for d, v in verdicts if v is Verdict.UNKNOWN])
+
+
+def _defined_as(resolver: Resolver, path: str | None, symbol: str) -> list[Definition]:
+    """The indexed definition of ``symbol`` in ``path``."""
+    return [d for d in resolver.definitions_named(split_symbol(symbol)[1]) if d.key == (path, symbol)]
 
 
 def _evidence(engine: Engine, resolver: Resolver, definition: Definition, callers: list[Caller],

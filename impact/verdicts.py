@@ -39,6 +39,8 @@ class Verdicts:
             if local == "parameter":  # maybe what the target returns (a test fixture), never it
                 return Match(Verdict.UNKNOWN, targets.module_keys, "parameter") \
                     if targets.module_keys else OTHER_MATCH
+            if local == "class":
+                return self._class_body_match(sf, name_node, name, targets)
             if local == "local":
                 return OTHER_MATCH  # a local variable of that name
             return self._bare_match(sf, name, targets)
@@ -76,13 +78,14 @@ class Verdicts:
         binding ``name`` (a function, a Python comprehension) takes it as a
         parameter or declares it: the name there is that local, not the
         module's or an import's (`def result(): result = f(); result.ready()`,
-        `def ask(prompt): prompt()` beside `from m import prompt`); None
-        otherwise. A JS/TS `let`/`const` or a Go `:=` in an inner block
-        declares it in that block only (`visible_bindings`)."""
+        `def ask(prompt): prompt()` beside `from m import prompt`); ``class``
+        when a Python class body binds it before ``site``; None otherwise. A
+        JS/TS `let`/`const` or a Go `:=` in an inner block declares it in
+        that block only (`visible_bindings`)."""
         family = sf.family
         assert family is not None
         if syntax.class_body_binds(family, site, name):
-            return "local"  # a class attribute bound earlier in the class body
+            return "class"  # a class attribute bound earlier in the class body
         for scope in syntax.ancestors(site):
             if scope.type in family.comprehensions and syntax.comprehension_binds(scope, name, site):
                 return "local"
@@ -100,6 +103,19 @@ class Verdicts:
             if any(position not in family.rebindings for position in declared):
                 return "local"
         return None
+
+    def _class_body_match(self, sf: SourceFile, site: Node, name: str, targets: Targets) -> Match:
+        """A name a Python class body bound before ``site`` (`def unwrap`,
+        then `__int__ = unwrap`; `cases = _cases()`; `@prop.setter`) is that
+        class's attribute: a use of the class's member of that name when it
+        is a target, of something else otherwise."""
+        assert sf.family is not None
+        _, class_node = syntax.enclosing_class(sf.family, site)
+        if class_node is None:
+            return OTHER_MATCH
+        cls = self.class_at(sf, class_node)
+        keys = frozenset(d.key for d in targets.members if d.name == name and container_id(d) == cls)
+        return Match(Verdict.CONFIRMED, keys) if keys else OTHER_MATCH
 
     def _bare_match(self, sf: SourceFile, name: str, targets: Targets) -> Match:
         ref = self.lookup_bare(sf, name)
@@ -176,10 +192,21 @@ class Verdicts:
                 return self._typed_dispatch(receiver, targets)
             return Match(Verdict.UNKNOWN, frozenset(d.key for d in targets.members), "unknown-base")
         if owner in targets.container_ids:
-            return Match(Verdict.CONFIRMED, frozenset(d.key for d in targets.members if container_id(d) == owner))
+            owned = frozenset(d.key for d in targets.members if container_id(d) == owner)
+            # The call may also run another target, an override of the
+            # owner's: confirmed for the owner's, unconfirmed for the override,
+            # as each asked alone (analysis splits it per definition).
+            dispatched = self._dispatch_match(receiver, owner, targets).keys - owned \
+                if len(targets.container_ids) > 1 else frozenset()
+            return Match(Verdict.UNKNOWN, owned | dispatched, "override") if dispatched \
+                else Match(Verdict.CONFIRMED, owned)
         if owner.home is None:  # a class known by name only never confirms
             keys = frozenset(d.key for d in targets.members if d.container == owner.name)
             return Match(Verdict.UNKNOWN, keys, "unresolved-class") if keys else OTHER_MATCH
+        return self._dispatch_match(receiver, owner, targets)
+
+    def _dispatch_match(self, receiver: Receiver, owner: ClassId, targets: Targets) -> Match:
+        """The targets a call resolved to ``owner``'s member may run instead at run time."""
         # self.m() in a base class reaches an override in a subclass at run time.
         if receiver.kind == "self":
             keys = frozenset(d.key for d in targets.members

@@ -2182,3 +2182,182 @@ def test_isinstance_and_instanceof_narrow_and_a_closure_sees_its_function_s_loca
     assert ("pkg/use.py", 8, "flush", False) in python
     assert {c for c in callers(analysis.analyze(engine, "Store.save", "src/models.ts")) if c[0].startswith("src/")} \
         == {("src/use.ts", 3, "flush", True)}
+
+
+def test_each_definition_of_a_bare_name_query_gets_the_callers_it_gets_asked_alone(make_engine):
+    """``self.step()`` in Base and ``x.step()`` on ``x: Base`` may run Sub's
+    override: asked as `step` (Base's and Sub's at once), Sub.step's answer
+    had no caller and risk low (the owner's confirmation hid the override),
+    where `Sub.step` asked alone has them unconfirmed (override), risk med;
+    Base.step keeps its confirmed callers. TypeScript's ``this.tstep()`` too."""
+    engine = make_engine({
+        "m.py": ("class Base:\n"
+                 "    def run(self):\n"
+                 "        return self.step()\n"  # line 2
+                 "\n"
+                 "    def step(self):\n"
+                 "        return 1\n"
+                 "\n"
+                 "\n"
+                 "class Sub(Base):\n"
+                 "    def step(self):\n"
+                 "        return 2\n"
+                 "\n"
+                 "\n"
+                 "def typed(x: Base):\n"
+                 "    return x.step()\n"),  # line 14
+        "t.ts": ("export class TBase {\n"
+                 "  run(): number {\n"
+                 "    return this.tstep();\n"  # line 2
+                 "  }\n"
+                 "  tstep(): number {\n"
+                 "    return 1;\n"
+                 "  }\n"
+                 "}\n"
+                 "export class TSub extends TBase {\n"
+                 "  tstep(): number {\n"
+                 "    return 2;\n"
+                 "  }\n"
+                 "}\n"),
+    })
+    for name, subclass_symbol, base_symbol in (("step", "Sub.step", "Base.step"),
+                                                ("tstep", "TSub.tstep", "TBase.tstep")):
+        both = analysis.analyze(engine, name)
+        answers = {a.definition.symbol: a for a in both.per_definition}
+        for symbol in (subclass_symbol, base_symbol):
+            alone = analysis.analyze(engine, symbol)
+            asked = answers[symbol]
+            assert callers(asked) == callers(alone) and asked.risk == alone.risk
+            assert asked.unconfirmed_reasons == alone.unconfirmed_reasons
+        assert {c.reason for c in answers[subclass_symbol].callers} == {"override"}
+        assert answers[subclass_symbol].risk == "med"
+    assert callers(answers_of := analysis.analyze(engine, "step").per_definition[0]) == {
+        ("m.py", 2, "Base.run", True), ("m.py", 14, "typed", True)}
+    assert answers_of.definition.symbol == "Base.step"
+    assert callers(analysis.analyze(engine, "Sub.step")) == {
+        ("m.py", 2, "Base.run", False), ("m.py", 14, "typed", False)}
+
+
+def test_a_name_a_class_body_binds_is_that_class_s_member(make_engine):
+    """In a class body, a name bound earlier in it is the class's own
+    attribute: `__int__ = unwrap` after `def unwrap`, `cases = _cases()`, a
+    decorator's argument and `@value.setter` use the method (renaming it
+    breaks the class), where they were counted as a use of something else.
+    Another class's member of that name, or a module function the class
+    body rebinds, is not what they use."""
+    engine = make_engine({
+        "m.py": ("class Num:\n"
+                 "    def unwrap(self):\n"
+                 "        return 1\n"
+                 "\n"
+                 "    __int__ = unwrap\n"  # line 4
+                 "\n"
+                 "\n"
+                 "class Other:\n"
+                 "    def unwrap(self):\n"
+                 "        return 2\n"
+                 "\n"
+                 "    alias = unwrap\n"),  # line 11: Other's, not Num's
+        "t.py": ("import pytest\n"
+                 "\n"
+                 "\n"
+                 "def helper():\n"
+                 "    return 0\n"
+                 "\n"
+                 "\n"
+                 "class TestX:\n"
+                 "    def _cases():\n"
+                 "        return [1, 2]\n"
+                 "\n"
+                 "    cases = _cases()\n"  # line 11
+                 "\n"
+                 "    @pytest.mark.parametrize('k', _cases())\n"  # line 13
+                 "    def test_k(self, k):\n"
+                 "        assert k\n"
+                 "\n"
+                 "    @property\n"
+                 "    def value(self):\n"
+                 "        return 1\n"
+                 "\n"
+                 "    @value.setter\n"  # line 21
+                 "    def value(self, v):\n"
+                 "        pass\n"
+                 "\n"
+                 "    helper = staticmethod(len)\n"
+                 "    size = helper([])\n"),  # line 26: the class's helper, not the module's
+    })
+    def sites(symbol: str, path: str | None = None) -> set[tuple[str, int, bool]]:
+        return {(p, line, confirmed) for p, line, _, confirmed in callers(analysis.analyze(engine, symbol, path))}
+
+    assert sites("Num.unwrap") == {("m.py", 4, True)}
+    assert sites("Other.unwrap") == {("m.py", 11, True)}
+    assert sites("TestX._cases") == {("t.py", 11, True), ("t.py", 13, True)}
+    assert ("t.py", 21, True) in sites("TestX.value")
+    helper = analysis.analyze(engine, "helper", "t.py")
+    assert callers(helper) == set() and helper.mention_kinds["elsewhere"] == 1
+
+
+def test_a_module_qualified_query_follows_the_module_s_re_exports(make_engine):
+    """`pkg.compute` where pkg/__init__.py re-exports `from .core import
+    compute` (as callers write `pkg.compute()`) was "not defined"; now it is
+    the definition `from pkg import compute` gets: through an alias
+    (`pkg.calc`), into a class (`pkg.Engine.step`), and a TypeScript
+    barrel's `export { … } from` and `export * from`."""
+    engine = make_engine({
+        "pkg/__init__.py": "from .core import compute, Engine\nfrom .core import compute as calc\n",
+        "pkg/core.py": ("def compute(x):\n    return x\n\n\n"
+                        "class Engine:\n    def step(self):\n        return compute(1)\n"),
+        "app.py": "import pkg\n\n\ndef main():\n    pkg.Engine().step()\n    return pkg.compute(2)\n",
+        "web/index.ts": "export { compute as calc } from './core';\nexport * from './engine';\n",
+        "web/core.ts": "export function compute(x: number): number {\n  return x;\n}\n",
+        "web/engine.ts": "export class Motor {\n  spin(): number {\n    return 1;\n  }\n}\n",
+    })
+    direct = analysis.analyze(engine, "pkg.core.compute")
+    for query, key in (("pkg.compute", ("pkg/core.py", "compute")), ("pkg.calc", ("pkg/core.py", "compute")),
+                       ("pkg.Engine.step", ("pkg/core.py", "Engine.step")),
+                       ("web.calc", ("web/core.ts", "compute")), ("web.Motor.spin", ("web/engine.ts", "Motor.spin"))):
+        result = analysis.analyze(engine, query)
+        assert result is not None and [d.key for d in result.definitions] == [key], query
+        assert result.symbol == query
+    assert callers(analysis.analyze(engine, "pkg.compute")) == callers(direct)
+    assert analysis.analyze(engine, "pkg.compute", "app.py") is None  # only its definitions in that file
+    assert analysis.analyze(engine, "pkg.missing") is None
+    assert analysis.analyze(engine, "web.Motor.missing") is None
+
+
+def test_a_position_on_a_module_attribute_follows_the_module_s_re_export_alias(make_engine):
+    """Impact at `calc` of `pkg.calc(2)`, where pkg/__init__.py has `from
+    .core import compute as calc`, answered nothing (no definition is named
+    calc); it resolves like go-to-definition: compute."""
+    engine = make_engine({
+        "pkg/__init__.py": "from .core import compute as calc\n",
+        "pkg/core.py": "def compute(x):\n    return x\n",
+        "app.py": "import pkg\nfrom pkg import calc\n\n\ndef main():\n    calc(1)\n    return pkg.calc(2)\n",
+    })
+    for line, character in ((5, 4), (6, 15)):
+        result = analysis.analyze(engine, path="app.py", line=line, character=character)
+        assert result is not None and [d.key for d in result.definitions] == [("pkg/core.py", "compute")]
+    (site,) = analysis.definitions_at(engine, "app.py", 6, 15)
+    assert site.definition.key == ("pkg/core.py", "compute")
+    assert analysis.definitions_at(engine, "app.py", 6, 11) == []  # `pkg`: a module, no definition
+
+
+def test_a_query_for_an_inherited_member_answers_the_base_s_definition_and_says_so(make_engine):
+    """`Engine.run` where Engine inherits `run` from Base was "not defined";
+    it is the `run` a call on an Engine runs: Base's, with a hedge saying
+    so. A member no class up the lineage defines is still not defined."""
+    engine = make_engine({
+        "pkg/__init__.py": "from .core import Engine\n",
+        "pkg/base.py": "class Base:\n    def run(self):\n        return 1\n",
+        "pkg/core.py": "from .base import Base\n\n\nclass Engine(Base):\n    pass\n",
+        "app.py": "import pkg\n\n\ndef main():\n    return pkg.Engine().run()\n",
+    })
+    for query in ("Engine.run", "pkg.Engine.run", "pkg.core.Engine.run"):
+        result = analysis.analyze(engine, query)
+        assert [d.key for d in result.definitions] == [("pkg/base.py", "Base.run")], query
+        assert result.hedges[0].startswith(f"{query} is inherited (its class does not define it): "
+                                           "this answer is for Base.run in pkg/base.py")
+        assert callers(result) == {("app.py", 4, "main", True)}
+    assert not any("inherited" in hedge for hedge in analysis.analyze(engine, "Base.run").hedges)
+    assert analysis.analyze(engine, "Engine.stop") is None
+    assert analysis.analyze(engine, "Engine.run", "pkg/core.py") is None  # its definition is in pkg/base.py
