@@ -585,8 +585,9 @@ def _import_alias(family: Family, sf: SourceFile, node: Node, name: str) -> _Use
     elif family is JS and parent.type == "pair_pattern" and _is_field(parent, "key", node):
         value = parent.child_by_field_name("value")
         declarator = parent.parent.parent if parent.parent is not None else None
-        if value is not None and value.type == "identifier" and declarator is not None \
-                and "require" in syntax.text_of(declarator.child_by_field_name("value")):
+        # `const { name: alias } = require(…)` (a computed module too), or `= ns` of `import * as ns`
+        if value is not None and value.type == "identifier" and declarator is not None and (
+                "require" in syntax.text_of(declarator.child_by_field_name("value")) or sf.declares_import(value)):
             alias = syntax.text_of(value)
     else:
         # Rust: `use m::name as alias` (the name is the path, or its last segment).

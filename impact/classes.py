@@ -37,6 +37,26 @@ class ClassLineage:
                 node = self.declaration(sf, definition)
                 if node is not None and sf is not None:
                     found.append((sf, node))
+        return found or self._unlisted_declarations(cls)
+
+    def _unlisted_declarations(self, cls: ClassId) -> list[tuple[SourceFile, Node]]:
+        """Where a class the index does not list (declared in a function,
+        :meth:`class_at` names it ``test.Child``) is declared in its file;
+        [] for a class the index lists."""
+        if cls.home is None or "." not in cls.symbol or any(
+                d.symbol_kind in CLASS_KINDS and d.symbol == cls.symbol and class_home(d.path) == cls.home
+                for d in self.definitions_named(cls.name)):
+            return []
+        sf = self.source(cls.home)
+        if sf is None or sf.family is None or sf.tree is None:
+            return []
+        found = []
+        for row, start, end in sf.occurrences(cls.name, range(len(sf.lines))):
+            name = sf.node_at(row, start, end)
+            declaration = name.parent if name is not None else None
+            if declaration is not None and declaration.type in sf.family.classes \
+                    and syntax.field_of(name) == "name" and self.class_at(sf, declaration) == cls:
+                found.append((sf, declaration))
         return found
 
     def _node_bases(self, sf: SourceFile, class_node: Node) -> list[Base]:
@@ -64,7 +84,8 @@ class ClassLineage:
             return Base(ClassId(None, name), True)  # object, Exception, an installed package's
         binding = sf.binding(parts[0])
         if len(parts) == 1 and binding is not None and binding.imported not in (None, "*"):
-            name = binding.imported  # unresolved import: at least its imported name
+            # Unresolved import: at least its imported name (a default export's property: `default.Base`).
+            name = binding.imported.rpartition(".")[2]
         # Unresolved: matched by name, known if the index has a class of that name.
         return Base(ClassId(None, name), any(d.symbol_kind in CLASS_KINDS for d in self.definitions_named(name)))
 
@@ -95,4 +116,7 @@ class ClassLineage:
         """Does the class (by name only: any class of that name) define ``member``?"""
         if cls.home is None:
             return any(d.container == cls.name for d in self.definitions_named(member))
-        return any(container_id(d) == cls for d in self.definitions_named(member))
+        if any(container_id(d) == cls for d in self.definitions_named(member)):
+            return True
+        # A class the index does not list (declared in a function): its own body says.
+        return any(member in syntax.class_member_names(node) for _, node in self._unlisted_declarations(cls))

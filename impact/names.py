@@ -56,6 +56,10 @@ class NameLookup:
             return UNKNOWN_REF
         if sf.family is JS and name == "default" and sf.tree is not None:
             name = syntax.js_default_export(sf.tree) or name
+        if sf.family is JS and name.startswith("default.") and sf.tree is not None:
+            # `const { one } = helpers` of `import helpers`: a property of the default export.
+            held = syntax.js_default_property(sf.tree, name.removeprefix("default."))
+            return self.lookup_name(path, held, depth + 1) if held is not None else UNKNOWN_REF
         if name in self.top_level(sf):
             return Ref("definition", path, name)
         binding = None

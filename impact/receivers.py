@@ -128,13 +128,20 @@ class ReceiverTypes:
     def class_at(self, sf: SourceFile, class_node: Node) -> ClassId:
         """The class a class node of ``sf`` declares: the innermost class span
         of its name holding its first line; a class the index does not list
-        (nested in a function) is still this file's."""
+        (nested in a function) is still this file's, named under the
+        definition around it (``test.Child``): not the module's ``Child``.
+        One the index lists under another kind (a class merged with a
+        TypeScript namespace of its name) keeps its name."""
         name = syntax.text_of(class_node.child_by_field_name("name"))
         row = class_node.start_point.row
         spans = [s for s in self.spans(sf) if s.symbol_kind in CLASS_KINDS
                  and split_symbol(s.symbol)[1] == name and s.start_line <= row <= s.end_line]
-        symbol = max(spans, key=lambda s: s.start_line).symbol if spans else name
-        return ClassId(class_home(sf.path), symbol)
+        if spans:
+            return ClassId(class_home(sf.path), max(spans, key=lambda s: s.start_line).symbol)
+        assert sf.family is not None
+        in_function = any(a.type in sf.family.functions for a in syntax.ancestors(class_node))
+        around = self.enclosing(sf, row) if in_function else None
+        return ClassId(class_home(sf.path), f"{around.symbol}.{name}" if around is not None else name)
 
     def _local_receiver(self, sf: SourceFile, site: Node, name: str) -> Receiver | None:
         """What a variable holds when the enclosing function, else a function
@@ -151,6 +158,13 @@ class ReceiverTypes:
         for ancestor in syntax.ancestors(site):
             if ancestor.type in family.comprehensions and syntax.comprehension_binds(ancestor, name, site):
                 return UNKNOWN_RECEIVER  # `[x.f() for x in xs]`: the comprehension's own x
+            if innermost and ancestor.type in family.classes:
+                # A class body's statements see its bindings (`engine = Engine()`; `engine.run()`);
+                # its methods do not.
+                found = self._scope_values(sf, ancestor, name, site)
+                if found:
+                    return next(iter(found)) if len(found) == 1 else UNKNOWN_RECEIVER
+                innermost = False  # a class around it is no scope of its body
             if ancestor.type in family.functions:
                 # A function's own binding (a parameter, a local) shadows the
                 # functions' around it, theirs the module's.
@@ -238,15 +252,16 @@ class ReceiverTypes:
                 node = sf.node_at(row, start, end)
                 if node is None or not syntax.is_identifier(node) \
                         or syntax.variable_position(family, node) is None \
-                        or syntax.comprehension_variable(family, node):
-                    continue  # a use, a key or keyword; a comprehension's own
-                owner = next((a for a in syntax.ancestors(node) if a.type in family.functions), None)
+                        or syntax.comprehension_variable(family, node) or sf.declares_import(node):
+                    continue  # a use, a key or keyword; a comprehension's own; an import's
+                scopes = family.functions | family.classes
+                owner = next((a for a in syntax.ancestors(node) if a.type in scopes), None)
                 if owner is not None and node.parent is not None and node.parent.id == owner.id \
                         and syntax.declares(family, node):
-                    # A function's own name is bound where the function is, not in it.
-                    owner = next((a for a in syntax.ancestors(owner) if a.type in family.functions), None)
+                    # A function's or class's own name is bound where it is, not in it.
+                    owner = next((a for a in syntax.ancestors(owner) if a.type in scopes), None)
                 if (owner.id if owner is not None else sf.tree.root_node.id) != scope.id:
-                    continue  # a nested function's own
+                    continue  # a nested function's own; a class body's (`def set` there), the class's attribute
                 found.append(node)
             self._scopes[key] = found
         return self._scopes[key]
@@ -269,6 +284,9 @@ class ReceiverTypes:
             return self._annotated(sf, annotation) if annotation is not None else UNKNOWN_RECEIVER
         if not syntax.is_bound(family, name_node) and not syntax.declares(family, name_node):
             return None
+        if parent.type in family.classes and syntax.field_of(name_node) == "name":
+            # A class declared in a function (the index lists none): read from its node.
+            return Receiver("class", self.class_at(sf, parent), bases=tuple(self._node_bases(sf, parent)))
         if parent.type == "assignment" and parent.child_by_field_name("type") is not None \
                 and syntax.field_of(name_node) == "left":  # `x: C = make()`: the annotation says
             return self._annotated(sf, parent.child_by_field_name("type"))  # type: ignore[arg-type]
@@ -333,18 +351,28 @@ class ReceiverTypes:
             made = self.class_of(ref) if ref is not None else None
             if made:
                 return Receiver("instance", made)
-            returned = self._returned(ref) if ref is not None else None
+            returned = self._returned(ref, sf, value) if ref is not None else None
             if returned is not None:
                 return returned
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
+            if self._receiver_depth >= MAX_RECEIVER_DEPTH:
+                return UNKNOWN_RECEIVER  # `x = x()`, `v0 = v1(); v1 = v2(); …`: each local's value in turn
+            self._receiver_depth += 1
+            try:
+                local = self._local_receiver(sf, callee, called)
+            finally:
+                self._receiver_depth -= 1
+            if local is not None:  # a local of the function shadows the module's name (a class declared there)
+                return Receiver("instance", local.cls, bases=local.bases) \
+                    if local.kind == "class" and local.cls is not None else UNKNOWN_RECEIVER
             ref = self.bare_ref_at(sf, called, callee.start_point.row)
             if family is PYTHON and called == "type" and ref.kind == "unknown":
                 return self._type_of(sf, value)
             made = self.class_of(ref)
             if made:
                 return Receiver("instance", made)
-            returned = self._returned(ref)
+            returned = self._returned(ref, sf, value)
             if returned is not None:  # `make()` of `def make() -> C`, `function make(): C`, `func New() *C`
                 return returned
             if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
@@ -387,30 +415,57 @@ class ReceiverTypes:
             return Receiver("class", held.cls)
         return Receiver("external") if held.kind == "external" else UNKNOWN_RECEIVER
 
-    def _returned(self, ref: Ref) -> Receiver | None:
+    def _returned(self, ref: Ref, sf: SourceFile | None = None, call: Node | None = None) -> Receiver | None:
         """What a call of the function ``ref`` returns, when its return
         annotation (Go: its first result) names one class (None: not a
-        function, not annotated)."""
+        function, not annotated). Overloads returning different classes
+        leave it unknown (a call may reach each class's method) unless the
+        overload that ``call`` (in ``sf``) picks is told by its literal
+        arguments (:meth:`_picked_overload`)."""
         if ref.kind != "definition" or self.kind_of(ref) != "function" or ref.path is None:
             return None
+        returned = self._typed_return(ref)
+        if returned == UNKNOWN_RECEIVER and sf is not None and sf.family is not None and call is not None:
+            declared = self._signatures(ref)
+            if declared is not None and declared[0].family is sf.family and len(declared[1]) > 1:
+                picked = _picked_overload(sf.family, call, declared[1])
+                if picked is not None:
+                    return self._declared_return(declared[0], picked)
+        return returned
+
+    def _signatures(self, ref: Ref) -> tuple[SourceFile, list[Node]] | None:
+        """The function ``ref``'s file and the declarations there a call is
+        typed by (its overloads, if any: ``syntax.typed_signatures``)."""
+        sf = self.source(ref.path) if ref.path is not None else None
+        definition = next((d for d in self.definitions_named(ref.symbol or "")
+                           if d.path == ref.path and d.symbol == ref.symbol), None)
+        node = self.declaration(sf, definition) if definition is not None else None
+        if node is None or sf is None or sf.family is None:
+            return None
+        return sf, syntax.typed_signatures(sf.family, node)
+
+    def _typed_return(self, ref: Ref) -> Receiver | None:
+        """:meth:`_returned`, whatever the call (UNKNOWN: overloads disagree)."""
         key = (ref.path, f"{ref.symbol}()")
         if key not in self._returns:
             returned: Receiver | None = None
-            sf = self.source(ref.path)
-            definition = next((d for d in self.definitions_named(ref.symbol or "")
-                               if d.path == ref.path and d.symbol == ref.symbol), None)
-            node = self.declaration(sf, definition) if definition is not None else None
-            annotation = node.child_by_field_name("return_type") if node is not None else None
-            if node is not None and sf is not None and sf.family is GO:
-                annotation = _go_first_result(node)
-            if sf is not None and annotation is not None:
-                returned = self._annotated(sf, annotation)
+            declared = self._signatures(ref)
+            sf = declared[0] if declared is not None else None
+            if declared is not None:
+                each = {self._declared_return(declared[0], signature) for signature in declared[1]}
+                returned = next(iter(each)) if len(each) == 1 else UNKNOWN_RECEIVER
             if sf is not None and sf.family is GO and returned is not None and self._go_interface(returned.cls):
                 # Its methods run an implementation's, which Go never names:
                 # untyped, so each implementation's method keeps the call.
                 returned = None
             self._returns[key] = returned
         return self._returns.get(key)
+
+    def _declared_return(self, sf: SourceFile, function: Node) -> Receiver | None:
+        """What the return annotation of one declaration of a function (Go: its
+        first result) names (None: none)."""
+        annotation = _go_first_result(function) if sf.family is GO else function.child_by_field_name("return_type")
+        return self._annotated(sf, annotation) if annotation is not None else None
 
     def _go_interface(self, cls: ClassId | None) -> bool:
         """Whether the Go type ``cls`` is an interface (a package's `type T interface{…}`)."""
@@ -768,6 +823,47 @@ def _in_nested_function(family, node: Node, function: Node) -> bool:
         if ancestor.type in family.functions:
             return True
     return False
+
+
+def _picked_overload(family: Family, call: Node, signatures: list[Node]) -> Node | None:
+    """The overload a type checker picks for ``call``, the first whose
+    parameters take its arguments, when every argument is a literal and
+    every overload before it surely does not take them (by their number,
+    or a builtin type); None when that is not told."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None or arguments.type not in ("argument_list", "arguments"):
+        return None
+    values = [a for a in arguments.named_children if not syntax.is_comment(a)]
+    types = [syntax.literal_types(family, value) for value in values]
+    if any(t is None for t in types):
+        return None
+    for signature in signatures:
+        parameters = syntax.positional_parameters(family, signature)
+        if parameters is None:
+            return None
+        if len(values) > len(parameters) or any(required for _, required in parameters[len(values):]):
+            continue  # not that many arguments
+        taken = [_takes(family, annotation, accepted) for (annotation, _), accepted in zip(parameters, types)]
+        if None in taken:
+            return None
+        if all(taken):
+            return signature
+    return None
+
+
+def _takes(family: Family, annotation: str | None, accepted: frozenset[str] | None) -> bool | None:
+    """Whether a parameter annotated ``annotation`` (None: not annotated,
+    any value) takes a literal of the builtin types ``accepted``: a
+    builtin type or a union of them tells; another class may (a protocol
+    such as ``Sequence``): None."""
+    if annotation is None:
+        return True
+    names = [name.strip() for name in annotation.split("|")]
+    if any(name in syntax.ANY_TYPES[family.name] for name in names):
+        return True
+    if accepted is not None and any(name in accepted for name in names):
+        return True
+    return False if all(name in syntax.BUILTIN_TYPES[family.name] for name in names) else None
 
 
 def _go_first_result(function: Node) -> Node | None:

@@ -807,6 +807,23 @@ def class_bases(family: Family, class_node: Node) -> list[str]:
     return _type_names(bases)
 
 
+def class_member_names(class_node: Node) -> set[str]:
+    """The names a class's own body declares: its methods (decorated too),
+    fields and class attributes (Python's ``x = …``, ``x: int``)."""
+    body = class_node.child_by_field_name("body")
+    names = set()
+    for member in body.named_children if body is not None else ():
+        if member.type == "decorated_definition":
+            member = member.child_by_field_name("definition") or member
+        elif member.type == "expression_statement" and member.named_child_count:
+            member = member.named_child(0) or member
+        name = member.child_by_field_name("name") or member.child_by_field_name("left") \
+            or member.child_by_field_name("property")
+        if name is not None and is_identifier(name):
+            names.add(text_of(name))
+    return names
+
+
 def implemented_types(family: Family, declaration: Node) -> list[str]:
     """TypeScript: the interfaces a class ``implements`` or an interface
     ``extends``, as written (a call through one of them may reach the class's
@@ -828,6 +845,98 @@ def _type_names(types: list[Node | None]) -> list[str]:
         if parts:
             names.append(".".join(parts))
     return names
+
+
+# What wraps a function's declaration as a statement of its block.
+_DECLARATION_WRAPPERS = frozenset({"decorated_definition", "export_statement", "ambient_declaration"})
+_OVERLOAD_DECORATOR = re.compile(r"@\s*(?:\w+\s*\.\s*)*overload")
+
+
+def typed_signatures(family: Family, function: Node) -> list[Node]:
+    """The declarations a type checker types a call of ``function`` (its first
+    declaration) by: its overloads when it has some (Python's ``@overload``
+    defs, TypeScript's signatures without a body), declared one after the
+    other from it; else ``[function]``. The implementation under overloads
+    is not one: callers see the overloads only."""
+    name = text_of(function.child_by_field_name("name"))
+    overloads = []
+    statement = function.parent if function.parent is not None \
+        and function.parent.type in _DECLARATION_WRAPPERS else function
+    while statement is not None:
+        if statement.type != "comment":
+            declared = statement
+            if statement.type in _DECLARATION_WRAPPERS:  # `@overload def`, `export function`, `declare function`
+                declared = statement.child_by_field_name("definition") \
+                    or statement.child_by_field_name("declaration") \
+                    or next((c for c in statement.named_children if c.type == "function_signature"), None)
+            if declared is None or text_of(declared.child_by_field_name("name")) != name:
+                break
+            if family is JS:
+                overload = declared.type == "function_signature"
+            else:
+                overload = family is PYTHON and statement.type == "decorated_definition" and any(
+                    _OVERLOAD_DECORATOR.fullmatch(text_of(d)) for d in statement.children if d.type == "decorator")
+            if not overload:
+                break
+            overloads.append(declared)
+        statement = statement.next_named_sibling
+    return overloads or [function]
+
+
+# The type names (besides "any" ones) whose parameter takes a literal
+# argument, as a type checker reads it: Python's int also takes a bool,
+# float an int (numeric promotion). None: a literal these do not read.
+_LITERAL_TYPES = {
+    "python": {"integer": frozenset({"int", "float", "complex"}), "float": frozenset({"float", "complex"}),
+               "true": frozenset({"bool", "int", "float", "complex"}),
+               "false": frozenset({"bool", "int", "float", "complex"}), "none": frozenset({"None"})},
+    "js": {"string": frozenset({"string"}), "template_string": frozenset({"string"}),
+           "number": frozenset({"number"}), "true": frozenset({"boolean"}), "false": frozenset({"boolean"}),
+           "null": frozenset({"null"}), "undefined": frozenset({"undefined"})},
+}
+# Parameter types taking any value, and the builtin types a literal is or is not.
+ANY_TYPES = {"python": frozenset({"Any", "typing.Any", "object"}), "js": frozenset({"any", "unknown"})}
+BUILTIN_TYPES = {"python": frozenset({"int", "float", "complex", "bool", "str", "bytes", "None"}),
+                 "js": frozenset({"string", "number", "boolean", "null", "undefined", "bigint", "symbol"})}
+
+
+def literal_types(family: Family, node: Node) -> frozenset[str] | None:
+    """The builtin types whose parameter takes the literal ``node`` (``"x"``:
+    str; ``1``: int, float, complex); None for anything else."""
+    if family is PYTHON and node.type == "string":
+        prefix = re.match(r"[A-Za-z]*", text_of(node))
+        return frozenset({"bytes"} if prefix is not None and "b" in prefix.group().lower() else {"str"})
+    return _LITERAL_TYPES.get(family.name, {}).get(node.type)
+
+
+_PYTHON_POSITIONAL = frozenset({"identifier", "typed_parameter", "default_parameter", "typed_default_parameter"})
+
+
+def positional_parameters(family: Family, function: Node) -> list[tuple[str | None, bool]] | None:
+    """(annotation text or None, required) of each parameter of ``function``
+    a positional argument may bind, in order; None when one is not read so
+    (``*args``, a keyword-only marker, ``**kwargs``, a rest or destructured
+    parameter): how many arguments it takes is not told then."""
+    parameters = function.child_by_field_name("parameters")
+    if parameters is None:
+        return None
+    found: list[tuple[str | None, bool]] = []
+    for parameter in parameters.named_children:
+        if parameter.type in ("comment", "positional_separator"):
+            continue
+        annotation = parameter.child_by_field_name("type")
+        text = text_of(annotation).strip().removeprefix(":").strip() if annotation is not None else None
+        named = parameter.named_child(0) if parameter.type == "typed_parameter" else parameter
+        if family is PYTHON and parameter.type in _PYTHON_POSITIONAL and named is not None \
+                and named.type in ("identifier", "default_parameter", "typed_default_parameter"):
+            found.append((text, parameter.type in ("identifier", "typed_parameter")))
+        elif family is JS and parameter.type in ("required_parameter", "optional_parameter") \
+                and getattr(parameter.child_by_field_name("pattern"), "type", None) == "identifier":
+            found.append((text, parameter.type == "required_parameter"
+                          and parameter.child_by_field_name("value") is None))
+        else:
+            return None
+    return found
 
 
 def parameter_names(function: Node) -> set[str]:
@@ -892,6 +1001,7 @@ _IMPORT_QUERIES = {
           value: (call_expression function: (identifier) @function
                                   arguments: (arguments . (string) @spec))
           (#eq? @function "require")) @require
+        (variable_declarator name: (object_pattern) value: (identifier)) @destructure
         (import_alias) @import
     """,
     "go": "(import_spec) @import",
@@ -931,6 +1041,8 @@ def import_bindings(language: str, family: Family, tree: Tree) -> list[Binding]:
             bindings.extend(_js_bindings(statement))
         else:
             bindings.extend(_go_bindings(statement))
+    for declarator in captures.get("destructure", []):
+        bindings.extend(list(_js_namespace_destructuring(declarator, bindings)))
     return bindings
 
 
@@ -1026,6 +1138,21 @@ def _js_pattern_bindings(pattern: Node | None, spec: str, line: int) -> Iterator
                 yield Binding(text_of(value), spec, text_of(part.child_by_field_name("key")), line)
 
 
+def _js_namespace_destructuring(declarator: Node, bindings: list[Binding]) -> Iterator[Binding]:
+    """``const { a, b: c } = ns`` where ``ns`` is a module object (``import *
+    as ns``, ``import ns = require()``, ``const ns = require()``): a and c
+    are the module's a and b, as ``const { a } = require()`` makes them;
+    where ``ns`` is a default import, its default export's properties
+    (``default.a``: :func:`js_default_property`)."""
+    namespace = text_of(declarator.child_by_field_name("value"))
+    module = next((b for b in reversed(bindings)
+                   if b.local == namespace and b.imported in (None, "default") and not b.reexport), None)
+    for binding in _js_pattern_bindings(declarator.child_by_field_name("name"), module.spec,
+                                        declarator.start_point.row) if module is not None else ():
+        # A default import's names are its default export's properties (`export default { one }`).
+        yield binding if module.imported is None else replace(binding, imported=f"default.{binding.imported}")
+
+
 _GO_VERSION_SEGMENT = re.compile(r"v\d+")
 
 
@@ -1066,6 +1193,33 @@ def js_default_export(tree: Tree) -> str | None:
         if value is not None and value.type == "identifier":
             return text_of(value)
         return "default"
+    return None
+
+
+def js_default_property(tree: Tree, name: str) -> str | None:
+    """The local name the property ``name`` of the object a module exports
+    by default holds (``export default { one, two: twoFn }``, or ``export
+    default helpers`` of a top-level ``const helpers = {…}``): ``one``,
+    ``twoFn``; None when that is not a name of the module."""
+    exported = None
+    for statement in tree.root_node.named_children:
+        if statement.type == "export_statement" and any(c.type == "default" for c in statement.children):
+            exported = statement.child_by_field_name("value")
+    while exported is not None and exported.type in ("as_expression", "satisfies_expression",
+                                                     "parenthesized_expression"):
+        exported = exported.named_child(0)
+    if exported is not None and exported.type == "identifier":  # a top-level `const helpers = {…}`
+        declarators = [d for statement in tree.root_node.named_children
+                       if statement.type in ("lexical_declaration", "variable_declaration")
+                       for d in statement.named_children if d.type == "variable_declarator"
+                       and text_of(d.child_by_field_name("name")) == text_of(exported)]
+        exported = declarators[-1].child_by_field_name("value") if declarators else None
+    for member in exported.named_children if exported is not None and exported.type == "object" else ():
+        if member.type == "shorthand_property_identifier" and text_of(member) == name:
+            return name
+        value = member.child_by_field_name("value")
+        if member.type == "pair" and text_of(member.child_by_field_name("key")).strip("'\"") == name:
+            return text_of(value) if value is not None and value.type == "identifier" else None
     return None
 
 
@@ -1175,6 +1329,19 @@ class SourceFile:
         """Every module-level import that binds ``local`` (``try: from a import f
         / except ImportError: from b import f`` binds it twice)."""
         return [b for b in self.bindings if b.local == local and not b.reexport and b.function is None]
+
+    def declares_import(self, name: Node) -> bool:
+        """Whether the name node ``name`` is what a JS/TS declaration taking
+        a module's names binds (``const { a } = require("m")``, ``const
+        { a } = ns`` of ``import * as ns``): an import, not a variable."""
+        declarator = next((a for a in itertools.islice(ancestors(name), IMPORT_NESTING)
+                           if a.type == "variable_declarator"), None)
+        return self.family is JS and declarator is not None and (declarator.start_point.row, text_of(name)) \
+            in self._import_declarations
+
+    @cached_property
+    def _import_declarations(self) -> frozenset[tuple[int, str]]:
+        return frozenset((b.line, b.local) for b in self.bindings)
 
     def function_binding(self, local: str, row: int) -> Binding | None:
         """The import in a function holding ``row`` that binds ``local``

@@ -715,3 +715,172 @@ def test_what_a_typed_receiver_may_hold_keeps_every_caller(make_engine):
     assert ("app/handlers.py", 18) in callers
     found = analysis.analyze(engine, "app.util.env")
     assert {(c.path, c.span.start_line, c.confirmed) for c in found.callers} == {("app/conf.py", 5, True)}
+
+
+def test_a_call_of_overloads_returning_different_classes_is_typed_only_by_the_one_its_literals_pick(make_engine):
+    """Impact probe of stop 66 (r1_overload_return, r3_ts_overload_return,
+    checked against basedpyright and tsserver): with `@overload def
+    make(v: int) -> A` and `@overload def make(v: str) -> B` (TypeScript:
+    two signatures before the implementation), `b = make(value); b.bar()`
+    was typed by the first overload only: a confirmed caller of A.bar, none
+    of B.bar. Overloads returning different classes leave the result's
+    class unknown (an unconfirmed caller of each class's method), unless
+    the call's literal arguments tell the overload a type checker picks
+    (the first taking them: `make("x")` the str one, `make(True)` the int
+    one); overloads that all return one class still type it."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/items.py": ("class A:\n    def bar(self):\n        return 1\n\n\n"
+                         "class B:\n    def bar(self):\n        return 2\n"),
+        "pkg/api.py": ("import typing\nfrom typing import overload\n\nfrom pkg.items import A, B\n\n\n"
+                       "@overload\ndef make(v: int) -> A: ...\n"
+                       "@typing.overload\ndef make(v: str) -> B: ...\n"
+                       "def make(v):\n    return A() if isinstance(v, int) else B()\n\n\n"
+                       "@overload\ndef only_a(v: int) -> A: ...\n"
+                       "@overload\ndef only_a(v: str) -> A: ...\n"
+                       "def only_a(v):\n    return A()\n"),
+        "use.py": ("from pkg.api import make, only_a\n\n\n"
+                   "def run(value):\n"
+                   "    b = make(value)\n"
+                   "    return b.bar()\n\n\n"  # line 5
+                   "def same(value):\n"
+                   "    a = only_a(value)\n"
+                   "    return a.bar()\n\n\n"  # line 10
+                   "def literal():\n"
+                   "    s = make(\"x\").bar()\n"  # line 14: the str overload
+                   "    return make(True).bar() + s\n"),  # line 15: a bool is an int
+        "src/items.ts": ("export class TA {\n  tbar(): number { return 1; }\n}\n"
+                         "export class TB {\n  tbar(): number { return 2; }\n}\n"),
+        "src/api.ts": ('import { TA, TB } from "./items";\n\n'
+                       "export function tmake(v: number): TA;\n"
+                       "// the string overload\n"
+                       "export function tmake(v: string): TB;\n"
+                       "export function tmake(v: any): any {\n"
+                       '  return typeof v === "number" ? new TA() : new TB();\n}\n'),
+        "src/use.ts": ('import { tmake } from "./api";\n\n'
+                       "export function trun(value: any): number {\n"
+                       "  const b = tmake(value);\n"
+                       "  return b.tbar();\n}\n\n"  # line 4
+                       "export function tlit(): number {\n"
+                       '  return tmake("x").tbar();\n}\n'),  # line 8
+    })
+    assert callers(analysis.analyze(engine, "B.bar")) == {("use.py", 5, "run", False), ("use.py", 14, "literal", True)}
+    assert callers(analysis.analyze(engine, "A.bar")) == {
+        ("use.py", 5, "run", False), ("use.py", 10, "same", True), ("use.py", 15, "literal", True)}
+    assert [c.symbol for c in analysis.analyze(engine, "literal").callees] == ["make", "B.bar", "A.bar"]
+    assert callers(analysis.analyze(engine, "TB.tbar")) == {("src/use.ts", 4, "trun", False),
+                                                           ("src/use.ts", 8, "tlit", True)}
+    assert callers(analysis.analyze(engine, "TA.tbar")) == {("src/use.ts", 4, "trun", False)}
+
+
+def test_a_class_declared_in_a_function_shadows_the_module_s_class_of_its_name(make_engine):
+    """Impact probe of stop 66 (r8_local_class_shadowed_by_module_class,
+    checked against basedpyright and tsserver): `def test(): class
+    Child(Base): ...; c = Child(); c.method()` beside a later module-level
+    `class Child` typed `c` as the module's Child: Base.method had no
+    caller. A class declared in the function (Python, TypeScript) is what
+    its name means there: its bases and its own body say which method a
+    call runs (its own override: neither Base's nor the module Child's)."""
+    engine = make_engine({
+        "m.py": ("class Base:\n    def method(self):\n        return 1\n\n\n"
+                 "def test():\n    class Child(Base):\n        pass\n\n"
+                 "    c = Child()\n    return c.method()\n\n\n"  # line 10
+                 "def other():\n    class Kid(Base):\n        def method(self):\n            return 2\n\n"
+                 "    k = Kid()\n    return k.method()\n\n\n"  # line 18
+                 "class Child:\n    def method(self):\n        return 3\n\n\n"
+                 "class Kid:\n    def method(self):\n        return 4\n"),
+        "t.ts": ("export class TBase {\n  tmethod(): number {\n    return 1;\n  }\n}\n\n"
+                 "export function ttest(): number {\n"
+                 "  class TChild extends TBase {}\n  const c = new TChild();\n"
+                 "  return c.tmethod();\n}\n\n"  # line 9
+                 "export class TChild {\n  tmethod(): number {\n    return 2;\n  }\n}\n"),
+        # A class merged with a namespace of its name, which the index lists as the namespace: not nested.
+        "sock.ts": ("export class Sock {\n  open(): void {}\n\n  connect(): void {\n    this.open();\n  }\n}\n\n"
+                    "export namespace Sock {\n  export type Options = number;\n}\n"),  # line 4
+    })
+    assert callers(analysis.analyze(engine, "Sock.open")) == {("sock.ts", 4, "Sock.connect", True)}
+    assert callers(analysis.analyze(engine, "Base.method")) == {("m.py", 10, "test", True)}
+    assert callers(analysis.analyze(engine, "m.Child.method")) == set()
+    assert callers(analysis.analyze(engine, "m.Kid.method")) == set()
+    assert callers(analysis.analyze(engine, "TBase.tmethod")) == {("t.ts", 9, "ttest", True)}
+    assert callers(analysis.analyze(engine, "TChild.tmethod")) == set()
+
+
+def test_js_names_destructured_from_a_module_object_are_its_names(make_engine):
+    """Impact probe of stop 66 (r5_ts_destructured_namespace, checked against
+    tsserver): `import * as U from "./util"; const { add } = U; add(1)` in a
+    function had no caller of add. Destructuring a module object (a
+    namespace import, `import U = require()`, `const U = require()`) binds
+    the module's names, renamed ones too, in a function as at the top
+    level, as `const { add } = require()` does; destructuring a default
+    import binds the properties of the object its module exports by
+    default (`export default { one, two: twoImpl }`); destructuring any
+    other object binds a local."""
+    engine = make_engine({
+        "src/util.ts": ("export function add(a: number): number {\n  return a;\n}\n\n"
+                        "export function sub(a: number): number {\n  return -a;\n}\n"),
+        "src/use.ts": ('import * as U from "./util";\n\n'
+                       "export function run(): number {\n"
+                       "  const { add, sub: minus } = U;\n"
+                       "  return add(1) + minus(2);\n}\n\n"  # line 4
+                       "export function local(): number {\n"
+                       "  const { add } = { add: (a: number) => a };\n"
+                       "  return add(3);\n}\n"),  # line 10
+        "src/legacy.js": ('const util = require("./util");\n'
+                          "const { sub } = util;\n\n"
+                          "function legacy() {\n"
+                          '  const { add } = require("./util");\n'
+                          "  return add(4) + sub(5);\n}\n"),  # line 5
+        "src/helpers.ts": ("export function one(): number {\n  return 1;\n}\n\n"
+                           "function twoImpl(): number {\n  return 2;\n}\n\n"
+                           "const helpers = { one, two: twoImpl };\nexport default helpers;\n"),
+        "src/defaults.ts": ('import helpers from "./helpers";\n\n'
+                            "export function both(): number {\n"
+                            "  const { one, two } = helpers;\n"
+                            "  return one() + two();\n}\n"),  # line 4
+    })
+    assert callers(analysis.analyze(engine, "add")) == {("src/use.ts", 4, "run", True),
+                                                        ("src/legacy.js", 5, "legacy", True)}
+    assert callers(analysis.analyze(engine, "sub")) == {("src/use.ts", 4, "run", True),
+                                                        ("src/legacy.js", 5, "legacy", True)}
+    # A default import: its default export's properties, under their names there.
+    assert callers(analysis.analyze(engine, "one")) == {("src/helpers.ts", 8, None, True),  # the object's value
+                                                        ("src/defaults.ts", 4, "both", True)}
+
+
+def test_a_call_of_a_local_whose_value_is_made_through_itself_or_a_long_chain_ends(make_engine):
+    """What a call of a local gives is what the local holds (a class declared
+    in the function shadows the module's): `x = x()` and `a = b(); b = a()`
+    make a value through itself, and 600 locals each made by calling the
+    next overran the recursion limit. A cycle is unknown, and a chain deeper
+    than the receivers worked out at once is unknown past that depth."""
+    chain = "".join(f"    v{i} = v{i + 1}()\n" for i in range(600))
+    engine = make_engine({
+        "m.py": ("class A:\n    def bar(self):\n        return 1\n\n\n"
+                 "def f():\n    x = x()\n    return x.bar()\n\n\n"  # line 7
+                 "def g():\n    a = b()\n    b = a()\n    return a.bar()\n\n\n"  # line 13
+                 "def h():\n" + chain + "    return v0.bar()\n"),  # line 617
+        "n.py": "class B:\n    def bar(self):\n        return 2\n",
+    })
+    assert callers(analysis.analyze(engine, "A.bar")) == {
+        ("m.py", 7, "f", False), ("m.py", 13, "g", False), ("m.py", 617, "h", False)}
+
+
+def test_a_name_a_class_body_binds_is_no_variable_of_the_module_or_the_function(make_engine):
+    """With a call of a local now typed by what the local holds (a class
+    declared in a function shadows the module's), a method name was taken
+    for a module variable: kombu's `def set` in one class made `bag = set()`
+    in another an unknown value, and `self.bag.add(1)` a caller of every
+    `add`. What a class body binds (`def set`, `engine = Engine()`) is the
+    class's attribute: its own statements see it, no other scope does."""
+    engine = make_engine({
+        "m.py": ("class Engine:\n    def run(self):\n        return 1\n\n\n"
+                 "class Other:\n    def run(self):\n        return 2\n\n\n"
+                 "class K:\n    engine = Engine()\n    x = engine.run()\n\n\n"  # line 12
+                 "class Q:\n    def set(self):\n        return 0\n\n\n"
+                 "class M:\n    bag = set()\n\n    def put(self):\n        return self.bag.add(1)\n"),  # line 24
+        "n.py": "class Bag:\n    def add(self, v):\n        return v\n",
+    })
+    assert callers(analysis.analyze(engine, "Engine.run")) == {("m.py", 12, "K", True)}
+    assert callers(analysis.analyze(engine, "Other.run")) == set()
+    assert callers(analysis.analyze(engine, "Bag.add")) == set()
