@@ -186,6 +186,8 @@ class CtxlsServer(LanguageServer):
         # Roots indexed before any client connected (`ctxls serve --root`).
         self.prewarmed: dict[Path, Engine] = {}
         self.no_socket = False  # `serve --no-socket`
+        # A proxied editor's session: the owner's folders, whose options are the daemon's.
+        self.shares_workspaces = False
         self.shared_socket: SocketServer | None = None
         self._serving_socket: asyncio.Task | None = None  # _serve_shared_socket's task
         # The editor's process (--clientProcessId, initialize's processId).

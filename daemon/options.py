@@ -3,8 +3,10 @@ replaced by their default, never fatal (the daemon keeps serving)."""
 
 from __future__ import annotations
 
+import json
+import logging
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from ctxls.index.discovery import IgnoreRules
@@ -22,6 +24,13 @@ MEMORY_URL_ENV = "CTXLS_MEMORY_URL"
 EMBED_MODEL_ENV = "CTXLS_EMBED_MODEL"
 EMBED_TOKENIZER_ENV = "CTXLS_EMBED_TOKENIZER"
 MEMORY_URL_SCHEMES = ("postgresql://", "postgres://")
+# The initializationOptions (a JSON object) of the editor whose proxy started
+# this daemon in a takeover (daemon/proxy.py): its index options are this
+# daemon's. In the environment, not on the command line: memoryUrl may hold a
+# password, and any user can read a process's arguments.
+TAKEOVER_OPTIONS_ENV = "CTXLS_TAKEOVER_OPTIONS"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,6 +66,15 @@ class InitOptions:
     readyWaitMs: int = int(READY_WAIT_S * 1000)
     # Unknown keys, kept so the daemon can say once that it ignored them.
     ignored: tuple[str, ...] = field(default=(), compare=False)
+
+
+# The options that shape a repository's index: one daemon serves every editor
+# of the repository from one index (daemon/sessions.py), so these are the
+# daemon's, whatever a proxied editor asks. The others (owner, session,
+# strictScope, episodeWindowDays, debounceMs) apply per editor session.
+# dbPath and socket are never shared: an editor giving them serves in process.
+INDEX_OPTIONS = ("include", "exclude", "embeddings", "embedModel", "embedTokenizer", "memoryUrl",
+                 "watch", "readyWaitMs")
 
 
 def _check(name: str, value: Any) -> Any:
@@ -128,3 +146,37 @@ def parse_init_options(raw: Any) -> tuple[InitOptions, list[str]]:
         except ValueError as exc:
             problems.append(f"initializationOptions.{key} {exc}; using the default")
     return InitOptions(**values, ignored=tuple(ignored)), problems
+
+
+def with_takeover_options(options: InitOptions) -> InitOptions:
+    """``options`` with the index options of the editor whose proxy started
+    this process (TAKEOVER_OPTIONS_ENV), if one did: a takeover's daemon
+    indexed with the defaults, so an editor's exclude or embeddings false
+    stopped applying once its proxy took over."""
+    raw = os.environ.get(TAKEOVER_OPTIONS_ENV)
+    if not raw:
+        return options
+    try:
+        sent = json.loads(raw)
+    except ValueError:
+        log.warning("$%s is not JSON; indexing with the defaults", TAKEOVER_OPTIONS_ENV)
+        return options
+    # Problems were reported to that editor by its own session's initialize.
+    editors, _ = parse_init_options(sent)
+    return replace(options, **{name: getattr(editors, name) for name in INDEX_OPTIONS})
+
+
+def unapplied_index_options(mine: InitOptions, daemons: InitOptions) -> list[str]:
+    """Each index option of ``mine`` the daemon does not apply, with the
+    daemon's value: ``exclude ["vendor/**"] (it uses [])``."""
+    return [f"{name} {_shown(name, asked)} (it uses {_shown(name, applied)})"
+            for name in INDEX_OPTIONS
+            if (asked := getattr(mine, name)) != (applied := getattr(daemons, name))]
+
+
+def _shown(name: str, value: Any) -> str:
+    if name == "memoryUrl":  # never shown: it may hold a password
+        return "another database" if value else "none"
+    if value is None:
+        return "the default"
+    return json.dumps(list(value) if isinstance(value, tuple) else value)

@@ -10,8 +10,9 @@ The proxy remembers what it needs to survive the owner: the `initialize`
 params and the editor's open documents (text kept current from didChange). If
 the owner goes away, requests in flight are answered with an error, a new
 owner is found or started (`ctxls serve --root ROOT --socket`, bound to this
-process), and the session is replayed: initialize, initialized, and a didOpen
-of every open buffer with its unsaved text.
+process, with the editor's index options), and the session is
+replayed: initialize, initialized, and a didOpen of every open buffer with its
+unsaved text.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pygls.workspace.position_codec import PositionCodec
 from ctxls.daemon.client import (LIVENESS_TIMEOUT_S, TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S,
                                  DaemonClient, DaemonNotAnswering, default_socket, takeover_lock)
 from ctxls.daemon.edits import apply_changes
+from ctxls.daemon.options import INDEX_OPTIONS, TAKEOVER_OPTIONS_ENV
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, OversizedMessage, foreign_daemon, frame,
                                   frame_body, read_away, read_body)
@@ -613,6 +615,18 @@ class Proxy:
         except OSError:  # none yet; or it cannot be moved: appended to as it is
             pass
 
+    def daemon_environment(self) -> dict[str, str]:
+        """The environment of a daemon this proxy starts: its editor's index
+        options go with it (options.TAKEOVER_OPTIONS_ENV), so the daemon
+        indexes as that editor asked, not with the defaults."""
+        environment = dict(os.environ)
+        environment.pop(TAKEOVER_OPTIONS_ENV, None)
+        options = (self.initialize.get("params") or {}).get("initializationOptions")
+        if isinstance(options, dict):
+            environment[TAKEOVER_OPTIONS_ENV] = json.dumps(
+                {name: value for name, value in options.items() if name in INDEX_OPTIONS})
+        return environment
+
     def ensure_owner(self) -> None:
         """Block until a daemon listens on the socket, starting one if nobody
         does. A lock file makes proxies that lost the same owner start one
@@ -640,7 +654,7 @@ class Proxy:
                  "--socket", str(self.socket_path), f"--clientProcessId={os.getpid()}",
                  "--log-file", str(self.socket_path.with_name("daemon.log"))],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log_file,
-                start_new_session=True)
+                start_new_session=True, env=self.daemon_environment())
             log_file.close()
             deadline = time.monotonic() + TAKEOVER_TIMEOUT_S
             while not socket_is_live(self.socket_path):

@@ -48,7 +48,8 @@ def on_initialize(ls: CtxlsServer, params: types.InitializeParams) -> None:
         ls.client_watch.watch(params.process_id)
     options, problems = parse_init_options(params.initialization_options)
     ls.options = options
-    ls.workspaces.options = options
+    if not ls.shares_workspaces:  # a proxied editor's options never replace the daemon's
+        ls.workspaces.options = options
     for problem in problems:
         ls.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"ctxls: {problem}"))
     if options.ignored:

@@ -10,6 +10,11 @@ and every client's unsaved buffers are in the one index.
 When a session ends (its editor closed, or the proxy vanished) the buffers it
 had open go back to what is on disk, unless another session still has the
 file open, in which case that session's text stays the truth.
+
+One index, so one set of index options (options.INDEX_OPTIONS: include,
+exclude, embeddings, …): the daemon's. A session's own apply to it alone
+(owner, session, strictScope, episodeWindowDays, debounceMs); an editor whose
+index options differ is told which are not applied, and what to do.
 """
 
 from __future__ import annotations
@@ -17,8 +22,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from typing import TYPE_CHECKING, Any
 
+from lsprotocol import types
+
+from ctxls.daemon.options import unapplied_index_options
 from ctxls.daemon.uris import open_uris
 
 if TYPE_CHECKING:
@@ -45,6 +54,7 @@ def new_session(owner: "CtxlsServer") -> "CtxlsServer":
     """A server object for one proxied editor: the owner's handlers and engines."""
     session = type(owner)()
     session.workspaces = owner.workspaces
+    session.shares_workspaces = True
     session.no_socket = True  # the owner already listens
     features = owner.protocol.fm
     # pygls binds each handler to its server; bind the originals to this one.
@@ -106,6 +116,7 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
     params["processId"] = None
     SESSIONS.add(session)
     log.info("editor session opened (%d live)", len(SESSIONS))
+    initializing = True
     try:
         body: bytes | None = json.dumps(first).encode()
         while body is not None:
@@ -120,6 +131,9 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
                     protocol.handle_message(message)
                 except Exception:
                     log.exception("editor session: cannot handle a message")
+            if initializing:  # the session's initialize, handled inline just now
+                warn_of_unapplied_options(session, owner)
+                initializing = False
             body = await read_body(reader)
     except (ConnectionError, OSError, ValueError, asyncio.IncompleteReadError) as exc:
         log.info("editor session lost: %s", exc)
@@ -137,6 +151,25 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
                 log.exception("releasing %s after its editor left failed", uri)
         writer.close()
         log.info("editor session closed, %d buffer(s) released (%d live)", len(uris), len(SESSIONS))
+
+
+def warn_of_unapplied_options(session: "CtxlsServer", owner: "CtxlsServer") -> None:
+    """After a session's ``initialize``: the editor hears which of its index
+    options the daemon's folders do not apply (a second editor's exclude
+    was silently ignored)."""
+    if not _initialized(session):  # its initialize was refused: no options were read
+        return
+    unapplied = unapplied_index_options(session.options, owner.workspaces.options)
+    if not unapplied:
+        return
+    message = (f"ctxls: the ctxls daemon already serving this repository (PID {os.getpid()}) "
+               "indexes it with other options, and one index serves every editor and agent on "
+               f"it, so these of yours are not applied: {'; '.join(unapplied)}. To apply them, "
+               "close the other editors and agents on this repository (or stop that daemon): "
+               "this editor's ctxls then starts the next daemon, with your options. Or give "
+               "them all the same options.")
+    log.warning("%s", message)
+    session.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
 
 
 def _initialized(session: Any) -> bool:

@@ -19,7 +19,7 @@ from ctxls.index.roots import too_broad_root
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import OutsideRoot
 
-from ctxls.daemon.options import InitOptions
+from ctxls.daemon.options import InitOptions, with_takeover_options
 from ctxls.daemon.uris import local_path
 
 log = logging.getLogger(__name__)
@@ -85,7 +85,9 @@ def connection_capacity() -> int:
 
 class Workspaces:
     def __init__(self, options: InitOptions):
-        self.options = options
+        # A takeover's daemon (`serve --root --socket`, no editor of its own)
+        # indexes as the editor whose proxy started it asked.
+        self.options = with_takeover_options(options)
         self.engines: dict[Path, Engine] = {}
         self._loose: Engine | None = None
         self._loose_lock = threading.Lock()

@@ -561,3 +561,104 @@ async def test_mcp_tools_declare_their_bounds_name_their_own_params_and_take_the
                        "index: a folder, binary, ignored or too large; `status` lists what was skipped)")
             failed, said = await text("get", {"id": "pkg/session.py:16-18", "start_line": 1})
             assert failed and "names its lines already" in said and "start_line" in said
+
+
+# -- one daemon, one set of index options -------------------------------------------
+
+VENDORED = "def vendoredthing():\n    return 1\n"
+
+
+def with_vendored_file(repo: Path) -> Path:
+    (repo / "vendor").mkdir()
+    (repo / "vendor" / "lib.py").write_text(VENDORED)
+    return repo
+
+
+async def vendored_hits(editor) -> list[str]:
+    hits = (await editor.request("ctxls/recall", {"query": "vendoredthing", "kind": "code"}))["hits"]
+    return [hit["path"] for hit in hits if hit["path"].startswith("vendor/")]
+
+
+def options_warnings(editor) -> list[str]:
+    return [m.message for m in editor.client.messages if "not applied" in m.message]
+
+
+async def test_a_takeover_daemon_indexes_with_the_options_of_the_editor_that_started_it(repo: Path):
+    """The daemon a proxy starts when the owner exits ran `serve --root
+    --socket` with the defaults: the editor's exclude and embeddings false
+    stopped applying (vendor/ indexed and recalled, embeddings on) and
+    nobody was told. It now gets the editor's initializationOptions."""
+    from contextlib import AsyncExitStack
+
+    from ctxls.daemon.socket_server import socket_owner_pid
+
+    with_vendored_file(repo)
+    options = {"exclude": ["vendor/**"], "embeddings": False}
+    sock = repo / ".ctxls" / "daemon.sock"
+    async with AsyncExitStack() as owner_editor:
+        owner = await owner_editor.enter_async_context(serve(repo, options))
+        await owner.wait_indexed()
+        first_daemon = socket_owner_pid(sock)
+        async with serve(repo, options) as editor:  # a proxy to the owner
+            await editor.wait_indexed()
+            before = await editor.request("ctxls/status")
+            assert await vendored_hits(editor) == []
+            await owner_editor.aclose()  # the owner's editor quits: the proxy takes over
+
+            async def taken_over():
+                if socket_owner_pid(sock) in (None, first_daemon):
+                    return False
+                try:
+                    return (await editor.request("ctxls/status"))["complete"]
+                except Exception:  # lost with the old owner, or the new one still starting
+                    return False
+
+            assert await editor.wait_for(taken_over, timeout=120, interval=0.5)
+            after = await editor.request("ctxls/status")
+            assert after["files"] == before["files"]
+            assert after["embeddings"]["enabled"] is False
+            assert await vendored_hits(editor) == []
+            assert options_warnings(editor) == []  # its own options: nothing to tell
+
+
+async def test_an_editor_whose_index_options_the_shared_daemon_does_not_apply_is_told(repo: Path):
+    """A second editor's exclude (any index option) was silently ignored by
+    the daemon it was proxied to, and its initialize set the shared folders'
+    options: a third editor was then checked against the second's. Each
+    editor is told which of its index options are not applied (the
+    daemon's stay); per-session options (debounceMs) are its own."""
+    with_vendored_file(repo)
+    async with serve(repo, {"exclude": ["vendor/**"]}) as owner:
+        await owner.wait_indexed()
+        async with serve(repo, {"debounceMs": 20}) as second:
+            await second.wait_indexed()
+            [warning] = options_warnings(second)
+            assert warning.startswith("ctxls: the ctxls daemon already serving this repository (PID ")
+            assert 'exclude [] (it uses ["vendor/**"])' in warning
+            assert "debounceMs" not in warning and "close the other editors" in warning
+            assert await vendored_hits(second) == []  # the daemon's exclude serves it
+            async with serve(repo, {"exclude": ["vendor/**"]}) as third:
+                await third.wait_indexed()
+                assert options_warnings(third) == []  # checked against the daemon's, not the second's
+        assert options_warnings(owner) == []
+
+
+def test_a_takeover_daemon_takes_only_its_editors_index_options(monkeypatch: pytest.MonkeyPatch):
+    """The editor's initializationOptions reach the daemon its proxy starts
+    in the environment; only the index options become the daemon's (owner
+    stays per session), a memoryUrl is never shown in a warning (it may hold
+    a password), and unreadable JSON leaves the defaults."""
+    from ctxls.daemon.options import (TAKEOVER_OPTIONS_ENV, InitOptions, unapplied_index_options,
+                                      with_takeover_options)
+
+    secret_url = "postgresql://me:s3cret@db/team"
+    monkeypatch.setenv(TAKEOVER_OPTIONS_ENV, json.dumps({
+        "exclude": ["vendor/**"], "embeddings": False, "owner": "alice", "memoryUrl": secret_url}))
+    daemons = with_takeover_options(InitOptions())
+    assert (daemons.exclude, daemons.embeddings, daemons.memoryUrl) == (("vendor/**",), False, secret_url)
+    assert daemons.owner is None
+    unapplied = unapplied_index_options(InitOptions(memoryUrl=None), daemons)
+    assert unapplied == ['exclude [] (it uses ["vendor/**"])', "embeddings true (it uses false)",
+                         "memoryUrl none (it uses another database)"]
+    monkeypatch.setenv(TAKEOVER_OPTIONS_ENV, "{not json")
+    assert with_takeover_options(InitOptions(memoryUrl=None)) == InitOptions(memoryUrl=None)

@@ -5,6 +5,7 @@ import * as vscode from 'vscode';
 
 import type { Location, Range } from './core/protocol';
 import { findSymbolRange } from './core/symbols';
+import { fileToOpen, missingFileMessage, type FileLookup } from './core/targets';
 import type { Target, TreeNode } from './core/trees';
 
 export const OPEN_TARGET_COMMAND = 'ctxls.openTarget';
@@ -85,9 +86,9 @@ export async function openTarget(target: Target): Promise<void> {
     await openLocation(target.location);
     return;
   }
-  const uri = target.uri !== undefined ? vscode.Uri.parse(target.uri) : await findInWorkspace(target.path);
+  const uri = await fileToOpen(target, WORKSPACE_FILES);
   if (uri === undefined) {
-    void vscode.window.showWarningMessage(`ctxls: ${target.path} is not in any workspace folder (deleted or moved?).`);
+    void vscode.window.showWarningMessage(missingFileMessage(target));
     return;
   }
   let range: vscode.Range | undefined;
@@ -107,16 +108,28 @@ async function revealInFile(uri: vscode.Uri, range: vscode.Range): Promise<void>
   editor.revealRange(range, vscode.TextEditorRevealType.AtTop);
 }
 
+async function fileExists(uri: vscode.Uri): Promise<boolean> {
+  try {
+    await vscode.workspace.fs.stat(uri);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A repo-relative path in the first workspace folder that has it. */
 async function findInWorkspace(path: string): Promise<vscode.Uri | undefined> {
   for (const folder of vscode.workspace.workspaceFolders ?? []) {
     const uri = vscode.Uri.joinPath(folder.uri, ...path.split('/'));
-    try {
-      await vscode.workspace.fs.stat(uri);
+    if (await fileExists(uri)) {
       return uri;
-    } catch {
-      // Not in this folder; try the next.
     }
   }
   return undefined;
 }
+
+const WORKSPACE_FILES: FileLookup<vscode.Uri> = {
+  parse: (uri) => vscode.Uri.parse(uri),
+  exists: fileExists,
+  findInWorkspace,
+};
