@@ -32,10 +32,12 @@ import sys
 from ctxls import __version__
 from ctxls.daemon.cli_host import cmd_index, cmd_mcp, cmd_memory, cmd_serve
 from ctxls.daemon.client import DaemonNotAnswering
-from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, CliError, OutputClosed, OutputFailed,
+# OPTION_OF_FIELD(_IN_VERB) live with the verbs that say them; tests read them here too.
+from ctxls.daemon.cli_verbs import (EXIT_USAGE, LOG_LEVELS, OPTION_OF_FIELD, OPTION_OF_FIELD_IN_VERB,
+                                    CliError, OutputClosed, OutputFailed,
                                     cmd_assemble, cmd_forget, cmd_get, cmd_impact, cmd_locate,
                                     cmd_outline, cmd_recall, cmd_recent, cmd_related, cmd_remember,
-                                    cmd_status, cmd_symbols, cmd_trust_memory,
+                                    cmd_status, cmd_symbols, cmd_trust_memory, options_of_fields,
                                     text_streams_never_fail, write_out)
 from ctxls.daemon.formatting import in_caller_names
 from ctxls.index.errors import EngineError, InvalidParams
@@ -45,29 +47,6 @@ from ctxls.index.vocabulary import RECALL_KINDS, RECALL_MODES
 # Every verb build_parser knows (tests/test_cli.py checks the two agree).
 COMMANDS = {"serve", "index", "recall", "locate", "get", "impact", "symbols", "outline", "related",
             "remember", "forget", "recent", "status", "assemble", "trust-memory", "memory", "mcp"}
-
-# The protocol's params as the verbs' options spell them, so that an error names
-# what the user typed (`--budget-tokens`, not `budgetTokens`); a positional
-# (query, text, symbol, id) has the protocol's name already. One name per
-# parameter: an option is its field's words (MCP's parameter, in snake case).
-OPTION_OF_FIELD = {"budgetTokens": "--budget-tokens", "minScore": "--min-score",
-                   "startLine": "--start-line", "endLine": "--end-line", "idPrefix": "--id-prefix",
-                   "includeTests": "--include-tests",
-                   "n": "-n", "kind": "--kind", "mode": "--mode", "scope": "--scope",
-                   "days": "--days", "meta": "--meta", "by": "--by",
-                   "paths": "PATH"}
-
-# Where a verb spells a field otherwise: symbols' `limit` is its -n (recent's
-# is --limit), its `query` the NAME it takes; related's path and line are PATH:LINE.
-OPTION_OF_FIELD_IN_VERB = {"recent": {"limit": "--limit"},
-                           "symbols": {"limit": "-n", "query": "name"},
-                           "related": {"path": "PATH:LINE", "line": "PATH:LINE"}}
-
-
-def options_of_fields(command: str) -> dict[str, str]:
-    """The protocol's fields as ``command`` spells them."""
-    return OPTION_OF_FIELD | OPTION_OF_FIELD_IN_VERB.get(command, {})
-
 
 def _port(value: str) -> int:
     try:

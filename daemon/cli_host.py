@@ -296,15 +296,22 @@ def cmd_serve(args):
 
 
 def _say_indexed(engine, example: str | None) -> None:
-    """`make run`'s report of the first pass: the counts, and ``example``'s recall."""
+    """`make run`'s report of the first pass: the counts, and ``example``'s
+    recall, on stderr (terminal-safe there: write_out)."""
     status = engine.status()
-    print(f"ctxls {__version__}: indexed {status['files']} files, {status['chunks']} chunks "
-          f"of {status['root']}", file=sys.stderr)
+    write_out(f"ctxls {__version__}: indexed {status['files']} files, {status['chunks']} chunks "
+              f"of {status['root']}\n", sys.stderr)
     if example:
         from ctxls.daemon import wire
         result = engine.recall(example, None, 5, body=True)
-        print(f'example recall "{example}":', file=sys.stderr)
-        print(format_hits_human(wire.recall_json(result, False)["groups"]), file=sys.stderr)
+        _say_example(example, wire.recall_json(result, False)["groups"])
+
+
+def _say_example(example: str, groups: dict) -> None:
+    """The example recall's hits on stderr, terminal-safe when stderr is a
+    terminal (write_out): a repository's file name or heading may hold a
+    bidi override or an escape sequence, and this text was written raw."""
+    write_out(f'example recall "{example}":\n{format_hits_human(groups)}\n', sys.stderr)
 
 
 def _serve_tcp(server, port: int) -> None:
@@ -359,11 +366,12 @@ def _already_served(root: Path, args) -> bool:
     if client is not None:
         client.close()
     owner = f"PID {pid}" if pid else "another process"
-    print(f"ctxls: {root} is already served by {owner} on {path}; the verbs answer through it "
-          f"(`ctxls status --root {root}`)", file=sys.stderr)
+    write_out(f"ctxls: {root} is already served by {owner} on {path}; the verbs answer through "
+              f"it (`ctxls status --root {root}`)\n", sys.stderr)
     if args.example:
-        result, _ = call(argparse.Namespace(root=str(root), no_daemon=False), "ctxls/recall",
-                          {"query": args.example, "n": 5, "body": True})
-        print(f'example recall "{args.example}":', file=sys.stderr)
-        print(format_hits_human(result["groups"]), file=sys.stderr)
+        # json: the hits exactly (call makes them safe for stdout's terminal); they
+        # go to stderr, which _say_example makes them safe for.
+        result, _ = call(argparse.Namespace(root=str(root), no_daemon=False, json=True),
+                         "ctxls/recall", {"query": args.example, "n": 5, "body": True})
+        _say_example(args.example, result["groups"])
     return True

@@ -27,8 +27,9 @@ from typing import Any
 
 from ctxls.daemon.client import EngineAccess
 from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
-                                     impact_lines, not_defined_text, one_line, outline_text,
-                                     partial_note, past_end_text, similar_text, status_lines, symbols_text,
+                                     impact_lines, in_caller_names, not_defined_text, one_line,
+                                     outline_text, partial_note, past_end_text, similar_text,
+                                     status_lines, symbols_text,
                                      terminal_safe, vimgrep_column, vimgrep_line, vimgrep_path,
                                      weak_note)
 from ctxls.index.errors import redact_credentials
@@ -54,6 +55,29 @@ class OutputClosed(Exception):
 
 class OutputFailed(CliError):
     """A stream could not be written (a full disk, ``> /dev/full``, an I/O error)."""
+
+
+# The protocol's params as the verbs' options spell them, so that an error names
+# what the user typed (`--budget-tokens`, not `budgetTokens`); a positional
+# (query, text, symbol, id) has the protocol's name already. One name per
+# parameter: an option is its field's words (MCP's parameter, in snake case).
+OPTION_OF_FIELD = {"budgetTokens": "--budget-tokens", "minScore": "--min-score",
+                   "startLine": "--start-line", "endLine": "--end-line", "idPrefix": "--id-prefix",
+                   "includeTests": "--include-tests",
+                   "n": "-n", "kind": "--kind", "mode": "--mode", "scope": "--scope",
+                   "days": "--days", "meta": "--meta", "by": "--by",
+                   "paths": "PATH"}
+
+# Where a verb spells a field otherwise: symbols' `limit` is its -n (recent's
+# is --limit), its `query` the NAME it takes; related's path and line are PATH:LINE.
+OPTION_OF_FIELD_IN_VERB = {"recent": {"limit": "--limit"},
+                           "symbols": {"limit": "-n", "query": "name"},
+                           "related": {"path": "PATH:LINE", "line": "PATH:LINE"}}
+
+
+def options_of_fields(command: str) -> dict[str, str]:
+    """The protocol's fields as ``command`` spells them."""
+    return OPTION_OF_FIELD | OPTION_OF_FIELD_IN_VERB.get(command, {})
 
 
 # -- where the repository is ------------------------------------------------------
@@ -462,7 +486,8 @@ def cmd_assemble(args):
         print_json(result)
     elif result.get("abstained"):
         note = result.get("stats", {}).get("note") or "nothing relevant found"
-        write_out(f"(abstained: {note})\n")
+        # The engine's note names the protocol's fields (minScore): said as typed here.
+        write_out(f"(abstained: {in_caller_names(note, options_of_fields('assemble'))})\n")
     else:
         write_out(result.get("context", "") + partial_note(result) + "\n")
     return EXIT_NOT_FOUND if result.get("abstained") else 0

@@ -15,9 +15,11 @@ import threading
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ctxls.daemon.framing import foreign_daemon, frame, is_socket_file, peer_credentials, socket_path_for
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, encode, foreign_daemon, frame, frame_body,
+                                  is_socket_file, peer_credentials, socket_path_for)
 from ctxls.index.roots import store_dir
-from ctxls.index.errors import EngineError, StoreUnavailable, WriteFailed
+from ctxls.index.errors import EngineError, InvalidParams, StoreUnavailable, WriteFailed
+from ctxls.index.vocabulary import MAX_LOCATE_CHARS
 
 if TYPE_CHECKING:
     from ctxls.index.cancel import CancelToken
@@ -133,6 +135,8 @@ class DaemonClient:
         (the daemon stops the work and answers -32800). A connection used
         before (an agent's, held between tool calls) first checks that the
         daemon still answers: it may have been stopped since."""
+        if method == "ctxls/locate" and params:
+            params = locate_text_cut(params)
         if not self._just_answered:
             self.check_answering()
         self._just_answered = False
@@ -141,7 +145,13 @@ class DaemonClient:
 
     def _exchange(self, msg_id: int | str, method: str, params: dict | None,
                   token: CancelToken | None) -> Any:
-        self._send(frame({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}}))
+        params = params or {}
+        body = encode({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        if len(body) > MAX_MESSAGE_BYTES:
+            # The daemon reads no longer message: it would end the connection,
+            # and the caller hear of a lost daemon, not of what it sent.
+            raise oversized_request(params, len(body))
+        self._send(frame_body(body))
         if token is not None:
             token.on_cancel(functools.partial(self._cancel, msg_id))
         while True:
@@ -191,6 +201,30 @@ class DaemonClient:
             pass
         self._file.close()
         self._sock.close()
+
+
+def locate_text_cut(params: dict) -> dict:
+    """``ctxls/locate``'s params with a text past MAX_LOCATE_CHARS cut as the
+    engine cuts it (Engine.locate: its first and last halves, a newline
+    between), which the engine's own cut then leaves as it is: a log pasted
+    whole is answered as without a daemon, not sent whole (70 MiB was over
+    the bound of a message, and the daemon ended the connection)."""
+    text = params.get("text")
+    if not isinstance(text, str) or len(text) <= MAX_LOCATE_CHARS:
+        return params
+    half = MAX_LOCATE_CHARS // 2
+    return params | {"text": text[:half] + "\n" + text[-half:]}
+
+
+def oversized_request(params: dict, size: int) -> InvalidParams:
+    """The error of a request of ``size`` bytes, over the bound of a message
+    (never sent): naming the param that made it so large, its largest."""
+    largest = max(params, key=lambda name: len(encode({name: params[name]})), default="params")
+    error = InvalidParams(largest, f"the request is {size} bytes, over the "
+                                   f"{MAX_MESSAGE_BYTES >> 20} MiB bound of a message to the "
+                                   "daemon; it was not sent: give less")
+    error.data |= {"bytes": size, "limit": MAX_MESSAGE_BYTES}
+    return error
 
 
 def default_socket(root: Path) -> Path:

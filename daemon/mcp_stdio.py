@@ -1,6 +1,6 @@
 """`ctxls mcp`'s wire: the Model Context Protocol's stdio transport (one
 JSON-RPC 2.0 message a line) and its lifecycle, on the standard library alone
-(and ctxls's cancel token, which is too).
+(and ctxls's cancel token and message bound, which are too).
 
 The official SDK took 5 s of an agent's start to import (it and pydantic);
 the protocol a tool server speaks is small: ``initialize`` (version
@@ -12,7 +12,9 @@ Every request gets an answer, also one that cannot be read: -32700 for a
 line that is not JSON, -32600 for one that is not a request, -32602 naming
 the bad param for a request whose params are unusable, an unknown tool or a
 cursor (none is ever handed out); a malformed notification or a response
-gets none, as JSON-RPC 2.0 says. A batch (a JSON array of messages) is
+gets none, as JSON-RPC 2.0 says. A line over MAX_MESSAGE_BYTES (the bound of
+the LSP transports) is read away in pieces, none of it kept, and answered
+-32700. A batch (a JSON array of messages) is
 answered with an array of its requests' answers where the negotiated
 version has batches (2024-11-05, 2025-03-26), and refused with -32600 where
 it does not (2025-06-18 removed them). Tool calls run
@@ -28,8 +30,9 @@ import json
 import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from typing import Any, Callable
+from typing import Any, BinaryIO, Callable, Iterator
 
+from ctxls.daemon.framing import MAX_MESSAGE_BYTES, OversizedMessage
 from ctxls.daemon.request_values import first_invalid
 from ctxls.index.cancel import CancelToken
 
@@ -165,7 +168,11 @@ class McpStdioServer:
         self._out = os.fdopen(os.dup(1), "wb")
         os.dup2(2, 1)  # a stray print (ours or a child's) goes to stderr, not into the wire
         for raw in _wire_stdin():
-            self.receive(raw.decode("utf-8", "replace"))
+            if isinstance(raw, OversizedMessage):  # unparsed: its id cannot be known
+                self.send(error_reply(None, PARSE_ERROR,
+                                      f"parse error: {raw}; it was read away unparsed"))
+            else:
+                self.receive(raw.decode("utf-8", "replace"))
         with self._lock:
             running = [future for future, _, _ in self._running.values()]
         wait(running)
@@ -305,12 +312,44 @@ class McpStdioServer:
                 pass  # the agent went away; stdin's end stops the loop
 
 
-def _wire_stdin():
-    """stdin's lines, read from a descriptor of its own; fd 0 then reads the
-    null device, so a child process never reads the agent's messages."""
+def _wire_stdin() -> Iterator[bytes | OversizedMessage]:
+    """stdin's lines (``wire_lines``), read from a descriptor of its own; fd 0
+    then reads the null device, so a child process never reads the agent's
+    messages."""
     wire = os.dup(0)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    with os.fdopen(wire, "rb") as lines:
-        yield from lines
+    with os.fdopen(wire, "rb") as stream:
+        yield from wire_lines(stream)
+
+
+# What one read of a line's rest holds while it is read away.
+READ_AWAY_PIECE = 1 << 20
+
+
+def wire_lines(stream: BinaryIO, bound: int = MAX_MESSAGE_BYTES
+               ) -> Iterator[bytes | OversizedMessage]:
+    """``stream``'s lines, each at most ``bound`` bytes before its line end;
+    a longer one comes as the OversizedMessage saying its length, read away
+    in pieces of READ_AWAY_PIECE and none of it kept, so at most ``bound``
+    bytes are held whatever the line's length (a line was read whole: one of
+    200 MiB took the process from 20 MiB to 811 MiB, and was served)."""
+    while True:
+        line = stream.readline(bound + 2)  # a message of the bound, and its "\r\n"
+        if not line:
+            return
+        if line.endswith(b"\n") or len(line) < bound + 2:  # the whole line (the last may lack "\n")
+            length = len(line.rstrip(b"\r\n"))
+            if length <= bound:
+                yield line
+                continue
+        else:
+            length = len(line)
+            line = b""  # held no longer while the rest is read away
+            while piece := stream.readline(READ_AWAY_PIECE):
+                if piece.endswith(b"\n"):
+                    length += len(piece.rstrip(b"\r\n"))
+                    break
+                length += len(piece)
+        yield OversizedMessage(length)

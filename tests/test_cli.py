@@ -872,3 +872,155 @@ def test_a_process_no_editor_configures_embeds_with_the_model_named_by_the_envir
         assert parse_init_options({"embedModel": None})[0].embedModel is None
     finally:
         del os.environ["CTXLS_EMBED_MODEL"]
+
+
+def test_assembles_abstention_note_names_the_option_typed(repo: Path):
+    """`assemble --min-score 50` abstained saying "is under minScore 50", the
+    protocol's field: its errors named `--min-score` already, its note did not."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    abstained = run("assemble", "send prepared request", "--min-score", "50", "--root", str(repo))
+    assert abstained.returncode == 1, abstained.stderr
+    assert abstained.stdout.startswith("(abstained: ") and "under --min-score 50" \
+        in abstained.stdout, abstained.stdout
+    assert "minScore" not in abstained.stdout
+
+
+def _socket_daemon(repo: Path) -> subprocess.Popen:
+    """`ctxls serve --root REPO --socket`, once it serves."""
+    proc = subprocess.Popen([*CTXLS, "serve", "--root", str(repo), "--socket"],
+                            stderr=subprocess.PIPE, text=True)
+    said = ""
+    while "until interrupted" not in said:
+        line = proc.stderr.readline()
+        assert line, "daemon exited: " + said
+        said += line
+    threading.Thread(target=proc.stderr.read, daemon=True).start()  # never blocks on a full pipe
+    return proc
+
+
+def test_a_request_over_the_message_bound_is_refused_before_it_is_sent(tmp_path: Path):
+    """A request over the 64 MiB bound of a message was sent to the daemon,
+    whose reader ended the connection: "lost the daemon: Broken pipe". It is
+    now refused here (-32602 naming the param, its size and the bound), never
+    sent, and the connection goes on answering; a locate text past its cut is
+    cut here as the engine cuts it, so it is answered."""
+    import socket
+
+    from ctxls.daemon import client
+    from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame
+    from ctxls.index.errors import InvalidParams
+    from ctxls.index.vocabulary import MAX_LOCATE_CHARS
+
+    path = tmp_path / "d.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+    read: list[tuple[str, int, dict]] = []  # (method, body bytes, params) of each message read
+
+    def answers_each() -> None:
+        connection, _ = listener.accept()
+        reader = connection.makefile("rb")
+        while header := reader.readline():
+            reader.readline()
+            body = reader.read(int(header.split(b":")[1]))
+            message = json.loads(body)
+            read.append((message["method"], len(body), message.get("params")))
+            if "id" in message:
+                connection.sendall(frame({"jsonrpc": "2.0", "id": message["id"], "result": {}}))
+        connection.close()
+
+    threading.Thread(target=answers_each, daemon=True).start()
+    held = client.DaemonClient.connect(path)
+    try:
+        big = "x" * (MAX_MESSAGE_BYTES + 1)
+        try:
+            held.request("ctxls/remember", {"id": "k", "text": big})
+            raise AssertionError("an over-bound request was sent")
+        except InvalidParams as exc:
+            assert exc.code == -32602 and exc.param == "text"
+            said = re.search(r"the request is (\d+) bytes, over the 64 MiB bound", exc.message)
+            assert said and int(said[1]) > MAX_MESSAGE_BYTES + 1, exc.message
+            assert exc.data["limit"] == MAX_MESSAGE_BYTES
+        log = "boom\n" + "word " * (MAX_MESSAGE_BYTES // 5 + 1) + "\nlast line"
+        assert held.request("ctxls/locate", {"text": log}) == {}
+        assert held.request("ctxls/status", {}) == {}
+    finally:
+        held.close()
+        listener.close()
+    assert max(size for _, size, _ in read) < MAX_MESSAGE_BYTES
+    assert "ctxls/remember" not in [method for method, _, _ in read]
+    (located,) = [params["text"] for method, _, params in read if method == "ctxls/locate"]
+    half = MAX_LOCATE_CHARS // 2
+    assert located == log[:half] + "\n" + log[-half:]
+
+
+def test_a_locate_text_over_the_message_bound_is_answered_through_the_daemon(repo: Path):
+    """`ctxls locate - < 70MiB_issue.txt` with a daemon said "ctxls: lost the
+    daemon: [Errno 32] Broken pipe"; without one it was answered (the text is
+    cut to its first and last 20,000 characters). Both answer alike now."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    issue = "send_prepared failed\n" + "word " * ((70 << 20) // 5)
+    daemon = _socket_daemon(repo)
+    try:
+        via_daemon = subprocess.run([*CTXLS, "locate", "--root", str(repo), "-"], input=issue,
+                                    capture_output=True, text=True, timeout=300)
+    finally:
+        daemon.terminate()
+        daemon.wait(60)
+    assert via_daemon.returncode == 0, via_daemon.stderr
+    assert "pkg/session.py" in via_daemon.stdout
+    alone = subprocess.run([*CTXLS, "locate", "--root", str(repo), "--no-daemon", "-"],
+                           input=issue, capture_output=True, text=True, timeout=300)
+    assert alone.returncode == 0 and via_daemon.stdout == alone.stdout
+
+
+def _stderr_on_a_terminal(argv: list[str], until: bytes | None = None
+                          ) -> tuple[subprocess.Popen, bytes]:
+    """(the process, its stderr) with stderr a pseudo-terminal and stdout a
+    pipe: read until its end, or until ``until`` is shown (the process left
+    running)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                            env={**os.environ, "NO_COLOR": "1", "CTXLS_LOG": "ERROR"})
+    os.close(slave)
+    shown = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (until and until in shown):
+        if not select.select([master], [], [], 1)[0]:
+            continue
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the slave side closed: the process ended
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(master)
+    return proc, shown
+
+
+def test_serves_example_recall_is_terminal_safe_on_its_stderr(tmp_path: Path):
+    """`make run` (`serve --root R --example Q --socket`) printed its example
+    recall to stderr raw: a file named with U+202E (indexed: only C0/C1
+    controls are refused) reached the terminal as a live bidi override; a
+    second one, answered by the first, escaped it only when stdout, not the
+    stderr it wrote to, was a terminal. Both escape for stderr now."""
+    root = tmp_path / "bidi"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / "notes\u202efdp.md").write_text("# Upload retry\n\nupload retry policy: three tries\n")
+    serve = [*CTXLS, "serve", "--root", str(root), "--example", "upload retry", "--socket"]
+    first, shown = _stderr_on_a_terminal(serve, until=b"until interrupted")
+    try:
+        assert b"until interrupted" in shown, shown
+        assert b"notes\\u202efdp.md:1-3" in shown and "\u202e".encode() not in shown, shown
+        second, said = _stderr_on_a_terminal(serve)
+        assert second.wait(120) == 0, said
+        assert b"is already served by" in said, said
+        assert b"notes\\u202efdp.md:1-3" in said and "\u202e".encode() not in said, said
+    finally:
+        first.terminate()
+        first.wait(60)

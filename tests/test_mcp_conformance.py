@@ -487,3 +487,108 @@ def test_a_hosting_mcp_server_exits_quietly_with_a_client_on_its_socket(repo: Pa
             if mcp.poll() is None:
                 mcp.kill()
                 mcp.wait()
+
+
+# -- the message bound on stdin ----------------------------------------------------------
+
+class OneLongLine:
+    """A stream of one line of ``length`` bytes, then ``rest``, made as it is
+    read; ``most`` is the longest piece one read handed out (what a reader
+    holds of the line at once)."""
+
+    def __init__(self, length: int, rest: bytes):
+        self.left, self.ended, self.rest, self.most = length, False, io.BytesIO(rest), 0
+
+    def readline(self, size: int) -> bytes:
+        if self.left:
+            piece = b"x" * min(size, self.left)
+            self.left -= len(piece)
+            if not self.left and len(piece) < size:
+                piece, self.ended = piece + b"\n", True
+        elif not self.ended:
+            piece, self.ended = b"\n", True
+        else:
+            piece = self.rest.readline(size)
+        self.most = max(self.most, len(piece))
+        return piece
+
+
+def test_a_line_over_the_message_bound_is_read_away_in_pieces_none_kept():
+    """`ctxls mcp` read a stdin line of any length whole (a 200 MiB line: 20
+    -> 811 MiB, and served); the LSP transports bound a message at 64 MiB. A
+    line over the bound now comes as its length, read away in pieces: what is
+    held at once stays within the bound, whatever the line's length; a line
+    of the bound itself, with "\\n" or "\\r\\n", is a message."""
+    from ctxls.daemon.framing import OversizedMessage
+    from ctxls.daemon.mcp_stdio import READ_AWAY_PIECE, wire_lines
+
+    bound = 1000
+    stream = OneLongLine(50 * READ_AWAY_PIECE, b'{"next": 1}\n')
+    first, second = wire_lines(stream, bound)
+    assert isinstance(first, OversizedMessage) and first.length == 50 * READ_AWAY_PIECE
+    assert second == b'{"next": 1}\n'
+    assert stream.most <= max(bound + 2, READ_AWAY_PIECE)
+    at_bound = b"y" * bound
+    lines = list(wire_lines(io.BytesIO(at_bound + b"\n" + at_bound + b"\r\n" + at_bound + b"z\n"
+                                       + at_bound + b"zz"), bound))
+    assert lines[:2] == [at_bound + b"\n", at_bound + b"\r\n"]
+    assert [line.length for line in lines[2:]] == [bound + 1, bound + 2]
+
+
+def test_a_line_over_64_mib_is_answered_parse_error_and_the_next_is_served(repo: Path):
+    """After initialize, a ping padded past 64 MiB was read whole and answered
+    {"result": {}}: it is now answered -32700 with id null, as the LSP
+    transports answer an over-bound body, and the next line is served."""
+    from ctxls.daemon.framing import MAX_MESSAGE_BYTES
+
+    mcp = McpProcess(repo)
+    try:
+        mcp.start("2025-06-18")
+        head = b'{"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "'
+        mcp.process.stdin.write(head)
+        piece = b"a" * (1 << 20)
+        for _ in range(MAX_MESSAGE_BYTES // len(piece)):
+            mcp.process.stdin.write(piece)
+        mcp.process.stdin.write(b'"}}\n')
+        mcp.send({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        refused = mcp.next()
+        assert refused["id"] is None and refused["error"]["code"] == -32700, refused
+        length = len(head) + MAX_MESSAGE_BYTES + 3
+        assert f"a message of {length} bytes is over the 64 MiB bound" \
+            in refused["error"]["message"]
+        assert mcp.next() == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    finally:
+        mcp.close()
+
+
+def test_a_daemon_backed_tool_call_over_the_message_bound_is_answered_not_lost(repo: Path):
+    """Through a running daemon, a 70 MiB locate text or recall query was
+    sent as one message over the daemon's 64 MiB bound: the daemon ended the
+    connection and the tool said "-32603: lost the daemon: Broken pipe". The
+    locate text is now cut as the engine cuts it (answered as without a
+    daemon), and the recall is refused before it is sent, naming the param."""
+    subprocess.run([*CTXLS, "index", "--root", str(repo)], check=True, capture_output=True)
+    daemon = subprocess.Popen([*CTXLS, "serve", "--root", str(repo), "--socket"],
+                              stderr=subprocess.PIPE, text=True)
+    bridge = Bridge(repo, use_daemon=True)
+    try:
+        said = ""
+        while "until interrupted" not in said:
+            line = daemon.stderr.readline()
+            assert line, "daemon exited: " + said
+            said += line
+        threading.Thread(target=daemon.stderr.read, daemon=True).start()
+        located = call_tool(bridge, "locate", {"text": "send_prepared failed\n"
+                                                       + "word " * ((70 << 20) // 5)})
+        assert not located.get("isError"), located
+        assert bridge._access.via == "daemon"
+        assert "pkg/session.py" in located["content"][0]["text"]
+        recalled = call_tool(bridge, "recall", {"query": "q" * (70 << 20)})
+        text = recalled["content"][0]["text"]
+        assert recalled["isError"] and text.startswith("ctxls error -32602: invalid param "
+                                                       "'query': the request is "), text
+        assert "over the 64 MiB bound" in text and "lost the daemon" not in text
+    finally:
+        bridge.close()
+        daemon.terminate()
+        daemon.wait(60)
