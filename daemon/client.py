@@ -19,7 +19,7 @@ from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, encode, foreign_daemon, fra
                                   is_socket_file, peer_credentials, socket_path_for)
 from ctxls.index.roots import store_dir
 from ctxls.index.errors import EngineError, InvalidParams, StoreUnavailable, WriteFailed
-from ctxls.index.vocabulary import MAX_LOCATE_CHARS
+from ctxls.index.vocabulary import locate_text_kept
 
 if TYPE_CHECKING:
     from ctxls.index.cancel import CancelToken
@@ -204,16 +204,14 @@ class DaemonClient:
 
 
 def locate_text_cut(params: dict) -> dict:
-    """``ctxls/locate``'s params with a text past MAX_LOCATE_CHARS cut as the
-    engine cuts it (Engine.locate: its first and last halves, a newline
-    between), which the engine's own cut then leaves as it is: a log pasted
+    """``ctxls/locate``'s params with the text cut as the engine cuts it
+    (``locate_text_kept``), which the engine's own cut then leaves as it is: a log pasted
     whole is answered as without a daemon, not sent whole (70 MiB was over
     the bound of a message, and the daemon ended the connection)."""
     text = params.get("text")
-    if not isinstance(text, str) or len(text) <= MAX_LOCATE_CHARS:
+    if not isinstance(text, str):
         return params
-    half = MAX_LOCATE_CHARS // 2
-    return params | {"text": text[:half] + "\n" + text[-half:]}
+    return params | {"text": locate_text_kept(text)}
 
 
 def oversized_request(params: dict, size: int) -> InvalidParams:

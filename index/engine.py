@@ -33,8 +33,8 @@ from ctxls.index.errors import (EngineError, IndexNotReady, InvalidParams, Memor
                                 WriteFailed)
 from ctxls.index.indexer import Cancelled, Indexer, IndexStats, ProgressCallback, racy
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash, line_end_character
-from ctxls.index.vocabulary import (MAX_DAYS, MAX_LOCATE_CHARS, MAX_LOCATE_N, MAX_QUERY_CHARS,
-                                    MAX_RECALL_N, MAX_RECENT_ITEMS, RECALL_KINDS, RECALL_MODES)
+from ctxls.index.vocabulary import (MAX_DAYS, MAX_LOCATE_N, MAX_QUERY_CHARS, MAX_RECALL_N,
+                                    MAX_RECENT_ITEMS, RECALL_KINDS, RECALL_MODES, locate_text_kept)
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
 from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality, off_topic
 from ctxls.index.embeddings import (
@@ -1301,9 +1301,7 @@ class Engine:
             raise InvalidParams("text", "must be a non-empty string")
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_LOCATE_N:
             raise InvalidParams("n", f"must be an integer from 1 to {MAX_LOCATE_N}")
-        if len(text) > MAX_LOCATE_CHARS:
-            half = MAX_LOCATE_CHARS // 2
-            text = text[:half] + "\n" + text[-half:]
+        text = locate_text_kept(text)
         self.await_index()
         return self.fresh_answer(
             lambda: self._located_definitions(self.locator.locate(

@@ -24,6 +24,16 @@ MAX_LOCATE_N = 100
 # Longer texts are cut here (an issue with a whole log pasted in): the head
 # holds the title and the report, a traceback's innermost frames are at its end.
 MAX_LOCATE_CHARS = 40_000
+
+
+def locate_text_kept(text: str) -> str:
+    """What locate reads of ``text``: past MAX_LOCATE_CHARS its first and
+    last halves, a newline between (a client cuts before sending, the
+    engine again, which leaves a cut text as it is)."""
+    if len(text) <= MAX_LOCATE_CHARS:
+        return text
+    half = MAX_LOCATE_CHARS // 2
+    return text[:half] + "\n" + text[-half:]
 # recentActivity looks back at most this many days (a bound keeps the cutoff an integer).
 MAX_DAYS = 1_000_000
 # Rows recentActivity lists at most.
