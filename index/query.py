@@ -35,7 +35,9 @@ _SEPARATOR = r"(?:::|->|[.#\\])"
 # one word it is a path or "and/or").
 _LISP_SEGMENT = r"[A-Za-z_$][\w$]*(?:-[\w$]+)*"
 _NAMESPACED = rf"{_LISP_SEGMENT}(?:\.{_LISP_SEGMENT})+/{_LISP_SEGMENT}[?!]?"
-_NAME = (rf"{_SEGMENT}(?:{_SEPARATOR}{_SEGMENT})*{_SEPARATOR}(?:[a-z_][\w$]*[?!]|{_SEGMENT})"
+# A C++ destructor qualified by its class (`geo::Outer::~Outer`) is one name too.
+_NAME = (rf"{_SEGMENT}(?:{_SEPARATOR}{_SEGMENT})*(?:{_SEPARATOR}(?:[a-z_][\w$]*[?!]|{_SEGMENT})"
+         rf"|::~{_SEGMENT})"
          rf"|{_NAMESPACED}"
          r"|_[\w$]*[?!]?"
          # (a capital, underscore or digit looked for ahead, the name taken
@@ -83,6 +85,32 @@ _DECLARED_MODULE = re.compile(r"^[ \t]*(?:package|namespace|module|\(ns)[ \t]+"
                               r"([A-Za-z_][\w$-]*(?:(?:\.|::|\\)[A-Za-z_][\w$-]*)*)"
                               r"(?=[ \t]*(?:[;{(]|where\b|$))", re.M)
 
+# A name as its language's own tools print it (plain_name), each piece read
+# off or rewritten. A name segment of any script: a letter or `_`, then word
+# characters.
+_ANY_SEGMENT = r"[^\W\d][\w$]*"
+# Go's receiver, as a stack trace or pprof prints a method: `(*LRU).Put`,
+# `cache.(*LRU).Put`.
+_GO_RECEIVER = re.compile(rf"(?<![^.])\(\*?({_ANY_SEGMENT})\)(?=\.)")
+# Template or generic arguments after a name, before a qualifier or the end
+# (`Matrix<T>::multiply`, Rust's `Vec::<T>::new`, `Map<K, V>.get`) or inside
+# another's (`vector<pair<K, V>>`); innermost first, a pass a level. No `=`
+# or `-` inside: C++'s `operator<=>` and `operator->` keep theirs.
+_TYPE_ARGUMENTS = re.compile(r"(?<=[\w$])(?:::)?<[\w$:.,*&\s\[\]]*>(?=::|->|[.#(>,]|$)")
+_TYPE_ARGUMENT_DEPTH = 8
+# Rust's paths relative to the current module (`self::parse`, `super::super::x`):
+# the name follows. (`crate::` stays: the crate's root is a module a file is
+# named by, file_modules.)
+_RELATIVE_PATH = re.compile(r"^(?:(?:self|super)::)+")
+# An arity after a name: Elixir's and Erlang's `withdraw/2` (docs, IEx, traces).
+_ARITY = re.compile(r"(?<=[\w$?!])/\d+$")
+# Swift's argument labels: `scale(by:)`, `tableView(_:didSelectRowAt:)`.
+_ARGUMENT_LABELS = re.compile(rf"(?<=[\w$])\((?:{_ANY_SEGMENT}:)+\)$")
+# One `:` between two names: Lua's method `Queue:push`, Erlang's `kv:put`,
+# Python's entry point `pkg.cli:main` (never `::`; a name must follow it, so
+# `host:8080` stays).
+_SINGLE_COLON = re.compile(r"(?<=[\w$])(?<!:):(?=[^\W\d])")
+
 # Words that ask for a path class the ranking otherwise puts last.
 _TEST_WORDS = frozenset({"test", "tests", "testing", "spec", "specs", "fixture", "fixtures",
                          "mock", "mocks", "unittest", "benchmark", "benchmarks"})
@@ -99,15 +127,37 @@ def declared_name(query: str) -> str:
     text = query.strip()
     found = _DECLARATION_QUERY.fullmatch(_shape_classes(text))
     if found is None:
-        return text
+        return plain_name(text)
     group = "any" if found.group("any") else "named"
     return text[found.start(group):found.end(group)]
+
+
+def plain_name(text: str) -> str:
+    """``text`` as the plain name it is when it is one name written as its
+    language's own tools print it: Go's `(*LRU).Put`, template arguments
+    (`Matrix<T>::multiply`), Rust's `self::`/`super::`, an Elixir or Erlang
+    arity (`withdraw/2`), Lua's `Queue:push` or Erlang's `kv:put` (as
+    `Queue.push`), Swift's labels (`scale(by:)`). Anything else, a
+    sentence included, is returned as it is."""
+    name = _GO_RECEIVER.sub(r"\1", text)
+    for _ in range(_TYPE_ARGUMENT_DEPTH):
+        name, stripped = _TYPE_ARGUMENTS.subn("", name)
+        if not stripped:
+            break
+    name = _RELATIVE_PATH.sub("", name)
+    name = _ARGUMENT_LABELS.sub("", _ARITY.sub("", name))
+    name = _SINGLE_COLON.sub(".", name)
+    if name == text:
+        return text
+    shape = _shape_classes(name)
+    return name if _SYMBOL_QUERY.fullmatch(shape) or _PLAIN_WORD.fullmatch(shape) else text
 
 
 def dotted_name(name: str) -> str:
     """A qualified name written with its language's separator (``A::b``,
     ``A#b``, ``a->b``, ``A\\b``, Clojure's ``a.b/c``) as the index writes
-    it, ``A.b``."""
+    it, ``A.b``; one its language's tools print (plain_name) read first."""
+    name = plain_name(name)
     if _NAMESPACED_NAME.fullmatch(name):
         name = name.replace("/", ".")
     return _QUALIFIER.sub(".", name)
@@ -127,12 +177,35 @@ def file_modules(path: str, header: str) -> list[tuple[str, ...]]:
     stem and without (`src/util/util.go`: Go's package is its folder, Perl's
     `lib/LWP/ConnCache.pm` its stem too), and the package or namespace
     ``header`` (the text of its first chunk) declares (PHP's
-    `namespace GuzzleHttp;` in `src/Utils.php`)."""
+    `namespace GuzzleHttp;` in `src/Utils.php`); a Rust file's `crate::`
+    path too (`crate.net.http` for `src/net/http.rs`)."""
     folders, _, file_name = path.rpartition("/")
     parts = tuple(part for part in folders.split("/") if part)
-    names = [parts, (*parts, file_name.split(".", 1)[0])]
+    stem = file_name.split(".", 1)[0]
+    names = [parts, (*parts, stem)]
     names.extend(tuple(dotted_name(found).split(".")) for found in _DECLARED_MODULE.findall(header))
+    if file_name.endswith(".rs"):
+        crate_path = _rust_crate_path(parts, stem)
+        if crate_path is not None:
+            names.append(crate_path)
     return names
+
+
+def _rust_crate_path(folders: tuple[str, ...], stem: str) -> tuple[str, ...] | None:
+    """A Rust file's module as a `crate::` path names it: below its
+    (innermost) `src/`, `mod.rs` its folder's module, `lib.rs` and `main.rs`
+    the crate's root (`src/net/http.rs` -> crate.net.http, `src/lib.rs` ->
+    crate); None outside a `src/` (a crate root's `lib.rs` or `main.rs` at
+    the top excepted). impact/index_view.module_names reads the same paths."""
+    if "src" in folders:
+        inner = folders[len(folders) - folders[::-1].index("src"):]
+    elif not folders and stem in ("lib", "main"):
+        inner = ()
+    else:
+        return None
+    if stem == "mod" or (not inner and stem in ("lib", "main")):
+        return ("crate", *inner)
+    return ("crate", *inner, stem)
 
 
 def names_definition(asked: str, symbol: str, modules: Callable[[], list[tuple[str, ...]]],

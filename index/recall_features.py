@@ -92,7 +92,7 @@ def definition_tier(symbol: str, symbol_kind: str, asked: str,
     if "." in asked:
         # Its own qualified name first: `Shop.Cart.total` before `total` of Cart.elm for `Cart.total`.
         tier = 1.0 if names_definition(asked, symbol, list, key=str) \
-            else 0.9 if names_definition(asked, symbol, modules, key=str) else 0.5
+            else 0.9 if named_by_its_module(symbol, asked, modules) else 0.5
     else:
         tier = 1.0
     if last != asked_last:
@@ -105,6 +105,15 @@ def definition_tier(symbol: str, symbol_kind: str, asked: str,
         if len(segments) > 1 and segments[-2] == last:
             tier *= 0.5  # a constructor (`Validate.Validate`): the class was asked for
     return tier
+
+
+def named_by_its_module(symbol: str, asked: str, modules: Callable[[], list[tuple[str, ...]]]) -> bool:
+    """Whether the qualified name ``asked`` names ``symbol`` only through its
+    file's module names (``modules()``, query.file_modules), not its own
+    qualified name: `util.Constrain` for `Constrain` in `src/util/util.go`."""
+    asked = dotted_name(asked)
+    return ("." in asked and not names_definition(asked, symbol, list, key=str)
+            and names_definition(asked, symbol, modules, key=str))
 
 
 def declared_modules(conn: Connection) -> Callable[[str], list[tuple[str, ...]]]:
@@ -168,9 +177,12 @@ def named_symbols(shape: QueryShape) -> list[str]:
 
 
 def _definition_tiers(conn: Connection, kind: str, shape: QueryShape, candidates: set[int],
-                      config: "PriorConfig") -> dict[int, float]:
-    """chunk id -> the best tier of a definition it holds of a name the query asks for."""
+                      config: "PriorConfig", by_module: set[int] | None = None) -> dict[int, float]:
+    """chunk id -> the best tier of a definition it holds of a name the query
+    asks for. ``by_module``, when given, gets the chunks whose best tier
+    their definition owes to its file's module names (named_by_its_module)."""
     tiers: dict[int, float] = {}
+    by_module = set() if by_module is None else by_module
     # A module qualifier is read only when the query is one name: a sentence
     # that writes `org.jsoup.nodes.Document` asks for something else (set 4).
     modules = declared_modules(conn) if shape.identifier else lambda path: []
@@ -187,18 +199,24 @@ def _definition_tiers(conn: Connection, kind: str, shape: QueryShape, candidates
         defining_files = len({file_id for file_id, _ in longest})
         share_of_name = 1.0 / max(1, defining_files) if shape.embedded else 1.0
         for chunk_id, symbol, symbol_kind, file_id, span, path in found:
-            tier = definition_tier(symbol, symbol_kind, name,
-                                   functools.partial(modules, path)) * share_of_name
+            file_modules_of = functools.partial(modules, path)
+            tier = definition_tier(symbol, symbol_kind, name, file_modules_of) * share_of_name
             if span < longest[(file_id, symbol)]:
                 tier *= config.signature_share
-            tiers[chunk_id] = max(tier, tiers.get(chunk_id, 0.0))
+            if tier > tiers.get(chunk_id, 0.0):
+                tiers[chunk_id] = tier
+                if named_by_its_module(symbol, name, file_modules_of):
+                    by_module.add(chunk_id)
+                else:
+                    by_module.discard(chunk_id)
             if shape.embedded and config.member_share > 0 and symbol_kind in _TYPE_KINDS:
                 # Only members the text match found: the others hold none of
                 # the sentence's other words (fetching them changed no
                 # ranking of either set, for up to 58 rows a query on django).
                 for member in _member_chunks(conn, kind, file_id, symbol):
-                    if member in candidates:
-                        tiers[member] = max(tier * config.member_share, tiers.get(member, 0.0))
+                    if member in candidates and tier * config.member_share > tiers.get(member, 0.0):
+                        tiers[member] = tier * config.member_share
+                        by_module.discard(member)
     return tiers
 
 
@@ -311,7 +329,8 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
     ``fetch_rows(ids)`` turns chunk ids into ScoredChunks (no text features)."""
     by_id = {hit.chunk_id: hit for hit in hits}
     if config.definition_boost > 0:
-        tiers = _definition_tiers(conn, kind, shape, set(by_id), config)
+        by_module: set[int] = set()
+        tiers = _definition_tiers(conn, kind, shape, set(by_id), config, by_module)
         for hit in fetch_rows([cid for cid in tiers if cid not in by_id]):
             by_id[hit.chunk_id] = hit
         homes = {dotted_name(name).rsplit(".", 1)[-1].lower().replace("_", "")
@@ -320,7 +339,12 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
             if chunk_id in by_id:
                 hit = by_id[chunk_id]
                 stem = posixpath.splitext(posixpath.basename(hit.path))[0].replace("_", "").lower()
-                hit.features.definition, hit.features.home = tier, stem in homes
+                # A definition named through its file's module names has had
+                # its path counted once: `diff` of lib/diff/diff.js named
+                # `Diff.diff` by its folder is not also at home there, or it
+                # outranks `Diff.diff` itself (0.9 x home_share over 1.0).
+                hit.features.definition = tier
+                hit.features.home = stem in homes and chunk_id not in by_module
     if config.file_name_boost > 0 and _names_files(shape):
         index = path_index(conn)
         named = index.name_counts(shape.words)

@@ -281,15 +281,18 @@ def asked_names(query: str) -> set[str]:
 def named_definition(definitions: list[Definition], names: set[str],
                      conn: Connection) -> Definition | None:
     """The one of ``definitions`` a query names (its qualified name or its
-    name, in any case; else in another case style, `build_cache_key` for
-    `buildCacheKey`; or qualified by its module, `util.Constrain`:
-    query.names_definition, the module names read from ``conn``). Several of
-    one name (a TypeScript function's overload signatures and its
-    implementation, a property's getter and setter) are one definition
-    spanning them all: the first's name line, the last's end."""
+    name, in its case, else in any case; else in another case style,
+    `build_cache_key` for `buildCacheKey`; or qualified by its module,
+    `util.Constrain`: query.names_definition, the module names read from
+    ``conn``). Several of one name (a TypeScript function's overload
+    signatures and its implementation, a property's getter and setter) are
+    one definition spanning them all: the first's name line, the last's end.
+    Names that differ only in case are different definitions (Java's
+    `builder()` and its `Builder` class, Solidity's `transfer` and its
+    `Transfer` event): the one written as asked is the one named."""
     modules = declared_modules(conn)
     named: list[Definition] = []
-    for key in (fold, name_key):  # the name as written before its other case styles
+    for key in (str, fold, name_key):  # the name as written before its other cases and styles
         named = [definition for definition in definitions
                  if any(names_definition(name, definition.symbol,
                                          functools.partial(modules, definition.path), key)

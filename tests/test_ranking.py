@@ -396,3 +396,33 @@ def test_recall_for_a_class_is_the_class_with_its_members_not_its_header(tmp_pat
         assert hit.end_line >= 8  # addItem's lines with it
     finally:
         engine.close()
+
+
+def test_an_exact_qualified_name_outranks_a_namesake_named_by_its_module(tmp_path):
+    # Probe (stop 66): `Diff.diff` answered `diff` of lib/diff/diff.js first:
+    # its folder named it `Diff.diff` (the module tier, 0.9) and its stem made
+    # it at home (x home_share), over the method whose own name the query is.
+    write_tree(tmp_path, {
+        **_filler(),
+        "lib/base/engine.js": "/** The diffing engine. */\nclass Diff {\n"
+                              "  /** Compute the edit script between two strings. */\n"
+                              "  diff(oldString, newString) {\n"
+                              "    return this.extractCommon(oldString, newString);\n  }\n\n"
+                              "  extractCommon(a, b) {\n    return [a, b];\n  }\n}\n"
+                              "module.exports = Diff;\n",
+        "lib/diff/diff.js": "// Returns which part of two version strings differs.\n"
+                            "function diff(a, b) {\n  return a === b ? null : 'major';\n}\n"
+                            "module.exports = diff;\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        hits = engine.recall("Diff.diff", ["code"], mode="lexical").hits_by_kind["code"]
+        assert (hits[0].path, hits[0].symbol, hits[0].start_line, hits[0].end_line) == (
+            "lib/base/engine.js", "Diff.diff", 2, 5)
+        assert ("lib/diff/diff.js", "diff") in [(hit.path, hit.symbol) for hit in hits[1:]]
+        # Named by its module alone, the function is still the answer.
+        hit = engine.recall("diff.diff", ["code"], mode="lexical").hits_by_kind["code"][0]
+        assert (hit.path, hit.symbol) == ("lib/diff/diff.js", "diff")
+    finally:
+        engine.close()

@@ -859,3 +859,107 @@ def test_a_one_word_query_naming_a_definition_with_a_symbol_gets_its_lines(tmp_p
         assert all(h.symbol != "linalg.Matrix.operator==" for h in hit)
     finally:
         engine.close()
+
+
+def test_definitions_whose_names_differ_only_in_case_are_separate_hits(make_engine):
+    """Probe (stop 66): Java's `builder()` and its `Builder` class, Solidity's
+    `Transfer` event and `transfer` function, were merged into one hit
+    spanning both and labelled with the first, whichever was asked for. The
+    name as written is the definition named; another case only when none is."""
+    engine = make_engine({
+        "Pizza.java": "package app;\n\npublic class Pizza {\n    private final int size;\n\n"
+                      "    private Pizza(int size) { this.size = size; }\n\n"
+                      "    /** Start building a pizza. */\n"
+                      "    public static Builder builder() {\n        return new Builder();\n    }\n\n"
+                      "    public static class Builder {\n        private int size;\n"
+                      "        public Builder size(int s) { size = s; return this; }\n"
+                      "        public Pizza build() { return new Pizza(size); }\n    }\n}\n",
+        "Token.sol": "// SPDX-License-Identifier: MIT\npragma solidity ^0.8.0;\n\ncontract Token {\n"
+                     "    mapping(address => uint256) public balances;\n"
+                     "    event Transfer(address from, address to, uint256 amount);\n\n"
+                     "    /// Move tokens to another account.\n"
+                     "    function transfer(address to, uint256 amount) external returns (bool) {\n"
+                     "        balances[msg.sender] -= amount;\n        balances[to] += amount;\n"
+                     "        emit Transfer(msg.sender, to, amount);\n        return true;\n    }\n}\n",
+    })
+    assert _top_code_hit(engine, "Pizza.Builder") == ("Pizza.java", "Pizza.Builder", 12, 16)
+    assert _top_code_hit(engine, "Pizza.builder") == ("Pizza.java", "Pizza.builder", 7, 10)
+    assert _top_code_hit(engine, "Token.transfer") == ("Token.sol", "Token.transfer", 7, 13)
+    assert _top_code_hit(engine, "Token.Transfer") == ("Token.sol", "Token.Transfer", 5, 5)
+    # No definition in the case asked: any case still names it.
+    assert _top_code_hit(engine, "builder.BUILD") == ("Pizza.java", "Pizza.Builder.build", 15, 15)
+
+
+def test_a_name_written_as_its_languages_tools_print_it_is_its_definitions_hit(make_engine):
+    """Probe (stop 66): Go's `(*LRU).Put`, rustc's `crate::net::http::fetch_body`,
+    a C++ compiler's `Matrix<T>::multiply`, Elixir's and Erlang's arity
+    (`withdraw/2`, `kv:put/3`), Lua's `Queue:push` and Swift's
+    `Rect.scale(by:)` were read as sentences: the hit was the packed chunk,
+    labelled with another of its definitions."""
+    engine = make_engine({
+        "cache.go": "package cache\n\ntype LRU struct {\n\titems map[string]int\n\torder []string\n}\n\n"
+                    "// Get returns the cached value.\nfunc (c *LRU) Get(key string) (int, bool) {\n"
+                    "\tv, ok := c.items[key]\n\treturn v, ok\n}\n\n"
+                    "// Put stores a value, evicting the oldest entry when full.\n"
+                    "func (c *LRU) Put(key string, value int) {\n\tc.items[key] = value\n"
+                    "\tc.order = append(c.order, key)\n}\n",
+        "src/lib.rs": "pub mod net {\n    pub mod http {\n        /// Send a GET request and return the body.\n"
+                      "        pub async fn fetch_body(url: &str) -> Result<String, String> {\n"
+                      "            Ok(url.to_string())\n        }\n    }\n}\n",
+        "matrix.cpp": "namespace linalg {\n\ntemplate <typename T>\nclass Matrix {\npublic:\n"
+                      "    Matrix<T> multiply(const Matrix<T>& other) const;\n    T trace() const;\n};\n\n"
+                      "template <typename T>\n"
+                      "Matrix<T> Matrix<T>::multiply(const Matrix<T>& other) const {\n"
+                      "    return other;\n}\n\ntemplate <typename T>\nT Matrix<T>::trace() const {\n"
+                      "    return T();\n}\n\n} // namespace linalg\n",
+        "accounts.ex": "defmodule Bank.Accounts do\n  defstruct [:id, :balance]\n\n"
+                       "  @doc \"Withdraw an amount from the account if funds allow.\"\n"
+                       "  def withdraw(%__MODULE__{balance: b} = acct, amount) when amount <= b do\n"
+                       "    {:ok, %{acct | balance: b - amount}}\n  end\n\n"
+                       "  def deposit(acct, amount), do: %{acct | balance: acct.balance + amount}\nend\n",
+        "queue.lua": "local Queue = {}\nQueue.__index = Queue\n\n--- Create a new empty queue.\n"
+                     "function Queue.new()\n  return setmetatable({ first = 1, last = 0, items = {} }, Queue)\n"
+                     "end\n\n--- Append a value at the back of the queue.\nfunction Queue:push(value)\n"
+                     "  self.last = self.last + 1\n  self.items[self.last] = value\nend\n\nreturn Queue\n",
+        "kv.erl": "-module(kv).\n-export([new/0, put/3]).\n\n%% Create an empty store.\nnew() ->\n    #{}.\n\n"
+                  "%% Store a value under a key.\nput(Store, Key, Value) ->\n    maps:put(Key, Value, Store).\n",
+        "Rect.swift": "struct Rect {\n    var width: Double\n    var height: Double\n\n"
+                      "    /// Scale the rectangle by a factor.\n    func scale(by factor: Double) -> Rect {\n"
+                      "        return Rect(width: width * factor, height: height * factor)\n    }\n\n"
+                      "    func area() -> Double {\n        return width * height\n    }\n}\n",
+    })
+    for query, expected in (("(*LRU).Put", ("cache.go", "LRU.Put", 13, 17)),
+                            ("cache.(*LRU).Put", ("cache.go", "LRU.Put", 13, 17)),
+                            ("crate::net::http::fetch_body", ("src/lib.rs", "net.http.fetch_body", 2, 5)),
+                            ("self::net::http::fetch_body", ("src/lib.rs", "net.http.fetch_body", 2, 5)),
+                            ("Matrix<T>::multiply", ("matrix.cpp", "linalg.Matrix.multiply", 9, 12)),
+                            ("Bank.Accounts.withdraw/2", ("accounts.ex", "Bank.Accounts.withdraw", 3, 6)),
+                            ("Queue:push", ("queue.lua", "Queue.push", 8, 12)),
+                            ("kv:put/3", ("kv.erl", "put", 7, 9)),
+                            ("Rect.scale(by:)", ("Rect.swift", "Rect.scale", 4, 7))):
+        assert _top_code_hit(engine, query) == expected, query
+    # `ctxls symbols` and impact read them through the same name (query.dotted_name).
+    for query, symbol in (("(*LRU).Put", "LRU.Put"), ("Matrix<T>::multiply", "linalg.Matrix.multiply"),
+                          ("crate::net::http::fetch_body", "net.http.fetch_body"),
+                          ("Queue:push", "Queue.push"), ("Rect.scale(by:)", "Rect.scale")):
+        assert [d.symbol for d in engine.symbols(query, "exact")] == [symbol], query
+    # A sentence with a colon, a port, and C++'s own operators stay as written.
+    from ctxls.index.query import plain_name
+    for text in ("note: the cache", "localhost:8080", "operator<=>", "operator->", "a < b > c",
+                 "fix (*LRU).Put when full"):
+        assert plain_name(text) == text
+
+
+def test_a_destructor_qualified_by_its_namespace_is_its_definitions_hit(make_engine):
+    """Probe (stop 66): `geo::Outer::~Outer` was read as a sentence naming the
+    class `geo::Outer`, whose declaration came first; `Outer::~Outer` worked."""
+    engine = make_engine({
+        "outer.h": "#pragma once\nnamespace geo {\n\nclass Outer {\npublic:\n    Outer();\n"
+                   "    ~Outer();\n    int size() const;\n};\n\n} // namespace geo\n",
+        "outer.cpp": "#include \"outer.h\"\n\nnamespace geo {\n\nOuter::Outer() {}\n\n"
+                     "// Release the outer resources.\nOuter::~Outer() {\n    // nothing\n}\n\n"
+                     "int Outer::size() const { return 0; }\n\n} // namespace geo\n",
+    })
+    for query in ("geo::Outer::~Outer", "Outer::~Outer"):
+        assert _top_code_hit(engine, query) == ("outer.cpp", "geo.Outer.~Outer", 6, 9), query
+    assert [d.symbol for d in engine.symbols("geo::Outer::~Outer", "exact")] == ["geo.Outer.~Outer"]
