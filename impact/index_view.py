@@ -20,7 +20,7 @@ from ctxls.index.engine import Engine
 from ctxls.index.errors import EngineError
 from ctxls.index.imports import ImportResolver
 from ctxls.index.model import ImportRef, content_hash, split_symbol
-from ctxls.index.query import names_definition
+from ctxls.index.query import names_definition, rust_crate_path
 from ctxls.index.recall_features import declared_modules
 from ctxls.index.store import FTS_TABLE_BY_KIND, Connection
 from ctxls.index.tokenize import MAX_TOKEN_CHARS, expand_tokens, fold
@@ -120,13 +120,11 @@ def module_names(path: str) -> list[str]:
     names = [module_name(path)]
     stem = posixpath.splitext(path)[0]
     if path.endswith(".rs"):
-        stem = stem.removesuffix("/mod")
-        names.append(stem.replace("/", "."))
-        parts = stem.split("/")
-        # The crate's modules: below its (innermost) `src/`; lib.rs and main.rs are its root.
-        inner = parts[len(parts) - parts[::-1].index("src"):] if "src" in parts[:-1] else None
-        if inner is not None or parts in (["lib"], ["main"]):
-            names.append(".".join(["crate", *([] if inner in (None, ["lib"], ["main"]) else inner)]))
+        names.append(stem.removesuffix("/mod").replace("/", "."))
+        folders, _, file_stem = stem.rpartition("/")
+        crate_path = rust_crate_path(tuple(part for part in folders.split("/") if part), file_stem)
+        if crate_path is not None:
+            names.append(".".join(crate_path))
     elif path.endswith(_PACKAGE_MODULE_SUFFIXES):
         names.append(posixpath.dirname(path).replace("/", "."))
     return list(dict.fromkeys(name for name in names if name))

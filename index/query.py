@@ -185,18 +185,18 @@ def file_modules(path: str, header: str) -> list[tuple[str, ...]]:
     names = [parts, (*parts, stem)]
     names.extend(tuple(dotted_name(found).split(".")) for found in _DECLARED_MODULE.findall(header))
     if file_name.endswith(".rs"):
-        crate_path = _rust_crate_path(parts, stem)
+        crate_path = rust_crate_path(parts, stem)
         if crate_path is not None:
             names.append(crate_path)
     return names
 
 
-def _rust_crate_path(folders: tuple[str, ...], stem: str) -> tuple[str, ...] | None:
+def rust_crate_path(folders: tuple[str, ...], stem: str) -> tuple[str, ...] | None:
     """A Rust file's module as a `crate::` path names it: below its
     (innermost) `src/`, `mod.rs` its folder's module, `lib.rs` and `main.rs`
     the crate's root (`src/net/http.rs` -> crate.net.http, `src/lib.rs` ->
     crate); None outside a `src/` (a crate root's `lib.rs` or `main.rs` at
-    the top excepted). impact/index_view.module_names reads the same paths."""
+    the top excepted). impact/index_view.module_names names a file so too."""
     if "src" in folders:
         inner = folders[len(folders) - folders[::-1].index("src"):]
     elif not folders and stem in ("lib", "main"):
