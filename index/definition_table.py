@@ -310,6 +310,9 @@ KOTLIN = LanguageTable(
         "class_declaration": Rule("class", ":type_identifier", ":class_body|enum_class_body",
                                   keywords={"interface": "interface", "enum": "enum"}),
         "object_declaration": Rule("object", ":type_identifier", ":class_body"),
+        # `EARTH(5.97) { override fun describe() = … }`: an entry with a body
+        # holds code (`Planet.EARTH.describe`); a plain entry is no definition.
+        "enum_entry": Rule("constant", ":simple_identifier", ":class_body", requires=":class_body"),
         "function_declaration": Rule("function", ":simple_identifier", receiver="receiver"),
         "type_alias": Rule("type", ":type_identifier"),
         "property_declaration": (
@@ -384,7 +387,9 @@ SCALA = LanguageTable(
         "function_definition": Rule("function"),
         "function_declaration": Rule("function"),
         "type_definition": Rule("type"),
-        "given_definition": Rule("object"),
+        # `given intMonoid: Monoid[Int] with def combine …`: its methods are
+        # `intMonoid.combine`; an alias given (`= Ordering.Int`) has none.
+        "given_definition": Rule("object", "name", "body=with_template_body"),
         # An extension's methods are its own children (each under a field
         # `body`, with braces or without): no node holds them. One on a
         # by-name parameter (`(p: => P[T])`, fastparse's) is named by its type.
@@ -422,9 +427,27 @@ BASH = LanguageTable(
     transparent=frozenset({"compound_statement", "if_statement", "elif_clause", "else_clause"}),
 )
 
-_DART_SIGNATURES = ":function_signature|getter_signature|setter_signature|constructor_signature|" \
-                   "factory_constructor_signature|redirecting_factory_constructor_signature|" \
-                   "operator_signature|constant_constructor_signature"
+_DART_CONSTRUCTORS = ":constructor_signature|constant_constructor_signature|factory_constructor_signature|" \
+                     "redirecting_factory_constructor_signature"
+
+
+def _dart_constructor(node: Node) -> Definition | None:
+    """`User(…)`, `User.guest() : …`, `const User.empty()`, `factory
+    User.fromJson(…) {…}`: a named constructor is named by what follows its
+    class's name (`User.guest`, as it is called), the unnamed one by the
+    class's. The grammar puts both names under one field (`name`) or none."""
+    signature = follow(node, _DART_CONSTRUCTORS)
+    names: list[str] = []
+    for child in signature.children if signature is not None else ():
+        if child.type == "formal_parameter_list":
+            break
+        if child.type == "identifier":
+            names.append(text(child))
+    return Definition("function", (names[-1],)) if names else None
+
+
+# Constructors are _dart_constructor's.
+_DART_SIGNATURES = ":function_signature|getter_signature|setter_signature|operator_signature"
 DART = LanguageTable(
     rules={
         "class_definition": Rule("class", "name", "body"),
@@ -439,6 +462,7 @@ DART = LanguageTable(
     },
     leading=frozenset({"comment", "documentation_comment", "annotation", "marker_annotation"}),
     continued_by=frozenset({"function_body"}),
+    custom={"method_signature": _dart_constructor, "declaration": _dart_constructor},
 )
 
 HASKELL = LanguageTable(

@@ -267,6 +267,20 @@ def _extension(path: str) -> str:
     return extension.lower() if dot and stem else ""
 
 
+# C-family headers declare what their sources define (recall ranks a
+# function's definition in a source above its prototype in a header).
+_C_FAMILY_HEADERS = frozenset({"h", "hh", "hpp", "hxx", "h++", "cuh"})
+_C_FAMILY_SOURCES = frozenset({"c", "cc", "cpp", "cxx", "c++", "cu", "m", "mm"})
+
+
+def is_c_family_header(path: str) -> bool:
+    return _extension(path) in _C_FAMILY_HEADERS
+
+
+def is_c_family_source(path: str) -> bool:
+    return _extension(path) in _C_FAMILY_SOURCES
+
+
 def language_for_path(path: str, text: str | None = None) -> str | None:
     """The language of ``path`` (None for prose, config and unknown text).
     ``text``, when given, settles what the name cannot: a ``.h`` file's."""

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ctxls.index.languages import is_c_family_header, is_c_family_source
 from ctxls.index.paths import path_class
 from ctxls.index.query import QueryShape, dotted_name, file_modules, name_key, names_definition
 from ctxls.index.store import Connection, connection_cache, generated_paths, paths_generation
@@ -198,10 +199,14 @@ def _definition_tiers(conn: Connection, kind: str, shape: QueryShape, candidates
         # them the place): its tier is shared among those files.
         defining_files = len({file_id for file_id, _ in longest})
         share_of_name = 1.0 / max(1, defining_files) if shape.embedded else 1.0
+        # A C-family header's function whose source defines it too is its
+        # prototype: the source's definition has the body (as above, across files).
+        defined_in_source = {symbol for _, symbol, _, _, _, path in found if is_c_family_source(path)}
         for chunk_id, symbol, symbol_kind, file_id, span, path in found:
             file_modules_of = functools.partial(modules, path)
             tier = definition_tier(symbol, symbol_kind, name, file_modules_of) * share_of_name
-            if span < longest[(file_id, symbol)]:
+            if span < longest[(file_id, symbol)] or (
+                    symbol in defined_in_source and is_c_family_header(path)):
                 tier *= config.signature_share
             if tier > tiers.get(chunk_id, 0.0):
                 tiers[chunk_id] = tier

@@ -2152,3 +2152,95 @@ def test_a_containers_closing_line_ends_its_last_chunk(path: str) -> None:
         assert all(end < next_start for (_, end), (next_start, _) in zip(rows, rows[1:]))
     packed = chunk_file(path, text).chunks
     assert packed[-1].end_line == len(lines) - 1 and packed[-1].text.rstrip().endswith(("}", "end"))
+
+
+def test_c_prototypes_at_file_or_namespace_scope_are_definitions_unless_the_file_defines_them() -> None:
+    """A header that is an API surface (its .c files elsewhere) declares its
+    functions only: those prototypes are its definitions. A pointer to a
+    function is a variable, a class body's declaration its class's, and a
+    forward declaration in a file that defines the function adds nothing."""
+    header = source(
+        """
+        #ifndef STRBUF_H
+        #define STRBUF_H
+        extern void strbuf_append(strbuf *sb, const char *fmt, ...);
+        char *strbuf_detach(strbuf *sb);
+        struct strbuf *strbuf_new(void);
+        int (*strbuf_hook)(strbuf *sb);
+        extern int strbuf_count;
+        #endif
+        """
+    )
+    assert [(s.symbol, s.symbol_kind, s.start_line, s.end_line)
+            for s in definition_chunks("src/strbuf.h", header).symbols] == [
+        ("strbuf_append", "function", 2, 2), ("strbuf_detach", "function", 3, 3), ("strbuf_new", "function", 4, 4)]
+    cpp = source(
+        """
+        namespace geo {
+        class Outer {
+        public:
+            Outer();
+            ~Outer();
+            int size() const;
+        };
+        double distance(const Outer& a, const Outer& b);
+        }
+        extern "C" {
+        void geo_init(void);
+        }
+        """
+    )
+    assert [(s.symbol, s.symbol_kind) for s in definition_chunks("include/geo/outer.h", cpp).symbols] == [
+        ("geo", "namespace"), ("geo.Outer", "class"), ("geo.distance", "function"), ("geo_init", "function")]
+    forward = source(
+        """
+        static void grow(strbuf *sb, int needed);
+        void strbuf_reset(strbuf *sb) { grow(sb, 0); }
+        static void grow(strbuf *sb, int needed) { sb->len = needed; }
+        """
+    )
+    check("src/strbuf.c", forward, [(None, "module", 0, 0), ("strbuf_reset", "function", 1, 1),
+                                    ("grow", "function", 2, 2)])
+
+
+def test_a_c_prototype_with_an_attribute_macro_the_grammar_cannot_place_is_a_definition() -> None:
+    # An attribute macro after the parameters, or one on the line above, is a
+    # syntax error to the grammar: the declarator inside it still declares.
+    attributed = source(
+        """
+        #ifdef __cplusplus
+        extern "C" {
+        #endif
+        GLIB_AVAILABLE_IN_ALL
+        void g_print (const gchar *format, ...) G_GNUC_PRINTF (1, 2);
+        GLIB_AVAILABLE_IN_ALL
+        gboolean g_str_has_prefix (const gchar *str, const gchar *prefix);
+        #ifdef __cplusplus
+        }
+        #endif
+        """
+    )
+    assert [(s.symbol, s.line) for s in definition_chunks("glib/gmessages.h", attributed).symbols] == [
+        ("g_print", 4), ("g_str_has_prefix", 6)]
+
+
+def test_an_indented_statement_the_reparse_reads_at_file_level_is_no_prototype() -> None:
+    # A column-0 `#endif` inside a test macro's body restarts the parse there:
+    # the indented statements after it are read at the file's level, and a
+    # variable built from arguments (`Json j(…);`) reads as a prototype.
+    cut_body = source(
+        """
+        TEST_CASE_TEMPLATE("element access", Json, nlohmann::json)
+        {
+            SECTION("object")
+            {
+        #ifdef JSON_HAS_CPP_17
+                CHECK_THROWS_WITH_AS(j.at("foo"), "not found", typename Json::out_of_range&);
+        #endif
+                Json j_nonobject(Json::value_t::null);
+                CHECK(j_nonobject.is_null());
+            }
+        }
+        """
+    )
+    assert definition_chunks("tests/src/unit-element_access2.cpp", cut_body).symbols == []

@@ -577,7 +577,8 @@ def test_a_header_is_cpp_unless_its_text_says_c_or_objective_c():
     parsed = definition_chunks("include/geo/point.h", CPP_HEADER)
     assert parsed.language == "cpp"
     assert [(s.symbol, s.symbol_kind) for s in parsed.symbols] == [("geo", "namespace"), ("geo.Point", "class")]
-    assert [s.symbol for s in definition_chunks("src/list.h", C_HEADER).symbols] == ["node"]
+    # `int list_length(struct node *head);`: a header's prototype is its function's definition.
+    assert [s.symbol for s in definition_chunks("src/list.h", C_HEADER).symbols] == ["node", "list_length"]
 
 
 def test_a_components_script_is_read_at_the_files_own_lines():
@@ -1054,3 +1055,68 @@ def test_cli_status_names_each_language_and_those_read_as_windows(polyglot):
     line = languages_line(polyglot.status())
     assert "kotlin 3," in line and "make 1 (windows)" in line and "groovy 1 (windows)" in line
     assert "kotlin 2 (windows)" not in line
+
+
+def test_a_c_headers_prototype_is_what_recall_finds_for_its_name(tmp_path):
+    # A header that is an API surface: its prototypes' chunk, once module
+    # residue, was placed after the one function the header defines.
+    header = ("#ifndef STRBUF_H\n#define STRBUF_H\n\ntypedef struct strbuf { char *data; int len; } strbuf;\n\n"
+              "/* Wrap a string without copying it; any of the strbuf_append functions may grow it later. */\n"
+              "static inline void\nstrbuf_init_from(strbuf *sb, char *data, int len)\n{\n"
+              "\tsb->data = data;\n\tsb->len = len;\n}\n\n"
+              "/* Format text under the control of fmt and append it to the buffer. */\n"
+              "extern void strbuf_append(strbuf *sb, const char *fmt, ...);\n\n#endif\n")
+    write_tree(tmp_path, {"include/strbuf.h": header})
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    engine.index()
+    top = engine.recall("strbuf_append", ["code"], mode="lexical").hits_by_kind["code"][0]
+    assert (top.path, top.symbol) == ("include/strbuf.h", "strbuf_append")
+    assert top.start_line <= 14 <= top.end_line
+    # With the source that defines it, the definition (the body) comes first;
+    # a function only the header defines still answers from the header.
+    write_tree(tmp_path, {"src/strbuf.c": ('#include "strbuf.h"\n\nvoid\nstrbuf_append(strbuf *sb, '
+                                           'const char *fmt, ...)\n{\n\tsb->len += 1;\n}\n')})
+    engine.index()
+    top = engine.recall("strbuf_append", ["code"], mode="lexical").hits_by_kind["code"][0]
+    assert (top.path, top.symbol) == ("src/strbuf.c", "strbuf_append")
+    top = engine.recall("strbuf_init_from", ["code"], mode="lexical").hits_by_kind["code"][0]
+    assert (top.path, top.symbol) == ("include/strbuf.h", "strbuf_init_from")
+
+
+def test_dart_named_and_factory_constructors_are_named_by_what_follows_the_class_name():
+    text = ("class User {\n  final String name;\n\n  User(this.name);\n\n  /// Build a user from decoded JSON.\n"
+            "  factory User.fromJson(Map<String, dynamic> json) {\n    return User(json['name'] as String);\n  }\n\n"
+            "  User.guest() : name = 'guest';\n  const User.empty() : name = '';\n"
+            "  factory User.other(String n) = User.named;\n  User.named(this.name);\n}\n")
+    assert symbols_of("lib/user.dart", text) == [
+        ("User", "class", 0, 2), ("User.User", "method", 3, 3), ("User.fromJson", "method", 5, 8),
+        ("User.guest", "method", 10, 10), ("User.empty", "method", 11, 11), ("User.other", "method", 12, 12),
+        ("User.named", "method", 13, 13)]
+
+
+# An enum constant's body and a Scala 3 `given … with` hold methods of their
+# own, named under the constant or the given.
+MEMBERS_OF_INSTANCES = [
+    ("CardBrand.java",
+     "enum CardBrand {\n    VISA {\n        @Override\n        int fee() { return 150; }\n    },\n"
+     "    AMEX {\n        int fee() { return 300; }\n    },\n    PLAIN;\n\n    abstract int fee();\n}\n",
+     [("CardBrand", "enum", 0, 0), ("CardBrand.VISA", "constant", 1, 1), ("CardBrand.VISA.fee", "method", 2, 3),
+      ("CardBrand.AMEX", "constant", 5, 5), ("CardBrand.AMEX.fee", "method", 6, 6),
+      ("CardBrand.fee", "method", 10, 10)]),
+    ("Planet.kt",
+     "enum class Planet(val mass: Double) {\n    EARTH(5.97) {\n        override fun describe() = \"home\"\n    },\n"
+     "    MARS(0.642);\n\n    abstract fun describe(): String\n}\n",
+     [("Planet", "enum", 0, 0), ("Planet.EARTH", "constant", 1, 1), ("Planet.EARTH.describe", "method", 2, 2),
+      ("Planet.describe", "method", 6, 6)]),
+    ("Monoid.scala",
+     "trait Monoid[A]:\n  def combine(x: A, y: A): A\n\ngiven intMonoid: Monoid[Int] with\n"
+     "  def combine(x: Int, y: Int): Int = x + y\n\ngiven ord: Ordering[Int] = Ordering.Int\n",
+     [("Monoid", "trait", 0, 0), ("Monoid.combine", "method", 1, 1), ("intMonoid", "object", 3, 3),
+      ("intMonoid.combine", "method", 4, 4), ("ord", "object", 6, 6)]),
+]
+
+
+@pytest.mark.parametrize(("path", "text", "expected"), MEMBERS_OF_INSTANCES,
+                         ids=[row[0] for row in MEMBERS_OF_INSTANCES])
+def test_the_methods_of_an_enum_constants_body_or_a_given_instance_are_its_members(path, text, expected):
+    assert symbols_of(path, text) == expected

@@ -1,11 +1,13 @@
 """What a C or C++ syntax node defines: functions (C++ ``A::f`` as a method),
-macros, structs/unions/enums/classes (by typedef name first), typedefs,
-namespaces and templates."""
+function prototypes at file or namespace scope, macros,
+structs/unions/enums/classes (by typedef name first), typedefs, namespaces
+and templates."""
 
 from __future__ import annotations
 
 from tree_sitter import Node
 
+from ..definition_table import C_PREPROCESSOR
 from .spans import Decl, named_decl, node_text
 
 _C_SPECIFIER_KINDS = {
@@ -49,11 +51,58 @@ def _c_family_decl(node: Node, cpp: bool) -> Decl | None:
             if node_type == "type_definition" else None
         if specifier is not None and specifier.type in _C_SPECIFIER_KINDS:
             declared = _c_type_decl(specifier, alias, cpp)
-            if declared is not None or alias is None:
+            if declared is not None or (alias is None and specifier.child_by_field_name("body") is not None):
                 return declared
         if alias:  # `typedef long long mstime_t;`, `typedef void (*handler)(int);`
             return Decl("typedef", (alias,))
+        if node_type == "declaration" and _at_file_scope(node):
+            return _c_prototype_decl(node.child_by_field_name("declarator"))
+    if node_type == "function_declarator" and node.parent is not None and node.parent.is_error \
+            and _at_file_scope(node.parent) \
+            and not any(sibling.type == "compound_statement" for sibling in node.parent.named_children):
+        # `void g_print (const gchar *format, ...) G_GNUC_PRINTF (1, 2);`: an
+        # attribute macro after the parameters (or a macro before the type) is
+        # an error the declaration's declarator is left inside, bodiless.
+        return _c_prototype_decl(node)
     return None
+
+
+# Where a prototype declares a function of the file or a namespace (`extern "C"
+# { … }` and a namespace hold a declaration_list); in a class body it declares a
+# member, which the class's own lines list.
+_FILE_SCOPES = frozenset({"translation_unit", "declaration_list", "linkage_specification"})
+
+
+def _at_file_scope(node: Node) -> bool:
+    """Whether ``node`` is a declaration of the file or of a namespace. One
+    the file holds directly starts in column 0: an indented one is a
+    statement of a function whose body a syntax error cut, which the
+    re-parse from the next column-0 line (spans.symbol_spans) reads as the
+    file's (`Json j(Json::value_t::null);` in a test macro's body)."""
+    parent = node.parent
+    while parent is not None and (parent.type in C_PREPROCESSOR or parent.type == "template_declaration"):
+        parent = parent.parent
+    if parent is None or parent.type not in _FILE_SCOPES:
+        return False
+    return parent.type != "translation_unit" or node.start_point.column == 0
+
+
+def _c_prototype_decl(declarator: Node | None) -> Decl | None:
+    """What a declaration's ``declarator`` declares when it is a function's:
+    `extern void strbuf_append(strbuf *sb, const char *fmt, ...);`, `char
+    *strdup(const char *);`, a function the file declares, which a header
+    that is an API surface (its .c files elsewhere or absent) never defines.
+    A declaration only: dropped where the file defines the name
+    (spans.symbol_spans). A pointer to a function (`int (*fp)(int);`) is a
+    variable; a qualified name (`int A::f();`) redeclares a member."""
+    holder = None  # the declarator right around the declared name
+    while declarator is not None and (inner := _inner_declarator(declarator)) is not None:
+        holder, declarator = declarator, inner
+    if holder is None or declarator is None or holder.type != "function_declarator" \
+            or declarator.type == "qualified_identifier":
+        return None
+    name = _cpp_name_parts(declarator)
+    return Decl("function", name, declaration=True) if len(name) == 1 else None
 
 
 def _c_declared_name(declarator: Node | None) -> str | None:

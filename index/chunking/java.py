@@ -1,4 +1,5 @@
-"""What a Java syntax node defines: methods, constructors and type containers."""
+"""What a Java syntax node defines: methods, constructors, type containers
+and enum constants with a body."""
 
 from __future__ import annotations
 
@@ -22,4 +23,8 @@ def java_decl(node: Node) -> Decl | None:
         return named_decl(node, "function")
     if node_type in _JAVA_CONTAINER_KINDS:
         return container_decl(node, _JAVA_CONTAINER_KINDS[node_type])
+    if node_type == "enum_constant" and node.child_by_field_name("body") is not None:
+        # `VISA { int feeBasisPoints() {…} }`: a constant with a body holds code
+        # (`CardBrand.VISA.feeBasisPoints`); a plain constant is no definition.
+        return container_decl(node, "constant")
     return None

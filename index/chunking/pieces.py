@@ -33,6 +33,8 @@ class Piece(NamedTuple):
     # The definition's own line (its name's: `def`, `class`, `fn`, …), past
     # the comments, decorators and attributes ``start`` includes.
     line: int = -1
+    # A declaration only (spans.Decl.declaration), until the file's spans are complete.
+    declaration: bool = False
 
 
 def build_chunks(lines: list[str], pieces: list[Piece], language: str, kind: str) -> list[Chunk]:

@@ -34,6 +34,8 @@ class Decl(NamedTuple):
     name: tuple[str, ...]  # relative to the enclosing scope; C++ `A::f` is (A, f)
     members: Node | None = None  # body of a container whose members get their own chunks
     is_type: bool = True  # functions directly inside the container are methods
+    # A declaration only (a C prototype): not listed where the file defines the name.
+    declaration: bool = False
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,20 @@ def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: byt
         rest = "\n".join(lines[restart:]).encode("utf-8", "replace") if restart is not None else b""
         if restart is None or len(rest) > budget:
             spans.extend(found)
-            return spans, tree
+            return _without_declarations_defined(spans), tree
         spans.extend(span for span in found if span.end < restart)
         budget -= len(rest)
         offset = restart
         root = parse_source(parser, rest).root_node
+
+
+def _without_declarations_defined(spans: list[Piece]) -> list[Piece]:
+    """``spans`` less the declarations of a name the file also defines (a C
+    forward declaration above its function): the definition is the one to list."""
+    if not any(span.declaration for span in spans):
+        return spans
+    defined = {span.symbol for span in spans if not span.declaration}
+    return [span for span in spans if not (span.declaration and span.symbol in defined)]
 
 
 _PREPROC_CONDITIONAL = re.compile(r"\s*#\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
@@ -343,7 +354,8 @@ def _collect(
                         and clause_of.body_end < 0 and clause_of.end < first:
                     spans[-1] = clause_of._replace(end=end)
                 else:
-                    spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name)))
+                    spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name),
+                                       declaration=decl.declaration))
             else:
                 inside = decl.members.named_children
                 after_close: list[Node] = []

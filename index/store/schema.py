@@ -88,7 +88,9 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 28: TypeScript and Go interfaces' methods are definitions (`Getter.Get`); an error in a
 #     `$$`-quoted SQL function body no longer re-parses from its column-0 `BEGIN`/`END`.
 # 29: a control character in a definition's name is written `\uXXXX` (model.Chunk).
-CHUNKER_VERSION = 29
+# 30: C/C++ function prototypes at file or namespace scope, Dart named and factory constructors,
+#     Java/Kotlin enum constants with a body and Scala 3 `given … with` members are definitions.
+CHUNKER_VERSION = 30
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
