@@ -8,9 +8,10 @@ import logging
 from ctxls.daemon import wire
 from ctxls.daemon.memory_handlers import memory_engine
 from ctxls.daemon.app import CtxlsServer, rpc
+from ctxls.daemon.uris import as_local
 from ctxls.index.assemble import assemble, candidates_from_hits, failed, off_topic, record_call
 from ctxls.index.engine import FILE_KINDS
-from ctxls.index.errors import EngineError, InvalidParams
+from ctxls.index.errors import EngineError, InvalidParams, OutsideRoot
 from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, knowledge_block
 from ctxls.index.vocabulary import MAX_BUDGET_CHARS, MAX_BUDGET_TOKENS
 from ctxls.index.store import now_ms
@@ -70,5 +71,11 @@ def knowledge_request(ls: CtxlsServer, params: wire.Params) -> dict:
         raise InvalidParams("budgetChars", f"must be an integer from 1 to {MAX_BUDGET_CHARS}")
     scope = ls.request_scope(params, "ctxls/knowledge")
     engine = memory_engine(ls)
-    result = knowledge_block(engine.memory, engine.store, scope, now_ms(), budget)
+    def repo_path(anchor: str) -> str:
+        try:
+            return engine.relative(as_local(anchor))
+        except OutsideRoot:  # no file of this folder: it matches no edit
+            return anchor
+
+    result = knowledge_block(engine.memory, engine.store, scope, now_ms(), repo_path, budget)
     return {"block": result.block, "facts": result.facts}

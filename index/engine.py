@@ -1449,8 +1449,9 @@ class Engine:
                 raise InvalidParams(name, "must be a non-negative integer")
         if start_line is not None and end_line is not None and end_line < start_line:
             raise InvalidParams("endLine", "must not be before startLine")
-        direct = self.memory.item(item_id, scope, start_line, end_line)
-        if direct is not None and not self.names_indexed_file(item_id):
+        direct = None if self.names_indexed_file(item_id) else self.memory.item(
+            item_id, scope, start_line, end_line)
+        if direct is not None:
             if log:
                 self.demand.record([Demand(direct.row.key, direct.row.kind, None, direct.row.scope)],
                                    "fetch")

@@ -11,6 +11,7 @@ and then picked up by a cold or forced pass are not seen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ctxls.index.memory import Memory
@@ -49,8 +50,12 @@ def _is_stale(store: Store, anchor: tuple[str, str | None], written_at: int) -> 
 
 
 def knowledge_block(memory: Memory, store: Store, scope: Scope, now: int,
+                    repo_path: Callable[[str], str],
                     budget_chars: int = DEFAULT_BUDGET_CHARS) -> KnowledgeBlock:
-    """``memory``'s facts; staleness from ``store``'s edit log (edits stay local)."""
+    """``memory``'s facts; staleness from ``store``'s edit log (edits stay
+    local), whose paths are repo-relative: an anchor is read through
+    ``repo_path`` (an absolute path, `./x` or a `file:` URI names the file
+    as its repo-relative path does)."""
     facts = []
     for fact in memory.known_facts(scope, now):
         meta = fact.meta
@@ -67,7 +72,8 @@ def knowledge_block(memory: Memory, store: Store, scope: Scope, now: int,
         text = fact.text_within(4 * max(budget_chars - used, 0))
         if text is None:
             continue
-        stale = anchor is not None and _is_stale(store, anchor, fact.created_at)
+        stale = anchor is not None and _is_stale(store, (repo_path(anchor[0]), anchor[1]),
+                                                 fact.created_at)
         line = f"- [{fact.key}] {' '.join(text.split())}"
         if stale:
             where = anchor[0] + (f" {anchor[1]}" if anchor[1] else "")

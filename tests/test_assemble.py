@@ -288,3 +288,28 @@ async def test_knowledge_block_order_budget_expiry_and_stale_anchor(repo: Path):
 
         stale_block = await s.wait_for(stale)
         assert stale_block and stale_block.count("stale") == 1
+
+
+async def test_a_fact_anchored_by_an_absolute_path_or_a_uri_reads_stale_too(repo: Path):
+    """The edit log holds repo-relative paths, and an anchor was compared as
+    written: a fact anchored by `/abs/…/billing.py`, `./billing.py` or a
+    `file://` URI never read as stale (agents.md: wherever ctxls takes a
+    path, the absolute form and the uri work)."""
+    path = repo / "pkg/session.py"
+    async with serve(repo) as s:
+        await s.wait_indexed()
+        anchors = {"rel": "pkg/session.py", "abs": str(path), "dot": "./pkg/session.py",
+                   "uri": path.as_uri(), "outside": "/nonexistent/pkg/session.py"}
+        for key, anchor in anchors.items():
+            await s.request("ctxls/remember", {"id": key, "text": f"sessions time out ({key})",
+                                               "meta": {"anchor": anchor}})
+        text = path.read_text()
+        s.open("pkg/session.py", text)
+        s.replace("pkg/session.py", text.replace("self.timeout)", "self.timeout * 2)"), version=2)
+
+        async def stale_keys():
+            block = (await s.request("ctxls/knowledge", {}))["block"]
+            keys = {line.split("]")[0][3:] for line in block.split("\n")[1:] if "(stale:" in line}
+            return keys if "rel" in keys else None
+
+        assert await s.wait_for(stale_keys) == {"rel", "abs", "dot", "uri"}

@@ -769,3 +769,35 @@ def test_a_file_discovery_leaves_out_goes_with_its_closed_buffer(tmp_path: Path)
         assert engine.symbols("ignoredthing", "exact") == []
     finally:
         engine.close()
+
+
+def test_words_with_diacritics_the_repository_holds_are_on_topic(tmp_path: Path):
+    """The full-text tables hold `café_total` as `cafe_total` (unicode61
+    strips the accent); the off-topic check looked the query's terms up as
+    written, so `assemble "café_total"` abstained "off-topic" and recall
+    called "clé de sécurité manquante" weak, in a repository holding both."""
+    from ctxls.index.tokenize import query_terms
+
+    write_tree(tmp_path, {"facture.py": ('def café_total(commandes):\n'
+                                         '    raise KeyError("clé de sécurité manquante")\n')})
+    engine = Engine(tmp_path, EngineOptions(embeddings=False))
+    try:
+        engine.cold_index()
+        for question in ("café_total", "clé de sécurité manquante"):
+            assert engine.topicality(question, meaning=False).term_coverage == 1.0
+        assert query_terms("Café_Total αλφα") == ["cafe_total", "cafe", "total", "αλφα"]
+    finally:
+        engine.close()
+
+
+def test_a_memorys_line_range_past_its_end_says_so(plain: Path):
+    """`get f-multi:5-6` of a three-line memory answered empty text and
+    succeeded, where a file's range past its end says "ends before line 5"."""
+    engine = engine_for(plain)
+    engine.cold_index()
+    engine.memory.remember(EVERYTHING, "f-multi", "line one\nline two\nline three\n")
+    assert engine.get("f-multi:2-3").text == "line two\nline three"
+    for asked in (("f-multi:5-6",), ("f-multi", 3, 4), ("f-multi:4",)):
+        with pytest.raises(InvalidParams, match=r"f-multi ends before line \d \(it has 3 lines\)"):
+            engine.get(*asked)
+    engine.close()

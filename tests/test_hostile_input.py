@@ -1079,7 +1079,7 @@ def test_memory_answers_read_no_more_of_huge_rows_than_they_can_carry(memory_eng
     assert [c.path for c in candidates] == [answer["hits"][0]["path"]] and peak < 27 * MiB, peak
     engine.memory.remember(EVERYTHING, "small", "a small fact beside them")
     block, peak = peak_bytes(lambda: knowledge_block(engine.memory, engine.store, EVERYTHING,
-                                                     now_ms()))
+                                                     now_ms(), engine.relative))
     assert block.facts == 1 and "a small fact beside them" in block.block
     assert peak < 2 * MiB, peak
     # get still reads a row whole.

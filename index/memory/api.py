@@ -216,6 +216,13 @@ class Memory:
         text = upload[1].decode("utf-8", "replace") if upload is not None else row.whole_text()
         if start_line is not None or end_line is not None:
             lines = text.split("\n")
+            if len(lines) > 1 and lines[-1] == "":  # a final newline ends the last line, as a file's
+                lines.pop()
+            if (start_line or 0) >= len(lines):
+                # A file's range past its end says so (Item.meta); a memory's
+                # meta is its writer's, so this says it as an error.
+                raise InvalidParams("startLine", f"{key} ends before line {(start_line or 0) + 1} "
+                                    f"(it has {len(lines)} line{'s' if len(lines) != 1 else ''})")
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
             text = "\n".join(lines[start_line or 0:last + 1])
         return MemoryItem(row, text, None)
