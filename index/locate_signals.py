@@ -7,7 +7,10 @@ is a candidate with one :class:`FileEvidence`, its feature record's raw part.
   in-repo frame of a traceback counts most (frames that resolve to no indexed
   file, such as the standard library or third-party packages, count nothing).
 * ``symbol``: the file defining a named class or function; a name defined in
-  one file counts fully, one defined in k files 1/k (combined noisy-or).
+  one file counts fully, one defined in k files 1/k (combined noisy-or). A
+  qualified name (``TzinfoParser.parse``, ``Beta::parse``) names its owner's
+  definition; one after a standard-library module (``time.time()``) none of
+  the repository's Python definitions.
 * ``assignment``: the file assigning (at module level or in a class body) a
   name no class or function defines: a setting, a constant, an attribute.
 * ``literal``: the file holding, as a whole string literal, a name the text
@@ -40,6 +43,7 @@ import json
 import logging
 import posixpath
 import re
+import sys
 import threading
 import tomllib
 from collections.abc import Callable
@@ -49,13 +53,14 @@ from pathlib import Path
 
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.discovery import Skipped, read_file
+from ctxls.index.languages import language_for_path
 from ctxls.index.locate_paths import PathIndex, go_module_path
-from ctxls.index.locate_text import Frame, IssueText, read_issue, semantic_query
+from ctxls.index.locate_text import _QUALIFIED, Frame, IssueText, read_issue, semantic_query
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
 from ctxls.index.semantic import SemanticIndex
 from ctxls.index.store import generated_paths, paths_generation
-from ctxls.index.tokenize import expand_tokens, fold, query_terms
+from ctxls.index.tokenize import NO_SPACE_SCRIPTS, expand_tokens, fold, query_terms
 
 log = logging.getLogger(__name__)
 
@@ -238,6 +243,57 @@ def _filled_in(fixed: list[str], message: str) -> bool:
 
 def _noisy_or(before: float, share: float) -> float:
     return 1.0 - (1.0 - before) * (1.0 - share)
+
+
+def _written_qualified(text: str) -> list[str]:
+    """The names ``text`` writes qualified the Rust, C++, Ruby and PHP way
+    (`Beta::parse`, `Shop\\Cart\\LineItem::total`, `Store#fetch`), dotted
+    (`Beta.parse`): the reader keeps only their parts, and the owner says
+    which of the definitions of the last part is meant."""
+    names = []
+    for match in _QUALIFIED.finditer(text):
+        qualified, method, owner, owners_method = match.groups()
+        parts = [part for part in [*re.split(r"::|\\", qualified or owner), method or owners_method] if part]
+        if len(parts) > 1:
+            names.append(".".join(parts))
+    return names
+
+
+def _member_of(symbol: str, owner: str, name: str) -> bool:
+    """Whether ``symbol`` (a definition as its file names it: ``Outer.Inner.parse``)
+    is ``owner``'s ``name`` (``Inner.parse``; not ``BaseInner.parse``)."""
+    return symbol == f"{owner}.{name}" or symbol.endswith(f".{owner}.{name}")
+
+
+# A character of a name, as the reader counts one (locate_text's _NAME_CHAR),
+# and a name or a dotted run of them as written.
+_NAME_CHAR = rf"[^\W{NO_SPACE_SCRIPTS}]"
+_NAME_CHAIN = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.){_NAME_CHAR}+(?:\.{_NAME_CHAR}+)*")
+
+
+def _standard_library_names(issue: IssueText, paths: PathIndex) -> set[str]:
+    """The names the text writes only as attributes of a Python standard-library
+    module (`datetime.date.today()`, `time.time()`): the standard library's,
+    not the repository's namesakes. A module the repository holds itself
+    (a top-level `types.py`) is its own."""
+    modules: dict[str, bool] = {}
+
+    def standard(first: str) -> bool:
+        if first not in modules:
+            modules[first] = first in sys.stdlib_module_names and paths.resolve_module(first) is None
+        return modules[first]
+
+    candidates = {w.rsplit(".", 1)[1] for w in issue.identifiers if "." in w and standard(w.split(".", 1)[0])}
+    if not candidates:
+        return set()
+    # One pass over the text (a search per name was quadratic: 12 s for 40,000
+    # characters of `os.n1 os.n2 …`): the parts of every other mention.
+    elsewhere: set[str] = set()
+    for match in _NAME_CHAIN.finditer(issue.raw):
+        parts = match.group(0).split(".")
+        if len(parts) == 1 or not standard(parts[0]):
+            elsewhere.update(parts)
+    return candidates - elsewhere
 
 
 # A package.json larger than this is no package's manifest to read here.
@@ -461,23 +517,32 @@ class Signals:
         qualified: dict[str, set[str]] = {}
         for module, name in issue.imported:
             qualified.setdefault(name, set()).add(module)
-        for written in issue.identifiers:
+        # `Beta::parse` is qualified as `Beta.parse` is.
+        for written in [*issue.identifiers, *_written_qualified(issue.raw)]:
             if "." in written:
                 head, name = written.rsplit(".", 1)
                 qualified.setdefault(name, set()).add(head)
+        standard = _standard_library_names(issue, paths)
         strength: dict[str, float] = {}
         for name, by_path in defined.items():
+            if name in standard:  # `time.time()`: not the repository's Python `time`
+                by_path = {p: rows for p, rows in by_path.items() if language_for_path(p) != "python"}
             chosen = self._qualified_definitions(conn, name, qualified.get(name, ()), by_path,
                                                  paths, file)
             if chosen is not None:
                 by_path = {p: rows for p, rows in by_path.items() if p in chosen}
+            owners = {head.rsplit(".", 1)[-1] for head in qualified.get(name, ())}
             shares = self._shares(by_path, issue.prominence(name))
             for path, rows_here in by_path.items():
                 if path not in shares:
                     continue
                 evidence = file(path)
                 strength[path] = _noisy_or(strength.get(path, 0.0), shares[path])
-                first = min(rows_here, key=lambda r: r[8])
+                # `TzinfoParser.parse`: that class's method, not the file's first `parse`.
+                named = [any(_member_of(r[1], owner, name) for owner in owners) for r in rows_here]
+                meant = [r for r, is_meant in zip(rows_here, named) if is_meant]
+                rows_here = meant + [r for r, is_meant in zip(rows_here, named) if not is_meant]
+                first = min(meant or rows_here, key=lambda r: r[8])
                 evidence.raise_signal("symbol", strength[path],
                                       Reason("symbol", first[1], first[8]))
                 for row in rows_here[:2]:
@@ -589,7 +654,7 @@ class Signals:
             owner = module.split(".")[-1]
             if owner[:1].isupper():  # `Model.save`, `models.Model.save`: a class, not a module
                 chosen |= {p for p, rows in by_path.items()
-                           if any(r[1].endswith(f"{owner}.{name}") for r in rows)}
+                           if any(_member_of(r[1], owner, name) for r in rows)}
                 continue
             found = paths.resolve_module(module)
             if found is None:

@@ -57,8 +57,11 @@ class IssueText:
     # (`--import-mode`), message ids (`W0611`, `admin.E108`), hyphenated names
     # (`unused-import`), reST directives (`.. automodule::`).
     literals: list[str] = field(default_factory=list)
-    title: str = ""  # the first non-empty line
+    title: str = ""  # the first line of the report's own prose ("" when none)
     raw: str = ""  # the whole text
+    # A source path read from a documentation page's link (see
+    # _source_of_docs_page), by the link's path the text writes.
+    linked_paths: dict[str, str] = field(default_factory=dict)
 
     def prominence(self, name: str) -> float:
         """How central a name is to the text: named in the title 1, else by how
@@ -77,6 +80,7 @@ class IssueText:
         the text names only in its code (`import matplotlib.pyplot as plt`, a
         call through that alias, a fenced block) is how the reporter reached
         the code, seldom where it breaks."""
+        written = self.linked_paths.get(written, written)
         # A path read from a name (`-p no:cacheprovider`: `cacheprovider.py`) by that name.
         as_name = written.removesuffix(".py").replace("/", ".")
         return written in self._prose_without_imports or as_name in self._prose_without_imports
@@ -91,6 +95,21 @@ MAX_MESSAGE_CHARS = 1_000
 # A dotted name of more parts is no module (resolving one costs the square of
 # its parts: `a.a.a…` of 20,000 parts took minutes).
 MAX_MODULE_PARTS = 64
+
+# Spaces in an absolute path, at most: a path written in prose (read back
+# from its file's name, _absolute_start) or a frame's (a hostile line of
+# `panicked at '…', /a b c …` read each path to the line's end: quadratic).
+_SPACES_IN_PATH = 3
+
+
+def _spaced_absolute(char: str) -> str:
+    """An absolute path (from its root, home or a drive) of ``char``s whose
+    folder names hold up to _SPACES_IN_PATH spaces (`/Users/jane/Library/Application
+    Support/…`, `C:\\Users\\Jane Doe\\…`), for a frame whose syntax delimits
+    its path (`at fn (PATH:12:5)`, `panicked at PATH:3:9:`, `File PATH:91,
+    in f`). Each space is followed by a name's character, so each end of the
+    path has one reading (linear)."""
+    return rf"(?:[A-Za-z]:)?[\\/~]{char}*(?: {char}+){{0,{_SPACES_IN_PATH}}}"
 
 
 # A fenced block opens on a line starting ``` or ~~~ (after spaces or tabs)
@@ -112,7 +131,8 @@ _PY_FRAME = re.compile(r'^[ \t]*(?:\|[ \t]*)*File "([^"]+)", line (\d+)(?:, in (
 # (after the source; the last frame of a traceback ends in the exception's type:
 # `src/shop/pricing.py:6: ValueError`). pytest's default mixes both forms.
 _PY_FRAME_OTHER = re.compile(
-    r"^[ \t]*(?:File (?P<ipy8>[^\s\"]+\.py):(?P<ipy8_line>\d+)(?:, in (?P<ipy8_fn>[\w.<>]+))?"
+    r"^[ \t]*(?:File (?P<ipy8>(?:" + _spaced_absolute(r"[^\s\"]") + r"|[^\s\"]+)\.py):(?P<ipy8_line>\d+)"
+    r"(?:, in (?P<ipy8_fn>[\w.<>]+))?"
     r"|(?P<ipy>[^\s\"]+\.py) in (?P<ipy_fn>[\w.<>]+)\("
     r"|(?P<pytest>[^\s\"]+\.py):(?P<pytest_line>\d+): in (?P<pytest_fn>[\w.<>]+)\s*$"
     r"|(?P<pylong>[^\s\"]+\.py):(?P<pylong_line>\d+):(?:[ \t]+(?P<pylong_exc>[\w.]+))?[ \t]*$)", re.M)
@@ -127,7 +147,8 @@ _PYTEST_LONG_GAP_LINES = 200
 # `http://localhost:5173/src/cart.ts?t=1`), a file URL or a Windows path
 # from its drive (`file:///C:/app/cart.ts`, `C:\app\cart.ts`).
 _JS_PLACE = (r"(?:file://(?:/(?=[A-Za-z]:))?|webpack(?:-internal)?://[^/\s()]*/|https?://[^/\s()]+/)?"
-             r"(?P<path>(?:[A-Za-z]:)?[^\s():?]+\.(?:[cm]?js|jsx|tsx?|vue|svelte))(?:\?[^\s():]*)?"
+             r"(?P<path>(?:" + _spaced_absolute(r"[^\s():?]") + r"|(?:[A-Za-z]:)?[^\s():?]+)"
+             r"\.(?:[cm]?js|jsx|tsx?|vue|svelte))(?:\?[^\s():]*)?"
              r":(?P<line>\d+)(?::\d+)?")
 _JS_FRAME = re.compile(
     r"^[ \t]*at (?:async )?(?:new )?(?:(?P<fn>[^\s()]+(?: \[as [^\]\n]{1,200}\])?) \()?"
@@ -150,7 +171,8 @@ _GO_FRAME = re.compile(r"^(created by )?(?P<fn>\S+?)(?(1)(?: in goroutine \d+)?|
                        r"[ \t]+(?P<path>\S+\.go):(?P<line>\d+)", re.M)
 # Rust: `  3: crate::module::func` then `at ./src/module.rs:12:5`; a trait's or an
 # impl's method is written with spaces (`<shop::Config as core::str::FromStr>::from_str`).
-_RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>[^\n]+)\n[ \t]+at (?P<path>\S+\.rs):(?P<line>\d+)", re.M)
+_RUST_FRAME = re.compile(r"^[ \t]*\d+: (?P<fn>[^\n]+)\n[ \t]+at (?P<path>(?:" + _spaced_absolute(r"\S")
+                         + r"|\S+)\.rs):(?P<line>\d+)", re.M)
 # The other ecosystems' own trace formats, innermost frame first:
 # .NET: `   at Shop.Cart.Add(Item item) in /src/Shop/Cart.cs:line 42`, in the
 # system's language too (`bei … in C:\src\Cart.cs:Zeile 42`), and as Mono
@@ -244,7 +266,8 @@ _INNERMOST_FIRST = ((_JS_FRAME, "javascript"), (_JS_AT_FRAME, "javascript"), (_G
 _INNER_EXCEPTION_END = re.compile(r"--- End of inner exception stack trace ---")
 # The message bounded: each `panicked at '` scanned to the line's end was
 # quadratic in a line of them.
-_RUST_PANIC = re.compile(r"panicked at (?:'.{0,1000}?', )?(?P<path>[^\s:]+\.rs):(?P<line>\d+)")
+_RUST_PANIC_PATH = r"(?:" + _spaced_absolute(r"[^\s:]") + r"|[^\s:]+)\.rs"
+_RUST_PANIC = re.compile(r"panicked at (?:'.{0,1000}?', )?(?P<path>" + _RUST_PANIC_PATH + r"):(?P<line>\d+)")
 
 # `ValueError: message`, `django.core.exceptions.FieldError: message`, `TypeError: x`,
 # the base classes themselves (`Error: x` as JavaScript throws it, `Exception: x`,
@@ -275,7 +298,8 @@ _OTHER_ERROR_LINES = (
     # Elixir: `** (ArgumentError) msg`
     re.compile(r"^[ \t]*\*\* \((?P<type>[\w.]+)\) (?P<message>.+)$", re.M),
     # Rust: `panicked at 'msg', src/x.rs:3:9`, or since 1.73 the message on the next line
-    re.compile(r"panicked at '(?P<message>[^'\n]+)'|panicked at \S+\.rs:\d+:\d+:\n(?P<message2>[^\n]+)"),
+    re.compile(r"panicked at '(?P<message>[^'\n]+)'|panicked at " + _RUST_PANIC_PATH
+               + r":\d+:\d+:\n(?P<message2>[^\n]+)"),
     # Swift: `Fatal error: msg: file Sources/Shop/Cart.swift, line 42`, since 5.3
     # `Sources/Shop/Cart.swift:42: Fatal error: msg`
     re.compile(r"^(?:[^\s:]+\.swift:\d+: )?(?:Fatal error|Precondition failed|Assertion failed): "
@@ -287,6 +311,9 @@ _OTHER_ERROR_LINES = (
 )
 # A logged line's level, as Python's logging, Java's and others' name it.
 _LOG_LEVEL = r"(?:WARNING|WARN|ERROR|CRITICAL|FATAL|SEVERE)"
+# A log's timestamp: a time, after a date perhaps (` ` or ISO 8601's `T`),
+# its fraction after `.` or `,` (logging's milliseconds), a zone perhaps.
+_LOG_TIMESTAMP = r"(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[ ]?[+-]\d\d:?\d\d)?"
 # Logged lines: `WARNING: msg`, logging's default `ERROR:shop.cart:msg`, and
 # a documentation build's `index.rst:12: WARNING: msg`.
 # (A prefix or leading spaces, never both: the prefix may start with spaces
@@ -314,6 +341,14 @@ _LOG_LINES = (
                re.M),
     re.compile(rf"^(?:[^\n]*?[ \t\]])?\[(?:[^\s\]]++[ \t]++)?{_LOG_LEVEL}(?:[ \t]++[^\s\]]++)?\][ \t]++"
                rf"(?P<message>\S.*)$", re.M),
+    # A timestamp, then the level set off by spaces: Python logging's
+    # `%(asctime)s %(levelname)s %(message)s` (`2024-05-02 10:11:12,347 ERROR msg`),
+    # log4j's `%d %-5p [%c] %m` (`… ERROR [shop.Cart] msg`), the timestamp
+    # bracketed or ISO 8601's (`[2024-05-02 10:11:12] ERROR msg`,
+    # `2024-05-02T10:11:12.345Z ERROR msg`); the logger's name, bracketed or
+    # before a colon, is no part of the message.
+    re.compile(rf"^[ \t]*+(?:\[{_LOG_TIMESTAMP}\]|{_LOG_TIMESTAMP})[ \t]++{_LOG_LEVEL}[ \t]++"
+               rf"(?:\[[^\]\n]{{0,100}}\][ \t]*+|[\w.$]+:[ \t]++)?(?P<message>\S.*)$", re.M),
 )
 # Punctuation a message's parts are split at: quote marks of every kind
 # (_QUOTED's) are where a format string's placeholders were filled in.
@@ -322,9 +357,13 @@ _MESSAGE_PARTS = re.compile(r"[:;\"'()\[\]{}<>‘’“”„«»「」『』]")
 # own (« », „ “, 「 」, 『 』). A single quote inside a word is an apostrophe,
 # not a quote mark ("I'll see that ... I'm" quotes nothing): an opening quote
 # follows no letter or digit, a closing one precedes none, and within a quote
-# one between letters is the quoted words' own ('Can't check out').
+# one between letters is the quoted words' own ('Can't check out'). Double
+# quotes pair left to right whatever they hold: a quoted word (`"ok"`), an
+# empty string or a pasted text, not a sentence, still closes its pair
+# (else its closing mark opened the next quote: `"ok" then "x"` read `then`).
+_QUOTED_SENTENCE_CHARS = (12, 200)
 _QUOTED = re.compile(
-    r"\"([^\"\n]{12,200})\""
+    r"\"([^\"\n]*)\""
     rf"|(?<!{_NAME_CHAR})(?<!')'((?:[^'\n]|(?<=\w)'(?=\w)){{12,200}})'(?!{_NAME_CHAR})(?!')"
     rf"|(?<!{_NAME_CHAR})(?<![‘’])‘((?:[^‘’\n]|(?<=\w)’(?=\w)){{12,200}})’(?!{_NAME_CHAR})(?![‘’])"
     r"|“([^“”\n]{12,200})”|„([^„“”\n]{12,200})[“”]|«([^«»\n]{12,200})»|「([^「」\n]{12,200})」"
@@ -382,9 +421,8 @@ _PLACE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
 # An absolute path's start: root, home or a drive (after an opening bracket or quote).
 _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # A folder name with spaces in an absolute path (`C:\Users\Jane Doe\app\x.py`,
-# `/home/me/My Projects/x.py`): spaces looked back over, at most, and the
-# characters of one folder name.
-_SPACES_IN_PATH = 3
+# `/home/me/My Projects/x.py`): spaces looked back over, at most
+# (_SPACES_IN_PATH), and the characters of one folder name.
 _MAX_NAME_CHARS = 255
 # (Letters each followed by a dot are an abbreviation, `e.g.`, `i.e.`, `a.k.a.`.)
 _DOTTED = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!(?:[A-Za-z]\.)+[A-Za-z](?!{_NAME_CHAR})(?!\.[A-Za-z_]))"
@@ -592,7 +630,10 @@ def _add(seen: dict[str, None], value: str) -> None:
 # version lines, never one of them). `pip freeze` writes `numpy==1.26.4` and
 # `click @ file:///…` (installed from a file or a repository), conda
 # `numpy=1.26.4=py311h_0` (a release of three parts: `rate=0.5`, `RATE=0.5`
-# are settings), `npm ls` `semver@7.5.4`, `cargo tree` `serde v1.0.197`.
+# are settings), `npm ls` `semver@7.5.4`, `cargo tree` `serde v1.0.197`,
+# `npx envinfo` (JavaScript issue templates ask for it) a package's wanted
+# range and its installed release, `semver: ^7.6.3 => 7.6.3`, under headings
+# alone on their lines (`System:`, `Binaries:`, `npmPackages:`).
 _VERSION_KEY = r"[A-Za-z][\w.-]*(?:[ \t]+[\w.-]+){0,3}"
 _RELEASE = r"v?\d+(?:\.\d+)+"
 _RUNTIME = r"(?i:python|pypy|node(?:\.?js)?|deno|bun|go|rustc?|java|jdk|ruby|php|perl|dotnet|\.net)"
@@ -602,10 +643,11 @@ _VERSION_LINE = re.compile(
     rf"|[A-Za-z][\w.-]*(?:[ \t]+|==)(?:{_RELEASE}|None)\b"
     rf"|(?:@[\w.-]+/)?[A-Za-z][\w.-]*@(?:npm:)?{_RELEASE}\b"
     r"|[A-Za-z][\w.-]*[ \t]+@[ \t]+[a-z][\w+.-]*://"
-    r"|[a-z][\w.-]*=\d+\.\d+\.\d).*")
+    r"|[a-z][\w.-]*=\d+\.\d+\.\d"
+    rf"|(?:@[\w.-]+/)?[A-Za-z][\w.-]*[ \t]*:[ \t]*\S{{1,100}}[ \t]+=>[ \t]*{_RELEASE}\b).*")
 # Leading spaces taken once (possessive): given back to `[-= \t]{3,}` one by
 # one, a long line of spaces ending otherwise was quadratic.
-_REPORT_LINE = re.compile(r"[ \t]*+(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}"
+_REPORT_LINE = re.compile(r"[ \t]*+(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}|" + _VERSION_KEY + r"[ \t]*:[ \t]*"
                           r"|(?i:[\w .-]{0,40}\bversions?\b[\w .-]{0,40}))|[-= \t]{3,}")
 # A report line's margin: a bullet (`- `, `* `), or a dependency tree's
 # branches (`npm ls`: `├── `, `│ └─┬ `, `+-- `, `` `-- ``; `cargo tree`:
@@ -832,6 +874,34 @@ def _absolute_start(text: str, start: int, line_start: int) -> int | None:
     return None
 
 
+def _source_of_docs_page(url_path: str) -> str | None:
+    """The source file a documentation site's source view shows, or None:
+    Sphinx's viewcode writes module ``a.b``'s source at ``_modules/a/b.html``
+    (``_modules/a/b/`` by the dirhtml builder; ``_modules/index.html`` lists
+    the modules), rustdoc (docs.rs too) a crate's file ``src/x/y.rs`` at
+    ``src/<crate>/x/y.rs.html``: read as ``<crate>/src/x/y.rs`` (a workspace
+    member's folder is most often its crate's name; the tail ``src/x/y.rs``
+    names a crate at the repository's root)."""
+    parts = url_path.split("/")
+    if "_modules" in parts:
+        module = parts[parts.index("_modules") + 1:]
+        if module[-1:] == [""]:
+            module = module[:-1]
+        elif module and module[-1].endswith(".html"):
+            module[-1] = module[-1].removesuffix(".html")
+        else:
+            return None
+        if module and module != ["index"] and all(part.isidentifier() for part in module):
+            return "/".join(module) + ".py"
+        return None
+    if url_path.endswith(".rs.html") and "src" in parts:
+        at = parts.index("src")
+        crate, inner = parts[at + 1:at + 2], parts[at + 2:]
+        if crate and crate[0].isidentifier() and inner:
+            return "/".join([crate[0], "src", *inner]).removesuffix(".html")
+    return None
+
+
 def _is_command_or_path(span: str) -> bool:
     """Whether a backticked span is a shell command or a path (`target/debug/my-app`,
     a URL): its words are a command's, options and folders, not code names.
@@ -860,13 +930,18 @@ def read_issue(text: str) -> IssueText:
     messages: dict[str, None] = {}
     identifiers: dict[str, None] = {}
     found: list[str] = []
+    # Where each error line's message is written (a pasted output's line, for the title).
+    messages_at: list[int] = []
     for match in _EXCEPTION_LINE.finditer(text):
         if (name := match.group("type").rsplit(".", 1)[-1]) not in _BASE_EXCEPTIONS:
             _add(identifiers, name)
         if match.group("message"):
             found.append(match.group("message"))
-    found += [match.group("message") for pattern in (_GO_PANIC, *_LOG_LINES)
-              for match in pattern.finditer(text)]
+            messages_at.append(match.start("message"))
+    for pattern in (_GO_PANIC, *_LOG_LINES):
+        for match in pattern.finditer(text):
+            found.append(match.group("message"))
+            messages_at.append(match.start("message"))
     for pattern in _OTHER_ERROR_LINES:
         for match in pattern.finditer(text):
             # A pattern's alternatives name their groups type, type2, message, message2.
@@ -874,7 +949,11 @@ def read_issue(text: str) -> IssueText:
             if "type" in groups:
                 _add(identifiers, re.split(r"[.:\\]+", groups["type"])[-1])
             found.append(groups["message"])
-    found += [next(g for g in match.groups() if g).strip() for match in _QUOTED.finditer(prose)]
+            messages_at.append(match.start("message2" if match.group("message") is None else "message"))
+    for match in _QUOTED.finditer(prose):
+        quote = next(g for g in match.groups() if g is not None)
+        if _QUOTED_SENTENCE_CHARS[0] <= len(quote) <= _QUOTED_SENTENCE_CHARS[1]:
+            found.append(quote.strip())
     found += [match.group(1) for match in _BACKTICKED_SENTENCE.finditer(prose)
               if len(match.group(1).split()) >= _BACKTICKED_WORDS and not _CODE_START.match(match.group(1))
               and not _CODE_CHARACTERS.search(match.group(1))]
@@ -911,13 +990,20 @@ def read_issue(text: str) -> IssueText:
         if written.startswith("+") and "/" in written:
             written = written[1:]
         _add(paths, written)
+    linked_paths: dict[str, str] = {}
     for match in _URL_PATH.finditer(text):
         # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
         # whose tail is the repository's file.
         url_path = match.group(1).rstrip(".,;:!")  # a sentence's end is not the path's
         # A browser's console writes the place after the URL (`…/src/range.ts:11:22`).
         url_path = _PLACE_SUFFIX.sub("", url_path)
-        if _PATH.fullmatch(url_path.rsplit("/", 1)[-1]) and not in_frame(*match.span(1)):
+        if in_frame(*match.span(1)):
+            continue
+        source = _source_of_docs_page(url_path)
+        if source is not None:
+            _add(paths, source)
+            linked_paths.setdefault(source, url_path)
+        elif _PATH.fullmatch(url_path.rsplit("/", 1)[-1]):
             _add(paths, url_path)
     code_text = "\n".join(code)
     # `import shop.data as sd`, `from shop import open_cart as oc`: what the
@@ -993,11 +1079,74 @@ def read_issue(text: str) -> IssueText:
             _add(literals, match.group(1))
     for match in _PLUGIN.finditer(text):
         _add(paths, match.group(1).replace(".", "/") + ".py")
-    title = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    title = _title(text, sorted(frame_starts), sorted(messages_at))
     return IssueText(prose=prose, code=code, frames=frames, messages=list(messages),
                      identifiers=names, paths=list(paths),
                      modules=[m for m in modules if m.count(".") < MAX_MODULE_PARTS],
-                     imported=list(imported), literals=list(literals), title=title, raw=text)
+                     imported=list(imported), literals=list(literals), title=title, raw=text,
+                     linked_paths=linked_paths)
+
+
+# Lines of a pasted output that are no frame nor message: a traceback's
+# header and its chaining lines (IPython writes the type before the header),
+# and a caret under the failing source (Node, Python 3.11, rustc).
+_TRACEBACK_HEADER = re.compile(r"[^\n]{0,200}?Traceback \(most recent call last\)|[ \t]*(?:During handling "
+                               r"of the above exception|The above exception was the direct cause)")
+_CARET_LINE = re.compile(r"[ \t]*+(?:~*+\^)++~*+[ \t]*+")
+# The other lines such an output holds: IPython's arrow at the failing line
+# (`---> 91 return …`) and a notebook cell's frame (`Cell In[3], line 2`),
+# Rust's hint after a panic (`note: run with `RUST_BACKTRACE=1` …`) and the
+# heading of its backtrace, PHP's of its trace.
+_OUTPUT_LINE = re.compile(r"[ \t]*(?:-+>|Cell In\[\d*\], line \d|note: |stack backtrace:|Stack trace:)")
+_FENCE_MARKERS = ("```", "~~~")
+
+
+def _title(text: str, frame_starts: list[int], messages_at: list[int]) -> str:
+    """The first line of the report's own prose, "" when it has none. An
+    output pasted first is no title (its header's words, `most recent call
+    last`, name no code): from a line that starts one (a traceback's header,
+    a frame, a path with its line as Node prints where it threw, a logged
+    line, a fenced block, a doctest) its lines are skipped while they are
+    that output's (frames, error lines and their messages, indented source,
+    a caret under it, the runtime's version, blank lines). ``frame_starts``
+    and ``messages_at``: where the text's frames' paths and error lines'
+    messages are written, sorted."""
+    lines = text.split("\n")
+    last_closer = {marker: max((at for at, line in enumerate(lines) if line.strip(" \t") == marker), default=-1)
+                   for marker in _FENCE_MARKERS}
+
+    def holds(starts: list[int], start: int, end: int) -> bool:
+        return bisect.bisect_left(starts, end) > bisect.bisect_left(starts, start)
+
+    in_paste = False
+    closer = None  # the marker closing the fenced block the scan is in
+    end = 0
+    for at, line in enumerate(lines):
+        start, end = end, end + len(line) + 1
+        stripped = line.strip()
+        if closer is not None:
+            closer = None if line.strip(" \t") == closer else closer
+            continue
+        if not stripped:
+            continue
+        fence = _FENCE_OPENER.match(line)
+        if fence and last_closer[fence.group(1)] > at:
+            closer = fence.group(1)
+            in_paste = True
+            continue
+        place = _PLACE_SUFFIX.search(stripped)
+        if (fence or _TRACEBACK_HEADER.match(line) or holds(frame_starts, start, end)
+                or _DOCTEST.match(line) or any(pattern.match(line) for pattern in _LOG_LINES)
+                or place and _PATH.fullmatch(stripped[:place.start()])):
+            in_paste = True
+            continue
+        if in_paste and (line[:1] in (" ", "\t") or holds(messages_at, start, end)
+                         or _is_error_line(line) or _CARET_LINE.fullmatch(line) or _OUTPUT_LINE.match(line)
+                         or at + 1 < len(lines) and _CARET_LINE.fullmatch(lines[at + 1])
+                         or _VERSION_LINE.fullmatch(stripped)):
+            continue
+        return stripped
+    return ""
 
 
 _PROSE_WORD = re.compile(r"[A-Za-z][a-z]+")

@@ -757,9 +757,10 @@ def test_line_patterns_start_on_their_own_line_not_across_blank_lines():
             "[2024-03-01 12:00:01,123] WARNING in cart: the cart is empty",
             "2024-03-01T12:00:01.123Z  WARN 4242 --- [main] shop.Cart : the cart is empty",
             "12:00:01.123 [main] WARN  shop.Cart - the cart is empty",
-            "[WARNING] the cart is empty"))},
+            "[WARNING] the cart is empty",
+            "2024-03-01 12:00:01,123 WARNING [shop.cart] the cart is empty"))},
     }
-    assert len(locate._LOG_LINES) == 6
+    assert len(locate._LOG_LINES) == 7
     for pattern, line in samples.items():
         match = pattern.search("\n \n\n" + line)
         assert match is not None and match.start() == 4, pattern.pattern
@@ -1383,3 +1384,224 @@ def test_plurals_written_in_brackets_and_abbreviations_are_no_names():
 ])
 def test_ruby_logger_and_rust_env_logger_lines_give_their_message(text: str, message: str):
     assert message in read_issue(text).messages
+
+
+# -- qualified names: the definition the qualifier names ---------------------------------------
+
+def symbol_reasons(located, path: str) -> list[tuple[str, int | None]]:
+    found = next((f for f in located if f.path == path), None)
+    return [] if found is None else [(r.detail, r.line) for r in found.reasons if r.signal == "symbol"]
+
+
+def test_a_qualified_method_is_cited_and_not_the_files_first_namesake(make_engine):
+    engine = make_engine({"pkg/__init__.py": "", "pkg/base.py": (
+        "class BaseTzinfoParser:\n"
+        "    def parse(self, text):\n"
+        "        return text\n"), "pkg/parser.py": (
+        "class DateTimeParser:\n"
+        "    def parse(self, string, fmt):\n"
+        "        return (string, fmt)\n"
+        "\n"
+        "\n"
+        "class TzinfoParser:\n"
+        "    @classmethod\n"
+        "    def parse(cls, tzinfo_string):\n"
+        "        raise ValueError(tzinfo_string)\n")})
+    located = engine.locate('TzinfoParser.parse rejects UTC+3\n\nCalling TzinfoParser.parse("UTC+3") fails.\n', 3)
+    reasons = symbol_reasons(located, "pkg/parser.py")
+    assert ("TzinfoParser.parse", 6) in reasons  # its decorator's line, 0-based
+    assert not any(detail == "DateTimeParser.parse" for detail, _ in reasons)
+    # `TzinfoParser.parse` is not `BaseTzinfoParser.parse`.
+    assert symbol_reasons(located, "pkg/base.py") == []
+
+
+@pytest.mark.parametrize("written", ["Beta::parse", "crate::beta::Beta::parse"])
+def test_a_name_qualified_with_double_colons_names_its_owners_definition(make_engine, written: str):
+    engine = make_engine({
+        "src/alpha.rs": "pub struct Alpha;\nimpl Alpha {\n    pub fn parse(input: &str) -> u32 { 1 }\n}\n",
+        "src/beta.rs": "pub struct Beta;\nimpl Beta {\n    pub fn parse(input: &str) -> u32 { 2 }\n}\n"})
+    located = engine.locate(f"{written} drops the second field\n\nCalling {written}(\"1,2\") loses data.\n", 5)
+    assert ("Beta.parse", 2) in symbol_reasons(located, "src/beta.rs")
+    assert symbol_reasons(located, "src/alpha.rs") == []
+
+
+MOMENT_FILES = {
+    "clock/__init__.py": "",
+    "clock/moment.py": (
+        "class Moment:\n"
+        "    def date(self):\n"
+        "        return self._dt.date()\n"
+        "\n"
+        "    def time(self):\n"
+        "        return self._dt.time()\n"),
+    "clock/zone.py": "class TzinfoParser:\n    def parse(self, text):\n        return text\n",
+    # A top-level module of the repository named as the standard library's is its own.
+    "calendar.py": "def month_range(year, month):\n    return (year, month)\n",
+}
+
+
+def test_a_name_qualified_by_a_standard_library_module_is_not_the_repositorys(make_engine):
+    engine = make_engine(MOMENT_FILES)
+    standard = engine.locate("TzinfoParser rejects UTC+3\n\nWe compare against the standard library: "
+                             "`datetime.date.today()` and `time.time()` agree, TzinfoParser does not.\n", 5)
+    assert symbol_reasons(standard, "clock/moment.py") == []
+    # Written with its own class too, or qualified by the repository's own module, it counts.
+    own = engine.locate("Moment.time differs from time.time() by an hour\n\n"
+                        "calendar.month_range(2024, 2) is off by one too.\n", 5)
+    assert ("Moment.time", 4) in symbol_reasons(own, "clock/moment.py")
+    assert ("month_range", 0) in symbol_reasons(own, "calendar.py")
+
+
+# -- text forms read by the locate probe of 2026-12-07 on unseen projects (stop 66) ------------
+
+@pytest.mark.parametrize("text, title", [
+    # A traceback alone: its header's words (`most recent call last`) name no code.
+    ("Traceback (most recent call last):\n"
+     '  File "C:\\Users\\x\\site-packages\\arrow\\util.py", line 81, in normalize_timestamp\n'
+     '    raise ValueError(f"The specified timestamp {timestamp!r} is too large.")\n'
+     "ValueError: The specified timestamp 1e+20 is too large.\n", ""),
+    ("Traceback (most recent call last):\n  File \"shop/loader.py\", line 3, in load\n    return x\n"
+     "NameError: name 'x' is not defined\n\nIt happens since the loader was changed.\n",
+     "It happens since the loader was changed."),
+    # Node's uncaught error: where it threw, the source line, a caret, the trace, Node's release.
+    ("/home/me/app/node_modules/semver/functions/inc.js:12\nthrow new TypeError(`Invalid version`)\n^\n\n"
+     "TypeError: Invalid version\n    at inc (/home/me/app/node_modules/semver/functions/inc.js:12:11)\n\n"
+     "Node.js v20.11.0\n", ""),
+    ("thread 'main' panicked at src/de.rs:495:18:\nUnable to read table values\n"
+     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\nThe table is empty.\n",
+     "The table is empty."),
+    ("ValueError                                Traceback (most recent call last)\n"
+     "Cell In[3], line 1\n----> 1 arrow.get('x')\nFile ~/env/arrow/api.py:91, in get(*args)\n"
+     "---> 91 return _factory.get(*args)\n\nValueError: bad\n", ""),
+    ("2024-05-02 10:11:12,347 ERROR [report] Ordinal 0 is out of range.\nThe nightly job fails\n",
+     "The nightly job fails"),
+    ("```\nprint(Cart())\n```\nCart prints nothing\n", "Cart prints nothing"),
+    # A title that is an error's line stays the title.
+    ("TypeError: unsupported operand when adding a Discount\n\nSee below.\n",
+     "TypeError: unsupported operand when adding a Discount"),
+])
+def test_an_output_pasted_first_is_no_title(text: str, title: str):
+    assert read_issue(text).title == title
+
+
+def test_a_pasted_tracebacks_header_gives_no_title_evidence(make_engine):
+    # `Traceback (most recent call last):` read as the title raised `title`
+    # on a file whose docstring has those words.
+    engine = make_engine({
+        "shop/__init__.py": "",
+        "shop/pricing.py": SHOP_FILES["shop/pricing.py"],
+        "shop/calls.py": ('"""The call log: the most recent call last, as a traceback lists them."""\n\n\n'
+                          "def record(log, call):\n    log.append(call)\n"),
+        "shop/cart.py": "class Cart:\n    def total(self):\n        return 0\n",
+    })
+    text = ("Traceback (most recent call last):\n"
+            '  File "/srv/app/main.py", line 3, in <module>\n    run()\n'
+            '  File "/srv/app/venv/lib/python3.11/site-packages/shop/pricing.py", line 6, in apply\n'
+            "    raise ValueError('price must not be negative, got %r' % price)\n"
+            "ValueError: price must not be negative, got -1\n")
+    located = engine.locate(text, 5)
+    assert located[0].path == "shop/pricing.py"
+    assert all("title" not in f.signals for f in located)
+
+
+@pytest.mark.parametrize("base, sep", [("/Users/jane/Library/Application Support/MyApp", "/"),
+                                       ("C:\\Users\\Jane Doe\\MyApp", "\\")])
+def test_node_frames_through_a_folder_with_a_space_are_frames(base: str, sep: str):
+    package = f"{base}{sep}node_modules{sep}semver{sep}classes{sep}"
+    issue = read_issue("TypeError: Cannot read properties of null (reading 'length')\n"
+                       f"    at Comparator.parse ({package}comparator.js:41:20)\n"
+                       f"    at new Range ({package}range.js:36:34)\n"
+                       f"    at {base}{sep}src{sep}main.js:12:10\n")
+    assert frame_rows(issue) == [(f"{package}comparator.js", 41, "Comparator.parse", 0),
+                                 (f"{package}range.js", 36, "Range", 1),
+                                 (f"{base}{sep}src{sep}main.js", 12, None, 2)]
+    assert issue.paths == []  # each path is its frame's
+
+
+def test_rust_and_ipython_frames_through_a_folder_with_a_space_are_frames():
+    registry = "C:\\Users\\Jane Doe\\.cargo\\registry\\src\\index.crates.io-6f17d22bba15001f\\toml-0.5.11\\src\\"
+    rust = read_issue(f"thread 'main' panicked at {registry}de.rs:495:18:\nUnable to read table values\n"
+                      "stack backtrace:\n   2: toml::de::MapVisitor::next_value_seed\n"
+                      f"             at {registry}de.rs:495\n")
+    assert (f"{registry}de.rs", 495, None, 0) in frame_rows(rust)
+    assert (f"{registry}de.rs", 495, "toml::de::MapVisitor::next_value_seed", 0) in frame_rows(rust)
+    assert "Unable to read table values" in rust.messages
+    ipython = read_issue("File c:\\Users\\Jane Doe\\venv\\Lib\\site-packages\\arrow\\api.py:91, in get(*args)\n"
+                         "---> 91 return _factory.get(*args)\n")
+    assert frame_rows(ipython) == [("c:\\Users\\Jane Doe\\venv\\Lib\\site-packages\\arrow\\api.py", 91, "get", 0)]
+
+
+@pytest.mark.parametrize("text, message", [
+    ('When the value is "ok" the parser returns "invalid escape value" even though.', "invalid escape value"),
+    ('I passed "ok" then the parser rejects it with an odd message "Invalid date given here".',
+     "Invalid date given here"),
+    # Rust's debug output: an empty string closes its pair too.
+    ('Got Error { found: "a newline" } while the parser expected "a table key", message: "".', None),
+])
+def test_a_short_double_quoted_word_closes_its_pair(text: str, message: str | None):
+    assert read_issue("Parsing fails\n\n" + text + "\n").messages == ([message] if message else [])
+
+
+@pytest.mark.parametrize("line", [
+    "2024-05-02 10:11:12,347 ERROR Ordinal 0 is out of range.",  # logging's %(asctime)s %(levelname)s
+    "2024-05-02 10:11:12,347 ERROR [report] Ordinal 0 is out of range.",  # log4j's %d %-5p [%c] %m
+    "[2024-05-02 10:11:12] ERROR Ordinal 0 is out of range.",
+    "2024-05-02T10:11:12.345Z ERROR Ordinal 0 is out of range.",
+    "10:11:12.347 WARN  report: Ordinal 0 is out of range.",
+])
+def test_a_timestamp_then_a_level_starts_a_logged_message(line: str):
+    assert read_issue("Job log\n\n" + line + "\n").messages == ["Ordinal 0 is out of range."]
+    assert read_issue("Job log\n\n" + line.replace("ERROR", "INFO").replace("WARN ", "INFO") + "\n").messages == []
+
+
+def test_docs_source_view_links_name_their_source_files():
+    issue = read_issue("Week token wrong\n\nSee https://arrow.readthedocs.io/en/latest/_modules/shop/cart.html, "
+                       "https://example.org/_modules/shop/compat/json/decoder/ and "
+                       "https://docs.rs/toml/0.5.11/src/toml/de.rs.html#495.\n")
+    assert issue.paths == ["shop/cart.py", "shop/compat/json/decoder.py", "toml/src/de.rs"]
+    assert all(issue.in_prose(written) for written in issue.paths)
+    index = PathIndex(list(SRC_LAYOUT_FILES))
+    assert [index.resolve_path(p)[0] for p in issue.paths[:2]] == [
+        "src/shop/cart.py", "src/shop/compat/json/decoder.py"]
+    # A crate at the repository's root, or a workspace's member of the crate's name.
+    assert PathIndex(["src/de.rs", "src/ser.rs"]).resolve_path("toml/src/de.rs")[0] == "src/de.rs"
+    assert PathIndex(["crates/toml/src/de.rs", "crates/toml_edit/src/de.rs"]).resolve_path(
+        "toml/src/de.rs")[0] == "crates/toml/src/de.rs"
+    # The module index and a code block's link are no prose's.
+    assert read_issue("See https://x.org/_modules/index.html\n").paths == ["/_modules/index.html"]
+    assert not read_issue("x\n```\nhttps://x.org/_modules/shop/cart.html\n```\n").in_prose("shop/cart.py")
+
+
+def test_an_envinfo_report_is_not_read():
+    issue = read_issue("satisfies() ignores includePrerelease for caret ranges\n\n```\n  System:\n"
+                       "    OS: macOS 14.3\n    CPU: (10) arm64 Apple M1 Pro\n    Memory: 1.20 GB / 16.00 GB\n"
+                       "    Shell: 5.9 - /bin/zsh\n  Binaries:\n"
+                       "    Node: 20.11.0 - ~/.nvm/versions/node/v20.11.0/bin/node\n"
+                       "    npm: 10.2.4 - ~/.nvm/versions/node/v20.11.0/bin/npm\n  npmPackages:\n"
+                       "    semver: ^7.6.3 => 7.6.3\n    @types/node: ^20.0.0 => 20.11.5\n```\n")
+    assert issue.identifiers == ["satisfies", "includePrerelease"]
+    for reported in ("System:", "macOS", "Binaries:", "npmPackages", "=> 7.6.3"):
+        assert reported not in issue.raw, reported
+
+
+HOSTILE_READS_STOP66 = """
+from ctxls.index.locate_text import read_issue
+for hostile in ("    at f (/" + "a " * 20_000, "    at /" + "a " * 20_000 + "x.js:", "f@/" + "a " * 20_000,
+                "panicked at /" + "a " * 20_000, "panicked at '" + "x', /a " * 5_000,
+                "panicked at 'x', /a " * 2_000,
+                "   0: f\\n      at /" + "a " * 20_000, "File /" + "a " * 20_000 + ".py:",
+                '"a' * 20_000, '"' * 40_001, "10:11:12 ERROR " * 5_000, "12:00:00 ERROR " + "a" * 40_000 + ":",
+                "2024-05-02 " * 10_000, "a: " + "^" * 40_000 + " => 1.1", "a " * 20_000 + ":",
+                "Traceback (most recent call last):\\n" + "  x\\n" * 20_000 + "~" * 40_000 + "x",
+                "Traceback (most recent call last):\\n" + "^" * 40_000 + "x", ":1" * 20_000,
+                "```\\n" * 20_000 + "x", "https://x/_modules/" + "a/" * 20_000 + "b.html",
+                "https://docs.rs/a/1/src/" + "a/" * 20_000 + "b.rs.html"):
+    read_issue(hostile)
+"""
+
+
+def test_the_stop_66_text_forms_are_read_in_linear_time():
+    """Each shape in HOSTILE_READS_STOP66 runs a pattern or a scan this stop
+    added against its worst input; run apart, so that a regression fails at
+    the timeout instead of hanging."""
+    subprocess.run([sys.executable, "-c", HOSTILE_READS_STOP66], check=True, timeout=60)
