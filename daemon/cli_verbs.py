@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxls.daemon.client import EngineAccess
-from ctxls.daemon.formatting import (Style, format_hits_human, format_hits_vimgrep, human_locate,
-                                     impact_lines, in_caller_names, not_defined_text, one_line,
+from ctxls.daemon.formatting import (Style, assemble_text, format_hits_human, format_hits_vimgrep,
+                                     human_locate, impact_lines, not_defined_text, one_line,
                                      outline_text, partial_note, past_end_text, similar_text,
                                      status_lines, symbols_text,
                                      terminal_safe, vimgrep_column, vimgrep_line, vimgrep_path,
@@ -484,13 +484,11 @@ def cmd_assemble(args):
     result, _ = call(args, "ctxls/assemble", params)
     if args.json:
         print_json(result)
-    elif result.get("abstained"):
-        note = result.get("stats", {}).get("note") or "nothing relevant found"
-        # The engine's note names the protocol's fields (minScore): said as typed here.
-        write_out(f"(abstained: {in_caller_names(note, options_of_fields('assemble'))})\n")
     else:
-        write_out(result.get("context", "") + partial_note(result) + "\n")
-    return EXIT_NOT_FOUND if result.get("abstained") else 0
+        # The engine's note names the protocol's fields (minScore): said as typed here.
+        write_out(assemble_text(result, options_of_fields("assemble")) + "\n")
+    # No chunk fitting the budget is nothing found, as an abstention is.
+    return EXIT_NOT_FOUND if result.get("abstained") or not result.get("context") else 0
 
 
 def cmd_trust_memory(args):

@@ -254,6 +254,23 @@ def partial_note(result: dict) -> str:
     return f"\n(partial: {result.get('partialReason') or 'indexing is still running'})"
 
 
+def assemble_text(result: dict, names: dict[str, str]) -> str:
+    """An assembled context as read: ``(abstained: why)``, or the context
+    followed by ``(weak: why)`` when it is thin (that line alone when no
+    chunk fits the budget), then the partial note; the engine's note in
+    ``names`` (:func:`in_caller_names`: ``under minScore 50`` is typed
+    ``--min-score`` or ``min_score``)."""
+    note = (result.get("stats") or {}).get("note")
+    if note:
+        note = in_caller_names(note, names)
+    if result.get("abstained"):
+        lines = [f"(abstained: {note or 'nothing relevant found'})"]
+    else:
+        lines = [result.get("context", ""), f"(weak: {note})" if result.get("weak") and note else ""]
+    lines.append(partial_note(result).lstrip("\n"))
+    return "\n".join(line for line in lines if line)
+
+
 def weak_note(result: dict) -> str:
     """The line saying a recall's hits are probably unrelated (``weak``)."""
     if not result.get("weak"):
@@ -448,6 +465,9 @@ def past_end_text(item: dict | None) -> str | None:
     return f"{item['id']} ends before line {meta['startLine'] + 1}"
 
 
+# The word (an option's dashes kept) right before a slash, itself not part of a path.
+_NAME_BEFORE_SLASH = re.compile(r"(?<![\w/.-])([\w-]+)/\Z")
+
 
 def in_caller_names(message: str, names: dict[str, str]) -> str:
     """An engine error or note naming things as the caller knows them
@@ -455,12 +475,29 @@ def in_caller_names(message: str, names: dict[str, str]) -> str:
     the protocol does (``budgetTokens``, the method ``ctxls/locate``): the
     param an "invalid param" names, and any camelCase field or method the
     text mentions, as a whole name (``minScore``, not inside ``minScores``)."""
+    params = set(names) | set(names.values())
     for field, typed in names.items():
         message = message.replace(f"invalid param {field!r}", f"invalid param {typed!r}")
         # `n` or `by` may be words; `startLine` is a field, `ctxls/locate` a method.
         if field != field.lower() or "/" in field:
-            message = re.sub(rf"(?<![\w/]){re.escape(field)}(?!\w)", lambda _: typed, message)
+            message = _rename_whole(message, field, typed, params)
     return message
+
+
+def _rename_whole(message: str, field: str, typed: str, params: set[str]) -> str:
+    """``field`` as a whole name in ``message`` written ``typed``. After a
+    slash it is renamed only in a list of parameters (``startLine/endLine``),
+    never inside a path or a method (``pkg/ctxls/locate.py``, ``ctxls/endLine``)."""
+    def renamed(match: re.Match) -> str:
+        if match.start() and message[match.start() - 1] == "/":
+            before = _NAME_BEFORE_SLASH.search(message, 0, match.start())
+            if before is None or before.group(1) not in params:
+                return match.group()
+        return typed
+
+    return re.sub(rf"(?<!\w){re.escape(field)}(?!\w)", renamed, message)
+
+
 # -- definitions (ctxls/symbols, ctxls/outline, ctxls/similar) ----------------------------------
 
 def symbols_text(result: dict, style: Style = PLAIN) -> str:

@@ -33,8 +33,9 @@ from typing import Any, Callable
 
 from ctxls import __version__
 from ctxls.daemon.client import TAKEOVER_ATTEMPTS, TAKEOVER_RETRY_S, DaemonNotAnswering, EngineAccess
-from ctxls.daemon.formatting import (MAX_SHOWN_LINE_CHARS, PLAIN, body_line, format_hits_human,
-                                     human_locate, impact_lines, in_caller_names, not_defined_text,
+from ctxls.daemon.formatting import (MAX_SHOWN_LINE_CHARS, PLAIN, assemble_text, body_line,
+                                     format_hits_human, human_locate, impact_lines, in_caller_names,
+                                     not_defined_text,
                                      outline_text, partial_note, past_end_text, shown_flat,
                                      similar_text, status_lines, symbols_text, weak_note)
 from ctxls.daemon.mcp_stdio import McpStdioServer, UnknownTool
@@ -468,15 +469,7 @@ def assemble(bridge: Bridge, a: dict) -> dict:
     result = bridge.call("ctxls/assemble", {"query": a["query"], "budgetTokens": a["budget_tokens"],
                                             "kind": a["kind"], "minScore": a["min_score"],
                                             "mode": a["mode"], "scope": a["scope"]})
-    note = (result.get("stats") or {}).get("note")
-    if note:  # `under minScore 50`: the parameter is min_score here
-        note = in_caller_names(note, TOOLS_BY_NAME["assemble"].caller_names)
-    if result.get("abstained"):
-        text = f"(abstained: {note or 'nothing relevant found'})"
-    else:
-        text = result.get("context", "") + (f"\n(weak: {note})" if result.get("weak") and note
-                                            else "")
-    return answer(result, a["format"], text + partial_note(result))
+    return answer(result, a["format"], assemble_text(result, TOOLS_BY_NAME["assemble"].caller_names))
 
 
 def knowledge(bridge: Bridge, a: dict) -> dict:

@@ -277,8 +277,10 @@ class Indexer:
         listed = frozenset(listing)
         with self._resolver_lock:
             before = self._resolver.paths if self._resolver is not None else frozenset(states)
-            self._resolver = ImportResolver(listed)
-            self._import_change |= import_change(before ^ listed, before | listed)
+            earlier, self._resolver = self._resolver, ImportResolver(listed, root=self.root)
+            # tsconfig.json is no indexed file: a pass is where a change to one is seen.
+            self._import_change |= import_change(before ^ listed, before | listed) \
+                | self._resolver.alias_change(earlier)
 
     def _unlist_for_imports(self, paths: list[str]) -> None:
         """Files gone from disk (or no longer wanted) leave what imports resolve against."""
@@ -291,7 +293,7 @@ class Indexer:
         Once made, it is only replaced (by a pass) or updated, under
         ``_resolver_lock``; the store is read outside that lock."""
         if self._resolver is None:
-            stored = ImportResolver(self.store.file_states())
+            stored = ImportResolver(self.store.file_states(), root=self.root)
             with self._resolver_lock:
                 if self._resolver is None:
                     self._resolver = stored

@@ -33,7 +33,7 @@ from ctxls.index.query import QueryShape, declared_name, query_shape
 from ctxls.index.recall_features import RecallFeatures, add_coherence, add_file_text, named_files, with_features
 from ctxls.index.recall_scorer import Contribution, PriorConfig, RecallScorer, fuse, select
 from ctxls.index.store import (FTS_TABLE_BY_KIND, Connection, connection_cache, file_term_count,
-                               fts_generation, paths_generation)
+                               fts_generation, held_term, paths_generation)
 from ctxls.index.tokenize import fts_match_expression
 from ctxls.index.vocabulary import MAX_RECALL_N
 
@@ -299,15 +299,18 @@ def _term_idf(conn: Connection, table: str, terms: list[str]) -> _TermIdf | None
 
 def document_frequency(conn: Connection, table: str, terms: list[str]) -> dict[str, int]:
     """term -> how many rows of the FTS ``table`` hold it, from an fts5vocab
-    table over it (a temp table of this connection, made on first use)."""
+    table over it (a temp table of this connection, made on first use); a
+    term is looked up as the table holds it (``held_term``: `café` as `cafe`)."""
     vocab = postings.vocab_table(conn, table, "row")
-    out: dict[str, int] = {}
-    for start in range(0, len(terms), 500):
-        batch = terms[start:start + 500]
-        out.update(conn.execute(
+    held = {term: held_term(term) for term in terms}
+    asked = list(dict.fromkeys(held.values()))
+    counts: dict[str, int] = {}
+    for start in range(0, len(asked), 500):
+        batch = asked[start:start + 500]
+        counts.update(conn.execute(
             f"SELECT term, doc FROM temp.{vocab} WHERE term IN ({','.join('?' * len(batch))})",
             batch).fetchall())
-    return out
+    return {term: counts[form] for term, form in held.items() if form in counts}
 
 
 def bm25_of_files(conn: Connection, kind: str, terms: list[str], config: RankingConfig,

@@ -306,38 +306,9 @@ def expand(text: str) -> str:
     return " ".join(expand_tokens(text))
 
 
-# The full-text tables' tokenizer (index/store/schema.py), used here only to
-# read a term as they hold it.
-_FTS_TOKENIZER = "unicode61 tokenchars '_'"
-_fts_reader = threading.local()
-
-
-@lru_cache(maxsize=4096)
-def indexed_term(term: str) -> str:
-    """``term`` as the full-text tables hold it. Their unicode61 tokenizer
-    strips some diacritics (`café_total` is held as `cafe_total`, `länge` as
-    `lange`; Greek's are kept), a rule of its own that is read from SQLite
-    here rather than imitated: a term looked up in a vocabulary (document
-    counts, postings) as written was absent. ASCII terms are held as they are."""
-    if term.isascii():
-        return term
-    conn = getattr(_fts_reader, "conn", None)
-    if conn is None:
-        import sqlite3
-
-        conn = _fts_reader.conn = sqlite3.connect(":memory:")
-        conn.execute(f'CREATE VIRTUAL TABLE t USING fts5(b, tokenize = "{_FTS_TOKENIZER}")')
-        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-    conn.execute("INSERT INTO t(rowid, b) VALUES (1, ?)", (term,))
-    held = [row[0] for row in conn.execute("SELECT term FROM v")]
-    conn.execute("DELETE FROM t")
-    return held[0] if len(held) == 1 else term
-
-
 def query_terms(query: str) -> list[str]:
-    """Distinct query tokens, stopwords dropped unless nothing else is left,
-    as the full-text tables hold them (``indexed_term``)."""
-    tokens = [indexed_term(token) for token in expand_tokens(query)]
+    """Distinct query tokens, stopwords dropped unless nothing else is left."""
+    tokens = expand_tokens(query)
     seen: dict[str, None] = {}
     for token in tokens:
         if token not in _STEMMED_STOPWORDS:

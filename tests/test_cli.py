@@ -1029,3 +1029,25 @@ def test_serves_example_recall_is_terminal_safe_on_its_stderr(tmp_path: Path):
     finally:
         first.terminate()
         first.wait(60)
+
+
+def test_assemble_with_no_chunk_fitting_its_budget_says_so_and_finds_nothing(repo: Path):
+    """`assemble --budget-tokens 5` printed an empty line and exited 0 where
+    its JSON said `weak` with the note `no hit fits in 5 tokens` (MCP said
+    it): the note now follows the context, as recall's weak note does, and
+    an empty context exits 1, nothing found."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    nothing_fits = run("assemble", "send prepared request", "--budget-tokens", "1", "--root", str(repo))
+    assert nothing_fits.returncode == 1, nothing_fits.stderr
+    assert nothing_fits.stdout.startswith("(weak: no hit fits in 1 tokens)\n"), nothing_fits.stdout
+    on_topic = run("assemble", "send prepared request", "--root", str(repo))
+    assert on_topic.returncode == 0 and on_topic.stdout.startswith("[1] "), on_topic.stdout
+
+
+def test_gets_error_names_both_line_options_as_typed(repo: Path):
+    """`get pkg/session.py:1-2 --start-line 1` said `with --start-line/endLine`:
+    the option after the slash kept the protocol's name."""
+    assert run("index", "--root", str(repo)).returncode == 0
+    both = run("get", "pkg/session.py:1-2", "--start-line", "1", "--root", str(repo))
+    assert both.returncode == 2, both.stderr
+    assert "with --start-line/--end-line" in both.stderr and "Line" not in both.stderr, both.stderr

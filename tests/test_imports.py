@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
 from ctxls.index.chunker import chunk_file
-from ctxls.index.imports import ImportResolver, extract_imports
+from ctxls.index.engine import Engine, EngineOptions
+from ctxls.index.imports import MAX_TS_CONFIG_BYTES, ImportChange, ImportResolver, extract_imports
 from ctxls.index.model import ImportRef
 
 
@@ -337,5 +340,138 @@ def test_a_closed_buffer_of_a_buffers_only_engine_unresolves_the_imports_of_it(t
         engine.close_buffer(f"{folder}/helpers.py")
         assert targets(engine, f"{folder}/main.py") == [None]
         assert engine.store.file_state(f"{folder}/helpers.py") is None
+    finally:
+        engine.close()
+
+
+ALIAS_TREE = {
+    "tsconfig.json": """{
+      // TypeScript reads comments and trailing commas here
+      "extends": "./configs/base",
+      "compilerOptions": {
+        "paths": {
+          "@lib/*": ["src/missing/*", "src/lib/*"],   /* tried in order */
+          "@lib/cart/*": ["src/cart/*"],
+          "@tax": ["src/lib/tax.ts"],
+          "@up/*": ["../*"],
+          "@abs/*": ["/etc/*"],
+        },
+      },
+    }""",
+    "configs/base.json": '{"compilerOptions": {"baseUrl": ".."}}',
+    "src/lib/cart.ts": "", "src/lib/tax.ts": "", "src/lib/index.ts": "", "src/cart/line.ts": "",
+    "src/main.ts": "", "src/util.ts": "",
+    "web/jsconfig.json": '{"compilerOptions": {"paths": {"#/*": ["./*"]}}}',
+    "web/app/view.js": "", "web/app/model.js": "",
+}
+
+
+def alias_repo(root, files: dict[str, str]) -> list[str]:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return [path for path in files if not path.endswith(".json")]
+
+
+@pytest.mark.parametrize(("importer", "spec", "expected"), [
+    ("src/main.ts", "@lib/cart", "src/lib/cart.ts"),    # the second target: the first has none
+    ("src/main.ts", "@lib/cart/line", "src/cart/line.ts"),  # the longest prefix wins
+    ("src/main.ts", "@tax", "src/lib/tax.ts"),          # an exact pattern
+    ("src/main.ts", "src/util", "src/util.ts"),         # baseUrl (the root, set by the base)
+    ("src/main.ts", "src/lib", "src/lib/index.ts"),
+    ("src/main.ts", "@up/outside", None),               # a target outside the repository
+    ("src/main.ts", "@abs/passwd", None),
+    ("src/main.ts", "react", None),
+    ("web/app/view.js", "#/app/model", "web/app/model.js"),  # the nearest config: web's jsconfig
+    ("web/app/view.js", "@lib/cart", None),
+])
+def test_a_bare_spec_resolves_through_the_nearest_tsconfig_paths(
+        tmp_path, importer: str, spec: str, expected: str | None) -> None:
+    """`import { cartTotal } from "@lib/cart"` under tsconfig.json's
+    `"paths": {"@lib/*": ["src/lib/*"]}` resolved to nothing: bare specs
+    were all taken for packages. They resolve as TypeScript resolves them,
+    reading the config as data, never to a file outside the repository."""
+    paths = alias_repo(tmp_path, ALIAS_TREE)
+    language = "javascript" if importer.endswith(".js") else "typescript"
+    assert ImportResolver(paths, root=tmp_path).resolve(importer, ImportRef(spec, 0), language) == expected
+    assert ImportResolver(paths).resolve(importer, ImportRef(spec, 0), language) is None  # no root
+
+
+def test_a_tsconfig_that_cannot_be_read_as_data_aliases_nothing(tmp_path) -> None:
+    """A config leading out of the repository by a link, one over the size
+    bound, one that is not JSON, and an `extends` of a file outside: none
+    is followed, and none stops the repository's other imports resolving."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "tsconfig.json").write_text('{"compilerOptions": {"paths": {"@x/*": ["src/*"]}}}')
+    root = tmp_path / "repo"
+    paths = alias_repo(root, {"linked/src/a.ts": "", "linked/main.ts": "", "big/src/a.ts": "",
+                              "big/main.ts": "", "bad/src/a.ts": "", "bad/main.ts": "",
+                              "far/src/a.ts": "", "far/main.ts": "", "bad/tsconfig.json": '{"a": /* }',
+                              "good/src/a.ts": "", "good/main.ts": "", "good/tsconfig.json":
+                              '{"compilerOptions": {"paths": {"@x/*": ["src/*"]}}}'})
+    (root / "linked/tsconfig.json").symlink_to(outside / "tsconfig.json")
+    (root / "big/tsconfig.json").write_text(
+        '{"compilerOptions": {"paths": {"@x/*": ["src/*"]}}}' + " " * MAX_TS_CONFIG_BYTES)
+    (root / "far/tsconfig.json").write_text('{"extends": "../../outside/tsconfig.json"}')
+    resolver = ImportResolver(paths, root=root)
+    assert resolver.resolve("good/main.ts", ImportRef("@x/a", 0), "typescript") == "good/src/a.ts"
+    for folder in ("linked", "big", "bad", "far"):
+        assert resolver.resolve(f"{folder}/main.ts", ImportRef("@x/a", 0), "typescript") is None
+        assert resolver.resolve(f"{folder}/main.ts", ImportRef("./src/a", 0), "typescript") \
+            == f"{folder}/src/a.ts"
+
+
+def test_a_changed_tsconfig_resolves_the_bare_imports_again(tmp_path) -> None:
+    """What the indexer re-resolves: a pass's resolver compares each
+    folder's config with what the last pass's read (tsconfig.json is not an
+    indexed file, so no write says it changed); a config written, made or
+    removed (when indexed) changes every bare import as well."""
+    paths = alias_repo(tmp_path, {"tsconfig.json": '{"compilerOptions": {"paths": {"@/*": ["a/*"]}}}',
+                                  "a/x.ts": "", "b/x.ts": "", "main.ts": ""})
+    ref = ImportRef("@/x", 0)
+    first = ImportResolver(paths, root=tmp_path)
+    assert first.alias_change(None).everything  # a process's first pass: read before by anyone
+    assert first.resolve("main.ts", ref, "typescript") == "a/x.ts"
+    same = ImportResolver(paths, root=tmp_path)
+    assert not same.alias_change(first)
+    (tmp_path / "tsconfig.json").write_text('{"compilerOptions": {"paths": {"@/*": ["b/*"]}}}')
+    moved = ImportResolver(paths, root=tmp_path)
+    assert moved.alias_change(same).everything
+    assert moved.resolve("main.ts", ref, "typescript") == "b/x.ts"
+    (tmp_path / "tsconfig.json").write_text('{"compilerOptions": {}}')
+    assert moved.update(added=["tsconfig.json"]).everything  # written again, says otherwise
+    assert moved.resolve("main.ts", ref, "typescript") is None
+    assert not moved.update(added=["tsconfig.json"])  # written again, says the same
+    assert ImportResolver(paths).update(added=["tsconfig.json"]).everything  # made: nearest moves
+    (tmp_path / "tsconfig.json").unlink()
+    assert ImportResolver(paths, root=tmp_path).alias_change(None) == ImportChange()
+
+
+def test_a_tsconfig_path_alias_is_an_import_edge_and_follows_the_tsconfig(tmp_path: Path) -> None:
+    """`import { cartTotal } from "@lib/cart"` under tsconfig.json's
+    `"paths": {"@lib/*": ["src/lib/*"]}` had no edge in ctxls/related (the
+    resolver read no tsconfig); a changed tsconfig moves the edge, on the
+    file's own re-read and on the next pass."""
+    root = tmp_path / "repo"
+    (root / "src/lib").mkdir(parents=True)
+    (root / "src/v2").mkdir()
+    config = root / "tsconfig.json"
+    config.write_text('{\n  // aliases\n  "compilerOptions": {"paths": {"@lib/*": ["src/lib/*"],},},\n}\n')
+    (root / "src/lib/cart.ts").write_text("export const cartTotal = 1;\n")
+    (root / "src/v2/cart.ts").write_text("export const cartTotal = 2;\n")
+    (root / "src/main.ts").write_text('import { cartTotal } from "@lib/cart";\nexport const t = cartTotal;\n')
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    engine = Engine(root, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        targets = lambda: [r.path for r in engine.related("src/main.ts", "out")[0]]  # noqa: E731
+        assert targets() == ["src/lib/cart.ts"]
+        config.write_text('{"compilerOptions": {"paths": {"@lib/*": ["src/v2/*"]}}}\n')
+        engine.file_changed_on_disk("tsconfig.json")
+        assert targets() == ["src/v2/cart.ts"]
+        config.write_text('{"compilerOptions": {"paths": {"@lib/*": ["../outside/*"]}}}\n')
+        engine.index()
+        assert targets() == []
     finally:
         engine.close()

@@ -592,3 +592,47 @@ def test_a_daemon_backed_tool_call_over_the_message_bound_is_answered_not_lost(r
         bridge.close()
         daemon.terminate()
         daemon.wait(60)
+
+
+def test_a_parameter_after_a_slash_is_named_as_the_caller_types_it():
+    """get's error said `the path 'm.py' with start_line/endLine` (MCP) and
+    `--start-line/endLine` (CLI): the name after the slash was left as the
+    protocol spells it, as if it were part of a path. A slash between two
+    parameters is no path; a path's or a method's names stay as written."""
+    from ctxls.daemon.cli_verbs import options_of_fields
+    from ctxls.index.errors import StalePointer
+
+    named = InvalidParams("startLine", "'m.py:1-2' names its lines already: give it alone, "
+                                       "or the path 'm.py' with startLine/endLine")
+    assert tool_text(CannedBridge({"ctxls/get": named}), "get",
+                     {"id": "m.py:1-2", "start_line": 1}).endswith(
+        "invalid param 'start_line': 'm.py:1-2' names its lines already: give it alone, "
+        "or the path 'm.py' with start_line/end_line")
+    stale = tool_text(CannedBridge({"ctxls/get": StalePointer("m.py")}), "get",
+                      {"id": "m.py", "start_line": 1, "end_line": 2})
+    assert "get it without start_line/end_line for its current text" in stale, stale
+    assert in_caller_names(named.message, options_of_fields("get")).endswith(
+        "the path 'm.py' with --start-line/--end-line")
+    # After a slash that is not between parameters, nothing is renamed.
+    kept = "see pkg/startLine/endLine.py, ctxls/endLine and x/endLine"
+    assert in_caller_names(kept, TOOLS_BY_NAME["get"].caller_names) == kept
+    assert in_caller_names(kept, options_of_fields("get")) == kept
+
+
+def test_an_assembled_context_says_why_it_is_thin_without_a_blank_line_first():
+    """assemble with no chunk fitting its budget answered
+    '\\n(weak: no hit fits in 5 tokens)': the empty context, then the note on a
+    line of its own. The note alone when the context is empty; after the
+    context when there is one."""
+    def assembled(context: str, note: str) -> dict:
+        return {"context": context, "citations": [], "abstained": False, "weak": True,
+                "stats": {"chunks": 1 if context else 0, "note": note}}
+
+    nothing_fits = CannedBridge({"ctxls/assemble": assembled("", "no hit fits in 5 tokens")})
+    assert tool_text(nothing_fits, "assemble", {"query": "q", "budget_tokens": 5}) \
+        == "(weak: no hit fits in 5 tokens)"
+    one_chunk = CannedBridge({"ctxls/assemble": assembled(
+        "[1] a.py:1-2 f\ndef f():\n    pass\n", "only one relevant chunk was found: coverage may be thin")})
+    assert tool_text(one_chunk, "assemble", {"query": "q"}) == (
+        "[1] a.py:1-2 f\ndef f():\n    pass\n\n"
+        "(weak: only one relevant chunk was found: coverage may be thin)")

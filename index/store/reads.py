@@ -4,11 +4,14 @@ reader's snapshot (``connection_cache`` and the generations that key it)."""
 from __future__ import annotations
 
 import collections
+import functools
 import sqlite3
 import threading
 from dataclasses import dataclass
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Callable
+
+from ctxls.index.store.schema import FTS_TOKENIZER
 
 if TYPE_CHECKING:
     from ctxls.index.store.database import Connection
@@ -59,6 +62,29 @@ def paths_generation(conn: Connection) -> str | None:
     row = conn.execute("SELECT value FROM meta WHERE key = 'paths_generation'").fetchone()
     return row[0] if row else None
 
+
+
+_held_terms = threading.local()
+
+
+@functools.lru_cache(maxsize=4096)
+def held_term(term: str) -> str:
+    """``term`` as the full-text tables hold it. Their unicode61 tokenizer
+    (schema.py) strips some diacritics (`café_total` is held as
+    `cafe_total`, `länge` as `lange`; Greek's are kept), a rule of its own,
+    read from SQLite here rather than imitated: a query term looked up in a
+    vocabulary as written was absent. ASCII terms are held as they are."""
+    if term.isascii():
+        return term
+    conn = getattr(_held_terms, "conn", None)
+    if conn is None:
+        conn = _held_terms.conn = sqlite3.connect(":memory:")
+        conn.execute(f'CREATE VIRTUAL TABLE t USING fts5(b, tokenize = "{FTS_TOKENIZER}")')
+        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    conn.execute("INSERT INTO t(rowid, b) VALUES (1, ?)", (term,))
+    held = [row[0] for row in conn.execute("SELECT term FROM v")]
+    conn.execute("DELETE FROM t")
+    return held[0] if len(held) == 1 else term
 
 
 def fts_generation(conn: Connection, table: str) -> object:

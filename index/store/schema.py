@@ -109,6 +109,9 @@ MEMORY_FTS_TABLE_BY_KIND = {"fact": "fts_memory_fact", "episode": "fts_memory_ep
 _FILE_TABLES = ("files", "chunks", "symbols", "imports", "fts_code", "fts_doc", "fts_config",
                 "file_terms")
 
+# The files' full-text tables' tokenizer (reads.held_term reads a term with it).
+FTS_TOKENIZER = "unicode61 tokenchars '_'"
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS files (
