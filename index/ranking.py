@@ -33,7 +33,7 @@ from ctxls.index.query import QueryShape, declared_name, query_shape
 from ctxls.index.recall_features import RecallFeatures, add_coherence, add_file_text, named_files, with_features
 from ctxls.index.recall_scorer import Contribution, PriorConfig, RecallScorer, fuse, select
 from ctxls.index.store import (FTS_TABLE_BY_KIND, Connection, connection_cache, file_term_count,
-                               fts_generation, held_term, paths_generation)
+                               fts_generation, held_terms, paths_generation)
 from ctxls.index.tokenize import fts_match_expression
 from ctxls.index.vocabulary import MAX_RECALL_N
 
@@ -302,7 +302,7 @@ def document_frequency(conn: Connection, table: str, terms: list[str]) -> dict[s
     table over it (a temp table of this connection, made on first use); a
     term is looked up as the table holds it (``held_term``: `café` as `cafe`)."""
     vocab = postings.vocab_table(conn, table, "row")
-    held = {term: held_term(term) for term in terms}
+    held = held_terms(terms)
     asked = list(dict.fromkeys(held.values()))
     counts: dict[str, int] = {}
     for start in range(0, len(asked), 500):

@@ -102,9 +102,11 @@ def _owner(path: Path) -> int | None:
 
 
 def _kept_out_of_git(store_folder: Path) -> bool:
-    """Whether git lists nothing of ``store_folder``: it has no .gitignore
-    yet (ctxls writes its own), or one, a regular file, that ignores every
-    entry (a ``*`` line) and brings none back (no ``!`` line)."""
+    """Whether git lists nothing of ``store_folder`` but its .gitignore: it
+    has none yet (ctxls writes its own), or one, a regular file, that
+    ignores every entry (a ``*`` or ``/*`` line, a byte-order mark and CRLF
+    line ends as Windows editors write them) and brings none back but
+    itself (``!.gitignore``, which keeps the rule in a commit)."""
     ignore = store_folder / ".gitignore"
     try:
         if not stat.S_ISREG(ignore.lstat().st_mode):
@@ -116,9 +118,10 @@ def _kept_out_of_git(store_folder: Path) -> bool:
         return True
     except OSError:
         return False
-    rules = [line.strip() for line in text.splitlines()]
+    rules = [line.strip() for line in text.removeprefix("\ufeff").splitlines()]
     rules = [rule for rule in rules if rule and not rule.startswith("#")]
-    return "*" in rules and not any(rule.startswith("!") for rule in rules)
+    return bool({"*", "/*"} & set(rules)) and all(
+        rule in ("!.gitignore", "!/.gitignore") for rule in rules if rule.startswith("!"))
 
 
 def store_dir(root: Path) -> Path:

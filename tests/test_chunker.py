@@ -2244,3 +2244,21 @@ def test_an_indented_statement_the_reparse_reads_at_file_level_is_no_prototype()
         """
     )
     assert definition_chunks("tests/src/unit-element_access2.cpp", cut_body).symbols == []
+
+
+def test_a_pre_ansi_prototype_macro_is_no_function_of_its_name() -> None:
+    """zlib's `ZEXTERN const char * ZEXPORT zlibVersion OF((void));` (BSD's
+    `__P((…))`, Tcl's `_ANSI_ARGS_((…))`): the grammar reads the macro as
+    the declared function, so seven of zlib.h's prototypes were listed as
+    functions named `OF`. The declared name stands outside the declarator:
+    such a prototype lists nothing, as before prototypes were listed."""
+    header = source(
+        """
+        #include "zconf.h"
+        ZEXTERN const char * ZEXPORT zlibVersion OF((void));
+        ZEXTERN int ZEXPORT deflate OF((z_streamp strm, int flush));
+        int __P((int)) legacy_call;
+        extern int plain_call(int flush);
+        """
+    )
+    assert [s.symbol for s in definition_chunks("include/z.h", header).symbols] == ["plain_call"]

@@ -985,3 +985,20 @@ def test_a_shipped_store_folder_whose_gitignore_lets_files_through_never_holds_t
         assert store_dir(root) == root / ".ctxls"
     else:
         assert str(store_dir(root)).startswith(str(tmp_path / "state"))
+
+
+@pytest.mark.parametrize("rules", ["/*\n", "*\n!.gitignore\n", "\ufeff*\r\n"])
+def test_a_store_folder_whose_gitignore_keeps_everything_out_another_way_stays_the_store(
+        tmp_path, monkeypatch, rules):
+    """`/*`, `*` with `!.gitignore` (committing the rule itself), or `*`
+    with a byte-order mark and CRLF keep the store out of git as ctxls's
+    own `*` does: the first check refused them, moving the store (and its
+    written memory) out of view."""
+    from ctxls.index.roots import store_dir
+
+    monkeypatch.setenv("CTXLS_STATE_DIR", str(tmp_path / "state"))
+    root = tmp_path / "repo"
+    write_tree(root, {"app.py": "x = 1\n"})
+    (root / ".ctxls").mkdir(mode=0o700)
+    (root / ".ctxls" / ".gitignore").write_bytes(rules.encode("utf-8"))
+    assert store_dir(root) == root / ".ctxls"

@@ -101,6 +101,12 @@ def _c_prototype_decl(declarator: Node | None) -> Decl | None:
     if holder is None or declarator is None or holder.type != "function_declarator" \
             or declarator.type == "qualified_identifier":
         return None
+    parameters = holder.child_by_field_name("parameters")
+    if parameters is not None and node_text(parameters).replace(" ", "").startswith("(("):
+        # `zlibVersion OF((void))`, `__P((int))`, `_ANSI_ARGS_((…))`: the
+        # pre-ANSI prototype macro is the "function" the grammar sees, and
+        # the declared name stands before it, outside the declarator.
+        return None
     name = _cpp_name_parts(declarator)
     return Decl("function", name, declaration=True) if len(name) == 1 else None
 

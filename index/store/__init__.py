@@ -71,7 +71,7 @@ Format (docs/architecture.md, "Store format", says the same in prose):
 from ctxls.index.store.database import FOLD_SQL, Connection, Row, Store, read_snapshot
 from ctxls.index.store.failures import StoreVersionError, storage_reason, store_error
 from ctxls.index.store.reads import (FileState, connection_cache, file_term_count, fts_generation,
-                                     generated_paths, held_term, parse_file_terms, paths_generation,
+                                     generated_paths, held_term, held_terms, parse_file_terms, paths_generation,
                                      windowed_files)
 from ctxls.index.store.recovery import CARRIED_TABLES, QUARANTINE_LABEL
 from ctxls.index.store.schema import (APPLICATION_ID, CHUNKER_VERSION, FTS_TABLE_BY_KIND, INDEX_STAMP,
@@ -84,6 +84,6 @@ __all__ = ["APPLICATION_ID", "CARRIED_TABLES", "CHUNKER_VERSION", "Connection", 
            "QUARANTINE_LABEL",
            "Row", "SCHEMA_VERSION", "Store", "StoreVersionError", "TOKENIZER_VERSION",
            "VECTOR_TABLES", "connection_cache", "file_term_count", "fts_generation", "generated_paths",
-           "held_term",
+           "held_term", "held_terms",
            "now_ms", "parse_file_terms", "paths_generation", "read_snapshot", "storage_reason",
            "store_error", "windowed_files"]

@@ -4,7 +4,6 @@ reader's snapshot (``connection_cache`` and the generations that key it)."""
 from __future__ import annotations
 
 import collections
-import functools
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -65,26 +64,42 @@ def paths_generation(conn: Connection) -> str | None:
 
 
 _held_terms = threading.local()
+# Non-ASCII terms' held forms kept per process, at most (then cleared).
+MAX_HELD_TERMS = 65536
+_held_forms: dict[str, str] = {}
 
 
-@functools.lru_cache(maxsize=4096)
-def held_term(term: str) -> str:
-    """``term`` as the full-text tables hold it. Their unicode61 tokenizer
-    (schema.py) strips some diacritics (`café_total` is held as
+def held_terms(terms: Iterable[str]) -> dict[str, str]:
+    """Each of ``terms`` as the full-text tables hold it. Their unicode61
+    tokenizer (schema.py) strips some diacritics (`café_total` is held as
     `cafe_total`, `länge` as `lange`; Greek's are kept), a rule of its own,
     read from SQLite here rather than imitated: a query term looked up in a
-    vocabulary as written was absent. ASCII terms are held as they are."""
-    if term.isascii():
-        return term
-    conn = getattr(_held_terms, "conn", None)
-    if conn is None:
-        conn = _held_terms.conn = sqlite3.connect(":memory:")
-        conn.execute(f'CREATE VIRTUAL TABLE t USING fts5(b, tokenize = "{FTS_TOKENIZER}")')
-        conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-    conn.execute("INSERT INTO t(rowid, b) VALUES (1, ?)", (term,))
-    held = [row[0] for row in conn.execute("SELECT term FROM v")]
-    conn.execute("DELETE FROM t")
-    return held[0] if len(held) == 1 else term
+    vocabulary as written was absent. ASCII terms are held as they are; the
+    others not seen before are read in one batch."""
+    terms = list(dict.fromkeys(terms))
+    unseen = [t for t in terms if not t.isascii() and t not in _held_forms]
+    if unseen:
+        conn = getattr(_held_terms, "conn", None)
+        if conn is None:
+            conn = _held_terms.conn = sqlite3.connect(":memory:")
+            conn.execute(f'CREATE VIRTUAL TABLE t USING fts5(b, tokenize = "{FTS_TOKENIZER}")')
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+        conn.executemany("INSERT INTO t(rowid, b) VALUES (?, ?)", enumerate(unseen, 1))
+        tokens: dict[int, list[str]] = collections.defaultdict(list)
+        for doc, term in conn.execute("SELECT doc, term FROM v ORDER BY doc, offset"):
+            tokens[doc].append(term)
+        conn.execute("DELETE FROM t")
+        if len(_held_forms) + len(unseen) > MAX_HELD_TERMS:
+            _held_forms.clear()
+        for doc, term in enumerate(unseen, 1):
+            held = tokens.get(doc, [])
+            _held_forms[term] = held[0] if len(held) == 1 else term
+    return {t: t if t.isascii() else _held_forms.get(t, t) for t in terms}
+
+
+def held_term(term: str) -> str:
+    """One term as the full-text tables hold it (``held_terms``)."""
+    return held_terms([term])[term]
 
 
 def fts_generation(conn: Connection, table: str) -> object:
