@@ -1431,7 +1431,7 @@ class Engine:
             try:
                 if self.store.file_state(self.relative(candidate)) is not None:
                     return True
-            except OutsideRoot:
+            except (OutsideRoot, StoreUnavailable):  # no file of this folder can be answered
                 continue
         return False
 
