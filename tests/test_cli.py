@@ -981,14 +981,16 @@ def test_a_locate_text_over_the_message_bound_is_answered_through_the_daemon(rep
 
 def _stderr_on_a_terminal(argv: list[str], until: bytes | None = None
                           ) -> tuple[subprocess.Popen, bytes]:
-    """(the process, its stderr) with stderr a pseudo-terminal and stdout a
-    pipe: read until its end, or until ``until`` is shown (the process left
-    running)."""
+    """(the process, its stderr) with stderr a pseudo-terminal and stdout not
+    one: read until its end, or until ``until`` is shown (the process left
+    running, its stderr drained meanwhile: a full terminal buffer nobody
+    reads blocks its writes)."""
     import pty
     import select
+    import threading
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave,
                             env={**os.environ, "NO_COLOR": "1", "CTXLS_LOG": "ERROR"})
     os.close(slave)
     shown = b""
@@ -1003,7 +1005,19 @@ def _stderr_on_a_terminal(argv: list[str], until: bytes | None = None
         if not chunk:
             break
         shown += chunk
-    os.close(master)
+    if until and proc.poll() is None:
+        def drain() -> None:
+            try:
+                while os.read(master, 65536):
+                    pass
+            except OSError:  # the process ended
+                pass
+            finally:
+                os.close(master)
+
+        threading.Thread(target=drain, daemon=True).start()
+    else:
+        os.close(master)
     return proc, shown
 
 
