@@ -55,7 +55,7 @@ from ctxls.index.cancel import check_cancelled
 from ctxls.index.discovery import Skipped, read_file
 from ctxls.index.languages import language_for_path
 from ctxls.index.locate_paths import PathIndex, go_module_path
-from ctxls.index.locate_text import _QUALIFIED, Frame, IssueText, read_issue, semantic_query
+from ctxls.index.locate_text import Frame, IssueText, read_issue, semantic_query, written_qualified
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.ranking import RankingConfig, bm25_scores, term_counts
 from ctxls.index.semantic import SemanticIndex
@@ -243,20 +243,6 @@ def _filled_in(fixed: list[str], message: str) -> bool:
 
 def _noisy_or(before: float, share: float) -> float:
     return 1.0 - (1.0 - before) * (1.0 - share)
-
-
-def _written_qualified(text: str) -> list[str]:
-    """The names ``text`` writes qualified the Rust, C++, Ruby and PHP way
-    (`Beta::parse`, `Shop\\Cart\\LineItem::total`, `Store#fetch`), dotted
-    (`Beta.parse`): the reader keeps only their parts, and the owner says
-    which of the definitions of the last part is meant."""
-    names = []
-    for match in _QUALIFIED.finditer(text):
-        qualified, method, owner, owners_method = match.groups()
-        parts = [part for part in [*re.split(r"::|\\", qualified or owner), method or owners_method] if part]
-        if len(parts) > 1:
-            names.append(".".join(parts))
-    return names
 
 
 def _member_of(symbol: str, owner: str, name: str) -> bool:
@@ -518,7 +504,7 @@ class Signals:
         for module, name in issue.imported:
             qualified.setdefault(name, set()).add(module)
         # `Beta::parse` is qualified as `Beta.parse` is.
-        for written in [*issue.identifiers, *_written_qualified(issue.raw)]:
+        for written in [*issue.identifiers, *written_qualified(issue.raw)]:
             if "." in written:
                 head, name = written.rsplit(".", 1)
                 qualified.setdefault(name, set()).add(head)

@@ -468,6 +468,23 @@ _QUALIFIED = re.compile(
     rf"(?!{_NAME_CHAR})(?![.\\])(?:#([A-Za-z_]{_NAME_CHAR}*[?!]?))?"
     rf"|(?<!{_NAME_CHAR})(?<![:#])([A-Z]{_NAME_CHAR}*)#([a-z_]{_NAME_CHAR}*[?!]?)")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _qualified_parts(match: re.Match) -> list[str]:
+    """The parts of a ``_QUALIFIED`` name, owners first."""
+    qualified, method, owner, owners_method = match.groups()
+    return [part for part in [*re.split(r"::|\\", qualified or owner), method or owners_method] if part]
+
+
+def written_qualified(text: str) -> list[str]:
+    """The names ``text`` writes qualified the Rust, C++, Ruby and PHP way
+    (`Beta::parse`, `Shop\\Cart\\LineItem::total`, `Store#fetch`), dotted
+    (`Beta.parse`): the reader keeps only their parts (IssueText.identifiers),
+    and a signal asks the owner which definition of the last part is meant."""
+    return [".".join(parts) for match in _QUALIFIED.finditer(text)
+            if len(parts := _qualified_parts(match)) > 1]
+
+
 # Names registered as strings (IssueText.literals). An option's value
 # (`--import-mode=importlib`) is not its name; `-->` (IPython's arrow) and
 # `---` (a rule) are no options.
@@ -1054,10 +1071,8 @@ def read_issue(text: str) -> IssueText:
                 for word in _DOTTED_CALL.findall(span) + _WORD.findall(span):
                     _add(identifiers, word)
         for match in _QUALIFIED.finditer(source):
-            qualified, method, owner, owners_method = match.groups()
-            for part in [*re.split(r"::|\\", qualified or owner), method or owners_method]:
-                if part:
-                    _add(identifiers, part)
+            for part in _qualified_parts(match):
+                _add(identifiers, part)
     for name in list(identifiers):
         head, dot, rest = name.partition(".")
         if aliases.get(head, head) != head:
