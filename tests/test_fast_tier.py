@@ -136,39 +136,47 @@ def test_the_transformer_scores_the_fast_tiers_first_hits_and_keeps_their_vector
     """While the fast tier serves, its first ``fusion_pool`` hits are ranked
     again with the transformer's cosines, embedded at once where its backlog
     has not reached them; the worker stores those vectors instead of
-    embedding the texts again. Hits below them carry no cosine of the other model."""
+    embedding the texts again. Hits below them carry no cosine of the other
+    model: none, or the transformer's where the deeper search that continues
+    the list (ranking.first_n) scored its own first hits again."""
     engine = in_the_window(repo)
     primary, query = engine.semantic, PARAPHRASE
     pool = engine.options.ranking.fusion_pool
-    hits = engine.recall(query, ["code"], pool + 10, mode="hybrid").hits_by_kind["code"]
-    assert len(hits) == pool + 10 and hits[0].symbol == "retry_upload"
-    head, tail = hits[:pool], hits[pool:]
-    assert {hit.evidence.model for hit in hits} == {CODE_MODEL_NAME}
-    assert all(hit.evidence.cosine is None for hit in tail)
-    # Nor does their `why` (the fast tier's cosine beside the transformer's above them).
-    assert [c for hit in tail for c in hit.why or () if c.feature == "cosine"] == []
-    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
-    conn = engine.store.reader()
-    texts = {hit.symbol: embedding_text(hit.path, hit.symbol, conn.execute(
-        "SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
-        "AND c.start_line = ?", (hit.path, hit.start_line)).fetchone()[0]) for hit in head}
-    query_vector = primary.embedder.embed_query(query)
-    for hit in head:  # the transformer's cosine of each, as stored (float16)
-        stored = primary.embedder.embed([texts[hit.symbol]])[0].astype(np.float16).astype(np.float32)
-        assert hit.evidence.cosine == pytest.approx(float(stored @ query_vector), abs=1e-6)
-    assert primary.vector_count() == 0  # not stored by a request: by the worker's next step
-    embedded = []
+    embedded: list[str] = []
     embed = primary.embedder.embed
     primary.embedder.embed = lambda texts: embedded.extend(texts) or embed(texts)
     try:
+        hits = engine.recall(query, ["code"], pool + 10, mode="hybrid").hits_by_kind["code"]
+        by_request = set(embedded) - {query}  # the chunks' texts (embed_query embeds the query)
+        assert len(hits) == pool + 10 and hits[0].symbol == "retry_upload"
+        head, tail = hits[:pool], hits[pool:]
+        assert {hit.evidence.model for hit in hits} == {CODE_MODEL_NAME}
+        assert all(hit.evidence.cosine is not None for hit in head)
+        assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+        conn = engine.store.reader()
+        texts = {(hit.path, hit.start_line): embedding_text(hit.path, hit.symbol, conn.execute(
+            "SELECT c.text FROM chunks c JOIN files f ON f.id = c.file_id WHERE f.path = ? "
+            "AND c.start_line = ?", (hit.path, hit.start_line)).fetchone()[0]) for hit in hits}
+        query_vector = primary.embedder.embed_query(query)
+        cosined = [hit for hit in hits if hit.evidence.cosine is not None]
+        for hit in cosined:  # the transformer's cosine of each, as stored (float16): never the fast tier's
+            text = texts[(hit.path, hit.start_line)]
+            assert text in by_request
+            stored = embed([text])[0].astype(np.float16).astype(np.float32)
+            assert hit.evidence.cosine == pytest.approx(float(stored @ query_vector), abs=1e-6)
+        # Nor does their `why` show a cosine the hit does not carry.
+        assert [c for hit in hits if hit.evidence.cosine is None
+                for c in hit.why or () if c.feature == "cosine"] == []
+        assert primary.vector_count() == 0  # not stored by a request: by the worker's next step
+        embedded.clear()
         assert primary.step()
-        assert embedded == [] and primary.vector_count() == len(set(texts.values()))
+        assert embedded == [] and primary.vector_count() == len(by_request)
         again = engine.recall(query, ["code"], pool + 10, mode="hybrid").hits_by_kind["code"]
-        assert embedded == []  # every first hit's vector was stored
+        assert embedded == []  # every scored hit's vector was stored
         assert [(h.path, h.start_line, h.score) for h in again] == [
             (h.path, h.start_line, h.score) for h in hits]
         assert primary.step() and len(embedded) == primary.embedder.batch_size
-        assert not set(embedded) & set(texts.values())  # the backlog skips what is stored
+        assert not set(embedded) & by_request  # the backlog skips what is stored
     finally:
         primary.embedder.embed = embed
     engine.close()
