@@ -10,7 +10,8 @@
    :class:`~ctxls.impact.resolve.Resolver`: confirmed, unconfirmed, or
    ``elsewhere`` (another definition: a mention too).
 3. Aliases: ``from m import f as g`` / ``import { f as g }`` (and a default
-   import of a default export, found through the files importing it) make
+   import of a default export, found through the files importing it or a
+   barrel re-exporting it as its own default) make
    the uses of ``g`` in that file callers; a re-export under a new name (a barrel's
    ``export { f as g } from``, a package ``__init__`` alias) sends a second
    sweep for ``g``, where only confirmed uses count (the word is not ours).
@@ -39,7 +40,7 @@ from ctxls.index.paths import is_test_path
 from . import class_names, index_view, ripgrep, syntax
 from .index_view import Definition
 from .resolve import Resolver
-from .resolved import Match, Targets, Verdict
+from .resolved import MAX_REEXPORT_DEPTH, Match, Targets, Verdict
 from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
 # Names a re-export introduces that get a sweep of their own (per request).
@@ -230,7 +231,7 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
     for sf, row, start, end, use in _self_constructions(resolver, targets):
         _record(resolver, refs, seen, sf, row, start, end, use, "constructor")
 
-    for path, alias, reexported in _default_imports(resolver, targets, importers):
+    for path, alias, reexported in _default_imports(resolver, targets):
         if reexported:  # `export { default as name } from './m'`: its importers anywhere
             reexported_aliases.add(alias)
         else:
@@ -483,23 +484,45 @@ def _super_calls(sf: SourceFile, constructor: Node | None) -> list[Node]:
     return found
 
 
-def _default_imports(resolver: Resolver, targets: Targets, importers: set[str]) -> list[tuple[str, str, bool]]:
+def _default_imports(resolver: Resolver, targets: Targets) -> list[tuple[str, str, bool]]:
     """(file, local name, re-exported) of the default imports of targets that
-    are their module's default export: ``import anything from './m'`` (or a
-    barrel's ``export { default as anything } from './m'``) names no target."""
+    are their module's default export, or a barrel's that re-exports one as
+    its own (``export { default } from './m'``): ``import anything from
+    './m'`` (or a barrel's ``export { default as anything } from './m'``)
+    names no target."""
     exported = set()
     for target in targets.module_level:
         sf = resolver.source(target.path)
         if sf is not None and sf.family is JS and sf.tree is not None \
                 and syntax.js_default_export(sf.tree) == target.name:
             exported.add(target.path)
+    importing: set[str] = set()
+    reached = set(exported)
+    for _ in range(MAX_REEXPORT_DEPTH):  # barrels of barrels
+        if not reached:
+            break
+        readers = index_view.importers_of(resolver.conn, reached)
+        importing |= readers
+        reached = {path for path in readers - exported if _exports_target_as_default(resolver, path, targets)}
+        exported |= reached
     found = []
-    for path in sorted(importers) if exported else ():
+    for path in sorted(importing):
         sf = resolver.source(path)
         for binding in sf.bindings if sf is not None and sf.family is JS else ():
-            if binding.imported == "default" and resolver.module_path(sf, binding.spec)[0] in exported:
+            if binding.imported == "default" and not (binding.reexport and binding.local == "default") \
+                    and resolver.module_path(sf, binding.spec)[0] in exported:
                 found.append((path, binding.local, binding.reexport))
     return found
+
+
+def _exports_target_as_default(resolver: Resolver, path: str, targets: Targets) -> bool:
+    """Whether the JS/TS module ``path``'s default export is a target (a
+    barrel's ``export { default } from './m'`` of m's)."""
+    sf = resolver.source(path)
+    if sf is None or sf.family is not JS:
+        return False
+    ref = resolver.lookup_name(path, "default")
+    return ref.kind == "definition" and (ref.path or "", ref.symbol or "") in targets.keys
 
 
 def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row: int, start: int,
@@ -543,8 +566,10 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
         kind = syntax.ruby_symbol_use(node, name)
         if kind is not None:
             return _Use(kind, resolver.match(sf, node, name, targets), node)
-    # A word inside a longer name (Clojure's `add` in `add-item`) is not that name.
-    if not syntax.is_identifier(node) or (family.definitions is not None and syntax.text_of(node) != name):
+    # A word inside a longer name (Clojure's `add` in `add-item`, a JS/TS
+    # private member `#add`, `$add`: one token) is not that name.
+    if not syntax.is_identifier(node) or (
+            (family.definitions is not None or node.named_child_count == 0) and syntax.text_of(node) != name):
         return _Use("other")
     alias = _import_alias(family, sf, node, name)
     if alias is not None:
@@ -555,11 +580,29 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
         return _Use("definition")
     expression, _ = syntax.member_parts(family, node)
     if syntax.is_bound(family, expression) or syntax.is_table_binding(family, node):
-        return _Use("binding")
+        written = _setter_call(resolver, sf, node, name, targets)
+        return _Use("call", written, node) if written is not None else _Use("binding")
     match = resolver.match(sf, node, name, targets)
     if match.verdict is Verdict.OTHER:
         return _Use("elsewhere")
     return _Use(syntax.use_kind(family, expression), match, node)
+
+
+def _setter_call(resolver: Resolver, sf: SourceFile, node: Node, name: str, targets: Targets) -> Match | None:
+    """An assignment to a member (``t.celsius = 5``, ``t.celsius += 1``)
+    that may reach a target property with a setter calls that setter: the
+    match on those targets; None for any other binding."""
+    assert sf.family is not None
+    if syntax.member_parts(sf.family, node)[1] is None:
+        return None  # a bare name: a variable
+    setters = frozenset(t.key for t in targets.members if t.name == name and resolver.has_setter(t))
+    if not setters:
+        return None
+    match = resolver.match(sf, node, name, targets)
+    keys = match.keys & setters
+    if match.verdict is Verdict.OTHER or not keys:
+        return None
+    return Match(match.verdict, keys, match.reason)
 
 
 def _import_alias(family: Family, sf: SourceFile, node: Node, name: str) -> _Use | None:

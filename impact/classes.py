@@ -9,7 +9,7 @@ from tree_sitter import Node
 
 from . import syntax
 from .builtin_names import BUILTIN_FUNCTIONS
-from .index_view import CLASS_KINDS
+from .index_view import CLASS_KINDS, Definition
 from .resolved import MAX_BASES, Base, ClassId, class_home, container_id
 from .syntax import GO, SourceFile
 
@@ -61,11 +61,14 @@ class ClassLineage:
 
     def _node_bases(self, sf: SourceFile, class_node: Node) -> list[Base]:
         assert sf.family is not None
-        return [self._base(sf, dotted) for dotted in syntax.class_bases(sf.family, class_node)]
+        return [self._base(sf, dotted, class_node) for dotted in syntax.class_bases(sf.family, class_node)]
 
-    def _base(self, sf: SourceFile, dotted: str) -> Base:
+    def _base(self, sf: SourceFile, dotted: str, class_node: Node | None = None) -> Base:
         """A base class named in ``sf``, through the import that brings it
-        there (aliases, re-exports): ``from m import Base as B; class C(B)``."""
+        there (aliases, re-exports): ``from m import Base as B; class C(B)``;
+        with the ``class_node`` naming it, as the scope around that class
+        sees the name: a class (or import) of a function around it shadows
+        the module's."""
         assert sf.family is not None
         parts = dotted.split(".")
         name = parts[-1]
@@ -75,7 +78,13 @@ class ClassLineage:
                 return Base(cls, True)
             external = len(parts) > 1 and sf.binding(parts[0]) is not None
             return Base(ClassId(None, name), external or name in BUILTIN_FUNCTIONS["go"])
-        ref = self.dotted_ref(sf, dotted)
+        if class_node is not None and self._bound_locally(sf, class_node, parts[0]) in ("local", "parameter"):
+            # `def f(): class Base: ...; class Child(Base)`: the function's Base.
+            local = self._local_receiver(sf, class_node, parts[0])
+            if len(parts) == 1 and local is not None and local.kind == "class" and local.cls is not None:
+                return Base(local.cls, True)
+            return Base(ClassId(None, name), False)  # a local value: never confirms
+        ref = self.dotted_ref(sf, dotted, class_node.start_point.row if class_node is not None else None)
         cls = self.class_of(ref)
         if cls is not None:
             return Base(cls, True)
@@ -111,6 +120,18 @@ class ClassLineage:
         if bases is None:
             self._lineages[key] = (order, complete)
         return order, complete
+
+    def has_setter(self, member: Definition) -> bool:
+        """Whether the class of the indexed ``member`` gives it a setter
+        (``syntax.class_setter_names``): an assignment to it runs one."""
+        if member.key not in self._setters:
+            sf = self.source(member.path)
+            declaration = self.declaration(sf, member)
+            class_node = syntax.enclosing_class(sf.family, declaration)[1] \
+                if declaration is not None and sf is not None and sf.family is not None else None
+            self._setters[member.key] = class_node is not None \
+                and member.name in syntax.class_setter_names(class_node)
+        return self._setters[member.key]
 
     def defines(self, cls: ClassId, member: str) -> bool:
         """Does the class (by name only: any class of that name) define ``member``?"""

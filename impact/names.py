@@ -71,7 +71,10 @@ class NameLookup:
         return self._lookup_stars(sf, name, (b for b in sf.bindings if b.local == "*"), depth + 1)
 
     def _lookup_binding(self, sf: SourceFile, binding: Binding, imported: str | None, depth: int) -> Ref:
-        path, external = self.module_path(sf, binding.spec)
+        # `import a.b` binds `a` to the package a (a.b is reached through it by
+        # its dotted path, `dotted_ref`), whatever else imports it.
+        spec = binding.spec.partition(".")[0] if binding.package else binding.spec
+        path, external = self.module_path(sf, spec)
         if path is None:
             return EXTERNAL_REF if external else UNKNOWN_REF
         if imported is None or (sf.family is PYTHON and _is_submodule(path, imported)

@@ -14,7 +14,7 @@ from ctxls.index.model import split_symbol
 from . import syntax
 from .builtin_names import BUILTIN_FUNCTIONS
 from .index_view import CLASS_KINDS
-from .resolved import EXTERNAL_REF, UNKNOWN_RECEIVER, UNKNOWN_REF, ClassId, Receiver, Ref, class_home
+from .resolved import EXTERNAL_REF, UNKNOWN_RECEIVER, UNKNOWN_REF, ClassId, Receiver, Ref, class_home, container_id
 from .syntax import GO, JS, PYTHON, Family, SourceFile
 
 
@@ -50,6 +50,8 @@ class ReceiverTypes:
             return self._own_class("self", sf, site)
         if kind == "super":
             return self._own_class("super", sf, site)
+        if family is JS and kind == "non_null_expression" and node.named_child_count:  # TS `m!.stop()`: m's
+            return self.receiver(sf, node.named_child(0), site)  # type: ignore[arg-type]
         callee = syntax.callee_of(family, node)
         if family is PYTHON and callee is not None and syntax.text_of(callee) == "super":
             arguments = node.child_by_field_name("arguments")
@@ -79,16 +81,18 @@ class ReceiverTypes:
             return self._receiver_of(ref)
         if family is PYTHON and kind == "attribute":
             owner, attribute = node.child_by_field_name("object"), node.child_by_field_name("attribute")
-            if owner is not None and attribute is not None and syntax.text_of(owner) in family.self_names:
-                held = self._self_attribute(sf, site, syntax.text_of(attribute))
-                if held is not None:  # self.engine.step(), self.engine = Engine() in the class
+            if owner is not None and attribute is not None:
+                name, held = syntax.text_of(attribute), None
+                if syntax.text_of(owner) in family.self_names:  # self.engine.step(), self.engine = Engine()
+                    held = self._self_attribute(sf, site, name)
+                if held is None:
+                    holder = self.receiver(sf, owner, attribute)
+                    if holder.kind == "instance" and holder.cls is not None:  # x.engine.step(), x an Engine holder
+                        held = self._member_attribute(holder.cls, name)
+                    if held is None:
+                        held = self._nested_class(holder, name)  # Outer.Inner, self.Inner
+                if held is not None:
                     return held
-            elif owner is not None and attribute is not None:
-                holder = self.receiver(sf, owner, attribute)
-                if holder.kind == "instance" and holder.cls is not None:  # x.engine.step(), x an Engine holder
-                    held = self._member_attribute(holder.cls, syntax.text_of(attribute))
-                    if held is not None:
-                        return held
         if family is JS and kind == "member_expression":
             owner, attribute = node.child_by_field_name("object"), node.child_by_field_name("property")
             held = None
@@ -297,9 +301,18 @@ class ReceiverTypes:
         return self._value_of(sf, value) if value is not None else UNKNOWN_RECEIVER
 
     def _annotated(self, sf: SourceFile, annotation: Node) -> Receiver:
-        text = syntax.text_of(annotation)
+        """What a value annotated ``annotation`` is: an instance of the class
+        it names (``Optional[C]``, ``C | None``, TS ``C | undefined``: C, as a
+        type checker reads it once the ``None`` is ruled out before a call),
+        through its module (``other.Store``); external when it names a class
+        outside the index (``sqlite3.Connection``, ``from decimal import
+        Decimal``, a builtin, TS's global ``Response``); unknown otherwise
+        (a union of classes, a generic, a type variable)."""
+        text = _without_none(sf.family, syntax.text_of(annotation))
+        generic = False
         if sf.family is JS:  # TS `Subject<T>` is a Subject, whatever T
-            text = _without_type_arguments(text)
+            bare = _without_type_arguments(text)
+            generic, text = bare != text, bare
         if sf.family is GO:  # `*T`, `pkg.T`, `*pkg.T`: the type T of this package or of pkg's
             named = re.fullmatch(r"\*?\s*(?:(\w+)\s*\.\s*)?(\w+)", text.strip())
             if named is None:
@@ -307,17 +320,44 @@ class ReceiverTypes:
             cls = self._go_type(sf, named.group(1), named.group(2))
             return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
         words = re.findall(r"[A-Za-z_]\w*", text)
+        if words and words[-1] in _ANY_OBJECT_TYPES:
+            return UNKNOWN_RECEIVER  # `typing.Any`, `Self`: a project object may be one
         dotted = re.fullmatch(r"[\s:]*([A-Za-z_]\w*(?:\s*\.\s*[A-Za-z_]\w*)+)\s*", text)
         if dotted is not None:  # `other.Store`, TS `models.Cart`: a class through its module
-            made = self.class_of(self.dotted_ref(sf, dotted.group(1), annotation.start_point.row))
-            return Receiver("instance", made) if made else UNKNOWN_RECEIVER
-        if len(words) != 1:  # Optional[C], C | None, Python generics: not one class
+            ref = self.dotted_ref(sf, dotted.group(1), annotation.start_point.row)
+            made = self.class_of(ref)
+            if made:
+                return Receiver("instance", made)
+            return Receiver("external") if ref.kind == "external" else UNKNOWN_RECEIVER  # `sqlite3.Connection`
+        if len(words) != 1:  # a union of classes, Python generics: not one class
             return UNKNOWN_RECEIVER
         if words[0] in ("dict", "list", "str", "bytes", "set", "tuple", "int", "float", "string",
                         "number", "boolean"):
             return Receiver("external")
         made = self._class_named(sf, words[0])
-        return Receiver("instance", made) if made else UNKNOWN_RECEIVER
+        if made:
+            return Receiver("instance", made)
+        ref = self.lookup_bare(sf, words[0])
+        if ref.kind == "external" or (ref.kind == "unknown" and not generic
+                                      and self._global_type(sf, annotation, words[0])):
+            return Receiver("external")  # a library's class: its methods run, not the project's
+        return UNKNOWN_RECEIVER
+
+    def _global_type(self, sf: SourceFile, annotation: Node, name: str) -> bool:
+        """Whether ``name``, bound nowhere in ``sf``, is a class of the
+        language or its environment: a Python builtin (``Exception``); in
+        TypeScript a capitalised name no indexed definition has and no
+        declaration around ``annotation`` takes as a type parameter
+        (``Response``, ``ReadableStream``: the DOM's and Node's globals need
+        no import)."""
+        family = sf.family
+        assert family is not None
+        if name in self.top_level(sf) or sf.binding(name) is not None:
+            return False
+        if family is PYTHON:
+            return name in BUILTIN_FUNCTIONS["python"]
+        return family is JS and name[:1].isupper() and not self.definitions_named(name) \
+            and not _type_parameter(annotation, name)
 
     def _value_of(self, sf: SourceFile, value: Node) -> Receiver:
         family = sf.family
@@ -340,12 +380,6 @@ class ReceiverTypes:
             held = self.receiver(sf, value, value)
             return held if held.kind in ("instance", "class", "module", "external") else UNKNOWN_RECEIVER
         callee = syntax.callee_of(family, value)  # C(...), new C()
-        if family is PYTHON and callee is not None and callee.type == "attribute":
-            owner, attribute = callee.child_by_field_name("object"), callee.child_by_field_name("attribute")
-            if owner is not None and attribute is not None and syntax.text_of(owner) in family.self_names:
-                held = self._self_attribute(sf, callee, syntax.text_of(attribute))
-                if held is not None and held.kind == "class":  # self.backend() of `backend = Store`
-                    return Receiver("instance", held.cls)
         if callee is not None and callee.type in family.members:  # other.Store(), new m.C(), store.New()
             ref = self._module_member(sf, callee)
             made = self.class_of(ref) if ref is not None else None
@@ -354,6 +388,13 @@ class ReceiverTypes:
             returned = self._returned(ref, sf, value) if ref is not None else None
             if returned is not None:
                 return returned
+            if family in (PYTHON, JS):
+                held = self.receiver(sf, callee, callee)
+                if held.kind == "class" and held.cls is not None:  # Outer.Inner(), self.backend() of `backend = Store`
+                    return Receiver("instance", held.cls)
+                owner = callee.child_by_field_name(family.members[callee.type][0])
+                if owner is not None and self._external_import(sf, owner, callee):
+                    return self._external_result(sf, value)  # sqlite3.connect(p), requests.get(u)
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
             if self._receiver_depth >= MAX_RECEIVER_DEPTH:
@@ -375,9 +416,68 @@ class ReceiverTypes:
             returned = self._returned(ref, sf, value)
             if returned is not None:  # `make()` of `def make() -> C`, `function make(): C`, `func New() *C`
                 return returned
+            if ref.kind == "external" and family in (PYTHON, JS):
+                return self._external_result(sf, value)  # `from sqlite3 import connect`; `connect(p)`
             if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
         return UNKNOWN_RECEIVER
+
+    def _external_import(self, sf: SourceFile, node: Node, site: Node) -> bool:
+        """Whether ``node``, a name or dotted name, is an import from outside
+        the index (a library module or its attribute: ``sqlite3``,
+        ``os.path``), not a local of that name. A builtin value (``{}``, a
+        list) is not one: its ``get``/``pop`` give back what it holds."""
+        text = syntax.text_of(node)
+        return re.fullmatch(r"[A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*", text) is not None \
+            and self.receiver(sf, node, site).kind == "external" \
+            and self.dotted_ref(sf, text, site.start_point.row).kind == "external"
+
+    def _external_result(self, sf: SourceFile, call: Node) -> Receiver:
+        """What a call of a library's function or class gives (``sqlite3.connect(p)``,
+        ``requests.get(u)``, ``Decimal(x)``): an external object, whose
+        methods are the library's. Unknown when the call is
+        given something of the project, which a generic function returns
+        (``copy.copy(self)``, ``typing.cast(Engine, x)``, ``asyncio.run(main())``,
+        TS ``inject<Engine>()``, ``useContext(ApiContext)``)."""
+        if call.child_by_field_name("type_arguments") is not None:
+            return UNKNOWN_RECEIVER
+        arguments = call.child_by_field_name("arguments")
+        for argument in arguments.named_children if arguments is not None else ():
+            if argument.type == "keyword_argument":
+                argument = argument.child_by_field_name("value") or argument
+            if not syntax.is_comment(argument) and self._of_project(sf, argument):
+                return UNKNOWN_RECEIVER
+        return Receiver("external")
+
+    def _of_project(self, sf: SourceFile, value: Node) -> bool:
+        """Whether ``value`` is, or a call gives, something of the project: an
+        object of an indexed class, a name bound to an indexed definition,
+        a call of one (``main()``) or of a method of a project object
+        (``self.start()``)."""
+        family = sf.family
+        assert family is not None
+        if self.receiver(sf, value, value).cls is not None:
+            return True
+        callee = syntax.callee_of(family, value)
+        named = callee if callee is not None else value
+        if named.type in family.members:
+            owner = named.child_by_field_name(family.members[named.type][0])
+            return owner is not None and self.receiver(sf, owner, named).cls is not None
+        return syntax.is_identifier(named) \
+            and self.bare_ref_at(sf, syntax.text_of(named), named.start_point.row).kind == "definition"
+
+    def _nested_class(self, holder: Receiver, name: str) -> Receiver | None:
+        """The class ``name`` when the holder's class, or the first class up
+        its lineage defining ``name``, declares it in its body
+        (``Outer.Inner``, ``self.Inner``); None otherwise."""
+        if holder.cls is None or holder.kind not in ("self", "super", "class", "instance"):
+            return None
+        for owner in self.lineage(holder.cls, holder.bases, holder.kind != "super")[0]:
+            if owner.home is not None and self.defines(owner, name):
+                nested = next((d for d in self.definitions_named(name)
+                               if d.symbol_kind in CLASS_KINDS and container_id(d) == owner), None)
+                return Receiver("class", ClassId(class_home(nested.path), nested.symbol)) if nested else None
+        return None
 
     def _module_member(self, sf: SourceFile, member: Node) -> Ref | None:
         """What ``module.name`` (a member access on a module: Python's
@@ -401,8 +501,10 @@ class ReceiverTypes:
 
     def _type_of(self, sf: SourceFile, call: Node) -> Receiver:
         """What the builtin ``type(x)`` gives: the class of ``x`` (``type(self)``
-        is the class of self, maybe a subclass: as ``self``); unknown when
-        that is not known (``type(name, bases, dict)`` makes a new class)."""
+        is the class of self, maybe a subclass: as ``self``; ``type(a)`` of an
+        instance of C is C or a subclass: as ``a``, whose calls may reach a
+        subclass's override, where a class named, ``C.m()``, runs C's); unknown
+        when that is not known (``type(name, bases, dict)`` makes a new class)."""
         arguments = call.child_by_field_name("arguments")
         if arguments is None or arguments.named_child_count != 1 \
                 or arguments.named_children[0].type in ("keyword_argument", "list_splat", "dictionary_splat"):
@@ -412,7 +514,7 @@ class ReceiverTypes:
         if held.kind == "self" and held.cls is not None:
             return held
         if held.kind == "instance" and held.cls is not None:
-            return Receiver("class", held.cls)
+            return held
         return Receiver("external") if held.kind == "external" else UNKNOWN_RECEIVER
 
     def _returned(self, ref: Ref, sf: SourceFile | None = None, call: Node | None = None) -> Receiver | None:
@@ -753,6 +855,64 @@ def _without_type_arguments(text: str) -> str:
         if depth == 0:  # `A<T> | B<U>`: the first `>` closes before the end
             return text
     return head
+
+
+# Annotations any object may have, a project's too (`object`, `typing.Any`,
+# `Self`, `type`, TS `any`, `unknown`, `Object`, `this`): never a library's class.
+_ANY_OBJECT_TYPES = frozenset({"Any", "Self", "object", "type", "Object", "any", "unknown", "this"})
+
+
+# What a union's "no value" member is written as: a type checker rules it out
+# before a method call (`if e is not None: e.stop()`, `e?.stop()`, `e!.stop()`).
+_NONE_TYPES = {"python": frozenset({"None"}), "js": frozenset({"null", "undefined"})}
+
+
+def _without_none(family: Family | None, text: str) -> str:
+    """``Optional[C]``, ``Union[C, None]``, ``C | None`` (TS ``: C | undefined``,
+    ``C | null``) -> ``C``: a union's one member besides its ``None``; any
+    other annotation unchanged."""
+    nones = _NONE_TYPES.get(family.name if family is not None else "", frozenset())
+    body = text.strip().lstrip(":").strip()
+    if family is PYTHON and len(body) > 1 and body[0] == body[-1] and body[0] in "\"'":
+        body = body[1:-1].strip()  # a string annotation: `"Engine | None"`
+    if not nones or not body:
+        return text
+    members = _top_level_parts(body, "|")
+    if family is PYTHON and len(members) == 1:
+        wrapped = re.fullmatch(r"(?:[A-Za-z_]\w*\s*\.\s*)?(Optional|Union)\s*\[(.*)\]", body, re.S)
+        if wrapped is None:
+            return text
+        members = [wrapped.group(2), "None"] if wrapped.group(1) == "Optional" \
+            else _top_level_parts(wrapped.group(2), ",")
+    kept = [member for member in members if member not in nones]
+    return kept[0] if len(kept) == 1 and len(members) > 1 else text
+
+
+def _top_level_parts(text: str, separator: str) -> list[str]:
+    """``text`` split at ``separator`` outside brackets, each part stripped
+    (``Map<A | B, C> | null``: ``Map<A | B, C>``, ``null``)."""
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(text):
+        if char in "[(<{":
+            depth += 1
+        elif char in "])}" or (char == ">" and text[index - 1:index] != "="):  # not an arrow's `=>`
+            depth -= 1
+        elif char == separator and depth == 0:
+            parts.append(text[start:index].strip())
+            start = index + 1
+    parts.append(text[start:].strip())
+    return parts
+
+
+def _type_parameter(node: Node, name: str) -> bool:
+    """Whether a declaration around ``node`` (a TS function, method, class
+    or interface) takes ``name`` as a type parameter (``<T extends Base>``)."""
+    for ancestor in syntax.ancestors(node):
+        parameters = ancestor.child_by_field_name("type_parameters")
+        if parameters is not None and any(syntax.text_of(p.child_by_field_name("name")) == name
+                                          for p in parameters.named_children):
+            return True
+    return False
 
 
 def _conjuncts(condition: Node | None) -> list[Node]:

@@ -824,6 +824,24 @@ def class_member_names(class_node: Node) -> set[str]:
     return names
 
 
+def class_setter_names(class_node: Node) -> set[str]:
+    """The properties a class's own body gives a setter, which an assignment
+    to the member runs: Python's ``@name.setter def name``, JavaScript's and
+    TypeScript's ``set name(v)``."""
+    body = class_node.child_by_field_name("body")
+    names = set()
+    for member in body.named_children if body is not None else ():
+        if member.type == "decorated_definition":
+            definition = member.child_by_field_name("definition")
+            name = text_of(definition.child_by_field_name("name")) if definition is not None else ""
+            decorators = [text_of(d.named_child(0)) for d in member.named_children if d.type == "decorator"]
+            if name and f"{name}.setter" in decorators:
+                names.add(name)
+        elif member.type == "method_definition" and any(child.type == "set" for child in member.children):
+            names.add(text_of(member.child_by_field_name("name")))
+    return names
+
+
 def implemented_types(family: Family, declaration: Node) -> list[str]:
     """TypeScript: the interfaces a class ``implements`` or an interface
     ``extends``, as written (a call through one of them may reach the class's

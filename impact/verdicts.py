@@ -220,8 +220,9 @@ class Verdicts:
         TypeScript interface; Python's ``isinstance(x, Base)``) may hold an
         instance of a class deriving from (implementing) it, so ``x.m()`` may
         reach that class's ``m``; not after ``super.``, which names the
-        base's. Other languages: OTHER."""
-        if receiver.kind not in ("instance", "class") or receiver.cls is None or not targets.dispatch_members:
+        base's, nor on a class named (``Base.save(self)`` runs Base's, never
+        an override). Other languages: OTHER."""
+        if receiver.kind != "instance" or receiver.cls is None or not targets.dispatch_members:
             return OTHER_MATCH
         cls = receiver.cls
         # ... and a class implementing another class gets its methods from

@@ -884,3 +884,122 @@ def test_a_name_a_class_body_binds_is_no_variable_of_the_module_or_the_function(
     assert callers(analysis.analyze(engine, "Engine.run")) == {("m.py", 12, "K", True)}
     assert callers(analysis.analyze(engine, "Other.run")) == set()
     assert callers(analysis.analyze(engine, "Bag.add")) == set()
+
+
+def test_import_of_a_submodule_binds_the_package_whatever_the_order(make_engine):
+    """Impact probe of stop 67 (repro_6, checked against basedpyright):
+    `import cachelib` then `import cachelib.keys` made `cachelib.cached(1)`
+    an unconfirmed (unresolved-import) caller, as did `import cachelib.keys`
+    alone, while the other order confirmed it: the name was looked up in
+    cachelib/keys.py. `import a.b` binds `a` to the package a."""
+    engine = make_engine({
+        "src/cachelib/__init__.py": "def cached(cache):\n    return cache\n",
+        "src/cachelib/keys.py": "def hashkey():\n    return 1\n",
+        "tests/test_a.py": ("import cachelib\nimport cachelib.keys\n\n\n"
+                            "def test_a():\n    cachelib.cached(1)\n    cachelib.keys.hashkey()\n"),  # line 5
+        "tests/test_b.py": "import cachelib.keys\n\n\ndef test_b():\n    cachelib.cached(2)\n",  # line 4
+        "tests/test_c.py": "import cachelib.keys\nimport cachelib\n\n\ndef test_c():\n    cachelib.cached(3)\n",
+    })
+    assert callers(analysis.analyze(engine, "cachelib.cached")) == {
+        ("tests/test_a.py", 5, "test_a", True), ("tests/test_b.py", 4, "test_b", True),
+        ("tests/test_c.py", 5, "test_c", True)}
+    assert callers(analysis.analyze(engine, "hashkey")) == {("tests/test_a.py", 6, "test_a", True)}
+
+
+def test_a_base_class_is_the_one_the_scope_around_the_subclass_names(make_engine):
+    """Impact probe of stop 67 (repro_1, checked against basedpyright):
+    `def shadowing(): class Base: ...; class Child(Base): pass` beside a
+    module-level `class Base` resolved Child's base to the module's Base:
+    `Child().run()` and `super().run()` in the function were confirmed
+    callers of the module's Base.run. A base is named as the scope around
+    the subclass sees it: a class of the function around it shadows the
+    module's, and a local value of that name never confirms."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/mod.py": ("class Base:\n    def run(self):\n        return 1\n\n\n"
+                       "def shadowing():\n    class Base:\n        def run(self):\n            return 2\n\n"
+                       "    class Child(Base):\n        pass\n\n"
+                       "    class Child2(Base):\n        def run(self):\n            return super().run()\n\n"  # line 15
+                       "    Child().run()\n    Child2().run()\n\n\n"  # line 17
+                       "def inherited():\n    class Kid(Base):\n        pass\n\n    return Kid().run()\n\n\n"  # 25
+                       "def real_use():\n    return Base().run()\n"),  # line 29
+        "t.ts": ("export class TBase {\n  trun(): number {\n    return 1;\n  }\n}\n\n"
+                 "export function tshadow(): number {\n"
+                 "  class TBase {\n    trun(): number {\n      return 2;\n    }\n  }\n"
+                 "  class TKid extends TBase {}\n  const k = new TKid();\n"
+                 "  return k.trun();\n}\n"),  # line 14
+    })
+    assert callers(analysis.analyze(engine, "TBase.trun")) == set()
+    assert callers(analysis.analyze(engine, "pkg.mod.Base.run")) == {
+        ("pkg/mod.py", 25, "inherited", True), ("pkg/mod.py", 29, "real_use", True)}
+
+
+def test_a_js_private_member_is_no_use_of_the_public_member_of_its_word(make_engine):
+    """Impact probe of stop 67 (repro_4, checked against tsserver): every
+    `this.#state` was a confirmed caller of the getter `state`, and
+    `this.#validate()` of the public `validate()`: the sweep finds the word
+    `state` in `#state`, and the node there was taken for it. A private
+    member `#name` (or `$name`) is another name."""
+    engine = make_engine({
+        "src/task.ts": ("export class Task {\n  #state: number = 0;\n\n"
+                        "  get state(): number {\n    return this.#state;\n  }\n\n"
+                        "  validate(): boolean {\n    return false;\n  }\n\n"
+                        "  #validate(): boolean {\n    return true;\n  }\n\n"
+                        "  run(): boolean {\n    const $state = 1;\n"
+                        "    return this.#validate() && this.#state === $state;\n  }\n}\n"),  # line 17
+        "src/use.ts": ('import { Task } from "./task";\n\n'
+                       "export function show(t: Task): boolean {\n  return t.state > 0 && t.validate();\n}\n"),
+    })
+    assert callers(analysis.analyze(engine, "Task.state")) == {("src/use.ts", 3, "show", True)}
+    assert callers(analysis.analyze(engine, "Task.validate")) == {("src/use.ts", 3, "show", True)}
+
+
+def test_an_assignment_to_a_property_with_a_setter_is_a_caller(make_engine):
+    """Impact probe of stop 67 (repro_7, checked against basedpyright and
+    tsserver): `t.celsius = 5` and `t.celsius += 1` run the setter of
+    `@celsius.setter` (TypeScript: `set level(v)`), yet they were
+    `binding` mentions: changing the setter breaks them. An assignment to
+    a member with a setter calls it; to a plain attribute it binds."""
+    engine = make_engine({
+        "pkg/__init__.py": "",
+        "pkg/m.py": ("class Temp:\n    def __init__(self):\n        self._c = 0\n        self.plain = 1\n\n"
+                     "    @property\n    def celsius(self):\n        return self._c\n\n"
+                     "    @celsius.setter\n    def celsius(self, value):\n        self._c = value\n\n"  # line 9
+                     "    @property\n    def reading(self):\n        return self._c\n\n\n"
+                     "def use(t: Temp):\n    t.celsius = 5\n    t.celsius += 1\n"  # lines 19, 20
+                     "    t.reading = 2\n    return t.celsius\n"),  # line 22
+        "src/t.ts": ("export class Gauge {\n  private c = 0;\n\n"
+                     "  get level(): number {\n    return this.c;\n  }\n\n"
+                     "  set level(v: number) {\n    this.c = v;\n  }\n}\n\n"
+                     "export function use(g: Gauge): number {\n"
+                     "  g.level = 5;\n  g.level += 1;\n  return g.level;\n}\n"),  # lines 13-15
+    })
+    assert callers(analysis.analyze(engine, "Temp.celsius")) == {
+        ("pkg/m.py", 9, "Temp.celsius", True),  # `@celsius.setter`
+        ("pkg/m.py", 19, "use", True), ("pkg/m.py", 20, "use", True), ("pkg/m.py", 22, "use", True)}
+    # A property without a setter: the assignment fails at run time, no call of it.
+    reading = analysis.analyze(engine, "Temp.reading")
+    assert callers(reading) == set() and reading.mention_kinds["binding"] == 1
+    assert callers(analysis.analyze(engine, "Gauge.level")) == {
+        ("src/t.ts", 13, "use", True), ("src/t.ts", 14, "use", True), ("src/t.ts", 15, "use", True)}
+
+
+def test_a_default_export_a_barrel_re_exports_as_its_own_is_called_under_any_name(make_engine):
+    """Impact probe of stop 67 (repro_9, by the language's export rules):
+    with `export { default } from "./core"` in `lib/index.ts`, `import Eng
+    from "./lib"; new Eng()` was no caller of core's `export default class
+    Engine`, nor `fmt(…)` of a default function re-exported so: they
+    answered "0 callers". A barrel whose default export is the target's
+    (through barrels of barrels) passes it to its default importers."""
+    engine = make_engine({
+        "src/lib/core.ts": "export default class Engine {\n  start(): number {\n    return 1;\n  }\n}\n",
+        "src/lib/fmt.ts": "export default function format(x: number): string {\n  return String(x);\n}\n",
+        "src/lib/index.ts": 'export { default } from "./core";\n',
+        "src/util/inner.ts": 'export { default } from "../lib/fmt";\n',
+        "src/util/index.ts": 'export { default } from "./inner";\n',
+        "src/use.ts": ('import Eng from "./lib";\nimport fmt from "./util";\n\n'
+                       "export function go(): string {\n  const e = new Eng();\n"
+                       "  return fmt(e.start());\n}\n"),  # lines 4, 5
+    })
+    assert callers(analysis.analyze(engine, "Engine")) == {("src/use.ts", 4, "go", True)}
+    assert callers(analysis.analyze(engine, "format")) == {("src/use.ts", 5, "go", True)}

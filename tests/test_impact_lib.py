@@ -1516,6 +1516,234 @@ def test_type_of_an_object_is_its_class_as_a_receiver(make_engine):
     assert sorted((c.span.start_line, c.confirmed) for c in beta.callers) == [(14, False)]  # type(x) only
 
 
+# -- receivers a type checker types: Optional, library classes, nested classes --
+
+
+def test_an_optional_annotated_receiver_confirms_its_class(make_engine):
+    """``Optional[C]``, ``C | None``, ``Union[C, None]`` (and as a string)
+    type a receiver as C, as a type checker reads it once None is ruled out:
+    its call is C's, not an untyped caller of every class's method."""
+    engine = make_engine({
+        "two.py": (
+            "from typing import Optional, Union\n"
+            "\n"
+            "\n"
+            "class Engine:\n"
+            "    def shutdown(self):\n"
+            "        return 0\n"
+            "\n"
+            "    def stop(self):\n"
+            "        return 0\n"
+            "\n"
+            "\n"
+            "class Motor:\n"
+            "    def shutdown(self):\n"
+            "        return 1\n"
+            "\n"
+            "\n"
+            "def p2(e: Optional[Engine]):\n"
+            "    return e.shutdown()\n"  # line 17
+            "\n"
+            "\n"
+            "def p3(m: Motor | None, n: 'None | Motor'):\n"
+            "    return m.shutdown(), n.shutdown()\n"  # line 21
+            "\n"
+            "\n"
+            "def p4(e: Union[Engine, None] = None):\n"
+            "    return e.stop()\n"  # line 25: `stop` is a builtin name too
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Engine.shutdown")) == {("two.py", 17, "p2", True)}
+    assert callers(analysis.analyze(engine, "Motor.shutdown")) == {("two.py", 21, "p3", True)}
+    assert callers(analysis.analyze(engine, "Engine.stop")) == {("two.py", 25, "p4", True)}
+
+
+def test_a_ts_receiver_typed_with_null_or_undefined_is_of_its_class(make_engine):
+    """``e: Engine | undefined``, ``m: Motor | null`` (also through ``?.`` and
+    ``!``), and a field ``motor: Motor | null = null``: the class's, as
+    tsserver reads them."""
+    engine = make_engine({
+        "a.ts": (
+            "export class Engine {\n"
+            "  shutdownNow(): number { return 0; }\n"
+            "}\n"
+            "export class Motor {\n"
+            "  shutdownNow(): number { return 1; }\n"
+            "}\n"
+            "export function p2(e: Engine | undefined) {\n"
+            "  return e?.shutdownNow();\n"  # line 7
+            "}\n"
+            "export function p4(m: Motor | null) {\n"
+            "  return m!.shutdownNow();\n"  # line 10
+            "}\n"
+            "export class Holder {\n"
+            "  motor: Motor | null | undefined = null;\n"
+            "  run() {\n"
+            "    this.motor?.shutdownNow();\n"  # line 15
+            "  }\n"
+            "}\n"
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Engine.shutdownNow")) == {("a.ts", 7, "p2", True)}
+    assert callers(analysis.analyze(engine, "Motor.shutdownNow")) == {
+        ("a.ts", 10, "p4", True), ("a.ts", 15, "Holder.run", True)}
+
+
+def test_a_receiver_annotated_with_a_library_class_is_not_a_project_object(make_engine):
+    """``conn: sqlite3.Connection``, ``d: Decimal`` imported from the standard
+    library, TS ``res: Response`` (a global of the environment): the library's
+    methods run, so a project method of the name only one class has is not
+    called there. ``Any`` and a TS type parameter (``<T extends Payload>``)
+    are no library class: their calls stay callers."""
+    engine = make_engine({
+        "a.py": (
+            "import sqlite3\n"
+            "from decimal import Decimal\n"
+            "from typing import Any\n"
+            "\n"
+            "\n"
+            "class UnitOfWork:\n"
+            "    def commit(self):\n"
+            "        return True\n"
+            "\n"
+            "    def quantize(self):\n"
+            "        return 1\n"
+            "\n"
+            "\n"
+            "def f(conn: sqlite3.Connection, d: Decimal):\n"
+            "    return conn.commit(), d.quantize(Decimal('0.01'))\n"
+            "\n"
+            "def g(u: UnitOfWork, a: Any):\n"
+            "    return u.commit(), a.commit()\n"  # line 17: any object, a project one too
+        ),
+        "a.ts": (
+            "export class Payload {\n"
+            "  arrayBuffer(): number { return 0; }\n"
+            "}\n"
+            "export async function bytes(res: Response) {\n"
+            "  return res.arrayBuffer();\n"
+            "}\n"
+            "export function generic<T extends Payload>(p: T) {\n"
+            "  return p.arrayBuffer();\n"  # line 7
+            "}\n"
+        ),
+    })
+    found = analysis.analyze(engine, "UnitOfWork.commit")
+    assert sorted((c.path, c.span.start_line) for c in found.callers) == [("a.py", 17), ("a.py", 17)]
+    assert analysis.analyze(engine, "UnitOfWork.quantize").callers == []
+    assert callers(analysis.analyze(engine, "Payload.arrayBuffer")) == {("a.ts", 7, "generic", True)}
+
+
+def test_what_a_library_call_returns_is_not_a_project_object(make_engine):
+    """``self.conn = sqlite3.connect(p)``, ``connect(p)`` imported from
+    sqlite3, ``requests.get(u).json()``: the library's objects, whose
+    same-named methods are not the project's (a wrapper's
+    ``self.conn.executescript`` is not its own caller). A library call given
+    something of the project may return it (``copy.copy(self)``,
+    ``asyncio.run(opened())``), and a builtin container gives back what it
+    holds (``handlers.get(k)``): those stay callers."""
+    engine = make_engine({
+        "db.py": (
+            "import asyncio, copy\n"
+            "import sqlite3\n"
+            "from sqlite3 import connect\n"
+            "\n"
+            "import requests\n"
+            "\n"
+            "\n"
+            "class Database:\n"
+            "    def __init__(self, path):\n"
+            "        self.conn = sqlite3.connect(path)\n"
+            "\n"
+            "    def executescript(self, sql):\n"
+            "        return self.conn.executescript(sql)\n"
+            "\n"
+            "    def iterdump(self):\n"
+            "        return connect(':memory:').iterdump()\n"
+            "\n"
+            "    def json(self):\n"
+            "        return requests.get('u').json()\n"
+            "\n"
+            "    def clone(self):\n"
+            "        return copy.copy(self).json()\n"  # line 21
+            "\n"
+            "\n"
+            "def migrate(db: Database):\n"
+            "    return db.executescript('create table t (x)')\n"  # line 25
+            "\n"
+            "\n"
+            "def opened():\n"
+            "    return Database(':memory:')\n"
+            "\n"
+            "\n"
+            "def run():\n"
+            "    handlers = {}\n"
+            "    return asyncio.run(opened()).json(), handlers.get('db').json()\n"  # line 34
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Database.executescript")) == {("db.py", 25, "migrate", True)}
+    assert analysis.analyze(engine, "Database.executescript").callees == []
+    assert analysis.analyze(engine, "Database.iterdump").callers == []
+    found = analysis.analyze(engine, "Database.json")
+    assert sorted((c.span.start_line, c.confirmed) for c in found.callers) == [(21, True), (34, True), (34, True)]
+
+
+def test_a_call_through_a_named_base_class_never_reaches_an_override(make_engine):
+    """``Base.save(self)`` in the override ``Model.save`` runs Base's: no
+    caller of Model.save (it looked recursive); ``x.save()`` on ``x: Base``
+    still may reach it."""
+    engine = make_engine({
+        "base.py": "class Base:\n    def save(self):\n        return 1\n",
+        "models.py": (
+            "from base import Base\n"
+            "\n"
+            "\n"
+            "class Model(Base):\n"
+            "    def save(self):\n"
+            "        Base.save(self)\n"
+            "        return 2\n"
+            "\n"
+            "\n"
+            "def go(x: Base):\n"
+            "    return Model().save(), x.save()\n"  # line 10
+        ),
+    })
+    found = analysis.analyze(engine, "Model.save")
+    assert sorted((c.span.start_line, c.confirmed, c.reason) for c in found.callers) == [
+        (10, False, "override"), (10, True, None)]
+
+
+def test_an_instance_of_a_nested_class_is_of_that_class(make_engine):
+    """``Outer.Inner()`` and ``self.Inner()`` make an ``Outer.Inner``: its
+    calls are that class's, not untyped callers of every nested ``Inner``'s."""
+    engine = make_engine({
+        "m.py": (
+            "class Outer:\n"
+            "    class Inner:\n"
+            "        def method(self):\n"
+            "            return 1\n"
+            "\n"
+            "    def use(self):\n"
+            "        return self.Inner().method()\n"  # line 6
+            "\n"
+            "\n"
+            "class Other:\n"
+            "    class Inner:\n"
+            "        def method(self):\n"
+            "            return 2\n"
+            "\n"
+            "\n"
+            "def go():\n"
+            "    a = Outer.Inner()\n"
+            "    b = Other.Inner()\n"
+            "    return a.method(), b.method()\n"  # line 18
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Outer.Inner.method")) == {
+        ("m.py", 6, "Outer.use", True), ("m.py", 18, "go", True)}
+    assert callers(analysis.analyze(engine, "Other.Inner.method")) == {("m.py", 18, "go", True)}
+
+
 def test_a_comprehension_variable_is_the_comprehension_s_own(make_engine):
     """Python 3: ``[helper() for helper in fns]`` calls the loop variable, at
     module level too; ``[helper for helper in xs]`` in a function binds no
