@@ -18,6 +18,7 @@ import argparse
 import codecs
 import io
 import json
+import os
 import re
 import sys
 import time
@@ -279,21 +280,34 @@ def cmd_recall(args):
     return 0 if found and not result.get("weak") else EXIT_NOT_FOUND
 
 
+def issue_text(data: bytes | str) -> str:
+    """The issue text read as UTF-8, each byte that is not UTF-8 as U+FFFD (a
+    Windows user's cp1252 log: `café`), whether it came from a file, stdin or
+    the command line. A string is what Python decoded (an argument: its
+    undecodable bytes as surrogate escapes, which the protocol refuses): its
+    bytes are read again."""
+    if isinstance(data, str):
+        data = os.fsencode(data)
+    return data.decode("utf-8", errors="replace")
+
+
 def cmd_locate(args):
     if args.file is not None:
         if args.text is not None:
             raise CliError("locate takes the text or --file, not both", EXIT_USAGE)
         try:
-            text = Path(args.file).read_text(encoding="utf-8", errors="replace")
+            text = issue_text(Path(args.file).read_bytes())
         except OSError as exc:
             raise CliError(f"cannot read {args.file}: {exc.strerror}") from exc
     elif args.text is None or args.text == "-":
         if sys.stdin is None:
             raise CliError("locate needs the issue text: as an argument, with --file, or on "
                            "stdin (which is closed)", EXIT_USAGE)
-        text = sys.stdin.read()
+        # Its bytes: a text stream decodes strictly, or with surrogate escapes
+        # in UTF-8 mode (a text stream put in its place has no bytes).
+        text = issue_text(getattr(sys.stdin, "buffer", sys.stdin).read())
     else:
-        text = args.text
+        text = issue_text(args.text)
     params = drop_none({"text": text, "n": args.n, "includeTests": args.include_tests or None})
     result, _ = call(args, "ctxls/locate", params)
     if args.json:

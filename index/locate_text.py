@@ -274,12 +274,14 @@ _RUST_PANIC = re.compile(r"panicked at (?:'.{0,1000}?', )?(?P<path>" + _RUST_PAN
 # `System.Exception: x`); also as pytest prints them (`E   ValueError: x`,
 # `FAILED tests/t.py::test_x - ValueError: x`), as warnings are printed
 # (`shop/cart.py:12: DeprecationWarning: x`) and as a browser's console
-# (`Uncaught (in promise) TypeError: x`); Node writes its error's code after
-# the type (`TypeError [ERR_INVALID_ARG_TYPE]: x`).
+# (Chrome's and Firefox's `Uncaught (in promise) TypeError: x`, Safari's
+# `[Error] TypeError: x`, `[Error] Unhandled Promise Rejection: TypeError: x`);
+# Node writes its error's code after the type (`TypeError [ERR_INVALID_ARG_TYPE]: x`).
 _EXCEPTION_LINE = re.compile(
     r"^[ \t]*(?:\|[ \t]*)*(?:E\s+|(?:FAILED|ERROR) \S+ - |[^\s|]\S*\.py:\d+:[ \t]+"
     # the JVM's, .NET's and the browser's prefixes
-    r'|Exception in thread "[^"\n]*" |Caused by: |Unhandled [Ee]xception\.? |Uncaught (?:\(in promise\) )?)?'
+    r'|Exception in thread "[^"\n]*" |Caused by: |Unhandled [Ee]xception\.? |Uncaught (?:\(in promise\) )?'
+    r"|\[Error\] (?:Unhandled Promise Rejection: )?)?"
     r"(?P<type>(?:[A-Za-z_]\w*\.)*(?:[A-Z]\w*(?:Error|Exception|Warning|Exit|Interrupt|Panic)|Error|Exception)"
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*)"
     r"(?: \[[A-Z][A-Z0-9_]{0,100}\])?(?::[ \t]*(?P<message>.+))?$", re.M)
@@ -370,11 +372,16 @@ _QUOTED = re.compile(
     r"|『([^『』\n]{12,200})』")
 # A sentence in backticks (`Can't check out an anonymous basket`): four words
 # or more, not starting like code, none of them an option, a dotted or
-# qualified name, and no code's brackets, operators or ellipsis in it
-# (`pip install -e .`, `cart.add(item)`, `from x import m as z` are code).
+# qualified name, and no code's operators, ellipsis or brackets in it
+# (`pip install -e .`, `cart.add(item)`, `items[0]`, `List<Item>`, `from x
+# import m as z` are code). A sentence's own punctuation is no code's: a
+# bracket opened after a space, a `;` before one, a `<` or `>` standing
+# alone (`cannot merge mappings; the source is unacceptable`, `Cannot read
+# properties of undefined (reading 'get')`, `Unexpected token < in JSON`).
 _BACKTICKED_SENTENCE = re.compile(r"`([A-Za-z][^`\n]{10,198}[^`\s])`")
 _BACKTICKED_WORDS = 4
-_CODE_CHARACTERS = re.compile(r"[()\[\]{}<>=;$|\\/@#*_\"]|\w[.:]\S|\.\.\.|(?:^|\s)-")
+_CODE_CHARACTERS = re.compile(r"[=$|\\/@#*_\"]|[\w)\]}][(\[{]|[)\]}]\.\w|\w[<>]|[<>]\w|;\S"
+                              r"|\w[.:]\S|\.\.\.|(?:^|\s)-")
 
 # Relative, absolute (`/`, `~/`, `C:\\`) and Windows paths; a path inside a URL
 # is read from the URL (_URL_PATH). A script without spaces ends a path glued
@@ -637,6 +644,26 @@ def _add(seen: dict[str, None], value: str) -> None:
         seen.setdefault(value)
 
 
+class _Spans:
+    """Where things are written in a text, ``(start, end)`` each: looked up by
+    their starts and the furthest end up to each."""
+
+    def __init__(self, spans: list[tuple[int, int]]):
+        spans = sorted(spans)
+        self._starts = [start for start, _ in spans]
+        self._furthest_ends = list(itertools.accumulate((end for _, end in spans), max))
+
+    def overlap(self, start: int, end: int) -> bool:
+        """Whether ``start``..``end`` overlaps one of the spans."""
+        before = bisect.bisect_left(self._starts, end)
+        return before > 0 and self._furthest_ends[before - 1] > start
+
+    def hold(self, start: int, end: int) -> bool:
+        """Whether ``start``..``end`` lies within one of the spans."""
+        before = bisect.bisect_right(self._starts, start)
+        return before > 0 and self._furthest_ends[before - 1] >= end
+
+
 # An environment report (`pip list`, a library's show_versions(), "System
 # Details", an issue template's `- Python version: 3.11.4`): a version line
 # `numpy: 1.19.1`, `attrs 20.3.0`, `commit: None`, and the lines around it
@@ -650,7 +677,8 @@ def _add(seen: dict[str, None], value: str) -> None:
 # are settings), `npm ls` `semver@7.5.4`, `cargo tree` `serde v1.0.197`,
 # `npx envinfo` (JavaScript issue templates ask for it) a package's wanted
 # range and its installed release, `semver: ^7.6.3 => 7.6.3`, under headings
-# alone on their lines (`System:`, `Binaries:`, `npmPackages:`).
+# alone on their lines (`System:`, `Binaries:`, `npmPackages:`). A Markdown
+# table's row is read as such a line (_table_row).
 _VERSION_KEY = r"[A-Za-z][\w.-]*(?:[ \t]+[\w.-]+){0,3}"
 _RELEASE = r"v?\d+(?:\.\d+)+"
 _RUNTIME = r"(?i:python|pypy|node(?:\.?js)?|deno|bun|go|rustc?|java|jdk|ruby|php|perl|dotnet|\.net)"
@@ -672,8 +700,38 @@ _REPORT_LINE = re.compile(r"[ \t]*+(?:[\w.-]+[ \t]*:[ \t]*\S.{0,80}|" + _VERSION
 _LISTING_MARGIN = re.compile(r"[ \t]*+(?:[-*+][ \t]+|(?P<branch>(?:[│|][ \t]*+)*[├└`+][─┬-]+[ \t]*+))?")
 # Marks of quoted text or code in a line (what a report line never holds).
 _QUOTE_MARKS = re.compile("[\"`‘’“”«»„]|(?<![A-Za-z])'|'(?![A-Za-z])")
-# Version lines in one run that make it a report.
-_REPORT_VERSIONS = 3
+# A line naming the platform a report was made on (`OS: Ubuntu 22.04`,
+# `Operating system: Windows 11`, `Browser: Firefox 121`): a fact of the
+# environment as a version line is, and counted with them (an issue
+# template's `OS:`, `Python:`, `<package>:` lines are a report).
+_PLATFORM_LINE = re.compile(r"[ \t]*(?i:os|operating[ \t]+system|platform|system|distro|distribution|kernel"
+                            r"|arch(?:itecture)?|cpu|machine|browser|device)[ \t]*:[ \t]*\S.*")
+# Version and platform lines in one run that make it a report, one of them a
+# version line at least (three platform lines alone may be a setting's).
+_REPORT_LINES = 3
+# A Markdown table's rule row's cells (`---`, `:---:`), or an empty header's.
+_TABLE_RULE_CELL = re.compile(r"(?::?-+:?)?")
+# A Markdown heading naming the environment is the report's that follows it
+# (an issue template's `### What versions are you using?`, `## Environment`);
+# another heading is the text's (its title: `# Crash on load`).
+_MARKDOWN_HEADING = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_ENVIRONMENT_WORDS = re.compile(r"(?i)\b(?:versions?|environment|system|platform|setup)\b")
+
+
+def _table_row(line: str) -> str | None:
+    """A Markdown table's row read as a report's line: its first cell the
+    key, the others its value (`| numpy | 1.26.4 |` is `numpy: 1.26.4`, the
+    header `| Package | Version |` a report's heading), a rule row (`|---|:--:|`)
+    or an empty header (`| | |`) a rule; None when ``line`` is no table row
+    (it starts with no `|`)."""
+    row = line.strip(" \t")
+    if not row.startswith("|"):
+        return None
+    cells = [cell.strip(" \t") for cell in row[1:].removesuffix("|").split("|")]
+    if all(_TABLE_RULE_CELL.fullmatch(cell) for cell in cells):
+        return "---"
+    key, *value = cells
+    return f"{key}: {' '.join(value)}" if value else key
 
 
 # A listing of installed packages, extensions or plugins without versions: a
@@ -746,9 +804,11 @@ def _without_version_listings(text: str) -> str:
     while start < len(lines):
         end = start
         versions = 0
+        platforms = 0
         while end < len(lines):
             margin = _LISTING_MARGIN.match(lines[end])
             content = lines[end][margin.end():]
+            content = _table_row(content) or content
             version = _VERSION_LINE.fullmatch(content) is not None
             # A `key: value` line joins a report unless it quotes or shows code
             # (a template's `- Output: "Error: …"`): that, and an error printed
@@ -758,9 +818,16 @@ def _without_version_listings(text: str) -> str:
                     or _is_error_line(lines[end]) or _is_error_line(content):
                 break
             versions += version
+            platforms += bool(described and not version and _PLATFORM_LINE.fullmatch(content))
             end += 1
-        if versions >= _REPORT_VERSIONS:
+        if versions and versions + platforms >= _REPORT_LINES:
             keep[start:end] = [False] * (end - start)
+            heading = start - 1  # the heading above it, blank lines between
+            while heading >= 0 and not lines[heading].strip():
+                heading -= 1
+            if heading >= 0 and _MARKDOWN_HEADING.match(lines[heading]) \
+                    and _ENVIRONMENT_WORDS.search(lines[heading]):
+                keep[heading:start] = [False] * (start - heading)
         start = max(end, start + 1)
     return "\n".join(_without_package_listings([line for line, kept in zip(lines, keep) if kept]))
 
@@ -813,6 +880,20 @@ def fenced_blocks(text: str) -> tuple[list[str], str]:
 _HTML_ENTITY = re.compile(r"&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});")
 # A Markdown blockquote's margin (`> `, `> > `, `>> `), never a doctest's `>>>`.
 _BLOCKQUOTE = re.compile(r"^[ \t]{0,3}(?:>(?!>>)[ \t]?)+", re.M)
+
+
+# A terminal's colour and style codes, kept in a pasted output (IPython's,
+# pytest's tracebacks): the escape sequence (`ESC[0;31m`, any CSI, `ESC[2K`)
+# and what GitHub shows of a colour code once it dropped the ESC (`[0;31m`,
+# `[39;00m`; not before a `]`: `[5m]` is a bracketed duration).
+_COLOUR_CODES = re.compile(r"\x1b\[[0-9;?]*+[ -/]*+[@-~]|\[(?:\d{1,3};)*+\d{1,3}m(?!\])")
+
+
+def _uncoloured(text: str) -> str:
+    """``text`` without its terminal colour codes (see _COLOUR_CODES): they
+    split a frame's path from its function and an exception's type from its
+    message."""
+    return _COLOUR_CODES.sub("", text)
 
 
 def _unescaped(text: str) -> str:
@@ -936,8 +1017,10 @@ def read_issue(text: str) -> IssueText:
     """Split an issue's text into prose, code and the evidence they carry.
     HTML comments (an issue template's instructions, never shown on the
     tracker) are not read; HTML entities and blockquotes' margins are read
-    as what they show, and a log's margins (see _LOG_MARGINS) are read away."""
-    text = _without_version_listings(_without_log_margins(_unquoted(_unescaped(without_html_comments(text)))))
+    as what they show, and a log's margins (see _LOG_MARGINS) and a
+    terminal's colour codes are read away."""
+    text = _without_version_listings(_without_log_margins(_unquoted(_unescaped(without_html_comments(
+        _uncoloured(text))))))
     code, prose = fenced_blocks(text)
     doctest = "\n".join(re.sub(r"^\s*(?:>>>|\.\.\.) ?", "", m.group(0)) for m in _DOCTEST.finditer(prose))
     if doctest.strip():
@@ -984,17 +1067,13 @@ def read_issue(text: str) -> IssueText:
     modules: dict[str, None] = {}
     imported: dict[tuple[str, str], None] = {}
     # A path a frame was read from is the frame's: `frame` weighs it by depth.
-    # Whether a path overlaps one is looked up by the frames' paths' starts
-    # (and the furthest end before each); any other path, on a line that only
-    # looks like a frame too, is a path.
+    # Any other path, on a line that only looks like a frame too, is a path.
     frame_spans.sort()
     frame_starts = [start for start, _ in frame_spans]
-    furthest_ends = list(itertools.accumulate((end for _, end in frame_spans), max))
-
-    def in_frame(start: int, end: int) -> bool:
-        before = bisect.bisect_left(frame_starts, end)
-        return before > 0 and furthest_ends[before - 1] > start
-
+    in_frame = _Spans(frame_spans).overlap
+    # Where each path is written, a frame's too: a name within one is the
+    # path's (`shop/__init__.py` mentions no `__init__`; `f.c.Result` is a name).
+    path_spans = list(frame_spans)
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
     for match in _PATH.finditer(text):
         if in_frame(*match.span(1)):
@@ -1007,8 +1086,10 @@ def read_issue(text: str) -> IssueText:
         if written.startswith("+") and "/" in written:
             written = written[1:]
         _add(paths, written)
+        path_spans.append((match.end(1) - len(written), match.end(1)))
     linked_paths: dict[str, str] = {}
     for match in _URL_PATH.finditer(text):
+        path_spans.append(match.span())  # its host too: `github.com` names no module
         # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
         # whose tail is the repository's file.
         url_path = match.group(1).rstrip(".,;:!")  # a sentence's end is not the path's
@@ -1053,11 +1134,12 @@ def read_issue(text: str) -> IssueText:
         # `<module>`, `<lambda>`, Ruby's `<top (required)>`: no function's name.
         if words and not (frame.function.startswith("<") and frame.function.endswith(">")):
             _add(identifiers, words[-1])
+    in_path = _Spans(path_spans).hold
     for source in (text,):
         for pattern in (_DOTTED_CALL, _DOTTED, _CAMEL, _SNAKE):
             for match in pattern.finditer(source):
                 name = match.group(1)
-                if name in paths or name.split(".")[-1] in _SOURCE_EXTENSIONS:
+                if name in paths or name.split(".")[-1] in _SOURCE_EXTENSIONS or in_path(*match.span(1)):
                     continue
                 _add(identifiers, name)
                 if "." in name:
@@ -1067,12 +1149,16 @@ def read_issue(text: str) -> IssueText:
                 if not match.group("quoted").startswith("<"):  # `<main>', `<top (required)>'
                     _add(identifiers, (_WORD.findall(match.group("quoted")) or [""])[-1])
             elif not _is_command_or_path(match.group("span")):
-                span = match.group("span")
-                for word in _DOTTED_CALL.findall(span) + _WORD.findall(span):
-                    _add(identifiers, word)
+                span = match.span("span")
+                words = [*((call.group(1), call.span(1)) for call in _DOTTED_CALL.finditer(source, *span)),
+                         *((word.group(), word.span()) for word in _WORD.finditer(source, *span))]
+                for word, written_at in words:
+                    if not in_path(*written_at):
+                        _add(identifiers, word)
         for match in _QUALIFIED.finditer(source):
-            for part in _qualified_parts(match):
-                _add(identifiers, part)
+            if not in_path(*match.span()):
+                for part in _qualified_parts(match):
+                    _add(identifiers, part)
     for name in list(identifiers):
         head, dot, rest = name.partition(".")
         if aliases.get(head, head) != head:

@@ -547,6 +547,19 @@ def test_cli_locate_reads_stdin_and_a_file(shop: Path, tmp_path: Path):
     assert first.endswith("shop/money.py") and "symbol   format_money" in human.stdout
 
 
+def test_cli_locate_reads_a_text_not_in_utf8_from_stdin_and_the_command_line_as_from_a_file(shop: Path):
+    # A cp1252 text (`café`) on stdin or as the argument was refused: "invalid
+    # param 'text': must not contain unpaired surrogates" (exit 2).
+    subprocess.run([sys.executable, "-m", "ctxls.daemon.cli", "index", "--root", str(shop)],
+                   check=True, capture_output=True, timeout=120)
+    cli = [sys.executable, "-m", "ctxls.daemon.cli", "locate", "--root", str(shop), "--json"]
+    issue = "format_money() drops the currency of a café's bill".encode("cp1252")
+    for argv, stdin in (([*cli, "-"], issue), ([*cli, issue], b"")):
+        located = subprocess.run(argv, input=stdin, capture_output=True, timeout=120)
+        assert located.returncode == 0, located.stderr
+        assert json.loads(located.stdout)["files"][0]["path"] == "shop/money.py"
+
+
 def test_the_text_terms_share_is_of_the_chunks_there_are_not_of_the_largest_chunk_id(tmp_path: Path):
     # 20 one-function files; `widget` in 3 of them (15 % of the chunks: over
     # the 5 % share a text term may have), `gizmo` in one. Re-indexing gives

@@ -30,6 +30,20 @@ def test_a_name_an_underscore_marks_at_one_end_is_code_and_markdown_emphasis_is_
     assert issue.identifiers == ["execfile_", "_load_module", "__getattr__"]
 
 
+def test_a_name_within_a_written_path_is_the_paths_not_a_mentioned_name():
+    # `__init__` of `shop/__init__.py` gave every `__init__` method a `symbol`
+    # reason, and files the text never names became candidates on it.
+    issue = read_issue("Cart total is wrong\n\nIt fails in /opt/venv/lib/python3.11/site-packages/shop/__init__.py, "
+                       "`shop/helpers/__init__.py`, `price_rules.py` and "
+                       "https://github.com/o/r/blob/main/src/shop/tax_rules.py#L3 when Cart.__init__ runs.\n\n"
+                       'Traceback (most recent call last):\n  File "/srv/site-packages/cachetools/__init__.py", '
+                       "line 3, in get_item\n    x\nKeyError: 1\n")
+    assert issue.identifiers == ["KeyError", "get_item", "Cart.__init__"]
+    assert len(issue.paths) == 4
+    # A name that goes on past a path's end is a name (`f.c` is a C file's path).
+    assert read_issue("f.c.Result.formatParser fails").identifiers == ["f.c.Result.formatParser"]
+
+
 def test_an_apostrophe_is_no_quote_mark():
     issue = read_issue("Saving fails\n\nI'll see that the cart is saved twice when I'm offline.\n"
                        "The log says 'the cart was saved twice already' each time.\n")
@@ -155,6 +169,14 @@ def test_a_bare_error_line_or_the_consoles_uncaught_gives_its_message(line: str,
     assert name is None or name in issue.identifiers
 
 
+@pytest.mark.parametrize("prefix", ["[Error] ", "[Error] Unhandled Promise Rejection: "])
+def test_safaris_console_error_lines_give_their_message_and_type(prefix: str):
+    issue = read_issue(f"Loading fails in Safari\n\n```\n{prefix}YAMLException: "
+                       "end of the stream or a document separator is expected (3:1)\n```\n")
+    assert "end of the stream or a document separator is expected (3:1)" in issue.messages
+    assert "YAMLException" in issue.identifiers
+
+
 @pytest.mark.parametrize("line, path", [
     ("\tat app//com.example.shop.CartService.checkout(CartService.java:6)", "com/example/shop/CartService.java"),
     ("\tat com.example.shop@1.0/com.example.shop.CartService.checkout(CartService.java:6)",
@@ -200,6 +222,23 @@ def test_an_html_escaped_traceback_is_read_as_shown():
         "Escaping\n\n`<p>&lt;img src=x&gt;</p>` is shown as text\n").raw
 
 
+@pytest.mark.parametrize("escape", ["\x1b", ""], ids=["escape sequences", "what GitHub shows of them"])
+def test_a_tracebacks_terminal_colour_codes_are_read_away(escape: str):
+    # IPython's colours split the frame's path from its function and the
+    # exception's type from its message: no function, no message.
+    red, green, cyan, blue, reset = (f"{escape}[{code}m" for code in ("0;31", "0;32", "0;36", "0;34", "0"))
+    issue = read_issue(f"Cache popitem fails\n\n```\n{red}KeyError{reset}    Traceback (most recent call last)\n"
+                       f"File {green}/opt/venv/lib/python3.11/site-packages/shop/cache.py:17{reset}, "
+                       f"in {cyan}Cache.popitem{blue}(self){reset}\n"
+                       f"{escape}[1;32m     16{reset} {escape}[38;5;28;01mtry{escape}[39;00m:\n"
+                       f"{red}KeyError{reset}: 'popitem(): cache is empty'\n```\n")
+    assert rows(issue) == [("/opt/venv/lib/python3.11/site-packages/shop/cache.py", 17, "popitem", 0)]
+    assert "cache is empty" in issue.messages and "KeyError" in issue.identifiers
+    assert "[0" not in issue.raw
+    # A bracketed duration is no colour code.
+    assert "[5m]" in read_issue("Retries wait [5m] each\n").raw
+
+
 def test_an_absolute_path_with_a_space_in_a_folder_name_is_read_whole():
     issue = read_issue("Import warns\n\n"
                        "C:\\Users\\Jane Doe\\myapp\\utils\\helpers.py:3: DeprecationWarning: shop.total is old\n"
@@ -225,6 +264,19 @@ def test_backticked_code_is_no_message():
     issue = read_issue("Install fails\n\nRun `pip install -e .[dev]` and `python -m pytest tests` "
                        "or `cart.add(item, quantity=2)`, `shop_cart total is wrong`.\n")
     assert issue.messages == []
+
+
+@pytest.mark.parametrize("sentence", [
+    "cannot merge mappings; the provided source object is unacceptable",
+    "Cannot read properties of undefined (reading 'get')",
+    "Unexpected token < in JSON at position 0",
+])
+def test_a_backticked_error_message_keeps_its_sentences_punctuation(sentence: str):
+    # Its `;`, its bracket after a space or its lone `<` read it as code: no message.
+    assert sentence in read_issue(f"Loading fails\n\nIt throws `{sentence}` every time.\n").messages
+    # A call's, an index's and a type's brackets are still code's.
+    for code in ("items[0] is never the first", "List<Item> is not assignable here", "(a).b is not a function"):
+        assert read_issue(f"Loading fails\n\nIt throws `{code}` every time.\n").messages == []
 
 
 @pytest.mark.parametrize("line", [
@@ -267,6 +319,34 @@ def test_npm_cargo_conda_and_issue_template_environment_reports_are_not_read(rep
     issue = read_issue(f"Sum is one cent off\n\nWith a discount the sum is wrong.\n\n```\n{report}```\n")
     assert not [name for name in ("semverlib", "lrucachex", "requestsx") if name in issue.raw]
     assert "With a discount the sum is wrong." in issue.raw
+
+
+def test_a_markdown_table_of_versions_is_an_environment_report():
+    # Its `tiny-yaml` was a `literal` naming the CLI's file; as bullets it was dropped.
+    body = "Merge keys crash\n\nLoading a compose file throws.\n\n"
+    for report in ("| package | version |\n|---|:---:|\n| tiny-yaml | 4.1.0 |\n| node | 18.17.1 |\n| npm | 9.6.7 |\n",
+                   "- tiny-yaml: 4.1.0\n- node: 18.17.1\n- npm: 9.6.7\n"):
+        issue = read_issue(body + report)
+        assert issue.raw == body and issue.literals == []
+    # A table of cases is the text's.
+    cases = "| input | expected | got |\n|---|---|---|\n| naturaldelta(89) | a minute | 2 minutes |\n"
+    assert read_issue(body + cases).raw == body + cases
+
+
+def test_an_issue_templates_os_line_counts_with_its_version_lines():
+    # `OS:` and two version lines were no report: their words and the
+    # section's heading raised `text` on the project's version module.
+    body = 'naturaldelta rounds 89 seconds wrongly\n\nIt says "a minute" for 89 seconds.\n\n'
+    for report in ("### What versions are you using?\n\n* OS: Ubuntu 22.04\n* Python: 3.12.1\n* Humanize: 4.9.0\n",
+                   "## Environment\n- OS: Linux\n- Python version: 3.11\n- voluptuous version: 0.14.2\n",
+                   "| | |\n|---|---|\n| OS | macOS 14.2 |\n| Browser | Firefox 121 |\n| tiny-yaml | 4.1.0 |\n"):
+        assert read_issue(body + report).raw == body, report
+    # Two lines are no report, nor platform lines alone (a setting's), and a
+    # heading naming no environment is the text's own.
+    for text in (body + "OS: Linux\nPython: 3.12.1\n", body + "platform: linux\narch: x64\nos: ubuntu\n"):
+        assert read_issue(text).raw == text
+    titled = read_issue("# Crash on load\n\n- OS: Linux\n- Python: 3.11.4\n- humanize: 4.9.0\n")
+    assert titled.title == "# Crash on load" and "humanize" not in titled.raw
 
 
 def test_settings_with_decimal_values_and_an_error_above_versions_are_read():
