@@ -455,7 +455,9 @@ def parser_for(language: str) -> "Parser":
 # minutes on hostile text (D, PureScript and F# on a 400 KB expression line,
 # Gleam quadratically on keyword lines): a parse past this is abandoned and
 # the file read as line windows. Per file, not per parse (``parse_deadline``
-# bounds a file's re-parses together).
+# bounds a file's re-parses together). Seconds of the parsing thread's CPU
+# time (``time.thread_time``), not of the clock: a loaded machine (a test
+# suite, a build beside the daemon) must not make real files unparsed.
 PARSE_DEADLINE_S = 2.0
 # tree-sitter reads the source through a callback (only a parse fed that
 # way reports progress, and so can be abandoned); so does every later
@@ -476,10 +478,10 @@ def _deadline_at() -> float | None:
 @contextmanager
 def parse_deadline(seconds: float | None = None) -> Iterator[None]:
     """Every parse on this thread inside the block ends by one deadline,
-    ``seconds`` (else PARSE_DEADLINE_S) from now; nested blocks keep the
-    earlier one."""
+    ``seconds`` (else PARSE_DEADLINE_S) of this thread's CPU time from now;
+    nested blocks keep the earlier one."""
     outer = _deadline_at()
-    mine = time.monotonic() + (PARSE_DEADLINE_S if seconds is None else seconds)
+    mine = time.thread_time() + (PARSE_DEADLINE_S if seconds is None else seconds)
     _thread_state.deadline = mine if outer is None else min(outer, mine)
     try:
         yield
@@ -510,7 +512,7 @@ def parse_source(parser: "Parser", source: bytes, old_tree: "Tree | None" = None
     deadline = _deadline_at()
     if deadline is None:
         return parser.parse(source) if old_tree is None else parser.parse(source, old_tree)
-    if time.monotonic() > deadline:
+    if time.thread_time() > deadline:
         raise ParseAbandoned("parse deadline passed")
 
     slice_size = _PARSE_SLICE
@@ -519,7 +521,7 @@ def parse_source(parser: "Parser", source: bytes, old_tree: "Tree | None" = None
         return source[offset:offset + slice_size]
 
     def stop(*_state: object) -> bool:
-        return time.monotonic() > deadline
+        return time.thread_time() > deadline
 
     try:
         if old_tree is None:

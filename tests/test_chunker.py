@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -1828,6 +1829,17 @@ def test_a_parse_past_its_deadline_is_abandoned_and_the_parser_reads_the_next_te
     text = b"int twice(int x) { return 2 * x; }\n"
     assert str(languages.parse_source(parser, text).root_node) == str(
         get_parser("d").parse(text).root_node)
+
+
+def test_a_parse_deadline_counts_the_parsing_threads_work_not_the_clocks_time():
+    """A loaded machine (the thread waits for a core) must not make a real
+    file unparsed: the deadline is of this thread's CPU time."""
+    parser = languages.parser_for("c")
+    text = b"int twice(int x) { return 2 * x; }\n"
+    with languages.parse_deadline(0.2):
+        time.sleep(0.4)  # the clock passes the deadline; the thread did no work
+        assert str(languages.parse_source(parser, text).root_node) == str(
+            get_parser("c").parse(text).root_node)
 
 
 def test_a_file_whose_parse_is_abandoned_is_read_as_line_windows(monkeypatch):
