@@ -1778,10 +1778,13 @@ class Engine:
     def _located_definitions(self, located: list[LocatedFile]) -> list[LocatedFile]:
         """Locate's chunks named by the definition their evidence points into:
         a chunk holding a frame's (or a named symbol's) line becomes the
-        innermost definition around that line, at its own lines."""
+        innermost definition around that line, at its own lines. The line a
+        frame or a written path names (`cart.py:12`, `#L12`) is that line
+        before any other evidence's in the chunk (a text match's)."""
         conn = self.store.reader()
         for found in located:
-            lines = [r.line for r in found.reasons if r.line is not None]
+            lines = [r.line for r in sorted(found.reasons, key=lambda r: r.signal not in ("frame", "path"))
+                     if r.line is not None]
             refs = []
             for ref in found.chunks:
                 inside = [line for line in lines if ref.start_line <= line <= ref.end_line]

@@ -1,6 +1,7 @@
 """Locate: what a path or dotted name written in an issue names among the indexed files.
 
-:class:`PathIndex` resolves a written path by its longest unambiguous tail,
+:class:`PathIndex` resolves a written path by its longest unambiguous tail
+(a path from the repository's root, as a forge's URL names one, whole),
 an installed package's path, a ``node_modules`` path, a Cargo registry's
 path or Go's module cache's path by the repository's own import roots,
 packages, crates and modules, a Go frame's file by its function's package,
@@ -205,9 +206,18 @@ class PathIndex:
         folders are the root itself: ``<root>/app.py`` is ``app.py``."""
         for prefix in self.root_prefixes:
             if normal.startswith(prefix):
-                parts = [p for p in normal[len(prefix):].split("/") if p not in ("", ".")]
-                if parts and "/".join(parts) in self.by_suffix.get(parts[-1], ()):
-                    return "/".join(parts), len(parts)
+                found = self.resolve_repository_path(normal[len(prefix):])
+                if found is not None:
+                    return found
+        return None
+
+    def resolve_repository_path(self, path: str) -> tuple[str, int] | None:
+        """The indexed file of ``path`` whole, a path from the repository's
+        root (``index.js`` is the root's, whatever other ``index.js`` there
+        are), and its components; else None."""
+        parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
+        if parts and "/".join(parts) in self.by_suffix.get(parts[-1], ()):
+            return "/".join(parts), len(parts)
         return None
 
     def _from_package(self, package: str, inner: list[str],

@@ -432,10 +432,12 @@ class Signals:
     def _path_evidence(self, conn, issue: IssueText, paths: PathIndex,
                        file) -> None:
         for written in issue.paths:
-            resolved = paths.resolve_path(written)
+            resolved = self._resolve_written_path(issue, paths, written)
             if resolved is not None:
                 value = 1.0 if issue.in_prose(written) else self.config.code_only_path
-                file(resolved[0]).raise_signal("path", value, Reason("path", written))
+                line = issue.path_lines.get(written)
+                file(resolved).raise_signal("path", value,
+                                            Reason("path", written, line - 1 if line else None))
         for module in issue.modules:
             # Issue texts often write a module from inside its package
             # (`contrib.auth.validators` for `django.contrib.auth.validators`).
@@ -457,6 +459,23 @@ class Signals:
             if not issue.in_prose(prefix):
                 value *= self.config.code_only_path
             file(path).raise_signal("path", value, Reason("path", prefix))
+
+    @staticmethod
+    def _resolve_written_path(issue: IssueText, paths: PathIndex, written: str) -> str | None:
+        """The file a path the text writes names: the one a forge's URL names
+        from the repository's root, the module a source view shows (a package's
+        ``__init__`` too), else the file of its tail (``resolve_path``)."""
+        if written in issue.repository_paths:
+            found = paths.resolve_repository_path(issue.repository_paths[written])
+            if found is not None:
+                return found[0]
+        if written in issue.linked_modules:
+            module = issue.linked_modules[written]
+            found = paths.resolve_module(module)
+            if found is not None and found[1] == module:
+                return found[0]
+        found = paths.resolve_path(written)
+        return found[0] if found is not None else None
 
     @staticmethod
     def _names_a_function(conn, path: str, rest: str) -> bool:
@@ -804,10 +823,12 @@ class Signals:
                                      Reason("semantic", f"cosine {max(by_file[path]):.2f}"))
 
     def _frame_chunks(self, conn, files: dict[str, FileEvidence]) -> None:
-        """The chunk around each frame's line is one of its file's best chunks."""
+        """The chunk around each frame's line, and around the line a written
+        path names (`cart.py:12`, a link's `#L12`), is its file's best chunk,
+        first whatever other evidence already chose it (a text match's score)."""
         for evidence in files.values():
             for reason in evidence.reasons:
-                if reason.signal != "frame" or reason.line is None:
+                if reason.signal not in ("frame", "path") or reason.line is None:
                     continue
                 row = conn.execute(
                     "SELECT c.id, c.symbol, c.start_line, c.end_line FROM chunks c JOIN files f "
@@ -815,4 +836,4 @@ class Signals:
                     "ORDER BY c.end_line - c.start_line LIMIT 1",
                     (evidence.path, reason.line, reason.line)).fetchone()
                 if row is not None:
-                    evidence.chunks.setdefault(row[0], ChunkRef(row[1], row[2], row[3], -1, 1e9))
+                    evidence.chunks[row[0]] = ChunkRef(row[1], row[2], row[3], -1, 1e9)

@@ -4,7 +4,8 @@
 blocks), and reads from it traceback frames (Python as the interpreter,
 IPython and pytest print them, JavaScript/Node, Java, Go panics, Rust
 backtraces), error and log messages, quoted sentences, identifiers, file
-paths, dotted module names and names registered as strings. It knows nothing
+paths (with the line they name, and the repository path a forge's URL
+names), dotted module names and names registered as strings. It knows nothing
 of the repository: index/locate_signals.py looks what it found up in the index.
 """
 
@@ -34,7 +35,8 @@ _NO_SPACE_PUNCTUATION = "\u3000-\u303f\uff00-\uffef"
 @dataclass(frozen=True)
 class Frame:
     """One stack frame as printed. ``depth`` 0 is where the error was raised
-    (the last frame of a Python traceback, the first of the others)."""
+    (the last frame of a Python traceback, the first of faulthandler's dump
+    and of the others)."""
 
     path: str
     line: int | None  # 1-based, as printed
@@ -62,6 +64,15 @@ class IssueText:
     # A source path read from a documentation page's link (see
     # _source_of_docs_page), by the link's path the text writes.
     linked_paths: dict[str, str] = field(default_factory=dict)
+    # The module whose source such a page shows (`_modules/shop.html`:
+    # `shop`, a module's file or a package's `__init__`), by its path in ``paths``.
+    linked_modules: dict[str, str] = field(default_factory=dict)
+    # The file's path from the repository's root that a forge's file URL
+    # names after its ref (see _repository_path_of_url), by the URL's path in ``paths``.
+    repository_paths: dict[str, str] = field(default_factory=dict)
+    # The line a written path names (1-based as written: `cart.py:12`, a
+    # link's `#L12-L20`), by its entry in ``paths``; its first mention's.
+    path_lines: dict[str, int] = field(default_factory=dict)
 
     def prominence(self, name: str) -> float:
         """How central a name is to the text: named in the title 1, else by how
@@ -120,8 +131,12 @@ _DOCTEST = re.compile(r"^[ \t]*(?:>>>|\.\.\.)[ \t]?.*$", re.M)
 # Line-anchored patterns start with `[ \t]*`, never `\s*`: under re.M that would
 # run across blank lines from every line start (quadratic: minutes for a text
 # of 40,000 newlines). Python 3.11's exception groups print their tracebacks
-# behind `|` margins.
-_PY_FRAME = re.compile(r'^[ \t]*(?:\|[ \t]*)*File "([^"]+)", line (\d+)(?:, in ([^\s]+))?', re.M)
+# behind `|` margins. faulthandler writes its function without the comma
+# (`File "keys.py", line 12 in __hash__`).
+_PY_FRAME = re.compile(r'^[ \t]*(?:\|[ \t]*)*File "([^"]+)", line (\d+)(?:,? in ([^\s]+))?', re.M)
+# faulthandler's header over each thread's frames (`Current thread 0x… (most
+# recent call first):`, `Stack (most recent call first):`): innermost first.
+_MOST_RECENT_FIRST = re.compile(r"\(most recent call first\):?[ \t]*\n[ \t]*$")
 # The other ways Python frames get printed, most recent call last too:
 # IPython 8 `File ~/env/.../dataarray.py:409, in DataArray.__init__(self, …)` (a
 # module's top level without `, in …`),
@@ -158,6 +173,16 @@ _JS_FRAME = re.compile(
 # Safari's `global code@…`, none for an anonymous one).
 _JS_AT_FRAME = re.compile(
     r"^[ \t]*(?:(?:global|module|eval) code|(?P<fn>[^\s@]{1,200}))?@" + _JS_PLACE + r"[ \t]*$", re.M)
+# Vitest: ` ❯ src/range.ts:11:22`, ` ❯ Object.notify src/atom.ts:6:29`.
+_VITEST_FRAME = re.compile(r"^[ \t]*❯ (?:(?P<fn>[^\s()]{1,200}) )?" + _JS_PLACE + r"[ \t]*$", re.M)
+# Where Node threw, printed above the stack: the place alone on its line, then
+# the source line and a caret under it (`/app/lib/parse.js:12`, `export
+# function parse(…`, `^^^^^^`): a SyntaxError's only place. Babel names it
+# in its message (`SyntaxError: /app/src/cart.js: Unexpected token (120:4)`).
+_NODE_THROWN = re.compile(r"^[ \t]*" + _JS_PLACE + r"[ \t]*(?=\n[^\n]*\n[ \t]*\^)(?P<fn>)", re.M)
+_BABEL_PLACE = re.compile(
+    r"^[ \t]*(?:\w{0,100}Error: )?(?P<path>(?:" + _spaced_absolute(r"[^\s():?]") + r"|(?:[A-Za-z]:)?[^\s():?]+)"
+    r"\.(?:[cm]?js|jsx|tsx?|vue|svelte)): [^\n]*?\((?P<line>\d+):\d+\)[ \t]*$(?P<fn>)", re.M)
 # `at com.example.Foo.bar(Foo.java:42)`; since Java 9 behind the class loader's
 # and the module's names: `at app//com.example.Foo.bar(…)`, `at java.base@17/java.lang.…`.
 _JAVA_FRAME = re.compile(
@@ -243,11 +268,13 @@ _SOURCE_EXTENSIONS = tuple(sorted(
 # (`shop/cart.py:12: error: …`; a Python warning, `cart.py:12: DeprecationWarning:`,
 # is the caller's line, a path). Its file has a path's extension.
 # Swift 5.3 and later print a runtime trap so too (`Sources/Shop/Cart.swift:9:
-# Fatal error: …`).
+# Fatal error: …`). tsc's default (pretty) output and pyright's set the
+# level off by a dash after the column (`src/range.ts:20:13 - error TS2589: …`).
 _DIAGNOSTIC = re.compile(
     r"^[ \t]*(?P<path>(?:[A-Za-z]:)?[^\s:()]+\.(?:" + "|".join(_SOURCE_EXTENSIONS) + r"))"
-    r":(?P<line>\d+)(?::(?P<column>\d+))?:[ \t](?(column)|[ \t]*(?:(?:fatal )?(?:error|warning|note)\b"
-    r"|(?:Fatal error|Precondition failed|Assertion failed):))(?P<fn>)",
+    r":(?P<line>\d+)(?::(?P<column>\d+))?(?::[ \t](?(column)|[ \t]*(?:(?:fatal )?(?:error|warning|note)\b"
+    r"|(?:Fatal error|Precondition failed|Assertion failed):))"
+    r"|(?(column) - (?:error|warning|information)\b|(?!)))(?P<fn>)",
     re.M)
 # The same with the place in brackets, as MSBuild, tsc and MSVC print it
 # (`App/Program.cs(10,28): error CS0266: …`, `src/range.ts(11,23): error TS2345: …`).
@@ -257,7 +284,8 @@ _DIAGNOSTIC_BRACKETED = re.compile(
 # rustc's place under its `error[E0308]: …` line: ` --> src/value.rs:7:9`.
 _RUSTC_PLACE = re.compile(r"^[ \t]*--> (?P<path>(?:[A-Za-z]:)?[^\s:]+\.rs):(?P<line>\d+)(?P<fn>)", re.M)
 # Each with its language, None: the file's.
-_INNERMOST_FIRST = ((_JS_FRAME, "javascript"), (_JS_AT_FRAME, "javascript"), (_GO_FRAME, "go"),
+_INNERMOST_FIRST = ((_JS_FRAME, "javascript"), (_JS_AT_FRAME, "javascript"), (_VITEST_FRAME, "javascript"),
+                    (_NODE_THROWN, "javascript"), (_BABEL_PLACE, "javascript"), (_GO_FRAME, "go"),
                     (_RUST_FRAME, "rust"), (_CSHARP_FRAME, "csharp"), (_UNITY_FRAME, "csharp"), (_RUBY_FRAME, "ruby"),
                     (_PHP_THROWN, "php"), (_PHP_FRAME, "php"), (_ELIXIR_FRAME, "elixir"), (_LUA_FRAME, "lua"),
                     (_GDB_FRAME, "c"), (_SANITIZER_FRAME, None), (_SWIFT_TRAP, "swift"), (_DIAGNOSTIC, None),
@@ -307,8 +335,9 @@ _OTHER_ERROR_LINES = (
     re.compile(r"^(?:[^\s:]+\.swift:\d+: )?(?:Fatal error|Precondition failed|Assertion failed): "
                r"(?!\s*Uncaught )(?P<message>.+?)(?:: file \S+, line \d+)?$", re.M),
     # A compiler's diagnostic: `error[E0308]: msg` (rustc), `src/x.c:4:3: error: msg`
-    # (gcc, clang), `src/x.ts(11,23): error TS2345: msg` (tsc, MSBuild).
-    re.compile(r"^[ \t]*(?:(?:[A-Za-z]:)?[^\s:()]+(?::\d+(?::\d+)?|\(\d+(?:,\d+)?\)): )?(?:fatal )?"
+    # (gcc, clang), `src/x.ts(11,23): error TS2345: msg` (tsc, MSBuild),
+    # `src/x.ts:11:23 - error TS2345: msg` (tsc's default, pyright).
+    re.compile(r"^[ \t]*(?:(?:[A-Za-z]:)?[^\s:()]+(?::\d+(?::\d+)?(?:: | - )|\(\d+(?:,\d+)?\): ))?(?:fatal )?"
                r"(?:error|warning)(?:\[[A-Z]+\d+\]| [A-Z]{1,4}\d{1,6})?: (?P<message>.+)$", re.M),
 )
 # A logged line's level, as Python's logging, Java's and others' name it.
@@ -425,6 +454,11 @@ _PATH = re.compile(rf"((?:(?<!\w)(?<![/.\\:~\])-])(?:(?<![\[(])|(?![\[(]))(?:~|[
 _URL_PATH = re.compile(rf"(?<!{_NAME_CHAR})https?://[^/\s]+(/[^\s#?)\]>'\"`{NO_SPACE_SCRIPTS}{_NO_SPACE_PUNCTUATION}]+)")
 # A line and column after a file's URL or name.
 _PLACE_SUFFIX = re.compile(r"(?::\d+){1,2}$")
+# The line a path or a file's URL names after it: `cart.py:12`, `cart.py:12:5`,
+# a forge's or source view's anchor (`#L12`, `#L12-L20`, `#L12C5-L20C9`,
+# GitLab's `#L12-20`, Bitbucket's `#lines-12`, rustdoc's `#12`), after
+# the URL's query perhaps (`?plain=1#L12`).
+_WRITTEN_LINE = re.compile(r":(\d+)(?!\d)|(?:\?[^\s#?)\]>'\"`]{0,200})?#(?:L|lines-)?(\d+)(?!\d)")
 # An absolute path's start: root, home or a drive (after an opening bracket or quote).
 _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # A folder name with spaces in an absolute path (`C:\Users\Jane Doe\app\x.py`,
@@ -525,8 +559,10 @@ def _frames(text: str) -> tuple[list[Frame], list[tuple[int, int]]]:
     a frame was read from is the frame's, not a path the text names)."""
     frames: list[Frame] = []
     spans: list[tuple[int, int]] = []
-    # Python: most recent call last; each traceback is a run of consecutive frames.
+    # Python: most recent call last, but under faulthandler's header; each
+    # traceback is a run of consecutive frames.
     runs: list[list[re.Match]] = []
+    innermost_first: list[bool] = []
     last_end = -1
     for match in _PY_FRAME.finditer(text):
         between = text[last_end:match.start()] if last_end >= 0 else ""
@@ -534,12 +570,16 @@ def _frames(text: str) -> tuple[list[Frame], list[tuple[int, int]]]:
             runs[-1].append(match)
         else:
             runs.append([match])
+            # The header is the line before the run's first frame.
+            line_start = text.rfind("\n", 0, match.start())
+            header_start = text.rfind("\n", 0, max(line_start, 0)) + 1
+            innermost_first.append(_MOST_RECENT_FIRST.search(text, header_start, match.start()) is not None)
         last_end = match.end()
         spans.append(match.span(1))
-    for run in runs:
+    for run, reversed_order in zip(runs, innermost_first):
         for i, match in enumerate(run):
             frames.append(Frame(match.group(1), int(match.group(2)), match.group(3), "python",
-                                len(run) - 1 - i))
+                                i if reversed_order else len(run) - 1 - i))
     frames += _other_python_frames(text, spans)
     # The rest print the innermost frame first.
     for pattern, language in _INNERMOST_FIRST:
@@ -972,14 +1012,17 @@ def _absolute_start(text: str, start: int, line_start: int) -> int | None:
     return None
 
 
-def _source_of_docs_page(url_path: str) -> str | None:
-    """The source file a documentation site's source view shows, or None:
-    Sphinx's viewcode writes module ``a.b``'s source at ``_modules/a/b.html``
-    (``_modules/a/b/`` by the dirhtml builder; ``_modules/index.html`` lists
-    the modules), rustdoc (docs.rs too) a crate's file ``src/x/y.rs`` at
-    ``src/<crate>/x/y.rs.html``: read as ``<crate>/src/x/y.rs`` (a workspace
-    member's folder is most often its crate's name; the tail ``src/x/y.rs``
-    names a crate at the repository's root)."""
+def _source_of_docs_page(url_path: str) -> tuple[str, str | None] | None:
+    """The source file a documentation site's source view shows, and the
+    Python module it is, or None: Sphinx's viewcode writes module ``a.b``'s
+    source at ``_modules/a/b.html`` (``_modules/a/b/`` by the dirhtml
+    builder; ``_modules/index.html`` lists the modules): read as ``a/b.py``
+    and module ``a.b`` (whose file may be a package's ``a/b/__init__.py``:
+    the repository's import roots say), rustdoc (docs.rs too) a crate's file
+    ``src/x/y.rs`` at ``src/<crate>/x/y.rs.html``: read as
+    ``<crate>/src/x/y.rs`` (a workspace member's folder is most often its
+    crate's name; the tail ``src/x/y.rs`` names a crate at the repository's
+    root), no module."""
     parts = url_path.split("/")
     if "_modules" in parts:
         module = parts[parts.index("_modules") + 1:]
@@ -990,14 +1033,50 @@ def _source_of_docs_page(url_path: str) -> str | None:
         else:
             return None
         if module and module != ["index"] and all(part.isidentifier() for part in module):
-            return "/".join(module) + ".py"
+            return "/".join(module) + ".py", ".".join(module)
         return None
     if url_path.endswith(".rs.html") and "src" in parts:
         at = parts.index("src")
         crate, inner = parts[at + 1:at + 2], parts[at + 2:]
         if crate and crate[0].isidentifier() and inner:
-            return "/".join([crate[0], "src", *inner]).removesuffix(".html")
+            return "/".join([crate[0], "src", *inner]).removesuffix(".html"), None
     return None
+
+
+# A forge's page of a file at a ref, where the file's repository path
+# follows the ref: GitHub's and Gitea's `/<owner>/<repo>/blob/<ref>/<path>`
+# (`blame/`, `raw/`), GitLab's `/<group>/<project>/-/blob/<ref>/<path>`,
+# Bitbucket's `/<owner>/<repo>/src/<ref>/<path>`, Gitea's and Codeberg's
+# `/<owner>/<repo>/src/branch/<ref>/<path>` (`commit/`, `tag/`).
+_FORGE_VIEWS = frozenset({"blob", "blame", "raw", "src"})
+_GITEA_REF_KINDS = frozenset({"branch", "commit", "tag"})
+# A host serving files raw: `/<owner>/<repo>/<ref>/<path>`.
+_RAW_HOSTS = frozenset({"raw.githubusercontent.com"})
+
+
+def _repository_path_of_url(host: str, url_path: str) -> str | None:
+    """The path from the repository's root of the file a forge's URL shows
+    (`index.js` of `/acme/shop/blob/main/index.js`, not any `index.js`), or
+    None: no forge's page of a file. A ref holding a slash (`feature/x`)
+    reads one folder too many, which names no file whole."""
+    parts = url_path.split("/")[1:]
+    if host.lower() in _RAW_HOSTS:
+        ref = 2
+    else:
+        # After the owner and the repository (a GitLab group's subgroups too).
+        view = next((at for at in range(2, len(parts) - 2) if parts[at] in _FORGE_VIEWS), None)
+        if view is None:
+            return None
+        ref = view + 2 if parts[view] == "src" and parts[view + 1] in _GITEA_REF_KINDS else view + 1
+    rest = parts[ref + 1:]
+    return "/".join(rest) if rest and all(rest) else None
+
+
+def _line_after(text: str, at: int) -> int | None:
+    """The line written right after a path or a file's URL ending at ``at``
+    (_WRITTEN_LINE: `:12`, `#L12`), else None."""
+    found = _WRITTEN_LINE.match(text, at)
+    return int(found.group(1) or found.group(2)) if found else None
 
 
 def _is_command_or_path(span: str) -> bool:
@@ -1075,6 +1154,7 @@ def read_issue(text: str) -> IssueText:
     # path's (`shop/__init__.py` mentions no `__init__`; `f.c.Result` is a name).
     path_spans = list(frame_spans)
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    path_lines: dict[str, int] = {}
     for match in _PATH.finditer(text):
         if in_frame(*match.span(1)):
             continue
@@ -1087,22 +1167,41 @@ def read_issue(text: str) -> IssueText:
             written = written[1:]
         _add(paths, written)
         path_spans.append((match.end(1) - len(written), match.end(1)))
+        if (line := _line_after(text, match.end(1))) is not None:
+            path_lines.setdefault(written, line)
     linked_paths: dict[str, str] = {}
+    linked_modules: dict[str, str] = {}
+    repository_paths: dict[str, str] = {}
     for match in _URL_PATH.finditer(text):
         path_spans.append(match.span())  # its host too: `github.com` names no module
         # `https://github.com/o/r/blob/main/src/shop/cart.py#L9`: an absolute path
-        # whose tail is the repository's file.
+        # whose tail is the repository's file, and whose part after the ref
+        # is its repository path.
         url_path = match.group(1).rstrip(".,;:!")  # a sentence's end is not the path's
         # A browser's console writes the place after the URL (`…/src/range.ts:11:22`).
-        url_path = _PLACE_SUFFIX.sub("", url_path)
+        place = _PLACE_SUFFIX.search(url_path)
+        url_path = url_path[:place.start()] if place else url_path
         if in_frame(*match.span(1)):
             continue
-        source = _source_of_docs_page(url_path)
-        if source is not None:
-            _add(paths, source)
-            linked_paths.setdefault(source, url_path)
+        # Its line: the place after it, else an anchor right after its path (`#L12`).
+        line = int(place.group(0).split(":")[1]) if place else (
+            _line_after(text, match.end(1)) if url_path == match.group(1) else None)
+        docs_page = _source_of_docs_page(url_path)
+        if docs_page is not None:
+            written, module = docs_page
+            linked_paths.setdefault(written, url_path)
+            if module is not None:
+                linked_modules.setdefault(written, module)
         elif _PATH.fullmatch(url_path.rsplit("/", 1)[-1]):
-            _add(paths, url_path)
+            written = url_path
+            host = text[text.index("//", match.start()) + 2:match.start(1)]
+            if (rooted := _repository_path_of_url(host, url_path)) is not None:
+                repository_paths.setdefault(written, rooted)
+        else:
+            continue
+        _add(paths, written)
+        if line is not None:
+            path_lines.setdefault(written, line)
     code_text = "\n".join(code)
     # `import shop.data as sd`, `from shop import open_cart as oc`: what the
     # issue's code calls `sd.load` or `oc` is the repository's `shop.data.load`,
@@ -1185,7 +1284,8 @@ def read_issue(text: str) -> IssueText:
                      identifiers=names, paths=list(paths),
                      modules=[m for m in modules if m.count(".") < MAX_MODULE_PARTS],
                      imported=list(imported), literals=list(literals), title=title, raw=text,
-                     linked_paths=linked_paths)
+                     linked_paths=linked_paths, linked_modules=linked_modules,
+                     repository_paths=repository_paths, path_lines=path_lines)
 
 
 # Lines of a pasted output that are no frame nor message: a traceback's

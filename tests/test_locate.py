@@ -1544,6 +1544,118 @@ def test_rust_and_ipython_frames_through_a_folder_with_a_space_are_frames():
     assert frame_rows(ipython) == [("c:\\Users\\Jane Doe\\venv\\Lib\\site-packages\\arrow\\api.py", 91, "get", 0)]
 
 
+# -- text forms read by the locate probe of 2026-12-07 (stop 67): places and lines -------------
+
+def test_a_github_url_line_anchor_and_a_paths_line_name_the_lines(make_engine):
+    issue = read_issue("Bounds\n\nSee https://github.com/acme/pkg/blob/main/pkg/checks.py#L36-L40, "
+                       "https://gitlab.com/g/p/-/blob/v1/pkg/a.py#L47C5-L52C9, "
+                       "https://github.com/acme/pkg/blob/main/pkg/b.py?plain=1#L7, [here](https://github.com/"
+                       "acme/pkg/blob/main/pkg/c.py#L9) and pkg/d.py:651; core.py#L120-L135 and e.py too.\n")
+    assert issue.path_lines == {"pkg/d.py": 651, "core.py": 120, "/acme/pkg/blob/main/pkg/checks.py": 36,
+                                "/g/p/-/blob/v1/pkg/a.py": 47, "/acme/pkg/blob/main/pkg/b.py": 7,
+                                "/acme/pkg/blob/main/pkg/c.py": 9}
+    # Small functions, packed into chunks of several.
+    checks = "".join(f'def {name}(value):\n    """Validate {name}."""\n'
+                     + "".join(f"    value = step_{name}(value, {k})\n" for k in range(6)) + "    return value\n\n\n"
+                     for name in ("parse_email", "parse_url", "check_length", "check_range", "check_regex",
+                                  "coerce_int"))
+    engine = make_engine({"pkg/__init__.py": "", "pkg/checks.py": checks,
+                          "pkg/other.py": "def unrelated():\n    return 1\n"})
+    start = checks.split("\n").index("def check_range(value):")  # 0-based
+    located = engine.locate("Validate email fails for NaN\n\nThe code: https://github.com/acme/pkg/"
+                            f"blob/main/pkg/checks.py#L{start + 3}-L{start + 5}\n", 3)
+    assert located[0].path == "pkg/checks.py"
+    assert [(r.signal, r.line) for r in located[0].reasons if r.signal == "path"] == [("path", start + 2)]
+    # The anchored lines' definition names the chunk shown first, not the
+    # title's match (`parse_email`) packed into the same chunk.
+    assert located[0].chunks[0].symbol == "check_range"
+
+
+def test_a_forge_url_names_its_file_by_the_path_after_its_ref(make_engine):
+    issue = read_issue("Exports\n\nhttps://github.com/acme/tiny/blob/main/index.js#L2 and "
+                       "https://raw.githubusercontent.com/acme/tiny/v1/atom/index.js, "
+                       "https://codeberg.org/acme/tiny/src/branch/main/map/index.js\n")
+    assert issue.repository_paths == {"/acme/tiny/blob/main/index.js": "index.js",
+                                      "/acme/tiny/v1/atom/index.js": "atom/index.js",
+                                      "/acme/tiny/src/branch/main/map/index.js": "map/index.js"}
+    engine = make_engine({"index.js": "export { atom } from './atom/index.js'\n",
+                          "atom/index.js": "export let atom = (value) => ({ get: () => value })\n",
+                          "map/index.js": "export let map = (value) => ({ get: () => value })\n"})
+    located = engine.locate("Exports missing from the entry\n\nThe list: "
+                            "https://github.com/acme/tiny/blob/main/index.js#L2\n", 3)
+    assert [f.path for f in located if "path" in f.signals] == ["index.js"]
+
+
+def test_a_frames_chunk_is_shown_first_though_other_evidence_chose_it_too(make_engine):
+    def function(name: str, words: str) -> str:
+        return f"def {name}(value):\n" + "".join(f"    value = value + {k}  # {words}\n"
+                                                 for k in range(14)) + "    return value\n\n\n"
+    widget = (function("first_step", "plain") + function("quokka_merge", "quokka flummox quokka flummox")
+              + function("quokka_split", "quokka flummox quokka") + function("quokka_frame", "quokka"))
+    engine = make_engine({"shop/__init__.py": "", "shop/widget.py": widget,
+                          "shop/other.py": function("other", "plain")})
+    line = widget.split("\n").index("def quokka_frame(value):") + 3
+    located = engine.locate("Quokka flummox breaks\n\nTraceback (most recent call last):\n"
+                            f'  File "/srv/app/shop/widget.py", line {line}, in quokka_frame\n'
+                            "    value = value + 1\nValueError: boom\n", 3)
+    assert located[0].path == "shop/widget.py"
+    # The frame's function was also a named symbol and a title match: still first.
+    assert located[0].chunks[0].symbol == "quokka_frame"
+
+
+def test_tscs_and_pyrights_default_diagnostics_give_their_place_and_message():
+    issue = read_issue("Build fails\n\n```\nnode_modules/tiny/deep-map/path.d.ts:20:13 - error TS2589: "
+                       "Type instantiation is excessively deep and possibly infinite.\n"
+                       "  /home/u/app/src/shop/number.py:12:5 - error: Import \"x\" could not be resolved\n```\n")
+    assert frame_rows(issue) == [("node_modules/tiny/deep-map/path.d.ts", 20, None, 0),
+                                 ("/home/u/app/src/shop/number.py", 12, None, 1)]
+    assert "Type instantiation is excessively deep and possibly infinite." in issue.messages
+    assert issue.paths == []
+
+
+def test_vitest_frames_are_frames_innermost_first():
+    issue = read_issue(" FAIL  src/cart.test.ts > cart > notifies once\n"
+                       "TypeError: Cannot read properties of undefined (reading 'has')\n"
+                       " ❯ node_modules/tiny/listen-keys/index.js:4:17\n"
+                       " ❯ Object.notify node_modules/tiny/atom/index.js:6:29\n")
+    assert frame_rows(issue) == [("node_modules/tiny/listen-keys/index.js", 4, None, 0),
+                                 ("node_modules/tiny/atom/index.js", 6, "Object.notify", 1)]
+
+
+def test_where_node_threw_and_babels_place_are_frames():
+    node = read_issue("require() fails\n\n```\n/home/u/app/node_modules/tinyparse/lib/parse.js:12\n"
+                      "export function parse(text) {\n^^^^^^\n\nSyntaxError: Unexpected token 'export'\n"
+                      "    at wrapSafe (node:internal/modules/cjs/loader:1283:20)\n```\n")
+    assert frame_rows(node) == [("/home/u/app/node_modules/tinyparse/lib/parse.js", 12, None, 0)]
+    assert node.paths == []
+    babel = read_issue("SyntaxError: /app/node_modules/js-yaml/lib/dumper.js: Unexpected token (120:4)\n")
+    assert frame_rows(babel) == [("/app/node_modules/js-yaml/lib/dumper.js", 120, None, 0)]
+    # A path and line alone, with no caret under its next line, is no place Node threw.
+    assert read_issue("lib/parse.js:12\nexport function parse(text) {\n").frames == []
+
+
+def test_a_sphinx_source_view_of_a_package_names_its_init(make_engine):
+    issue = read_issue("See https://shop.readthedocs.io/en/stable/_modules/shop.html#Basket\n")
+    assert issue.paths == ["shop.py"] and issue.linked_modules == {"shop.py": "shop"}
+    engine = make_engine({"src/shop/__init__.py": "class Basket:\n    def add(self, line):\n        pass\n",
+                          "src/shop/util.py": "def fmt(value):\n    return value\n",
+                          "src/shop/orders.py": "def place(basket):\n    return basket\n"})
+    located = engine.locate("Rounding looks off\n\nThe source shown at "
+                            "https://shop.readthedocs.io/en/stable/_modules/shop.html#Basket is wrong.\n", 3)
+    assert [(f.path, f.signals.get("path")) for f in located if "path" in f.signals] == [
+        ("src/shop/__init__.py", 1.0)]
+
+
+def test_a_faulthandler_dump_is_read_innermost_first_with_its_functions():
+    issue = read_issue("Crash\n\n```\nFatal Python error: Segmentation fault\n\n"
+                       "Current thread 0x00007f1c2b7fe700 (most recent call first):\n"
+                       '  File "/opt/venv/lib/python3.11/site-packages/memo/keys.py", line 12 in __hash__\n'
+                       '  File "/opt/venv/lib/python3.11/site-packages/memo/cache.py", line 27 in lookup\n'
+                       '  File "/srv/app/main.py", line 5 in <module>\n```\n')
+    assert frame_rows(issue, short=True) == [("keys.py", 12, "__hash__", 0), ("cache.py", 27, "lookup", 1),
+                                             ("main.py", 5, "<module>", 2)]
+
+
 @pytest.mark.parametrize("text, message", [
     ('When the value is "ok" the parser returns "invalid escape value" even though.', "invalid escape value"),
     ('I passed "ok" then the parser rejects it with an odd message "Invalid date given here".',
