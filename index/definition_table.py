@@ -42,6 +42,9 @@ class Definition(NamedTuple):
     name: tuple[str, ...]
     members: Node | None = None  # the node whose named children are its members
     is_type: bool = True  # functions among the members are methods
+    # How many parameters a clause takes, where a function is its name and
+    # arity (Erlang's `take/1` and `take/2`): clauses join only at one arity.
+    arity: int | None = None
 
 
 # The C preprocessor's conditionals: walked through, their branches read as
@@ -65,6 +68,8 @@ class Rule:
     # A path to a node whose text is the kind when it is one of KINDS_BY_TEXT (Zig's `enum {…}`).
     kind_from: str | None = None
     is_type: bool = True  # False for namespaces: their functions stay functions
+    # A path to the node whose named children are a clause's parameters (Definition.arity).
+    parameters: str | None = None
 
 
 @dataclass(frozen=True)
@@ -121,15 +126,27 @@ _OPERATOR = re.compile(r"[^\w\s'\"`()\[\]{},;]+")
 
 def name_parts(text: str) -> tuple[str, ...]:
     """``Bank.Account`` -> (Bank, Account); ``Cache<V>`` -> (Cache,); quotes
-    dropped; an operator whole (``<=``, ``::``; Haskell's ``(<+>)`` -> (<+>,))."""
-    written = text.strip().strip("'\"`")
+    around it dropped, a prime kept (Haskell's ``foldl'``); an operator whole
+    (``<=``, ``::``; Haskell's ``(<+>)`` -> (<+>,))."""
+    written = _unquoted(text.strip())
     operator = written[1:-1].strip() if written.startswith("(") and written.endswith(")") else written
     if _OPERATOR.fullmatch(operator):
         return (operator,)
     match = _NAME.search(written)
     if match is None:
         return ()
-    return tuple(part for part in re.split(r"[.:]+", match.group(0).strip("'\"`")) if part)
+    return tuple(part for part in re.split(r"[.:]+", _unquoted(match.group(0))) if part)
+
+
+_QUOTES = "'\"`"
+
+
+def _unquoted(written: str) -> str:
+    """``written`` without the quotes around it. A quote closing nothing
+    opened is part of the name: the prime of Haskell's and OCaml's ``foldl'``
+    (stripped, ``foldl'`` was ``foldl`` and joined its clauses)."""
+    inner = written.lstrip(_QUOTES)
+    return inner.rstrip(_QUOTES) if len(inner) < len(written) else inner
 
 
 def text(node: Node | None) -> str:
@@ -162,8 +179,16 @@ def classify(table: LanguageTable, node: Node) -> Definition | None:
                 kind = rule.keywords[child.type]
                 break
         members = follow(node, rule.members) if rule.members is not None else None
-        return Definition(kind, name, members, rule.is_type)
+        arity = _arity(follow(node, rule.parameters)) if rule.parameters is not None else None
+        return Definition(kind, name, members, rule.is_type, arity)
     return None
+
+
+def _arity(parameters: Node | None) -> int:
+    """How many parameters ``parameters`` (a clause's list of them) holds."""
+    if parameters is None:
+        return 0
+    return sum(1 for child in parameters.named_children if "comment" not in child.type)
 
 
 # --- shapes of their own ------------------------------------------------------------
@@ -189,10 +214,13 @@ def _elixir_call(node: Node) -> Definition | None:
         head = first
         if head.type == "binary_operator":  # `f(x) when is_integer(x)`
             head = head.child_by_field_name("left") or head
+        parameters = None
         if head.type == "call":
+            parameters = next((child for child in head.named_children if child.type == "arguments"), None)
             head = head.child_by_field_name("target") or head
         name = name_parts(text(head))
-        return Definition("function", name[-1:]) if name and head.type == "identifier" else None
+        return Definition("function", name[-1:], arity=_arity(parameters)) \
+            if name and head.type == "identifier" else None
     return None
 
 
@@ -222,17 +250,66 @@ def _clojure_list(node: Node) -> Definition | None:
     return Definition(kind, (name,)) if kind and name else None
 
 
+# Calls that make a class whose methods are `name = function(…)` arguments,
+# in `list(…)`s (R6's `public = list(…)`, a Reference class's `methods = list(…)`).
+_R_CLASS_FACTORIES = frozenset({"R6Class", "setRefClass"})
+# S4: `setClass("Person", …)`, `setGeneric("greet", …)`, `setMethod("greet", "Person", …)`:
+# what the call defines (kind -> the calls), named by its first argument.
+_R_S4_DEFINITIONS = {"class": frozenset({"setClass"}), "function": frozenset({"setGeneric"}),
+                     "method": frozenset({"setMethod", "setValidity"})}
+
+
 def _r_assignment(node: Node) -> Definition | None:
-    """`f <- function(x) …`, `f = function(x) …`, `function(x) … -> f`."""
+    """`f <- function(x) …`, `f = function(x) …`, `function(x) … -> f`,
+    `obj$f <- function(x) …`; `Account <- R6Class("Account", …)`, a class."""
     lhs, rhs = node.child_by_field_name("lhs"), node.child_by_field_name("rhs")
     operator = text(node.child_by_field_name("operator"))
     if operator in ("->", "->>"):
         lhs, rhs = rhs, lhs
-    if lhs is None or rhs is None or rhs.type != "function_definition" \
-            or lhs.type not in ("identifier", "string", "dollar", "namespace_operator"):
+    if lhs is None or rhs is None \
+            or lhs.type not in ("identifier", "string", "dollar", "extract_operator", "namespace_operator"):
         return None
     name = name_parts(text(lhs).replace("$", "."))
+    if not name:
+        return None
+    if rhs.type == "function_definition":
+        return Definition("function", name)
+    if rhs.type == "call" and text(rhs.child_by_field_name("function")) in _R_CLASS_FACTORIES:
+        return Definition("class", name, rhs.child_by_field_name("arguments"))
+    return None
+
+
+def _r_call(node: Node) -> Definition | None:
+    """S4's `setClass("Person", …)`, `setGeneric("greet", …)`, `setMethod("greet", …)`."""
+    called = text(node.child_by_field_name("function"))
+    kind = next((kind for kind, calls in _R_S4_DEFINITIONS.items() if called in calls), None)
+    first = follow(node, "arguments/:argument/value=string")
+    name = name_parts(text(first)) if kind is not None and first is not None else ()
+    return Definition(kind, name) if name else None
+
+
+def _r_method_argument(node: Node) -> Definition | None:
+    """`deposit = function(amount) …` among a class's arguments (R6Class's
+    `public = list(…)`); elsewhere (`lapply(xs, FUN = function…)`) no definition."""
+    value = node.child_by_field_name("value")
+    if value is None or value.type != "function_definition":
+        return None
+    call = follow(node, "^/^")
+    if call is not None and text(call.child_by_field_name("function")) == "list":
+        call = follow(call, "^/^/^")  # the list's argument, its arguments, their call
+    if call is None or call.type != "call" or text(call.child_by_field_name("function")) not in _R_CLASS_FACTORIES:
+        return None
+    name = name_parts(text(node.child_by_field_name("name")))
     return Definition("function", name) if name else None
+
+
+def _r_list_argument(node: Node) -> Node | None:
+    """The arguments of `public = list(…)` (R6's) or `methods = list(…)`
+    (a Reference class's): walked for the methods among them."""
+    value = node.child_by_field_name("value") if node.type == "argument" else None
+    if value is None or value.type != "call" or text(value.child_by_field_name("function")) != "list":
+        return None
+    return value.child_by_field_name("arguments")
 
 
 def _julia_call(node: Node | None) -> Node | None:
@@ -264,6 +341,14 @@ def _julia_assignment(node: Node) -> Definition | None:
     """`f(x) = x + 1`, `f(x::T)::T where {T} = x`: a function in one line."""
     name = _julia_method_name(_julia_call(follow(node, "0")))
     return Definition("function", name) if name else None
+
+
+def _julia_macrocall(node: Node) -> Definition | None:
+    """`@inline function f … end`, `@kwdef struct S … end`, `@noinline f(x) = …`:
+    a macro applied to a definition (its last argument) defines what it wraps."""
+    arguments = follow(node, ":macro_argument_list")
+    wrapped = arguments.named_children[-1] if arguments is not None and arguments.named_child_count else None
+    return classify(JULIA, wrapped) if wrapped is not None else None
 
 
 _OBJC_CONTAINERS = {"class_interface": "interface", "class_implementation": "class",
@@ -485,17 +570,21 @@ HASKELL = LanguageTable(
 
 OCAML = LanguageTable(
     rules={
-        "value_definition": Rule("function", ":let_binding/pattern"),
+        # One definition per binding: `let rec f … and g …` defines both
+        # (value_definition is transparent, its bindings siblings).
+        "let_binding": Rule("function", "pattern"),
         "type_definition": Rule("type", ":type_binding/name"),
         "exception_definition": Rule("type", ":constructor_declaration/:constructor_name"),
         "module_definition": Rule("namespace", ":module_binding/:module_name",
                                   ":module_binding/body", is_type=False),
         "module_type_definition": Rule("interface", ":module_type_name", "body"),
-        "class_definition": Rule("class", ":class_binding/name", ":class_binding/body"),
+        "class_definition": Rule("class", ":class_binding/:class_name", ":class_binding/body"),
+        "method_definition": Rule("function", ":method_name"),
         "external": Rule("function", ":value_name"),
         "value_specification": Rule("function", ":value_name"),
     },
     leading=frozenset({"comment"}),
+    transparent=frozenset({"value_definition"}),
 )
 
 
@@ -543,10 +632,13 @@ JULIA = LanguageTable(
         "const_statement": Rule("constant", ":assignment/0"),
     },
     leading=frozenset({"line_comment", "block_comment", "string_literal"}),
-    custom={"function_definition": _julia_function, "assignment": _julia_assignment},
+    custom={"function_definition": _julia_function, "assignment": _julia_assignment,
+            "macrocall_expression": _julia_macrocall},
 )
 
-R = LanguageTable(rules={}, leading=frozenset({"comment"}), custom={"binary_operator": _r_assignment})
+R = LanguageTable(rules={}, leading=frozenset({"comment"}),
+                  custom={"binary_operator": _r_assignment, "call": _r_call, "argument": _r_method_argument},
+                  wrapped_block=_r_list_argument)
 
 OBJC = LanguageTable(
     rules={
@@ -560,16 +652,29 @@ OBJC = LanguageTable(
 
 ERLANG = LanguageTable(
     rules={
-        "fun_decl": Rule("function", ":function_clause/name"),
+        "fun_decl": Rule("function", ":function_clause/name", parameters=":function_clause/args"),
         "record_decl": Rule("record"),
         "type_alias": Rule("type", "name/0"),
         "pp_define": Rule("macro", "lhs/name"),
     },
-    leading=frozenset({"comment"}),
+    # `%% @doc` then `-spec` above the function: both are its head (OTP's layout).
+    leading=frozenset({"comment", "spec"}),
     joins_clauses=True,
 )
 
 CLOJURE = LanguageTable(rules={}, leading=frozenset({"comment"}), custom={"list_lit": _clojure_list})
+
+_SQL_PROCEDURE = re.compile(r"CREATE\s+(?:OR\s+REPLACE\s+)?PROCEDURE\s+((?:\"[^\"]+\"|[\w$]+)(?:\.(?:\"[^\"]+\"|[\w$]+))*)",
+                            re.IGNORECASE)
+
+
+def _sql_procedure(node: Node) -> Definition | None:
+    """`CREATE [OR REPLACE] PROCEDURE name(…)`: the grammar has no
+    procedures, and reads one's head as an error node (its `BEGIN … END`
+    body follows as a block)."""
+    found = _SQL_PROCEDURE.match(text(node))
+    return Definition("procedure", name_parts(found.group(1))) if found else None
+
 
 SQL = LanguageTable(
     rules={
@@ -578,9 +683,13 @@ SQL = LanguageTable(
         "create_materialized_view": Rule("view", ":object_reference"),
         "create_function": Rule("function", ":object_reference"),
         "create_type": Rule("type", ":object_reference"),
+        "create_trigger": Rule("trigger", ":object_reference"),
     },
     leading=frozenset({"comment", "marginalia"}),
     transparent=frozenset({"statement", "block", "transaction"}),
+    # A procedure's `BEGIN … END` body, after its head (_sql_procedure).
+    continued_by=frozenset({"block"}),
+    custom={"ERROR": _sql_procedure},
 )
 
 HCL = LanguageTable(rules={}, leading=frozenset({"comment"}), transparent=frozenset({"body"}),
@@ -607,7 +716,9 @@ POWERSHELL = LanguageTable(
 
 PERL = LanguageTable(
     rules={"subroutine_declaration_statement": Rule("function"),
-           "package_statement": Rule("namespace", is_type=False)},
+           # `package Name { … }` holds its subs; `package Name;` (the rest
+           # of the file) is a namespace of its own line only.
+           "package_statement": Rule("namespace", members=":block", is_type=False)},
     leading=frozenset({"comment", "pod"}),
 )
 
@@ -1043,7 +1154,7 @@ TCL = LanguageTable(
 
 TABLES: dict[str, LanguageTable] = {
     "kotlin": KOTLIN, "swift": SWIFT, "csharp": CSHARP, "scala": SCALA, "elixir": ELIXIR,
-    "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "zig": ZIG,
+    "lua": LUA, "bash": BASH, "dart": DART, "haskell": HASKELL, "ocaml": OCAML, "ocaml_interface": OCAML, "zig": ZIG,
     "julia": JULIA, "r": R, "objc": OBJC, "erlang": ERLANG, "clojure": CLOJURE,
     "sql": SQL, "terraform": HCL, "hcl": HCL, "nix": NIX, "powershell": POWERSHELL, "perl": PERL,
     "fsharp": FSHARP, "proto": PROTO, "solidity": SOLIDITY, "graphql": GRAPHQL,

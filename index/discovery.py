@@ -21,7 +21,7 @@ import pathspec
 import re2
 
 from ctxls.index.git import git_command, run_git
-from ctxls.index.languages import DEFAULT_INCLUDE, NAMED_VARIANTS
+from ctxls.index.languages import DEFAULT_INCLUDE, NAMED_VARIANTS, SHEBANG_BYTES, script_languages, shebang_language
 from ctxls.index.paths import CONTROL_CHARACTER, escaped_controls
 from ctxls.index.roots import STORE_DIR_NAME
 
@@ -191,12 +191,16 @@ def _rules_file_text(folder: str | Path, name: str, max_bytes: int = -1) -> str 
 
 
 class FileFilter:
-    """include / exclude / the store folder, compiled once."""
+    """include / exclude / the store folder, compiled once. With ``root``, a
+    file with no extension is also wanted when its `#!` line names a
+    language one of whose extensions is included (`bin/deploy`)."""
 
-    def __init__(self, options: DiscoveryOptions):
+    def __init__(self, options: DiscoveryOptions, root: Path | None = None):
         self._include = frozenset(e.lower().lstrip(".") for e in options.include)
         # `Dockerfile.dev` is included with `Dockerfile`.
         self._variants = frozenset(n.lower() for n in NAMED_VARIANTS) & self._include
+        self._root = root
+        self._script_languages = script_languages(self._include)
         self._excluded = (ignore_spec(options.exclude, "the exclude option")
                           if options.exclude else None)
 
@@ -207,11 +211,29 @@ class FileFilter:
         name = parts[-1]
         ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
         if ext not in self._include and name.lower() not in self._include \
-                and name.split(".", 1)[0].lower() not in self._variants:  # `Makefile`, `Gemfile`
+                and name.split(".", 1)[0].lower() not in self._variants \
+                and not (not ext and self._is_included_script(path)):  # `Makefile`, `Gemfile`
             return False
         if name.endswith(_GENERATED_SUFFIXES):
             return False
         return not (self._excluded and self._excluded.match_file(path))
+
+
+    def _is_included_script(self, path: str) -> bool:
+        """Whether ``path``'s first bytes are a `#!` line naming an included
+        language (read beneath the root, never through a link)."""
+        if self._root is None or not self._script_languages:
+            return False
+        try:
+            fd = _open_beneath(self._root, path)
+            try:
+                head = os.read(fd, SHEBANG_BYTES)
+            finally:
+                os.close(fd)
+        except OSError:  # vanished, a folder, unreadable: no script
+            return False
+        return head.startswith(b"#!") and \
+            shebang_language(head.decode("utf-8", "replace")) in self._script_languages
 
 
 def _git_files(root: Path) -> list[str] | None:

@@ -102,7 +102,7 @@ class Indexer:
         self.root = root
         self.store = store
         self.options = options
-        self.wanted = FileFilter(options)
+        self.wanted = FileFilter(options, root)
         self._open_buffers = open_buffers
         # Serialises whole passes; buffer updates only take the store's write lock.
         self.pass_lock = threading.Lock()

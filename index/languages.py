@@ -244,6 +244,75 @@ _LANGUAGE_BY_FILENAME: dict[str, str] = {
 }
 
 
+# A script with no extension (`bin/deploy`, `libexec/tool`) is in the
+# language its `#!` line names: the interpreter, directly or through `env`,
+# its version dropped (`python3.11`).
+_LANGUAGE_BY_INTERPRETER: dict[str, str] = {
+    "sh": "bash",
+    "bash": "bash",
+    "dash": "bash",
+    "ash": "bash",
+    "zsh": "bash",
+    "ksh": "bash",
+    "mksh": "bash",
+    "python": "python",
+    "pypy": "python",
+    "node": "javascript",
+    "nodejs": "javascript",
+    "deno": "typescript",
+    "ruby": "ruby",
+    "perl": "perl",
+    "php": "php",
+    "lua": "lua",
+    "luajit": "lua",
+    "tclsh": "tcl",
+    "wish": "tcl",
+    "Rscript": "r",
+    "julia": "julia",
+    "awk": "awk",
+    "gawk": "awk",
+    "fish": "fish",
+    "pwsh": "powershell",
+    "escript": "erlang",
+    "elixir": "elixir",
+    "groovy": "groovy",
+    "make": "make",
+}
+# Bytes read of an extension-less file for its `#!` line.
+SHEBANG_BYTES = 256
+_SHEBANG = re.compile(r"#![ \t]*(\S+)[ \t]*([^\r\n]*)")
+_VERSIONED = re.compile(r"([A-Za-z]+?)[0-9.]*")
+
+
+def shebang_language(head: str) -> str | None:
+    """The language a script's `#!` line names (``head``: its first bytes),
+    or None: no `#!`, or an interpreter not known here. `env`'s options
+    (`-S`, `-u NAME`) and `NAME=value` settings are skipped."""
+    found = _SHEBANG.match(head)
+    if found is None:
+        return None
+    command = found.group(1).rsplit("/", 1)[-1]
+    words = found.group(2).split()
+    if command == "env":
+        while words and (words[0].startswith("-") or "=" in words[0]):
+            option = words.pop(0)
+            if option in ("-u", "--unset", "-C", "--chdir") and words:
+                words.pop(0)
+        if not words:
+            return None
+        command = words[0].rsplit("/", 1)[-1]
+    versioned = _VERSIONED.fullmatch(command)
+    return _LANGUAGE_BY_INTERPRETER.get(versioned.group(1) if versioned else command)
+
+
+def script_languages(include: frozenset[str]) -> frozenset[str]:
+    """The languages whose extension-less scripts are indexed under the
+    ``include`` option (extensions, lower case, no dot): those with one of
+    their extensions included."""
+    return frozenset(language for extension, language in _LANGUAGE_BY_EXTENSION.items()
+                     if extension in include)
+
+
 # Indexed by default: every language above, prose, and hand-written config and
 # scripts (chunked as line windows). JSON is left out on purpose: in most
 # repositories it is fixtures, lock files or generated data.
@@ -283,7 +352,8 @@ def is_c_family_source(path: str) -> bool:
 
 def language_for_path(path: str, text: str | None = None) -> str | None:
     """The language of ``path`` (None for prose, config and unknown text).
-    ``text``, when given, settles what the name cannot: a ``.h`` file's."""
+    ``text``, when given, settles what the name cannot: a ``.h`` file's, and
+    a script's with no extension (by its `#!` line)."""
     name = posixpath.basename(path.replace("\\", "/"))
     if name in _LANGUAGE_BY_FILENAME:
         return _LANGUAGE_BY_FILENAME[name]
@@ -296,7 +366,9 @@ def language_for_path(path: str, text: str | None = None) -> str | None:
     if extension == "m" and text is not None and _MATLAB.search(text[:4096]) \
             and not _OBJC.search(text[:65536]):
         return "matlab"
-    return _LANGUAGE_BY_EXTENSION.get(extension) if extension else None
+    if not extension:
+        return shebang_language(text[:SHEBANG_BYTES]) if text is not None else None
+    return _LANGUAGE_BY_EXTENSION.get(extension)
 
 
 # Signs a header is Objective-C or C++ (C++ also when it says neither: its

@@ -42,6 +42,12 @@ from ctxls.index.store import fts_changes
 # fts5_aux.c's constants.
 FTS5_BM25_K1 = 1.2
 FTS5_BM25_B = 0.75
+# A term in half the rows or more: its idf is this floor, not log's zero or less.
+FTS5_IDF_FLOOR = 1e-6
+# A row's BM25 below this is made of floored idfs only (a term adds at most
+# its idf × (k1 + 1); a query has far fewer than 300 terms): none of the
+# query's distinguishing words is in it.
+NO_QUERY_WORDS_BM25 = FTS5_IDF_FLOOR * (FTS5_BM25_K1 + 1) * 300
 # (row, term) entries kept per table, all terms together: ~20 MB.
 MAX_POSTINGS = 1_500_000
 # Terms kept per table (each costs ~300 bytes beside its entries).
@@ -279,7 +285,7 @@ class TablePostings:
             hits = len(rows)
             idf = math.log((total_rows - hits + 0.5) / (hits + 0.5))
             if idf <= 0.0:
-                idf = 1e-6
+                idf = FTS5_IDF_FLOOR
             freq = counts @ weight  # whole numbers (reproducible): exact in any order
             size = self.sizes[rows].astype(np.float64)
             score[rows] += idf * ((freq * (k1 + 1.0)) / (freq + k1 * (1 - b + b * size / avgdl)))

@@ -92,6 +92,11 @@ _ANY_SEGMENT = r"[^\W\d][\w$]*"
 # Go's receiver, as a stack trace or pprof prints a method: `(*LRU).Put`,
 # `cache.(*LRU).Put`.
 _GO_RECEIVER = re.compile(rf"(?<![^.])\(\*?({_ANY_SEGMENT})\)(?=\.)")
+# Objective-C's method notation, as the runtime, crash logs and Apple's docs
+# print it: `-[Downloader cancel]`, `+[Downloader sharedDownloader]`,
+# `-[Downloader startWithURL:completion:]`, a category's `-[NSString(Trim) trimmed]`:
+# the class's method, named as the index names it, by its selector's first piece.
+_OBJC_METHOD = re.compile(rf"[-+]\[({_ANY_SEGMENT})(?:\({_ANY_SEGMENT}\))?[ \t]+({_ANY_SEGMENT})(?::(?:{_ANY_SEGMENT}:)*)?\]")
 # Template or generic arguments after a name, before a qualifier or the end
 # (`Matrix<T>::multiply`, Rust's `Vec::<T>::new`, `Map<K, V>.get`) or inside
 # another's (`vector<pair<K, V>>`); innermost first, a pass a level. No `=`
@@ -137,9 +142,11 @@ def plain_name(text: str) -> str:
     language's own tools print it: Go's `(*LRU).Put`, template arguments
     (`Matrix<T>::multiply`), Rust's `self::`/`super::`, an Elixir or Erlang
     arity (`withdraw/2`), Lua's `Queue:push` or Erlang's `kv:put` (as
-    `Queue.push`), Swift's labels (`scale(by:)`). Anything else, a
-    sentence included, is returned as it is."""
-    name = _GO_RECEIVER.sub(r"\1", text)
+    `Queue.push`), Swift's labels (`scale(by:)`), Objective-C's
+    `-[Downloader startWithURL:completion:]` (as `Downloader.startWithURL`).
+    Anything else, a sentence included, is returned as it is."""
+    objc = _OBJC_METHOD.fullmatch(text)
+    name = f"{objc.group(1)}.{objc.group(2)}" if objc else _GO_RECEIVER.sub(r"\1", text)
     for _ in range(_TYPE_ARGUMENT_DEPTH):
         name, stripped = _TYPE_ARGUMENTS.subn("", name)
         if not stripped:

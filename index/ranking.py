@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from ctxls.index import postings
 from ctxls.index.embed_text import embedding_text
 from ctxls.index.embeddings import is_static_model
-from ctxls.index.postings import FTS5_BM25_K1
+from ctxls.index.postings import FTS5_BM25_K1, FTS5_IDF_FLOOR
 from ctxls.index.query import QueryShape, declared_name, query_shape
 from ctxls.index.recall_features import RecallFeatures, add_coherence, add_file_text, named_files, with_features
 from ctxls.index.recall_scorer import Contribution, PriorConfig, RecallScorer, fuse, select
@@ -274,7 +274,7 @@ class _TermIdf(dict):
 
 
 def _idf(rows: int, hits: int) -> float:
-    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), 1e-6)
+    return max(math.log((rows - hits + 0.5) / (hits + 0.5)), FTS5_IDF_FLOOR)
 
 
 def _term_idf(conn: Connection, table: str, terms: list[str]) -> _TermIdf | None:

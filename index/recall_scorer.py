@@ -29,6 +29,7 @@ import heapq
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
+from ctxls.index.postings import NO_QUERY_WORDS_BM25
 from ctxls.index.query import QueryShape
 
 if TYPE_CHECKING:
@@ -255,8 +256,10 @@ def _module_after_code(hits: list["ScoredChunk"]) -> None:
             best[hit.path] = hit
     for path, module in best_module.items():
         code = best_code.get(path)
-        # A code chunk without the query's words never stands in for residue that has them.
-        if code is not None and not code.features.bm25 and module.features.bm25:
+        # A code chunk without the query's words never stands in for residue
+        # that has them. Without: no BM25, or one of floored idfs only (the
+        # words of half the file's chunks, `ranking._idf`), never exactly 0.
+        if code is not None and code.features.bm25 < NO_QUERY_WORDS_BM25 <= module.features.bm25:
             continue
         if code is not None and module.score > code.score:
             module.features.placed = code.score - module.score

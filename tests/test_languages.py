@@ -286,6 +286,7 @@ DEFINITIONS = [
         ('summarise_by_group', 'function', 9, 12),
         ('weighted_mean', 'function', 14, 16),
         ('report', 'function', 18, 24),
+        ('Survey', 'class', 26, 26),  # S4
     ]),
     ('todo_store.dart', 'dart', [
         ('Todo', 'class', 2, 6),
@@ -969,6 +970,160 @@ def test_cython_arduino_and_scripting_files_are_indexed():
     assert not FileFilter(DiscoveryOptions(include=("py",)))("Dockerfile.dev")
     paper = chunk_file("paper/main.tex", "\\section{Results}\nThe retention curves flatten.\n")
     assert paper.language == "latex" and paper.chunks[0].kind == "doc"
+
+
+def _defined(path: str, text: str) -> list[tuple[str, str, int, int]]:
+    return [(s.symbol, s.symbol_kind, s.start_line, s.end_line) for s in definition_chunks(path, text).symbols]
+
+
+def test_a_haskell_name_ending_in_a_prime_is_its_own_definition():
+    """`foldl'` lost its prime and was joined to `foldl` as one more clause."""
+    text = ("foldl :: (b -> a -> b) -> b -> [a] -> b\nfoldl f z [] = z\nfoldl f z (x:xs) = foldl f (f z x) xs\n\n"
+            "foldl' :: (b -> a -> b) -> b -> [a] -> b\nfoldl' f z [] = z\nfoldl' f z (x:xs) = z `seq` foldl' f z xs\n")
+    assert _defined("Fold.hs", text) == [("foldl", "function", 0, 2), ("foldl'", "function", 4, 6)]
+
+
+def test_erlang_and_elixir_functions_of_different_arity_are_different_definitions():
+    """`take/1` and `take/2` (and Elixir's `pad/1`, `pad/2`) were one
+    definition: clauses join only at one arity."""
+    erlang = ("-module(lists2).\n\ntake([H | _]) -> H.\n\n"
+              "take(0, _) -> [];\ntake(N, [H | T]) -> [H | take(N - 1, T)].\n")
+    assert _defined("lists2.erl", erlang) == [("take", "function", 2, 2), ("take", "function", 4, 5)]
+    elixir = ("defmodule Text do\n  def pad(s), do: pad(s, 10)\n\n"
+              "  def pad(s, width) when is_binary(s) do\n    String.pad_leading(s, width)\n  end\nend\n")
+    assert _defined("text.ex", elixir)[1:] == [("Text.pad", "function", 1, 1), ("Text.pad", "function", 3, 5)]
+
+
+def test_an_erlang_functions_doc_comment_and_spec_are_its_head():
+    """`%% @doc` and `-spec` above a function (OTP's layout) were left out of it."""
+    text = ("-module(acc).\n\n%% @doc Open an account for an owner.\n-spec open(binary()) -> {ok, integer()}.\n"
+            "open(Owner) ->\n    {ok, erlang:phash2(Owner)}.\n")
+    assert _defined("acc.erl", text) == [("open", "function", 2, 5)]
+
+
+def test_an_ocaml_interfaces_values_types_and_exceptions_are_definitions():
+    """A `.mli` had no definitions: its grammar had no table row."""
+    text = "type 'a t\n\nval empty : 'a t\n\n(** Removes the front element. *)\nval pop : 'a t -> 'a option\n\nexception Empty\n"
+    assert language_for_path("queue.mli") == "ocaml_interface"
+    assert _defined("queue.mli", text) == [("t", "type", 0, 0), ("empty", "function", 2, 2),
+                                           ("pop", "function", 4, 5), ("Empty", "type", 7, 7)]
+
+
+def test_each_binding_of_an_ocaml_let_and_is_a_definition_and_a_class_holds_its_methods():
+    """`let rec is_even … and is_odd …` named only `is_even` (over both);
+    `class counter = object … end` was no definition."""
+    text = ("let rec is_even n = if n = 0 then true else is_odd (n - 1)\n\n(** Odd. *)\n"
+            "and is_odd n = if n = 0 then false else is_even (n - 1)\n\n"
+            "class counter = object\n  val mutable count = 0\n  method incr = count <- count + 1\n"
+            "  method get = count\nend\n")
+    assert _defined("parity.ml", text) == [
+        ("is_even", "function", 0, 0), ("is_odd", "function", 2, 3), ("counter", "class", 5, 6),
+        ("counter.incr", "method", 7, 7), ("counter.get", "method", 8, 8)]
+
+
+def test_sql_procedures_and_triggers_are_definitions():
+    """`CREATE PROCEDURE` (which the grammar reads as an error before its
+    `BEGIN … END` body) and `CREATE TRIGGER` had no definition."""
+    text = ("-- Archive orders older than a cutoff date.\nCREATE PROCEDURE archive_old_orders(IN cutoff DATE)\n"
+            "BEGIN\n  DELETE FROM orders WHERE created_at < cutoff;\nEND;\n\n"
+            "CREATE TRIGGER orders_audit AFTER INSERT ON orders FOR EACH ROW EXECUTE FUNCTION audit();\n")
+    assert _defined("procs.sql", text) == [("archive_old_orders", "procedure", 0, 4),
+                                           ("orders_audit", "trigger", 6, 6)]
+
+
+def test_a_julia_definition_behind_a_macro_is_a_definition():
+    """`@inline function normalize(…)` (and `@noinline f(x) = …`, `@kwdef
+    struct …`) had no definition: a macro applied to a definition defines it."""
+    text = ('"""Scale to unit length."""\n@inline function normalize(v::Vec2)\n    v / norm(v)\nend\n\n'
+            "@noinline halve(x) = x / 2\n\n@kwdef struct Options\n    depth::Int = 1\nend\n\n"
+            '@testset "norms" begin\n    check(x) = 1\nend\n')
+    assert _defined("vec.jl", text) == [("normalize", "function", 0, 3), ("halve", "function", 5, 5),
+                                        ("Options", "struct", 7, 9)]
+
+
+def test_a_perl_block_package_holds_its_subs():
+    """`package Shape::Circle { sub area … }` was a namespace with no
+    members; its `area` was unqualified, so `Shape::Circle::area` could
+    answer another package's `area`."""
+    text = ("package Shape::Circle {\n    # Area of the circle.\n    sub area {\n        return 3.14;\n    }\n}\n\n"
+            "package Shape::Square;\n\nsub area {\n    return 4;\n}\n")
+    assert _defined("Pkg.pm", text) == [("Shape.Circle", "namespace", 0, 0), ("Shape.Circle.area", "function", 1, 4),
+                                        ("Shape.Square", "namespace", 7, 7), ("area", "function", 9, 11)]
+
+
+def test_ruby_methods_defined_in_a_block_given_to_a_call_are_definitions_of_its_scope():
+    """An ActiveSupport::Concern's `included do … end` and `class_methods do
+    … end` hid their methods: a block given to a call is walked for the
+    methods it `def`ines, as the scope's own, with the comments above them."""
+    text = ("module Taggable\n  extend ActiveSupport::Concern\n\n  included do\n    has_many :taggings\n\n"
+            "    # Attach a tag by name.\n    def tag_with(name)\n      taggings.create!(name: name)\n    end\n  end\n\n"
+            "  class_methods do\n    # Records carrying the tag.\n    def tagged(name)\n      where(name: name)\n"
+            "    end\n  end\nend\n")
+    assert _defined("taggable.rb", text) == [("Taggable", "namespace", 0, 5), ("Taggable.tag_with", "method", 6, 9),
+                                             ("Taggable.tagged", "method", 13, 16)]
+
+
+def test_r6_reference_and_s4_classes_and_functions_assigned_to_a_member_are_definitions():
+    """`Account <- R6Class("Account", public = list(deposit = function…))`,
+    `utils$percent <- function…` and S4's `setClass`/`setGeneric`/`setMethod`
+    had no definitions ("no definitions in account.R")."""
+    text = ('Account <- R6Class("Account",\n  public = list(\n    balance = 0,\n'
+            "    # Deposit money.\n    deposit = function(amount) {\n      self$balance <- self$balance + amount\n"
+            "    }\n  )\n)\n\nutils$percent <- function(x) {\n  paste0(100 * x, \"%\")\n}\n\n"
+            'setClass("Person", representation(name = "character"))\n'
+            'setGeneric("greet", function(obj) standardGeneric("greet"))\n'
+            'setMethod("greet", "Person", function(obj) {\n  cat(obj@name)\n})\n')
+    assert _defined("account.R", text) == [
+        ("Account", "class", 0, 2), ("Account.deposit", "method", 3, 6), ("utils.percent", "function", 10, 12),
+        ("Person", "class", 14, 14), ("greet", "function", 15, 15), ("greet", "method", 16, 18)]
+
+
+def test_an_objective_c_method_asked_in_its_own_notation_is_found(tmp_path: Path):
+    """`-[Downloader cancel]`, `+[Downloader sharedDownloader]` and
+    `-[Downloader startWithURL:completion:]` (as crash logs and Apple's docs
+    print a method) were read as sentences: the whole @implementation came first."""
+    write_tree(tmp_path, {"Downloader.m": (
+        '#import "Downloader.h"\n\n@implementation Downloader\n\n/// Start fetching the resource.\n'
+        "- (void)startWithURL:(NSURL *)url completion:(void (^)(NSData *))completion {\n    [self resume];\n}\n\n"
+        "+ (instancetype)sharedDownloader {\n    static Downloader *shared;\n    return shared;\n}\n\n"
+        "- (void)cancel {\n    [self stop];\n}\n\n@end\n")})
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        for query, line in (("-[Downloader startWithURL:completion:]", 4), ("+[Downloader sharedDownloader]", 9),
+                            ("-[Downloader cancel]", 14)):
+            hit = engine.recall(query, ["code"], mode="lexical").hits_by_kind["code"][0]
+            assert (hit.path, hit.start_line) == ("Downloader.m", line), query
+    finally:
+        engine.close()
+
+
+def test_a_script_with_no_extension_is_indexed_in_the_language_its_shebang_names(tmp_path: Path):
+    """`bin/deploy` (`#!/usr/bin/env bash`) and `bin/tool` (`#!/usr/bin/env
+    python3`) were never indexed, and status said nothing was skipped: a file
+    with no extension is read in the language its `#!` line names, when one
+    of that language's extensions is included."""
+    write_tree(tmp_path, {
+        "bin/deploy": "#!/usr/bin/env bash\n# Roll the release back.\nrollback_release_now() {\n  ln -sfn a b\n}\n",
+        "bin/tool": "#!/usr/bin/env python3\ndef frobnicate_widgets(n):\n    return n * 2\n",
+        "libexec/run": "#!/bin/sh\nstart_the_service() {\n  exec true\n}\n",
+        "LICENSE": "Permission is hereby granted, free of charge\n",
+    })
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        for name, path in (("rollback_release_now", "bin/deploy"), ("frobnicate_widgets", "bin/tool"),
+                           ("start_the_service", "libexec/run")):
+            hit = engine.recall(name, ["code"], mode="lexical").hits_by_kind["code"][0]
+            assert (hit.path, hit.symbol) == (path, name)
+        assert engine.status()["languages"]["bash"]["files"] == 2
+    finally:
+        engine.close()
+    assert language_for_path("bin/tool", "#!/usr/bin/env -S python3.11 -u\n") == "python"
+    assert language_for_path("bin/n", "#!/usr/bin/env node\n") == "javascript"
+    assert language_for_path("LICENSE", "Permission is hereby granted\n") is None
+    only_python = FileFilter(DiscoveryOptions(include=("py",)), tmp_path)
+    assert only_python("bin/tool") and not only_python("bin/deploy") and not only_python("LICENSE")
 
 
 # --- impact -------------------------------------------------------------------

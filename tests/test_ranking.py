@@ -306,6 +306,30 @@ def test_a_function_without_the_querys_words_never_takes_the_place_of_residue_th
         engine.close()
 
 
+def test_a_scripts_top_level_code_outranks_its_helpers_that_hold_only_common_words(tmp_path):
+    """A shell script's loop (module residue) that dumps the databases came
+    second to the file's `log`/`die` helpers, which share with the query only
+    a word in most chunks: that word's idf is floored at 1e-6, not 0, so the
+    helpers passed for a chunk with the query's words and took the loop's place."""
+    common = {f"lib/reader_{i}.py": (f"def read_record_{i}(path):\n    if not path:\n"
+                                     f"        raise ValueError('error reading record {i}')\n    return path\n")
+              for i in range(8)}
+    write_tree(tmp_path, {"backup.sh": (
+        '#!/usr/bin/env bash\nset -euo pipefail\n\nlog() {\n  echo "$*" >&2\n}\n\n'
+        'die() {\n  log "error: $*"\n  exit 1\n}\n\nBUCKET=${BUCKET:?set BUCKET}\n\n'
+        "# Dump every Postgres database, compressed.\n"
+        'for db in $(psql -Atc "select datname from pg_database"); do\n'
+        '  pg_dump --format=custom "$db" | gzip > "/tmp/$db.dump.gz" || die "$db"\n'
+        'done\nlog "backup finished"\n'), **common})
+    engine = Engine(tmp_path, EngineOptions())
+    try:
+        engine.index()
+        hits = engine.recall("dump every postgres database error", ["code"], 5, mode="lexical").hits_by_kind["code"]
+        assert (hits[0].path, hits[0].start_line, hits[0].symbol) == ("backup.sh", 12, None), hits
+    finally:
+        engine.close()
+
+
 # --- Query analysis: names and text of every script, Lisp and Ruby names ----------------------
 
 def _filler(count: int = 6) -> dict[str, str]:

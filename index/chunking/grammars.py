@@ -14,7 +14,7 @@ from .java import java_decl
 from .javascript import js_decl
 from .php import php_decl
 from .python import python_decl
-from .ruby import ruby_decl
+from .ruby import ruby_call_block, ruby_decl
 from .rust import rust_decl
 from .spans import Decl, Grammar
 
@@ -42,7 +42,8 @@ GRAMMARS: dict[str, Grammar] = {
     # `if defined?(X) … def clock_time … else … end`: methods defined under a condition.
     "ruby": Grammar(ruby_decl, leading=frozenset({"comment"}),
                     transparent=frozenset({"singleton_class", "body_statement", "if", "unless", "elsif", "else",
-                                           "then"})),
+                                           "then"}),
+                    wrapped_block=ruby_call_block),
     # `if (! function_exists('app')) { function app() … }`: helpers and polyfills defined under a condition.
     "php": Grammar(
         php_decl, leading=frozenset({"comment"}),
@@ -60,7 +61,7 @@ def _table_grammar(table: LanguageTable, fallback: Callable[[Node], Decl | None]
     def classify(node: Node) -> Decl | None:
         found = classify_by_table(table, node)
         if found is not None:
-            return Decl(*found)
+            return Decl(found.kind, found.name, found.members, found.is_type, arity=found.arity)
         return fallback(node) if fallback is not None else None
     return Grammar(classify, table.leading, table.transparent, table.continued_by, table.joins_clauses,
                    table.wrapped_block, quoted_by)

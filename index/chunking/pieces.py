@@ -35,6 +35,8 @@ class Piece(NamedTuple):
     line: int = -1
     # A declaration only (spans.Decl.declaration), until the file's spans are complete.
     declaration: bool = False
+    # Its clauses' arity (spans.Decl.arity): a clause of another arity is another function.
+    arity: int | None = None
 
 
 def build_chunks(lines: list[str], pieces: list[Piece], language: str, kind: str) -> list[Chunk]:

@@ -1,5 +1,7 @@
 """What a Ruby syntax node defines: methods, classes and modules, and a
-class made by a call (`Price = Struct.new(:amount) do … end`)."""
+class made by a call (`Price = Struct.new(:amount) do … end`); and the
+block of a call whose methods are defined as its neighbours'
+(`included do … end`)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,16 @@ def ruby_decl(node: Node) -> Decl | None:
     if node_type == "call":
         return _method_argument(node)
     return None
+
+
+def ruby_call_block(node: Node) -> Node | None:
+    """The body of the block a call is given (`included do … end`,
+    `class_methods do … end` of an ActiveSupport::Concern, `concerning :X do`,
+    a spec's `describe … do`): the methods `def`ined in it are definitions of
+    the scope the call is in (spans.Grammar.wrapped_block)."""
+    # The block itself, not its body: a comment above the first method is
+    # the block's child (its body, a body_statement, is walked through).
+    return node.child_by_field_name("block") if node.type == "call" else None
 
 
 def _method_argument(node: Node) -> Decl | None:

@@ -36,6 +36,7 @@ class Decl(NamedTuple):
     is_type: bool = True  # functions directly inside the container are methods
     # A declaration only (a C prototype): not listed where the file defines the name.
     declaration: bool = False
+    arity: int | None = None  # definition_table.Definition.arity
 
 
 @dataclass(frozen=True)
@@ -350,12 +351,12 @@ def _collect(
             kind = "method" if decl.kind == "function" and in_type else decl.kind
             if decl.members is None:
                 clause_of = spans[-1] if grammar.joins_clauses and spans else None
-                if clause_of is not None and (clause_of.symbol, clause_of.symbol_kind) == (symbol, kind) \
-                        and clause_of.body_end < 0 and clause_of.end < first:
+                if clause_of is not None and (clause_of.symbol, clause_of.symbol_kind, clause_of.arity) \
+                        == (symbol, kind, decl.arity) and clause_of.body_end < 0 and clause_of.end < first:
                     spans[-1] = clause_of._replace(end=end)
                 else:
                     spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name),
-                                       declaration=decl.declaration))
+                                       declaration=decl.declaration, arity=decl.arity))
             else:
                 inside = decl.members.named_children
                 after_close: list[Node] = []

@@ -90,7 +90,12 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 29: a control character in a definition's name is written `\uXXXX` (model.Chunk).
 # 30: C/C++ function prototypes at file or namespace scope, Dart named and factory constructors,
 #     Java/Kotlin enum constants with a body and Scala 3 `given … with` members are definitions.
-CHUNKER_VERSION = 30
+# 31: Haskell names keep their prime, Erlang/Elixir clauses join only at one arity, an Erlang
+#     `-spec` leads its function, OCaml `.mli` files, `let … and …` bindings and classes, SQL
+#     procedures and triggers, Julia definitions behind a macro and the subs of a Perl block
+#     package, Ruby methods in a block given to a call (`included do`) and R6/S4 classes are
+#     definitions.
+CHUNKER_VERSION = 31
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
