@@ -172,6 +172,8 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
             if sf is None:
                 continue
             for row, start, end in sf.occurrences(name, lines[path], ignore_case=other_case):
+                # and each occurrence resolved: one planted file can hold thousands.
+                check_cancelled()
                 if not other_case or sf.lines[row][start:end] != name:
                     yield sf, row, start, end
             if path not in target_paths:  # read through: its tree need not live on

@@ -320,15 +320,28 @@ def field_of(node: Node) -> str:
 # class). Real code's deepest definitions sit far within this many levels.
 MAX_ANCESTORS = 512
 
+# A node's parent as one file's walks up found it (``SourceFile.parents``).
+Parents = dict[Node, "Node | None"]
+_UNSEEN = object()
 
-def ancestors(node: Node) -> Iterator[Node]:
-    """``node``'s ancestors, innermost first, at most MAX_ANCESTORS of them."""
-    parent = node.parent
+
+def ancestors(node: Node, parents: Parents | None = None) -> Iterator[Node]:
+    """``node``'s ancestors, innermost first, at most MAX_ANCESTORS of them.
+    With ``parents`` (its file's :attr:`SourceFile.parents`), each parent is
+    looked up from the root once per file: a file's call sites share their
+    outer ancestors, and a walk up from each of a hostile nest's sites cost
+    the cube of its depth (1,500 nested calls: minutes)."""
+    current = node
     for _ in range(MAX_ANCESTORS):
+        parent = _UNSEEN if parents is None else parents.get(current, _UNSEEN)
+        if parent is _UNSEEN:
+            parent = current.parent
+            if parents is not None:
+                parents[current] = parent
         if parent is None:
             return
         yield parent
-        parent = parent.parent
+        current = parent
 
 
 def member_parts(family: Family, node: Node) -> tuple[Node, Node | None]:
@@ -596,17 +609,17 @@ def variable_position(family: Family, name: Node) -> tuple[str, str] | None:
     return None if position in family.non_variables else position
 
 
-def class_body_binds(family: Family, site: Node, name: str) -> bool:
+def class_body_binds(family: Family, site: Node, name: str, parents: Parents | None = None) -> bool:
     """Python: ``site`` is in a class body, not in a method, lambda or
     comprehension of it, and a statement of that body before the one
     holding ``site`` binds ``name`` (an assignment, a loop, a ``def``): the
     class's own name, looked up before the module's (`double =
     staticmethod(…)`, then `x = double(3)`). A class's names are no scope of
-    its methods."""
+    its methods. ``parents``: as in :func:`ancestors`."""
     if family is not PYTHON:
         return False
     scopes = family.functions | family.classes | family.comprehensions
-    holder = next((a for a in ancestors(site) if a.type in scopes), None)
+    holder = next((a for a in ancestors(site, parents) if a.type in scopes), None)
     body = holder.child_by_field_name("body") if holder is not None and holder.type in family.classes else None
     if body is None:
         return False
@@ -1262,6 +1275,8 @@ class SourceFile:
     text: str
     language: str | None = field(init=False)
     family: Family | None = field(init=False)
+    # Each node's parent, once looked up (:func:`ancestors`).
+    parents: Parents = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.language = language_for_path(self.path, self.text)

@@ -84,9 +84,9 @@ class Verdicts:
         that block only (`visible_bindings`)."""
         family = sf.family
         assert family is not None
-        if syntax.class_body_binds(family, site, name):
+        if syntax.class_body_binds(family, site, name, sf.parents):
             return "class"  # a class attribute bound earlier in the class body
-        for scope in syntax.ancestors(site):
+        for scope in syntax.ancestors(site, sf.parents):
             if scope.type in family.comprehensions and syntax.comprehension_binds(scope, name, site):
                 return "local"
             if scope.type not in family.functions:

@@ -1,7 +1,8 @@
 """Cancelling a request's work: the daemon's router (daemon/router.py) binds a
 ``CancelToken`` to the worker thread running a request (``cancelling``), sets
 it on ``$/cancelRequest``, and long work calls ``check_cancelled()`` at its
-natural steps (a file of a pass or of the impact sweep, a round of
+natural steps (a file of a pass or of the impact sweep, an occurrence the
+sweep resolves, a round of
 ``Engine.fresh_answer``, a candidate of assemble, a kind of locate's
 evidence), which raises
 ``RequestCancelled`` (-32800) so the thread stops instead of running to the

@@ -118,14 +118,15 @@ RULES_PER_SET = 2_000
 
 
 class IgnoreRules:
-    """Gitignore rules in sets of at most RULES_PER_SET, each on RE2; the
-    last rule that matches a path decides, across the sets, as in git."""
+    """Gitignore rules in sets of at most RULES_PER_SET (fewer where RE2
+    refuses a set that large: `_rule_sets`), each on RE2; the last rule
+    that matches a path decides, across the sets, as in git."""
 
     def __init__(self, lines: Iterable[str]):
-        lines = list(lines)
-        self._sets = [pathspec.PathSpec.from_lines("gitignore", lines[start:start + RULES_PER_SET],
-                                                   backend=_RULE_BACKEND)
-                      for start in range(0, len(lines), RULES_PER_SET)]
+        # A blank line or a comment is no rule: no set is compiled for them.
+        lines = [line for line in lines if line.strip() and not line.startswith("#")]
+        self._sets = [rules for start in range(0, len(lines), RULES_PER_SET)
+                      for rules in _rule_sets(lines[start:start + RULES_PER_SET])]
 
     def match_file(self, path: str) -> bool:
         for rules in reversed(self._sets):
@@ -133,6 +134,19 @@ class IgnoreRules:
             if decided is not None:
                 return decided
         return False
+
+
+def _rule_sets(lines: list[str]) -> list[pathspec.PathSpec]:
+    """``lines`` compiled as one set, else as two halves, and so on: RE2
+    refuses a set past its memory budget (2,000 rules like `**/x1*y*z*/**/*.q1`
+    failed as one), while a rule it cannot read fails alone too."""
+    try:
+        return [pathspec.PathSpec.from_lines("gitignore", lines, backend=_RULE_BACKEND)]
+    except re2.error:
+        if len(lines) < 2:
+            raise
+    half = len(lines) // 2
+    return _rule_sets(lines[:half]) + _rule_sets(lines[half:])
 
 
 def ignore_spec(lines: Iterable[str], source: str) -> IgnoreRules:
@@ -160,11 +174,26 @@ def ignore_spec(lines: Iterable[str], source: str) -> IgnoreRules:
     return IgnoreRules(kept)
 
 
+# A .gitignore's bytes read, at most (real ones hold a few KB; git refuses
+# one over 100 MB): a 10 MB one of comments cost 30 s and 0.5 GB a pass.
+IGNORE_FILE_BYTES = 1 << 20
+
+
 def _ignore_file_spec(path: str) -> IgnoreRules | None:
-    """The rules of one .gitignore file, None when it cannot be read."""
-    text = _rules_file_text(*os.path.split(path))
+    """The rules of one .gitignore file, None when it cannot be read; of
+    one over IGNORE_FILE_BYTES, the whole lines of its first IGNORE_FILE_BYTES,
+    with one warning that the rest are not applied."""
+    text = _rules_file_text(*os.path.split(path), IGNORE_FILE_BYTES + 1)
+    if text is None:
+        return None
+    if len(text.encode("utf-8", "surrogateescape")) > IGNORE_FILE_BYTES:
+        text = text[:text.rfind("\n", 0, IGNORE_FILE_BYTES) + 1]
+        if (path, "") not in _WARNED_IGNORE_FILES:
+            _WARNED_IGNORE_FILES.add((path, ""))
+            log.warning("%s: over %d bytes: only the rules of its first %d bytes are applied",
+                        path, IGNORE_FILE_BYTES, IGNORE_FILE_BYTES)
     # Lines split as a file opened in text mode splits them (universal newlines).
-    return None if text is None else ignore_spec(io.StringIO(text, newline=None), path)
+    return ignore_spec(io.StringIO(text, newline=None), path)
 
 
 def _rules_file_text(folder: str | Path, name: str, max_bytes: int = -1) -> str | None:

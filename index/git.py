@@ -11,7 +11,9 @@ and in ``git log`` no external diff, textconv or signature checks). A
 filter driver (``filter.<name>.clean``, named by the tree's
 ``.gitattributes``) runs whenever git hashes a work-tree file whose stat
 data is stale (any file of a copied or unpacked folder), so each command
-also empties every driver the repository's config defines. The
+also empties every driver the repository's config defines, and a
+``core.excludesFile`` that names no regular file (git blocks opening a
+FIFO). The
 caller's own ``GIT_*`` variables are dropped too: a daemon started from a
 git hook or an editor's terminal inherits ``GIT_DIR`` or ``GIT_WORK_TREE``
 that name another repository. For the same reason the work tree is always
@@ -57,7 +59,7 @@ def git_command(*args: str, root: Path | str | None = None, git_dir: Path | str 
         if top is not None:
             where += ["--work-tree", top]
     base = ["git", "--no-pager", *SAFE_CONFIG, *where]
-    return [*base, *_without_filters(base), *args]
+    return [*base, *_neutralised(base, root), *args]
 
 
 def _work_tree_top(folder: Path | str) -> str | None:
@@ -75,16 +77,23 @@ def _work_tree_top(folder: Path | str) -> str | None:
         here = parent
 
 
-def _without_filters(base: list[str]) -> list[str]:
+def _neutralised(base: list[str], root: Path | str | None) -> list[str]:
     """Settings emptying every filter driver the repository's config defines
-    (reading config runs nothing)."""
-    proc = run_git([*base, "config", "--null", "--name-only", "--get-regexp", r"^filter\."],
+    (reading config runs nothing), and ``core.excludesFile`` where it names
+    something other than a regular file: git blocks opening a FIFO there
+    (a shipped ``.git/config``), each command until its timeout."""
+    proc = run_git([*base, "config", "--null", "--get-regexp", r"^filter\.|^core\.excludesfile$"],
                    timeout=10)
     if proc is None or proc.returncode != 0:  # 1: none defined (or no repository)
         return []
-    names = {os.fsdecode(key)[len("filter."):].rpartition(".")[0]
-             for key in proc.stdout.split(b"\0") if key}
+    entries = [os.fsdecode(entry).partition("\n") for entry in proc.stdout.split(b"\0") if entry]
+    names = {key[len("filter."):].rpartition(".")[0] for key, _, _ in entries if key.startswith("filter.")}
     settings = []
+    excludes = [value for key, _, value in entries if key == "core.excludesfile"]
+    if excludes and excludes[-1]:  # the last one set is git's
+        named = os.path.join(root or "", os.path.expanduser(excludes[-1]))
+        if os.path.exists(named) and not os.path.isfile(named):
+            settings += ["-c", "core.excludesFile="]
     for name in sorted(names):
         for setting, value in _FILTER_SETTINGS:
             if "=" in name:

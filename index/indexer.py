@@ -8,6 +8,7 @@ writes go in short batches so live buffer updates interleave with a cold index.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from contextlib import contextmanager
@@ -96,6 +97,23 @@ class Cancelled(Exception):
     """A pass stopped early because its cancel event was set."""
 
 
+# The meta key of the files the last pass left out (JSON: path -> reason).
+SKIPPED_KEY = "skipped_files"
+
+
+def _stored_skipped(conn: Connection) -> dict[str, str]:
+    """The files a pass of this store left out and why, as it stored them
+    (data: anything else there reads as none)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (SKIPPED_KEY,)).fetchone()
+    try:
+        stored = json.loads(row[0]) if row is not None else {}
+    except (TypeError, ValueError):
+        return {}
+    if not isinstance(stored, dict):
+        return {}
+    return {path: reason for path, reason in stored.items() if isinstance(reason, str)}
+
+
 class Indexer:
     def __init__(self, root: Path, store: Store, options: DiscoveryOptions,
                  open_buffers: Callable[[], dict[str, str]]):
@@ -120,7 +138,8 @@ class Indexer:
         self.row_serial = 0
         self._row_serials: dict[str, int] = {}
         # Files left out and why (path -> reason), for status: a whole pass
-        # replaces it, a scoped pass or a single-file update amends it.
+        # replaces it, a scoped pass or a single-file update amends it; a
+        # pass stores it, so a process that runs none (a CLI status) says why.
         self.skipped: dict[str, str] = {}
         # Files read as line windows though their grammar reads them (path ->
         # why: ParsedFile.unparsed); those an earlier process stored so and
@@ -130,8 +149,10 @@ class Indexer:
         try:
             with self.store.snapshot() as conn:
                 earlier = windowed_files(conn)
+                self.skipped = _stored_skipped(conn)
         except StoreError:  # status reports the store itself
             earlier = {}
+        self._skipped_stored = dict(self.skipped)
         self.unparsed: dict[str, str] = {
             path: UNPARSED_SUSPENDED if why == UNPARSED_SUSPENDED else UNPARSED_EARLIER
             for path, (language, why) in earlier.items() if reads_definitions(language)}
@@ -249,6 +270,11 @@ class Indexer:
         else:
             self.skipped = {p: r for p, r in self.skipped.items()
                             if not in_scope_path(p)} | skipped
+        if self.skipped != self._skipped_stored:
+            with self.store.write() as conn:
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+                             "DO UPDATE SET value = excluded.value", (SKIPPED_KEY, json.dumps(self.skipped)))
+            self._skipped_stored = dict(self.skipped)
 
         listed = set(listing)
         with self._disk_lock:  # a file made again since the listing is the watcher's now

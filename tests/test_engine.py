@@ -803,3 +803,21 @@ def test_a_memorys_line_range_past_its_end_says_so(plain: Path):
         with pytest.raises(InvalidParams, match=r"f-multi ends before line \d \(it has 3 lines\)"):
             engine.get(*asked)
     engine.close()
+
+
+def test_status_of_a_process_that_ran_no_pass_says_which_files_the_last_pass_left_out(plain: Path):
+    """`ctxls index` printed "1 skipped", yet a CLI `ctxls status` after it
+    (no daemon: a process that runs no pass) listed none: the files left
+    out were known only to the process that listed them."""
+    write_tree(plain, {"big.py": "x = 1\n" * 200_000})
+    indexer = Engine(plain, EngineOptions(embeddings=False))
+    try:
+        indexer.index()
+    finally:
+        indexer.close()
+    reader = Engine(plain, EngineOptions(embeddings=False))
+    try:
+        skipped = reader.status()["skipped"]
+        assert skipped["count"] == 1 and skipped["files"] == [{"path": "big.py", "reason": "too large"}]
+    finally:
+        reader.close()

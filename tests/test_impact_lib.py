@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import callers, write_tree
-from ctxls.impact import analysis, index_view, ripgrep, risk
+from ctxls.impact import analysis, index_view, ripgrep, risk, syntax
 from ctxls.impact.callers import Limits
 from ctxls.impact.risk import Evidence, assess
 from ctxls.impact.syntax import Binding, SourceCache, SourceFile
@@ -2589,3 +2589,54 @@ def test_a_query_for_an_inherited_member_answers_the_base_s_definition_and_says_
     assert not any("inherited" in hedge for hedge in analysis.analyze(engine, "Base.run").hedges)
     assert analysis.analyze(engine, "Engine.stop") is None
     assert analysis.analyze(engine, "Engine.run", "pkg/core.py") is None  # its definition is in pkg/base.py
+
+
+def test_the_call_sites_of_a_nest_look_up_each_parent_once():
+    """tree-sitter finds a parent by walking down from the root: walking up
+    from each call site of `chain_x(chain_x(...))`, 1,500 deep, made impact
+    run for minutes. A file's walks up share its `parents`, so each parent
+    is looked up once however many call sites walk past it."""
+    depth = 300
+    sf = SourceFile("calls.py", "def chain_x(a):\n    return " + "chain_x(" * depth + "1" + ")" * depth + "\n")
+    looked_up: list[object] = []
+
+    class Counted(dict):
+        def __setitem__(self, key, value):
+            looked_up.append(key)
+            super().__setitem__(key, value)
+
+    sf.parents = Counted()
+    sites, pending = [], [sf.tree.root_node]
+    while pending:
+        node = pending.pop()
+        sites += [node] if node.type == "call" else []
+        pending += node.children
+    for site in sites:
+        assert not syntax.class_body_binds(sf.family, site, "a", sf.parents)
+        assert len(list(syntax.ancestors(site, sf.parents))) >= 3
+    assert len(sites) == depth
+    assert len(looked_up) == len(set(looked_up)) < 3 * depth
+
+
+def test_a_cancelled_impact_stops_within_a_file_of_many_call_sites(make_engine, monkeypatch):
+    """Cancellation was checked only between the sweep's files: an impact
+    abandoned on one planted file of thousands of call sites ran on, and
+    held the daemon past SIGTERM. Each occurrence resolved is a step too."""
+    from ctxls.impact import callers as callers_module
+    from ctxls.index.cancel import CancelToken, cancelling
+    from ctxls.index.errors import RequestCancelled
+
+    engine = make_engine({"calls.py": "def chain_x(a):\n    return a\n\n\n"
+                                      + "".join(f"chain_x({n})\n" for n in range(50))})
+    token, classified = CancelToken(), []
+    classify = callers_module._classify
+
+    def classify_then_cancel(*args):
+        classified.append(args[2])
+        token.cancel()  # the client gives up while the first occurrence is resolved
+        return classify(*args)
+
+    monkeypatch.setattr(callers_module, "_classify", classify_then_cancel)
+    with cancelling(token), pytest.raises(RequestCancelled):
+        analysis.analyze(engine, "chain_x")
+    assert len(classified) == 1

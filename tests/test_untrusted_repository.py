@@ -31,7 +31,9 @@ from ctxls.index.paths import is_test_or_doc
 from ctxls.index.paths import is_vendored_path
 from ctxls.index.paths import path_class
 from ctxls.index import ann_file, trust
-from ctxls.index.discovery import DiscoveryOptions, FileFilter, discover, ignored_paths, listed_folders
+from ctxls.index.git import git_command, run_git
+from ctxls.index.discovery import (IGNORE_FILE_BYTES, DiscoveryOptions, FileFilter, discover, ignored_paths,
+                                   listed_folders)
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.live import git_dir
 from ctxls.index.locate_history import History
@@ -162,6 +164,56 @@ def test_an_ignore_file_of_50000_rules_is_read_whole(tmp_path: Path):
     assert code_paths(root, "generated_keep")[0] == "gen_keep.py"
     for ignored in ("generated_drop", "ignored_late"):
         assert not {"gen_drop.py", "late.py"} & set(code_paths(root, ignored))
+
+
+def test_rules_re2_cannot_compile_as_one_set_are_compiled_in_smaller_sets(tmp_path: Path):
+    """2,000 rules like `**/x1*y*z*/**/*.q1` each compile, but not as one
+    set within RE2's memory budget: indexing outside git crashed with
+    "failed to compile Set". A set RE2 refuses is split; every rule holds,
+    and the last one that matches still decides."""
+    root = tmp_path / "plain"
+    rules = ["gen*.py", *(f"**/x{n}*y*z*/**/*.q{n}" for n in range(2_000)), "!gen_keep.py", "late.py"]
+    write_tree(root, {
+        ".gitignore": "\n".join(rules) + "\n",
+        "app.py": "def app():\n    return 0\n",
+        "gen_drop.py": "def generated_drop():\n    return 1\n",
+        "gen_keep.py": "def generated_keep():\n    return 2\n",
+        "late.py": "def ignored_late():\n    return 3\n",
+        "x7ayz/deep/out.q7": "",
+    })
+    listing = discover(root, FileFilter(DiscoveryOptions(include=("py", "q7"))))
+    assert sorted(listing.paths) == ["app.py", "gen_keep.py"]
+
+
+def test_a_gitignore_over_a_megabyte_is_read_up_to_its_cap_with_a_warning(tmp_path: Path, caplog):
+    """A 10 MB `.gitignore` of comments outside git (10 KB gzipped) cost
+    30 s and 0.5 GB on every CLI call. Its first IGNORE_FILE_BYTES are
+    read, and a warning names the file whose later rules are not applied."""
+    root = tmp_path / "plain"
+    filler = "# filler\n" * (IGNORE_FILE_BYTES // 8)
+    write_tree(root, {
+        ".gitignore": "drop.py\n" + filler + "late.py\n",
+        "app.py": "def app():\n    return 0\n",
+        "drop.py": "def dropped():\n    return 1\n",
+        "late.py": "def past_the_cap():\n    return 2\n",
+    })
+    with caplog.at_level("WARNING", logger="ctxls.index.discovery"):
+        listing = discover(root, FileFilter(DiscoveryOptions()))
+    assert sorted(listing.paths) == ["app.py", "late.py"]
+    assert f"{root.resolve() / '.gitignore'}: over {IGNORE_FILE_BYTES} bytes" in caplog.text
+
+
+def test_a_repositorys_excludes_file_naming_a_fifo_blocks_no_git_command(tmp_path: Path):
+    """`core.excludesFile` in a shipped `.git/config` naming a FIFO made
+    every git command ctxls runs block until its timeout (indexing one file
+    took 61 s, every CLI recall 63 s). Only a regular file is read as it."""
+    root = tmp_path / "repo"
+    write_tree(root, {"app.py": "def app():\n    pass\n"})
+    git(root, "init", "-q")
+    os.mkfifo(root / ".git" / "excludes")
+    git(root, "config", "core.excludesFile", str(root / ".git" / "excludes"))
+    listed = run_git(git_command("ls-files", "-z", "--others", "--exclude-standard", root=root), timeout=20)
+    assert listed is not None and listed.stdout == b"app.py\0"
 
 
 def code_paths(root: Path, query: str) -> list[str]:
