@@ -181,7 +181,7 @@ def _memory_backend(args):
 
 def cmd_memory(args):
     """migrate | export (JSON lines on stdout) | import (JSON lines from stdin)."""
-    from ctxls.index.memory.postgres import FULL_TEXT_SCAN_WARNING, MemorySchemaError
+    from ctxls.index.memory.postgres import FULL_TEXT_SCAN_WARNING
     from ctxls.index.memory.transfer import read_lines, write_lines
 
     log_on_stderr(args)
@@ -224,10 +224,7 @@ def cmd_memory(args):
                     lambda done: print(f"\rembedded {done} rows", end="", file=sys.stderr, flush=True))
                 print(f"\rembedded {embedded} rows", file=sys.stderr)
         return 0
-    except MemorySchemaError as exc:
-        print(f"ctxls: {exc}", file=sys.stderr)
-        return 1
-    finally:
+    finally:  # a schema or database this ctxls cannot use is a MemoryUnavailable: cli.main says it
         backend.close()
         if store is not None:
             store.close()

@@ -425,9 +425,11 @@ def impact(bridge: Bridge, a: dict) -> dict:
 
 
 def remember(bridge: Bridge, a: dict) -> dict:
-    bridge.call("ctxls/remember", {"id": a["id"], "text": a["text"], "kind": a["kind"],
-                                   "by": "agent", "scope": a["scope"], "meta": a["meta"]})
-    stored = bridge.call("ctxls/get", {"id": a["id"], "scope": a["scope"], "log": False})
+    # echo: the row written, not what ctxls/get answers for its id (an
+    # indexed file's path answers the file).
+    stored = bridge.call("ctxls/remember", {"id": a["id"], "text": a["text"], "kind": a["kind"],
+                                            "by": "agent", "scope": a["scope"], "meta": a["meta"],
+                                            "echo": True}).get("item")
     stored_kind = (stored or {}).get("kind", a["kind"])
     in_scope = f" in scope {a['scope']}" if a["scope"] is not None else ""
     # The text shown cut as recent_memory shows it: a 10 MiB write echoed whole

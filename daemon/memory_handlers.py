@@ -13,7 +13,7 @@ from __future__ import annotations
 from ctxls.daemon import wire
 from ctxls.daemon.app import CtxlsServer, rpc
 from ctxls.index.demand import DEFAULT_PROMOTION_THRESHOLD, DEFAULT_REVIEW_THRESHOLD
-from ctxls.index.engine import Engine
+from ctxls.index.engine import Engine, direct_item
 from ctxls.index.errors import InvalidParams, OutsideRoot, WriteFailed
 
 
@@ -55,13 +55,19 @@ def file_folder(ls: CtxlsServer, item_id: str) -> tuple[Engine, str]:
 
 @rpc("ctxls/remember")
 def remember(ls: CtxlsServer, params: wire.Params) -> dict:
-    writing_engine(ls).memory.remember(
-        ls.request_scope(params, "ctxls/remember"), params.str("id", required=True),
-        params.str("text", required=True), kind=params.str("kind") or "fact",
+    engine, scope, key = writing_engine(ls), ls.request_scope(params, "ctxls/remember"), params.str(
+        "id", required=True)
+    engine.memory.remember(
+        scope, key, params.str("text", required=True), kind=params.str("kind") or "fact",
         by=params.str("by") or "agent", occurred_at=params.int("occurredAt"),
         meta=params.object("meta"), expires_at=params.int("expiresAt"),
         session=ls.options.session, episode_window_days=ls.options.episodeWindowDays)
-    return {}
+    if not params.bool("echo", False):
+        return {}
+    # The row read back from memory itself: ctxls/get of an id that also names
+    # an indexed file answers the file (null: gone already, e.g. expired).
+    written = engine.memory.item(key, scope)
+    return {"item": wire.item_json(direct_item(written)) if written is not None else None}
 
 
 @rpc("ctxls/forget")

@@ -113,6 +113,7 @@ class MemoryUnavailable(EngineError):
 
     def __init__(self, problem: str):
         super().__init__(f"team memory is unavailable: {problem}", {"backend": "postgresql"})
+        self.problem = problem
 
 
 class RequestCancelled(EngineError):

@@ -600,11 +600,22 @@ class SemanticIndex:
         return self.embedder.batch_size if self.embedder is not None else 1
 
     def _backlog_window(self, conn) -> list[tuple[str, str]]:
-        """The next BACKLOG_WINDOW rows without a vector (memory rows first),
-        sorted by text length."""
+        """The next BACKLOG_WINDOW rows without a vector (memory rows first,
+        from the start again once none is left past the last), sorted by text
+        length."""
         window = max(BACKLOG_WINDOW, 4 * self._work_batch)
-        rows = conn.execute(self._missing_memory_sql + "AND m.id > ? ORDER BY m.id LIMIT ?",
-                            (self._memory_cursor, window)).fetchall() if self.tier.memory else []
+        rows = []
+        if self.tier.memory:
+            rows = conn.execute(self._missing_memory_sql + "AND m.id > ? ORDER BY m.id LIMIT ?",
+                                (self._memory_cursor, window)).fetchall()
+            if not rows and self._memory_cursor:
+                # Nothing past the cursor: look from the start again (as before any
+                # memory row was embedded). Another process's re-remember rewrites
+                # its row in place, keeping its id, behind the cursor; this
+                # process's own writes are mark_memory_urgent's.
+                self._memory_cursor = 0
+                rows = conn.execute(self._missing_memory_sql + "AND m.id > 0 ORDER BY m.id LIMIT ?",
+                                    (window,)).fetchall()
         if rows:
             self._memory_cursor = rows[-1][0]
             texts = self._memory_texts(rows)

@@ -175,3 +175,84 @@ class PgServer:
         with self.admin() as conn:
             conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE} OWNER {DAEMON_ROLE}")
         return self.url(name)
+
+
+class SilenceableLink:
+    """A TCP relay to a server on 127.0.0.1 (``url`` is the server's URL through
+    it) that can fall silent: ``silence()`` keeps every connection open and new
+    ones accepted but forwards nothing either way, as a frozen host or a network
+    partition looks to a client (no reset, no error, no answer); ``refuse()``
+    closes every connection and each new one at once, as a server that is down;
+    ``restore()`` forwards again (what was held, then the rest)."""
+
+    def __init__(self, target_port: int):
+        import threading
+
+        self._target = target_port
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self._refusing = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, server_url: str) -> str:
+        return server_url.replace(f":{self._target}/", f":{self.port}/", 1)
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            if self._refusing:
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self._target))
+            with self._lock:
+                self._sockets += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                self._flowing.wait()
+                sink.sendall(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def _close_connections(self) -> None:
+        with self._lock:
+            ends, self._sockets = self._sockets, []
+        for end in ends:
+            try:
+                end.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            end.close()
+
+    def silence(self) -> None:
+        self._flowing.clear()
+
+    def refuse(self) -> None:
+        self._refusing = True
+        self._close_connections()
+
+    def restore(self) -> None:
+        self._refusing = False
+        self._flowing.set()
+
+    def close(self) -> None:
+        self._listener.close()
+        self._flowing.set()
+        self._close_connections()

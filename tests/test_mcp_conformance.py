@@ -368,7 +368,7 @@ def test_a_megabyte_of_written_text_is_shown_cut_saying_how_much_is_left_out():
     bridge = CannedBridge({"ctxls/recentMemory": {"items": [row, row | {"path": "note",
                                                                          "kind": "fact",
                                                                          "body": "short"}]},
-                           "ctxls/remember": None, "ctxls/get": stored})
+                           "ctxls/remember": {"item": stored}})
     flat = " ".join(big.split())
     left_out = f"… [{len(flat) - MAX_SHOWN_LINE_CHARS:,} more characters]"
 

@@ -345,19 +345,21 @@ async def test_demand_log_feeds_review_and_promotion_candidates(repo: Path, memo
         assert await s.request("ctxls/get", {"id": "fresh"}) is not None
 
 
-async def test_an_episode_write_of_a_daemon_without_owner_prunes_every_scopes_old_episodes(
+async def test_an_episode_write_of_a_daemon_without_owner_prunes_only_its_own_scopes_old_episodes(
         repo: Path, memory_options: dict):
-    """On PostgreSQL such a write pruned only the shared tier's old episodes
-    (its transaction was fenced to the scope it wrote to), where the docs
-    and the SQLite backend prune all (memory probe)."""
+    """An editor without owner (writing to @global) with `episodeWindowDays: 1`
+    deleted every tenant's episodes older than a day, team-wide on
+    PostgreSQL: one user's local option destroyed the others' episodes, which
+    their own 30-day windows kept (memory probe). It prunes @global's alone."""
     async with serve(repo, memory_options | {"episodeWindowDays": 1}) as s:
         await s.wait_indexed()
         for scope in ("bob", "@global"):
             await s.request("ctxls/remember", {"scope": scope, "id": "ancient", "kind": "episode",
                                                "text": "long ago", "occurredAt": now_ms() - 2 * DAY_MS})
         await s.request("ctxls/remember", {"id": "fresh", "kind": "episode", "text": "just now"})
-        assert await s.request("ctxls/get", {"scope": "bob", "id": "ancient"}) is None
-        assert (await s.request("ctxls/count", {}))["count"] == 1
+        kept = await s.request("ctxls/get", {"scope": "bob", "id": "ancient"})
+        assert kept is not None and kept["text"] == "long ago"
+        assert (await s.request("ctxls/count", {}))["count"] == 2  # bob's ancient and fresh
         assert (await s.request("ctxls/get", {"id": "fresh"}))["text"] == "just now"
 
 
@@ -725,3 +727,22 @@ async def test_an_owner_longer_than_a_scope_may_be_is_reported_and_defaulted(rep
         await s.wait_indexed()
         assert await s.request("ctxls/remember", {"id": "k", "text": "some fact"}) == {}
         assert (await s.request("ctxls/get", {"id": "k"}))["text"] == "some fact"
+
+
+def test_mcp_remember_under_a_files_path_reports_the_memory_written_not_the_file(repo: Path):
+    """MCP remember read its row back with ctxls/get, which answers an indexed
+    file's path with the file: "remembered code pkg/session.py" and, as JSON,
+    the file's source, while the fact written was never shown."""
+    from ctxls.daemon.mcp_bridge import Bridge, call_tool
+
+    bridge = Bridge(repo, use_daemon=False)
+    try:
+        assert bridge.call("ctxls/get", {"id": "pkg/session.py"})["source"] == "file"  # indexed
+        note = "note: the CDN caches sessions for a day"
+        said = call_tool(bridge, "remember", {"id": "pkg/session.py", "text": note})
+        assert said["content"][0]["text"] == f"remembered fact pkg/session.py: {note}"
+        as_json = call_tool(bridge, "remember", {"id": "pkg/session.py", "text": note,
+                                                 "format": "json"})["structuredContent"]
+        assert (as_json["kind"], as_json["source"], as_json["text"]) == ("fact", "direct", note)
+    finally:
+        bridge.close()

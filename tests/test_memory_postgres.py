@@ -6,6 +6,7 @@ on both backends by tests/test_memory.py.)"""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -17,7 +18,7 @@ import pytest
 from pygls.exceptions import JsonRpcException
 
 from conftest import SAMPLE_FILES, serve, write_tree
-from pg_server import PgServer, server_folder
+from pg_server import DAEMON_ROLE, PgServer, SilenceableLink, server_folder
 
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import EngineError, MemoryUnavailable
@@ -677,3 +678,135 @@ def test_a_daemon_fills_in_the_vectors_of_rows_written_without_one(tmp_path: Pat
         assert [h.path for h in hits] == ["backups"]  # by meaning alone
     finally:
         engine.close()
+
+
+@pytest.fixture
+def link(pg_server: PgServer):
+    relay = SilenceableLink(pg_server.port)
+    yield relay
+    relay.close()
+
+
+def _answered_within(seconds: float, call) -> dict:
+    """``call``'s outcome ({"value": ...} or {"error": ...}); a failure when it
+    gives none within ``seconds`` (a hang)."""
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["value"] = call()
+        except Exception as exc:
+            outcome["error"] = exc
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"no answer within {seconds} s"
+    return outcome
+
+
+def test_a_database_that_stops_answering_fails_memory_verbs_with_32010_not_a_hang(
+        url: str, link: SilenceableLink):
+    """A frozen server (a partition: connections stay open and nothing answers)
+    hung remember and the memory half of recall forever, and with them the
+    daemon's write lane: the pool's check and every statement waited without
+    end for an answer."""
+    store = PostgresMemoryStore(link.url(url))
+    memory = Memory(store)
+    try:
+        memory.remember(named_scope("t"), "warm", "written while the server answers")
+        link.silence()
+        for verb in (lambda: memory.remember(named_scope("t"), "hung", "written while it hangs"),
+                     lambda: memory.search("fact", "written", 5, named_scope("t"))):
+            error = _answered_within(60, verb).get("error")
+            assert isinstance(error, MemoryUnavailable) and error.code == -32010
+        link.restore()
+
+        def answers() -> bool:
+            try:
+                return memory.count(named_scope("t"), ["fact"]) == 1  # "hung" was not written
+            except MemoryUnavailable:
+                return False
+        _wait_until(answers, "team memory answers again")
+
+        def silent_mid_statement():
+            with store._raw() as conn:  # checked out while the server answers
+                conn.answer_within = 1.0  # the client's statement deadline, shortened here
+                link.silence()
+                conn.execute("SELECT 1")
+        error = _answered_within(60, silent_mid_statement).get("error")
+        assert isinstance(error, MemoryUnavailable) and "did not answer" in error.message
+    finally:
+        link.restore()
+        store.close()
+
+
+def test_while_the_database_is_down_memory_verbs_fail_at_once_and_it_is_asked_again_at_a_bounded_rate(
+        url: str, link: SilenceableLink):
+    """Every memory request of an outage waited the pool's whole 5 s, though
+    each connection attempt was refused at once."""
+    store = PostgresMemoryStore(link.url(url))
+    memory = Memory(store)
+    try:
+        memory.remember(named_scope("t"), "warm", "written while the server answers")
+        link.refuse()
+        with pytest.raises(MemoryUnavailable):
+            memory.count(named_scope("t"), ["fact"])  # the outage is met once
+        asked = store.pool.get_stats()["requests_num"]
+        for _ in range(5):
+            with pytest.raises(MemoryUnavailable, match="no connection"):
+                memory.count(named_scope("t"), ["fact"])
+        # The pool was asked at most once more (the probe, at most every 2 s), not each time.
+        assert store.pool.get_stats()["requests_num"] - asked <= 1
+        link.restore()
+
+        def answers() -> bool:
+            try:
+                return memory.count(named_scope("t"), ["fact"]) == 1
+            except MemoryUnavailable:
+                return False
+        _wait_until(answers, "team memory answers again after the outage")
+    finally:
+        store.close()
+
+
+def _recall_with_memory(tmp_path: Path, url: str):
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    engine = Engine(root, EngineOptions(db_path=str(tmp_path / "index.db"), embeddings=False,
+                                        memory_url=url))
+    try:
+        engine.index()
+        with pytest.raises(MemoryUnavailable) as err:
+            engine.memory.remember(named_scope("t"), "a", "some fact")
+        recalled = engine.recall("send prepared request", ["code", "fact"], 5)
+    finally:
+        engine.close()
+    assert "pkg/session.py" in [h.path for h in recalled.hits_by_kind["code"]]
+    assert "written memory is unavailable" in recalled.partial_reason
+    return err.value
+
+
+def test_a_database_without_pgvector_fails_memory_with_32010_saying_who_adds_it_and_recall_keeps_code(
+        tmp_path: Path, pg_server: PgServer):
+    """The role may not create the extension (the one-time set-up step missed):
+    InsufficientPrivilege escaped as a traceback or "internal error", and a
+    plain recall lost its code hits."""
+    name = f"ctxls_novector_{os.getpid()}"
+    with pg_server.admin() as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}")
+        conn.execute(f"CREATE DATABASE {name} TEMPLATE template0 OWNER {DAEMON_ROLE}")
+    error = _recall_with_memory(tmp_path, pg_server.url(name))
+    assert error.code == -32010 and "CREATE EXTENSION vector" in error.message
+
+
+def test_a_newer_schema_fails_memory_with_32010_saying_upgrade_and_recall_keeps_code(
+        tmp_path: Path, url: str):
+    """MemorySchemaError was no MemoryUnavailable: a traceback in the CLI,
+    "internal error" through the daemon, and a plain recall lost its code hits."""
+    store = PostgresMemoryStore(url)
+    store.migrate()
+    store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE ctxls_memory_meta SET value = '99' WHERE key = 'schema_version'")
+    error = _recall_with_memory(tmp_path, url)
+    assert error.code == -32010 and "schema 99" in error.message and "upgrade ctxls" in error.message

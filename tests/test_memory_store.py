@@ -446,3 +446,22 @@ def test_an_enumerate_page_holds_its_rows_metas_within_the_answer_bound(plain: P
         assert seen == [f"m{i:03}" for i in range(300)]
     finally:
         engine.close()
+
+
+def test_a_row_another_process_rewrites_in_place_is_embedded_again(plain: Path):
+    """Re-remembering an id from another process (`--no-daemon` beside the
+    daemon) kept its row id behind the embedding worker's cursor: its new text
+    never got a vector (status `embedding`, pending 1, forever) and recall by
+    meaning never found it."""
+    engine = Engine(plain, EngineOptions(embeddings=True))
+    other = Engine(plain, EngineOptions(embeddings=False))  # another writer of the store
+    try:
+        other.memory.remember(EVERYTHING, "billing", "react hooks re-render on every state change")
+        assert engine.embed_pending() == 1  # found by the backlog scan, past its cursor then
+        other.memory.remember(EVERYTHING, "billing",
+                              "the billing service retries stripe webhooks for three days")
+        assert engine.embed_pending() == 1 and engine.semantic.pending() == 0
+        assert top_fact(engine, "payment provider callbacks", mode="semantic") == "billing"
+    finally:
+        other.close()
+        engine.close()

@@ -71,8 +71,7 @@ class Memory:
         self._written(self.backend.write(Write(
             scope.home, key, kind, by, "text", [whole_segment(text)], meta_json,
             occurred_at if occurred_at is not None else now, expires_at, session, now, None,
-            now - int(episode_window_days * DAY_MS) if kind == "episode" else None,
-            prune_every_scope=scope.unrestricted)))
+            now - int(episode_window_days * DAY_MS) if kind == "episode" else None)))
 
     def ingest(self, scope: Scope, filename: str, text: str | None = None,
                base64_data: str | None = None, key: str | None = None, by: str = "agent",

@@ -143,10 +143,10 @@ class Write:
     session: str | None
     created_at: int
     upload: Upload | None  # None: a remember, which drops any earlier upload of the id
-    prune_episodes_before: int | None  # an episode write prunes older episodes first
-    # The writer reads every scope (a daemon without owner): its prune spans
-    # every scope, not only the scope it writes to (both backends).
-    prune_every_scope: bool = False
+    # An episode write prunes the older episodes of the scope it writes to first
+    # (whatever the writer reads: one writer's window never removes another
+    # tenant's episodes).
+    prune_episodes_before: int | None
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,13 @@ background (``start_embedding``: rows another daemon wrote with embeddings off).
 
 Faults: a connection is awaited at most ``POOL_WAIT_S`` and a statement runs
 at most ``STATEMENT_TIMEOUT_MS``; then the verb fails with MemoryUnavailable
-(-32010) and nothing is acknowledged. The pool reconnects in the background.
+(-32010) and nothing is acknowledged. A server that answers nothing at all (a
+frozen host, a network partition: TCP keeps the connection open, so no socket
+error comes) is bounded on this side too (``_guarded_connection_class``). The
+pool reconnects in the background; while the database is known to be down, a
+verb fails at once and the database is asked again at most every
+``PROBE_EVERY_S`` (``_raw``). A database this ctxls cannot use (a newer schema,
+no pgvector) fails the verbs with -32010 too, saying what to do.
 """
 
 from __future__ import annotations
@@ -118,6 +124,11 @@ FILL_BATCH = 16
 FILL_IDLE_S = 30.0
 CONNECT_TIMEOUT_S = 3
 STATEMENT_TIMEOUT_MS = 10_000
+# The client's own deadline for the server's answer to a statement: a server
+# that answers cancels a slow statement itself first (STATEMENT_TIMEOUT_MS);
+# one that answers nothing is given up this much later. The pool's check of a
+# connection on checkout is given CONNECT_TIMEOUT_S.
+ANSWER_WITHIN_S = STATEMENT_TIMEOUT_MS / 1000 + 1.0
 POOL_MAX = 8
 # pg_advisory_xact_lock keys: one migration at a time across daemons, and one
 # memory write (remember, ingest, forget, purge, import) at a time: taken first
@@ -245,8 +256,13 @@ def _rebuild_full_text(conn) -> None:
     conn.execute("SELECT set_config('ctxls.all', '', true)")
 
 
-class MemorySchemaError(RuntimeError):
-    """The memory database was written by a newer ctxls; it is left untouched."""
+class MemorySchemaError(MemoryUnavailable):
+    """The memory database was written by a newer ctxls; it is left untouched
+    (-32010: memory is unavailable to this ctxls until it is upgraded)."""
+
+    def __init__(self, version: int):
+        super().__init__(f"memory database has schema {version}; this ctxls reads up to "
+                         f"{SCHEMA_VERSION}: upgrade ctxls (a newer one migrated the database)")
 
 
 def _vector_literal(vector) -> str:
@@ -312,6 +328,68 @@ def _term_tsquery(term: str) -> str | None:
     return "(" + " <-> ".join(_quoted_lexeme(lexeme) for lexeme in lexemes) + ")"
 
 
+_GUARDED_CONNECTIONS: dict[type, type] = {}
+
+
+def _guarded_connection_class(psycopg) -> type:
+    """psycopg's Connection that gives up waiting for the server's answer
+    (a statement, a commit, the pool's check) after ``answer_within`` seconds
+    (None: unbounded, for a migration): it closes the connection, which the
+    pool then replaces, and raises ``ServerSilent`` (an OperationalError).
+    A server that answers cancels a slow statement itself (statement_timeout);
+    this bounds one that answers nothing (a frozen host, a partition), where
+    TCP keeps the connection open and no socket error ever comes."""
+    if psycopg not in _GUARDED_CONNECTIONS:
+        class ServerSilent(psycopg.OperationalError):
+            pass
+
+        class GuardedConnection(psycopg.Connection):
+            answer_within: float | None = ANSWER_WITHIN_S
+
+            def wait(self, gen, *args, **kwargs):
+                if self.answer_within is None:
+                    return super().wait(gen, *args, **kwargs)
+                return super().wait(self._answered(gen, self.answer_within), *args, **kwargs)
+
+            def _answered(self, gen, within: float):
+                # psycopg's wait sends a falsy "nothing ready" every 0.1 s while it waits.
+                deadline = time.monotonic() + within
+                try:
+                    state = next(gen)
+                    while True:
+                        ready = yield state
+                        if not ready and time.monotonic() > deadline:
+                            gen.close()
+                            self.pgconn.finish()
+                            raise ServerSilent(f"the server did not answer within {within:g} s")
+                        state = gen.send(ready)
+                except StopIteration as done:
+                    return done.value
+
+        GuardedConnection.ServerSilent = ServerSilent
+        _GUARDED_CONNECTIONS[psycopg] = GuardedConnection
+    return _GUARDED_CONNECTIONS[psycopg]
+
+
+@contextmanager
+def _answer_within(conn, seconds: float | None) -> Iterator:
+    """``conn``'s wait for the server bounded by ``seconds`` meanwhile (None: unbounded)."""
+    before = conn.answer_within
+    conn.answer_within = seconds
+    try:
+        yield conn
+    finally:
+        conn.answer_within = before
+
+
+def _check_answers(conn) -> None:
+    """The pool's check on checkout (one round trip), bounded by CONNECT_TIMEOUT_S."""
+    from psycopg_pool import ConnectionPool
+
+    with _answer_within(conn, CONNECT_TIMEOUT_S):
+        ConnectionPool.check_connection(conn)
+
+
 _RECORDING_POOLS: dict[type, type] = {}
 
 
@@ -359,12 +437,14 @@ class PostgresMemoryStore:
         self._probed: tuple[float, MemoryUnavailable | None] | None = None
         self._closing = threading.Event()
         self._filler: threading.Thread | None = None  # start_embedding's
+        self._connection_class = _guarded_connection_class(psycopg)
         self.pool = _recording_pool_class(ConnectionPool)(
             url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_WAIT_S,
+            connection_class=self._connection_class,
             kwargs={"connect_timeout": CONNECT_TIMEOUT_S,
                     "options": f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
                     "application_name": "ctxls", "autocommit": True},
-            check=ConnectionPool.check_connection, reconnect_timeout=POOL_WAIT_S * 6,
+            check=_check_answers, reconnect_timeout=POOL_WAIT_S * 6,
             name="ctxls-memory")
         self.pool.open(wait=False)
         # A hybrid recall reads its full text here while its query is embedded.
@@ -380,7 +460,7 @@ class PostgresMemoryStore:
             if self._probed is not None and time.monotonic() - self._probed[0] < PROBE_EVERY_S:
                 return self._probed[1]
             try:
-                with self._raw(PROBE_WAIT_S) as conn:
+                with self._connection(PROBE_WAIT_S) as conn:
                     conn.execute("SELECT 1")
                 error = None
             except MemoryUnavailable as exc:
@@ -460,7 +540,22 @@ class PostgresMemoryStore:
     @contextmanager
     def _raw(self, wait_s: float = POOL_WAIT_S) -> Iterator:
         """A pooled connection (autocommit: a transaction is always explicit, or
-        one multi-statement query), as MemoryUnavailable when there is none."""
+        one multi-statement query), as MemoryUnavailable when there is none.
+        While the database is known to be down, MemoryUnavailable at once:
+        ``unavailable`` asks it again at most every PROBE_EVERY_S (waiting at
+        most PROBE_WAIT_S), not every request the pool's whole wait."""
+        known = self._probed
+        if known is not None and known[1] is not None:
+            down = self.unavailable()
+            if down is not None:
+                raise MemoryUnavailable(down.problem) from down
+        with self._connection(wait_s) as conn:
+            yield conn
+
+    @contextmanager
+    def _connection(self, wait_s: float) -> Iterator:
+        """``_raw``'s connection, without the known outage's shortcut; an
+        outage it meets is recorded for ``unavailable`` (and ``_raw``)."""
         from psycopg_pool import PoolTimeout
 
         try:
@@ -471,7 +566,13 @@ class PostgresMemoryStore:
             # does not exist, a wrong password): the answer names it too.
             cause = getattr(self.pool, "last_error", None)
             why = f": {self._masked(_first_line(cause))}" if cause is not None else ""
-            raise MemoryUnavailable(f"no connection within {wait_s:g} s ({exc}){why}") from exc
+            error = MemoryUnavailable(f"no connection within {wait_s:g} s ({exc}){why}")
+            self._probed = (time.monotonic(), error)
+            raise error from exc
+        except self._connection_class.ServerSilent as exc:
+            error = MemoryUnavailable(_first_line(exc))
+            self._probed = (time.monotonic(), error)
+            raise error from exc
         except (self._psycopg.errors.ProgramLimitExceeded, self._psycopg.DataError) as exc:
             # A value over one of PostgreSQL's own limits, or one it cannot
             # hold: the database is up, and the request failed, as a
@@ -502,8 +603,7 @@ class PostgresMemoryStore:
         with self._raw() as conn:
             version = self._version(conn)
         if version > SCHEMA_VERSION:
-            raise MemorySchemaError(f"memory database has schema {version}; this ctxls reads up "
-                                    f"to {SCHEMA_VERSION}")
+            raise MemorySchemaError(version)
         if version < SCHEMA_VERSION:
             raise MemoryUnavailable(f"memory database has schema {version}, this ctxls needs "
                                     f"{SCHEMA_VERSION}: run `ctxls memory migrate`")
@@ -520,20 +620,37 @@ class PostgresMemoryStore:
                 conn.execute("SET LOCAL statement_timeout = 0")
                 before = self._version(conn)
                 if before > SCHEMA_VERSION:
-                    raise MemorySchemaError(f"memory database has schema {before}; this ctxls "
-                                            f"reads up to {SCHEMA_VERSION}")
+                    raise MemorySchemaError(before)
                 if before < target:
-                    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                    self._create_vector_extension(conn)
                     conn.execute("CREATE TABLE IF NOT EXISTS ctxls_memory_meta "
                                  "(key text PRIMARY KEY, value text NOT NULL)")
-                    for version in range(before + 1, target + 1):
-                        step = _MIGRATIONS[version]
-                        step(conn) if callable(step) else conn.execute(step)
+                    with _answer_within(conn, None):  # as statement_timeout
+                        for version in range(before + 1, target + 1):
+                            step = _MIGRATIONS[version]
+                            step(conn) if callable(step) else conn.execute(step)
                     conn.execute(
                         "INSERT INTO ctxls_memory_meta(key, value) VALUES ('schema_version', %s), "
                         "('text_search_config', %s) ON CONFLICT (key) DO UPDATE SET value = "
                         "excluded.value", (str(target), TEXT_SEARCH_CONFIG))
         return before, max(before, target)
+
+    def _create_vector_extension(self, conn) -> None:
+        """pgvector in the database, or MemoryUnavailable saying who must add it."""
+        errors = self._psycopg.errors
+        try:
+            with conn.transaction():  # a savepoint: the failure is reported, not the aborted transaction
+                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except errors.InsufficientPrivilege as exc:
+            raise MemoryUnavailable(
+                "the database lacks the pgvector extension and this role may not create it: a "
+                "superuser should run CREATE EXTENSION vector in it once (docs/architecture.md, "
+                f"Team memory, Roles) ({_first_line(exc)})") from exc
+        except (errors.FeatureNotSupported, errors.UndefinedFile) as exc:
+            raise MemoryUnavailable(
+                "the PostgreSQL server has no pgvector extension installed: install pgvector on "
+                f"the server, then a superuser runs CREATE EXTENSION vector ({_first_line(exc)})"
+            ) from exc
 
     def full_text_index_usable(self) -> bool:
         """Whether recall under row-level security can use the full-text index
@@ -563,8 +680,9 @@ class PostgresMemoryStore:
                 conn.execute("SET LOCAL statement_timeout = 0")
                 conn.execute("INSERT INTO ctxls_memory_meta(key, value) VALUES ('vector_model', %s) "
                              "ON CONFLICT (key) DO NOTHING", (stamp,))
-                conn.execute(f"CREATE INDEX IF NOT EXISTS ctxls_memory_embedding ON ctxls_memory "
-                             f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops)")
+                with _answer_within(conn, None):  # as statement_timeout
+                    conn.execute(f"CREATE INDEX IF NOT EXISTS ctxls_memory_embedding ON ctxls_memory "
+                                 f"USING hnsw ((embedding::vector({dim})) vector_cosine_ops)")
                 row = conn.execute("SELECT value FROM ctxls_memory_meta WHERE key = 'vector_model'"
                                    ).fetchone()
             elif row[0] == unfingerprinted(stamp):
@@ -652,7 +770,7 @@ class PostgresMemoryStore:
         while not self._closing.is_set():
             try:
                 batch = self._embed_batch(after, FILL_BATCH)
-            except (MemoryUnavailable, EngineError, MemorySchemaError) as exc:
+            except EngineError as exc:
                 # Down (the pool reconnects meanwhile), or a schema requests report.
                 log.debug("team memory vectors not filled in now: %s", exc)
                 batch = None
@@ -670,13 +788,9 @@ class PostgresMemoryStore:
     def write(self, write: Write) -> list[int]:
         embeddings = self._embeddings(write)  # before the transaction: it holds no lock meanwhile
         with self._write_tx(home=write.scope) as conn:
-            if write.prune_episodes_before is not None:
-                if write.prune_every_scope:  # for the prune alone: the write stays fenced
-                    conn.execute(_SET_FENCE, self._fence_settings(None, None))
-                self._delete(conn, "kind = 'episode' AND occurred_at < %s",
-                             [write.prune_episodes_before])
-                if write.prune_every_scope:
-                    conn.execute(_SET_FENCE, self._fence_settings(None, write.scope))
+            if write.prune_episodes_before is not None:  # the writing scope's own (the fence)
+                self._delete(conn, "scope = %s AND kind = 'episode' AND occurred_at < %s",
+                             [write.scope, write.prune_episodes_before])
             self._delete(conn, "scope = %s AND key = %s AND part >= %s",
                          [write.scope, write.key, len(write.segments)])
             ids = []

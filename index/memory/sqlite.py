@@ -101,14 +101,9 @@ class SqliteMemoryStore:
         with self.store.write(durable=True) as conn:
             if write.prune_episodes_before is not None:
                 # Pruned before the write: an episode is never dropped by its own write.
-                # Only the writing scope's own (PostgreSQL's fence), unless the
-                # writer reads every scope (a daemon without owner).
-                where = "memory.kind = 'episode' AND memory.occurred_at < ?"
-                args: list = [write.prune_episodes_before]
-                if not write.prune_every_scope:
-                    where += " AND memory.scope = ?"
-                    args.append(write.scope)
-                self._delete(conn, where, args)
+                # Only the writing scope's own (PostgreSQL's fence does the same).
+                self._delete(conn, "memory.kind = 'episode' AND memory.occurred_at < ? AND "
+                             "memory.scope = ?", [write.prune_episodes_before, write.scope])
             ids = self._replace(conn, write)
             if write.upload is None:
                 conn.execute("DELETE FROM memory_files WHERE scope = ? AND key = ?",
