@@ -682,8 +682,10 @@ class Engine:
         new HEAD, keeps its origin. So for each repository inside the root
         too (a submodule, a clone), whose HEAD `git submodule update` or a
         checkout in it moves. The commit each repository's log was
-        reconciled with is kept in the store, so a move made while no daemon
-        ran is found by the next process; called after whole passes and
+        reconciled with is kept in the store (the root's first one as a
+        store's first whole pass begins), so a move made while no daemon
+        ran, or during that pass, is found by the next call; called after
+        whole passes and
         before recent activity answers, whose reads see it. Never fails what
         it serves (the store refusing the write, git missing): the log is
         reconciled later."""
@@ -694,6 +696,22 @@ class Engine:
             for repository in ("", *self._repositories_inside()):
                 self._log_git_writes_in(repository, reconciled)
         except (StoreUnavailable, WriteFailed) as exc:
+            log.debug("edit log not reconciled with git: %s", exc)
+
+    def _first_reconciled_commit(self) -> None:
+        """Before a store's first whole pass: the commit it indexes is the
+        one the edit log is reconciled with (there was none), so a checkout
+        during that pass is git's, not a disk edit of every file it changed
+        that the pass had read."""
+        if self.buffers_only:
+            return
+        try:
+            if EDITS_HEAD_KEY in self.store.meta() or (head := head_commit(self.root)) is None:
+                return
+            with self.store.write() as conn:
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+                             "DO NOTHING", (EDITS_HEAD_KEY, head))
+        except (StoreUnavailable, WriteFailed) as exc:  # reconciled from the next move on
             log.debug("edit log not reconciled with git: %s", exc)
 
     def _repositories_inside(self) -> list[str]:
@@ -956,6 +974,8 @@ class Engine:
         listed_ns = time.time_ns()  # before the listing: what changes after it is newer
         for tier in self._tiers:
             tier.pause()
+        if pathspecs is None:
+            self._first_reconciled_commit()
         try:
             stats = self.indexer.run_pass(pathspecs, force, log_edits, report,
                                           _EitherSet(cancel, self._closing))
@@ -992,9 +1012,15 @@ class Engine:
             return self._buffers.get(path)
 
     def set_buffer(self, path: str, text: str) -> bool:
-        """Make an open (possibly unsaved) buffer the truth for ``path`` and
-        index it now. Returns False when nothing changed."""
+        """Make an open buffer with unsaved text the truth for ``path`` and
+        index it now. Returns False when nothing changed. A buffer whose text
+        is the disk's (opened, or reloaded after a write on disk, nothing
+        unsaved) is no truth of its own: the disk is followed under it, so a
+        later write is not hidden, and a reload is the disk's edit, not the
+        editor's."""
         text = indexed_buffer_text(text)
+        if self.buffer_text(path) is None and self._is_disk_text(path, text):
+            return False
         with self._buffers_lock:
             self._buffers[path] = text
         self._defer_embedding()
@@ -1002,6 +1028,21 @@ class Engine:
         if changed:
             self._mark_urgent(path)
         return changed
+
+    def _is_disk_text(self, path: str, text: str) -> bool:
+        """Whether ``text`` is what the file indexed from disk at ``path``
+        holds now; a write its rows do not have yet (the watcher's batch not
+        in) is indexed first, as the disk's edit. Read only when the file's
+        stat moved since its rows were made."""
+        state = self.store.file_state(path) if not self.buffers_only else None
+        if state is None or state.source != "disk":
+            return False  # not indexed from disk (new, ignored): the buffer is indexed
+        if (state.mtime_ns, state.size) == stat_signature(self.root, path):
+            return state.hash == content_hash(text)
+        if self._disk_text(path) != text:
+            return False
+        self.file_changed_on_disk(path)
+        return True
 
     def _written_edit(self, path: str, write: Callable[[], bool]) -> bool:
         """``write()`` (one file's latest text into the index); one the store
@@ -1064,10 +1105,18 @@ class Engine:
         self._written_edit(path, lambda: self.indexer.reindex_from_disk(path, log_edits=log_edits))
 
     def file_changed_on_disk(self, path: str) -> None:
-        """A save or a watched-file event; an open buffer still wins. A
+        """A save or a watched-file event; an open buffer's unsaved text still
+        wins. A buffer the disk now holds (saved) has nothing unsaved: the
+        disk is the truth again (the save is not logged twice). A
         buffers-only engine reads no file, whatever its client says changed."""
-        if not self.buffers_only and self.buffer_text(path) is None \
-                and self._written_edit(path, lambda: self.indexer.reindex_from_disk(path)):
+        if self.buffers_only:
+            return
+        buffered = self.buffer_text(path)
+        if buffered is not None:
+            if self._disk_text(path) == buffered and not left_out_of_listing(self.root, path):
+                self.close_buffer(path)
+            return
+        if self._written_edit(path, lambda: self.indexer.reindex_from_disk(path)):
             self._mark_urgent(path)  # recall by meaning sees it first
 
     def files_changed_on_disk(self, paths: list[str]) -> None:
@@ -1412,6 +1461,10 @@ class Engine:
         buffered = self.buffer_text(path)
         if buffered is not None or self.buffers_only:
             return buffered
+        return self._disk_text(path)
+
+    def _disk_text(self, path: str) -> str | None:
+        """The file at ``path`` on disk, as ``current_text`` reads it."""
         limit = byte_limit(path, self.options.discovery.max_file_bytes)
         read = read_file(self.root, path, limit)
         if isinstance(read, Skipped) or len(read[0]) > limit:

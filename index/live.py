@@ -5,9 +5,10 @@ It watches, one level each, exactly the folders discovery would list files
 in (``discovery.listed_folders``, an uninitialised submodule's empty folder
 included), so ignored trees cost neither a watch nor an event, plus, for the
 root's repository and each inside it (a clone, a submodule), its git folder
-for ``HEAD`` and the folders of its exclude files (``info/exclude``, the
-global excludes file). A ``.git`` coming or going in a watched folder (`git
-submodule update --init`) is a checkout. ``watchfiles`` debounces: a batch
+for ``HEAD`` and its index (which files git tracks), and the folders of its
+exclude files (``info/exclude``, the global excludes file). A ``.git``
+coming or going in a watched folder (`git submodule update --init`) is a
+checkout. ``watchfiles`` debounces: a batch
 is handed over once ``STEP_MS`` pass without a new event, at most
 ``MAX_BATCH_MS`` after its first. A batch that moves ``HEAD`` or names at
 least ``BURST_FILES`` indexable files (a checkout, a pull, a formatter) is one
@@ -19,7 +20,10 @@ Folders the platform does not watch (inotify's ``max_user_watches``
 reached: notify leaves them out without an error, so the kernel's own list of
 the watches, /proc/self/fdinfo, is checked) are polled every ``POLL_MS`` (stat
 scans of the folders and their indexable files), and status and the log say
-so; where no native watch can be set up at all, every folder is polled.
+so; where no native watch can be set up at all, every folder is polled. A
+folder whose name is not UTF-8 is not watched (none of its files is indexed),
+and the log says so. A watch that fails is made again, every file checked,
+as is one whose root was removed and made again (`rm -rf repo && git clone`).
 """
 
 from __future__ import annotations
@@ -37,8 +41,8 @@ import watchfiles
 from watchfiles._rust_notify import RustNotify, WatchfilesRustInternalError
 
 from ctxls.index.discovery import (STORE_DIR_NAME, holds_installed_dependencies, ignored_paths,
-                                   is_skipped_folder_name, listed_folders, repositories_among,
-                                   sets_ignore_rules)
+                                   is_skipped_folder_name, is_utf8, listed_folders,
+                                   repositories_among, sets_ignore_rules, shown_name)
 from ctxls.index.git import git_command, global_excludes_file, run_git
 from ctxls.index.indexer import Cancelled
 
@@ -69,6 +73,9 @@ BURST_FILES = 100
 # After a watch fails for a reason other than the platform's limit (a folder
 # removed while the watch was being set up), wait this long and set it up again.
 RETRY_S = 0.2
+# After a watch fails for any other reason (the store unavailable while the
+# repository is cloned again), wait twice as long each time, at most this long.
+MAX_RETRY_S = 30.0
 
 
 def git_dir(root: Path) -> Path | None:
@@ -92,6 +99,7 @@ class GitFiles:
     """One repository's files outside its work tree whose changes count."""
     folder: str  # its git folder, watched one level deep
     head: str  # a checkout in the repository moves it
+    index: str  # `git add -f`, `git rm --cached` change which files git lists
     # Its info/exclude and the global excludes file (and, for a link, where it leads).
     excludes: tuple[str, ...]
 
@@ -103,7 +111,17 @@ def git_files_of(work_tree: Path) -> GitFiles | None:
         return None
     excludes = [where for named in (git_exclude_file(work_tree), global_excludes_file(work_tree))
                 if named is not None for where in (os.path.abspath(named), os.path.realpath(named))]
-    return GitFiles(str(found), str(found / "HEAD"), tuple(dict.fromkeys(excludes)))
+    return GitFiles(str(found), str(found / "HEAD"), str(found / "index"),
+                    tuple(dict.fromkeys(excludes)))
+
+
+def tracked_files(work_tree: Path) -> frozenset[str]:
+    """The files git tracks in the repository ``work_tree`` is in, relative
+    to it (what its index lists: no walk of the tree)."""
+    proc = run_git(git_command("ls-files", "-z", root=work_tree), timeout=30)
+    if proc is None or proc.returncode != 0:
+        return frozenset()
+    return frozenset(os.fsdecode(name) for name in proc.stdout.split(b"\0") if name)
 
 
 # Never followed inside a repository: version control's own folders and the store.
@@ -274,6 +292,9 @@ class DiskFollower:
         # The git files of the root's repository ("") and of each inside it (a
         # clone, a submodule) by folder; found by the thread (git calls).
         self._repositories: dict[str, GitFiles] = {}
+        # The files each repository's index tracks, by folder as above: a change
+        # of its index is compared with them.
+        self._tracked: dict[str, frozenset[str]] = {}
         # The folders holding a repository of their own at the last listing.
         self._inner_repositories: set[str] = set()
         # Folders that appeared since the last listing (an empty one is in no listing yet).
@@ -281,6 +302,7 @@ class DiskFollower:
         # New folders whose files are indexed once the watch on them stands.
         self._catch_up: set[str] = set()
         self._watched: set[str] = set()
+        self._not_utf8: set[str] = set()  # listed folders left unwatched: their names are not UTF-8
         # The watch a new folder or new ignore rules replaced, open until its
         # successor stands: what it saw in between is handled, not lost.
         self._previous: RustNotify | StatPoller | None = None
@@ -330,18 +352,28 @@ class DiskFollower:
 
     # -- the thread ------------------------------------------------------------
 
-    def _run(self) -> None:
+    def _find_root_repository(self) -> None:
+        """The root's repository's git files (none outside one): at the start,
+        and again when the root or its ``.git`` was replaced."""
         own = git_files_of(self.root)
         self._git_dir = Path(own.folder) if own is not None else None
+        self._tracked.pop("", None)  # listed again with the next watch
         if own is not None:
             self._repositories[""] = own
+        else:
+            self._repositories.pop("", None)
+
+    def _run(self) -> None:
+        self._find_root_repository()
         polling = self.requested == "poll"
         if polling:
             self.reason = "polling was asked for (watch: \"poll\")"
+        failures = 0
         try:
             while not self._stop.is_set():
                 try:
                     self._watch(polling)
+                    failures = 0
                 except OSError as exc:
                     if self._stop.is_set():
                         break
@@ -354,9 +386,19 @@ class DiskFollower:
                     else:  # a folder vanished while the watch was set up: again
                         log.info("watching %s again: %s", self.root, exc)
                         self._stop.wait(RETRY_S)
-        except Exception:  # the daemon stays up; status says the disk is not followed
-            log.exception("following %s on disk failed", self.root)
-            self.reason = "the watcher failed (see the log); answers still check their files"
+                except Exception:
+                    # Whatever failed (the store missing for a moment while
+                    # the repository is cloned again), the disk is followed
+                    # again: a new watch, then every file checked.
+                    if self._stop.is_set():
+                        break
+                    failures += 1
+                    wait = min(RETRY_S * 2 ** failures, MAX_RETRY_S)
+                    log.exception("following %s on disk failed; watching again in %g s",
+                                  self.root, wait)
+                    self._events_lost = True
+                    self.established.set()  # a first pass need not wait: every file is checked
+                    self._stop.wait(wait)
         finally:
             if self._previous is not None:
                 self._previous.close()
@@ -370,6 +412,16 @@ class DiskFollower:
         # skipped as known when it came back (`rm -rf pkg; git checkout pkg`).
         folders = {f for f in listed_folders(self.root) | self._new_folders
                    if not f or os.path.isdir(self.root / f)}
+        # A folder whose name is not UTF-8 (an old Latin-1 archive's): no
+        # file in it is indexed (discovery.NAME_NOT_UTF8), and watchfiles
+        # cannot take its path, which ended the watcher. Left out, said once.
+        unnamed = {f for f in folders if not is_utf8(f)}
+        if unnamed - self._not_utf8:
+            log.warning("%s: not watching %d folders whose names are not UTF-8 (their files are "
+                        "not indexed): %s", self.root, len(unnamed),
+                        ", ".join(sorted(map(shown_name, unnamed))[:5]))
+        self._not_utf8 = unnamed
+        folders -= unnamed
         self._new_folders &= folders
         if self.established.is_set():
             # Folders listed now and not before (new ignore rules let them in):
@@ -381,6 +433,10 @@ class DiskFollower:
         paths = [str(self.root / f) if f else str(self.root) for f in sorted(folders)]
         if self._git_dir is not None:
             self._follow_inner_repositories(folders)
+        for folder in set(self._tracked) - set(self._repositories):
+            del self._tracked[folder]
+        for folder in set(self._repositories) - set(self._tracked):
+            self._tracked[folder] = tracked_files(self.root / folder)
         for repository in self._repositories.values():
             paths.append(repository.folder)
             paths.extend(os.path.dirname(f) for f in repository.excludes
@@ -401,10 +457,14 @@ class DiskFollower:
 
     def _watch(self, polling: bool) -> None:
         """One watch over the current folders, until a new folder needs a new one."""
+        if not self.root.is_dir():  # removed: watched again, every file checked, once it is back
+            self._events_lost = True
+            self._stop.wait(RETRY_S)
+            return
         paths = self._folders()
         if polling:
             poller = StatPoller(paths, self._followed, self._git_files())
-            self.polled = len(paths)
+            self.polled = self.folders  # the git folders are in neither count
             more_folders = self._standing("poll")
             changes = self._drain_previous()
             self._check_all_if_events_lost()
@@ -536,7 +596,8 @@ class DiskFollower:
     def _git_files(self) -> list[str]:
         """The git files whose changes count: each repository's HEAD and exclude files."""
         return list(dict.fromkeys(where for repository in self._repositories.values()
-                                  for where in (repository.head, *repository.excludes)))
+                                  for where in (repository.head, repository.index,
+                                                *repository.excludes)))
 
     def _skipped_name(self, name: str) -> bool:
         """A folder discovery never lists: in a repository, version control's
@@ -547,23 +608,37 @@ class DiskFollower:
         """Index one batch; True when it brought folders to watch."""
         root = str(self.root)
         paths: set[str] = set()
-        head_moved = excludes_changed = repositories_changed = False
+        head_moved = excludes_changed = repositories_changed = root_replaced = False
+        listing_changed = False
         appeared: list[str] = []
         vanished: list[str] = []
         heads = {repository.head for repository in self._repositories.values()}
         excludes = {f for repository in self._repositories.values() for f in repository.excludes}
+        indexes = {repository.index: folder for folder, repository in self._repositories.items()}
         for change, where in changes:
             if where in heads:
                 head_moved = True
+                continue
+            if where in indexes:
+                # Files (and folders to watch) discovery lists now, or no more.
+                tracked, untracked = self._tracking_changed(indexes[where])
+                listing_changed = listing_changed or bool(tracked) \
+                    or bool(ignored_paths(self.root, untracked))
                 continue
             if where in excludes:
                 excludes_changed = True
                 continue
             rel = os.path.relpath(where, root)
-            if rel in (".", "..") or rel.startswith("../"):
-                continue  # the git folders' other files
+            if rel == "." and change is watchfiles.Change.deleted:
+                root_replaced = True  # removed, maybe made again (`rm -rf repo && git clone`)
+                continue
+            if rel in (".", "..") or rel.startswith("../") or not is_utf8(rel):
+                continue  # the git folders' other files; a name no file of is indexed
             rel = rel.replace(os.sep, "/")
             folder, _, name = rel.rpartition("/")
+            if rel == ".git" and os.path.lexists(where) != (self._git_dir is not None):
+                root_replaced = True  # the root's repository came or went (`git init`, a clone)
+                continue
             if name == ".git" and folder and self._git_dir is not None \
                     and (change is not watchfiles.Change.deleted) != (folder in self._inner_repositories):
                 # A repository inside came or went (`git submodule update --init`
@@ -585,6 +660,12 @@ class DiskFollower:
                 if change is watchfiles.Change.deleted:
                     continue  # ...or replaced by a file of its name (indexed below)
             paths.add(rel)
+        if root_replaced:
+            # Its watches went with it, and what is there now may be another
+            # repository: a new watch on it, then every file checked.
+            self._find_root_repository()
+            self._events_lost = True
+            return True
         if vanished:
             indexed = self.engine.store.file_states()
             paths.update(p for p in indexed if any(p.startswith(v + "/") for v in vanished))
@@ -597,7 +678,7 @@ class DiskFollower:
         ignored = ignored_paths(self.root, [f + "/" for f in appeared])
         new = [f for f in appeared if f + "/" not in ignored]
         self.batches += 1
-        rules_changed = excludes_changed or any(map(sets_ignore_rules, paths))
+        rules_changed = excludes_changed or listing_changed or any(map(sets_ignore_rules, paths))
         # A repository coming is a checkout: one pass lists what it holds.
         head_moved = head_moved or repositories_changed
         if paths or head_moved or rules_changed:
@@ -610,6 +691,20 @@ class DiskFollower:
             self._index_new_folders(keep=True)
             return True
         return False
+
+    def _tracking_changed(self, folder: str) -> tuple[list[str], list[str]]:
+        """The files the repository at ``folder`` ("" the root's) tracks since
+        its index last changed and does not index yet (`git add -f` of an
+        ignored file: discovery lists it now, and no event in the work tree
+        says so), and those it no longer tracks (`git rm --cached`: ignored,
+        discovery lists it no more). A stage or a commit lists the same files."""
+        was = self._tracked.get(folder, frozenset())
+        now = self._tracked[folder] = tracked_files(self.root / folder)
+        prefix = f"{folder}/" if folder else ""
+        tracked = [prefix + path for path in now - was]
+        return ([path for path in tracked if self.engine.indexer.wanted(path)
+                 and self.engine.store.file_state(path) is None],
+                [prefix + path for path in was - now])
 
     def _index_new_folders(self, keep: bool = False) -> bool:
         """The files of folders that appeared, their sub-folders' too;
@@ -626,11 +721,11 @@ class DiskFollower:
             for dirpath, dirnames, filenames in os.walk(self.root / folder):
                 # Nor an installed dependency inside it (a copied project's
                 # .venv, node_modules): discovery lists none of its files.
-                dirnames[:] = [d for d in dirnames if not self._skipped_name(d)
+                dirnames[:] = [d for d in dirnames if not self._skipped_name(d) and is_utf8(d)
                                and not os.path.islink(os.path.join(dirpath, d))
                                and not holds_installed_dependencies(os.path.join(dirpath, d))]
                 rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
-                found.extend(f"{rel_dir}/{name}" for name in filenames)
+                found.extend(f"{rel_dir}/{name}" for name in filenames if is_utf8(name))
                 subfolders.extend(f"{rel_dir}/{name}" for name in dirnames)
         if found:
             self._index(found)

@@ -337,6 +337,8 @@ def test_an_edit_a_pass_finds_is_dated_by_its_files_write(plain: Path):
     a window of minutes."""
     engine = engine_for(plain)
     engine.cold_index()
+    with engine.store.write() as conn:  # the store last looked at the files four hours ago
+        conn.execute("UPDATE files SET indexed_at = indexed_at - ?", (4 * 3600 * 1000,))
     engine.close()
     earlier = plain / "pkg/retry.py"
     earlier.write_text(earlier.read_text().replace("attempts=3", "attempts=4"))
@@ -351,6 +353,22 @@ def test_an_edit_a_pass_finds_is_dated_by_its_files_write(plain: Path):
                                                   ("pkg/retry.py", "retry_upload")]
     assert abs(items[1].last_edited_at - three_hours_ago * 1000) < 2000
     assert [a.id for a in engine.recent_activity(days=0.01)] == ["pkg/session.py"]
+    engine.close()
+
+
+def test_a_write_that_keeps_an_older_mtime_is_dated_when_a_pass_sees_it(plain: Path):
+    """`cp -p`, `rsync -a` or `tar x` over an indexed file keep an mtime from
+    before the store last looked at it: its edit was dated by that mtime, so
+    recent activity left it out and a fact anchored to it never read as stale."""
+    engine = engine_for(plain)
+    engine.cold_index()
+    copied = plain / "pkg/retry.py"
+    copied.write_text(copied.read_text().replace("attempts=3", "attempts=4"))
+    forty_days_ago = time.time() - 40 * 86400
+    os.utime(copied, (forty_days_ago, forty_days_ago))
+    assert engine.index().updated == 1
+    assert [(a.id, a.symbol) for a in engine.recent_activity(days=1)] == [
+        ("pkg/retry.py", "retry_upload")]
     engine.close()
 
 

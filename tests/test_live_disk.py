@@ -306,6 +306,37 @@ def test_an_open_buffer_wins_over_the_disk(tree: Path):
         engine.close()
 
 
+def test_a_buffer_with_nothing_unsaved_neither_hides_disk_writes_nor_takes_credit_for_them(
+        tree: Path):
+    """A file an editor only has open (or has saved) is the disk's: a write
+    on disk under it was hidden until the buffer closed, and the editor's
+    reload of it (a didChange with the disk's new text) was logged as typed."""
+    engine = live_engine(tree)
+    try:
+        engine.set_buffer("pkg/use.py", (tree / "pkg/use.py").read_text())  # opened, unchanged
+        agent_text = "def written_by_an_agent():\n    pass\n"
+        (tree / "pkg/use.py").write_text(agent_text)
+        assert wait_until(lambda: code_symbols(engine, "written_by_an_agent")[:1]
+                          == ["written_by_an_agent"])
+        assert engine.get("pkg/use.py").text == agent_text
+        engine.set_buffer("pkg/use.py", agent_text)  # the editor reloads it from disk
+        origins = {a.symbol: (a.edits, a.origin) for a in engine.recent_activity()}
+        assert origins["written_by_an_agent"] == (1, "disk") and origins["run"] == (1, "disk")
+        # Typed, then saved: nothing unsaved is left, so a later write is followed.
+        engine.set_buffer("pkg/use.py", "def typed_then_saved():\n    pass\n")
+        (tree / "pkg/use.py").write_text("def typed_then_saved():\n    pass\n")
+        engine.file_changed_on_disk("pkg/use.py")  # didSave
+        origins = {a.symbol: (a.edits, a.origin) for a in engine.recent_activity()}
+        assert origins["typed_then_saved"] == (1, "editor")  # typed, and the save not again
+        (tree / "pkg/use.py").write_text("def written_after_the_save():\n    pass\n")
+        assert wait_until(lambda: code_symbols(engine, "written_after_the_save")[:1]
+                          == ["written_after_the_save"])
+        origins = {a.symbol: (a.edits, a.origin) for a in engine.recent_activity()}
+        assert origins["written_after_the_save"] == (1, "disk")
+    finally:
+        engine.close()
+
+
 def test_answers_check_their_files_even_with_the_watcher_off(tree: Path):
     """Two lines inserted above a function: impact and recall give the new
     bounds at once, never the old ones laid over the new text."""
@@ -367,6 +398,7 @@ def test_polling_follows_the_disk_and_says_so(tree: Path):
     try:
         watch = engine.status()["watch"]
         assert watch["mode"] == "poll" and "poll" in watch["reason"]
+        assert watch["polled"] == watch["folders"] == 2  # the root and pkg
         with open(tree / "pkg/core.py", "a") as fh:
             fh.write("\n\ndef seen_by_polling():\n    pass\n")
         assert wait_until(lambda: [a for a in engine.recent_activity()
@@ -948,6 +980,37 @@ def test_a_change_made_while_a_pass_runs_is_not_undone_by_it(tree: Path, monkeyp
         engine.close()
 
 
+def test_a_checkout_during_the_first_pass_is_not_recent_activity(tree: Path, monkeypatch):
+    """The edit log had no commit to reconcile with until the first pass
+    ended, so a checkout during it was logged as the user's disk edits of
+    every file it changed that the pass had read."""
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "init")
+    git(tree, "checkout", "-qb", "other")
+    (tree / "pkg/core.py").write_text("def other_branch_fn():\n    pass\n")
+    git(tree, "commit", "-qam", "other")
+    git(tree, "checkout", "-q", "-")
+    original = Indexer._write_batch
+    checked_out = []
+
+    def checkout_meanwhile(self, batch, log_edits, rewrite=False):
+        if not checked_out:  # every file is read by now; its rows are not written yet
+            checked_out.append(True)
+            git(tree, "checkout", "-q", "other")
+        return original(self, batch, log_edits, rewrite)
+
+    monkeypatch.setattr(Indexer, "_write_batch", checkout_meanwhile)
+    engine = Engine(tree, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        assert checked_out
+        engine.disk_changed([], head_moved=True)  # the watcher's batch of the checkout
+        assert [d.path for d in engine.symbols("other_branch_fn", "exact")] == ["pkg/core.py"]
+        assert engine.recent_activity() == []
+    finally:
+        engine.close()
+
+
 def test_a_file_name_that_is_not_utf8_does_not_end_following_the_disk(tree: Path):
     """watchfiles cannot report a path that is not UTF-8: it raised for it,
     with the rest of its batch, on that and every later call, and the
@@ -966,6 +1029,80 @@ def test_a_file_name_that_is_not_utf8_does_not_end_following_the_disk(tree: Path
         write_tree(tree, {"pkg/later.py": "def written_after_it():\n    return 2\n"})
         assert wait_until(lambda: [a for a in engine.recent_activity()
                                    if a.symbol == "written_after_it"])
+        assert engine.status()["watch"]["mode"] == "native"
+    finally:
+        engine.close()
+
+
+def test_a_folder_name_that_is_not_utf8_is_left_unwatched_and_following_goes_on(tree: Path):
+    """watchfiles cannot take a path that is not UTF-8: a Latin-1 folder
+    (an old archive's `docs/r\xe9sum\xe9/`), made while following or there
+    at the start, ended the watcher for good (status `watch: off`). No file
+    in it is indexed, so it is left out of the watch and the rest is followed."""
+    odd = os.path.join(os.fsencode(tree), b"docs", b"r\xe9sum\xe9")
+    engine = live_engine(tree)
+    try:
+        os.makedirs(odd)
+        with open(os.path.join(odd, b"notes.py"), "w") as fh:
+            fh.write("def in_the_odd_folder():\n    pass\n")
+        write_tree(tree, {"docs/readme.md": "# Notes\n"})
+        assert wait_until(lambda: engine.store.file_state("docs/readme.md"))
+        write_tree(tree, {"pkg/later.py": "def written_after_the_odd_folder():\n    pass\n"})
+        assert wait_until(lambda: [a for a in engine.recent_activity()
+                                   if a.symbol == "written_after_the_odd_folder"])
+        assert engine.status()["watch"]["mode"] == "native"
+    finally:
+        engine.close()
+    engine = live_engine(tree)  # the folder there when following starts
+    try:
+        write_tree(tree, {"pkg/again.py": "def written_after_a_restart():\n    pass\n"})
+        assert wait_until(lambda: [a for a in engine.recent_activity()
+                                   if a.symbol == "written_after_a_restart"])
+        assert engine.status()["watch"]["mode"] == "native"
+    finally:
+        engine.close()
+
+
+def test_a_file_git_starts_or_stops_tracking_against_its_ignore_rules_is_followed(tree: Path):
+    """`git add -f` of an ignored file lists it, `git rm --cached` of an
+    ignored tracked one lists it no more: only git's index changes, which
+    was not followed, so neither came or went until another change."""
+    write_tree(tree, {"build/conf.py": "def force_added_fn():\n    pass\n",
+                      "pkg/secret.py": "def tracked_secret_fn():\n    pass\n"})
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "init")
+    (tree / ".gitignore").write_text("build/\npkg/secret.py\n")  # tracked: still listed
+    engine = live_engine(tree)
+    try:
+        assert engine.store.file_state("build/conf.py") is None
+        assert engine.store.file_state("pkg/secret.py") is not None
+        git(tree, "add", "-f", "build/conf.py")
+        assert wait_until(lambda: engine.store.file_state("build/conf.py"))
+        git(tree, "rm", "-q", "--cached", "pkg/secret.py")
+        assert wait_until(lambda: engine.store.file_state("pkg/secret.py") is None)
+        with open(tree / "build/conf.py", "a") as fh:  # its folder is watched now
+            fh.write("\n\ndef appended_to_the_forced_file():\n    pass\n")
+        assert wait_until(lambda: [a for a in engine.recent_activity()
+                                   if a.symbol == "appended_to_the_forced_file"])
+    finally:
+        engine.close()
+
+
+def test_a_repository_removed_and_cloned_again_at_its_path_is_followed(tree: Path, tmp_path: Path):
+    """`rm -rf repo && git clone URL repo` under a running engine: every
+    watch went with the old folders, and the store vanished for a moment (a
+    read failing then ended the watcher). The new tree is watched."""
+    git(tree, "add", "-A")
+    git(tree, "commit", "-qm", "init")
+    upstream = tmp_path / "upstream"
+    subprocess.run(["git", "clone", "-q", str(tree), str(upstream)], check=True)
+    engine = live_engine(tree)
+    try:
+        shutil.rmtree(tree)
+        subprocess.run(["git", "clone", "-q", str(upstream), str(tree)], check=True)
+        assert wait_until(lambda: engine.store.file_state("pkg/core.py"), timeout=20)
+        write_tree(tree, {"later.py": "def written_in_the_new_clone():\n    pass\n"})
+        assert wait_until(lambda: engine.store.file_state("later.py"), timeout=20)
         assert engine.status()["watch"]["mode"] == "native"
     finally:
         engine.close()
