@@ -441,15 +441,19 @@ class ReceiverTypes:
         TS ``inject<Engine>()``, ``useContext(ApiContext)``)."""
         if call.child_by_field_name("type_arguments") is not None:
             return UNKNOWN_RECEIVER
+        return UNKNOWN_RECEIVER if self._given_of_project(sf, call) else Receiver("external")
+
+    def _given_of_project(self, sf: SourceFile, call: Node, depth: int = 0) -> bool:
+        """Whether a call is given something of the project (``_of_project``)."""
         arguments = call.child_by_field_name("arguments")
         for argument in arguments.named_children if arguments is not None else ():
             if argument.type == "keyword_argument":
                 argument = argument.child_by_field_name("value") or argument
-            if not syntax.is_comment(argument) and self._of_project(sf, argument):
-                return UNKNOWN_RECEIVER
-        return Receiver("external")
+            if not syntax.is_comment(argument) and self._of_project(sf, argument, depth):
+                return True
+        return False
 
-    def _of_project(self, sf: SourceFile, value: Node) -> bool:
+    def _of_project(self, sf: SourceFile, value: Node, depth: int = 0) -> bool:
         """Whether ``value`` is, or a call gives, something of the project: an
         object of an indexed class, a name bound to an indexed definition,
         a call of one (``main()``) or of a method of a project object
@@ -463,8 +467,23 @@ class ReceiverTypes:
         if named.type in family.members:
             owner = named.child_by_field_name(family.members[named.type][0])
             return owner is not None and self.receiver(sf, owner, named).cls is not None
-        return syntax.is_identifier(named) \
-            and self.bare_ref_at(sf, syntax.text_of(named), named.start_point.row).kind == "definition"
+        if named.type in ("string", "template_string"):  # `cast("Engine", x)`: a type written as text
+            return self._names_project_class(sf, syntax.text_of(named))
+        if not syntax.is_identifier(named) and callee is None:
+            return False
+        if syntax.is_identifier(named) and \
+                self.bare_ref_at(sf, syntax.text_of(named), named.start_point.row).kind == "definition":
+            return True
+        if callee is not None:  # `random.choice(list(engines))`: what it is given may come back
+            return depth < _GIVEN_DEPTH and self._given_of_project(sf, value, depth + 1)
+        # A parameter annotated with a project class inside a generic
+        # (`engines: list[Engine]`, TS `engines: Engine[]`): its items are the project's.
+        annotation = _parameter_annotation(sf, named, syntax.text_of(named))
+        return annotation is not None and self._names_project_class(sf, annotation)
+
+    def _names_project_class(self, sf: SourceFile, text: str) -> bool:
+        """Whether a type's text (``"Engine"``, ``list[Engine]``) names an indexed class."""
+        return any(self._class_named(sf, word) is not None for word in set(re.findall(r"[A-Za-z_]\w*", text)))
 
     def _nested_class(self, holder: Receiver, name: str) -> Receiver | None:
         """The class ``name`` when the holder's class, or the first class up
@@ -1062,4 +1081,27 @@ def _assigned_value(name_node: Node) -> Node | None:
         if parent.type in ("short_var_declaration", "var_spec") and len(values) == 1 \
                 and values[0].type == "call_expression" and names and names[0].id == name_node.id:
             return values[0]
+    return None
+
+
+# How deep calls given to calls are read for something of the project
+# (`choice(list(engines))`: 2); a hostile nest of calls is not followed down.
+_GIVEN_DEPTH = 3
+
+
+def _parameter_annotation(sf: SourceFile, node: Node, name: str) -> str | None:
+    """The annotation's text of the parameter ``name`` of the innermost
+    function around ``node`` declaring one (None: no such annotated parameter)."""
+    family = sf.family
+    assert family is not None
+    for scope in syntax.ancestors(node, sf.parents):
+        if scope.type not in family.functions:
+            continue
+        parameters = scope.child_by_field_name("parameters")
+        for parameter in parameters.named_children if parameters is not None else ():
+            declared = parameter.child_by_field_name("name") or parameter.child_by_field_name("pattern") \
+                or (parameter.named_children[0] if parameter.named_children else None)
+            annotation = parameter.child_by_field_name("type")
+            if declared is not None and syntax.text_of(declared) == name:
+                return syntax.text_of(annotation) if annotation is not None else None
     return None

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ctxls.index.locate_history import History
 from ctxls.index.locate_scorer import Contribution, Scorer, rank, shipped_scorer, text_terms
-from ctxls.index.locate_signals import ChunkRef, FileEvidence, Reason, SignalConfig, Signals
+from ctxls.index.locate_signals import PLACED_CHUNK_SCORE, ChunkRef, FileEvidence, Reason, SignalConfig, Signals
 from ctxls.index.model import line_end_character
 from ctxls.index.ranking import RankingConfig
 from ctxls.index.semantic import SemanticIndex
@@ -117,5 +117,5 @@ def _with_end_characters(conn, chunks: list[tuple[int, ChunkRef]]) -> list[Chunk
     ends = dict(conn.execute(
         f"SELECT id, text FROM chunks WHERE id IN ({','.join('?' * len(ids))})", ids).fetchall())
     return [replace(ref, end_character=line_end_character(ends.get(cid, "").rsplit("\n", 1)[-1]),
-                    score=round(ref.score, 6) if ref.score < 1e9 else 0.0)
+                    score=round(ref.score, 6) if ref.score < PLACED_CHUNK_SCORE / 2 else 0.0)
             for cid, ref in chunks if cid in ends]

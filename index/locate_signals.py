@@ -112,6 +112,12 @@ class SignalConfig:
     semantic_query_words: int = 32
 
 
+# A chunk a frame's or a written path's line names outranks every scored one
+# (text matches score far below); each next such line's chunk one step less.
+# Answers show such a chunk's score as 0.0 (it has none of its own).
+PLACED_CHUNK_SCORE = 1e9
+
+
 @dataclass(frozen=True)
 class Reason:
     signal: str  # one of SIGNALS
@@ -825,15 +831,19 @@ class Signals:
     def _frame_chunks(self, conn, files: dict[str, FileEvidence]) -> None:
         """The chunk around each frame's line, and around the line a written
         path names (`cart.py:12`, a link's `#L12`), is its file's best chunk,
-        first whatever other evidence already chose it (a text match's score)."""
+        first whatever other evidence already chose it (a text match's score):
+        the deepest frame's first (frames are reasons in depth order), then the
+        outer ones', then the written paths'."""
         for evidence in files.values():
-            for reason in evidence.reasons:
-                if reason.signal not in ("frame", "path") or reason.line is None:
-                    continue
+            placed = [r for r in evidence.reasons if r.signal == "frame" and r.line is not None] + \
+                     [r for r in evidence.reasons if r.signal == "path" and r.line is not None]
+            for order, reason in enumerate(placed):
                 row = conn.execute(
                     "SELECT c.id, c.symbol, c.start_line, c.end_line FROM chunks c JOIN files f "
                     "ON f.id = c.file_id WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? "
                     "ORDER BY c.end_line - c.start_line LIMIT 1",
                     (evidence.path, reason.line, reason.line)).fetchone()
-                if row is not None:
-                    evidence.chunks[row[0]] = ChunkRef(row[1], row[2], row[3], -1, 1e9)
+                score = PLACED_CHUNK_SCORE - order
+                held = evidence.chunks.get(row[0]) if row is not None else None
+                if row is not None and (held is None or held.score < score):
+                    evidence.chunks[row[0]] = ChunkRef(row[1], row[2], row[3], -1, score)

@@ -1688,6 +1688,44 @@ def test_what_a_library_call_returns_is_not_a_project_object(make_engine):
     assert sorted((c.span.start_line, c.confirmed) for c in found.callers) == [(21, True), (34, True), (34, True)]
 
 
+def test_a_library_call_given_the_projects_type_or_items_may_return_them(make_engine):
+    """``cast("Engine", obj)`` (the type written as text),
+    ``random.choice(engines)`` of a parameter annotated ``list[Engine]``
+    (or ``"list[Engine]"``), ``choice(list(engines))``: the library's call
+    returns the project's object, as a type checker reads it; confirmed
+    callers (the stop-67 regression probe: they had become library objects)."""
+    engine = make_engine({
+        "engine.py": (
+            "import random\n"
+            "from typing import cast\n"
+            "\n"
+            "\n"
+            "class Engine:\n"
+            "    def ignite(self):\n"
+            "        return 1\n"
+            "\n"
+            "\n"
+            "def use_cast(obj):\n"
+            "    return cast(\"Engine\", obj).ignite()\n"  # line 10
+            "\n"
+            "\n"
+            "def use_choice(engines: \"list[Engine]\"):\n"
+            "    return random.choice(engines).ignite()\n"  # line 14
+            "\n"
+            "\n"
+            "def use_items(engines: list[Engine]):\n"
+            "    return random.choice(list(engines)).ignite()\n"  # line 18
+            "\n"
+            "\n"
+            "def use_sqlite(path):\n"
+            "    import sqlite3\n"
+            "    return sqlite3.connect(path).ignite()\n"  # line 23: the library's object
+        ),
+    })
+    found = analysis.analyze(engine, "Engine.ignite")
+    assert sorted((c.span.start_line, c.confirmed) for c in found.callers) == [(10, True), (14, True), (18, True)]
+
+
 def test_a_call_through_a_named_base_class_never_reaches_an_override(make_engine):
     """``Base.save(self)`` in the override ``Model.save`` runs Base's: no
     caller of Model.save (it looked recursive); ``x.save()`` on ``x: Base``

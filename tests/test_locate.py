@@ -1603,6 +1603,27 @@ def test_a_frames_chunk_is_shown_first_though_other_evidence_chose_it_too(make_e
     assert located[0].chunks[0].symbol == "quokka_frame"
 
 
+def test_a_files_frame_chunks_are_shown_deepest_frame_first(make_engine):
+    """Frames of one file name several chunks: the function that raised
+    (the deepest frame) is shown first, then its callers, whatever their
+    lines' order in the file."""
+    def function(name: str, call: str) -> str:
+        # Each long enough to be a chunk of its own.
+        return f"def {name}(value):\n" + "".join(f"    value = value + {k}\n" for k in range(60)) \
+            + f"    return {call}\n\n\n"
+    widget = function("outer_load", "middle_parse(value)") + function("middle_parse", "inner_check(value)") \
+        + function("inner_check", "value")
+    engine = make_engine({"shop/__init__.py": "", "shop/widget.py": widget})
+    lines = widget.split("\n")
+    line_of = {name: lines.index(f"def {name}(value):") + 62 for name in ("outer_load", "middle_parse", "inner_check")}
+    located = engine.locate("Loading fails\n\nTraceback (most recent call last):\n" + "".join(
+        f'  File "/srv/app/shop/widget.py", line {line_of[name]}, in {name}\n    return x\n'
+        for name in ("outer_load", "middle_parse", "inner_check")) + "ValueError: boom\n", 3)
+    assert located[0].path == "shop/widget.py"
+    assert [c.symbol for c in located[0].chunks] == ["inner_check", "middle_parse", "outer_load"]
+    assert {c.score for c in located[0].chunks} == {0.0}  # placed by frames: no score of their own
+
+
 def test_tscs_and_pyrights_default_diagnostics_give_their_place_and_message():
     issue = read_issue("Build fails\n\n```\nnode_modules/tiny/deep-map/path.d.ts:20:13 - error TS2589: "
                        "Type instantiation is excessively deep and possibly infinite.\n"
