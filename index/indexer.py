@@ -500,11 +500,12 @@ class Indexer:
                 # Written when its file was, not when a pass found it: edits
                 # made while no daemon ran were all dated by that pass, in no
                 # order and inside any window. Unless that is before the
-                # store last looked at the file: the write kept an older
-                # mtime (`cp -p`, `tar x`, `rsync -a`) and was made since.
+                # store last looked at the file (by more than a coarse clock's
+                # tick, the racy margin): the write kept an older mtime
+                # (`cp -p`, `tar x`, `rsync -a`) and was made since.
                 looked = conn.execute("SELECT indexed_at FROM files WHERE path = ?",
                                       (record.path,)).fetchone()
-                if looked is None or record.mtime_ns // 1_000_000 > looked[0]:
+                if looked is None or racy(record.mtime_ns, looked[0]):
                     ts = min(ts, record.mtime_ns // 1_000_000)
             self._log_edits(conn, record.path, parsed, ts,
                             "editor" if record.source == "buffer" else "disk")

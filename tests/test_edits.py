@@ -169,6 +169,8 @@ def test_an_items_origin_is_its_latest_edits(sample_root):
         engine.set_buffer("pkg/retry.py", path.read_text().replace("attempts=3", "attempts=4"))
         typed = engine.recent_activity()[0].last_edited_at
         engine.close_buffer("pkg/retry.py")
+        with engine.store.write() as conn:  # the store last looked at the file four hours ago
+            conn.execute("UPDATE files SET indexed_at = indexed_at - ?", (4 * 3600 * 1000,))
         path.write_text(path.read_text().replace("attempts=3", "attempts=5"))
         an_hour_ago = time.time() - 3600
         os.utime(path, (an_hour_ago, an_hour_ago))
