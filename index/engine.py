@@ -1084,9 +1084,10 @@ class Engine:
         for tier in self._tiers:
             tier.defer(INTERACTIVE_QUIET_S)
 
-    def close_buffer(self, path: str) -> None:
+    def close_buffer(self, path: str, *, listed: bool | None = None) -> None:
         """The buffer is gone: what is on disk is the truth again (for a
-        buffers-only engine: nothing is)."""
+        buffers-only engine: nothing is). ``listed``: whether discovery lists
+        the file, where the caller has asked already (one `git check-ignore`)."""
         if self.buffers_only:
             self.forget_buffer(path)
             return
@@ -1097,7 +1098,7 @@ class Engine:
         # older text: no edit by anyone (the editor's edits are logged as
         # typed). A file written on disk since they were made is one.
         log_edits = state is None or state.source != "buffer" or self._written_on_disk_since(state)
-        if state is not None and left_out_of_listing(self.root, path):
+        if state is not None and (not listed if listed is not None else left_out_of_listing(self.root, path)):
             # An ignored file (build output, node_modules) an editor opened:
             # its buffer was indexed, its disk text never is.
             self._written_edit(path, lambda: self.indexer.drop_buffer(path))
@@ -1114,7 +1115,7 @@ class Engine:
         buffered = self.buffer_text(path)
         if buffered is not None:
             if self._disk_text(path) == buffered and not left_out_of_listing(self.root, path):
-                self.close_buffer(path)
+                self.close_buffer(path, listed=True)
             return
         if self._written_edit(path, lambda: self.indexer.reindex_from_disk(path)):
             self._mark_urgent(path)  # recall by meaning sees it first
