@@ -576,7 +576,7 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
     alias = _import_alias(family, sf, node, name)
     if alias is not None:
         return alias
-    if syntax.in_import(family, node) is not None:
+    if syntax.in_import(family, node, sf.parents) is not None:
         return _Use("import")
     if syntax.declares(family, node):
         return _Use("definition")

@@ -759,9 +759,10 @@ def ruby_symbol_use(symbol: Node, name: str) -> str | None:
 IMPORT_NESTING = 32
 
 
-def in_import(family: Family, node: Node) -> Node | None:
-    """The import (or re-export) statement around ``node``, if any."""
-    for ancestor in itertools.islice(ancestors(node), IMPORT_NESTING):
+def in_import(family: Family, node: Node, parents: Parents | None = None) -> Node | None:
+    """The import (or re-export) statement around ``node``, if any.
+    ``parents``: as in :func:`ancestors`."""
+    for ancestor in itertools.islice(ancestors(node, parents), IMPORT_NESTING):
         if ancestor.type in family.imports:
             return ancestor
         if ancestor.type == "export_statement" and ancestor.child_by_field_name("source") is not None:
