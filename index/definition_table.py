@@ -45,6 +45,12 @@ class Definition(NamedTuple):
     # How many parameters a clause takes, where a function is its name and
     # arity (Erlang's `take/1` and `take/2`): clauses join only at one arity.
     arity: int | None = None
+    # A namespace a statement declares (Perl's `package Name;`): without
+    # members of its own, the siblings after it, up to the next such
+    # statement, are its members; with them (`package Name { … }`), only
+    # those. Either way it is named from its siblings' scope, not the
+    # namespace before it.
+    scopes_rest: bool = False
 
 
 # The C preprocessor's conditionals: walked through, their branches read as
@@ -70,6 +76,7 @@ class Rule:
     is_type: bool = True  # False for namespaces: their functions stay functions
     # A path to the node whose named children are a clause's parameters (Definition.arity).
     parameters: str | None = None
+    scopes_rest: bool = False  # Definition.scopes_rest
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,7 @@ def classify(table: LanguageTable, node: Node) -> Definition | None:
                 break
         members = follow(node, rule.members) if rule.members is not None else None
         arity = _arity(follow(node, rule.parameters)) if rule.parameters is not None else None
-        return Definition(kind, name, members, rule.is_type, arity)
+        return Definition(kind, name, members, rule.is_type, arity, rule.scopes_rest)
     return None
 
 
@@ -716,9 +723,9 @@ POWERSHELL = LanguageTable(
 
 PERL = LanguageTable(
     rules={"subroutine_declaration_statement": Rule("function"),
-           # `package Name { … }` holds its subs; `package Name;` (the rest
-           # of the file) is a namespace of its own line only.
-           "package_statement": Rule("namespace", members=":block", is_type=False)},
+           # `package Name { … }` holds its subs; `package Name;` the subs
+           # after it, up to the next package statement.
+           "package_statement": Rule("namespace", members=":block", is_type=False, scopes_rest=True)},
     leading=frozenset({"comment", "pod"}),
 )
 

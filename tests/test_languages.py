@@ -317,8 +317,8 @@ DEFINITIONS = [
     ]),
     ('Tool.pm', 'perl', [
         ('My.Tool', 'namespace', 0, 0),
-        ('new', 'function', 3, 6),
-        ('run', 'function', 8, 11),
+        ('My.Tool.new', 'function', 3, 6),
+        ('My.Tool.run', 'function', 8, 11),
     ]),
     ('build.ps1', 'powershell', [
         ('Get-Version', 'function', 0, 3),
@@ -778,7 +778,7 @@ RECALLED = [
     ("main.tf", "bucket_arn", "output.bucket_arn"),
     ("build.ps1", "Get-Version", "Get-Version"),
     ("Lib.fs", "Cart.total", "Shop.Cart.total"),  # `total` is also Clojure's
-    ("Tool.pm", "run", "run"),
+    ("Tool.pm", "run", "My.Tool.run"),
     ("default.nix", "mkTool", "mkTool"),
 ]
 
@@ -1048,7 +1048,22 @@ def test_a_perl_block_package_holds_its_subs():
     text = ("package Shape::Circle {\n    # Area of the circle.\n    sub area {\n        return 3.14;\n    }\n}\n\n"
             "package Shape::Square;\n\nsub area {\n    return 4;\n}\n")
     assert _defined("Pkg.pm", text) == [("Shape.Circle", "namespace", 0, 0), ("Shape.Circle.area", "function", 1, 4),
-                                        ("Shape.Square", "namespace", 7, 7), ("area", "function", 9, 11)]
+                                        ("Shape.Square", "namespace", 7, 7), ("Shape.Square.area", "function", 9, 11)]
+
+
+def test_a_perl_package_statement_holds_the_subs_after_it_up_to_the_next():
+    """`package LWP::ConnCache;` (the common form: the rest of the file, or
+    up to the next `package`) was a one-line namespace, its subs
+    unqualified: `symbols LWP::ConnCache::deposit` had only the first-chunk
+    fallback, and two packages' `new` in one file were one name."""
+    text = ("package LWP::ConnCache;\nuse strict;\n\n# Make a cache.\nsub new { return bless {}, shift }\n\n"
+            "sub deposit {\n    return 1;\n}\n\npackage LWP::ConnCache::Entry;\nsub new { 1 }\n"
+            "package Other { sub inner { 2 } }\nsub after_block { 3 }\n1;\n")
+    assert _defined("ConnCache.pm", text) == [
+        ("LWP.ConnCache", "namespace", 0, 0), ("LWP.ConnCache.new", "function", 3, 4),
+        ("LWP.ConnCache.deposit", "function", 6, 8), ("LWP.ConnCache.Entry", "namespace", 10, 10),
+        ("LWP.ConnCache.Entry.new", "function", 11, 11), ("Other", "namespace", 12, 12),
+        ("Other.inner", "function", 12, 12), ("LWP.ConnCache.Entry.after_block", "function", 13, 13)]
 
 
 def test_ruby_methods_defined_in_a_block_given_to_a_call_are_definitions_of_its_scope():

@@ -617,12 +617,12 @@ def test_a_name_qualified_by_its_package_is_narrowed_to_its_definition(tmp_path:
         assert _top_code_hit(engine, "com.example.inject.Annotations.isMarker") == (
             "src/com/example/inject/Annotations.java", "Annotations.isMarker", 3, 5)
         assert _top_code_hit(engine, "LWP::ConnCache::deposit") == (
-            "lib/LWP/ConnCache.pm", "deposit", 9, 12)
+            "lib/LWP/ConnCache.pm", "LWP.ConnCache.deposit", 9, 12)
         assert _top_code_hit(engine, "shop.main/parse-version") == (
             "src/shop/main.clj", "parse-version", 3, 4)
         assert [(d.symbol, d.path) for d in engine.symbols("util.Constrain", "exact")] == [
             ("Constrain", "src/util/util.go")]
-        assert [d.symbol for d in engine.symbols("LWP::ConnCache::deposit", "exact")] == ["deposit"]
+        assert [d.symbol for d in engine.symbols("LWP::ConnCache::deposit", "exact")] == ["LWP.ConnCache.deposit"]
         # A qualifier naming no module of the file narrows nothing.
         assert engine.symbols("fzf.Truncate", "exact") == []
         hit = engine.recall("fzf.Truncate", ["code"], mode="lexical").hits_by_kind["code"]

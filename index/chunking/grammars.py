@@ -61,7 +61,8 @@ def _table_grammar(table: LanguageTable, fallback: Callable[[Node], Decl | None]
     def classify(node: Node) -> Decl | None:
         found = classify_by_table(table, node)
         if found is not None:
-            return Decl(found.kind, found.name, found.members, found.is_type, arity=found.arity)
+            return Decl(found.kind, found.name, found.members, found.is_type, arity=found.arity,
+                        scopes_rest=found.scopes_rest)
         return fallback(node) if fallback is not None else None
     return Grammar(classify, table.leading, table.transparent, table.continued_by, table.joins_clauses,
                    table.wrapped_block, quoted_by)

@@ -37,6 +37,7 @@ class Decl(NamedTuple):
     # A declaration only (a C prototype): not listed where the file defines the name.
     declaration: bool = False
     arity: int | None = None  # definition_table.Definition.arity
+    scopes_rest: bool = False  # definition_table.Definition.scopes_rest
 
 
 @dataclass(frozen=True)
@@ -325,6 +326,7 @@ def _collect(
     attributes right above ``nodes[0]``, when they are its parent's siblings.
     """
     previous_end = -1  # last row of the previous sibling that is not leading
+    outer_scope = scope  # a statement namespace (Decl.scopes_rest) scopes the siblings after it
     for index, node in enumerate(nodes):
         start = node.start_point.row
         after = index + 1  # a Kotlin property's getter, then its setter
@@ -346,7 +348,7 @@ def _collect(
         decl = grammar.classify(node)
         if decl is not None:
             first = leading_start if leading_start >= 0 and leading_end >= start - 1 else start
-            name = (*scope, *decl.name)
+            name = (*(outer_scope if decl.scopes_rest else scope), *decl.name)
             symbol = ".".join(name)
             kind = "method" if decl.kind == "function" and in_type else decl.kind
             if decl.members is None:
@@ -357,6 +359,8 @@ def _collect(
                 else:
                     spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name),
                                        declaration=decl.declaration, arity=decl.arity))
+                if decl.scopes_rest:  # no members of its own: the siblings after it
+                    scope = name
             else:
                 inside = decl.members.named_children
                 after_close: list[Node] = []
