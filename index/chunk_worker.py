@@ -10,13 +10,14 @@ this process's ctxls) over its pipes: a length-prefixed pickle of
 ``(path, text)`` in, of the ``ParsedFile`` out, answered in order; callers
 may submit ahead (the indexer submits a batch while it writes the last).
 
-A child that has not answered within WORKER_DEADLINE_S of starting a file,
-or that died, is killed and replaced; the files behind it are sent to the
+A child that has spent WORKER_DEADLINE_S of CPU time on a file without
+answering (or WORKER_STARVED_FACTOR times that of the clock, however
+little CPU it got), or that died, is killed and replaced; the files behind it are sent to the
 new one. Requests are written by a thread of their own: a child stuck on a
 file reads no more of its pipe, and a caller writing the next file past the
 pipe's 64 KiB blocked there, out of the deadline's reach, for as long as the
-child ran. A child still on one file CHILD_DEADLINE_MARGIN_S past the
-deadline ends itself (SIGALRM), so a daemon killed meanwhile leaves no child
+child ran. A child still on one file CHILD_DEADLINE_MARGIN_S of CPU time
+past the deadline ends itself (SIGPROF), so a daemon killed meanwhile leaves no child
 busy for minutes. The text is marked hazardous
 (``languages.mark_hazardous``: never parsed again in the daemon, impact and
 imports included) and read as line windows. Files without a grammar
@@ -71,7 +72,14 @@ log = logging.getLogger(__name__)
 # of 35 projects: 0.04 s) and ``parse_source`` abandons a parse at 2 s; past
 # this, the child is stuck inside a grammar (the first request also pays the
 # child's start, ~0.2 s).
+# CPU seconds, not the clock's: on a loaded machine (a test suite or a build
+# beside the daemon, 12 runnable processes on 2 cores) a parse abandoned at
+# its own deadline took past 10 s of the clock, and the file was marked
+# "parser hung or crashed" for good.
 WORKER_DEADLINE_S = 10.0
+# A child that got less CPU than the deadline gives in this many times it
+# of the clock is given up all the same (stopped, or starved for a minute).
+WORKER_STARVED_FACTOR = 6.0
 # A fresh child is ~30 MiB resident; py-tree-sitter's leak adds once to
 # twice each source it parses (django's cold pass: +25 MiB; an edit of its
 # 100 KB query.py: +0.1 MiB; the 2,109 largest code-corpora files: +390
@@ -113,13 +121,14 @@ class Ticket:
     """A file submitted to the worker; ``result()`` waits for its reading.
     Tickets are answered in the order they were submitted."""
 
-    __slots__ = ("path", "text", "language", "submitted_at", "_worker", "_result")
+    __slots__ = ("path", "text", "language", "submitted_at", "submitted_cpu", "_worker", "_result")
 
     def __init__(self, worker: ChunkWorker | None, path: str, text: str,
                  result: ParsedFile | None = None, language: str | None = None) -> None:
         self.path, self.text, self._worker, self._result = path, text, worker, result
         self.language = language
         self.submitted_at = time.monotonic()
+        self.submitted_cpu: float | None = None  # the child's CPU seconds then (ChunkWorker._send)
 
     def result(self) -> ParsedFile:
         if self._result is None:
@@ -143,7 +152,7 @@ class ChunkWorker:
         # The child's requests, written by a thread of their own (_write_requests).
         self._requests: queue.Queue[bytes | None] = queue.Queue()
         self._in_flight: collections.deque[Ticket] = collections.deque()
-        self._last_reply_at = 0.0
+        self._last_reply_at, self._last_reply_cpu = 0.0, None
         self._unavailable = False  # the child could not be started: chunk in the caller
         self.restarts = 0  # children killed or lost (the bench and tests read it)
         self.recycles = 0  # children that left to free their memory
@@ -193,6 +202,7 @@ class ChunkWorker:
             ticket._result = chunk_file(ticket.path, ticket.text)
             return
         request = pickle.dumps((ticket.path, ticket.text), protocol=pickle.HIGHEST_PROTOCOL)
+        ticket.submitted_cpu = _cpu_seconds(process.pid)
         self._in_flight.append(ticket)
         # Never written here: a child stuck on a file reads no more, a request
         # past the pipe's 64 KiB blocked this write, under the lock the
@@ -214,13 +224,18 @@ class ChunkWorker:
                 self._in_flight.popleft()
 
     def _reply_to(self, head: Ticket) -> ParsedFile:
-        # The head's clock starts when the child could begin it: after the
+        # The head's clocks start when the child could begin it: after the
         # reply before it, or when it was sent.
-        deadline = max(head.submitted_at, self._last_reply_at) + self.deadline_s
-        try:
-            reply, self._last_reply_at = self._replies.get(timeout=max(0.0, deadline - time.monotonic()))
-        except queue.Empty:
-            raise _WorkerFailed("no answer by the deadline") from None
+        started_at, started_cpu = max((head.submitted_at, head.submitted_cpu),
+                                      (self._last_reply_at, self._last_reply_cpu), key=lambda start: start[0])
+        deadline = started_at + self.deadline_s
+        while True:
+            try:
+                reply, self._last_reply_at, self._last_reply_cpu = self._replies.get(
+                    timeout=max(0.0, deadline - time.monotonic()))
+                break
+            except queue.Empty:
+                deadline = self._deadline_after_waiting(started_at, started_cpu)
         if reply is None:
             code = self._exit_code()
             if code == RECYCLED_EXIT:
@@ -236,6 +251,20 @@ class ChunkWorker:
             # Abandoned at the parse deadline: the daemon parses without one.
             mark_hazardous(head.text, parsed.unparsed, head.language, head.path)
         return parsed
+
+    def _deadline_after_waiting(self, started_at: float, started_cpu: float | None) -> float:
+        """When to look again at a child that has not answered by its
+        deadline of the clock: as late as the CPU time it has left, if it
+        got less than the deadline's (a loaded machine); else it is lost."""
+        now = time.monotonic()
+        process = self._process
+        used = None
+        if process is not None and started_cpu is not None:
+            spent = _cpu_seconds(process.pid)
+            used = spent - started_cpu if spent is not None else None
+        if used is None or used >= self.deadline_s or now - started_at >= self.deadline_s * WORKER_STARVED_FACTOR:
+            raise _WorkerFailed("no answer by the deadline")
+        return min(now + self.deadline_s - used, started_at + self.deadline_s * WORKER_STARVED_FACTOR)
 
     def _exit_code(self) -> int | None:
         process = self._process
@@ -296,7 +325,7 @@ class ChunkWorker:
             return None
         self._process = process
         self._replies, self._requests = queue.Queue(), queue.Queue()
-        self._last_reply_at = time.monotonic()
+        self._last_reply_at, self._last_reply_cpu = time.monotonic(), 0.0  # a fresh child
         threading.Thread(target=_read_replies, args=(process, self._replies),
                          name="chunk-worker-replies", daemon=True).start()
         threading.Thread(target=_write_requests, args=(process, self._requests),
@@ -333,12 +362,26 @@ def _read_replies(process: subprocess.Popen, replies: queue.Queue) -> None:
             reply = stream.read(size)
             if len(reply) < size:
                 break
-            replies.put((reply, time.monotonic()))
+            replies.put((reply, time.monotonic(), _cpu_seconds(process.pid)))
     except (OSError, ValueError):
         pass
     finally:
-        replies.put((None, time.monotonic()))
+        replies.put((None, time.monotonic(), None))
         stream.close()
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) process ``pid`` has used, or None
+    where /proc does not say (not Linux, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _write_requests(process: subprocess.Popen, requests: queue.Queue) -> None:
@@ -398,15 +441,15 @@ def chunk_guarded(path: str, text: str) -> ParsedFile:
 def _serve(recycle_bytes: int, deadline_s: float = WORKER_DEADLINE_S) -> None:
     """The child: requests from stdin, replies on stdout, until stdin ends
     or it holds more than ``recycle_bytes``. A file it is still reading
-    CHILD_DEADLINE_MARGIN_S past ``deadline_s`` ends it (SIGALRM's default
-    action, which needs no Python code to run: a grammar or a query holds
+    CHILD_DEADLINE_MARGIN_S of CPU time past ``deadline_s`` ends it
+    (SIGPROF's default action, which needs no Python code to run: a grammar or a query holds
     the interpreter for minutes), whoever still waits: the parent has
     given the file up by then, or died (killed, its child left reading a
     hostile file for minutes with nobody to read the answer)."""
     # Ctrl-C in a terminal reaches the whole process group: the daemon decides
     # when this child ends (by closing its stdin, or by dying).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    alarm = getattr(signal, "SIGALRM", None)
+    alarm = getattr(signal, "SIGPROF", None)
     if alarm is not None:
         signal.signal(alarm, signal.SIG_DFL)
     _cap_address_space()
@@ -419,10 +462,10 @@ def _serve(recycle_bytes: int, deadline_s: float = WORKER_DEADLINE_S) -> None:
         (size,) = _HEADER.unpack(header)
         path, text = pickle.loads(requests.read(size))
         if alarm is not None:
-            signal.setitimer(signal.ITIMER_REAL, deadline_s + CHILD_DEADLINE_MARGIN_S)
+            signal.setitimer(signal.ITIMER_PROF, deadline_s + CHILD_DEADLINE_MARGIN_S)
         parsed = chunk_file(path, text)
         if alarm is not None:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.setitimer(signal.ITIMER_PROF, 0)
         reply = pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL)
         replies.write(_HEADER.pack(len(reply)) + reply)
         replies.flush()

@@ -4,6 +4,7 @@ long-chunk splitting and robustness against any input."""
 from __future__ import annotations
 
 import io
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -1878,6 +1879,29 @@ def test_the_chunk_worker_reads_files_as_the_chunker_does_and_outlives_a_hung_gr
         worker._process.wait()
         assert worker.chunk("Store.kt", ordinary).symbols == chunker.chunk_file("Store.kt", ordinary).symbols
         assert worker.restarts == 1
+    finally:
+        worker.close()
+
+
+class _StarvedChild(ChunkWorker):
+    """A child that gets no CPU for its first 2.5 s of the clock (a machine
+    loaded six times over its cores), then serves as every child does."""
+
+    @staticmethod
+    def _child_command(boot: str) -> list[str]:
+        return [sys.executable, "-I", "-c", "import time; time.sleep(2.5); " + boot]
+
+
+def test_a_chunk_worker_starved_of_cpu_is_waited_for_not_failed():
+    """The deadline was the clock's: on a loaded machine a child that had
+    barely run was killed at it, and its file marked "parser hung or
+    crashed" for good (read as line windows, impact blind to it). The
+    deadline counts the child's CPU time, within a bound of the clock."""
+    worker = _StarvedChild(deadline_s=1.0)
+    text = "def served_after_the_wait(x):\n    return x\n"
+    try:
+        assert worker.chunk("late.py", text) == chunker.chunk_file("late.py", text)
+        assert worker.restarts == 0 and languages.hazard(text) is None
     finally:
         worker.close()
 
