@@ -190,9 +190,10 @@ MAX_OUTLINE_DEPTH = 32
 
 def outline(conn: Connection, path: str) -> list[Definition]:
     """``path``'s definitions as a tree: a definition is the child of the
-    innermost one whose lines hold it (a C++ `A::f` defined outside its
-    class stays at the top level, where it is written), at most
-    MAX_OUTLINE_DEPTH deep."""
+    innermost one whose lines hold it and whose name is its container (a
+    C++ `A::f` defined outside its class stays at the top level, where it
+    is written; `function b` after `function a` on a's last line is a's
+    sibling: rows hold lines, not columns), at most MAX_OUTLINE_DEPTH deep."""
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? "
         "ORDER BY s.start_line, s.body_end DESC", (path,)).fetchall()
@@ -202,7 +203,9 @@ def outline(conn: Connection, path: str) -> list[Definition]:
         definition = _definition(row)
         while open_ and open_[-1].end_line < definition.start_line:
             open_.pop()
-        holder = min(len(open_), MAX_OUTLINE_DEPTH - 1)
+        container = definition.container
+        holder = next((depth for depth in range(len(open_), 0, -1) if open_[depth - 1].symbol == container), 0)
+        holder = min(holder, MAX_OUTLINE_DEPTH - 1)
         (open_[holder - 1].children if holder else roots).append(definition)
         open_.append(definition)
     return roots
