@@ -281,6 +281,25 @@ def test_outline_nests_definitions_with_their_lines(engine: Engine):
     assert engine.outline("missing.py") == []
 
 
+def test_outline_keeps_definitions_written_on_one_line_as_siblings(tmp_path: Path):
+    """Nesting was by whole lines: `function beta` after `function alpha`
+    on alpha's line was alpha's child, `gamma` after a one-line class was
+    its method's, and a one-line bundle of 10,000 functions nested each in
+    the one before, to the depth cap. A definition nests only in the open
+    one its name says is its container."""
+    (tmp_path / "a.ts").write_text("function alpha() { return 1 }; function beta() { return 2 }\n"
+                                   "class K { m() { return 1 } }; function gamma() { return 3 }\n")
+    (tmp_path / "b.ts").write_text("".join(f"function f{n}() {{ return {n} }}; " for n in range(40)) + "\n")
+    engine = Engine(tmp_path, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        assert [(d.symbol, [c.symbol for c in d.children]) for d in engine.outline("a.ts")] == [
+            ("alpha", []), ("beta", []), ("K", ["K.m"]), ("gamma", [])]
+        assert [d.symbol for d in engine.outline("b.ts")] == [f"f{n}" for n in range(40)]
+    finally:
+        engine.close()
+
+
 def test_related_code_by_identifiers_excludes_itself(engine: Engine):
     origin, hits, mode = engine.similar("calc/helpers.py", 19)
     assert mode == "lexical"
