@@ -58,6 +58,10 @@ VENDORED_DIRS = frozenset({
     "vendor", "vendors", "vendored", "_vendor", "_vendored", "third_party", "third-party",
     "thirdparty", "3rdparty", "3rd_party", "extern", "external", "externals",
     "node_modules", "bower_components", "site-packages"})
+# Named so only at the repository's top: libraries copied in by node,
+# redis, ujson and Elixir's mix (`deps/double-conversion/…`); deeper, a
+# `deps` folder is as often a project's own code about dependencies.
+ROOT_VENDORED_DIRS = frozenset({"deps"})
 # A web library copied in whole: a script or style sheet named after its
 # release (`jquery-3.6.0.js`, `d3.v5.min.js`, `bootstrap-4.1.3/js/bootstrap.js`,
 # `htmx@1.9.2.js`) or minified (`select2.min.js`). A project's own scripts
@@ -93,9 +97,11 @@ def is_doc_path(path: str) -> bool:
 
 @functools.lru_cache(maxsize=16384)
 def is_vendored_path(path: str) -> bool:
-    """Under a folder named as a vendored tree, at any depth, or a web
-    library copied in by its release's name or minified."""
-    if not VENDORED_DIRS.isdisjoint(path.split("/")[:-1]):
+    """Under a folder named as a vendored tree, at any depth (or, for
+    ROOT_VENDORED_DIRS, at the top), or a web library copied in by its
+    release's name or minified."""
+    folders = path.split("/")[:-1]
+    if not VENDORED_DIRS.isdisjoint(folders) or (folders and folders[0] in ROOT_VENDORED_DIRS):
         return True
     return path.endswith(_WEB_ASSET) and (_MINIFIED.search(path) is not None
                                           or _RELEASE_NAME.search(path) is not None)

@@ -488,6 +488,16 @@ def test_versioned_and_minified_web_libraries_are_vendored():
         assert not is_vendored_path(path), path
 
 
+def test_a_deps_folder_at_the_repository_top_is_vendored_and_deeper_is_not():
+    """ujson (like node and redis) copies double-conversion into `deps/`:
+    its files outranked the project's own encoder for "encode a double to
+    string". `deps/` counts as vendored at the top only."""
+    assert is_vendored_path("deps/double-conversion/double-conversion/strtod.cc")
+    assert is_vendored_path("deps/jemalloc/src/arena.c")
+    assert not is_vendored_path("src/deps/resolver.py") and not is_vendored_path("deps.py")
+    assert not is_vendored_path("lib/dconv_wrapper.cc")
+
+
 # -- resolving a written path -------------------------------------------------------------------
 
 GO_FILES = ["flag.go", "bool.go", "main.go", "internal/parse.go", "tools/gen/emit.go"]
