@@ -132,10 +132,15 @@ _OPERATOR = re.compile(r"[^\w\s'\"`()\[\]{},;]+")
 
 
 def name_parts(text: str) -> tuple[str, ...]:
-    """``Bank.Account`` -> (Bank, Account); ``Cache<V>`` -> (Cache,); quotes
-    around it dropped, a prime kept (Haskell's ``foldl'``); an operator whole
+    """``Bank.Account`` -> (Bank, Account); ``Cache<V>`` -> (Cache,); a name
+    in backticks whole; quotes around it dropped, a prime kept (Haskell's ``foldl'``); an operator whole
     (``<=``, ``::``; Haskell's ``(<+>)`` -> (<+>,))."""
-    written = _unquoted(text.strip())
+    stripped = text.strip()
+    if len(stripped) > 2 and stripped[0] == stripped[-1] == "`" and "`" not in stripped.strip("`"):
+        # Kotlin's, Scala's and Swift's `name with spaces`, F#'s ``name``: one
+        # name whole (a JUnit-style test's sentence), not its first word.
+        return (stripped.strip("`").strip(),)
+    written = _unquoted(stripped)
     operator = written[1:-1].strip() if written.startswith("(") and written.endswith(")") else written
     if _OPERATOR.fullmatch(operator):
         return (operator,)

@@ -1066,6 +1066,19 @@ def test_a_perl_package_statement_holds_the_subs_after_it_up_to_the_next():
         ("Other.inner", "function", 12, 12), ("LWP.ConnCache.Entry.after_block", "function", 13, 13)]
 
 
+def test_a_name_in_backticks_is_one_name_whole():
+    """Kotlin's JUnit-style tests, fun `rejects unterminated array`(), were
+    cut to their first word: two tests were one `ParserTest.rejects`, and
+    F#'s ``parser rejects …`` was `parser`."""
+    kotlin = ("class ParserTest {\n    @Test\n    fun `rejects unterminated string`() {\n        check(true)\n    }\n\n"
+              "    @Test\n    fun `rejects unterminated array`() {\n        check(true)\n    }\n}\n")
+    assert _defined("ParserTest.kt", kotlin) == [
+        ("ParserTest", "class", 0, 0), ("ParserTest.rejects unterminated string", "method", 1, 4),
+        ("ParserTest.rejects unterminated array", "method", 6, 9)]
+    fsharp = "module Tests\n\nlet ``parser rejects unterminated array`` () =\n    Assert.Null(parse \"[1,2\")\n"
+    assert ("Tests.parser rejects unterminated array", "function", 2, 3) in _defined("Tests.fs", fsharp)
+
+
 def test_ruby_methods_defined_in_a_block_given_to_a_call_are_definitions_of_its_scope():
     """An ActiveSupport::Concern's `included do … end` and `class_methods do
     … end` hid their methods: a block given to a call is walked for the
