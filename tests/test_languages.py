@@ -1066,6 +1066,23 @@ def test_a_perl_package_statement_holds_the_subs_after_it_up_to_the_next():
         ("Other.inner", "function", 12, 12), ("LWP.ConnCache.Entry.after_block", "function", 13, 13)]
 
 
+def test_a_doc_comment_leads_its_definition_across_one_blank_line():
+    """commander writes a blank line between each JSDoc and its method: the
+    doc was a chunk of its own with no symbol, and a question in its words
+    found another method. A doc comment (`/**`, `///`) leads across one
+    blank line; a plain comment, a doc across two, or a licence at the
+    file's first row does not."""
+    js = ("/**\n * @license MIT\n */\n\nfunction first() {}\n\n"
+          "class Registry {\n  /**\n   * Parse the kilo options.\n   */\n\n  kiloMethod() {\n    return 1;\n  }\n\n"
+          "  // a section heading\n\n  limaMethod() {\n    return 2;\n  }\n\n"
+          "  /** Two blank lines away. */\n\n\n  mikeMethod() {\n    return 3;\n  }\n}\n")
+    assert _defined("lib/registry.js", js) == [
+        ("first", "function", 4, 4), ("Registry", "class", 6, 6), ("Registry.kiloMethod", "method", 7, 13),
+        ("Registry.limaMethod", "method", 17, 19), ("Registry.mikeMethod", "method", 24, 26)]
+    rust = "/// Doubles the delay.\n\npub fn delay(n: u32) -> u32 {\n    n * 2\n}\n"
+    assert _defined("src/backoff.rs", "use std::fmt;\n\n" + rust)[-1] == ("delay", "function", 2, 6)
+
+
 def test_a_name_in_backticks_is_one_name_whole():
     """Kotlin's JUnit-style tests, fun `rejects unterminated array`(), were
     cut to their first word: two tests were one `ParserTest.rejects`, and

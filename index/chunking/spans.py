@@ -311,6 +311,13 @@ def _last_child(node: Node) -> Node:
     return node.child(index)
 
 
+# A doc comment leads its definition across one blank line (commander's
+# JSDoc, Javadoc, rustdoc, KDoc, OCaml, Haddock), where another comment
+# does not (a section's heading, commented-out code); not at the file's
+# first row, where a `/**` is a licence more often than a definition's doc.
+_DOC_OPENERS = (b"/**", b"///", b"(**", b"-- |", b"{-|")
+
+
 def _collect(
     grammar: Grammar,
     nodes: list[Node],
@@ -326,6 +333,7 @@ def _collect(
     attributes right above ``nodes[0]``, when they are its parent's siblings.
     """
     previous_end = -1  # last row of the previous sibling that is not leading
+    leading_doc = False  # the leading run opens with a doc comment (_DOC_OPENERS)
     outer_scope = scope  # a statement namespace (Decl.scopes_rest) scopes the siblings after it
     for index, node in enumerate(nodes):
         start = node.start_point.row
@@ -342,12 +350,14 @@ def _collect(
                 leading_end = end
             elif start > previous_end:
                 leading_start, leading_end = start, end
+                leading_doc = start > 0 and (node.text or b"").lstrip().startswith(_DOC_OPENERS)
             else:  # a trailing comment on the previous sibling's last line
                 leading_start = -1
             continue
         decl = grammar.classify(node)
         if decl is not None:
-            first = leading_start if leading_start >= 0 and leading_end >= start - 1 else start
+            leads = leading_start >= 0 and (leading_end >= start - 1 or (leading_doc and leading_end == start - 2))
+            first = leading_start if leads else start
             name = (*(outer_scope if decl.scopes_rest else scope), *decl.name)
             symbol = ".".join(name)
             kind = "method" if decl.kind == "function" and in_type else decl.kind

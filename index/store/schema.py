@@ -96,7 +96,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 #     package, Ruby methods in a block given to a call (`included do`) and R6/S4 classes are
 #     definitions.
 # 32: the subs after a Perl `package Name;` statement are its members; a name in backticks
-#     (Kotlin's `rejects unterminated array`, F#'s ``…``) is one name whole.
+#     (Kotlin's `rejects unterminated array`, F#'s ``…``) is one name whole; a doc comment
+#     (`/**`, `///`) leads its definition across one blank line.
 CHUNKER_VERSION = 32
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
