@@ -322,7 +322,9 @@ class Engine:
             # The ANN caches beside it hold the ids and vectors of the store moved aside.
             for tier in VECTOR_TIERS:
                 vector_file_for(self.store.db_path, tier).unlink(missing_ok=True)
-        for quarantined in self.store.quarantined():
+        # A store moved aside with no written rows holds nothing to trust: no
+        # warning (the CLI, which starts an engine on every call, repeated it).
+        for quarantined in (q for q in self.store.quarantined() if q["memory"]):
             log.warning("%s: %d written memory rows of a store that was not this user's own are "
                         "quarantined (not served); `ctxls trust-memory` imports them",
                         quarantined["path"], quarantined["memory"])

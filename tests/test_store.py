@@ -325,6 +325,28 @@ def test_our_corrupt_store_is_moved_aside_and_its_memory_carried_over(plain_repo
     reopened.close()
 
 
+def test_a_quarantined_store_without_written_rows_is_not_warned_about(plain_repo: Path, tmp_path: Path,
+                                                                    caplog: pytest.LogCaptureFixture):
+    """A repository copied with its .ctxls/ is quarantined on first use; with
+    no written memory in it there is nothing to trust, yet every CLI call
+    (an engine each) warned "0 written memory rows … are quarantined"."""
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.index()
+    engine.close()
+    corrupt_table_page(db, "meta")  # the seal unreadable: moved to quarantine
+    make_engine(plain_repo, db).close()
+    assert len(list(tmp_path.glob("index.db.quarantined-*[0-9]"))) == 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        again = make_engine(plain_repo, db)
+    try:
+        assert again.status()["quarantined"]["memory"] == 0
+        assert not [r for r in caplog.records if "quarantined" in r.getMessage()]
+    finally:
+        again.close()
+
+
 def test_a_corrupt_file_without_our_marker_is_refused_not_moved(plain_repo: Path, tmp_path: Path):
     db = tmp_path / "index.db"
     with sqlite3.connect(db) as conn:  # SQLite, but not provably ours
