@@ -304,7 +304,7 @@ def _git_listing(root: Path) -> list[str] | None:
     as its folder; never a file a sparse checkout leaves out of the work
     tree (tagged ``S``: in the index, never on disk, however many)."""
     proc = run_git(git_command("ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard",
-                               "--deduplicate", root=root), timeout=60)
+                               "--deduplicate", root=root), timeout=60, fifo_root=root)
     if proc is None or proc.returncode != 0:
         return None
     entries = [(entry[0], entry[2:]) for entry in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
@@ -540,7 +540,7 @@ def _ignored_in(root: Path, repository: str, paths: list[str]) -> set[str]:
         asked.setdefault(path[len(prefix):].rstrip("/") if is_repository else path[len(prefix):],
                          []).append(path)
     proc = run_git(git_command("check-ignore", "-z", "--stdin", root=folder), timeout=30,
-                   input="\0".join(asked).encode("utf-8", "surrogateescape"))
+                   input="\0".join(asked).encode("utf-8", "surrogateescape"), fifo_root=folder)
     if proc is not None and proc.returncode in (0, 1):  # 1: none ignored
         return {path for answer in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
                 for path in asked.get(answer, ())}

@@ -19,13 +19,26 @@ git hook or an editor's terminal inherits ``GIT_DIR`` or ``GIT_WORK_TREE``
 that name another repository. For the same reason the work tree is always
 the folder holding ``.git`` (``--work-tree``), never the repository's own
 ``core.worktree``.
+
+A FIFO where git reads an ignore file (a ``.gitignore`` or
+``.git/info/exclude`` that an archive or a copied folder carried) blocks
+git's open for as long as nothing writes to it: the listing ran into its
+60 s timeout on every pass and every CLI verb. Commands that read ignore
+files (``run_git(..., fifo_root=)``) are watched: while git sleeps waiting
+for a FIFO's writer (Linux says where a process sleeps), each such FIFO
+under the root is opened for writing and closed, so git reads it as empty.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import stat
 import subprocess
+import time
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 SAFE_CONFIG = (
     "-c", "core.fsmonitor=false",  # a program run by every index read
@@ -111,14 +124,71 @@ def _env() -> dict[str, str]:
     return env
 
 
-def run_git(command: list[str], timeout: float, input: bytes | None = None) -> subprocess.CompletedProcess | None:
+def run_git(command: list[str], timeout: float, input: bytes | None = None,
+            fifo_root: Path | None = None) -> subprocess.CompletedProcess | None:
     """``command`` (from :func:`git_command`) run to its end, output captured;
-    None when git is missing or ran past ``timeout`` seconds."""
+    None when git is missing or ran past ``timeout`` seconds. With
+    ``fifo_root`` (a command reading the ignore files under it), an ignore
+    file that is a FIFO git waits on is read as empty (the module's doc)."""
     try:
-        return subprocess.run(command, input=input, capture_output=True, timeout=timeout, env=_env(),
-                              stdin=subprocess.DEVNULL if input is None else None)
-    except (OSError, subprocess.TimeoutExpired):
+        process = subprocess.Popen(command, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    except OSError:
         return None
+    deadline = time.monotonic() + timeout
+    pending = input
+    with process:
+        while True:
+            wait = deadline - time.monotonic()
+            if fifo_root is not None:
+                wait = min(wait, FIFO_CHECK_S)
+            try:
+                out, err = process.communicate(pending, timeout=max(0.0, wait))
+                return subprocess.CompletedProcess(command, process.returncode, out, err)
+            except subprocess.TimeoutExpired:
+                pending = None  # communicate keeps writing what it began
+                if time.monotonic() >= deadline:
+                    process.kill()
+                    process.communicate()
+                    return None
+                if fifo_root is not None and _waits_for_fifo_writer(process.pid):
+                    release_ignore_fifos(fifo_root)
+
+
+# How often a command reading ignore files is looked at while it runs.
+FIFO_CHECK_S = 0.5
+
+
+def _waits_for_fifo_writer(pid: int) -> bool:
+    """Process ``pid`` sleeps in a FIFO's open (Linux's wchan); False where
+    that cannot be known."""
+    try:
+        with open(f"/proc/{pid}/wchan", encoding="ascii", errors="replace") as wchan:
+            return wchan.read().strip() in ("wait_for_partner", "fifo_open")
+    except OSError:
+        return False
+
+
+def release_ignore_fifos(root: Path) -> list[str]:
+    """Each ``.gitignore`` under ``root`` (and ``.git/info/exclude``) that is
+    a FIFO, opened for writing and closed at once: a reader waiting in its
+    open goes on and reads nothing. The paths released, each warned of."""
+    released = []
+    candidates = [os.path.join(root, ".git", "info", "exclude")]
+    for folder, folders, files in os.walk(root):
+        folders[:] = [name for name in folders if name != ".git"]
+        if ".gitignore" in files:
+            candidates.append(os.path.join(folder, ".gitignore"))
+    for path in candidates:
+        try:
+            if not stat.S_ISFIFO(os.lstat(path).st_mode):
+                continue
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:  # gone, or no reader waits on it (ENXIO)
+            continue
+        released.append(path)
+        log.warning("%s is a FIFO, not an ignore file: git was waiting on it; read as empty", path)
+    return released
 
 
 def head_commit(root: Path) -> str | None:

@@ -216,6 +216,40 @@ def test_a_repositorys_excludes_file_naming_a_fifo_blocks_no_git_command(tmp_pat
     assert listed is not None and listed.stdout == b"app.py\0"
 
 
+def test_a_fifo_named_gitignore_in_the_tree_holds_no_listing(tmp_path: Path, caplog: pytest.LogCaptureFixture):
+    """git opens each untracked folder's `.gitignore` with a blocking open:
+    a FIFO of that name (an unpacked archive, a copied folder) held
+    `git ls-files --others` until its 60 s timeout, on every pass and every
+    CLI verb (2 nested repositories: 127 s). While git waits on such a
+    FIFO it is opened for writing and closed: git reads it as empty, and
+    the listing and `git check-ignore` go on."""
+    root = tmp_path / "repo"
+    write_tree(root, {"app.py": "def app():\n    pass\n", "sub/mod.py": "def mod():\n    pass\n",
+                      ".gitignore": "*.log\n"})
+    git(root, "init", "-q")
+    os.mkfifo(root / "sub" / ".gitignore")
+    found: dict = {}
+
+    def list_files() -> None:
+        found["paths"] = sorted(discover(root, FileFilter(DiscoveryOptions())).paths)
+        found["ignored"] = ignored_paths(root, ["sub/x.log", "sub/mod.py"])
+
+    with caplog.at_level("WARNING", logger="ctxls.index.git"):
+        lister = threading.Thread(target=list_files, daemon=True)
+        lister.start()
+        lister.join(timeout=45)
+        blocked = lister.is_alive()
+        while lister.is_alive():  # still waiting in git: a writer lets it go on
+            try:
+                os.close(os.open(root / "sub" / ".gitignore", os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+            lister.join(timeout=1)
+    assert not blocked
+    assert found["paths"] == ["app.py", "sub/mod.py"] and found["ignored"] == {"sub/x.log"}, found
+    assert "sub/.gitignore is a FIFO" in caplog.text
+
+
 def code_paths(root: Path, query: str) -> list[str]:
     recalled = ctxls("recall", query, "--root", str(root), "--json")
     return [hit["path"] for hit in json.loads(recalled.stdout)["groups"]["code"]]
