@@ -47,6 +47,8 @@ def callees_and_complexity(resolver: Resolver, definition: Definition) -> tuple[
         if current.type in family.decisions or _is_boolean_operator(family, current):
             decisions += 1
         name_node = syntax.called_name(family, current)
+        if name_node is None and sf.language == "ruby" and syntax.ruby_name_use(sf, current) == "call":
+            name_node = current  # `log_change` alone: Ruby calls it without parentheses
         # Elixir's `def f(x)` and Julia's `function f(x)` write their head as a call.
         if name_node is None or (family.definitions is not None and syntax.declares(family, name_node)):
             continue

@@ -580,14 +580,18 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
         return _Use("import")
     if syntax.declares(family, node):
         return _Use("definition")
+    ruby = syntax.ruby_name_use(sf, node) if sf.language == "ruby" else None
+    if ruby == "local":
+        return _Use("elsewhere")  # a local variable of that name
     expression, _ = syntax.member_parts(family, node)
-    if syntax.is_bound(family, expression) or syntax.is_table_binding(family, node):
+    if ruby == "binding" or syntax.is_bound(family, expression) or syntax.is_table_binding(family, node):
         written = _setter_call(resolver, sf, node, name, targets)
         return _Use("call", written, node) if written is not None else _Use("binding")
     match = resolver.match(sf, node, name, targets)
     if match.verdict is Verdict.OTHER:
         return _Use("elsewhere")
-    return _Use(syntax.use_kind(family, expression), match, node)
+    # `log_change` alone: Ruby calls it without parentheses.
+    return _Use("call" if ruby == "call" else syntax.use_kind(family, expression), match, node)
 
 
 def _setter_call(resolver: Resolver, sf: SourceFile, node: Node, name: str, targets: Targets) -> Match | None:

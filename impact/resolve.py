@@ -88,6 +88,7 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         self._setters: dict[tuple[str, str], bool] = {}  # member key -> whether it has a setter
         self._owners: dict[tuple[Receiver, str], tuple[ClassId | None, bool]] = {}
         self._bare: dict[tuple[str, str], Ref] = {}
+        self._aliased: dict[tuple[str, str], bool] = {}  # (path, name) -> whether the file may alias it
         # What these four hold is keyed by node ids (NodeMemo).
         self._receivers = NodeMemo()  # (path, node id) -> Receiver
         self._import_resolver: index_view.Imports | None = None

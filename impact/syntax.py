@@ -140,7 +140,8 @@ JS = Family(
 
 GO = Family(
     name="go",
-    calls={"call_expression": "function"},
+    # `F[T](x)` of a generic function reads as a conversion to a generic type.
+    calls={"call_expression": "function", "type_conversion_expression": "type"},
     members={"selector_expression": ("operand", "field"), "qualified_type": ("package", "name")},
     decorators=frozenset(),
     declarations=frozenset({
@@ -344,10 +345,35 @@ def ancestors(node: Node, parents: Parents | None = None) -> Iterator[Node]:
         current = parent
 
 
+# Type arguments around a name: Rust's `f::<T>`, C++'s `f<T>`, Go's `F[T]`
+# (the function an instantiation calls: node type -> the field holding it).
+_INSTANTIATIONS = {"generic_function": "function", "template_function": "name", "generic_type": "type",
+                   "index_expression": "operand"}
+
+
+def _instantiated(node: Node) -> Node | None:
+    """What an instantiation node (``_INSTANTIATIONS``) instantiates, else None."""
+    field_name = _INSTANTIATIONS.get(node.type)
+    return node.child_by_field_name(field_name) if field_name is not None else None
+
+
+def _wraps(parent: Node, node: Node, family: Family) -> bool:
+    """``parent`` is ``node`` with type arguments, or a path (``a::`` of
+    C++'s ``a::B::f``) ending in ``node``: the same name, written longer."""
+    inner = _instantiated(parent)
+    if inner is None and parent.type in family.members:
+        inner = parent.child_by_field_name(family.members[parent.type][1])
+    return inner is not None and inner.id == node.id
+
+
 def member_parts(family: Family, node: Node) -> tuple[Node, Node | None]:
     """(the expression ``node`` names, its receiver): for the name of a member
-    access (``obj.name``) the whole access and ``obj``; else ``node`` and None."""
+    access (``obj.name``, ``m::name``, C++'s ``m::name<T>``) the whole
+    access and ``obj``; else ``node`` and None."""
     parent = node.parent
+    if parent is not None and parent.type == "template_function" and _wraps(parent, node, family) \
+            and parent.parent is not None and parent.parent.type in family.members:
+        node, parent = parent, parent.parent  # C++'s `m::name<T>`: the path's name is `name<T>`
     if parent is not None and parent.type in family.members:
         receiver_field, name_field = family.members[parent.type]
         name = parent.child_by_field_name(name_field)
@@ -429,25 +455,25 @@ def called_name(family: Family, call: Node) -> Node | None:
                 return found
         return None
     callee = callee_of(family, call)
-    if callee is None:
-        return None
-    if is_identifier(callee):
-        return callee
-    if callee.type in family.members:
-        name = callee.child_by_field_name(family.members[callee.type][1])
-        return name if name is not None and is_identifier(name) else None
-    return None
+    # A path's last segment (`new` of Rust's `Square::new`, `origin` of C++'s
+    # `geo::Point::origin`), without type arguments (`clamp_to` of `clamp_to<int>`).
+    while callee is not None and (callee.type in family.members or callee.type in _INSTANTIATIONS):
+        inner = _instantiated(callee)
+        callee = inner if inner is not None else callee.child_by_field_name(family.members[callee.type][1]) \
+            if callee.type in family.members else None
+    return callee if callee is not None and is_identifier(callee) else None
 
 
 def _calls_around(family: Family, node: Node) -> Iterator[Node]:
     """The call nodes that may call ``node``: it and its first ancestors,
     and the sibling after each (Dart's arguments follow the name)."""
     # Lazily: each ancestor costs a walk down from the root (MAX_ANCESTORS).
+    kinds = family.called_names or family.calls
     for depth, current in enumerate(itertools.chain((node,), ancestors(node))):
         if depth > 5:
             return
         for candidate in (current, current.next_named_sibling):
-            if candidate is not None and candidate.type in family.called_names:
+            if candidate is not None and candidate.type in kinds:
                 yield candidate
 
 
@@ -463,6 +489,50 @@ def is_bare_call(family: Family, name: Node) -> bool:
         before = (call.text or b"")[:name.start_byte - call.start_byte]
         return before.strip() in (b"", b"(", b"#(")
     return False
+
+
+# Kotlin's scope functions whose lambda has their receiver as `this`
+# (`with(ledger) { save() }`, `ledger.apply { save() }`, `ledger.run { … }`;
+# not `let` and `also`, whose lambda takes it as `it`).
+_KOTLIN_RECEIVER_SCOPES = frozenset({"with", "apply", "run"})
+
+
+def in_kotlin_receiver_lambda(family: Family, site: Node) -> bool:
+    """Whether ``site`` is in the lambda of a Kotlin scope function that
+    gives it an implicit receiver: a bare call there may be that receiver's
+    method, whose type is not read here."""
+    for lambda_node in (a for a in ancestors(site) if a.type == "lambda_literal"):
+        call = next((a for a in itertools.islice(ancestors(lambda_node), 4) if a.type == "call_expression"), None)
+        called = called_name(family, call) if call is not None else None
+        if called is not None and (text_of(called) == "with" or (
+                text_of(called) in _KOTLIN_RECEIVER_SCOPES and call_qualifier(family, called))):
+            return True  # `with(x) {…}`, `x.apply {…}`, `x.run {…}`: not a bare `run {…}`
+    return False
+
+
+# What a receiver is written as when it is the object or class the code is
+# in (Rust's `Self::`, PHP's `$this->`, `self::`, `static::`).
+SELF_RECEIVERS = frozenset({"self", "this", "Self", "$this", "static"})
+# Between a receiver or path and the name after it: `.`, `::`, `->`, `?.`, `&.`, Lua's `:`.
+_SEPARATOR_BEFORE_NAME = re.compile(r"\s*(?:::|\?\.|&\.|->|\.|:)\s*$")
+_CALL_OPENERS = re.compile(r"^(?:new\b|#?\()\s*")  # `new C(…)`, Lisp's `(f …)`, `#(f %)`
+
+
+def call_qualifier(family: Family, name: Node) -> str | None:
+    """What a call of ``name`` writes before it, without the separator: its
+    receiver or path (``self.items`` of ``self.items.push(v)``,
+    ``System.Math`` of ``System.Math.Round(x)``, ``geo::Point`` of
+    ``geo::Point::origin()``); "" for a bare call; None where ``name`` is
+    not what a call calls."""
+    for call in _calls_around(family, name):
+        called = called_name(family, call)
+        if called is None or called.id != name.id:
+            continue
+        if call.start_byte > name.start_byte:  # arguments before the name (Dart): nothing before it
+            return ""
+        before = (call.text or b"")[:name.start_byte - call.start_byte].decode("utf-8", "replace").strip()
+        return _SEPARATOR_BEFORE_NAME.sub("", _CALL_OPENERS.sub("", before))
+    return None
 
 
 # The table languages' nodes that bind a local name: parameters (Kotlin,
@@ -482,7 +552,8 @@ def table_local_binding(family: Family, site: Node, name: str) -> str | None:
     """In a table language, ``parameter`` or ``local`` when a function or
     lambda around ``site`` takes ``name`` as a parameter, or a block around
     it declares it before ``site`` (`fun f(normalize: (String) -> String) =
-    normalize(s)`, `val normalize = {…}; normalize(s)`); None otherwise."""
+    normalize(s)`, `val normalize = {…}; normalize(s)`) or declares a local
+    function of that name (`fun round2(x: Double) = …` in a body); None otherwise."""
     table = family.definitions
     if table is None:
         return None
@@ -494,22 +565,35 @@ def table_local_binding(family: Family, site: Node, name: str) -> str | None:
                 break  # a class's members are no locals
             outermost = ancestor
     for node in walk(outermost) if outermost is not None else ():
-        if node.start_byte >= site.start_byte:
-            break  # document order: bound after the site
-        bound = _bound_name(node)
-        if bound is None or text_of(bound) != name:
-            continue
+        # A local function (Kotlin's `fun` in a body, C#'s local function) is
+        # its block's all through it: C# calls one declared further down.
+        function = node.id != outermost.id and _declares_function(table, node, name)
+        if not function:
+            if node.start_byte >= site.start_byte:
+                continue  # document order: bound after the site
+            bound = _bound_name(node)
+            if bound is None or text_of(bound) != name:
+                continue
         scope = node if node.type == "lambda_expression" else next(
             (a for a in ancestors(node) if any(w in a.type for w in _SCOPE_WORDS)
              and not any(w in a.type for w in _NOT_SCOPE_WORDS)), None)
         if scope is None or not scope.start_byte <= site.start_byte < scope.end_byte:
             continue
+        if function:
+            return "local"  # its own body too: a recursive call is the local function's
         parameter = node.type == "lambda_expression" or "parameter" in node.type \
             or (node.parent is not None and "parameter" in node.parent.type)
         if not parameter and _declaration_holds(node, site):
             continue  # `val name = name(args)`: a local is not in scope in its own initializer
         return "parameter" if parameter else "local"
     return None
+
+
+def _declares_function(table: LanguageTable, node: Node, name: str) -> bool:
+    """By the definitions table, ``node`` is a function's or method's definition named ``name``."""
+    found = classify_definition(table, node)
+    return found is not None and found.kind in ("function", "method") and bool(found.name) \
+        and found.name[-1] == name
 
 
 def _declaration_holds(binder: Node, site: Node) -> bool:
@@ -696,6 +780,8 @@ def use_kind(family: Family, expression: Node) -> str:
         return "value"
     if parent.type in family.decorators:
         return "decorator"
+    while parent.parent is not None and _wraps(parent, expression, family):  # `m::f::<T>(…)`, `F[T](…)`
+        expression, parent = parent, parent.parent
     callee = callee_of(family, parent)
     if callee is not None and callee.id == expression.id:
         grand = parent.parent
@@ -751,6 +837,53 @@ def ruby_symbol_use(symbol: Node, name: str) -> str | None:
     if method in _RUBY_SENDS:
         return "call"
     return "value" if method in _RUBY_METHOD_OBJECTS else None
+
+
+# Ruby: where an identifier binds a local variable (a parameter of any
+# kind, an assignment's or a loop's target, a rescued exception), and what
+# starts a new scope of locals (a `def`, a class or module body).
+_RUBY_BINDERS = frozenset({"method_parameters", "block_parameters", "lambda_parameters", "optional_parameter",
+                           "keyword_parameter", "splat_parameter", "hash_splat_parameter", "block_parameter",
+                           "destructured_parameter", "left_assignment_list", "destructured_left_assignment",
+                           "rest_assignment", "exception_variable"})
+_RUBY_BINDING_FIELDS = frozenset({("assignment", "left"), ("operator_assignment", "left"), ("for", "pattern")})
+_RUBY_SCOPES = frozenset({"method", "singleton_method", "class", "module", "singleton_class", "program"})
+# Words that name a method, not use one: `alias new old`, `undef m`, `def m`.
+_RUBY_METHOD_NAMES = frozenset({"alias", "undef"})
+_RUBY_DEFINITIONS = frozenset({"method", "singleton_method"})
+
+
+def _ruby_binds(name: Node) -> bool:
+    parent = name.parent
+    return parent is not None and (parent.type in _RUBY_BINDERS
+                                   or (parent.type, field_of(name)) in _RUBY_BINDING_FIELDS)
+
+
+def ruby_name_use(sf: SourceFile, name: Node) -> str | None:
+    """Ruby: what the bare ``identifier`` ``name`` is. ``binding``: it binds
+    a local (a parameter, an assignment's or a loop's target); ``local``: a
+    use of a local its scope (the ``def`` or class body around it) bound
+    before it; ``call``: otherwise, a method called without parentheses
+    (``log_change`` alone). None for other nodes, a call's own name (a call
+    node already) and a method's name (``def m``, ``alias new old``)."""
+    parent = name.parent
+    if name.type != "identifier" or parent is None or parent.type in _RUBY_METHOD_NAMES \
+            or (parent.type in _RUBY_DEFINITIONS and field_of(name) == "name") \
+            or (parent.type == "call" and field_of(name) == "method"):
+        return None
+    if _ruby_binds(name):
+        return "binding"
+    scope = next((a for a in ancestors(name, sf.parents) if a.type in _RUBY_SCOPES), None)
+    if scope is None:
+        return None
+    if scope.id not in sf.ruby_locals:
+        first: dict[str, int] = {}  # each local's first binding, by start byte
+        for node in walk(scope, _RUBY_SCOPES):
+            if node.type == "identifier" and _ruby_binds(node):
+                first.setdefault(text_of(node), node.start_byte)
+        sf.ruby_locals[scope.id] = first
+    bound = sf.ruby_locals[scope.id].get(text_of(name))
+    return "local" if bound is not None and bound < name.start_byte else "call"
 
 
 # A name in an import is within this many levels of its statement (Rust's
@@ -1278,6 +1411,8 @@ class SourceFile:
     family: Family | None = field(init=False)
     # Each node's parent, once looked up (:func:`ancestors`).
     parents: Parents = field(init=False, default_factory=dict, repr=False, compare=False)
+    # Ruby: each scope's (node id's) locals, by the start byte of their first binding.
+    ruby_locals: dict[int, dict[str, int]] = field(init=False, default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.language = language_for_path(self.path, self.text)

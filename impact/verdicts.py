@@ -12,6 +12,7 @@ from ctxls.index.definition_table import classify as classify_definition
 
 from . import syntax
 from .builtin_names import BUILTIN_METHODS
+from .index_view import CLASS_KINDS
 from .resolved import (MAX_BASES, OTHER_MATCH, SHARED_NAME_CLASSES, ClassId, Match, Receiver, Ref,
                        Targets, Verdict, container_id)
 from .syntax import GO, PYTHON, SourceFile
@@ -68,10 +69,59 @@ class Verdicts:
             here = [d for d in self.definitions_named(name) if d.path == sf.path]
             # Another class's method is not what a bare call names: Kotlin's
             # imported `format(…)` beside `class Printer { fun format }`.
+            # In `with(ledger) { save() }` the call may be the ledger's `save`.
             if len(here) == 1 and here[0].key in targets.keys and (
-                    here[0].container is None or here[0].container in _enclosing_definitions(family, name_node)):
+                    here[0].container is None or here[0].container in _enclosing_definitions(family, name_node)) \
+                    and not (sf.language == "kotlin" and syntax.in_kotlin_receiver_lambda(family, name_node)):
                 return Match(Verdict.CONFIRMED, frozenset({here[0].key}))
+        qualifier = syntax.call_qualifier(family, name_node) if family is not None else None
+        if qualifier:
+            keys = self._qualified_call_keys(sf, name_node, qualifier, targets)
+            return Match(Verdict.UNKNOWN, keys, "name-only-language") if keys else OTHER_MATCH
         return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
+
+    def _qualified_call_keys(self, sf: SourceFile, site: Node, qualifier: str, targets: Targets) -> frozenset:
+        """The targets a call written after a receiver or a path may reach,
+        in a language without binding analysis. Not through a library's
+        type: a path whose last segment is capitalized as a type and names
+        nothing the index defines, no target's module or class, no alias of
+        the file (``Vec::new()``, ``System.Math.Round(x)``); a lowercase
+        one may be the project's own crate or package, which the index does
+        not name (``mycrate::parse()``, R's ``pkg::f()``). Not the method
+        the call is in, unless on its own object or class (``self.check()``,
+        ``Self::check()``, ``Square::new()``): ``self.items.push(v)`` in
+        ``Stack.push`` is a Vec's push, and recursion through another
+        receiver cannot be told from it by name."""
+        plain = qualifier
+        while (unwrapped := _TYPE_ARGUMENTS.sub("", plain)) != plain:  # `Vec::<i32>`, `Map<K, V>`
+            plain = unwrapped
+        segments = re.split(r"\s*(?:::|\.)\s*", plain)
+        last = segments[-1]
+        library = all(re.fullmatch(r"\w+", s) for s in segments) and _type_like(last) \
+            and last not in _PATH_KEYWORDS and not self.definitions_named(last) and not self._aliases(sf, last)
+        row = site.start_point.row
+        kept = set()
+        for target in targets.definitions:
+            if library and last != target.container and last not in re.split(r"[/.]", target.path):
+                continue
+            inside = target.path == sf.path and target.start_line <= row <= target.end_line \
+                and target.symbol_kind not in CLASS_KINDS
+            if inside and qualifier not in syntax.SELF_RECEIVERS and last != target.container:
+                continue
+            kept.add(target.key)
+        return frozenset(kept)
+
+    def _aliases(self, sf: SourceFile, name: str) -> bool:
+        """Whether the file may bind ``name`` as an alias of a module,
+        namespace or type (``use a::b as name``, ``import a.B as name``,
+        ``using name =``, ``namespace name =``, Scala's ``B => name``): by
+        its text, so a mention in a comment counts too (the safe side)."""
+        key = (sf.path, name)
+        if key not in self._aliased:
+            word = re.escape(name)
+            self._aliased[key] = re.search(
+                rf"(?:\bas|=>)\s+{word}\b|\b(?:using|namespace)\s+{word}\s*=", sf.text) is not None
+        return self._aliased[key]
 
     def _bound_locally(self, sf: SourceFile, site: Node, name: str) -> str | None:
         """``parameter`` or ``local`` when the innermost scope around ``site``
@@ -280,6 +330,17 @@ class Verdicts:
                     self._go_module = line.split()[1].strip("\"`")
                     break
         return self._go_module
+
+
+# Type arguments in a path (`Vec::<i32>::new`, `List<String>.of`), innermost first.
+_TYPE_ARGUMENTS = re.compile(r"<[^<>]*>")
+# Path segments naming the code's own crate, module or class, or the root namespace.
+_PATH_KEYWORDS = syntax.SELF_RECEIVERS | {"crate", "super", "parent", "base", "global"}
+
+
+def _type_like(segment: str) -> bool:
+    """Capitalized as a type or namespace is (``Math``), not as a constant (``LOG``, ``INSTANCE``)."""
+    return segment[:1].isupper() and segment != segment.upper()
 
 
 # Definitions-table kinds whose header names no bases.

@@ -2716,3 +2716,153 @@ def test_a_cancelled_impact_stops_within_a_file_of_many_call_sites(make_engine, 
     with cancelling(token), pytest.raises(RequestCancelled):
         analysis.analyze(engine, "chain_x")
     assert len(classified) == 1
+
+
+def test_path_qualified_and_instantiated_calls_are_callees_and_calls(make_engine):
+    """Rust's `util::parse_num()`, `Square::new()`, `Self::check()` and C++'s
+    `geo::Point::origin()` were no callees (the name looked up was the whole
+    path), and `clamp_to::<f64>(…)`, `fit<int>(…)`, Go's `NewBox[int](…)`
+    were `value` uses: a call's name is its path's last segment, without
+    type arguments."""
+    engine = make_engine({
+        "Cargo.toml": "[package]\nname = \"m\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "src/lib.rs": ("pub mod util;\npub struct Square { pub side: f64 }\nimpl Square {\n"
+                       "    pub fn new(side: f64) -> Self { Self::check(side); Square { side } }\n"
+                       "    fn check(side: f64) { assert!(side >= 0.0); }\n}\n"
+                       "pub fn make() -> Square {\n    let n = util::parse_num(\"2\");\n"  # line 7
+                       "    let c = util::clamp_to::<f64>(n);\n    Square::new(c)\n}\n"),
+        "src/util.rs": ("pub fn parse_num(s: &str) -> f64 { s.parse().unwrap() }\n"
+                        "pub fn clamp_to<T>(x: T) -> T { x }\n"),
+        "geo.cpp": ("namespace geo {\nint helper() { return 1; }\nstruct Point {\n"
+                    "    static Point origin() { return Point(); }\n};\n"
+                    "template <typename T> T fit(T x) { return x; }\n}\n"
+                    "int main() {\n    geo::Point o = geo::Point::origin();\n"  # line 8
+                    "    return geo::fit<int>(geo::helper());\n}\n"),
+        "go.mod": "module example.com/m\n\ngo 1.21\n",
+        "box/box.go": ("package box\n\ntype Box[T any] struct{ v T }\n\n"
+                       "func NewBox[T any](v T) *Box[T] { return &Box[T]{v} }\n"),
+        "main.go": ("package main\n\nimport \"example.com/m/box\"\n\n"
+                    "func main() {\n\tbox.NewBox[int](1)\n}\n"),  # line 5
+    })
+    assert [c.symbol for c in analysis.analyze(engine, "make").callees] == ["parse_num", "clamp_to",
+                                                                           "Square.new"]
+    assert [c.symbol for c in analysis.analyze(engine, "Square.new").callees] == ["Square.check"]
+    assert {c.symbol for c in analysis.analyze(engine, "main", path="geo.cpp").callees} \
+        == {"geo.Point.origin", "geo.fit", "geo.helper"}
+    for name, site in (("clamp_to", ("src/lib.rs", 8, "call")), ("fit", ("geo.cpp", 9, "call"))):
+        assert {(c.path, c.span.start_line, c.kind) for c in analysis.analyze(engine, name).callers} == {site}
+    assert {(c.path, c.span.start_line, c.kind) for c in analysis.analyze(engine, "NewBox").callers} \
+        == {("main.go", 5, "call")}
+
+
+def test_a_library_call_is_no_callee_or_caller_of_the_method_it_sits_in(make_engine):
+    """In the name-only languages `self.items.push(v)` in `Stack.push`,
+    `data.put(k, v)` in `Repo.put`, `Vec::new()` in `Stack::new` and
+    `System.Math.Round(x)` in `Price.Round` made each method its own callee
+    and caller. A call on another receiver is not the method it is in, and
+    a path whose last segment names nothing of the index is a library's;
+    the same calls through the project's own receivers still count."""
+    engine = make_engine({
+        "Cargo.toml": "[package]\nname = \"m\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "src/lib.rs": ("pub struct Stack<T> { items: Vec<T> }\nimpl<T> Stack<T> {\n"
+                       "    pub fn new() -> Self { Stack { items: Vec::new() } }\n"
+                       "    pub fn push(&mut self, v: T) {\n        self.items.push(v);\n    }\n"
+                       "    pub fn push_twice(&mut self, v: T) where T: Clone {\n"
+                       "        self.push(v.clone());\n        self.push(v);\n    }\n}\n"
+                       "pub fn build() -> Stack<i32> {\n    let mut s = Stack::new();\n    s.push(1);\n    s\n}\n"),
+        "com/shop/Repo.java": ("package com.shop;\nimport java.util.HashMap;\nimport java.util.Map;\n"
+                               "public class Repo {\n    private final Map<String, Integer> data = new HashMap<>();\n"
+                               "    public void put(String k, int v) {\n        data.put(k, v);\n    }\n}\n"),
+        "Shop/Price.cs": ("namespace Shop {\n    public class Price {\n"
+                          "        public static double Round(double x) {\n"
+                          "            return System.Math.Round(x, 2);\n        }\n"
+                          "        public static double Twice(double x) {\n"
+                          "            return Price.Round(Math.Round(x));\n        }\n    }\n}\n"),
+    })
+    push = analysis.analyze(engine, "Stack.push")
+    assert push.callees == []
+    assert {(c.path, c.span.start_line, c.symbol) for c in push.callers} == {
+        ("src/lib.rs", 7, "Stack.push_twice"), ("src/lib.rs", 8, "Stack.push_twice"), ("src/lib.rs", 13, "build")}
+    new = analysis.analyze(engine, "Stack.new")
+    assert new.callees == [] and {(c.path, c.span.start_line) for c in new.callers} == {("src/lib.rs", 12)}
+    assert analysis.analyze(engine, "Repo.put").callees == []
+    rounding = analysis.analyze(engine, "Price.Round")
+    assert rounding.callees == []
+    assert {(c.path, c.span.start_line) for c in rounding.callers} == {("Shop/Price.cs", 6)}
+
+
+def test_a_ruby_method_called_without_parentheses_is_a_callee_and_a_call(make_engine):
+    """Ruby's `log_change` alone on a line calls the method, but only call
+    nodes were read: `add` had no callees and the caller's kind was
+    `value`. A bare name is a call unless its scope bound it before (a
+    parameter, an assignment): then it is the local."""
+    engine = make_engine({
+        "lib/cart.rb": ("class Cart\n  def add(price)\n    log_change\n    recalculate\n"
+                        "    total = price\n    total\n  end\n\n"  # line 5: the local, not the method
+                        "  def again(log_change)\n    log_change\n  end\n\n"  # line 9: the parameter
+                        "  private\n\n  def log_change\n    puts \"changed\"\n  end\n\n"
+                        "  def recalculate\n    @sum = 1\n  end\n\n  def total\n    @sum\n  end\nend\n"),
+    })
+    add = analysis.analyze(engine, "Cart.add")
+    assert [(c.symbol, [s.start_line for s in c.call_sites]) for c in add.callees] == [
+        ("Cart.log_change", [2]), ("Cart.recalculate", [3])]
+    assert {(c.span.start_line, c.kind) for c in analysis.analyze(engine, "Cart.log_change").callers} == {(2, "call")}
+    assert analysis.analyze(engine, "Cart.total").callers == []
+
+
+def test_a_local_function_shadows_the_files_function_of_that_name(make_engine):
+    """Kotlin's `fun round2` in a function body and C#'s local function
+    `Round` (declared before or after its call) shadow the file's: the call
+    was a confirmed caller of the file's function and its callee."""
+    engine = make_engine({
+        "src/shop/Pricing.kt": ("package shop\n\nfun round2(x: Double): Double = x\n\n"
+                                "fun total(xs: List<Double>): Double {\n"
+                                "    fun round2(x: Double): Double = Math.floor(x)\n"
+                                "    return round2(xs.sum())\n}\n\n"  # line 6: the local one
+                                "fun net(x: Double): Double = round2(x)\n"),  # line 9: the file's
+        "Shop/Cart.cs": ("namespace Shop {\n    public class Cart {\n"
+                         "        public double Total(double sum) {\n            return Round(sum);\n"  # line 3
+                         "            double Round(double x) => x - 1;\n        }\n"
+                         "        public double Net(double sum) { return Round(sum); }\n"  # line 6
+                         "        public static double Round(double x) { return x; }\n    }\n}\n"),
+    })
+    assert callers(analysis.analyze(engine, "shop.round2")) == {("src/shop/Pricing.kt", 9, "net", True)}
+    assert analysis.analyze(engine, "total").callees == []
+    assert {(c.span.start_line, c.confirmed) for c in analysis.analyze(engine, "Cart.Round").callers} == {(6, True)}
+    assert analysis.analyze(engine, "Cart.Total").callees == []
+
+
+def test_a_kotlin_bare_call_in_a_scope_functions_lambda_is_unconfirmed(make_engine):
+    """`with(ledger) { save() }` and `ledger.apply { save() }` in `Cart`
+    may call the ledger's `save` (the lambda's implicit receiver): they
+    were confirmed callers of `Cart.save`. `let`'s lambda and a bare
+    `run { … }` have no receiver: still confirmed."""
+    engine = make_engine({
+        "src/shop/Cart.kt": ("package shop\n\nclass Cart {\n    fun save() {\n        println(\"cart\")\n    }\n\n"
+                             "    fun checkout(ledger: Ledger) {\n"
+                             "        with(ledger) {\n            save()\n        }\n"  # line 9
+                             "        ledger.apply {\n            save()\n        }\n"  # line 12
+                             "        ledger.let {\n            save()\n        }\n"  # line 15
+                             "        run {\n            save()\n        }\n        save()\n    }\n}\n"),  # 18, 20
+        "src/shop/Ledger.kt": ("package shop\n\nclass Ledger {\n"
+                               "    fun save() {\n        println(\"ledger\")\n    }\n}\n"),
+    })
+    assert {(c.span.start_line, c.confirmed) for c in analysis.analyze(engine, "Cart.save").callers} == {
+        (9, False), (12, False), (15, True), (18, True), (20, True)}
+
+
+def test_a_library_types_path_is_no_caller_and_a_crates_own_path_still_is(make_engine):
+    """`Vec::new()` and `String::new()` anywhere were unconfirmed callers of
+    the project's `Stack::new`: a path ending in a type the index does not
+    define is a library's. A lowercase path may be the project's own crate
+    (`m::parse()` in an integration test): it still counts."""
+    engine = make_engine({
+        "Cargo.toml": "[package]\nname = \"m\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        "src/lib.rs": ("pub struct Stack { items: Vec<i32> }\nimpl Stack {\n"
+                       "    pub fn new() -> Self { Stack { items: Vec::new() } }\n}\n"
+                       "pub fn parse(s: &str) -> String {\n    let out = String::new();\n    out\n}\n"
+                       "pub fn make() -> Stack {\n    Stack::new()\n}\n"),  # line 9
+        "tests/it.rs": "#[test]\nfn parses() {\n    m::parse(\"x\");\n}\n",  # line 2
+    })
+    assert callers(analysis.analyze(engine, "Stack.new")) == {("src/lib.rs", 9, "make", False)}
+    assert {(c.path, c.span.start_line) for c in analysis.analyze(engine, "parse").callers} == {("tests/it.rs", 2)}
