@@ -377,7 +377,7 @@ def _most_likely_first(unconfirmed: list[Caller]) -> list[Caller]:
     for caller in unconfirmed:  # in path and line order
         nth = seen[(caller.reason, caller.path)]
         seen[(caller.reason, caller.path)] += 1
-        keyed.append(((rank.get(caller.reason or "", len(rank)), nth, is_test_path(caller.path),
+        keyed.append(((rank.get(caller.reason or "", len(rank)), nth, caller.test,
                        caller.path, caller.span.start_line, caller.span.start_character), caller))
     return [caller for _, caller in sorted(keyed, key=lambda pair: pair[0])]
 
@@ -452,14 +452,14 @@ def _definitions_at(resolver: Resolver, path: str | None, line: int | None,
 
 
 def _defined_as(resolver: Resolver, path: str | None, symbol: str) -> list[Definition]:
-    """The indexed definition of ``symbol`` in ``path``."""
-    return [d for d in resolver.definitions_named(split_symbol(symbol)[1]) if d.key == (path, symbol)]
+    """The indexed definitions of ``symbol`` in ``path`` (overloads: each)."""
+    return [d for d in resolver.definitions_named(split_symbol(symbol)[1]) if (d.path, d.symbol) == (path, symbol)]
 
 
 def _evidence(engine: Engine, resolver: Resolver, definition: Definition, callers: list[Caller],
               refs: References, index_refusal: str | None) -> Evidence:
-    production = [c for c in callers if not is_test_path(c.path)]
-    tests = [c for c in callers if is_test_path(c.path)]
+    production = [c for c in callers if not c.test]
+    tests = [c for c in callers if c.test]
     name = definition.name
     return Evidence(
         confirmed_sites=sum(c.confirmed for c in production),

@@ -53,10 +53,19 @@ def callees_and_complexity(resolver: Resolver, definition: Definition) -> tuple[
         if name_node is None or (family.definitions is not None and syntax.declares(family, name_node)):
             continue
         site = sf.node_span(name_node)
-        for target in _resolve_callee(resolver, sf, name_node):
+        for target in _not_itself(definition, _resolve_callee(resolver, sf, name_node)):
             merge(found, Callee(target.symbol, [target], [site]))
     callees = sorted(found.values(), key=lambda c: (c.call_sites[0].start_line, c.call_sites[0].start_character))
     return callees, 1 + decisions
+
+
+def _not_itself(definition: Definition, targets: list[Definition]) -> list[Definition]:
+    """A call an overload makes that may reach it or another overload (a
+    name the verdicts cannot tell apart): the other, the usual delegation
+    (C#'s `Fill(n, 1.0)` in `Fill(int n)`), not itself."""
+    if definition in targets and any(t != definition and t.key[:2] == definition.key[:2] for t in targets):
+        return [t for t in targets if t != definition]
+    return targets
 
 
 def merge(found: dict[str, Callee], callee: Callee) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import posixpath
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tree_sitter import Node
 
@@ -40,7 +40,7 @@ from ctxls.index.paths import is_test_path
 from . import class_names, index_view, ripgrep, syntax
 from .index_view import Definition
 from .resolve import Resolver
-from .resolved import MAX_REEXPORT_DEPTH, Match, Targets, Verdict
+from .resolved import MAX_REEXPORT_DEPTH, Match, Targets, Verdict, interoperate
 from .syntax import GENERIC, JS, PYTHON, Family, SourceFile, Span
 
 # Names a re-export introduces that get a sweep of their own (per request).
@@ -61,9 +61,12 @@ class Caller:
     symbol_lines: tuple[int, int] | None  # the enclosing symbol's lines
     confirmed: bool
     kind: str  # call | decorator | value
-    # The definitions it leads to (confirmed) or may lead to, as (path, symbol).
-    targets: frozenset[tuple[str, str]] = frozenset()
+    # The definitions it leads to (confirmed) or may lead to, by ``Definition.key``.
+    targets: frozenset[tuple] = frozenset()
     reason: str | None = None  # why unconfirmed (resolved.UNCONFIRMED_REASONS)
+    # Test code: a test file's (``paths.is_test_path``), or a test its file
+    # holds inline (``syntax.in_inline_test``: Rust's `#[cfg(test)] mod tests`).
+    test: bool = False
 
 
 @dataclass(frozen=True)
@@ -199,10 +202,20 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
 
     local_aliases: dict[str, set[str]] = {}
     reexported_aliases: set[str] = set()
+    # A Java or C# constructor is written as its class's name, but only a
+    # construction of its class (`new Item()`, `this(…)`, `super(…)`) calls
+    # it: another use of the name (a type, `extends Item`) is the class's.
+    class_named = frozenset(t.key for t in targets.members
+                            if t.language in _CLASS_NAMED_CONSTRUCTORS and t.name == t.container)
     for name in sorted({t.name for t in targets.definitions}):
         class_runs = pending.pop(name, None)
         for sf, row, start, end in swept_occurrences(name):
             use = _classify(resolver, sf, row, start, end, name, targets)
+            if use.match is not None and use.match.keys & class_named:
+                rest = use.match.keys - class_named
+                use = _Use(use.kind, replace(use.match, keys=rest), use.node) if rest else _Use("elsewhere")
+                if not rest and class_runs is not None:  # a construction: a caller, not a mention
+                    constructor_calls(sf, row, start, end, name, class_runs)
             _record(resolver, refs, seen, sf, row, start, end, use, name)
             if use.alias:
                 local_aliases.setdefault(sf.path, set()).add(use.alias)
@@ -265,7 +278,7 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
 
 # What `new` of a class runs: class (path, symbol) -> (the target
 # constructors' keys, why it stays unconfirmed or None).
-Runs = dict[tuple[str, str], tuple[frozenset[tuple[str, str]], str | None]]
+Runs = dict[tuple[str, str], tuple[frozenset[tuple], str | None]]
 
 
 # The name a class's constructor is declared under, where it is not the
@@ -285,7 +298,7 @@ _CLASS_NAMED_CONSTRUCTORS = frozenset({"java", "csharp"})
 # `: C` (Python's are the class's `superclasses` argument list).
 _HERITAGE = frozenset({"superclass", "base_clause", "inheritance_specifier", "base_list"})
 # Nodes around the last segment of a qualified class name (`Mod::C`, `\Shop\C`, `Mod.C`).
-_QUALIFIED = frozenset({"qualified_name", "scope_resolution", "user_type"})
+_QUALIFIED = frozenset({"qualified_name", "scope_resolution", "user_type", "scoped_type_identifier"})
 # The members a constructor is among (not entered when looking for it);
 # Swift's `init` is an `init_declaration`.
 _MEMBER_DEFINITIONS = frozenset({"function_definition", "method", "method_declaration", "init_declaration",
@@ -301,13 +314,15 @@ def constructor_name(language: str | None) -> str | None:
 
 def _constructors(targets: Targets) -> dict[str, Runs]:
     """Class name -> what constructing the classes so named runs: their
-    constructor targets."""
+    constructor targets (overloads: each, the call may run any of them)."""
     found: dict[str, Runs] = {}
     for target in targets.members:
         if target.name == constructor_name(target.language) \
                 or (target.language in _CLASS_NAMED_CONSTRUCTORS and target.name == target.container):
-            found.setdefault(target.container or "", {})[(target.path, split_symbol(target.symbol)[0] or "")] = \
-                (frozenset({target.key}), _CONSTRUCTION_REASONS.get(target.language))
+            runs = found.setdefault(target.container or "", {})
+            cls = (target.path, split_symbol(target.symbol)[0] or "")
+            keys, reason = runs.get(cls, (frozenset(), _CONSTRUCTION_REASONS.get(target.language)))
+            runs[cls] = (keys | {target.key}, reason)
     return found
 
 
@@ -323,11 +338,6 @@ class _ClassUse:
     subclass: tuple | None = None
     alias: str | None = None
     runs: Runs = field(default_factory=dict)
-
-
-def _same_language(language: str | None, other: str | None) -> bool:
-    family = syntax.family_for(language)
-    return family is syntax.family_for(other) and (family is JS or family is PYTHON or language == other)
 
 
 def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int, class_name: str,
@@ -349,7 +359,7 @@ def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int,
     parent = outer.parent
     # The sweep finds a class by its last name: a qualifier, an import or a
     # module nesting that names another class of that name leaves it out.
-    runs = {cls: ran for cls, ran in runs.items() if _same_language(language_for_path(cls[0]), sf.language)
+    runs = {cls: ran for cls, ran in runs.items() if interoperate(sf.language, language_for_path(cls[0]))
             and not class_names.names_another_class(resolver, sf, outer, cls)}
     if not runs or parent is None:
         return _ClassUse()
@@ -403,20 +413,24 @@ _SELF_CONSTRUCTIONS = {"php": (("self", "static"), "object_creation_expression")
 def _self_constructions(resolver: Resolver, targets: Targets) -> list[tuple]:
     """The constructions of a constructor target's class inside it that do
     not write its name (``_SELF_CONSTRUCTIONS``), (file, row, start, end,
-    use) each."""
+    use) each. Java's ``this(…)`` runs another of the class's constructors
+    than the one it is in: confirmed when one other is left, else
+    unconfirmed for each (overloads it cannot tell apart)."""
     found = []
-    for target in targets.members:
-        words, construction = _SELF_CONSTRUCTIONS.get(target.language, ((), ""))
-        if not words or target.name not in (constructor_name(target.language), target.container):
+    classes = dict.fromkeys((t.language, t.path, t.container, split_symbol(t.symbol)[0]) for t in targets.members
+                            if t.name in (constructor_name(t.language), t.container))
+    for language, path, container, class_symbol in classes:
+        words, construction = _SELF_CONSTRUCTIONS.get(language, ((), ""))
+        if not words:
             continue
-        class_symbol = split_symbol(target.symbol)[0]
-        sf = resolver.source(target.path)
-        declared = [d for d in resolver.definitions_named(target.container or "")
-                    if d.path == target.path and d.symbol == class_symbol]
+        sf = resolver.source(path)
+        declared = [d for d in resolver.definitions_named(container or "")
+                    if d.path == path and d.symbol == class_symbol]
         declaration = resolver.declaration(sf, declared[0]) if declared else None
         if sf is None or declaration is None:
             continue
-        use = _Use("call", Match(Verdict.CONFIRMED, frozenset({target.key})))
+        constructors = [d for d in resolver.definitions_named(constructor_name(language) or container or "")
+                        if d.path == path and split_symbol(d.symbol)[0] == class_symbol]
         for word in words:
             for row, start, end in sf.occurrences(word, range(declaration.start_point.row,
                                                                declaration.end_point.row + 1)):
@@ -424,8 +438,15 @@ def _self_constructions(resolver: Resolver, targets: Targets) -> list[tuple]:
                 # C#'s `this` is a token: the smallest named node holding it is the initializer.
                 holder = node if node is not None and node.type == construction else \
                     node.parent if node is not None else None
-                if holder is not None and holder.type == construction:
-                    found.append((sf, row, start, end, use))
+                if holder is None or holder.type != construction:
+                    continue
+                runs = [d.key for d in constructors if not d.start_line <= row <= d.end_line] \
+                    if word == "this" else [d.key for d in constructors]
+                keys = frozenset(runs) & targets.keys
+                if keys:
+                    match = Match(Verdict.CONFIRMED, keys) if len(runs) == 1 \
+                        else Match(Verdict.UNKNOWN, keys, "several-definitions")
+                    found.append((sf, row, start, end, _Use("call", match)))
     return found
 
 
@@ -438,16 +459,21 @@ def _qualified_end(node: Node) -> Node:
 
 def _constructs(sf: SourceFile, expression: Node, outer: Node) -> bool:
     """Whether the class named at ``expression`` (``outer``: with its
-    qualifiers) is constructed there: ``new C()``, ``C()``, ``C.new``."""
+    qualifiers) is constructed there: ``new C()``, ``C()`` (Python, Swift,
+    Kotlin, which constructs a Java class so), ``C.new``."""
     parent = outer.parent
     assert parent is not None and sf.family is not None
     if sf.family is JS:
         return parent.type == "new_expression" and syntax.use_kind(JS, expression) == "call"
-    if sf.family is PYTHON or sf.language == "swift":
+    if sf.family is PYTHON or sf.language in ("swift", "kotlin"):
         return syntax.use_kind(sf.family, expression) == "call"
     if sf.language == "ruby":
         return parent.type == "call" and _is_field(parent, "receiver", outer) \
             and syntax.text_of(parent.child_by_field_name("method")) == "new"
+    if sf.language in _CLASS_NAMED_CONSTRUCTORS:  # `new Item(…)`, `new Box<T>(…)`: the created type
+        if parent.type in ("generic_type", "generic_name") and parent.named_children[0].id == outer.id:
+            outer, parent = parent, parent.parent
+        return parent is not None and parent.type == "object_creation_expression" and _is_field(parent, "type", outer)
     return sf.language == "php" and parent.type == "object_creation_expression"
 
 
@@ -546,7 +572,7 @@ def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row
         symbol_kind=enclosing.symbol_kind if enclosing else None,
         symbol_lines=(enclosing.start_line, enclosing.end_line) if enclosing else None,
         confirmed=use.match.verdict is Verdict.CONFIRMED, kind=use.kind, targets=use.match.keys,
-        reason=use.match.reason))
+        reason=use.match.reason, test=is_test_path(sf.path) or syntax.in_inline_test(sf, row, start, end)))
 
 
 def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int, name: str,

@@ -1,7 +1,7 @@
 """Whether a class name written in code names a given class, where the
 language's namespaces can tell: Ruby's modules (a qualifier, else the
 lexical nesting), PHP's namespaces and ``use`` imports, Java's packages and
-imports. Used by the constructor sweep, which finds a class by its last
+imports, C#'s namespaces and ``using`` directives. Used by the constructor sweep, which finds a class by its last
 name only: ``Shop::Request.new`` or ``use Shop\\B\\Item; new Item`` is
 another class than ``Shop::Auth::Request`` or ``Shop\\A\\Item``. Only what
 the code itself says counts; anything unsure is left to the caller
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .syntax import SourceFile
 
 # The languages whose written class names this module reads.
-LANGUAGES = frozenset({"ruby", "php", "java"})
+LANGUAGES = frozenset({"ruby", "php", "java", "csharp"})
 # What separates the segments of a written qualified name (`A::B`, `A\B`, `a.b`).
 _SEPARATORS = re.compile(r"::|\\|\.")
 
@@ -64,6 +64,8 @@ def _full_name(resolver: Resolver, path: str, symbol: str) -> list[str] | None:
         return None
     if language == "java":
         return [*_java_package(sf), *segments]
+    if language == "csharp":  # a block namespace is in the symbol already, a file-scoped one is not
+        return [*_csharp_file_namespace(sf), *segments]
     rows = [d.start_line for d in resolver.definitions_named(split_symbol(symbol)[1])
             if d.path == path and d.symbol == symbol and d.symbol_kind in CLASS_KINDS]
     return [*_php_namespace(sf, rows[0]), *segments] if rows else None
@@ -100,6 +102,8 @@ def _unqualified(resolver: Resolver, sf: SourceFile, written: Node, name: str) -
                 if other is not None and other.tree is not None and _java_package(other) == package:
                     return [*package, name]  # a class of the file's own package
         return None  # an on-demand import, java.lang, a nested class: unsure
+    if sf.language == "csharp":
+        return _csharp_unqualified(resolver, sf, written, name)
     return _ruby_lexical(resolver, written, name)
 
 
@@ -185,3 +189,47 @@ def _java_imports(sf: SourceFile) -> dict[str, list[str]]:
             if segments:
                 found[segments[-1]] = segments
     return found
+
+
+def _csharp_file_namespace(sf: SourceFile) -> list[str]:
+    """The file-scoped `namespace A.B;` of a C# file, segment by segment."""
+    for node in sf.tree.root_node.named_children if sf.tree is not None else ():
+        if node.type == "file_scoped_namespace_declaration":
+            return [s for s in _SEPARATORS.split(syntax.text_of(node.child_by_field_name("name"))) if s]
+    return []
+
+
+def _csharp_unqualified(resolver: Resolver, sf: SourceFile, written: Node, name: str) -> list[str] | None:
+    """The indexed C# class an unqualified name resolves to, as the
+    compiler looks it up: the namespaces around it (innermost first), then
+    the namespaces its `using` directives import (one only: two are
+    ambiguous), then the global namespace; None when unsure (an alias of
+    that name, `using static`, a class the index does not hold)."""
+    classes = set()
+    for definition in resolver.definitions_named(name):
+        other = resolver.source(definition.path) if definition.language == "csharp" \
+            and definition.symbol_kind in CLASS_KINDS else None
+        if other is not None and other.tree is not None:
+            classes.add((*_csharp_file_namespace(other), *definition.symbol.split(".")))
+    around = [[s for s in _SEPARATORS.split(syntax.text_of(a.child_by_field_name("name"))) if s]
+              for a in syntax.ancestors(written) if a.type == "namespace_declaration"]
+    namespace = [*_csharp_file_namespace(sf), *(s for part in reversed(around) for s in part)]
+    for end in range(len(namespace), 0, -1):
+        if (*namespace[:end], name) in classes:
+            return [*namespace[:end], name]
+    usings: list[list[str]] = []
+    for directive in syntax.walk(sf.tree.root_node, frozenset({"class_declaration", "struct_declaration",
+                                                               "interface_declaration", "record_declaration"})) \
+            if sf.tree is not None else ():
+        if directive.type != "using_directive":
+            continue
+        if any(c.type == "=" for c in directive.children):
+            if syntax.text_of(directive.named_children[0]) == name:
+                return None  # `using Item = …;`
+            continue
+        if not any(c.type == "static" for c in directive.children) and directive.named_children:
+            usings.append([s for s in _SEPARATORS.split(syntax.text_of(directive.named_children[-1])) if s])
+    imported = [[*using, name] for using in usings if (*using, name) in classes]
+    if imported:
+        return imported[0] if len(imported) == 1 else None
+    return [name] if (name,) in classes else None

@@ -6,6 +6,7 @@ query goes through the store's per-thread reader."""
 from __future__ import annotations
 
 import functools
+from collections import Counter
 import os
 import posixpath
 import re
@@ -47,6 +48,9 @@ class Definition:
     # Where its name is declared (`f` of `def f`), below any decorator or
     # comment its lines start with; set on the definitions an impact answers.
     name_span: Span | None = field(default=None, compare=False)
+    # Which of its file's same-named callables it is (Java's `Cart(int)` after
+    # `Cart()`: 1): an overload is a definition of its own (``overloads``).
+    overload: int = 0
 
     @property
     def name(self) -> str:
@@ -59,8 +63,9 @@ class Definition:
         return split_symbol(head)[1] if head is not None else None
 
     @property
-    def key(self) -> tuple[str, str]:
-        return self.path, self.symbol
+    def key(self) -> tuple:
+        """(path, symbol), and for an overload after the first its number."""
+        return (self.path, self.symbol, self.overload) if self.overload else (self.path, self.symbol)
 
 
 @dataclass(frozen=True)
@@ -72,16 +77,43 @@ class SymbolSpan:
 
 
 _DEFINITIONS_SQL = (
-    "SELECT f.path, f.language, s.symbol, s.symbol_kind, min(s.start_line) AS start_line, "
-    "max(s.end_line) AS end_line FROM symbols s JOIN files f ON f.id = s.file_id "
-    "WHERE s.name = ? GROUP BY f.path, s.symbol ORDER BY f.path, start_line")
+    "SELECT f.path, f.language, s.symbol, s.symbol_kind, s.start_line, s.end_line "
+    "FROM symbols s JOIN files f ON f.id = s.file_id WHERE s.name = ? ORDER BY f.path, s.start_line")
+
+# Callables of one name in one scope that are one definition: a later
+# `def`/`function` rebinds the name, and Python's `@overload` stubs,
+# TypeScript's signatures and a property's getter and setter are one
+# binding. Elsewhere same-named functions in one file are overloads (Java,
+# C#, C++, Kotlin, Swift; Erlang's `take/1` and `take/2`), each with its
+# own lines, callees and callers.
+_ONE_BINDING_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx", "vue", "svelte"})
+_CALLABLE_KINDS = frozenset({"function", "method"})
+
+
+def overloads(language: str, symbol_kind: str) -> bool:
+    """Whether same-named rows of this kind in one file are separate definitions."""
+    return symbol_kind in _CALLABLE_KINDS and language not in _ONE_BINDING_LANGUAGES
 
 
 def definitions_named(conn: Connection, name: str) -> list[Definition]:
-    """Every indexed definition whose last segment is exactly ``name``."""
-    rows = conn.execute(_DEFINITIONS_SQL, (fold(name),)).fetchall()
-    return [Definition(r["path"], r["symbol"], r["symbol_kind"], r["language"], r["start_line"],
-                       r["end_line"]) for r in rows if split_symbol(r["symbol"])[1] == name]
+    """Every indexed definition whose last segment is exactly ``name``: the
+    rows of one (file, symbol) merged (a type's `impl` blocks, a getter and
+    its setter), except overloads (``overloads``), numbered in line order."""
+    merged: dict[tuple[str, str, int], Definition] = {}
+    seen: Counter[tuple[str, str]] = Counter()  # overloads so far, by (path, symbol)
+    for r in conn.execute(_DEFINITIONS_SQL, (fold(name),)).fetchall():
+        if split_symbol(r["symbol"])[1] != name:
+            continue
+        path, symbol = r["path"], r["symbol"]
+        overload = 0
+        if overloads(r["language"], r["symbol_kind"]):
+            overload = seen[(path, symbol)]
+            seen[(path, symbol)] += 1
+        known = merged.get((path, symbol, overload))
+        merged[(path, symbol, overload)] = Definition(
+            path, symbol, r["symbol_kind"], r["language"], known.start_line if known else r["start_line"],
+            max(known.end_line, r["end_line"]) if known else r["end_line"], overload=overload)
+    return sorted(merged.values(), key=lambda d: (d.path, d.start_line))
 
 
 def index_refusal(engine: Engine, path: str | None = None) -> tuple[EngineError, str] | None:
@@ -158,21 +190,29 @@ def find_definitions(conn: Connection, query: str, path: str | None = None) -> l
 
 def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:
     """The symbols of a file's current text: from the index when it indexed
-    exactly this text, else from the chunker (an edit not indexed yet)."""
+    exactly this text, else from the chunker (an edit not indexed yet); the
+    rows of one symbol merged as ``definitions_named`` merges them."""
     conn = engine.store.reader()
-    row = conn.execute("SELECT id, hash FROM files WHERE path = ?", (path,)).fetchone()
+    row = conn.execute("SELECT id, hash, language FROM files WHERE path = ?", (path,)).fetchone()
     if row is not None and row["hash"] == content_hash(text):
-        rows = conn.execute(
-            "SELECT symbol, symbol_kind, min(start_line) AS s, max(end_line) AS e FROM symbols "
-            "WHERE file_id = ? GROUP BY symbol ORDER BY s", (row["id"],)).fetchall()
-        return [SymbolSpan(r["symbol"], r["symbol_kind"], r["s"], r["e"]) for r in rows]
-    merged: dict[str, SymbolSpan] = {}
-    for definition in chunk_guarded(path, text).symbols:
-        known = merged.get(definition.symbol)
-        merged[definition.symbol] = SymbolSpan(
-            definition.symbol, definition.symbol_kind,
-            min(definition.start_line, known.start_line) if known else definition.start_line,
-            max(definition.end_line, known.end_line) if known else definition.end_line)
+        language = row["language"]
+        rows = [(r["symbol"], r["symbol_kind"], r["start_line"], r["end_line"]) for r in conn.execute(
+            "SELECT symbol, symbol_kind, start_line, end_line FROM symbols WHERE file_id = ? "
+            "ORDER BY start_line", (row["id"],))]
+    else:
+        parsed = chunk_guarded(path, text)
+        language = parsed.language
+        rows = [(d.symbol, d.symbol_kind, d.start_line, d.end_line) for d in parsed.symbols]
+    merged: dict[tuple[str, int], SymbolSpan] = {}
+    seen: Counter[str] = Counter()  # overloads so far, by symbol
+    for symbol, kind, start, end in rows:
+        key = (symbol, 0)
+        if overloads(language, kind):
+            key = (symbol, seen[symbol])
+            seen[symbol] += 1
+        known = merged.get(key)
+        merged[key] = SymbolSpan(symbol, kind, min(start, known.start_line) if known else start,
+                                 max(end, known.end_line) if known else end)
     return sorted(merged.values(), key=lambda span: span.start_line)
 
 

@@ -47,6 +47,11 @@ from .syntax import GO, JS, PYTHON, SourceCache, SourceFile
 from .verdicts import Verdicts
 
 
+# C's languages, and the headers whose `static` functions each includer gets a copy of.
+_C_LANGUAGES = frozenset({"c", "cpp", "objc", "cuda"})
+_C_HEADERS = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inl", ".ipp", ".cuh")
+
+
 class NodeMemo:
     """A request's answers about one file's nodes, keyed ``(path, node id,
     ...)``; dropped with the file's tree (``Resolver.release``): a node id
@@ -100,6 +105,7 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         self._assignments = NodeMemo()
         self._receiver_depth = 0  # receivers of receivers being worked out (receivers.py)
         self._go_module: str | None = None
+        self._file_local: dict[tuple, bool] = {}  # definition key -> Resolver.file_local
 
     # -- files and the index -------------------------------------------------
 
@@ -230,7 +236,19 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
             return definition.name[:1].isupper()
         if family is JS and sf is not None and sf.tree is not None:
             return self._js_exported(sf, definition)
-        return True
+        declaration = self.declaration(sf, definition)
+        return declaration is None or not syntax.hidden(definition.language, declaration)
+
+    def file_local(self, definition: Definition) -> bool:
+        """Callable from its own file only: a C/C++ `static` function (or
+        one in an anonymous namespace) of a source file; a header's is
+        each including file's own copy."""
+        if definition.language not in _C_LANGUAGES or definition.path.endswith(_C_HEADERS):
+            return False
+        if definition.key not in self._file_local:
+            declaration = self.declaration(self.source(definition.path), definition)
+            self._file_local[definition.key] = declaration is not None and syntax.c_file_local(declaration)
+        return self._file_local[definition.key]
 
     def _js_exported(self, sf: SourceFile, definition: Definition) -> bool:
         """Exported from its module; a member: its class is, and it is not private."""

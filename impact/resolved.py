@@ -91,7 +91,7 @@ class Match:
     (unknown), and, when unknown, why (:data:`UNCONFIRMED_REASONS`)."""
 
     verdict: Verdict
-    keys: frozenset[tuple[str, str]] = frozenset()
+    keys: frozenset[tuple] = frozenset()
     reason: str | None = None
 
 
@@ -116,12 +116,32 @@ UNCONFIRMED_REASONS = (
 SHARED_NAME_CLASSES = 3
 
 
+# Languages whose code calls each other's definitions by name: one
+# runtime or one linker (a JVM's, .NET's, a JavaScript engine's, BEAM's,
+# C's). A call in any other pair of languages reaches none of the other's
+# definitions: Ruby's `checksum(x)` is not a caller of Rust's `fn checksum`.
+INTEROPERATING_LANGUAGES = (
+    frozenset({"javascript", "typescript", "tsx", "vue", "svelte"}),
+    frozenset({"java", "kotlin", "scala", "groovy", "clojure"}),
+    frozenset({"csharp", "fsharp", "vbnet"}),
+    frozenset({"c", "cpp", "objc", "cuda"}),
+    frozenset({"c", "objc", "swift"}),
+    frozenset({"erlang", "elixir", "gleam"}),
+)
+
+
+def interoperate(language: str | None, other: str | None) -> bool:
+    """Whether code in ``language`` may call a definition in ``other`` by name."""
+    return language == other or any(language in group and other in group for group in INTEROPERATING_LANGUAGES)
+
+
 class Targets:
     """The definitions a question is about, with what verdicts ask of them
     precomputed (a name like `__init__` has hundreds)."""
 
     def __init__(self, definitions: Iterable[Definition]):
         self.definitions = list(definitions)
+        self._reachable: dict[str | None, Targets] = {}
         self.keys = frozenset(d.key for d in self.definitions)
         self.members = [d for d in self.definitions if d.container is not None]
         self.containers = frozenset(d.container for d in self.members)  # names
@@ -133,7 +153,15 @@ class Targets:
         # Members a typed receiver may reach in a subclass (Python's and JavaScript's classes).
         self.dispatch_members = [d for d in self.members if syntax.family_for(d.language) in (JS, PYTHON)]
 
+    def reachable_from(self, language: str | None) -> Targets:
+        """The targets code in ``language`` may call (``interoperate``)."""
+        if language not in self._reachable:
+            reachable = [d for d in self.definitions if interoperate(language, d.language)]
+            self._reachable[language] = self if len(reachable) == len(self.definitions) else Targets(reachable)
+        return self._reachable[language]
+
 
 # Bounds on following chains: re-exports and base classes.
 MAX_REEXPORT_DEPTH = 8
 MAX_BASES = 64
+

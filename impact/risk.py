@@ -2,7 +2,8 @@
 impact answer may be incomplete.
 
 Buckets (docs/architecture.md states the same thresholds). "Production"
-means outside test files (:func:`ctxls.index.paths.is_test_path`); callers in tests never
+means outside test code (:func:`ctxls.index.paths.is_test_path`, and a test its file holds
+inline: ``callers.Caller.test``); callers in tests never
 raise the bucket: changing the symbol only breaks tests there.
 
 * ``high``: callers in >= HIGH_CALLER_FILES production files, or >=

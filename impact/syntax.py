@@ -408,6 +408,130 @@ def declaration_of(family: Family, name: Node) -> Node:
     return (c_function_of(name) if family is GENERIC else None) or name.parent or name
 
 
+# A Rust attribute marking test code: `#[cfg(test)]`, `#[test]` (`#[tokio::test]`).
+_RUST_TEST_ATTRIBUTE = re.compile(r"#\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)?test)\s*\]")
+
+
+def in_inline_test(sf: SourceFile, row: int, start: int, end: int) -> bool:
+    """Whether the occurrence is in test code its file holds inline: Rust's
+    `#[cfg(test)] mod tests { … }` or a `#[test]` function (compiled only
+    into the test binary)."""
+    if sf.language != "rust" or sf.tree is None:
+        return False
+    node = sf.node_at(row, start, end)
+    for ancestor in ancestors(node, sf.parents) if node is not None else ():
+        attribute = ancestor.prev_named_sibling
+        while attribute is not None and attribute.type == "attribute_item":
+            if _RUST_TEST_ATTRIBUTE.fullmatch(text_of(attribute)):
+                return True
+            attribute = attribute.prev_named_sibling
+    return False
+
+
+# -- visibility ------------------------------------------------------------------
+
+# The children of a declaration that say who sees it (`private`, `pub`, `static`).
+_MODIFIER_NODES = frozenset({"modifiers", "modifier", "visibility_modifier", "access_modifier",
+                             "storage_class_specifier"})
+# Declarations of the types whose visibility their members share.
+_TYPE_DECLARATIONS = frozenset({"class_declaration", "interface_declaration", "struct_declaration",
+                                "record_declaration", "enum_declaration", "object_declaration",
+                                "class_definition", "object_definition", "trait_definition",
+                                "class_specifier", "struct_specifier", "union_specifier"})
+# Rust items that take a visibility (`impl` blocks take none).
+_RUST_ITEMS = frozenset({"function_item", "struct_item", "enum_item", "trait_item", "type_item",
+                         "const_item", "static_item", "mod_item", "union_item", "macro_definition"})
+_RUBY_VISIBILITY = frozenset({"private", "public", "protected", "module_function"})
+
+
+def _modifier_words(declaration: Node) -> set[str]:
+    return {word for child in declaration.children if child.type in _MODIFIER_NODES
+            for word in re.findall(r"\w+", text_of(child))}
+
+
+def hidden(language: str | None, declaration: Node) -> bool:
+    """Whether ``declaration``'s own syntax, or that of a type around it,
+    keeps it from code outside its module, file or class: Java's, Kotlin's,
+    Scala's, Swift's and PHP's `private` (Kotlin's `internal`, Swift's
+    `fileprivate` too), C#'s `private`/`internal` or no access modifier
+    (a class's member, a top-level type; an interface's members are public),
+    a Rust item without a plain `pub` (a trait's or a trait impl's method
+    is the trait's), a C/C++ `static` function or one in an anonymous
+    namespace, a C++ class's `private:` member, a Ruby method after
+    `private` or named by `private :m`."""
+    if language == "rust":
+        return _rust_hidden(declaration)
+    if language == "ruby":
+        return _ruby_private(declaration)
+    if language in ("c", "cpp", "objc", "cuda"):
+        return _c_hidden(declaration)
+    private = {"java": {"private"}, "kotlin": {"private", "internal"}, "scala": {"private"},
+               "swift": {"private", "fileprivate"}, "php": {"private"}}.get(language or "")
+    if private is None and language != "csharp":
+        return False
+    for node in (declaration, *(a for a in ancestors(declaration) if a.type in _TYPE_DECLARATIONS)):
+        words = _modifier_words(node)
+        if language != "csharp":
+            if words & private:  # type: ignore[operator]
+                return True
+        elif "private" in words or not words & {"public", "protected"}:
+            holder = node.parent.parent if node.parent is not None else None
+            if holder is None or holder.type != "interface_declaration":
+                return True
+    return False
+
+
+def _rust_hidden(declaration: Node) -> bool:
+    if declaration.type not in _RUST_ITEMS:
+        return False
+    holder = declaration.parent.parent if declaration.parent is not None else None
+    if holder is not None and (holder.type == "trait_item" or (
+            holder.type == "impl_item" and holder.child_by_field_name("trait") is not None)):
+        return _rust_hidden(holder) if holder.type == "trait_item" else False
+    return not any(child.type == "visibility_modifier" and text_of(child) == "pub" for child in declaration.children)
+
+
+def _c_hidden(declaration: Node) -> bool:
+    parent = declaration.parent
+    if parent is not None and parent.type == "field_declaration_list":  # a member: its access section
+        access = "public" if parent.parent is not None and parent.parent.type != "class_specifier" else "private"
+        for sibling in parent.children:
+            if sibling.id == declaration.id:
+                break
+            if sibling.type == "access_specifier":
+                access = text_of(sibling)
+        return access == "private"
+    return c_file_local(declaration)
+
+
+def c_file_local(declaration: Node) -> bool:
+    """A C/C++ declaration its file keeps to itself: `static` outside a
+    class, or in an anonymous namespace."""
+    parent = declaration.parent
+    if parent is not None and parent.type == "field_declaration_list":
+        return False  # a class's `static` member
+    return "static" in _modifier_words(declaration) or any(
+        a.type == "namespace_definition" and a.child_by_field_name("name") is None for a in ancestors(declaration))
+
+
+def _ruby_private(method: Node) -> bool:
+    parent = method.parent
+    if parent is not None and parent.type == "argument_list" and parent.parent is not None:
+        return text_of(parent.parent.child_by_field_name("method")) == "private"  # `private def m`
+    if parent is None or method.type != "method":
+        return False
+    name = text_of(method.child_by_field_name("name"))
+    private = False
+    for sibling in parent.named_children:
+        if sibling.type == "identifier" and text_of(sibling) in _RUBY_VISIBILITY and sibling.start_byte < method.start_byte:
+            private = text_of(sibling) == "private"  # a section: the methods after it
+        elif sibling.type == "call" and text_of(sibling.child_by_field_name("method")) == "private" \
+                and any(text_of(argument).lstrip(":") == name for argument in
+                        (sibling.child_by_field_name("arguments") or sibling).named_children):
+            return True  # `private :m`
+    return private
+
+
 # What stands between a C/C++ function's name and its definition: `f(…)`,
 # `*f(…)`, `&f(…)`, `Cls::f(…)`, `(f)(…)`.
 _C_DECLARATORS = frozenset({"function_declarator", "pointer_declarator", "reference_declarator",

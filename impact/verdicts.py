@@ -12,9 +12,9 @@ from ctxls.index.definition_table import classify as classify_definition
 
 from . import syntax
 from .builtin_names import BUILTIN_METHODS
-from .index_view import CLASS_KINDS
+from .index_view import CLASS_KINDS, Definition
 from .resolved import (MAX_BASES, OTHER_MATCH, SHARED_NAME_CLASSES, ClassId, Match, Receiver, Ref,
-                       Targets, Verdict, container_id)
+                       Targets, Verdict, container_id, interoperate)
 from .syntax import GO, PYTHON, SourceFile
 
 
@@ -27,7 +27,11 @@ class Verdicts:
 
     def match(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Match:
         """The verdict, which of ``targets`` it leads (or may lead) to, and
-        why it stays unconfirmed."""
+        why it stays unconfirmed. Only definitions in a language ``sf``'s
+        code can call are reached (``resolved.interoperate``)."""
+        targets = targets.reachable_from(sf.language)
+        if not targets.definitions:
+            return OTHER_MATCH
         family = sf.family
         if family is None or family.name == syntax.GENERIC.name:
             return self._name_only_match(sf, name_node, name, targets)
@@ -74,13 +78,15 @@ class Verdicts:
                     here[0].container is None or here[0].container in _enclosing_definitions(family, name_node)) \
                     and not (sf.language == "kotlin" and syntax.in_kotlin_receiver_lambda(family, name_node)):
                 return Match(Verdict.CONFIRMED, frozenset({here[0].key}))
+        # A C `static` function of another file is not what any name here calls.
+        reachable = [d for d in targets.definitions if d.path == sf.path or not self.file_local(d)]
         qualifier = syntax.call_qualifier(family, name_node) if family is not None else None
-        if qualifier:
-            keys = self._qualified_call_keys(sf, name_node, qualifier, targets)
-            return Match(Verdict.UNKNOWN, keys, "name-only-language") if keys else OTHER_MATCH
-        return Match(Verdict.UNKNOWN, targets.keys, "name-only-language")
+        keys = (self._qualified_call_keys(sf, name_node, qualifier, reachable) if qualifier
+                else frozenset(d.key for d in reachable))
+        return Match(Verdict.UNKNOWN, keys, "name-only-language") if keys else OTHER_MATCH
 
-    def _qualified_call_keys(self, sf: SourceFile, site: Node, qualifier: str, targets: Targets) -> frozenset:
+    def _qualified_call_keys(self, sf: SourceFile, site: Node, qualifier: str,
+                             definitions: list[Definition]) -> frozenset:
         """The targets a call written after a receiver or a path may reach,
         in a language without binding analysis. Not through a library's
         type: a path whose last segment is capitalized as a type and names
@@ -101,7 +107,7 @@ class Verdicts:
             and last not in _PATH_KEYWORDS and not self.definitions_named(last) and not self._aliases(sf, last)
         row = site.start_point.row
         kept = set()
-        for target in targets.definitions:
+        for target in definitions:
             if library and last != target.container and last not in re.split(r"[/.]", target.path):
                 continue
             inside = target.path == sf.path and target.start_line <= row <= target.end_line \
@@ -213,7 +219,8 @@ class Verdicts:
             # (not a read: `obj.data` may be any object's instance attribute,
             # which the index does not list); with several targets, which of
             # them is not known.
-            if called and not builtin and all(d.key in targets.keys for d in self.definitions_named(name)):
+            if called and not builtin and all(d.key in targets.keys for d in self.definitions_named(name)
+                                              if interoperate(sf.language, d.language)):
                 return Match(Verdict.CONFIRMED, member_keys) if len(member_keys) == 1 \
                     else Match(Verdict.UNKNOWN, member_keys, "several-definitions")
             return Match(Verdict.UNKNOWN, member_keys, self._unknown_receiver_reason(name, targets, builtin))

@@ -1198,7 +1198,8 @@ def _suspended_kotlin(make_engine, monkeypatch, seed: int):
     worker = chunk_worker.ChunkWorker(deadline_s=1.0)
     monkeypatch.setitem(chunk_worker._workers, "pass", worker)
     hostile = "class A\n" + "@A\n" * 20_000 + "constructor(\n fun f( { frobnicate(%d)\n"
-    engine = make_engine({"core.py": "def frobnicate(x):\n    return x\n",
+    # Java's: Kotlin calls it (one JVM), not a Python function's name.
+    engine = make_engine({"Core.java": "class Core {\n    static int frobnicate(int x) { return x; }\n}\n",
                           "A.kt": hostile % seed, "B.kt": hostile % (seed + 1)})
     assert languages.suspended("kotlin") and worker.restarts == 2
     (engine.root / "Use.kt").write_text("fun run() = frobnicate(1)\n")
