@@ -604,20 +604,20 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
         return alias
     if syntax.in_import(family, node, sf.parents) is not None:
         return _Use("import")
-    if syntax.declares(family, node):
+    if syntax.declares(family, node, sf.parents):
         return _Use("definition")
     ruby = syntax.ruby_name_use(sf, node) if sf.language == "ruby" else None
     if ruby == "local":
         return _Use("elsewhere")  # a local variable of that name
-    expression, _ = syntax.member_parts(family, node)
-    if ruby == "binding" or syntax.is_bound(family, expression) or syntax.is_table_binding(family, node):
+    expression, _ = syntax.member_parts(family, node, sf.parents)
+    if ruby == "binding" or syntax.is_bound(family, expression, sf.parents) or syntax.is_table_binding(family, node):
         written = _setter_call(resolver, sf, node, name, targets)
         return _Use("call", written, node) if written is not None else _Use("binding")
     match = resolver.match(sf, node, name, targets)
     if match.verdict is Verdict.OTHER:
         return _Use("elsewhere")
     # `log_change` alone: Ruby calls it without parentheses.
-    return _Use("call" if ruby == "call" else syntax.use_kind(family, expression), match, node)
+    return _Use("call" if ruby == "call" else syntax.use_kind(family, expression, sf.parents), match, node)
 
 
 def _setter_call(resolver: Resolver, sf: SourceFile, node: Node, name: str, targets: Targets) -> Match | None:
@@ -625,7 +625,7 @@ def _setter_call(resolver: Resolver, sf: SourceFile, node: Node, name: str, targ
     that may reach a target property with a setter calls that setter: the
     match on those targets; None for any other binding."""
     assert sf.family is not None
-    if syntax.member_parts(sf.family, node)[1] is None:
+    if syntax.member_parts(sf.family, node, sf.parents)[1] is None:
         return None  # a bare name: a variable
     setters = frozenset(t.key for t in targets.members if t.name == name and resolver.has_setter(t))
     if not setters:
@@ -641,7 +641,7 @@ def _import_alias(family: Family, sf: SourceFile, node: Node, name: str) -> _Use
     """``from m import name as alias``, ``import { name as alias }``,
     ``export { name as alias } from``, ``const { name: alias } = require()``,
     Rust's ``use m::name as alias``."""
-    parent = node.parent
+    parent = syntax.parent_of(node, sf.parents)
     if parent is None:
         return None
     alias = ""

@@ -104,6 +104,14 @@ class ReceiverTypes:
                     held = self._member_attribute(holder.cls, syntax.text_of(attribute))
             if held is not None:
                 return held
+        if family is GO and kind == "selector_expression":  # h.db.Put(): the field's declared type
+            owner, field = node.child_by_field_name("operand"), node.child_by_field_name("field")
+            if owner is not None and field is not None:
+                holder = self.receiver(sf, owner, field)
+                held = self._member_attribute(holder.cls, syntax.text_of(field)) \
+                    if holder.kind in ("self", "instance") and holder.cls is not None else None
+                if held is not None:
+                    return held
         if family is PYTHON and kind == "attribute" and re.fullmatch(r"[\w.\s]+", syntax.text_of(node)):
             assigned = self._assigned_attribute(sf, node, site)
             if assigned is not None:  # `sys.stdout = Buffer()` then `sys.stdout.reset()`
@@ -255,15 +263,16 @@ class ReceiverTypes:
             for row, start, end in sf.occurrences(name, range(scope.start_point.row, scope.end_point.row + 1)):
                 node = sf.node_at(row, start, end)
                 if node is None or not syntax.is_identifier(node) \
-                        or syntax.variable_position(family, node) is None \
+                        or syntax.variable_position(family, node, sf.parents) is None \
                         or syntax.comprehension_variable(family, node) or sf.declares_import(node):
                     continue  # a use, a key or keyword; a comprehension's own; an import's
                 scopes = family.functions | family.classes
-                owner = next((a for a in syntax.ancestors(node) if a.type in scopes), None)
-                if owner is not None and node.parent is not None and node.parent.id == owner.id \
-                        and syntax.declares(family, node):
+                owner = syntax.enclosing(node, scopes, sf.parents)
+                parent = syntax.parent_of(node, sf.parents)
+                if owner is not None and parent is not None and parent.id == owner.id \
+                        and syntax.declares(family, node, sf.parents):
                     # A function's or class's own name is bound where it is, not in it.
-                    owner = next((a for a in syntax.ancestors(owner) if a.type in scopes), None)
+                    owner = syntax.enclosing(owner, scopes, sf.parents)
                 if (owner.id if owner is not None else sf.tree.root_node.id) != scope.id:
                     continue  # a nested function's own; a class body's (`def set` there), the class's attribute
                 found.append(node)
@@ -313,11 +322,9 @@ class ReceiverTypes:
         if sf.family is JS:  # TS `Subject<T>` is a Subject, whatever T
             bare = _without_type_arguments(text)
             generic, text = bare != text, bare
-        if sf.family is GO:  # `*T`, `pkg.T`, `*pkg.T`: the type T of this package or of pkg's
-            named = re.fullmatch(r"\*?\s*(?:(\w+)\s*\.\s*)?(\w+)", text.strip())
-            if named is None:
-                return UNKNOWN_RECEIVER
-            cls = self._go_type(sf, named.group(1), named.group(2))
+        if sf.family is GO:  # `*T`, `pkg.T`, `*pkg.T[int]`: the type T of this package or of pkg's
+            named = syntax.go_named_type(annotation)
+            cls = self._go_type(sf, *named) if named is not None else None
             return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
         words = re.findall(r"[A-Za-z_]\w*", text)
         if words and words[-1] in _ANY_OBJECT_TYPES:
@@ -366,15 +373,11 @@ class ReceiverTypes:
             value = value.named_child(0) or value
         if value.type in family.literals:
             return Receiver("external")
-        if value.type == "composite_literal":  # Go: T{...}, pkg.T{...}, map[...]...{}, []T{...}
-            type_node = value.child_by_field_name("type")
-            package = None
-            if type_node is not None and type_node.type == "qualified_type":
-                package = syntax.text_of(type_node.child_by_field_name("package"))
-                type_node = type_node.child_by_field_name("name")
-            if type_node is None or not syntax.is_identifier(type_node):
+        if value.type == "composite_literal":  # Go: T{...}, pkg.T[int]{...}, map[...]...{}, []T{...}
+            named = syntax.go_named_type(value.child_by_field_name("type"))
+            if named is None:
                 return Receiver("external")
-            cls = self._go_type(sf, package, syntax.text_of(type_node))
+            cls = self._go_type(sf, *named)
             return Receiver("instance", cls) if cls is not None else UNKNOWN_RECEIVER
         if family is PYTHON and value.type == "attribute":  # x = self.engine
             held = self.receiver(sf, value, value)
@@ -571,14 +574,9 @@ class ReceiverTypes:
         if key not in self._returns:
             returned: Receiver | None = None
             declared = self._signatures(ref)
-            sf = declared[0] if declared is not None else None
             if declared is not None:
                 each = {self._declared_return(declared[0], signature) for signature in declared[1]}
                 returned = next(iter(each)) if len(each) == 1 else UNKNOWN_RECEIVER
-            if sf is not None and sf.family is GO and returned is not None and self._go_interface(returned.cls):
-                # Its methods run an implementation's, which Go never names:
-                # untyped, so each implementation's method keeps the call.
-                returned = None
             self._returns[key] = returned
         return self._returns.get(key)
 
@@ -591,7 +589,8 @@ class ReceiverTypes:
     def _go_interface(self, cls: ClassId | None) -> bool:
         """Whether the Go type ``cls`` is an interface (a package's `type T interface{…}`)."""
         return cls is not None and any(
-            d.symbol_kind == "interface" and d.symbol == cls.symbol and class_home(d.path) == cls.home
+            d.language == "go" and d.symbol_kind == "interface" and d.symbol == cls.symbol
+            and class_home(d.path) == cls.home
             for d in self.definitions_named(cls.symbol))
 
     def _self_attribute(self, sf: SourceFile, site: Node, attribute: str) -> Receiver | None:
@@ -627,6 +626,9 @@ class ReceiverTypes:
         if family is JS:
             self._attributes[key] = result = self._js_class_attribute(sf, class_node, attribute)
             return result
+        if family is GO:
+            self._attributes[key] = result = self._go_field(sf, class_node, attribute)
+            return result
         found: set[Receiver] = set()
         rows = range(class_node.start_point.row, class_node.end_point.row + 1)
         for row, start, end in sf.occurrences(attribute, rows):
@@ -658,6 +660,23 @@ class ReceiverTypes:
         result = next(iter(known)) if len(found) == 1 and known else None
         self._attributes[key] = result
         return result
+
+    def _go_field(self, sf: SourceFile, type_spec: Node, field: str) -> Receiver | None:
+        """Go: what the field ``field`` of the struct ``type_spec`` holds, by
+        its declared type (``db *store.Store``; an embedded ``*store.Store``
+        is the field ``Store``); None: no such field, or a type not known."""
+        declared = type_spec.child_by_field_name("type")
+        fields = declared.named_child(0) if declared is not None and declared.type == "struct_type" else None
+        for declaration in fields.named_children if fields is not None else ():
+            type_node = declaration.child_by_field_name("type")
+            if declaration.type != "field_declaration" or type_node is None:
+                continue
+            names = [syntax.text_of(name) for name in declaration.children_by_field_name("name")]
+            embedded = syntax.go_named_type(type_node) if not names else None
+            if field in names or (embedded is not None and embedded[1] == field):
+                held = self._annotated(sf, type_node)
+                return held if held != UNKNOWN_RECEIVER else None
+        return None
 
     def _js_class_attribute(self, sf: SourceFile, class_node: Node, attribute: str) -> Receiver | None:
         """JS/TS: what ``this.attribute`` holds in the class, when its field

@@ -90,6 +90,7 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         self._bases: dict[ClassId, list[Base]] = {}
         self._lineages: dict[tuple[ClassId, bool], tuple[list[ClassId], bool]] = {}
         self._implemented: dict[ClassId, set[ClassId]] = {}
+        self._go_implements: dict[tuple[ClassId, ClassId], bool] = {}  # (type, interface) -> may implement
         self._setters: dict[tuple[str, str], bool] = {}  # member key -> whether it has a setter
         self._owners: dict[tuple[Receiver, str], tuple[ClassId | None, bool]] = {}
         self._bare: dict[tuple[str, str], Ref] = {}

@@ -304,9 +304,10 @@ def is_string(node: Node) -> bool:
             or node.type in ("char_literal", "rune_literal", "heredoc_body", "regex_pattern", "escape_sequence"))
 
 
-def field_of(node: Node) -> str:
-    """The field name under which ``node`` hangs from its parent ("" if none)."""
-    parent = node.parent
+def field_of(node: Node, parents: Parents | None = None) -> str:
+    """The field name under which ``node`` hangs from its parent ("" if
+    none). ``parents``: as in :func:`ancestors`."""
+    parent = parent_of(node, parents)
     if parent is None:
         return ""
     for index, child in enumerate(parent.children):
@@ -321,9 +322,67 @@ def field_of(node: Node) -> str:
 # class). Real code's deepest definitions sit far within this many levels.
 MAX_ANCESTORS = 512
 
-# A node's parent as one file's walks up found it (``SourceFile.parents``).
-Parents = dict[Node, "Node | None"]
+# A walk up this long finds a nest: its file's Parents are filled at once.
+DEEP_WALK = 64
 _UNSEEN = object()
+
+
+class Parents(dict):
+    """A file's nodes' parents (``SourceFile.parents``), as its walks up found
+    them: tree-sitter finds a parent by walking down from the root, so in a
+    nest N deep each lookup costs N, and each of its N call sites looking
+    up its own node's and its call's parents cost N² (5,000 nested calls:
+    79 s). The first walk up :data:`DEEP_WALK` long, or lookups of an
+    eighth of the tree's nodes (a nest whose sites, outermost first, each
+    walk a step or two), fill them for the whole tree in one pass down
+    (:meth:`fill`); after it, every lookup is the dict's. ``enclosing``
+    keeps :func:`enclosing`'s answers by node; ``named_at``, once filled,
+    the innermost named node at each (start, end) point range (finding a
+    site's node walks down from the root too: ``SourceFile.node_at``)."""
+
+    def __init__(self, root: Node | None = None):
+        super().__init__()
+        self.root = root
+        self.filled = False
+        self.missed = 0  # parents looked up from the root
+        self.enclosing: dict[frozenset[str], dict[Node, Node | None]] = {}
+        self.named_at: dict[tuple[tuple[int, int], tuple[int, int]], Node] = {}
+
+    def fill(self) -> None:
+        """Every node's parent, from one walk of the tree with a cursor (which
+        keeps its path: no lookup from the root)."""
+        if self.filled or self.root is None:
+            return
+        self.filled = True
+        cursor, path = self.root.walk(), []
+        while True:
+            node = cursor.node
+            self[node] = path[-1] if path else None
+            if node.is_named:  # in document order: a node after the one around it of its range
+                self.named_at[(node.start_point, node.end_point)] = node
+            if cursor.goto_first_child():
+                path.append(node)
+                continue
+            while not cursor.goto_next_sibling():
+                if not cursor.goto_parent():
+                    return
+                path.pop()
+
+
+def parent_of(node: Node, parents: Parents | None = None) -> Node | None:
+    """``node.parent``, through ``parents`` (its file's :attr:`SourceFile.parents`)
+    when given: looked up from the root once per node and file."""
+    if parents is None:
+        return node.parent
+    parent = parents.get(node, _UNSEEN)
+    if parent is _UNSEEN and isinstance(parents, Parents) and not parents.filled and parents.root is not None:
+        parents.missed += 1
+        if parents.missed >= max(DEEP_WALK, parents.root.descendant_count // 8):
+            parents.fill()
+            parent = parents.get(node, _UNSEEN)
+    if parent is _UNSEEN:
+        parent = parents[node] = node.parent
+    return parent
 
 
 def ancestors(node: Node, parents: Parents | None = None) -> Iterator[Node]:
@@ -331,14 +390,13 @@ def ancestors(node: Node, parents: Parents | None = None) -> Iterator[Node]:
     With ``parents`` (its file's :attr:`SourceFile.parents`), each parent is
     looked up from the root once per file: a file's call sites share their
     outer ancestors, and a walk up from each of a hostile nest's sites cost
-    the cube of its depth (1,500 nested calls: minutes)."""
+    the cube of its depth (1,500 nested calls: minutes); a walk this deep
+    fills them (:class:`Parents`)."""
     current = node
-    for _ in range(MAX_ANCESTORS):
-        parent = _UNSEEN if parents is None else parents.get(current, _UNSEEN)
-        if parent is _UNSEEN:
-            parent = current.parent
-            if parents is not None:
-                parents[current] = parent
+    for depth in range(MAX_ANCESTORS):
+        if depth == DEEP_WALK and isinstance(parents, Parents):
+            parents.fill()
+        parent = parent_of(current, parents)
         if parent is None:
             return
         yield parent
@@ -366,14 +424,42 @@ def _wraps(parent: Node, node: Node, family: Family) -> bool:
     return inner is not None and inner.id == node.id
 
 
-def member_parts(family: Family, node: Node) -> tuple[Node, Node | None]:
+def enclosing(node: Node, types: frozenset[str], parents: Parents | None = None) -> Node | None:
+    """The innermost ancestor of ``node`` of one of ``types`` (None: none).
+    With a file's :class:`Parents`, each node walked past keeps the answer,
+    so a file's sites share their walks (a walk up from each of a nest's N
+    sites cost N², capped at MAX_ANCESTORS each); shared, a walk costs the
+    file's nesting once, so it needs no cap. Else as :func:`ancestors`."""
+    if not isinstance(parents, Parents):
+        return next((a for a in ancestors(node, parents) if a.type in types), None)
+    known = parents.enclosing.setdefault(types, {})
+    walked, current, found = [], node, None
+    while True:
+        if current in known:
+            found = known[current]
+            break
+        walked.append(current)
+        if len(walked) == DEEP_WALK:
+            parents.fill()
+        parent = parent_of(current, parents)
+        if parent is None or parent.type in types:
+            found = parent
+            break
+        current = parent
+    for passed in walked:
+        known[passed] = found
+    return found
+
+
+def member_parts(family: Family, node: Node, parents: Parents | None = None) -> tuple[Node, Node | None]:
     """(the expression ``node`` names, its receiver): for the name of a member
     access (``obj.name``, ``m::name``, C++'s ``m::name<T>``) the whole
-    access and ``obj``; else ``node`` and None."""
-    parent = node.parent
-    if parent is not None and parent.type == "template_function" and _wraps(parent, node, family) \
-            and parent.parent is not None and parent.parent.type in family.members:
-        node, parent = parent, parent.parent  # C++'s `m::name<T>`: the path's name is `name<T>`
+    access and ``obj``; else ``node`` and None. ``parents``: as in :func:`ancestors`."""
+    parent = parent_of(node, parents)
+    if parent is not None and parent.type == "template_function" and _wraps(parent, node, family):
+        grand = parent_of(parent, parents)
+        if grand is not None and grand.type in family.members:
+            node, parent = parent, grand  # C++'s `m::name<T>`: the path's name is `name<T>`
     if parent is not None and parent.type in family.members:
         receiver_field, name_field = family.members[parent.type]
         name = parent.child_by_field_name(name_field)
@@ -382,14 +468,15 @@ def member_parts(family: Family, node: Node) -> tuple[Node, Node | None]:
     return node, None
 
 
-def declares(family: Family, node: Node) -> bool:
+def declares(family: Family, node: Node, parents: Parents | None = None) -> bool:
     """``node`` is the name a declaration introduces (``def f``, ``class C``);
-    in Go, also the type in a method's receiver (part of the type's definition)."""
+    in Go, also the type in a method's receiver (part of the type's definition).
+    ``parents``: as in :func:`ancestors`."""
     if family.definitions is not None:
         return _table_definition(family.definitions, node) is not None
-    parent = node.parent
+    parent = parent_of(node, parents)
     if family is GO and parent is not None and node.type == "type_identifier":
-        receiver = next((a for a in ancestors(node) if a.type == "parameter_list"), None)
+        receiver = next((a for a in ancestors(node, parents) if a.type == "parameter_list"), None)
         if receiver is not None and field_of(receiver) == "receiver":
             return True
     if family is GENERIC and c_function_of(node) is not None:
@@ -588,12 +675,12 @@ def called_name(family: Family, call: Node) -> Node | None:
     return callee if callee is not None and is_identifier(callee) else None
 
 
-def _calls_around(family: Family, node: Node) -> Iterator[Node]:
+def _calls_around(family: Family, node: Node, parents: Parents | None = None) -> Iterator[Node]:
     """The call nodes that may call ``node``: it and its first ancestors,
     and the sibling after each (Dart's arguments follow the name)."""
     # Lazily: each ancestor costs a walk down from the root (MAX_ANCESTORS).
     kinds = family.called_names or family.calls
-    for depth, current in enumerate(itertools.chain((node,), ancestors(node))):
+    for depth, current in enumerate(itertools.chain((node,), ancestors(node, parents))):
         if depth > 5:
             return
         for candidate in (current, current.next_named_sibling):
@@ -756,21 +843,22 @@ def _bound_name(node: Node) -> Node | None:
     return first if first is not None and is_identifier(first) else None
 
 
-def is_bound(family: Family, expression: Node) -> bool:
+def is_bound(family: Family, expression: Node, parents: Parents | None = None) -> bool:
     """``expression`` is (re)bound here (an assignment target, a parameter, a
     keyword argument's name), not a use of what the name refers to."""
-    return binding_position(family, expression) is not None
+    return binding_position(family, expression, parents) is not None
 
 
-def binding_position(family: Family, expression: Node) -> tuple[str, str] | None:
+def binding_position(family: Family, expression: Node, parents: Parents | None = None) -> tuple[str, str] | None:
     """The (parent type, field) of ``family.bindings`` that binds
     ``expression`` (through destructuring patterns), or None; a Python
-    ``case`` pattern's capture: ``MATCH_CAPTURE``."""
-    if family is PYTHON and _is_match_capture(expression):
+    ``case`` pattern's capture: ``MATCH_CAPTURE``. ``parents``: as in
+    :func:`ancestors`."""
+    if family is PYTHON and _is_match_capture(expression, parents):
         return MATCH_CAPTURE
     node = expression
-    while node.parent is not None:
-        parent, field_name = node.parent, field_of(node)
+    while parent_of(node, parents) is not None:
+        parent, field_name = parent_of(node, parents), field_of(node, parents)
         if (parent.type, field_name) in family.bindings:
             return parent.type, field_name
         if parent.type not in family.patterns:
@@ -787,14 +875,14 @@ MATCH_CAPTURE = ("case_pattern", "")
 _CAPTURE_HOLDERS = frozenset({"case_pattern", "keyword_pattern", "union_pattern"})
 
 
-def _is_match_capture(name: Node) -> bool:
+def _is_match_capture(name: Node, parents: Parents | None = None) -> bool:
     """``name`` is a name a Python ``case`` pattern binds: ``case x:``,
     ``{"k": x}``, ``[x, *rest]``, ``{**rest}``, ``Point(x=px)``, ``… as x``."""
-    parent = name.parent
+    parent = parent_of(name, parents)
     if name.type != "identifier" or parent is None:
         return False
     if parent.type == "dotted_name":
-        holder = parent.parent
+        holder = parent_of(parent, parents)
         return parent.named_child_count == 1 and holder is not None and holder.type in _CAPTURE_HOLDERS
     if parent.type == "splat_pattern":
         return True
@@ -804,16 +892,18 @@ def _is_match_capture(name: Node) -> bool:
         and first.id != name.id
 
 
-def variable_position(family: Family, name: Node) -> tuple[str, str] | None:
+def variable_position(family: Family, name: Node, parents: Parents | None = None) -> tuple[str, str] | None:
     """Where the name ``name`` binds a variable of its scope (a parameter, an
     assignment or loop target, a nested definition): that binding position;
     None for a use, or a binding that makes no variable (a keyword
-    argument, an object key, a label, a member)."""
-    position = binding_position(family, name)
+    argument, an object key, a label, a member). ``parents``: as in
+    :func:`ancestors`."""
+    position = binding_position(family, name, parents)
     if position is None:
-        if name.parent is None or not declares(family, name):
+        parent = parent_of(name, parents)
+        if parent is None or not declares(family, name, parents):
             return None
-        position = (name.parent.type, field_of(name))
+        position = (parent.type, field_of(name, parents))
     return None if position in family.non_variables else position
 
 
@@ -827,7 +917,7 @@ def class_body_binds(family: Family, site: Node, name: str, parents: Parents | N
     if family is not PYTHON:
         return False
     scopes = family.functions | family.classes | family.comprehensions
-    holder = next((a for a in ancestors(site, parents) if a.type in scopes), None)
+    holder = enclosing(site, scopes, parents)
     body = holder.child_by_field_name("body") if holder is not None and holder.type in family.classes else None
     if body is None:
         return False
@@ -889,14 +979,15 @@ def callee_of(family: Family, call: Node) -> Node | None:
     return call.child_by_field_name(field_name) if field_name else None
 
 
-def use_kind(family: Family, expression: Node) -> str:
-    """How an expression that names something is used: ``call``, ``decorator`` or ``value``."""
-    parent = expression.parent
+def use_kind(family: Family, expression: Node, parents: Parents | None = None) -> str:
+    """How an expression that names something is used: ``call``, ``decorator``
+    or ``value``. ``parents``: as in :func:`ancestors`."""
+    parent = parent_of(expression, parents)
     if parent is None:
         return "value"
     if family.called_names:
         # The call's name ends the expression (`dispatch` of `router.dispatch`).
-        for call in _calls_around(family, expression):
+        for call in _calls_around(family, expression, parents):
             called = called_name(family, call)
             if called is not None and expression.start_byte <= called.start_byte \
                     and called.end_byte == expression.end_byte:
@@ -904,11 +995,11 @@ def use_kind(family: Family, expression: Node) -> str:
         return "value"
     if parent.type in family.decorators:
         return "decorator"
-    while parent.parent is not None and _wraps(parent, expression, family):  # `m::f::<T>(…)`, `F[T](…)`
-        expression, parent = parent, parent.parent
+    while (outer := parent_of(parent, parents)) is not None and _wraps(parent, expression, family):
+        expression, parent = parent, outer  # `m::f::<T>(…)`, `F[T](…)`
     callee = callee_of(family, parent)
     if callee is not None and callee.id == expression.id:
-        grand = parent.parent
+        grand = parent_of(parent, parents)
         if grand is not None and grand.type in family.decorators:
             return "decorator"
         return "call"
@@ -1046,11 +1137,24 @@ def go_receiver(method: Node) -> tuple[str, str]:
     parameter = receivers.named_child(0) if receivers is not None else None
     if parameter is None:
         return "", ""
-    type_node = parameter.child_by_field_name("type")
-    while type_node is not None and type_node.type in ("pointer_type", "generic_type",
-                                                       "parenthesized_type"):
+    named = go_named_type(parameter.child_by_field_name("type"))
+    return text_of(parameter.child_by_field_name("name")), named[1] if named is not None else ""
+
+
+def go_named_type(type_node: Node | None) -> tuple[str | None, str] | None:
+    """(package or None, type name) of the Go named type a type node
+    writes, its pointer, parentheses and type arguments aside: ``T``,
+    ``*T``, ``pkg.T``, ``*pkg.T[int]`` (generic types are written with
+    their arguments everywhere they are used); None for any other type
+    (a slice, a map, a function, an inline struct)."""
+    while type_node is not None and type_node.type in ("pointer_type", "generic_type", "parenthesized_type"):
         type_node = type_node.child_by_field_name("type") or type_node.named_child(0)
-    return text_of(parameter.child_by_field_name("name")), text_of(type_node)
+    if type_node is None:
+        return None
+    if type_node.type == "qualified_type":
+        package, name = type_node.child_by_field_name("package"), type_node.child_by_field_name("name")
+        return (text_of(package), text_of(name)) if package is not None and name is not None else None
+    return (None, text_of(type_node)) if type_node.type == "type_identifier" else None
 
 
 def class_bases(family: Family, class_node: Node) -> list[str]:
@@ -1070,12 +1174,26 @@ def class_bases(family: Family, class_node: Node) -> list[str]:
                 bases += [c for c in child.named_children if c.type not in ("extends_clause",
                                                                              "implements_clause")]
     elif family is GO:  # class_node is a type_spec
-        struct = class_node.child_by_field_name("type")
-        fields = struct.named_child(0) if struct is not None and struct.type == "struct_type" else None
+        declared = class_node.child_by_field_name("type")
+        fields = declared.named_child(0) if declared is not None and declared.type == "struct_type" else None
         for declaration in fields.named_children if fields is not None else []:
             if declaration.type == "field_declaration" and declaration.child_by_field_name("name") is None:
                 bases.append(declaration.child_by_field_name("type"))
+        if declared is not None and declared.type == "interface_type":  # `interface { Repo; Close() }`
+            bases += [element.named_child(0) for element in declared.named_children
+                      if element.type == "type_elem" and element.named_child_count == 1
+                      and go_named_type(element.named_child(0)) is not None]  # not a constraint `~int | string`
     return _type_names(bases)
+
+
+def go_interface_methods(type_spec: Node) -> set[str]:
+    """The methods a Go ``type T interface { … }`` declares itself (its
+    embedded interfaces are its bases: :func:`class_bases`)."""
+    declared = type_spec.child_by_field_name("type")
+    if declared is None or declared.type != "interface_type":
+        return set()
+    return {text_of(element.child_by_field_name("name")) for element in declared.named_children
+            if element.type == "method_elem"}
 
 
 def class_member_names(class_node: Node) -> set[str]:
@@ -1534,7 +1652,7 @@ class SourceFile:
     language: str | None = field(init=False)
     family: Family | None = field(init=False)
     # Each node's parent, once looked up (:func:`ancestors`).
-    parents: Parents = field(init=False, default_factory=dict, repr=False, compare=False)
+    parents: Parents = field(init=False, default_factory=Parents, repr=False, compare=False)
     # Ruby: each scope's (node id's) locals, by the start byte of their first binding.
     ruby_locals: dict[int, dict[str, int]] = field(init=False, default_factory=dict, repr=False, compare=False)
 
@@ -1564,8 +1682,11 @@ class SourceFile:
         unparsed language."""
         if self.family is None or self.language is None or hazard(self.text) is not None:
             return None
-        return parse_source(parser_for(self.language),
+        tree = parse_source(parser_for(self.language),
                             parse_view(self.language, self._parsed_text.encode("utf-8", "replace")))
+        if tree is not None and isinstance(self.parents, Parents):
+            self.parents.root = tree.root_node
+        return tree
 
     @cached_property
     def bindings(self) -> list[Binding]:
@@ -1627,9 +1748,11 @@ class SourceFile:
         """Whether the name node ``name`` is what a JS/TS declaration taking
         a module's names binds (``const { a } = require("m")``, ``const
         { a } = ns`` of ``import * as ns``): an import, not a variable."""
-        declarator = next((a for a in itertools.islice(ancestors(name), IMPORT_NESTING)
+        if self.family is not JS:
+            return False
+        declarator = next((a for a in itertools.islice(ancestors(name, self.parents), IMPORT_NESTING)
                            if a.type == "variable_declarator"), None)
-        return self.family is JS and declarator is not None and (declarator.start_point.row, text_of(name)) \
+        return declarator is not None and (declarator.start_point.row, text_of(name)) \
             in self._import_declarations
 
     @cached_property
@@ -1692,8 +1815,9 @@ class SourceFile:
         """The smallest named node covering characters ``start``..``end`` of line ``row``."""
         if self.tree is None or row >= len(self.lines):
             return None
-        return self.tree.root_node.named_descendant_for_point_range(
-            (row, self.byte_column(row, start)), (row, self.byte_column(row, end)))
+        span = ((row, self.byte_column(row, start)), (row, self.byte_column(row, end)))
+        found = self.parents.named_at.get(span) if isinstance(self.parents, Parents) else None
+        return found if found is not None else self.tree.root_node.named_descendant_for_point_range(*span)
 
 
 class SourceCache:

@@ -35,7 +35,7 @@ class Verdicts:
         family = sf.family
         if family is None or family.name == syntax.GENERIC.name:
             return self._name_only_match(sf, name_node, name, targets)
-        _, receiver_node = syntax.member_parts(family, name_node)
+        expression, receiver_node = syntax.member_parts(family, name_node, sf.parents)
         if receiver_node is None:
             scoped = sf.function_binding(name, name_node.start_point.row) if family is PYTHON else None
             if scoped is not None:  # `def f(): from m import f; f()`: m's, not this file's f
@@ -49,7 +49,7 @@ class Verdicts:
             if local == "local":
                 return OTHER_MATCH  # a local variable of that name
             return self._bare_match(sf, name, targets)
-        called = syntax.use_kind(family, syntax.member_parts(family, name_node)[0]) != "value"
+        called = syntax.use_kind(family, expression, sf.parents) != "value"
         return self._member_match(sf, self.receiver(sf, receiver_node, name_node), name, targets, called)
 
     def _name_only_match(self, sf: SourceFile, name_node: Node, name: str, targets: Targets) -> Match:
@@ -142,22 +142,24 @@ class Verdicts:
         assert family is not None
         if syntax.class_body_binds(family, site, name, sf.parents):
             return "class"  # a class attribute bound earlier in the class body
-        for scope in syntax.ancestors(site, sf.parents):
+        scopes = family.functions | family.comprehensions
+        scope = syntax.enclosing(site, scopes, sf.parents)
+        while scope is not None:
             if scope.type in family.comprehensions and syntax.comprehension_binds(scope, name, site):
                 return "local"
-            if scope.type not in family.functions:
-                continue
-            if name in syntax.parameter_names(scope):
-                return "parameter"
-            declared = [syntax.variable_position(family, node)
-                        for node in self.visible_bindings(sf, scope, name, site)]
-            if ("global_statement", "") in declared:
-                return None  # `global f`: the module's f
-            if ("nonlocal_statement", "") in declared:
-                continue  # an enclosing function's
-            # `f = g` in JS or Go assigns an f declared elsewhere; in Python it declares one.
-            if any(position not in family.rebindings for position in declared):
-                return "local"
+            if scope.type in family.functions:
+                if name in syntax.parameter_names(scope):
+                    return "parameter"
+                declared = [syntax.variable_position(family, node, sf.parents)
+                            for node in self.visible_bindings(sf, scope, name, site)]
+                if ("global_statement", "") in declared:
+                    return None  # `global f`: the module's f
+                # `f = g` in JS or Go assigns an f declared elsewhere; in Python it declares
+                # one; `nonlocal f`: an enclosing function's.
+                if ("nonlocal_statement", "") not in declared \
+                        and any(position not in family.rebindings for position in declared):
+                    return "local"
+            scope = syntax.enclosing(scope, scopes, sf.parents)
         return None
 
     def _class_body_match(self, sf: SourceFile, site: Node, name: str, targets: Targets) -> Match:
@@ -253,17 +255,23 @@ class Verdicts:
             # The call may also run another target, an override of the
             # owner's: confirmed for the owner's, unconfirmed for the override,
             # as each asked alone (analysis splits it per definition).
-            dispatched = self._dispatch_match(receiver, owner, targets).keys - owned \
+            dispatched = self._dispatch_match(receiver, owner, name, targets).keys - owned \
                 if len(targets.container_ids) > 1 else frozenset()
             return Match(Verdict.UNKNOWN, owned | dispatched, "override") if dispatched \
                 else Match(Verdict.CONFIRMED, owned)
         if owner.home is None:  # a class known by name only never confirms
             keys = frozenset(d.key for d in targets.members if d.container == owner.name)
             return Match(Verdict.UNKNOWN, keys, "unresolved-class") if keys else OTHER_MATCH
-        return self._dispatch_match(receiver, owner, targets)
+        return self._dispatch_match(receiver, owner, name, targets)
 
-    def _dispatch_match(self, receiver: Receiver, owner: ClassId, targets: Targets) -> Match:
+    def _dispatch_match(self, receiver: Receiver, owner: ClassId, name: str, targets: Targets) -> Match:
         """The targets a call resolved to ``owner``'s member may run instead at run time."""
+        if self._go_interface(owner):
+            # A Go interface's method runs the method of whatever type the
+            # value holds, and Go never names the types implementing it.
+            keys = frozenset(d.key for d in targets.members if d.name == name and d.language == "go"
+                             and self.go_implements(container_id(d), owner))  # type: ignore[arg-type]
+            return Match(Verdict.UNKNOWN, keys, "override") if keys else OTHER_MATCH
         # self.m() in a base class reaches an override in a subclass at run time.
         if receiver.kind == "self":
             keys = frozenset(d.key for d in targets.members
@@ -310,6 +318,20 @@ class Verdicts:
                           for name in syntax.implemented_types(sf.family, node)]  # type: ignore[arg-type]
             self._implemented[cls] = found
         return self._implemented[cls]
+
+    def go_implements(self, cls: ClassId, interface: ClassId) -> bool:
+        """Whether the Go type ``cls`` may implement ``interface``: it is no
+        interface, and it or a type it embeds defines each method the
+        interface (and those it embeds) declares; a type embedding one
+        outside the index may (its methods are not known)."""
+        key = (cls, interface)
+        if key not in self._go_implements:
+            lineage, complete = self.lineage(cls)
+            methods = {method for declared in self.lineage(interface)[0] if declared.home is not None
+                       for _, node in self.class_declarations(declared) for method in syntax.go_interface_methods(node)}
+            self._go_implements[key] = not self._go_interface(cls) and (
+                not complete or all(any(self.defines(owner, method) for owner in lineage) for method in methods))
+        return self._go_implements[key]
 
     def _owner(self, receiver: Receiver, name: str) -> tuple[ClassId | None, bool]:
         """The first class up the receiver's lineage defining ``name``, and

@@ -2360,6 +2360,192 @@ def test_go_receivers_typed_by_what_a_constructor_function_returns(make_engine):
     assert callers(analysis.analyze(engine, "Other.Save")) == set()
 
 
+def test_go_receivers_typed_by_a_generic_type_with_its_type_arguments(make_engine):
+    """Probe G5: ``s := &coll.Stack[int]{}``, ``Stack[string]{}``, ``var s
+    coll.Stack[int]`` and a parameter ``s *coll.Stack[int]`` are Stacks:
+    ``s.Push(1)`` calls Stack's Push, not the unrelated Queue's (the
+    composite literals were read as a library's value: no caller at all,
+    an `elsewhere` mention; the declared ones were untyped)."""
+    engine = make_engine({
+        "go.mod": "module example.com/g4\n\ngo 1.21\n",
+        "coll/stack.go": (
+            "package coll\n"
+            "\n"
+            "type Stack[T any] struct{ items []T }\n"
+            "\n"
+            "func (s *Stack[T]) Push(v T) { s.items = append(s.items, v) }\n"
+            "\n"
+            "type Queue struct{ items []int }\n"
+            "\n"
+            "func (q *Queue) Push(v int) { q.items = append(q.items, v) }\n"
+            "\n"
+            "func fill() {\n"
+            "\ts := &Stack[int]{}\n"
+            "\ts.Push(1)\n"  # line 12
+            "}\n"
+        ),
+        "app/app.go": (
+            "package app\n"
+            "\n"
+            "import \"example.com/g4/coll\"\n"
+            "\n"
+            "func A() {\n"
+            "\ts := &coll.Stack[int]{}\n"
+            "\ts.Push(1)\n"  # line 6
+            "\tt := coll.Stack[string]{}\n"
+            "\tt.Push(\"x\")\n"  # line 8
+            "}\n"
+            "\n"
+            "func B(s *coll.Stack[int]) {\n"
+            "\tvar u coll.Stack[int]\n"
+            "\tu.Push(3)\n"  # line 13
+            "\ts.Push(4)\n"  # line 14
+            "}\n"
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Stack.Push")) == {
+        ("coll/stack.go", 12, "fill", True), ("app/app.go", 6, "A", True), ("app/app.go", 8, "A", True),
+        ("app/app.go", 13, "B", True), ("app/app.go", 14, "B", True)}
+    assert callers(analysis.analyze(engine, "Queue.Push")) == set()
+
+
+def test_go_calls_through_an_interface_are_unconfirmed_callers_of_its_implementations(make_engine):
+    """Probe G6: Go names no type implementing an interface, so ``r.Save()``
+    on a variable, parameter or constructor result typed as the interface
+    ``Repo`` (or an interface embedding it), and ``l.Log()`` promoted from
+    an interface a struct embeds, may run any project type's method of
+    that name whose type has the interface's methods: an unconfirmed
+    (``override``) caller of ``Mem.Save``, none of ``Partial.Save`` (no
+    ``Load``). A caller of the interface's own method is confirmed. (They
+    were `elsewhere` mentions: no caller at all.)"""
+    engine = make_engine({
+        "go.mod": "module example.com/app2\n\ngo 1.21\n",
+        "repo/repo.go": (
+            "package repo\n"
+            "\n"
+            "type Repo interface {\n"
+            "\tSave(k string) error\n"
+            "\tLoad(k string) bool\n"
+            "}\n"
+            "\n"
+            "type Closer interface {\n"
+            "\tRepo\n"
+            "\tClose()\n"
+            "}\n"
+            "\n"
+            "type Logger interface{ Log() }\n"
+        ),
+        "mem/mem.go": (
+            "package mem\n"
+            "\n"
+            "import \"example.com/app2/repo\"\n"
+            "\n"
+            "type Mem struct{ data map[string]bool }\n"
+            "\n"
+            "func NewMem() *Mem { return &Mem{data: map[string]bool{}} }\n"
+            "\n"
+            "func Open() repo.Repo { return NewMem() }\n"
+            "\n"
+            "func (m *Mem) Save(k string) error { m.data[k] = true; return nil }\n"
+            "\n"
+            "func (m *Mem) Load(k string) bool { return m.data[k] }\n"
+            "\n"
+            "type Partial struct{}\n"
+            "\n"
+            "func (p Partial) Save(k string) error { return nil }\n"
+            "\n"
+            "type Printer struct{}\n"
+            "\n"
+            "func (p Printer) Log() {}\n"
+            "\n"
+            "type Loud struct{ repo.Logger }\n"
+        ),
+        "app/app.go": (
+            "package app\n"
+            "\n"
+            "import (\n"
+            "\t\"example.com/app2/mem\"\n"
+            "\t\"example.com/app2/repo\"\n"
+            ")\n"
+            "\n"
+            "func Store(k string) {\n"
+            "\tvar r repo.Repo = mem.NewMem()\n"
+            "\tr.Save(k)\n"  # line 9
+            "\tmem.Open().Save(k)\n"  # line 10
+            "}\n"
+            "\n"
+            "func Flush(r repo.Repo, c repo.Closer) {\n"
+            "\tr.Save(\"all\")\n"  # line 14
+            "\tc.Save(\"all\")\n"  # line 15
+            "}\n"
+            "\n"
+            "func Shout() {\n"
+            "\tl := mem.Loud{Logger: mem.Printer{}}\n"
+            "\tl.Log()\n"  # line 20
+            "}\n"
+        ),
+    })
+    save = analysis.analyze(engine, "Mem.Save")
+    assert callers(save) == {("app/app.go", line, symbol, False)
+                             for line, symbol in ((9, "Store"), (10, "Store"), (14, "Flush"), (15, "Flush"))}
+    assert save.unconfirmed_reasons == {"override": 4}
+    assert callers(analysis.analyze(engine, "Partial.Save")) == set()
+    assert callers(analysis.analyze(engine, "Repo.Save")) == {
+        ("app/app.go", line, symbol, True) for line, symbol in ((9, "Store"), (10, "Store"), (14, "Flush"), (15, "Flush"))}
+    assert callers(analysis.analyze(engine, "Printer.Log")) == {("app/app.go", 20, "Shout", False)}
+
+
+def test_go_receivers_typed_by_a_struct_fields_declared_type(make_engine):
+    """Probe G13: ``h.db.Put()`` with ``type Holder struct { db
+    *store.Store }`` calls Store's Put: through the method's receiver, a
+    parameter, a field promoted from an embedded struct, or an embedded
+    ``*store.Store`` named as its type (``w.Store.Put()``); never the
+    unrelated Cache's Put (each was an unconfirmed `untyped-receiver`
+    caller of both)."""
+    engine = make_engine({
+        "go.mod": "module example.com/shop\n\ngo 1.21\n",
+        "store/store.go": (
+            "package store\n"
+            "\n"
+            "type Store struct{ items map[string]int }\n"
+            "\n"
+            "func (s *Store) Put(k string, v int) { s.items[k] = v }\n"
+            "\n"
+            "type Cache struct{ m map[string]int }\n"
+            "\n"
+            "func (c *Cache) Put(k string, v int) { c.m[k] = v }\n"
+        ),
+        "app/app.go": (
+            "package app\n"
+            "\n"
+            "import \"example.com/shop/store\"\n"
+            "\n"
+            "type Holder struct {\n"
+            "\tname string\n"
+            "\tdb   *store.Store\n"
+            "}\n"
+            "\n"
+            "type Outer struct{ Holder }\n"
+            "\n"
+            "type Wrapper struct{ *store.Store }\n"
+            "\n"
+            "func (h *Holder) Save() {\n"
+            "\th.db.Put(\"x\", 2)\n"  # line 14
+            "}\n"
+            "\n"
+            "func Use(h *Holder, o Outer, w Wrapper) {\n"
+            "\th.db.Put(\"y\", 3)\n"  # line 18
+            "\to.db.Put(\"z\", 4)\n"  # line 19
+            "\tw.Store.Put(\"w\", 5)\n"  # line 20
+            "}\n"
+        ),
+    })
+    assert callers(analysis.analyze(engine, "Store.Put")) == {
+        ("app/app.go", 14, "Holder.Save", True), ("app/app.go", 18, "Use", True),
+        ("app/app.go", 19, "Use", True), ("app/app.go", 20, "Use", True)}
+    assert callers(analysis.analyze(engine, "Cache.Put")) == set()
+
+
 def test_a_class_written_through_its_module_types_a_receiver(make_engine):
     """``other.Store()``, ``s: other.Store``, ``other.Store().save()``, and
     TypeScript's ``new models.Cart()`` / ``c: models.Cart`` after ``import *
@@ -2693,6 +2879,52 @@ def test_a_builder_chains_call_sites_share_their_walks_up_to_an_import(make_engi
         pending += node.children
     assert all(syntax.in_import(sf.family, site, sf.parents) is None for site in sites)
     assert len(looked_up) == len(set(looked_up)) < 4 * depth  # a name, its access and its call a level
+
+
+@pytest.mark.parametrize("shape", ["sum", "nest"])
+def test_a_files_sites_find_their_parents_scopes_and_nodes_in_one_walk_down(shape):
+    """Probe F2: `target(1)+target(1)+…` (a left-deep chain) and
+    `target(target(…))`, N deep: each call site looked up its own name's,
+    call's and operand's parents, and found its node, from the root (each
+    lookup N steps in tree-sitter), and walked up to its function: impact
+    took minutes (5,000 nested: 79 s). A file's walks fill its Parents in
+    one pass down once it shows a nest; then sites find their parents,
+    their enclosing function and their node in it, and the answers are
+    tree-sitter's."""
+    depth = 400
+    body = "+".join(["target(1)"] * depth) if shape == "sum" else "target(" * depth + "1" + ")" * depth
+    sf = SourceFile("b.py", "def user():\n    return " + body + "\n")
+    from_root: list[object] = []
+
+    class Counted(syntax.Parents):
+        filling = False
+
+        def fill(self):
+            self.filling = True
+            super().fill()
+            self.filling = False
+
+        def __setitem__(self, key, value):
+            if not self.filling:
+                from_root.append(key)
+            super().__setitem__(key, value)
+
+    root = sf.tree.root_node
+    sf.parents = Counted(root)
+    scopes = sf.family.functions | sf.family.comprehensions
+    sites = sf.occurrences("target", range(len(sf.lines)))
+    for row, start, end in sites:  # in document order, as the sweep reads them
+        site = sf.node_at(row, start, end)
+        assert site.id == root.named_descendant_for_point_range(
+            (row, sf.byte_column(row, start)), (row, sf.byte_column(row, end))).id
+        expression, receiver = syntax.member_parts(sf.family, site, sf.parents)
+        assert receiver is None and syntax.variable_position(sf.family, site, sf.parents) is None
+        assert syntax.use_kind(sf.family, expression, sf.parents) == "call"
+        assert syntax.enclosing(site, scopes, sf.parents).type == "function_definition"
+        assert syntax.parent_of(site, sf.parents).id == site.parent.id
+    assert len(sites) == depth and sf.parents.filled
+    # Without the one walk down: three or more lookups from the root a site.
+    assert len(from_root) == len(set(from_root)) < depth
 
 
 def test_a_cancelled_impact_stops_within_a_file_of_many_call_sites(make_engine, monkeypatch):
