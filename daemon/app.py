@@ -41,7 +41,7 @@ from ctxls.daemon.request_values import MAX_INT, MIN_INT
 from ctxls.daemon.router import ROUTER, Lane, route_of
 from ctxls.daemon.sessions import SESSIONS
 from ctxls.daemon.framing import socket_path_for
-from ctxls.daemon.socket_server import SocketServer, debug_errors
+from ctxls.daemon.socket_server import SocketServer, debug_errors, socket_owner_pid
 from ctxls.daemon.uris import as_local, open_document
 from ctxls.daemon.workspaces import Workspaces, one_per_place
 from ctxls.index.assemble import aggregate
@@ -247,7 +247,10 @@ class CtxlsServer(LanguageServer):
         if engine is not None:
             self.workspaces.engines[root] = engine
         else:
-            engine = self.workspaces.add_folder(named, single_root)
+            # An editor's own folders only: a proxied editor's session joins
+            # the folders of the daemon it runs in.
+            engine = self.workspaces.add_folder(
+                named, single_root, owned_elsewhere=None if self.shares_workspaces else self.store_owner_socket)
         for problem in self.workspaces.problems:
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error, problem))
         self.workspaces.problems.clear()
@@ -261,6 +264,17 @@ class CtxlsServer(LanguageServer):
         self.follow_disk(engine, loop)
         engine.start_embedding()
         loop.create_task(self.index_then_embed(engine))
+
+    def store_owner_socket(self, db_path: Path) -> Path | None:
+        """The socket of another live process serving the store ``db_path``,
+        or None. Multi-root workspaces are not proxied (proxy.py): their
+        in-process server must not open a second writer on a store whose
+        daemon already serves another editor."""
+        path = socket_path_for(db_path)
+        if self.shared_socket is not None and self.shared_socket.path == path:
+            return None
+        pid = socket_owner_pid(path)
+        return path if pid is not None and pid != os.getpid() else None
 
     def follow_disk(self, engine: Engine, loop: asyncio.AbstractEventLoop) -> None:
         """Start following the folder on disk: a burst's pass shows work-done

@@ -15,7 +15,7 @@ from typing import TypeVar
 from lsprotocol.types import WorkspaceFolder
 
 from ctxls.index.discovery import DiscoveryOptions
-from ctxls.index.roots import too_broad_root
+from ctxls.index.roots import store_dir, too_broad_root
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import OutsideRoot
 
@@ -93,10 +93,14 @@ class Workspaces:
         self._loose_lock = threading.Lock()
         self.problems: list[str] = []
 
-    def add_folder(self, named: Path, single_root: bool = True) -> Engine | None:
+    def add_folder(self, named: Path, single_root: bool = True,
+                   owned_elsewhere: Callable[[Path], Path | None] | None = None) -> Engine | None:
         """The engine of a folder as the client names it (its URIs are built
         on that name, a link's included); None when it is served already or
-        refused (``problems`` says why)."""
+        refused (``problems`` says why). ``owned_elsewhere``: given the
+        folder's store file, the socket of another process that serves it
+        (None: nobody); such a folder is refused, as that process is its
+        store's one writer."""
         root = named.resolve()
         if root in self.engines:
             return None
@@ -112,9 +116,20 @@ class Workspaces:
             self.problems.append(f"ctxls: workspace folder {root} {broad}; not indexed "
                                  "(open a project's folder)")
             return None
-        engine = Engine(named, engine_options(
+        options = engine_options(
             self.options, root, single_root, holds_memory=not self.engines,
-            stores_in_use=frozenset(e.options.db_path for e in self.engines.values() if e.options.db_path)))
+            stores_in_use=frozenset(e.options.db_path for e in self.engines.values() if e.options.db_path))
+        db_path = Path(options.db_path) if options.db_path else store_dir(root) / "index.db"
+        if owned_elsewhere is not None and (socket := owned_elsewhere(db_path)) is not None:
+            # A second writer's first pass rewrote from disk the rows that
+            # held the owner's editors' unsaved text (a second VS Code window
+            # opening a multi-root workspace that includes the folder).
+            self.problems.append(
+                f"ctxls: workspace folder {root} is served by another ctxls process (on {socket}); "
+                "not indexed here, so that process stays its index's only writer. Open the folder "
+                "in a window of its own to share that process, or close the other one and reload")
+            return None
+        engine = Engine(named, options)
         if engine.store.error is not None:
             # Never a stand-in store: a write it acknowledged would be lost.
             # Every request says -32006 until the store opens (retried).

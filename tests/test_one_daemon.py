@@ -159,6 +159,38 @@ async def test_two_editors_share_one_daemon(repo: Path):
             assert await first.wait_for(first_lost_it, timeout=20, interval=0.2)
 
 
+async def test_a_multi_root_window_never_writes_the_store_another_daemon_owns(repo: Path, tmp_path: Path):
+    """A second window opening a multi-root workspace that includes a served
+    repository (multi-root is not proxied) opened a second writer on its
+    store: its first pass rewrote from disk the rows that held the first
+    window's unsaved text. That folder is now refused there, saying why."""
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "tools.py").write_text("def other_tool():\n    return 1\n")
+
+    async with serve(repo) as first:  # owns the socket, in process
+        await first.wait_indexed()
+        first.open("pkg/retry.py")
+        first.replace("pkg/retry.py", edited_retry(repo), version=2)
+
+        async def first_sees() -> bool:
+            hits = (await first.request("ctxls/recall", {"query": MARKER, "kind": "code"}))["hits"]
+            return bool(hits) and hits[0]["chunk"]["symbol"] == MARKER
+
+        assert await first.wait_for(first_sees, timeout=20, interval=0.2)
+        assert await first.wait_for(lambda: asyncio.to_thread(socket_is_live, socket_of(repo)), timeout=20)
+        async with serve(other, more_folders=(repo,)) as second:
+            await second.wait_indexed()
+            refused = [m.message for m in second.client.messages if str(repo.resolve()) in m.message]
+            assert refused and "served by another ctxls process" in refused[0], second.client.messages
+            # Its own folder is served; the other one's index keeps the unsaved text.
+            tools = await second.request("ctxls/recall", {"query": "other_tool", "kind": "code"})
+            assert tools["hits"][0]["chunk"]["symbol"] == "other_tool"
+            status = await second.request("ctxls/status", {})
+            assert [Path(f["root"]) for f in status.get("folders", [status])] == [other.resolve()]
+            assert await first_sees()
+
+
 @pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL], ids=["terminated", "killed"])
 async def test_a_proxy_takes_over_when_the_owner_exits_and_keeps_its_buffers(repo: Path, ending):
     """Killed (SIGKILL), the owner's connection was reset rather than closed

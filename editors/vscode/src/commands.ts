@@ -5,12 +5,13 @@ import * as vscode from 'vscode';
 
 import { describeRequestError } from './core/errors';
 import { impactAsk } from './core/impact';
+import { describeIndexWait, whenIndexReady } from './core/indexReady';
 import { locatedLocation, locatedPickItems, locateParams, locateText, locateTitle } from './core/locate';
 import { rememberParams, validateMemoryText } from './core/memory';
-import { Method, type Impact, type LocateResult, type RecentActivityResult } from './core/protocol';
+import { Method, type Impact, type LocateResult, type MethodName, type RecentActivityResult } from './core/protocol';
 import { impactTree, recentActivityTree } from './core/trees';
 import type { CtxlsServer } from './server';
-import { openLocation, type NodeTreeView } from './views';
+import { openTarget, workspaceRootUris, type NodeTreeView } from './views';
 
 /** More rows than a day's work touches; the server allows up to 1000. */
 const RECENT_ACTIVITY_LIMIT = 200;
@@ -34,16 +35,13 @@ export async function showImpact(server: CtxlsServer, view: NodeTreeView): Promi
     void vscode.window.showInformationMessage('ctxls: no symbol under the cursor.');
     return;
   }
-  let impact: Impact | null;
-  try {
-    impact = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Window, title: 'ctxls: impact' },
-      () => server.request<Impact | null>(Method.impact, ask.params),
-    );
-  } catch (error) {
-    void vscode.window.showErrorMessage(describeRequestError(Method.impact, error));
+  const answer = await requestFromIndex(server, Method.impact, 'ctxls: impact', (signal) =>
+    server.request<Impact | null>(Method.impact, ask.params, signal),
+  );
+  if (answer === undefined) {
     return;
   }
+  const impact = answer.result;
   if (impact === null) {
     void vscode.window.showInformationMessage(
       ask.symbol === undefined
@@ -52,18 +50,17 @@ export async function showImpact(server: CtxlsServer, view: NodeTreeView): Promi
     );
     return;
   }
-  const rootUris = (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.toString());
-  view.show(impactTree(impact, rootUris), impact.symbol, undefined);
+  view.show(impactTree(impact, workspaceRootUris()), impact.symbol, undefined);
 }
 
 export async function showRecentActivity(server: CtxlsServer, view: NodeTreeView): Promise<void> {
-  let result: RecentActivityResult;
-  try {
-    result = await server.request<RecentActivityResult>(Method.recentActivity, { limit: RECENT_ACTIVITY_LIMIT });
-  } catch (error) {
-    void vscode.window.showErrorMessage(describeRequestError(Method.recentActivity, error));
+  const answer = await requestFromIndex(server, Method.recentActivity, 'ctxls: recent activity', (signal) =>
+    server.request<RecentActivityResult>(Method.recentActivity, { limit: RECENT_ACTIVITY_LIMIT }, signal),
+  );
+  if (answer === undefined) {
     return;
   }
+  const result = answer.result;
   const message = result.items.length === 0 ? 'No edits recorded in the last 7 days.' : undefined;
   view.show(recentActivityTree(result.items, Date.now()), undefined, message);
 }
@@ -101,16 +98,13 @@ export async function locate(server: CtxlsServer): Promise<void> {
     void vscode.window.showInformationMessage('ctxls: select the bug report or stack trace in an editor, or copy it, first.');
     return;
   }
-  let result: LocateResult;
-  try {
-    result = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Window, title: 'ctxls: locate' },
-      () => server.request<LocateResult>(Method.locate, locateParams(text)),
-    );
-  } catch (error) {
-    void vscode.window.showErrorMessage(describeRequestError(Method.locate, error));
+  const answer = await requestFromIndex(server, Method.locate, 'ctxls: locate', (signal) =>
+    server.request<LocateResult>(Method.locate, locateParams(text), signal),
+  );
+  if (answer === undefined) {
     return;
   }
+  const result = answer.result;
   const chosen = await vscode.window.showQuickPick(locatedPickItems(result), {
     title: `ctxls: Locate — ${locateTitle(result)}`,
     matchOnDescription: true,
@@ -118,7 +112,81 @@ export async function locate(server: CtxlsServer): Promise<void> {
   });
   const location = chosen === undefined ? undefined : locatedLocation(chosen.file);
   if (location !== undefined) {
-    await openLocation(location);
+    await openTarget({ type: 'location', location });
+  }
+}
+
+/**
+ * `send`: a request of `method` that answers from the index, with the
+ * window's progress while it runs. While the first index is built (-32011)
+ * it is sent again when the server says (or when indexing progress ends),
+ * under a notification that shows the progress and can cancel the wait.
+ * Undefined when it failed (the user was told) or was cancelled.
+ */
+async function requestFromIndex<Result>(
+  server: CtxlsServer,
+  method: MethodName,
+  title: string,
+  send: (signal: AbortSignal | undefined) => Promise<Result>,
+): Promise<{ result: Result } | undefined> {
+  const cancel = new AbortController();
+  let waiting: WaitingNotice | undefined;
+  try {
+    const result = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title }, () =>
+      whenIndexReady(send, {
+        signal: cancel.signal,
+        onMaybeReady: (listener) => server.onProgressEnd(listener),
+        onWait: (wait) => {
+          waiting ??= new WaitingNotice(title, cancel);
+          waiting.report(describeIndexWait(wait));
+        },
+      }),
+    );
+    return { result };
+  } catch (error) {
+    if (!cancel.signal.aborted) {
+      void vscode.window.showErrorMessage(describeRequestError(method, error));
+    }
+    return undefined;
+  } finally {
+    waiting?.close();
+  }
+}
+
+/** A cancellable notification that stays up until closed; cancelling aborts `cancel`. */
+class WaitingNotice {
+  private progress: vscode.Progress<{ message?: string }> | undefined;
+  private lastMessage = '';
+  private closed = false;
+  private resolveClosed: (() => void) | undefined;
+
+  constructor(title: string, cancel: AbortController) {
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title, cancellable: true },
+      (progress, token) => {
+        this.progress = progress;
+        progress.report({ message: this.lastMessage });
+        token.onCancellationRequested(() => cancel.abort());
+        // VS Code may run this after close() was called: then it ends at once.
+        return new Promise<void>((resolve) => {
+          if (this.closed) {
+            resolve();
+          } else {
+            this.resolveClosed = resolve;
+          }
+        });
+      },
+    );
+  }
+
+  report(message: string): void {
+    this.lastMessage = message;
+    this.progress?.report({ message });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.resolveClosed?.();
   }
 }
 

@@ -6,6 +6,7 @@ import * as vscode from 'vscode';
 
 import { locate, remember, showImpact, showRecentActivity } from './commands';
 import type { Target } from './core/trees';
+import { MemoryDocuments } from './memoryDocuments';
 import { showRecallPicker } from './recallPicker';
 import { CtxlsServer } from './server';
 import { StatusBar } from './statusBar';
@@ -19,13 +20,15 @@ export function activate(context: vscode.ExtensionContext): void {
   const statusBar = new StatusBar(ctxls);
   const impactView = new NodeTreeView('ctxls.impactView');
   const recentView = new NodeTreeView('ctxls.recentView');
+  const memoryDocuments = new MemoryDocuments(ctxls);
 
   context.subscriptions.push(
     ctxls,
     statusBar,
     impactView,
     recentView,
-    vscode.commands.registerCommand('ctxls.recall', () => showRecallPicker(ctxls)),
+    memoryDocuments,
+    vscode.commands.registerCommand('ctxls.recall', () => showRecallPicker(ctxls, memoryDocuments)),
     vscode.commands.registerCommand('ctxls.impact', () => showImpact(ctxls, impactView)),
     vscode.commands.registerCommand('ctxls.recentActivity', () => showRecentActivity(ctxls, recentView)),
     vscode.commands.registerCommand('ctxls.remember', () => remember(ctxls)),

@@ -3,11 +3,13 @@
 import * as vscode from 'vscode';
 
 import { describeRequestError } from './core/errors';
+import { describeIndexWait, whenIndexReady } from './core/indexReady';
 import { LatestSearch } from './core/latestSearch';
-import { Method, type Hit, type Item, type RecallResult } from './core/protocol';
+import { Method, type Hit, type RecallResult } from './core/protocol';
 import { hitLocation, recallParams, recallPickItems, recallTitle } from './core/recall';
+import type { MemoryDocuments } from './memoryDocuments';
 import type { CtxlsServer } from './server';
-import { openLocation } from './views';
+import { openTarget } from './views';
 
 /** Long enough to skip most intermediate keystrokes, short enough to feel live. */
 const RECALL_DEBOUNCE_MS = 150;
@@ -17,13 +19,25 @@ interface HitPickItem extends vscode.QuickPickItem {
   hit: Hit;
 }
 
-export function showRecallPicker(server: CtxlsServer): void {
+export function showRecallPicker(server: CtxlsServer, memory: MemoryDocuments): void {
   const picker = vscode.window.createQuickPick<HitPickItem>();
   picker.title = TITLE;
   picker.placeholder = 'Search code, docs and memory';
   const search = new LatestSearch<RecallResult>({
     delayMs: RECALL_DEBOUNCE_MS,
-    search: (query, signal) => server.request<RecallResult>(Method.recall, recallParams(query, server.scope()), signal),
+    // While the first index is built the server answers -32011 with when to
+    // ask again: the picker asks again then (or when indexing progress
+    // ends), for as long as it is open and the query unchanged (a new
+    // keystroke aborts the wait).
+    search: (query, signal) =>
+      whenIndexReady((abort) => server.request<RecallResult>(Method.recall, recallParams(query, server.scope()), abort), {
+        signal,
+        onMaybeReady: (listener) => server.onProgressEnd(listener),
+        onWait: (wait) => {
+          picker.items = [];
+          picker.title = `${TITLE} — ${describeIndexWait(wait)}`;
+        },
+      }),
     onStart: () => {
       picker.busy = true;
     },
@@ -52,9 +66,9 @@ export function showRecallPicker(server: CtxlsServer): void {
       return;
     }
     picker.hide();
-    openHit(server, chosen.hit).catch((error: unknown) => {
-      void vscode.window.showErrorMessage(describeRequestError(Method.get, error));
-    });
+    // Both say what went wrong themselves.
+    const location = hitLocation(chosen.hit);
+    void (location === undefined ? memory.open(chosen.hit.path) : openTarget({ type: 'location', location }));
   });
   picker.onDidHide(() => {
     search.dispose();
@@ -68,22 +82,6 @@ export function showRecallPicker(server: CtxlsServer): void {
     // a second update only restarts the same debounce.
     search.update(selection);
   }
-}
-
-/** A file hit opens at its range; written memory has no file, so its text opens in a new editor. */
-async function openHit(server: CtxlsServer, hit: Hit): Promise<void> {
-  const location = hitLocation(hit);
-  if (location !== undefined) {
-    await openLocation(location);
-    return;
-  }
-  const item = await server.request<Item | null>(Method.get, { id: hit.path, ...server.scope() });
-  if (item === null || item.text === null) {
-    void vscode.window.showWarningMessage(`ctxls: ${hit.path} is no longer stored.`);
-    return;
-  }
-  const document = await vscode.workspace.openTextDocument({ content: item.text, language: 'markdown' });
-  await vscode.window.showTextDocument(document, { preview: true });
 }
 
 /** The editor's selection, when it is a short single line worth searching for. */

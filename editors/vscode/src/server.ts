@@ -7,7 +7,7 @@ import * as os from 'node:os';
 import * as vscode from 'vscode';
 import { LanguageClient, State, TransportKind, type ProgressToken } from 'vscode-languageclient/node';
 
-import { cleanExitAsInfo } from './core/clientLog';
+import { cleanExitAsInfo, isStartFailureNotice } from './core/clientLog';
 import { isMissingProgram } from './core/errors';
 import type { MethodName, WorkDoneProgressValue } from './core/protocol';
 import {
@@ -86,7 +86,7 @@ export class CtxlsServer implements vscode.Disposable {
     for (const problem of launch.problems) {
       void vscode.window.showWarningMessage(problem);
     }
-    const client = new LanguageClient(
+    const client = new CtxlsLanguageClient(
       'ctxls',
       'ctxls',
       {
@@ -188,6 +188,18 @@ export class CtxlsServer implements vscode.Disposable {
     }
   }
 
+  /** Calls `listener` whenever a work-done progress ends (an indexing pass, say); returns the unsubscribe. */
+  onProgressEnd(listener: () => void): () => void {
+    const subscription = this.onProgress(({ value }) => {
+      if (value.kind === 'end') {
+        listener();
+      }
+    });
+    return () => {
+      subscription.dispose();
+    };
+  }
+
   /** The `scope` for scoped verbs (`recall`, `remember`): the configured owner, if any. */
   scope(): { scope?: string } {
     return this.launch === undefined ? {} : scopeParam(this.launch.initializationOptions);
@@ -202,6 +214,18 @@ export class CtxlsServer implements vscode.Disposable {
     this.outputChannel.dispose();
     this.progressEmitter.dispose();
     this.stateEmitter.dispose();
+  }
+}
+
+/**
+ * The language client, less its own notification when a start fails: startNow
+ * tells the user why, and which setting fixes it; the client's "couldn't
+ * create connection to server" said nothing more beside it. It still goes to
+ * the output channel.
+ */
+class CtxlsLanguageClient extends LanguageClient {
+  override error(message: string, data?: unknown, showNotification: boolean | 'force' = true): void {
+    super.error(message, data, isStartFailureNotice(message) ? false : showNotification);
   }
 }
 

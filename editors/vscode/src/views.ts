@@ -3,7 +3,7 @@
 
 import * as vscode from 'vscode';
 
-import type { Location, Range } from './core/protocol';
+import type { Range } from './core/protocol';
 import { findSymbolRange } from './core/symbols';
 import { fileToOpen, missingFileMessage, type FileLookup } from './core/targets';
 import type { Target, TreeNode } from './core/trees';
@@ -76,20 +76,31 @@ export function toVscodeRange(range: Range): vscode.Range {
   return new vscode.Range(range.start.line, range.start.character, range.end.line, range.end.character);
 }
 
-/** Opens the file with the cursor at the range's start and as much of the range in view as fits. */
-export async function openLocation(location: Location): Promise<void> {
-  await revealInFile(vscode.Uri.parse(location.uri), toVscodeRange(location.range));
-}
-
+/**
+ * Opens what a tree node, a recall hit or a located file points at: the file
+ * with the cursor at the range's start (a symbol's, found in the file now)
+ * and as much of the range in view as fits. The one way anything is opened:
+ * a file deleted or moved since the server named it gets the extension's own
+ * message, never VS Code's raw "Unable to resolve nonexistent file". Never
+ * throws: it runs as a command, whose failures VS Code shows raw.
+ */
 export async function openTarget(target: Target): Promise<void> {
-  if (target.type === 'location') {
-    await openLocation(target.location);
-    return;
-  }
   const uri = await fileToOpen(target, WORKSPACE_FILES);
   if (uri === undefined) {
-    void vscode.window.showWarningMessage(missingFileMessage(target));
+    void vscode.window.showWarningMessage(missingFileMessage(target, workspaceRootUris()));
     return;
+  }
+  try {
+    await revealInFile(uri, await targetRange(target, uri));
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    void vscode.window.showErrorMessage(`ctxls: cannot open ${vscode.workspace.asRelativePath(uri)}: ${reason}`);
+  }
+}
+
+async function targetRange(target: Target, uri: vscode.Uri): Promise<vscode.Range> {
+  if (target.type === 'location') {
+    return toVscodeRange(target.location.range);
   }
   let range: vscode.Range | undefined;
   if (target.symbol !== null) {
@@ -100,7 +111,11 @@ export async function openTarget(target: Target): Promise<void> {
     range = findSymbolRange<vscode.Range>(symbols ?? [], target.symbol);
   }
   // A symbol that is gone (a deletion is an edit too) opens the file at its top.
-  await revealInFile(uri, range ?? new vscode.Range(0, 0, 0, 0));
+  return range ?? new vscode.Range(0, 0, 0, 0);
+}
+
+export function workspaceRootUris(): string[] {
+  return (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.toString());
 }
 
 async function revealInFile(uri: vscode.Uri, range: vscode.Range): Promise<void> {

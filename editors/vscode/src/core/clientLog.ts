@@ -10,3 +10,13 @@ export function cleanExitAsInfo(line: string): string {
   const clean = /^\[Error - ([^\]]*)\] Server process exited with code 0\.$/.exec(line);
   return clean === null ? line : `[Info  - ${clean[1]}] Server process exited successfully`;
 }
+
+/**
+ * Whether the language client's error `message` is its own notice that a
+ * start failed ("ctxls client: couldn't create connection to server."). The
+ * client always shows that as a notification, beside the one the extension
+ * shows with the cause and the setting that fixes it: it is logged only.
+ */
+export function isStartFailureNotice(message: string): boolean {
+  return / client: couldn't create connection to server\.$/.test(message);
+}

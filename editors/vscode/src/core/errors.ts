@@ -2,7 +2,8 @@
 // carry the protocol's codes (docs/protocol.md, "Errors"); the sentence says
 // what the user can do about each.
 
-import { ErrorCode, type MethodName } from './protocol';
+import { formatCount } from './format';
+import { ErrorCode, type IndexNotReadyData, type MethodName } from './protocol';
 
 interface ErrorLike {
   code?: unknown;
@@ -29,11 +30,41 @@ export function describeRequestError(method: MethodName, error: unknown): string
       return `ctxls: impact analysis needs ripgrep (rg) on the server's PATH: ${message}`;
     case ErrorCode.scopeRequired:
       return `ctxls: the server runs with strictScope; set "ctxls.owner" so requests carry a scope.`;
+    case ErrorCode.indexNotReady: {
+      const wait = indexWait(error);
+      return wait === undefined
+        ? `ctxls: ${method} needs the first index, which is still being built: ${message}`
+        : `ctxls: ${method} needs the first index, which is still being built (${indexProgress(wait)}); try again in ~${Math.round(wait.retryAfterMs / 1000)} s.`;
+    }
     case ErrorCode.outsideRoot:
       return `ctxls: ${typeof data?.path === 'string' ? data.path : 'that path'} is outside the workspace.`;
     default:
       return `ctxls: ${method} failed: ${message}`;
   }
+}
+
+/** A -32011 IndexNotReady: how far the first index is, and how long to wait before asking again. */
+export interface IndexWait {
+  done: number;
+  /** 0 while the files are still being listed. */
+  total: number;
+  retryAfterMs: number;
+}
+
+/** Undefined unless `error` is -32011 IndexNotReady. */
+export function indexWait(error: unknown): IndexWait | undefined {
+  if (errorCode(error) !== ErrorCode.indexNotReady) {
+    return undefined;
+  }
+  const data = ((error as ErrorLike).data ?? {}) as Partial<IndexNotReadyData>;
+  const count = (value: unknown): number => (typeof value === 'number' && value >= 0 ? value : 0);
+  // The server never says less than 1 s; a reply without the field is asked again after as long.
+  return { done: count(data.done), total: count(data.total), retryAfterMs: Math.max(1, count(data.retryAfterS)) * 1000 };
+}
+
+/** `800 of 3,005 files`, or `listing files` before the count is known. */
+export function indexProgress(wait: IndexWait): string {
+  return wait.total === 0 ? 'listing files' : `${formatCount(wait.done)} of ${formatCount(wait.total)} files`;
 }
 
 /**

@@ -30,3 +30,20 @@ export function rememberParams(text: string, now: Date, scope: { scope?: string 
   const trimmed = text.trim();
   return { id: memoryId(trimmed, now), text: trimmed, kind: 'fact', by: 'human', ...scope };
 }
+
+/**
+ * Written memory opens as a read-only document of this scheme (src/memoryDocuments.ts),
+ * not as an untitled one: that was dirty, and closing it asked to save text
+ * the user had only read.
+ */
+export const MEMORY_SCHEME = 'ctxls-memory';
+
+/** The document path of a memory id: `.md` so it shows as Markdown; any id round-trips. */
+export function memoryDocumentPath(id: string): string {
+  return `/${id}.md`;
+}
+
+/** The memory id a `memoryDocumentPath` names; undefined for any other path. */
+export function memoryIdOfPath(path: string): string | undefined {
+  return path.startsWith('/') && path.endsWith('.md') && path.length > 4 ? path.slice(1, -3) : undefined;
+}

@@ -21,7 +21,17 @@ export const ErrorCode = {
   ripgrepMissing: -32001,
   scopeRequired: -32003,
   outsideRoot: -32004,
+  /** The folder's first index is still being built: `data` is `IndexNotReadyData`. */
+  indexNotReady: -32011,
 } as const;
+
+/** `data` of -32011 IndexNotReady: how far the first index is, and when to ask again. */
+export interface IndexNotReadyData {
+  root: string;
+  done: number;
+  total: number;
+  retryAfterS: number;
+}
 
 export interface Position {
   line: number;
@@ -69,6 +79,12 @@ export interface RecallResult {
   partial?: boolean;
   /** Why a partial answer may miss something: still indexing, no vectors yet, an index that cannot be updated, … */
   partialReason?: string;
+  /**
+   * Ranked by meaning in a repository that looks unrelated to the query: the
+   * hits are only the nearest rows, not an answer; `weakReason` says why.
+   */
+  weak?: boolean;
+  weakReason?: string;
 }
 
 export interface Item {

@@ -60,11 +60,19 @@ function pickItem(hit: Hit): RecallPickItem {
   };
 }
 
-/** The QuickPick's title for a finished search. */
+/**
+ * The QuickPick's title for a finished search. A weak answer says so, as the
+ * CLI does: its hits are the nearest rows in a repository that looks
+ * unrelated to the query, not an answer.
+ */
 export function recallTitle(query: string, result: RecallResult): string {
   const count = hitsInOrder(result).length;
   const found = count === 0 ? `No matches for "${query.trim()}"` : `${count} ${count === 1 ? 'match' : 'matches'}`;
-  return found + incompleteNote(result);
+  const weak =
+    result.weak === true
+      ? ` (weak: ${result.weakReason ?? 'the repository looks unrelated to the query'}; these are only the nearest rows)`
+      : '';
+  return found + weak + incompleteNote(result);
 }
 
 /**

@@ -1,9 +1,8 @@
-// Which file clicking a tree node opens, decided without VS Code: src/views.ts
-// passes its file system in and opens the answer.
+// Which file clicking a tree node (or picking a recall or locate hit) opens,
+// decided without VS Code: src/views.ts passes its file system in and opens
+// the answer.
 
-import type { Target } from './trees';
-
-export type FileTarget = Extract<Target, { type: 'symbol' }>;
+import { displayPath, type Target } from './trees';
 
 export interface FileLookup<U> {
   /** A URI the server sent, as the editor's URI type. */
@@ -18,18 +17,25 @@ export interface FileLookup<U> {
  * The file to open, or undefined when it is not there. The server's URI names
  * the file as it was indexed or last edited: an agent may have deleted or
  * moved it since (opening it anyway showed VS Code's raw "Unable to resolve
- * nonexistent file").
+ * nonexistent file"). Every kind of target is checked, locations included.
  */
-export async function fileToOpen<U>(target: FileTarget, lookup: FileLookup<U>): Promise<U | undefined> {
-  if (target.uri === undefined) {
-    return lookup.findInWorkspace(target.path);
+export async function fileToOpen<U>(target: Target, lookup: FileLookup<U>): Promise<U | undefined> {
+  const named = target.type === 'location' ? target.location.uri : target.uri;
+  if (named === undefined) {
+    return target.type === 'symbol' ? lookup.findInWorkspace(target.path) : undefined;
   }
-  const uri = lookup.parse(target.uri);
+  const uri = lookup.parse(named);
   return (await lookup.exists(uri)) ? uri : undefined;
 }
 
-/** What the user is told when `fileToOpen` found nothing. */
-export function missingFileMessage(target: FileTarget): string {
+/**
+ * What the user is told when `fileToOpen` found nothing; `rootUris` (the
+ * workspace folders) shorten a location's URI to a repo-relative path.
+ */
+export function missingFileMessage(target: Target, rootUris: readonly string[]): string {
+  if (target.type === 'location') {
+    return `ctxls: ${displayPath(target.location.uri, rootUris)} is no longer there (deleted or moved?).`;
+  }
   return target.uri === undefined
     ? `ctxls: ${target.path} is not in any workspace folder (deleted or moved?).`
     : `ctxls: ${target.path} is no longer there (deleted or moved?).`;

@@ -37,6 +37,18 @@ describe('describeRequestError', () => {
     assert.equal(describeRequestError(Method.get, rpcError(ErrorCode.outsideRoot, 'outside')), 'ctxls: that path is outside the workspace.');
   });
 
+  test('an index not ready yet says how far it is and when to try again', () => {
+    // -32011 fell through to "ctxls/impact failed: index not ready: …".
+    const error = rpcError(ErrorCode.indexNotReady, 'index not ready: 1950 of 2506 files, retry in ~4 s',
+      { root: '/repo', done: 1950, total: 2506, retryAfterS: 4 });
+    assert.equal(describeRequestError(Method.locate, error),
+      'ctxls: ctxls/locate needs the first index, which is still being built (1,950 of 2,506 files); try again in ~4 s.');
+    assert.equal(
+      describeRequestError(Method.locate, rpcError(ErrorCode.indexNotReady, 'index not ready: listing files, retry in ~2 s',
+        { root: '/repo', done: 0, total: 0, retryAfterS: 2 })),
+      'ctxls: ctxls/locate needs the first index, which is still being built (listing files); try again in ~2 s.');
+  });
+
   test('anything else: the method and the message', () => {
     assert.equal(describeRequestError(Method.status, new Error('the ctxls server is not running')), 'ctxls: ctxls/status failed: the ctxls server is not running');
     assert.equal(describeRequestError(Method.status, 'weird'), 'ctxls: ctxls/status failed: weird');

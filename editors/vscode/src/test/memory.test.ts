@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { memoryId, rememberParams, validateMemoryText } from '../core/memory';
+import { MEMORY_SCHEME, memoryDocumentPath, memoryId, memoryIdOfPath, rememberParams, validateMemoryText } from '../core/memory';
 
 const now = new Date(Date.UTC(2026, 10, 29, 21, 33, 5, 123));
 
@@ -45,5 +45,18 @@ describe('rememberParams', () => {
       by: 'human',
     });
     assert.equal(rememberParams('x', now, { scope: 'team-a' }).scope, 'team-a');
+  });
+});
+
+describe('memory documents', () => {
+  test('an id round-trips through its read-only document path, whatever it holds', () => {
+    // A fact opened from Recall was an untitled (dirty) document; it now opens
+    // as `ctxls-memory:` + this path, whose text the provider fetches by id.
+    for (const id of ['fact/20261207T101500000Z-deploys-on-tuesdays', 'notes.md', 'a b/c?d#e%20é', 'x']) {
+      assert.equal(memoryIdOfPath(memoryDocumentPath(id)), id);
+    }
+    assert.equal(MEMORY_SCHEME, 'ctxls-memory');
+    assert.equal(memoryIdOfPath('/plain.txt'), undefined);
+    assert.equal(memoryIdOfPath('/.md'), undefined);
   });
 });

@@ -148,3 +148,15 @@ describe('hitLocation', () => {
     assert.equal(hitLocation({ ...factHit, uri: '' }), undefined);
   });
 });
+
+describe('recallTitle of a weak answer', () => {
+  test('says the hits are only the nearest rows, and why', () => {
+    // A weak answer was shown as a plain "15 matches", as if the repository answered the query.
+    const reason = 'few of the query\'s words occur in this repository (1 of 4) and the nearest meaning is distant';
+    assert.equal(recallTitle('kubernetes helm chart', { hits: [codeHit()], weak: true, weakReason: reason }),
+      `1 match (weak: ${reason}; these are only the nearest rows)`);
+    assert.equal(recallTitle('x', { hits: [codeHit()], weak: true }),
+      '1 match (weak: the repository looks unrelated to the query; these are only the nearest rows)');
+    assert.equal(recallTitle('x', { hits: [codeHit()], weak: false }), '1 match');
+  });
+});

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { fileToOpen, missingFileMessage, type FileLookup, type FileTarget } from '../core/targets';
+import { fileToOpen, missingFileMessage, type FileLookup } from '../core/targets';
+import type { Target } from '../core/trees';
 
 const ROOT = 'file:///work/repo';
 
@@ -25,7 +26,7 @@ function lookup(present: string[]): FileLookup<string> & { asked: string[] } {
 describe('fileToOpen', () => {
   test('a file the server named by URI that is still there is opened', async () => {
     const files = lookup([`${ROOT}/pkg/kept.py`]);
-    const target: FileTarget = { type: 'symbol', path: 'pkg/kept.py', symbol: null, uri: `${ROOT}/pkg/kept.py` };
+    const target: Target = { type: 'symbol', path: 'pkg/kept.py', symbol: null, uri: `${ROOT}/pkg/kept.py` };
     assert.equal(await fileToOpen(target, files), `${ROOT}/pkg/kept.py`);
   });
 
@@ -34,18 +35,32 @@ describe('fileToOpen', () => {
     // carries the URI, and opening it showed VS Code's raw "Unable to
     // resolve nonexistent file".
     const files = lookup([`${ROOT}/pkg/kept.py`]);
-    const target: FileTarget = { type: 'symbol', path: 'pkg/gone.py', symbol: 'gone', uri: `${ROOT}/pkg/gone.py` };
+    const target: Target = { type: 'symbol', path: 'pkg/gone.py', symbol: 'gone', uri: `${ROOT}/pkg/gone.py` };
     assert.equal(await fileToOpen(target, files), undefined);
     assert.deepEqual(files.asked, [`${ROOT}/pkg/gone.py`]);
-    assert.equal(missingFileMessage(target), 'ctxls: pkg/gone.py is no longer there (deleted or moved?).');
+    assert.equal(missingFileMessage(target, [ROOT]), 'ctxls: pkg/gone.py is no longer there (deleted or moved?).');
   });
 
   test('a path without a URI is looked for in the workspace folders', async () => {
     const files = lookup([`${ROOT}/pkg/kept.py`]);
-    const kept: FileTarget = { type: 'symbol', path: 'pkg/kept.py', symbol: null };
+    const kept: Target = { type: 'symbol', path: 'pkg/kept.py', symbol: null };
     assert.equal(await fileToOpen(kept, files), `${ROOT}/pkg/kept.py`);
-    const gone: FileTarget = { type: 'symbol', path: 'pkg/gone.py', symbol: null };
+    const gone: Target = { type: 'symbol', path: 'pkg/gone.py', symbol: null };
     assert.equal(await fileToOpen(gone, files), undefined);
-    assert.equal(missingFileMessage(gone), 'ctxls: pkg/gone.py is not in any workspace folder (deleted or moved?).');
+    assert.equal(missingFileMessage(gone, [ROOT]), 'ctxls: pkg/gone.py is not in any workspace folder (deleted or moved?).');
+  });
+
+  test('a location (an impact caller, a callee, a recall or locate hit) whose file was deleted is not opened', async () => {
+    // Clicking an Impact-tree caller in a file deleted since showed VS Code's
+    // raw "cannot open … Unable to resolve nonexistent file": locations went
+    // straight to showTextDocument, without this check.
+    const files = lookup([`${ROOT}/pkg/kept.py`]);
+    const range = { start: { line: 5, character: 4 }, end: { line: 5, character: 20 } };
+    const gone: Target = { type: 'location', location: { uri: `${ROOT}/pkg/retry.py`, range } };
+    assert.equal(await fileToOpen(gone, files), undefined);
+    assert.deepEqual(files.asked, [`${ROOT}/pkg/retry.py`]);
+    assert.equal(missingFileMessage(gone, [ROOT]), 'ctxls: pkg/retry.py is no longer there (deleted or moved?).');
+    const kept: Target = { type: 'location', location: { uri: `${ROOT}/pkg/kept.py`, range } };
+    assert.equal(await fileToOpen(kept, files), `${ROOT}/pkg/kept.py`);
   });
 });
