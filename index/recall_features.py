@@ -24,6 +24,7 @@ from ctxls.index.languages import is_c_family_header, is_c_family_source
 from ctxls.index.paths import path_class
 from ctxls.index.query import QueryShape, dotted_name, file_modules, name_key, names_definition
 from ctxls.index.store import Connection, connection_cache, generated_paths, paths_generation
+from ctxls.index.test_scopes import inline_test_scopes, within_test_scope
 from ctxls.index.tokenize import fold
 
 if TYPE_CHECKING:
@@ -356,11 +357,18 @@ def with_features(conn: Connection, kind: str, shape: QueryShape, hits: list["Sc
         for hit in by_id.values():
             hit.features.file_name = named.get(index.ids.get(hit.path, -1), 0)
     classes: dict[str, tuple[str, ...]] = {}
+    scopes: dict[str, list[tuple[int, int]]] = {}
     generated = generated_paths(conn, (hit.path for hit in by_id.values()))
     for hit in by_id.values():
         if hit.path not in classes:
             classes[hit.path] = _penalised_classes(hit.path, shape, hit.path in generated)
+            # Tests kept in the file they test (Rust's `#[cfg(test)] mod tests`)
+            # are tests whatever the path says.
+            testable = not shape.wants_tests and "test" not in classes[hit.path]
+            scopes[hit.path] = inline_test_scopes(conn, hit.path) if testable else []
         hit.features.path_classes = classes[hit.path]
+        if within_test_scope(scopes[hit.path], hit.start_line, hit.end_line):
+            hit.features.path_classes = ("test", *classes[hit.path])
         hit.features.module = hit.symbol_kind == "module"
     return list(by_id.values())
 

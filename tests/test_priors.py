@@ -109,6 +109,76 @@ def test_a_query_that_asks_for_tests_lifts_the_test_penalty(engine: Engine) -> N
     assert paths(engine, "test session keeps cookies")[0].startswith("tests/test_session.py")
 
 
+BACKOFF_RS = """use std::time::Duration;
+
+/// Policy for spacing out retries of a failed upload.
+pub struct Backoff {
+    base: Duration,
+    cap: Duration,
+}
+
+impl Backoff {
+    /// Delay before the given attempt: doubles each time, never above the cap.
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let factor = 2u32.saturating_pow(attempt);
+        std::cmp::min(self.base * factor, self.cap)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delay_doubles_each_attempt_until_cap() {
+        let b = Backoff { base: Duration::from_millis(100), cap: Duration::from_secs(10) };
+        assert_eq!(b.delay(0), Duration::from_millis(100));
+        assert_eq!(b.delay(1), Duration::from_millis(200));
+        assert_eq!(b.delay(2), Duration::from_millis(400));
+    }
+
+    #[test]
+    fn delay_never_exceeds_cap() {
+        let b = Backoff { base: Duration::from_millis(100), cap: Duration::from_secs(1) };
+        assert_eq!(b.delay(20), Duration::from_secs(1));
+    }
+}
+"""
+
+
+def test_rusts_inline_test_module_ranks_as_tests_below_the_code_it_tests(tmp_path: Path) -> None:
+    """`#[cfg(test)] mod tests` in src/backoff.rs is test code although its
+    path is not a test path: it takes the test penalty (unless the query
+    asks for tests), and the implementation it tests comes first."""
+    from ctxls.index.test_scopes import inline_test_scopes
+
+    files = {"src/backoff.rs": BACKOFF_RS, "src/lib.rs": "pub mod backoff;\n"}
+    files |= {f"src/w{i}.rs": f"/// Module {i} parses widget number {i}.\npub fn widget_{i}(s: &str) -> usize {{\n"
+              f"    s.len() + {i}\n}}\n" for i in range(15)}
+    root = tmp_path / "crate"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.index()
+        # The module (its attribute row included) and each #[test] function.
+        assert inline_test_scopes(engine.store.reader(), "src/backoff.rs") == [(16, 33), (20, 26), (28, 32)]
+        hits = engine.recall("delay before the next attempt doubles up to the cap", ["code"],
+                             mode="lexical").hits_by_kind["code"]
+        assert hits[0].path == "src/backoff.rs" and hits[0].end_line < 16
+        assert "Backoff.delay" in [d.symbol for d in hits[0].definitions or []]
+        in_tests = next(h for h in hits if h.start_line >= 16)
+        assert "test" in [c.feature for c in in_tests.why]
+        assert "test" not in [c.feature for c in hits[0].why]
+        # Asking for the tests lifts the penalty, as for a test path.
+        hits = engine.recall("test that delay doubles each attempt until cap", ["code"],
+                             mode="lexical").hits_by_kind["code"]
+        assert hits[0].start_line >= 16 and "test" not in [c.feature for c in hits[0].why]
+    finally:
+        engine.close()
+
+
 SAMPLE = '''
 from pkg.session import Session
 
