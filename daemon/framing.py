@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import socket
 import stat
 import struct
@@ -105,18 +106,92 @@ async def read_body(reader: asyncio.StreamReader) -> bytes | None:
     return await reader.readexactly(length)
 
 
-async def read_away(reader: asyncio.StreamReader, length: int, keep: int = 0) -> bytes | None:
-    """Read ``length`` bytes in pieces, holding none but the first ``keep``
-    (returned); None when the stream ends first."""
-    head = b""
+async def read_away(reader: asyncio.StreamReader, length: int,
+                    keep: int = 0) -> tuple[bytes, bytes] | None:
+    """Read ``length`` bytes in pieces, holding none but the first and the
+    last ``keep`` (returned: head, tail); None when the stream ends first."""
+    head = tail = b""
     while length > 0:
         piece = await reader.read(min(length, 1 << 20))
         if not piece:
             return None
-        if len(head) < keep:
-            head += piece[:keep - len(head)]
+        head, tail = _kept_ends(head, tail, piece, keep)
         length -= len(piece)
-    return head
+    return head, tail
+
+
+def read_away_sync(read, length: int, keep: int = 0) -> tuple[bytes, bytes] | None:
+    """``read_away`` on a blocking ``read(n)`` (stdio)."""
+    head = tail = b""
+    while length > 0:
+        piece = read(min(length, 1 << 20))
+        if not piece:
+            return None
+        head, tail = _kept_ends(head, tail, piece, keep)
+        length -= len(piece)
+    return head, tail
+
+
+def _kept_ends(head: bytes, tail: bytes, piece: bytes, keep: int) -> tuple[bytes, bytes]:
+    if len(head) < keep:
+        head += piece[:keep - len(head)]
+    return head, (tail + piece)[-keep:] if keep else b""
+
+
+# What is kept of each end of a message over MAX_MESSAGE_BYTES while it is
+# read away: its small top-level members (id, method) sit before or after
+# the one big member (params), so they are found there.
+OVERSIZED_END_BYTES = 4096
+_JSON_SCALAR = r'-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?|"(?:[^"\\]|\\.)*"|true|false|null'
+_URI_MEMBER = re.compile(r'"uri"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def top_level_member(head: bytes, tail: bytes, name: str):
+    """The value of the top-level scalar member ``name`` of the JSON object
+    whose first bytes are ``head`` and last bytes ``tail`` (a nested member
+    of that name is not it); None when neither end holds it."""
+    text = head.decode("utf-8", "replace")
+    member = re.compile(r'"%s"\s*:\s*(%s)' % (re.escape(name), _JSON_SCALAR))
+    depth, at, in_string = 0, 0, False
+    while at < len(text):
+        char = text[at]
+        if in_string:
+            if char == "\\":
+                at += 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            if depth == 1 and (found := member.match(text, at)) is not None:
+                return _json_value(found.group(1))
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+        at += 1
+    # At the end: the member, then only other scalar members, then the
+    # object's closing brace (a nested one is followed by more braces).
+    found = re.search(r'"%s"\s*:\s*(%s)\s*(?:,\s*"[^"\\]*"\s*:\s*(?:%s)\s*)*\}\s*$'
+                      % (re.escape(name), _JSON_SCALAR, _JSON_SCALAR),
+                      tail.decode("utf-8", "replace"))
+    return None if found is None else _json_value(found.group(1))
+
+
+def document_uri(head: bytes, tail: bytes) -> str | None:
+    """The ``uri`` an LSP message's ends hold (its textDocument's): a quote
+    inside a JSON string is escaped, so a ``"uri":"…"`` found is a member."""
+    found = _URI_MEMBER.search(head.decode("utf-8", "replace"))
+    if found is None:
+        found = next(reversed(list(_URI_MEMBER.finditer(tail.decode("utf-8", "replace")))), None)
+    value = None if found is None else _json_value(found.group(1))
+    return value if isinstance(value, str) else None
+
+
+def _json_value(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 def peer_credentials(sock: socket.socket) -> tuple[int, int] | None:

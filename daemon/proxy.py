@@ -40,11 +40,12 @@ from ctxls.daemon.client import (LIVENESS_TIMEOUT_S, TAKEOVER_ATTEMPTS, TAKEOVER
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.options import INDEX_OPTIONS, TAKEOVER_OPTIONS_ENV
 from ctxls.daemon.sessions import PROXY_MARK
-from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, OversizedMessage, foreign_daemon, frame,
-                                  frame_body, read_away, read_body)
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, OVERSIZED_END_BYTES, OversizedMessage,
+                                  foreign_daemon, frame, frame_body, read_away, read_away_sync,
+                                  read_body, top_level_member)
 from ctxls.daemon.outbox import Outbox
 from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
-                                        socket_is_live, socket_owner_pid, valid_id)
+                                        read_message, socket_is_live, socket_owner_pid, valid_id)
 from ctxls.daemon.uris import local_path
 from ctxls.index.private import make_private_dir, open_private
 
@@ -60,10 +61,6 @@ LOG_ROTATE_BYTES = 4 << 20
 RESTARTED = -32603  # the answer to requests lost with the owner: retry
 # What the proxy keeps of an editor's documents, and replays to a new owner.
 DOCUMENT_SYNC = frozenset({"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose"})
-# What is kept of an owner's message the proxy cannot pass on: enough to find its id.
-OVERSIZED_HEAD_BYTES = 4096
-# A top-level "id" member and its value (a number or a string).
-_ID_MEMBER = re.compile(r'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 # A header line is at most this long; anything longer is the rest of a body.
 MAX_HEADER_LINE = 64 << 10
 # A header name (RFC 9110 token) and the one header that frames a message.
@@ -89,7 +86,8 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
     if length is None:
         return raw.getvalue(), None
     if length > MAX_MESSAGE_BYTES:
-        return (frame_body(oversized_notice(length)) if _read_away(stream.read, length) else b""), None
+        ends = read_away_sync(stream.read, length, OVERSIZED_END_BYTES)
+        return (b"" if ends is None else frame_body(oversized_notice(length, *ends))), None
     body = stream.read(length)
     raw.write(body)
     try:
@@ -97,16 +95,6 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
     except (ValueError, RecursionError):  # not JSON, or nested too deep
         return raw.getvalue(), None
     return raw.getvalue(), message if isinstance(message, dict) else None
-
-
-def _read_away(read, length: int) -> bool:
-    """Read ``length`` bytes in pieces, keeping none; False at end of stream."""
-    while length > 0:
-        piece = read(min(length, 1 << 20))
-        if not piece:
-            return False
-        length -= len(piece)
-    return True
 
 
 class FramedStdin:
@@ -209,9 +197,10 @@ class FramedStdin:
                 else:  # not a number, negative, or 0 (no JSON is empty)
                     problem = f"unusable Content-Length {value.decode('ascii', 'replace')[:40]!r}"
         if length > MAX_MESSAGE_BYTES:
-            if not _read_away(self._read, length):
+            ends = read_away_sync(self._read, length, OVERSIZED_END_BYTES)
+            if ends is None:
                 return False
-            self._frame = io.BytesIO(frame_body(oversized_notice(length)))
+            self._frame = io.BytesIO(frame_body(oversized_notice(length, *ends)))
             return True
         body = self._read(length)
         if len(body) < length:
@@ -371,7 +360,7 @@ class Proxy:
         reader = await self.editor_reader()
         while True:
             try:
-                body = await read_body(reader)
+                body = await read_message(reader)  # an oversized one: its notice, for the owner
             except ValueError as exc:  # a header without a usable Content-Length
                 self.to_editor(error_response(None, -32700, f"parse error: {exc}"))
                 continue
@@ -455,9 +444,9 @@ class Proxy:
             try:
                 body = await read_body(self.owner_reader)
             except OversizedMessage as exc:
-                head = await read_away(self.owner_reader, exc.length, OVERSIZED_HEAD_BYTES)
-                if head is not None:
-                    self.answer_unreadable(head, f"{exc}; it was read away")
+                ends = await read_away(self.owner_reader, exc.length, OVERSIZED_END_BYTES)
+                if ends is not None:
+                    self.answer_unreadable(ends[0], f"{exc}; it was read away")
                     continue
                 body = None  # the owner went away inside it
             except ValueError as exc:  # a header without a usable Content-Length
@@ -475,7 +464,7 @@ class Proxy:
             try:
                 message = json.loads(body)
             except (ValueError, RecursionError) as exc:
-                self.answer_unreadable(body[:OVERSIZED_HEAD_BYTES], f"its message is not JSON ({exc})")
+                self.answer_unreadable(body[:OVERSIZED_END_BYTES], f"its message is not JSON ({exc})")
                 continue
             if not isinstance(message, dict):
                 self.answer_unreadable(b"", "its message is not a JSON object")
@@ -498,7 +487,7 @@ class Proxy:
         later answers, if any, are swallowed: one answer per request)."""
         message = f"the ctxls daemon's answer could not be passed on: {problem}"
         log.error("%s", message)
-        msg_id = _top_level_id(head)
+        msg_id = top_level_member(head, b"", "id")
         if msg_id is not None and msg_id in self.swallow:  # for a request already answered
             self.swallow.discard(msg_id)
             return
@@ -678,35 +667,6 @@ class Proxy:
                 raise task.exception()
         if self.owner_writer is not None:
             self.owner_writer.close()
-
-
-def _top_level_id(head: bytes) -> Any:
-    """The ``id`` of the JSON object whose first bytes are ``head``, when
-    they hold it at the top level (a nested "id" is not it); else None."""
-    text = head.decode("utf-8", "replace")
-    depth, at, in_string = 0, 0, False
-    while at < len(text):
-        char = text[at]
-        if in_string:
-            if char == "\\":
-                at += 1
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            if depth == 1:
-                found = _ID_MEMBER.match(text, at)
-                if found is not None:
-                    try:
-                        return json.loads(found.group(1))
-                    except ValueError:
-                        return None
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-        at += 1
-    return None
 
 
 class DaemonLogFile(logging.handlers.RotatingFileHandler):

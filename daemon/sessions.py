@@ -105,7 +105,7 @@ def release_buffer(session: "CtxlsServer", owner: "CtxlsServer", uri: str) -> No
 async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
                         writer: asyncio.StreamWriter, first: dict) -> None:
     """Run one proxied editor's LSP session until its connection ends."""
-    from ctxls.daemon.framing import read_body
+    from ctxls.daemon.socket_server import read_message  # it imports this module
 
     session = new_session(owner)
     protocol = session.protocol
@@ -134,7 +134,7 @@ async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
             if initializing:  # the session's initialize, handled inline just now
                 warn_of_unapplied_options(session, owner)
                 initializing = False
-            body = await read_body(reader)
+            body = await read_message(reader)
     except (ConnectionError, OSError, ValueError, asyncio.IncompleteReadError) as exc:
         log.info("editor session lost: %s", exc)
     finally:

@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, frame, is_socket_file,
-                                  peer_credentials, peer_uid, read_body)
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, OVERSIZED_END_BYTES,
+                                  OversizedMessage, document_uri, frame, is_socket_file,
+                                  peer_credentials, peer_uid, read_away, read_body,
+                                  top_level_member)
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
@@ -34,8 +36,9 @@ from ctxls.index.private import locked_file, make_private_dir, restrict
 
 log = logging.getLogger(__name__)
 
-# What stands for a stdio message over MAX_MESSAGE_BYTES once it is read away
-# (daemon/proxy.py): a notification CtxlsProtocol answers with -32700.
+# What stands for a message over MAX_MESSAGE_BYTES once it is read away
+# (read_message, daemon/proxy.py): a notification CtxlsProtocol answers
+# (protocol.oversized_reply).
 OVERSIZED_METHOD = "$/ctxls/oversizedMessage"
 
 
@@ -49,9 +52,28 @@ def bad_frame_notice(problem: str) -> bytes:
                        "params": {"problem": problem}}).encode("ascii")
 
 
-def oversized_notice(length: int) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "method": OVERSIZED_METHOD,
-                       "params": {"bytes": length}}).encode("ascii")
+def oversized_notice(length: int, head: bytes = b"", tail: bytes = b"") -> bytes:
+    """The notice standing for a message of ``length`` bytes read away, with
+    what its ends (``head``, ``tail``) tell of it: its id, method and
+    document uri, where they hold them."""
+    params: dict[str, Any] = {"bytes": length}
+    for name in ("id", "method"):
+        if (value := top_level_member(head, tail, name)) is not None:
+            params[name] = value
+    if (uri := document_uri(head, tail)) is not None:
+        params["uri"] = uri
+    return json.dumps({"jsonrpc": "2.0", "method": OVERSIZED_METHOD, "params": params}).encode("ascii")
+
+
+async def read_message(reader: asyncio.StreamReader) -> bytes | None:
+    """``read_body``, but a body over MAX_MESSAGE_BYTES is read away and its
+    ``oversized_notice`` stands for it, so the stream goes on (it ended the
+    connection, and an editor's session with it). None at end of stream."""
+    try:
+        return await read_body(reader)
+    except OversizedMessage as exc:
+        ends = await read_away(reader, exc.length, OVERSIZED_END_BYTES)
+        return None if ends is None else oversized_notice(exc.length, *ends)
 
 
 # A connection's requests in flight: past this, it is not read until one is
@@ -444,7 +466,7 @@ class SocketServer:
         try:
             while True:
                 try:
-                    body = await read_body(reader)
+                    body = await read_message(reader)
                 except (ValueError, asyncio.IncompleteReadError) as exc:
                     # The framing is lost: answer, then end this connection.
                     send_unawaited(error_response(None, -32700, f"parse error: {exc}"))
@@ -455,6 +477,10 @@ class SocketServer:
                     message = json.loads(body)
                 except (ValueError, RecursionError) as exc:  # not JSON / UTF-8, or too deep
                     send_unawaited(error_response(None, -32700, f"parse error: {exc}"))
+                    continue
+                if isinstance(message, dict) and message.get("method") == OVERSIZED_METHOD:
+                    from ctxls.daemon.protocol import oversized_reply  # protocol imports this module
+                    send_unawaited(oversized_reply(message.get("params")))
                     continue
                 invalid = invalid_request(message)
                 if invalid is not None:

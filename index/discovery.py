@@ -35,6 +35,9 @@ _BINARY_SNIFF_BYTES = 8192
 # dependencies, caches).
 _ALWAYS_SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME, "node_modules",
                                   "__pycache__", ".venv", ".tox", ".mypy_cache"})
+# Folders whose files are never indexed, listed or not, from disk or from an
+# editor's buffer: version control's own (COMMIT_EDITMSG) and the store.
+_NEVER_INDEXED_DIRS = frozenset({".git", ".hg", ".svn", STORE_DIR_NAME})
 # The file that makes a folder of any name a Python virtual environment.
 _VENV_MARKER = "pyvenv.cfg"
 # The file of ignore rules git reads in every folder (and discovery's walk outside git).
@@ -220,7 +223,7 @@ def _rules_file_text(folder: str | Path, name: str, max_bytes: int = -1) -> str 
 
 
 class FileFilter:
-    """include / exclude / the store folder, compiled once. With ``root``, a
+    """include / exclude / the store and version-control folders, compiled once. With ``root``, a
     file with no extension is also wanted when its `#!` line names a
     language one of whose extensions is included (`bin/deploy`)."""
 
@@ -235,7 +238,7 @@ class FileFilter:
 
     def __call__(self, path: str) -> bool:
         parts = path.split("/")
-        if STORE_DIR_NAME in parts[:-1] or parts[0] == STORE_DIR_NAME:
+        if not _NEVER_INDEXED_DIRS.isdisjoint(parts[:-1]) or parts[0] == STORE_DIR_NAME:
             return False
         name = parts[-1]
         ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""

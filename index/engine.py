@@ -1015,11 +1015,17 @@ class Engine:
 
     def set_buffer(self, path: str, text: str) -> bool:
         """Make an open buffer with unsaved text the truth for ``path`` and
-        index it now. Returns False when nothing changed. A buffer whose text
-        is the disk's (opened, or reloaded after a write on disk, nothing
-        unsaved) is no truth of its own: the disk is followed under it, so a
-        later write is not hidden, and a reload is the disk's edit, not the
-        editor's."""
+        index it now, when discovery's filter wants the file (a gitignored
+        one it does: opened, it is read). Returns False when nothing
+        changed. A buffer whose text is the disk's (opened, or reloaded
+        after a write on disk, nothing unsaved) is no truth of its own: the
+        disk is followed under it, so a later write is not hidden, and a
+        reload is the disk's edit, not the editor's."""
+        if not self.indexer.wanted(path):
+            # The include/exclude options and .git/ or .ctxls/ hold for a
+            # buffer as for the disk: an excluded file or git's COMMIT_EDITMSG
+            # opened in an editor was indexed, and recalled while open.
+            return False
         text = indexed_buffer_text(text)
         if self.buffer_text(path) is None and self._is_disk_text(path, text):
             return False

@@ -30,6 +30,7 @@ class RawConnection:
         self.answers_requests = answers_requests
         self._writer = writer
         self.replies: queue.Queue[dict] = queue.Queue()
+        self.notifications: queue.Queue[dict] = queue.Queue()  # the server's, in order
         self.closed = threading.Event()
         # Cleared: the client stops reading (after the message it is reading).
         self.reading = threading.Event()
@@ -72,6 +73,8 @@ class RawConnection:
                 if "method" in message:
                     if "id" in message and self.answers_requests:  # the server asks: say yes
                         self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                    elif "id" not in message:
+                        self.notifications.put(message)
                     continue
                 self.replies.put(message)
         except (OSError, ValueError):

@@ -789,6 +789,37 @@ def test_a_file_discovery_leaves_out_goes_with_its_closed_buffer(tmp_path: Path)
         engine.close()
 
 
+def test_an_open_buffer_the_filter_leaves_out_is_never_indexed(tmp_path: Path):
+    """An editor's buffer of an excluded file (exclude `vendor/**`) or of
+    git's COMMIT_EDITMSG (Neovim as git's editor) was indexed and recalled
+    for as long as it was open: set_buffer asked no filter. Now it asks the
+    disk listing's include/exclude filter, which never takes .git/ or .ctxls/."""
+    from ctxls.index.discovery import DiscoveryOptions
+
+    root = tmp_path / "repo"
+    write_tree(root, {"app.py": "def main():\n    return 1\n",
+                      "vendor/lib.py": "def vendoredword():\n    return 2\n"})
+    git(root, "init", "-q")
+    engine = Engine(root, EngineOptions(embeddings=False,
+                                        discovery=DiscoveryOptions(exclude=("vendor/**",))))
+    try:
+        engine.cold_index()
+        buffers = {"vendor/lib.py": "def vendoredword():\n    return 3\n",
+                   ".git/COMMIT_EDITMSG": "commitmsgword in the message\n",
+                   ".git/hooks/post_hook.py": "def hookword():\n    pass\n",
+                   ".ctxls/notes.py": "def storeword():\n    pass\n"}
+        for path, text in buffers.items():
+            assert engine.set_buffer(path, text) is False
+        paths = {row[0] for row in engine.store.reader().execute("SELECT path FROM files")}
+        assert paths == {"app.py"}
+        assert engine.set_buffer("app.py", "def main():\n    return 4\n")  # a wanted one is
+        for path in buffers:
+            engine.close_buffer(path)
+        assert {row[0] for row in engine.store.reader().execute("SELECT path FROM files")} == paths
+    finally:
+        engine.close()
+
+
 def test_words_with_diacritics_the_repository_holds_are_on_topic(tmp_path: Path):
     """The full-text tables hold `café_total` as `cafe_total` (unicode61
     strips the accent); the off-topic check looked the query's terms up as

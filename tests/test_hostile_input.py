@@ -523,6 +523,67 @@ def test_a_message_over_the_size_bound_is_read_away_and_answered(repo: Path):
         process.wait()
 
 
+def oversized_bodies(uri: str) -> tuple[bytes, bytes]:
+    """A didOpen over the 64 MiB bound (its uri before the text, as Neovim
+    may send it) and a request whose id comes after its params."""
+    text = b"y" * ((64 << 20) + 1)
+    did_open = (b'{"jsonrpc":"2.0","method":"textDocument/didOpen","params":{"textDocument":'
+                b'{"uri":"%s","languageId":"sql","version":1,"text":"%s"}}}' % (uri.encode(), text))
+    request = b'{"jsonrpc":"2.0","method":"ctxls/locate","params":{"text":"%s"},"id":"big"}' % text
+    return did_open, request
+
+
+def test_an_oversized_notification_gets_no_reply_and_a_request_its_own_id(stdio_daemon, repo: Path):
+    """A message over the 64 MiB bound was answered -32700 with a null id,
+    even a notification (Neovim's didOpen of a 66 MiB file): Neovim's client
+    rejects that reply with a Lua error on screen, and a request never got
+    the error under its own id. Now, on stdio, through an editor's proxy and
+    on the socket alike: a notification gets no reply (a didOpen's file is
+    said too large to index from the editor), a request its id's error, and
+    the stream goes on."""
+    uri = f"{repo.resolve().as_uri()}/dump.sql"
+    did_open, request = oversized_bodies(uri)
+    stdio_daemon.wait_indexed()
+    proxy, proxied = serve_process()  # the daemon's socket has an owner: this one proxies
+    try:
+        answer = proxied.request("initialize", {
+            "processId": None, "rootUri": repo.resolve().as_uri(), "capabilities": {},
+            "initializationOptions": {"embeddings": False}}, "init")
+        assert "capabilities" in answer["result"]
+        proxied.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        for conn in (stdio_daemon.conn, proxied):
+            conn.send_body(did_open)
+            conn.send_body(request)
+            reply = conn.reply(timeout=60)
+            assert reply["id"] == "big" and reply["error"]["code"] == -32600, reply
+            assert "over the 64 MiB bound" in reply["error"]["message"]
+            shown = [note for note in iter_queue(conn.notifications)
+                     if note["method"] == "window/showMessage"]
+            assert any(f"{uri} is too large to index" in note["params"]["message"] for note in shown)
+            assert "root" in conn.request("ctxls/status", {}, "after")["result"]
+            assert conn.replies.empty()  # nothing answered the notification
+        assert stdio_daemon.alive() and proxy.poll() is None
+        sock_conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+        try:
+            sock_conn.send_body(request)
+            reply = sock_conn.reply(timeout=60)
+            assert reply["id"] == "big" and reply["error"]["code"] == -32600, reply
+            assert "root" in sock_conn.request("ctxls/status", {}, "after")["result"]
+        finally:
+            sock.close()
+    finally:
+        proxy.kill()
+        proxy.wait()
+
+
+def iter_queue(q):
+    """What ``q`` holds now, taken out."""
+    items = []
+    while not q.empty():
+        items.append(q.get_nowait())
+    return items
+
+
 def test_an_editor_proxied_to_the_daemon_survives_malformed_messages(stdio_daemon, repo: Path):
     """A second editor's `ctxls serve` proxies to the running daemon: a body
     it could not parse, JSON that was not an object or a list as an id ended

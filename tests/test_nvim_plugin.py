@@ -321,6 +321,10 @@ for _, options in ipairs({
   { cmd = { 5 } }, { cmd = "ctxls serve" }, { root_markers = {} }, { filetypes = {} },
   { recall = { kind = 5 } }, { recall = { n = -3 } }, { recall = { n = 2.5 } },
   { recent = { limit = "10" } }, { recall = { picker = "telescope" } }, { codelens = "yes" },
+  -- Values the server refuses on every request (docs/protocol.md's bounds).
+  { recall = { n = 500 } }, { locate = { n = 500 } }, { recent = { limit = 5000 } },
+  { recall = { kind = "cod" } }, { recall = { kind = { "code", "docs" } } }, { scope = "" },
+  { scope = "@team" }, { scope = string.rep("s", 257) },
 }) do
   local ok, err = pcall(require("ctxls").setup, options)
   table.insert(said, ok and "accepted" or err)
@@ -328,6 +332,10 @@ end
 -- Good options still pass: a list of kinds, filetypes, a table of init_options.
 local ok, err = pcall(require("ctxls.config").resolve, { recall = { kind = { "code", "doc" }, n = 5 },
   filetypes = { "python" }, init_options = { debounceMs = 50 } })
+table.insert(said, ok and "accepted" or err)
+-- The bounds themselves, a kind alone and the shared tier pass too.
+ok, err = pcall(require("ctxls.config").resolve, { recall = { kind = "config", n = 200 },
+  locate = { n = 100 }, recent = { limit = 1000 }, scope = "@global" })
 table.insert(said, ok and "accepted" or err)
 vim.fn.writefile({ vim.json.encode(said) }, OUT)
 vim.cmd("qall!")
@@ -337,10 +345,15 @@ vim.cmd("qall!")
 def test_setup_names_a_bad_option_and_what_it_must_be(nvim: Path, tmp_path: Path) -> None:
     """A table option given another value raised a bare Lua error ("attempt to
     index a number value"), and lists of non-strings, empty root_markers, a
-    numeric recall.kind or a negative count were accepted."""
+    numeric recall.kind or a negative count were accepted; so were values the
+    server refuses on every request (recall.n 500, recall.kind "cod", scope
+    ""), which then failed every command without naming the option."""
     said = lua_check(nvim, tmp_path, CONFIG_CHECK)
     must = "ctxls: setup() option "
     cmd_must = must + 'cmd must be a non-empty list of strings (the server command, e.g. { "ctxls", "serve" })'
+    kind_must = must + 'recall.kind must be nil, a kind ("code", "doc", "config", "fact", "episode") or a list of kinds'
+    scope_must = must + ('scope must be nil or a memory scope (a non-empty string of at most 256 '
+                         'characters, not starting with "@" but "@global")')
     assert said == [
         must + "recall must be a table, got 5",
         must + "recent must be a table, got true",
@@ -350,10 +363,128 @@ def test_setup_names_a_bad_option_and_what_it_must_be(nvim: Path, tmp_path: Path
         cmd_must + ', got "ctxls serve"',
         must + 'root_markers must be a non-empty list of file or folder names (e.g. { ".git" }), got {}',
         must + "filetypes must be nil (every file buffer) or a non-empty list of filetype names, got {}",
-        must + 'recall.kind must be nil, a kind ("code", "doc", "fact", "episode") or a list of kinds, got 5',
-        must + "recall.n must be a positive integer, got -3",
-        must + "recall.n must be a positive integer, got 2.5",
-        must + 'recent.limit must be a positive integer, got "10"',
+        kind_must + ", got 5",
+        must + "recall.n must be an integer from 1 to 200, got -3",
+        must + "recall.n must be an integer from 1 to 200, got 2.5",
+        must + 'recent.limit must be an integer from 1 to 1000, got "10"',
         must + 'recall.picker must be "quickfix" or "select", got "telescope"',
         must + 'codelens must be true or false, got "yes"',
-        "accepted"]
+        must + "recall.n must be an integer from 1 to 200, got 500",
+        must + "locate.n must be an integer from 1 to 100, got 500",
+        must + "recent.limit must be an integer from 1 to 1000, got 5000",
+        kind_must + ', got "cod"',
+        kind_must + ', got { "code", "docs" }',
+        scope_must + ', got ""',
+        scope_must + ', got "@team"',
+        scope_must + f', got "{"s" * 257}"',
+        "accepted", "accepted"]
+
+
+COMMANDS_WITH_A_STUB_CLIENT = r"""
+-- The commands against a stub client: what they send, show and say.
+local client_module = require("ctxls.client")
+local fake = { id = 1, offset_encoding = "utf-16", initialized = true }
+local sent, answers, notes = {}, {}, {}
+client_module.executable = function() return true end
+client_module.enable = function() return true end
+client_module.lookup = function() return { client = fake } end
+client_module.is_stopped = function() return false end
+client_module.request = function(_, method, params, handler)
+  sent[method] = params
+  if answers[method] then  -- else never answered: a stopped server
+    vim.schedule(function() handler(nil, answers[method]) end)
+  end
+  return true
+end
+vim.notify = function(message, level) table.insert(notes, { message, level }) end
+local ctxls = require("ctxls")
+ctxls.setup({ recall = { n = 2 }, open_quickfix = false })
+ctxls.still_waiting_ms = 200
+local function hit(kind, path, calibrated)
+  return { kind = kind, path = path, score = calibrated, calibrated = calibrated, symbol = path }
+end
+answers["ctxls/recall"] = { weak = true,
+  weakReason = "nothing in this repository is close in meaning (best cosine 0.08)",
+  groups = { code = { hit("code", "a.py", 0.3), hit("code", "b.py", 0.2) },
+             doc = { hit("doc", "c.md", 0.25) }, fact = { hit("fact", "fact/1", 0.9) } } }
+ctxls.recall("kubernetes helm chart")
+vim.wait(2000, function() return vim.fn.getqflist({ title = 0 }).title:find("kubernetes") ~= nil end)
+local recall_qf = vim.fn.getqflist({ title = 0, items = 0 })
+local recall_notes = vim.deepcopy(notes)
+answers["ctxls/locate"] = { files = {} }
+ctxls.locate(string.rep("a", 30000) .. string.rep("é", 30000))
+vim.wait(2000, function() return sent["ctxls/locate"] ~= nil end)
+local text = sent["ctxls/locate"].text
+vim.wait(2000, function() return #notes > #recall_notes end)  -- "no file located"
+notes = {}
+ctxls.status(function() end)  -- never answered
+vim.wait(2000, function() return #notes > 0 end)
+vim.fn.writefile({ vim.json.encode({
+  recall_title = recall_qf.title, recall_rows = #recall_qf.items, recall_notes = recall_notes,
+  locate = { chars = vim.fn.strchars(text), head = vim.fn.strcharpart(text, 0, 3),
+             middle = vim.fn.strcharpart(text, 19999, 3), tail = vim.fn.strcharpart(text, 40000, 1) },
+  waiting = notes,
+}) }, OUT)
+vim.cmd("qall!")
+"""
+
+
+def test_recall_says_weak_and_shows_n_rows_locate_cuts_its_text_a_silent_server_is_named(
+        nvim: Path, tmp_path: Path) -> None:
+    """A weak recall (`weak`, `weakReason`) filled the quickfix list like an
+    answer, saying nothing; recall.n = 2 showed a row of every kind (the
+    server applies n per kind); :%CtxLocate sent a 66 MiB buffer whole (over
+    a message's bound: no answer, a Lua error); a stopped server left a
+    command waiting forever without a word."""
+    result = lua_check(nvim, tmp_path, COMMANDS_WITH_A_STUB_CLIENT)
+    reason = "weak: nothing in this repository is close in meaning (best cosine 0.08)"
+    assert result["recall_title"] == f"ctxls recall: kubernetes helm chart ({reason})"
+    assert result["recall_rows"] == 2  # the best two by calibrated: fact/1, a.py
+    assert ["ctxls: " + reason + "; the hits are only the nearest rows", 3] in result["recall_notes"]
+    # The CLI's cut: the first and last 20,000 characters, a newline between.
+    assert result["locate"] == {"chars": 40001, "head": "aaa", "middle": "a\né", "tail": "é"}
+    [(message, level)] = result["waiting"]
+    assert level == 3 and message.startswith(
+        "ctxls: the ctxls server has not answered ctxls/status after 0.2 s: it may be stopped "
+        "(resume it: `kill -CONT ")
+
+
+NO_FILETYPE_AND_GIT_BUFFERS = r"""
+-- A repository file Neovim gives no filetype gets a client; one inside .git/ none.
+require("ctxls").setup({ cmd = { PYTHON, "-m", "ctxls.daemon.cli", "serve" },
+                         native_enable = NATIVE, init_options = { embeddings = false } })
+local function client_of(bufnr)
+  vim.wait(20000, function() return #vim.lsp.get_clients({ name = "ctxls", bufnr = bufnr }) > 0 end)
+  return #vim.lsp.get_clients({ name = "ctxls", bufnr = bufnr }) > 0
+end
+vim.cmd.edit(ROOT .. "/app.py")
+local out = { py_attached = client_of(0) }  -- the repository's client runs
+-- Its server's PID, for the "not answered" notice: Neovim's child running the command.
+local pid = require("ctxls.client").server_pid(vim.lsp.get_clients({ name = "ctxls", bufnr = 0 })[1])
+out.pid_is_the_child = pid ~= nil and vim.tbl_contains(vim.api.nvim_get_proc_children(vim.fn.getpid()), pid)
+vim.cmd.edit(ROOT .. "/docs/guide.mdx")
+out.filetype, out.mdx_attached = vim.bo.filetype, client_of(0)
+vim.cmd.edit(ROOT .. "/.git/COMMIT_EDITMSG")
+out.commit_root = require("ctxls.client").find_root(0, { ".git" }) or vim.NIL
+vim.wait(1000)
+out.commit_attached = #vim.lsp.get_clients({ name = "ctxls", bufnr = 0 }) > 0
+vim.fn.writefile({ vim.json.encode(out) }, OUT)
+vim.cmd("qall!")
+"""
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_file_without_filetype_gets_a_client_and_one_in_git_none(nvim: Path, tmp_path: Path,
+                                                                  native: bool) -> None:
+    """A repository file with no Neovim filetype (.mdx) never got a client, so
+    its unsaved text never reached the server: both ways of starting waited
+    for a FileType event. And git's COMMIT_EDITMSG (Neovim as git's editor)
+    got the repository's client, whose root find_root found from .git/."""
+    root = tmp_path / "repo"
+    write_tree(root, {"docs/guide.mdx": "Some guide text.\n\nMore of it.\n", "app.py": "x = 1\n"})
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    (root / ".git" / "COMMIT_EDITMSG").write_text("a commit message\n")
+    body = f"PYTHON = {json.dumps(sys.executable)}\nNATIVE = {'true' if native else 'false'}\n"
+    result = lua_check(nvim, root, body + NO_FILETYPE_AND_GIT_BUFFERS)
+    assert result == {"py_attached": True, "pid_is_the_child": True, "filetype": "",
+                      "mdx_attached": True, "commit_root": None, "commit_attached": False}

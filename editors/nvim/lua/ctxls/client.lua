@@ -6,13 +6,25 @@ M.name = "ctxls"
 -- Neovim 0.11 made client functions methods (client:request); 0.10 has plain fields.
 local has_client_methods = vim.fn.has("nvim-0.11") == 1
 
---- The repository root of a file buffer, or nil for buffers that are not files.
+--- Folders whose files the server never indexes: version control's own
+--- (git's COMMIT_EDITMSG when Neovim is git's editor) and the store.
+local NEVER_INDEXED_DIRS = { [".git"] = true, [".hg"] = true, [".svn"] = true, [".ctxls"] = true }
+
+--- The repository root of a file buffer, or nil for buffers that are not
+--- files and for files inside .git/ (or .hg/, .svn/, .ctxls/): the root
+--- found from there is the repository's, which never indexes them.
 ---@param bufnr integer
 ---@param root_markers string[]
 ---@return string|nil
 function M.find_root(bufnr, root_markers)
-  if vim.bo[bufnr].buftype ~= "" or vim.api.nvim_buf_get_name(bufnr) == "" then
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if vim.bo[bufnr].buftype ~= "" or name == "" then
     return nil
+  end
+  for _, part in ipairs(vim.split(vim.fs.normalize(name), "/", { plain = true })) do
+    if NEVER_INDEXED_DIRS[part] then
+      return nil
+    end
   end
   return vim.fs.root(bufnr, root_markers)
 end
@@ -24,6 +36,61 @@ local stopped_by_plugin = {}
 --- Repository root → how its server exited ({ code, signal }), for servers
 --- that exited on their own (a crash, a kill) and were not started again.
 local exits = {}
+
+--- Client id → the PID of its server process (M.server_pid).
+local server_pids = {}
+
+--- The PID of the server process of a client just initialized: the one
+--- child of Neovim running the server command's program that no other
+--- client has. Neovim's client does not say its process's PID; nil when
+--- this cannot tell (several such children, a wrapper between).
+---@param client vim.lsp.Client
+---@return integer|nil
+local function find_server_pid(client)
+  local cmd = client.config.cmd
+  if type(cmd) ~= "table" or type(cmd[1]) ~= "string" then
+    return nil
+  end
+  -- A process's name is its program's file name, cut to 15 bytes (Linux).
+  local program = vim.fs.basename(cmd[1]):sub(1, 15)
+  local claimed = {}
+  for _, pid in pairs(server_pids) do
+    claimed[pid] = true
+  end
+  local found
+  for _, pid in ipairs(vim.api.nvim_get_proc_children(vim.fn.getpid())) do
+    local proc = vim.api.nvim_get_proc(pid)
+    if proc and proc.name == program and not claimed[pid] then
+      if found then
+        return nil
+      end
+      found = pid
+    end
+  end
+  return found
+end
+
+--- The PID of `client`'s server process, when it could be told.
+---@param client vim.lsp.Client
+---@return integer|nil
+function M.server_pid(client)
+  return server_pids[client.id]
+end
+
+--- What to do about a server that does not answer: resume it if it was
+--- stopped, end it if it hangs (what the CLI says of a daemon that does not
+--- answer, docs/protocol.md).
+---@param client vim.lsp.Client
+---@return string
+function M.not_answering_advice(client)
+  local pid = M.server_pid(client)
+  if pid then
+    return ("it may be stopped (resume it: `kill -CONT %d`) or hung (end it: `kill %d`, then "
+      .. ":CtxRestart)"):format(pid, pid)
+  end
+  return "it may be stopped (resume it: `kill -CONT PID`) or hung (end it: `kill PID`, then "
+    .. ":CtxRestart); PID: the `ctxls serve` process under this Neovim (`ps`)"
+end
 
 local function client_root(client)
   local root = client.root_dir or client.config.root_dir
@@ -299,6 +366,7 @@ local function lsp_config(options, hooks)
     end,
     on_init = function(client)
       exits[client_root(client) or ""] = nil
+      server_pids[client.id] = find_server_pid(client)
     end,
     -- Runs while the client still exists, before Neovim removes it.
     on_exit = function(code, signal, client_id)
@@ -308,6 +376,7 @@ local function lsp_config(options, hooks)
       end
       stopped_by_plugin[client_id] = nil
       served_names[client_id] = nil
+      server_pids[client_id] = nil
     end,
     handlers = hooks.handlers,
     commands = hooks.commands,
@@ -331,37 +400,55 @@ function M.enable(options, hooks)
     return false
   end
 
-  if options.native_enable and vim.lsp.config and vim.lsp.enable then
-    -- on_dir is never called outside a repository, so no client starts there.
-    config.root_dir = function(bufnr, on_dir)
-      local root = M.find_root(bufnr, options.root_markers)
-      if root then
-        on_dir(root)
-      end
-    end
-    vim.lsp.config(M.name, config)
-    vim.lsp.enable(M.name)
-    return true
-  end
-
+  local native = options.native_enable and vim.lsp.config and vim.lsp.enable
   local function start(bufnr)
     if not wanted_filetype(bufnr, options) then
       return
     end
     local root = M.find_root(bufnr, options.root_markers)
     if root then
-      -- vim.lsp.start reuses the running client with the same name and root.
+      -- vim.lsp.start reuses the running client with the same name and root
+      -- (vim.lsp.enable's too).
       vim.lsp.start(vim.tbl_extend("force", config, { root_dir = root }), { bufnr = bufnr })
     end
   end
-  vim.api.nvim_create_autocmd("FileType", {
-    group = augroup,
-    callback = function(event)
-      start(event.buf)
-    end,
-  })
+
+  if native then
+    -- on_dir is never called outside a repository, so no client starts there.
+    vim.lsp.config(M.name, vim.tbl_extend("force", config, {
+      root_dir = function(bufnr, on_dir)
+        local root = M.find_root(bufnr, options.root_markers)
+        if root then
+          on_dir(root)
+        end
+      end,
+    }))
+    vim.lsp.enable(M.name)
+  else
+    vim.api.nvim_create_autocmd("FileType", {
+      group = augroup,
+      callback = function(event)
+        start(event.buf)
+      end,
+    })
+  end
+  -- A file Neovim gives no filetype (.mdx, .gohtml, .njk) gets no FileType
+  -- event, which is all vim.lsp.enable and the autocmd above start on: its
+  -- unsaved text never reached the server. Every file buffer is started on
+  -- as it is read or created, unless `filetypes` names the ones wanted.
+  if not options.filetypes then
+    vim.api.nvim_create_autocmd({ "BufReadPost", "BufNewFile" }, {
+      group = augroup,
+      callback = function(event)
+        if vim.bo[event.buf].filetype == "" then
+          start(event.buf)
+        end
+      end,
+    })
+  end
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
-    if vim.api.nvim_buf_is_loaded(bufnr) and vim.bo[bufnr].filetype ~= "" then
+    -- vim.lsp.enable starts on the loaded buffers with a filetype itself.
+    if vim.api.nvim_buf_is_loaded(bufnr) and (not native or vim.bo[bufnr].filetype == "") then
       start(bufnr)
     end
   end

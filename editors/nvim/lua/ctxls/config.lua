@@ -47,8 +47,20 @@ local function is_list_of_strings(value)
   end)
 end
 
-local function is_positive_integer(value)
-  return type(value) == "number" and value >= 1 and value < math.huge and math.floor(value) == value
+--- Whether `value` is an integer from 1 to `most`.
+local function is_count_up_to(most)
+  return function(value)
+    return type(value) == "number" and value >= 1 and value <= most and math.floor(value) == value
+  end
+end
+
+--- The server's bounds (docs/protocol.md, index/vocabulary.py): a value past
+--- them is refused by every request that carries it.
+local MAX_RECALL_N, MAX_LOCATE_N, MAX_RECENT_ITEMS, MAX_SCOPE_CHARS = 200, 100, 1000, 256
+local RECALL_KINDS = { "code", "doc", "config", "fact", "episode" }
+
+local function is_recall_kind(value)
+  return vim.tbl_contains(RECALL_KINDS, value)
 end
 
 local function is_boolean(value)
@@ -86,16 +98,22 @@ local CHECKS = {
   },
   scope = {
     function(v)
-      return v == nil or type(v) == "string"
+      -- "@global" is the shared tier; other names starting with "@" are reserved.
+      return v == nil
+        or (type(v) == "string" and v ~= "" and vim.fn.strchars(v) <= MAX_SCOPE_CHARS
+          and (v == "@global" or v:sub(1, 1) ~= "@"))
     end,
-    "nil or a string",
+    ('nil or a memory scope (a non-empty string of at most %d characters, not starting with "@" '
+      .. 'but "@global")'):format(MAX_SCOPE_CHARS),
   },
-  ["recall.n"] = { is_positive_integer, "a positive integer" },
+  ["recall.n"] = { is_count_up_to(MAX_RECALL_N), ("an integer from 1 to %d"):format(MAX_RECALL_N) },
   ["recall.kind"] = {
     function(v)
-      return v == nil or (type(v) == "string" and v ~= "") or is_list_of_strings(v)
+      return v == nil
+        or is_recall_kind(v)
+        or (type(v) == "table" and vim.islist(v) and #v > 0 and vim.iter(v):all(is_recall_kind))
     end,
-    'nil, a kind ("code", "doc", "fact", "episode") or a list of kinds',
+    'nil, a kind ("code", "doc", "config", "fact", "episode") or a list of kinds',
   },
   ["recall.picker"] = {
     function(v)
@@ -103,8 +121,8 @@ local CHECKS = {
     end,
     '"quickfix" or "select"',
   },
-  ["recent.limit"] = { is_positive_integer, "a positive integer" },
-  ["locate.n"] = { is_positive_integer, "a positive integer" },
+  ["recent.limit"] = { is_count_up_to(MAX_RECENT_ITEMS), ("an integer from 1 to %d"):format(MAX_RECENT_ITEMS) },
+  ["locate.n"] = { is_count_up_to(MAX_LOCATE_N), ("an integer from 1 to %d"):format(MAX_LOCATE_N) },
   open_quickfix = { is_boolean, "true or false" },
   codelens = { is_boolean, "true or false" },
   progress_messages = { is_boolean, "true or false" },

@@ -25,16 +25,52 @@ function M.incomplete(result)
   return "results may be incomplete: " .. (result.partialReason or "still indexing")
 end
 
---- Hits of a `ctxls/recall` result, best first, whether the server answered
---- `{ hits }` (one kind asked) or `{ groups = { kind = hits } }`. Groups of
---- several kinds are merged on `calibrated` (docs/protocol.md: a `score`
---- compares within one source only); a server without `calibrated` on every
---- hit (older than it) is merged on `score`. Ties keep each group's order.
+--- Why a recall's hits are no answer (docs/protocol.md: `weak`: the
+--- repository looks unrelated to the query), or nil when they are one.
+---@param result table a recall result
+---@return string|nil
+function M.weak(result)
+  if M.present(result.weak) ~= true then
+    return nil
+  end
+  return "weak: " .. (M.present(result.weakReason) or "the repository looks unrelated to the query")
+end
+
+--- The server cuts a locate text longer than this to its first and last
+--- halves (index/vocabulary.py MAX_LOCATE_CHARS, docs/protocol.md), as the
+--- CLI and the MCP bridge do before sending: a log of any size is answered.
+local MAX_LOCATE_CHARS = 40000
+
+--- What is sent of a locate text: past MAX_LOCATE_CHARS characters its
+--- first and last 20,000, a newline between (daemon/client.py's cut); the
+--- server reads no more, and a 66 MiB buffer was over a message's bound.
+---@param text string
+---@return string
+function M.locate_text(text)
+  local chars = vim.fn.strchars(text)
+  if chars <= MAX_LOCATE_CHARS then
+    return text
+  end
+  local half = MAX_LOCATE_CHARS / 2
+  return vim.fn.strcharpart(text, 0, half) .. "\n" .. vim.fn.strcharpart(text, chars - half, half)
+end
+
+--- Hits of a `ctxls/recall` result, best first, at most `n`, whether the
+--- server answered `{ hits }` (one kind asked) or `{ groups = { kind = hits
+--- } }`. Groups of several kinds are merged on `calibrated`
+--- (docs/protocol.md: a `score` compares within one source only); a server
+--- without `calibrated` on every hit (older than it) is merged on `score`.
+--- Ties keep each group's order. The server applies `n` to each kind: the
+--- merged list is cut to `n` here (n = 1 showed a hit of every kind).
 ---@param result { hits: table[]|nil, groups: table<string, table[]>|nil }
+---@param n integer|nil the most hits shown; nil: all
 ---@return table[]
-function M.recall_hits(result)
+function M.recall_hits(result, n)
+  local function at_most_n(hits)
+    return (n and #hits > n) and vim.list_slice(hits, 1, n) or hits
+  end
   if result.hits then
-    return result.hits
+    return at_most_n(result.hits)
   end
   local hits, place = {}, {}
   local all_calibrated = true
@@ -55,7 +91,7 @@ function M.recall_hits(result)
     end
     return a.path < b.path
   end)
-  return hits
+  return at_most_n(hits)
 end
 
 --- What a hit is, in a few words: the symbol or section for files, the first

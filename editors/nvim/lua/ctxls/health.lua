@@ -100,7 +100,11 @@ local function check_client(client)
 
   local response, err = client_module.request_sync(client, "ctxls/status", vim.empty_dict(), STATUS_TIMEOUT_MS)
   if not response or response.err then
-    vim.health.error("ctxls/status failed: " .. (err or (response and response.err.message) or "no answer"))
+    local advice = nil
+    if not response and err == "timeout" then
+      advice = { ("no answer in %d s: %s"):format(STATUS_TIMEOUT_MS / 1000, client_module.not_answering_advice(client)) }
+    end
+    vim.health.error("ctxls/status failed: " .. (err or (response and response.err.message) or "no answer"), advice)
     return
   end
   local status = response.result

@@ -102,8 +102,14 @@ local function with_client(send)
   attempt()
 end
 
+--- A request unanswered this long gets a "still waiting" notice naming the
+--- server's PID and what to do (the CLI gives up on a daemon after 10 s).
+M.still_waiting_ms = 10000
+
 --- Send a custom request to the ctxls client of the current buffer; errors are
---- reported to the user, `on_result` only ever sees a successful result.
+--- reported to the user, `on_result` only ever sees a successful result. A
+--- stopped or hung server answers nothing: the user is told after
+--- M.still_waiting_ms, and the answer is still shown if it comes.
 ---@param method string
 ---@param params table|fun(client: vim.lsp.Client): table|nil the params, or what makes them for the
 --- client (in its position encoding); nil from it cancels the request (it told the user why)
@@ -117,13 +123,25 @@ local function call(method, params, on_result)
         return
       end
     end
-    return client_module.request(client, method, request_params, function(err, result)
+    local answered = false
+    local sent = client_module.request(client, method, request_params, function(err, result)
+      answered = true
       if err then
         notify(describe_error(method, err), vim.log.levels.ERROR)
         return
       end
       on_result(format.present(result), client)
     end)
+    if sent then
+      vim.defer_fn(function()
+        if not answered and not client_module.is_stopped(client) then
+          notify(("the ctxls server has not answered %s after %g s: %s"):format(
+            method, M.still_waiting_ms / 1000, client_module.not_answering_advice(client)),
+            vim.log.levels.WARN)
+        end
+      end, M.still_waiting_ms)
+    end
+    return sent
   end)
 end
 
@@ -155,10 +173,17 @@ function M.recall(query, opts)
     scope = M.options.scope,
   }
   call("ctxls/recall", params, function(result, client)
-    local hits = format.recall_hits(result)
+    local hits = format.recall_hits(result, params.n)
+    local weak = format.weak(result)
+    local title = "ctxls recall: " .. query
     if #hits == 0 then
       notify("nothing found for " .. query)
-    elseif result.partial then
+    elseif weak then
+      -- The nearest rows, not an answer (the CLI prints "(weak: …)" and exits 1).
+      notify(weak .. "; the hits are only the nearest rows", vim.log.levels.WARN)
+      title = ("%s (%s)"):format(title, weak)
+    end
+    if #hits > 0 and result.partial then
       notify(format.incomplete(result))
     end
     if picker == "select" then
@@ -171,7 +196,7 @@ function M.recall(query, opts)
       end
       return
     end
-    show_quickfix("ctxls recall: " .. query, vim.tbl_map(format.hit_to_qf_item, hits))
+    show_quickfix(title, vim.tbl_map(format.hit_to_qf_item, hits))
   end)
 end
 
@@ -179,7 +204,7 @@ end
 --- quickfix list: each at the line its evidence names, with why.
 ---@param text string
 function M.locate(text)
-  call("ctxls/locate", { text = text, n = M.options.locate.n }, function(result)
+  call("ctxls/locate", { text = format.locate_text(text), n = M.options.locate.n }, function(result)
     local items = format.located_to_qf_items(result.files or {})
     if #items == 0 then
       notify("no file located for this text")
