@@ -9,7 +9,8 @@ from ctxls.daemon import wire
 from ctxls.daemon.memory_handlers import memory_engine
 from ctxls.daemon.app import CtxlsServer, rpc
 from ctxls.daemon.uris import as_local
-from ctxls.index.assemble import assemble, candidates_from_hits, failed, off_topic, record_call
+from ctxls.index.assemble import (assemble, candidates_from_hits, failed, off_topic, record_call,
+                                  with_written)
 from ctxls.index.engine import FILE_KINDS
 from ctxls.index.errors import EngineError, InvalidParams, OutsideRoot
 from ctxls.index.knowledge import DEFAULT_BUDGET_CHARS, knowledge_block
@@ -39,7 +40,8 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
         result = ls.recall(query, kinds, ASSEMBLE_POOL, True, mode, scope, True)
         assembled = assemble(candidates_from_hits(result.hits_by_kind), budget, min_score, counter,
                              lambda c: ls.whole_text(c.path) if c.is_file else c.text,
-                             off_topic_note=off_topic_note(ls, query, kinds), by_cosine=mode == "semantic")
+                             off_topic_note=off_topic_note(ls, query, kinds, result.hits_by_kind),
+                             by_cosine=mode == "semantic")
     except EngineError:
         raise  # the caller's mistake: a proper error, not a failover
     except Exception as exc:  # the retrieval path failed: answer honestly, never crash
@@ -52,15 +54,20 @@ def assemble_request(ls: CtxlsServer, params: wire.Params) -> dict:
     return wire.assemble_json(assembled) | (wire.partial_json(result) if result else {})
 
 
-def off_topic_note(ls: CtxlsServer, query: str, kinds: list[str] | None) -> str | None:
+def off_topic_note(ls: CtxlsServer, query: str, kinds: list[str] | None,
+                   hits_by_kind: dict) -> str | None:
     """Why the repository is not about ``query`` (assemble then abstains), or
-    None. Asked only when files are searched: memory answers for itself."""
+    None. Asked only when files are searched: memory answers for itself.
+    The written memory recalled (``hits_by_kind``) counts as the repository's
+    own: a fact that answers the question makes it on topic."""
     if kinds is not None and not set(FILE_KINDS) & set(kinds):
         return None
+    written = [hit for hits in hits_by_kind.values() for hit in hits if hit.uri is None]
     # Off-topic only when it is so in every workspace (each judged in its own
     # model's cosines), by the words of the file kinds searched (a word only
     # in the config files searched is on topic).
-    reasons = [off_topic(engine.topicality(query, kinds=kinds)) for engine in ls.workspaces.all()]
+    reasons = [off_topic(with_written(engine.topicality(query, kinds=kinds), written))
+               for engine in ls.workspaces.all()]
     return reasons[0] if reasons and all(reasons) else None
 
 
@@ -71,11 +78,14 @@ def knowledge_request(ls: CtxlsServer, params: wire.Params) -> dict:
         raise InvalidParams("budgetChars", f"must be an integer from 1 to {MAX_BUDGET_CHARS}")
     scope = ls.request_scope(params, "ctxls/knowledge")
     engine = memory_engine(ls)
-    def repo_path(anchor: str) -> str:
+    def repo_path(anchor: str) -> str | None:
         try:
             return engine.relative(as_local(anchor))
         except OutsideRoot:  # no file of this folder: it matches no edit
-            return anchor
+            return None
 
-    result = knowledge_block(engine.memory, engine.store, scope, now_ms(), repo_path, budget)
+    # The anchored files are checked on disk first: an edit made a moment ago
+    # marks its facts stale before the watcher's batch is in.
+    result = knowledge_block(engine.memory, engine.store, scope, now_ms(), repo_path, budget,
+                             refresh=engine.refresh_stale)
     return {"block": result.block, "facts": result.facts}

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable, Protocol
 
 from ctxls.index.cancel import check_cancelled
 from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash
@@ -82,7 +82,9 @@ class TokenizerCounter:
 class Topicality:
     """Whether a repository is about a question at all (``Engine.topicality``)."""
 
-    term_coverage: float  # share of the query's terms found anywhere in code and docs
+    # Share of the query's terms found anywhere in code and docs (or in one
+    # written memory recalled, where higher: ``with_written``).
+    term_coverage: float
     nearest_cosine: float | None  # the nearest vector's cosine; None without vectors
     model: str | None = None  # the embedding model the cosine is in
 
@@ -112,6 +114,23 @@ OFF_TOPIC_THRESHOLDS: dict[str, OffTopicThresholds] = {
     # cosine p5 0.42, median 0.60; off-topic median 0.22).
     "ctxls-code-minilm-int8": OffTopicThresholds(0.3, 0.67, 0.6),
 }
+
+
+def with_written(topicality: Topicality, hits: Iterable) -> Topicality:
+    """``topicality`` counting the written memory among ``hits`` (recall's
+    ``engine.Hit``s: facts, episodes, documents) as the repository's own: a
+    fact that answers the question makes it on topic (2026-12-07: only code
+    and docs were measured, so assemble abstained "off-topic" beside the
+    fact). The share of the query's words is the best row's where that is
+    higher; its cosine counts where it is in the same model as the files'."""
+    evidence = [h.evidence for h in hits
+                if h.uri is None and h.evidence is not None and h.evidence.source == "memory"]
+    coverage = max([topicality.term_coverage, *(e.coverage for e in evidence if e.coverage is not None)])
+    cosine = topicality.nearest_cosine
+    if cosine is not None:
+        cosine = max([cosine, *(e.cosine for e in evidence
+                                if e.cosine is not None and e.model == topicality.model)])
+    return replace(topicality, term_coverage=coverage, nearest_cosine=cosine)
 
 
 def off_topic(topicality: Topicality, thresholds: OffTopicThresholds | None = None) -> str | None:

@@ -36,7 +36,8 @@ from ctxls.index.model import MAX_ANSWER_BODY_BYTES, content_hash, line_end_char
 from ctxls.index.vocabulary import (MAX_DAYS, MAX_LOCATE_N, MAX_QUERY_CHARS, MAX_RECALL_N,
                                     MAX_RECENT_ITEMS, RECALL_KINDS, RECALL_MODES, locate_text_kept)
 from ctxls.index.chunker import PLAIN_LANGUAGES, reads_definitions
-from ctxls.index.assemble import ByteEstimate, TokenCounter, TokenizerCounter, Topicality, off_topic
+from ctxls.index.assemble import (ByteEstimate, TokenCounter, TokenizerCounter, Topicality, off_topic,
+                                  with_written)
 from ctxls.index.embeddings import (
     DEFAULT_MODEL_NAME,
     STATIC_MODEL_NAME,
@@ -92,6 +93,12 @@ READY_WAIT_S = 3.0
 # An answer is computed at most this often while the files it points into
 # turn out changed on disk (each time, those are re-indexed first).
 FRESH_RETRIES = 5
+# A ranked answer (recall, locate, assemble) waits at most this long for the
+# watcher to index what was written before it was asked: its files are found
+# by their contents, so no check of the answer's own files can bring in one
+# written a moment ago. Not the ready wait, which may be 0 (no wait for the
+# first index): the watcher says it caught up only at its next return.
+DISK_CATCH_UP_S = 1.0
 # A first pass the store refused (it cannot be opened, or written: a full disk,
 # a read-only or locked store) is tried again after this many seconds, the wait
 # doubling up to the second figure: soon after space is freed, never a busy loop
@@ -368,6 +375,12 @@ class Engine:
         self._unwritten: dict[str, WriteFailed] = {}
         self._unwritten_lock = threading.Lock()
         self._unwritten_tried = 0.0
+        # Per file, the content hash of the text this process's latest answer
+        # pointing into it (its lines) was computed from, or that a whole-file
+        # `get` handed out: a `get` of a line range is refused (StalePointer)
+        # when the file holds other text now, whenever the change was indexed.
+        self._answered_hashes: dict[str, str] = {}
+        self._answered_lock = threading.Lock()
         self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
@@ -417,6 +430,7 @@ class Engine:
         (open buffers included) in the background; answers are partial meanwhile."""
         self._cold_done.clear()
         self.listed_ns = None
+        self.indexer.fills_empty_store = None  # the new store's first pass judges: empty, it logs no edit
         for tier in self._tiers:
             tier.store_replaced()
 
@@ -803,9 +817,11 @@ class Engine:
             # On disk and in no row: written a moment ago, its watcher batch
             # not in yet (`get` or `outline` of the file an agent just wrote).
             # Indexed now under a new file's rules (indexable, not ignored);
-            # not "changed": no earlier answer pointed into it.
+            # not "changed": no earlier answer pointed into it. While an empty
+            # store is filled for the first time it is only a file that pass
+            # has not reached: read, not edited, so no edit is logged.
             try:
-                self.files_changed_on_disk(unseen)
+                self.files_changed_on_disk(unseen, log_edits=self.indexer.fills_empty_store is False)
             except WriteFailed:  # remembered: fresh_answer leaves its hits out
                 pass
         for path in wanted:
@@ -848,6 +864,22 @@ class Engine:
             result = self._checked_answer(answer, paths_of, without)
         return result
 
+    def caught_up_with_disk(self) -> str | None:
+        """Before a ranked answer: wait (at most DISK_CATCH_UP_S) until what
+        was written on disk before now is indexed, the watcher's batch not
+        handed over yet included (a file an agent wrote a moment ago: its
+        words match none of the rows an answer points into, so
+        ``fresh_answer``'s checks cannot bring it in). Returns why the answer
+        may miss such files when the watcher is still behind then, else None.
+        Without a native watch (polled, off) there is no moment to wait for:
+        None, as before."""
+        follower = self.follower
+        if follower is None or follower.mode != "native":
+            return None
+        if follower.caught_up(DISK_CATCH_UP_S):
+            return None
+        return "files changed on disk a moment ago are still being indexed"
+
     def disk_caught_up(self, timeout: float) -> bool:
         """Whether what was written before now is indexed, a pass it started
         included (waiting for the watcher at most ``timeout`` s); False
@@ -868,8 +900,24 @@ class Engine:
             # Rows re-indexed now, or by the watcher while the answer was computed.
             changed = self.indexer.rows_written_since(serial, paths)
             if not changed:
+                self._answered_from(paths)
                 return self._without_unwritten(result, paths, without)
-        return self._without_unwritten(without(result, changed), paths, without)
+        result = without(result, changed)
+        self._answered_from([path for path in paths if path not in changed])
+        return self._without_unwritten(result, paths, without)
+
+    def _answered_from(self, paths: list[str]) -> None:
+        """Remember the text (its rows' hash, in the snapshot the answer read)
+        each of ``paths`` had when an answer pointed into it (``get``'s
+        StalePointer compares with it)."""
+        wanted = list(dict.fromkeys(paths))
+        if not wanted:
+            return
+        rows = self.store.reader().execute(
+            f"SELECT path, hash FROM files WHERE path IN ({','.join('?' * len(wanted))})",
+            wanted).fetchall()
+        with self._answered_lock:
+            self._answered_hashes.update((row["path"], row["hash"]) for row in rows)
 
     def _without_unwritten(self, result: T, paths: list[str],
                            without: Callable[[T, set[str]], T]) -> T:
@@ -1113,11 +1161,12 @@ class Engine:
             return
         self._written_edit(path, lambda: self.indexer.reindex_from_disk(path, log_edits=log_edits))
 
-    def file_changed_on_disk(self, path: str) -> None:
+    def file_changed_on_disk(self, path: str, log_edits: bool = True) -> None:
         """A save or a watched-file event; an open buffer's unsaved text still
         wins. A buffer the disk now holds (saved) has nothing unsaved: the
         disk is the truth again (the save is not logged twice). A
-        buffers-only engine reads no file, whatever its client says changed."""
+        buffers-only engine reads no file, whatever its client says changed.
+        ``log_edits`` False: a read, not a change (``refresh_stale``)."""
         if self.buffers_only:
             return
         buffered = self.buffer_text(path)
@@ -1125,10 +1174,10 @@ class Engine:
             if self._disk_text(path) == buffered and not left_out_of_listing(self.root, path):
                 self.close_buffer(path, listed=True)
             return
-        if self._written_edit(path, lambda: self.indexer.reindex_from_disk(path)):
+        if self._written_edit(path, lambda: self.indexer.reindex_from_disk(path, log_edits=log_edits)):
             self._mark_urgent(path)  # recall by meaning sees it first
 
-    def files_changed_on_disk(self, paths: list[str]) -> None:
+    def files_changed_on_disk(self, paths: list[str], log_edits: bool = True) -> None:
         """Watched-file events: new files must also pass .gitignore. A file
         neither indexable nor indexed costs nothing: the store's own files
         change with every write, and an editor watching ``**/*`` reports them
@@ -1140,7 +1189,7 @@ class Engine:
         for path in paths:
             if path not in ignored:
                 try:
-                    self.file_changed_on_disk(path)
+                    self.file_changed_on_disk(path, log_edits)
                 except WriteFailed as exc:  # remembered: every refused file is written later
                     refused = exc
         if refused is not None:
@@ -1175,8 +1224,10 @@ class Engine:
         for kind in kinds:
             if kind not in RECALL_KINDS:
                 raise InvalidParams("kind", f"unknown kind {kind!r}; known: {', '.join(RECALL_KINDS)}")
+        behind_disk = None
         if any(kind in FILE_KINDS for kind in kinds):
             self.await_index()
+            behind_disk = self.caught_up_with_disk()
         result = self.fresh_answer(
             lambda: self._recall(query, kinds, n, body, mode, scope),
             lambda result: [h.path for hits in result.hits_by_kind.values()
@@ -1188,7 +1239,7 @@ class Engine:
             if any(kind in FILE_KINDS for kind in kinds) else None)
         # A pass that started while it was computed (a checkout's batch
         # handed over meanwhile) may hold rows it lacks.
-        behind = None if result.partial else self.partial_reason()
+        behind = None if result.partial else self.partial_reason() or behind_disk
         if behind is not None:
             result = replace(result, partial=True, partial_reason=behind)
         # Judged once, on the fresh answer (not on each of fresh_answer's rounds).
@@ -1270,7 +1321,8 @@ class Engine:
             hits_by_kind[kind] = hits[:n]
         if memory_down:
             partial_reason = "; ".join(filter(None, [partial_reason, "written memory is unavailable"]))
-        topicality = (self._with_nearest(coverage, semantic, ranked_text)
+        topicality = (with_written(self._with_nearest(coverage, semantic, ranked_text),
+                                   [h for hits in hits_by_kind.values() for h in hits])
                       if coverage is not None else None)
         return RecallResult(hits_by_kind, partial=partial_reason is not None,
                             partial_reason=partial_reason, mode=file_mode, topicality=topicality)
@@ -1361,6 +1413,7 @@ class Engine:
             raise InvalidParams("n", f"must be an integer from 1 to {MAX_LOCATE_N}")
         text = locate_text_kept(text)
         self.await_index()
+        self.caught_up_with_disk()  # a file written a moment ago is ranked too
         return self.fresh_answer(
             lambda: self._located_definitions(self.locator.locate(
                 self.store.reader(), text, n, include_tests, semantic=self._semantic_for("semantic"))),
@@ -1520,9 +1573,7 @@ class Engine:
             return direct_item(direct)
         path = self.relative(item_id)
         self.await_index()
-        # A range given before the file changed on disk: its rows were stale
-        # until now, so whatever answer gave the range was too.
-        changed_now = bool(self.refresh_stale([path]))
+        self.refresh_stale([path])
         state = self.store.file_state(path)
         if state is None:
             located = written_location(item_id)
@@ -1548,8 +1599,21 @@ class Engine:
             lines.pop()
         meta: dict = {"lines": len(lines)}
         lines_given: tuple[int, int] | None = None
+        digest = content_hash(text)
+        with self._answered_lock:
+            answered = self._answered_hashes.get(path)
+            if start_line is None and end_line is None:
+                # The caller holds the current text now: ranges it reads off it are current.
+                self._answered_hashes[path] = digest
         if start_line is not None or end_line is not None:
-            if changed_now or content_hash(text) != state.hash:
+            # A range from an answer given before the file changed: refused,
+            # whether or not the watcher has indexed the change since (it was
+            # refused only when this get re-indexed the file, so a range kept
+            # a second longer read other lines, and a range of lines the
+            # caller had just written was refused for a moment). A file no
+            # answer pointed into gives its current lines. Or the text
+            # changed again while it was read.
+            if (answered is not None and answered != digest) or digest != state.hash:
                 raise StalePointer(path)
             first = start_line or 0
             last = min(end_line if end_line is not None else len(lines) - 1, len(lines) - 1)
@@ -1721,6 +1785,7 @@ class Engine:
         # The first pass logs what changed while no process ran: a session's
         # first question ("where was I?") waits for it as other answers do.
         self.await_index()
+        self.caught_up_with_disk()  # an edit made a moment ago is listed too
         self.log_git_writes()
         conn = self.store.reader()
         # Each item's latest edit is one row, its time and who made it (the

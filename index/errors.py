@@ -28,16 +28,17 @@ class InvalidParams(EngineError):
 
 
 class StalePointer(EngineError):
-    """A line range kept from an answer given before ``path`` changed (answers
-    given now check their files first, so asking again gives current lines)."""
+    """A line range of ``path`` asked for after it changed from the text the
+    latest answer pointing into it was computed from (answers given now check
+    their files first, so asking again gives current lines)."""
 
     code = -32002
 
     def __init__(self, path: str):
-        super().__init__(f"{path} changed after the answer that gave this line range (it is "
-                         "re-indexed now): get it without startLine/endLine for its current "
-                         "text, or ask recall, locate or impact again for current ranges",
-                         {"path": path})
+        super().__init__(f"{path} changed after the last answer that pointed into it, so this "
+                         "line range may name other lines now: get it without startLine/endLine "
+                         "for its current text, or ask recall, locate or impact again for "
+                         "current ranges", {"path": path})
 
 
 class OutsideRoot(EngineError):

@@ -141,6 +141,12 @@ class Indexer:
         # replaces it, a scoped pass or a single-file update amends it; a
         # pass stores it, so a process that runs none (a CLI status) says why.
         self.skipped: dict[str, str] = {}
+        # Whether this store held no file when it was opened, until a whole
+        # pass completes: its first index logs no edit. Judged at the open,
+        # not from a pass's own listing of the rows, which a file read (an
+        # outline) or a watched write indexed meanwhile made non-empty (None:
+        # the store could not be read then; the first pass's listing judges).
+        self.fills_empty_store: bool | None = None
         # Files read as line windows though their grammar reads them (path ->
         # why: ParsedFile.unparsed); those an earlier process stored so and
         # nobody changed since, too: given up on there (UNPARSED_EARLIER), or
@@ -150,6 +156,7 @@ class Indexer:
             with self.store.snapshot() as conn:
                 earlier = windowed_files(conn)
                 self.skipped = _stored_skipped(conn)
+                self.fills_empty_store = conn.execute("SELECT 1 FROM files LIMIT 1").fetchone() is None
         except StoreError:  # status reports the store itself
             earlier = {}
         self._skipped_stored = dict(self.skipped)
@@ -178,6 +185,8 @@ class Indexer:
         skipped = {s.path: s.reason for s in discovered.skipped if in_scope_path(s.path)}
         buffers = self._open_buffers()
         states = self.store.file_states()
+        if self.fills_empty_store is None:
+            self.fills_empty_store = not states
         self._list_for_imports(listing, states)
         set_aside = self._set_aside_ready()
         stats.files = len(in_scope)
@@ -247,8 +256,8 @@ class Indexer:
                 # A file new to a store that held files is an edit (made while
                 # no process ran, or by a checkout, which log_git_writes
                 # re-dates); a first index of an empty store logs none.
-                pending.append((self._record(source, state), ticket, state is not None or bool(states),
-                                read_at))
+                pending.append((self._record(source, state), ticket,
+                                state is not None or not self.fills_empty_store, read_at))
                 if state is None:
                     stats.added += 1
                 else:
@@ -290,6 +299,8 @@ class Indexer:
                             stats.removed += 1
         self._resolve_imports_left()
         self._reread_if_lifted()
+        if pathspecs is None:
+            self.fills_empty_store = False
         return stats
 
     # -- imports of files the listing's change concerns ----------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -313,3 +314,39 @@ async def test_a_fact_anchored_by_an_absolute_path_or_a_uri_reads_stale_too(repo
             return keys if "rel" in keys else None
 
         assert await s.wait_for(stale_keys) == {"rel", "abs", "dot", "uri"}
+
+
+async def test_a_written_fact_that_answers_the_question_is_on_topic(pipeline: Path):
+    """The question's words occur in no file, only in a fact written for it:
+    assemble abstained "off-topic" (topicality measured code and docs
+    alone) and recall called the answer holding the fact weak."""
+    question = "why does zzqx frobnication stall on qwvk"
+    async with serve(pipeline) as s:
+        await s.wait_indexed()
+        assert (await assemble_request(s, query=question))["abstained"]  # nothing answers yet
+        await s.request("ctxls/remember", {"id": "deploy-env", "text": "zzqx frobnication "
+                                           "stalls unless the qwvk variable is set"})
+        answer = await assemble_request(s, query=question)
+        assert not answer["abstained"], answer["stats"].get("note")
+        assert "deploy-env" in [c["path"] for c in answer["citations"]]
+        recalled = await s.request("ctxls/recall", {"query": question})
+        assert not recalled.get("weak"), recalled.get("weakReason")
+
+
+async def test_a_fact_reads_stale_as_soon_as_its_anchored_file_changed_on_disk(repo: Path):
+    """The mark read the edit log alone, so it came only once the watcher
+    had logged the edit (about 2 s later; never with the watcher off): the
+    anchored files are checked against the disk first. An anchor outside
+    the folder is never read."""
+    path = repo / "pkg/session.py"
+    async with serve(repo, options={"watch": "off"}) as s:
+        await s.wait_indexed()
+        for key, anchor in {"inside": "pkg/session.py", "outside": "/etc/hostname"}.items():
+            await s.request("ctxls/remember", {"id": key, "text": f"sessions time out ({key})",
+                                               "meta": {"anchor": anchor}})
+        assert "stale" not in (await s.request("ctxls/knowledge", {}))["block"]
+        time.sleep(0.01)  # the write's mtime (the edit's date) after the facts'
+        path.write_text(path.read_text().replace("self.timeout)", "self.timeout * 2)"))
+        block = (await s.request("ctxls/knowledge", {}))["block"]
+        assert "[inside] sessions time out (inside) (stale: pkg/session.py changed" in block
+        assert "(outside) (stale" not in block

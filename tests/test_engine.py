@@ -870,3 +870,22 @@ def test_status_of_a_process_that_ran_no_pass_says_which_files_the_last_pass_lef
         assert skipped["count"] == 1 and skipped["files"] == [{"path": "big.py", "reason": "too large"}]
     finally:
         reader.close()
+
+
+def test_a_file_read_before_the_first_index_of_an_empty_store_is_no_edit(plain: Path):
+    """An outline during a fresh repository's first index indexed its file
+    with edits logged (its every definition "1 edits (disk)"), and a pass
+    that then found the store non-empty logged every file it added. The
+    first index of an empty store logs nothing; a file written after it
+    is an edit, read or not."""
+    engine = engine_for(plain)
+    try:
+        assert [d.name for d in engine.outline("pkg/session.py")]  # before the pass reached it
+        engine.cold_index()
+        assert engine.recent_activity() == []
+        (plain / "pkg/later.py").write_text("def written_later():\n    pass\n")
+        assert [d.name for d in engine.outline("pkg/later.py")] == ["written_later"]
+        assert [(a.id, a.symbol) for a in engine.recent_activity()] == [
+            ("pkg/later.py", "written_later")]
+    finally:
+        engine.close()

@@ -356,6 +356,10 @@ def test_answers_check_their_files_even_with_the_watcher_off(tree: Path):
         with pytest.raises(StalePointer) as err:
             engine.get("pkg/core.py", 6, 11)
         assert "without startLine/endLine" in err.value.message
+        # Refused until the caller holds the current text: a whole-file get (or a new answer).
+        with pytest.raises(StalePointer):
+            engine.get("pkg/core.py", 4, 9)
+        assert engine.get("pkg/core.py").text == old
         assert engine.get("pkg/core.py", 4, 9).text.startswith("def compute(values):")
         # The same file touched and rewritten within one clock tick, same size:
         # hashed, not trusted by its (mtime, size).
@@ -908,6 +912,54 @@ def test_a_name_or_a_file_written_a_moment_ago_is_found_at_once(tree: Path):
         started = time.monotonic()
         assert engine.symbols("defined_nowhere_at_all", "exact") == []
         assert time.monotonic() - started < live.TICK_MS / 1000 + 0.9
+    finally:
+        engine.close()
+
+
+def test_recall_locate_and_recent_activity_find_a_file_written_a_moment_ago(tree: Path):
+    """An agent writes a file and asks recall or locate about it at once:
+    they found older files (nearest rows, nothing partial) and the new one
+    only once the watcher's batch was in, since no check of an answer's own
+    files can bring in a file it does not point into (recent activity said
+    "no recent edits"). They wait for the watcher to catch up first."""
+    engine = live_engine(tree)
+    try:
+        for i in range(3):
+            rel = f"pkg/fresh_{i}.py"
+            (tree / rel).write_text(f"def helper_platypus_router_{i}(req):\n    return helper(req)\n")
+            result = engine.recall(f"helper platypus router {i}", ["code"])
+            assert rel in [h.path for h in result.hits_by_kind["code"]], i
+            assert result.partial_reason is None or "still being indexed" not in result.partial_reason
+        (tree / "pkg/boom.py").write_text(
+            "def numbat_bilby(r):\n    raise ValueError('numbat exploded badly')\n")
+        located = engine.locate("ValueError: numbat exploded badly\n  in numbat_bilby")
+        assert [f.path for f in located][:1] == ["pkg/boom.py"]
+        (tree / "pkg/last.py").write_text("def written_last():\n    pass\n")
+        assert ("pkg/last.py", "written_last") in [(a.id, a.symbol) for a in engine.recent_activity()]
+    finally:
+        engine.close()
+
+
+def test_a_line_range_from_before_a_change_is_refused_however_late_it_comes(tree: Path):
+    """`get` with a range refused (-32002) only when the get itself found
+    the file changed: a range kept until the watcher had indexed the change
+    silently gave other lines, and lines the caller had just written itself
+    were refused for a moment. Now a range is refused exactly when the file
+    is no longer the text the latest answer pointing into it came from."""
+    engine = live_engine(tree)
+    try:
+        found = engine.symbols("compute", "exact")
+        assert [(d.path, d.start_line, d.end_line) for d in found] == [("pkg/core.py", 4, 9)]
+        new = "import os\nimport sys\n\n" + (tree / "pkg/core.py").read_text()
+        (tree / "pkg/core.py").write_text(new)
+        assert wait_until(lambda: engine.store.file_state("pkg/core.py").hash == content_hash(new))
+        with pytest.raises(StalePointer):  # the watcher has indexed the change: still refused
+            engine.get("pkg/core.py", 4, 9)
+        assert engine.get("pkg/core.py").text == new
+        assert engine.get("pkg/core.py", 7, 12).text.startswith("def compute(values):")
+        # A file no answer pointed into, written a moment ago: its current lines.
+        (tree / "pkg/use.py").write_text("".join(f"value_{i} = {i}\n" for i in range(10)))
+        assert engine.get("pkg/use.py", 1, 2).text == "value_1 = 1\nvalue_2 = 2"
     finally:
         engine.close()
 
