@@ -247,39 +247,68 @@ def cmd_mcp(args):
 
 
 def cmd_serve(args):
-    import asyncio
-
     log_on_stderr(args)
     if args.log_file:
         log_to_file(args)
-    from ctxls.daemon import server as server_module
-    from ctxls.daemon.server import server
-
     if args.node_ipc:
         print("ctxls: --node-ipc is not supported (it needs a Node.js server); start "
               "`ctxls serve` over stdio (the default, or --stdio)", file=sys.stderr)
         return 2
     if args.tcp is None and args.socket is None:
         _need_stdio("ctxls serve --stdio")
+    if args.socket is not None and not args.root:
+        raise CliError("serve --socket needs --root (the folder to serve)", EXIT_USAGE)
+    root = resolve_root(args.root, creates=True) if args.root else None
+    starting = None
+    if args.socket is not None:
+        if _already_served(root, args):
+            return 0
+        starting = _claim_start(root, args)
+    try:
+        return _serve(args, root, starting)
+    finally:
+        if starting is not None:
+            starting.close()
+
+
+def _claim_start(root: Path, args):
+    """The takeover lock, held from before the daemon's slow start (the
+    server's imports, opening the store) until it listens: meanwhile a CLI
+    verb or an agent waits for it (daemon/client.py ``find_daemon``) instead
+    of saying "no index yet" or opening the store beside it. None when
+    another holds it (the editor's proxy that started this daemon, which
+    waits for it to listen) or it cannot be taken (the bind decides, as before)."""
+    from ctxls.daemon.client import default_socket, takeover_lock
+
+    try:
+        return takeover_lock(Path(args.socket) if args.socket else default_socket(root), wait=False)
+    except OSError:
+        return None
+
+
+def _serve(args, root: Path | None, starting) -> int:
+    """``serve`` once the arguments are checked; ``starting`` (the takeover
+    lock, or None) is released once the socket listens."""
+    import asyncio
+
+    from ctxls.daemon import server as server_module
+    from ctxls.daemon.server import server
+
     if args.client_process_id is not None:
         server.client_watch.watch(args.client_process_id)
-    if args.root:
-        root = resolve_root(args.root, creates=True)
-        if args.socket is not None and _already_served(root, args):
-            return 0
-        if args.socket is None:  # the headless daemon indexes once it listens (serve_headless)
-            _say_indexed(server_module.prewarm(root), args.example)
+    if root is not None and args.socket is None:
+        # The headless daemon indexes once it listens (serve_headless).
+        _say_indexed(server_module.prewarm(root), args.example)
     try:
         if args.tcp is not None:
             print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted (to this user's "
                   "connections only)", file=sys.stderr)
             _serve_tcp(server, args.tcp)
         elif args.socket is not None:
-            if not args.root:
-                raise CliError("serve --socket needs --root (the folder to serve)", EXIT_USAGE)
             asyncio.run(server_module.serve_headless(
                 root, args.socket or None,
-                indexed=lambda engine: _say_indexed(engine, args.example)))
+                indexed=lambda engine: _say_indexed(engine, args.example),
+                listening=starting.close if starting is not None else None))
         else:
             from ctxls.daemon.proxy import serve_stdio
 

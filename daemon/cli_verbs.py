@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from ctxls.daemon.client import EngineAccess
+from ctxls.daemon.client import EngineAccess, daemon_starting, default_socket
 from ctxls.daemon.formatting import (Style, assemble_text, format_hits_human, format_hits_vimgrep,
                                      human_locate, impact_lines, not_defined_text, one_line,
                                      outline_text, partial_note, past_end_text, similar_text,
@@ -84,8 +84,11 @@ def options_of_fields(command: str) -> dict[str, str]:
 # -- where the repository is ------------------------------------------------------
 
 def has_index(root: Path) -> bool:
+    """A store, a daemon's socket, or a daemon starting (it makes the store:
+    told "no index yet, create one", the user started a second indexer)."""
     store = store_dir(root.resolve())
-    return (store / "index.db").exists() or (store / "daemon.sock").exists()
+    return ((store / "index.db").exists() or (store / "daemon.sock").exists()
+            or daemon_starting(default_socket(root)))
 
 
 def resolve_root(explicit: str | None, creates: bool) -> Path:

@@ -236,20 +236,74 @@ TAKEOVER_ATTEMPTS = 5
 TAKEOVER_RETRY_S = 0.2
 
 
-def takeover_lock(socket_path: Path) -> IO[str]:
+# How long a client that finds no daemon waits for one that is starting (a
+# process holding takeover.lock) to listen, rather than open the store in
+# process beside it: a cold start (imports, opening the store) takes a few
+# seconds, and more on a loaded machine. Past it, the client goes on as if
+# none were starting.
+DAEMON_START_WAIT_S = 60.0
+DAEMON_START_POLL_S = 0.05
+
+
+def takeover_lock(socket_path: Path, wait: bool = True) -> IO[str]:
     """``takeover.lock`` beside the daemon socket, open and locked (closing
-    it unlocks): who owns the socket is decided by one process at a time.
-    An editor's proxy holds it while it starts the next daemon and waits
-    for it to listen; a `ctxls mcp` that finds no daemon holds it while it
-    looks once more, then hosts the engine and listens itself. Never opened
-    through a link the repository shipped. OSError when it cannot be."""
+    it unlocks): who owns the socket is decided by one process at a time,
+    and a daemon is starting while one holds it. An editor's proxy holds it
+    while it starts the next daemon and waits for it to listen; a `ctxls
+    mcp` that finds no daemon holds it while it looks once more, then hosts
+    the engine and listens itself; a `serve --socket` holds it from its
+    start until it listens (``wait`` False: the proxy that started it holds
+    it already). Never opened through a link the repository shipped.
+    OSError when it cannot be (BlockingIOError: not ``wait``, another holds it)."""
     import os
 
     from ctxls.index.private import locked_file, make_private_dir
 
     path = socket_path.with_name("takeover.lock")
     make_private_dir(path.parent)
-    return os.fdopen(locked_file(path), "a")
+    return os.fdopen(locked_file(path, wait), "a")
+
+
+def daemon_starting(socket_path: Path) -> bool:
+    """Whether a process holds ``takeover.lock`` beside ``socket_path`` now:
+    a daemon of this root is starting and will listen there. Looked at
+    without creating or writing anything (a CLI verb on a root with no store)."""
+    import fcntl
+    import os
+    import stat
+
+    try:
+        fd = os.open(socket_path.with_name("takeover.lock"),
+                     os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:  # none (nobody ever started one), or a link there: none starting
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # unlocks a shared lock just taken
+
+
+def find_daemon(path: Path) -> DaemonClient | None:
+    """The daemon listening on ``path``; one that is starting (``daemon_starting``)
+    is waited for, at most DAEMON_START_WAIT_S: a client that went on without
+    it opened the store in process beside it, a second writer. None when no
+    daemon listens nor starts."""
+    import time
+
+    client = DaemonClient.connect(path)
+    if client is not None or not daemon_starting(path):
+        return client
+    deadline = time.monotonic() + DAEMON_START_WAIT_S
+    while daemon_starting(path) and time.monotonic() < deadline:
+        time.sleep(DAEMON_START_POLL_S)
+    return DaemonClient.connect(path)
 
 
 class EngineAccess:
@@ -261,7 +315,7 @@ class EngineAccess:
         self.root = root.resolve()
         self.refresh = refresh
         self.use_daemon = use_daemon
-        self.daemon = DaemonClient.connect(default_socket(self.root)) if use_daemon else None
+        self.daemon = find_daemon(default_socket(self.root)) if use_daemon else None
         self._local_ready = False
         self.hosted = False
         self._socket_loop: Any = None  # the event loop serving the shared socket, when hosted
@@ -305,14 +359,10 @@ class EngineAccess:
         if engine is None:
             engine = server.workspaces.add_folder(self.root)
             if self.hosted:
-                # Like a daemon: follow the disk, index in the background, embed
-                # with the worker; requests wait for the first index (at most
-                # readyWaitMs), then answer "index not ready".
+                # Like a daemon: a first pass is due, so requests wait for it
+                # (at most readyWaitMs), then answer "index not ready"; host()
+                # starts the pass and the embedding once the socket listens.
                 engine.follow_disk()
-                engine.start_embedding()
-                from ctxls.daemon.app import index_in_background
-
-                index_in_background(engine)
             elif self.refresh:
                 try:
                     engine.index()  # incremental: a no-op pass costs a fraction of a second
@@ -346,10 +396,18 @@ class EngineAccess:
                 if self.daemon is not None:
                     return
             self.hosted = True
-            self.local_engine()
+            engine = self.local_engine()
             self._local_ready = True
             if lock is not None:
+                # Before the pass and the embedding start: they slowed the bind
+                # by seconds, while the store already existed and a CLI verb
+                # found no daemon and opened it in process beside this one.
                 self._own_socket(path)
+            if self.hosted:  # no editor's daemon took the socket meanwhile
+                from ctxls.daemon.app import index_in_background
+
+                engine.start_embedding()
+                index_in_background(engine)
         finally:
             if lock is not None:
                 lock.close()

@@ -413,9 +413,14 @@ def impact_lines(impact: dict, limit: int, style: Style) -> list[str]:
     list (other definitions, callers, callees)."""
     confirmed, unconfirmed = impact["confirmed"], impact.get("unconfirmed", 0)
     mentions = impact["mentions"]
+    # Lines past the analysis's file limits were never looked at: calls or
+    # not, unknown (the headline called them "not calls").
+    unchecked = impact.get("mentionKinds", {}).get("unchecked", 0)
     lines = [f"{style.symbol(impact['symbol'])}: risk {impact['risk']}, "
              f"{_plural(confirmed, 'confirmed caller')}, {unconfirmed} unconfirmed, "
-             f"{_plural(mentions, 'other mention')} (not calls), complexity {impact['complexity']}"]
+             f"{_plural(mentions - unchecked, 'other mention')} (not calls), "
+             + (f"{_plural(unchecked, 'line')} left unchecked (calls or not), " if unchecked else "")
+             + f"complexity {impact['complexity']}"]
     matched = impact.get("definitionsMatched", 1)
 
     def where(location: dict) -> str:

@@ -83,24 +83,128 @@ def frame_body(body: bytes) -> bytes:
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
-async def read_body(reader: asyncio.StreamReader) -> bytes | None:
-    """One LSP-framed body, or None at end of stream; ValueError when the
-    header is unusable (the stream cannot be followed any further), its
-    OversizedMessage when it announces a body over MAX_MESSAGE_BYTES
-    (``read_away`` follows the stream past it)."""
-    length = None
+# A header line is at most this long; anything longer is the rest of a body.
+MAX_HEADER_LINE = 64 << 10
+# A header name (RFC 9110 token) and the one header that frames a message.
+_HEADER = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]*:(.*)$", re.DOTALL)
+_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
+
+
+class FramingError(ValueError):
+    """A header block that gives no usable body length: answered -32700
+    (``id: null``); the reader then skips to the next ``Content-Length``
+    header, so the connection goes on."""
+
+
+def content_length(values: list[bytes]) -> int:
+    """The body length of a header block whose ``Content-Length`` headers
+    hold ``values``: the one rule of every transport (stdio, TCP, the shared
+    socket, an editor's proxy). The header repeated with one value is that
+    value; with different values the block is unreadable, as one with none
+    or with a value that is not a positive decimal number (no JSON is empty).
+    FramingError saying which."""
+    if not values:
+        raise FramingError("no Content-Length header")
+    distinct = sorted({value.strip() for value in values})
+    if len(distinct) > 1:
+        shown = ", ".join(repr(v.decode("ascii", "replace")[:40]) for v in distinct[:4])
+        raise FramingError(f"conflicting Content-Length headers ({shown})")
+    value = distinct[0]
+    if not (value.isdigit() and int(value) > 0):  # bytes.isdigit: ASCII digits only
+        raise FramingError(f"unusable Content-Length {value.decode('ascii', 'replace')[:40]!r}")
+    return int(value)
+
+
+def header_tail(line: bytes) -> bytes:
+    """What is kept of a line over MAX_HEADER_LINE while it is read: its
+    tail from its last ``Content-Length`` header on (the rest of a body,
+    then a header), else its last few bytes (a header may begin there)."""
+    headers = list(_CONTENT_LENGTH.finditer(line))
+    start = headers[-1].start() if headers else len(line)
+    if len(line) - start > MAX_HEADER_LINE // 2:  # no header is that long
+        start = len(line)
+    return line[start if start < len(line) else max(len(line) - 16, 0):]
+
+
+class HeaderBlock:
+    """One message's header lines, read as every transport reads them: the
+    name in any case, spaces around the value, CRLF or LF line ends. Before
+    a block, blank lines are skipped, and so are bytes that are no header
+    (the rest of a body whose Content-Length was understated, or of a block
+    that was unreadable) up to the next ``Content-Length`` header, even one
+    in the middle of a line: after an unreadable block the next message is
+    found and read."""
+
+    def __init__(self) -> None:
+        self._restart()
+
+    def _restart(self) -> None:
+        self.values: list[bytes] = []  # the Content-Length headers' values
+        self.problem: str | None = None
+        self.in_header = False
+
+    def take(self, line: bytes, over: bool) -> bool:
+        """Read one line (``over``: it was over MAX_HEADER_LINE, kept as
+        ``header_tail`` keeps it); True once it ended the block."""
+        found = _CONTENT_LENGTH.search(line)
+        if found is not None and found.start() > 0:  # a body's rest, then a header
+            line = line[found.start():]
+            self._restart()
+        elif over:  # a header line no reader keeps: this message cannot be read
+            self.problem, self.in_header = f"a header line over {MAX_HEADER_LINE >> 10} KiB", True
+            return False
+        stripped = line.strip()
+        if not stripped:
+            return self.in_header  # else blank lines between messages
+        header = _HEADER.match(stripped)
+        if header is None:  # not a header: the rest of a body, skipped
+            self._restart()
+            return False
+        self.in_header = True
+        if header.group(1).lower() == b"content-length":
+            self.values.append(header.group(2))
+        return False
+
+    def length(self) -> int:
+        """The body's length (``content_length``), FramingError when none is usable."""
+        if self.problem is not None:
+            raise FramingError(self.problem)
+        return content_length(self.values)
+
+
+async def _header_line(reader: asyncio.StreamReader) -> tuple[bytes, bool]:
+    """The next line and whether it was over MAX_HEADER_LINE (of such a
+    line ``header_tail`` is kept); b"" at the end of the stream."""
+    import asyncio
+
+    line, over = b"", False
     while True:
-        line = await reader.readline()
+        try:
+            piece, ended = await reader.readuntil(b"\n"), True
+        except asyncio.IncompleteReadError as exc:  # the stream's end
+            piece, ended = exc.partial, True
+        except asyncio.LimitOverrunError as exc:  # over the reader's bound: read on in pieces
+            piece, ended = await reader.readexactly(max(exc.consumed, 1)), False
+        line += piece
+        if len(line) >= MAX_HEADER_LINE:
+            over, line = True, header_tail(line)
+        if ended:
+            return line, over
+
+
+async def read_body(reader: asyncio.StreamReader) -> bytes | None:
+    """One LSP-framed body, or None at end of stream. FramingError when its
+    header block is unusable (``HeaderBlock``): answer it -32700, and the
+    next call reads the next message; OversizedMessage when it announces a
+    body over MAX_MESSAGE_BYTES (``read_away`` follows the stream past it)."""
+    block = HeaderBlock()
+    while True:
+        line, over = await _header_line(reader)
         if not line:
             return None
-        line = line.strip()
-        if not line:
+        if block.take(line, over):
             break
-        name, _, value = line.decode("ascii", "replace").partition(":")
-        if name.lower() == "content-length":
-            length = int(value.strip())
-    if length is None or length < 0:
-        raise ValueError("missing or unreasonable Content-Length")
+    length = block.length()
     if length > MAX_MESSAGE_BYTES:
         raise OversizedMessage(length)
     return await reader.readexactly(length)

@@ -40,9 +40,9 @@ from ctxls.daemon.client import (LIVENESS_TIMEOUT_S, TAKEOVER_ATTEMPTS, TAKEOVER
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.options import INDEX_OPTIONS, TAKEOVER_OPTIONS_ENV
 from ctxls.daemon.sessions import PROXY_MARK
-from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, OVERSIZED_END_BYTES, OversizedMessage,
-                                  foreign_daemon, frame, frame_body, read_away, read_away_sync,
-                                  read_body, top_level_member)
+from ctxls.daemon.framing import (MAX_HEADER_LINE, MAX_MESSAGE_BYTES, OVERSIZED_END_BYTES, FramingError,
+                                  HeaderBlock, OversizedMessage, foreign_daemon, frame, frame_body,
+                                  header_tail, read_away, read_away_sync, read_body, top_level_member)
 from ctxls.daemon.outbox import Outbox
 from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
                                         read_message, socket_is_live, socket_owner_pid, valid_id)
@@ -61,18 +61,13 @@ LOG_ROTATE_BYTES = 4 << 20
 RESTARTED = -32603  # the answer to requests lost with the owner: retry
 # What the proxy keeps of an editor's documents, and replays to a new owner.
 DOCUMENT_SYNC = frozenset({"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose"})
-# A header line is at most this long; anything longer is the rest of a body.
-MAX_HEADER_LINE = 64 << 10
-# A header name (RFC 9110 token) and the one header that frames a message.
-_HEADER = re.compile(rb"^([!#$%&'*+.^_`|~0-9A-Za-z-]+)[ \t]*:(.*)$", re.DOTALL)
-_CONTENT_LENGTH = re.compile(rb"content-length[ \t]*:", re.IGNORECASE)
 
 
 def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
     """The raw bytes of the first LSP message and the message (None if it is
     not a readable one: the in-process server then reports it as usual)."""
     raw = io.BytesIO()
-    length = None
+    block = HeaderBlock()
     while True:
         line = stream.readline(MAX_HEADER_LINE)
         raw.write(line)
@@ -80,10 +75,10 @@ def read_first_message(stream: BinaryIO) -> tuple[bytes, dict | None]:
             return raw.getvalue(), None
         if not line.strip():
             break
-        name, _, value = line.decode("ascii", "replace").partition(":")
-        if name.lower() == "content-length" and value.strip().isdigit():
-            length = int(value)
-    if length is None:
+        block.take(line, over=not line.endswith(b"\n"))
+    try:
+        length = block.length()
+    except FramingError:
         return raw.getvalue(), None
     if length > MAX_MESSAGE_BYTES:
         ends = read_away_sync(stream.read, length, OVERSIZED_END_BYTES)
@@ -105,9 +100,10 @@ class FramedStdin:
     Content-Length, a negative or spaced one, LF line ends) made it take the
     next message's header for its own, so that message went unanswered too.
 
-    - A header block is read as the shared socket reads it: any case, spaces
-      around the value, CRLF or LF.
-    - One without a usable Content-Length becomes a notice answered -32700.
+    - A header block is read as the shared socket reads it
+      (framing.HeaderBlock): any case, spaces around the value, CRLF or LF.
+    - One without a usable Content-Length (framing.content_length) becomes
+      a notice answered -32700.
     - Bytes that are no header (the rest of a body whose Content-Length was
       short, or of one that had none) are skipped up to the next
       Content-Length header, even one on the same line.
@@ -150,12 +146,7 @@ class FramedStdin:
         line, over = self._raw_line(), False
         while line and not line.endswith(b"\n"):  # over-long (or the stream's end)
             over = over or len(line) >= MAX_HEADER_LINE
-            headers = list(_CONTENT_LENGTH.finditer(line))
-            start = headers[-1].start() if headers else len(line)
-            if len(line) - start > MAX_HEADER_LINE // 2:  # no header is that long
-                start = len(line)
-            # Else keep a few bytes: a header may begin there.
-            line = line[start if start < len(line) else max(len(line) - 16, 0):]
+            line = header_tail(line)
             more = self._raw_line()
             if not more:
                 break
@@ -164,38 +155,18 @@ class FramedStdin:
 
     def _next_frame(self) -> bool:
         """Read the client's next message into ``self._frame``; False at the end."""
-        length: int | None = None
-        problem: str | None = None
-        in_header = False
+        block = HeaderBlock()
         while True:
             line, over = self._line()
             if not line:
                 return False
-            found = _CONTENT_LENGTH.search(line)
-            if found is not None and found.start() > 0:  # a body's rest, then a header
-                line, length, problem, in_header = line[found.start():], None, None, False
-            elif over:  # a header line no reader keeps: this message cannot be read
-                problem, in_header = f"a header line over {MAX_HEADER_LINE >> 10} KiB", True
-                continue
-            header = _HEADER.match(line.strip())
-            if not line.strip():
-                if not in_header:
-                    continue  # blank lines between messages
-                if length is None:
-                    self._frame = io.BytesIO(frame_body(bad_frame_notice(
-                        problem or "no Content-Length header")))
-                    return True
+            if block.take(line, over):
                 break
-            if header is None:  # not a header: the rest of a body, skipped
-                length, problem, in_header = None, None, False
-                continue
-            in_header = True
-            if header.group(1).lower() == b"content-length" and length is None and problem is None:
-                value = header.group(2).strip()
-                if value.isdigit() and int(value) > 0:
-                    length = int(value)
-                else:  # not a number, negative, or 0 (no JSON is empty)
-                    problem = f"unusable Content-Length {value.decode('ascii', 'replace')[:40]!r}"
+        try:
+            length = block.length()
+        except FramingError as exc:
+            self._frame = io.BytesIO(frame_body(bad_frame_notice(str(exc))))
+            return True
         if length > MAX_MESSAGE_BYTES:
             ends = read_away_sync(self._read, length, OVERSIZED_END_BYTES)
             if ends is None:

@@ -13,6 +13,12 @@ Lanes:
   reads see one snapshot of each store it reads (``store.read_snapshot``),
   renewed only by its own writes and by each round of
   ``Engine.fresh_answer``; SQLite's errors leave it as the library's.
+- **analysis** — reads as in background, in a pool of their own
+  (``ANALYSIS_WORKERS`` threads): impact's sweep (``ctxls/impact``, incoming
+  calls, a code lens's resolve), whose work grows with the repository and
+  the call sites, not with the answer. Four of them once held every read
+  thread for minutes and a recall from another client got no answer; now
+  they queue among themselves and the read pool stays free for short reads.
 - **exclusive** — writes (edits, memory writes, the stash, re-indexing): the
   write pool (``WRITE_WORKERS`` threads) apart from the reads, so an
   acknowledgement never queues behind a backlog of reads nor a read behind a
@@ -59,11 +65,15 @@ READ_WORKERS = 4
 # a long `ctxls/index` to end (they interleave at the store's writer; with
 # one thread a remember waited ~0.5-1 s for a re-index pass of flask).
 WRITE_WORKERS = 2
+# The analysis pool's threads: at most this many sweeps run at once, the rest
+# queue behind them, and never take a read thread.
+ANALYSIS_WORKERS = 2
 
 
 class Lane(enum.Enum):
     INLINE = "inline"
     BACKGROUND = "background"
+    ANALYSIS = "analysis"
     EXCLUSIVE = "exclusive"
 
 
@@ -75,6 +85,8 @@ class Route(NamedTuple):
 INLINE, BACKGROUND, EXCLUSIVE = Route(Lane.INLINE), Route(Lane.BACKGROUND), Route(Lane.EXCLUSIVE)
 # A read of the code: it answers with the buffers just opened or edited.
 CODE_READ = Route(Lane.BACKGROUND, settles=True)
+# Impact's sweep over the repository: a read of the code in the analysis pool.
+ANALYSIS = Route(Lane.ANALYSIS, settles=True)
 
 ROUTES: dict[str, Route] = {
     # Lifecycle.
@@ -92,17 +104,17 @@ ROUTES: dict[str, Route] = {
     types.TEXT_DOCUMENT_DOCUMENT_SYMBOL: CODE_READ,
     types.WORKSPACE_SYMBOL: CODE_READ,
     types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY: CODE_READ,
-    types.CALL_HIERARCHY_INCOMING_CALLS: CODE_READ,
+    types.CALL_HIERARCHY_INCOMING_CALLS: ANALYSIS,
     types.CALL_HIERARCHY_OUTGOING_CALLS: CODE_READ,
     types.TEXT_DOCUMENT_CODE_LENS: CODE_READ,
-    types.CODE_LENS_RESOLVE: BACKGROUND,
+    types.CODE_LENS_RESOLVE: Route(Lane.ANALYSIS),
     # ctxls reads (docs/protocol.md).
     "ctxls/status": BACKGROUND,
     "ctxls/recall": CODE_READ,
     "ctxls/locate": CODE_READ,
     "ctxls/get": CODE_READ,
     "ctxls/recentActivity": BACKGROUND,
-    "ctxls/impact": CODE_READ,
+    "ctxls/impact": ANALYSIS,
     "ctxls/assemble": CODE_READ,
     "ctxls/knowledge": BACKGROUND,
     "ctxls/recentMemory": BACKGROUND,
@@ -134,7 +146,7 @@ def route_of(method: str) -> Route:
         return ROUTES[method]
     except KeyError:
         raise LookupError(f"{method} has no row in daemon/router.py ROUTES: say there how it "
-                          "runs (inline, background or exclusive)") from None
+                          "runs (inline, background, analysis or exclusive)") from None
 
 
 def _in_request(token: CancelToken | None, work: Callable[[], T]) -> T:
@@ -154,6 +166,7 @@ class Router:
 
     def __init__(self) -> None:
         self._pools = {Lane.BACKGROUND: ThreadPoolExecutor(READ_WORKERS, "ctxls-read"),
+                       Lane.ANALYSIS: ThreadPoolExecutor(ANALYSIS_WORKERS, "ctxls-analysis"),
                        Lane.EXCLUSIVE: ThreadPoolExecutor(WRITE_WORKERS, "ctxls-write")}
 
     async def run(self, method: str, work: Callable[[], Any]) -> Any:

@@ -219,12 +219,15 @@ def recent_activity(ls: CtxlsServer, params: wire.Params) -> dict:
 
 
 async def serve_headless(root: Path, socket_path: str | None,
-                         indexed: Callable[[Engine], None] | None = None) -> None:
+                         indexed: Callable[[Engine], None] | None = None,
+                         listening: Callable[[], None] | None = None) -> None:
     """No editor: serve a root on the shared socket until interrupted. The
     socket listens before the first pass, as an editor's daemon's does: a
     client meanwhile sees status "indexing" and waits readyWaitMs for an
     answer ("index not ready" after it), and never indexes the store itself
-    (one process writes it). ``indexed(engine)`` runs after the first pass."""
+    (one process writes it). ``listening()`` runs once the socket listens
+    (it releases the takeover lock the start held), ``indexed(engine)``
+    after the first pass."""
     engine = open_root(root)
     server.prewarmed.pop(engine.root, None)
     server.workspaces.engines[engine.root] = engine
@@ -232,6 +235,8 @@ async def serve_headless(root: Path, socket_path: str | None,
     side = SocketServer(server, path)
     if not await side.start():  # before the pass: a daemon that cannot listen writes nothing
         raise SystemExit(f"ctxls: cannot listen on {path} (the warning above says why)")
+    if listening is not None:
+        listening()
     # Before any connection is handled (no await since the bind): requests wait for the pass.
     engine.follow_disk()
     # SIGTERM and Ctrl-C end the loop cleanly: the socket is removed, the ANN saved.

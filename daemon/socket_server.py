@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxls import __version__
-from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, OVERSIZED_END_BYTES,
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, OVERSIZED_END_BYTES, FramingError,
                                   OversizedMessage, document_uri, frame, is_socket_file,
                                   peer_credentials, peer_uid, read_away, read_body,
                                   top_level_member)
@@ -467,8 +467,14 @@ class SocketServer:
             while True:
                 try:
                     body = await read_message(reader)
+                except FramingError as exc:
+                    # An unreadable header block: answered; the next read
+                    # skips to the next Content-Length header (as on stdio).
+                    send_unawaited(error_response(None, -32700, f"parse error: {exc}"))
+                    continue
                 except (ValueError, asyncio.IncompleteReadError) as exc:
-                    # The framing is lost: answer, then end this connection.
+                    # The framing is lost (a body over the bound, the stream
+                    # ended inside one): answer, then end this connection.
                     send_unawaited(error_response(None, -32700, f"parse error: {exc}"))
                     break
                 if body is None:

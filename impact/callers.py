@@ -89,6 +89,10 @@ class References:
     name_only_languages: set[str] = field(default_factory=set)  # callers never confirmable there
 
 
+# The kind of a target's own declared name: recorded as neither caller nor mention.
+OWN_DECLARATION = "own declaration"
+
+
 @dataclass(frozen=True)
 class _Use:
     """A classified occurrence: a mention kind, or a use with its match."""
@@ -558,6 +562,8 @@ def _record(resolver: Resolver, refs: References, seen: set, sf: SourceFile, row
     if (sf.path, row, start) in seen:
         return
     seen.add((sf.path, row, start))
+    if use.kind == OWN_DECLARATION:
+        return
     if use.match is None:
         refs.mentions[use.kind] += 1
         if use.kind == "string" and use.node is not None and syntax.text_of(use.node).strip("'\"`") == name:
@@ -605,7 +611,10 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
     if syntax.in_import(family, node, sf.parents) is not None:
         return _Use("import")
     if syntax.declares(family, node, sf.parents):
-        return _Use("definition")
+        # A target's own name (`f` of `def f`) is neither a use of it nor
+        # another definition's name: every answer counted it as the latter.
+        return _Use(OWN_DECLARATION if _declares_target(resolver, sf, node, targets)
+                    else "definition")
     ruby = syntax.ruby_name_use(sf, node) if sf.language == "ruby" else None
     if ruby == "local":
         return _Use("elsewhere")  # a local variable of that name
@@ -618,6 +627,15 @@ def _classify(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int
         return _Use("elsewhere")
     # `log_change` alone: Ruby calls it without parentheses.
     return _Use("call" if ruby == "call" else syntax.use_kind(family, expression, sf.parents), match, node)
+
+
+def _declares_target(resolver: Resolver, sf: SourceFile, node: Node, targets: Targets) -> bool:
+    """Whether ``node`` is the name one of ``targets`` declares."""
+    row = node.start_point[0]
+    return any(t.path == sf.path and t.start_line <= row <= t.end_line
+               and (declared := resolver.declaration_name(sf, t)) is not None
+               and declared.start_byte == node.start_byte
+               for t in targets.definitions)
 
 
 def _setter_call(resolver: Resolver, sf: SourceFile, node: Node, name: str, targets: Targets) -> Match | None:

@@ -106,15 +106,15 @@ def open_private(path: Path | str, append: bool = False) -> int:
     return fd
 
 
-def locked_file(path: Path | str) -> int:
+def locked_file(path: Path | str, wait: bool = True) -> int:
     """``path`` opened as ``open_private`` does and held under an exclusive
-    flock, waiting for it (closing the descriptor unlocks); OSError when it
-    cannot be."""
+    flock, waiting for it unless not ``wait`` (closing the descriptor
+    unlocks); OSError when it cannot be (BlockingIOError: another holds it)."""
     import fcntl  # POSIX only, like every lock of the daemon's socket
 
     fd = open_private(path, append=True)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BaseException:
         os.close(fd)
         raise

@@ -152,7 +152,7 @@ def callers(result) -> set[tuple[str, int, str | None, bool]]:
 # of SAMPLE_FILES: the server's words (its lens title and impact `summary`), so
 # the two editors say the same (tests/test_vscode_e2e.py, tests/test_nvim_plugin.py).
 SEND_PREPARED_LENS = "1 caller · risk med"
-SEND_PREPARED_SUMMARY = "1 caller · 1 mention"
+SEND_PREPARED_SUMMARY = "1 caller · 0 mentions"
 
 
 @pytest.fixture

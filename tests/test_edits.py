@@ -58,6 +58,45 @@ def test_lines_end_only_where_lsp_says():
     assert edit("abc\r\ndef\rghi", (2, 0), (2, 3), "X") == "abc\r\ndef\rX"
 
 
+def test_lines_split_at_lsp_breaks_only_and_a_long_last_line_is_one_line():
+    """A last line without a break (a one-line JSON or minified file) was
+    rescanned from each of its characters: one didChange in a 60 KB one held
+    the daemon's event loop for minutes."""
+    from ctxls.daemon.edits import _split
+
+    assert _split("a\nb\r\nc\rd") == ["a\n", "b\r\n", "c\r", "d"]
+    assert _split("\r\r\n\n\n\r") == ["\r", "\r\n", "\n", "\n", "\r", ""]
+    assert _split("") == [""]
+    # Breaks for str.splitlines, never for LSP.
+    odd = "a\vb\fc\x1cd\x1de\x1ef\x85g\u2028h\u2029i"
+    assert _split(odd + "\n" + odd) == [odd + "\n", odd]
+    long_last = "x" * 200_000
+    assert _split("head\r\n" + long_last) == ["head\r\n", long_last]
+    assert edit("head\n" + long_last, (1, 100_000), (1, 100_000), "Y") == (
+        "head\n" + "x" * 100_000 + "Y" + "x" * 100_000)
+
+
+def test_the_line_split_matches_the_line_breaks_alone(monkeypatch):
+    """The split finds each line break once and never matches a line's
+    content, so its work grows with the text, not with a line's square."""
+    from ctxls.daemon import edits
+
+    found: list[str] = []
+
+    class Recording:
+        def finditer(self, text):
+            for match in re.compile(r"\r\n?|\n").finditer(text):
+                found.append(match.group())
+                yield match
+
+    assert {edits.LINE_BREAK.match(s).group() for s in ("\n", "\r", "\r\n")} == {"\n", "\r",
+                                                                                 "\r\n"}
+    assert edits.LINE_BREAK.match("x\n") is None
+    monkeypatch.setattr(edits, "LINE_BREAK", Recording())
+    assert edits._split("ab\r\ncd\ref\n" + "g" * 50_000) == ["ab\r\n", "cd\r", "ef\n", "g" * 50_000]
+    assert found == ["\r\n", "\r", "\n"]
+
+
 def test_a_column_past_the_line_is_its_end_and_surrogate_pairs_count_two():
     assert edit("abc\ndef\nghi", (2, 99), (2, 99), "X") == "abc\ndef\nghiX"  # pygls: ghXi
     assert edit("abc\r\ndef", (0, 99), (0, 99), "X") == "abcX\r\ndef"

@@ -177,6 +177,55 @@ def test_malformed_frames_are_answered_on_the_socket(stdio_daemon, repo: Path):
     assert stdio_daemon.alive()
 
 
+def _status_body(msg_id: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "ctxls/status",
+                       "params": {}}).encode()
+
+
+# Header blocks no transport can frame a body by, each with the body sent
+# after it; a well-formed request follows each.
+UNREADABLE_HEADER_BLOCKS = [
+    ("conflicting, the body's length first",
+     lambda body: b"Content-Length: %d\r\nContent-Length: 5\r\n\r\n" % len(body) + body),
+    ("conflicting, the body's length last",
+     lambda body: b"Content-Length: 5\r\nContent-Length: %d\r\n\r\n" % len(body) + body),
+    ("not a number", lambda body: b"Content-Length: 5_0\r\n\r\n" + body),
+    ("zero", lambda body: b"Content-Length: 0\r\n\r\n" + body),
+    ("missing", lambda body: b"Content-Type: application/vscode-jsonrpc\r\n\r\n" + body),
+    ("100-KB line", lambda body: b"X-Junk: " + b"j" * 100_000 + b"\r\n\r\n" + body),
+]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "socket"])
+def test_header_blocks_are_read_by_one_rule_on_stdio_and_the_socket(stdio_daemon, repo: Path,
+                                                                     transport: str):
+    """Two Content-Length headers: stdio took the first, the socket the last,
+    so the same bytes were answered differently; on the socket an unreadable
+    block ended the connection, the request after it lost. Both read headers
+    with framing.HeaderBlock now: one value repeated is that value;
+    conflicting values, like a missing or unusable one, answer -32700, the
+    block's body is skipped, and the next request is answered."""
+    if transport == "stdio":
+        conn, sock = stdio_daemon.conn, None
+    else:
+        conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    try:
+        for name, block in UNREADABLE_HEADER_BLOCKS:
+            conn._write(block(_status_body(f"lost-{name}")) + frame(_status_body(f"after-{name}")))
+            first = conn.reply(timeout=30)
+            assert (first["id"], first["error"]["code"]) == (None, -32700), (name, first)
+            assert "result" in conn.reply_to(f"after-{name}", timeout=30), name
+        body = _status_body("repeated")
+        conn._write(b"Content-Length: %d\r\ncontent-length:  %d\r\n\r\n" % (len(body), len(body))
+                    + body)
+        assert "result" in conn.reply(timeout=30)
+        assert conn.replies.empty()  # nothing answered for a skipped body
+    finally:
+        if sock is not None:
+            sock.close()
+    assert stdio_daemon.alive()
+
+
 async def test_a_buffer_over_the_size_bound_is_left_out_and_recall_still_answers(repo: Path):
     big = "def huge_buffer_marker():\n    pass\n" + "x = 1\n" * 400_000  # ~2.4 MB
     async with serve(repo) as s:

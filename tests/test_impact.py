@@ -54,11 +54,12 @@ async def test_python_callers_and_call_hierarchy(tmp_path: Path):
         assert bulk_call["range"] == {"start": {"line": 14, "character": 20},
                                       "end": {"line": 14, "character": 28}}
         assert bulk_call["uri"] == s.uri("shop/orders.py")
-        # The comment, the string, the def itself and two imports are mentions, not callers.
-        assert discount["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1, "import": 2}
-        assert (discount["refCount"], discount["confirmed"], discount["mentions"]) == (7, 2, 5)
+        # The comment, the string and two imports are mentions, not callers; the
+        # def itself is neither (it was counted as "other definitions' names").
+        assert discount["mentionKinds"] == {"comment": 1, "string": 1, "import": 2}
+        assert (discount["refCount"], discount["confirmed"], discount["mentions"]) == (6, 2, 4)
         # The counts in words, as both editors show them.
-        assert discount["summary"] == "2 callers · 5 mentions"
+        assert discount["summary"] == "2 callers · 4 mentions"
         assert discount["complexity"] == 3  # 1 + if + or
         assert discount["risk"] == "med"  # public, called from two files
 
@@ -134,7 +135,7 @@ async def test_js_ts_callers_through_barrels_namespaces_and_require(tmp_path: Pa
             ("src/app.ts", 7, "main", "call", True),  # fmt.formatPrice(2), a namespace import
             ("src/legacy.js", 3, "legacy", "call", True),  # const { formatPrice: fp } = require(...), in `module.exports = function legacy`
         }
-        assert price["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1, "import": 3}
+        assert price["mentionKinds"] == {"comment": 1, "string": 1, "import": 3}
 
         # Re-exported by the barrel under another name, constructed under that name.
         formatter = await impact(s, "Formatter")
@@ -157,7 +158,7 @@ async def test_go_package_calls_methods_and_bad_params(tmp_path: Path):
             ("pricing/pricing.go", 21, "Cart.Checkout", "call", True),  # same package
             ("main.go", 11, "main", "call", True),  # pricing.Total via the import path
         }
-        assert total["mentionKinds"] == {"comment": 1, "string": 1, "definition": 1}
+        assert total["mentionKinds"] == {"comment": 1, "string": 1}
         assert total["complexity"] == 4  # 1 + for + if + &&
         checkout = await impact(s, "Cart.Checkout")
         assert callers_of(checkout) == {("main.go", 11, "main", "call", True)}

@@ -1044,7 +1044,7 @@ def test_js_globals_and_ts_type_members_are_not_uses_of_a_project_definition(mak
     assert callers(analysis.analyze(engine, "traps.defineProperty")) == {("src/use.ts", 3, None, True)}
     spy = analysis.analyze(engine, "spyReportEnd")
     assert callers(spy) == {("src/use.ts", 4, None, True)}
-    assert spy.mention_kinds["definition"] == 2  # the function and the type's member
+    assert spy.mention_kinds["definition"] == 1  # the type's member (the function's own name is none)
 
 
 def test_a_default_export_re_exported_by_a_barrel_under_a_name_is_called_through_it(make_engine):
@@ -3099,3 +3099,43 @@ def test_a_library_types_path_is_no_caller_and_a_crates_own_path_still_is(make_e
     })
     assert callers(analysis.analyze(engine, "Stack.new")) == {("src/lib.rs", 9, "make", False)}
     assert {(c.path, c.span.start_line) for c in analysis.analyze(engine, "parse").callers} == {("tests/it.rs", 2)}
+
+
+def test_a_targets_own_name_is_no_mention_while_another_definitions_name_is(make_engine):
+    """Every impact counted the target's own `def` line as a mention of kind
+    `definition`, which the text calls "other definitions' names": an agent
+    was told of another definition of the name where there was none."""
+    from ctxls.daemon.formatting import Style, impact_lines
+    from ctxls.daemon.impact_handlers import impact_answer
+
+    engine = make_engine({
+        "pkg/core.py": "def lonely_function(x):\n    return x\n",
+        "pkg/other.py": "class Other:\n    def lonely_function(self):\n        return 1\n"})
+    alone = impact_answer(analysis.analyze(engine, "lonely_function", "pkg/core.py"), engine)
+    assert [d["path"] for d in alone["definitions"]] == ["pkg/core.py"]
+    # Other.lonely_function is another definition of the name: that one is a mention.
+    assert alone["mentionKinds"] == {"definition": 1}
+    assert (alone["mentions"], alone["refCount"]) == (1, 1)
+    both = impact_answer(analysis.analyze(engine, "lonely_function"), engine)
+    assert both["mentionKinds"] == {} and both["mentions"] == 0
+    text = "\n".join(impact_lines(both, 10, Style(False)))
+    assert "0 other mentions" in text and "other definitions' names" not in text
+
+
+def test_the_impact_headline_calls_no_unchecked_line_a_non_call(make_engine):
+    """Past the file limits, lines holding the name are left unchecked: they
+    may well be calls (here every one is), yet the headline counted them in
+    "N other mentions (not calls)"."""
+    from ctxls.daemon.formatting import Style, impact_lines
+    from ctxls.daemon.impact_handlers import impact_answer
+
+    files = {"src/core.py": "def process_item(x):\n    return x\n"}
+    files |= {f"src/m{n}.py": f"def use_{n}(v):\n    return process_item(v)\n" for n in range(6)}
+    engine = make_engine(files)
+    found = analysis.analyze(engine, "process_item", limits=Limits(distant_files=2))
+    answer = impact_answer(found, engine)
+    unchecked = answer["mentionKinds"]["unchecked"]
+    assert unchecked > 0 and answer["mentions"] == unchecked  # only unchecked lines besides the calls
+    headline = impact_lines(answer, 10, Style(False))[0]
+    assert "0 other mentions (not calls)" in headline
+    assert f"{unchecked} line{'s' if unchecked > 1 else ''} left unchecked (calls or not)" in headline

@@ -683,6 +683,99 @@ def test_a_headless_daemon_listens_and_says_indexing_during_its_first_pass(
         proc.wait(timeout=30)
 
 
+GATED_CALL = """
+import importlib, sys, time
+from pathlib import Path
+from ctxls.daemon.cli import main
+held, gate, target = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+module_name, _, qualified = target.partition(":")
+owner_name, _, attribute = qualified.rpartition(".")
+owner = importlib.import_module(module_name)
+if owner_name:
+    owner = getattr(owner, owner_name)
+original = getattr(owner, attribute)
+def gated(*args, **kwargs):
+    held.touch()
+    while not gate.exists():
+        time.sleep(0.05)
+    return original(*args, **kwargs)
+setattr(owner, attribute, gated)
+sys.exit(main(sys.argv[4:]))
+"""
+
+MCP_HANDSHAKE = "".join(json.dumps(message) + "\n" for message in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+     "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "test", "version": "0"}}},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"}))
+
+
+@contextmanager
+def gated_start(repo: Path, tmp_path: Path, target: str, verb: list[str]
+                ) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """A daemon starting (`ctxls serve --socket` or a hosting `ctxls mcp`),
+    held at its call of ``target`` ("module:Class.method") until the gate
+    file yielded is made."""
+    held, gate = tmp_path / "start-held", tmp_path / "start-gate"
+    proc = subprocess.Popen([sys.executable, "-c", GATED_CALL, str(held), str(gate), target,
+                             *verb, "--root", str(repo)], stdin=subprocess.PIPE,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "CTXLS_LOG": "ERROR"})
+    killer = threading.Timer(120, proc.kill)  # never hang CI
+    killer.start()
+    try:
+        if verb[0] == "mcp":  # it opens the engine once the handshake is done
+            proc.stdin.write(MCP_HANDSHAKE)
+            proc.stdin.flush()
+        while not held.exists():
+            assert proc.poll() is None, "daemon exited: " + proc.stderr.read()
+            time.sleep(0.05)
+        yield proc, gate
+    finally:
+        killer.cancel()
+        gate.touch()
+        if proc.poll() is None:
+            proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("verb", [["serve", "--socket"], ["mcp"]])
+def test_a_daemon_still_opening_its_engine_is_waited_for_not_stood_in_for(
+        repo: Path, tmp_path: Path, verb: list[str]):
+    """A hosting `ctxls mcp` or a `serve --socket` that had not listened yet
+    (seconds of imports and opening the store): `ctxls status` said "has no
+    index yet; create one with `ctxls index`", then opened the store in
+    process beside the daemon (a second writer). A starting daemon holds the
+    takeover lock until it listens; a verb waits for it and asks it."""
+    from ctxls.daemon.cli_verbs import has_index
+    from ctxls.daemon.client import EngineAccess
+
+    with gated_start(repo, tmp_path, "ctxls.daemon.workspaces:Workspaces.add_folder",
+                     verb) as (proc, gate):
+        assert not (repo / ".ctxls" / "index.db").exists()  # the engine is not open yet
+        assert has_index(repo)  # a daemon is starting: no "create one with `ctxls index`"
+        opened: list[EngineAccess] = []
+        asking = threading.Thread(target=lambda: opened.append(EngineAccess(repo)))
+        asking.start()
+        gate.touch()
+        asking.join(timeout=120)
+        assert opened, "the verb never reached the starting daemon"
+        try:
+            assert opened[0].via == "daemon"
+            assert socket_owner_pid(socket_of(repo)) == proc.pid
+        finally:
+            opened[0].close()
+
+
+def test_a_hosting_agent_listens_before_its_first_pass_starts(repo: Path, tmp_path: Path):
+    """The hosting `ctxls mcp` started its first pass and the embedding worker
+    before it bound the socket, which that work slowed by seconds while the
+    store already existed: a CLI verb then found no daemon."""
+    with gated_start(repo, tmp_path, "ctxls.daemon.app:index_in_background", ["mcp"]) as (proc, _):
+        assert socket_is_live(socket_of(repo))
+        assert socket_owner_pid(socket_of(repo)) == proc.pid
+
+
 def _answers_recall(repo: Path, symbol: str) -> bool:
     """Whether the socket's daemon finds ``symbol`` (False while its index is not ready)."""
     from ctxls.daemon.client import RemoteError

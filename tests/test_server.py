@@ -475,6 +475,31 @@ def test_every_method_the_daemon_serves_has_a_row_in_the_router_table():
         route_of("ctxls/noSuchMethod")
 
 
+async def test_a_read_is_answered_while_heavy_analyses_fill_their_lane():
+    """Four slow impacts (or code-lens resolves) held all the read pool's
+    threads, and a recall from another client got no answer until one ended.
+    Analyses run in a lane of their own: while it is full, a recall runs."""
+    import threading
+
+    from ctxls.daemon.router import READ_WORKERS, ROUTES, Lane, Router
+
+    heavy = ["ctxls/impact", "codeLens/resolve", "callHierarchy/incomingCalls"]
+    assert {ROUTES[method].lane for method in heavy} == {Lane.ANALYSIS}
+    router = Router()
+    recall_ran, started = threading.Event(), threading.Semaphore(0)
+
+    def analysis() -> bool:
+        """Holds its thread until a recall has run: whether one ran meanwhile."""
+        started.release()
+        return recall_ran.wait(timeout=60)
+
+    analyses = [asyncio.create_task(router.run(heavy[n % len(heavy)], analysis))
+                for n in range(READ_WORKERS + 2)]
+    await asyncio.to_thread(started.acquire)  # the lane is busy before the recall comes
+    await router.run("ctxls/recall", recall_ran.set)
+    assert await asyncio.gather(*analyses) == [True] * len(analyses)
+
+
 async def test_a_cancelled_pass_stops_at_its_next_file(tmp_path: Path):
     """$/cancelRequest cancels the task awaiting the work; the router sets the
     request's token and the pass stops between files instead of running to
