@@ -402,6 +402,7 @@ class Engine:
         self._pass_idle = threading.Event()  # set while no pass runs
         self._pass_idle.set()
         self._passes_running = 0
+        self._pass_ended = 0.0  # monotonic: when the last pass ended (disk_events_waiting)
         self._passes_lock = threading.Lock()
         self.follower: DiskFollower | None = None
         # Called (from the watcher thread) when a burst's pass begins.
@@ -556,7 +557,17 @@ class Engine:
 
     @property
     def indexing(self) -> bool:
-        return self.progress.indexing
+        """A pass runs, or waits for the one running to end (a checkout's,
+        queued behind the first pass)."""
+        return self._passes_running > 0
+
+    def disk_events_waiting(self) -> bool:
+        """Whether file events from before the last pass ended may not be
+        handled yet (the watcher has not returned since, or holds a batch
+        it has not handed over): what the pass left is not the disk yet (a
+        checkout during the first pass, whose burst is still to start)."""
+        follower = self.follower
+        return follower is not None and not follower.handled_since(self._pass_ended)
 
     @property
     def cold_index_done(self) -> bool:
@@ -668,7 +679,8 @@ class Engine:
             message = "re-indexed"
             try:
                 stats = self._pass(None, False, True,
-                                   sink.report if sink is not None else None, None, burst=True)
+                                   sink.report if sink is not None else None, None, burst=True,
+                                   reported=frozenset(paths))
                 message = f"re-indexed after {title}: {stats.added} new, {stats.updated} " \
                           f"changed, {stats.removed} removed"
             except Exception as exc:
@@ -1008,9 +1020,16 @@ class Engine:
         # Gone, or unreadable: its rows going is a disk edit.
         return signature in (None, UNKNOWN_SIGNATURE) or signature != (state.mtime_ns, state.size)
 
-    def _pass(self, pathspecs, force, log_edits, progress, cancel, burst: bool = False) -> IndexStats:
+    def _pass(self, pathspecs, force, log_edits, progress, cancel, burst: bool = False,
+              reported: frozenset[str] = frozenset()) -> IndexStats:
+        # This pass's own progress: a pass queued behind another (it waits
+        # for the indexer's lock) must neither take that one's counts nor
+        # have its end say this one is over.
+        mine = IndexProgress(indexing=True, burst=burst)
+
         def report(done: int, total: int) -> None:
-            self.progress.done, self.progress.total = done, total
+            mine.done, mine.total = done, total
+            self.progress = mine  # the pass reporting is the one running
             if progress is not None:
                 progress(done, total)
 
@@ -1019,7 +1038,7 @@ class Engine:
                 raise Cancelled()
             self._passes_running += 1
             self._pass_idle.clear()
-        self.progress = IndexProgress(indexing=True, burst=burst)
+        self.progress = mine
         started = time.perf_counter()
         listed_ns = time.time_ns()  # before the listing: what changes after it is newer
         for tier in self._tiers:
@@ -1028,7 +1047,7 @@ class Engine:
             self._first_reconciled_commit()
         try:
             stats = self.indexer.run_pass(pathspecs, force, log_edits, report,
-                                          _EitherSet(cancel, self._closing))
+                                          _EitherSet(cancel, self._closing), reported)
             if pathspecs is None:
                 self.store.drop_all_orphan_vectors()
                 self.listed_ns = listed_ns
@@ -1042,8 +1061,9 @@ class Engine:
                 f"indexing failed: {exc}")
             raise
         finally:
-            self.progress.indexing = False
+            mine.indexing = False
             with self._passes_lock:  # passes overlap (one waits for the indexer's lock)
+                self._pass_ended = time.monotonic()
                 self._passes_running -= 1
                 if not self._passes_running:
                     self._pass_idle.set()
@@ -1662,8 +1682,8 @@ class Engine:
         index_error = self.index_refusal()  # a failed pass, else an edit the store refused
         if store_error is not None or index_error is not None:
             state = "error"  # store_error / index_error say what
-        elif indexing or not complete:
-            state = "indexing"
+        elif indexing or not complete or self.disk_events_waiting():
+            state = "indexing"  # the events waiting may start a pass (a checkout's)
         elif embedding and semantic.running:
             state = "embedding"
         elif embedding:

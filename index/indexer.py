@@ -66,13 +66,16 @@ class Decision(Enum):
 
 
 def file_decision(state: FileState | None, signature: tuple[int, int] | None,
-                  read: Callable[[], SourceText | Skipped], force: bool
+                  read: Callable[[], SourceText | Skipped], force: bool, reported: bool = False
                   ) -> tuple[Decision, SourceText | Skipped | None]:
     """The one place that decides what a pass does with a file. ``read`` is
-    called only when the stat fast path cannot answer."""
+    called only when the stat fast path cannot answer. ``reported``: an
+    event said the file changed, so its stat proves nothing (`rsync -a`,
+    `tar x`, `cp -p` write new text under the old size and mtime): read and
+    hashed whatever it says."""
     if signature is None:
         return Decision.GONE, None
-    if (state is not None and not force and state.source == "disk"
+    if (state is not None and not force and not reported and state.source == "disk"
             and (state.mtime_ns, state.size) == signature):
         return Decision.UNCHANGED, None
     source = read()
@@ -171,11 +174,14 @@ class Indexer:
 
     def run_pass(self, pathspecs: list[str] | None = None, force: bool = False,
                  log_edits: bool = True, progress: ProgressCallback | None = None,
-                 cancel: threading.Event | None = None) -> IndexStats:
+                 cancel: threading.Event | None = None,
+                 reported: frozenset[str] = frozenset()) -> IndexStats:
+        """``reported``: the paths file events said changed (a burst's
+        batch), each read and hashed (``file_decision``)."""
         with self.pass_lock:
-            return self._run_pass(pathspecs, force, log_edits, progress, cancel)
+            return self._run_pass(pathspecs, force, log_edits, progress, cancel, reported)
 
-    def _run_pass(self, pathspecs, force, log_edits, progress, cancel) -> IndexStats:
+    def _run_pass(self, pathspecs, force, log_edits, progress, cancel, reported) -> IndexStats:
         stats = IndexStats()
         started = self.row_serial  # rows written after this are newer than the listing
         discovered = discover(self.root, self.wanted)
@@ -189,6 +195,24 @@ class Indexer:
             self.fills_empty_store = not states
         self._list_for_imports(listing, states)
         set_aside = self._set_aside_ready()
+        # The rows of files gone from the listing go first, at once: kept
+        # until the pass ended, they were counted (and served) beside the
+        # new paths' rows (a checkout renaming every folder: status said
+        # twice the files).
+        listed = set(listing)
+        with self._disk_lock:  # a file made again since the listing is the watcher's now
+            stale = [p for p in states
+                     if p not in listed and p not in buffers
+                     and in_scope_path(p) and not self._written_after(p, started)]
+            if stale:
+                with self._writing(stale) as conn:
+                    for path in stale:
+                        # Only a file gone from disk was deleted by someone; one
+                        # still there was left out (`ctxls.exclude`, ignore rules).
+                        if log_edits and not (self.root / path).is_file():
+                            self._log_removal(conn, path)
+                        if self._delete(conn, path):
+                            stats.removed += 1
         stats.files = len(in_scope)
         total = len(in_scope)
         # Two batches: the one filling, and the one before it, whose files the
@@ -234,7 +258,7 @@ class Indexer:
             decision, source = file_decision(
                 state, stat_signature(self.root, path),
                 lambda: read_source(self.root, path, self.options.max_file_bytes),
-                force or path in set_aside)
+                force or path in set_aside, path in reported)
             if isinstance(source, Skipped):
                 skipped[path] = source.reason
             if decision is Decision.GONE and (source is None or (
@@ -285,18 +309,6 @@ class Indexer:
                              "DO UPDATE SET value = excluded.value", (SKIPPED_KEY, json.dumps(self.skipped)))
             self._skipped_stored = dict(self.skipped)
 
-        listed = set(listing)
-        with self._disk_lock:  # a file made again since the listing is the watcher's now
-            stale = [p for p in states
-                     if p not in listed and p not in buffers
-                     and in_scope_path(p) and not self._written_after(p, started)]
-            if stale:
-                with self._writing(stale) as conn:
-                    for path in stale:
-                        if log_edits:
-                            self._log_removal(conn, path)
-                        if self._delete(conn, path):
-                            stats.removed += 1
         self._resolve_imports_left()
         self._reread_if_lifted()
         if pathspecs is None:

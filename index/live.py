@@ -345,6 +345,13 @@ class DiskFollower:
                 lambda: self._handled_until >= asked or self.mode != "native", timeout) \
                 and self._handled_until >= asked
 
+    def handled_since(self, moment: float) -> bool:
+        """Without waiting: whether every change written before ``moment``
+        (monotonic) is handled, as ``caught_up`` waits for. True when not
+        watched natively (no such moment is known; answers check their files)."""
+        return self.mode != "native" or self._stop.is_set() \
+            or self._handled_until >= moment + EVENT_DELAY_S
+
     def _handled_to(self, moment: float) -> None:
         with self._handled:
             self._handled_until = moment

@@ -120,6 +120,9 @@ class SemanticIndex:
         # Why the ANN file was rebuilt from SQLite at load, for status.
         self.rebuilt_reason: str | None = None
         self._ann = None
+        # ``_replacements`` when ``_ann`` was loaded: it serves only while equal
+        # (``_current_ann``; store_replaced takes no lock, see there).
+        self._ann_for = 0
         self._binding = ""  # ann_file's binding of the loaded index (_open_ann)
         # The highest vector id the ANN index was brought up to: ids are never
         # reused, so a higher one in SQLite is a vector another process wrote
@@ -137,6 +140,14 @@ class SemanticIndex:
         self._cursor = 0
         self._memory_cursor = 0
         self._window: list[tuple[str, str]] = []  # (embed hash, text), shortest first
+        # Set by other threads (``notify``, ``store_replaced``, a failed
+        # step): the next batch scans the backlog from the start. Applied by
+        # the thread embedding (``_next_batch``), so a step under way cannot
+        # set its cursor past what the rescan was for.
+        self._rescan = threading.Event()
+        # Bumped when the store was created anew: the ANN index loaded before
+        # holds the old store's ids, and so may vectors a step stored across it.
+        self._replacements = 0
         self._dirty = False
         self._last_save = time.monotonic()
         self._pending_cache: tuple[float, int] = (0.0, 0)
@@ -168,7 +179,12 @@ class SemanticIndex:
 
     @property
     def ready(self) -> bool:
-        return self.embedder is not None and self._ann is not None
+        return self.embedder is not None and self._current_ann() is not None
+
+    def _current_ann(self):
+        """The ANN index, or None when not loaded or loaded from a store
+        created anew since."""
+        return self._ann if self._ann_for == self._replacements else None
 
     def ensure_loaded(self) -> bool:
         """Load the model and the ANN index once; warn once on failure."""
@@ -179,9 +195,11 @@ class SemanticIndex:
         with self._load_lock:
             if self.ready or self.failed is not None:
                 return self.ready
+            replacements = self._replacements
             try:
                 if self._loaded is None:
-                    self._loaded = self._load_embedder()
+                    # Once loaded, the model stays across a store created anew.
+                    self._loaded = self.embedder or self._load_embedder()
                 embedder = self._checked_model(self._loaded)
                 ann = self._open_ann(embedder.dim, self._model_stamp(embedder))
             except EmbedderUnavailable as exc:
@@ -195,16 +213,23 @@ class SemanticIndex:
             except StoreError as exc:  # a full disk, a store unreadable now: tried again later
                 self.paused = exc
                 return False
-            self._ann, self.embedder, self._loaded, self.paused = ann, embedder, None, None
-        return True
+            with self._ann_lock:
+                self._ann, self._ann_for = ann, replacements
+                self.embedder, self._loaded, self.paused = embedder, None, None
+        return self.ready  # False when the store was created anew meanwhile: loaded again next time
 
     def store_replaced(self) -> None:
         """The store was created anew: the ANN index and its file hold keys of
-        vectors that no longer exist. Both go; the next load rebuilds them."""
-        with self._load_lock, self._ann_lock:
-            self._ann = None
-            if self.vector_path is not None:
-                self.vector_path.unlink(missing_ok=True)
+        vectors that no longer exist. Both go; the next step loads them again
+        from the new store (``ensure_loaded``; the model stays loaded), and
+        scans its backlog from the start (the cursors are the old store's ids)."""
+        # No lock: it runs in whichever thread's store access noticed the
+        # new store, which may hold this index's locks (a step's write under
+        # ensure_loaded, a query's read under _ann_lock): it deadlocked there.
+        self._replacements += 1
+        if self.vector_path is not None:
+            self.vector_path.unlink(missing_ok=True)
+        self.notify()
 
     @property
     def running(self) -> bool:
@@ -272,9 +297,7 @@ class SemanticIndex:
 
     def notify(self) -> None:
         """New chunks may be waiting (after a pass): rescan from the start."""
-        self._cursor = 0
-        self._memory_cursor = 0
-        self._window = []  # may hold chunks the pass replaced
+        self._rescan.set()  # the window may hold chunks the pass replaced
         self._forget_pending_count()  # counted before the pass wrote its chunks
         self._drained.clear()
         self._wake.set()
@@ -394,13 +417,16 @@ class SemanticIndex:
         embedding worker's thread. Each write has a temporary name of its own,
         so two processes with one store open (a second daemon started by hand
         with the same ``dbPath``, two bench runs) each rename a whole file."""
-        if self.vector_path is None or self._ann is None:
+        if self.vector_path is None:
             return
         binding = self._binding
         tmp = self.vector_path.with_name(f"{self.vector_path.name}.{os.getpid()}-{uuid.uuid4().hex}.tmp")
         with self._ann_lock:
-            payload = self._ann.save()
-            dim, count = self._ann.ndim, len(self._ann)
+            ann = self._current_ann()
+            if ann is None:  # not loaded, or the store was created anew
+                return
+            payload = ann.save()
+            dim, count = ann.ndim, len(ann)
         try:
             if not ann_file.write(tmp, payload, dim, count, binding):
                 return  # no key to sign it: the next start rebuilds from SQLite
@@ -436,7 +462,7 @@ class SemanticIndex:
         while not self.ensure_loaded():
             if self.failed is not None or self._stop.is_set():
                 return  # no model here (warned); or closing
-            if not said:  # the store refused the model's check (``paused``): tried again
+            if not said and self.paused is not None:  # the store refused the model's check: tried again
                 log.warning("embedding paused: %s", self.paused)
                 said = True
             self._stop.wait(REFUSED_WAIT_S)
@@ -463,8 +489,11 @@ class SemanticIndex:
                 continue
             except Exception:  # keep the daemon alive; try again shortly
                 log.exception("embedding step failed")
+                # What the step took from the backlog lacks its vector still:
+                # found again by a scan from the start.
+                self._rescan.set()
                 worked = False
-                time.sleep(1.0)
+                self._stop.wait(1.0)
             if not worked:
                 if self._dirty:
                     self.save()
@@ -476,7 +505,11 @@ class SemanticIndex:
 
     def step(self) -> bool:
         """Embed one batch (or store what requests embedded ahead); False when
-        there was nothing to do."""
+        there was nothing to do (or the model or the store cannot be used now:
+        ``failed``, ``paused`` say why). Loads the ANN index again after the
+        store was created anew."""
+        if not self.ensure_loaded():
+            return False
         self._apply_removals()
         if self._unstored is not None:  # a batch the store refused: stored, not embedded again
             self._store_vectors(*self._unstored)
@@ -516,6 +549,7 @@ class SemanticIndex:
 
     def _store_vectors(self, hashes: list[str], vectors) -> None:
         added: list[tuple[int, np.ndarray]] = []
+        replacements = self._replacements
         with self.store.write() as conn:
             for text_hash, vector in zip(hashes, vectors):
                 # Only if a row still wants it: it may have changed or gone meanwhile.
@@ -528,8 +562,12 @@ class SemanticIndex:
                     added.append((cur.lastrowid, vector))
         if added:
             with self._ann_lock:
-                self._add_absent(np.array([a[0] for a in added], dtype=np.uint64),
-                                 np.stack([a[1] for a in added]))
+                # The store created anew since the write began: its ids may
+                # be the old store's. The ANN index loads (or took in,
+                # ``_take_in_other_writes``) whatever the new store holds.
+                if self._current_ann() is not None and replacements == self._replacements:
+                    self._add_absent(np.array([a[0] for a in added], dtype=np.uint64),
+                                     np.stack([a[1] for a in added]))
             self._dirty = True
         self.embedded_total += len(added)
         self._forget_pending_count()
@@ -539,8 +577,10 @@ class SemanticIndex:
         queue = self.store.removed_vector_ids[self.table]
         while queue:
             removed.append(queue.popleft())
-        if removed and self._ann is not None:
+        if removed:
             with self._ann_lock:
+                if self._current_ann() is None:  # the store was created anew: the next load reconciles
+                    return
                 keys = np.array(removed, dtype=np.uint64)
                 present = keys[np.asarray(self._ann.contains(keys), dtype=bool)]
                 if len(present):
@@ -561,6 +601,10 @@ class SemanticIndex:
     def _next_batch(self) -> dict[str, str]:
         """Embed hash -> embedding text, one per hash: equal texts share a vector."""
         conn = self.store.reader()
+        if self._rescan.is_set():
+            self._rescan.clear()
+            self._cursor = self._memory_cursor = 0
+            self._window = []
         while True:
             with self._urgent_lock:
                 path, just_marked = next(iter(self._urgent.items()), (None, False))
@@ -741,6 +785,8 @@ class SemanticIndex:
         as long as the daemon ran while status said ready. One indexed
         lookup when there are none."""
         conn = self.store.reader()
+        if self._current_ann() is None:  # that read found the store created anew
+            return
         (top,) = conn.execute(f"SELECT max(id) FROM {self.table}").fetchone()
         if top is None or top <= self._known_max_id:
             return
@@ -755,13 +801,12 @@ class SemanticIndex:
 
     def nearest(self, vector: np.ndarray, k: int) -> list[tuple[int, float]]:
         """(vector id, cosine similarity), best first."""
-        if self._ann is None:
-            return []
         with self._ann_lock:
             self._take_in_other_writes()
-            if len(self._ann) == 0:
+            ann = self._current_ann()
+            if ann is None or len(ann) == 0:  # not loaded, or the store was created anew
                 return []
-            matches = self._ann.search(vector, min(k, len(self._ann)))
+            matches = ann.search(vector, min(k, len(ann)))
         return [(int(key), 1.0 - float(dist)) for key, dist in zip(matches.keys, matches.distances)]
 
     def similarities(self, vector: np.ndarray, text_hashes: list[str]) -> dict[str, float]:

@@ -372,6 +372,25 @@ def test_a_write_that_keeps_an_older_mtime_is_dated_when_a_pass_sees_it(plain: P
     engine.close()
 
 
+def test_files_left_out_by_the_exclude_option_are_no_recent_activity(plain: Path):
+    """A pass logged every stored file missing from its listing as deleted
+    on disk: `ctxls.exclude` of a folder put its untouched files in recent
+    activity as edited "just now". Only a file gone from disk was deleted."""
+    engine = engine_for(plain)
+    engine.cold_index()
+    engine.close()
+    engine = engine_for(plain, exclude=("web/**",))
+    try:
+        stats = engine.cold_index()
+        assert stats.removed == 1 and engine.store.file_state("web/app.ts") is None
+        assert engine.recent_activity() == []
+        (plain / "pkg/retry.py").unlink()  # a deletion on disk still is an edit
+        engine.cold_index()
+        assert [a.id for a in engine.recent_activity()] == ["pkg/retry.py"]
+    finally:
+        engine.close()
+
+
 def test_deleted_symbol_is_logged_and_disappears(plain: Path):
     engine = engine_for(plain)
     engine.cold_index()

@@ -1533,3 +1533,127 @@ def test_an_answer_that_found_nothing_while_a_checkouts_pass_runs_says_partial(
     finally:
         release.set()
         engine.close()
+
+
+def test_files_a_burst_rewrote_keeping_size_and_mtime_are_read_again(tmp_path: Path):
+    """`rsync -a`, `tar x`, `cp -p` of many files: new text under the old
+    size and mtime. The burst's pass trusted the stat for the very paths its
+    events named, so the old definitions were served for good."""
+    root = tmp_path / "copied"
+    stamp = 1_764_583_200
+    count = live.BURST_FILES + 20
+
+    def write_all(name: str) -> None:
+        for i in range(count):
+            path = root / f"rs/f{i:03}.py"
+            path.write_text(f"def {name}_{i:03}():\n    return 1\n")
+            os.utime(path, (stamp, stamp))
+
+    (root / "rs").mkdir(parents=True)
+    write_all("rsalpha")
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        assert [d.path for d in engine.symbols("rsalpha_007", "exact")] == ["rs/f007.py"]
+        write_all("rsgamma")  # same length, same mtime
+        engine.disk_changed([f"rs/f{i:03}.py" for i in range(count)])  # the watcher's batch
+        assert [d.path for d in engine.symbols("rsgamma_007", "exact")] == ["rs/f007.py"]
+        assert engine.symbols("rsalpha_007", "exact") == []
+    finally:
+        engine.close()
+
+
+def test_a_pass_queued_behind_the_first_keeps_status_from_saying_ready(tree: Path, monkeypatch):
+    """A checkout during the first pass queues its burst's pass behind it:
+    the first pass's end marked the queued one's progress as over, so status
+    said "ready" on an index missing the checkout (0 files, once)."""
+    started: list[threading.Event] = [threading.Event(), threading.Event()]
+    release: list[threading.Event] = [threading.Event(), threading.Event()]
+    original = Indexer._run_pass
+
+    def held(self, *args, **kwargs):
+        which = 0 if not started[0].is_set() else 1
+        started[which].set()
+        release[which].wait(60)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(Indexer, "_run_pass", held)
+    engine = Engine(tree, EngineOptions(watch="off"))
+    try:
+        first = threading.Thread(target=engine.cold_index)
+        first.start()
+        assert started[0].wait(10)
+        burst = threading.Thread(target=engine.disk_changed, args=([],), kwargs={"head_moved": True})
+        burst.start()
+        assert wait_until(lambda: engine._passes_running == 2)  # queued for the indexer's lock
+        release[0].set()
+        first.join(30)
+        assert engine.cold_index_done and started[1].wait(10)
+        assert engine.status()["state"] == "indexing"
+        release[1].set()
+        burst.join(30)
+        assert engine.status()["state"] == "ready"
+    finally:
+        for event in release:
+            event.set()
+        engine.close()
+
+
+def test_file_events_waiting_as_the_first_pass_ends_keep_status_from_saying_ready(
+        tree: Path, monkeypatch):
+    """The first pass ended after a checkout had taken its files away, and
+    the watcher had not handed the checkout's batch over yet: status said
+    "ready" on an empty index until the burst's pass began."""
+    holding = threading.Event()
+    release = threading.Event()
+    original = live.DiskFollower._handle
+
+    def held(self, changes):
+        holding.set()
+        release.wait(60)
+        return original(self, changes)
+
+    monkeypatch.setattr(live.DiskFollower, "_handle", held)
+    engine = Engine(tree, EngineOptions(watch="auto"))
+    try:
+        engine.follow_disk()
+        assert engine.follower.established.wait(10)
+        (tree / "pkg/core.py").write_text("def rewritten_by_checkout():\n    pass\n")
+        assert holding.wait(10)  # the watcher holds the batch, not handed over yet
+        engine.cold_index()
+        assert engine.follower.mode == "native"
+        assert engine.status()["state"] == "indexing"
+        release.set()
+        assert wait_until(lambda: engine.status()["state"] == "ready")
+    finally:
+        release.set()
+        engine.close()
+
+
+def test_status_never_counts_the_files_a_pass_found_gone_beside_their_new_paths(
+        tmp_path: Path, monkeypatch):
+    """A checkout renaming every folder: the pass added the new paths' rows
+    and dropped the old ones' only at its end, so status counted up to
+    twice the files the tree holds."""
+    root = tmp_path / "moved"
+    count = 150
+    write_tree(root, {f"old/m{i:03}.py": f"def fn_{i}(x):\n    return x\n" for i in range(count)})
+    engine = Engine(root, EngineOptions(watch="off"))
+    counted: list[int] = []
+    original = Indexer._write_batch
+
+    def counting(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        engine.store.renew_snapshot()
+        counted.append(engine.status()["files"])
+
+    try:
+        engine.cold_index()
+        (root / "old").rename(root / "new")
+        monkeypatch.setattr(Indexer, "_write_batch", counting)
+        stats = engine.index()
+        assert (stats.added, stats.removed) == (count, count)
+        assert counted and max(counted) <= count, counted
+        assert engine.status()["files"] == count
+    finally:
+        engine.close()

@@ -947,3 +947,78 @@ def paused_tier(status: dict) -> dict | None:
     """Status's description of a tier whose worker the store paused, if any."""
     embeddings = status["embeddings"]
     return next((tier for tier in (embeddings, embeddings.get("fast", {})) if "paused" in tier), None)
+
+
+@pytest.mark.parametrize("when", ["loading", "storing"])
+def test_a_store_deleted_under_the_embedding_worker_leaves_embedding_to_finish(small: Path, when: str):
+    """`git clean -fdx` right after a daemon started. While the worker
+    loaded (its model's stamp written under its load lock) the store's
+    replacement, noticed by that write, took the same lock: the worker and
+    the re-index it was to start waited for good ("indexing"). While a step
+    stored its vectors, the ANN index store_replaced had dropped was used
+    (AttributeError) by that step and every later one: "embedding" for good."""
+    from contextlib import contextmanager
+
+    engine = semantic_engine(small, embed_model=STATIC_MODEL_NAME)  # one tier, quick to drain
+    store = engine.store
+    real_write = store.write
+    deleting: list[bool] = []
+    deleted: list[bool] = []
+
+    @contextmanager
+    def deleted_after_the_commit(durable: bool = False):
+        with real_write(durable) as conn:
+            yield conn
+        if threading.current_thread().name == "ctxls-embed" and not deleting \
+                and engine.semantic.ready == (when == "storing"):
+            deleting.append(True)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{store.db_path}{suffix}").unlink(missing_ok=True)
+            store._ready(verify=True)  # noticed (by any access): created anew, store_replaced
+            deleted.append(True)
+
+    try:
+        engine.cold_index()
+        store.write = deleted_after_the_commit
+        engine.start_embedding()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+                deleted and engine.cold_index_done and engine.status()["state"] == "ready"):
+            time.sleep(0.05)
+        assert deleted and engine.status()["state"] == "ready"
+        assert engine.semantic.pending() == 0
+        assert_consistent(engine)
+        hits = engine.recall("hash the bytes of a blob", ["code"], 3, mode="semantic")
+        assert not hits.partial and hits.hits_by_kind["code"]
+    finally:
+        store.write = real_write
+        engine.close()
+
+
+def test_a_batch_whose_embedding_step_failed_is_embedded_later(small: Path):
+    """A step that failed (any error) had taken its batch from the backlog
+    window: those chunks stayed without a vector until the next pass, and
+    status said "embedding" meanwhile."""
+    engine = semantic_engine(small, embed_model=STATIC_MODEL_NAME)
+    try:
+        engine.index()
+        assert engine.semantic.ensure_loaded()
+        embedder = engine.semantic.embedder
+        real_embed = embedder.embed
+        failures: list[int] = []
+
+        def fails_once(texts):
+            if not failures:
+                failures.append(len(texts))
+                raise RuntimeError("a model run failed")
+            return real_embed(texts)
+
+        embedder.embed = fails_once
+        engine.start_embedding()
+        deadline = time.monotonic() + 30
+        while (not failures or engine.semantic.pending()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert failures and engine.semantic.pending() == 0
+        assert_consistent(engine)
+    finally:
+        engine.close()

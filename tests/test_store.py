@@ -553,6 +553,9 @@ def test_a_cli_answer_without_a_daemon_comes_from_the_store_when_it_cannot_be_up
 
 def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
         plain_repo: Path, tmp_path: Path):
+    """The written memory of the deleted store (`git clean -fdx` takes
+    `.ctxls`) was lost with it; it is read through the connection still open
+    on the deleted file and carried into the new store, which status says."""
     db = tmp_path / "index.db"
     engine = make_engine(plain_repo, db)
     engine.cold_index()
@@ -563,8 +566,13 @@ def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
 
     engine.memory.remember(EVERYTHING, "after", "written after the store was deleted")
     with sqlite3.connect(db) as conn:  # on disk, in the file at dbPath
-        keys = [r[0] for r in conn.execute("SELECT key FROM memory")]
-    assert keys == ["after"]
+        keys = sorted(r[0] for r in conn.execute("SELECT key FROM memory"))
+    assert keys == ["after", "before"]
+    repaired = engine.status()["repaired"]
+    assert repaired["carried"]["memory"] == 1 and repaired["moved_to"] is None
+    assert "deleted while open" in repaired["cause"]
+    fact = engine.recall("written before the store was deleted", ["fact"], mode="lexical")
+    assert fact.hits_by_kind["fact"][0].path == "before"
     # The files and the open buffer are indexed again into the new store.
     deadline = time.monotonic() + 60
     while not engine.cold_index_done and time.monotonic() < deadline:

@@ -91,6 +91,9 @@ class Store(Migrations, Recovery, FileRows, Reads):
         self._identity_checked = 0.0
         # Called after a vanished store was created anew (its file rows are gone).
         self.on_replaced: list[Callable[[], None]] = []
+        # The writer of a store file deleted while open, until its written
+        # rows are carried into the one made in its place (_carry_vanished).
+        self._vanished: Connection | None = None
         # The folder the store belongs in (a repository's root, for its own
         # `.ctxls`): never created by the store; gone, the store is unavailable.
         self._home = home
@@ -143,6 +146,13 @@ class Store(Migrations, Recovery, FileRows, Reads):
                     self.error = StoreUnavailable(self.db_path, "missing", "the store file vanished")
                     self._retry_at = 0.0
                     replaced = True
+                    if self._vanished is None and self._writer is not None \
+                            and not os.path.lexists(self.db_path) \
+                            and (self._home is None or self._home.is_dir()):
+                        # Deleted (`git clean -fdx`), not replaced, nor moved away
+                        # with its repository: still open here, its written rows
+                        # are read through this connection.
+                        self._vanished, self._writer = self._writer, None
         if self.error is not None:
             with self._write_lock:
                 if self.error is not None and time.monotonic() >= self._retry_at:
@@ -154,6 +164,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
                     else:
                         log.warning("index store %s is available", self.db_path)
                         replaced = replaced or self.moved_aside != moved_aside
+                        self._carry_vanished()
                 error = self.error
         else:
             error = None
@@ -560,6 +571,9 @@ class Store(Migrations, Recovery, FileRows, Reads):
                 conn.close()
             self._readers.clear()
         with self._write_lock:
+            if self._vanished is not None:  # its store never came back (the folder gone)
+                self._vanished.close()
+                self._vanished = None
             store_id = None
             if self._writer is not None:
                 if self._sealed and self.error is None and self._suspect is None:

@@ -372,53 +372,82 @@ class Recovery:
             log.warning("imported the written rows of %s on the user's word", entry["path"])
         return {"stores": [entry["path"] for entry in stores], "imported": carried}
 
+    def _carry_vanished(self) -> None:
+        """The written rows (CARRIED_TABLES) of a store file deleted while
+        open (`git clean -fdx` takes `.ctxls`, ignored by its own
+        `.gitignore`), read through the writer still open on it, carried
+        into the store made in its place, as a repair carries a damaged
+        store's; status says so (``repaired``). Until 2026-12-07 they were lost."""
+        vanished, self._vanished = self._vanished, None
+        if vanished is None:
+            return
+        cause = "the store file was deleted while open (`git clean -x`, `rm -rf .ctxls`)"
+        try:
+            carried = self._carry_rows(vanished)
+        except (StoreError, sqlite3.Error) as exc:
+            log.error("could not carry the written rows of the deleted store %s into the new one: %s",
+                      self.db_path, exc)
+            self.repair = {"at": now_ms(), "cause": f"{cause}; its written rows could not be carried "
+                           f"over ({exc}) and are lost", "moved_to": None, "carried": {}}
+            return
+        finally:
+            vanished.close()
+        self.repair = {"at": now_ms(), "cause": cause, "moved_to": None, "carried": carried}
+        log.warning("index store %s was deleted while open; carried its written rows into the new "
+                    "store: %s", self.db_path, carried)
+
     def _carry_over(self, aside: str) -> dict[str, int]:
         """Copy the rows of CARRIED_TABLES that can still be read from the
         file ``aside`` (corrupt, or quarantined and now vouched for) into this
         store; per table, how many."""
-        carried: dict[str, int] = {}
         try:
             source = _salvage_connection(aside, read_only=False)
         except sqlite3.Error:
-            return carried
+            return {}
+        try:
+            return self._carry_rows(source)
+        finally:
+            source.close()
+
+    def _carry_rows(self, source: sqlite3.Connection) -> dict[str, int]:
+        """Copy the rows of CARRIED_TABLES that ``source`` can still read into
+        this store; per table, how many."""
+        carried: dict[str, int] = {}
         # A (scope, id) this store holds keeps its own row and upload whole:
         # the rows conflict per part only, so the old document's other parts
         # (and an upload the own row lacks) would join it.
         with self.write() as conn:
             held = {tuple(r) for table in _MEMORY_TABLES
                     for r in conn.execute(f"SELECT DISTINCT scope, key FROM {table}")}
-        try:
-            for table in CARRIED_TABLES:
-                try:
-                    old_columns = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
-                except sqlite3.Error:
-                    continue
-                # A rowid key is renumbered here: the rows may join a store that has its own.
-                columns = [r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")
-                           if r[1] in old_columns and not (r[5] == 1 and r[2].upper() == "INTEGER")]
-                if not columns:
-                    continue
-                insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
-                          f"VALUES ({', '.join('?' * len(columns))})")
-                count = 0
-                with self.write(durable=True) as conn:
-                    for row in _readable_rows(source, table, columns):
-                        values = dict(zip(columns, row))
-                        if (table in _MEMORY_TABLES
-                                and (values.get("scope"), values.get("key")) in held):
-                            continue
-                        try:
-                            cursor = conn.execute(insert, row)
-                        except sqlite3.IntegrityError:  # a damaged row: leave it behind
-                            continue
-                        if cursor.rowcount != 1:
-                            continue
-                        count += 1
-                        if table == "memory":
-                            self.put_memory_text(conn, cursor.lastrowid, values["kind"], values["key"],
-                                                 values.get("symbol"), values["text"])
-                carried[table] = count
-        finally:
-            source.close()
+        for table in CARRIED_TABLES:
+            try:
+                old_columns = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
+            except sqlite3.Error:
+                continue
+            # A rowid key is renumbered here: the rows may join a store that has its own.
+            columns = [r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")
+                       if r[1] in old_columns and not (r[5] == 1 and r[2].upper() == "INTEGER")]
+            if not columns:
+                continue
+            insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
+                      f"VALUES ({', '.join('?' * len(columns))})")
+            count = 0
+            with self.write(durable=True) as conn:
+                for row in _readable_rows(source, table, columns):
+                    values = dict(zip(columns, row))
+                    if (table in _MEMORY_TABLES
+                            and (values.get("scope"), values.get("key")) in held):
+                        continue
+                    try:
+                        cursor = conn.execute(insert, row)
+                    except sqlite3.IntegrityError:  # a damaged row: leave it behind
+                        continue
+                    if cursor.rowcount != 1:
+                        continue
+                    count += 1
+                    if table == "memory":
+                        self.put_memory_text(conn, cursor.lastrowid, values["kind"], values["key"],
+                                             values.get("symbol"), values["text"])
+            carried[table] = count
         return carried
 
