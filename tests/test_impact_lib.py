@@ -2816,13 +2816,9 @@ def test_a_query_for_an_inherited_member_answers_the_base_s_definition_and_says_
     assert analysis.analyze(engine, "Engine.run", "pkg/core.py") is None  # its definition is in pkg/base.py
 
 
-def test_the_call_sites_of_a_nest_look_up_each_parent_once():
-    """tree-sitter finds a parent by walking down from the root: walking up
-    from each call site of `chain_x(chain_x(...))`, 1,500 deep, made impact
-    run for minutes. A file's walks up share its `parents`, so each parent
-    is looked up once however many call sites walk past it."""
-    depth = 300
-    sf = SourceFile("calls.py", "def chain_x(a):\n    return " + "chain_x(" * depth + "1" + ")" * depth + "\n")
+def _counting_parents(sf: SourceFile) -> list[object]:
+    """The nodes whose parent ``sf``'s walks look up from the root, in order
+    (each recorded as its walk first stores it in ``sf.parents``)."""
     looked_up: list[object] = []
 
     class Counted(dict):
@@ -2831,11 +2827,28 @@ def test_the_call_sites_of_a_nest_look_up_each_parent_once():
             super().__setitem__(key, value)
 
     sf.parents = Counted()
-    sites, pending = [], [sf.tree.root_node]
+    return looked_up
+
+
+def _nodes_where(sf: SourceFile, wanted) -> list:
+    """``sf``'s nodes for which ``wanted(node)`` holds."""
+    found, pending = [], [sf.tree.root_node]
     while pending:
         node = pending.pop()
-        sites += [node] if node.type == "call" else []
+        found += [node] if wanted(node) else []
         pending += node.children
+    return found
+
+
+def test_the_call_sites_of_a_nest_look_up_each_parent_once():
+    """tree-sitter finds a parent by walking down from the root: walking up
+    from each call site of `chain_x(chain_x(...))`, 1,500 deep, made impact
+    run for minutes. A file's walks up share its `parents`, so each parent
+    is looked up once however many call sites walk past it."""
+    depth = 300
+    sf = SourceFile("calls.py", "def chain_x(a):\n    return " + "chain_x(" * depth + "1" + ")" * depth + "\n")
+    looked_up = _counting_parents(sf)
+    sites = _nodes_where(sf, lambda node: node.type == "call")
     for site in sites:
         assert not syntax.class_body_binds(sf.family, site, "a", sf.parents)
         assert len(list(syntax.ancestors(site, sf.parents))) >= 3
@@ -2864,19 +2877,8 @@ def test_a_builder_chains_call_sites_share_their_walks_up_to_an_import(make_engi
     assert sum(c.confirmed for c in result.callers) == depth
     assert len(walks) >= depth and all(isinstance(p, dict) and p for p in walks)
     sf = SourceFile("b.py", text)
-    looked_up: list[object] = []
-
-    class Counted(dict):
-        def __setitem__(self, key, value):
-            looked_up.append(key)
-            super().__setitem__(key, value)
-
-    sf.parents = Counted()
-    sites, pending = [], [sf.tree.root_node]
-    while pending:
-        node = pending.pop()
-        sites += [node] if node.type == "identifier" and node.text == b"step" else []
-        pending += node.children
+    looked_up = _counting_parents(sf)
+    sites = _nodes_where(sf, lambda node: node.type == "identifier" and node.text == b"step")
     assert all(syntax.in_import(sf.family, site, sf.parents) is None for site in sites)
     assert len(looked_up) == len(set(looked_up)) < 4 * depth  # a name, its access and its call a level
 
