@@ -14,7 +14,7 @@ import socket
 import stat
 import struct
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ctxls.index.roots import state_dir
 
@@ -340,3 +340,43 @@ def foreign_daemon(path: Path, sock: socket.socket) -> str | None:
     if uid is not None and uid != os.geteuid():
         return f"the daemon on {path} runs as another user (uid {uid})"
     return None
+
+
+# What stands for a message over MAX_MESSAGE_BYTES once it is read away
+# (read_message, daemon/proxy.py): a notification CtxlsProtocol answers
+# (oversized_reply).
+OVERSIZED_METHOD = "$/ctxls/oversizedMessage"
+
+
+# What stands for a stdio message whose header had no usable Content-Length
+# (daemon/proxy.py): a notification CtxlsProtocol answers with -32700.
+BAD_FRAME_METHOD = "$/ctxls/badFrame"
+
+
+def bad_frame_notice(problem: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "method": BAD_FRAME_METHOD,
+                       "params": {"problem": problem}}).encode("ascii")
+
+
+def oversized_notice(length: int, head: bytes = b"", tail: bytes = b"") -> bytes:
+    """The notice standing for a message of ``length`` bytes read away, with
+    what its ends (``head``, ``tail``) tell of it: its id, method and
+    document uri, where they hold them."""
+    params: dict[str, Any] = {"bytes": length}
+    for name in ("id", "method"):
+        if (value := top_level_member(head, tail, name)) is not None:
+            params[name] = value
+    if (uri := document_uri(head, tail)) is not None:
+        params["uri"] = uri
+    return json.dumps({"jsonrpc": "2.0", "method": OVERSIZED_METHOD, "params": params}).encode("ascii")
+
+
+async def read_message(reader: asyncio.StreamReader) -> bytes | None:
+    """``read_body``, but a body over MAX_MESSAGE_BYTES is read away and its
+    ``oversized_notice`` stands for it, so the stream goes on (it ended the
+    connection, and an editor's session with it). None at end of stream."""
+    try:
+        return await read_body(reader)
+    except OversizedMessage as exc:
+        ends = await read_away(reader, exc.length, OVERSIZED_END_BYTES)
+        return None if ends is None else oversized_notice(exc.length, *ends)

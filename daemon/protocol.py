@@ -29,8 +29,8 @@ from pygls.protocol.language_server import lsp_method
 from pygls.protocol.json_rpc import RPCRequest
 
 from ctxls.daemon.edits import apply_changes
-from ctxls.daemon.framing import MAX_MESSAGE_BYTES, frame
-from ctxls.daemon.socket_server import BAD_FRAME_METHOD, OVERSIZED_METHOD, valid_id
+from ctxls.daemon.framing import BAD_FRAME_METHOD, OVERSIZED_METHOD, frame
+from ctxls.daemon.socket_server import is_notification, oversized_reply, valid_id
 from ctxls.daemon.request_values import first_invalid
 from ctxls.daemon.uris import open_document
 from ctxls.index.discovery import DEFAULT_MAX_FILE_BYTES
@@ -271,41 +271,6 @@ class CtxlsProtocol(LanguageServerProtocol):
         log.warning("%s", message)
         self.notify(types.WINDOW_SHOW_MESSAGE,
                     types.ShowMessageParams(types.MessageType.Warning, message))
-
-
-def oversized_reply(params: Any) -> dict:
-    """What a message over MAX_MESSAGE_BYTES, read away unparsed, gets, from
-    what its ends told (socket_server.oversized_notice's params): a request
-    whose id was read its error (-32600); a notification no reply
-    (JSON-RPC) but the user hears it dropped, a didOpen's document not
-    indexed from the editor (the file stays as on disk, where a file that
-    size is skipped "too large"); else -32700 with a null id. Neovim's
-    client rejected a reply with a null id to its didOpen of a 66 MiB file
-    with a Lua error on screen."""
-    params = params if isinstance(params, dict) else {}
-    size = (f"a message of {params.get('bytes')} bytes is over the {MAX_MESSAGE_BYTES >> 20} "
-            "MiB bound; it was read away unparsed")
-    msg_id, method, uri = params.get("id"), params.get("method"), params.get("uri")
-    if valid_id(msg_id):
-        return {"jsonrpc": "2.0", "id": msg_id, "error": {
-            "code": -32600, "message": f"invalid request: {size}",
-            "data": {"bytes": params.get("bytes"), "limit": MAX_MESSAGE_BYTES}}}
-    if isinstance(method, str) and is_notification(method):
-        if method == types.TEXT_DOCUMENT_DID_OPEN and isinstance(uri, str):
-            what = f"{uri} is too large to index from the editor (it stays as on disk)"
-        else:
-            what = f"{method} was dropped"
-        message = f"ctxls: {what}: {size}"
-        log.warning("%s", message)
-        return {"jsonrpc": "2.0", "method": types.WINDOW_SHOW_MESSAGE,
-                "params": {"type": types.MessageType.Warning.value, "message": message}}
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"parse error: {size}"}}
-
-
-def is_notification(method: str) -> bool:
-    """An LSP notification method (lsprotocol's types say which)."""
-    entry = types.METHOD_TO_TYPES.get(method)
-    return entry is not None and entry[0].__name__.endswith("Notification")
 
 
 def is_parse_error(error: BaseException) -> bool:

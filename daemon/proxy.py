@@ -41,11 +41,11 @@ from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.options import INDEX_OPTIONS, TAKEOVER_OPTIONS_ENV
 from ctxls.daemon.sessions import PROXY_MARK
 from ctxls.daemon.framing import (MAX_HEADER_LINE, MAX_MESSAGE_BYTES, OVERSIZED_END_BYTES, FramingError,
-                                  HeaderBlock, OversizedMessage, foreign_daemon, frame, frame_body,
-                                  header_tail, read_away, read_away_sync, read_body, top_level_member)
+                                  HeaderBlock, OversizedMessage, bad_frame_notice, foreign_daemon, frame,
+                                  frame_body, header_tail, oversized_notice, read_away, read_away_sync,
+                                  read_body, read_message, top_level_member)
 from ctxls.daemon.outbox import Outbox
-from ctxls.daemon.socket_server import (bad_frame_notice, error_response, oversized_notice,
-                                        read_message, socket_is_live, socket_owner_pid, valid_id)
+from ctxls.daemon.socket_server import error_response, socket_is_live, socket_owner_pid, valid_id
 from ctxls.daemon.uris import local_path
 from ctxls.index.private import make_private_dir, open_private
 

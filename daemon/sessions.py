@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from ctxls.daemon.framing import read_message
 from ctxls.daemon.options import unapplied_index_options
 from ctxls.daemon.uris import open_uris
 
@@ -105,7 +106,6 @@ def release_buffer(session: "CtxlsServer", owner: "CtxlsServer", uri: str) -> No
 async def serve_session(owner: "CtxlsServer", reader: asyncio.StreamReader,
                         writer: asyncio.StreamWriter, first: dict) -> None:
     """Run one proxied editor's LSP session until its connection ends."""
-    from ctxls.daemon.socket_server import read_message  # it imports this module
 
     session = new_session(owner)
     protocol = session.protocol

@@ -24,57 +24,17 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from lsprotocol import types
+
 from ctxls import __version__
-from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, OVERSIZED_END_BYTES, FramingError,
-                                  OversizedMessage, document_uri, frame, is_socket_file,
-                                  peer_credentials, peer_uid, read_away, read_body,
-                                  top_level_member)
+from ctxls.daemon.framing import (MAX_MESSAGE_BYTES, MAX_SOCKET_PATH, OVERSIZED_METHOD, FramingError,
+                                  frame, is_socket_file, peer_credentials, peer_uid, read_message)
 from ctxls.daemon.sessions import is_session_request, serve_session
 from ctxls.daemon.workspaces import connection_capacity
 from ctxls.index.errors import EngineError
 from ctxls.index.private import locked_file, make_private_dir, restrict
 
 log = logging.getLogger(__name__)
-
-# What stands for a message over MAX_MESSAGE_BYTES once it is read away
-# (read_message, daemon/proxy.py): a notification CtxlsProtocol answers
-# (protocol.oversized_reply).
-OVERSIZED_METHOD = "$/ctxls/oversizedMessage"
-
-
-# What stands for a stdio message whose header had no usable Content-Length
-# (daemon/proxy.py): a notification CtxlsProtocol answers with -32700.
-BAD_FRAME_METHOD = "$/ctxls/badFrame"
-
-
-def bad_frame_notice(problem: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "method": BAD_FRAME_METHOD,
-                       "params": {"problem": problem}}).encode("ascii")
-
-
-def oversized_notice(length: int, head: bytes = b"", tail: bytes = b"") -> bytes:
-    """The notice standing for a message of ``length`` bytes read away, with
-    what its ends (``head``, ``tail``) tell of it: its id, method and
-    document uri, where they hold them."""
-    params: dict[str, Any] = {"bytes": length}
-    for name in ("id", "method"):
-        if (value := top_level_member(head, tail, name)) is not None:
-            params[name] = value
-    if (uri := document_uri(head, tail)) is not None:
-        params["uri"] = uri
-    return json.dumps({"jsonrpc": "2.0", "method": OVERSIZED_METHOD, "params": params}).encode("ascii")
-
-
-async def read_message(reader: asyncio.StreamReader) -> bytes | None:
-    """``read_body``, but a body over MAX_MESSAGE_BYTES is read away and its
-    ``oversized_notice`` stands for it, so the stream goes on (it ended the
-    connection, and an editor's session with it). None at end of stream."""
-    try:
-        return await read_body(reader)
-    except OversizedMessage as exc:
-        ends = await read_away(reader, exc.length, OVERSIZED_END_BYTES)
-        return None if ends is None else oversized_notice(exc.length, *ends)
-
 
 # A connection's requests in flight: past this, it is not read until one is
 # answered. An answer waits to be written while the client does not read, so
@@ -485,7 +445,6 @@ class SocketServer:
                     send_unawaited(error_response(None, -32700, f"parse error: {exc}"))
                     continue
                 if isinstance(message, dict) and message.get("method") == OVERSIZED_METHOD:
-                    from ctxls.daemon.protocol import oversized_reply  # protocol imports this module
                     send_unawaited(oversized_reply(message.get("params")))
                     continue
                 invalid = invalid_request(message)
@@ -563,3 +522,38 @@ class SocketServer:
         # editors' buffers it must see, as over LSP.
         return await self.server.run_routed(method, functools.partial(handler, self.server,
                                                                       wire.Params(params)))
+
+
+def oversized_reply(params: Any) -> dict:
+    """What a message over MAX_MESSAGE_BYTES, read away unparsed, gets, from
+    what its ends told (framing.oversized_notice's params): a request
+    whose id was read its error (-32600); a notification no reply
+    (JSON-RPC) but the user hears it dropped, a didOpen's document not
+    indexed from the editor (the file stays as on disk, where a file that
+    size is skipped "too large"); else -32700 with a null id. Neovim's
+    client rejected a reply with a null id to its didOpen of a 66 MiB file
+    with a Lua error on screen."""
+    params = params if isinstance(params, dict) else {}
+    size = (f"a message of {params.get('bytes')} bytes is over the {MAX_MESSAGE_BYTES >> 20} "
+            "MiB bound; it was read away unparsed")
+    msg_id, method, uri = params.get("id"), params.get("method"), params.get("uri")
+    if valid_id(msg_id):
+        return {"jsonrpc": "2.0", "id": msg_id, "error": {
+            "code": -32600, "message": f"invalid request: {size}",
+            "data": {"bytes": params.get("bytes"), "limit": MAX_MESSAGE_BYTES}}}
+    if isinstance(method, str) and is_notification(method):
+        if method == types.TEXT_DOCUMENT_DID_OPEN and isinstance(uri, str):
+            what = f"{uri} is too large to index from the editor (it stays as on disk)"
+        else:
+            what = f"{method} was dropped"
+        message = f"ctxls: {what}: {size}"
+        log.warning("%s", message)
+        return {"jsonrpc": "2.0", "method": types.WINDOW_SHOW_MESSAGE,
+                "params": {"type": types.MessageType.Warning.value, "message": message}}
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"parse error: {size}"}}
+
+
+def is_notification(method: str) -> bool:
+    """An LSP notification method (lsprotocol's types say which)."""
+    entry = types.METHOD_TO_TYPES.get(method)
+    return entry is not None and entry[0].__name__.endswith("Notification")

@@ -73,13 +73,14 @@ local function describe_items(items)
   end, items))
 end
 
---- Run a command that fills the quickfix list; return the new list once it has `title`.
+--- Run a command that fills the quickfix list; return the new list once its
+--- title starts with `title` (a weak recall adds " (weak: …)" to it).
 local function quickfix_from(command, title)
   local previous = vim.fn.getqflist({ id = 0 }).id
   vim.cmd(command)
   local list = wait_for(command .. " to fill the quickfix list", 5000, function()
     local list = vim.fn.getqflist({ id = 0, title = 1, items = 1 })
-    return list.id ~= previous and list.title == title and list
+    return list.id ~= previous and list.title:sub(1, #title) == title and list
   end)
   vim.cmd("cclose") -- back to the file window
   return list.items
