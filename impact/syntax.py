@@ -29,6 +29,7 @@ from ctxls.index.definition_table import TABLES, LanguageTable, follow
 from ctxls.index.definition_table import classify as classify_definition
 from ctxls.index.languages import (COMPONENT_LANGUAGES, NOTEBOOK_LANGUAGE, hazard, language_for_path,
                                    notebook_view, parse_source, parse_view, parser_for, script_view)
+from ctxls.index.test_scopes import has_inline_tests, is_test_item_head
 
 from .ripgrep import word_pattern
 
@@ -495,21 +496,26 @@ def declaration_of(family: Family, name: Node) -> Node:
     return (c_function_of(name) if family is GENERIC else None) or name.parent or name
 
 
-# A Rust attribute marking test code: `#[cfg(test)]`, `#[test]` (`#[tokio::test]`).
-_RUST_TEST_ATTRIBUTE = re.compile(r"#\[\s*(?:cfg\s*\(\s*test\s*\)|(?:\w+\s*::\s*)?test)\s*\]")
-
-
 def in_inline_test(sf: SourceFile, row: int, start: int, end: int) -> bool:
-    """Whether the occurrence is in test code its file holds inline: Rust's
-    `#[cfg(test)] mod tests { … }` or a `#[test]` function (compiled only
-    into the test binary)."""
-    if sf.language != "rust" or sf.tree is None:
+    """Whether the occurrence is in test code its file holds inline (Rust's
+    `#[cfg(test)] mod tests { … }` or `#[test]` function, compiled only into
+    the test binary; Zig's `test` and D's `unittest` blocks): an item around
+    it whose head says so, by the rule recall reads rows with
+    (``test_scopes.is_test_item_head``)."""
+    if not has_inline_tests(sf.language) or sf.tree is None:
         return False
     node = sf.node_at(row, start, end)
     for ancestor in ancestors(node, sf.parents) if node is not None else ():
+        first_row, column = ancestor.start_point
+        line = sf.lines[first_row]
+        start_character = column if line.isascii() else sf.character_from_byte(first_row, column)
+        # The item's name row from where the item starts; a slice, as a
+        # nest's hundreds of ancestors may share one long row.
+        if is_test_item_head(sf.language, line[start_character:start_character + 80]):
+            return True
         attribute = ancestor.prev_named_sibling
         while attribute is not None and attribute.type == "attribute_item":
-            if _RUST_TEST_ATTRIBUTE.fullmatch(text_of(attribute)):
+            if is_test_item_head(sf.language, text_of(attribute)):
                 return True
             attribute = attribute.prev_named_sibling
     return False

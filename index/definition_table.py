@@ -620,6 +620,18 @@ def _zig_type_function(node: Node) -> Definition | None:
     return None
 
 
+def _zig_test(node: Node) -> Definition:
+    """`test "adds two numbers" { … }`: a test named by its string, whole
+    (a sentence, as a Kotlin test's backticked name); `test add { … }` (a
+    doctest) "test add", never a second definition of `add`; `test { … }`
+    just "test"."""
+    described = follow(node, ":STRINGLITERALSINGLE")
+    if described is not None:
+        return Definition("function", (_unquoted(text(described)).strip() or "test",), is_type=False)
+    tested = text(follow(node, ":IDENTIFIER"))
+    return Definition("function", (f"test {tested}" if tested else "test",), is_type=False)
+
+
 ZIG = LanguageTable(
     rules={
         "Decl": (
@@ -631,7 +643,7 @@ ZIG = LanguageTable(
         ),
     },
     leading=frozenset({"line_comment", "doc_comment", "container_doc_comment"}),
-    custom={"Decl": _zig_type_function},
+    custom={"Decl": _zig_type_function, "TestDecl": _zig_test},
 )
 
 JULIA = LanguageTable(
@@ -874,7 +886,8 @@ D = LanguageTable(
     # and `static if` blocks define as the file does (both branches read).
     transparent=frozenset({"module_def", "conditional_declaration"}),
     custom={"constructor": lambda node: Definition("function", ("this",)),
-            "destructor": lambda node: Definition("function", ("~this",))},
+            "destructor": lambda node: Definition("function", ("~this",)),
+            "unittest_declaration": lambda node: Definition("function", ("unittest",))},
 )
 
 def _nim(kind: str, name: str = "name") -> tuple[Rule, ...]:

@@ -140,3 +140,24 @@ def test_rust_callers_in_an_inline_cfg_test_module_are_tests(make_engine):
     assert [c.span.start_line for c in answer.callers] == [10]
     assert answer.risk == "low"
     assert any(hedge.startswith("only tests call it") for hedge in answer.hedges)
+
+
+def test_callers_in_zig_test_blocks_and_tokio_test_functions_are_tests(make_engine):
+    """Impact read test code inline by Rust attributes of its own, narrower
+    than recall's (`#[tokio::test(flavor = "multi_thread")]` was production),
+    and not at all in Zig's `test "…" { … }` blocks: both callers counted as
+    production, risk med."""
+    engine = make_engine({
+        "Cargo.toml": '[package]\nname = "x"\nversion = "0.1.0"\nedition = "2021"\n',
+        "src/lib.rs": ("pub fn parse_port(s: &str) -> u16 {\n    s.parse().unwrap()\n}\n\n"
+                       "#[tokio::test(flavor = \"multi_thread\")]\nasync fn parses() {\n"
+                       "    assert_eq!(parse_port(\"80\"), 80);\n}\n"),
+        "src/add.zig": ("const std = @import(\"std\");\n\npub fn addPorts(a: u16, b: u16) u16 {\n"
+                        "    return a + b;\n}\n\ntest \"adds two ports\" {\n"
+                        "    try std.testing.expect(addPorts(1, 2) == 3);\n}\n"),
+    })
+    for target, line in (("parse_port", 6), ("addPorts", 7)):
+        answer = analysis.analyze(engine, target)
+        assert [c.span.start_line for c in answer.callers] == [line], target
+        assert answer.risk == "low", target
+        assert any(hedge.startswith("only tests call it") for hedge in answer.hedges), target

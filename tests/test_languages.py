@@ -255,6 +255,7 @@ DEFINITIONS = [
         ('RingBuffer.mask', 'method', 22, 24),
         ('Color', 'enum', 27, 27),
         ('fill', 'function', 29, 33),
+        ('fill fills the buffer', 'function', 35, 40),  # a `test` block
     ]),
     ('shopping_cart.clj', 'clojure', [
         ('empty-cart', 'constant', 4, 4),
@@ -1197,7 +1198,7 @@ CONFIRMED_CALLERS = [
     ("drain", ("Queue.hs", 36, "drain")),
     ("refill", ("rate_limiter.erl", 24, "handle_cast")),
     ("Logging.log", ("todo_store.dart", 34, "TodoStore.add")),
-    ("fill", ("ring_buffer.zig", 38, None)),  # inside a `test` block, no definition
+    ("fill", ("ring_buffer.zig", 38, "fill fills the buffer")),  # inside a `test` block
 ]
 
 

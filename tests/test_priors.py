@@ -179,6 +179,36 @@ def test_rusts_inline_test_module_ranks_as_tests_below_the_code_it_tests(tmp_pat
         engine.close()
 
 
+
+def test_zig_test_blocks_and_d_unittests_are_definitions_and_test_scopes(tmp_path: Path) -> None:
+    """Zig's `test "…" { … }` and D's `unittest { … }` blocks were in no
+    symbol table (no outline row) and so never test code for recall: a test
+    block ranked as the production code around it."""
+    from ctxls.index.test_scopes import inline_test_scopes
+
+    zig = ("const std = @import(\"std\");\n\npub fn addPorts(a: u16, b: u16) u16 {\n    return a + b;\n}\n\n"
+           "test \"adds two ports\" {\n    try std.testing.expect(addPorts(1, 2) == 3);\n}\n\n"
+           "test addPorts {\n    _ = addPorts(0, 0);\n}\n\nconst test_value = 3;\n")
+    d = "module ports;\n\nint addPorts(int a, int b) { return a + b; }\n\nunittest {\n    assert(addPorts(1, 2) == 3);\n}\n"
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "ports.zig").write_text(zig)
+    (root / "ports.d").write_text(d)
+    engine = Engine(root, EngineOptions())
+    try:
+        engine.index()
+        conn = engine.store.reader()
+        names = {path: [row[0] for row in conn.execute(
+            "SELECT s.symbol FROM symbols s JOIN files f ON f.id = s.file_id WHERE f.path = ? "
+            "ORDER BY s.start_line", (path,))] for path in ("ports.zig", "ports.d")}
+        # A doctest is "test addPorts", never a second definition of addPorts.
+        assert names == {"ports.zig": ["addPorts", "adds two ports", "test addPorts"],
+                         "ports.d": ["addPorts", "unittest"]}
+        assert inline_test_scopes(conn, "ports.zig") == [(6, 8), (10, 12)]
+        assert inline_test_scopes(conn, "ports.d") == [(4, 6)]
+    finally:
+        engine.close()
+
 SAMPLE = '''
 from pkg.session import Session
 

@@ -98,7 +98,8 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 32: the subs after a Perl `package Name;` statement are its members; a name in backticks
 #     (Kotlin's `rejects unterminated array`, F#'s ``…``) is one name whole; a doc comment
 #     (`/**`, `///`) leads its definition across one blank line.
-CHUNKER_VERSION = 32
+# 33: Zig's `test "…"` blocks and D's `unittest` blocks are definitions (test code inline).
+CHUNKER_VERSION = 33
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
 TOKENIZER_VERSION = 3
