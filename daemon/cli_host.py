@@ -303,7 +303,7 @@ def _serve(args, root: Path | None, starting) -> int:
         if args.tcp is not None:
             print(f"serving LSP on 127.0.0.1:{args.tcp} until interrupted (to this user's "
                   "connections only)", file=sys.stderr)
-            _serve_tcp(server, args.tcp)
+            return _serve_tcp(server, args.tcp)
         elif args.socket is not None:
             asyncio.run(server_module.serve_headless(
                 root, args.socket or None,
@@ -340,14 +340,16 @@ def _say_example(example: str, groups: dict) -> None:
     write_out(f'example recall "{example}":\n{format_hits_human(groups)}\n', sys.stderr)
 
 
-def _serve_tcp(server, port: int) -> None:
+def _serve_tcp(server, port: int) -> int:
     """`serve --tcp PORT`: one LSP client on 127.0.0.1:PORT, its bytes read
     and written as stdio's are (daemon/proxy.py's FramedStdin, an Outbox).
     pygls's own TCP reader ignored an unusable Content-Length, left a header
     block without one unanswered, and lost the connection, unanswered, on a
     header line over 64 KiB. Any local user may connect to the port: a
     connection from another user, or from one that cannot be told, is
-    closed unread, and the next one is waited for (``refuse_tcp_peer``)."""
+    closed unread, and the next one is waited for (``refuse_tcp_peer``).
+    Its exit status is LSP's, as on stdio (``serve_stdio``): 0 when the
+    client sent ``shutdown`` before it ended the session, else 1."""
     import socket
 
     from ctxls.daemon.outbox import Outbox
@@ -370,6 +372,7 @@ def _serve_tcp(server, port: int) -> None:
             server.start_io(stdin=FramedStdin(b"", client_in), stdout=client_out)
         finally:
             client_out.close()  # the answers still queued reach the client first
+    return 0 if server.protocol.shutdown_seen else 1
 
 
 def _already_served(root: Path, args) -> bool:

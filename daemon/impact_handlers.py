@@ -19,7 +19,7 @@ from lsprotocol import types
 
 from ctxls.daemon import wire
 from ctxls.daemon.app import SYMBOL_KINDS, CtxlsServer, feature, rpc
-from ctxls.daemon.symbol_handlers import partial_fields
+from ctxls.daemon.symbol_handlers import partial_fields, whole_lines
 from ctxls.impact import analysis
 from ctxls.impact.analysis import DefinitionSite, Impact
 from ctxls.impact.callers import Caller
@@ -72,7 +72,7 @@ def impact(ls: CtxlsServer, params: wire.Params) -> dict | None:
 
 def impact_answer(found: Impact, engine: Engine) -> dict:
     """The Impact JSON, with recall's `partialReason` when the index could not be written."""
-    out = wire.impact_json(found, engine.uri_for)
+    out = wire.impact_json(found, engine.uri_for, engine.line_ends)
     if found.partial_reason is not None:
         out |= partial_fields([found.partial_reason])
     return out
@@ -95,8 +95,8 @@ def _item(engine: Engine, site: DefinitionSite) -> types.CallHierarchyItem:
     return types.CallHierarchyItem(
         name=definition.name, kind=SYMBOL_KINDS.get(definition.symbol_kind, types.SymbolKind.Function),
         detail=f"{definition.symbol} · {definition.path}", uri=engine.uri_for(definition.path),
-        range=types.Range(types.Position(definition.start_line, 0),
-                          types.Position(definition.end_line + 1, 0)),
+        range=whole_lines(definition.start_line, definition.end_line,
+                          engine.line_ends(definition.path, [definition.end_line])),
         selection_range=_range(site.name_span), data={"symbol": definition.symbol})
 
 
@@ -108,14 +108,14 @@ def _caller_item(engine: Engine, callers: list[Caller]) -> types.CallHierarchyIt
         return types.CallHierarchyItem(
             name=first.path.rsplit("/", 1)[-1], kind=types.SymbolKind.File, detail=first.path,
             uri=engine.uri_for(first.path),
-            range=types.Range(types.Position(0, 0), types.Position(last_line + 1, 0)),
+            range=whole_lines(0, last_line, engine.line_ends(first.path, [last_line])),
             selection_range=_range(first.span))
     start, end = first.symbol_lines
     return types.CallHierarchyItem(
         name=first.symbol.rsplit(".", 1)[-1],
         kind=SYMBOL_KINDS.get(first.symbol_kind or "", types.SymbolKind.Function),
         detail=f"{first.symbol} · {first.path}", uri=engine.uri_for(first.path),
-        range=types.Range(types.Position(start, 0), types.Position(end + 1, 0)),
+        range=whole_lines(start, end, engine.line_ends(first.path, [end])),
         selection_range=_range(first.span), data={"symbol": first.symbol})
 
 

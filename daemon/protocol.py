@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
-from pygls.protocol.json_rpc import RPCRequest
+from pygls.protocol.json_rpc import RPCNotification, RPCRequest
 
 from ctxls.daemon.edits import apply_changes
 from ctxls.daemon.framing import BAD_FRAME_METHOD, OVERSIZED_METHOD, frame
@@ -189,6 +189,12 @@ class CtxlsProtocol(LanguageServerProtocol):
             return
         if isinstance(message, RPCRequest) and not valid_id(message.id):
             self.send_error(None, -32600, "invalid request: id must be a number or a string")
+            return
+        if (not self.initialize_seen and not isinstance(message, RPCRequest)
+                and isinstance(message, RPCNotification) and message.method != types.EXIT):
+            # LSP: dropped until `initialize`. Run, each failed for want of a
+            # workspace and the editor got an "Error in server" dialog.
+            log.warning("dropped notification %r sent before initialize", message.method)
             return
         if isinstance(message, RPCRequest) and not self.initialize_seen:
             if message.method != types.INITIALIZE:

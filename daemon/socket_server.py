@@ -396,6 +396,7 @@ class SocketServer:
         # Requests' tasks whose answer is written: a cancel that comes while
         # it drains (the client not reading) must not answer them again.
         answered: set[asyncio.Task] = set()
+        shut_down = False  # this connection sent `shutdown`: only `exit` follows (LSP)
 
         async def send(message: dict) -> None:
             async with write_lock:
@@ -457,6 +458,13 @@ class SocketServer:
                     # An editor's proxy: the rest of this connection is its LSP session.
                     await serve_session(self.server, reader, writer, message)
                     return
+                if shut_down and "id" in message:
+                    # LSP: InvalidRequest after `shutdown`, as over stdio; they were served.
+                    send_unawaited(error_response(message["id"], -32600, "invalid request: this "
+                                                  "connection sent shutdown; only exit may follow"))
+                    continue
+                if message["method"] == "shutdown" and "id" in message:
+                    shut_down = True
                 if "id" not in message:
                     if message.get("method") == "$/cancelRequest":
                         # Params of any shape: an id that is a list or params that

@@ -16,7 +16,7 @@ from ctxls.daemon.workspaces import one_per_place
 from ctxls.impact.index_view import index_refusal
 from ctxls.index.engine import Engine, written_location
 from ctxls.index.errors import InvalidParams, OutsideRoot
-from ctxls.index.symbols import MATCHES, Definition
+from ctxls.index.symbols import MATCHES, Definition, flatten
 
 # workspace/symbol answers at most this many definitions.
 WORKSPACE_SYMBOLS_N = 100
@@ -119,22 +119,25 @@ def _folders_holding(ls: CtxlsServer, path: str) -> list[tuple[Engine, str]]:
 
 # -- the LSP's symbol requests ------------------------------------------------------------------
 
-def _range(definition: Definition) -> types.Range:
-    return types.Range(types.Position(definition.start_line, 0),
-                       types.Position(definition.end_line + 1, 0))
+def whole_lines(start_line: int, end_line: int, ends: dict[int, int]) -> types.Range:
+    """The LSP range of lines ``start_line``..``end_line``, whole
+    (``wire.whole_lines_end``; ``ends``: Engine.line_ends of the file)."""
+    return types.Range(types.Position(start_line, 0),
+                       types.Position(*wire.whole_lines_end(end_line, ends)))
 
 
 def _name_range(definition: Definition) -> types.Range:
     return types.Range(types.Position(definition.line, 0), types.Position(definition.line, 0))
 
 
-def _document_symbol(definition: Definition) -> types.DocumentSymbol:
+def _document_symbol(definition: Definition, ends: dict[int, int]) -> types.DocumentSymbol:
     """``definition`` with its children (at most symbols.MAX_OUTLINE_DEPTH deep)."""
     return types.DocumentSymbol(
         name=definition.name, detail=definition.symbol,
         kind=SYMBOL_KINDS.get(definition.kind, types.SymbolKind.Variable),
-        range=_range(definition), selection_range=_name_range(definition),
-        children=[_document_symbol(child) for child in definition.children])
+        range=whole_lines(definition.start_line, definition.end_line, ends),
+        selection_range=_name_range(definition),
+        children=[_document_symbol(child, ends) for child in definition.children])
 
 
 @feature(types.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
@@ -142,7 +145,10 @@ def on_document_symbol(ls: CtxlsServer, params: types.DocumentSymbolParams):
     target = ls.engine_for(params.text_document.uri)
     if target is None:
         return None
-    return [_document_symbol(definition) for definition in target[0].outline(target[1])] or None
+    engine, path = target
+    tree = engine.outline(path)
+    ends = engine.line_ends(path, [d.end_line for d in flatten(tree)])
+    return [_document_symbol(definition, ends) for definition in tree] or None
 
 
 @feature(types.WORKSPACE_SYMBOL)
@@ -155,6 +161,8 @@ def on_workspace_symbol(ls: CtxlsServer, params: types.WorkspaceSymbolParams):
              for d in engine.symbols(params.query, "fuzzy", None, WORKSPACE_SYMBOLS_N)]
     return [types.SymbolInformation(
                 name=definition.name, kind=SYMBOL_KINDS.get(definition.kind, types.SymbolKind.Variable),
-                location=types.Location(engine.uri_for(definition.path), _range(definition)),
+                location=types.Location(engine.uri_for(definition.path), whole_lines(
+                    definition.start_line, definition.end_line,
+                    engine.line_ends(definition.path, [definition.end_line]))),
                 container_name=definition.container or definition.path)
             for engine, definition in one_per_place(found, _symbol_place)]

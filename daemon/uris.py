@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pygls.uris import to_fs_path
 
@@ -43,7 +43,10 @@ def local_path(uri: str) -> str | None:
     NUL (``%00``), which no file has, an escaped ``/`` inside a segment, or
     percent-escapes that are not UTF-8 (``%FF``, overlong ``%C0%AF``, an
     encoded surrogate): pygls decodes those to U+FFFD, which would name
-    another file (``%FF%FE.py`` -> the file ``\\ufffd\\ufffd.py``)."""
+    another file (``%FF%FE.py`` -> the file ``\\ufffd\\ufffd.py``).
+    A host is this machine only as ``localhost`` (RFC 8089:
+    ``file://localhost/x`` is ``file:///x``); a file of another host is no
+    local file. pygls read both as the path ``//HOST/x``, that is ``/HOST/x``."""
     try:
         parts = urlsplit(uri)
         for escaped in (parts.netloc, parts.path):
@@ -52,6 +55,10 @@ def local_path(uri: str) -> str | None:
         return None
     if _ESCAPED_SLASH.search(parts.path):
         return None
+    if parts.netloc:
+        if unquote(parts.netloc).lower() != "localhost":
+            return None
+        uri = urlunsplit(parts._replace(netloc=""))
     path = to_fs_path(uri)
     if not path or "\0" in path or not os.path.isabs(path):
         return None

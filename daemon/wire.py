@@ -294,6 +294,8 @@ if TYPE_CHECKING:
     from ctxls.impact.index_view import Definition
     from ctxls.impact.syntax import Span
 
+    LineEnds = Callable[[str, list[int]], dict[int, int]]  # Engine.line_ends
+
 
 def impact_params(params: Params) -> tuple[str | None, str | None, int | None, int | None]:
     """(symbol, uri, line, character) of a ctxls/impact request: a symbol
@@ -324,12 +326,24 @@ def span_json(span: Span) -> dict:
             "end": {"line": span.end_line, "character": span.end_character}}
 
 
-def definition_json(definition: Definition, uri_for: Callable[[str], str]) -> dict:
-    """A Location: the definition's whole lines (the range ends where the next line starts);
+def whole_lines_end(end_line: int, ends: dict[int, int]) -> tuple[int, int]:
+    """(line, character) where an LSP range of whole lines ending with
+    ``end_line`` ends: at that line's end (``ends``: Engine.line_ends), as a
+    hit's range does. The start of the next line, where it ended until
+    2026-12-07, is no place in a text without a final line break; it stays
+    only for a line the index does not hold."""
+    return (end_line, ends[end_line]) if end_line in ends else (end_line + 1, 0)
+
+
+def definition_json(definition: Definition, uri_for: Callable[[str], str],
+                    line_ends: LineEnds) -> dict:
+    """A Location: the definition's whole lines (``whole_lines_end``);
     ``selectionRange``: its name, where known (below decorators and comments)."""
+    end_line, end_character = whole_lines_end(
+        definition.end_line, line_ends(definition.path, [definition.end_line]))
     out = {"path": definition.path, "uri": uri_for(definition.path),
            "range": {"start": {"line": definition.start_line, "character": 0},
-                     "end": {"line": definition.end_line + 1, "character": 0}},
+                     "end": {"line": end_line, "character": end_character}},
            "symbol": definition.symbol, "symbolKind": definition.symbol_kind}
     if definition.name_span is not None:
         out["selectionRange"] = span_json(definition.name_span)
@@ -350,14 +364,14 @@ def impact_summary(impact: Impact) -> str:
             f"{mentions} mention{'' if mentions == 1 else 's'}")
 
 
-def impact_json(impact: Impact, uri_for: Callable[[str], str]) -> dict:
+def impact_json(impact: Impact, uri_for: Callable[[str], str], line_ends: LineEnds) -> dict:
     out = {
         "symbol": impact.symbol,
         "summary": impact_summary(impact),
-        "definitions": [definition_json(d, uri_for) for d in impact.definitions],
+        "definitions": [definition_json(d, uri_for, line_ends) for d in impact.definitions],
         "callers": callers_json(impact.callers, uri_for),
         "callees": [{"symbol": c.symbol,
-                     "definitions": [definition_json(d, uri_for) for d in c.definitions],
+                     "definitions": [definition_json(d, uri_for, line_ends) for d in c.definitions],
                      "ranges": [span_json(s) for s in c.call_sites]} for c in impact.callees],
         "refCount": impact.ref_count,
         "confirmed": impact.confirmed,
@@ -376,7 +390,7 @@ def impact_json(impact: Impact, uri_for: Callable[[str], str]) -> dict:
     }
     if impact.per_definition:
         out["perDefinition"] = [{
-            "definition": definition_json(a.definition, uri_for),
+            "definition": definition_json(a.definition, uri_for, line_ends),
             "callers": callers_json(a.callers, uri_for),
             "confirmed": a.confirmed,
             "unconfirmed": a.unconfirmed,

@@ -1856,6 +1856,11 @@ class Engine:
         return self.fresh_answer(lambda: symbol_table.outline(self.store.reader(), path),
                                  lambda tree: [path], lambda tree, changed: [])
 
+    def line_ends(self, path: str, lines: Iterable[int]) -> dict[int, int]:
+        """The UTF-16 length of each of ``path``'s ``lines`` the index holds:
+        where an LSP range of whole lines ending there ends (symbols.line_ends)."""
+        return symbol_table.line_ends(self.store.reader(), path, lines)
+
     def similar(self, path: str, line: int, n: int = 10) -> tuple[Hit | None, list[Hit], str]:
         """Code like the chunk at ``path``:``line`` (symbols.related): that
         chunk's hit (None when no chunk holds the line), the ``n`` nearest

@@ -15,6 +15,7 @@ import functools
 import re
 import unicodedata
 from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 import numpy as np
 
@@ -247,12 +248,28 @@ def clipped(conn: Connection, path: str, start_line: int, end_line: int,
     of ``path``, and the length of the last (an LSP range's end; None when no
     chunk holds it)."""
     start, end = max(start_line, definition.start_line), min(end_line, definition.end_line)
-    row = conn.execute(
-        "SELECT c.text, c.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
-        "WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? LIMIT 1",
-        (path, end, end)).fetchone()
-    return start, end, (line_end_character(row[0].split("\n")[end - row[1]])
-                        if row is not None else None)
+    return start, end, line_ends(conn, path, [end]).get(end)
+
+
+def line_ends(conn: Connection, path: str, lines: Iterable[int]) -> dict[int, int]:
+    """Where an LSP range ending with each of ``path``'s ``lines`` ends (its
+    length, ``line_end_character``), for the lines a chunk holds."""
+    wanted, ends = set(lines), {}
+    for line in sorted(wanted):
+        if line in ends:
+            continue
+        row = conn.execute(
+            "SELECT c.text, c.start_line FROM chunks c JOIN files f ON f.id = c.file_id "
+            "WHERE f.path = ? AND c.start_line <= ? AND c.end_line >= ? LIMIT 1",
+            (path, line, line)).fetchone()
+        if row is None:
+            continue
+        text, first = row
+        # The chunk's other asked lines come with it.
+        for offset, chunk_line in enumerate(text.split("\n")):
+            if first + offset in wanted:
+                ends.setdefault(first + offset, line_end_character(chunk_line))
+    return ends
 
 
 _NAME_TOKEN = re.compile(r"[A-Za-z_$][\w$]*(?:(?:\.|::)[A-Za-z_$][\w$]*)*")

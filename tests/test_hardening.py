@@ -812,6 +812,26 @@ def test_a_request_without_params_is_answered_as_with_null_params(repo: Path):
         process.wait()
 
 
+def test_requests_after_shutdown_on_the_socket_answer_32600(stdio_daemon, repo: Path):
+    """LSP: after `shutdown` only `exit`; a request answers InvalidRequest,
+    as over stdio. A socket connection that sent `shutdown` had its later
+    requests served; the connection's end (`exit`) and the daemon's other
+    connections are as before."""
+    conn, sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    other, other_sock = socket_connection(repo / ".ctxls" / "daemon.sock")
+    with sock, other_sock:
+        assert conn.request("shutdown", None, "bye")["result"] is None
+        conn.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "x"}})
+        late = conn.request("ctxls/count", {}, "late")
+        assert late["error"]["code"] == -32600 and "shutdown" in late["error"]["message"]
+        assert conn.request("ctxls/status", {}, "later")["error"]["code"] == -32600
+        assert other.request("ctxls/count", {}, "other")["result"] == {"count": 0}
+        conn.send({"jsonrpc": "2.0", "method": "exit"})
+        assert conn.closed.wait(timeout=30)
+    assert stdio_daemon.alive()
+    assert stdio_daemon.conn.request("ctxls/count", {}, "editor")["result"] == {"count": 0}
+
+
 def serve_tcp(repo: Path) -> tuple[subprocess.Popen, int]:
     """`ctxls serve --tcp PORT` started in ``repo`` on a free port."""
     with socket.socket() as probe:
@@ -864,6 +884,33 @@ def test_tcp_reads_frames_as_stdio_does(repo: Path):
             assert "result" in conn.request("shutdown", None, "bye")
             conn.send({"jsonrpc": "2.0", "method": "exit"})
             assert process.wait(timeout=30) == 0
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_tcp_exit_without_shutdown_exits_1(repo: Path):
+    """LSP: `exit` without `shutdown` ends the server with status 1, as
+    stdio's does; `serve --tcp` exited 0 whatever came before."""
+    process, port = serve_tcp(repo)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                sock = socket.create_connection(("127.0.0.1", port))
+                break
+            except OSError:
+                assert time.monotonic() < deadline and process.poll() is None, "never listened"
+                time.sleep(0.1)
+        with sock:
+            conn = RawConnection(sock.makefile("rb"), sock.sendall)
+            assert "result" in conn.request("initialize", {
+                "processId": None, "rootUri": repo.resolve().as_uri(), "capabilities": {},
+                "initializationOptions": {"embeddings": False}}, "init")
+            conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            assert "result" in conn.request("ctxls/status", {}, "status")
+            conn.send({"jsonrpc": "2.0", "method": "exit"})
+            assert process.wait(timeout=30) == 1
     finally:
         process.kill()
         process.wait()

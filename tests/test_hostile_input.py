@@ -1180,6 +1180,34 @@ def test_a_uri_whose_escapes_name_no_file_touches_no_other_file(tmp_path: Path, 
         daemon.close()
 
 
+def test_a_file_uri_names_a_local_file_only_on_localhost(tmp_path: Path):
+    """RFC 8089: `file://localhost/x` is `file:///x`, and a file of another
+    host is none of this machine's. Both were read as the local path
+    `//HOST/x` (that is `/HOST/x`): a workspace folder given as
+    `file://localhost/…` was "not a folder" and never indexed, and
+    `file://HOST/…` could name a local file it does not mean."""
+    from ctxls.daemon.uris import local_path
+
+    root = tmp_path / "root"
+    write_tree(root, {"mod.py": "def on_localhost():\n    return 1\n"})
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    path = root.resolve()
+    assert local_path(f"file://localhost{path}") == str(path)
+    assert local_path(f"file://LocalHost{path}/mod.py") == str(path / "mod.py")
+    assert local_path(f"file://fileserver{path}/mod.py") is None
+    daemon = StdioDaemon(root, folder_uri=f"file://localhost{path}")
+    try:
+        assert daemon.wait_indexed()["files"] == 1
+        found = daemon.conn.request("workspace/symbol", {"query": "on_localhost"}, "ws")["result"]
+        assert [s["location"]["uri"] for s in found] == [(path / "mod.py").as_uri()]
+        elsewhere = f"file://fileserver{path}/mod.py"  # another host's file of that path
+        outline = daemon.conn.request("textDocument/documentSymbol",
+                                      {"textDocument": {"uri": elsewhere}}, "ds")
+        assert outline["result"] is None, outline
+    finally:
+        daemon.close()
+
+
 STATUS = b'{"jsonrpc": "2.0", "id": "%s", "method": "ctxls/status", "params": {}}'
 
 
@@ -1276,6 +1304,63 @@ def test_notifications_sent_as_requests_and_requests_before_initialize_are_answe
         assert status["root"] == str(repo.resolve()) and status["files"] == len(SAMPLE_FILES)
     finally:
         daemon.close()
+
+
+def test_notifications_before_initialize_are_dropped(repo: Path):
+    """LSP: before `initialize` notifications are dropped, `exit` excepted.
+    They were run: each failed for want of a workspace, and the editor got an
+    error dialog "Error in server: RuntimeError: The workspace is not
+    available" for each."""
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, cwd=repo)
+
+    def write(data: bytes) -> None:
+        process.stdin.write(data)
+        process.stdin.flush()
+
+    try:
+        conn = RawConnection(process.stdout, write)
+        uri = (repo / "pkg" / "early.py").as_uri()
+        for method, params in [
+                ("textDocument/didOpen", {"textDocument": {
+                    "uri": uri, "languageId": "python", "version": 1,
+                    "text": "def opened_too_early():\n    pass\n"}}),
+                ("initialized", {}),
+                ("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                            "contentChanges": [{"text": "x"}]}),
+                ("workspace/didChangeWorkspaceFolders", {"event": {"added": [], "removed": []}})]:
+            conn.send({"jsonrpc": "2.0", "method": method, "params": params})
+        answer = conn.request("initialize", {"processId": None, "rootUri": repo.as_uri(),
+                                             "capabilities": {},
+                                             "initializationOptions": {"embeddings": False}}, "init")
+        assert "result" in answer, answer
+        conn.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        for attempt in range(300):
+            status = conn.request("ctxls/status", {}, f"status-{attempt}")["result"]
+            if status["complete"] and not status["indexing"]:
+                break
+            time.sleep(0.1)
+        assert status["files"] == len(SAMPLE_FILES)
+        # The early didOpen was not taken: no buffer holds its text.
+        found = conn.request("workspace/symbol", {"query": "opened_too_early"}, "symbols")
+        assert found["result"] == []
+        errors = []
+        while not conn.notifications.empty():
+            message = conn.notifications.get()
+            if message.get("method") == "window/showMessage":
+                errors.append(message["params"]["message"])
+        assert errors == []
+    finally:
+        process.kill()
+        process.wait()
+    # `exit` still ends a server never initialized (status 1: no shutdown).
+    process = subprocess.Popen([sys.executable, "-m", "ctxls.daemon.cli", "serve"],
+                               stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, cwd=repo)
+    process.stdin.write(frame(json.dumps({"jsonrpc": "2.0", "method": "exit"}).encode()))
+    process.stdin.flush()
+    assert process.wait(timeout=30) == 1
 
 
 def test_a_folder_swapped_for_a_link_out_after_the_check_is_not_followed(tmp_path: Path,

@@ -574,6 +574,42 @@ def test_positions_are_utf16_whatever_encoding_the_client_offers_first(tmp_path:
         daemon.close()
 
 
+def test_definition_ranges_end_inside_the_document(tmp_path: Path):
+    """A definition's range (documentSymbol, workspace/symbol, call hierarchy
+    items, impact's definitions) is its whole lines, ending at the end of
+    its last line (UTF-16, a CRLF's `\\r` not counted), as a hit's does. It
+    ended at the start of the next line, which a file without a final line
+    break does not have: {line: <line count>, character: 0}, outside the
+    document."""
+    last = '    return "😀"'
+    write_tree(tmp_path, {
+        "tail.py": f"def first():\n    return last()\n\ndef last():\n{last}",  # no final break
+        "crlf.py": b"def crlf_last():\r\n    return 1\r\n"})
+    daemon = StdioDaemon(tmp_path)
+    try:
+        daemon.wait_indexed()
+        conn = daemon.conn
+        uri = (tmp_path / "tail.py").resolve().as_uri()
+        end = {"line": 4, "character": len(last.encode("utf-16-le")) // 2}
+        outline = conn.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}},
+                               "outline")["result"]
+        assert [(s["name"], s["range"]["end"]) for s in outline] == [
+            ("first", {"line": 1, "character": len("    return last()")}), ("last", end)]
+        found = conn.request("workspace/symbol", {"query": "last"}, "symbols")["result"]
+        assert {(s["name"], s["location"]["range"]["end"]["line"],
+                 s["location"]["range"]["end"]["character"]) for s in found} == {
+            ("last", 4, end["character"]), ("crlf_last", 1, len("    return 1"))}
+        items = conn.request("textDocument/prepareCallHierarchy", {
+            "textDocument": {"uri": uri}, "position": {"line": 3, "character": 5}}, "items")["result"]
+        assert [item["range"]["end"] for item in items] == [end]
+        callers = conn.request("callHierarchy/incomingCalls", {"item": items[0]}, "in")["result"]
+        assert [c["from"]["range"]["end"] for c in callers] == [outline[0]["range"]["end"]]
+        impact = conn.request("ctxls/impact", {"symbol": "last"}, "impact")["result"]
+        assert [d["range"]["end"] for d in impact["definitions"]] == [end]
+    finally:
+        daemon.close()
+
+
 @pytest.mark.parametrize("shut_down_first", [True, False])
 def test_exit_status_says_whether_shutdown_came_first(tmp_path: Path, shut_down_first: bool):
     """LSP's `exit`: status 0 after `shutdown`, else 1 (it was 0 either way)."""

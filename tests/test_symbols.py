@@ -350,7 +350,10 @@ async def test_lsp_symbols_outline_and_similar(proj: Path):
         label = next(c for c in meter.children if c.name == "label")
         # The name's line (not the decorator's) is selected; the range holds the decorator.
         assert (label.selection_range.start.line, label.range.start.line) == (29, 28)
-        assert (meter.range.start.line, meter.range.end.line) == (22, 31)  # its members inside
+        # Its members inside: the range ends at the end of its last line.
+        last_line = (proj / "calc" / "helpers.py").read_text().split("\n")[30]
+        assert (meter.range.start.line, meter.range.end.line) == (22, 30)
+        assert meter.range.end.character == len(last_line) > 0
         load = next(sym for sym in outline if sym.name == "load_table")
         assert (load.selection_range.start.line, load.range.start.line) == (5, 3)
 
