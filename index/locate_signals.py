@@ -46,7 +46,7 @@ import re
 import sys
 import threading
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -187,24 +187,57 @@ def _longest_run_at(message_words: list[str], text_words: list[str], shortest: i
 
 # What a message fills into a format string's placeholders, mostly: a quoted
 # value (in any quote marks: smart punctuation, GCC's `‘x’ undeclared`), a
-# dotted name or path, a number.
+# dotted name or path, a number, an id in hex (a UUID, a commit's or an
+# object's hash: `f47ac10b-58cc-4372-a567-0e02b2c3d479`, `a1b2c3d`, whose
+# letter groups are no words of the format string's).
 # A path-like word is matched from its start and up to its first separator
 # (the same matches as `\S*[./\\]\S*\w`, which backtracked in cubic time:
 # a message holding 2,000 slashes took 20 s to read, 40,000 days).
 _FILLED_IN = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`|‘[^‘’\n]*’|“[^“”\n]*”|„[^„“”\n]*[“”]|«[^«»\n]*»"
-                        r"|「[^「」\n]*」|『[^『』\n]*』|[^\s./\\]*[./\\]\S*\w|\b\d[\w.]*")
-_STRING_LITERAL = re.compile(r"""(['"])((?:\\.|(?!\1)[^\\\n])*)\1""")
-# printf's (`%s`, `%(name)s`, `%-8.3f`, C's `%zu` and `%lld`, Go's `%v`,
-# Objective-C's `%@`), Python's format and f-strings (`{}`, `{name!r}`,
-# `{0:>4}`), JavaScript's and Ruby's `${x}`, `#{x}`, Swift's `\(x)`, and
-# Kotlin's, Dart's, PHP's and the shell's `$name`.
-_PLACEHOLDER = re.compile(r"%(?:\(\w+\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?(?:hh|ll|[hljztLq])?[sdrifgGeExXcvqpaou@]"
-                          r"|[$#]?\{[^{}\n]*\}|\\\([^()\n]*\)|\$[A-Za-z_]\w*")
+                        r"|「[^「」\n]*」|『[^『』\n]*』|[^\s./\\]*[./\\]\S*\w"
+                        r"|\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b|\b(?=[a-fA-F]*\d)[0-9a-fA-F]{7,}\b"
+                        r"|\b\d[\w.]*")
+# A string literal on one line: quoted, or in backticks (JavaScript's and
+# TypeScript's template literals, Go's raw strings: `unknown option ${name}`,
+# fmt.Errorf(`reading %q: %w`, …)).
+_STRING_LITERAL = re.compile(r"""(['"`])((?:\\.|(?!\1)[^\\\n])*)\1""")
+_QUOTE_MARK = re.compile(r"""['"`]""")
+# printf's (`%s`, `%(name)s`, `%-8.3f`, C's `%zu` and `%lld`, Go's `%v`, `%w`,
+# `%T`, `%t`, `%b`, Java's and POSIX's positional `%1$s`, Objective-C's `%@`),
+# Python's format and f-strings (`{}`, `{name!r}`, `{0:>4}`), a template's
+# `{{name}}` (Handlebars, Jinja, Angular's and Vue's messages), JavaScript's
+# and Ruby's `${x}`, `#{x}`, Swift's `\(x)`, and Kotlin's, Dart's, PHP's and
+# the shell's `$name`.
+_PLACEHOLDER = re.compile(r"%(?:\d+\$|\(\w+\))?[-#0 +]*(?:\d+|\*)?(?:\.\d+)?(?:hh|ll|[hljztLq])?"
+                          r"[sdrifgGeExXcvqpaou@wTtb]"
+                          r"|\{\{[^{}\n]*\}\}|[$#]?\{[^{}\n]*\}|\\\([^()\n]*\)|\$[A-Za-z_]\w*")
 _ESCAPE = re.compile(r"\\[ntr]")
 # Fixed words a format string needs around its placeholders to say anything,
 # and those that, matched whole, count as fully as the message's own 4 words.
 _FORMAT_WORDS = 2
 _FORMAT_FULL = 3
+
+
+def _string_literals(text: str) -> Iterator[re.Match]:
+    """The string literals in ``text``, left to right: what
+    ``_STRING_LITERAL.finditer`` reads, in linear time. The regex read a
+    literal never closed to its line's end again from each escaped quote
+    mark in it (a repository's line of `'\\'\\'…`: a minute a chunk); a
+    quote mark after one that found no closing mark on its line finds none
+    either (it is escaped, and the reading after it is the same)."""
+    unclosed_until: dict[str, int] = {}  # a quote mark: the line's end where one found no closing mark
+    at = 0
+    while (mark := _QUOTE_MARK.search(text, at)) is not None:
+        start, quote = mark.start(), mark.group()
+        if unclosed_until.get(quote, -1) < start:
+            literal = _STRING_LITERAL.match(text, start)
+            if literal is not None:
+                yield literal
+                at = literal.end()
+                continue
+            line_end = text.find("\n", start)
+            unclosed_until[quote] = len(text) if line_end < 0 else line_end
+        at = start + 1
 
 
 def _format_words(chunk_text: str, message: str) -> int:
@@ -217,7 +250,7 @@ def _format_words_at(chunk_text: str, message: str) -> tuple[int, int]:
     """:func:`_format_words`, and where in ``chunk_text`` that format string
     starts (0 without one)."""
     best, best_at = 0, 0
-    for match in _STRING_LITERAL.finditer(chunk_text):
+    for match in _string_literals(chunk_text):
         body = _ESCAPE.sub(" ", match.group(2))
         pieces = _PLACEHOLDER.split(body)
         if len(pieces) < 2:

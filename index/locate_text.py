@@ -29,6 +29,8 @@ from ctxls.index.tokenize import NO_SPACE_SCRIPTS, STOPWORDS
 # name as a space would, while accented Latin, Greek or Cyrillic letters stay
 # part of one (`Größe.berechnen`).
 _NAME_CHAR = rf"[^\W{NO_SPACE_SCRIPTS}]"
+# A name's first character: a letter of those scripts or `_` (`öffnen`, `_private`).
+_NAME_START = rf"[^\W\d{NO_SPACE_SCRIPTS}]"
 # Those scripts' own punctuation (`，`, `。`, `「`, full-width forms): no URL's.
 _NO_SPACE_PUNCTUATION = "\u3000-\u303f\uff00-\uffef"
 
@@ -380,6 +382,10 @@ _LOG_LINES = (
     # before a colon, is no part of the message.
     re.compile(rf"^[ \t]*+(?:\[{_LOG_TIMESTAMP}\]|{_LOG_TIMESTAMP})[ \t]++{_LOG_LEVEL}[ \t]++"
                rf"(?:\[[^\]\n]{{0,100}}\][ \t]*+|[\w.$]+:[ \t]++)?(?P<message>\S.*)$", re.M),
+    # klog's and glog's header (Kubernetes, Go's and C++'s glog): the level's
+    # letter (warning, error, fatal), the date, the time, the thread and the
+    # place (`E0301 12:00:02.123456    4242 controller.go:114] msg`).
+    re.compile(r"^[ \t]*+[WEF]\d{4} \d\d:\d\d:\d\d\.\d{6}[ \t]++\d+ [^\s\]]{1,200}:\d+\] (?P<message>\S.*)$", re.M),
 )
 # Punctuation a message's parts are split at: quote marks of every kind
 # (_QUOTED's) are where a format string's placeholders were filled in.
@@ -449,6 +455,9 @@ _PATH = re.compile(rf"((?:(?<!\w)(?<![/.\\:~\])-])(?:(?<![\[(])|(?![\[(]))(?:~|[
                    rf"|{_FIRST_NAME}(?<={_NAME_CHAR}|[\])]))"
                    rf"|(?<=[{NO_SPACE_SCRIPTS}])(?:~|[A-Za-z]:)?[\\/]*(?:{_PATH_CHAR}+[\\/]+)*{_PATH_CHAR}*{_NAME_CHAR})"
                    r"\.(?:" + "|".join(_SOURCE_EXTENSIONS) + rf"))(?!{_NAME_CHAR})(?![/\\-])")
+# A name followed by a release is a product's, no file's (`Node.js v20.11.0`,
+# the last line of each crash Node prints; `Next.js 14.1`).
+_RELEASE_AFTER = re.compile(r"[ \t]+v?\d+\.\d+")
 # (A URL copied from a browser's address bar has its non-ASCII letters
 # percent-encoded: one of those scripts' letters is the sentence again.)
 _URL_PATH = re.compile(rf"(?<!{_NAME_CHAR})https?://[^/\s]+(/[^\s#?)\]>'\"`{NO_SPACE_SCRIPTS}{_NO_SPACE_PUNCTUATION}]+)")
@@ -466,8 +475,8 @@ _ABSOLUTE_START = re.compile(r"[\"'(<\[`]*((?:~|[A-Za-z]:)?[\\/])")
 # (_SPACES_IN_PATH), and the characters of one folder name.
 _MAX_NAME_CHARS = 255
 # (Letters each followed by a dot are an abbreviation, `e.g.`, `i.e.`, `a.k.a.`.)
-_DOTTED = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!(?:[A-Za-z]\.)+[A-Za-z](?!{_NAME_CHAR})(?!\.[A-Za-z_]))"
-                     rf"([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)+)"
+_DOTTED = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!(?:[^\W\d_]\.)+[^\W\d_](?!{_NAME_CHAR})(?!\.{_NAME_START}))"
+                     rf"({_NAME_START}{_NAME_CHAR}*(?:\.{_NAME_START}{_NAME_CHAR}*)+)"
                      rf"(?!{_NAME_CHAR})(?!\()")
 # A word written with English's plural in brackets (`two file(s)`, `some
 # match(es)`, and cargo's `Finished dev [...] target(s) in 2.31s`) is no
@@ -481,7 +490,7 @@ _AFTER_DETERMINER = "(?:" + "|".join(rf"(?<=\b(?i:{word})[ \t])" for word in _DE
     + r"|(?<=\d[ \t])|(?<=\][ \t]))"
 _PLURAL = _AFTER_DETERMINER + r"[A-Za-z][a-z]+\(e?s\)(?=[ \t]+[a-z]|[,.;:!?](?:\s|$))"
 _DOTTED_CALL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)(?!{_PLURAL})"
-                          rf"([A-Za-z_]{_NAME_CHAR}*(?:\.[A-Za-z_]{_NAME_CHAR}*)*)\(")
+                          rf"({_NAME_START}{_NAME_CHAR}*(?:\.{_NAME_START}{_NAME_CHAR}*)*)\(")
 _CAMEL = re.compile(rf"(?<!{_NAME_CHAR})(?<!\.)([A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+[A-Z]{_NAME_CHAR}*"
                     rf"|[A-Z]{{2,}}[a-z]{_NAME_CHAR}*)(?!{_NAME_CHAR})")
 # snake_case; or a name underscores mark as code: one at one end (`_private`,
@@ -503,12 +512,14 @@ _OPTION_WORD = re.compile(r"--?[A-Za-z]")
 _ARITY = re.compile(r"\w/\d+$")
 # A name qualified the way Rust, C++, Ruby and PHP write it (`Parser::parse_expr`,
 # `ActiveSupport::Cache::Store#fetch`, `Shop\Cart\LineItem::total`): its parts.
+# A file's extension is none of them: a pytest node id's names follow its
+# file (`tests/test_cart.py::TestCart::test_total`: `TestCart::test_total`).
 _QUALIFIED = re.compile(
-    rf"(?<!{_NAME_CHAR})(?<![:\\])((?:[A-Za-z_]{_NAME_CHAR}*::)+[A-Za-z_]{_NAME_CHAR}*"
+    rf"(?<!{_NAME_CHAR})(?:(?<![:\\.])|(?<=\.py::))((?:[A-Za-z_]{_NAME_CHAR}*::)+[A-Za-z_]{_NAME_CHAR}*"
     rf"|[A-Z]{_NAME_CHAR}*(?:\\[A-Z]{_NAME_CHAR}*)+(?:::{_NAME_CHAR}+)?)"
     rf"(?!{_NAME_CHAR})(?![.\\])(?:#([A-Za-z_]{_NAME_CHAR}*[?!]?))?"
     rf"|(?<!{_NAME_CHAR})(?<![:#])([A-Z]{_NAME_CHAR}*)#([a-z_]{_NAME_CHAR}*[?!]?)")
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(rf"{_NAME_START}{_NAME_CHAR}*")
 
 
 def _qualified_parts(match: re.Match) -> list[str]:
@@ -530,9 +541,13 @@ def written_qualified(text: str) -> list[str]:
 # (`--import-mode=importlib`) is not its name; `-->` (IPython's arrow) and
 # `---` (a rule) are no options.
 _OPTION = re.compile(rf"(?<!{_NAME_CHAR})(?<!-)(--[A-Za-z0-9](?:{_NAME_CHAR}|-)*[A-Za-z0-9])(?!{_NAME_CHAR})(?!-)")
-# (A link's line anchor, `core.py#L120-L135`, is no message id.)
-_MESSAGE_ID = re.compile(rf"(?<!{_NAME_CHAR})(?<![.#-])((?:[a-z_]+\.)?[A-Z]{{1,2}}\d{{3,4}})(?!{_NAME_CHAR})(?!-)")
-_HYPHENATED = re.compile(rf"(?<!{_NAME_CHAR})(?<![./-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?!{_NAME_CHAR})(?![/-])")
+# (A link's line anchor, `core.py#L120-L135`, is no message id, nor a log's
+# level and date before its time: klog's `E0301 12:00:02.123456`.)
+_MESSAGE_ID = re.compile(rf"(?<!{_NAME_CHAR})(?<![.#-])((?:[a-z_]+\.)?[A-Z]{{1,2}}\d{{3,4}})(?!{_NAME_CHAR})(?!-)"
+                         r"(?![ \t]+\d\d:\d\d:\d\d)")
+# (A package's name before its release, `pytest-8.0.0`, `numpy-1.26.4.tar.gz`, is none.)
+_HYPHENATED = re.compile(rf"(?<!{_NAME_CHAR})(?<![./-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?!{_NAME_CHAR})(?![/-])"
+                         r"(?!\.\d)")
 _DIRECTIVE = re.compile(r"^[ \t]*\.\. (?:[\w-]+:)?([\w-]+)::", re.M)
 # A reST role before its backticked target (`:kbd:` in ":kbd:`Ctrl+C`",
 # `func` in ":py:func:`f`").
@@ -1156,7 +1171,7 @@ def read_issue(text: str) -> IssueText:
     line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
     path_lines: dict[str, int] = {}
     for match in _PATH.finditer(text):
-        if in_frame(*match.span(1)):
+        if in_frame(*match.span(1)) or _RELEASE_AFTER.match(text, match.end(1)):
             continue
         line_start = line_starts[bisect.bisect_right(line_starts, match.start()) - 1]
         start = _absolute_start(text, match.start(1), line_start)
@@ -1297,9 +1312,13 @@ _CARET_LINE = re.compile(r"[ \t]*+(?:~*+\^)++~*+[ \t]*+")
 # The other lines such an output holds: IPython's arrow at the failing line
 # (`---> 91 return …`) and a notebook cell's frame (`Cell In[3], line 2`),
 # Rust's hint after a panic (`note: run with `RUST_BACKTRACE=1` …`) and the
-# heading of its backtrace, PHP's of its trace.
-_OUTPUT_LINE = re.compile(r"[ \t]*(?:-+>|Cell In\[\d*\], line \d|note: |stack backtrace:|Stack trace:)")
+# heading of its backtrace, PHP's of its trace and the entry point ending it (`#2 {main}`).
+_OUTPUT_LINE = re.compile(r"[ \t]*(?:-+>|Cell In\[\d*\], line \d|note: |stack backtrace:|Stack trace:|#\d+ \{main\})")
 _FENCE_MARKERS = ("```", "~~~")
+# Where Node threw inside its own modules, printed above the source line and
+# a caret as a file's place is (_NODE_THROWN): `node:internal/process/promises:288`.
+_NODE_BUILTIN_PLACE = re.compile(r"node:[\w/.-]+:\d+")
+_LETTER = re.compile(r"[^\W\d_]")
 
 
 def _title(text: str, frame_starts: list[int], messages_at: list[int]) -> str:
@@ -1338,10 +1357,13 @@ def _title(text: str, frame_starts: list[int], messages_at: list[int]) -> str:
         place = _PLACE_SUFFIX.search(stripped)
         if (fence or _TRACEBACK_HEADER.match(line) or holds(frame_starts, start, end)
                 or _DOCTEST.match(line) or any(pattern.match(line) for pattern in _LOG_LINES)
-                or place and _PATH.fullmatch(stripped[:place.start()])):
+                or place and _PATH.fullmatch(stripped[:place.start()])
+                or _NODE_BUILTIN_PLACE.fullmatch(stripped)):
             in_paste = True
             continue
-        if in_paste and (line[:1] in (" ", "\t") or holds(messages_at, start, end)
+        # (A line of no letters, the `}` closing Node's dump of an error's
+        # properties, is the output's too.)
+        if in_paste and (line[:1] in (" ", "\t") or holds(messages_at, start, end) or not _LETTER.search(line)
                          or _is_error_line(line) or _CARET_LINE.fullmatch(line) or _OUTPUT_LINE.match(line)
                          or at + 1 < len(lines) and _CARET_LINE.fullmatch(lines[at + 1])
                          or _VERSION_LINE.fullmatch(stripped)):

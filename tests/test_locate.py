@@ -19,7 +19,7 @@ from ctxls.index.locate_scorer import shipped_scorer
 from ctxls.index.chunking.markdown import _heading_text, markdown_sections
 from ctxls.index.languages import header_language, language_for_path
 from ctxls.index.locate_signals import _format_words
-from ctxls.index.locate_text import prose_lines, read_issue, semantic_query
+from ctxls.index.locate_text import prose_lines, read_issue, semantic_query, written_qualified
 from ctxls.index.paths import is_test_or_doc
 from ctxls.index.query import declared_name, query_shape
 
@@ -771,9 +771,10 @@ def test_line_patterns_start_on_their_own_line_not_across_blank_lines():
             "2024-03-01T12:00:01.123Z  WARN 4242 --- [main] shop.Cart : the cart is empty",
             "12:00:01.123 [main] WARN  shop.Cart - the cart is empty",
             "[WARNING] the cart is empty",
-            "2024-03-01 12:00:01,123 WARNING [shop.cart] the cart is empty"))},
+            "2024-03-01 12:00:01,123 WARNING [shop.cart] the cart is empty",
+            "W0301 12:00:01.123456    4242 cart.go:14] the cart is empty"))},
     }
-    assert len(locate._LOG_LINES) == 7
+    assert len(locate._LOG_LINES) == 8
     for pattern, line in samples.items():
         match = pattern.search("\n \n\n" + line)
         assert match is not None and match.start() == 4, pattern.pattern
@@ -1751,3 +1752,113 @@ def test_the_stop_66_text_forms_are_read_in_linear_time():
     added against its worst input; run apart, so that a regression fails at
     the timeout instead of hanging."""
     subprocess.run([sys.executable, "-c", HOSTILE_READS_STOP66], check=True, timeout=60)
+
+
+# -- stop 69: reading pasted output ------------------------------------------------------------
+
+def test_a_hex_id_in_a_logged_message_is_a_value_filled_in(tmp_path: Path):
+    """A UUID's letter groups (`ceea`, `a9f8`) are no words of the format
+    string that logged it: read as its fixed words, the message found no chunk."""
+    root = git_tree(tmp_path / "svc", {
+        "svc/worker.py": ("import logging\nlog = logging.getLogger(__name__)\n\n\ndef run(job):\n    try:\n"
+                          "        job.go()\n    except Exception:\n"
+                          "        log.error('request %s failed after %.1fs', job.id, job.elapsed)\n"),
+        "svc/other.py": "def request_failed():\n    return 'after'\n"})
+    text = ("Jobs fail silently\n\n2024-03-01 12:00:01,123 ERROR [worker] request "
+            "8f14e45f-ceea-467f-a9f8-0123456789ab failed after 3.5s\n")
+    for engine in indexed_engine(root):
+        worker = next(f for f in engine.locate(text, 5) if f.path == "svc/worker.py")
+        assert any(r.signal == "message" and r.line == 8 for r in worker.reasons)
+
+
+def test_format_strings_of_more_languages_are_matched_by_their_messages():
+    """Go's `%w` and `%T`, Java's positional `%1$s`, a template literal's or a
+    Go raw string's backticks, a template's `{{name}}`: each message fills in
+    its format string's placeholders."""
+    for source, message in (
+            ('return fmt.Errorf("decode manifest %s: %w", name, err)', "decode manifest app.yaml: unexpected EOF"),
+            ('return fmt.Errorf("flag %q expects a bool, got %T", name, v)', 'flag "x" expects a bool, got string'),
+            ('String.format("Cannot bind %1$s to %2$s port", a, b)', "Cannot bind foo to 80 port"),
+            ("throw new Error(`unknown option ${name} in config`)", "unknown option foo in config"),
+            ('return fmt.Errorf(`reading "%s" failed: %w`, dir, err)', 'reading "valid/" failed: no such file'),
+            ("t('Cannot bind {{host}} to {{port}} port')", "Cannot bind foo to 80 port")):
+        assert _format_words(source, message) >= 2, source
+    assert _format_words("throw new Error(`unknown option ${name} in config`)", "unknown config") == 0
+
+
+def test_a_release_after_a_name_is_no_hyphenated_literal():
+    issue = read_issue("platform linux -- Python 3.12.1, pytest-8.0.0, pluggy-1.4.0\n"
+                       "I installed numpy-1.26.4.tar.gz; `--import-mode` and `unused-import` are ignored.")
+    assert issue.literals == ["--import-mode", "unused-import"]
+
+
+def test_a_pytest_node_id_names_its_test_not_its_file_extension():
+    text = "FAILED tests/test_cart.py::TestCart::test_total - AssertionError: assert 3 == 4\n"
+    issue = read_issue(text)
+    assert "py" not in issue.identifiers and {"TestCart", "test_total"} <= set(issue.identifiers)
+    assert written_qualified(text) == ["TestCart.test_total"]
+    assert written_qualified("see Parser::parse_expr") == ["Parser.parse_expr"]
+
+
+def test_a_php_trace_s_entry_point_is_no_title():
+    issue = read_issue("PHP Fatal error:  Uncaught RuntimeException: boom in /srv/app/src/Cart.php:14\n"
+                       "Stack trace:\n#0 /srv/app/src/Shop.php(20): Acme\\Cart->add(NULL)\n#1 {main}\n"
+                       "  thrown in /srv/app/src/Cart.php on line 14\n")
+    assert issue.title == ""
+
+
+def test_names_of_non_ascii_letters_are_read_whole():
+    """A name starting with an accented letter (`öffnen`) or holding one
+    (`Größe`) is one name, never its ASCII pieces (`ffnen`, `Gr`)."""
+    assert read_issue("Der Aufruf `Größe.berechnen()` schlägt fehl").identifiers[:3] == [
+        "Größe.berechnen", "Größe", "berechnen"]
+    identifiers = read_issue("Die Methode Datei.öffnen() schlägt fehl, auch `Datei.öffnen()`").identifiers
+    assert "Datei.öffnen" in identifiers and "öffnen" in identifiers and "ffnen" not in identifiers
+    # An abbreviation is still none (`u.ä.`, `z.B.`).
+    assert read_issue("Dateien, Ordner u.ä. und z.B. Links").modules == []
+
+
+def test_klog_lines_are_logged_errors_not_message_ids():
+    issue = read_issue("Controller loops\n\n"
+                       "E0301 12:00:02.123456    4242 controller.go:114] failed to update status: conflict\n"
+                       "I0301 12:00:01.123456    4242 leader.go:20] successfully acquired lease default/web\n")
+    assert "failed to update status: conflict" in issue.messages
+    assert not any("acquired lease" in message for message in issue.messages)
+    assert issue.literals == [] and issue.path_lines["controller.go"] == 114
+
+
+UNCLOSED_LITERALS = r"""
+from ctxls.index.locate_signals import _format_words
+for quote in "'\"`":
+    _format_words("x = 1  # " + quote + "\\" * 1 + (quote + "\\") * 40_000, "request 12 failed after 3s")
+"""
+
+
+def test_a_line_of_escaped_quote_marks_is_read_in_linear_time():
+    """A repository's line of escaped quote marks (`'\\'\\'…`) was read as a
+    literal never closed from each of them again: 80 KB took minutes a
+    chunk. Run apart, so that a regression fails at the timeout instead of
+    hanging; the literals around such a line are still read."""
+    subprocess.run([sys.executable, "-c", UNCLOSED_LITERALS], check=True, timeout=60)
+    source = "# it's " + "'\\" * 100 + "\nraise ValueError('price %s is not %s here', p, q)  # `x\n"
+    assert _format_words(source, "price 3 is not 4 here") == 4
+
+
+def test_a_product_s_name_before_its_release_is_no_path():
+    """Node ends each crash it prints with `Node.js v20.11.0`: a runtime, not
+    a file `Node.js`."""
+    issue = read_issue("TypeError: x is not a function\n    at run (/app/src/cart.js:3:9)\n\nNode.js v20.11.0\n"
+                       "Also on Next.js 14.1 with lib/node.js open.")
+    assert issue.paths == ["lib/node.js"]
+
+
+def test_node_s_crash_in_its_own_modules_gives_no_title():
+    """Where Node threw inside its own modules heads its output as a file's
+    place does, and the `}` closing its dump of the error's properties is
+    that output's too."""
+    issue = read_issue("node:internal/process/promises:288\n"
+                       "            triggerUncaughtException(err, true /* fromPromise */);\n            ^\n\n"
+                       "Error: connect ECONNREFUSED 127.0.0.1:5432\n"
+                       "    at TCPConnectWrap.afterConnect [as oncomplete] (node:net:1555:16) {\n  errno: -111,\n"
+                       "  code: 'ECONNREFUSED'\n}\n\nNode.js v20.11.0\n\nMigrations cannot reach the database\n")
+    assert issue.title == "Migrations cannot reach the database"
