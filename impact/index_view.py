@@ -188,24 +188,27 @@ def find_definitions(conn: Connection, query: str, path: str | None = None) -> l
                 and names_definition(query, d.symbol, functools.partial(packages, d.path), key=str))]
 
 
-def file_spans(engine: Engine, path: str, text: str) -> list[SymbolSpan]:
-    """The symbols of a file's current text: from the index when it indexed
-    exactly this text, else from the chunker (an edit not indexed yet); the
-    rows of one symbol merged as ``definitions_named`` merges them."""
+def file_rows(engine: Engine, path: str, text: str) -> tuple[str, list[SymbolSpan]]:
+    """The language and the symbol rows of a file's current text, in line
+    order: from the index when it indexed exactly this text, else from the
+    chunker (an edit not indexed yet)."""
     conn = engine.store.reader()
     row = conn.execute("SELECT id, hash, language FROM files WHERE path = ?", (path,)).fetchone()
     if row is not None and row["hash"] == content_hash(text):
-        language = row["language"]
-        rows = [(r["symbol"], r["symbol_kind"], r["start_line"], r["end_line"]) for r in conn.execute(
+        return row["language"], [SymbolSpan(r["symbol"], r["symbol_kind"], r["start_line"], r["end_line"])
+                                 for r in conn.execute(
             "SELECT symbol, symbol_kind, start_line, end_line FROM symbols WHERE file_id = ? "
             "ORDER BY start_line", (row["id"],))]
-    else:
-        parsed = chunk_guarded(path, text)
-        language = parsed.language
-        rows = [(d.symbol, d.symbol_kind, d.start_line, d.end_line) for d in parsed.symbols]
+    parsed = chunk_guarded(path, text)
+    return parsed.language, [SymbolSpan(d.symbol, d.symbol_kind, d.start_line, d.end_line) for d in parsed.symbols]
+
+
+def merged_spans(language: str, rows: list[SymbolSpan]) -> list[SymbolSpan]:
+    """``rows`` (``file_rows``') with the rows of one symbol merged as
+    ``definitions_named`` merges them."""
     merged: dict[tuple[str, int], SymbolSpan] = {}
     seen: Counter[str] = Counter()  # overloads so far, by symbol
-    for symbol, kind, start, end in rows:
+    for symbol, kind, start, end in ((r.symbol, r.symbol_kind, r.start_line, r.end_line) for r in rows):
         key = (symbol, 0)
         if overloads(language, kind):
             key = (symbol, seen[symbol])

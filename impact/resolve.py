@@ -84,6 +84,7 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         self._files: dict[str, SourceFile | None] = {}
         self._read: dict[str, str] = {}  # texts read by the sweep, parsed on first use
         self._definitions: dict[str, list[Definition]] = {}
+        self._rows: dict[str, list[SymbolSpan]] = {}  # each definition's own rows (index_view.file_rows)
         self._spans: dict[str, list[SymbolSpan]] = {}
         self._top_level: dict[str, dict[str, str]] = {}
         self._names: dict[tuple[str, str], Ref] = {}
@@ -171,8 +172,10 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         return self._definitions[name]
 
     def spans(self, sf: SourceFile) -> list[SymbolSpan]:
+        """The file's symbols, the rows of one symbol merged (a type's `impl` blocks)."""
         if sf.path not in self._spans:
-            self._spans[sf.path] = index_view.file_spans(self.engine, sf.path, sf.text)
+            language, self._rows[sf.path] = index_view.file_rows(self.engine, sf.path, sf.text)
+            self._spans[sf.path] = index_view.merged_spans(language, self._rows[sf.path])
         return self._spans[sf.path]
 
     def top_level(self, sf: SourceFile) -> dict[str, str]:
@@ -182,9 +185,13 @@ class Resolver(NameLookup, ReceiverTypes, ClassLineage, Verdicts):
         return self._top_level[sf.path]
 
     def enclosing(self, sf: SourceFile, row: int) -> SymbolSpan | None:
-        """The innermost symbol whose lines hold ``row``."""
+        """The innermost symbol whose lines hold ``row``: by each definition's
+        own rows, not a symbol's merged span, which holds every line between
+        two `instance Semigroup …` (doclayout's `infixr 6 <+>` was a caller
+        inside `Semigroup`)."""
+        self.spans(sf)
         best = None
-        for span in self.spans(sf):
+        for span in self._rows[sf.path]:
             if span.start_line <= row <= span.end_line and (best is None or span.start_line >= best.start_line):
                 best = span
         return best

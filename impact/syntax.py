@@ -240,7 +240,10 @@ _TABLE_FAMILIES = {
         frozenset({"elseif_statement", "repeat_statement", "for_statement"})),
     "bash": _table_family("bash", {"command": ("name/0=word",)},
                           frozenset({"elif_clause", "case_item", "c_style_for_statement"})),
-    "haskell": _table_family("haskell", {"apply": ("function=variable", "function=qualified/id=variable")},
+    # An operator is called infix (`a <+> b`, ``a `near` b``) or by its name in parentheses (`(<+>) a b`).
+    "haskell": _table_family("haskell", {"apply": ("function=variable", "function=qualified/id=variable",
+                                                   "function=prefix_id/0=operator"),
+                                         "infix": ("operator=operator", "operator=infix_id/0=variable")},
                              frozenset({"alternative", "guards"})),
     "ocaml": _table_family("ocaml", {"application_expression": ("function=value_path/:value_name",)},
                            frozenset({"match_case", "if_expression"})),
@@ -285,9 +288,9 @@ def text_of(node: Node | None) -> str:
 
 
 # What names a thing in the table languages' grammars, besides *identifier:
-# shell's `word`, Haskell's `variable`, OCaml's `value_name`, Erlang's
-# `atom`, Clojure's `sym_name`, Zig's `IDENTIFIER`.
-_NAME_NODES = frozenset({"constant", "name", "word", "variable", "value_name", "atom", "sym_name",
+# shell's `word`, Haskell's `variable` and `operator` (`<+>` of `a <+> b`),
+# OCaml's `value_name`, Erlang's `atom`, Clojure's `sym_name`, Zig's `IDENTIFIER`.
+_NAME_NODES = frozenset({"constant", "name", "word", "variable", "operator", "value_name", "atom", "sym_name",
                          "IDENTIFIER"})
 
 

@@ -95,6 +95,8 @@ class LanguageTable:
     # The block of a non-definition that holds definitions, for a shape no
     # node type says (spans.Grammar.wrapped_block).
     wrapped_block: Callable[[Node], Node | None] | None = None
+    # Doc comments that document the definition above them (spans.Grammar.trailing_docs).
+    trailing_docs: tuple[bytes, ...] = ()
 
 
 def follow(node: Node | None, path: str) -> Node | None:
@@ -141,6 +143,10 @@ def name_parts(text: str) -> tuple[str, ...]:
         # name whole (a JUnit-style test's sentence), not its first word.
         return (stripped.strip("`").strip(),)
     written = _unquoted(stripped)
+    if not written.strip("()_ \t"):
+        # OCaml's `let () = …` and `let _ = …`: a pattern that binds no name
+        # (it was named `)` and `_`).
+        return ()
     operator = written[1:-1].strip() if written.startswith("(") and written.endswith(")") else written
     if _OPERATOR.fullmatch(operator):
         return (operator,)
@@ -271,6 +277,16 @@ _R_S4_DEFINITIONS = {"class": frozenset({"setClass"}), "function": frozenset({"s
                      "method": frozenset({"setMethod", "setValidity"})}
 
 
+def _r_called(call: Node) -> str:
+    """The name of the function ``call`` calls, without the package it is
+    named from: `R6::R6Class(…)` (processx's `process`, the way a package
+    that does not import R6 writes it) is an R6Class call."""
+    function = call.child_by_field_name("function")
+    if function is not None and function.type == "namespace_operator":
+        function = function.child_by_field_name("rhs")
+    return text(function)
+
+
 def _r_assignment(node: Node) -> Definition | None:
     """`f <- function(x) …`, `f = function(x) …`, `function(x) … -> f`,
     `obj$f <- function(x) …`; `Account <- R6Class("Account", …)`, a class."""
@@ -286,14 +302,14 @@ def _r_assignment(node: Node) -> Definition | None:
         return None
     if rhs.type == "function_definition":
         return Definition("function", name)
-    if rhs.type == "call" and text(rhs.child_by_field_name("function")) in _R_CLASS_FACTORIES:
+    if rhs.type == "call" and _r_called(rhs) in _R_CLASS_FACTORIES:
         return Definition("class", name, rhs.child_by_field_name("arguments"))
     return None
 
 
 def _r_call(node: Node) -> Definition | None:
     """S4's `setClass("Person", …)`, `setGeneric("greet", …)`, `setMethod("greet", …)`."""
-    called = text(node.child_by_field_name("function"))
+    called = _r_called(node)
     kind = next((kind for kind, calls in _R_S4_DEFINITIONS.items() if called in calls), None)
     first = follow(node, "arguments/:argument/value=string")
     name = name_parts(text(first)) if kind is not None and first is not None else ()
@@ -307,9 +323,9 @@ def _r_method_argument(node: Node) -> Definition | None:
     if value is None or value.type != "function_definition":
         return None
     call = follow(node, "^/^")
-    if call is not None and text(call.child_by_field_name("function")) == "list":
+    if call is not None and _r_called(call) == "list":
         call = follow(call, "^/^/^")  # the list's argument, its arguments, their call
-    if call is None or call.type != "call" or text(call.child_by_field_name("function")) not in _R_CLASS_FACTORIES:
+    if call is None or call.type != "call" or _r_called(call) not in _R_CLASS_FACTORIES:
         return None
     name = name_parts(text(node.child_by_field_name("name")))
     return Definition("function", name) if name else None
@@ -319,7 +335,7 @@ def _r_list_argument(node: Node) -> Node | None:
     """The arguments of `public = list(…)` (R6's) or `methods = list(…)`
     (a Reference class's): walked for the methods among them."""
     value = node.child_by_field_name("value") if node.type == "argument" else None
-    if value is None or value.type != "call" or text(value.child_by_field_name("function")) != "list":
+    if value is None or value.type != "call" or _r_called(value) != "list":
         return None
     return value.child_by_field_name("arguments")
 
@@ -381,14 +397,27 @@ _HCL_BLOCKS = {"resource": ((), "object"), "data": (("data",), "object"), "modul
 
 
 def _hcl_block(node: Node) -> Definition | None:
-    """`resource "type" "name" {…}` and the other named blocks of Terraform."""
+    """`resource "type" "name" {…}` and the other named blocks of Terraform;
+    a `locals {…}` block holds its values (_hcl_local), its own lines residue."""
     head = follow(node, "0=identifier")
+    if text(head) == "locals":
+        return Definition("namespace", (), follow(node, ":body"), is_type=False)
     labels = [text(child).strip('"') for child in node.named_children if child.type == "string_lit"]
     known = _HCL_BLOCKS.get(text(head))
     if known is None or not labels or not all(labels):
         return None
     prefix, kind = known
     return Definition(kind, (*prefix, *labels))
+
+
+def _hcl_local(node: Node) -> Definition | None:
+    """`create_vpc = var.create_vpc && …` in a `locals` block: `local.create_vpc`,
+    as every expression names it (terraform-aws-vpc's main.tf names its locals
+    54 times; they were no definitions)."""
+    if text(follow(node, "^/^/0=identifier")) != "locals":
+        return None
+    name = name_parts(text(follow(node, "0=identifier")))
+    return Definition("constant", ("local", *name)) if name else None
 
 
 # --- the rows ----------------------------------------------------------------------
@@ -422,6 +451,19 @@ KOTLIN = LanguageTable(
     continued_by=_KOTLIN_ACCESSORS,
 )
 
+# Swift's sugar for the types an extension may extend (`extension [String]`,
+# Swift 5.7): named as the type it stands for, not by its first word inside
+# (`[String: Int]` was an extension of `String`).
+_SWIFT_SUGARED_TYPES = {"array_type": "Array", "dictionary_type": "Dictionary", "optional_type": "Optional"}
+
+
+def _swift_sugared_extension(node: Node) -> Definition | None:
+    sugared = _SWIFT_SUGARED_TYPES.get(getattr(node.child_by_field_name("name"), "type", ""))
+    if sugared is None or not any(child.type == "extension" for child in node.children):
+        return None
+    return Definition("extension", (sugared,), node.child_by_field_name("body"))
+
+
 SWIFT = LanguageTable(
     rules={
         "class_declaration": Rule("class", "name", "body", keywords={
@@ -439,7 +481,8 @@ SWIFT = LanguageTable(
     # `public convenience init(…)`, `subscript(i: Int) -> T { get … set … }`:
     # the keyword is its name; a subscript is read as a computed property.
     custom={"init_declaration": lambda node: Definition("function", ("init",)),
-            "subscript_declaration": lambda node: Definition("property", ("subscript",))},
+            "subscript_declaration": lambda node: Definition("property", ("subscript",)),
+            "class_declaration": _swift_sugared_extension},
 )
 
 
@@ -473,6 +516,25 @@ CSHARP = LanguageTable(
             "indexer_declaration": lambda node: Definition("property", ("this",))},
 )
 
+
+def _scala_anonymous_given(node: Node) -> Definition | None:
+    """`given Ordering[Color] with def compare …`: named as the compiler names
+    it, `given_Ordering_Color` (the type's simple name, then its top-level
+    arguments'), so its methods are definitions (they were lost)."""
+    if node.child_by_field_name("name") is not None:
+        return None
+    given = node.child_by_field_name("return_type")
+    arguments = given.child_by_field_name("type_arguments") if given is not None else None
+    types = [given.child_by_field_name("type") if given is not None and given.type == "generic_type" else given,
+             *(argument.child_by_field_name("type") if argument.type == "generic_type" else argument
+               for argument in (arguments.named_children if arguments is not None else ()))]
+    names = [name_parts(text(type_))[-1:] for type_ in types]
+    if not all(names):
+        return None
+    return Definition("object", ("_".join(["given", *(name[0] for name in names)]),),
+                      follow(node, "body=with_template_body"))
+
+
 SCALA = LanguageTable(
     rules={
         "class_definition": Rule("class", "name", "body"),
@@ -495,6 +557,7 @@ SCALA = LanguageTable(
     },
     leading=frozenset({"comment", "block_comment", "annotation"}),
     transparent=frozenset({"package_clause", "template_body"}),
+    custom={"given_definition": _scala_anonymous_given},
 )
 
 ELIXIR = LanguageTable(
@@ -543,6 +606,28 @@ def _dart_constructor(node: Node) -> Definition | None:
     return Definition("function", (names[-1],)) if names else None
 
 
+def _dart_operator(node: Node) -> Definition | None:
+    """`Vector operator +(Vector o)`, `bool operator ==(Object o)`, `T
+    operator [](int i)`: named by the operator, as Swift's and Scala's are
+    (the signature has no name field: they were no definitions)."""
+    signature = follow(node, ":operator_signature")
+    if signature is None:
+        return None
+    operator: list[str] = []
+    for child in signature.children:
+        if child.type == "formal_parameter_list":
+            break
+        if operator or child.type == "operator":
+            operator.append(text(child))
+    written = "".join(operator[1:]).strip()
+    return Definition("function", (written,)) if written else None
+
+
+def _dart_method(node: Node) -> Definition | None:
+    """A constructor or an operator: the signatures the row's name path cannot read."""
+    return _dart_constructor(node) or _dart_operator(node)
+
+
 # Constructors are _dart_constructor's.
 _DART_SIGNATURES = ":function_signature|getter_signature|setter_signature|operator_signature"
 DART = LanguageTable(
@@ -559,7 +644,7 @@ DART = LanguageTable(
     },
     leading=frozenset({"comment", "documentation_comment", "annotation", "marker_annotation"}),
     continued_by=frozenset({"function_body"}),
-    custom={"method_signature": _dart_constructor, "declaration": _dart_constructor},
+    custom={"method_signature": _dart_method, "declaration": _dart_method},
 )
 
 HASKELL = LanguageTable(
@@ -587,8 +672,12 @@ OCAML = LanguageTable(
         "let_binding": Rule("function", "pattern"),
         "type_definition": Rule("type", ":type_binding/name"),
         "exception_definition": Rule("type", ":constructor_declaration/:constructor_name"),
-        "module_definition": Rule("namespace", ":module_binding/:module_name",
-                                  ":module_binding/body", is_type=False),
+        # A module's members: its structure (`= struct … end`), else in an
+        # interface its signature (`.mli`'s `module Buffered : sig … end`).
+        "module_definition": (Rule("namespace", ":module_binding/:module_name", ":module_binding/body",
+                                   requires=":module_binding/body", is_type=False),
+                              Rule("namespace", ":module_binding/:module_name",
+                                   ":module_binding/module_type=signature", is_type=False)),
         "module_type_definition": Rule("interface", ":module_type_name", "body"),
         "class_definition": Rule("class", ":class_binding/:class_name", ":class_binding/body"),
         "method_definition": Rule("function", ":method_name"),
@@ -597,6 +686,9 @@ OCAML = LanguageTable(
     },
     leading=frozenset({"comment"}),
     transparent=frozenset({"value_definition"}),
+    # odoc: `(** … *)` right under a definition, a blank line after it, is its
+    # doc (the layout of most `.mli` files: angstrom's, the stdlib's).
+    trailing_docs=(b"(**",),
 )
 
 
@@ -717,7 +809,7 @@ SQL = LanguageTable(
 )
 
 HCL = LanguageTable(rules={}, leading=frozenset({"comment"}), transparent=frozenset({"body"}),
-                    custom={"block": _hcl_block})
+                    custom={"block": _hcl_block, "attribute": _hcl_local})
 
 NIX = LanguageTable(
     rules={"binding": Rule("function", "attrpath", requires="expression=function_expression")},

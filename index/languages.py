@@ -85,6 +85,8 @@ _LANGUAGE_BY_EXTENSION: dict[str, str] = {
     "bash": "bash",
     "zsh": "bash",
     "ksh": "bash",
+    # Bats test files: shell, their `@test` blocks among the script's lines.
+    "bats": "bash",
     "dart": "dart",
     "hs": "haskell",
     "lhs": "haskell",
@@ -255,6 +257,7 @@ _LANGUAGE_BY_INTERPRETER: dict[str, str] = {
     "zsh": "bash",
     "ksh": "bash",
     "mksh": "bash",
+    "bats": "bash",
     "python": "python",
     "pypy": "python",
     "node": "javascript",

@@ -1332,6 +1332,31 @@ def test_markdown_headings_are_titled_by_the_words_a_reader_sees() -> None:
     )
 
 
+def test_a_markdown_headings_attributes_are_not_in_its_title() -> None:
+    """Pandoc's, Quarto's and R Markdown's `## References {.unnumbered}`,
+    `# Methods {#sec-methods}` and MkDocs' `{ #id }`: an anchor or a class
+    the reader never sees was part of the section's title; braces that are
+    words stay."""
+    text = source(
+        """
+        # Methods {#sec-methods .unnumbered}
+        ## Install { #install }
+        ## References {-}
+        ## The {x} set
+        """
+    )
+    check(
+        "report.qmd",
+        text,
+        [
+            ("Methods", "section", 0, 0),
+            ("Methods > Install", "section", 1, 1),
+            ("Methods > References", "section", 2, 2),
+            ("Methods > The {x} set", "section", 3, 3),
+        ],
+    )
+
+
 def test_markdown_long_section_is_split_and_keeps_its_symbol() -> None:
     text = "# Big\n" + "".join(f"line {n}\n" for n in range(1, 200))
     check(
@@ -1461,6 +1486,22 @@ def test_unclosed_brace_does_not_swallow_later_definitions() -> None:
             ("c", "function", 9, 9),
         ],
     )
+
+
+@pytest.mark.parametrize(("path", "text"), [
+    ("a.rb", "def a\n  0\nend\n\ndef f\n  x = = 1\n  x\nend\n\ndef g\n  2\nend\n"),
+    ("a.lua", "local function a() return 0 end\n\nlocal function f()\n  local x = = 1\n  return x\nend\n\n"
+              "local function g() return 2 end\n"),
+    ("a.jl", "function a()\n  0\nend\n\nfunction f()\n  x = = 1\n  x\nend\n\nfunction g()\n  2\nend\n"),
+])
+def test_a_function_closed_by_end_in_column_0_keeps_a_syntax_error_inside_it(path: str, text: str) -> None:
+    # Its `end` was taken for a swallowed top-level line: the parse restarted
+    # there and `f` (being typed, `x = = 1`) was dropped from the definitions.
+    parsed = definition_chunks(path, text)
+    assert_well_formed(text, parsed)
+    rows = [(s.symbol, s.start_line, s.end_line) for s in parsed.symbols]
+    assert rows[0][0] == "a" and rows[2][0] == "g"
+    assert rows[1] == ("f", 4 if path != "a.lua" else 2, 7 if path != "a.lua" else 5)
 
 
 def test_unclosed_brace_in_java_method_keeps_next_class_top_level() -> None:

@@ -610,6 +610,11 @@ OPERATORS = [
      ["Money", "Money.==", "Money.!="]),
     ("Money.kt", "class Money {\n    fun `<=>`(o: Money) = 1\n}\n", ["Money", "Money.<=>"]),
     ("Ops.hs", "module Ops where\n\n(<+>) :: Int -> Int -> Int\na <+> b = a + b\n", ["<+>"]),
+    # Dart's operator signature has no name field: no definition (dart-lang/collection's `DelegatingList.[]`).
+    ("wrappers.dart", "class DelegatingList<E> {\n  E operator [](int index) => _base[index];\n"
+                      "  void operator []=(int index, E value) {}\n  List<E> operator +(List<E> other) => other;\n"
+                      "  bool operator ==(Object other) => true;\n}\n",
+     ["DelegatingList", "DelegatingList.[]", "DelegatingList.[]=", "DelegatingList.+", "DelegatingList.=="]),
 ]
 
 
@@ -631,6 +636,24 @@ def test_a_scala_body_on_the_lines_below_its_def_ends_at_its_own_last_token():
     assert symbols_of("Pricing.scala", text) == [
         ("Pricing", "class", 0, 0), ("Pricing.double", "method", 1, 2), ("Pricing.triple", "method", 4, 4),
         ("Tax", "object", 7, 7), ("Tax.rate", "method", 8, 9), ("Tax.flat", "method", 10, 10)]
+
+
+def test_a_scala_3_anonymous_given_is_named_as_the_compiler_names_it():
+    """`given Ordering[Color] with def compare …` and `given Eq[Animal] =
+    Eq.fromUniversalEquals` (a type class instance, the common Scala 3 form)
+    were no definitions and their methods were lost; scalac names them
+    `given_Ordering_Color`, `given_Eq_Animal`."""
+    text = ("object Color:\n  given Ordering[Color] with\n    def compare(a: Color, b: Color): Int = 0\n\n"
+            "  given Conversion[String, Color] with\n    def apply(s: String): Color = ???\n\n"
+            "  given Eq[List[Color]] = Eq.fromUniversalEquals\n\n"
+            "  given byName: Ordering[Int] with\n    def compare(a: Int, b: Int): Int = 0\n")
+    assert symbols_of("Color.scala", text) == [
+        ("Color", "object", 0, 0), ("Color.given_Ordering_Color", "object", 1, 1),
+        ("Color.given_Ordering_Color.compare", "method", 2, 2),
+        ("Color.given_Conversion_String_Color", "object", 4, 4),
+        ("Color.given_Conversion_String_Color.apply", "method", 5, 5),
+        ("Color.given_Eq_List", "object", 7, 7),
+        ("Color.byName", "object", 9, 9), ("Color.byName.compare", "method", 10, 10)]
 
 
 def test_the_methods_of_a_scala_3_extension_are_its_members():
@@ -679,6 +702,21 @@ def test_swift_subscripts_and_csharp_indexers_are_definitions_named_by_their_key
                                              ("Grid.Size", "method", 8, 8)]
     assert [s.line for s in definition_chunks("Grid.cs", csharp).symbols][1] == 3
 
+
+
+def test_a_swift_extension_of_sugared_type_is_named_by_the_type_it_stands_for():
+    """`extension [String]` (swift-case-paths) was named `String]`,
+    `extension [String: Int]` read as an extension of `String`, `extension
+    Int?` named `Int?`: they extend Array, Dictionary and Optional."""
+    text = ("extension [String] {\n  var joined: String { \"\" }\n}\n\n"
+            "extension [String: Int] {\n  func total() -> Int { 0 }\n}\n\n"
+            "extension Int? {\n  func orZero() -> Int { 0 }\n}\n\n"
+            "extension Optional<Int> {\n  func orOne() -> Int { 1 }\n}\n")
+    assert symbols_of("Sugar.swift", text) == [
+        ("Array", "extension", 0, 0), ("Array.joined", "property", 1, 1),
+        ("Dictionary", "extension", 4, 4), ("Dictionary.total", "method", 5, 5),
+        ("Optional", "extension", 8, 8), ("Optional.orZero", "method", 9, 9),
+        ("Optional", "extension", 12, 12), ("Optional.orOne", "method", 13, 13)]
 
 # Layout grammars end a definition at the next token, past the comments
 # before it: the doc comment of a definition was counted in the one above.
@@ -1022,6 +1060,53 @@ def test_each_binding_of_an_ocaml_let_and_is_a_definition_and_a_class_holds_its_
         ("counter.incr", "method", 7, 7), ("counter.get", "method", 8, 8)]
 
 
+def test_an_ocaml_doc_comment_under_its_value_is_that_values():
+    """odoc's layout (angstrom.mli, the stdlib): `(** … *)` right under a
+    `val`, a blank line after it, documents that `val`. It led the next
+    one instead, so `peek_char_fail`'s lines held `peek_char`'s doc; a doc
+    comment directly above a definition still leads it."""
+    text = ("val peek_char : char option t\n(** [peek_char] accepts any char and returns it, or returns [None]\n"
+            "    if the end of input has been reached. *)\n\nval peek_char_fail : char t\n"
+            "(** [peek_char_fail] accepts any char and returns it. *)\n\n"
+            "(** Skips a char. *)\nval skip : char t\n\nmodule Unsafe : sig\n  val take : int -> string t\n"
+            "  (** [take n] takes [n] chars. *)\n\n  val peek : int -> string t\nend\n")
+    assert _defined("angstrom.mli", text) == [
+        ("peek_char", "function", 0, 2), ("peek_char_fail", "function", 4, 5), ("skip", "function", 7, 8),
+        ("Unsafe", "namespace", 10, 10), ("Unsafe.take", "function", 11, 12), ("Unsafe.peek", "function", 14, 14)]
+
+
+def test_the_values_of_an_ocaml_module_signature_are_its_members():
+    """`module Buffered : sig … end` in a `.mli` (angstrom's Buffered,
+    Unbuffered, BE, LE, Unsafe) was one opaque namespace: `Buffered.parse`
+    was no definition. A module with a structure keeps the structure's."""
+    text = ("module Buffered : sig\n  val parse : int -> int\n\n  val feed : int -> int\nend\n\n"
+            "module M : sig\n  val g : int\nend = struct\n  let g = 1\nend\n")
+    assert _defined("angstrom.mli", text) == [
+        ("Buffered", "namespace", 0, 0), ("Buffered.parse", "function", 1, 1), ("Buffered.feed", "function", 3, 3),
+        ("M", "namespace", 6, 8), ("M.g", "function", 9, 9)]
+
+
+def test_the_values_of_a_terraform_locals_block_are_definitions_named_as_expressions_name_them():
+    """terraform-aws-vpc's main.tf names `local.create_vpc` and its other
+    locals 54 times; no `locals` value was a definition, so `ctxls symbols
+    local.create_vpc` found nothing. An attribute of a resource, or of a
+    `.tfvars` file, is none."""
+    text = ('# Shared values.\nlocals {\n  # Whether to create anything.\n  create_vpc = var.create_vpc\n'
+            '  len_public = length(var.public_subnets)\n}\n\nresource "aws_vpc" "this" {\n'
+            '  count = local.create_vpc ? 1 : 0\n}\n')
+    assert _defined("main.tf", text) == [
+        ("local.create_vpc", "constant", 2, 3), ("local.len_public", "constant", 4, 4),
+        ("aws_vpc.this", "object", 7, 9)]
+    assert _defined("prod.tfvars", 'region = "eu-west-1"\n') == []
+
+
+def test_an_ocaml_binding_of_no_name_is_no_definition():
+    """`let () = main ()` (a program's entry, angstrom's benchmarks) was a
+    definition named `)`, and `let _ = …` one named `_`."""
+    text = "let main () = print_endline \"hi\"\n\nlet () = main ()\n\nlet _ = main ()\n"
+    assert _defined("bench.ml", text) == [("main", "function", 0, 0)]
+
+
 def test_sql_procedures_and_triggers_are_definitions():
     """`CREATE PROCEDURE` (which the grammar reads as an error before its
     `BEGIN … END` body) and `CREATE TRIGGER` had no definition."""
@@ -1124,6 +1209,17 @@ def test_r6_reference_and_s4_classes_and_functions_assigned_to_a_member_are_defi
         ("Person", "class", 14, 14), ("greet", "function", 15, 15), ("greet", "method", 16, 18)]
 
 
+def test_r_classes_made_by_a_call_named_with_its_package_are_definitions():
+    """processx's `process <- R6::R6Class("process", public = list(kill =
+    function…))` (a package that does not import R6 names it so) and
+    `methods::setClass(…)` had no definitions: `process.kill` was unknown."""
+    text = ('process <- R6::R6Class(\n  "process",\n  public = list(\n'
+            "    kill = function(grace = 0.1) {\n      process_kill(self, grace)\n    }\n  )\n)\n\n"
+            'methods::setClass("Person", representation(name = "character"))\n')
+    assert _defined("process.R", text) == [
+        ("process", "class", 0, 2), ("process.kill", "method", 3, 5), ("Person", "class", 9, 9)]
+
+
 def test_an_objective_c_method_asked_in_its_own_notation_is_found(tmp_path: Path):
     """`-[Downloader cancel]`, `+[Downloader sharedDownloader]` and
     `-[Downloader startWithURL:completion:]` (as crash logs and Apple's docs
@@ -1170,6 +1266,27 @@ def test_a_script_with_no_extension_is_indexed_in_the_language_its_shebang_names
     assert language_for_path("LICENSE", "Permission is hereby granted\n") is None
     only_python = FileFilter(DiscoveryOptions(include=("py",)), tmp_path)
     assert only_python("bin/tool") and not only_python("bin/deploy") and not only_python("LICENSE")
+
+
+def test_a_bats_test_file_is_indexed_as_shell(tmp_path: Path):
+    """bats-core's 60 `test/*.bats` (and every shell project's Bats suite)
+    were not indexed: a helper they define was unknown, and impact of
+    `bats_pipe`, called only from test/bats_pipe.bats, found no caller."""
+    write_tree(tmp_path, {
+        "lib/pipe.bash": "bats_pipe() {\n  \"$@\"\n}\n",
+        "test/pipe.bats": "#!/usr/bin/env bats\n\nsetup() {\n  load_fixtures_now\n}\n\n"
+                          "@test \"pipes two commands\" {\n  bats_pipe echo hi\n}\n",
+    })
+    assert language_for_path("test/pipe.bats") == "bash" and "bats" in DiscoveryOptions().include
+    assert language_for_path("bin/check", "#!/usr/bin/env bats\n") == "bash"
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        assert [s.symbol for s in chunk_file("test/pipe.bats", (tmp_path / "test/pipe.bats").read_text()).symbols] \
+            == ["setup"]
+        assert [c.path for c in analysis.analyze(engine, "bats_pipe").callers] == ["test/pipe.bats"]
+    finally:
+        engine.close()
 
 
 # --- impact -------------------------------------------------------------------
@@ -1321,3 +1438,40 @@ MEMBERS_OF_INSTANCES = [
                          ids=[row[0] for row in MEMBERS_OF_INSTANCES])
 def test_the_methods_of_an_enum_constants_body_or_a_given_instance_are_its_members(path, text, expected):
     assert symbols_of(path, text) == expected
+
+
+def test_impact_of_a_haskell_operator_finds_its_infix_and_prefix_calls(tmp_path):
+    """doclayout's `<+>`, used 16 times as `a <+> b`: impact answered no
+    caller and no reference ("a candidate for review"), its uses counted
+    as words inside other words."""
+    text = ("module Ops where\n\ninfixr 6 <+>\n(<+>) :: Int -> Int -> Int\na <+> b = a + b\n\n"
+            "total :: Int\ntotal = 1 <+> 2\n\nfolded :: Int\nfolded = foldr (<+>) 0 [1, 2]\n\n"
+            "direct :: Int\ndirect = (<+>) 1 2\n\nnear :: Int -> Int -> Bool\nnear a b = a == b\n\n"
+            "close :: Bool\nclose = 1 `near` 2\n")
+    write_tree(tmp_path, {"Ops.hs": text})
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        uses = {(c.symbol, c.kind) for c in analysis.analyze(engine, "<+>").callers}
+        assert {("total", "call"), ("direct", "call"), ("folded", "value")} <= uses
+        assert ("close", "call") in {(c.symbol, c.kind) for c in analysis.analyze(engine, "near").callers}
+    finally:
+        engine.close()
+
+
+def test_a_line_between_two_blocks_of_one_name_is_inside_neither(tmp_path):
+    """doclayout's `infixr 6 <+>` (a module-level line between `instance
+    Semigroup (Doc a)` and `instance Semigroup EmojiInfo`) was reported as
+    a use inside `Semigroup`: the enclosing definition was read from the
+    two instances' merged span. A use inside a definition keeps it."""
+    text = ("module Ops where\n\ninstance Semigroup Doc where\n  a <> b = a\n\ninfixr 6 <+>\n"
+            "(<+>) :: Doc -> Doc -> Doc\na <+> b = a <> b\n\ninstance Semigroup Info where\n  a <> b = a\n\n"
+            "both :: Doc\nboth = x <+> y\n")
+    write_tree(tmp_path, {"Ops.hs": text})
+    engine = Engine(tmp_path, EngineOptions(discovery=DiscoveryOptions()))
+    try:
+        engine.index()
+        uses = {(c.span.start_line, c.symbol) for c in analysis.analyze(engine, "<+>").callers}
+        assert uses == {(5, None), (13, "both")}
+    finally:
+        engine.close()

@@ -65,7 +65,7 @@ def _table_grammar(table: LanguageTable, fallback: Callable[[Node], Decl | None]
                         scopes_rest=found.scopes_rest)
         return fallback(node) if fallback is not None else None
     return Grammar(classify, table.leading, table.transparent, table.continued_by, table.joins_clauses,
-                   table.wrapped_block, quoted_by)
+                   table.wrapped_block, quoted_by, table.trailing_docs)
 
 
 # Languages of the C family whose tables add to the C or C++ reading.

@@ -23,6 +23,9 @@ _HEADING_MARKUP = (
     (LinearPattern(r"<[^>]*>"), " "),
     (LinearPattern(r"!\[([^\]]*)\]\([^)]*\)"), r"\1"),
     (LinearPattern(r"\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    # Pandoc's, Quarto's, R Markdown's and MkDocs' heading attributes (`##
+    # Methods {#sec-methods .unnumbered}`, `{-}`, `{: #id }`): an anchor, no words.
+    (LinearPattern(r"[ \t]*\{[ \t]*[#.:-][^{}]*\}[ \t]*$"), ""),
 )
 
 

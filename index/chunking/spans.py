@@ -60,6 +60,10 @@ class Grammar:
     # or `$body$` around a PL/pgSQL function): the lines between them are the
     # body's, in whatever column, so none of them is a swallowed top-level line.
     quoted_by: frozenset[str] = frozenset()
+    # Openers of doc comments that document the definition right above them
+    # when nothing separates the two and a blank line separates the comment
+    # from what follows (odoc's rule: OCaml's `val x : t` then `(** … *)`).
+    trailing_docs: tuple[bytes, ...] = ()
 
 
 def symbol_spans(grammar: Grammar, parser: Parser, lines: list[str], source: bytes,
@@ -275,6 +279,15 @@ def _first_error_row(node: Node) -> int:
         node = erroneous
 
 
+# A line that closes a block with a keyword (Ruby's, Lua's, Julia's `end`,
+# Erlang's `end.`, Pascal's `end;`, SQL's `END IF;`, Fortran's `end
+# subroutine`): in column 0 it closes a top-level definition, as a `}` does,
+# and starts none. Taken for a swallowed definition, it restarted the parse
+# at the function's own `end`, and a function with any syntax error in it
+# was dropped. Not `end = 5`, `end(…)`, `endpoint`.
+_CLOSING_KEYWORD = re.compile(r"end(?![\w=]|\s*[=(\[])", re.IGNORECASE)
+
+
 def _next_top_level_rows(lines: list[str]) -> list[int | None]:
     """For each row, the first top-level row at or after it (None: none).
     Once per file: scanning from each broken node was quadratic (a C file of
@@ -283,7 +296,7 @@ def _next_top_level_rows(lines: list[str]) -> list[int | None]:
     following = None
     for row in range(len(lines) - 1, -1, -1):
         line = lines[row]
-        if line and not line[0].isspace() and line[0] not in ")]}":
+        if line and not line[0].isspace() and line[0] not in ")]}" and not _CLOSING_KEYWORD.match(line):
             following = row
         rows[row] = following
     return rows
@@ -333,6 +346,7 @@ def _collect(
     attributes right above ``nodes[0]``, when they are its parent's siblings.
     """
     previous_end = -1  # last row of the previous sibling that is not leading
+    documented: int | None = None  # the index in ``spans`` of the previous sibling's definition (no members)
     leading_doc = False  # the leading run opens with a doc comment (_DOC_OPENERS)
     outer_scope = scope  # a statement namespace (Decl.scopes_rest) scopes the siblings after it
     for index, node in enumerate(nodes):
@@ -346,6 +360,13 @@ def _collect(
             continued_end, closing = _closing_comments(grammar, continued, following)
             end = max(end, continued_end)
         if node.type in grammar.leading:
+            if documented is not None and start == spans[documented].end + 1 \
+                    and (node.text or b"").lstrip().startswith(grammar.trailing_docs) \
+                    and (following is None or following.start_point.row > end + 1):
+                spans[documented] = spans[documented]._replace(end=end)
+                previous_end, leading_start, documented = end, -1, None
+                continue
+            documented = None
             if leading_start >= 0 and start <= leading_end + 1:
                 leading_end = end
             elif start > previous_end:
@@ -354,6 +375,7 @@ def _collect(
             else:  # a trailing comment on the previous sibling's last line
                 leading_start = -1
             continue
+        documented = None
         decl = grammar.classify(node)
         if decl is not None:
             leads = leading_start >= 0 and (leading_end >= start - 1 or (leading_doc and leading_end == start - 2))
@@ -369,6 +391,7 @@ def _collect(
                 else:
                     spans.append(Piece(first, end, symbol, kind, line=_name_row(node, decl.name),
                                        declaration=decl.declaration, arity=decl.arity))
+                documented = len(spans) - 1
                 if decl.scopes_rest:  # no members of its own: the siblings after it
                     scope = name
             else:

@@ -98,7 +98,12 @@ _REBUILDS_FILE_ROWS = frozenset({2, 4, 5})
 # 32: the subs after a Perl `package Name;` statement are its members; a name in backticks
 #     (Kotlin's `rejects unterminated array`, F#'s ``…``) is one name whole; a doc comment
 #     (`/**`, `///`) leads its definition across one blank line.
-# 33: Zig's `test "…"` blocks and D's `unittest` blocks are definitions (test code inline).
+# 33: Zig's `test "…"` blocks and D's `unittest` blocks are definitions (test code inline);
+#     OCaml `let () =` is none, its doc comment under a value is that value's, a `.mli` module
+#     signature's values are members; Swift sugared extensions named Array/Dictionary/Optional;
+#     a column-0 `end` closes a definition (Ruby, Lua, Julia); R6/setClass with `pkg::`, Dart
+#     operators, Terraform `locals`, Scala 3 anonymous givens are definitions; Markdown heading
+#     attributes left out of titles; `.bats` files are shell.
 CHUNKER_VERSION = 33
 # 2: English stems of words (tokenize.stem).
 # 3: words of every script (NFKC, case-folded), bigrams of scripts without spaces.
