@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from ctxls.index.model import split_symbol
+
 from . import syntax
 from .index_view import CLASS_KINDS, Definition
 from .builtin_names import BUILTIN_FUNCTIONS, BUILTIN_METHODS
@@ -106,10 +108,10 @@ def _resolve_callee(resolver: Resolver, sf: SourceFile, name_node: Node) -> list
     family = sf.family
     assert family is not None
     name = syntax.text_of(name_node)
-    candidates = resolver.definitions_named(name)
+    _, receiver = syntax.member_parts(family, name_node)
+    candidates = resolver.definitions_named(name) + _aliased(resolver, sf, name_node, name, receiver)
     if not candidates:
         return []
-    _, receiver = syntax.member_parts(family, name_node)
     if receiver is None and name in BUILTIN_FUNCTIONS[family.name] \
             and resolver.lookup_bare(sf, name).kind != "definition":
         return []
@@ -120,3 +122,21 @@ def _resolve_callee(resolver: Resolver, sf: SourceFile, name_node: Node) -> list
     if receiver is not None and name in BUILTIN_METHODS[family.name]:
         return []
     return [c for c, v in verdicts if v is Verdict.UNKNOWN]
+
+
+def _aliased(resolver: Resolver, sf: SourceFile, name_node: Node, name: str, receiver: Node | None) -> list[Definition]:
+    """The definition a name written under an alias leads to (`h()` of
+    `from m import helper as h`, `new S()` of `import { Store as S }`,
+    `pkg.public_helper()` of a package's `helper as public_helper`), as the
+    callers' sweep follows it; [] for a name written as its definition's."""
+    if receiver is None:
+        ref = resolver.lookup_bare(sf, name)
+    else:
+        held = resolver.receiver(sf, receiver, name_node)
+        if held.kind != "module" or held.module is None:
+            return []
+        ref = resolver.lookup_name(held.module, name)
+    if ref.kind != "definition" or ref.symbol is None or split_symbol(ref.symbol)[1] == name:
+        return []
+    return [d for d in resolver.definitions_named(split_symbol(ref.symbol)[1])
+            if (d.path, d.symbol) == (ref.path, ref.symbol)]

@@ -201,8 +201,24 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
             _record(resolver, refs, seen, sf, *site, "constructor")
         if found.subclass is not None:
             pending.setdefault(found.subclass[0], {}).setdefault(found.subclass[1], found.subclass[2])
-        if found.alias is not None:  # PHP `use Shop\Item as Thing`: `new Thing` in that file
+        if found.alias is not None and found.reexported:  # `from .m import C as D` in an __init__: its importers
+            for cls, ran in found.runs.items():
+                pending.setdefault(found.alias, {}).setdefault(cls, ran)
+        elif found.alias is not None:  # `from m import C as D`, PHP `use Shop\Item as Thing`: `D()` in that file
             class_aliases.setdefault((sf.path, found.alias), {}).update(found.runs)
+
+    # A default-exported class is constructed under the name each importer
+    # gives it (`import Q from './queue'; new Q()`).
+    for class_name, runs in list(pending.items()):
+        for cls, ran in runs.items():
+            made = Targets([Definition(cls[0], cls[1], "class", language_for_path(cls[0]) or "", 0, 0)])
+            for path, alias, reexported in _default_imports(resolver, made):
+                if alias == class_name:  # the class's own sweep reads it
+                    continue
+                if reexported:  # a barrel's `export { default as Q } from`: its importers anywhere
+                    pending.setdefault(alias, {}).setdefault(cls, ran)
+                else:
+                    class_aliases.setdefault((path, alias), {}).setdefault(cls, ran)
 
     local_aliases: dict[str, set[str]] = {}
     reexported_aliases: set[str] = set()
@@ -236,17 +252,22 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
                     _classify(resolver, sf, row, start, end, written, targets), written)
 
     swept = 0
-    while pending and swept < MAX_CONSTRUCTOR_SWEEPS:
+    aliases_read: set[tuple[str, str]] = set()
+    while True:
+        # A class imported under another name is constructed under that
+        # name in its file, and subclassed there too (whose name is swept).
+        for path, alias in sorted(class_aliases.keys() - aliases_read):
+            aliases_read.add((path, alias))
+            sf = resolver.source(path)
+            for row, start, end in sf.occurrences(alias, range(len(sf.lines))) if sf is not None else ():
+                constructor_calls(sf, row, start, end, alias, class_aliases[path, alias])
+        if not pending or swept >= MAX_CONSTRUCTOR_SWEEPS:
+            break
         class_name = min(pending)
         runs = pending.pop(class_name)
         swept += 1
         for sf, row, start, end in swept_occurrences(class_name):
             constructor_calls(sf, row, start, end, class_name, runs)
-    for (path, alias), runs in sorted(class_aliases.items()):
-        sf = resolver.source(path)
-        for row, start, end in sf.occurrences(alias, range(len(sf.lines))) if sf is not None else ():
-            for site in _constructor_calls(resolver, sf, row, start, end, alias, runs).sites:
-                _record(resolver, refs, seen, sf, *site, "constructor")
     for sf, row, start, end, use in _self_constructions(resolver, targets):
         _record(resolver, refs, seen, sf, row, start, end, use, "constructor")
 
@@ -256,19 +277,41 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
         else:
             local_aliases.setdefault(path, set()).add(alias)
 
-    # Uses of a local alias are callers when they lead to a target through it.
-    for path, aliases in local_aliases.items():
-        sf = resolver.source(path)
-        for alias in sorted(aliases):
-            if sf is None:
-                continue
-            for row, start, end in sf.occurrences(alias, range(len(sf.lines))):
+    # Uses of a local alias are callers when they lead to a target through
+    # it; a name re-exported under an alias, its importers' anywhere. An
+    # alias of an alias (`import { create as make }` then `export { make as
+    # string }`, `from pkg import make as m`) is followed in turn.
+    local_todo = sorted((path, alias) for path, aliases in local_aliases.items() for alias in aliases)
+    reexported_todo = sorted(reexported_aliases)
+    followed = set(local_todo) | set(reexported_todo)
+    alias_sweeps = 0
+    target_names = {(t.path, t.symbol) for t in targets.definitions}
+
+    def follow(sf: SourceFile, use: _Use) -> None:
+        if not use.alias:
+            return
+        # Only an alias naming a target: a barrel renames many modules' `create`.
+        named = resolver.lookup_name(sf.path, use.alias)
+        alias = use.alias if use.reexported else (sf.path, use.alias)
+        if (named.path, named.symbol) in target_names and alias not in followed:
+            followed.add(alias)
+            if use.reexported:
+                reexported_todo.append(use.alias)
+            else:
+                local_todo.append((sf.path, use.alias))
+
+    while local_todo or (reexported_todo and alias_sweeps < MAX_ALIAS_SWEEPS):
+        if local_todo:
+            path, alias = local_todo.pop(0)
+            sf = resolver.source(path)
+            for row, start, end in sf.occurrences(alias, range(len(sf.lines))) if sf is not None else ():
                 use = _classify(resolver, sf, row, start, end, alias, targets)
                 if use.match is not None:
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
-
-    # A name re-exported under an alias: its importers anywhere.
-    for alias in sorted(reexported_aliases)[:MAX_ALIAS_SWEEPS]:
+                follow(sf, use)
+            continue
+        alias = reexported_todo.pop(0)
+        alias_sweeps += 1
         lines = sweep(alias)
         for path in sorted(lines, key=priority):
             sf = resolver.source(path) if admit(path, len(lines[path])) else None
@@ -276,6 +319,7 @@ def find_references(resolver: Resolver, targets: Targets, limits: Limits = Limit
                 use = _classify(resolver, sf, row, start, end, alias, targets)
                 if use.match is not None and use.match.verdict is Verdict.CONFIRMED:
                     _record(resolver, refs, seen, sf, row, start, end, use, alias)
+                follow(sf, use)
     refs.callers.sort(key=lambda c: (c.path, c.span.start_line, c.span.start_character))
     return refs
 
@@ -336,12 +380,14 @@ class _ClassUse:
     ``sites`` that call it, each (row, start, end, use); a ``subclass``
     without a constructor of its own, (its name, its key, what it runs);
     an ``alias`` an import gives the class in that file, with the ``runs``
-    it stands for."""
+    it stands for, and whether that file ``reexported`` it (a package's
+    ``__init__``, a barrel's ``export { C as D } from``)."""
 
     sites: list[tuple[int, int, int, _Use]] = field(default_factory=list)
     subclass: tuple | None = None
     alias: str | None = None
     runs: Runs = field(default_factory=dict)
+    reexported: bool = False
 
 
 def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int, end: int, class_name: str,
@@ -380,6 +426,8 @@ def _constructor_calls(resolver: Resolver, sf: SourceFile, row: int, start: int,
     elif sf.language == "php" and parent.type == "namespace_use_clause":
         alias = syntax.text_of(parent.child_by_field_name("alias"))
         return _ClassUse(alias=alias, runs=runs) if alias and alias != class_name else _ClassUse()
+    elif (imported := _import_alias(family, sf, node, class_name)) is not None:
+        return _ClassUse(alias=imported.alias, runs=runs, reexported=imported.reexported)
     else:
         return _ClassUse()
     if subclass is not None:

@@ -60,6 +60,10 @@ class NameLookup:
             # `const { one } = helpers` of `import helpers`: a property of the default export.
             held = syntax.js_default_property(sf.tree, name.removeprefix("default."))
             return self.lookup_name(path, held, depth + 1) if held is not None else UNKNOWN_REF
+        if sf.family is JS and sf.tree is not None:
+            local = syntax.js_local_export(sf.tree, name)  # `export { impl as name }`
+            if local is not None:
+                return self.lookup_name(path, local, depth + 1)
         if name in self.top_level(sf):
             return Ref("definition", path, name)
         binding = None

@@ -130,7 +130,7 @@ class ReceiverTypes:
 
     def _own_class(self, kind: str, sf: SourceFile, site: Node) -> Receiver:
         assert sf.family is not None
-        name, node = syntax.enclosing_class(sf.family, site)
+        name, node = syntax.this_class(sf.family, site)
         if name is None:
             return Receiver(kind)
         if node is None:  # Go: the method's receiver type, in this package
@@ -398,6 +398,12 @@ class ReceiverTypes:
                 owner = callee.child_by_field_name(family.members[callee.type][0])
                 if owner is not None and self._external_import(sf, owner, callee):
                     return self._external_result(sf, value)  # sqlite3.connect(p), requests.get(u)
+                attribute = callee.child_by_field_name(family.members[callee.type][1])
+                returned = self._method_returned(sf, owner, attribute) \
+                    if owner is not None and attribute is not None and value.type in ("call", "call_expression") \
+                    else None
+                if returned is not None:  # `Store.create(p)` of `static create(p): Store`
+                    return returned
         if callee is not None and syntax.is_identifier(callee):
             called = syntax.text_of(callee)
             if self._receiver_depth >= MAX_RECEIVER_DEPTH:
@@ -424,6 +430,25 @@ class ReceiverTypes:
             if called in BUILTIN_FUNCTIONS[family.name] and ref.kind != "definition":
                 return Receiver("external")  # dict(), list(), str(), make(), Object()...
         return UNKNOWN_RECEIVER
+
+    def _method_returned(self, sf: SourceFile, owner: Node, attribute: Node) -> Receiver | None:
+        """What a call of the method ``owner.attribute(…)`` returns when the
+        class of ``owner`` (or the base defining it) declares it with one
+        return type: `Store.create(p)` of `static create(p): Store`,
+        `s.clone()` of `def clone(self) -> "Store"` (None: not known)."""
+        holder = self.receiver(sf, owner, attribute)
+        if holder.kind not in ("class", "instance", "self", "super") or holder.cls is None:
+            return None
+        name = syntax.text_of(attribute)
+        cls, _ = self._owner(holder, name)  # type: ignore[attr-defined]
+        method = next((d for d in self.definitions_named(name) if container_id(d) == cls), None) \
+            if cls is not None and cls.home is not None else None
+        msf = self.source(method.path) if method is not None else None
+        node = self.declaration(msf, method) if msf is not None and method is not None else None
+        if node is None or msf is None or msf.family is None:
+            return None
+        each = {self._declared_return(msf, signature) for signature in syntax.typed_signatures(msf.family, node)}
+        return next(iter(each)) if len(each) == 1 else None
 
     def _external_import(self, sf: SourceFile, node: Node, site: Node) -> bool:
         """Whether ``node``, a name or dotted name, is an import from outside
@@ -598,7 +623,7 @@ class ReceiverTypes:
         :meth:`_class_attribute`)."""
         family = sf.family
         assert family is not None
-        _, class_node = syntax.enclosing_class(family, site)
+        _, class_node = syntax.this_class(family, site)
         return self._class_attribute(sf, class_node, attribute) if class_node is not None else None
 
     def _member_attribute(self, cls: ClassId, attribute: str) -> Receiver | None:

@@ -1140,6 +1140,29 @@ def enclosing_class(family: Family, node: Node) -> tuple[str | None, Node | None
     return None, None
 
 
+# JavaScript/TypeScript functions that bind `this` (and `super`) of their
+# own: every function but an arrow function.
+_JS_THIS_BINDERS = (JS.functions - {"arrow_function"}) | {"generator_function"}
+
+
+def this_class(family: Family, node: Node) -> tuple[str | None, Node | None]:
+    """The class whose instance ``this``/``self`` at ``node`` is: the
+    enclosing class's (:func:`enclosing_class`), except in JavaScript and
+    TypeScript inside a function that binds its own `this` and is no method
+    of that class (a `function` expression, an object literal's method:
+    `{ test() { return this.resolve(x); } }`), where it is not known."""
+    if family is JS:
+        for ancestor in ancestors(node):
+            if ancestor.type in family.classes:
+                break
+            if ancestor.type in _JS_THIS_BINDERS:
+                if ancestor.type != "method_definition" or ancestor.parent is None \
+                        or ancestor.parent.type != "class_body":
+                    return None, None
+                break
+    return enclosing_class(family, node)
+
+
 def go_receiver(method: Node) -> tuple[str, str]:
     """(variable, type name) of a Go method's receiver: ``(s *Server)`` -> (s, Server)."""
     receivers = method.child_by_field_name("receiver")
@@ -1609,6 +1632,22 @@ def js_default_export(tree: Tree) -> str | None:
         if value is not None and value.type == "identifier":
             return text_of(value)
         return "default"
+    return None
+
+
+def js_local_export(tree: Tree, name: str) -> str | None:
+    """The local name a module exports as ``name`` under another name
+    through an export clause of its own (``export { impl as name }``, no
+    ``from``), or None."""
+    for statement in tree.root_node.named_children:
+        if statement.type != "export_statement" or statement.child_by_field_name("source") is not None:
+            continue
+        for clause in statement.named_children:
+            for specifier in clause.named_children if clause.type == "export_clause" else ():
+                local = text_of(specifier.child_by_field_name("name")).strip("'\"")
+                if specifier.type == "export_specifier" and local != name \
+                        and text_of(specifier.child_by_field_name("alias")).strip("'\"") == name:
+                    return local
     return None
 
 

@@ -249,7 +249,10 @@ class Verdicts:
             # instance of a subclass mixing in the definer (mixins, abstract bases).
             if complete and receiver.kind != "self":
                 return self._typed_dispatch(receiver, targets)
-            return Match(Verdict.UNKNOWN, frozenset(d.key for d in targets.members), "unknown-base")
+            members = frozenset(d.key for d in targets.members)
+            # A class's member is no module-level function (`self.indent` of
+            # `def indent`): only a method target may be the base's.
+            return Match(Verdict.UNKNOWN, members, "unknown-base") if members else OTHER_MATCH
         if owner in targets.container_ids:
             owned = frozenset(d.key for d in targets.members if container_id(d) == owner)
             # The call may also run another target, an override of the

@@ -1062,6 +1062,79 @@ def test_a_default_export_re_exported_by_a_barrel_under_a_name_is_called_through
     assert [c.kind for c in card.callers] == ["call"]  # rendering a component calls it
 
 
+def test_a_module_s_own_export_clause_under_another_name_is_followed(make_engine):
+    """`export { otherImpl as other }` (no `from`) exports the file's own
+    name `otherImpl` as `other`: `import { other }` of it was an unresolved
+    import, and `import { create as stringCreate }` then `export {
+    stringCreate as string }` (yup's index.ts) hid every `string()` call of
+    `create`. An alias of an alias is followed in turn, in Python too."""
+    others = [f"m{n}" for n in range(5)]  # other modules' `create`, renamed by the same barrel
+    engine = make_engine({
+        "src/impl.ts": "export function create() {\n  return 1;\n}\nexport function other() {\n  return 2;\n}\n",
+        **{f"src/{m}.ts": "export function create() {\n  return 0;\n}\n" for m in others},
+        "src/index.ts": ("".join(f"import {{ create as {m}Create }} from './{m}';\n" for m in others)
+                         + "import { create as stringCreate, other as otherImpl } from './impl';\n\n"
+                         + "".join(f"export {{ {m}Create as {m} }};\n" for m in others)
+                         + "export { stringCreate as string, otherImpl as other };\n"),
+        "test/a.ts": "import { string, other } from '../src';\n\nexport const x = string() + other();\n",  # line 2
+        "py/pkg/impl.py": "def make():\n    return 1\n",
+        "py/pkg/__init__.py": "from .impl import make as make_item\n",
+        "py/use.py": "from pkg import make_item as mk\n\nmk()\n",  # line 2
+    })
+    for symbol, defined, called in (("create", "src/impl.ts", "test/a.ts"), ("other", "src/impl.ts", "test/a.ts"),
+                                    ("make", "py/pkg/impl.py", "py/use.py")):
+        found = analysis.analyze(engine, symbol, defined)
+        assert {(c.path, c.span.start_line, c.confirmed) for c in found.callers} == {(called, 2, True)}, symbol
+
+
+def test_this_in_a_js_function_binding_its_own_this_is_not_the_class_instance(make_engine):
+    """`this` in an object literal's method or a `function` expression (yup's
+    `this.test({ test(value) { return this.resolve(min) } })`, whose `this`
+    is the test context) is not the class around it: those calls were
+    confirmed callers of the class's `resolve`. An arrow function and a
+    field's initializer keep the class's `this`."""
+    engine = make_engine({
+        "src/ref.ts": "export class Ref {\n  resolve(x: number): number {\n    return x + 1;\n  }\n}\n",
+        "src/schema.ts": ("export class Schema {\n  resolve(x: number): number {\n    return x;\n  }\n"
+                          "  test(opts: object): this {\n    return this;\n  }\n"
+                          "  min(n: number) {\n    return this.test({\n      test(value: number) {\n"
+                          "        return value >= this.resolve(n);\n      },\n    });\n  }\n"  # line 10
+                          "  max(n: number) {\n    return this.test({\n      test: function (value: number) {\n"
+                          "        return value <= this.resolve(n);\n      },\n    });\n  }\n"  # line 17
+                          "  range(n: number) {\n    return [1, 2].map((v) => this.resolve(v + n));\n  }\n"  # line 22
+                          "  handler = () => this.resolve(1);\n}\n"),  # line 24
+    })
+    found = analysis.analyze(engine, "Schema.resolve")
+    assert {(c.span.start_line, c.confirmed) for c in found.callers} == {
+        (10, False), (17, False), (22, True), (24, True)}
+    assert {c.span.start_line for c in analysis.analyze(engine, "Ref.resolve").callers} == {10, 17}
+
+
+def test_a_method_s_declared_return_types_the_result_of_its_call(make_engine):
+    """`Store.create('w').log('x')` of `static create(p): Store`,
+    `b.self().add(3)` of `self(): Builder<T>`, Python's `Store.open('p').put()`
+    of `def open(cls, p) -> "Store"`: the result is an instance of the class
+    declared (as a type checker reads it); they were unconfirmed `builtin-name`
+    callers (only a function's return typed its call). `this` / `Self` stay
+    unknown (a subclass's instance)."""
+    engine = make_engine({
+        "src/store.ts": ("export class Store {\n  log(m: string): void {}\n"
+                         "  static create(p: string): Store {\n    return new Store();\n  }\n"
+                         "  again(): this {\n    return this;\n  }\n}\n"),
+        "src/use.ts": ("import { Store } from './store';\n\nexport function f(s: Store) {\n"
+                       "  Store.create('w').log('x');\n  s.again().log('y');\n}\n"),  # lines 3, 4
+        "store.py": ("class Store:\n    def put(self):\n        return 1\n\n    @classmethod\n"
+                     "    def open(cls, p) -> \"Store\":\n        return cls()\n\n"
+                     "    def name(self) -> str:\n        return 'n'\n"),
+        "use.py": "from store import Store\n\nStore.open('p').put()\nStore.open('q').name().put()\n",  # lines 2, 3
+    })
+    assert {(c.path, c.span.start_line, c.confirmed) for c in analysis.analyze(engine, "Store.log").callers} == {
+        ("src/use.ts", 3, True), ("src/use.ts", 4, False)}
+    # A `str` result is the language's: none of the project's methods.
+    assert {(c.path, c.span.start_line, c.confirmed) for c in analysis.analyze(engine, "Store.put").callers} == {
+        ("use.py", 2, True)}
+
+
 def test_ts_receivers_typed_by_fields_parameter_properties_annotations_and_returns(make_engine):
     engine = make_engine({
         "src/parts.ts": ("export class Engine {\n  step() {\n    return 1;\n  }\n}\n"
@@ -1100,6 +1173,26 @@ def test_a_ts_receiver_typed_by_a_generic_class_is_an_instance_of_that_class(mak
     })
     assert callers(analysis.analyze(engine, "Subject.next")) == {("src/use.ts", 2, "emit", True),
                                                                   ("src/use.ts", 3, "emit", False)}
+
+
+def test_a_member_of_a_class_is_no_caller_of_a_module_level_function(make_engine):
+    """`self.indent` (an attribute, or a base's member) never reaches `def
+    indent` of a module: it was an unconfirmed "unknown-base" caller of it
+    (sqlparse's ReindentFilter and `utils.indent`), while a method of that
+    name stays an unconfirmed caller (a subclass may mix its class in)."""
+    engine = make_engine({
+        "util.py": "def indent(n):\n    return n * 2\n",
+        "mixin.py": "class Indenting:\n    def indent(self):\n        return 1\n",
+        "filt.py": ("from util import indent\nimport lib\n\n\nclass Filter:\n    def __init__(self):\n"
+                    "        self.indent = 0\n\n    def width(self):\n        return self.indent * 2\n\n"  # line 9
+                    "    def go(self):\n        return indent(3)\n\n\n"  # line 12
+                    "class Remote(lib.Base):\n    def run(self):\n        return self.indent()\n"),  # line 17
+    })
+    function = analysis.analyze(engine, "indent", "util.py")
+    assert callers(function) == {("filt.py", 12, "Filter.go", True)}
+    method = analysis.analyze(engine, "Indenting.indent")
+    assert {(c.path, c.span.start_line, c.reason) for c in method.callers} == {
+        ("filt.py", 9, "unknown-base"), ("filt.py", 17, "unknown-base")}
 
 
 def test_ts_mixins_reach_the_mixed_in_class_s_methods(make_engine):
@@ -1898,6 +1991,34 @@ def test_constructors_named_apart_from_their_class_are_called_by_constructing_it
         ("php/index.php", 4, False)}
     swift = analysis.analyze(engine, "Item.init", "swift/Item.swift")
     assert {(c.path, c.span.start_line) for c in swift.callers} == {("swift/main.swift", 0)}
+
+
+def test_a_class_imported_under_another_name_is_constructed_under_that_name(make_engine):
+    """`from m import C as D; D()`, a package __init__'s `C as D` imported
+    elsewhere, `import { C as D }; new D()`, a default export imported as
+    `Q`, and a subclass declared through the alias: each runs C's constructor. They had no caller: the
+    constructor's sweep read the class's own name only."""
+    engine = make_engine({
+        "lib/__init__.py": "from .base import Store as BaseStore\n",
+        "lib/base.py": "class Store:\n    def __init__(self, path):\n        self.path = path\n",
+        "app.py": ("from lib import BaseStore\nfrom lib.base import Store as S\n\n\nclass Kid(S):\n    pass\n\n\n"
+                   "def go():\n    BaseStore('a')\n    S('b')\n    Kid('c')\n"),  # lines 9, 10, 11
+        "other.py": "from elsewhere import Store as S\n\n\ndef no():\n    S('x')\n",  # another Store
+        "src/store.ts": "export class Store {\n  constructor(private path: string) {}\n}\n",
+        "src/app.ts": ("import { Store as S } from './store';\n\nclass Kid extends S {}\n\n"
+                       "export function go() {\n  new S('a');\n  new Kid('b');\n}\n"),  # lines 5, 6
+        "src/queue.ts": "export default class Queue {\n  constructor(readonly size: number) {}\n}\n",
+        "src/use.ts": "import Q from './queue';\n\nexport const q = new Q(3);\n",  # line 2
+    })
+    python = analysis.analyze(engine, "Store.__init__")
+    assert {(c.path, c.span.start_line, c.confirmed, c.reason) for c in python.callers} == {
+        ("app.py", 9, False, "construction"), ("app.py", 10, False, "construction"),
+        ("app.py", 11, False, "construction")}
+    typescript = analysis.analyze(engine, "Store.constructor")
+    assert {(c.path, c.span.start_line, c.confirmed) for c in typescript.callers} == {
+        ("src/app.ts", 5, True), ("src/app.ts", 6, True)}
+    default = analysis.analyze(engine, "Queue.constructor")
+    assert callers(default) == {("src/use.ts", 2, "q", True)}
 
 
 def test_java_and_csharp_constructors_are_called_by_this_super_and_base(make_engine):
@@ -2951,6 +3072,28 @@ def test_a_cancelled_impact_stops_within_a_file_of_many_call_sites(make_engine, 
     with cancelling(token), pytest.raises(RequestCancelled):
         analysis.analyze(engine, "chain_x")
     assert len(classified) == 1
+
+
+def test_a_call_under_an_alias_is_a_callee_as_it_is_a_caller(make_engine):
+    """`h()` of `from m import helper as h`, `pkg.public_helper()` of a
+    package's `helper as public_helper`, `new S()` of `import { Store as S }`
+    are callers of helper and Store; they were no callee of the function
+    making them (the name looked up was the one written), so outgoing and
+    incoming calls disagreed."""
+    engine = make_engine({
+        "pkg/__init__.py": "from .core import helper as public_helper\n",
+        "pkg/core.py": "def helper(x):\n    return x\n",
+        "app.py": ("import pkg\nfrom pkg.core import helper as h\n\n\n"
+                   "def main():\n    h(1)\n    pkg.public_helper(2)\n"),  # lines 5, 6
+        "src/store.ts": "export class Store {\n  put(): void {}\n}\n",
+        "src/app.ts": "import { Store as S } from './store';\n\nexport function go() {\n  new S().put();\n}\n",
+    })
+    python = analysis.analyze(engine, "main")
+    assert [(c.symbol, [s.start_line for s in c.call_sites]) for c in python.callees] == [("helper", [5, 6])]
+    assert {(c.path, c.span.start_line) for c in analysis.analyze(engine, "helper").callers} == {
+        ("app.py", 5), ("app.py", 6)}
+    typescript = analysis.analyze(engine, "go")
+    assert [c.symbol for c in typescript.callees] == ["Store", "Store.put"]
 
 
 def test_path_qualified_and_instantiated_calls_are_callees_and_calls(make_engine):
