@@ -446,9 +446,14 @@ def _serve(recycle_bytes: int, deadline_s: float = WORKER_DEADLINE_S) -> None:
     the interpreter for minutes), whoever still waits: the parent has
     given the file up by then, or died (killed, its child left reading a
     hostile file for minutes with nobody to read the answer)."""
-    # Ctrl-C in a terminal reaches the whole process group: the daemon decides
-    # when this child ends (by closing its stdin, or by dying).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C in a terminal reaches the whole process group, and so do a
+    # service manager's or `timeout`'s SIGTERM and a closed terminal's SIGHUP:
+    # the daemon decides when this child ends (by closing its stdin, or by
+    # dying). Dying of them, it read as the parser crashing on its file, which
+    # was then given up on for good.
+    for stop in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if stop is not None:
+            signal.signal(stop, signal.SIG_IGN)
     alarm = getattr(signal, "SIGPROF", None)
     if alarm is not None:
         signal.signal(alarm, signal.SIG_DFL)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import secrets
 import stat
 from pathlib import Path
 
@@ -65,14 +66,60 @@ def ignore_in_git(store_dir: Path) -> None:
     local cache and never shows up in ``git status``."""
     ignore = store_dir / ".gitignore"
     try:
-        fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
-    except FileExistsError:  # a link, dangling or not, exists too
-        return
-    except OSError as exc:  # a read-only folder still serves the store
+        create_whole(ignore, STORE_GITIGNORE.encode("utf-8"))  # a link, dangling or not, exists too
+    except OSError as exc:  # a read-only folder (or a full disk) still serves the store
         log.warning("could not write %s: %s", ignore, exc)
-        return
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(STORE_GITIGNORE)
+
+
+# What link() says on a file system that has no hard links (FAT, some FUSE mounts).
+_NO_HARD_LINKS = {errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
+
+
+def _create_in_place(path: Path, data: bytes) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+        out.flush()
+        os.fsync(out.fileno())
+    return True
+
+
+def create_whole(path: Path, data: bytes) -> bool:
+    """Create ``path`` (0600) holding ``data``, whole or not at all: written
+    and synced under a temporary name beside it, then linked into place. A
+    file created empty and then written was left empty or cut short by a
+    full disk or a kill between the two, and read as damaged for good (the
+    store key, a ``.ctxls/.gitignore``). False when ``path`` exists already
+    (a link too, dangling or not: nothing is written through it)."""
+    if os.path.lexists(path):  # made already: nothing to write (its folder may be read-only)
+        return False
+    tmp = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in _NO_HARD_LINKS:
+                raise
+            return _create_in_place(path, data)  # a file system without hard links
+        return True
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
 
 
 def create_private_file(path: Path) -> None:

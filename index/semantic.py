@@ -48,7 +48,7 @@ from ctxls.index.embeddings import Embedder, EmbedderUnavailable, builtin_model_
 from ctxls.index.errors import StoreError, WriteFailed
 from ctxls.index.priority import FAST_TIER_NICENESS, TRANSFORMER_NICENESS, set_thread_niceness
 from ctxls.index.private import restrict
-from ctxls.index.store import Store
+from ctxls.index.store import Store, read_snapshot
 
 log = logging.getLogger(__name__)
 
@@ -197,11 +197,14 @@ class SemanticIndex:
                 return self.ready
             replacements = self._replacements
             try:
-                if self._loaded is None:
-                    # Once loaded, the model stays across a store created anew.
-                    self._loaded = self.embedder or self._load_embedder()
-                embedder = self._checked_model(self._loaded)
-                ann = self._open_ann(embedder.dim, self._model_stamp(embedder))
+                # A snapshot makes a SQLite error a StoreError (the worker's
+                # thread, in no request's snapshot, ended on the library's own).
+                with read_snapshot():
+                    if self._loaded is None:
+                        # Once loaded, the model stays across a store created anew.
+                        self._loaded = self.embedder or self._load_embedder()
+                    embedder = self._checked_model(self._loaded)
+                    ann = self._open_ann(embedder.dim, self._model_stamp(embedder))
             except EmbedderUnavailable as exc:
                 self.failed = str(exc)
                 self._loaded = None

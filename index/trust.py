@@ -32,7 +32,7 @@ import stat
 from pathlib import Path
 
 from ctxls.index.git import git_command, run_git
-from ctxls.index.private import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, restrict
+from ctxls.index.private import PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, create_whole, restrict
 from ctxls.index.roots import state_dir
 
 log = logging.getLogger(__name__)
@@ -55,16 +55,7 @@ def user_key() -> bytes | None:
             raise OSError("no home folder to keep it in (set CTXLS_STATE_DIR)")
         path = folder / KEY_FILE_NAME
         folder.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-        except FileExistsError:
-            pass
-        else:
-            try:
-                os.write(fd, secrets.token_bytes(_KEY_BYTES))
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        create_whole(path, secrets.token_bytes(_KEY_BYTES))  # unless made already
         restrict(path, PRIVATE_FILE_MODE)
         st = path.stat()
         key = _read_small(path, _KEY_BYTES + 1)

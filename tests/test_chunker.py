@@ -1947,6 +1947,37 @@ def test_a_chunk_worker_starved_of_cpu_is_waited_for_not_failed():
         worker.close()
 
 
+class _SignalledChild(ChunkWorker):
+    """A child that gets SIGTERM and SIGHUP while it reads `stopped.py`, as
+    every process of the daemon's group does when a service manager or
+    `timeout` stops it (SIGTERM) or its terminal closes (SIGHUP)."""
+
+    @staticmethod
+    def _child_command(boot: str) -> list[str]:
+        signalled = ("from ctxls.index import chunk_worker; import os, signal; read = chunk_worker.chunk_file; "
+                     "chunk_worker.chunk_file = lambda path, text: (path == 'stopped.py' and [os.kill("
+                     "os.getpid(), stop) for stop in (signal.SIGTERM, signal.SIGHUP)], read(path, text))[1]; ")
+        return [sys.executable, "-I", "-c", boot.replace("from ctxls.index.chunk_worker import _serve; ",
+                                                         signalled + "from ctxls.index.chunk_worker import _serve; ")]
+
+
+def test_a_stop_signal_to_the_daemons_process_group_fails_no_file_of_the_chunk_worker():
+    """The child died of a SIGTERM or SIGHUP sent to the daemon's whole
+    group, which read as the parser crashing on its file: that file was
+    stored as line windows ("parser hung or crashed") and, as an earlier
+    process's give-up, kept so until it changed (no definitions in outline,
+    symbols or impact). The daemon alone decides when its child ends."""
+    worker = _SignalledChild(deadline_s=30.0)
+    text = "def read_while_stopped(x):\n    return x\n"
+    expected = chunker.chunk_file("stopped.py", text)
+    try:
+        parsed = worker.chunk("stopped.py", text)
+        assert parsed == expected and parsed.unparsed is None
+        assert worker.restarts == 0 and languages.hazard(text) is None
+    finally:
+        worker.close()
+
+
 def test_a_chunk_workers_reply_may_hold_only_the_chunkers_records():
     import pickle
 

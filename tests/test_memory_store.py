@@ -465,3 +465,41 @@ def test_a_row_another_process_rewrites_in_place_is_embedded_again(plain: Path):
     finally:
         other.close()
         engine.close()
+
+
+def test_a_trust_memory_the_full_disk_cut_short_carries_every_upload_when_tried_again(
+        plain: Path, tmp_path: Path):
+    """The written tables were carried one transaction each: a full disk
+    after the memory rows left their uploads behind, and the retry skipped
+    those uploads as ids this store "already holds", then removed the
+    quarantined file: the uploaded bytes were gone. All tables are carried
+    in one transaction: all or nothing."""
+    import base64
+    import os
+
+    from ctxls.index.errors import WriteFailed
+
+    db = tmp_path / "index.db"
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    blob = os.urandom(400_000)
+    engine.memory.ingest(EVERYTHING, "diagram.png", base64_data=base64.b64encode(blob).decode(), key="diagram")
+    engine.close()
+    with sqlite3.connect(db) as conn:  # no seal: quarantined on the next open
+        conn.execute("DELETE FROM meta WHERE key IN ('store_id', 'owner_uid', 'store_path', 'store_seal')")
+
+    engine = Engine(plain, EngineOptions(db_path=str(db)))
+    try:
+        writer = engine.store._writer
+        writer.execute("VACUUM")
+        pages = writer.execute("PRAGMA page_count").fetchone()[0]
+        writer.execute(f"PRAGMA max_page_count = {pages + 20}")  # room for a row, not for the upload
+        with pytest.raises(WriteFailed):
+            engine.trust_quarantined()
+        assert engine.memory.count(EVERYTHING) == 0  # nothing of it was written
+        writer.execute("PRAGMA max_page_count = 1073741823")  # space freed
+        assert engine.trust_quarantined()["imported"]["memory_files"] == 1
+        item = engine.memory.item("diagram", EVERYTHING)
+        assert item is not None and base64.b64decode(item.text) == blob
+        assert engine.store.quarantined() == []
+    finally:
+        engine.close()

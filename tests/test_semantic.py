@@ -911,6 +911,56 @@ def test_a_full_disk_when_the_model_loads_pauses_the_worker_says_so_and_it_resum
         engine.close()
 
 
+def test_a_sqlite_error_when_the_model_loads_pauses_the_worker_and_it_resumes(small: Path, monkeypatch):
+    """The worker's first read of the store (the model's stamp) raised the
+    library's own error, not a StoreError (a daemon out of file descriptors:
+    "unable to open database file"), which ended the worker's thread: nothing
+    was embedded once the store read again. Now the error pauses it, and it
+    tries again until the vectors land."""
+    import sqlite3
+
+    from ctxls.index import semantic
+
+    monkeypatch.setattr(semantic, "REFUSED_WAIT_S", 0.05)
+    failing = threading.Event()
+    engine = semantic_engine(small, embed_model=STATIC_MODEL_NAME)
+    real_reader = engine.store.reader
+
+    class UnopenableReader:
+        def __init__(self, conn):
+            self.conn = conn
+
+        def execute(self, *args):
+            raise sqlite3.OperationalError("unable to open database file")
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    def reader():
+        conn = real_reader()
+        worker = threading.current_thread() is engine.semantic._thread
+        return UnopenableReader(conn) if failing.is_set() and worker else conn
+
+    monkeypatch.setattr(engine.store, "reader", reader)
+    try:
+        engine.index()
+        failing.set()
+        engine.start_embedding()
+        deadline = time.monotonic() + 30
+        while "paused" not in engine.status()["embeddings"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine.semantic.running  # its thread ended here before
+        assert "unable to open database file" in engine.status()["embeddings"]["paused"].message
+        failing.clear()  # the store reads again
+        deadline = time.monotonic() + 60
+        while engine.semantic.pending() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert engine.semantic.vector_count() == 5 and "paused" not in engine.status()["embeddings"]
+    finally:
+        failing.clear()
+        engine.close()
+
+
 def test_a_worker_paused_by_a_full_disk_is_in_status_and_the_answers_reason(small: Path, monkeypatch):
     """A worker whose vectors the store refused kept status at "embedding"
     with no error, and answers said only "no vectors yet"."""

@@ -590,6 +590,35 @@ def test_a_store_deleted_while_open_is_created_anew_and_writes_land_in_it(
     engine.close()
 
 
+def test_a_store_replaced_by_what_cannot_be_opened_is_indexed_again_once_it_opens(
+        plain_repo: Path, tmp_path: Path, monkeypatch):
+    """The store file replaced under the engine by something its first
+    reopen refuses (a folder here; a full disk or no descriptors left fail
+    it alike) was created anew once the path was free, but the engine was
+    never told: it served the new, empty store as complete (0 files, no
+    hits) and never indexed the tree again. The open that succeeds tells it."""
+    monkeypatch.setattr(store_database, "RETRY_S", 0.0)
+    monkeypatch.setattr(store_database, "IDENTITY_CHECK_S", 0.0)
+    db = tmp_path / "index.db"
+    engine = make_engine(plain_repo, db)
+    engine.cold_index()
+    files = engine.status()["files"]
+    db.rename(tmp_path / "moved-away.db")
+    db.mkdir()
+    with pytest.raises(StoreUnavailable, match="is a folder"):
+        engine.store.meta()
+    db.rmdir()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if engine.status()["files"] == files and engine.cold_index_done:
+            break
+        time.sleep(0.05)
+    assert engine.status()["files"] == files
+    hits = engine.recall("retry", ["code"], mode="lexical").hits_by_kind["code"]
+    assert hits and hits[0].path == "pkg/retry.py"
+    engine.close()
+
+
 def test_written_memory_and_the_stash_are_synced_before_they_are_acknowledged(
         plain_repo: Path, tmp_path: Path):
     """WAL with synchronous NORMAL survives a crash of the process but a

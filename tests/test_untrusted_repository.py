@@ -648,6 +648,52 @@ def test_a_file_the_repository_ships_where_the_store_folder_goes_is_left_alone(t
     assert (root / ".ctxls").read_text() == "some other tool's settings\n"
 
 
+def full_disk() -> None:
+    """In a child before it runs: no file may grow (``ulimit -f 0``; Python
+    ignores SIGXFSZ, so a write fails with EFBIG as on a full disk)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+def test_a_first_index_on_a_full_disk_leaves_the_store_folder_to_the_next(tmp_path: Path):
+    """The store folder's `.gitignore` was created, then written: on a full
+    disk it stayed empty, and every later process judged `.ctxls` "a
+    .gitignore that lets files through" and kept the store in the state
+    folder for good. It is created whole or not at all."""
+    from ctxls.index.roots import STORE_GITIGNORE
+
+    root = tmp_path / "repo"
+    write_tree(root, SAMPLE_FILES)
+    refused = subprocess.run([*CTXLS, "index", str(root)], capture_output=True, text=True,
+                             timeout=300, preexec_fn=full_disk)
+    assert refused.returncode != 0 and "File too large" in refused.stderr
+    assert not (root / ".ctxls" / ".gitignore").exists()
+    indexed = ctxls("index", str(root))
+    assert indexed.returncode == 0, indexed.stderr
+    status = json.loads(ctxls("status", str(root), "--json").stdout)
+    assert status["dbPath"] == str(root.resolve() / ".ctxls" / "index.db")
+    assert status["files"] == len(SAMPLE_FILES)
+    assert (root / ".ctxls" / ".gitignore").read_text() == STORE_GITIGNORE
+
+
+def test_a_store_key_a_full_disk_kept_from_being_written_is_made_by_the_next_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The key file was created, then written: a full disk (or a kill between
+    the two) left it empty, and every later process found "not this user's
+    store key", so no store was sealed again (and those made meanwhile were
+    quarantined once the key was mended). It is created whole or not at all."""
+    monkeypatch.setenv("CTXLS_STATE_DIR", str(tmp_path / "state"))
+    child = subprocess.run([sys.executable, "-c", "from ctxls.index import trust; print(trust.user_key())"],
+                           capture_output=True, text=True, timeout=60, preexec_fn=full_disk)
+    assert child.stdout.strip() == "None", child.stderr  # no key could be written
+    assert not (tmp_path / "state" / trust.KEY_FILE_NAME).exists()
+    key = trust.user_key()
+    assert key is not None and len(key) == 32
+    assert (tmp_path / "state" / trust.KEY_FILE_NAME).read_bytes() == key
+    assert os.listdir(tmp_path / "state") == [trust.KEY_FILE_NAME]  # no temporary left
+
+
 def test_a_store_folder_or_file_the_repository_ships_as_a_link_is_not_written_through(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """A repository's `.ctxls` as a link made the daemon chmod its target

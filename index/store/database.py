@@ -91,6 +91,9 @@ class Store(Migrations, Recovery, FileRows, Reads):
         self._identity_checked = 0.0
         # Called after a vanished store was created anew (its file rows are gone).
         self.on_replaced: list[Callable[[], None]] = []
+        # The file vanished or was replaced and no open has succeeded since:
+        # the open that does tells on_replaced, however many failed before it.
+        self._replaced_unopened = False
         # The writer of a store file deleted while open, until its written
         # rows are carried into the one made in its place (_carry_vanished).
         self._vanished: Connection | None = None
@@ -145,7 +148,7 @@ class Store(Migrations, Recovery, FileRows, Reads):
                                 "opening it anew", self.db_path)
                     self.error = StoreUnavailable(self.db_path, "missing", "the store file vanished")
                     self._retry_at = 0.0
-                    replaced = True
+                    self._replaced_unopened = True
                     if self._vanished is None and self._writer is not None \
                             and not os.path.lexists(self.db_path) \
                             and (self._home is None or self._home.is_dir()):
@@ -163,7 +166,8 @@ class Store(Migrations, Recovery, FileRows, Reads):
                         self._unavailable(exc)
                     else:
                         log.warning("index store %s is available", self.db_path)
-                        replaced = replaced or self.moved_aside != moved_aside
+                        replaced = replaced or self._replaced_unopened or self.moved_aside != moved_aside
+                        self._replaced_unopened = False
                         self._carry_vanished()
                 error = self.error
         else:

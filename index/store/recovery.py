@@ -413,41 +413,48 @@ class Recovery:
         """Copy the rows of CARRIED_TABLES that ``source`` can still read into
         this store; per table, how many."""
         carried: dict[str, int] = {}
-        # A (scope, id) this store holds keeps its own row and upload whole:
-        # the rows conflict per part only, so the old document's other parts
-        # (and an upload the own row lacks) would join it.
-        with self.write() as conn:
+        # One transaction for every table: carried one by one, a failure (a
+        # full disk, a crash) between them left memory rows without their
+        # uploads, and the retry skipped those uploads as "held".
+        with self.write(durable=True) as conn:
+            # A (scope, id) this store holds keeps its own row and upload whole:
+            # the rows conflict per part only, so the old document's other parts
+            # (and an upload the own row lacks) would join it.
             held = {tuple(r) for table in _MEMORY_TABLES
                     for r in conn.execute(f"SELECT DISTINCT scope, key FROM {table}")}
-        for table in CARRIED_TABLES:
+            for table in CARRIED_TABLES:
+                carried[table] = self._carry_table(conn, source, table, held)
+        return {table: count for table, count in carried.items() if count is not None}
+
+    def _carry_table(self, conn: sqlite3.Connection, source: sqlite3.Connection, table: str,
+                     held: set[tuple]) -> int | None:
+        """Copy ``table``'s rows that ``source`` can still read (none held)
+        within the caller's transaction; how many, None when it has no such table."""
+        try:
+            old_columns = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
+        except sqlite3.Error:
+            return None
+        # A rowid key is renumbered here: the rows may join a store that has its own.
+        columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")
+                   if r[1] in old_columns and not (r[5] == 1 and r[2].upper() == "INTEGER")]
+        if not columns:
+            return None
+        insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
+                  f"VALUES ({', '.join('?' * len(columns))})")
+        count = 0
+        for row in _readable_rows(source, table, columns):
+            values = dict(zip(columns, row))
+            if table in _MEMORY_TABLES and (values.get("scope"), values.get("key")) in held:
+                continue
             try:
-                old_columns = {r[1] for r in source.execute(f"PRAGMA table_info({table})")}
-            except sqlite3.Error:
+                cursor = conn.execute(insert, row)
+            except sqlite3.IntegrityError:  # a damaged row: leave it behind
                 continue
-            # A rowid key is renumbered here: the rows may join a store that has its own.
-            columns = [r[1] for r in self._writer.execute(f"PRAGMA table_info({table})")
-                       if r[1] in old_columns and not (r[5] == 1 and r[2].upper() == "INTEGER")]
-            if not columns:
+            if cursor.rowcount != 1:
                 continue
-            insert = (f"INSERT OR IGNORE INTO {table}({', '.join(columns)}) "
-                      f"VALUES ({', '.join('?' * len(columns))})")
-            count = 0
-            with self.write(durable=True) as conn:
-                for row in _readable_rows(source, table, columns):
-                    values = dict(zip(columns, row))
-                    if (table in _MEMORY_TABLES
-                            and (values.get("scope"), values.get("key")) in held):
-                        continue
-                    try:
-                        cursor = conn.execute(insert, row)
-                    except sqlite3.IntegrityError:  # a damaged row: leave it behind
-                        continue
-                    if cursor.rowcount != 1:
-                        continue
-                    count += 1
-                    if table == "memory":
-                        self.put_memory_text(conn, cursor.lastrowid, values["kind"], values["key"],
-                                             values.get("symbol"), values["text"])
-            carried[table] = count
-        return carried
+            count += 1
+            if table == "memory":
+                self.put_memory_text(conn, cursor.lastrowid, values["kind"], values["key"],
+                                     values.get("symbol"), values["text"])
+        return count
 
