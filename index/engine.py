@@ -55,7 +55,8 @@ from ctxls.index.recall_calibration import Calibration, Evidence, QueryEvidence,
 from ctxls.index.recall_scorer import Contribution
 from ctxls.index.tokenize import query_terms
 from ctxls.index.query import declared_name
-from ctxls.index.git import head_commit, last_head_move, written_by_checkout
+from ctxls.index.git import (HeadMove, head_commit, head_moves, stopped_operation_commit,
+                             taken_from_merged_branch, written_by_checkout)
 from ctxls.index.roots import store_dir
 from ctxls.index.scopes import EVERYTHING, Scope
 from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_file_for
@@ -112,6 +113,9 @@ STORE_RETRY_MAX_S = 60.0
 # are coarse: they are rounded down). Also how long after a move is found
 # its files are reconciled again (the watcher's batch of them may come later).
 CHECKOUT_WINDOW_MS = 10_000
+# How many of HEAD's latest moves are read for the latest one git made since
+# the commit the edit log was reconciled with (commits may follow it).
+HEAD_MOVES_READ = 100
 # The store's meta key: the commit the edit log was last reconciled with.
 EDITS_HEAD_KEY = "edits_head"
 
@@ -390,10 +394,12 @@ class Engine:
         self.listed_ns: int | None = None
         # The repositories inside the root (log_git_writes), as of a whole pass's listed_ns.
         self._repositories_listed: tuple[int | None, list[str]] = (None, [])
-        # Each repository's last HEAD move found by log_git_writes, reconciled again a while.
+        # What each repository's HEAD moves found by log_git_writes wrote, reconciled again a while.
         self._git_writes: dict[str, _GitWrites] = {}
         # Repositories inside that came since this process's first listing, not reconciled yet.
         self._repositories_came: set[str] = set()
+        # Each repository's merge or cherry-pick stopped on a conflict, as last found (its commit).
+        self._stopped_operations: dict[str, str | None] = {}
         if private_store:
             self._cold_done.set()
         # Set once a first pass is due (a daemon or a hosted engine): requests
@@ -702,7 +708,9 @@ class Engine:
 
     def log_git_writes(self) -> None:
         """What git wrote as HEAD moved (a checkout, pull, reset, merge or
-        rebase; not a commit, whose files somebody edited) is no work done
+        rebase; not a commit, whose files somebody edited, but what a merge
+        concluded by one brought in; and what a merge or cherry-pick stopped
+        on a conflict brought in) is no work done
         here: the edits logged since git wrote each file (its mtime) get the
         origin "checkout", which recent activity leaves out (an edit made
         just before, by somebody, keeps its origin); a fact anchored to that
@@ -780,35 +788,83 @@ class Engine:
         moved = new is not None and old != new
         if moved:
             self._repositories_came.discard(repository)
-            move = last_head_move(where) if old is not None or came else None
-            written = (written_by_checkout(where, old, new)
-                       if move is not None and not move[0].startswith("commit") else None)
-            since = {prefix + path: self._written_at(prefix + path, move[1])
-                     for path in written or ()}
-            writes = self._git_writes[repository] = _GitWrites(
-                since, {path: _mtime_ms(self.root / path) for path in since},
-                now_ms() + CHECKOUT_WINDOW_MS)
+            move = (_latest_written_move(head_moves(where, HEAD_MOVES_READ), old)
+                    if old is not None or came else None)
+            written = self._written_by_move(where, old, move) if move is not None else None
+            # A repository that came is reconciled first at a whole pass, maybe
+            # after a later move rewrote what it checked out (its files'
+            # batches came after the pass `git submodule update --init`
+            # started): every edit of its files since it was made is git's.
+            began = (head_moves(where) or [None])[-1] if came and written else None
+            since = {prefix + path: began.at if began is not None
+                     else self._written_at(prefix + path, move.at) for path in written or ()}
+            writes = _GitWrites(since, {path: _mtime_ms(self.root / path) for path in since},
+                                now_ms() + CHECKOUT_WINDOW_MS)
+            if (previous := self._git_writes.get(repository)) is not None:
+                writes = previous.followed_by(writes)
+            self._git_writes[repository] = writes
         else:
             writes = self._git_writes.get(repository)
+            if (stopped := self._stopped_operation_writes(where, prefix, repository)) is not None:
+                writes = stopped if writes is None else writes.followed_by(stopped)
+                self._git_writes[repository] = writes
             if writes is None:
                 return
-            if now_ms() > writes.until:
-                self._git_writes.pop(repository, None)  # this call is its last
+            if now_ms() > writes.until:  # this call is its last, but for files under a buffer:
+                # closed unsaved, however late, it logs what git wrote under it.
+                under_buffers = writes.narrowed(set(self.open_buffers()))
+                if under_buffers.since:
+                    self._git_writes[repository] = under_buffers
+                else:
+                    self._git_writes.pop(repository, None)
         since = {path: ts for path, ts in writes.since.items()
                  if _mtime_ms(self.root / path) == writes.mtimes[path]}
-        if not since and not moved:
+        if not since and not writes.rewritten and not moved:
             return
         with self.store.write() as conn:
-            if since:
+            if since or writes.rewritten:
                 rows = conn.execute("SELECT id, path, ts FROM edits WHERE ts >= ? "
-                                    "AND origin = 'disk'", (min(since.values()),)).fetchall()
-                ids = [row[0] for row in rows if row[1] in since and row[2] >= since[row[1]]]
+                                    "AND origin = 'disk'",
+                                    (min([*since.values(), *writes.rewritten.values()]),)
+                                    ).fetchall()
+                ids = [row[0] for row in rows if (row[1] in since and row[2] >= since[row[1]])
+                       or writes.rewritten.get(row[1]) == row[2]]
                 conn.execute("UPDATE edits SET origin = 'checkout' "
                              "WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),))
             if moved:
                 conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
                              "DO UPDATE SET value = excluded.value", (key, new))
         self.store.renew_snapshot()
+
+    def _stopped_operation_writes(self, where: Path, prefix: str,
+                                  repository: str) -> _GitWrites | None:
+        """A merge or cherry-pick stopped on a conflict leaves HEAD where it
+        was: the files it took whole from the commit it brings in, as git
+        wrote them, are git's (the conflicted ones are the user's to
+        resolve). Found once per such commit; None when there is nothing new."""
+        bringing = stopped_operation_commit(where)
+        if bringing == self._stopped_operations.get(repository):
+            return None
+        self._stopped_operations[repository] = bringing
+        written = written_by_checkout(where, "HEAD", bringing) if bringing is not None else None
+        if not written:
+            return None
+        found = now_ms()
+        since = {prefix + path: self._written_at(prefix + path, found) for path in written}
+        return _GitWrites(since, {path: _mtime_ms(self.root / path) for path in since},
+                          found + CHECKOUT_WINDOW_MS)
+
+    @staticmethod
+    def _written_by_move(where: Path, old: str | None, move: HeadMove) -> set[str] | None:
+        """What git wrote as HEAD moved from ``old`` on to ``move`` and that
+        nobody changed since: for a merge committed once its conflicts were
+        resolved, the files it took whole from the branch merged in (not
+        those both branches changed, the conflicts among them)."""
+        if not move.reason.startswith("commit"):
+            return written_by_checkout(where, old, move.commit)
+        written = written_by_checkout(where, f"{move.commit}^1", move.commit)
+        brought = taken_from_merged_branch(where, move.commit) if written else None
+        return written & brought if written and brought is not None else None
 
     def refresh_stale(self, paths: list[str]) -> set[str]:
         """Re-index those of ``paths`` whose file on disk is not what their
@@ -1959,10 +2015,45 @@ STATUS_SKIPPED_LISTED = 100
 
 @dataclass(frozen=True)
 class _GitWrites:
-    """The files one HEAD move wrote or removed (``Engine.log_git_writes``)."""
+    """The files a repository's HEAD moves, or a merge or cherry-pick stopped
+    on a conflict, wrote or removed (``Engine.log_git_writes``)."""
     since: dict[str, int]  # path -> the edits logged from then (ms) are git's
     mtimes: dict[str, int | None]  # path -> its mtime (ms) as git left it; None: removed
     until: int  # reconciled again until then (ms)
+    # path -> when an earlier move wrote it (its mtime, ms), which a later one
+    # wrote again: the edit dated then is git's, whatever came between.
+    rewritten: dict[str, int] = field(default_factory=dict)
+
+    def followed_by(self, later: _GitWrites) -> _GitWrites:
+        """This move's record and the next one's of the same repository, as
+        one: an edit this move's write was logged with after the next move
+        was found (its batch handled late) is git's still."""
+        rewritten = {**self.rewritten, **{path: written for path, written in self.mtimes.items()
+                                          if path in later.since and written is not None}}
+        return _GitWrites({**self.since, **later.since}, {**self.mtimes, **later.mtimes},
+                          later.until, rewritten)
+
+    def narrowed(self, paths: set[str]) -> _GitWrites:
+        """This record for ``paths`` only."""
+        return _GitWrites({path: ts for path, ts in self.since.items() if path in paths},
+                          {path: ts for path, ts in self.mtimes.items() if path in paths},
+                          self.until,
+                          {path: ts for path, ts in self.rewritten.items() if path in paths})
+
+
+def _latest_written_move(moves: list[HeadMove], old: str | None) -> HeadMove | None:
+    """The latest of ``moves`` (the reflog's, latest first) since HEAD was at
+    ``old`` that git made writing files (a checkout, pull, reset, merge,
+    rebase, or a merge's commit): commits after it are somebody's, and its
+    files they changed are not git's. Not only the latest move: a checkout
+    and a commit in one batch (`git checkout x && … && git commit`) left the
+    checkout's files the user's. None when only commits were made."""
+    for move in moves:
+        if move.commit == old:
+            return None  # HEAD was at ``old`` then: what came before is reconciled
+        if not move.reason.startswith("commit") or move.reason.startswith("commit (merge)"):
+            return move
+    return None
 
 
 def _mtime_ms(where: Path) -> int | None:

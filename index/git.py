@@ -37,6 +37,7 @@ import stat
 import subprocess
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 log = logging.getLogger(__name__)
 
@@ -201,17 +202,30 @@ def head_commit(root: Path) -> str | None:
     return proc.stdout.decode("ascii", "replace").strip() or None
 
 
-def last_head_move(root: Path) -> tuple[str, int] | None:
-    """Why HEAD last moved, as git's reflog says it ("checkout: moving from a
-    to b", "pull: Fast-forward", "reset: moving to HEAD~3", "commit: …"),
-    and when (ms); None without a reflog."""
-    proc = run_git(git_command("log", "-g", "-1", "--format=%gs%x00%gd", "--date=unix", "HEAD",
-                               root=root), timeout=10)
+class HeadMove(NamedTuple):
+    """One move of HEAD, as git's reflog says it."""
+    commit: str  # where HEAD moved to
+    reason: str  # "checkout: moving from a to b", "pull: Fast-forward", "commit: …"
+    at: int  # when (ms)
+
+
+def head_moves(root: Path, limit: int | None = None) -> list[HeadMove]:
+    """HEAD's moves in the repository at ``root``, the latest first (at most
+    ``limit``; the last of them all is the one that made the work tree, "clone:
+    from …"); none without a reflog."""
+    proc = run_git(git_command("log", "-g", *(() if limit is None else (f"-{limit}",)),
+                               "--format=%H%x00%gs%x00%gd", "--date=unix", "HEAD", root=root),
+                   timeout=10)
     if proc is None or proc.returncode != 0:
-        return None
-    reason, _, selector = proc.stdout.decode("utf-8", "replace").strip().partition("\0")
-    seconds = selector.rpartition("{")[2].rstrip("}")
-    return (reason, int(seconds) * 1000) if seconds.isdigit() else None
+        return []
+    moves = []
+    for line in proc.stdout.decode("utf-8", "replace").splitlines():
+        commit, _, rest = line.partition("\0")
+        reason, _, selector = rest.partition("\0")
+        seconds = selector.rpartition("{")[2].rstrip("}")
+        if seconds.isdigit():
+            moves.append(HeadMove(commit, reason, int(seconds) * 1000))
+    return moves
 
 
 def written_by_checkout(root: Path, old: str | None, new: str) -> set[str] | None:
@@ -226,6 +240,35 @@ def written_by_checkout(root: Path, old: str | None, new: str) -> set[str] | Non
         return changed
     edited = _names(root, "diff", "--name-only", "-z", "--relative", "--no-renames", new, "--")
     return None if edited is None else changed - edited
+
+
+def stopped_operation_commit(root: Path) -> str | None:
+    """The commit a merge or a cherry-pick that stopped on a conflict is
+    bringing in (``MERGE_HEAD``, ``CHERRY_PICK_HEAD``), or None when none is
+    under way in the repository at ``root``."""
+    proc = run_git(git_command("cat-file", "--batch-check", root=root), timeout=10,
+                   input=b"MERGE_HEAD\nCHERRY_PICK_HEAD\n")
+    if proc is None or proc.returncode != 0:
+        return None
+    for line in proc.stdout.decode("ascii", "replace").splitlines():
+        oid, _, kind = line.partition(" ")
+        if kind.startswith("commit "):
+            return oid
+    return None
+
+
+def taken_from_merged_branch(root: Path, commit: str) -> set[str] | None:
+    """The files (relative to ``root``) that merge ``commit`` has as its
+    second parent (the branch merged in) has them and its first parent does
+    not: what the merge brought in whole. A file both branches changed is
+    left out, whoever merged it (git, or somebody resolving a conflict).
+    Trees compared, no merge run: a merge driver the repository's config
+    names never runs. None when git cannot say (no second parent)."""
+    brought = _names(root, "diff", "--name-only", "-z", "--relative", "--no-renames",
+                     f"{commit}^1", commit, "--")
+    theirs_differ = _names(root, "diff", "--name-only", "-z", "--relative", "--no-renames",
+                           f"{commit}^2", commit, "--")
+    return None if brought is None or theirs_differ is None else brought - theirs_differ
 
 
 def _names(root: Path, *args: str) -> set[str] | None:

@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client
 from conftest import serve, write_tree
 from ctxls.impact import analysis
 from ctxls.index import discovery, live
+from ctxls.index import engine as engine_module
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.errors import StalePointer
 from ctxls.index.indexer import Indexer
@@ -1228,6 +1229,193 @@ def test_what_a_submodule_initialised_later_wrote_is_not_recent_activity(tmp_pat
         assert len(engine.recent_activity()) == 3  # no whole pass has listed the submodule yet
         engine.index()
         assert engine.recent_activity() == []
+    finally:
+        engine.close()
+
+
+def test_a_submodule_initialised_then_moved_before_it_is_reconciled_is_not_recent_activity(
+        tmp_path: Path):
+    """`git submodule update --init` whose files' batches came after the pass
+    its .git started (so no whole pass listed the submodule), then a checkout
+    in it: the first reconciling, at the checkout's pass, counted as git's
+    only the edits since the checkout wrote each file, so the init's edit of
+    a file the checkout wrote again was listed as the user's (the flaky
+    test_a_submodule_initialised_while_following_is_indexed_and_followed)."""
+    lib = committed(tmp_path / "lib", {"plat.py": "def platypus_v1():\n    return 1\n",
+                                       "other.py": "def other_fn():\n    pass\n"})
+    git(lib, "tag", "v1")
+    write_tree(lib, {"plat.py": "def submodule_platypus_fn():\n    return 42\n"})
+    git(lib, "commit", "-qam", "v2")
+    app = committed(tmp_path / "app", {"main.py": "def app_main():\n    return 1\n"})
+    with_submodule(app, lib, "vendor/lib")
+    root = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(app), str(root))
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        git(root, "-c", "protocol.file.allow=always", "submodule", "update", "-q", "--init")
+        engine.disk_changed(["vendor/lib/plat.py", "vendor/lib/other.py"])  # the late batch
+        written = (root / "vendor/lib/plat.py").stat().st_mtime_ns
+        assert wait_until(lambda: time.time_ns() // 1_000_000 > written // 1_000_000)
+        git(root / "vendor/lib", "checkout", "-q", "v1")
+        engine.disk_changed([], head_moved=True)  # the checkout's pass
+        assert engine.symbols("platypus_v1", "exact")
+        assert engine.recent_activity() == []
+    finally:
+        engine.close()
+
+
+def test_what_a_checkout_wrote_logged_after_the_next_checkout_was_found_is_not_recent_activity(
+        tmp_path: Path):
+    """Two checkouts a moment apart, the first one's batch handled after its
+    move was found: the second move's record replaced the first's, so the
+    first write's edits of a file the second wrote again stayed the user's."""
+    root = committed(tmp_path / "repo", {"f.py": "def on_main():\n    pass\n",
+                                         "g.py": "def g_main():\n    pass\n"})
+    git(root, "checkout", "-qb", "a")
+    write_tree(root, {"f.py": "def on_branch_a():\n    pass\n"})
+    git(root, "commit", "-qam", "a")
+    git(root, "checkout", "-qb", "b", "main")
+    write_tree(root, {"f.py": "def on_branch_b():\n    pass\n"})
+    git(root, "commit", "-qam", "b")
+    git(root, "checkout", "-q", "main")
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        git(root, "checkout", "-q", "a")
+        engine.log_git_writes()  # the move found before the watcher's batch of its files
+        engine.disk_changed(["f.py"])
+        written = (root / "f.py").stat().st_mtime_ns
+        assert wait_until(lambda: time.time_ns() // 1_000_000 > written // 1_000_000)
+        git(root, "checkout", "-q", "b")
+        engine.disk_changed([], head_moved=True)
+        assert engine.symbols("on_branch_b", "exact")
+        assert engine.recent_activity() == []
+        # An edit of the user's between two moves stays the user's.
+        write_tree(root, {"g.py": "def g_main():\n    return 'mine'\n"})
+        engine.disk_changed(["g.py"])
+        git(root, "checkout", "-q", "a")
+        engine.disk_changed([], head_moved=True)
+        assert [(a.id, a.symbol) for a in engine.recent_activity()] == [("g.py", "g_main")]
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("asked_during_the_conflict", [False, True])
+def test_what_a_merge_brought_in_is_not_recent_activity_once_its_conflicts_are_committed(
+        tmp_path: Path, asked_during_the_conflict: bool):
+    """`git merge` stopping on a conflict, the conflict resolved, then `git
+    commit`: HEAD moved by a commit ("commit (merge)"), so every file the
+    merge wrote (the other branch's work) stayed listed as the user's own
+    edits, during the conflict too (HEAD unmoved). What the merge took whole
+    from the branch merged in is git's; the resolution is the user's."""
+    root = committed(tmp_path / "repo", {"f.py": "def shared():\n    return 0\n",
+                                         "g.py": "def g_main():\n    pass\n"})
+    git(root, "checkout", "-qb", "other")
+    write_tree(root, {"f.py": "def shared():\n    return 'other'\n",
+                      "g.py": "def g_main():\n    pass\n\n\ndef their_work():\n    pass\n"})
+    git(root, "commit", "-qam", "other")
+    git(root, "checkout", "-q", "main")
+    write_tree(root, {"f.py": "def shared():\n    return 'main'\n"})
+    git(root, "commit", "-qam", "main")
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        with pytest.raises(subprocess.CalledProcessError):  # f.py conflicts
+            git(root, "merge", "-q", "other")
+        engine.disk_changed(["f.py", "g.py"])
+        if asked_during_the_conflict:  # HEAD unmoved yet
+            assert {a.id for a in engine.recent_activity()} == {"f.py"}
+        write_tree(root, {"f.py": "def shared():\n    return 'both'\n\n\ndef my_resolution():\n"
+                                  "    pass\n"})
+        engine.disk_changed(["f.py"])
+        git(root, "commit", "-qam", "merged")
+        engine.disk_changed([], head_moved=True)
+        assert {a.id for a in engine.recent_activity()} == {"f.py"}
+        assert "my_resolution" in {a.symbol for a in engine.recent_activity()}
+    finally:
+        engine.close()
+
+
+def test_what_a_cherry_pick_stopped_on_a_conflict_wrote_is_not_recent_activity(tmp_path: Path):
+    """`git cherry-pick` stopping on a conflict leaves HEAD where it was, and
+    `--continue` moves it by a commit: the picked commit's other files,
+    written by git, were listed as the user's edits."""
+    root = committed(tmp_path / "repo", {"f.py": "def shared():\n    return 0\n",
+                                         "g.py": "def g_main():\n    pass\n"})
+    git(root, "checkout", "-qb", "other")
+    write_tree(root, {"f.py": "def shared():\n    return 'other'\n",
+                      "g.py": "def g_main():\n    pass\n\n\ndef picked_work():\n    pass\n"})
+    git(root, "commit", "-qam", "other")
+    git(root, "checkout", "-q", "main")
+    write_tree(root, {"f.py": "def shared():\n    return 'main'\n"})
+    git(root, "commit", "-qam", "main")
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        with pytest.raises(subprocess.CalledProcessError):  # f.py conflicts
+            git(root, "cherry-pick", "other")
+        engine.disk_changed(["f.py", "g.py"])
+        assert {a.id for a in engine.recent_activity()} == {"f.py"}
+        write_tree(root, {"f.py": "def shared():\n    return 'both'\n"})
+        engine.disk_changed(["f.py"])
+        git(root, "add", "f.py")
+        git(root, "-c", "core.editor=true", "cherry-pick", "--continue")
+        engine.disk_changed([], head_moved=True)
+        assert {a.id for a in engine.recent_activity()} == {"f.py"}
+    finally:
+        engine.close()
+
+
+def test_what_a_checkout_wrote_is_not_recent_activity_when_a_commit_follows_it_in_one_batch(
+        tmp_path: Path):
+    """`git checkout other && edit && git commit -am …` (an agent's script)
+    handled as one batch: only the reflog's latest entry was read, a commit,
+    so what the checkout wrote was listed as the user's edits. The latest
+    move git made since the reconciled commit is read; the commit's own
+    edit stays the user's."""
+    root = committed(tmp_path / "repo", {"f.py": "def on_main():\n    pass\n",
+                                         "g.py": "def g_main():\n    pass\n"})
+    git(root, "checkout", "-qb", "other")
+    write_tree(root, {"f.py": "def on_other_branch():\n    pass\n"})
+    git(root, "commit", "-qam", "other")
+    git(root, "checkout", "-q", "main")
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        git(root, "checkout", "-q", "other")
+        write_tree(root, {"g.py": "def g_main():\n    return 'mine'\n"})
+        git(root, "commit", "-qam", "mine")
+        engine.disk_changed(["f.py", "g.py"], head_moved=True)
+        assert [(a.id, a.symbol) for a in engine.recent_activity()] == [("g.py", "g_main")]
+    finally:
+        engine.close()
+
+
+def test_what_a_checkout_wrote_under_an_unsaved_buffer_is_not_recent_activity_when_it_closes(
+        tmp_path: Path, monkeypatch):
+    """An unsaved buffer over a file a checkout changes on disk, closed
+    without saving after the checkout's reconciling window: going back to the
+    disk's text logs what the checkout wrote (a disk edit dated by its write),
+    which nothing reconciled any more, so it was listed as the user's work
+    and the buffer's own edit showed origin "disk"."""
+    monkeypatch.setattr(engine_module, "CHECKOUT_WINDOW_MS", 0)  # the window over at once
+    root = committed(tmp_path / "repo", {"f.py": "def on_main():\n    pass\n"})
+    git(root, "checkout", "-qb", "other")
+    write_tree(root, {"f.py": "def on_other_branch():\n    pass\n"})
+    git(root, "commit", "-qam", "other")
+    git(root, "checkout", "-q", "main")
+    engine = Engine(root, EngineOptions(watch="off"))
+    try:
+        engine.cold_index()
+        engine.set_buffer("f.py", "def on_main():\n    pass\n\n\ndef typing_here():\n    pass\n")
+        git(root, "checkout", "-q", "other")
+        engine.disk_changed([], head_moved=True)
+        time.sleep(0.01)  # the clock past the window's end
+        engine.recent_activity()  # a call after the window
+        engine.close_buffer("f.py")
+        assert [(a.id, a.symbol, a.origin) for a in engine.recent_activity()] == [
+            ("f.py", "typing_here", "editor")]
     finally:
         engine.close()
 
