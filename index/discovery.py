@@ -70,7 +70,8 @@ class Skipped:
     path: str
     # "binary" | "minified" | "too large" | "vanished" | "unreadable" | OUTSIDE_ROOT | LINK_LOOP |
     # NAME_NOT_UTF8 (path shown with U+FFFD) | NAME_CONTROL (shown with \uXXXX) |
-    # "symlink to <path>"
+    # "symlink to <path>"; of a folder (its path ends in "/"): "unreadable (…)",
+    # REPOSITORY_LEFT_OUT
     reason: str
 
 
@@ -83,6 +84,10 @@ class Listing:
 # A symlink (to a file, or a folder on the way) whose target is outside the
 # root: never read, whoever asks.
 OUTSIDE_ROOT = "symlink outside the root"
+# A repository inside a git root past MAX_INNER_REPOSITORIES or
+# MAX_REPOSITORY_NESTING (its folder, ending in "/"): none of its files listed.
+REPOSITORY_LEFT_OUT = (f"repository left out (over {MAX_INNER_REPOSITORIES} inside, "
+                       f"or nested over {MAX_REPOSITORY_NESTING} deep)")
 # A symlink that leads back to itself: no file, never read.
 LINK_LOOP = "symlink loop"
 # A name that is not UTF-8 (Python reads it with surrogate escapes): no
@@ -268,44 +273,57 @@ class FileFilter:
             shebang_language(head.decode("utf-8", "replace")) in self._script_languages
 
 
-def _git_files(root: Path) -> list[str] | None:
+def _git_files(root: Path) -> Listing | None:
     """Tracked plus untracked-but-not-ignored files, or None if not a git
     repo; with the files of the repositories inside it (clones, submodules),
-    which git lists only as their folder, each listed by its own rules."""
+    which git lists only as their folder, each listed by its own rules.
+    Skipped: the folders git could not read, and the repositories inside
+    left out (past MAX_INNER_REPOSITORIES or MAX_REPOSITORY_NESTING)."""
     top = _git_listing(root)
     if top is None:
         return None
-    files: list[str] = []
-    stack: list[tuple[str, list[str], int]] = [("", top, 0)]
+    found = Listing()
+    stack: list[tuple[str, Listing, int]] = [("", top, 0)]
     listed_repositories = 0
     left_out: list[str] = []
     while stack:
-        prefix, listed, depth = stack.pop()
+        prefix, listing, depth = stack.pop()
+        listed = listing.paths
         inner = _inner_repositories(root / prefix if prefix else root, listed)
-        files.extend(prefix + p for p in listed if p.rstrip("/") not in inner)
-        admitted: list[tuple[str, list[str], int]] = []
+        found.paths.extend(prefix + p for p in listed if p.rstrip("/") not in inner)
+        found.skipped.extend(Skipped(prefix + s.path, s.reason) for s in listing.skipped)
+        admitted: list[tuple[str, Listing, int]] = []
         for folder in sorted(inner):
             if depth >= MAX_REPOSITORY_NESTING or listed_repositories >= MAX_INNER_REPOSITORIES:
                 left_out.append(prefix + folder)
                 continue
             listed_repositories += 1
             where = root / prefix / folder
-            found = _git_listing(where)
-            if found is None:  # git refuses it (ownership, a broken .git): its .gitignore files decide
-                found = _walk_files(where)
-            admitted.append((f"{prefix}{folder}/", found, depth + 1))
+            its = _git_listing(where)
+            if its is None:  # git refuses it (ownership, a broken .git): its .gitignore files decide
+                its = _walk_files(where)
+            admitted.append((f"{prefix}{folder}/", its, depth + 1))
         stack.extend(reversed(admitted))
     if left_out:
         log.warning("%s: %d repositories inside not indexed (%s%s): more than %d inside, or nested "
                     "deeper than %d", root, len(left_out), ", ".join(sorted(left_out)[:3]),
                     ", …" if len(left_out) > 3 else "", MAX_INNER_REPOSITORIES, MAX_REPOSITORY_NESTING)
-    return files
+    # Said in status, not only in the log: their files answer nothing.
+    found.skipped.extend(Skipped(folder + "/", REPOSITORY_LEFT_OUT) for folder in sorted(left_out))
+    return found
 
 
-def _git_listing(root: Path) -> list[str] | None:
+# How git says it could not list a folder (on stderr, as a warning; the
+# listing goes on without it): git's messages are read in the C locale (git.py).
+_GIT_UNREADABLE_FOLDER = re.compile(rb"^warning: could not open directory '(.+/)': (.+)$", re.MULTILINE)
+
+
+def _git_listing(root: Path) -> Listing | None:
     """What `git ls-files` lists in ``root``: files, and a repository inside
     as its folder; never a file a sparse checkout leaves out of the work
-    tree (tagged ``S``: in the index, never on disk, however many)."""
+    tree (tagged ``S``: in the index, never on disk, however many). Skipped:
+    each folder git could not read (a folder this user may not read: its
+    untracked files went missing without a word)."""
     proc = run_git(git_command("ls-files", "-z", "-t", "--cached", "--others", "--exclude-standard",
                                "--deduplicate", root=root), timeout=60, fifo_root=root)
     if proc is None or proc.returncode != 0:
@@ -317,9 +335,12 @@ def _git_listing(root: Path) -> list[str] | None:
     # fresh project) held tens of thousands of files. Tracked ones stay.
     environments = tuple(path[:-len(_VENV_MARKER)] for tag, path in entries
                          if tag == "?" and path.endswith("/" + _VENV_MARKER))
-    return [path for tag, path in entries
-            if tag != "?" or not (path.startswith(environments)
-                                  or not _ALWAYS_SKIPPED_DIRS.isdisjoint(path.split("/")[:-1]))]
+    unreadable = [Skipped(os.fsdecode(folder), f"unreadable ({os.fsdecode(why).strip()})")
+                  for folder, why in _GIT_UNREADABLE_FOLDER.findall(proc.stderr)]
+    return Listing([path for tag, path in entries
+                    if tag != "?" or not (path.startswith(environments)
+                                          or not _ALWAYS_SKIPPED_DIRS.isdisjoint(path.split("/")[:-1]))],
+                   [s for s in unreadable if os.path.isdir(root / s.path)])
 
 
 def _inner_repositories(folder: Path, listed: list[str]) -> set[str]:
@@ -366,13 +387,15 @@ def _submodule_paths(text: str) -> set[str]:
     return paths
 
 
-def _walk_files(root: Path) -> list[str]:
+def _walk_files(root: Path) -> Listing:
     """A filesystem walk honouring .gitignore files at every level, in
     os.walk's order (top-down, names sorted; links to folders listed by
     neither list nor entered), without recursion: os.walk recurses once per
     level in Python 3.11, so a tree 1,000 folders deep (3,000 characters of
-    path, well within PATH_MAX) failed every indexing pass."""
-    found: list[str] = []
+    path, well within PATH_MAX) failed every indexing pass. Skipped: each
+    folder it could not read (``unreadable (…)``), whose files it cannot list."""
+    walked = Listing()
+    found = walked.paths
     # (folder relative to root with a trailing "/", the .gitignore specs above it)
     stack: list[tuple[str, list[tuple[str, IgnoreRules]]]] = [("", [])]
     while stack:
@@ -381,7 +404,11 @@ def _walk_files(root: Path) -> list[str]:
         try:
             with os.scandir(dirpath) as it:
                 entries = list(it)
-        except OSError:
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # gone since its folder was read
+        except OSError as exc:
+            if rel_dir:  # the root's own failure is the pass's, not a skipped folder
+                walked.skipped.append(Skipped(rel_dir, f"unreadable ({exc.strerror or exc})"))
             continue
         if rel_dir and any(entry.name == _VENV_MARKER for entry in entries):
             continue  # a virtual environment, whatever its name
@@ -411,7 +438,7 @@ def _walk_files(root: Path) -> list[str]:
             if not ignored(rel):
                 found.append(rel)
         stack.extend((rel_dir + name + "/", specs) for name in sorted(folders, reverse=True))
-    return found
+    return walked
 
 
 def listed_folders(root: Path) -> set[str]:
@@ -421,7 +448,8 @@ def listed_folders(root: Path) -> set[str]:
     output, ``.venv``) cost no watch and no event. An uninitialised
     submodule's folder is one too, empty as it is: `git submodule update
     --init` fills it, and no event in the folder above says so."""
-    candidates = _git_files(root) or _walk_files(root)
+    in_git = _git_files(root)
+    candidates = (in_git if in_git is not None and in_git.paths else _walk_files(root)).paths
     listed = set(candidates)
     uninitialised = [prefix + name for prefix in (path[:-len(_GITMODULES)] for path in candidates
                                                   if path.rpartition("/")[2] == _GITMODULES)
@@ -566,12 +594,15 @@ def discover(root: Path, wanted: FileFilter) -> Listing:
     one inside it is indexed once, under its target's own path (when discovery
     lists the target), so no file has two names in the index."""
     root = root.resolve()
-    candidates = _git_files(root)
-    if not candidates:
+    found = _git_files(root)
+    if found is None or not found.paths:
         # Not a repository, or a folder that an enclosing repository ignores
         # (git answers for the outer one and lists nothing).
-        candidates = _walk_files(root)
-    listing = Listing()
+        found = _walk_files(root)
+    candidates = found.paths
+    # The folders it could not list come first, named so status says so (as
+    # status shows any name: shown_name).
+    listing = Listing(skipped=[Skipped(shown_name(s.path), s.reason) for s in found.skipped])
     real_dirs: dict[str, str | None] = {"": ""}
     for path in sorted({p for p in candidates if wanted(p)}):
         problem = name_problem(path)

@@ -119,8 +119,10 @@ def _neutralised(base: list[str], root: Path | str | None) -> list[str]:
 
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    # Never a prompt (a credential, a passphrase), never a lock on the index.
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0")
+    # Never a prompt (a credential, a passphrase), never a lock on the index;
+    # messages in the C locale, which callers read (discovery's unreadable
+    # folders, trust's "did not match"), whatever the user's language.
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
     env.update({variable: value for value, variable in _CONFIG_VARIABLES.items()})
     return env
 

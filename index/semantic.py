@@ -394,7 +394,10 @@ class SemanticIndex:
         """Make the ANN index hold exactly the vectors SQLite holds."""
         conn = self.store.reader()
         truth = {row[0] for row in conn.execute(f"SELECT id FROM {self.table}")}
-        present = {int(k) for k in ann.keys} if len(ann) else set()
+        # All keys in one slice: read one by one (iterating ``ann.keys``), each
+        # key's lookup scanned the index, so a daemon's first load of 100,000
+        # vectors held every recall for minutes.
+        present = set(ann.keys[:].tolist())
         extra = present - truth
         missing = sorted(truth - present)
         if extra:

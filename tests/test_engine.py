@@ -114,6 +114,26 @@ def test_repositories_inside_past_the_bound_are_left_out_with_one_warning(plain:
     assert len(warnings) == 1 and "2 repositories inside not indexed (clones/c1, clones/c2)" in warnings[0]
 
 
+def test_repositories_inside_past_the_bound_are_named_in_status(plain: Path, monkeypatch):
+    """A repository left out past the bound indexed none of its files and
+    only the daemon's log said so: status counted nothing skipped, and a
+    recall of its code answered "no hits" with no reason. Its folder is now
+    a skipped entry (`repository left out`)."""
+    from ctxls.index import discovery
+    monkeypatch.setattr(discovery, "MAX_INNER_REPOSITORIES", 1)
+    write_tree(plain, {f"clones/c{i}/mod{i}.py": f"def clone_{i}():\n    pass\n" for i in range(3)})
+    git(plain, "init", "-q")
+    for i in range(3):
+        git(plain / f"clones/c{i}", "init", "-q")
+    engine = engine_for(plain)
+    engine.index()
+    skipped = engine.status()["skipped"]
+    engine.close()
+    assert skipped["reasons"] == {"repository left out": 2}
+    assert [f["path"] for f in skipped["files"]] == ["clones/c1/", "clones/c2/"]
+    assert {f["reason"] for f in skipped["files"]} == {discovery.REPOSITORY_LEFT_OUT}
+
+
 def test_a_sparse_checkout_lists_only_the_files_in_its_work_tree(tmp_path: Path):
     """A sparse checkout keeps every file in git's index and only some on
     disk: discovery listed each absent one, so every pass of a large

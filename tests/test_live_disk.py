@@ -515,10 +515,39 @@ def test_a_folder_this_user_may_not_read_is_listed_skipped_not_taken_for_the_wat
         (root / "secret").chmod(0o755)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout.strip().splitlines()[-1])
-    assert result["files"] == 1 and result["stats_skipped"] == 1
-    assert result["skipped"] == {"secret/hidden.py": "unreadable (Permission denied)"}
+    assert result["files"] == 1 and result["stats_skipped"] == 2
+    assert result["skipped"] == {"secret/": "unreadable (Permission denied)",
+                                 "secret/hidden.py": "unreadable (Permission denied)"}
     assert result["watch"]["mode"] == "native" and result["watch"]["polled"] == 0, result["watch"]
     assert result["watch"]["reason"] is None and "watch limit" not in run.stderr
+
+
+@pytest.mark.parametrize("in_git", [True, False], ids=["git", "walk"])
+def test_a_folder_this_user_may_not_read_is_named_skipped_with_its_files_unlisted(
+        tmp_path: Path, in_git: bool):
+    """The untracked files of a folder this user may not read (every file
+    of it outside git) were left out of the index without a word: git only
+    warned on its stderr, the walk passed over it, and status said nothing
+    was skipped. The folder is now skipped `unreadable (…)`, its path
+    ending in "/". Run in a user namespace with no uid mapped, where mode
+    000 holds even for root."""
+    root = tmp_path / "perm"
+    write_tree(root, {"pkg/open.py": "def readable():\n    pass\n",
+                      "secret/hidden.py": "def hidden():\n    pass\n"})
+    if in_git:
+        git(root, "init", "-q")
+    script = tmp_path / "perm.py"
+    script.write_text(UNREADABLE_FOLDER_SCRIPT)
+    (root / "secret").chmod(0)
+    try:
+        run = subprocess.run(["unshare", "--user", sys.executable, str(script), str(root)],
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        (root / "secret").chmod(0o755)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert result["files"] == 1
+    assert result["skipped"] == {"secret/": "unreadable (Permission denied)"}
 
 
 def test_a_new_folder_near_the_watch_limit_is_watched_not_polled(tmp_path: Path):

@@ -231,6 +231,30 @@ def test_ann_file_is_repaired_from_the_store(small: Path, damage: str):
     reopened.close()
 
 
+def test_the_ann_files_keys_are_read_at_once_when_it_is_loaded(small: Path, monkeypatch):
+    """Loading the ANN file read its keys one by one (iterating usearch's
+    key view), and each one-key read scans the index: quadratic, so a
+    daemon restarted on 100,000 vectors held every recall for minutes
+    waiting for the load. Read by the key view's offset, nothing loads."""
+    from usearch.index import IndexedKeys
+
+    engine = semantic_engine(small)
+    engine.index()
+    engine.embed_pending()
+    engine.close()
+    whole = IndexedKeys.__getitem__
+
+    def no_single_offsets(self, offset):
+        assert isinstance(offset, slice), "a key read on its own"
+        return whole(self, offset)
+
+    monkeypatch.setattr(IndexedKeys, "__getitem__", no_single_offsets)
+    reopened = semantic_engine(small)
+    assert reopened.semantic.ensure_loaded()
+    assert_consistent(reopened)
+    reopened.close()
+
+
 def test_two_writers_of_one_ann_file_each_write_a_whole_one(small: Path, monkeypatch):
     """Two processes with one store open save the ANN file at the same
     moment: both writes complete, the file left is whole, and no temporary
