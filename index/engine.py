@@ -63,7 +63,8 @@ from ctxls.index.semantic import VECTOR_TIERS, FAST_TIER, SemanticIndex, vector_
 from ctxls.index.stash import Stash
 from ctxls.index import symbols as symbol_table
 from ctxls.index.symbols import Definition
-from ctxls.index.store import FTS_TABLE_BY_KIND, Connection, FileState, Store, now_ms
+from ctxls.index.store import (FTS_TABLE_BY_KIND, INDEX_COMPLETE_KEY, INDEX_STAMP, Connection, FileState, Store,
+                               now_ms)
 
 log = logging.getLogger(__name__)
 
@@ -388,6 +389,10 @@ class Engine:
         self._token_counter: TokenCounter | None = None
         # Set by the first complete pass: until then answers are partial.
         self._cold_done = threading.Event()
+        # Whether the store held a whole pass's rows when this process's first
+        # pass began (read once, at the first answer that waits for it): then
+        # answers come from them at once, partial, rather than IndexNotReady.
+        self._stored_complete: bool | None = None
         # Wall clock (ns) when the last whole pass began listing files: a file
         # created since may not be indexed yet (impact's sweep looks in the
         # folders changed since). None: no whole pass in this process.
@@ -436,6 +441,7 @@ class Engine:
         """The store file vanished and was created anew: index everything again
         (open buffers included) in the background; answers are partial meanwhile."""
         self._cold_done.clear()
+        self._stored_complete = None
         self.listed_ns = None
         self.indexer.fills_empty_store = None  # the new store's first pass judges: empty, it logs no edit
         for tier in self._tiers:
@@ -1010,6 +1016,12 @@ class Engine:
             return
         if not self._first_pass_due or self.store.error is not None or self.index_error is not None:
             return
+        if self.stored_index_complete():
+            # A restart on an index a whole pass left complete: its rows
+            # answer now, partial, while this process's first pass checks
+            # what changed since (a 100,000-file tree's took 27 s).
+            self.store.renew_snapshot()
+            return
         deadline = time.monotonic() + self.options.ready_wait_s
         if not self._cold_done.wait(self.options.ready_wait_s):
             progress = self.progress
@@ -1024,6 +1036,29 @@ class Engine:
         # this a `get` of a fresh session answered "not found" for a file the
         # first pass had just indexed.
         self.store.renew_snapshot()
+
+    def stored_index_complete(self) -> bool:
+        """Whether the store holds the rows of a whole pass of this index
+        format (an earlier process's, or this one's), whatever this process's
+        first pass has done yet."""
+        if self._stored_complete is None:
+            try:
+                self._stored_complete = self.store.meta().get(INDEX_COMPLETE_KEY) == INDEX_STAMP
+            except EngineError:  # unreadable now: wait for the pass, as without such rows
+                return False
+        return self._stored_complete
+
+    def _mark_index_complete(self) -> None:
+        """After a whole pass: its rows are a complete index of this format
+        (read first: a repair since may have deleted the mark with rows)."""
+        try:
+            if self.store.meta().get(INDEX_COMPLETE_KEY) != INDEX_STAMP:
+                with self.store.write() as conn:
+                    conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) "
+                                 "DO UPDATE SET value = excluded.value", (INDEX_COMPLETE_KEY, INDEX_STAMP))
+            self._stored_complete = True
+        except (StoreUnavailable, WriteFailed) as exc:  # the next restart waits for its pass
+            log.debug("index not marked complete: %s", exc)
 
     def index(self, pathspecs: list[str] | None = None, force: bool = False,
               progress: ProgressCallback | None = None) -> IndexStats:
@@ -1108,6 +1143,7 @@ class Engine:
                 self.store.drop_all_orphan_vectors()
                 self.listed_ns = listed_ns
                 self.log_git_writes()  # a move while no daemon ran: its edits are git's
+                self._mark_index_complete()
                 self._cold_done.set()
             self.index_error = None
         except (Cancelled, RequestCancelled):  # stopped, not failed: the next pass resumes
@@ -1436,6 +1472,8 @@ class Engine:
             return (f"the index could not take the latest text of {len(unwritten)} "
                     f"file{'s' if len(unwritten) > 1 else ''} ({unwritten[-1]}): answers may not "
                     "reflect it")
+        if not self.cold_index_done and self.stored_index_complete():
+            return "checking for changes made since the index was last updated: answers come from it as it was left"
         if not self.cold_index_done or self.indexing:
             return "indexing is still running"
         if mode == "lexical" or self.semantic is None:

@@ -928,3 +928,54 @@ def test_a_file_read_before_the_first_index_of_an_empty_store_is_no_edit(plain: 
             ("pkg/later.py", "written_later")]
     finally:
         engine.close()
+
+
+def test_a_restart_on_a_complete_index_answers_from_it_at_once_marked_partial(tmp_path: Path) -> None:
+    """A daemon restarted on a store a whole pass had left complete answered
+    "index not ready" (-32011) until its own first pass ended (27 s for
+    100,000 unchanged files); an empty store, or one whose rows no whole
+    pass completed, still does."""
+    from ctxls.index.errors import IndexNotReady
+    from ctxls.index.store import INDEX_COMPLETE_KEY
+
+    root = tmp_path / "repo"
+    write_tree(root, {"pkg/billing.py": "def settle_invoice(total):\n    return round(total, 2)\n"})
+
+    def restarted() -> Engine:
+        engine = Engine(root, EngineOptions(embeddings=False, watch="off", ready_wait_s=0.0))
+        engine.follow_disk()  # a daemon's start: its first pass is due, not run here
+        return engine
+
+    engine = restarted()
+    try:  # nothing indexed yet: no rows to answer from
+        with pytest.raises(IndexNotReady):
+            engine.recall("settle invoice", ["code"])
+    finally:
+        engine.close()
+    first = Engine(root, EngineOptions(embeddings=False, watch="off"))
+    try:
+        first.index()
+        assert first.store.meta()[INDEX_COMPLETE_KEY]
+    finally:
+        first.close()
+    engine = restarted()
+    try:
+        assert not engine.cold_index_done
+        result = engine.recall("settle invoice", ["code"])
+        assert [h.symbol for h in result.hits_by_kind["code"]] == ["settle_invoice"]
+        assert result.partial and "since the index was last updated" in result.partial_reason
+        engine.cold_index()
+        result = engine.recall("settle invoice", ["code"])
+        assert not result.partial and result.hits_by_kind["code"][0].symbol == "settle_invoice"
+        # Rows a repair deleted are no whole pass's any more: the mark goes with them.
+        with engine.store.write() as conn:
+            from ctxls.index.store.schema import index_incomplete
+            index_incomplete(conn)
+    finally:
+        engine.close()
+    engine = restarted()
+    try:
+        with pytest.raises(IndexNotReady):
+            engine.recall("settle invoice", ["code"])
+    finally:
+        engine.close()

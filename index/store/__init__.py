@@ -74,13 +74,14 @@ from ctxls.index.store.reads import (FileState, connection_cache, file_term_coun
                                      generated_paths, held_term, held_terms, parse_file_terms, paths_generation,
                                      windowed_files)
 from ctxls.index.store.recovery import CARRIED_TABLES, QUARANTINE_LABEL
-from ctxls.index.store.schema import (APPLICATION_ID, CHUNKER_VERSION, FTS_TABLE_BY_KIND, INDEX_STAMP,
+from ctxls.index.store.schema import (APPLICATION_ID, CHUNKER_VERSION, FTS_TABLE_BY_KIND, INDEX_COMPLETE_KEY,
+                                      INDEX_STAMP,
                                       MEMORY_FTS_TABLE_BY_KIND, MEMORY_TEXT_VERSION, SCHEMA_VERSION,
                                       TOKENIZER_VERSION, VECTOR_TABLES)
 from ctxls.index.store.writes import FileRecord, now_ms
 
 __all__ = ["APPLICATION_ID", "CARRIED_TABLES", "CHUNKER_VERSION", "Connection", "FOLD_SQL", "FTS_TABLE_BY_KIND",
-           "FileRecord", "FileState", "INDEX_STAMP", "MEMORY_FTS_TABLE_BY_KIND", "MEMORY_TEXT_VERSION",
+           "FileRecord", "FileState", "INDEX_COMPLETE_KEY", "INDEX_STAMP", "MEMORY_FTS_TABLE_BY_KIND", "MEMORY_TEXT_VERSION",
            "QUARANTINE_LABEL",
            "Row", "SCHEMA_VERSION", "Store", "StoreVersionError", "TOKENIZER_VERSION",
            "VECTOR_TABLES", "connection_cache", "file_term_count", "fts_generation", "generated_paths",

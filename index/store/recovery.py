@@ -18,7 +18,8 @@ from ctxls.index.store.failures import detail, storage_reason, store_error
 from ctxls.index.store.fts_changes import opened as fts_tables_opened
 from ctxls.index.store.records import drop_damaged, find_damage
 from ctxls.index.store.schema import (APPLICATION_ID, FTS_TABLE_BY_KIND, MEMORY_FTS_TABLE_BY_KIND,
-                                      VECTOR_TABLES, _SQLITE_MAGIC, new_paths_generation)
+                                      VECTOR_TABLES, _SQLITE_MAGIC, index_incomplete,
+                                      new_paths_generation)
 from ctxls.index.store.writes import now_ms
 
 log = logging.getLogger(__name__)
@@ -228,6 +229,7 @@ class Recovery:
             drop_damaged(conn, damage)
             if damage.files or damage.fts_rows:
                 new_paths_generation(conn)
+                index_incomplete(conn)
                 self._files_touched = True
         fts_tables_opened(self._database_name(self._writer))  # no FTS cache follows these deletes
         for table in VECTOR_TABLES:

@@ -295,6 +295,18 @@ APPLICATION_ID = 0x63746C73
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
+# In meta: the INDEX_STAMP of the rows a whole pass last left complete (every
+# listed file read), so a process starting on the store can answer from them
+# at once, marked partial, while its own first pass checks the disk. Dropped
+# with the file rows (a stamp change, a repair): those rows are gone.
+INDEX_COMPLETE_KEY = "index_complete"
+
+
+def index_incomplete(conn: Connection) -> None:
+    """The file rows are no longer a whole pass's (dropped, or damaged ones deleted)."""
+    conn.execute("DELETE FROM meta WHERE key = ?", (INDEX_COMPLETE_KEY,))
+
+
 def new_paths_generation(conn: Connection) -> None:
     conn.execute("INSERT INTO meta(key, value) VALUES ('paths_generation', '1') "
                  "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
@@ -328,6 +340,7 @@ class Migrations:
                 for table in _FILE_TABLES:
                     conn.execute(f"DROP TABLE IF EXISTS {table}")
                 new_paths_generation(conn)
+                index_incomplete(conn)
                 self.rebuilt = True
         # After the version check: a newer store is never modified.
         with self._write_lock:
