@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 from ctxls import __version__
-from ctxls.daemon.cli_verbs import (EXIT_USAGE, CliError, OutputClosed, call, drop_none,
-                                    log_on_stderr, log_to_file, open_access, print_json,
-                                    resolve_root, write_out, writing)
+from ctxls.daemon.cli_verbs import (EXIT_NOT_FOUND, EXIT_USAGE, CliError, OutputClosed, call,
+                                    drop_none, log_on_stderr, log_to_file, open_access,
+                                    print_json, resolve_root, write_out, writing)
 from ctxls.daemon.formatting import format_hits_human
 from ctxls.index.roots import find_root, store_dir
 
@@ -175,7 +175,14 @@ def _memory_backend(args):
                                      lambda message: print(f"ctxls: {message}", file=sys.stderr))
         return PostgresMemoryStore(url, migrate=args.memory_verb != "export",
                                    semantic=semantic), scratch
-    store = Store(args.db or store_dir(resolve_root(args.root, creates=False).resolve()) / "index.db")
+    path = Path(args.db or store_dir(resolve_root(args.root, creates=False).resolve()) / "index.db")
+    # An export is a read: it never makes a store where none is, nor moves
+    # aside one that is not this user's own (quarantine), which left an
+    # empty store in the named file's place and exported nothing.
+    export = args.memory_verb == "export"
+    if export and (not path.is_file() or path.stat().st_size == 0):
+        raise CliError(f"no store at {path}: nothing to export", EXIT_NOT_FOUND)
+    store = Store(path, refuse_untrusted=export)
     return SqliteMemoryStore(store), store
 
 

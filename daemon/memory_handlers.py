@@ -159,9 +159,13 @@ def evict(ls: CtxlsServer, params: wire.Params) -> dict:
 @rpc("ctxls/node")
 def node(ls: CtxlsServer, params: wire.Params) -> dict | None:
     item_id = params.str("id", required=True)
-    found = memory_engine(ls).memory.node(item_id, ls.request_scope(params, "ctxls/node"))
-    # As in `get`: an indexed file's path names the file, whatever memory was written under it.
-    if found is None or any(engine.names_indexed_file(item_id) for engine in ls.workspaces.all()):
+    scope = ls.request_scope(params, "ctxls/node")
+    # As in `get`: an indexed file's path names the file, whatever memory was
+    # written under it, so memory is not asked (team memory may be down).
+    found = None
+    if not any(engine.names_indexed_file(item_id) for engine in ls.workspaces.all()):
+        found = memory_engine(ls).memory.node(item_id, scope)
+    if found is None:
         engine, path = file_folder(ls, item_id)
         found = engine.file_node(path)
     return wire.node_json(found)

@@ -306,6 +306,11 @@ async def _outage(repo: Path, server: PgServer) -> None:
             code = await s.request("ctxls/recall", {"query": "send prepared request"})
             assert "pkg/session.py" in [h["path"] for h in code["groups"]["code"]]
             assert code["partial"] is True  # memory was left out, and it says so
+            # An indexed file's path names the file, so memory is not asked:
+            # node answered -32010 for it while get answered the file.
+            for method in ("ctxls/get", "ctxls/node"):
+                item = await s.request(method, {"id": "pkg/session.py"})
+                assert item["source"] == "file", method
             server.start()  # same port: the pool reconnects on its own
 
             async def counted():

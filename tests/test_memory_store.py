@@ -3,6 +3,7 @@ and recall by meaning with the real model (vectors shared with chunks)."""
 
 from __future__ import annotations
 
+import base64
 import sqlite3
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from ctxls.index.memory import sqlite as memory_module
 from ctxls.index.memory.lexemes import fts_lexemes
 from ctxls.index.engine import Engine, EngineOptions
 from ctxls.index.scopes import EVERYTHING, named_scope
-from ctxls.index.store import INDEX_STAMP, SCHEMA_VERSION
+from ctxls.index.store import INDEX_STAMP, SCHEMA_VERSION, recovery
 from ctxls.index.tokenize import expand, expand_tokens
 
 from conftest import SAMPLE_FILES, write_tree
@@ -328,6 +329,39 @@ def test_trusting_a_quarantined_store_never_joins_an_id_this_store_holds(plain: 
     engine.close()
 
 
+
+def test_a_carry_cut_short_leaves_nothing_half_carried(plain: Path, tmp_path: Path, monkeypatch):
+    """trust-memory carried each table in a transaction of its own: cut
+    short after `memory` (a kill), the next trust-memory took those ids as
+    this store's own and skipped their uploads, so an ingested blob's bytes
+    were gone for good and `get` answered its filename as its text."""
+    db = tmp_path / "index.db"
+    engine = Engine(plain, EngineOptions(db_path=str(db), embeddings=False))
+    engine.memory.ingest(EVERYTHING, "logo.png", base64_data=base64.b64encode(b"\x89PNG").decode())
+    engine.memory.remember(EVERYTHING, "fact", "a fact that came along")
+    engine.close()
+    with sqlite3.connect(db) as conn:  # no seal: quarantined on the next open
+        conn.execute("DELETE FROM meta WHERE key IN ('store_id', 'owner_uid', 'store_path', 'store_seal')")
+    engine = Engine(plain, EngineOptions(db_path=str(db), embeddings=False))
+    try:
+        readable_rows = recovery._readable_rows
+
+        def killed_at_uploads(source, table, columns):
+            if table == "memory_files":
+                raise KeyboardInterrupt("killed while carrying")
+            return readable_rows(source, table, columns)
+        monkeypatch.setattr(recovery, "_readable_rows", killed_at_uploads)
+        with pytest.raises(KeyboardInterrupt):
+            engine.trust_quarantined()
+        assert engine.memory.count(EVERYTHING) == 0  # nothing of it was carried
+        monkeypatch.setattr(recovery, "_readable_rows", readable_rows)
+        engine.trust_quarantined()
+        item = engine.memory.item("logo.png", EVERYTHING)
+        assert (item.encoding, base64.b64decode(item.text)) == ("base64", b"\x89PNG")
+        assert engine.memory.count(EVERYTHING) == 2
+    finally:
+        engine.close()
+
 def _fts5_terms(texts: list[str]) -> list[list[str]]:
     """Each text's terms as the memory tables' tokenizer reads expand()'s output."""
     conn = sqlite3.connect(":memory:")
@@ -501,5 +535,36 @@ def test_a_trust_memory_the_full_disk_cut_short_carries_every_upload_when_tried_
         item = engine.memory.item("diagram", EVERYTHING)
         assert item is not None and base64.b64decode(item.text) == blob
         assert engine.store.quarantined() == []
+    finally:
+        engine.close()
+
+
+def test_an_upload_is_read_as_a_file_of_its_bytes_is_indexed(plain: Path):
+    """Ingest decoded an upload as bare UTF-8, unlike every reader of a
+    file's bytes (discovery.decode_text): a BOM kept the first heading from
+    being one, a UTF-16 log was refused as holding NUL, and lone-CR line
+    ends made a Markdown file one segment whose heading was all of it."""
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode("ascii")
+    markdown = "# Alpha\n\nalpha text quokka\n\n# Beta\n\nbeta text wombat\n"
+    engine = Engine(plain, EngineOptions(embeddings=False))
+    try:
+        engine.index()
+        uploads = {"bom.md": {"base64_data": b64(b"\xef\xbb\xbf" + markdown.encode())},
+                   "mac.md": {"text": markdown.replace("\n", "\r")},
+                   "mac-bytes.md": {"base64_data": b64(markdown.replace("\n", "\r").encode())}}
+        for name, upload in uploads.items():
+            assert engine.memory.ingest(EVERYTHING, name, **upload).segments == 2, name
+            beta = engine.memory.node(name, EVERYTHING).segments[1]
+            assert beta.symbol == "Beta", name
+            # get's lines are the segments' lines.
+            lines = engine.memory.item(name, EVERYTHING, beta.start_line, beta.end_line).text
+            assert "beta text wombat" in lines and "alpha" not in lines, name
+        assert engine.memory.item("bom.md", EVERYTHING).text == markdown  # the BOM is no text
+        log = "\ufeff2026-01-01 ERROR disk full on node7\n".encode("utf-16-le")
+        engine.memory.ingest(EVERYTHING, "win.log", base64_data=b64(log))
+        found = engine.memory.search("doc", "disk full node7", 5, EVERYTHING)
+        assert [r.key for r in found] == ["win.log"]
+        assert engine.memory.item("win.log", EVERYTHING).text == log.decode("utf-16")
     finally:
         engine.close()

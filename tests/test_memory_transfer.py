@@ -191,3 +191,26 @@ def test_import_refuses_meta_values_no_json_answer_can_carry(import_target: list
     for meta in ({"a": float("nan")}, {"b": [float("inf")]}, {"c": 2**96}):
         with pytest.raises(InvalidParams):
             check_meta(meta)
+
+
+def test_an_export_reads_a_store_and_never_moves_or_makes_one(tmp_path: Path):
+    """`memory export --db` of a copy of a store sealed for another place (a
+    backup) quarantined it: the file moved aside, an empty store made in
+    its place, nothing exported, exit 0. Of a path holding no store, it made
+    one and exported nothing, exit 0."""
+    db = tmp_path / "index.db"
+    subprocess.run([*CLI, "import", "--db", str(db)], input=EARLIER_EXPORT, capture_output=True,
+                   text=True, check=True)
+    copy = tmp_path / "backup" / "copy.db"
+    copy.parent.mkdir()
+    copy.write_bytes(db.read_bytes())  # sealed for the first path, not this one
+    refused = subprocess.run([*CLI, "export", "--db", str(copy)], capture_output=True, text=True)
+    assert refused.returncode == 1 and refused.stdout == ""
+    assert "sealed for another place" in refused.stderr and "left as it is" in refused.stderr
+    assert [p.name for p in copy.parent.iterdir()] == ["copy.db"]
+    assert copy.read_bytes() == db.read_bytes()
+    missing = tmp_path / "typo.db"
+    refused = subprocess.run([*CLI, "export", "--db", str(missing)], capture_output=True, text=True)
+    assert refused.returncode == 1 and "no store at" in refused.stderr and not missing.exists()
+    assert subprocess.run([*CLI, "export", "--db", str(db)], capture_output=True, text=True,
+                          check=True).stdout == EARLIER_EXPORT

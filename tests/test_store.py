@@ -45,7 +45,9 @@ def test_wal_mode_and_stamp_are_recorded(plain_repo: Path, tmp_path: Path):
     assert meta == {"schema_version": str(store_module.SCHEMA_VERSION),
                     "index_stamp": store_module.INDEX_STAMP,
                     "paths_generation": str(len(SAMPLE_FILES)),  # one per file added
-                    "memory_text_version": str(store_module.MEMORY_TEXT_VERSION)}
+                    "memory_text_version": str(store_module.MEMORY_TEXT_VERSION),
+                    # A whole pass completed: a restart answers from these rows at once.
+                    store_module.INDEX_COMPLETE_KEY: store_module.INDEX_STAMP}
     assert seal["store_path"] == str((tmp_path / "db" / "index.db").resolve())
     engine.close()
 
@@ -63,6 +65,8 @@ def test_stamp_mismatch_rebuilds_file_rows_but_keeps_the_edit_log(plain_repo: Pa
     reopened = make_engine(plain_repo, db)
     assert reopened.store.rebuilt
     assert reopened.store.counts() == {"files": 0, "chunks": 0}
+    # The rows a whole pass left are gone: a restart may not answer from them.
+    assert store_module.INDEX_COMPLETE_KEY not in reopened.store.meta()
     assert [a.symbol for a in reopened.recent_activity()] != []  # history survives
     stats = reopened.index()
     assert stats.added == 5

@@ -10,6 +10,7 @@ import posixpath
 from typing import TYPE_CHECKING, Callable
 
 from ctxls.index.chunker import chunk_file
+from ctxls.index.discovery import decode_text
 from ctxls.index.errors import InvalidParams, TooLarge
 from ctxls.index.memory.lexemes import memory_query_terms
 from ctxls.index.memory.model import (DAY_MS, DEFAULT_EPISODE_WINDOW_DAYS, MAX_PAGE,
@@ -89,8 +90,11 @@ class Memory:
         extension = posixpath.splitext(filename.replace("\\", "/"))[1].lstrip(".").lower()
         if extension in SEGMENTED_FORMATS:
             mode, fmt = "chunked", SEGMENTED_FORMATS[extension]
-            decoded = text if text is not None else data.decode("utf-8", "replace")
-            invalid = first_invalid(decoded)
+            # The text a file of these bytes is indexed as (a BOM dropped,
+            # UTF-16 by its mark, a lone CR a line end), so headings and line
+            # numbers are an editor's; `item` reads the upload the same way.
+            decoded = decode_text(data)
+            invalid = first_invalid(text if text is not None else decoded)
             if invalid is not None:
                 # Its segments are stored as text, which no store (nor an
                 # export's import) holds with NUL: refused, as remember's text is.
@@ -149,9 +153,13 @@ class Memory:
                                           key_prefix, kind, by))
 
     def purge(self, now: int | None = None) -> int:
-        """Remove rows whose expiry has passed, with their uploads and vectors."""
+        """Remove rows whose expiry has passed, with their uploads and vectors.
+        ``now`` (a test's, or a caller's clock) never runs ahead of this
+        process's: purge is unscoped, so a later one let any client remove
+        every tenant's rows still live."""
         check_ms("now", now)
-        return self.backend.purge(now if now is not None else now_ms())
+        current = now_ms()
+        return self.backend.purge(current if now is None else min(now, current))
 
     # -- reads -----------------------------------------------------------------
 
@@ -212,7 +220,7 @@ class Memory:
             if start_line is not None or end_line is not None:
                 raise InvalidParams("startLine", "a blob has no lines")
             return MemoryItem(row, base64.b64encode(upload[1]).decode("ascii"), "base64")
-        text = upload[1].decode("utf-8", "replace") if upload is not None else row.whole_text()
+        text = decode_text(upload[1]) if upload is not None else row.whole_text()
         if start_line is not None or end_line is not None:
             lines = text.split("\n")
             if len(lines) > 1 and lines[-1] == "":  # a final newline ends the last line, as a file's

@@ -55,7 +55,8 @@ class Store(Migrations, Recovery, FileRows, Reads):
     """One SQLite database: a writer connection behind a lock, and one
     read connection per thread (WAL gives each reader a consistent snapshot)."""
 
-    def __init__(self, db_path: str | os.PathLike[str] | None, home: Path | None = None):
+    def __init__(self, db_path: str | os.PathLike[str] | None, home: Path | None = None,
+                 refuse_untrusted: bool = False):
         # None: a private throw-away store (buffers outside every workspace
         # folder), a temp file so it behaves exactly like a real one (WAL).
         self._temp_dir = tempfile.mkdtemp(prefix="ctxls-") if db_path is None else None
@@ -102,6 +103,10 @@ class Store(Migrations, Recovery, FileRows, Reads):
         self._home = home
         # Whether stores are sealed and checked (index/trust.py): not a throw-away one.
         self._sealed = db_path is not None
+        # A store that is not this user's own is refused (StoreUnavailable),
+        # never quarantined: for a read of a file the user names (`ctxls
+        # memory export --db`), which must not move it or make one in its place.
+        self._refuse_untrusted = refuse_untrusted
         # Whether this Store holds the lock of its folder (_folder_lock; only
         # ever changed under _write_lock, so by one thread at a time).
         self._folder_locked = False

@@ -176,6 +176,11 @@ class Recovery:
         """Move a store whose written rows are not this user's own aside
         whole (its index and vectors were made elsewhere too) and start anew;
         `import_quarantined` carries its rows in when the user says so."""
+        if self._refuse_untrusted:
+            raise StoreUnavailable(self.db_path, "untrusted",
+                                   f"its written memory is not read: {why} (the file was left as "
+                                   "it is; `ctxls trust-memory` imports a repository's quarantined "
+                                   "store)")
         aside = self._move_aside(QUARANTINE_LABEL, why)
         self.repair = {"at": now_ms(), "cause": why, "moved_to": aside, "carried": {}}
         log.warning("index store %s is not trusted: %s. Moved to %s; its written memory is "
