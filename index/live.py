@@ -60,11 +60,13 @@ STEP_MS = 50
 MAX_BATCH_MS = 1000
 # The thread wakes this often with nothing happening (stop, new folders'
 # catch-up, and saying the disk is caught up: ``caught_up`` waits up to this
-# long, and every ranked answer with a native watch waits for it since stop
-# 68: 100 ms, not 250, halves that wait). Idle CPU of django's 2,455 watched
-# folders, 30 s, one core: 0.11 % at 1 s, 0.14 % at 250 ms, 0.17–0.19 % at
-# 100 ms (docs/decisions.md).
-TICK_MS = 100
+# long after EVENT_DELAY_S, and every ranked answer with a native watch waits
+# for it). One STEP_MS since stop 69: notify sleeps a step between looks
+# anyway, so a shorter tick costs only the returns. Idle CPU of django's
+# 2,455 watched folders, 30 s, one core: 0.11 % at 1 s, 0.14 % at 250 ms,
+# 0.17–0.19 % at 100 ms; of 2,021 folders: 0.22 % at 100 ms, 0.25 % at 50
+# (docs/decisions.md).
+TICK_MS = STEP_MS
 # An event is in the watch's set this long after the write that caused it
 # (inotify queues it at the write; notify's thread reads it at once).
 EVENT_DELAY_S = 0.02
