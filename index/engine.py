@@ -1002,12 +1002,14 @@ class Engine:
             unwritten = self._unwritten.keys() & set(paths)
         return without(result, unwritten) if unwritten else result
 
-    def await_index(self) -> None:
+    def await_index(self, from_stored: bool = True) -> None:
         """Before an answer from the index: wait (at most ``ready_wait_s``) for
         the first pass, and for a burst's pass. Raises IndexNotReady when the
         first pass is still running then; a burst still running leaves the
-        answer partial. Never waits for a store that cannot open or a pass
-        that failed: those answer with their own errors."""
+        answer partial. ``from_stored``: no wait for the first pass where the
+        store holds an index a whole pass completed (its answer is partial).
+        Never waits for a store that cannot open or a pass that failed:
+        those answer with their own errors."""
         self.write_unwritten()
         if self._cold_done.is_set() and not self.indexing:
             # The first pass may have ended after the request's snapshot was
@@ -1016,7 +1018,7 @@ class Engine:
             return
         if not self._first_pass_due or self.store.error is not None or self.index_error is not None:
             return
-        if self.stored_index_complete():
+        if from_stored and self.stored_index_complete():
             # A restart on an index a whole pass left complete: its rows
             # answer now, partial, while this process's first pass checks
             # what changed since (a 100,000-file tree's took 27 s).
@@ -1897,8 +1899,9 @@ class Engine:
             raise InvalidParams("limit", f"must be an integer from 1 to {MAX_RECENT_ITEMS}")
         cutoff = int(since) if since is not None else now_ms() - int((days or 7) * DAY_MS)
         # The first pass logs what changed while no process ran: a session's
-        # first question ("where was I?") waits for it as other answers do.
-        self.await_index()
+        # first question ("where was I?") waits for it, even on a complete
+        # stored index (those changes are what it asks about).
+        self.await_index(from_stored=False)
         self.caught_up_with_disk()  # an edit made a moment ago is listed too
         self.log_git_writes()
         conn = self.store.reader()
